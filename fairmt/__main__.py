@@ -1,0 +1,5 @@
+import sys
+
+from fairmt.cli import main
+
+sys.exit(main())

@@ -1,0 +1,71 @@
+"""The ``fairmt`` command.
+
+Sub-commands live in :mod:`fairmt.commands`, one module per area, each exposing ``register(groups)`` where
+``groups`` maps ``"top"``, ``"eval"`` and ``"data"`` to argparse sub-parser collections. Registration must stay
+cheap: a command module imports torch/transformers only inside its handler, so ``fairmt eval winomt`` on a
+translation file never pays for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from fairmt.errors import FairmtError
+
+# Order is the order shown in --help.
+COMMAND_MODULES = (
+    "fairmt.commands.demo",
+    "fairmt.commands.train",
+    "fairmt.commands.eval_winomt",
+    "fairmt.commands.eval_geneval",
+    "fairmt.commands.eval_embeddings",
+    "fairmt.commands.eval_classification",
+    "fairmt.commands.data",
+    "fairmt.commands.augment",
+    "fairmt.commands.push",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from fairmt import __version__
+
+    parser = argparse.ArgumentParser(prog="fairmt", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"fairmt {__version__}")
+    top = parser.add_subparsers(dest="command", metavar="COMMAND")
+    top.required = True
+    eval_p = top.add_parser("eval", help="evaluate translations, embeddings or classifiers for bias")
+    eval_sub = eval_p.add_subparsers(dest="eval_command", metavar="BENCHMARK")
+    eval_sub.required = True
+    data_p = top.add_parser("data", help="download benchmark data into the local cache")
+    data_sub = data_p.add_subparsers(dest="data_command", metavar="ACTION")
+    data_sub.required = True
+    groups = {"top": top, "eval": eval_sub, "data": data_sub}
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as err:  # a command module not written yet must not break the others
+            if err.name == name:
+                continue
+            raise
+        module.register(groups)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.error("no handler for this command")
+    try:
+        rc = handler(args)
+    except FairmtError as err:  # bad input: one clear line, no traceback
+        print(f"fairmt: error: {err}", file=sys.stderr)
+        return 2
+    return int(rc or 0)
+
+
+if __name__ == "__main__":  # python -m fairmt.cli
+    sys.exit(main())

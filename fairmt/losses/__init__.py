@@ -1,0 +1,19 @@
+"""Layer 1: losses as pure PyTorch functions (no transformers import)."""
+
+from fairmt.losses.contrastive import label_masks, masked_contrastive_loss, supcon_loss
+from fairmt.losses.distill import token_kl_loss
+from fairmt.losses.distributed import gather_nograd, gather_with_grad
+from fairmt.losses.gacl import GACL_VARIANTS, GACLPairs, gacl_loss, gacl_variant
+
+__all__ = [
+    "GACLPairs",
+    "GACL_VARIANTS",
+    "gacl_loss",
+    "gacl_variant",
+    "gather_nograd",
+    "gather_with_grad",
+    "label_masks",
+    "masked_contrastive_loss",
+    "supcon_loss",
+    "token_kl_loss",
+]

@@ -1,0 +1,40 @@
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _shared_data() -> Path | None:
+    env = os.environ.get("FAIRMT_TEST_DATA") or os.environ.get("FAIRMT_DATA")
+    for cand in ([Path(env)] if env else []) + [REPO.parent / "shared" / "data"]:
+        if cand.is_dir():
+            return cand
+    return None
+
+
+SHARED_DATA = _shared_data()
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real benchmark data (../shared/data, or FAIRMT_TEST_DATA/FAIRMT_DATA); skips when absent."""
+    if SHARED_DATA is None:
+        pytest.skip("real benchmark data not found: put it at ../shared/data or set FAIRMT_TEST_DATA")
+    return SHARED_DATA
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _torch_threads():
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return
+    torch.set_num_threads(1)
