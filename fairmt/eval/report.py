@@ -1,0 +1,75 @@
+"""Reporting helpers shared by the evaluators: JSON, Markdown tables, readable console tables, bar charts.
+
+Results are dataclasses; ``as_dict`` turns one (or a plain dict) into JSON-ready data. Tables take a list of
+row dicts and the columns to show, so every evaluator prints and writes results the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def as_dict(result: Any) -> dict:
+    """A dataclass (possibly nested) or mapping as a JSON-ready dict."""
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        return dataclasses.asdict(result)
+    if isinstance(result, dict):
+        return dict(result)
+    raise TypeError(f"cannot serialise {type(result).__name__}")
+
+
+def write_json(result: Any, path: str | Path) -> None:
+    data = as_dict(result) if not isinstance(result, list) else [as_dict(r) for r in result]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _fmt(value: Any, digits: int) -> str:
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return "" if value is None else str(value)
+
+
+def format_table(rows: Sequence[dict], columns: Sequence[str], digits: int = 1) -> str:
+    """A plain-text table with aligned columns, for the console."""
+    cells = [[c for c in columns]] + [[_fmt(r.get(c), digits) for c in columns] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def markdown_table(rows: Sequence[dict], columns: Sequence[str], digits: int = 1) -> str:
+    """A GitHub-flavoured Markdown table."""
+    head = "| " + " | ".join(columns) + " |"
+    sep = "|" + "|".join("---:" if i else "---" for i in range(len(columns))) + "|"
+    body = ["| " + " | ".join(_fmt(r.get(c), digits) for c in columns) + " |" for r in rows]
+    return "\n".join([head, sep, *body]) + "\n"
+
+
+def bar_chart(rows: Sequence[dict], label: str, metrics: Sequence[str], path: str | Path, title: str = "") -> None:
+    """A grouped bar chart (one group per row, e.g. per language; one bar per metric), saved as PNG/PDF/SVG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(metrics)
+    width = 0.8 / max(n, 1)
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(rows) * max(n, 1) * 0.6 + 2), 3.2))
+    xs = range(len(rows))
+    for k, metric in enumerate(metrics):
+        ax.bar([x + (k - (n - 1) / 2) * width for x in xs], [float(r.get(metric) or 0.0) for r in rows], width, label=metric)
+    ax.set_xticks(list(xs), [str(r.get(label)) for r in rows])
+    ax.axhline(0, color="black", linewidth=0.6)
+    if title:
+        ax.set_title(title)
+    ax.legend(frameon=False, fontsize="small")
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
