@@ -1,0 +1,156 @@
+"""Gender of English sentences, and counterfactual re-inflection, from fairmt's lexicon.
+
+* :func:`detect_gender` → ``"male"``, ``"female"``, ``"both"`` or ``"none"`` (words in
+  :data:`fairmt.data.lexicon.AMBIGUOUS` do not count).
+* :func:`swap_gender` swaps every gendered word for its counterpart (Zhao et al. 2018 style re-inflection, as GACL
+  applies to the English source), keeping case; :func:`to_gender` turns a text into one gender;
+  :func:`neutralize` replaces gendered words by neutral terms.
+
+Rules for ambiguous pronouns (documented limits of a rule-based swap, no parser):
+
+* ``her`` followed by a content word (``her book``, ``her own``) is possessive → ``his``; followed by the end of
+  the sentence, punctuation or a function word (``to her.``, ``gave her the``, ``her and``) it is an object →
+  ``him``. ``made her happy`` is swapped to ``made his happy``: adjectives after an object ``her`` are not told
+  apart from adjectives before a noun.
+* ``his`` standing alone (end, punctuation, function word: ``it is his.``) → ``hers``; otherwise → ``her``.
+* Verb agreement is not changed by :func:`neutralize` (``he runs`` → ``they runs``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from fairmt.data.lexicon import AMBIGUOUS, FEMALE, MALE, PAIRS
+
+_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
+
+# Closed-class words after which "her"/"his" are pronouns rather than determiners.
+_FUNCTION_WORDS = frozenset(
+    """a an the this that these those some any no every each all both either neither my your his her its our
+    their i you he she it we they me him us them myself yourself himself herself itself ourselves themselves
+    to of in on at by for with from into onto about as than like over under after before since until up down
+    out off back away through around across along against between among without within upon
+    and or but nor so yet if because while when where whether though although unless once
+    is am are was were be been being has have had do does did will would shall should can could may might must
+    not never also too very just again now then there here today tomorrow yesterday tonight already still
+    soon later always often sometimes anyway instead either""".split()
+)
+
+_TO_FEMALE: dict[str, str] = {}
+_TO_MALE: dict[str, str] = {}
+_NEUTRAL: dict[str, str] = {}
+for _p in PAIRS:
+    _TO_FEMALE.setdefault(_p.male, _p.female)
+    _TO_MALE.setdefault(_p.female, _p.male)
+    if _p.neutral:
+        _NEUTRAL.setdefault(_p.male, _p.neutral)
+        _NEUTRAL.setdefault(_p.female, _p.neutral)
+
+_DETECT = {w: MALE for w in _TO_FEMALE if w not in AMBIGUOUS}
+_DETECT.update({w: FEMALE for w in _TO_MALE if w not in AMBIGUOUS})
+
+
+def _match_case(template: str, word: str) -> str:
+    if len(template) > 1 and template.isupper():
+        return word.upper()
+    if template[0].isupper():
+        return word[0].upper() + word[1:]
+    return word
+
+
+def _stands_alone(text: str, end: int) -> bool:
+    """True when the word ending at ``end`` is followed by nothing, punctuation or a function word."""
+    rest = text[end:]
+    m = re.match(r"\s*([A-Za-z]+(?:-[A-Za-z]+)*)", rest)
+    if m is None:
+        return True
+    if rest[: m.start(1)].strip():  # punctuation between the word and the next one
+        return True
+    return m.group(1).lower() in _FUNCTION_WORDS
+
+
+def _replacement(word: str, text: str, end: int, target: str | None) -> str | None:
+    """The replacement of one lower-cased word towards ``target`` (male/female/None = swap/'neutral')."""
+    alone = None
+    if word in ("her", "his"):
+        alone = _stands_alone(text, end)
+    if target == "neutral":
+        if word == "her":
+            return "them" if alone else "their"
+        if word == "his":
+            return "theirs" if alone else "their"
+        return _NEUTRAL.get(word)
+    if word == "her" and target in (None, MALE):
+        return "him" if alone else "his"
+    if word == "his" and target in (None, FEMALE):
+        return "hers" if alone else "her"
+    if target in (None, FEMALE) and word in _TO_FEMALE:
+        return _TO_FEMALE[word]
+    if target in (None, MALE) and word in _TO_MALE:
+        return _TO_MALE[word]
+    return None
+
+
+def _rewrite(text: str, target: str | None) -> str:
+    out, last = [], 0
+    for m in _WORD.finditer(text):
+        new = _replacement(m.group(0).lower(), text, m.end(), target)
+        if new is None:
+            continue
+        out.append(text[last : m.start()])
+        out.append(_match_case(m.group(0), new))
+        last = m.end()
+    out.append(text[last:])
+    return "".join(out)
+
+
+def swap_gender(text: str) -> str:
+    """The gender-swapped counterfactual of ``text`` (every gendered word replaced by its counterpart)."""
+    return _rewrite(text, None)
+
+
+def to_gender(text: str, gender: str) -> str:
+    """``text`` with every gendered word turned into ``gender`` (``"male"`` or ``"female"``)."""
+    if gender not in (MALE, FEMALE):
+        raise ValueError(f"gender must be 'male' or 'female', got {gender!r}")
+    return _rewrite(text, gender)
+
+
+def neutralize(text: str) -> str:
+    """``text`` with gendered words replaced by neutral terms (they/their/them, parent, person, ...)."""
+    return _rewrite(text, "neutral")
+
+
+def gendered_words(text: str) -> dict[str, list[str]]:
+    """The (unambiguous) gendered words of ``text``, by gender."""
+    found: dict[str, list[str]] = {MALE: [], FEMALE: []}
+    for m in _WORD.finditer(text):
+        g = _DETECT.get(m.group(0).lower())
+        if g:
+            found[g].append(m.group(0))
+    return found
+
+
+def detect_gender(text: str) -> str:
+    """``"male"``, ``"female"``, ``"both"`` or ``"none"``: which genders the sentence's gendered words mark."""
+    found = gendered_words(text)
+    has_m, has_f = bool(found[MALE]), bool(found[FEMALE])
+    if has_m and has_f:
+        return "both"
+    return MALE if has_m else FEMALE if has_f else "none"
+
+
+def is_reversible(word: str) -> bool:
+    """True when swapping ``word`` twice gives it back (not so for e.g. ``mrs`` → ``mr`` → ``ms``)."""
+    w = word.lower()
+    if w in ("her", "his", "him", "hers"):
+        return True
+    once = _TO_FEMALE.get(w) or _TO_MALE.get(w)
+    if once is None:
+        return True
+    return (_TO_FEMALE.get(once) or _TO_MALE.get(once)) == w
+
+
+def lexicon_words() -> Iterable[str]:
+    return sorted(set(_TO_FEMALE) | set(_TO_MALE))
