@@ -2,10 +2,28 @@
 
 from fairmt.losses.contrastive import label_masks, masked_contrastive_loss, supcon_loss
 from fairmt.losses.distill import token_kl_loss
+from fairmt.losses.fair_contrastive import (
+    FCLTerms,
+    SamplingPairs,
+    cluster_weights,
+    cs_infonce_loss,
+    fairness_sampling_nt_xent,
+    fairness_sampling_pairs,
+    fairness_sampling_probs,
+    fcl_loss,
+)
 from fairmt.losses.distributed import gather_nograd, gather_with_grad
 from fairmt.losses.gacl import GACL_VARIANTS, GACLPairs, gacl_loss, gacl_variant
 
 __all__ = [
+    "FCLTerms",
+    "SamplingPairs",
+    "cluster_weights",
+    "cs_infonce_loss",
+    "fairness_sampling_nt_xent",
+    "fairness_sampling_pairs",
+    "fairness_sampling_probs",
+    "fcl_loss",
     "GACLPairs",
     "GACL_VARIANTS",
     "gacl_loss",
