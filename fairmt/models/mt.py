@@ -1,0 +1,199 @@
+"""Loading multilingual seq2seq MT models (SMaLL-100, NLLB-200, M2M-100) by Hub name or local path.
+
+:func:`load_translation_model` returns a :class:`TranslationModel` that knows its family's conventions:
+
+================  =========================================  ==========================  ==================
+family            source                                     labels                      generation
+================  =========================================  ==========================  ==================
+``m2m100``        ``__src__ x </s>``                         ``__tgt__ y </s>``          forced BOS __tgt__
+``nllb``          ``src_Code x </s>`` (transformers ≥ 4.3x)  ``tgt_Code y </s>``         forced BOS tgt_Code
+``small100``      ``__tgt__ x </s>`` (target code!)          ``y </s>``                  no forced BOS
+================  =========================================  ==========================  ==================
+
+The family is read from the tokenizer class saved with the checkpoint (``SMALL100Tokenizer``, ``NllbTokenizer``,
+``M2M100Tokenizer``) unless given.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairmt.errors import FairmtError
+from fairmt.models.languages import check_m2m_code, nllb_code
+
+FAMILIES = ("m2m100", "nllb", "small100")
+
+
+def _tokenizer_class(name_or_path: str) -> str | None:
+    path = Path(name_or_path)
+    cfg = path / "tokenizer_config.json"
+    if cfg.is_file():
+        return json.loads(cfg.read_text(encoding="utf-8")).get("tokenizer_class")
+    if path.exists():
+        return None
+    try:  # a Hub name: read the tokenizer config only
+        from huggingface_hub import hf_hub_download
+
+        local = hf_hub_download(name_or_path, "tokenizer_config.json")
+        return json.loads(Path(local).read_text(encoding="utf-8")).get("tokenizer_class")
+    except Exception:  # offline, or no such file: fall back on the name
+        return None
+
+
+def detect_family(name_or_path: str) -> str:
+    """``"small100"``, ``"nllb"`` or ``"m2m100"`` from the saved tokenizer class (or the model name)."""
+    cls = (_tokenizer_class(str(name_or_path)) or "").lower()
+    name = str(name_or_path).lower()
+    if "small100" in cls or "small100" in name or "small-100" in name:
+        return "small100"
+    if "nllb" in cls or "nllb" in name:
+        return "nllb"
+    if "m2m100" in cls or "m2m100" in name or "m2m_100" in name:
+        return "m2m100"
+    raise FairmtError(
+        f"cannot tell the model family of {name_or_path!r} (tokenizer class {cls or 'unknown'}); pass family= one of "
+        f"{FAMILIES}"
+    )
+
+
+def _load_tokenizer(name_or_path: str, family: str, src_lang: str, tgt_lang: str):
+    if family == "nllb":
+        from transformers import NllbTokenizer
+
+        from fairmt.models.languages import NLLB_CODES
+
+        return NllbTokenizer.from_pretrained(
+            name_or_path, src_lang=src_lang, tgt_lang=tgt_lang, extra_special_tokens=list(NLLB_CODES)
+        )
+    from transformers import M2M100Tokenizer
+
+    from fairmt.models.languages import m2m_codes
+    from fairmt.models.small100 import Small100Tokenizer
+
+    lang_tokens = [f"__{c}__" for c in m2m_codes()]  # special, so decode(skip_special_tokens=True) drops them
+    if family == "small100":
+        return Small100Tokenizer.from_pretrained(name_or_path, tgt_lang=tgt_lang, extra_special_tokens=lang_tokens)
+    return M2M100Tokenizer.from_pretrained(name_or_path, src_lang=src_lang, tgt_lang=tgt_lang, extra_special_tokens=lang_tokens)
+
+
+@dataclass
+class TranslationModel:
+    """A seq2seq MT model with its tokenizer and its family's language-token conventions."""
+
+    model: Any
+    tokenizer: Any
+    family: str
+    src_lang: str
+    tgt_lang: str
+    name_or_path: str = ""
+    _lang_cache: dict = field(default_factory=dict, repr=False)
+
+    def lang(self, code: str) -> str:
+        """``code`` in this family's convention, validated (clear error listing the valid codes)."""
+        if code not in self._lang_cache:
+            self._lang_cache[code] = nllb_code(code) if self.family == "nllb" else check_m2m_code(code, self.family)
+        return self._lang_cache[code]
+
+    def set_languages(self, src_lang: str | None = None, tgt_lang: str | None = None) -> None:
+        if src_lang is not None:
+            self.src_lang = self.lang(src_lang)
+            if self.family != "small100":
+                self.tokenizer.src_lang = self.src_lang
+        if tgt_lang is not None:
+            self.tgt_lang = self.lang(tgt_lang)
+            self.tokenizer.tgt_lang = self.tgt_lang
+
+    def encode(
+        self,
+        sources: Sequence[str],
+        targets: Sequence[str] | None = None,
+        max_length: int = 256,
+        padding: bool | str = False,
+        return_tensors: str | None = None,
+    ):
+        """Tokenise sources (and targets as ``labels``) with this family's language tokens."""
+        if targets is not None and len(targets) != len(sources):
+            raise FairmtError(f"{len(sources)} source sentences but {len(targets)} targets: they must pair up")
+        return self.tokenizer(
+            list(sources),
+            text_target=list(targets) if targets is not None else None,
+            max_length=max_length,
+            truncation=True,
+            padding=padding,
+            return_tensors=return_tensors,
+        )
+
+    def generate_kwargs(self, tgt_lang: str | None = None) -> dict:
+        """Extra ``generate`` arguments: the forced BOS language token for M2M-100/NLLB, nothing for SMaLL-100."""
+        tgt = self.lang(tgt_lang) if tgt_lang else self.tgt_lang
+        if self.family == "small100":
+            return {}
+        if self.family == "nllb":
+            return {"forced_bos_token_id": self.tokenizer.convert_tokens_to_ids(tgt)}
+        return {"forced_bos_token_id": self.tokenizer.get_lang_id(tgt)}
+
+    def translate(
+        self,
+        texts: Sequence[str],
+        tgt_lang: str | None = None,
+        batch_size: int = 16,
+        num_beams: int = 5,
+        max_new_tokens: int = 200,
+    ) -> list[str]:
+        """Translate ``texts`` into ``tgt_lang`` (default: the model's target) with batched beam search."""
+        import torch
+
+        if tgt_lang is not None:
+            self.set_languages(tgt_lang=tgt_lang)
+        device = next(self.model.parameters()).device
+        was_training = self.model.training
+        self.model.eval()
+        out: list[str] = []
+        try:
+            for start in range(0, len(texts), batch_size):
+                batch = self.encode(texts[start : start + batch_size], padding=True, return_tensors="pt").to(device)
+                with torch.no_grad():
+                    ids = self.model.generate(
+                        **batch, num_beams=num_beams, max_new_tokens=max_new_tokens, **self.generate_kwargs()
+                    )
+                out.extend(s.strip() for s in self.tokenizer.batch_decode(ids, skip_special_tokens=True))
+        finally:
+            self.model.train(was_training)
+        return out
+
+
+def load_translation_model(
+    name_or_path: str,
+    src_lang: str = "en",
+    tgt_lang: str = "de",
+    family: str | None = None,
+    torch_dtype: Any = None,
+    model: Any = None,
+) -> TranslationModel:
+    """Load a SMaLL-100 / NLLB-200 / M2M-100 model and tokenizer by Hub name or local path.
+
+    Args:
+        name_or_path: e.g. ``"alirezamsh/small100"``, ``"facebook/nllb-200-distilled-600M"``,
+            ``"facebook/m2m100_418M"``, or a local folder (a fairmt checkpoint, a tiny test model).
+        src_lang, tgt_lang: ISO codes (``en``, ``de``); NLLB also takes FLORES-200 codes (``eng_Latn``).
+        family: ``"small100"``, ``"nllb"`` or ``"m2m100"``; detected from the checkpoint when ``None``.
+        model: an already loaded model (e.g. a PEFT-wrapped one) to pair with the tokenizer.
+    """
+    family = family or detect_family(name_or_path)
+    if family not in FAMILIES:
+        raise FairmtError(f"unknown model family {family!r}; choose one of {FAMILIES}")
+    if family == "nllb":
+        src, tgt = nllb_code(src_lang), nllb_code(tgt_lang)
+    else:
+        src, tgt = check_m2m_code(src_lang, family), check_m2m_code(tgt_lang, family)
+    tokenizer = _load_tokenizer(str(name_or_path), family, src, tgt)
+    if model is None:
+        from transformers import AutoModelForSeq2SeqLM
+
+        kwargs = {"dtype": torch_dtype} if torch_dtype is not None else {}
+        model = AutoModelForSeq2SeqLM.from_pretrained(name_or_path, **kwargs)
+    return TranslationModel(model, tokenizer, family, src, tgt, str(name_or_path))

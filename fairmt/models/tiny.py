@@ -1,0 +1,130 @@
+"""Tiny translation models built offline from a config and a sentencepiece model trained on the fly.
+
+Used by ``fairmt demo``, the tests and the benchmarks: no Hub access is needed. Each builder writes a normal
+Hugging Face folder (config, weights, tokenizer files) that :func:`fairmt.models.load_translation_model` loads like
+a downloaded checkpoint, so the same loading code is exercised.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+ARCHES = ("m2m100", "small100", "nllb")
+
+
+def _train_spm(sentences: Sequence[str], vocab_size: int, model_type: str = "bpe") -> bytes:
+    import sentencepiece as spm
+
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(list(sentences)),
+        model_writer=buf,
+        vocab_size=vocab_size,
+        model_type=model_type,
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        bos_id=-1,
+        eos_id=-1,
+        pad_id=-1,
+        unk_id=0,
+        minloglevel=2,
+    )
+    return buf.getvalue()
+
+
+def build_tiny_translation_model(
+    out_dir: str | Path,
+    pairs: Sequence[tuple[str, str]],
+    arch: str = "m2m100",
+    src_lang: str = "en",
+    tgt_lang: str = "de",
+    vocab_size: int = 400,
+    d_model: int = 64,
+    encoder_layers: int = 2,
+    decoder_layers: int = 1,
+    ffn_dim: int = 128,
+    attention_heads: int = 4,
+    dropout: float = 0.1,
+    seed: int = 0,
+) -> Path:
+    """Build and save a randomly initialised M2M-100-architecture model and its tokenizer.
+
+    Args:
+        out_dir: folder to write (``config.json``, weights, tokenizer files).
+        pairs: ``(source, target)`` sentences the sentencepiece model is trained on.
+        arch: ``"m2m100"`` (language tokens on both sides, forced BOS), ``"small100"`` (target code on the source),
+            or ``"nllb"`` (NLLB-200 codes such as ``eng_Latn``; ``src_lang``/``tgt_lang`` may be given as ISO codes).
+        vocab_size: sentencepiece vocabulary size (a soft limit for small corpora).
+    """
+    import torch
+    from transformers import M2M100Config, M2M100ForConditionalGeneration
+
+    from fairmt.models.languages import nllb_code
+
+    if arch not in ARCHES:
+        raise ValueError(f"arch must be one of {ARCHES}, got {arch!r}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    sentences = [s for pair in pairs for s in pair]
+    spm_bytes = _train_spm(sentences, vocab_size)
+    (out / "sentencepiece.bpe.model").write_bytes(spm_bytes)
+
+    if arch == "nllb":
+        from transformers import NllbTokenizer
+
+        from fairmt.models.languages import NLLB_CODES
+
+        src, tgt = nllb_code(src_lang), nllb_code(tgt_lang)
+        tok = NllbTokenizer.from_pretrained(
+            str(out),
+            src_lang=src,
+            tgt_lang=tgt,
+            extra_special_tokens=list(NLLB_CODES),
+        )
+        model_vocab = len(tok)
+    else:
+        import sentencepiece as spm
+
+        from fairmt.models.small100 import Small100Tokenizer
+        from transformers import M2M100Tokenizer
+
+        sp = spm.SentencePieceProcessor(model_proto=spm_bytes)
+        vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+        for i in range(sp.get_piece_size()):
+            vocab.setdefault(sp.id_to_piece(i), len(vocab))
+        (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+        cls = Small100Tokenizer if arch == "small100" else M2M100Tokenizer
+        probe = cls(str(out / "vocab.json"), str(out / "sentencepiece.bpe.model"))
+        lang_tokens = list(probe.lang_token_to_id)
+        kwargs = {"tgt_lang": tgt_lang} if arch == "small100" else {"src_lang": src_lang, "tgt_lang": tgt_lang}
+        tok = cls(str(out / "vocab.json"), str(out / "sentencepiece.bpe.model"), extra_special_tokens=lang_tokens, **kwargs)
+        model_vocab = tok.vocab_size + len(tok.lang_token_to_id) + tok.num_madeup_words
+
+    torch.manual_seed(seed)
+    config = M2M100Config(
+        vocab_size=model_vocab,
+        d_model=d_model,
+        encoder_layers=encoder_layers,
+        decoder_layers=decoder_layers,
+        encoder_attention_heads=attention_heads,
+        decoder_attention_heads=attention_heads,
+        encoder_ffn_dim=ffn_dim,
+        decoder_ffn_dim=ffn_dim,
+        max_position_embeddings=256,
+        dropout=dropout,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        encoder_layerdrop=0.0,
+        decoder_layerdrop=0.0,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=0,
+        eos_token_id=tok.eos_token_id,
+        decoder_start_token_id=tok.eos_token_id,
+    )
+    model = M2M100ForConditionalGeneration(config)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
