@@ -1,5 +1,15 @@
 """Layer 1: losses as pure PyTorch functions (no transformers import)."""
 
+from fairmt.losses.ccd import (
+    CCDLoss,
+    CCDLossOutput,
+    ccd_bias_loss,
+    ccd_kernel,
+    ccd_loss,
+    ccd_rep_loss,
+    estimate_rho,
+    tuple_distances,
+)
 from fairmt.losses.contrastive import label_masks, masked_contrastive_loss, supcon_loss
 from fairmt.losses.distill import token_kl_loss
 from fairmt.losses.fair_contrastive import (
@@ -16,6 +26,14 @@ from fairmt.losses.distributed import gather_nograd, gather_with_grad
 from fairmt.losses.gacl import GACL_VARIANTS, GACLPairs, gacl_loss, gacl_variant
 
 __all__ = [
+    "CCDLoss",
+    "CCDLossOutput",
+    "ccd_bias_loss",
+    "ccd_kernel",
+    "ccd_loss",
+    "ccd_rep_loss",
+    "estimate_rho",
+    "tuple_distances",
     "FCLTerms",
     "SamplingPairs",
     "cluster_weights",
