@@ -1,0 +1,588 @@
+"""Fairness metrics for text classifiers: accuracy, macro-F1, GAP, ΔEO, leakage, trade-off, latent subgroups.
+
+Pure numpy / scikit-learn (no torch), so it can score predictions written by any model. Every rate is a fraction in
+[0, 1] (the papers print percentages: multiply by 100 to compare).
+
+Notation: ``y`` the gold task label, ``ŷ`` the prediction, ``a`` the protected group. For a class ``y`` and a group
+``a``, ``TPR_{a,y} = P(ŷ = y | y, a)`` and ``FPR_{a,y} = P(ŷ = y | label ≠ y, a)``; ``TPR_y``/``FPR_y`` are the same
+rates over every example of the split.
+
+* **GAP** (De-Arteaga et al. 2019; Ravfogel et al. 2020; Shen et al. 2022, eq. 4): per class
+  ``GAP_y = Σ_a |TPR_{a,y} − TPR_y|`` and ``GAP = sqrt(mean_y GAP_y²)`` (root mean square over classes).
+  Multi-group definition: the sum over groups of each group's absolute deviation from the overall TPR of the class,
+  as in the fairlib toolkit (Han et al.). With two groups the overall TPR is a weighted mean of the two group TPRs
+  and lies between them, so ``GAP_y = |TPR_{a,y} − TPR_{¬a,y}|`` exactly: the two-group case is Shen et al.'s
+  TPR difference.
+* **ΔEO** (Chi et al., CSCL, after Dixon et al. 2018 / Pruksachatkun et al. 2021):
+  ``ΔEO = Σ_y Σ_a (|TPR_{a,y} − TPR_y| + |FPR_{a,y} − FPR_y|)``. It is a *sum* of fraction differences, so it is
+  ≥ 0 but not bounded by 1 (at most 2·|Y|·|A|). For a binary task CSCL scores the positive class only (its Δ_TPR and
+  Δ_FPR have no sum over y; summing both classes of a binary task counts every term exactly twice): that is the
+  default here (``binary_positive_only=True``, positive class = the larger label).
+* **Leakage@h / leakage@ŷ** (Shen et al. 2022, after Elazar & Goldberg 2018): accuracy of a linear SVM
+  (``sklearn.svm.LinearSVC``) predicting the group from the hidden representation ``h`` / from the prediction. The
+  SVM is trained on one split (``train_*`` arguments: the training split, as Shen et al.) and scored on the split
+  being evaluated; with no training split, it is the mean accuracy of stratified 5-fold cross-validation on the
+  evaluated split (each fold trained on the other four). Leakage@ŷ uses the logits when given, else the one-hot
+  predicted label. Chance level is the majority-group rate, not 0.
+* **Trade-off** (Shen et al. 2022): ``½ N(Acc) + ¼ N(1−GAP) + ⅛ N(1−Leakage@h) + ⅛ N(1−Leakage@ŷ)`` where
+  ``N`` divides each value by its maximum over the compared models (so it ranks a set of models; 1 is best).
+* **Distance to optimum** (DTO; Han et al., fairlib): Euclidean distance of (accuracy, 1−GAP) to the optimum
+  (1, 1); with ``normalise=True`` both coordinates are first divided by their maximum over the candidates, as in the
+  trade-off score, so the optimum is the best observed accuracy and fairness. Lower is better.
+* **Latent-subgroup measures** (Martin & Ogbuokiri): on K-means clusters of embeddings (or given cluster labels):
+  cluster dominance ratio = size of the largest cluster / N; representation entropy = Shannon entropy (bits) of the
+  cluster-size distribution; subgroup separation distance = mean Euclidean distance between pairs of centroids.
+
+Empty groups and classes (documented policy, never a silent NaN):
+
+* the classes scored are ``classes`` when given (else the sorted union of gold labels and predictions); the groups
+  are ``group_values`` when given (else those present);
+* a class with no gold example in the split has no TPR: it is left out of GAP and of the TPR part of ΔEO, with a
+  warning (its FPR part still counts: every example is a negative for it);
+* a (group, class) cell with no example has no rate: the term is skipped, with a warning; a class left with fewer
+  than two groups that have examples drops out of GAP (and of ΔEO's TPR part) with a warning;
+* a listed group absent from the split is skipped with a warning;
+* an empty split, mismatched lengths, fewer than two groups present, or no class with two groups → ``FairmtError``;
+* ``strict=True`` turns every warning into a ``FairmtError``.
+
+Warnings are issued with :func:`warnings.warn` and kept in ``ClassificationResult.warnings``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings as _warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from fairmt.errors import FairmtError
+
+METRICS_VERSION = "1"
+
+__all__ = [
+    "METRICS_VERSION",
+    "ClassificationResult",
+    "LatentSubgroupResult",
+    "classification_metrics",
+    "distance_to_optimum",
+    "equalized_odds_difference",
+    "latent_subgroup_metrics",
+    "leakage",
+    "rates_by_group",
+    "tpr_gap",
+    "tradeoff_scores",
+]
+
+
+@dataclasses.dataclass
+class ClassificationResult:
+    """Scores of one split. Rates are fractions in [0, 1]; ``delta_eo`` is a sum of them (≥ 0, may exceed 1).
+
+    ``gap_by_class`` maps each scored class (as a string) to its ``GAP_y``; ``tpr``/``fpr`` map group → class →
+    rate (``None`` for an empty cell). ``leakage_h``/``leakage_yhat`` are ``None`` when not computed;
+    ``leakage_protocol`` says how they were ("train→eval" or "5-fold-cv").
+    """
+
+    n: int
+    n_classes: int
+    n_groups: int
+    accuracy: float
+    macro_f1: float
+    gap: float
+    delta_eo: float
+    delta_tpr: float
+    delta_fpr: float
+    gap_by_class: dict[str, float]
+    tpr: dict[str, dict[str, float | None]]
+    fpr: dict[str, dict[str, float | None]]
+    leakage_h: float | None = None
+    leakage_yhat: float | None = None
+    leakage_protocol: str | None = None
+    classes: list[str] = dataclasses.field(default_factory=list)
+    groups: list[str] = dataclasses.field(default_factory=list)
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    signature: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return dataclasses.asdict(self)
+
+    def summary(self) -> dict[str, Any]:
+        """The headline numbers: ``accuracy``, ``macro_f1``, ``gap``, ``delta_eo`` and the leakages when present."""
+        out: dict[str, Any] = {
+            "accuracy": self.accuracy,
+            "macro_f1": self.macro_f1,
+            "gap": self.gap,
+            "delta_eo": self.delta_eo,
+        }
+        if self.leakage_h is not None:
+            out["leakage_h"] = self.leakage_h
+        if self.leakage_yhat is not None:
+            out["leakage_yhat"] = self.leakage_yhat
+        out["signature"] = self.signature
+        return out
+
+
+@dataclasses.dataclass
+class LatentSubgroupResult:
+    """Martin & Ogbuokiri's cluster-balance measures (fractions; entropy in bits, ``max_entropy`` = log2 C)."""
+
+    n: int
+    n_clusters: int
+    cluster_sizes: list[int]
+    cluster_dominance_ratio: float
+    representation_entropy: float
+    max_entropy: float
+    subgroup_separation_distance: float
+    signature: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return dataclasses.asdict(self)
+
+
+# ----------------------------------------------------------------------------------------------------- helpers
+class _Notes:
+    """Collects warnings (or raises them when strict)."""
+
+    def __init__(self, strict: bool):
+        self.strict = strict
+        self.items: list[str] = []
+
+    def __call__(self, msg: str) -> None:
+        if self.strict:
+            raise FairmtError(msg + " (strict=True)")
+        self.items.append(msg)
+        _warnings.warn(msg, stacklevel=3)
+
+
+def _as_1d(x: Any, name: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.ndim != 1:
+        raise FairmtError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    return arr
+
+
+def _check_lengths(**arrays: np.ndarray | None) -> int:
+    lengths = {k: len(v) for k, v in arrays.items() if v is not None}
+    if len(set(lengths.values())) > 1:
+        raise FairmtError(f"length mismatch: {lengths}; every array must have one entry per example")
+    n = next(iter(lengths.values()))
+    if n == 0:
+        raise FairmtError("no examples to score (empty split)")
+    return n
+
+
+def rates_by_group(
+    labels: Sequence, preds: Sequence, groups: Sequence, classes: Sequence, group_values: Sequence
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-group and overall TPR and FPR for each class.
+
+    Returns ``(tpr_g, fpr_g, tpr_all, fpr_all)``: arrays of shape (groups, classes) and (classes,), with ``nan``
+    where the rate has no denominator (no positive / no negative example in the cell).
+    """
+    y, p, g = np.asarray(labels), np.asarray(preds), np.asarray(groups)
+    tpr_g = np.full((len(group_values), len(classes)), np.nan)
+    fpr_g = np.full_like(tpr_g, np.nan)
+    tpr_all = np.full(len(classes), np.nan)
+    fpr_all = np.full(len(classes), np.nan)
+
+    def rate(hit: np.ndarray, mask: np.ndarray) -> float:
+        n = int(mask.sum())
+        return float(hit[mask].sum()) / n if n else math.nan
+
+    for j, c in enumerate(classes):
+        pos, hit = y == c, p == c
+        tpr_all[j], fpr_all[j] = rate(hit, pos), rate(hit, ~pos)
+        for i, a in enumerate(group_values):
+            in_a = g == a
+            tpr_g[i, j], fpr_g[i, j] = rate(hit, pos & in_a), rate(hit, ~pos & in_a)
+    return tpr_g, fpr_g, tpr_all, fpr_all
+
+
+def tpr_gap(tpr_g: np.ndarray, tpr_all: np.ndarray) -> tuple[float, np.ndarray]:
+    """GAP from :func:`rates_by_group` output: ``sqrt(mean_y (Σ_a |TPR_{a,y} − TPR_y|)²)`` over classes with a TPR
+    for at least two groups (others get ``nan`` in the per-class array). Raises when no class qualifies."""
+    dev = np.abs(tpr_g - tpr_all[None, :])
+    ok = (np.sum(~np.isnan(tpr_g), axis=0) >= 2) & ~np.isnan(tpr_all)
+    per_class = np.where(ok, np.nansum(dev, axis=0), np.nan)
+    if not ok.any():
+        raise FairmtError("GAP is undefined: no class has gold examples from at least two groups in this split")
+    return float(np.sqrt(np.mean(per_class[ok] ** 2))), per_class
+
+
+def equalized_odds_difference(
+    tpr_g: np.ndarray, fpr_g: np.ndarray, tpr_all: np.ndarray, fpr_all: np.ndarray, class_mask: np.ndarray | None = None
+) -> tuple[float, float, float]:
+    """``(ΔEO, Δ_TPR, Δ_FPR)`` with ``Δ_TPR = Σ_y Σ_a |TPR_{a,y} − TPR_y|`` (likewise FPR) over the classes in
+    ``class_mask`` (all by default); empty cells (``nan``) and classes with fewer than two groups are skipped."""
+    mask = np.ones(tpr_all.shape, dtype=bool) if class_mask is None else np.asarray(class_mask, dtype=bool)
+
+    def part(rg: np.ndarray, ra: np.ndarray) -> float:
+        ok = mask & (np.sum(~np.isnan(rg), axis=0) >= 2) & ~np.isnan(ra)
+        return float(np.nansum(np.abs(rg - ra[None, :])[:, ok]))
+
+    d_tpr, d_fpr = part(tpr_g, tpr_all), part(fpr_g, fpr_all)
+    return d_tpr + d_fpr, d_tpr, d_fpr
+
+
+def leakage(
+    features: Any,
+    groups: Sequence,
+    *,
+    train_features: Any = None,
+    train_groups: Sequence | None = None,
+    C: float = 1.0,
+    folds: int = 5,
+    seed: int = 0,
+    max_iter: int = 5000,
+) -> tuple[float, str]:
+    """Linear leakage: accuracy of ``LinearSVC(C)`` predicting ``groups`` from ``features``.
+
+    With ``train_features``/``train_groups`` the SVM is fitted on them and scored on ``features`` (protocol
+    ``"train→eval"``); otherwise stratified ``folds``-fold cross-validation on ``features`` (``"5-fold-cv"``).
+    Returns ``(accuracy, protocol)``.
+    """
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.svm import LinearSVC
+
+    X = np.asarray(features, dtype=np.float64)
+    g = _as_1d(groups, "groups")
+    if X.ndim != 2 or len(X) != len(g):
+        raise FairmtError(f"leakage features must be (n, d) with n = {len(g)} groups, got shape {X.shape}")
+    clf = LinearSVC(C=C, dual="auto", max_iter=max_iter, random_state=seed)
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore", category=Warning)  # ConvergenceWarning on near-separable data
+        if train_features is not None:
+            Xt = np.asarray(train_features, dtype=np.float64)
+            gt = _as_1d(train_groups, "train_groups")
+            if Xt.ndim != 2 or Xt.shape[1] != X.shape[1] or len(Xt) != len(gt):
+                raise FairmtError(
+                    f"training features for leakage must be (n, {X.shape[1]}) with one group each, got {Xt.shape}"
+                )
+            if len(np.unique(gt)) < 2:
+                raise FairmtError("leakage: the training split holds a single group; a classifier cannot be fitted")
+            clf.fit(Xt, gt)
+            return float(np.mean(clf.predict(X) == g)), "train→eval"
+        _, counts = np.unique(g, return_counts=True)
+        k = int(min(folds, counts.min()))
+        if len(counts) < 2 or k < 2:
+            raise FairmtError(
+                "leakage by cross-validation needs at least two groups with two examples each; "
+                "pass a training split instead"
+            )
+        cv = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+        return float(np.mean(cross_val_score(clf, X, g, cv=cv))), f"{k}-fold-cv"
+
+
+def _one_hot(values: np.ndarray, classes: Sequence) -> np.ndarray:
+    index = {c: i for i, c in enumerate(classes)}
+    out = np.zeros((len(values), len(classes)))
+    for r, v in enumerate(values):
+        if v in index:
+            out[r, index[v]] = 1.0
+    return out
+
+
+def _signature(binary_positive_only: bool, leak: str | None, C: float) -> str:
+    eo = "pos" if binary_positive_only else "all"
+    sig = f"fairmt-cls:v{METRICS_VERSION}|gap:rms-sumabs|eo:{eo}|f1:macro"
+    if leak:
+        sig += f"|leak:linearsvc-C{C:g}-{leak}"
+    return sig
+
+
+# ---------------------------------------------------------------------------------------------------- main API
+def classification_metrics(
+    labels: Sequence,
+    preds: Sequence,
+    groups: Sequence,
+    hidden: Any = None,
+    *,
+    logits: Any = None,
+    train_hidden: Any = None,
+    train_preds: Sequence | None = None,
+    train_logits: Any = None,
+    train_groups: Sequence | None = None,
+    classes: Sequence | None = None,
+    group_values: Sequence | None = None,
+    num_classes: int | None = None,
+    leakage_yhat: bool | None = None,
+    binary_positive_only: bool = True,
+    svm_C: float = 1.0,
+    seed: int = 0,
+    strict: bool = False,
+) -> ClassificationResult:
+    """Score one split: accuracy, macro-F1, GAP, ΔEO and (when possible) leakage@h and leakage@ŷ.
+
+    Args:
+        labels, preds, groups: one entry per example (ints or strings).
+        hidden: (n, d) hidden representations for leakage@h (optional).
+        logits: (n, |Y|) logits for leakage@ŷ (optional; otherwise the one-hot ``preds`` are used).
+        train_hidden, train_preds, train_logits, train_groups: the same for the split the leakage SVM is trained on
+            (Shen et al. train it on the training split); without them leakage is cross-validated on this split.
+        classes: the task classes (default: sorted union of labels and preds). ``num_classes=K`` means
+            ``classes = range(K)`` and requires integer labels/preds in ``[0, K)``.
+        group_values: the protected groups to score (default: those present).
+        leakage_yhat: compute leakage@ŷ (default: when logits or a training split is given, or ``hidden`` is).
+        binary_positive_only: for a two-class task sum ΔEO over the positive (larger) class only, as CSCL.
+        svm_C, seed: LinearSVC settings for the leakage probes.
+        strict: raise ``FairmtError`` instead of warning about empty groups/classes.
+
+    See the module docstring for the formulas and the empty-group policy.
+
+    Example:
+        >>> r = classification_metrics([0, 0, 1, 1], [0, 1, 1, 1], ["f", "m", "f", "m"])
+        >>> r.accuracy, r.gap
+        (0.75, 0.7071067811865476)
+    """
+    y, p, g = _as_1d(labels, "labels"), _as_1d(preds, "preds"), _as_1d(groups, "groups")
+    n = _check_lengths(labels=y, preds=p, groups=g)
+    notes = _Notes(strict)
+
+    if num_classes is not None:
+        if classes is not None:
+            raise FairmtError("give either classes or num_classes, not both")
+        for name, arr in (("label", y), ("pred", p)):
+            if arr.dtype.kind not in "iu":
+                raise FairmtError(f"num_classes={num_classes} needs integer {name}s, got dtype {arr.dtype}")
+            bad = np.flatnonzero((arr < 0) | (arr >= num_classes))
+            if len(bad):
+                raise FairmtError(
+                    f"{name} {arr[bad[0]]} at index {bad[0]} is out of range [0, {num_classes}); "
+                    "fix the data or the number of classes"
+                )
+        classes = list(range(num_classes))
+    if classes is None:
+        classes = sorted(set(y.tolist()) | set(p.tolist()))
+    else:
+        classes = list(classes)
+        unknown = sorted(set(y.tolist()) - set(classes), key=str)
+        if unknown:
+            raise FairmtError(f"gold labels {unknown[:5]} are not among the classes {classes[:10]}")
+    present = sorted(set(g.tolist()), key=str)
+    if group_values is None:
+        group_values = present
+    else:
+        group_values = list(group_values)
+        for a in group_values:
+            if a not in present:
+                notes(f"group {a!r} has no example in this split; it is left out of GAP and ΔEO")
+        extra = sorted(set(present) - set(group_values), key=str)
+        if extra:
+            raise FairmtError(f"groups {extra[:5]} are not among group_values {group_values[:10]}")
+        group_values = [a for a in group_values if a in present]
+    if len(group_values) < 2:
+        raise FairmtError(
+            f"fairness metrics need at least two groups in the split, found {group_values}; "
+            "check the group column"
+        )
+
+    from sklearn.metrics import f1_score
+
+    accuracy = float(np.mean(y == p))
+    # sklearn's macro-F1 averages over the union of gold and predicted labels; a class never predicted scores 0
+    macro_f1 = float(f1_score(y, p, average="macro", zero_division=0))
+
+    tpr_g, fpr_g, tpr_all, fpr_all = rates_by_group(y, p, g, classes, group_values)
+    for j, c in enumerate(classes):
+        if np.isnan(tpr_all[j]):
+            notes(f"class {c!r} has no gold example in this split: no TPR, left out of GAP")
+            continue
+        for i, a in enumerate(group_values):
+            if np.isnan(tpr_g[i, j]):
+                notes(f"group {a!r} has no gold example of class {c!r}: that TPR term is skipped")
+        if np.sum(~np.isnan(tpr_g[:, j])) < 2:
+            notes(f"class {c!r} has gold examples from fewer than two groups: left out of GAP")
+    gap, per_class = tpr_gap(tpr_g, tpr_all)
+
+    eo_mask = np.ones(len(classes), dtype=bool)
+    if binary_positive_only and len(classes) == 2:
+        eo_mask[0] = False
+    delta_eo, d_tpr, d_fpr = equalized_odds_difference(tpr_g, fpr_g, tpr_all, fpr_all, eo_mask)
+
+    # leakage
+    leak_h = leak_y = protocol = None
+    have_train = train_groups is not None
+    if hidden is not None:
+        if have_train and train_hidden is None:
+            raise FairmtError("leakage@h with a training split needs train_hidden as well as hidden")
+        leak_h, protocol = leakage(
+            hidden, g, train_features=train_hidden if have_train else None,
+            train_groups=train_groups if have_train else None, C=svm_C, seed=seed,
+        )
+    if leakage_yhat is None:
+        leakage_yhat = hidden is not None or logits is not None or have_train
+    if leakage_yhat:
+        if logits is not None:
+            feats = np.asarray(logits, dtype=np.float64)
+            tfeats = None if train_logits is None else np.asarray(train_logits, dtype=np.float64)
+        else:
+            feats = _one_hot(p, classes)
+            tfeats = None if train_preds is None else _one_hot(_as_1d(train_preds, "train_preds"), classes)
+        if have_train and tfeats is None:
+            raise FairmtError("leakage@ŷ with a training split needs train_preds (or train_logits)")
+        leak_y, protocol_y = leakage(
+            feats, g, train_features=tfeats if have_train else None,
+            train_groups=train_groups if have_train else None, C=svm_C, seed=seed,
+        )
+        protocol = protocol or protocol_y
+
+    key = str
+    return ClassificationResult(
+        n=n,
+        n_classes=len(classes),
+        n_groups=len(group_values),
+        accuracy=accuracy,
+        macro_f1=macro_f1,
+        gap=gap,
+        delta_eo=delta_eo,
+        delta_tpr=d_tpr,
+        delta_fpr=d_fpr,
+        gap_by_class={key(c): float(v) for c, v in zip(classes, per_class) if not np.isnan(v)},
+        tpr={key(a): {key(c): _f(tpr_g[i, j]) for j, c in enumerate(classes)} for i, a in enumerate(group_values)},
+        fpr={key(a): {key(c): _f(fpr_g[i, j]) for j, c in enumerate(classes)} for i, a in enumerate(group_values)},
+        leakage_h=leak_h,
+        leakage_yhat=leak_y,
+        leakage_protocol=protocol,
+        classes=[key(c) for c in classes],
+        groups=[key(a) for a in group_values],
+        warnings=notes.items,
+        signature=_signature(binary_positive_only and len(classes) == 2, protocol, svm_C),
+    )
+
+
+def _f(v: float) -> float | None:
+    return None if np.isnan(v) else float(v)
+
+
+# ------------------------------------------------------------------------------------- comparing several models
+def _as_fraction_columns(**cols: Sequence[float] | None) -> dict[str, np.ndarray]:
+    out = {}
+    for name, col in cols.items():
+        if col is None:
+            continue
+        arr = np.asarray(col, dtype=np.float64)
+        if arr.ndim != 1 or len(arr) == 0:
+            raise FairmtError(f"{name} must be a non-empty list with one value per model")
+        if np.any(np.isnan(arr)) or np.any(arr < 0) or np.any(arr > 1):
+            raise FairmtError(f"{name} must hold fractions in [0, 1] (divide percentages by 100), got {arr.tolist()}")
+        out[name] = arr
+    lengths = {len(v) for v in out.values()}
+    if len(lengths) > 1:
+        raise FairmtError("every metric list must have one value per model")
+    return out
+
+
+def _normalise_by_max(x: np.ndarray, name: str) -> np.ndarray:
+    m = x.max()
+    if m <= 0:
+        raise FairmtError(f"cannot normalise {name}: its maximum over the models is 0")
+    return x / m
+
+
+def tradeoff_scores(
+    accuracy: Sequence[float],
+    gap: Sequence[float],
+    leakage_h: Sequence[float],
+    leakage_yhat: Sequence[float],
+) -> list[float]:
+    """Shen et al. (2022) trade-off of each compared model (1 = best on every metric).
+
+    ``Tradeoff = ½·N(Acc) + ¼·N(1−GAP) + ⅛·N(1−Leakage@h) + ⅛·N(1−Leakage@ŷ)``, ``N`` = division by the maximum of
+    that quantity over the compared models. Inputs are fractions, one per model, all scored on the same split.
+    """
+    cols = _as_fraction_columns(accuracy=accuracy, gap=gap, leakage_h=leakage_h, leakage_yhat=leakage_yhat)
+    score = (
+        0.5 * _normalise_by_max(cols["accuracy"], "accuracy")
+        + 0.25 * _normalise_by_max(1 - cols["gap"], "1-GAP")
+        + 0.125 * _normalise_by_max(1 - cols["leakage_h"], "1-leakage@h")
+        + 0.125 * _normalise_by_max(1 - cols["leakage_yhat"], "1-leakage@ŷ")
+    )
+    return [float(s) for s in score]
+
+
+def distance_to_optimum(
+    accuracy: Sequence[float], gap: Sequence[float], *, normalise: bool = False
+) -> list[float]:
+    """Distance of each model's (accuracy, 1−GAP) to the optimum (1, 1); lower is better.
+
+    ``DTO = sqrt((1 − acc)² + (1 − (1 − GAP))²)``. With ``normalise=True`` accuracy and 1−GAP are divided by their
+    maximum over the candidates first (the normalisation of Shen et al.'s trade-off), so the optimum is the best
+    accuracy and the best fairness observed; without, the optimum is the absolute (1, 1) and a model's score does not
+    depend on the others.
+    """
+    cols = _as_fraction_columns(accuracy=accuracy, gap=gap)
+    acc, fair = cols["accuracy"], 1 - cols["gap"]
+    if normalise:
+        acc, fair = _normalise_by_max(acc, "accuracy"), _normalise_by_max(fair, "1-GAP")
+    return [float(d) for d in np.sqrt((1 - acc) ** 2 + (1 - fair) ** 2)]
+
+
+# ------------------------------------------------------------------------------------------- latent subgroups
+def latent_subgroup_metrics(
+    embeddings: Any = None,
+    *,
+    cluster_labels: Sequence[int] | None = None,
+    cluster_sizes: Sequence[int] | None = None,
+    n_clusters: int = 4,
+    seed: int = 0,
+) -> LatentSubgroupResult:
+    """Martin & Ogbuokiri's latent-subgroup measures of an embedding space.
+
+    Clusters: ``cluster_labels`` when given, else K-means (``n_clusters``, default K = 4 as the paper) on
+    ``embeddings``. ``cluster_sizes`` alone gives the two size-based measures (separation distance is then ``nan``
+    and flagged in the signature).
+
+    * cluster dominance ratio = max_c N_c / N (lower = more balanced; 1/C is perfect balance);
+    * representation entropy = −Σ_c p(c) log2 p(c), p(c) = N_c / N (bits; log2 C is uniform);
+    * subgroup separation distance = mean over centroid pairs of ‖μ_c − μ_c'‖₂ (higher = more distinct).
+
+    Empty clusters (a label value in ``range(C)`` with no member) count in C with N_c = 0 and have no centroid.
+    """
+    X = None if embeddings is None else np.asarray(embeddings, dtype=np.float64)
+    if cluster_sizes is not None:
+        sizes = np.asarray(cluster_sizes, dtype=np.int64)
+        labels = None
+    else:
+        if X is None or X.ndim != 2 or len(X) == 0:
+            raise FairmtError("latent_subgroup_metrics needs (n, d) embeddings, cluster labels or cluster sizes")
+        if cluster_labels is None:
+            from sklearn.cluster import KMeans
+
+            if len(X) < n_clusters:
+                raise FairmtError(f"K-means with K={n_clusters} needs at least {n_clusters} embeddings, got {len(X)}")
+            labels = KMeans(n_clusters=n_clusters, n_init=10, random_state=seed).fit_predict(X)
+        else:
+            labels = _as_1d(cluster_labels, "cluster_labels").astype(np.int64)
+            if len(labels) != len(X):
+                raise FairmtError(f"{len(labels)} cluster labels for {len(X)} embeddings")
+            if labels.min() < 0:
+                raise FairmtError("cluster labels must be non-negative integers")
+        sizes = np.bincount(labels, minlength=n_clusters if cluster_labels is None else 0)
+    if sizes.sum() <= 0 or np.any(sizes < 0):
+        raise FairmtError(f"cluster sizes must be non-negative with a positive total, got {sizes.tolist()}")
+    p = sizes / sizes.sum()
+    nz = p[p > 0]
+    entropy = float(-(nz * np.log2(nz)).sum())
+    sep = math.nan
+    if labels is not None and X is not None:
+        cents = np.stack([X[labels == c].mean(axis=0) for c in range(len(sizes)) if sizes[c] > 0])
+        if len(cents) >= 2:
+            d = np.linalg.norm(cents[:, None, :] - cents[None, :, :], axis=-1)
+            iu = np.triu_indices(len(cents), k=1)
+            sep = float(d[iu].mean())
+    return LatentSubgroupResult(
+        n=int(sizes.sum()),
+        n_clusters=len(sizes),
+        cluster_sizes=[int(s) for s in sizes],
+        cluster_dominance_ratio=float(p.max()),
+        representation_entropy=entropy,
+        max_entropy=float(math.log2(len(sizes))) if len(sizes) else 0.0,
+        subgroup_separation_distance=sep,
+        signature=f"fairmt-latent:v{METRICS_VERSION}|k:{len(sizes)}|entropy:bits|sep:euclid-centroid-mean"
+        + ("|sizes-only" if labels is None else ""),
+    )
