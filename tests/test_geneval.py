@@ -1,0 +1,165 @@
+"""MT-GenEval accuracy (fairmt.eval.geneval): hand-computed examples and the published checks on the real data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fairmt.errors import FairmtError
+from fairmt.eval import geneval as ge
+
+M_REF = "Er ist ein guter Arzt, sagte sie."
+F_REF = "Sie ist eine gute Ärztin, sagte sie."
+
+
+def test_normalisation_and_words():
+    assert ge.normalize("Er's \"Arzt\"-Kollege!") == "er s  arzt  kollege "
+    assert ge.words("Ärztin, ärztin. SIE") == frozenset({"ärztin", "sie"})
+    # only ASCII punctuation is replaced: the Spanish ¿ and the Hindi danda stay part of the word
+    assert ge.words("¿Quién? नहीं।") == frozenset({"¿quién", "नहीं।"})
+
+
+def test_judge_hand_computed():
+    # unique words: masculine {er, ein, guter, arzt}; feminine {eine, gute, ärztin} ("sie" occurs in both)
+    j = ge.judge("Er ist ein guter Arzt.", M_REF, F_REF)
+    assert j.correct and j.explicit_correct
+    assert j.own_unique == {"er", "ein", "guter", "arzt"} and j.other_unique == {"eine", "gute", "ärztin"}
+    j = ge.judge("Er ist eine gute Ärztin.", M_REF, F_REF)
+    assert not j.correct and not j.explicit_correct and j.wrong_words == {"eine", "gute", "ärztin"}
+    # a translation without any gendered word: officially correct, not explicitly correct
+    j = ge.judge("Das Wetter ist schön.", M_REF, F_REF)
+    assert j.correct and not j.explicit_correct
+    # "sie" is in both references, so it is neither right nor wrong
+    j = ge.judge("Sie ist ein Arzt.", M_REF, F_REF)
+    assert j.correct and j.explicit_correct
+    # case and punctuation do not matter
+    assert not ge.judge("ÄRZTIN!", M_REF, F_REF).correct
+    # identical references: nothing is unique, every hypothesis is correct, explicitly too
+    j = ge.judge("anything", "Die Person kam.", "Die Person kam.")
+    assert j.correct and j.explicit_correct
+
+
+def test_score_counterfactual_hand_computed():
+    m_refs = [M_REF, "Er kam.", "Die Person kam."]
+    f_refs = [F_REF, "Sie kam.", "Die Person kam."]
+    m_hyps = ["Er ist ein Arzt.", "Sie kam.", "x"]  # correct+explicit, wrong, correct (identical refs)
+    f_hyps = ["Sie ist ein Arzt.", "Sie kam.", "y"]  # wrong ("ein", "arzt"), correct+explicit, correct
+    r = ge.score_counterfactual(m_hyps, f_hyps, m_refs, f_refs, lang="de", split="custom")
+    assert r.n == 3
+    assert r.accuracy_masculine == pytest.approx(200 / 3)
+    assert r.accuracy_feminine == pytest.approx(200 / 3)
+    assert r.accuracy == pytest.approx(400 / 6)
+    assert r.explicit_accuracy_masculine == pytest.approx(200 / 3)
+    assert r.explicit_accuracy_feminine == pytest.approx(200 / 3)
+    assert r.delta_g == pytest.approx(0.0)
+    assert r.pair_accuracy == pytest.approx(100 / 3)  # only the identical-reference pair has both right
+    # a gender-neutral masculine hypothesis: correct, not explicit -> E-ΔG negative
+    r2 = ge.score_counterfactual(["Die Person ist nett."] + m_hyps[1:], f_hyps, m_refs, f_refs)
+    assert r2.accuracy_masculine == pytest.approx(200 / 3)
+    assert r2.explicit_accuracy_masculine == pytest.approx(100 / 3)
+    assert r2.explicit_delta_g == pytest.approx(-100 / 3)
+    assert r2.signature == "MT-GenEval|set:counterfactual|split:custom|lang:xx|n:3|norm:lower+asciipunct|v:1.0"
+
+
+def test_length_mismatch_is_clear():
+    with pytest.raises(FairmtError, match="feminine hypotheses has 1 lines but 2"):
+        ge.score_counterfactual(["a", "b"], ["a"], ["a", "b"], ["c", "d"])
+    with pytest.raises(FairmtError, match="valid languages: ar, de, es, fr, hi, it, pt, ru"):
+        ge.check_lang("tr")
+    with pytest.raises(FairmtError, match="valid splits"):
+        ge.check_split("train")
+
+
+def test_read_lines_errors(tmp_path):
+    p = tmp_path / "h.txt"
+    p.write_text("a\n\nc\n", encoding="utf-8")
+    with pytest.raises(FairmtError, match=r"h.txt:2: empty line"):
+        ge.read_lines(p)
+    assert ge.read_lines(p, allow_empty=True) == ["a", "", "c"]
+    p.write_text("a\r\nb\r\n", encoding="utf-8")
+    assert ge.read_lines(p) == ["a", "b"]
+    with pytest.raises(FairmtError, match=r"has 2 lines but 3 are expected \(it ends after line 2\)"):
+        ge.read_lines(p, expected=3)
+    with pytest.raises(FairmtError, match=r"line 2 is extra"):
+        ge.read_lines(p, expected=1)
+    p.write_bytes(b"ok\n\xff\xfe bad\n")
+    with pytest.raises(FairmtError, match=r"h.txt:2: not valid UTF-8"):
+        ge.read_lines(p)
+    with pytest.raises(FairmtError, match="file not found"):
+        ge.read_lines(tmp_path / "missing.txt")
+
+
+def test_strip_context_and_contextual_scoring():
+    assert ge.strip_context("Kontext. <sep> Sie ist Ärztin.") == "Sie ist Ärztin."
+    r = ge.score_contextual(
+        ["Er ist Arzt.", "ctx <sep> Sie ist Ärztin."], ["Er ist Arzt.", "Er ist Arzt."], ["Sie ist Ärztin.", "Sie ist Ärztin."]
+    )
+    assert r.accuracy == 50.0 and r.explicit_accuracy == 50.0 and r.signature.startswith("MT-GenEval|set:contextual")
+
+
+# ------------------------------------------------------------------------------------------------ real data
+
+@pytest.fixture
+def real_data(shared_data, monkeypatch):
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    return shared_data
+
+
+SWAPPED_PAIR = {"ar": 0.0, "de": 0.0, "es": 4.67, "fr": 0.0, "hi": 11.33, "it": 6.67, "pt": 0.0, "ru": 0.0}
+# per-hypothesis official accuracy of the swapped references: a few references' words are a subset of their
+# counterfactual's (de line 187: "als er 17 Jahre" / "als sie 17 Jahre", "sie" being in both), so it is higher
+SWAPPED_ACC = {"ar": 0.0, "de": 0.83, "es": 5.67, "fr": 0.0, "hi": 12.17, "it": 7.33, "pt": 0.0, "ru": 0.0}
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("lang", ge.GENEVAL_LANGS)
+def test_published_checks_on_test(real_data, lang):
+    d = ge.load_counterfactual(lang, "test")
+    assert len(d.masculine_refs) == len(d.feminine_refs) == len(d.masculine_sources) == 300
+    ref = ge.geneval_accuracy(d.masculine_refs, d.feminine_refs, lang, "test")
+    assert ref.accuracy == ref.explicit_accuracy == ref.pair_accuracy == 100.0
+    assert ref.delta_g == ref.explicit_delta_g == 0.0
+    swapped = ge.geneval_accuracy(d.feminine_refs, d.masculine_refs, lang, "test")
+    assert round(swapped.pair_accuracy, 2) == SWAPPED_PAIR[lang]
+    assert round(swapped.explicit_accuracy, 2) == SWAPPED_PAIR[lang]
+    assert round(swapped.accuracy, 2) == SWAPPED_ACC[lang]
+    assert f"lang:{lang}" in swapped.signature and "split:test" in swapped.signature
+
+
+@pytest.mark.data
+def test_dev_split_and_hypothesis_count(real_data):
+    d = ge.load_counterfactual("de", "dev")
+    assert len(d.masculine_refs) == 1200
+    r = ge.geneval_accuracy(d.masculine_refs, d.feminine_refs, "de")  # split defaults to dev
+    assert r.split == "dev" and r.accuracy == 100.0
+    with pytest.raises(FairmtError, match="has 1200 pairs"):
+        ge.geneval_accuracy(d.masculine_refs[:10], d.feminine_refs, "de")
+    with pytest.raises(FairmtError, match="valid languages"):
+        ge.geneval_accuracy([], [], "nl")
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("lang", ge.CONTEXT_LANGS)
+def test_contextual_set(real_data, lang):
+    d = ge.load_contextual(lang, "test")
+    assert all(ge.CONTEXT_SEP in s for s in d.sources)
+    assert ge.geneval_contextual_accuracy(d.original_refs, lang, "test").accuracy == 100.0
+    flipped = ge.geneval_contextual_accuracy(d.flipped_refs, lang, "test")
+    assert flipped.accuracy < 5.0  # only the few lines whose flipped reference is gender-neutral pass
+
+
+def test_missing_data_says_how_to_get_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAIRMT_DATA", str(tmp_path))
+    with pytest.raises(FairmtError, match="fairmt data download mt_geneval"):
+        ge.load_counterfactual("de", "test")
+
+
+def test_result_serialises(tmp_path):
+    from fairmt.eval.report import write_json
+
+    r = ge.score_counterfactual(["Er kam."], ["Sie kam."], ["Er kam."], ["Sie kam."], lang="de", split="test")
+    write_json(r, tmp_path / "r.json")
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert {"accuracy", "explicit_accuracy", "delta_g", "explicit_delta_g", "signature"} <= set(data)
+    assert data["accuracy"] == 100.0
