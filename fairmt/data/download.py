@@ -1,0 +1,369 @@
+"""``fairmt data download {winomt,geneval,flores200}``: fetch benchmark files into the local data cache.
+
+The files land in :func:`fairmt.data.paths.cache_dir` (``$FAIRMT_CACHE/data`` or ``~/.cache/fairmt/data``), or
+``dest``, in the same layout as the project's shared data folder, so that ``FAIRMT_DATA`` may point at either:
+
+* ``winomt/`` — gabrielStanovsky/mt_gender: ``aggregates/en*.txt`` (from ``data/aggregates/``),
+  ``translations/<system>/en-XX.txt``, ``LICENSE``;
+* ``mt_geneval/`` — amazon-science/machine-translation-gender-eval: ``sentences/{dev,test}/`` (+ ``annotated/``),
+  ``context/``, ``LICENSE``, ``NOTICE`` (from the repository's ``data/`` folder);
+* ``flores200/`` — the FLORES-200 tarball (``flores200_dataset.tar.gz``), unpacked without its top folder:
+  ``flores200/{dev,devtest}/<lang>.{dev,devtest}``.
+
+Every file's size and sha256 are pinned in ``fairmt/resources/data_manifest.json`` (made by
+``scripts/make_data_manifest.py`` from a verified copy). A file that does not match is an error and nothing of the
+failed download is left behind: files are first written to a staging folder, checked, and only then moved into
+place. A few files have no plain upstream URL (the 2019 WinoMT gold lives in mt_gender's history; the 2019 logs
+and the alignment file are evaluator output): they are fetched only from a mirror given with ``base_url``, which
+must be laid out like the data folder (``{base_url}/winomt/aggregates/en.txt``,
+``{base_url}/flores200_dataset.tar.gz``); ``file://`` URLs work too.
+
+The FLORES-200 tarball's hash is not pinned (no verified copy was at hand when the manifest was made). Pass
+``sha256=`` (``--sha256``) to check it; otherwise its sha256 is printed and written to ``flores200/SHA256SUMS``
+with a warning, so later runs and other machines can be compared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+import warnings
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path, PurePosixPath
+
+from fairmt.errors import FairmtError
+
+DATASETS = ("winomt", "geneval", "flores200")
+ALIASES = {"mt_geneval": "geneval", "flores": "flores200", "flores-200": "flores200"}
+USER_AGENT = "fairmt-data-download"
+TIMEOUT_S = 60
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One file of a dataset: where it goes (relative to the data root), where it comes from, its checksum."""
+
+    path: str
+    url: str | None
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class RemoteArchive:
+    """A tarball unpacked under ``target`` (minus ``strip_components`` leading folders; only ``include`` paths)."""
+
+    name: str
+    url: str
+    sha256: str | None
+    target: str
+    strip_components: int = 1
+    include: tuple[str, ...] = ()
+
+
+@dataclass
+class DownloadReport:
+    """What a download did."""
+
+    dataset: str
+    dest: str
+    downloaded: list[str] = field(default_factory=list)
+    already_present: list[str] = field(default_factory=list)
+    unavailable: list[str] = field(default_factory=list)
+    """Files that have no upstream URL and were skipped because no mirror (``base_url``) was given."""
+    archive_sha256: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [
+            f"{self.dataset}: {len(self.downloaded)} downloaded, {len(self.already_present)} already present "
+            f"(checksums verified) in {self.dest}"
+        ]
+        if self.unavailable:
+            lines.append(
+                f"  {len(self.unavailable)} files have no upstream URL and need a mirror (--base-url): "
+                + ", ".join(self.unavailable[:5])
+                + (" ..." if len(self.unavailable) > 5 else "")
+            )
+        lines += [f"  {name}: sha256 {digest}" for name, digest in self.archive_sha256.items()]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def load_manifest() -> dict:
+    """The packaged manifest (``fairmt/resources/data_manifest.json``)."""
+    text = resources.files("fairmt").joinpath("resources", "data_manifest.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def canonical(dataset: str) -> str:
+    """The manifest name of ``dataset`` (accepts ``mt_geneval`` for ``geneval``), or a clear error."""
+    name = ALIASES.get(dataset, dataset)
+    if name not in DATASETS:
+        raise FairmtError(f"unknown dataset {dataset!r}; available: {', '.join(DATASETS)}")
+    return name
+
+
+def dataset_files(dataset: str) -> tuple[list[RemoteFile], list[RemoteArchive]]:
+    """The files and archives the manifest lists for ``dataset``."""
+    entry = load_manifest()["datasets"][canonical(dataset)]
+    files = [RemoteFile(f["path"], f["url"], f["sha256"], f["size"]) for f in entry["files"]]
+    archives = [
+        RemoteArchive(a["name"], a["url"], a["sha256"], a["target"], a.get("strip_components", 1), tuple(a.get("include", ())))
+        for a in entry["archives"]
+    ]
+    return files, archives
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _url_for(rel: str, upstream: str | None, base_url: str | None) -> str | None:
+    if base_url:
+        return base_url.rstrip("/") + "/" + rel
+    return upstream
+
+
+def _fetch(url: str, out: Path, *, progress: bool = False, desc: str = "") -> None:
+    """Stream ``url`` into ``out``; a clear :class:`FairmtError` on any network/HTTP failure."""
+    req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
+    try:
+        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp, out.open("wb") as fh:
+            total = int(resp.headers.get("Content-Length") or 0) or None
+            bar = None
+            if progress:
+                from tqdm.auto import tqdm
+
+                bar = tqdm(total=total, unit="B", unit_scale=True, desc=desc or Path(url).name, leave=False)
+            for block in iter(lambda: resp.read(1 << 16), b""):
+                fh.write(block)
+                if bar is not None:
+                    bar.update(len(block))
+            if bar is not None:
+                bar.close()
+    except urllib.error.HTTPError as err:
+        raise FairmtError(f"download of {url} failed: HTTP {err.code} {err.reason}") from None
+    except (urllib.error.URLError, OSError, TimeoutError) as err:
+        reason = getattr(err, "reason", err)
+        raise FairmtError(
+            f"download of {url} failed ({reason}); check the network or give --base-url for a mirror, "
+            "or point FAIRMT_DATA at a directory that already holds the data"
+        ) from None
+
+
+def _check(path: Path, rel: str, url: str, sha256: str, size: int | None) -> None:
+    got_size = path.stat().st_size
+    digest = sha256_file(path)
+    if digest != sha256 or (size is not None and got_size != size):
+        raise FairmtError(
+            f"checksum mismatch for {rel} from {url}: expected sha256 {sha256} ({size} bytes), got {digest} "
+            f"({got_size} bytes). Nothing was written; the upstream file may have changed or the mirror is wrong"
+        )
+
+
+def _present_and_valid(path: Path, f: RemoteFile) -> bool:
+    return path.is_file() and path.stat().st_size == f.size and sha256_file(path) == f.sha256
+
+
+def _safe_rel(name: str, strip: int) -> PurePosixPath | None:
+    parts = PurePosixPath(name).parts
+    if any(p in ("..", "") for p in parts) or PurePosixPath(name).is_absolute():
+        return None
+    if len(parts) <= strip:
+        return None
+    return PurePosixPath(*parts[strip:])
+
+
+def _unpack(archive: Path, spec: RemoteArchive, staging: Path) -> list[str]:
+    written = []
+    with tarfile.open(archive) as tar:
+        for member in tar.getmembers():
+            rel = _safe_rel(member.name, spec.strip_components)
+            if rel is None or not member.isfile():
+                continue
+            if spec.include and not any(str(rel) == inc or str(rel).startswith(inc) for inc in spec.include):
+                continue
+            out = staging / spec.target / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            src = tar.extractfile(member)
+            assert src is not None
+            with src, out.open("wb") as fh:
+                shutil.copyfileobj(src, fh)
+            written.append(f"{spec.target}/{rel}")
+    if not written:
+        raise FairmtError(f"{spec.name}: the archive holds none of the expected files ({', '.join(spec.include)})")
+    return written
+
+
+def download(
+    dataset: str,
+    *,
+    dest: str | Path | None = None,
+    base_url: str | None = None,
+    force: bool = False,
+    sha256: str | None = None,
+    progress: bool = True,
+) -> DownloadReport:
+    """Fetch ``dataset`` (``winomt``, ``geneval``/``mt_geneval`` or ``flores200``) into ``dest``.
+
+    ``dest`` defaults to :func:`fairmt.data.paths.cache_dir`. Files already present with the right checksum are
+    kept (unless ``force``). ``base_url`` replaces the upstream URLs by a mirror laid out like the data folder.
+    ``sha256`` pins the checksum of a dataset's archive (FLORES-200) when the manifest does not.
+    Raises :class:`FairmtError` on a network failure or a checksum mismatch; then nothing is moved into ``dest``.
+    """
+    from fairmt.data.paths import cache_dir
+
+    name = canonical(dataset)
+    root = Path(dest) if dest is not None else cache_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    files, archives = dataset_files(name)
+    report = DownloadReport(dataset=name, dest=str(root))
+    if os.environ.get("FAIRMT_DATA") and dest is None:
+        report.notes.append(
+            f"FAIRMT_DATA is set ({os.environ['FAIRMT_DATA']}): fairmt reads data from there, not from this cache"
+        )
+
+    staging = Path(tempfile.mkdtemp(prefix=f".fairmt-staging-{name}-", dir=root))
+    try:
+        todo: list[tuple[RemoteFile, str]] = []
+        for f in files:
+            if not force and _present_and_valid(root / f.path, f):
+                report.already_present.append(f.path)
+                continue
+            url = _url_for(f.path, f.url, base_url)
+            if url is None:
+                report.unavailable.append(f.path)
+                continue
+            todo.append((f, url))
+        bar = None
+        if progress and todo:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(todo), unit="file", desc=f"download {name}")
+        for f, url in todo:
+            out = staging / f.path
+            out.parent.mkdir(parents=True, exist_ok=True)
+            _fetch(url, out)
+            _check(out, f.path, url, f.sha256, f.size)
+            if bar is not None:
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+
+        unpacked: list[str] = []
+        for a in archives:
+            marker = root / a.target / "SHA256SUMS"
+            if not force and marker.is_file() and (root / a.target).is_dir():
+                report.already_present.append(a.target + "/")
+                continue
+            url = _url_for(a.name, a.url, base_url)
+            tmp_archive = staging / a.name
+            _fetch(url, tmp_archive, progress=progress, desc=a.name)
+            digest = sha256_file(tmp_archive)
+            pinned = sha256 or a.sha256
+            if pinned is not None and digest != pinned.lower():
+                raise FairmtError(
+                    f"checksum mismatch for {a.name} from {url}: expected sha256 {pinned}, got {digest}. "
+                    "Nothing was written"
+                )
+            if pinned is None:
+                warnings.warn(
+                    f"{a.name}: no pinned sha256 to verify against; got {digest} (recorded in "
+                    f"{a.target}/SHA256SUMS). Pass --sha256 to check it.",
+                    stacklevel=2,
+                )
+                report.notes.append(f"{a.name} not verified against a pinned checksum (sha256 {digest})")
+            report.archive_sha256[a.name] = digest
+            unpacked += _unpack(tmp_archive, a, staging)
+            tmp_archive.unlink()
+            (staging / a.target / "SHA256SUMS").write_text(f"{digest}  {a.name}\n", encoding="utf-8")
+
+        # everything fetched and checked: move into place
+        for f, _ in todo:
+            target = root / f.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / f.path, target)
+            report.downloaded.append(f.path)
+        for a in archives:
+            src = staging / a.target
+            if src.is_dir():
+                for p in sorted(src.rglob("*")):
+                    if p.is_file():
+                        target = root / p.relative_to(staging)
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        os.replace(p, target)
+        report.downloaded += unpacked
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return report
+
+
+@dataclass
+class VerifyReport:
+    """Checksum verification of an existing data folder against the manifest."""
+
+    dataset: str
+    root: str
+    ok: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    mismatched: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        """True when no file is missing or different."""
+        return not self.missing and not self.mismatched
+
+    def __str__(self) -> str:
+        s = f"{self.dataset} in {self.root}: {len(self.ok)} ok, {len(self.missing)} missing, {len(self.mismatched)} differ"
+        if self.mismatched:
+            s += "\n  differ: " + ", ".join(self.mismatched[:10])
+        if self.missing:
+            s += "\n  missing: " + ", ".join(self.missing[:10])
+        return s
+
+
+def verify(dataset: str, root: str | Path | None = None) -> VerifyReport:
+    """Check the files of ``dataset`` under ``root`` (default: the data root) against the manifest's sha256."""
+    from fairmt.data.paths import data_root
+
+    name = canonical(dataset)
+    base = Path(root) if root is not None else data_root()
+    files, _ = dataset_files(name)
+    rep = VerifyReport(dataset=name, root=str(base))
+    for f in files:
+        p = base / f.path
+        if not p.is_file():
+            rep.missing.append(f.path)
+        elif p.stat().st_size != f.size or sha256_file(p) != f.sha256:
+            rep.mismatched.append(f.path)
+        else:
+            rep.ok.append(f.path)
+    return rep
+
+
+__all__ = [
+    "DATASETS",
+    "DownloadReport",
+    "RemoteArchive",
+    "RemoteFile",
+    "VerifyReport",
+    "canonical",
+    "dataset_files",
+    "download",
+    "load_manifest",
+    "sha256_file",
+    "verify",
+]

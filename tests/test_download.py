@@ -1,0 +1,197 @@
+"""`fairmt data download` against a local HTTP server (127.0.0.1, started here) serving the real data folder."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import io
+import tarfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from fairmt.data import download as dl
+from fairmt.errors import FairmtError
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    corrupt: set[str] = set()
+
+    def log_message(self, *args):  # keep test output quiet
+        pass
+
+    def send_head(self):
+        if self.path.lstrip("/") in self.corrupt:
+            body = b"tampered\n"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            return io.BytesIO(body)
+        return super().send_head()
+
+
+@pytest.fixture
+def serve():
+    """Start an HTTP server on 127.0.0.1 serving a folder; returns (base_url, handler class). Shut down after."""
+    servers = []
+
+    def start(folder: Path, corrupt: set[str] = frozenset()):
+        handler = type("H", (_Handler,), {"corrupt": set(corrupt)})
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(folder)))
+        httpd.timeout = 5
+        t = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        t.start()
+        servers.append((httpd, t))
+        return f"http://127.0.0.1:{httpd.server_address[1]}"
+
+    yield start
+    for httpd, t in servers:
+        httpd.shutdown()
+        httpd.server_close()
+        t.join(timeout=5)
+
+
+def test_manifest_matches_shared_data(shared_data):
+    """The pinned checksums are those of the real data folder (which FAIRMT_DATA may point at)."""
+    for name in ("winomt", "geneval"):
+        rep = dl.verify(name, shared_data)
+        assert rep.passed, str(rep)
+        assert len(rep.ok) == {"winomt": 70, "geneval": 184}[name]
+
+
+def test_manifest_urls():
+    files, _ = dl.dataset_files("winomt")
+    by_path = {f.path: f for f in files}
+    assert by_path["winomt/aggregates/en.txt"].url == (
+        "https://raw.githubusercontent.com/gabrielStanovsky/mt_gender/master/data/aggregates/en.txt"
+    )
+    assert by_path["winomt/aggregates_acl2019/en.txt"].url is None  # history version: mirror only
+    files, _ = dl.dataset_files("mt_geneval")  # alias
+    assert all(f.url.startswith("https://raw.githubusercontent.com/amazon-science/machine-translation-gender-eval/")
+               for f in files)
+    _, archives = dl.dataset_files("flores200")
+    assert archives[0].url == "https://dl.fbaipublicfiles.com/nllb/flores200_dataset.tar.gz"
+    with pytest.raises(FairmtError, match="available: winomt, geneval, flores200"):
+        dl.dataset_files("wmt")
+
+
+def test_download_winomt_from_mirror(shared_data, serve, tmp_path, monkeypatch):
+    base = serve(shared_data)
+    dest = tmp_path / "cache"
+    rep = dl.download("winomt", dest=dest, base_url=base, progress=False)
+    assert len(rep.downloaded) == 70 and not rep.unavailable
+    assert (dest / "winomt/aggregates_acl2019/en.txt").read_bytes() == (shared_data / "winomt/aggregates_acl2019/en.txt").read_bytes()
+    assert dl.verify("winomt", dest).passed
+    assert not [p for p in dest.iterdir() if p.name.startswith(".fairmt-staging")]
+    # second run: nothing fetched again
+    rep2 = dl.download("winomt", dest=dest, base_url=base, progress=False)
+    assert rep2.downloaded == [] and len(rep2.already_present) == 70
+    # FAIRMT_DATA pointed at the cache reads from it
+    monkeypatch.setenv("FAIRMT_DATA", str(dest))
+    from fairmt.data.paths import data_path
+
+    assert data_path("winomt", "aggregates", "en.txt").is_file()
+
+
+def test_download_geneval_default_cache_then_evaluate(shared_data, serve, tmp_path, monkeypatch):
+    base = serve(shared_data)
+    monkeypatch.setenv("FAIRMT_CACHE", str(tmp_path / "fc"))
+    monkeypatch.delenv("FAIRMT_DATA", raising=False)
+    rep = dl.download("geneval", base_url=base, progress=False)
+    assert Path(rep.dest) == tmp_path / "fc" / "data"
+    assert len(rep.downloaded) == 184
+    from fairmt.eval.geneval import load_counterfactual
+
+    d = load_counterfactual("it", "test")  # read from the cache: FAIRMT_DATA unset
+    assert len(d.feminine_refs) == 300
+
+
+def test_checksum_mismatch_leaves_nothing(shared_data, serve, tmp_path):
+    base = serve(shared_data, corrupt={"winomt/translations/google/en-de.txt"})
+    dest = tmp_path / "cache"
+    with pytest.raises(FairmtError, match=r"checksum mismatch for winomt/translations/google/en-de.txt") as err:
+        dl.download("winomt", dest=dest, base_url=base, progress=False)
+    assert "expected sha256" in str(err.value) and "Nothing was written" in str(err.value)
+    assert [p for p in dest.rglob("*")] == []  # not even the files fetched before the bad one
+
+
+def test_upstream_urls_used_without_mirror(shared_data, serve, tmp_path, monkeypatch):
+    """Without --base-url each file's own (upstream) URL is fetched; files without one are reported."""
+    base = serve(shared_data)
+    files, archives = dl.dataset_files("winomt")
+    keep = [f for f in files if f.path in ("winomt/aggregates/en.txt", "winomt/aggregates_acl2019/en.txt")]
+    faked = [dl.RemoteFile(f.path, f"{base}/{f.path}" if f.url else None, f.sha256, f.size) for f in keep]
+    monkeypatch.setattr(dl, "dataset_files", lambda name: (faked, archives))
+    rep = dl.download("winomt", dest=tmp_path, progress=False)
+    assert rep.downloaded == ["winomt/aggregates/en.txt"]
+    assert rep.unavailable == ["winomt/aggregates_acl2019/en.txt"]
+    assert "need a mirror (--base-url)" in str(rep)
+
+
+def test_network_failure_is_clear(tmp_path):
+    with pytest.raises(FairmtError, match="download of http://127.0.0.1:9/winomt/.* failed"):
+        dl.download("winomt", dest=tmp_path, base_url="http://127.0.0.1:9", progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def _flores_tarball(folder: Path) -> Path:
+    tar_path = folder / "flores200_dataset.tar.gz"
+    with tarfile.open(tar_path, "w:gz") as tar:
+        def add(name, text):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+        add("flores200_dataset/devtest/eng_Latn.devtest", "Hello.\nGood morning.\n")
+        add("flores200_dataset/devtest/deu_Latn.devtest", "Hallo.\nGuten Morgen.\n")
+        add("flores200_dataset/dev/deu_Latn.dev", "Tag.\n")
+        add("flores200_dataset/metadata_devtest.tsv", "x\n")  # not included
+        add("../evil.txt", "outside\n")  # path traversal: skipped
+    return tar_path
+
+
+def test_flores200_archive(serve, tmp_path, monkeypatch):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    tar_path = _flores_tarball(mirror)
+    digest = hashlib.sha256(tar_path.read_bytes()).hexdigest()
+    base = serve(mirror)
+    dest = tmp_path / "cache"
+    with pytest.warns(UserWarning, match="no pinned sha256"):
+        rep = dl.download("flores200", dest=dest, base_url=base, progress=False)
+    assert rep.archive_sha256 == {"flores200_dataset.tar.gz": digest}
+    assert (dest / "flores200/SHA256SUMS").read_text().startswith(digest)
+    assert not (tmp_path / "evil.txt").exists() and not (dest / "evil.txt").exists()
+    assert not (dest / "flores200/metadata_devtest.tsv").exists()
+    monkeypatch.setenv("FAIRMT_DATA", str(dest))
+    from fairmt.eval.translation import flores_languages, read_flores
+
+    assert read_flores("deu_Latn") == ["Hallo.", "Guten Morgen."]
+    assert flores_languages() == ["deu_Latn", "eng_Latn"]
+    assert read_flores("deu_Latn", "dev") == ["Tag."]
+    # pinned checksum: the right one passes silently, a wrong one fails and writes nothing
+    dest2 = tmp_path / "cache2"
+    dl.download("flores200", dest=dest2, base_url=base, sha256=digest, progress=False)
+    assert (dest2 / "flores200/devtest/eng_Latn.devtest").is_file()
+    dest3 = tmp_path / "cache3"
+    with pytest.raises(FairmtError, match="checksum mismatch for flores200_dataset.tar.gz"):
+        dl.download("flores200", dest=dest3, base_url=base, sha256="0" * 64, progress=False)
+    assert list(dest3.rglob("*")) == []
+
+
+def test_cli_download(shared_data, serve, tmp_path, capsys):
+    from fairmt.cli import main
+
+    base = serve(shared_data)
+    rc = main(["data", "download", "winomt", "--base-url", base, "--dest", str(tmp_path), "--quiet"])
+    assert rc == 0
+    assert "70 downloaded" in capsys.readouterr().out
+    rc = main(["data", "verify", "winomt", "--root", str(tmp_path)])
+    assert rc == 0
+    (tmp_path / "winomt/LICENSE").write_text("changed")
+    assert main(["data", "verify", "winomt", "--root", str(tmp_path)]) == 1
+    assert "differ: winomt/LICENSE" in capsys.readouterr().out
+    assert main(["data", "download", "nope", "--dest", str(tmp_path)]) == 2
