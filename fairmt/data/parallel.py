@@ -1,0 +1,94 @@
+"""Readers for parallel data: JSONL (``{"translation": {"en": ..., "de": ...}}``), TSV, two aligned plain-text
+files, and Hugging Face ``datasets``. Every reader returns a :class:`datasets.Dataset` with columns ``src`` and
+``tgt`` and reports bad lines by file and line number.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fairmt.errors import FairmtError
+
+
+def _dataset(src: list[str], tgt: list[str]):
+    from datasets import Dataset
+
+    if not src:
+        raise FairmtError("the parallel data is empty: no sentence pairs were read")
+    return Dataset.from_dict({"src": src, "tgt": tgt})
+
+
+def read_jsonl(path: str | Path, src_lang: str = "en", tgt_lang: str = "de"):
+    """``{"translation": {src_lang: ..., tgt_lang: ...}}`` per line (WMT / HF ``translation`` format)."""
+    src, tgt = [], []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                pair = json.loads(line)["translation"]
+                s, t = pair[src_lang], pair[tgt_lang]
+            except (json.JSONDecodeError, KeyError, TypeError) as err:
+                raise FairmtError(
+                    f"{path}:{n}: expected {{\"translation\": {{\"{src_lang}\": ..., \"{tgt_lang}\": ...}}}} ({err})"
+                ) from None
+            src.append(s)
+            tgt.append(t)
+    return _dataset(src, tgt)
+
+
+def read_tsv(path: str | Path):
+    """``source<TAB>target`` per line."""
+    src, tgt = [], []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            if len(parts) != 2:
+                raise FairmtError(f"{path}:{n}: expected 2 tab-separated columns (source, target), found {len(parts)}")
+            src.append(parts[0])
+            tgt.append(parts[1])
+    return _dataset(src, tgt)
+
+
+def read_aligned_files(src_path: str | Path, tgt_path: str | Path):
+    """Two plain-text files, line i of one the translation of line i of the other."""
+    src = Path(src_path).read_text(encoding="utf-8").splitlines()
+    tgt = Path(tgt_path).read_text(encoding="utf-8").splitlines()
+    if len(src) != len(tgt):
+        raise FairmtError(
+            f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}: source and target must have the same "
+            "number of lines"
+        )
+    return _dataset(src, tgt)
+
+
+def from_hf_dataset(dataset, src_lang: str = "en", tgt_lang: str = "de", src_column: str | None = None, tgt_column: str | None = None):
+    """A ``datasets.Dataset`` with a ``translation`` column (dicts by language) or two text columns."""
+    cols = dataset.column_names
+    if src_column and tgt_column:
+        missing = [c for c in (src_column, tgt_column) if c not in cols]
+        if missing:
+            raise FairmtError(f"columns {missing} not in the dataset (it has {cols})")
+        return _dataset(list(dataset[src_column]), list(dataset[tgt_column]))
+    if "translation" not in cols:
+        raise FairmtError(f"the dataset has no 'translation' column (columns: {cols}); name src_column and tgt_column")
+    pairs = dataset["translation"]
+    return _dataset([p[src_lang] for p in pairs], [p[tgt_lang] for p in pairs])
+
+
+def read_parallel(path_or_name: str | Path, src_lang: str = "en", tgt_lang: str = "de", split: str = "train", **kw):
+    """Read parallel data by file extension (``.jsonl``/``.json``, ``.tsv``) or as a Hugging Face dataset name."""
+    p = Path(path_or_name)
+    if p.suffix in (".jsonl", ".json"):
+        return read_jsonl(p, src_lang, tgt_lang)
+    if p.suffix == ".tsv":
+        return read_tsv(p)
+    if p.exists():
+        raise FairmtError(f"{p}: unknown parallel-data format (use .jsonl, .tsv, or read_aligned_files)")
+    from datasets import load_dataset
+
+    return from_hf_dataset(load_dataset(str(path_or_name), split=split, **kw), src_lang, tgt_lang)

@@ -1,0 +1,389 @@
+"""GACL + knowledge distillation for multilingual seq2seq MT (Lee et al., EMNLP 2023 Findings).
+
+    L = (1 − α)·L_MT + α·L_KD + λ·L_GC
+
+``L_MT`` is the model's token cross-entropy, ``L_KD`` the token-level KL(teacher ‖ student) to a frozen teacher
+(:func:`fairmt.losses.token_kl_loss`), ``L_GC`` the gender-aware contrastive loss on mean-pooled encoder states
+(:func:`fairmt.losses.gacl_loss`). ``GACLTrainer`` is a drop-in ``Seq2SeqTrainer``::
+
+    args = GACLConfig(output_dir="out", per_device_train_batch_size=8, learning_rate=4e-6)
+    trainer = GACLTrainer(model=model, args=args, train_dataset=ds, data_collator=collator,
+                          processing_class=tokenizer)
+    trainer.train()
+
+How the extra encoder views are computed. The contrastive views (a dropout view, the counterfactual sources) need
+extra *encoder* passes. To stay inside one forward of the wrapped model — DDP accepts each parameter's gradient
+once per forward, so a separate ``get_encoder()`` call fails under DDP — the trainer passes the extra inputs as
+keyword arguments to the model call; a forward pre-hook on the underlying transformers model takes them out before
+the model sees them, and a forward hook runs the encoder on them (batched: ``[x; x_cf]`` in one encoder call) and
+attaches the pooled states to the output. The hooks run inside DDP/FSDP/DeepSpeed's forward and work through PEFT.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn as nn
+from transformers import PreTrainedModel, Seq2SeqTrainer, Seq2SeqTrainingArguments
+
+from fairmt.errors import FairmtError
+from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, token_kl_loss
+
+_EXTRA = "fairmt_extra"
+
+
+@dataclass
+class GACLConfig(Seq2SeqTrainingArguments):
+    r"""Training arguments for :class:`GACLTrainer`; defaults follow Lee et al. (2023) where the paper gives them.
+
+    Parameters:
+        kd_alpha (`float`, defaults to `0.4`): α, weight of L_KD; L_MT gets 1 − α. 0 disables the teacher.
+        gacl_lambda (`float`, defaults to `1.0`): λ, weight of L_GC. 0 disables the contrastive term.
+        temperature (`float`, defaults to `0.1`): τ of the contrastive softmax. The paper does not state τ; 0.1 is
+            SupCon's (Khosla et al. 2020), which the paper says its loss is equivalent to.
+        gacl_variant (`str`, defaults to `"paper"`): ``"paper"`` (Eq. 1 as printed: dropout view + in-batch same
+            gender as positives, counterfactual + in-batch other gender as negatives, sum over positives) or
+            ``"official"`` (the released code: no counterfactual, dropout view without gradient, mean over
+            positives).
+        dropout_positive / inbatch_positives / counterfactual_negative / inbatch_negatives (`bool`, optional):
+            override the variant's choice of each pair set (the paper's Table 5 ablation).
+        pooling (`str`, defaults to `"mean"`): encoder pooling: ``"mean"`` over non-pad tokens, or ``"first"``.
+        projection_dim (`int`, optional): if set, an MLP projection head (d → d → projection_dim, as SimCSE)
+            is trained on top of the pooled states for the contrastive term only; it is saved beside checkpoints
+            (``gacl_projection_head.pt``), never inside the model weights.
+        teacher_model_name_or_path (`str`, optional): the KD teacher; default a frozen copy of the starting model.
+        teacher_bf16 (`bool`, defaults to `False`): keep the teacher in bfloat16 (halves its memory).
+        kd_temperature (`float`, defaults to `1.0`): softmax temperature of the KD term.
+        balanced_batches (`bool`, defaults to `True`): sample so that every per-device batch is half male, half
+            female (:class:`fairmt.data.gacl.GenderBalancedSampler`).
+    """
+
+    kd_alpha: float = field(default=0.4, metadata={"help": "α: weight of the KD loss; L_MT gets 1 − α."})
+    gacl_lambda: float = field(default=1.0, metadata={"help": "λ: weight of the gender-aware contrastive loss."})
+    temperature: float = field(default=0.1, metadata={"help": "τ of the contrastive loss (not stated in the paper)."})
+    gacl_variant: str = field(default="paper", metadata={"help": "'paper' or 'official' (the released code)."})
+    dropout_positive: bool | None = field(default=None, metadata={"help": "Override: dropout view as positive."})
+    inbatch_positives: bool | None = field(default=None, metadata={"help": "Override: in-batch same gender positives."})
+    counterfactual_negative: bool | None = field(default=None, metadata={"help": "Override: swapped source negative."})
+    inbatch_negatives: bool | None = field(default=None, metadata={"help": "Override: in-batch other gender negatives."})
+    pooling: str = field(default="mean", metadata={"help": "'mean' over non-pad encoder tokens or 'first'."})
+    projection_dim: int | None = field(default=None, metadata={"help": "Projection head output size (None: no head)."})
+    teacher_model_name_or_path: str | None = field(default=None, metadata={"help": "KD teacher (default: frozen copy)."})
+    teacher_bf16: bool = field(default=False, metadata={"help": "Run the teacher in bfloat16."})
+    kd_temperature: float = field(default=1.0, metadata={"help": "Softmax temperature of the KD term."})
+    balanced_batches: bool = field(default=True, metadata={"help": "Gender-balanced per-device batches."})
+    remove_unused_columns: bool = field(
+        default=False, metadata={"help": "Must stay False: the gender and counterfactual columns are not model inputs."}
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.remove_unused_columns:
+            raise FairmtError(
+                "GACLConfig needs remove_unused_columns=False: with True the Trainer silently drops the 'gender' and "
+                "counterfactual columns and the contrastive term vanishes"
+            )
+        if not 0.0 <= self.kd_alpha <= 1.0:
+            raise FairmtError(f"kd_alpha must be in [0, 1], got {self.kd_alpha}")
+        if self.pooling not in ("mean", "first"):
+            raise FairmtError(f"pooling must be 'mean' or 'first', got {self.pooling!r}")
+        gacl_variant(self.gacl_variant)  # validates the name
+
+    def pairs(self) -> GACLPairs:
+        """The contrastive pair sets in use: the variant, with the explicit overrides applied."""
+        base = gacl_variant(self.gacl_variant)
+        overrides = {
+            k: getattr(self, k)
+            for k in ("dropout_positive", "inbatch_positives", "counterfactual_negative", "inbatch_negatives")
+            if getattr(self, k) is not None
+        }
+        return GACLPairs(**{**base.__dict__, **overrides})
+
+
+def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, how: str = "mean") -> torch.Tensor:
+    """Pool ``(B, T, d)`` encoder states: mean over non-pad tokens, or the first token."""
+    if how == "first":
+        return hidden[:, 0]
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+
+
+class ProjectionHead(nn.Module):
+    """SimCSE-style MLP head (Linear → Tanh → Linear) for the contrastive representations."""
+
+    def __init__(self, d_model: int, out_dim: int):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(d_model, d_model), nn.Tanh(), nn.Linear(d_model, out_dim))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def _base_model(model: nn.Module) -> PreTrainedModel:
+    """The transformers model under PEFT (and any other) wrapping."""
+    m = model
+    if hasattr(m, "get_base_model"):
+        m = m.get_base_model()
+    if not isinstance(m, PreTrainedModel) or not hasattr(m, "get_encoder"):
+        raise FairmtError(f"GACL needs an encoder-decoder transformers model, got {type(model).__name__}")
+    return m
+
+
+def _pre_hook(module, args, kwargs):
+    extra = {k: kwargs.pop(k) for k in list(kwargs) if k.startswith(_EXTRA)}
+    module._fairmt_pending = extra or None
+    return args, kwargs
+
+
+def _post_hook(module, args, kwargs, output):
+    extra = getattr(module, "_fairmt_pending", None)
+    module._fairmt_pending = None
+    if not extra:
+        return output
+    how = extra[f"{_EXTRA}_pooling"]
+    head = getattr(module, "gacl_projection_head", None)
+
+    def represent(states, mask):
+        h = pool(states, mask, how)
+        return head(h) if head is not None else h
+
+    output[f"{_EXTRA}_h"] = represent(output.encoder_last_hidden_state, kwargs["attention_mask"])
+    ids = extra.get(f"{_EXTRA}_input_ids")
+    if ids is not None:
+        mask = extra[f"{_EXTRA}_attention_mask"]
+        with torch.set_grad_enabled(torch.is_grad_enabled() and extra[f"{_EXTRA}_grad"]):
+            states = module.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
+            output[f"{_EXTRA}_views"] = represent(states, mask)
+    return output
+
+
+def install_extra_encoder_hooks(model: nn.Module) -> None:
+    """Let ``model(..., fairmt_extra_pooling="mean", fairmt_extra_input_ids=..., ...)`` also return the pooled
+    (and projected) encoder representation of the batch and of extra sources, computed inside the same forward."""
+    base = _base_model(model)
+    if getattr(base, "_fairmt_hooks", False):
+        return
+    base.register_forward_pre_hook(_pre_hook, with_kwargs=True)
+    base.register_forward_hook(_post_hook, with_kwargs=True)
+    base._fairmt_hooks = True
+
+
+class GACLTrainer(Seq2SeqTrainer):
+    """``Seq2SeqTrainer`` with the GACL + KD objective (see module docstring). Logs ``loss_mt``, ``loss_kd``,
+    ``loss_gc`` beside the total ``loss``. The teacher is held by the trainer, never saved or pushed."""
+
+    # compute_loss returns a per-batch mean; the Trainer must divide it for gradient accumulation itself.
+    loss_is_scaled_for_ga = False
+    HEAD_FILE = "gacl_projection_head.pt"
+
+    def __init__(self, model=None, args: GACLConfig | None = None, teacher_model: nn.Module | None = None, **kwargs):
+        if args is None:
+            raise FairmtError("GACLTrainer needs a GACLConfig")
+        if not isinstance(args, GACLConfig):
+            raise FairmtError(f"GACLTrainer needs a GACLConfig, got {type(args).__name__}")
+        if model is None:
+            raise FairmtError("GACLTrainer needs a model")
+        self.pairs = args.pairs()
+        train_dataset = kwargs.get("train_dataset")
+        if train_dataset is not None:
+            self._check_dataset(train_dataset, "train_dataset")
+        install_extra_encoder_hooks(model)
+        if args.projection_dim:  # a submodule of the transformers model, so DDP/optimizer see it; kept out of saves
+            base = _base_model(model)
+            base.gacl_projection_head = ProjectionHead(base.config.d_model, args.projection_dim)
+        self.teacher = None
+        if args.kd_alpha > 0:
+            self.teacher = self._make_teacher(model, args, teacher_model)
+        super().__init__(model=model, args=args, **kwargs)
+        if self.teacher is not None:
+            self.teacher.to(self.args.device)
+        self._terms: dict[str, list[torch.Tensor]] = defaultdict(list)
+
+    # ---- set-up -------------------------------------------------------------------------------------------------
+
+    def _check_dataset(self, ds, name: str) -> None:
+        try:
+            n = len(ds)
+        except TypeError:
+            return
+        if n == 0:
+            raise FairmtError(f"{name} is empty")
+        cols = getattr(ds, "column_names", None)
+        if cols is not None:
+            if "gender" not in cols:
+                raise FairmtError(
+                    f"{name} has no 'gender' column (columns: {cols}); prepare it with "
+                    "fairmt.data.gacl.prepare_gacl_pairs + tokenize_gacl"
+                )
+            if self.pairs.counterfactual_negative and "cf_input_ids" not in cols:
+                raise FairmtError(
+                    f"{name} has no 'cf_input_ids' column but the GACL variant uses counterfactual negatives; add "
+                    "them with fairmt.data.gacl.add_counterfactuals or set counterfactual_negative=False"
+                )
+
+    @staticmethod
+    def _make_teacher(model, args: GACLConfig, teacher_model):
+        if teacher_model is None and args.teacher_model_name_or_path:
+            from transformers import AutoModelForSeq2SeqLM
+
+            teacher_model = AutoModelForSeq2SeqLM.from_pretrained(args.teacher_model_name_or_path)
+        if teacher_model is None:
+            base = _base_model(model)
+            if hasattr(model, "peft_config"):  # the frozen starting point is the base model without adapters
+                with model.disable_adapter():
+                    teacher_model = copy.deepcopy(base)
+                teacher_model = _strip_peft(teacher_model)
+            else:
+                teacher_model = copy.deepcopy(base)
+        teacher_model.eval()
+        teacher_model.requires_grad_(False)
+        if args.teacher_bf16:
+            teacher_model.to(torch.bfloat16)
+        return teacher_model
+
+    def _get_train_sampler(self, train_dataset=None):
+        ds = train_dataset if train_dataset is not None else self.train_dataset
+        if self.args.balanced_batches and hasattr(ds, "column_names") and "gender" in ds.column_names:
+            from fairmt.data.gacl import GenderBalancedSampler
+
+            return GenderBalancedSampler(list(ds["gender"]), seed=self.args.seed)
+        return super()._get_train_sampler(train_dataset)
+
+    # ---- the loss -----------------------------------------------------------------------------------------------
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        inputs = dict(inputs)
+        if "gender" not in inputs:
+            raise FairmtError(
+                "the batch has no 'gender': use fairmt.data.gacl.GenderContrastiveCollator and "
+                "remove_unused_columns=False"
+            )
+        genders = inputs.pop("gender")
+        cf_ids = inputs.pop("cf_input_ids", None)
+        cf_mask = inputs.pop("cf_attention_mask", None)
+        p, args = self.pairs, self.args
+        use_gc = args.gacl_lambda > 0
+        ids, mask = inputs["input_ids"], inputs["attention_mask"]
+
+        extra_ids, extra_mask = [], []
+        if use_gc and p.dropout_positive:
+            extra_ids.append(ids)
+            extra_mask.append(mask)
+        if use_gc and p.counterfactual_negative:
+            if cf_ids is None:
+                raise FairmtError("the batch has no 'cf_input_ids' but GACL uses counterfactual negatives")
+            extra_ids.append(cf_ids)
+            extra_mask.append(cf_mask)
+        call = dict(inputs)
+        if use_gc:
+            call[f"{_EXTRA}_pooling"] = args.pooling
+        if extra_ids:
+            width = max(t.shape[1] for t in extra_ids)
+            pad = _base_model(self.accelerator.unwrap_model(model)).config.pad_token_id
+            call[f"{_EXTRA}_input_ids"] = torch.cat([_pad_to(t, width, pad) for t in extra_ids])
+            call[f"{_EXTRA}_attention_mask"] = torch.cat([_pad_to(t, width, 0) for t in extra_mask])
+            # the official variant computes its only extra view (dropout) without gradient
+            call[f"{_EXTRA}_grad"] = not (p.detach_dropout_view and not p.counterfactual_negative)
+        outputs = model(**call)
+        loss_mt = outputs.loss
+        terms = {"loss_mt": loss_mt.detach()}
+        loss = (1.0 - args.kd_alpha) * loss_mt
+
+        if self.teacher is not None and "labels" in inputs:
+            loss_kd = self._kd_loss(outputs.logits, inputs)
+            loss = loss + args.kd_alpha * loss_kd
+            terms["loss_kd"] = loss_kd.detach()
+
+        if use_gc:
+            views = {}
+            if extra_ids:
+                chunks = outputs[f"{_EXTRA}_views"].split(ids.shape[0])
+                names = [n for n, on in (("h_dropout", p.dropout_positive), ("h_counterfactual", p.counterfactual_negative)) if on]
+                views = dict(zip(names, chunks))
+            loss_gc = gacl_loss(outputs[f"{_EXTRA}_h"], genders, temperature=args.temperature, pairs=p, **views)
+            loss = loss + args.gacl_lambda * loss_gc
+            terms["loss_gc"] = loss_gc.detach()
+
+        if model.training:
+            for k, v in terms.items():
+                self._terms[k].append(v)
+        return (loss, outputs) if return_outputs else loss
+
+    def _kd_loss(self, student_logits, inputs):
+        from transformers.models.m2m_100.modeling_m2m_100 import shift_tokens_right
+
+        cfg = self.teacher.config
+        labels = inputs["labels"]
+        dec_in = shift_tokens_right(labels, cfg.pad_token_id, cfg.decoder_start_token_id)
+        with torch.no_grad():
+            t_logits = self.teacher(
+                input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"], decoder_input_ids=dec_in
+            ).logits
+        return token_kl_loss(student_logits, t_logits, labels, temperature=self.args.kd_temperature)
+
+    # ---- logging, evaluation, saving ----------------------------------------------------------------------------
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if self._terms and "loss" in logs:  # a training log: add the mean of each term since the last one
+            for k, vals in self._terms.items():
+                mean = torch.stack(vals).mean()
+                logs[k] = round(float(self.accelerator.reduce(mean, reduction="mean")), 6)
+            self._terms.clear()
+        super().log(logs, start_time)
+
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
+        if self.args.predict_with_generate and not prediction_loss_only:
+            inputs = {k: v for k, v in inputs.items() if k not in ("gender", "cf_input_ids", "cf_attention_mask")}
+        return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs)
+
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        import os
+
+        output_dir = output_dir or self.args.output_dir
+        model = _base_model(self.accelerator.unwrap_model(self.model))
+        head = getattr(model, "gacl_projection_head", None)
+        if head is None:
+            return super()._save(output_dir, state_dict)
+        if state_dict is not None:
+            state_dict = {k: v for k, v in state_dict.items() if "gacl_projection_head" not in k}
+        del model.gacl_projection_head  # keep it out of the model's weights and config
+        try:
+            super()._save(output_dir, state_dict)
+        finally:
+            model.gacl_projection_head = head
+        os.makedirs(output_dir, exist_ok=True)
+        torch.save(head.state_dict(), os.path.join(output_dir, self.HEAD_FILE))
+
+    def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
+        import os
+
+        super()._load_from_checkpoint(resume_from_checkpoint, model)
+        target = model if model is not None else self.model
+        head = getattr(_base_model(self.accelerator.unwrap_model(target)), "gacl_projection_head", None)
+        path = os.path.join(resume_from_checkpoint, self.HEAD_FILE)
+        if head is not None and os.path.isfile(path):
+            head.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+
+
+def _pad_to(t: torch.Tensor, width: int, value: int) -> torch.Tensor:
+    if t.shape[1] == width:
+        return t
+    return torch.nn.functional.pad(t, (0, width - t.shape[1]), value=value)
+
+
+def _strip_peft(model):
+    """A plain copy of a PEFT-injected transformers model, adapters removed (the teacher must be adapter-free)."""
+    try:
+        from peft.tuners.tuners_utils import BaseTunerLayer
+    except ImportError:  # pragma: no cover
+        return model
+    for name, module in list(model.named_modules()):
+        if isinstance(module, BaseTunerLayer):
+            parent_name, _, child = name.rpartition(".")
+            parent = model.get_submodule(parent_name) if parent_name else model
+            setattr(parent, child, module.get_base_layer())
+    return model
