@@ -1,0 +1,237 @@
+"""Write WinoMT, MT-GenEval and FLORES-200 (spBLEU/chrF++) results into a model card's ``model-index``.
+
+The Hub reads evaluation results from the ``model-index`` block of a repository's ``README.md`` metadata.
+:func:`eval_results` turns fairmt result objects into :class:`huggingface_hub.EvalResult` entries (task
+``translation``; one entry per metric, the signature kept in ``metric_args``); :func:`write_model_card` creates
+a card or updates an existing one (e.g. the one ``Trainer.create_model_card`` wrote) in place: entries for the
+same dataset/config/metric are replaced, others kept, and a readable table with the signatures is put between
+``<!-- fairmt-eval -->`` markers in the card text. ``ModelCard.push_to_hub`` (or the Trainer's ``push_to_hub``,
+which uploads the folder) publishes it.
+
+Non-standard BLEU (a SentencePiece model other than the official FLORES-200 one) is written as metric type
+``bleu_spm_nonstandard`` named ``spBLEU*``, never as spBLEU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from fairmt.errors import FairmtError
+
+START = "<!-- fairmt-eval-start -->"
+END = "<!-- fairmt-eval-end -->"
+
+WINOMT_DATASET = ("winomt", "WinoMT")
+GENEVAL_DATASET = ("mt_geneval", "MT-GenEval")
+FLORES_DATASET = ("facebook/flores", "FLORES-200")
+
+
+def _get(result: Any, key: str, default: Any = None) -> Any:
+    if isinstance(result, dict):
+        return result.get(key, default)
+    return getattr(result, key, default)
+
+
+def _er(dataset: tuple[str, str], config: str, split: str, metric_type: str, name: str, value: float, signature: str):
+    from huggingface_hub import EvalResult
+
+    return EvalResult(
+        task_type="translation",
+        task_name="Translation",
+        dataset_type=dataset[0],
+        dataset_name=f"{dataset[1]} ({config})",
+        dataset_config=config,
+        dataset_split=split,
+        metric_type=metric_type,
+        metric_name=name,
+        metric_value=round(float(value), 2),
+        metric_args={"signature": signature} if signature else None,
+    )
+
+
+def winomt_eval_results(result: Any, lang: str | None = None, split: str = "test") -> list:
+    """Entries for a WinoMT result (any object or dict with ``accuracy``, ``delta_g``, ``delta_s``, ``delta_r``).
+
+    ``lang`` defaults to the result's ``lang`` attribute/key.
+    """
+    lang = lang or _get(result, "lang")
+    if not lang:
+        raise FairmtError("WinoMT result has no language: pass lang= (e.g. 'de')")
+    sig = _get(result, "signature", "") or ""
+    cfg = f"en-{lang}"
+    out = []
+    for key, mtype, name in (
+        ("accuracy", "accuracy", f"WinoMT accuracy (en-{lang})"),
+        ("delta_g", "delta_g", f"WinoMT ΔG (en-{lang})"),
+        ("delta_s", "delta_s", f"WinoMT ΔS (en-{lang})"),
+        ("delta_r", "delta_r", f"WinoMT ΔR (en-{lang})"),
+    ):
+        value = _get(result, key)
+        if value is not None:
+            out.append(_er(WINOMT_DATASET, cfg, split, mtype, name, value, sig))
+    if not out:
+        raise FairmtError("WinoMT result holds none of accuracy, delta_g, delta_s, delta_r")
+    return out
+
+
+def geneval_eval_results(result: Any) -> list:
+    """Entries for a :class:`~fairmt.eval.geneval.GenEvalResult` or ``GenEvalContextResult``."""
+    lang, split, sig = result.lang, result.split, result.signature
+    subset = getattr(result, "subset", "counterfactual")
+    cfg = f"{subset}-en-{lang}"
+    keys = [("accuracy", "accuracy", "accuracy"), ("explicit_accuracy", "explicit_accuracy", "explicit accuracy")]
+    if subset == "counterfactual":
+        keys += [
+            ("delta_g", "delta_g", "ΔG"),
+            ("explicit_delta_g", "explicit_delta_g", "E-ΔG"),
+            ("pair_accuracy", "pair_accuracy", "pair accuracy"),
+        ]
+    return [
+        _er(GENEVAL_DATASET, cfg, split, mtype, f"MT-GenEval {label} ({subset}, en-{lang})", getattr(result, key), sig)
+        for key, mtype, label in keys
+    ]
+
+
+def translation_eval_results(result: Any, split: str = "devtest") -> list:
+    """Entries for a :class:`~fairmt.eval.translation.TranslationQualityResult` (spBLEU or spBLEU*, chrF++)."""
+    cfg = result.lang_pair or "unknown"
+    if result.spbleu is not None:
+        bleu = _er(FLORES_DATASET, cfg, split, "bleu", f"spBLEU ({cfg})", result.spbleu, result.bleu_signature)
+    else:
+        bleu = _er(
+            FLORES_DATASET, cfg, split, "bleu_spm_nonstandard",
+            f"spBLEU* ({cfg}; non-standard SentencePiece model, not comparable with spBLEU)",
+            result.bleu_spm_nonstandard, result.bleu_signature,
+        )
+    chrf = _er(FLORES_DATASET, cfg, split, "chrf", f"chrF++ ({cfg})", result.chrfpp, result.chrf_signature)
+    return [bleu, chrf]
+
+
+def eval_results(results: Iterable[Any]) -> list:
+    """``EvalResult`` entries for a mix of fairmt results (MT-GenEval, FLORES-200, WinoMT objects or dicts)."""
+    from fairmt.eval.geneval import GenEvalContextResult, GenEvalResult
+    from fairmt.eval.translation import TranslationQualityResult
+
+    out = []
+    for r in results:
+        if isinstance(r, (GenEvalResult, GenEvalContextResult)):
+            out += geneval_eval_results(r)
+        elif isinstance(r, TranslationQualityResult):
+            out += translation_eval_results(r)
+        elif _get(r, "delta_s") is not None or _get(r, "delta_r") is not None:
+            out += winomt_eval_results(r)
+        else:
+            raise FairmtError(f"do not know how to put a {type(r).__name__} into a model card")
+    return out
+
+
+def _key(e) -> tuple:
+    return (e.task_type, e.dataset_type, e.dataset_config, e.dataset_split, e.metric_type)
+
+
+def _table(entries: Sequence) -> str:
+    from fairmt.eval.report import markdown_table
+
+    rows = [
+        {
+            "dataset": e.dataset_name,
+            "split": e.dataset_split,
+            "metric": e.metric_name,
+            "value": float(e.metric_value),
+            "signature": (e.metric_args or {}).get("signature", ""),
+        }
+        for e in entries
+    ]
+    return markdown_table(rows, ["dataset", "split", "metric", "value", "signature"], digits=2)
+
+
+def build_model_card(
+    results: Iterable[Any],
+    *,
+    model_name: str,
+    existing: Any | None = None,
+    base_model: str | None = None,
+    languages: Sequence[str] | None = None,
+    license: str | None = None,
+):
+    """A :class:`huggingface_hub.ModelCard` holding ``results`` in its ``model-index``.
+
+    ``existing`` (a ``ModelCard``) is updated instead of starting from the default template: its metadata and
+    text are kept, results for the same dataset/config/split/metric are replaced.
+    """
+    from huggingface_hub import ModelCard, ModelCardData
+
+    new = eval_results(results)
+    if existing is None:
+        data = ModelCardData(model_name=model_name, base_model=base_model, language=list(languages) if languages else None,
+                             license=license, tags=["fairmt", "translation", "gender-bias"])
+        card = ModelCard.from_template(data, model_id=model_name)
+    else:
+        card = existing
+        card.data.model_name = card.data.model_name or model_name
+        for attr, value in (("base_model", base_model), ("license", license)):
+            if value is not None:
+                setattr(card.data, attr, value)
+        if languages:
+            card.data.language = list(languages)
+    keep = [e for e in (card.data.eval_results or []) if _key(e) not in {_key(n) for n in new}]
+    card.data.eval_results = keep + new
+    section = f"{START}\n## Evaluation (fairmt)\n\n{_table(card.data.eval_results)}{END}"
+    text = card.text
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        text = head + section + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    card.text = text
+    # ModelCard keeps the serialised content; rebuild it from data + text
+    return ModelCard(f"---\n{card.data.to_yaml()}\n---\n{card.text}")
+
+
+def write_model_card(
+    path: str | Path,
+    results: Iterable[Any],
+    *,
+    model_name: str,
+    base_model: str | None = None,
+    languages: Sequence[str] | None = None,
+    license: str | None = None,
+) -> Path:
+    """Create or update ``README.md`` (``path`` may be the model folder or the file) with ``results``.
+
+    Returns the README path. The folder can then be pushed with ``Trainer.push_to_hub`` or
+    ``huggingface_hub.upload_folder``.
+    """
+    from huggingface_hub import ModelCard
+
+    p = Path(path)
+    readme = p / "README.md" if p.is_dir() or not p.suffix else p
+    existing = ModelCard.load(readme) if readme.is_file() else None
+    card = build_model_card(
+        results, model_name=model_name, existing=existing, base_model=base_model, languages=languages, license=license
+    )
+    readme.parent.mkdir(parents=True, exist_ok=True)
+    card.save(readme)
+    return readme
+
+
+def read_eval_results(readme: str | Path) -> list[dict]:
+    """The ``model-index`` results of a README as plain dicts (for checks and tables)."""
+    from huggingface_hub import ModelCard
+
+    card = ModelCard.load(Path(readme))
+    return [dataclasses.asdict(e) for e in (card.data.eval_results or [])]
+
+
+__all__ = [
+    "build_model_card",
+    "eval_results",
+    "geneval_eval_results",
+    "read_eval_results",
+    "translation_eval_results",
+    "winomt_eval_results",
+    "write_model_card",
+]
