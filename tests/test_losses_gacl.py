@@ -1,0 +1,156 @@
+"""GACL, the masked contrastive core, SupCon and token KD against slow, loop-based references."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from fairmt.errors import FairmtError
+from fairmt.losses import GACLPairs, gacl_loss, masked_contrastive_loss, supcon_loss, token_kl_loss
+
+
+def cos(a, b):
+    return float(torch.dot(a, b) / (a.norm() * b.norm()))
+
+
+def ref_core(anchors, cands, pos, neg, tau, reduction):
+    losses = []
+    for i in range(len(anchors)):
+        P = [k for k in range(len(cands)) if pos[i][k]]
+        D = [k for k in range(len(cands)) if pos[i][k] or neg[i][k]]
+        if not P:
+            continue
+        denom = sum(math.exp(cos(anchors[i], cands[k]) / tau) for k in D)
+        terms = [-math.log(math.exp(cos(anchors[i], cands[p]) / tau) / denom) for p in P]
+        losses.append(sum(terms) / (len(terms) if reduction == "mean" else 1))
+    return sum(losses) / len(losses)
+
+
+def ref_gacl(h, g, hd, hc, tau, pairs: GACLPairs):
+    """Eq. 1 of Lee et al. (2023), written out per anchor."""
+    out = []
+    for i in range(len(h)):
+        positives, negatives = [], []
+        if pairs.dropout_positive:
+            positives.append(hd[i])
+        if pairs.inbatch_positives:
+            positives += [h[j] for j in range(len(h)) if j != i and g[j] == g[i]]
+        if pairs.counterfactual_negative:
+            negatives.append(hc[i])
+        if pairs.inbatch_negatives:
+            negatives += [h[k] for k in range(len(h)) if g[k] != g[i]]
+        if not positives:
+            continue
+        denom = sum(math.exp(cos(h[i], x) / tau) for x in positives + negatives)
+        terms = [-math.log(math.exp(cos(h[i], p) / tau) / denom) for p in positives]
+        out.append(sum(terms) / (len(terms) if pairs.positive_reduction == "mean" else 1))
+    return sum(out) / len(out)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_core_matches_reference(reduction):
+    torch.manual_seed(0)
+    a, c = torch.randn(5, 7), torch.randn(9, 7)
+    pos = torch.rand(5, 9) < 0.3
+    neg = ~pos & (torch.rand(5, 9) < 0.6)
+    pos[0] = False  # an anchor without positives is left out
+    got = masked_contrastive_loss(a, c, pos, neg, temperature=0.3, positive_reduction=reduction)
+    assert got.item() == pytest.approx(ref_core(a, c, pos.tolist(), neg.tolist(), 0.3, reduction), rel=1e-5)
+
+
+def test_core_errors_and_no_positive():
+    a = torch.randn(3, 4, requires_grad=True)
+    eye = torch.eye(3, dtype=torch.bool)
+    with pytest.raises(FairmtError, match="both a positive and a negative"):
+        masked_contrastive_loss(a, a, eye, eye)
+    with pytest.raises(FairmtError, match="no positive"):
+        masked_contrastive_loss(a, a, torch.zeros(3, 3, dtype=torch.bool), ~eye, on_no_positive="error")
+    zero = masked_contrastive_loss(a, a, torch.zeros(3, 3, dtype=torch.bool), ~eye)
+    assert zero.item() == 0.0
+    zero.backward()  # still attached to the graph
+    per = masked_contrastive_loss(a, a, torch.zeros(3, 3, dtype=torch.bool), ~eye, return_per_anchor=True)
+    assert torch.isnan(per).all()
+    with pytest.raises(FairmtError, match="temperature"):
+        masked_contrastive_loss(a, a, eye, ~eye, temperature=0)
+
+
+ABLATIONS = [
+    GACLPairs(),  # paper: B:B
+    GACLPairs(inbatch_positives=False, inbatch_negatives=False),  # dropout + aug (1:1)
+    GACLPairs(dropout_positive=False, inbatch_negatives=False),  # B-1:1
+    GACLPairs(dropout_positive=False),  # B-1:B
+    GACLPairs(counterfactual_negative=False, positive_reduction="mean", detach_dropout_view=True),  # official
+]
+
+
+@pytest.mark.parametrize("pairs", ABLATIONS)
+def test_gacl_matches_reference(pairs):
+    torch.manual_seed(1)
+    h, hd, hc = torch.randn(3, 8, 16).unbind(0)
+    g = torch.tensor([0, 1, 1, 0, 0, 1, 0, 1])
+    got = gacl_loss(h, g, h_dropout=hd, h_counterfactual=hc, temperature=0.2, pairs=pairs)
+    assert got.item() == pytest.approx(ref_gacl(h, g.tolist(), hd, hc, 0.2, pairs), rel=1e-5)
+
+
+def test_gacl_official_variant_detaches_dropout_view():
+    torch.manual_seed(2)
+    h = torch.randn(6, 8, requires_grad=True)
+    hd = torch.randn(6, 8, requires_grad=True)
+    g = torch.tensor([0, 1] * 3)
+    gacl_loss(h, g, h_dropout=hd, pairs="official").backward()
+    assert hd.grad is None and h.grad is not None and h.grad.abs().sum() > 0
+    gacl_loss(h, g, h_dropout=hd, h_counterfactual=torch.randn(6, 8), pairs="paper").backward()
+    assert hd.grad is not None and hd.grad.abs().sum() > 0
+
+
+def test_gacl_bad_input():
+    h = torch.randn(4, 8)
+    with pytest.raises(FairmtError, match="one gender only"):
+        gacl_loss(h, torch.zeros(4, dtype=torch.long), h_dropout=h, h_counterfactual=h)
+    with pytest.raises(FairmtError, match="h_counterfactual"):
+        gacl_loss(h, torch.tensor([0, 1, 0, 1]), h_dropout=h)
+    with pytest.raises(FairmtError, match="unknown GACL variant"):
+        gacl_loss(h, torch.tensor([0, 1, 0, 1]), h_dropout=h, pairs="nope")
+    with pytest.raises(FairmtError, match="shape"):
+        gacl_loss(h, torch.tensor([0, 1]), h_dropout=h, h_counterfactual=h)
+
+
+def ref_supcon(feats, labels, tau):
+    n, v, _ = feats.shape
+    flat = [feats[i, k] for k in range(v) for i in range(n)]
+    lab = [labels[i] for k in range(v) for i in range(n)]
+    total = []
+    for a in range(len(flat)):
+        others = [k for k in range(len(flat)) if k != a]
+        P = [k for k in others if lab[k] == lab[a]]
+        denom = sum(math.exp(cos(flat[a], flat[k]) / tau) for k in others)
+        total.append(sum(-math.log(math.exp(cos(flat[a], flat[p]) / tau) / denom) for p in P) / len(P))
+    return sum(total) / len(total)
+
+
+def test_supcon_matches_reference():
+    torch.manual_seed(3)
+    f = torch.randn(6, 2, 5)
+    y = torch.tensor([0, 1, 2, 0, 1, 2])
+    assert supcon_loss(f, y, temperature=0.5).item() == pytest.approx(ref_supcon(f, y.tolist(), 0.5), rel=1e-5)
+
+
+def test_token_kl_matches_reference():
+    torch.manual_seed(4)
+    s, t = torch.randn(2, 3, 11), torch.randn(2, 3, 11)
+    labels = torch.tensor([[5, 2, -100], [1, -100, -100]])
+    for temp in (1.0, 2.0):
+        ref, n = 0.0, 0
+        for b in range(2):
+            for j in range(3):
+                if labels[b, j] == -100:
+                    continue
+                p = F.softmax(t[b, j] / temp, -1)
+                q = F.softmax(s[b, j] / temp, -1)
+                ref += float((p * (p.log() - q.log())).sum()) * temp**2
+                n += 1
+        assert token_kl_loss(s, t, labels, temperature=temp).item() == pytest.approx(ref / n, rel=1e-5)
+    assert token_kl_loss(s, s, labels).item() == pytest.approx(0.0, abs=1e-6)
+    with pytest.raises(FairmtError, match="vocabulary"):
+        token_kl_loss(s, torch.randn(2, 3, 12), labels)
