@@ -1,0 +1,256 @@
+"""Fair-classification data: readers for Bias-in-Bios and the Huang et al. (2020) hate-speech set, splits, and a
+collator that carries the protected attribute and second views to the Trainer.
+
+* :func:`read_bios` — ``bios/*.csv`` (``hard_text, profession, gender``): task = profession, group = gender.
+* :func:`read_hatespeech` — ``hatespeech_huang2020/<Language>/{train,valid,test}.tsv`` (``text`` = 40 integer token
+  ids, left-padded with 0; demographic columns with ``x`` for unknown): task = ``label``, group = ``gender`` or
+  ``age`` (rows with an unknown value of the chosen attribute are dropped, and counted).
+* :class:`ClassificationCollator` — pads text (through a tokenizer), token ids, or stacks fixed ``features``; passes
+  ``labels``, ``group`` and, when present, a second view (``text_view`` → ``view_input_ids``/``view_attention_mask``).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairmt.data.paths import data_path
+from fairmt.errors import FairmtError
+
+
+@dataclass
+class ClassificationSplit:
+    """One split: parallel lists (``texts`` or ``input_ids``), int ``labels`` and int ``groups``."""
+
+    labels: list[int]
+    groups: list[int]
+    texts: list[str] | None = None
+    input_ids: list[list[int]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def subset(self, index: list[int]) -> "ClassificationSplit":
+        """The rows at ``index``."""
+        return ClassificationSplit(
+            labels=[self.labels[i] for i in index],
+            groups=[self.groups[i] for i in index],
+            texts=None if self.texts is None else [self.texts[i] for i in index],
+            input_ids=None if self.input_ids is None else [self.input_ids[i] for i in index],
+        )
+
+    def records(self, group_column: str = "group") -> list[dict[str, Any]]:
+        """Rows as dicts (``text`` or ``input_ids``, ``labels``, ``group``) for a ``datasets.Dataset``/Trainer."""
+        out = []
+        for i in range(len(self)):
+            r: dict[str, Any] = {"labels": self.labels[i], group_column: self.groups[i]}
+            if self.texts is not None:
+                r["text"] = self.texts[i]
+            if self.input_ids is not None:
+                r["input_ids"] = self.input_ids[i]
+            out.append(r)
+        return out
+
+
+@dataclass
+class ClassificationData:
+    """Splits plus the names of the label and group ids."""
+
+    splits: dict[str, ClassificationSplit]
+    label_names: list[str]
+    group_names: list[str]
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def num_labels(self) -> int:
+        return len(self.label_names)
+
+
+def stratified_split(
+    labels: list[int], fractions: tuple[float, float, float] = (0.6, 0.2, 0.2), seed: int = 0
+) -> tuple[list[int], list[int], list[int]]:
+    """Indices of a train/dev/test split stratified by label (scikit-learn, two calls)."""
+    from sklearn.model_selection import train_test_split
+
+    idx = list(range(len(labels)))
+    train_f, dev_f, test_f = fractions
+    if abs(train_f + dev_f + test_f - 1.0) > 1e-6:
+        raise FairmtError(f"split fractions must sum to 1, got {fractions}")
+    rest_idx, test_idx = train_test_split(idx, test_size=test_f, stratify=labels, random_state=seed)
+    rest_labels = [labels[i] for i in rest_idx]
+    train_idx, dev_idx = train_test_split(
+        rest_idx, test_size=dev_f / (train_f + dev_f), stratify=rest_labels, random_state=seed
+    )
+    return sorted(train_idx), sorted(dev_idx), sorted(test_idx)
+
+
+def read_bios(
+    files: list[str | Path] | None = None,
+    fractions: tuple[float, float, float] = (0.5, 0.2, 0.3),
+    seed: int = 0,
+) -> ClassificationData:
+    """Bias-in-Bios biographies: task = profession, protected group = gender (``Female`` = 0, ``Male`` = 1).
+
+    ``files`` default to ``bios/bios_28prof_x10.csv`` under the data root (10 biographies for each of 28
+    professions). The sample has no official split, so a stratified train/dev/test split is drawn (``seed``).
+    """
+    paths = [Path(f) for f in files] if files else [data_path("bios", "bios_28prof_x10.csv")]
+    texts, profs, genders = [], [], []
+    for path in paths:
+        if not path.exists():
+            raise FairmtError(f"Bias-in-Bios file {path} not found; point FAIRMT_DATA at the data directory")
+        with path.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            missing = {"hard_text", "profession", "gender"} - set(reader.fieldnames or [])
+            if missing:
+                raise FairmtError(f"{path}: missing column(s) {sorted(missing)}; expected hard_text, profession, gender")
+            for line, row in enumerate(reader, start=2):
+                g = row["gender"].strip()
+                if g not in ("Female", "Male"):
+                    raise FairmtError(f"{path}:{line}: gender must be Female or Male, got {g!r}")
+                texts.append(row["hard_text"])
+                profs.append(row["profession"].strip())
+                genders.append(g)
+    label_names = sorted(set(profs))
+    group_names = ["Female", "Male"]
+    labels = [label_names.index(p) for p in profs]
+    groups = [group_names.index(g) for g in genders]
+    full = ClassificationSplit(labels=labels, groups=groups, texts=texts)
+    tr, dv, te = stratified_split(labels, fractions, seed)
+    return ClassificationData(
+        splits={"train": full.subset(tr), "dev": full.subset(dv), "test": full.subset(te)},
+        label_names=label_names,
+        group_names=group_names,
+        source=",".join(str(p) for p in paths),
+    )
+
+
+HATESPEECH_SPLITS = {"train": "train.tsv", "dev": "valid.tsv", "test": "test.tsv"}
+
+
+def read_hatespeech(language: str = "Spanish", attribute: str = "gender", root: str | Path | None = None) -> ClassificationData:
+    """Huang et al. (2020) multilingual hate speech with author demographics (token ids; raw text was removed).
+
+    Task = ``label`` (0/1), group = ``attribute`` (``gender`` or ``age``, binarised by the authors; rows with ``x``
+    are dropped and the count is recorded in ``notes``). ``input_ids`` are the 40 ids of the ``text`` column (0 =
+    padding).
+    """
+    if attribute not in ("gender", "age", "ethnicity", "country"):
+        raise FairmtError(f"attribute must be gender, age, ethnicity or country, got {attribute!r}")
+    base = Path(root) if root is not None else data_path("hatespeech_huang2020", language)
+    if not base.is_dir():
+        raise FairmtError(f"hate-speech folder {base} not found (languages: Italian, Polish, Portuguese, Spanish)")
+    splits, notes = {}, []
+    group_values: set[str] = set()
+    raw: dict[str, list[tuple[list[int], int, str]]] = {}
+    for split, fname in HATESPEECH_SPLITS.items():
+        path = base / fname
+        if not path.exists():
+            raise FairmtError(f"{path} not found: the {language} hate-speech set needs train/valid/test.tsv")
+        rows, dropped = [], 0
+        with path.open(encoding="utf-8") as fh:
+            reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+            for line, row in enumerate(reader, start=2):
+                value = (row.get(attribute) or "x").strip()
+                if value == "x":
+                    dropped += 1
+                    continue
+                try:
+                    ids = [int(t) for t in row["text"].split()]
+                    label = int(row["label"])
+                except (KeyError, ValueError) as err:
+                    raise FairmtError(f"{path}:{line}: unreadable text ids or label ({err})") from None
+                if label not in (0, 1):
+                    raise FairmtError(f"{path}:{line}: label must be 0 or 1, got {label}")
+                rows.append((ids, label, value))
+                group_values.add(value)
+        raw[split] = rows
+        notes.append(f"{split}: {len(rows)} rows kept, {dropped} dropped with unknown {attribute}")
+    group_names = sorted(group_values)
+    for split, rows in raw.items():
+        splits[split] = ClassificationSplit(
+            labels=[r[1] for r in rows],
+            groups=[group_names.index(r[2]) for r in rows],
+            input_ids=[r[0] for r in rows],
+        )
+    return ClassificationData(
+        splits=splits, label_names=["0", "1"], group_names=group_names, source=str(base), notes=notes
+    )
+
+
+def vocab_size(data: ClassificationData) -> int:
+    """1 + the largest token id of any split (for an embedding table)."""
+    top = 0
+    for s in data.splits.values():
+        for ids in s.input_ids or []:
+            top = max(top, max(ids, default=0))
+    return top + 1
+
+
+def group_balance(split: ClassificationSplit) -> dict[int, int]:
+    """Counts per group id."""
+    return dict(Counter(split.groups))
+
+
+class ClassificationCollator:
+    """Batch rows for the fair-classification Trainers.
+
+    Rows hold ``labels`` (int), the group column (int), and one of: ``text`` (tokenized here with ``tokenizer``),
+    ``input_ids`` (padded with ``pad_id``; an ``attention_mask`` marks non-pad ids), or ``features`` (a fixed
+    vector). An optional ``text_view`` (an augmented copy: EDA, back-translation) becomes
+    ``view_input_ids``/``view_attention_mask``. Other columns are dropped.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any = None,
+        max_length: int = 128,
+        group_column: str = "group",
+        pad_id: int = 0,
+        text_column: str = "text",
+        view_column: str = "text_view",
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.group_column = group_column
+        self.pad_id = pad_id
+        self.text_column = text_column
+        self.view_column = view_column
+
+    def _tokenize(self, texts: list[str]) -> dict[str, Any]:
+        if self.tokenizer is None:
+            raise FairmtError("rows hold raw text but the collator has no tokenizer")
+        return dict(self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"))
+
+    def __call__(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        import torch
+
+        if not rows:
+            raise FairmtError("empty batch")
+        batch: dict[str, Any] = {}
+        first = rows[0]
+        if "features" in first:
+            batch["features"] = torch.tensor([r["features"] for r in rows], dtype=torch.float32)
+        elif self.text_column in first:
+            batch.update(self._tokenize([r[self.text_column] for r in rows]))
+        elif "input_ids" in first:
+            width = max(len(r["input_ids"]) for r in rows)
+            ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+            for i, r in enumerate(rows):
+                ids[i, : len(r["input_ids"])] = torch.as_tensor(r["input_ids"], dtype=torch.long)
+            batch["input_ids"] = ids
+            batch["attention_mask"] = (ids != self.pad_id).long()
+        else:
+            raise FairmtError(f"rows need 'features', '{self.text_column}' or 'input_ids'; got keys {sorted(first)}")
+        if self.view_column in first:
+            view = self._tokenize([r[self.view_column] for r in rows])
+            batch.update({f"view_{k}": v for k, v in view.items()})
+        if "labels" in first:
+            batch["labels"] = torch.tensor([int(r["labels"]) for r in rows], dtype=torch.long)
+        if self.group_column in first:
+            batch[self.group_column] = torch.tensor([int(r[self.group_column]) for r in rows], dtype=torch.long)
+        return batch
