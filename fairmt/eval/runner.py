@@ -1,0 +1,256 @@
+"""The thin runner between models and evaluators: batched beam-search translation, cached on disk, resumable.
+
+Evaluators (:mod:`fairmt.eval.geneval`, :mod:`fairmt.eval.translation`, WinoMT) take strings and never load a
+model; this module loads one (through :func:`fairmt.models.load_translation_model`, which knows the SMaLL-100 /
+NLLB-200 / M2M-100 language-token conventions), translates, and hands the strings over.
+
+The cache is a JSONL file: a header line with the settings (model, languages, beams, max new tokens), then one
+line per translated sentence ``{"i": index, "h": sha1(source)[:16], "t": translation}``, appended and flushed
+after every batch. A rerun with the same cache path translates only the sentences not in it (an interrupted
+run resumes where it stopped; a torn last line is ignored). Entries are keyed by index *and* source hash, so a
+changed source file is retranslated. The cache knows the model by name/path only: do not reuse one cache path
+for two checkpoints saved to the same folder.
+
+Pending sentences are translated longest first (less padding); the order is a pure function of the pending set,
+so a resumed run forms the same batches as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fairmt.errors import FairmtError
+
+CACHE_FORMAT = 1
+
+
+def _src_hash(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _as_translation_model(model: Any, src_lang: str, tgt_lang: str, family: str | None = None):
+    from fairmt.models import TranslationModel, load_translation_model
+
+    if isinstance(model, TranslationModel):
+        model.set_languages(src_lang=src_lang, tgt_lang=tgt_lang)
+        return model
+    if isinstance(model, (str, Path)):
+        return load_translation_model(str(model), src_lang=src_lang, tgt_lang=tgt_lang, family=family)
+    raise FairmtError(
+        f"cannot translate with a {type(model).__name__}: give a model name/path or a fairmt TranslationModel "
+        "(fairmt.models.load_translation_model)"
+    )
+
+
+def _header(tm: Any, src_lang: str, tgt_lang: str, num_beams: int, max_new_tokens: int) -> dict:
+    return {
+        "fairmt_translation_cache": CACHE_FORMAT,
+        "model": str(getattr(tm, "name_or_path", "") or type(getattr(tm, "model", tm)).__name__),
+        "family": getattr(tm, "family", ""),
+        "src_lang": src_lang,
+        "tgt_lang": tgt_lang,
+        "num_beams": num_beams,
+        "max_new_tokens": max_new_tokens,
+    }
+
+
+def read_cache(cache_path: str | Path, header: dict | None = None) -> dict[int, tuple[str, str]]:
+    """Entries of a translation cache as ``{index: (source_hash, translation)}``.
+
+    With ``header`` given, a cache written with other settings is a :class:`FairmtError` (delete it or use another
+    path). A torn last line (an interrupted write) is skipped.
+    """
+    path = Path(cache_path)
+    if not path.is_file():
+        return {}
+    lines = path.read_text(encoding="utf-8").split("\n")
+    if not lines or not lines[0].strip():
+        return {}
+    try:
+        head = json.loads(lines[0])
+    except json.JSONDecodeError:
+        raise FairmtError(f"{path}:1: not a fairmt translation cache (bad header); delete it or use another path") from None
+    if head.get("fairmt_translation_cache") != CACHE_FORMAT:
+        raise FairmtError(f"{path}:1: not a fairmt translation cache (format {head.get('fairmt_translation_cache')!r})")
+    if header is not None:
+        diff = {k: (head.get(k), v) for k, v in header.items() if head.get(k) != v}
+        if diff:
+            shown = ", ".join(f"{k}: cache {a!r} vs now {b!r}" for k, (a, b) in diff.items())
+            raise FairmtError(
+                f"{path}: translation cache made with other settings ({shown}); delete it or give another cache path"
+            )
+    entries: dict[int, tuple[str, str]] = {}
+    for lineno, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            entries[int(rec["i"])] = (str(rec["h"]), str(rec["t"]))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            if lineno == len(lines) or (lineno == len(lines) - 1 and not lines[-1]):
+                continue  # torn last line of an interrupted run
+            raise FairmtError(f"{path}:{lineno}: corrupt translation cache line; delete the file to start over") from None
+    return entries
+
+
+def generate_translations(
+    model: Any,
+    sources: Sequence[str],
+    src_lang: str,
+    tgt_lang: str,
+    *,
+    batch_size: int = 16,
+    num_beams: int = 5,
+    max_new_tokens: int = 200,
+    cache_path: str | Path | None = None,
+    family: str | None = None,
+    progress: bool = True,
+    desc: str | None = None,
+) -> list[str]:
+    """Translate ``sources`` from ``src_lang`` to ``tgt_lang`` with batched beam search.
+
+    Args:
+        model: a Hub name or local path (loaded with :func:`fairmt.models.load_translation_model`), or a
+            :class:`fairmt.models.TranslationModel`.
+        src_lang, tgt_lang: language codes in any form the model family accepts (``en``/``de``; NLLB also
+            ``eng_Latn``/``deu_Latn``).
+        cache_path: a JSONL file; translations are appended after each batch and reused by a rerun.
+        family: ``small100``, ``nllb`` or ``m2m100`` when it cannot be detected from the checkpoint.
+        progress: show a tqdm progress bar (sentences).
+    Returns:
+        One translation per source, in order.
+    """
+    if batch_size < 1 or num_beams < 1 or max_new_tokens < 1:
+        raise FairmtError("batch_size, num_beams and max_new_tokens must be positive")
+    sources = list(sources)
+    tm = _as_translation_model(model, src_lang, tgt_lang, family)
+    header = _header(tm, src_lang, tgt_lang, num_beams, max_new_tokens)
+    done: dict[int, str] = {}
+    fh = None
+    if cache_path is not None:
+        path = Path(cache_path)
+        for i, (h, t) in read_cache(path, header).items():
+            if i < len(sources) and h == _src_hash(sources[i]):
+                done[i] = t
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not path.is_file() or path.stat().st_size == 0
+        if not fresh:
+            _truncate_torn_tail(path)
+        fh = path.open("a", encoding="utf-8")
+        if fresh:
+            fh.write(json.dumps(header) + "\n")
+            fh.flush()
+
+    pending = sorted((i for i in range(len(sources)) if i not in done), key=lambda i: (-len(sources[i]), i))
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(sources), initial=len(done), unit="sent", desc=desc or f"translate {src_lang}→{tgt_lang}")
+    try:
+        for start in range(0, len(pending), batch_size):
+            idx = pending[start : start + batch_size]
+            hyps = tm.translate(
+                [sources[i] for i in idx], batch_size=len(idx), num_beams=num_beams, max_new_tokens=max_new_tokens
+            )
+            if len(hyps) != len(idx):
+                raise FairmtError(f"the model returned {len(hyps)} translations for a batch of {len(idx)}")
+            for i, t in zip(idx, hyps):
+                done[i] = t
+                if fh is not None:
+                    fh.write(json.dumps({"i": i, "h": _src_hash(sources[i]), "t": t}, ensure_ascii=False) + "\n")
+            if fh is not None:
+                fh.flush()
+            if bar is not None:
+                bar.update(len(idx))
+    finally:
+        if bar is not None:
+            bar.close()
+        if fh is not None:
+            fh.close()
+    return [done[i] for i in range(len(sources))]
+
+
+def _truncate_torn_tail(path: Path) -> None:
+    """Cut a last line without its newline (left by a killed process) so appends start on a fresh line."""
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        with path.open("r+b") as f:
+            f.truncate(cut)
+
+
+# --------------------------------------------------------------------------------- benchmark-level helpers
+
+
+def flores_to_model_lang(tm: Any, code: str) -> str:
+    """A FLORES-200 code (``deu_Latn``) in the convention of ``tm``'s family (``de`` for M2M-100/SMaLL-100)."""
+    if getattr(tm, "family", None) == "nllb":
+        return code
+    from fairmt.models.languages import ISO_TO_NLLB
+
+    inverse = {v: k for k, v in ISO_TO_NLLB.items()}
+    if code in inverse:
+        return inverse[code]
+    raise FairmtError(
+        f"no M2M-100/SMaLL-100 code known for FLORES-200 language {code!r}; known: {', '.join(sorted(inverse))}"
+    )
+
+
+def translate_geneval(
+    model: Any, lang: str, split: str = "test", *, cache_dir: str | Path | None = None, **kwargs
+) -> tuple[list[str], list[str]]:
+    """Translate the English masculine and feminine sources of the MT-GenEval counterfactual set."""
+    from fairmt.eval.geneval import load_counterfactual
+
+    data = load_counterfactual(lang, split)
+    tm = _as_translation_model(model, "en", lang, kwargs.pop("family", None))
+    out = []
+    for gender, src in (("masculine", data.masculine_sources), ("feminine", data.feminine_sources)):
+        cache = Path(cache_dir) / f"geneval-{split}-{gender}.en-{lang}.jsonl" if cache_dir else None
+        out.append(generate_translations(tm, src, "en", lang, cache_path=cache, desc=f"MT-GenEval {gender} en→{lang}", **kwargs))
+    return out[0], out[1]
+
+
+def evaluate_geneval(model: Any, lang: str, split: str = "test", *, cache_dir: str | Path | None = None, **kwargs):
+    """Translate and score the MT-GenEval counterfactual set: a :class:`~fairmt.eval.geneval.GenEvalResult`."""
+    from fairmt.eval.geneval import geneval_accuracy
+
+    masc, fem = translate_geneval(model, lang, split, cache_dir=cache_dir, **kwargs)
+    return geneval_accuracy(masc, fem, lang, split)
+
+
+def evaluate_flores(
+    model: Any,
+    lang_pair: str,
+    *,
+    split: str = "devtest",
+    spm_model: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    **kwargs,
+):
+    """Translate FLORES-200 ``split`` for ``lang_pair`` (``eng_Latn-deu_Latn``) and score spBLEU/chrF++."""
+    from fairmt.eval.translation import find_spm_model, parse_lang_pair, read_flores, translation_quality
+
+    find_spm_model(spm_model)  # fail before translating, not after
+    src_code, tgt_code = parse_lang_pair(lang_pair)
+    sources, refs = read_flores(src_code, split), read_flores(tgt_code, split)
+    tm = _as_translation_model(model, "en", "de", kwargs.pop("family", None)) if isinstance(model, (str, Path)) else model
+    src, tgt = flores_to_model_lang(tm, src_code), flores_to_model_lang(tm, tgt_code)
+    cache = Path(cache_dir) / f"flores200-{split}.{lang_pair}.jsonl" if cache_dir else None
+    hyps = generate_translations(tm, sources, src, tgt, cache_path=cache, desc=f"FLORES-200 {lang_pair}", **kwargs)
+    return translation_quality(hyps, refs, lang_pair=lang_pair, spm_model=spm_model)
+
+
+__all__ = [
+    "evaluate_flores",
+    "evaluate_geneval",
+    "flores_to_model_lang",
+    "generate_translations",
+    "read_cache",
+    "translate_geneval",
+]
