@@ -1,0 +1,85 @@
+"""Rule-based counterfactual data augmentation (CDA; Zhao et al. 2018) into CCD tuples.
+
+A text becomes three versions of one content with the project's gender lexicon (:mod:`fairmt.data.gender`):
+male (:func:`to_gender` ``"male"``), female (``"female"``) and neutral (:func:`neutralize`: he/she → they,
+father/mother → parent, ...). The lexicon's documented limits apply: verb agreement is not changed in the
+neutral version (``he runs`` → ``they runs``), names are not swapped, and ``her`` before an adjective may be read
+as possessive. Every tuple is then checked with the sensitive-polarity test of the CCD paper (Eq. 6); by default
+tuples that fail it are dropped and counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+
+from fairmt.data.augment.tuples import GENDER_GROUPS, NEUTRAL, check_tuple
+
+
+def cda_tuple(text: str) -> dict:
+    """``{"neutral", "male", "female", "source"}`` versions of ``text`` by lexicon rules."""
+    from fairmt.data.gender import neutralize, to_gender
+
+    return {
+        NEUTRAL: neutralize(text),
+        "male": to_gender(text, "male"),
+        "female": to_gender(text, "female"),
+        "source": text,
+    }
+
+
+@dataclass
+class CDAStats:
+    """What :func:`cda_augment` did with its input texts."""
+
+    n_input: int = 0
+    n_not_gendered: int = 0
+    n_failed_polarity: int = 0
+    n_duplicates: int = 0
+    n_output: int = 0
+    failed_examples: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def cda_augment(
+    texts: Iterable[str],
+    require_gendered: bool = True,
+    drop_wrong_polarity: bool = True,
+    dedupe: bool = True,
+    keep_failed: int = 20,
+) -> tuple[list[dict], CDAStats]:
+    """CCD tuples from ``texts`` by rule-based CDA.
+
+    Args:
+        texts: source sentences.
+        require_gendered: skip texts with no gendered word (their three versions would be identical).
+        drop_wrong_polarity: drop tuples whose neutral/male/female versions fail the polarity check (Eq. 6).
+        dedupe: skip repeated source texts.
+        keep_failed: how many dropped tuples to keep in the stats for inspection.
+    """
+    from fairmt.data.gender import detect_gender
+
+    stats = CDAStats()
+    out, seen = [], set()
+    for text in texts:
+        stats.n_input += 1
+        text = text.strip()
+        if dedupe:
+            if text in seen:
+                stats.n_duplicates += 1
+                continue
+            seen.add(text)
+        if require_gendered and detect_gender(text) == "none":
+            stats.n_not_gendered += 1
+            continue
+        row = cda_tuple(text)
+        if drop_wrong_polarity and not all(check_tuple(row, GENDER_GROUPS).values()):
+            stats.n_failed_polarity += 1
+            if len(stats.failed_examples) < keep_failed:
+                stats.failed_examples.append(row)
+            continue
+        out.append(row)
+    stats.n_output = len(out)
+    return out, stats

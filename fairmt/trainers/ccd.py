@@ -1,0 +1,368 @@
+"""Content-conditional debiasing (CCD) of sentence encoders: :class:`CCDConfig` and :class:`CCDTrainer`.
+
+"LLM-Assisted Content Conditional Debiasing for Fair Text Embedding" (2024). The encoder f is trained on tuples
+(neutral S^n, one text per sensitive group S^{a_i}) of one content with ``L_bias + β·L_rep``
+(:mod:`fairmt.losses.ccd`): the group texts are pulled to equal Gaussian-kernel distance from their neutral text,
+while the neutral embeddings are kept close to a frozen copy f_orig of the original encoder.
+
+The encoder may be
+
+* any ``transformers.AutoModel`` (BERT, RoBERTa, MiniLM, ...), pooled with :attr:`CCDConfig.pooling`
+  (mean over the attention mask by default) and optionally L2-normalised;
+* a ``sentence_transformers.SentenceTransformer``, whose own modules (pooling, normalisation) make the embedding;
+* either of them wrapped by PEFT (LoRA): then f_orig is the same model with its adapters disabled, so no copy is
+  made.
+
+Each step runs ONE forward of the trained encoder on the flat batch ``[neutral; group_1; ...; group_G]`` made by
+:class:`fairmt.data.augment.tuples.CCDTupleCollator` (one forward keeps DDP happy), plus one forward of f_orig on
+the neutral texts without gradient. The two loss terms are logged as ``loss_bias`` and ``loss_rep`` (and
+``eval_loss_bias``/``eval_loss_rep``); the validation loss ``eval_loss`` selects the checkpoint
+(``metric_for_best_model="eval_loss"``, ``load_best_model_at_end=True``), as the paper does every 500 steps.
+
+Example::
+
+    >>> from transformers import AutoModel, AutoTokenizer
+    >>> args = CCDConfig(output_dir="out", per_device_train_batch_size=32, learning_rate=5e-5)
+    >>> trainer = CCDTrainer(model=AutoModel.from_pretrained(path), args=args, train_dataset=tuples,
+    ...                      processing_class=AutoTokenizer.from_pretrained(path))
+    >>> trainer.train()
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from transformers import Trainer, TrainingArguments
+
+from fairmt.data.augment.tuples import GENDER_GROUPS, CCDTupleCollator
+from fairmt.errors import FairmtError
+from fairmt.losses.ccd import RHO_ESTIMATORS, ccd_loss, estimate_rho, tuple_distances
+
+logger = logging.getLogger(__name__)
+
+POOLING_MODES = ("auto", "mean", "cls", "max", "pooler")
+_MODEL_KEYS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+@dataclass
+class CCDConfig(TrainingArguments):
+    """Training arguments for CCD. Defaults follow the paper (Adam, lr 5e-5, batch 32, β = 1, one epoch).
+
+    Parameters (besides those of ``transformers.TrainingArguments``):
+        beta: weight β of L_rep in ``L_bias + β·L_rep`` (paper: 1.0; its Table 7 ablates 0-1.5).
+        rho: kernel bandwidth ρ. ``None`` (default) estimates it before training from the original model's
+            group-to-neutral distances over (at most ``rho_max_tuples`` of) the training tuples.
+        rho_estimator: ``"variance"`` (the paper: ρ = variance of those distances), ``"std"`` (their standard
+            deviation) or ``"median"`` (their median, the usual Gaussian-kernel bandwidth heuristic). The
+            variance is not in distance units and suits only encoders whose distances are of order one or more;
+            when distances are concentrated (e.g. L2-normalised all-MiniLM-L6-v2) variance and std both make
+            exp(-d²/2ρ²) underflow, leaving L_bias without gradient: use ``"median"`` there. The trainer warns
+            when the estimated ρ saturates the kernel (see :mod:`fairmt.losses.ccd`).
+        rho_max_tuples: how many training tuples the ρ estimate reads.
+        groups: the sensitive-group columns of a tuple, in order (default ``["male", "female"]``); the neutral
+            text is the ``neutral`` column. Any number ≥ 2.
+        pooling: ``"auto"`` (a sentence-transformers model's own pooling, else ``"mean"``), ``"mean"`` (over the
+            attention mask), ``"cls"`` (first token), ``"max"`` or ``"pooler"`` (the model's pooler output).
+            Ignored for sentence-transformers models, which pool themselves.
+        normalize: L2-normalise the pooled embedding. ``None``: a sentence-transformers model does what its
+            modules do; a plain ``AutoModel`` is not normalised.
+        max_length: truncation length of the tuple texts.
+    """
+
+    beta: float = field(default=1.0, metadata={"help": "weight of L_rep (paper: 1.0)"})
+    rho: float | None = field(default=None, metadata={"help": "kernel bandwidth; None = estimate from training set"})
+    rho_estimator: str = field(default="variance", metadata={"help": "'variance' (paper), 'std' or 'median'"})
+    rho_max_tuples: int = field(default=2000, metadata={"help": "training tuples read to estimate rho"})
+    groups: list[str] = field(default_factory=lambda: list(GENDER_GROUPS), metadata={"help": "group columns"})
+    pooling: str = field(default="auto", metadata={"help": "auto|mean|cls|max|pooler"})
+    normalize: bool | None = field(default=None, metadata={"help": "L2-normalise embeddings (None = model's own)"})
+    max_length: int = field(default=128, metadata={"help": "truncation length"})
+    learning_rate: float = field(default=5e-5, metadata={"help": "paper: 5e-5"})
+    per_device_train_batch_size: int = field(default=32, metadata={"help": "paper: 32"})
+    num_train_epochs: float = field(default=1.0, metadata={"help": "paper: one epoch"})
+    remove_unused_columns: bool = field(default=False, metadata={"help": "keep the tuple columns"})
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.pooling not in POOLING_MODES:
+            raise FairmtError(f"unknown pooling {self.pooling!r}; choose one of {POOLING_MODES}")
+        if self.rho_estimator not in RHO_ESTIMATORS:
+            raise FairmtError(f"unknown rho_estimator {self.rho_estimator!r}; choose one of {RHO_ESTIMATORS}")
+        if self.rho is not None and not self.rho > 0:
+            raise FairmtError(f"rho must be positive, got {self.rho}")
+        if len(self.groups) < 2 or len(set(self.groups)) != len(self.groups):
+            raise FairmtError(f"CCD needs at least two distinct groups, got {self.groups}")
+        if self.remove_unused_columns:
+            raise FairmtError("CCD needs remove_unused_columns=False: the tuple columns are not model arguments")
+
+
+def is_sentence_transformer(model: torch.nn.Module) -> bool:
+    """True for a ``sentence_transformers.SentenceTransformer`` (checked by class name, no import)."""
+    return any(c.__name__ == "SentenceTransformer" for c in type(model).__mro__)
+
+
+def _is_peft(model: torch.nn.Module) -> bool:
+    return any(c.__name__ == "PeftModel" for c in type(model).__mro__)
+
+
+def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, mode: str, pooler_output=None) -> torch.Tensor:
+    """Sentence embedding from token states ``(B, T, d)``: ``mean`` over the mask, ``cls``, ``max`` or ``pooler``."""
+    if mode in ("mean", "auto"):
+        m = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
+    if mode == "cls":
+        return hidden[:, 0]
+    if mode == "max":
+        m = attention_mask.unsqueeze(-1).bool()
+        return hidden.masked_fill(~m, torch.finfo(hidden.dtype).min).max(1).values
+    if mode == "pooler":
+        if pooler_output is None:
+            raise FairmtError("pooling='pooler' but the model returns no pooler_output; use 'mean' or 'cls'")
+        return pooler_output
+    raise FairmtError(f"unknown pooling {mode!r}; choose one of {POOLING_MODES}")
+
+
+def encode(model: torch.nn.Module, features: dict, pooling: str = "auto", normalize: bool | None = None):
+    """Embed a tokenised batch with ``model`` (called as given, so DDP/PEFT wrappers run their forward).
+
+    A sentence-transformers model (possibly wrapped) returns its own ``sentence_embedding``; any other encoder
+    returns token states that are pooled with ``pooling``. ``normalize=True`` L2-normalises the result.
+    """
+    base = model
+    while hasattr(base, "module") and isinstance(base.module, torch.nn.Module):  # DDP / DataParallel
+        base = base.module
+    feats = {k: features[k] for k in _MODEL_KEYS if k in features}
+    if is_sentence_transformer(base):
+        emb = model(feats)["sentence_embedding"]
+    else:
+        out = model(**feats)
+        hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+        emb = pool(hidden, feats["attention_mask"], pooling, getattr(out, "pooler_output", None))
+    if normalize:
+        emb = F.normalize(emb, dim=-1)
+    return emb
+
+
+class CCDTrainer(Trainer):
+    """``transformers.Trainer`` that trains a sentence encoder with the CCD loss (see the module docstring).
+
+    Args:
+        model: the encoder to debias (AutoModel, SentenceTransformer, or a PEFT-wrapped one).
+        args: a :class:`CCDConfig`.
+        train_dataset / eval_dataset: tuples with a ``neutral`` column and one column per ``args.groups``
+            (:func:`fairmt.data.augment.tuples.tuples_to_dataset`).
+        processing_class: the tokenizer (for a SentenceTransformer its own ``model.tokenizer`` by default).
+        data_collator: defaults to :class:`CCDTupleCollator` over ``args.groups``.
+        reference_model: f_orig. Default: a frozen deep copy of ``model`` made at construction, or for a PEFT
+            model the same model with adapters disabled.
+    """
+
+    loss_is_scaled_for_ga = False  # L_bias and L_rep are per-batch means
+
+    def __init__(self, model=None, args: CCDConfig | None = None, *, reference_model=None, **kwargs):
+        if args is None or not isinstance(args, CCDConfig):
+            raise FairmtError("CCDTrainer needs args=CCDConfig(...) (fairmt.trainers.ccd.CCDConfig)")
+        if model is None:
+            raise FairmtError("CCDTrainer needs a model (the encoder to debias)")
+        tok = kwargs.get("processing_class")
+        if tok is None and is_sentence_transformer(model):
+            tok = kwargs["processing_class"] = model.tokenizer
+        if kwargs.get("data_collator") is None:
+            if tok is None:
+                raise FairmtError("CCDTrainer needs processing_class=<tokenizer> (or a data_collator)")
+            max_len = args.max_length
+            if is_sentence_transformer(model) and getattr(model, "max_seq_length", None):
+                max_len = min(max_len, model.max_seq_length)
+            kwargs["data_collator"] = CCDTupleCollator(tok, args.groups, max_length=max_len)
+        super().__init__(model=model, args=args, **kwargs)
+        self._use_disabled_adapter = reference_model is None and _is_peft(model)
+        if reference_model is None and not self._use_disabled_adapter:
+            reference_model = copy.deepcopy(model)
+        if reference_model is not None:
+            reference_model.eval()
+            reference_model.requires_grad_(False)
+            reference_model.to(self.args.device)
+        self.reference_model = reference_model
+        self.rho: float | None = args.rho
+        self.rho_stats: dict[str, float] = {}
+        self._rho_logged = False
+        self._terms = {"train": torch.zeros(3), "eval": torch.zeros(3)}  # sum bias, sum rep, count
+
+    # ------------------------------------------------------------------ embeddings
+
+    def _embed(self, model, features):
+        return encode(model, features, self.args.pooling, self.args.normalize)
+
+    @torch.no_grad()
+    def embed_reference(self, features: dict) -> torch.Tensor:
+        """f_orig of a tokenised batch (no gradient)."""
+        if self.reference_model is not None:
+            return self._embed(self.reference_model, features)
+        peft_model = self.accelerator.unwrap_model(self.model)
+        was_training = peft_model.training
+        peft_model.eval()
+        try:
+            with peft_model.disable_adapter():
+                return self._embed(peft_model, features)
+        finally:
+            peft_model.train(was_training)
+
+    # ------------------------------------------------------------------ rho
+
+    @torch.no_grad()
+    def estimate_rho(self, dataset=None) -> float:
+        """Fix ρ from the original model's group-to-neutral distances over the training tuples (see CCDConfig)."""
+        dataset = dataset if dataset is not None else self.train_dataset
+        if dataset is None:
+            raise FairmtError("rho is not set and there is no train_dataset to estimate it from: pass rho=...")
+        n = min(len(dataset), self.args.rho_max_tuples)
+        bs = max(1, self.args.per_device_eval_batch_size)
+        dists = []
+        for start in range(0, n, bs):
+            rows = [dataset[i] for i in range(start, min(n, start + bs))]
+            batch = self.data_collator(rows)
+            g = int(batch.pop("ccd_groups"))
+            batch = {k: v.to(self.args.device) for k, v in batch.items() if torch.is_tensor(v)}
+            emb = self.embed_reference(batch)
+            emb = emb.view(1 + g, len(rows), -1)
+            dists.append(tuple_distances(emb[0], emb[1:].transpose(0, 1)).float().cpu())
+        d = torch.cat(dists).flatten()
+        rho = estimate_rho(d, self.args.rho_estimator)
+        median = float(d.median())
+        kernel_at_median = math.exp(-(median**2) / (2 * rho * rho))
+        self.rho_stats = {
+            "ccd_rho": rho,
+            "ccd_rho_distance_mean": float(d.mean()),
+            "ccd_rho_distance_std": float(d.std()),
+            "ccd_rho_kernel_at_median": kernel_at_median,
+            "ccd_rho_tuples": float(n),
+        }
+        if kernel_at_median < 1e-4:
+            logger.warning(
+                "CCD: rho=%.4g (%s of %d distances, median distance %.4g) makes the kernel exp(-d^2/2rho^2) "
+                "%.2e at the median distance, so L_bias has almost no gradient; set rho_estimator='median' or rho=...",
+                rho, self.args.rho_estimator, d.numel(), median, kernel_at_median,
+            )
+        return rho
+
+    def _ensure_rho(self) -> float:
+        if self.rho is None:
+            self.rho = self.estimate_rho()
+            logger.info("CCD: estimated rho = %.6g (%s)", self.rho, self.args.rho_estimator)
+        return self.rho
+
+    def train(self, *args, **kwargs):
+        """Estimate ρ (unless given) with the original model, then train as ``Trainer.train``."""
+        self._ensure_rho()
+        return super().train(*args, **kwargs)
+
+    # ------------------------------------------------------------------ loss
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        """L_bias + β·L_rep of a flat tuple batch (``num_items_in_batch`` is not used: the terms are batch means)."""
+        rho = self._ensure_rho()
+        if "ccd_groups" not in inputs:
+            raise FairmtError("CCD batch has no 'ccd_groups': use fairmt.data.augment.tuples.CCDTupleCollator")
+        inputs = dict(inputs)
+        g = int(inputs.pop("ccd_groups"))
+        if g != len(self.args.groups):
+            raise FairmtError(f"batch has {g} groups but CCDConfig.groups is {self.args.groups}")
+        feats = {k: inputs[k] for k in _MODEL_KEYS if k in inputs}
+        total = feats["input_ids"].shape[0]
+        if total % (1 + g):
+            raise FairmtError(f"flat CCD batch of {total} rows is not a multiple of 1 + {g} groups")
+        b = total // (1 + g)
+        emb = self._embed(model, feats).view(1 + g, b, -1)
+        neutral, groups = emb[0], emb[1:].transpose(0, 1)
+        orig = self.embed_reference({k: v[:b] for k, v in feats.items()})
+        out = ccd_loss(neutral, groups, orig.to(neutral.dtype), rho=rho, beta=self.args.beta)
+        acc = self._terms["train" if model.training else "eval"]
+        acc += torch.tensor([float(out.bias.detach()), float(out.rep.detach()), 1.0])
+        if return_outputs:
+            return out.loss, {"embeddings": emb}
+        return out.loss
+
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+        """Validation: the CCD loss only (there are no labels or logits)."""
+        inputs = self._prepare_inputs(inputs)
+        with torch.no_grad():
+            loss = self.compute_loss(model, inputs)
+        return loss.detach(), None, None
+
+    # ------------------------------------------------------------------ logging
+
+    def _mean_terms(self, split: str) -> dict[str, float] | None:
+        acc = self._terms[split]
+        self._terms[split] = torch.zeros(3)
+        if self.accelerator.num_processes > 1:
+            acc = self.accelerator.reduce(acc.to(self.args.device), reduction="sum").cpu()
+        if acc[2] <= 0:
+            return None
+        return {"bias": float(acc[0] / acc[2]), "rep": float(acc[1] / acc[2])}
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """Add the mean ``loss_bias`` / ``loss_rep`` since the last training log (and ρ once)."""
+        if "loss" in logs and not any(k.startswith("eval_") for k in logs):
+            terms = self._mean_terms("train")
+            if terms is not None:
+                logs["loss_bias"] = round(terms["bias"], 6)
+                logs["loss_rep"] = round(terms["rep"], 6)
+            if self.rho is not None and not self._rho_logged:
+                logs["ccd_rho"] = self.rho
+                self._rho_logged = True
+        super().log(logs, start_time)
+
+    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
+                        metric_key_prefix="eval"):
+        """Trainer's evaluation loop, plus ``<prefix>_loss_bias`` and ``<prefix>_loss_rep`` in the metrics."""
+        self._terms["eval"] = torch.zeros(3)
+        output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys,
+                                         metric_key_prefix)
+        terms = self._mean_terms("eval")
+        if terms is not None:
+            output.metrics[f"{metric_key_prefix}_loss_bias"] = terms["bias"]
+            output.metrics[f"{metric_key_prefix}_loss_rep"] = terms["rep"]
+        return output
+
+    # ------------------------------------------------------------------ saving sentence-transformers models
+
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        base = self.accelerator.unwrap_model(self.model)
+        if not is_sentence_transformer(base):
+            return super()._save(output_dir, state_dict)
+        output_dir = output_dir if output_dir is not None else self.args.output_dir
+        if not self.args.should_save:
+            return None
+        os.makedirs(output_dir, exist_ok=True)
+        base.save(output_dir, create_model_card=False)
+        torch.save(self.args, os.path.join(output_dir, "training_args.bin"))
+        return None
+
+    def _load_st_weights(self, checkpoint: str) -> None:
+        base = self.accelerator.unwrap_model(self.model)
+        loaded = type(base)(checkpoint, device="cpu")
+        base.load_state_dict(loaded.state_dict(), strict=True)
+
+    def _load_best_model(self) -> None:
+        if is_sentence_transformer(self.accelerator.unwrap_model(self.model)):
+            self._load_st_weights(self.state.best_model_checkpoint)
+            return
+        super()._load_best_model()
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model=None) -> None:
+        if is_sentence_transformer(self.accelerator.unwrap_model(model or self.model)):
+            self._load_st_weights(resume_from_checkpoint)
+            return
+        super()._load_from_checkpoint(resume_from_checkpoint, model)
+
+
+def ccd_metrics_summary(trainer: CCDTrainer) -> dict[str, Any]:
+    """ρ and its estimate's statistics, for reports."""
+    return {"rho": trainer.rho, "rho_estimator": trainer.args.rho_estimator, **trainer.rho_stats}

@@ -1,0 +1,213 @@
+"""CCDTrainer: a few real training steps on tiny encoders built from a config (BERT, PEFT LoRA, sentence-transformers)."""
+
+import math
+
+import pytest
+import torch
+
+from fairmt.data.augment.cda import cda_augment
+from fairmt.data.augment.tuples import CCDTupleCollator, tuples_to_dataset
+from fairmt.errors import FairmtError
+from fairmt.losses.ccd import estimate_rho, tuple_distances
+
+transformers = pytest.importorskip("transformers")
+
+SUBJECTS = ["he", "she", "his father", "her mother", "the man", "the woman", "my brother", "my sister"]
+PREDICATES = [
+    "is a doctor", "works at the bank", "cooks dinner", "writes code", "drives a truck", "teaches children",
+    "fixes cars", "likes to dance", "runs the company", "cleans the house",
+]
+
+
+def _texts():
+    return [f"{s} {p} ." for s in SUBJECTS for p in PREDICATES]
+
+
+@pytest.fixture(scope="module")
+def tuples():
+    rows, _ = cda_augment(_texts())
+    assert len(rows) > 60
+    return rows
+
+
+@pytest.fixture(scope="module")
+def tiny_bert_dir(tmp_path_factory, tuples):
+    """A randomly initialised 2-layer BERT and a word-level WordPiece tokenizer, written like a Hub folder."""
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    out = tmp_path_factory.mktemp("tiny_bert")
+    words = sorted({w for r in tuples for k in ("neutral", "male", "female") for w in r[k].lower().split()})
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    tok = BertTokenizer(vocab={w: i for i, w in enumerate(vocab)})
+    tok.save_pretrained(out)
+    torch.manual_seed(0)
+    cfg = BertConfig(
+        vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+    )
+    BertModel(cfg).save_pretrained(out)
+    return out
+
+
+def _args(tmp_path, **kw):
+    from fairmt.trainers.ccd import CCDConfig
+
+    base = dict(
+        output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, per_device_eval_batch_size=16,
+        learning_rate=2e-3, num_train_epochs=3, logging_steps=5, report_to="none", save_strategy="no",
+        rho_estimator="median", use_cpu=True, seed=0, disable_tqdm=True,
+    )
+    base.update(kw)
+    return CCDConfig(**base)
+
+
+def test_collator_flattens_neutral_then_groups(tiny_bert_dir, tuples):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    batch = CCDTupleCollator(tok, ("male", "female"))(tuples[:3])
+    assert batch["input_ids"].shape[0] == 9 and batch["ccd_groups"] == 2
+
+    def row(i):
+        return batch["input_ids"][i][batch["attention_mask"][i].bool()].tolist()
+
+    assert row(0) == tok(tuples[0]["neutral"])["input_ids"]
+    assert row(3) == tok(tuples[0]["male"])["input_ids"]
+    assert row(8) == tok(tuples[2]["female"])["input_ids"]
+    with pytest.raises(FairmtError, match="'female'"):
+        CCDTupleCollator(tok, ("male", "female"))([{"neutral": "they run", "male": "he runs"}])
+
+
+def test_bert_trains_loss_down_terms_logged_reference_frozen(tiny_bert_dir, tuples, tmp_path):
+    from transformers import AutoModel, AutoTokenizer
+
+    from fairmt.trainers.ccd import CCDTrainer
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    model = AutoModel.from_pretrained(tiny_bert_dir)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    ds = tuples_to_dataset(tuples)
+    trainer = CCDTrainer(
+        model=model, args=_args(tmp_path, eval_strategy="epoch"), train_dataset=ds, eval_dataset=ds,
+        processing_class=tok,
+    )
+    # rho = median of the original model's distances, computed here by hand
+    coll = CCDTupleCollator(tok)
+    with torch.no_grad():
+        out = model(**{k: v for k, v in coll(tuples).items() if k != "ccd_groups"})
+        mask = coll(tuples)["attention_mask"].unsqueeze(-1).float()
+        emb = ((out.last_hidden_state * mask).sum(1) / mask.sum(1)).view(3, len(tuples), -1)
+    expected_rho = estimate_rho(tuple_distances(emb[0], emb[1:].transpose(0, 1)), "median")
+    first = trainer.evaluate()
+    assert trainer.rho == pytest.approx(expected_rho, rel=1e-4)
+    trainer.train()
+    last = trainer.evaluate()
+
+    assert last["eval_loss_bias"] < 0.5 * first["eval_loss_bias"], (first, last)
+    assert first["eval_loss_rep"] == pytest.approx(0.0, abs=1e-5)  # no dropout: f == f_orig before training
+    assert last["eval_loss"] == pytest.approx(last["eval_loss_bias"] + last["eval_loss_rep"], rel=1e-4)
+    train_logs = [h for h in trainer.state.log_history if "loss" in h and "loss_bias" in h]
+    assert len(train_logs) >= 3
+    assert all(h["loss_rep"] >= 0 and h["loss_bias"] >= 0 for h in train_logs)
+    assert train_logs[-1]["loss"] < train_logs[0]["loss"]
+    assert any(h.get("ccd_rho") == pytest.approx(trainer.rho) for h in trainer.state.log_history)
+
+    ref = trainer.reference_model
+    assert ref is not model and not ref.training
+    for n, p in ref.named_parameters():
+        assert p.grad is None and not p.requires_grad
+        assert torch.equal(p, before[n]), f"frozen copy changed: {n}"
+    changed = [n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])]
+    assert any("encoder.layer.0" in n for n in changed) and any("embeddings" in n for n in changed)
+
+
+def test_three_groups_and_fixed_rho(tiny_bert_dir, tuples, tmp_path):
+    from transformers import AutoModel, AutoTokenizer
+
+    from fairmt.losses.ccd import ccd_bias_loss
+    from fairmt.trainers.ccd import CCDTrainer, encode
+
+    groups = ("male", "female", "other")
+    rows = [dict(r, other=r["female"] + " ." + " ." * (i % 3)) for i, r in enumerate(tuples[:16])]
+    ds = tuples_to_dataset(rows, groups=groups)
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    model = AutoModel.from_pretrained(tiny_bert_dir)
+    trainer = CCDTrainer(
+        model=model, args=_args(tmp_path, rho=2.5, groups=list(groups), max_steps=2), train_dataset=ds,
+        eval_dataset=ds, processing_class=tok,
+    )
+    metrics = trainer.evaluate()  # one eval batch of 16 tuples
+    with torch.no_grad():
+        emb = {k: encode(model, tok([r[k] for r in rows], padding=True, return_tensors="pt"), "mean")
+               for k in ("neutral", *groups)}
+    expected = ccd_bias_loss(emb["neutral"], torch.stack([emb[g] for g in groups], 1), rho=2.5)
+    assert trainer.rho == 2.5
+    assert metrics["eval_loss_bias"] == pytest.approx(float(expected), rel=1e-4)
+    trainer.train()
+    with pytest.raises(FairmtError, match="groups"):
+        _args(tmp_path, groups=["male"])
+    with pytest.raises(FairmtError, match="rho_estimator"):
+        _args(tmp_path, rho_estimator="mode")
+
+
+def test_peft_lora_run_uses_disabled_adapter_as_reference(tiny_bert_dir, tuples, tmp_path):
+    peft = pytest.importorskip("peft")
+    from transformers import AutoModel, AutoTokenizer
+
+    from fairmt.trainers.ccd import CCDTrainer
+
+    base = AutoModel.from_pretrained(tiny_bert_dir)
+    model = peft.get_peft_model(base, peft.LoraConfig(r=4, lora_alpha=8, target_modules=["query", "value"]))
+    frozen_before = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+    lora_before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    assert lora_before and all("lora_" in n for n in lora_before)
+    ds = tuples_to_dataset(tuples)
+    trainer = CCDTrainer(
+        model=model, args=_args(tmp_path, learning_rate=1e-2, num_train_epochs=4), train_dataset=ds,
+        eval_dataset=ds, processing_class=AutoTokenizer.from_pretrained(tiny_bert_dir),
+    )
+    assert trainer.reference_model is None  # f_orig = the model with its adapters disabled
+    first = trainer.evaluate()
+    trainer.train()
+    last = trainer.evaluate()
+    assert last["eval_loss_bias"] < first["eval_loss_bias"]
+    for n, p in model.named_parameters():
+        if n in frozen_before:
+            assert torch.equal(p, frozen_before[n]), f"base weight changed under LoRA: {n}"
+    assert any(not torch.equal(p, lora_before[n]) for n, p in model.named_parameters() if n in lora_before)
+    assert last["eval_loss_rep"] > 0  # adapters on vs off now differ
+    trainer.save_model(str(tmp_path / "adapter"))
+    assert (tmp_path / "adapter" / "adapter_config.json").is_file()
+
+
+def test_sentence_transformer_with_own_pooling_saves_and_reloads_best(tiny_bert_dir, tuples, tmp_path, caplog):
+    st = pytest.importorskip("sentence_transformers")
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+    from fairmt.trainers.ccd import CCDTrainer
+
+    word = Transformer(str(tiny_bert_dir), max_seq_length=32)
+    model = st.SentenceTransformer(modules=[word, Pooling(32, "mean"), Normalize()], device="cpu")
+    ds = tuples_to_dataset(tuples)
+    # the paper's variance estimator on unit-norm embeddings: rho tiny, kernel saturated -> a warning
+    probe = CCDTrainer(model=model, args=_args(tmp_path, rho_estimator="variance"), train_dataset=ds)
+    with caplog.at_level("WARNING", logger="fairmt.trainers.ccd"):
+        probe.estimate_rho()
+    assert "almost no gradient" in caplog.text
+    del probe
+
+    args = _args(
+        tmp_path, eval_strategy="steps", eval_steps=5, save_strategy="steps", save_steps=5, max_steps=15,
+        load_best_model_at_end=True, metric_for_best_model="eval_loss", greater_is_better=False,
+    )
+    trainer = CCDTrainer(model=model, args=args, train_dataset=ds, eval_dataset=ds)
+    first = trainer.evaluate()
+    trainer.train()
+    best = trainer.state.best_model_checkpoint
+    assert best is not None and (tmp_path / "out").is_dir()
+    last = trainer.evaluate()
+    assert last["eval_loss"] < first["eval_loss"]
+    assert last["eval_loss"] == pytest.approx(trainer.state.best_metric, rel=1e-5)  # best checkpoint was loaded
+    reloaded = st.SentenceTransformer(best, device="cpu")
+    e = reloaded.encode(["he is a doctor ."], convert_to_tensor=True)
+    assert math.isclose(float(e.norm()), 1.0, rel_tol=1e-4)  # normalisation module saved with the model
