@@ -1,0 +1,360 @@
+"""Adversarial debiasing with gradient reversal: plain, conditional (equalized odds) and diverse adversaries.
+
+An adversary ``D`` tries to predict the protected group ``a`` from the representation ``h`` of the classifier; a
+gradient-reversal layer (GRL; Ganin & Lempitsky, 2015) between ``h`` and ``D`` makes the encoder *maximise* the
+adversary's loss while the adversary minimises it (Elazar & Goldberg, 2018; Li et al., 2018):
+
+    L = CE(f(h), y) + Σ_k CE(D_k(GRL_λ(h) [⊕ onehot(y)]), a) / K  +  λ_diff · L_diff
+
+* ``GRL_λ`` is the identity forward and multiplies the gradient by ``−λ`` backward (``adv_lambda``; CSCL's grid
+  {0.1, 0.5, 1, 2}); the adversaries themselves receive the unscaled gradient of their loss.
+* **Conditional adversary** (``adv_conditional``, for equalized odds; Madras et al., 2018; Zhao et al., 2019, as
+  Chi et al.'s baselines): the adversary also sees the one-hot task label, so only the group information that is
+  *not* explained by the label is penalised (``Ŷ ⊥ A | Y``) instead of all of it (demographic parity).
+* **Diverse adversaries** (Han, Baldwin & Cohn, EACL 2021): ``K`` adversaries (``n_adversaries``, 3 in the paper)
+  with an orthogonality penalty on their hidden layers,
+  ``L_diff = Σ_{i<j} mean((Ĥ_iᵀ Ĥ_j)²)`` with ``Ĥ`` the batch × hidden activations of an adversary's last hidden
+  layer, each row L2-normalised (as the authors' fairlib ``DiffLoss``). The penalty trains the adversaries only: it is
+  computed on a detached copy of ``h`` (``λ_diff`` = ``diff_lambda``; CSCL's grid {0, 100, 1000, 5000}).
+
+``h`` is the pooled last entry of ``hidden_states`` (``output_hidden_states=True``): the ``[CLS]`` vector (or the
+masked mean) of an ``AutoModelForSequenceClassification``, or the encoder output of the small models in
+:mod:`fairmt.models.text_classifiers` — the same representation leakage@h and the fair contrastive losses use.
+
+The adversaries live in the Trainer (``trainer.adversary``), train in the same optimizer (an extra parameter group,
+learning rate ``adv_learning_rate``), are saved as ``adversary.pt`` beside each checkpoint, and reloaded on resume.
+Evaluation computes the task CE only and returns ``(logits, hidden)`` predictions with ``(labels, group)`` label ids
+(for :func:`fairmt.trainers.selection.fairness_compute_metrics`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import Trainer, TrainingArguments
+
+from fairmt.errors import FairmtError
+
+__all__ = [
+    "AdversarialConfig",
+    "AdversarialTrainer",
+    "Adversary",
+    "AdversaryEnsemble",
+    "GradientReversal",
+    "difference_loss",
+    "grad_reverse",
+]
+
+ADVERSARY_FILE = "adversary.pt"
+
+
+# ----------------------------------------------------------------------------------------- gradient reversal
+class _GradReverse(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, lambd: float) -> torch.Tensor:
+        ctx.lambd = lambd
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad_output: torch.Tensor):
+        return -ctx.lambd * grad_output, None
+
+
+def grad_reverse(x: torch.Tensor, lambd: float = 1.0) -> torch.Tensor:
+    """Gradient reversal (Ganin & Lempitsky, 2015): ``y = x`` forward, ``∂L/∂x = −λ · ∂L/∂y`` backward."""
+    return _GradReverse.apply(x, float(lambd))
+
+
+class GradientReversal(nn.Module):
+    """``nn.Module`` form of :func:`grad_reverse` with a settable ``lambd``."""
+
+    def __init__(self, lambd: float = 1.0):
+        super().__init__()
+        self.lambd = float(lambd)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return grad_reverse(x, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"lambd={self.lambd}"
+
+
+# ------------------------------------------------------------------------------------------------ adversaries
+class Adversary(nn.Module):
+    """MLP discriminator ``h [⊕ onehot(y)] → hidden (× n_layers, ReLU) → group logits``.
+
+    ``forward`` returns ``(logits, last_hidden)``; ``last_hidden`` feeds the diverse-adversaries penalty.
+    """
+
+    def __init__(
+        self, input_dim: int, num_groups: int, hidden_dim: int = 300, n_layers: int = 2, num_labels: int = 0,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        if n_layers < 1:
+            raise FairmtError(f"an adversary needs at least one hidden layer, got n_layers={n_layers}")
+        self.num_labels = num_labels
+        layers: list[nn.Module] = []
+        dim = input_dim + num_labels
+        for _ in range(n_layers):
+            layers += [nn.Linear(dim, hidden_dim), nn.ReLU(), nn.Dropout(dropout)]
+            dim = hidden_dim
+        self.body = nn.Sequential(*layers)
+        self.head = nn.Linear(dim, num_groups)
+
+    def forward(self, h: torch.Tensor, labels: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.num_labels:
+            if labels is None:
+                raise FairmtError("a conditional adversary needs the task labels")
+            h = torch.cat([h, F.one_hot(labels.long(), self.num_labels).to(h.dtype)], dim=-1)
+        z = self.body(h)
+        return self.head(z), z
+
+
+def difference_loss(hiddens: list[torch.Tensor], eps: float = 1e-6) -> torch.Tensor:
+    """Orthogonality penalty of Han et al. (2021): ``Σ_{i<j} mean((Ĥ_iᵀ Ĥ_j)²)``, ``Ĥ`` row-L2-normalised (the norm
+    treated as a constant, as in fairlib). Zero for one adversary."""
+    if len(hiddens) < 2:
+        return hiddens[0].new_zeros(()) if hiddens else torch.zeros(())
+    normed = [h / (h.norm(dim=1, keepdim=True).detach() + eps) for h in hiddens]
+    total = normed[0].new_zeros(())
+    for i in range(len(normed)):
+        for j in range(i + 1, len(normed)):
+            total = total + (normed[i].t() @ normed[j]).pow(2).mean()
+    return total
+
+
+class AdversaryEnsemble(nn.Module):
+    """``K`` independent :class:`Adversary` heads (K = 1: Elazar & Goldberg; K > 1: Han et al.'s diverse ones)."""
+
+    def __init__(self, n_adversaries: int, **adversary_kwargs: Any):
+        super().__init__()
+        if n_adversaries < 1:
+            raise FairmtError(f"n_adversaries must be ≥ 1, got {n_adversaries}")
+        self.adversaries = nn.ModuleList(Adversary(**adversary_kwargs) for _ in range(n_adversaries))
+
+    def forward(self, h: torch.Tensor, labels: torch.Tensor | None = None) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [adv(h, labels) for adv in self.adversaries]
+
+
+# ----------------------------------------------------------------------------------------------------- config
+@dataclass
+class AdversarialConfig(TrainingArguments):
+    """Training arguments for :class:`AdversarialTrainer`.
+
+    Args:
+        num_groups: number of protected-group ids (the ``group`` column holds ints in ``[0, num_groups)``).
+        adv_lambda: λ, gradient-reversal strength (CSCL tunes {0.1, 0.5, 1, 2} on Bias-in-Bios).
+        n_adversaries: K; 1 = standard adversarial training, 3 = Han et al.'s diverse adversaries.
+        diff_lambda: λ_diff, weight of the orthogonality penalty between adversaries (Han et al./CSCL use 100–5000;
+            0 disables it; ignored for K = 1).
+        adv_conditional: condition the adversaries on the task label (equalized odds; CSCL's baselines).
+        adv_hidden_size: width of the adversaries' hidden layers (300, as Shen et al.'s encoder and fairlib).
+        adv_n_layers: number of hidden layers per adversary (2).
+        adv_dropout: dropout inside the adversaries.
+        adv_learning_rate: learning rate of the adversaries (default: ``learning_rate``).
+        pooling: ``cls`` or ``mean`` pooling of 3-D hidden states (2-D hidden states are used as they are).
+        group_column: batch key holding the protected attribute.
+    """
+
+    num_groups: int = field(default=2, metadata={"help": "number of protected groups"})
+    adv_lambda: float = field(default=1.0, metadata={"help": "λ: gradient reversal strength"})
+    n_adversaries: int = field(default=1, metadata={"help": "K adversaries (3 = diverse adversaries)"})
+    diff_lambda: float = field(default=0.0, metadata={"help": "λ_diff: orthogonality penalty weight"})
+    adv_conditional: bool = field(default=True, metadata={"help": "condition adversaries on the task label (EO)"})
+    adv_hidden_size: int = field(default=300, metadata={"help": "adversary hidden width"})
+    adv_n_layers: int = field(default=2, metadata={"help": "adversary hidden layers"})
+    adv_dropout: float = field(default=0.0, metadata={"help": "adversary dropout"})
+    adv_learning_rate: float | None = field(default=None, metadata={"help": "adversary LR (default: learning_rate)"})
+    pooling: str = field(default="cls", metadata={"help": "cls | mean (3-D hidden states)"})
+    group_column: str = field(default="group", metadata={"help": "batch key of the protected attribute"})
+    remove_unused_columns: bool = field(default=False, metadata={"help": "keep the group column"})
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.num_groups < 2:
+            raise FairmtError(f"num_groups must be ≥ 2, got {self.num_groups}")
+        if self.adv_lambda < 0 or self.diff_lambda < 0:
+            raise FairmtError("adv_lambda and diff_lambda must be non-negative")
+        if self.n_adversaries < 1:
+            raise FairmtError(f"n_adversaries must be ≥ 1, got {self.n_adversaries}")
+        if self.pooling not in ("cls", "mean"):
+            raise FairmtError(f"pooling must be cls or mean, got {self.pooling!r}")
+        if self.remove_unused_columns:
+            raise FairmtError("remove_unused_columns=True drops the group column the adversary needs; set it to False")
+
+
+def _pool(hidden: torch.Tensor, attention_mask: torch.Tensor | None, pooling: str) -> torch.Tensor:
+    if hidden.dim() == 2:
+        return hidden
+    if pooling == "cls" or attention_mask is None:
+        return hidden[:, 0] if pooling == "cls" else hidden.mean(1)
+    m = attention_mask.to(hidden.dtype)[..., None]
+    return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
+
+
+# ---------------------------------------------------------------------------------------------------- trainer
+class AdversarialTrainer(Trainer):
+    """Sequence-classification Trainer with gradient-reversal adversaries (see the module docstring).
+
+    Example::
+
+        args = AdversarialConfig(output_dir="out", adv_lambda=1.0, n_adversaries=3, diff_lambda=100.0)
+        trainer = AdversarialTrainer(model=model, args=args, train_dataset=train, eval_dataset=dev,
+                                     data_collator=ClassificationCollator(tokenizer))
+        trainer.train()
+
+    ``hidden_size`` (the width of ``h``) is read from ``model.config.hidden_size`` or ``model.hidden_dim``, or
+    passed as ``representation_dim=``. Logged terms: ``loss_ce``, ``loss_adv`` (mean adversary CE), ``adv_accuracy``
+    and, with several adversaries, ``loss_diff``.
+    """
+
+    loss_is_scaled_for_ga = False  # every term is a per-batch mean
+
+    def __init__(self, *args: Any, representation_dim: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not isinstance(self.args, AdversarialConfig):
+            raise FairmtError("AdversarialTrainer needs AdversarialConfig arguments")
+        a = self.args
+        dim = representation_dim or _hidden_dim(self.model)
+        num_labels = _num_labels(self.model)
+        self.adversary = AdversaryEnsemble(
+            a.n_adversaries,
+            input_dim=dim,
+            num_groups=a.num_groups,
+            hidden_dim=a.adv_hidden_size,
+            n_layers=a.adv_n_layers,
+            num_labels=num_labels if a.adv_conditional else 0,
+            dropout=a.adv_dropout,
+        ).to(a.device)
+        self._term_sums: dict[str, float] = defaultdict(float)
+        self._term_counts: dict[str, int] = defaultdict(int)
+        if not self.label_names or self.label_names == ["labels"]:
+            self.label_names = ["labels", a.group_column]
+
+    # ------------------------------------------------------------------ optimizer / checkpoints
+    def create_optimizer(self, model=None):
+        """The Trainer's optimizer plus one parameter group for the adversaries (no weight decay)."""
+        optimizer = super().create_optimizer(model)
+        params = list(self.adversary.parameters())
+        present = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        if not any(id(p) in present for p in params):
+            lr = self.args.adv_learning_rate or self.args.learning_rate
+            optimizer.add_param_group({"params": params, "weight_decay": 0.0, "lr": lr})
+        return optimizer
+
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        super()._save(output_dir, state_dict)
+        output_dir = output_dir if output_dir is not None else self.args.output_dir
+        if self.args.should_save:
+            torch.save(self.adversary.state_dict(), os.path.join(output_dir, ADVERSARY_FILE))
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model: nn.Module | None = None) -> None:
+        super()._load_from_checkpoint(resume_from_checkpoint, model)
+        path = os.path.join(resume_from_checkpoint, ADVERSARY_FILE)
+        if os.path.isfile(path):
+            self.adversary.load_state_dict(torch.load(path, map_location=self.args.device, weights_only=True))
+
+    # ------------------------------------------------------------------ loss
+    def _split(self, inputs: dict[str, Any]) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor | None]:
+        inputs = dict(inputs)
+        labels = inputs.pop("labels", None)
+        if labels is None:
+            raise FairmtError("the batch has no 'labels' column: adversarial training needs task labels")
+        groups = inputs.pop(self.args.group_column, None)
+        return inputs, labels, groups
+
+    def representation_and_logits(self, model: nn.Module, model_inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(h, logits)`` from one forward with ``output_hidden_states=True``."""
+        outputs = model(**model_inputs, output_hidden_states=True)
+        hidden_states = outputs["hidden_states"] if isinstance(outputs, dict) else outputs.hidden_states
+        if not hidden_states:
+            raise FairmtError(f"{type(model).__name__} returned no hidden_states: cannot take a representation")
+        rep = _pool(hidden_states[-1], model_inputs.get("attention_mask"), self.args.pooling)
+        logits = outputs["logits"] if isinstance(outputs, dict) else outputs.logits
+        return rep, logits
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        """``CE + mean_k CE_adv_k(GRL_λ(h)) + λ_diff·L_diff`` in training; CE alone in evaluation."""
+        a = self.args
+        model_inputs, labels, groups = self._split(inputs)
+        rep, logits = self.representation_and_logits(model, model_inputs)
+        ce = F.cross_entropy(logits.float(), labels.long())
+        if not model.training:
+            return (ce, {"logits": logits, "hidden": rep}) if return_outputs else ce
+        if groups is None:
+            raise FairmtError(
+                f"the batch has no {a.group_column!r} column: keep remove_unused_columns=False and use a collator "
+                "that carries it (fairmt.data.classification.ClassificationCollator)"
+            )
+        groups = groups.long()
+        if groups.min() < 0 or groups.max() >= a.num_groups:
+            raise FairmtError(f"group ids must lie in [0, {a.num_groups}); got {groups.unique().tolist()}")
+        cond = labels if a.adv_conditional else None
+        outs = self.adversary(grad_reverse(rep, a.adv_lambda), cond)
+        adv_losses = [F.cross_entropy(lg.float(), groups) for lg, _ in outs]
+        adv = torch.stack(adv_losses).mean()
+        loss = ce + adv
+        terms = {"loss_ce": ce, "loss_adv": adv}
+        with torch.no_grad():
+            terms["adv_accuracy"] = torch.stack([(lg.argmax(-1) == groups).float().mean() for lg, _ in outs]).mean()
+        if a.n_adversaries > 1 and a.diff_lambda > 0:
+            # the penalty shapes the adversaries only: recompute their hidden layers on a detached h
+            hid = [z for _, z in self.adversary(rep.detach(), cond)]
+            diff = difference_loss(hid)
+            loss = loss + a.diff_lambda * diff
+            terms["loss_diff"] = diff
+        for k, v in terms.items():
+            self._term_sums[k] += float(v.detach())
+            self._term_counts[k] += 1
+        return (loss, {"logits": logits, "hidden": rep}) if return_outputs else loss
+
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        """The stock step; with several processes the adversaries' gradients are then averaged across them (they
+        are not wrapped in DDP)."""
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        if self.accelerator.num_processes > 1 and torch.distributed.is_initialized():
+            world = torch.distributed.get_world_size()
+            for p in self.adversary.parameters():
+                if p.grad is not None:
+                    torch.distributed.all_reduce(p.grad)
+                    p.grad.div_(world)
+        return loss
+
+    def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
+        """Add the mean of each loss term since the last training log."""
+        if "loss" in logs and self._term_counts:
+            for k, total in self._term_sums.items():
+                logs[k] = round(total / max(self._term_counts[k], 1), 6)
+            self._term_sums.clear()
+            self._term_counts.clear()
+        super().log(logs, *args, **kwargs)
+
+
+def _hidden_dim(model: nn.Module) -> int:
+    config = getattr(model, "config", None)
+    for obj, name in ((config, "hidden_size"), (model, "hidden_dim"), (model, "representation_dim")):
+        value = getattr(obj, name, None) if obj is not None else None
+        if isinstance(value, int):
+            return value
+    head = getattr(model, "classifier", None)
+    if isinstance(head, nn.Linear):  # fairmt.models.text_classifiers: h is the input of the linear head
+        return head.in_features
+    raise FairmtError(
+        f"cannot tell the representation width of {type(model).__name__}: pass representation_dim= to the Trainer"
+    )
+
+
+def _num_labels(model: nn.Module) -> int:
+    config = getattr(model, "config", None)
+    value = getattr(config, "num_labels", None) if config is not None else None
+    value = value or getattr(model, "num_labels", None)
+    if not isinstance(value, int):
+        raise FairmtError(f"cannot tell the number of task labels of {type(model).__name__}")
+    return value
