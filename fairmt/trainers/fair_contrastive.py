@@ -85,8 +85,9 @@ class FairContrastiveConfig(TrainingArguments):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.objective not in OBJECTIVES:
-            raise FairmtError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
+        allowed = self.allowed_objectives()
+        if self.objective not in allowed:
+            raise FairmtError(f"objective must be one of {allowed}, got {self.objective!r}")
         if self.views not in ("dropout", "augment", "none"):
             raise FairmtError(f"views must be dropout, augment or none, got {self.views!r}")
         if self.objective.startswith("cscl") and self.views == "none":
@@ -101,6 +102,12 @@ class FairContrastiveConfig(TrainingArguments):
             raise FairmtError(
                 "remove_unused_columns=True drops the group and view columns the fair losses need; set it to False"
             )
+
+
+    @classmethod
+    def allowed_objectives(cls) -> tuple[str, ...]:
+        """The ``objective`` values this config accepts."""
+        return OBJECTIVES
 
 
 def pool_hidden(hidden: torch.Tensor, attention_mask: torch.Tensor | None, pooling: str = "cls") -> torch.Tensor:
