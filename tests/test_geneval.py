@@ -163,3 +163,108 @@ def test_result_serialises(tmp_path):
     data = json.loads((tmp_path / "r.json").read_text())
     assert {"accuracy", "explicit_accuracy", "delta_g", "explicit_delta_g", "signature"} <= set(data)
     assert data["accuracy"] == 100.0
+
+
+# ------------------------------------------------------------------------------------------------------- CLI
+
+def _write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+def _cli(argv):
+    from fairmt.cli import main
+
+    return main(argv)
+
+
+@pytest.mark.data
+def test_cli_files_json_markdown_plot(real_data, tmp_path, capsys):
+    d = ge.load_counterfactual("de", "test")
+    m = _write(tmp_path / "m.de", d.masculine_refs)
+    f = _write(tmp_path / "f.de", d.feminine_refs)
+    out = tmp_path / "r.json"
+    rc = _cli(["eval", "geneval", "--lang", "de", "--split", "test", "--masculine", m, "--feminine", f,
+               "--json", str(out), "--markdown", str(tmp_path / "r.md"), "--plot", str(tmp_path / "r.png")])
+    assert rc == 0
+    data = json.loads(out.read_text())
+    assert data["accuracy"] == data["explicit_accuracy"] == 100.0
+    assert data["delta_g"] == data["explicit_delta_g"] == 0.0
+    assert data["signature"].startswith("MT-GenEval|set:counterfactual|split:test|lang:de|n:300")
+    printed = capsys.readouterr().out
+    assert "explicit_accuracy" in printed and "100.00" in printed and data["signature"] in printed
+    assert "| de | 300 | 100.00 |" in (tmp_path / "r.md").read_text()
+    assert (tmp_path / "r.png").stat().st_size > 1000
+    # swapped files: the gender-swapped check through the CLI
+    rc = _cli(["eval", "geneval", "--lang", "de", "--split", "test", "--masculine", f, "--feminine", m, "--json", "-"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["explicit_accuracy"] == 0.0
+
+
+@pytest.mark.data
+def test_cli_several_languages(real_data, tmp_path, capsys):
+    for lang in ("es", "it"):
+        d = ge.load_counterfactual(lang, "test")
+        _write(tmp_path / f"m.{lang}", d.feminine_refs)
+        _write(tmp_path / f"f.{lang}", d.masculine_refs)
+    rc = _cli(["eval", "geneval", "--lang", "es", "it", "--masculine", str(tmp_path / "m.{lang}"),
+               "--feminine", str(tmp_path / "f.{lang}"), "--json", "-"])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 0 and [r["lang"] for r in data["per_language"]] == ["es", "it"]
+    assert data["explicit_accuracy"] == pytest.approx((4.666666 + 6.666666) / 2, abs=1e-4)
+
+
+@pytest.mark.data
+def test_cli_bad_input(real_data, tmp_path, capsys):
+    d = ge.load_counterfactual("de", "test")
+    m = _write(tmp_path / "m.de", d.masculine_refs)
+    f = _write(tmp_path / "f.de", d.feminine_refs)
+    short = _write(tmp_path / "short.de", d.feminine_refs[:299])
+    empty = _write(tmp_path / "empty.de", d.feminine_refs[:4] + [""] + d.feminine_refs[5:])
+    src = _write(tmp_path / "src.de", d.feminine_sources)
+    cases = [
+        (["--lang", "tr", "--masculine", m, "--feminine", f], "unknown MT-GenEval language 'tr'.*valid languages: ar, de"),
+        (["--lang", "de", "--masculine", m, "--feminine", short], "mismatched masculine/feminine files.*short.de has 299"),
+        (["--lang", "de", "--split", "dev", "--masculine", m, "--feminine", f], "m.de: has 300 lines but MT-GenEval dev \\(de\\) has 1200"),
+        (["--lang", "de", "--masculine", m, "--feminine", empty], "empty.de:5: empty line"),
+        (["--lang", "de", "--masculine", m, "--feminine", m], "same file"),
+        (["--lang", "de", "--masculine", m, "--feminine", src], "src.de: 300 of 300 lines equal the English source"),
+        (["--lang", "de", "--masculine", m, "--feminine", str(tmp_path / "nope")], "nope: file not found"),
+        (["--lang", "de", "--masculine", m], "give --masculine FILE and --feminine FILE"),
+        (["--lang", "de", "it", "--masculine", m, "--feminine", f], "must contain \\{lang\\}"),
+        (["--lang", "de", "--split", "train", "--masculine", m, "--feminine", f], "valid splits: dev, test"),
+    ]
+    import re
+
+    for argv, pattern in cases:
+        assert _cli(["eval", "geneval", *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("fairmt: error: ") and len(err.strip().splitlines()) == 1, err
+        assert re.search(pattern, err), (pattern, err)
+
+
+@pytest.mark.data
+def test_cli_contextual(real_data, tmp_path, capsys):
+    d = ge.load_contextual("nl", "test")
+    t = _write(tmp_path / "t.nl", d.original_refs)
+    assert _cli(["eval", "geneval", "--set", "contextual", "--lang", "nl", "--translations", t, "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["accuracy"] == 100.0 and data["subset"] == "contextual"
+
+
+@pytest.mark.data
+def test_file_based_cli_does_not_import_torch(real_data, tmp_path):
+    import subprocess
+    import sys
+
+    d = ge.load_counterfactual("fr", "test")
+    m = _write(tmp_path / "m.fr", d.masculine_refs)
+    f = _write(tmp_path / "f.fr", d.feminine_refs)
+    code = (
+        "import sys; from fairmt.cli import main; "
+        f"rc = main(['eval', 'geneval', '--lang', 'fr', '--masculine', {m!r}, '--feminine', {f!r}, '--json', '-']); "
+        "heavy = [x for x in ('torch', 'transformers', 'matplotlib') if x in sys.modules]; "
+        "assert rc == 0 and not heavy, heavy"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**__import__("os").environ, "FAIRMT_DATA": str(real_data)})
+    assert proc.returncode == 0, proc.stderr

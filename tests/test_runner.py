@@ -172,3 +172,31 @@ def test_flores_codes(tm):
     assert runner.flores_to_model_lang(tm, "deu_Latn") == "de"
     with pytest.raises(FairmtError, match="no M2M-100/SMaLL-100 code"):
         runner.flores_to_model_lang(tm, "xho_Latn")
+
+
+def test_cli_with_model(tiny_dir, tmp_path, monkeypatch, capsys):
+    """`fairmt eval geneval/flores --model`: translate (cached), then score."""
+    import sentencepiece as spm
+
+    from fairmt.cli import main
+
+    root = tmp_path / "data"
+    _fake_geneval(root)
+    dt = root / "flores200" / "devtest"
+    dt.mkdir(parents=True)
+    (dt / "eng_Latn.devtest").write_text("The doctor is here.\nWe are going home.\n")
+    (dt / "deu_Latn.devtest").write_text("Der Arzt ist hier.\nWir gehen nach Hause.\n")
+    monkeypatch.setenv("FAIRMT_DATA", str(root))
+    gen = ["--num-beams", "2", "--max-new-tokens", "6", "--batch-size", "2", "--cache-dir", str(tmp_path / "cache")]
+    assert main(["eval", "geneval", "--lang", "de", "--model", str(tiny_dir), *gen, "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["n"] == 3 and {"accuracy", "explicit_accuracy", "delta_g", "explicit_delta_g", "signature"} <= set(data)
+    assert len(runner.read_cache(tmp_path / "cache" / "geneval-test-feminine.en-de.jsonl")) == 3
+
+    spm.SentencePieceTrainer.train(sentence_iterator=iter([t for p in PAIRS for t in p]), model_prefix=str(tmp_path / "s"),
+                                   vocab_size=60, model_type="bpe", character_coverage=1.0)
+    assert main(["eval", "flores", "--lang-pair", "eng_Latn-deu_Latn", "--model", str(tiny_dir), *gen,
+                 "--spm-model", str(tmp_path / "s.model"), "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["n"] == 2 and data["spbleu"] is None and data["bleu_spm_nonstandard"] is not None
+    assert len(runner.read_cache(tmp_path / "cache" / "flores200-devtest.eng_Latn-deu_Latn.jsonl")) == 2

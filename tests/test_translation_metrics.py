@@ -163,3 +163,36 @@ def test_flores_reader_and_quality(tmp_path, monkeypatch, spm_model):
     monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "empty"))
     with pytest.raises(FairmtError, match="fairmt data download flores200"):
         tr.read_flores("deu_Latn")
+
+
+def test_cli_flores(tmp_path, monkeypatch, spm_model, capsys):
+    import json
+
+    from fairmt.cli import main
+
+    dt = tmp_path / "data" / "flores200" / "devtest"
+    dt.mkdir(parents=True)
+    (dt / "eng_Latn.devtest").write_text("\n".join(["x"] * len(REFS)) + "\n", encoding="utf-8")
+    (dt / "deu_Latn.devtest").write_text("\n".join(REFS) + "\n", encoding="utf-8")
+    monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "data"))
+    hyp = tmp_path / "hyp.de"
+    hyp.write_text("\n".join(HYPS) + "\n", encoding="utf-8")
+    out = tmp_path / "r.json"
+    argv = ["eval", "flores", "--lang-pair", "eng_Latn-deu_Latn", "--hypotheses", str(hyp), "--spm-model", str(spm_model)]
+    assert main(argv + ["--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["spbleu"] is None and data["bleu_spm_nonstandard"] > 0 and data["bleu_label"] == "spBLEU*"
+    captured = capsys.readouterr()
+    assert "spBLEU*" in captured.out and "tok:spm-nonstandard" in captured.out
+    assert "not the official" in captured.err
+    # bad inputs: one line each, naming the file / value
+    hyp.write_text("\n".join(HYPS[:3]) + "\n", encoding="utf-8")
+    assert main(argv) == 2
+    assert "hyp.de: has 3 lines but 4 are expected" in capsys.readouterr().err
+    assert main(["eval", "flores", "--lang-pair", "eng_Latn-fra_Latn", "--hypotheses", str(hyp), "--spm-model", str(spm_model)]) == 2
+    assert "unknown FLORES-200 language 'fra_Latn'" in capsys.readouterr().err
+    assert main(["eval", "flores", "--lang-pair", "en-de", "--hypotheses", str(hyp), "--spm-model", str(spm_model)]) == 2
+    assert "bad language pair 'en-de'" in capsys.readouterr().err
+    assert main(["eval", "flores", "--lang-pair", "eng_Latn-deu_Latn", "--hypotheses", str(hyp),
+                 "--spm-model", str(tmp_path / "missing.model")]) == 2
+    assert "--spm-model FILE" in capsys.readouterr().err

@@ -1,0 +1,254 @@
+"""``fairmt eval geneval`` (MT-GenEval gender accuracy) and ``fairmt eval flores`` (spBLEU / chrF++).
+
+Both score a file of translations, or translate with ``--model`` first (batched beam search, cached and resumable
+under ``--cache-dir``). File-based evaluation imports neither torch nor transformers.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+GENEVAL_COLUMNS = ["lang", "n", "accuracy", "acc_m", "acc_f", "delta_g", "explicit_accuracy", "explicit_delta_g", "pair_accuracy"]
+CONTEXT_COLUMNS = ["lang", "n", "accuracy", "explicit_accuracy"]
+FLORES_COLUMNS = ["lang_pair", "n", "bleu_label", "bleu", "chrfpp"]
+
+
+def _lang_path(template: str | None, lang: str, multi: bool) -> str | None:
+    from fairmt.errors import FairmtError
+
+    if template is None:
+        return None
+    if "{lang}" in template:
+        return template.replace("{lang}", lang)
+    if multi:
+        raise FairmtError(f"{template}: with several --lang values the file name must contain {{lang}}")
+    return template
+
+
+def _gen_kwargs(args) -> dict:
+    return dict(
+        batch_size=args.batch_size,
+        num_beams=args.num_beams,
+        max_new_tokens=args.max_new_tokens,
+    )
+
+
+def _load_model(args, src: str, tgt: str):
+    from fairmt.models import load_translation_model
+
+    tm = load_translation_model(args.model, src_lang=src, tgt_lang=tgt, family=args.family)
+    if args.device:
+        tm.model.to(args.device)
+    return tm
+
+
+def _geneval_files(args, lang: str, multi: bool):
+    """Score one language from --masculine/--feminine files, with errors naming file and line."""
+    from fairmt.errors import FairmtError
+    from fairmt.eval.geneval import geneval_accuracy, load_counterfactual, read_lines
+
+    m_path = _lang_path(args.masculine, lang, multi)
+    f_path = _lang_path(args.feminine, lang, multi)
+    if Path(m_path).resolve() == Path(f_path).resolve():
+        raise FairmtError(f"--masculine and --feminine are the same file ({m_path}); give the two translation files")
+    data = load_counterfactual(lang, args.split)
+    n = len(data.masculine_refs)
+    masc = read_lines(m_path, allow_empty=args.allow_empty)
+    fem = read_lines(f_path, allow_empty=args.allow_empty)
+    if len(masc) != len(fem):
+        raise FairmtError(
+            f"mismatched masculine/feminine files: {m_path} has {len(masc)} lines, {f_path} has {len(fem)}; "
+            f"line i of both must translate pair i of MT-GenEval {args.split} ({lang}, {n} pairs)"
+        )
+    for path, lines, sources in ((m_path, masc, data.masculine_sources), (f_path, fem, data.feminine_sources)):
+        if len(lines) != n:
+            extra = f"line {n + 1} is extra" if len(lines) > n else f"it ends after line {len(lines)}"
+            raise FairmtError(
+                f"{path}: has {len(lines)} lines but MT-GenEval {args.split} ({lang}) has {n} pairs ({extra}); "
+                "did you give the right --split and --lang?"
+            )
+        eng = sum(a.strip() == b.strip() for a, b in zip(lines, sources))
+        if eng > n // 2:
+            raise FairmtError(f"{path}: {eng} of {n} lines equal the English source; give the translations, not the sources")
+    return geneval_accuracy(masc, fem, lang, args.split)
+
+
+def _geneval_context(args, lang: str, multi: bool):
+    from fairmt.errors import FairmtError
+    from fairmt.eval.geneval import geneval_contextual_accuracy, load_contextual, read_lines
+
+    data = load_contextual(lang, args.split)
+    if args.model:
+        from fairmt.eval.runner import generate_translations
+
+        cache = Path(args.cache_dir) / f"geneval-context-{args.split}.en-{lang}.jsonl" if args.cache_dir else None
+        hyps = generate_translations(_load_model(args, "en", lang), data.sources, "en", lang, cache_path=cache,
+                                     **_gen_kwargs(args))
+    else:
+        path = _lang_path(args.translations, lang, multi)
+        if path is None:
+            raise FairmtError("the contextual set needs --translations FILE (or --model)")
+        hyps = read_lines(path, expected=len(data.sources), allow_empty=args.allow_empty)
+    return geneval_contextual_accuracy(hyps, lang, args.split)
+
+
+def _run_geneval(args) -> int:
+    from fairmt.errors import FairmtError
+    from fairmt.eval.geneval import check_lang, check_split
+
+    check_split(args.split)
+    langs = [check_lang(lang, args.set) for lang in args.lang]
+    multi = len(langs) > 1
+    results = []
+    if args.set == "contextual":
+        results = [_geneval_context(args, lang, multi) for lang in langs]
+    elif args.model:
+        from fairmt.eval.runner import evaluate_geneval
+
+        tm = _load_model(args, "en", langs[0])
+        for lang in langs:
+            results.append(evaluate_geneval(tm, lang, args.split, cache_dir=args.cache_dir, **_gen_kwargs(args)))
+    else:
+        if not (args.masculine and args.feminine):
+            raise FairmtError("give --masculine FILE and --feminine FILE (translations), or --model PATH")
+        results = [_geneval_files(args, lang, multi) for lang in langs]
+    columns = CONTEXT_COLUMNS if args.set == "contextual" else GENEVAL_COLUMNS
+    metrics = ["accuracy", "explicit_accuracy"] + ([] if args.set == "contextual" else ["delta_g", "explicit_delta_g"])
+    _report(args, results, columns, metrics, "lang", f"MT-GenEval {args.set} ({args.split})")
+    return 0
+
+
+def _row(result) -> dict:
+    from fairmt.eval.report import as_dict
+
+    row = as_dict(result)
+    if "accuracy_masculine" in row:
+        row["acc_m"], row["acc_f"] = row["accuracy_masculine"], row["accuracy_feminine"]
+    if "chrfpp" in row:
+        row["bleu"] = result.bleu
+    return row
+
+
+def _summary(results, metrics: list[str]) -> dict:
+    from fairmt.eval.report import as_dict
+
+    if len(results) == 1:
+        return as_dict(results[0])
+    out = {"per_language": [as_dict(r) for r in results]}
+    for m in metrics:
+        vals = [getattr(r, m) for r in results if getattr(r, m, None) is not None]
+        out[m] = sum(vals) / len(vals) if vals else None
+    out["signature"] = " ; ".join(r.signature for r in results) if hasattr(results[0], "signature") else ""
+    return out
+
+
+def _report(args, results, columns, metrics, label, title) -> None:
+    from fairmt.eval.report import bar_chart, format_table, markdown_table, write_json
+
+    rows = [_row(r) for r in results]
+    summary = _summary(results, metrics)
+    if args.json:
+        if args.json == "-":
+            import json
+
+            print(json.dumps(summary, indent=2, ensure_ascii=False))
+        else:
+            write_json(summary, args.json)
+    if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        sigs = "\n".join(f"- `{getattr(r, 'signature', '') or r.bleu_signature}`" for r in results)
+        Path(args.markdown).write_text(f"### {title}\n\n{markdown_table(rows, columns, digits=2)}\n{sigs}\n", encoding="utf-8")
+    if args.plot:
+        bar_chart(rows, label, metrics, args.plot, title=title)
+    if args.json != "-":
+        print(title)
+        print(format_table(rows, columns, digits=2))
+        for r in results:
+            for sig in (getattr(r, "signature", None), getattr(r, "bleu_signature", None), getattr(r, "chrf_signature", None)):
+                if sig:
+                    print(f"  {sig}")
+            if getattr(r, "note", ""):
+                print(f"  note: {r.note}", file=sys.stderr)
+
+
+def _run_flores(args) -> int:
+    from fairmt.errors import FairmtError
+    from fairmt.eval.geneval import read_lines
+    from fairmt.eval.translation import find_spm_model, parse_lang_pair, read_flores, translation_quality
+
+    pairs = args.lang_pair
+    multi = len(pairs) > 1
+    find_spm_model(args.spm_model)  # fail early with advice
+    for pair in pairs:
+        parse_lang_pair(pair)
+    results = []
+    tm = _load_model(args, "en", "de") if args.model else None  # languages are set per pair
+    for pair in pairs:
+        _, tgt = parse_lang_pair(pair)
+        if tm is not None:
+            from fairmt.eval.runner import evaluate_flores
+
+            results.append(
+                evaluate_flores(tm, pair, split=args.split, spm_model=args.spm_model, cache_dir=args.cache_dir, **_gen_kwargs(args))
+            )
+        else:
+            if not args.hypotheses:
+                raise FairmtError("give --hypotheses FILE (translations of the FLORES-200 source), or --model PATH")
+            path = args.hypotheses.replace("{lang_pair}", pair) if "{lang_pair}" in args.hypotheses else args.hypotheses
+            if multi and "{lang_pair}" not in args.hypotheses:
+                raise FairmtError(f"{args.hypotheses}: with several --lang-pair values the file name must contain {{lang_pair}}")
+            refs = read_flores(tgt, args.split)
+            hyps = read_lines(path, expected=len(refs), allow_empty=args.allow_empty)
+            results.append(translation_quality(hyps, refs, lang_pair=pair, spm_model=args.spm_model))
+    _report(args, results, FLORES_COLUMNS, ["bleu", "chrfpp"], "lang_pair", f"FLORES-200 {args.split}")
+    return 0
+
+
+def _common(p, model_help: str) -> None:
+    p.add_argument("--model", default=None, help=model_help)
+    p.add_argument("--family", choices=["small100", "nllb", "m2m100"], default=None, help="model family if not detectable")
+    p.add_argument("--device", default=None, help="e.g. cuda, cuda:1 (default: where the model loads)")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--num-beams", type=int, default=5)
+    p.add_argument("--max-new-tokens", type=int, default=200)
+    p.add_argument("--cache-dir", default=None, help="cache translations here (JSONL) and resume an interrupted run")
+    p.add_argument("--allow-empty", action="store_true", help="accept empty translation lines (default: an error)")
+    p.add_argument("--json", default=None, metavar="OUT", help="write the results as JSON ('-' prints JSON only)")
+    p.add_argument("--markdown", default=None, metavar="OUT", help="write a Markdown table")
+    p.add_argument("--plot", default=None, metavar="OUT", help="write a per-language bar chart (PNG/PDF/SVG)")
+
+
+def register(groups) -> None:
+    """Add ``geneval`` and ``flores`` to the ``fairmt eval`` group."""
+    from fairmt.eval.geneval import CONTEXT_LANGS
+
+    g = groups["eval"].add_parser(
+        "geneval",
+        help="MT-GenEval gender accuracy (accuracy, explicit accuracy, ΔG, E-ΔG) of translations or a model",
+        description="Score MT-GenEval translations. Counterfactual set: --masculine FILE --feminine FILE, line i "
+        "translating line i of geneval-sentences-{masculine,feminine}-SPLIT.en_LANG.en; contextual set: "
+        "--set contextual --translations FILE (target sentence only; text before a last <sep> is dropped). "
+        "File names may contain {lang} to score several --lang values at once.",
+    )
+    g.add_argument("--lang", nargs="+", required=True, metavar="LANG", help=f"target language(s): {', '.join(CONTEXT_LANGS)} (nl: contextual only)")
+    g.add_argument("--split", default="test", help="dev or test (default: test)")
+    g.add_argument("--set", choices=["counterfactual", "contextual"], default="counterfactual")
+    g.add_argument("--masculine", default=None, metavar="FILE", help="translations of the masculine sources")
+    g.add_argument("--feminine", default=None, metavar="FILE", help="translations of the feminine sources")
+    g.add_argument("--translations", default=None, metavar="FILE", help="contextual set: translations, one per line")
+    _common(g, "translate with this model (Hub name or folder) instead of reading files")
+    g.set_defaults(handler=_run_geneval)
+
+    f = groups["eval"].add_parser(
+        "flores",
+        help="spBLEU (FLORES-200 SentencePiece) and chrF++ on FLORES-200 of translations or a model",
+        description="Score translations of FLORES-200 (fetched with `fairmt data download flores200`). A "
+        "SentencePiece model other than the official one gives spBLEU* (bleu_spm_nonstandard), not spBLEU.",
+    )
+    f.add_argument("--lang-pair", nargs="+", required=True, metavar="SRC-TGT", help="e.g. eng_Latn-deu_Latn")
+    f.add_argument("--split", default="devtest", choices=["dev", "devtest"])
+    f.add_argument("--hypotheses", default=None, metavar="FILE", help="translations, one per line ({lang_pair} allowed)")
+    f.add_argument("--spm-model", default=None, metavar="FILE", help="the FLORES-200 SentencePiece model file (offline)")
+    _common(f, "translate with this model (Hub name or folder) instead of reading --hypotheses")
+    f.set_defaults(handler=_run_flores)
