@@ -1,0 +1,281 @@
+"""Model selection on the development set only: by a fairness–accuracy criterion or by loss.
+
+Shen et al. (2022) select on the dev set and note the lack of a standard fairness-aware selection rule; Han et al.
+(fairlib) select by the distance to the optimum (DTO) of (performance, fairness). This module gives:
+
+* :func:`fairness_compute_metrics` — a ``compute_metrics`` for any Trainer: accuracy, macro-F1, GAP, ΔEO, the
+  absolute DTO ``sqrt((1 − acc)² + GAP²)`` (the distance of (acc, 1 − GAP) to (1, 1)) and, optionally, leakage@h
+  (cross-validated on the dev representations). Use ``metric_for_best_model="dto"`` with
+  ``greater_is_better=False`` to let the Trainer's own ``load_best_model_at_end`` pick by it.
+* :func:`select_checkpoint` — pick among evaluation records by ``dto`` (optionally normalised as Shen et al.'s
+  trade-off: accuracy and 1−GAP divided by their maxima over the records, so the optimum is the best observed
+  pair), ``loss`` (lowest dev loss), ``accuracy``, or ``accuracy_then_gap`` (Shen et al.'s protocol: among records
+  within ``tolerance`` of the best dev accuracy, the lowest GAP).
+* :class:`FairnessSelectionCallback` — a ``TrainerCallback`` that records the dev metrics of every evaluation during
+  training, links each to the checkpoint saved at that step, keeps a copy of the best checkpoint under
+  ``output_dir/best-<criterion>`` and writes ``selection.json``.
+
+Dev only, never test: the callback reads only metrics whose keys start with the dev prefix (``eval_`` — the prefix
+of the Trainer's evaluation on ``eval_dataset`` during training; ``eval_<name>_`` for a dict of eval sets). Evaluate
+the test set with ``metric_key_prefix="test"``: the callback ignores it, and it refuses a dev prefix that names a
+test set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from transformers import TrainerCallback
+
+from fairmt.errors import FairmtError
+from fairmt.eval.classification import classification_metrics, distance_to_optimum, leakage
+
+__all__ = [
+    "CRITERIA",
+    "EvalRecord",
+    "FairnessSelectionCallback",
+    "fairness_compute_metrics",
+    "select_checkpoint",
+]
+
+CRITERIA = ("dto", "loss", "accuracy", "accuracy_then_gap")
+
+
+@dataclasses.dataclass
+class EvalRecord:
+    """Dev-set scores of one evaluation (fractions) and the checkpoint saved at that step, if any."""
+
+    step: int
+    loss: float | None = None
+    accuracy: float | None = None
+    gap: float | None = None
+    macro_f1: float | None = None
+    delta_eo: float | None = None
+    dto: float | None = None
+    checkpoint: str | None = None
+
+
+def _unpack(eval_pred: Any) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray | None]:
+    preds = eval_pred.predictions if hasattr(eval_pred, "predictions") else eval_pred[0]
+    label_ids = eval_pred.label_ids if hasattr(eval_pred, "label_ids") else eval_pred[1]
+    hidden = None
+    if isinstance(preds, (tuple, list)):
+        preds, hidden = preds[0], (preds[1] if len(preds) > 1 else None)
+    groups = None
+    if isinstance(label_ids, (tuple, list)):
+        label_ids, groups = label_ids[0], (label_ids[1] if len(label_ids) > 1 else None)
+    return np.asarray(preds), None if hidden is None else np.asarray(hidden), np.asarray(label_ids), groups
+
+
+def fairness_compute_metrics(
+    groups: Sequence | None = None,
+    *,
+    num_classes: int | None = None,
+    with_leakage: bool = False,
+    seed: int = 0,
+) -> Callable[[Any], dict[str, float]]:
+    """A ``compute_metrics`` function for ``transformers.Trainer`` that scores the dev set's fairness.
+
+    It takes an ``EvalPrediction`` whose ``predictions`` are logits or ``(logits, hidden)`` and whose ``label_ids``
+    are labels or ``(labels, group)`` (what the fairmt classification Trainers return). When the groups are not in
+    the label ids, pass them here, in dev-set order (the Trainer evaluates sequentially, so the order is kept).
+
+    Returns ``accuracy``, ``macro_f1``, ``gap``, ``delta_eo``, ``dto`` (absolute, lower is better) and, with
+    ``with_leakage`` and hidden states, ``leakage_h`` (5-fold cross-validated on the dev representations).
+    """
+    fixed_groups = None if groups is None else np.asarray(groups)
+
+    def compute(eval_pred: Any) -> dict[str, float]:
+        logits, hidden, labels, batch_groups = _unpack(eval_pred)
+        g = np.asarray(batch_groups) if batch_groups is not None else fixed_groups
+        if g is None:
+            raise FairmtError(
+                "fairness_compute_metrics: the label ids carry no group column; pass groups= (in dev-set order)"
+            )
+        if len(g) != len(labels):
+            raise FairmtError(f"{len(g)} groups for {len(labels)} dev predictions: pass the dev set's groups")
+        preds = logits.argmax(-1) if logits.ndim == 2 else logits
+        r = classification_metrics(labels.astype(int), preds.astype(int), g, num_classes=num_classes)
+        out = {
+            "accuracy": r.accuracy,
+            "macro_f1": r.macro_f1,
+            "gap": r.gap,
+            "delta_eo": r.delta_eo,
+            "dto": distance_to_optimum([r.accuracy], [r.gap])[0],
+        }
+        if with_leakage and hidden is not None:
+            out["leakage_h"] = leakage(hidden.reshape(len(hidden), -1), g, seed=seed)[0]
+        return out
+
+    return compute
+
+
+def select_checkpoint(
+    records: Sequence[EvalRecord], criterion: str = "dto", *, normalise: bool = True, tolerance: float = 0.01
+) -> EvalRecord:
+    """The best record by ``criterion`` (see the module docstring); ties go to the earliest step.
+
+    ``normalise`` applies to ``dto`` only; ``tolerance`` (a fraction of accuracy) to ``accuracy_then_gap`` only.
+    """
+    if criterion not in CRITERIA:
+        raise FairmtError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
+    if not records:
+        raise FairmtError("no dev-set evaluation to select from: set eval_strategy so that the Trainer evaluates")
+    need = {"dto": ("accuracy", "gap"), "loss": ("loss",), "accuracy": ("accuracy",),
+            "accuracy_then_gap": ("accuracy", "gap")}[criterion]
+    for r in records:
+        for k in need:
+            v = getattr(r, k)
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                raise FairmtError(
+                    f"evaluation at step {r.step} has no dev {k}: selection by {criterion} needs it "
+                    "(use compute_metrics=fairness_compute_metrics(...))"
+                )
+    if criterion == "loss":
+        scores = [r.loss for r in records]
+    elif criterion == "accuracy":
+        scores = [-r.accuracy for r in records]
+    elif criterion == "dto":
+        scores = distance_to_optimum([r.accuracy for r in records], [r.gap for r in records], normalise=normalise)
+    else:
+        best_acc = max(r.accuracy for r in records)
+        scores = [r.gap if r.accuracy >= best_acc - tolerance else math.inf for r in records]
+    best = min(range(len(records)), key=lambda i: (scores[i], records[i].step))
+    return records[best]
+
+
+class FairnessSelectionCallback(TrainerCallback):
+    """Keep the best checkpoint by a dev-set fairness–accuracy criterion (or by loss) while a Trainer runs.
+
+    Args:
+        criterion: ``dto`` (default), ``loss``, ``accuracy`` or ``accuracy_then_gap``.
+        normalise: for ``dto``, normalise by the best observed accuracy and 1−GAP (Shen et al.'s N(·)).
+        tolerance: for ``accuracy_then_gap``, how far below the best dev accuracy a record may be.
+        dev_prefix: metric prefix of the dev evaluation (``eval``; ``eval_<name>`` for a dict of eval sets).
+        copy_best: copy the best checkpoint to ``output_dir/best-<criterion>`` (kept even if checkpoint rotation
+            deletes the original).
+
+    The Trainer needs ``compute_metrics=fairness_compute_metrics(...)`` (for accuracy and GAP), an evaluation and a
+    save at the same steps (``eval_strategy == save_strategy``, equal ``eval_steps``/``save_steps``). After
+    training, ``callback.best`` is the chosen :class:`EvalRecord`, ``callback.best_checkpoint`` its directory, and
+    ``output_dir/selection.json`` lists every record.
+
+    With ``normalise=True`` the ranking can change as better points are observed, so the copy made during training
+    is revised at the end; a checkpoint deleted by ``save_total_limit`` meanwhile cannot be chosen (keep the limit
+    unset, or use the absolute DTO: ``normalise=False``).
+    """
+
+    def __init__(
+        self,
+        criterion: str = "dto",
+        *,
+        normalise: bool = True,
+        tolerance: float = 0.01,
+        dev_prefix: str = "eval",
+        copy_best: bool = True,
+    ) -> None:
+        if criterion not in CRITERIA:
+            raise FairmtError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
+        if "test" in dev_prefix.lower():
+            raise FairmtError(f"dev_prefix {dev_prefix!r} names a test set: select on the development set only")
+        self.criterion = criterion
+        self.normalise = normalise
+        self.tolerance = tolerance
+        self.prefix = dev_prefix.rstrip("_") + "_"
+        self.copy_best = copy_best
+        self.records: list[EvalRecord] = []
+        self.best: EvalRecord | None = None
+        self.best_checkpoint: str | None = None
+        self._copied_step: int | None = None
+
+    # ------------------------------------------------------------------ helpers
+    def _best_dir(self, args: Any) -> str:
+        return os.path.join(args.output_dir, f"best-{self.criterion}")
+
+    def _choose(self, only_saved: bool) -> EvalRecord | None:
+        pool = [r for r in self.records if not only_saved or (r.checkpoint and os.path.isdir(r.checkpoint))]
+        if not pool:
+            return None
+        return select_checkpoint(pool, self.criterion, normalise=self.normalise, tolerance=self.tolerance)
+
+    def _copy(self, args: Any, record: EvalRecord) -> None:
+        if not self.copy_best or record.checkpoint is None or not os.path.isdir(record.checkpoint):
+            return
+        if self._copied_step == record.step:
+            return
+        dest = self._best_dir(args)
+        if os.path.isdir(dest):
+            shutil.rmtree(dest)
+        shutil.copytree(record.checkpoint, dest)
+        self._copied_step = record.step
+
+    # ------------------------------------------------------------------ callback events
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        """Record the dev metrics of this evaluation (other prefixes, e.g. ``test_``, are ignored)."""
+        if not metrics or not any(k.startswith(self.prefix) for k in metrics):
+            return
+        m = {k[len(self.prefix):]: v for k, v in metrics.items() if k.startswith(self.prefix)}
+        if any(k.startswith("test_") for k in m):  # eval_test_*: a test set inside a dict of eval sets
+            return
+        rec = EvalRecord(
+            step=int(state.global_step),
+            loss=_float(m.get("loss")),
+            accuracy=_float(m.get("accuracy")),
+            gap=_float(m.get("gap")),
+            macro_f1=_float(m.get("macro_f1")),
+            delta_eo=_float(m.get("delta_eo")),
+        )
+        if rec.accuracy is not None and rec.gap is not None:
+            rec.dto = distance_to_optimum([rec.accuracy], [rec.gap])[0]
+        if self.criterion != "loss" and (rec.accuracy is None or rec.gap is None):
+            raise FairmtError(
+                f"dev evaluation at step {rec.step} has no {self.prefix}accuracy/{self.prefix}gap: give the Trainer "
+                "compute_metrics=fairmt.trainers.selection.fairness_compute_metrics(...)"
+            )
+        self.records = [r for r in self.records if r.step != rec.step] + [rec]
+
+    def on_save(self, args, state, control, **kwargs):
+        """Link the checkpoint just written to the evaluation of the same step; copy it if it is the best so far."""
+        path = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
+        for r in self.records:
+            if r.step == state.global_step and os.path.isdir(path):
+                r.checkpoint = path
+        if args.should_save:
+            best = self._choose(only_saved=True)
+            if best is not None:
+                self._copy(args, best)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        """Final choice among the saved checkpoints; write ``selection.json``."""
+        best = self._choose(only_saved=True)
+        if best is None:
+            best = self._choose(only_saved=False)
+        self.best = best
+        if best is not None and args.should_save:
+            self._copy(args, best)
+            if self.copy_best and self._copied_step == best.step:
+                self.best_checkpoint = self._best_dir(args)
+            else:
+                self.best_checkpoint = best.checkpoint
+            report = {
+                "criterion": self.criterion,
+                "normalise": self.normalise,
+                "dev_prefix": self.prefix,
+                "best": dataclasses.asdict(best),
+                "best_checkpoint": self.best_checkpoint,
+                "records": [dataclasses.asdict(r) for r in self.records],
+            }
+            os.makedirs(args.output_dir, exist_ok=True)
+            with open(os.path.join(args.output_dir, "selection.json"), "w", encoding="utf-8") as fh:
+                json.dump(report, fh, indent=2)
+
+
+def _float(v: Any) -> float | None:
+    return None if v is None else float(v)

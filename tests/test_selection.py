@@ -1,0 +1,127 @@
+"""Dev-set model selection: compute_metrics, the selection rules, and the callback inside a real training run."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+from fairmt.errors import FairmtError
+from fairmt.eval.classification import classification_metrics
+from fairmt.trainers.selection import (
+    EvalRecord,
+    FairnessSelectionCallback,
+    fairness_compute_metrics,
+    select_checkpoint,
+)
+
+
+class _EvalPred:
+    def __init__(self, predictions, label_ids):
+        self.predictions, self.label_ids = predictions, label_ids
+
+
+def test_compute_metrics_matches_classification_metrics():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(60, 3))
+    labels = rng.integers(0, 3, 60)
+    groups = rng.integers(0, 2, 60)
+    hidden = rng.normal(size=(60, 5)) + groups[:, None]
+    ref = classification_metrics(labels, logits.argmax(-1), groups)
+    # groups carried in the label ids, hidden in the predictions
+    out = fairness_compute_metrics(with_leakage=True)(_EvalPred((logits, hidden), (labels, groups)))
+    assert out["accuracy"] == ref.accuracy and out["gap"] == ref.gap and out["delta_eo"] == ref.delta_eo
+    assert out["macro_f1"] == ref.macro_f1
+    assert out["dto"] == pytest.approx(math.hypot(1 - ref.accuracy, ref.gap))
+    assert 0.5 < out["leakage_h"] <= 1.0
+    # groups given in dev-set order instead
+    out2 = fairness_compute_metrics(groups)(_EvalPred(logits, labels))
+    assert out2["gap"] == ref.gap and "leakage_h" not in out2
+    with pytest.raises(FairmtError, match="pass groups="):
+        fairness_compute_metrics()(_EvalPred(logits, labels))
+    with pytest.raises(FairmtError, match="59 groups for 60"):
+        fairness_compute_metrics(groups[:59])(_EvalPred(logits, labels))
+
+
+RECORDS = [
+    EvalRecord(step=10, loss=0.50, accuracy=0.80, gap=0.30),
+    EvalRecord(step=20, loss=0.40, accuracy=0.86, gap=0.20),
+    EvalRecord(step=30, loss=0.45, accuracy=0.84, gap=0.05),
+    EvalRecord(step=40, loss=0.60, accuracy=0.87, gap=0.25),
+]
+
+
+def test_selection_rules_hand_computed():
+    assert select_checkpoint(RECORDS, "loss").step == 20
+    assert select_checkpoint(RECORDS, "accuracy").step == 40
+    # absolute DTO: sqrt(.2²+.3²)=.361, sqrt(.14²+.2²)=.244, sqrt(.16²+.05²)=.168, sqrt(.13²+.25²)=.282
+    assert select_checkpoint(RECORDS, "dto", normalise=False).step == 30
+    # normalised: acc / .87, (1 − gap) / .95 -> step 30: (.9655, 1.0) is the closest to (1, 1)
+    assert select_checkpoint(RECORDS, "dto", normalise=True).step == 30
+    # Shen et al.: within 0.01 of the best accuracy (.87): steps 20 (.86) and 40; lower GAP -> 20
+    assert select_checkpoint(RECORDS, "accuracy_then_gap", tolerance=0.01).step == 20
+    assert select_checkpoint(RECORDS, "accuracy_then_gap", tolerance=0.05).step == 30
+
+
+def test_normalisation_can_change_the_choice():
+    recs = [EvalRecord(step=1, accuracy=0.50, gap=0.20), EvalRecord(step=2, accuracy=0.45, gap=0.10)]
+    # absolute optimum (1, 1): hypot(.50, .20) = .539 < hypot(.55, .10) = .559 -> step 1
+    assert select_checkpoint(recs, "dto", normalise=False).step == 1
+    # normalised by the best accuracy .50 and the best 1 − GAP .90:
+    #   step 1 -> (1, .8/.9): distance .111; step 2 -> (.45/.5, 1): distance .100 -> step 2
+    assert select_checkpoint(recs, "dto", normalise=True).step == 2
+
+
+def test_selection_errors():
+    with pytest.raises(FairmtError, match="criterion"):
+        select_checkpoint(RECORDS, "f1")
+    with pytest.raises(FairmtError, match="no dev-set evaluation"):
+        select_checkpoint([], "dto")
+    with pytest.raises(FairmtError, match="no dev gap"):
+        select_checkpoint([EvalRecord(step=1, accuracy=0.5)], "dto")
+    with pytest.raises(FairmtError, match="test set"):
+        FairnessSelectionCallback(dev_prefix="test")
+
+
+@pytest.mark.slow
+def test_callback_keeps_the_best_dev_checkpoint_and_ignores_test(tmp_path):
+    from fairmt.data.classification import ClassificationCollator
+    from fairmt.trainers.adversarial import AdversarialConfig, AdversarialTrainer
+
+    from test_adversarial import _rows, _tiny_bert
+
+    callback = FairnessSelectionCallback("dto", normalise=True)
+    args = AdversarialConfig(
+        output_dir=str(tmp_path / "out"), max_steps=16, per_device_train_batch_size=16, learning_rate=2e-3,
+        eval_strategy="steps", eval_steps=4, save_strategy="steps", save_steps=4, logging_steps=4,
+        report_to=[], use_cpu=True, seed=0, adv_hidden_size=16, adv_lambda=0.3, disable_tqdm=True,
+        metric_for_best_model="dto", greater_is_better=False, load_best_model_at_end=True,
+    )
+    trainer = AdversarialTrainer(
+        model=_tiny_bert(), args=args, train_dataset=_rows(), eval_dataset=_rows(48, seed=1),
+        data_collator=ClassificationCollator(pad_id=0), compute_metrics=fairness_compute_metrics(),
+        callbacks=[callback],
+    )
+    trainer.train()
+    assert [r.step for r in callback.records] == [4, 8, 12, 16]
+    assert all(r.checkpoint and r.dto is not None and r.loss is not None for r in callback.records)
+    expected = select_checkpoint(callback.records, "dto", normalise=True)
+    assert callback.best.step == expected.step
+    best_dir = tmp_path / "out" / "best-dto"
+    assert callback.best_checkpoint == str(best_dir)
+    assert (best_dir / "model.safetensors").read_bytes() == (
+        tmp_path / "out" / f"checkpoint-{expected.step}" / "model.safetensors"
+    ).read_bytes()
+    report = json.loads((tmp_path / "out" / "selection.json").read_text())
+    assert report["best"]["step"] == expected.step and len(report["records"]) == 4
+    # the Trainer's own mechanism with the absolute DTO agrees with select_checkpoint(normalise=False)
+    absolute = select_checkpoint(callback.records, "dto", normalise=False)
+    assert trainer.state.best_model_checkpoint.endswith(f"checkpoint-{absolute.step}")
+    # a test-set evaluation never enters the selection
+    n = len(callback.records)
+    trainer.evaluate(_rows(16, seed=5), metric_key_prefix="test")
+    assert len(callback.records) == n
+    assert os.path.isdir(best_dir)
