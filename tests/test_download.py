@@ -172,6 +172,7 @@ def test_flores200_archive(serve, tmp_path, monkeypatch):
     assert read_flores("deu_Latn") == ["Hallo.", "Guten Morgen."]
     assert flores_languages() == ["deu_Latn", "eng_Latn"]
     assert read_flores("deu_Latn", "dev") == ["Tag."]
+    assert dl.verify("flores200", dest).passed and not dl.verify("flores200", tmp_path / "none").passed
     # pinned checksum: the right one passes silently, a wrong one fails and writes nothing
     dest2 = tmp_path / "cache2"
     dl.download("flores200", dest=dest2, base_url=base, sha256=digest, progress=False)
