@@ -166,6 +166,8 @@ def test_evaluate_geneval_end_to_end(tm, tmp_path, monkeypatch):
     assert len(runner.read_cache(tmp_path / "cache/geneval-test-masculine.en-de.jsonl")) == 3
     masc, fem = runner.translate_geneval(tm, "de", "test", cache_dir=tmp_path / "cache", **GEN)
     assert geneval_accuracy(masc, fem, "de", "test") == res
+    sub = runner.evaluate_geneval(tm, "de", "test", limit=2, **GEN)
+    assert sub.n == 2 and "split:test[:2]" in sub.signature
 
 
 def test_flores_codes(tm):

@@ -202,26 +202,56 @@ def flores_to_model_lang(tm: Any, code: str) -> str:
 
 
 def translate_geneval(
-    model: Any, lang: str, split: str = "test", *, cache_dir: str | Path | None = None, **kwargs
+    model: Any,
+    lang: str,
+    split: str = "test",
+    *,
+    cache_dir: str | Path | None = None,
+    limit: int | None = None,
+    **kwargs,
 ) -> tuple[list[str], list[str]]:
-    """Translate the English masculine and feminine sources of the MT-GenEval counterfactual set."""
+    """Translate the English masculine and feminine sources of the MT-GenEval counterfactual set.
+
+    ``limit`` keeps only the first ``limit`` pairs (e.g. a quick dev subset for early stopping).
+    """
     from fairmt.eval.geneval import load_counterfactual
 
     data = load_counterfactual(lang, split)
     tm = _as_translation_model(model, "en", lang, kwargs.pop("family", None))
+    tag = f"{split}[:{limit}]" if limit else split
     out = []
     for gender, src in (("masculine", data.masculine_sources), ("feminine", data.feminine_sources)):
-        cache = Path(cache_dir) / f"geneval-{split}-{gender}.en-{lang}.jsonl" if cache_dir else None
-        out.append(generate_translations(tm, src, "en", lang, cache_path=cache, desc=f"MT-GenEval {gender} en→{lang}", **kwargs))
+        cache = Path(cache_dir) / f"geneval-{tag}-{gender}.en-{lang}.jsonl" if cache_dir else None
+        out.append(
+            generate_translations(tm, src[:limit] if limit else src, "en", lang, cache_path=cache,
+                                  desc=f"MT-GenEval {gender} en→{lang}", **kwargs)
+        )
     return out[0], out[1]
 
 
-def evaluate_geneval(model: Any, lang: str, split: str = "test", *, cache_dir: str | Path | None = None, **kwargs):
-    """Translate and score the MT-GenEval counterfactual set: a :class:`~fairmt.eval.geneval.GenEvalResult`."""
-    from fairmt.eval.geneval import geneval_accuracy
+def evaluate_geneval(
+    model: Any,
+    lang: str,
+    split: str = "test",
+    *,
+    cache_dir: str | Path | None = None,
+    limit: int | None = None,
+    **kwargs,
+):
+    """Translate and score the MT-GenEval counterfactual set: a :class:`~fairmt.eval.geneval.GenEvalResult`.
 
-    masc, fem = translate_geneval(model, lang, split, cache_dir=cache_dir, **kwargs)
-    return geneval_accuracy(masc, fem, lang, split)
+    With ``limit`` only the first ``limit`` pairs are used and the result's split (and signature) reads
+    ``dev[:limit]``, so a subset score is never mistaken for a full-set one.
+    """
+    from fairmt.eval.geneval import geneval_accuracy, load_counterfactual, score_counterfactual
+
+    masc, fem = translate_geneval(model, lang, split, cache_dir=cache_dir, limit=limit, **kwargs)
+    if not limit:
+        return geneval_accuracy(masc, fem, lang, split)
+    data = load_counterfactual(lang, split)
+    return score_counterfactual(
+        masc, fem, data.masculine_refs[:limit], data.feminine_refs[:limit], lang=lang, split=f"{split}[:{limit}]"
+    )
 
 
 def evaluate_flores(
