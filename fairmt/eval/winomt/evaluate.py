@@ -1,0 +1,183 @@
+"""WinoMT evaluation of one system's translations in one target language.
+
+Pipeline (as in the reference evaluation): align the whole file of ``source ||| translation`` pairs with
+fast_align; take the target words aligned to each gold entity (:mod:`~fairmt.eval.winomt.profession`); detect
+their gender with the target language's detector (:mod:`~fairmt.eval.winomt.detectors`); score against gold
+(:mod:`~fairmt.eval.winomt.metrics`).
+
+Modes
+-----
+``compat="acl2019"`` reproduces the 2019 evaluator: its rounding, and each detector's own answer for an entity
+with no aligned word (German: neutral, Hebrew/Arabic/Czech/Polish: male, spaCy/pymorphy languages: unknown).
+The default mode (``compat=None``) differs in two ways: metrics are not rounded before F1 and ΔG/ΔR (see
+:mod:`~fairmt.eval.winomt.metrics`), and an entity with no aligned word is always "unknown" (counted wrong),
+since nothing in the translation supports any answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fairmt.errors import FairmtError
+from fairmt.eval.winomt.align import Aligner, FastAlign
+from fairmt.eval.winomt.detectors import GenderDetector, get_detector
+from fairmt.eval.winomt.io import Gender, GoldEntry, TranslationPair, read_gold, read_translations
+from fairmt.eval.winomt.metrics import COMPAT_MODES, score, stereotype_gap
+from fairmt.eval.winomt.profession import TranslatedEntity, find_translated_entity
+
+SIGNATURE_VERSION = "1.0"
+
+
+@dataclass
+class WinoMTGold:
+    """Gold entries, their pro/anti-stereotypical marks (None for lines in neither list), and a short name."""
+
+    entries: list[GoldEntry]
+    stereotype: list[str | None]
+    name: str
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+def default_gold_path() -> Path:
+    """``$FAIRMT_DATA/winomt/aggregates_acl2019/en.txt`` (the version the shipped translations follow)."""
+    from fairmt.data.paths import data_path
+
+    return data_path("winomt", "aggregates_acl2019", "en.txt")
+
+
+def load_gold(path: str | Path | None = None) -> WinoMTGold:
+    """Read a gold file; lines also listed in ``en_pro.txt`` / ``en_anti.txt`` beside it are marked pro/anti."""
+    path = Path(path) if path is not None else default_gold_path()
+    entries = read_gold(path)
+    marks: dict[tuple, str] = {}
+    for kind in ("pro", "anti"):
+        side = path.with_name(f"en_{kind}.txt")
+        if side.is_file() and side.resolve() != path.resolve():
+            for e in read_gold(side):
+                marks[(e.sentence, e.index, e.gender)] = kind
+    stereotype = [marks.get((e.sentence, e.index, e.gender)) for e in entries]
+    if path.name in ("en_pro.txt", "en_anti.txt"):
+        stereotype = [path.name[3:-4]] * len(entries)
+    return WinoMTGold(entries, stereotype, f"{path.parent.name}/{path.name}")
+
+
+@dataclass
+class WinoMTResult:
+    """WinoMT scores of one system in one language (percentages), with the confusion matrix and a signature.
+
+    ``confusion[gold][predicted]`` counts lines; ``delta_s``/``acc_pro``/``acc_anti`` are None when the gold
+    file has no pro/anti marks.
+    """
+
+    lang: str
+    accuracy: float
+    delta_g: float
+    delta_s: float | None
+    delta_r: float
+    f1_male: float
+    f1_female: float
+    precision_male: float
+    recall_male: float
+    precision_female: float
+    recall_female: float
+    acc_pro: float | None
+    acc_anti: float | None
+    n: int
+    n_unknown: int
+    n_unaligned: int
+    compat: str | None
+    signature: str
+    confusion: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def row(self) -> dict:
+        """The headline numbers as a flat dict (for tables)."""
+        return {
+            "lang": self.lang, "accuracy": self.accuracy, "delta_g": self.delta_g, "delta_s": self.delta_s,
+            "delta_r": self.delta_r, "f1_male": self.f1_male, "f1_female": self.f1_female, "n": self.n,
+        }  # fmt: skip
+
+
+def make_signature(lang: str, gold_name: str, aligner: Aligner, detector: GenderDetector, compat: str | None) -> str:
+    """Versioned description of everything that determines the score, like sacrebleu's signatures."""
+    from fairmt import __version__
+
+    return (
+        f"winomt|v:{SIGNATURE_VERSION}|lang:{lang}|gold:{gold_name}|align:{aligner.name}"
+        f"|detector:{type(detector).__name__}|compat:{compat or 'none'}|fairmt:{__version__}"
+    )
+
+
+def predict_genders(
+    pairs: Sequence[TranslationPair],
+    gold: WinoMTGold,
+    lang: str,
+    *,
+    aligner: Aligner | None = None,
+    detector: GenderDetector | None = None,
+    compat: str | None = None,
+) -> tuple[list[Gender], list[TranslatedEntity]]:
+    """Align, find each entity's translation and detect its gender; returns predictions and entities."""
+    if len(pairs) != len(gold):
+        raise FairmtError(f"{len(pairs)} translations for {len(gold)} gold lines")
+    aligner = aligner or FastAlign()
+    detector = detector or get_detector(lang)
+    alignments = aligner.align([p.source for p in pairs], [p.translation for p in pairs])
+    entities = [find_translated_entity(g, a, p.translation) for g, a, p in zip(gold.entries, alignments, pairs)]
+    preds = []
+    for ent in entities:
+        if not ent.words and compat != "acl2019":
+            preds.append(Gender.unknown)
+        else:
+            preds.append(detector.detect(ent))
+    return preds, entities
+
+
+def evaluate_winomt(
+    translations: Sequence[str] | str | Path,
+    lang: str,
+    gold: WinoMTGold | str | Path | None = None,
+    *,
+    sources: Sequence[str] | None = None,
+    aligner: Aligner | None = None,
+    detector: GenderDetector | None = None,
+    compat: str | None = None,
+) -> WinoMTResult:
+    """Score translations on WinoMT.
+
+    ``translations``: a ``source ||| translation`` file, or a list of translated strings in gold order (the
+    sources are then the gold sentences, or ``sources``). ``gold``: a :class:`WinoMTGold`, a gold file, or None
+    for the default (``$FAIRMT_DATA/winomt/aggregates_acl2019/en.txt``). ``compat="acl2019"`` reproduces the 2019
+    evaluator (see the module docstring for how the default mode differs).
+    """
+    if compat not in COMPAT_MODES:
+        raise FairmtError(f"unknown compat mode '{compat}': use 'acl2019' or leave it out")
+    if not isinstance(gold, WinoMTGold):
+        gold = load_gold(gold)
+    if isinstance(translations, (str, Path)):
+        pairs = read_translations(translations, gold.entries)
+    else:
+        translations = list(translations)
+        if len(translations) != len(gold):
+            raise FairmtError(f"got {len(translations)} translations for {len(gold)} gold lines")
+        srcs = list(sources) if sources is not None else [e.sentence for e in gold.entries]
+        for k, t in enumerate(translations):
+            if not str(t).strip():
+                raise FairmtError(f"translation {k + 1} is empty")
+        pairs = [TranslationPair(s, " ".join(str(t).split())) for s, t in zip(srcs, translations)]
+    aligner = aligner or FastAlign()
+    detector = detector or get_detector(lang)
+    preds, entities = predict_genders(pairs, gold, lang, aligner=aligner, detector=detector, compat=compat)
+    golds = [e.gender for e in gold.entries]
+    s = score(golds, preds, compat)
+    a_pro, a_anti, ds = stereotype_gap(golds, preds, gold.stereotype, compat)
+    return WinoMTResult(
+        lang=lang, accuracy=s.accuracy, delta_g=s.delta_g, delta_s=ds, delta_r=s.delta_r,
+        f1_male=s.f1_male, f1_female=s.f1_female, precision_male=s.precision_male, recall_male=s.recall_male,
+        precision_female=s.precision_female, recall_female=s.recall_female, acc_pro=a_pro, acc_anti=a_anti,
+        n=s.n, n_unknown=sum(p == Gender.unknown for p in preds), n_unaligned=sum(not e.words for e in entities),
+        compat=compat, signature=make_signature(lang, gold.name, aligner, detector, compat), confusion=s.confusion,
+    )  # fmt: skip
