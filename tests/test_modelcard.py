@@ -92,3 +92,18 @@ def test_bad_inputs():
 def test_build_without_writing():
     card = build_model_card([_geneval()], model_name="m")
     assert "model-index" in str(card) and card.data.eval_results[0].task_type == "translation"
+
+
+def test_winomt_result_object(tmp_path):
+    """The WinoMT evaluator's own result type goes into the card (ΔS skipped when the gold has no pro/anti)."""
+    evaluate = pytest.importorskip("fairmt.eval.winomt.evaluate")
+    r = evaluate.WinoMTResult(
+        lang="ru", accuracy=37.7, delta_g=36.8, delta_s=None, delta_r=40.0, f1_male=60.0, f1_female=23.2,
+        precision_male=1.0, recall_male=1.0, precision_female=1.0, recall_female=1.0, acc_pro=None, acc_anti=None,
+        n=3888, n_unknown=0, n_unaligned=0, compat="acl2019", signature="winomt|v:1|lang:ru",
+    )
+    readme = write_model_card(tmp_path, [r], model_name="m")
+    got = {e["metric_type"]: e for e in read_eval_results(readme)}
+    assert set(got) == {"accuracy", "delta_g", "delta_r"}
+    assert got["delta_g"]["metric_value"] == 36.8 and got["accuracy"]["dataset_config"] == "en-ru"
+    assert got["accuracy"]["metric_args"] == {"signature": "winomt|v:1|lang:ru"}
