@@ -142,8 +142,10 @@ def test_empty_group_and_class_are_warned_and_skipped():
     y = [0, 0, 1, 1, 2]
     p = [0, 1, 1, 1, 2]
     g = ["f", "m", "f", "m", "f"]  # class 2 only seen for group f
-    with pytest.warns(UserWarning, match="fewer than two groups"):
+    with pytest.warns(UserWarning) as caught:
         r = classification_metrics(y, p, g, group_values=["f", "m", "x"], classes=[0, 1, 2, 3])
+    assert any("fewer than two groups" in str(w.message) for w in caught)
+    assert len(caught) == len(r.warnings) == 4
     assert "2" not in r.gap_by_class and "3" not in r.gap_by_class
     assert r.gap == pytest.approx(math.sqrt((1.0 + 0.0) / 2))
     assert any("'x' has no example" in w for w in r.warnings)
@@ -291,3 +293,90 @@ def test_latent_subgroup_hand_computed_and_kmeans():
     rk = latent_subgroup_metrics(blobs, n_clusters=4)
     assert rk.cluster_sizes == [25, 25, 25, 25] and rk.representation_entropy == pytest.approx(2.0)
     assert rk.subgroup_separation_distance == pytest.approx((4 * 5 + 2 * 5 * math.sqrt(2)) / 6, rel=0.02)
+
+
+# ----------------------------------------------------------------------------------- fairmt eval classification
+def _write_jsonl(path, rows):
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
+
+
+def _cli(argv, capsys):
+    from fairmt.cli import main
+
+    rc = main(["eval", "classification", *argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_cli_scores_a_predictions_file(tmp_path, capsys):
+    def rows(n, seed):
+        r = np.random.default_rng(seed)
+        out = []
+        for _ in range(n):
+            y, a = int(r.integers(0, 3)), int(r.integers(0, 2))
+            p = y if r.random() < 0.7 + 0.2 * a else int(r.integers(0, 3))
+            out.append({"label": y, "pred": p, "group": ["F", "M"][a], "hidden": (r.normal(size=4) + a).tolist()})
+        return out
+
+    ev, tr = rows(120, 1), rows(200, 2)
+    pred_file, train_file = _write_jsonl(tmp_path / "dev.jsonl", ev), _write_jsonl(tmp_path / "train.jsonl", tr)
+    rc, out, err = _cli(["--predictions", pred_file, "--train-predictions", train_file, "--num-classes", "3",
+                         "--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md")], capsys)
+    assert rc == 0, err
+    data = json.loads((tmp_path / "r.json").read_text())
+    ref = classification_metrics(
+        [r["label"] for r in ev], [r["pred"] for r in ev], [r["group"] for r in ev],
+        hidden=[r["hidden"] for r in ev], train_hidden=[r["hidden"] for r in tr],
+        train_preds=[r["pred"] for r in tr], train_groups=[r["group"] for r in tr], num_classes=3,
+    )
+    for key in ("accuracy", "macro_f1", "gap", "delta_eo", "leakage_h", "leakage_yhat"):
+        assert data[key] == pytest.approx(getattr(ref, key)), key
+        assert 0.0 <= data[key] <= (3 * 2 * 2 if key == "delta_eo" else 1.0)
+    assert data["leakage_protocol"] == "train→eval" and data["signature"] == ref.signature
+    assert "gap" in out and "| accuracy |" in (tmp_path / "r.md").read_text()
+
+
+def test_cli_string_labels_without_hidden(tmp_path, capsys):
+    rows = [{"label": l, "pred": p, "group": g} for l, p, g in [
+        ("nurse", "nurse", "F"), ("nurse", "surgeon", "M"), ("surgeon", "surgeon", "F"), ("surgeon", "surgeon", "M"),
+        ("nurse", "nurse", "F"), ("nurse", "nurse", "M"), ("surgeon", "nurse", "F"), ("surgeon", "surgeon", "M"),
+    ]]
+    f = _write_jsonl(tmp_path / "p.jsonl", rows)
+    rc, _, err = _cli(["--predictions", f, "--no-leakage", "--json", str(tmp_path / "o.json")], capsys)
+    assert rc == 0, err
+    data = json.loads((tmp_path / "o.json").read_text())
+    assert "leakage_h" not in data and "leakage_yhat" not in data
+    # nurse: TPR_F = 1, TPR_M = 1/2; surgeon: TPR_F = 1/2, TPR_M = 1 -> GAP = 1/2
+    assert data["accuracy"] == 0.75 and data["gap"] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    "lines, extra, match",
+    [
+        ([{"label": 0, "pred": 0, "group": 0}, {"label": 1, "group": 1}], [], r"p\.jsonl:2: missing key\(s\) pred"),
+        ([{"label": 0, "pred": 0, "group": 0}, {"label": 3, "pred": 0, "group": 1}], ["--num-classes", "2"],
+         r"p\.jsonl:2: label 3 is out of range \[0, 2\)"),
+        ([{"label": -1, "pred": 0, "group": 0}], [], r"p\.jsonl:1: label -1 is out of range"),
+        (['{"label": 0, "pred": 0, "group": 0', {"label": 0, "pred": 0, "group": 1}], [], r"p\.jsonl:1: not valid JSON"),
+        ([{"label": 0, "pred": 0, "group": 0}, {"label": "a", "pred": 0, "group": 1}], [],
+         r"p\.jsonl:2: 'label' is a str but line 1 has a int"),
+        ([{"label": 0, "pred": 0.0, "group": 0}], [], r"p\.jsonl:1: 'pred' must be an integer or a string"),
+        ([{"label": 0, "pred": 0, "group": 0, "hidden": [1, 2]}, {"label": 1, "pred": 1, "group": 1}], [],
+         r"p\.jsonl:2: lacks 'hidden' unlike line 1"),
+        ([{"label": 0, "pred": 0, "group": 0, "hidden": [1, 2]}, {"label": 1, "pred": 1, "group": 1, "hidden": [1]}],
+         [], r"p\.jsonl:2: 'hidden' has 1 values but line 1 has 2"),
+        ([{"label": "x", "pred": "y", "group": 0}], ["--classes", "x,z"], r"pred 'y' is not one of --classes"),
+        ([{"label": 0, "pred": 0, "group": 0}, {"label": 1, "pred": 1, "group": 0}], ["--no-leakage"],
+         "at least two groups"),
+        ([], [], "no predictions"),
+    ],
+)
+def test_cli_bad_input_is_one_clear_line(tmp_path, capsys, lines, extra, match):
+    f = _write_jsonl(tmp_path / "p.jsonl", lines)
+    rc, _, err = _cli(["--predictions", f, *extra], capsys)
+    assert rc == 2
+    assert err.count("\n") == 1 and err.startswith("fairmt: error: ")
+    import re
+
+    assert re.search(match, err), err

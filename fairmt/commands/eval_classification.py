@@ -1,0 +1,202 @@
+"""``fairmt eval classification``: fairness metrics of a classifier's predictions (JSONL in, table/JSON out).
+
+Each line of ``--predictions`` is one JSON object with ``label``, ``pred`` and ``group`` (ints or strings; one type
+per column across the file) and optionally ``hidden`` (a list of numbers: the representation before the classifier
+layer, for leakage@h) and ``logits`` (a list of numbers, for leakage@ŷ; otherwise the one-hot ``pred`` is used).
+``--train-predictions`` (same format) trains the leakage probes, as Shen et al.; without it leakage is 5-fold
+cross-validated on the evaluated file. Metric definitions: :mod:`fairmt.eval.classification`.
+
+Registration is cheap: numpy/scikit-learn are imported inside the handler only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fairmt.errors import FairmtError
+
+REQUIRED = ("label", "pred", "group")
+
+
+@dataclass
+class PredictionFile:
+    """Parallel columns read from a predictions JSONL file (``hidden``/``logits`` are ``None`` when absent)."""
+
+    path: str
+    labels: list
+    preds: list
+    groups: list
+    hidden: list[list[float]] | None
+    logits: list[list[float]] | None
+
+
+def _kind(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, str):
+        return "str"
+    return None
+
+
+def _vector(value: Any, key: str, where: str) -> list[float]:
+    if not isinstance(value, list) or not value or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
+    ):
+        raise FairmtError(f"{where}: {key!r} must be a non-empty list of numbers")
+    return [float(v) for v in value]
+
+
+def read_predictions(path: str | Path, num_classes: int | None = None, classes: list[str] | None = None) -> PredictionFile:
+    """Read and validate a predictions JSONL file; every error names the file and line and says what to fix."""
+    p = Path(path)
+    if not p.is_file():
+        raise FairmtError(f"predictions file {p} not found")
+    cols: dict[str, list] = {"label": [], "pred": [], "group": [], "hidden": [], "logits": []}
+    kinds: dict[str, tuple[str, int]] = {}
+    widths: dict[str, tuple[int, int]] = {}
+    with p.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{p}:{lineno}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise FairmtError(f"{where}: not valid JSON ({err.msg}); write one JSON object per line") from None
+            if not isinstance(obj, dict):
+                raise FairmtError(f"{where}: expected a JSON object with keys {', '.join(REQUIRED)}")
+            missing = [k for k in REQUIRED if k not in obj]
+            if missing:
+                raise FairmtError(f"{where}: missing key(s) {', '.join(missing)}; each line needs {', '.join(REQUIRED)}")
+            for key in REQUIRED:
+                value = obj[key]
+                kind = _kind(value)
+                if kind is None:
+                    raise FairmtError(f"{where}: {key!r} must be an integer or a string, got {value!r}")
+                first = kinds.setdefault(key, (kind, lineno))
+                if first[0] != kind:
+                    raise FairmtError(
+                        f"{where}: {key!r} is a {kind} but line {first[1]} has a {first[0]}; use one type per column"
+                    )
+                if key in ("label", "pred"):
+                    if kind == "int" and (value < 0 or (num_classes is not None and value >= num_classes)):
+                        bound = f"[0, {num_classes})" if num_classes is not None else "non-negative integers"
+                        raise FairmtError(f"{where}: {key} {value} is out of range {bound}")
+                    if kind == "str" and classes is not None and value not in classes:
+                        raise FairmtError(f"{where}: {key} {value!r} is not one of --classes {','.join(classes)}")
+                    if kind == "str" and num_classes is not None:
+                        raise FairmtError(f"{where}: --num-classes needs integer labels; use --classes for strings")
+                    if kind == "int" and classes is not None:
+                        raise FairmtError(f"{where}: --classes names string labels; use --num-classes for integers")
+                cols[key].append(value)
+            for key in ("hidden", "logits"):
+                has = key in obj
+                vec = _vector(obj[key], key, where) if has else None
+                if key not in widths:
+                    widths[key] = (len(vec) if vec is not None else -1, lineno)
+                width, first_line = widths[key]
+                if has != (width >= 0):
+                    state = "has" if has else "lacks"
+                    raise FairmtError(
+                        f"{where}: {state} {key!r} unlike line {first_line}; give it on every line or on none"
+                    )
+                if vec is not None:
+                    if len(vec) != width:
+                        raise FairmtError(f"{where}: {key!r} has {len(vec)} values but line {first_line} has {width}")
+                    cols[key].append(vec)
+    if not cols["label"]:
+        raise FairmtError(f"{p}: no predictions (the file is empty)")
+    return PredictionFile(
+        path=str(p),
+        labels=cols["label"],
+        preds=cols["pred"],
+        groups=cols["group"],
+        hidden=cols["hidden"] or None,
+        logits=cols["logits"] or None,
+    )
+
+
+def register(groups: dict) -> None:
+    """Add ``classification`` to the ``eval`` group."""
+    p = groups["eval"].add_parser(
+        "classification",
+        help="fairness of a classifier's predictions: accuracy, macro-F1, GAP, ΔEO, leakage",
+        description=__doc__.split("\n\n")[0] + " " + " ".join(__doc__.split("\n\n")[1].split()),
+    )
+    p.add_argument("--predictions", required=True, help="JSONL: one {label, pred, group[, hidden][, logits]} per line")
+    p.add_argument("--train-predictions", help="the same for the training split (trains the leakage SVMs)")
+    p.add_argument("--num-classes", type=int, help="integer labels must lie in [0, K)")
+    p.add_argument("--classes", help="comma-separated string labels (all task classes, in order)")
+    p.add_argument("--all-classes-eo", action="store_true",
+                   help="sum ΔEO over both classes of a binary task (default: the positive class, as CSCL)")
+    p.add_argument("--no-leakage", action="store_true", help="skip the leakage probes")
+    p.add_argument("--svm-c", type=float, default=1.0, help="C of the LinearSVC leakage probes (default 1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--strict", action="store_true", help="fail on an empty group or class instead of warning")
+    p.add_argument("--json", dest="json_out", help="write the result as JSON here")
+    p.add_argument("--markdown", help="write the summary table as Markdown here")
+    p.set_defaults(handler=run_classification)
+
+
+def run_classification(args: argparse.Namespace) -> int:
+    """Handler of ``fairmt eval classification``."""
+    import warnings
+
+    from fairmt.eval.classification import classification_metrics
+    from fairmt.eval.report import format_table, markdown_table, write_json
+
+    if args.num_classes is not None and args.num_classes < 2:
+        raise FairmtError(f"--num-classes must be at least 2, got {args.num_classes}")
+    classes = [c.strip() for c in args.classes.split(",") if c.strip()] if args.classes else None
+    ev = read_predictions(args.predictions, args.num_classes, classes)
+    tr = read_predictions(args.train_predictions, args.num_classes, classes) if args.train_predictions else None
+    if tr is not None:
+        if type(tr.groups[0]) is not type(ev.groups[0]) or type(tr.labels[0]) is not type(ev.labels[0]):
+            raise FairmtError(f"{tr.path}: label/group types differ from {ev.path}; use the same ids in both files")
+        if ev.hidden is not None and tr.hidden is None and not args.no_leakage:
+            raise FairmtError(f"{tr.path}: has no 'hidden' vectors but {ev.path} does; leakage@h needs both")
+        if ev.logits is not None and tr.logits is None and not args.no_leakage:
+            raise FairmtError(f"{tr.path}: has no 'logits' but {ev.path} does; leakage@ŷ needs both (or neither)")
+    leak = not args.no_leakage
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # kept in result.warnings and printed below
+        result = classification_metrics(
+            ev.labels,
+            ev.preds,
+            ev.groups,
+            hidden=ev.hidden if leak else None,
+            logits=ev.logits if leak else None,
+            train_hidden=tr.hidden if (tr is not None and leak) else None,
+            train_preds=tr.preds if tr is not None else None,
+            train_logits=tr.logits if tr is not None else None,
+            train_groups=tr.groups if (tr is not None and leak) else None,
+            classes=classes,
+            num_classes=args.num_classes,
+            leakage_yhat=leak,
+            binary_positive_only=not args.all_classes_eo,
+            svm_C=args.svm_c,
+            seed=args.seed,
+            strict=args.strict,
+        )
+    summary = result.summary()
+    columns = [k for k in ("accuracy", "macro_f1", "gap", "delta_eo", "leakage_h", "leakage_yhat") if k in summary]
+    row = {k: summary[k] for k in columns}
+    print(format_table([row], columns, digits=4))
+    print(f"n={result.n} classes={result.n_classes} groups={result.n_groups}  {result.signature}")
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if args.json_out:
+        rest = {k: v for k, v in result.to_dict().items() if k not in summary and v is not None}
+        data = {**summary, **rest}
+        write_json(data, args.json_out)
+    if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(markdown_table([row], columns, digits=4), encoding="utf-8")
+    return 0
