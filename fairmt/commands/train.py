@@ -1,0 +1,78 @@
+"""``fairmt train RECIPE.yaml [key=value ...]``: run a recipe.
+
+A recipe is a YAML mapping with a ``method`` key naming a module of :mod:`fairmt.scripts` (``gacl``, ``ccd``,
+``classification``, ...); that module's ``main(config)`` gets the mapping with the overrides applied. Overrides use
+dotted keys and YAML values: ``training.learning_rate=1e-5 peft.r=8 train_data=my.jsonl``. Works the same under
+``accelerate launch --config_file recipes/accelerate/ddp.yaml -m fairmt train RECIPE.yaml``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+
+from fairmt.errors import FairmtError
+
+
+def available_methods() -> list[str]:
+    import fairmt.scripts
+
+    return sorted(m.name for m in pkgutil.iter_modules(fairmt.scripts.__path__) if not m.name.startswith("_"))
+
+
+def apply_overrides(config: dict, overrides: list[str]) -> dict:
+    """Set ``a.b.c=value`` overrides (values parsed as YAML) in a nested dict, in place."""
+    import yaml
+
+    for item in overrides:
+        if "=" not in item:
+            raise FairmtError(f"override {item!r} is not of the form key=value")
+        key, raw = item.split("=", 1)
+        node = config
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise FairmtError(f"override {item!r}: {part!r} is not a mapping in the recipe")
+        node[parts[-1]] = yaml.safe_load(raw)
+    return config
+
+
+def load_recipe(path: str | Path, overrides: list[str] | None = None) -> dict:
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise FairmtError(f"recipe {p} not found")
+    try:
+        config = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        raise FairmtError(f"recipe {p} is not valid YAML: {err}") from None
+    if not isinstance(config, dict):
+        raise FairmtError(f"recipe {p} must be a YAML mapping")
+    config = apply_overrides(config, overrides or [])
+    config.setdefault("recipe_path", str(p.resolve()))
+    if "method" not in config:
+        raise FairmtError(f"recipe {p} has no 'method' key; choose one of {available_methods()}")
+    return config
+
+
+def run_recipe(config: dict):
+    method = config["method"]
+    if method not in available_methods():
+        raise FairmtError(f"unknown method {method!r} in the recipe; available: {available_methods()}")
+    module = importlib.import_module(f"fairmt.scripts.{method}")
+    return module.main(config)
+
+
+def register(groups) -> None:
+    p = groups["top"].add_parser("train", help="run a training recipe (YAML) with optional key=value overrides")
+    p.add_argument("recipe", help="recipe YAML file, e.g. recipes/gacl/small100_en-de.yaml")
+    p.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. training.max_steps=100")
+    p.set_defaults(handler=_run)
+
+
+def _run(args) -> int:
+    run_recipe(load_recipe(args.recipe, args.overrides))
+    return 0
