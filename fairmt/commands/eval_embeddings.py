@@ -46,6 +46,7 @@ def register(groups: dict) -> None:
                                             "default: the dev JSONL under $FAIRMT_DATA)")
     p.add_argument("--bias-ir-dir", help="Grep-BiasIR folder (default: $FAIRMT_DATA/embedding_bias/bias_ir)")
     p.add_argument("--bias-ir-doc", default="title+body", choices=["title+body", "body"], help="document text to embed")
+    p.add_argument("--bias-ir-limit", type=int, help="only the first N queries of each Bias-IR category (a quick slice)")
     p.add_argument("--limit", type=int, help="only the first N CrowS-Pairs pairs / StereoSet examples (a quick slice)")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--device", default="cpu")
@@ -163,7 +164,15 @@ def run_embeddings(args: argparse.Namespace) -> int:
         from fairmt.eval.embedding.bias_ir import bias_ir_score, load_bias_ir
 
         root = Path(args.bias_ir_dir) if args.bias_ir_dir else _data_file(None, "bias_ir")
-        res = bias_ir_score(load_bias_ir(root), emb.encode, doc_text=args.bias_ir_doc, pooling=emb.pooling)
+        queries = load_bias_ir(root)
+        if args.bias_ir_limit:
+            kept: dict[str, list] = {}
+            for q in queries:
+                kept.setdefault(q.category, [])
+                if len(kept[q.category]) < args.bias_ir_limit:
+                    kept[q.category].append(q)
+            queries = [q for qs in kept.values() for q in qs]
+        res = bias_ir_score(queries, emb.encode, doc_text=args.bias_ir_doc, pooling=emb.pooling)
         payload["bias_ir"] = asdict(res)
         rows = res.rows() + [{"category": "AVG-DEV", "male_ratio": res.avg_dev}]
         show("Bias-IR (male ratio, 0.50 best)", rows, ["category", "n", "male_ratio", "ties", "rank_M", "rank_F", "rank_N"], res.signature)
