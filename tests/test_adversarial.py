@@ -193,3 +193,50 @@ def test_config_and_batch_errors(tmp_path):
     with pytest.raises(FairmtError, match=r"group ids must lie in \[0, 2\)"):
         trainer.compute_loss(trainer.model, batch)
     assert os.environ.get("OMP_NUM_THREADS") == "1"
+
+
+_DDP_SCRIPT = r"""
+import os, sys, torch
+sys.path.insert(0, sys.argv[2])
+from test_adversarial import _rows, _tiny_bert
+from fairmt.data.classification import ClassificationCollator
+from fairmt.trainers.adversarial import AdversarialConfig, AdversarialTrainer
+out = sys.argv[1]
+args = AdversarialConfig(output_dir=out, max_steps=4, per_device_train_batch_size=8, learning_rate=2e-3,
+    logging_steps=2, save_strategy="no", report_to=[], use_cpu=True, seed=0, adv_hidden_size=16,
+    n_adversaries=2, diff_lambda=1.0, disable_tqdm=True, dataloader_drop_last=True)
+tr = AdversarialTrainer(model=_tiny_bert(), args=args, train_dataset=_rows(),
+                        data_collator=ClassificationCollator(pad_id=0))
+tr.train()
+assert tr.accelerator.num_processes == 2
+torch.save({"adv": tr.adversary.state_dict(), "model": tr.model.state_dict(),
+            "adv_loss": [h["loss_adv"] for h in tr.state.log_history if "loss_adv" in h]},
+           os.path.join(out, "rank%s.pt" % os.environ["RANK"]))
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_keep_the_adversaries_in_sync(tmp_path):
+    """Under DDP (2 CPU processes, gloo) each rank sees different batches; the adversaries' gradients are averaged,
+    so their weights stay identical across ranks, like the model's."""
+    import shutil
+    import subprocess
+    import sys
+
+    torchrun = shutil.which("torchrun") or os.path.join(os.path.dirname(sys.executable), "torchrun")
+    if not os.path.exists(torchrun):
+        pytest.skip("torchrun not available")
+    script = tmp_path / "ddp.py"
+    script.write_text(_DDP_SCRIPT)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [torchrun, "--standalone", "--nproc_per_node", "2", str(script), str(tmp_path), os.path.dirname(__file__)],
+        capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r0, r1 = (torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in (0, 1))
+    assert r0["adv_loss"] != r1["adv_loss"]  # the ranks trained on different batches
+    for k in r0["adv"]:
+        assert torch.equal(r0["adv"][k], r1["adv"][k]), k
+    for k in r0["model"]:
+        assert torch.equal(r0["model"][k], r1["model"][k]), k
