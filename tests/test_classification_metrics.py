@@ -166,6 +166,8 @@ def test_empty_group_and_class_are_warned_and_skipped():
         (dict(labels=[0, 1], preds=[0, -1], groups=["f", "m"], num_classes=2), r"pred -1 at index 1"),
         (dict(labels=[0, 1], preds=[0, 1], groups=["f", "m"]), "no class has gold examples from at least two"),
         (dict(labels=[0, 5], preds=[0, 1], groups=["f", "m"], classes=[0, 1]), "not among the classes"),
+        (dict(labels=[0, 1], preds=["0", "1"], groups=["f", "m"]), "all be integers or all be strings"),
+        (dict(labels=[0.0, 1.0], preds=[0.0, 1.0], groups=["f", "m"]), "all be integers or all be strings"),
     ],
 )
 def test_bad_input_raises(kwargs, match):

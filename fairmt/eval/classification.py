@@ -342,6 +342,12 @@ def classification_metrics(
     y, p, g = _as_1d(labels, "labels"), _as_1d(preds, "preds"), _as_1d(groups, "groups")
     n = _check_lengths(labels=y, preds=p, groups=g)
     notes = _Notes(strict)
+    kinds = {_label_kind(v) for v in y.tolist()} | {_label_kind(v) for v in p.tolist()}
+    if len(kinds) != 1 or None in kinds:
+        raise FairmtError(
+            "labels and predictions must all be integers or all be strings (the same ids in both); "
+            f"got {sorted(str(k) for k in kinds)}"
+        )
 
     if num_classes is not None:
         if classes is not None:
@@ -453,6 +459,16 @@ def classification_metrics(
         warnings=notes.items,
         signature=_signature(binary_positive_only and len(classes) == 2, protocol, svm_C),
     )
+
+
+def _label_kind(v: Any) -> str | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, np.integer)):
+        return "int"
+    if isinstance(v, str):
+        return "str"
+    return None
 
 
 def _f(v: float) -> float | None:
