@@ -11,9 +11,10 @@ returns a :class:`~fairmt.eval.winomt.io.Gender`. The built-in ones follow the r
 - ``it``: no Italian spaCy pipeline installs offline, so a rule-based analyser (articles, articulated
   prepositions, noun suffixes) in the same majority-vote frame.
 - ``ru``, ``uk``: pymorphy3 (the maintained fork of the pymorphy2 the reference used), most probable parse of
-  each token, majority vote; no gendered token → neutral; empty → unknown.
+  each token (punctuation stripped), majority vote; no gendered token → neutral; empty → unknown.
 - ``de``: determiner/article table plus the feminine ``-in``/``-innen`` suffix; empty → neutral; default male.
-- ``he``, ``ar``: feminine suffix rules (Hebrew ה/ת/ית, Arabic ة/ـة); default male.
+- ``he``, ``ar``: feminine suffix rules (Hebrew ה/ת, Arabic ة/ات) on any aligned word; default male; an
+  unaligned entity counts as female (as in the reference, whose Hebrew confusion matrix this reproduces exactly).
 - ``cs``, ``pl``: feminine and masculine noun-suffix and determiner/pronoun rules; default male.
 
 Register another language (e.g. a stanza- or spaCy-based analyser) with :func:`register_detector`::
@@ -57,6 +58,10 @@ class GenderDetector:
             self._cache[text] = self.detect_text(text)
         return self._cache[text]
 
+    def detect_many(self, entities: Iterable[TranslatedEntity]) -> list[Gender]:
+        """Genders of many entities (subclasses may batch the distinct strings, as :class:`SpacyDetector` does)."""
+        return [self.detect(e) for e in entities]
+
     def detect_entity(self, entity: TranslatedEntity) -> Gender:  # pragma: no cover - for subclasses
         """Gender from the whole entity (aligned words, their indices, the translation)."""
         return self.detect_text(entity.text)
@@ -93,6 +98,29 @@ class TokenVoteDetector(GenderDetector):
 _SPACY_GENDER = {"Masc": M, "Fem": F, "Neut": N}
 
 
+def _import_spacy_without_torch():
+    """Import spaCy without letting thinc import torch (≈3–5 s here), unless torch is already loaded.
+
+    thinc probes for torch at import time; marking torch absent during that import keeps file-based WinoMT
+    evaluation free of torch (spaCy's CPU pipelines do not need it). torch stays importable afterwards.
+    """
+    import sys
+
+    if "spacy" in sys.modules or "torch" in sys.modules:
+        import spacy
+
+        return spacy
+    sys.modules["torch"] = None  # type: ignore[assignment]  # makes ``import torch`` raise ImportError
+    try:
+        import spacy
+    except ImportError as err:  # pragma: no cover
+        raise FairmtError("spaCy is needed for this language's gender detector: pip install spacy") from err
+    finally:
+        if sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
+    return spacy
+
+
 class SpacyDetector(GenderDetector):
     """Morphological gender from a spaCy pipeline's ``token.morph`` (``Gender=Masc|Fem|Neut``), majority vote.
 
@@ -102,12 +130,9 @@ class SpacyDetector(GenderDetector):
 
     def __init__(self, model: str, lang: str | None = None):
         super().__init__()
+        spacy = _import_spacy_without_torch()
         try:
-            import spacy
-        except ImportError as err:  # pragma: no cover
-            raise FairmtError("spaCy is needed for this language's gender detector: pip install spacy") from err
-        try:
-            self.nlp = spacy.load(model, disable=["parser", "ner", "lemmatizer"])
+            self.nlp = spacy.load(model, exclude=["parser", "ner", "lemmatizer", "senter"])
         except OSError as err:
             raise FairmtError(
                 f"spaCy pipeline '{model}' is not installed: pip install {model.replace('_', '-')} "
@@ -126,6 +151,14 @@ class SpacyDetector(GenderDetector):
         if not text.strip():
             return U
         return majority(self.token_gender(t) for t in self.nlp(text))
+
+    def detect_many(self, entities: Iterable[TranslatedEntity]) -> list[Gender]:
+        """Runs the pipeline once over the distinct entity strings (``nlp.pipe``), then looks them up."""
+        entities = list(entities)
+        todo = sorted({e.text for e in entities if e.text.strip() and e.text not in self._cache})
+        for text, doc in zip(todo, self.nlp.pipe(todo, batch_size=256)):
+            self._cache[text] = majority(self.token_gender(t) for t in doc)
+        return [self.detect(e) for e in entities]
 
 
 class StanzaDetector(GenderDetector):
@@ -165,8 +198,8 @@ _PYMORPHY_GENDER = {"masc": M, "femn": F, "neut": N}
 class PymorphyDetector(TokenVoteDetector):
     """Russian/Ukrainian gender from pymorphy3: the most probable parse of each token, majority vote.
 
-    Tokens are analysed as they stand in the translation (trailing punctuation kept, as the reference did), so
-    "клерку," is unparsed and contributes nothing; no gendered token → neutral.
+    Punctuation is stripped from each token first ("клерку," → "клерку"; pymorphy3 gives no analysis for a
+    token with punctuation attached); no gendered token → neutral; empty entity → unknown.
     """
 
     def __init__(self, lang: str = "ru"):
@@ -182,7 +215,8 @@ class PymorphyDetector(TokenVoteDetector):
         self.lang = lang
 
     def token_gender(self, token: str) -> Gender | None:
-        return _PYMORPHY_GENDER.get(self.morph.parse(token)[0].tag.gender)
+        tok = token.strip(_PUNCT)
+        return _PYMORPHY_GENDER.get(self.morph.parse(tok)[0].tag.gender) if tok else None
 
 
 # ------------------------------------------------------------------------------------------------- German
@@ -259,31 +293,31 @@ class ItalianRuleDetector(TokenVoteDetector):
 
 # ------------------------------------------------------------------------------------------------- Semitic
 HE_FEMININE_SUFFIXES = ("ה", "ת")  # -a (ה), -et/-it/-ut (ת, ית, ות)
-AR_FEMININE_SUFFIXES = ("ة", "ات", "ـة")  # taa marbuta, feminine plural
-AR_MASC_EXCEPTIONS = {"خليفة"}
+HE_PARTICLES = frozenset({"את"})  # the accusative marker ends in ת but carries no gender
+AR_FEMININE_SUFFIXES = ("ة", "ات")  # taa marbuta, sound feminine plural
+AR_PARTICLES = frozenset()
 
 
 class SuffixDetector(GenderDetector):
-    """Feminine if the entity's last word (punctuation stripped) ends with a feminine suffix; else male.
+    """Semitic languages: female if any aligned word (punctuation stripped, particles skipped) ends with a
+    feminine suffix, else male.
 
-    An entity with no aligned word is male too (the reference's Hebrew predictions are all male or female).
+    An entity with no aligned word counts as female, as in the reference: with these rules the 2019 Hebrew
+    confusion matrix of the Google translations is reproduced cell for cell.
     """
 
-    def __init__(self, lang: str, feminine_suffixes: tuple[str, ...], masculine_exceptions: Iterable[str] = ()):
+    def __init__(self, lang: str, feminine_suffixes: tuple[str, ...], particles: Iterable[str] = ()):
         super().__init__()
         self.lang = lang
         self.suffixes = feminine_suffixes
-        self.exceptions = set(masculine_exceptions)
+        self.particles = frozenset(particles)
 
     def detect_text(self, text: str) -> Gender:
         words = [w.strip(_PUNCT) for w in text.split()]
-        words = [w for w in words if w]
-        if not words:
-            return M
-        last = words[-1]
-        if last in self.exceptions:
-            return M
-        return F if last.endswith(self.suffixes) else M
+        words = [w for w in words if w and w not in self.particles]
+        if not text.strip():
+            return F
+        return F if any(w.endswith(self.suffixes) for w in words) else M
 
 
 # ------------------------------------------------------------------------------------------------- Slavic (rules)
@@ -328,8 +362,8 @@ _REGISTRY: dict[str, Callable[[], GenderDetector]] = {
     "it": ItalianRuleDetector,
     "ru": lambda: PymorphyDetector("ru"),
     "uk": lambda: PymorphyDetector("uk"),
-    "he": lambda: SuffixDetector("he", HE_FEMININE_SUFFIXES),
-    "ar": lambda: SuffixDetector("ar", AR_FEMININE_SUFFIXES, AR_MASC_EXCEPTIONS),
+    "he": lambda: SuffixDetector("he", HE_FEMININE_SUFFIXES, HE_PARTICLES),
+    "ar": lambda: SuffixDetector("ar", AR_FEMININE_SUFFIXES, AR_PARTICLES),
     "pl": lambda: SlavicRuleDetector("pl"),
     "cs": lambda: SlavicRuleDetector("cs"),
 }

@@ -127,12 +127,9 @@ def predict_genders(
     detector = detector or get_detector(lang)
     alignments = aligner.align([p.source for p in pairs], [p.translation for p in pairs])
     entities = [find_translated_entity(g, a, p.translation) for g, a, p in zip(gold.entries, alignments, pairs)]
-    preds = []
-    for ent in entities:
-        if not ent.words and compat != "acl2019":
-            preds.append(Gender.unknown)
-        else:
-            preds.append(detector.detect(ent))
+    preds = detector.detect_many(entities)
+    if compat != "acl2019":
+        preds = [Gender.unknown if not e.words else p for p, e in zip(preds, entities)]
     return preds, entities
 
 

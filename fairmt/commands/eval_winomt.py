@@ -1,0 +1,124 @@
+"""``fairmt eval winomt``: WinoMT gender-bias scores of translations (a file) or of a model (``--model``).
+
+File-based evaluation imports neither torch nor transformers (spaCy only for es/fr), so it starts fast; with
+``--model`` the sentences are first translated by :func:`fairmt.eval.runner.generate_translations` (batched,
+cached under ``--cache-dir``, resumable).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+COLUMNS = ["lang", "accuracy", "delta_g", "delta_s", "delta_r", "f1_male", "f1_female", "n"]
+
+
+def register(groups) -> None:
+    """Add ``winomt`` to the ``eval`` sub-commands."""
+    p = groups["eval"].add_parser(
+        "winomt",
+        help="WinoMT: accuracy, ΔG, ΔS, ΔR of gendered professions in translations",
+        description="Score English→XX translations on WinoMT (Stanovsky et al., 2019). Aligns source and "
+        "translation with a built-in fast_align, detects the gender of the translated profession, and reports "
+        "accuracy, ΔG = F1(male) − F1(female), ΔS = acc(pro) − acc(anti), ΔR = recall(male) − recall(female).",
+    )
+    p.add_argument("--lang", required=True, help="target language(s): de, a comma list (de,ru), or 'all'")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument(
+        "--translations",
+        metavar="FILE",
+        help="'source ||| translation' file in gold order; with several languages a name containing {lang} or a "
+        "directory holding en-{lang}.txt",
+    )
+    src.add_argument("--model", metavar="PATH", help="translate the gold sentences with this model first")
+    p.add_argument("--gold", metavar="FILE", help="gold file (default: $FAIRMT_DATA/winomt/aggregates_acl2019/en.txt)")
+    p.add_argument("--compat", choices=["acl2019"], help="reproduce the 2019 evaluator (rounding, unaligned words)")
+    p.add_argument("--aligner", default="fast_align", choices=["fast_align", "eflomal"], help="word aligner")
+    p.add_argument("--aligner-bin", metavar="PATH", help="use this external fast_align binary instead")
+    p.add_argument("--json", metavar="OUT", help="write the results as JSON")
+    p.add_argument("--markdown", metavar="OUT", help="write a Markdown table")
+    p.add_argument("--plot", metavar="OUT", help="write a per-language bar chart (PNG/PDF/SVG)")
+    g = p.add_argument_group("generation (--model)")
+    g.add_argument("--batch-size", type=int, default=16)
+    g.add_argument("--num-beams", type=int, default=5)
+    g.add_argument("--max-new-tokens", type=int, default=200)
+    g.add_argument("--cache-dir", metavar="DIR", help="cache translations here (resumable)")
+    g.add_argument("--family", choices=["small100", "nllb", "m2m100"], help="model family if not detectable")
+    p.set_defaults(handler=run)
+
+
+def _languages(spec: str, translations: str | None) -> list[str]:
+    from fairmt.errors import FairmtError
+    from fairmt.eval.winomt.detectors import available_languages
+
+    known = available_languages()
+    if spec.strip() == "all":
+        langs = known
+        if translations and Path(translations).is_dir():
+            langs = [lang for lang in known if (Path(translations) / f"en-{lang}.txt").is_file()]
+            if not langs:
+                raise FairmtError(f"{translations}: no en-XX.txt file for any of {', '.join(known)}")
+        return langs
+    langs = [x.strip() for x in spec.split(",") if x.strip()]
+    for lang in langs:
+        if lang not in known:
+            raise FairmtError(f"unknown WinoMT language '{lang}': choose from {', '.join(known)} (or 'all')")
+    if not langs:
+        raise FairmtError("--lang is empty")
+    return langs
+
+
+def _translation_file(template: str, lang: str, multi: bool) -> str:
+    from fairmt.errors import FairmtError
+
+    if Path(template).is_dir():
+        return str(Path(template) / f"en-{lang}.txt")
+    if "{lang}" in template:
+        return template.replace("{lang}", lang)
+    if multi:
+        raise FairmtError(
+            f"{template}: with several languages give a directory of en-XX.txt files or a name containing {{lang}}"
+        )
+    return template
+
+
+def run(args) -> int:
+    """Handler: evaluate each language, print a table (or write JSON/Markdown/plot)."""
+    from fairmt.eval.report import bar_chart, format_table, markdown_table, write_json
+    from fairmt.eval.winomt.align import get_aligner
+    from fairmt.eval.winomt.evaluate import evaluate_winomt, load_gold
+
+    langs = _languages(args.lang, args.translations)
+    multi = len(langs) > 1
+    gold = load_gold(args.gold)
+    aligner = get_aligner(args.aligner, args.aligner_bin)
+    results = []
+    for lang in langs:
+        if args.translations:
+            translations = _translation_file(args.translations, lang, multi)
+        else:
+            from fairmt.eval.runner import generate_translations
+
+            cache = Path(args.cache_dir) / f"winomt.en-{lang}.jsonl" if args.cache_dir else None
+            translations = generate_translations(
+                args.model, [e.sentence for e in gold.entries], "en", lang,
+                batch_size=args.batch_size, num_beams=args.num_beams, max_new_tokens=args.max_new_tokens,
+                cache_path=cache, family=args.family, desc=f"WinoMT en-{lang}",
+            )  # fmt: skip
+        results.append(evaluate_winomt(translations, lang, gold, aligner=aligner, compat=args.compat))
+    rows = [r.row() for r in results]
+    if args.json:
+        write_json(results[0] if not multi else results, args.json)
+    if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        sigs = "\n".join(f"- `{r.signature}`" for r in results)
+        Path(args.markdown).write_text(markdown_table(rows, COLUMNS) + "\n" + sigs + "\n", encoding="utf-8")
+    if args.plot:
+        bar_chart(rows, "lang", ["accuracy", "delta_g", "delta_s", "delta_r"], args.plot, title="WinoMT")
+    if not args.json:
+        print(format_table(rows, COLUMNS))
+        for r in results:
+            print(r.signature)
+    else:
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 0
