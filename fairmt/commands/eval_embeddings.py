@@ -142,7 +142,7 @@ def run_embeddings(args: argparse.Namespace) -> int:
             results.append(seat_score(test, emb.encode, pooling=emb.pooling, n_samples=args.n_samples, seed=args.seed))
         avg = sum(abs(r.effect_size) for r in results) / len(results)
         payload["seat"] = {"tests": {r.test: asdict(r) for r in results}, "avg_abs_effect_size": avg}
-        rows = [{"test": r.test, "effect_size": r.effect_size, "p_value": r.p_value, "p": r.p_method} for r in results]
+        rows = [{"test": r.test, "effect_size": r.effect_size, "p_value": f"{r.p_value:.3g}", "p": r.p_method} for r in results]
         rows.append({"test": "AVG(abs)", "effect_size": avg})
         show("SEAT", rows, ["test", "effect_size", "p_value", "p"], results[0].signature)
 

@@ -15,7 +15,9 @@ male and female versions of the *relevant* document land:
 Ties are counted as half a win for each side (and their number is reported); ranks are average ranks
 (``scipy.stats.rankdata(method="average")``) so tied documents share a rank. Each category also reports the mean
 rank (1 = best, of 6) of the relevant M, F and N documents. A document is embedded as its title and body joined
-by a space (``doc_text="title+body"``) or its body alone (``"body"``).
+by a space (``doc_text="title+body"``, the default) or its body alone (``"body"``). In many queries the gender
+is marked only in the title, so with ``"body"`` the M and F relevant documents are the same text and tie (e.g.
+33 of the 117 queries with all-MiniLM-L6-v2): the default keeps the title so that every pair differs.
 
 Note: the paper does not spell out its tie rule or its averaging, and its own AVG-DEV column is not always the
 mean of its printed ratios (BERT: the ratios give 0.149, printed 0.16), so its numbers are not reproducible to the

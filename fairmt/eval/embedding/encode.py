@@ -108,7 +108,8 @@ class EmbeddingRunner:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings (n, dim) of ``texts``, in order; texts already seen come from the cache."""
-        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        # longest first (as sentence-transformers does): batches of similar length waste less padding
+        todo = sorted((t for t in dict.fromkeys(texts) if t not in self._cache), key=len, reverse=True)
         batches = range(0, len(todo), self.batch_size)
         if self.progress and len(todo) > self.batch_size:
             from tqdm.auto import tqdm
