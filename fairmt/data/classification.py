@@ -71,21 +71,39 @@ class ClassificationData:
 
 
 def stratified_split(
-    labels: list[int], fractions: tuple[float, float, float] = (0.6, 0.2, 0.2), seed: int = 0
+    labels: list[int],
+    fractions: tuple[float, float, float] = (0.6, 0.2, 0.2),
+    seed: int = 0,
+    groups: list[int] | None = None,
 ) -> tuple[list[int], list[int], list[int]]:
-    """Indices of a train/dev/test split stratified by label (scikit-learn, two calls)."""
-    from sklearn.model_selection import train_test_split
+    """Indices of a train/dev/test split stratified by label (and group, when given).
 
-    idx = list(range(len(labels)))
+    Within each (label[, group]) cell the rows are shuffled (``numpy`` generator seeded by ``seed``) and
+    ``round(n·f_test)`` go to test, ``round(n·f_dev)`` to dev and the rest to train, so small cells keep both groups
+    in the evaluation splits whenever they have enough rows; a single-row cell goes to train.
+    """
+    import numpy as np
+
     train_f, dev_f, test_f = fractions
-    if abs(train_f + dev_f + test_f - 1.0) > 1e-6:
-        raise FairmtError(f"split fractions must sum to 1, got {fractions}")
-    rest_idx, test_idx = train_test_split(idx, test_size=test_f, stratify=labels, random_state=seed)
-    rest_labels = [labels[i] for i in rest_idx]
-    train_idx, dev_idx = train_test_split(
-        rest_idx, test_size=dev_f / (train_f + dev_f), stratify=rest_labels, random_state=seed
-    )
-    return sorted(train_idx), sorted(dev_idx), sorted(test_idx)
+    if abs(train_f + dev_f + test_f - 1.0) > 1e-6 or min(fractions) < 0:
+        raise FairmtError(f"split fractions must be non-negative and sum to 1, got {fractions}")
+    if groups is not None and len(groups) != len(labels):
+        raise FairmtError(f"{len(groups)} groups for {len(labels)} labels")
+    rng = np.random.default_rng(seed)
+    cells: dict[tuple[int, int], list[int]] = {}
+    for i, y in enumerate(labels):
+        cells.setdefault((y, groups[i] if groups is not None else 0), []).append(i)
+    train, dev, test = [], [], []
+    for key in sorted(cells):
+        idx = cells[key]
+        idx = [idx[j] for j in rng.permutation(len(idx))]
+        n = len(idx)
+        n_test = int(round(n * test_f)) if n > 1 else 0
+        n_dev = int(round(n * dev_f)) if n - n_test > 1 else 0
+        test += idx[:n_test]
+        dev += idx[n_test : n_test + n_dev]
+        train += idx[n_test + n_dev :]
+    return sorted(train), sorted(dev), sorted(test)
 
 
 def read_bios(
@@ -96,7 +114,8 @@ def read_bios(
     """Bias-in-Bios biographies: task = profession, protected group = gender (``Female`` = 0, ``Male`` = 1).
 
     ``files`` default to ``bios/bios_28prof_x10.csv`` under the data root (10 biographies for each of 28
-    professions). The sample has no official split, so a stratified train/dev/test split is drawn (``seed``).
+    professions). The sample has no official split, so a train/dev/test split stratified by profession × gender is
+    drawn (``seed``).
     """
     paths = [Path(f) for f in files] if files else [data_path("bios", "bios_28prof_x10.csv")]
     texts, profs, genders = [], [], []
@@ -120,7 +139,7 @@ def read_bios(
     labels = [label_names.index(p) for p in profs]
     groups = [group_names.index(g) for g in genders]
     full = ClassificationSplit(labels=labels, groups=groups, texts=texts)
-    tr, dv, te = stratified_split(labels, fractions, seed)
+    tr, dv, te = stratified_split(labels, fractions, seed, groups)
     return ClassificationData(
         splits={"train": full.subset(tr), "dev": full.subset(dv), "test": full.subset(te)},
         label_names=label_names,
