@@ -39,7 +39,12 @@ def test_tuple_file_roundtrip_and_missing_group_error(tmp_path):
     rows = [cda_tuple("He thanked his mother."), cda_tuple("She met the king's son.")]
     path = tmp_path / "t.jsonl"
     assert write_tuples(path, rows) == 2
-    assert read_tuples(path) == rows
+    back = read_tuples(path)
+    assert [{k: r[k] for k in ("neutral", "male", "female")} for r in back] == [
+        {k: r[k] for k in ("neutral", "male", "female")} for r in rows
+    ]
+    assert back[0]["meta"] == {"source": "He thanked his mother."}  # extras kept apart from the versions
+    assert all(isinstance(v, str) for k, v in json.loads(path.read_text().splitlines()[0]).items() if k != "meta")
     path.write_text(json.dumps(rows[0]) + "\n" + json.dumps({"neutral": "They ran.", "male": "He ran."}) + "\n")
     with pytest.raises(FairmtError, match=r"t\.jsonl:2: the tuple has no 'female' text"):
         read_tuples(path)
@@ -341,3 +346,35 @@ def test_local_causal_lm_client(tiny_gpt2):
     assert res.failures == [], res.failures
     row = res.tuples[0]
     assert row["male"] == "He thanked his brother." and row["polarity_ok"] and row["confidence"] > 0.9
+
+
+# ------------------------------------------------------------------------------------------- CLI
+
+
+def test_cli_augment_cda_and_llm(tmp_path, llm_server, monkeypatch, capsys):
+    from fairmt.cli import main
+
+    src = tmp_path / "src.jsonl"
+    lines = ["She thanked her brother.", "The market fell.", "The nurse said she was tired.", "His son slept."]
+    src.write_text("".join(json.dumps({"translation": {"en": t}}) + "\n" for t in lines))
+    out = tmp_path / "cda.jsonl"
+    assert main(["augment", "cda", "--input", str(src), "--field", "translation.en", "--output", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["n_output"] == 3 and summary["union_polarity_accuracy"] == 1.0
+    assert len(read_tuples(out)) == 3
+
+    llm_server.script = {"His son slept.": "always-garbage"}
+    out = tmp_path / "llm.jsonl"
+    rc = main(["augment", "llm", "--input", str(src), "--field", "translation.en", "--output", str(out),
+               "--url", f"http://127.0.0.1:{llm_server.server_address[1]}/v1", "--model", "fake",
+               "--timeout", "2", "--retries", "1", "--search-rounds", "3", "--search-size", "3"])
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["n_tuples"] == 2 and summary["n_failed"] == 1 and summary["union_polarity_accuracy"] == 1.0
+    assert summary["prompt_search"]["rounds"][0]["added_example"]["passage"] == "The nurse said she was tired."
+    assert [r["meta"]["source"] for r in read_tuples(out)] == ["She thanked her brother.",
+                                                              "The nurse said she was tired."]
+    failed = [json.loads(x) for x in (tmp_path / "llm.jsonl.failures.jsonl").read_text().splitlines()]
+    assert [f["passage"] for f in failed] == ["His son slept."]
+    assert main(["augment", "llm", "--input", str(src), "--output", str(out)]) == 2  # no endpoint: clear error
+    assert "--url and --model" in capsys.readouterr().err

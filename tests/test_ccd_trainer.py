@@ -211,3 +211,50 @@ def test_sentence_transformer_with_own_pooling_saves_and_reloads_best(tiny_bert_
     reloaded = st.SentenceTransformer(best, device="cpu")
     e = reloaded.encode(["he is a doctor ."], convert_to_tensor=True)
     assert math.isclose(float(e.norm()), 1.0, rel_tol=1e-4)  # normalisation module saved with the model
+
+
+def test_utility_check_hand_examples():
+    import numpy as np
+
+    from fairmt.scripts.ccd import utility_check
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(20, 8))
+    same = utility_check(x, 3.0 * x)  # a rescaling keeps every cosine
+    assert same["spearman_pairwise_cos"] == pytest.approx(1.0) and same["nn1_agreement"] == 1.0
+    assert same["knn_overlap@10"] == 1.0 and same["self_cosine"] == pytest.approx(1.0)
+    other = utility_check(x, rng.normal(size=(20, 8)))
+    assert abs(other["spearman_pairwise_cos"]) < 0.3 and other["self_cosine"] < 0.5
+    with pytest.raises(FairmtError, match="utility check"):
+        utility_check(x[:2], x[:2])
+
+
+def test_recipe_main_end_to_end_on_tiny_bert(tiny_bert_dir, tmp_path):
+    """fairmt.scripts.ccd.main: CDA tuples from a text file, before/after CCED and utility, results JSON."""
+    import json
+
+    from fairmt.commands.train import apply_overrides
+    from fairmt.scripts.ccd import main
+
+    src = tmp_path / "src.txt"
+    neutral = [f"the {w} {p} ." for w in ("doctor", "bank", "truck", "company", "house") for p in PREDICATES[:4]]
+    src.write_text("\n".join(_texts() + neutral) + "\n")
+    config = {
+        "method": "ccd",
+        "model": str(tiny_bert_dir),
+        "data": {"cda_source": {"path": str(src)}, "test_size": 16, "eval_size": 8, "utility_size": 12, "seed": 1},
+        "training": {"output_dir": str(tmp_path / "run"), "per_device_train_batch_size": 8, "learning_rate": 2e-3,
+                     "max_steps": 12, "eval_steps": 6, "save_steps": 6, "logging_steps": 3, "use_cpu": True,
+                     "report_to": "none", "rho_estimator": "median", "disable_tqdm": True},
+        "evaluation": {"suites": ["cced", "utility"]},
+    }
+    apply_overrides(config, ["training.beta=0.5"])
+    res = main(config)
+    saved = json.loads((tmp_path / "run" / "ccd_results.json").read_text())
+    assert saved["data"]["n_test"] == 16 and saved["data"]["n_utility"] == 12
+    assert saved["train"]["best_checkpoint"] is not None and saved["train"]["rho"] > 0
+    assert res["after"]["cced"]["gap"] < res["before"]["cced"]["gap"]
+    assert 0 < res["utility"]["spearman_pairwise_cos"] <= 1
+    assert (tmp_path / "run" / "cced_heldout.jsonl").is_file() and (tmp_path / "run" / "final").is_dir()
+    with pytest.raises(FairmtError, match="data.tuples"):
+        main({"model": str(tiny_bert_dir), "data": {}})

@@ -16,11 +16,11 @@ L_bias = 2·|d_m - d_f|. Any number of groups (≥ 2) is accepted.
 ρ is fixed before training from the original model's distances ‖f_orig(S^{a_i}) - f_orig(S^n)‖ over the training
 set (:func:`estimate_rho`). The paper takes their *variance* (``"variance"``). The variance is not in the units of
 a distance, so it only suits embeddings whose distances happen to be of order one or more (BERT/RoBERTa mean
-pooling); the standard deviation (``"std"``) is scale-consistent, and the median distance (``"median"``, the usual
-bandwidth heuristic for Gaussian kernels) keeps ‖a-b‖/ρ ≈ 1 even when the distances are concentrated. Measured
-on a tiny random BERT (median distance 0.71, std 0.13) and on all-MiniLM-L6-v2 (L2-normalised), both variance
-and std put the kernel at ≈ 1e-7 or below at the median distance, so L_bias has no usable gradient; use
-``"median"`` there (the trainer warns when the estimate saturates the kernel).
+pooling); the standard deviation (``"std"``) is scale-consistent; the median distance (``"median"``, the usual
+bandwidth heuristic for Gaussian kernels) keeps ‖a-b‖/ρ ≈ 1 even when the distances are tightly concentrated.
+Measured kernel values exp(-m²/2ρ²) at the median distance m: all-MiniLM-L6-v2 (unit-norm) on CDA tuples from
+newstest2018, m = 0.317: variance 2e-25 (no gradient), std 0.18, median 0.61; a tiny random BERT (m = 0.71,
+std 0.13): std 3e-7, median 0.61. The trainer warns when the estimate saturates the kernel.
 
 Example::
 

@@ -50,7 +50,7 @@ def validate_tuple(row: Mapping[str, Any], groups: Sequence[str] = GENDER_GROUPS
 
 
 def read_tuples(path: str | Path, groups: Sequence[str] = GENDER_GROUPS) -> list[dict]:
-    """Read and validate a JSONL tuple file (see :func:`validate_tuple`)."""
+    """Read and validate a JSONL tuple file (see :func:`validate_tuple`); extra fields stay under ``"meta"``."""
     path = Path(path)
     if not path.is_file():
         raise FairmtError(f"tuple file {path} not found; make one with `fairmt augment cda|llm ...`")
@@ -69,16 +69,59 @@ def read_tuples(path: str | Path, groups: Sequence[str] = GENDER_GROUPS) -> list
     return rows
 
 
-def write_tuples(path: str | Path, rows: Iterable[Mapping[str, Any]], groups: Sequence[str] = GENDER_GROUPS) -> int:
-    """Validate and write tuples as JSONL (UTF-8, one per line); returns the number written."""
+def tuple_record(row: Mapping[str, Any], groups: Sequence[str] = GENDER_GROUPS, where: str = "tuple") -> dict:
+    """The on-disk form of a tuple: the version texts as top-level strings, anything else (source text,
+    confidence, polarity flag) under ``"meta"`` — so that readers which take every string key as a group (the
+    CCED evaluator) see only the versions."""
+    row = validate_tuple(row, groups, where)
+    keys = (NEUTRAL, *groups)
+    out = {k: row[k] for k in keys}
+    meta = dict(row.get("meta") or {})
+    meta.update({k: v for k, v in row.items() if k not in keys and k != "meta"})
+    if meta:
+        out["meta"] = meta
+    return out
+
+
+def write_tuples(
+    path: str | Path, rows: Iterable[Mapping[str, Any]], groups: Sequence[str] = GENDER_GROUPS, append: bool = False
+) -> int:
+    """Validate and write tuples as JSONL (UTF-8, one per line, :func:`tuple_record` form); returns the count."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
-    with path.open("w", encoding="utf-8") as fh:
+    with path.open("a" if append else "w", encoding="utf-8") as fh:
         for i, row in enumerate(rows):
-            fh.write(json.dumps(validate_tuple(row, groups, where=f"tuple {i}"), ensure_ascii=False) + "\n")
+            fh.write(json.dumps(tuple_record(row, groups, where=f"tuple {i}"), ensure_ascii=False) + "\n")
             n += 1
     return n
+
+
+def read_texts(path: str | Path, field: str | None = None) -> list[str]:
+    """Texts from a JSONL file (``field``: dotted key, e.g. ``translation.en``) or a plain text file (one a line)."""
+    p = Path(path)
+    if not p.is_file():
+        raise FairmtError(f"text file {p} not found")
+    out = []
+    with p.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            if field is None:
+                out.append(line.strip())
+                continue
+            try:
+                obj: Any = json.loads(line)
+                for part in field.split("."):
+                    obj = obj[part]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise FairmtError(f"{p}:{lineno}: no text at field {field!r} (is it a JSONL file with that key?)") from None
+            if not isinstance(obj, str):
+                raise FairmtError(f"{p}:{lineno}: field {field!r} is not a string")
+            out.append(obj.strip())
+    if not out:
+        raise FairmtError(f"{p} holds no texts")
+    return out
 
 
 def tuples_to_dataset(rows: Sequence[Mapping[str, Any]], groups: Sequence[str] = GENDER_GROUPS):

