@@ -151,13 +151,18 @@ def _post_hook(module, args, kwargs, output):
         h = pool(states, mask, how)
         return head(h) if head is not None else h
 
-    output[f"{_EXTRA}_h"] = represent(output.encoder_last_hidden_state, kwargs["attention_mask"])
+    result = {"h": represent(output.encoder_last_hidden_state, kwargs["attention_mask"])}
     ids = extra.get(f"{_EXTRA}_input_ids")
     if ids is not None:
         mask = extra[f"{_EXTRA}_attention_mask"]
         with torch.set_grad_enabled(torch.is_grad_enabled() and extra[f"{_EXTRA}_grad"]):
             states = module.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
-            output[f"{_EXTRA}_views"] = represent(states, mask)
+            result["views"] = represent(states, mask)
+    # The representations travel beside the output (DDP rebuilds output dataclasses and rejects new keys). A zero
+    # term ties them into the returned loss, so DDP's search for unused parameters finds the projection head.
+    if output.loss is not None and torch.is_grad_enabled():
+        output.loss = output.loss + 0.0 * sum(t.sum() for t in result.values() if t.requires_grad)
+    module._fairmt_result = result
     return output
 
 
@@ -289,6 +294,7 @@ class GACLTrainer(Seq2SeqTrainer):
             # the official variant computes its only extra view (dropout) without gradient
             call[f"{_EXTRA}_grad"] = not (p.detach_dropout_view and not p.counterfactual_negative)
         outputs = model(**call)
+        reps = _base_model(self.accelerator.unwrap_model(model)).__dict__.pop("_fairmt_result", None) if use_gc else None
         loss_mt = outputs.loss
         terms = {"loss_mt": loss_mt.detach()}
         loss = (1.0 - args.kd_alpha) * loss_mt
@@ -301,10 +307,10 @@ class GACLTrainer(Seq2SeqTrainer):
         if use_gc:
             views = {}
             if extra_ids:
-                chunks = outputs[f"{_EXTRA}_views"].split(ids.shape[0])
+                chunks = reps["views"].split(ids.shape[0])
                 names = [n for n, on in (("h_dropout", p.dropout_positive), ("h_counterfactual", p.counterfactual_negative)) if on]
                 views = dict(zip(names, chunks))
-            loss_gc = gacl_loss(outputs[f"{_EXTRA}_h"], genders, temperature=args.temperature, pairs=p, **views)
+            loss_gc = gacl_loss(reps["h"], genders, temperature=args.temperature, pairs=p, **views)
             loss = loss + args.gacl_lambda * loss_gc
             terms["loss_gc"] = loss_gc.detach()
 
