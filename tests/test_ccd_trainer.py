@@ -258,3 +258,34 @@ def test_recipe_main_end_to_end_on_tiny_bert(tiny_bert_dir, tmp_path):
     assert (tmp_path / "run" / "cced_heldout.jsonl").is_file() and (tmp_path / "run" / "final").is_dir()
     with pytest.raises(FairmtError, match="data.tuples"):
         main({"model": str(tiny_bert_dir), "data": {}})
+
+
+@pytest.mark.slow
+def test_two_process_ddp_run_matches_one_process(tiny_bert_dir, tuples, tmp_path):
+    """Under torchrun (gloo, 2 CPU processes) the step-1 loss terms equal the 1-process ones on the same 8 tuples,
+    ρ is the same on every rank, and the replicas stay identical after the synchronised updates."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from fairmt.data.augment.tuples import write_tuples
+
+    here = Path(__file__).parent
+    data = tmp_path / "tuples.jsonl"
+    write_tuples(data, tuples)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(here.parent)}
+    script = str(here / "ddp_ccd_script.py")
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    for cmd in ([sys.executable, script, str(tiny_bert_dir), str(data), str(one), "8"],
+                [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", script,
+                 str(tiny_bert_dir), str(data), str(two), "4"]):
+        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    r1, r2 = json.loads(one.read_text()), json.loads(two.read_text())
+    assert r1["world_size"] == 1 and r2["world_size"] == 2
+    assert r2["rho"] == pytest.approx(r1["rho"], rel=1e-6)
+    assert r2["logs"][0]["loss_bias"] == pytest.approx(r1["logs"][0]["loss_bias"], rel=1e-3)
+    assert r2["logs"][0]["loss"] == pytest.approx(r1["logs"][0]["loss"], rel=1e-3)
+    assert len(r2["logs"]) == 2 and r2["checksums"][0] == pytest.approx(r2["checksums"][1], rel=1e-9)
