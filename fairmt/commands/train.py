@@ -35,8 +35,18 @@ def apply_overrides(config: dict, overrides: list[str]) -> dict:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
                 raise FairmtError(f"override {item!r}: {part!r} is not a mapping in the recipe")
-        node[parts[-1]] = yaml.safe_load(raw)
+        node[parts[-1]] = _value(yaml.safe_load(raw))
     return config
+
+
+def _value(v):
+    """YAML 1.1 reads ``2e-5`` (no dot) as a string; a user means the number."""
+    if isinstance(v, str):
+        try:
+            return float(v) if any(c in v for c in ".eE") else int(v)
+        except ValueError:
+            return v
+    return v
 
 
 def load_recipe(path: str | Path, overrides: list[str] | None = None) -> dict:

@@ -39,6 +39,13 @@ class GenEvalCallback(TrainerCallback):
         hyp_m = tm.translate(d.masculine_sources[:n], tgt_lang=self.lang, **self.gen)
         hyp_f = tm.translate(d.feminine_sources[:n], tgt_lang=self.lang, **self.gen)
         res = score_counterfactual(hyp_m, hyp_f, d.masculine_refs[:n], d.feminine_refs[:n], lang=self.lang, split=self.split)
-        metrics["eval_geneval_accuracy"] = res.accuracy
-        metrics["eval_geneval_explicit_accuracy"] = res.explicit_accuracy
-        metrics["eval_geneval_delta_g"] = res.delta_g
+        added = {
+            "eval_geneval_accuracy": res.accuracy,
+            "eval_geneval_explicit_accuracy": res.explicit_accuracy,
+            "eval_geneval_delta_g": res.delta_g,
+        }
+        metrics.update(added)
+        # The Trainer logged this evaluation just before calling us: complete that record too.
+        last = state.log_history[-1] if state.log_history else None
+        if last is not None and last.get("step") == state.global_step and any(k.startswith("eval_") for k in last):
+            last.update(added)
