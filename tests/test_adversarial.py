@@ -240,3 +240,32 @@ def test_two_processes_keep_the_adversaries_in_sync(tmp_path):
         assert torch.equal(r0["adv"][k], r1["adv"][k]), k
     for k in r0["model"]:
         assert torch.equal(r0["model"][k], r1["model"][k]), k
+
+
+@pytest.mark.slow
+def test_adversarial_trainer_on_a_feature_mlp(tmp_path):
+    """Shen et al.'s setting: a trained MLP encoder over frozen sentence embeddings (2-D hidden states)."""
+    text_classifiers = pytest.importorskip("fairmt.models.text_classifiers")
+    from fairmt.data.classification import ClassificationCollator
+
+    g = torch.Generator().manual_seed(0)
+    rows = []
+    for _ in range(96):
+        y, a = int(torch.randint(0, 3, (1,), generator=g)), int(torch.randint(0, 2, (1,), generator=g))
+        x = torch.randn(12, generator=g)
+        x[y] += 2.0
+        x[5] += 2.0 * a  # the group is linearly decodable
+        rows.append({"features": x.tolist(), "labels": y, "group": a})
+    torch.manual_seed(0)
+    model = text_classifiers.MLPClassifier(input_dim=12, num_labels=3, hidden_dim=24)
+    args = AdversarialConfig(
+        output_dir=str(tmp_path), max_steps=30, per_device_train_batch_size=32, learning_rate=5e-3, logging_steps=10,
+        save_strategy="no", report_to=[], use_cpu=True, seed=0, adv_hidden_size=16, n_adversaries=2,
+        diff_lambda=1.0, disable_tqdm=True,
+    )
+    trainer = AdversarialTrainer(model=model, args=args, train_dataset=rows, data_collator=ClassificationCollator())
+    assert trainer.adversary.adversaries[0].body[0].in_features == 24 + 3  # h (24) ⊕ one-hot label (3)
+    trainer.train()
+    logs = [h for h in trainer.state.log_history if "loss_ce" in h]
+    assert len(logs) == 3 and logs[-1]["loss_ce"] < logs[0]["loss_ce"]
+    assert all("loss_diff" in h and 0.0 <= h["adv_accuracy"] <= 1.0 for h in logs)
