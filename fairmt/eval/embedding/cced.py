@@ -13,7 +13,7 @@ not normalised and whose scale would otherwise dominate). Besides the gap, each 
 difference d_i − d_j (positive: group i lies farther from the neutral text).
 
 Input: JSON lines ``{"neutral": str, "<group>": str, ...}`` (e.g. ``{"neutral", "male", "female"}``); the groups
-are the string keys other than ``neutral`` and ``id`` of the first line unless given, and every line must have them.
+are the string keys other than ``neutral``, ``id`` and ``source`` of the first line unless given, and every line must have them.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import numpy as np
 from fairmt.errors import FairmtError
 
 METRIC_VERSION = "1.0"
-RESERVED_KEYS = ("neutral", "id")
+RESERVED_KEYS = ("neutral", "id", "source")
 
 
 @dataclass
