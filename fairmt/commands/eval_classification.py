@@ -128,7 +128,7 @@ def register(groups: dict) -> None:
     p = groups["eval"].add_parser(
         "classification",
         help="fairness of a classifier's predictions: accuracy, macro-F1, GAP, ΔEO, leakage",
-        description=__doc__.split("\n\n")[0] + " " + " ".join(__doc__.split("\n\n")[1].split()),
+        description=" ".join(__doc__.split("\n\n")[1].split()).replace("``", ""),
     )
     p.add_argument("--predictions", required=True, help="JSONL: one {label, pred, group[, hidden][, logits]} per line")
     p.add_argument("--train-predictions", help="the same for the training split (trains the leakage SVMs)")
