@@ -109,6 +109,7 @@ def run_embeddings(args: argparse.Namespace) -> int:
     if "cced" in args.suite and not args.cced_tuples:
         raise FairmtError("the cced suite needs held-out tuples: pass --cced-tuples FILE (JSONL {\"neutral\", \"male\", \"female\"})")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from dataclasses import asdict
 
     from fairmt.eval.embedding.encode import EmbeddingRunner, MaskedLMRunner
     from fairmt.eval.report import format_table, markdown_table
@@ -131,8 +132,6 @@ def run_embeddings(args: argparse.Namespace) -> int:
         payload["pooling"] = emb.pooling
 
     if "seat" in args.suite:
-        from dataclasses import asdict
-
         from fairmt.eval.embedding.seat import load_seat_test, seat_score
 
         seat_dir = Path(args.seat_dir) if args.seat_dir else _data_file(None, "seat")
@@ -147,8 +146,6 @@ def run_embeddings(args: argparse.Namespace) -> int:
         show("SEAT", rows, ["test", "effect_size", "p_value", "p"], results[0].signature)
 
     if "cced" in args.suite:
-        from dataclasses import asdict
-
         from fairmt.eval.embedding.cced import cced_score, load_tuples
 
         tuples, groups = load_tuples(args.cced_tuples)
@@ -159,8 +156,6 @@ def run_embeddings(args: argparse.Namespace) -> int:
         show(f"CCED ({res.n} tuples)", rows, ["pair", "gap", "signed"], res.signature, digits=4)
 
     if "bias-ir" in args.suite:
-        from dataclasses import asdict
-
         from fairmt.eval.embedding.bias_ir import bias_ir_score, load_bias_ir
 
         root = Path(args.bias_ir_dir) if args.bias_ir_dir else _data_file(None, "bias_ir")
@@ -178,8 +173,6 @@ def run_embeddings(args: argparse.Namespace) -> int:
         show("Bias-IR (male ratio, 0.50 best)", rows, ["category", "n", "male_ratio", "ties", "rank_M", "rank_F", "rank_N"], res.signature)
 
     if "crows" in args.suite:
-        from dataclasses import asdict
-
         from fairmt.eval.embedding.crows import VARIANTS, crows_score, load_crows_pairs
 
         bad = [v for v in args.crows_variant if v not in VARIANTS]
