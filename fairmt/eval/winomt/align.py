@@ -208,54 +208,54 @@ class FastAlign(Aligner):
 
     # ------------------------------------------------------------------------------------------------------
     def _run(self, src_tok: list[list[str]], tgt_tok: list[list[str]]) -> FastAlignResult:
-        use_null = int(self.use_null)
-        # vocabularies (ids only need to be consistent; 0 is NULL on the source side)
+        # Layout: one row per target token (corpus order); its cells are column 0 (NULL) then source positions
+        # 1..n, flattened row-major, so that ``np.bincount`` accumulates counts in fast_align's order.
+        use_null = bool(self.use_null)
         e_vocab: dict[str, int] = {}
         f_vocab: dict[str, int] = {}
-        src_ids = [[e_vocab.setdefault(w, len(e_vocab) + 1) for w in s] for s in src_tok]
-        tgt_ids = [[f_vocab.setdefault(w, len(f_vocab)) for w in t] for t in tgt_tok]
-        n_f = len(f_vocab)
-        n_lens = np.fromiter((len(s) for s in src_ids), dtype=np.int64, count=len(src_ids))
-        m_lens = np.fromiter((len(t) for t in tgt_ids), dtype=np.int64, count=len(tgt_ids))
-        T = int(m_lens.sum())  # target tokens
-        C = int(n_lens.max()) + 1  # columns: NULL + source positions
-        # one row per target token: its line's lengths, its 1-based position, its word id
-        line_of_tok = np.repeat(np.arange(len(tgt_ids)), m_lens)
-        m_row = m_lens[line_of_tok].astype(np.float64)
-        n_row = n_lens[line_of_tok].astype(np.float64)
-        starts = np.concatenate([[0], np.cumsum(m_lens)[:-1]])
-        j_row = (np.arange(T) - starts[line_of_tok] + 1).astype(np.float64)  # 1-based target position
-        f_row = np.fromiter((f for t in tgt_ids for f in t), dtype=np.int64, count=T)
-        # source ids padded to C columns (column 0 = NULL = id 0; padding = -1)
-        src_pad = np.full((len(src_ids), C), -1, dtype=np.int64)
-        src_pad[:, 0] = 0
-        for k, s in enumerate(src_ids):
-            src_pad[k, 1 : len(s) + 1] = s
-        e_grid = src_pad[line_of_tok]  # (T, C)
-        valid = e_grid >= 0
-        if not use_null:
-            valid[:, 0] = False
-        # parameter index of every (e, f) cell; invalid cells point at a dummy slot
-        keys = np.where(valid, e_grid * n_f + f_row[:, None], -1)
+        src_ids = [[e_vocab.setdefault(w, len(e_vocab) + 1) for w in s] for s in src_tok]  # 0 = NULL
+        tgt_flat = [f_vocab.setdefault(w, len(f_vocab)) for t in tgt_tok for w in t]
+        n_f = max(len(f_vocab), 1)
+        n_lens = np.fromiter(map(len, src_ids), dtype=np.int64, count=len(src_ids))
+        m_lens = np.fromiter(map(len, tgt_tok), dtype=np.int64, count=len(tgt_tok))
+        T = int(m_lens.sum())
+        line_of_row = np.repeat(np.arange(len(tgt_tok)), m_lens)
+        row_start = np.concatenate([[0], np.cumsum(m_lens)[:-1]])
+        j_row = np.arange(T) - row_start[line_of_row] + 1  # 1-based target position
+        n_row = n_lens[line_of_row]
+        m_row = m_lens[line_of_row].astype(np.float64)
+        f_row = np.asarray(tgt_flat, dtype=np.int64)
+        cells_per_row = n_row + 1
+        cell_start = np.concatenate([[0], np.cumsum(cells_per_row)[:-1]])
+        n_cells = int(cells_per_row.sum())
+        cell_row = np.repeat(np.arange(T), cells_per_row)
+        cell_col = np.arange(n_cells) - cell_start[cell_row]  # 0 = NULL, i = source position
+        src_flat = np.concatenate([np.concatenate([[0], s]) for s in src_ids]).astype(np.int64)
+        src_off = np.concatenate([[0], np.cumsum(n_lens + 1)[:-1]])
+        cell_e = src_flat[src_off[line_of_row][cell_row] + cell_col]
+        keys = cell_e * n_f + f_row[cell_row]
         uniq, inv = np.unique(keys, return_inverse=True)
-        inv = inv.reshape(keys.shape)
-        has_dummy = uniq[0] < 0
         n_params = len(uniq)
-        dummy = 0 if has_dummy else None
-        e_of_param = np.where(uniq >= 0, uniq // n_f, -1)
-        # group parameters by e for the M-step (sorted keys are grouped by e already)
-        real = slice(1, None) if has_dummy else slice(None)
-        e_real = e_of_param[real]
-        e_bounds = np.flatnonzero(np.diff(e_real)) + 1
-        e_starts = np.concatenate([[0], e_bounds])
-        # geometry of the diagonal prior
-        i_cols = np.arange(C, dtype=np.float64)[None, :]  # source position (1-based) per column
-        src_valid = valid.copy()
-        src_valid[:, 0] = False
-        feat = np.where(src_valid, -np.abs(i_cols / n_row[:, None] - j_row[:, None] / m_row[:, None]), 0.0)
-        # emp_feat uses the 0-based target position, as the C++ does: Feature(j, i, m, n)
-        feat_emp = np.where(src_valid, -np.abs(i_cols / n_row[:, None] - (j_row - 1)[:, None] / m_row[:, None]), 0.0)
-        # size classes for the tension gradient
+        e_of_param = uniq // n_f
+        e_starts = np.concatenate([[0], np.flatnonzero(np.diff(e_of_param)) + 1])
+        e_sizes = np.diff(np.append(e_starts, n_params))
+        is_src = cell_col > 0
+        n_cell = n_row[cell_row].astype(np.float64)
+        m_cell = m_row[cell_row]
+        j_cell = j_row[cell_row].astype(np.float64)
+        feat = np.where(is_src, -np.abs(cell_col / n_cell - j_cell / m_cell), 0.0)
+        # fast_align's empirical feature uses the 0-based target position: Feature(j, i, m, n)
+        feat_emp = np.where(is_src, -np.abs(cell_col / n_cell - (j_cell - 1) / m_cell), 0.0)
+        # per column: the cells and rows having it, for sums and argmax in fast_align's order (NULL, 1, 2, ...)
+        C = int(n_lens.max()) + 1
+        col_cells = [np.flatnonzero(cell_col == 0)]
+        by_n = np.argsort(n_row, kind="stable")
+        n_sorted = n_row[by_n]
+        for c in range(1, C):
+            rows_c = np.sort(by_n[np.searchsorted(n_sorted, c) :])
+            col_cells.append(cell_start[rows_c] + c)
+        col_rows = [cell_row[cc] for cc in col_cells]
+        # size classes (m, n) for the tension gradient
         size_pairs, size_counts = np.unique(np.stack([m_lens, n_lens], 1), axis=0, return_counts=True)
         sz_m = np.repeat(size_pairs[:, 0], size_pairs[:, 0])
         sz_n = np.repeat(size_pairs[:, 1], size_pairs[:, 0])
@@ -265,62 +265,58 @@ class FastAlign(Aligner):
 
         tension = float(self.tension)
         p0 = float(self.p0)
-        ttable = np.full(n_params, 1e-9)  # probs_initialized_ == false: every t(f|e) = 1e-9
-        if has_dummy:
-            ttable[dummy] = 0.0
+        ttable = np.full(n_params, 1e-9)  # before the first M-step every t(f|e) is 1e-9
         toks = float(T)
         lls: list[float] = []
         alignments: list[Alignment] = []
         for it in range(self.iterations):
             final = it == self.iterations - 1
-            # alignment prior per cell
             if self.favor_diagonal:
                 az = _compute_z(j_row, m_row, n_row, tension) / (1.0 - p0)
-                prior = np.where(src_valid, np.exp(feat * tension) / az[:, None], 0.0)
-                if use_null:
-                    prior[:, 0] = p0
+                prior = np.where(is_src, np.exp(feat * tension) / az[cell_row], p0)
             else:
-                prior = np.where(valid, 1.0 / (n_row + use_null)[:, None], 0.0)
+                prior = np.broadcast_to(1.0 / (n_row + use_null), (T,))[cell_row]
+            if not use_null:
+                prior = np.where(is_src, prior, 0.0)
             probs = ttable[inv] * prior
-            probs[~valid] = 0.0
-            # sequential sum over columns (NULL first), like the C++ loop
-            total = probs[:, 0].copy()
-            for c in range(1, C):
-                total += probs[:, c]
+            total = np.zeros(T)
+            for cc, rr in zip(col_cells, col_rows):
+                total[rr] += probs[cc]
             lls.append(float(np.log(total).sum()))
             if final:
-                best = np.argmax(probs, axis=1)  # first maximum wins: NULL, then the leftmost source word
-                best_l = best.tolist()
-                j_l = (j_row - 1).astype(np.int64).tolist()
-                k = 0
-                for line_m in m_lens.tolist():
-                    al = [(best_l[k + j] - 1, j_l[k + j]) for j in range(line_m) if best_l[k + j] > 0]
-                    alignments.append(al)
-                    k += line_m
+                best = np.zeros(T, dtype=np.int64)
+                best_p = probs[col_cells[0]] if use_null else np.full(T, -1.0)
+                for c in range(1, C):
+                    cc, rr = col_cells[c], col_rows[c]
+                    better = probs[cc] > best_p[rr]  # strict: the first maximum wins
+                    best[rr[better]] = c
+                    best_p[rr[better]] = probs[cc][better]
+                keep = best > 0
+                src_pos = (best - 1)[keep]
+                tgt_pos = (j_row - 1)[keep]
+                line = line_of_row[keep]
+                bounds = np.searchsorted(line, np.arange(len(tgt_tok) + 1))
+                sp, tp = src_pos.tolist(), tgt_pos.tolist()
+                alignments = [list(zip(sp[a:b], tp[a:b])) for a, b in zip(bounds[:-1], bounds[1:])]
                 break
-            post = probs / total[:, None]
-            counts = np.bincount(inv.ravel(), weights=post.ravel(), minlength=n_params)
+            post = probs / total[cell_row]
+            if not use_null:
+                post[~is_src] = 0.0
+            counts = np.bincount(inv, weights=post, minlength=n_params)
             if self.favor_diagonal and self.optimize_tension and it > 0:
-                emp = np.cumsum((feat_emp * post).ravel())[-1] / toks
+                emp = float(np.cumsum(feat_emp * post)[-1]) / toks
                 for _ in range(8):
                     mod = float(np.sum(sz_c * _compute_dlogz(sz_j, sz_m, sz_n, tension))) / toks
                     tension += (emp - mod) * 20.0
                     tension = min(max(tension, 0.1), 14.0)
-            # M-step
-            c_real = counts[real]
             if self.variational_bayes:
-                tot = np.add.reduceat(c_real + self.alpha, e_starts)
+                tot = np.add.reduceat(counts + self.alpha, e_starts)
                 tot[tot == 0] = 1.0
-                dg_tot = _fast_align_digamma(tot)
-                new = np.exp(_fast_align_digamma(c_real + self.alpha) - np.repeat(dg_tot, np.diff(np.append(e_starts, len(c_real)))))
+                ttable = np.exp(_fast_align_digamma(counts + self.alpha) - np.repeat(_fast_align_digamma(tot), e_sizes))
             else:
-                tot = np.add.reduceat(c_real, e_starts)
+                tot = np.add.reduceat(counts, e_starts)
                 tot[tot == 0] = 1.0
-                new = c_real / np.repeat(tot, np.diff(np.append(e_starts, len(c_real))))
-            ttable = np.empty(n_params)
-            ttable[real] = new
-            if has_dummy:
-                ttable[dummy] = 0.0
+                ttable = counts / np.repeat(tot, e_sizes)
         if self.reverse:
             alignments = [[(j, i) for i, j in al] for al in alignments]
         return FastAlignResult(alignments=alignments, tension=tension, log_likelihoods=lls)
