@@ -10,13 +10,17 @@ Reparameterization of IBM Model 2"), run forward the way the WinoMT evaluation r
 (``m`` target length, ``n`` source length, 1-based positions). Training is EM over the whole file: 5 iterations,
 of which the first four are E-steps followed by an M-step with variational Bayes (``t(f|e) ∝ exp ψ(c(e,f)+α) /
 exp ψ(Σ_f c(e,f)+α)``, α = 0.01) and, from the second iteration on, eight gradient steps on the tension λ
-(initial 4.0) that match the model's expected feature ``∂ log Z / ∂λ`` to the empirical one; the fifth iteration
-is the Viterbi pass, keeping for each target word the most probable source position (NULL and earlier positions
-win ties, links to NULL are not printed). The C++ program's numerics are mirrored step by step — its digamma
-approximation, its closed-form ``ComputeZ`` and ``ComputeDLogZ`` (geometric and arithmetico-geometric series),
-the 1e-9 translation probability of the first iteration, and the summation order of counts — and everything is
-vectorised with NumPy over the flattened (line, target word, source word) grid, so one WinoMT language (3888
-lines) aligns in a fraction of a second.
+(initial 4.0, clamped to [0.1, 14]) that match the model's expected feature ``∂ log Z / ∂λ`` to the empirical one;
+the fifth iteration is the Viterbi pass, keeping for each target word the most probable source position (NULL
+and earlier positions win ties, links to NULL are not printed). The C++ program's numerics are mirrored step by
+step, including its quirks, because each of them changes alignments: its digamma approximation; its closed-form
+``ComputeZ`` (geometric series) and ``ComputeDLogZ`` (arithmetico-geometric series), the latter normalising by
+``ComputeZ(i, n, m)`` with target and source lengths swapped (and C++ ``unsigned`` wrap-around inside); the
+empirical feature taken at the 0-based target position ``Feature(j, i, m, n)``; the 1e-9 translation
+probability of the first iteration; and the order in which counts and sums are accumulated. With all of these
+the 2019 WinoMT alignment ``logs/forward.en-es.align`` is reproduced on 3888 of 3888 lines. Everything is
+vectorised with NumPy over the flattened (target word, NULL + source words) cells, so one WinoMT language (3888
+lines) aligns in about 0.25 s of CPU time.
 
 Alternatives behind the same :class:`Aligner` interface: :class:`ExternalFastAlign` runs a ``fast_align`` binary,
 :class:`EflomalAligner` uses the ``eflomal`` package when installed.
