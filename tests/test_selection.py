@@ -125,3 +125,49 @@ def test_callback_keeps_the_best_dev_checkpoint_and_ignores_test(tmp_path):
     trainer.evaluate(_rows(16, seed=5), metric_key_prefix="test")
     assert len(callback.records) == n
     assert os.path.isdir(best_dir)
+
+
+def test_callback_events_without_a_trainer(tmp_path):
+    """Event-level behaviour: test metrics ignored, rotation-deleted checkpoints skipped, copy revised."""
+    from types import SimpleNamespace
+
+    args = SimpleNamespace(output_dir=str(tmp_path), should_save=True)
+    cb = FairnessSelectionCallback("loss")
+
+    def step(n, loss, save=True):
+        state = SimpleNamespace(global_step=n)
+        cb.on_evaluate(args, state, None, metrics={"eval_loss": loss, "eval_runtime": 0.1})
+        if save:
+            ckpt = tmp_path / f"checkpoint-{n}"
+            ckpt.mkdir()
+            (ckpt / "weights.bin").write_text(str(n))
+            cb.on_save(args, state, None)
+
+    step(10, 0.9)
+    assert (tmp_path / "best-loss" / "weights.bin").read_text() == "10"
+    step(20, 0.5)
+    assert (tmp_path / "best-loss" / "weights.bin").read_text() == "20"
+    cb.on_evaluate(args, SimpleNamespace(global_step=25), None, metrics={"test_loss": 0.01})  # never selected
+    step(30, 0.7)
+    assert [r.step for r in cb.records] == [10, 20, 30]
+    # checkpoint-20 rotated away (save_total_limit): its copy in best-loss is still the choice
+    import shutil
+
+    shutil.rmtree(tmp_path / "checkpoint-20")
+    cb.on_train_end(args, SimpleNamespace(global_step=30), None)
+    assert cb.best.step == 20 and (tmp_path / "best-loss" / "weights.bin").read_text() == "20"
+    assert cb.best_checkpoint == str(tmp_path / "best-loss")
+    report = json.loads((tmp_path / "selection.json").read_text())
+    assert report["best"]["step"] == 20 and report["criterion"] == "loss" and len(report["records"]) == 3
+    # a record whose checkpoint is gone and was never copied cannot be chosen
+    cb2 = FairnessSelectionCallback("loss", copy_best=False)
+    cb = cb2  # step() reports to the callback bound to `cb`
+    step(40, 0.1)
+    step(50, 0.2)
+    shutil.rmtree(tmp_path / "checkpoint-40")
+    cb2.on_train_end(args, SimpleNamespace(global_step=50), None)
+    assert cb2.best.step == 50 and cb2.best_checkpoint == str(tmp_path / "checkpoint-50")
+    # a DTO callback refuses dev metrics without accuracy/GAP
+    with pytest.raises(FairmtError, match="fairness_compute_metrics"):
+        FairnessSelectionCallback("dto").on_evaluate(args, SimpleNamespace(global_step=1), None,
+                                                     metrics={"eval_loss": 0.3})

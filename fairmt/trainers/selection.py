@@ -199,8 +199,12 @@ class FairnessSelectionCallback(TrainerCallback):
     def _best_dir(self, args: Any) -> str:
         return os.path.join(args.output_dir, f"best-{self.criterion}")
 
+    def _available(self, record: EvalRecord) -> bool:
+        """The checkpoint of ``record`` still exists, or is the one kept in ``best-<criterion>``."""
+        return bool(record.checkpoint and os.path.isdir(record.checkpoint)) or record.step == self._copied_step
+
     def _choose(self, only_saved: bool) -> EvalRecord | None:
-        pool = [r for r in self.records if not only_saved or (r.checkpoint and os.path.isdir(r.checkpoint))]
+        pool = [r for r in self.records if not only_saved or self._available(r)]
         if not pool:
             return None
         return select_checkpoint(pool, self.criterion, normalise=self.normalise, tolerance=self.tolerance)
