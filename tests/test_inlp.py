@@ -123,3 +123,20 @@ def test_inlp_on_real_bias_in_bios(shared_data):
     chance = max(np.mean(g[te] == "Male"), np.mean(g[te] == "Female"))
     assert before > 0.85, before
     assert after < chance + 0.07, (before, after, chance)
+
+
+def test_custom_classifier_and_multi_group():
+    """Any scikit-learn linear classifier with ``coef_`` works; three groups give a 2-D rowspace per round."""
+    rng = np.random.default_rng(4)
+    n, d = 1500, 30
+    g = rng.integers(0, 3, n)
+    X = rng.normal(size=(n, d))
+    X[:, 0] += 3.0 * (g == 1)
+    X[:, 1] += 3.0 * (g == 2)
+    res = inlp(X[:1000], g[:1000], n_iterations=3, classifier=lambda: LogisticRegression(max_iter=2000))
+    assert res.rank_removed == 6  # one-vs-rest: 3 weight vectors per round
+    Xp = res.transform(X)
+    before, _ = leakage(X[1000:], g[1000:], train_features=X[:1000], train_groups=g[:1000])
+    after, _ = leakage(Xp[1000:], g[1000:], train_features=Xp[:1000], train_groups=g[:1000])
+    chance = np.bincount(g[1000:]).max() / 500
+    assert before > 0.85 and after < chance + 0.06, (before, after, chance)
