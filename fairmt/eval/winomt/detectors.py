@@ -254,9 +254,11 @@ IT_ARTICLES = {
     "un'": F, "le": F, "delle": F, "alle": F, "dalle": F, "nelle": F, "sulle": F,
     "i": M, "gli": M, "dei": M, "degli": M, "ai": M, "agli": M, "dai": M, "dagli": M, "nei": M, "negli": M,
 }  # fmt: skip
+IT_FUNCTION_WORDS = frozenset(
+    "a ad da di e ed o in con su per tra fra ha hanno che chi se ma non si ci ne mi ti vi era sono è come anche "
+    "perché poiché quando dove qualcuno qualcuna".split()
+) - {"qualcuno", "qualcuna"}  # function words and auxiliaries carry no gender ("a qualcuno", "ha")
 _IT_ELIDED_F = re.compile(r"^(un'|un’)", re.I)
-_IT_FEM_SUFFIX = re.compile(r"(essa|trice|ora|iera|ista|a|e)$")  # "ista"/"e" are ambiguous: only with no article
-_IT_MASC_SUFFIX = re.compile(r"(ore|iere|o|i)$")
 
 
 class ItalianRuleDetector(TokenVoteDetector):
@@ -278,6 +280,8 @@ class ItalianRuleDetector(TokenVoteDetector):
                 return None
         if tok in IT_ARTICLES:
             return IT_ARTICLES[tok]
+        if tok in IT_FUNCTION_WORDS or re.search(r"(ava|eva|iva|avano|evano|ò|ì)$", tok):  # + imperfect/past verbs
+            return None
         if re.search(r"(essa|trice)$", tok):
             return F
         if re.search(r"(ore|iere|ino|aio)$", tok):
