@@ -12,7 +12,8 @@ returns a :class:`~fairmt.eval.winomt.io.Gender`. The built-in ones follow the r
   prepositions, noun suffixes) in the same majority-vote frame.
 - ``ru``, ``uk``: pymorphy3 (the maintained fork of the pymorphy2 the reference used), most probable parse of
   each token (punctuation stripped), majority vote; no gendered token → neutral; empty → unknown.
-- ``de``: determiner/article table plus the feminine ``-in``/``-innen`` suffix; empty → neutral; default male.
+- ``de``: feminine endings (``-in``, ``-innen``, ``-schwester``, ``-frau``, ``-dame``, ``-kraft``), else the nearest
+  determiner/pronoun at or left of the entity in the translation; none → neutral; no aligned word → male.
 - ``he``, ``ar``: feminine suffix rules (Hebrew ה/ת, Arabic ة/ات) on any aligned word; default male; an
   unaligned entity counts as female (as in the reference, whose Hebrew confusion matrix this reproduces exactly).
 - ``cs``, ``pl``: feminine and masculine noun-suffix and determiner/pronoun rules; default male.
@@ -71,8 +72,9 @@ class GenderDetector:
         raise NotImplementedError
 
     def __call__(self, text: str) -> Gender:
-        """Convenience: detect from a plain string of target words."""
-        return self.detect(TranslatedEntity(tuple(text.split()), (), tuple(text.split())))
+        """Convenience: detect from a plain string of target words (taken as the whole aligned entity)."""
+        words = tuple(text.split())
+        return self.detect(TranslatedEntity(words, tuple(range(len(words))), words))
 
 
 def majority(genders: Iterable[Gender | None], empty: Gender = N) -> Gender:
@@ -222,28 +224,42 @@ class PymorphyDetector(TokenVoteDetector):
 # ------------------------------------------------------------------------------------------------- German
 DE_DETERMINERS = {
     "der": M, "ein": M, "dem": M, "einen": M, "des": M, "er": M, "seiner": M, "ihn": M, "seinen": M, "ihm": M,
-    "ihren": M, "die": F, "eine": F, "einer": F, "ihrer": F, "ihr": F, "das": N, "es": N,
-}  # fmt: skip
-_DE_FEMININE = re.compile(r"(in|innen)$")
+    "ihren": M, "die": F, "eine": F, "einer": F, "ihrer": F, "ihr": F, "das": N,
+}  # fmt: skip  # "den" (also dative plural) and "es" (a pronoun) are deliberately absent
+DE_FEMININE_ENDINGS = ("in", "innen", "schwester", "frau", "dame", "kraft")
 
 
 class GermanDetector(GenderDetector):
-    """German: the first aligned word's determiner/pronoun table, else the ``-in``/``-innen`` suffix, else male.
+    """German: feminine noun endings, else the nearest determiner/pronoun at or before the entity.
 
-    An entity with no aligned word is neutral (the reference's German rules never answer "unknown").
+    1. Any aligned word ending in ``-in``/``-innen`` or a feminine head noun (``-schwester``, ``-frau``,
+       ``-dame``, ``-kraft``) → female.
+    2. Otherwise scan the translation leftwards from the last aligned word (inclusive) to the first word in
+       :data:`DE_DETERMINERS` and take its gender ("den" is skipped: it is also dative plural, so
+       "fragte den Inspektor" is decided by an earlier determiner, as in the 2019 evaluation).
+    3. No determiner → neutral; no aligned word → male.
+
+    This reconstruction of the 2019 rules gives 58.8 / ΔG 12.2 on the Google translations (2019 log: 59.4 / 12.5).
     """
 
     lang = "de"
+    uses_context = True
+
+    def detect_entity(self, entity: TranslatedEntity) -> Gender:
+        if not entity.indices:
+            return M
+        words = [w.strip(_PUNCT).lower() for w in entity.words]
+        if any(w.endswith(DE_FEMININE_ENDINGS) for w in words):
+            return F
+        for k in range(min(max(entity.indices), len(entity.target_tokens) - 1), -1, -1):
+            w = entity.target_tokens[k].strip(_PUNCT).lower()
+            if w in DE_DETERMINERS:
+                return DE_DETERMINERS[w]
+        return N
 
     def detect_text(self, text: str) -> Gender:
-        if not text.strip():
-            return N
-        toks = text.lower().split()
-        if toks[0] in DE_DETERMINERS:
-            return DE_DETERMINERS[toks[0]]
-        if _DE_FEMININE.search(toks[-1].strip(_PUNCT)):
-            return F
-        return M
+        words = tuple(text.split())
+        return self.detect_entity(TranslatedEntity(words, tuple(range(len(words))), words))
 
 
 # ------------------------------------------------------------------------------------------------- Italian (rules)
