@@ -150,6 +150,26 @@ def test_three_groups_and_fixed_rho(tiny_bert_dir, tuples, tmp_path):
         _args(tmp_path, rho_estimator="mode")
 
 
+def test_disable_dropout(tiny_bert_dir, tuples, tmp_path):
+    from transformers import AutoModel, AutoTokenizer
+
+    from fairmt.trainers.ccd import CCDTrainer
+
+    ds = tuples_to_dataset(tuples[:16])
+    logs = {}
+    for off in (False, True):
+        model = AutoModel.from_pretrained(tiny_bert_dir, hidden_dropout_prob=0.3, attention_probs_dropout_prob=0.3)
+        trainer = CCDTrainer(model=model, args=_args(tmp_path, max_steps=1, logging_steps=1, disable_dropout=off,
+                                                     learning_rate=1e-12), train_dataset=ds,
+                             processing_class=AutoTokenizer.from_pretrained(tiny_bert_dir))
+        trainer.train()
+        logs[off] = next(h for h in trainer.state.log_history if "loss_rep" in h)
+        ps = {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}
+        assert ps == ({0.0} if off else {0.3})
+    assert logs[True]["loss_rep"] == pytest.approx(0.0, abs=1e-5)  # f == f_orig at step 1 without dropout
+    assert logs[False]["loss_rep"] > 0.01  # dropout noise alone makes L_rep positive
+
+
 def test_peft_lora_run_uses_disabled_adapter_as_reference(tiny_bert_dir, tuples, tmp_path):
     peft = pytest.importorskip("peft")
     from transformers import AutoModel, AutoTokenizer
