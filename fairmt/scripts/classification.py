@@ -24,6 +24,10 @@ al. 2020, label × gender/age, token ids) with one encoder (``model.type``):
 * ``finetune``: ``AutoModelForSequenceClassification`` from ``model.name_or_path``, trained end to end;
 * ``gru`` / ``embedding_bag``: token-id encoders for the hate-speech set.
 
+With ``model.type: finetune``, ``data.augment: eda`` (``data.eda_alpha``) or ``backtranslate``
+(``data.backtranslate_model``, ``data.pivot_lang``) gives every training row a second view for
+``objective_args.views: augment``.
+
 Options: ``training`` holds ``TrainingArguments`` fields shared by every objective; ``objective_args`` the fields of
 the objective's own Config (``gamma``, ``cs_lambda``, ``temperature``, ``views`` for CSCL; ``fcl_alpha``,
 ``fcl_beta`` for FCL; ``n_clusters``, ``epsilon``, ``sampling_weight``, ``cluster_refresh_steps`` for sampling;
@@ -61,7 +65,8 @@ DEFAULTS: dict[str, Any] = {
     "selection": "loss",
     "save_predictions": True,
     "data": {"dataset": "bios", "files": None, "split_seed": 0, "fractions": [0.5, 0.2, 0.3],
-             "language": "Spanish", "attribute": "gender"},
+             "language": "Spanish", "attribute": "gender",
+             "augment": None, "eda_alpha": 0.1, "backtranslate_model": None, "pivot_lang": "de"},
     "model": {"type": "frozen_embedder", "name_or_path": "minilm", "hidden_dim": 300, "num_layers": 2,
               "dropout": 0.1, "max_length": 128, "embed_batch_size": 32, "cache_dir": None,
               "embed_dim": 200, "pooling": "mean"},
@@ -158,13 +163,16 @@ def build_datasets(cfg: dict[str, Any], data) -> tuple[dict[str, Any], Any, Any]
     records = {name: split.records() for name, split in data.splits.items()}
     collator = ClassificationCollator(max_length=m["max_length"])
     if m["type"] == "frozen_embedder":
+        if any(split.texts is None for split in data.splits.values()):
+            raise FairmtError("model.type frozen_embedder needs a text data set (e.g. bios)")
+        # embed the sorted set of all texts once: the cache key does not depend on the split
+        unique = sorted({t for split in data.splits.values() for t in split.texts})
+        X = embed_texts(unique, m["name_or_path"], m["max_length"], m["embed_batch_size"], m["cache_dir"])
+        row_of = {t: i for i, t in enumerate(unique)}
         for name, split in data.splits.items():
-            if split.texts is None:
-                raise FairmtError("model.type frozen_embedder needs a text data set (e.g. bios)")
-            X = embed_texts(split.texts, m["name_or_path"], m["max_length"], m["embed_batch_size"], m["cache_dir"])
-            for r, x in zip(records[name], X):
+            for r, t in zip(records[name], split.texts):
                 r.pop("text", None)
-                r["features"] = x.tolist()
+                r["features"] = X[row_of[t]].tolist()
         dim = len(records["train"][0]["features"])
 
         def factory():
@@ -173,6 +181,7 @@ def build_datasets(cfg: dict[str, Any], data) -> tuple[dict[str, Any], Any, Any]
     elif m["type"] == "finetune":
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+        add_views(cfg, data, records["train"])
         path = _model_path(m["name_or_path"])
         collator = ClassificationCollator(AutoTokenizer.from_pretrained(path), max_length=m["max_length"])
 
@@ -190,6 +199,33 @@ def build_datasets(cfg: dict[str, Any], data) -> tuple[dict[str, Any], Any, Any]
             return tc.EmbeddingBagClassifier(vs, k, embed_dim=m["embed_dim"], hidden_dim=m["hidden_dim"], dropout=m["dropout"])
 
     return {name: Dataset.from_list(rows) for name, rows in records.items()}, collator, factory
+
+
+def add_views(cfg: dict[str, Any], data, rows: list[dict[str, Any]]) -> None:
+    """Give the training rows a ``text_view`` (second view) when ``data.augment`` is ``eda`` or ``backtranslate``."""
+    d = cfg["data"]
+    kind = d.get("augment")
+    if not kind:
+        return
+    texts = data.splits["train"].texts
+    if texts is None:
+        raise FairmtError("data.augment needs a text data set (token-id data has no text to augment)")
+    if kind == "eda":
+        from fairmt.data.augment.eda import EDA
+
+        views = EDA(alpha=d["eda_alpha"], seed=cfg["seed"])(texts)
+    elif kind == "backtranslate":
+        from fairmt.data.augment.backtranslate import backtranslate
+        from fairmt.models import load_translation_model
+
+        if not d.get("backtranslate_model"):
+            raise FairmtError("data.augment=backtranslate needs data.backtranslate_model (a seq2seq MT model path)")
+        mt = load_translation_model(d["backtranslate_model"], src_lang="en", tgt_lang=d["pivot_lang"])
+        views = backtranslate(texts, mt, pivot_lang=d["pivot_lang"], source_lang="en")
+    else:
+        raise FairmtError(f"data.augment must be eda or backtranslate, got {kind!r}")
+    for r, v in zip(rows, views):
+        r["text_view"] = v
 
 
 # ---------------------------------------------------------------------------------------------- training
