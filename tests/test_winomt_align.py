@@ -248,3 +248,31 @@ def test_reproduces_2019_alignment_file(shared_data):
     ours = [format_pharaoh(a) for a in FastAlign().align(src, tgt)]
     share = sum(a == b.strip() for a, b in zip(ours, ref)) / len(ref)
     assert share >= 0.99, f"only {share:.4f} of lines identical to forward.en-es.align"
+
+
+def test_external_binary_wiring(tmp_path):
+    """A stand-in 'fast_align' script: checks the flags it receives and the input file, prints Pharaoh lines."""
+    script = tmp_path / "fast_align"
+    script.write_text(
+        "#!/bin/sh\n"
+        '[ "$1" = "-i" ] && [ "$3" = "-d" ] && [ "$4" = "-o" ] && [ "$5" = "-v" ] || exit 3\n'
+        'grep -c " ||| " "$2" > /dev/null || exit 4\n'
+        "while IFS= read -r line; do echo '0-0 1-1'; done < \"$2\"\n"
+    )
+    script.chmod(0o755)
+    al = get_aligner(binary=str(script))
+    assert al.align(["a b", "c d"], ["x y", "z w"]) == [[(0, 0), (1, 1)], [(0, 0), (1, 1)]]
+    bad = tmp_path / "bad_align"
+    bad.write_text("#!/bin/sh\necho boom >&2\nexit 1\n")
+    bad.chmod(0o755)
+    with pytest.raises(FairmtError, match="failed \\(exit 1\\): boom"):
+        ExternalFastAlign(str(bad)).align(["a"], ["x"])
+
+
+def test_eflomal_alternative():
+    pytest.importorskip("eflomal")
+    from fairmt.eval.winomt.align import EflomalAligner
+
+    src = ["the house", "the book", "a book", "a house"] * 3
+    tgt = ["das haus", "das buch", "ein buch", "ein haus"] * 3
+    assert EflomalAligner().align(src, tgt)[:2] == [[(0, 0), (1, 1)], [(0, 0), (1, 1)]]
