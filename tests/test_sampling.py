@@ -105,3 +105,19 @@ def test_too_few_samples_for_k_means(tmp_path):
     )
     with pytest.raises(FairmtError, match="at least 4"):
         trainer.train()
+
+
+def test_sampling_pretrain_needs_no_labels_at_all(tmp_path):
+    rows = [{"features": r["features"]} for r in _rows(with_group=False)]
+    model = MLPClassifier(12, 2, hidden_dim=24)
+    trainer = FairnessSamplingTrainer(
+        model=model, args=_args(tmp_path, objective="sampling_pretrain", max_steps=4),
+        train_dataset=Dataset.from_list(rows), data_collator=ClassificationCollator(),
+    )
+    trainer.train()
+    assert trainer.state.global_step == 4 and trainer.cluster_history
+    with pytest.raises(FairmtError, match="labels"):
+        FairnessSamplingTrainer(
+            model=model, args=_args(tmp_path / "ce", objective="sampling", max_steps=1),
+            train_dataset=Dataset.from_list(rows), data_collator=ClassificationCollator(),
+        ).train()

@@ -22,7 +22,9 @@ back-translation outputs, see :mod:`fairmt.data.augment`). FCL uses one view by 
 published. The protected attribute comes in the ``group`` column (``group_column``), which the collator
 (:class:`fairmt.data.classification.ClassificationCollator`) carries; hence ``remove_unused_columns=False``.
 
-Large contrastive batches go through gradient caching (``gradcache_chunk_size``, :mod:`fairmt.trainers.gradcache`):
+Under ``torch.distributed`` (``accelerate launch``) the contrastive terms use the candidates of every process
+(:func:`fairmt.losses.gather_with_grad`; per-process batches must be equal: ``dataloader_drop_last=True``); CE stays
+local. Large contrastive batches go through gradient caching (``gradcache_chunk_size``, :mod:`fairmt.trainers.gradcache`):
 the gradient equals the plain full-batch step while only one chunk's activations are alive.
 
 Each loss term is logged separately (``loss_ce``, ``loss_sup``, ``loss_cs``, ``loss_scl``, ``loss_fcl``), averaged
@@ -42,7 +44,8 @@ import torch.nn.functional as F
 from transformers import Trainer, TrainingArguments
 
 from fairmt.errors import FairmtError
-from fairmt.losses import cs_infonce_loss, fcl_loss, supcon_loss
+from fairmt.losses import cs_infonce_loss, fcl_loss, gather_nograd, gather_with_grad, supcon_loss
+from fairmt.losses.distributed import world_size
 from fairmt.trainers.gradcache import cached_backward
 
 OBJECTIVES = ("ce", "cscl", "cscl_pretrain", "fcl", "fcl_pretrain")
@@ -165,8 +168,6 @@ class FairContrastiveTrainer(Trainer):
     def _split_inputs(self, inputs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None, torch.Tensor, torch.Tensor | None]:
         inputs = dict(inputs)
         labels = inputs.pop("labels", None)
-        if labels is None:
-            raise FairmtError("the batch has no 'labels' column: the fair classification losses need task labels")
         groups = inputs.pop(self.args.group_column, None)
         view = {k[len(VIEW_PREFIX):]: inputs.pop(k) for k in list(inputs) if k.startswith(VIEW_PREFIX)}
         return inputs, (view or None), labels, groups
@@ -207,6 +208,8 @@ class FairContrastiveTrainer(Trainer):
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Total loss and its terms from per-view representations and the first view's logits."""
         a = self.args
+        if labels is None:
+            raise FairmtError("the batch has no 'labels' column: the fair classification losses need task labels")
         labels = labels.long()
         terms: dict[str, torch.Tensor] = {}
         if self._needs_groups() and groups is None:
@@ -214,15 +217,18 @@ class FairContrastiveTrainer(Trainer):
                 f"objective {a.objective!r} needs the protected attribute in the batch column {a.group_column!r}; "
                 "add it to the dataset (ints) and keep remove_unused_columns=False"
             )
-        feats = torch.stack(reps, dim=1)  # (N, V, d)
         if a.objective == "ce":
             terms["ce"] = F.cross_entropy(logits.float(), labels)
             return terms["ce"], terms
+        ce_labels = labels
+        feats = torch.stack(reps, dim=1)  # (N, V, d)
+        if world_size() > 1:  # candidates from every process, gradients flow back (dataloader_drop_last=True)
+            feats, labels, groups = gather_with_grad(feats), gather_nograd(labels), gather_nograd(groups)
         if a.objective in ("cscl", "cscl_pretrain"):
             terms["sup"] = supcon_loss(feats, labels, a.temperature, a.normalize)
             terms["cs"] = cs_infonce_loss(feats, labels, groups, a.temperature, a.normalize, a.cs_anchor_weighting)
             if a.objective == "cscl":
-                terms["ce"] = F.cross_entropy(logits.float(), labels)
+                terms["ce"] = F.cross_entropy(logits.float(), ce_labels)
                 total = (1 - a.gamma) * terms["ce"] + a.gamma * terms["sup"] + a.cs_lambda * terms["cs"]
             else:
                 total = terms["sup"] + a.cs_lambda * terms["cs"]
@@ -230,7 +236,7 @@ class FairContrastiveTrainer(Trainer):
         fcl = fcl_loss(feats, labels, groups, a.temperature, a.group_temperature, a.normalize)
         terms["scl"], terms["fcl"] = fcl.scl, fcl.fcl
         if a.objective == "fcl":
-            terms["ce"] = F.cross_entropy(logits.float(), labels)
+            terms["ce"] = F.cross_entropy(logits.float(), ce_labels)
             return a.fcl_alpha * terms["ce"] + a.fcl_beta * fcl.loss, terms
         return fcl.loss, terms
 
@@ -245,6 +251,8 @@ class FairContrastiveTrainer(Trainer):
         model_inputs, view, labels, groups = self._split_inputs(inputs)
         if not model.training:
             rep, logits = self.representation_and_logits(model, model_inputs)
+            if labels is None:
+                raise FairmtError("the evaluation batch has no 'labels' column")
             loss = F.cross_entropy(logits.float(), labels.long())
             return (loss, {"logits": logits, "hidden": rep}) if return_outputs else loss
         batches = self._view_batches(model_inputs, view)
@@ -260,7 +268,7 @@ class FairContrastiveTrainer(Trainer):
     def training_step(self, model, inputs, num_items_in_batch=None):
         """Plain step, or a gradient-cached one when ``gradcache_chunk_size`` is below the batch size."""
         chunk = self.args.gradcache_chunk_size
-        n = inputs["labels"].shape[0] if "labels" in inputs else 0
+        n = next((v.shape[0] for v in inputs.values() if isinstance(v, torch.Tensor)), 0)
         if not chunk or chunk >= n:
             return super().training_step(model, inputs, num_items_in_batch)
         model.train()

@@ -156,6 +156,8 @@ class FairnessSamplingTrainer(FairContrastiveTrainer):
         """``CE + μ·NT-Xent`` (``sampling``), ``NT-Xent`` (``sampling_pretrain``) or CE."""
         a = self.args
         terms: dict[str, torch.Tensor] = {}
+        if a.objective != "sampling_pretrain" and labels is None:
+            raise FairmtError("the batch has no 'labels' column: CE needs task labels (sampling_pretrain does not)")
         if a.objective == "ce":
             terms["ce"] = F.cross_entropy(logits.float(), labels.long())
             return terms["ce"], terms
