@@ -269,3 +269,53 @@ def test_adversarial_trainer_on_a_feature_mlp(tmp_path):
     logs = [h for h in trainer.state.log_history if "loss_ce" in h]
     assert len(logs) == 3 and logs[-1]["loss_ce"] < logs[0]["loss_ce"]
     assert all("loss_diff" in h and 0.0 <= h["adv_accuracy"] <= 1.0 for h in logs)
+
+
+@pytest.mark.slow
+def test_adversary_learns_and_its_gradients_are_reset_every_optimizer_step(tmp_path):
+    """The stock Trainer zeroes only the model's gradients; the adversaries' must be reset too, or they accumulate
+    over the whole run and the adversary never learns. With λ = 0 (no reversal) the adversary must learn to decode a
+    linearly decodable group."""
+    text_classifiers = pytest.importorskip("fairmt.models.text_classifiers")
+    from fairmt.data.classification import ClassificationCollator
+
+    g = torch.Generator().manual_seed(1)
+    rows = []
+    for _ in range(256):
+        y, a = int(torch.randint(0, 2, (1,), generator=g)), int(torch.randint(0, 2, (1,), generator=g))
+        x = torch.randn(8, generator=g)
+        x[y] += 1.5
+        x[4] += 3.0 * a
+        rows.append({"features": x.tolist(), "labels": y, "group": a})
+    torch.manual_seed(0)
+    model = text_classifiers.MLPClassifier(input_dim=8, num_labels=2, hidden_dim=16)
+    args = AdversarialConfig(
+        output_dir=str(tmp_path), max_steps=200, per_device_train_batch_size=32, learning_rate=3e-3, logging_steps=50,
+        save_strategy="no", report_to=[], use_cpu=True, seed=0, adv_hidden_size=16, adv_lambda=0.0,
+        adv_learning_rate=1e-2,
+        adv_conditional=False, disable_tqdm=True, gradient_accumulation_steps=2,
+    )
+    trainer = AdversarialTrainer(model=model, args=args, train_dataset=rows, data_collator=ClassificationCollator())
+    seen = []
+
+    from transformers import TrainerCallback
+
+    class Spy(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            seen.append(all(p.grad is None or not p.grad.any() for p in trainer.adversary.parameters()))
+
+    trainer.add_callback(Spy())
+    trainer.train()
+    assert seen and all(seen)  # reset after every optimizer step
+    logs = [h["adv_accuracy"] for h in trainer.state.log_history if "adv_accuracy" in h]
+    assert logs[-1] > logs[0] + 0.03, logs
+    # on the final representations the adversary decodes the group about as well as a fresh linear SVM
+    from sklearn.svm import LinearSVC
+
+    model.eval()
+    batch = ClassificationCollator()(rows)
+    with torch.no_grad():
+        h = model(features=batch["features"], output_hidden_states=True).hidden_states[-1]
+        adv_acc = float((trainer.adversary(h)[0][0].argmax(-1) == batch["group"]).float().mean())
+    svm_acc = LinearSVC(dual="auto").fit(h.numpy(), batch["group"].numpy()).score(h.numpy(), batch["group"].numpy())
+    assert adv_acc > 0.85 and adv_acc > svm_acc - 0.05, (adv_acc, svm_acc)

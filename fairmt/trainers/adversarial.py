@@ -22,7 +22,9 @@ masked mean) of an ``AutoModelForSequenceClassification``, or the encoder output
 :mod:`fairmt.models.text_classifiers` — the same representation leakage@h and the fair contrastive losses use.
 
 The adversaries live in the Trainer (``trainer.adversary``), train in the same optimizer (an extra parameter group,
-learning rate ``adv_learning_rate``), are saved as ``adversary.pt`` beside each checkpoint, and reloaded on resume.
+learning rate ``adv_learning_rate``; their gradients clipped to ``max_grad_norm`` and reset after every optimizer
+step by an internal callback, since the stock Trainer only handles the model's), are saved as ``adversary.pt``
+beside each checkpoint, and reloaded on resume.
 Evaluation computes the task CE only and returns ``(logits, hidden)`` predictions with ``(labels, group)`` label ids
 (for :func:`fairmt.trainers.selection.fairness_compute_metrics`).
 """
@@ -37,7 +39,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import Trainer, TrainingArguments
+from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from fairmt.errors import FairmtError
 
@@ -200,6 +202,23 @@ def _pool(hidden: torch.Tensor, attention_mask: torch.Tensor | None, pooling: st
 
 
 # ---------------------------------------------------------------------------------------------------- trainer
+class _AdversaryStepHooks(TrainerCallback):
+    """The stock Trainer clips and zeroes the *model's* gradients only: clip the adversaries' before each optimizer
+    step (same ``max_grad_norm``) and reset them after it, so that they do not accumulate over the whole run."""
+
+    def __init__(self, adversary: nn.Module):
+        self.adversary = adversary
+
+    def on_pre_optimizer_step(self, args, state, control, **kwargs):
+        if args.max_grad_norm and args.max_grad_norm > 0:
+            params = [p for p in self.adversary.parameters() if p.grad is not None]
+            if params:
+                torch.nn.utils.clip_grad_norm_(params, args.max_grad_norm)
+
+    def on_optimizer_step(self, args, state, control, **kwargs):
+        self.adversary.zero_grad(set_to_none=True)
+
+
 class AdversarialTrainer(Trainer):
     """Sequence-classification Trainer with gradient-reversal adversaries (see the module docstring).
 
@@ -237,6 +256,7 @@ class AdversarialTrainer(Trainer):
         self._term_counts: dict[str, int] = defaultdict(int)
         if not self.label_names or self.label_names == ["labels"]:
             self.label_names = ["labels", a.group_column]
+        self.add_callback(_AdversaryStepHooks(self.adversary))
 
     # ------------------------------------------------------------------ optimizer / checkpoints
     def create_optimizer(self, model=None):
