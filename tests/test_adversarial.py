@@ -319,3 +319,14 @@ def test_adversary_learns_and_its_gradients_are_reset_every_optimizer_step(tmp_p
         adv_acc = float((trainer.adversary(h)[0][0].argmax(-1) == batch["group"]).float().mean())
     svm_acc = LinearSVC(dual="auto").fit(h.numpy(), batch["group"].numpy()).score(h.numpy(), batch["group"].numpy())
     assert adv_acc > 0.85 and adv_acc > svm_acc - 0.05, (adv_acc, svm_acc)
+
+
+@pytest.mark.slow
+def test_resume_restores_the_adversaries(tmp_path):
+    trainer = _trainer(tmp_path, max_steps=8, save_strategy="steps", save_steps=8, n_adversaries=2)
+    trainer.train()
+    saved = torch.load(tmp_path / "out" / "checkpoint-8" / ADVERSARY_FILE, weights_only=True)
+    fresh = _trainer(tmp_path, max_steps=8, save_strategy="no", n_adversaries=2)
+    assert not all(torch.equal(v, fresh.adversary.state_dict()[k]) for k, v in saved.items())
+    fresh.train(resume_from_checkpoint=str(tmp_path / "out" / "checkpoint-8"))  # already at max_steps: loads only
+    assert all(torch.equal(v, fresh.adversary.state_dict()[k]) for k, v in saved.items())
