@@ -274,6 +274,8 @@ def test_recipe_main_end_to_end_on_tiny_bert(tiny_bert_dir, tmp_path):
     assert saved["data"]["n_test"] == 16 and saved["data"]["n_utility"] == 12
     assert saved["train"]["best_checkpoint"] is not None and saved["train"]["rho"] > 0
     assert res["after"]["cced"]["gap"] < res["before"]["cced"]["gap"]
+    evals = [h for h in saved["train"]["log_history"] if "eval_loss_bias" in h]
+    assert evals and evals[-1]["eval_loss_bias"] < saved["train"]["eval_before"]["eval_loss_bias"]
     assert 0 < res["utility"]["spearman_pairwise_cos"] <= 1
     assert (tmp_path / "run" / "cced_heldout.jsonl").is_file() and (tmp_path / "run" / "final").is_dir()
     with pytest.raises(FairmtError, match="data.tuples"):

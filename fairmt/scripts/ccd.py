@@ -275,9 +275,10 @@ def main(config: dict) -> dict:
         model=model, args=args, train_dataset=tuples_to_dataset(data["train"], groups),
         eval_dataset=tuples_to_dataset(data["eval"], groups) if data["eval"] else None, processing_class=tok,
     )
+    eval_before = trainer.evaluate() if data["eval"] else None  # validation loss of the original model
     train_out = trainer.train()
     trainer.save_model(str(out_dir / "final"))
-    results["train"] = {**ccd_metrics_summary(trainer), "metrics": train_out.metrics,
+    results["train"] = {**ccd_metrics_summary(trainer), "metrics": train_out.metrics, "eval_before": eval_before,
                         "best_checkpoint": trainer.state.best_model_checkpoint,
                         "log_history": trainer.state.log_history}
     results["time_train_s"] = time.time() - t0
