@@ -47,6 +47,11 @@ class GenderDetector:
     lang = "xx"
     uses_context = False  # True when the result depends on more than the aligned words
 
+    @property
+    def signature_name(self) -> str:
+        """What goes into a result's signature: the detector and, for analysers, their model and version."""
+        return type(self).__name__
+
     def __init__(self) -> None:
         self._cache: dict[str, Gender] = {}
 
@@ -143,6 +148,11 @@ class SpacyDetector(GenderDetector):
             ) from err
         self.lang = lang or self.nlp.lang
 
+    @property
+    def signature_name(self) -> str:
+        meta = self.nlp.meta
+        return f"spacy-{meta.get('lang', '')}_{meta.get('name', '')}-{meta.get('version', '')}"
+
     def token_gender(self, token) -> Gender | None:
         """Gender of one spaCy token; article contractions (fr "au"/"du", es "al"/"del") count as masculine.
 
@@ -220,6 +230,12 @@ class PymorphyDetector(TokenVoteDetector):
         except Exception as err:
             raise FairmtError(f"pymorphy3 dictionary for '{lang}' is not installed: pip install pymorphy3-dicts-{lang}") from err
         self.lang = lang
+
+    @property
+    def signature_name(self) -> str:
+        import pymorphy3
+
+        return f"pymorphy3-{pymorphy3.__version__}-{self.lang}-dict{self.morph.dictionary.meta.get('source_revision', '')}"
 
     def token_gender(self, token: str) -> Gender | None:
         tok = token.strip(_PUNCT)

@@ -112,7 +112,7 @@ def make_signature(lang: str, gold_name: str, aligner: Aligner, detector: Gender
 
     return (
         f"winomt|v:{SIGNATURE_VERSION}|lang:{lang}|gold:{gold_name}|align:{aligner.name}"
-        f"|detector:{type(detector).__name__}|compat:{compat or 'none'}|fairmt:{__version__}"
+        f"|detector:{getattr(detector, 'signature_name', type(detector).__name__)}|compat:{compat or 'none'}|fairmt:{__version__}"
     )
 
 
