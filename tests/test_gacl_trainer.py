@@ -60,12 +60,19 @@ def test_contrastive_gradient_reaches_encoder_only(model_dir_nodrop, tmp_path):
                           data_collator=collator(tm), processing_class=tm.tokenizer)
     batch = next(iter(trainer.get_train_dataloader()))
     tm.model.zero_grad()
+    tm.model.train()
     trainer.compute_loss(tm.model, batch).backward()
     enc = [p.grad for n, p in tm.model.named_parameters() if ".encoder.layers." in n]
     dec = [p.grad for n, p in tm.model.named_parameters() if ".decoder.layers." in n]
     assert all(g is not None for g in enc) and sum(float(g.abs().sum()) for g in enc) > 0
     assert all(g is None or float(g.abs().max()) < 1e-7 for g in dec)
     assert all(not p.requires_grad for p in trainer.teacher.parameters())
+    # L_MT and L_KD share one log-softmax; L_MT must equal the model's own cross-entropy, L_KD be 0 (teacher = student)
+    tm.model.train()
+    with torch.no_grad():
+        own = tm.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]).loss
+    assert float(trainer._terms["loss_mt"][-1]) == pytest.approx(float(own), rel=1e-5)
+    assert float(trainer._terms["loss_kd"][-1]) == pytest.approx(0.0, abs=1e-6)
 
 
 def test_dropout_views_stay_on_after_evaluation(model_dir, tmp_path):
@@ -81,10 +88,14 @@ def test_dropout_views_stay_on_after_evaluation(model_dir, tmp_path):
     trainer.current_gradient_accumulation_steps = 1  # set by train(); we call one training step directly
     trainer.training_step(tm.model, batch)
     hook.remove()
-    assert len(seen) == 2 and all(training for training, _ in seen)  # main pass + the extra views, in train mode
-    b = batch["input_ids"].shape[0]
-    main, extra = seen[0][1], seen[1][1][:b, : seen[0][1].shape[1]]
-    assert not torch.allclose(main, extra)  # two different dropout masks for the same sentences
+    # one batched encoder call on [x; x (dropout view); x_cf], in train mode
+    assert len(seen) == 1 and seen[0][0]
+    b, t = batch["input_ids"].shape
+    states = seen[0][1]
+    assert states.shape[0] == 3 * b
+    mask = batch["attention_mask"].bool()
+    main, view = states[:b, :t][mask], states[b : 2 * b, :t][mask]
+    assert not torch.allclose(main, view)  # two different dropout masks for the same sentences
     assert not trainer.teacher.training
 
 

@@ -20,12 +20,15 @@ def token_kl_loss(
     labels: torch.Tensor,
     temperature: float = 1.0,
     ignore_index: int = -100,
+    student_log_probs: bool = False,
 ) -> torch.Tensor:
     """KL(teacher ‖ student) per label token, averaged over the non-ignored tokens.
 
     Args:
         student_logits, teacher_logits: ``(B, T, V)``; the teacher's are used without gradient.
         labels: ``(B, T)``, ``ignore_index`` where there is no target token (padding).
+        student_log_probs: ``student_logits`` are already log-probabilities (``log_softmax``), e.g. shared with
+            the cross-entropy term; only with ``temperature == 1``.
     """
     if student_logits.shape != teacher_logits.shape:
         raise FairmtError(
@@ -37,9 +40,14 @@ def token_kl_loss(
     mask = labels != ignore_index
     if not bool(mask.any()):
         return student_logits.sum() * 0.0
-    s = student_logits[mask].float() / temperature
-    t = teacher_logits[mask].detach().float() / temperature
-    log_p_s = F.log_softmax(s, dim=-1)
-    log_p_t = F.log_softmax(t, dim=-1)
-    kl = (log_p_t.exp() * (log_p_t - log_p_s)).sum(dim=-1)
+    s, t = student_logits, teacher_logits.detach()
+    if not bool(mask.all()):  # gather the label positions only when there is padding to skip
+        s, t = s[mask], t[mask]
+    if student_log_probs and temperature != 1.0:
+        raise FairmtError("student_log_probs=True needs temperature 1 (the log-probabilities are at T = 1)")
+    if temperature != 1.0:
+        s, t = s / temperature, t / temperature
+    log_p_s = s.float() if student_log_probs else F.log_softmax(s.float(), dim=-1)
+    log_p_t = F.log_softmax(t.float(), dim=-1)
+    kl = F.kl_div(log_p_s, log_p_t, log_target=True, reduction="none").sum(dim=-1)
     return kl.mean() * temperature**2

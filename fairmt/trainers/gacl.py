@@ -12,11 +12,14 @@
     trainer.train()
 
 How the extra encoder views are computed. The contrastive views (a dropout view, the counterfactual sources) need
-extra *encoder* passes. To stay inside one forward of the wrapped model — DDP accepts each parameter's gradient
-once per forward, so a separate ``get_encoder()`` call fails under DDP — the trainer passes the extra inputs as
-keyword arguments to the model call; a forward pre-hook on the underlying transformers model takes them out before
-the model sees them, and a forward hook runs the encoder on them (batched: ``[x; x_cf]`` in one encoder call) and
-attaches the pooled states to the output. The hooks run inside DDP/FSDP/DeepSpeed's forward and work through PEFT.
+extra *encoder* passes, never a decoder pass. To stay inside one forward of the wrapped model — DDP accepts each
+parameter's gradient once per forward, so a separate ``get_encoder()`` call fails under DDP — the trainer passes
+the extra inputs as keyword arguments to the model call, and hooks on the underlying transformers model take them
+out before the model sees them: views with gradient are encoded in ONE batched encoder call together with the
+batch itself (``[x; x; x_cf]``; the decoder then reads the first rows through ``encoder_outputs``), views
+without gradient (the official code's dropout view) in a separate no-grad encoder call. The pooled states travel
+beside the output. The hooks run inside DDP/FSDP/DeepSpeed's forward and work through PEFT. With a KD teacher at
+temperature 1, L_MT and L_KD share one log-softmax of the student's logits.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ class GACLConfig(Seq2SeqTrainingArguments):
             positives).
         dropout_positive / inbatch_positives / counterfactual_negative / inbatch_negatives (`bool`, optional):
             override the variant's choice of each pair set (the paper's Table 5 ablation).
+        detach_dropout_view (`bool`, optional): override whether the dropout view is computed without gradient
+            (the official code does; it saves the view's encoder backward pass).
         pooling (`str`, defaults to `"mean"`): encoder pooling: ``"mean"`` over non-pad tokens, or ``"first"``.
         projection_dim (`int`, optional): if set, an MLP projection head (d → d → projection_dim, as SimCSE)
             is trained on top of the pooled states for the contrastive term only; it is saved beside checkpoints
@@ -70,6 +75,7 @@ class GACLConfig(Seq2SeqTrainingArguments):
     inbatch_positives: bool | None = field(default=None, metadata={"help": "Override: in-batch same gender positives."})
     counterfactual_negative: bool | None = field(default=None, metadata={"help": "Override: swapped source negative."})
     inbatch_negatives: bool | None = field(default=None, metadata={"help": "Override: in-batch other gender negatives."})
+    detach_dropout_view: bool | None = field(default=None, metadata={"help": "Override: no gradient through the dropout view."})
     pooling: str = field(default="mean", metadata={"help": "'mean' over non-pad encoder tokens or 'first'."})
     projection_dim: int | None = field(default=None, metadata={"help": "Projection head output size (None: no head)."})
     teacher_model_name_or_path: str | None = field(default=None, metadata={"help": "KD teacher (default: frozen copy)."})
@@ -98,7 +104,8 @@ class GACLConfig(Seq2SeqTrainingArguments):
         base = gacl_variant(self.gacl_variant)
         overrides = {
             k: getattr(self, k)
-            for k in ("dropout_positive", "inbatch_positives", "counterfactual_negative", "inbatch_negatives")
+            for k in ("dropout_positive", "inbatch_positives", "counterfactual_negative", "inbatch_negatives",
+                      "detach_dropout_view")
             if getattr(self, k) is not None
         }
         return GACLPairs(**{**base.__dict__, **overrides})
@@ -136,6 +143,23 @@ def _base_model(model: nn.Module) -> PreTrainedModel:
 def _pre_hook(module, args, kwargs):
     extra = {k: kwargs.pop(k) for k in list(kwargs) if k.startswith(_EXTRA)}
     module._fairmt_pending = extra or None
+    ids = extra.get(f"{_EXTRA}_grad_input_ids")
+    if ids is None or not torch.is_grad_enabled() or "encoder_outputs" in kwargs:
+        return args, kwargs
+    # Views with gradient: ONE batched encoder call on [x; views] (one embedding backward, bigger matrix products);
+    # the model then decodes from the first rows through `encoder_outputs`.
+    from transformers.modeling_outputs import BaseModelOutput
+
+    main_ids, main_mask = kwargs["input_ids"], kwargs["attention_mask"]
+    b, t = main_ids.shape
+    width = max(t, ids.shape[1])
+    pad = module.config.pad_token_id
+    states = module.get_encoder()(
+        input_ids=torch.cat([_pad_to(main_ids, width, pad), _pad_to(ids, width, pad)]),
+        attention_mask=torch.cat([_pad_to(main_mask, width, 0), _pad_to(extra[f"{_EXTRA}_grad_attention_mask"], width, 0)]),
+    ).last_hidden_state
+    kwargs["encoder_outputs"] = BaseModelOutput(last_hidden_state=states[:b, :t])
+    extra[f"{_EXTRA}_grad_states"] = states[b:, : ids.shape[1]]
     return args, kwargs
 
 
@@ -152,22 +176,28 @@ def _post_hook(module, args, kwargs, output):
         return head(h) if head is not None else h
 
     result = {"h": represent(output.encoder_last_hidden_state, kwargs["attention_mask"])}
-    ids = extra.get(f"{_EXTRA}_input_ids")
-    if ids is not None:
-        mask = extra[f"{_EXTRA}_attention_mask"]
-        with torch.set_grad_enabled(torch.is_grad_enabled() and extra[f"{_EXTRA}_grad"]):
-            states = module.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
-            result["views"] = represent(states, mask)
+    for kind, grad in (("grad", True), ("nograd", False)):
+        ids = extra.get(f"{_EXTRA}_{kind}_input_ids")
+        if ids is None:
+            continue
+        mask = extra[f"{_EXTRA}_{kind}_attention_mask"]
+        states = extra.get(f"{_EXTRA}_{kind}_states")
+        if states is None:  # no-grad views (a dropout view as in the official code), or evaluation
+            with torch.set_grad_enabled(torch.is_grad_enabled() and grad):
+                states = module.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
+        with torch.set_grad_enabled(torch.is_grad_enabled() and grad):
+            result[kind] = represent(states, mask)
     # The representations travel beside the output (DDP rebuilds output dataclasses and rejects new keys). A zero
-    # term ties them into the returned loss, so DDP's search for unused parameters finds the projection head.
-    if output.loss is not None and torch.is_grad_enabled():
-        output.loss = output.loss + 0.0 * sum(t.sum() for t in result.values() if t.requires_grad)
+    # term ties them into a returned tensor, so DDP's search for unused parameters finds the projection head.
+    if torch.is_grad_enabled() and any(t.requires_grad for t in result.values()):
+        tie = 0.0 * sum(t.sum() for t in result.values() if t.requires_grad)
+        output.encoder_last_hidden_state = output.encoder_last_hidden_state + tie
     module._fairmt_result = result
     return output
 
 
 def install_extra_encoder_hooks(model: nn.Module) -> None:
-    """Let ``model(..., fairmt_extra_pooling="mean", fairmt_extra_input_ids=..., ...)`` also return the pooled
+    """Let ``model(..., fairmt_extra_pooling="mean", fairmt_extra_grad_input_ids=..., ...)`` also return the pooled
     (and projected) encoder representation of the batch and of extra sources, computed inside the same forward."""
     base = _base_model(model)
     if getattr(base, "_fairmt_hooks", False):
@@ -274,42 +304,50 @@ class GACLTrainer(Seq2SeqTrainer):
         use_gc = args.gacl_lambda > 0
         ids, mask = inputs["input_ids"], inputs["attention_mask"]
 
-        extra_ids, extra_mask = [], []
+        # extra encoder views: (name, ids, mask, with_gradient)
+        views_in = []
         if use_gc and p.dropout_positive:
-            extra_ids.append(ids)
-            extra_mask.append(mask)
+            views_in.append(("h_dropout", ids, mask, not p.detach_dropout_view))
         if use_gc and p.counterfactual_negative:
             if cf_ids is None:
                 raise FairmtError("the batch has no 'cf_input_ids' but GACL uses counterfactual negatives")
-            extra_ids.append(cf_ids)
-            extra_mask.append(cf_mask)
+            views_in.append(("h_counterfactual", cf_ids, cf_mask, True))
         call = dict(inputs)
         if use_gc:
             call[f"{_EXTRA}_pooling"] = args.pooling
-        if extra_ids:
-            width = max(t.shape[1] for t in extra_ids)
-            pad = _base_model(self.accelerator.unwrap_model(model)).config.pad_token_id
-            call[f"{_EXTRA}_input_ids"] = torch.cat([_pad_to(t, width, pad) for t in extra_ids])
-            call[f"{_EXTRA}_attention_mask"] = torch.cat([_pad_to(t, width, 0) for t in extra_mask])
-            # the official variant computes its only extra view (dropout) without gradient
-            call[f"{_EXTRA}_grad"] = not (p.detach_dropout_view and not p.counterfactual_negative)
+        pad = _base_model(self.accelerator.unwrap_model(model)).config.pad_token_id
+        for kind, grad in (("grad", True), ("nograd", False)):
+            group = [v for v in views_in if v[3] == grad]
+            if group:
+                width = max(v[1].shape[1] for v in group)
+                call[f"{_EXTRA}_{kind}_input_ids"] = torch.cat([_pad_to(v[1], width, pad) for v in group])
+                call[f"{_EXTRA}_{kind}_attention_mask"] = torch.cat([_pad_to(v[2], width, 0) for v in group])
+        shared_softmax = self.teacher is not None and "labels" in inputs and args.kd_temperature == 1.0
+        if shared_softmax:
+            # L_MT and L_KD from one log-softmax of the student's logits (the model would compute its own for L_MT)
+            call["decoder_input_ids"] = self._shift_right(call.pop("labels"))
         outputs = model(**call)
         reps = _base_model(self.accelerator.unwrap_model(model)).__dict__.pop("_fairmt_result", None) if use_gc else None
-        loss_mt = outputs.loss
+        if shared_softmax:
+            labels = inputs["labels"]
+            log_probs = torch.log_softmax(outputs.logits.float(), dim=-1)
+            loss_mt = torch.nn.functional.nll_loss(log_probs.flatten(0, 1), labels.flatten(), ignore_index=-100)
+            loss_kd = token_kl_loss(log_probs, self._teacher_logits(inputs), labels, student_log_probs=True)
+        else:
+            loss_mt = outputs.loss
+            loss_kd = self._kd_loss(outputs.logits, inputs) if self.teacher is not None and "labels" in inputs else None
         terms = {"loss_mt": loss_mt.detach()}
         loss = (1.0 - args.kd_alpha) * loss_mt
-
-        if self.teacher is not None and "labels" in inputs:
-            loss_kd = self._kd_loss(outputs.logits, inputs)
+        if loss_kd is not None:
             loss = loss + args.kd_alpha * loss_kd
             terms["loss_kd"] = loss_kd.detach()
 
         if use_gc:
             views = {}
-            if extra_ids:
-                chunks = reps["views"].split(ids.shape[0])
-                names = [n for n, on in (("h_dropout", p.dropout_positive), ("h_counterfactual", p.counterfactual_negative)) if on]
-                views = dict(zip(names, chunks))
+            for kind, grad in (("grad", True), ("nograd", False)):
+                names = [v[0] for v in views_in if v[3] == grad]
+                if names:
+                    views.update(zip(names, reps[kind].split(ids.shape[0])))
             loss_gc = gacl_loss(reps["h"], genders, temperature=args.temperature, pairs=p, **views)
             loss = loss + args.gacl_lambda * loss_gc
             terms["loss_gc"] = loss_gc.detach()
@@ -319,17 +357,23 @@ class GACLTrainer(Seq2SeqTrainer):
                 self._terms[k].append(v)
         return (loss, outputs) if return_outputs else loss
 
-    def _kd_loss(self, student_logits, inputs):
+    def _shift_right(self, labels):
         from transformers.models.m2m_100.modeling_m2m_100 import shift_tokens_right
 
         cfg = self.teacher.config
-        labels = inputs["labels"]
-        dec_in = shift_tokens_right(labels, cfg.pad_token_id, cfg.decoder_start_token_id)
+        return shift_tokens_right(labels, cfg.pad_token_id, cfg.decoder_start_token_id)
+
+    def _teacher_logits(self, inputs):
         with torch.no_grad():
-            t_logits = self.teacher(
-                input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"], decoder_input_ids=dec_in
+            return self.teacher(
+                input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
+                decoder_input_ids=self._shift_right(inputs["labels"]),
             ).logits
-        return token_kl_loss(student_logits, t_logits, labels, temperature=self.args.kd_temperature)
+
+    def _kd_loss(self, student_logits, inputs):
+        return token_kl_loss(
+            student_logits, self._teacher_logits(inputs), inputs["labels"], temperature=self.args.kd_temperature
+        )
 
     # ---- logging, evaluation, saving ----------------------------------------------------------------------------
 

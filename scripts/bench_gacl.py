@@ -1,0 +1,254 @@
+#!/usr/bin/env python
+"""Time GACL + KD training steps against plain fine-tuning, in one run, on one SMaLL-100-shaped model and batch.
+
+Modes (each: forward, backward and an AdamW step on the same batch, a fresh copy of the same model):
+
+* ``plain``               — stock ``Seq2SeqTrainer`` step (L_MT only);
+* ``gacl_paper``          — GACL as the paper states it + KD: extra encoder pass on [x; x_cf] with gradient,
+                            teacher forward;
+* ``gacl_paper_detached_view`` — the paper's pairs with the dropout view computed without gradient (as the
+                            official code does), saving the view's encoder backward;
+* ``official_variant``    — fairmt's implementation of the official code's variant + KD: one extra *encoder-only*
+                            no-grad pass for the dropout view, no counterfactual, teacher forward;
+* ``official_algorithm``  — the official code's algorithm as published: a second full no-grad forward of encoder
+                            AND decoder for the dropout view, plus the teacher forward.
+
+Every KD mode runs its teacher the same way: bfloat16 by default (``teacher_bf16``; 5× faster matrix products
+than float32 on CPUs with AVX512-BF16, and half the memory), float32 with ``--teacher-fp32``.
+
+The model keeps SMaLL-100's 12:3 encoder:decoder depth and a large vocabulary, scaled down to run on a CPU
+(``--d-model``, ``--vocab``). Step times are the median over interleaved rounds (modes take turns, so machine
+noise hits all of them alike); on a CPU they are the process's CPU time, which other processes on a shared
+machine do not inflate. Peak memory: ``torch.cuda.max_memory_allocated`` on a GPU; on a CPU, the peak RSS
+growth of a fresh subprocess per mode over its state after building the model(s). Prints a table, or one JSON
+object with ``--json`` (keys ``gacl_vs_plain``, ``official_variant_vs_official_algorithm``, ``step_seconds``,
+``peak_memory_mb``). Targets: gacl_vs_plain ≤ 1.8, official_variant_vs_official_algorithm ≤ 0.9.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+MODES = ("plain", "gacl_paper", "gacl_paper_detached_view", "official_variant", "official_algorithm")
+
+
+def build(args):
+    import torch
+    from transformers import M2M100Config, M2M100ForConditionalGeneration
+
+    torch.manual_seed(0)
+    cfg = M2M100Config(
+        vocab_size=args.vocab, d_model=args.d_model, encoder_layers=12, decoder_layers=3,
+        encoder_attention_heads=args.heads, decoder_attention_heads=args.heads, encoder_ffn_dim=4 * args.d_model,
+        decoder_ffn_dim=4 * args.d_model, max_position_embeddings=256, dropout=0.1, attention_dropout=0.1,
+        activation_dropout=0.0, encoder_layerdrop=0.0, decoder_layerdrop=0.0, pad_token_id=1, bos_token_id=0,
+        eos_token_id=2, decoder_start_token_id=2,
+    )
+    model = M2M100ForConditionalGeneration(cfg)
+    g = torch.Generator().manual_seed(1)
+    b, t = args.batch, args.seq_len
+    ids = torch.randint(4, args.vocab, (b, t), generator=g)
+    cf = ids.clone()
+    cf[:, 3] = torch.randint(4, args.vocab, (b,), generator=g)  # the swapped gender word
+    batch = {
+        "input_ids": ids, "attention_mask": torch.ones(b, t, dtype=torch.long),
+        "labels": torch.randint(4, args.vocab, (b, t), generator=g),
+        "cf_input_ids": cf, "cf_attention_mask": torch.ones(b, t, dtype=torch.long),
+        "gender": torch.tensor([0, 1] * (b // 2)),
+    }
+    return model, batch
+
+
+def official_algorithm_trainer_cls():
+    """The official code's algorithm: the dropout view comes from a second full (encoder + decoder) forward."""
+    import torch
+
+    from fairmt.losses import gacl_loss, gacl_variant
+    from fairmt.trainers.gacl import GACLTrainer, pool
+
+    class OfficialAlgorithmTrainer(GACLTrainer):
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            inputs = {k: v for k, v in inputs.items() if not k.startswith("cf_")}
+            genders = inputs.pop("gender")
+            out = model(**inputs)
+            with torch.no_grad():
+                view = model(**inputs)  # second full forward for the dropout view
+            mask = inputs["attention_mask"]
+            loss_kd = self._kd_loss(out.logits, inputs)
+            loss_gc = gacl_loss(
+                pool(out.encoder_last_hidden_state, mask), genders,
+                h_dropout=pool(view.encoder_last_hidden_state, mask), pairs=gacl_variant("official"),
+                temperature=self.args.temperature,
+            )
+            a = self.args.kd_alpha
+            return (1 - a) * out.loss + a * loss_kd + self.args.gacl_lambda * loss_gc
+
+    return OfficialAlgorithmTrainer
+
+
+def make_trainer(mode, model, args, out):
+    from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments
+
+    from fairmt.trainers.gacl import GACLConfig, GACLTrainer
+
+    common = dict(output_dir=out, per_device_train_batch_size=args.batch, learning_rate=1e-5, report_to=[],
+                  use_cpu=args.device == "cpu", save_strategy="no", disable_tqdm=True)
+    if mode == "plain":
+        return Seq2SeqTrainer(model=model, args=Seq2SeqTrainingArguments(**common))
+    kd = dict(teacher_bf16=args.teacher_bf16)
+    if mode == "gacl_paper":
+        return GACLTrainer(model=model, args=GACLConfig(gacl_variant="paper", **kd, **common))
+    if mode == "gacl_paper_detached_view":
+        return GACLTrainer(model=model, args=GACLConfig(gacl_variant="paper", detach_dropout_view=True, **kd, **common))
+    if mode == "official_variant":
+        return GACLTrainer(model=model, args=GACLConfig(gacl_variant="official", **kd, **common))
+    return official_algorithm_trainer_cls()(model=model, args=GACLConfig(gacl_variant="official", **kd, **common))
+
+
+def one_step(trainer, model, batch):
+    inputs = dict(batch)
+    if type(trainer).__name__ == "Seq2SeqTrainer":
+        inputs = {k: v for k, v in inputs.items() if k in ("input_ids", "attention_mask", "labels")}
+    inputs = trainer._prepare_inputs(inputs)
+    trainer.training_step(model, inputs)
+    trainer.optimizer.step()
+    trainer.optimizer.zero_grad(set_to_none=True)
+
+
+def setup(mode, base, args, tmp, copy_model=True):
+    trainer = make_trainer(mode, copy.deepcopy(base) if copy_model else base, args, os.path.join(tmp, mode))
+    trainer.create_optimizer()
+    trainer.current_gradient_accumulation_steps = 1
+    model = trainer.model
+    model.train()
+    return trainer, model
+
+
+def time_all(args) -> dict:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    # On a CPU, the process's own CPU time: unlike wall time it does not count the time other processes take
+    # from this one on a shared machine (with --threads 1 it equals the compute time). On a GPU, wall time.
+    clock = time.process_time if args.device == "cpu" else time.perf_counter
+    base, batch = build(args)
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = {m: setup(m, base, args, tmp) for m in MODES}
+        times = {m: [] for m in MODES}
+        for r in range(args.warmup + args.rounds):
+            for m in MODES:
+                trainer, model = runs[m]
+                if args.device != "cpu":
+                    torch.cuda.synchronize()
+                t0 = clock()
+                one_step(trainer, model, batch)
+                if args.device != "cpu":
+                    torch.cuda.synchronize()
+                if r >= args.warmup:
+                    times[m].append(clock() - t0)
+    return {m: statistics.median(v) for m, v in times.items()}
+
+
+def peak_memory_one(mode, args) -> float:
+    """Peak memory (MB) of one mode's training steps, measured in this (fresh) process."""
+    import torch
+
+    torch.set_num_threads(args.threads)
+    base, batch = build(args)
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer, model = setup(mode, base, args, tmp, copy_model=False)
+        if args.device != "cpu":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            start = torch.cuda.memory_allocated()
+        else:  # reset the peak-RSS mark to the current RSS (Linux clear_refs 5); the new peak minus it is what training adds
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            start = _status_kb("VmRSS")
+        for _ in range(2):
+            one_step(trainer, model, batch)
+        if args.device != "cpu":
+            return (torch.cuda.max_memory_allocated() - start) / 2**20
+        return (_status_kb("VmHWM") - start) / 1024
+
+
+def _status_kb(key: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{key} not in /proc/self/status")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--d-model", type=int, default=256)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--vocab", type=int, default=64000)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seq-len", type=int, default=32)
+    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--teacher-fp32", dest="teacher_bf16", action="store_false",
+                   help="keep the KD teacher in float32 (default: bfloat16, the same for every KD mode)")
+    p.add_argument("--no-memory", action="store_true", help="skip the per-mode memory subprocesses")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--_memory-mode", dest="memory_mode", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    if args.device != "cpu":
+        import torch
+
+        torch.set_default_device(args.device)
+    if args.memory_mode:
+        print(json.dumps({"peak_mb": peak_memory_one(args.memory_mode, args)}))
+        return 0
+
+    steps = time_all(args)
+    memory = {}
+    if not args.no_memory:
+        passthrough = [a for a in (argv if argv is not None else sys.argv[1:]) if a not in ("--json",)]
+        for m in MODES:
+            out = subprocess.run([sys.executable, __file__, *passthrough, "--_memory-mode", m], capture_output=True,
+                                 text=True, check=True)
+            memory[m] = round(json.loads(out.stdout.strip().splitlines()[-1])["peak_mb"], 1)
+    result = {
+        "gacl_vs_plain": round(steps["gacl_paper"] / steps["plain"], 3),
+        "official_variant_vs_official_algorithm": round(steps["official_variant"] / steps["official_algorithm"], 3),
+        "gacl_detached_view_vs_plain": round(steps["gacl_paper_detached_view"] / steps["plain"], 3),
+        "step_seconds": {m: round(s, 4) for m, s in steps.items()},
+        "peak_memory_mb": memory,
+        "setup": {"d_model": args.d_model, "layers": "12:3", "vocab": args.vocab, "batch": args.batch,
+                  "seq_len": args.seq_len, "rounds": args.rounds, "device": args.device, "threads": args.threads,
+                  "teacher": "bf16" if args.teacher_bf16 else "fp32"},
+        "targets": {"gacl_vs_plain": 1.8, "official_variant_vs_official_algorithm": 0.9},
+    }
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"SMaLL-100-shaped model (12:3 layers, d={args.d_model}, vocab {args.vocab}), batch {args.batch}×{args.seq_len}, "
+          f"median of {args.rounds} interleaved rounds on {args.device}")
+    for m in MODES:
+        mem = f"{memory[m]:8.1f} MB" if m in memory else ""
+        print(f"  {m:26s} {steps[m] * 1000:8.1f} ms/step  {mem}")
+    print(f"  GACL+KD (paper) / plain:                    {result['gacl_vs_plain']:.2f}×  (target ≤ 1.8)")
+    print(f"  GACL+KD (paper, detached dropout view) / plain: {result['gacl_detached_view_vs_plain']:.2f}×")
+    print(f"  official variant / official algorithm:      {result['official_variant_vs_official_algorithm']:.2f}×  (target ≤ 0.9)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
