@@ -48,10 +48,13 @@ def _unknown(code: str, family: str, valid: list[str]) -> FairmtError:
     return FairmtError(f"unknown {family} language code {code!r}; valid codes are: {', '.join(valid)}")
 
 
-def check_m2m_code(code: str, family: str = "M2M-100") -> str:
+_DISPLAY = {"m2m100": "M2M-100", "small100": "SMaLL-100"}
+
+
+def check_m2m_code(code: str, family: str = "m2m100") -> str:
     valid = m2m_codes()
     if code not in valid:
-        raise _unknown(code, family, valid)
+        raise _unknown(code, _DISPLAY.get(family, family), valid)
     return code
 
 
