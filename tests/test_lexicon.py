@@ -38,7 +38,7 @@ def test_swapping_twice_returns_the_original_and_keeps_case(words, sep, end):
     ("The book is his.", "The book is hers."),
     ("It is hers, not his", "It is his, not hers"),
     ("I saw HIM with his wife", "I saw HER with her husband"),
-    ("Mr. Smith told his daughter-in-law about the policeman.", "Ms. Smith told her son-in-law about the policewoman."),
+    ("Mr. Smith told his daughter-in-law about the policeman.", "Mrs. Smith told her son-in-law about the policewoman."),
     ("She is proud of her own work", "He is proud of his own work"),
     ("We talked to her yesterday.", "We talked to him yesterday."),
 ])

@@ -100,8 +100,8 @@ fatherhood motherhood parenthood
 fraternal sororal -
 fraternity sorority -
 fraternities sororities -
-mr ms mx
 mr mrs mx
+mr ms mx
 sir madam -
 sirs madams -
 lord lady -
@@ -191,8 +191,8 @@ hero heroine hero
 heroes heroines heroes
 god goddess deity
 gods goddesses deities
-priest priestess priest
-priests priestesses priests
+priest priestess cleric
+priests priestesses clergy
 monk nun monastic
 monks nuns monastics
 abbot abbess superior
@@ -252,7 +252,7 @@ AMBIGUOUS = frozenset(
         "adulterer", "traitor", "comedian", "hunter", "lion", "lions", "tiger", "bull", "bulls", "cow", "cows",
         "cock", "hen", "hens", "drake", "duck", "gander", "goose", "ram", "buck", "doe", "boar", "sow", "colt",
         "colts", "chick", "belle", "beau", "lord", "lords", "god", "gods", "king", "kings", "sir", "sirs",
-        "pa", "ma", "mama", "papa", "ms", "mx", "herr", "frau", "male", "males", "female", "females",
+        "pa", "ma", "mama", "papa", "ms", "mx", "herr", "frau",
         "masculine", "feminine", "sonny", "missy", "signor", "senor", "monsieur", "madam", "madame",
         "widow", "widows", "widower", "widowers", "bro", "sis", "dude", "fella", "guy", "guys", "gal", "gals",
     }
