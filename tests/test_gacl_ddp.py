@@ -35,3 +35,30 @@ def test_two_process_run_matches_one_process(tmp_path, variant):
     assert first2["loss_gc"] == pytest.approx(first1["loss_gc"], rel=1e-4)
     assert first2["loss_kd"] == pytest.approx(first1["loss_kd"], abs=1e-5)
     assert len(r2["logs"]) == 2  # the second step (after a DDP gradient sync) ran too
+
+
+def test_accelerate_launch_recipe_runs_two_processes(tmp_path):
+    """The shipped 2-CPU-process accelerate config + `fairmt train`: two processes really run (each step consumes
+    2 × the per-device batch), as `accelerate launch -m fairmt train` would on GPUs."""
+    import yaml
+
+    from fairmt.data.demo_corpus import demo_splits
+
+    model = tiny_model_dir(tmp_path / "model")
+    _, balanced, _ = demo_splits()
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps({"translation": p.translation}) + "\n" for p in balanced[:96]))
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(yaml.safe_dump({
+        "method": "gacl", "model": str(model), "data": {"train": str(data), "max_length": 48},
+        "training": {"output_dir": str(tmp_path / "out"), "per_device_train_batch_size": 4, "max_steps": 2,
+                     "logging_steps": 1, "report_to": [], "disable_tqdm": True, "dataloader_drop_last": True,
+                     "save_strategy": "steps", "save_steps": 2},
+    }))
+    config = HERE.parent / "recipes" / "accelerate" / "cpu_2proc.yaml"
+    _run([sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config), "-m", "fairmt", "train",
+          str(recipe), "training.use_cpu=true"], tmp_path)
+    state = json.loads((tmp_path / "out" / "checkpoint-2" / "trainer_state.json").read_text())
+    first = [h for h in state["log_history"] if "loss_gc" in h][0]
+    assert first["epoch"] == pytest.approx(8 / 96)  # 2 processes × 4 sentences per step, 96 balanced sentences
+    assert (tmp_path / "out" / "model.safetensors").is_file()
