@@ -98,6 +98,11 @@ class GACLConfig(Seq2SeqTrainingArguments):
         if self.pooling not in ("mean", "first"):
             raise FairmtError(f"pooling must be 'mean' or 'first', got {self.pooling!r}")
         gacl_variant(self.gacl_variant)  # validates the name
+        if self.label_smoothing_factor:
+            raise FairmtError(
+                "GACLTrainer computes L_MT itself (sharing its log-softmax with L_KD) and does not apply label "
+                "smoothing: set label_smoothing_factor=0"
+            )
 
     def pairs(self) -> GACLPairs:
         """The contrastive pair sets in use: the variant, with the explicit overrides applied."""
