@@ -31,7 +31,11 @@ COMMAND_MODULES = (
 def build_parser() -> argparse.ArgumentParser:
     from fairmt import __version__
 
-    parser = argparse.ArgumentParser(prog="fairmt", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="fairmt",
+        description="Fairness-aware training (GACL+KD, CCD, CSCL, FCL, ...) and bias evaluation (WinoMT, MT-GenEval, "
+        "spBLEU, SEAT, CrowS-Pairs, StereoSet, CCED, Bias-IR, classification fairness).",
+    )
     parser.add_argument("--version", action="version", version=f"fairmt {__version__}")
     top = parser.add_subparsers(dest="command", metavar="COMMAND")
     top.required = True
