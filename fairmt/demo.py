@@ -54,19 +54,23 @@ def run_demo(
     )
     tm = load_translation_model(str(out / "base"), "en", "de")
     common = dict(
-        per_device_train_batch_size=batch_size, logging_steps=50, report_to=[], use_cpu=True, save_strategy="no",
+        per_device_train_batch_size=batch_size, logging_steps=max(1, min(50, gacl_steps // 4)), report_to=[], use_cpu=True, save_strategy="no",
         disable_tqdm=True, seed=seed, lr_scheduler_type="inverse_sqrt", warmup_steps=50, weight_decay=0.0,
     )
 
+    def train_plain(model, pairs, name, steps, lr):
+        """Plain MT fine-tuning (the stock Seq2SeqTrainer)."""
+        data = _pairs_dataset(pairs).map(
+            lambda b: model.encode(b["src"], b["tgt"], max_length=64), batched=True, remove_columns=["src", "tgt"]
+        )
+        args = Seq2SeqTrainingArguments(output_dir=str(out / name), max_steps=steps, learning_rate=lr, **common)
+        Seq2SeqTrainer(
+            model=model.model, args=args, train_dataset=data,
+            data_collator=DataCollatorForSeq2Seq(model.tokenizer, model=model.model), processing_class=model.tokenizer,
+        ).train()
+
     log(f"[2/4] training the original model on stereotyped data ({len(biased)} pairs, {pretrain_steps} steps)")
-    train = _pairs_dataset(biased).map(
-        lambda b: tm.encode(b["src"], b["tgt"], max_length=64), batched=True, remove_columns=["src", "tgt"]
-    )
-    pre_args = Seq2SeqTrainingArguments(output_dir=str(out / "pretrain"), max_steps=pretrain_steps, learning_rate=3e-3, **common)
-    Seq2SeqTrainer(
-        model=tm.model, args=pre_args, train_dataset=train,
-        data_collator=DataCollatorForSeq2Seq(tm.tokenizer, model=tm.model), processing_class=tm.tokenizer,
-    ).train()
+    train_plain(tm, biased, "pretrain", pretrain_steps, 3e-3)
     tm.model.save_pretrained(out / "original")
     tm.tokenizer.save_pretrained(out / "original")
 
@@ -82,14 +86,7 @@ def run_demo(
 
     log(f"[4/4] control: plain MT fine-tuning of the original on gender-balanced data ({gacl_steps} steps)")
     control = load_translation_model(str(out / "original"), "en", "de")
-    ctrl_data = _pairs_dataset(balanced).map(
-        lambda b: control.encode(b["src"], b["tgt"], max_length=64), batched=True, remove_columns=["src", "tgt"]
-    )
-    ctrl_args = Seq2SeqTrainingArguments(output_dir=str(out / "control"), max_steps=gacl_steps, learning_rate=1e-3, **common)
-    Seq2SeqTrainer(
-        model=control.model, args=ctrl_args, train_dataset=ctrl_data,
-        data_collator=DataCollatorForSeq2Seq(control.tokenizer, model=control.model), processing_class=control.tokenizer,
-    ).train()
+    train_plain(control, balanced, "control", gacl_steps, 1e-3)
     plain, _ = evaluate("plain fine-tuning", control)
 
     log(f"      GACL ({variant}) + KD fine-tuning on gender-balanced data ({gacl_steps} steps)")
