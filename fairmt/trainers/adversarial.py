@@ -32,7 +32,6 @@ Evaluation computes the task CE only and returns ``(logits, hidden)`` prediction
 from __future__ import annotations
 
 import os
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +41,7 @@ from torch import nn
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from fairmt.errors import FairmtError
+from fairmt.trainers.term_logging import LossTermLogMixin
 
 __all__ = [
     "AdversarialConfig",
@@ -219,7 +219,7 @@ class _AdversaryStepHooks(TrainerCallback):
         self.adversary.zero_grad(set_to_none=True)
 
 
-class AdversarialTrainer(Trainer):
+class AdversarialTrainer(LossTermLogMixin, Trainer):
     """Sequence-classification Trainer with gradient-reversal adversaries (see the module docstring).
 
     Example::
@@ -252,8 +252,6 @@ class AdversarialTrainer(Trainer):
             num_labels=num_labels if a.adv_conditional else 0,
             dropout=a.adv_dropout,
         ).to(a.device)
-        self._term_sums: dict[str, float] = defaultdict(float)
-        self._term_counts: dict[str, int] = defaultdict(int)
         if not self.label_names or self.label_names == ["labels"]:
             self.label_names = ["labels", a.group_column]
         self.add_callback(_AdversaryStepHooks(self.adversary))
@@ -330,9 +328,7 @@ class AdversarialTrainer(Trainer):
             diff = difference_loss(hid)
             loss = loss + a.diff_lambda * diff
             terms["loss_diff"] = diff
-        for k, v in terms.items():
-            self._term_sums[k] += float(v.detach())
-            self._term_counts[k] += 1
+        self._record_terms(terms)
         return (loss, {"logits": logits, "hidden": rep}) if return_outputs else loss
 
     def training_step(self, model, inputs, num_items_in_batch=None):
@@ -346,15 +342,6 @@ class AdversarialTrainer(Trainer):
                     torch.distributed.all_reduce(p.grad)
                     p.grad.div_(world)
         return loss
-
-    def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
-        """Add the mean of each loss term since the last training log."""
-        if "loss" in logs and self._term_counts:
-            for k, total in self._term_sums.items():
-                logs[k] = round(total / max(self._term_counts[k], 1), 6)
-            self._term_sums.clear()
-            self._term_counts.clear()
-        super().log(logs, *args, **kwargs)
 
 
 def _hidden_dim(model: nn.Module) -> int:

@@ -35,7 +35,6 @@ fairness metrics and leakage@h can be computed on the dev set (:mod:`fairmt.trai
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +43,7 @@ import torch.nn.functional as F
 from transformers import Trainer, TrainingArguments
 
 from fairmt.errors import FairmtError
+from fairmt.trainers.term_logging import LossTermLogMixin
 from fairmt.losses import cs_infonce_loss, fcl_loss, gather_nograd, gather_with_grad, supcon_loss
 from fairmt.losses.distributed import world_size
 from fairmt.trainers.gradcache import cached_backward
@@ -141,7 +141,7 @@ def freeze_encoder(model: torch.nn.Module, head_prefixes: tuple[str, ...] = ("cl
     return trainable
 
 
-class FairContrastiveTrainer(Trainer):
+class FairContrastiveTrainer(LossTermLogMixin, Trainer):
     """Trainer for CSCL (one- and two-stage) and FCL; see the module docstring and :class:`FairContrastiveConfig`.
 
     Example::
@@ -159,8 +159,6 @@ class FairContrastiveTrainer(Trainer):
         super().__init__(*args, **kwargs)
         if not isinstance(self.args, FairContrastiveConfig):
             raise FairmtError("FairContrastiveTrainer needs FairContrastiveConfig arguments")
-        self._term_sums: dict[str, float] = defaultdict(float)
-        self._term_counts: dict[str, int] = defaultdict(int)
         if not self.label_names or self.label_names == ["labels"]:
             self.label_names = ["labels", self.args.group_column]
 
@@ -241,9 +239,7 @@ class FairContrastiveTrainer(Trainer):
         return fcl.loss, terms
 
     def _record(self, terms: dict[str, torch.Tensor]) -> None:
-        for k, v in terms.items():
-            self._term_sums[f"loss_{k}"] += float(v.detach())
-            self._term_counts[f"loss_{k}"] += 1
+        self._record_terms(terms, prefix="loss_")
 
     # ------------------------------------------------------------------ Trainer hooks
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
@@ -296,11 +292,3 @@ class FairContrastiveTrainer(Trainer):
         self._record(recorded)
         return loss
 
-    def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
-        """Add the mean of each loss term since the last training log."""
-        if "loss" in logs and self._term_counts:
-            for k, total in self._term_sums.items():
-                logs[k] = round(total / max(self._term_counts[k], 1), 6)
-            self._term_sums.clear()
-            self._term_counts.clear()
-        super().log(logs, *args, **kwargs)
