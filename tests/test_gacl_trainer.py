@@ -1,6 +1,5 @@
 """GACLTrainer trained for a few steps on a tiny M2M-100 model: losses, gradients, dropout, PEFT, resume, push."""
 
-import json
 import shutil
 from pathlib import Path
 

@@ -25,7 +25,6 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 

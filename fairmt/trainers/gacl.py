@@ -27,7 +27,6 @@ from __future__ import annotations
 import copy
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 import torch.nn as nn
