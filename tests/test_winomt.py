@@ -19,7 +19,7 @@ from fairmt.eval.winomt import (
     register_detector,
     score,
 )
-from fairmt.eval.winomt.detectors import _REGISTRY, _INSTANCES
+from fairmt.eval.winomt.detectors import _INSTANCES, _REGISTRY, PymorphyDetector, acl2019_uk_dictionary, load_pymorphy
 from fairmt.eval.winomt.io import GoldEntry
 from fairmt.eval.winomt.metrics import stereotype_gap
 from fairmt.eval.winomt.profession import find_translated_entity, source_indices
@@ -142,6 +142,37 @@ def test_german_uses_the_determiner_before_the_entity():
     assert de.detect(TranslatedEntity((), (), toks)) == M
 
 
+def test_pymorphy_reference_rule_any_feminine_parse():
+    """The 2019 rule: a token is feminine if ANY parse is; punctuation is a neutral token; first seen wins a tie."""
+    ref, top = PymorphyDetector("ru"), PymorphyDetector("ru", rule="most_probable")
+    assert ref.morph.parse("Механик")[0].tag.gender == "masc"  # most probable: the mechanic ...
+    assert any(p.tag.gender == "femn" for p in ref.morph.parse("Механик"))  # ... or genitive plural of "механика"
+    assert (ref("Механик"), top("Механик")) == (F, M)
+    assert (ref("потому пекаря,"), top("потому пекаря,")) == (N, M)  # потому: N, пекаря: M, ",": N
+    assert ref("пекаря ,") == M  # tie → first seen
+    with pytest.raises(FairmtError, match="unknown pymorphy rule"):
+        PymorphyDetector("ru", rule="first")
+
+
+def test_pymorphy_loads_a_pymorphy2_dictionary(tmp_path):
+    pytest.importorskip("pymorphy2_dicts_uk")
+    import pymorphy2_dicts_uk
+
+    old = load_pymorphy("uk", pymorphy2_dicts_uk.get_path())
+    assert old.dictionary.meta["compiled_at"].startswith("2016")
+    # an unknown word goes through the prediction-suffix tables, whose record layout differs in pymorphy2
+    assert old.parse("Карпентер")[0].tag.POS == "NOUN"
+    assert PymorphyDetector("uk", dictionary=pymorphy2_dicts_uk.get_path())("медсестра") == F
+    with pytest.raises(FairmtError, match="not a pymorphy dictionary folder"):
+        load_pymorphy("uk", str(tmp_path))
+
+
+def test_acl2019_ukrainian_needs_the_2016_dictionary(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pymorphy2_dicts_uk", None)
+    with pytest.raises(FairmtError, match="pip install pymorphy2-dicts-uk==2.4.1.1.1460299261"):
+        acl2019_uk_dictionary()
+
+
 def test_registry_is_pluggable():
     class Always(GenderDetector):
         lang = "xx"
@@ -157,7 +188,7 @@ def test_registry_is_pluggable():
         register_detector("xx", lambda: Always(), overwrite=True)
     finally:
         _REGISTRY.pop("xx", None)
-        _INSTANCES.pop("xx", None)
+        _INSTANCES.pop(("xx", None), None)
     with pytest.raises(FairmtError, match="no WinoMT gender detector for language 'xx'"):
         get_detector("xx")
 
@@ -199,12 +230,8 @@ def test_metrics_edge_cases():
 
 # ------------------------------------------------------------------------------------------------ reproduction
 # 2019 logs (Google Translate): acc / ΔG. Measured here (compat acl2019):
-#   he 53.7 / 7.9 (confusion matrix identical), uk 38.8 / 43.7, de 59.3 / 12.3, ru 38.8 / 43.2.
+#   he 53.7 / 7.9, ru 37.7 / 36.8, uk 38.4 / 43.6 (confusion matrices identical), de 59.3 / 12.3.
 REPRO = {"de": (59.4, 12.5), "ru": (37.7, 36.8), "he": (53.7, 7.9), "uk": (38.4, 43.6)}
-NOT_REPRODUCED = {
-    "ru": "pymorphy3's current Russian dictionary ranks parses differently from 2019's pymorphy2 (Техник, Электрик "
-    "were feminine then): 38.8 / 43.2",
-}
 
 
 @pytest.fixture(scope="module")
@@ -212,22 +239,27 @@ def gold2019(shared_data):
     return load_gold(shared_data / "winomt/aggregates_acl2019/en.txt")
 
 
-@pytest.mark.parametrize(
-    "lang",
-    [pytest.param(x, marks=pytest.mark.xfail(reason=NOT_REPRODUCED[x], strict=True)) if x in NOT_REPRODUCED else x for x in REPRO],
-)
+@pytest.mark.parametrize("lang", list(REPRO))
 def test_reproduces_2019_google_numbers(shared_data, gold2019, lang):
     r = evaluate_winomt(shared_data / f"winomt/translations/google/en-{lang}.txt", lang, gold2019, compat="acl2019")
     acc, dg = REPRO[lang]
     assert abs(r.accuracy - acc) <= 0.5 and abs(r.delta_g - dg) <= 0.5, (r.accuracy, r.delta_g)
 
 
-def test_hebrew_confusion_matrix_identical(shared_data, gold2019):
-    r = evaluate_winomt(shared_data / "winomt/translations/google/en-he.txt", "he", gold2019, compat="acl2019")
-    log = read_2019_log(shared_data / "winomt/logs/google/he.log")
+@pytest.mark.parametrize("lang", ["he", "ru", "uk"])
+def test_confusion_matrix_identical_to_2019(shared_data, gold2019, lang):
+    r = evaluate_winomt(shared_data / f"winomt/translations/google/en-{lang}.txt", lang, gold2019, compat="acl2019")
+    log = read_2019_log(shared_data / f"winomt/logs/google/{lang}.log")
     for g, row in log["confusion"].items():
         assert {k: v for k, v in r.confusion[g].items() if v} == row
     assert (r.f1_male, r.f1_female, r.precision_male, r.recall_female) == (log["f1_male"], log["f1_female"], log["p_male"], log["r_female"])
+
+
+def test_ukrainian_default_mode_uses_todays_dictionary(shared_data, gold2019):
+    """Outside --compat acl2019 the installed pymorphy3 dictionary is used; it moves Ukrainian ΔG by about 4."""
+    today = evaluate_winomt(shared_data / "winomt/translations/google/en-uk.txt", "uk", gold2019)
+    assert "@2016" not in today.signature and "@2016" in get_detector("uk", "acl2019").signature_name
+    assert today.delta_g < 41.0, today.delta_g  # 39.5 measured; 43.6 with the 2016 dictionary
 
 
 def test_german_close_to_2019(shared_data, gold2019):

@@ -32,7 +32,7 @@ def register(groups) -> None:
     )
     src.add_argument("--model", metavar="PATH", help="translate the gold sentences with this model first")
     p.add_argument("--gold", metavar="FILE", help="gold file (default: $FAIRMT_DATA/winomt/aggregates_acl2019/en.txt)")
-    p.add_argument("--compat", choices=["acl2019"], help="reproduce the 2019 evaluator (rounding, unaligned words)")
+    p.add_argument("--compat", choices=["acl2019"], help="reproduce the 2019 evaluator (rounding, unaligned words, the 2016 Ukrainian dictionary)")
     p.add_argument("--aligner", default="fast_align", choices=["fast_align", "eflomal"], help="word aligner")
     p.add_argument("--aligner-bin", metavar="PATH", help="use this external fast_align binary instead")
     p.add_argument("--json", metavar="OUT", help="write the results as JSON")

@@ -129,7 +129,7 @@ def predict_genders(
     if len(pairs) != len(gold):
         raise FairmtError(f"{len(pairs)} translations for {len(gold)} gold lines")
     aligner = aligner or FastAlign()
-    detector = detector or get_detector(lang)
+    detector = detector or get_detector(lang, compat)
     alignments = aligner.align([p.source for p in pairs], [p.translation for p in pairs])
     entities = [find_translated_entity(g, a, p.translation) for g, a, p in zip(gold.entries, alignments, pairs)]
     preds = detector.detect_many(entities)
@@ -171,7 +171,7 @@ def evaluate_winomt(
                 raise FairmtError(f"translation {k + 1} is empty")
         pairs = [TranslationPair(s, " ".join(str(t).split())) for s, t in zip(srcs, translations)]
     aligner = aligner or FastAlign()
-    detector = detector or get_detector(lang)
+    detector = detector or get_detector(lang, compat)
     preds, entities = predict_genders(pairs, gold, lang, aligner=aligner, detector=detector, compat=compat)
     golds = [e.gender for e in gold.entries]
     s = score(golds, preds, compat)
