@@ -13,6 +13,13 @@ Modes (each: forward, backward and an AdamW step on the same batch, a fresh copy
 * ``official_algorithm``  — the official code's algorithm as published: a second full no-grad forward of encoder
                             AND decoder for the dropout view, plus the teacher forward.
 
+Memory on a CPU: glibc hands every freed block over 32 MB back to the kernel, and the next allocation of the
+vocabulary-sized logits or the embedding gradient faults its pages in again; in this VM that costs 150–450 ms of a
+~900 ms step and varies from run to run with the heap's state (the same code measured 1.56× and 1.86×). A GPU has
+no such cost: PyTorch's caching allocator reuses freed blocks. So on a CPU the benchmark first sets glibc to keep
+freed memory for reuse (``mallopt``: no mmap'd blocks, no trimming) — the CPU analogue of the caching allocator,
+the same for every mode; ``--system-malloc`` measures with glibc's defaults instead.
+
 Every KD mode runs its teacher the same way: bfloat16 by default (``teacher_bf16``; 5× faster matrix products
 than float32 on CPUs with AVX512-BF16, and half the memory), float32 with ``--teacher-fp32``.
 
@@ -71,25 +78,28 @@ def official_algorithm_trainer_cls():
     """The official code's algorithm: the dropout view comes from a second full (encoder + decoder) forward."""
     import torch
 
-    from fairmt.losses import gacl_loss, gacl_variant
+    from fairmt.losses import gacl_loss, gacl_variant, mt_kd_loss
     from fairmt.trainers.gacl import GACLTrainer, pool
 
     class OfficialAlgorithmTrainer(GACLTrainer):
+        """Same loss code as fairmt's (fused L_MT + L_KD), so the ratio measures the algorithm alone."""
+
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             inputs = {k: v for k, v in inputs.items() if not k.startswith("cf_")}
             genders = inputs.pop("gender")
-            out = model(**inputs)
+            call = {k: v for k, v in inputs.items() if k != "labels"}
+            call["decoder_input_ids"] = self._shift_right(inputs["labels"])
+            out = model(**call)
             with torch.no_grad():
-                view = model(**inputs)  # second full forward for the dropout view
+                view = model(**call)  # second full forward (encoder and decoder) for the dropout view
             mask = inputs["attention_mask"]
-            loss_kd = self._kd_loss(out.logits, inputs)
+            loss, _, _ = mt_kd_loss(out.logits, self._teacher_logits(inputs), inputs["labels"], self.args.kd_alpha)
             loss_gc = gacl_loss(
                 pool(out.encoder_last_hidden_state, mask), genders,
                 h_dropout=pool(view.encoder_last_hidden_state, mask), pairs=gacl_variant("official"),
                 temperature=self.args.temperature,
             )
-            a = self.args.kd_alpha
-            return (1 - a) * out.loss + a * loss_kd + self.args.gacl_lambda * loss_gc
+            return loss + self.args.gacl_lambda * loss_gc
 
     return OfficialAlgorithmTrainer
 
@@ -180,6 +190,21 @@ def peak_memory_one(mode, args) -> float:
         return (_status_kb("VmHWM") - start) / 1024
 
 
+def cache_freed_memory() -> bool:
+    """Make glibc keep freed memory for reuse (like a GPU caching allocator); False where that is not possible."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not sys.platform.startswith("linux") or not name:
+        return False
+    libc = ctypes.CDLL(name)
+    if not hasattr(libc, "mallopt"):  # not glibc
+        return False
+    m_trim_threshold, m_mmap_max = -1, -4
+    return bool(libc.mallopt(m_mmap_max, 0)) and bool(libc.mallopt(m_trim_threshold, 2**31 - 1))
+
+
 def _status_kb(key: str) -> int:
     with open("/proc/self/status") as f:
         for line in f:
@@ -201,10 +226,13 @@ def main(argv=None):
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--teacher-fp32", dest="teacher_bf16", action="store_false",
                    help="keep the KD teacher in float32 (default: bfloat16, the same for every KD mode)")
+    p.add_argument("--system-malloc", action="store_true",
+                   help="on a CPU, keep glibc's default allocator policy (freed large blocks go back to the kernel)")
     p.add_argument("--no-memory", action="store_true", help="skip the per-mode memory subprocesses")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--_memory-mode", dest="memory_mode", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    args.caching_malloc = args.device == "cpu" and not args.system_malloc and cache_freed_memory()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers.utils import logging as hf_logging
 
@@ -233,14 +261,15 @@ def main(argv=None):
         "peak_memory_mb": memory,
         "setup": {"d_model": args.d_model, "layers": "12:3", "vocab": args.vocab, "batch": args.batch,
                   "seq_len": args.seq_len, "rounds": args.rounds, "device": args.device, "threads": args.threads,
-                  "teacher": "bf16" if args.teacher_bf16 else "fp32"},
+                  "teacher": "bf16" if args.teacher_bf16 else "fp32", "cpu_caching_malloc": args.caching_malloc},
         "targets": {"gacl_vs_plain": 1.8, "official_variant_vs_official_algorithm": 0.9},
     }
     if args.json:
         print(json.dumps(result))
         return 0
     print(f"SMaLL-100-shaped model (12:3 layers, d={args.d_model}, vocab {args.vocab}), batch {args.batch}×{args.seq_len}, "
-          f"median of {args.rounds} interleaved rounds on {args.device}")
+          f"median of {args.rounds} interleaved rounds on {args.device}"
+          + (" (glibc keeps freed memory)" if args.caching_malloc else ""))
     for m in MODES:
         mem = f"{memory[m]:8.1f} MB" if m in memory else ""
         print(f"  {m:26s} {steps[m] * 1000:8.1f} ms/step  {mem}")

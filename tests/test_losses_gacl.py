@@ -154,3 +154,64 @@ def test_token_kl_matches_reference():
     assert token_kl_loss(s, s, labels).item() == pytest.approx(0.0, abs=1e-6)
     with pytest.raises(FairmtError, match="vocabulary"):
         token_kl_loss(s, torch.randn(2, 3, 12), labels)
+
+
+def _ref_mt_kd(s, t, labels, alpha):
+    """Loop reference: (1 − α)·mean token NLL + α·mean token KL(teacher ‖ student), over non-ignored tokens."""
+    nll, kl, n = 0.0, 0.0, 0
+    for b in range(labels.shape[0]):
+        for j in range(labels.shape[1]):
+            y = int(labels[b, j])
+            if y == -100:
+                continue
+            ps, pt = F.softmax(s[b, j].double(), -1), F.softmax(t[b, j].double(), -1)
+            nll -= math.log(ps[y])
+            kl += float((pt * (pt.log() - ps.log())).sum())
+            n += 1
+    return (1 - alpha) * nll / n + alpha * kl / n, nll / n, kl / n
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.4, 1.0])
+@pytest.mark.parametrize("padded", [False, True])
+@pytest.mark.parametrize("teacher_dtype", [torch.float32, torch.bfloat16])
+def test_fused_mt_kd_matches_reference_value_and_gradient(alpha, padded, teacher_dtype):
+    from fairmt.losses import mt_kd_loss
+
+    torch.manual_seed(5)
+    s = torch.randn(2, 4, 13, requires_grad=True)
+    t = torch.randn(2, 4, 13).to(teacher_dtype)
+    labels = torch.tensor([[5, 2, 0, -100], [1, 12, -100, -100]]) if padded else torch.tensor([[5, 2, 0, 7], [1, 12, 3, 3]])
+    total, mt, kd = mt_kd_loss(s, t, labels, alpha)
+    ref_total, ref_mt, ref_kd = _ref_mt_kd(s.detach(), t.float(), labels, alpha)
+    assert (total.item(), mt.item(), kd.item()) == pytest.approx((ref_total, ref_mt, ref_kd), rel=1e-5, abs=1e-6)
+    assert not mt.requires_grad and not kd.requires_grad
+    (3.0 * total).backward()  # a scaled loss, as under gradient accumulation or a loss scaler
+    # the unfused composition of the library's own pieces, differentiated by autograd
+    s2 = s.detach().clone().requires_grad_(True)
+    log_p = F.log_softmax(s2, -1)
+    unfused = (1 - alpha) * F.nll_loss(log_p.flatten(0, 1), labels.flatten()) + alpha * token_kl_loss(s2, t, labels)
+    (3.0 * unfused).backward()
+    assert torch.allclose(s.grad, s2.grad, atol=1e-6)
+    if padded:  # ignored positions get no gradient
+        assert s.grad[labels == -100].abs().max() == 0
+
+
+def test_fused_mt_kd_edge_cases():
+    from fairmt.losses import mt_kd_loss
+
+    s = torch.randn(1, 2, 5, requires_grad=True)
+    total, mt, kd = mt_kd_loss(s, s.detach(), torch.full((1, 2), -100), 0.4)  # nothing to learn from
+    assert total.item() == 0.0 and total.requires_grad
+    total, _, kd = mt_kd_loss(s, s.detach(), torch.tensor([[1, 2]]), 0.4)
+    assert kd.item() == pytest.approx(0.0, abs=1e-6)  # student = teacher
+    total.backward()
+    with pytest.raises(RuntimeError, match="twice"):
+        total.backward()
+    with torch.no_grad():  # evaluation: no gradient buffer is built
+        assert mt_kd_loss(s, s, torch.tensor([[1, 2]]), 0.4)[0].item() == pytest.approx(total.item())
+    with pytest.raises(FairmtError, match="vocabulary"):
+        mt_kd_loss(s, torch.randn(1, 2, 6), torch.tensor([[1, 2]]), 0.4)
+    with pytest.raises(FairmtError, match="labels"):
+        mt_kd_loss(s, s, torch.tensor([1, 2]), 0.4)
+    with pytest.raises(FairmtError, match="alpha"):
+        mt_kd_loss(s, s, torch.tensor([[1, 2]]), 1.5)

@@ -11,7 +11,7 @@ from fairmt.losses.ccd import (
     tuple_distances,
 )
 from fairmt.losses.contrastive import label_masks, masked_contrastive_loss, supcon_loss
-from fairmt.losses.distill import token_kl_loss
+from fairmt.losses.distill import mt_kd_loss, token_kl_loss
 from fairmt.losses.fair_contrastive import (
     FCLTerms,
     SamplingPairs,
@@ -51,5 +51,6 @@ __all__ = [
     "label_masks",
     "masked_contrastive_loss",
     "supcon_loss",
+    "mt_kd_loss",
     "token_kl_loss",
 ]

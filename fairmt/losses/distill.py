@@ -51,3 +51,79 @@ def token_kl_loss(
     log_p_t = F.log_softmax(t.float(), dim=-1)
     kl = F.kl_div(log_p_s, log_p_t, log_target=True, reduction="none").sum(dim=-1)
     return kl.mean() * temperature**2
+
+
+def mt_kd_loss(
+    student_logits: torch.Tensor,
+    teacher_logits: torch.Tensor,
+    labels: torch.Tensor,
+    alpha: float,
+    ignore_index: int = -100,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(1 − α)·L_MT + α·L_KD`` at ``T_kd = 1`` in one fused pass; returns ``(total, loss_mt, loss_kd)``.
+
+    The same value and gradient as ``(1 − α)·nll_loss(log_softmax(s), labels) + α·token_kl_loss(s, t, labels)``
+    (both means over the non-ignored tokens), computed with two vocabulary-sized buffers instead of a dozen: the
+    gradient with respect to the student's logits is ``(softmax(s) − (1 − α)·onehot(y) − α·softmax(t)) / N``, built
+    in the forward pass in the buffer that held ``log_softmax(s)``. Sums use BLAS dot products, so no ``N × V`` temporaries
+    are made. Only ``loss`` carries a gradient; ``loss_mt``/``loss_kd`` are for logging.
+    A second backward through the same graph is refused (the gradient buffer is consumed), as for any loss whose
+    saved tensors are freed.
+    """
+    if student_logits.shape != teacher_logits.shape:
+        raise FairmtError(
+            f"student logits {tuple(student_logits.shape)} and teacher logits {tuple(teacher_logits.shape)} differ: "
+            "teacher and student must share the vocabulary"
+        )
+    if labels.shape != student_logits.shape[:-1]:
+        raise FairmtError(f"labels {tuple(labels.shape)} do not match logits {tuple(student_logits.shape)}")
+    if not 0.0 <= alpha <= 1.0:
+        raise FairmtError(f"alpha must be in [0, 1], got {alpha}")
+    mask = labels != ignore_index
+    if not bool(mask.any()):
+        zero = student_logits.sum() * 0.0
+        return zero, zero.detach(), zero.detach()
+    s, t, y = student_logits, teacher_logits.detach(), labels
+    if not bool(mask.all()):  # gather the label positions only when there is padding to skip
+        s, t, y = s[mask], t[mask], y[mask]
+    else:
+        s, t, y = s.reshape(-1, s.shape[-1]), t.reshape(-1, t.shape[-1]), y.reshape(-1)
+    return _MTKDLoss.apply(s, t, y, float(alpha))
+
+
+def _dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Σ a·b over all elements, as one BLAS dot product (no temporary of the inputs' size)."""
+    return torch.dot(a.view(-1), b.view(-1))
+
+
+class _MTKDLoss(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, s, t, y, alpha):  # s, t: (N, V); y: (N,) all valid
+        n = s.shape[0]
+        q = torch.empty(s.shape, dtype=torch.float32, device=s.device)
+        buf = torch.empty_like(q)
+        if t.dtype == torch.float32:
+            torch.log_softmax(t, -1, out=buf)
+        else:
+            q.copy_(t)
+            torch.log_softmax(q, -1, out=buf)
+        torch.exp(buf, out=q)  # q = softmax(t), buf = log softmax(t)
+        neg_entropy = _dot(q, buf)  # Σ_tokens Σ_v q log q
+        torch.log_softmax(s.float(), -1, out=buf)  # buf = log softmax(s)
+        loss_mt = -buf.gather(1, y.unsqueeze(1)).sum() / n
+        loss_kd = (neg_entropy - _dot(q, buf)) / n
+        if ctx.needs_input_grad[0]:
+            grad = buf.exp_().sub_(q, alpha=alpha)  # softmax(s) − α q; the 1/N goes with the upstream gradient
+            grad[torch.arange(n, device=s.device), y] -= 1.0 - alpha
+            ctx.grad, ctx.n, ctx.logits_dtype = grad, n, s.dtype
+        del q
+        ctx.mark_non_differentiable(loss_mt, loss_kd)
+        return (1.0 - alpha) * loss_mt + alpha * loss_kd, loss_mt, loss_kd
+
+    @staticmethod
+    def backward(ctx, grad_total, _grad_mt, _grad_kd):
+        grad = getattr(ctx, "grad", None)
+        if grad is None:
+            raise RuntimeError("mt_kd_loss: backward through the same graph twice (its gradient buffer is consumed)")
+        ctx.grad = None
+        return grad.mul_(grad_total / ctx.n).to(ctx.logits_dtype), None, None, None

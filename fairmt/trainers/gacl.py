@@ -19,7 +19,8 @@ out before the model sees them: views with gradient are encoded in ONE batched e
 batch itself (``[x; x; x_cf]``; the decoder then reads the first rows through ``encoder_outputs``), views
 without gradient (the official code's dropout view) in a separate no-grad encoder call. The pooled states travel
 beside the output. The hooks run inside DDP/FSDP/DeepSpeed's forward and work through PEFT. With a KD teacher at
-temperature 1, L_MT and L_KD share one log-softmax of the student's logits.
+temperature 1, ``(1 − α)·L_MT + α·L_KD`` is one fused loss (:func:`fairmt.losses.mt_kd_loss`): one log-softmax of
+the student's logits, and the gradient built in place, so the vocabulary-sized work is two buffers, not a dozen.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import torch.nn as nn
 from transformers import PreTrainedModel, Seq2SeqTrainer, Seq2SeqTrainingArguments
 
 from fairmt.errors import FairmtError
-from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, token_kl_loss
+from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, mt_kd_loss, token_kl_loss
 
 _EXTRA = "fairmt_extra"
 
@@ -332,18 +333,16 @@ class GACLTrainer(Seq2SeqTrainer):
             call["decoder_input_ids"] = self._shift_right(call.pop("labels"))
         outputs = model(**call)
         reps = _base_model(self.accelerator.unwrap_model(model)).__dict__.pop("_fairmt_result", None) if use_gc else None
-        if shared_softmax:
-            labels = inputs["labels"]
-            log_probs = torch.log_softmax(outputs.logits.float(), dim=-1)
-            loss_mt = torch.nn.functional.nll_loss(log_probs.flatten(0, 1), labels.flatten(), ignore_index=-100)
-            loss_kd = token_kl_loss(log_probs, self._teacher_logits(inputs), labels, student_log_probs=True)
+        if shared_softmax:  # fused: one log-softmax of the student's logits, gradient built in place
+            loss, loss_mt, loss_kd = mt_kd_loss(outputs.logits, self._teacher_logits(inputs), inputs["labels"], args.kd_alpha)
         else:
             loss_mt = outputs.loss
             loss_kd = self._kd_loss(outputs.logits, inputs) if self.teacher is not None and "labels" in inputs else None
+            loss = (1.0 - args.kd_alpha) * loss_mt
+            if loss_kd is not None:
+                loss = loss + args.kd_alpha * loss_kd
         terms = {"loss_mt": loss_mt.detach()}
-        loss = (1.0 - args.kd_alpha) * loss_mt
         if loss_kd is not None:
-            loss = loss + args.kd_alpha * loss_kd
             terms["loss_kd"] = loss_kd.detach()
 
         if use_gc:
