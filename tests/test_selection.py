@@ -11,7 +11,7 @@ import pytest
 
 from fairmt.errors import FairmtError
 from fairmt.eval.classification import classification_metrics
-from fairmt.trainers.selection import (
+from fairmt.eval.selection import (
     EvalRecord,
     FairnessSelectionCallback,
     fairness_compute_metrics,

@@ -264,7 +264,7 @@ def _train(cfg, data, datasets, collator, factory, out: str):
     import torch
 
     from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer, freeze_encoder
-    from fairmt.trainers.selection import fairness_compute_metrics
+    from fairmt.eval.selection import fairness_compute_metrics
 
     obj = cfg["objective"]
     metrics = fairness_compute_metrics(num_classes=data.num_labels)

@@ -26,7 +26,7 @@ learning rate ``adv_learning_rate``; their gradients clipped to ``max_grad_norm`
 step by an internal callback, since the stock Trainer only handles the model's), are saved as ``adversary.pt``
 beside each checkpoint, and reloaded on resume.
 Evaluation computes the task CE only and returns ``(logits, hidden)`` predictions with ``(labels, group)`` label ids
-(for :func:`fairmt.trainers.selection.fairness_compute_metrics`).
+(for :func:`fairmt.eval.selection.fairness_compute_metrics`).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ the gradient equals the plain full-batch step while only one chunk's activations
 Each loss term is logged separately (``loss_ce``, ``loss_sup``, ``loss_cs``, ``loss_scl``, ``loss_fcl``), averaged
 over the steps since the last log. The evaluation loss is the cross-entropy (the quantity a dev-set model selection
 by loss uses); ``predict`` returns ``(logits, hidden)`` predictions and ``(labels, group)`` label ids so that
-fairness metrics and leakage@h can be computed on the dev set (:mod:`fairmt.trainers.selection`).
+fairness metrics and leakage@h can be computed on the dev set (:mod:`fairmt.eval.selection`).
 """
 
 from __future__ import annotations

@@ -241,7 +241,7 @@ class FairnessSelectionCallback(TrainerCallback):
         if self.criterion != "loss" and (rec.accuracy is None or rec.gap is None):
             raise FairmtError(
                 f"dev evaluation at step {rec.step} has no {self.prefix}accuracy/{self.prefix}gap: give the Trainer "
-                "compute_metrics=fairmt.trainers.selection.fairness_compute_metrics(...)"
+                "compute_metrics=fairmt.eval.selection.fairness_compute_metrics(...)"
             )
         self.records = [r for r in self.records if r.step != rec.step] + [rec]
 

@@ -1,4 +1,5 @@
-"""Trainer callbacks shared by the recipes."""
+"""Evaluation during training: callbacks that add evaluator metrics to the Trainer's evaluations (layer 5, used
+by the recipes; a Trainer never imports them)."""
 
 from __future__ import annotations
 
