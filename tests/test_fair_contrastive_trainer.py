@@ -291,3 +291,30 @@ def test_recipe_entry_point_runs_on_real_hatespeech(shared_data, monkeypatch, tm
     assert res["info"]["best_checkpoint"] is not None  # chosen on dev by DTO
     lines = (tmp_path / "predictions.jsonl").read_text().splitlines()
     assert len(lines) == 417 and {"label", "pred", "group", "hidden"} <= set(json.loads(lines[0]))
+
+
+def test_two_process_run_gathers_candidates_and_matches_one_process(tmp_path):
+    """torchrun, 2 CPU processes × 8 = 1 process × 16: the contrastive terms see the candidates of both processes
+    (same values as one process on the whole batch), and after two synchronised updates the weights are the ones a
+    single process reaches."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    script = str(here / "ddp_fair_contrastive_script.py")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(here.parent)}
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    for cmd in ([sys.executable, script, str(one), "16"],
+                [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", script, str(two), "8"]):
+        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    r1, r2 = json.loads(one.read_text()), json.loads(two.read_text())
+    assert (r1["world_size"], r2["world_size"]) == (1, 2) and len(r1["logs"]) == len(r2["logs"]) == 2
+    for k in ("loss_scl", "loss_fcl"):  # computed on the gathered 16 rows, identical on every process
+        assert r2["logs"][0][k] == pytest.approx(r1["logs"][0][k], rel=1e-5)
+    assert r2["logs"][0]["loss"] == pytest.approx(r1["logs"][0]["loss"], rel=1e-5)  # CE: mean of the two halves
+    assert r2["checksums"][0] == pytest.approx(r2["checksums"][1], rel=1e-12)  # replicas in sync
+    assert r2["checksums"][0] == pytest.approx(r1["checksums"][0], rel=1e-5)  # same weights as one process

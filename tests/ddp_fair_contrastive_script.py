@@ -1,0 +1,43 @@
+"""Run by tests/test_fair_contrastive_trainer.py: two FCL steps (CE + SupCon − FCL) with 1 or 2 processes.
+
+    python ddp_fair_contrastive_script.py OUT.json PER_DEVICE_BATCH
+    torchrun --standalone --nproc_per_node 2 ddp_fair_contrastive_script.py OUT.json 8
+"""
+
+import json
+import sys
+
+import torch
+from datasets import Dataset
+
+from fairmt.data.classification import ClassificationCollator
+from fairmt.models.text_classifiers import MLPClassifier
+from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
+
+torch.set_num_threads(1)
+out, bs = sys.argv[1], int(sys.argv[2])
+g = torch.Generator().manual_seed(0)
+centers, gdir = torch.randn(3, 16, generator=g) * 2, torch.randn(16, generator=g)
+rows = []
+for i in range(64):
+    y, a = i % 3, (i // 3) % 2
+    rows.append({"features": (centers[y] + (a - 0.5) * gdir + 0.5 * torch.randn(16, generator=g)).tolist(), "labels": y, "group": a})
+torch.manual_seed(0)
+model = MLPClassifier(16, 3, hidden_dim=32, dropout=0.0)  # no dropout: the runs must be comparable step by step
+args = FairContrastiveConfig(
+    output_dir=out + ".run", objective="fcl", views="none", fcl_alpha=1.0, fcl_beta=0.5, per_device_train_batch_size=bs,
+    learning_rate=5e-2, max_steps=2, logging_steps=1, report_to=[], use_cpu=True, save_strategy="no", disable_tqdm=True,
+    seed=0, dataloader_drop_last=True, ddp_timeout=120,
+)
+trainer = FairContrastiveTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), data_collator=ClassificationCollator())
+trainer.train()
+checksum = float(sum(p.detach().double().sum() for p in trainer.model.parameters()))
+gathered = [None] * trainer.args.world_size
+if trainer.args.world_size > 1:
+    torch.distributed.all_gather_object(gathered, checksum)
+else:
+    gathered = [checksum]
+if trainer.is_world_process_zero():
+    logs = [h for h in trainer.state.log_history if "loss_fcl" in h]
+    with open(out, "w") as f:
+        json.dump({"logs": logs, "world_size": trainer.args.world_size, "checksums": gathered}, f)
