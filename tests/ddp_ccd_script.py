@@ -4,7 +4,6 @@
     torchrun --standalone --nproc_per_node 2 ddp_ccd_script.py MODEL_DIR TUPLES.jsonl OUT.json 4
 """
 
-import json
 import sys
 
 import torch
@@ -12,6 +11,8 @@ from transformers import AutoModel, AutoTokenizer
 
 from fairmt.data.augment.tuples import read_tuples, tuples_to_dataset
 from fairmt.trainers.ccd import CCDConfig, CCDTrainer
+
+from ddp_helpers import write_run_report  # beside this script
 
 torch.set_num_threads(1)
 model_dir, tuples, out, bs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -24,14 +25,4 @@ trainer = CCDTrainer(model=AutoModel.from_pretrained(model_dir), args=args,
                      train_dataset=tuples_to_dataset(read_tuples(tuples)),
                      processing_class=AutoTokenizer.from_pretrained(model_dir))
 trainer.train()
-checksum = float(sum(p.detach().double().sum() for p in trainer.model.parameters()))
-gathered = [None] * trainer.args.world_size
-if trainer.args.world_size > 1:
-    torch.distributed.all_gather_object(gathered, checksum)
-else:
-    gathered = [checksum]
-if trainer.is_world_process_zero():
-    logs = [h for h in trainer.state.log_history if "loss_bias" in h]
-    with open(out, "w") as f:
-        json.dump({"logs": logs, "world_size": trainer.args.world_size, "rho": trainer.rho,
-                   "checksums": gathered}, f)
+write_run_report(trainer, out, "loss_bias", rho=trainer.rho)

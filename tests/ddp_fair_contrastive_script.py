@@ -4,7 +4,6 @@
     torchrun --standalone --nproc_per_node 2 ddp_fair_contrastive_script.py OUT.json 8
 """
 
-import json
 import sys
 
 import torch
@@ -13,6 +12,8 @@ from datasets import Dataset
 from fairmt.data.classification import ClassificationCollator
 from fairmt.models.text_classifiers import MLPClassifier
 from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
+
+from ddp_helpers import write_run_report  # beside this script
 
 torch.set_num_threads(1)
 out, bs = sys.argv[1], int(sys.argv[2])
@@ -31,13 +32,4 @@ args = FairContrastiveConfig(
 )
 trainer = FairContrastiveTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), data_collator=ClassificationCollator())
 trainer.train()
-checksum = float(sum(p.detach().double().sum() for p in trainer.model.parameters()))
-gathered = [None] * trainer.args.world_size
-if trainer.args.world_size > 1:
-    torch.distributed.all_gather_object(gathered, checksum)
-else:
-    gathered = [checksum]
-if trainer.is_world_process_zero():
-    logs = [h for h in trainer.state.log_history if "loss_fcl" in h]
-    with open(out, "w") as f:
-        json.dump({"logs": logs, "world_size": trainer.args.world_size, "checksums": gathered}, f)
+write_run_report(trainer, out, "loss_fcl")

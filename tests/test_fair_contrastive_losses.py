@@ -150,7 +150,7 @@ def test_fcl_no_positive_anchor_behaviour():
     y = torch.tensor([0, 1, 2, 3])  # no anchor has a same-label partner
     a = torch.tensor([0, 0, 1, 1])
     terms = fcl_loss(h, y, a)
-    assert float(terms.scl) == 0.0
+    assert terms.scl.item() == 0.0
     assert float(terms.fcl) == pytest.approx(ref_supcon_single(h.detach(), a, 0.1), rel=1e-5)
     terms.loss.backward()  # still attached to the graph
     with pytest.raises(FairmtError, match="no positive"):
