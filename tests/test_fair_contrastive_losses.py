@@ -151,7 +151,7 @@ def test_fcl_no_positive_anchor_behaviour():
     a = torch.tensor([0, 0, 1, 1])
     terms = fcl_loss(h, y, a)
     assert terms.scl.item() == 0.0
-    assert float(terms.fcl) == pytest.approx(ref_supcon_single(h.detach(), a, 0.1), rel=1e-5)
+    assert terms.fcl.item() == pytest.approx(ref_supcon_single(h.detach(), a, 0.1), rel=1e-5)
     terms.loss.backward()  # still attached to the graph
     with pytest.raises(FairmtError, match="no positive"):
         fcl_loss(h, y, a, on_no_positive="error")
