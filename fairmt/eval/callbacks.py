@@ -15,8 +15,12 @@ class GenEvalCallback(TrainerCallback):
     MT-GenEval dev set.
 
     Translates the masculine and feminine English sources with the model being trained (greedy by default, for
-    speed). Register it *before* ``EarlyStoppingCallback``: both read the same metrics dict. Every process
-    translates the whole (optionally truncated) set, so all processes take the same early-stopping decision.
+    speed). Register it *before* ``EarlyStoppingCallback``: both read the same metrics dict. Under DDP (weights
+    replicated on every process) each process translates every world-th sentence and the translations are
+    gathered, so the set is translated once in all; under FSDP/DeepSpeed (sharded weights, whose forward passes
+    are collective) every process translates the whole set in lockstep. Either way every process scores the same
+    translations and takes the same early-stopping decision. The last translations are kept in
+    ``last_hypotheses`` (masculine, feminine).
     """
 
     def __init__(self, translation_model, lang: str, split: str = "dev", max_pairs: int | None = None,
@@ -29,6 +33,8 @@ class GenEvalCallback(TrainerCallback):
         n = len(self.data.masculine_sources) if max_pairs is None else min(max_pairs, len(self.data.masculine_sources))
         self.n = n
         self.gen = dict(batch_size=batch_size, num_beams=num_beams, max_new_tokens=max_new_tokens)
+        self.last_hypotheses: tuple[list[str], list[str]] | None = None
+        self.translated_here = 0  # sentences this process translated at the last evaluation
 
     def on_evaluate(self, args, state, control, model=None, metrics=None, **kwargs):
         from fairmt.eval.geneval import score_counterfactual
@@ -37,8 +43,10 @@ class GenEvalCallback(TrainerCallback):
             return
         tm = dataclasses.replace(self.tm, model=model, _lang_cache={})
         d, n = self.data, self.n
-        hyp_m = tm.translate(d.masculine_sources[:n], tgt_lang=self.lang, **self.gen)
-        hyp_f = tm.translate(d.feminine_sources[:n], tgt_lang=self.lang, **self.gen)
+        self.translated_here = 0
+        hyp_m = self._translate(tm, d.masculine_sources[:n])
+        hyp_f = self._translate(tm, d.feminine_sources[:n])
+        self.last_hypotheses = (hyp_m, hyp_f)
         res = score_counterfactual(hyp_m, hyp_f, d.masculine_refs[:n], d.feminine_refs[:n], lang=self.lang, split=self.split)
         added = {
             "eval_geneval_accuracy": res.accuracy,
@@ -50,3 +58,32 @@ class GenEvalCallback(TrainerCallback):
         last = state.log_history[-1] if state.log_history else None
         if last is not None and last.get("step") == state.global_step and any(k.startswith("eval_") for k in last):
             last.update(added)
+
+    def _translate(self, tm, sources: list[str]) -> list[str]:
+        rank, world = _replicated_shard()
+        if world == 1:
+            self.translated_here += len(sources)
+            return tm.translate(sources, tgt_lang=self.lang, **self.gen)
+        from accelerate.utils import gather_object
+
+        mine = sources[rank::world]
+        self.translated_here += len(mine)
+        parts = gather_object([tm.translate(mine, tgt_lang=self.lang, **self.gen) if mine else []])
+        out: list[str] = [""] * len(sources)
+        for r, part in enumerate(parts):
+            out[r::world] = part
+        return out
+
+
+def _replicated_shard() -> tuple[int, int]:
+    """(process index, number of processes) when the weights are replicated (DDP), else (0, 1)."""
+    from accelerate import PartialState
+    from accelerate.utils import DistributedType
+
+    state = PartialState()
+    replicated = {DistributedType.MULTI_CPU, DistributedType.MULTI_GPU, DistributedType.MULTI_NPU,
+                  DistributedType.MULTI_XPU, DistributedType.MULTI_MLU, DistributedType.MULTI_MUSA,
+                  DistributedType.MULTI_HPU}  # fmt: skip
+    if state.num_processes > 1 and state.distributed_type in replicated:
+        return state.process_index, state.num_processes
+    return 0, 1
