@@ -65,10 +65,15 @@ def mt_kd_loss(
     The same value and gradient as ``(1 − α)·nll_loss(log_softmax(s), labels) + α·token_kl_loss(s, t, labels)``
     (both means over the non-ignored tokens), computed with two vocabulary-sized buffers instead of a dozen: the
     gradient with respect to the student's logits is ``(softmax(s) − (1 − α)·onehot(y) − α·softmax(t)) / N``, built
-    in the forward pass in the buffer that held ``log_softmax(s)``. Sums use BLAS dot products, so no ``N × V`` temporaries
-    are made. Only ``loss`` carries a gradient; ``loss_mt``/``loss_kd`` are for logging.
-    A second backward through the same graph is refused (the gradient buffer is consumed), as for any loss whose
-    saved tensors are freed.
+    in the forward pass in the buffer that held ``log_softmax(s)``; sums are BLAS dot products, so no further
+    ``N × V`` temporaries are made. Only ``total`` carries a gradient; ``loss_mt``/``loss_kd`` are for logging. A
+    second backward through the same graph is refused (the gradient buffer is consumed), as for any loss whose
+    saved tensors are freed. Liger-Kernel fuses the same on GPUs (Triton); this one runs on any device.
+
+    Example::
+
+        total, loss_mt, loss_kd = mt_kd_loss(student_out.logits, teacher_out.logits, labels, alpha=0.4)
+        total.backward()
     """
     if student_logits.shape != teacher_logits.shape:
         raise FairmtError(
