@@ -79,7 +79,8 @@ def official_algorithm_trainer_cls():
     import torch
 
     from fairmt.losses import gacl_loss, gacl_variant, mt_kd_loss
-    from fairmt.trainers.gacl import GACLTrainer, pool
+    from fairmt.models.pooling import pool
+    from fairmt.trainers.gacl import GACLTrainer
 
     class OfficialAlgorithmTrainer(GACLTrainer):
         """Same loss code as fairmt's (fused L_MT + L_KD), so the ratio measures the algorithm alone."""

@@ -130,6 +130,8 @@ def embed_texts(texts: list[str], name_or_path: str, max_length: int = 128, batc
     import torch
     from transformers import AutoModel, AutoTokenizer
 
+    from fairmt.models.pooling import pool
+
     path = _model_path(name_or_path)
     key = hashlib.sha256(json.dumps([path, max_length, texts]).encode()).hexdigest()[:16]
     cache = Path(cache_dir) / f"emb-{key}.npy" if cache_dir else None
@@ -141,9 +143,8 @@ def embed_texts(texts: list[str], name_or_path: str, max_length: int = 128, batc
     with torch.no_grad():
         for s in range(0, len(texts), batch_size):
             b = tok(texts[s : s + batch_size], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-            h = enc(**b).last_hidden_state
-            m = b["attention_mask"][..., None].float()
-            out.append(torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1).numpy())
+            h = pool(enc(**b).last_hidden_state, b["attention_mask"], "mean")
+            out.append(torch.nn.functional.normalize(h, dim=-1).numpy())
     X = np.concatenate(out).astype(np.float32)
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)

@@ -41,6 +41,7 @@ from torch import nn
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from fairmt.errors import FairmtError
+from fairmt.models.pooling import representation_and_logits
 from fairmt.trainers.term_logging import LossTermLogMixin
 
 __all__ = [
@@ -192,15 +193,6 @@ class AdversarialConfig(TrainingArguments):
             raise FairmtError("remove_unused_columns=True drops the group column the adversary needs; set it to False")
 
 
-def _pool(hidden: torch.Tensor, attention_mask: torch.Tensor | None, pooling: str) -> torch.Tensor:
-    if hidden.dim() == 2:
-        return hidden
-    if pooling == "cls" or attention_mask is None:
-        return hidden[:, 0] if pooling == "cls" else hidden.mean(1)
-    m = attention_mask.to(hidden.dtype)[..., None]
-    return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
-
-
 # ---------------------------------------------------------------------------------------------------- trainer
 class _AdversaryStepHooks(TrainerCallback):
     """The stock Trainer clips and zeroes the *model's* gradients only: clip the adversaries' before each optimizer
@@ -290,13 +282,7 @@ class AdversarialTrainer(LossTermLogMixin, Trainer):
 
     def representation_and_logits(self, model: nn.Module, model_inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
         """``(h, logits)`` from one forward with ``output_hidden_states=True``."""
-        outputs = model(**model_inputs, output_hidden_states=True)
-        hidden_states = outputs["hidden_states"] if isinstance(outputs, dict) else outputs.hidden_states
-        if not hidden_states:
-            raise FairmtError(f"{type(model).__name__} returned no hidden_states: cannot take a representation")
-        rep = _pool(hidden_states[-1], model_inputs.get("attention_mask"), self.args.pooling)
-        logits = outputs["logits"] if isinstance(outputs, dict) else outputs.logits
-        return rep, logits
+        return representation_and_logits(model, model_inputs, self.args.pooling)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         """``CE + mean_k CE_adv_k(GRL_λ(h)) + λ_diff·L_diff`` in training; CE alone in evaluation."""

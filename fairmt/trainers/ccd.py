@@ -44,6 +44,7 @@ from transformers import Trainer, TrainingArguments
 from fairmt.data.augment.tuples import GENDER_GROUPS, CCDTupleCollator
 from fairmt.errors import FairmtError
 from fairmt.losses.ccd import RHO_ESTIMATORS, ccd_loss, estimate_rho, tuple_distances
+from fairmt.models.pooling import pool
 
 logger = logging.getLogger(__name__)
 
@@ -117,23 +118,6 @@ def _is_peft(model: torch.nn.Module) -> bool:
     return any(c.__name__ == "PeftModel" for c in type(model).__mro__)
 
 
-def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, mode: str, pooler_output=None) -> torch.Tensor:
-    """Sentence embedding from token states ``(B, T, d)``: ``mean`` over the mask, ``cls``, ``max`` or ``pooler``."""
-    if mode in ("mean", "auto"):
-        m = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        return (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
-    if mode == "cls":
-        return hidden[:, 0]
-    if mode == "max":
-        m = attention_mask.unsqueeze(-1).bool()
-        return hidden.masked_fill(~m, torch.finfo(hidden.dtype).min).max(1).values
-    if mode == "pooler":
-        if pooler_output is None:
-            raise FairmtError("pooling='pooler' but the model returns no pooler_output; use 'mean' or 'cls'")
-        return pooler_output
-    raise FairmtError(f"unknown pooling {mode!r}; choose one of {POOLING_MODES}")
-
-
 def encode(model: torch.nn.Module, features: dict, pooling: str = "auto", normalize: bool | None = None):
     """Embed a tokenised batch with ``model`` (called as given, so DDP/PEFT wrappers run their forward).
 
@@ -149,7 +133,8 @@ def encode(model: torch.nn.Module, features: dict, pooling: str = "auto", normal
     else:
         out = model(**feats)
         hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
-        emb = pool(hidden, feats["attention_mask"], pooling, getattr(out, "pooler_output", None))
+        mode = "mean" if pooling == "auto" else pooling
+        emb = pool(hidden, feats["attention_mask"], mode, getattr(out, "pooler_output", None))
     if normalize:
         emb = F.normalize(emb, dim=-1)
     return emb

@@ -43,10 +43,11 @@ import torch.nn.functional as F
 from transformers import Trainer, TrainingArguments
 
 from fairmt.errors import FairmtError
-from fairmt.trainers.term_logging import LossTermLogMixin
 from fairmt.losses import cs_infonce_loss, fcl_loss, gather_nograd, gather_with_grad, supcon_loss
 from fairmt.losses.distributed import world_size
+from fairmt.models.pooling import representation_and_logits
 from fairmt.trainers.gradcache import cached_backward
+from fairmt.trainers.term_logging import LossTermLogMixin
 
 OBJECTIVES = ("ce", "cscl", "cscl_pretrain", "fcl", "fcl_pretrain")
 VIEW_PREFIX = "view_"
@@ -111,18 +112,6 @@ class FairContrastiveConfig(TrainingArguments):
     def allowed_objectives(cls) -> tuple[str, ...]:
         """The ``objective`` values this config accepts."""
         return OBJECTIVES
-
-
-def pool_hidden(hidden: torch.Tensor, attention_mask: torch.Tensor | None, pooling: str = "cls") -> torch.Tensor:
-    """``(N, d)`` representation from a hidden state: 2-D as is; 3-D by ``cls`` (first token) or masked ``mean``."""
-    if hidden.dim() == 2:
-        return hidden
-    if pooling == "cls":
-        return hidden[:, 0]
-    if attention_mask is None:
-        return hidden.mean(1)
-    m = attention_mask.to(hidden.dtype)[..., None]
-    return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
 
 
 def freeze_encoder(model: torch.nn.Module, head_prefixes: tuple[str, ...] = ("classifier", "score")) -> list[str]:
@@ -192,13 +181,7 @@ class FairContrastiveTrainer(LossTermLogMixin, Trainer):
 
     def representation_and_logits(self, model: torch.nn.Module, model_inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
         """One forward: the pooled ``(N, d)`` representation and the ``(N, C)`` logits."""
-        outputs = model(**model_inputs, output_hidden_states=True)
-        hidden_states = outputs["hidden_states"] if isinstance(outputs, dict) else outputs.hidden_states
-        if not hidden_states:
-            raise FairmtError(f"{type(model).__name__} returned no hidden_states: cannot take a representation")
-        rep = pool_hidden(hidden_states[-1], model_inputs.get("attention_mask"), self.args.pooling)
-        logits = outputs["logits"] if isinstance(outputs, dict) else outputs.logits
-        return rep, logits
+        return representation_and_logits(model, model_inputs, self.args.pooling)
 
     # ------------------------------------------------------------------ objective
     def objective_terms(

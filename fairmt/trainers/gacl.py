@@ -35,6 +35,7 @@ from transformers import PreTrainedModel, Seq2SeqTrainer, Seq2SeqTrainingArgumen
 
 from fairmt.errors import FairmtError
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, mt_kd_loss, token_kl_loss
+from fairmt.models.pooling import pool
 
 _EXTRA = "fairmt_extra"
 
@@ -114,14 +115,6 @@ class GACLConfig(Seq2SeqTrainingArguments):
             if getattr(self, k) is not None
         }
         return GACLPairs(**{**base.__dict__, **overrides})
-
-
-def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, how: str = "mean") -> torch.Tensor:
-    """Pool ``(B, T, d)`` encoder states: mean over non-pad tokens, or the first token."""
-    if how == "first":
-        return hidden[:, 0]
-    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
 
 
 class ProjectionHead(nn.Module):

@@ -99,11 +99,9 @@ class EmbeddingRunner:
         enc = {k: v.to(self.device) for k, v in enc.items()}
         with torch.no_grad():
             hidden = self.model(**enc).last_hidden_state
-        if self.pooling == "first":
-            pooled = hidden[:, 0]
-        else:
-            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1)
+        from fairmt.models.pooling import pool
+
+        pooled = pool(hidden, enc["attention_mask"], self.pooling)  # "first" or "mean"
         return pooled.float().cpu().numpy()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
