@@ -16,7 +16,6 @@ comparable with published spBLEU. chrF++ (``CHRF(word_order=2)``) needs no model
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import tempfile
@@ -24,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fairmt.data.download import sha256_file
 from fairmt.errors import FairmtError
 
 FLORES200_SPM_SIZE = 4_852_054
@@ -35,14 +35,6 @@ SACREBLEU_SPM_NAME = "flores200sacrebleuspm"
 SPM_ENV = "FAIRMT_FLORES200_SPM"
 
 _LANG_RE = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -87,7 +79,7 @@ def spm_model_info(path: str | Path) -> SpmModelInfo:
     st = p.stat()
     key = (str(p), st.st_size, st.st_mtime_ns)
     if key not in _INFO_CACHE:
-        digest = _sha256(p)
+        digest = sha256_file(p)
         _INFO_CACHE[key] = SpmModelInfo(
             str(p), st.st_size, digest, st.st_size == FLORES200_SPM_SIZE and digest == FLORES200_SPM_SHA256
         )
