@@ -12,12 +12,12 @@ Registration is cheap: numpy/scikit-learn are imported inside the handler only.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fairmt.data.jsonl import iter_jsonl
 from fairmt.errors import FairmtError
 
 REQUIRED = ("label", "pred", "group")
@@ -61,56 +61,49 @@ def read_predictions(path: str | Path, num_classes: int | None = None, classes: 
     cols: dict[str, list] = {"label": [], "pred": [], "group": [], "hidden": [], "logits": []}
     kinds: dict[str, tuple[str, int]] = {}
     widths: dict[str, tuple[int, int]] = {}
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{p}:{lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise FairmtError(f"{where}: not valid JSON ({err.msg}); write one JSON object per line") from None
-            if not isinstance(obj, dict):
-                raise FairmtError(f"{where}: expected a JSON object with keys {', '.join(REQUIRED)}")
-            missing = [k for k in REQUIRED if k not in obj]
-            if missing:
-                raise FairmtError(f"{where}: missing key(s) {', '.join(missing)}; each line needs {', '.join(REQUIRED)}")
-            for key in REQUIRED:
-                value = obj[key]
-                kind = _kind(value)
-                if kind is None:
-                    raise FairmtError(f"{where}: {key!r} must be an integer or a string, got {value!r}")
-                first = kinds.setdefault(key, (kind, lineno))
-                if first[0] != kind:
-                    raise FairmtError(
-                        f"{where}: {key!r} is a {kind} but line {first[1]} has a {first[0]}; use one type per column"
-                    )
-                if key in ("label", "pred"):
-                    if kind == "int" and (value < 0 or (num_classes is not None and value >= num_classes)):
-                        bound = f"[0, {num_classes})" if num_classes is not None else "non-negative integers"
-                        raise FairmtError(f"{where}: {key} {value} is out of range {bound}")
-                    if kind == "str" and classes is not None and value not in classes:
-                        raise FairmtError(f"{where}: {key} {value!r} is not one of --classes {','.join(classes)}")
-                    if kind == "str" and num_classes is not None:
-                        raise FairmtError(f"{where}: --num-classes needs integer labels; use --classes for strings")
-                    if kind == "int" and classes is not None:
-                        raise FairmtError(f"{where}: --classes names string labels; use --num-classes for integers")
-                cols[key].append(value)
-            for key in ("hidden", "logits"):
-                has = key in obj
-                vec = _vector(obj[key], key, where) if has else None
-                if key not in widths:
-                    widths[key] = (len(vec) if vec is not None else -1, lineno)
-                width, first_line = widths[key]
-                if has != (width >= 0):
-                    state = "has" if has else "lacks"
-                    raise FairmtError(
-                        f"{where}: {state} {key!r} unlike line {first_line}; give it on every line or on none"
-                    )
-                if vec is not None:
-                    if len(vec) != width:
-                        raise FairmtError(f"{where}: {key!r} has {len(vec)} values but line {first_line} has {width}")
-                    cols[key].append(vec)
+    for lineno, obj in iter_jsonl(p, hint="; write one JSON object per line"):
+        where = f"{p}:{lineno}"
+        if not isinstance(obj, dict):
+            raise FairmtError(f"{where}: expected a JSON object with keys {', '.join(REQUIRED)}")
+        missing = [k for k in REQUIRED if k not in obj]
+        if missing:
+            raise FairmtError(f"{where}: missing key(s) {', '.join(missing)}; each line needs {', '.join(REQUIRED)}")
+        for key in REQUIRED:
+            value = obj[key]
+            kind = _kind(value)
+            if kind is None:
+                raise FairmtError(f"{where}: {key!r} must be an integer or a string, got {value!r}")
+            first = kinds.setdefault(key, (kind, lineno))
+            if first[0] != kind:
+                raise FairmtError(
+                    f"{where}: {key!r} is a {kind} but line {first[1]} has a {first[0]}; use one type per column"
+                )
+            if key in ("label", "pred"):
+                if kind == "int" and (value < 0 or (num_classes is not None and value >= num_classes)):
+                    bound = f"[0, {num_classes})" if num_classes is not None else "non-negative integers"
+                    raise FairmtError(f"{where}: {key} {value} is out of range {bound}")
+                if kind == "str" and classes is not None and value not in classes:
+                    raise FairmtError(f"{where}: {key} {value!r} is not one of --classes {','.join(classes)}")
+                if kind == "str" and num_classes is not None:
+                    raise FairmtError(f"{where}: --num-classes needs integer labels; use --classes for strings")
+                if kind == "int" and classes is not None:
+                    raise FairmtError(f"{where}: --classes names string labels; use --num-classes for integers")
+            cols[key].append(value)
+        for key in ("hidden", "logits"):
+            has = key in obj
+            vec = _vector(obj[key], key, where) if has else None
+            if key not in widths:
+                widths[key] = (len(vec) if vec is not None else -1, lineno)
+            width, first_line = widths[key]
+            if has != (width >= 0):
+                state = "has" if has else "lacks"
+                raise FairmtError(
+                    f"{where}: {state} {key!r} unlike line {first_line}; give it on every line or on none"
+                )
+            if vec is not None:
+                if len(vec) != width:
+                    raise FairmtError(f"{where}: {key!r} has {len(vec)} values but line {first_line} has {width}")
+                cols[key].append(vec)
     if not cols["label"]:
         raise FairmtError(f"{p}: no predictions (the file is empty)")
     return PredictionFile(

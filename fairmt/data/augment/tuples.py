@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fairmt.data.jsonl import iter_jsonl
 from fairmt.errors import FairmtError
 
 NEUTRAL = "neutral"
@@ -55,15 +56,8 @@ def read_tuples(path: str | Path, groups: Sequence[str] = GENDER_GROUPS) -> list
     if not path.is_file():
         raise FairmtError(f"tuple file {path} not found; make one with `fairmt augment cda|llm ...`")
     rows = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise FairmtError(f"{path}:{lineno}: not valid JSON ({err.msg}); each line must be one tuple") from None
-            rows.append(validate_tuple(row, groups, where=f"{path}:{lineno}"))
+    for lineno, row in iter_jsonl(path, hint="; each line must be one tuple"):
+        rows.append(validate_tuple(row, groups, where=f"{path}:{lineno}"))
     if not rows:
         raise FairmtError(f"tuple file {path} holds no tuples")
     return rows

@@ -19,13 +19,13 @@ are the string keys other than ``neutral``, ``id`` and ``source`` of the first l
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from fairmt.data.jsonl import iter_jsonl
 from fairmt.errors import FairmtError
 
 METRIC_VERSION = "1.0"
@@ -47,27 +47,20 @@ def load_tuples(path: str | Path, groups: Sequence[str] | None = None) -> tuple[
         raise FairmtError(f"CCED tuple file {path} not found")
     tuples: list[ContentTuple] = []
     group_list = list(groups) if groups else None
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise FairmtError(f"{path}:{lineno}: not valid JSON ({err})") from None
-            if not isinstance(obj, dict) or not isinstance(obj.get("neutral"), str):
-                raise FairmtError(f"{path}:{lineno}: expected an object with a string 'neutral' and one string per group")
-            if group_list is None:
-                group_list = [k for k, v in obj.items() if k not in RESERVED_KEYS and isinstance(v, str)]
-                if len(group_list) < 2:
-                    raise FairmtError(f"{path}:{lineno}: a CCED tuple needs at least two groups besides 'neutral', found {group_list}")
-            missing = [g for g in group_list if not isinstance(obj.get(g), str) or not obj[g].strip()]
-            if missing:
-                raise FairmtError(
-                    f"{path}:{lineno}: tuple lacks group(s) {missing} (expected {['neutral', *group_list]}); "
-                    "fix or drop the line"
-                )
-            tuples.append(ContentTuple(obj["neutral"], {g: obj[g] for g in group_list}))
+    for lineno, obj in iter_jsonl(path):
+        if not isinstance(obj, dict) or not isinstance(obj.get("neutral"), str):
+            raise FairmtError(f"{path}:{lineno}: expected an object with a string 'neutral' and one string per group")
+        if group_list is None:
+            group_list = [k for k, v in obj.items() if k not in RESERVED_KEYS and isinstance(v, str)]
+            if len(group_list) < 2:
+                raise FairmtError(f"{path}:{lineno}: a CCED tuple needs at least two groups besides 'neutral', found {group_list}")
+        missing = [g for g in group_list if not isinstance(obj.get(g), str) or not obj[g].strip()]
+        if missing:
+            raise FairmtError(
+                f"{path}:{lineno}: tuple lacks group(s) {missing} (expected {['neutral', *group_list]}); "
+                "fix or drop the line"
+            )
+        tuples.append(ContentTuple(obj["neutral"], {g: obj[g] for g in group_list}))
     if not tuples:
         raise FairmtError(f"CCED tuple file {path} is empty")
     return tuples, list(group_list or [])

