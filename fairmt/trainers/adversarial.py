@@ -42,6 +42,7 @@ from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from fairmt.errors import FairmtError
 from fairmt.models.pooling import representation_and_logits
+from fairmt.trainers.sharding import ShardingMixin
 from fairmt.trainers.term_logging import LossTermLogMixin
 
 __all__ = [
@@ -211,7 +212,7 @@ class _AdversaryStepHooks(TrainerCallback):
         self.adversary.zero_grad(set_to_none=True)
 
 
-class AdversarialTrainer(LossTermLogMixin, Trainer):
+class AdversarialTrainer(ShardingMixin, LossTermLogMixin, Trainer):
     """Sequence-classification Trainer with gradient-reversal adversaries (see the module docstring).
 
     Example::

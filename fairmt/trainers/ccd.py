@@ -45,6 +45,7 @@ from fairmt.data.augment.tuples import GENDER_GROUPS, CCDTupleCollator
 from fairmt.errors import FairmtError
 from fairmt.losses.ccd import RHO_ESTIMATORS, ccd_loss, estimate_rho, tuple_distances
 from fairmt.models.pooling import pool
+from fairmt.trainers.sharding import ShardingMixin
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +141,7 @@ def encode(model: torch.nn.Module, features: dict, pooling: str = "auto", normal
     return emb
 
 
-class CCDTrainer(Trainer):
+class CCDTrainer(ShardingMixin, Trainer):
     """``transformers.Trainer`` that trains a sentence encoder with the CCD loss (see the module docstring).
 
     Args:

@@ -1,0 +1,113 @@
+"""Sharded training (FSDP2, DeepSpeed ZeRO) for every fairmt trainer.
+
+:class:`ShardingMixin` goes before ``Trainer``/``Seq2SeqTrainer`` in a trainer's bases. It fixes three things that
+the stock stack (transformers 5.23, accelerate 1.15, torch 2.13) gets wrong for the models fairmt trains:
+
+1. **Tied embeddings of encoder–decoder models under FSDP2.** M2M-100, NLLB-200 and SMaLL-100 keep one embedding
+   matrix in three modules (``model.shared``, ``encoder.embed_tokens``, ``decoder.embed_tokens``) plus the tied
+   ``lm_head``. accelerate's FSDP2 preparation puts ``shared`` and ``lm_head`` into one FSDP unit and leaves the two
+   other embedding modules in the root unit, so the first forward fails ("Parameter 'model.shared.weight' is shared
+   with a parameter already managed by another FSDP group") — with the plain ``Seq2SeqTrainer`` too. Before the
+   model is prepared, :func:`share_tied_embedding_modules` makes the encoder and decoder use the input-embedding
+   *module* itself (what transformers 4 did), which puts every use of the matrix in the same unit. Same weights,
+   same outputs, same state-dict keys.
+2. **FSDP on CPU processes.** accelerate ignores the FSDP plugin when it runs on CPU (``MULTI_CPU``, gloo) and
+   silently trains with DDP instead. FSDP2 (``torch.distributed.fsdp.fully_shard``) does run on CPU with gloo, so
+   for FSDP2 the mixin switches accelerate to its FSDP path there (useful for testing sharded code without a GPU);
+   FSDP1 needs an accelerator and is refused on a machine without one, naming the FSDP2 config to use instead.
+3. **Frozen models under DeepSpeed ZeRO-3.** A KD teacher or frozen reference model created inside ZeRO-3's
+   partitioning context holds parameter stubs; :func:`check_not_zero3_partitioned` refuses such a module with a
+   clear error instead of computing with empty tensors.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from torch import nn
+
+from fairmt.errors import FairmtError
+
+FSDP2_CONFIG_HINT = "recipes/accelerate/fsdp2.yaml (fsdp_version: 2)"
+
+
+def share_tied_embedding_modules(model: nn.Module) -> list[str]:
+    """Replace every embedding module whose weight *is* the input-embedding weight (same class, same scale) by the
+    input-embedding module itself; returns the replaced module names. Models without such aliases are unchanged."""
+    get = getattr(model, "get_input_embeddings", None)
+    shared = get() if callable(get) else None
+    weight = getattr(shared, "weight", None)
+    if shared is None or weight is None:
+        return []
+    replaced = []
+    for name, module in list(model.named_modules(remove_duplicate=False)):
+        if module is shared or not name or getattr(module, "weight", None) is not weight:
+            continue
+        if type(module) is not type(shared) or getattr(module, "embed_scale", None) != getattr(shared, "embed_scale", None):
+            continue  # a projection tied to the matrix (lm_head) or an embedding that scales differently
+        parent_name, _, child = name.rpartition(".")
+        parent = model.get_submodule(parent_name) if parent_name else model
+        setattr(parent, child, shared)
+        replaced.append(name)
+    return replaced
+
+
+def _has_accelerator() -> bool:
+    import torch
+
+    acc = getattr(torch, "accelerator", None)
+    if acc is not None and hasattr(acc, "is_available"):
+        return bool(acc.is_available())
+    return torch.cuda.is_available()
+
+
+def _requested_fsdp_version(args: Any) -> int | None:
+    """The FSDP version asked for by the training arguments or by ``accelerate launch`` (None: no FSDP)."""
+    if getattr(args, "fsdp", None):
+        cfg = getattr(args, "fsdp_config", None) or {}
+        return int(cfg.get("version", cfg.get("fsdp_version", 1)))
+    if os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true":
+        return int(os.environ.get("FSDP_VERSION", "1"))
+    return None
+
+
+def check_not_zero3_partitioned(module: nn.Module | None, what: str) -> None:
+    """Refuse a frozen helper model (KD teacher, frozen reference encoder) whose parameters were partitioned by
+    DeepSpeed ZeRO-3: it would compute with empty parameter stubs outside the engine."""
+    if module is None:
+        return
+    if any(hasattr(p, "ds_id") for p in module.parameters()):
+        raise FairmtError(
+            f"the {what} was partitioned by DeepSpeed ZeRO-3 (its parameters are ZeRO stubs); keep it out of "
+            "partitioning: load it before the DeepSpeed config is active or with zero3_init_flag: false, or use "
+            "ZeRO-2 / FSDP2"
+        )
+
+
+class ShardingMixin:
+    """Mix into a fairmt ``Trainer`` subclass, before ``Trainer``: FSDP2 on tied encoder–decoder embeddings, FSDP2 on
+    CPU processes, and a clear refusal of FSDP1 without an accelerator (see the module docstring)."""
+
+    def create_accelerator_and_postprocess(self) -> None:
+        version = _requested_fsdp_version(self.args)
+        if version == 1 and not _has_accelerator():
+            raise FairmtError(
+                "FSDP1 (fsdp_version: 1, e.g. recipes/accelerate/fsdp.yaml) needs a GPU or another accelerator and "
+                f"this machine has none; use FSDP2 instead: {FSDP2_CONFIG_HINT}"
+            )
+        super().create_accelerator_and_postprocess()
+        if version == 2 and not self.is_fsdp_enabled and self.args.fsdp_plugin_args is not None:
+            from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin
+
+            state = self.accelerator.state
+            if state.distributed_type == DistributedType.MULTI_CPU:  # accelerate dropped the plugin on CPU
+                state.fsdp_plugin = FullyShardedDataParallelPlugin(**self.args.fsdp_plugin_args)
+                state.distributed_type = DistributedType.FSDP
+                self.is_fsdp_enabled = True
+
+    def _wrap_model(self, model: nn.Module, training: bool = True, dataloader: Any = None) -> nn.Module:
+        plugin = getattr(self.accelerator.state, "fsdp_plugin", None)
+        if self.is_fsdp_enabled and getattr(plugin, "fsdp_version", 1) == 2:
+            share_tied_embedding_modules(self.accelerator.unwrap_model(model))
+        return super()._wrap_model(model, training=training, dataloader=dataloader)
