@@ -13,16 +13,11 @@ from fairmt.data.classification import ClassificationCollator
 from fairmt.models.text_classifiers import MLPClassifier
 from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
 
-from ddp_helpers import write_run_report  # beside this script
+from ddp_helpers import fcl_rows, write_run_report  # beside this script
 
 torch.set_num_threads(1)
 out, bs = sys.argv[1], int(sys.argv[2])
-g = torch.Generator().manual_seed(0)
-centers, gdir = torch.randn(3, 16, generator=g) * 2, torch.randn(16, generator=g)
-rows = []
-for i in range(64):
-    y, a = i % 3, (i // 3) % 2
-    rows.append({"features": (centers[y] + (a - 0.5) * gdir + 0.5 * torch.randn(16, generator=g)).tolist(), "labels": y, "group": a})
+rows = fcl_rows()
 torch.manual_seed(0)
 model = MLPClassifier(16, 3, hidden_dim=32, dropout=0.0)  # no dropout: the runs must be comparable step by step
 args = FairContrastiveConfig(

@@ -17,3 +17,27 @@ def write_run_report(trainer, out: str, log_key: str, **extra) -> None:
         logs = [h for h in trainer.state.log_history if log_key in h]
         with open(out, "w") as f:
             json.dump({"logs": logs, "world_size": trainer.args.world_size, "checksums": gathered, **extra}, f)
+
+
+def full_parameters(model) -> torch.Tensor:
+    """Every parameter of ``model`` flattened into one float64 vector, whole on every process (FSDP2 shards
+    parameters as DTensors: they are gathered)."""
+    parts = []
+    for p in model.parameters():
+        t = p.detach()
+        if hasattr(t, "full_tensor"):
+            t = t.full_tensor()
+        parts.append(t.double().reshape(-1))
+    return torch.cat(parts)
+
+
+def fcl_rows(n: int = 64, dim: int = 16) -> list[dict]:
+    """Seeded 3-class, 2-group feature rows (a group direction added to class centres) for the FCL runs."""
+    g = torch.Generator().manual_seed(0)
+    centers, gdir = torch.randn(3, dim, generator=g) * 2, torch.randn(dim, generator=g)
+    rows = []
+    for i in range(n):
+        y, a = i % 3, (i // 3) % 2
+        x = centers[y] + (a - 0.5) * gdir + 0.5 * torch.randn(dim, generator=g)
+        rows.append({"features": x.tolist(), "labels": y, "group": a})
+    return rows

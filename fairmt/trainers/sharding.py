@@ -53,6 +53,23 @@ def share_tied_embedding_modules(model: nn.Module) -> list[str]:
     return replaced
 
 
+def wrap_classes_without_input_embedding(model: nn.Module, names: list[str] | None) -> list[str] | None:
+    """The FSDP2 wrap classes (``names``, default the model's ``_no_split_modules``) less those whose blocks contain
+    the input-embedding module, or None when nothing needs to change.
+
+    accelerate shards the input embedding as a unit of its own after wrapping the blocks; when a wrapped block
+    already holds it (BERT's ``BertEmbeddings``, RoBERTa's ``RobertaEmbeddings``) its parameters are sharded twice
+    and ``fully_shard`` fails. Leaving that block to the root unit keeps one sharding per parameter."""
+    get = getattr(model, "get_input_embeddings", None)
+    embedding = get() if callable(get) else None
+    if embedding is None:
+        return None
+    names = list(names if names is not None else getattr(model, "_no_split_modules", None) or [])
+    holders = {type(m).__name__ for m in model.modules() if m is not embedding and any(x is embedding for x in m.modules())}
+    keep = [n for n in names if n not in holders]
+    return keep if keep != names else None
+
+
 def _has_accelerator() -> bool:
     import torch
 
@@ -64,9 +81,9 @@ def _has_accelerator() -> bool:
 
 def _requested_fsdp_version(args: Any) -> int | None:
     """The FSDP version asked for by the training arguments or by ``accelerate launch`` (None: no FSDP)."""
-    if getattr(args, "fsdp", None):
+    if getattr(args, "fsdp", None):  # transformers 5 defaults to FSDP2
         cfg = getattr(args, "fsdp_config", None) or {}
-        return int(cfg.get("version", cfg.get("fsdp_version", 1)))
+        return int(cfg.get("version", cfg.get("fsdp_version", 2)))
     if os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true":
         return int(os.environ.get("FSDP_VERSION", "1"))
     return None
@@ -97,17 +114,38 @@ class ShardingMixin:
                 f"this machine has none; use FSDP2 instead: {FSDP2_CONFIG_HINT}"
             )
         super().create_accelerator_and_postprocess()
-        if version == 2 and not self.is_fsdp_enabled and self.args.fsdp_plugin_args is not None:
+        if version == 2 and not self.is_fsdp_enabled:
+            from accelerate.state import PartialState
             from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin
 
             state = self.accelerator.state
             if state.distributed_type == DistributedType.MULTI_CPU:  # accelerate dropped the plugin on CPU
-                state.fsdp_plugin = FullyShardedDataParallelPlugin(**self.args.fsdp_plugin_args)
-                state.distributed_type = DistributedType.FSDP
+                # from the training arguments, or (accelerate launch --config_file) from the environment
+                state.fsdp_plugin = FullyShardedDataParallelPlugin(**(self.args.fsdp_plugin_args or {}))
+                # both shared states: a later AcceleratorState() re-reads the type from PartialState
+                state.distributed_type = PartialState().distributed_type = DistributedType.FSDP
                 self.is_fsdp_enabled = True
 
     def _wrap_model(self, model: nn.Module, training: bool = True, dataloader: Any = None) -> nn.Module:
         plugin = getattr(self.accelerator.state, "fsdp_plugin", None)
         if self.is_fsdp_enabled and getattr(plugin, "fsdp_version", 1) == 2:
-            share_tied_embedding_modules(self.accelerator.unwrap_model(model))
+            inner = self.accelerator.unwrap_model(model)
+            share_tied_embedding_modules(inner)
+            names = wrap_classes_without_input_embedding(inner, plugin.transformer_cls_names_to_wrap)
+            if names is not None:
+                plugin.transformer_cls_names_to_wrap = names
         return super()._wrap_model(model, training=training, dataloader=dataloader)
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+        """Under FSDP with a sharded state dict, the stock ``save_model`` writes no weights for the final model
+        (checkpoints hold the shards); fairmt gathers a full state dict for it, so ``output_dir`` holds a model that
+        ``from_pretrained`` loads. Checkpoints (``_internal_call``) stay sharded."""
+        plugin = getattr(self.accelerator.state, "fsdp_plugin", None) if self.is_fsdp_enabled else None
+        if plugin is None or _internal_call or "FULL_STATE_DICT" in str(plugin.state_dict_type):
+            return super().save_model(output_dir, _internal_call=_internal_call)
+        previous = plugin.state_dict_type
+        plugin.set_state_dict_type("FULL_STATE_DICT")
+        try:
+            return super().save_model(output_dir, _internal_call=_internal_call)
+        finally:
+            plugin.set_state_dict_type(previous)
