@@ -36,7 +36,7 @@ from transformers import PreTrainedModel, Seq2SeqTrainer, Seq2SeqTrainingArgumen
 from fairmt.errors import FairmtError
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, mt_kd_loss, token_kl_loss
 from fairmt.models.pooling import pool
-from fairmt.trainers.sharding import ShardingMixin
+from fairmt.trainers.sharding import ShardingMixin, check_not_zero3_partitioned, frozen_copy, outside_zero3_init
 
 _EXTRA = "fairmt_extra"
 
@@ -264,7 +264,8 @@ class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
         if teacher_model is None and args.teacher_model_name_or_path:
             from transformers import AutoModelForSeq2SeqLM
 
-            teacher_model = AutoModelForSeq2SeqLM.from_pretrained(args.teacher_model_name_or_path)
+            with outside_zero3_init():  # the teacher is never managed by DeepSpeed: keep it whole
+                teacher_model = AutoModelForSeq2SeqLM.from_pretrained(args.teacher_model_name_or_path)
         if teacher_model is None:
             base = _base_model(model)
             if hasattr(model, "peft_config"):  # the frozen starting point is the base model without adapters
@@ -272,7 +273,8 @@ class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
                     teacher_model = copy.deepcopy(base)
                 teacher_model = _strip_peft(teacher_model)
             else:
-                teacher_model = copy.deepcopy(base)
+                teacher_model = frozen_copy(base)  # gathered whole if ZeRO-3 partitioned the student
+        check_not_zero3_partitioned(teacher_model, "KD teacher")
         teacher_model.eval()
         teacher_model.requires_grad_(False)
         if args.teacher_bf16:

@@ -22,7 +22,9 @@ the stock stack (transformers 5.23, accelerate 1.15, torch 2.13) gets wrong for 
 
 from __future__ import annotations
 
+import copy
 import os
+from contextlib import contextmanager
 from typing import Any
 
 from torch import nn
@@ -94,12 +96,57 @@ def check_not_zero3_partitioned(module: nn.Module | None, what: str) -> None:
     DeepSpeed ZeRO-3: it would compute with empty parameter stubs outside the engine."""
     if module is None:
         return
-    if any(hasattr(p, "ds_id") for p in module.parameters()):
+    if is_zero3_partitioned(module):
         raise FairmtError(
             f"the {what} was partitioned by DeepSpeed ZeRO-3 (its parameters are ZeRO stubs); keep it out of "
             "partitioning: load it before the DeepSpeed config is active or with zero3_init_flag: false, or use "
             "ZeRO-2 / FSDP2"
         )
+
+
+def is_zero3_partitioned(module: nn.Module) -> bool:
+    """True when DeepSpeed ZeRO-3 has partitioned the module's parameters (they carry a ``ds_id``)."""
+    return any(hasattr(p, "ds_id") for p in module.parameters())
+
+
+@contextmanager
+def outside_zero3_init():
+    """Load models inside this block unpartitioned even while a ZeRO-3 config is active (transformers'
+    ``from_pretrained`` otherwise partitions every model it loads then): for frozen helpers such as a KD teacher,
+    which DeepSpeed's engine never manages."""
+    try:
+        import transformers.integrations.deepspeed as hf_ds
+    except ImportError:  # pragma: no cover - transformers always has it
+        yield
+        return
+    saved = hf_ds._hf_deepspeed_config_weak_ref
+    hf_ds._hf_deepspeed_config_weak_ref = None
+    try:
+        yield
+    finally:
+        hf_ds._hf_deepspeed_config_weak_ref = saved
+
+
+def frozen_copy(model: nn.Module) -> nn.Module:
+    """A whole (unpartitioned) copy of ``model`` for a frozen teacher/reference. A plain ``deepcopy`` unless ZeRO-3
+    has partitioned the model (loaded while a ZeRO-3 config was active): then the parameters are gathered and loaded
+    into a fresh model of the same class, built outside ZeRO-3's partitioning."""
+    if not is_zero3_partitioned(model):
+        return copy.deepcopy(model)
+    config = getattr(model, "config", None)
+    if config is None or hasattr(model, "peft_config"):
+        raise FairmtError(
+            f"cannot copy the ZeRO-3-partitioned {type(model).__name__} as a frozen model; pass the frozen model "
+            "(e.g. teacher_model_name_or_path) explicitly"
+        )
+    import deepspeed
+
+    with deepspeed.zero.GatheredParameters(list(model.parameters()), modifier_rank=None):
+        state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    with outside_zero3_init():
+        fresh = type(model)(config)
+    fresh.load_state_dict(state)  # same class and config: every key matches
+    return fresh
 
 
 class ShardingMixin:
