@@ -1,7 +1,9 @@
 """Run by tests/test_fsdp2.py: two optimizer steps of a fairmt trainer, on one process or sharded with FSDP2.
 
     python sharded_script.py METHOD WORKDIR OUT.json PER_DEVICE_BATCH
-    torchrun --standalone --nproc_per_node 2 sharded_script.py METHOD WORKDIR OUT.json HALF_BATCH fsdp2 [resume]
+    torchrun --standalone --nproc_per_node 2 sharded_script.py METHOD WORKDIR OUT.json HALF_BATCH [ENGINE] [resume]
+
+ENGINE: fsdp2, zero2 or zero3 (DeepSpeed); none = DDP.
 
 METHOD: gacl-paper (counterfactual negatives, KD teacher), gacl-official (no-grad dropout view, KD teacher), ccd,
 fcl. WORKDIR holds the inputs the test built (``model/`` for GACL, ``bert/`` + ``tuples.jsonl`` for CCD). With
@@ -19,7 +21,8 @@ from ddp_helpers import fcl_rows, full_parameters  # beside this script
 
 torch.set_num_threads(1)
 method, work, out, bs = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-fsdp2, resume = "fsdp2" in sys.argv[5:], "resume" in sys.argv[5:]
+engine = next((a for a in sys.argv[5:] if a in ("fsdp2", "zero2", "zero3")), None)
+resume = "resume" in sys.argv[5:]
 common = dict(
     per_device_train_batch_size=bs, max_steps=2, logging_steps=1, report_to=[], use_cpu=True, disable_tqdm=True,
     seed=0, dataloader_drop_last=True, ddp_timeout=120, save_strategy="steps" if resume else "no", save_steps=2,
@@ -28,8 +31,16 @@ common = dict(
 
 # as recipes/accelerate/fsdp2.yaml: one FSDP unit per block the model lists in _no_split_modules (M2M-100 encoder and
 # decoder layers, BERT embeddings and layers; none for the MLP, which is one root unit)
-FSDP2 = {"fsdp": True, "fsdp_config": {"version": 2, "reshard_after_forward": True, "auto_wrap_policy":
-         "TRANSFORMER_BASED_WRAP", "state_dict_type": "SHARDED_STATE_DICT"}} if fsdp2 else {}
+SHARDING = {
+    "fsdp2": {"fsdp": True, "fsdp_config": {"version": 2, "reshard_after_forward": True, "auto_wrap_policy":
+              "TRANSFORMER_BASED_WRAP", "state_dict_type": "SHARDED_STATE_DICT"}},
+    # AdamW as the Trainer's default (DeepSpeed's own optimizer would differ); runs on CPU processes with use_cpu
+    **{f"zero{stage}": {"deepspeed": {"zero_optimization": {"stage": stage}, "train_micro_batch_size_per_gpu": "auto",
+                                      "gradient_accumulation_steps": "auto", "gradient_clipping": "auto",
+                                      "optimizer": {"type": "AdamW", "params": {"lr": "auto", "weight_decay": "auto",
+                                                                                 "betas": "auto", "eps": "auto"}}}}
+       for stage in (2, 3)},
+}.get(engine, {})
 
 
 def build(output_dir, max_steps=2):
@@ -40,7 +51,7 @@ def build(output_dir, max_steps=2):
         from fairmt.trainers.gacl import GACLConfig, GACLTrainer
 
         tm = load(work / "model")
-        args = GACLConfig(**kw, **FSDP2, learning_rate=1e-3,
+        args = GACLConfig(**kw, **SHARDING, learning_rate=1e-3,
                           kd_alpha=0.4, gacl_variant=method.split("-")[1])
         return GACLTrainer(model=tm.model, args=args, train_dataset=gacl_dataset(tm), data_collator=collator(tm),
                            processing_class=tm.tokenizer), "loss_gc"
@@ -50,7 +61,7 @@ def build(output_dir, max_steps=2):
         from fairmt.data.augment.tuples import read_tuples, tuples_to_dataset
         from fairmt.trainers.ccd import CCDConfig, CCDTrainer
 
-        args = CCDConfig(**kw, **FSDP2, learning_rate=1e-3, rho_estimator="median")
+        args = CCDConfig(**kw, **SHARDING, learning_rate=1e-3, rho_estimator="median")
         return CCDTrainer(model=AutoModel.from_pretrained(work / "bert"), args=args,
                           train_dataset=tuples_to_dataset(read_tuples(work / "tuples.jsonl")),
                           processing_class=AutoTokenizer.from_pretrained(work / "bert")), "loss_bias"
@@ -62,7 +73,7 @@ def build(output_dir, max_steps=2):
         from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
 
         torch.manual_seed(0)
-        args = FairContrastiveConfig(**kw, **FSDP2, objective="fcl", views="none", fcl_alpha=1.0,
+        args = FairContrastiveConfig(**kw, **SHARDING, objective="fcl", views="none", fcl_alpha=1.0,
                                      fcl_beta=0.5, learning_rate=5e-2)
         return FairContrastiveTrainer(model=MLPClassifier(16, 3, hidden_dim=32, dropout=0.0), args=args,
                                       train_dataset=Dataset.from_list(fcl_rows()),
@@ -74,7 +85,13 @@ trainer, key = build(out + ".run")
 trainer.train()
 report = {"world_size": trainer.args.world_size, "distributed_type": str(trainer.accelerator.distributed_type),
           "logs": [h for h in trainer.state.log_history if key in h]}
-params = full_parameters(trainer.model_wrapped)
+if engine == "zero3":  # partitioned parameters: gather them whole for the comparison
+    import deepspeed
+
+    with deepspeed.zero.GatheredParameters(list(trainer.model.parameters())):
+        params = full_parameters(trainer.model)
+else:
+    params = full_parameters(trainer.model_wrapped)
 if resume:
     trainer, _ = build(out + ".run", max_steps=3)
     trainer.train(resume_from_checkpoint=out + ".run/checkpoint-2")
@@ -83,3 +100,6 @@ if resume:
 if trainer.is_world_process_zero():
     Path(out).write_text(json.dumps(report))
     torch.save(params, out + ".pt")
+if torch.distributed.is_initialized():  # a clean exit (DeepSpeed's CPU comm threads abort an unclean one)
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()

@@ -30,7 +30,6 @@ Example::
 
 from __future__ import annotations
 
-import copy
 import logging
 import math
 import os
@@ -45,7 +44,7 @@ from fairmt.data.augment.tuples import GENDER_GROUPS, CCDTupleCollator
 from fairmt.errors import FairmtError
 from fairmt.losses.ccd import RHO_ESTIMATORS, ccd_loss, estimate_rho, tuple_distances
 from fairmt.models.pooling import pool
-from fairmt.trainers.sharding import ShardingMixin
+from fairmt.trainers.sharding import ShardingMixin, check_not_zero3_partitioned, frozen_copy
 
 logger = logging.getLogger(__name__)
 
@@ -179,8 +178,9 @@ class CCDTrainer(ShardingMixin, Trainer):
         super().__init__(model=model, args=args, **kwargs)
         self._use_disabled_adapter = reference_model is None and _is_peft(model)
         if reference_model is None and not self._use_disabled_adapter:
-            reference_model = copy.deepcopy(model)
+            reference_model = frozen_copy(model)  # gathered whole if ZeRO-3 partitioned the model
         if reference_model is not None:
+            check_not_zero3_partitioned(reference_model, "frozen reference encoder (f_orig)")
             reference_model.eval()
             reference_model.requires_grad_(False)
             reference_model.to(self.args.device)

@@ -91,6 +91,23 @@ def _requested_fsdp_version(args: Any) -> int | None:
     return None
 
 
+def check_deepspeed_config(args: Any) -> None:
+    """Validate the ``zero_optimization`` section of the training arguments' DeepSpeed config with DeepSpeed's own
+    schema before any model is prepared (DeepSpeed itself checks it only inside ``deepspeed.initialize``, at the first
+    training step). ``"auto"`` values are the Trainer's to fill and are not checked."""
+    hf_config = getattr(args, "hf_deepspeed_config", None)
+    if hf_config is None:
+        return
+    zero = {k: v for k, v in (hf_config.config.get("zero_optimization") or {}).items() if v != "auto"}
+    from deepspeed.runtime.zero.config import DeepSpeedZeroConfig
+
+    try:
+        DeepSpeedZeroConfig(**zero)
+    except Exception as err:  # pydantic's ValidationError: one line per bad field
+        detail = ": ".join(" ".join(line.split()) for line in str(err).splitlines()[1:3])  # field: message
+        raise FairmtError(f"invalid DeepSpeed config (training.deepspeed): zero_optimization: {detail}") from None
+
+
 def check_not_zero3_partitioned(module: nn.Module | None, what: str) -> None:
     """Refuse a frozen helper model (KD teacher, frozen reference encoder) whose parameters were partitioned by
     DeepSpeed ZeRO-3: it would compute with empty parameter stubs outside the engine."""
@@ -160,6 +177,7 @@ class ShardingMixin:
                 "FSDP1 (fsdp_version: 1, e.g. recipes/accelerate/fsdp.yaml) needs a GPU or another accelerator and "
                 f"this machine has none; use FSDP2 instead: {FSDP2_CONFIG_HINT}"
             )
+        check_deepspeed_config(self.args)
         super().create_accelerator_and_postprocess()
         if version == 2 and not self.is_fsdp_enabled:
             from accelerate.state import PartialState

@@ -1,9 +1,11 @@
-"""FSDP2 (fully_shard) for the fairmt trainers, on two CPU processes (gloo): the sharded run computes what one process
-(or DDP) computes, checkpoints and resumes, never saves the KD teacher, and writes a loadable final model.
+"""Sharded training for the fairmt trainers on two CPU processes (gloo): FSDP2 (fully_shard) and DeepSpeed ZeRO-2/3
+compute what one process (or DDP) computes, checkpoint and resume, never save the KD teacher, and write a loadable
+final model.
 
 accelerate 1.15 runs FSDP only on accelerators and silently trains with DDP on CPU processes; fairmt's ShardingMixin
 switches it to FSDP2 there (fairmt/trainers/sharding.py), which is what these tests exercise — the same
-``fsdp2_prepare_model`` path a GPU run takes.
+``fsdp2_prepare_model`` path a GPU run takes. DeepSpeed 0.19 runs on CPU processes with its CPU accelerator when the
+training arguments say ``use_cpu``.
 """
 
 import json
@@ -116,26 +118,37 @@ def gacl_work(tmp_path_factory):
     return work
 
 
-@pytest.mark.slow
-def test_gacl_paper_fsdp2_equals_ddp_and_one_process_and_resumes(gacl_work):
-    r = _runs(gacl_work, "gacl-paper", 8, "ddp resume", "fsdp2 resume")
-    (one, p_one), (ddp, p_ddp), (fsdp, p_fsdp) = r["one"], r["ddp"], r["fsdp2"]
-    assert (ddp["distributed_type"], fsdp["distributed_type"]) == ("DistributedType.MULTI_CPU", "DistributedType.FSDP")
+@pytest.fixture(scope="module")
+def gacl_reference(gacl_work):
+    """GACL paper variant with KD teacher: one process (batch 8) and DDP on two processes (4 + 4, resumed once)."""
+    return _runs(gacl_work, "gacl-paper", 8, "ddp resume")
+
+
+def _same_as_ddp(reference, sharded, p_sharded, engine):
+    (one, _), (ddp, p_ddp) = reference["one"], reference["ddp"]
+    assert ddp["distributed_type"] == "DistributedType.MULTI_CPU" and sharded["distributed_type"] == engine
     # the contrastive and KD terms see the same 8 sentences in step 1 (candidates gathered across processes)
-    assert fsdp["logs"][0]["loss_gc"] == pytest.approx(one["logs"][0]["loss_gc"], rel=1e-5)
-    assert fsdp["logs"][0]["loss_kd"] == pytest.approx(one["logs"][0]["loss_kd"], abs=1e-6)
+    assert sharded["logs"][0]["loss_gc"] == pytest.approx(one["logs"][0]["loss_gc"], rel=1e-5)
+    assert sharded["logs"][0]["loss_kd"] == pytest.approx(one["logs"][0]["loss_kd"], abs=1e-6)
     # sharding changes nothing in the maths: the same losses and weights as DDP after two optimizer steps
-    for a, b in zip(ddp["logs"], fsdp["logs"]):
+    for a, b in zip(ddp["logs"], sharded["logs"], strict=True):
         assert b["loss"] == pytest.approx(a["loss"], rel=1e-5)
-    assert p_fsdp.shape == p_ddp.shape and (p_fsdp - p_ddp).abs().max() < 1e-5
+    assert p_sharded.shape == p_ddp.shape and (p_sharded - p_ddp).abs().max() < 1e-5
+    # resume_from_checkpoint from checkpoint-2: step 3 as DDP's resumed step 3
+    assert sharded["resumed_global_step"] == 3
+    assert sharded["resumed_logs"][-1]["loss"] == pytest.approx(ddp["resumed_logs"][-1]["loss"], rel=1e-5)
+
+
+@pytest.mark.slow
+def test_gacl_paper_fsdp2_equals_ddp_and_one_process_and_resumes(gacl_work, gacl_reference):
+    fsdp, p_fsdp = _run(TORCHRUN + [SCRIPT, "gacl-paper", str(gacl_work), str(gacl_work / "fsdp2.json"), "4", "fsdp2",
+                                    "resume"], gacl_work, gacl_work / "fsdp2.json")
+    _same_as_ddp(gacl_reference, fsdp, p_fsdp, "DistributedType.FSDP")
     from ddp_helpers import full_parameters
     from gacl_helpers import load
 
     start = full_parameters(load(gacl_work / "model").model)
     assert (p_fsdp - start).abs().max() > 1e-4  # the weights did move: not two untouched copies compared
-    # resume_from_checkpoint from the sharded checkpoint-2: step 3 as DDP's resumed step 3
-    assert fsdp["resumed_global_step"] == 3
-    assert fsdp["resumed_logs"][-1]["loss"] == pytest.approx(ddp["resumed_logs"][-1]["loss"], rel=1e-5)
     # the sharded checkpoint holds the student's parameters only (the KD teacher is never saved)
     from torch.distributed.checkpoint import FileSystemReader
 
@@ -209,3 +222,55 @@ def test_accelerate_launch_with_the_fsdp2_config_trains_and_saves_a_loadable_mod
     start = load_translation_model(str(gacl_work / "model"), "en", "de").model
     diffs = [(a - b).abs().max().item() for a, b in zip(trained.parameters(), start.parameters())]
     assert max(diffs) > 1e-4  # the saved model is the trained one, gathered whole
+
+
+deepspeed_needed = pytest.mark.skipif(
+    __import__("importlib.util").util.find_spec("deepspeed") is None,
+    reason="deepspeed is not installed (pip install 'fairmt[deepspeed]'; CI installs it)",
+)
+
+
+@pytest.mark.slow
+@deepspeed_needed
+@pytest.mark.parametrize("stage", [2, 3])
+def test_gacl_paper_deepspeed_zero_equals_ddp_and_resumes(gacl_work, gacl_reference, stage):
+    """ZeRO-2 and ZeRO-3 (parameters partitioned; the KD teacher stays a whole frozen copy, also when the resuming
+    run loads the student under the active ZeRO-3 config)."""
+    out = gacl_work / f"zero{stage}.json"
+    run, params = _run(TORCHRUN + [SCRIPT, "gacl-paper", str(gacl_work), str(out), "4", f"zero{stage}", "resume"],
+                       gacl_work, out)
+    _same_as_ddp(gacl_reference, run, params, "DistributedType.DEEPSPEED")
+
+
+@pytest.mark.slow
+@deepspeed_needed
+def test_ccd_deepspeed_zero3_matches_one_process(tmp_path):
+    from tiny_encoders import write_ccd_inputs
+
+    write_ccd_inputs(tmp_path)
+    r = _runs(tmp_path, "ccd", 8, "zero3")
+    (one, _), (zero, _) = r["one"], r["zero3"]
+    assert zero["distributed_type"] == "DistributedType.DEEPSPEED"
+    for a, b in zip(one["logs"], zero["logs"], strict=True):
+        assert b["loss_bias"] == pytest.approx(a["loss_bias"], rel=1e-4)
+
+
+@pytest.mark.slow
+@deepspeed_needed
+def test_fair_contrastive_deepspeed_zero2_matches_one_process(tmp_path):
+    r = _runs(tmp_path, "fcl", 16, "zero2")
+    (one, p_one), (zero, p_zero) = r["one"], r["zero2"]
+    assert zero["distributed_type"] == "DistributedType.DEEPSPEED"
+    for k in ("loss_scl", "loss_fcl"):
+        assert zero["logs"][0][k] == pytest.approx(one["logs"][0][k], rel=1e-5)
+    assert (p_zero - p_one).abs().max() < 1e-5
+
+
+def test_an_invalid_deepspeed_config_is_refused_before_training(tmp_path):
+    """DeepSpeed validates its config only inside deepspeed.initialize (the first step); the trainers check the ZeRO
+    section with DeepSpeed's own schema when they are built."""
+    pytest.importorskip("deepspeed", reason="deepspeed is not installed")
+    with pytest.raises(FairmtError, match=r"invalid DeepSpeed config .*zero_optimization: stage: Input should be 0, 1, 2"):
+        _fcl_trainer(tmp_path, deepspeed={"zero_optimization": {"stage": 7}, "train_micro_batch_size_per_gpu": "auto"})
+    _fcl_trainer(tmp_path / "ok", deepspeed={"zero_optimization": {"stage": 2, "overlap_comm": "auto"},
+                                             "train_micro_batch_size_per_gpu": "auto"})  # a valid one passes
