@@ -70,7 +70,7 @@ def run_demo(
         ).train()
 
     log(f"[2/4] training the original model on stereotyped data ({len(biased)} pairs, {pretrain_steps} steps)")
-    train_plain(tm, biased, "pretrain", pretrain_steps, 3e-3)
+    train_plain(tm, biased, "original", pretrain_steps, 3e-3)
     tm.model.save_pretrained(out / "original")
     tm.tokenizer.save_pretrained(out / "original")
 
@@ -87,6 +87,8 @@ def run_demo(
     log(f"[4/4] control: plain MT fine-tuning of the original on gender-balanced data ({gacl_steps} steps)")
     control = load_translation_model(str(out / "original"), "en", "de")
     train_plain(control, balanced, "control", gacl_steps, 1e-3)
+    control.model.save_pretrained(out / "control")
+    control.tokenizer.save_pretrained(out / "control")
     plain, _ = evaluate("plain fine-tuning", control)
 
     log(f"      GACL ({variant}) + KD fine-tuning on gender-balanced data ({gacl_steps} steps)")
@@ -110,6 +112,7 @@ def run_demo(
     report = {
         "note": "demonstration on a tiny toy model trained for seconds; not a result about real MT systems",
         "model_dir": str(out / "gacl"),
+        "models": {name: str(out / name) for name in ("original", "control", "gacl")},
         "before": before,
         "plain_finetuning": plain,
         "after": after,
@@ -124,5 +127,6 @@ def run_demo(
     log(f"  {'':18s} {'original':>9s} {'plain FT':>9s} {'GACL+KD':>9s}")
     log(f"  {'gender accuracy':18s} {before['accuracy']:9.1f} {plain['accuracy']:9.1f} {after['accuracy']:9.1f}")
     log(f"  {'ΔG (male−female)':18s} {before['delta_g']:+9.1f} {plain['delta_g']:+9.1f} {after['delta_g']:+9.1f}")
+    log(f"  models: {out / 'original'} (original), {out / 'control'} (plain FT), {out / 'gacl'} (GACL+KD)")
     log(f"  report: {out / 'report.json'}   time: {report['seconds']} s")
     return report
