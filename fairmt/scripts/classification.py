@@ -38,7 +38,9 @@ Model selection uses the dev split only (``selection``: ``loss`` = lowest dev CE
 (accuracy, 1 − GAP) to (1, 1), both through the Trainer's ``load_best_model_at_end``). The test split is scored once,
 at the end: ``results.json`` (dev and test :class:`~fairmt.eval.classification.ClassificationResult`, leakage SVMs
 trained on the training split as Shen et al.) and ``predictions.jsonl`` (``label``, ``pred``, ``group``, ``hidden``;
-readable by ``fairmt eval classification``) are written to ``output_dir``. ``main`` returns the results dict.
+readable by ``fairmt eval classification``) are written to the run's folder: ``output_dir`` (or
+``training.output_dir``; default ``outputs/<recipe name>``), refused when it holds an earlier run unless
+``--overwrite``. ``main`` returns the results dict.
 """
 
 from __future__ import annotations
@@ -54,13 +56,14 @@ from typing import Any
 import numpy as np
 
 from fairmt.errors import FairmtError
+from fairmt.scripts._output import prepare_output_dir
 
 OBJECTIVES = ("ce", "cscl", "cscl_two_stage", "fcl", "fcl_two_stage", "sampling", "adversarial", "inlp")
 MODEL_TYPES = ("frozen_embedder", "finetune", "gru", "embedding_bag")
 
 DEFAULTS: dict[str, Any] = {
     "objective": "ce",
-    "output_dir": "runs/classification",
+    "output_dir": None,  # default outputs/<recipe name>; training.output_dir names the same folder
     "seed": 0,
     "selection": "loss",
     "save_predictions": True,
@@ -101,6 +104,12 @@ def resolve_config(config: dict[str, Any]) -> dict[str, Any]:
         raise FairmtError(f"data.dataset must be bios or hatespeech, got {cfg['data']['dataset']!r}")
     if cfg["selection"] not in ("loss", "dto"):
         raise FairmtError(f"selection must be loss or dto (dev set only), got {cfg['selection']!r}")
+    # one folder per run: the trainer's checkpoints, results.json and predictions.jsonl all go to it
+    run_dir = cfg["training"].pop("output_dir", None)
+    if run_dir and cfg["output_dir"] and Path(run_dir) != Path(cfg["output_dir"]):
+        raise FairmtError(f"output_dir ({cfg['output_dir']}) and training.output_dir ({run_dir}) differ: give one")
+    cfg["output_dir"] = run_dir or cfg["output_dir"] or str(
+        Path("outputs") / Path(config.get("recipe_path", "classification")).stem)
     return cfg
 
 
@@ -355,8 +364,7 @@ def _score(data, outputs, split: str, seed: int):
 def main(config: dict[str, Any]) -> dict[str, Any]:
     """Run one classification recipe (see the module docstring); returns and writes ``results.json``."""
     cfg = resolve_config(config)
-    out = cfg["output_dir"]
-    os.makedirs(out, exist_ok=True)
+    out = str(prepare_output_dir(cfg["output_dir"], config))
     data = load_data(cfg["data"])
     datasets, collator, factory = build_datasets(cfg, data)
     outputs, info = _train(cfg, data, datasets, collator, factory, out)
