@@ -45,7 +45,7 @@ Empty groups and classes (documented policy, never a silent NaN):
 * an empty split, mismatched lengths, fewer than two groups present, or no class with two groups → ``FairmtError``;
 * ``strict=True`` turns every warning into a ``FairmtError``.
 
-Warnings are issued with :func:`warnings.warn` and kept in ``ClassificationResult.warnings``.
+Caveats are kept in ``ClassificationResult.warnings`` and issued as one :func:`warnings.warn` per call.
 """
 
 from __future__ import annotations
@@ -146,7 +146,8 @@ class LatentSubgroupResult:
 
 # ----------------------------------------------------------------------------------------------------- helpers
 class _Notes:
-    """Collects warnings (or raises them when strict)."""
+    """Collects caveats (or raises the first when strict); :meth:`warn_once` issues them as ONE warning, so a run
+    that scores many small splits does not print one warning per empty (class, group) cell."""
 
     def __init__(self, strict: bool):
         self.strict = strict
@@ -156,7 +157,11 @@ class _Notes:
         if self.strict:
             raise FairmtError(msg + " (strict=True)")
         self.items.append(msg)
-        _warnings.warn(msg, stacklevel=3)
+
+    def warn_once(self) -> None:
+        if self.items:
+            more = f" (+{len(self.items) - 1} more in result.warnings)" if len(self.items) > 1 else ""
+            _warnings.warn(f"classification metrics: {self.items[0]}{more}", stacklevel=3)
 
 
 def _as_1d(x: Any, name: str) -> np.ndarray:
@@ -438,6 +443,7 @@ def classification_metrics(
         protocol = protocol or protocol_y
 
     key = str
+    notes.warn_once()
     return ClassificationResult(
         n=n,
         n_classes=len(classes),
