@@ -38,3 +38,35 @@ def test_shipped_classification_recipes_name_no_shared_output_folder():
 
     for recipe in (Path(__file__).resolve().parents[1] / "recipes" / "classification").glob("*.yaml"):
         assert "output_dir" not in (yaml.safe_load(recipe.read_text()) or {}), recipe
+
+
+@pytest.mark.data
+def test_classification_run_saves_a_reloadable_model_with_class_names(shared_data, monkeypatch, tmp_path, capsys):
+    """The selected model is saved with its config (class names included) and reloads to the same predictions; the
+    run ends with a summary naming where results and model went."""
+    import json
+
+    import torch
+
+    from fairmt.models.text_classifiers import EmbeddingBagClassifier
+    from fairmt.scripts.classification import main
+
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    res = main({
+        "method": "classification", "objective": "ce", "training": {"output_dir": str(tmp_path / "run"),
+                                                                    "num_train_epochs": 1, "learning_rate": 5e-3},
+        "data": {"dataset": "hatespeech", "language": "Spanish"}, "save_predictions": False,
+        "model": {"type": "embedding_bag", "embed_dim": 16, "hidden_dim": 16},
+    })
+    model_dir = Path(res["info"]["model_dir"])
+    assert model_dir == tmp_path / "run" / "model" and (tmp_path / "run" / "results.json").is_file()
+    config = json.loads((model_dir / "config.json").read_text())
+    assert config["labels"] == [str(n) for n in res["labels"]] and config["num_labels"] == len(res["labels"])
+    reloaded = EmbeddingBagClassifier.from_pretrained(model_dir).eval()
+    from safetensors.torch import load_file  # the model the Trainer selected on dev (its best checkpoint)
+
+    best = load_file(str(Path(res["info"]["best_checkpoint"]) / "model.safetensors"))
+    assert best.keys() == reloaded.state_dict().keys()
+    assert all(torch.equal(best[k], v) for k, v in reloaded.state_dict().items())
+    out = capsys.readouterr().out
+    assert f"results: {tmp_path / 'run' / 'results.json'}" in out and f"model: {model_dir}" in out

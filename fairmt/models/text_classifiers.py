@@ -10,11 +10,16 @@ on a frozen encoder).
   sentence embeddings (``features``), then a linear head.
 * :class:`GRUClassifier` — embedding + bidirectional GRU (Huang et al., 2020; cell 200 → 400-d), max-pooled.
 * :class:`EmbeddingBagClassifier` — mean of token embeddings, one hidden layer.
+
+They are ``huggingface_hub.PyTorchModelHubMixin`` models: ``save_pretrained(DIR)`` writes ``config.json`` (the
+constructor arguments, class names included as ``labels``) beside ``model.safetensors``, ``Cls.from_pretrained(DIR)``
+reloads, ``push_to_hub`` uploads.
 """
 
 from __future__ import annotations
 
 import torch
+from huggingface_hub import PyTorchModelHubMixin
 from torch import nn
 from transformers.modeling_outputs import SequenceClassifierOutput
 
@@ -26,11 +31,13 @@ def _output(logits: torch.Tensor, hidden: torch.Tensor, labels: torch.Tensor | N
     return SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=(hidden,))
 
 
-class MLPClassifier(nn.Module):
+class MLPClassifier(nn.Module, PyTorchModelHubMixin):
     """Two-layer MLP encoder (hidden 300) over fixed embeddings plus a linear head (Shen et al., 2022)."""
 
-    def __init__(self, input_dim: int, num_labels: int, hidden_dim: int = 300, num_layers: int = 2, dropout: float = 0.1):
+    def __init__(self, input_dim: int, num_labels: int, hidden_dim: int = 300, num_layers: int = 2, dropout: float = 0.1,
+                 labels: list[str] | None = None):
         super().__init__()
+        self.labels = labels
         layers: list[nn.Module] = []
         dim = input_dim
         for _ in range(num_layers):
@@ -46,7 +53,7 @@ class MLPClassifier(nn.Module):
         return _output(self.classifier(h), h, labels)
 
 
-class GRUClassifier(nn.Module):
+class GRUClassifier(nn.Module, PyTorchModelHubMixin):
     """Token-id classifier: embedding, bidirectional GRU, max-pool over non-padding positions, linear head."""
 
     def __init__(
@@ -57,8 +64,10 @@ class GRUClassifier(nn.Module):
         hidden_dim: int = 200,
         dropout: float = 0.2,
         padding_idx: int = 0,
+        labels: list[str] | None = None,
     ):
         super().__init__()
+        self.labels = labels
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
         self.gru = nn.GRU(embed_dim, hidden_dim, batch_first=True, bidirectional=True)
         self.dropout = nn.Dropout(dropout)
@@ -82,14 +91,15 @@ class GRUClassifier(nn.Module):
         return _output(self.classifier(self.dropout(h)), h, labels)
 
 
-class EmbeddingBagClassifier(nn.Module):
+class EmbeddingBagClassifier(nn.Module, PyTorchModelHubMixin):
     """Token-id classifier: mean of token embeddings (``nn.EmbeddingBag``), one tanh layer, linear head."""
 
     def __init__(
         self, vocab_size: int, num_labels: int, embed_dim: int = 128, hidden_dim: int = 128, dropout: float = 0.2,
-        padding_idx: int = 0,
+        padding_idx: int = 0, labels: list[str] | None = None,
     ):
         super().__init__()
+        self.labels = labels
         self.bag = nn.EmbeddingBag(vocab_size, embed_dim, mode="mean", padding_idx=padding_idx)
         self.encoder = nn.Sequential(nn.Dropout(dropout), nn.Linear(embed_dim, hidden_dim), nn.Tanh())
         self.classifier = nn.Linear(hidden_dim, num_labels)

@@ -170,6 +170,7 @@ def build_datasets(cfg: dict[str, Any], data) -> tuple[dict[str, Any], Any, Any]
 
     m = cfg["model"]
     k = data.num_labels
+    names = [str(n) for n in data.label_names]
     records = {name: split.records() for name, split in data.splits.items()}
     collator = ClassificationCollator(max_length=m["max_length"])
     if m["type"] == "frozen_embedder":
@@ -186,7 +187,8 @@ def build_datasets(cfg: dict[str, Any], data) -> tuple[dict[str, Any], Any, Any]
         dim = len(records["train"][0]["features"])
 
         def factory():
-            return tc.MLPClassifier(dim, k, hidden_dim=m["hidden_dim"], num_layers=m["num_layers"], dropout=m["dropout"])
+            return tc.MLPClassifier(dim, k, hidden_dim=m["hidden_dim"], num_layers=m["num_layers"], dropout=m["dropout"],
+                                    labels=names)
 
     elif m["type"] == "finetune":
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -195,8 +197,9 @@ def build_datasets(cfg: dict[str, Any], data) -> tuple[dict[str, Any], Any, Any]
         path = _model_path(m["name_or_path"])
         collator = ClassificationCollator(AutoTokenizer.from_pretrained(path), max_length=m["max_length"])
 
-        def factory():
-            return AutoModelForSequenceClassification.from_pretrained(path, num_labels=k)
+        def factory():  # the data set's class names, not LABEL_0 ... in the saved config
+            return AutoModelForSequenceClassification.from_pretrained(
+                path, num_labels=k, id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
 
     else:
         if data.splits["train"].input_ids is None:
@@ -204,9 +207,8 @@ def build_datasets(cfg: dict[str, Any], data) -> tuple[dict[str, Any], Any, Any]
         vs = vocab_size(data)
 
         def factory():
-            if m["type"] == "gru":
-                return tc.GRUClassifier(vs, k, embed_dim=m["embed_dim"], hidden_dim=m["hidden_dim"], dropout=m["dropout"])
-            return tc.EmbeddingBagClassifier(vs, k, embed_dim=m["embed_dim"], hidden_dim=m["hidden_dim"], dropout=m["dropout"])
+            cls = tc.GRUClassifier if m["type"] == "gru" else tc.EmbeddingBagClassifier
+            return cls(vs, k, embed_dim=m["embed_dim"], hidden_dim=m["hidden_dim"], dropout=m["dropout"], labels=names)
 
     return {name: Dataset.from_list(rows) for name, rows in records.items()}, collator, factory
 
@@ -317,11 +319,25 @@ def _train(cfg, data, datasets, collator, factory, out: str):
     trainer.train()
     info["train_log"] = [h for h in trainer.state.log_history if "loss" in h][-1:]
     info["best_checkpoint"] = trainer.state.best_model_checkpoint
+    info["model_dir"] = _save_final(trainer, collator, os.path.join(out, "model"))
     outputs = {name: _predict(trainer, datasets[name]) for name in ("train", "dev", "test")}
     if obj == "inlp":
         outputs, inlp_info = _apply_inlp(cfg, data, outputs)
         info["inlp"] = inlp_info
     return outputs, info
+
+
+def _save_final(trainer, collator, path: str) -> str | None:
+    """The selected model with its config (and tokenizer), reloadable with ``from_pretrained`` and pushable: a
+    transformers model, or one of fairmt's small classifiers (``PyTorchModelHubMixin``). The Trainer alone saves the
+    latter as bare weights."""
+    if not trainer.is_world_process_zero():
+        return None
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    model.save_pretrained(path)
+    if getattr(collator, "tokenizer", None) is not None:
+        collator.tokenizer.save_pretrained(path)
+    return path
 
 
 def _apply_inlp(cfg, data, outputs):
@@ -387,6 +403,10 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     }
     with open(os.path.join(out, "results.json"), "w") as fh:
         json.dump(results, fh, indent=2, default=str)
+    t = results["test"]
+    print(f"fairmt: {cfg['objective']} on {cfg['data']['dataset']} (test): accuracy {t['accuracy']:.3f}, "
+          f"GAP {t['gap']:.3f}, ΔEO {t['delta_eo']:.3f}\n  results: {os.path.join(out, 'results.json')}"
+          + (f"\n  model: {info['model_dir']}" if info.get("model_dir") else ""))
     if cfg["save_predictions"]:
         logits, hidden = outputs["test"]
         s = data.splits["test"]
