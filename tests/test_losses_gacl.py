@@ -215,3 +215,81 @@ def test_fused_mt_kd_edge_cases():
         mt_kd_loss(s, s, torch.tensor([1, 2]), 0.4)
     with pytest.raises(FairmtError, match="alpha"):
         mt_kd_loss(s, s, torch.tensor([[1, 2]]), 1.5)
+
+
+def test_gacl_counts_single_gender_skip_and_default_temperature():
+    torch.manual_seed(3)
+    h, hd, hc = torch.randn(3, 8, 16).unbind(0)
+    g = torch.tensor([0, 1, 1, 0, 0, 1, 0, 1])
+    loss, n_pos, n_neg = gacl_loss(h, g, h_dropout=hd, h_counterfactual=hc, pairs="paper", return_counts=True)
+    # 4 per gender: 3 in-batch same gender + the dropout view; 4 other gender + the counterfactual
+    assert (n_pos.item(), n_neg.item()) == (4.0, 5.0)
+    # τ defaults to 1.0, the released code's value
+    assert loss.item() == pytest.approx(ref_gacl(h, g.tolist(), hd, hc, 1.0, GACLPairs()), rel=1e-5)
+    _, n_pos, n_neg = gacl_loss(h, g, h_dropout=hd, pairs="official", return_counts=True)
+    assert (n_pos.item(), n_neg.item()) == (4.0, 4.0)
+    one = torch.zeros(8, dtype=torch.long)
+    assert gacl_loss(h, one, h_dropout=hd, h_counterfactual=hc, on_single_gender="skip") is None
+    assert gacl_loss(h, one, h_dropout=hd, h_counterfactual=hc, on_single_gender="skip", return_counts=True) == (
+        None, None, None)
+
+
+def test_gacl_mean_over_positives_does_not_grow_with_batch_size():
+    """The sum over positives (Eq. 1) grows about linearly with the batch; the mean only by the log of the growth
+    of the denominator (log 4 from batch 8 to 32 for random representations at τ = 1)."""
+    torch.manual_seed(6)
+    means, sums = [], []
+    for b in (8, 16, 32):
+        h, hd, hc = torch.randn(3, b, 16).unbind(0)
+        g = torch.tensor([0, 1] * (b // 2))
+        sums.append(gacl_loss(h, g, h_dropout=hd, h_counterfactual=hc, pairs="paper").item())
+        mean_pairs = GACLPairs(positive_reduction="mean")
+        means.append(gacl_loss(h, g, h_dropout=hd, h_counterfactual=hc, pairs=mean_pairs).item())
+    assert sums[2] / sums[0] > 3.0
+    assert means[2] - means[0] == pytest.approx(math.log(4), abs=0.25)
+
+
+def _ref_kd_sentence(s, t, labels):
+    """Loop reference of the released code's KD: mean token KL per sentence, then mean over sentences."""
+    per_sentence = []
+    for b in range(labels.shape[0]):
+        kls = []
+        for j in range(labels.shape[1]):
+            if int(labels[b, j]) == -100:
+                continue
+            ps, pt = F.softmax(s[b, j], -1), F.softmax(t[b, j], -1)
+            kls.append((pt * (pt.log() - ps.log())).sum())
+        if kls:
+            per_sentence.append(torch.stack(kls).mean())
+    return torch.stack(per_sentence).mean()
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.4, 1.0])
+@pytest.mark.parametrize("padded", [False, True])
+def test_kd_sentence_normalization_matches_loop_reference(alpha, padded):
+    from fairmt.losses import mt_kd_loss
+
+    torch.manual_seed(7)
+    s = torch.randn(3, 5, 13, dtype=torch.float64)
+    t = torch.randn(3, 5, 13)
+    full = torch.tensor([[5, 2, 0, 7, 1], [1, 12, 3, 3, 4], [2, 2, 9, 8, 6]])
+    # padded: sentences of 4, 1 and 0 label tokens (the empty one takes no part in the sentence mean)
+    labels = torch.tensor([[5, 2, 0, 7, -100], [1, -100, -100, -100, -100], [-100] * 5]) if padded else full
+    s_ref = s.clone().requires_grad_(True)
+    kd_ref = _ref_kd_sentence(s_ref, t.double(), labels)
+    mask = labels != -100
+    nll_ref = -F.log_softmax(s_ref, -1)[mask].gather(1, labels[mask].unsqueeze(1)).mean()
+    (2.0 * ((1 - alpha) * nll_ref + alpha * kd_ref)).backward()
+    if padded:  # the sentence mean differs from the token mean here
+        assert abs(kd_ref.item() - token_kl_loss(s.float(), t, labels).item()) > 1e-3
+
+    s32 = s.float().requires_grad_(True)
+    total, mt, kd = mt_kd_loss(s32, t, labels, alpha, kd_normalization="sentence")
+    assert (mt.item(), kd.item()) == pytest.approx((nll_ref.item(), kd_ref.item()), rel=1e-5)
+    (2.0 * total).backward()
+    assert torch.allclose(s32.grad.double(), s_ref.grad, atol=1e-6)
+    s2 = s.float().requires_grad_(True)
+    kd2 = token_kl_loss(s2, t, labels, normalization="sentence")
+    assert kd2.item() == pytest.approx(kd_ref.item(), rel=1e-5)
+    with pytest.raises(FairmtError, match="normalization"):
+        mt_kd_loss(s32, t, labels, alpha, kd_normalization="batch")

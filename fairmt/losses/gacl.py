@@ -13,13 +13,21 @@ Each of the four sets can be switched off (the paper's Table 5 ablation). Two na
 * ``"official"``: what the authors' released code runs: no counterfactual negative, the dropout view is a
   second encoder pass computed without gradient (the caller detaches it), mean over positives.
 
+Scale. With the sum over positives (Eq. 1 as printed) the loss grows with the number of same-gender candidates,
+i.e. with the per-device batch size and, when candidates are gathered, with the number of processes (8.8 / 22.7 /
+56.1 at batch 8 / 16 / 32 at the first step of a tiny run), so a λ tuned at one scale means another at the next.
+``positive_reduction="mean"`` divides each anchor's sum by its number of positives, which removes that growth
+(only the log of the denominator still grows, slowly, with the number of candidates); :class:`GACLConfig` uses it
+by default for both variants. The temperature τ is not stated in the paper; the released code trains with its
+default τ = 1.0, which is this function's default.
+
 Under ``torch.distributed`` the in-batch candidates come from every process (:mod:`fairmt.losses.distributed`).
 
 Example::
 
     >>> h, h_drop, h_cf = torch.randn(3, 8, 16).unbind(0)
     >>> g = torch.tensor([0, 1] * 4)
-    >>> loss = gacl_loss(h, g, h_dropout=h_drop, h_counterfactual=h_cf, temperature=0.1)
+    >>> loss = gacl_loss(h, g, h_dropout=h_drop, h_counterfactual=h_cf, temperature=1.0)
 """
 
 from __future__ import annotations
@@ -63,10 +71,12 @@ def gacl_loss(
     genders: torch.Tensor,
     h_dropout: torch.Tensor | None = None,
     h_counterfactual: torch.Tensor | None = None,
-    temperature: float = 0.1,
+    temperature: float = 1.0,
     pairs: GACLPairs | str = "paper",
     gather: bool = True,
-) -> torch.Tensor:
+    return_counts: bool = False,
+    on_single_gender: str = "error",
+):
     """GACL loss of a (local) batch. See the module docstring for the formula.
 
     Args:
@@ -76,6 +86,11 @@ def gacl_loss(
         h_counterfactual: ``(B, d)`` encodings of the gender-swapped sources.
         pairs: a :class:`GACLPairs` or a variant name (``"paper"``, ``"official"``).
         gather: take in-batch candidates from all processes when running distributed.
+        return_counts: also return the mean number of positives and of negatives per anchor (for logging):
+            ``(loss, n_positives, n_negatives)``.
+        on_single_gender: a batch (all processes together when gathering) of one gender has no in-batch negative:
+            ``"error"`` (default, training) or ``"skip"`` (return ``None`` instead of a loss, for evaluation,
+            where L_GC is undefined on such a batch).
     """
     p = gacl_variant(pairs) if isinstance(pairs, str) else pairs
     b = h.shape[0]
@@ -94,6 +109,8 @@ def gacl_loss(
     else:
         all_h, all_g, offset = h, genders, 0
     if p.inbatch_negatives and not bool((all_g != all_g[0]).any()):
+        if on_single_gender == "skip":
+            return (None, None, None) if return_counts else None
         raise FairmtError(
             f"this batch holds one gender only (all {int(all_g[0])}), but GACL uses in-batch negatives: use a "
             "gender-balanced sampler (fairmt.data.GenderBalancedSampler) or a larger batch"
@@ -114,11 +131,10 @@ def gacl_loss(
         blocks_c.append(h_counterfactual)
         blocks_pos.append(none)
         blocks_neg.append(eye)
-    return masked_contrastive_loss(
-        h,
-        torch.cat(blocks_c, dim=0),
-        torch.cat(blocks_pos, dim=1),
-        torch.cat(blocks_neg, dim=1),
-        temperature=temperature,
-        positive_reduction=p.positive_reduction,
+    pos, neg = torch.cat(blocks_pos, dim=1), torch.cat(blocks_neg, dim=1)
+    loss = masked_contrastive_loss(
+        h, torch.cat(blocks_c, dim=0), pos, neg, temperature=temperature, positive_reduction=p.positive_reduction
     )
+    if return_counts:
+        return loss, pos.sum(1).float().mean().detach(), neg.sum(1).float().mean().detach()
+    return loss
