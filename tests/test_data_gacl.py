@@ -92,7 +92,9 @@ def test_collator_pads_and_requires_gender():
     assert b["labels"].tolist() == [[7, 2, -100], [8, 9, 2]]
     assert b["cf_attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
     assert b["gender"].dtype == torch.long and b["gender"].tolist() == [0, 1]
-    with pytest.raises(FairmtError, match="no 'gender'"):
-        c([{k: v for k, v in feats[0].items() if k != "gender"}])
+    plain = {k: v for k, v in feats[0].items() if k != "gender"}
+    assert "gender" not in c([plain])  # a plain (evaluation) batch
+    with pytest.raises(FairmtError, match="'gender' column and others not"):
+        c([plain, feats[1]])
     with pytest.raises(FairmtError, match="counterfactual"):
         c([feats[0], {k: v for k, v in feats[1].items() if not k.startswith("cf_")}])

@@ -89,7 +89,8 @@ class GenderContrastiveCollator:
     """Pads a GACL batch: model inputs and labels (``-100`` padding), counterfactual inputs, and ``gender``.
 
     Rows without ``cf_input_ids`` are allowed only if no row has them (e.g. the official variant, which uses no
-    counterfactuals). ``gender`` is required: without it GACL has no labels.
+    counterfactuals). The same for ``gender``: a batch without it is a plain MT batch (evaluation on a whole dev
+    set, or fine-tuning without the contrastive term); the trainer refuses it for training with λ > 0.
     """
 
     pad_token_id: int
@@ -105,16 +106,18 @@ class GenderContrastiveCollator:
     def __call__(self, features: list[dict]) -> dict[str, torch.Tensor]:
         if not features:
             raise FairmtError("empty batch")
-        if any("gender" not in f for f in features):
+        has_gender = ["gender" in f for f in features]
+        if any(has_gender) and not all(has_gender):
             raise FairmtError(
-                "a training row has no 'gender' column: prepare the data with fairmt.data.gacl.prepare_gacl_pairs "
-                "and keep remove_unused_columns=False"
+                "some rows of the batch have a 'gender' column and others not: prepare the data with "
+                "fairmt.data.gacl.prepare_gacl_pairs and keep remove_unused_columns=False"
             )
         batch = {
             "input_ids": self._pad([f["input_ids"] for f in features], self.pad_token_id),
             "attention_mask": self._pad([f["attention_mask"] for f in features], 0),
-            "gender": torch.tensor([int(f["gender"]) for f in features], dtype=torch.long),
         }
+        if all(has_gender):  # rows without it (a plain evaluation set, plain fine-tuning) give plain batches
+            batch["gender"] = torch.tensor([int(f["gender"]) for f in features], dtype=torch.long)
         if "labels" in features[0]:
             batch["labels"] = self._pad([f["labels"] for f in features], self.label_pad_token_id)
         has_cf = ["cf_input_ids" in f for f in features]

@@ -21,11 +21,21 @@ without gradient (the official code's dropout view) in a separate no-grad encode
 beside the output. The hooks run inside DDP/FSDP/DeepSpeed's forward and work through PEFT. With a KD teacher at
 temperature 1, ``(1 − α)·L_MT + α·L_KD`` is one fused loss (:func:`fairmt.losses.mt_kd_loss`): one log-softmax of
 the student's logits, and the gradient built in place, so the vocabulary-sized work is two buffers, not a dozen.
+
+Evaluation. ``eval_loss`` is always the MT cross-entropy L_MT (token mean over the labels), with or without
+``predict_with_generate``, so it is comparable across runs, variants and plain fine-tuning. Beside it,
+``eval_loss_mt`` (the same), ``eval_loss_kd`` (where a teacher is used) and ``eval_loss_gc`` are reported.
+``eval_loss_gc`` is the mean of L_GC over the evaluation batches on which it is defined (the batch carries
+``gender`` — and counterfactuals where the variant uses them — and holds both genders);
+``eval_gc_batches`` says on how many. A batch of one gender never fails an evaluation. Plain evaluation sets
+(``input_ids``/``attention_mask``/``labels`` only, e.g. a whole dev set tokenised with
+:meth:`fairmt.models.TranslationModel.encode`) are accepted: they give L_MT (and L_KD) and generation metrics.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -48,8 +58,19 @@ class GACLConfig(Seq2SeqTrainingArguments):
     Parameters:
         kd_alpha (`float`, defaults to `0.4`): α, weight of L_KD; L_MT gets 1 − α. 0 disables the teacher.
         gacl_lambda (`float`, defaults to `1.0`): λ, weight of L_GC. 0 disables the contrastive term.
-        temperature (`float`, defaults to `0.1`): τ of the contrastive softmax. The paper does not state τ; 0.1 is
-            SupCon's (Khosla et al. 2020), which the paper says its loss is equivalent to.
+        temperature (`float`, defaults to `1.0`): τ of the contrastive softmax. The paper does not state τ; the
+            authors' released script (``run_translation.sh``) sets no ``--gc_loss_temp`` and so trains with its
+            default 1.0, the only evidence of what they ran.
+        positive_reduction (`str`, defaults to `"mean"`): how an anchor's log-probabilities over its positives are
+            combined: ``"mean"`` (divide by the number of positives: the scale of L_GC, hence the meaning of λ,
+            does not grow with the per-device batch size or the number of processes) or ``"sum"`` (Eq. 1 as
+            printed, whose value grows about linearly with the batch: 8.8 / 22.7 / 56.1 at batch 8 / 16 / 32 at the
+            first step of a tiny run). ``None`` takes the variant's choice (sum for ``paper``).
+        gather_across_processes (`bool`, defaults to `True`): under DDP, take in-batch candidates from every
+            process (with gradient), as the released code's ``accelerator.gather``; False: per-process batches.
+        exclude_mt_loss (`bool`, defaults to `False`): drop L_MT (the paper's Table 3 "with L_GC only", the released
+            code's ``--exclude_mt_loss``): the loss is ``L_KD + λ·L_GC`` with a teacher (α > 0; L_KD then at weight
+            1, as that code does), ``λ·L_GC`` without.
         gacl_variant (`str`, defaults to `"paper"`): ``"paper"`` (Eq. 1 as printed: dropout view + in-batch same
             gender as positives, counterfactual + in-batch other gender as negatives, sum over positives) or
             ``"official"`` (the released code: no counterfactual, dropout view without gradient, mean over
@@ -59,9 +80,22 @@ class GACLConfig(Seq2SeqTrainingArguments):
         detach_dropout_view (`bool`, optional): override whether the dropout view is computed without gradient
             (the official code does; it saves the view's encoder backward pass).
         pooling (`str`, defaults to `"mean"`): encoder pooling: ``"mean"`` over non-pad tokens, or ``"first"``.
-        projection_dim (`int`, optional): if set, an MLP projection head (d → d → projection_dim, as SimCSE)
-            is trained on top of the pooled states for the contrastive term only; it is saved beside checkpoints
-            (``gacl_projection_head.pt``), never inside the model weights.
+        projection (`str`, optional): a head on the pooled states for the contrastive term only: ``"linear"``
+            (the released code's ``Dropout(model dropout) → Linear(d, d)``), ``"mlp"`` (SimCSE's
+            ``Linear → Tanh → Linear``, output ``projection_dim``, default d) or ``"none"``. Default: ``"linear"``
+            for the ``official`` variant, ``"mlp"`` if ``projection_dim`` is set, else none. The head is saved
+            beside checkpoints (``gacl_projection_head.pt``), never inside the model weights.
+        projection_dim (`int`, optional): output size of the ``"mlp"`` head.
+        projection_weight_decay (`float`, defaults to `1.0`): weight decay of the head's parameters, in their own
+            optimizer group (the released code trains its head with 1.0; the rest uses ``weight_decay``, biases and
+            LayerNorms 0).
+        kd_normalization (`str`, optional): ``"token"`` (mean KL over all target tokens of the batch) or
+            ``"sentence"`` (mean per sentence, then over sentences, as the released code). Default: ``"sentence"``
+            for ``official``, ``"token"`` for ``paper``.
+        warmup_init_lr_ratio (`float`, optional): fairseq-style warm-up start: the learning rate rises linearly
+            from ``ratio · learning_rate`` (fairseq's ``warmup_init_lr``) instead of 0 during the warm-up steps; the
+            schedule after warm-up is unchanged. Default 0.1 for ``official`` (the released inverse-square-root
+            schedule), 0 for ``paper`` (transformers' schedules).
         teacher_model_name_or_path (`str`, optional): the KD teacher; default a frozen copy of the starting model.
         teacher_bf16 (`bool`, defaults to `False`): keep the teacher in bfloat16 (halves its memory).
         kd_temperature (`float`, defaults to `1.0`): softmax temperature of the KD term.
@@ -71,7 +105,18 @@ class GACLConfig(Seq2SeqTrainingArguments):
 
     kd_alpha: float = field(default=0.4, metadata={"help": "α: weight of the KD loss; L_MT gets 1 − α."})
     gacl_lambda: float = field(default=1.0, metadata={"help": "λ: weight of the gender-aware contrastive loss."})
-    temperature: float = field(default=0.1, metadata={"help": "τ of the contrastive loss (not stated in the paper)."})
+    temperature: float = field(default=1.0, metadata={"help": "τ of the contrastive loss (released code: 1.0)."})
+    positive_reduction: str | None = field(
+        default="mean", metadata={"help": "'mean' over positives (scale independent of batch size) or 'sum' (Eq. 1)."}
+    )
+    gather_across_processes: bool = field(default=True, metadata={"help": "In-batch candidates from all processes."})
+    exclude_mt_loss: bool = field(default=False, metadata={"help": "Drop L_MT (Table 3 'L_GC only')."})
+    projection: str | None = field(default=None, metadata={"help": "'linear', 'mlp' or 'none' (default by variant)."})
+    projection_weight_decay: float = field(default=1.0, metadata={"help": "Weight decay of the projection head."})
+    kd_normalization: str | None = field(default=None, metadata={"help": "'token' or 'sentence' (default by variant)."})
+    warmup_init_lr_ratio: float | None = field(
+        default=None, metadata={"help": "Warm-up starts at this fraction of the learning rate (fairseq warmup_init_lr)."}
+    )
     gacl_variant: str = field(default="paper", metadata={"help": "'paper' or 'official' (the released code)."})
     dropout_positive: bool | None = field(default=None, metadata={"help": "Override: dropout view as positive."})
     inbatch_positives: bool | None = field(default=None, metadata={"help": "Override: in-batch same gender positives."})
@@ -79,7 +124,7 @@ class GACLConfig(Seq2SeqTrainingArguments):
     inbatch_negatives: bool | None = field(default=None, metadata={"help": "Override: in-batch other gender negatives."})
     detach_dropout_view: bool | None = field(default=None, metadata={"help": "Override: no gradient through the dropout view."})
     pooling: str = field(default="mean", metadata={"help": "'mean' over non-pad encoder tokens or 'first'."})
-    projection_dim: int | None = field(default=None, metadata={"help": "Projection head output size (None: no head)."})
+    projection_dim: int | None = field(default=None, metadata={"help": "Output size of the 'mlp' head."})
     teacher_model_name_or_path: str | None = field(default=None, metadata={"help": "KD teacher (default: frozen copy)."})
     teacher_bf16: bool = field(default=False, metadata={"help": "Run the teacher in bfloat16."})
     kd_temperature: float = field(default=1.0, metadata={"help": "Softmax temperature of the KD term."})
@@ -100,6 +145,25 @@ class GACLConfig(Seq2SeqTrainingArguments):
         if self.pooling not in ("mean", "first"):
             raise FairmtError(f"pooling must be 'mean' or 'first', got {self.pooling!r}")
         gacl_variant(self.gacl_variant)  # validates the name
+        official = self.gacl_variant == "official"
+        if self.projection is None:
+            self.projection = "linear" if official else ("mlp" if self.projection_dim else "none")
+        if self.projection not in ("none", "linear", "mlp"):
+            raise FairmtError(f"projection must be 'none', 'linear' or 'mlp', got {self.projection!r}")
+        if self.projection == "linear" and self.projection_dim:
+            raise FairmtError("projection='linear' is d → d (the released head): unset projection_dim or use 'mlp'")
+        if self.kd_normalization is None:
+            self.kd_normalization = "sentence" if official else "token"
+        if self.kd_normalization not in ("token", "sentence"):
+            raise FairmtError(f"kd_normalization must be 'token' or 'sentence', got {self.kd_normalization!r}")
+        if self.warmup_init_lr_ratio is None:
+            self.warmup_init_lr_ratio = 0.1 if official else 0.0
+        if not 0.0 <= self.warmup_init_lr_ratio <= 1.0:
+            raise FairmtError(f"warmup_init_lr_ratio must be in [0, 1], got {self.warmup_init_lr_ratio}")
+        if self.positive_reduction not in (None, "mean", "sum"):
+            raise FairmtError(f"positive_reduction must be 'mean' or 'sum', got {self.positive_reduction!r}")
+        if self.temperature <= 0:
+            raise FairmtError(f"temperature must be > 0, got {self.temperature}")
         if self.label_smoothing_factor:
             raise FairmtError(
                 "GACLTrainer computes L_MT itself (sharing its log-softmax with L_KD) and does not apply label "
@@ -112,7 +176,7 @@ class GACLConfig(Seq2SeqTrainingArguments):
         overrides = {
             k: getattr(self, k)
             for k in ("dropout_positive", "inbatch_positives", "counterfactual_negative", "inbatch_negatives",
-                      "detach_dropout_view")
+                      "detach_dropout_view", "positive_reduction")
             if getattr(self, k) is not None
         }
         return GACLPairs(**{**base.__dict__, **overrides})
@@ -127,6 +191,25 @@ class ProjectionHead(nn.Module):
 
     def forward(self, x):
         return self.net(x)
+
+
+class LinearProjectionHead(nn.Module):
+    """The GACL authors' released head: ``Dropout(p = the model's dropout) → Linear(d, d)``."""
+
+    def __init__(self, d_model: int, dropout: float):
+        super().__init__()
+        self.net = nn.Sequential(nn.Dropout(dropout), nn.Linear(d_model, d_model))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def make_projection_head(args: "GACLConfig", config) -> nn.Module | None:
+    if args.projection == "linear":
+        return LinearProjectionHead(config.d_model, float(getattr(config, "dropout", 0.0) or 0.0))
+    if args.projection == "mlp":
+        return ProjectionHead(config.d_model, args.projection_dim or config.d_model)
+    return None
 
 
 def _base_model(model: nn.Module) -> PreTrainedModel:
@@ -222,20 +305,29 @@ class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
         if model is None:
             raise FairmtError("GACLTrainer needs a model")
         self.pairs = args.pairs()
+        self._gacl_args = args  # self.args exists only after Trainer.__init__
         train_dataset = kwargs.get("train_dataset")
         if train_dataset is not None:
             self._check_dataset(train_dataset, "train_dataset")
         install_extra_encoder_hooks(model)
-        if args.projection_dim:  # a submodule of the transformers model, so DDP/optimizer see it; kept out of saves
-            base = _base_model(model)
-            base.gacl_projection_head = ProjectionHead(base.config.d_model, args.projection_dim)
+        base = _base_model(model)
+        head = make_projection_head(args, base.config) if args.gacl_lambda > 0 else None
+        if head is not None:  # a submodule of the transformers model, so DDP/optimizer see it; kept out of saves
+            base.gacl_projection_head = head
         self.teacher = None
         if args.kd_alpha > 0:
             self.teacher = self._make_teacher(model, args, teacher_model)
+        eval_dataset = kwargs.get("eval_dataset")
+        if isinstance(eval_dataset, dict):
+            for k, v in eval_dataset.items():
+                self._check_eval_dataset(v, f"eval_dataset[{k!r}]")
+        elif eval_dataset is not None:
+            self._check_eval_dataset(eval_dataset, "eval_dataset")
         super().__init__(model=model, args=args, **kwargs)
         if self.teacher is not None:
             self.teacher.to(self.args.device)
         self._terms: dict[str, list[torch.Tensor]] = defaultdict(list)
+        self._eval_terms: dict[str, list[torch.Tensor]] = defaultdict(list)
 
     # ---- set-up -------------------------------------------------------------------------------------------------
 
@@ -247,7 +339,7 @@ class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
         if n == 0:
             raise FairmtError(f"{name} is empty")
         cols = getattr(ds, "column_names", None)
-        if cols is not None:
+        if cols is not None and self._gacl_args.gacl_lambda > 0:
             if "gender" not in cols:
                 raise FairmtError(
                     f"{name} has no 'gender' column (columns: {cols}); prepare it with "
@@ -258,6 +350,25 @@ class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
                     f"{name} has no 'cf_input_ids' column but the GACL variant uses counterfactual negatives; add "
                     "them with fairmt.data.gacl.add_counterfactuals or set counterfactual_negative=False"
                 )
+
+    def _check_eval_dataset(self, ds, name: str) -> None:
+        """An evaluation set is either plain (``input_ids``, ``attention_mask``, ``labels``: L_MT, L_KD and
+        generation metrics) or GACL-prepared (also ``gender``, and counterfactuals for the variant: L_GC too)."""
+        try:
+            n = len(ds)
+        except TypeError:
+            return
+        if n == 0:
+            raise FairmtError(f"{name} is empty")
+        cols = getattr(ds, "column_names", None)
+        if cols is None:
+            return
+        missing = [c for c in ("input_ids", "attention_mask", "labels") if c not in cols]
+        if missing:
+            raise FairmtError(
+                f"{name} lacks {missing} (columns: {cols}): tokenise it with TranslationModel.encode(sources, targets) "
+                "or fairmt.data.gacl.tokenize_gacl"
+            )
 
     @staticmethod
     def _make_teacher(model, args: GACLConfig, teacher_model):
@@ -289,20 +400,68 @@ class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
             return GenderBalancedSampler(list(ds["gender"]), seed=self.args.seed)
         return super()._get_train_sampler(train_dataset)
 
+    # ---- optimisation -------------------------------------------------------------------------------------------
+
+    def create_optimizer(self, model=None):
+        """The stock parameter groups, plus the projection head in its own group with ``projection_weight_decay``."""
+        opt_model = self.model if model is None else model
+        head = getattr(_base_model(self.accelerator.unwrap_model(opt_model)), "gacl_projection_head", None)
+        if self.optimizer is not None or head is None:
+            return super().create_optimizer(model)
+        head_ids = {id(p) for p in head.parameters()}
+        decay = set(self.get_decay_parameter_names(opt_model))
+        rest = [(n, p) for n, p in opt_model.named_parameters() if p.requires_grad and id(p) not in head_ids]
+        groups = [
+            {"params": [p for n, p in rest if n in decay], "weight_decay": self.args.weight_decay},
+            {"params": [p for n, p in rest if n not in decay], "weight_decay": 0.0},
+            {"params": [p for p in head.parameters() if p.requires_grad],
+             "weight_decay": self.args.projection_weight_decay},
+        ]
+        if self.optimizer_cls_and_kwargs is not None:
+            optimizer_cls, optimizer_kwargs = self.optimizer_cls_and_kwargs
+        else:
+            optimizer_cls, optimizer_kwargs = self.get_optimizer_cls_and_kwargs(self.args, opt_model)
+        self.optimizer = optimizer_cls([g for g in groups if g["params"]], **optimizer_kwargs)
+        return self.optimizer
+
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        """The configured schedule; with ``warmup_init_lr_ratio = r > 0`` its warm-up starts at ``r·lr`` (fairseq's
+        ``warmup_init_lr``): factor ``r + (1 − r)·f(step)`` during the warm-up steps, ``f(step)`` after."""
+        created = self.lr_scheduler is None
+        sched = super().create_scheduler(num_training_steps, optimizer)
+        r = self.args.warmup_init_lr_ratio
+        warmup = self.args.get_warmup_steps(num_training_steps)
+        if created and r > 0 and warmup > 0:
+            if not isinstance(sched, torch.optim.lr_scheduler.LambdaLR):
+                raise FairmtError(
+                    f"warmup_init_lr_ratio needs a LambdaLR schedule; lr_scheduler_type={self.args.lr_scheduler_type!r} "
+                    "is not one: set warmup_init_lr_ratio=0"
+                )
+            fns = [functools.partial(_warmup_from, base=f, start=r, warmup=warmup) for f in sched.lr_lambdas]
+            self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(sched.optimizer, fns)
+        return self.lr_scheduler
+
     # ---- the loss -----------------------------------------------------------------------------------------------
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         inputs = dict(inputs)
-        if "gender" not in inputs:
-            raise FairmtError(
-                "the batch has no 'gender': use fairmt.data.gacl.GenderContrastiveCollator and "
-                "remove_unused_columns=False"
-            )
-        genders = inputs.pop("gender")
+        training = model.training
+        genders = inputs.pop("gender", None)
         cf_ids = inputs.pop("cf_input_ids", None)
         cf_mask = inputs.pop("cf_attention_mask", None)
         p, args = self.pairs, self.args
         use_gc = args.gacl_lambda > 0
+        if use_gc and genders is None:
+            if training:
+                raise FairmtError(
+                    "the training batch has no 'gender': use fairmt.data.gacl.GenderContrastiveCollator and "
+                    "remove_unused_columns=False"
+                )
+            use_gc = False  # a plain evaluation set: L_MT (and L_KD) only
+        if use_gc and p.counterfactual_negative and cf_ids is None:
+            if training:
+                raise FairmtError("the batch has no 'cf_input_ids' but GACL uses counterfactual negatives")
+            use_gc = False
         ids, mask = inputs["input_ids"], inputs["attention_mask"]
 
         # extra encoder views: (name, ids, mask, with_gradient)
@@ -310,8 +469,6 @@ class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
         if use_gc and p.dropout_positive:
             views_in.append(("h_dropout", ids, mask, not p.detach_dropout_view))
         if use_gc and p.counterfactual_negative:
-            if cf_ids is None:
-                raise FairmtError("the batch has no 'cf_input_ids' but GACL uses counterfactual negatives")
             views_in.append(("h_counterfactual", cf_ids, cf_mask, True))
         call = dict(inputs)
         if use_gc:
@@ -323,21 +480,30 @@ class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
                 width = max(v[1].shape[1] for v in group)
                 call[f"{_EXTRA}_{kind}_input_ids"] = torch.cat([_pad_to(v[1], width, pad) for v in group])
                 call[f"{_EXTRA}_{kind}_attention_mask"] = torch.cat([_pad_to(v[2], width, 0) for v in group])
-        shared_softmax = self.teacher is not None and "labels" in inputs and args.kd_temperature == 1.0
+        has_labels = "labels" in inputs
+        kd_alpha = 1.0 if args.exclude_mt_loss else args.kd_alpha  # without L_MT, L_KD at weight 1 (released code)
+        shared_softmax = self.teacher is not None and has_labels and args.kd_temperature == 1.0
         if shared_softmax:
             # L_MT and L_KD from one log-softmax of the student's logits (the model would compute its own for L_MT)
             call["decoder_input_ids"] = self._shift_right(call.pop("labels"))
         outputs = model(**call)
         reps = _base_model(self.accelerator.unwrap_model(model)).__dict__.pop("_fairmt_result", None) if use_gc else None
         if shared_softmax:  # fused: one log-softmax of the student's logits, gradient built in place
-            loss, loss_mt, loss_kd = mt_kd_loss(outputs.logits, self._teacher_logits(inputs), inputs["labels"], args.kd_alpha)
+            loss, loss_mt, loss_kd = mt_kd_loss(
+                outputs.logits, self._teacher_logits(inputs), inputs["labels"], kd_alpha,
+                kd_normalization=args.kd_normalization,
+            )
         else:
             loss_mt = outputs.loss
-            loss_kd = self._kd_loss(outputs.logits, inputs) if self.teacher is not None and "labels" in inputs else None
-            loss = (1.0 - args.kd_alpha) * loss_mt
+            loss_kd = self._kd_loss(outputs.logits, inputs) if self.teacher is not None and has_labels else None
+            loss = (1.0 - kd_alpha) * loss_mt if loss_mt is not None else None
             if loss_kd is not None:
-                loss = loss + args.kd_alpha * loss_kd
-        terms = {"loss_mt": loss_mt.detach()}
+                loss = kd_alpha * loss_kd if loss is None else loss + kd_alpha * loss_kd
+        if args.exclude_mt_loss and self.teacher is None and loss is not None:
+            loss = loss * 0.0  # no L_MT and no L_KD: λ·L_GC alone
+        terms = {}
+        if loss_mt is not None:
+            terms["loss_mt"] = loss_mt.detach()
         if loss_kd is not None:
             terms["loss_kd"] = loss_kd.detach()
 
@@ -347,13 +513,29 @@ class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
                 names = [v[0] for v in views_in if v[3] == grad]
                 if names:
                     views.update(zip(names, reps[kind].split(ids.shape[0])))
-            loss_gc = gacl_loss(reps["h"], genders, temperature=args.temperature, pairs=p, **views)
-            loss = loss + args.gacl_lambda * loss_gc
-            terms["loss_gc"] = loss_gc.detach()
+            # evaluation batches are not gender-balanced: L_GC only where defined, and per process (no collective
+            # that a process skipping its batch would leave waiting)
+            loss_gc, n_pos, n_neg = gacl_loss(
+                reps["h"], genders, temperature=args.temperature, pairs=p,
+                gather=args.gather_across_processes and training, return_counts=True,
+                on_single_gender="error" if training else "skip", **views,
+            )
+            if loss_gc is not None:
+                loss = args.gacl_lambda * loss_gc if loss is None else loss + args.gacl_lambda * loss_gc
+                terms["loss_gc"] = loss_gc.detach()
+                terms["gc_positives"] = n_pos
+                terms["gc_negatives"] = n_neg
+        if loss is None:
+            raise FairmtError("nothing to train on: the batch has no 'labels' and the contrastive term is off")
 
-        if model.training:
+        if training:
             for k, v in terms.items():
                 self._terms[k].append(v)
+        else:
+            for k, v in terms.items():
+                self._eval_terms[k].append(v)
+            if loss_mt is not None:  # eval_loss is L_MT, with or without predict_with_generate
+                loss = loss_mt.detach()
         return (loss, outputs) if return_outputs else loss
 
     def _shift_right(self, labels):
@@ -371,7 +553,8 @@ class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
 
     def _kd_loss(self, student_logits, inputs):
         return token_kl_loss(
-            student_logits, self._teacher_logits(inputs), inputs["labels"], temperature=self.args.kd_temperature
+            student_logits, self._teacher_logits(inputs), inputs["labels"], temperature=self.args.kd_temperature,
+            normalization=self.args.kd_normalization,
         )
 
     # ---- logging, evaluation, saving ----------------------------------------------------------------------------
@@ -385,9 +568,41 @@ class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
         super().log(logs, start_time)
 
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
-        if self.args.predict_with_generate and not prediction_loss_only:
-            inputs = {k: v for k, v in inputs.items() if k not in ("gender", "cf_input_ids", "cf_attention_mask")}
-        return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs)
+        if not (self.args.predict_with_generate and not prediction_loss_only):
+            # Trainer.prediction_step → compute_loss: records the eval terms, returns L_MT as the loss
+            return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs)
+        inputs = self._prepare_inputs(inputs)
+        loss = None
+        if "labels" in inputs:
+            with torch.no_grad(), self.compute_loss_context_manager():
+                loss = self.compute_loss(model, inputs)  # records eval_loss_mt/kd/gc; L_MT
+        plain = {k: v for k, v in inputs.items() if k not in ("gender", "cf_input_ids", "cf_attention_mask")}
+        _, generated, labels = super().prediction_step(
+            model, plain, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs
+        )
+        return (loss.detach() if loss is not None else None), generated, labels
+
+    _EVAL_TERMS = ("loss_mt", "loss_kd", "loss_gc", "gc_positives", "gc_negatives")
+
+    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
+                        metric_key_prefix="eval"):
+        """Adds ``{prefix}_loss_mt``/``_loss_kd``/``_loss_gc`` (means over the batches where each is defined, over
+        all processes), ``{prefix}_gc_batches`` and the mean positives/negatives per anchor to the metrics."""
+        self._eval_terms.clear()
+        out = super().evaluation_loop(dataloader, description, prediction_loss_only=prediction_loss_only,
+                                      ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
+        device = self.args.device
+        sums = torch.stack([torch.stack(self._eval_terms[k]).float().sum() if self._eval_terms.get(k) else
+                            torch.zeros((), device=device) for k in self._EVAL_TERMS]).to(device)
+        counts = torch.tensor([float(len(self._eval_terms.get(k, []))) for k in self._EVAL_TERMS], device=device)
+        if self.accelerator.num_processes > 1:
+            sums, counts = self.accelerator.reduce(sums, "sum"), self.accelerator.reduce(counts, "sum")
+        for k, total, n in zip(self._EVAL_TERMS, sums.tolist(), counts.tolist()):
+            if n > 0:
+                out.metrics[f"{metric_key_prefix}_{k}"] = total / n
+        out.metrics[f"{metric_key_prefix}_gc_batches"] = int(counts[self._EVAL_TERMS.index("loss_gc")])
+        self._eval_terms.clear()
+        return out
 
     def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
         import os
@@ -416,6 +631,10 @@ class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
         path = os.path.join(resume_from_checkpoint, self.HEAD_FILE)
         if head is not None and os.path.isfile(path):
             head.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+
+
+def _warmup_from(step: int, base, start: float, warmup: int) -> float:
+    return start + (1.0 - start) * base(step) if step < warmup else base(step)
 
 
 def _pad_to(t: torch.Tensor, width: int, value: int) -> torch.Tensor:
