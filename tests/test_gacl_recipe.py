@@ -34,12 +34,77 @@ def test_shipped_recipes_parse():
     from fairmt.trainers.gacl import GACLConfig
 
     recipes = sorted((Path(__file__).parents[1] / "recipes" / "gacl").glob("*.yaml"))
-    assert len(recipes) >= 3
+    assert len(recipes) >= 8
+    baselines = 0
     for r in recipes:
         cfg = load_recipe(r)
         assert cfg["method"] == "gacl"
         (args,) = HfArgumentParser(GACLConfig).parse_dict(cfg["training"])
-        assert args.kd_alpha == 0.4 and args.gacl_lambda == 1.0
+        if args.gacl_lambda == 0:  # Table 2 baselines: plain fine-tuning
+            baselines += 1
+            assert args.kd_alpha == 0.0 and cfg["data"]["prepare"] in ("gacl", "gfst", "plain")
+        else:
+            assert args.kd_alpha == 0.4 and args.gacl_lambda == 1.0  # the released script's α and λ
+        assert args.temperature == 1.0
+        if "geneval" in cfg:
+            assert cfg["geneval"]["patience"] == 10 and cfg["geneval"]["num_beams"] == 5
+    assert baselines == 3
+
+
+def test_dry_run_prints_the_resolved_official_config(capsys):
+    from pathlib import Path
+
+    recipe = Path(__file__).parents[1] / "recipes" / "gacl" / "small100_en-de_official.yaml"
+    # every setting line says where it comes from (the released script, its code's defaults, the paper, fairmt)
+    for line in recipe.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#") and not line.rstrip().endswith(":") \
+                and "report_to" not in line:
+            assert "#" in line and any(w in line.split("#", 1)[1] for w in ("sh:", "py:", "paper", "fairmt")), line
+    assert main(["train", str(recipe), "training.max_steps=300", "--dry-run"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    c = out["config"]
+    assert c["class"] == "GACLConfig" and out["recipe"]["training"]["max_steps"] == 300
+    expected = dict(
+        gacl_variant="official", temperature=1.0, projection="linear", projection_weight_decay=1.0,
+        kd_normalization="sentence", warmup_init_lr_ratio=0.1, positive_reduction="mean", kd_alpha=0.4,
+        gacl_lambda=1.0, per_device_train_batch_size=8, learning_rate=4e-6, warmup_steps=200,
+        lr_scheduler_type="inverse_sqrt", max_steps=300, eval_steps=100, load_best_model_at_end=True,
+        metric_for_best_model="geneval_explicit_accuracy", fp16=True, seed=42, exclude_mt_loss=False,
+    )
+    assert {k: c[k] for k in expected} == expected
+    # without the recipe's explicit keys the variant's presets give the same (official = released code)
+    cfg = load_recipe(recipe, ["training.temperature=0.05"])
+    for k in ("temperature", "projection", "kd_normalization", "warmup_init_lr_ratio"):
+        cfg["training"].pop(k) if k != "temperature" else None
+    from fairmt.scripts.gacl import resolve_config
+
+    args = resolve_config(cfg)
+    assert (args.temperature, args.projection, args.kd_normalization, args.warmup_init_lr_ratio) == (
+        0.05, "linear", "sentence", 0.1)
+
+
+def test_gfst_target_side_filtering():
+    from datasets import Dataset
+
+    from fairmt.data.gacl import filter_target_gender, target_gender_detector
+
+    de = target_gender_detector("de")
+    assert (de("Er las sein Buch."), de("Die Frau las."), de("Die Mutter und ihr Mann."), de("Es regnet.")) == (
+        "male", "female", None, None)
+    ds = Dataset.from_dict({
+        "src": ["He read his book.", "The woman read.", "She said he was right.", "It rains.", "The doctor left."],
+        "tgt": ["Er las sein Buch.", "Der Mann las.", "Sie sagte, er habe recht.", "Es regnet.", "Die Ärztin ging, sagte die Frau."],
+    })
+    out = filter_target_gender(ds, de)
+    # row 1: English female, German male → dropped; row 2: German "er" only (sie is ambiguous) but the English is
+    # mixed → kept by the target; row 3: no gender; row 4: English neutral, German female
+    assert out["src"] == ["He read his book.", "She said he was right.", "The doctor left."]
+    assert out["gender"] == [0, 0, 1]
+    en = target_gender_detector("en")
+    assert (en("She left."), en("He and she left.")) == ("female", None)
+    with pytest.raises(FairmtError, match="target_gender_words"):
+        target_gender_detector("tr")
+    assert target_gender_detector("tr", {"male": ["adam"], "female": ["kadın"]})("Kadın geldi.") == "female"
 
 
 @pytest.mark.slow
@@ -92,3 +157,33 @@ def test_geneval_callback_shards_translation_over_ddp_processes(tmp_path):
     assert r2["hypotheses"] == r1["hypotheses"] and len(r1["hypotheses"][0]) == 5
     assert len(set(r1["hypotheses"][0] + r1["hypotheses"][1])) >= 5  # distinct translations: the order is checked
     assert r2["metrics"] == r1["metrics"] and "eval_geneval_accuracy" in r1["metrics"]
+
+
+@pytest.mark.slow
+def test_plain_baseline_recipe_with_a_plain_dev_set(tmp_path):
+    """Handcrafted-style baseline: every pair as given (no gender column), L_MT only, evaluated on a plain dev
+    file: eval_loss is L_MT and no L_GC is reported."""
+    model = tiny_model_dir(tmp_path / "model")
+    _, balanced, heldout = demo_splits()
+    data, dev = tmp_path / "train.jsonl", tmp_path / "dev.jsonl"
+    data.write_text("".join(json.dumps({"translation": p.translation}) + "\n" for p in balanced[:40]))
+    dev.write_text("".join(json.dumps({"translation": p.translation}) + "\n" for p in heldout[:12]))
+    recipe = tmp_path / "plain.yaml"
+    recipe.write_text(yaml.safe_dump({
+        "method": "gacl", "model": str(model), "src_lang": "en", "tgt_lang": "de",
+        "data": {"train": str(data), "prepare": "plain", "eval": str(dev), "max_length": 48},
+        "training": {"output_dir": str(tmp_path / "out"), "per_device_train_batch_size": 8, "max_steps": 4,
+                     "eval_strategy": "steps", "eval_steps": 2, "save_strategy": "no", "logging_steps": 2,
+                     "learning_rate": 1e-3, "use_cpu": True, "report_to": [], "disable_tqdm": True,
+                     "kd_alpha": 0.0, "gacl_lambda": 0.0},
+    }))
+    from fairmt.commands.train import run_recipe
+
+    trainer = run_recipe(load_recipe(recipe))
+    evals = [h for h in trainer.state.log_history if "eval_loss" in h]
+    assert len(evals) == 2 and all(h["eval_loss"] == pytest.approx(h["eval_loss_mt"]) for h in evals)
+    assert all("eval_loss_gc" not in h and h["eval_gc_batches"] == 0 for h in evals)
+    assert (tmp_path / "out" / "model.safetensors").is_file()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(recipe.read_text().replace("gacl_lambda: 0.0", "gacl_lambda: 1.0"))
+    assert main(["train", str(bad)]) == 2  # plain data cannot train the contrastive term: a one-line error

@@ -80,9 +80,30 @@ def register(groups) -> None:
     p = groups["top"].add_parser("train", help="run a training recipe (YAML) with optional key=value overrides")
     p.add_argument("recipe", help="recipe YAML file, e.g. recipes/gacl/small100_en-de.yaml")
     p.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. training.max_steps=100")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the recipe (overrides applied) and the resolved training Config as JSON, and exit")
     p.set_defaults(handler=_run)
 
 
+def dry_run(config: dict) -> str:
+    """JSON of the recipe and, for methods whose script has ``resolve_config``, the resolved training Config."""
+    import json
+
+    method = config["method"]
+    if method not in available_methods():
+        raise FairmtError(f"unknown method {method!r} in the recipe; available: {available_methods()}")
+    module = importlib.import_module(f"fairmt.scripts.{method}")
+    out = {"recipe": config}
+    if hasattr(module, "resolve_config"):
+        resolved = module.resolve_config(config)
+        out["config"] = {"class": type(resolved).__name__, **json.loads(resolved.to_json_string())}
+    return json.dumps(out, indent=2, default=str)
+
+
 def _run(args) -> int:
-    run_recipe(load_recipe(args.recipe, args.overrides))
+    config = load_recipe(args.recipe, args.overrides)
+    if getattr(args, "dry_run", False):
+        print(dry_run(config))
+        return 0
+    run_recipe(config)
     return 0

@@ -65,6 +65,62 @@ def prepare_gacl_pairs(dataset, balance: bool = True, seed: int = 0):
     return add_counterfactuals(ds)
 
 
+# Target-side gender words for GFST filtering (Choubey et al. 2021), German: unambiguous singular pronouns and
+# person nouns only ("sie"/"ihr" are also plural or formal and are left out). A user may pass their own lists.
+GFST_TARGET_WORDS: dict[str, dict[str, frozenset[str]]] = {
+    "de": {
+        "male": frozenset(
+            "er ihn ihm sein seine seinen seinem seiner seines mann männer herr herrn vater väter sohn söhne "
+            "bruder brüder onkel opa großvater ehemann freund junge jungen könig prinz neffe".split()
+        ),
+        "female": frozenset(
+            "frau frauen dame damen mutter mütter tochter töchter schwester schwestern tante oma großmutter "
+            "ehefrau freundin mädchen königin prinzessin nichte".split()
+        ),
+    },
+}
+
+
+def target_gender_detector(lang: str, words: dict[str, list[str]] | None = None) -> Callable[[str], str | None]:
+    """``text → "male" | "female" | None`` for target-side filtering: English uses fairmt's detection
+    (:func:`fairmt.data.gender.detect_gender`), other languages a word list (``words`` = ``{"male": [...],
+    "female": [...]}``, default :data:`GFST_TARGET_WORDS`); a sentence with words of both genders or none is None."""
+    if lang == "en" and words is None:
+        return lambda text: (g if (g := detect_gender(text)) in GENDER_IDS else None)
+    table = {k: frozenset(w.lower() for w in v) for k, v in words.items()} if words else GFST_TARGET_WORDS.get(lang)
+    if not table or not table.get("male") or not table.get("female"):
+        raise FairmtError(
+            f"no target-side gender words for language {lang!r}: pass data.target_gender_words "
+            "({male: [...], female: [...]}) in the recipe"
+        )
+
+    def detect(text: str) -> str | None:
+        toks = {t.strip(".,;:!?\"'()«»„“”").lower() for t in text.split()}
+        found = {g for g in ("male", "female") if toks & table[g]}
+        return found.pop() if len(found) == 1 else None
+
+    return detect
+
+
+def filter_target_gender(dataset, detect: Callable[[str], str | None], column: str = "tgt", source: str = "src"):
+    """GFST's filtering step (Choubey et al. 2021) for pseudo-parallel data: keep pairs whose target side
+    (``column``) marks exactly one gender by ``detect`` and whose source, where it marks a gender, agrees (a
+    gender-flipping translation is dropped); adds the integer ``gender`` column (0 male, 1 female)."""
+    keep, genders = [], []
+    for i, (src, tgt) in enumerate(zip(dataset[source], dataset[column])):
+        g = detect(tgt)
+        if g is None:
+            continue
+        gs = detect_gender(src)
+        if gs in GENDER_IDS and gs != g:
+            continue
+        keep.append(i)
+        genders.append(GENDER_IDS[g])
+    if not keep:
+        raise FairmtError("GFST filtering kept no pair: no target sentence marks exactly one gender")
+    return dataset.select(keep).add_column("gender", genders)
+
+
 def tokenize_gacl(dataset, encode: Callable[..., Any], max_length: int = 256, batch_size: int = 256):
     """Tokenise ``src``/``tgt``/``src_cf`` with ``encode(sources, targets=None, max_length=...)`` (e.g.
     :meth:`fairmt.models.TranslationModel.encode`), keeping ``gender``."""
@@ -81,6 +137,11 @@ def tokenize_gacl(dataset, encode: Callable[..., Any], max_length: int = 256, ba
         }
 
     keep = [c for c in dataset.column_names if c not in ("gender",)]
+    if "src_cf" not in dataset.column_names:  # plain MT rows (baselines): no counterfactual columns
+
+        def fn(batch):  # noqa: F811
+            return dict(encode(batch["src"], batch["tgt"], max_length=max_length))
+
     return dataset.map(fn, batched=True, batch_size=batch_size, remove_columns=keep)
 
 

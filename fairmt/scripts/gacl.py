@@ -4,12 +4,26 @@ Recipe keys (see ``recipes/gacl/small100_en-de.yaml`` for a documented example):
 
 * ``model`` (Hub name or path), ``family`` (optional), ``src_lang``, ``tgt_lang``;
 * ``data``: ``train`` (JSONL / TSV / HF dataset name), ``split``, ``max_train_samples``, ``balance``,
-  ``max_length``, ``eval_fraction`` (held-out share of the filtered data for the evaluation loss);
+  ``max_length``, ``eval_fraction`` (held-out share of the prepared training data for the evaluation loss),
+  ``eval`` (a plain parallel dev set, e.g. newstest: MT loss and generation metrics on all its rows, not only
+  the gendered ones; replaces ``eval_fraction``), ``eval_split``, ``max_eval_samples``, and ``prepare``:
+
+  - ``gacl`` (default): one-gender sources, balanced, with counterfactuals (Lee et al. 2023, §3.1);
+  - ``gfst``: GFST's target-side filtering (Choubey et al. 2021) of pseudo-parallel data: pairs whose target
+    marks exactly one gender (``data.target_gender_words`` ``{male: [...], female: [...]}``, default a German
+    list for ``de``) and whose source does not disagree, balanced when ``balance``;
+  - ``plain``: every pair as given (fine-tuning on a user-supplied set, e.g. Saunders & Byrne's handcrafted one);
+
 * ``training``: any :class:`fairmt.trainers.gacl.GACLConfig` field;
 * ``peft`` (optional): :class:`peft.LoraConfig` fields — trains a LoRA adapter instead of the full model;
-* ``geneval`` (optional): ``lang``, ``split`` (dev), ``max_pairs``, ``patience`` — early stopping on MT-GenEval
-  accuracy;
+* ``geneval`` (optional): early stopping on MT-GenEval dev: ``lang``, ``split`` (dev), ``max_pairs``,
+  ``metric`` (``explicit_accuracy``, the released code's choice, or ``accuracy``), ``patience`` (10 evaluations,
+  as the released code), ``num_beams`` (5, the paper's beam), ``batch_size``; the best checkpoint is restored at
+  the end;
 * ``push_to_hub`` is a ``training`` field as in transformers; the teacher is never saved or pushed.
+
+α = 0.4 and λ = 1.0 in the shipped recipes come from the authors' released script (``run_translation.sh``); the
+paper does not print them.
 """
 
 from __future__ import annotations
@@ -18,29 +32,70 @@ from pathlib import Path
 
 from fairmt.errors import FairmtError
 
+PREPARE = ("gacl", "gfst", "plain")
+GENEVAL_METRICS = ("explicit_accuracy", "accuracy")
+
+
+def resolve_config(config: dict):
+    """The :class:`GACLConfig` the recipe trains with (defaults and variant presets applied); loads no model."""
+    from transformers import HfArgumentParser
+
+    from fairmt.trainers.gacl import GACLConfig
+
+    train_cfg = dict(config.get("training") or {})
+    train_cfg.setdefault("output_dir", str(Path("outputs") / Path(config.get("recipe_path", "gacl")).stem))
+    geneval = config.get("geneval")
+    if geneval:
+        metric = geneval.get("metric", "explicit_accuracy")
+        if metric not in GENEVAL_METRICS:
+            raise FairmtError(f"geneval.metric must be one of {GENEVAL_METRICS}, got {metric!r}")
+        train_cfg.setdefault("eval_strategy", "steps")
+        train_cfg.setdefault("eval_steps", 100)
+        train_cfg.setdefault("save_steps", train_cfg["eval_steps"])
+        train_cfg.setdefault("metric_for_best_model", f"geneval_{metric}")
+        train_cfg.setdefault("greater_is_better", True)
+        train_cfg.setdefault("load_best_model_at_end", True)
+    (args,) = HfArgumentParser(GACLConfig).parse_dict(train_cfg, allow_extra_keys=False)
+    return args
+
+
+def prepare_data(pairs, data_cfg: dict, tgt: str, seed: int):
+    """The training rows of ``data.prepare`` (see the module docstring)."""
+    from fairmt.data.gacl import balance_genders, filter_target_gender, prepare_gacl_pairs, target_gender_detector
+
+    how = data_cfg.get("prepare", "gacl")
+    if how not in PREPARE:
+        raise FairmtError(f"data.prepare must be one of {PREPARE}, got {how!r}")
+    if how == "gacl":
+        return prepare_gacl_pairs(pairs, balance=data_cfg.get("balance", True), seed=seed)
+    if len(pairs) == 0:
+        raise FairmtError("the training data is empty")
+    if how == "gfst":
+        ds = filter_target_gender(pairs, target_gender_detector(tgt, data_cfg.get("target_gender_words")))
+        return balance_genders(ds, seed) if data_cfg.get("balance", True) else ds
+    return pairs
+
 
 def build_trainer(config: dict):
-    from transformers import EarlyStoppingCallback, HfArgumentParser
+    from transformers import EarlyStoppingCallback
 
-    from fairmt.data.gacl import GenderContrastiveCollator, prepare_gacl_pairs, tokenize_gacl
+    from fairmt.data.gacl import GenderContrastiveCollator, tokenize_gacl
     from fairmt.data.parallel import read_parallel
     from fairmt.models import load_translation_model
-    from fairmt.trainers.gacl import GACLConfig, GACLTrainer
+    from fairmt.trainers.gacl import GACLTrainer
 
     if "model" not in config:
         raise FairmtError("the GACL recipe needs a 'model' (Hub name or local path)")
     data_cfg = dict(config.get("data") or {})
     if "train" not in data_cfg:
         raise FairmtError("the GACL recipe needs data.train (a JSONL/TSV file or a Hugging Face dataset name)")
-    train_cfg = dict(config.get("training") or {})
-    train_cfg.setdefault("output_dir", str(Path("outputs") / Path(config.get("recipe_path", "gacl")).stem))
     geneval = config.get("geneval")
-    if geneval:
-        train_cfg.setdefault("eval_strategy", "steps")
-        train_cfg.setdefault("metric_for_best_model", "geneval_accuracy")
-        train_cfg.setdefault("greater_is_better", True)
-        train_cfg.setdefault("load_best_model_at_end", True)
-    (args,) = HfArgumentParser(GACLConfig).parse_dict(train_cfg, allow_extra_keys=False)
+    args = resolve_config(config)
+    if data_cfg.get("prepare", "gacl") != "gacl" and args.gacl_lambda > 0:
+        raise FairmtError(
+            f"data.prepare={data_cfg['prepare']!r} gives no counterfactuals/genders for GACL: set "
+            "training.gacl_lambda=0 (plain fine-tuning baseline) or data.prepare=gacl"
+        )
 
     src, tgt = config.get("src_lang", "en"), config.get("tgt_lang", "de")
     tm = load_translation_model(config["model"], src, tgt, family=config.get("family"))
@@ -52,12 +107,17 @@ def build_trainer(config: dict):
     pairs = read_parallel(data_cfg["train"], src, tgt, split=data_cfg.get("split", "train"))
     if data_cfg.get("max_train_samples"):
         pairs = pairs.select(range(min(len(pairs), int(data_cfg["max_train_samples"]))))
-    prepared = prepare_gacl_pairs(pairs, balance=data_cfg.get("balance", True), seed=args.seed)
+    prepared = prepare_data(pairs, data_cfg, tgt, args.seed)
     eval_ds = None
-    frac = float(data_cfg.get("eval_fraction", 0.05 if args.eval_strategy != "no" else 0.0))
-    if frac > 0:
-        split = prepared.train_test_split(test_size=frac, seed=args.seed, stratify_by_column=None)
-        prepared, eval_ds = split["train"], split["test"]
+    if data_cfg.get("eval"):
+        eval_ds = read_parallel(data_cfg["eval"], src, tgt, split=data_cfg.get("eval_split", "validation"))
+        if data_cfg.get("max_eval_samples"):
+            eval_ds = eval_ds.select(range(min(len(eval_ds), int(data_cfg["max_eval_samples"]))))
+    else:
+        frac = float(data_cfg.get("eval_fraction", 0.05 if args.eval_strategy != "no" else 0.0))
+        if frac > 0:
+            split = prepared.train_test_split(test_size=frac, seed=args.seed, stratify_by_column=None)
+            prepared, eval_ds = split["train"], split["test"]
     enc = lambda ds: tokenize_gacl(ds, tm.encode, max_length=int(data_cfg.get("max_length", 128)))  # noqa: E731
     train_ds = enc(prepared)
     eval_ds = enc(eval_ds) if eval_ds is not None else None
@@ -74,9 +134,10 @@ def build_trainer(config: dict):
         from fairmt.eval.callbacks import GenEvalCallback
 
         trainer.add_callback(
-            GenEvalCallback(tm, geneval.get("lang", tgt), geneval.get("split", "dev"), geneval.get("max_pairs"))
+            GenEvalCallback(tm, geneval.get("lang", tgt), geneval.get("split", "dev"), geneval.get("max_pairs"),
+                            batch_size=int(geneval.get("batch_size", 16)), num_beams=int(geneval.get("num_beams", 5)))
         )
-        trainer.add_callback(EarlyStoppingCallback(early_stopping_patience=int(geneval.get("patience", 3))))
+        trainer.add_callback(EarlyStoppingCallback(early_stopping_patience=int(geneval.get("patience", 10))))
     return trainer, tm
 
 
