@@ -311,7 +311,11 @@ class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
             self._check_dataset(train_dataset, "train_dataset")
         install_extra_encoder_hooks(model)
         base = _base_model(model)
-        head = make_projection_head(args, base.config) if args.gacl_lambda > 0 else None
+        head = None
+        if args.gacl_lambda > 0:
+            with torch.random.fork_rng(devices=[]):  # the head's initial weights depend on the seed only
+                torch.manual_seed(args.seed)
+                head = make_projection_head(args, base.config)
         if head is not None:  # a submodule of the transformers model, so DDP/optimizer see it; kept out of saves
             base.gacl_projection_head = head
         self.teacher = None
