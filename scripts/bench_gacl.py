@@ -94,11 +94,14 @@ def official_algorithm_trainer_cls():
             with torch.no_grad():
                 view = model(**call)  # second full forward (encoder and decoder) for the dropout view
             mask = inputs["attention_mask"]
-            loss, _, _ = mt_kd_loss(out.logits, self._teacher_logits(inputs), inputs["labels"], self.args.kd_alpha)
+            loss, _, _ = mt_kd_loss(out.logits, self._teacher_logits(inputs), inputs["labels"], self.args.kd_alpha,
+                                    kd_normalization=self.args.kd_normalization)
+            head = getattr(self.accelerator.unwrap_model(model), "gacl_projection_head", None) or (lambda x: x)
+            with torch.no_grad():
+                h_view = head(pool(view.encoder_last_hidden_state, mask))
             loss_gc = gacl_loss(
-                pool(out.encoder_last_hidden_state, mask), genders,
-                h_dropout=pool(view.encoder_last_hidden_state, mask), pairs=gacl_variant("official"),
-                temperature=self.args.temperature,
+                head(pool(out.encoder_last_hidden_state, mask)), genders,
+                h_dropout=h_view, pairs=self.pairs, temperature=self.args.temperature,
             )
             return loss + self.args.gacl_lambda * loss_gc
 

@@ -53,11 +53,15 @@ _EXTRA = "fairmt_extra"
 
 @dataclass
 class GACLConfig(Seq2SeqTrainingArguments):
-    r"""Training arguments for :class:`GACLTrainer`; defaults follow Lee et al. (2023) where the paper gives them.
+    r"""Training arguments for :class:`GACLTrainer`; defaults follow Lee et al. (2023) where the paper gives them,
+    the authors' released code (``run_translation.sh``/``run_translation.py``) where it does not.
 
     Parameters:
-        kd_alpha (`float`, defaults to `0.4`): α, weight of L_KD; L_MT gets 1 − α. 0 disables the teacher.
-        gacl_lambda (`float`, defaults to `1.0`): λ, weight of L_GC. 0 disables the contrastive term.
+        kd_alpha (`float`, defaults to `0.4`): α, weight of L_KD; L_MT gets 1 − α. 0 disables the teacher. The
+            paper prints no value; 0.4 is the released script's ``--kd_lambda``.
+        gacl_lambda (`float`, defaults to `1.0`): λ, weight of L_GC. 0 disables the contrastive term (plain
+            fine-tuning: the Balanced/GFST/Handcrafted baselines). The paper prints no value; 1.0 is the released
+            script's ``--gc_lambda``.
         temperature (`float`, defaults to `1.0`): τ of the contrastive softmax. The paper does not state τ; the
             authors' released script (``run_translation.sh``) sets no ``--gc_loss_temp`` and so trains with its
             default 1.0, the only evidence of what they ran.
