@@ -35,6 +35,19 @@ def test_two_process_run_matches_one_process(tmp_path, variant):
     assert first2["loss_gc"] == pytest.approx(first1["loss_gc"], rel=1e-4)
     assert first2["loss_kd"] == pytest.approx(first1["loss_kd"], abs=1e-5)
     assert len(r2["logs"]) == 2  # the second step (after a DDP gradient sync) ran too
+    # candidates from both processes: 8 in all, 4 per gender → 3 same-gender + the dropout view per anchor
+    assert first2["gc_positives"] == first1["gc_positives"] == 4
+    assert first2["gc_negatives"] == first1["gc_negatives"] == (4 if variant == "official" else 5)
+
+
+def test_gather_across_processes_off_keeps_candidates_local(tmp_path):
+    model = tiny_model_dir(tmp_path / "model", dropout=0.0)
+    out = tmp_path / "local.json"
+    _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+          str(HERE / "ddp_gacl_script.py"), str(model), str(out), "4", "paper", "mean", "local"], tmp_path)
+    first = json.loads(out.read_text())["logs"][0]
+    # 4 rows per process, 2 per gender: 1 same-gender + the dropout view; 2 other-gender + the counterfactual
+    assert (first["gc_positives"], first["gc_negatives"]) == (2, 3)
 
 
 def test_accelerate_launch_recipe_runs_two_processes(tmp_path):
