@@ -187,3 +187,25 @@ def test_plain_baseline_recipe_with_a_plain_dev_set(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(recipe.read_text().replace("gacl_lambda: 0.0", "gacl_lambda: 1.0"))
     assert main(["train", str(bad)]) == 2  # plain data cannot train the contrastive term: a one-line error
+
+
+def test_prepare_data_modes():
+    from datasets import Dataset
+
+    from fairmt.scripts.gacl import prepare_data
+
+    src = ["He read his book.", "She read her book.", "The man ate.", "The woman ate.", "It rains.", "She came."]
+    tgt = ["Er las sein Buch.", "Sie las ihr Buch.", "Der Mann aß.", "Die Frau aß.", "Es regnet.", "Der Mann kam."]
+    ds = Dataset.from_dict({"src": src, "tgt": tgt})
+    plain = prepare_data(ds, {"prepare": "plain"}, "de", 0)
+    assert plain["src"] == src and "gender" not in plain.column_names
+    gacl = prepare_data(ds, {}, "de", 0)
+    assert gacl["gender"].count(0) == gacl["gender"].count(1) == 2  # 2 male, 3 female sources → 2 + 2
+    assert "src_cf" in gacl.column_names
+    gfst = prepare_data(ds, {"prepare": "gfst", "balance": False}, "de", 0)
+    # "Sie las ihr Buch." has no unambiguous German gender word; "She came." → "Der Mann kam." disagrees
+    assert gfst["src"] == ["He read his book.", "The man ate.", "The woman ate."] and gfst["gender"] == [0, 0, 1]
+    balanced = prepare_data(ds, {"prepare": "gfst"}, "de", 0)
+    assert sorted(balanced["gender"]) == [0, 1]
+    with pytest.raises(FairmtError, match="data.prepare"):
+        prepare_data(ds, {"prepare": "cda"}, "de", 0)
