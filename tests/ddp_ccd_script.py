@@ -12,7 +12,7 @@ from transformers import AutoModel, AutoTokenizer
 from fairmt.data.augment.tuples import read_tuples, tuples_to_dataset
 from fairmt.trainers.ccd import CCDConfig, CCDTrainer
 
-from ddp_helpers import write_run_report  # beside this script
+from ddp_helpers import teardown, write_run_report  # beside this script
 
 torch.set_num_threads(1)
 model_dir, tuples, out, bs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -26,3 +26,4 @@ trainer = CCDTrainer(model=AutoModel.from_pretrained(model_dir), args=args,
                      processing_class=AutoTokenizer.from_pretrained(model_dir))
 trainer.train()
 write_run_report(trainer, out, "loss_bias", rho=trainer.rho)
+teardown()

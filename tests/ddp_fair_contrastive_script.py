@@ -13,7 +13,7 @@ from fairmt.data.classification import ClassificationCollator
 from fairmt.models.text_classifiers import MLPClassifier
 from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
 
-from ddp_helpers import fcl_rows, write_run_report  # beside this script
+from ddp_helpers import fcl_rows, teardown, write_run_report  # beside this script
 
 torch.set_num_threads(1)
 out, bs = sys.argv[1], int(sys.argv[2])
@@ -28,3 +28,4 @@ args = FairContrastiveConfig(
 trainer = FairContrastiveTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), data_collator=ClassificationCollator())
 trainer.train()
 write_run_report(trainer, out, "loss_fcl")
+teardown()

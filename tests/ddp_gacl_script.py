@@ -10,6 +10,7 @@ import sys
 import torch
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from ddp_helpers import teardown  # noqa: E402
 from gacl_helpers import collator, gacl_dataset, load  # noqa: E402
 
 from fairmt.trainers.gacl import GACLConfig, GACLTrainer  # noqa: E402
@@ -32,6 +33,4 @@ if trainer.is_world_process_zero():
     logs = [h for h in trainer.state.log_history if "loss_gc" in h]
     with open(out, "w") as f:
         json.dump({"logs": logs, "world_size": trainer.args.world_size}, f)
-if torch.distributed.is_initialized():  # a clean teardown (gloo threads otherwise may abort the exit)
-    torch.distributed.barrier()
-    torch.distributed.destroy_process_group()
+teardown()

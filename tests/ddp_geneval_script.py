@@ -9,6 +9,8 @@ import sys
 
 import torch
 
+from ddp_helpers import teardown  # beside this script
+
 from fairmt.data.demo_corpus import demo_splits
 from fairmt.data.gacl import GenderContrastiveCollator
 from fairmt.eval.callbacks import GenEvalCallback
@@ -40,3 +42,4 @@ if trainer.is_world_process_zero():
     with open(out, "w") as fh:
         json.dump({"world_size": trainer.args.world_size, "counts": counts, "hypotheses": cb.last_hypotheses,
                    "metrics": {k: v for k, v in metrics.items() if k.startswith("eval_geneval")}}, fh)
+teardown()

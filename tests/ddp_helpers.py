@@ -41,3 +41,11 @@ def fcl_rows(n: int = 64, dim: int = 16) -> list[dict]:
         x = centers[y] + (a - 0.5) * gdir + 0.5 * torch.randn(dim, generator=g)
         rows.append({"features": x.tolist(), "labels": y, "group": a})
     return rows
+
+
+def teardown() -> None:
+    """Destroy the process group before exit: with torch 2.13 + gloo, a process that exits with it alive aborts
+    ("terminate called without an active exception", exit -6) in about one run of five."""
+    if torch.distributed.is_initialized():
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()

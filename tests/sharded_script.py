@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from ddp_helpers import fcl_rows, full_parameters  # beside this script
+from ddp_helpers import fcl_rows, full_parameters, teardown  # beside this script
 
 torch.set_num_threads(1)
 method, work, out, bs = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
@@ -100,6 +100,4 @@ if resume:
 if trainer.is_world_process_zero():
     Path(out).write_text(json.dumps(report))
     torch.save(params, out + ".pt")
-if torch.distributed.is_initialized():  # a clean exit (DeepSpeed's CPU comm threads abort an unclean one)
-    torch.distributed.barrier()
-    torch.distributed.destroy_process_group()
+teardown()
