@@ -70,3 +70,34 @@ def test_classification_run_saves_a_reloadable_model_with_class_names(shared_dat
     assert all(torch.equal(best[k], v) for k, v in reloaded.state_dict().items())
     out = capsys.readouterr().out
     assert f"results: {tmp_path / 'run' / 'results.json'}" in out and f"model: {model_dir}" in out
+
+
+def test_gacl_and_ccd_recipes_refuse_an_earlier_run_before_loading_anything(tmp_path, monkeypatch, capsys):
+    from fairmt.cli import main as cli
+
+    monkeypatch.delenv("RANK", raising=False)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "model.safetensors").write_text("an earlier run")
+    recipe = tmp_path / "r.yaml"
+    for method in ("gacl", "ccd"):
+        # the model does not exist: the refusal must come first (no model load, no training)
+        recipe.write_text(f"method: {method}\nmodel: {tmp_path / 'missing'}\ndata: {{train: {tmp_path / 'x.jsonl'}}}\n"
+                          f"training: {{output_dir: {out}}}\n")
+        if method == "ccd":
+            (tmp_path / "x.jsonl").write_text('{"neutral": "a", "male": "he", "female": "she"}\n')
+        assert cli(["train", str(recipe)]) == 2
+        assert f"output folder {out} already holds an earlier run" in capsys.readouterr().err
+
+
+def test_train_overwrite_flag_and_dry_run_of_a_classification_recipe(tmp_path, capsys):
+    import json
+
+    from fairmt.cli import main as cli
+
+    recipe = tmp_path / "cls.yaml"
+    recipe.write_text("method: classification\nobjective: fcl\n")
+    assert cli(["train", str(recipe), "training.output_dir=" + str(tmp_path / "run"), "--overwrite", "--dry-run"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["recipe"]["overwrite"] is True and shown["config"]["output_dir"] == str(tmp_path / "run")
+    assert shown["config"]["objective"] == "fcl"

@@ -94,6 +94,8 @@ def register(groups) -> None:
     p = groups["top"].add_parser("train", help="run a training recipe (YAML) with optional key=value overrides")
     p.add_argument("recipe", help="recipe YAML file, e.g. recipes/gacl/small100_en-de.yaml")
     p.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. training.max_steps=100")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the results of an earlier run in the output folder (default: refuse)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the recipe (overrides applied) and the resolved training Config as JSON, and exit")
     p.set_defaults(handler=_run)
@@ -110,12 +112,17 @@ def dry_run(config: dict) -> str:
     out = {"recipe": config}
     if hasattr(module, "resolve_config"):
         resolved = module.resolve_config(config)
-        out["config"] = {"class": type(resolved).__name__, **json.loads(resolved.to_json_string())}
+        if isinstance(resolved, dict):  # a recipe-level config (classification)
+            out["config"] = resolved
+        else:  # a TrainingArguments subclass
+            out["config"] = {"class": type(resolved).__name__, **json.loads(resolved.to_json_string())}
     return json.dumps(out, indent=2, default=str)
 
 
 def _run(args) -> int:
     config = load_recipe(args.recipe, args.overrides)
+    if getattr(args, "overwrite", False):
+        config["overwrite"] = True
     if getattr(args, "dry_run", False):
         print(dry_run(config))
         return 0

@@ -14,7 +14,7 @@ def prepare_output_dir(path: str | os.PathLike, config: dict[str, Any]) -> Path:
     ``overwrite: true`` (``fairmt train --overwrite``) or resumes from a checkpoint. Checked on the main process only
     (under ``accelerate launch`` every process runs the recipe; the others would see the main one's new files)."""
     out = Path(path)
-    resuming = bool((config.get("training") or {}).get("resume_from_checkpoint"))
+    resuming = bool(config.get("resume_from_checkpoint") or (config.get("training") or {}).get("resume_from_checkpoint"))
     main_process = os.environ.get("RANK", "0") == "0"
     if main_process and out.is_dir() and any(out.iterdir()) and not (config.get("overwrite") or resuming):
         raise FairmtError(

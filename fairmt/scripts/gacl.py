@@ -31,6 +31,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fairmt.errors import FairmtError
+from fairmt.scripts._output import prepare_output_dir
 
 PREPARE = ("gacl", "gfst", "plain")
 GENEVAL_METRICS = ("explicit_accuracy", "accuracy")
@@ -142,6 +143,7 @@ def build_trainer(config: dict):
 
 
 def main(config: dict):
+    prepare_output_dir(resolve_config(config).output_dir, config)  # before the model loads
     trainer, tm = build_trainer(config)
     trainer.train(resume_from_checkpoint=config.get("resume_from_checkpoint"))
     trainer.save_model()
@@ -149,4 +151,9 @@ def main(config: dict):
         tm.tokenizer.save_pretrained(trainer.args.output_dir)
     if trainer.args.push_to_hub:
         trainer.push_to_hub(commit_message="fairmt GACL training")
+    if trainer.is_world_process_zero():
+        best = trainer.state.best_model_checkpoint
+        print(f"fairmt: GACL model saved in {trainer.args.output_dir} after {trainer.state.global_step} steps"
+              + (f" (best checkpoint {best}, {trainer.args.metric_for_best_model} {trainer.state.best_metric:.2f})"
+                 if best and trainer.state.best_metric is not None else ""))
     return trainer
