@@ -63,3 +63,49 @@ def test_unknown_codes_and_families(dirs, tmp_path):
         detect_family(str(tmp_path))
     with pytest.raises(FairmtError, match="pair up"):
         tm.encode([SRC, SRC], [TGT])
+
+
+@pytest.mark.parametrize("arch", ["m2m100", "nllb", "small100"])
+@pytest.mark.parametrize("misleading", ["outputs/gacl-small100-en-de", "outputs/gacl-nllb600m-en-de", "m2m100_418M-ft"])
+def test_family_comes_from_the_saved_files_not_the_folder_name(dirs, tmp_path, arch, misleading):
+    """Each tiny architecture saved under folder names of the other families is detected from its files."""
+    import shutil
+
+    from fairmt.models.mt import family_evidence
+
+    target = tmp_path / misleading
+    shutil.copytree(dirs[arch], target)
+    family, evidence = family_evidence(str(target))
+    assert family == arch and "tokenizer_config.json" in evidence
+    tm = load_translation_model(str(target), "en", "de")
+    assert tm.family == arch
+    expected_bos = None if arch == "small100" else tm.generate_kwargs()["forced_bos_token_id"]
+    assert tm.model.generation_config.forced_bos_token_id == expected_bos  # Seq2SeqTrainer's generate sees it
+
+
+def test_forced_bos_follows_the_target_language(dirs):
+    tm = load_translation_model(str(dirs["m2m100"]), "en", "de")
+    de = tm.model.generation_config.forced_bos_token_id
+    tm.set_languages(tgt_lang="fr")
+    assert tm.model.generation_config.forced_bos_token_id == tm.tokenizer.get_lang_id("fr") != de
+
+
+def test_hub_names_fall_back_on_the_name_and_conflicts_are_errors(monkeypatch, tmp_path):
+    import huggingface_hub
+
+    from fairmt.models.mt import family_evidence
+
+    def offline(*a, **k):
+        raise OSError("offline")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", offline)
+    assert family_evidence("facebook/nllb-200-distilled-600M")[0] == "nllb"
+    assert "model name" in family_evidence("alirezamsh/small100")[1]
+    with pytest.raises(FairmtError, match="cannot tell the model family"):
+        family_evidence("someone/translator")
+    cfg = tmp_path / "tokenizer_config.json"
+    cfg.write_text('{"tokenizer_class": "M2M100Tokenizer"}')
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda repo, name, **k: str(cfg))
+    with pytest.raises(FairmtError, match=r"name says nllb but its tokenizer_config.json names M2M100Tokenizer"):
+        family_evidence("someone/nllb-finetuned")
+    assert family_evidence("someone/translator") == ("m2m100", "tokenizer_config.json of someone/translator on the Hub names M2M100Tokenizer")

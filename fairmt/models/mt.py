@@ -10,13 +10,15 @@ family            source                                     labels             
 ``small100``      ``__tgt__ x </s>`` (target code!)          ``y </s>``                  no forced BOS
 ================  =========================================  ==========================  ==================
 
-The family is read from the tokenizer class saved with the checkpoint (``SMALL100Tokenizer``, ``NllbTokenizer``,
-``M2M100Tokenizer``) unless given.
+The family is read from the checkpoint's own files (the saved tokenizer class: ``SMALL100Tokenizer``,
+``NllbTokenizer``, ``M2M100Tokenizer``; NLLB's language tokens) unless given; a Hub id without readable files falls
+back on its name (:func:`family_evidence`). A local folder's name never decides.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,38 +28,91 @@ from fairmt.errors import FairmtError
 from fairmt.models.languages import check_m2m_code, nllb_code
 
 FAMILIES = ("m2m100", "nllb", "small100")
+logger = logging.getLogger(__name__)
 
 
-def _tokenizer_class(name_or_path: str) -> str | None:
+def _family_from_class(cls: str | None) -> str | None:
+    cls = (cls or "").lower()
+    for family, marker in (("small100", "small100"), ("nllb", "nllb"), ("m2m100", "m2m100")):
+        if marker in cls:
+            return family
+    return None
+
+
+def _family_from_name(name: str) -> str | None:
+    name = name.lower()
+    if "small100" in name or "small-100" in name:
+        return "small100"
+    if "nllb" in name:
+        return "nllb"
+    if "m2m100" in name or "m2m_100" in name:
+        return "m2m100"
+    return None
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _family_from_local_files(path: Path) -> tuple[str, str] | None:
+    """The family a local checkpoint's own files state, with the evidence: the saved tokenizer class, else NLLB's
+    FLORES-200 language tokens in the tokenizer files."""
+    cls = _read_json(path / "tokenizer_config.json").get("tokenizer_class")
+    family = _family_from_class(cls)
+    if family:
+        return family, f"tokenizer_config.json of {path} names {cls}"
+    for name in ("tokenizer.json", "special_tokens_map.json", "added_tokens.json", "tokenizer_config.json"):
+        f = path / name
+        if f.is_file() and "eng_Latn" in f.read_text(encoding="utf-8", errors="replace"):
+            return "nllb", f"{f} holds NLLB's FLORES-200 language tokens (eng_Latn)"
+    return None
+
+
+def family_evidence(name_or_path: str) -> tuple[str, str]:
+    """``(family, evidence)``: the model family and what decided it.
+
+    A local folder is judged by its files only (its name is a path a user chose: an M2M-100 model saved in
+    ``outputs/gacl-small100-en-de`` is M2M-100). A Hub id is judged by its ``tokenizer_config.json`` when it can be
+    read, else by the name; when both speak and disagree, that is an error naming both."""
     path = Path(name_or_path)
-    cfg = path / "tokenizer_config.json"
-    if cfg.is_file():
-        return json.loads(cfg.read_text(encoding="utf-8")).get("tokenizer_class")
     if path.exists():
-        return None
+        found = _family_from_local_files(path)
+        if found is None:
+            raise FairmtError(
+                f"cannot tell the model family of {path}: its tokenizer_config.json names no SMaLL-100/NLLB/M2M-100 "
+                f"tokenizer class; pass family= (--family) one of {FAMILIES}"
+            )
+        return found
+    by_name = _family_from_name(str(name_or_path))
+    cls = None
     try:  # a Hub name: read the tokenizer config only
         from huggingface_hub import hf_hub_download
 
-        local = hf_hub_download(name_or_path, "tokenizer_config.json")
-        return json.loads(Path(local).read_text(encoding="utf-8")).get("tokenizer_class")
-    except Exception:  # offline, or no such file: fall back on the name
-        return None
+        cls = _read_json(Path(hf_hub_download(str(name_or_path), "tokenizer_config.json"))).get("tokenizer_class")
+    except Exception:  # offline and not cached, or no such file: the name is all there is
+        pass
+    by_files = _family_from_class(cls)
+    if by_files and by_name and by_files != by_name:
+        raise FairmtError(
+            f"{name_or_path!r}: the name says {by_name} but its tokenizer_config.json names {cls} ({by_files}); "
+            "pass family= (--family) to choose"
+        )
+    if by_files:
+        return by_files, f"tokenizer_config.json of {name_or_path} on the Hub names {cls}"
+    if by_name:
+        return by_name, f"the model name {name_or_path!r} (its tokenizer_config.json could not be read)"
+    raise FairmtError(
+        f"cannot tell the model family of {name_or_path!r} (not a local folder; tokenizer class unknown); pass "
+        f"family= (--family) one of {FAMILIES}"
+    )
 
 
 def detect_family(name_or_path: str) -> str:
-    """``"small100"``, ``"nllb"`` or ``"m2m100"`` from the saved tokenizer class (or the model name)."""
-    cls = (_tokenizer_class(str(name_or_path)) or "").lower()
-    name = str(name_or_path).lower()
-    if "small100" in cls or "small100" in name or "small-100" in name:
-        return "small100"
-    if "nllb" in cls or "nllb" in name:
-        return "nllb"
-    if "m2m100" in cls or "m2m100" in name or "m2m_100" in name:
-        return "m2m100"
-    raise FairmtError(
-        f"cannot tell the model family of {name_or_path!r} (tokenizer class {cls or 'unknown'}); pass family= one of "
-        f"{FAMILIES}"
-    )
+    """``"small100"``, ``"nllb"`` or ``"m2m100"`` (see :func:`family_evidence`)."""
+    return family_evidence(name_or_path)[0]
 
 
 def _load_tokenizer(name_or_path: str, family: str, src_lang: str, tgt_lang: str):
@@ -106,6 +161,15 @@ class TranslationModel:
         if tgt_lang is not None:
             self.tgt_lang = self.lang(tgt_lang)
             self.tokenizer.tgt_lang = self.tgt_lang
+            self.sync_generation_config()
+
+    def sync_generation_config(self) -> None:
+        """Put the forced BOS target-language token of M2M-100/NLLB into the model's ``generation_config``, so any
+        ``generate`` call — ``Seq2SeqTrainer``'s ``predict_with_generate`` included — starts the target language
+        (None for SMaLL-100, which has the language on the source side)."""
+        config = getattr(self.model, "generation_config", None)
+        if config is not None:
+            config.forced_bos_token_id = self.generate_kwargs().get("forced_bos_token_id")
 
     def encode(
         self,
@@ -183,7 +247,9 @@ def load_translation_model(
         family: ``"small100"``, ``"nllb"`` or ``"m2m100"``; detected from the checkpoint when ``None``.
         model: an already loaded model (e.g. a PEFT-wrapped one) to pair with the tokenizer.
     """
-    family = family or detect_family(name_or_path)
+    if family is None:
+        family, evidence = family_evidence(name_or_path)
+        logger.info("model family of %s: %s (%s)", name_or_path, family, evidence)
     if family not in FAMILIES:
         raise FairmtError(f"unknown model family {family!r}; choose one of {FAMILIES}")
     if family == "nllb":
@@ -196,4 +262,6 @@ def load_translation_model(
 
         kwargs = {"dtype": torch_dtype} if torch_dtype is not None else {}
         model = AutoModelForSeq2SeqLM.from_pretrained(name_or_path, **kwargs)
-    return TranslationModel(model, tokenizer, family, src, tgt, str(name_or_path))
+    tm = TranslationModel(model, tokenizer, family, src, tgt, str(name_or_path))
+    tm.sync_generation_config()
+    return tm
