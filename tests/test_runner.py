@@ -202,3 +202,62 @@ def test_cli_with_model(tiny_dir, tmp_path, monkeypatch, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["n"] == 2 and data["spbleu"] is None and data["bleu_spm_nonstandard"] is not None
     assert len(runner.read_cache(tmp_path / "cache" / "flores200-devtest.eng_Latn-deu_Latn.jsonl")) == 2
+
+
+def test_a_cache_of_other_weights_is_refused_not_scored(tiny_dir, tmp_path):
+    """Replace a model's weights in its folder (or train it in memory) and rerun with the same cache: the old
+    model's translations must not be returned."""
+    import shutil
+
+    import torch
+
+    from fairmt.models import load_translation_model
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_dir, folder)
+    cache = tmp_path / "c.jsonl"
+    runner.generate_translations(str(folder), SOURCES[:3], "en", "de", cache_path=cache, **GEN)
+    assert runner.generate_translations(str(folder), SOURCES[:3], "en", "de", cache_path=cache, **GEN)  # same: reused
+    tm2 = load_translation_model(str(folder), "en", "de")
+    with torch.no_grad():
+        for p in tm2.model.parameters():
+            p.mul_(1.01)
+    tm2.model.save_pretrained(folder)  # new weights, same folder
+    with pytest.raises(FairmtError, match="another version of the model .*fingerprint"):
+        runner.generate_translations(str(folder), SOURCES[:3], "en", "de", cache_path=cache, **GEN)
+    # the same model object trained further in memory changes its fingerprint too
+    before = runner.model_fingerprint(tm2)
+    assert runner.model_fingerprint(tm2) == before  # memoised, unchanged
+    with torch.no_grad():
+        next(tm2.model.parameters()).add_(0.5)
+    assert runner.model_fingerprint(tm2) != before
+
+
+def test_an_old_format_cache_is_refused_with_advice(tmp_path, tm):
+    cache = tmp_path / "old.jsonl"
+    cache.write_text(json.dumps({"fairmt_translation_cache": 1, "model": "x"}) + "\n")
+    with pytest.raises(FairmtError, match="older fairmt .*delete it"):
+        runner.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=cache, **GEN)
+
+
+def test_two_runs_on_one_cache_are_refused_not_interleaved(tmp_path, tm):
+    """A second process that asks for a cache another run holds gets a clear refusal (tested with a real second
+    process holding the lock); once the holder exits the cache is usable again."""
+    import subprocess
+    import sys
+    import time
+
+    cache = tmp_path / "shared.jsonl"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from fairmt.eval.runner import _lock_cache;"
+         " h = _lock_cache(Path(sys.argv[1])); print('locked', flush=True); time.sleep(30)", str(cache)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(FairmtError, match="in use by another fairmt run"):
+            runner.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=cache, **GEN)
+    finally:
+        holder.kill()
+        holder.wait()
+    time.sleep(0.1)
+    assert len(runner.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=cache, **GEN)) == 2

@@ -8,8 +8,10 @@ The cache is a JSONL file: a header line with the settings (model, languages, be
 line per translated sentence ``{"i": index, "h": sha1(source)[:16], "t": translation}``, appended and flushed
 after every batch. A rerun with the same cache path translates only the sentences not in it (an interrupted
 run resumes where it stopped; a torn last line is ignored). Entries are keyed by index *and* source hash, so a
-changed source file is retranslated. The cache knows the model by name/path only: do not reuse one cache path
-for two checkpoints saved to the same folder.
+changed source file is retranslated. The header holds a fingerprint of the model's content (:func:`model_fingerprint`:
+its parameters and tokenizer files), so replacing a model's weights (or training it further) and rerunning with the
+same cache is refused instead of scoring the old model's translations. A run holds a
+lock on its cache file while it translates: a second run given the same cache is refused, not interleaved.
 
 Pending sentences are translated longest first (less padding); the order is a pure function of the pending set,
 so a resumed run forms the same batches as an uninterrupted one.
@@ -25,7 +27,7 @@ from typing import Any
 
 from fairmt.errors import FairmtError
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: the header holds the model's content fingerprint
 
 
 def _src_hash(text: str) -> str:
@@ -46,10 +48,50 @@ def _as_translation_model(model: Any, src_lang: str, tgt_lang: str, family: str 
     )
 
 
+_TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json", "vocab.json", "added_tokens.json",
+                    "special_tokens_map.json", "sentencepiece.bpe.model", "spm.model")
+
+
+def model_fingerprint(tm: Any) -> str:
+    """A short content fingerprint of the model a translation cache is made with: a hash over every parameter (its
+    sum and first values — changed by any training step or by new weights in the folder) and the tokenizer files of
+    the model's folder (contents of the JSON ones, size of the others). Memoised per parameter version, so repeated
+    calls on an unchanged model cost nothing."""
+    import torch
+
+    model = getattr(tm, "model", tm)
+    params = list(model.named_parameters())
+    versions = tuple((id(q), q._version) for _, q in params)
+    memo = getattr(model, "_fairmt_fingerprint", None)
+    if memo is not None and memo[0] == versions:
+        return memo[1]
+    h = hashlib.sha256()
+    with torch.no_grad():
+        for name, q in params:
+            flat = q.detach().reshape(-1)
+            h.update(name.encode())
+            h.update(torch.stack([flat.double().sum(), flat[:4].double().sum()]).cpu().numpy().tobytes())
+    folder = Path(str(getattr(tm, "name_or_path", "") or ""))
+    if folder.is_dir():
+        for name in _TOKENIZER_FILES:
+            f = folder / name
+            if f.is_file():
+                h.update(f"{name}:{f.stat().st_size};".encode())
+                if f.suffix == ".json":
+                    h.update(f.read_bytes())
+    fingerprint = h.hexdigest()[:16]
+    try:
+        model._fairmt_fingerprint = (versions, fingerprint)
+    except AttributeError:  # pragma: no cover - a model that refuses attributes: no memo
+        pass
+    return fingerprint
+
+
 def _header(tm: Any, src_lang: str, tgt_lang: str, num_beams: int, max_new_tokens: int) -> dict:
     return {
         "fairmt_translation_cache": CACHE_FORMAT,
         "model": str(getattr(tm, "name_or_path", "") or type(getattr(tm, "model", tm)).__name__),
+        "fingerprint": model_fingerprint(tm),
         "family": getattr(tm, "family", ""),
         "src_lang": src_lang,
         "tgt_lang": tgt_lang,
@@ -74,10 +116,20 @@ def read_cache(cache_path: str | Path, header: dict | None = None) -> dict[int, 
         head = json.loads(lines[0])
     except json.JSONDecodeError:
         raise FairmtError(f"{path}:1: not a fairmt translation cache (bad header); delete it or use another path") from None
-    if head.get("fairmt_translation_cache") != CACHE_FORMAT:
-        raise FairmtError(f"{path}:1: not a fairmt translation cache (format {head.get('fairmt_translation_cache')!r})")
+    fmt = head.get("fairmt_translation_cache")
+    if isinstance(fmt, int) and fmt < CACHE_FORMAT:
+        raise FairmtError(f"{path}: translation cache written by an older fairmt (format {fmt}, no model fingerprint); "
+                          "delete it or give another cache path")
+    if fmt != CACHE_FORMAT:
+        raise FairmtError(f"{path}:1: not a fairmt translation cache (format {fmt!r})")
     if header is not None:
         diff = {k: (head.get(k), v) for k, v in header.items() if head.get(k) != v}
+        if "fingerprint" in diff:
+            raise FairmtError(
+                f"{path}: translation cache made with another version of the model {header.get('model')!r} (its "
+                f"weights, config or tokenizer changed: fingerprint {diff['fingerprint'][0]} vs now "
+                f"{diff['fingerprint'][1]}); delete the cache or give another cache path"
+            )
         if diff:
             shown = ", ".join(f"{k}: cache {a!r} vs now {b!r}" for k, (a, b) in diff.items())
             raise FairmtError(
@@ -131,12 +183,14 @@ def generate_translations(
     header = _header(tm, src_lang, tgt_lang, num_beams, max_new_tokens)
     done: dict[int, str] = {}
     fh = None
+    lock = None
     if cache_path is not None:
         path = Path(cache_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = _lock_cache(path)
         for i, (h, t) in read_cache(path, header).items():
             if i < len(sources) and h == _src_hash(sources[i]):
                 done[i] = t
-        path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not path.is_file() or path.stat().st_size == 0
         if not fresh:
             _truncate_torn_tail(path)
@@ -172,7 +226,26 @@ def generate_translations(
             bar.close()
         if fh is not None:
             fh.close()
+        if lock is not None:
+            lock.close()  # releases the lock
     return [done[i] for i in range(len(sources))]
+
+
+def _lock_cache(path: Path):
+    """An exclusive lock on the cache file itself for the duration of a run (released when the returned handle
+    closes or the process dies); another run given the same cache is refused."""
+    import fcntl
+
+    handle = path.open("a", encoding="utf-8")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise FairmtError(
+            f"{path} is in use by another fairmt run; wait for it to finish or give another cache path (two runs "
+            "appending to one cache would interleave their translations)"
+        ) from None
+    return handle
 
 
 def _truncate_torn_tail(path: Path) -> None:
