@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 
 from fairmt.errors import FairmtError
@@ -50,6 +49,7 @@ def register(groups: dict) -> None:
     p.add_argument("--limit", type=int, help="only the first N CrowS-Pairs pairs / StereoSet examples (a quick slice)")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars (default: one per suite, on stderr)")
     p.add_argument("--json", dest="json_out", help="write all results as JSON here")
     p.add_argument("--markdown", help="write the tables as Markdown here")
     p.set_defaults(handler=run_embeddings)
@@ -114,12 +114,18 @@ def run_embeddings(args: argparse.Namespace) -> int:
     from fairmt.eval.embedding.encode import EmbeddingRunner, MaskedLMRunner
     from fairmt.eval.report import format_table, markdown_table
 
-    payload: dict = {"model": str(args.model), "suites": list(args.suite)}
+    payload: dict = {"model": str(args.model), "suites": list(args.suite), "completed": []}
     md: list[str] = []
+    progress = not args.no_progress
 
-    def show(title: str, rows: list[dict], cols: list[str], signature: str, digits: int = 3) -> None:
-        print(f"\n{title}\n" + format_table(rows, cols, digits=digits) + f"\n[{signature}]")
+    def show(suite: str, title: str, rows: list[dict], cols: list[str], signature: str, digits: int = 3) -> None:
+        """Print a finished suite's table and write the JSON/Markdown so far: a later suite's failure never loses
+        the results of the finished ones."""
+        print(f"\n{title}\n" + format_table(rows, cols, digits=digits) + f"\n[{signature}]", flush=True)
         md.append(f"### {title}\n\n" + markdown_table(rows, cols, digits=digits) + f"\n`{signature}`\n")
+        if suite not in payload["completed"]:
+            payload["completed"].append(suite)
+        _write(args, payload, "\n".join(md))
 
     # Load the masked LM first: a non-MLM model fails before any slow work.
     mlm = None
@@ -128,7 +134,7 @@ def run_embeddings(args: argparse.Namespace) -> int:
 
     emb = None
     if {"seat", "cced", "bias-ir"} & set(args.suite):
-        emb = EmbeddingRunner.from_path(args.model, pooling=args.pooling, batch_size=args.batch_size, device=args.device, progress=sys.stderr.isatty())
+        emb = EmbeddingRunner.from_path(args.model, pooling=args.pooling, batch_size=args.batch_size, device=args.device, progress=progress)
         payload["pooling"] = emb.pooling
 
     if "seat" in args.suite:
@@ -143,7 +149,7 @@ def run_embeddings(args: argparse.Namespace) -> int:
         payload["seat"] = {"tests": {r.test: asdict(r) for r in results}, "avg_abs_effect_size": avg}
         rows = [{"test": r.test, "effect_size": r.effect_size, "p_value": f"{r.p_value:.3g}", "p": r.p_method} for r in results]
         rows.append({"test": "AVG(abs)", "effect_size": avg})
-        show("SEAT", rows, ["test", "effect_size", "p_value", "p"], results[0].signature)
+        show("seat", "SEAT", rows, ["test", "effect_size", "p_value", "p"], results[0].signature)
 
     if "cced" in args.suite:
         from fairmt.eval.embedding.cced import cced_score, load_tuples
@@ -153,7 +159,7 @@ def run_embeddings(args: argparse.Namespace) -> int:
         payload["cced"] = asdict(res)
         rows = [{"pair": k, "gap": res.pair_gap[k], "signed": res.pair_signed[k]} for k in res.pair_gap]
         rows.append({"pair": "CCED", "gap": res.gap})
-        show(f"CCED ({res.n} tuples)", rows, ["pair", "gap", "signed"], res.signature, digits=4)
+        show("cced", f"CCED ({res.n} tuples)", rows, ["pair", "gap", "signed"], res.signature, digits=4)
 
     if "bias-ir" in args.suite:
         from fairmt.eval.embedding.bias_ir import bias_ir_score, load_bias_ir
@@ -170,7 +176,7 @@ def run_embeddings(args: argparse.Namespace) -> int:
         res = bias_ir_score(queries, emb.encode, doc_text=args.bias_ir_doc, pooling=emb.pooling)
         payload["bias_ir"] = asdict(res)
         rows = res.rows() + [{"category": "AVG-DEV", "male_ratio": res.avg_dev}]
-        show("Bias-IR (male ratio, 0.50 best)", rows, ["category", "n", "male_ratio", "ties", "rank_M", "rank_F", "rank_N"], res.signature)
+        show("bias-ir", "Bias-IR (male ratio, 0.50 best)", rows, ["category", "n", "male_ratio", "ties", "rank_M", "rank_F", "rank_N"], res.signature)
 
     if "crows" in args.suite:
         from fairmt.eval.embedding.crows import VARIANTS, crows_score, load_crows_pairs
@@ -181,12 +187,12 @@ def run_embeddings(args: argparse.Namespace) -> int:
         pairs = load_crows_pairs(_data_file(args.crows_file, "crows", "crows_pairs_anonymized.csv"), args.bias_types, args.limit)
         payload["crows"] = {}
         for v in args.crows_variant:
-            res = crows_score(pairs, mlm, variant=v, progress=sys.stderr.isatty())
+            res = crows_score(pairs, mlm, variant=v, progress=progress)
             d = asdict(res)
             d.pop("pair_scores")
             payload["crows"][v] = d
             rows = [{"bias_type": k, **row} for k, row in res.per_bias_type.items()] + [{"bias_type": "overall", **res.overall}]
-            show(f"CrowS-Pairs ({v}; 50 best)", rows, ["bias_type", "n", "metric", "stereo_score", "antistereo_score", "neutral"], res.signature, digits=2)
+            show("crows", f"CrowS-Pairs ({v}; 50 best)", rows, ["bias_type", "n", "metric", "stereo_score", "antistereo_score", "neutral"], res.signature, digits=2)
 
     if "stereoset" in args.suite:
         from fairmt.eval.embedding.stereoset import intrasentence_predictions, load_stereoset, stereoset_score
@@ -195,11 +201,13 @@ def run_embeddings(args: argparse.Namespace) -> int:
         examples = load_stereoset(gold_path, splits=["intrasentence"])
         if args.limit:
             examples = examples[: args.limit]
-        preds = intrasentence_predictions(examples, mlm.fill_probs, progress=sys.stderr.isatty())
+        preds = intrasentence_predictions(examples, mlm.fill_probs, progress=progress)
         scores = {p["id"]: p["score"] for p in preds["intrasentence"]}
         res = stereoset_score(examples, scores, scores_from="mlm-mean-subtoken-prob")
         payload["stereoset"] = res.to_json()
-        show("StereoSet intrasentence", res.rows(), ["domain", "lms", "ss", "icat", "count"], res.signature, digits=2)
+        # scored as the official scorer does: BLANK masked at every place, the first mask read
+        payload["stereoset"]["contexts_with_several_blanks"] = sum(e.context.count("BLANK") > 1 for e in examples)
+        show("stereoset", "StereoSet intrasentence", res.rows(), ["domain", "lms", "ss", "icat", "count"], res.signature, digits=2)
 
     _write(args, payload, "\n".join(md))
     return 0
