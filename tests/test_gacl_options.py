@@ -66,6 +66,13 @@ def test_linear_head_and_its_weight_decay_group(model_dir, tmp_path):
     assert any(names[i].endswith("bias") for i in by_wd[0.0])
     assert sum(len(s) for s in by_wd.values()) == sum(1 for p in tm.model.parameters() if p.requires_grad)
     trainer.train()  # the head trains (dropout on, weight decay 1.0)
+    # a direct save_pretrained (not through the Trainer) keeps the head out of the model's weights too
+    from safetensors import safe_open
+
+    tm.model.save_pretrained(tmp_path / "direct")
+    with safe_open(str(tmp_path / "direct" / "model.safetensors"), "pt") as f:
+        keys = list(f.keys())
+    assert keys and not any("gacl_projection_head" in k for k in keys)
 
 
 def test_fairseq_warmup_start_matches_reference(model_dir, tmp_path):
@@ -128,3 +135,15 @@ def test_evaluation_is_drop_in(model_dir, tmp_path):
         GACLTrainer(model=tm.model, args=cfg(tmp_path), eval_dataset=plain.remove_columns("labels"), **kw)
     with pytest.raises(FairmtError, match="empty"):
         GACLTrainer(model=tm.model, args=cfg(tmp_path), eval_dataset=plain.select([]), **kw)
+
+
+def test_trainer_model_card_carries_the_gacl_settings_and_citation(model_dir, tmp_path):
+    tm = load(model_dir)
+    trainer = GACLTrainer(model=tm.model, args=cfg(tmp_path, gacl_variant="official", kd_alpha=0.3),
+                          train_dataset=gacl_dataset(tm), data_collator=collator(tm), processing_class=tm.tokenizer)
+    trainer.create_model_card(model_name="tiny-gacl")
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "## GACL + KD training (fairmt)" in card
+    assert "| variant | official |" in card and "| L_KD weight α | 0.3 |" in card and "| projection | linear |" in card
+    assert "| counterfactual negative | False |" in card  # the official variant's pair set
+    assert "Target-Agnostic Gender-Aware Contrastive Learning" in card and "2023.emnlp-main.1046" in card

@@ -107,3 +107,28 @@ def test_winomt_result_object(tmp_path):
     assert set(got) == {"accuracy", "delta_g", "delta_r"}
     assert got["delta_g"]["metric_value"] == 36.8 and got["accuracy"]["dataset_config"] == "en-ru"
     assert got["accuracy"]["metric_args"] == {"signature": "winomt|v:1|lang:ru"}
+
+
+def test_card_cites_the_method_and_each_benchmark_and_says_what_they_measure(tmp_path):
+    readme = write_model_card(tmp_path / "m", [_flores(True), WINOMT], model_name="x", languages=["en", "de"])
+    text = readme.read_text()
+    # the GACL paper as published (not "Lee, Lee, Bang & Oh, Findings"): title, all six authors, main conference
+    assert "Target-Agnostic Gender-Aware Contrastive Learning for Mitigating Bias in Multilingual Machine Translation" in text
+    assert "Lee, Minwoo and Koh, Hyukhun and Lee, Kang-il and Zhang, Dongdong and Kim, Minsung and Jung, Kyomin" in text
+    assert "2023.emnlp-main.1046" in text and "Findings" not in text
+    assert "Evaluating Gender Bias in Machine Translation" in text and "No Language Left Behind" in text
+    assert "MT-GenEval" not in text.split("### Citation")[1]  # no MT-GenEval result, no MT-GenEval citation
+    assert "### What these results measure (limitations)" in text and "does not measure bias" in text
+    # signatures hold '|': escaped inside the Markdown table so the columns stay put
+    row = next(line for line in text.splitlines() if line.startswith("| FLORES-200") and "chrF++" in line)
+    assert "nrefs:1\\|case:mixed" in row and row.count(" | ") == 4
+    ccd = write_model_card(tmp_path / "c", [WINOMT], model_name="y", method="ccd").read_text()
+    assert "Content Conditional Debiasing" in ccd and "Target-Agnostic" not in ccd
+
+
+def test_citation_registry_rejects_unknown_keys():
+    from fairmt.citations import bibtex
+
+    with pytest.raises(KeyError, match="no citation"):
+        bibtex("lee2023gacl", "nobody2099")
+    assert bibtex("lee2023gacl", "lee2023gacl").count("@inproceedings") == 1

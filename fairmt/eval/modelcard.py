@@ -148,6 +148,35 @@ def _table(entries: Sequence) -> str:
     return markdown_table(rows, ["dataset", "split", "metric", "value", "signature"], digits=2)
 
 
+_DATASET_BENCHMARK = {WINOMT_DATASET[0]: "winomt", GENEVAL_DATASET[0]: "geneval", FLORES_DATASET[0]: "flores"}
+_MEASURES = {
+    "winomt": "WinoMT: whether the gender of an English occupation noun, fixed by coreference in the sentence, is kept "
+              "in the translation (automatic alignment and morphological analysis: their errors are part of the score; "
+              "binary gender only; template sentences, not natural text).",
+    "geneval": "MT-GenEval: whether translations of sentences with explicit gender cues use the words of the "
+               "right-gender reference (counterfactual pairs scored together); a word-overlap check, not a judgement "
+               "of fluency, and it says nothing about ambiguous sentences.",
+    "flores": "FLORES-200: general translation quality (spBLEU, chrF++) on Wikimedia-domain sentences; it does not "
+              "measure bias.",
+}
+
+
+def _limitations(entries: Sequence) -> str:
+    kinds = [_DATASET_BENCHMARK[k] for k in dict.fromkeys(e.dataset_type for e in entries) if k in _DATASET_BENCHMARK]
+    lines = [f"- {_MEASURES[k]}" for k in kinds]
+    lines.append("- None of them measures non-binary gender, bias in generation beyond these test sets, or harms in "
+                 "deployment; a better score on one language pair need not carry over to others.")
+    return "### What these results measure (limitations)\n\n" + "\n".join(lines) + "\n"
+
+
+def _citation(method: str | None, entries: Sequence) -> str:
+    from fairmt.citations import citations_for
+
+    benchmarks = [_DATASET_BENCHMARK[e.dataset_type] for e in entries if e.dataset_type in _DATASET_BENCHMARK]
+    bib = citations_for(method, list(dict.fromkeys(benchmarks)))
+    return f"### Citation\n\n```bibtex\n{bib}\n```\n" if bib else ""
+
+
 def build_model_card(
     results: Iterable[Any],
     *,
@@ -156,8 +185,10 @@ def build_model_card(
     base_model: str | None = None,
     languages: Sequence[str] | None = None,
     license: str | None = None,
+    method: str | None = "gacl",
 ):
-    """A :class:`huggingface_hub.ModelCard` holding ``results`` in its ``model-index``.
+    """A :class:`huggingface_hub.ModelCard` holding ``results`` in its ``model-index``, with what the benchmarks do
+    and do not measure and the BibTeX of ``method`` (``gacl``, ``ccd``, ...; None: none) and of each benchmark.
 
     ``existing`` (a ``ModelCard``) is updated instead of starting from the default template: its metadata and
     text are kept, results for the same dataset/config/split/metric are replaced.
@@ -179,7 +210,8 @@ def build_model_card(
             card.data.language = list(languages)
     keep = [e for e in (card.data.eval_results or []) if _key(e) not in {_key(n) for n in new}]
     card.data.eval_results = keep + new
-    section = f"{START}\n## Evaluation (fairmt)\n\n{_table(card.data.eval_results)}{END}"
+    section = f"{START}\n## Evaluation (fairmt)\n\n{_table(card.data.eval_results)}\n{_limitations(card.data.eval_results)}"
+    section += f"\n{_citation(method, card.data.eval_results)}{END}"
     text = card.text
     if START in text and END in text:
         head, rest = text.split(START, 1)
@@ -199,6 +231,7 @@ def write_model_card(
     base_model: str | None = None,
     languages: Sequence[str] | None = None,
     license: str | None = None,
+    method: str | None = "gacl",
 ) -> Path:
     """Create or update ``README.md`` (``path`` may be the model folder or the file) with ``results``.
 
@@ -211,7 +244,8 @@ def write_model_card(
     readme = p / "README.md" if p.is_dir() or not p.suffix else p
     existing = ModelCard.load(readme) if readme.is_file() else None
     card = build_model_card(
-        results, model_name=model_name, existing=existing, base_model=base_model, languages=languages, license=license
+        results, model_name=model_name, existing=existing, base_model=base_model, languages=languages, license=license,
+        method=method,
     )
     readme.parent.mkdir(parents=True, exist_ok=True)
     card.save(readme)

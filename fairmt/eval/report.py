@@ -44,10 +44,10 @@ def format_table(rows: Sequence[dict], columns: Sequence[str], digits: int = 1) 
 
 
 def markdown_table(rows: Sequence[dict], columns: Sequence[str], digits: int = 1) -> str:
-    """A GitHub-flavoured Markdown table."""
+    """A GitHub-flavoured Markdown table (a ``|`` inside a cell, as in every metric signature, is escaped)."""
     head = "| " + " | ".join(columns) + " |"
     sep = "|" + "|".join("---:" if i else "---" for i in range(len(columns))) + "|"
-    body = ["| " + " | ".join(_fmt(r.get(c), digits) for c in columns) + " |" for r in rows]
+    body = ["| " + " | ".join(_fmt(r.get(c), digits).replace("|", "\\|") for c in columns) + " |" for r in rows]
     return "\n".join([head, sep, *body]) + "\n"
 
 

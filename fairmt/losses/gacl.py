@@ -1,4 +1,4 @@
-"""Gender-aware contrastive loss (GACL; Lee, Lee, Bang & Oh, EMNLP 2023 Findings, Eq. 1).
+"""Gender-aware contrastive loss (GACL; Lee, Koh, Lee, Zhang, Kim & Jung, EMNLP 2023, Eq. 1).
 
 For anchor i with encoder representation h_i and gender g_i::
 

@@ -1,4 +1,4 @@
-"""GACL + knowledge distillation for multilingual seq2seq MT (Lee et al., EMNLP 2023 Findings).
+"""GACL + knowledge distillation for multilingual seq2seq MT (Lee et al., EMNLP 2023; fairmt.citations).
 
     L = (1 − α)·L_MT + α·L_KD + λ·L_GC
 
@@ -322,6 +322,9 @@ class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
                 head = make_projection_head(args, base.config)
         if head is not None:  # a submodule of the transformers model, so DDP/optimizer see it; kept out of saves
             base.gacl_projection_head = head
+            # ... also out of a direct model.save_pretrained() (transformers drops these keys when saving)
+            base._keys_to_ignore_on_save = set(base._keys_to_ignore_on_save or ()) | {
+                f"gacl_projection_head.{k}" for k in head.state_dict()}
         self.teacher = None
         if args.kd_alpha > 0:
             self.teacher = self._make_teacher(model, args, teacher_model)
@@ -612,6 +615,16 @@ class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
         self._eval_terms.clear()
         return out
 
+    def create_model_card(self, *args, **kwargs) -> None:
+        """The stock card (written by ``push_to_hub``), plus the GACL settings of this run and the paper's BibTeX."""
+        import os
+
+        super().create_model_card(*args, **kwargs)
+        path = os.path.join(self.args.output_dir, "README.md")
+        if self.is_world_process_zero() and os.path.isfile(path):
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(gacl_card_section(self.args))
+
     def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
         import os
 
@@ -639,6 +652,25 @@ class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
         path = os.path.join(resume_from_checkpoint, self.HEAD_FILE)
         if head is not None and os.path.isfile(path):
             head.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+
+
+def gacl_card_section(args: GACLConfig) -> str:
+    """Markdown for a model card: the GACL + KD settings a run used, and the method's citation."""
+    from fairmt.citations import citations_for
+
+    pairs = args.pairs()
+    rows = [
+        ("variant", args.gacl_variant), ("L_KD weight α", args.kd_alpha), ("L_GC weight λ", args.gacl_lambda),
+        ("temperature τ", args.temperature), ("positives", pairs.positive_reduction), ("projection", args.projection),
+        ("KD normalisation", args.kd_normalization), ("L_MT dropped", args.exclude_mt_loss),
+        ("dropout view positive", pairs.dropout_positive), ("in-batch positives", pairs.inbatch_positives),
+        ("counterfactual negative", pairs.counterfactual_negative), ("in-batch negatives", pairs.inbatch_negatives),
+        ("teacher", args.teacher_model_name_or_path or "frozen copy of the starting model"),
+        ("learning rate", args.learning_rate), ("batch size per device", args.per_device_train_batch_size),
+    ]
+    table = "\n".join(f"| {k} | {v} |" for k, v in rows)
+    return (f"\n## GACL + KD training (fairmt)\n\n| setting | value |\n|---|---|\n{table}\n\n"
+            f"### Citation\n\n```bibtex\n{citations_for('gacl')}\n```\n")
 
 
 def _warmup_from(step: int, base, start: float, warmup: int) -> float:
