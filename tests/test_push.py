@@ -2,6 +2,7 @@
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from huggingface_hub import HfApi
@@ -14,8 +15,15 @@ def fake_hub(tmp_path, monkeypatch):
     hub = tmp_path / "hub"
     monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kw: None)
 
-    def upload_folder(self, repo_id, folder_path, **kw):
-        shutil.copytree(folder_path, hub / repo_id, dirs_exist_ok=True)
+    def upload_folder(self, repo_id, folder_path, ignore_patterns=None, **kw):
+        """Copies what the real upload_folder would upload: the same pattern filter (huggingface_hub's own)."""
+        from huggingface_hub.utils import filter_repo_objects
+
+        root = Path(folder_path)
+        files = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
+        for rel in filter_repo_objects(files, ignore_patterns=ignore_patterns):
+            (hub / repo_id / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(root / rel, hub / repo_id / rel)
         return type("C", (), {"commit_url": f"local://{repo_id}"})()
 
     monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
@@ -36,3 +44,33 @@ def test_push_with_winomt_results(tmp_path, fake_hub, capsys):
     (model / "teacher.safetensors").write_text("x")
     assert main(["push", str(model), "me/tiny"]) == 2
     assert main(["push", str(tmp_path), "me/tiny"]) == 2  # not a model folder
+
+
+def test_push_uploads_the_model_not_the_training_state(tmp_path, fake_hub):
+    """A Trainer output folder: only the model, tokenizer and card go up (checkpoints, optimizer, RNG states stay)."""
+    out = tmp_path / "out"
+    (out / "checkpoint-500").mkdir(parents=True)
+    for name in ("config.json", "model.safetensors", "tokenizer_config.json", "sentencepiece.bpe.model",
+                 "generation_config.json", "training_args.bin", "trainer_state.json", "gacl_projection_head.pt",
+                 "checkpoint-500/optimizer.pt", "checkpoint-500/rng_state.pth", "checkpoint-500/model.safetensors"):
+        (out / name).write_text("x")
+    geneval = tmp_path / "geneval.json"
+    from dataclasses import asdict
+
+    from fairmt.eval.geneval import score_counterfactual
+
+    result = score_counterfactual(["Er ist Arzt."], ["Sie ist Ärztin."], ["Er ist Arzt."], ["Sie ist Ärztin."],
+                                  lang="de", split="test")
+    geneval.write_text(json.dumps({"per_language": [asdict(result)]}))  # as `fairmt eval geneval --json` writes
+    assert main(["push", str(out), "me/gacl", "--results", str(geneval)]) == 0
+    uploaded = sorted(p.relative_to(fake_hub / "me" / "gacl").as_posix() for p in (fake_hub / "me" / "gacl").rglob("*")
+                      if p.is_file())
+    assert uploaded == ["README.md", "config.json", "generation_config.json", "model.safetensors",
+                        "sentencepiece.bpe.model", "tokenizer_config.json"]
+    card = (fake_hub / "me" / "gacl" / "README.md").read_text()
+    assert "MT-GenEval" in card and "Currey" in card  # the result and its benchmark's citation
+    assert main(["push", str(out), "me/all", "--all-files"]) == 0
+    assert (fake_hub / "me" / "all" / "checkpoint-500" / "optimizer.pt").is_file()
+    bad = tmp_path / "emb.json"
+    bad.write_text(json.dumps({"seat": {}, "suites": ["seat"]}))
+    assert main(["push", str(out), "me/x", "--results", str(bad)]) == 2

@@ -1,8 +1,12 @@
 """``fairmt push MODEL_DIR REPO_ID``: upload a trained model (or adapter) folder to the Hugging Face Hub.
 
-With ``--winomt-json`` files (written by ``fairmt eval winomt --json``) their results are put into the model card's
-``model-index`` first (:mod:`fairmt.eval.modelcard`). Only the folder is uploaded: a KD teacher is never saved
-there by fairmt's trainers, and the command refuses folders holding files named like one.
+With ``--results`` files (the JSON that ``fairmt eval winomt|geneval|flores --json`` write: one result, a list, or
+``per_language``) their results are put into the model card's ``model-index`` first (:mod:`fairmt.eval.modelcard`),
+with the benchmarks' limitations and citations. Only the model is uploaded: the weights, config, tokenizer/adapter
+files and the card — not the training state a Trainer leaves in its output folder (``checkpoint-*``, optimizer,
+scheduler, RNG states, ``trainer_state.json``, ``training_args.bin``, the GACL projection head) unless
+``--all-files``. A KD teacher is never saved there by fairmt's trainers, and the command refuses folders holding
+files named like one.
 """
 
 from __future__ import annotations
@@ -12,12 +16,31 @@ from pathlib import Path
 from fairmt.errors import FairmtError
 
 MODEL_FILES = ("config.json", "adapter_config.json")
+# what a Trainer's output folder holds besides the model: never part of a published model unless asked
+TRAINING_STATE = ["checkpoint-*", "checkpoint-*/*", "optimizer.pt", "scheduler.pt", "rng_state*.pth",
+                  "trainer_state.json", "training_args.bin", "runs/*", "*.lock", "gacl_projection_head.pt",
+                  "scaler.pt", "global_step*", "global_step*/*"]
 
 
-def push(model_dir: str | Path, repo_id: str, private: bool = False, winomt_json: list[str] | None = None,
-         commit_message: str = "Upload with fairmt") -> str:
+def load_results(path: str | Path) -> list:
+    """The results in a fairmt result JSON, as a list of dicts (one per language/pair)."""
     import json
 
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise FairmtError(f"{p}: not a readable JSON result file ({err.__class__.__name__}: {err})") from None
+    if isinstance(data, dict) and isinstance(data.get("per_language"), list):
+        data = data["per_language"]
+    items = data if isinstance(data, list) else [data]
+    if not all(isinstance(x, dict) for x in items):
+        raise FairmtError(f"{p}: expected a result object, a list of them or {{'per_language': [...]}}")
+    return items
+
+
+def push(model_dir: str | Path, repo_id: str, private: bool = False, results: list[str] | None = None,
+         commit_message: str = "Upload with fairmt", all_files: bool = False, method: str | None = "gacl") -> str:
     from huggingface_hub import HfApi
 
     folder = Path(model_dir)
@@ -25,17 +48,15 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, winomt_json
         raise FairmtError(f"{folder} is not a saved model or adapter folder (no {' or '.join(MODEL_FILES)})")
     if any("teacher" in p.name for p in folder.iterdir()):
         raise FairmtError(f"{folder} holds files named 'teacher': fairmt never publishes a KD teacher; remove them")
-    if winomt_json:
+    if results:
         from fairmt.eval.modelcard import write_model_card
 
-        results = []
-        for f in winomt_json:
-            data = json.loads(Path(f).read_text(encoding="utf-8"))
-            results += data if isinstance(data, list) else [data]
-        write_model_card(folder, results, model_name=repo_id.split("/")[-1])
+        loaded = [r for f in results for r in load_results(f)]
+        write_model_card(folder, loaded, model_name=repo_id.split("/")[-1], method=method)
     api = HfApi()
     api.create_repo(repo_id, private=private, exist_ok=True)
-    info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message=commit_message)
+    info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message=commit_message,
+                             ignore_patterns=None if all_files else TRAINING_STATE)
     return getattr(info, "commit_url", str(info))
 
 
@@ -44,6 +65,11 @@ def register(groups) -> None:
     p.add_argument("model_dir")
     p.add_argument("repo_id", help="e.g. me/small100-gacl-en-de")
     p.add_argument("--private", action="store_true")
-    p.add_argument("--winomt-json", nargs="*", default=[], help="`fairmt eval winomt --json` outputs for the model card")
+    p.add_argument("--results", "--winomt-json", nargs="*", default=[], metavar="JSON",
+                   help="result JSON files of fairmt eval winomt/geneval/flores for the model card")
+    p.add_argument("--method", default="gacl", help="the training method to cite in the card (gacl, ccd, ...; 'none')")
+    p.add_argument("--all-files", action="store_true",
+                   help="upload the whole folder, checkpoints and training state included (default: the model only)")
     p.add_argument("--commit-message", default="Upload with fairmt")
-    p.set_defaults(handler=lambda a: print(push(a.model_dir, a.repo_id, a.private, a.winomt_json, a.commit_message)))
+    p.set_defaults(handler=lambda a: print(push(a.model_dir, a.repo_id, a.private, a.results, a.commit_message,
+                                                a.all_files, None if a.method == "none" else a.method)))

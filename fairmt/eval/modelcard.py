@@ -117,6 +117,10 @@ def eval_results(results: Iterable[Any]) -> list:
 
     out = []
     for r in results:
+        if isinstance(r, dict) and "chrfpp" in r:  # a FLORES result as `fairmt eval flores --json` writes it
+            r = _from_dict(TranslationQualityResult, r)
+        elif isinstance(r, dict) and "explicit_accuracy" in r and "lang" in r:  # MT-GenEval JSON
+            r = _from_dict(GenEvalResult if "delta_g" in r else GenEvalContextResult, r)
         if isinstance(r, (GenEvalResult, GenEvalContextResult)):
             out += geneval_eval_results(r)
         elif isinstance(r, TranslationQualityResult):
@@ -124,8 +128,21 @@ def eval_results(results: Iterable[Any]) -> list:
         elif _get(r, "delta_s") is not None or _get(r, "delta_r") is not None:
             out += winomt_eval_results(r)
         else:
-            raise FairmtError(f"do not know how to put a {type(r).__name__} into a model card")
+            keys = sorted(r)[:8] if isinstance(r, dict) else type(r).__name__
+            raise FairmtError(
+                f"do not know how to put this result into a model card ({keys}): the model-index holds WinoMT, "
+                "MT-GenEval and FLORES-200 results"
+            )
     return out
+
+
+def _from_dict(cls, data: dict):
+    """A result dataclass from its JSON (fields it does not have are ignored, missing ones must have defaults)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    try:
+        return cls(**{k: v for k, v in data.items() if k in names})
+    except TypeError as err:
+        raise FairmtError(f"not a complete {cls.__name__} JSON: {err}") from None
 
 
 def _key(e) -> tuple:
