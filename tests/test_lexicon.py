@@ -72,3 +72,39 @@ def test_coverage_of_published_lists(shared_data):
     assert cov["gn_glove_female_word_file.txt"]["share"] >= 0.72
     assert cov["bias_bench gender pairs"]["share"] >= 0.84
     assert cov["gacl author pairs"]["share"] >= 0.83
+
+
+def test_detection_is_symmetric_on_the_issue_examples():
+    from fairmt.data.gender import detect_gender
+
+    assert detect_gender("The king spoke.") == "male" and detect_gender("The queen spoke.") == "female"
+    assert detect_gender("The king thanked the queen.") == "both"  # was 'female': king was invisible
+    assert detect_gender("Ms Smith came.") == "female" and detect_gender("MS is a disease.") == "none"
+    assert detect_gender("The heroine won.") == detect_gender("The hero won.") == "none"  # hero is generic
+
+
+def _flip(label):
+    return {"male": "female", "female": "male"}.get(label, label)
+
+
+def test_swapping_a_sentence_swaps_its_label_over_the_published_word_lists(shared_data):
+    """For every word of the lexicon, the GACL authors' pairs, gn-GloVe's and bias-bench's lists: the label of the
+    swapped sentence is the flipped label (a word is counted for one gender only if its counterpart counts too)."""
+    import json
+
+    from fairmt.data.gender import detect_gender, lexicon_words, swap_gender
+
+    lex = shared_data / "lexicons"
+    words = set(lexicon_words())
+    words |= {w for line in (lex / "gacl_author_gender_word_pairs.tsv").read_text().splitlines() for w in line.split("\t")}
+    for name in ("gn_glove_male_word_file.txt", "gn_glove_female_word_file.txt"):
+        words |= set((lex / name).read_text().split())
+    for pair in json.loads((lex / "bias_bench_bias_attribute_words.json").read_text()).get("gender", []):
+        words |= set(pair)
+    bad = []
+    for w in sorted(w for w in words if w.isalpha()):
+        for form in (w, w.capitalize()):
+            sentence = f"Yesterday the {form} spoke to us."
+            if detect_gender(swap_gender(sentence)) != _flip(detect_gender(sentence)):
+                bad.append((sentence, detect_gender(sentence), swap_gender(sentence)))
+    assert len(words) > 500 and not bad, bad[:20]

@@ -1,7 +1,8 @@
 """Gender of English sentences, and counterfactual re-inflection, from fairmt's lexicon.
 
-* :func:`detect_gender` → ``"male"``, ``"female"``, ``"both"`` or ``"none"`` (words in
-  :data:`fairmt.data.lexicon.AMBIGUOUS` do not count).
+* :func:`detect_gender` → ``"male"``, ``"female"``, ``"both"`` or ``"none"``. Words in
+  :data:`fairmt.data.lexicon.AMBIGUOUS` and their counterparts (:data:`UNDETECTED`) do not count, so detection is
+  symmetric: the label of :func:`swap_gender` of a sentence is the sentence's label with male and female exchanged.
 * :func:`swap_gender` swaps every gendered word for its counterpart (Zhao et al. 2018 style re-inflection, as GACL
   applies to the English source), keeping case; :func:`to_gender` turns a text into one gender;
   :func:`neutralize` replaces gendered words by neutral terms.
@@ -47,8 +48,26 @@ for _p in PAIRS:
         _NEUTRAL.setdefault(_p.male, _p.neutral)
         _NEUTRAL.setdefault(_p.female, _p.neutral)
 
-_DETECT = {w: MALE for w in _TO_FEMALE if w not in AMBIGUOUS}
-_DETECT.update({w: FEMALE for w in _TO_MALE if w not in AMBIGUOUS})
+def _undetected() -> frozenset[str]:
+    """AMBIGUOUS closed under swapping: a word is used for detection only if its counterpart is too, so that
+    ``detect_gender(swap_gender(s))`` is ``detect_gender(s)`` with male and female exchanged. ("ms" is handled by a
+    case rule in :func:`gendered_words` instead.)"""
+    swap = {**_TO_FEMALE, **_TO_MALE}
+    out = set(AMBIGUOUS)
+    grown = True
+    while grown:
+        grown = False
+        for w, s in swap.items():
+            if (w in out) != (s in out) and s != "ms" and w != "ms":
+                out |= {w, s}
+                grown = True
+    return frozenset(out)
+
+
+UNDETECTED = _undetected()
+_DETECT = {w: MALE for w in _TO_FEMALE if w not in UNDETECTED}
+_DETECT.update({w: FEMALE for w in _TO_MALE if w not in UNDETECTED})
+_DETECT.pop("ms", None)  # the title only when written "Ms" (below); "MS"/"ms" are mostly not a title
 
 
 def _match_case(template: str, word: str) -> str:
@@ -95,6 +114,8 @@ def _replacement(word: str, text: str, end: int, target: str | None) -> str | No
 def _rewrite(text: str, target: str | None) -> str:
     out, last = [], 0
     for m in _WORD.finditer(text):
+        if m.group(0).lower() == "ms" and m.group(0) != "Ms":
+            continue  # "MS"/"ms" (a disease, a manuscript, ...) is not the title: left alone, as in detection
         new = _replacement(m.group(0).lower(), text, m.end(), target)
         if new is None:
             continue
@@ -126,9 +147,10 @@ def gendered_words(text: str) -> dict[str, list[str]]:
     """The (unambiguous) gendered words of ``text``, by gender."""
     found: dict[str, list[str]] = {MALE: [], FEMALE: []}
     for m in _WORD.finditer(text):
-        g = _DETECT.get(m.group(0).lower())
+        word = m.group(0)
+        g = FEMALE if word == "Ms" else _DETECT.get(word.lower())
         if g:
-            found[g].append(m.group(0))
+            found[g].append(word)
     return found
 
 

@@ -121,7 +121,6 @@ duke duchess noble
 dukes duchesses nobles
 earl countess noble
 earls countesses nobles
-count countess noble
 baron baroness noble
 barons baronesses nobles
 emperor empress ruler
@@ -236,14 +235,16 @@ buck doe deer
 boar sow pig
 colt filly foal
 colts fillies foals
-fella lass person
 dude chick person
 sonny missy kid
 bro sis sibling
 brethren sistren siblings
 """.strip()
 
-# Words swapped in counterfactuals but too ambiguous to *detect* gender with.
+# Words swapped in counterfactuals but too ambiguous to *detect* gender with. Detection is symmetric: a word whose
+# counterpart is listed here is not used either (fairmt.data.gender.UNDETECTED), so swapping a sentence's gendered
+# words always swaps its label ("hero" says nothing about gender, so neither does "heroine"). "Ms" counts as a title
+# only when written "Ms" (not "MS"/"ms"): see fairmt.data.gender.
 AMBIGUOUS = frozenset(
     {
         "master", "masters", "mistress", "mistresses", "miss", "bachelor", "bachelors", "count", "host", "hosts",
@@ -251,7 +252,7 @@ AMBIGUOUS = frozenset(
         "shepherd", "tailor", "conductor", "proprietor", "benefactor", "governor", "instructor", "murderer",
         "adulterer", "traitor", "comedian", "hunter", "lion", "lions", "tiger", "bull", "bulls", "cow", "cows",
         "cock", "hen", "hens", "drake", "duck", "gander", "goose", "ram", "buck", "doe", "boar", "sow", "colt",
-        "colts", "chick", "belle", "beau", "lord", "lords", "god", "gods", "king", "kings", "sir", "sirs",
+        "colts", "chick", "belle", "beau", "god", "gods", "sir", "sirs",
         "pa", "ma", "mama", "papa", "ms", "mx", "herr", "frau",
         "masculine", "feminine", "sonny", "missy", "signor", "senor", "monsieur", "madam", "madame",
         "widow", "widows", "widower", "widowers", "bro", "sis", "dude", "fella", "guy", "guys", "gal", "gals",
