@@ -311,3 +311,25 @@ def test_two_process_ddp_run_matches_one_process(tiny_bert_dir, tuples, tmp_path
     assert r2["logs"][0]["loss_bias"] == pytest.approx(r1["logs"][0]["loss_bias"], rel=1e-3)
     assert r2["logs"][0]["loss"] == pytest.approx(r1["logs"][0]["loss"], rel=1e-3)
     assert len(r2["logs"]) == 2 and r2["checksums"][0] == pytest.approx(r2["checksums"][1], rel=1e-9)
+
+
+def test_masked_lm_model_pools_hidden_states_not_vocabulary_logits(tiny_bert_dir, tuples, tmp_path):
+    """A *ForMaskedLM encoder (the head kept for StereoSet/CrowS-Pairs) is embedded from its last hidden layer: the
+    same vectors as the bare encoder, not the vocabulary-sized logits."""
+    from transformers import AutoTokenizer, BertForMaskedLM, BertModel
+
+    from fairmt.trainers.ccd import encode
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    mlm = BertForMaskedLM.from_pretrained(tiny_bert_dir).eval()
+    bare = BertModel.from_pretrained(tiny_bert_dir, add_pooling_layer=False).eval()
+    feats = dict(tok([r["neutral"] for r in tuples[:4]], padding=True, return_tensors="pt"))
+    with torch.no_grad():
+        got, want = encode(mlm, feats, "mean"), encode(bare, feats, "mean")
+    assert got.shape == (4, mlm.config.hidden_size) and torch.allclose(got, want, atol=1e-6)
+    from fairmt.trainers.ccd import CCDTrainer
+
+    trainer = CCDTrainer(model=mlm, args=_args(tmp_path, max_steps=2, num_train_epochs=1),
+                         train_dataset=tuples_to_dataset(tuples), processing_class=tok)
+    trainer.train()
+    assert trainer.rho > 0 and math.isfinite(trainer.state.log_history[-1]["train_loss"])

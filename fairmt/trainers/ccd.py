@@ -131,8 +131,17 @@ def encode(model: torch.nn.Module, features: dict, pooling: str = "auto", normal
     if is_sentence_transformer(base):
         emb = model(feats)["sentence_embedding"]
     else:
-        out = model(**feats)
-        hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+        # a head model (``*ForMaskedLM``, kept so StereoSet/CrowS-Pairs can score the debiased encoder) returns
+        # vocabulary logits first: pool its last hidden layer, never the logits
+        head_model = not hasattr(base, "pooler") and hasattr(base, "get_output_embeddings") and \
+            base.get_output_embeddings() is not None
+        out = model(**feats, output_hidden_states=True) if head_model else model(**feats)
+        if getattr(out, "last_hidden_state", None) is not None:
+            hidden = out.last_hidden_state
+        elif getattr(out, "hidden_states", None) is not None:
+            hidden = out.hidden_states[-1]
+        else:
+            hidden = out[0]
         mode = "mean" if pooling == "auto" else pooling
         emb = pool(hidden, feats["attention_mask"], mode, getattr(out, "pooler_output", None))
     if normalize:
