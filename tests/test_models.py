@@ -109,3 +109,18 @@ def test_hub_names_fall_back_on_the_name_and_conflicts_are_errors(monkeypatch, t
     with pytest.raises(FairmtError, match=r"name says nllb but its tokenizer_config.json names M2M100Tokenizer"):
         family_evidence("someone/nllb-finetuned")
     assert family_evidence("someone/translator") == ("m2m100", "tokenizer_config.json of someone/translator on the Hub names M2M100Tokenizer")
+
+
+def test_every_m2m100_language_has_its_flores200_code(dirs):
+    """SMaLL-100/M2M-100 evaluations on FLORES-200 cover every language the tokenizer has (the paper's many-to-many
+    table needs bg af am bs ceb kk be hr tl ne oc, which were missing), and the codes are real NLLB-200 codes."""
+    from fairmt.eval.runner import flores_to_model_lang
+    from fairmt.models.languages import ISO_TO_NLLB, M2M_WITHOUT_FLORES, _nllb_codes, m2m_codes
+
+    assert set(ISO_TO_NLLB) == set(m2m_codes()) - set(M2M_WITHOUT_FLORES)
+    assert set(ISO_TO_NLLB.values()) <= set(_nllb_codes()) and len(set(ISO_TO_NLLB.values())) == len(ISO_TO_NLLB)
+    tm = load_translation_model(str(dirs["small100"]), "en", "de")
+    for iso in ("bg", "af", "am", "bs", "ceb", "kk", "be", "hr", "tl", "ne", "oc"):
+        assert flores_to_model_lang(tm, ISO_TO_NLLB[iso]) == iso
+    with pytest.raises(FairmtError, match="no M2M-100/SMaLL-100 code known for FLORES-200 language 'tir_Ethi'"):
+        flores_to_model_lang(tm, "tir_Ethi")  # Tigrinya: in FLORES-200, not in M2M-100

@@ -35,13 +35,30 @@ class _LazyCodes:
 
 NLLB_CODES = _LazyCodes()
 
-# ISO 639-1 → FLORES-200 for the languages of WinoMT, MT-GenEval and the GACL paper's evaluations.
+# Every M2M-100/SMaLL-100 language code → its FLORES-200 (NLLB-200) code, so FLORES evaluations and NLLB models take
+# the same codes as M2M-100 (the GACL paper's many-to-many table uses 20 of them). Breton (br) and Western Frisian (fy)
+# have no FLORES-200 counterpart. Macro-languages map to the variety FLORES-200 uses (fa → pes, lv → lvs, mg → plt,
+# mn → khk, ms → zsm, ne → npi, no → nob, ps → pbt, sq → als, sw → swh, uz → uzn, yi → ydd, az → azj, ff → fuv).
 ISO_TO_NLLB = {
-    "en": "eng_Latn", "de": "deu_Latn", "fr": "fra_Latn", "es": "spa_Latn", "it": "ita_Latn", "pt": "por_Latn",
-    "ru": "rus_Cyrl", "uk": "ukr_Cyrl", "pl": "pol_Latn", "cs": "ces_Latn", "he": "heb_Hebr", "ar": "arb_Arab",
-    "hi": "hin_Deva", "tr": "tur_Latn", "nl": "nld_Latn", "zh": "zho_Hans", "ja": "jpn_Jpan", "ko": "kor_Hang",
-    "sv": "swe_Latn", "da": "dan_Latn", "fi": "fin_Latn", "el": "ell_Grek", "ro": "ron_Latn", "hu": "hun_Latn",
+    "af": "afr_Latn", "am": "amh_Ethi", "ar": "arb_Arab", "ast": "ast_Latn", "az": "azj_Latn", "ba": "bak_Cyrl",
+    "be": "bel_Cyrl", "bg": "bul_Cyrl", "bn": "ben_Beng", "bs": "bos_Latn", "ca": "cat_Latn", "ceb": "ceb_Latn",
+    "cs": "ces_Latn", "cy": "cym_Latn", "da": "dan_Latn", "de": "deu_Latn", "el": "ell_Grek", "en": "eng_Latn",
+    "es": "spa_Latn", "et": "est_Latn", "fa": "pes_Arab", "ff": "fuv_Latn", "fi": "fin_Latn", "fr": "fra_Latn",
+    "ga": "gle_Latn", "gd": "gla_Latn", "gl": "glg_Latn", "gu": "guj_Gujr", "ha": "hau_Latn", "he": "heb_Hebr",
+    "hi": "hin_Deva", "hr": "hrv_Latn", "ht": "hat_Latn", "hu": "hun_Latn", "hy": "hye_Armn", "id": "ind_Latn",
+    "ig": "ibo_Latn", "ilo": "ilo_Latn", "is": "isl_Latn", "it": "ita_Latn", "ja": "jpn_Jpan", "jv": "jav_Latn",
+    "ka": "kat_Geor", "kk": "kaz_Cyrl", "km": "khm_Khmr", "kn": "kan_Knda", "ko": "kor_Hang", "lb": "ltz_Latn",
+    "lg": "lug_Latn", "ln": "lin_Latn", "lo": "lao_Laoo", "lt": "lit_Latn", "lv": "lvs_Latn", "mg": "plt_Latn",
+    "mk": "mkd_Cyrl", "ml": "mal_Mlym", "mn": "khk_Cyrl", "mr": "mar_Deva", "ms": "zsm_Latn", "my": "mya_Mymr",
+    "ne": "npi_Deva", "nl": "nld_Latn", "no": "nob_Latn", "ns": "nso_Latn", "oc": "oci_Latn", "or": "ory_Orya",
+    "pa": "pan_Guru", "pl": "pol_Latn", "ps": "pbt_Arab", "pt": "por_Latn", "ro": "ron_Latn", "ru": "rus_Cyrl",
+    "sd": "snd_Arab", "si": "sin_Sinh", "sk": "slk_Latn", "sl": "slv_Latn", "so": "som_Latn", "sq": "als_Latn",
+    "sr": "srp_Cyrl", "ss": "ssw_Latn", "su": "sun_Latn", "sv": "swe_Latn", "sw": "swh_Latn", "ta": "tam_Taml",
+    "th": "tha_Thai", "tl": "tgl_Latn", "tn": "tsn_Latn", "tr": "tur_Latn", "uk": "ukr_Cyrl", "ur": "urd_Arab",
+    "uz": "uzn_Latn", "vi": "vie_Latn", "wo": "wol_Latn", "xh": "xho_Latn", "yi": "ydd_Hebr", "yo": "yor_Latn",
+    "zh": "zho_Hans", "zu": "zul_Latn",
 }
+M2M_WITHOUT_FLORES = ("br", "fy")
 
 
 def _unknown(code: str, family: str, valid: list[str]) -> FairmtError:
