@@ -1,8 +1,61 @@
 """fairmt: fairness-aware training and evaluation for machine translation, text embeddings and classification.
 
-The package is layered (see DESIGN): ``fairmt.losses`` (pure torch) → ``fairmt.data`` → ``fairmt.models`` →
-``fairmt.trainers`` → ``fairmt.eval`` → ``fairmt.cli`` / recipes. Importing ``fairmt`` itself imports nothing
-heavy, so file-based evaluators and the CLI start fast.
+Trainers and their configs import from the package top, as in TRL (``from fairmt import GACLConfig, GACLTrainer``);
+they load lazily, so ``import fairmt`` and the file-based ``fairmt eval`` commands do not import torch or
+transformers. The layers: ``fairmt.losses`` (pure PyTorch) → ``fairmt.data`` → ``fairmt.models`` →
+``fairmt.trainers`` → ``fairmt.eval`` → the ``fairmt`` command and the recipes. Which class implements which paper:
+see the README ("Which class for which paper") and :mod:`fairmt.citations` for the BibTeX.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+# public name → module that defines it (imported on first access)
+_LAZY = {
+    "GACLConfig": "fairmt.trainers.gacl",
+    "GACLTrainer": "fairmt.trainers.gacl",
+    "CCDConfig": "fairmt.trainers.ccd",
+    "CCDTrainer": "fairmt.trainers.ccd",
+    "FairContrastiveConfig": "fairmt.trainers.fair_contrastive",
+    "FairContrastiveTrainer": "fairmt.trainers.fair_contrastive",
+    "FairnessSamplingConfig": "fairmt.trainers.sampling",
+    "FairnessSamplingTrainer": "fairmt.trainers.sampling",
+    "AdversarialConfig": "fairmt.trainers.adversarial",
+    "AdversarialTrainer": "fairmt.trainers.adversarial",
+    "inlp": "fairmt.trainers.inlp",
+    "INLPResult": "fairmt.trainers.inlp",
+    "load_translation_model": "fairmt.models",
+    "TranslationModel": "fairmt.models",
+    "GenderContrastiveCollator": "fairmt.data.gacl",
+    "prepare_gacl_pairs": "fairmt.data.gacl",
+    "tokenize_gacl": "fairmt.data.gacl",
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from fairmt.data.gacl import GenderContrastiveCollator, prepare_gacl_pairs, tokenize_gacl
+    from fairmt.models import TranslationModel, load_translation_model
+    from fairmt.trainers.adversarial import AdversarialConfig, AdversarialTrainer
+    from fairmt.trainers.ccd import CCDConfig, CCDTrainer
+    from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
+    from fairmt.trainers.gacl import GACLConfig, GACLTrainer
+    from fairmt.trainers.inlp import INLPResult, inlp
+    from fairmt.trainers.sampling import FairnessSamplingConfig, FairnessSamplingTrainer
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fairmt' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later accesses skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

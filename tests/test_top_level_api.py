@@ -1,0 +1,28 @@
+"""`from fairmt import GACLConfig, GACLTrainer, ...` (TRL-style), lazily: `import fairmt` stays light."""
+
+import subprocess
+import sys
+
+import pytest
+
+
+def test_every_public_name_resolves_to_the_defining_object():
+    import fairmt
+    from fairmt.trainers.gacl import GACLTrainer
+
+    assert fairmt.GACLTrainer is GACLTrainer
+    for name in fairmt.__all__:
+        assert getattr(fairmt, name) is not None, name
+    assert set(fairmt.__all__) >= {"GACLConfig", "GACLTrainer", "CCDConfig", "CCDTrainer", "FairContrastiveConfig",
+                                   "FairContrastiveTrainer", "FairnessSamplingConfig", "FairnessSamplingTrainer",
+                                   "AdversarialConfig", "AdversarialTrainer", "inlp"}
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        fairmt.Nope  # noqa: B018
+
+
+def test_import_fairmt_loads_neither_torch_nor_transformers():
+    code = "import sys, fairmt; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    code = "import sys; from fairmt import GACLConfig; print('transformers' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "True"
