@@ -371,6 +371,7 @@ def test_cli_augment_cda_and_llm(tmp_path, llm_server, monkeypatch, capsys):
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["n_tuples"] == 2 and summary["n_failed"] == 1 and summary["union_polarity_accuracy"] == 1.0
+    assert summary["n_written"] == 2 and summary["n_dropped_wrong_polarity"] == 0
     assert summary["prompt_search"]["rounds"][0]["added_example"]["passage"] == "The nurse said she was tired."
     assert [r["meta"]["source"] for r in read_tuples(out)] == ["She thanked her brother.",
                                                               "The nurse said she was tired."]
@@ -378,3 +379,46 @@ def test_cli_augment_cda_and_llm(tmp_path, llm_server, monkeypatch, capsys):
     assert [f["passage"] for f in failed] == ["His son slept."]
     assert main(["augment", "llm", "--input", str(src), "--output", str(out)]) == 2  # no endpoint: clear error
     assert "--url and --model" in capsys.readouterr().err
+    # an endpoint that answers nothing usable: every text fails, the command says so and exits non-zero
+    llm_server.script = {t: "always-garbage" for t in lines}
+    rc = main(["augment", "llm", "--input", str(src), "--field", "translation.en", "--output", str(out),
+               "--url", f"http://127.0.0.1:{llm_server.server_address[1]}/v1", "--model", "fake",
+               "--timeout", "2", "--retries", "0", "--search-rounds", "0"])
+    assert rc == 1 and "no tuple was produced from 3 texts" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, neutral", [
+    ("She was a doctor and he is a nurse.", "They were a doctor and they are a nurse."),
+    ("He's late, she isn't.", "They're late, they aren't."),
+    ("Was she there? Where was he?", "Were they there? Where were they?"),
+    ("SHE WAS HERE", "THEY WERE HERE"),
+])
+def test_neutral_version_agrees_with_they(text, neutral):
+    from fairmt.data.gender import neutralize
+
+    assert neutralize(text) == neutral
+
+
+def test_agreement_check_catches_what_the_rewrite_cannot_fix():
+    from fairmt.data.augment.cda import agreement_ok, cda_augment
+
+    assert not agreement_ok({"neutral": "This is they.", "source": "This is she."})
+    assert agreement_ok({"neutral": "They were here.", "source": "She was here."})
+    assert agreement_ok({"neutral": "They is a band.", "source": "They is a band."})  # already in the source
+    rows, stats = cda_augment(["This is she.", "She was here."])
+    assert [r["source"] for r in rows] == ["She was here."] and stats.n_failed_agreement == 1
+
+
+def test_cda_on_real_news_has_no_they_was(shared_data):
+    """newstest2018 en: the neutral versions used to read "they was/is" in 74 of 725 tuples (polarity accuracy 1.0)."""
+    import json
+    import re
+
+    from fairmt.data.augment.cda import cda_augment
+
+    texts = [json.loads(line)["translation"]["en"] for line in
+             (shared_data / "parallel" / "newstest2018_en-de.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    rows, stats = cda_augment(texts)
+    bad = re.compile(r"\bthey\s+(?:is|was|has|does)(?:n't)?\b", re.IGNORECASE)
+    assert len(rows) > 700 and not [r["neutral"] for r in rows if bad.search(r["neutral"])]
+    assert stats.n_output == len(rows)

@@ -48,7 +48,8 @@ def register(groups) -> None:
                    help="who corrects the chosen wrong example: the lexicon (cda) or you (interactive)")
     m.add_argument("--examples", default=None, help="JSONL of few-shot examples {passage, versions} to start from")
     m.add_argument("--failures", default=None, help="JSONL for texts that failed (default <output>.failures.jsonl)")
-    m.add_argument("--drop-wrong-polarity", action="store_true", help="do not write tuples failing the check")
+    m.add_argument("--keep-wrong-polarity", action="store_true",
+                   help="also write tuples failing the polarity check (default: dropped and counted, as in cda)")
     m.add_argument("--all-texts", action="store_true", help="also augment texts with no gendered word")
     m.add_argument("--max-new-tokens", type=int, default=256, help="generation budget (local model)")
     m.set_defaults(handler=_run_llm)
@@ -146,16 +147,26 @@ def _run_llm(args) -> int:
     fail_path = Path(args.failures or f"{args.output}.failures.jsonl")
     fail_path.write_text("", encoding="utf-8")
 
+    written = {"n_written": 0, "n_dropped_wrong_polarity": 0}
+
     def on_tuple(row):
-        if args.drop_wrong_polarity and not row["polarity_ok"]:
+        if not args.keep_wrong_polarity and not row["polarity_ok"]:
+            written["n_dropped_wrong_polarity"] += 1
             return
         write_tuples(out, [row], append=True)
+        written["n_written"] += 1
 
     def on_failure(fail):
         with fail_path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(asdict(fail), ensure_ascii=False) + "\n")
 
     res = augment_texts(texts, client, examples, on_tuple=on_tuple, on_failure=on_failure, progress=True)
-    summary.update(res.summary(), output=str(out), failures=str(fail_path))
+    summary.update(res.summary(), **written, output=str(out), failures=str(fail_path))
     _summary(args, summary)
+    if texts and written["n_written"] == 0:  # e.g. an unreachable endpoint: every text failed
+        import sys
+
+        print(f"fairmt: error: no tuple was produced from {len(texts)} texts ({summary.get('n_failed', 0)} failed, "
+              f"{written['n_dropped_wrong_polarity']} dropped for polarity); see {fail_path}", file=sys.stderr)
+        return 1
     return 0

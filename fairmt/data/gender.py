@@ -14,7 +14,9 @@ Rules for ambiguous pronouns (documented limits of a rule-based swap, no parser)
   ``him``. ``made her happy`` is swapped to ``made his happy``: adjectives after an object ``her`` are not told
   apart from adjectives before a noun.
 * ``his`` standing alone (end, punctuation, function word: ``it is his.``) → ``hers``; otherwise → ``her``.
-* Verb agreement is not changed by :func:`neutralize` (``he runs`` → ``they runs``).
+* :func:`neutralize` fixes the agreement of the auxiliaries after a subject he/she (``she was`` → ``they were``,
+  ``he's`` → ``they're``) but not of other verbs (``he runs`` → ``they runs``); :func:`fairmt.data.augment.cda`
+  drops tuples whose neutral version still reads "they is/was/has/does".
 """
 
 from __future__ import annotations
@@ -138,9 +140,38 @@ def to_gender(text: str, gender: str) -> str:
     return _rewrite(text, gender)
 
 
+# he/she + a singular auxiliary → they + its plural form (the neutral version must not read "they was")
+_AUX_PLURAL = {"is": "are", "was": "were", "has": "have", "does": "do", "isn't": "aren't", "wasn't": "weren't",
+               "hasn't": "haven't", "doesn't": "don't", "'s": "'re"}
+_SUBJECT_AUX = re.compile(r"\b(he|she)(\s+(?:is|was|has|does)(?:n't)?\b|'s\b)", re.IGNORECASE)
+
+
+def _agree(m: re.Match) -> str:
+    pronoun, rest = m.group(1), m.group(2)
+    aux = rest.strip()
+    if aux == "'s":  # he's / she's: "is" or "has"; read as "is" (the commoner) → they're
+        return _match_case(pronoun, "they") + "'re"
+    plural = _AUX_PLURAL[aux.lower()]
+    return _match_case(pronoun, "they") + rest[: len(rest) - len(rest.lstrip())] + _match_case(aux, plural)
+
+
+# questions: the auxiliary opens the sentence or follows a wh-word ("This is she." stays)
+_AUX_SUBJECT = re.compile(
+    r"((?:^|[.!?]\s+|\b(?:what|where|when|why|how|who|whom|whose|which)\s+))((?:is|was|has|does)(?:n't)?)(\s+)(he|she)\b",
+    re.IGNORECASE)
+
+
+def _agree_inverted(m: re.Match) -> str:
+    lead, aux, space, pronoun = m.groups()
+    return lead + _match_case(aux, _AUX_PLURAL[aux.lower()]) + space + _match_case(pronoun, "they")
+
+
 def neutralize(text: str) -> str:
-    """``text`` with gendered words replaced by neutral terms (they/their/them, parent, person, ...)."""
-    return _rewrite(text, "neutral")
+    """``text`` with gendered words replaced by neutral terms (they/their/them, parent, person, ...); a subject
+    he/she next to is/was/has/does (or their negations, or 's; also inverted in questions) becomes they +
+    are/were/have/do. Other verbs
+    keep their agreement (``he runs`` → ``they runs``): no parser."""
+    return _rewrite(_AUX_SUBJECT.sub(_agree_inverted, _SUBJECT_AUX.sub(_agree, text)), "neutral")
 
 
 def gendered_words(text: str) -> dict[str, list[str]]:

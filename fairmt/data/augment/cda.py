@@ -10,10 +10,21 @@ tuples that fail it are dropped and counted.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from fairmt.data.augment.tuples import GENDER_GROUPS, NEUTRAL, check_tuple
+
+
+_THEY_SINGULAR = re.compile(r"\b[Tt]hey\s+(?:is|was|has|does)(?:n't)?\b|\b(?:is|was|has|does)(?:n't)?\s+they\b",
+                            re.IGNORECASE)
+
+
+def agreement_ok(row: dict) -> bool:
+    """The neutral version has no "they" + singular auxiliary (the rewrite's agreement slip the polarity check
+    cannot see)."""
+    return not _THEY_SINGULAR.search(row[NEUTRAL]) or bool(_THEY_SINGULAR.search(row.get("source", "")))
 
 
 def cda_tuple(text: str) -> dict:
@@ -35,6 +46,7 @@ class CDAStats:
     n_input: int = 0
     n_not_gendered: int = 0
     n_failed_polarity: int = 0
+    n_failed_agreement: int = 0
     n_duplicates: int = 0
     n_output: int = 0
     failed_examples: list[dict] = field(default_factory=list)
@@ -55,7 +67,8 @@ def cda_augment(
     Args:
         texts: source sentences.
         require_gendered: skip texts with no gendered word (their three versions would be identical).
-        drop_wrong_polarity: drop tuples whose neutral/male/female versions fail the polarity check (Eq. 6).
+        drop_wrong_polarity: drop tuples whose neutral/male/female versions fail the polarity check (Eq. 6), or
+            whose neutral version reads "they" + a singular auxiliary (:func:`agreement_ok`).
         dedupe: skip repeated source texts.
         keep_failed: how many dropped tuples to keep in the stats for inspection.
     """
@@ -77,6 +90,11 @@ def cda_augment(
         row = cda_tuple(text)
         if drop_wrong_polarity and not all(check_tuple(row, GENDER_GROUPS).values()):
             stats.n_failed_polarity += 1
+            if len(stats.failed_examples) < keep_failed:
+                stats.failed_examples.append(row)
+            continue
+        if drop_wrong_polarity and not agreement_ok(row):
+            stats.n_failed_agreement += 1
             if len(stats.failed_examples) < keep_failed:
                 stats.failed_examples.append(row)
             continue
