@@ -49,17 +49,18 @@ def test_score_counterfactual_hand_computed():
     assert r.n == 3
     assert r.accuracy_masculine == pytest.approx(200 / 3)
     assert r.accuracy_feminine == pytest.approx(200 / 3)
-    assert r.accuracy == pytest.approx(400 / 6)
+    assert r.hypothesis_accuracy == pytest.approx(400 / 6)  # 4 of 6 translations correct
     assert r.explicit_accuracy_masculine == pytest.approx(200 / 3)
     assert r.explicit_accuracy_feminine == pytest.approx(200 / 3)
     assert r.delta_g == pytest.approx(0.0)
-    assert r.pair_accuracy == pytest.approx(100 / 3)  # only the identical-reference pair has both right
+    assert r.accuracy == pytest.approx(100 / 3)  # official, pair-level: only the identical-reference pair
+    assert r.explicit_accuracy == pytest.approx(100 / 3)
     # a gender-neutral masculine hypothesis: correct, not explicit -> E-ΔG negative
     r2 = ge.score_counterfactual(["Die Person ist nett."] + m_hyps[1:], f_hyps, m_refs, f_refs)
     assert r2.accuracy_masculine == pytest.approx(200 / 3)
     assert r2.explicit_accuracy_masculine == pytest.approx(100 / 3)
     assert r2.explicit_delta_g == pytest.approx(-100 / 3)
-    assert r2.signature == "MT-GenEval|set:counterfactual|split:custom|lang:xx|n:3|norm:lower+asciipunct|v:1.0"
+    assert r2.signature == "MT-GenEval|set:counterfactual|split:custom|lang:xx|n:3|norm:lower+asciipunct|v:2.0"
 
 
 def test_length_mismatch_is_clear():
@@ -118,12 +119,12 @@ def test_published_checks_on_test(real_data, lang):
     d = ge.load_counterfactual(lang, "test")
     assert len(d.masculine_refs) == len(d.feminine_refs) == len(d.masculine_sources) == 300
     ref = ge.geneval_accuracy(d.masculine_refs, d.feminine_refs, lang, "test")
-    assert ref.accuracy == ref.explicit_accuracy == ref.pair_accuracy == 100.0
+    assert ref.accuracy == ref.explicit_accuracy == ref.hypothesis_accuracy == 100.0
     assert ref.delta_g == ref.explicit_delta_g == 0.0
     swapped = ge.geneval_accuracy(d.feminine_refs, d.masculine_refs, lang, "test")
-    assert round(swapped.pair_accuracy, 2) == SWAPPED_PAIR[lang]
+    assert round(swapped.accuracy, 2) == SWAPPED_PAIR[lang]
     assert round(swapped.explicit_accuracy, 2) == SWAPPED_PAIR[lang]
-    assert round(swapped.accuracy, 2) == SWAPPED_ACC[lang]
+    assert round(swapped.hypothesis_accuracy, 2) == SWAPPED_ACC[lang]
     assert f"lang:{lang}" in swapped.signature and "split:test" in swapped.signature
 
 
@@ -268,3 +269,63 @@ def test_file_based_cli_does_not_import_torch(real_data, tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                           env={**__import__("os").environ, "FAIRMT_DATA": str(real_data)})
     assert proc.returncode == 0, proc.stderr
+
+
+def _words_loop(text):
+    out = []
+    for ch in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~":
+        text = text.replace(ch, " ")
+    for w in text.lower().split():
+        if w not in out:
+            out.append(w)
+    return out
+
+
+def _reference_scores(m_hyps, f_hyps, m_refs, f_refs):
+    """The official accuracy_metric.py main() and GACL's gender_eval.py, written as plain loops."""
+    pairs_ok = pairs_explicit = 0
+    per_gender = {"m": [0, 0], "f": [0, 0]}  # [correct, explicit]
+    for i in range(len(m_refs)):
+        verdicts = []
+        for g, hyp, own, other in (("m", m_hyps[i], m_refs[i], f_refs[i]), ("f", f_hyps[i], f_refs[i], m_refs[i])):
+            h, o, t = _words_loop(hyp), _words_loop(own), _words_loop(other)
+            own_unique = [w for w in o if w not in t]
+            other_unique = [w for w in t if w not in o]
+            correct = True
+            for w in other_unique:
+                if w in h:
+                    correct = False
+            has_own = False
+            for w in own_unique:
+                if w in h:
+                    has_own = True
+            explicit = correct and (has_own or not own_unique)
+            per_gender[g][0] += correct
+            per_gender[g][1] += explicit
+            verdicts.append((correct, explicit))
+        pairs_ok += verdicts[0][0] and verdicts[1][0]
+        pairs_explicit += verdicts[0][1] and verdicts[1][1]
+    n = len(m_refs)
+    return {"accuracy": 100 * pairs_ok / n, "explicit_accuracy": 100 * pairs_explicit / n,
+            "delta_g": 100 * (per_gender["m"][0] - per_gender["f"][0]) / n,
+            "explicit_delta_g": 100 * (per_gender["m"][1] - per_gender["f"][1]) / n}
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("lang", ge.GENEVAL_LANGS)
+def test_scores_equal_the_reference_loops_on_random_mixes(real_data, lang):
+    """Translations drawn at random from the references and their counterfactuals (and an empty one now and
+    then): fairmt's numbers equal the reference algorithms'."""
+    import random
+
+    d = ge.load_counterfactual(lang, "test")
+    rng = random.Random(lang)
+    pick = lambda own, other: rng.choice([own, own, other, "", own + " " + other])  # noqa: E731
+    m_hyps = [pick(m, f) for m, f in zip(d.masculine_refs, d.feminine_refs)]
+    f_hyps = [pick(f, m) for m, f in zip(d.masculine_refs, d.feminine_refs)]
+    got = ge.score_counterfactual(m_hyps, f_hyps, d.masculine_refs, d.feminine_refs, lang=lang)
+    want = _reference_scores(m_hyps, f_hyps, d.masculine_refs, d.feminine_refs)
+    for k, v in want.items():
+        assert getattr(got, k) == pytest.approx(v), k
+    assert got.accuracy < got.hypothesis_accuracy  # the pair-level number is the stricter one
+    assert "v:2.0" in got.signature

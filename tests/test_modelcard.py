@@ -42,7 +42,7 @@ def test_write_and_parse_back(tmp_path):
     card = ModelCard.load(readme)
     assert card.data.model_name == "small100-gacl-de" and card.data.base_model == "alirezamsh/small100"
     by = {(e.dataset_type, e.metric_type): e for e in card.data.eval_results}
-    assert by[("mt_geneval", "accuracy")].metric_value == round(g.accuracy, 2) == 75.0
+    assert by[("mt_geneval", "accuracy")].metric_value == round(g.accuracy, 2) == 50.0  # pair-level: 1 of 2 pairs
     assert by[("mt_geneval", "explicit_delta_g")].metric_value == round(g.explicit_delta_g, 2)
     assert by[("mt_geneval", "accuracy")].metric_args["signature"] == g.signature
     assert by[("mt_geneval", "accuracy")].dataset_split == "test"
@@ -52,7 +52,7 @@ def test_write_and_parse_back(tmp_path):
     assert by[("winomt", "delta_g")].metric_value == 12.5 and by[("winomt", "accuracy")].dataset_config == "en-de"
     text = readme.read_text()
     assert "model-index:" in text and "## Evaluation (fairmt)" in text and g.signature in text
-    assert len(read_eval_results(readme)) == 5 + 2 + 4
+    assert len(read_eval_results(readme)) == 4 + 2 + 4  # MT-GenEval: accuracy, explicit, ΔG, E-ΔG
 
 
 def test_nonstandard_bleu_never_called_spbleu(tmp_path):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-GENEVAL_COLUMNS = ["lang", "n", "accuracy", "acc_m", "acc_f", "delta_g", "explicit_accuracy", "explicit_delta_g", "pair_accuracy"]
+GENEVAL_COLUMNS = ["lang", "n", "accuracy", "acc_m", "acc_f", "delta_g", "explicit_accuracy", "explicit_delta_g", "hypothesis_accuracy"]
 CONTEXT_COLUMNS = ["lang", "n", "accuracy", "explicit_accuracy"]
 FLORES_COLUMNS = ["lang_pair", "n", "bleu_label", "bleu", "chrfpp"]
 

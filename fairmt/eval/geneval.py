@@ -15,16 +15,27 @@ when it is correct *and* contains at least one word of ``own_unique`` (when ``ow
 references differ only by words the other reference also holds, or not at all, the first condition alone decides).
 An empty or off-topic translation is therefore correct under the official metric but not explicitly correct.
 
-Reported, in percent: ``accuracy`` / ``explicit_accuracy`` over all 2·N hypotheses, the same per gender,
-``delta_g = accuracy_masculine - accuracy_feminine`` and ``explicit_delta_g`` (E-ΔG), and ``pair_accuracy``
-(both members of a pair correct). Every result carries a versioned signature, like sacrebleu's, e.g.
-``MT-GenEval|set:counterfactual|split:test|lang:de|n:300|norm:lower+asciipunct|v:1.0``.
+Reported, in percent, for the counterfactual set, as the reference implementations report them:
+
+* ``accuracy`` — the number the official ``accuracy_metric.py`` (``main()``) prints: the share of **pairs** whose
+  masculine AND feminine translations are both correct;
+* ``explicit_accuracy`` — the GACL authors' ``accuracy`` (their ``gender_eval.py``): the share of pairs whose two
+  translations are both explicitly correct;
+* ``accuracy_masculine``/``_feminine`` and ``explicit_accuracy_masculine``/``_feminine`` — per-gender means over the
+  N translations of each gender; ``delta_g = accuracy_masculine - accuracy_feminine`` and ``explicit_delta_g``
+  (E-ΔG), as GACL's evaluator computes them;
+* ``hypothesis_accuracy`` / ``hypothesis_explicit_accuracy`` — means over all 2·N translations (what fairmt
+  reported as ``accuracy`` before metric version 2.0: a different, higher number, never to be compared with
+  published ones).
+
+Every result carries a versioned signature, like sacrebleu's, e.g.
+``MT-GenEval|set:counterfactual|split:test|lang:de|n:300|norm:lower+asciipunct|v:2.0``.
 
 Checked on the real test set: the references scored as hypotheses give 100 % in every language. The
-gender-swapped references give ``pair_accuracy`` and ``explicit_accuracy`` of 0 % except es 4.67, hi 11.33,
-it 6.67 — exactly the pairs whose two references have the same words. The per-hypothesis official accuracy of the
-swapped references is a little higher (de 0.83, es 5.67, hi 12.17, it 7.33) because a few references' words are a
-subset of their counterfactual's (de line 187: "als er 17" vs "als sie 17", where "sie" occurs in both).
+gender-swapped references give ``accuracy`` and ``explicit_accuracy`` of 0 % except es 4.67, hi 11.33, it 6.67 —
+exactly the pairs whose two references have the same words. The per-hypothesis accuracy of the swapped references
+is a little higher (de 0.83, es 5.67, hi 12.17, it 7.33) because a few references' words are a subset of their
+counterfactual's (de line 187: "als er 17" vs "als sie 17", where "sie" occurs in both).
 
 The contextual set pairs an English context + target sentence (``context <sep> target``) with an ``original``
 reference (the gender the context gives) and a gender-``flipped`` one; only the target sentence's translation is
@@ -42,7 +53,7 @@ from pathlib import Path
 
 from fairmt.errors import FairmtError
 
-METRIC_VERSION = "1.0"
+METRIC_VERSION = "2.0"  # 2.0: accuracy/explicit_accuracy are pair-level (the published definitions)
 GENEVAL_LANGS = ("ar", "de", "es", "fr", "hi", "it", "pt", "ru")
 """Target languages of the counterfactual set."""
 CONTEXT_LANGS = ("ar", "de", "es", "fr", "hi", "it", "nl", "pt", "ru")
@@ -105,8 +116,9 @@ class GenEvalResult:
     n: int
     """Number of pairs (each pair = one masculine and one feminine hypothesis)."""
     accuracy: float
-    """Official accuracy over all 2·n hypotheses."""
+    """Official MT-GenEval accuracy: pairs whose masculine and feminine translations are both correct."""
     explicit_accuracy: float
+    """GACL's accuracy: pairs whose two translations are both explicitly correct."""
     accuracy_masculine: float
     accuracy_feminine: float
     explicit_accuracy_masculine: float
@@ -115,9 +127,10 @@ class GenEvalResult:
     """ΔG = accuracy_masculine − accuracy_feminine (percentage points)."""
     explicit_delta_g: float
     """E-ΔG = explicit_accuracy_masculine − explicit_accuracy_feminine."""
-    pair_accuracy: float
-    """Share of pairs whose masculine and feminine hypotheses are both correct."""
-    explicit_pair_accuracy: float
+    hypothesis_accuracy: float
+    """Correct translations among all 2·n (not a published number)."""
+    hypothesis_explicit_accuracy: float
+    """Explicitly correct translations among all 2·n (not a published number)."""
     signature: str
     subset: str = "counterfactual"
 
@@ -125,7 +138,7 @@ class GenEvalResult:
         return (
             f"MT-GenEval {self.lang} {self.split}: acc {self.accuracy:.2f} (M {self.accuracy_masculine:.2f} / "
             f"F {self.accuracy_feminine:.2f}, ΔG {self.delta_g:.2f}), E-acc {self.explicit_accuracy:.2f} "
-            f"(E-ΔG {self.explicit_delta_g:.2f}), pair acc {self.pair_accuracy:.2f}  [{self.signature}]"
+            f"(E-ΔG {self.explicit_delta_g:.2f})  [{self.signature}]"
         )
 
 
@@ -203,16 +216,16 @@ def score_counterfactual(
         lang=lang,
         split=split,
         n=n,
-        accuracy=_pct(cm + cf, 2 * n),
-        explicit_accuracy=_pct(em + ef, 2 * n),
+        accuracy=_pct(sum(a.correct and b.correct for a, b in zip(jm, jf)), n),
+        explicit_accuracy=_pct(sum(a.explicit_correct and b.explicit_correct for a, b in zip(jm, jf)), n),
         accuracy_masculine=acc_m,
         accuracy_feminine=acc_f,
         explicit_accuracy_masculine=eacc_m,
         explicit_accuracy_feminine=eacc_f,
         delta_g=acc_m - acc_f,
         explicit_delta_g=eacc_m - eacc_f,
-        pair_accuracy=_pct(sum(a.correct and b.correct for a, b in zip(jm, jf)), n),
-        explicit_pair_accuracy=_pct(sum(a.explicit_correct and b.explicit_correct for a, b in zip(jm, jf)), n),
+        hypothesis_accuracy=_pct(cm + cf, 2 * n),
+        hypothesis_explicit_accuracy=_pct(em + ef, 2 * n),
         signature=geneval_signature("counterfactual", split, lang, n),
     )
 

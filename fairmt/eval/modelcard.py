@@ -87,7 +87,6 @@ def geneval_eval_results(result: Any) -> list:
         keys += [
             ("delta_g", "delta_g", "ΔG"),
             ("explicit_delta_g", "explicit_delta_g", "E-ΔG"),
-            ("pair_accuracy", "pair_accuracy", "pair accuracy"),
         ]
     return [
         _er(GENEVAL_DATASET, cfg, split, mtype, f"MT-GenEval {label} ({subset}, en-{lang})", getattr(result, key), sig)
