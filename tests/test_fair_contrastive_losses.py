@@ -261,3 +261,17 @@ def test_sampling_nt_xent_bad_input():
         fairness_sampling_nt_xent(z, clusters, torch.full((4,), 0.25), on_no_positive="error")
     with pytest.raises(FairmtError, match="cluster ids"):
         fairness_sampling_nt_xent(z, torch.tensor([0, 1, 2, 5]), torch.full((4,), 0.25))
+
+
+def test_float64_inputs_stay_float64_and_half_inputs_compute_in_float32():
+    import torch
+
+    from fairmt.losses.contrastive import masked_contrastive_loss
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 8, generator=g, dtype=torch.float64)
+    pos = torch.eye(6, dtype=torch.bool).roll(1, 1)
+    neg = ~torch.eye(6, dtype=torch.bool) & ~pos
+    assert masked_contrastive_loss(x, x, pos, neg).dtype == torch.float64
+    low = masked_contrastive_loss(x.bfloat16(), x.bfloat16(), pos, neg)
+    assert low.dtype == torch.float32

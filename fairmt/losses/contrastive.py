@@ -70,9 +70,11 @@ def masked_contrastive_loss(
     if positive_reduction not in ("mean", "sum"):
         raise FairmtError(f"positive_reduction must be 'mean' or 'sum', got {positive_reduction!r}")
 
-    # Similarities in float32 even for bf16/fp16 inputs: exp/log of low-precision logits loses the signal.
-    a = anchors.float()
-    c = candidates.float()
+    # Similarities in float32 even for bf16/fp16 inputs (exp/log of low-precision logits loses the signal); float64
+    # stays float64, so loop-reference tests can be tight.
+    dtype = torch.float64 if torch.float64 in (anchors.dtype, candidates.dtype) else torch.float32
+    a = anchors.to(dtype)
+    c = candidates.to(dtype)
     if normalize:
         a = F.normalize(a, dim=-1)
         c = F.normalize(c, dim=-1)

@@ -152,8 +152,10 @@ def fcl_loss(
 
     Difference from the fairlib toolkit (``fairlib.src.networks.FairCL``, v0.1.0): there the dot product is taken on
     the raw, *un-normalised* hidden states, each anchor's positive log-probabilities are divided by ``1 + |P(i)|``
-    instead of ``|P(i)|``, anchors without positives still count in the mean (with 0), and the default temperature is
-    0.01. Without the normalisation, ``−L_fcl`` is unbounded below (growing the norm of same-group pairs' difference
+    instead of ``|P(i)|``, anchors without positives still count in the mean (with 0), the default temperature is
+    0.01, and ``1e-20`` is added to the softmax denominator — negligible with normalised features, but with raw,
+    large-norm features and τ = 0.01 the exponentials under- or overflow in float32 and that constant decides the
+    value (log(1e-20) ≈ −46). Without the normalisation, ``−L_fcl`` is unbounded below (growing the norm of same-group pairs' difference
     drives ``L_fcl`` to +∞), which is why the published form normalises. ``normalize=False`` gives the un-normalised
     dot product for comparison; the other two differences are not reproduced.
 
