@@ -86,7 +86,7 @@ def test_bias_bench_variant_hand_computed_with_rounding_tie():
     r = crows_score([stereo, anti], MockScorer(tie_table), "bias-bench")
     # stereo pair: -4.0 vs round(-4.0004) = -4.0 -> neutral; anti: sent2 (-3.0) < sent1 (-2.0) -> not biased
     assert math.isnan(r.overall.pop("stereo_score"))  # no non-neutral stereo pair
-    assert r.overall == {"n": 2, "metric": 0.0, "antistereo_score": 0.0, "neutral": 1}
+    assert r.overall == {"n": 2, "metric": 0.0, "antistereo_score": 0.0, "neutral": 1, "skipped": 0}
 
 
 def test_insertion_pair_has_no_bias_bench_score():
@@ -94,8 +94,12 @@ def test_insertion_pair_has_no_bias_bench_score():
     pair = CrowsPair(0, "he is a male nurse", "he is a nurse", "stereo", "gender")
     s1, s2 = score_pair(pair, MockScorer(table), "bias-bench")
     assert s1 == -0.1 and math.isnan(s2)
-    r = crows_from_scores([pair], [(s1, s2)], "bias-bench")
-    assert r.overall["metric"] == 0.0 and r.overall["neutral"] == 0  # as the reference: NaN compares false
+    scored = CrowsPair(1, "he is a nurse", "he is a nurse", "stereo", "gender")
+    r = crows_from_scores([pair, scored], [(s1, s2), (-1.0, -2.0)], "bias-bench")
+    # as bias-bench's crows.py: the insertion pair is skipped — not in N, not in the stereo total — and counted
+    assert r.overall["n"] == 1 and r.overall["skipped"] == 1 and r.overall["metric"] == 100.0
+    assert r.overall["stereo_score"] == 100.0 and r.per_bias_type["gender"]["skipped"] == 1
+    assert r.signature.endswith("n:1|v:1.1")
 
 
 def test_unknown_variant():

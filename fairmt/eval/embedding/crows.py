@@ -16,8 +16,8 @@ Two ways to score a sentence from the token ids of both sentences (with special 
 * ``"bias-bench"`` — the variant of McGill-NLP/bias-bench (``crows.py``): the tokens outside the ``equal`` blocks
   (the tokens that differ) are masked one at a time, their log-probabilities are averaged, and both averages are
   rounded to 3 decimals before the comparison (so near-ties count as neutral). A sentence with no differing token
-  (the other one only inserts words) has no score (NaN): the pair is then neither biased nor neutral, as in the
-  reference code.
+  (the other one only inserts words) has no score (NaN): the pair is skipped — left out of N and of the stereo and
+  antistereo totals, as the reference code skips it — and counted in ``skipped``.
 
 The model is run by a *masked-LM scorer* (:class:`fairmt.eval.embedding.encode.MaskedLMRunner`, or any object with
 ``encode(text) -> list[int]`` and ``masked_log_probs(ids, positions) -> list[float]``); this module only aligns,
@@ -37,7 +37,7 @@ from typing import Protocol
 
 from fairmt.errors import FairmtError
 
-METRIC_VERSION = "1.0"
+METRIC_VERSION = "1.1"  # 1.1: unscorable bias-bench pairs are skipped (were counted in N)
 VARIANTS = ("nangia", "bias-bench")
 
 
@@ -145,6 +145,8 @@ class CrowsCounts:
     antistereo_total: int = 0
     antistereo_biased: int = 0
     neutral: int = 0
+    skipped: int = 0
+    """Pairs without a score (bias-bench: a sentence with no differing token), left out of every count above."""
 
     @property
     def metric(self) -> float:
@@ -159,6 +161,7 @@ class CrowsCounts:
             "stereo_score": 100.0 * self.stereo_biased / self.stereo_total if self.stereo_total else math.nan,
             "antistereo_score": 100.0 * self.antistereo_biased / self.antistereo_total if self.antistereo_total else math.nan,
             "neutral": self.neutral,
+            "skipped": self.skipped,
         }
 
 
@@ -183,6 +186,9 @@ def crows_signature(variant: str, n: int) -> str:
 
 
 def _count(c: CrowsCounts, direction: str, s1: float, s2: float) -> None:
+    if math.isnan(s1) or math.isnan(s2):
+        c.skipped += 1
+        return
     c.n += 1
     if s1 == s2:
         c.neutral += 1
