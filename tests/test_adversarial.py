@@ -62,21 +62,26 @@ def test_conditional_adversary_and_difference_loss():
     assert adv.body[0].in_features == 10  # h ⊕ one-hot(y)
     with pytest.raises(FairmtError, match="task labels"):
         adv(torch.randn(7, 6))
-    # loop reference of Σ_{i<j} mean((Ĥ_iᵀ Ĥ_j)²)
+    # loop references, summed over the pairs i < j: the reference code's Ĥ_i Ĥ_jᵀ (batch × batch, default) and the
+    # paper's Ĥ_iᵀ Ĥ_j (hidden × hidden)
     torch.manual_seed(1)
-    hs = [torch.randn(6, 4) for _ in range(3)]
-    ref = 0.0
+    hs = [torch.randn(6, 4, dtype=torch.float64) for _ in range(3)]
+    unit = [[[x / (sum(v * v for v in row) ** 0.5 + 1e-6) for x in row] for row in h.tolist()] for h in hs]
+    ref_batch = ref_hidden = 0.0
     for i in range(3):
         for j in range(i + 1, 3):
-            ni = hs[i] / (hs[i].norm(dim=1, keepdim=True) + 1e-6)
-            nj = hs[j] / (hs[j].norm(dim=1, keepdim=True) + 1e-6)
-            m = ni.t() @ nj
-            ref += sum(float(m[r, c]) ** 2 for r in range(4) for c in range(4)) / 16
-    assert float(difference_loss(hs)) == pytest.approx(ref, rel=1e-5)
+            a, b = unit[i], unit[j]
+            ref_batch += sum(sum(a[r][k] * b[c][k] for k in range(4)) ** 2 for r in range(6) for c in range(6)) / 36
+            ref_hidden += sum(sum(a[n][r] * b[n][c] for n in range(6)) ** 2 for r in range(4) for c in range(4)) / 16
+    assert float(difference_loss(hs)) == pytest.approx(ref_batch, rel=1e-9)
+    assert float(difference_loss(hs, orientation="hidden")) == pytest.approx(ref_hidden, rel=1e-9)
+    assert ref_batch != pytest.approx(ref_hidden)
+    with pytest.raises(FairmtError, match="orientation"):
+        difference_loss(hs, orientation="rows")
     # Ĥ_1ᵀĤ_2 = Σ_b ĥ_1(b) ĥ_2(b)ᵀ: zero when each example activates only one adversary; one adversary → 0
     e1 = torch.tensor([[1.0, 2.0], [0.0, 0.0]])
     e2 = torch.tensor([[0.0, 0.0], [3.0, 1.0]])
-    assert float(difference_loss([e1, e2])) == pytest.approx(0.0)
+    assert float(difference_loss([e1, e2], orientation="hidden")) == pytest.approx(0.0)
     assert float(difference_loss([e1, e1])) > 0.1
     assert float(difference_loss([e1])) == 0.0
     assert len(AdversaryEnsemble(3, input_dim=6, num_groups=2)(torch.randn(2, 6))) == 3

@@ -12,10 +12,18 @@ adversary's loss while the adversary minimises it (Elazar & Goldberg, 2018; Li e
   Chi et al.'s baselines): the adversary also sees the one-hot task label, so only the group information that is
   *not* explained by the label is penalised (``Ŷ ⊥ A | Y``) instead of all of it (demographic parity).
 * **Diverse adversaries** (Han, Baldwin & Cohn, EACL 2021): ``K`` adversaries (``n_adversaries``, 3 in the paper)
-  with an orthogonality penalty on their hidden layers,
-  ``L_diff = Σ_{i<j} mean((Ĥ_iᵀ Ĥ_j)²)`` with ``Ĥ`` the batch × hidden activations of an adversary's last hidden
-  layer, each row L2-normalised (as the authors' fairlib ``DiffLoss``). The penalty trains the adversaries only: it is
-  computed on a detached copy of ``h`` (``λ_diff`` = ``diff_lambda``; CSCL's grid {0, 100, 1000, 5000}).
+  with an orthogonality penalty on their hidden layers, summed over the pairs of adversaries. With ``Ĥ`` the
+  batch × hidden activations of an adversary's last hidden layer, each row L2-normalised (the norm a constant):
+
+  - ``diff_orientation="batch"`` (default): ``L_diff = Σ_{i<j} mean((Ĥ_i Ĥ_jᵀ)²)`` over the batch × batch matrix —
+    what the reference code runs (fairlib's ``DiffLoss`` and CSCL4FTC's ``adversarial_training/models.py``, from
+    the Domain Separation Networks code), so it is the setting behind the published numbers;
+  - ``diff_orientation="hidden"``: ``Σ_{i<j} mean((Ĥ_iᵀ Ĥ_j)²)`` over the hidden × hidden matrix — the formula as
+    Han et al. (EACL 2021) and Bousmalis et al. (2016) write it (‖H_iᵀH_j‖²_F, up to the mean).
+
+  The two differ in value (the mean runs over N² or d² entries, and the products are different matrices) and λ_diff
+  must be tuned for the one used. The penalty trains the adversaries only: it is computed on a detached copy of
+  ``h`` (``λ_diff`` = ``diff_lambda``; CSCL's grid {0, 100, 1000, 5000}).
 
 ``h`` is the pooled last entry of ``hidden_states`` (``output_hidden_states=True``): the ``[CLS]`` vector (or the
 masked mean) of an ``AutoModelForSequenceClassification``, or the encoder output of the small models in
@@ -121,16 +129,23 @@ class Adversary(nn.Module):
         return self.head(z), z
 
 
-def difference_loss(hiddens: list[torch.Tensor], eps: float = 1e-6) -> torch.Tensor:
-    """Orthogonality penalty of Han et al. (2021): ``Σ_{i<j} mean((Ĥ_iᵀ Ĥ_j)²)``, ``Ĥ`` row-L2-normalised (the norm
-    treated as a constant, as in fairlib). Zero for one adversary."""
+DIFF_ORIENTATIONS = ("batch", "hidden")
+
+
+def difference_loss(hiddens: list[torch.Tensor], eps: float = 1e-6, orientation: str = "batch") -> torch.Tensor:
+    """Orthogonality penalty between adversaries, summed over pairs ``i < j``: ``mean((Ĥ_i Ĥ_jᵀ)²)`` (``"batch"``,
+    the reference code's) or ``mean((Ĥ_iᵀ Ĥ_j)²)`` (``"hidden"``, the paper's formula); ``Ĥ`` row-L2-normalised,
+    the norm treated as a constant (as fairlib). Zero for one adversary."""
+    if orientation not in DIFF_ORIENTATIONS:
+        raise FairmtError(f"diff orientation must be one of {DIFF_ORIENTATIONS}, got {orientation!r}")
     if len(hiddens) < 2:
         return hiddens[0].new_zeros(()) if hiddens else torch.zeros(())
     normed = [h / (h.norm(dim=1, keepdim=True).detach() + eps) for h in hiddens]
     total = normed[0].new_zeros(())
     for i in range(len(normed)):
         for j in range(i + 1, len(normed)):
-            total = total + (normed[i].t() @ normed[j]).pow(2).mean()
+            prod = normed[i] @ normed[j].t() if orientation == "batch" else normed[i].t() @ normed[j]
+            total = total + prod.pow(2).mean()
     return total
 
 
@@ -158,6 +173,8 @@ class AdversarialConfig(TrainingArguments):
         n_adversaries: K; 1 = standard adversarial training, 3 = Han et al.'s diverse adversaries.
         diff_lambda: λ_diff, weight of the orthogonality penalty between adversaries (Han et al./CSCL use 100–5000;
             0 disables it; ignored for K = 1).
+        diff_orientation: ``batch`` (Ĥ_i Ĥ_jᵀ, the reference code's, default) or ``hidden`` (Ĥ_iᵀ Ĥ_j, the paper's
+            formula); see the module docstring.
         adv_conditional: condition the adversaries on the task label (equalized odds; CSCL's baselines).
         adv_hidden_size: width of the adversaries' hidden layers (300, as Shen et al.'s encoder and fairlib).
         adv_n_layers: number of hidden layers per adversary (2).
@@ -171,6 +188,7 @@ class AdversarialConfig(TrainingArguments):
     adv_lambda: float = field(default=1.0, metadata={"help": "λ: gradient reversal strength"})
     n_adversaries: int = field(default=1, metadata={"help": "K adversaries (3 = diverse adversaries)"})
     diff_lambda: float = field(default=0.0, metadata={"help": "λ_diff: orthogonality penalty weight"})
+    diff_orientation: str = field(default="batch", metadata={"help": "batch (reference code) | hidden (paper)"})
     adv_conditional: bool = field(default=True, metadata={"help": "condition adversaries on the task label (EO)"})
     adv_hidden_size: int = field(default=300, metadata={"help": "adversary hidden width"})
     adv_n_layers: int = field(default=2, metadata={"help": "adversary hidden layers"})
@@ -188,6 +206,8 @@ class AdversarialConfig(TrainingArguments):
             raise FairmtError("adv_lambda and diff_lambda must be non-negative")
         if self.n_adversaries < 1:
             raise FairmtError(f"n_adversaries must be ≥ 1, got {self.n_adversaries}")
+        if self.diff_orientation not in DIFF_ORIENTATIONS:
+            raise FairmtError(f"diff_orientation must be one of {DIFF_ORIENTATIONS}, got {self.diff_orientation!r}")
         if self.pooling not in ("cls", "mean"):
             raise FairmtError(f"pooling must be cls or mean, got {self.pooling!r}")
         if self.remove_unused_columns:
@@ -312,7 +332,7 @@ class AdversarialTrainer(ShardingMixin, LossTermLogMixin, Trainer):
         if a.n_adversaries > 1 and a.diff_lambda > 0:
             # the penalty shapes the adversaries only: recompute their hidden layers on a detached h
             hid = [z for _, z in self.adversary(rep.detach(), cond)]
-            diff = difference_loss(hid)
+            diff = difference_loss(hid, orientation=a.diff_orientation)
             loss = loss + a.diff_lambda * diff
             terms["loss_diff"] = diff
         self._record_terms(terms)
