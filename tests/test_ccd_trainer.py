@@ -217,7 +217,7 @@ def test_sentence_transformer_with_own_pooling_saves_and_reloads_best(tiny_bert_
     del probe
 
     args = _args(
-        tmp_path, eval_strategy="steps", eval_steps=5, save_strategy="steps", save_steps=5, max_steps=15,
+        tmp_path, eval_strategy="steps", eval_steps=5, save_strategy="steps", save_steps=5, max_steps=15, learning_rate=5e-4,
         load_best_model_at_end=True, metric_for_best_model="eval_loss", greater_is_better=False,
     )
     trainer = CCDTrainer(model=model, args=args, train_dataset=ds, eval_dataset=ds)
