@@ -196,3 +196,36 @@ def test_cli_download(shared_data, serve, tmp_path, capsys):
     assert main(["data", "verify", "winomt", "--root", str(tmp_path)]) == 1
     assert "differ: winomt/LICENSE" in capsys.readouterr().out
     assert main(["data", "download", "nope", "--dest", str(tmp_path)]) == 2
+
+
+def test_winomt_works_after_an_upstream_only_download(shared_data, serve, tmp_path, monkeypatch):
+    """A server holding only what mt_gender publishes (its upstream paths), the manifest's upstream URLs pointed at
+    it: after `download`, WinoMT's default gold is the downloaded current one and scoring works; --compat acl2019
+    (whose 2019 gold has no fixed upstream URL) says how to get it."""
+    import shutil
+
+    from fairmt.eval.winomt.evaluate import default_gold_path, evaluate_winomt, load_gold
+
+    upstream = "https://raw.githubusercontent.com/gabrielStanovsky/mt_gender/master/"
+    files, archives = dl.dataset_files("winomt")
+    site = tmp_path / "site"
+    published = []
+    for f in files:
+        if f.url and f.url.startswith(upstream):
+            target = site / f.url[len(upstream):]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(shared_data / f.path, target)
+            published.append(f)
+    base = serve(site)
+    faked = [dl.RemoteFile(f.path, base + "/" + f.url[len(upstream):], f.sha256, f.size) for f in published]
+    assert any(f.path == "winomt/aggregates/en.txt" for f in faked)
+    monkeypatch.setattr(dl, "dataset_files", lambda name: (faked, archives))
+    data = tmp_path / "data"
+    dl.download("winomt", dest=data, progress=False)
+    monkeypatch.setenv("FAIRMT_DATA", str(data))
+    assert default_gold_path() == data / "winomt" / "aggregates" / "en.txt"
+    gold = load_gold()
+    res = evaluate_winomt([e.sentence for e in gold.entries], "de", gold)  # any 3888 strings: the pipeline runs
+    assert res.n == 3888 and "gold:aggregates/en.txt" in res.signature
+    with pytest.raises(FairmtError, match="not published at a fixed upstream URL.*--base-url"):
+        load_gold(compat="acl2019")

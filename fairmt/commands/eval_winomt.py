@@ -31,7 +31,8 @@ def register(groups) -> None:
         "directory holding en-{lang}.txt",
     )
     src.add_argument("--model", metavar="PATH", help="translate the gold sentences with this model first")
-    p.add_argument("--gold", metavar="FILE", help="gold file (default: $FAIRMT_DATA/winomt/aggregates_acl2019/en.txt)")
+    p.add_argument("--gold", metavar="FILE", help="gold file (default: $FAIRMT_DATA/winomt/aggregates_acl2019/en.txt when present — the 2019 version the "
+                   "shipped translations follow — else the current upstream winomt/aggregates/en.txt)")
     p.add_argument("--compat", choices=["acl2019"], help="reproduce the 2019 evaluator (rounding, unaligned words, the 2016 Ukrainian dictionary)")
     p.add_argument("--aligner", default="fast_align", choices=["fast_align", "eflomal"], help="word aligner")
     p.add_argument("--aligner-bin", metavar="PATH", help="use this external fast_align binary instead")
@@ -90,7 +91,7 @@ def run(args) -> int:
 
     langs = _languages(args.lang, args.translations)
     multi = len(langs) > 1
-    gold = load_gold(args.gold)
+    gold = load_gold(args.gold, args.compat)
     aligner = get_aligner(args.aligner, args.aligner_bin)
     results = []
     for lang in langs:

@@ -44,16 +44,33 @@ class WinoMTGold:
         return len(self.entries)
 
 
-def default_gold_path() -> Path:
-    """``$FAIRMT_DATA/winomt/aggregates_acl2019/en.txt`` (the version the shipped translations follow)."""
+def default_gold_path(compat: str | None = None) -> Path:
+    """The gold file used when none is given.
+
+    ``$FAIRMT_DATA/winomt/aggregates_acl2019/en.txt`` — the 2019 version, which the shipped system translations
+    follow line by line — when it is there (the project's data folder, a mirror); otherwise the current upstream
+    ``winomt/aggregates/en.txt``, which ``fairmt data download winomt`` fetches from mt_gender (right for scoring a
+    model, whose sources come from the gold itself). ``compat="acl2019"`` needs the 2019 file: it is not published
+    at a fixed upstream URL (it lives in mt_gender's history), so its absence is an error saying how to get it.
+    """
     from fairmt.data.paths import data_path
 
-    return data_path("winomt", "aggregates_acl2019", "en.txt")
+    acl2019 = data_path("winomt", "aggregates_acl2019", "en.txt", must_exist=False)
+    if acl2019.is_file():
+        return acl2019
+    if compat == "acl2019":
+        raise FairmtError(
+            f"--compat acl2019 scores against the 2019 gold ({acl2019}), which is not published at a fixed upstream "
+            "URL: get it from a mirror with `fairmt data download winomt --base-url URL`, pass --gold FILE, or drop "
+            "--compat to score against the current upstream gold"
+        )
+    return data_path("winomt", "aggregates", "en.txt")
 
 
-def load_gold(path: str | Path | None = None) -> WinoMTGold:
-    """Read a gold file; lines also listed in ``en_pro.txt`` / ``en_anti.txt`` beside it are marked pro/anti."""
-    path = Path(path) if path is not None else default_gold_path()
+def load_gold(path: str | Path | None = None, compat: str | None = None) -> WinoMTGold:
+    """Read a gold file (default: :func:`default_gold_path`); lines also listed in ``en_pro.txt`` / ``en_anti.txt``
+    beside it are marked pro/anti."""
+    path = Path(path) if path is not None else default_gold_path(compat)
     entries = read_gold(path)
     # multiset matching: a line listed k times in en_pro/en_anti marks k occurrences in the gold file (a few 2019
     # lines occur twice in en.txt, once in each list)
@@ -154,13 +171,13 @@ def evaluate_winomt(
 
     ``translations``: a ``source ||| translation`` file, or a list of translated strings in gold order (the
     sources are then the gold sentences, or ``sources``). ``gold``: a :class:`WinoMTGold`, a gold file, or None
-    for the default (``$FAIRMT_DATA/winomt/aggregates_acl2019/en.txt``). ``compat="acl2019"`` reproduces the 2019
+    for the default (:func:`default_gold_path`). ``compat="acl2019"`` reproduces the 2019
     evaluator (see the module docstring for how the default mode differs).
     """
     if compat not in COMPAT_MODES:
         raise FairmtError(f"unknown compat mode '{compat}': use 'acl2019' or leave it out")
     if not isinstance(gold, WinoMTGold):
-        gold = load_gold(gold)
+        gold = load_gold(gold, compat)
     if isinstance(translations, (str, Path)):
         pairs = read_translations(translations, gold.entries)
     else:
