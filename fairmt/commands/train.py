@@ -49,12 +49,35 @@ def _value(v):
     return v
 
 
+def builtin_recipes_dir() -> Path:
+    """The recipes shipped inside the package (``fairmt/recipes``; ``recipes/`` in a clone points there)."""
+    return Path(__file__).resolve().parents[1] / "recipes"
+
+
+def builtin_recipes() -> dict[str, Path]:
+    """Built-in training recipes by name (``gacl/small100_en-de``), accelerate configs excluded."""
+    root = builtin_recipes_dir()
+    return {p.relative_to(root).with_suffix("").as_posix(): p for p in sorted(root.glob("*/*.yaml"))
+            if p.parent.name != "accelerate"}
+
+
+def resolve_recipe_path(path: str | Path) -> Path:
+    """A recipe file: the path itself when it exists, else a built-in recipe of that name (``gacl/small100_en-de``,
+    with or without ``.yaml``, optionally prefixed ``recipes/``)."""
+    p = Path(path)
+    if p.is_file():
+        return p
+    name = p.as_posix().removesuffix(".yaml").removeprefix("recipes/")
+    found = builtin_recipes().get(name)
+    if found is None:
+        raise FairmtError(f"recipe {p} not found: not a file, nor a built-in recipe (`fairmt recipes` lists them)")
+    return found
+
+
 def load_recipe(path: str | Path, overrides: list[str] | None = None) -> dict:
     import yaml
 
-    p = Path(path)
-    if not p.is_file():
-        raise FairmtError(f"recipe {p} not found")
+    p = resolve_recipe_path(path)
     try:
         config = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
@@ -92,13 +115,24 @@ def _teardown_distributed() -> None:
 
 def register(groups) -> None:
     p = groups["top"].add_parser("train", help="run a training recipe (YAML) with optional key=value overrides")
-    p.add_argument("recipe", help="recipe YAML file, e.g. recipes/gacl/small100_en-de.yaml")
+    p.add_argument("recipe", help="recipe YAML file, or a built-in recipe's name, e.g. gacl/small100_en-de")
     p.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. training.max_steps=100")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the results of an earlier run in the output folder (default: refuse)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the recipe (overrides applied) and the resolved training Config as JSON, and exit")
     p.set_defaults(handler=_run)
+    r = groups["top"].add_parser("recipes", help="list the built-in training recipes (fairmt train NAME runs one)")
+    r.set_defaults(handler=_list_recipes)
+
+
+def _list_recipes(args) -> int:
+    for name, path in builtin_recipes().items():
+        first = next((line.lstrip("# ").strip() for line in path.read_text(encoding="utf-8").splitlines()
+                      if line.startswith("#")), "")
+        print(f"{name:34s} {first}")
+    print(f"\naccelerate configs: {builtin_recipes_dir() / 'accelerate'}")
+    return 0
 
 
 def dry_run(config: dict) -> str:
