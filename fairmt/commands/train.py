@@ -88,6 +88,9 @@ def load_recipe(path: str | Path, overrides: list[str] | None = None) -> dict:
     config.setdefault("recipe_path", str(p.resolve()))
     if "method" not in config:
         raise FairmtError(f"recipe {p} has no 'method' key; choose one of {available_methods()}")
+    from fairmt.commands.recipe_schema import validate_recipe
+
+    validate_recipe(config)
     return config
 
 
