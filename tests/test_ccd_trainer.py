@@ -263,7 +263,7 @@ def test_recipe_main_end_to_end_on_tiny_bert(tiny_bert_dir, tmp_path):
         "method": "ccd",
         "model": str(tiny_bert_dir),
         "data": {"cda_source": {"path": str(src)}, "test_size": 16, "eval_size": 8, "utility_size": 12, "seed": 1},
-        "training": {"output_dir": str(tmp_path / "run"), "per_device_train_batch_size": 8, "learning_rate": 2e-3,
+        "training": {"output_dir": str(tmp_path / "run"), "per_device_train_batch_size": 8, "learning_rate": 5e-4,
                      "max_steps": 12, "eval_steps": 6, "save_steps": 6, "logging_steps": 3, "use_cpu": True,
                      "report_to": "none", "rho_estimator": "median", "disable_tqdm": True},
         "evaluation": {"suites": ["cced", "utility"]},
