@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from fairmt.errors import FairmtError
@@ -68,7 +69,33 @@ def main(argv: list[str] | None = None) -> int:
     except FairmtError as err:  # bad input: one clear line, no traceback
         print(f"fairmt: error: {err}", file=sys.stderr)
         return 2
+    _exit_after_distributed_run(int(rc or 0))
     return int(rc or 0)
+
+
+def _exit_after_distributed_run(rc: int) -> None:
+    """After a multi-process training run, leave at once (logs flushed): with torch 2.13 + gloo a process can abort
+    while the interpreter tears down C++ state after the work is done ("terminate called without an active
+    exception", exit -6), and a launcher or scheduler would report a finished run as failed. Only for the command
+    line, never when ``main`` is called from Python."""
+    train = sys.modules.get("fairmt.commands.train")
+    if train is None or not getattr(train, "DISTRIBUTED_RUN_ENDED", False) or not _invoked_as_command():
+        return
+    import logging
+    import os
+
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(rc)
+
+
+def _invoked_as_command() -> bool:
+    main_module = sys.modules.get("__main__")
+    spec = getattr(main_module, "__spec__", None)
+    name = getattr(spec, "name", "") or ""
+    script = os.path.basename(sys.argv[0]) if sys.argv else ""
+    return name in ("fairmt", "fairmt.__main__", "fairmt.cli") or script == "fairmt"
 
 
 if __name__ == "__main__":  # python -m fairmt.cli

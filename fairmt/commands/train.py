@@ -114,6 +114,13 @@ def _teardown_distributed() -> None:
     dist = getattr(sys.modules.get("torch"), "distributed", None)  # only if the recipe imported torch
     if dist is not None and dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+        global DISTRIBUTED_RUN_ENDED
+        DISTRIBUTED_RUN_ENDED = True
+
+
+DISTRIBUTED_RUN_ENDED = False
+"""Set when a recipe ran under several processes: the ``fairmt`` command then exits without interpreter
+finalisation (see :func:`fairmt.cli.main`)."""
 
 
 def register(groups) -> None:
