@@ -333,3 +333,22 @@ def test_masked_lm_model_pools_hidden_states_not_vocabulary_logits(tiny_bert_dir
                          train_dataset=tuples_to_dataset(tuples), processing_class=tok)
     trainer.train()
     assert trainer.rho > 0 and math.isfinite(trainer.state.log_history[-1]["train_loss"])
+
+
+def test_rho_is_estimated_on_the_whole_training_set_by_default(tiny_bert_dir, tuples, tmp_path):
+    """As the paper: every training tuple's distances (not a sample) unless rho_max_tuples asks for fewer."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from fairmt.trainers.ccd import CCDTrainer
+
+    ds = tuples_to_dataset(tuples)
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+
+    def rho(**kw):
+        t = CCDTrainer(model=AutoModel.from_pretrained(tiny_bert_dir), args=_args(tmp_path, **kw), train_dataset=ds,
+                       processing_class=tok)
+        return t.estimate_rho()
+
+    assert _args(tmp_path).rho_max_tuples is None
+    assert rho() == pytest.approx(rho(rho_max_tuples=len(ds)))
+    assert rho() != pytest.approx(rho(rho_max_tuples=8))

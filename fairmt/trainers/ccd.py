@@ -59,14 +59,16 @@ class CCDConfig(TrainingArguments):
     Parameters (besides those of ``transformers.TrainingArguments``):
         beta: weight β of L_rep in ``L_bias + β·L_rep`` (paper: 1.0; its Table 7 ablates 0-1.5).
         rho: kernel bandwidth ρ. ``None`` (default) estimates it before training from the original model's
-            group-to-neutral distances over (at most ``rho_max_tuples`` of) the training tuples.
+            group-to-neutral distances over the training tuples (all of them, as the paper; or the first
+            ``rho_max_tuples``).
         rho_estimator: ``"variance"`` (the paper: ρ = variance of those distances), ``"std"`` (their standard
             deviation) or ``"median"`` (their median, the usual Gaussian-kernel bandwidth heuristic). The
             variance is not in distance units and suits only encoders whose distances are of order one or more;
             on L2-normalised all-MiniLM-L6-v2 it puts the kernel at 2e-25 at the median distance (no gradient),
             where ``"std"`` gives 0.18 and ``"median"`` 0.61. The trainer warns when the estimated ρ saturates
             the kernel (measurements in :mod:`fairmt.losses.ccd`).
-        rho_max_tuples: how many training tuples the ρ estimate reads.
+        rho_max_tuples: read only this many training tuples for the ρ estimate (default ``None``: the whole
+            training set, as the paper).
         groups: the sensitive-group columns of a tuple, in order (default ``["male", "female"]``); the neutral
             text is the ``neutral`` column. Any number ≥ 2.
         pooling: ``"auto"`` (a sentence-transformers model's own pooling, else ``"mean"``), ``"mean"`` (over the
@@ -84,7 +86,7 @@ class CCDConfig(TrainingArguments):
     beta: float = field(default=1.0, metadata={"help": "weight of L_rep (paper: 1.0)"})
     rho: float | None = field(default=None, metadata={"help": "kernel bandwidth; None = estimate from training set"})
     rho_estimator: str = field(default="variance", metadata={"help": "'variance' (paper), 'std' or 'median'"})
-    rho_max_tuples: int = field(default=2000, metadata={"help": "training tuples read to estimate rho"})
+    rho_max_tuples: int | None = field(default=None, metadata={"help": "tuples read to estimate rho (None: all)"})
     groups: list[str] = field(default_factory=lambda: list(GENDER_GROUPS), metadata={"help": "group columns"})
     pooling: str = field(default="auto", metadata={"help": "auto|mean|cls|max|pooler"})
     normalize: bool | None = field(default=None, metadata={"help": "L2-normalise embeddings (None = model's own)"})
@@ -103,6 +105,8 @@ class CCDConfig(TrainingArguments):
             raise FairmtError(f"unknown rho_estimator {self.rho_estimator!r}; choose one of {RHO_ESTIMATORS}")
         if self.rho is not None and not self.rho > 0:
             raise FairmtError(f"rho must be positive, got {self.rho}")
+        if self.rho_max_tuples is not None and self.rho_max_tuples < 1:
+            raise FairmtError(f"rho_max_tuples must be ≥ 1 (or None for the whole training set), got {self.rho_max_tuples}")
         if len(self.groups) < 2 or len(set(self.groups)) != len(self.groups):
             raise FairmtError(f"CCD needs at least two distinct groups, got {self.groups}")
         if self.remove_unused_columns:
@@ -226,7 +230,7 @@ class CCDTrainer(ShardingMixin, Trainer):
         dataset = dataset if dataset is not None else self.train_dataset
         if dataset is None:
             raise FairmtError("rho is not set and there is no train_dataset to estimate it from: pass rho=...")
-        n = min(len(dataset), self.args.rho_max_tuples)
+        n = len(dataset) if self.args.rho_max_tuples is None else min(len(dataset), self.args.rho_max_tuples)
         bs = max(1, self.args.per_device_eval_batch_size)
         dists = []
         for start in range(0, n, bs):
