@@ -352,3 +352,22 @@ def test_rho_is_estimated_on_the_whole_training_set_by_default(tiny_bert_dir, tu
     assert _args(tmp_path).rho_max_tuples is None
     assert rho() == pytest.approx(rho(rho_max_tuples=len(ds)))
     assert rho() != pytest.approx(rho(rho_max_tuples=8))
+
+
+def test_recipe_measures_the_embedding_the_model_was_trained_to_produce(tiny_bert_dir, tuples):
+    """The CCD recipe's bias suites embed with the trainer's pooling and normalisation (max + L2 here), not mean."""
+    import numpy as np
+    from transformers import AutoModel, AutoTokenizer
+
+    from fairmt.scripts.ccd import _runner
+    from fairmt.trainers.ccd import encode
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    model = AutoModel.from_pretrained(tiny_bert_dir).eval()
+    texts = [r["neutral"] for r in tuples[:5]]
+    got = _runner(model, tok, "max", 2, normalize=True)(texts)
+    with torch.no_grad():
+        want = encode(model, dict(tok(texts, padding=True, return_tensors="pt")), "max", True).numpy()
+        mean = encode(model, dict(tok(texts, padding=True, return_tensors="pt")), "mean", False).numpy()
+    assert np.allclose(got, want, atol=1e-5) and np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    assert not np.allclose(got, mean, atol=1e-3)

@@ -186,13 +186,30 @@ def measure(
     return out
 
 
-def _runner(model, tokenizer, pooling: str, batch_size: int):
-    from fairmt.eval.embedding.encode import EmbeddingRunner
-    from fairmt.trainers.ccd import is_sentence_transformer
+def _runner(model, tokenizer, pooling: str, batch_size: int, normalize: bool | None = None):
+    """``texts -> (n, d)``: the very embedding CCD trains (:func:`fairmt.trainers.ccd.encode` with the recipe's
+    pooling — max, pooler, cls, mean or the model's own — and normalisation), so the bias suites measure what was
+    debiased (they used to pool every plain encoder with mean, unnormalised)."""
+    import torch
 
-    if is_sentence_transformer(model):
-        return EmbeddingRunner(model, None, "model", batch_size=batch_size)
-    return EmbeddingRunner(model, tokenizer, "first" if pooling == "cls" else "mean", batch_size=batch_size)
+    from fairmt.trainers.ccd import encode, is_sentence_transformer
+
+    st = is_sentence_transformer(model)
+
+    def run(texts):
+        texts = list(texts)
+        device = next(model.parameters()).device
+        out = []
+        with torch.no_grad():
+            for start in range(0, len(texts), batch_size):
+                chunk = texts[start : start + batch_size]
+                feats = model.tokenize(chunk) if st else tokenizer(chunk, padding=True, truncation=True,
+                                                                   return_tensors="pt")
+                feats = {k: v.to(device) for k, v in feats.items()}
+                out.append(encode(model, feats, pooling, normalize).float().cpu().numpy())
+        return np.concatenate(out) if out else np.zeros((0, 0), dtype=np.float32)
+
+    return run
 
 
 # ------------------------------------------------------------------------------------------------ main
@@ -257,13 +274,13 @@ def main(config: dict) -> dict:
     seat_kw = {"seat_tests": ev.get("seat_tests"), "seat_n_samples": int(ev.get("seat_n_samples", 10_000))}
 
     model, tok, is_st = load_encoder(model_path, config.get("peft"))
-    pooling_name = "model" if is_st else args.pooling
+    pooling_name = ("model" if is_st else args.pooling) + ("+l2" if args.normalize else "")
     results: dict[str, Any] = {"model": str(config["model"]), "data": data["stats"], "groups": list(groups)}
 
     # ---- before
     t0 = time.time()
     model.eval()
-    runner = _runner(model, tok, args.pooling, bs)
+    runner = _runner(model, tok, args.pooling, bs, args.normalize)
     results["before"] = measure(runner, suites, data["test"], groups, pooling_name, **seat_kw)
     neutral_before = runner(data["neutral"]) if "utility" in suites and data["neutral"] else None
     results["time_measure_before_s"] = time.time() - t0
@@ -290,7 +307,7 @@ def main(config: dict) -> dict:
 
     # ---- after
     t0 = time.time()
-    runner = _runner(trained, tok, args.pooling, bs)
+    runner = _runner(trained, tok, args.pooling, bs, args.normalize)
     results["after"] = measure(runner, suites, data["test"], groups, pooling_name, **seat_kw)
     if neutral_before is not None:
         results["utility"] = utility_check(neutral_before, runner(data["neutral"]))
