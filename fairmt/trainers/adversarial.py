@@ -50,6 +50,7 @@ from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from fairmt.errors import FairmtError
 from fairmt.models.pooling import representation_and_logits
+from fairmt.trainers.faults import FaultGuardMixin
 from fairmt.trainers.sharding import ShardingMixin
 from fairmt.trainers.term_logging import LossTermLogMixin
 
@@ -232,7 +233,7 @@ class _AdversaryStepHooks(TrainerCallback):
         self.adversary.zero_grad(set_to_none=True)
 
 
-class AdversarialTrainer(ShardingMixin, LossTermLogMixin, Trainer):
+class AdversarialTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
     """Sequence-classification Trainer with gradient-reversal adversaries (see the module docstring).
 
     Example::

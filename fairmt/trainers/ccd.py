@@ -44,6 +44,7 @@ from fairmt.data.augment.tuples import GENDER_GROUPS, CCDTupleCollator
 from fairmt.errors import FairmtError
 from fairmt.losses.ccd import RHO_ESTIMATORS, ccd_loss, estimate_rho, tuple_distances
 from fairmt.models.pooling import pool
+from fairmt.trainers.faults import FaultGuardMixin
 from fairmt.trainers.sharding import ShardingMixin, check_not_zero3_partitioned, frozen_copy
 
 logger = logging.getLogger(__name__)
@@ -153,7 +154,7 @@ def encode(model: torch.nn.Module, features: dict, pooling: str = "auto", normal
     return emb
 
 
-class CCDTrainer(ShardingMixin, Trainer):
+class CCDTrainer(FaultGuardMixin, ShardingMixin, Trainer):
     """``transformers.Trainer`` that trains a sentence encoder with the CCD loss (see the module docstring).
 
     Args:

@@ -47,6 +47,7 @@ from fairmt.losses import cs_infonce_loss, fcl_loss, gather_nograd, gather_with_
 from fairmt.losses.distributed import world_size
 from fairmt.models.pooling import representation_and_logits
 from fairmt.trainers.gradcache import cached_backward
+from fairmt.trainers.faults import FaultGuardMixin
 from fairmt.trainers.sharding import ShardingMixin
 from fairmt.trainers.term_logging import LossTermLogMixin
 
@@ -131,7 +132,7 @@ def freeze_encoder(model: torch.nn.Module, head_prefixes: tuple[str, ...] = ("cl
     return trainable
 
 
-class FairContrastiveTrainer(ShardingMixin, LossTermLogMixin, Trainer):
+class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
     """Trainer for CSCL (one- and two-stage) and FCL; see the module docstring and :class:`FairContrastiveConfig`.
 
     Example::

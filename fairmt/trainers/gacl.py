@@ -46,6 +46,7 @@ from transformers import PreTrainedModel, Seq2SeqTrainer, Seq2SeqTrainingArgumen
 from fairmt.errors import FairmtError
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, mt_kd_loss, token_kl_loss
 from fairmt.models.pooling import pool
+from fairmt.trainers.faults import FaultGuardMixin
 from fairmt.trainers.sharding import ShardingMixin, check_not_zero3_partitioned, frozen_copy, outside_zero3_init
 
 _EXTRA = "fairmt_extra"
@@ -293,7 +294,7 @@ def install_extra_encoder_hooks(model: nn.Module) -> None:
     base._fairmt_hooks = True
 
 
-class GACLTrainer(ShardingMixin, Seq2SeqTrainer):
+class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
     """``Seq2SeqTrainer`` with the GACL + KD objective (see module docstring). Logs ``loss_mt``, ``loss_kd``,
     ``loss_gc`` beside the total ``loss``. The teacher is held by the trainer, never saved or pushed."""
 
