@@ -39,6 +39,9 @@ def register(groups) -> None:
     p.add_argument("--json", metavar="OUT", help="write the results as JSON")
     p.add_argument("--markdown", metavar="OUT", help="write a Markdown table")
     p.add_argument("--plot", metavar="OUT", help="write a per-language bar chart (PNG/PDF/SVG)")
+    p.add_argument("--detector", action="append", default=[], metavar="LANG=MODULE:FACTORY",
+                   help="use your own gender detector for a language (a callable returning a "
+                        "fairmt.eval.winomt.detectors.GenderDetector); repeatable, e.g. nl=my_pkg.dutch:make")
     g = p.add_argument_group("generation (--model)")
     g.add_argument("--batch-size", type=int, default=16)
     g.add_argument("--num-beams", type=int, default=5)
@@ -56,7 +59,13 @@ def _languages(spec: str, translations: str | None) -> list[str]:
     if spec.strip() == "all":
         langs = known
         if translations and Path(translations).is_dir():
-            langs = [lang for lang in known if (Path(translations) / f"en-{lang}.txt").is_file()]
+            present = sorted(p.stem[3:] for p in Path(translations).glob("en-*.txt"))
+            langs = [lang for lang in known if lang in present]
+            skipped = [lang for lang in present if lang not in known]
+            if skipped:
+                print(f"fairmt: skipping {', '.join(skipped)}: no gender detector for "
+                      f"{'it' if len(skipped) == 1 else 'them'} (add one with --detector LANG=MODULE:FACTORY)",
+                      file=sys.stderr)
             if not langs:
                 raise FairmtError(f"{translations}: no en-XX.txt file for any of {', '.join(known)}")
         return langs
@@ -67,6 +76,27 @@ def _languages(spec: str, translations: str | None) -> list[str]:
     if not langs:
         raise FairmtError("--lang is empty")
     return langs
+
+
+def _register_user_detectors(specs: list[str]) -> None:
+    """``LANG=MODULE:FACTORY`` → the factory registered for LANG (replacing a built-in detector)."""
+    import importlib
+
+    from fairmt.errors import FairmtError
+    from fairmt.eval.winomt.detectors import register_detector
+
+    for spec in specs:
+        lang, _, target = spec.partition("=")
+        module, _, attr = target.partition(":")
+        if not (lang and module and attr):
+            raise FairmtError(f"--detector {spec!r}: expected LANG=MODULE:FACTORY, e.g. nl=my_pkg.dutch:make")
+        try:
+            factory = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as err:
+            raise FairmtError(f"--detector {spec!r}: cannot load {module}:{attr} ({err})") from None
+        if not callable(factory):
+            raise FairmtError(f"--detector {spec!r}: {module}:{attr} is not callable")
+        register_detector(lang, factory, overwrite=True)
 
 
 def _translation_file(template: str, lang: str, multi: bool) -> str:
@@ -89,6 +119,7 @@ def run(args) -> int:
     from fairmt.eval.winomt.align import get_aligner
     from fairmt.eval.winomt.evaluate import evaluate_winomt, load_gold
 
+    _register_user_detectors(args.detector)
     langs = _languages(args.lang, args.translations)
     multi = len(langs) > 1
     gold = load_gold(args.gold, args.compat)
@@ -108,18 +139,36 @@ def run(args) -> int:
             )  # fmt: skip
         results.append(evaluate_winomt(translations, lang, gold, aligner=aligner, compat=args.compat))
     rows = [r.row() for r in results]
+    if args.json == "-":  # the convention of every eval command: JSON alone on stdout
+        import json
+
+        print(json.dumps(_summary(results), indent=2, ensure_ascii=False, default=str))
+        return 0
     if args.json:
-        write_json(results[0] if not multi else results, args.json)
+        write_json(_summary(results), args.json)
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         sigs = "\n".join(f"- `{r.signature}`" for r in results)
         Path(args.markdown).write_text(markdown_table(rows, COLUMNS) + "\n" + sigs + "\n", encoding="utf-8")
     if args.plot:
         bar_chart(rows, "lang", ["accuracy", "delta_g", "delta_s", "delta_r"], args.plot, title="WinoMT")
-    if not args.json:
-        print(format_table(rows, COLUMNS))
-        for r in results:
-            print(r.signature)
-    else:
-        print(f"wrote {args.json}", file=sys.stderr)
+    print(format_table(rows, COLUMNS))
+    for r in results:
+        print(r.signature)
+    for what, path in (("JSON", args.json), ("Markdown", args.markdown), ("plot", args.plot)):
+        if path:
+            print(f"wrote {what} to {path}", file=sys.stderr)
     return 0
+
+
+def _summary(results) -> dict:
+    """One result as a dict; several as ``{"per_language": [...], "<metric>": mean, ...}`` (as eval geneval)."""
+    from fairmt.eval.report import as_dict
+
+    if len(results) == 1:
+        return as_dict(results[0])
+    out: dict = {"per_language": [as_dict(r) for r in results]}
+    for m in ("accuracy", "delta_g", "delta_s", "delta_r"):
+        vals = [getattr(r, m) for r in results if getattr(r, m, None) is not None]
+        out[m] = sum(vals) / len(vals) if vals else None
+    return out
