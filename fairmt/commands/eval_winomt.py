@@ -151,7 +151,9 @@ def run(args) -> int:
         sigs = "\n".join(f"- `{r.signature}`" for r in results)
         Path(args.markdown).write_text(markdown_table(rows, COLUMNS) + "\n" + sigs + "\n", encoding="utf-8")
     if args.plot:
-        bar_chart(rows, "lang", ["accuracy", "delta_g", "delta_s", "delta_r"], args.plot, title="WinoMT")
+        system = Path(args.translations).name if args.translations else Path(str(args.model)).name
+        bar_chart(rows, "lang", ["accuracy", "delta_g", "delta_s", "delta_r"], args.plot,
+                  title=f"WinoMT — {system} ({'compat ' + args.compat if args.compat else 'fairmt default mode'})")
     print(format_table(rows, COLUMNS))
     for r in results:
         print(r.signature)

@@ -51,25 +51,34 @@ def markdown_table(rows: Sequence[dict], columns: Sequence[str], digits: int = 1
     return "\n".join([head, sep, *body]) + "\n"
 
 
-def bar_chart(rows: Sequence[dict], label: str, metrics: Sequence[str], path: str | Path, title: str = "") -> None:
-    """A grouped bar chart (one group per row, e.g. per language; one bar per metric), saved as PNG/PDF/SVG."""
+def bar_chart(rows: Sequence[dict], label: str, metrics: Sequence[str], path: str | Path, title: str = "",
+              ylabel: str = "score (%, percentage points for Δ)") -> None:
+    """A grouped bar chart (one group per row, e.g. per language; one bar per metric), saved as PNG/PDF/SVG:
+    at most ~11 inches wide whatever the number of languages, labelled axes, the legend outside the bars, values
+    written on the bars when they are few."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    n = len(metrics)
-    width = 0.8 / max(n, 1)
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(rows) * max(n, 1) * 0.6 + 2), 3.2))
+    n = max(len(metrics), 1)
+    width = 0.8 / n
+    fig, ax = plt.subplots(figsize=(min(11.0, max(5.0, 0.55 * len(rows) * n + 2.5)), 4.0))
     xs = range(len(rows))
     for k, metric in enumerate(metrics):
-        ax.bar([x + (k - (n - 1) / 2) * width for x in xs], [float(r.get(metric) or 0.0) for r in rows], width, label=metric)
+        bars = ax.bar([x + (k - (n - 1) / 2) * width for x in xs], [float(r.get(metric) or 0.0) for r in rows], width,
+                      label=metric)
+        if len(rows) * n <= 24:
+            ax.bar_label(bars, fmt="%.1f", fontsize=6, padding=1)
     ax.set_xticks(list(xs), [str(r.get(label)) for r in rows])
+    ax.set_xlabel(label)
+    ax.set_ylabel(ylabel)
     ax.axhline(0, color="black", linewidth=0.6)
+    ax.grid(axis="y", linewidth=0.3, alpha=0.5)
     if title:
-        ax.set_title(title)
-    ax.legend(frameon=False, fontsize="small")
+        ax.set_title(title, fontsize="medium")
+    ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
