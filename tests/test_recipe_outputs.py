@@ -82,7 +82,8 @@ def test_gacl_and_ccd_recipes_refuse_an_earlier_run_before_loading_anything(tmp_
     recipe = tmp_path / "r.yaml"
     for method in ("gacl", "ccd"):
         # the model does not exist: the refusal must come first (no model load, no training)
-        recipe.write_text(f"method: {method}\nmodel: {tmp_path / 'missing'}\ndata: {{train: {tmp_path / 'x.jsonl'}}}\n"
+        key = "train" if method == "gacl" else "tuples"
+        recipe.write_text(f"method: {method}\nmodel: {tmp_path / 'missing'}\ndata: {{{key}: {tmp_path / 'x.jsonl'}}}\n"
                           f"training: {{output_dir: {out}}}\n")
         if method == "ccd":
             (tmp_path / "x.jsonl").write_text('{"neutral": "a", "male": "he", "female": "she"}\n')
