@@ -33,20 +33,10 @@ def tuples():
 @pytest.fixture(scope="module")
 def tiny_bert_dir(tmp_path_factory, tuples):
     """A randomly initialised 2-layer BERT and a word-level WordPiece tokenizer, written like a Hub folder."""
-    from transformers import BertConfig, BertModel, BertTokenizer
+    from tiny_encoders import write_tiny_bert
 
-    out = tmp_path_factory.mktemp("tiny_bert")
-    words = sorted({w for r in tuples for k in ("neutral", "male", "female") for w in r[k].lower().split()})
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
-    tok = BertTokenizer(vocab={w: i for i, w in enumerate(vocab)})
-    tok.save_pretrained(out)
-    torch.manual_seed(0)
-    cfg = BertConfig(
-        vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-        max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-    )
-    BertModel(cfg).save_pretrained(out)
-    return out
+    return write_tiny_bert(tmp_path_factory.mktemp("tiny_bert"),
+                           [r[k] for r in tuples for k in ("neutral", "male", "female")])
 
 
 def _args(tmp_path, **kw):

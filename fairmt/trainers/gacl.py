@@ -343,14 +343,19 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
 
     # ---- set-up -------------------------------------------------------------------------------------------------
 
-    def _check_dataset(self, ds, name: str) -> None:
+    @staticmethod
+    def _columns(ds, name: str) -> list[str] | None:
+        """The dataset's columns (None when it has no length or no column names); an empty dataset is an error."""
         try:
             n = len(ds)
         except TypeError:
-            return
+            return None
         if n == 0:
             raise FairmtError(f"{name} is empty")
-        cols = getattr(ds, "column_names", None)
+        return getattr(ds, "column_names", None)
+
+    def _check_dataset(self, ds, name: str) -> None:
+        cols = self._columns(ds, name)
         if cols is not None and self._gacl_args.gacl_lambda > 0:
             if "gender" not in cols:
                 raise FairmtError(
@@ -366,13 +371,7 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
     def _check_eval_dataset(self, ds, name: str) -> None:
         """An evaluation set is either plain (``input_ids``, ``attention_mask``, ``labels``: L_MT, L_KD and
         generation metrics) or GACL-prepared (also ``gender``, and counterfactuals for the variant: L_GC too)."""
-        try:
-            n = len(ds)
-        except TypeError:
-            return
-        if n == 0:
-            raise FairmtError(f"{name} is empty")
-        cols = getattr(ds, "column_names", None)
+        cols = self._columns(ds, name)
         if cols is None:
             return
         missing = [c for c in ("input_ids", "attention_mask", "labels") if c not in cols]
