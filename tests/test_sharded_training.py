@@ -268,9 +268,28 @@ def test_fair_contrastive_deepspeed_zero2_matches_one_process(tmp_path):
 
 def test_an_invalid_deepspeed_config_is_refused_before_training(tmp_path):
     """DeepSpeed validates its config only inside deepspeed.initialize (the first step); the trainers check the ZeRO
-    section with DeepSpeed's own schema when they are built."""
+    section with DeepSpeed's own schema when they are built. Run in a child process: TrainingArguments with a DeepSpeed
+    config set process-wide state (ACCELERATE_USE_DEEPSPEED, accelerate's singleton) that would leak into other tests."""
     pytest.importorskip("deepspeed", reason="deepspeed is not installed")
-    with pytest.raises(FairmtError, match=r"invalid DeepSpeed config .*zero_optimization: stage: Input should be 0, 1, 2"):
-        _fcl_trainer(tmp_path, deepspeed={"zero_optimization": {"stage": 7}, "train_micro_batch_size_per_gpu": "auto"})
-    _fcl_trainer(tmp_path / "ok", deepspeed={"zero_optimization": {"stage": 2, "overlap_comm": "auto"},
-                                             "train_micro_batch_size_per_gpu": "auto"})  # a valid one passes
+    code = """
+import sys
+from test_sharded_training import _fcl_trainer
+from fairmt.errors import FairmtError
+from pathlib import Path
+tmp = Path(sys.argv[1])
+try:
+    _fcl_trainer(tmp, deepspeed={"zero_optimization": {"stage": 7}, "train_micro_batch_size_per_gpu": "auto"})
+    print("NOT REFUSED")
+except FairmtError as err:
+    print("REFUSED", err)
+_fcl_trainer(tmp / "ok", deepspeed={"zero_optimization": {"stage": 2, "overlap_comm": "auto"},
+                                    "train_micro_batch_size_per_gpu": "auto"})  # a valid one passes
+print("VALID OK")
+"""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE)}
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "REFUSED invalid DeepSpeed config (training.deepspeed): zero_optimization: stage: Input should be 0, 1, 2" \
+        in proc.stdout
+    assert "VALID OK" in proc.stdout
