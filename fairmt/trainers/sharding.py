@@ -1,7 +1,7 @@
 """Sharded training (FSDP2, DeepSpeed ZeRO) for every fairmt trainer.
 
-:class:`ShardingMixin` goes before ``Trainer``/``Seq2SeqTrainer`` in a trainer's bases. It fixes three things that
-the stock stack (transformers 5.23, accelerate 1.15, torch 2.13) gets wrong for the models fairmt trains:
+:class:`ShardingMixin` goes before ``Trainer``/``Seq2SeqTrainer`` in a trainer's bases. It fixes what the stock stack
+(transformers 5.23, accelerate 1.15, torch 2.13, deepspeed 0.19) gets wrong for the models fairmt trains:
 
 1. **Tied embeddings of encoder–decoder models under FSDP2.** M2M-100, NLLB-200 and SMaLL-100 keep one embedding
    matrix in three modules (``model.shared``, ``encoder.embed_tokens``, ``decoder.embed_tokens``) plus the tied
@@ -10,14 +10,19 @@ the stock stack (transformers 5.23, accelerate 1.15, torch 2.13) gets wrong for 
    with a parameter already managed by another FSDP group") — with the plain ``Seq2SeqTrainer`` too. Before the
    model is prepared, :func:`share_tied_embedding_modules` makes the encoder and decoder use the input-embedding
    *module* itself (what transformers 4 did), which puts every use of the matrix in the same unit. Same weights,
-   same outputs, same state-dict keys.
+   same outputs, same state-dict keys. For BERT-like encoders, whose ``BertEmbeddings`` block accelerate wraps and
+   whose word embedding it then shards a second time, blocks holding the input embedding are left to the root unit
+   (:func:`wrap_classes_without_input_embedding`); and a final ``save_model`` under a sharded state dict gathers a
+   full one (the stock Trainer writes no weights then).
 2. **FSDP on CPU processes.** accelerate ignores the FSDP plugin when it runs on CPU (``MULTI_CPU``, gloo) and
    silently trains with DDP instead. FSDP2 (``torch.distributed.fsdp.fully_shard``) does run on CPU with gloo, so
    for FSDP2 the mixin switches accelerate to its FSDP path there (useful for testing sharded code without a GPU);
    FSDP1 needs an accelerator and is refused on a machine without one, naming the FSDP2 config to use instead.
-3. **Frozen models under DeepSpeed ZeRO-3.** A KD teacher or frozen reference model created inside ZeRO-3's
-   partitioning context holds parameter stubs; :func:`check_not_zero3_partitioned` refuses such a module with a
-   clear error instead of computing with empty tensors.
+3. **Frozen models under DeepSpeed ZeRO-3.** A KD teacher or frozen reference copied from a model loaded under an
+   active ZeRO-3 config holds parameter stubs: :func:`frozen_copy` gathers the parameters into a whole copy,
+   :func:`outside_zero3_init` loads a teacher path unpartitioned, and :func:`check_not_zero3_partitioned` refuses a
+   partitioned frozen module instead of computing with empty tensors. DeepSpeed checks its config only at the first
+   step; :func:`check_deepspeed_config` validates the ZeRO section when the trainer is built.
 """
 
 from __future__ import annotations
