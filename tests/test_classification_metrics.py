@@ -372,7 +372,7 @@ def test_cli_string_labels_without_hidden(tmp_path, capsys):
         ([{"label": "x", "pred": "y", "group": 0}], ["--classes", "x,z"], r"pred 'y' is not one of --classes"),
         ([{"label": 0, "pred": 0, "group": 0}, {"label": 1, "pred": 1, "group": 0}], ["--no-leakage"],
          "at least two groups"),
-        ([], [], "no predictions"),
+        ([], [], "predictions file is empty"),
     ],
 )
 def test_cli_bad_input_is_one_clear_line(tmp_path, capsys, lines, extra, match):

@@ -199,4 +199,4 @@ def test_cli_stereoset_on_fixture(shared_data, tmp_path):
          "--gold", str(shared_data / FIX / "editbias_religion_dev_subset.json")],
         capture_output=True, text=True, timeout=120,
     )
-    assert proc.returncode == 2 and "missing.json not found" in proc.stderr
+    assert proc.returncode == 2 and "missing.json: StereoSet predictions file not found" in proc.stderr

@@ -85,7 +85,7 @@ def test_read_lines_errors(tmp_path):
     with pytest.raises(FairmtError, match=r"line 2 is extra"):
         ge.read_lines(p, expected=1)
     p.write_bytes(b"ok\n\xff\xfe bad\n")
-    with pytest.raises(FairmtError, match=r"h.txt:2: not valid UTF-8"):
+    with pytest.raises(FairmtError, match=r"h.txt:2: the translation file is not valid UTF-8"):
         ge.read_lines(p)
     with pytest.raises(FairmtError, match="file not found"):
         ge.read_lines(tmp_path / "missing.txt")
@@ -229,7 +229,7 @@ def test_cli_bad_input(real_data, tmp_path, capsys):
         (["--lang", "de", "--masculine", m, "--feminine", empty], "empty.de:5: empty line"),
         (["--lang", "de", "--masculine", m, "--feminine", m], "same file"),
         (["--lang", "de", "--masculine", m, "--feminine", src], "src.de: 300 of 300 lines equal the English source"),
-        (["--lang", "de", "--masculine", m, "--feminine", str(tmp_path / "nope")], "nope: file not found"),
+        (["--lang", "de", "--masculine", m, "--feminine", str(tmp_path / "nope")], "nope: translation file not found"),
         (["--lang", "de", "--masculine", m], "give --masculine FILE and --feminine FILE"),
         (["--lang", "de", "it", "--masculine", m, "--feminine", f], "must contain \\{lang\\}"),
         (["--lang", "de", "--split", "train", "--masculine", m, "--feminine", f], "valid splits: dev, test"),

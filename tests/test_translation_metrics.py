@@ -188,7 +188,7 @@ def test_cli_flores(tmp_path, monkeypatch, spm_model, capsys):
     # bad inputs: one line each, naming the file / value
     hyp.write_text("\n".join(HYPS[:3]) + "\n", encoding="utf-8")
     assert main(argv) == 2
-    assert "hyp.de: has 3 lines but 4 are expected" in capsys.readouterr().err
+    assert "hyp.de: the translation file has 3 lines but 4 are expected" in capsys.readouterr().err
     assert main(["eval", "flores", "--lang-pair", "eng_Latn-fra_Latn", "--hypotheses", str(hyp), "--spm-model", str(spm_model)]) == 2
     assert "unknown FLORES-200 language 'fra_Latn'" in capsys.readouterr().err
     assert main(["eval", "flores", "--lang-pair", "en-de", "--hypotheses", str(hyp), "--spm-model", str(spm_model)]) == 2

@@ -107,14 +107,14 @@ def _examples(path):
 
     if not path:
         return list(DEFAULT_GENDER_EXAMPLES)
+    from fairmt.data.inputs import iter_jsonl
+
     out = []
-    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                obj = json.loads(line)
-                out.append(FewShotExample(obj["passage"], dict(obj["versions"])))
-            except (json.JSONDecodeError, KeyError, TypeError):
-                raise FairmtError(f"{path}:{lineno}: expected {{\"passage\": ..., \"versions\": {{...}}}}") from None
+    for lineno, obj in iter_jsonl(path, what="few-shot examples"):
+        try:
+            out.append(FewShotExample(obj["passage"], dict(obj["versions"])))
+        except (KeyError, TypeError, ValueError):
+            raise FairmtError(f"{path}:{lineno}: expected {{\"passage\": ..., \"versions\": {{...}}}}") from None
     return out
 
 

@@ -56,12 +56,10 @@ def _vector(value: Any, key: str, where: str) -> list[float]:
 def read_predictions(path: str | Path, num_classes: int | None = None, classes: list[str] | None = None) -> PredictionFile:
     """Read and validate a predictions JSONL file; every error names the file and line and says what to fix."""
     p = Path(path)
-    if not p.is_file():
-        raise FairmtError(f"predictions file {p} not found")
     cols: dict[str, list] = {"label": [], "pred": [], "group": [], "hidden": [], "logits": []}
     kinds: dict[str, tuple[str, int]] = {}
     widths: dict[str, tuple[int, int]] = {}
-    for lineno, obj in iter_jsonl(p, hint="; write one JSON object per line"):
+    for lineno, obj in iter_jsonl(p, hint="; write one JSON object per line", what="predictions"):
         where = f"{p}:{lineno}"
         if not isinstance(obj, dict):
             raise FairmtError(f"{where}: expected a JSON object with keys {', '.join(REQUIRED)}")

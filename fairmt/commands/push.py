@@ -24,13 +24,10 @@ TRAINING_STATE = ["checkpoint-*", "checkpoint-*/*", "optimizer.pt", "scheduler.p
 
 def load_results(path: str | Path) -> list:
     """The results in a fairmt result JSON, as a list of dicts (one per language/pair)."""
-    import json
+    from fairmt.data.inputs import read_json
 
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise FairmtError(f"{p}: not a readable JSON result file ({err.__class__.__name__}: {err})") from None
+    data = read_json(p, "result JSON")
     if isinstance(data, dict) and isinstance(data.get("per_language"), list):
         data = data["per_language"]
     items = data if isinstance(data, list) else [data]

@@ -77,9 +77,11 @@ def resolve_recipe_path(path: str | Path) -> Path:
 def load_recipe(path: str | Path, overrides: list[str] | None = None) -> dict:
     import yaml
 
+    from fairmt.data.inputs import read_text
+
     p = resolve_recipe_path(path)
     try:
-        config = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        config = yaml.safe_load(read_text(p, "recipe")) or {}
     except yaml.YAMLError as err:
         raise FairmtError(f"recipe {p} is not valid YAML: {err}") from None
     if not isinstance(config, dict):

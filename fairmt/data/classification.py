@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fairmt.data.paths import data_path
+from fairmt.data.inputs import csv_dict_rows
 from fairmt.errors import FairmtError
 
 
@@ -122,18 +123,14 @@ def read_bios(
     for path in paths:
         if not path.exists():
             raise FairmtError(f"Bias-in-Bios file {path} not found; point FAIRMT_DATA at the data directory")
-        with path.open(newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            missing = {"hard_text", "profession", "gender"} - set(reader.fieldnames or [])
-            if missing:
-                raise FairmtError(f"{path}: missing column(s) {sorted(missing)}; expected hard_text, profession, gender")
-            for line, row in enumerate(reader, start=2):
-                g = row["gender"].strip()
-                if g not in ("Female", "Male"):
-                    raise FairmtError(f"{path}:{line}: gender must be Female or Male, got {g!r}")
-                texts.append(row["hard_text"])
-                profs.append(row["profession"].strip())
-                genders.append(g)
+        _, rows = csv_dict_rows(path, "Bias-in-Bios", required=("hard_text", "profession", "gender"))
+        for line, row in rows:
+            g = row["gender"].strip()
+            if g not in ("Female", "Male"):
+                raise FairmtError(f"{path}:{line}: gender must be Female or Male, got {g!r}")
+            texts.append(row["hard_text"])
+            profs.append(row["profession"].strip())
+            genders.append(g)
     label_names = sorted(set(profs))
     group_names = ["Female", "Male"]
     labels = [label_names.index(p) for p in profs]
@@ -171,22 +168,22 @@ def read_hatespeech(language: str = "Spanish", attribute: str = "gender", root: 
         if not path.exists():
             raise FairmtError(f"{path} not found: the {language} hate-speech set needs train/valid/test.tsv")
         rows, dropped = [], 0
-        with path.open(encoding="utf-8") as fh:
-            reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-            for line, row in enumerate(reader, start=2):
-                value = (row.get(attribute) or "x").strip()
-                if value == "x":
-                    dropped += 1
-                    continue
-                try:
-                    ids = [int(t) for t in row["text"].split()]
-                    label = int(row["label"])
-                except (KeyError, ValueError) as err:
-                    raise FairmtError(f"{path}:{line}: unreadable text ids or label ({err})") from None
-                if label not in (0, 1):
-                    raise FairmtError(f"{path}:{line}: label must be 0 or 1, got {label}")
-                rows.append((ids, label, value))
-                group_values.add(value)
+        _, reader = csv_dict_rows(path, "hate-speech", required=("text", "label"), delimiter="\t",
+                                  quoting=csv.QUOTE_NONE)
+        for line, row in reader:
+            value = (row.get(attribute) or "x").strip()
+            if value == "x":
+                dropped += 1
+                continue
+            try:
+                ids = [int(t) for t in row["text"].split()]
+                label = int(row["label"])
+            except (KeyError, ValueError) as err:
+                raise FairmtError(f"{path}:{line}: unreadable text ids or label ({err})") from None
+            if label not in (0, 1):
+                raise FairmtError(f"{path}:{line}: label must be 0 or 1, got {label}")
+            rows.append((ids, label, value))
+            group_values.add(value)
         raw[split] = rows
         notes.append(f"{split}: {len(rows)} rows kept, {dropped} dropped with unknown {attribute}")
     group_names = sorted(group_values)

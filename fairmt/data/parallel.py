@@ -5,7 +5,6 @@ files, and Hugging Face ``datasets``. Every reader returns a :class:`datasets.Da
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from fairmt.errors import FairmtError
@@ -21,43 +20,46 @@ def _dataset(src: list[str], tgt: list[str]):
 
 def read_jsonl(path: str | Path, src_lang: str = "en", tgt_lang: str = "de"):
     """``{"translation": {src_lang: ..., tgt_lang: ...}}`` per line (WMT / HF ``translation`` format)."""
+    from fairmt.data.inputs import iter_jsonl
+
     src, tgt = [], []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                pair = json.loads(line)["translation"]
-                s, t = pair[src_lang], pair[tgt_lang]
-            except (json.JSONDecodeError, KeyError, TypeError) as err:
-                raise FairmtError(
-                    f"{path}:{n}: expected {{\"translation\": {{\"{src_lang}\": ..., \"{tgt_lang}\": ...}}}} ({err})"
-                ) from None
-            src.append(s)
-            tgt.append(t)
+    for n, obj in iter_jsonl(path, what="parallel JSONL"):
+        try:
+            pair = obj["translation"]
+            s, t = pair[src_lang], pair[tgt_lang]
+        except (KeyError, TypeError) as err:
+            raise FairmtError(
+                f"{path}:{n}: expected {{\"translation\": {{\"{src_lang}\": ..., \"{tgt_lang}\": ...}}}} ({err!r})"
+            ) from None
+        if not isinstance(s, str) or not isinstance(t, str):
+            raise FairmtError(f"{path}:{n}: the {src_lang!r} and {tgt_lang!r} texts must be strings")
+        src.append(s)
+        tgt.append(t)
     return _dataset(src, tgt)
 
 
 def read_tsv(path: str | Path):
     """``source<TAB>target`` per line."""
+    from fairmt.data.inputs import read_lines
+
     src, tgt = [], []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if len(parts) != 2:
-                raise FairmtError(f"{path}:{n}: expected 2 tab-separated columns (source, target), found {len(parts)}")
-            src.append(parts[0])
-            tgt.append(parts[1])
+    for n, line in enumerate(read_lines(path, "parallel TSV", allow_blank=True), 1):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) != 2:
+            raise FairmtError(f"{path}:{n}: expected 2 tab-separated columns (source, target), found {len(parts)}")
+        src.append(parts[0])
+        tgt.append(parts[1])
     return _dataset(src, tgt)
 
 
 def read_aligned_files(src_path: str | Path, tgt_path: str | Path):
     """Two plain-text files, line i of one the translation of line i of the other."""
-    src = Path(src_path).read_text(encoding="utf-8").splitlines()
-    tgt = Path(tgt_path).read_text(encoding="utf-8").splitlines()
+    from fairmt.data.inputs import read_lines
+
+    src = read_lines(src_path, "source", allow_blank=True)
+    tgt = read_lines(tgt_path, "target", allow_blank=True)
     if len(src) != len(tgt):
         raise FairmtError(
             f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}: source and target must have the same "

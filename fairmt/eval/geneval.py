@@ -267,38 +267,15 @@ def strip_context(hypothesis: str) -> str:
 
 
 def read_lines(path: str | Path, *, expected: int | None = None, allow_empty: bool = False) -> list[str]:
-    """Read a one-sentence-per-line UTF-8 file, with errors that name the file and line.
+    """Read a one-sentence-per-line UTF-8 file (through :func:`fairmt.data.inputs.read_lines`), with errors that
+    name the file and line.
 
     Raises :class:`FairmtError` for a missing/undecodable file, an empty line (unless ``allow_empty``) or a line
     count different from ``expected``.
     """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FairmtError(f"{p}: file not found") from None
-    except UnicodeDecodeError as err:
-        line = text_line_of_offset(p.read_bytes(), err.start)
-        raise FairmtError(f"{p}:{line}: not valid UTF-8 ({err.reason}); save the file as UTF-8") from None
-    except OSError as err:
-        raise FairmtError(f"{p}: cannot read ({err.strerror})") from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    lines = [line.rstrip("\r") for line in lines]
-    if not allow_empty:
-        for i, line in enumerate(lines, 1):
-            if not line.strip():
-                raise FairmtError(f"{p}:{i}: empty line; every line must hold one translation")
-    if expected is not None and len(lines) != expected:
-        where = f"line {expected + 1} is extra" if len(lines) > expected else f"it ends after line {len(lines)}"
-        raise FairmtError(f"{p}: has {len(lines)} lines but {expected} are expected ({where})")
-    return lines
+    from fairmt.data.inputs import read_lines as _read
 
-
-def text_line_of_offset(data: bytes, offset: int) -> int:
-    """1-based line number of byte ``offset`` in ``data``."""
-    return data.count(b"\n", 0, offset) + 1
+    return _read(path, "translation", expected=expected, allow_blank=allow_empty, allow_empty=allow_empty)
 
 
 @dataclass

@@ -53,8 +53,8 @@ def validate_tuple(row: Mapping[str, Any], groups: Sequence[str] = GENDER_GROUPS
 def read_tuples(path: str | Path, groups: Sequence[str] = GENDER_GROUPS) -> list[dict]:
     """Read and validate a JSONL tuple file (see :func:`validate_tuple`); extra fields stay under ``"meta"``."""
     path = Path(path)
-    if not path.is_file():
-        raise FairmtError(f"tuple file {path} not found; make one with `fairmt augment cda|llm ...`")
+    if not path.exists():
+        raise FairmtError(f"{path}: tuple file not found; make one with `fairmt augment cda|llm ...`")
     rows = []
     for lineno, row in iter_jsonl(path, hint="; each line must be one tuple"):
         rows.append(validate_tuple(row, groups, where=f"{path}:{lineno}"))
@@ -93,26 +93,26 @@ def write_tuples(
 
 def read_texts(path: str | Path, field: str | None = None) -> list[str]:
     """Texts from a JSONL file (``field``: dotted key, e.g. ``translation.en``) or a plain text file (one a line)."""
+    from fairmt.data.inputs import read_text
+
     p = Path(path)
-    if not p.is_file():
-        raise FairmtError(f"text file {p} not found")
+    text = read_text(p, "text")
     out = []
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            if field is None:
-                out.append(line.strip())
-                continue
-            try:
-                obj: Any = json.loads(line)
-                for part in field.split("."):
-                    obj = obj[part]
-            except (json.JSONDecodeError, KeyError, TypeError):
-                raise FairmtError(f"{p}:{lineno}: no text at field {field!r} (is it a JSONL file with that key?)") from None
-            if not isinstance(obj, str):
-                raise FairmtError(f"{p}:{lineno}: field {field!r} is not a string")
-            out.append(obj.strip())
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        if field is None:
+            out.append(line.strip())
+            continue
+        try:
+            obj: Any = json.loads(line)
+            for part in field.split("."):
+                obj = obj[part]
+        except (json.JSONDecodeError, KeyError, TypeError, IndexError):
+            raise FairmtError(f"{p}:{lineno}: no text at field {field!r} (is it a JSONL file with that key?)") from None
+        if not isinstance(obj, str):
+            raise FairmtError(f"{p}:{lineno}: field {field!r} is not a string")
+        out.append(obj.strip())
     if not out:
         raise FairmtError(f"{p} holds no texts")
     return out

@@ -26,7 +26,6 @@ digit; the ratios here are exactly the definition above.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,24 +85,25 @@ class BiasIRQuery:
 
 def load_bias_ir(root: str | Path) -> list[BiasIRQuery]:
     """Read Grep-BiasIR from its folder (``queries.csv`` and ``queries-documents_*.csv``)."""
-    root = Path(root)
+    from fairmt.data.inputs import csv_dict_rows, input_dir
+
+    root = input_dir(root, "Grep-BiasIR")
     qfile = root / "queries.csv"
-    if not qfile.exists():
-        raise FairmtError(f"Grep-BiasIR queries file {qfile} not found")
-    with qfile.open(encoding="utf-8", newline="") as f:
-        queries = {r["q_id"]: BiasIRQuery(r["q_id"], r["category"], r["query"]) for r in csv.DictReader(f)}
+    _, qrows = csv_dict_rows(qfile, "Grep-BiasIR queries", required=("q_id", "category", "query"))
+    queries = {r["q_id"]: BiasIRQuery(r["q_id"], r["category"], r["query"]) for _, r in qrows}
     doc_files = sorted(root.glob("queries-documents_*.csv"))
     if not doc_files:
         raise FairmtError(f"no Grep-BiasIR document files (queries-documents_*.csv) in {root}")
     for path in doc_files:
-        with path.open(encoding="utf-8", newline="") as f:
-            for lineno, r in enumerate(csv.DictReader(f), start=2):
-                q = queries.get(r["q_id"])
-                if q is None:
-                    raise FairmtError(f"{path}:{lineno}: q_id {r['q_id']} is not in {qfile}")
-                q.documents.append(
-                    BiasIRDocument(r["d_id"], r["relevant"].strip() == "1", r["content_gender"].strip(), r["doc_title"], r["document"])
-                )
+        _, rows = csv_dict_rows(path, "Grep-BiasIR documents",
+                                required=("q_id", "d_id", "relevant", "content_gender", "doc_title", "document"))
+        for lineno, r in rows:
+            q = queries.get(r["q_id"])
+            if q is None:
+                raise FairmtError(f"{path}:{lineno}: q_id {r['q_id']} is not in {qfile}")
+            q.documents.append(
+                BiasIRDocument(r["d_id"], r["relevant"].strip() == "1", r["content_gender"].strip(), r["doc_title"], r["document"])
+            )
     out = [q for q in queries.values() if q.documents]
     for q in out:
         q.relevant("M"), q.relevant("F")  # validate

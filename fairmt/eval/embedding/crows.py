@@ -26,7 +26,6 @@ sums and counts.
 
 from __future__ import annotations
 
-import csv
 import difflib
 import math
 from collections import Counter
@@ -74,24 +73,20 @@ class CrowsPair:
 
 def load_crows_pairs(path: str | Path, bias_types: Sequence[str] | None = None, limit: int | None = None) -> list[CrowsPair]:
     """Read ``crows_pairs_anonymized.csv``; optionally keep some bias types and the first ``limit`` rows."""
+    from fairmt.data.inputs import csv_dict_rows
+
     path = Path(path)
-    if not path.exists():
-        raise FairmtError(f"CrowS-Pairs file {path} not found")
     pairs = []
-    with path.open(encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
-        need = {"sent_more", "sent_less", "stereo_antistereo", "bias_type"}
-        if not need <= set(reader.fieldnames or []):
-            raise FairmtError(f"CrowS-Pairs file {path} lacks columns {sorted(need - set(reader.fieldnames or []))}")
-        for lineno, row in enumerate(reader, start=2):
-            direction = row["stereo_antistereo"].strip()
-            if direction not in ("stereo", "antistereo"):
-                raise FairmtError(f"{path}:{lineno}: stereo_antistereo must be 'stereo' or 'antistereo', got {direction!r}")
-            if bias_types and row["bias_type"] not in bias_types:
-                continue
-            pairs.append(CrowsPair(len(pairs), row["sent_more"], row["sent_less"], direction, row["bias_type"]))
-            if limit is not None and len(pairs) >= limit:
-                break
+    _, rows = csv_dict_rows(path, "CrowS-Pairs", required=("sent_more", "sent_less", "stereo_antistereo", "bias_type"))
+    for lineno, row in rows:
+        direction = row["stereo_antistereo"].strip()
+        if direction not in ("stereo", "antistereo"):
+            raise FairmtError(f"{path}:{lineno}: stereo_antistereo must be 'stereo' or 'antistereo', got {direction!r}")
+        if bias_types and row["bias_type"] not in bias_types:
+            continue
+        pairs.append(CrowsPair(len(pairs), row["sent_more"], row["sent_less"], direction, row["bias_type"]))
+        if limit is not None and len(pairs) >= limit:
+            break
     if bias_types and not pairs:
         raise FairmtError(f"no CrowS-Pairs rows of bias type {list(bias_types)} in {path}")
     return pairs

@@ -23,7 +23,6 @@ The test files are ``sent-weat{6,6b,7,7b,8,8b}.jsonl`` (and the word-level ``wea
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -61,13 +60,10 @@ def load_seat_test(path: str | Path, name: str | None = None) -> SeatTest:
 
     Raises :class:`FairmtError` naming the file and the set when a set is missing, empty or malformed.
     """
+    from fairmt.data.inputs import read_json
+
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FairmtError(f"SEAT file {path} not found") from None
-    except json.JSONDecodeError as err:
-        raise FairmtError(f"SEAT file {path} is not valid JSON ({err}); expected one object with {SETS}") from None
+    data = read_json(path, "SEAT test")
     if not isinstance(data, dict):
         raise FairmtError(f"SEAT file {path}: expected a JSON object with keys {SETS}, got {type(data).__name__}")
     missing = [s for s in SETS if s not in data]

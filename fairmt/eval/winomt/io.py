@@ -53,17 +53,9 @@ class TranslationPair:
 
 
 def _read_lines(path: str | Path, what: str) -> list[str]:
-    p = Path(path)
-    if not p.is_file():
-        raise FairmtError(f"{what} file {p} not found")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise FairmtError(f"{what} file {p} is not UTF-8 text ({err})") from err
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.rstrip("\r") for line in lines]
+    from fairmt.data.inputs import read_lines
+
+    return read_lines(path, what, allow_blank=True)
 
 
 def read_gold(path: str | Path) -> list[GoldEntry]:
@@ -146,7 +138,9 @@ def read_2019_log(path: str | Path) -> dict:
     Returns ``{"acc", "f1_male", "f1_female", "p_male", "r_male", "p_female", "r_female", "confusion"}`` with
     ``confusion[gold][pred] = count`` (gender names as strings).
     """
-    text = Path(path).read_text(encoding="utf-8")
+    from fairmt.data.inputs import read_text
+
+    text = read_text(path, "WinoMT log")
     m = re.search(
         r"acc = ([\d.]+)%; f1_male = ([\d.]+)% \(p: ([\d.]+) / r: ([\d.]+)\); "
         r"f1_female = ([\d.]+)% \(p: ([\d.]+) / r: ([\d.]+)\)",
