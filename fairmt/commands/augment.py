@@ -129,8 +129,8 @@ def _run_llm(args) -> int:
     texts = _texts(args)
     if not args.all_texts:
         texts = [t for t in texts if detect_gender(t) != "none"]
+    examples = _examples(args.examples)  # every input file is read before the client connects / loads
     client = _client(args)
-    examples = _examples(args.examples)
     summary: dict = {}
     if args.search_rounds > 0 and texts:
         corrector = cda_corrector if args.corrector == "cda" else interactive_corrector()

@@ -70,9 +70,9 @@ def _data_file(explicit: str | None, *parts: str) -> Path:
     from fairmt.data.paths import data_path
 
     if explicit:
-        if not Path(explicit).exists():
-            raise FairmtError(f"{explicit} not found")
-        return Path(explicit)
+        from fairmt.data.inputs import input_path
+
+        return input_path(explicit)
     return data_path("embedding_bias", *parts)
 
 
@@ -127,7 +127,40 @@ def run_embeddings(args: argparse.Namespace) -> int:
             payload["completed"].append(suite)
         _write(args, payload, "\n".join(md))
 
-    # Load the masked LM first: a non-MLM model fails before any slow work.
+    # Read every input file before any model loads: a bad file fails in a second, not after the model's load.
+    seat_tests = bias_ir_queries = crows_pairs = stereo_examples = None
+    tuples = groups = None
+    if "seat" in args.suite:
+        from fairmt.data.inputs import input_dir
+        from fairmt.eval.embedding.seat import load_seat_test
+
+        seat_dir = input_dir(args.seat_dir, "SEAT") if args.seat_dir else _data_file(None, "seat")
+        seat_tests = [load_seat_test(seat_dir / f"sent-weat{t}.jsonl", name=t) for t in args.seat_tests]
+    if "cced" in args.suite:
+        from fairmt.eval.embedding.cced import load_tuples
+
+        tuples, groups = load_tuples(args.cced_tuples)
+    if "bias-ir" in args.suite:
+        from fairmt.eval.embedding.bias_ir import load_bias_ir
+
+        bias_ir_queries = load_bias_ir(Path(args.bias_ir_dir) if args.bias_ir_dir else _data_file(None, "bias_ir"))
+    if "crows" in args.suite:
+        from fairmt.eval.embedding.crows import VARIANTS, load_crows_pairs
+
+        bad = [v for v in args.crows_variant if v not in VARIANTS]
+        if bad:
+            raise FairmtError(f"unknown CrowS-Pairs variant(s) {bad}; choose from {','.join(VARIANTS)}")
+        crows_pairs = load_crows_pairs(_data_file(args.crows_file, "crows", "crows_pairs_anonymized.csv"), args.bias_types, args.limit)
+    if "stereoset" in args.suite:
+        from fairmt.eval.embedding.stereoset import load_stereoset
+
+        stereo_examples = load_stereoset(
+            _data_file(args.stereoset_gold, "stereoset", "stereoset_dev_langtest2.7.0.jsonl"), splits=["intrasentence"]
+        )
+        if args.limit:
+            stereo_examples = stereo_examples[: args.limit]
+
+    # Then the masked LM: a non-MLM model fails before any slow work.
     mlm = None
     if {"crows", "stereoset"} & set(args.suite):
         mlm = MaskedLMRunner.from_path(args.model, batch_size=max(args.batch_size, 1), device=args.device)
@@ -138,12 +171,10 @@ def run_embeddings(args: argparse.Namespace) -> int:
         payload["pooling"] = emb.pooling
 
     if "seat" in args.suite:
-        from fairmt.eval.embedding.seat import load_seat_test, seat_score
+        from fairmt.eval.embedding.seat import seat_score
 
-        seat_dir = Path(args.seat_dir) if args.seat_dir else _data_file(None, "seat")
         results = []
-        for t in args.seat_tests:
-            test = load_seat_test(seat_dir / f"sent-weat{t}.jsonl", name=t)
+        for test in seat_tests:
             results.append(seat_score(test, emb.encode, pooling=emb.pooling, n_samples=args.n_samples, seed=args.seed))
         avg = sum(abs(r.effect_size) for r in results) / len(results)
         payload["seat"] = {"tests": {r.test: asdict(r) for r in results}, "avg_abs_effect_size": avg}
@@ -152,9 +183,8 @@ def run_embeddings(args: argparse.Namespace) -> int:
         show("seat", "SEAT", rows, ["test", "effect_size", "p_value", "p"], results[0].signature)
 
     if "cced" in args.suite:
-        from fairmt.eval.embedding.cced import cced_score, load_tuples
+        from fairmt.eval.embedding.cced import cced_score
 
-        tuples, groups = load_tuples(args.cced_tuples)
         res = cced_score(tuples, groups, emb.encode, normalize=args.cced_normalize, pooling=emb.pooling)
         payload["cced"] = asdict(res)
         rows = [{"pair": k, "gap": res.pair_gap[k], "signed": res.pair_signed[k]} for k in res.pair_gap]
@@ -162,10 +192,9 @@ def run_embeddings(args: argparse.Namespace) -> int:
         show("cced", f"CCED ({res.n} tuples)", rows, ["pair", "gap", "signed"], res.signature, digits=4)
 
     if "bias-ir" in args.suite:
-        from fairmt.eval.embedding.bias_ir import bias_ir_score, load_bias_ir
+        from fairmt.eval.embedding.bias_ir import bias_ir_score
 
-        root = Path(args.bias_ir_dir) if args.bias_ir_dir else _data_file(None, "bias_ir")
-        queries = load_bias_ir(root)
+        queries = bias_ir_queries
         if args.bias_ir_limit:
             kept: dict[str, list] = {}
             for q in queries:
@@ -179,12 +208,9 @@ def run_embeddings(args: argparse.Namespace) -> int:
         show("bias-ir", "Bias-IR (male ratio, 0.50 best)", rows, ["category", "n", "male_ratio", "ties", "rank_M", "rank_F", "rank_N"], res.signature)
 
     if "crows" in args.suite:
-        from fairmt.eval.embedding.crows import VARIANTS, crows_score, load_crows_pairs
+        from fairmt.eval.embedding.crows import crows_score
 
-        bad = [v for v in args.crows_variant if v not in VARIANTS]
-        if bad:
-            raise FairmtError(f"unknown CrowS-Pairs variant(s) {bad}; choose from {','.join(VARIANTS)}")
-        pairs = load_crows_pairs(_data_file(args.crows_file, "crows", "crows_pairs_anonymized.csv"), args.bias_types, args.limit)
+        pairs = crows_pairs
         payload["crows"] = {}
         for v in args.crows_variant:
             res = crows_score(pairs, mlm, variant=v, progress=progress)
@@ -195,12 +221,9 @@ def run_embeddings(args: argparse.Namespace) -> int:
             show("crows", f"CrowS-Pairs ({v}; 50 best)", rows, ["bias_type", "n", "metric", "stereo_score", "antistereo_score", "neutral"], res.signature, digits=2)
 
     if "stereoset" in args.suite:
-        from fairmt.eval.embedding.stereoset import intrasentence_predictions, load_stereoset, stereoset_score
+        from fairmt.eval.embedding.stereoset import intrasentence_predictions, stereoset_score
 
-        gold_path = _data_file(args.stereoset_gold, "stereoset", "stereoset_dev_langtest2.7.0.jsonl")
-        examples = load_stereoset(gold_path, splits=["intrasentence"])
-        if args.limit:
-            examples = examples[: args.limit]
+        examples = stereo_examples
         preds = intrasentence_predictions(examples, mlm.fill_probs, progress=progress)
         scores = {p["id"]: p["score"] for p in preds["intrasentence"]}
         res = stereoset_score(examples, scores, scores_from="mlm-mean-subtoken-prob")

@@ -39,6 +39,7 @@ class WinoMTGold:
     entries: list[GoldEntry]
     stereotype: list[str | None]
     name: str
+    path: str | None = None  # the gold file, when read from one
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -86,7 +87,7 @@ def load_gold(path: str | Path | None = None, compat: str | None = None) -> Wino
         stereotype.append(left.pop(0) if left else None)
     if path.name in ("en_pro.txt", "en_anti.txt"):
         stereotype = [path.name[3:-4]] * len(entries)
-    return WinoMTGold(entries, stereotype, f"{path.parent.name}/{path.name}")
+    return WinoMTGold(entries, stereotype, f"{path.parent.name}/{path.name}", str(path))
 
 
 @dataclass
@@ -179,7 +180,7 @@ def evaluate_winomt(
     if not isinstance(gold, WinoMTGold):
         gold = load_gold(gold, compat)
     if isinstance(translations, (str, Path)):
-        pairs = read_translations(translations, gold.entries)
+        pairs = read_translations(translations, gold.entries, gold_path=gold.path)
     else:
         translations = list(translations)
         if len(translations) != len(gold):

@@ -87,7 +87,8 @@ _SEP = re.compile(r" *\|\|\| *")
 
 
 def read_translations(
-    path: str | Path, gold: Sequence[GoldEntry] | None = None, check_sources: bool = True
+    path: str | Path, gold: Sequence[GoldEntry] | None = None, check_sources: bool = True,
+    gold_path: str | Path | None = None,
 ) -> list[TranslationPair]:
     """Read a ``source ||| translation`` file; with ``gold``, check the line count and that sources match.
 
@@ -97,8 +98,8 @@ def read_translations(
     lines = _read_lines(path, "translation")
     if gold is not None and len(lines) != len(gold):
         raise FairmtError(
-            f"{path} has {len(lines)} lines but the gold file has {len(gold)}: give one 'source ||| translation' "
-            "line per gold sentence, in gold order"
+            f"{path} has {len(lines)} lines but the gold file{' ' + str(gold_path) if gold_path else ''} has "
+            f"{len(gold)}: give one 'source ||| translation' line per gold sentence, in gold order"
         )
     out = []
     for k, line in enumerate(lines, start=1):
