@@ -247,6 +247,10 @@ def load_translation_model(
         family: ``"small100"``, ``"nllb"`` or ``"m2m100"``; detected from the checkpoint when ``None``.
         model: an already loaded model (e.g. a PEFT-wrapped one) to pair with the tokenizer.
     """
+    if model is None:
+        from fairmt.models.hub import require_model
+
+        require_model(name_or_path, "translation model")
     if family is None:
         family, evidence = family_evidence(name_or_path)
         logger.info("model family of %s: %s (%s)", name_or_path, family, evidence)

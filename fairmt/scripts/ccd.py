@@ -216,8 +216,11 @@ def _runner(model, tokenizer, pooling: str, batch_size: int, normalize: bool | N
 
 
 def load_encoder(path: str, peft_cfg: dict | None = None):
-    """(model, tokenizer, is_sentence_transformers) for a local folder."""
+    """(model, tokenizer, is_sentence_transformers) for a local folder or a Hub id."""
     from fairmt.eval.embedding.encode import is_sentence_transformers_dir
+    from fairmt.models.hub import require_model
+
+    require_model(path, "encoder")
 
     if is_sentence_transformers_dir(path):
         if peft_cfg:

