@@ -7,6 +7,7 @@ import os
 import pytest
 import torch
 from torch import nn
+from safetensors.torch import load_file
 
 from fairmt.errors import FairmtError
 from fairmt.trainers.adversarial import (
@@ -146,7 +147,7 @@ def test_adversarial_trainer_trains_and_adversary_learns(tmp_path):
     # checkpoint carries the adversaries
     ckpt = tmp_path / "out" / "checkpoint-24"
     assert (ckpt / ADVERSARY_FILE).is_file()
-    state = torch.load(ckpt / ADVERSARY_FILE, weights_only=True)
+    state = load_file(ckpt / ADVERSARY_FILE)
     assert set(state) == set(trainer.adversary.state_dict())
     # evaluation: CE only, predictions carry (logits, hidden), label ids (labels, group)
     out = trainer.predict(_rows(8, seed=2))
@@ -332,7 +333,7 @@ def test_adversary_learns_and_its_gradients_are_reset_every_optimizer_step(tmp_p
 def test_resume_restores_the_adversaries(tmp_path):
     trainer = _trainer(tmp_path, max_steps=8, save_strategy="steps", save_steps=8, n_adversaries=2)
     trainer.train()
-    saved = torch.load(tmp_path / "out" / "checkpoint-8" / ADVERSARY_FILE, weights_only=True)
+    saved = load_file(tmp_path / "out" / "checkpoint-8" / ADVERSARY_FILE)
     fresh = _trainer(tmp_path, max_steps=8, save_strategy="no", n_adversaries=2)
     assert not all(torch.equal(v, fresh.adversary.state_dict()[k]) for k, v in saved.items())
     fresh.train(resume_from_checkpoint=str(tmp_path / "out" / "checkpoint-8"))  # already at max_steps: loads only

@@ -6,6 +6,7 @@ import functools
 import hashlib
 import http.server
 import io
+import re
 import tarfile
 import threading
 from pathlib import Path
@@ -136,7 +137,7 @@ def test_network_failure_is_clear(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def _flores_tarball(folder: Path) -> Path:
+def _flores_tarball(folder: Path, extra: tuple = ()) -> Path:
     tar_path = folder / "flores200_dataset.tar.gz"
     with tarfile.open(tar_path, "w:gz") as tar:
         def add(name, text):
@@ -149,7 +150,8 @@ def _flores_tarball(folder: Path) -> Path:
         add("flores200_dataset/devtest/deu_Latn.devtest", "Hallo.\nGuten Morgen.\n")
         add("flores200_dataset/dev/deu_Latn.dev", "Tag.\n")
         add("flores200_dataset/metadata_devtest.tsv", "x\n")  # not included
-        add("../evil.txt", "outside\n")  # path traversal: skipped
+        for member in extra:
+            tar.addfile(member, io.BytesIO(b"outside\n") if member.isfile() else None)
     return tar_path
 
 
@@ -164,7 +166,6 @@ def test_flores200_archive(serve, tmp_path, monkeypatch):
         rep = dl.download("flores200", dest=dest, base_url=base, progress=False)
     assert rep.archive_sha256 == {"flores200_dataset.tar.gz": digest}
     assert (dest / "flores200/SHA256SUMS").read_text().startswith(digest)
-    assert not (tmp_path / "evil.txt").exists() and not (dest / "evil.txt").exists()
     assert not (dest / "flores200/metadata_devtest.tsv").exists()
     monkeypatch.setenv("FAIRMT_DATA", str(dest))
     from fairmt.eval.translation import flores_languages, read_flores
@@ -181,6 +182,35 @@ def test_flores200_archive(serve, tmp_path, monkeypatch):
     with pytest.raises(FairmtError, match="checksum mismatch for flores200_dataset.tar.gz"):
         dl.download("flores200", dest=dest3, base_url=base, sha256="0" * 64, progress=False)
     assert list(dest3.rglob("*")) == []
+
+
+def _member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = link
+    info.size = len(b"outside\n") if kind == tarfile.REGTYPE else 0
+    return info
+
+
+@pytest.mark.parametrize("member", [
+    _member("../evil.txt"),
+    _member("flores200_dataset/devtest/../../../evil.txt"),
+    _member("/tmp/fairmt-evil.txt"),
+    _member("flores200_dataset/devtest/fra_Latn.devtest", tarfile.SYMTYPE, "/etc/passwd"),
+    _member("flores200_dataset/devtest/ita_Latn.devtest", tarfile.LNKTYPE, "../../evil.txt"),
+    _member("flores200_dataset/dev/fifo", tarfile.FIFOTYPE),
+], ids=["dotdot", "dotdot-inside", "absolute", "symlink", "hardlink", "fifo"])
+def test_archive_with_escaping_members_is_refused(member, serve, tmp_path):
+    """A crafted tarball served from 127.0.0.1: the whole archive is refused, nothing is written anywhere."""
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    _flores_tarball(mirror, extra=(member,))
+    dest = tmp_path / "cache"
+    with pytest.warns(UserWarning, match="no pinned sha256"), \
+            pytest.raises(FairmtError, match=f"refusing the archive: member {re.escape(repr(member.name))} is unsafe"):
+        dl.download("flores200", dest=dest, base_url=serve(mirror), progress=False)
+    assert not any(p.is_file() for p in dest.rglob("*")) if dest.exists() else True
+    assert not (tmp_path / "evil.txt").exists() and not Path("/tmp/fairmt-evil.txt").exists()
 
 
 def test_cli_download(shared_data, serve, tmp_path, capsys):

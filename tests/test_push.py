@@ -51,7 +51,7 @@ def test_push_uploads_the_model_not_the_training_state(tmp_path, fake_hub):
     out = tmp_path / "out"
     (out / "checkpoint-500").mkdir(parents=True)
     for name in ("config.json", "model.safetensors", "tokenizer_config.json", "sentencepiece.bpe.model",
-                 "generation_config.json", "training_args.bin", "trainer_state.json", "gacl_projection_head.pt",
+                 "generation_config.json", "training_args.bin", "trainer_state.json", "gacl_projection_head.safetensors", "adversary.safetensors",
                  "checkpoint-500/optimizer.pt", "checkpoint-500/rng_state.pth", "checkpoint-500/model.safetensors"):
         (out / name).write_text("x")
     geneval = tmp_path / "geneval.json"

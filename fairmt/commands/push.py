@@ -18,7 +18,7 @@ from fairmt.errors import FairmtError
 MODEL_FILES = ("config.json", "adapter_config.json")
 # what a Trainer's output folder holds besides the model: never part of a published model unless asked
 TRAINING_STATE = ["checkpoint-*", "checkpoint-*/*", "optimizer.pt", "scheduler.pt", "rng_state*.pth",
-                  "trainer_state.json", "training_args.bin", "runs/*", "*.lock", "gacl_projection_head.pt",
+                  "trainer_state.json", "training_args.bin", "runs/*", "*.lock", "gacl_projection_head.*", "adversary.*",
                   "scaler.pt", "global_step*", "global_step*/*"]
 
 

@@ -178,19 +178,40 @@ def _present_and_valid(path: Path, f: RemoteFile) -> bool:
     return path.is_file() and path.stat().st_size == f.size and sha256_file(path) == f.sha256
 
 
+def _escapes(name: str) -> bool:
+    p = PurePosixPath(name)
+    return p.is_absolute() or ".." in p.parts or name.startswith("\\") or ":" in (p.parts[0] if p.parts else "")
+
+
 def _safe_rel(name: str, strip: int) -> PurePosixPath | None:
-    parts = PurePosixPath(name).parts
-    if any(p in ("..", "") for p in parts) or PurePosixPath(name).is_absolute():
-        return None
+    """The member's path below the target folder, or None for a leading folder entry stripped away."""
+    parts = [p for p in PurePosixPath(name).parts if p not in ("", ".")]
     if len(parts) <= strip:
         return None
     return PurePosixPath(*parts[strip:])
 
 
 def _unpack(archive: Path, spec: RemoteArchive, staging: Path) -> list[str]:
+    """Copy the archive's included regular files under ``staging/target``. An archive with a member that would
+    land outside the target folder (absolute path, ``..``) or with a link / device member is refused as a whole:
+    nothing of it is kept (the caller's staging folder is discarded)."""
     written = []
     with tarfile.open(archive) as tar:
-        for member in tar.getmembers():
+        members = tar.getmembers()
+        for member in members:
+            bad = None
+            if _escapes(member.name):
+                bad = "its path leaves the target folder"
+            elif member.issym() or member.islnk():
+                bad = f"it is a link (to {member.linkname!r})"
+            elif not (member.isfile() or member.isdir()):
+                bad = "it is a device, FIFO or other special file"
+            if bad:
+                raise FairmtError(
+                    f"{spec.name}: refusing the archive: member {member.name!r} is unsafe ({bad}); nothing was "
+                    "unpacked. The file at the URL is not the expected dataset archive"
+                )
+        for member in members:
             rel = _safe_rel(member.name, spec.strip_components)
             if rel is None or not member.isfile():
                 continue

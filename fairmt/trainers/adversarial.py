@@ -31,7 +31,7 @@ masked mean) of an ``AutoModelForSequenceClassification``, or the encoder output
 
 The adversaries live in the Trainer (``trainer.adversary``), train in the same optimizer (an extra parameter group,
 learning rate ``adv_learning_rate``; their gradients clipped to ``max_grad_norm`` and reset after every optimizer
-step by an internal callback, since the stock Trainer only handles the model's), are saved as ``adversary.pt``
+step by an internal callback, since the stock Trainer only handles the model's), are saved as ``adversary.safetensors``
 beside each checkpoint, and reloaded on resume.
 Evaluation computes the task CE only and returns ``(logits, hidden)`` predictions with ``(labels, group)`` label ids
 (for :func:`fairmt.eval.selection.fairness_compute_metrics`).
@@ -64,7 +64,8 @@ __all__ = [
     "grad_reverse",
 ]
 
-ADVERSARY_FILE = "adversary.pt"
+ADVERSARY_FILE = "adversary.safetensors"
+LEGACY_ADVERSARY_FILE = "adversary.pt"  # fairmt < 0.2 wrote it with torch.save
 
 
 # ----------------------------------------------------------------------------------------- gradient reversal
@@ -285,13 +286,21 @@ class AdversarialTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Train
         super()._save(output_dir, state_dict)
         output_dir = output_dir if output_dir is not None else self.args.output_dir
         if self.args.should_save:
-            torch.save(self.adversary.state_dict(), os.path.join(output_dir, ADVERSARY_FILE))
+            from safetensors.torch import save_file
+
+            save_file({k: v.detach().contiguous().cpu() for k, v in self.adversary.state_dict().items()},
+                      os.path.join(output_dir, ADVERSARY_FILE))
 
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model: nn.Module | None = None) -> None:
         super()._load_from_checkpoint(resume_from_checkpoint, model)
         path = os.path.join(resume_from_checkpoint, ADVERSARY_FILE)
+        legacy = os.path.join(resume_from_checkpoint, LEGACY_ADVERSARY_FILE)
         if os.path.isfile(path):
-            self.adversary.load_state_dict(torch.load(path, map_location=self.args.device, weights_only=True))
+            from safetensors.torch import load_file
+
+            self.adversary.load_state_dict(load_file(path, device=str(self.args.device)))
+        elif os.path.isfile(legacy):
+            self.adversary.load_state_dict(torch.load(legacy, map_location=self.args.device, weights_only=True))
 
     # ------------------------------------------------------------------ loss
     def _split(self, inputs: dict[str, Any]) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor | None]:

@@ -89,7 +89,7 @@ class GACLConfig(Seq2SeqTrainingArguments):
             (the released code's ``Dropout(model dropout) → Linear(d, d)``), ``"mlp"`` (SimCSE's
             ``Linear → Tanh → Linear``, output ``projection_dim``, default d) or ``"none"``. Default: ``"linear"``
             for the ``official`` variant, ``"mlp"`` if ``projection_dim`` is set, else none. The head is saved
-            beside checkpoints (``gacl_projection_head.pt``), never inside the model weights.
+            beside checkpoints (``gacl_projection_head.safetensors``), never inside the model weights.
         projection_dim (`int`, optional): output size of the ``"mlp"`` head.
         projection_weight_decay (`float`, defaults to `1.0`): weight decay of the head's parameters, in their own
             optimizer group (the released code trains its head with 1.0; the rest uses ``weight_decay``, biases and
@@ -300,7 +300,8 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
 
     # compute_loss returns a per-batch mean; the Trainer must divide it for gradient accumulation itself.
     loss_is_scaled_for_ga = False
-    HEAD_FILE = "gacl_projection_head.pt"
+    HEAD_FILE = "gacl_projection_head.safetensors"
+    LEGACY_HEAD_FILE = "gacl_projection_head.pt"  # fairmt < 0.2 wrote the head with torch.save
 
     def __init__(self, model=None, args: GACLConfig | None = None, teacher_model: nn.Module | None = None, **kwargs):
         if args is None:
@@ -644,7 +645,10 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
         finally:
             model.gacl_projection_head = head
         os.makedirs(output_dir, exist_ok=True)
-        torch.save(head.state_dict(), os.path.join(output_dir, self.HEAD_FILE))
+        from safetensors.torch import save_file
+
+        save_file({k: v.detach().contiguous().cpu() for k, v in head.state_dict().items()},
+                  os.path.join(output_dir, self.HEAD_FILE))
 
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
         import os
@@ -652,9 +656,16 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
         super()._load_from_checkpoint(resume_from_checkpoint, model)
         target = model if model is not None else self.model
         head = getattr(_base_model(self.accelerator.unwrap_model(target)), "gacl_projection_head", None)
+        if head is None:
+            return
         path = os.path.join(resume_from_checkpoint, self.HEAD_FILE)
-        if head is not None and os.path.isfile(path):
-            head.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+        legacy = os.path.join(resume_from_checkpoint, self.LEGACY_HEAD_FILE)
+        if os.path.isfile(path):
+            from safetensors.torch import load_file
+
+            head.load_state_dict(load_file(path, device="cpu"))
+        elif os.path.isfile(legacy):
+            head.load_state_dict(torch.load(legacy, map_location="cpu", weights_only=True))
 
 
 def gacl_card_section(args: GACLConfig) -> str:
