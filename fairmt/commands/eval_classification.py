@@ -141,7 +141,7 @@ def run_classification(args: argparse.Namespace) -> int:
     import warnings
 
     from fairmt.eval.classification import classification_metrics
-    from fairmt.eval.report import format_table, markdown_table, write_json
+    from fairmt.eval.report import format_table, markdown_table, write_json, write_text_atomic
 
     if args.num_classes is not None and args.num_classes < 2:
         raise FairmtError(f"--num-classes must be at least 2, got {args.num_classes}")
@@ -189,5 +189,5 @@ def run_classification(args: argparse.Namespace) -> int:
         write_json(data, args.json_out)
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(markdown_table([row], columns, digits=4), encoding="utf-8")
+        write_text_atomic(args.markdown, markdown_table([row], columns, digits=4))
     return 0

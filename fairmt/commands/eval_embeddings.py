@@ -77,12 +77,12 @@ def _data_file(explicit: str | None, *parts: str) -> Path:
 
 
 def _write(args: argparse.Namespace, payload: dict, markdown: str) -> None:
+    from fairmt.eval.report import write_text_atomic
+
     if args.json_out:
-        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json_out).write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_text_atomic(args.json_out, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     if getattr(args, "markdown", None):
-        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(markdown, encoding="utf-8")
+        write_text_atomic(args.markdown, markdown)
 
 
 def run_stereoset(args: argparse.Namespace) -> int:

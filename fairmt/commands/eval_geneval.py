@@ -144,7 +144,7 @@ def _summary(results, metrics: list[str]) -> dict:
 
 
 def _report(args, results, columns, metrics, label, title) -> None:
-    from fairmt.eval.report import bar_chart, format_table, markdown_table, write_json
+    from fairmt.eval.report import bar_chart, format_table, markdown_table, write_json, write_text_atomic
 
     rows = [_row(r) for r in results]
     summary = _summary(results, metrics)
@@ -158,7 +158,7 @@ def _report(args, results, columns, metrics, label, title) -> None:
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         sigs = "\n".join(f"- `{getattr(r, 'signature', '') or r.bleu_signature}`" for r in results)
-        Path(args.markdown).write_text(f"### {title}\n\n{markdown_table(rows, columns, digits=2)}\n{sigs}\n", encoding="utf-8")
+        write_text_atomic(args.markdown, f"### {title}\n\n{markdown_table(rows, columns, digits=2)}\n{sigs}\n")
     if args.plot:
         bar_chart(rows, label, metrics, args.plot, title=title)
     if args.json != "-":

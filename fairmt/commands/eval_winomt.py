@@ -115,7 +115,7 @@ def _translation_file(template: str, lang: str, multi: bool) -> str:
 
 def run(args) -> int:
     """Handler: evaluate each language, print a table (or write JSON/Markdown/plot)."""
-    from fairmt.eval.report import bar_chart, format_table, markdown_table, write_json
+    from fairmt.eval.report import bar_chart, format_table, markdown_table, write_json, write_text_atomic
     from fairmt.eval.winomt.align import get_aligner
     from fairmt.eval.winomt.evaluate import evaluate_winomt, load_gold
 
@@ -149,7 +149,7 @@ def run(args) -> int:
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         sigs = "\n".join(f"- `{r.signature}`" for r in results)
-        Path(args.markdown).write_text(markdown_table(rows, COLUMNS) + "\n" + sigs + "\n", encoding="utf-8")
+        write_text_atomic(args.markdown, markdown_table(rows, COLUMNS) + "\n" + sigs + "\n")
     if args.plot:
         system = Path(args.translations).name if args.translations else Path(str(args.model)).name
         bar_chart(rows, "lang", ["accuracy", "delta_g", "delta_s", "delta_r"], args.plot,

@@ -22,10 +22,29 @@ def as_dict(result: Any) -> dict:
     raise TypeError(f"cannot serialise {type(result).__name__}")
 
 
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and an atomic rename: a reader, or a
+    second run writing the same output path, sees the old file or the new one, never a mix or a torn file."""
+    import os
+    import tempfile
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def write_json(result: Any, path: str | Path) -> None:
     data = as_dict(result) if not isinstance(result, list) else [as_dict(r) for r in result]
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def _fmt(value: Any, digits: int) -> str:
@@ -79,6 +98,16 @@ def bar_chart(rows: Sequence[dict], label: str, metrics: Sequence[str], path: st
         ax.set_title(title, fontsize="medium")
     ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    import os
+    import tempfile
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=120, bbox_inches="tight", format=path.suffix.lstrip(".").lower() or "png")
+        os.replace(tmp, path)  # atomic, as write_text_atomic
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+        plt.close(fig)
