@@ -33,12 +33,14 @@ _LAZY = {
     "GenderContrastiveCollator": "fairmt.data.gacl",
     "prepare_gacl_pairs": "fairmt.data.gacl",
     "tokenize_gacl": "fairmt.data.gacl",
+    "evaluate_module": "fairmt.evaluate_modules",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from fairmt.data.gacl import GenderContrastiveCollator, prepare_gacl_pairs, tokenize_gacl
+    from fairmt.evaluate_modules import evaluate_module
     from fairmt.models import TranslationModel, load_translation_model
     from fairmt.trainers.adversarial import AdversarialConfig, AdversarialTrainer
     from fairmt.trainers.ccd import CCDConfig, CCDTrainer

@@ -73,6 +73,12 @@ ENTRIES: dict[str, str] = {
   booktitle = {Proceedings of the 59th Annual Meeting of the Association for Computational Linguistics},
   year = {2021},
 }""",
+    "han2022fairlib": """@inproceedings{han2022fairlib,
+  title = {{FairLib}: A Unified Framework for Assessing and Improving Fairness},
+  author = {Han, Xudong and Shen, Aili and Li, Yitong and Frermann, Lea and Baldwin, Timothy and Cohn, Trevor},
+  booktitle = {Proceedings of the 2022 Conference on Empirical Methods in Natural Language Processing: System Demonstrations},
+  year = {2022},
+}""",
 }
 
 METHOD_PAPERS = {
@@ -90,6 +96,7 @@ BENCHMARK_PAPERS = {
     "crows": ["nangia2020crows"],
     "stereoset": ["nadeem2021stereoset"],
     "cced": ["ccd2024"],
+    "classification_fairness": ["han2022fairlib"],
 }
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from fairmt.errors import FairmtError
 from fairmt.eval.winomt.align import Aligner, FastAlign
 from fairmt.eval.winomt.detectors import GenderDetector, get_detector
-from fairmt.eval.winomt.io import Gender, GoldEntry, TranslationPair, read_gold, read_translations
+from fairmt.eval.winomt.io import Gender, GoldEntry, TranslationPair, parse_gold_lines, read_gold, read_translations
 from fairmt.eval.winomt.metrics import COMPAT_MODES, score, stereotype_gap
 from fairmt.eval.winomt.profession import TranslatedEntity, find_translated_entity
 
@@ -72,7 +72,22 @@ def load_gold(path: str | Path | None = None, compat: str | None = None) -> Wino
     """Read a gold file (default: :func:`default_gold_path`); lines also listed in ``en_pro.txt`` / ``en_anti.txt``
     beside it are marked pro/anti."""
     path = Path(path) if path is not None else default_gold_path(compat)
-    entries = read_gold(path)
+    return _with_marks(read_gold(path), path, f"{path.parent.name}/{path.name}", str(path))
+
+
+def gold_from_lines(lines: Sequence[str], compat: str | None = None, name: str = "references") -> WinoMTGold:
+    """Gold entries from WinoMT gold lines held in memory (the ``evaluate`` module's ``references``). Lines that are
+    in the pro/anti lists of the data folder's gold (``en_pro.txt`` / ``en_anti.txt`` beside
+    :func:`default_gold_path`) get their marks, as the CLI gives them, so ΔS is the CLI's on the same lines."""
+    entries = parse_gold_lines([str(x) for x in lines], name)
+    try:
+        default = default_gold_path(compat)
+    except FairmtError:  # no data folder: no pro/anti marks (ΔS is None)
+        return WinoMTGold(entries, [None] * len(entries), name)
+    return _with_marks(entries, default, name, None)
+
+
+def _with_marks(entries: list[GoldEntry], path: Path, name: str, source: str | None) -> WinoMTGold:
     # multiset matching: a line listed k times in en_pro/en_anti marks k occurrences in the gold file (a few 2019
     # lines occur twice in en.txt, once in each list)
     marks: dict[tuple, list[str]] = {}
@@ -87,7 +102,7 @@ def load_gold(path: str | Path | None = None, compat: str | None = None) -> Wino
         stereotype.append(left.pop(0) if left else None)
     if path.name in ("en_pro.txt", "en_anti.txt"):
         stereotype = [path.name[3:-4]] * len(entries)
-    return WinoMTGold(entries, stereotype, f"{path.parent.name}/{path.name}", str(path))
+    return WinoMTGold(entries, stereotype, name, source)
 
 
 @dataclass

@@ -60,8 +60,13 @@ def _read_lines(path: str | Path, what: str) -> list[str]:
 
 def read_gold(path: str | Path) -> list[GoldEntry]:
     """Read a WinoMT gold file (``en.txt``, ``en_pro.txt``, ``en_anti.txt``; current or 2019 version)."""
+    return parse_gold_lines(_read_lines(path, "WinoMT gold"), path)
+
+
+def parse_gold_lines(lines: Sequence[str], path: str | Path = "gold") -> list[GoldEntry]:
+    """Parse WinoMT gold lines (``gender<TAB>index<TAB>sentence<TAB>profession``); errors name ``path:line``."""
     out = []
-    for k, line in enumerate(_read_lines(path, "WinoMT gold"), start=1):
+    for k, line in enumerate(lines, start=1):
         fields = line.split("\t")
         if len(fields) != 4:
             raise FairmtError(
@@ -79,7 +84,7 @@ def read_gold(path: str | Path) -> list[GoldEntry]:
             raise FairmtError(f"{path}:{k}: word index {idx} is past the end of the sentence ({sentence!r})")
         out.append(GoldEntry(g, idx, sentence, profession))
     if not out:
-        raise FairmtError(f"WinoMT gold file {path} is empty")
+        raise FairmtError(f"WinoMT gold {path} is empty")
     return out
 
 

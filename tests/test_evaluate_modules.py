@@ -1,0 +1,166 @@
+"""fairmt's Hugging Face `evaluate` modules (issue 12): they load offline with `evaluate.load(path)` and return the
+same numbers as the CLI on the same input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fairmt
+from fairmt.cli import main
+
+evaluate = pytest.importorskip("evaluate", reason="the evaluate package is not installed (pip install 'fairmt[evaluate]')")
+
+
+def _load(name: str):
+    return evaluate.load(fairmt.evaluate_module(name))
+
+
+def test_all_modules_load_offline_with_cards():
+    """In a fresh process with HF_HUB_OFFLINE=1: every module loads from its path and has a card with inputs,
+    citation and an example."""
+    code = """
+import evaluate, fairmt, json
+from fairmt.evaluate_modules import MODULES
+out = {}
+for name in MODULES:
+    m = evaluate.load(fairmt.evaluate_module(name))
+    out[name] = [bool(m.description), "@" in m.citation, "Example" in m.inputs_description, "Args" in m.inputs_description]
+print(json.dumps(out))
+"""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert set(got) == {"winomt", "mt_geneval", "flores", "cced", "classification_fairness"}
+    assert all(all(v) for v in got.values()), got
+    for name in got:  # the module card beside each script
+        card = Path(fairmt.evaluate_module(name)) / "README.md"
+        assert card.is_file() and "## Citation" in card.read_text(encoding="utf-8")
+
+
+def test_unknown_module_is_a_clear_error():
+    from fairmt.errors import FairmtError
+
+    with pytest.raises(FairmtError, match="unknown fairmt evaluate module 'bleu'"):
+        fairmt.evaluate_module("bleu")
+
+
+@pytest.mark.data
+def test_winomt_module_reproduces_the_cli_google_de(shared_data, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    """The issue's bar: the module gives the CLI's Google de figures on the shipped data."""
+    winomt = shared_data / "winomt"
+    trans = winomt / "translations" / "google" / "en-de.txt"
+    gold = winomt / "aggregates_acl2019" / "en.txt"
+    out = tmp_path / "cli.json"
+    assert main(["eval", "winomt", "--lang", "de", "--translations", str(trans), "--compat", "acl2019",
+                 "--json", str(out)]) == 0
+    cli = json.loads(out.read_text())
+    cli = cli["per_language"][0] if "per_language" in cli else cli
+    pairs = [line.split(" ||| ", 1) for line in trans.read_text(encoding="utf-8").splitlines()]
+    res = _load("winomt").compute(predictions=[t for _, t in pairs], references=gold.read_text(encoding="utf-8").splitlines(),
+                                  lang="de", sources=[s for s, _ in pairs], compat="acl2019")
+    for key in ("accuracy", "delta_g", "delta_s", "delta_r", "n", "confusion"):
+        assert res[key] == cli[key], key
+    # the published Google de figures (Stanovsky et al. 2019, Table 2: acc 59.4, ΔG 12.5); fairmt gives 59.3 / 12.3
+    assert res["delta_s"] is not None and abs(res["accuracy"] - 59.4) < 0.2 and abs(res["delta_g"] - 12.5) < 0.3
+    assert res["signature"].split("|")[0] == cli["signature"].split("|")[0]
+
+
+@pytest.mark.data
+def test_mt_geneval_module_matches_the_cli(shared_data, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    from fairmt.eval.geneval import load_counterfactual
+
+    d = load_counterfactual("de", "test")
+    # a mix: some translations use the other gender's reference
+    m_h = [fr if i % 7 == 0 else mr for i, (mr, fr) in enumerate(zip(d.masculine_refs, d.feminine_refs))]
+    f_h = [mr if i % 5 == 0 else fr for i, (mr, fr) in enumerate(zip(d.masculine_refs, d.feminine_refs))]
+    (tmp_path / "m.de").write_text("\n".join(m_h) + "\n", encoding="utf-8")
+    (tmp_path / "f.de").write_text("\n".join(f_h) + "\n", encoding="utf-8")
+    assert main(["eval", "geneval", "--lang", "de", "--masculine", str(tmp_path / "m.de"), "--feminine",
+                 str(tmp_path / "f.de"), "--json", "-"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    cli = cli["per_language"][0] if "per_language" in cli else cli
+    res = _load("mt_geneval").compute(predictions=m_h + f_h, references=d.masculine_refs + d.feminine_refs,
+                                      counterfactual_references=d.feminine_refs + d.masculine_refs, lang="de")
+    for key in ("accuracy", "explicit_accuracy", "accuracy_masculine", "accuracy_feminine", "delta_g",
+                "hypothesis_accuracy", "hypothesis_explicit_accuracy", "n"):
+        assert res[key] == pytest.approx(cli[key]), key
+    assert 0 < res["accuracy"] < 100
+    # one gender only: per-translation numbers, and no pair-level accuracy
+    half = _load("mt_geneval").compute(predictions=m_h, references=d.masculine_refs,
+                                       counterfactual_references=d.feminine_refs, lang="de")
+    assert half["accuracy"] is None and "masculine translations followed by the feminine" in half["note"]
+    assert half["hypothesis_accuracy"] == pytest.approx(cli["accuracy_masculine"])
+
+
+def test_flores_module_matches_the_cli(tmp_path, monkeypatch, capsys):
+    import sentencepiece as spm
+
+    refs = ["Der Arzt sprach lange mit der Patientin.", "Die Lehrerin erklärt die Aufgabe.",
+            "Morgen fahren wir nach Berlin.", "Das Wetter war schön."]
+    hyps = ["Der Arzt sprach mit der Patientin.", "Die Lehrerin erklärt die Aufgaben.",
+            "Morgen fahren wir nach Berlin.", "Das Wetter ist schön."]
+    spm.SentencePieceTrainer.train(sentence_iterator=iter((refs + hyps) * 30), model_prefix=str(tmp_path / "s"),
+                                   vocab_size=60, model_type="bpe", character_coverage=1.0)
+    dt = tmp_path / "data" / "flores200" / "devtest"
+    dt.mkdir(parents=True)
+    (dt / "eng_Latn.devtest").write_text("x\n" * 4, encoding="utf-8")
+    (dt / "deu_Latn.devtest").write_text("\n".join(refs) + "\n", encoding="utf-8")
+    monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "data"))
+    (tmp_path / "h.de").write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    assert main(["eval", "flores", "--lang-pair", "eng_Latn-deu_Latn", "--hypotheses", str(tmp_path / "h.de"),
+                 "--spm-model", str(tmp_path / "s.model"), "--json", str(tmp_path / "r.json")]) == 0
+    capsys.readouterr()
+    cli = json.loads((tmp_path / "r.json").read_text())
+    cli = cli["per_language"][0] if "per_language" in cli else cli
+    res = _load("flores").compute(predictions=hyps, references=refs, spm_model=str(tmp_path / "s.model"))
+    assert res["bleu_spm_nonstandard"] == pytest.approx(cli["bleu_spm_nonstandard"]) and res["spbleu"] is None
+    assert res["chrfpp"] == pytest.approx(cli["chrfpp"]) and res["bleu_signature"] == cli["bleu_signature"]
+    assert "not the official FLORES-200" in res["note"]
+
+
+def test_cced_module_matches_the_cli(tmp_path, capsys):
+    from fairmt.eval.embedding.cced import load_tuples
+    from fairmt.eval.embedding.encode import EmbeddingRunner
+    from tests.tiny_encoders import write_ccd_inputs
+
+    write_ccd_inputs(tmp_path)
+    assert main(["eval", "embeddings", "--model", str(tmp_path / "bert"), "--suite", "cced", "--cced-tuples",
+                 str(tmp_path / "tuples.jsonl"), "--json", str(tmp_path / "r.json"), "--no-progress"]) == 0
+    capsys.readouterr()
+    cli = json.loads((tmp_path / "r.json").read_text())["cced"]
+    tuples, groups = load_tuples(tmp_path / "tuples.jsonl")
+    runner = EmbeddingRunner.from_path(tmp_path / "bert", pooling=json.loads((tmp_path / "r.json").read_text())["pooling"],
+                                       progress=False)
+    neutral = np.asarray(runner.encode([t.neutral for t in tuples]))
+    per_group = [np.asarray(runner.encode([t.groups[g] for t in tuples])) for g in groups]
+    res = _load("cced").compute(predictions=neutral.tolist(),
+                                references=[[e[i].tolist() for e in per_group] for i in range(len(tuples))],
+                                groups=groups, pooling=runner.pooling)
+    assert res["gap"] == pytest.approx(cli["gap"], rel=1e-6) and res["n"] == cli["n"] and res["gap"] > 0
+    assert res["signature"] == cli["signature"]
+
+
+def test_classification_fairness_module_matches_the_cli(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    rows = [{"label": int(y), "pred": int(y if rng.random() < 0.8 else 1 - y), "group": int(g)}
+            for y, g in zip(rng.integers(0, 2, 200), rng.integers(0, 2, 200))]
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert main(["eval", "classification", "--predictions", str(tmp_path / "p.jsonl"), "--json", str(tmp_path / "r.json")]) == 0
+    capsys.readouterr()
+    cli = json.loads((tmp_path / "r.json").read_text())
+    res = _load("classification_fairness").compute(predictions=[r["pred"] for r in rows],
+                                                   references=[r["label"] for r in rows],
+                                                   groups=[r["group"] for r in rows])
+    for key in ("accuracy", "macro_f1", "gap", "delta_eo"):
+        assert res[key] == pytest.approx(cli[key]), key
+    assert res["signature"] == cli["signature"] and 0 < res["gap"]
