@@ -10,8 +10,6 @@ the registration happens in :mod:`fairmt.fairseq.criterion` / :mod:`fairmt.fairs
 imports. Loading the plugin sets ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` (fairseq 0.12 checkpoints hold pickled
 argparse objects that torch ≥ 2.6 refuses by default): every checkpoint fairseq then loads is fully unpickled, so
 load trusted checkpoints only.
+
+(From Python: ``fairmt.fairseq.user_dir.user_dir()`` returns the folder.)
 """
-
-from fairmt.fairseq.user_dir import USER_DIR, user_dir
-
-__all__ = ["USER_DIR", "user_dir"]

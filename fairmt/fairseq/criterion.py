@@ -29,7 +29,6 @@ distils from the same teacher; a fresh run in that folder overwrites it. Checkpo
 0.12 stores argparse objects; the plugin sets ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``): load trusted files only.
 """
 
-from __future__ import annotations
 
 import copy
 import logging

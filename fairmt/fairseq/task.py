@@ -13,7 +13,6 @@ global batches as one process with a K times larger ``--batch-size`` (``--max-to
 batches). Validation batches are fairseq's usual ones (every sentence; L_GC is skipped on one-gender batches).
 """
 
-from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
