@@ -74,7 +74,7 @@ def data_dir(fs, tmp_path_factory):
     src.write_text("".join(json.dumps(p) + "\n" for p in _pairs()), encoding="utf-8")
     out = root / "bin"
     assert main(["data", "fairseq-prep", "--src", "en", "--tgt", "de", "--input", str(src), "--out", str(out),
-                 "--valid-size", "16"]) == 0
+                 "--valid-size", "16", "--joined-dictionary"]) == 0
     return out
 
 
@@ -281,6 +281,26 @@ def test_fairseq_train_end_to_end_and_resume(data_dir, tmp_path):
     assert float(logs2[0]["loss"]) < first
     assert _sha(teacher_file) == sha
     print(f"fairseq-train 50 updates + resume 5: {time.time() - t0:.1f}s; loss {first:.3f} → {last:.3f}")
+
+
+def test_m2m_style_model_and_teacher_path(data_dir, tmp_path):
+    """A pre-norm transformer with all embeddings shared (fairseq's M2M-100 layout, joined dictionary): trains with
+    the criterion; a second run distils from its checkpoint through --teacher-path (no teacher file written)."""
+    m2m = ["--encoder-normalize-before", "--decoder-normalize-before", "--share-all-embeddings", "--batch-size", "8",
+           "--optimizer", "adam", "--lr", "0.003", "--disable-validation", "--kd-alpha", "0.4"]
+    proc = _train(data_dir, tmp_path / "a", *m2m, "--max-update", "20")
+    logs = _inner_logs(proc.stderr + proc.stdout)
+    assert len(logs) == 20 and float(logs[-1]["loss"]) < float(logs[0]["loss"]) - 0.5
+    assert all("loss_gc" in r and "loss_kd" in r for r in logs)
+    teacher_ckpt = tmp_path / "a" / "checkpoint_last.pt"
+    proc = _train(data_dir, tmp_path / "b", *m2m, "--max-update", "3", "--teacher-path", str(teacher_ckpt))
+    out = proc.stderr + proc.stdout
+    assert f"KD teacher loaded from {teacher_ckpt}" in out
+    assert float(_inner_logs(out)[0]["loss_kd"]) > 0.1  # a trained teacher vs the fresh student
+    assert not (tmp_path / "b" / "gacl_teacher.pt").exists()
+    bad = _train(data_dir, tmp_path / "c", *m2m, "--max-update", "1", "--teacher-path", str(tmp_path / "nope.pt"),
+                 check=False)
+    assert bad.returncode != 0 and "--teacher-path" in bad.stderr and "nope.pt" in bad.stderr
 
 
 def _free_port() -> int:
