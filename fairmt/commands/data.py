@@ -1,4 +1,4 @@
-"""``fairmt data download {winomt,geneval,flores200}`` and ``fairmt data verify``."""
+"""``fairmt data download {winomt,geneval,flores200}``, ``fairmt data verify`` and ``fairmt data fairseq-prep``."""
 
 from __future__ import annotations
 
@@ -25,8 +25,23 @@ def _verify(args) -> int:
     return 0 if ok else 1
 
 
+def _fairseq_prep(args) -> int:
+    from fairmt.fairseq.prep import fairseq_prep
+
+    counts = fairseq_prep(
+        args.input, args.out, src=args.src, tgt=args.tgt, valid_input=args.valid_input, valid_size=args.valid_size,
+        srcdict=args.srcdict, tgtdict=args.tgtdict, joined_dictionary=args.joined_dictionary,
+        sentencepiece_model=args.sentencepiece_model, balance=not args.no_balance, seed=args.seed,
+        workers=args.workers,
+    )
+    sizes = ", ".join(f"{k}: {v} pairs" for k, v in counts.items())
+    print(f"fairseq data for gacl_translation in {args.out} ({sizes}); train with: fairseq-train {args.out} "
+          f"--user-dir $(python -m fairmt.fairseq.user_dir) --task gacl_translation --criterion gacl_kd ...")
+    return 0
+
+
 def register(groups) -> None:
-    """Add ``download`` and ``verify`` to the ``fairmt data`` group."""
+    """Add ``download``, ``verify`` and ``fairseq-prep`` to the ``fairmt data`` group."""
     p = groups["data"].add_parser(
         "download",
         help="fetch benchmark data (winomt, geneval, flores200) into the local cache, checking sha256",
@@ -51,3 +66,28 @@ def register(groups) -> None:
     v.add_argument("datasets", nargs="+", metavar="DATASET", help="winomt, geneval")
     v.add_argument("--root", default=None, help="the data folder (default: FAIRMT_DATA or the cache)")
     v.set_defaults(handler=_verify)
+
+    f = groups["data"].add_parser(
+        "fairseq-prep",
+        help="prepare GACL data (one-gender sources, balanced, counterfactuals) and binarise it for fairseq-train",
+        description="Run fairmt's GACL data preparation (keep sources of exactly one gender, balance male/female, add "
+        "gender-swapped counterfactual sources), write text files plus the gender-label and counterfactual side files, "
+        "and call fairseq-preprocess, so OUT is ready for `fairseq-train OUT --user-dir $(python -m "
+        "fairmt.fairseq.user_dir) --task gacl_translation --criterion gacl_kd`. Needs fairseq (see README).",
+    )
+    f.add_argument("--src", default="en", help="source language code (file suffix), default en")
+    f.add_argument("--tgt", default="de", help="target language code (file suffix), default de")
+    f.add_argument("--input", required=True, metavar="PAIRS", help="training pairs: .jsonl ({translation: {src: .., tgt: ..}}) or .tsv")
+    f.add_argument("--out", required=True, metavar="DIR", help="output folder (binarised data + side files)")
+    f.add_argument("--valid-input", default=None, metavar="PAIRS", help="validation pairs, prepared the same way")
+    f.add_argument("--valid-size", type=int, default=None,
+                   help="without --valid-input: hold out this many prepared pairs as valid (default min(500, 5%%); 0: none)")
+    f.add_argument("--srcdict", default=None, metavar="D", help="reuse this fairseq source dictionary (e.g. the model's)")
+    f.add_argument("--tgtdict", default=None, metavar="D", help="reuse this fairseq target dictionary")
+    f.add_argument("--joined-dictionary", action="store_true", help="one dictionary for both sides (M2M-100/NLLB style)")
+    f.add_argument("--sentencepiece-model", default=None, metavar="MODEL",
+                   help="encode all text with this SentencePiece model before binarising (after gender processing)")
+    f.add_argument("--no-balance", action="store_true", help="keep all one-gender pairs (no down-sampling)")
+    f.add_argument("--seed", type=int, default=0, help="seed of the balancing/shuffling")
+    f.add_argument("--workers", type=int, default=1, help="fairseq-preprocess workers")
+    f.set_defaults(handler=_fairseq_prep)

@@ -1,0 +1,363 @@
+"""The fairseq front end: ``fairmt data fairseq-prep``, the ``gacl_translation`` task and the ``gacl_kd`` criterion
+(``fairseq-train --user-dir``). Needs fairseq (README's fairseq section; CI installs it); without it every test
+that needs it skips with the install step as its reason, and ``test_plugin_tests_ran_where_fairseq_is_installed``
+fails if fairseq IS importable but those tests were skipped anyway.
+"""
+
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from fairmt.errors import FairmtError
+from fairmt.fairseq.user_dir import user_dir
+
+FAIRSEQ_IMPORTABLE = importlib.util.find_spec("fairseq") is not None
+_SKIPPED: list[str] = []
+
+ARCH = ["--arch", "transformer", "--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16",
+        "--decoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32",
+        "--encoder-attention-heads", "2", "--decoder-attention-heads", "2"]
+TRAIN = ["--user-dir", user_dir(), "--task", "gacl_translation", "--balanced-genders", "--criterion", "gacl_kd",
+         "--label-smoothing", "0.1", *ARCH, "--cpu", "--seed", "1", "--num-workers", "0", "--no-progress-bar",
+         "--log-format", "json", "--log-interval", "1"]
+
+
+def _plugin_skip_reason() -> str | None:
+    """Why the plugin tests cannot run here (None: they can): fairseq absent, or present but failing to import
+    (e.g. fairseq 0.12.2 on Python 3.11, or a torchaudio built for another torch)."""
+    hint = ("install it as README.md's fairseq section says (pip install --no-build-isolation --no-deps "
+            "fairseq-fixed==0.12.3.1 + its dependencies)")
+    if not FAIRSEQ_IMPORTABLE:
+        return f"fairseq is not installed: {hint}"
+    try:
+        import fairseq  # noqa: F401
+    except Exception as err:  # noqa: BLE001  (any import failure means the plugin cannot run)
+        return f"fairseq is installed but does not import ({type(err).__name__}: {err}): {hint}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def fs():
+    reason = _plugin_skip_reason()
+    if reason:
+        _SKIPPED.append(reason)
+        pytest.skip(reason)
+    import fairmt.fairseq.userdir.fairmt_gacl  # noqa: F401  (sets TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD, registers)
+
+    return True
+
+
+def _pairs(n=240, seed=0):
+    rng = random.Random(seed)
+    subj = [("He", "Er"), ("She", "Sie"), ("My brother", "Mein Bruder"), ("My sister", "Meine Schwester"),
+            ("The man", "Der Mann"), ("The woman", "Die Frau"), ("The weather", "Das Wetter")]
+    pred = [("is tired .", "ist müde ."), ("works here .", "arbeitet hier ."), ("likes music .", "mag Musik ."),
+            ("reads a book .", "liest ein Buch ."), ("was late .", "war spät ."), ("sings well .", "singt gut .")]
+    out = []
+    for _ in range(n):
+        (se, sd), (pe, pd) = rng.choice(subj), rng.choice(pred)
+        out.append({"translation": {"en": f"{se} {pe}", "de": f"{sd} {pd}"}})
+    return out
+
+
+@pytest.fixture(scope="module")
+def data_dir(fs, tmp_path_factory):
+    """Binarised GACL data made by the ``fairmt data fairseq-prep`` command (in this process)."""
+    from fairmt.cli import main
+
+    root = tmp_path_factory.mktemp("fsdata")
+    src = root / "pairs.jsonl"
+    src.write_text("".join(json.dumps(p) + "\n" for p in _pairs()), encoding="utf-8")
+    out = root / "bin"
+    assert main(["data", "fairseq-prep", "--src", "en", "--tgt", "de", "--input", str(src), "--out", str(out),
+                 "--valid-size", "16", "--joined-dictionary"]) == 0
+    return out
+
+
+def _train(data, save_dir, *extra, env=None, check=True):
+    cmd = [sys.executable, "-m", "fairseq_cli.train", str(data), *TRAIN, "--save-dir", str(save_dir), *extra]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
+                          timeout=300)
+    if check:
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def _inner_logs(text: str) -> list[dict]:
+    rows = []
+    for line in text.splitlines():
+        if "| train_inner |" in line:
+            rows.append(json.loads(line.split("| train_inner |", 1)[1]))
+    return rows
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ---- data preparation ---------------------------------------------------------------------------------------------
+
+def test_prep_writes_text_side_files_and_binaries(data_dir):
+    from fairseq.data import Dictionary, data_utils
+
+    from fairmt.data.gender import detect_gender, swap_gender
+
+    text = data_dir / "text"
+    src = (text / "train.en").read_text(encoding="utf-8").splitlines()
+    cf = (text / "train.cf").read_text(encoding="utf-8").splitlines()
+    genders = (data_dir / "train.en-de.gender").read_text().split()
+    assert len(src) == len(cf) == len(genders) > 100
+    assert genders.count("0") + (text / "valid.gender").read_text().split().count("0") == \
+        genders.count("1") + (text / "valid.gender").read_text().split().count("1")  # balanced before the hold-out
+    for s, c, g in zip(src, cf, genders):
+        assert {"male": "0", "female": "1"}[detect_gender(s)] == g and c == swap_gender(s)
+    d = Dictionary.load(str(data_dir / "dict.en.txt"))
+    cf_bin = data_utils.load_indexed_dataset(str(data_dir / "train.en-de.cf"), d)
+    src_bin = data_utils.load_indexed_dataset(str(data_dir / "train.en-de.en"), d)
+    assert len(cf_bin) == len(src_bin) == len(src)
+    assert d.string(cf_bin[0]) == cf[0] and d.string(src_bin[0]) == src[0]
+    assert (data_dir / "valid.en-de.cf.idx").is_file() and len((text / "valid.en").read_text().splitlines()) == 16
+
+
+def test_prep_without_fairseq_names_the_install_step(monkeypatch, tmp_path):
+    from fairmt.fairseq.prep import fairseq_prep
+
+    monkeypatch.setitem(sys.modules, "fairseq", None)  # import fairseq → ImportError
+    with pytest.raises(FairmtError, match=r"fairseq is not installed.*fairseq-fixed==0\.12\.3\.1"):
+        fairseq_prep(str(tmp_path / "x.jsonl"), str(tmp_path / "out"))
+
+
+# ---- in-process: the criterion against fairmt.losses ---------------------------------------------------------------
+
+def _setup(data_dir, *extra, seed=0):
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, [str(data_dir), *TRAIN, "--batch-size", "8", "--dropout", "0",
+                                                "--save-dir", "", *extra])
+    cfg = convert_namespace_to_omegaconf(args)
+    task = tasks.setup_task(cfg.task)
+    task.load_dataset("train")
+    from fairseq import utils
+
+    utils.set_torch_seed(seed)  # as fairseq-train does before building the model
+    model = task.build_model(cfg.model)
+    crit = task.build_criterion(cfg.criterion)
+    itr = task.get_batch_iterator(task.dataset("train"), max_sentences=8, max_positions=(64, 64), seed=1)
+    sample = next(iter(itr.next_epoch_itr(shuffle=False)))
+    return cfg, task, model, crit, sample
+
+
+@pytest.mark.parametrize("variant", ["paper", "official"])
+def test_criterion_equals_fairmt_losses(data_dir, variant):
+    """loss / sample_size == (1−α)·LS-CE/ntok + α·token_kl_loss + λ·gacl_loss on the same states and logits."""
+    from fairmt.fairseq.criterion import resolve_pairs
+    from fairmt.losses import gacl_loss, token_kl_loss
+    from fairmt.models.pooling import pool
+
+    alpha, lam, eps = 0.4, 0.7, 0.1
+    cfg, task, model, crit, sample = _setup(
+        data_dir, "--kd-alpha", str(alpha), "--gacl-lambda", str(lam), "--gacl-temperature", "0.5",
+        "--gacl-variant", variant)
+    torch.manual_seed(1)
+    teacher = task.build_model(cfg.model).eval()  # a teacher other than the student, so L_KD ≠ 0
+    object.__setattr__(crit, "_teacher", teacher)
+    model.train()
+    g = sample["gacl"]["gender"]
+    assert int(g.sum()) == 4 and len(g) == 8  # a balanced batch from the task
+
+    loss, sample_size, log = crit(model, sample)
+    got = float(loss.detach()) / sample_size
+
+    net, target, pad = sample["net_input"], sample["target"], task.target_dictionary.pad()
+    with torch.no_grad():
+        def rep(tokens, lengths):
+            enc = model.encoder(tokens, src_lengths=lengths)
+            return pool(enc["encoder_out"][0].transpose(0, 1), (~enc["encoder_padding_mask"][0]).long(), "mean")
+
+        h = rep(net["src_tokens"], net["src_lengths"])
+        h_cf = rep(sample["gacl"]["cf_src_tokens"], sample["gacl"]["cf_src_lengths"])
+        logits = model(**net)[0]
+        lprobs = torch.log_softmax(logits.float(), -1)
+        keep = target.ne(pad)
+        nll = -lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1)[keep]
+        smooth = -lprobs.sum(-1)[keep]
+        eps_i = eps / (lprobs.size(-1) - 1)
+        ls_ce = ((1.0 - eps - eps_i) * nll + eps_i * smooth).sum() / keep.sum()
+        kd = token_kl_loss(logits, teacher(**net)[0], target, ignore_index=pad,
+                           normalization="sentence" if variant == "official" else "token")
+        gc = gacl_loss(h, g, h_dropout=h, h_counterfactual=h_cf, temperature=0.5, pairs=resolve_pairs(cfg.criterion))
+    ref = (1 - alpha) * float(ls_ce) + alpha * float(kd) + lam * float(gc)
+    print(f"gacl_kd {variant}: {got:.8f} vs fairmt.losses {ref:.8f} (|diff| {abs(got - ref):.1e})")
+    assert abs(got - ref) < 1e-6, (got, ref)
+    assert float(kd) > 1e-3 and float(gc) > 0
+    assert abs(float(log["loss_gc"]) / log["gc_sentences"] - float(gc)) < 1e-6
+    assert log["gc_negatives"] / 8 == (5 if variant == "paper" else 4)  # 4 other-gender (+ the counterfactual)
+
+    # one SGD step: the teacher is untouched and belongs to no module the optimizer or a checkpoint sees
+    before = {k: v.clone() for k, v in teacher.state_dict().items()}
+    opt = torch.optim.SGD(list(model.parameters()) + list(crit.parameters()), lr=0.5)
+    loss.backward()
+    opt.step()
+    assert all(torch.equal(before[k], v) for k, v in teacher.state_dict().items())
+    assert list(crit.parameters()) == [] and not crit.state_dict()
+    teacher_ids = {id(p) for p in teacher.parameters()}
+    assert not teacher_ids & {id(p) for p in model.parameters()}
+
+
+def test_one_gender_batch_names_the_options(data_dir):
+    _, task, model, crit, sample = _setup(data_dir, "--kd-alpha", "0")
+    sample["gacl"]["gender"] = torch.zeros_like(sample["gacl"]["gender"])
+    model.train()
+    with pytest.raises(FairmtError, match=r"one gender.*--balanced-genders.*--inbatch-negatives false"):
+        crit(model, sample)
+    model.eval()  # validation: L_GC is skipped on such a batch, the MT terms remain
+    with torch.no_grad():
+        _, _, log = crit(model, sample)
+    assert "loss_gc" not in log and float(log["loss_mt"]) > 0
+
+
+def test_bad_side_files_name_the_file(data_dir, tmp_path):
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(data_dir, bad)
+    (bad / "train.en-de.gender").unlink()
+    with pytest.raises(FairmtError, match=r"gender label file .*train\.en-de\.gender not found.*fairseq-prep"):
+        _setup(bad)
+    # a counterfactual file of another length: the valid split's (16 sentences) under the train name
+    shutil.copyfile(data_dir / "train.en-de.gender", bad / "train.en-de.gender")
+    for ext in ("bin", "idx"):
+        shutil.copyfile(data_dir / f"valid.en-de.cf.{ext}", bad / f"train.en-de.cf.{ext}")
+    with pytest.raises(FairmtError, match=r"counterfactual source file .*train\.en-de\.cf\.bin has 16 sentences"):
+        _setup(bad)
+    # fairseq-train itself exits non-zero with the message
+    (bad / "valid.en-de.gender").unlink()
+    proc = _train(bad, tmp_path / "ck", "--batch-size", "8", "--max-update", "1", check=False)
+    assert proc.returncode != 0 and "valid.en-de.gender not found" in proc.stderr
+
+
+# ---- fairseq-train end to end ------------------------------------------------------------------------------------
+
+def test_fairseq_train_end_to_end_and_resume(data_dir, tmp_path):
+    save = tmp_path / "ck"
+    t0 = time.time()
+    proc = _train(data_dir, save, "--batch-size", "8", "--dropout", "0.1", "--optimizer", "adam", "--lr", "0.003",
+                  "--max-update", "50", "--kd-alpha", "0.4", "--gacl-lambda", "1.0")
+    logs = _inner_logs(proc.stderr + proc.stdout)
+    assert len(logs) == 50, (proc.stderr + proc.stdout)[-2000:]
+    for row in logs:
+        for k in ("loss", "loss_mt", "loss_kd", "loss_gc", "gc_positives", "gc_negatives"):
+            assert k in row
+        # fairseq's loss is in bits: loss·ln 2 = (1−α)·loss_mt + α·loss_kd + λ·loss_gc (rounded logs)
+        total = 0.6 * float(row["loss_mt"]) + 0.4 * float(row["loss_kd"]) + float(row["loss_gc"])
+        assert abs(float(row["loss"]) * math.log(2) - total) < 5e-3
+    first = sum(float(r["loss"]) for r in logs[:5]) / 5
+    last = sum(float(r["loss"]) for r in logs[-5:]) / 5
+    assert last < first - 0.5, (first, last)
+
+    # the teacher: the starting model (same seed, same build), kept beside the checkpoints, never inside them
+    teacher_file = save / "gacl_teacher.pt"
+    teacher = torch.load(teacher_file, weights_only=True)
+    start = _setup(data_dir, seed=1)[2].state_dict()
+    assert set(start) == set(teacher) and all(torch.equal(start[k], teacher[k]) for k in start)
+    ckpt = torch.load(save / "checkpoint_last.pt", weights_only=False)
+    assert ckpt.get("criterion") is None and set(ckpt["model"]) == set(teacher)
+    assert not any("teacher" in k for k in ckpt["model"])
+    moved = max(float((ckpt["model"][k].float() - teacher[k].float()).abs().max()) for k in teacher)
+    assert moved > 1e-3  # the student trained, the teacher did not
+
+    sha = _sha(teacher_file)
+    proc2 = _train(data_dir, save, "--batch-size", "8", "--dropout", "0.1", "--optimizer", "adam", "--lr", "0.003",
+                   "--max-update", "55", "--restore-file", str(save / "checkpoint_last.pt"))
+    out2 = proc2.stderr + proc2.stdout
+    assert "Loaded checkpoint" in out2 and "@ 50 updates" in out2 and "resumed run, KD teacher" in out2
+    logs2 = _inner_logs(out2)
+    assert [int(r["num_updates"]) for r in logs2] == [51, 52, 53, 54, 55]
+    assert float(logs2[0]["loss"]) < first
+    assert _sha(teacher_file) == sha
+    print(f"fairseq-train 50 updates + resume 5: {time.time() - t0:.1f}s; loss {first:.3f} → {last:.3f}")
+
+
+def test_m2m_style_model_and_teacher_path(data_dir, tmp_path):
+    """A pre-norm transformer with all embeddings shared (fairseq's M2M-100 layout, joined dictionary): trains with
+    the criterion; a second run distils from its checkpoint through --teacher-path (no teacher file written)."""
+    m2m = ["--encoder-normalize-before", "--decoder-normalize-before", "--share-all-embeddings", "--batch-size", "8",
+           "--optimizer", "adam", "--lr", "0.003", "--disable-validation", "--kd-alpha", "0.4"]
+    proc = _train(data_dir, tmp_path / "a", *m2m, "--max-update", "20")
+    logs = _inner_logs(proc.stderr + proc.stdout)
+    assert len(logs) == 20 and float(logs[-1]["loss"]) < float(logs[0]["loss"]) - 0.5
+    assert all("loss_gc" in r and "loss_kd" in r for r in logs)
+    teacher_ckpt = tmp_path / "a" / "checkpoint_last.pt"
+    proc = _train(data_dir, tmp_path / "b", *m2m, "--max-update", "3", "--teacher-path", str(teacher_ckpt))
+    out = proc.stderr + proc.stdout
+    assert f"KD teacher loaded from {teacher_ckpt}" in out
+    assert float(_inner_logs(out)[0]["loss_kd"]) > 0.1  # a trained teacher vs the fresh student
+    assert not (tmp_path / "b" / "gacl_teacher.pt").exists()
+    bad = _train(data_dir, tmp_path / "c", *m2m, "--max-update", "1", "--teacher-path", str(tmp_path / "nope.pt"),
+                 check=False)
+    assert bad.returncode != 0 and "--teacher-path" in bad.stderr and "nope.pt" in bad.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_match_one_process(data_dir, tmp_path):
+    """2 gloo processes × batch 4 (candidates gathered with gradient) == 1 process × batch 8: same logged losses,
+    same parameters after 3 SGD updates."""
+    common = ["--dropout", "0", "--optimizer", "sgd", "--lr", "0.5", "--lr-scheduler", "fixed", "--max-update", "3",
+              "--disable-validation", "--kd-alpha", "0.4", "--gacl-lambda", "1.0", "--gacl-temperature", "0.5"]
+    one = _train(data_dir, tmp_path / "one", *common, "--batch-size", "8")
+    port = _free_port()
+    cmd = [sys.executable, "-m", "fairseq_cli.train", str(data_dir), *TRAIN, *common, "--batch-size", "4",
+           "--save-dir", str(tmp_path / "two"), "--distributed-world-size", "2", "--distributed-init-method",
+           f"tcp://127.0.0.1:{port}", "--distributed-no-spawn", "--distributed-backend", "gloo",
+           "--ddp-backend", "legacy_ddp"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    procs = [subprocess.Popen([*cmd, "--distributed-rank", str(r)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env) for r in (0, 1)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs[1][1][-3000:]
+    logs1, logs2 = _inner_logs(one.stderr + one.stdout), _inner_logs(outs[0][0] + outs[0][1])
+    assert len(logs1) == len(logs2) == 3
+    for a, b in zip(logs1, logs2):
+        assert int(b["bsz"]) == 8
+        for k in ("loss", "loss_mt", "loss_kd", "loss_gc", "gc_positives", "gc_negatives"):
+            assert a[k] == b[k], (k, a, b)
+    m1 = torch.load(tmp_path / "one" / "checkpoint_last.pt", weights_only=False)["model"]
+    m2 = torch.load(tmp_path / "two" / "checkpoint_last.pt", weights_only=False)["model"]
+    diff = max(float((m1[k].float() - m2[k].float()).abs().max()) for k in m1)
+    assert diff < 1e-5, diff
+
+
+# ---- the guard ---------------------------------------------------------------------------------------------------
+
+def test_plugin_tests_ran_where_fairseq_is_installed():
+    """Fails when fairseq is importable but the plugin tests above were skipped (a broken install would otherwise
+    pass the suite silently)."""
+    if not FAIRSEQ_IMPORTABLE:
+        return
+    reason = _plugin_skip_reason()
+    assert reason is None, reason
+    assert not _SKIPPED, f"fairseq is importable but the fairseq plugin tests were skipped: {_SKIPPED}"
+    import fairmt.fairseq.userdir.fairmt_gacl  # noqa: F401
+    from fairseq.criterions import CRITERION_REGISTRY
+    from fairseq.tasks import TASK_REGISTRY
+
+    assert "gacl_kd" in CRITERION_REGISTRY and "gacl_translation" in TASK_REGISTRY
+    assert os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD") == "1"
