@@ -134,8 +134,11 @@ def test_prep_without_fairseq_names_the_install_step(monkeypatch, tmp_path):
     from fairmt.fairseq.prep import fairseq_prep
 
     monkeypatch.setitem(sys.modules, "fairseq", None)  # import fairseq → ImportError
+    pairs = tmp_path / "x.jsonl"  # inputs are read first: a valid one, so the missing fairseq is what fails
+    pairs.write_text('{"translation": {"en": "He is a doctor.", "de": "Er ist Arzt."}}\n', encoding="utf-8")
     with pytest.raises(FairmtError, match=r"fairseq is not installed.*fairseq-fixed==0\.12\.3\.1"):
-        fairseq_prep(str(tmp_path / "x.jsonl"), str(tmp_path / "out"))
+        fairseq_prep(str(pairs), str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
 
 
 # ---- in-process: the criterion against fairmt.losses ---------------------------------------------------------------

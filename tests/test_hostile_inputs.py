@@ -57,6 +57,11 @@ def _predictions(n: int = 12) -> bytes:
                    for i in range(n)])
 
 
+def _parallel() -> bytes:
+    return _jsonl([{"translation": {"en": "He is a doctor.", "de": "Er ist Arzt."}},
+                   {"translation": {"en": "She is a nurse.", "de": "Sie ist Krankenschwester."}}])
+
+
 def _stereoset_gold() -> bytes:
     rows = [{"type": "intrasentence", "target": "nurse", "bias_type": "gender", "context": "The nurse is BLANK.",
              "stereotype": "The nurse is she.", "anti-stereotype": "The nurse is he.", "unrelated": "The nurse is dinner."},
@@ -189,6 +194,21 @@ OPTIONS = [
            lambda w, f: ["augment", "llm", "--input", str(w / "texts.txt"), "--examples", str(f),
                          "--output", str(w / "out.jsonl"), "--url", "http://127.0.0.1:9/v1", "--model", "m", "--retries", "0"],
            filename="ex.jsonl", runs=False, refuses=LINES_REFUSED | {"torn"}),
+    Option("data fairseq-prep --input", "jsonl", lambda: _parallel(),
+           lambda w, f: ["data", "fairseq-prep", "--input", str(f), "--out", str(w / "a-file")], filename="pairs.jsonl",
+           runs=False, refuses=LINES_REFUSED | {"torn"}),
+    Option("data fairseq-prep --valid-input", "jsonl", lambda: _parallel(),
+           lambda w, f: ["data", "fairseq-prep", "--input", str(w / "pairs.jsonl"), "--valid-input", str(f),
+                         "--out", str(w / "a-file")], filename="valid.jsonl", runs=False, refuses=LINES_REFUSED | {"torn"}),
+    Option("data fairseq-prep --srcdict", "lines", lambda: _lines(["he 5", "she 5", "is 3"]),
+           lambda w, f: ["data", "fairseq-prep", "--input", str(w / "pairs.jsonl"), "--srcdict", str(f),
+                         "--out", str(w / "a-file")], filename="dict.en.txt", runs=False, refuses=LINES_REFUSED),
+    Option("data fairseq-prep --tgtdict", "lines", lambda: _lines(["er 5", "sie 5", "ist 3"]),
+           lambda w, f: ["data", "fairseq-prep", "--input", str(w / "pairs.jsonl"), "--tgtdict", str(f),
+                         "--out", str(w / "a-file")], filename="dict.de.txt", runs=False, refuses=LINES_REFUSED),
+    Option("data fairseq-prep --sentencepiece-model", "binary", lambda: b"",
+           lambda w, f: ["data", "fairseq-prep", "--input", str(w / "pairs.jsonl"), "--sentencepiece-model", str(f),
+                         "--out", str(w / "a-file")], runs=False),
     Option("push --results", "json", lambda: json.dumps({"lang": "de", "accuracy": 60.0}).encode(),
            lambda w, f: ["push", str(w / "model"), "me/model", "--results", str(f)], filename="r.json", runs=False,
            refuses={"torn"}),
@@ -223,6 +243,8 @@ def work(tmp_path_factory) -> Path:
     (w / "pred.json").write_bytes(_stereoset_predictions())
     (w / "gold.jsonl").write_bytes(_stereoset_gold())
     (w / "texts.txt").write_bytes(_lines(["He is a doctor ."]))
+    (w / "pairs.jsonl").write_bytes(_parallel())
+    (w / "a-file").write_text("not a folder\n")  # fairseq-prep's --out: refused after every input was read
     _tiny_mlm(w / "mlm")
     (w / "model").mkdir()
     (w / "model" / "config.json").write_text("{}", encoding="utf-8")
@@ -339,6 +361,8 @@ NOT_INPUTS = {
     "data verify --root": "checksums a data folder (no parsing): a bad file is reported as a checksum mismatch",
     "push --all-files": "a flag",
     "train --overwrite": "a flag",
+    "data fairseq-prep --src": "a language code (its help mentions the file suffix)",
+    "data fairseq-prep --tgt": "a language code (its help mentions the file suffix)",
     "eval geneval --translations": "the contextual set: read by the same reader as --masculine (covered)",
 }
 
@@ -355,12 +379,12 @@ def test_matrix_covers_every_file_option():
             if isinstance(getattr(action, "choices", None), dict):
                 for name, sub in action.choices.items():
                     walk(sub, f"{prefix} {name}".strip())
-            elif action.option_strings and (action.metavar in ("FILE", "DIR", "JSON", "PATH")
+            elif action.option_strings and (action.metavar in ("FILE", "DIR", "JSON", "PATH", "PAIRS", "D", "MODEL")
                                             or re.search(r"\b(file|folder|directory)\b", action.help or "", re.I)):
                 seen.add(f"{prefix} {action.option_strings[0]}")
 
     walk(build_parser(), "")
-    outputs = re.compile(r"--(json|markdown|plot|output|output-dir|failures|cache-dir|aligner-bin|model)$")
+    outputs = re.compile(r"--(json|markdown|plot|output|output-dir|out|failures|cache-dir|aligner-bin|model)$")
     covered = {o.name for o in OPTIONS}
     missing = sorted(s for s in seen if not outputs.search(s) and s not in covered and s not in NOT_INPUTS)
     assert not missing, f"file-taking options not in the hostile-input matrix: {missing}"

@@ -52,9 +52,10 @@ def _encoder(spm_model: str | None):
         return lambda s: " ".join(s.split())
     import sentencepiece as spm
 
-    if not os.path.isfile(spm_model):
-        raise FairmtError(f"--sentencepiece-model {spm_model}: no such file")
-    sp = spm.SentencePieceProcessor(model_file=spm_model)
+    try:
+        sp = spm.SentencePieceProcessor(model_file=spm_model)
+    except (OSError, RuntimeError) as err:
+        raise FairmtError(f"{spm_model}: cannot load as a SentencePiece model ({err})") from None
     return lambda s: " ".join(sp.encode(s, out_type=str))
 
 
@@ -89,23 +90,38 @@ def fairseq_prep(
     seed: int = 0,
     workers: int = 1,
 ) -> dict[str, int]:
-    """Prepare and binarise GACL data for fairseq; returns the number of sentence pairs per split."""
-    require_fairseq()
+    """Prepare and binarise GACL data for fairseq; returns the number of sentence pairs per split.
+
+    Every input is read and checked (through :mod:`fairmt.data.inputs`) before fairseq is needed or anything is
+    written."""
     from fairmt.data.gacl import prepare_gacl_pairs
+    from fairmt.data.inputs import input_path as _input_file
+    from fairmt.data.inputs import read_text
     from fairmt.data.parallel import read_parallel
 
-    if not os.path.isfile(input_path):
-        raise FairmtError(f"--input {input_path}: no such file (a .jsonl with {{\"translation\": {{...}}}} or a .tsv)")
-    for opt, path in (("--srcdict", srcdict), ("--tgtdict", tgtdict), ("--valid-input", valid_input)):
-        if path is not None and not os.path.isfile(path):
-            raise FairmtError(f"{opt} {path}: no such file")
+    for what, path in (("training pairs (--input)", input_path), ("validation pairs (--valid-input)", valid_input)):
+        if path is not None and Path(path).suffix not in (".jsonl", ".json", ".tsv"):
+            _input_file(path, what)  # missing/directory first, then the format
+            raise FairmtError(f"{path}: unknown format of the {what}: use .jsonl ({{\"translation\": {{...}}}}) or .tsv")
+    train_pairs = read_parallel(input_path, src, tgt)
+    valid_pairs = read_parallel(valid_input, src, tgt) if valid_input is not None else None
+    for opt, path in (("--srcdict", srcdict), ("--tgtdict", tgtdict)):
+        if path is not None:
+            read_text(path, f"fairseq dictionary ({opt})")
+    if sentencepiece_model is not None:
+        if _input_file(sentencepiece_model, "SentencePiece model (--sentencepiece-model)").stat().st_size == 0:
+            raise FairmtError(f"{sentencepiece_model}: the SentencePiece model file is empty")
+    enc = _encoder(sentencepiece_model)
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise FairmtError(f"--out {out_dir}: is a file; give the output folder")
     if joined_dictionary and (srcdict or tgtdict) and srcdict != tgtdict and srcdict and tgtdict:
         raise FairmtError("--joined-dictionary with two different --srcdict/--tgtdict files: give one dictionary")
+    require_fairseq()
 
-    train = prepare_gacl_pairs(read_parallel(input_path, src, tgt), balance=balance, seed=seed)
+    train = prepare_gacl_pairs(train_pairs, balance=balance, seed=seed)
     splits = {}
-    if valid_input is not None:
-        splits["valid"] = prepare_gacl_pairs(read_parallel(valid_input, src, tgt), balance=balance, seed=seed)
+    if valid_pairs is not None:
+        splits["valid"] = prepare_gacl_pairs(valid_pairs, balance=balance, seed=seed)
     else:
         n = len(train)
         k = valid_size if valid_size is not None else min(500, n // 20)
@@ -120,7 +136,6 @@ def fairseq_prep(
     out = Path(out_dir)
     text = out / "text"
     text.mkdir(parents=True, exist_ok=True)
-    enc = _encoder(sentencepiece_model)
     for split, ds in splits.items():
         _write(text / f"{split}.{src}", [enc(s) for s in ds["src"]])
         _write(text / f"{split}.{tgt}", [enc(s) for s in ds["tgt"]])
