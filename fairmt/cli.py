@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "fairmt.commands.train",
     "fairmt.commands.eval_winomt",
     "fairmt.commands.eval_geneval",
+    "fairmt.commands.eval_mtbias",
     "fairmt.commands.eval_embeddings",
     "fairmt.commands.eval_classification",
     "fairmt.commands.data",

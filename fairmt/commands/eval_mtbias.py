@@ -1,0 +1,160 @@
+"""``fairmt eval mt-bias`` (the GACL paper's whole evaluation: WinoMT ×10, MT-GenEval ×8, FLORES-200 ×12, with the
+paper's averages) and ``fairmt report`` (several runs side by side). See :mod:`fairmt.eval.mtbias`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from fairmt.errors import FairmtError
+
+
+def register(groups) -> None:
+    p = groups["eval"].add_parser(
+        "mt-bias",
+        help="the GACL paper's evaluation in one run: WinoMT (10 languages), MT-GenEval (8), FLORES-200 (12)",
+        description="Score a model (translating first) or a translations folder on WinoMT, MT-GenEval and FLORES-200 "
+        "with the averages of Lee et al. (EMNLP 2023): in-domain (--id-lang) / out-of-domain as Table 2, all "
+        "languages as Table 3, many-to-many FLORES by resource group as Table 4 (--many2many). Folder layout: "
+        "winomt/en-LANG.txt ('source ||| translation'), geneval/{masculine,feminine,context}.LANG.txt, "
+        "flores/LANG.txt, flores_m2m/SRC-TGT.txt (FLORES codes).",
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model", help="translate with this model (Hub id or local folder) first")
+    src.add_argument("--translations-dir", metavar="DIR", help="score this translations folder (layout above)")
+    p.add_argument("--output-dir", metavar="DIR",
+                   help="with --model: where the translations folder is written (default: mt-bias-translations)")
+    p.add_argument("--src", default="en", help="source language (the benchmarks are English-source: en)")
+    p.add_argument("--langs", nargs="+", default=None, metavar="LANG",
+                   help="target languages (default: each benchmark's languages: WinoMT 10, MT-GenEval 8, FLORES 12)")
+    p.add_argument("--benchmarks", default="winomt,geneval,flores", help="comma list of winomt, geneval, flores")
+    p.add_argument("--id-lang", default="de", help="the in-domain direction en→LANG (Table 2); 'none' for no split")
+    p.add_argument("--split", default="test", choices=["dev", "test"], help="MT-GenEval split")
+    p.add_argument("--compat", choices=["acl2019"], help="WinoMT: reproduce the 2019 evaluator")
+    p.add_argument("--gold", metavar="FILE", help="WinoMT gold file (default as in `fairmt eval winomt`)")
+    p.add_argument("--spm-model", metavar="FILE", help="the FLORES-200 SentencePiece model (spBLEU)")
+    p.add_argument("--many2many", action="store_true", help="also FLORES-200 many-to-many over the resource groups")
+    p.add_argument("--keep-going", action="store_true",
+                   help="score the other languages when one language's files are wrong (the errors are listed)")
+    p.add_argument("--json", metavar="OUT", help="write the results as JSON ('-' prints JSON only)")
+    p.add_argument("--markdown", metavar="OUT", help="write Table 2/3-style Markdown")
+    p.add_argument("--plot", metavar="OUT", help="write a per-language WinoMT bar chart (Figure 4 style)")
+    p.add_argument("--name", default=None, help="the model's name in tables (default: the model or folder name)")
+    g = p.add_argument_group("generation (--model)")
+    g.add_argument("--batch-size", type=int, default=16, help="sentences per batch (default 16)")
+    g.add_argument("--num-beams", type=int, default=5, help="beam size (default 5, as the paper)")
+    g.add_argument("--max-new-tokens", type=int, default=200, help="generation budget (default 200)")
+    g.add_argument("--family", choices=["small100", "nllb", "m2m100"], help="model family if not detectable")
+    g.add_argument("--cache-dir", metavar="DIR", help="translation cache (default: OUTPUT_DIR/.cache; resumable)")
+    p.set_defaults(handler=run)
+
+    r = groups["top"].add_parser("report", help="compare mt-bias runs side by side (tables, deltas, scatter plot)")
+    r.add_argument("runs", nargs="+", metavar="RUN.json", help="results of `fairmt eval mt-bias --json`")
+    r.add_argument("--names", nargs="+", default=None, help="one name per run (default: the file stems)")
+    r.add_argument("--markdown", metavar="OUT", help="write the comparison table (Markdown)")
+    r.add_argument("--plot", metavar="OUT", help="write a spBLEU (or chrF++) vs WinoMT-accuracy scatter (Figure 3)")
+    r.add_argument("--json", metavar="OUT", help="write the comparison rows as JSON")
+    r.set_defaults(handler=run_report)
+
+
+def _langs(spec: list[str] | None) -> list[str] | None:
+    from fairmt.eval.mtbias import FLORES_LANGS
+
+    if not spec:
+        return None
+    langs = [x.strip() for item in spec for x in item.split(",") if x.strip()]
+    bad = [x for x in langs if x not in FLORES_LANGS]
+    if bad:
+        raise FairmtError(f"unknown target language(s) {bad}; the benchmarks cover {', '.join(FLORES_LANGS)}")
+    return langs
+
+
+def run(args: argparse.Namespace) -> int:
+    from fairmt.eval.mtbias import BENCHMARKS, markdown_tables, per_language_plot, score_translations_dir, translate_suite
+    from fairmt.eval.report import write_text_atomic
+
+    if args.src != "en":
+        raise FairmtError(f"--src {args.src}: WinoMT, MT-GenEval and the paper's FLORES-200 directions are English-source; use --src en")
+    benchmarks = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
+    bad = [b for b in benchmarks if b not in BENCHMARKS]
+    if bad or not benchmarks:
+        raise FairmtError(f"--benchmarks: unknown {bad}; choose from {','.join(BENCHMARKS)}")
+    langs = _langs(args.langs)
+    id_lang = None if str(args.id_lang).lower() == "none" else args.id_lang
+    quiet = args.json == "-"
+
+    def say(msg: str) -> None:
+        if not quiet:
+            print(f"  {msg}", file=sys.stderr, flush=True)
+
+    if args.model:
+        out_dir = Path(args.output_dir or "mt-bias-translations")
+        if "flores" in benchmarks:
+            from fairmt.eval.translation import find_spm_model
+
+            try:
+                find_spm_model(args.spm_model)
+            except FairmtError as err:
+                say(f"note: {str(err).split('.')[0]}: FLORES-200 is scored with chrF++ and no spBLEU")
+        translate_suite(args.model, out_dir, langs=langs, benchmarks=benchmarks, split=args.split, compat=args.compat,
+                        gold=args.gold, many2many=args.many2many, cache_dir=args.cache_dir, say=say, family=args.family,
+                        batch_size=args.batch_size, num_beams=args.num_beams, max_new_tokens=args.max_new_tokens)
+        say(f"translations written to {out_dir} (re-score with --translations-dir {out_dir})")
+        root = out_dir
+    else:
+        root = Path(args.translations_dir)
+    result = score_translations_dir(root, langs=langs, benchmarks=benchmarks, id_lang=id_lang, split=args.split,
+                                    compat=args.compat, gold=args.gold, spm_model=args.spm_model,
+                                    many2many=args.many2many, keep_going=args.keep_going, progress=say)
+    result["settings"]["model"] = args.model
+    name = args.name or (Path(args.model).name if args.model else root.name)
+    result["settings"]["name"] = name
+    for line in result["skipped"]:
+        print(f"skipped: {line}", file=sys.stderr)
+    for line in result["errors"]:
+        print(f"error: {line}", file=sys.stderr)
+    md = markdown_tables(result, name)
+    if quiet:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        print(md)
+        if args.json:
+            write_text_atomic(args.json, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+            print(f"wrote JSON to {args.json}", file=sys.stderr)
+    if args.markdown:
+        write_text_atomic(args.markdown, md)
+    if args.plot and result.get("winomt"):
+        per_language_plot(result, args.plot, title=f"{name}: WinoMT accuracy and ΔG per language")
+    scored = [b for b in benchmarks if result.get(b)]
+    if not scored:
+        raise FairmtError(f"{root}: nothing to score — no benchmark file of the layout was found "
+                          "(see `fairmt eval mt-bias --help`)")
+    return 1 if result["errors"] else 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from fairmt.data.inputs import read_json
+    from fairmt.eval.mtbias import compare_runs, comparison_markdown, scatter_plot
+    from fairmt.eval.report import write_text_atomic
+
+    results = []
+    for path in args.runs:
+        data = read_json(path, "mt-bias result", expect=dict)
+        if not any(k in data for k in ("winomt", "geneval", "flores")):
+            raise FairmtError(f"{path}: not a `fairmt eval mt-bias` result (no winomt/geneval/flores section)")
+        results.append(data)
+    names = args.names or [r.get("settings", {}).get("name") or Path(p).stem for r, p in zip(results, args.runs)]
+    if len(names) != len(results):
+        raise FairmtError(f"--names: {len(names)} names for {len(results)} runs")
+    rows = compare_runs(results, names)
+    md = comparison_markdown(rows)
+    print(md)
+    if args.markdown:
+        write_text_atomic(args.markdown, md)
+    if args.json:
+        write_text_atomic(args.json, json.dumps(rows, indent=2) + "\n")
+    if args.plot:
+        scatter_plot(rows, args.plot)
+    return 0

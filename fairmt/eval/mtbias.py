@@ -1,0 +1,548 @@
+"""The GACL paper's whole evaluation (Lee et al., EMNLP 2023, Tables 2–4, Figures 3–4) in one call.
+
+A run is a *translations folder* — written by :func:`translate_suite` from a model, or by the user — with this
+layout (WinoMT's own ``source ||| translation`` format for WinoMT, one sentence a line elsewhere)::
+
+    DIR/winomt/en-<lang>.txt          WinoMT gold sentences (en.txt of the gold used) and their translations
+    DIR/geneval/masculine.<lang>.txt  MT-GenEval counterfactual set (split chosen), translations of the masculine
+    DIR/geneval/feminine.<lang>.txt   ... and of the feminine English sources
+    DIR/geneval/context.<lang>.txt    MT-GenEval contextual set (optional)
+    DIR/flores/<lang>.txt             FLORES-200 devtest, en→lang hypotheses
+    DIR/flores_m2m/<src>-<tgt>.txt    FLORES-200 devtest many-to-many (FLORES codes), for --many2many
+
+:func:`score_translations_dir` scores every file present and says in ``skipped`` what was not there.
+
+Averages (``average``/``in_domain``/``out_of_domain``) follow the paper: in-domain is the ``id_lang`` direction the
+model was fine-tuned on, out-of-domain the mean over the other languages (Table 2), ``average`` the mean over all
+languages (Table 3). Bias gaps are averaged both signed (``delta_g``) and as absolute values (``abs_delta_g``: the
+paper's tables print |ΔG|, |ΔS|, |ΔR|; we read them as the mean of per-language absolute gaps).
+
+Two ΔGs: the paper defines ΔG = Acc_male − Acc_female (accuracy on male-gold minus female-gold sentences), reported
+here as ``delta_g_acc`` — used by the GACL paper's Tables 2, 3 and 5 and Figure 4 for WinoMT. The 2019 WinoMT
+evaluator (Stanovsky et al., 2019) reports ΔG = F1_male − F1_female, reported as ``delta_g`` (the same name as in
+``fairmt eval winomt``). On WinoMT, Acc_male equals the recall of male, so ``delta_g_acc`` equals ΔR as both papers
+define it. MT-GenEval's ΔG and E-ΔG are accuracy gaps in every paper (``delta_g``, ``explicit_delta_g``).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fairmt.errors import FairmtError
+
+WINOMT_LANGS = ("ar", "cs", "de", "es", "fr", "he", "it", "pl", "ru", "uk")
+"""The ten WinoMT target languages of the GACL paper."""
+GENEVAL_LANGS = ("ar", "de", "es", "fr", "hi", "it", "pt", "ru")
+FLORES_LANGS = tuple(sorted(set(WINOMT_LANGS) | set(GENEVAL_LANGS)))
+"""The union of the two benchmarks' languages: the paper's 12 FLORES-200 directions."""
+
+RESOURCE_GROUPS = {
+    # Mohammadshahi et al. (2022) resource levels, the five languages per level the GACL paper samples (Appendix,
+    # Table 6)
+    "high": ("fra_Latn", "deu_Latn", "ita_Latn", "rus_Cyrl", "spa_Latn"),
+    "medium": ("arb_Arab", "bul_Cyrl", "zho_Hans", "kor_Hang", "tur_Latn"),
+    "low": ("afr_Latn", "amh_Ethi", "bos_Latn", "ceb_Latn", "kaz_Cyrl"),
+    "very_low": ("bel_Cyrl", "hrv_Latn", "tgl_Latn", "npi_Deva", "oci_Latn"),
+}
+BENCHMARKS = ("winomt", "geneval", "flores")
+FORMAT_VERSION = 1
+
+WINOMT_KEYS = ("accuracy", "delta_g", "delta_g_acc", "delta_s", "delta_r")
+GENEVAL_KEYS = ("accuracy", "explicit_accuracy", "delta_g", "explicit_delta_g", "contextual_accuracy")
+FLORES_KEYS = ("spbleu", "bleu_spm_nonstandard", "chrfpp")
+_GAPS = {"delta_g", "delta_g_acc", "delta_s", "delta_r", "explicit_delta_g"}
+
+
+# ------------------------------------------------------------------------------------------------ layout
+
+def winomt_file(root: Path, lang: str) -> Path:
+    return root / "winomt" / f"en-{lang}.txt"
+
+
+def geneval_files(root: Path, lang: str) -> dict[str, Path]:
+    g = root / "geneval"
+    return {"masculine": g / f"masculine.{lang}.txt", "feminine": g / f"feminine.{lang}.txt",
+            "context": g / f"context.{lang}.txt"}
+
+
+def flores_file(root: Path, lang: str) -> Path:
+    return root / "flores" / f"{lang}.txt"
+
+
+def m2m_file(root: Path, src: str, tgt: str) -> Path:
+    return root / "flores_m2m" / f"{src}-{tgt}.txt"
+
+
+def _flores_code(lang: str) -> str:
+    from fairmt.models.languages import ISO_TO_NLLB
+
+    if lang in ISO_TO_NLLB:
+        return ISO_TO_NLLB[lang]
+    raise FairmtError(f"no FLORES-200 code known for language {lang!r}")
+
+
+# ------------------------------------------------------------------------------------------------ averages
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return statistics.fmean(vals) if vals else None
+
+
+def average(per_lang: dict[str, dict], keys: Sequence[str], langs: Sequence[str]) -> dict:
+    """Mean of each metric over ``langs`` (those scored), with ``abs_<gap>`` = mean of absolute gaps."""
+    rows = [per_lang[x] for x in langs if x in per_lang]
+    out: dict[str, Any] = {"languages": [x for x in langs if x in per_lang], "n_languages": len(rows)}
+    for k in keys:
+        out[k] = _mean([r.get(k) for r in rows])
+        if k in _GAPS:
+            out[f"abs_{k}"] = _mean([abs(r[k]) if r.get(k) is not None else None for r in rows])
+    return out
+
+
+def _summaries(per_lang: dict[str, dict], keys: Sequence[str], id_lang: str | None) -> dict:
+    langs = list(per_lang)
+    out = {"average": average(per_lang, keys, langs)}
+    if id_lang:
+        out["in_domain"] = average(per_lang, keys, [id_lang])
+        out["out_of_domain"] = average(per_lang, keys, [x for x in langs if x != id_lang])
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ scoring
+
+def _winomt_row(res) -> dict:
+    conf = res.confusion
+    def acc(g: str) -> float | None:
+        row = conf.get(g, {})
+        total = sum(row.values())
+        return 100.0 * row.get(g, 0) / total if total else None
+
+    am, af = acc("male"), acc("female")
+    return {
+        "accuracy": res.accuracy, "delta_g": res.delta_g,
+        "delta_g_acc": (am - af) if am is not None and af is not None else None,
+        "delta_s": res.delta_s, "delta_r": res.delta_r, "acc_male": am, "acc_female": af,
+        "f1_male": res.f1_male, "f1_female": res.f1_female, "n": res.n, "n_unknown": res.n_unknown,
+        "signature": res.signature,
+    }
+
+
+class _Collector:
+    def __init__(self, keep_going: bool):
+        self.keep_going = keep_going
+        self.errors: list[str] = []
+        self.skipped: list[str] = []
+
+    def run(self, what: str, fn):
+        try:
+            return fn()
+        except FairmtError as err:
+            if not self.keep_going:
+                raise FairmtError(f"{what}: {err} (--keep-going scores the other languages and lists this error)") from None
+            self.errors.append(f"{what}: {err}")
+            return None
+
+
+def score_translations_dir(
+    root: str | Path,
+    *,
+    langs: Sequence[str] | None = None,
+    benchmarks: Sequence[str] = BENCHMARKS,
+    id_lang: str | None = "de",
+    split: str = "test",
+    compat: str | None = None,
+    gold: str | Path | None = None,
+    spm_model: str | Path | None = None,
+    many2many: bool = False,
+    keep_going: bool = False,
+    progress=None,
+) -> dict:
+    """Score a translations folder (layout in the module docstring); returns the documented JSON layout."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FairmtError(f"{root}: translations folder not found")
+    unknown = [b for b in benchmarks if b not in BENCHMARKS]
+    if unknown:
+        raise FairmtError(f"unknown benchmark(s) {unknown}; choose from {', '.join(BENCHMARKS)}")
+    say = progress or (lambda msg: None)
+    col = _Collector(keep_going)
+    out: dict[str, Any] = {"format": FORMAT_VERSION}
+    t0 = time.perf_counter()
+
+    def wanted(defaults: Sequence[str]) -> list[str]:
+        return [x for x in (langs or defaults) if x in defaults]
+
+    def present(bench: str, folder: Path, candidates: list[str], exists) -> list[str]:
+        """The languages whose files are there; one ``skipped`` line for the whole benchmark or its missing ones."""
+        if not folder.is_dir():
+            col.skipped.append(f"{bench}: no {folder} folder")
+            return []
+        have = [x for x in candidates if exists(x)]
+        missing = [x for x in candidates if x not in have]
+        if missing:
+            col.skipped.append(f"{bench}: no file for {', '.join(missing)} in {folder}")
+        return have
+
+    if "winomt" in benchmarks:
+        from fairmt.eval.winomt.evaluate import evaluate_winomt, load_gold
+
+        per: dict[str, dict] = {}
+        todo = present("winomt", root / "winomt", wanted(WINOMT_LANGS), lambda x: winomt_file(root, x).is_file())
+        gold_obj = load_gold(gold, compat) if todo else None
+        for lang in todo:
+            f = winomt_file(root, lang)
+            say(f"WinoMT en→{lang}")
+            res = col.run(f"WinoMT {lang} ({f})", lambda f=f, lang=lang: evaluate_winomt(f, lang, gold_obj, compat=compat))
+            if res is not None:
+                per[lang] = _winomt_row(res)
+        out["winomt"] = {**per, **_summaries(per, WINOMT_KEYS, id_lang)} if per else {}
+
+    if "geneval" in benchmarks:
+        from fairmt.eval.geneval import (
+            CONTEXT_LANGS,
+            geneval_accuracy,
+            geneval_contextual_accuracy,
+            load_counterfactual,
+            read_lines,
+        )
+
+        per = {}
+        both = lambda x: geneval_files(root, x)["masculine"].is_file() and geneval_files(root, x)["feminine"].is_file()  # noqa: E731
+        for lang in present("geneval", root / "geneval", wanted(GENEVAL_LANGS), both):
+            files = geneval_files(root, lang)
+            say(f"MT-GenEval en→{lang}")
+
+            def one(lang=lang, files=files):
+                n = len(load_counterfactual(lang, split).masculine_refs)
+                m = read_lines(files["masculine"], expected=n)
+                f = read_lines(files["feminine"], expected=n)
+                r = geneval_accuracy(m, f, lang, split)
+                row = {"accuracy": r.accuracy, "explicit_accuracy": r.explicit_accuracy, "delta_g": r.delta_g,
+                       "explicit_delta_g": r.explicit_delta_g, "accuracy_masculine": r.accuracy_masculine,
+                       "accuracy_feminine": r.accuracy_feminine, "n": r.n, "signature": r.signature,
+                       "contextual_accuracy": None}
+                if files["context"].is_file() and lang in CONTEXT_LANGS:
+                    c = geneval_contextual_accuracy(read_lines(files["context"]), lang, split)
+                    row["contextual_accuracy"] = c.accuracy
+                    row["contextual_signature"] = c.signature
+                return row
+
+            row = col.run(f"MT-GenEval {lang}", one)
+            if row is not None:
+                per[lang] = row
+        out["geneval"] = {**per, **_summaries(per, GENEVAL_KEYS, id_lang)} if per else {}
+
+    if "flores" in benchmarks:
+        from fairmt.eval.geneval import read_lines
+        from fairmt.eval.translation import read_flores, translation_quality
+
+        per = {}
+        for lang in present("flores", root / "flores", wanted(FLORES_LANGS), lambda x: flores_file(root, x).is_file()):
+            f = flores_file(root, lang)
+            say(f"FLORES-200 en→{lang}")
+
+            def one(lang=lang, f=f):
+                code = _flores_code(lang)
+                refs = read_flores(code)
+                q = translation_quality(read_lines(f, expected=len(refs), allow_empty=True), refs,
+                                        lang_pair=f"eng_Latn-{code}", spm_model=spm_model)
+                return {"spbleu": q.spbleu, "bleu_spm_nonstandard": q.bleu_spm_nonstandard, "chrfpp": q.chrfpp,
+                        "bleu_label": q.bleu_label, "n": q.n, "bleu_signature": q.bleu_signature,
+                        "chrf_signature": q.chrf_signature, **({"note": q.note} if q.note else {})}
+
+            row = col.run(f"FLORES-200 {lang}", one)
+            if row is not None:
+                per[lang] = row
+        out["flores"] = {**per, **_summaries(per, FLORES_KEYS, id_lang)} if per else {}
+        if many2many:
+            out["flores_many2many"] = score_many2many(root, spm_model=spm_model, col=col, say=say)
+
+    out["settings"] = {
+        "translations_dir": str(root), "src": "en", "id_lang": id_lang, "split": split, "compat": compat,
+        "gold": str(gold) if gold else None, "benchmarks": list(benchmarks), "langs": list(langs) if langs else None,
+        "many2many": many2many, "fairmt": _version(), "seconds": round(time.perf_counter() - t0, 2),
+    }
+    out["skipped"] = col.skipped
+    out["errors"] = col.errors
+    return out
+
+
+def score_many2many(root: Path, *, spm_model=None, col: _Collector | None = None, say=None) -> dict:
+    """spBLEU of every ``flores_m2m/<src>-<tgt>.txt`` present, averaged by resource group as the paper's Table 4:
+    ``to_<group>`` (target in the group), ``from_<group>`` (source in the group) and ``x2x`` (all directions)."""
+    from fairmt.eval.geneval import read_lines
+    from fairmt.eval.translation import read_flores, translation_quality
+
+    col = col or _Collector(False)
+    codes = [c for g in RESOURCE_GROUPS.values() for c in g]
+    group_of = {c: g for g, cs in RESOURCE_GROUPS.items() for c in cs}
+    pairs: dict[str, dict] = {}
+    for s in codes:
+        for t in codes:
+            f = m2m_file(root, s, t)
+            if s == t or not f.is_file():
+                continue
+            (say or (lambda m: None))(f"FLORES-200 {s}→{t}")
+
+            def one(s=s, t=t, f=f):
+                refs = read_flores(t)
+                q = translation_quality(read_lines(f, expected=len(refs), allow_empty=True), refs,
+                                        lang_pair=f"{s}-{t}", spm_model=spm_model)
+                return {"spbleu": q.spbleu, "bleu_spm_nonstandard": q.bleu_spm_nonstandard, "chrfpp": q.chrfpp}
+
+            row = col.run(f"FLORES-200 {s}-{t}", one)
+            if row is not None:
+                pairs[f"{s}-{t}"] = row
+    if not pairs:
+        col.skipped.append(f"flores many2many: no {root / 'flores_m2m'}/<src>-<tgt>.txt files")
+        return {}
+
+    def bleu(r: dict) -> float | None:
+        return r["spbleu"] if r["spbleu"] is not None else r["bleu_spm_nonstandard"]
+
+    out: dict[str, Any] = {"pairs": pairs}
+    for g in RESOURCE_GROUPS:
+        out[f"to_{g}"] = _mean([bleu(r) for k, r in pairs.items() if group_of[k.split("-", 1)[1]] == g])
+        out[f"from_{g}"] = _mean([bleu(r) for k, r in pairs.items() if group_of[k.split("-", 1)[0]] == g])
+    out["x2x"] = _mean([bleu(r) for r in pairs.values()])
+    out["n_directions"] = len(pairs)
+    out["metric"] = "spBLEU" if all(r["spbleu"] is not None for r in pairs.values()) else "spBLEU* (non-official SPM model)"
+    return out
+
+
+def _version() -> str:
+    from fairmt import __version__
+
+    return __version__
+
+
+# ------------------------------------------------------------------------------------------------ translating
+
+def translate_suite(
+    model: Any,
+    root: str | Path,
+    *,
+    langs: Sequence[str] | None = None,
+    benchmarks: Sequence[str] = BENCHMARKS,
+    split: str = "test",
+    compat: str | None = None,
+    gold: str | Path | None = None,
+    many2many: bool = False,
+    cache_dir: str | Path | None = None,
+    say=None,
+    **gen_kwargs,
+) -> Path:
+    """Translate every benchmark's sources with ``model`` (through the cached, resumable runner) into the folder
+    layout :func:`score_translations_dir` reads; returns the folder."""
+    from fairmt.eval.runner import _as_translation_model, flores_to_model_lang, generate_translations
+
+    root = Path(root)
+    cache = Path(cache_dir) if cache_dir else root / ".cache"
+    tm = _as_translation_model(model, "en", "de", gen_kwargs.pop("family", None))
+
+    def wanted(defaults):
+        return [x for x in (langs or defaults) if x in defaults]
+
+    def write(path: Path, lines: list[str]) -> None:
+        from fairmt.eval.report import write_text_atomic
+
+        write_text_atomic(path, "".join(" ".join(str(x).split()) + "\n" for x in lines))
+
+    def tr(sources, tgt, tag):
+        return generate_translations(tm, sources, "en", flores_to_model_lang(tm, _flores_code(tgt)),
+                                     cache_path=cache / f"{tag}.jsonl", desc=f"{tag}", **gen_kwargs)
+
+    if "winomt" in benchmarks:
+        from fairmt.eval.winomt.evaluate import load_gold
+        from fairmt.eval.winomt.io import write_translations
+
+        g = load_gold(gold, compat)
+        sources = [e.sentence for e in g.entries]
+        for lang in wanted(WINOMT_LANGS):
+            hyps = tr(sources, lang, f"winomt.en-{lang}")
+            winomt_file(root, lang).parent.mkdir(parents=True, exist_ok=True)
+            write_translations(winomt_file(root, lang), sources, hyps)
+    if "geneval" in benchmarks:
+        from fairmt.eval.geneval import CONTEXT_LANGS, load_contextual, load_counterfactual
+
+        for lang in wanted(GENEVAL_LANGS):
+            d = load_counterfactual(lang, split)
+            files = geneval_files(root, lang)
+            files["masculine"].parent.mkdir(parents=True, exist_ok=True)
+            write(files["masculine"], tr(d.masculine_sources, lang, f"geneval-{split}-masculine.en-{lang}"))
+            write(files["feminine"], tr(d.feminine_sources, lang, f"geneval-{split}-feminine.en-{lang}"))
+            if lang in CONTEXT_LANGS:
+                try:
+                    c = load_contextual(lang, split)
+                except FairmtError as err:  # the contextual set is optional: say so, go on
+                    (say or print)(f"MT-GenEval contextual set en→{lang} not translated: {err}")
+                    continue
+                write(files["context"], tr(c.sources, lang, f"geneval-{split}-context.en-{lang}"))
+    if "flores" in benchmarks:
+        from fairmt.eval.translation import read_flores
+
+        src = read_flores("eng_Latn")
+        for lang in wanted(FLORES_LANGS):
+            flores_file(root, lang).parent.mkdir(parents=True, exist_ok=True)
+            write(flores_file(root, lang), tr(src, lang, f"flores200-devtest.en-{lang}"))
+        if many2many:
+            codes = [c for grp in RESOURCE_GROUPS.values() for c in grp]
+            for s in codes:
+                sources = read_flores(s)
+                for t in codes:
+                    if s != t:
+                        hyps = generate_translations(tm, sources, flores_to_model_lang(tm, s), flores_to_model_lang(tm, t),
+                                                     cache_path=cache / f"flores200-devtest.{s}-{t}.jsonl",
+                                                     desc=f"FLORES-200 {s}→{t}", **gen_kwargs)
+                        m2m_file(root, s, t).parent.mkdir(parents=True, exist_ok=True)
+                        write(m2m_file(root, s, t), hyps)
+    return root
+
+
+# ------------------------------------------------------------------------------------------------ reports
+
+def _fmt(v: Any, digits: int = 1) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def _bleu(d: dict) -> float | None:
+    if not d:
+        return None
+    return d.get("spbleu") if d.get("spbleu") is not None else d.get("bleu_spm_nonstandard")
+
+
+def markdown_tables(result: dict, name: str = "model") -> str:
+    """Markdown shaped like the paper's Table 2 (in-/out-of-domain) and Table 3 (all languages), then per language."""
+    w, g, f = result.get("winomt") or {}, result.get("geneval") or {}, result.get("flores") or {}
+    id_lang = result.get("settings", {}).get("id_lang")
+    bleu_name = "spBLEU" if all(f.get(k, {}).get("spbleu") is not None for k in f if len(k) <= 3) else "spBLEU*"
+    lines = []
+    if id_lang:
+        wi, wo = w.get("in_domain", {}), w.get("out_of_domain", {})
+        gi, go = g.get("in_domain", {}), g.get("out_of_domain", {})
+        fi, fo = f.get("in_domain", {}), f.get("out_of_domain", {})
+        lines += [f"**In-domain (en→{id_lang}) and out-of-domain (Table 2 layout)**", "",
+                  f"| Method | WinoMT ID Acc. | ID \\|ΔG\\| | OOD Acc. | OOD \\|ΔG\\| | MT-GenEval ID E-Acc. | ID \\|ΔG\\| "
+                  f"| OOD E-Acc. | OOD \\|ΔG\\| | {bleu_name} ID | {bleu_name} OOD |",
+                  "|---|" + "---|" * 10,
+                  f"| {name} | {_fmt(wi.get('accuracy'))} | {_fmt(wi.get('abs_delta_g_acc'))} | {_fmt(wo.get('accuracy'))} "
+                  f"| {_fmt(wo.get('abs_delta_g_acc'))} | {_fmt(gi.get('explicit_accuracy'))} | "
+                  f"{_fmt(gi.get('abs_explicit_delta_g'))} | {_fmt(go.get('explicit_accuracy'))} | "
+                  f"{_fmt(go.get('abs_explicit_delta_g'))} | {_fmt(_bleu(fi))} | {_fmt(_bleu(fo))} |", ""]
+    wa, ga, fa = w.get("average", {}), g.get("average", {}), f.get("average", {})
+    lines += ["**Averaged over all languages (Table 3 layout)**", "",
+              f"| Method | WinoMT Acc. | \\|ΔG\\| | \\|ΔS\\| | \\|ΔR\\| | MT-GenEval E-Acc. | \\|E-ΔG\\| | Acc. | \\|ΔG\\| "
+              f"| {bleu_name} | chrF++ |", "|---|" + "---|" * 10,
+              f"| {name} | {_fmt(wa.get('accuracy'))} | {_fmt(wa.get('abs_delta_g_acc'))} | {_fmt(wa.get('abs_delta_s'))} "
+              f"| {_fmt(wa.get('abs_delta_r'))} | {_fmt(ga.get('explicit_accuracy'))} | "
+              f"{_fmt(ga.get('abs_explicit_delta_g'))} | {_fmt(ga.get('accuracy'))} | {_fmt(ga.get('abs_delta_g'))} | "
+              f"{_fmt(_bleu(fa))} | {_fmt(fa.get('chrfpp'))} |", "",
+              "ΔG of WinoMT here is the paper's Acc_male − Acc_female (`delta_g_acc`); the 2019 evaluator's "
+              "F1_male − F1_female is `delta_g` in the JSON.", ""]
+    per = sorted({k for d in (w, g, f) for k in d if len(k) <= 3})
+    if per:
+        lines += ["**Per language**", "", "| lang | WinoMT Acc. | ΔG (acc) | ΔG (F1) | ΔS | MT-GenEval Acc. | E-Acc. | "
+                  f"{bleu_name} | chrF++ |", "|---|" + "---|" * 8]
+        for x in per:
+            wx, gx, fx = w.get(x, {}), g.get(x, {}), f.get(x, {})
+            lines.append(f"| {x} | {_fmt(wx.get('accuracy'))} | {_fmt(wx.get('delta_g_acc'))} | {_fmt(wx.get('delta_g'))} "
+                         f"| {_fmt(wx.get('delta_s'))} | {_fmt(gx.get('accuracy'))} | {_fmt(gx.get('explicit_accuracy'))} "
+                         f"| {_fmt(_bleu(fx))} | {_fmt(fx.get('chrfpp'))} |")
+    m2m = (result.get("flores_many2many") or {})
+    if m2m:
+        groups = list(RESOURCE_GROUPS)
+        lines += ["", f"**Many-to-many FLORES-200 ({m2m.get('metric')}, Table 4 layout)**", "",
+                  "| " + " | ".join(["Method"] + [f"→{g}" for g in groups] + [f"{g}→" for g in groups] + ["X2X"]) + " |",
+                  "|---|" + "---|" * (2 * len(groups) + 1),
+                  "| " + " | ".join([name] + [_fmt(m2m.get(f"to_{g}")) for g in groups]
+                                    + [_fmt(m2m.get(f"from_{g}")) for g in groups] + [_fmt(m2m.get("x2x"))]) + " |"]
+    return "\n".join(lines) + "\n"
+
+
+def per_language_plot(result: dict, path: str | Path, title: str = "") -> None:
+    """Per-language WinoMT accuracy and ΔG (accuracy gap), as the paper's Figure 4."""
+    from fairmt.eval.report import bar_chart
+
+    w = result.get("winomt") or {}
+    rows = [{"lang": k, "accuracy": v["accuracy"], "ΔG": v.get("delta_g_acc")} for k, v in w.items() if len(k) <= 3]
+    if not rows:
+        raise FairmtError("no WinoMT languages were scored: nothing to plot")
+    bar_chart(rows, "lang", ["accuracy", "ΔG"], path, title=title or "WinoMT accuracy and ΔG (Acc_male − Acc_female)",
+              ylabel="%, percentage points for ΔG")
+
+
+def compare_runs(results: Sequence[dict], names: Sequence[str]) -> list[dict]:
+    """One row per run with the Table 3 averages and their deltas to the first run."""
+    rows = []
+    for name, r in zip(names, results):
+        wa = (r.get("winomt") or {}).get("average", {})
+        ga = (r.get("geneval") or {}).get("average", {})
+        fa = (r.get("flores") or {}).get("average", {})
+        rows.append({"model": name, "winomt_acc": wa.get("accuracy"), "winomt_abs_dg": wa.get("abs_delta_g_acc"),
+                     "winomt_abs_ds": wa.get("abs_delta_s"), "geneval_acc": ga.get("accuracy"),
+                     "geneval_e_acc": ga.get("explicit_accuracy"), "geneval_abs_dg": ga.get("abs_delta_g"),
+                     "bleu": _bleu(fa), "chrfpp": fa.get("chrfpp")})
+    base = rows[0] if rows else {}
+    for row in rows[1:]:
+        for k in list(row):
+            if k != "model" and row[k] is not None and base.get(k) is not None:
+                row[f"Δ{k}"] = row[k] - base[k]
+    return rows
+
+
+def comparison_markdown(rows: Sequence[dict]) -> str:
+    cols = ["winomt_acc", "winomt_abs_dg", "winomt_abs_ds", "geneval_acc", "geneval_e_acc", "geneval_abs_dg", "bleu", "chrfpp"]
+    out = ["| model | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+    for r in rows:
+        cells = []
+        for c in cols:
+            v = _fmt(r.get(c))
+            d = r.get(f"Δ{c}")
+            cells.append(v + (f" ({d:+.1f})" if d is not None else ""))
+        out.append(f"| {r['model']} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n\nIn brackets: the difference to the first model.\n"
+
+
+def scatter_plot(rows: Sequence[dict], path: str | Path) -> None:
+    """spBLEU (or chrF++ when no run has spBLEU) against WinoMT accuracy, one point per model (the paper's Figure 3)."""
+    import os
+    import tempfile
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xkey = "bleu" if all(r.get("bleu") is not None for r in rows) else "chrfpp"
+    pts = [(r[xkey], r["winomt_acc"], r["model"]) for r in rows if r.get(xkey) is not None and r.get("winomt_acc") is not None]
+    if not pts:
+        raise FairmtError("no run has both a translation-quality score and WinoMT accuracy: nothing to plot")
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    ax.scatter([p[0] for p in pts], [p[1] for p in pts])
+    for x, y, name in pts:
+        ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize="small")
+    ax.set_xlabel("spBLEU" if xkey == "bleu" else "chrF++")
+    ax.set_ylabel("WinoMT accuracy (%)")
+    ax.grid(linewidth=0.3, alpha=0.5)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=120, bbox_inches="tight", format=path.suffix.lstrip(".").lower() or "png")
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+        plt.close(fig)
+
+
+__all__ = [
+    "BENCHMARKS", "FLORES_LANGS", "GENEVAL_LANGS", "RESOURCE_GROUPS", "WINOMT_LANGS", "average", "compare_runs",
+    "comparison_markdown", "markdown_tables", "per_language_plot", "scatter_plot", "score_many2many",
+    "score_translations_dir", "translate_suite",
+]
