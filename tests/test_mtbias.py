@@ -157,6 +157,13 @@ def test_model_run_writes_the_layout_and_rescoring_it_gives_the_same(tmp_path, m
     assert [r["model"] for r in rows] == ["base", "again"] and rows[1]["Δwinomt_acc"] == 0.0
     assert (tmp_path / "sc.png").stat().st_size > 3000
     assert "(+0.0)" in capsys.readouterr().out
+    # the run's JSON goes into a model card's model-index (`fairmt push --results a.json`): one entry per metric
+    from fairmt.commands.push import load_results
+    from fairmt.eval.modelcard import eval_results
+
+    names = [e.metric_name for e in eval_results(load_results(tmp_path / "a.json"))]
+    assert "WinoMT accuracy (en-de)" in names and any(n.startswith("MT-GenEval") for n in names)
+    assert any("spBLEU*" in n for n in names) and not any(n.startswith("spBLEU ") for n in names)
 
 
 def test_report_refuses_other_json(tmp_path, capsys):

@@ -28,6 +28,10 @@ def load_results(path: str | Path) -> list:
 
     p = Path(path)
     data = read_json(p, "result JSON")
+    if isinstance(data, dict) and "format" in data and any(k in data for k in ("winomt", "geneval", "flores")):
+        from fairmt.eval.mtbias import model_card_results  # a `fairmt eval mt-bias --json` run
+
+        return model_card_results(data)
     if isinstance(data, dict) and isinstance(data.get("per_language"), list):
         data = data["per_language"]
     items = data if isinstance(data, list) else [data]

@@ -220,11 +220,9 @@ def score_translations_dir(
                 n = len(load_counterfactual(lang, split).masculine_refs)
                 m = read_lines(files["masculine"], expected=n)
                 f = read_lines(files["feminine"], expected=n)
-                r = geneval_accuracy(m, f, lang, split)
-                row = {"accuracy": r.accuracy, "explicit_accuracy": r.explicit_accuracy, "delta_g": r.delta_g,
-                       "explicit_delta_g": r.explicit_delta_g, "accuracy_masculine": r.accuracy_masculine,
-                       "accuracy_feminine": r.accuracy_feminine, "n": r.n, "signature": r.signature,
-                       "contextual_accuracy": None}
+                from dataclasses import asdict
+
+                row = {**asdict(geneval_accuracy(m, f, lang, split)), "contextual_accuracy": None}
                 if files["context"].is_file() and lang in CONTEXT_LANGS:
                     c = geneval_contextual_accuracy(read_lines(files["context"]), lang, split)
                     row["contextual_accuracy"] = c.accuracy
@@ -250,9 +248,9 @@ def score_translations_dir(
                 refs = read_flores(code)
                 q = translation_quality(read_lines(f, expected=len(refs), allow_empty=True), refs,
                                         lang_pair=f"eng_Latn-{code}", spm_model=spm_model)
-                return {"spbleu": q.spbleu, "bleu_spm_nonstandard": q.bleu_spm_nonstandard, "chrfpp": q.chrfpp,
-                        "bleu_label": q.bleu_label, "n": q.n, "bleu_signature": q.bleu_signature,
-                        "chrf_signature": q.chrf_signature, **({"note": q.note} if q.note else {})}
+                from dataclasses import asdict
+
+                return asdict(q)
 
             row = col.run(f"FLORES-200 {lang}", one)
             if row is not None:
@@ -268,6 +266,22 @@ def score_translations_dir(
     }
     out["skipped"] = col.skipped
     out["errors"] = col.errors
+    return out
+
+
+def model_card_results(result: dict) -> list[dict]:
+    """The per-language results of an mt-bias run, as the result dicts the model card writer reads (one per
+    benchmark and language; averages are not model-index entries)."""
+    out: list[dict] = []
+    for lang, row in (result.get("winomt") or {}).items():
+        if len(lang) <= 3:
+            out.append({"lang": lang, **{k: v for k, v in row.items() if k != "delta_g_acc"}})
+    for lang, row in (result.get("geneval") or {}).items():
+        if len(lang) <= 3:
+            out.append({k: v for k, v in row.items() if not k.startswith("contextual")})
+    for lang, row in (result.get("flores") or {}).items():
+        if len(lang) <= 3:
+            out.append(row)
     return out
 
 

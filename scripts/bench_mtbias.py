@@ -1,0 +1,66 @@
+"""Wall time of one file-based `fairmt eval mt-bias` call on the shipped data (issue 9's performance bar).
+
+Scores the 2019 Google translations of WinoMT (the 8 languages shipped) plus MT-GenEval's test references for its 8
+languages, as a user's translations folder, in ONE `fairmt eval mt-bias` process; prints one JSON object with the
+wall time and the target (≤ 20 s on a 2-core machine). Run: `python scripts/bench_mtbias.py [--data DIR]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_S = 20.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--data", default=os.environ.get("FAIRMT_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    ap.add_argument("--compat", choices=["acl2019"], default=None)
+    args = ap.parse_args()
+    data = Path(args.data)
+    if not (data / "winomt" / "translations" / "google").is_dir():
+        print(json.dumps({"error": f"no WinoMT data under {data}: pass --data"}))
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "google"
+        (run / "winomt").mkdir(parents=True)
+        (run / "geneval").mkdir()
+        winomt_langs = sorted(p.name[3:-4] for p in (data / "winomt" / "translations" / "google").glob("en-*.txt")
+                              if p.name[3:-4] in ("ar", "cs", "de", "es", "fr", "he", "it", "pl", "ru", "uk"))
+        for lang in winomt_langs:
+            shutil.copy(data / "winomt" / "translations" / "google" / f"en-{lang}.txt", run / "winomt")
+        sent = data / "mt_geneval" / "sentences" / "test"
+        geneval_langs = ["ar", "de", "es", "fr", "hi", "it", "pt", "ru"]
+        for lang in geneval_langs:
+            for g in ("masculine", "feminine"):
+                shutil.copy(sent / f"geneval-sentences-{g}-test.en_{lang}.{lang}", run / "geneval" / f"{g}.{lang}.txt")
+        cmd = [sys.executable, "-m", "fairmt", "eval", "mt-bias", "--translations-dir", str(run), "--json", "-"]
+        if args.compat:
+            cmd += ["--compat", args.compat]
+        env = {**os.environ, "FAIRMT_DATA": str(data)}
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        print(json.dumps({"error": proc.stderr[-2000:]}))
+        return 1
+    result = json.loads(proc.stdout)
+    print(json.dumps({
+        "wall_s": round(wall, 2), "target_s": TARGET_S, "within_target": wall <= TARGET_S,
+        "winomt_languages": winomt_langs, "geneval_languages": geneval_langs,
+        "winomt_average_accuracy": round(result["winomt"]["average"]["accuracy"], 2),
+        "scoring_s_inside": result["settings"]["seconds"], "cpu_count": os.cpu_count(),
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
