@@ -56,7 +56,26 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(groups)
+    _show_defaults(parser)
     return parser
+
+
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """One help convention for every command: an option with a default says it ("(default: 16)") unless its help
+    already does."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                _show_defaults(sub)
+            continue
+        if not action.option_strings or action.help == argparse.SUPPRESS:
+            continue
+        default = action.default
+        if default in (None, False, argparse.SUPPRESS) or default == []:
+            continue
+        if "default" in (action.help or "").lower():
+            continue
+        action.help = f"{action.help or ''} (default: %(default)s)".strip()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -334,8 +334,8 @@ def test_cli_scores_a_predictions_file(tmp_path, capsys):
         train_preds=[r["pred"] for r in tr], train_groups=[r["group"] for r in tr], num_classes=3,
     )
     for key in ("accuracy", "macro_f1", "gap", "delta_eo", "leakage_h", "leakage_yhat"):
-        assert data[key] == pytest.approx(getattr(ref, key)), key
-        assert 0.0 <= data[key] <= (3 * 2 * 2 if key == "delta_eo" else 1.0)
+        assert data[key] == pytest.approx(100 * getattr(ref, key)), key  # the CLI reports percent
+        assert 0.0 <= data[key] <= (300 * 2 * 2 if key == "delta_eo" else 100.0)
     assert data["leakage_protocol"] == "train→eval" and data["signature"] == ref.signature
     assert "gap" in out and "| accuracy |" in (tmp_path / "r.md").read_text()
 
@@ -350,8 +350,8 @@ def test_cli_string_labels_without_hidden(tmp_path, capsys):
     assert rc == 0, err
     data = json.loads((tmp_path / "o.json").read_text())
     assert "leakage_h" not in data and "leakage_yhat" not in data
-    # nurse: TPR_F = 1, TPR_M = 1/2; surgeon: TPR_F = 1/2, TPR_M = 1 -> GAP = 1/2
-    assert data["accuracy"] == 0.75 and data["gap"] == pytest.approx(0.5)
+    # nurse: TPR_F = 1, TPR_M = 1/2; surgeon: TPR_F = 1/2, TPR_M = 1 -> GAP = 1/2 (reported in percent)
+    assert data["accuracy"] == 75.0 and data["gap"] == pytest.approx(50.0) and data["scale"] == "percent"
 
 
 @pytest.mark.parametrize(

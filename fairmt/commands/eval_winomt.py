@@ -22,7 +22,8 @@ def register(groups) -> None:
         "translation with a built-in fast_align, detects the gender of the translated profession, and reports "
         "accuracy, ΔG = F1(male) − F1(female), ΔS = acc(pro) − acc(anti), ΔR = recall(male) − recall(female).",
     )
-    p.add_argument("--lang", required=True, help="target language(s): de, a comma list (de,ru), or 'all'")
+    p.add_argument("--lang", nargs="+", required=True, metavar="LANG",
+                   help="target language(s): de, de,ru, de ru or all")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument(
         "--translations",
@@ -56,7 +57,7 @@ def _languages(spec: str, translations: str | None) -> list[str]:
     from fairmt.eval.winomt.detectors import available_languages
 
     known = available_languages()
-    if spec.strip() == "all":
+    if [x.strip() for x in spec.split(",") if x.strip()] == ["all"]:
         langs = known
         if translations and Path(translations).is_dir():
             present = sorted(p.stem[3:] for p in Path(translations).glob("en-*.txt"))
@@ -120,7 +121,7 @@ def run(args) -> int:
     from fairmt.eval.winomt.evaluate import evaluate_winomt, load_gold
 
     _register_user_detectors(args.detector)
-    langs = _languages(args.lang, args.translations)
+    langs = _languages(",".join(args.lang), args.translations)
     multi = len(langs) > 1
     gold = load_gold(args.gold, args.compat)
     aligner = get_aligner(args.aligner, args.aligner_bin)

@@ -107,10 +107,26 @@ class ClassificationResult:
     signature: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
+        """JSON-ready dict (fractions, as the attributes)."""
         return dataclasses.asdict(self)
 
-    def summary(self) -> dict[str, Any]:
+    PERCENT_FIELDS = ("accuracy", "macro_f1", "gap", "delta_eo", "delta_tpr", "delta_fpr", "leakage_h", "leakage_yhat")
+
+    def to_percent_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict` on fairmt's reporting scale, as every other evaluator and the papers (Table 1 of Shen et
+        al. 2022: accuracy 73.64, leakage around 55): rates in percent (``delta_eo`` in percentage points), with
+        ``"scale": "percent"``. What the CLI, the recipes' ``results.json`` and the ``evaluate`` module report."""
+        d = self.to_dict()
+        for k in self.PERCENT_FIELDS:
+            if d.get(k) is not None:
+                d[k] = 100.0 * d[k]
+        d["gap_by_class"] = {c: 100.0 * v for c, v in d["gap_by_class"].items()}
+        for key in ("tpr", "fpr"):
+            d[key] = {g: {c: (None if v is None else 100.0 * v) for c, v in row.items()} for g, row in d[key].items()}
+        d["scale"] = "percent"
+        return d
+
+    def summary(self, percent: bool = False) -> dict[str, Any]:
         """The headline numbers: ``accuracy``, ``macro_f1``, ``gap``, ``delta_eo`` and the leakages when present."""
         out: dict[str, Any] = {
             "accuracy": self.accuracy,
@@ -122,6 +138,9 @@ class ClassificationResult:
             out["leakage_h"] = self.leakage_h
         if self.leakage_yhat is not None:
             out["leakage_yhat"] = self.leakage_yhat
+        if percent:
+            out = {k: 100.0 * v for k, v in out.items()}
+            out["scale"] = "percent"
         out["signature"] = self.signature
         return out
 

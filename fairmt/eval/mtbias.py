@@ -262,8 +262,9 @@ def score_translations_dir(
     out["settings"] = {
         "translations_dir": str(root), "src": "en", "id_lang": id_lang, "split": split, "compat": compat,
         "gold": str(gold) if gold else None, "benchmarks": list(benchmarks), "langs": list(langs) if langs else None,
-        "many2many": many2many, "fairmt": _version(), "seconds": round(time.perf_counter() - t0, 2),
+        "many2many": many2many, "fairmt": _version(),
     }
+    say(f"scored in {time.perf_counter() - t0:.1f} s")
     out["skipped"] = col.skipped
     out["errors"] = col.errors
     return out

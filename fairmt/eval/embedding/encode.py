@@ -36,10 +36,11 @@ def is_sentence_transformers_dir(path: str | Path) -> bool:
 
 
 def _check_model_dir(path: str | Path) -> Path:
-    p = Path(path)
-    if not p.is_dir() or not (p / "config.json").is_file():
-        raise FairmtError(f"model {path} not found: give a local folder with config.json (the Hub is not reachable offline)")
-    return p
+    """A local folder, a ``pkg:`` / alias reference, or a Hub id that is cached or reachable
+    (:func:`fairmt.models.hub.resolve_model_ref`, :func:`~fairmt.models.hub.require_model`)."""
+    from fairmt.models.hub import require_model, resolve_model_ref
+
+    return Path(require_model(resolve_model_ref(path), "encoder"))
 
 
 class EmbeddingRunner:

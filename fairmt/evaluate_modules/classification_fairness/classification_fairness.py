@@ -18,7 +18,8 @@ Args:
         train_logits: the split the leakage SVM is trained on; logits: optional (n, |Y|) logits for leakage@ŷ;
         leakage: False skips the leakage SVMs (the CLI's --no-leakage).
 Returns:
-    the fields of fairmt.eval.classification.ClassificationResult (accuracy, macro_f1, gap, delta_eo, ..., signature).
+    the fields of fairmt.eval.classification.ClassificationResult (accuracy, macro_f1, gap, delta_eo, ..., signature),
+    rates in percent as the CLI reports them ("scale": "percent").
 Example:
     >>> m = evaluate.load(fairmt.evaluate_module("classification_fairness"))
     >>> m.compute(predictions=preds, references=labels, groups=genders)["gap"]
@@ -55,4 +56,4 @@ class ClassificationFairness(evaluate.Metric):
                 train_preds=train_preds, train_logits=train_logits, train_groups=train_groups if leakage else None,
                 leakage_yhat=leakage, seed=seed,
             )
-        return result.to_dict()
+        return result.to_percent_dict()
