@@ -62,6 +62,15 @@ def test_json_dash_prints_json_only_and_file_gets_the_same(name, work, tmp_path,
     strip = lambda d: json.loads(json.dumps(d).replace(str(tmp_path), "<tmp>"))  # noqa: E731
     assert strip(written) == strip(printed)
     assert table.strip() and not table.lstrip().startswith("{"), "with --json FILE the table is printed"
+    if name in ("embeddings", "classification", "mt-bias", "winomt", "geneval", "flores"):
+        # every result JSON fairmt writes goes into a model card (`fairmt push --results`)
+        from fairmt.commands.push import load_results
+        from fairmt.eval.modelcard import build_model_card, eval_results
+
+        entries = eval_results(load_results(tmp_path / "r.json"))
+        assert entries and all(e.metric_value is not None for e in entries)
+        card = str(build_model_card(load_results(tmp_path / "r.json"), model_name="m"))
+        assert "model-index" in card and "limitations" in card
 
 
 @pytest.mark.parametrize("spelling", [["de"], ["de,fr"], ["de", "fr"], ["all"]])

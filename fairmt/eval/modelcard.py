@@ -35,12 +35,13 @@ def _get(result: Any, key: str, default: Any = None) -> Any:
     return getattr(result, key, default)
 
 
-def _er(dataset: tuple[str, str], config: str, split: str, metric_type: str, name: str, value: float, signature: str):
+def _er(dataset: tuple[str, str], config: str, split: str, metric_type: str, name: str, value: float, signature: str,
+        task: tuple[str, str] = ("translation", "Translation")):
     from huggingface_hub import EvalResult
 
     return EvalResult(
-        task_type="translation",
-        task_name="Translation",
+        task_type=task[0],
+        task_name=task[1],
         dataset_type=dataset[0],
         dataset_name=f"{dataset[1]} ({config})",
         dataset_config=config,
@@ -109,6 +110,58 @@ def translation_eval_results(result: Any, split: str = "devtest") -> list:
     return [bleu, chrf]
 
 
+EMBEDDING_TASK = ("feature-extraction", "Sentence embedding bias")
+CLASSIFICATION_TASK = ("text-classification", "Text classification fairness")
+SEAT_DATASET = ("seat", "SEAT")
+CCED_DATASET = ("cced", "CCED")
+BIAS_IR_DATASET = ("grep_biasir", "Grep-BiasIR")
+CROWS_DATASET = ("crows_pairs", "CrowS-Pairs")
+STEREOSET_DATASET = ("stereoset", "StereoSet")
+
+
+def embedding_eval_results(payload: dict) -> list:
+    """Entries for a `fairmt eval embeddings --json` result (the headline number of each suite that ran)."""
+    out = []
+    if payload.get("seat"):
+        s = payload["seat"]
+        sig = next(iter(s["tests"].values()), {}).get("signature", "")
+        out.append(_er(SEAT_DATASET, "sent-weat", "test", "effect_size", "SEAT average |effect size|",
+                       s["avg_abs_effect_size"], sig, EMBEDDING_TASK))
+    if payload.get("cced"):
+        c = payload["cced"]
+        out.append(_er(CCED_DATASET, "+".join(c.get("groups", [])) or "gender", "test", "cced_gap", "CCED gap",
+                       c["gap"], c.get("signature", ""), EMBEDDING_TASK))
+    if payload.get("bias_ir"):
+        b = payload["bias_ir"]
+        out.append(_er(BIAS_IR_DATASET, "default", "test", "avg_dev", "Bias-IR average deviation from parity",
+                       b["avg_dev"], b.get("signature", ""), EMBEDDING_TASK))
+    for variant, c in (payload.get("crows") or {}).items():
+        overall = c.get("overall", {})
+        if overall.get("metric") is not None:
+            out.append(_er(CROWS_DATASET, variant, "test", "stereotype_score", f"CrowS-Pairs metric ({variant})",
+                           overall["metric"], c.get("signature", ""), EMBEDDING_TASK))
+    if payload.get("stereoset"):
+        st = payload["stereoset"]
+        overall = st.get("overall", {})
+        for key, name in (("lms", "LMS"), ("ss", "SS"), ("icat", "ICAT")):
+            if overall.get(key) is not None:
+                out.append(_er(STEREOSET_DATASET, "intrasentence", "dev", key, f"StereoSet {name}", overall[key],
+                               st.get("signature", ""), EMBEDDING_TASK))
+    return out
+
+
+def classification_eval_results(result: dict, dataset: str = "custom") -> list:
+    """Entries for a `fairmt eval classification --json` result (percent)."""
+    ds = (dataset, dataset)
+    out = []
+    for key, name in (("accuracy", "accuracy"), ("macro_f1", "macro-F1"), ("gap", "GAP (TPR RMS gap)"),
+                      ("delta_eo", "ΔEO"), ("leakage_h", "leakage@h"), ("leakage_yhat", "leakage@ŷ")):
+        if result.get(key) is not None:
+            out.append(_er(ds, "default", "test", key, name, result[key], result.get("signature", ""),
+                           CLASSIFICATION_TASK))
+    return out
+
+
 def eval_results(results: Iterable[Any]) -> list:
     """``EvalResult`` entries for a mix of fairmt results (MT-GenEval, FLORES-200, WinoMT objects or dicts)."""
     from fairmt.eval.geneval import GenEvalContextResult, GenEvalResult
@@ -116,6 +169,12 @@ def eval_results(results: Iterable[Any]) -> list:
 
     out = []
     for r in results:
+        if isinstance(r, dict) and "suites" in r and "model" in r:  # `fairmt eval embeddings --json`
+            out += embedding_eval_results(r)
+            continue
+        if isinstance(r, dict) and "macro_f1" in r and "gap" in r:  # `fairmt eval classification --json`
+            out += classification_eval_results(r)
+            continue
         if isinstance(r, dict) and "chrfpp" in r:  # a FLORES result as `fairmt eval flores --json` writes it
             r = _from_dict(TranslationQualityResult, r)
         elif isinstance(r, dict) and "explicit_accuracy" in r and "lang" in r:  # MT-GenEval JSON
@@ -164,7 +223,9 @@ def _table(entries: Sequence) -> str:
     return markdown_table(rows, ["dataset", "split", "metric", "value", "signature"], digits=2)
 
 
-_DATASET_BENCHMARK = {WINOMT_DATASET[0]: "winomt", GENEVAL_DATASET[0]: "geneval", FLORES_DATASET[0]: "flores"}
+_DATASET_BENCHMARK = {WINOMT_DATASET[0]: "winomt", GENEVAL_DATASET[0]: "geneval", FLORES_DATASET[0]: "flores",
+                      SEAT_DATASET[0]: "seat", CCED_DATASET[0]: "cced", CROWS_DATASET[0]: "crows",
+                      STEREOSET_DATASET[0]: "stereoset", BIAS_IR_DATASET[0]: "bias_ir"}
 _MEASURES = {
     "winomt": "WinoMT: whether the gender of an English occupation noun, fixed by coreference in the sentence, is kept "
               "in the translation (automatic alignment and morphological analysis: their errors are part of the score; "
@@ -174,11 +235,22 @@ _MEASURES = {
                "of fluency, and it says nothing about ambiguous sentences.",
     "flores": "FLORES-200: general translation quality (spBLEU, chrF++) on Wikimedia-domain sentences; it does not "
               "measure bias.",
+    "seat": "SEAT: association between sentence embeddings of template sentences (names, gendered terms) and "
+            "attribute sets; small template sets, and a low score does not show the absence of bias downstream.",
+    "cced": "CCED: whether a neutral sentence's embedding is equally far from its male and female versions; it "
+            "depends on the tuples used and measures one kind of bias (gender, binary).",
+    "crows": "CrowS-Pairs: the masked LM's preference for the more stereotypical sentence of a pair (50 is "
+             "parity); crowd-written pairs with known noise.",
+    "stereoset": "StereoSet: stereotype score (SS, 50 is parity) and language-model score (LMS) of the masked LM; "
+                 "intrasentence dev set only.",
+    "bias_ir": "Grep-BiasIR: whether retrieval with the embeddings favours documents about men or women for "
+               "gender-neutral queries (ranking of a small fixed set).",
 }
 
 
 def _limitations(entries: Sequence) -> str:
-    kinds = [_DATASET_BENCHMARK[k] for k in dict.fromkeys(e.dataset_type for e in entries) if k in _DATASET_BENCHMARK]
+    kinds = [_DATASET_BENCHMARK[k] for k in dict.fromkeys(e.dataset_type for e in entries)
+             if k in _DATASET_BENCHMARK and _DATASET_BENCHMARK[k] in _MEASURES]
     lines = [f"- {_MEASURES[k]}" for k in kinds]
     lines.append("- None of them measures non-binary gender, bias in generation beyond these test sets, or harms in "
                  "deployment; a better score on one language pair need not carry over to others.")
