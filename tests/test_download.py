@@ -259,3 +259,33 @@ def test_winomt_works_after_an_upstream_only_download(shared_data, serve, tmp_pa
     assert res.n == 3888 and "gold:aggregates/en.txt" in res.signature
     with pytest.raises(FairmtError, match="not published at a fixed upstream URL.*--base-url"):
         load_gold(compat="acl2019")
+
+
+def test_corpora_list_and_fetch_with_checksums(serve, tmp_path, capsys):
+    """The papers' training corpora: listed with URLs and licences; fetched from a 127.0.0.1 mirror, sha256 written
+    and printed; a wrong pinned digest keeps nothing."""
+    from fairmt.cli import main
+    from fairmt.data.corpora import CORPORA
+
+    assert main(["data", "corpora"]) == 0
+    listing = capsys.readouterr().out
+    for name in ("wmt18-ende", "ted2020-ende", "ted2020-entr", "news-commentary-v15"):
+        assert name in listing
+    assert "news-commentary-v15.en.gz" in listing and "prepare-wmt18en2de" in listing
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "news-commentary-v15.en.gz").write_bytes(b"\x1f\x8b fake gzip bytes")
+    digest = hashlib.sha256((mirror / "news-commentary-v15.en.gz").read_bytes()).hexdigest()
+    base = serve(mirror)
+    assert main(["data", "corpora", "--fetch", "news-commentary-v15", "--dest", str(tmp_path / "d"), "--base-url", base,
+                 "--quiet"]) == 0
+    assert digest in capsys.readouterr().out
+    got = tmp_path / "d" / "news-commentary-v15"
+    assert (got / "SHA256SUMS").read_text() == f"{digest}  news-commentary-v15.en.gz\n"
+    assert main(["data", "corpora", "--fetch", "news-commentary-v15", "--dest", str(tmp_path / "e"), "--base-url", base,
+                 "--sha256", "news-commentary-v15.en.gz=" + "0" * 64, "--quiet"]) == 2
+    assert "checksum mismatch" in capsys.readouterr().err
+    assert not any(p.is_file() for p in (tmp_path / "e").rglob("*"))
+    assert main(["data", "corpora", "--fetch", "nope"]) == 2
+    assert "unknown corpus 'nope'" in capsys.readouterr().err
+    assert set(CORPORA) == {"wmt18-ende", "ted2020-ende", "ted2020-entr", "news-commentary-v15"}

@@ -386,6 +386,8 @@ NOT_INPUTS = {
     "data fairseq-prep --tgt": "a language code (its help mentions the file suffix)",
     "eval geneval --translations": "the contextual set: read by the same reader as --masculine (covered)",
     "eval mt-bias --name": "a display name",
+    "data corpora --dest": "an output folder",
+    "data corpora --sha256": "a FILE=DIGEST pin, not a path",
     "report --names": "display names (its help mentions file stems)",
 }
 

@@ -40,6 +40,28 @@ def _fairseq_prep(args) -> int:
     return 0
 
 
+def _corpora(args) -> int:
+    from fairmt.data.corpora import describe, fetch
+    from fairmt.data.paths import cache_dir
+    from fairmt.errors import FairmtError
+
+    if not args.fetch:
+        print(describe())
+        return 0
+    pins = {}
+    for item in args.sha256:
+        fname, sep, digest = item.partition("=")
+        if not sep or len(digest) != 64:
+            raise FairmtError(f"--sha256 {item!r}: expected FILE=DIGEST (a 64-hex-digit sha256)")
+        pins[fname] = digest.lower()
+    dest = args.dest or cache_dir()
+    digests = fetch(args.fetch, dest, base_url=args.base_url, sha256=pins, progress=not args.quiet)
+    for fname, d in digests.items():
+        print(f"{d}  {fname}")
+    print(f"wrote {len(digests)} file(s) and SHA256SUMS to {args.fetch and (str(dest) + '/' + args.fetch)}")
+    return 0
+
+
 def register(groups) -> None:
     """Add ``download``, ``verify`` and ``fairseq-prep`` to the ``fairmt data`` group."""
     p = groups["data"].add_parser(
@@ -61,6 +83,19 @@ def register(groups) -> None:
     p.add_argument("--force", action="store_true", help="download again even when files are present and valid")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(handler=_download)
+
+    c = groups["data"].add_parser(
+        "corpora", help="list the papers' training corpora (WMT18 en-de, TED2020, News-Commentary v15) and fetch one",
+        description="Without --fetch: where each training corpus of the papers comes from, its licence and how fairmt "
+        "uses it. With --fetch NAME: download its files into DEST/NAME, print each file's sha256 and write SHA256SUMS; "
+        "give those digests back with --sha256 FILE=DIGEST to verify a later download.",
+    )
+    c.add_argument("--fetch", metavar="NAME", default=None, help="download this corpus")
+    c.add_argument("--dest", default=None, help="folder to download into (default: the data cache)")
+    c.add_argument("--base-url", default=None, help="a mirror holding the corpus's files by name")
+    c.add_argument("--sha256", action="append", default=[], metavar="FILE=DIGEST", help="expected sha256 of a file (repeatable)")
+    c.add_argument("--quiet", action="store_true", help="no progress bars")
+    c.set_defaults(handler=_corpora)
 
     v = groups["data"].add_parser("verify", help="check a data folder's files against the pinned sha256 checksums")
     v.add_argument("datasets", nargs="+", metavar="DATASET", help="winomt, geneval")
