@@ -173,7 +173,7 @@ def test_czech_spacy_accuracy(czech):
 def test_czech_default_detector_and_signature(czech):
     det = get_detector("cs")
     assert type(det).__name__ == "CzechSpacyDetector"
-    assert det.signature_name == "spacy-cs_core_news_sm-0.2.1"
+    assert det.signature_name == "spacy-cs_core_news_sm-0.2.1+context"
 
 
 @pytest.mark.parametrize("text,expected", [("", U), ("a", N), ("paní doktor", F), ("pan doktor", M)])
@@ -193,7 +193,6 @@ def test_czech_falls_back_to_rules_without_the_model(monkeypatch):
     import fairmt.eval.winomt.detectors as d
 
     monkeypatch.setattr(d, "CS_SPACY_MODEL", "cs_core_news_sm_not_installed")
-    monkeypatch.setattr(d.CzechSpacyDetector.__init__, "__defaults__", ("cs_core_news_sm_not_installed",))
     with pytest.warns(UserWarning, match="fall back to suffix rules.*fairmt\\[cs\\].*CC BY-NC-SA"):
         det = czech_detector()
     assert isinstance(det, SlavicRuleDetector) and det.signature_name == "slavic-rules-cs"
@@ -265,7 +264,7 @@ def test_czech_sentences_through_the_aligner(czech):
     res = evaluate_winomt(CS, "cs", _gold())
     print(f"\ncs sentences: accuracy {res.accuracy} ({res.signature})")
     assert res.accuracy == 100.0 and res.n == len(GOLD)
-    assert "|detector:spacy-cs_core_news_sm-0.2.1|" in res.signature
+    assert "|detector:spacy-cs_core_news_sm-0.2.1+context|" in res.signature
 
 
 def test_sentences_with_the_rule_fallbacks():

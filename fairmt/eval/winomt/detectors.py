@@ -22,8 +22,12 @@ its measured gap).
   determiner/pronoun at or left of the entity in the translation; none → neutral; no aligned word → male.
 - ``he``, ``ar``: feminine suffix rules (Hebrew ה/ת, Arabic ة/ات) on any aligned word; default male; an
   unaligned entity counts as female (as in the reference, whose Hebrew confusion matrix this reproduces exactly).
-- ``cs``, ``pl``: feminine and masculine noun-suffix and demonstrative/pan/pani rules, majority vote; no gendered
-  token → neutral; empty → unknown (no 2019 log exists for them).
+- ``pl``: morfeusz2 with the SGJP dictionary (:class:`MorfeuszDetector`); ``cs``: the spaCy pipeline
+  ``cs_core_news_sm`` (:class:`CzechSpacyDetector`, optional extra ``fairmt[cs]``, CC BY-NC-SA). Gender of the
+  entity's nouns, adjectives and demonstratives, majority vote, with rules only where the analyser is ambiguous
+  or silent. Without the analyser, the feminine/masculine noun-suffix and demonstrative/pan/pani rules
+  (:class:`SlavicRuleDetector`, signature ``slavic-rules-<lang>``) run instead, with a warning. No 2019 log exists
+  for these languages, so ``--compat acl2019`` uses the same detectors.
 
 Register another language (e.g. a stanza- or spaCy-based analyser) with :func:`register_detector`::
 
@@ -662,6 +666,10 @@ class CzechSpacyDetector(SpacyDetector):
     person, so they do not vote); ``Masc,Neut`` (``toho``) counts as masculine. Majority vote, first seen wins a
     tie; no gendered word → neutral; empty → unknown.
 
+    ``context=True`` (default): the tagger runs over the whole translation and the entity's words are read from
+    it (the tagger is contextual: alone, ``instalatéra`` or ``architekta`` come out feminine, in a sentence
+    masculine); ``context=False`` tags the entity's words alone, as the reference evaluation's detectors did.
+
     Rules apply only where the analysis is ambiguous:
 
     - soft adjectival nouns in ``-í`` (``účetní``, ``pokladní``, ``vedoucí``, ``krejčí``) have one form for both
@@ -675,36 +683,58 @@ class CzechSpacyDetector(SpacyDetector):
 
     uses_context = True
 
-    def __init__(self, model: str = CS_SPACY_MODEL):
+    def __init__(self, model: str = CS_SPACY_MODEL, context: bool = True):
         super().__init__(model, "cs")
-        self._texts: dict[str, list[tuple[str, Gender | None, bool]]] = {}
+        self.context = context
+        self._sentences: dict[tuple[str, ...], list[list[tuple[str, Gender | None, bool]]]] = {}
 
-    def _analyse(self, doc) -> list[tuple[str, Gender | None, bool]]:
-        out = []
+    @property
+    def signature_name(self) -> str:
+        return super().signature_name + ("+context" if self.context else "")
+
+    @staticmethod
+    def _token_info(t) -> tuple[str, Gender | None, bool]:
+        gender = None
+        if t.pos_ in _CS_VOTING_POS:
+            values = set(",".join(t.morph.get("Gender")).split(",")) - {""}
+            if values in ({"Masc"}, {"Masc", "Neut"}):
+                gender = M
+            elif values in ({"Fem"}, {"Fem", "Neut"}):
+                gender = F
+            elif values == {"Neut"}:
+                gender = N
+        soft = t.lower_.endswith("í") and t.lemma_.lower().endswith("í") and t.pos_ in ("ADJ", "NOUN")
+        return t.lower_, gender, soft
+
+    def _by_word(self, words: tuple[str, ...], doc) -> list[list[tuple[str, Gender | None, bool]]]:
+        """The spaCy tokens of ``" ".join(words)`` grouped by the whitespace word they fall in."""
+        from bisect import bisect_right
+
+        starts, pos = [], 0
+        for w in words:
+            starts.append(pos)
+            pos += len(w) + 1
+        out: list[list] = [[] for _ in words]
         for t in doc:
-            gender = None
-            if t.pos_ in _CS_VOTING_POS:
-                values = set(",".join(t.morph.get("Gender")).split(",")) - {""}
-                if values == {"Masc", "Neut"} or values == {"Masc"}:
-                    gender = M
-                elif values == {"Fem"} or values == {"Fem", "Neut"}:
-                    gender = F
-                elif values == {"Neut"}:
-                    gender = N
-            soft = t.lower_.endswith("í") and t.lemma_.lower().endswith("í") and t.pos_ in ("ADJ", "NOUN")
-            out.append((t.lower_, gender, soft))
+            out[bisect_right(starts, t.idx) - 1].append(self._token_info(t))
         return out
 
-    def _tokens(self, text: str) -> list[tuple[str, Gender | None, bool]]:
-        if text not in self._texts:
-            self._texts[text] = self._analyse(self.nlp(text))
-        return self._texts[text]
+    def _key(self, entity: TranslatedEntity) -> tuple[str, ...]:
+        ok = self.context and entity.indices and max(entity.indices) < len(entity.target_tokens) and all(
+            entity.target_tokens[i] == w for i, w in zip(entity.indices, entity.words))
+        return tuple(entity.target_tokens) if ok else tuple(entity.words)
+
+    def _analysis(self, key: tuple[str, ...]):
+        if key not in self._sentences:
+            self._sentences[key] = self._by_word(key, self.nlp(" ".join(key)))
+        return self._sentences[key]
 
     def detect_many(self, entities: Iterable[TranslatedEntity]) -> list[Gender]:
+        """Tags each distinct translation (or entity, without context) once with ``nlp.pipe``."""
         entities = list(entities)
-        todo = sorted({e.text for e in entities if e.text.strip() and e.text not in self._texts})
-        for text, doc in zip(todo, self.nlp.pipe(todo, batch_size=256)):
-            self._texts[text] = self._analyse(doc)
+        todo = sorted({k for e in entities if e.words for k in [self._key(e)] if k not in self._sentences})
+        for key, doc in zip(todo, self.nlp.pipe([" ".join(k) for k in todo], batch_size=256)):
+            self._sentences[key] = self._by_word(key, doc)
         return [self.detect(e) for e in entities]
 
     def detect_text(self, text: str) -> Gender:
@@ -714,7 +744,12 @@ class CzechSpacyDetector(SpacyDetector):
     def detect_entity(self, entity: TranslatedEntity) -> Gender:
         if not entity.text.strip():
             return U
-        toks = self._tokens(entity.text)
+        key = self._key(entity)
+        analysis = self._analysis(key)
+        if key == tuple(entity.target_tokens):
+            toks = [info for i in entity.indices for info in analysis[i]]
+        else:
+            toks = [info for word in analysis for info in word]
         first = min(entity.indices) if entity.indices else 0
         before = entity.target_tokens[first - 1].strip(_PUNCT).lower() if 0 < first <= len(entity.target_tokens) else ""
         chain = ([before] if before else []) + [t[0] for t in toks]
@@ -729,7 +764,7 @@ class CzechSpacyDetector(SpacyDetector):
         for word in [t[0] for t in toks] + [before]:
             if word in CS_WORDS:
                 return CS_WORDS[word]
-        return majority((g for _, g, _ in toks if g in (M, F)), empty=N if toks else U)
+        return majority((g for _, g, _ in toks if g in (M, F)), empty=N)
 
 
 def polish_detector() -> GenderDetector:
@@ -742,10 +777,11 @@ def polish_detector() -> GenderDetector:
         return SlavicRuleDetector("pl")
 
 
-def czech_detector() -> GenderDetector:
-    """:class:`CzechSpacyDetector`, or the suffix rules (with a warning) when ``cs_core_news_sm`` is not installed."""
+def czech_detector(model: str | None = None) -> GenderDetector:
+    """:class:`CzechSpacyDetector` (``model``: default :data:`CS_SPACY_MODEL`), or the suffix rules (with a
+    warning) when that pipeline is not installed."""
     try:
-        return CzechSpacyDetector()
+        return CzechSpacyDetector(model or CS_SPACY_MODEL)
     except FairmtError as err:
         warnings.warn(
             f"{err}; Czech WinoMT genders fall back to suffix rules (signature: slavic-rules-cs). The analyser is "
