@@ -656,6 +656,7 @@ class MorfeuszDetector(GenderDetector):
 
 # ------------------------------------------------------------------------------------------------- Czech: spaCy
 _CS_VOTING_POS = frozenset({"NOUN", "PROPN", "ADJ", "DET", "PRON", "NUM"})
+_CS_FEMININE_LEMMA_ENDINGS = ("ka", "kyně", "yně", "ice", "ová")
 CS_SPACY_MODEL = "cs_core_news_sm"
 
 
@@ -678,7 +679,11 @@ class CzechSpacyDetector(SpacyDetector):
       or feminine, a demonstrative or ``pan``/``paní`` in the entity or just before it in the translation decides
       (``ten``/``ta``/``toho``/``té``/``tu``/``tím`` ...; spaCy tags ``tu`` as an adverb without gender), else the
       tagger's masculine/feminine guess, else neutral;
-    - ``paní`` directly before a masculine noun (``paní doktor``) → female.
+    - ``paní`` directly before a masculine noun (``paní doktor``) → female;
+    - a noun the tagger calls masculine while the pipeline's own lemmatizer gives a feminine lemma in
+      ``-ka``/``-kyně``/``-yně``/``-ice``/``-ová`` (``překladatelce`` → ``překladatelka``) → female. (The
+      opposite direction is not used: the lemmatizer often gives feminine forms a masculine lemma, ``číšnici`` →
+      ``číšník``.)
     """
 
     uses_context = True
@@ -703,6 +708,9 @@ class CzechSpacyDetector(SpacyDetector):
                 gender = F
             elif values == {"Neut"}:
                 gender = N
+            # the tagger against its own lemmatizer: a feminine lemma wins (překladatelce → překladatelka)
+            if t.pos_ == "NOUN" and gender == M and t.lemma_.lower().endswith(_CS_FEMININE_LEMMA_ENDINGS):
+                gender = F
         soft = t.lower_.endswith("í") and t.lemma_.lower().endswith("í") and t.pos_ in ("ADJ", "NOUN")
         return t.lower_, gender, soft
 
