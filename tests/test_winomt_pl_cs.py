@@ -11,7 +11,6 @@ import pytest
 from fairmt.errors import FairmtError
 from fairmt.eval.winomt import Gender, evaluate_winomt, get_detector
 from fairmt.eval.winomt.detectors import (
-    _INSTANCES,
     SlavicRuleDetector,
     czech_detector,
     polish_detector,
@@ -101,7 +100,6 @@ CS_SECOND = [("knihovník", M), ("knihovnice", F), ("knihovníka", M), ("té kni
       ("policistce", F), ("policisty", M), ("ošetřovatelky", F), ("ten zubař", M), ("zubařka", F),
       ("architektky", F), ("architekta", M), ("pokladní Nováková", F), ("toho vrátného", M), ("té vrátné", F),
       ("stážistou", M), ("tou stážistkou", F), ("soudci", M), ("soudkyní", F), ("vedoucího", M)]
-  # fmt: skip
 
 
 def _accuracy(detector, forms):

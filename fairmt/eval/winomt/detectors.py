@@ -518,6 +518,11 @@ _ALL_CASES = {"nom", "gen", "dat", "acc", "inst", "loc", "voc"}
 _TITLE = "title"  # a masculine-form title that SGJP also lists as an indeclinable feminine noun (dyrektor, sekretarz)
 
 
+def _sgjp_base(lemma: str) -> str:
+    """A lemma without SGJP's homonym mark (``dyrektor:Sf`` → ``dyrektor``)."""
+    return lemma.split(":")[0]
+
+
 class MorfeuszDetector(GenderDetector):
     """Polish gender from morfeusz2 with the SGJP dictionary (the analyser family of the WMT 2020 WinoMT extension).
 
@@ -613,14 +618,13 @@ class MorfeuszDetector(GenderDetector):
         if len(genders) == 1:
             return genders.pop(), is_pani, masculine_noun
         if M in genders and F in genders:
-            base = lambda lemma: lemma.split(":")[0]  # noqa: E731 - SGJP's homonym marks (dyrektor:Sf, :Sm1)
-            masc = {base(l) for l, pos, _, g in readings if g == M and pos in ("subst", "depr")}
-            fem = {base(l) for l, pos, _, g in readings if g == F and pos in ("subst", "depr")}
+            masc = {_sgjp_base(lem) for lem, pos, _, g in readings if g == M and pos in ("subst", "depr")}
+            fem = {_sgjp_base(lem) for lem, pos, _, g in readings if g == F and pos in ("subst", "depr")}
             if masc & fem:  # one lemma, both genders: dyrektor, sekretarz, sędzia
                 return _TITLE, is_pani, masculine_noun
             if masc and fem and all(any(f == m + "a" for m in masc) for f in fem):  # mechanik / mechanika
                 return M, is_pani, masculine_noun
-            own = {g for lemma, _, _, g in readings if base(lemma).lower() == tok.lower()}
+            own = {g for lemma, _, _, g in readings if _sgjp_base(lemma).lower() == tok.lower()}
             if len(own) == 1:  # dyrektorka: its own lemma (f) rather than a form of the diminutive dyrektorek (m1)
                 return own.pop(), is_pani, masculine_noun
         return None, is_pani, masculine_noun
