@@ -22,8 +22,12 @@ its measured gap).
   determiner/pronoun at or left of the entity in the translation; none → neutral; no aligned word → male.
 - ``he``, ``ar``: feminine suffix rules (Hebrew ה/ת, Arabic ة/ات) on any aligned word; default male; an
   unaligned entity counts as female (as in the reference, whose Hebrew confusion matrix this reproduces exactly).
-- ``cs``, ``pl``: feminine and masculine noun-suffix and demonstrative/pan/pani rules, majority vote; no gendered
-  token → neutral; empty → unknown (no 2019 log exists for them).
+- ``pl``: morfeusz2 with the SGJP dictionary (:class:`MorfeuszDetector`); ``cs``: the spaCy pipeline
+  ``cs_core_news_sm`` (:class:`CzechSpacyDetector`, optional extra ``fairmt[cs]``, CC BY-NC-SA). Gender of the
+  entity's nouns, adjectives and demonstratives, majority vote, with rules only where the analyser is ambiguous
+  or silent. Without the analyser, the feminine/masculine noun-suffix and demonstrative/pan/pani rules
+  (:class:`SlavicRuleDetector`, signature ``slavic-rules-<lang>``) run instead, with a warning. No 2019 log exists
+  for these languages, so ``--compat acl2019`` uses the same detectors.
 
 Register another language (e.g. a stanza- or spaCy-based analyser) with :func:`register_detector`::
 
@@ -34,8 +38,8 @@ Register another language (e.g. a stanza- or spaCy-based analyser) with :func:`r
 from __future__ import annotations
 
 import os
-
 import re
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -490,6 +494,10 @@ class SlavicRuleDetector(TokenVoteDetector):
         fem = r"(ka|ki|kę|ką|ce|ini|yni|ynią|yně|ová|ice|kou|ky|ní)$"
         self.fem = re.compile(fem)
 
+    @property
+    def signature_name(self) -> str:
+        return f"slavic-rules-{self.lang}"
+
     def token_gender(self, token: str) -> Gender | None:
         tok = token.lower().strip(_PUNCT)
         if not tok:
@@ -503,6 +511,296 @@ class SlavicRuleDetector(TokenVoteDetector):
         return None
 
 
+# ------------------------------------------------------------------------------------------------- Polish: morfeusz2
+_MORF_GENDERS = {"m1": M, "m2": M, "m3": M, "f": F, "n": N}
+_MORF_GENDERED_POS = frozenset({"subst", "depr", "adj", "ppas", "pact"})  # nouns, adjectives (incl. ten/ta), participles
+_ALL_CASES = {"nom", "gen", "dat", "acc", "inst", "loc", "voc"}
+_TITLE = "title"  # a masculine-form title that SGJP also lists as an indeclinable feminine noun (dyrektor, sekretarz)
+
+
+def _sgjp_base(lemma: str) -> str:
+    """A lemma without SGJP's homonym mark (``dyrektor:Sf`` → ``dyrektor``)."""
+    return lemma.split(":")[0]
+
+
+class MorfeuszDetector(GenderDetector):
+    """Polish gender from morfeusz2 with the SGJP dictionary (the analyser family of the WMT 2020 WinoMT extension).
+
+    Each word of the entity (punctuation stripped) is analysed; its readings as nouns (``subst``, ``depr``),
+    adjectives (``adj``: also the demonstratives ``ten``/``ta``/``tego``/``tej`` and adjectival nouns such as
+    ``księgowy``/``księgowa``) and participles give its gender (``m1``/``m2``/``m3`` → male, ``f`` → female, ``n`` →
+    neutral); singular readings are preferred when there are any. A word whose readings are masculine and neuter
+    (``tego``: ``adj:sg:gen:m1.m2.m3.n``) is masculine. Majority vote over the words, first seen wins a tie; no
+    gendered word → neutral; empty → unknown. Masculine nouns in ``-a`` (``kierowca``, ``sprzedawca``, ``poeta``)
+    are ``m1`` in SGJP, so no suffix rule is needed for them.
+
+    Rules apply only where the analyser is ambiguous or silent:
+
+    - masculine and feminine readings of the same lemma (SGJP's indeclinable feminine ``dyrektor:Sf``,
+      ``sekretarz:Sf`` beside ``:Sm1``; ``sędzia``): the word does not vote; if nothing else in the entity votes,
+      the masculine form decides (male);
+    - a form of ``pani`` directly before a masculine noun (``pani dyrektor``, ``panią sekretarz``, ``pani
+      kierowca``), in the entity or just before it in the translation → female, whatever the vote;
+    - a masculine person noun against a feminine noun whose lemma is the masculine lemma + ``a`` (``mechanika``:
+      genitive of ``mechanik`` or "mechanics"; ``technika``, ``fizyka``) → male (the feminine one is the field);
+    - masculine and feminine readings of different lemmas, one of which is the word itself (``dyrektorka``: the
+      feminine noun, or a form of the diminutive ``dyrektorek``) → the gender of the word's own lemma;
+    - other masculine/feminine ambiguity: the word does not vote; if no word of the entity votes, the word just
+      before the entity in the translation decides when it is an adjective or demonstrative that agrees;
+    - a word the dictionary does not know (tag ``ign``): the suffix rules of :class:`SlavicRuleDetector`.
+    """
+
+    lang = "pl"
+    uses_context = True  # the word before the entity is read when the entity itself is ambiguous (pani, ten, ta)
+
+    def __init__(self) -> None:
+        super().__init__()
+        try:
+            import morfeusz2
+        except ImportError as err:
+            raise FairmtError(
+                "the Polish gender detector needs morfeusz2 (with the SGJP dictionary in its wheel): "
+                "pip install 'fairmt[morph]' or pip install morfeusz2"
+            ) from err
+        try:
+            self.morf = morfeusz2.Morfeusz()
+        except Exception as err:  # a broken wheel or missing dictionary
+            raise FairmtError(f"morfeusz2 is installed but its dictionary does not load: {err}") from err
+        self.version = getattr(morfeusz2, "__version__", "unknown")
+        self.dict_id = self.morf.dict_id()
+        self.rules = SlavicRuleDetector("pl")
+        self._words: dict[str, tuple] = {}
+
+    @property
+    def signature_name(self) -> str:
+        return f"morfeusz2-{self.version}+SGJP-{self.dict_id}"
+
+    def readings(self, word: str) -> list[tuple[str, str, str, Gender]]:
+        """``(lemma, pos, tag, gender)`` for each gendered reading of one word (gender fields expanded)."""
+        out = []
+        for _start, _end, interp in self.morf.analyse(word):
+            lemma, tag = interp[1], interp[2]
+            parts = tag.split(":")
+            if parts[0] not in _MORF_GENDERED_POS:
+                continue
+            for field in parts[1:]:
+                values = field.split(".")
+                if all(v in _MORF_GENDERS for v in values):
+                    out.extend((lemma, parts[0], tag, g) for g in dict.fromkeys(_MORF_GENDERS[v] for v in values))
+                    break
+        return out
+
+    def word_info(self, word: str) -> tuple[Gender | str | None, bool, bool]:
+        """``(vote, is_pani, masculine_noun)`` for one word: vote is a Gender, :data:`_TITLE`, or None (no vote)."""
+        tok = word.strip(_PUNCT)
+        if not tok:
+            return None, False, False
+        if tok in self._words:
+            return self._words[tok]
+        analyses = self.morf.analyse(tok)
+        if all(a[2][2] == "ign" for a in analyses):  # unknown to SGJP: suffix rules
+            info = (self.rules.token_gender(tok), False, False)
+        else:
+            info = self._judge(self.readings(tok), tok)
+        self._words[tok] = info
+        return info
+
+    def _judge(self, readings: list, tok: str) -> tuple[Gender | str | None, bool, bool]:
+        is_pani = any(lemma == "pani" for lemma, *_ in readings)
+        singular = [r for r in readings if r[2].split(":")[1].split(".")[0] == "sg"]
+        readings = singular or readings
+        masculine_noun = any(pos in ("subst", "depr") and g == M for _, pos, _, g in readings)
+        genders = {g for *_, g in readings}
+        if not genders:
+            return None, is_pani, masculine_noun
+        if genders == {M, N}:
+            return M, is_pani, masculine_noun
+        if len(genders) == 1:
+            return genders.pop(), is_pani, masculine_noun
+        if M in genders and F in genders:
+            masc = {_sgjp_base(lem) for lem, pos, _, g in readings if g == M and pos in ("subst", "depr")}
+            fem = {_sgjp_base(lem) for lem, pos, _, g in readings if g == F and pos in ("subst", "depr")}
+            if masc & fem:  # one lemma, both genders: dyrektor, sekretarz, sędzia
+                return _TITLE, is_pani, masculine_noun
+            if masc and fem and all(any(f == m + "a" for m in masc) for f in fem):  # mechanik / mechanika
+                return M, is_pani, masculine_noun
+            own = {g for lemma, _, _, g in readings if _sgjp_base(lemma).lower() == tok.lower()}
+            if len(own) == 1:  # dyrektorka: its own lemma (f) rather than a form of the diminutive dyrektorek (m1)
+                return own.pop(), is_pani, masculine_noun
+        return None, is_pani, masculine_noun
+
+    def detect_text(self, text: str) -> Gender:
+        words = tuple(text.split())
+        return self.detect_entity(TranslatedEntity(words, tuple(range(len(words))), words))
+
+    def detect_entity(self, entity: TranslatedEntity) -> Gender:
+        if not entity.text.strip():
+            return U
+        infos = [self.word_info(w) for w in entity.words]
+        first = min(entity.indices) if entity.indices else 0
+        before = self.word_info(entity.target_tokens[first - 1]) if 0 < first <= len(entity.target_tokens) else None
+        # pani + a masculine noun (pani dyrektor, panią sekretarz, pani kierowca): female
+        chain = ([before] if before else []) + infos
+        if any(a[1] and b[2] and not b[1] for a, b in zip(chain, chain[1:])):
+            return F
+        votes = [v for v, *_ in infos if isinstance(v, Gender)]
+        if votes:
+            return majority(votes)
+        if before is not None and isinstance(before[0], Gender) and before[0] != N and self._agrees(entity, first - 1):
+            return before[0]
+        if any(v == _TITLE for v, *_ in infos):
+            return M
+        return N
+
+    def _agrees(self, entity: TranslatedEntity, k: int) -> bool:
+        """Whether the word at ``k`` can modify the entity: an adjective/demonstrative reading, or pan/pani."""
+        readings = self.readings(entity.target_tokens[k].strip(_PUNCT))
+        return any(pos in ("adj", "ppas", "pact") or lemma in ("pan", "pani") for lemma, pos, *_ in readings)
+
+
+# ------------------------------------------------------------------------------------------------- Czech: spaCy
+_CS_VOTING_POS = frozenset({"NOUN", "PROPN", "ADJ", "DET", "PRON", "NUM"})
+_CS_FEMININE_LEMMA_ENDINGS = ("ka", "kyně", "yně", "ice", "ová")
+CS_SPACY_MODEL = "cs_core_news_sm"
+
+
+class CzechSpacyDetector(SpacyDetector):
+    """Czech gender from the spaCy pipeline ``cs_core_news_sm`` (PyPI ``cs-core-news-sm`` 0.2.1, CC BY-NC-SA:
+    the optional ``fairmt[cs]`` extra): ``token.morph`` ``Gender=Masc|Fem|Neut`` (Animacy ignored) of the entity's
+    nouns, adjectives, determiners and pronouns (verbs agree with their clause's subject, which may be the other
+    person, so they do not vote); ``Masc,Neut`` (``toho``) counts as masculine. Majority vote, first seen wins a
+    tie; no gendered word → neutral; empty → unknown.
+
+    ``context=True`` (default): the tagger runs over the whole translation and the entity's words are read from
+    it (the tagger is contextual: alone, ``instalatéra`` or ``architekta`` come out feminine, in a sentence
+    masculine); ``context=False`` tags the entity's words alone, as the reference evaluation's detectors did.
+
+    Rules apply only where the analysis is ambiguous:
+
+    - soft adjectival nouns in ``-í`` (``účetní``, ``pokladní``, ``vedoucí``, ``krejčí``) have one form for both
+      genders, so the tagger's gender for them is a guess, and neuter readings of a person noun come from the
+      masculine/neuter syncretism of oblique cases (``účetním``): when no other word of the entity is masculine
+      or feminine, a demonstrative or ``pan``/``paní`` in the entity or just before it in the translation decides
+      (``ten``/``ta``/``toho``/``té``/``tu``/``tím`` ...; spaCy tags ``tu`` as an adverb without gender), else the
+      tagger's masculine/feminine guess, else neutral;
+    - ``paní`` directly before a masculine noun (``paní doktor``) → female;
+    - a noun the tagger calls masculine while the pipeline's own lemmatizer gives a feminine lemma in
+      ``-ka``/``-kyně``/``-yně``/``-ice``/``-ová`` (``překladatelce`` → ``překladatelka``) → female. (The
+      opposite direction is not used: the lemmatizer often gives feminine forms a masculine lemma, ``číšnici`` →
+      ``číšník``.)
+    """
+
+    uses_context = True
+
+    def __init__(self, model: str = CS_SPACY_MODEL, context: bool = True):
+        super().__init__(model, "cs")
+        self.context = context
+        self._sentences: dict[tuple[str, ...], list[list[tuple[str, Gender | None, bool]]]] = {}
+
+    @property
+    def signature_name(self) -> str:
+        return super().signature_name + ("+context" if self.context else "")
+
+    @staticmethod
+    def _token_info(t) -> tuple[str, Gender | None, bool]:
+        gender = None
+        if t.pos_ in _CS_VOTING_POS:
+            values = set(",".join(t.morph.get("Gender")).split(",")) - {""}
+            if values in ({"Masc"}, {"Masc", "Neut"}):
+                gender = M
+            elif values in ({"Fem"}, {"Fem", "Neut"}):
+                gender = F
+            elif values == {"Neut"}:
+                gender = N
+            # the tagger against its own lemmatizer: a feminine lemma wins (překladatelce → překladatelka)
+            if t.pos_ == "NOUN" and gender == M and t.lemma_.lower().endswith(_CS_FEMININE_LEMMA_ENDINGS):
+                gender = F
+        soft = t.lower_.endswith("í") and t.lemma_.lower().endswith("í") and t.pos_ in ("ADJ", "NOUN")
+        return t.lower_, gender, soft
+
+    def _by_word(self, words: tuple[str, ...], doc) -> list[list[tuple[str, Gender | None, bool]]]:
+        """The spaCy tokens of ``" ".join(words)`` grouped by the whitespace word they fall in."""
+        from bisect import bisect_right
+
+        starts, pos = [], 0
+        for w in words:
+            starts.append(pos)
+            pos += len(w) + 1
+        out: list[list] = [[] for _ in words]
+        for t in doc:
+            out[bisect_right(starts, t.idx) - 1].append(self._token_info(t))
+        return out
+
+    def _key(self, entity: TranslatedEntity) -> tuple[str, ...]:
+        ok = self.context and entity.indices and max(entity.indices) < len(entity.target_tokens) and all(
+            entity.target_tokens[i] == w for i, w in zip(entity.indices, entity.words))
+        return tuple(entity.target_tokens) if ok else tuple(entity.words)
+
+    def _analysis(self, key: tuple[str, ...]):
+        if key not in self._sentences:
+            self._sentences[key] = self._by_word(key, self.nlp(" ".join(key)))
+        return self._sentences[key]
+
+    def detect_many(self, entities: Iterable[TranslatedEntity]) -> list[Gender]:
+        """Tags each distinct translation (or entity, without context) once with ``nlp.pipe``."""
+        entities = list(entities)
+        todo = sorted({k for e in entities if e.words for k in [self._key(e)] if k not in self._sentences})
+        for key, doc in zip(todo, self.nlp.pipe([" ".join(k) for k in todo], batch_size=256)):
+            self._sentences[key] = self._by_word(key, doc)
+        return [self.detect(e) for e in entities]
+
+    def detect_text(self, text: str) -> Gender:
+        words = tuple(text.split())
+        return self.detect_entity(TranslatedEntity(words, tuple(range(len(words))), words))
+
+    def detect_entity(self, entity: TranslatedEntity) -> Gender:
+        if not entity.text.strip():
+            return U
+        key = self._key(entity)
+        analysis = self._analysis(key)
+        if key == tuple(entity.target_tokens):
+            toks = [info for i in entity.indices for info in analysis[i]]
+        else:
+            toks = [info for word in analysis for info in word]
+        first = min(entity.indices) if entity.indices else 0
+        before = entity.target_tokens[first - 1].strip(_PUNCT).lower() if 0 < first <= len(entity.target_tokens) else ""
+        chain = ([before] if before else []) + [t[0] for t in toks]
+        genders = ([None] if before else []) + [t[1] for t in toks]
+        if any(a == "paní" and g == M for a, g in zip(chain, genders[1:])):
+            return F
+        votes = [g for _, g, soft in toks if g in (M, F) and not soft]
+        if votes:
+            return majority(votes)
+        # ambiguous: only soft adjectival nouns or neuter readings (účetním: Masc/Neut syncretism) — a
+        # demonstrative/pan/paní in the entity (tu účetní) or just before it decides
+        for word in [t[0] for t in toks] + [before]:
+            if word in CS_WORDS:
+                return CS_WORDS[word]
+        return majority((g for _, g, _ in toks if g in (M, F)), empty=N)
+
+
+def polish_detector() -> GenderDetector:
+    """:class:`MorfeuszDetector`, or the suffix rules (with a warning) when morfeusz2 is not installed."""
+    try:
+        return MorfeuszDetector()
+    except FairmtError as err:
+        warnings.warn(f"{err}; Polish WinoMT genders fall back to suffix rules (signature: slavic-rules-pl)",
+                      stacklevel=2)
+        return SlavicRuleDetector("pl")
+
+
+def czech_detector(model: str | None = None) -> GenderDetector:
+    """:class:`CzechSpacyDetector` (``model``: default :data:`CS_SPACY_MODEL`), or the suffix rules (with a
+    warning) when that pipeline is not installed."""
+    try:
+        return CzechSpacyDetector(model or CS_SPACY_MODEL)
+    except FairmtError as err:
+        warnings.warn(
+            f"{err}; Czech WinoMT genders fall back to suffix rules (signature: slavic-rules-cs). The analyser is "
+            "the optional extra fairmt[cs] (cs-core-news-sm 0.2.1, licence CC BY-NC-SA 3.0)", stacklevel=2)
+        return SlavicRuleDetector("cs")
+
+
 # ------------------------------------------------------------------------------------------------- registry
 _REGISTRY: dict[str, Callable[[], GenderDetector]] = {
     "de": GermanDetector,
@@ -513,8 +811,8 @@ _REGISTRY: dict[str, Callable[[], GenderDetector]] = {
     "uk": lambda: PymorphyDetector("uk"),
     "he": lambda: SuffixDetector("he", HE_FEMININE_SUFFIXES, HE_PARTICLES),
     "ar": lambda: SuffixDetector("ar", AR_FEMININE_SUFFIXES, AR_PARTICLES),
-    "pl": lambda: SlavicRuleDetector("pl"),
-    "cs": lambda: SlavicRuleDetector("cs"),
+    "pl": polish_detector,
+    "cs": czech_detector,
 }
 # Detectors that differ under --compat acl2019: the analyser version the 2019 evaluation ran with.
 _COMPAT_REGISTRY: dict[tuple[str, str], Callable[[], GenderDetector]] = {
