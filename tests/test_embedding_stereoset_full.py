@@ -69,8 +69,20 @@ def test_finished_suites_are_kept_when_a_later_one_fails(shared_data, mlm_dir, t
     bad = tmp_path / "stereoset.jsonl"
     bad.write_text('{"type": "intrasentence", "broken": \n')
     out = tmp_path / "emb.json"
-    rc = main(["eval", "embeddings", "--model", str(mlm_dir), "--suite", "crows,stereoset", "--limit", "5",
-               "--stereoset-gold", str(bad), "--json", str(out), "--no-progress"])
-    assert rc == 2 and str(bad) in capsys.readouterr().err
+    argv = ["eval", "embeddings", "--model", str(mlm_dir), "--suite", "crows,stereoset", "--limit", "5",
+            "--json", str(out), "--no-progress"]
+    # a bad input file fails before any suite runs (every input is read before the model loads)
+    rc = main([*argv, "--stereoset-gold", str(bad)])
+    assert rc == 2 and str(bad) in capsys.readouterr().err and not out.exists()
+    # a suite failing while it scores: the suites finished before it are in the JSON
+    from fairmt.errors import FairmtError
+    from fairmt.eval.embedding import stereoset
+
+    def boom(*args, **kwargs):
+        raise FairmtError("scoring failed")
+
+    monkeypatch.setattr(stereoset, "intrasentence_predictions", boom)
+    rc = main(argv)
+    assert rc == 2 and "scoring failed" in capsys.readouterr().err
     res = json.loads(out.read_text())
     assert res["completed"] == ["crows"] and "stereoset" not in res and res["crows"]

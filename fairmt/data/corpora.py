@@ -21,7 +21,6 @@ news-commentary-v15 News-Commentary v15 English monolingual (statmt.org; OPUS)  
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,20 +86,12 @@ def describe() -> str:
     return "\n".join(out)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def fetch(name: str, dest: str | Path, *, base_url: str | None = None, sha256: dict[str, str] | None = None,
           progress: bool = True) -> dict[str, str]:
     """Download corpus ``name``'s files into ``dest/name`` and return ``{file name: sha256}`` (also written to
     ``dest/name/SHA256SUMS``). ``base_url`` replaces each URL's folder by a mirror; ``sha256`` pins digests (a
     mismatch leaves nothing behind)."""
-    from fairmt.data.download import _fetch
+    from fairmt.data.download import _fetch, sha256_file
 
     corpus = CORPORA.get(name)
     if corpus is None:
@@ -119,7 +110,7 @@ def fetch(name: str, dest: str | Path, *, base_url: str | None = None, sha256: d
             src = f"{base_url.rstrip('/')}/{fname}" if base_url else url
             part = Path(tmp) / fname
             _fetch(src, part, progress=progress, desc=fname)
-            digest = _sha256(part)
+            digest = sha256_file(part)
             if fname in pins and pins[fname] != digest:
                 raise FairmtError(f"checksum mismatch for {fname} from {src}: expected sha256 {pins[fname]}, got "
                                   f"{digest}; nothing was kept")

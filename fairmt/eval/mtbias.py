@@ -524,9 +524,6 @@ def comparison_markdown(rows: Sequence[dict]) -> str:
 
 def scatter_plot(rows: Sequence[dict], path: str | Path) -> None:
     """spBLEU (or chrF++ when no run has spBLEU) against WinoMT accuracy, one point per model (the paper's Figure 3)."""
-    import os
-    import tempfile
-
     import matplotlib
 
     matplotlib.use("Agg")
@@ -544,16 +541,9 @@ def scatter_plot(rows: Sequence[dict], path: str | Path) -> None:
     ax.set_ylabel("WinoMT accuracy (%)")
     ax.grid(linewidth=0.3, alpha=0.5)
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight", format=path.suffix.lstrip(".").lower() or "png")
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-        plt.close(fig)
+    from fairmt.eval.report import save_figure_atomic
+
+    save_figure_atomic(fig, path)
 
 
 __all__ = [

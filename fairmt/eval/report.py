@@ -98,8 +98,16 @@ def bar_chart(rows: Sequence[dict], label: str, metrics: Sequence[str], path: st
         ax.set_title(title, fontsize="medium")
     ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
+    save_figure_atomic(fig, path)
+
+
+def save_figure_atomic(fig, path: str | Path) -> None:
+    """Save a matplotlib figure (format from the suffix) through a temporary file and an atomic rename, as
+    :func:`write_text_atomic`; the figure is closed."""
     import os
     import tempfile
+
+    import matplotlib.pyplot as plt
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +115,7 @@ def bar_chart(rows: Sequence[dict], label: str, metrics: Sequence[str], path: st
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=120, bbox_inches="tight", format=path.suffix.lstrip(".").lower() or "png")
-        os.replace(tmp, path)  # atomic, as write_text_atomic
+        os.replace(tmp, path)
     finally:
         Path(tmp).unlink(missing_ok=True)
         plt.close(fig)
