@@ -16,6 +16,7 @@ beside them), never shipped in the package.
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from fairmt.errors import FairmtError
+
+logger = logging.getLogger(__name__)
 
 WORD_RE = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)?")
 ROLES = ("attribute", "target")
@@ -68,7 +71,8 @@ def collect_word_sentences(
     Args:
         texts: sentences.
         attributes: group name → its attribute words (≥ 2 groups). A word listed for two groups is an error.
-        targets: target words (stereotype / neutral words); a word that is also an attribute word is an error.
+        targets: target words (stereotype / neutral words); a word that is also an attribute word is used as an
+            attribute word only (with a warning).
         max_per_word: keep at most this many rows per marked word (rows shuffled with ``seed`` first), so frequent
             words (he, she) do not crowd out the rest. ``None``: all.
     """
@@ -83,8 +87,9 @@ def collect_word_sentences(
             owner[w] = group
     target_set = {w.lower() for w in targets}
     both = sorted(target_set & set(owner))
-    if both:
-        raise FairmtError(f"words {both[:5]} are both attribute and target words")
+    if both:  # the published DPCE lists hold 'tailor' and 'waiter' in both the male and the stereotype list
+        logger.warning("words %s are both attribute and target words: used as attribute words only", both)
+        target_set -= set(both)
     if not target_set:
         raise FairmtError("no target words given")
     rows: list[dict[str, Any]] = []

@@ -98,7 +98,7 @@ class ADEPTTrainer(WordDebiasTrainer):
 
     def _flat(self, vectors: torch.Tensor) -> torch.Tensor:
         v = select_layers(vectors, self.args.debias_layer)
-        return v.reshape(v.shape[0], -1)
+        return v.reshape(v.shape[0], v.shape[1] * v.shape[2])
 
     @torch.no_grad()
     def estimate_rho(self, dataset=None) -> float:
