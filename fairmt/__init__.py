@@ -20,6 +20,10 @@ _LAZY = {
     "GACLTrainer": "fairmt.trainers.gacl",
     "CCDConfig": "fairmt.trainers.ccd",
     "CCDTrainer": "fairmt.trainers.ccd",
+    "DPCEConfig": "fairmt.trainers.dpce",
+    "DPCETrainer": "fairmt.trainers.dpce",
+    "ADEPTConfig": "fairmt.trainers.adept",
+    "ADEPTTrainer": "fairmt.trainers.adept",
     "FairContrastiveConfig": "fairmt.trainers.fair_contrastive",
     "FairContrastiveTrainer": "fairmt.trainers.fair_contrastive",
     "FairnessSamplingConfig": "fairmt.trainers.sampling",
@@ -43,7 +47,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from fairmt.evaluate_modules import evaluate_module
     from fairmt.models import TranslationModel, load_translation_model
     from fairmt.trainers.adversarial import AdversarialConfig, AdversarialTrainer
+    from fairmt.trainers.adept import ADEPTConfig, ADEPTTrainer
     from fairmt.trainers.ccd import CCDConfig, CCDTrainer
+    from fairmt.trainers.dpce import DPCEConfig, DPCETrainer
     from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
     from fairmt.trainers.gacl import GACLConfig, GACLTrainer
     from fairmt.trainers.inlp import INLPResult, inlp

@@ -20,6 +20,24 @@ ENTRIES: dict[str, str] = {
   year = {2024},
   note = {Preprint},
 }""",
+    # DPCE: title and authors as printed in the CCD paper's reference list (arXiv:2101.09523); published at EACL 2021
+    # (the venue and the anthology id are from memory, not checked against the paper: verify before citing).
+    "kaneko2021dpce": """@inproceedings{kaneko2021dpce,
+  title = {Debiasing Pre-trained Contextualised Embeddings},
+  author = {Kaneko, Masahiro and Bollegala, Danushka},
+  booktitle = {Proceedings of the 16th Conference of the European Chapter of the Association for Computational Linguistics: Main Volume},
+  year = {2021},
+  note = {arXiv:2101.09523. Venue details unverified},
+}""",
+    # ADEPT: title, authors, venue, volume and pages as printed in the CCD paper's reference list.
+    "yang2023adept": """@inproceedings{yang2023adept,
+  title = {{ADEPT}: A {DEbiasing} {PrompT} Framework},
+  author = {Yang, Ke and Yu, Charles and Fung, Yi R. and Li, Manling and Ji, Heng},
+  booktitle = {Proceedings of the AAAI Conference on Artificial Intelligence},
+  volume = {37},
+  pages = {10780--10788},
+  year = {2023},
+}""",
     "chi2022cscl": """@inproceedings{chi2022cscl,
   title = {Conditional Supervised Contrastive Learning for Fair Text Classification},
   author = {Chi, Jianfeng and Shand, William and Yu, Yaodong and Chang, Kai-Wei and Zhao, Han and Tian, Yuan},
@@ -73,6 +91,13 @@ ENTRIES: dict[str, str] = {
   booktitle = {Proceedings of the 59th Annual Meeting of the Association for Computational Linguistics},
   year = {2021},
 }""",
+    "wang2019glue": """@inproceedings{wang2019glue,
+  title = {{GLUE}: A Multi-Task Benchmark and Analysis Platform for Natural Language Understanding},
+  author = {Wang, Alex and Singh, Amanpreet and Michael, Julian and Hill, Felix and Levy, Omer and Bowman, Samuel R.},
+  booktitle = {International Conference on Learning Representations},
+  year = {2019},
+  note = {From memory, not checked against the paper},
+}""",
     "han2022fairlib": """@inproceedings{han2022fairlib,
   title = {{FairLib}: A Unified Framework for Assessing and Improving Fairness},
   author = {Han, Xudong and Shen, Aili and Li, Yitong and Frermann, Lea and Baldwin, Timothy and Cohn, Trevor},
@@ -84,6 +109,8 @@ ENTRIES: dict[str, str] = {
 METHOD_PAPERS = {
     "gacl": ["lee2023gacl"],
     "ccd": ["ccd2024"],
+    "dpce": ["kaneko2021dpce"],
+    "adept": ["yang2023adept"],
     "cscl": ["chi2022cscl"],
     "fcl": ["shen2022fcl"],
     "sampling": ["martin_ogbuokiri_sampling"],
@@ -97,6 +124,7 @@ BENCHMARK_PAPERS = {
     "stereoset": ["nadeem2021stereoset"],
     "cced": ["ccd2024"],
     "classification_fairness": ["han2022fairlib"],
+    "glue": ["wang2019glue"],
 }
 
 

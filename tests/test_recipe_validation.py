@@ -9,7 +9,7 @@ from fairmt.commands.train import builtin_recipes, load_recipe
 
 @pytest.mark.parametrize("name", sorted(builtin_recipes()))
 def test_every_shipped_recipe_validates(name):
-    assert load_recipe(builtin_recipes()[name])["method"] in ("gacl", "ccd", "classification")
+    assert load_recipe(builtin_recipes()[name])["method"] in ("gacl", "ccd", "classification", "dpce", "adept")
 
 
 @pytest.mark.parametrize("recipe, overrides, message", [

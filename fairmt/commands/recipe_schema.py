@@ -24,13 +24,21 @@ SCHEMAS: dict[str, dict[str, set[str] | None]] = {
         "peft": None,
     },
     "ccd": {
-        "top": {"model", "data", "training", "peft", "evaluation", "results"},
+        "top": {"model", "data", "training", "peft", "evaluation", "results", "utility"},
         "data": {"tuples", "cda_source", "groups", "seed", "eval_size", "test_size", "utility_size",
                  "max_train_tuples"},
         "peft": None,
         "evaluation": None,
     },
 }
+# the CCD paper's baselines DPCE and ADEPT-F (fairmt.scripts._word_debias)
+for _m in ("dpce", "adept"):
+    SCHEMAS[_m] = {
+        "top": {"model", "data", "training", "peft", "evaluation", "results", "utility"},
+        "data": {"corpus", "lexicon", "words", "max_per_word", "max_sentences", "eval_size", "test_size", "seed"},
+        "evaluation": {"suites", "pooling", "normalize", "seat_tests", "seat_n_samples", "batch_size"},
+        "peft": None,
+    }
 
 # lower bounds of common numeric training options (inclusive unless noted)
 _RANGES = {
@@ -103,6 +111,14 @@ def validate_recipe(config: dict) -> None:
         from fairmt.trainers.ccd import CCDConfig
 
         classes = [CCDConfig]
+    elif method == "dpce":
+        from fairmt.trainers.dpce import DPCEConfig
+
+        classes = [DPCEConfig]
+    elif method == "adept":
+        from fairmt.trainers.adept import ADEPTConfig
+
+        classes = [ADEPTConfig]
     elif method == "classification":
         from fairmt.scripts.classification import DEFAULTS
         from fairmt.trainers.adversarial import AdversarialConfig

@@ -16,6 +16,9 @@ Recipe keys (see ``recipes/ccd/minilm_cda.yaml`` for a documented example):
 * ``peft`` (optional): :class:`peft.LoraConfig` fields (plain ``AutoModel`` encoders only).
 * ``evaluation``: ``suites`` (any of ``seat``, ``cced``, ``bias_ir``, ``utility``; empty = no measurements),
   ``seat_n_samples``, ``seat_tests``, ``batch_size``.
+* ``utility`` (optional): ``glue`` — fine-tune the debiased model on SST-2, MRPC, RTE and WNLI and report GLUE's
+  validation scores (the paper's Tables 4-5 utility columns; :func:`parse_utility` lists the sub-keys). Needs the
+  Hub or a ``datasets`` cache of ``nyu-mll/glue``.
 * ``results``: where to write the JSON with ρ, the training log and the before/after measurements (default
   ``<output_dir>/ccd_results.json``).
 
@@ -212,11 +215,71 @@ def _runner(model, tokenizer, pooling: str, batch_size: int, normalize: bool | N
     return run
 
 
+# ------------------------------------------------------------------------------------------------ GLUE utility
+
+UTILITY_KEYS = ("name", "tasks", "learning_rate", "batch_size", "num_train_epochs", "max_length",
+                "max_train_samples", "max_eval_samples", "seed", "before")
+
+
+def parse_utility(value: Any) -> dict | None:
+    """The recipe's ``utility`` key: absent/``None``, ``glue`` (SST-2, MRPC, RTE, WNLI with the defaults of
+    :func:`fairmt.eval.glue.finetune_glue_task`) or a mapping ``{name: glue, tasks: [...], learning_rate, batch_size,
+    num_train_epochs, max_length, max_train_samples, max_eval_samples, seed, before}`` (``before: true`` also
+    fine-tunes the original model, for the comparison row)."""
+    if value is None:
+        return None
+    cfg = {"name": value} if isinstance(value, str) else dict(value) if isinstance(value, dict) else None
+    if cfg is None or cfg.get("name", "glue") != "glue":
+        raise FairmtError(f"recipe key utility must be 'glue' or a mapping with name: glue, got {value!r}")
+    cfg.setdefault("name", "glue")
+    unknown = sorted(set(cfg) - set(UTILITY_KEYS))
+    if unknown:
+        raise FairmtError(f"unknown recipe key(s) utility.{unknown[0]}; known: {list(UTILITY_KEYS)}")
+    from fairmt.eval.glue import PAPER_TASKS, task_name
+
+    cfg["tasks"] = [task_name(t) for t in (cfg.get("tasks") or PAPER_TASKS)]
+    return cfg
+
+
+def run_utility(cfg: dict, model_dir: str | Path, out_dir: Path, use_cpu: bool = False) -> dict:
+    """GLUE fine-tuning/evaluation of a saved model folder (:mod:`fairmt.eval.glue`); JSON-ready."""
+    from fairmt.eval.glue import glue_evaluate, glue_summary
+
+    kw = {k: cfg[k] for k in ("learning_rate", "batch_size", "num_train_epochs", "max_length", "max_train_samples",
+                              "max_eval_samples", "seed") if cfg.get(k) is not None}
+    return glue_summary(glue_evaluate(str(model_dir), cfg["tasks"], output_dir=out_dir, use_cpu=use_cpu, **kw))
+
+
+def glue_model_dir(trained, tok, out_dir: Path, final_dir: Path, peft: bool) -> Path:
+    """The folder GLUE fine-tunes from: the saved final model, or for a PEFT run the merged model saved beside it."""
+    if not peft:
+        return final_dir
+    merged = out_dir / "final_merged"
+    trained.save_pretrained(str(merged))
+    tok.save_pretrained(str(merged))
+    return merged
+
+
 # ------------------------------------------------------------------------------------------------ main
 
 
+def is_masked_lm_dir(path: str) -> bool:
+    """Whether a model folder's ``config.json`` names a ``*ForMaskedLM`` / ``*ForPreTraining`` architecture."""
+    cfg = Path(path) / "config.json"
+    if not cfg.is_file():
+        return False
+    try:
+        archs = json.loads(cfg.read_text(encoding="utf-8")).get("architectures") or []
+    except (json.JSONDecodeError, AttributeError):
+        return False
+    return any(str(a).endswith(("ForMaskedLM", "ForPreTraining")) for a in archs)
+
+
 def load_encoder(path: str, peft_cfg: dict | None = None):
-    """(model, tokenizer, is_sentence_transformers) for a local folder or a Hub id."""
+    """(model, tokenizer, is_sentence_transformers) for a local folder or a Hub id.
+
+    A ``*ForMaskedLM`` checkpoint is loaded with its head (``AutoModelForMaskedLM``), so the saved debiased model
+    keeps it; any other plain encoder with ``AutoModel``."""
     from fairmt.eval.embedding.encode import is_sentence_transformers_dir
     from fairmt.models.hub import require_model
 
@@ -231,7 +294,14 @@ def load_encoder(path: str, peft_cfg: dict | None = None):
         return model, model.tokenizer, True
     from transformers import AutoModel, AutoTokenizer
 
-    model = AutoModel.from_pretrained(path)
+    if is_masked_lm_dir(path):
+        # keep the masked-LM head: the debiased checkpoint is then scored by CrowS-Pairs and StereoSet as well
+        # (the trainers embed its hidden states, never its vocabulary logits)
+        from transformers import AutoModelForMaskedLM
+
+        model = AutoModelForMaskedLM.from_pretrained(path)
+    else:
+        model = AutoModel.from_pretrained(path)
     if peft_cfg:
         from peft import LoraConfig, get_peft_model
 
@@ -274,6 +344,7 @@ def main(config: dict) -> dict:
     if unknown:
         raise FairmtError(f"unknown evaluation suite(s) {unknown}; choose from {list(SUITES)}")
     bs = int(ev.get("batch_size", 64))
+    utility = parse_utility(config.get("utility"))
     seat_kw = {"seat_tests": ev.get("seat_tests"), "seat_n_samples": int(ev.get("seat_n_samples", 10_000))}
 
     model, tok, is_st = load_encoder(model_path, config.get("peft"))
@@ -307,6 +378,13 @@ def main(config: dict) -> dict:
         trained = trained.merge_and_unload()
     trained.eval()
     del trainer
+    if utility:
+        t0 = time.time()
+        glue_dir = glue_model_dir(trained, tok, out_dir, out_dir / "final", bool(config.get("peft")))
+        results["glue"] = run_utility(utility, glue_dir, out_dir / "glue", args.use_cpu)
+        if utility.get("before"):
+            results["glue_before"] = run_utility(utility, model_path, out_dir / "glue_before", args.use_cpu)
+        results["time_glue_s"] = time.time() - t0
 
     # ---- after
     t0 = time.time()
