@@ -51,18 +51,11 @@ SUITES = ("seat", "cced", "bias_ir", "utility")
 
 
 def resolve_model_path(model: str) -> str:
-    """A local folder for ``model`` (``pkg:<module>`` = a model bundled by an installed package)."""
-    if model.startswith("pkg:"):
-        import importlib
+    """A local folder or Hub id for ``model``: a folder, a Hub id (cached or reachable), ``pkg:<module>`` (a model
+    bundled by an installed package) or ``minilm`` — the one convention of :func:`fairmt.models.hub.resolve_model_ref`."""
+    from fairmt.models.hub import require_model, resolve_model_ref
 
-        try:
-            mod = importlib.import_module(model[4:])
-        except ImportError:
-            raise FairmtError(f"model {model!r}: package {model[4:]!r} is not installed") from None
-        return str(mod.get_model_path())
-    if not Path(model).is_dir():
-        raise FairmtError(f"model {model!r} is not a local folder (the Hub is not reachable offline)")
-    return model
+    return require_model(resolve_model_ref(model), "encoder")
 
 
 def _resolve_data(path: str) -> Path:
@@ -339,7 +332,7 @@ def main(config: dict) -> dict:
         write_tuples(out_dir / "cced_heldout.jsonl", data["test"], groups)
 
     ev = dict(config.get("evaluation") or {})
-    suites = [s for s in ev.get("suites", SUITES) if s]
+    suites = [str(s).replace("-", "_") for s in ev.get("suites", SUITES) if s]  # bias-ir as on the CLI, or bias_ir
     unknown = sorted(set(suites) - set(SUITES))
     if unknown:
         raise FairmtError(f"unknown evaluation suite(s) {unknown}; choose from {list(SUITES)}")
