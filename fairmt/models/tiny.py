@@ -170,3 +170,51 @@ def train_tiny_translation_model(
     model.eval()
     model.save_pretrained(folder)
     return folder
+
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|{{ message['role'] }}|>{{ message['content'] }}</s>{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+"""A minimal chat template (Zephyr-like) for the tiny causal LM."""
+
+
+def build_tiny_causal_lm(
+    out_dir: str | Path,
+    sentences: Sequence[str],
+    vocab_size: int = 300,
+    hidden_size: int = 32,
+    layers: int = 2,
+    seed: int = 0,
+) -> Path:
+    """Build and save a randomly initialised tiny Llama causal LM with a byte-level BPE tokenizer trained on
+    ``sentences`` and a chat template, all offline: a stand-in for an instruction-tuned LLM in tests."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    specials = ["<unk>", "<s>", "</s>", "<pad>", "<|user|>", "<|assistant|>", "<|system|>"]
+    raw = Tokenizer(models.BPE(unk_token="<unk>"))
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.decoder = decoders.ByteLevel()
+    raw.train_from_iterator(
+        list(sentences),
+        trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
+                            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False),
+    )
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=raw, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+        additional_special_tokens=specials[4:],
+    )
+    tok.chat_template = CHAT_TEMPLATE
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tok), hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=layers,
+        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
+        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+    )
+    LlamaForCausalLM(config).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
