@@ -95,7 +95,24 @@ def _local_folder(name_or_path: str) -> Path:
                           "give a local model folder") from None
 
 
-def convert_checkpoint(folder: str | Path, root: str | Path | None = None) -> Path:
+def _staged_for_converter(folder: Path, tmp: Path) -> Path:
+    """A SMaLL-100 checkpoint as the converter can read it: its files linked into ``tmp``, the tokenizer config
+    naming ``M2M100Tokenizer`` (the same vocabulary; transformers knows no SMaLL-100 tokenizer class)."""
+    import json
+
+    staged = tmp / "source"
+    staged.mkdir()
+    for p in folder.iterdir():
+        if p.is_file() and p.name != "tokenizer_config.json":
+            (staged / p.name).symlink_to(p.resolve())
+    config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    config["tokenizer_class"] = "M2M100Tokenizer"
+    config.pop("auto_map", None)
+    (staged / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    return staged
+
+
+def convert_checkpoint(folder: str | Path, root: str | Path | None = None, family: str | None = None) -> Path:
     """The CTranslate2 conversion of a transformers checkpoint folder, made on first use under
     ``root/<content hash>`` (atomically: concurrent processes never see half a model)."""
     ct2 = require_ctranslate2()
@@ -108,8 +125,9 @@ def convert_checkpoint(folder: str | Path, root: str | Path | None = None) -> Pa
     tmp = Path(tempfile.mkdtemp(prefix=".converting-", dir=root))
     try:
         out = tmp / "model"
+        source = _staged_for_converter(folder, tmp) if family == "small100" else folder
         try:
-            ct2.converters.TransformersConverter(str(folder)).convert(str(out), force=True)
+            ct2.converters.TransformersConverter(str(source)).convert(str(out), force=True)
         except Exception as err:  # noqa: BLE001 - converter errors vary; one clear line
             raise FairmtError(f"CTranslate2 cannot convert {folder}: {type(err).__name__}: {err}") from None
         try:
@@ -172,7 +190,7 @@ class CT2Translator:
         self.family = self.tm.family
         self.model_name = str(self.tm.name_or_path or model)
         self.checkpoint_hash = content_hash(folder)
-        self.path = convert_checkpoint(folder, Path(cache_dir) if cache_dir else None)
+        self.path = convert_checkpoint(folder, Path(cache_dir) if cache_dir else None, self.family)
         self.decoding = _decoding_options(gen)
         if intra_threads is None:
             import torch
