@@ -154,7 +154,7 @@ class CT2Translator:
         src_lang: str = "en",
         tgt_lang: str = "de",
         compute_type: str = "float32",
-        device: str = "cpu",
+        device: str | None = "cpu",
         max_batch_size: int = 0,
         batch_type: str = "examples",
         cache_dir: str | Path | None = None,
@@ -162,6 +162,7 @@ class CT2Translator:
         intra_threads: int | None = None,
     ):
         ct2 = require_ctranslate2()
+        device = device or "cpu"
         if compute_type not in COMPUTE_TYPES:
             raise FairmtError(f"unknown compute type {compute_type!r}; choose one of {', '.join(COMPUTE_TYPES)}")
         if batch_type not in BATCH_TYPES:
@@ -196,9 +197,13 @@ class CT2Translator:
             import torch
 
             intra_threads = torch.get_num_threads()
+        device, _, index = str(device).partition(":")  # "cuda:1" → device "cuda", index 1
+        if index and not index.isdigit():
+            raise FairmtError(f"bad device {device}:{index}; e.g. cpu, cuda, cuda:1")
         try:
-            self.translator = ct2.Translator(str(self.path), device=device, compute_type=compute_type,
-                                             inter_threads=inter_threads, intra_threads=intra_threads)
+            self.translator = ct2.Translator(str(self.path), device=device, device_index=int(index or 0),
+                                             compute_type=compute_type, inter_threads=inter_threads,
+                                             intra_threads=intra_threads)
         except (ValueError, RuntimeError) as err:
             raise FairmtError(f"CTranslate2 cannot load the model on {device} with compute type {compute_type}: "
                               f"{err}") from None
