@@ -49,12 +49,10 @@ def _gen_kwargs(args) -> dict:
 
 
 def _load_model(args, src: str, tgt: str):
-    from fairmt.models import load_translation_model
+    """The translator of --model / --backend (:func:`fairmt.commands._backend.make_translator`)."""
+    from fairmt.commands._backend import make_translator
 
-    tm = load_translation_model(args.model, src_lang=src, tgt_lang=tgt, family=args.family)
-    if args.device:
-        tm.model.to(args.device)
-    return tm
+    return make_translator(args, src, tgt)
 
 
 def _geneval_files(args, lang: str, multi: bool):
@@ -92,8 +90,10 @@ def _geneval_context(args, lang: str, multi: bool):
     from fairmt.errors import FairmtError
     from fairmt.eval.geneval import geneval_contextual_accuracy, load_contextual, read_lines
 
+    from fairmt.commands._backend import uses_model
+
     data = load_contextual(lang, args.split)
-    if args.model:
+    if uses_model(args):
         from fairmt.eval.runner import generate_translations
 
         cache = Path(args.cache_dir) / f"geneval-context-{args.split}.en-{lang}.jsonl" if args.cache_dir else None
@@ -108,6 +108,7 @@ def _geneval_context(args, lang: str, multi: bool):
 
 
 def _run_geneval(args) -> int:
+    from fairmt.commands._backend import uses_model
     from fairmt.errors import FairmtError
     from fairmt.eval.geneval import check_lang, check_split
 
@@ -120,7 +121,7 @@ def _run_geneval(args) -> int:
     results = []
     if args.set == "contextual":
         results = [_geneval_context(args, lang, multi) for lang in langs]
-    elif args.model:
+    elif uses_model(args):
         from fairmt.eval.runner import evaluate_geneval
 
         tm = _load_model(args, "en", langs[0])
@@ -162,6 +163,10 @@ def _summary(results, metrics: list[str]) -> dict:
 
 def _report(args, results, columns, metrics, label, title) -> None:
     from fairmt.eval.report import bar_chart, format_table, markdown_table, write_json, write_text_atomic
+    from fairmt.eval.runner import is_main_process
+
+    if not is_main_process():  # one of several processes (torchrun / accelerate launch): rank 0 reports
+        return
 
     rows = [_row(r) for r in results]
     summary = _summary(results, metrics)
@@ -190,6 +195,7 @@ def _report(args, results, columns, metrics, label, title) -> None:
 
 
 def _run_flores(args) -> int:
+    from fairmt.commands._backend import uses_model
     from fairmt.errors import FairmtError
     from fairmt.eval.geneval import read_lines
     from fairmt.eval.translation import find_spm_model, parse_lang_pair, read_flores, translation_quality
@@ -200,7 +206,7 @@ def _run_flores(args) -> int:
     for pair in pairs:
         parse_lang_pair(pair)
     results = []
-    tm = _load_model(args, "en", "de") if args.model else None  # languages are set per pair
+    tm = _load_model(args, "en", "de") if uses_model(args) else None  # languages are set per pair
     for pair in pairs:
         _, tgt = parse_lang_pair(pair)
         if tm is not None:
@@ -230,6 +236,9 @@ def _common(p, model_help: str) -> None:
     p.add_argument("--num-beams", type=int, default=5)
     p.add_argument("--max-new-tokens", type=int, default=200)
     p.add_argument("--cache-dir", default=None, help="cache translations here (JSONL) and resume an interrupted run")
+    from fairmt.commands._backend import add_backend_arguments
+
+    add_backend_arguments(p)
     p.add_argument("--allow-empty", action="store_true", help="accept empty translation lines (default: an error)")
     p.add_argument("--json", default=None, metavar="OUT", help="write the results as JSON ('-' prints JSON only)")
     p.add_argument("--markdown", default=None, metavar="OUT", help="write a Markdown table")

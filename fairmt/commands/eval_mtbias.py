@@ -21,7 +21,7 @@ def register(groups) -> None:
         "winomt/en-LANG.txt ('source ||| translation'), geneval/{masculine,feminine,context}.LANG.txt, "
         "flores/LANG.txt, flores_m2m/SRC-TGT.txt (FLORES codes).",
     )
-    src = p.add_mutually_exclusive_group(required=True)
+    src = p.add_mutually_exclusive_group()
     src.add_argument("--model", help="translate with this model (Hub id or local folder) first")
     src.add_argument("--translations-dir", metavar="DIR", help="score this translations folder (layout above)")
     p.add_argument("--output-dir", metavar="DIR",
@@ -49,6 +49,10 @@ def register(groups) -> None:
     g.add_argument("--max-new-tokens", type=int, default=200, help="generation budget (default 200)")
     g.add_argument("--family", choices=["small100", "nllb", "m2m100"], help="model family if not detectable")
     g.add_argument("--cache-dir", metavar="DIR", help="translation cache (default: OUTPUT_DIR/.cache; resumable)")
+    g.add_argument("--device", default=None, help="e.g. cuda, cuda:1 (default: where the model loads)")
+    from fairmt.commands._backend import add_backend_arguments
+
+    add_backend_arguments(g)
     p.set_defaults(handler=run)
 
     r = groups["top"].add_parser("report", help="compare mt-bias runs side by side (tables, deltas, scatter plot)")
@@ -92,7 +96,13 @@ def run(args: argparse.Namespace) -> int:
         if not quiet:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
-    if args.model:
+    from fairmt.commands._backend import make_translator, uses_model
+    from fairmt.eval.runner import is_main_process
+
+    if not args.translations_dir and not uses_model(args):
+        raise FairmtError("give --translations-dir DIR, or --model PATH (--backend openai: --api-model NAME)")
+    if uses_model(args):
+        translator = make_translator(args, "en", "de")
         out_dir = Path(args.output_dir or "mt-bias-translations")
         if "flores" in benchmarks:
             from fairmt.eval.translation import find_spm_model
@@ -101,9 +111,11 @@ def run(args: argparse.Namespace) -> int:
                 find_spm_model(args.spm_model)
             except FairmtError as err:
                 say(f"note: {str(err).split('.')[0]}: FLORES-200 is scored with chrF++ and no spBLEU")
-        translate_suite(args.model, out_dir, langs=langs, benchmarks=benchmarks, split=args.split, compat=args.compat,
-                        gold=args.gold, many2many=args.many2many, cache_dir=args.cache_dir, say=say, family=args.family,
+        translate_suite(translator, out_dir, langs=langs, benchmarks=benchmarks, split=args.split, compat=args.compat,
+                        gold=args.gold, many2many=args.many2many, cache_dir=args.cache_dir, say=say,
                         batch_size=args.batch_size, num_beams=args.num_beams, max_new_tokens=args.max_new_tokens)
+        if not is_main_process():  # one of several processes: it helped translate; rank 0 scores and reports
+            return 0
         say(f"translations written to {out_dir} (re-score with --translations-dir {out_dir})")
         root = out_dir
     else:
@@ -111,8 +123,9 @@ def run(args: argparse.Namespace) -> int:
     result = score_translations_dir(root, langs=langs, benchmarks=benchmarks, id_lang=id_lang, split=args.split,
                                     compat=args.compat, gold=args.gold, spm_model=args.spm_model,
                                     many2many=args.many2many, keep_going=args.keep_going, progress=say)
-    result["settings"]["model"] = args.model
-    name = args.name or (Path(args.model).name if args.model else root.name)
+    result["settings"]["model"] = args.model or getattr(args, "api_model", None)
+    result["settings"]["backend"] = getattr(args, "backend", "hf") if uses_model(args) else None
+    name = args.name or (Path(args.model).name if args.model else (args.api_model or root.name))
     result["settings"]["name"] = name
     for line in result["skipped"]:
         print(f"skipped: {line}", file=sys.stderr)

@@ -24,7 +24,7 @@ def register(groups) -> None:
     )
     p.add_argument("--lang", nargs="+", required=True, metavar="LANG",
                    help="target language(s): de, de,ru, de ru or all")
-    src = p.add_mutually_exclusive_group(required=True)
+    src = p.add_mutually_exclusive_group()
     src.add_argument(
         "--translations",
         metavar="FILE",
@@ -49,6 +49,10 @@ def register(groups) -> None:
     g.add_argument("--max-new-tokens", type=int, default=200)
     g.add_argument("--cache-dir", metavar="DIR", help="cache translations here (resumable)")
     g.add_argument("--family", choices=["small100", "nllb", "m2m100"], help="model family if not detectable")
+    g.add_argument("--device", default=None, help="e.g. cuda, cuda:1 (default: where the model loads)")
+    from fairmt.commands._backend import add_backend_arguments
+
+    add_backend_arguments(g)
     p.set_defaults(handler=run)
 
 
@@ -120,8 +124,15 @@ def run(args) -> int:
     from fairmt.eval.winomt.align import get_aligner
     from fairmt.eval.winomt.evaluate import evaluate_winomt, load_gold
 
+    from fairmt.commands._backend import make_translator, uses_model
+    from fairmt.errors import FairmtError
+    from fairmt.eval.runner import is_main_process
+
+    if not args.translations and not uses_model(args):
+        raise FairmtError("give --translations FILE, or --model PATH (--backend openai: --api-model NAME)")
     _register_user_detectors(args.detector)
     langs = _languages(",".join(args.lang), args.translations)
+    translator = None if args.translations else make_translator(args, "en", langs[0])
     multi = len(langs) > 1
     gold = load_gold(args.gold, args.compat)
     aligner = get_aligner(args.aligner, args.aligner_bin)
@@ -134,11 +145,15 @@ def run(args) -> int:
 
             cache = Path(args.cache_dir) / f"winomt.en-{lang}.jsonl" if args.cache_dir else None
             translations = generate_translations(
-                args.model, [e.sentence for e in gold.entries], "en", lang,
+                translator, [e.sentence for e in gold.entries], "en", lang,
                 batch_size=args.batch_size, num_beams=args.num_beams, max_new_tokens=args.max_new_tokens,
-                cache_path=cache, family=args.family, desc=f"WinoMT en-{lang}",
+                cache_path=cache, desc=f"WinoMT en-{lang}",
             )  # fmt: skip
+        if not is_main_process():  # one of several processes: it helped translate; rank 0 scores and reports
+            continue
         results.append(evaluate_winomt(translations, lang, gold, aligner=aligner, compat=args.compat))
+    if not is_main_process():
+        return 0
     rows = [r.row() for r in results]
     if args.json == "-":  # the convention of every eval command: JSON alone on stdout
         import json
@@ -152,7 +167,7 @@ def run(args) -> int:
         sigs = "\n".join(f"- `{r.signature}`" for r in results)
         write_text_atomic(args.markdown, markdown_table(rows, COLUMNS) + "\n" + sigs + "\n")
     if args.plot:
-        system = Path(args.translations).name if args.translations else Path(str(args.model)).name
+        system = Path(args.translations).name if args.translations else Path(str(translator.model_name)).name
         bar_chart(rows, "lang", ["accuracy", "delta_g", "delta_s", "delta_r"], args.plot,
                   title=f"WinoMT — {system} ({'compat ' + args.compat if args.compat else 'fairmt default mode'})")
     print(format_table(rows, COLUMNS))

@@ -351,13 +351,15 @@ def translate_suite(
     say=None,
     **gen_kwargs,
 ) -> Path:
-    """Translate every benchmark's sources with ``model`` (through the cached, resumable runner) into the folder
-    layout :func:`score_translations_dir` reads; returns the folder."""
-    from fairmt.eval.runner import _as_translation_model, flores_to_model_lang, generate_translations
+    """Translate every benchmark's sources with ``model`` — a model path / Hub id (the ``hf`` backend) or any
+    :class:`~fairmt.eval.backends.Translator` (``ctranslate2``, ``openai``, ``causal-lm``) — through the cached,
+    resumable runner (sharded over processes under torchrun / accelerate launch) into the folder layout
+    :func:`score_translations_dir` reads; returns the folder. Only the main process writes the folder."""
+    from fairmt.eval.runner import as_translator, flores_to_model_lang, generate_translations, is_main_process
 
     root = Path(root)
     cache = Path(cache_dir) if cache_dir else root / ".cache"
-    tm = _as_translation_model(model, "en", "de", gen_kwargs.pop("family", None))
+    tm = as_translator(model, "en", "de", family=gen_kwargs.pop("family", None))
 
     def wanted(defaults):
         return [x for x in (langs or defaults) if x in defaults]
@@ -365,7 +367,9 @@ def translate_suite(
     def write(path: Path, lines: list[str]) -> None:
         from fairmt.eval.report import write_text_atomic
 
-        write_text_atomic(path, "".join(" ".join(str(x).split()) + "\n" for x in lines))
+        if is_main_process():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(path, "".join(" ".join(str(x).split()) + "\n" for x in lines))
 
     def tr(sources, tgt, tag):
         return generate_translations(tm, sources, "en", flores_to_model_lang(tm, _flores_code(tgt)),
@@ -379,15 +383,15 @@ def translate_suite(
         sources = [e.sentence for e in g.entries]
         for lang in wanted(WINOMT_LANGS):
             hyps = tr(sources, lang, f"winomt.en-{lang}")
-            winomt_file(root, lang).parent.mkdir(parents=True, exist_ok=True)
-            write_translations(winomt_file(root, lang), sources, hyps)
+            if is_main_process():
+                winomt_file(root, lang).parent.mkdir(parents=True, exist_ok=True)
+                write_translations(winomt_file(root, lang), sources, hyps)
     if "geneval" in benchmarks:
         from fairmt.eval.geneval import CONTEXT_LANGS, load_contextual, load_counterfactual
 
         for lang in wanted(GENEVAL_LANGS):
             d = load_counterfactual(lang, split)
             files = geneval_files(root, lang)
-            files["masculine"].parent.mkdir(parents=True, exist_ok=True)
             write(files["masculine"], tr(d.masculine_sources, lang, f"geneval-{split}-masculine.en-{lang}"))
             write(files["feminine"], tr(d.feminine_sources, lang, f"geneval-{split}-feminine.en-{lang}"))
             if lang in CONTEXT_LANGS:
@@ -402,7 +406,6 @@ def translate_suite(
 
         src = read_flores("eng_Latn")
         for lang in wanted(FLORES_LANGS):
-            flores_file(root, lang).parent.mkdir(parents=True, exist_ok=True)
             write(flores_file(root, lang), tr(src, lang, f"flores200-devtest.en-{lang}"))
         if many2many:
             codes = [c for grp in RESOURCE_GROUPS.values() for c in grp]
@@ -413,7 +416,6 @@ def translate_suite(
                         hyps = generate_translations(tm, sources, flores_to_model_lang(tm, s), flores_to_model_lang(tm, t),
                                                      cache_path=cache / f"flores200-devtest.{s}-{t}.jsonl",
                                                      desc=f"FLORES-200 {s}→{t}", **gen_kwargs)
-                        m2m_file(root, s, t).parent.mkdir(parents=True, exist_ok=True)
                         write(m2m_file(root, s, t), hyps)
     return root
 

@@ -2,19 +2,24 @@
 
 Evaluators (:mod:`fairmt.eval.geneval`, :mod:`fairmt.eval.translation`, WinoMT) take strings and never load a
 model; this module loads one (through :func:`fairmt.models.load_translation_model`, which knows the SMaLL-100 /
-NLLB-200 / M2M-100 language-token conventions), translates, and hands the strings over.
+NLLB-200 / M2M-100 language-token conventions), translates, and hands the strings over. The translating is done
+by a backend (:mod:`fairmt.eval.backends`: ``hf`` by default, ``ctranslate2``, ``openai``, ``causal-lm``).
 
 The cache is a JSONL file: a header line with the settings (model, languages, beams, max new tokens), then one
 line per translated sentence ``{"i": index, "h": sha1(source)[:16], "t": translation}``, appended and flushed
 after every batch. A rerun with the same cache path translates only the sentences not in it (an interrupted
 run resumes where it stopped; a torn last line is ignored). Entries are keyed by index *and* source hash, so a
-changed source file is retranslated. The header holds a fingerprint of the model's content (:func:`model_fingerprint`:
-its parameters and tokenizer files), so replacing a model's weights (or training it further) and rerunning with the
+changed source file is retranslated. The header names the backend and holds its fingerprint (for ``hf`` the model's
+content, :func:`model_fingerprint`: its parameters and tokenizer files; for ``ctranslate2`` the checkpoint's content
+hash and compute type; for ``openai`` the endpoint, model and prompt), so caches of different backends are never
+mixed, and replacing a model's weights (or training it further) and rerunning with the
 same cache is refused instead of scoring the old model's translations. A run holds a
 lock on its cache file while it translates: a second run given the same cache is refused, not interleaved.
 
 Pending sentences are translated longest first (less padding); the order is a pure function of the pending set,
-so a resumed run forms the same batches as an uninterrupted one.
+so a resumed run forms the same batches as an uninterrupted one. Under ``torchrun`` / ``accelerate launch`` each
+process translates every world-th pending sentence; results are gathered after every batch and rank 0 alone writes
+the cache.
 """
 
 from __future__ import annotations
@@ -35,17 +40,38 @@ def _src_hash(text: str) -> str:
 
 
 def _as_translation_model(model: Any, src_lang: str, tgt_lang: str, family: str | None = None):
-    from fairmt.models import TranslationModel, load_translation_model
+    from fairmt.eval.backends.hf import as_translation_model
 
-    if isinstance(model, TranslationModel):
-        model.set_languages(src_lang=src_lang, tgt_lang=tgt_lang)
+    return as_translation_model(model, src_lang, tgt_lang, family)
+
+
+def as_translator(
+    model: Any,
+    src_lang: str = "en",
+    tgt_lang: str = "de",
+    *,
+    backend: str | None = None,
+    family: str | None = None,
+    backend_options: dict | None = None,
+):
+    """``model`` as a :class:`~fairmt.eval.backends.Translator`: a translator is returned as it is (``backend``, when
+    given, must name it); anything else (a model path or Hub id, a :class:`TranslationModel`, an API model name) is
+    given to :func:`~fairmt.eval.backends.get_backend` ``backend`` (default ``hf``)."""
+    from fairmt.eval.backends import Translator, get_backend
+
+    if isinstance(model, Translator):
+        if backend is not None and backend != model.name:
+            raise FairmtError(f"a {model.name} translator was given but backend {backend!r} was asked for")
+        if backend_options:
+            raise FairmtError("backend options go to the translator when it is made, not with a ready translator")
         return model
-    if isinstance(model, (str, Path)):
-        return load_translation_model(str(model), src_lang=src_lang, tgt_lang=tgt_lang, family=family)
-    raise FairmtError(
-        f"cannot translate with a {type(model).__name__}: give a model name/path or a fairmt TranslationModel "
-        "(fairmt.models.load_translation_model)"
-    )
+    name = backend or "hf"
+    opts = dict(backend_options or {})
+    if name in ("hf", "ctranslate2"):
+        opts.update(family=family, src_lang=src_lang, tgt_lang=tgt_lang)
+    elif family is not None:
+        raise FairmtError(f"family= is for NMT models; the {name} backend takes no family")
+    return get_backend(name, model, **opts)
 
 
 _TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json", "vocab.json", "added_tokens.json",
@@ -87,12 +113,13 @@ def model_fingerprint(tm: Any) -> str:
     return fingerprint
 
 
-def _header(tm: Any, src_lang: str, tgt_lang: str, num_beams: int, max_new_tokens: int) -> dict:
+def _header(tr: Any, src_lang: str, tgt_lang: str, num_beams: int, max_new_tokens: int) -> dict:
     return {
         "fairmt_translation_cache": CACHE_FORMAT,
-        "model": str(getattr(tm, "name_or_path", "") or type(getattr(tm, "model", tm)).__name__),
-        "fingerprint": model_fingerprint(tm),
-        "family": getattr(tm, "family", ""),
+        "backend": tr.name,
+        "model": tr.model_name,
+        "fingerprint": tr.fingerprint(),
+        "family": tr.family or "",
         "src_lang": src_lang,
         "tgt_lang": tgt_lang,
         "num_beams": num_beams,
@@ -122,7 +149,13 @@ def read_cache(cache_path: str | Path, header: dict | None = None) -> dict[int, 
                           "delete it or give another cache path")
     if fmt != CACHE_FORMAT:
         raise FairmtError(f"{path}:1: not a fairmt translation cache (format {fmt!r})")
+    head.setdefault("backend", "hf")  # caches written before there were backends
     if header is not None:
+        if head["backend"] != header.get("backend", head["backend"]):
+            raise FairmtError(
+                f"{path}: translation cache made with the {head['backend']} backend, not {header['backend']}; delete it "
+                "or give another cache path (caches of different backends are never mixed)"
+            )
         diff = {k: (head.get(k), v) for k, v in header.items() if head.get(k) != v}
         if "fingerprint" in diff:
             raise FairmtError(
@@ -162,73 +195,157 @@ def generate_translations(
     family: str | None = None,
     progress: bool = True,
     desc: str | None = None,
+    backend: str | None = None,
+    backend_options: dict | None = None,
 ) -> list[str]:
     """Translate ``sources`` from ``src_lang`` to ``tgt_lang`` with batched beam search.
 
     Args:
-        model: a Hub name or local path (loaded with :func:`fairmt.models.load_translation_model`), or a
-            :class:`fairmt.models.TranslationModel`.
+        model: a Hub name or local path (loaded with :func:`fairmt.models.load_translation_model`), a
+            :class:`fairmt.models.TranslationModel`, a :class:`~fairmt.eval.backends.Translator`, or (``openai``)
+            the endpoint's model name.
         src_lang, tgt_lang: language codes in any form the model family accepts (``en``/``de``; NLLB also
             ``eng_Latn``/``deu_Latn``).
         cache_path: a JSONL file; translations are appended after each batch and reused by a rerun.
         family: ``small100``, ``nllb`` or ``m2m100`` when it cannot be detected from the checkpoint.
         progress: show a tqdm progress bar (sentences).
+        backend: ``hf`` (default), ``ctranslate2``, ``openai`` or ``causal-lm`` (:mod:`fairmt.eval.backends`);
+            ``backend_options`` go to :func:`~fairmt.eval.backends.get_backend`.
     Returns:
         One translation per source, in order.
+
+    Under ``torchrun`` / ``accelerate launch`` (``WORLD_SIZE`` > 1) the work is sharded: every process translates
+    every world-th pending sentence (longest first), the results are gathered after each batch, and only rank 0
+    writes the cache; every process returns the full list.
     """
     if batch_size < 1 or num_beams < 1 or max_new_tokens < 1:
         raise FairmtError("batch_size, num_beams and max_new_tokens must be positive")
     sources = list(sources)
-    tm = _as_translation_model(model, src_lang, tgt_lang, family)
-    header = _header(tm, src_lang, tgt_lang, num_beams, max_new_tokens)
+    tr = as_translator(model, src_lang, tgt_lang, backend=backend, family=family, backend_options=backend_options)
+    tr.check_languages(src_lang, tgt_lang)
+    dist = _distributed()
+    rank, world = (dist.get_rank(), dist.get_world_size()) if dist else (0, 1)
     done: dict[int, str] = {}
     fh = None
     lock = None
-    if cache_path is not None:
-        path = Path(cache_path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        lock = _lock_cache(path)
-        for i, (h, t) in read_cache(path, header).items():
-            if i < len(sources) and h == _src_hash(sources[i]):
-                done[i] = t
-        fresh = not path.is_file() or path.stat().st_size == 0
-        if not fresh:
-            _truncate_torn_tail(path)
-        fh = path.open("a", encoding="utf-8")
-        if fresh:
-            fh.write(json.dumps(header) + "\n")
-            fh.flush()
-
-    pending = sorted((i for i in range(len(sources)) if i not in done), key=lambda i: (-len(sources[i]), i))
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(sources), initial=len(done), unit="sent", desc=desc or f"translate {src_lang}→{tgt_lang}")
     try:
-        for start in range(0, len(pending), batch_size):
-            idx = pending[start : start + batch_size]
-            hyps = tm.translate(
-                [sources[i] for i in idx], batch_size=len(idx), num_beams=num_beams, max_new_tokens=max_new_tokens
-            )
-            if len(hyps) != len(idx):
-                raise FairmtError(f"the model returned {len(hyps)} translations for a batch of {len(idx)}")
-            for i, t in zip(idx, hyps):
-                done[i] = t
+        if rank == 0:
+            try:
+                if cache_path is not None:
+                    header = _header(tr, src_lang, tgt_lang, num_beams, max_new_tokens)
+                    path = Path(cache_path)
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    lock = _lock_cache(path)
+                    for i, (h, t) in read_cache(path, header).items():
+                        if i < len(sources) and h == _src_hash(sources[i]):
+                            done[i] = t
+                    fresh = not path.is_file() or path.stat().st_size == 0
+                    if not fresh:
+                        _truncate_torn_tail(path)
+                    fh = path.open("a", encoding="utf-8")
+                    if fresh:
+                        fh.write(json.dumps(header) + "\n")
+                        fh.flush()
+                state: tuple = ("ok", done)
+            except FairmtError as err:
+                state = ("error", str(err))
+        if dist:
+            box = [state if rank == 0 else None]
+            dist.broadcast_object_list(box, src=0)
+            state = box[0]
+        if state[0] == "error":
+            raise FairmtError(state[1])
+        done = dict(state[1])
+
+        pending = sorted((i for i in range(len(sources)) if i not in done), key=lambda i: (-len(sources[i]), i))
+        mine = pending[rank::world]
+        rounds = -(-(-(-len(pending) // world)) // batch_size)  # ceil(ceil(len / world) / batch_size)
+        bar = None
+        if progress and rank == 0:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(sources), initial=len(done), unit="sent",
+                       desc=desc or f"translate {src_lang}→{tgt_lang}")
+        try:
+            for r in range(rounds):
+                idx = mine[r * batch_size : (r + 1) * batch_size]
+                if dist is None:
+                    hyps = _translate_batch(tr, sources, idx, src_lang, tgt_lang, num_beams, max_new_tokens)
+                    parts = [(idx, hyps)]
+                else:
+                    try:
+                        mine_part: tuple = (idx, _translate_batch(tr, sources, idx, src_lang, tgt_lang, num_beams,
+                                                                  max_new_tokens) if idx else [])
+                    except Exception as err:  # noqa: BLE001 - every process must hear of it, or the others hang
+                        mine_part = ("error", f"rank {rank}: {type(err).__name__}: {err}")
+                    parts = [None] * world
+                    dist.all_gather_object(parts, mine_part)
+                    failed = [p[1] for p in parts if p[0] == "error"]
+                    if failed:
+                        raise FairmtError("; ".join(failed))
+                for part_idx, part_hyps in parts:
+                    for i, t in zip(part_idx, part_hyps):
+                        done[i] = t
+                        if fh is not None:
+                            fh.write(json.dumps({"i": i, "h": _src_hash(sources[i]), "t": t}, ensure_ascii=False) + "\n")
                 if fh is not None:
-                    fh.write(json.dumps({"i": i, "h": _src_hash(sources[i]), "t": t}, ensure_ascii=False) + "\n")
-            if fh is not None:
-                fh.flush()
+                    fh.flush()
+                if bar is not None:
+                    bar.update(sum(len(p[0]) for p in parts))
+        finally:
             if bar is not None:
-                bar.update(len(idx))
+                bar.close()
     finally:
-        if bar is not None:
-            bar.close()
         if fh is not None:
             fh.close()
         if lock is not None:
             lock.close()  # releases the lock
     return [done[i] for i in range(len(sources))]
+
+
+def _translate_batch(tr, sources, idx, src_lang, tgt_lang, num_beams, max_new_tokens) -> list[str]:
+    hyps = tr.translate([sources[i] for i in idx], src_lang, tgt_lang, num_beams=num_beams,
+                        max_new_tokens=max_new_tokens, batch_size=len(idx))
+    if len(hyps) != len(idx):
+        raise FairmtError(f"the model returned {len(hyps)} translations for a batch of {len(idx)}")
+    return list(hyps)
+
+
+def world_size() -> int:
+    """The number of processes of a ``torchrun`` / ``accelerate launch`` run (``WORLD_SIZE``; 1 otherwise)."""
+    import os
+
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def is_main_process() -> bool:
+    """True on rank 0 of a multi-process run (and in a plain run): the process that prints and writes reports."""
+    import os
+
+    return world_size() == 1 or os.environ.get("RANK", "0") == "0"
+
+
+def _distributed():
+    """``torch.distributed`` when this is one process of several (``WORLD_SIZE`` > 1), initialising a gloo process
+    group from the launcher's environment if nobody has; ``None`` in a plain run."""
+    if world_size() == 1:
+        return None
+    import os
+
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        raise FairmtError("WORLD_SIZE > 1 but this torch has no torch.distributed; run one process")
+    if not dist.is_initialized():
+        missing = [v for v in ("MASTER_ADDR", "MASTER_PORT", "RANK") if v not in os.environ]
+        if missing:
+            raise FairmtError(f"WORLD_SIZE={os.environ['WORLD_SIZE']} but {', '.join(missing)} unset: launch with "
+                              "torchrun or accelerate launch, or unset WORLD_SIZE")
+        dist.init_process_group("gloo")
+    return dist
 
 
 def _lock_cache(path: Path):
@@ -260,8 +377,15 @@ def _truncate_torn_tail(path: Path) -> None:
 # --------------------------------------------------------------------------------- benchmark-level helpers
 
 
+def _pop_translator(model: Any, src_lang: str, tgt_lang: str, kwargs: dict):
+    """A translator for ``model`` from the backend arguments in ``kwargs`` (removed from it)."""
+    return as_translator(model, src_lang, tgt_lang, backend=kwargs.pop("backend", None),
+                         family=kwargs.pop("family", None), backend_options=kwargs.pop("backend_options", None))
+
+
 def flores_to_model_lang(tm: Any, code: str) -> str:
-    """A FLORES-200 code (``deu_Latn``) in the convention of ``tm``'s family (``de`` for M2M-100/SMaLL-100)."""
+    """A FLORES-200 code (``deu_Latn``) in the convention of ``tm``'s family (``de`` for M2M-100/SMaLL-100 and for
+    LLM backends, which take ISO codes)."""
     if getattr(tm, "family", None) == "nllb":
         return code
     from fairmt.models.languages import ISO_TO_NLLB
@@ -290,7 +414,7 @@ def translate_geneval(
     from fairmt.eval.geneval import load_counterfactual
 
     data = load_counterfactual(lang, split)
-    tm = _as_translation_model(model, "en", lang, kwargs.pop("family", None))
+    tm = _pop_translator(model, "en", lang, kwargs)
     tag = f"{split}[:{limit}]" if limit else split
     out = []
     for gender, src in (("masculine", data.masculine_sources), ("feminine", data.feminine_sources)):
@@ -342,7 +466,7 @@ def evaluate_flores(
     find_spm_model(spm_model)  # fail before translating, not after
     src_code, tgt_code = parse_lang_pair(lang_pair)
     sources, refs = read_flores(src_code, split), read_flores(tgt_code, split)
-    tm = _as_translation_model(model, "en", "de", kwargs.pop("family", None)) if isinstance(model, (str, Path)) else model
+    tm = _pop_translator(model, "en", "de", kwargs)
     src, tgt = flores_to_model_lang(tm, src_code), flores_to_model_lang(tm, tgt_code)
     cache = Path(cache_dir) / f"flores200-{split}.{lang_pair}.jsonl" if cache_dir else None
     hyps = generate_translations(tm, sources, src, tgt, cache_path=cache, desc=f"FLORES-200 {lang_pair}", **kwargs)
@@ -350,6 +474,8 @@ def evaluate_flores(
 
 
 __all__ = [
+    "as_translator",
+    "is_main_process",
     "evaluate_flores",
     "evaluate_geneval",
     "flores_to_model_lang",

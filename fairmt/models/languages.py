@@ -83,3 +83,38 @@ def nllb_code(code: str) -> str:
     if code in ISO_TO_NLLB:
         return ISO_TO_NLLB[code]
     raise _unknown(code, "NLLB-200", valid)
+
+
+# English names of the M2M-100/SMaLL-100 languages, for prompting LLM translators ("Translate ... into German.")
+LANGUAGE_NAMES = {
+    "af": "Afrikaans", "am": "Amharic", "ar": "Arabic", "ast": "Asturian", "az": "Azerbaijani", "ba": "Bashkir",
+    "be": "Belarusian", "bg": "Bulgarian", "bn": "Bengali", "br": "Breton", "bs": "Bosnian", "ca": "Catalan",
+    "ceb": "Cebuano", "cs": "Czech", "cy": "Welsh", "da": "Danish", "de": "German", "el": "Greek", "en": "English",
+    "es": "Spanish", "et": "Estonian", "fa": "Persian", "ff": "Fula", "fi": "Finnish", "fr": "French",
+    "fy": "Western Frisian", "ga": "Irish", "gd": "Scottish Gaelic", "gl": "Galician", "gu": "Gujarati",
+    "ha": "Hausa", "he": "Hebrew", "hi": "Hindi", "hr": "Croatian", "ht": "Haitian Creole", "hu": "Hungarian",
+    "hy": "Armenian", "id": "Indonesian", "ig": "Igbo", "ilo": "Ilocano", "is": "Icelandic", "it": "Italian",
+    "ja": "Japanese", "jv": "Javanese", "ka": "Georgian", "kk": "Kazakh", "km": "Khmer", "kn": "Kannada",
+    "ko": "Korean", "lb": "Luxembourgish", "lg": "Ganda", "ln": "Lingala", "lo": "Lao", "lt": "Lithuanian",
+    "lv": "Latvian", "mg": "Malagasy", "mk": "Macedonian", "ml": "Malayalam", "mn": "Mongolian", "mr": "Marathi",
+    "ms": "Malay", "my": "Burmese", "ne": "Nepali", "nl": "Dutch", "no": "Norwegian", "ns": "Northern Sotho",
+    "oc": "Occitan", "or": "Odia", "pa": "Punjabi", "pl": "Polish", "ps": "Pashto", "pt": "Portuguese",
+    "ro": "Romanian", "ru": "Russian", "sd": "Sindhi", "si": "Sinhala", "sk": "Slovak", "sl": "Slovenian",
+    "so": "Somali", "sq": "Albanian", "sr": "Serbian", "ss": "Swati", "su": "Sundanese", "sv": "Swedish",
+    "sw": "Swahili", "ta": "Tamil", "th": "Thai", "tl": "Tagalog", "tn": "Tswana", "tr": "Turkish",
+    "uk": "Ukrainian", "ur": "Urdu", "uz": "Uzbek", "vi": "Vietnamese", "wo": "Wolof", "xh": "Xhosa",
+    "yi": "Yiddish", "yo": "Yoruba", "zh": "Chinese", "zu": "Zulu",
+}
+
+
+def language_name(code: str) -> str:
+    """The English name of a language given by its ISO code (``de``) or FLORES-200 code (``deu_Latn``)."""
+    if code in LANGUAGE_NAMES:
+        return LANGUAGE_NAMES[code]
+    for iso, flores in ISO_TO_NLLB.items():
+        if flores == code:
+            return LANGUAGE_NAMES[iso]
+    raise FairmtError(
+        f"no language name known for {code!r}: give an ISO code ({', '.join(sorted(LANGUAGE_NAMES))}) or the "
+        "FLORES-200 code of one of them"
+    )

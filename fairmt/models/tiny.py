@@ -128,3 +128,93 @@ def build_tiny_translation_model(
     model.save_pretrained(out)
     tok.save_pretrained(out)
     return out
+
+
+def train_tiny_translation_model(
+    folder: str | Path,
+    pairs: Sequence[tuple[str, str]],
+    steps: int = 200,
+    batch_size: int = 16,
+    lr: float = 3e-3,
+    seed: int = 0,
+    src_lang: str = "en",
+    tgt_lang: str = "de",
+) -> Path:
+    """Train a model built by :func:`build_tiny_translation_model` in place for ``steps`` steps of plain MT loss
+    (Adam, a short warm-up) and save it back: a quick *trained* model for tests and benchmarks, whose beam search
+    is peaked like a real model's rather than a random one's."""
+    import random
+
+    import torch
+
+    from fairmt.models import load_translation_model
+
+    folder = Path(folder)
+    tm = load_translation_model(str(folder), src_lang, tgt_lang)
+    model = tm.model
+    model.train()
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20))
+    pairs = list(pairs)
+    for _ in range(steps):
+        batch = rng.sample(pairs, min(batch_size, len(pairs)))
+        enc = tm.encode([s for s, _ in batch], [t for _, t in batch], max_length=64, padding=True, return_tensors="pt")
+        enc["labels"][enc["labels"] == tm.tokenizer.pad_token_id] = -100
+        loss = model(**enc).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+    model.eval()
+    model.save_pretrained(folder)
+    return folder
+
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|{{ message['role'] }}|>{{ message['content'] }}</s>{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+"""A minimal chat template (Zephyr-like) for the tiny causal LM."""
+
+
+def build_tiny_causal_lm(
+    out_dir: str | Path,
+    sentences: Sequence[str],
+    vocab_size: int = 300,
+    hidden_size: int = 32,
+    layers: int = 2,
+    seed: int = 0,
+) -> Path:
+    """Build and save a randomly initialised tiny Llama causal LM with a byte-level BPE tokenizer trained on
+    ``sentences`` and a chat template, all offline: a stand-in for an instruction-tuned LLM in tests."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    specials = ["<unk>", "<s>", "</s>", "<pad>", "<|user|>", "<|assistant|>", "<|system|>"]
+    raw = Tokenizer(models.BPE(unk_token="<unk>"))
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.decoder = decoders.ByteLevel()
+    raw.train_from_iterator(
+        list(sentences),
+        trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
+                            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False),
+    )
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=raw, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+        additional_special_tokens=specials[4:],
+    )
+    tok.chat_template = CHAT_TEMPLATE
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tok), hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=layers,
+        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
+        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+    )
+    LlamaForCausalLM(config).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out

@@ -1,0 +1,254 @@
+"""Translation backends (hf, ctranslate2, causal-lm) behind one interface, the runner's use of them, and sharding."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from fairmt.errors import FairmtError  # noqa: E402
+from fairmt.eval import runner  # noqa: E402
+from fairmt.eval.backends import get_backend  # noqa: E402
+
+try:
+    import ctranslate2  # noqa: F401
+
+    HAS_CT2 = True
+except ImportError:
+    HAS_CT2 = False
+needs_ct2 = pytest.mark.skipif(not HAS_CT2, reason="ctranslate2 not installed (pip install 'fairmt[fast]')")
+
+_WORDS = ("the doctor nurse teacher lawyer baker driver clerk is was here there today at home in city "
+          "hospital school she he they we like likes good new old small big red green").split()
+
+
+def _sentences(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 9))).capitalize() + "." for _ in range(n)]
+
+
+TRAIN = _sentences(300, 0)
+HELD_OUT = _sentences(40, 1)
+GEN = dict(num_beams=4, max_new_tokens=40, progress=False)
+
+
+@pytest.fixture(scope="module")
+def trained_dir(tmp_path_factory):
+    """A tiny M2M-100 trained briefly on a copy task: a peaked model, as real ones are."""
+    from fairmt.models.tiny import build_tiny_translation_model, train_tiny_translation_model
+
+    path = tmp_path_factory.mktemp("trained") / "m2m"
+    pairs = [(s, s) for s in TRAIN]
+    build_tiny_translation_model(path, pairs, d_model=48, ffn_dim=96, encoder_layers=2, decoder_layers=1,
+                                 vocab_size=200, dropout=0.0)
+    return train_tiny_translation_model(path, pairs, steps=150, batch_size=16)
+
+
+@pytest.fixture(autouse=True)
+def _ct2_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("FAIRMT_CACHE", str(tmp_path_factory.getbasetemp() / "fairmt-cache"))
+
+
+def test_get_backend_refuses_unknown_names_and_options(trained_dir):
+    with pytest.raises(FairmtError, match="unknown translation backend 'marian'.*hf, ctranslate2, openai, causal-lm"):
+        get_backend("marian", str(trained_dir))
+    with pytest.raises(FairmtError, match="backend 'hf' does not take compute_type"):
+        get_backend("hf", str(trained_dir), compute_type="int8")
+    with pytest.raises(FairmtError, match="the causal-lm backend takes no family"):
+        runner.generate_translations(str(trained_dir), ["x"], "en", "de", backend="causal-lm", family="m2m100")
+
+
+def test_hf_backend_is_the_default_and_named_in_the_cache(trained_dir, tmp_path):
+    from fairmt.models import load_translation_model
+
+    tm = load_translation_model(str(trained_dir), "en", "de")
+    cache = tmp_path / "c.jsonl"
+    out = runner.generate_translations(str(trained_dir), HELD_OUT[:6], "en", "de", backend="hf", cache_path=cache, **GEN)
+    assert out == tm.translate(HELD_OUT[:6], num_beams=4, max_new_tokens=40)
+    head = json.loads(cache.read_text().splitlines()[0])
+    assert head["backend"] == "hf" and head["fingerprint"] == runner.model_fingerprint(tm)
+    # a cache written before backends existed (no "backend" key) still counts as hf
+    lines = cache.read_text().splitlines()
+    del head["backend"]
+    cache.write_text("\n".join([json.dumps(head)] + lines[1:]) + "\n")
+    assert runner.generate_translations(tm, HELD_OUT[:6], "en", "de", cache_path=cache, **GEN) == out
+
+
+@needs_ct2
+def test_ct2_float32_equals_hf_beam_search(trained_dir, tmp_path):
+    hf = runner.generate_translations(str(trained_dir), HELD_OUT, "en", "de", batch_size=8, **GEN)
+    cache = tmp_path / "ct2.jsonl"
+    ct = runner.generate_translations(str(trained_dir), HELD_OUT, "en", "de", batch_size=8, backend="ctranslate2",
+                                      cache_path=cache, **GEN)
+    share = sum(a == b for a, b in zip(hf, ct)) / len(hf)
+    assert share >= 0.95, list(zip(hf, ct))
+    head = json.loads(cache.read_text().splitlines()[0])
+    assert head["backend"] == "ctranslate2" and head["fingerprint"].endswith("-float32")
+    # the cache of one backend is never read as another's
+    with pytest.raises(FairmtError, match="made with the ctranslate2 backend, not hf"):
+        runner.generate_translations(str(trained_dir), HELD_OUT, "en", "de", cache_path=cache, **GEN)
+
+
+@needs_ct2
+@pytest.mark.parametrize("arch", ["m2m100", "nllb", "small100"])
+def test_ct2_follows_each_family_and_counts_max_new_tokens_like_hf(arch, tmp_path):
+    """Language tokens (target prefix for M2M-100/NLLB, target code on the source for SMaLL-100) and the length
+    limit: at a few new tokens, every output equals transformers' (so the counting is the same). The models are
+    trained a little: a random model's near-ties let padding noise pick different tokens in either engine."""
+    from fairmt.models.tiny import build_tiny_translation_model, train_tiny_translation_model
+
+    pairs = [(s, s) for s in TRAIN]
+    path = build_tiny_translation_model(tmp_path / arch, pairs, arch=arch, d_model=32, ffn_dim=64, vocab_size=150,
+                                        dropout=0.0)
+    train_tiny_translation_model(path, pairs, steps=60)
+    for max_new in (3, 6):
+        kw = dict(num_beams=3, max_new_tokens=max_new, progress=False)
+        hf = runner.generate_translations(str(path), HELD_OUT[:12], "en", "de", **kw)
+        ct = runner.generate_translations(str(path), HELD_OUT[:12], "en", "de", backend="ctranslate2", **kw)
+        assert ct == hf
+        assert all("__de__" not in t and "deu_Latn" not in t for t in ct)
+
+
+@needs_ct2
+def test_ct2_conversion_is_keyed_by_content_not_path(trained_dir, tmp_path):
+    from fairmt.eval.backends.ct2 import cache_root
+
+    root = cache_root()
+    a = get_backend("ctranslate2", str(trained_dir))
+    copy = tmp_path / "same-weights-elsewhere"
+    shutil.copytree(trained_dir, copy)
+    b = get_backend("ctranslate2", str(copy))
+    assert a.path == b.path and a.path.parent == root and a.fingerprint() == b.fingerprint()
+    import torch
+
+    from fairmt.models import load_translation_model
+
+    tm = load_translation_model(str(copy), "en", "de")
+    with torch.no_grad():
+        next(tm.model.parameters()).add_(0.01)
+    tm.model.save_pretrained(copy)  # retrained in place: a new conversion
+    c = get_backend("ctranslate2", str(copy))
+    assert c.path != a.path and (c.path / "model.bin").is_file()
+    # an in-memory model is saved (with its tokenizer), hashed and converted as well; the same conversion is reused
+    d = get_backend("ctranslate2", tm)
+    assert get_backend("ctranslate2", tm).path == d.path and (d.path / "model.bin").is_file()
+    assert d.translate(HELD_OUT[:2], "en", "de", num_beams=2, max_new_tokens=10) == c.translate(
+        HELD_OUT[:2], "en", "de", num_beams=2, max_new_tokens=10)
+
+
+@needs_ct2
+def test_ct2_int8_and_token_batches(trained_dir):
+    f32 = get_backend("ctranslate2", str(trained_dir))
+    i8 = get_backend("ctranslate2", str(trained_dir), compute_type="int8", max_batch_size=64, batch_type="tokens")
+    assert i8.path == f32.path and i8.fingerprint() != f32.fingerprint()
+    out = i8.translate(HELD_OUT[:8], "en", "de", num_beams=4, max_new_tokens=40, batch_size=8)
+    ref = f32.translate(HELD_OUT[:8], "en", "de", num_beams=4, max_new_tokens=40, batch_size=8)
+    assert len(out) == 8 and sum(a == b for a, b in zip(out, ref)) >= 5  # int8 mostly agrees with float32
+    with pytest.raises(FairmtError, match="unknown compute type 'int4'"):
+        get_backend("ctranslate2", str(trained_dir), compute_type="int4")
+    with pytest.raises(FairmtError, match="unknown batch type"):
+        get_backend("ctranslate2", str(trained_dir), batch_type="sentences")
+
+
+def test_ct2_missing_package_names_the_extra(trained_dir, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)  # import fails as if not installed
+    with pytest.raises(FairmtError, match=r"pip install 'fairmt\[fast\]'"):
+        get_backend("ctranslate2", str(trained_dir))
+
+
+def test_causal_lm_backend_prompts_through_the_chat_template(tmp_path):
+    from fairmt.eval.backends.causal_lm import CausalLMTranslator
+    from fairmt.models.tiny import build_tiny_causal_lm
+
+    path = build_tiny_causal_lm(tmp_path / "llm", TRAIN[:50] + ["Translate the following sentence into German."])
+    tr = get_backend("causal-lm", str(path))
+    assert isinstance(tr, CausalLMTranslator)
+    assert tr.prompts(["The doctor is here."], "en", "de") == [
+        "<|user|>Translate the following sentence into German. The doctor is here.</s><|assistant|>"]
+    cache = tmp_path / "c.jsonl"
+    kw = dict(num_beams=2, max_new_tokens=5, progress=False)
+    out = runner.generate_translations(tr, HELD_OUT[:5], "en", "de", cache_path=cache, batch_size=2, **kw)
+    assert len(out) == 5 and all(isinstance(t, str) for t in out)
+    # batching and left padding do not change a sentence's output
+    assert out[:1] == tr.translate(HELD_OUT[:1], "en", "de", num_beams=2, max_new_tokens=5)
+    head = json.loads(cache.read_text().splitlines()[0])
+    assert head["backend"] == "causal-lm" and head["family"] == ""
+    other = get_backend("causal-lm", str(path), prompt_template="{SENT} in {LANG}:")
+    assert other.fingerprint() != tr.fingerprint()
+    with pytest.raises(FairmtError, match="has no \\{SENT\\}"):
+        get_backend("causal-lm", str(path), prompt_template="Translate into {LANG}.")
+    (path / "tokenizer_config.json").write_text(
+        json.dumps({k: v for k, v in json.loads((path / "tokenizer_config.json").read_text()).items()
+                    if k != "chat_template"}))
+    for f in path.glob("chat_template.j*"):
+        f.unlink()
+    with pytest.raises(FairmtError, match="no chat template"):
+        get_backend("causal-lm", str(path))
+
+
+def test_cli_backend_flags(trained_dir, tmp_path, monkeypatch, capsys):
+    from fairmt.cli import main
+
+    root = tmp_path / "data"
+    d = root / "mt_geneval" / "sentences" / "test"
+    d.mkdir(parents=True)
+    for g, pron, ref in (("masculine", "He", "Er ist Arzt."), ("feminine", "She", "Sie ist Ärztin.")):
+        (d / f"geneval-sentences-{g}-test.en_de.en").write_text("".join(f"{pron} is a doctor {i}.\n" for i in range(3)))
+        (d / f"geneval-sentences-{g}-test.en_de.de").write_text((ref + "\n") * 3)
+    monkeypatch.setenv("FAIRMT_DATA", str(root))
+    gen = ["--num-beams", "2", "--max-new-tokens", "8", "--cache-dir", str(tmp_path / "cache")]
+    assert main(["eval", "geneval", "--lang", "de", "--model", str(trained_dir), *gen, "--compute-type", "int8"]) == 2
+    assert "--compute-type is for --backend ctranslate2, not hf" in capsys.readouterr().err
+    assert main(["eval", "geneval", "--lang", "de", "--backend", "openai", *gen]) == 2
+    assert "needs --api-model" in capsys.readouterr().err
+    if HAS_CT2:
+        assert main(["eval", "geneval", "--lang", "de", "--model", str(trained_dir), "--backend", "ctranslate2",
+                     *gen, "--json", "-"]) == 0
+        assert json.loads(capsys.readouterr().out)["n"] == 3
+        head = json.loads((tmp_path / "cache" / "geneval-test-masculine.en-de.jsonl").read_text().splitlines()[0])
+        assert head["backend"] == "ctranslate2"
+
+
+SHARD_SCRIPT = """
+import json, os, sys
+import torch
+torch.set_num_threads(1)
+from fairmt.eval.runner import generate_translations
+model, sources, cache, out = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
+hyps = generate_translations(model, sources, "en", "de", num_beams=3, max_new_tokens=30, batch_size=3,
+                             cache_path=cache, progress=False)
+open(out + os.environ["RANK"], "w").write(json.dumps(hyps))
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_shard_and_match_one(trained_dir, tmp_path):
+    sources = HELD_OUT[:14]
+    single = runner.generate_translations(str(trained_dir), sources, "en", "de", num_beams=3, max_new_tokens=30,
+                                          batch_size=3, progress=False)
+    script = tmp_path / "shard.py"
+    script.write_text(SHARD_SCRIPT)
+    cache = tmp_path / "sharded.jsonl"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env.pop("WORLD_SIZE", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script),
+         str(trained_dir), json.dumps(sources), str(cache), str(tmp_path / "out")],
+        env=env, capture_output=True, text=True, timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for rank in (0, 1):
+        assert json.loads((tmp_path / f"out{rank}").read_text()) == single
+    lines = cache.read_text().splitlines()
+    assert json.loads(lines[0])["fairmt_translation_cache"] == runner.CACHE_FORMAT
+    assert sorted(json.loads(x)["i"] for x in lines[1:]) == list(range(len(sources)))  # each once: rank 0 wrote
+    assert runner.generate_translations(str(trained_dir), sources, "en", "de", num_beams=3, max_new_tokens=30,
+                                        cache_path=cache, progress=False) == single
