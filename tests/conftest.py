@@ -38,3 +38,15 @@ def _torch_threads():
     except ImportError:  # pragma: no cover
         return
     torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _library_log_handlers():
+    """transformers creates its log handler on first use, bound to the sys.stderr of that moment: if that is one
+    test's capsys stream, every later test's transformers warning hits a closed file ("--- Logging error ---").
+    Create it once here, on the session's stderr."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover
+        return
+    hf_logging.get_logger("transformers")
