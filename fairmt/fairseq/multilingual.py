@@ -79,8 +79,8 @@ class GACLMultilingualTranslationTask(TranslationMultiSimpleEpochTask):
 
     def __init__(self, args, langs, dicts, training):
         super().__init__(args, langs, dicts, training)
-        self.data_manager = GACLMultilingualDatasetManager.setup_data_manager(
-            args, self.lang_pairs, langs, dicts, self.sampling_method)
+        # (MultilingualDatasetManager.setup_data_manager builds the base class whatever it is called on)
+        self.data_manager = GACLMultilingualDatasetManager(args, self.lang_pairs, langs, dicts, self.sampling_method)
 
     def build_model(self, args, from_checkpoint=False):
         model = super().build_model(args, from_checkpoint)
