@@ -6,7 +6,16 @@
   ``--label-smoothing 0`` gives plain CE);
 * ``L_KD``: token-level KL(teacher ‖ student), :func:`fairmt.losses.token_kl_loss` (the HF trainer's function);
 * ``L_GC``: :func:`fairmt.losses.gacl_loss` on mean-pooled encoder states (the HF trainer's function), with the
-  variant (``--gacl-variant paper|official``) and the four pair-set switches of :class:`fairmt.trainers.GACLConfig`.
+  variant (``--gacl-variant paper|official``) and the four pair-set switches of :class:`fairmt.trainers.GACLConfig`;
+  with ``--gacl-projection linear`` (the default for ``official``, as the HF trainer's preset) the pooled states of
+  every view first pass the released code's head ``Dropout(model dropout) → Linear(d, d)``
+  (:class:`fairmt.models.heads.LinearProjectionHead`, initialised from ``--seed``).
+
+The projection head is part of training, unlike the teacher: it is a submodule of this criterion, so fairseq's
+trainer hands it to the optimizer (``criterion.parameters()``), all-reduces its gradients under distributed training
+and saves it in every checkpoint (``checkpoint["criterion"]``, restored by ``--restore-file``; a checkpoint without
+one keeps the new head). ``--weight-decay`` applies to it as to the model (the HF trainer's own weight-decay group
+for the head has no counterpart here). Its size comes from the model the task built (both fairmt tasks record it).
 
 fairseq sums a criterion's loss over the batch and divides by the summed ``sample_size`` (target tokens, or
 sentences with ``--sentence-avg``) of all processes. So the sums handed to fairseq are ``(1 − α)·(label-smoothed

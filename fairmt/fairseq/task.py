@@ -11,6 +11,10 @@ trainer's sampler), so in-batch negatives always exist. Under ``--distributed-wo
 ``K × batch-size`` sentences is cut first and process ``r`` takes its ``r``-th slice, so K processes see the same
 global batches as one process with a K times larger ``--batch-size`` (``--max-tokens`` is not used for these
 batches). Validation batches are fairseq's usual ones (every sentence; L_GC is skipped on one-gender batches).
+
+The helpers here (side files, :class:`GACLPairDataset`, the balanced batches) also serve
+``gacl_multilingual_translation`` (:mod:`fairmt.fairseq.multilingual`). Both tasks record the built model's encoder
+size and dropout (``task.gacl_model_dims``) for the criterion's projection head.
 """
 
 

@@ -45,7 +45,7 @@ from transformers import PreTrainedModel, Seq2SeqTrainer, Seq2SeqTrainingArgumen
 
 from fairmt.errors import FairmtError
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, mt_kd_loss, token_kl_loss
-from fairmt.models.heads import LinearProjectionHead, ProjectionHead  # noqa: F401  (re-exported)
+from fairmt.models.heads import LinearProjectionHead, ProjectionHead
 from fairmt.models.pooling import pool
 from fairmt.trainers.faults import FaultGuardMixin
 from fairmt.trainers.sharding import ShardingMixin, check_not_zero3_partitioned, frozen_copy, outside_zero3_init
