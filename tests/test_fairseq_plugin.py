@@ -185,10 +185,17 @@ def test_criterion_equals_fairmt_losses(data_dir, variant):
     got = float(loss.detach()) / sample_size
 
     net, target, pad = sample["net_input"], sample["target"], task.target_dictionary.pad()
+    head = crit.gacl_projection_head  # official: the released code's Dropout → Linear(d, d) (default), paper: none
+    if variant == "official":
+        assert isinstance(head.net[1], torch.nn.Linear) and head.net[1].weight.shape == (16, 16)
+        assert head.net[0].p == 0.0  # the model's dropout (--dropout 0 here)
+    else:
+        assert head is None
     with torch.no_grad():
         def rep(tokens, lengths):
             enc = model.encoder(tokens, src_lengths=lengths)
-            return pool(enc["encoder_out"][0].transpose(0, 1), (~enc["encoder_padding_mask"][0]).long(), "mean")
+            h = pool(enc["encoder_out"][0].transpose(0, 1), (~enc["encoder_padding_mask"][0]).long(), "mean")
+            return h if head is None else head.net[1](h)  # projected states (dropout 0)
 
         h = rep(net["src_tokens"], net["src_lengths"])
         h_cf = rep(sample["gacl"]["cf_src_tokens"], sample["gacl"]["cf_src_lengths"])
@@ -209,15 +216,25 @@ def test_criterion_equals_fairmt_losses(data_dir, variant):
     assert abs(float(log["loss_gc"]) / log["gc_sentences"] - float(gc)) < 1e-6
     assert log["gc_negatives"] / 8 == (5 if variant == "paper" else 4)  # 4 other-gender (+ the counterfactual)
 
-    # one SGD step: the teacher is untouched and belongs to no module the optimizer or a checkpoint sees
+    # one SGD step (fairseq's optimizer gets model + criterion parameters): the teacher is untouched and belongs to
+    # no module the optimizer or a checkpoint sees; the projection head trains and is the criterion's state
     before = {k: v.clone() for k, v in teacher.state_dict().items()}
+    head_before = {k: v.clone() for k, v in crit.state_dict().items()}
     opt = torch.optim.SGD(list(model.parameters()) + list(crit.parameters()), lr=0.5)
     loss.backward()
     opt.step()
     assert all(torch.equal(before[k], v) for k, v in teacher.state_dict().items())
-    assert list(crit.parameters()) == [] and not crit.state_dict()
     teacher_ids = {id(p) for p in teacher.parameters()}
     assert not teacher_ids & {id(p) for p in model.parameters()}
+    assert not teacher_ids & {id(p) for p in crit.parameters()}
+    if variant == "official":
+        assert set(crit.state_dict()) == {"gacl_projection_head.net.1.weight", "gacl_projection_head.net.1.bias"}
+        assert any(not torch.equal(head_before[k], v) for k, v in crit.state_dict().items())
+        crit.load_state_dict(None)  # a checkpoint without a head (a pretrained model) keeps the current one
+        crit.load_state_dict(head_before)
+        assert all(torch.equal(head_before[k], v) for k, v in crit.state_dict().items())
+    else:
+        assert list(crit.parameters()) == [] and not crit.state_dict()
 
 
 def test_one_gender_batch_names_the_options(data_dir):
@@ -309,9 +326,8 @@ def test_m2m_style_model_and_teacher_path(data_dir, tmp_path):
     assert f"KD teacher loaded from {teacher_ckpt}" in out
     assert float(_inner_logs(out)[0]["loss_kd"]) > 0.1  # a trained teacher vs the fresh student
     assert not (tmp_path / "b" / "gacl_teacher.pt").exists()
-    bad = _train(data_dir, tmp_path / "c", *m2m, "--max-update", "1", "--teacher-path", str(tmp_path / "nope.pt"),
-                 check=False)
-    assert bad.returncode != 0 and "--teacher-path" in bad.stderr and "nope.pt" in bad.stderr
+    with pytest.raises(FairmtError, match=r"--teacher-path .*nope\.pt: no such checkpoint file"):
+        _setup(data_dir, "--teacher-path", str(tmp_path / "nope.pt"))
 
 
 def _free_port() -> int:
@@ -348,6 +364,120 @@ def test_two_processes_match_one_process(data_dir, tmp_path):
     assert diff < 1e-5, diff
 
 
+# ---- multilingual: gacl_multilingual_translation (translation_multi_simple_epoch, M2M-100 language tokens) ----------
+
+M2M = ["--encoder-normalize-before", "--decoder-normalize-before", "--share-all-embeddings"]
+
+
+def _ml_args(data, *extra):
+    return [str(data), "--user-dir", user_dir(), "--task", "gacl_multilingual_translation", "--lang-pairs", "en-de",
+            "--lang-dict", str(data / "langs.txt"), "--encoder-langtok", "src", "--decoder-langtok",
+            "--balanced-genders", "--criterion", "gacl_kd", "--label-smoothing", "0.1", *ARCH, *M2M, "--cpu",
+            "--seed", "1", "--num-workers", "0", "--batch-size", "8", *extra]
+
+
+@pytest.fixture(scope="module")
+def ml_data_dir(fs, tmp_path_factory):
+    """The multilingual layout made by ``fairmt data fairseq-prep --lang-pairs en-de``."""
+    from fairmt.cli import main
+
+    root = tmp_path_factory.mktemp("fsml")
+    src = root / "pairs.jsonl"
+    src.write_text("".join(json.dumps(p) + "\n" for p in _pairs()), encoding="utf-8")
+    out = root / "bin"
+    assert main(["data", "fairseq-prep", "--lang-pairs", "en-de", "--input", str(src), "--out", str(out),
+                 "--valid-size", "16"]) == 0
+    return out
+
+
+def _setup_ml(data, *extra):
+    from fairseq import options, tasks, utils
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    args = options.parse_args_and_arch(options.get_training_parser(), _ml_args(data, "--dropout", "0", *extra))
+    cfg = convert_namespace_to_omegaconf(args)
+    task = tasks.setup_task(cfg.task)
+    task.load_dataset("train")
+    utils.set_torch_seed(1)
+    model = task.build_model(cfg.model)
+    crit = task.build_criterion(cfg.criterion)
+    itr = task.get_batch_iterator(task.dataset("train"), max_sentences=8, max_positions=(64, 64), seed=1)
+    return task, model, crit, next(iter(itr.next_epoch_itr(shuffle=False)))
+
+
+def test_multilingual_prep_layout_and_language_tokens(ml_data_dir):
+    """fairseq-prep --lang-pairs: one joined dictionary for every language + langs.txt; the task's batches carry
+    the source language token on the real AND the counterfactual source, the target token on the target side."""
+    d = ml_data_dir
+    assert (d / "langs.txt").read_text() == "de\nen\n"
+    assert (d / "dict.txt").read_bytes() == (d / "dict.en.txt").read_bytes() == (d / "dict.de.txt").read_bytes()
+    n = len((d / "train.en-de.gender").read_text().split())
+    assert n == len((d / "text" / "train.en-de.cf").read_text().splitlines()) > 100
+    assert (d / "valid.en-de.cf.idx").is_file() and (d / "train.en-de.de.idx").is_file()
+
+    task, model, crit, sample = _setup_ml(d)
+    sd, td = task.source_dictionary, task.target_dictionary
+    en, de = sd.index("__en__"), td.index("__de__")
+    assert en != sd.unk() and de != td.unk()
+    src, cf, pad = sample["net_input"]["src_tokens"], sample["gacl"]["cf_src_tokens"], sd.pad()
+
+    def first_token(row):
+        return int(row[row.ne(pad)][0])
+
+    assert all(first_token(r) == en for r in src) and all(first_token(r) == en for r in cf)  # --encoder-langtok src
+    assert all(int(r[1]) == de for r in sample["net_input"]["prev_output_tokens"])  # eos, then __de__
+    cf_text = set((d / "text" / "train.en-de.cf").read_text(encoding="utf-8").splitlines())
+    for r in cf:
+        assert sd.string(r[r.ne(pad)][1:]) in cf_text  # the counterfactual sentence after its language token
+    assert sorted(sample["gacl"]["gender"].tolist()) == [0, 0, 0, 0, 1, 1, 1, 1]  # --balanced-genders
+    assert not torch.equal(src, cf)
+    model.train()
+    _, _, log = crit(model, sample)
+    assert log["gc_sentences"] == 8 and float(log["loss_gc"]) > 0 and float(log["loss_kd"]) >= 0
+
+
+def test_multilingual_missing_side_files_name_the_file(ml_data_dir, tmp_path):
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(ml_data_dir, bad)
+    (bad / "train.en-de.gender").unlink()
+    with pytest.raises(FairmtError, match=r"gender label file .*train\.en-de\.gender not found: "
+                                          r"gacl_multilingual_translation needs.*fairseq-prep"):
+        _setup_ml(bad)
+    shutil.copyfile(ml_data_dir / "train.en-de.gender", bad / "train.en-de.gender")
+    (bad / "train.en-de.cf.idx").unlink()
+    with pytest.raises(FairmtError, match=r"counterfactual source file .*train\.en-de\.cf\.bin/\.idx not found"):
+        _setup_ml(bad)
+
+
+def test_multilingual_fairseq_train_m2m_layout_with_projection_head(ml_data_dir, tmp_path):
+    """fairseq-train --task gacl_multilingual_translation on a tiny M2M-100-layout transformer, official variant
+    (linear projection head on): loss terms logged, loss goes down; the head is trained and saved in the
+    checkpoint (criterion state), the teacher is not."""
+    save = tmp_path / "ck"
+    cmd = [sys.executable, "-m", "fairseq_cli.train", *_ml_args(
+        ml_data_dir, "--dropout", "0.1", "--optimizer", "adam", "--lr", "0.003", "--max-update", "20",
+        "--kd-alpha", "0.4", "--gacl-variant", "official", "--no-progress-bar", "--log-format", "json",
+        "--log-interval", "1", "--save-dir", str(save))]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    out = proc.stderr + proc.stdout
+    assert proc.returncode == 0, out[-3000:]
+    logs = _inner_logs(out)
+    assert len(logs) == 20, out[-2000:]
+    assert all(k in r for r in logs for k in ("loss", "loss_mt", "loss_kd", "loss_gc", "gc_negatives"))
+    first = sum(float(r["loss"]) for r in logs[:5]) / 5
+    last = sum(float(r["loss"]) for r in logs[-5:]) / 5
+    assert last < first - 0.5, (first, last)
+    print(f"gacl_multilingual_translation 20 updates: loss {first:.3f} → {last:.3f}")
+
+    ckpt = torch.load(save / "checkpoint_last.pt", weights_only=False)
+    head = ckpt["criterion"]
+    assert set(head) == {"gacl_projection_head.net.1.weight", "gacl_projection_head.net.1.bias"}
+    assert not any("teacher" in k for k in ckpt["model"])
+    start = _setup_ml(ml_data_dir, "--gacl-variant", "official")[2].state_dict()  # the same seed: the initial head
+    assert max(float((head[k] - start[k]).abs().max()) for k in head) > 1e-4  # trained with the model
+
 # ---- the guard ---------------------------------------------------------------------------------------------------
 
 def test_plugin_tests_ran_where_fairseq_is_installed():
@@ -363,4 +493,5 @@ def test_plugin_tests_ran_where_fairseq_is_installed():
     from fairseq.tasks import TASK_REGISTRY
 
     assert "gacl_kd" in CRITERION_REGISTRY and "gacl_translation" in TASK_REGISTRY
+    assert "gacl_multilingual_translation" in TASK_REGISTRY
     assert os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD") == "1"

@@ -28,15 +28,25 @@ def _verify(args) -> int:
 def _fairseq_prep(args) -> int:
     from fairmt.fairseq.prep import fairseq_prep
 
+    from fairmt.errors import FairmtError
+
+    if args.lang_pairs and (args.src or args.tgt):
+        raise FairmtError("give either --lang-pairs (multilingual layout) or --src/--tgt (one pair), not both")
     counts = fairseq_prep(
-        args.input, args.out, src=args.src, tgt=args.tgt, valid_input=args.valid_input, valid_size=args.valid_size,
-        srcdict=args.srcdict, tgtdict=args.tgtdict, joined_dictionary=args.joined_dictionary,
+        args.input, args.out, src=args.src or "en", tgt=args.tgt or "de", valid_input=args.valid_input,
+        valid_size=args.valid_size, srcdict=args.srcdict, tgtdict=args.tgtdict, joined_dictionary=args.joined_dictionary,
         sentencepiece_model=args.sentencepiece_model, balance=not args.no_balance, seed=args.seed,
-        workers=args.workers,
+        workers=args.workers, lang_pairs=args.lang_pairs,
     )
     sizes = ", ".join(f"{k}: {v} pairs" for k, v in counts.items())
-    print(f"fairseq data for gacl_translation in {args.out} ({sizes}); train with: fairseq-train {args.out} "
-          f"--user-dir $(python -m fairmt.fairseq.user_dir) --task gacl_translation --criterion gacl_kd ...")
+    if args.lang_pairs:
+        print(f"fairseq data for gacl_multilingual_translation in {args.out} ({sizes}); train with: fairseq-train "
+              f"{args.out} --user-dir $(python -m fairmt.fairseq.user_dir) --task gacl_multilingual_translation "
+              f"--lang-pairs {args.lang_pairs} --lang-dict {args.out}/langs.txt --encoder-langtok src "
+              "--decoder-langtok --criterion gacl_kd ...")
+    else:
+        print(f"fairseq data for gacl_translation in {args.out} ({sizes}); train with: fairseq-train {args.out} "
+              f"--user-dir $(python -m fairmt.fairseq.user_dir) --task gacl_translation --criterion gacl_kd ...")
     return 0
 
 
@@ -108,10 +118,15 @@ def register(groups) -> None:
         description="Run fairmt's GACL data preparation (keep sources of exactly one gender, balance male/female, add "
         "gender-swapped counterfactual sources), write text files plus the gender-label and counterfactual side files, "
         "and call fairseq-preprocess, so OUT is ready for `fairseq-train OUT --user-dir $(python -m "
-        "fairmt.fairseq.user_dir) --task gacl_translation --criterion gacl_kd`. Needs fairseq (see README).",
+        "fairmt.fairseq.user_dir) --task gacl_translation --criterion gacl_kd` (with --lang-pairs: --task "
+        "gacl_multilingual_translation, M2M-100/NLLB language tokens). Needs fairseq (see README).",
     )
-    f.add_argument("--src", default="en", help="source language code (file suffix), default en")
-    f.add_argument("--tgt", default="de", help="target language code (file suffix), default de")
+    f.add_argument("--src", default=None, help="source language code (file suffix), default en")
+    f.add_argument("--tgt", default=None, help="target language code (file suffix), default de")
+    f.add_argument("--lang-pairs", default=None, metavar="PAIRS",
+                   help="en-de,en-fr: the multilingual layout of --task gacl_multilingual_translation "
+                        "(translation_multi_simple_epoch): every pair from the one .jsonl input, one joined dictionary "
+                        "(dict.txt, copied to dict.{lang}.txt) and langs.txt for --lang-dict; replaces --src/--tgt")
     f.add_argument("--input", required=True, metavar="PAIRS", help="training pairs: .jsonl ({translation: {src: .., tgt: ..}}) or .tsv")
     f.add_argument("--out", required=True, metavar="DIR", help="output folder (binarised data + side files)")
     f.add_argument("--valid-input", default=None, metavar="PAIRS", help="validation pairs, prepared the same way")

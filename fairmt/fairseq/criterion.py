@@ -6,7 +6,16 @@
   ``--label-smoothing 0`` gives plain CE);
 * ``L_KD``: token-level KL(teacher ‖ student), :func:`fairmt.losses.token_kl_loss` (the HF trainer's function);
 * ``L_GC``: :func:`fairmt.losses.gacl_loss` on mean-pooled encoder states (the HF trainer's function), with the
-  variant (``--gacl-variant paper|official``) and the four pair-set switches of :class:`fairmt.trainers.GACLConfig`.
+  variant (``--gacl-variant paper|official``) and the four pair-set switches of :class:`fairmt.trainers.GACLConfig`;
+  with ``--gacl-projection linear`` (the default for ``official``, as the HF trainer's preset) the pooled states of
+  every view first pass the released code's head ``Dropout(model dropout) → Linear(d, d)``
+  (:class:`fairmt.models.heads.LinearProjectionHead`, initialised from ``--seed``).
+
+The projection head is part of training, unlike the teacher: it is a submodule of this criterion, so fairseq's
+trainer hands it to the optimizer (``criterion.parameters()``), all-reduces its gradients under distributed training
+and saves it in every checkpoint (``checkpoint["criterion"]``, restored by ``--restore-file``; a checkpoint without
+one keeps the new head). ``--weight-decay`` applies to it as to the model (the HF trainer's own weight-decay group
+for the head has no counterpart here). Its size comes from the model the task built (both fairmt tasks record it).
 
 fairseq sums a criterion's loss over the batch and divides by the summed ``sample_size`` (target tokens, or
 sentences with ``--sentence-avg``) of all processes. So the sums handed to fairseq are ``(1 − α)·(label-smoothed
@@ -50,6 +59,7 @@ from omegaconf import II
 from fairmt.errors import FairmtError
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, token_kl_loss
 from fairmt.losses.distributed import world_size
+from fairmt.models.heads import LinearProjectionHead
 from fairmt.models.pooling import pool
 
 logger = logging.getLogger(__name__)
@@ -91,7 +101,13 @@ class GACLKDCriterionConfig(LabelSmoothedCrossEntropyCriterionConfig):
         default=None, metadata={"help": "KD teacher: a fairseq checkpoint (trusted); default a frozen copy of the "
                                         "starting model"})
     teacher_bf16: bool = field(default=False, metadata={"help": "run the KD teacher in bfloat16"})
+    gacl_projection: Optional[str] = field(
+        default=None, metadata={"help": "'linear': the released code's head Dropout(model dropout) → Linear(d, d) on "
+                                        "the pooled states of L_GC (trained with the model, saved in checkpoints); "
+                                        "'none': contrast the pooled states directly (default: linear for official, "
+                                        "none for paper)"})
     save_dir: str = II("checkpoint.save_dir")
+    seed: int = II("common.seed")
 
 
 def resolve_pairs(cfg) -> GACLPairs:
@@ -148,13 +164,43 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
         self.kd_normalization = cfg.kd_normalization or ("sentence" if cfg.gacl_variant == "official" else "token")
         if self.kd_normalization not in ("token", "sentence"):
             raise FairmtError(f"--kd-normalization must be token or sentence, got {cfg.kd_normalization!r}")
-        self.left_pad_source = bool(getattr(task.cfg, "left_pad_source", True))
+        task_cfg = getattr(task, "cfg", None) or getattr(task, "args", None)
+        self.left_pad_source = bool(getattr(task_cfg, "left_pad_source", True))
+        self.projection = cfg.gacl_projection or ("linear" if cfg.gacl_variant == "official" else "none")
+        if self.projection not in ("linear", "none"):
+            raise FairmtError(f"--gacl-projection must be linear or none, got {cfg.gacl_projection!r}")
+        # the projection head is part of training: a submodule, so fairseq's optimizer trains it (the trainer hands
+        # it criterion.parameters()) and its checkpoints hold it (checkpoint["criterion"])
+        self.gacl_projection_head = None
+        if self.projection == "linear" and cfg.gacl_lambda > 0:
+            dims = getattr(task, "gacl_model_dims", None)
+            if dims is None:
+                raise FairmtError(
+                    "--gacl-projection linear needs the encoder size: build the model before the criterion with "
+                    "--task gacl_translation or gacl_multilingual_translation (fairseq-train does), or pass "
+                    "--gacl-projection none"
+                )
+            with torch.random.fork_rng(devices=[]):  # the head's initial weights depend on the seed only
+                torch.manual_seed(int(cfg.seed))
+                self.gacl_projection_head = LinearProjectionHead(*dims)
         # the teacher lives outside nn.Module registration: no optimizer, no DDP wrap, no checkpoint entry
         object.__setattr__(self, "_teacher", None)
 
     @classmethod
     def build_criterion(cls, cfg, task):
         return cls(task, cfg)
+
+    def load_state_dict(self, state_dict, strict=True, **kwargs):
+        """A checkpoint without a head (a pretrained model, a run with ``--gacl-projection none``) keeps the freshly
+        initialised head; one with a head loads it."""
+        if self.gacl_projection_head is not None and not state_dict:
+            logger.info("gacl_kd: the checkpoint holds no projection head; starting from a new one")
+            return torch.nn.modules.module._IncompatibleKeys([], [])
+        return super().load_state_dict(state_dict or {}, strict=strict, **kwargs)
+
+    def project(self, h: torch.Tensor) -> torch.Tensor:
+        """The pooled states as L_GC contrasts them: through the projection head when there is one."""
+        return h if self.gacl_projection_head is None else self.gacl_projection_head(h)
 
     # ---- teacher ------------------------------------------------------------------------------------------------
 
@@ -202,7 +248,7 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
         if use_gc and gacl is None:
             raise FairmtError(
                 "the batch has no gender labels: --criterion gacl_kd with --gacl-lambda > 0 needs --task "
-                "gacl_translation (data made by `fairmt data fairseq-prep`)"
+                "gacl_translation or gacl_multilingual_translation (data made by `fairmt data fairseq-prep`)"
             )
 
         captured = {}
@@ -234,7 +280,7 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
             log["loss_kd"] = loss_kd.detach() * n_tok
 
         if use_gc:
-            h = encoder_representation(captured["enc"], str(cfg.gacl_pooling))
+            h = self.project(encoder_representation(captured["enc"], str(cfg.gacl_pooling)))
             b = h.shape[0]
             views = self._views(inner, sample, gacl, b)
             gather = training and not cfg.gacl_no_gather
@@ -289,7 +335,7 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
             lengths = torch.cat([v[2] for v in group])
             with torch.set_grad_enabled(torch.is_grad_enabled() and grad):
                 enc = inner.encoder(tokens, src_lengths=lengths)
-                h = encoder_representation(enc, str(self.cfg.gacl_pooling))
+                h = self.project(encoder_representation(enc, str(self.cfg.gacl_pooling)))
             out.update(zip([v[0] for v in group], h.split(b)))
         return out
 
@@ -322,8 +368,8 @@ def utils_item(x):
 
 def _fairseq_hint(message: str) -> str:
     if "one gender" in message:
-        return ("train with --task gacl_translation --balanced-genders and an even --batch-size, or switch in-batch "
-                "negatives off with --inbatch-negatives false")
+        return ("train with --task gacl_translation (or gacl_multilingual_translation) --balanced-genders and an "
+                "even --batch-size, or switch in-batch negatives off with --inbatch-negatives false")
     if "batch sizes differ" in message:
         return ("cross-process candidates need equal per-process batches: use --task gacl_translation "
                 "--balanced-genders --batch-size N, or --gacl-no-gather")

@@ -1,14 +1,29 @@
-"""``fairmt data fairseq-prep``: GACL data for ``fairseq-train --task gacl_translation``.
+"""``fairmt data fairseq-prep``: GACL data for ``fairseq-train --task gacl_translation`` (one pair) or
+``--task gacl_multilingual_translation`` (``--lang-pairs``, M2M-100 / NLLB style).
 
 Runs fairmt's own GACL preparation (:func:`fairmt.data.gacl.prepare_gacl_pairs`: keep sources with gendered words
 of exactly one gender, balance male/female, add the gender-swapped counterfactual source), writes the text files
-and, beside them, the two side files the task reads, then binarises with ``fairseq-preprocess``::
+and, beside them, the two side files the tasks read, then binarises with ``fairseq-preprocess``.
+
+One pair (``--src en --tgt de``; the layout of fairseq's ``translation`` task)::
 
     OUT/text/{train,valid}.{src}   {train,valid}.{tgt}   sources / targets (tokenised, one sentence a line)
     OUT/text/{train,valid}.cf      the counterfactual (gender-swapped) sources, tokenised the same way
     OUT/{split}.{src}-{tgt}.{src}.{bin,idx}, .{tgt}.{bin,idx}, dict.{src}.txt, dict.{tgt}.txt   (fairseq-preprocess)
     OUT/{split}.{src}-{tgt}.cf.{bin,idx}        the counterfactual sources, binarised with the source dictionary
     OUT/{split}.{src}-{tgt}.gender              one label a line, 0 = male, 1 = female (fairmt's convention)
+
+``--lang-pairs en-de,en-fr`` (the layout of fairseq's ``translation_multi_simple_epoch``): every pair is read from
+the same input (rows holding both languages) and prepared on its own; ONE joined dictionary serves every language
+(built from all pairs' training sources, targets and counterfactuals, or ``--srcdict``), as multi_simple_epoch
+expects, and the language list is written for ``--lang-dict``::
+
+    OUT/text/{split}.{src}-{tgt}.{src,tgt,cf,gender}
+    OUT/dict.txt, OUT/dict.{lang}.txt (the same dictionary, once per language), OUT/langs.txt (--lang-dict)
+    OUT/{split}.{src}-{tgt}.{src,tgt}.{bin,idx}, {split}.{src}-{tgt}.cf.{bin,idx}, {split}.{src}-{tgt}.gender
+
+The language tokens (``__en__``) are not in these dictionaries: multi_simple_epoch adds them when it loads a
+dictionary (``--lang-tok-style``), in the order of ``--lang-dict``.
 
 Gender detection and re-inflection run on the raw sentences; ``--sentencepiece-model`` then encodes all text
 (sources, targets, counterfactuals) into pieces for fairseq, otherwise the text is written as it is (fairseq splits
@@ -17,6 +32,7 @@ on whitespace, so pass text already tokenised/BPE'd for your model).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -67,12 +83,57 @@ def _write(path: Path, lines: list[str]) -> None:
             fh.write(line + "\n")
 
 
-def _run_preprocess(argv: list[str], what: str) -> None:
-    cmd = [sys.executable, "-m", "fairseq_cli.preprocess", *argv]
+def _run_preprocess(jobs: list[tuple[str, list[str]]], workdir: Path) -> None:
+    """Run ``fairseq-preprocess`` once per ``(what, argv)``, in order, in one child process (fairseq imported once)."""
+    spec = workdir / ".preprocess-jobs.json"
+    spec.write_text(json.dumps(jobs), encoding="utf-8")
+    cmd = [sys.executable, "-m", "fairmt.fairseq._preprocess", str(spec)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
+    spec.unlink()
     if proc.returncode != 0:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
+        text = proc.stderr or proc.stdout
+        what = next((ln.split(":", 1)[1].strip() for ln in text.splitlines()
+                     if ln.startswith("fairmt-preprocess-failed:")), "data")
+        tail = "\n".join(text.strip().splitlines()[-15:])
         raise FairmtError(f"fairseq-preprocess failed on the {what} (exit {proc.returncode}):\n{tail}")
+
+
+def parse_lang_pairs(spec: str | list[str] | None) -> list[tuple[str, str]]:
+    """``"en-de,en-fr"`` (or a list of such items) → ``[("en", "de"), ("en", "fr")]``, checked."""
+    if spec is None:
+        return []
+    items = spec.split(",") if isinstance(spec, str) else [x for part in spec for x in part.split(",")]
+    pairs = []
+    for item in (x.strip() for x in items):
+        src, sep, tgt = item.partition("-")
+        if not sep or not src or not tgt or "-" in tgt or src == tgt:
+            raise FairmtError(f"--lang-pairs: {item!r} is not a language pair like en-de")
+        if (src, tgt) in pairs:
+            raise FairmtError(f"--lang-pairs: {item} is listed twice")
+        pairs.append((src, tgt))
+    if not pairs:
+        raise FairmtError("--lang-pairs is empty: give pairs like en-de,en-fr")
+    return pairs
+
+
+def _split(train, valid_pairs, valid_size, balance, seed, what):
+    """``{"train": ..., "valid": ...}`` of prepared pairs: the valid split prepared from its own input, or held out."""
+    from fairmt.data.gacl import prepare_gacl_pairs
+
+    splits = {}
+    if valid_pairs is not None:
+        splits["valid"] = prepare_gacl_pairs(valid_pairs, balance=balance, seed=seed)
+    else:
+        n = len(train)
+        k = valid_size if valid_size is not None else min(500, n // 20)
+        k -= k % 2
+        if k < 0 or k >= n:
+            raise FairmtError(f"--valid-size {valid_size}: must be between 0 and {n - 1} ({n} {what} pairs after "
+                              "preparation)")
+        if k > 0:  # the order is shuffled and gender-balanced already: the last k rows are a fair hold-out
+            splits["valid"] = train.select(range(n - k, n))
+            train = train.select(range(n - k))
+    return {"train": train, **splits}
 
 
 def fairseq_prep(
@@ -89,25 +150,36 @@ def fairseq_prep(
     balance: bool = True,
     seed: int = 0,
     workers: int = 1,
+    lang_pairs: str | list[str] | None = None,
 ) -> dict[str, int]:
-    """Prepare and binarise GACL data for fairseq; returns the number of sentence pairs per split.
+    """Prepare and binarise GACL data for fairseq; returns the number of sentence pairs per split (with
+    ``lang_pairs``: per ``"{split}.{src}-{tgt}"``).
 
-    Every input is read and checked (through :mod:`fairmt.data.inputs`) before fairseq is needed or anything is
-    written."""
+    ``lang_pairs`` (``"en-de,en-fr"``) writes the multilingual layout of ``gacl_multilingual_translation`` (one
+    joined dictionary for every language, ``dict.{lang}.txt`` copies and ``langs.txt``; ``src``/``tgt`` are then
+    not used, ``srcdict``/``tgtdict`` must be one file). Every input is read and checked (through
+    :mod:`fairmt.data.inputs`) before fairseq is needed or anything is written."""
     from fairmt.data.gacl import prepare_gacl_pairs
     from fairmt.data.inputs import input_path as _input_file
     from fairmt.data.inputs import read_text
     from fairmt.data.parallel import read_parallel
 
+    pairs = parse_lang_pairs(lang_pairs)
+    directions = pairs or [(src, tgt)]
     for what, path in (("training pairs (--input)", input_path), ("validation pairs (--valid-input)", valid_input)):
         if path is not None and Path(path).suffix not in (".jsonl", ".json", ".tsv"):
             _input_file(path, what)  # missing/directory first, then the format
             raise FairmtError(f"{path}: unknown format of the {what}: use .jsonl ({{\"translation\": {{...}}}}) or .tsv")
-    train_pairs = read_parallel(input_path, src, tgt)
-    valid_pairs = read_parallel(valid_input, src, tgt) if valid_input is not None else None
+    if pairs and Path(input_path).suffix == ".tsv":
+        raise FairmtError("--lang-pairs reads every pair from one .jsonl file ({\"translation\": {\"en\": .., "
+                          "\"de\": .., ...}}); a .tsv holds one pair only")
+    raw = {(s, t): (read_parallel(input_path, s, t), read_parallel(valid_input, s, t) if valid_input else None)
+           for s, t in directions}
     for opt, path in (("--srcdict", srcdict), ("--tgtdict", tgtdict)):
         if path is not None:
             read_text(path, f"fairseq dictionary ({opt})")
+    if pairs and srcdict and tgtdict and srcdict != tgtdict:
+        raise FairmtError("--lang-pairs uses one dictionary for every language: give one --srcdict (or --tgtdict)")
     if sentencepiece_model is not None:
         if _input_file(sentencepiece_model, "SentencePiece model (--sentencepiece-model)").stat().st_size == 0:
             raise FairmtError(f"{sentencepiece_model}: the SentencePiece model file is empty")
@@ -118,57 +190,107 @@ def fairseq_prep(
         raise FairmtError("--joined-dictionary with two different --srcdict/--tgtdict files: give one dictionary")
     require_fairseq()
 
-    train = prepare_gacl_pairs(train_pairs, balance=balance, seed=seed)
-    splits = {}
-    if valid_pairs is not None:
-        splits["valid"] = prepare_gacl_pairs(valid_pairs, balance=balance, seed=seed)
-    else:
-        n = len(train)
-        k = valid_size if valid_size is not None else min(500, n // 20)
-        k -= k % 2
-        if k < 0 or k >= n:
-            raise FairmtError(f"--valid-size {valid_size}: must be between 0 and {n - 1} ({n} pairs after preparation)")
-        if k > 0:  # the order is shuffled and gender-balanced already: the last k rows are a fair hold-out
-            splits["valid"] = train.select(range(n - k, n))
-            train = train.select(range(n - k))
-    splits = {"train": train, **splits}
+    prepared = {}
+    for (s, t), (train_pairs, valid_pairs) in raw.items():
+        try:
+            train = prepare_gacl_pairs(train_pairs, balance=balance, seed=seed)
+        except FairmtError as err:
+            if not pairs:
+                raise
+            raise FairmtError(f"{s}-{t}: {err}") from None
+        prepared[(s, t)] = _split(train, valid_pairs, valid_size, balance, seed, f"{s}-{t}")
 
     out = Path(out_dir)
     text = out / "text"
     text.mkdir(parents=True, exist_ok=True)
-    for split, ds in splits.items():
-        _write(text / f"{split}.{src}", [enc(s) for s in ds["src"]])
-        _write(text / f"{split}.{tgt}", [enc(s) for s in ds["tgt"]])
-        _write(text / f"{split}.cf", [enc(s) for s in ds["src_cf"]])
-        _write(text / f"{split}.gender", [str(int(g)) for g in ds["gender"]])
-
-    argv = ["--source-lang", src, "--target-lang", tgt, "--trainpref", str(text / "train"), "--destdir", str(out),
-            "--workers", str(workers)]
-    if "valid" in splits:
-        argv += ["--validpref", str(text / "valid")]
-    if joined_dictionary:
-        argv.append("--joined-dictionary")
-        if srcdict or tgtdict:
-            argv += ["--srcdict", srcdict or tgtdict]
-    else:
-        if srcdict:
-            argv += ["--srcdict", srcdict]
-        if tgtdict:
-            argv += ["--tgtdict", tgtdict]
-    _run_preprocess(argv, f"{src}-{tgt} pairs")
-
-    # the counterfactual sources, binarised with the source dictionary just written (never a dictionary of their own)
     tmp = out / ".cf-tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    cf_argv = ["--only-source", "--source-lang", "cf", "--srcdict", str(out / f"dict.{src}.txt"), "--trainpref",
-               str(text / "train"), "--destdir", str(tmp), "--workers", str(workers)]
-    if "valid" in splits:
-        cf_argv += ["--validpref", str(text / "valid")]
-    _run_preprocess(cf_argv, "counterfactual sources")
-    for split in splits:
-        gender_file, cf_prefix = side_file_paths(out, split, src, tgt)
-        for ext in ("bin", "idx"):
-            os.replace(tmp / f"{split}.cf-None.cf.{ext}", f"{cf_prefix}.{ext}")
-        shutil.copyfile(text / f"{split}.gender", gender_file)
+    jobs: list[tuple[str, list[str]]] = []
+    counts: dict[str, int] = {}
+
+    if not pairs:  # ---- one pair: fairseq's translation layout (unchanged file names)
+        splits = prepared[(src, tgt)]
+        for split, ds in splits.items():
+            _write(text / f"{split}.{src}", [enc(x) for x in ds["src"]])
+            _write(text / f"{split}.{tgt}", [enc(x) for x in ds["tgt"]])
+            _write(text / f"{split}.cf", [enc(x) for x in ds["src_cf"]])
+            _write(text / f"{split}.gender", [str(int(g)) for g in ds["gender"]])
+            counts[split] = len(ds)
+        argv = ["--source-lang", src, "--target-lang", tgt, "--trainpref", str(text / "train"), "--destdir", str(out),
+                "--workers", str(workers)]
+        if "valid" in splits:
+            argv += ["--validpref", str(text / "valid")]
+        if joined_dictionary:
+            argv.append("--joined-dictionary")
+            if srcdict or tgtdict:
+                argv += ["--srcdict", srcdict or tgtdict]
+        else:
+            if srcdict:
+                argv += ["--srcdict", srcdict]
+            if tgtdict:
+                argv += ["--tgtdict", tgtdict]
+        jobs.append((f"{src}-{tgt} pairs", argv))
+        # the counterfactual sources, binarised with the source dictionary just written (never one of their own)
+        cf_argv = ["--only-source", "--source-lang", "cf", "--srcdict", str(out / f"dict.{src}.txt"), "--trainpref",
+                   str(text / "train"), "--destdir", str(tmp), "--workers", str(workers)]
+        if "valid" in splits:
+            cf_argv += ["--validpref", str(text / "valid")]
+        jobs.append(("counterfactual sources", cf_argv))
+        _run_preprocess(jobs, out)
+        for split in splits:
+            gender_file, cf_prefix = side_file_paths(out, split, src, tgt)
+            for ext in ("bin", "idx"):
+                os.replace(tmp / f"{split}.cf-None.cf.{ext}", f"{cf_prefix}.{ext}")
+            shutil.copyfile(text / f"{split}.gender", gender_file)
+        shutil.rmtree(tmp, ignore_errors=True)
+        return counts
+
+    # ---- several pairs: translation_multi_simple_epoch's layout, one joined dictionary for every language
+    langs = sorted({lang for pair in pairs for lang in pair})
+    dict_file = out / "dict.txt"
+    given = srcdict or tgtdict
+    if given:
+        shutil.copyfile(given, dict_file)
+    else:  # one dictionary from every pair's training text (sources, targets and counterfactuals)
+        with open(text / "dict-source.all", "w", encoding="utf-8") as fh:
+            for s, t in pairs:
+                ds = prepared[(s, t)]["train"]
+                for col in ("src", "tgt", "src_cf"):
+                    for x in ds[col]:
+                        fh.write(enc(x) + "\n")
+        jobs.append(("joined dictionary", ["--only-source", "--dict-only", "--source-lang", "all", "--trainpref",
+                                           str(text / "dict-source"), "--destdir", str(tmp / "dict"),
+                                           "--workers", str(workers)]))
+    for s, t in pairs:
+        splits = prepared[(s, t)]
+        stem = f"{s}-{t}"
+        for split, ds in splits.items():
+            _write(text / f"{split}.{stem}.{s}", [enc(x) for x in ds["src"]])
+            _write(text / f"{split}.{stem}.{t}", [enc(x) for x in ds["tgt"]])
+            _write(text / f"{split}.{stem}.cf", [enc(x) for x in ds["src_cf"]])
+            _write(text / f"{split}.{stem}.gender", [str(int(g)) for g in ds["gender"]])
+            counts[f"{split}.{stem}"] = len(ds)
+        d = str(dict_file if given else tmp / "dict" / "dict.all.txt")
+        pref = ["--trainpref", str(text / f"train.{stem}")]
+        if "valid" in splits:
+            pref += ["--validpref", str(text / f"valid.{stem}")]
+        jobs.append((f"{stem} pairs", ["--source-lang", s, "--target-lang", t, *pref, "--srcdict", d, "--tgtdict", d,
+                                       "--destdir", str(out), "--workers", str(workers)]))
+        jobs.append((f"{stem} counterfactual sources", ["--only-source", "--source-lang", "cf", "--srcdict", d, *pref,
+                                                        "--destdir", str(tmp / stem), "--workers", str(workers)]))
+    _run_preprocess(jobs, out)
+    if not given:
+        os.replace(tmp / "dict" / "dict.all.txt", dict_file)
+        (text / "dict-source.all").unlink()
+    for lang in langs:
+        shutil.copyfile(dict_file, out / f"dict.{lang}.txt")
+    (out / "langs.txt").write_text("".join(f"{lang}\n" for lang in langs), encoding="utf-8")
+    for s, t in pairs:
+        stem = f"{s}-{t}"
+        for split in prepared[(s, t)]:
+            gender_file, cf_prefix = side_file_paths(out, split, s, t)
+            for ext in ("bin", "idx"):
+                os.replace(tmp / stem / f"{split}.cf-None.cf.{ext}", f"{cf_prefix}.{ext}")
+            shutil.copyfile(text / f"{split}.{stem}.gender", gender_file)
     shutil.rmtree(tmp, ignore_errors=True)
-    return {split: len(ds) for split, ds in splits.items()}
+    return counts

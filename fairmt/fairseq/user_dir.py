@@ -13,7 +13,8 @@ USER_DIR = Path(__file__).resolve().parent / "userdir" / "fairmt_gacl"
 
 
 def user_dir() -> str:
-    """The ``--user-dir`` folder of the fairmt plugin (registers ``gacl_kd`` and ``gacl_translation``)."""
+    """The ``--user-dir`` folder of the fairmt plugin (registers ``gacl_kd``, ``gacl_translation`` and
+    ``gacl_multilingual_translation``)."""
     return str(USER_DIR)
 
 

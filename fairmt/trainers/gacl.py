@@ -45,6 +45,7 @@ from transformers import PreTrainedModel, Seq2SeqTrainer, Seq2SeqTrainingArgumen
 
 from fairmt.errors import FairmtError
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, mt_kd_loss, token_kl_loss
+from fairmt.models.heads import LinearProjectionHead, ProjectionHead
 from fairmt.models.pooling import pool
 from fairmt.trainers.faults import FaultGuardMixin
 from fairmt.trainers.sharding import ShardingMixin, check_not_zero3_partitioned, frozen_copy, outside_zero3_init
@@ -185,28 +186,6 @@ class GACLConfig(Seq2SeqTrainingArguments):
             if getattr(self, k) is not None
         }
         return GACLPairs(**{**base.__dict__, **overrides})
-
-
-class ProjectionHead(nn.Module):
-    """SimCSE-style MLP head (Linear → Tanh → Linear) for the contrastive representations."""
-
-    def __init__(self, d_model: int, out_dim: int):
-        super().__init__()
-        self.net = nn.Sequential(nn.Linear(d_model, d_model), nn.Tanh(), nn.Linear(d_model, out_dim))
-
-    def forward(self, x):
-        return self.net(x)
-
-
-class LinearProjectionHead(nn.Module):
-    """The GACL authors' released head: ``Dropout(p = the model's dropout) → Linear(d, d)``."""
-
-    def __init__(self, d_model: int, dropout: float):
-        super().__init__()
-        self.net = nn.Sequential(nn.Dropout(dropout), nn.Linear(d_model, d_model))
-
-    def forward(self, x):
-        return self.net(x)
 
 
 def make_projection_head(args: "GACLConfig", config) -> nn.Module | None:

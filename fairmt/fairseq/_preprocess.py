@@ -1,0 +1,32 @@
+"""``python -m fairmt.fairseq._preprocess JOBS.json``: several ``fairseq-preprocess`` runs in ONE process.
+
+``JOBS.json`` holds ``[[what, argv], ...]``; each ``argv`` is parsed by fairseq's own preprocessing parser and handed
+to ``fairseq_cli.preprocess.main``, in order (a later job may use a dictionary an earlier one wrote). fairseq is
+imported once instead of once per run (seconds each). On a failure the line ``fairmt-preprocess-failed: WHAT`` goes
+to stderr before the traceback and the exit status is 1. Used by :func:`fairmt.fairseq.prep.fairseq_prep`.
+"""
+
+import json
+import sys
+import traceback
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    with open(argv[0], encoding="utf-8") as fh:
+        jobs = json.load(fh)
+    from fairseq import options
+    from fairseq_cli.preprocess import main as preprocess
+
+    for what, job in jobs:
+        try:
+            preprocess(options.get_preprocessing_parser().parse_args(job))
+        except (Exception, SystemExit):  # noqa: BLE001  (report which run failed, whatever fairseq raised)
+            print(f"fairmt-preprocess-failed: {what}", file=sys.stderr)
+            traceback.print_exc()
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
