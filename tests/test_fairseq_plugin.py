@@ -148,8 +148,11 @@ def _setup(data_dir, *extra, seed=0):
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
     parser = options.get_training_parser()
+    import tempfile
+
+    save_dir = tempfile.mkdtemp(prefix="fairmt-fairseq-")  # never fairseq's default ./checkpoints in the checkout
     args = options.parse_args_and_arch(parser, [str(data_dir), *TRAIN, "--batch-size", "8", "--dropout", "0",
-                                                "--save-dir", "", *extra])
+                                                "--save-dir", save_dir, *extra])
     cfg = convert_namespace_to_omegaconf(args)
     task = tasks.setup_task(cfg.task)
     task.load_dataset("train")
@@ -394,7 +397,11 @@ def _setup_ml(data, *extra):
     from fairseq import options, tasks, utils
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
-    args = options.parse_args_and_arch(options.get_training_parser(), _ml_args(data, "--dropout", "0", *extra))
+    import tempfile
+
+    save_dir = tempfile.mkdtemp(prefix="fairmt-fairseq-")  # never fairseq's default ./checkpoints in the checkout
+    args = options.parse_args_and_arch(options.get_training_parser(),
+                                       _ml_args(data, "--dropout", "0", "--save-dir", save_dir, *extra))
     cfg = convert_namespace_to_omegaconf(args)
     task = tasks.setup_task(cfg.task)
     task.load_dataset("train")
