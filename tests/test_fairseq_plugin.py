@@ -292,8 +292,10 @@ def test_fairseq_train_end_to_end_and_resume(data_dir, tmp_path):
     assert last < first - 0.5, (first, last)
 
     # the teacher: the starting model (same seed, same build), kept beside the checkpoints, never inside them
-    teacher_file = save / "gacl_teacher.pt"
-    teacher = torch.load(teacher_file, weights_only=True)
+    teacher_file = save / "gacl_teacher.safetensors"
+    from safetensors.torch import load_file
+
+    teacher = load_file(teacher_file)
     start = _setup(data_dir, seed=1)[2].state_dict()
     assert set(start) == set(teacher) and all(torch.equal(start[k], teacher[k]) for k in start)
     ckpt = torch.load(save / "checkpoint_last.pt", weights_only=False)
@@ -328,7 +330,7 @@ def test_m2m_style_model_and_teacher_path(data_dir, tmp_path):
     out = proc.stderr + proc.stdout
     assert f"KD teacher loaded from {teacher_ckpt}" in out
     assert float(_inner_logs(out)[0]["loss_kd"]) > 0.1  # a trained teacher vs the fresh student
-    assert not (tmp_path / "b" / "gacl_teacher.pt").exists()
+    assert not (tmp_path / "b" / "gacl_teacher.safetensors").exists()
     with pytest.raises(FairmtError, match=r"--teacher-path .*nope\.pt: no such checkpoint file"):
         _setup(data_dir, "--teacher-path", str(tmp_path / "nope.pt"))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fairmt.errors import FairmtError
-from fairmt.models.hub import require_model
+from fairmt.hub import require_model
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ Logged beside fairseq's ``loss``/``nll_loss`` (bits): ``loss_mt``, ``loss_kd``, 
 The teacher (α > 0) is held outside the criterion's modules, so it is neither trained, nor handed to the optimizer,
 nor written into checkpoints. ``--teacher-path CKPT`` loads a fairseq checkpoint; without it the teacher is a frozen
 copy of the model as it is at the first forward (the starting model, after ``--restore-file``/``--finetune-from-model``),
-and its weights are kept in ``SAVE_DIR/gacl_teacher.pt`` so a resumed run (``checkpoint_last.pt`` in the save dir)
+and its weights are kept in ``SAVE_DIR/gacl_teacher.safetensors`` so a resumed run (``checkpoint_last.pt`` in the save dir)
 distils from the same teacher; a fresh run in that folder overwrites it. Checkpoints are unpickled in full (fairseq
 0.12 stores argparse objects; the plugin sets ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``): load trusted files only.
 """
@@ -64,7 +64,7 @@ from fairmt.models.pooling import pool
 
 logger = logging.getLogger(__name__)
 
-TEACHER_FILE = "gacl_teacher.pt"
+TEACHER_FILE = "gacl_teacher.safetensors"
 _SWITCHES = ("dropout_positive", "inbatch_positives", "counterfactual_negative", "inbatch_negatives",
              "detach_dropout_view")
 _BOOL = {"true": True, "yes": True, "1": True, "on": True, "false": False, "no": False, "0": False, "off": False}
@@ -221,12 +221,17 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
             resumed = saved and os.path.isfile(saved) and os.path.isfile(
                 os.path.join(self.cfg.save_dir, "checkpoint_last.pt"))
             if resumed:
-                teacher.load_state_dict(torch.load(saved, map_location="cpu", weights_only=True))
+                from safetensors.torch import load_file
+
+                teacher.load_state_dict(load_file(saved, device="cpu"))
                 logger.info(f"gacl_kd: resumed run, KD teacher = the starting model kept in {saved}")
             elif saved and (not dist.is_initialized() or dist.get_rank() == 0):
                 os.makedirs(self.cfg.save_dir, exist_ok=True)
+                from safetensors.torch import save_file
+
                 tmp = f"{saved}.tmp"
-                torch.save({k: v.detach().cpu() for k, v in inner.state_dict().items()}, tmp)
+                # cloned: fairseq ties embeddings (shared storage), which safetensors refuses to write as one tensor
+                save_file({k: v.detach().cpu().clone().contiguous() for k, v in inner.state_dict().items()}, tmp)
                 os.replace(tmp, saved)
                 logger.info(f"gacl_kd: KD teacher = a frozen copy of the starting model (kept in {saved})")
         teacher.requires_grad_(False)

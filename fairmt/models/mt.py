@@ -248,7 +248,7 @@ def load_translation_model(
         model: an already loaded model (e.g. a PEFT-wrapped one) to pair with the tokenizer.
     """
     if model is None:
-        from fairmt.models.hub import require_model
+        from fairmt.hub import require_model
 
         require_model(name_or_path, "translation model")
     if family is None:

@@ -128,7 +128,7 @@ def load_model(path: str, peft_cfg: dict | None):
     folder: its transformer); optionally wrapped by PEFT LoRA."""
     from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
 
-    from fairmt.models.hub import require_model
+    from fairmt.hub import require_model
     from fairmt.scripts.ccd import is_masked_lm_dir
 
     require_model(path, "encoder")

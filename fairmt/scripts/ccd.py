@@ -52,8 +52,8 @@ SUITES = ("seat", "cced", "bias_ir", "utility")
 
 def resolve_model_path(model: str) -> str:
     """A local folder or Hub id for ``model``: a folder, a Hub id (cached or reachable), ``pkg:<module>`` (a model
-    bundled by an installed package) or ``minilm`` — the one convention of :func:`fairmt.models.hub.resolve_model_ref`."""
-    from fairmt.models.hub import require_model, resolve_model_ref
+    bundled by an installed package) or ``minilm`` — the one convention of :func:`fairmt.hub.resolve_model_ref`."""
+    from fairmt.hub import require_model, resolve_model_ref
 
     return require_model(resolve_model_ref(model), "encoder")
 
@@ -274,7 +274,7 @@ def load_encoder(path: str, peft_cfg: dict | None = None):
     A ``*ForMaskedLM`` checkpoint is loaded with its head (``AutoModelForMaskedLM``), so the saved debiased model
     keeps it; any other plain encoder with ``AutoModel``."""
     from fairmt.eval.embedding.encode import is_sentence_transformers_dir
-    from fairmt.models.hub import require_model
+    from fairmt.hub import require_model
 
     require_model(path, "encoder")
 

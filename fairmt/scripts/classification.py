@@ -124,7 +124,7 @@ def load_data(dcfg: dict[str, Any]):
 
 
 def _model_path(name: str) -> str:
-    from fairmt.models.hub import require_model, resolve_model_ref
+    from fairmt.hub import require_model, resolve_model_ref
 
     return require_model(resolve_model_ref(name), "encoder")
 

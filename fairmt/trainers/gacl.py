@@ -366,7 +366,7 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
         if teacher_model is None and args.teacher_model_name_or_path:
             from transformers import AutoModelForSeq2SeqLM
 
-            from fairmt.models.hub import require_model
+            from fairmt.hub import require_model
 
             require_model(args.teacher_model_name_or_path, "KD teacher")
             with outside_zero3_init():  # the teacher is never managed by DeepSpeed: keep it whole

@@ -254,7 +254,7 @@ class TransformersChatClient:
         """Load a local causal LM folder."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from fairmt.models.hub import require_model
+        from fairmt.hub import require_model
 
         require_model(path, "local LLM")
         model = AutoModelForCausalLM.from_pretrained(path)

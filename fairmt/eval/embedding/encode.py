@@ -37,8 +37,8 @@ def is_sentence_transformers_dir(path: str | Path) -> bool:
 
 def _check_model_dir(path: str | Path) -> Path:
     """A local folder, a ``pkg:`` / alias reference, or a Hub id that is cached or reachable
-    (:func:`fairmt.models.hub.resolve_model_ref`, :func:`~fairmt.models.hub.require_model`)."""
-    from fairmt.models.hub import require_model, resolve_model_ref
+    (:func:`fairmt.hub.resolve_model_ref`, :func:`~fairmt.hub.require_model`)."""
+    from fairmt.hub import require_model, resolve_model_ref
 
     return Path(require_model(resolve_model_ref(path), "encoder"))
 
