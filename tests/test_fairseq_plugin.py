@@ -33,6 +33,17 @@ TRAIN = ["--user-dir", user_dir(), "--task", "gacl_translation", "--balanced-gen
          "--log-format", "json", "--log-interval", "1"]
 
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_unsafe_loading_after_this_module():
+    """The plugin sets TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD when imported (fairseq's own checkpoints need it, in a
+    fairseq-train process). In this test process it must not outlive these tests: other tests' torch.load would
+    unpickle in full."""
+    before = os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+    yield
+    if before is None:
+        os.environ.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
+
 def _plugin_skip_reason() -> str | None:
     """Why the plugin tests cannot run here (None: they can): fairseq absent, or present but failing to import
     (e.g. fairseq 0.12.2 on Python 3.11, or a torchaudio built for another torch)."""

@@ -387,6 +387,7 @@ NOT_INPUTS = {
     "eval geneval --translations": "the contextual set: read by the same reader as --masculine (covered)",
     "eval mt-bias --name": "a display name",
     "data corpora --dest": "an output folder",
+    "data fairseq-prep --lang-pairs": "language pairs (its help mentions the file naming)",
     "data corpora --sha256": "a FILE=DIGEST pin, not a path",
     "report --names": "display names (its help mentions file stems)",
 }

@@ -379,9 +379,17 @@ def test_cli_model_uses_the_runner(shared_data, monkeypatch, capsys):
         calls.update(model=model, n=len(sources), src=src_lang, tgt=tgt_lang, **kw)
         return google
 
+    made = {}
+
+    def fake_translator(args, src, tgt):  # the --model/--backend flags become one translator (hf here)
+        made.update(model=args.model, backend=args.backend)
+        return "TRANSLATOR"
+
     monkeypatch.setattr(runner, "generate_translations", fake_generate)
+    monkeypatch.setattr("fairmt.commands._backend.make_translator", fake_translator)
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     assert main(["eval", "winomt", "--lang", "he", "--model", "some/model", "--compat", "acl2019", "--num-beams", "2"]) == 0
-    assert calls["model"] == "some/model" and calls["n"] == 3888 and (calls["src"], calls["tgt"]) == ("en", "he")
+    assert made == {"model": "some/model", "backend": "hf"}
+    assert calls["model"] == "TRANSLATOR" and calls["n"] == 3888 and (calls["src"], calls["tgt"]) == ("en", "he")
     assert calls["num_beams"] == 2
     assert capsys.readouterr().out.splitlines()[2].split()[:3] == ["he", "53.7", "7.9"]
