@@ -170,3 +170,26 @@ def test_report_refuses_other_json(tmp_path, capsys):
     (tmp_path / "x.json").write_text('{"accuracy": 1}')
     assert main(["report", str(tmp_path / "x.json")]) == 2
     assert "not a `fairmt eval mt-bias` result" in capsys.readouterr().err
+
+
+def test_flores_without_a_sentencepiece_model_is_chrf_only(tmp_path, monkeypatch, capsys):
+    import sacrebleu.utils
+
+    from fairmt.eval.translation import SPM_ENV
+
+    _fake_data(tmp_path / "data")
+    monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "data"))
+    monkeypatch.delenv(SPM_ENV, raising=False)
+    monkeypatch.setattr(sacrebleu.utils, "SACREBLEU_DIR", str(tmp_path / "no-sacrebleu-cache"))
+    (tmp_path / "run" / "flores").mkdir(parents=True)
+    (tmp_path / "run" / "flores" / "de.txt").write_text("Der Arzt ist hier.\nWir gehen heim.\n", encoding="utf-8")
+    assert main(["eval", "mt-bias", "--translations-dir", str(tmp_path / "run"), "--benchmarks", "flores",
+                 "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    r = json.loads(captured.out)
+    assert r["flores"]["de"]["spbleu"] is None and r["flores"]["de"]["bleu_spm_nonstandard"] is None
+    assert 0 < r["flores"]["de"]["chrfpp"] < 100 and "spBLEU not computed" in " ".join(r["skipped"])
+    # a model path the user gives must exist
+    assert main(["eval", "mt-bias", "--translations-dir", str(tmp_path / "run"), "--benchmarks", "flores",
+                 "--spm-model", str(tmp_path / "nope.model")]) == 2
+    assert "nope.model" in capsys.readouterr().err

@@ -104,13 +104,10 @@ def run(args: argparse.Namespace) -> int:
     if uses_model(args):
         translator = make_translator(args, "en", "de")
         out_dir = Path(args.output_dir or "mt-bias-translations")
-        if "flores" in benchmarks:
+        if "flores" in benchmarks and args.spm_model:
             from fairmt.eval.translation import find_spm_model
 
-            try:
-                find_spm_model(args.spm_model)
-            except FairmtError as err:
-                say(f"note: {str(err).split('.')[0]}: FLORES-200 is scored with chrF++ and no spBLEU")
+            find_spm_model(args.spm_model)  # a given model must exist: fail before translating
         translate_suite(translator, out_dir, langs=langs, benchmarks=benchmarks, split=args.split, compat=args.compat,
                         gold=args.gold, many2many=args.many2many, cache_dir=args.cache_dir, say=say,
                         batch_size=args.batch_size, num_beams=args.num_beams, max_new_tokens=args.max_new_tokens)

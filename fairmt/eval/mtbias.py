@@ -77,6 +77,38 @@ def m2m_file(root: Path, src: str, tgt: str) -> Path:
     return root / "flores_m2m" / f"{src}-{tgt}.txt"
 
 
+def _quality(hyps: list[str], refs: list[str], lang_pair: str, spm_model, have_spm: bool) -> dict:
+    """spBLEU (or spBLEU* with another SentencePiece model) and chrF++; without any SentencePiece model chrF++ only
+    (``spbleu`` and ``bleu_spm_nonstandard`` None, a note saying why)."""
+    from dataclasses import asdict
+
+    from fairmt.eval.translation import translation_quality
+
+    if have_spm:
+        return asdict(translation_quality(hyps, refs, lang_pair=lang_pair, spm_model=spm_model))
+    from sacrebleu.metrics import CHRF
+
+    if len(hyps) != len(refs):
+        raise FairmtError(f"{len(hyps)} hypotheses but {len(refs)} references for {lang_pair}")
+    chrf = CHRF(word_order=2)
+    return {"lang_pair": lang_pair, "n": len(refs), "spbleu": None, "bleu_spm_nonstandard": None,
+            "chrfpp": chrf.corpus_score(hyps, [refs]).score, "bleu_label": None, "bleu_signature": None,
+            "chrf_signature": str(chrf.get_signature()), "spm_model": None, "spm_model_sha256": None,
+            "note": "no FLORES-200 SentencePiece model was found: spBLEU not computed (pass --spm-model)"}
+
+
+def _has_spm(spm_model) -> bool:
+    from fairmt.eval.translation import find_spm_model
+
+    try:
+        find_spm_model(spm_model)
+    except FairmtError:
+        if spm_model is not None:  # a path the user gave must exist
+            raise
+        return False
+    return True
+
+
 def _flores_code(lang: str) -> str:
     from fairmt.models.languages import ISO_TO_NLLB
 
@@ -236,28 +268,29 @@ def score_translations_dir(
 
     if "flores" in benchmarks:
         from fairmt.eval.geneval import read_lines
-        from fairmt.eval.translation import read_flores, translation_quality
+        from fairmt.eval.translation import read_flores
 
         per = {}
-        for lang in present("flores", root / "flores", wanted(FLORES_LANGS), lambda x: flores_file(root, x).is_file()):
+        todo = present("flores", root / "flores", wanted(FLORES_LANGS), lambda x: flores_file(root, x).is_file())
+        have_spm = _has_spm(spm_model) if todo or many2many else False
+        if (todo or many2many) and not have_spm:
+            col.skipped.append("flores: spBLEU not computed (no FLORES-200 SentencePiece model: pass --spm-model); chrF++ only")
+        for lang in todo:
             f = flores_file(root, lang)
             say(f"FLORES-200 en→{lang}")
 
             def one(lang=lang, f=f):
                 code = _flores_code(lang)
                 refs = read_flores(code)
-                q = translation_quality(read_lines(f, expected=len(refs), allow_empty=True), refs,
-                                        lang_pair=f"eng_Latn-{code}", spm_model=spm_model)
-                from dataclasses import asdict
-
-                return asdict(q)
+                return _quality(read_lines(f, expected=len(refs), allow_empty=True), refs, f"eng_Latn-{code}",
+                                spm_model, have_spm)
 
             row = col.run(f"FLORES-200 {lang}", one)
             if row is not None:
                 per[lang] = row
         out["flores"] = {**per, **_summaries(per, FLORES_KEYS, id_lang)} if per else {}
         if many2many:
-            out["flores_many2many"] = score_many2many(root, spm_model=spm_model, col=col, say=say)
+            out["flores_many2many"] = score_many2many(root, spm_model=spm_model, col=col, say=say, have_spm=have_spm)
 
     out["settings"] = {
         "translations_dir": str(root), "src": "en", "id_lang": id_lang, "split": split, "compat": compat,
@@ -286,13 +319,15 @@ def model_card_results(result: dict) -> list[dict]:
     return out
 
 
-def score_many2many(root: Path, *, spm_model=None, col: _Collector | None = None, say=None) -> dict:
+def score_many2many(root: Path, *, spm_model=None, col: _Collector | None = None, say=None,
+                    have_spm: bool | None = None) -> dict:
     """spBLEU of every ``flores_m2m/<src>-<tgt>.txt`` present, averaged by resource group as the paper's Table 4:
     ``to_<group>`` (target in the group), ``from_<group>`` (source in the group) and ``x2x`` (all directions)."""
     from fairmt.eval.geneval import read_lines
-    from fairmt.eval.translation import read_flores, translation_quality
+    from fairmt.eval.translation import read_flores
 
     col = col or _Collector(False)
+    have_spm = _has_spm(spm_model) if have_spm is None else have_spm
     codes = [c for g in RESOURCE_GROUPS.values() for c in g]
     group_of = {c: g for g, cs in RESOURCE_GROUPS.items() for c in cs}
     pairs: dict[str, dict] = {}
@@ -305,9 +340,8 @@ def score_many2many(root: Path, *, spm_model=None, col: _Collector | None = None
 
             def one(s=s, t=t, f=f):
                 refs = read_flores(t)
-                q = translation_quality(read_lines(f, expected=len(refs), allow_empty=True), refs,
-                                        lang_pair=f"{s}-{t}", spm_model=spm_model)
-                return {"spbleu": q.spbleu, "bleu_spm_nonstandard": q.bleu_spm_nonstandard, "chrfpp": q.chrfpp}
+                q = _quality(read_lines(f, expected=len(refs), allow_empty=True), refs, f"{s}-{t}", spm_model, have_spm)
+                return {k: q[k] for k in ("spbleu", "bleu_spm_nonstandard", "chrfpp")}
 
             row = col.run(f"FLORES-200 {s}-{t}", one)
             if row is not None:
@@ -319,13 +353,17 @@ def score_many2many(root: Path, *, spm_model=None, col: _Collector | None = None
     def bleu(r: dict) -> float | None:
         return r["spbleu"] if r["spbleu"] is not None else r["bleu_spm_nonstandard"]
 
+    if not have_spm:  # chrF++ by resource group, then
+        bleu = lambda r: r["chrfpp"]  # noqa: E731
+
     out: dict[str, Any] = {"pairs": pairs}
     for g in RESOURCE_GROUPS:
         out[f"to_{g}"] = _mean([bleu(r) for k, r in pairs.items() if group_of[k.split("-", 1)[1]] == g])
         out[f"from_{g}"] = _mean([bleu(r) for k, r in pairs.items() if group_of[k.split("-", 1)[0]] == g])
     out["x2x"] = _mean([bleu(r) for r in pairs.values()])
     out["n_directions"] = len(pairs)
-    out["metric"] = "spBLEU" if all(r["spbleu"] is not None for r in pairs.values()) else "spBLEU* (non-official SPM model)"
+    out["metric"] = ("chrF++ (no SentencePiece model)" if not have_spm else "spBLEU"
+                     if all(r["spbleu"] is not None for r in pairs.values()) else "spBLEU* (non-official SPM model)")
     return out
 
 
