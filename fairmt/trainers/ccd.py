@@ -45,6 +45,7 @@ from fairmt.errors import FairmtError
 from fairmt.losses.ccd import RHO_ESTIMATORS, ccd_loss, estimate_rho, tuple_distances
 from fairmt.models.pooling import pool
 from fairmt.trainers.faults import FaultGuardMixin
+from fairmt.trainers.term_logging import SplitTermLogMixin
 from fairmt.trainers.sharding import ShardingMixin, check_not_zero3_partitioned, frozen_copy
 
 logger = logging.getLogger(__name__)
@@ -154,7 +155,7 @@ def encode(model: torch.nn.Module, features: dict, pooling: str = "auto", normal
     return emb
 
 
-class CCDTrainer(FaultGuardMixin, ShardingMixin, Trainer):
+class CCDTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Trainer):
     """``transformers.Trainer`` that trains a sentence encoder with the CCD loss (see the module docstring).
 
     Args:
@@ -202,7 +203,6 @@ class CCDTrainer(FaultGuardMixin, ShardingMixin, Trainer):
         self.rho: float | None = args.rho
         self.rho_stats: dict[str, float] = {}
         self._rho_logged = False
-        self._terms = {"train": torch.zeros(3), "eval": torch.zeros(3)}  # sum bias, sum rep, count
 
     # ------------------------------------------------------------------ embeddings
 
@@ -292,53 +292,17 @@ class CCDTrainer(FaultGuardMixin, ShardingMixin, Trainer):
         neutral, groups = emb[0], emb[1:].transpose(0, 1)
         orig = self.embed_reference({k: v[:b] for k, v in feats.items()})
         out = ccd_loss(neutral, groups, orig.to(neutral.dtype), rho=rho, beta=self.args.beta)
-        acc = self._terms["train" if model.training else "eval"]
-        acc += torch.tensor([float(out.bias.detach()), float(out.rep.detach()), 1.0])
+        self._add_terms(model.training, out.bias, out.rep)
         if return_outputs:
             return out.loss, {"embeddings": emb}
         return out.loss
 
-    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
-        """Validation: the CCD loss only (there are no labels or logits)."""
-        inputs = self._prepare_inputs(inputs)
-        with torch.no_grad():
-            loss = self.compute_loss(model, inputs)
-        return loss.detach(), None, None
+    # ------------------------------------------------------------------ logging (SplitTermLogMixin: loss_bias, loss_rep)
 
-    # ------------------------------------------------------------------ logging
-
-    def _mean_terms(self, split: str) -> dict[str, float] | None:
-        acc = self._terms[split]
-        self._terms[split] = torch.zeros(3)
-        if self.accelerator.num_processes > 1:
-            acc = self.accelerator.reduce(acc.to(self.args.device), reduction="sum").cpu()
-        if acc[2] <= 0:
-            return None
-        return {"bias": float(acc[0] / acc[2]), "rep": float(acc[1] / acc[2])}
-
-    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        """Add the mean ``loss_bias`` / ``loss_rep`` since the last training log (and ρ once)."""
-        if "loss" in logs and not any(k.startswith("eval_") for k in logs):
-            terms = self._mean_terms("train")
-            if terms is not None:
-                logs["loss_bias"] = round(terms["bias"], 6)
-                logs["loss_rep"] = round(terms["rep"], 6)
-            if self.rho is not None and not self._rho_logged:
-                logs["ccd_rho"] = self.rho
-                self._rho_logged = True
-        super().log(logs, start_time)
-
-    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
-                        metric_key_prefix="eval"):
-        """Trainer's evaluation loop, plus ``<prefix>_loss_bias`` and ``<prefix>_loss_rep`` in the metrics."""
-        self._terms["eval"] = torch.zeros(3)
-        output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys,
-                                         metric_key_prefix)
-        terms = self._mean_terms("eval")
-        if terms is not None:
-            output.metrics[f"{metric_key_prefix}_loss_bias"] = terms["bias"]
-            output.metrics[f"{metric_key_prefix}_loss_rep"] = terms["rep"]
-        return output
+    def _extra_train_log(self, logs: dict[str, float]) -> None:
+        if self.rho is not None and not self._rho_logged:  # ρ once, in the first training log
+            logs["ccd_rho"] = self.rho
+            self._rho_logged = True
 
     # ------------------------------------------------------------------ saving sentence-transformers models
 

@@ -48,6 +48,10 @@ def _terms_text(trainer: Any) -> str:
     sums, counts = trainer.__dict__.get("_term_sums"), trainer.__dict__.get("_term_counts")
     if sums:
         return ", ".join(f"{k}={sums[k] / max(counts[k], 1):.4g}" for k in sums)
+    split = trainer.__dict__.get("_split_terms")  # SplitTermLogMixin (CCD, DPCE, ADEPT-F): the training sums
+    if split and float(split["train"][2]) > 0:
+        acc, names = split["train"], getattr(trainer, "term_names", ("a", "b"))
+        return ", ".join(f"{n}={float(acc[i] / acc[2]):.4g}" for i, n in enumerate(names))
     terms = trainer.__dict__.get("_terms")
     if terms:
         return ", ".join(f"{k}={float(v[-1]):.4g}" for k, v in terms.items() if len(v))

@@ -27,3 +27,66 @@ class LossTermLogMixin:
             sums.clear()
             counts.clear()
         super().log(logs, *args, **kwargs)
+
+
+class SplitTermLogMixin:
+    """Mix into a ``Trainer`` subclass (before ``Trainer``) whose loss has two named terms (``term_names``) and no
+    labels or logits (CCD, DPCE, ADEPT-F): :meth:`_add_terms` accumulates per-step values, separately for training
+    and evaluation; every training log gets ``loss_<term>`` (the mean since the last log) and every evaluation
+    ``<prefix>_loss_<term>``, both summed over processes first, so a multi-process run logs the global means."""
+
+    term_names: tuple[str, str] = ("bias", "rep")
+
+    def _split_term_sums(self) -> dict:
+        import torch
+
+        return self.__dict__.setdefault("_split_terms", {"train": torch.zeros(3), "eval": torch.zeros(3)})
+
+    def _add_terms(self, training: bool, a, b) -> None:
+        import torch
+
+        self._split_term_sums()["train" if training else "eval"] += torch.tensor([float(a.detach()), float(b.detach()), 1.0])
+
+    def _mean_terms(self, split: str) -> dict[str, float] | None:
+        import torch
+
+        sums = self._split_term_sums()
+        acc = sums[split]
+        sums[split] = torch.zeros(3)
+        if self.accelerator.num_processes > 1:
+            acc = self.accelerator.reduce(acc.to(self.args.device), reduction="sum").cpu()
+        if acc[2] <= 0:
+            return None
+        return {self.term_names[0]: float(acc[0] / acc[2]), self.term_names[1]: float(acc[1] / acc[2])}
+
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+        """Validation: the loss only (there are no labels or logits)."""
+        import torch
+
+        inputs = self._prepare_inputs(inputs)
+        with torch.no_grad():
+            loss = self.compute_loss(model, inputs)
+        return loss.detach(), None, None
+
+    def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
+        """Add the mean of each loss term since the last training log."""
+        if "loss" in logs and not any(k.startswith("eval_") for k in logs):
+            for k, v in (self._mean_terms("train") or {}).items():
+                logs[f"loss_{k}"] = round(v, 8)
+            self._extra_train_log(logs)
+        super().log(logs, *args, **kwargs)
+
+    def _extra_train_log(self, logs: dict[str, float]) -> None:
+        """Hook for a subclass to add its own values to a training log."""
+
+    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
+                        metric_key_prefix="eval"):
+        """Trainer's evaluation loop, plus ``<prefix>_loss_<term>`` for both terms."""
+        import torch
+
+        self._split_term_sums()["eval"] = torch.zeros(3)
+        output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys,
+                                         metric_key_prefix)
+        for k, v in (self._mean_terms("eval") or {}).items():
+            output.metrics[f"{metric_key_prefix}_loss_{k}"] = v
+        return output

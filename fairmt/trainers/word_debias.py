@@ -30,6 +30,7 @@ from fairmt.errors import FairmtError
 from fairmt.losses.dpce import DEBIAS_LAYERS, LOSS_TARGETS
 from fairmt.trainers.ccd import _is_peft, is_sentence_transformer
 from fairmt.trainers.faults import FaultGuardMixin
+from fairmt.trainers.term_logging import SplitTermLogMixin
 from fairmt.trainers.sharding import ShardingMixin, check_not_zero3_partitioned, frozen_copy
 
 logger = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ def masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (states * m).sum(1) / m.sum(1).clamp_min(1.0)
 
 
-class WordDebiasTrainer(FaultGuardMixin, ShardingMixin, Trainer):
+class WordDebiasTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Trainer):
     """Base class; see the module docstring. Subclasses set ``method``, ``term_names``, ``config_class``,
     ``attribute_pooling`` and implement :meth:`loss_terms`."""
 
@@ -139,7 +140,6 @@ class WordDebiasTrainer(FaultGuardMixin, ShardingMixin, Trainer):
             reference_model.to(self.args.device)
         self.reference_model = reference_model
         self.attribute_vectors: torch.Tensor | None = None  # (G, L+1, d), original model
-        self._terms = {"train": torch.zeros(3), "eval": torch.zeros(3)}
 
     # ------------------------------------------------------------------ original-model states
 
@@ -235,42 +235,6 @@ class WordDebiasTrainer(FaultGuardMixin, ShardingMixin, Trainer):
             attr_states = attr_orig = hs.new_zeros((0, *hs.shape[2:]))
         loss, a, b = self.loss_terms(hs[is_target], attention[is_target], inputs["word_mask"][is_target],
                                      attr_states, attr_orig)
-        acc = self._terms["train" if model.training else "eval"]
-        acc += torch.tensor([float(a.detach()), float(b.detach()), 1.0])
+        self._add_terms(model.training, a, b)
         return (loss, {"hidden_states": hs}) if return_outputs else loss
 
-    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
-        """Validation: the loss only (no labels or logits)."""
-        inputs = self._prepare_inputs(inputs)
-        with torch.no_grad():
-            loss = self.compute_loss(model, inputs)
-        return loss.detach(), None, None
-
-    # ------------------------------------------------------------------ logging
-
-    def _mean_terms(self, split: str) -> dict[str, float] | None:
-        acc = self._terms[split]
-        self._terms[split] = torch.zeros(3)
-        if self.accelerator.num_processes > 1:
-            acc = self.accelerator.reduce(acc.to(self.args.device), reduction="sum").cpu()
-        if acc[2] <= 0:
-            return None
-        return {self.term_names[0]: float(acc[0] / acc[2]), self.term_names[1]: float(acc[1] / acc[2])}
-
-    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        """Add the mean of each loss term since the last training log."""
-        if "loss" in logs and not any(k.startswith("eval_") for k in logs):
-            terms = self._mean_terms("train")
-            for k, v in (terms or {}).items():
-                logs[f"loss_{k}"] = round(v, 8)
-        super().log(logs, start_time)
-
-    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
-                        metric_key_prefix="eval"):
-        """Trainer's evaluation loop, plus ``<prefix>_loss_<term>`` for both terms."""
-        self._terms["eval"] = torch.zeros(3)
-        output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys,
-                                         metric_key_prefix)
-        for k, v in (self._mean_terms("eval") or {}).items():
-            output.metrics[f"{metric_key_prefix}_loss_{k}"] = v
-        return output
