@@ -215,6 +215,16 @@ def test_cli_backend_flags(trained_dir, tmp_path, monkeypatch, capsys):
         assert json.loads(capsys.readouterr().out)["n"] == 3
         head = json.loads((tmp_path / "cache" / "geneval-test-masculine.en-de.jsonl").read_text().splitlines()[0])
         assert head["backend"] == "ctranslate2"
+        # batching by tokens from the command line gives the same translations (a new cache: other settings)
+        assert main(["eval", "geneval", "--lang", "de", "--model", str(trained_dir), "--backend", "ctranslate2",
+                     "--max-batch-tokens", "16", "--num-beams", "2", "--max-new-tokens", "8", "--cache-dir",
+                     str(tmp_path / "cache-tokens"), "--json", "-"]) == 0
+        tok = json.loads(capsys.readouterr().out)
+        ref = json.loads((tmp_path / "cache").joinpath("geneval-test-masculine.en-de.jsonl").read_text().splitlines()[1])
+        got = json.loads((tmp_path / "cache-tokens").joinpath("geneval-test-masculine.en-de.jsonl").read_text().splitlines()[1])
+        assert tok["n"] == 3 and got["t"] == ref["t"]
+    assert main(["eval", "geneval", "--lang", "de", "--model", str(trained_dir), "--max-batch-tokens", "16", *gen]) == 2
+    assert "--max-batch-tokens is for --backend ctranslate2" in capsys.readouterr().err
 
 
 SHARD_SCRIPT = """

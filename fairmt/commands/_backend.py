@@ -13,6 +13,9 @@ def add_backend_arguments(group) -> None:
                             "causal-lm (a local chat LLM given as --model)")
     group.add_argument("--compute-type", choices=["float32", "int8", "float16", "bfloat16"], default=None,
                        help="ctranslate2: precision (default float32)")
+    group.add_argument("--max-batch-tokens", type=int, default=None, metavar="N",
+                       help="ctranslate2: batch by tokens, at most N source tokens per batch (default: batch by "
+                            "--batch-size sentences)")
     group.add_argument("--api-base", default=None, metavar="URL",
                        help="openai: endpoint base URL (default https://api.openai.com/v1); the key is read from "
                             "$OPENAI_API_KEY (or --api-key-env)")
@@ -28,6 +31,7 @@ def add_backend_arguments(group) -> None:
 
 _ONLY = {
     "compute_type": ("--compute-type", ("ctranslate2",)),
+    "max_batch_tokens": ("--max-batch-tokens", ("ctranslate2",)),
     "api_base": ("--api-base", ("openai",)),
     "api_model": ("--api-model", ("openai",)),
     "api_key_env": ("--api-key-env", ("openai",)),
@@ -77,6 +81,10 @@ def make_translator(args, src_lang: str = "en", tgt_lang: str = "de"):
     if backend == "causal-lm":
         return get_backend("causal-lm", args.model, prompt_template=args.prompt_template, device=device)
     if backend == "ctranslate2":
+        tokens = getattr(args, "max_batch_tokens", None)
+        if tokens is not None and tokens <= 0:
+            raise FairmtError(f"--max-batch-tokens must be positive, got {tokens}")
+        batching = {"batch_type": "tokens", "max_batch_size": tokens} if tokens else {}
         return get_backend("ctranslate2", args.model, family=family, src_lang=src_lang, tgt_lang=tgt_lang,
-                           compute_type=args.compute_type, device=device)
+                           compute_type=args.compute_type or "float32", device=device, **batching)
     return get_backend("hf", args.model, family=family, src_lang=src_lang, tgt_lang=tgt_lang, device=device)
