@@ -26,7 +26,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation_multi_simple_epoch import TranslationMultiSimpleEpochTask
 
 from fairmt.errors import FairmtError
-from fairmt.fairseq.task import GACLPairDataset, balanced_batch_iterator, load_side_files, model_dims
+from fairmt.fairseq.task import BalancedBatchesMixin, GACLPairDataset, load_side_files, model_dims
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class GACLMultilingualDatasetManager(MultilingualDatasetManager):
 
 
 @register_task(TASK)
-class GACLMultilingualTranslationTask(TranslationMultiSimpleEpochTask):
+class GACLMultilingualTranslationTask(BalancedBatchesMixin, TranslationMultiSimpleEpochTask):
     """``translation_multi_simple_epoch`` + gender labels and counterfactual sources for the ``gacl_kd``
     criterion (see the module docstring)."""
 
@@ -87,21 +87,6 @@ class GACLMultilingualTranslationTask(TranslationMultiSimpleEpochTask):
         self.gacl_model_dims = model_dims(model)  # the criterion's projection head is sized from it
         return model
 
-    def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None, max_positions=None,
-                           ignore_invalid_inputs=False, required_batch_size_multiple=1, seed=1, num_shards=1,
-                           shard_id=0, num_workers=0, epoch=1, data_buffer_size=0, disable_iterator_cache=False,
-                           skip_remainder_batch=False, grouped_shuffling=False, update_epoch_batch_itr=False):
+    def balanced(self, dataset) -> bool:
         split = next((s for s, d in self.datasets.items() if d is dataset), "")
-        if not (getattr(self.args, "balanced_genders", False) and split.startswith("train")):
-            return super().get_batch_iterator(
-                dataset, max_tokens=max_tokens, max_sentences=max_sentences, max_positions=max_positions,
-                ignore_invalid_inputs=ignore_invalid_inputs, required_batch_size_multiple=required_batch_size_multiple,
-                seed=seed, num_shards=num_shards, shard_id=shard_id, num_workers=num_workers, epoch=epoch,
-                data_buffer_size=data_buffer_size, disable_iterator_cache=disable_iterator_cache,
-                skip_remainder_batch=skip_remainder_batch, grouped_shuffling=grouped_shuffling,
-                update_epoch_batch_itr=update_epoch_batch_itr,
-            )
-        return balanced_batch_iterator(
-            self, dataset, max_tokens, max_sentences, max_positions, ignore_invalid_inputs, seed, num_shards, shard_id,
-            num_workers, epoch, data_buffer_size, skip_remainder_batch, grouped_shuffling,
-        )
+        return bool(getattr(self.args, "balanced_genders", False) and split.startswith("train"))

@@ -203,8 +203,34 @@ def balanced_batch_iterator(task, dataset, max_tokens, max_sentences, max_positi
     )
 
 
+class BalancedBatchesMixin:
+    """Mix into a fairseq task (before the task class): a training split :meth:`balanced` says yes to is batched by
+    :func:`balanced_batch_iterator` (half male, half female); every other dataset by the task's own iterator."""
+
+    def balanced(self, dataset) -> bool:  # pragma: no cover - each task says which datasets
+        raise NotImplementedError
+
+    def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None, max_positions=None,
+                           ignore_invalid_inputs=False, required_batch_size_multiple=1, seed=1, num_shards=1,
+                           shard_id=0, num_workers=0, epoch=1, data_buffer_size=0, disable_iterator_cache=False,
+                           skip_remainder_batch=False, grouped_shuffling=False, update_epoch_batch_itr=False):
+        if not self.balanced(dataset):
+            return super().get_batch_iterator(
+                dataset, max_tokens=max_tokens, max_sentences=max_sentences, max_positions=max_positions,
+                ignore_invalid_inputs=ignore_invalid_inputs, required_batch_size_multiple=required_batch_size_multiple,
+                seed=seed, num_shards=num_shards, shard_id=shard_id, num_workers=num_workers, epoch=epoch,
+                data_buffer_size=data_buffer_size, disable_iterator_cache=disable_iterator_cache,
+                skip_remainder_batch=skip_remainder_batch, grouped_shuffling=grouped_shuffling,
+                update_epoch_batch_itr=update_epoch_batch_itr,
+            )
+        return balanced_batch_iterator(
+            self, dataset, max_tokens, max_sentences, max_positions, ignore_invalid_inputs, seed, num_shards, shard_id,
+            num_workers, epoch, data_buffer_size, skip_remainder_batch, grouped_shuffling,
+        )
+
+
 @register_task("gacl_translation", dataclass=GACLTranslationConfig)
-class GACLTranslationTask(TranslationTask):
+class GACLTranslationTask(BalancedBatchesMixin, TranslationTask):
     """``translation`` + gender labels and counterfactual sources for the ``gacl_kd`` criterion."""
 
     cfg: GACLTranslationConfig
@@ -225,25 +251,9 @@ class GACLTranslationTask(TranslationTask):
         self.datasets[split] = GACLPairDataset(base, genders, cf, split, self.cfg.left_pad_source)
         logger.info(f"gacl_translation {split}: {int((genders == 0).sum())} male, {int((genders == 1).sum())} female")
 
-    def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None, max_positions=None,
-                           ignore_invalid_inputs=False, required_batch_size_multiple=1, seed=1, num_shards=1,
-                           shard_id=0, num_workers=0, epoch=1, data_buffer_size=0, disable_iterator_cache=False,
-                           skip_remainder_batch=False, grouped_shuffling=False, update_epoch_batch_itr=False):
-        balanced = (self.cfg.balanced_genders and isinstance(dataset, GACLPairDataset)
+    def balanced(self, dataset) -> bool:
+        return bool(self.cfg.balanced_genders and isinstance(dataset, GACLPairDataset)
                     and dataset.split.startswith("train"))
-        if not balanced:
-            return super().get_batch_iterator(
-                dataset, max_tokens=max_tokens, max_sentences=max_sentences, max_positions=max_positions,
-                ignore_invalid_inputs=ignore_invalid_inputs, required_batch_size_multiple=required_batch_size_multiple,
-                seed=seed, num_shards=num_shards, shard_id=shard_id, num_workers=num_workers, epoch=epoch,
-                data_buffer_size=data_buffer_size, disable_iterator_cache=disable_iterator_cache,
-                skip_remainder_batch=skip_remainder_batch, grouped_shuffling=grouped_shuffling,
-                update_epoch_batch_itr=update_epoch_batch_itr,
-            )
-        return balanced_batch_iterator(
-            self, dataset, max_tokens, max_sentences, max_positions, ignore_invalid_inputs, seed, num_shards, shard_id,
-            num_workers, epoch, data_buffer_size, skip_remainder_batch, grouped_shuffling,
-        )
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)

@@ -146,7 +146,15 @@ def main(config: dict) -> dict:
 
     from fairmt.data.augment.tuples import write_tuples
     from fairmt.data.word_sentences import rows_to_dataset
-    from fairmt.scripts.ccd import _runner, glue_model_dir, measure, parse_utility, resolve_model_path, run_utility
+    from fairmt.scripts.ccd import (
+        _runner,
+        glue_model_dir,
+        measure,
+        parse_utility,
+        resolve_model_path,
+        run_utility,
+        train_and_unwrap,
+    )
 
     method = config.get("method")
     if method not in METHODS:
@@ -188,17 +196,8 @@ def main(config: dict) -> dict:
     trainer = trainer_cls(model=model, args=args, train_dataset=rows_to_dataset(data["train"]),
                           eval_dataset=rows_to_dataset(data["eval"]) if data["eval"] else None, processing_class=tok)
     trainer._prepare()  # attribute vectors (and ρ) from the original model, before any update
-    eval_before = trainer.evaluate() if data["eval"] else None
-    train_out = trainer.train()
-    trainer.save_model(str(out_dir / "final"))
-    results["train"] = {**summary(trainer), "metrics": train_out.metrics, "eval_before": eval_before,
-                        "best_checkpoint": trainer.state.best_model_checkpoint,
-                        "log_history": trainer.state.log_history}
+    results["train"], trained = train_and_unwrap(trainer, out_dir, config, summary)
     results["time_train_s"] = time.time() - t0
-    trained = trainer.accelerator.unwrap_model(trainer.model)
-    if hasattr(trained, "merge_and_unload") and config.get("peft"):
-        trained = trained.merge_and_unload()
-    trained.eval()
     del trainer
 
     t0 = time.time()

@@ -256,6 +256,23 @@ def glue_model_dir(trained, tok, out_dir: Path, final_dir: Path, peft: bool) -> 
 # ------------------------------------------------------------------------------------------------ main
 
 
+def train_and_unwrap(trainer, out_dir: Path, config: dict, summary) -> tuple[dict, Any]:
+    """The training step every embedding-debiasing recipe shares (CCD, DPCE, ADEPT-F): validation loss of the
+    original model, training, the final model saved to ``out_dir/final``; returns the ``results["train"]`` entry
+    (``summary(trainer)`` plus metrics, the loss before training, best checkpoint, log history) and the trained
+    model, unwrapped, LoRA merged when the recipe used PEFT, in eval mode."""
+    eval_before = trainer.evaluate() if trainer.eval_dataset is not None else None
+    train_out = trainer.train()
+    trainer.save_model(str(out_dir / "final"))
+    train = {**summary(trainer), "metrics": train_out.metrics, "eval_before": eval_before,
+             "best_checkpoint": trainer.state.best_model_checkpoint, "log_history": trainer.state.log_history}
+    trained = trainer.accelerator.unwrap_model(trainer.model)
+    if hasattr(trained, "merge_and_unload") and config.get("peft"):
+        trained = trained.merge_and_unload()
+    trained.eval()
+    return train, trained
+
+
 def is_masked_lm_dir(path: str) -> bool:
     """Whether a model folder's ``config.json`` names a ``*ForMaskedLM`` / ``*ForPreTraining`` architecture."""
     cfg = Path(path) / "config.json"
@@ -359,17 +376,8 @@ def main(config: dict) -> dict:
         model=model, args=args, train_dataset=tuples_to_dataset(data["train"], groups),
         eval_dataset=tuples_to_dataset(data["eval"], groups) if data["eval"] else None, processing_class=tok,
     )
-    eval_before = trainer.evaluate() if data["eval"] else None  # validation loss of the original model
-    train_out = trainer.train()
-    trainer.save_model(str(out_dir / "final"))
-    results["train"] = {**ccd_metrics_summary(trainer), "metrics": train_out.metrics, "eval_before": eval_before,
-                        "best_checkpoint": trainer.state.best_model_checkpoint,
-                        "log_history": trainer.state.log_history}
+    results["train"], trained = train_and_unwrap(trainer, out_dir, config, ccd_metrics_summary)
     results["time_train_s"] = time.time() - t0
-    trained = trainer.accelerator.unwrap_model(trainer.model)
-    if hasattr(trained, "merge_and_unload") and config.get("peft"):
-        trained = trained.merge_and_unload()
-    trained.eval()
     del trainer
     if utility:
         t0 = time.time()
