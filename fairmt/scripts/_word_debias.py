@@ -148,11 +148,10 @@ def main(config: dict) -> dict:
     from fairmt.data.word_sentences import rows_to_dataset
     from fairmt.scripts.ccd import (
         _runner,
-        glue_model_dir,
+        glue_utility,
         measure,
         parse_utility,
         resolve_model_path,
-        run_utility,
         train_and_unwrap,
     )
 
@@ -205,12 +204,7 @@ def main(config: dict) -> dict:
                                pooling_name, **seat_kw)
     results["time_measure_after_s"] = time.time() - t0
     if utility:
-        t0 = time.time()
-        glue_dir = glue_model_dir(trained, tok, out_dir, out_dir / "final", bool(config.get("peft")))
-        results["glue"] = run_utility(utility, glue_dir, out_dir / "glue", args.use_cpu)
-        if utility.get("before"):
-            results["glue_before"] = run_utility(utility, model_path, out_dir / "glue_before", args.use_cpu)
-        results["time_glue_s"] = time.time() - t0
+        results.update(glue_utility(utility, trained, tok, out_dir, model_path, config, args.use_cpu))
     results["time_total_s"] = time.time() - t_start
     path = Path(config.get("results") or out_dir / f"{method}_results.json")
     path.parent.mkdir(parents=True, exist_ok=True)

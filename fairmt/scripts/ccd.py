@@ -256,6 +256,18 @@ def glue_model_dir(trained, tok, out_dir: Path, final_dir: Path, peft: bool) -> 
 # ------------------------------------------------------------------------------------------------ main
 
 
+def glue_utility(utility: dict, trained, tok, out_dir: Path, model_path: str, config: dict, use_cpu: bool) -> dict:
+    """``{"glue", ["glue_before"], "time_glue_s"}``: GLUE fine-tuning/evaluation of the trained encoder (and of the
+    original one when ``utility["before"]``), as every embedding-debiasing recipe runs it."""
+    t0 = time.time()
+    out = {"glue": run_utility(utility, glue_model_dir(trained, tok, out_dir, out_dir / "final", bool(config.get("peft"))),
+                               out_dir / "glue", use_cpu)}
+    if utility.get("before"):
+        out["glue_before"] = run_utility(utility, model_path, out_dir / "glue_before", use_cpu)
+    out["time_glue_s"] = time.time() - t0
+    return out
+
+
 def train_and_unwrap(trainer, out_dir: Path, config: dict, summary) -> tuple[dict, Any]:
     """The training step every embedding-debiasing recipe shares (CCD, DPCE, ADEPT-F): validation loss of the
     original model, training, the final model saved to ``out_dir/final``; returns the ``results["train"]`` entry
@@ -380,12 +392,7 @@ def main(config: dict) -> dict:
     results["time_train_s"] = time.time() - t0
     del trainer
     if utility:
-        t0 = time.time()
-        glue_dir = glue_model_dir(trained, tok, out_dir, out_dir / "final", bool(config.get("peft")))
-        results["glue"] = run_utility(utility, glue_dir, out_dir / "glue", args.use_cpu)
-        if utility.get("before"):
-            results["glue_before"] = run_utility(utility, model_path, out_dir / "glue_before", args.use_cpu)
-        results["time_glue_s"] = time.time() - t0
+        results.update(glue_utility(utility, trained, tok, out_dir, model_path, config, args.use_cpu))
 
     # ---- after
     t0 = time.time()
