@@ -22,7 +22,7 @@ from fairmt.losses.fair_contrastive import (
     fairness_sampling_probs,
     fcl_loss,
 )
-from fairmt.losses.distributed import gather_nograd, gather_with_grad
+from fairmt.distributed import gather_nograd, gather_with_grad
 from fairmt.losses.gacl import GACL_VARIANTS, GACLPairs, gacl_loss, gacl_variant
 
 __all__ = [

@@ -44,7 +44,7 @@ from transformers import Trainer, TrainingArguments
 
 from fairmt.errors import FairmtError
 from fairmt.losses import cs_infonce_loss, fcl_loss, gather_nograd, gather_with_grad, supcon_loss
-from fairmt.losses.distributed import world_size
+from fairmt.distributed import world_size
 from fairmt.models.pooling import representation_and_logits
 from fairmt.trainers.gradcache import cached_backward
 from fairmt.trainers.faults import FaultGuardMixin
