@@ -11,9 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from fairmt.errors import FairmtError
-from fairmt.eval import runner
-from fairmt.eval.backends import get_backend
-from fairmt.eval.backends.prompting import clean_translation
+from fairmt.translate import runner
+from fairmt.translate.backends import get_backend
+from fairmt.translate.backends.prompting import clean_translation
 
 SECRET = "sk-test-DO-NOT-LEAK-4f9a2b"
 OPTS = dict(api_key_env="FAIRMT_TEST_KEY", timeout=0.5, retry_backoff=0.01, max_retries=4)

@@ -15,8 +15,8 @@ import pytest
 pytest.importorskip("torch")
 
 from fairmt.errors import FairmtError  # noqa: E402
-from fairmt.eval import runner  # noqa: E402
-from fairmt.eval.backends import get_backend  # noqa: E402
+from fairmt.translate import runner  # noqa: E402
+from fairmt.translate.backends import get_backend  # noqa: E402
 
 try:
     import ctranslate2  # noqa: F401
@@ -119,7 +119,7 @@ def test_ct2_follows_each_family_and_counts_max_new_tokens_like_hf(arch, tmp_pat
 
 @needs_ct2
 def test_ct2_conversion_is_keyed_by_content_not_path(trained_dir, tmp_path):
-    from fairmt.eval.backends.ct2 import cache_root
+    from fairmt.translate.backends.ct2 import cache_root
 
     root = cache_root()
     a = get_backend("ctranslate2", str(trained_dir))
@@ -165,7 +165,7 @@ def test_ct2_missing_package_names_the_extra(trained_dir, monkeypatch):
 
 
 def test_causal_lm_backend_prompts_through_the_chat_template(tmp_path):
-    from fairmt.eval.backends.causal_lm import CausalLMTranslator
+    from fairmt.translate.backends.causal_lm import CausalLMTranslator
     from fairmt.models.tiny import build_tiny_causal_lm
 
     path = build_tiny_causal_lm(tmp_path / "llm", TRAIN[:50] + ["Translate the following sentence into German."])
@@ -231,7 +231,7 @@ SHARD_SCRIPT = """
 import json, os, sys
 import torch
 torch.set_num_threads(1)
-from fairmt.eval.runner import generate_translations
+from fairmt.translate.runner import generate_translations
 model, sources, cache, out = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
 hyps = generate_translations(model, sources, "en", "de", num_beams=3, max_new_tokens=30, batch_size=3,
                              cache_path=cache, progress=False)

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("torch")
 
 from fairmt.errors import FairmtError  # noqa: E402
-from fairmt.eval import runner  # noqa: E402
+from fairmt.translate import runner  # noqa: E402
 
 PAIRS = [
     ("The doctor is here.", "Der Arzt ist hier."),
@@ -249,7 +249,7 @@ def test_two_runs_on_one_cache_are_refused_not_interleaved(tmp_path, tm):
 
     cache = tmp_path / "shared.jsonl"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from fairmt.eval.runner import _lock_cache;"
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from fairmt.translate.runner import _lock_cache;"
          " h = _lock_cache(Path(sys.argv[1])); print('locked', flush=True); time.sleep(30)", str(cache)],
         stdout=subprocess.PIPE, text=True)
     try:

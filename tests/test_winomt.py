@@ -368,8 +368,8 @@ def test_cli_bad_input(shared_data, tmp_path):
 
 
 def test_cli_model_uses_the_runner(shared_data, monkeypatch, capsys):
-    """--model hands the gold sentences to fairmt.eval.runner.generate_translations and scores what it returns."""
-    import fairmt.eval.runner as runner
+    """--model hands the gold sentences to fairmt.translate.runner.generate_translations and scores what it returns."""
+    import fairmt.translate.runner as runner
     from fairmt.cli import main
 
     google = [x.split(" ||| ")[1] for x in (shared_data / "winomt/translations/google/en-he.txt").read_text(encoding="utf-8").splitlines()]

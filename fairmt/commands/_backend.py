@@ -51,7 +51,7 @@ def _device(device: str | None) -> str | None:
     ``cuda:$LOCAL_RANK``; anything else is kept."""
     import os
 
-    from fairmt.eval.runner import world_size
+    from fairmt.translate.runner import world_size
 
     if device == "cuda" and world_size() > 1 and os.environ.get("LOCAL_RANK", "").isdigit():
         return f"cuda:{os.environ['LOCAL_RANK']}"
@@ -59,9 +59,9 @@ def _device(device: str | None) -> str | None:
 
 
 def make_translator(args, src_lang: str = "en", tgt_lang: str = "de"):
-    """The :class:`~fairmt.eval.backends.Translator` the flags ask for (flags of another backend are an error)."""
+    """The :class:`~fairmt.translate.backends.Translator` the flags ask for (flags of another backend are an error)."""
     from fairmt.errors import FairmtError
-    from fairmt.eval.backends import get_backend
+    from fairmt.translate.backends import get_backend
 
     backend = getattr(args, "backend", "hf") or "hf"
     for attr, (flag, backends) in _ONLY.items():

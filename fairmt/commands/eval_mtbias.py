@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
     from fairmt.commands._backend import make_translator, uses_model
-    from fairmt.eval.runner import is_main_process
+    from fairmt.translate.runner import is_main_process
 
     if not args.translations_dir and not uses_model(args):
         raise FairmtError("give --translations-dir DIR, or --model PATH (--backend openai: --api-model NAME)")

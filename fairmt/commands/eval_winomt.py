@@ -1,7 +1,7 @@
 """``fairmt eval winomt``: WinoMT gender-bias scores of translations (a file) or of a model (``--model``).
 
 File-based evaluation imports neither torch nor transformers (spaCy only for es/fr), so it starts fast; with
-``--model`` the sentences are first translated by :func:`fairmt.eval.runner.generate_translations` (batched,
+``--model`` the sentences are first translated by :func:`fairmt.translate.runner.generate_translations` (batched,
 cached under ``--cache-dir``, resumable).
 """
 
@@ -126,7 +126,7 @@ def run(args) -> int:
 
     from fairmt.commands._backend import make_translator, uses_model
     from fairmt.errors import FairmtError
-    from fairmt.eval.runner import is_main_process
+    from fairmt.translate.runner import is_main_process
 
     if not args.translations and not uses_model(args):
         raise FairmtError("give --translations FILE, or --model PATH (--backend openai: --api-model NAME)")
@@ -141,7 +141,7 @@ def run(args) -> int:
         if args.translations:
             translations = _translation_file(args.translations, lang, multi)
         else:
-            from fairmt.eval.runner import generate_translations
+            from fairmt.translate.runner import generate_translations
 
             cache = Path(args.cache_dir) / f"winomt.en-{lang}.jsonl" if args.cache_dir else None
             translations = generate_translations(

@@ -390,10 +390,10 @@ def translate_suite(
     **gen_kwargs,
 ) -> Path:
     """Translate every benchmark's sources with ``model`` — a model path / Hub id (the ``hf`` backend) or any
-    :class:`~fairmt.eval.backends.Translator` (``ctranslate2``, ``openai``, ``causal-lm``) — through the cached,
+    :class:`~fairmt.translate.backends.Translator` (``ctranslate2``, ``openai``, ``causal-lm``) — through the cached,
     resumable runner (sharded over processes under torchrun / accelerate launch) into the folder layout
     :func:`score_translations_dir` reads; returns the folder. Only the main process writes the folder."""
-    from fairmt.eval.runner import as_translator, flores_to_model_lang, generate_translations, is_main_process
+    from fairmt.translate.runner import as_translator, flores_to_model_lang, generate_translations, is_main_process
 
     root = Path(root)
     cache = Path(cache_dir) if cache_dir else root / ".cache"

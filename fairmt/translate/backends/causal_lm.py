@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fairmt.errors import FairmtError
-from fairmt.eval.backends.prompting import DEFAULT_PROMPT, check_template, clean_translation, make_prompt
+from fairmt.translate.backends.prompting import DEFAULT_PROMPT, check_template, clean_translation, make_prompt
 
 
 class CausalLMTranslator:
@@ -55,7 +55,7 @@ class CausalLMTranslator:
         make_prompt(self.prompt_template, "", src_lang, tgt_lang)
 
     def fingerprint(self) -> str:
-        from fairmt.eval.runner import model_fingerprint
+        from fairmt.translate.runner import model_fingerprint
 
         extra = hashlib.sha256((self.prompt_template + "\0" + str(self.tokenizer.chat_template)).encode()).hexdigest()
         return f"{model_fingerprint(self.model)[:12]}-{extra[:8]}"

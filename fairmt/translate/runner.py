@@ -3,7 +3,7 @@
 Evaluators (:mod:`fairmt.eval.geneval`, :mod:`fairmt.eval.translation`, WinoMT) take strings and never load a
 model; this module loads one (through :func:`fairmt.models.load_translation_model`, which knows the SMaLL-100 /
 NLLB-200 / M2M-100 language-token conventions), translates, and hands the strings over. The translating is done
-by a backend (:mod:`fairmt.eval.backends`: ``hf`` by default, ``ctranslate2``, ``openai``, ``causal-lm``).
+by a backend (:mod:`fairmt.translate.backends`: ``hf`` by default, ``ctranslate2``, ``openai``, ``causal-lm``).
 
 The cache is a JSONL file: a header line with the settings (model, languages, beams, max new tokens), then one
 line per translated sentence ``{"i": index, "h": sha1(source)[:16], "t": translation}``, appended and flushed
@@ -40,7 +40,7 @@ def _src_hash(text: str) -> str:
 
 
 def _as_translation_model(model: Any, src_lang: str, tgt_lang: str, family: str | None = None):
-    from fairmt.eval.backends.hf import as_translation_model
+    from fairmt.translate.backends.hf import as_translation_model
 
     return as_translation_model(model, src_lang, tgt_lang, family)
 
@@ -54,10 +54,10 @@ def as_translator(
     family: str | None = None,
     backend_options: dict | None = None,
 ):
-    """``model`` as a :class:`~fairmt.eval.backends.Translator`: a translator is returned as it is (``backend``, when
+    """``model`` as a :class:`~fairmt.translate.backends.Translator`: a translator is returned as it is (``backend``, when
     given, must name it); anything else (a model path or Hub id, a :class:`TranslationModel`, an API model name) is
-    given to :func:`~fairmt.eval.backends.get_backend` ``backend`` (default ``hf``)."""
-    from fairmt.eval.backends import Translator, get_backend
+    given to :func:`~fairmt.translate.backends.get_backend` ``backend`` (default ``hf``)."""
+    from fairmt.translate.backends import Translator, get_backend
 
     if isinstance(model, Translator):
         if backend is not None and backend != model.name:
@@ -202,15 +202,15 @@ def generate_translations(
 
     Args:
         model: a Hub name or local path (loaded with :func:`fairmt.models.load_translation_model`), a
-            :class:`fairmt.models.TranslationModel`, a :class:`~fairmt.eval.backends.Translator`, or (``openai``)
+            :class:`fairmt.models.TranslationModel`, a :class:`~fairmt.translate.backends.Translator`, or (``openai``)
             the endpoint's model name.
         src_lang, tgt_lang: language codes in any form the model family accepts (``en``/``de``; NLLB also
             ``eng_Latn``/``deu_Latn``).
         cache_path: a JSONL file; translations are appended after each batch and reused by a rerun.
         family: ``small100``, ``nllb`` or ``m2m100`` when it cannot be detected from the checkpoint.
         progress: show a tqdm progress bar (sentences).
-        backend: ``hf`` (default), ``ctranslate2``, ``openai`` or ``causal-lm`` (:mod:`fairmt.eval.backends`);
-            ``backend_options`` go to :func:`~fairmt.eval.backends.get_backend`.
+        backend: ``hf`` (default), ``ctranslate2``, ``openai`` or ``causal-lm`` (:mod:`fairmt.translate.backends`);
+            ``backend_options`` go to :func:`~fairmt.translate.backends.get_backend`.
     Returns:
         One translation per source, in order.
 

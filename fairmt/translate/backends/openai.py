@@ -29,7 +29,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 from fairmt.errors import FairmtError
-from fairmt.eval.backends.prompting import DEFAULT_PROMPT, check_template, clean_translation, make_prompt
+from fairmt.translate.backends.prompting import DEFAULT_PROMPT, check_template, clean_translation, make_prompt
 
 logger = logging.getLogger(__name__)
 DEFAULT_API_BASE = "https://api.openai.com/v1"

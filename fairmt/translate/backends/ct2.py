@@ -212,7 +212,7 @@ class CT2Translator:
     def _save_in_memory(tm) -> Path:
         """An in-memory model (possibly trained since it was loaded) saved to a temporary folder to be hashed and
         converted; memoised per parameter version."""
-        from fairmt.eval.runner import model_fingerprint
+        from fairmt.translate.runner import model_fingerprint
 
         fp = model_fingerprint(tm)
         memo = getattr(tm, "_fairmt_ct2_folder", None)

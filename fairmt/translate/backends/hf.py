@@ -42,7 +42,7 @@ class HFTranslator:
         self.tm.lang(tgt_lang)
 
     def fingerprint(self) -> str:
-        from fairmt.eval.runner import model_fingerprint
+        from fairmt.translate.runner import model_fingerprint
 
         return model_fingerprint(self.tm)
 

@@ -1,4 +1,4 @@
-"""Translation backends behind one interface, used by :mod:`fairmt.eval.runner` and every ``fairmt eval`` command.
+"""Translation backends behind one interface, used by :mod:`fairmt.translate.runner` and every ``fairmt eval`` command.
 
 A backend is a :class:`Translator`: ``translate(sources, src_lang, tgt_lang, num_beams, max_new_tokens,
 batch_size) -> list[str]`` plus ``fingerprint()`` (a short string that changes whenever the translations could: it
@@ -76,13 +76,13 @@ def get_backend(name: str, model: Any, **opts: Any) -> Translator:
         return model
     opts = {k: v for k, v in opts.items() if v is not None}
     if name == "hf":
-        from fairmt.eval.backends.hf import HFTranslator as cls
+        from fairmt.translate.backends.hf import HFTranslator as cls
     elif name == "ctranslate2":
-        from fairmt.eval.backends.ct2 import CT2Translator as cls
+        from fairmt.translate.backends.ct2 import CT2Translator as cls
     elif name == "openai":
-        from fairmt.eval.backends.openai import OpenAITranslator as cls
+        from fairmt.translate.backends.openai import OpenAITranslator as cls
     elif name == "causal-lm":
-        from fairmt.eval.backends.causal_lm import CausalLMTranslator as cls
+        from fairmt.translate.backends.causal_lm import CausalLMTranslator as cls
     else:
         raise FairmtError(f"unknown translation backend {name!r}; choose one of {', '.join(BACKENDS)}")
     allowed = cls.OPTIONS

@@ -1,0 +1,1 @@
+"""Producing translations: the floor between fairmt.models and fairmt.eval."""
