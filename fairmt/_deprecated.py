@@ -46,7 +46,7 @@ def alias_module(old: str, new: str) -> None:
 
 def moved_names(old: str, names: dict[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` for ``old``: each name of ``names`` (name → new module, or ``module:new_name``) is
-    imported from its new home on access, with a warning naming it; other names raise ``AttributeError``."""
+    imported from its new home on first access, with a warning naming it; other names raise ``AttributeError``."""
 
     def __getattr__(name: str) -> Any:
         target = names.get(name)
@@ -55,6 +55,8 @@ def moved_names(old: str, names: dict[str, str]) -> Callable[[str], Any]:
         module, _, new_name = target.partition(":")
         new_name = new_name or name
         warn_moved(f"{old}.{name}", f"{module}.{new_name}", shim=old)
-        return getattr(importlib.import_module(module), new_name)
+        value = getattr(importlib.import_module(module), new_name)
+        setattr(sys.modules[old], name, value)  # warned once; later accesses skip __getattr__
+        return value
 
     return __getattr__

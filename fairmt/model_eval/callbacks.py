@@ -1,11 +1,14 @@
-"""Evaluation during training: callbacks that add evaluator metrics to the Trainer's evaluations (layer 5, used
-by the recipes; a Trainer never imports them)."""
+"""Evaluation during training: callbacks that add evaluator metrics to the Trainer's evaluations (used by the
+recipes; a Trainer never imports them). They translate with the model being trained and score with
+:mod:`fairmt.eval`, like the rest of :mod:`fairmt.model_eval`."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from transformers import TrainerCallback
+
+from fairmt.distributed import replicated_shard
 
 
 class GenEvalCallback(TrainerCallback):
@@ -62,7 +65,7 @@ class GenEvalCallback(TrainerCallback):
             last.update(added)
 
     def _translate(self, tm, sources: list[str]) -> list[str]:
-        rank, world = _replicated_shard()
+        rank, world = replicated_shard()
         if world == 1:
             self.translated_here += len(sources)
             return tm.translate(sources, tgt_lang=self.lang, **self.gen)
@@ -76,16 +79,3 @@ class GenEvalCallback(TrainerCallback):
             out[r::world] = part
         return out
 
-
-def _replicated_shard() -> tuple[int, int]:
-    """(process index, number of processes) when the weights are replicated (DDP), else (0, 1)."""
-    from accelerate import PartialState
-    from accelerate.utils import DistributedType
-
-    state = PartialState()
-    replicated = {DistributedType.MULTI_CPU, DistributedType.MULTI_GPU, DistributedType.MULTI_NPU,
-                  DistributedType.MULTI_XPU, DistributedType.MULTI_MLU, DistributedType.MULTI_MUSA,
-                  DistributedType.MULTI_HPU}  # fmt: skip
-    if state.num_processes > 1 and state.distributed_type in replicated:
-        return state.process_index, state.num_processes
-    return 0, 1

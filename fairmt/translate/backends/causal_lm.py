@@ -16,6 +16,7 @@ from typing import Any
 
 from fairmt.errors import FairmtError
 from fairmt.translate.backends.prompting import DEFAULT_PROMPT, check_template, clean_translation, make_prompt
+from fairmt.translate.cache import model_fingerprint
 
 
 class CausalLMTranslator:
@@ -55,8 +56,6 @@ class CausalLMTranslator:
         make_prompt(self.prompt_template, "", src_lang, tgt_lang)
 
     def fingerprint(self) -> str:
-        from fairmt.translate.runner import model_fingerprint
-
         extra = hashlib.sha256((self.prompt_template + "\0" + str(self.tokenizer.chat_template)).encode()).hexdigest()
         return f"{model_fingerprint(self.model)[:12]}-{extra[:8]}"
 

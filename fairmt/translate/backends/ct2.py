@@ -28,13 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from fairmt.errors import FairmtError
+from fairmt.translate.cache import TOKENIZER_FILES, model_fingerprint
 
 COMPUTE_TYPES = ("float32", "int8", "float16", "bfloat16")
 BATCH_TYPES = ("examples", "tokens")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin")
 _CONFIG_FILES = ("config.json", "generation_config.json")
-_TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json", "vocab.json", "added_tokens.json",
-                    "special_tokens_map.json", "sentencepiece.bpe.model", "spm.model")
 _HASH_MEMO: dict[tuple, str] = {}
 
 
@@ -55,7 +54,7 @@ def cache_root() -> Path:
 
 
 def _checkpoint_files(folder: Path) -> list[Path]:
-    files = [folder / n for n in _CONFIG_FILES + _TOKENIZER_FILES if (folder / n).is_file()]
+    files = [folder / n for n in _CONFIG_FILES + TOKENIZER_FILES if (folder / n).is_file()]
     files += sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in _WEIGHT_SUFFIXES
                     and not p.name.startswith(("optimizer", "scheduler", "training_args", "rng_state")))
     if not any(p.suffix in _WEIGHT_SUFFIXES for p in files):
@@ -212,8 +211,6 @@ class CT2Translator:
     def _save_in_memory(tm) -> Path:
         """An in-memory model (possibly trained since it was loaded) saved to a temporary folder to be hashed and
         converted; memoised per parameter version."""
-        from fairmt.translate.runner import model_fingerprint
-
         fp = model_fingerprint(tm)
         memo = getattr(tm, "_fairmt_ct2_folder", None)
         if memo and memo[0] == fp and Path(memo[1]).is_dir():

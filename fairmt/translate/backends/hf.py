@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from fairmt.errors import FairmtError
+from fairmt.translate.cache import model_fingerprint
 
 
 def as_translation_model(model: Any, src_lang: str = "en", tgt_lang: str = "de", family: str | None = None):
@@ -42,8 +43,6 @@ class HFTranslator:
         self.tm.lang(tgt_lang)
 
     def fingerprint(self) -> str:
-        from fairmt.translate.runner import model_fingerprint
-
         return model_fingerprint(self.tm)
 
     def translate(self, sources, src_lang, tgt_lang, num_beams=5, max_new_tokens=200, batch_size=16) -> list[str]:

@@ -1,0 +1,5 @@
+"""Deprecated: the translation backends are :mod:`fairmt.translate.backends` (this path goes in fairmt 0.2)."""
+
+from fairmt._deprecated import moved_names
+
+__getattr__ = moved_names(__name__, {name: "fairmt.translate.backends" for name in ("BACKENDS", "Translator", "get_backend")})

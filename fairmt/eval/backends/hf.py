@@ -1,0 +1,5 @@
+"""Deprecated: moved to :mod:`fairmt.translate.backends.hf` (this path goes in fairmt 0.2)."""
+
+from fairmt._deprecated import alias_module
+
+alias_module(__name__, "fairmt.translate.backends.hf")
