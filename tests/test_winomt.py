@@ -19,7 +19,8 @@ from fairmt.eval.winomt import (
     register_detector,
     score,
 )
-from fairmt.eval.winomt.detectors import _INSTANCES, _REGISTRY, PymorphyDetector, acl2019_uk_dictionary, load_pymorphy
+from fairmt.eval.winomt.detectors import PymorphyDetector, acl2019_uk_dictionary, load_pymorphy
+from fairmt.eval.winomt.detectors.registry import _INSTANCES, _REGISTRY
 from fairmt.eval.winomt.io import GoldEntry
 from fairmt.eval.winomt.metrics import stereotype_gap
 from fairmt.eval.winomt.profession import find_translated_entity, source_indices

@@ -143,8 +143,9 @@ def run(args) -> int:
         else:
             from fairmt.model_eval import translate_winomt
 
-            translations = translate_winomt(translator, gold, lang, cache_dir=args.cache_dir, batch_size=args.batch_size,
-                                            num_beams=args.num_beams, max_new_tokens=args.max_new_tokens)
+            translations = translate_winomt(translator, gold, lang, cache_dir=args.cache_dir,
+                                            batch_size=args.batch_size, num_beams=args.num_beams,
+                                            max_new_tokens=args.max_new_tokens)
         if not is_main_process():  # one of several processes: it helped translate; rank 0 scores and reports
             continue
         results.append(evaluate_winomt(translations, lang, gold, aligner=aligner, compat=args.compat))

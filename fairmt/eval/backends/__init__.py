@@ -2,4 +2,4 @@
 
 from fairmt._deprecated import moved_names
 
-__getattr__ = moved_names(__name__, {name: "fairmt.translate.backends" for name in ("BACKENDS", "Translator", "get_backend")})
+__getattr__ = moved_names(__name__, dict.fromkeys(("BACKENDS", "Translator", "get_backend"), "fairmt.translate.backends"))
