@@ -18,14 +18,13 @@ REMOVED_IN = "0.2"
 
 
 def _stacklevel(shim: str) -> int:
-    """``warnings.warn``'s stack level of the first frame outside the import machinery, this module and the shim
-    module ``shim``: the user's import line or attribute access. (``warnings`` itself does not count the import
-    machinery's frames.)"""
+    """``warnings.warn``'s stack level of the first frame outside the import machinery (``importlib``), this module
+    and the shim module ``shim``: the line that used the old path. (``warnings`` itself does not count the frozen
+    ``importlib._bootstrap`` frames.)"""
     frame, level = sys._getframe(1), 1  # warn_moved (level 1), then its callers
     while frame is not None:
-        name = frame.f_code.co_filename
-        if not name.startswith("<frozen importlib"):
-            if name != __file__ and frame.f_globals.get("__name__") != shim:
+        if not frame.f_code.co_filename.startswith("<frozen importlib"):
+            if frame.f_code.co_filename != __file__ and frame.f_globals.get("__name__") not in (shim, "importlib"):
                 return level
             level += 1
         frame = frame.f_back

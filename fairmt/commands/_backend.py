@@ -3,7 +3,7 @@ translator (:mod:`fairmt.translate.backends`) they ask for."""
 
 from __future__ import annotations
 
-from fairmt.translate.backends import BACKENDS as BACKEND_CHOICES
+BACKEND_CHOICES = ("hf", "ctranslate2", "openai", "causal-lm")  # fairmt.translate.BACKENDS (not imported by --help)
 
 
 def add_backend_arguments(group) -> None:
