@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fairmt.distributed import is_main_process
 from fairmt.errors import FairmtError
 
 
@@ -16,7 +15,8 @@ def prepare_output_dir(path: str | os.PathLike, config: dict[str, Any]) -> Path:
     (under ``accelerate launch`` every process runs the recipe; the others would see the main one's new files)."""
     out = Path(path)
     resuming = bool(config.get("resume_from_checkpoint") or (config.get("training") or {}).get("resume_from_checkpoint"))
-    if is_main_process() and out.is_dir() and any(out.iterdir()) and not (config.get("overwrite") or resuming):
+    main_process = os.environ.get("RANK", "0") == "0"
+    if main_process and out.is_dir() and any(out.iterdir()) and not (config.get("overwrite") or resuming):
         raise FairmtError(
             f"output folder {out} already holds an earlier run's files; choose another training.output_dir, or pass "
             "--overwrite (recipe key overwrite: true) to replace them"
