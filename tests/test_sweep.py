@@ -349,7 +349,7 @@ def test_search_mode_nsga2_front_is_the_studys_best_trials(tmp_path):
     assert len(by_params) == len({json.dumps(t.params, sort_keys=True) for t in study.trials})
     # a setting the sampler proposes again reuses its finished runs: each (setting, seed) trained once
     assert outcome.ran == 2 * len(by_params) and outcome.ran + outcome.reused == 12
-    assert all(s["n"] == 2 for s in report["settings"])
+    assert all(s["n"] == 2 for s in report["settings"]) and report["runs_finished"] == report["runs_expected"]
     # each trial's value is the seed mean of its runs' dev metrics
     for t in study.trials:
         s = by_params[json.dumps(t.params, sort_keys=True)]
@@ -381,6 +381,93 @@ def _running_trial(study, params: dict, owner: dict | None, heartbeat: float | N
     if heartbeat is not None:
         trial.set_user_attr("fairmt:heartbeat", heartbeat)
     return trial
+
+
+WORKER = """
+import json, os, sys, time
+from pathlib import Path
+from fairmt.sweep.engine import run_sweep
+from fairmt.sweep.spec import SweepSpec
+
+out, ledger = Path(sys.argv[1]), sys.argv[2]
+
+def runner(cmd, log):
+    over = dict(a.split("=", 1) for a in cmd if "=" in a and not a.startswith("-"))
+    x, seed = int(over["x"]), int(over["seed"])
+    with open(ledger, "a") as fh:  # one short O_APPEND write per run
+        fh.write(f"{x} {seed} {os.getpid()}\\n")
+    time.sleep(0.3)
+    run = Path(json.loads(over["training.output_dir"]))
+    run.mkdir(parents=True)
+    (run / "results.json").write_text(json.dumps({"dev": {"accuracy": 50 + x + seed, "gap": x}}))
+    log.write_text("ok")
+    return 0
+
+spec = SweepSpec(recipe="classification/fcl", recipe_path="fcl.yaml", method="classification", overrides=[],
+                 grid={"x": list(range(6))}, grid_raw={"x": [str(i) for i in range(6)]}, ranges={}, seeds=[0, 1],
+                 objectives=[["dev.accuracy", "maximize"]], tradeoff=[], search=None, output_dir=str(out),
+                 storage=f"sqlite:///{out / 'study.db'}", study_name="s", join=True)
+outcome = run_sweep(spec, runner=runner, echo=lambda line: None)
+print(json.dumps({"ran": outcome.ran, "complete": outcome.complete, "failed": outcome.failed}))
+"""
+
+
+def test_two_join_processes_on_one_sqlite_study_run_every_run_once(tmp_path):
+    """Two worker processes on the default SQLite study (6 settings × 2 seeds, a stand-in run of 0.3 s): every
+    (setting, seed) runs exactly once, both workers take part, the study ends with 12 distinct complete trials."""
+    from fairmt.sweep.engine import open_storage
+
+    out, ledger = tmp_path / "s", tmp_path / "ledger.txt"
+    out.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(out), str(ledger)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [r[1][-2000:] for r in results]
+    outcomes = [json.loads(r[0].strip().splitlines()[-1]) for r in results]
+    runs = [tuple(line.split()) for line in ledger.read_text().splitlines()]
+    assert len(runs) == 12 and len({(x, seed) for x, seed, _ in runs}) == 12
+    assert len({pid for *_, pid in runs}) == 2 and sum(o["ran"] for o in outcomes) == 12
+    study = optuna.load_study(study_name="s", storage=open_storage(f"sqlite:///{out / 'study.db'}"))
+    complete = [t for t in study.trials if t.state.name == "COMPLETE"]
+    assert len(complete) == 12 and len({json.dumps(t.params, sort_keys=True) for t in complete}) == 12
+    assert {t.state.name for t in study.trials} <= {"COMPLETE", "PRUNED"}
+
+
+def test_a_grid_point_handed_out_twice_runs_once(tmp_path):
+    """Optuna's GridSampler gives a running grid point again to a worker that asks once every point is handed out
+    (what two workers racing at the end of a grid get); the later trial is recognised as a duplicate, and so is a
+    retry queued twice."""
+    from fairmt.sweep.engine import HOST, OWNER, _duplicate, _my_owner, _suggest, open_storage, open_study
+    from fairmt.sweep.spec import SweepSpec
+
+    spec = SweepSpec(recipe="r", recipe_path="r.yaml", method="classification", overrides=[], grid={"x": [1, 2]},
+                     grid_raw={"x": ["1", "2"]}, ranges={}, seeds=[0], objectives=[["dev.accuracy", "maximize"]],
+                     tradeoff=[], search=None, output_dir=str(tmp_path), storage=f"sqlite:///{tmp_path / 'db'}",
+                     study_name="s")
+    study = open_study(spec, open_storage(spec.storage))
+    first = []
+    for _ in range(2):
+        t = study.ask()
+        first.append((t, _suggest(t, spec)))
+        t.set_user_attr(OWNER, _my_owner(t.number))
+    assert {p["x"] for _, p in first} == {1, 2} and all(_duplicate(study, spec, t.number, p) is None for t, p in first)
+    late = study.ask()  # every point is running: GridSampler hands one out again
+    params = _suggest(late, spec)
+    late.set_user_attr(OWNER, _my_owner(late.number))
+    twin = next(t for t, p in first if p == params)
+    assert _duplicate(study, spec, late.number, params).number == twin.number
+    # two retries of one failed run queued by two workers: the later one is the duplicate
+    study.tell(twin, state=optuna.trial.TrialState.FAIL)
+    study.tell(late, state=optuna.trial.TrialState.PRUNED)
+    study.enqueue_trial(params)
+    study.enqueue_trial(params)
+    a, b = study.ask(), study.ask()
+    assert _suggest(a, spec) == _suggest(b, spec) == params
+    for t in (a, b):
+        t.set_user_attr(OWNER, {"host": HOST, **_my_owner(t.number)})
+    assert _duplicate(study, spec, b.number, params).number == a.number
+    assert _duplicate(study, spec, a.number, params) is None
 
 
 def test_stale_trials_are_failed_and_queued_again_live_ones_kept():

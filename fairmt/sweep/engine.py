@@ -2,8 +2,9 @@
 
 Study and samplers (Optuna's): a grid is :class:`optuna.samplers.GridSampler` over the grid keys and ``seed`` (one
 trial = one run, so several workers share the seeds of a setting); ``--search N`` samples N settings with
-:class:`~optuna.samplers.TPESampler` (one objective) or :class:`~optuna.samplers.NSGAIISampler` (several), one trial
-= one setting trained with every seed, its value the seed mean of each objective. The study lives in
+:class:`~optuna.samplers.TPESampler` (one objective) or :class:`~optuna.samplers.NSGAIISampler` (several; population
+N/2, 2 to 50), one trial = one setting trained with every seed, its value the seed mean of each objective; a setting
+proposed again reuses its finished runs. The study lives in
 ``DIR/study.db`` (SQLite) unless ``--storage`` names an RDB URL or a journal file; every worker (``--join``) asks
 the same study for its next trial.
 
@@ -66,10 +67,12 @@ class SweepInterrupted(BaseException):
 
 
 def require_optuna():
+    """Optuna (and psutil, for the liveness of workers), or the extra to install."""
     try:
         import optuna
-    except ImportError:
-        raise FairmtError('fairmt sweep needs Optuna: pip install "fairmt[sweep]"') from None
+        import psutil  # noqa: F401
+    except ImportError as err:
+        raise FairmtError(f'fairmt sweep needs {err.name or "Optuna"}: pip install "fairmt[sweep]"') from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     return optuna
 
@@ -95,7 +98,15 @@ def open_storage(url: str):
     try:
         if "://" in url:
             kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
-            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+            for attempt in range(5):
+                try:
+                    return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+                except Exception as err:  # noqa: BLE001
+                    # workers starting together race to create SQLite's tables: the loser sees them on a retry
+                    racing = any(m in str(err) for m in ("already exists", "UNIQUE constraint", "locked"))
+                    if not (url.startswith("sqlite") and racing and attempt < 4):
+                        raise
+                    time.sleep(0.2 * (attempt + 1))
         path = Path(url)
         if path.is_dir():
             raise FairmtError(f"cannot open the study storage {shown}: it is a folder (give a journal file path or "
@@ -505,8 +516,11 @@ def prepare_folder(spec: SweepSpec) -> None:
             raise FairmtError(f"{out} holds another sweep ({', '.join(diff)} differ): rerun it with its own "
                               f"arguments (see {spec_file}) or choose another --output-dir")
         return
-    storage_file = Path(spec.storage.removeprefix("sqlite:///")).name if _inside(spec.storage, spec.output_dir) else ""
-    if out.is_dir() and any(not (storage_file and p.name.startswith(storage_file)) for p in out.iterdir()):
+    # what workers starting at the same moment may already have put there (the study, this file being written)
+    ours = (SPEC_FILE, f".{SPEC_FILE}.", ".take.lock")
+    if _inside(spec.storage, spec.output_dir):
+        ours += (Path(spec.storage.removeprefix("sqlite:///")).name,)
+    if out.is_dir() and any(not p.name.startswith(ours) for p in out.iterdir()):
         raise FairmtError(f"{out} exists and is not a sweep folder: choose another --output-dir")
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(spec_file, json.dumps({"identity": spec.identity(), "spec": spec.to_dict()}, indent=2) + "\n")

@@ -187,7 +187,7 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
                     "test": {"mean": _split(s["mean"], "test."), "std": _split(s["std"], "test.")},
                     "run": str(run.root.relative_to(out)), "seed": run.seed, "model_dir": str(model_dir),
                     "card_results": card}
-    expected = len(spec.seeds) * (len(spec.settings()) if spec.mode == "grid" else spec.search)
+    expected = len(spec.seeds) * len(settings)  # search: the settings sampled so far
     return {
         "format": FORMAT,
         "folder": str(out),
@@ -238,7 +238,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     for s in report["settings"]:
         mark = ("**selected** " if s["id"] == sel else "") + ("front" if s["id"] in front else "")
         rows.append({"setting": s["id"], **{k: str(s["overrides"].get(k, "")) for k in keys}, "n": str(s["n"]),
-                     **{c: _cell(s, c) for c in cols}, "": mark.strip()})
+                     **{c: _cell(s, c) for c in cols}, "note": mark.strip()})
     lines = [f"# Sweep of `{report['recipe']}` ({report['mode']}, {len(report['settings'])} settings × "
              f"{len(report['seeds'])} seeds)", ""]
     if report["overrides"]:
@@ -246,7 +246,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += [f"Runs finished: {report['runs_finished']} of {report['runs_expected']}. Cells: mean ± sample std over "
               "seeds (ddof = 1). `front`: on the Pareto front of the trade-off "
               f"({', '.join(a['metric'] + ' ' + a['direction'][:3] for a in report['tradeoff'])}).", ""]
-    lines.append(markdown_table(rows, ["setting", *keys, "n", *cols, ""], digits=2))
+    lines.append(markdown_table(rows, ["setting", *keys, "n", *cols, "note"], digits=2))
     lines += ["", "## Selection (dev metrics only)", ""]
     for rule, res in report["selection"]["by_rule"].items():
         star = " ← `--select`" if rule == report["selection"]["rule"] else ""
