@@ -73,7 +73,8 @@ def killed_then_joined(shared_data, tmp_path_factory):
     try:
         while time.time() < deadline and a.poll() is None:
             done = list(out.glob("trials/*/seed-*/done.json"))
-            started = [p.parent for p in out.glob("trials/*/seed-*/trial.json") if not (p.parent / "done.json").exists()]
+            started = [p.parent for p in out.glob("trials/*/seed-*/trial.json")
+                       if not (p.parent / "done.json").exists()]
             try:
                 training = [c for c in psutil.Process(a.pid).children() if "train" in " ".join(c.cmdline())]
             except psutil.Error:
@@ -82,7 +83,8 @@ def killed_then_joined(shared_data, tmp_path_factory):
                 killed_root = started[0]
                 break
             time.sleep(0.2)
-        assert killed_root is not None, "worker A never reached its second run:\n" + (a.stdout.read() if a.poll() is not None else "")
+        assert killed_root is not None, "worker A never reached its second run:\n" + (
+            a.stdout.read() if a.poll() is not None else "")
         before = _mtimes(out / "trials")
         finished_before = sorted(str(p.parent) for p in out.glob("trials/*/seed-*/done.json"))
         os.killpg(a.pid, signal.SIGKILL)
@@ -178,7 +180,8 @@ def _hand_stats(out: Path) -> dict:
 def _brute_front(points: list[tuple[float, float]], senses=(1, -1)) -> set[int]:
     """Indices not dominated by any other point (sense 1: higher is better, -1: lower)."""
     def dominates(p, q):
-        return all(s * a >= s * b for a, b, s in zip(p, q, senses)) and any(s * a > s * b for a, b, s in zip(p, q, senses))
+        pairs = list(zip(p, q, senses))
+        return all(s * a >= s * b for a, b, s in pairs) and any(s * a > s * b for a, b, s in pairs)
 
     return {i for i, p in enumerate(points) if not any(dominates(q, p) for j, q in enumerate(points) if j != i)}
 
@@ -387,6 +390,7 @@ WORKER = """
 import json, os, sys, time
 from pathlib import Path
 from fairmt.sweep.engine import run_sweep
+from fairmt.commands.train import resolve_recipe_path
 from fairmt.sweep.spec import SweepSpec
 
 out, ledger = Path(sys.argv[1]), sys.argv[2]
@@ -403,7 +407,8 @@ def runner(cmd, log):
     log.write_text("ok")
     return 0
 
-spec = SweepSpec(recipe="classification/fcl", recipe_path="fcl.yaml", method="classification", overrides=[],
+spec = SweepSpec(recipe="classification/fcl", recipe_path=str(resolve_recipe_path("classification/fcl")),
+                 method="classification", overrides=[],
                  grid={"x": list(range(6))}, grid_raw={"x": [str(i) for i in range(6)]}, ranges={}, seeds=[0, 1],
                  objectives=[["dev.accuracy", "maximize"]], tradeoff=[], search=None, output_dir=str(out),
                  storage=f"sqlite:///{out / 'study.db'}", study_name="s", join=True)
@@ -441,7 +446,10 @@ def test_a_grid_point_handed_out_twice_runs_once(tmp_path):
     from fairmt.sweep.engine import HOST, OWNER, _duplicate, _my_owner, _suggest, open_storage, open_study
     from fairmt.sweep.spec import SweepSpec
 
-    spec = SweepSpec(recipe="r", recipe_path="r.yaml", method="classification", overrides=[], grid={"x": [1, 2]},
+    from fairmt.commands.train import resolve_recipe_path
+
+    spec = SweepSpec(recipe=RECIPE, recipe_path=str(resolve_recipe_path(RECIPE)), method="classification",
+                     overrides=[], grid={"x": [1, 2]},
                      grid_raw={"x": ["1", "2"]}, ranges={}, seeds=[0], objectives=[["dev.accuracy", "maximize"]],
                      tradeoff=[], search=None, output_dir=str(tmp_path), storage=f"sqlite:///{tmp_path / 'db'}",
                      study_name="s")

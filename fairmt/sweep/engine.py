@@ -264,7 +264,8 @@ def run_one(spec: SweepSpec, setting: dict[str, Any], seed: int, trial_number: i
     seconds = time.time() - t0
     where = root.relative_to(spec.output_dir)
     if rc != 0:
-        raise TrialFailed(f"{where}: fairmt train exited with {rc} (log {root / 'train.log'}: {_log_tail(root / 'train.log')})")
+        log = root / "train.log"
+        raise TrialFailed(f"{where}: fairmt train exited with {rc} (log {log}: {_log_tail(log)})")
     try:
         results = read_results(run_dir / fam.results)
     except FairmtError as err:
@@ -556,12 +557,11 @@ def run_sweep(spec: SweepSpec, runner: Runner | None = None, echo: Callable[[str
     outcome = Outcome()
     with take_lock(spec):
         reaped = reap_stale(study, spec.grace_period)
-        others = [t for t in study.get_trials(deepcopy=False, states=(S.RUNNING,))]
+        others = [t.user_attrs.get(OWNER) or {} for t in study.get_trials(deepcopy=False, states=(S.RUNNING,))]
         if others and not spec.join:
-            who = sorted({f"{(t.user_attrs.get(OWNER) or {}).get('host', '?')}:{(t.user_attrs.get(OWNER) or {}).get('pid', '?')}"
-                          for t in others})
-            raise FairmtError(f"{len(others)} trial(s) of this sweep are running in other processes ({', '.join(who)}): "
-                              "pass --join to run trials beside them")
+            who = ", ".join(sorted({f"{o.get('host', '?')}:{o.get('pid', '?')}" for o in others}))
+            raise FairmtError(f"{len(others)} trial(s) of this sweep are running in other processes ({who}): pass "
+                              "--join to run trials beside them")
         requeued = requeue_failed(study, spec)
     if reaped:
         echo(f"fairmt sweep: trial(s) {reaped} were interrupted (their process is gone): failed and queued again")

@@ -250,8 +250,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += ["", "## Selection (dev metrics only)", ""]
     for rule, res in report["selection"]["by_rule"].items():
         star = " ← `--select`" if rule == report["selection"]["rule"] else ""
-        lines.append(f"- `{rule}`: " + (f"{res['setting']}" if "setting" in res else f"unavailable: {res['unavailable']}")
-                     + star)
+        chosen = res["setting"] if "setting" in res else f"unavailable: {res['unavailable']}"
+        lines.append(f"- `{rule}`: {chosen}{star}")
     if report["selected"]:
         s = report["selected"]
         test = s["test"]["mean"]

@@ -60,8 +60,13 @@ class SweepSpec:
         return "search" if self.search else "grid"
 
     def identity(self) -> dict[str, Any]:
-        return {"recipe_path": self.recipe_path, "method": self.method, "overrides": list(self.overrides),
-                "grid": self.grid, "ranges": self.ranges, "seeds": list(self.seeds),
+        """The recipe by content (a built-in recipe's path differs between machines, its name can be spelt two
+        ways), what the trials override, and the study's objectives."""
+        import hashlib
+
+        content = hashlib.sha256(Path(self.recipe_path).read_bytes()).hexdigest()[:16]
+        return {"recipe_sha256": content, "method": self.method,
+                "overrides": list(self.overrides), "grid": self.grid, "ranges": self.ranges, "seeds": list(self.seeds),
                 "objectives": [list(o) for o in self.objectives], "search": self.search}
 
     def to_dict(self) -> dict[str, Any]:
@@ -163,7 +168,7 @@ def parse_seeds(text: str) -> list[int]:
     try:
         numbers = [int(s) for s in text.split(",")]
     except ValueError:
-        raise FairmtError(f"--seeds {text!r} is neither a number of seeds nor a comma-separated list of seeds") from None
+        raise FairmtError(f"--seeds {text!r} is neither a number of seeds nor a list of seeds (0,1,2)") from None
     if len(numbers) == 1:
         if numbers[0] < 1:
             raise FairmtError(f"--seeds must be at least 1 (the number of seeds per setting), got {numbers[0]}")
