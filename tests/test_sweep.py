@@ -282,6 +282,15 @@ def test_bad_input_is_one_line_before_any_run(tmp_path, capsys, extra, expected)
     assert not out.exists()  # nothing was started, not even the sweep folder
 
 
+def test_the_sweep_owns_seed_and_output_folder(tmp_path, capsys):
+    for fixed, expected in (("seed=4", "override seed=...: give the seeds with --seeds"),
+                            ("training.output_dir=x", "the sweep gives every run its own folder")):
+        assert main(["sweep", RECIPE, fixed, "--grid", "training.learning_rate=0.1", "--output-dir",
+                     str(tmp_path / "s")]) == 2
+        assert expected in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+
+
 def test_unknown_objective_lists_the_available_metrics(tmp_path, capsys):
     assert main(["sweep", RECIPE, "--grid", "training.learning_rate=0.1", "--objective", "dev.f1:max",
                  "--output-dir", str(tmp_path / "s")]) == 2

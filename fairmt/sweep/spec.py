@@ -235,6 +235,9 @@ def check_against_recipe(spec: SweepSpec) -> dict[str, Any]:
         raise FairmtError(f"recipe {spec.recipe} (method {base['method']}) cannot be swept: {fam.note}")
     reserved = set(RESERVED) | {fam.seed_key, *fam.output_keys} | ({fam.results_key} if fam.results_key else set())
     overridden = {o.partition("=")[0].strip() for o in spec.overrides}
+    for key in sorted(overridden & reserved - set(RESERVED)):
+        hint = "give the seeds with --seeds" if key == fam.seed_key else "the sweep gives every run its own folder"
+        raise FairmtError(f"override {key}=...: {hint}")
     reference = _reference_config(base["method"], base)
     for flag, keys in (("--grid", list(spec.grid)), ("--range", list(spec.ranges))):
         for key in keys:
