@@ -507,6 +507,20 @@ def test_stale_trials_are_failed_and_queued_again_live_ones_kept():
     assert sorted(t.params["x"] for t in waiting) == [1, 4]  # queued again with their parameters
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "journal"])
+def test_heartbeat_is_recorded_from_its_thread(tmp_path, kind):
+    from fairmt.sweep.engine import HEARTBEAT, Heartbeat, open_storage
+
+    url = f"sqlite:///{tmp_path / 'db'}" if kind == "sqlite" else str(tmp_path / "study.journal")
+    study = optuna.create_study(storage=open_storage(url), study_name="h")
+    trial = study.ask()
+    t0 = time.time()
+    with Heartbeat(trial, 0.05):
+        time.sleep(0.5)
+    beat = study.trials[0].user_attrs[HEARTBEAT]
+    assert t0 < beat <= time.time()
+
+
 def test_a_second_worker_without_join_is_refused(tmp_path, capsys):
     from fairmt.sweep.engine import HOST, open_storage, open_study, prepare_folder
     from fairmt.sweep.spec import build_spec

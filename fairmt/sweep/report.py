@@ -133,19 +133,18 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
     by_key: dict[str, list[Run]] = {}
     for r in runs:
         by_key.setdefault(_setting_key(r.setting), []).append(r)
-    if spec.mode == "grid":
-        order = [_setting_key(s) for s in spec.settings()]
-    else:
-        order = sorted(by_key, key=lambda k: min(json.loads((r.root / "done.json").read_text())["trial"]
-                                                 for r in by_key[k]))
+    if spec.mode == "grid":  # the grid's order, keys as on the command line
+        order = spec.settings()
+    else:  # the order the sampler proposed them
+        first = {k: min(json.loads((r.root / "done.json").read_text())["trial"] for r in rs) for k, rs in by_key.items()}
+        order = [by_key[k][0].setting for k in sorted(by_key, key=first.get)]
     settings = []
-    for i, key in enumerate(order):
-        group = sorted(by_key.get(key, []), key=lambda r: r.seed)
+    for i, setting in enumerate(order):
+        group = sorted(by_key.get(_setting_key(setting), []), key=lambda r: r.seed)
         names = sorted({n for r in group for n in r.metrics})
         mean, std = {}, {}
         for n in names:
             mean[n], std[n] = mean_std([r.metrics[n] for r in group if n in r.metrics])
-        setting = json.loads(key)
         settings.append({"id": f"s{i + 1}", "overrides": setting, "folder": f"trials/{setting_slug(setting)}",
                          "n": len(group), "seeds": [r.seed for r in group],
                          "runs": [str(r.root.relative_to(out)) for r in group], "mean": mean, "std": std})
