@@ -19,6 +19,7 @@ from fairmt.errors import FairmtError
 COMMAND_MODULES = (
     "fairmt.commands.demo",
     "fairmt.commands.train",
+    "fairmt.commands.sweep",
     "fairmt.commands.eval_winomt",
     "fairmt.commands.eval_geneval",
     "fairmt.commands.eval_mtbias",
