@@ -26,7 +26,7 @@ for evaluation only, ``-1`` = unknown). Self-supervised training never reads a l
 
 from __future__ import annotations
 
-import math
+import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -344,7 +344,7 @@ def load_image(row: dict[str, Any]):
     if img is None and "path" in row:
         img = row["path"]
     if isinstance(img, dict):  # a datasets Image feature left undecoded
-        img = img.get("path") if img.get("bytes") is None else __import__("io").BytesIO(img["bytes"])
+        img = img.get("path") if img.get("bytes") is None else io.BytesIO(img["bytes"])
     if isinstance(img, (str, os.PathLike)) or hasattr(img, "read"):
         try:
             with Image.open(img) as opened:
@@ -422,11 +422,12 @@ class SimCLRAugmentation:
     def __call__(self, pixel_values):
         """One random view of every image of ``(N, 3, H, W)`` ``[0, 1]`` pixels, normalised."""
         x = pixel_values.float()
-        return self.norm(self._pipeline(x.shape[-2], x.shape[-1]).to(x.device)(x))
+        return self.norm.to(x.device)(self._pipeline(x.shape[-2], x.shape[-1]).to(x.device)(x))
 
     def clean(self, pixel_values):
         """The image itself, normalised (no augmentation)."""
-        return self.norm(pixel_values.float())
+        x = pixel_values.float()
+        return self.norm.to(x.device)(x)
 
 
 __all__ = ["CELEBA_HUB_ID", "CHEXPERT_FIVE", "CHEXPERT_FINDINGS", "ImageCollator", "ImageData", "SimCLRAugmentation",

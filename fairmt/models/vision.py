@@ -171,8 +171,7 @@ def contrastive_features(model: nn.Module, inputs: dict[str, Any], pooling: str 
     gives its pooled representation as both ``h`` and ``z`` (no projection head) and its logits."""
     from fairmt.models.pooling import representation_and_logits
 
-    if isinstance(getattr(model, "module", model), SimCLRModel) or "pixel_values" in inputs and \
-            not hasattr(getattr(model, "module", model), "classifier"):
+    if isinstance(getattr(model, "module", model), SimCLRModel):  # DDP wraps the model in .module
         out = model(**inputs)
         return out.pooler_output, out.projection, None
     rep, logits = representation_and_logits(model, inputs, pooling)
