@@ -233,3 +233,27 @@ def test_config_validation_and_missing_labels(tmp_path):
         FairnessSamplingTrainer(model=MLPClassifier(12, 2), args=_args(tmp_path / "k", max_steps=1),
                                 train_dataset=Dataset.from_list(_rows()[:3]), data_collator=ClassificationCollator()
                                 ).train()
+
+
+def test_two_processes_split_the_anchors_and_stay_in_sync(tmp_path):
+    """torchrun, 2 CPU processes × 8 anchors: every process builds the same index and draws the same batch sequence,
+    accelerate hands each every other batch, so an epoch's anchors are split without overlap; replicas stay equal."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": f"{here.parent}{os.pathsep}{here}"}
+    out = tmp_path / "two.json"
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                           str(here / "ddp_sampling_script.py"), str(out), "sampling_pretrain", "8"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    r = json.loads(out.read_text())
+    assert r["world_size"] == 2 and r["steps"] == 8  # 64 anchors / (2 × 8) = 4 steps per epoch, 2 epochs
+    assert r["checksums"][0] == pytest.approx(r["checksums"][1], rel=1e-12)
+    first_epoch = [set(i for b in ranks[:4] for i in b) for ranks in r["anchors"]]
+    assert not first_epoch[0] & first_epoch[1] and len(first_epoch[0] | first_epoch[1]) == 64
+    assert all(math.isfinite(h["loss_ntxent"]) for h in r["logs"])

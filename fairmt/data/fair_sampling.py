@@ -181,7 +181,9 @@ class FairPairBatchSampler:
 
     ``with_negatives=False`` yields ``[anchors | positives]`` only (negatives then come from the index's stored
     embeddings, drawn by the Trainer). Each epoch shuffles the eligible anchors with ``seed + epoch``; negatives are
-    drawn with a torch generator seeded by ``seed``.
+    drawn with a torch generator seeded by ``seed`` (every process of a distributed run draws the same sequence and
+    accelerate hands each one every k-th batch). ``batch_size`` is ``None`` — a yielded list is longer than the
+    number of anchors, ``anchors_per_batch`` — which is how accelerate's batch-sampler sharding is told so.
     """
 
     def __init__(self, index: PairIndex, batch_size: int, num_negatives: int = 1, drop_last: bool = False,
@@ -190,7 +192,8 @@ class FairPairBatchSampler:
 
         if batch_size < 1:
             raise FairmtError(f"batch_size must be >= 1, got {batch_size}")
-        self.index, self.batch_size, self.num_negatives = index, batch_size, num_negatives
+        self.index, self.anchors_per_batch, self.num_negatives = index, batch_size, num_negatives
+        self.batch_size = None
         self.drop_last, self.seed, self.with_negatives = drop_last, seed, with_negatives
         self.epoch = 0
         self.generator = torch.Generator().manual_seed(seed)
@@ -199,16 +202,16 @@ class FairPairBatchSampler:
         self.epoch = epoch
 
     def __len__(self) -> int:
-        n = len(self.index.eligible)
-        return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+        n, b = len(self.index.eligible), self.anchors_per_batch
+        return n // b if self.drop_last else math.ceil(n / b)
 
     def __iter__(self) -> Iterator[list[int]]:
         rng = np.random.default_rng(self.seed + self.epoch)
         self.epoch += 1
         perm = rng.permutation(self.index.eligible)
-        for s in range(0, len(perm), self.batch_size):
-            anchors = perm[s: s + self.batch_size]
-            if len(anchors) < self.batch_size and self.drop_last:
+        for s in range(0, len(perm), self.anchors_per_batch):
+            anchors = perm[s: s + self.anchors_per_batch]
+            if len(anchors) < self.anchors_per_batch and self.drop_last:
                 break
             batch = [*anchors.tolist(), *self.index.positives[anchors].tolist()]
             if self.with_negatives:

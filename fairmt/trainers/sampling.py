@@ -305,11 +305,12 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
         sampler = FairPairBatchSampler(self.pair_index, a.per_device_train_batch_size, a.num_negatives,
                                        drop_last=a.dataloader_drop_last, seed=a.seed,
                                        with_negatives=a.negative_source == "encode")
-        self._steps_per_epoch = max(1, len(sampler) // max(a.gradient_accumulation_steps, 1))
         loader = DataLoader(IndexedDataset(self.train_dataset), batch_sampler=sampler,
                             collate_fn=IndexedCollator(self.data_collator), num_workers=a.dataloader_num_workers,
                             pin_memory=a.dataloader_pin_memory)
-        return self.accelerator.prepare(loader)
+        loader = self.accelerator.prepare(loader)
+        self._steps_per_epoch = max(1, len(loader) // max(a.gradient_accumulation_steps, 1))
+        return loader
 
     # ------------------------------------------------------------------ objective
     def _ce(self, logits, labels):
