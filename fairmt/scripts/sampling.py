@@ -253,6 +253,7 @@ def _train_stage(cfg, stage: str, model, data, collator, augmentation, run: Path
     if trainer.is_world_process_zero():
         _save_embeddings(folder / "embeddings.npz", z, h, data)
         _write_json(folder / "done.json", info)
+    trainer.accelerator.wait_for_everyone()  # the other processes read what the main one wrote
     return trainer.accelerator.unwrap_model(trainer.model), info
 
 
@@ -326,6 +327,7 @@ def _markdown(results: dict[str, Any]) -> str:
 def main(config: dict[str, Any]) -> dict[str, Any]:
     """Run (or resume) one recipe; returns and writes ``results.json``."""
     import torch
+    from accelerate import PartialState
 
     from fairmt.data.fair_sampling import LatentSubgroups, fit_latent_subgroups
     from fairmt.data.images import ImageCollator, SimCLRAugmentation, processor_stats
@@ -354,13 +356,14 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     if len(emb1["projection"]) != len(data):
         raise FairmtError(f"{base / 'stage1'} embedded {len(emb1['projection'])} images, this data has {len(data)}")
     # 2. latent subgroups, fitted once on the stage-1 embeddings of the whole set
-    k = cfg["clusters"]
-    if (base / "clusters" / "clusters.json").is_file():
-        subgroups = LatentSubgroups.load(base / "clusters")
-    else:
-        subgroups = fit_latent_subgroups(emb1["projection"], k["n_clusters"], k["seed"], k["n_init"],
-                                         space="stage-1 normalised projection")
-        subgroups.save(run / "clusters")
+    k, state = cfg["clusters"], PartialState()
+    where = base if (base / "clusters" / "clusters.json").is_file() else run
+    if where == run and not (run / "clusters" / "clusters.json").is_file():
+        if state.is_main_process:
+            fit_latent_subgroups(emb1["projection"], k["n_clusters"], k["seed"], k["n_init"],
+                                 space="stage-1 normalised projection").save(run / "clusters")
+        state.wait_for_everyone()
+    subgroups = LatentSubgroups.load(where / "clusters")
     print(f"fairmt: latent subgroups (K={subgroups.n_clusters}, seed {subgroups.seed}): sizes "
           f"{subgroups.sizes.tolist()}")
     # 3-4. stage 2 (fair sampling, or SimCLR for the baseline) and its embeddings
@@ -371,6 +374,8 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
         extra = {} if cfg["objective"] == "simclr" else {"latent_subgroups": subgroups,
                                                          "index_embeddings": emb1["projection"]}
         _, info2 = _train_stage(cfg, "stage2", model, data, collator, augmentation, run, **extra)
+    if not state.is_main_process:  # evaluation and reports: the main process only
+        return {}
     emb2 = _load_embeddings(run / "stage2")
     # 5. evaluation
     results = {
