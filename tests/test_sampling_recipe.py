@@ -213,3 +213,17 @@ def test_synthetic_recipe_fits_clusters_once_and_refuses_foreign_folders(standin
     assert res["dataset"] == "synthetic_shapes" and set(res["stages"]["stage2"]["probe"]) == {"shape"}
     assert main(["train", "sampling/celeba_resnet50", *args, f"output_dir={out}", "seed=1", "--overwrite"]) == 0
     assert json.loads((out / "results.json").read_text())["seed"] == 1
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_text_variant_recipe_runs_on_the_real_hate_speech_data(shared_data, monkeypatch, tmp_path):
+    """sampling/hatespeech_gru (also classification/sampling) end to end: CE + μ·NT-Xent on Algorithm 1's pairs over
+    the whole training set, K-means refitted every 30 steps; gender only scored."""
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    assert main(["train", "sampling/hatespeech_gru", "training.num_train_epochs=1", "model.embed_dim=16",
+                 "model.hidden_dim=16", "training.per_device_train_batch_size=128", f"output_dir={tmp_path}",
+                 "save_predictions=false"]) == 0
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert res["objective"] == "sampling" and res["dataset"] == "hatespeech" and res["test"]["scale"] == "percent"
+    assert res["info"]["train_log"][0]["loss_ntxent"] > 0 and "loss_ce" in res["info"]["train_log"][0]

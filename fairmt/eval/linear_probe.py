@@ -51,7 +51,8 @@ class LinearProbeResult:
     signature: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """JSON-ready dict; scores are fractions (``scale``), as in the paper's Table 2, not percent."""
+        return {**dataclasses.asdict(self), "scale": "fraction"}
 
     def summary(self) -> dict[str, Any]:
         """The headline numbers (fractions, 4 decimals as in the paper's tables)."""
