@@ -220,6 +220,9 @@ def test_config_validation_and_missing_labels(tmp_path):
         _args(tmp_path, n_clusters=1)
     with pytest.raises(FairmtError, match="cluster_refit"):
         _args(tmp_path, cluster_refit="sometimes")
+    with pytest.raises(FairmtError, match="does nothing with cluster_refit='once'"):
+        _args(tmp_path, cluster_refit="once")  # a refit interval without refits: an old recipe, say
+    assert _args(tmp_path, cluster_refresh_steps=None).cluster_refresh_steps == 50
     with pytest.raises(FairmtError, match="negative_source"):
         _args(tmp_path, negative_source="batch")
     with pytest.raises(FairmtError, match="index_refresh_steps"):

@@ -87,7 +87,8 @@ class FairnessSamplingConfig(TrainingArguments):
         sampling_temperature: τ of the NT-Xent (both objectives).
         sampling_weight: μ, weight of the NT-Xent next to CE in ``objective="sampling"``.
         cluster_refit: ``once`` (fixed latent subgroups) or ``every_n_steps``.
-        cluster_refresh_steps: the refit interval of ``every_n_steps``, in optimizer steps.
+        cluster_refresh_steps: the refit interval of ``every_n_steps``, in optimizer steps (default 50); refused with
+            ``once``, where it would do nothing (fairmt's earlier text variant refitted by default).
         index_refresh_steps: recompute ``Z`` (and the positives) every this many optimizer steps; ``None``: once per
             epoch; ``0``: never.
         negative_source: ``encode`` (negatives encoded with the anchors, with gradient) or ``bank`` (their ``Z``
@@ -104,7 +105,7 @@ class FairnessSamplingConfig(TrainingArguments):
     sampling_temperature: float = field(default=0.5, metadata={"help": "τ of the NT-Xent"})
     sampling_weight: float = field(default=0.1, metadata={"help": "μ: weight of the NT-Xent next to CE"})
     cluster_refit: str = field(default="once", metadata={"help": "once | every_n_steps"})
-    cluster_refresh_steps: int = field(default=50, metadata={"help": "refit interval of every_n_steps"})
+    cluster_refresh_steps: int | None = field(default=None, metadata={"help": "refit interval of every_n_steps (50)"})
     index_refresh_steps: int | None = field(default=None, metadata={"help": "Z refresh interval (None: each epoch)"})
     negative_source: str = field(default="encode", metadata={"help": "encode | bank"})
     pooling: str = field(default="cls", metadata={"help": "cls | mean (3-D hidden states of text classifiers)"})
@@ -123,7 +124,12 @@ class FairnessSamplingConfig(TrainingArguments):
             raise FairmtError(f"sampling_temperature must be > 0, got {self.sampling_temperature}")
         if self.cluster_refit not in CLUSTER_REFIT:
             raise FairmtError(f"cluster_refit must be one of {CLUSTER_REFIT}, got {self.cluster_refit!r}")
-        if self.cluster_refresh_steps < 1:
+        if self.cluster_refit == "once" and self.cluster_refresh_steps is not None:
+            raise FairmtError(f"cluster_refresh_steps={self.cluster_refresh_steps} does nothing with cluster_refit='once' "
+                              "(clusters fitted once, as published); set cluster_refit='every_n_steps' to refit them")
+        if self.cluster_refit == "every_n_steps" and self.cluster_refresh_steps is None:
+            self.cluster_refresh_steps = 50
+        if self.cluster_refresh_steps is not None and self.cluster_refresh_steps < 1:
             raise FairmtError(f"cluster_refresh_steps must be >= 1, got {self.cluster_refresh_steps}")
         if self.index_refresh_steps is not None and self.index_refresh_steps < 0:
             raise FairmtError(f"index_refresh_steps must be >= 0 (0: never) or None (each epoch), got "
