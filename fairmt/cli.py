@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "fairmt.commands.eval_mtbias",
     "fairmt.commands.eval_embeddings",
     "fairmt.commands.eval_classification",
+    "fairmt.commands.eval_linear_probe",
     "fairmt.commands.data",
     "fairmt.commands.augment",
     "fairmt.commands.push",

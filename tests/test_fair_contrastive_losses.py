@@ -1,4 +1,4 @@
-"""CS-InfoNCE, FCL and fairness-driven-sampling NT-Xent against slow loop references."""
+"""CS-InfoNCE and FCL against slow loop references (the sampling losses: tests/test_sampling_losses.py)."""
 
 import math
 
@@ -7,11 +7,7 @@ import torch
 
 from fairmt.errors import FairmtError
 from fairmt.losses import (
-    cluster_weights,
     cs_infonce_loss,
-    fairness_sampling_nt_xent,
-    fairness_sampling_pairs,
-    fairness_sampling_probs,
     fcl_loss,
     supcon_loss,
 )
@@ -155,112 +151,6 @@ def test_fcl_no_positive_anchor_behaviour():
     terms.loss.backward()  # still attached to the graph
     with pytest.raises(FairmtError, match="no positive"):
         fcl_loss(h, y, a, on_no_positive="error")
-
-
-# ---------------------------------------------------------------- fairness-driven sampling
-
-
-def test_cluster_weights_formula():
-    w = cluster_weights(torch.tensor([0.5, 0.3, 0.15, 0.05]), epsilon=0.1)
-    assert w.tolist() == pytest.approx([0.1, 0.1, 0.1 + 0.1, 0.1 + 0.2])
-
-
-def ref_sampling_probs(z, clusters, p, eps):
-    n = z.shape[0]
-    C = len(p)
-    w = [max(0.0, 1.0 / C - p[c]) + eps for c in range(C)]
-    out = torch.zeros(n, n, dtype=torch.float64)
-    for i in range(n):
-        others = sorted({int(c) for c in clusters} - {int(clusters[i])})
-        tot = sum(w[c] for c in others)
-        for c in others:
-            members = [k for k in range(n) if clusters[k] == c]
-            d = [float((z[i] - z[k]).norm()) for k in members]
-            for k, dk in zip(members, d):
-                out[i, k] = (w[c] / tot) * dk / sum(d)
-    return out
-
-
-def test_sampling_probs_match_loop_reference():
-    g = torch.Generator().manual_seed(3)
-    z = torch.randn(14, 5, generator=g, dtype=torch.float64)
-    clusters = torch.tensor([0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3, 0])
-    p = [0.55, 0.25, 0.15, 0.05]
-    got = fairness_sampling_probs(z, clusters, torch.tensor(p), epsilon=0.1)
-    want = ref_sampling_probs(z, clusters, p, 0.1)
-    assert torch.allclose(got, want, atol=1e-12)
-    assert torch.allclose(got.sum(1), torch.ones(14, dtype=torch.float64))
-
-
-def test_sampling_pairs_positive_is_nearest_same_cluster_and_negatives_other_clusters():
-    g = torch.Generator().manual_seed(4)
-    z = torch.randn(20, 3, generator=g)
-    clusters = torch.randint(0, 3, (20,), generator=g)
-    clusters[19] = 3  # a singleton cluster: no positive
-    pairs = fairness_sampling_pairs(z, clusters, torch.tensor([0.3, 0.3, 0.3, 0.1]), num_negatives=5, generator=g)
-    for i in range(20):
-        same = [j for j in range(20) if j != i and clusters[j] == clusters[i]]
-        if not same:
-            assert int(pairs.positive[i]) == -1
-            continue
-        nearest = min(same, key=lambda j: float((z[i] - z[j]).norm()))
-        assert int(pairs.positive[i]) == nearest
-        negs = torch.nonzero(pairs.negative_mask[i]).flatten().tolist()
-        assert len(negs) == min(5, sum(1 for k in range(20) if clusters[k] != clusters[i]))
-        assert all(int(clusters[k]) != int(clusters[i]) for k in negs)
-
-
-def test_sampling_frequencies_follow_the_distribution():
-    """With one negative per draw, empirical frequencies converge to P_i(k) (under-represented clusters favoured)."""
-    g = torch.Generator().manual_seed(5)
-    z = torch.randn(8, 2, generator=g)
-    clusters = torch.tensor([0, 0, 0, 0, 0, 1, 1, 2])
-    p = torch.tensor([0.7, 0.2, 0.1])
-    probs = fairness_sampling_probs(z, clusters, p)
-    counts = torch.zeros(8, 8)
-    draws = 3000
-    for _ in range(draws):
-        counts += fairness_sampling_pairs(z, clusters, p, num_negatives=1, generator=g).negative_mask.float()
-    freq = counts / draws
-    assert torch.allclose(freq.double(), probs, atol=0.035)
-    # anchor 0 (majority cluster): cluster 2 (p=0.1 → w=0.233+0.1) beats cluster 1 (w=0.133+0.1) in total mass
-    assert float(freq[0, 7]) > float(freq[0, 5:7].sum()) * 0.9
-
-
-def ref_nt_xent(z, positive, negmask, tau):
-    n = z.shape[0]
-    losses = []
-    for i in range(n):
-        j = int(positive[i])
-        if j < 0:
-            continue
-        sp = math.exp(_cos(z[i], z[j]) / tau)
-        sn = sum(math.exp(_cos(z[i], z[k]) / tau) for k in range(n) if negmask[i, k] and k != j)
-        losses.append(-math.log(sp / (sp + sn)))
-    return sum(losses) / len(losses)
-
-
-def test_sampling_nt_xent_matches_loop_reference():
-    g = torch.Generator().manual_seed(6)
-    z = torch.randn(16, 4, generator=g, dtype=torch.float64)
-    clusters = torch.tensor([0] * 7 + [1] * 5 + [2] * 3 + [3])
-    p = torch.tensor([0.45, 0.3, 0.2, 0.05])
-    pairs = fairness_sampling_pairs(z, clusters, p, num_negatives=6, generator=g)
-    got = fairness_sampling_nt_xent(z, clusters, p, temperature=0.5, pairs=pairs)
-    want = ref_nt_xent(z, pairs.positive, pairs.negative_mask, 0.5)
-    assert float(got) == pytest.approx(want, rel=1e-6)
-
-
-def test_sampling_nt_xent_bad_input():
-    z = torch.randn(4, 3, requires_grad=True)
-    clusters = torch.tensor([0, 1, 2, 3])  # every anchor alone in its cluster
-    loss = fairness_sampling_nt_xent(z, clusters, torch.full((4,), 0.25))
-    assert float(loss) == 0.0
-    loss.backward()
-    with pytest.raises(FairmtError, match="no positive"):
-        fairness_sampling_nt_xent(z, clusters, torch.full((4,), 0.25), on_no_positive="error")
-    with pytest.raises(FairmtError, match="cluster ids"):
-        fairness_sampling_nt_xent(z, torch.tensor([0, 1, 2, 5]), torch.full((4,), 0.25))
 
 
 def test_float64_inputs_stay_float64_and_half_inputs_compute_in_float32():

@@ -95,7 +95,8 @@ def register(groups) -> None:
     p.set_defaults(handler=_download)
 
     c = groups["data"].add_parser(
-        "corpora", help="list the papers' training corpora (WMT18 en-de, TED2020, News-Commentary v15) and fetch one",
+        "corpora",
+        help="list the papers' training corpora (WMT18 en-de, TED2020, News-Commentary v15, CelebA, CheXpert) and fetch one",
         description="Without --fetch: where each training corpus of the papers comes from, its licence and how fairmt "
         "uses it. With --fetch NAME: download its files into DEST/NAME, print each file's sha256 and write SHA256SUMS; "
         "give those digests back with --sha256 FILE=DIGEST to verify a later download.",

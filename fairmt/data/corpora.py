@@ -16,7 +16,15 @@ ted2020-ende        TED2020 en–de (OPUS, Reimers & Gurevych 2020)             
 ted2020-entr        TED2020 en–tr (OPUS)                                           GACL: the en2tr experiments (Fig. 4)
 news-commentary-v15 News-Commentary v15 English monolingual (statmt.org; OPUS)     CCD: source texts of the LLM-made
                                                                                    tuples (43k pairs, last 1000 dev)
+celeba              CelebA, 202,599 aligned face images + 40 attributes (CUHK)     fairness-driven sampling (Martin &
+                                                                                   Ogbuokiri): SimCLR + probes
+chexpert            CheXpert-v1.0-small, 223,648 chest radiographs (Stanford AIMI) fairness-driven sampling: SimCLR +
+                                                                                   probes on five findings
 ==================  ============================================================  =================================
+
+The two image sets are not fetched by fairmt: CelebA is distributed from its project page (Google Drive / Baidu; also
+the Hub copy ``flwrlabs/celeba`` under the same agreement) and CheXpert only after registration. ``fairmt data
+corpora`` says where to get them; the ``method: sampling`` recipes read the local folders (``data.root``).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ class Corpus:
     urls: tuple[str, ...]
     licence: str
     prepare: str = ""
+    homepage: str = ""
 
 
 CORPORA: dict[str, Corpus] = {c.name: c for c in (
@@ -72,6 +81,30 @@ CORPORA: dict[str, Corpus] = {c.name: c for c in (
         "`fairmt augment cda --input news-commentary-v15.en --output tuples.jsonl` (or `augment llm`), then "
         "`fairmt train ccd/minilm_cda data.tuples=tuples.jsonl`",
     ),
+    Corpus(
+        "celeba", "CelebA (Liu et al., ICCV 2015): 202,599 aligned and cropped face images with 40 binary attributes "
+        "and the official train/valid/test partition",
+        "fairness-driven sampling (Martin & Ogbuokiri): SimCLR pre-training, latent subgroups and linear probes "
+        "(Attractive, Wavy_Hair; Male, Young for evaluation)",
+        (),
+        "CelebA Dataset Release Agreement: non-commercial research and educational use only, no redistribution",
+        "download img_align_celeba.zip, list_attr_celeba.txt and list_eval_partition.txt from the project page (or "
+        "use the Hub copy flwrlabs/celeba with data.source=hub), unzip, then `fairmt train sampling/celeba_resnet50 "
+        "data.root=FOLDER`",
+        homepage="https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html",
+    ),
+    Corpus(
+        "chexpert", "CheXpert-v1.0-small (Irvin et al., AAAI 2019): 223,414 training + 234 validation chest "
+        "radiographs (downsampled) with 14 findings labelled positive / negative / uncertain",
+        "fairness-driven sampling (Martin & Ogbuokiri): SimCLR pre-training, latent subgroups and linear probes on "
+        "Cardiomegaly, Edema, Consolidation, Atelectasis, Pleural Effusion (Sex, Age for evaluation)",
+        (),
+        "Stanford University School of Medicine CheXpert Dataset Research Use Agreement (registration required; "
+        "non-commercial research use, no redistribution)",
+        "register and download CheXpert-v1.0-small, unzip, then `fairmt train sampling/chexpert_resnet50 "
+        "data.root=FOLDER` (the folder holding CheXpert-v1.0-small/)",
+        homepage="https://stanfordmlgroup.github.io/competitions/chexpert/",
+    ),
 )}
 
 
@@ -80,6 +113,8 @@ def describe() -> str:
     out = []
     for c in CORPORA.values():
         out.append(f"{c.name}\n  {c.what}\n  used by: {c.used_by}\n  licence: {c.licence}")
+        if c.homepage:
+            out.append(f"  get it from: {c.homepage} (not fetched by fairmt)")
         out += [f"  {u}" for u in c.urls]
         if c.prepare:
             out.append(f"  then: {c.prepare}")
@@ -96,6 +131,9 @@ def fetch(name: str, dest: str | Path, *, base_url: str | None = None, sha256: d
     corpus = CORPORA.get(name)
     if corpus is None:
         raise FairmtError(f"unknown corpus {name!r}; `fairmt data corpora` lists {', '.join(CORPORA)}")
+    if not corpus.urls:
+        raise FairmtError(f"{name} cannot be fetched by fairmt ({corpus.licence}); get it from {corpus.homepage}: "
+                          f"{corpus.prepare}")
     pins = dict(sha256 or {})
     unknown = [k for k in pins if k not in {u.rsplit('/', 1)[1] for u in corpus.urls}]
     if unknown:

@@ -12,15 +12,14 @@ from fairmt.losses.ccd import (
 )
 from fairmt.losses.contrastive import label_masks, masked_contrastive_loss, supcon_loss
 from fairmt.losses.distill import mt_kd_loss, token_kl_loss
-from fairmt.losses.fair_contrastive import (
-    FCLTerms,
-    SamplingPairs,
+from fairmt.losses.fair_contrastive import FCLTerms, cs_infonce_loss, fcl_loss
+from fairmt.losses.sampling import (
+    FairNegativeSampler,
     cluster_weights,
-    cs_infonce_loss,
-    fairness_sampling_nt_xent,
-    fairness_sampling_pairs,
+    fair_pair_nt_xent,
     fairness_sampling_probs,
-    fcl_loss,
+    nt_xent_loss,
+    sample_fair_negatives,
 )
 from fairmt.losses.distributed import gather_nograd, gather_with_grad
 from fairmt.losses.gacl import GACL_VARIANTS, GACLPairs, gacl_loss, gacl_variant
@@ -35,12 +34,13 @@ __all__ = [
     "estimate_rho",
     "tuple_distances",
     "FCLTerms",
-    "SamplingPairs",
+    "FairNegativeSampler",
     "cluster_weights",
     "cs_infonce_loss",
-    "fairness_sampling_nt_xent",
-    "fairness_sampling_pairs",
+    "fair_pair_nt_xent",
     "fairness_sampling_probs",
+    "nt_xent_loss",
+    "sample_fair_negatives",
     "fcl_loss",
     "GACLPairs",
     "GACL_VARIANTS",
