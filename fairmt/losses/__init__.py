@@ -13,6 +13,8 @@ from fairmt.losses.ccd import (
 from fairmt.losses.contrastive import label_masks, masked_contrastive_loss, supcon_loss
 from fairmt.losses.distill import mt_kd_loss, token_kl_loss
 from fairmt.losses.fair_contrastive import (
+    FCL_GROUP_TERMS,
+    FCL_VARIANTS,
     FCLTerms,
     SamplingPairs,
     cluster_weights,
@@ -21,6 +23,7 @@ from fairmt.losses.fair_contrastive import (
     fairness_sampling_pairs,
     fairness_sampling_probs,
     fcl_loss,
+    released_supcon,
 )
 from fairmt.losses.distributed import gather_nograd, gather_with_grad
 from fairmt.losses.gacl import GACL_VARIANTS, GACLPairs, gacl_loss, gacl_variant
@@ -34,6 +37,8 @@ __all__ = [
     "ccd_rep_loss",
     "estimate_rho",
     "tuple_distances",
+    "FCL_GROUP_TERMS",
+    "FCL_VARIANTS",
     "FCLTerms",
     "SamplingPairs",
     "cluster_weights",
@@ -42,6 +47,7 @@ __all__ = [
     "fairness_sampling_pairs",
     "fairness_sampling_probs",
     "fcl_loss",
+    "released_supcon",
     "GACLPairs",
     "GACL_VARIANTS",
     "gacl_loss",
