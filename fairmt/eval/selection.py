@@ -80,6 +80,8 @@ def fairness_compute_metrics(
     num_classes: int | None = None,
     with_leakage: bool = False,
     seed: int = 0,
+    eo_classes: str = "positive",
+    positive_class: Any = None,
 ) -> Callable[[Any], dict[str, float]]:
     """A ``compute_metrics`` function for ``transformers.Trainer`` that scores the dev set's fairness.
 
@@ -87,9 +89,15 @@ def fairness_compute_metrics(
     are labels or ``(labels, group)`` (what the fairmt classification Trainers return). When the groups are not in
     the label ids, pass them here, in dev-set order (the Trainer evaluates sequentially, so the order is kept).
 
-    Returns ``accuracy``, ``macro_f1``, ``gap``, ``delta_eo``, ``dto`` (absolute, lower is better) and, with
-    ``with_leakage`` and hidden states, ``leakage_h`` (5-fold cross-validated on the dev representations).
+    Returns ``accuracy``, ``f1`` (positive class, two-class tasks) or ``micro_f1``, ``macro_f1``, ``auc`` (from the
+    softmax of the logits), ``gap``, ``delta_eo`` (in the ``eo_classes`` convention), ``dto`` (absolute, lower is
+    better) and, with ``with_leakage`` and hidden states, ``leakage_h`` (5-fold cross-validated on the dev
+    representations).
     """
+    from fairmt.eval.classification import EO_CLASSES
+
+    if eo_classes not in EO_CLASSES:
+        raise FairmtError(f"eo_classes must be one of {', '.join(EO_CLASSES)}, got {eo_classes!r}")
     fixed_groups = None if groups is None else np.asarray(groups)
 
     def compute(eval_pred: Any) -> dict[str, float]:
@@ -102,14 +110,22 @@ def fairness_compute_metrics(
         if len(g) != len(labels):
             raise FairmtError(f"{len(g)} groups for {len(labels)} dev predictions: pass the dev set's groups")
         preds = logits.argmax(-1) if logits.ndim == 2 else logits
-        r = classification_metrics(labels.astype(int), preds.astype(int), g, num_classes=num_classes)
-        out = {
-            "accuracy": r.accuracy,
+        scores = None
+        if logits.ndim == 2 and num_classes is not None and logits.shape[1] == num_classes:
+            z = logits.astype(np.float64) - logits.max(axis=1, keepdims=True)
+            scores = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+        r = classification_metrics(labels.astype(int), preds.astype(int), g, num_classes=num_classes, scores=scores,
+                                   eo_classes=eo_classes, positive_class=positive_class)
+        out = {"accuracy": r.accuracy}
+        for key in ("f1", "micro_f1", "auc"):
+            if getattr(r, key) is not None:
+                out[key] = getattr(r, key)
+        out.update({
             "macro_f1": r.macro_f1,
             "gap": r.gap,
             "delta_eo": r.delta_eo,
             "dto": distance_to_optimum([r.accuracy], [r.gap])[0],
-        }
+        })
         if with_leakage and hidden is not None:
             out["leakage_h"] = leakage(hidden.reshape(len(hidden), -1), g, seed=seed)[0]
         return out
