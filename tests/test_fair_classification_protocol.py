@@ -324,3 +324,72 @@ def test_released_fcl_and_the_ablation_weights_in_the_trainer(tmp_path):
         _args(tmp_path, objective="fcl", fcl_group_term="EO")
     with pytest.raises(FairmtError, match="pooling must be one of head, cls, mean"):
         _args(tmp_path, objective="fcl", pooling="pooler")
+
+
+# ------------------------------------------------------------------- item 10: diverse adversaries as fairlib
+def _fairlib_reference_grads(model, adversary, batch, lam, lam_diff, conditional):
+    """Loop transcription of fairlib's batch update (networks/utils.py train_epoch + adv/discriminator.py
+    adv_train_batch): each discriminator k on CE_k(h.detach()) + λ_diff·Σ_{j≠k} Diff(h_k, h_j), its own gradient;
+    the encoder on CE − Σ_k λ·CE_k / K, no gradient reversal (the discriminators' grads from it are discarded)."""
+    from fairmt.trainers.adversarial import difference_loss
+
+    out = model(batch["features"])
+    h, logits = out.hidden_states[-1], out.logits
+    y, a = batch["labels"], batch["group"]
+    cond = y if conditional else None
+    k = len(adversary.adversaries)
+    disc_grads = []
+    for i, d in enumerate(adversary.adversaries):
+        lg, hk = d(h.detach(), cond)
+        loss = torch.nn.functional.cross_entropy(lg, a)
+        for j, d2 in enumerate(adversary.adversaries):
+            if j != i:
+                loss = loss + lam_diff * difference_loss([hk, d2(h.detach(), cond)[1]])
+        disc_grads.append(torch.autograd.grad(loss, list(d.parameters())))
+    main = torch.nn.functional.cross_entropy(logits, y)
+    for d in adversary.adversaries:
+        main = main - lam * torch.nn.functional.cross_entropy(d(h, cond)[0], a) / k
+    enc_grads = torch.autograd.grad(main, list(model.parameters()))
+    return enc_grads, disc_grads
+
+
+@pytest.mark.parametrize("conditional", [False, True])
+def test_fairlib_weighting_gives_fairlibs_gradients_in_one_joint_step(tmp_path, conditional):
+    from fairmt.trainers.adversarial import AdversarialConfig, AdversarialTrainer
+
+    torch.manual_seed(0)
+    model = MLPClassifier(8, 2, hidden_dim=8, dropout=0.0)
+    lam, lam_diff = 0.7, 100.0
+    args = AdversarialConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True, n_adversaries=3, adv_lambda=lam,
+                             diff_lambda=lam_diff, adv_conditional=conditional, adv_hidden_size=6)
+    assert args.adv_weighting == "fairlib"
+    trainer = AdversarialTrainer(model=model, args=args, data_collator=ClassificationCollator())
+    batch = _batch(_feature_rows(16))
+    model.train()
+    trainer.compute_loss(model, batch).backward()
+    enc_ref, disc_ref = _fairlib_reference_grads(model, trainer.adversary, batch, lam, lam_diff, conditional)
+    for p, g in zip(model.parameters(), enc_ref):
+        assert torch.allclose(p.grad, g, atol=1e-6)
+    for d, grads in zip(trainer.adversary.adversaries, disc_ref):
+        for p, g in zip(d.parameters(), grads):
+            assert torch.allclose(p.grad, g, atol=1e-5)
+
+    # "mean" averages the adversaries' CE: the encoder gradient is unchanged, an adversary's is K times smaller
+    # against the penalty; with λ_diff/K it is exactly fairlib's divided by K (the documented conversion)
+    for weighting, diff, scale in (("mean", lam_diff / 3, 3.0), ("mean", lam_diff, None)):
+        model.zero_grad()
+        mean_args = AdversarialConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True, n_adversaries=3,
+                                      adv_lambda=lam, diff_lambda=diff, adv_conditional=conditional,
+                                      adv_hidden_size=6, adv_weighting=weighting)
+        other = AdversarialTrainer(model=model, args=mean_args, data_collator=ClassificationCollator())
+        other.adversary.load_state_dict(trainer.adversary.state_dict())
+        other.compute_loss(model, batch).backward()
+        for p, g in zip(model.parameters(), enc_ref):
+            assert torch.allclose(p.grad, g, atol=1e-6)
+        p0, g0 = next(other.adversary.adversaries[0].parameters()), disc_ref[0][0]
+        if scale is not None:
+            assert torch.allclose(p0.grad * scale, g0, atol=1e-5)
+        else:
+            assert not torch.allclose(p0.grad * 3.0, g0, atol=1e-3)
+    with pytest.raises(FairmtError, match="adv_weighting must be one of fairlib, mean"):
+        AdversarialConfig(output_dir=str(tmp_path), report_to=[], adv_weighting="sum")
