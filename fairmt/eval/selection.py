@@ -13,7 +13,9 @@ Shen et al. (2022) select on the dev set and note the lack of a standard fairnes
   within ``tolerance`` of the best dev accuracy, the lowest GAP).
 * :class:`FairnessSelectionCallback` — a ``TrainerCallback`` that records the dev metrics of every evaluation during
   training, links each to the checkpoint saved at that step, keeps a copy of the best checkpoint under
-  ``output_dir/best-<criterion>`` and writes ``selection.json``.
+  ``output_dir/best-<criterion>`` (or deletes, as it goes, the checkpoints that can no longer be chosen), stops
+  training early when the chosen evaluation is ``patience`` evaluations old (CSCL: 3 epochs; Shen et al.: 5) and
+  writes ``selection.json``. Any criterion works with early stopping, ``accuracy_then_gap`` included.
 
 Dev only, never test: the callback reads only metrics whose keys start with the dev prefix (``eval_`` — the prefix
 of the Trainer's evaluation on ``eval_dataset`` during training; ``eval_<name>_`` for a dict of eval sets). Evaluate
@@ -177,6 +179,12 @@ class FairnessSelectionCallback(TrainerCallback):
         dev_prefix: metric prefix of the dev evaluation (``eval``; ``eval_<name>`` for a dict of eval sets).
         copy_best: copy the best checkpoint to ``output_dir/best-<criterion>`` (kept even if checkpoint rotation
             deletes the original).
+        patience: stop training once ``patience`` evaluations have followed the currently chosen one (early
+            stopping on the selection rule itself; ``None`` never stops).
+        prune: delete, after each save, the checkpoints that can no longer be chosen (all but the current best for
+            ``loss``/``accuracy``/absolute ``dto``; those within ``tolerance`` of the best accuracy for
+            ``accuracy_then_gap``; none for normalised ``dto``), except the latest one (a run can be resumed). Use
+            it with the Trainer's ``save_total_limit`` unset, instead of ``copy_best``.
 
     The Trainer needs ``compute_metrics=fairness_compute_metrics(...)`` (for accuracy and GAP), an evaluation and a
     save at the same steps (``eval_strategy == save_strategy``, equal ``eval_steps``/``save_steps``). After
@@ -196,6 +204,8 @@ class FairnessSelectionCallback(TrainerCallback):
         tolerance: float = 0.01,
         dev_prefix: str = "eval",
         copy_best: bool = True,
+        patience: int | None = None,
+        prune: bool = False,
     ) -> None:
         if criterion not in CRITERIA:
             raise FairmtError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
@@ -206,6 +216,11 @@ class FairnessSelectionCallback(TrainerCallback):
         self.tolerance = tolerance
         self.prefix = dev_prefix.rstrip("_") + "_"
         self.copy_best = copy_best
+        if patience is not None and patience < 1:
+            raise FairmtError(f"patience must be a positive number of evaluations, got {patience}")
+        self.patience = patience
+        self.prune = prune
+        self.stopped_early_at: int | None = None
         self.records: list[EvalRecord] = []
         self.best: EvalRecord | None = None
         self.best_checkpoint: str | None = None
@@ -260,6 +275,26 @@ class FairnessSelectionCallback(TrainerCallback):
                 "compute_metrics=fairmt.eval.selection.fairness_compute_metrics(...)"
             )
         self.records = [r for r in self.records if r.step != rec.step] + [rec]
+        if self.patience is not None:
+            best = self._choose(only_saved=False)
+            since = sum(1 for r in self.records if r.step > best.step)
+            if since >= self.patience:
+                control.should_training_stop = True
+                self.stopped_early_at = rec.step
+
+    def _can_still_be_chosen(self, record: EvalRecord) -> bool:
+        if self.criterion == "dto" and self.normalise:
+            return True
+        if self.criterion == "accuracy_then_gap":
+            best_acc = max(r.accuracy for r in self.records)
+            return record.accuracy >= best_acc - self.tolerance
+        return record.step == self._choose(only_saved=False).step
+
+    def _prune(self, state) -> None:
+        latest = max((r.step for r in self.records if r.checkpoint), default=None)
+        for r in self.records:
+            if r.checkpoint and r.step != latest and os.path.isdir(r.checkpoint) and not self._can_still_be_chosen(r):
+                shutil.rmtree(r.checkpoint, ignore_errors=True)
 
     def on_save(self, args, state, control, **kwargs):
         """Link the checkpoint just written to the evaluation of the same step; copy it if it is the best so far."""
@@ -268,6 +303,8 @@ class FairnessSelectionCallback(TrainerCallback):
             if r.step == state.global_step and os.path.isdir(path):
                 r.checkpoint = path
         if args.should_save:
+            if self.prune and self.records:
+                self._prune(state)
             best = self._choose(only_saved=True)
             if best is not None:
                 self._copy(args, best)
@@ -287,6 +324,9 @@ class FairnessSelectionCallback(TrainerCallback):
             report = {
                 "criterion": self.criterion,
                 "normalise": self.normalise,
+                "tolerance": self.tolerance,
+                "patience": self.patience,
+                "stopped_early_at_step": self.stopped_early_at,
                 "dev_prefix": self.prefix,
                 "best": dataclasses.asdict(best),
                 "best_checkpoint": self.best_checkpoint,
