@@ -6,7 +6,8 @@ collator that carries the protected attribute and second views to the Trainer.
   ids, left-padded with 0; demographic columns with ``x`` for unknown): task = ``label``, group = ``gender`` or
   ``age`` (rows with an unknown value of the chosen attribute are dropped, and counted).
 * :class:`ClassificationCollator` — pads text (through a tokenizer), token ids, or stacks fixed ``features``; passes
-  ``labels``, ``group`` and, when present, a second view (``text_view`` → ``view_input_ids``/``view_attention_mask``).
+  ``labels``, ``group`` and, when present, a second view (``text_view`` → ``view_input_ids``/``view_attention_mask``;
+  or ``text_views``, several augmented copies of which one is drawn at random per example and batch).
 """
 
 from __future__ import annotations
@@ -217,8 +218,10 @@ class ClassificationCollator:
 
     Rows hold ``labels`` (int), the group column (int), and one of: ``text`` (tokenized here with ``tokenizer``),
     ``input_ids`` (padded with ``pad_id``; an ``attention_mask`` marks non-pad ids), or ``features`` (a fixed
-    vector). An optional ``text_view`` (an augmented copy: EDA, back-translation) becomes
-    ``view_input_ids``/``view_attention_mask``. Other columns are dropped.
+    vector). An optional ``text_view`` (an augmented copy: CLM insert/substitute, back-translation) becomes
+    ``view_input_ids``/``view_attention_mask``; an optional ``text_views`` (a list of copies, e.g. EDA's four) gives
+    one of them, drawn uniformly at random for each example every time it is batched (``seed`` seeds the draws), as
+    the CSCL release's collator. Other columns are dropped.
     """
 
     def __init__(
@@ -229,6 +232,8 @@ class ClassificationCollator:
         pad_id: int = 0,
         text_column: str = "text",
         view_column: str = "text_view",
+        views_column: str = "text_views",
+        seed: int = 0,
     ) -> None:
         self.tokenizer = tokenizer
         self.max_length = max_length
@@ -236,6 +241,10 @@ class ClassificationCollator:
         self.pad_id = pad_id
         self.text_column = text_column
         self.view_column = view_column
+        self.views_column = views_column
+        import random
+
+        self.rng = random.Random(seed)
 
     def _tokenize(self, texts: list[str]) -> dict[str, Any]:
         if self.tokenizer is None:
@@ -264,6 +273,15 @@ class ClassificationCollator:
             raise FairmtError(f"rows need 'features', '{self.text_column}' or 'input_ids'; got keys {sorted(first)}")
         if self.view_column in first:
             view = self._tokenize([r[self.view_column] for r in rows])
+            batch.update({f"view_{k}": v for k, v in view.items()})
+        elif self.views_column in first:
+            picks = []
+            for r in rows:
+                copies = r[self.views_column]
+                if not copies:
+                    raise FairmtError(f"a row has an empty {self.views_column!r} list: give every row its augmented copies")
+                picks.append(copies[self.rng.randrange(len(copies))])
+            view = self._tokenize(picks)
             batch.update({f"view_{k}": v for k, v in view.items()})
         if "labels" in first:
             batch["labels"] = torch.tensor([int(r["labels"]) for r in rows], dtype=torch.long)
