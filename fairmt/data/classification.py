@@ -25,12 +25,14 @@ from fairmt.errors import FairmtError
 
 @dataclass
 class ClassificationSplit:
-    """One split: parallel lists (``texts`` or ``input_ids``), int ``labels`` and int ``groups``."""
+    """One split: parallel lists (``texts``, ``input_ids`` or an ``(n, d)`` array of fixed ``features``), int
+    ``labels`` and int ``groups``."""
 
     labels: list[int]
     groups: list[int]
     texts: list[str] | None = None
     input_ids: list[list[int]] | None = None
+    features: Any = None
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -42,6 +44,7 @@ class ClassificationSplit:
             groups=[self.groups[i] for i in index],
             texts=None if self.texts is None else [self.texts[i] for i in index],
             input_ids=None if self.input_ids is None else [self.input_ids[i] for i in index],
+            features=None if self.features is None else self.features[index],
         )
 
     def records(self, group_column: str = "group") -> list[dict[str, Any]]:
@@ -53,6 +56,8 @@ class ClassificationSplit:
                 r["text"] = self.texts[i]
             if self.input_ids is not None:
                 r["input_ids"] = self.input_ids[i]
+            if self.features is not None:
+                r["features"] = self.features[i]
             out.append(r)
         return out
 
@@ -160,14 +165,21 @@ def read_hatespeech(language: str = "Spanish", attribute: str = "gender", root: 
         raise FairmtError(f"attribute must be gender, age, ethnicity or country, got {attribute!r}")
     base = Path(root) if root is not None else data_path("hatespeech_huang2020", language)
     if not base.is_dir():
-        raise FairmtError(f"hate-speech folder {base} not found (languages: Italian, Polish, Portuguese, Spanish)")
+        raise FairmtError(f"hate-speech folder {base} not found (languages: English, Italian, Polish, Portuguese, "
+                          "Spanish): fetch it with `fairmt data corpora --fetch hatespeech-huang2020`")
     splits, notes = {}, []
     group_values: set[str] = set()
     raw: dict[str, list[tuple[list[int], int, str]]] = {}
     for split, fname in HATESPEECH_SPLITS.items():
         path = base / fname
         if not path.exists():
-            raise FairmtError(f"{path} not found: the {language} hate-speech set needs train/valid/test.tsv")
+            if language == "English" and split == "train":
+                raise FairmtError(
+                    f"{path} not found: the English training split of Huang et al. (2020) is not in their public "
+                    "repository (xiaoleihuang/Multilingual_Fairness_LREC has English valid/test only; the authors "
+                    "share it on request, see `fairmt data corpora`); put it there as train.tsv")
+            raise FairmtError(f"{path} not found: the {language} hate-speech set needs train/valid/test.tsv "
+                              "(`fairmt data corpora --fetch hatespeech-huang2020` fetches the public files)")
         rows, dropped = [], 0
         _, reader = csv_dict_rows(path, "hate-speech", required=("text", "label"), delimiter="\t",
                                   quoting=csv.QUOTE_NONE)
