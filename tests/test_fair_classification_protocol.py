@@ -2,6 +2,7 @@
 terms, the head and leakage@h, a fixed encoder in stage 2, the stage-1 dev objective, released-FCL and ablation
 switches in the trainer, and the fairlib weighting of diverse adversaries."""
 
+import numpy as np
 import pytest
 import torch
 from datasets import Dataset
@@ -252,8 +253,9 @@ def test_head_on_cached_features_trains_the_full_models_head(tmp_path):
     model.eval()
     with torch.no_grad():
         full = model(collator(rows)["features"]).logits
-        head_only = HeadOnFeatures(model)(torch.as_tensor(feats)).logits
+        head_only = HeadOnFeatures(model).eval()(torch.as_tensor(feats)).logits
     assert torch.allclose(full, head_only, atol=1e-6)
+    assert set(HeadOnFeatures(model).state_dict()) == {f"classifier.{k}" for k in model.classifier.state_dict()}
     with pytest.raises(FairmtError, match="no head_forward"):
         HeadOnFeatures(torch.nn.Linear(2, 2))
 
@@ -393,3 +395,69 @@ def test_fairlib_weighting_gives_fairlibs_gradients_in_one_joint_step(tmp_path, 
             assert not torch.allclose(p0.grad * 3.0, g0, atol=1e-3)
     with pytest.raises(FairmtError, match="adv_weighting must be one of fairlib, mean"):
         AdversarialConfig(output_dir=str(tmp_path), report_to=[], adv_weighting="sum")
+
+
+# --------------------------------------------------------------------------- recipes: bad values, frozen [CLS]
+@pytest.mark.parametrize("override, message", [
+    ("metrics.eo_classes=both", "recipe key metrics.eo_classes must be one of positive, all, got 'both'"),
+    ("selection=test_accuracy", "recipe key selection must be one of loss, dto, accuracy, accuracy_then_gap"),
+    ("model.pooling=max", "recipe key model.pooling must be one of cls, mean, got 'max'"),
+    ("data.dataset=imsitu", "recipe key data.dataset must be one of bios, bios_split, jigsaw, moji, hatespeech"),
+    ("data.augment=mixup", "recipe key data.augment must be one of eda, backtranslate, clm_insert, clm_substitute"),
+    ("patience=0", "recipe key patience must be a positive number of epochs or null, got 0"),
+    ("objective_args.fcl_variant=fairlib", "fcl_variant must be one of paper, released, got 'fairlib'"),
+    ("objective_args.views=three", "views must be one of dropout, augment, none, got 'three'"),
+    ("objective_args.temprature=0.1", "unknown recipe key objective_args.temprature; did you mean 'temperature'?"),
+])
+def test_bad_recipe_values_fail_in_one_line_before_anything_is_written(override, message, tmp_path, capsys):
+    from fairmt.cli import main
+
+    out = tmp_path / "run"
+    assert main(["train", "classification/fcl_moji", override, f"output_dir={out}"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not out.exists()  # nothing half-written
+
+
+def test_a_dataset_absent_offline_fails_before_training_with_the_fetch_command(tmp_path, monkeypatch, capsys):
+    from fairmt.cli import main
+
+    monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "empty"))
+    assert main(["train", "classification/fcl_moji", f"output_dir={tmp_path / 'run'}"]) == 2
+    err = capsys.readouterr().err
+    assert "Moji" in err and "fairmt data corpora --fetch moji" in err and err.count("\n") == 1
+
+
+def test_dry_run_shows_every_resolved_value_without_loading_a_model(capsys):
+    import json as _json
+
+    from fairmt.cli import main
+
+    assert main(["train", "classification/cscl_bios_bert", "--dry-run"]) == 0
+    shown = _json.loads(capsys.readouterr().out)["config"]
+    s1, s2 = shown["stages"]["stage1"], shown["stages"]["stage2"]
+    assert (s1["objective"], s1["views"], s1["temperature"], s1["cs_lambda"], s1["eval_objective"]) == (
+        "cscl_pretrain", "augment", 2.0, 5.0, True)
+    assert (s2["objective"], s2["num_train_epochs"], s2["learning_rate"], s2["per_device_train_batch_size"]) == (
+        "ce", 7, 2e-5, 32)
+    assert shown["model"]["head_layers"] == 2 and shown["stage1_patience"] == 3 and shown["metrics"]["eo_classes"] == "all"
+
+
+def test_frozen_embedder_cls_features_are_the_raw_cls_state_and_mean_is_normalised(tmp_path):
+    from transformers import AutoModel, AutoTokenizer
+
+    from fairmt.scripts.classification import embed_texts
+    from tiny_encoders import write_tiny_bert
+
+    texts = ["she is a nurse", "he is a surgeon in the city"]
+    bert = write_tiny_bert(tmp_path / "bert", texts)
+    cls = embed_texts(texts, str(bert), pooling="cls", normalize=False)
+    mean = embed_texts(texts, str(bert), pooling="mean", normalize=True)
+    tok, enc = AutoTokenizer.from_pretrained(bert), AutoModel.from_pretrained(bert).eval()
+    b = tok(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        states = enc(**b).last_hidden_state
+    assert np.allclose(cls, states[:, 0].numpy(), atol=1e-5)
+    m = (states * b["attention_mask"][..., None]).sum(1) / b["attention_mask"].sum(1, keepdim=True)
+    assert np.allclose(mean, torch.nn.functional.normalize(m, dim=-1).numpy(), atol=1e-5)
+    assert not np.allclose(np.linalg.norm(cls, axis=1), 1.0)

@@ -158,7 +158,7 @@ def register(groups: dict) -> None:
                    "prints) or over both classes (all: the CSCL authors' released evaluation, 2x)")
     p.add_argument("--all-classes-eo", action="store_true", help="the same as --eo-classes all (older spelling)")
     p.add_argument("--positive-class", default=None,
-                   help="the positive class of a two-class task (F1, AUC, ΔEO): a label as it appears in the file "
+                   help="the positive class of a two-class task (F1, AUC, ΔEO): a label as the predictions write it "
                    "(default: the larger label)")
     p.add_argument("--no-leakage", action="store_true", help="skip the leakage probes")
     p.add_argument("--svm-c", type=float, default=1.0, help="C of the LinearSVC leakage probes (default 1)")

@@ -210,21 +210,31 @@ def eval_frozen_modules(module: torch.nn.Module) -> None:
 
 class HeadOnFeatures(torch.nn.Module):
     """The classification head of ``model`` alone, on cached representations: ``forward(features)`` returns
-    ``model.head_forward(features)`` as logits and the features as the representation. The head's parameters are the
-    model's own, so training this trains the full model's head (second stage on a fixed encoder)."""
+    ``model.head_forward(features)`` as logits and the features as the representation. Only the head
+    (``model.classifier``) is a sub-module — the same module object as the model's, so training (and checkpointing)
+    this trains and saves the full model's head and nothing else (second stage on a fixed encoder)."""
 
     def __init__(self, model: torch.nn.Module):
         super().__init__()
-        if not hasattr(model, "head_forward"):
-            raise FairmtError(f"{type(model).__name__} has no head_forward(h): features cannot be cached for its head")
-        self.model = model
+        if not hasattr(model, "head_forward") or not isinstance(getattr(model, "classifier", None), torch.nn.Module):
+            raise FairmtError(f"{type(model).__name__} has no head_forward(h) and classifier head: features cannot be "
+                              "cached for its head")
+        self.classifier = model.classifier
+        object.__setattr__(self, "_full_model", model)  # not a sub-module: its encoder is not trained or saved here
         self.num_labels = getattr(model, "num_labels", None)
 
     def forward(self, features: torch.Tensor, labels: torch.Tensor | None = None, **_: object):
         from transformers.modeling_outputs import SequenceClassifierOutput
 
         h = features.float()
-        return SequenceClassifierOutput(logits=self.model.head_forward(h), hidden_states=(h,))
+        model = self._full_model
+        was = model.training
+        model.train(self.training)  # the head's own dropout follows this module's mode
+        try:
+            logits = model.head_forward(h)
+        finally:
+            model.train(was)
+        return SequenceClassifierOutput(logits=logits, hidden_states=(h,))
 
 
 @torch.no_grad()
