@@ -261,13 +261,18 @@ def test_head_on_cached_features_trains_the_full_models_head(tmp_path):
 
 
 # ------------------------------------------------------------------------------- stage 1: the dev objective
-def test_pretrain_stage_evaluates_its_own_objective_on_dev(tmp_path):
+def _dev_trainer(tmp_path, dropout, objective):
     torch.manual_seed(0)
-    model = MLPClassifier(8, 2, hidden_dim=8, dropout=0.0)
+    model = MLPClassifier(8, 2, hidden_dim=8, dropout=dropout)
     rows = _feature_rows(16)
     trainer = FairContrastiveTrainer(
-        model=model, args=_args(tmp_path, objective="fcl_pretrain", per_device_eval_batch_size=16),
+        model=model, args=_args(tmp_path, objective=objective, per_device_eval_batch_size=16),
         eval_dataset=Dataset.from_list(rows), data_collator=ClassificationCollator())
+    return trainer, model, rows
+
+
+def test_pretrain_stage_evaluates_its_own_objective_on_dev(tmp_path):
+    trainer, model, rows = _dev_trainer(tmp_path, 0.0, "fcl_pretrain")
     got = trainer.evaluate()["eval_loss"]
     batch = _batch(rows)
     model.eval()
@@ -282,12 +287,7 @@ def test_pretrain_stage_evaluates_its_own_objective_on_dev(tmp_path):
 
 
 def test_pretrain_dev_objective_keeps_dropout_views_stochastic(tmp_path):
-    torch.manual_seed(0)
-    model = MLPClassifier(8, 2, hidden_dim=8, dropout=0.5)
-    rows = _feature_rows(16)
-    trainer = FairContrastiveTrainer(
-        model=model, args=_args(tmp_path, objective="cscl_pretrain", per_device_eval_batch_size=16),
-        eval_dataset=Dataset.from_list(rows), data_collator=ClassificationCollator())
+    trainer, model, _ = _dev_trainer(tmp_path, 0.5, "cscl_pretrain")
     a, b = trainer.evaluate()["eval_loss"], trainer.evaluate()["eval_loss"]
     assert a != b  # two dropout draws, as in training
     assert not any(m.training for m in model.modules())  # and dropout is switched off again afterwards
