@@ -332,12 +332,10 @@ def _gru_features(cfg, data, datasets, collator, out: str) -> dict[str, np.ndarr
     torch.manual_seed(cfg["seed"])
     gru = GRUClassifier(vocab_size(data), data.num_labels, embed_dim=m["embed_dim"], hidden_dim=m["gru_hidden"],
                         dropout=m["dropout"])
-    train = {k: v for k, v in cfg["training"].items() if k in ("per_device_train_batch_size",
-                                                               "per_device_eval_batch_size", "logging_steps")}
-    train.update(num_train_epochs=m["embed_epochs"], learning_rate=m["embed_learning_rate"])
+    train = {**_batch_options(cfg), "num_train_epochs": m["embed_epochs"], "learning_rate": m["embed_learning_rate"]}
     kwargs = _base_args(cfg, os.path.join(out, "embedder"), train, {"objective": "ce"}, FairContrastiveConfig)
-    trainer, _ = _fit(cfg, FairContrastiveTrainer, FairContrastiveConfig, kwargs, gru, datasets["train"],
-                      datasets["dev"], collator, criterion="loss", patience=None, compute_metrics=None)
+    _fit(cfg, FairContrastiveTrainer, FairContrastiveConfig, kwargs, gru, datasets["train"], datasets["dev"], collator,
+         criterion="loss", patience=None, compute_metrics=None)
     return _split_features(gru, datasets, collator, int(kwargs.get("per_device_eval_batch_size", 128)))
 
 
@@ -377,6 +375,12 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
+def _batch_options(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The recipe's batch sizes and logging interval, which a later stage (or the GRU embedder) shares."""
+    return {k: v for k, v in cfg["training"].items()
+            if k in ("per_device_train_batch_size", "per_device_eval_batch_size", "logging_steps")}
+
+
 def _base_args(cfg: dict[str, Any], out: str, train: dict[str, Any], extra: dict[str, Any], config_cls) -> dict:
     names = {f.name for f in fields(config_cls)}
     merged = {**train, **extra}
@@ -399,9 +403,7 @@ def _stage_configs(cfg: dict[str, Any]) -> dict[str, tuple[type, dict[str, Any]]
     obj, out = cfg["objective"], cfg["output_dir"]
     oargs = dict(cfg.get("objective_args") or {})
     if obj in TWO_STAGE:
-        stage2 = {k: v for k, v in cfg["training"].items()
-                  if k in ("per_device_train_batch_size", "per_device_eval_batch_size", "logging_steps")}
-        stage2.update(cfg["stage2"])
+        stage2 = {**_batch_options(cfg), **cfg["stage2"]}
         return {
             "stage1": (FairContrastiveConfig, _base_args(cfg, out + "/stage1", cfg["training"],
                                                          {**oargs, "objective": TWO_STAGE[obj]}, FairContrastiveConfig)),

@@ -311,9 +311,11 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
 
     # ------------------------------------------------------------------ objective
     def objective_terms(
-        self, reps: list[torch.Tensor], logits: torch.Tensor, labels: torch.Tensor, groups: torch.Tensor | None
+        self, reps: list[torch.Tensor], logits: torch.Tensor, labels: torch.Tensor, groups: torch.Tensor | None,
+        gather: bool = True,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Total loss and its terms from per-view representations and the first view's logits."""
+        """Total loss and its terms from per-view representations and the first view's logits (``gather``: with the
+        candidates of every process, in training)."""
         a = self.args
         if labels is None:
             raise FairmtError("the batch has no 'labels' column: the fair classification losses need task labels")
@@ -329,7 +331,7 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
             return terms["ce"], terms
         ce_labels = labels
         feats = torch.stack(reps, dim=1)  # (N, V, d)
-        if world_size() > 1:  # candidates from every process, gradients flow back (dataloader_drop_last=True)
+        if gather and world_size() > 1:  # candidates from every process, gradients flow back (drop_last=True)
             feats, labels, groups = gather_with_grad(feats), gather_nograd(labels), gather_nograd(groups)
         if a.objective in ("cscl", "cscl_pretrain"):
             terms["sup"] = supcon_loss(feats, labels, a.temperature, a.normalize)
@@ -361,7 +363,7 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
                 rep, logits = self.representation_and_logits(model, b)
                 reps.append(rep)
                 first_logits = logits if first_logits is None else first_logits
-            loss, _ = self.objective_terms(reps, first_logits, labels, groups)
+            loss, _ = self.objective_terms(reps, first_logits, labels, groups, gather=False)  # per process on dev
         finally:
             for m in dropouts:
                 m.eval()
