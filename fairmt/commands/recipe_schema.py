@@ -84,8 +84,8 @@ def _hint_name(hint: Any) -> str:
 
 
 def check_training(training: dict, config_classes: list[type], section: str = "training") -> None:
-    """``training.*`` (or ``<section>.*``) keys exist in one of ``config_classes`` and have its field's type; common
-    ranges hold."""
+    """``<section>.*`` keys (``training`` by default) exist in one of ``config_classes`` and have its field's type;
+    common ranges hold."""
     hints: dict[str, Any] = {}
     for cls in config_classes:
         for f in dataclasses.fields(cls):
@@ -132,9 +132,9 @@ def validate_recipe(config: dict) -> None:
                     isinstance(config.get(section), dict):
                 _check_keys(config[section], set(defaults), f"{section}.")
         classes = [FairContrastiveConfig, FairnessSamplingConfig, AdversarialConfig]
-        for section in ("training", "stage2"):
+        for section in ("training", "stage2", "objective_args"):
             if isinstance(config.get(section), dict):
-                check_training(config[section], classes)
+                check_training(config[section], classes, section)
         return
     elif method == "sampling":
         from fairmt.scripts.sampling import validate

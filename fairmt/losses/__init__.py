@@ -12,7 +12,14 @@ from fairmt.losses.ccd import (
 )
 from fairmt.losses.contrastive import label_masks, masked_contrastive_loss, supcon_loss
 from fairmt.losses.distill import mt_kd_loss, token_kl_loss
-from fairmt.losses.fair_contrastive import FCLTerms, cs_infonce_loss, fcl_loss
+from fairmt.losses.fair_contrastive import (
+    FCL_GROUP_TERMS,
+    FCL_VARIANTS,
+    FCLTerms,
+    cs_infonce_loss,
+    fcl_loss,
+    released_supcon,
+)
 from fairmt.losses.sampling import (
     FairNegativeSampler,
     cluster_weights,
@@ -33,6 +40,8 @@ __all__ = [
     "ccd_rep_loss",
     "estimate_rho",
     "tuple_distances",
+    "FCL_GROUP_TERMS",
+    "FCL_VARIANTS",
     "FCLTerms",
     "FairNegativeSampler",
     "cluster_weights",
@@ -42,6 +51,7 @@ __all__ = [
     "nt_xent_loss",
     "sample_fair_negatives",
     "fcl_loss",
+    "released_supcon",
     "GACLPairs",
     "GACL_VARIANTS",
     "gacl_loss",
