@@ -2,15 +2,18 @@
 
 The toy setting (:func:`fairmt.data.demo_corpus.demo_data`) copies how a real MT model becomes gender-biased:
 
-1. Build a small M2M-100-architecture model and a sentencepiece tokenizer from fairmt's own English–German
-   gendered sentence set.
-2. Train it as the "original" MT model on stereotyped data: pronoun-marked sentences mostly in the occupation's
-   stereotyped gender, and gender-ambiguous English sentences ("The doctor is here.") whose German takes the
-   stereotyped form or the generic masculine — so the model learns to guess the gender from the occupation.
-3. Control: fine-tune the original with the plain MT loss on gender-balanced, pronoun-marked sentences.
+1. Build a small M2M-100-architecture model and a sentencepiece tokenizer from fairmt's own English–German toy
+   grammar ("The {occupation} {verb} {his/her/the} {object}.").
+2. Train it as the "original" MT model on stereotyped data: sentences whose English possessive gives the gender,
+   mostly in the occupation's stereotyped gender (masculine where there is none), and gender-ambiguous English
+   sentences ("The doctor opened the door.") whose German takes the generic masculine — so the model learns to
+   guess the gender from the occupation, and masculine by default.
+3. Control: fine-tune the original with the plain MT loss on gender-balanced sentences (a third of the occupations
+   left out).
 4. GACL + KD (Lee et al., EMNLP 2023): fine-tune the original on the same data, same batches and steps, with
    ``(1 − α)·L_MT + α·L_KD + λ·L_GC`` (teacher = frozen copy of the original).
-5. Score the three models on held-out sentence templates (never trained on), every occupation in both genders:
+5. Score the three models on held-out verb–object combinations (never trained on, made of words that were), every
+   occupation in both genders:
    gender accuracy (the form of the occupation, as WinoMT scores), ΔG = Acc_male − Acc_female, accuracy on the
    anti-stereotypical sentences (a female doctor, a male nurse), and chrF++ against the references (a degenerate
    model cannot look good).
@@ -104,15 +107,18 @@ def _common_args(seed: int, steps: int, batch_size: int) -> dict:
     )
 
 
-def build_original(out_dir: str | Path, data, seed: int = 0, steps: int = 800, batch_size: int = 16,
+def build_original(out_dir: str | Path, data, seed: int = 0, steps: int = 400, batch_size: int = 16,
                    lr: float = 3e-3, progress: bool = False, desc: str = "original") -> Path:
-    """Build the tiny model and tokenizer in ``out_dir`` (:data:`MODEL_KWARGS`) and train it in place as the
+    """Build the tiny model (:data:`MODEL_KWARGS`) and its sentencepiece tokenizer (trained on every sentence of the
+    toy language, :func:`fairmt.data.demo_corpus.demo_language`) in ``out_dir``, and train the model in place as the
     stereotyped "original" MT model on ``data.original`` (plain MT loss,
     :func:`fairmt.models.tiny.train_tiny_translation_model`)."""
+    from fairmt.data.demo_corpus import demo_language
     from fairmt.models.tiny import build_tiny_translation_model, train_tiny_translation_model
 
-    seen = data.original + data.finetune  # not the test sentences (their words are all in data.original)
-    build_tiny_translation_model(out_dir, [(p.en, p.de) for p in seen], seed=seed, **MODEL_KWARGS)
+    # the tokenizer's corpus: the whole toy language (a real subword vocabulary comes from far more text than any
+    # training set); the model learns to translate from data.original only
+    build_tiny_translation_model(out_dir, [(p.en, p.de) for p in demo_language()], seed=seed, **MODEL_KWARGS)
     return train_tiny_translation_model(out_dir, [(p.en, p.de) for p in data.original], steps=steps,
                                         batch_size=batch_size, lr=lr, seed=seed, progress=progress, desc=desc)
 
@@ -120,7 +126,8 @@ def build_original(out_dir: str | Path, data, seed: int = 0, steps: int = 800, b
 def finetune(original_dir: str | Path, out_dir: str | Path, data, gacl: bool, seed: int = 0, steps: int = 80,
              batch_size: int = 16, lr: float = 5e-4, variant: str = "paper", progress: bool = False, desc: str = ""):
     """Fine-tune the original model on ``data.finetune`` with GACL + KD (``gacl``) or, as the control, with the plain
-    MT loss (the same trainer with α = λ = 0: the same batches in the same order, only the loss differs)."""
+    MT loss (the same trainer with α = λ = 0 and the same seed: its gender-balanced sampler gives the same batches in
+    the same order, only the loss differs)."""
     from transformers import PrinterCallback
 
     from fairmt.data.gacl import GenderContrastiveCollator, prepare_gacl_pairs, tokenize_gacl
@@ -221,7 +228,7 @@ def prepare_tiny_recipe(config: dict) -> None:
     data = demo_data(seed=seed)
     if not (model / "config.json").is_file():
         print(f"fairmt: building the tiny model {model} like `fairmt demo`'s original (offline)", flush=True)
-        build_original(model, data, seed, int(spec.get("pretrain_steps", 800)))
+        build_original(model, data, seed, int(spec.get("pretrain_steps", 400)))
     if not Path(train).is_file():
         Path(train).parent.mkdir(parents=True, exist_ok=True)
         Path(train).write_text("".join(json.dumps({"translation": p.translation}, ensure_ascii=False) + "\n"
@@ -231,7 +238,7 @@ def prepare_tiny_recipe(config: dict) -> None:
 def run_demo(
     output_dir: str | None = None,
     seeds: int = 3,
-    pretrain_steps: int = 800,
+    pretrain_steps: int = 400,
     finetune_steps: int = 80,
     batch_size: int = 16,
     variant: str = "paper",

@@ -27,7 +27,8 @@ def test_demo_runs_end_to_end_over_seeds(tmp_path, capsys):
     assert "--overwrite" in capsys.readouterr().err and not (tmp_path / "report.json").exists()
     assert main(argv + ["--overwrite"]) == 0
     out = capsys.readouterr().out
-    assert "DEMONSTRATION on a tiny model" in out and "say nothing about real MT systems" in out
+    assert "DEMONSTRATION on a tiny model" in out and "says nothing about real MT systems" in out
+    assert "What it does not show" in out
     stages = [tuple(map(int, m)) for m in re.findall(r"^\[(\d+)/(\d+)\]", out, re.M)]
     assert stages == [(i, 8) for i in range(1, 9)]  # 4 stages per seed, numbered in order, never past the total
     assert f"fixed rule: {EXAMPLE_RULE}" in out
@@ -55,12 +56,21 @@ def test_demo_runs_end_to_end_over_seeds(tmp_path, capsys):
     assert example["gacl"] == rows[example_index(test)]["gacl"]  # the printed example is that sentence's translation
 
 
+def test_demo_refuses_an_output_dir_with_files(tmp_path, capsys):
+    (tmp_path / "report.json").write_text("an earlier demo's")
+    assert main(["demo", "--output-dir", str(tmp_path), "--seeds", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"--output-dir {tmp_path} already holds files" in err and "--overwrite" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+    assert (tmp_path / "report.json").read_text() == "an earlier demo's"
+
+
 def test_demo_help_shows_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["demo", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "(default: None)" not in out
-    assert "(default: 3)" in out and "(default: 800)" in out and "(default: 80)" in out and "(default: paper)" in out
+    assert "(default: 3)" in out and "(default: 400)" in out and "(default: 80)" in out and "(default: paper)" in out
 
 
 def test_example_follows_the_fixed_rule_whatever_the_seed():
@@ -87,7 +97,9 @@ def test_demo_data_is_an_honest_toy():
     gendered = [p for p in d.original if p.kind == "gendered"]
     assert sum(p.gender == "m" for p in d.original) > 0.6 * len(d.original)
     assert sum(p.stereotype == "pro" for p in gendered) > 3 * sum(p.stereotype == "anti" for p in gendered)
-    assert all(" his " not in p.en and " her " not in p.en for p in d.original if p.kind == "ambiguous")
+    ambiguous = [p for p in d.original if p.kind == "ambiguous"]
+    assert ambiguous and all(" his " not in p.en and " her " not in p.en for p in ambiguous)
+    assert all(p.de.startswith("Der ") for p in ambiguous)  # German's generic masculine
     # fine-tuning data: balanced, leaves some occupations out; the test set: every occupation, both genders
     assert sum(p.gender == "m" for p in d.finetune) == sum(p.gender == "f" for p in d.finetune)
     assert d.unseen_in_finetune and not d.unseen_in_finetune & {p.occupation for p in d.finetune}

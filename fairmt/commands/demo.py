@@ -35,7 +35,7 @@ def register(groups) -> None:
     p.add_argument("--overwrite", action="store_true", help="write into an --output-dir that already holds files")
     p.add_argument("--seeds", type=_positive, default=3, help="how many seeds to run (the table shows mean ± std)")
     p.add_argument("--seed", type=int, default=0, help="first seed (seeds SEED, SEED+1, ...)")
-    p.add_argument("--pretrain-steps", type=_positive, default=800, help="steps of the stereotyped 'original' model")
+    p.add_argument("--pretrain-steps", type=_positive, default=400, help="steps of the stereotyped 'original' model")
     p.add_argument("--finetune-steps", "--gacl-steps", dest="finetune_steps", type=_positive, default=80,
                    help="steps of GACL + KD fine-tuning, and of the control")
     p.add_argument("--variant", choices=["paper", "official"], default="paper", help="GACL variant")

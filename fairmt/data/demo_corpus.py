@@ -159,6 +159,14 @@ def make_demo_pair(occ: tuple, verb: int, obj: int, gender: str, ambiguous: bool
                         occ[0], verb * len(OBJECTS) + obj, "ambiguous" if ambiguous else "gendered")
 
 
+def demo_language() -> list[GenderedPair]:
+    """Every sentence pair the demo grammar can make (both genders, with a possessive and with "the"): the corpus of
+    the demo's tokenizer, as a real model's subword vocabulary comes from a corpus much larger than any training or
+    test set. Only the tokenizer sees it; the models are trained on :func:`demo_data`'s sets."""
+    return [make_demo_pair(occ, v, o, g, amb) for occ in OCCUPATIONS for v in range(len(VERBS))
+            for o in range(len(OBJECTS)) for g in "mf" for amb in (False, True)]
+
+
 @dataclass(frozen=True)
 class DemoData:
     """The three sets of ``fairmt demo`` (:func:`demo_data`)."""
@@ -187,7 +195,7 @@ def demo_data(
       both German forms are known) in the occupation's stereotyped gender (occupations without a stereotype:
       masculine — corpora mention men more), and
       ``ambiguous_per_occupation`` sentences with "the", whose English gives no gender and whose German takes the
-      stereotyped form (the generic masculine where there is no stereotype), as German translations of English do;
+      generic masculine, the German convention for a person of unknown gender ("Der Krankenpfleger" too);
     * ``finetune`` (GACL + KD and the plain fine-tuning control), per occupation: ``finetune_per_occupation``
       possessive sentences in both genders — gender-balanced, the English always saying the gender — except every
       ``finetune_leave_out``-th occupation of :data:`OCCUPATIONS` (the 3rd, 6th, ...; 0: none), which the
@@ -209,7 +217,7 @@ def demo_data(
         n_other = max(1, round((1 - stereotype_share) * gendered_per_occupation))  # each form is seen at least once
         for k, (v, o) in enumerate(rng.sample(combos, gendered_per_occupation)):
             original.append(make_demo_pair(occ, v, o, unlikely if k < n_other else likely))
-        original += [make_demo_pair(occ, v, o, likely, ambiguous=True)
+        original += [make_demo_pair(occ, v, o, "m", ambiguous=True)  # German's generic masculine
                      for v, o in rng.sample(combos, ambiguous_per_occupation)]
         for v, o in rng.sample(combos, finetune_per_occupation):
             if occ[0] in unseen:
