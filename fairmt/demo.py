@@ -226,6 +226,10 @@ def prepare_tiny_recipe(config: dict) -> None:
                           "file to write)")
     seed = int(spec.get("seed", 0))
     data = demo_data(seed=seed)
+    missing = not (model / "config.json").is_file() or not Path(train).is_file()
+    if missing and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise FairmtError(f"tiny_model: {model} or {train} does not exist yet; build them with one process first "
+                          "(fairmt train without accelerate launch/torchrun), then launch several")
     if not (model / "config.json").is_file():
         print(f"fairmt: building the tiny model {model} like `fairmt demo`'s original (offline)", flush=True)
         build_original(model, data, seed, int(spec.get("pretrain_steps", 400)))
