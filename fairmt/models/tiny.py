@@ -149,6 +149,7 @@ def train_tiny_translation_model(
     import random
 
     import torch
+    from tqdm.auto import tqdm
 
     from fairmt.models import load_translation_model
 
@@ -161,8 +162,6 @@ def train_tiny_translation_model(
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20))
     pairs = list(pairs)
-    from tqdm.auto import tqdm
-
     for _ in tqdm(range(steps), desc=desc, unit="step", leave=False, disable=not progress):
         batch = rng.sample(pairs, min(batch_size, len(pairs)))
         enc = tm.encode([s for s, _ in batch], [t for _, t in batch], max_length=64, padding=True, return_tensors="pt")
