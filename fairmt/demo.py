@@ -40,6 +40,8 @@ EXAMPLE_RULE = ("the first anti-stereotypical sentence of the held-out set, in i
 # model and training settings shared by the demo and the tiny offline recipe (recipes/gacl/tiny_offline.yaml)
 MODEL_KWARGS = dict(arch="m2m100", d_model=64, ffn_dim=128, encoder_layers=2, decoder_layers=1, attention_heads=4,
                     dropout=0.1)
+# α, λ, τ of the shipped GACL recipes (the authors' released script and its code's default τ)
+GACL_SETTINGS = dict(kd_alpha=0.4, gacl_lambda=1.0, temperature=1.0)
 
 
 def choose_threads(requested: int | None = None, log=print) -> int:
@@ -137,8 +139,8 @@ def finetune(original_dir: str | Path, out_dir: str | Path, data, gacl: bool, se
     tm = load_translation_model(str(original_dir), "en", "de")
     rows = tokenize_gacl(prepare_gacl_pairs(_pairs_dataset(data.finetune), seed=seed), tm.encode, max_length=64)
     args = GACLConfig(
-        output_dir=str(out_dir), learning_rate=lr, kd_alpha=0.4 if gacl else 0.0, gacl_lambda=1.0 if gacl else 0.0,
-        temperature=1.0, gacl_variant=variant, **_common_args(seed, steps, batch_size),
+        output_dir=str(out_dir), learning_rate=lr, gacl_variant=variant, **_common_args(seed, steps, batch_size),
+        **(GACL_SETTINGS if gacl else {**GACL_SETTINGS, "kd_alpha": 0.0, "gacl_lambda": 0.0}),
     )
     trainer = GACLTrainer(
         model=tm.model, args=args, train_dataset=rows,
@@ -320,8 +322,7 @@ def run_demo(
         "seeds": seed_list, "threads": n_threads, "seconds": seconds,
         "load_average": {"start": load_before, "end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None},
         "settings": {"pretrain_steps": pretrain_steps, "finetune_steps": finetune_steps, "batch_size": batch_size,
-                     "variant": variant, "model": MODEL_KWARGS, "kd_alpha": 0.4, "gacl_lambda": 1.0,
-                     "temperature": 1.0},
+                     "variant": variant, "model": MODEL_KWARGS, **GACL_SETTINGS},
         "summary": summary,
         "gacl_minus_control_accuracy": {"per_seed": diffs, "mean": d_mean, "std": d_std, "verdict": verdict(diffs)},
         "example_rule": EXAMPLE_RULE,

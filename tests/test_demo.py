@@ -160,3 +160,16 @@ def test_tiny_offline_recipe_runs_end_to_end(tmp_path, capsys):
     assert main(argv + ["--overwrite"]) == 0  # the second run reuses the model and the data
     assert "building the tiny model" not in capsys.readouterr().out
     assert (model / "model.safetensors").stat().st_mtime_ns == built
+
+
+def test_tiny_offline_recipe_trains_as_the_demo_does():
+    import inspect
+
+    from fairmt.commands.train import load_recipe
+    from fairmt.demo import GACL_SETTINGS, finetune, run_demo
+
+    cfg = load_recipe("gacl/tiny_offline")
+    assert {k: cfg["training"][k] for k in GACL_SETTINGS} == GACL_SETTINGS
+    defaults = {k: v.default for k, v in inspect.signature(finetune).parameters.items()}
+    assert cfg["training"]["learning_rate"] == defaults["lr"] and cfg["training"]["max_steps"] == defaults["steps"]
+    assert cfg["tiny_model"]["pretrain_steps"] == inspect.signature(run_demo).parameters["pretrain_steps"].default
