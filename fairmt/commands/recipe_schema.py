@@ -17,10 +17,11 @@ COMMON_TOP = {"method", "recipe_path", "overwrite"}
 SCHEMAS: dict[str, dict[str, set[str] | None]] = {
     "gacl": {
         "top": {"model", "src_lang", "tgt_lang", "family", "data", "training", "peft", "geneval",
-                "resume_from_checkpoint"},
+                "resume_from_checkpoint", "tiny_model"},
         "data": {"train", "eval", "split", "eval_split", "max_length", "balance", "max_train_samples",
                  "max_eval_samples", "eval_fraction", "prepare", "target_gender_words"},
         "geneval": {"lang", "split", "max_pairs", "metric", "num_beams", "patience", "batch_size"},
+        "tiny_model": {"pretrain_steps", "seed"},
         "peft": None,
     },
     "ccd": {
