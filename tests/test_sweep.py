@@ -292,7 +292,7 @@ def test_the_sweep_owns_seed_and_output_folder(tmp_path, capsys):
 
 
 def test_unknown_objective_lists_the_available_metrics(tmp_path, capsys):
-    assert main(["sweep", RECIPE, "--grid", "training.learning_rate=0.1", "--objective", "dev.f1:max",
+    assert main(["sweep", RECIPE, "--grid", "training.learning_rate=0.1", "--objective", "dev.f2:max",
                  "--output-dir", str(tmp_path / "s")]) == 2
     err = capsys.readouterr().err
     for name in ("dev.accuracy", "dev.gap", "dev.delta_eo", "dev.macro_f1", "dev.leakage_h"):
