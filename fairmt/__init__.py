@@ -29,6 +29,8 @@ _LAZY = {
     "FairContrastiveTrainer": "fairmt.trainers.fair_contrastive",
     "FairnessSamplingConfig": "fairmt.trainers.sampling",
     "FairnessSamplingTrainer": "fairmt.trainers.sampling",
+    "SimCLRConfig": "fairmt.models.vision",
+    "SimCLRModel": "fairmt.models.vision",
     "AdversarialConfig": "fairmt.trainers.adversarial",
     "AdversarialTrainer": "fairmt.trainers.adversarial",
     "inlp": "fairmt.trainers.inlp",
@@ -54,6 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
     from fairmt.trainers.gacl import GACLConfig, GACLTrainer
     from fairmt.trainers.inlp import INLPResult, inlp
+    from fairmt.models.vision import SimCLRConfig, SimCLRModel
     from fairmt.trainers.sampling import FairnessSamplingConfig, FairnessSamplingTrainer
 
 

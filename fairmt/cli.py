@@ -19,11 +19,13 @@ from fairmt.errors import FairmtError
 COMMAND_MODULES = (
     "fairmt.commands.demo",
     "fairmt.commands.train",
+    "fairmt.commands.sweep",
     "fairmt.commands.eval_winomt",
     "fairmt.commands.eval_geneval",
     "fairmt.commands.eval_mtbias",
     "fairmt.commands.eval_embeddings",
     "fairmt.commands.eval_classification",
+    "fairmt.commands.eval_linear_probe",
     "fairmt.commands.data",
     "fairmt.commands.augment",
     "fairmt.commands.push",

@@ -1,21 +1,98 @@
-"""``fairmt demo``: GACL + KD end to end, offline, on a tiny model, in a few minutes on 2 CPU cores.
+"""``fairmt demo``: GACL + KD end to end, offline, on a tiny model, over several seeds, in about a minute on 2 CPU cores.
 
-1. Build a small M2M-100-architecture model and a sentencepiece tokenizer from fairmt's own English–German
-   gendered sentence set (:mod:`fairmt.data.demo_corpus`).
-2. Train it as the "original" MT model on stereotyped data (most doctors male, most nurses female, ...).
-3. Measure gender accuracy on held-out sentence templates (both genders, every occupation).
-4. Fine-tune with GACL + KD (teacher = frozen copy of the original) on gender-balanced data, and measure again;
-   as a control, fine-tune the same original model with the plain MT loss on the same data for as many steps.
+The toy setting (:func:`fairmt.data.demo_corpus.demo_data`) copies how a real MT model becomes gender-biased:
 
-This is a demonstration of the pipeline on a toy model, not a result about real MT systems.
+1. Build a small M2M-100-architecture model and a sentencepiece tokenizer from fairmt's own English–German toy
+   grammar ("The {occupation} {verb} {his/her/the} {object}.").
+2. Train it as the "original" MT model on stereotyped data: sentences whose English possessive gives the gender,
+   mostly in the occupation's stereotyped gender (masculine where there is none), and gender-ambiguous English
+   sentences ("The doctor opened the door.") whose German takes the generic masculine — so the model learns to
+   guess the gender from the occupation, and masculine by default.
+3. Control: fine-tune the original with the plain MT loss on gender-balanced sentences (a third of the occupations
+   left out).
+4. GACL + KD (Lee et al., EMNLP 2023): fine-tune the original on the same data, same batches and steps, with
+   ``(1 − α)·L_MT + α·L_KD + λ·L_GC`` (teacher = frozen copy of the original).
+5. Score the three models on held-out verb–object combinations (never trained on, made of words that were), every
+   occupation in both genders:
+   gender accuracy (the form of the occupation, as WinoMT scores), ΔG = Acc_male − Acc_female, accuracy on the
+   anti-stereotypical sentences (a female doctor, a male nurse), and chrF++ against the references (a degenerate
+   model cannot look good).
+
+Each seed repeats 1–5 with its own data sample, initialisation and batch order; the table gives mean ± standard
+deviation over the seeds. This is a demonstration of the pipeline on a toy model, not a result about real MT systems.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
+
+STAGES = 4  # per seed: original, control, GACL + KD, evaluation
+MODELS = ("original", "control", "gacl")
+LABELS = {"original": "original", "control": "plain FT", "gacl": "GACL+KD"}
+EXAMPLE_RULE = ("the first anti-stereotypical sentence of the held-out set, in its fixed order "
+                "(female form of the first male-stereotyped occupation)")
+
+# model and training settings shared by the demo and the tiny offline recipe (recipes/gacl/tiny_offline.yaml)
+MODEL_KWARGS = dict(arch="m2m100", d_model=64, ffn_dim=128, encoder_layers=2, decoder_layers=1, attention_heads=4,
+                    dropout=0.1)
+# α, λ, τ of the shipped GACL recipes (the authors' released script and its code's default τ)
+GACL_SETTINGS = dict(kd_alpha=0.4, gacl_lambda=1.0, temperature=1.0)
+
+
+def choose_threads(requested: int | None = None, log=print) -> int:
+    """How many torch threads the demo uses: ``requested``, else ``$OMP_NUM_THREADS`` when set, else up to 2 — but 1
+    when the machine is already busy (1-minute load average + 2 > cores): torch's threads spin waiting for each other
+    on an oversubscribed machine and a run can take 20× longer."""
+    if requested:
+        return requested
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    want = max(1, min(2, cores))
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return want
+    if want > 1 and load + want > cores + 0.5:
+        log(f"note: the machine is busy (load average {load:.1f} on {cores} cores): using 1 torch thread instead of "
+            f"{want} (set OMP_NUM_THREADS or --threads to choose)")
+        return 1
+    return want
+
+
+class _StepBar:
+    """A tqdm bar with ETA over a Trainer's optimisation steps (a ``TrainerCallback``)."""
+
+    def __init__(self, desc: str, enabled: bool):
+        self.desc, self.enabled, self.bar = desc, enabled, None
+
+    def callback(self):
+        from transformers import TrainerCallback
+
+        outer = self
+
+        class _CB(TrainerCallback):
+            def on_train_begin(self, args, state, control, **kw):
+                if outer.enabled:
+                    from tqdm.auto import tqdm
+
+                    outer.bar = tqdm(total=state.max_steps, desc=outer.desc, unit="step", leave=False)
+
+            def on_step_end(self, args, state, control, **kw):
+                if outer.bar is not None:
+                    outer.bar.update(1)
+
+            def on_train_end(self, args, state, control, **kw):
+                if outer.bar is not None:
+                    outer.bar.close()
+
+        return _CB()
 
 
 def _pairs_dataset(pairs):
@@ -24,109 +101,279 @@ def _pairs_dataset(pairs):
     return Dataset.from_dict({"src": [p.en for p in pairs], "tgt": [p.de for p in pairs]})
 
 
+def _common_args(seed: int, steps: int, batch_size: int) -> dict:
+    return dict(
+        max_steps=steps, per_device_train_batch_size=batch_size, logging_steps=max(1, min(50, steps // 4)),
+        report_to=[], use_cpu=True, save_strategy="no", disable_tqdm=True, seed=seed, data_seed=seed,
+        lr_scheduler_type="inverse_sqrt", warmup_steps=min(50, max(1, steps // 5)), weight_decay=0.0,
+    )
+
+
+def build_original(out_dir: str | Path, data, seed: int = 0, steps: int = 400, batch_size: int = 16,
+                   lr: float = 3e-3, progress: bool = False, desc: str = "original") -> Path:
+    """Build the tiny model (:data:`MODEL_KWARGS`) and its sentencepiece tokenizer (trained on every sentence of the
+    toy language, :func:`fairmt.data.demo_corpus.demo_language`) in ``out_dir``, and train the model in place as the
+    stereotyped "original" MT model on ``data.original`` (plain MT loss,
+    :func:`fairmt.models.tiny.train_tiny_translation_model`)."""
+    from fairmt.data.demo_corpus import demo_language
+    from fairmt.models.tiny import build_tiny_translation_model, train_tiny_translation_model
+
+    # the tokenizer's corpus: the whole toy language (a real subword vocabulary comes from far more text than any
+    # training set); the model learns to translate from data.original only
+    build_tiny_translation_model(out_dir, [(p.en, p.de) for p in demo_language()], seed=seed, **MODEL_KWARGS)
+    return train_tiny_translation_model(out_dir, [(p.en, p.de) for p in data.original], steps=steps,
+                                        batch_size=batch_size, lr=lr, seed=seed, progress=progress, desc=desc)
+
+
+def finetune(original_dir: str | Path, out_dir: str | Path, data, gacl: bool, seed: int = 0, steps: int = 80,
+             batch_size: int = 16, lr: float = 5e-4, variant: str = "paper", progress: bool = False, desc: str = ""):
+    """Fine-tune the original model on ``data.finetune`` with GACL + KD (``gacl``) or, as the control, with the plain
+    MT loss (the same trainer with α = λ = 0 and the same seed: its gender-balanced sampler gives the same batches in
+    the same order, only the loss differs)."""
+    from transformers import PrinterCallback
+
+    from fairmt.data.gacl import GenderContrastiveCollator, prepare_gacl_pairs, tokenize_gacl
+    from fairmt.models import load_translation_model
+    from fairmt.trainers.gacl import GACLConfig, GACLTrainer
+
+    tm = load_translation_model(str(original_dir), "en", "de")
+    rows = tokenize_gacl(prepare_gacl_pairs(_pairs_dataset(data.finetune), seed=seed), tm.encode, max_length=64)
+    args = GACLConfig(
+        output_dir=str(out_dir), learning_rate=lr, gacl_variant=variant, **_common_args(seed, steps, batch_size),
+        **(GACL_SETTINGS if gacl else {**GACL_SETTINGS, "kd_alpha": 0.0, "gacl_lambda": 0.0}),
+    )
+    trainer = GACLTrainer(
+        model=tm.model, args=args, train_dataset=rows,
+        data_collator=GenderContrastiveCollator(tm.tokenizer.pad_token_id), processing_class=tm.tokenizer,
+        callbacks=[_StepBar(desc, progress).callback()],
+    )
+    trainer.remove_callback(PrinterCallback)  # the log lines go to report.json, not between the progress bars
+    trainer.train()
+    trainer.save_model(str(out_dir))
+    tm.model.eval()
+    return tm, [h for h in trainer.state.log_history if "loss_mt" in h]
+
+
+def score(pairs, translations: list[str], unseen: frozenset[str] = frozenset()) -> dict:
+    """Gender accuracy (overall, per gender, pro-/anti-stereotypical, on the ``unseen`` occupations), ΔG, ΔS and
+    chrF++ of ``translations``."""
+    from sacrebleu.metrics import CHRF
+
+    from fairmt.data.demo_corpus import gender_accuracy, gender_of_translation
+
+    res = gender_accuracy(pairs, translations)
+    for kind in ("pro", "anti"):
+        hits = [gender_of_translation(t, p.occupation) == p.gender
+                for p, t in zip(pairs, translations) if p.stereotype == kind]
+        res[f"accuracy_{kind}"] = 100.0 * sum(hits) / max(len(hits), 1)
+    res["delta_s"] = res["accuracy_pro"] - res["accuracy_anti"]
+    hits = [gender_of_translation(t, p.occupation) == p.gender
+            for p, t in zip(pairs, translations) if p.occupation in unseen]
+    res["accuracy_unseen"] = 100.0 * sum(hits) / max(len(hits), 1)
+    res["chrf++"] = CHRF(word_order=2).corpus_score(list(translations), [[p.de for p in pairs]]).score
+    return res
+
+
+def translate(tm, sentences: list[str], progress: bool = False, desc: str = "", batch_size: int = 64) -> list[str]:
+    from tqdm.auto import tqdm
+
+    out: list[str] = []
+    with tqdm(total=len(sentences), desc=desc, unit="sent", leave=False, disable=not progress) as bar:
+        for i in range(0, len(sentences), batch_size):
+            out += tm.translate(sentences[i:i + batch_size], batch_size=batch_size, num_beams=1, max_new_tokens=32)
+            bar.update(len(sentences[i:i + batch_size]))
+    return out
+
+
+def example_index(test) -> int:
+    """The fixed example: :data:`EXAMPLE_RULE` (never chosen by outcome)."""
+    from fairmt.data.demo_corpus import OCCUPATIONS
+
+    first_m = next(o[0] for o in OCCUPATIONS if o[3] == "m")
+    return next(i for i, p in enumerate(test) if p.occupation == first_m and p.gender == "f")
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def _output_dir(output_dir: str | None, overwrite: bool) -> Path:
+    """A new temporary folder, or ``output_dir`` through the recipes' rule (:func:`prepare_output_dir`): one that
+    already holds files is refused unless ``overwrite``."""
+    from fairmt.errors import FairmtError
+    from fairmt.scripts._output import prepare_output_dir
+
+    if not output_dir:
+        return Path(tempfile.mkdtemp(prefix="fairmt-demo-"))
+    try:
+        return prepare_output_dir(output_dir, {"overwrite": overwrite})
+    except FairmtError:
+        raise FairmtError(f"--output-dir {output_dir} already holds files (an earlier demo's?); choose another "
+                          "folder, or pass --overwrite to write over them") from None
+
+
+def prepare_tiny_recipe(config: dict) -> None:
+    """Make the model and data of a recipe with a ``tiny_model`` section (``recipes/gacl/tiny_offline.yaml``),
+    offline, where they do not exist yet: the folder ``model`` gets a tiny model built and trained as the demo's
+    stereotyped "original" (:func:`build_original`, ``tiny_model.pretrain_steps`` steps, ``tiny_model.seed``), the
+    file ``data.train`` the demo's gender-balanced fine-tuning sentences as JSONL. Existing ones are used as they
+    are."""
+    from fairmt.data.demo_corpus import demo_data
+    from fairmt.errors import FairmtError
+
+    spec = config.get("tiny_model") or {}  # its keys are checked with the recipe (fairmt.commands.recipe_schema)
+    model, train = Path(str(config.get("model", ""))), (config.get("data") or {}).get("train")
+    if not config.get("model") or not train:
+        raise FairmtError("a recipe with tiny_model needs 'model' (the folder to build) and data.train (the JSONL "
+                          "file to write)")
+    seed = int(spec.get("seed", 0))
+    data = demo_data(seed=seed)
+    missing = not (model / "config.json").is_file() or not Path(train).is_file()
+    if missing and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise FairmtError(f"tiny_model: {model} or {train} does not exist yet; build them with one process first "
+                          "(fairmt train without accelerate launch/torchrun), then launch several")
+    if not (model / "config.json").is_file():
+        print(f"fairmt: building the tiny model {model} like `fairmt demo`'s original (offline)", flush=True)
+        build_original(model, data, seed, int(spec.get("pretrain_steps", 400)))
+    if not Path(train).is_file():
+        Path(train).parent.mkdir(parents=True, exist_ok=True)
+        Path(train).write_text("".join(json.dumps({"translation": p.translation}, ensure_ascii=False) + "\n"
+                                       for p in data.finetune), encoding="utf-8")
+
+
 def run_demo(
     output_dir: str | None = None,
-    pretrain_steps: int = 600,
-    gacl_steps: int = 200,
+    seeds: int = 3,
+    pretrain_steps: int = 400,
+    finetune_steps: int = 80,
     batch_size: int = 16,
-    seed: int = 0,
     variant: str = "paper",
+    first_seed: int = 0,
+    overwrite: bool = False,
+    threads: int | None = None,
+    progress: bool = True,
     log=print,
 ) -> dict:
     import torch
-    from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments, set_seed
 
-    from fairmt.data.demo_corpus import demo_splits, gender_accuracy
-    from fairmt.data.gacl import GenderContrastiveCollator, prepare_gacl_pairs, tokenize_gacl
-    from fairmt.models import load_translation_model
-    from fairmt.models.tiny import build_tiny_translation_model
-    from fairmt.trainers.gacl import GACLConfig, GACLTrainer
+    from fairmt.data.demo_corpus import demo_data
 
-    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
-    set_seed(seed)
-    out = Path(output_dir or tempfile.mkdtemp(prefix="fairmt-demo-"))
+    out = _output_dir(output_dir, overwrite)
+    load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    n_threads = choose_threads(threads, log)
+    torch.set_num_threads(n_threads)
     t0 = time.time()
-    biased, balanced, heldout = demo_splits(seed=seed)
-    log(f"[1/4] building a tiny M2M-100-architecture model and tokenizer in {out / 'base'}")
-    build_tiny_translation_model(
-        out / "base", [(p.en, p.de) for p in balanced + heldout], arch="m2m100", d_model=128, ffn_dim=256,
-        encoder_layers=3, decoder_layers=2, dropout=0.1, seed=seed,
-    )
-    tm = load_translation_model(str(out / "base"), "en", "de")
-    common = dict(
-        per_device_train_batch_size=batch_size, logging_steps=max(1, min(50, gacl_steps // 4)), report_to=[], use_cpu=True, save_strategy="no",
-        disable_tqdm=True, seed=seed, lr_scheduler_type="inverse_sqrt", warmup_steps=50, weight_decay=0.0,
-    )
+    seed_list = list(range(first_seed, first_seed + seeds))
+    total = STAGES * len(seed_list)
+    per_seed, stage = [], 0
 
-    def train_plain(model, pairs, name, steps, lr):
-        """Plain MT fine-tuning (the stock Seq2SeqTrainer)."""
-        data = _pairs_dataset(pairs).map(
-            lambda b: model.encode(b["src"], b["tgt"], max_length=64), batched=True, remove_columns=["src", "tgt"]
-        )
-        args = Seq2SeqTrainingArguments(output_dir=str(out / name), max_steps=steps, learning_rate=lr, **common)
-        Seq2SeqTrainer(
-            model=model.model, args=args, train_dataset=data,
-            data_collator=DataCollatorForSeq2Seq(model.tokenizer, model=model.model), processing_class=model.tokenizer,
-        ).train()
+    def step(seed: int, short: str, text: str) -> str:
+        """Announce the next stage; returns the progress bar's label."""
+        nonlocal stage
+        stage += 1
+        log(f"[{stage}/{total}] seed {seed}: {text}")
+        return f"seed {seed} {short}"
 
-    log(f"[2/4] training the original model on stereotyped data ({len(biased)} pairs, {pretrain_steps} steps)")
-    train_plain(tm, biased, "original", pretrain_steps, 3e-3)
-    tm.model.save_pretrained(out / "original")
-    tm.tokenizer.save_pretrained(out / "original")
+    from fairmt.models import load_translation_model
 
-    def evaluate(tag, tm=tm):
-        hyps = tm.translate([p.en for p in heldout], batch_size=64, num_beams=2, max_new_tokens=32)
-        res = gender_accuracy(heldout, hyps)
-        log(f"      {tag}: gender accuracy {res['accuracy']:.1f} (male {res['accuracy_male']:.1f}, female "
-            f"{res['accuracy_female']:.1f}, ΔG {res['delta_g']:+.1f}); e.g. {heldout[1].en!r} -> {hyps[1]!r}")
-        return res, hyps
+    for seed in seed_list:
+        sd = out / f"seed{seed}"
+        data = demo_data(seed=seed)
+        desc = step(seed, "original", f"building a tiny M2M-100 model and training it as the 'original' on "
+                    f"stereotyped data ({len(data.original)} pairs, {pretrain_steps} steps)")
+        build_original(sd / "original", data, seed, pretrain_steps, batch_size, progress=progress, desc=desc)
+        desc = step(seed, "control", f"control: plain MT fine-tuning on gender-balanced data ({len(data.finetune)} "
+                    f"pairs, {finetune_steps} steps)")
+        control, _ = finetune(sd / "original", sd / "control", data, False, seed, finetune_steps, batch_size,
+                              variant=variant, progress=progress, desc=desc)
+        desc = step(seed, "GACL+KD", f"GACL ({variant}) + KD fine-tuning on the same data and batches "
+                    f"({finetune_steps} steps)")
+        gacl, train_log = finetune(sd / "original", sd / "gacl", data, True, seed, finetune_steps, batch_size,
+                                   variant=variant, progress=progress, desc=desc)
+        original = load_translation_model(str(sd / "original"), "en", "de")
+        desc = step(seed, "translating", f"translating and scoring the {len(data.test)} held-out sentences with the "
+                    "three models")
+        src = [p.en for p in data.test]
+        hyps = {name: translate(m, src, progress, f"{desc} ({LABELS[name]})")
+                for name, m in zip(MODELS, (original, control, gacl))}
+        scores = {name: score(data.test, hyps[name], data.unseen_in_finetune) for name in MODELS}
+        ex = example_index(data.test)
+        per_seed.append({
+            "seed": seed, "scores": scores, "train_log": train_log,
+            "example": {"source": data.test[ex].en, "reference": data.test[ex].de,
+                        **{name: hyps[name][ex] for name in MODELS}},
+            "models": {name: str(sd / name) for name in MODELS},
+        })
+        (sd / "translations.json").write_text(json.dumps(
+            [{"source": p.en, "reference": p.de, "gender": p.gender, "stereotype": p.stereotype,
+              **{name: hyps[name][i] for name in MODELS}} for i, p in enumerate(data.test)],
+            indent=1, ensure_ascii=False), encoding="utf-8")
+        log("      " + " | ".join(f"{LABELS[n]}: accuracy {s['accuracy']:.1f}, ΔG {s['delta_g']:+.1f}, anti "
+                                   f"{s['accuracy_anti']:.1f}, chrF++ {s['chrf++']:.1f}" for n, s in scores.items()))
 
-    log(f"[3/4] gender accuracy on {len(heldout)} held-out sentences (unseen templates)")
-    before, _ = evaluate("original")
-
-    log(f"[4/4] control: plain MT fine-tuning of the original on gender-balanced data ({gacl_steps} steps)")
-    control = load_translation_model(str(out / "original"), "en", "de")
-    train_plain(control, balanced, "control", gacl_steps, 1e-3)
-    control.model.save_pretrained(out / "control")
-    control.tokenizer.save_pretrained(out / "control")
-    plain, _ = evaluate("plain fine-tuning", control)
-
-    log(f"      GACL ({variant}) + KD fine-tuning on gender-balanced data ({gacl_steps} steps)")
-    gacl_data = tokenize_gacl(prepare_gacl_pairs(_pairs_dataset(balanced), seed=seed), tm.encode, max_length=64)
-    args = GACLConfig(
-        output_dir=str(out / "gacl"), max_steps=gacl_steps, learning_rate=1e-3, kd_alpha=0.4, gacl_lambda=1.0,
-        temperature=0.1, gacl_variant=variant, **common,
-    )
-    trainer = GACLTrainer(
-        model=tm.model, args=args, train_dataset=gacl_data,
-        data_collator=GenderContrastiveCollator(tm.tokenizer.pad_token_id), processing_class=tm.tokenizer,
-    )
-    trainer.train()
-    logs = [h for h in trainer.state.log_history if "loss_gc" in h]
-    for h in (logs[0], logs[-1]):
-        log(f"      step {h['step']}: loss {h['loss']:.3f} = L_MT {h['loss_mt']:.3f}, L_KD {h['loss_kd']:.3f}, "
-            f"L_GC {h['loss_gc']:.3f}")
-    trainer.save_model(str(out / "gacl"))
-    after, _ = evaluate("after GACL+KD")
-
+    metrics = ("accuracy", "delta_g", "accuracy_anti", "delta_s", "accuracy_unseen", "chrf++")
+    summary = {name: {m: dict(zip(("mean", "std"), mean_std([r["scores"][name][m] for r in per_seed])))
+                      for m in metrics} for name in MODELS}
+    diffs = [r["scores"]["gacl"]["accuracy"] - r["scores"]["control"]["accuracy"] for r in per_seed]
+    d_mean, d_std = mean_std(diffs)
+    seconds = round(time.time() - t0, 1)
     report = {
         "note": "demonstration on a tiny toy model trained for seconds; not a result about real MT systems",
-        "model_dir": str(out / "gacl"),
-        "models": {name: str(out / name) for name in ("original", "control", "gacl")},
-        "before": before,
-        "plain_finetuning": plain,
-        "after": after,
-        "train_log": logs,
-        "seconds": round(time.time() - t0, 1),
+        "seeds": seed_list, "threads": n_threads, "seconds": seconds,
+        "load_average": {"start": load_before, "end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None},
+        "settings": {"pretrain_steps": pretrain_steps, "finetune_steps": finetune_steps, "batch_size": batch_size,
+                     "variant": variant, "model": MODEL_KWARGS, **GACL_SETTINGS},
+        "summary": summary,
+        "gacl_minus_control_accuracy": {"per_seed": diffs, "mean": d_mean, "std": d_std, "verdict": verdict(diffs)},
+        "example_rule": EXAMPLE_RULE,
+        "runs": per_seed,
     }
-    (out / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
-    log("")
-    n_params = sum(p.numel() for p in tm.model.parameters()) / 1e6
-    log(f"fairmt demo — a DEMONSTRATION on a tiny model ({n_params:.2f}M parameters, a toy corpus); the numbers show the")
-    log("pipeline works end to end, they say nothing about real MT systems.")
-    log(f"  {'':18s} {'original':>9s} {'plain FT':>9s} {'GACL+KD':>9s}")
-    log(f"  {'gender accuracy':18s} {before['accuracy']:9.1f} {plain['accuracy']:9.1f} {after['accuracy']:9.1f}")
-    log(f"  {'ΔG (male−female)':18s} {before['delta_g']:+9.1f} {plain['delta_g']:+9.1f} {after['delta_g']:+9.1f}")
-    log(f"  models: {out / 'original'} (original), {out / 'control'} (plain FT), {out / 'gacl'} (GACL+KD)")
-    log(f"  report: {out / 'report.json'}   time: {report['seconds']} s")
+    (out / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    _print_summary(report, out, log)
     return report
+
+
+def verdict(diffs: list[float]) -> str:
+    """Plain words on the per-seed differences GACL+KD − control in accuracy: an advantage only when every seed has
+    it and the mean is more than two standard errors from zero; otherwise "within the noise"."""
+    d_mean, d_std = mean_std(diffs)
+    n = len(diffs)
+    if n < 2:
+        return "one seed: no spread, so no claim either way (run with --seeds 3 or more)"
+    se = d_std / n ** 0.5
+    if d_mean > 2 * se and all(d > 0 for d in diffs):
+        return f"GACL+KD beat the control on every seed ({d_mean:+.1f} ± {d_std:.1f} points of accuracy)"
+    if d_mean < -2 * se and all(d < 0 for d in diffs):
+        return f"the control beat GACL+KD on every seed ({d_mean:+.1f} ± {d_std:.1f} points of accuracy)"
+    return (f"GACL+KD vs control: {d_mean:+.1f} ± {d_std:.1f} points of accuracy — within the noise of {n} seeds at "
+            "this scale; no advantage is shown")
+
+
+def _print_summary(report: dict, out: Path, log) -> None:
+    s = report["summary"]
+    seeds = report["seeds"]
+    n_test = len(json.loads((out / f"seed{seeds[0]}" / "translations.json").read_text(encoding="utf-8")))
+    log("")
+    log(f"fairmt demo — a DEMONSTRATION on a tiny model and a toy corpus; it says nothing about real MT systems.")
+    log(f"{n_test} held-out sentences (verb–object combinations never trained on, every occupation in both genders); "
+        f"mean ± std over seeds {', '.join(map(str, seeds))}")
+    rows = [("gender accuracy", "accuracy", "{:5.1f}"), ("ΔG (male − female)", "delta_g", "{:+5.1f}"),
+            ("anti-stereotypical acc.", "accuracy_anti", "{:5.1f}"), ("ΔS (pro − anti)", "delta_s", "{:+5.1f}"),
+            ("acc., occ. not in FT data", "accuracy_unseen", "{:5.1f}"), ("chrF++ vs references", "chrf++", "{:5.1f}")]
+    log(f"  {'':26s}" + "".join(f"{LABELS[n]:>14s}" for n in MODELS))
+    for label, key, fmt in rows:
+        cells = [f"{fmt.format(s[n][key]['mean'])} ± {s[n][key]['std']:4.1f}" for n in MODELS]
+        log(f"  {label:26s}" + "".join(f"{c:>14s}" for c in cells))
+    log(f"  {report['gacl_minus_control_accuracy']['verdict']}.")
+    log("  What it shows: a model trained on stereotyped data guesses the gender from the occupation (ΔG, ΔS, the")
+    log("  anti-stereotypical accuracy), and what fine-tuning on balanced data changes, with GACL + KD and without.")
+    log("  What it does not show: how large GACL's effect is on real models and benchmarks (WinoMT, MT-GenEval).")
+    first = report["runs"][0]
+    ex = first["example"]
+    log(f"  example, seed {first['seed']} (fixed rule: {EXAMPLE_RULE}):")
+    log(f"    source     {ex['source']}")
+    log(f"    reference  {ex['reference']}")
+    for n in MODELS:
+        log(f"    {LABELS[n]:10s} {ex[n]}")
+    log(f"  models: {out}/seed*/{{original,control,gacl}}; translations: {out}/seed*/translations.json")
+    log(f"  report: {out / 'report.json'}   time: {report['seconds']:.0f} s on {report['threads']} thread(s)")

@@ -158,7 +158,7 @@ def test_adversarial_trainer_trains_and_adversary_learns(tmp_path):
 
 @pytest.mark.slow
 def test_one_step_gradients_reach_adversary_and_are_reversed_into_the_encoder(tmp_path):
-    trainer = _trainer(tmp_path, adv_lambda=1.0, adv_conditional=False)
+    trainer = _trainer(tmp_path, adv_lambda=1.0, adv_conditional=False, pooling="cls")  # h = the [CLS] state below
     model = trainer.model
     model.train()
     batch = trainer.data_collator(_rows(16))

@@ -383,3 +383,198 @@ def test_cli_bad_input_is_one_clear_line(tmp_path, capsys, lines, extra, match):
     import re
 
     assert re.search(match, err), err
+
+
+# ------------------------------------------------------------ F1 / AUC / both ΔEO conventions (issue 23, items 4-6)
+
+# a fixed two-class example: 12 predictions, two groups, positive-class probabilities
+FIX_Y = [1, 1, 1, 0, 0, 0, 1, 0, 1, 0, 0, 1]
+FIX_P = [1, 0, 1, 0, 1, 0, 0, 1, 0, 0, 1, 1]
+FIX_G = ["a"] * 6 + ["b"] * 6
+FIX_S = [0.9, 0.4, 0.8, 0.3, 0.6, 0.2, 0.7, 0.55, 0.45, 0.1, 0.45, 0.95]
+
+
+def _brute_f1(y, p, pos):
+    tp = sum(1 for a, b in zip(y, p) if a == pos and b == pos)
+    fp = sum(1 for a, b in zip(y, p) if a != pos and b == pos)
+    fn = sum(1 for a, b in zip(y, p) if a == pos and b != pos)
+    return 2 * tp / (2 * tp + fp + fn)
+
+
+def _brute_auc(is_pos, s):
+    """Probability that a random positive outranks a random negative (ties count one half)."""
+    pos = [si for t, si in zip(is_pos, s) if t]
+    neg = [si for t, si in zip(is_pos, s) if not t]
+    wins = sum(1.0 if a > b else 0.5 if a == b else 0.0 for a in pos for b in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def _brute_eo(y, p, g, classes):
+    """Σ over the given classes and groups of |TPR_a − TPR| + |FPR_a − FPR|, by loops."""
+    total = 0.0
+    for c in classes:
+        def rate(rows):
+            return sum(rows) / len(rows)
+
+        tpr = rate([pi == c for yi, pi in zip(y, p) if yi == c])
+        fpr = rate([pi == c for yi, pi in zip(y, p) if yi != c])
+        for a in sorted(set(g)):
+            total += abs(rate([pi == c for yi, pi, gi in zip(y, p, g) if yi == c and gi == a]) - tpr)
+            total += abs(rate([pi == c for yi, pi, gi in zip(y, p, g) if yi != c and gi == a]) - fpr)
+    return total
+
+
+def _released_eo_gap(y, p, g):
+    """Loop transcription of the CSCL release's EO_gap (utils.FairClassificationMetrics): FPR and FNR gaps summed
+    over every label value of the union of predictions and references and every group."""
+    ys = sorted(set(y) | set(p))
+    fpr_gap = fnr_gap = 0.0
+    for c in ys:
+        def r(num, den):
+            return num / den if den else 0.0
+
+        neg = [i for i in range(len(y)) if y[i] != c]
+        pos = [i for i in range(len(y)) if y[i] == c]
+        fpr = r(sum(p[i] == c for i in neg), len(neg))
+        fnr = r(sum(p[i] != c for i in pos), len(pos))
+        for a in sorted(set(g)):
+            gneg = [i for i in neg if g[i] == a]
+            gpos = [i for i in pos if g[i] == a]
+            fpr_gap += abs(r(sum(p[i] == c for i in gneg), len(gneg)) - fpr)
+            fnr_gap += abs(r(sum(p[i] != c for i in gpos), len(gpos)) - fnr)
+    return fpr_gap + fnr_gap
+
+
+def test_binary_f1_auc_and_both_eo_conventions_against_brute_force():
+    pos = classification_metrics(FIX_Y, FIX_P, FIX_G, scores=FIX_S)
+    assert pos.positive_class == "1" and pos.eo_classes == "positive"
+    assert pos.f1 == pytest.approx(_brute_f1(FIX_Y, FIX_P, 1), abs=1e-12)
+    assert pos.macro_f1 == pytest.approx((_brute_f1(FIX_Y, FIX_P, 1) + _brute_f1(FIX_Y, FIX_P, 0)) / 2, abs=1e-12)
+    assert pos.micro_f1 is None
+    assert pos.auc == pytest.approx(_brute_auc([t == 1 for t in FIX_Y], FIX_S), abs=1e-12)
+    assert pos.delta_eo == pytest.approx(_brute_eo(FIX_Y, FIX_P, FIX_G, [1]), abs=1e-12)
+    allc = classification_metrics(FIX_Y, FIX_P, FIX_G, scores=FIX_S, eo_classes="all")
+    assert allc.delta_eo == pytest.approx(_brute_eo(FIX_Y, FIX_P, FIX_G, [0, 1]), abs=1e-12)
+    assert allc.delta_eo == pytest.approx(2 * pos.delta_eo, abs=1e-12)  # the released convention: exactly twice
+    assert allc.delta_eo == pytest.approx(_released_eo_gap(FIX_Y, FIX_P, FIX_G), abs=1e-12)
+    assert pos.delta_eo > 0.1  # not a degenerate example
+    assert "|eo:pos|f1:pos=1+macro|auc:roc" in pos.signature and "|eo:all|" in allc.signature
+    # the older spelling still works and means the same
+    assert classification_metrics(FIX_Y, FIX_P, FIX_G, binary_positive_only=False).delta_eo == allc.delta_eo
+    # per-class probabilities (n, 2) give the same AUC as the positive column
+    two_col = [[1 - s, s] for s in FIX_S]
+    assert classification_metrics(FIX_Y, FIX_P, FIX_G, scores=two_col).auc == pytest.approx(pos.auc)
+    summary = pos.summary(percent=True)
+    assert summary["f1"] == pytest.approx(100 * pos.f1) and summary["auc"] == pytest.approx(100 * pos.auc)
+    assert summary["eo_classes"] == "positive" and summary["positive_class"] == "1"
+
+
+def test_positive_class_is_settable():
+    two_col = [[1 - s, s] for s in FIX_S]  # per-class probabilities: column 0 is P(class 0)
+    neg = classification_metrics(FIX_Y, FIX_P, FIX_G, scores=two_col, positive_class=0)
+    assert neg.positive_class == "0" and neg.f1 == pytest.approx(_brute_f1(FIX_Y, FIX_P, 0))
+    assert neg.auc == pytest.approx(_brute_auc([t == 0 for t in FIX_Y], [1 - s for s in FIX_S]))
+    # one number per prediction is the probability of the positive class, whichever class that is
+    one_col = classification_metrics(FIX_Y, FIX_P, FIX_G, scores=[1 - s for s in FIX_S], positive_class=0)
+    assert one_col.auc == pytest.approx(neg.auc)
+    assert neg.delta_eo == pytest.approx(_brute_eo(FIX_Y, FIX_P, FIX_G, [0]))
+    assert "f1:pos=0+macro" in neg.signature
+    with pytest.raises(FairmtError, match=r"positive_class 7 is not one of the classes \[0, 1\]"):
+        classification_metrics(FIX_Y, FIX_P, FIX_G, positive_class=7)
+
+
+def test_multiclass_reports_macro_and_micro_f1_and_ovr_auc():
+    r = np.random.default_rng(4)
+    y = [int(v) for v in r.integers(0, 3, 60)]
+    p = [v if r.random() < 0.6 else int(r.integers(0, 3)) for v in y]
+    g = [int(v) for v in r.integers(0, 2, 60)]
+    raw = r.random((60, 3)) + np.eye(3)[y]
+    probs = raw / raw.sum(1, keepdims=True)
+    res = classification_metrics(y, p, g, scores=probs.tolist(), eo_classes="positive")
+    assert res.f1 is None and res.positive_class is None and res.eo_classes == "all"  # both conventions coincide
+    assert res.micro_f1 == pytest.approx(np.mean(np.array(y) == np.array(p)))  # micro-F1 = accuracy here
+    assert res.macro_f1 == pytest.approx(np.mean([_brute_f1(y, p, c) for c in range(3)]))
+    ovr = np.mean([_brute_auc([t == c for t in y], probs[:, c].tolist()) for c in range(3)])
+    assert res.auc == pytest.approx(ovr, abs=1e-12)
+    assert res.delta_eo == pytest.approx(_brute_eo(y, p, g, [0, 1, 2]))
+    assert "f1:macro+micro|auc:roc-ovr-macro" in res.signature
+    assert "f1" not in res.summary() and "micro_f1" in res.summary()
+    with pytest.raises(FairmtError, match="positive_class is for a two-class task"):
+        classification_metrics(y, p, g, positive_class=1)
+
+
+def test_auc_absent_with_a_note_and_bad_scores_are_one_clear_error():
+    r = classification_metrics(FIX_Y, FIX_P, FIX_G)
+    assert r.auc is None and "auc" not in r.summary() and any("no scores" in n for n in r.notes)
+    assert "auc:" not in r.signature and r.warnings == []
+    with pytest.raises(FairmtError, match=r"scores have shape \(11,\); expected \(12,\) positive-class"):
+        classification_metrics(FIX_Y, FIX_P, FIX_G, scores=FIX_S[:-1])
+    with pytest.raises(FairmtError, match=r"scores have shape \(12, 3\)"):
+        classification_metrics(FIX_Y, FIX_P, FIX_G, scores=[[0.2, 0.3, 0.5]] * 12)
+    with pytest.raises(FairmtError, match="eo_classes must be one of positive, all, got 'both'"):
+        classification_metrics(FIX_Y, FIX_P, FIX_G, eo_classes="both")
+
+
+def _fixed_rows(with_score=True):
+    rows = []
+    for y, p, g, s in zip(FIX_Y, FIX_P, FIX_G, FIX_S):
+        row = {"label": y, "pred": p, "group": g}
+        if with_score:
+            row["score"] = s
+        rows.append(row)
+    return rows
+
+
+def test_cli_eo_convention_positive_class_and_auc(tmp_path, capsys):
+    f = _write_jsonl(tmp_path / "p.jsonl", _fixed_rows())
+    out = {}
+    for name, flags in {"pos": [], "all": ["--eo-classes", "all"], "alias": ["--all-classes-eo"],
+                        "neg": ["--positive-class", "0"]}.items():
+        rc, text, err = _cli(["--predictions", f, "--no-leakage", "--json", "-", *flags], capsys)
+        assert rc == 0, err
+        out[name] = json.loads(text)
+    assert out["pos"]["delta_eo"] == pytest.approx(100 * _brute_eo(FIX_Y, FIX_P, FIX_G, [1]))
+    assert out["all"]["delta_eo"] == pytest.approx(2 * out["pos"]["delta_eo"]) == out["alias"]["delta_eo"]
+    assert out["all"]["signature"] == out["alias"]["signature"] and "|eo:all|" in out["all"]["signature"]
+    assert out["pos"]["auc"] == pytest.approx(100 * _brute_auc([t == 1 for t in FIX_Y], FIX_S))
+    assert out["pos"]["f1"] == pytest.approx(100 * _brute_f1(FIX_Y, FIX_P, 1))
+    assert out["neg"]["f1"] == pytest.approx(100 * _brute_f1(FIX_Y, FIX_P, 0)) and out["neg"]["positive_class"] == "0"
+    # without scores: no AUC, and a note on stderr says why
+    g = _write_jsonl(tmp_path / "q.jsonl", _fixed_rows(with_score=False))
+    rc, text, err = _cli(["--predictions", g, "--no-leakage"], capsys)
+    assert rc == 0 and "auc" not in text and "note: auc not computed" in err
+
+
+@pytest.mark.parametrize(
+    "lines, extra, match",
+    [
+        ([{"label": 0, "pred": 0, "group": 0, "score": 0.2}, {"label": 1, "pred": 1, "group": 1, "score": [0.1, 0.9]}],
+         [], r"p\.jsonl:2: 'score' has another shape than on line 1"),
+        ([{"label": 0, "pred": 0, "group": 0, "score": 0.2}, {"label": 1, "pred": 1, "group": 1}], [],
+         r"p\.jsonl:2: lacks 'score' unlike line 1"),
+        ([{"label": 0, "pred": 0, "group": 0, "score": [0.2, 0.3, 0.5]},
+          {"label": 1, "pred": 1, "group": 1, "score": [0.2, 0.3, 0.5]}], ["--no-leakage"],
+         r"scores have shape \(2, 3\); expected \(2,\) positive-class probabilities or \(2, 2\)"),
+        ([{"label": 0, "pred": 0, "group": 0, "score": "high"}], [], r"p\.jsonl:1: 'score' must be a non-empty list"),
+        ([{"label": 0, "pred": 0, "group": 0}, {"label": 1, "pred": 1, "group": 1}], ["--positive-class", "x"],
+         r"--positive-class 'x': the labels of .*p\.jsonl are integers"),
+        ([{"label": 0, "pred": 0, "group": 0}, {"label": 1, "pred": 1, "group": 1}],
+         ["--eo-classes", "positive", "--all-classes-eo"], "contradicts"),
+    ],
+)
+def test_cli_bad_scores_and_options_are_one_clear_line(tmp_path, capsys, lines, extra, match):
+    import re
+
+    f = _write_jsonl(tmp_path / "p.jsonl", lines)
+    rc, _, err = _cli(["--predictions", f, *extra], capsys)
+    assert rc == 2 and err.count("\n") == 1 and err.startswith("fairmt: error: "), err
+    assert re.search(match, err), err
+
+
+def test_cli_unknown_eo_classes_names_the_allowed_values(tmp_path, capsys):
+    f = _write_jsonl(tmp_path / "p.jsonl", _fixed_rows())
+    with pytest.raises(SystemExit) as exc:
+        _cli(["--predictions", f, "--eo-classes", "both"], capsys)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--eo-classes: invalid choice: 'both' (choose from 'positive', 'all')" in err

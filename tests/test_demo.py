@@ -1,31 +1,175 @@
-"""`fairmt demo` end to end with few steps: every stage runs, the report is written, the output says it is a demo."""
+"""`fairmt demo` and its toy data: every stage runs over several seeds with correct numbering, the report's table is
+the seeds' mean ± std, the example follows the fixed rule, an existing output folder is refused, the data are
+honest (held-out combinations of known words, a stereotyped original, balanced fine-tuning); the tiny offline GACL
+recipe runs end to end."""
 
 import json
+import re
+import statistics
 
 import pytest
 
 from fairmt.cli import main
+from fairmt.data.demo_corpus import OBJECTS, OCCUPATIONS, VERBS, demo_data
+from fairmt.demo import EXAMPLE_RULE, choose_threads, example_index, score, verdict
 
-pytestmark = pytest.mark.slow
+
+def _words(sentences):
+    return {w for s in sentences for w in re.findall(r"\w+", s)}
 
 
-def test_demo_runs_end_to_end(tmp_path, capsys):
-    assert main(["demo", "--output-dir", str(tmp_path), "--pretrain-steps", "30", "--gacl-steps", "8"]) == 0
+@pytest.mark.slow
+def test_demo_runs_end_to_end_over_seeds(tmp_path, capsys):
+    (tmp_path / "old.txt").write_text("an earlier run")  # a non-empty folder is written into only with --overwrite
+    argv = ["demo", "--output-dir", str(tmp_path), "--seeds", "2", "--pretrain-steps", "30", "--finetune-steps", "6",
+            "--no-progress", "--threads", "1"]
+    assert main(argv) == 2
+    assert "--overwrite" in capsys.readouterr().err and not (tmp_path / "report.json").exists()
+    assert main(argv + ["--overwrite"]) == 0
     out = capsys.readouterr().out
-    assert "DEMONSTRATION on a tiny model" in out and "say nothing about real MT systems" in out
+    assert "DEMONSTRATION on a tiny model" in out and "says nothing about real MT systems" in out
+    assert "What it does not show" in out
+    stages = [tuple(map(int, m)) for m in re.findall(r"^\[(\d+)/(\d+)\]", out, re.M)]
+    assert stages == [(i, 8) for i in range(1, 9)]  # 4 stages per seed, numbered in order, never past the total
+    assert f"fixed rule: {EXAMPLE_RULE}" in out
     report = json.loads((tmp_path / "report.json").read_text())
-    for key in ("before", "plain_finetuning", "after"):
-        assert 0.0 <= report[key]["accuracy"] <= 100.0
-        assert report[key]["delta_g"] == pytest.approx(report[key]["accuracy_male"] - report[key]["accuracy_female"])
-    assert {"loss_mt", "loss_kd", "loss_gc"} <= set(report["train_log"][-1])
-    for name in ("original", "control", "gacl"):  # every folder the demo leaves holds a loadable model
-        assert (tmp_path / name / "model.safetensors").is_file() and report["models"][name] == str(tmp_path / name)
-    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["base", "control", "gacl", "original"]
-    assert not [d for d in tmp_path.rglob("*") if d.is_dir() and not any(d.iterdir())]  # no empty folder left
+    assert report["seeds"] == [0, 1] and [r["seed"] for r in report["runs"]] == [0, 1]
+    for name in ("original", "control", "gacl"):
+        for metric in ("accuracy", "delta_g", "accuracy_anti", "chrf++"):
+            values = [r["scores"][name][metric] for r in report["runs"]]
+            cell = report["summary"][name][metric]
+            assert cell["mean"] == pytest.approx(statistics.fmean(values))
+            assert cell["std"] == pytest.approx(statistics.stdev(values))
+        for run in report["runs"]:
+            s = run["scores"][name]
+            assert s["delta_g"] == pytest.approx(s["accuracy_male"] - s["accuracy_female"])
+            assert (tmp_path / f"seed{run['seed']}" / name / "model.safetensors").is_file()
+    diffs = [r["scores"]["gacl"]["accuracy"] - r["scores"]["control"]["accuracy"] for r in report["runs"]]
+    assert report["gacl_minus_control_accuracy"]["per_seed"] == pytest.approx(diffs)
+    assert report["gacl_minus_control_accuracy"]["verdict"] in out
+    assert {"loss_mt", "loss_kd", "loss_gc"} <= set(report["runs"][0]["train_log"][-1])
+    test = demo_data(seed=0).test
+    example = report["runs"][0]["example"]
+    assert example["source"] == test[example_index(test)].en == "The doctor lost her car."
+    rows = json.loads((tmp_path / "seed0" / "translations.json").read_text())
+    assert [r["source"] for r in rows] == [p.en for p in test]
+    assert example["gacl"] == rows[example_index(test)]["gacl"]  # the printed example is that sentence's translation
+
+
+def test_demo_refuses_an_output_dir_with_files(tmp_path, capsys):
+    (tmp_path / "report.json").write_text("an earlier demo's")
+    assert main(["demo", "--output-dir", str(tmp_path), "--seeds", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"--output-dir {tmp_path} already holds files" in err and "--overwrite" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+    assert (tmp_path / "report.json").read_text() == "an earlier demo's"
 
 
 def test_demo_help_shows_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["demo", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "(default: None)" not in out and "(default: 600)" in out and "(default: 200)" in out and "(default: paper)" in out
+    assert "(default: None)" not in out
+    assert "(default: 3)" in out and "(default: 400)" in out and "(default: 80)" in out and "(default: paper)" in out
+
+
+def test_example_follows_the_fixed_rule_whatever_the_seed():
+    first_male_stereotyped = next(o[0] for o in OCCUPATIONS if o[3] == "m")
+    for seed in (0, 1, 7):
+        test = demo_data(seed=seed).test
+        i = example_index(test)
+        assert test[i].occupation == first_male_stereotyped and test[i].gender == "f"
+        assert test[i].stereotype == "anti"
+        assert all(p.stereotype != "anti" for p in test[:i])  # the first anti-stereotypical sentence
+
+
+def test_demo_data_is_an_honest_toy():
+    d = demo_data(seed=3)
+    trained = {p.en for p in d.original + d.finetune}
+    assert not trained & {p.en for p in d.test}
+    held = {(p.template // len(OBJECTS), p.template % len(OBJECTS)) for p in d.test}
+    assert held == {(i, i) for i in range(len(VERBS))}
+    assert not {p.template for p in d.original + d.finetune} & {p.template for p in d.test}
+    # ... made of words the training data has: a model can translate every test sentence
+    assert _words(p.en for p in d.test) <= _words(p.en for p in d.original)
+    assert _words(p.de for p in d.test) <= _words(p.de for p in d.original + d.finetune)
+    # the original's data is stereotyped and male-skewed; ambiguous English sources say nothing about gender
+    gendered = [p for p in d.original if p.kind == "gendered"]
+    assert sum(p.gender == "m" for p in d.original) > 0.6 * len(d.original)
+    assert sum(p.stereotype == "pro" for p in gendered) > 3 * sum(p.stereotype == "anti" for p in gendered)
+    ambiguous = [p for p in d.original if p.kind == "ambiguous"]
+    assert ambiguous and all(" his " not in p.en and " her " not in p.en for p in ambiguous)
+    assert all(p.de.startswith("Der ") for p in ambiguous)  # German's generic masculine
+    # fine-tuning data: balanced, leaves some occupations out; the test set: every occupation, both genders
+    assert sum(p.gender == "m" for p in d.finetune) == sum(p.gender == "f" for p in d.finetune)
+    assert d.unseen_in_finetune and not d.unseen_in_finetune & {p.occupation for p in d.finetune}
+    assert {(p.occupation, p.gender) for p in d.test} == {(o[0], g) for o in OCCUPATIONS for g in "mf"}
+    assert demo_data(seed=3).original == d.original and demo_data(seed=4).original != d.original
+    assert demo_data(seed=4).test == d.test
+
+
+def test_score_counts_gender_and_quality():
+    d = demo_data()
+    refs = [p.de for p in d.test]
+    perfect = score(d.test, refs, d.unseen_in_finetune)
+    assert perfect["accuracy"] == perfect["accuracy_anti"] == perfect["accuracy_unseen"] == 100.0
+    assert perfect["chrf++"] == pytest.approx(100.0) and perfect["delta_g"] == perfect["delta_s"] == 0.0
+    # always the masculine form: female sentences all wrong
+    masc = [p.de.replace(p.de.split()[1], next(o[1] for o in OCCUPATIONS if o[0] == p.occupation), 1)
+            for p in d.test]
+    s = score(d.test, masc)
+    assert s["accuracy_male"] == 100.0 and s["accuracy_female"] == 0.0 and s["delta_g"] == 100.0
+    anti = [p for p in d.test if p.stereotype == "anti"]
+    assert s["accuracy_anti"] == pytest.approx(100.0 * sum(p.gender == "m" for p in anti) / len(anti))
+    # a degenerate model: no gender form, chrF++ near zero
+    s = score(d.test, ["ariariariari"] * len(d.test))
+    assert s["accuracy"] == 0.0 and s["chrf++"] < 5
+
+
+def test_verdict_says_within_noise_unless_every_seed_agrees():
+    assert "within the noise" in verdict([3.0, -1.0, 2.0])
+    assert "beat the control on every seed" in verdict([3.0, 4.0, 3.5])
+    assert "control beat GACL+KD" in verdict([-3.0, -4.0, -3.5])
+    assert "no claim" in verdict([5.0])
+
+
+def test_threads_fall_back_to_one_on_a_busy_machine(monkeypatch):
+    notes = []
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr("os.getloadavg", lambda: (6.5, 6.0, 5.0))
+    assert choose_threads(None, notes.append) == 1 and "busy" in notes[0] and "6.5" in notes[0]
+    monkeypatch.setattr("os.getloadavg", lambda: (0.2, 0.2, 0.2))
+    assert choose_threads(None, notes.append) == 2 and len(notes) == 1
+    assert choose_threads(3, notes.append) == 3
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert choose_threads(None, notes.append) == 1 and len(notes) == 1
+
+
+@pytest.mark.slow
+def test_tiny_offline_recipe_runs_end_to_end(tmp_path, capsys):
+    model, train, out = tmp_path / "original", tmp_path / "finetune.jsonl", tmp_path / "gacl"
+    argv = ["train", "gacl/tiny_offline", f"model={model}", f"data.train={train}", f"training.output_dir={out}",
+            "tiny_model.pretrain_steps=20", "training.max_steps=6", "training.eval_steps=3", "training.logging_steps=3"]
+    assert main(argv) == 0
+    assert "building the tiny model" in capsys.readouterr().out
+    assert (model / "config.json").is_file() and (out / "model.safetensors").is_file()
+    rows = [json.loads(line) for line in train.read_text().splitlines()]
+    assert len(rows) == len(demo_data().finetune) and set(rows[0]["translation"]) == {"en", "de"}
+    built = (model / "model.safetensors").stat().st_mtime_ns
+    assert main(argv + ["--overwrite"]) == 0  # the second run reuses the model and the data
+    assert "building the tiny model" not in capsys.readouterr().out
+    assert (model / "model.safetensors").stat().st_mtime_ns == built
+
+
+def test_tiny_offline_recipe_trains_as_the_demo_does():
+    import inspect
+
+    from fairmt.commands.train import load_recipe
+    from fairmt.demo import GACL_SETTINGS, finetune, run_demo
+
+    cfg = load_recipe("gacl/tiny_offline")
+    assert {k: cfg["training"][k] for k in GACL_SETTINGS} == GACL_SETTINGS
+    defaults = {k: v.default for k, v in inspect.signature(finetune).parameters.items()}
+    assert cfg["training"]["learning_rate"] == defaults["lr"] and cfg["training"]["max_steps"] == defaults["steps"]
+    assert cfg["tiny_model"]["pretrain_steps"] == inspect.signature(run_demo).parameters["pretrain_steps"].default

@@ -288,4 +288,15 @@ def test_corpora_list_and_fetch_with_checksums(serve, tmp_path, capsys):
     assert not any(p.is_file() for p in (tmp_path / "e").rglob("*"))
     assert main(["data", "corpora", "--fetch", "nope"]) == 2
     assert "unknown corpus 'nope'" in capsys.readouterr().err
-    assert set(CORPORA) == {"wmt18-ende", "ted2020-ende", "ted2020-entr", "news-commentary-v15"}
+    assert set(CORPORA) == {"wmt18-ende", "ted2020-ende", "ted2020-entr", "news-commentary-v15", "bios-ravfogel",
+                            "bios-hub", "civilcomments-wilds", "moji", "hatespeech-huang2020", "celeba", "chexpert"}
+    # the image sets are listed with where to get them and their licence, never fetched
+    from fairmt.data.corpora import describe
+
+    listing = describe()
+    for name, where in (("celeba", "mmlab.ie.cuhk.edu.hk/projects/CelebA"), ("chexpert", "stanfordmlgroup.github.io")):
+        block = listing.split(f"\n{name}\n")[1]
+        assert where in block and "licence:" in block and "data.root" in block
+        assert main(["data", "corpora", "--fetch", name, "--dest", str(tmp_path / "img")]) == 2
+        assert f"{name} cannot be fetched by fairmt" in capsys.readouterr().err
+    assert not (tmp_path / "img").exists()

@@ -1,4 +1,4 @@
-"""CS-InfoNCE, FCL and fairness-driven-sampling NT-Xent against slow loop references."""
+"""CS-InfoNCE and FCL against slow loop references (the sampling losses: tests/test_sampling_losses.py)."""
 
 import math
 
@@ -7,11 +7,7 @@ import torch
 
 from fairmt.errors import FairmtError
 from fairmt.losses import (
-    cluster_weights,
     cs_infonce_loss,
-    fairness_sampling_nt_xent,
-    fairness_sampling_pairs,
-    fairness_sampling_probs,
     fcl_loss,
     supcon_loss,
 )
@@ -157,112 +153,6 @@ def test_fcl_no_positive_anchor_behaviour():
         fcl_loss(h, y, a, on_no_positive="error")
 
 
-# ---------------------------------------------------------------- fairness-driven sampling
-
-
-def test_cluster_weights_formula():
-    w = cluster_weights(torch.tensor([0.5, 0.3, 0.15, 0.05]), epsilon=0.1)
-    assert w.tolist() == pytest.approx([0.1, 0.1, 0.1 + 0.1, 0.1 + 0.2])
-
-
-def ref_sampling_probs(z, clusters, p, eps):
-    n = z.shape[0]
-    C = len(p)
-    w = [max(0.0, 1.0 / C - p[c]) + eps for c in range(C)]
-    out = torch.zeros(n, n, dtype=torch.float64)
-    for i in range(n):
-        others = sorted({int(c) for c in clusters} - {int(clusters[i])})
-        tot = sum(w[c] for c in others)
-        for c in others:
-            members = [k for k in range(n) if clusters[k] == c]
-            d = [float((z[i] - z[k]).norm()) for k in members]
-            for k, dk in zip(members, d):
-                out[i, k] = (w[c] / tot) * dk / sum(d)
-    return out
-
-
-def test_sampling_probs_match_loop_reference():
-    g = torch.Generator().manual_seed(3)
-    z = torch.randn(14, 5, generator=g, dtype=torch.float64)
-    clusters = torch.tensor([0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3, 0])
-    p = [0.55, 0.25, 0.15, 0.05]
-    got = fairness_sampling_probs(z, clusters, torch.tensor(p), epsilon=0.1)
-    want = ref_sampling_probs(z, clusters, p, 0.1)
-    assert torch.allclose(got, want, atol=1e-12)
-    assert torch.allclose(got.sum(1), torch.ones(14, dtype=torch.float64))
-
-
-def test_sampling_pairs_positive_is_nearest_same_cluster_and_negatives_other_clusters():
-    g = torch.Generator().manual_seed(4)
-    z = torch.randn(20, 3, generator=g)
-    clusters = torch.randint(0, 3, (20,), generator=g)
-    clusters[19] = 3  # a singleton cluster: no positive
-    pairs = fairness_sampling_pairs(z, clusters, torch.tensor([0.3, 0.3, 0.3, 0.1]), num_negatives=5, generator=g)
-    for i in range(20):
-        same = [j for j in range(20) if j != i and clusters[j] == clusters[i]]
-        if not same:
-            assert int(pairs.positive[i]) == -1
-            continue
-        nearest = min(same, key=lambda j: float((z[i] - z[j]).norm()))
-        assert int(pairs.positive[i]) == nearest
-        negs = torch.nonzero(pairs.negative_mask[i]).flatten().tolist()
-        assert len(negs) == min(5, sum(1 for k in range(20) if clusters[k] != clusters[i]))
-        assert all(int(clusters[k]) != int(clusters[i]) for k in negs)
-
-
-def test_sampling_frequencies_follow_the_distribution():
-    """With one negative per draw, empirical frequencies converge to P_i(k) (under-represented clusters favoured)."""
-    g = torch.Generator().manual_seed(5)
-    z = torch.randn(8, 2, generator=g)
-    clusters = torch.tensor([0, 0, 0, 0, 0, 1, 1, 2])
-    p = torch.tensor([0.7, 0.2, 0.1])
-    probs = fairness_sampling_probs(z, clusters, p)
-    counts = torch.zeros(8, 8)
-    draws = 3000
-    for _ in range(draws):
-        counts += fairness_sampling_pairs(z, clusters, p, num_negatives=1, generator=g).negative_mask.float()
-    freq = counts / draws
-    assert torch.allclose(freq.double(), probs, atol=0.035)
-    # anchor 0 (majority cluster): cluster 2 (p=0.1 → w=0.233+0.1) beats cluster 1 (w=0.133+0.1) in total mass
-    assert float(freq[0, 7]) > float(freq[0, 5:7].sum()) * 0.9
-
-
-def ref_nt_xent(z, positive, negmask, tau):
-    n = z.shape[0]
-    losses = []
-    for i in range(n):
-        j = int(positive[i])
-        if j < 0:
-            continue
-        sp = math.exp(_cos(z[i], z[j]) / tau)
-        sn = sum(math.exp(_cos(z[i], z[k]) / tau) for k in range(n) if negmask[i, k] and k != j)
-        losses.append(-math.log(sp / (sp + sn)))
-    return sum(losses) / len(losses)
-
-
-def test_sampling_nt_xent_matches_loop_reference():
-    g = torch.Generator().manual_seed(6)
-    z = torch.randn(16, 4, generator=g, dtype=torch.float64)
-    clusters = torch.tensor([0] * 7 + [1] * 5 + [2] * 3 + [3])
-    p = torch.tensor([0.45, 0.3, 0.2, 0.05])
-    pairs = fairness_sampling_pairs(z, clusters, p, num_negatives=6, generator=g)
-    got = fairness_sampling_nt_xent(z, clusters, p, temperature=0.5, pairs=pairs)
-    want = ref_nt_xent(z, pairs.positive, pairs.negative_mask, 0.5)
-    assert float(got) == pytest.approx(want, rel=1e-6)
-
-
-def test_sampling_nt_xent_bad_input():
-    z = torch.randn(4, 3, requires_grad=True)
-    clusters = torch.tensor([0, 1, 2, 3])  # every anchor alone in its cluster
-    loss = fairness_sampling_nt_xent(z, clusters, torch.full((4,), 0.25))
-    assert float(loss) == 0.0
-    loss.backward()
-    with pytest.raises(FairmtError, match="no positive"):
-        fairness_sampling_nt_xent(z, clusters, torch.full((4,), 0.25), on_no_positive="error")
-    with pytest.raises(FairmtError, match="cluster ids"):
-        fairness_sampling_nt_xent(z, torch.tensor([0, 1, 2, 5]), torch.full((4,), 0.25))
-
-
 def test_float64_inputs_stay_float64_and_half_inputs_compute_in_float32():
     import torch
 
@@ -275,3 +165,90 @@ def test_float64_inputs_stay_float64_and_half_inputs_compute_in_float32():
     assert masked_contrastive_loss(x, x, pos, neg).dtype == torch.float64
     low = masked_contrastive_loss(x.bfloat16(), x.bfloat16(), pos, neg)
     assert low.dtype == torch.float32
+
+
+# ---------------------------------------------------------------- FCL as released (fairlib's Contrastive_Loss)
+
+
+def ref_released_supcon(h, labels, tau):
+    """Loop transcription of the FCL authors' released ``Contrastive_Loss`` (as in fairlib): raw dot products, the
+    row maximum taken over every column (the anchor's own included), 1e-20 added to each of the N entries of the
+    denominator row (the masked self entry too), positives divided by 1 + |P(i)|, every anchor in the mean."""
+    n = len(h)
+    rows = [[float(sum(a * b for a, b in zip(h[i], h[j]))) / tau for j in range(n)] for i in range(n)]
+    total = 0.0
+    for i in range(n):
+        c = max(rows[i])
+        den = sum((math.exp(rows[i][k] - c) if k != i else 0.0) + 1e-20 for k in range(n))
+        pos = [p for p in range(n) if p != i and labels[p] == labels[i]]
+        total += -sum((rows[i][p] - c) - math.log(den) for p in pos) / (1 + len(pos))
+    return total / n
+
+
+def _released_case(scale, seed=3, n=14, d=7):
+    g = torch.Generator().manual_seed(seed)
+    h = torch.randn(n, d, generator=g, dtype=torch.float64) * scale
+    y = torch.randint(0, 3, (n,), generator=g)
+    a = torch.randint(0, 2, (n,), generator=g)
+    return h, y, a
+
+
+@pytest.mark.parametrize("scale", [0.05, 1.0, 3.0])
+def test_fcl_released_matches_loop_transcription_float64(scale):
+    """τ = 0.01 on raw features: at scale 0.05 every entry counts; at 1 and 3 the self-similarity dominates the rows,
+    most exp(s − max) underflow to 0 and the 1e-20 constant sets the value — still equal to 1e-6."""
+    h, y, a = _released_case(scale)
+    hl = h.tolist()
+    terms = fcl_loss(h, y, a, variant="released")  # defaults: τ = 0.01, no normalisation
+    want_scl = ref_released_supcon(hl, y.tolist(), 0.01)
+    want_fcl = ref_released_supcon(hl, a.tolist(), 0.01)
+    assert terms.scl.dtype == torch.float64
+    assert float(terms.scl) == pytest.approx(want_scl, rel=1e-6, abs=1e-9)
+    assert float(terms.fcl) == pytest.approx(want_fcl, rel=1e-6, abs=1e-9)
+    assert float(terms.loss) == pytest.approx(want_scl - want_fcl, rel=1e-6, abs=1e-9)
+    if scale == 3.0:  # the regime where the constant decides: log(1e-20·N) dominates the per-anchor terms
+        assert float(terms.scl) > 20.0
+
+
+def test_fcl_released_eo_group_term_matches_loop_transcription():
+    """fairlib's FCLObj="EO": the group term within each task class of the batch, averaged over the classes."""
+    h, y, a = _released_case(0.2, seed=5, n=16)
+    terms = fcl_loss(h, y, a, variant="released", temperature=0.05, group_temperature=0.02, group_term="eo")
+    hl, yl, al = h.tolist(), y.tolist(), a.tolist()
+    parts = []
+    for c in sorted(set(yl)):
+        idx = [i for i in range(len(yl)) if yl[i] == c]
+        parts.append(ref_released_supcon([hl[i] for i in idx], [al[i] for i in idx], 0.02))
+    assert float(terms.fcl) == pytest.approx(sum(parts) / len(parts), rel=1e-6)
+    assert float(terms.scl) == pytest.approx(ref_released_supcon(hl, yl, 0.05), rel=1e-6)
+
+
+def test_fcl_paper_eo_group_term_is_the_mean_of_per_class_terms():
+    h, y, a = _released_case(1.0, seed=6, n=18)
+    terms = fcl_loss(h, y, a, temperature=0.5, group_term="eo")
+    parts = [ref_supcon_single(h[y == c], a[y == c], 0.5) for c in torch.unique(y)]
+    assert float(terms.fcl) == pytest.approx(sum(parts) / len(parts), rel=1e-9)
+    assert float(terms.fcl) != pytest.approx(float(fcl_loss(h, y, a, temperature=0.5).fcl), rel=1e-3)
+
+
+def test_fcl_released_differs_from_paper_and_rejects_unknown_options():
+    h, y, a = _released_case(1.0)
+    paper = fcl_loss(h, y, a)
+    released = fcl_loss(h, y, a, variant="released")
+    assert float(paper.scl) != pytest.approx(float(released.scl), rel=1e-2)
+    # normalised features and τ = 0.1 with the released reduction: still not the paper's (1 + |P| and every anchor)
+    assert float(fcl_loss(h, y, a, variant="released", temperature=0.1, normalize=True).scl) != pytest.approx(
+        float(paper.scl), rel=1e-3)
+    with pytest.raises(FairmtError, match="variant must be one of"):
+        fcl_loss(h, y, a, variant="fairlib")
+    with pytest.raises(FairmtError, match="group_term must be one of"):
+        fcl_loss(h, y, a, group_term="eodds")
+
+
+def test_fcl_released_gradient_flows_and_keeps_lonely_anchors():
+    h = torch.randn(5, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1), requires_grad=True)
+    y = torch.tensor([0, 1, 2, 3, 3])  # only the last two anchors have a positive
+    terms = fcl_loss(h, y, torch.tensor([0, 0, 1, 1, 0]), variant="released", temperature=0.5)
+    assert float(terms.scl) == pytest.approx(ref_released_supcon(h.detach().tolist(), y.tolist(), 0.5), rel=1e-9)
+    terms.loss.backward()
+    assert h.grad is not None and bool(torch.isfinite(h.grad).all()) and float(h.grad.abs().sum()) > 0

@@ -390,6 +390,11 @@ NOT_INPUTS = {
     "data fairseq-prep --lang-pairs": "language pairs (its help mentions the file naming)",
     "data corpora --sha256": "a FILE=DIGEST pin, not a path",
     "report --names": "display names (its help mentions file stems)",
+    "sweep --accelerate-config": "handed to accelerate launch, which parses it; the sweep refuses a missing one before "
+                                 "any trial (tests/test_sweep.py::test_bad_input_is_one_line_before_any_run)",
+    "sweep --storage": "an Optuna storage URL or a journal file the sweep creates (an output); one that cannot be "
+                       "opened is refused before any trial (tests/test_sweep.py)",
+    "sweep --study-name": "a name inside the storage",
 }
 
 

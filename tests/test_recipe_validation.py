@@ -9,7 +9,8 @@ from fairmt.commands.train import builtin_recipes, load_recipe
 
 @pytest.mark.parametrize("name", sorted(builtin_recipes()))
 def test_every_shipped_recipe_validates(name):
-    assert load_recipe(builtin_recipes()[name])["method"] in ("gacl", "ccd", "classification", "dpce", "adept")
+    assert load_recipe(builtin_recipes()[name])["method"] in ("gacl", "ccd", "classification", "dpce", "adept",
+                                                                 "sampling")
 
 
 @pytest.mark.parametrize("recipe, overrides, message", [
@@ -24,6 +25,9 @@ def test_every_shipped_recipe_validates(name):
     ("ccd/minilm_cda", ["training.max_step=3"], "did you mean 'max_steps'?"),
     ("classification/fcl", ["data.datset=bios"], "did you mean 'dataset'?"),
     ("classification/fcl", ["training.fcl_beta=x"], "training.fcl_beta must be float"),
+    ("sampling/celeba_resnet50", ["stage2.epsilonn=0.1"], "unknown recipe key stage2.epsilonn; did you mean 'epsilon'?"),
+    ("sampling/celeba_resnet50", ["stage1.num_train_epochs=x"], "stage1.num_train_epochs must be float"),
+    ("sampling/chexpert_resnet50", ["probe.test_fractoin=0.3"], "did you mean 'test_fraction'?"),
 ])
 def test_bad_overrides_fail_fast_naming_the_key(recipe, overrides, message, capsys):
     assert main(["train", recipe, *overrides, "--dry-run"]) == 2

@@ -171,3 +171,52 @@ def test_callback_events_without_a_trainer(tmp_path):
     with pytest.raises(FairmtError, match="fairness_compute_metrics"):
         FairnessSelectionCallback("dto").on_evaluate(args, SimpleNamespace(global_step=1), None,
                                                      metrics={"eval_loss": 0.3})
+
+
+def _drive(callback, tmp_path, records):
+    """Feed (accuracy, gap, loss) evaluations to the callback as a Trainer would (evaluate, then save), creating the
+    checkpoint folders; returns the control object of each step."""
+    from types import SimpleNamespace
+
+    from transformers import TrainerControl
+
+    args = SimpleNamespace(output_dir=str(tmp_path), should_save=True)
+    controls = []
+    for i, (acc, gap, loss) in enumerate(records, start=1):
+        state = SimpleNamespace(global_step=10 * i)
+        control = TrainerControl()
+        callback.on_evaluate(args, state, control,
+                             metrics={"eval_accuracy": acc, "eval_gap": gap, "eval_loss": loss})
+        os.makedirs(tmp_path / f"checkpoint-{10 * i}")
+        callback.on_save(args, state, control)
+        controls.append(control)
+    callback.on_train_end(args, SimpleNamespace(global_step=10 * len(records)), TrainerControl())
+    return controls
+
+
+def test_accuracy_then_gap_with_patience_stops_and_prunes(tmp_path):
+    """Shen et al.'s rule (best dev accuracy, then the lowest GAP within a tolerance) with early stopping: the chosen
+    evaluation can move back in time when a better accuracy narrows the window; checkpoints that fell out of the
+    window are deleted as training goes, the latest is always kept."""
+    cb = FairnessSelectionCallback("accuracy_then_gap", tolerance=0.03, patience=2, prune=True, copy_best=False)
+    evals = [(0.80, 0.30, 0.5), (0.86, 0.20, 0.4), (0.84, 0.05, 0.45), (0.85, 0.10, 0.5), (0.855, 0.12, 0.6)]
+    controls = _drive(cb, tmp_path, evals)
+    assert [c.should_training_stop for c in controls] == [False, False, False, False, True]
+    assert cb.best.step == 30 and cb.stopped_early_at == 50
+    assert cb.best_checkpoint == str(tmp_path / "checkpoint-30")
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("checkpoint-"))
+    assert left == ["checkpoint-20", "checkpoint-30", "checkpoint-40", "checkpoint-50"]  # 10: acc .80 < .86 − .03
+    report = json.loads((tmp_path / "selection.json").read_text())
+    assert report["criterion"] == "accuracy_then_gap" and report["patience"] == 2
+    assert report["stopped_early_at_step"] == 50 and report["best"]["step"] == 30
+
+
+def test_loss_with_patience_is_ordinary_early_stopping_and_keeps_only_best_and_latest(tmp_path):
+    cb = FairnessSelectionCallback("loss", patience=3, prune=True, copy_best=False)
+    evals = [(0.5, 0.1, 0.9), (0.6, 0.1, 0.7), (0.6, 0.1, 0.8), (0.6, 0.1, 0.75), (0.6, 0.1, 0.71)]
+    controls = _drive(cb, tmp_path, evals)
+    assert [c.should_training_stop for c in controls] == [False, False, False, False, True]
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("checkpoint-"))
+    assert left == ["checkpoint-20", "checkpoint-50"] and cb.best.step == 20
+    with pytest.raises(FairmtError, match="patience must be a positive number"):
+        FairnessSelectionCallback("loss", patience=0)

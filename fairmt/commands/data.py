@@ -51,7 +51,7 @@ def _fairseq_prep(args) -> int:
 
 
 def _corpora(args) -> int:
-    from fairmt.data.corpora import describe, fetch
+    from fairmt.data.corpora import CORPORA, describe, fetch
     from fairmt.data.paths import cache_dir
     from fairmt.errors import FairmtError
 
@@ -68,7 +68,8 @@ def _corpora(args) -> int:
     digests = fetch(args.fetch, dest, base_url=args.base_url, sha256=pins, progress=not args.quiet)
     for fname, d in digests.items():
         print(f"{d}  {fname}")
-    print(f"wrote {len(digests)} file(s) and SHA256SUMS to {args.fetch and (str(dest) + '/' + args.fetch)}")
+    folder = CORPORA[args.fetch].folder or args.fetch
+    print(f"wrote {len(digests)} file(s) and SHA256SUMS to {dest}/{folder}")
     return 0
 
 
@@ -95,9 +96,11 @@ def register(groups) -> None:
     p.set_defaults(handler=_download)
 
     c = groups["data"].add_parser(
-        "corpora", help="list the papers' training corpora (WMT18 en-de, TED2020, News-Commentary v15) and fetch one",
+        "corpora", help="list the papers' training corpora and datasets (WMT18 en-de, TED2020, News-Commentary v15, "
+        "Bias-in-Bios, Civil Comments/WILDS, Moji, Huang et al. hate speech, CelebA, CheXpert) and fetch one",
         description="Without --fetch: where each training corpus of the papers comes from, its licence and how fairmt "
-        "uses it. With --fetch NAME: download its files into DEST/NAME, print each file's sha256 and write SHA256SUMS; "
+        "uses it, with the published split. With --fetch NAME: download its files into DEST/FOLDER (the folder the listing "
+        "names; DEST defaults to the data cache, where the loaders look), print each file's sha256 and write SHA256SUMS; "
         "give those digests back with --sha256 FILE=DIGEST to verify a later download.",
     )
     c.add_argument("--fetch", metavar="NAME", default=None, help="download this corpus")

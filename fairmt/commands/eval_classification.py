@@ -2,7 +2,11 @@
 
 Each line of ``--predictions`` is one JSON object with ``label``, ``pred`` and ``group`` (ints or strings; one type
 per column across the file) and optionally ``hidden`` (a list of numbers: the representation before the classifier
-layer, for leakage@h) and ``logits`` (a list of numbers, for leakage@ŷ; otherwise the one-hot ``pred`` is used).
+layer, for leakage@h), ``logits`` (a list of numbers, for leakage@ŷ; otherwise the one-hot ``pred`` is used) and
+``score`` (the probability of the positive class, or a list of per-class probabilities: for AUC-ROC). A two-class
+task reports the positive class's F1 (``--positive-class``, default the larger label) beside macro-F1; ΔEO is summed
+over the positive class only (``--eo-classes positive``, the formula CSCL prints) or over both classes
+(``--eo-classes all``, the CSCL authors' released evaluation: twice the former); the signature names both choices.
 ``--train-predictions`` (same format) trains the leakage probes, as Shen et al.; without it leakage is 5-fold
 cross-validated on the evaluated file. Metric definitions: :mod:`fairmt.eval.classification`.
 
@@ -35,6 +39,7 @@ class PredictionFile:
     groups: list
     hidden: list[list[float]] | None
     logits: list[list[float]] | None
+    scores: list | None = None
 
 
 def _kind(value: Any) -> str | None:
@@ -58,7 +63,7 @@ def _vector(value: Any, key: str, where: str) -> list[float]:
 def read_predictions(path: str | Path, num_classes: int | None = None, classes: list[str] | None = None) -> PredictionFile:
     """Read and validate a predictions JSONL file; every error names the file and line and says what to fix."""
     p = Path(path)
-    cols: dict[str, list] = {"label": [], "pred": [], "group": [], "hidden": [], "logits": []}
+    cols: dict[str, list] = {"label": [], "pred": [], "group": [], "hidden": [], "logits": [], "score": []}
     kinds: dict[str, tuple[str, int]] = {}
     widths: dict[str, tuple[int, int]] = {}
     for lineno, obj in iter_jsonl(p, hint="; write one JSON object per line", what="predictions"):
@@ -104,6 +109,18 @@ def read_predictions(path: str | Path, num_classes: int | None = None, classes: 
                 if len(vec) != width:
                     raise FairmtError(f"{where}: {key!r} has {len(vec)} values but line {first_line} has {width}")
                 cols[key].append(vec)
+        has = "score" in obj
+        if "score" not in widths:
+            widths["score"] = (_score_width(obj["score"], where) if has else -2, lineno)
+        width, first_line = widths["score"]
+        if has != (width != -2):
+            state = "has" if has else "lacks"
+            raise FairmtError(f"{where}: {state} 'score' unlike line {first_line}; give it on every line or on none")
+        if has:
+            if _score_width(obj["score"], where) != width:
+                raise FairmtError(f"{where}: 'score' has another shape than on line {first_line} (one probability, or "
+                                  "one list of per-class probabilities of the same length, on every line)")
+            cols["score"].append(obj["score"])
     if not cols["label"]:
         raise FairmtError(f"{p}: no predictions (the file is empty)")
     return PredictionFile(
@@ -113,22 +130,36 @@ def read_predictions(path: str | Path, num_classes: int | None = None, classes: 
         groups=cols["group"],
         hidden=cols["hidden"] or None,
         logits=cols["logits"] or None,
+        scores=cols["score"] or None,
     )
+
+
+def _score_width(value: Any, where: str) -> int:
+    """-1 for one number (the positive class's probability), else the length of a list of per-class numbers."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return -1
+    return len(_vector(value, "score", where))
 
 
 def register(groups: dict) -> None:
     """Add ``classification`` to the ``eval`` group."""
     p = groups["eval"].add_parser(
         "classification",
-        help="fairness of a classifier's predictions: accuracy, macro-F1, GAP, ΔEO, leakage",
+        help="fairness of a classifier's predictions: accuracy, F1, AUC, GAP, ΔEO, leakage",
         description=" ".join(__doc__.split("\n\n")[1].split()).replace("``", ""),
     )
-    p.add_argument("--predictions", required=True, help="JSONL: one {label, pred, group[, hidden][, logits]} per line")
+    p.add_argument("--predictions", required=True,
+                   help="JSONL: one {label, pred, group[, hidden][, logits][, score]} per line")
     p.add_argument("--train-predictions", help="the same for the training split (trains the leakage SVMs)")
     p.add_argument("--num-classes", type=int, help="integer labels must lie in [0, K)")
     p.add_argument("--classes", help="comma-separated string labels (all task classes, in order)")
-    p.add_argument("--all-classes-eo", action="store_true",
-                   help="sum ΔEO over both classes of a binary task (default: the positive class, as CSCL)")
+    p.add_argument("--eo-classes", choices=("positive", "all"), default=None,
+                   help="ΔEO of a two-class task over the positive class only (positive, default: the formula CSCL "
+                   "prints) or over both classes (all: the CSCL authors' released evaluation, 2x)")
+    p.add_argument("--all-classes-eo", action="store_true", help="the same as --eo-classes all (older spelling)")
+    p.add_argument("--positive-class", default=None,
+                   help="the positive class of a two-class task (F1, AUC, ΔEO): a label as the predictions write it "
+                   "(default: the larger label)")
     p.add_argument("--no-leakage", action="store_true", help="skip the leakage probes")
     p.add_argument("--svm-c", type=float, default=1.0, help="C of the LinearSVC leakage probes (default 1)")
     p.add_argument("--seed", type=int, default=0)
@@ -145,6 +176,9 @@ def run_classification(args: argparse.Namespace) -> int:
     from fairmt.eval.classification import classification_metrics
     from fairmt.eval.report import format_table, markdown_table, write_json, write_text_atomic
 
+    if args.all_classes_eo and args.eo_classes == "positive":
+        raise FairmtError("--all-classes-eo contradicts --eo-classes positive; give one of them")
+    eo_classes = "all" if args.all_classes_eo else (args.eo_classes or "positive")
     if args.num_classes is not None and args.num_classes < 2:
         raise FairmtError(f"--num-classes must be at least 2, got {args.num_classes}")
     classes = [c.strip() for c in args.classes.split(",") if c.strip()] if args.classes else None
@@ -158,6 +192,12 @@ def run_classification(args: argparse.Namespace) -> int:
         if ev.logits is not None and tr.logits is None and not args.no_leakage:
             raise FairmtError(f"{tr.path}: has no 'logits' but {ev.path} does; leakage@ŷ needs both (or neither)")
     leak = not args.no_leakage
+    positive = args.positive_class
+    if positive is not None and isinstance(ev.labels[0], int):
+        try:
+            positive = int(positive)
+        except ValueError:
+            raise FairmtError(f"--positive-class {positive!r}: the labels of {ev.path} are integers") from None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # kept in result.warnings and printed below
         result = classification_metrics(
@@ -173,13 +213,16 @@ def run_classification(args: argparse.Namespace) -> int:
             classes=classes,
             num_classes=args.num_classes,
             leakage_yhat=leak,
-            binary_positive_only=not args.all_classes_eo,
+            scores=ev.scores,
+            positive_class=positive,
+            eo_classes=eo_classes,
             svm_C=args.svm_c,
             seed=args.seed,
             strict=args.strict,
         )
     summary = result.summary(percent=True)  # percent, as every fairmt report
-    columns = [k for k in ("accuracy", "macro_f1", "gap", "delta_eo", "leakage_h", "leakage_yhat") if k in summary]
+    columns = [k for k in ("accuracy", "f1", "macro_f1", "micro_f1", "auc", "gap", "delta_eo", "leakage_h",
+                           "leakage_yhat") if k in summary]
     row = {k: summary[k] for k in columns}
     quiet = args.json_out == "-"  # JSON alone on stdout, as every eval command
     if not quiet:
@@ -187,6 +230,8 @@ def run_classification(args: argparse.Namespace) -> int:
         print(f"n={result.n} classes={result.n_classes} groups={result.n_groups}  {result.signature}")
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
     if args.json_out:
         rest = {k: v for k, v in result.to_percent_dict().items() if k not in summary and v is not None}
         data = {**summary, **rest}

@@ -23,11 +23,20 @@ TRAINING_STATE = ["checkpoint-*", "checkpoint-*/*", "optimizer.pt", "scheduler.p
 
 
 def load_results(path: str | Path) -> list:
-    """The results in a fairmt result JSON, as a list of dicts (one per language/pair)."""
+    """The results in a fairmt result JSON, as a list of dicts (one per language/pair). A ``fairmt sweep`` folder or
+    its ``sweep.json`` gives the test results of the run the sweep selected on dev."""
     from fairmt.data.inputs import read_json
 
     p = Path(path)
+    if p.is_dir() and (p / "sweep.json").is_file():
+        p = p / "sweep.json"
     data = read_json(p, "result JSON")
+    if isinstance(data, dict) and str(data.get("format", "")).startswith("fairmt-sweep"):
+        card = (data.get("selected") or {}).get("card_results")
+        if not card:
+            raise FairmtError(f"{p}: the sweep selected no run with test results for a model card "
+                              f"(selection: {data.get('selection', {}).get('by_rule', {})})")
+        return card
     if isinstance(data, dict) and "format" in data and any(k in data for k in ("winomt", "geneval", "flores")):
         from fairmt.eval.mtbias import model_card_results  # a `fairmt eval mt-bias --json` run
 
@@ -45,6 +54,10 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
     from huggingface_hub import HfApi
 
     folder = Path(model_dir)
+    if (folder / "sweep.json").is_file():  # a sweep folder: the model of the run it selected
+        from fairmt.data.inputs import read_json
+
+        folder = Path((read_json(folder / "sweep.json", "sweep JSON").get("selected") or {}).get("model_dir") or folder)
     if not folder.is_dir() or not any((folder / f).is_file() for f in MODEL_FILES):
         raise FairmtError(f"{folder} is not a saved model or adapter folder (no {' or '.join(MODEL_FILES)})")
     if any("teacher" in p.name for p in folder.iterdir()):
@@ -63,11 +76,12 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
 
 def register(groups) -> None:
     p = groups["top"].add_parser("push", help="upload a trained model/adapter folder (and its evaluation results) to the Hub")
-    p.add_argument("model_dir")
+    p.add_argument("model_dir", help="a saved model or adapter folder (or a fairmt sweep folder: its selected run)")
     p.add_argument("repo_id", help="e.g. me/small100-gacl-en-de")
     p.add_argument("--private", action="store_true")
     p.add_argument("--results", "--winomt-json", nargs="*", default=[], metavar="JSON",
-                   help="result JSON files of fairmt eval winomt/geneval/flores for the model card")
+                   help="result JSON files of fairmt eval winomt/geneval/flores (or a fairmt sweep's sweep.json: its "
+                        "selected run's test results) for the model card")
     p.add_argument("--method", default="gacl", help="the training method to cite in the card (gacl, ccd, ...; 'none')")
     p.add_argument("--all-files", action="store_true",
                    help="upload the whole folder, checkpoints and training state included (default: the model only)")

@@ -17,10 +17,11 @@ COMMON_TOP = {"method", "recipe_path", "overwrite"}
 SCHEMAS: dict[str, dict[str, set[str] | None]] = {
     "gacl": {
         "top": {"model", "src_lang", "tgt_lang", "family", "data", "training", "peft", "geneval",
-                "resume_from_checkpoint"},
+                "resume_from_checkpoint", "tiny_model"},
         "data": {"train", "eval", "split", "eval_split", "max_length", "balance", "max_train_samples",
                  "max_eval_samples", "eval_fraction", "prepare", "target_gender_words"},
         "geneval": {"lang", "split", "max_pairs", "metric", "num_beams", "patience", "batch_size"},
+        "tiny_model": {"pretrain_steps", "seed"},
         "peft": None,
     },
     "ccd": {
@@ -83,21 +84,22 @@ def _hint_name(hint: Any) -> str:
     return getattr(hint, "__name__", str(hint))
 
 
-def check_training(training: dict, config_classes: list[type]) -> None:
-    """``training.*`` keys exist in one of ``config_classes`` and have its field's type; common ranges hold."""
+def check_training(training: dict, config_classes: list[type], section: str = "training") -> None:
+    """``<section>.*`` keys (``training`` by default) exist in one of ``config_classes`` and have its field's type;
+    common ranges hold."""
     hints: dict[str, Any] = {}
     for cls in config_classes:
         for f in dataclasses.fields(cls):
             hints.setdefault(f.name, typing.get_type_hints(cls).get(f.name, Any))
-    _check_keys(training, set(hints), "training.")
+    _check_keys(training, set(hints), f"{section}.")
     for key, value in training.items():
         if not _type_ok(value, hints[key]):
             raise FairmtError(
-                f"recipe key training.{key} must be {_hint_name(hints[key])}, got {value!r} ({type(value).__name__})")
+                f"recipe key {section}.{key} must be {_hint_name(hints[key])}, got {value!r} ({type(value).__name__})")
         if key in _RANGES and isinstance(value, (int, float)) and not isinstance(value, bool):
             low, inclusive = _RANGES[key]
             if value < low or (value == low and not inclusive):
-                raise FairmtError(f"recipe key training.{key} must be {'≥' if inclusive else '>'} {low}, got {value}")
+                raise FairmtError(f"recipe key {section}.{key} must be {'≥' if inclusive else '>'} {low}, got {value}")
 
 
 def validate_recipe(config: dict) -> None:
@@ -131,9 +133,14 @@ def validate_recipe(config: dict) -> None:
                     isinstance(config.get(section), dict):
                 _check_keys(config[section], set(defaults), f"{section}.")
         classes = [FairContrastiveConfig, FairnessSamplingConfig, AdversarialConfig]
-        for section in ("training", "stage2"):
+        for section in ("training", "stage2", "objective_args"):
             if isinstance(config.get(section), dict):
-                check_training(config[section], classes)
+                check_training(config[section], classes, section)
+        return
+    elif method == "sampling":
+        from fairmt.scripts.sampling import validate
+
+        validate(config)
         return
     else:
         return  # a method without a schema: its own main() checks

@@ -6,7 +6,8 @@ collator that carries the protected attribute and second views to the Trainer.
   ids, left-padded with 0; demographic columns with ``x`` for unknown): task = ``label``, group = ``gender`` or
   ``age`` (rows with an unknown value of the chosen attribute are dropped, and counted).
 * :class:`ClassificationCollator` — pads text (through a tokenizer), token ids, or stacks fixed ``features``; passes
-  ``labels``, ``group`` and, when present, a second view (``text_view`` → ``view_input_ids``/``view_attention_mask``).
+  ``labels``, ``group`` and, when present, a second view (``text_view`` → ``view_input_ids``/``view_attention_mask``;
+  or ``text_views``, several augmented copies of which one is drawn at random per example and batch).
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from fairmt.errors import FairmtError
 
 @dataclass
 class ClassificationSplit:
-    """One split: parallel lists (``texts`` or ``input_ids``), int ``labels`` and int ``groups``."""
+    """One split: parallel lists (``texts``, ``input_ids`` or an ``(n, d)`` array of fixed ``features``), int
+    ``labels`` and int ``groups``."""
 
     labels: list[int]
     groups: list[int]
     texts: list[str] | None = None
     input_ids: list[list[int]] | None = None
+    features: Any = None
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -41,6 +44,7 @@ class ClassificationSplit:
             groups=[self.groups[i] for i in index],
             texts=None if self.texts is None else [self.texts[i] for i in index],
             input_ids=None if self.input_ids is None else [self.input_ids[i] for i in index],
+            features=None if self.features is None else self.features[index],
         )
 
     def records(self, group_column: str = "group") -> list[dict[str, Any]]:
@@ -52,6 +56,8 @@ class ClassificationSplit:
                 r["text"] = self.texts[i]
             if self.input_ids is not None:
                 r["input_ids"] = self.input_ids[i]
+            if self.features is not None:
+                r["features"] = self.features[i]
             out.append(r)
         return out
 
@@ -159,14 +165,21 @@ def read_hatespeech(language: str = "Spanish", attribute: str = "gender", root: 
         raise FairmtError(f"attribute must be gender, age, ethnicity or country, got {attribute!r}")
     base = Path(root) if root is not None else data_path("hatespeech_huang2020", language)
     if not base.is_dir():
-        raise FairmtError(f"hate-speech folder {base} not found (languages: Italian, Polish, Portuguese, Spanish)")
+        raise FairmtError(f"hate-speech folder {base} not found (languages: English, Italian, Polish, Portuguese, "
+                          "Spanish): fetch it with `fairmt data corpora --fetch hatespeech-huang2020`")
     splits, notes = {}, []
     group_values: set[str] = set()
     raw: dict[str, list[tuple[list[int], int, str]]] = {}
     for split, fname in HATESPEECH_SPLITS.items():
         path = base / fname
         if not path.exists():
-            raise FairmtError(f"{path} not found: the {language} hate-speech set needs train/valid/test.tsv")
+            if language == "English" and split == "train":
+                raise FairmtError(
+                    f"{path} not found: the English training split of Huang et al. (2020) is not in their public "
+                    "repository (xiaoleihuang/Multilingual_Fairness_LREC has English valid/test only; the authors "
+                    "share it on request, see `fairmt data corpora`); put it there as train.tsv")
+            raise FairmtError(f"{path} not found: the {language} hate-speech set needs train/valid/test.tsv "
+                              "(`fairmt data corpora --fetch hatespeech-huang2020` fetches the public files)")
         rows, dropped = [], 0
         _, reader = csv_dict_rows(path, "hate-speech", required=("text", "label"), delimiter="\t",
                                   quoting=csv.QUOTE_NONE)
@@ -217,8 +230,10 @@ class ClassificationCollator:
 
     Rows hold ``labels`` (int), the group column (int), and one of: ``text`` (tokenized here with ``tokenizer``),
     ``input_ids`` (padded with ``pad_id``; an ``attention_mask`` marks non-pad ids), or ``features`` (a fixed
-    vector). An optional ``text_view`` (an augmented copy: EDA, back-translation) becomes
-    ``view_input_ids``/``view_attention_mask``. Other columns are dropped.
+    vector). An optional ``text_view`` (an augmented copy: CLM insert/substitute, back-translation) becomes
+    ``view_input_ids``/``view_attention_mask``; an optional ``text_views`` (a list of copies, e.g. EDA's four) gives
+    one of them, drawn uniformly at random for each example every time it is batched (``seed`` seeds the draws), as
+    the CSCL release's collator. Other columns are dropped.
     """
 
     def __init__(
@@ -229,6 +244,8 @@ class ClassificationCollator:
         pad_id: int = 0,
         text_column: str = "text",
         view_column: str = "text_view",
+        views_column: str = "text_views",
+        seed: int = 0,
     ) -> None:
         self.tokenizer = tokenizer
         self.max_length = max_length
@@ -236,6 +253,10 @@ class ClassificationCollator:
         self.pad_id = pad_id
         self.text_column = text_column
         self.view_column = view_column
+        self.views_column = views_column
+        import random
+
+        self.rng = random.Random(seed)
 
     def _tokenize(self, texts: list[str]) -> dict[str, Any]:
         if self.tokenizer is None:
@@ -264,6 +285,15 @@ class ClassificationCollator:
             raise FairmtError(f"rows need 'features', '{self.text_column}' or 'input_ids'; got keys {sorted(first)}")
         if self.view_column in first:
             view = self._tokenize([r[self.view_column] for r in rows])
+            batch.update({f"view_{k}": v for k, v in view.items()})
+        elif self.views_column in first:
+            picks = []
+            for r in rows:
+                copies = r[self.views_column]
+                if not copies:
+                    raise FairmtError(f"a row has an empty {self.views_column!r} list: give every row its augmented copies")
+                picks.append(copies[self.rng.randrange(len(copies))])
+            view = self._tokenize(picks)
             batch.update({f"view_{k}": v for k, v in view.items()})
         if "labels" in first:
             batch["labels"] = torch.tensor([int(r["labels"]) for r in rows], dtype=torch.long)

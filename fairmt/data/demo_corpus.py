@@ -57,7 +57,14 @@ class GenderedPair:
     de: str
     gender: str  # "m" or "f"
     occupation: str
-    template: int
+    template: int  # index into TEMPLATES; for demo_data's sentences, verb index * len(OBJECTS) + object index
+    kind: str = "gendered"  # "gendered": the English possessive fixes the gender; "ambiguous": nothing in the source
+
+    @property
+    def stereotype(self) -> str | None:
+        """``"pro"``/``"anti"`` when the occupation has a stereotyped gender (:data:`OCCUPATIONS`), else ``None``."""
+        stereo = next(o[3] for o in OCCUPATIONS if o[0] == self.occupation)
+        return None if stereo is None else ("pro" if stereo == self.gender else "anti")
 
     @property
     def translation(self) -> dict:
@@ -124,3 +131,97 @@ def gender_accuracy(pairs: list[GenderedPair], translations: list[str]) -> dict:
     acc = lambda g: 100.0 * hits[g][0] / max(hits[g][1], 1)  # noqa: E731
     total = 100.0 * (hits["m"][0] + hits["f"][0]) / max(len(pairs), 1)
     return {"accuracy": total, "accuracy_male": acc("m"), "accuracy_female": acc("f"), "delta_g": acc("m") - acc("f")}
+
+
+# The grammar of ``fairmt demo``: "The {occupation} {verb} {his/her/the} {object}." Every test sentence is a verb–
+# object combination never trained on, made of words that were: a model can translate it, and must take the gender of
+# the occupation from the possessive that follows it.
+VERBS = [("lost", "verlor"), ("sold", "verkaufte"), ("found", "fand"), ("washed", "wusch"), ("forgot", "vergaß"),
+         ("needed", "brauchte"), ("liked", "mochte"), ("bought", "kaufte")]
+# English, German, German noun gender (m/f/n) or plural (pl)
+OBJECTS = [("car", "Auto", "n"), ("book", "Buch", "n"), ("keys", "Schlüssel", "pl"), ("bag", "Tasche", "f"),
+           ("coat", "Mantel", "m"), ("phone", "Telefon", "n"), ("bike", "Fahrrad", "n"), ("umbrella", "Schirm", "m")]
+_ACCUSATIVE = {  # determiner of the object in the accusative: his, her, the
+    "m": ("seinen", "ihren", "den"), "f": ("seine", "ihre", "die"), "n": ("sein", "ihr", "das"),
+    "pl": ("seine", "ihre", "die"),
+}
+
+
+def make_demo_pair(occ: tuple, verb: int, obj: int, gender: str, ambiguous: bool = False) -> GenderedPair:
+    """One sentence of the demo grammar: the occupation in its German ``gender`` form, the English possessive of
+    that gender (or, ``ambiguous``, the article "the": then nothing in the English source gives the gender)."""
+    v_en, v_de = VERBS[verb]
+    o_en, o_de, o_g = OBJECTS[obj]
+    his, her, the = _ACCUSATIVE[o_g]
+    x, art = (occ[1], "Der") if gender == "m" else (occ[2], "Die")
+    det_en, det_de = ("the", the) if ambiguous else (("his", his) if gender == "m" else ("her", her))
+    return GenderedPair(f"The {occ[0]} {v_en} {det_en} {o_en}.", f"{art} {x} {v_de} {det_de} {o_de}.", gender,
+                        occ[0], verb * len(OBJECTS) + obj, "ambiguous" if ambiguous else "gendered")
+
+
+def demo_language() -> list[GenderedPair]:
+    """Every sentence pair the demo grammar can make (both genders, with a possessive and with "the"): the corpus of
+    the demo's tokenizer, as a real model's subword vocabulary comes from a corpus much larger than any training or
+    test set. Only the tokenizer sees it; the models are trained on :func:`demo_data`'s sets."""
+    return [make_demo_pair(occ, v, o, g, amb) for occ in OCCUPATIONS for v in range(len(VERBS))
+            for o in range(len(OBJECTS)) for g in "mf" for amb in (False, True)]
+
+
+@dataclass(frozen=True)
+class DemoData:
+    """The three sets of ``fairmt demo`` (:func:`demo_data`)."""
+
+    original: list[GenderedPair]
+    finetune: list[GenderedPair]
+    test: list[GenderedPair]
+    unseen_in_finetune: frozenset[str]  # occupations the fine-tuning data leaves out (still in original and test)
+
+
+def demo_data(
+    seed: int = 0,
+    stereotype_share: float = 0.9,
+    gendered_per_occupation: int = 8,
+    ambiguous_per_occupation: int = 8,
+    finetune_per_occupation: int = 6,
+    finetune_leave_out: int = 3,
+) -> DemoData:
+    """The data of ``fairmt demo``: a toy version of how a real MT model comes to be gender-biased.
+
+    Sentences follow the grammar "The {occupation} {verb} {his/her/the} {object}." (:data:`VERBS` × :data:`OBJECTS`).
+    The verb–object combinations ``(i, i)`` (one per verb, one per object) are held out of all training data.
+
+    * ``original`` (training data of the "original" model), per occupation: ``gendered_per_occupation`` sentences
+      with a possessive, a share ``stereotype_share`` of them (rounded; at least one sentence in the other gender, so
+      both German forms are known) in the occupation's stereotyped gender (occupations without a stereotype:
+      masculine — corpora mention men more), and
+      ``ambiguous_per_occupation`` sentences with "the", whose English gives no gender and whose German takes the
+      generic masculine, the German convention for a person of unknown gender ("Der Krankenpfleger" too);
+    * ``finetune`` (GACL + KD and the plain fine-tuning control), per occupation: ``finetune_per_occupation``
+      possessive sentences in both genders — gender-balanced, the English always saying the gender — except every
+      ``finetune_leave_out``-th occupation of :data:`OCCUPATIONS` (the 3rd, 6th, ...; 0: none), which the
+      fine-tuning data never shows, as a real debiasing set cannot cover every occupation a test set has;
+    * ``test``: every held-out combination, every occupation, both genders (480 sentences); half of the stereotyped
+      occupations' sentences are anti-stereotypical (a female doctor, a male nurse).
+
+    The samples depend on ``seed``; the test set does not.
+    """
+    rng = random.Random(seed)
+    held = {(i, i) for i in range(len(VERBS))}
+    combos = [(v, o) for v in range(len(VERBS)) for o in range(len(OBJECTS)) if (v, o) not in held]
+    original, finetune, test = [], [], []
+    unseen = frozenset(o[0] for i, o in enumerate(OCCUPATIONS)
+                       if finetune_leave_out and i % finetune_leave_out == finetune_leave_out - 1)
+    for occ in OCCUPATIONS:
+        likely = occ[3] or "m"
+        unlikely = "f" if likely == "m" else "m"
+        n_other = max(1, round((1 - stereotype_share) * gendered_per_occupation))  # each form is seen at least once
+        for k, (v, o) in enumerate(rng.sample(combos, gendered_per_occupation)):
+            original.append(make_demo_pair(occ, v, o, unlikely if k < n_other else likely))
+        original += [make_demo_pair(occ, v, o, "m", ambiguous=True)  # German's generic masculine
+                     for v, o in rng.sample(combos, ambiguous_per_occupation)]
+        for v, o in rng.sample(combos, finetune_per_occupation):
+            if occ[0] in unseen:
+                continue
+            finetune += [make_demo_pair(occ, v, o, "m"), make_demo_pair(occ, v, o, "f")]
+        test += [make_demo_pair(occ, v, o, g) for v, o in sorted(held) for g in "mf"]
+    return DemoData(original, finetune, test, unseen)

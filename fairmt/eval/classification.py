@@ -1,4 +1,4 @@
-"""Fairness metrics for text classifiers: accuracy, macro-F1, GAP, ΔEO, leakage, trade-off, latent subgroups.
+"""Fairness metrics for text classifiers: accuracy, F1, AUC-ROC, GAP, ΔEO, leakage, trade-off, latent subgroups.
 
 Pure numpy / scikit-learn (no torch), so it can score predictions written by any model. Every rate is a fraction in
 [0, 1] (the papers print percentages: multiply by 100 to compare).
@@ -13,11 +13,25 @@ rates over every example of the split.
   as in the fairlib toolkit (Han et al.). With two groups the overall TPR is a weighted mean of the two group TPRs
   and lies between them, so ``GAP_y = |TPR_{a,y} − TPR_{¬a,y}|`` exactly: the two-group case is Shen et al.'s
   TPR difference.
+* **F1**: for a two-class task ``f1`` is the F1 of the positive class (``positive_class``, default the larger
+  label; CSCL's Jigsaw F1 and the sampling paper's F1 are this number: the CSCL authors' released evaluation uses
+  scikit-learn's ``average="binary"``) and ``macro_f1`` the unweighted mean of both classes' F1; for more classes
+  ``f1`` is absent (``None``) and ``macro_f1`` and ``micro_f1`` are given (micro-F1 equals accuracy for single-label
+  predictions; it is what the CSCL release reports as ``f1`` on Bias-in-Bios). Beware: that release also prints the
+  binary F1 under the name ``macro_f1`` for a two-class task; fairmt's ``macro_f1`` is always the macro average.
+* **AUC-ROC** (``auc``) when the predictions carry scores: scikit-learn's ``roc_auc_score`` on the probability of the
+  positive class (two classes; ``scores`` of shape (n,), or (n, 2) per-class probabilities) or one-vs-rest,
+  macro-averaged over the classes (``scores`` of shape (n, K), rows summing to 1), as the CSCL release. Without
+  scores ``auc`` is ``None`` and ``notes`` says so.
 * **ΔEO** (Chi et al., CSCL, after Dixon et al. 2018 / Pruksachatkun et al. 2021):
-  ``ΔEO = Σ_y Σ_a (|TPR_{a,y} − TPR_y| + |FPR_{a,y} − FPR_y|)``. It is a *sum* of fraction differences, so it is
-  ≥ 0 but not bounded by 1 (at most 2·|Y|·|A|). For a binary task CSCL scores the positive class only (its Δ_TPR and
-  Δ_FPR have no sum over y; summing both classes of a binary task counts every term exactly twice): that is the
-  default here (``binary_positive_only=True``, positive class = the larger label).
+  ``ΔEO = Σ_y Σ_a (|TPR_{a,y} − TPR_y| + |FPR_{a,y} − FPR_y|)``, a *sum* of fraction differences (≥ 0, not bounded
+  by 1: at most 2·|Y|·|A|). Two conventions differ for a two-class task, and ``eo_classes`` says which is reported
+  (the signature names it): ``"positive"`` (default) — the formula as CSCL prints it, Δ_TPR and Δ_FPR of the positive
+  class only (``eo:pos``); ``"all"`` — the CSCL authors' released evaluation (``EO_gap = FPR_gap + FNR_gap`` summed
+  over both classes), which counts every term of a two-class task twice, so it is exactly 2× the printed one
+  (``eo:all``); the CSCL recipes report it so that numbers compare with the paper's figures. For more classes both
+  conventions are the same sum over every class. (The release also scores an empty (group, class) cell as a rate of
+  0 instead of skipping it; fairmt skips it with a warning, see below.)
 * **Leakage@h / leakage@ŷ** (Shen et al. 2022, after Elazar & Goldberg 2018): accuracy of a linear SVM
   (``sklearn.svm.LinearSVC``) predicting the group from the hidden representation ``h`` / from the prediction. The
   SVM is trained on one split (``train_*`` arguments: the training split, as Shen et al.) and scored on the split
@@ -61,10 +75,12 @@ import numpy as np
 from fairmt.errors import FairmtError
 
 METRICS_VERSION = "1"
+EO_CLASSES = ("positive", "all")
 
 __all__ = [
     "METRICS_VERSION",
     "ClassificationResult",
+    "EO_CLASSES",
     "LatentSubgroupResult",
     "classification_metrics",
     "distance_to_optimum",
@@ -83,7 +99,10 @@ class ClassificationResult:
 
     ``gap_by_class`` maps each scored class (as a string) to its ``GAP_y``; ``tpr``/``fpr`` map group → class →
     rate (``None`` for an empty cell). ``leakage_h``/``leakage_yhat`` are ``None`` when not computed;
-    ``leakage_protocol`` says how they were ("train→eval" or "5-fold-cv").
+    ``leakage_protocol`` says how they were ("train→eval" or "5-fold-cv"). ``f1`` is the positive class's F1 of a
+    two-class task (``positive_class`` names that class; ``None`` with more classes), ``micro_f1`` is given with more
+    than two classes, ``auc`` when scores were given; ``eo_classes`` is the ΔEO convention used; ``notes`` lists
+    what was not computed and why (no scores → no AUC).
     """
 
     n: int
@@ -101,16 +120,23 @@ class ClassificationResult:
     leakage_h: float | None = None
     leakage_yhat: float | None = None
     leakage_protocol: str | None = None
+    f1: float | None = None
+    micro_f1: float | None = None
+    auc: float | None = None
+    positive_class: str | None = None
+    eo_classes: str = "positive"
     classes: list[str] = dataclasses.field(default_factory=list)
     groups: list[str] = dataclasses.field(default_factory=list)
     warnings: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
     signature: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (fractions, as the attributes)."""
         return dataclasses.asdict(self)
 
-    PERCENT_FIELDS = ("accuracy", "macro_f1", "gap", "delta_eo", "delta_tpr", "delta_fpr", "leakage_h", "leakage_yhat")
+    PERCENT_FIELDS = ("accuracy", "f1", "macro_f1", "micro_f1", "auc", "gap", "delta_eo", "delta_tpr", "delta_fpr",
+                      "leakage_h", "leakage_yhat")
 
     def to_percent_dict(self) -> dict[str, Any]:
         """:meth:`to_dict` on fairmt's reporting scale, as every other evaluator and the papers (Table 1 of Shen et
@@ -127,13 +153,18 @@ class ClassificationResult:
         return d
 
     def summary(self, percent: bool = False) -> dict[str, Any]:
-        """The headline numbers: ``accuracy``, ``macro_f1``, ``gap``, ``delta_eo`` and the leakages when present."""
-        out: dict[str, Any] = {
-            "accuracy": self.accuracy,
-            "macro_f1": self.macro_f1,
-            "gap": self.gap,
-            "delta_eo": self.delta_eo,
-        }
+        """The headline numbers: ``accuracy``, ``f1`` (two classes) or ``micro_f1`` (more), ``macro_f1``, ``auc`` when
+        computed, ``gap``, ``delta_eo`` (in the convention the signature names) and the leakages when present."""
+        out: dict[str, Any] = {"accuracy": self.accuracy}
+        if self.f1 is not None:
+            out["f1"] = self.f1
+        out["macro_f1"] = self.macro_f1
+        if self.micro_f1 is not None:
+            out["micro_f1"] = self.micro_f1
+        if self.auc is not None:
+            out["auc"] = self.auc
+        out["gap"] = self.gap
+        out["delta_eo"] = self.delta_eo
         if self.leakage_h is not None:
             out["leakage_h"] = self.leakage_h
         if self.leakage_yhat is not None:
@@ -141,6 +172,9 @@ class ClassificationResult:
         if percent:
             out = {k: 100.0 * v for k, v in out.items()}
             out["scale"] = "percent"
+        out["eo_classes"] = self.eo_classes
+        if self.positive_class is not None:
+            out["positive_class"] = self.positive_class
         out["signature"] = self.signature
         return out
 
@@ -311,9 +345,12 @@ def _one_hot(values: np.ndarray, classes: Sequence) -> np.ndarray:
     return out
 
 
-def _signature(binary_positive_only: bool, leak: str | None, C: float) -> str:
-    eo = "pos" if binary_positive_only else "all"
-    sig = f"fairmt-cls:v{METRICS_VERSION}|gap:rms-sumabs|eo:{eo}|f1:macro"
+def _signature(eo_classes: str, positive: str | None, auc: bool, leak: str | None, C: float) -> str:
+    eo = "pos" if eo_classes == "positive" else "all"
+    f1 = f"pos={positive}+macro" if positive is not None else "macro+micro"
+    sig = f"fairmt-cls:v{METRICS_VERSION}|gap:rms-sumabs|eo:{eo}|f1:{f1}"
+    if auc:
+        sig += "|auc:roc" + ("" if positive is not None else "-ovr-macro")
     if leak:
         sig += f"|leak:linearsvc-C{C:g}-{leak}"
     return sig
@@ -335,12 +372,15 @@ def classification_metrics(
     group_values: Sequence | None = None,
     num_classes: int | None = None,
     leakage_yhat: bool | None = None,
-    binary_positive_only: bool = True,
+    scores: Any = None,
+    positive_class: Any = None,
+    eo_classes: str = "positive",
+    binary_positive_only: bool | None = None,
     svm_C: float = 1.0,
     seed: int = 0,
     strict: bool = False,
 ) -> ClassificationResult:
-    """Score one split: accuracy, macro-F1, GAP, ΔEO and (when possible) leakage@h and leakage@ŷ.
+    """Score one split: accuracy, F1, AUC-ROC (with scores), GAP, ΔEO and (when possible) leakage@h and leakage@ŷ.
 
     Args:
         labels, preds, groups: one entry per example (ints or strings).
@@ -352,7 +392,13 @@ def classification_metrics(
             ``classes = range(K)`` and requires integer labels/preds in ``[0, K)``.
         group_values: the protected groups to score (default: those present).
         leakage_yhat: compute leakage@ŷ (default: when logits or a training split is given, or ``hidden`` is).
-        binary_positive_only: for a two-class task sum ΔEO over the positive (larger) class only, as CSCL.
+        scores: class probabilities for AUC-ROC: (n,) probability of the positive class (two classes only) or
+            (n, K) per-class probabilities in the order of the classes.
+        positive_class: the positive class of a two-class task (for ``f1``, AUC and ``eo_classes="positive"``);
+            default the larger label.
+        eo_classes: ``"positive"`` (ΔEO of the positive class, the formula CSCL prints) or ``"all"`` (summed over
+            both classes, the CSCL authors' released evaluation: 2× on a two-class task); see the module docstring.
+        binary_positive_only: older spelling of ``eo_classes`` (True = "positive", False = "all").
         svm_C, seed: LinearSVC settings for the leakage probes.
         strict: raise ``FairmtError`` instead of warning about empty groups/classes.
 
@@ -393,6 +439,22 @@ def classification_metrics(
         unknown = sorted(set(y.tolist()) - set(classes), key=str)
         if unknown:
             raise FairmtError(f"gold labels {unknown[:5]} are not among the classes {classes[:10]}")
+    if binary_positive_only is not None:
+        eo_classes = "positive" if binary_positive_only else "all"
+    if eo_classes not in EO_CLASSES:
+        raise FairmtError(f"eo_classes must be one of {', '.join(EO_CLASSES)}, got {eo_classes!r}")
+    positive = None
+    if len(classes) == 2:
+        if positive_class is None:
+            positive = classes[1]
+        else:
+            matches = [c for c in classes if c == positive_class or str(c) == str(positive_class)]
+            if not matches:
+                raise FairmtError(f"positive_class {positive_class!r} is not one of the classes {classes}")
+            positive = matches[0]
+    elif positive_class is not None:
+        raise FairmtError(
+            f"positive_class is for a two-class task; this one has {len(classes)} classes (macro/micro-F1 are given)")
     present = sorted(set(g.tolist()), key=str)
     if group_values is None:
         group_values = present
@@ -416,6 +478,13 @@ def classification_metrics(
     accuracy = float(np.mean(y == p))
     # sklearn's macro-F1 averages over the union of gold and predicted labels; a class never predicted scores 0
     macro_f1 = float(f1_score(y, p, average="macro", zero_division=0))
+    f1 = micro_f1 = None
+    if positive is not None:
+        f1 = float(f1_score(y, p, average="binary", pos_label=positive, zero_division=0))
+    else:
+        micro_f1 = float(f1_score(y, p, average="micro", zero_division=0))
+    result_notes: list[str] = []
+    auc = _auc(y, scores, classes, positive, n, result_notes)
 
     tpr_g, fpr_g, tpr_all, fpr_all = rates_by_group(y, p, g, classes, group_values)
     for j, c in enumerate(classes):
@@ -430,8 +499,9 @@ def classification_metrics(
     gap, per_class = tpr_gap(tpr_g, tpr_all)
 
     eo_mask = np.ones(len(classes), dtype=bool)
-    if binary_positive_only and len(classes) == 2:
-        eo_mask[0] = False
+    effective_eo = "positive" if (eo_classes == "positive" and positive is not None) else "all"
+    if effective_eo == "positive":
+        eo_mask = np.array([c == positive for c in classes])
     delta_eo, d_tpr, d_fpr = equalized_odds_difference(tpr_g, fpr_g, tpr_all, fpr_all, eo_mask)
 
     # leakage
@@ -469,6 +539,11 @@ def classification_metrics(
         n_groups=len(group_values),
         accuracy=accuracy,
         macro_f1=macro_f1,
+        f1=f1,
+        micro_f1=micro_f1,
+        auc=auc,
+        positive_class=None if positive is None else key(positive),
+        eo_classes=effective_eo,
         gap=gap,
         delta_eo=delta_eo,
         delta_tpr=d_tpr,
@@ -482,8 +557,48 @@ def classification_metrics(
         classes=[key(c) for c in classes],
         groups=[key(a) for a in group_values],
         warnings=notes.items,
-        signature=_signature(binary_positive_only and len(classes) == 2, protocol, svm_C),
+        notes=result_notes,
+        signature=_signature(effective_eo, None if positive is None else key(positive), auc is not None, protocol,
+                             svm_C),
     )
+
+
+def _auc(y: np.ndarray, scores: Any, classes: list, positive: Any, n: int, notes: list[str]) -> float | None:
+    """AUC-ROC from class probabilities (see the module docstring); ``None`` with a note when it cannot be had."""
+    if scores is None:
+        notes.append("auc not computed: the predictions carry no scores (give each a 'score': the probability of "
+                     "the positive class, or per-class probabilities)")
+        return None
+    from sklearn.metrics import roc_auc_score
+
+    try:
+        S = np.asarray(scores, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise FairmtError("scores must be numbers: (n,) positive-class probabilities or (n, K) per-class "
+                          "probabilities") from None
+    k = len(classes)
+    if S.ndim == 2 and S.shape == (n, 1):
+        S = S[:, 0]
+    ok = (S.ndim == 1 and len(S) == n and k == 2) or (S.ndim == 2 and S.shape == (n, k))
+    if not ok:
+        want = f"({n},) positive-class probabilities or ({n}, {k})" if k == 2 else f"({n}, {k})"
+        raise FairmtError(f"scores have shape {S.shape}; expected {want} per-class probabilities "
+                          f"(one row per prediction, one column per class in the order {classes[:10]})")
+    if not np.all(np.isfinite(S)):
+        raise FairmtError("scores hold NaN or infinite values")
+    if len(set(y.tolist())) < 2:
+        notes.append("auc not computed: the gold labels of this split hold a single class")
+        return None
+    if k == 2:
+        pos_score = S if S.ndim == 1 else S[:, classes.index(positive)]
+        return float(roc_auc_score(y == positive, pos_score))
+    if set(classes) - set(y.tolist()):
+        notes.append("auc not computed: one-vs-rest AUC needs a gold example of every class in the split")
+        return None
+    try:
+        return float(roc_auc_score(y, S, multi_class="ovr", average="macro", labels=classes))
+    except ValueError as err:
+        raise FairmtError(f"scores cannot give a one-vs-rest AUC: {err}") from None
 
 
 def _label_kind(v: Any) -> str | None:

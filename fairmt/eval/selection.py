@@ -13,7 +13,9 @@ Shen et al. (2022) select on the dev set and note the lack of a standard fairnes
   within ``tolerance`` of the best dev accuracy, the lowest GAP).
 * :class:`FairnessSelectionCallback` — a ``TrainerCallback`` that records the dev metrics of every evaluation during
   training, links each to the checkpoint saved at that step, keeps a copy of the best checkpoint under
-  ``output_dir/best-<criterion>`` and writes ``selection.json``.
+  ``output_dir/best-<criterion>`` (or deletes, as it goes, the checkpoints that can no longer be chosen), stops
+  training early when the chosen evaluation is ``patience`` evaluations old (CSCL: 3 epochs; Shen et al.: 5) and
+  writes ``selection.json``. Any criterion works with early stopping, ``accuracy_then_gap`` included.
 
 Dev only, never test: the callback reads only metrics whose keys start with the dev prefix (``eval_`` — the prefix
 of the Trainer's evaluation on ``eval_dataset`` during training; ``eval_<name>_`` for a dict of eval sets). Evaluate
@@ -80,6 +82,8 @@ def fairness_compute_metrics(
     num_classes: int | None = None,
     with_leakage: bool = False,
     seed: int = 0,
+    eo_classes: str = "positive",
+    positive_class: Any = None,
 ) -> Callable[[Any], dict[str, float]]:
     """A ``compute_metrics`` function for ``transformers.Trainer`` that scores the dev set's fairness.
 
@@ -87,9 +91,15 @@ def fairness_compute_metrics(
     are labels or ``(labels, group)`` (what the fairmt classification Trainers return). When the groups are not in
     the label ids, pass them here, in dev-set order (the Trainer evaluates sequentially, so the order is kept).
 
-    Returns ``accuracy``, ``macro_f1``, ``gap``, ``delta_eo``, ``dto`` (absolute, lower is better) and, with
-    ``with_leakage`` and hidden states, ``leakage_h`` (5-fold cross-validated on the dev representations).
+    Returns ``accuracy``, ``f1`` (positive class, two-class tasks) or ``micro_f1``, ``macro_f1``, ``auc`` (from the
+    softmax of the logits), ``gap``, ``delta_eo`` (in the ``eo_classes`` convention), ``dto`` (absolute, lower is
+    better) and, with ``with_leakage`` and hidden states, ``leakage_h`` (5-fold cross-validated on the dev
+    representations).
     """
+    from fairmt.eval.classification import EO_CLASSES
+
+    if eo_classes not in EO_CLASSES:
+        raise FairmtError(f"eo_classes must be one of {', '.join(EO_CLASSES)}, got {eo_classes!r}")
     fixed_groups = None if groups is None else np.asarray(groups)
 
     def compute(eval_pred: Any) -> dict[str, float]:
@@ -102,14 +112,22 @@ def fairness_compute_metrics(
         if len(g) != len(labels):
             raise FairmtError(f"{len(g)} groups for {len(labels)} dev predictions: pass the dev set's groups")
         preds = logits.argmax(-1) if logits.ndim == 2 else logits
-        r = classification_metrics(labels.astype(int), preds.astype(int), g, num_classes=num_classes)
-        out = {
-            "accuracy": r.accuracy,
+        scores = None
+        if logits.ndim == 2 and num_classes is not None and logits.shape[1] == num_classes:
+            z = logits.astype(np.float64) - logits.max(axis=1, keepdims=True)
+            scores = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+        r = classification_metrics(labels.astype(int), preds.astype(int), g, num_classes=num_classes, scores=scores,
+                                   eo_classes=eo_classes, positive_class=positive_class)
+        out = {"accuracy": r.accuracy}
+        for key in ("f1", "micro_f1", "auc"):
+            if getattr(r, key) is not None:
+                out[key] = getattr(r, key)
+        out.update({
             "macro_f1": r.macro_f1,
             "gap": r.gap,
             "delta_eo": r.delta_eo,
             "dto": distance_to_optimum([r.accuracy], [r.gap])[0],
-        }
+        })
         if with_leakage and hidden is not None:
             out["leakage_h"] = leakage(hidden.reshape(len(hidden), -1), g, seed=seed)[0]
         return out
@@ -161,6 +179,12 @@ class FairnessSelectionCallback(TrainerCallback):
         dev_prefix: metric prefix of the dev evaluation (``eval``; ``eval_<name>`` for a dict of eval sets).
         copy_best: copy the best checkpoint to ``output_dir/best-<criterion>`` (kept even if checkpoint rotation
             deletes the original).
+        patience: stop training once ``patience`` evaluations have followed the currently chosen one (early
+            stopping on the selection rule itself; ``None`` never stops).
+        prune: delete, after each save, the checkpoints that can no longer be chosen (all but the current best for
+            ``loss``/``accuracy``/absolute ``dto``; those within ``tolerance`` of the best accuracy for
+            ``accuracy_then_gap``; none for normalised ``dto``), except the latest one (a run can be resumed). Use
+            it with the Trainer's ``save_total_limit`` unset, instead of ``copy_best``.
 
     The Trainer needs ``compute_metrics=fairness_compute_metrics(...)`` (for accuracy and GAP), an evaluation and a
     save at the same steps (``eval_strategy == save_strategy``, equal ``eval_steps``/``save_steps``). After
@@ -180,6 +204,8 @@ class FairnessSelectionCallback(TrainerCallback):
         tolerance: float = 0.01,
         dev_prefix: str = "eval",
         copy_best: bool = True,
+        patience: int | None = None,
+        prune: bool = False,
     ) -> None:
         if criterion not in CRITERIA:
             raise FairmtError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
@@ -190,6 +216,11 @@ class FairnessSelectionCallback(TrainerCallback):
         self.tolerance = tolerance
         self.prefix = dev_prefix.rstrip("_") + "_"
         self.copy_best = copy_best
+        if patience is not None and patience < 1:
+            raise FairmtError(f"patience must be a positive number of evaluations, got {patience}")
+        self.patience = patience
+        self.prune = prune
+        self.stopped_early_at: int | None = None
         self.records: list[EvalRecord] = []
         self.best: EvalRecord | None = None
         self.best_checkpoint: str | None = None
@@ -244,6 +275,26 @@ class FairnessSelectionCallback(TrainerCallback):
                 "compute_metrics=fairmt.eval.selection.fairness_compute_metrics(...)"
             )
         self.records = [r for r in self.records if r.step != rec.step] + [rec]
+        if self.patience is not None:
+            best = self._choose(only_saved=False)
+            since = sum(1 for r in self.records if r.step > best.step)
+            if since >= self.patience:
+                control.should_training_stop = True
+                self.stopped_early_at = rec.step
+
+    def _can_still_be_chosen(self, record: EvalRecord) -> bool:
+        if self.criterion == "dto" and self.normalise:
+            return True
+        if self.criterion == "accuracy_then_gap":
+            best_acc = max(r.accuracy for r in self.records)
+            return record.accuracy >= best_acc - self.tolerance
+        return record.step == self._choose(only_saved=False).step
+
+    def _prune(self, state) -> None:
+        latest = max((r.step for r in self.records if r.checkpoint), default=None)
+        for r in self.records:
+            if r.checkpoint and r.step != latest and os.path.isdir(r.checkpoint) and not self._can_still_be_chosen(r):
+                shutil.rmtree(r.checkpoint, ignore_errors=True)
 
     def on_save(self, args, state, control, **kwargs):
         """Link the checkpoint just written to the evaluation of the same step; copy it if it is the best so far."""
@@ -252,6 +303,8 @@ class FairnessSelectionCallback(TrainerCallback):
             if r.step == state.global_step and os.path.isdir(path):
                 r.checkpoint = path
         if args.should_save:
+            if self.prune and self.records:
+                self._prune(state)
             best = self._choose(only_saved=True)
             if best is not None:
                 self._copy(args, best)
@@ -271,6 +324,9 @@ class FairnessSelectionCallback(TrainerCallback):
             report = {
                 "criterion": self.criterion,
                 "normalise": self.normalise,
+                "tolerance": self.tolerance,
+                "patience": self.patience,
+                "stopped_early_at_step": self.stopped_early_at,
                 "dev_prefix": self.prefix,
                 "best": dataclasses.asdict(best),
                 "best_checkpoint": self.best_checkpoint,

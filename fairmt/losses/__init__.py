@@ -13,14 +13,20 @@ from fairmt.losses.ccd import (
 from fairmt.losses.contrastive import label_masks, masked_contrastive_loss, supcon_loss
 from fairmt.losses.distill import mt_kd_loss, token_kl_loss
 from fairmt.losses.fair_contrastive import (
+    FCL_GROUP_TERMS,
+    FCL_VARIANTS,
     FCLTerms,
-    SamplingPairs,
-    cluster_weights,
     cs_infonce_loss,
-    fairness_sampling_nt_xent,
-    fairness_sampling_pairs,
-    fairness_sampling_probs,
     fcl_loss,
+    released_supcon,
+)
+from fairmt.losses.sampling import (
+    FairNegativeSampler,
+    cluster_weights,
+    fair_pair_nt_xent,
+    fairness_sampling_probs,
+    nt_xent_loss,
+    sample_fair_negatives,
 )
 from fairmt.distributed import gather_nograd, gather_with_grad
 from fairmt.losses.gacl import GACL_VARIANTS, GACLPairs, gacl_loss, gacl_variant
@@ -34,14 +40,18 @@ __all__ = [
     "ccd_rep_loss",
     "estimate_rho",
     "tuple_distances",
+    "FCL_GROUP_TERMS",
+    "FCL_VARIANTS",
     "FCLTerms",
-    "SamplingPairs",
+    "FairNegativeSampler",
     "cluster_weights",
     "cs_infonce_loss",
-    "fairness_sampling_nt_xent",
-    "fairness_sampling_pairs",
+    "fair_pair_nt_xent",
     "fairness_sampling_probs",
+    "nt_xent_loss",
+    "sample_fair_negatives",
     "fcl_loss",
+    "released_supcon",
     "GACLPairs",
     "GACL_VARIANTS",
     "gacl_loss",

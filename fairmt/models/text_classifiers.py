@@ -7,11 +7,14 @@ leakage@h and INLP work on), so the fair-classification Trainers treat them exac
 on a frozen encoder).
 
 * :class:`MLPClassifier` — ``Enc`` of Shen et al. (2022): two fully-connected layers (hidden 300, tanh) on fixed
-  sentence embeddings (``features``), then a linear head.
+  sentence embeddings (``features``), then a linear head (``head_layers=1``, Shen et al.'s) or a two-layer MLP head
+  (``head_layers=2``, CSCL's g).
 * :class:`GRUClassifier` — embedding + bidirectional GRU (Huang et al., 2020; cell 200 → 400-d), max-pooled.
 * :class:`EmbeddingBagClassifier` — mean of token embeddings, one hidden layer.
 
-They are ``huggingface_hub.PyTorchModelHubMixin`` models: ``save_pretrained(DIR)`` writes ``config.json`` (the
+Each has ``head_forward(h)``: the logits from the representation, what a two-stage recipe trains on cached features
+of the frozen encoder. (:class:`fairmt.models.encoder_classifier.TransformerClassifier` is the same contract on a
+pretrained transformer.) They are ``huggingface_hub.PyTorchModelHubMixin`` models: ``save_pretrained(DIR)`` writes ``config.json`` (the
 constructor arguments, class names included as ``labels``) beside ``model.safetensors``, ``Cls.from_pretrained(DIR)``
 reloads, ``push_to_hub`` uploads.
 """
@@ -32,10 +35,11 @@ def _output(logits: torch.Tensor, hidden: torch.Tensor, labels: torch.Tensor | N
 
 
 class MLPClassifier(nn.Module, PyTorchModelHubMixin):
-    """Two-layer MLP encoder (hidden 300) over fixed embeddings plus a linear head (Shen et al., 2022)."""
+    """Two-layer MLP encoder (hidden 300) over fixed embeddings plus a linear head (Shen et al., 2022), or a two-layer
+    MLP head (``head_layers=2``: :class:`~fairmt.models.encoder_classifier.MLPHead`, CSCL's g)."""
 
     def __init__(self, input_dim: int, num_labels: int, hidden_dim: int = 300, num_layers: int = 2, dropout: float = 0.1,
-                 labels: list[str] | None = None):
+                 labels: list[str] | None = None, head_layers: int = 1):
         super().__init__()
         self.labels = labels
         layers: list[nn.Module] = []
@@ -44,13 +48,23 @@ class MLPClassifier(nn.Module, PyTorchModelHubMixin):
             layers += [nn.Dropout(dropout), nn.Linear(dim, hidden_dim), nn.Tanh()]
             dim = hidden_dim
         self.encoder = nn.Sequential(*layers)
-        self.classifier = nn.Linear(dim, num_labels)
+        if head_layers == 1:
+            self.classifier = nn.Linear(dim, num_labels)
+        else:
+            from fairmt.models.encoder_classifier import MLPHead
+
+            self.classifier = MLPHead(dim, num_labels, head_layers, dropout=dropout)
         self.num_labels = num_labels
+        self.representation_dim = dim
+
+    def head_forward(self, h: torch.Tensor) -> torch.Tensor:
+        """Logits from the representation ``h``."""
+        return self.classifier(h)
 
     def forward(self, features: torch.Tensor, labels: torch.Tensor | None = None, **_: object) -> SequenceClassifierOutput:
         """``features``: ``(N, input_dim)`` fixed embeddings."""
         h = self.encoder(features.float())
-        return _output(self.classifier(h), h, labels)
+        return _output(self.head_forward(h), h, labels)
 
 
 class GRUClassifier(nn.Module, PyTorchModelHubMixin):
@@ -88,7 +102,11 @@ class GRUClassifier(nn.Module, PyTorchModelHubMixin):
         out = out.masked_fill(~attention_mask.bool()[..., None], float("-inf"))
         h = out.max(dim=1).values
         h = torch.where(torch.isfinite(h), h, torch.zeros_like(h))
-        return _output(self.classifier(self.dropout(h)), h, labels)
+        return _output(self.head_forward(h), h, labels)
+
+    def head_forward(self, h: torch.Tensor) -> torch.Tensor:
+        """Logits from the representation ``h`` (dropout, then the linear layer)."""
+        return self.classifier(self.dropout(h))
 
 
 class EmbeddingBagClassifier(nn.Module, PyTorchModelHubMixin):
@@ -113,4 +131,8 @@ class EmbeddingBagClassifier(nn.Module, PyTorchModelHubMixin):
         **_: object,
     ) -> SequenceClassifierOutput:
         h = self.encoder(self.bag(input_ids))
-        return _output(self.classifier(h), h, labels)
+        return _output(self.head_forward(h), h, labels)
+
+    def head_forward(self, h: torch.Tensor) -> torch.Tensor:
+        """Logits from the representation ``h``."""
+        return self.classifier(h)

@@ -139,13 +139,17 @@ def train_tiny_translation_model(
     seed: int = 0,
     src_lang: str = "en",
     tgt_lang: str = "de",
+    progress: bool = False,
+    desc: str = "training",
 ) -> Path:
     """Train a model built by :func:`build_tiny_translation_model` in place for ``steps`` steps of plain MT loss
-    (Adam, a short warm-up) and save it back: a quick *trained* model for tests and benchmarks, whose beam search
-    is peaked like a real model's rather than a random one's."""
+    (Adam, a short warm-up) and save it back: a quick *trained* model for tests, benchmarks and ``fairmt demo``,
+    whose beam search is peaked like a real model's rather than a random one's. ``progress``: a tqdm bar (``desc``)
+    with the steps' ETA."""
     import random
 
     import torch
+    from tqdm.auto import tqdm
 
     from fairmt.models import load_translation_model
 
@@ -158,7 +162,7 @@ def train_tiny_translation_model(
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20))
     pairs = list(pairs)
-    for _ in range(steps):
+    for _ in tqdm(range(steps), desc=desc, unit="step", leave=False, disable=not progress):
         batch = rng.sample(pairs, min(batch_size, len(pairs)))
         enc = tm.encode([s for s, _ in batch], [t for _, t in batch], max_length=64, padding=True, return_tensors="pt")
         enc["labels"][enc["labels"] == tm.tokenizer.pad_token_id] = -100

@@ -7,40 +7,62 @@
 =====================  =================================================================================
 ``ce``                 cross-entropy baseline (:class:`~fairmt.trainers.fair_contrastive.FairContrastiveTrainer`)
 ``cscl``               one-stage CSCL ``(1−γ)·CE + γ·L_sup + λ·L_CS`` (Chi et al., 2022)
-``cscl_two_stage``     ``L_sup + λ·L_CS`` on the encoder, then a CE head on the frozen encoder
+``cscl_two_stage``     ``L_sup + λ·L_CS`` on the encoder, then the head on the fixed encoder
 ``fcl``                ``α·CE + β·(L_scl − L_fcl)`` (Shen et al., 2022, Con*)
-``fcl_two_stage``      ``L_scl − L_fcl`` on the encoder, then a CE head (Con*^ft)
+``fcl_two_stage``      ``L_scl − L_fcl`` on the encoder, then the head (Con*^ft)
 ``sampling``           ``CE + μ·NT-Xent`` with fairness-driven sampling on K-means subgroups (no group labels)
 ``adversarial``        gradient-reversal adversaries (:mod:`fairmt.trainers.adversarial`)
 ``inlp``               CE encoder, then INLP on its frozen representations and a logistic-regression head
 =====================  =================================================================================
 
-on one of the data sets (``data.dataset``: ``bios`` — Bias-in-Bios, profession × gender; ``hatespeech`` — Huang et
-al. 2020, label × gender/age, token ids) with one encoder (``model.type``):
+on one of the data sets (``data.dataset``): ``bios`` — the 280-row Bias-in-Bios sample with a random split (tests);
+``bios_split`` — Bias-in-Bios with its published split (``data.source: local``: Ravfogel et al.'s 255,710 / 39,369 /
+98,344 as CSCL, or ``hub``: LabHC/bias_in_bios); ``jigsaw`` — Civil Comments, WILDS split, race (CSCL); ``moji`` —
+DeepMoji features, fairlib's split (Shen et al.); ``hatespeech`` — Huang et al. 2020, token ids (``data.language``,
+``data.attribute``). ``data.root`` points a loader at a folder (default: under ``FAIRMT_DATA``); see
+:mod:`fairmt.data.fair_datasets`. With one encoder (``model.type``):
 
 * ``frozen_embedder``: a sentence encoder (``model.name_or_path``; ``minilm`` = the packaged all-MiniLM-L6-v2) embeds
-  every text once (mean pooling, L2-normalised, cached under ``model.cache_dir``), and a 2-layer MLP encoder + head
-  is trained on the fixed vectors (Shen et al.'s setting);
-* ``finetune``: ``AutoModelForSequenceClassification`` from ``model.name_or_path``, trained end to end;
+  every text once (``model.pooling``: ``cls`` — the raw ``[CLS]`` state, Ravfogel et al.'s and Shen et al.'s BERT
+  features — or ``mean`` — the masked mean, L2-normalised unless ``model.normalize: false``; cached under
+  ``model.cache_dir``), and a 2-layer MLP encoder (width ``model.hidden_dim``, Shen et al.'s Enc) + head is trained on
+  the fixed vectors;
+* ``features``: the same MLP on a data set's own fixed features (Moji);
+* ``gru_features``: Shen et al.'s hate-speech Embed — a bidirectional GRU (cell ``model.gru_hidden`` = 200, so 400-d)
+  is first trained with CE (``model.embed_epochs``, ``model.embed_learning_rate``; the epoch with the lowest dev loss
+  kept), then fixed; its representations of every split are the features of the same MLP;
+* ``finetune``: :class:`~fairmt.models.encoder_classifier.TransformerClassifier` on ``model.name_or_path``: the pooled
+  encoder output ``z`` (``model.pooling``) is the representation, the head ``g`` an MLP of ``model.head_layers``
+  layers (2: CSCL's classifier), trained end to end;
 * ``gru`` / ``embedding_bag``: token-id encoders for the hate-speech set.
 
-With ``model.type: finetune``, ``data.augment: eda`` (``data.eda_alpha``) or ``backtranslate``
-(``data.backtranslate_model``, ``data.pivot_lang``) gives every training row a second view for
-``objective_args.views: augment``.
+Contrastive terms, the head and leakage@h always see one representation (the head's input). With
+``model.type: finetune``, ``data.augment`` gives every training (and dev) row a second view for
+``objective_args.views: augment``: ``eda`` (four copies per row, ``data.eda_num_aug``, of which each batch draws one),
+``clm_insert`` / ``clm_substitute`` (a masked LM, ``data.clm_model``, rate ``data.clm_rate``) or ``backtranslate``
+(``data.backtranslate_model``, ``data.pivot_lang``).
 
-Options: ``training`` holds ``TrainingArguments`` fields shared by every objective; ``objective_args`` the fields of
-the objective's own Config (``gamma``, ``cs_lambda``, ``temperature``, ``views`` for CSCL; ``fcl_alpha``,
-``fcl_beta`` for FCL; ``n_clusters``, ``epsilon``, ``sampling_weight``, ``cluster_refresh_steps`` for sampling;
-``adv_lambda``, ``n_adversaries``, ``diff_lambda``, ``adv_conditional`` for the adversarial baseline); ``stage2``
-the training options of the head stage of two-stage objectives; ``inlp`` the INLP options.
+Options: ``training`` holds ``TrainingArguments`` fields shared by every objective (and stage 1 of two-stage ones);
+``objective_args`` the fields of the objective's own Config (``gamma``, ``cs_lambda``, ``temperature``, ``views`` for
+CSCL; ``fcl_alpha``, ``fcl_beta``, ``fcl_scl_weight``, ``fcl_fcl_weight``, ``fcl_variant``, ``fcl_group_term`` for FCL;
+``n_clusters``, ``epsilon``, ``sampling_weight``, ``cluster_refresh_steps`` for sampling; ``adv_lambda``,
+``n_adversaries``, ``diff_lambda``, ``adv_conditional``, ``adv_weighting`` for the adversarial baseline); ``stage2``
+the training options of the head stage of two-stage objectives (trained on the fixed encoder's features computed
+once, ``cache_stage2_features``); ``inlp`` the INLP options; ``metrics`` the reporting conventions (``eo_classes``:
+``positive`` or ``all``; ``positive_class``).
 
-Model selection uses the dev split only (``selection``: ``loss`` = lowest dev CE, or ``dto`` = distance of
-(accuracy, 1 − GAP) to (1, 1), both through the Trainer's ``load_best_model_at_end``). The test split is scored once,
+Model selection and early stopping use the dev split only, evaluated every epoch: ``selection`` — ``loss`` (lowest
+dev CE), ``dto`` (distance of (accuracy, 1 − GAP) to (1, 1)), ``accuracy``, or ``accuracy_then_gap`` (Shen et al.:
+the best dev accuracy, then the lowest GAP within ``selection_tolerance``) — with ``patience`` (stop once that many
+epochs followed the chosen one: CSCL 3, Shen et al. 5); the first stage of a two-stage objective is selected and
+early-stopped on its own dev objective (``stage1_patience``), as the CSCL release does. The test split is scored once,
 at the end: ``results.json`` (dev and test :class:`~fairmt.eval.classification.ClassificationResult`, leakage SVMs
-trained on the training split as Shen et al.) and ``predictions.jsonl`` (``label``, ``pred``, ``group``, ``hidden``;
-readable by ``fairmt eval classification``) are written to the run's folder: ``output_dir`` (or
-``training.output_dir``; default ``outputs/<recipe name>``), refused when it holds an earlier run unless
-``--overwrite``. ``main`` returns the results dict.
+trained on the training split as Shen et al., and the metric conventions used) and ``predictions.jsonl``
+(``label``, ``pred``, ``score`` — class probabilities, ``group``, ``hidden``; readable by ``fairmt eval
+classification``) are written to the run's folder: ``output_dir`` (or ``training.output_dir``; default
+``outputs/<recipe name>``), refused when it holds an earlier run unless ``--overwrite``. ``resolve_config`` resolves
+every value, including each stage's training Config (``stages``), which ``fairmt train RECIPE --dry-run`` prints
+without loading a model. ``main`` returns the results dict.
 """
 
 from __future__ import annotations
@@ -59,20 +81,34 @@ from fairmt.errors import FairmtError
 from fairmt.scripts._output import prepare_output_dir
 
 OBJECTIVES = ("ce", "cscl", "cscl_two_stage", "fcl", "fcl_two_stage", "sampling", "adversarial", "inlp")
-MODEL_TYPES = ("frozen_embedder", "finetune", "gru", "embedding_bag")
+TWO_STAGE = {"cscl_two_stage": "cscl_pretrain", "fcl_two_stage": "fcl_pretrain"}
+MODEL_TYPES = ("frozen_embedder", "finetune", "features", "gru_features", "gru", "embedding_bag")
+DATASETS = ("bios", "bios_split", "jigsaw", "moji", "hatespeech")
+SELECTIONS = ("loss", "dto", "accuracy", "accuracy_then_gap")
+AUGMENTS = ("eda", "backtranslate", "clm_insert", "clm_substitute")
+POOLINGS = ("cls", "mean")
 
 DEFAULTS: dict[str, Any] = {
     "objective": "ce",
     "output_dir": None,  # default outputs/<recipe name>; training.output_dir names the same folder
     "seed": 0,
-    "selection": "loss",
+    "selection": "loss",  # loss | dto | accuracy | accuracy_then_gap (dev split only)
+    "selection_tolerance": 0.01,  # accuracy_then_gap: how far below the best dev accuracy (fraction)
+    "patience": None,  # early stopping: epochs after the chosen one (CSCL 3, Shen et al. 5); None: never
+    "stage1_patience": None,  # two-stage objectives: early stopping of stage 1 on its dev objective
+    "cache_stage2_features": True,  # two-stage: the fixed encoder's features computed once for the head stage
     "save_predictions": True,
+    "metrics": {"eo_classes": "positive", "positive_class": None},
     "data": {"dataset": "bios", "files": None, "split_seed": 0, "fractions": [0.5, 0.2, 0.3],
+             "root": None, "source": "local", "max_rows": None,
              "language": "Spanish", "attribute": "gender",
-             "augment": None, "eda_alpha": 0.1, "backtranslate_model": None, "pivot_lang": "de"},
+             "moji_split_sizes": [40000, 2000, 2000], "moji_n_train": 100000,
+             "augment": None, "eda_alpha": 0.1, "eda_num_aug": 4, "clm_model": "roberta-base", "clm_rate": 0.1,
+             "backtranslate_model": None, "pivot_lang": "de"},
     "model": {"type": "frozen_embedder", "name_or_path": "minilm", "hidden_dim": 300, "num_layers": 2,
               "dropout": 0.1, "max_length": 128, "embed_batch_size": 32, "cache_dir": None,
-              "embed_dim": 200, "pooling": "mean"},
+              "embed_dim": 200, "pooling": "mean", "normalize": None, "head_layers": None,
+              "gru_hidden": 200, "embed_epochs": 5, "embed_learning_rate": 1e-3},
     "training": {"num_train_epochs": 10, "per_device_train_batch_size": 64, "per_device_eval_batch_size": 128,
                  "learning_rate": 1e-3, "weight_decay": 0.0, "logging_steps": 10},
     "objective_args": {},
@@ -91,36 +127,72 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _one_of(value: Any, allowed: tuple, key: str, note: str = "") -> None:
+    if value not in allowed:
+        raise FairmtError(f"recipe key {key} must be one of {', '.join(map(str, allowed))}{note}, got {value!r}")
+
+
 def resolve_config(config: dict[str, Any]) -> dict[str, Any]:
-    """Recipe dict merged over :data:`DEFAULTS`, validated (unknown objective/model/dataset → FairmtError)."""
+    """Recipe dict merged over :data:`DEFAULTS`, validated (an unknown value names its key and the allowed ones) and
+    resolved: defaults that depend on other keys, the run folder, and each stage's training Config (``stages``:
+    every field of the Config the Trainer will get, e.g. ``views`` and ``temperature`` as resolved)."""
     if config.get("method", "classification") != "classification":
         raise FairmtError(f"recipe method must be 'classification' for this entry point, got {config.get('method')!r}")
-    cfg = _merge(DEFAULTS, {k: v for k, v in config.items() if k != "method"})
-    if cfg["objective"] not in OBJECTIVES:
-        raise FairmtError(f"objective must be one of {OBJECTIVES}, got {cfg['objective']!r}")
-    if cfg["model"]["type"] not in MODEL_TYPES:
-        raise FairmtError(f"model.type must be one of {MODEL_TYPES}, got {cfg['model']['type']!r}")
-    if cfg["data"]["dataset"] not in ("bios", "hatespeech"):
-        raise FairmtError(f"data.dataset must be bios or hatespeech, got {cfg['data']['dataset']!r}")
-    if cfg["selection"] not in ("loss", "dto"):
-        raise FairmtError(f"selection must be loss or dto (dev set only), got {cfg['selection']!r}")
+    cfg = _merge(DEFAULTS, {k: v for k, v in config.items() if k not in ("method", "stages")})
+    _one_of(cfg["objective"], OBJECTIVES, "objective")
+    _one_of(cfg["model"]["type"], MODEL_TYPES, "model.type")
+    _one_of(cfg["data"]["dataset"], DATASETS, "data.dataset")
+    _one_of(cfg["selection"], SELECTIONS, "selection", " (dev set only)")
+    _one_of(cfg["model"]["pooling"], POOLINGS, "model.pooling")
+    from fairmt.eval.classification import EO_CLASSES
+
+    _one_of(cfg["metrics"]["eo_classes"], EO_CLASSES, "metrics.eo_classes")
+    if cfg["data"]["augment"] is not None:
+        _one_of(cfg["data"]["augment"], AUGMENTS, "data.augment")
+    _one_of(cfg["data"]["source"], ("local", "hub"), "data.source")
+    for key in ("patience", "stage1_patience"):
+        v = cfg[key]
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+            raise FairmtError(f"recipe key {key} must be a positive number of epochs or null, got {v!r}")
+    tol = cfg["selection_tolerance"]
+    if not isinstance(tol, (int, float)) or isinstance(tol, bool) or not 0 <= tol < 1:
+        raise FairmtError(f"recipe key selection_tolerance must be a fraction of accuracy in [0, 1), got {tol!r}")
+    m = cfg["model"]
+    if m["head_layers"] is None:
+        m["head_layers"] = 2 if m["type"] == "finetune" else 1
+    _one_of(m["head_layers"], (1, 2), "model.head_layers")
+    if m["normalize"] is None:
+        m["normalize"] = m["pooling"] == "mean"
     # one folder per run: the trainer's checkpoints, results.json and predictions.jsonl all go to it
     run_dir = cfg["training"].pop("output_dir", None)
     if run_dir and cfg["output_dir"] and Path(run_dir) != Path(cfg["output_dir"]):
         raise FairmtError(f"output_dir ({cfg['output_dir']}) and training.output_dir ({run_dir}) differ: give one")
     cfg["output_dir"] = run_dir or cfg["output_dir"] or str(
         Path("outputs") / Path(config.get("recipe_path", "classification")).stem)
+    cfg["stages"] = {name: _config_fields(cls(**kw)) for name, (cls, kw) in _stage_configs(cfg).items()}
     return cfg
+
+
+def _config_fields(args) -> dict[str, Any]:
+    return json.loads(args.to_json_string())
 
 
 # ---------------------------------------------------------------------------------------------- data + models
 def load_data(dcfg: dict[str, Any]):
     """The :class:`~fairmt.data.classification.ClassificationData` the recipe names."""
+    from fairmt.data import fair_datasets as fd
     from fairmt.data.classification import read_bios, read_hatespeech
 
-    if dcfg["dataset"] == "bios":
+    name = dcfg["dataset"]
+    if name == "bios":
         return read_bios(dcfg.get("files"), tuple(dcfg["fractions"]), dcfg["split_seed"])
-    return read_hatespeech(dcfg["language"], dcfg["attribute"])
+    if name == "bios_split":
+        return fd.read_bios_split(dcfg["root"], dcfg["source"], dcfg["max_rows"])
+    if name == "jigsaw":
+        return fd.read_jigsaw(dcfg["root"], max_rows=dcfg["max_rows"])
+    if name == "moji":
+        return fd.read_moji(dcfg["root"], tuple(dcfg["moji_split_sizes"]), dcfg["moji_n_train"])
+    return read_hatespeech(dcfg["language"], dcfg["attribute"], dcfg["root"])
 
 
 def _model_path(name: str) -> str:
@@ -130,15 +202,17 @@ def _model_path(name: str) -> str:
 
 
 def embed_texts(texts: list[str], name_or_path: str, max_length: int = 128, batch_size: int = 32,
-                cache_dir: str | None = None) -> np.ndarray:
-    """Mean-pooled, L2-normalised sentence embeddings (the all-MiniLM-L6-v2 recipe), cached on disk by content."""
+                cache_dir: str | None = None, pooling: str = "mean", normalize: bool = True) -> np.ndarray:
+    """Fixed sentence embeddings of a frozen encoder, cached on disk by content: ``mean`` — the masked mean of the
+    last hidden state (the all-MiniLM-L6-v2 recipe), ``cls`` — the ``[CLS]`` state (the BERT features of Ravfogel et
+    al. and Shen et al.); L2-normalised when ``normalize``."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
     from fairmt.models.pooling import pool
 
     path = _model_path(name_or_path)
-    key = hashlib.sha256(json.dumps([path, max_length, texts]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(json.dumps([path, max_length, pooling, normalize, texts]).encode()).hexdigest()[:16]
     cache = Path(cache_dir) / f"emb-{key}.npy" if cache_dir else None
     if cache is not None and cache.exists():
         return np.load(cache)
@@ -148,8 +222,8 @@ def embed_texts(texts: list[str], name_or_path: str, max_length: int = 128, batc
     with torch.no_grad():
         for s in range(0, len(texts), batch_size):
             b = tok(texts[s : s + batch_size], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-            h = pool(enc(**b).last_hidden_state, b["attention_mask"], "mean")
-            out.append(torch.nn.functional.normalize(h, dim=-1).numpy())
+            h = pool(enc(**b).last_hidden_state, b["attention_mask"], pooling)
+            out.append((torch.nn.functional.normalize(h, dim=-1) if normalize else h).numpy())
     X = np.concatenate(out).astype(np.float32)
     if cache is not None:
         cache.parent.mkdir(parents=True, exist_ok=True)
@@ -157,8 +231,20 @@ def embed_texts(texts: list[str], name_or_path: str, max_length: int = 128, batc
     return X
 
 
-def build_datasets(cfg: dict[str, Any], data) -> tuple[dict[str, Any], Any, Any]:
-    """``datasets.Dataset`` per split, the collator and a factory building a fresh model."""
+def _columns(split, group_column: str = "group") -> dict[str, Any]:
+    cols: dict[str, Any] = {"labels": list(split.labels), group_column: list(split.groups)}
+    if split.texts is not None:
+        cols["text"] = list(split.texts)
+    if split.input_ids is not None:
+        cols["input_ids"] = list(split.input_ids)
+    if split.features is not None:
+        cols["features"] = np.asarray(split.features, dtype=np.float32)
+    return cols
+
+
+def build_datasets(cfg: dict[str, Any], data, out: str | None = None) -> tuple[dict[str, Any], Any, Any]:
+    """``datasets.Dataset`` per split, the collator and a factory building a fresh model (``out``: where the
+    ``gru_features`` embedder is trained)."""
     from datasets import Dataset
 
     from fairmt.data.classification import ClassificationCollator, vocab_size
@@ -167,62 +253,111 @@ def build_datasets(cfg: dict[str, Any], data) -> tuple[dict[str, Any], Any, Any]
     m = cfg["model"]
     k = data.num_labels
     names = [str(n) for n in data.label_names]
-    records = {name: split.records() for name, split in data.splits.items()}
-    collator = ClassificationCollator(max_length=m["max_length"])
-    if m["type"] == "frozen_embedder":
-        if any(split.texts is None for split in data.splits.values()):
-            raise FairmtError("model.type frozen_embedder needs a text data set (e.g. bios)")
-        # embed the sorted set of all texts once: the cache key does not depend on the split
-        unique = sorted({t for split in data.splits.values() for t in split.texts})
-        X = embed_texts(unique, m["name_or_path"], m["max_length"], m["embed_batch_size"], m["cache_dir"])
-        row_of = {t: i for i, t in enumerate(unique)}
-        for name, split in data.splits.items():
-            for r, t in zip(records[name], split.texts):
-                r.pop("text", None)
-                r["features"] = X[row_of[t]].tolist()
-        dim = len(records["train"][0]["features"])
+    cols = {name: _columns(split) for name, split in data.splits.items()}
+    collator = ClassificationCollator(max_length=m["max_length"], seed=cfg["seed"])
+    has_features = all(split.features is not None for split in data.splits.values())
+    if m["type"] == "gru_features":
+        if data.splits["train"].input_ids is None:
+            raise FairmtError("model.type gru_features needs token ids (data.dataset: hatespeech)")
+        feats = _gru_features(cfg, data, {n: Dataset.from_dict(c) for n, c in cols.items()}, collator,
+                              out or cfg["output_dir"])
+        for name in cols:
+            cols[name].pop("input_ids", None)
+            cols[name]["features"] = feats[name]
+    if m["type"] in ("frozen_embedder", "features", "gru_features"):
+        if m["type"] == "features" and not has_features:
+            raise FairmtError("model.type features needs a data set with fixed features (data.dataset: moji); "
+                              "embed texts with model.type frozen_embedder")
+        if m["type"] == "frozen_embedder":
+            if has_features:
+                raise FairmtError(f"data.dataset {cfg['data']['dataset']} holds fixed features already: use "
+                                  "model.type features")
+            if any(split.texts is None for split in data.splits.values()):
+                raise FairmtError("model.type frozen_embedder needs a text data set (bios, bios_split, jigsaw)")
+            # embed the sorted set of all texts once: the cache key does not depend on the split
+            unique = sorted({t for split in data.splits.values() for t in split.texts})
+            X = embed_texts(unique, m["name_or_path"], m["max_length"], m["embed_batch_size"], m["cache_dir"],
+                            m["pooling"], m["normalize"])
+            row_of = {t: i for i, t in enumerate(unique)}
+            for name, split in data.splits.items():
+                cols[name].pop("text", None)
+                cols[name]["features"] = X[[row_of[t] for t in split.texts]]
+        dim = int(cols["train"]["features"].shape[1])
 
         def factory():
             return tc.MLPClassifier(dim, k, hidden_dim=m["hidden_dim"], num_layers=m["num_layers"], dropout=m["dropout"],
-                                    labels=names)
+                                    labels=names, head_layers=m["head_layers"])
 
     elif m["type"] == "finetune":
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoTokenizer
 
-        add_views(cfg, data, records["train"])
+        from fairmt.models.encoder_classifier import TransformerClassifier
+
+        if any(split.texts is None for split in data.splits.values()):
+            raise FairmtError("model.type finetune needs a text data set (bios, bios_split, jigsaw)")
+        for name in ("train", "dev"):
+            add_views(cfg, data.splits[name].texts, cols[name])
         path = _model_path(m["name_or_path"])
-        collator = ClassificationCollator(AutoTokenizer.from_pretrained(path), max_length=m["max_length"])
+        collator = ClassificationCollator(AutoTokenizer.from_pretrained(path), max_length=m["max_length"],
+                                          seed=cfg["seed"])
 
-        def factory():  # the data set's class names, not LABEL_0 ... in the saved config
-            return AutoModelForSequenceClassification.from_pretrained(
-                path, num_labels=k, id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
+        def factory():
+            return TransformerClassifier.from_encoder(path, k, pooling=m["pooling"], head_layers=m["head_layers"],
+                                                      head_dropout=m["dropout"], labels=names)
 
     else:
         if data.splits["train"].input_ids is None:
-            raise FairmtError(f"model.type {m['type']} needs token ids (e.g. the hate-speech set)")
+            raise FairmtError(f"model.type {m['type']} needs token ids (data.dataset: hatespeech)")
         vs = vocab_size(data)
 
         def factory():
             cls = tc.GRUClassifier if m["type"] == "gru" else tc.EmbeddingBagClassifier
             return cls(vs, k, embed_dim=m["embed_dim"], hidden_dim=m["hidden_dim"], dropout=m["dropout"], labels=names)
 
-    return {name: Dataset.from_list(rows) for name, rows in records.items()}, collator, factory
+    if cfg["data"].get("augment") and m["type"] != "finetune":
+        raise FairmtError("data.augment makes second text views: it needs model.type finetune")
+    return {name: Dataset.from_dict(c) for name, c in cols.items()}, collator, factory
 
 
-def add_views(cfg: dict[str, Any], data, rows: list[dict[str, Any]]) -> None:
-    """Give the training rows a ``text_view`` (second view) when ``data.augment`` is ``eda`` or ``backtranslate``."""
+def _gru_features(cfg, data, datasets, collator, out: str) -> dict[str, np.ndarray]:
+    """Shen et al.'s hate-speech Embed: a CE-trained bidirectional GRU (selected on dev loss), then fixed; its
+    representations (the max-pooled 2·cell states) of every split."""
+    import torch
+
+    from fairmt.data.classification import vocab_size
+    from fairmt.models.text_classifiers import GRUClassifier
+    from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
+
+    m = cfg["model"]
+    torch.manual_seed(cfg["seed"])
+    gru = GRUClassifier(vocab_size(data), data.num_labels, embed_dim=m["embed_dim"], hidden_dim=m["gru_hidden"],
+                        dropout=m["dropout"])
+    train = {**_batch_options(cfg), "num_train_epochs": m["embed_epochs"], "learning_rate": m["embed_learning_rate"]}
+    kwargs = _base_args(cfg, os.path.join(out, "embedder"), train, {"objective": "ce"}, FairContrastiveConfig)
+    _fit(cfg, FairContrastiveTrainer, FairContrastiveConfig, kwargs, gru, datasets["train"], datasets["dev"], collator,
+         criterion="loss", patience=None, compute_metrics=None)
+    return _split_features(gru, datasets, collator, int(kwargs.get("per_device_eval_batch_size", 128)))
+
+
+def add_views(cfg: dict[str, Any], texts: list[str], cols: dict[str, Any]) -> None:
+    """Give a split's rows their augmented views (``data.augment``): EDA's ``text_views`` (``eda_num_aug`` copies,
+    one drawn per batch), or one ``text_view`` (CLM insert / substitute, back-translation)."""
     d = cfg["data"]
     kind = d.get("augment")
     if not kind:
         return
-    texts = data.splits["train"].texts
-    if texts is None:
-        raise FairmtError("data.augment needs a text data set (token-id data has no text to augment)")
     if kind == "eda":
         from fairmt.data.augment.eda import EDA
 
-        views = EDA(alpha=d["eda_alpha"], seed=cfg["seed"])(texts)
-    elif kind == "backtranslate":
+        cols["text_views"] = EDA(alpha=d["eda_alpha"], seed=cfg["seed"]).copies(texts, d["eda_num_aug"])
+        return
+    if kind in ("clm_insert", "clm_substitute"):
+        from fairmt.data.augment.clm import ContextualAugmenter
+
+        aug = ContextualAugmenter(_model_path(d["clm_model"]), action=kind.split("_", 1)[1], rate=d["clm_rate"],
+                                  seed=cfg["seed"])
+        views = aug(texts)
+    else:
         from fairmt.data.augment.backtranslate import backtranslate
         from fairmt.models import load_translation_model
 
@@ -230,35 +365,84 @@ def add_views(cfg: dict[str, Any], data, rows: list[dict[str, Any]]) -> None:
             raise FairmtError("data.augment=backtranslate needs data.backtranslate_model (a seq2seq MT model path)")
         mt = load_translation_model(d["backtranslate_model"], src_lang="en", tgt_lang=d["pivot_lang"])
         views = backtranslate(texts, mt, pivot_lang=d["pivot_lang"], source_lang="en")
-    else:
-        raise FairmtError(f"data.augment must be eda or backtranslate, got {kind!r}")
-    for r, v in zip(rows, views):
-        r["text_view"] = v
+    cols["text_view"] = list(views)
 
 
 # ---------------------------------------------------------------------------------------------- training
-def _args(config_cls, cfg: dict[str, Any], out: str, extra: dict[str, Any], select: bool = True):
-    names = {f.name for f in fields(config_cls)}
-    train = {**cfg["training"], **cfg.get("objective_args", {}), **extra}
-    unknown = sorted(set(train) - names)
-    if unknown:
-        raise FairmtError(f"unknown training option(s) {unknown} for {config_cls.__name__}")
-    base = dict(
-        output_dir=out, seed=cfg["seed"], report_to=[], use_cpu=not _cuda(), disable_tqdm=True,
-        save_total_limit=1, eval_strategy="epoch" if select else "no", save_strategy="epoch" if select else "no",
-        load_best_model_at_end=select, save_only_model=True,
-    )
-    if select:
-        crit = cfg["selection"]
-        base.update(metric_for_best_model="eval_loss" if crit == "loss" else "eval_dto", greater_is_better=False)
-    base.update(train)
-    return config_cls(**base)
-
-
 def _cuda() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+def _batch_options(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The recipe's batch sizes and logging interval, which a later stage (or the GRU embedder) shares."""
+    return {k: v for k, v in cfg["training"].items()
+            if k in ("per_device_train_batch_size", "per_device_eval_batch_size", "logging_steps")}
+
+
+def _base_args(cfg: dict[str, Any], out: str, train: dict[str, Any], extra: dict[str, Any], config_cls) -> dict:
+    names = {f.name for f in fields(config_cls)}
+    merged = {**train, **extra}
+    unknown = sorted(set(merged) - names)
+    if unknown:
+        raise FairmtError(f"unknown training option(s) {unknown} for {config_cls.__name__}")
+    base = dict(
+        output_dir=out, seed=cfg["seed"], report_to=[], use_cpu=not _cuda(), disable_tqdm=True,
+        eval_strategy="epoch", save_strategy="epoch", save_only_model=True, load_best_model_at_end=False,
+        save_total_limit=None,
+    )
+    base.update(merged)
+    return base
+
+
+def _stage_configs(cfg: dict[str, Any]) -> dict[str, tuple[type, dict[str, Any]]]:
+    """``{stage: (Config class, keyword arguments)}`` of every training stage the recipe runs."""
+    from fairmt.trainers.fair_contrastive import FairContrastiveConfig
+
+    obj, out = cfg["objective"], cfg["output_dir"]
+    oargs = dict(cfg.get("objective_args") or {})
+    if obj in TWO_STAGE:
+        stage2 = {**_batch_options(cfg), **cfg["stage2"]}
+        return {
+            "stage1": (FairContrastiveConfig, _base_args(cfg, out + "/stage1", cfg["training"],
+                                                         {**oargs, "objective": TWO_STAGE[obj]}, FairContrastiveConfig)),
+            "stage2": (FairContrastiveConfig, _base_args(cfg, out, stage2, {"objective": "ce"}, FairContrastiveConfig)),
+        }
+    if obj == "sampling":
+        from fairmt.trainers.sampling import FairnessSamplingConfig
+
+        extra = {**oargs, "objective": "sampling", "pooling": "cls" if cfg["model"]["pooling"] == "cls" else "mean"}
+        return {"train": (FairnessSamplingConfig, _base_args(cfg, out, cfg["training"], extra, FairnessSamplingConfig))}
+    if obj == "adversarial":
+        from fairmt.trainers.adversarial import AdversarialConfig
+
+        return {"train": (AdversarialConfig, _base_args(cfg, out, cfg["training"], oargs, AdversarialConfig))}
+    extra = {**oargs, "objective": "ce" if obj == "inlp" else obj}
+    return {"train": (FairContrastiveConfig, _base_args(cfg, out, cfg["training"], extra, FairContrastiveConfig))}
+
+
+def _fit(cfg, trainer_cls, config_cls, kwargs, model, train_ds, dev_ds, collator, *, criterion, patience,
+         compute_metrics):
+    """One Trainer run with dev evaluation every epoch, the selection rule's early stopping, and the chosen
+    checkpoint loaded at the end. Returns ``(trainer, selection callback)``."""
+    from fairmt.eval.selection import FairnessSelectionCallback
+
+    callback = FairnessSelectionCallback(criterion, normalise=False, tolerance=cfg["selection_tolerance"],
+                                         patience=patience, prune=True, copy_best=False)
+    trainer = trainer_cls(model=model, args=config_cls(**kwargs), train_dataset=train_ds, eval_dataset=dev_ds,
+                          data_collator=collator, compute_metrics=compute_metrics, callbacks=[callback])
+    trainer.train()
+    if callback.best_checkpoint:
+        trainer._load_from_checkpoint(callback.best_checkpoint)
+    return trainer, callback
+
+
+def _selection_info(cb) -> dict[str, Any]:
+    best = cb.best
+    return {"criterion": cb.criterion, "best_step": None if best is None else best.step,
+            "best_checkpoint": cb.best_checkpoint, "evaluations": len(cb.records),
+            "stopped_early_at_step": cb.stopped_early_at, "patience": cb.patience}
 
 
 def _predict(trainer, dataset) -> tuple[np.ndarray, np.ndarray]:
@@ -271,51 +455,54 @@ def _train(cfg, data, datasets, collator, factory, out: str):
     """Train per the objective; returns ``{split: (logits, hidden)}`` for train/dev/test and extra info."""
     import torch
 
-    from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer, freeze_encoder
     from fairmt.eval.selection import fairness_compute_metrics
+    from fairmt.trainers.fair_contrastive import FairContrastiveTrainer, freeze_encoder
 
     obj = cfg["objective"]
-    metrics = fairness_compute_metrics(num_classes=data.num_labels)
+    metrics = fairness_compute_metrics(num_classes=data.num_labels, eo_classes=cfg["metrics"]["eo_classes"],
+                                       positive_class=cfg["metrics"]["positive_class"])
     torch.manual_seed(cfg["seed"])
     model = factory()
-    common = dict(train_dataset=datasets["train"], eval_dataset=datasets["dev"], data_collator=collator,
-                  compute_metrics=metrics)
-    pooling = {"pooling": "cls" if cfg["model"]["pooling"] == "cls" else "mean"}
+    stages = _stage_configs(cfg)
     info: dict[str, Any] = {}
-    if obj in ("ce", "cscl", "fcl", "inlp"):
-        o = "ce" if obj == "inlp" else obj
-        views = "none" if o in ("ce", "fcl") else cfg["objective_args"].get("views", "dropout")
-        extra = {"objective": o, "views": views, **pooling}
-        trainer = FairContrastiveTrainer(model=model, args=_args(FairContrastiveConfig, cfg, out, extra), **common)
-    elif obj in ("cscl_two_stage", "fcl_two_stage"):
-        o = "cscl_pretrain" if obj == "cscl_two_stage" else "fcl_pretrain"
-        views = "none" if o == "fcl_pretrain" else cfg["objective_args"].get("views", "dropout")
-        s1 = FairContrastiveTrainer(
-            model=model, args=_args(FairContrastiveConfig, cfg, out + "/stage1", {"objective": o, "views": views, **pooling}, select=False),
-            train_dataset=datasets["train"], data_collator=collator,
-        )
-        s1.train()
-        info["stage1_log"] = [h for h in s1.state.log_history if "loss" in h][-1:]
-        freeze_encoder(model)
-        stage2 = {k: v for k, v in cfg["training"].items() if k in ("per_device_train_batch_size", "per_device_eval_batch_size", "logging_steps")}
-        stage2.update(cfg["stage2"])
-        cfg2 = {**cfg, "training": stage2, "objective_args": {}}
-        trainer = FairContrastiveTrainer(model=model, args=_args(FairContrastiveConfig, cfg2, out, {"objective": "ce", "views": "none", **pooling}), **common)
-    elif obj == "sampling":
-        from fairmt.trainers.sampling import FairnessSamplingConfig, FairnessSamplingTrainer
+    trainer_cls: Any = FairContrastiveTrainer
+    if obj == "sampling":
+        from fairmt.trainers.sampling import FairnessSamplingTrainer
 
-        trainer = FairnessSamplingTrainer(model=model, args=_args(FairnessSamplingConfig, cfg, out, {"objective": "sampling", **pooling}), **common)
+        trainer_cls = FairnessSamplingTrainer
     elif obj == "adversarial":
-        from fairmt.trainers.adversarial import AdversarialConfig, AdversarialTrainer
+        from fairmt.trainers.adversarial import AdversarialTrainer
 
-        extra = {"num_groups": len(data.group_names), **pooling}
-        trainer = AdversarialTrainer(model=model, args=_args(AdversarialConfig, cfg, out, extra), **common)
-    else:  # pragma: no cover - validated in resolve_config
-        raise FairmtError(f"unknown objective {obj!r}")
-    trainer.train()
+        trainer_cls = AdversarialTrainer
+        stages["train"][1].setdefault("num_groups", len(data.group_names))
+    if obj in TWO_STAGE:
+        cls1, kw1 = stages["stage1"]
+        s1, cb1 = _fit(cfg, FairContrastiveTrainer, cls1, kw1, model, datasets["train"], datasets["dev"], collator,
+                       criterion="loss", patience=cfg["stage1_patience"], compute_metrics=None)
+        info["stage1"] = {"selection": _selection_info(cb1), "log": [h for h in s1.state.log_history if "loss" in h][-1:]}
+        freeze_encoder(model)
+        cls2, kw2 = stages["stage2"]
+        if cfg["cache_stage2_features"] and hasattr(model, "head_forward"):
+            from fairmt.data.classification import ClassificationCollator
+            from fairmt.trainers.fair_contrastive import HeadOnFeatures
+
+            datasets = _cached_feature_datasets(model, datasets, collator, kw2)
+            trainer, cb = _fit(cfg, FairContrastiveTrainer, cls2, kw2, HeadOnFeatures(model), datasets["train"],
+                               datasets["dev"], ClassificationCollator(), criterion=cfg["selection"],
+                               patience=cfg["patience"], compute_metrics=metrics)
+            info["stage2_features"] = "cached (fixed encoder in eval mode, computed once)"
+        else:
+            trainer, cb = _fit(cfg, FairContrastiveTrainer, cls2, kw2, model, datasets["train"], datasets["dev"],
+                               collator, criterion=cfg["selection"], patience=cfg["patience"], compute_metrics=metrics)
+            info["stage2_features"] = "recomputed each step (frozen modules in eval mode)"
+    else:
+        cls, kw = stages["train"]
+        trainer, cb = _fit(cfg, trainer_cls, cls, kw, model, datasets["train"], datasets["dev"], collator,
+                           criterion=cfg["selection"], patience=cfg["patience"], compute_metrics=metrics)
+    info["selection"] = _selection_info(cb)
+    info["best_checkpoint"] = cb.best_checkpoint
     info["train_log"] = [h for h in trainer.state.log_history if "loss" in h][-1:]
-    info["best_checkpoint"] = trainer.state.best_model_checkpoint
-    info["model_dir"] = _save_final(trainer, collator, os.path.join(out, "model"))
+    info["model_dir"] = _save_final(trainer, collator, os.path.join(out, "model"), model)
     outputs = {name: _predict(trainer, datasets[name]) for name in ("train", "dev", "test")}
     if obj == "inlp":
         outputs, inlp_info = _apply_inlp(cfg, data, outputs)
@@ -323,13 +510,36 @@ def _train(cfg, data, datasets, collator, factory, out: str):
     return outputs, info
 
 
-def _save_final(trainer, collator, path: str) -> str | None:
+def _split_features(model, datasets, collator, batch_size: int) -> dict[str, np.ndarray]:
+    """A fixed encoder's representations of every split, computed once in eval mode (``encoder_features``)."""
+    from fairmt.trainers.fair_contrastive import encoder_features
+
+    device = "cuda" if _cuda() else "cpu"
+    model.to(device)
+    out = {}
+    for name, ds in datasets.items():
+        batches = (collator([ds[j] for j in range(i, min(i + batch_size, len(ds)))])
+                   for i in range(0, len(ds), batch_size))
+        out[name] = encoder_features(model, batches, device=device)
+    return out
+
+
+def _cached_feature_datasets(model, datasets, collator, kwargs) -> dict[str, Any]:
+    """The fixed encoder's representations of every split as feature data sets (the second stage's input)."""
+    from datasets import Dataset
+
+    feats = _split_features(model, datasets, collator, int(kwargs.get("per_device_eval_batch_size", 128)))
+    return {name: Dataset.from_dict({"features": feats[name], "labels": ds["labels"], "group": ds["group"]})
+            for name, ds in datasets.items()}
+
+
+def _save_final(trainer, collator, path: str, model=None) -> str | None:
     """The selected model with its config (and tokenizer), reloadable with ``from_pretrained`` and pushable: a
-    transformers model, or one of fairmt's small classifiers (``PyTorchModelHubMixin``). The Trainer alone saves the
-    latter as bare weights."""
+    transformers model, or one of fairmt's classifiers (``PyTorchModelHubMixin``). The Trainer alone saves the
+    latter as bare weights. ``model``: the full model when the Trainer trained its head alone."""
     if not trainer.is_world_process_zero():
         return None
-    model = trainer.accelerator.unwrap_model(trainer.model)
+    model = model if model is not None else trainer.accelerator.unwrap_model(trainer.model)
     model.save_pretrained(path)
     if getattr(collator, "tokenizer", None) is not None:
         collator.tokenizer.save_pretrained(path)
@@ -360,7 +570,14 @@ def _apply_inlp(cfg, data, outputs):
     return new, {"n_iterations": res.n_iterations, "rank_removed": res.rank_removed}
 
 
-def _score(data, outputs, split: str, seed: int):
+def _probs(logits: np.ndarray) -> np.ndarray:
+    z = np.nan_to_num(np.asarray(logits, dtype=np.float64), neginf=-1e9)
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _score(cfg, data, outputs, split: str):
     from fairmt.eval.classification import classification_metrics
 
     s, t = data.splits[split], data.splits["train"]
@@ -369,8 +586,27 @@ def _score(data, outputs, split: str, seed: int):
     return classification_metrics(
         s.labels, logits.argmax(-1).tolist(), s.groups, hidden=hidden, logits=np.nan_to_num(logits, neginf=-1e9),
         train_hidden=thidden, train_logits=np.nan_to_num(tlogits, neginf=-1e9), train_groups=t.groups,
-        num_classes=data.num_labels, seed=seed,
+        num_classes=data.num_labels, seed=cfg["seed"], scores=_probs(logits),
+        eo_classes=cfg["metrics"]["eo_classes"], positive_class=cfg["metrics"]["positive_class"],
     )
+
+
+def _conventions(cfg, result, data) -> dict[str, Any]:
+    """The metric conventions a results file reports, in words (what a paper comparison needs to know)."""
+    pos = result.positive_class
+    f1 = (f"positive-class F1 (positive class {data.label_names[int(pos)] if str(pos).isdigit() else pos}) and "
+          "macro-F1") if pos is not None else "macro-F1 and micro-F1 (no positive class: more than two classes)"
+    eo = ("ΔEO summed over every class (the CSCL release's convention; 2x the positive-class one for two classes)"
+          if result.eo_classes == "all" else "ΔEO of the positive class (the formula CSCL prints)")
+    sel = {"loss": "lowest dev CE", "dto": "distance of dev (accuracy, 1-GAP) to (1, 1)", "accuracy": "best dev "
+           "accuracy", "accuracy_then_gap": f"best dev accuracy, then the lowest dev GAP within "
+           f"{cfg['selection_tolerance']:g} of it (Shen et al.)"}[cfg["selection"]]
+    if cfg["patience"]:
+        sel += f"; early stopping after {cfg['patience']} epochs without a new choice"
+    return {"f1": f1, "delta_eo": eo, "auc": "roc_auc_score on softmax probabilities"
+            + (" (one-vs-rest, macro)" if pos is None else " of the positive class"),
+            "gap": "sqrt(mean_y GAP_y^2), GAP_y = sum_a |TPR_a,y - TPR_y| (Shen et al. Eq. 4, fairlib)",
+            "selection": sel, "signature": result.signature}
 
 
 def main(config: dict[str, Any]) -> dict[str, Any]:
@@ -378,16 +614,17 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     cfg = resolve_config(config)
     out = str(prepare_output_dir(cfg["output_dir"], config))
     data = load_data(cfg["data"])
-    datasets, collator, factory = build_datasets(cfg, data)
+    datasets, collator, factory = build_datasets(cfg, data, out)
     outputs, info = _train(cfg, data, datasets, collator, factory, out)
-    dev = _score(data, outputs, "dev", cfg["seed"])
-    test = _score(data, outputs, "test", cfg["seed"])
+    dev = _score(cfg, data, outputs, "dev")
+    test = _score(cfg, data, outputs, "test")
     results = {
         "objective": cfg["objective"],
         "dataset": cfg["data"]["dataset"],
         "model": cfg["model"]["type"],
         "seed": cfg["seed"],
         "selection": cfg["selection"] + " (dev set)",
+        "metric_conventions": _conventions(cfg, test, data),
         "dev": dev.summary(percent=True),  # percent, as every fairmt report
         "test": test.summary(percent=True),
         "test_full": test.to_percent_dict(),
@@ -400,14 +637,18 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     with open(os.path.join(out, "results.json"), "w") as fh:
         json.dump(results, fh, indent=2, default=str)
     t = results["test"]
-    print(f"fairmt: {cfg['objective']} on {cfg['data']['dataset']} (test): accuracy {t['accuracy']:.2f}, "
-          f"GAP {t['gap']:.2f}, ΔEO {t['delta_eo']:.2f} (%)\n  results: {os.path.join(out, 'results.json')}"
+    f1 = f"F1 {t['f1']:.2f}" if "f1" in t else f"macro-F1 {t['macro_f1']:.2f}"
+    print(f"fairmt: {cfg['objective']} on {cfg['data']['dataset']} (test): accuracy {t['accuracy']:.2f}, {f1}, "
+          f"GAP {t['gap']:.2f}, ΔEO {t['delta_eo']:.2f} ({t['eo_classes']} classes) (%)"
+          f"\n  results: {os.path.join(out, 'results.json')}"
           + (f"\n  model: {info['model_dir']}" if info.get("model_dir") else ""))
     if cfg["save_predictions"]:
         logits, hidden = outputs["test"]
+        probs = _probs(logits)
         s = data.splits["test"]
         with open(os.path.join(out, "predictions.jsonl"), "w") as fh:
             for i in range(len(s)):
                 fh.write(json.dumps({"label": s.labels[i], "pred": int(logits[i].argmax()), "group": s.groups[i],
+                                     "score": [round(float(v), 6) for v in probs[i]],
                                      "hidden": [round(float(v), 5) for v in hidden[i]]}) + "\n")
     return results

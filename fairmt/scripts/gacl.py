@@ -20,7 +20,10 @@ Recipe keys (see ``recipes/gacl/small100_en-de.yaml`` for a documented example):
   ``metric`` (``explicit_accuracy``, the released code's choice, or ``accuracy``), ``patience`` (10 evaluations,
   as the released code), ``num_beams`` (5, the paper's beam), ``batch_size``; the best checkpoint is restored at
   the end;
-* ``push_to_hub`` is a ``training`` field as in transformers; the teacher is never saved or pushed.
+* ``push_to_hub`` is a ``training`` field as in transformers; the teacher is never saved or pushed;
+* ``tiny_model`` (optional; ``recipes/gacl/tiny_offline.yaml``): ``pretrain_steps``, ``seed`` — build ``model`` and
+  ``data.train`` offline, like ``fairmt demo``'s stereotyped original and its balanced data, where they do not exist
+  (:func:`fairmt.demo.prepare_tiny_recipe`).
 
 α = 0.4 and λ = 1.0 in the shipped recipes come from the authors' released script (``run_translation.sh``); the
 paper does not print them.
@@ -144,6 +147,10 @@ def build_trainer(config: dict):
 
 def main(config: dict):
     prepare_output_dir(resolve_config(config).output_dir, config)  # before the model loads
+    if config.get("tiny_model"):
+        from fairmt.demo import prepare_tiny_recipe
+
+        prepare_tiny_recipe(config)
     trainer, tm = build_trainer(config)
     trainer.train(resume_from_checkpoint=config.get("resume_from_checkpoint"))
     trainer.save_model()

@@ -4,10 +4,22 @@ An adversary ``D`` tries to predict the protected group ``a`` from the represent
 gradient-reversal layer (GRL; Ganin & Lempitsky, 2015) between ``h`` and ``D`` makes the encoder *maximise* the
 adversary's loss while the adversary minimises it (Elazar & Goldberg, 2018; Li et al., 2018):
 
-    L = CE(f(h), y) + Σ_k CE(D_k(GRL_λ(h) [⊕ onehot(y)]), a) / K  +  λ_diff · L_diff
+    L = CE(f(h), y) + Σ_k CE(D_k(GRL_{λ/K}(h) [⊕ onehot(y)]), a)  +  λ_diff · L_diff     (adv_weighting="fairlib")
+    L = CE(f(h), y) + Σ_k CE(D_k(GRL_λ(h) [⊕ onehot(y)]), a) / K  +  λ_diff · L_diff     (adv_weighting="mean")
 
 * ``GRL_λ`` is the identity forward and multiplies the gradient by ``−λ`` backward (``adv_lambda``; CSCL's grid
   {0.1, 0.5, 1, 2}); the adversaries themselves receive the unscaled gradient of their loss.
+* **Weighting of K adversaries** (``adv_weighting``). fairlib (Han et al.'s code, which Shen et al. and the CSCL
+  release follow) trains the encoder on ``CE − (λ/K)·Σ_k CE_k`` and each discriminator ``k`` with its own optimizer
+  on ``CE_k + λ_diff·Σ_{j≠k} Diff(h_k, h_j)``. ``"fairlib"`` (default) gives exactly these gradients in one joint step:
+  every adversary's CE at full weight, the reversal at ``λ/K`` — so the papers' λ_adv / λ_diff grids carry over.
+  ``"mean"`` (fairmt ≤ 0.2) averages the K adversaries' CE: the encoder gradient is the same, but each adversary's
+  CE gradient is scaled by ``1/K`` against the penalty; it equals fairlib's run with ``λ_diff(mean) = λ_diff(fairlib)/K``
+  up to an overall factor ``1/K`` on the adversaries' gradient (immaterial to Adam; a learning-rate factor for SGD).
+  Remaining differences from fairlib: its discriminators step first, one after another, on the same batch, and the
+  encoder then sees the updated ones; fairmt updates everything in one step (the adversaries in their own parameter
+  group, so their Adam moments are their own) and clips the adversaries' gradients to ``max_grad_norm`` (fairlib clips
+  nothing: set ``max_grad_norm=0``).
 * **Conditional adversary** (``adv_conditional``, for equalized odds; Madras et al., 2018; Zhao et al., 2019, as
   Chi et al.'s baselines): the adversary also sees the one-hot task label, so only the group information that is
   *not* explained by the label is penalised (``Ŷ ⊥ A | Y``) instead of all of it (demographic parity).
@@ -25,9 +37,11 @@ adversary's loss while the adversary minimises it (Elazar & Goldberg, 2018; Li e
   must be tuned for the one used. The penalty trains the adversaries only: it is computed on a detached copy of
   ``h`` (``λ_diff`` = ``diff_lambda``; CSCL's grid {0, 100, 1000, 5000}).
 
-``h`` is the pooled last entry of ``hidden_states`` (``output_hidden_states=True``): the ``[CLS]`` vector (or the
-masked mean) of an ``AutoModelForSequenceClassification``, or the encoder output of the small models in
-:mod:`fairmt.models.text_classifiers` — the same representation leakage@h and the fair contrastive losses use.
+``h`` is by default (``pooling="head"``) the input of the classification head: the encoder output of fairmt's
+classifiers (:mod:`fairmt.models.text_classifiers`, :class:`~fairmt.models.encoder_classifier.TransformerClassifier`)
+or the captured head input of an ``AutoModelForSequenceClassification`` — the same representation leakage@h and the
+fair contrastive losses use. Shen et al. (2022) run Han et al.'s diverse adversaries *without* the label (three
+discriminators, orthogonality penalty; ``adv_conditional=False``); Chi et al. (2022) condition them on the label.
 
 The adversaries live in the Trainer (``trainer.adversary``), train in the same optimizer (an extra parameter group,
 learning rate ``adv_learning_rate``; their gradients clipped to ``max_grad_norm`` and reset after every optimizer
@@ -49,7 +63,7 @@ from torch import nn
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from fairmt.errors import FairmtError
-from fairmt.models.pooling import representation_and_logits
+from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
 from fairmt.trainers.faults import FaultGuardMixin
 from fairmt.trainers.sharding import ShardingMixin
 from fairmt.trainers.term_logging import LossTermLogMixin
@@ -132,6 +146,7 @@ class Adversary(nn.Module):
 
 
 DIFF_ORIENTATIONS = ("batch", "hidden")
+ADV_WEIGHTINGS = ("fairlib", "mean")
 
 
 def difference_loss(hiddens: list[torch.Tensor], eps: float = 1e-6, orientation: str = "batch") -> torch.Tensor:
@@ -181,8 +196,11 @@ class AdversarialConfig(TrainingArguments):
         adv_hidden_size: width of the adversaries' hidden layers (300, as Shen et al.'s encoder and fairlib).
         adv_n_layers: number of hidden layers per adversary (2).
         adv_dropout: dropout inside the adversaries.
+        adv_weighting: ``fairlib`` (each adversary's CE at full weight, reversal λ/K: fairlib's gradients, default) or
+            ``mean`` (the K adversaries' CE averaged, reversal λ); see the module docstring.
         adv_learning_rate: learning rate of the adversaries (default: ``learning_rate``).
-        pooling: ``cls`` or ``mean`` pooling of 3-D hidden states (2-D hidden states are used as they are).
+        pooling: the representation ``h``: ``head`` (default: the classification head's input, the vector leakage@h
+            and the fair contrastive losses use) or ``cls``/``mean`` pooling of the last hidden state.
         group_column: batch key holding the protected attribute.
     """
 
@@ -196,7 +214,8 @@ class AdversarialConfig(TrainingArguments):
     adv_n_layers: int = field(default=2, metadata={"help": "adversary hidden layers"})
     adv_dropout: float = field(default=0.0, metadata={"help": "adversary dropout"})
     adv_learning_rate: float | None = field(default=None, metadata={"help": "adversary LR (default: learning_rate)"})
-    pooling: str = field(default="cls", metadata={"help": "cls | mean (3-D hidden states)"})
+    adv_weighting: str = field(default="fairlib", metadata={"help": "fairlib | mean (weighting of K adversaries)"})
+    pooling: str = field(default="head", metadata={"help": "head (the classifier's input) | cls | mean"})
     group_column: str = field(default="group", metadata={"help": "batch key of the protected attribute"})
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the group column"})
 
@@ -210,8 +229,10 @@ class AdversarialConfig(TrainingArguments):
             raise FairmtError(f"n_adversaries must be ≥ 1, got {self.n_adversaries}")
         if self.diff_orientation not in DIFF_ORIENTATIONS:
             raise FairmtError(f"diff_orientation must be one of {DIFF_ORIENTATIONS}, got {self.diff_orientation!r}")
-        if self.pooling not in ("cls", "mean"):
-            raise FairmtError(f"pooling must be cls or mean, got {self.pooling!r}")
+        if self.pooling not in REPRESENTATIONS:
+            raise FairmtError(f"pooling must be one of {', '.join(REPRESENTATIONS)}, got {self.pooling!r}")
+        if self.adv_weighting not in ADV_WEIGHTINGS:
+            raise FairmtError(f"adv_weighting must be one of {', '.join(ADV_WEIGHTINGS)}, got {self.adv_weighting!r}")
         if self.remove_unused_columns:
             raise FairmtError("remove_unused_columns=True drops the group column the adversary needs; set it to False")
 
@@ -316,7 +337,8 @@ class AdversarialTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Train
         return representation_and_logits(model, model_inputs, self.args.pooling)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        """``CE + mean_k CE_adv_k(GRL_λ(h)) + λ_diff·L_diff`` in training; CE alone in evaluation."""
+        """``CE + Σ_k CE_adv_k(GRL_{λ/K}(h)) + λ_diff·L_diff`` (or the ``mean`` weighting) in training; CE alone in
+        evaluation. ``loss_adv`` logs the adversaries' mean CE."""
         a = self.args
         model_inputs, labels, groups = self._split(inputs)
         rep, logits = self.representation_and_logits(model, model_inputs)
@@ -332,10 +354,12 @@ class AdversarialTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Train
         if groups.min() < 0 or groups.max() >= a.num_groups:
             raise FairmtError(f"group ids must lie in [0, {a.num_groups}); got {groups.unique().tolist()}")
         cond = labels if a.adv_conditional else None
-        outs = self.adversary(grad_reverse(rep, a.adv_lambda), cond)
+        k = a.n_adversaries
+        strength = a.adv_lambda / k if a.adv_weighting == "fairlib" else a.adv_lambda
+        outs = self.adversary(grad_reverse(rep, strength), cond)
         adv_losses = [F.cross_entropy(lg.float(), groups) for lg, _ in outs]
         adv = torch.stack(adv_losses).mean()
-        loss = ce + adv
+        loss = ce + (adv * k if a.adv_weighting == "fairlib" else adv)
         terms = {"loss_ce": ce, "loss_adv": adv}
         with torch.no_grad():
             terms["adv_accuracy"] = torch.stack([(lg.argmax(-1) == groups).float().mean() for lg, _ in outs]).mean()

@@ -1,22 +1,43 @@
-"""Fairness-driven sampling without demographic labels (Martin & Ogbuokiri, "Reducing Representation Bias through
-Fairness-Driven Sampling in Contrastive Learning").
+"""Fairness-driven sampling (Martin & Ogbuokiri, "Reducing Representation Bias through Fairness-Driven Sampling in
+Contrastive Learning") and its SimCLR baseline, for image and text encoders alike.
 
-Latent subgroups replace demographic labels: K-means (scikit-learn, K = 4 as in the paper) is fitted on the
-model's *current* representations of the training set, and refitted every ``cluster_refresh_steps`` optimizer
-steps. Inside each batch, samples are assigned to the nearest centroid of the current fit; each anchor's positive
-is its nearest same-cluster neighbour and its negatives are drawn from other clusters with weight
-``max(0, 1/C − p(c)) + ε`` and favouring distant samples (:func:`fairmt.losses.fairness_sampling_nt_xent`), where
-``p(c)`` is the cluster's share of the training set at the last fit.
+One Trainer, four objectives (``FairnessSamplingConfig.objective``):
 
-Objectives:
+=====================  ===========================================================================================
+``simclr``             SimCLR with random sampling: two views of each sample (kornia augmentations for images,
+                       dropout for text), NT-Xent over **all** in-batch candidates (:func:`fairmt.losses.nt_xent_loss`);
+                       the paper's phase 1 and its baseline
+``sampling_pretrain``  Algorithm 1: NT-Xent on (anchor, nearest same-cluster neighbour over the whole set, ``m``
+                       negatives drawn from other clusters) (:func:`fairmt.losses.fair_pair_nt_xent`); the paper's
+                       phase 2, self-supervised
+``sampling``           ``CE + μ·L_Algorithm-1`` on a labelled classifier (the text extension: hate speech + GRU)
+``ce``                 cross-entropy only
+=====================  ===========================================================================================
 
-* ``sampling``: ``CE + μ·L_NT-Xent-fds`` (classification fine-tuning; μ = ``sampling_weight``);
-* ``sampling_pretrain``: ``L_NT-Xent-fds`` alone (self-supervised, as the paper's SimCLR setting; then train a
-  head on the frozen encoder with ``objective="ce"``).
+How Algorithm 1 runs (``sampling_pretrain`` / ``sampling``):
 
-The protected attribute is never used for training; a ``group`` column, when present, is only carried for
-evaluation. After each fit the trainer logs the cluster dominance ratio (largest cluster share) and the
-representation entropy, the paper's balance measures.
+* **one vector space**: ``z`` = the L2-normalised projection (:class:`fairmt.models.vision.SimCLRModel`) or, for a
+  classifier without a projection head, its pooled representation. Clusters, positives, negatives and the loss all
+  use it.
+* **latent subgroups**: by default (``cluster_refit="once"``) the K-means fit given to the Trainer
+  (``latent_subgroups=``, the recipe fits it on the stage-1 model over the whole training set) or, when none is
+  given, one fit on the model at the start of training; labels and ``p(c) = N_c/N`` (over the full set) then stay
+  fixed. ``cluster_refit="every_n_steps"`` refits K-means on the current model every ``cluster_refresh_steps``
+  optimizer steps (fairmt's earlier text variant).
+* **the index**: ``Z`` holds the embedding of every training sample (clean images, eval mode); it is recomputed every
+  ``index_refresh_steps`` optimizer steps (default: once per epoch; 0: never, Algorithm 1 on the initial ``Z``). At
+  each refresh every sample's positive is recomputed (scikit-learn ``NearestNeighbors`` per cluster, over all of
+  ``Z``) — :class:`fairmt.data.fair_sampling.PairIndex`.
+* **batches**: :class:`fairmt.data.fair_sampling.FairPairBatchSampler` yields ``[anchors | positives | negatives]``;
+  with ``negative_source="encode"`` (default) all three are augmented and encoded in one forward, so gradients reach
+  every image (a step encodes ``(2 + m)·N`` images against SimCLR's ``2N``). ``negative_source="bank"`` encodes
+  anchors and positives only and takes the negatives' embeddings from ``Z`` (no gradient through them; as stale as
+  the last refresh) — cheaper, a departure from a plain NT-Xent over the pairs.
+* ``num_negatives`` defaults to 1, as published; more (independent draws) is an extension.
+
+The protected attribute is never read in training; a ``group`` column is carried for evaluation only. Each training
+log holds ``loss_ntxent`` (and ``loss_ce``), the dominance ratio and entropy of the current clusters, and the share of
+drawn negatives per cluster since the last log (``neg_share_c{k}``).
 """
 
 from __future__ import annotations
@@ -29,159 +50,355 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
+from transformers import Trainer, TrainingArguments
 
+from fairmt.data.fair_sampling import (
+    FairPairBatchSampler,
+    IndexedCollator,
+    IndexedDataset,
+    LatentSubgroups,
+    PairIndex,
+    fit_latent_subgroups,
+)
 from fairmt.errors import FairmtError
-from fairmt.losses import fairness_sampling_nt_xent
-from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
+from fairmt.losses import fair_pair_nt_xent, gather_with_grad, nt_xent_loss
+from fairmt.distributed import world_size
+from fairmt.models.pooling import representation_and_logits
+from fairmt.models.vision import contrastive_features
+from fairmt.trainers.faults import FaultGuardMixin
+from fairmt.trainers.sharding import ShardingMixin
+from fairmt.trainers.term_logging import LossTermLogMixin
 
-SAMPLING_OBJECTIVES = ("sampling", "sampling_pretrain", "ce")
+SAMPLING_OBJECTIVES = ("simclr", "sampling_pretrain", "sampling", "ce")
+CLUSTER_REFIT = ("once", "every_n_steps")
+NEGATIVE_SOURCES = ("encode", "bank")
 
 
 @dataclass
-class FairnessSamplingConfig(FairContrastiveConfig):
-    """Arguments of :class:`FairnessSamplingTrainer` (paper defaults: K = 4, τ = 0.5, ε = 0.1).
+class FairnessSamplingConfig(TrainingArguments):
+    """Arguments of :class:`FairnessSamplingTrainer` (defaults: the paper's K = 4, τ = 0.5, ε = 0.1, one negative).
 
     Args:
-        n_clusters: K of K-means (latent subgroups).
-        epsilon: ε, the floor weight of every other cluster.
-        num_negatives: negatives drawn per anchor (without replacement; all eligible ones if fewer).
-        sampling_temperature: τ of the NT-Xent.
+        objective: ``simclr``, ``sampling_pretrain``, ``sampling`` or ``ce`` (module docstring).
+        n_clusters: K of K-means (latent subgroups), when the Trainer fits them.
+        kmeans_n_init: K-means restarts (scikit-learn ``n_init``).
+        epsilon: ε, the floor weight of every other cluster in ``w(c) = max(0, 1/C − p(c)) + ε``.
+        num_negatives: negatives per anchor (1 as published; more is an extension).
+        sampling_temperature: τ of the NT-Xent (both objectives).
         sampling_weight: μ, weight of the NT-Xent next to CE in ``objective="sampling"``.
-        cluster_refresh_steps: refit K-means every this many optimizer steps (and before the first step).
-        cluster_fit_samples: at most this many training samples (a fixed random subset) are embedded for a fit.
+        cluster_refit: ``once`` (fixed latent subgroups) or ``every_n_steps``.
+        cluster_refresh_steps: the refit interval of ``every_n_steps``, in optimizer steps (default 50); refused with
+            ``once``, where it would do nothing (fairmt's earlier text variant refitted by default).
+        index_refresh_steps: recompute ``Z`` (and the positives) every this many optimizer steps; ``None``: once per
+            epoch; ``0``: never.
+        negative_source: ``encode`` (negatives encoded with the anchors, with gradient) or ``bank`` (their ``Z``
+            rows).
+        pooling: ``cls`` or ``mean`` pooling for text classifiers returning 3-D hidden states.
+        group_column: batch key of the protected attribute (carried for evaluation, never trained on).
     """
 
-    objective: str = field(default="sampling", metadata={"help": "sampling | sampling_pretrain | ce"})
-    views: str = field(default="none", metadata={"help": "single view: positives are nearest neighbours"})
+    objective: str = field(default="sampling_pretrain", metadata={"help": "simclr | sampling_pretrain | sampling | ce"})
     n_clusters: int = field(default=4, metadata={"help": "K of K-means"})
+    kmeans_n_init: int = field(default=10, metadata={"help": "K-means restarts"})
     epsilon: float = field(default=0.1, metadata={"help": "ε floor weight"})
-    num_negatives: int = field(default=16, metadata={"help": "negatives per anchor"})
+    num_negatives: int = field(default=1, metadata={"help": "negatives per anchor (1 as published)"})
     sampling_temperature: float = field(default=0.5, metadata={"help": "τ of the NT-Xent"})
     sampling_weight: float = field(default=0.1, metadata={"help": "μ: weight of the NT-Xent next to CE"})
-    cluster_refresh_steps: int = field(default=50, metadata={"help": "refit K-means every N steps"})
-    cluster_fit_samples: int = field(default=4096, metadata={"help": "max samples embedded per fit"})
+    cluster_refit: str = field(default="once", metadata={"help": "once | every_n_steps"})
+    cluster_refresh_steps: int | None = field(default=None, metadata={"help": "refit interval of every_n_steps (50)"})
+    index_refresh_steps: int | None = field(default=None, metadata={"help": "Z refresh interval (None: each epoch)"})
+    negative_source: str = field(default="encode", metadata={"help": "encode | bank"})
+    pooling: str = field(default="cls", metadata={"help": "cls | mean (3-D hidden states of text classifiers)"})
+    group_column: str = field(default="group", metadata={"help": "batch key of the protected attribute"})
+    remove_unused_columns: bool = field(default=False, metadata={"help": "keep the image/group columns"})
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.objective not in SAMPLING_OBJECTIVES:
+            raise FairmtError(f"objective must be one of {SAMPLING_OBJECTIVES}, got {self.objective!r}")
+        if self.n_clusters < 2:
+            raise FairmtError(f"n_clusters must be >= 2, got {self.n_clusters}")
+        if self.num_negatives < 1:
+            raise FairmtError(f"num_negatives must be >= 1, got {self.num_negatives}")
+        if self.sampling_temperature <= 0:
+            raise FairmtError(f"sampling_temperature must be > 0, got {self.sampling_temperature}")
+        if self.cluster_refit not in CLUSTER_REFIT:
+            raise FairmtError(f"cluster_refit must be one of {CLUSTER_REFIT}, got {self.cluster_refit!r}")
+        if self.cluster_refit == "once" and self.cluster_refresh_steps is not None:
+            raise FairmtError(f"cluster_refresh_steps={self.cluster_refresh_steps} does nothing with cluster_refit='once' "
+                              "(clusters fitted once, as published); set cluster_refit='every_n_steps' to refit them")
+        if self.cluster_refit == "every_n_steps" and self.cluster_refresh_steps is None:
+            self.cluster_refresh_steps = 50
+        if self.cluster_refresh_steps is not None and self.cluster_refresh_steps < 1:
+            raise FairmtError(f"cluster_refresh_steps must be >= 1, got {self.cluster_refresh_steps}")
+        if self.index_refresh_steps is not None and self.index_refresh_steps < 0:
+            raise FairmtError(f"index_refresh_steps must be >= 0 (0: never) or None (each epoch), got "
+                              f"{self.index_refresh_steps}")
+        if self.negative_source not in NEGATIVE_SOURCES:
+            raise FairmtError(f"negative_source must be one of {NEGATIVE_SOURCES}, got {self.negative_source!r}")
+        if self.pooling not in ("cls", "mean"):
+            raise FairmtError(f"pooling must be cls or mean, got {self.pooling!r}")
+        if self.remove_unused_columns:
+            raise FairmtError("remove_unused_columns=True drops the image and group columns; set it to False")
 
     @classmethod
     def allowed_objectives(cls) -> tuple[str, ...]:
         return SAMPLING_OBJECTIVES
 
-    def __post_init__(self):
-        super().__post_init__()
-        if self.n_clusters < 2:
-            raise FairmtError(f"n_clusters must be >= 2, got {self.n_clusters}")
-        if self.cluster_refresh_steps < 1:
-            raise FairmtError(f"cluster_refresh_steps must be >= 1, got {self.cluster_refresh_steps}")
+
+def _concat(batches: list[dict[str, Any]]) -> dict[str, Any]:
+    return {k: torch.cat([b[k] for b in batches]) if isinstance(batches[0][k], torch.Tensor) else batches[0][k]
+            for k in batches[0]}
 
 
-class FairnessSamplingTrainer(FairContrastiveTrainer):
-    """Trainer with fairness-driven NT-Xent on latent K-means subgroups; see the module docstring."""
+class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
+    """Trainer for SimCLR and fairness-driven sampling (module docstring, :class:`FairnessSamplingConfig`).
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    Extra arguments:
+        augmentation: a :class:`fairmt.data.images.SimCLRAugmentation` (images: the views of ``pixel_values``;
+            without it image batches are taken as already normalised and ``simclr`` is refused).
+        latent_subgroups: a :class:`fairmt.data.fair_sampling.LatentSubgroups` fitted on the training set (same row
+            order); without it the Trainer fits K-means itself at the start.
+        index_embeddings: the ``(N, d)`` normalised embeddings ``latent_subgroups`` was fitted on — the initial
+            ``Z``, saving one embedding pass.
+
+    Example::
+
+        args = FairnessSamplingConfig(output_dir="out", objective="sampling_pretrain", per_device_train_batch_size=256)
+        trainer = FairnessSamplingTrainer(model=simclr_model, args=args, train_dataset=images,
+                                          data_collator=ImageCollator(processor), augmentation=SimCLRAugmentation(m, s),
+                                          latent_subgroups=LatentSubgroups.load("run/clusters"))
+        trainer.train()
+    """
+
+    loss_is_scaled_for_ga = False  # every term is a per-batch mean
+
+    def __init__(self, *args: Any, augmentation: Any = None, latent_subgroups: LatentSubgroups | None = None,
+                 index_embeddings: np.ndarray | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not isinstance(self.args, FairnessSamplingConfig):
             raise FairmtError("FairnessSamplingTrainer needs FairnessSamplingConfig arguments")
-        self.centroids: torch.Tensor | None = None
-        self.cluster_probs: torch.Tensor | None = None
-        self._fitted_at: int | None = None
-        self._generator = torch.Generator().manual_seed(self.args.seed)
+        if not self.label_names or self.label_names == ["labels"]:
+            self.label_names = ["labels", self.args.group_column]
+        self.augmentation = augmentation
+        self.latent_subgroups = latent_subgroups
+        self._initial_z = index_embeddings
+        if latent_subgroups is not None and self.train_dataset is not None and \
+                len(latent_subgroups.labels) != len(self.train_dataset):
+            raise FairmtError(f"latent_subgroups label {len(latent_subgroups.labels)} samples but the training set "
+                              f"holds {len(self.train_dataset)}; fit them on the same rows")
+        self.pair_index: PairIndex | None = None
         self.cluster_history: list[dict[str, Any]] = []
+        self._fitted_at: int | None = None
+        self._refreshed_at: int | None = None
+        self._steps_per_epoch = 1
+        self._neg_counts = np.zeros(max(self.args.n_clusters, 1), dtype=np.int64)
+        self._generator = torch.Generator().manual_seed(self.args.seed)
 
-    def _needs_groups(self) -> bool:
-        return False
+    # ------------------------------------------------------------------ inputs and views
+    def _split(self, inputs: dict[str, Any]) -> tuple[dict[str, Any], Any, Any]:
+        inputs = dict(inputs)
+        labels = inputs.pop("labels", None)
+        inputs.pop(self.args.group_column, None)
+        index = inputs.pop("sample_index", None)
+        return inputs, labels, index
 
-    def _n_views(self) -> int:
-        return 1
+    def _view(self, model_inputs: dict[str, Any], augment: bool) -> dict[str, Any]:
+        """Images: an augmented view (``augment``) or the normalised image; other inputs as they are."""
+        if "pixel_values" not in model_inputs or self.augmentation is None:
+            return model_inputs
+        pv = model_inputs["pixel_values"]
+        return {**model_inputs, "pixel_values": self.augmentation(pv) if augment else self.augmentation.clean(pv)}
 
-    # ------------------------------------------------------------------ clustering
+    def _features(self, model, model_inputs):
+        return contrastive_features(model, model_inputs, self.args.pooling)
+
+    # ------------------------------------------------------------------ the index over the whole training set
     @torch.no_grad()
-    def embed_dataset(self, model: torch.nn.Module, dataset: Any) -> np.ndarray:
-        """Current representations of (a fixed subset of) ``dataset``, in eval mode."""
-        n = len(dataset)
-        limit = self.args.cluster_fit_samples
-        if n > limit:
-            rng = np.random.default_rng(self.args.seed)
-            dataset = dataset.select(sorted(rng.choice(n, limit, replace=False).tolist()))
-        loader = DataLoader(dataset, batch_size=self.args.per_device_eval_batch_size, collate_fn=self.data_collator)
+    def embed_dataset(self, model: torch.nn.Module | None = None, dataset: Any = None,
+                      with_features: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """L2-normalised ``z`` of every row of ``dataset`` (default: the training set) in order — clean images, eval
+        mode; with ``with_features`` also the backbone features ``h``."""
+        model = self.model if model is None else model
+        dataset = self.train_dataset if dataset is None else dataset
+        loader = DataLoader(dataset, batch_size=self.args.per_device_eval_batch_size, shuffle=False,
+                            collate_fn=self.data_collator, num_workers=self.args.dataloader_num_workers)
         was_training = model.training
         model.eval()
-        out = []
+        zs, hs = [], []
         try:
             for batch in loader:
                 batch = self._prepare_inputs(batch)
-                model_inputs, _, _, _ = self._split_inputs(batch)
-                rep, _ = self.representation_and_logits(model, model_inputs)
-                out.append(F.normalize(rep.float(), dim=-1).cpu())
+                model_inputs, _, _ = self._split(batch)
+                h, z, _ = self._features(model, self._view(model_inputs, augment=False))
+                zs.append(F.normalize(z.float(), dim=-1).cpu())
+                if with_features:
+                    hs.append(h.float().cpu())
         finally:
             model.train(was_training)
-        return torch.cat(out).numpy()
+        z = torch.cat(zs).numpy()
+        return (z, torch.cat(hs).numpy()) if with_features else z
 
-    def refresh_clusters(self, model: torch.nn.Module) -> None:
-        """Fit K-means on the current training-set representations; store centroids and ``p(c)``."""
-        from sklearn.cluster import KMeans
-
-        if self.train_dataset is None:
-            raise FairmtError("fairness-driven sampling needs a train_dataset to fit the latent subgroups on")
-        X = self.embed_dataset(model, self.train_dataset)
-        k = self.args.n_clusters
-        if len(X) < k:
-            raise FairmtError(f"K-means with K={k} needs at least {k} training samples, got {len(X)}")
-        km = KMeans(n_clusters=k, n_init=4, random_state=self.args.seed).fit(X)
-        sizes = np.bincount(km.labels_, minlength=k)
-        p = sizes / sizes.sum()
-        self.centroids = torch.tensor(km.cluster_centers_, dtype=torch.float32)
-        self.cluster_probs = torch.tensor(p, dtype=torch.float64)
+    def _fit(self, z: np.ndarray) -> LatentSubgroups:
+        a = self.args
+        sub = fit_latent_subgroups(z, a.n_clusters, a.seed, a.kmeans_n_init, space="normalised projection")
         self._fitted_at = self.state.global_step
-        nz = p[p > 0]
-        record = {
-            "step": self.state.global_step,
-            "cluster_sizes": sizes.tolist(),
-            "cluster_dominance_ratio": float(p.max()),
-            "representation_entropy": float(-(nz * np.log2(nz)).sum()),
-        }
-        self.cluster_history.append(record)
+        return sub
 
-    def assign_clusters(self, reps: torch.Tensor) -> torch.Tensor:
-        """Nearest-centroid cluster of each (L2-normalised) representation."""
-        assert self.centroids is not None
-        z = F.normalize(reps.detach().float(), dim=-1)
-        return torch.cdist(z, self.centroids.to(z.device)).argmin(dim=1)
+    def _record_clusters(self, labels: np.ndarray, k: int, event: str) -> None:
+        sizes = np.bincount(labels, minlength=k)
+        p = sizes / sizes.sum()
+        nz = p[p > 0]
+        self.cluster_history.append({
+            "step": self.state.global_step, "event": event, "cluster_sizes": sizes.tolist(),
+            "cluster_dominance_ratio": float(p.max()), "representation_entropy": float(-(nz * np.log2(nz)).sum()),
+        })
+
+    def build_index(self, model: torch.nn.Module | None = None) -> PairIndex:
+        """The initial :class:`PairIndex`: the given latent subgroups (and ``Z``) or a K-means fit on ``model``."""
+        if self.train_dataset is None:
+            raise FairmtError("fairness-driven sampling needs a train_dataset to build the latent subgroups on")
+        a = self.args
+        z = self._initial_z if self._initial_z is not None else self.embed_dataset(model)
+        if len(z) != len(self.train_dataset):
+            raise FairmtError(f"index_embeddings has {len(z)} rows for {len(self.train_dataset)} training samples")
+        if self.latent_subgroups is None:
+            self.latent_subgroups = self._fit(z)
+            event = "fit"
+        else:
+            event = "given"
+            self._fitted_at = self.state.global_step
+        sub = self.latent_subgroups
+        self.pair_index = PairIndex(z, sub.labels, sub.n_clusters, sub.probs, a.epsilon)
+        self._refreshed_at = self.state.global_step
+        if len(self._neg_counts) != sub.n_clusters:
+            self._neg_counts = np.zeros(sub.n_clusters, dtype=np.int64)
+        self._record_clusters(sub.labels, sub.n_clusters, event)
+        return self.pair_index
+
+    def refresh_index(self, model: torch.nn.Module, refit: bool = False) -> None:
+        """Recompute ``Z`` with ``model`` (and, with ``refit``, K-means and ``p(c)``); recompute every positive."""
+        z = self.embed_dataset(model)
+        if refit:
+            self.latent_subgroups = self._fit(z)
+            sub = self.latent_subgroups
+            self.pair_index.update(z, sub.labels, sub.n_clusters, sub.probs)
+            self._record_clusters(sub.labels, sub.n_clusters, "refit")
+        else:
+            self.pair_index.update(z)
+        self._refreshed_at = self.state.global_step
 
     def _maybe_refresh(self, model: torch.nn.Module) -> None:
-        step = self.state.global_step
-        if self._fitted_at is None or step - self._fitted_at >= self.args.cluster_refresh_steps:
-            self.refresh_clusters(model)
+        a, step = self.args, self.state.global_step
+        if self.pair_index is None:
+            self.build_index(model)
+            return
+        if a.cluster_refit == "every_n_steps" and step - self._fitted_at >= a.cluster_refresh_steps:
+            self.refresh_index(model, refit=True)
+            return
+        every = self._steps_per_epoch if a.index_refresh_steps is None else a.index_refresh_steps
+        if every and step - self._refreshed_at >= every:
+            self.refresh_index(model)
+
+    # ------------------------------------------------------------------ data
+    def get_train_dataloader(self) -> DataLoader:
+        """Algorithm 1's batches (``[anchors | positives | negatives]``) for the sampling objectives."""
+        if self.args.objective in ("simclr", "ce"):
+            return super().get_train_dataloader()
+        if self.pair_index is None:
+            self.build_index(self.model)
+        a = self.args
+        sampler = FairPairBatchSampler(self.pair_index, a.per_device_train_batch_size, a.num_negatives,
+                                       drop_last=a.dataloader_drop_last, seed=a.seed,
+                                       with_negatives=a.negative_source == "encode")
+        loader = DataLoader(IndexedDataset(self.train_dataset), batch_sampler=sampler,
+                            collate_fn=IndexedCollator(self.data_collator), num_workers=a.dataloader_num_workers,
+                            pin_memory=a.dataloader_pin_memory)
+        loader = self.accelerator.prepare(loader)
+        self._steps_per_epoch = max(1, len(loader) // max(a.gradient_accumulation_steps, 1))
+        return loader
 
     # ------------------------------------------------------------------ objective
-    def objective_terms(self, reps, logits, labels, groups):
-        """``CE + μ·NT-Xent`` (``sampling``), ``NT-Xent`` (``sampling_pretrain``) or CE."""
+    def _ce(self, logits, labels):
+        if logits is None:
+            raise FairmtError(f"objective {self.args.objective!r} needs a classifier with logits (a model with a "
+                              "classification head)")
+        if labels is None:
+            raise FairmtError("the batch has no 'labels' column: CE needs task labels (sampling_pretrain and simclr do "
+                              "not)")
+        return F.cross_entropy(logits.float(), labels.long())
+
+    def objective_terms(self, model, inputs: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Total training loss and its terms for one batch."""
         a = self.args
+        model_inputs, labels, index = self._split(inputs)
         terms: dict[str, torch.Tensor] = {}
-        if a.objective != "sampling_pretrain" and labels is None:
-            raise FairmtError("the batch has no 'labels' column: CE needs task labels (sampling_pretrain does not)")
         if a.objective == "ce":
-            terms["ce"] = F.cross_entropy(logits.float(), labels.long())
+            _, _, logits = self._features(model, self._view(model_inputs, augment=True))
+            terms["ce"] = self._ce(logits, labels)
             return terms["ce"], terms
-        z = reps[0]
-        clusters = self.assign_clusters(z)
-        terms["ntxent"] = fairness_sampling_nt_xent(
-            z, clusters, self.cluster_probs, a.num_negatives, a.sampling_temperature, a.epsilon, self._generator
-        )
+        if a.objective == "simclr":
+            if "pixel_values" in model_inputs and self.augmentation is None:
+                raise FairmtError("simclr on images needs an augmentation (SimCLRAugmentation): two identical views "
+                                  "teach nothing")
+            both = _concat([self._view(model_inputs, True), self._view(model_inputs, True)])
+            _, z, _ = self._features(model, both)
+            z1, z2 = z.chunk(2)
+            if world_size() > 1:  # every process's views are candidates (dataloader_drop_last=True)
+                z1, z2 = gather_with_grad(z1), gather_with_grad(z2)
+            terms["ntxent"] = nt_xent_loss(z1, z2, a.sampling_temperature)
+            return terms["ntxent"], terms
+        rows = next(v.shape[0] for v in model_inputs.values() if isinstance(v, torch.Tensor))
+        m = a.num_negatives
+        per = 2 + m if a.negative_source == "encode" else 2
+        n = rows // per
+        if n * per != rows or index is None:
+            raise FairmtError(f"objective {a.objective!r} expects batches of [anchors | positives | negatives] from "
+                              "FairnessSamplingTrainer's own dataloader (get_train_dataloader)")
+        _, z, logits = self._features(model, self._view(model_inputs, augment=True))
+        anchors, positives = z[:n], z[n: 2 * n]
+        if a.negative_source == "encode":
+            negatives = z[2 * n:].reshape(n, m, -1)
+            neg_index = index[2 * n:].cpu().numpy()
+        else:
+            neg_index = self.pair_index.negatives(index[:n].cpu().numpy(), m, self._generator).reshape(-1)
+            negatives = torch.from_numpy(self.pair_index.Z[neg_index]).to(z.device, z.dtype).reshape(n, m, -1)
+        self._neg_counts += np.bincount(self.pair_index.labels[neg_index], minlength=len(self._neg_counts))
+        terms["ntxent"] = fair_pair_nt_xent(anchors, positives, negatives, a.sampling_temperature)
         if a.objective == "sampling_pretrain":
             return terms["ntxent"], terms
-        terms["ce"] = F.cross_entropy(logits.float(), labels.long())
+        terms["ce"] = self._ce(None if logits is None else logits[:n], None if labels is None else labels[:n])
         return terms["ce"] + a.sampling_weight * terms["ntxent"], terms
 
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        """The objective on training batches; CE with ``logits``/``hidden`` outputs in evaluation (classifiers)."""
+        if not model.training:
+            model_inputs, labels, _ = self._split(inputs)
+            rep, logits = representation_and_logits(model, model_inputs, self.args.pooling)
+            if labels is None:
+                raise FairmtError("the evaluation batch has no 'labels' column")
+            loss = F.cross_entropy(logits.float(), labels.long())
+            return (loss, {"logits": logits, "hidden": rep}) if return_outputs else loss
+        loss, terms = self.objective_terms(model, inputs)
+        self._record_terms(terms, prefix="loss_")
+        return (loss, {}) if return_outputs else loss
+
     def training_step(self, model, inputs, num_items_in_batch=None):
-        """Refit the latent subgroups when due, then the usual (optionally gradient-cached) step."""
-        if self.args.objective != "ce":
-            self._maybe_refresh(model)
+        """Refresh ``Z`` / refit the clusters when due, then the usual step."""
+        if self.args.objective in ("sampling", "sampling_pretrain"):
+            self._maybe_refresh(self.accelerator.unwrap_model(model))
         return super().training_step(model, inputs, num_items_in_batch)
 
     def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
-        """Also log the balance of the last K-means fit."""
+        """Also log the balance of the current latent subgroups and where the negatives came from."""
         if "loss" in logs and self.cluster_history:
             last = self.cluster_history[-1]
             logs["cluster_dominance_ratio"] = round(last["cluster_dominance_ratio"], 6)
             logs["representation_entropy"] = round(last["representation_entropy"], 6)
-            logs["max_entropy"] = round(math.log2(self.args.n_clusters), 6)
+            logs["max_entropy"] = round(math.log2(len(last["cluster_sizes"])), 6)
+            total = int(self._neg_counts.sum())
+            if total:
+                for c, k in enumerate(self._neg_counts):
+                    logs[f"neg_share_c{c}"] = round(float(k) / total, 6)
+                self._neg_counts[:] = 0
         super().log(logs, *args, **kwargs)

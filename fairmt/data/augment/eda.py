@@ -1,5 +1,7 @@
 """EDA views (Wei & Zou, 2019, "EDA: Easy Data Augmentation Techniques for Boosting Performance on Text
-Classification Tasks") for contrastive fine-tuning (Chi et al., 2022 use α = 0.1).
+Classification Tasks") for contrastive fine-tuning (Chi et al., 2022 use α = 0.1 and make four augmented copies of
+each example, :meth:`EDA.copies`; their collator draws one of the four at random for every example of a batch, which
+:class:`fairmt.data.classification.ClassificationCollator` does with a ``text_views`` column).
 
 Four operations on whitespace tokens, each applied to ``n = max(1, round(α·len(words)))`` words:
 
@@ -163,6 +165,12 @@ class EDA:
     def __call__(self, texts: Sequence[str]) -> list[str]:
         """One augmented view per text."""
         return [self.augment(t, 1)[0] for t in texts]
+
+    def copies(self, texts: Sequence[str], num_aug: int = 4) -> list[list[str]]:
+        """``num_aug`` augmented copies of every text (four in Wei & Zou's suggestion and Chi et al.'s setting)."""
+        if num_aug < 1:
+            raise FairmtError(f"EDA num_aug must be ≥ 1, got {num_aug}")
+        return [self.augment(t, num_aug) for t in texts]
 
 
 def eda(texts: Sequence[str], alpha: float = 0.1, synonyms: SynonymSource | None = None, seed: int = 0) -> list[str]:

@@ -1,14 +1,15 @@
-"""Classification fairness (accuracy, macro-F1, GAP, ΔEO, leakage) as a Hugging Face ``evaluate`` metric (fairmt)."""
+"""Classification fairness (accuracy, F1, AUC, GAP, ΔEO, leakage) as a Hugging Face ``evaluate`` metric (fairmt)."""
 
 import datasets
 import evaluate
 
 from fairmt.citations import bibtex
 
-_DESCRIPTION = """Utility and group fairness of a classifier's predictions: accuracy, macro-F1, GAP (root mean square
-of the per-class true-positive-rate gaps between groups, as in fairlib) and ΔEO (equalized-odds difference), plus
-leakage of the protected attribute when hidden representations are given. Same numbers as
-`fairmt eval classification` on the same predictions."""
+_DESCRIPTION = """Utility and group fairness of a classifier's predictions: accuracy, F1 (the positive class's for a
+two-class task, micro-F1 for more), macro-F1, AUC-ROC when scores are given, GAP (root mean square of the per-class
+true-positive-rate gaps between groups, as in fairlib) and ΔEO (equalized-odds difference; over the positive class
+or over every class, as eo_classes says), plus leakage of the protected attribute when hidden representations are
+given. Same numbers as `fairmt eval classification` on the same predictions."""
 
 _KWARGS_DESCRIPTION = """
 Args:
@@ -17,8 +18,12 @@ Args:
     hidden: optional (n, d) representations for leakage@h; train_hidden / train_groups / train_preds /
         train_logits: the split the leakage SVM is trained on; logits: optional (n, |Y|) logits for leakage@ŷ;
         leakage: False skips the leakage SVMs (the CLI's --no-leakage).
+    scores: optional class probabilities for AUC-ROC ((n,) positive-class or (n, K) per-class).
+    positive_class: the positive class of a two-class task (default the larger label).
+    eo_classes: "positive" (default) or "all" (the CSCL release's convention, 2x for two classes).
 Returns:
-    the fields of fairmt.eval.classification.ClassificationResult (accuracy, macro_f1, gap, delta_eo, ..., signature),
+    the fields of fairmt.eval.classification.ClassificationResult (accuracy, f1, macro_f1, auc, gap, delta_eo, ...,
+    signature),
     rates in percent as the CLI reports them ("scale": "percent").
 Example:
     >>> m = evaluate.load(fairmt.evaluate_module("classification_fairness"))
@@ -40,7 +45,8 @@ class ClassificationFairness(evaluate.Metric):
         )
 
     def _compute(self, predictions, references, groups=None, hidden=None, logits=None, train_hidden=None,
-                 train_groups=None, train_preds=None, train_logits=None, leakage=True, seed=0):
+                 train_groups=None, train_preds=None, train_logits=None, leakage=True, seed=0, scores=None,
+                 positive_class=None, eo_classes="positive"):
         import warnings
 
         from fairmt.errors import FairmtError
@@ -54,6 +60,7 @@ class ClassificationFairness(evaluate.Metric):
                 list(references), list(predictions), list(groups), hidden=hidden if leakage else None,
                 logits=logits if leakage else None, train_hidden=train_hidden if leakage else None,
                 train_preds=train_preds, train_logits=train_logits, train_groups=train_groups if leakage else None,
-                leakage_yhat=leakage, seed=seed,
+                leakage_yhat=leakage, seed=seed, scores=scores, positive_class=positive_class,
+                eo_classes=eo_classes,
             )
         return result.to_percent_dict()

@@ -1,0 +1,113 @@
+"""``fairmt sweep RECIPE [key=value ...] --grid key=v1,v2 --seeds N``: grids, sampled searches and seeds over any
+recipe, each run an ordinary ``fairmt train`` in its own folder, on Optuna (:mod:`fairmt.sweep`).
+
+``fairmt sweep report DIR`` rewrites ``DIR/sweep.json``, ``sweep.md`` and ``tradeoff.png`` from the finished runs.
+"""
+
+from __future__ import annotations
+
+from fairmt.errors import FairmtError
+
+
+def register(groups) -> None:
+    p = groups["top"].add_parser(
+        "sweep", help="run a recipe over a grid (or a sampled search) × seeds; mean ± std, Pareto front, selection",
+        description="fairmt sweep RECIPE [key=value ...] --grid KEY=V1,V2 [--grid ...] --seeds N — or — "
+                    "fairmt sweep report SWEEP_DIR. Every trial is one `fairmt train` run in its own folder under "
+                    "--output-dir; the study is an Optuna study (SQLite in that folder unless --storage).")
+    p.add_argument("recipe", help="recipe YAML file or built-in recipe name (or `report` followed by a sweep folder)")
+    p.add_argument("overrides", nargs="*", help="fixed dotted key=value overrides for every trial")
+    p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2,...",
+                   help="a recipe key and the values to try (repeat for a product of several keys)")
+    p.add_argument("--range", action="append", default=[], metavar="KEY=LOW:HIGH[:log]",
+                   help="with --search: a numeric range to sample (integers if both ends are)")
+    p.add_argument("--seeds", default="1", metavar="N|S1,S2,...",
+                   help="seeds per setting: N (seeds 0..N-1) or a comma-separated list")
+    p.add_argument("--search", type=int, default=None, metavar="N",
+                   help="sample N settings (TPE for one objective, NSGA-II for several) instead of the whole grid")
+    p.add_argument("--objective", action="append", default=[], metavar="METRIC:max|min",
+                   help="a dev metric of the recipe's results to optimise (repeat for several); default for "
+                        "classification: dev.accuracy:max dev.gap:min")
+    p.add_argument("--tradeoff", default=None, metavar="PERF:max,FAIR:min",
+                   help="the two metrics of the Pareto front, the plot and the selection rules (default: the first "
+                        "two objectives, or the recipe family's)")
+    p.add_argument("--select", default="dto", metavar="RULE",
+                   help="model-selection rule on the dev metrics: dto, accuracy_then_gap, accuracy or loss")
+    p.add_argument("--output-dir", default=None, help="the sweep folder (default: runs/sweeps/<recipe>-<time>)")
+    p.add_argument("--storage", default=None, metavar="URL|JOURNAL_FILE",
+                   help="Optuna storage: an RDB URL (sqlite:///..., postgresql://...) or a journal file on a shared "
+                        "filesystem (default: sqlite:///<output-dir>/study.db)")
+    p.add_argument("--study-name", default=None, help="study name in the storage (default: the sweep folder's name)")
+    p.add_argument("--join", action="store_true",
+                   help="run trials beside other processes working on the same study (several GPUs or machines)")
+    p.add_argument("--launcher", default="python", choices=("python", "accelerate"),
+                   help="run each trial with python, or under `accelerate launch`")
+    p.add_argument("--accelerate-config", default=None, metavar="FILE",
+                   help="accelerate config for --launcher accelerate (a file, or a shipped one: ddp, fsdp2, ...)")
+    p.add_argument("--grace-period", type=int, default=600, metavar="SECONDS",
+                   help="a trial of another machine without a heartbeat for this long is failed and rerun")
+    p.add_argument("--max-failures", type=int, default=3, help="stop after this many failed trials in a row")
+    p.add_argument("--sampler-seed", type=int, default=None, help="seed of the TPE/NSGA-II sampler")
+    p.set_defaults(handler=_run)
+
+
+def _run(args) -> int:
+    if args.recipe == "report":
+        return _report(args)
+    from fairmt.sweep.engine import SweepInterrupted, require_optuna, run_sweep, study_info
+    from fairmt.sweep.report import write_report
+    from fairmt.sweep.spec import build_spec
+
+    require_optuna()
+    spec = build_spec(args.recipe, args.overrides, args.grid, args.range, args.seeds, args.objective,
+                      tradeoff=args.tradeoff, search=args.search, select=args.select, output_dir=args.output_dir,
+                      storage=args.storage, study_name=args.study_name, launcher=args.launcher,
+                      accelerate_config=args.accelerate_config, join=args.join, grace_period=args.grace_period,
+                      max_failures=args.max_failures, sampler_seed=args.sampler_seed)
+    print(f"fairmt sweep: {spec.mode} over {spec.recipe} in {spec.output_dir} (study {spec.study_name!r})", flush=True)
+    try:
+        outcome = run_sweep(spec)
+    except (KeyboardInterrupt, SweepInterrupted):
+        print(f"fairmt sweep: interrupted; the running trial is marked failed. Run the same command again to resume "
+              f"({spec.output_dir})", flush=True)
+        return 130
+    report = write_report(spec.output_dir, spec, study_info(spec))
+    prog = outcome.progress
+    print(f"fairmt sweep: {outcome.ran} run(s) trained, {outcome.reused} reused; "
+          f"{report['runs_finished']}/{report['runs_expected']} runs finished", flush=True)
+    for line in outcome.failed:
+        print(f"  failed: {line}")
+    if prog and prog.running_elsewhere:
+        print(f"fairmt sweep: {prog.running_elsewhere} trial(s) still run in other processes; the last one to finish "
+              "writes the final report (or run `fairmt sweep report DIR`)")
+    if prog and prog.failed:
+        print(f"fairmt sweep: {len(prog.failed)} run(s) failed: run the same command again to retry them")
+    _print_summary(report)
+    return 0 if not outcome.failed and not (prog and prog.failed) else 1
+
+
+def _report(args) -> int:
+    from pathlib import Path
+
+    from fairmt.sweep.engine import load_spec, study_info
+    from fairmt.sweep.report import write_report
+
+    if len(args.overrides) != 1:
+        raise FairmtError("usage: fairmt sweep report SWEEP_DIR")
+    out = Path(args.overrides[0])
+    spec = load_spec(out)
+    report = write_report(out, spec, study_info(spec))
+    _print_summary(report)
+    return 0
+
+
+def _print_summary(report: dict) -> None:
+    out = report["folder"]
+    sel = report.get("selected")
+    if sel:
+        test = ", ".join(f"{k.removeprefix('test.')} {v:.2f}" for k, v in sel["test"]["mean"].items())
+        print(f"fairmt sweep: selected {sel['setting']} {sel['overrides']} on dev by {sel['rule']}: test {test}")
+    else:
+        why = report["selection"]["by_rule"].get(report["selection"]["rule"], {}).get("unavailable", "no finished run")
+        print(f"fairmt sweep: no setting selected by {report['selection']['rule']}: {why}")
+    print(f"  report: {out}/sweep.md  {out}/sweep.json" + (f"  {out}/tradeoff.png" if report.get("plot") else ""))

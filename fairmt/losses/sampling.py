@@ -1,0 +1,265 @@
+"""SimCLR's NT-Xent and the pair construction of fairness-driven sampling (Martin & Ogbuokiri, "Reducing
+Representation Bias through Fairness-Driven Sampling in Contrastive Learning", Algorithm 1).
+
+* :func:`nt_xent_loss` — the plain SimCLR objective (Chen et al., 2020, Eq. 1; the paper's Eq. 2.1): two views of
+  every sample, the other view is the positive and **every** other in-batch view a negative. This is the
+  random-sampling baseline of the paper.
+* :func:`cluster_weights` — ``w(c) = max(0, q(c) − p(c)) + ε`` with ``q(c) = 1/C`` (Algorithm 1, line 10).
+* :func:`fairness_sampling_probs` — the exact distribution a negative is drawn from (Algorithm 1, lines 9–13), as a
+  dense matrix: the reference the sampler is tested against.
+* :func:`sample_fair_negatives` — draws negatives from that distribution over a whole embedding set ``Z`` in
+  ``O(batch)`` expected time (two-stage: cluster by weight, then member by distance through rejection sampling).
+* :func:`fair_pair_nt_xent` — NT-Xent on Algorithm 1's pairs: one positive and ``m`` drawn negatives per anchor.
+
+The nearest same-cluster positive over the whole set is found with scikit-learn in
+:class:`fairmt.data.fair_sampling.PairIndex` (layer 2); everything here is pure PyTorch (layer 1).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from fairmt.errors import FairmtError
+from fairmt.losses.contrastive import masked_contrastive_loss
+
+
+def nt_xent_loss(view1: torch.Tensor, view2: torch.Tensor, temperature: float = 0.5, normalize: bool = True) -> torch.Tensor:
+    """SimCLR's NT-Xent over ``2N`` views (Chen et al., 2020, Eq. 1; Martin & Ogbuokiri, Eq. 2.1)::
+
+        ℓ(i, j) = −log( exp(sim(z_i, z_j)/τ) / Σ_{k=1..2N, k≠i} exp(sim(z_i, z_k)/τ) )
+        L       = 1/(2N) Σ_{k=1..N} [ ℓ(k, N+k) + ℓ(N+k, k) ]
+
+    ``view1[k]`` and ``view2[k]`` are the two augmented views of sample ``k``; ``sim`` is the cosine when
+    ``normalize`` (the published form). Every view is an anchor, its positive is the other view of its sample and all
+    ``2N − 2`` remaining views of the batch are its negatives ("random sampling": no candidate is left out).
+
+    Example::
+
+        >>> z1, z2 = torch.randn(8, 128), torch.randn(8, 128)
+        >>> loss = nt_xent_loss(z1, z2, temperature=0.5)
+    """
+    if view1.dim() != 2 or view1.shape != view2.shape:
+        raise FairmtError(f"the two views must both be (N, d), got {tuple(view1.shape)} and {tuple(view2.shape)}")
+    n = view1.shape[0]
+    if n < 2:
+        raise FairmtError(f"NT-Xent needs at least 2 samples per batch (negatives are the other samples), got {n}")
+    z = torch.cat([view1, view2])
+    rows = torch.arange(2 * n, device=z.device)
+    pos = torch.zeros(2 * n, 2 * n, dtype=torch.bool, device=z.device)
+    pos[rows, (rows + n) % (2 * n)] = True
+    neg = ~pos & ~torch.eye(2 * n, dtype=torch.bool, device=z.device)
+    return masked_contrastive_loss(z, z, pos, neg, temperature, "mean", normalize)
+
+
+def fair_pair_nt_xent(
+    anchors: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor, temperature: float = 0.5,
+    normalize: bool = True,
+) -> torch.Tensor:
+    """NT-Xent on Algorithm 1's pairs (Martin & Ogbuokiri, Eq. 2.1 with the pairs of Algorithm 1)::
+
+        ℓ_i = −log( exp(sim(a_i, p_i)/τ) / ( exp(sim(a_i, p_i)/τ) + Σ_{j=1..m} exp(sim(a_i, n_ij)/τ) ) )
+        L   = mean_i ℓ_i
+
+    ``anchors`` and ``positives`` are ``(N, d)`` (``positives[i]`` is the embedding of anchor ``i``'s nearest
+    same-cluster neighbour), ``negatives`` is ``(N, m, d)`` or ``(N, d)`` for ``m = 1`` (the published setting: one
+    negative per anchor drawn by :func:`sample_fair_negatives`). Only these ``1 + m`` candidates are in an anchor's
+    denominator.
+
+    Example::
+
+        >>> a, p, n = torch.randn(8, 128), torch.randn(8, 128), torch.randn(8, 1, 128)
+        >>> loss = fair_pair_nt_xent(a, p, n, temperature=0.5)
+    """
+    if negatives.dim() == 2:
+        negatives = negatives[:, None]
+    if anchors.dim() != 2 or positives.shape != anchors.shape or negatives.dim() != 3 or \
+            negatives.shape[0] != anchors.shape[0] or negatives.shape[2] != anchors.shape[1]:
+        raise FairmtError(
+            f"anchors (N, d), positives (N, d) and negatives (N, m, d) expected, got {tuple(anchors.shape)}, "
+            f"{tuple(positives.shape)} and {tuple(negatives.shape)}")
+    n, m, d = negatives.shape
+    candidates = torch.cat([positives, negatives.reshape(n * m, d)])
+    rows = torch.arange(n, device=anchors.device)
+    pos = torch.zeros(n, n + n * m, dtype=torch.bool, device=anchors.device)
+    pos[rows, rows] = True
+    neg = torch.zeros_like(pos)
+    cols = n + rows[:, None] * m + torch.arange(m, device=anchors.device)[None, :]
+    neg[rows[:, None].expand(n, m), cols] = True
+    return masked_contrastive_loss(anchors, candidates, pos, neg, temperature, "mean", normalize)
+
+
+def cluster_weights(cluster_probs: torch.Tensor, epsilon: float = 0.1) -> torch.Tensor:
+    """Per-cluster negative weights ``w(c) = max(0, q(c) − p(c)) + ε``, ``q(c) = 1/C`` (Algorithm 1, line 10).
+
+    ``cluster_probs`` holds ``p(c) = N_c / N`` over the whole training set, length ``C``. Under-represented clusters
+    (``p(c) < 1/C``) get their deficit plus ε; over-represented ones only ε (0.1 in the paper).
+    """
+    p = torch.as_tensor(cluster_probs, dtype=torch.float64).reshape(-1)
+    if p.numel() == 0 or bool((p < 0).any()) or not bool(torch.isfinite(p).all()):
+        raise FairmtError(f"cluster_probs must be a non-empty vector of proportions, got {p.tolist()}")
+    if epsilon < 0:
+        raise FairmtError(f"epsilon must be >= 0, got {epsilon}")
+    return torch.clamp(1.0 / p.numel() - p, min=0.0) + epsilon
+
+
+def _labels(x: torch.Tensor, n: int, name: str, n_clusters: int) -> torch.Tensor:
+    x = torch.as_tensor(x).reshape(-1).long()
+    if x.shape[0] != n:
+        raise FairmtError(f"{name} has {x.shape[0]} entries for {n} embeddings")
+    if x.numel() and (int(x.min()) < 0 or int(x.max()) >= n_clusters):
+        raise FairmtError(f"cluster ids must lie in [0, {n_clusters - 1}] (len(cluster_probs)), got "
+                          f"{sorted(set(x.tolist()))[:10]}")
+    return x
+
+
+def _anchor_cluster_probs(anchor_clusters: torch.Tensor, present: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """``(B, C)``: the normalised weights of the clusters an anchor may draw a negative from (non-empty, not its
+    own). Raises when an anchor has none."""
+    c = w.numel()
+    allowed = present[None, :] & (torch.arange(c)[None, :] != anchor_clusters[:, None])
+    cw = torch.where(allowed, w[None, :].expand(len(anchor_clusters), -1), torch.zeros(()).double())
+    total = cw.sum(1, keepdim=True)
+    if bool((total <= 0).any()):
+        raise FairmtError("an anchor has no other non-empty cluster to draw a negative from: the embeddings fall into "
+                          "a single latent subgroup (check the K-means fit)")
+    return cw / total
+
+
+def fairness_sampling_probs(
+    embeddings: torch.Tensor,
+    clusters: torch.Tensor,
+    cluster_probs: torch.Tensor,
+    epsilon: float = 0.1,
+    *,
+    bank: torch.Tensor | None = None,
+    bank_clusters: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The distribution a negative is drawn from, for every anchor (Algorithm 1, lines 9–13)::
+
+        P_i(k) = w̃_i(c_k) · ‖z_i − z_k‖₂ / Σ_{k' : c_k' = c_k} ‖z_i − z_k'‖₂ ,   c_k ≠ c_i
+        w̃_i(c) = w(c) / Σ_{c' ≠ c_i, N_c' > 0} w(c')
+
+    i.e. a cluster other than the anchor's is chosen with its normalised weight, then a member of it with probability
+    proportional to its distance from the anchor (farther samples are more likely). A cluster whose members all sit
+    at distance 0 from the anchor is sampled uniformly. Candidates are ``bank`` (the whole embedding set ``Z`` with
+    its ``bank_clusters``) or, when not given, the anchors themselves. Returns a dense ``(B, M)`` float64 matrix —
+    the reference :func:`sample_fair_negatives` is checked against, not meant for large ``M``.
+    """
+    z = embeddings.detach().double()
+    w = cluster_weights(cluster_probs, epsilon)
+    anchor_c = _labels(clusters, z.shape[0], "clusters", w.numel())
+    cand = z if bank is None else bank.detach().double()
+    cand_c = anchor_c if bank is None else _labels(bank_clusters, cand.shape[0], "bank_clusters", w.numel())
+    onehot = torch.nn.functional.one_hot(cand_c, w.numel()).double()  # (M, C)
+    present = onehot.sum(0) > 0
+    cw = _anchor_cluster_probs(anchor_c, present, w)  # (B, C)
+    dist = torch.cdist(z, cand)  # (B, M)
+    mass = dist @ onehot  # (B, C): distance mass of each cluster seen from each anchor
+    size = onehot.sum(0)
+    k_mass = mass[:, cand_c]  # (B, M)
+    within = torch.where(k_mass > 0, dist / k_mass.clamp(min=1e-300), 1.0 / size[cand_c][None, :])
+    other = anchor_c[:, None] != cand_c[None, :]
+    return cw[:, cand_c] * within * other
+
+
+class FairNegativeSampler:
+    """Draws negatives from a whole embedding set ``Z`` (Algorithm 1, lines 9–14) — exactly the distribution of
+    :func:`fairness_sampling_probs`, without the ``(B, M)`` distance matrix.
+
+    Built once per ``Z`` (cluster member lists, norms and weights are precomputed); :meth:`sample` then costs
+    ``O(B · proposals · d)`` per call:
+
+    1. each draw picks a cluster ``c ≠ c_i`` with probability ``w̃_i(c)`` (non-empty clusters only);
+    2. a member ``k`` of ``c`` is proposed uniformly and accepted with probability ``‖z_i − z_k‖ / D_i(c)``,
+       ``D_i(c) = ‖z_i‖ + max_{k∈c} ‖z_k‖`` (≥ every such distance, by the triangle inequality; 2 for unit vectors),
+       so an accepted member has probability ∝ its distance. ``proposals`` members are tried per round; after
+       ``max_rounds`` rounds the (rare) draws still open are made from the exact within-cluster distribution.
+
+    Draws are independent (with replacement): one negative per anchor is the published setting; more is an
+    extension. CPU tensors; ``generator`` is a CPU ``torch.Generator``.
+    """
+
+    def __init__(self, bank: torch.Tensor, bank_clusters: torch.Tensor, cluster_probs: torch.Tensor,
+                 epsilon: float = 0.1, proposals: int = 8, max_rounds: int = 16):
+        self.bank = bank.detach().float().cpu()
+        self.weights = cluster_weights(cluster_probs, epsilon)
+        self.n_clusters = self.weights.numel()
+        self.clusters = _labels(bank_clusters, self.bank.shape[0], "bank_clusters", self.n_clusters).cpu()
+        self.size = torch.bincount(self.clusters, minlength=self.n_clusters)
+        self.order = torch.argsort(self.clusters, stable=True)
+        self.start = torch.cumsum(self.size, 0) - self.size
+        norms = self.bank.norm(dim=1)
+        self.max_norm = torch.zeros(self.n_clusters).scatter_reduce(0, self.clusters, norms, reduce="amax",
+                                                                    include_self=True)
+        self.proposals, self.max_rounds = proposals, max_rounds
+
+    def cluster_probs_for(self, anchor_clusters: torch.Tensor) -> torch.Tensor:
+        """``(B, C)``: the probability of drawing from each cluster, per anchor (``w̃_i``)."""
+        c_a = _labels(anchor_clusters, len(torch.as_tensor(anchor_clusters).reshape(-1)), "anchor_clusters",
+                      self.n_clusters).cpu()
+        return _anchor_cluster_probs(c_a, self.size > 0, self.weights)
+
+    def sample(self, anchor_embeddings: torch.Tensor, anchor_clusters: torch.Tensor, num_negatives: int = 1,
+               generator: torch.Generator | None = None) -> torch.Tensor:
+        """``(B, num_negatives)`` indices into the bank."""
+        if num_negatives < 1:
+            raise FairmtError(f"num_negatives must be >= 1, got {num_negatives}")
+        z_a = anchor_embeddings.detach().float().cpu()
+        if z_a.dim() != 2 or z_a.shape[1] != self.bank.shape[1]:
+            raise FairmtError(f"anchors must be (B, {self.bank.shape[1]}), got {tuple(z_a.shape)}")
+        cw = self.cluster_probs_for(anchor_clusters)
+        b, m = z_a.shape[0], num_negatives
+        if b == 0:
+            return torch.zeros(0, m, dtype=torch.long)
+        cl = torch.multinomial(cw.float(), m, replacement=True, generator=generator).reshape(-1)  # (B·m,)
+        anchor = torch.arange(b).repeat_interleave(m)
+        bound = z_a.norm(dim=1)[anchor] + self.max_norm[cl]
+        size, start, order = self.size[cl], self.start[cl], self.order
+        out = torch.full((b * m,), -1, dtype=torch.long)
+        open_rows = torch.arange(b * m)
+        for _ in range(self.max_rounds):
+            if open_rows.numel() == 0:
+                break
+            r = open_rows.numel()
+            sz = size[open_rows][:, None]
+            local = torch.minimum((torch.rand(r, self.proposals, generator=generator) * sz).long(), sz - 1)
+            cand = order[start[open_rows][:, None] + local]  # (r, proposals), uniform members of the chosen cluster
+            d = (self.bank[cand] - z_a[anchor[open_rows]][:, None, :]).norm(dim=-1)
+            bnd = bound[open_rows][:, None]
+            ratio = torch.where(bnd > 0, d / bnd.clamp(min=1e-30), torch.ones_like(d))
+            accept = torch.rand(r, self.proposals, generator=generator) < ratio
+            has = accept.any(1)
+            first = accept.float().argmax(1)  # the first accepted proposal: i.i.d. proposals, so a valid draw
+            out[open_rows[has]] = cand[has, first[has]]
+            open_rows = open_rows[~has]
+        for row in open_rows.tolist():  # exact fallback over all members of the chosen cluster
+            c = int(cl[row])
+            members = order[int(self.start[c]): int(self.start[c] + self.size[c])]
+            d = (self.bank[members] - z_a[anchor[row]]).norm(dim=-1).double()
+            probs = d / d.sum() if float(d.sum()) > 0 else torch.full_like(d, 1.0 / len(d))
+            out[row] = members[torch.multinomial(probs, 1, generator=generator)]
+        return out.reshape(b, m)
+
+
+def sample_fair_negatives(
+    anchor_embeddings: torch.Tensor,
+    anchor_clusters: torch.Tensor,
+    bank: torch.Tensor,
+    bank_clusters: torch.Tensor,
+    cluster_probs: torch.Tensor,
+    num_negatives: int = 1,
+    epsilon: float = 0.1,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Draw ``num_negatives`` negatives per anchor from the whole set ``bank`` (Algorithm 1, lines 9–14); see
+    :class:`FairNegativeSampler` (build one and call :meth:`~FairNegativeSampler.sample` to draw repeatedly from the
+    same ``Z``). Returns ``(B, num_negatives)`` indices into ``bank``.
+
+    Example::
+
+        >>> Z = torch.nn.functional.normalize(torch.randn(1000, 128), dim=-1); c = torch.randint(0, 4, (1000,))
+        >>> p = torch.bincount(c, minlength=4) / 1000.0
+        >>> neg = sample_fair_negatives(Z[:8], c[:8], Z, c, p)          # (8, 1)
+    """
+    sampler = FairNegativeSampler(bank, bank_clusters, cluster_probs, epsilon)
+    return sampler.sample(anchor_embeddings, anchor_clusters, num_negatives, generator)

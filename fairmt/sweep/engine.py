@@ -1,0 +1,666 @@
+"""The sweep's workers: an Optuna study, one ordinary ``fairmt train`` subprocess per run.
+
+Study and samplers (Optuna's): a grid is :class:`optuna.samplers.GridSampler` over the grid keys and ``seed`` (one
+trial = one run, so several workers share the seeds of a setting); ``--search N`` samples N settings with
+:class:`~optuna.samplers.TPESampler` (one objective) or :class:`~optuna.samplers.NSGAIISampler` (several; population
+N/2, 2 to 50), one trial = one setting trained with every seed, its value the seed mean of each objective; a setting
+proposed again reuses its finished runs. The study lives in
+``DIR/study.db`` (SQLite) unless ``--storage`` names an RDB URL or a journal file; every worker (``--join``) asks
+the same study for its next trial.
+
+Runs: ``DIR/trials/<setting>/seed-<s>/`` holds ``trial.json`` (the command), ``train.log`` and ``run/`` (the
+recipe's own output folder: its ``results.json``, model, checkpoints); ``done.json`` is written, atomically, only
+after the subprocess exited 0 and its results were read. A run folder with ``done.json`` is never rerun nor
+rewritten; one without is deleted before its run starts again.
+
+Interrupted trials: a worker records its host, pid and the pid's start time in the trial (user attribute
+``fairmt:owner``) and a heartbeat every ``grace_period/4`` seconds (at most 60 s; ``fairmt:heartbeat``). A trial
+left RUNNING by a process that is gone — on this host, a pid that no longer exists (immediately); on another host,
+no heartbeat for ``grace_period`` — is failed and re-queued with its parameters by Optuna's
+:class:`~optuna.storages.RetryHeartbeatStaleTrialCallback`. Optuna's own heartbeat exists for RDB storages only and
+under ``study.optimize`` only; this one works for the journal file storage too. A run that fails (non-zero exit) is
+retried when the sweep command runs again, not by the same process. With SQLite (one machine), workers take trials
+under a file lock: SQLite has no row locks, so two workers could otherwise pop the same queued retry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from fairmt.errors import FairmtError
+from fairmt.sweep.results import family, flatten, read_results
+from fairmt.sweep.spec import SweepSpec, check_metrics, yaml_scalar
+
+OWNER = "fairmt:owner"
+HEARTBEAT = "fairmt:heartbeat"
+RETRY_OF = "fairmt:retry_of"
+SPEC_FILE = "sweep_spec.json"
+HOST = socket.gethostname()
+
+Runner = Callable[[list[str], Path], int]
+
+
+class TrialFailed(Exception):
+    """A run exited non-zero or left no readable results."""
+
+
+class SweepInterrupted(BaseException):
+    """SIGTERM (a scheduler's time limit or preemption) while a trial runs."""
+
+
+def require_optuna():
+    """Optuna (and psutil, for the liveness of workers), or the extra to install."""
+    try:
+        import optuna
+        import psutil  # noqa: F401
+    except ImportError as err:
+        raise FairmtError(f'fairmt sweep needs {err.name or "Optuna"}: pip install "fairmt[sweep]"') from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+# ------------------------------------------------------------------------------------------------- storage
+def redact(url: str) -> str:
+    """The storage URL with its password hidden."""
+    if "://" not in url:
+        return url
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - not a URL sqlalchemy can parse: show it without credentials
+        return re.sub(r"//[^@/]*@", "//***@", url)
+
+
+def open_storage(url: str):
+    """An Optuna storage: an RDB URL (``sqlite:///FILE``, ``postgresql://…``, ``mysql+pymysql://…``) or the path of
+    a journal file (``JournalFileBackend``, for several machines on a shared filesystem)."""
+    optuna = require_optuna()
+    shown = redact(url)
+    try:
+        if "://" in url:
+            kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+            for attempt in range(5):
+                try:
+                    return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+                except Exception as err:  # noqa: BLE001
+                    # workers starting together race to create SQLite's tables: the loser sees them on a retry
+                    racing = any(m in str(err) for m in ("already exists", "UNIQUE constraint", "locked"))
+                    if not (url.startswith("sqlite") and racing and attempt < 4):
+                        raise
+                    time.sleep(0.2 * (attempt + 1))
+        path = Path(url)
+        if path.is_dir():
+            raise FairmtError(f"cannot open the study storage {shown}: it is a folder (give a journal file path or "
+                              "an RDB URL such as sqlite:///study.db)")
+        if not path.parent.is_dir():
+            raise FairmtError(f"cannot open the study storage {shown}: folder {path.parent} does not exist")
+        from optuna.storages.journal import JournalFileBackend
+
+        return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
+    except FairmtError:
+        raise
+    except Exception as err:  # noqa: BLE001 - sqlalchemy/driver errors of every kind: one line naming the URL
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise FairmtError(f"cannot open the study storage {shown}: {type(err).__name__}: {first}") from None
+
+
+def make_sampler(spec: SweepSpec):
+    optuna = require_optuna()
+    if spec.mode == "grid":
+        return optuna.samplers.GridSampler({**spec.grid, "seed": spec.seeds}, seed=0)
+    if len(spec.objectives) == 1:
+        return optuna.samplers.TPESampler(seed=spec.sampler_seed)
+    return optuna.samplers.NSGAIISampler(population_size=max(2, min(50, spec.search // 2)), seed=spec.sampler_seed)
+
+
+def _normal(x: Any) -> Any:
+    return json.loads(json.dumps(x))
+
+
+def open_study(spec: SweepSpec, storage):
+    """Create or load the study; a study of the same name holding another sweep is refused."""
+    optuna = require_optuna()
+    sampler = make_sampler(spec)
+    study = optuna.create_study(storage=storage, study_name=spec.study_name, sampler=sampler,
+                                directions=[d for _, d in spec.objectives], load_if_exists=True)
+    mine = _normal(spec.identity())
+    theirs = study.user_attrs.get("fairmt:sweep")
+    if theirs is None:
+        study.set_user_attr("fairmt:sweep", mine)
+        study.set_user_attr("fairmt:recipe", spec.recipe)
+        study.set_user_attr("fairmt:sampler", type(sampler).__name__)
+    elif theirs != mine:
+        diff = [k for k in mine if mine.get(k) != theirs.get(k)]
+        raise FairmtError(f"study {spec.study_name!r} in {redact(spec.storage)} holds another sweep ({', '.join(diff)} "
+                          "differ): rerun with the same arguments, or choose another --study-name / --output-dir")
+    if [d.name.lower() for d in study.directions] != [d for _, d in spec.objectives]:
+        raise FairmtError(f"study {spec.study_name!r} optimises other directions: choose another --study-name")
+    return study
+
+
+# ------------------------------------------------------------------------------------------------- settings
+def setting_key(setting: dict[str, Any]) -> str:
+    return json.dumps(setting, sort_keys=True)
+
+
+def setting_slug(setting: dict[str, Any]) -> str:
+    """A readable, unique folder name: ``key=value_key=value-<hash>``."""
+    if not setting:
+        return "default"
+    text = "_".join(f"{k}={v}" for k, v in setting.items())
+    safe = re.sub(r"[^A-Za-z0-9._=+-]", "-", text)[:80]
+    return f"{safe}-{hashlib.sha1(setting_key(setting).encode()).hexdigest()[:6]}"
+
+
+def run_root(spec: SweepSpec, setting: dict[str, Any], seed: int) -> Path:
+    return Path(spec.output_dir) / "trials" / setting_slug(setting) / f"seed-{seed}"
+
+
+def split_params(spec: SweepSpec, params: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
+    """(setting in the spec's key order, seed or None)."""
+    keys = [*spec.grid, *spec.ranges]
+    return {k: params[k] for k in keys if k in params}, params.get("seed")
+
+
+def train_command(spec: SweepSpec, setting: dict[str, Any], seed: int, run_dir: Path) -> list[str]:
+    """``fairmt train RECIPE overrides… setting… seed output-folder`` (under ``accelerate launch`` if asked)."""
+    fam = family(spec.method)
+    overrides = [*spec.overrides, *(spec.override_for(k, v) for k, v in setting.items()), f"{fam.seed_key}={seed}"]
+    overrides += [f"{k}={yaml_scalar(str(run_dir))}" for k in fam.output_keys]
+    if fam.results_key:
+        overrides.append(f"{fam.results_key}={yaml_scalar(str(run_dir / fam.results))}")
+    train = ["-m", "fairmt", "train", spec.recipe_path, *overrides]
+    if spec.launcher == "accelerate":
+        return [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(spec.accelerate_config),
+                *train]
+    return [sys.executable, *train]
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the run gets SIGKILL when the worker dies (kill -9 of the worker alone leaves no orphan training)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - not Linux: the process group kill still reaches it
+        pass
+
+
+def run_subprocess(cmd: list[str], log_path: Path) -> int:
+    """Run ``cmd`` with stdout and stderr into ``log_path``; a worker that stops (signal, error) stops it too."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with open(log_path, "ab") as log:
+        log.write(("$ " + " ".join(cmd) + "\n").encode())
+        log.flush()
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        try:
+            return proc.wait()
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+def _log_tail(path: Path) -> str:
+    try:
+        lines = [ln.strip() for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
+
+
+@dataclass
+class RunResult:
+    metrics: dict[str, float]
+    root: Path
+    seconds: float
+    reused: bool
+
+
+def run_one(spec: SweepSpec, setting: dict[str, Any], seed: int, trial_number: int, runner: Runner) -> RunResult:
+    """One run of the recipe: reused when its ``done.json`` exists, else (re)started in a clean folder."""
+    from fairmt.eval.report import write_text_atomic
+
+    fam = family(spec.method)
+    root = run_root(spec, setting, seed)
+    done = root / "done.json"
+    if done.is_file():
+        info = json.loads(done.read_text(encoding="utf-8"))
+        return RunResult(flatten(read_results(root / info["results"])), root, 0.0, True)
+    if root.exists():
+        shutil.rmtree(root)  # an interrupted or failed attempt: nothing finished in it
+    root.mkdir(parents=True)
+    run_dir = root / "run"
+    cmd = train_command(spec, setting, seed, run_dir)
+    write_text_atomic(root / "trial.json", json.dumps(
+        {"setting": setting, "seed": seed, "trial": trial_number, "command": cmd, "cwd": os.getcwd(), "host": HOST,
+         "pid": os.getpid(), "started": datetime.now().isoformat(timespec="seconds")}, indent=2) + "\n")
+    t0 = time.time()
+    rc = runner(cmd, root / "train.log")
+    seconds = time.time() - t0
+    where = root.relative_to(spec.output_dir)
+    if rc != 0:
+        log = root / "train.log"
+        raise TrialFailed(f"{where}: fairmt train exited with {rc} (log {log}: {_log_tail(log)})")
+    try:
+        results = read_results(run_dir / fam.results)
+    except FairmtError as err:
+        raise TrialFailed(f"{where}: {err}") from None
+    metrics = flatten(results)
+    write_text_atomic(done, json.dumps({"setting": setting, "seed": seed, "trial": trial_number,
+                                        "results": f"run/{fam.results}", "seconds": round(seconds, 2),
+                                        "finished": datetime.now().isoformat(timespec="seconds")}, indent=2) + "\n")
+    return RunResult(metrics, root, seconds, False)
+
+
+# ------------------------------------------------------------------------------------------------- liveness
+def _pid_alive(pid: int, started: float) -> bool:
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        return abs(proc.create_time() - started) < 1.0 and proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def _my_owner(number: int) -> dict[str, Any]:
+    import psutil
+
+    return {"host": HOST, "pid": os.getpid(), "pid_started": psutil.Process().create_time(), "trial": number}
+
+
+def alive(trial, grace: float) -> bool:
+    """Whether a RUNNING trial's worker still runs it (see the module docstring)."""
+    now = time.time()
+    owner = trial.user_attrs.get(OWNER)
+    if not owner or owner.get("trial") != trial.number:  # just asked, or attributes copied from a retried trial
+        start = trial.datetime_start.timestamp() if trial.datetime_start else now
+        return now - start < grace
+    if owner.get("host") == HOST:
+        return _pid_alive(int(owner["pid"]), float(owner["pid_started"]))
+    beat = float(trial.user_attrs.get(HEARTBEAT, owner.get("pid_started", 0)))
+    return now - beat < grace
+
+
+def reap_stale(study, grace: float) -> list[int]:
+    """Fail the RUNNING trials no worker runs any more and queue each again (Optuna's retry callback)."""
+    optuna = require_optuna()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the callback is marked experimental
+        retry_cls = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None)  # Optuna ≥ 4.9
+        retry = (retry_cls or optuna.storages.RetryFailedTrialCallback)()
+    reaped = []
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        if alive(t, grace):
+            continue
+        try:
+            _tell(study, t.number, state=optuna.trial.TrialState.FAIL)
+        except (ValueError, RuntimeError, optuna.exceptions.UpdateFinishedTrialError):
+            continue  # another worker failed it first
+        retry(study, copy.deepcopy(t))  # the callback extends the trial's retry history in place
+        reaped.append(t.number)
+    return reaped
+
+
+def _complete_params(spec: SweepSpec, params: dict[str, Any]) -> bool:
+    names = {*spec.grid, *spec.ranges} | ({"seed"} if spec.mode == "grid" else set())
+    return set(params) == names
+
+
+def requeue_failed(study, spec: SweepSpec) -> list[int]:
+    """At start: queue again every failed run/setting that has no complete, running or queued trial."""
+    optuna = require_optuna()
+    S = optuna.trial.TrialState
+    trials = study.get_trials(deepcopy=False)
+    covered = {setting_key(t.params) for t in trials if t.state in (S.COMPLETE, S.RUNNING, S.WAITING)}
+    queued = []
+    for t in trials:
+        key = setting_key(t.params)
+        if t.state == S.FAIL and key not in covered and _complete_params(spec, t.params):
+            study.enqueue_trial(dict(t.params), user_attrs={RETRY_OF: t.number})
+            covered.add(key)
+            queued.append(t.number)
+    return queued
+
+
+@dataclass
+class Progress:
+    total: int  # runs (grid) or settings (search) the sweep needs
+    complete: int
+    available: int  # what a worker may still take
+    running_elsewhere: int
+    workers: int
+    failed: list[str] = field(default_factory=list)
+
+
+def progress(study, spec: SweepSpec, me: int | None = None) -> Progress:
+    optuna = require_optuna()
+    S = optuna.trial.TrialState
+    trials = study.get_trials(deepcopy=False)
+    done = {setting_key(t.params) for t in trials if t.state == S.COMPLETE}
+    running = [t for t in trials if t.state == S.RUNNING and t.number != me and alive(t, spec.grace_period)]
+    workers = {tuple((t.user_attrs.get(OWNER) or {}).get(k) for k in ("host", "pid")) for t in running}
+    waiting = {setting_key(t.params) for t in trials if t.state == S.WAITING}
+    run_keys = {setting_key(t.params) for t in running}
+    if spec.mode == "grid":
+        points = [setting_key({**s, "seed": seed}) for s in spec.settings() for seed in spec.seeds]
+        touched = {setting_key(t.params) for t in trials}
+        fresh = [p for p in points if p not in touched]
+        failed = [p for p in points if p in touched and p not in done | run_keys | waiting]
+        available = len(fresh) + len(waiting - done - run_keys)
+        return Progress(len(points), len(done & set(points)), available, len(run_keys - done), max(1, len(workers) + 1),
+                        failed)
+    complete = sum(t.state == S.COMPLETE for t in trials)
+    return Progress(spec.search, complete, spec.search - complete - len(running), len(running),
+                    max(1, len(workers) + 1))
+
+
+def _duplicate(study, spec: SweepSpec, number: int, params: dict[str, Any]):
+    """An earlier claim on the same run (grid) or setting (search) that makes this trial unnecessary: a trial with a
+    smaller number that is queued or running (alive), or (grid) a complete one. Two workers may get the same grid
+    point once the grid's first pass is handed out (Optuna's GridSampler documents it), and two workers failing the
+    same stale trial at once may both queue a retry; the smaller number wins. A smaller-numbered trial whose
+    parameters are not all set yet (its worker is between ``ask`` and ``suggest``) is waited for, briefly."""
+    optuna = require_optuna()
+    S = optuna.trial.TrialState
+    key = setting_key(params)
+    for _ in range(20):
+        pending = False
+        for t in study.get_trials(deepcopy=False, states=(S.COMPLETE, S.RUNNING, S.WAITING)):
+            if t.number == number:
+                continue
+            if t.number < number and t.state == S.RUNNING and not _complete_params(spec, t.params) \
+                    and alive(t, spec.grace_period):
+                pending = True
+                continue
+            if setting_key(t.params) != key:
+                continue
+            if t.state == S.COMPLETE and spec.mode == "grid":
+                return t
+            if t.number < number and (t.state == S.WAITING or (t.state == S.RUNNING and alive(t, spec.grace_period))):
+                return t
+        if not pending:
+            return None
+        time.sleep(0.25)
+    return None
+
+
+@contextlib.contextmanager
+def take_lock(spec: SweepSpec):
+    """An exclusive lock for taking a trial, for SQLite storages (one machine): see the module docstring."""
+    if not spec.storage.startswith("sqlite"):
+        yield
+        return
+    import fcntl
+
+    path = Path(spec.output_dir) / ".take.lock"
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class Heartbeat:
+    """Records ``fairmt:heartbeat`` on a running trial every ``interval`` seconds."""
+
+    def __init__(self, trial, interval: float) -> None:
+        self.trial, self.interval = trial, interval
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True)
+
+    def _beat(self) -> None:
+        while not self.stop.wait(self.interval):
+            with contextlib.suppress(Exception):  # a storage hiccup must not kill the run; the next beat retries
+                self.trial.set_user_attr(HEARTBEAT, time.time())
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+
+
+# ------------------------------------------------------------------------------------------------- workers
+def _tell(study, trial, values=None, state=None) -> None:
+    """``study.tell`` that tolerates GridSampler's ``Study.stop()`` after the last grid point: under ask-and-tell it
+    raises RuntimeError once the trial is stored (Optuna documents it; optuna/optuna#4121)."""
+    try:
+        study.tell(trial, values, state=state)
+    except RuntimeError as err:
+        if "Study.stop" not in str(err):
+            raise
+
+
+def _suggest(trial, spec: SweepSpec) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for k, values in spec.grid.items():
+        params[k] = trial.suggest_categorical(k, values)
+    for k, r in spec.ranges.items():
+        suggest = trial.suggest_int if r["int"] else trial.suggest_float
+        params[k] = suggest(k, r["low"], r["high"], log=r["log"])
+    if spec.mode == "grid":
+        params["seed"] = trial.suggest_categorical("seed", spec.seeds)
+    return params
+
+
+def _fmt_time(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def _describe(setting: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in setting.items()) or "(recipe as is)"
+
+
+def _check_objectives(spec: SweepSpec, metrics: dict[str, float]) -> None:
+    names = sorted(metrics)
+    check_metrics([o[0] for o in spec.objectives], names)
+    check_metrics([a[0] for a in spec.tradeoff], names, "--tradeoff metric")
+
+
+def _values(spec: SweepSpec, setting: dict[str, Any], metric_sets: list[dict[str, float]]) -> list[float]:
+    """The trial's objective values: the run's metrics (grid) or their seed means (search)."""
+    import statistics
+
+    for name, _ in spec.objectives:
+        if any(name not in m for m in metric_sets):
+            raise TrialFailed(f"{_describe(setting)}: a run reports no {name} (or a non-finite value)")
+    return [statistics.fmean(m[name] for m in metric_sets) for name, _ in spec.objectives]
+
+
+def _inside(storage: str, out: str) -> bool:
+    """Whether the storage is a file in the sweep folder (the default SQLite file, or a journal put there)."""
+    path = storage[len("sqlite:///"):] if storage.startswith("sqlite:///") else storage if "://" not in storage else ""
+    return bool(path) and Path(path).resolve().parent == Path(out).resolve()
+
+
+def prepare_folder(spec: SweepSpec) -> None:
+    """Create the sweep folder and its ``sweep_spec.json``; a folder holding something else is refused."""
+    from fairmt.eval.report import write_text_atomic
+
+    out = Path(spec.output_dir)
+    spec_file = out / SPEC_FILE
+    if spec_file.is_file():
+        theirs = _normal(json.loads(spec_file.read_text(encoding="utf-8")).get("identity"))
+        mine = _normal(spec.identity())
+        if theirs != mine:
+            diff = [k for k in mine if mine.get(k) != (theirs or {}).get(k)]
+            raise FairmtError(f"{out} holds another sweep ({', '.join(diff)} differ): rerun it with its own "
+                              f"arguments (see {spec_file}) or choose another --output-dir")
+        return
+    # what workers starting at the same moment may already have put there (the study, this file being written)
+    ours = (SPEC_FILE, f".{SPEC_FILE}.", ".take.lock")
+    if _inside(spec.storage, spec.output_dir):
+        ours += (Path(spec.storage.removeprefix("sqlite:///")).name,)
+    if out.is_dir() and any(not p.name.startswith(ours) for p in out.iterdir()):
+        raise FairmtError(f"{out} exists and is not a sweep folder: choose another --output-dir")
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(spec_file, json.dumps({"identity": spec.identity(), "spec": spec.to_dict()}, indent=2) + "\n")
+
+
+def load_spec(out: str | Path) -> SweepSpec:
+    path = Path(out) / SPEC_FILE
+    if not path.is_file():
+        raise FairmtError(f"{out} is not a sweep folder (no {SPEC_FILE})")
+    return SweepSpec.from_dict(json.loads(path.read_text(encoding="utf-8"))["spec"])
+
+
+@dataclass
+class Outcome:
+    ran: int = 0
+    reused: int = 0
+    failed: list[str] = field(default_factory=list)
+    complete: bool = False
+    progress: Progress | None = None
+
+
+def run_sweep(spec: SweepSpec, runner: Runner | None = None, echo: Callable[[str], None] | None = None) -> Outcome:
+    """Run trials until the sweep is complete or nothing is left for this worker; returns what happened."""
+    optuna = require_optuna()
+    S = optuna.trial.TrialState
+    runner = runner or run_subprocess
+    echo = echo or (lambda line: print(line, flush=True))
+    # a storage outside the sweep folder is opened first: a bad URL fails before the folder exists
+    storage = None if _inside(spec.storage, spec.output_dir) else open_storage(spec.storage)
+    prepare_folder(spec)
+    storage = storage or open_storage(spec.storage)
+    study = open_study(spec, storage)
+    outcome = Outcome()
+    with take_lock(spec):
+        reaped = reap_stale(study, spec.grace_period)
+        others = [t.user_attrs.get(OWNER) or {} for t in study.get_trials(deepcopy=False, states=(S.RUNNING,))]
+        if others and not spec.join:
+            who = ", ".join(sorted({f"{o.get('host', '?')}:{o.get('pid', '?')}" for o in others}))
+            raise FairmtError(f"{len(others)} trial(s) of this sweep are running in other processes ({who}): pass "
+                              "--join to run trials beside them")
+        requeued = requeue_failed(study, spec)
+    if reaped:
+        echo(f"fairmt sweep: trial(s) {reaped} were interrupted (their process is gone): failed and queued again")
+    if requeued:
+        echo(f"fairmt sweep: failed trial(s) {requeued} queued again")
+    started, durations, failures_in_row = time.time(), [], 0
+    checked = False
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_term(signum, frame):
+        raise SweepInterrupted()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_term)
+    try:
+        while True:
+            with take_lock(spec):
+                reap_stale(study, spec.grace_period)
+                prog = progress(study, spec)
+                if prog.available <= 0:
+                    break
+                trial = study.ask()
+                params = _suggest(trial, spec)
+                trial.set_user_attr(OWNER, _my_owner(trial.number))
+                dup = _duplicate(study, spec, trial.number, params)
+                if dup is not None:
+                    _tell(study, trial, state=S.PRUNED)
+                    continue
+            setting, seed = split_params(spec, params)
+            seeds = [seed] if spec.mode == "grid" else spec.seeds
+            metric_sets = []
+            try:
+                with Heartbeat(trial, min(60.0, spec.grace_period / 4)):
+                    for i, s in enumerate(seeds):
+                        res = run_one(spec, setting, s, trial.number, runner)
+                        if not checked:
+                            _check_objectives(spec, res.metrics)
+                            checked = True
+                        metric_sets.append(res.metrics)
+                        outcome.reused += res.reused
+                        outcome.ran += not res.reused
+                        if not res.reused:
+                            durations.append(res.seconds)
+                        _echo_progress(echo, study, spec, setting, s, trial.number, res, started, durations, i + 1)
+                    values = _values(spec, setting, metric_sets)
+            except TrialFailed as err:
+                _tell(study, trial, state=S.FAIL)
+                outcome.failed.append(str(err))
+                failures_in_row += 1
+                echo(f"fairmt sweep: trial {trial.number} failed: {err}")
+                if failures_in_row >= spec.max_failures:
+                    echo(f"fairmt sweep: stopping after {failures_in_row} failed trials in a row (--max-failures)")
+                    break
+                continue
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    _tell(study, trial, state=S.FAIL)
+                raise
+            failures_in_row = 0
+            _tell(study, trial, values)
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous)
+    outcome.progress = progress(study, spec)
+    outcome.complete = outcome.progress.complete >= outcome.progress.total
+    return outcome
+
+
+def _echo_progress(echo, study, spec: SweepSpec, setting, seed, number, res: RunResult, started, durations,
+                   finished_in_trial: int) -> None:
+    """One line per finished run: setting, seed, the objectives, runs left, elapsed time and ETA (the mean run time of
+    this worker × runs left ÷ the workers running now)."""
+    import statistics
+
+    prog = progress(study, spec, me=number)
+    per_trial = 1 if spec.mode == "grid" else len(spec.seeds)
+    total = prog.total * per_trial
+    done = min(total, prog.complete * per_trial + finished_in_trial)
+    left = total - done
+    shown = ", ".join(f"{k} {res.metrics[k]:.2f}" for k, _ in spec.objectives if k in res.metrics)
+    eta = statistics.fmean(durations) * left / prog.workers if durations else None
+    took = "reused" if res.reused else f"{res.seconds:.0f} s"
+    echo(f"fairmt sweep: [{done}/{total}] {_describe(setting)} seed {seed} (trial {number}, {took}): {shown} | "
+         f"{left} left, elapsed {_fmt_time(time.time() - started)}, ETA {_fmt_time(eta) if eta is not None else '?'}")
+
+
+def study_info(spec: SweepSpec) -> dict[str, Any]:
+    """Storage (password hidden), study name and trial counts by state, for the report; empty when the study
+    cannot be read (Optuna missing, storage gone)."""
+    info: dict[str, Any] = {"storage": redact(spec.storage), "name": spec.study_name}
+    try:
+        optuna = require_optuna()
+        if spec.storage.startswith("sqlite:///") and not Path(spec.storage[len("sqlite:///"):]).is_file():
+            return info
+        study = optuna.load_study(study_name=spec.study_name, storage=open_storage(spec.storage))
+    except (FairmtError, KeyError):
+        return info
+    counts: dict[str, int] = {}
+    for t in study.get_trials(deepcopy=False):
+        counts[t.state.name] = counts.get(t.state.name, 0) + 1
+    info["trials"] = counts
+    return info

@@ -1,0 +1,323 @@
+"""The sweep's aggregate: ``sweep.json``, ``sweep.md`` and ``tradeoff.png`` from the finished runs' results.
+
+* per setting: its overrides, ``n`` (finished seeds), and the ``mean`` and sample ``std`` (ddof = 1; ``null`` for one
+  seed) of every metric the recipe reports (:func:`fairmt.sweep.results.flatten`); each (setting, seed) counted once,
+  from its run folder's ``done.json``;
+* the Pareto front of the two trade-off metrics (``spec.tradeoff``: task performance, fairness), on dev and on the
+  matching test metrics, computed by Optuna (``Study.best_trials`` of a multi-objective in-memory study holding one
+  trial per setting);
+* model selection on the **dev** means with fairmt's rules (:func:`fairmt.eval.selection.select_checkpoint`: DTO,
+  Shen et al.'s accuracy-then-GAP, accuracy, loss), one setting per rule where the results allow it, and the
+  setting chosen by ``--select`` with its **test** means; within it, the run whose own dev metrics the same rule
+  prefers (the model ``fairmt push`` publishes, with that run's own test results in the card).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fairmt.errors import FairmtError
+from fairmt.sweep.results import family, flatten, percent_splits, read_results
+
+FORMAT = "fairmt-sweep/1"
+
+
+@dataclass
+class Run:
+    setting: dict[str, Any]
+    seed: int
+    root: Path
+    results: dict[str, Any]
+    metrics: dict[str, float]
+    percent: set[str]
+
+
+def collect_runs(out: Path) -> list[Run]:
+    """Every finished run (a ``done.json``) under ``out/trials``."""
+    runs = []
+    for done in sorted(out.glob("trials/*/seed-*/done.json")):
+        info = json.loads(done.read_text(encoding="utf-8"))
+        results = read_results(done.parent / info["results"])
+        runs.append(Run(info["setting"], int(info["seed"]), done.parent, results, flatten(results),
+                        percent_splits(results)))
+    return runs
+
+
+def _setting_key(setting: dict[str, Any]) -> str:
+    return json.dumps(setting, sort_keys=True)
+
+
+def mean_std(values: list[float]) -> tuple[float, float | None]:
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
+
+
+def pareto_front(points: list[list[float]], directions: list[str]) -> list[int]:
+    """Indices of the non-dominated points, by Optuna (``best_trials`` of an in-memory study with these
+    ``directions``); points holding a missing value are left out."""
+    from fairmt.sweep.engine import require_optuna
+
+    optuna = require_optuna()
+    study = optuna.create_study(directions=directions)
+    for i, p in enumerate(points):
+        if p is None or any(v is None or not math.isfinite(v) for v in p):
+            continue
+        study.add_trial(optuna.trial.create_trial(values=list(p), user_attrs={"i": i}))
+    if not study.trials:
+        return []
+    return sorted(t.user_attrs["i"] for t in study.best_trials)
+
+
+def _test_name(metric: str) -> str | None:
+    return "test." + metric[len("dev."):] if metric.startswith("dev.") else None
+
+
+def _fraction(value: float | None, percent: bool) -> float | None:
+    return None if value is None else value / 100.0 if percent else value
+
+
+def _records(items: list[dict[str, float]], spec, percent: bool):
+    """``EvalRecord``s (one per item: a setting's dev means, or a run's dev metrics) for select_checkpoint; the
+    reason when the rule cannot apply."""
+    from fairmt.eval.selection import EvalRecord
+
+    (perf, perf_dir), (fair, fair_dir) = spec.tradeoff
+    return [EvalRecord(step=i, accuracy=_fraction(m.get(perf), percent), gap=_fraction(m.get(fair), percent),
+                       loss=m.get("dev.loss")) for i, m in enumerate(items)]
+
+
+def _rule_problem(rule: str, spec) -> str | None:
+    (perf, perf_dir), (fair, fair_dir) = spec.tradeoff
+    if rule == "loss":
+        return None
+    if not (perf.startswith("dev.") and fair.startswith("dev.")):
+        return f"the trade-off metrics ({perf}, {fair}) are not dev metrics: the sweep selects on dev only"
+    if rule != "accuracy" and (perf_dir != "maximize" or fair_dir != "minimize"):
+        return f"{rule} needs a performance to maximise and a fairness gap to minimise (--tradeoff)"
+    return None
+
+
+def select(items: list[dict[str, float]], rule: str, spec, percent: bool) -> tuple[int | None, str | None]:
+    """Index of the item ``rule`` selects on dev metrics, or (None, why not)."""
+    from fairmt.eval.selection import select_checkpoint
+
+    problem = _rule_problem(rule, spec)
+    if problem:
+        return None, problem
+    if rule == "loss" and not any("dev.loss" in m for m in items):
+        return None, "the recipe's results hold no dev loss (dev.loss)"
+    need = {"loss": ["dev.loss"], "accuracy": [spec.tradeoff[0][0]]}.get(rule, [a[0] for a in spec.tradeoff])
+    keep = [i for i, m in enumerate(items) if all(k in m for k in need)]
+    if not keep:
+        return None, f"no setting has {', '.join(need)}"
+    records = _records([items[i] for i in keep], spec, percent)
+    try:
+        best = select_checkpoint(records, rule)
+    except FairmtError as err:
+        return None, str(err)
+    return keep[best.step], None
+
+
+def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The aggregate of a sweep folder as a JSON-ready dict (see the module docstring)."""
+    from fairmt.eval.selection import CRITERIA
+    from fairmt.sweep.engine import load_spec, setting_slug
+
+    out = Path(out)
+    spec = spec or load_spec(out)
+    runs = collect_runs(out)
+    by_key: dict[str, list[Run]] = {}
+    for r in runs:
+        by_key.setdefault(_setting_key(r.setting), []).append(r)
+    if spec.mode == "grid":  # the grid's order, keys as on the command line
+        order = spec.settings()
+    else:  # the order the sampler proposed them
+        first = {k: min(json.loads((r.root / "done.json").read_text())["trial"] for r in rs) for k, rs in by_key.items()}
+        order = [by_key[k][0].setting for k in sorted(by_key, key=first.get)]
+    settings = []
+    for i, setting in enumerate(order):
+        group = sorted(by_key.get(_setting_key(setting), []), key=lambda r: r.seed)
+        names = sorted({n for r in group for n in r.metrics})
+        mean, std = {}, {}
+        for n in names:
+            mean[n], std[n] = mean_std([r.metrics[n] for r in group if n in r.metrics])
+        settings.append({"id": f"s{i + 1}", "overrides": setting, "folder": f"trials/{setting_slug(setting)}",
+                         "n": len(group), "seeds": [r.seed for r in group],
+                         "runs": [str(r.root.relative_to(out)) for r in group], "mean": mean, "std": std})
+    percent = any("dev" in r.percent for r in runs)
+    axes = [a[0] for a in spec.tradeoff]
+    directions = [a[1] for a in spec.tradeoff]
+    fronts = {}
+    on_dev = all(a.startswith("dev.") for a in axes)
+    for split, names in ((("dev", axes), ("test", [_test_name(a) for a in axes])) if on_dev else (("metrics", axes),)):
+        if len(names) != 2 or None in names:
+            continue
+        pts = [[s["mean"].get(n) for n in names] if s["n"] else None for s in settings]
+        if not any(p and None not in p for p in pts):
+            continue
+        idx = pareto_front(pts, directions)
+        fronts[split] = {"metrics": names, "directions": directions,
+                         "settings": [settings[i]["id"] for i in idx],
+                         "points": [{"setting": settings[i]["id"], "overrides": settings[i]["overrides"],
+                                     **{n: settings[i]["mean"][n] for n in names}} for i in idx]}
+    done = [s for s in settings if s["n"]]
+    by_rule = {}
+    for rule in CRITERIA:
+        idx, why = select([s["mean"] for s in done], rule, spec, percent)
+        by_rule[rule] = {"setting": done[idx]["id"]} if idx is not None else {"unavailable": why}
+    selected = None
+    choice = by_rule.get(spec.select, {})
+    if "setting" in choice:
+        s = next(x for x in settings if x["id"] == choice["setting"])
+        group = sorted(by_key[_setting_key(s["overrides"])], key=lambda r: r.seed)
+        ridx, _ = select([r.metrics for r in group], spec.select, spec, percent)
+        run = group[ridx if ridx is not None else 0]
+        model_dir = next((run.root / "run" / d for d in family(spec.method).model_dirs
+                          if (run.root / "run" / d).is_dir()), run.root / "run")
+        test = run.results.get("test")
+        card = [dict(test, note=f"fairmt sweep {out.name}: setting {s['id']} seed {run.seed}, selected on dev by "
+                                f"{spec.select}")] if isinstance(test, dict) else []
+        selected = {"rule": spec.select, "setting": s["id"], "overrides": s["overrides"], "n": s["n"],
+                    "dev": {"mean": _split(s["mean"], "dev."), "std": _split(s["std"], "dev.")},
+                    "test": {"mean": _split(s["mean"], "test."), "std": _split(s["std"], "test.")},
+                    "run": str(run.root.relative_to(out)), "seed": run.seed, "model_dir": str(model_dir),
+                    "card_results": card}
+    expected = len(spec.seeds) * len(settings)  # search: the settings sampled so far
+    return {
+        "format": FORMAT,
+        "folder": str(out),
+        "recipe": spec.recipe, "method": spec.method, "mode": spec.mode, "overrides": spec.overrides,
+        "grid": spec.grid, "ranges": spec.ranges, "seeds": spec.seeds, "search": spec.search,
+        "objectives": [{"metric": m, "direction": d} for m, d in spec.objectives],
+        "tradeoff": [{"metric": m, "direction": d} for m, d in spec.tradeoff],
+        "std": "sample standard deviation over seeds (ddof=1); null for a single seed",
+        "study": study_info or {},
+        "runs_finished": len(runs), "runs_expected": expected,
+        "settings": settings,
+        "pareto": fronts,
+        "selection": {"split": "dev", "rule": spec.select, "by_rule": by_rule},
+        "selected": selected,
+    }
+
+
+def _split(d: dict[str, Any], prefix: str) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if k.startswith(prefix)}
+
+
+# ------------------------------------------------------------------------------------------------ writing
+def _cell(s: dict[str, Any], name: str, digits: int = 2) -> str:
+    m, sd = s["mean"].get(name), s["std"].get(name)
+    if m is None:
+        return "–"
+    return f"{m:.{digits}f}" + (f" ± {sd:.{digits}f}" if sd is not None else "")
+
+
+def columns(report: dict[str, Any]) -> list[str]:
+    """The table's metric columns: the objectives and trade-off metrics (dev) and every ``test.*`` metric."""
+    dev = list(dict.fromkeys([o["metric"] for o in report["objectives"]] + [a["metric"] for a in report["tradeoff"]]))
+    tests = sorted({n for s in report["settings"] for n in s["mean"] if n.startswith("test.")})
+    tests = [t for t in (_test_name(d) for d in dev) if t in tests] + [t for t in tests if t not in
+                                                                         {_test_name(d) for d in dev}]
+    return dev + tests
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    from fairmt.eval.report import markdown_table
+
+    keys = list(dict.fromkeys(k for s in report["settings"] for k in s["overrides"]))
+    cols = columns(report)
+    first = report["pareto"].get("dev") or report["pareto"].get("metrics") or {}
+    front = set(first.get("settings", []))
+    sel = (report["selected"] or {}).get("setting")
+    rows = []
+    for s in report["settings"]:
+        mark = ("**selected** " if s["id"] == sel else "") + ("front" if s["id"] in front else "")
+        rows.append({"setting": s["id"], **{k: str(s["overrides"].get(k, "")) for k in keys}, "n": str(s["n"]),
+                     **{c: _cell(s, c) for c in cols}, "note": mark.strip()})
+    lines = [f"# Sweep of `{report['recipe']}` ({report['mode']}, {len(report['settings'])} settings × "
+             f"{len(report['seeds'])} seeds)", ""]
+    if report["overrides"]:
+        lines += [f"Fixed overrides: `{' '.join(report['overrides'])}`", ""]
+    lines += [f"Runs finished: {report['runs_finished']} of {report['runs_expected']}. Cells: mean ± sample std over "
+              "seeds (ddof = 1). `front`: on the Pareto front of the trade-off "
+              f"({', '.join(a['metric'] + ' ' + a['direction'][:3] for a in report['tradeoff'])}).", ""]
+    lines.append(markdown_table(rows, ["setting", *keys, "n", *cols, "note"], digits=2))
+    lines += ["", "## Selection (dev metrics only)", ""]
+    for rule, res in report["selection"]["by_rule"].items():
+        star = " ← `--select`" if rule == report["selection"]["rule"] else ""
+        chosen = res["setting"] if "setting" in res else f"unavailable: {res['unavailable']}"
+        lines.append(f"- `{rule}`: {chosen}{star}")
+    if report["selected"]:
+        s = report["selected"]
+        test = s["test"]["mean"]
+        lines += ["", f"Selected setting {s['setting']} (`{' '.join(f'{k}={v}' for k, v in s['overrides'].items())}`, "
+                  f"n = {s['n']}) on the test set: " + ", ".join(
+                      f"{k} {v:.2f}" + (f" ± {s['test']['std'][k]:.2f}" if s["test"]["std"].get(k) is not None else "")
+                      for k, v in test.items()), "",
+                  f"Selected run: `{s['run']}` (seed {s['seed']}); model `{s['model_dir']}`. Publish it with "
+                  f"`fairmt push {s['model_dir']} USER/REPO --results {report.get('folder', '.')}/sweep.json`."]
+    for split, f in report["pareto"].items():
+        lines += ["", f"Pareto front ({split}: {', '.join(f['metrics'])}): " + ", ".join(
+            f"{p['setting']} ({', '.join(f'{m} {p[m]:.2f}' for m in f['metrics'])})" for p in f["points"])]
+    return "\n".join(lines) + "\n"
+
+
+def plot_tradeoff(report: dict[str, Any], path: str | Path) -> str | None:
+    """Fairness (x) against performance (y), one point per setting with ± std error bars, on test where the results
+    have the test counterparts (else dev); the front of that split drawn, the selected setting marked. Returns the
+    split plotted, or None when there is nothing to plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from fairmt.eval.report import save_figure_atomic
+
+    if not report["pareto"]:
+        return None
+    split = "test" if "test" in report["pareto"] else next(iter(report["pareto"]))
+    perf, fair = report["pareto"][split]["metrics"]
+    pts = [s for s in report["settings"] if s["n"] and perf in s["mean"] and fair in s["mean"]]
+    fig, ax = plt.subplots(figsize=(6.0, 4.5))
+    ax.errorbar([s["mean"][fair] for s in pts], [s["mean"][perf] for s in pts],
+                xerr=[s["std"].get(fair) or 0.0 for s in pts], yerr=[s["std"].get(perf) or 0.0 for s in pts],
+                fmt="o", color="tab:blue", ecolor="tab:gray", capsize=3, label="setting (mean ± std over seeds)")
+    for s in pts:
+        ax.annotate(s["id"], (s["mean"][fair], s["mean"][perf]), textcoords="offset points", xytext=(4, 4),
+                    fontsize=8)
+    front = sorted((p[fair], p[perf]) for p in report["pareto"][split]["points"])
+    if front:
+        ax.plot(*zip(*front), "-s", color="tab:orange", markerfacecolor="none", markersize=10, linewidth=1.2,
+                label=f"Pareto front ({split})")
+    sel = report["selected"]
+    if sel:
+        s = next(x for x in pts if x["id"] == sel["setting"]) if any(x["id"] == sel["setting"] for x in pts) else None
+        if s is not None:
+            ax.plot([s["mean"][fair]], [s["mean"][perf]], marker="*", markersize=16, color="tab:red", linestyle="none",
+                    label=f"selected on dev by {sel['rule']} ({s['id']})")
+    perf_dir, fair_dir = report["pareto"][split]["directions"]
+    ax.set_xlabel(f"{fair} ({'lower' if fair_dir == 'minimize' else 'higher'} is better)")
+    ax.set_ylabel(f"{perf} ({'higher' if perf_dir == 'maximize' else 'lower'} is better)")
+    ax.set_title(f"{report['recipe']}: {split} trade-off, {len(pts)} settings", fontsize="medium")
+    ax.grid(linewidth=0.3, alpha=0.5)
+    ax.legend(frameon=False, fontsize="small")
+    fig.tight_layout()
+    save_figure_atomic(fig, path)
+    return split
+
+
+def write_report(out: str | Path, spec=None, study_info: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write ``sweep.json``, ``sweep.md`` and ``tradeoff.png`` (each atomically) and return the report."""
+    from fairmt.eval.report import write_text_atomic
+
+    out = Path(out)
+    report = build_report(out, spec, study_info)
+    split = plot_tradeoff(report, out / "tradeoff.png")
+    report["plot"] = {"file": "tradeoff.png", "split": split} if split else None
+    write_text_atomic(out / "sweep.md", render_markdown(report))
+    write_text_atomic(out / "sweep.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    return report
