@@ -3,7 +3,8 @@
 Trainers and their configs import from the package top, as in TRL (``from fairmt import GACLConfig, GACLTrainer``);
 they load lazily, so ``import fairmt`` and the file-based ``fairmt eval`` commands do not import torch or
 transformers. The layers: ``fairmt.losses`` (pure PyTorch) → ``fairmt.data`` → ``fairmt.models`` →
-``fairmt.trainers`` → ``fairmt.eval`` → the ``fairmt`` command and the recipes. Which class implements which paper:
+``fairmt.trainers`` → ``fairmt.translate`` → ``fairmt.eval`` → ``fairmt.model_eval`` → the ``fairmt`` command and the
+recipes (README, "Layout"). Which class implements which paper:
 see the README ("Which class for which paper") and :mod:`fairmt.citations` for the BibTeX.
 """
 

@@ -88,8 +88,7 @@ def _run(args) -> dict:
     import torch
 
     torch.set_num_threads(args.threads)
-    from fairmt.eval.backends import get_backend
-    from fairmt.eval.runner import generate_translations
+    from fairmt.translate import generate_translations, get_backend
     from fairmt.models import load_translation_model
     from fairmt.models.tiny import build_tiny_translation_model, train_tiny_translation_model
 

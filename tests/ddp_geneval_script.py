@@ -13,7 +13,7 @@ from ddp_helpers import teardown  # beside this script
 
 from fairmt.data.demo_corpus import demo_splits
 from fairmt.data.gacl import GenderContrastiveCollator
-from fairmt.eval.callbacks import GenEvalCallback
+from fairmt.model_eval.callbacks import GenEvalCallback
 from fairmt.eval.geneval import GenEvalCounterfactualData
 from fairmt.models.mt import load_translation_model
 from fairmt.trainers.gacl import GACLConfig, GACLTrainer

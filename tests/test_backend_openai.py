@@ -11,9 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from fairmt.errors import FairmtError
-from fairmt.eval import runner
-from fairmt.eval.backends import get_backend
-from fairmt.eval.backends.prompting import clean_translation
+from fairmt import translate
+from fairmt.translate import get_backend
+from fairmt.translate.backends.prompting import clean_translation
 
 SECRET = "sk-test-DO-NOT-LEAK-4f9a2b"
 OPTS = dict(api_key_env="FAIRMT_TEST_KEY", timeout=0.5, retry_backoff=0.01, max_retries=4)
@@ -113,7 +113,7 @@ def test_translates_through_retries_and_keeps_a_wrong_language_answer(server, tm
     tr = get_backend("openai", "fake-gpt", api_base=server.url, concurrency=3, **OPTS)
     cache = tmp_path / "cache.jsonl"
     with caplog.at_level(logging.WARNING):
-        out = runner.generate_translations(tr, SOURCES, "en", "de", batch_size=4, cache_path=cache, progress=False)
+        out = translate.generate_translations(tr, SOURCES, "en", "de", batch_size=4, cache_path=cache, progress=False)
     expected = [f"{s} [de]" for s in SOURCES]
     expected[5] = SOURCES[5]  # the wrong-language answer is kept as it is, not retried
     assert out == expected
@@ -131,12 +131,12 @@ def test_translates_through_retries_and_keeps_a_wrong_language_answer(server, tm
     assert head["backend"] == "openai" and head["model"] == "fake-gpt" and head["family"] == ""
     # resume: a complete cache sends no request
     before = len(server.prompts)
-    assert runner.generate_translations(tr, SOURCES, "en", "de", cache_path=cache, progress=False) == out
+    assert translate.generate_translations(tr, SOURCES, "en", "de", cache_path=cache, progress=False) == out
     assert len(server.prompts) == before
     # another prompt is another fingerprint: the cache is refused, not mixed
     other = get_backend("openai", "fake-gpt", api_base=server.url, prompt_template="{SENT} -> {LANG}", **OPTS)
     with pytest.raises(FairmtError, match="another version of the model|other settings"):
-        runner.generate_translations(other, SOURCES, "en", "de", cache_path=cache, progress=False)
+        translate.generate_translations(other, SOURCES, "en", "de", cache_path=cache, progress=False)
 
 
 def test_gives_up_after_max_retries_with_a_clear_error(server, caplog):

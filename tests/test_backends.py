@@ -15,8 +15,8 @@ import pytest
 pytest.importorskip("torch")
 
 from fairmt.errors import FairmtError  # noqa: E402
-from fairmt.eval import runner  # noqa: E402
-from fairmt.eval.backends import get_backend  # noqa: E402
+from fairmt import translate  # noqa: E402
+from fairmt.translate import get_backend  # noqa: E402
 
 try:
     import ctranslate2  # noqa: F401
@@ -63,7 +63,7 @@ def test_get_backend_refuses_unknown_names_and_options(trained_dir):
     with pytest.raises(FairmtError, match="backend 'hf' does not take compute_type"):
         get_backend("hf", str(trained_dir), compute_type="int8")
     with pytest.raises(FairmtError, match="the causal-lm backend takes no family"):
-        runner.generate_translations(str(trained_dir), ["x"], "en", "de", backend="causal-lm", family="m2m100")
+        translate.generate_translations(str(trained_dir), ["x"], "en", "de", backend="causal-lm", family="m2m100")
 
 
 def test_hf_backend_is_the_default_and_named_in_the_cache(trained_dir, tmp_path):
@@ -71,22 +71,22 @@ def test_hf_backend_is_the_default_and_named_in_the_cache(trained_dir, tmp_path)
 
     tm = load_translation_model(str(trained_dir), "en", "de")
     cache = tmp_path / "c.jsonl"
-    out = runner.generate_translations(str(trained_dir), HELD_OUT[:6], "en", "de", backend="hf", cache_path=cache, **GEN)
+    out = translate.generate_translations(str(trained_dir), HELD_OUT[:6], "en", "de", backend="hf", cache_path=cache, **GEN)
     assert out == tm.translate(HELD_OUT[:6], num_beams=4, max_new_tokens=40)
     head = json.loads(cache.read_text().splitlines()[0])
-    assert head["backend"] == "hf" and head["fingerprint"] == runner.model_fingerprint(tm)
+    assert head["backend"] == "hf" and head["fingerprint"] == translate.model_fingerprint(tm)
     # a cache written before backends existed (no "backend" key) still counts as hf
     lines = cache.read_text().splitlines()
     del head["backend"]
     cache.write_text("\n".join([json.dumps(head)] + lines[1:]) + "\n")
-    assert runner.generate_translations(tm, HELD_OUT[:6], "en", "de", cache_path=cache, **GEN) == out
+    assert translate.generate_translations(tm, HELD_OUT[:6], "en", "de", cache_path=cache, **GEN) == out
 
 
 @needs_ct2
 def test_ct2_float32_equals_hf_beam_search(trained_dir, tmp_path):
-    hf = runner.generate_translations(str(trained_dir), HELD_OUT, "en", "de", batch_size=8, **GEN)
+    hf = translate.generate_translations(str(trained_dir), HELD_OUT, "en", "de", batch_size=8, **GEN)
     cache = tmp_path / "ct2.jsonl"
-    ct = runner.generate_translations(str(trained_dir), HELD_OUT, "en", "de", batch_size=8, backend="ctranslate2",
+    ct = translate.generate_translations(str(trained_dir), HELD_OUT, "en", "de", batch_size=8, backend="ctranslate2",
                                       cache_path=cache, **GEN)
     share = sum(a == b for a, b in zip(hf, ct)) / len(hf)
     assert share >= 0.95, list(zip(hf, ct))
@@ -94,7 +94,7 @@ def test_ct2_float32_equals_hf_beam_search(trained_dir, tmp_path):
     assert head["backend"] == "ctranslate2" and head["fingerprint"].endswith("-float32")
     # the cache of one backend is never read as another's
     with pytest.raises(FairmtError, match="made with the ctranslate2 backend, not hf"):
-        runner.generate_translations(str(trained_dir), HELD_OUT, "en", "de", cache_path=cache, **GEN)
+        translate.generate_translations(str(trained_dir), HELD_OUT, "en", "de", cache_path=cache, **GEN)
 
 
 @needs_ct2
@@ -111,15 +111,15 @@ def test_ct2_follows_each_family_and_counts_max_new_tokens_like_hf(arch, tmp_pat
     train_tiny_translation_model(path, pairs, steps=60)
     for max_new in (3, 6):
         kw = dict(num_beams=3, max_new_tokens=max_new, progress=False)
-        hf = runner.generate_translations(str(path), HELD_OUT[:12], "en", "de", **kw)
-        ct = runner.generate_translations(str(path), HELD_OUT[:12], "en", "de", backend="ctranslate2", **kw)
+        hf = translate.generate_translations(str(path), HELD_OUT[:12], "en", "de", **kw)
+        ct = translate.generate_translations(str(path), HELD_OUT[:12], "en", "de", backend="ctranslate2", **kw)
         assert ct == hf
         assert all("__de__" not in t and "deu_Latn" not in t for t in ct)
 
 
 @needs_ct2
 def test_ct2_conversion_is_keyed_by_content_not_path(trained_dir, tmp_path):
-    from fairmt.eval.backends.ct2 import cache_root
+    from fairmt.translate.backends.ct2 import cache_root
 
     root = cache_root()
     a = get_backend("ctranslate2", str(trained_dir))
@@ -165,7 +165,7 @@ def test_ct2_missing_package_names_the_extra(trained_dir, monkeypatch):
 
 
 def test_causal_lm_backend_prompts_through_the_chat_template(tmp_path):
-    from fairmt.eval.backends.causal_lm import CausalLMTranslator
+    from fairmt.translate.backends.causal_lm import CausalLMTranslator
     from fairmt.models.tiny import build_tiny_causal_lm
 
     path = build_tiny_causal_lm(tmp_path / "llm", TRAIN[:50] + ["Translate the following sentence into German."])
@@ -175,7 +175,7 @@ def test_causal_lm_backend_prompts_through_the_chat_template(tmp_path):
         "<|user|>Translate the following sentence into German. The doctor is here.</s><|assistant|>"]
     cache = tmp_path / "c.jsonl"
     kw = dict(num_beams=2, max_new_tokens=5, progress=False)
-    out = runner.generate_translations(tr, HELD_OUT[:5], "en", "de", cache_path=cache, batch_size=2, **kw)
+    out = translate.generate_translations(tr, HELD_OUT[:5], "en", "de", cache_path=cache, batch_size=2, **kw)
     assert len(out) == 5 and all(isinstance(t, str) for t in out)
     # batching and left padding do not change a sentence's output
     assert out[:1] == tr.translate(HELD_OUT[:1], "en", "de", num_beams=2, max_new_tokens=5)
@@ -231,7 +231,7 @@ SHARD_SCRIPT = """
 import json, os, sys
 import torch
 torch.set_num_threads(1)
-from fairmt.eval.runner import generate_translations
+from fairmt.translate import generate_translations
 model, sources, cache, out = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
 hyps = generate_translations(model, sources, "en", "de", num_beams=3, max_new_tokens=30, batch_size=3,
                              cache_path=cache, progress=False)
@@ -242,7 +242,7 @@ open(out + os.environ["RANK"], "w").write(json.dumps(hyps))
 @pytest.mark.slow
 def test_two_processes_shard_and_match_one(trained_dir, tmp_path):
     sources = HELD_OUT[:14]
-    single = runner.generate_translations(str(trained_dir), sources, "en", "de", num_beams=3, max_new_tokens=30,
+    single = translate.generate_translations(str(trained_dir), sources, "en", "de", num_beams=3, max_new_tokens=30,
                                           batch_size=3, progress=False)
     script = tmp_path / "shard.py"
     script.write_text(SHARD_SCRIPT)
@@ -258,7 +258,7 @@ def test_two_processes_shard_and_match_one(trained_dir, tmp_path):
     for rank in (0, 1):
         assert json.loads((tmp_path / f"out{rank}").read_text()) == single
     lines = cache.read_text().splitlines()
-    assert json.loads(lines[0])["fairmt_translation_cache"] == runner.CACHE_FORMAT
+    assert json.loads(lines[0])["fairmt_translation_cache"] == translate.CACHE_FORMAT
     assert sorted(json.loads(x)["i"] for x in lines[1:]) == list(range(len(sources)))  # each once: rank 0 wrote
-    assert runner.generate_translations(str(trained_dir), sources, "en", "de", num_beams=3, max_new_tokens=30,
+    assert translate.generate_translations(str(trained_dir), sources, "en", "de", num_beams=3, max_new_tokens=30,
                                         cache_path=cache, progress=False) == single

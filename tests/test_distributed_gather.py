@@ -10,7 +10,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from fairmt.losses import gacl_loss
-from fairmt.losses.distributed import gather_with_grad
+from fairmt.distributed import gather_with_grad
 
 D_IN, D = 6, 5
 

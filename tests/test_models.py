@@ -114,7 +114,7 @@ def test_hub_names_fall_back_on_the_name_and_conflicts_are_errors(monkeypatch, t
 def test_every_m2m100_language_has_its_flores200_code(dirs):
     """SMaLL-100/M2M-100 evaluations on FLORES-200 cover every language the tokenizer has (the paper's many-to-many
     table needs bg af am bs ceb kk be hr tl ne oc, which were missing), and the codes are real NLLB-200 codes."""
-    from fairmt.eval.runner import flores_to_model_lang
+    from fairmt.translate import flores_to_model_lang
     from fairmt.models.languages import ISO_TO_NLLB, M2M_WITHOUT_FLORES, _nllb_codes, m2m_codes
 
     assert set(ISO_TO_NLLB) == set(m2m_codes()) - set(M2M_WITHOUT_FLORES)

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("torch")
 
 from fairmt.errors import FairmtError  # noqa: E402
-from fairmt.eval import runner  # noqa: E402
+from fairmt import model_eval, translate  # noqa: E402
 
 PAIRS = [
     ("The doctor is here.", "Der Arzt ist hier."),
@@ -60,7 +60,7 @@ class _Counting:
 
 
 def test_translates_in_order_like_the_model(tm):
-    hyps = runner.generate_translations(tm, SOURCES, "en", "de", batch_size=4, **GEN)
+    hyps = translate.generate_translations(tm, SOURCES, "en", "de", batch_size=4, **GEN)
     assert len(hyps) == len(SOURCES) and all(isinstance(h, str) for h in hyps)
     # each output is the model's own beam-search output for that sentence (batching/sorting keep the order)
     single = [tm.translate([s], num_beams=2, max_new_tokens=6)[0] for s in SOURCES[:3]]
@@ -68,27 +68,27 @@ def test_translates_in_order_like_the_model(tm):
 
 
 def test_loads_from_path_and_batches(tiny_dir, tm):
-    hyps = runner.generate_translations(str(tiny_dir), SOURCES[:3], "en", "de", batch_size=2, **GEN)
-    assert hyps == runner.generate_translations(tm, SOURCES[:3], "en", "de", batch_size=2, **GEN)
+    hyps = translate.generate_translations(str(tiny_dir), SOURCES[:3], "en", "de", batch_size=2, **GEN)
+    assert hyps == translate.generate_translations(tm, SOURCES[:3], "en", "de", batch_size=2, **GEN)
     with _Counting(tm) as c:
-        runner.generate_translations(tm, SOURCES, "en", "de", batch_size=4, **GEN)
+        translate.generate_translations(tm, SOURCES, "en", "de", batch_size=4, **GEN)
     assert c.calls == 3  # 11 sentences in batches of 4
 
 
 def test_resume_after_interruption(tm, tmp_path):
     cache = tmp_path / "c.jsonl"
-    full = runner.generate_translations(tm, SOURCES, "en", "de", batch_size=3, **GEN)
+    full = translate.generate_translations(tm, SOURCES, "en", "de", batch_size=3, **GEN)
     with _Counting(tm, fail_on_call=3) as c, pytest.raises(KeyboardInterrupt):
-        runner.generate_translations(tm, SOURCES, "en", "de", batch_size=3, cache_path=cache, **GEN)
+        translate.generate_translations(tm, SOURCES, "en", "de", batch_size=3, cache_path=cache, **GEN)
     assert len(c.sentences) == 6  # two batches finished before the interruption
-    assert len(runner.read_cache(cache)) == 6
+    assert len(translate.read_cache(cache)) == 6
     with _Counting(tm) as c2:
-        resumed = runner.generate_translations(tm, SOURCES, "en", "de", batch_size=3, cache_path=cache, **GEN)
+        resumed = translate.generate_translations(tm, SOURCES, "en", "de", batch_size=3, cache_path=cache, **GEN)
     assert sorted(c2.sentences) == sorted(set(SOURCES) - set(c.sentences))  # only the rest
     assert len(c2.sentences) == len(SOURCES) - 6
     assert resumed == full
     with _Counting(tm) as c3:  # complete cache: nothing translated
-        again = runner.generate_translations(tm, SOURCES, "en", "de", batch_size=3, cache_path=cache, **GEN)
+        again = translate.generate_translations(tm, SOURCES, "en", "de", batch_size=3, cache_path=cache, **GEN)
     assert c3.calls == 0 and again == full
     lines = cache.read_text().splitlines()
     assert json.loads(lines[0])["num_beams"] == 2 and len(lines) == 1 + len(SOURCES)
@@ -96,42 +96,42 @@ def test_resume_after_interruption(tm, tmp_path):
 
 def test_changed_source_is_retranslated(tm, tmp_path):
     cache = tmp_path / "c.jsonl"
-    runner.generate_translations(tm, SOURCES[:4], "en", "de", cache_path=cache, **GEN)
+    translate.generate_translations(tm, SOURCES[:4], "en", "de", cache_path=cache, **GEN)
     changed = SOURCES[:4]
     changed[2] = "A completely different sentence."
     with _Counting(tm) as c:
-        runner.generate_translations(tm, changed, "en", "de", cache_path=cache, **GEN)
+        translate.generate_translations(tm, changed, "en", "de", cache_path=cache, **GEN)
     assert c.sentences == ["A completely different sentence."]
 
 
 def test_torn_last_line_is_ignored(tm, tmp_path):
     cache = tmp_path / "c.jsonl"
-    full = runner.generate_translations(tm, SOURCES[:5], "en", "de", cache_path=cache, batch_size=1, **GEN)
+    full = translate.generate_translations(tm, SOURCES[:5], "en", "de", cache_path=cache, batch_size=1, **GEN)
     text = cache.read_text()
     cache.write_text(text[: len(text) - 10])  # a kill in the middle of the last write
     with _Counting(tm) as c:
-        out = runner.generate_translations(tm, SOURCES[:5], "en", "de", cache_path=cache, batch_size=1, **GEN)
+        out = translate.generate_translations(tm, SOURCES[:5], "en", "de", cache_path=cache, batch_size=1, **GEN)
     assert len(c.sentences) == 1 and out == full
-    assert len(runner.read_cache(cache)) == 5
+    assert len(translate.read_cache(cache)) == 5
 
 
 def test_cache_with_other_settings_is_an_error(tm, tmp_path):
     cache = tmp_path / "c.jsonl"
-    runner.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=cache, **GEN)
+    translate.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=cache, **GEN)
     with pytest.raises(FairmtError, match="num_beams: cache 2 vs now 3"):
-        runner.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=cache, num_beams=3, max_new_tokens=6,
+        translate.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=cache, num_beams=3, max_new_tokens=6,
                                      progress=False)
     bad = tmp_path / "bad.jsonl"
     bad.write_text("hello\n")
     with pytest.raises(FairmtError, match="bad.jsonl:1: not a fairmt translation cache"):
-        runner.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=bad, **GEN)
+        translate.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=bad, **GEN)
 
 
 def test_bad_model_and_language(tm):
     with pytest.raises(FairmtError, match="cannot translate with a int"):
-        runner.generate_translations(3, SOURCES, "en", "de")
+        translate.generate_translations(3, SOURCES, "en", "de")
     with pytest.raises(FairmtError, match="unknown .* language code 'xx'"):
-        runner.generate_translations(tm, SOURCES, "en", "xx", **GEN)
+        translate.generate_translations(tm, SOURCES, "en", "xx", **GEN)
 
 
 @pytest.mark.parametrize("arch", ["nllb", "small100"])
@@ -141,7 +141,7 @@ def test_other_families(tmp_path, arch):
 
     path = build_tiny_translation_model(tmp_path / arch, PAIRS, arch=arch, d_model=32)
     tm = load_translation_model(str(path), src_lang="en", tgt_lang="de")
-    out = runner.generate_translations(tm, SOURCES[:3], "en", "de", cache_path=tmp_path / "c.jsonl", **GEN)
+    out = translate.generate_translations(tm, SOURCES[:3], "en", "de", cache_path=tmp_path / "c.jsonl", **GEN)
     assert len(out) == 3 and all("__de__" not in h and "deu_Latn" not in h for h in out)
 
 
@@ -156,24 +156,24 @@ def _fake_geneval(root, lang="de", n=3):
 def test_evaluate_geneval_end_to_end(tm, tmp_path, monkeypatch):
     _fake_geneval(tmp_path / "data")
     monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "data"))
-    res = runner.evaluate_geneval(tm, "de", "test", cache_dir=tmp_path / "cache", **GEN)
+    res = model_eval.evaluate_geneval(tm, "de", "test", cache_dir=tmp_path / "cache", **GEN)
     assert res.n == 3 and 0.0 <= res.accuracy <= 100.0 and res.signature.startswith("MT-GenEval|")
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == [
         "geneval-test-feminine.en-de.jsonl", "geneval-test-masculine.en-de.jsonl"]
     # the scores are those of the evaluator on the cached translations
     from fairmt.eval.geneval import geneval_accuracy
 
-    assert len(runner.read_cache(tmp_path / "cache/geneval-test-masculine.en-de.jsonl")) == 3
-    masc, fem = runner.translate_geneval(tm, "de", "test", cache_dir=tmp_path / "cache", **GEN)
+    assert len(translate.read_cache(tmp_path / "cache/geneval-test-masculine.en-de.jsonl")) == 3
+    masc, fem = model_eval.translate_geneval(tm, "de", "test", cache_dir=tmp_path / "cache", **GEN)
     assert geneval_accuracy(masc, fem, "de", "test") == res
-    sub = runner.evaluate_geneval(tm, "de", "test", limit=2, **GEN)
+    sub = model_eval.evaluate_geneval(tm, "de", "test", limit=2, **GEN)
     assert sub.n == 2 and "split:test[:2]" in sub.signature
 
 
 def test_flores_codes(tm):
-    assert runner.flores_to_model_lang(tm, "deu_Latn") == "de"
+    assert translate.flores_to_model_lang(tm, "deu_Latn") == "de"
     with pytest.raises(FairmtError, match="no M2M-100/SMaLL-100 code"):
-        runner.flores_to_model_lang(tm, "tir_Ethi")  # Tigrinya: in FLORES-200, not in M2M-100
+        translate.flores_to_model_lang(tm, "tir_Ethi")  # Tigrinya: in FLORES-200, not in M2M-100
 
 
 def test_cli_with_model(tiny_dir, tmp_path, monkeypatch, capsys):
@@ -193,7 +193,7 @@ def test_cli_with_model(tiny_dir, tmp_path, monkeypatch, capsys):
     assert main(["eval", "geneval", "--lang", "de", "--model", str(tiny_dir), *gen, "--json", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["n"] == 3 and {"accuracy", "explicit_accuracy", "delta_g", "explicit_delta_g", "signature"} <= set(data)
-    assert len(runner.read_cache(tmp_path / "cache" / "geneval-test-feminine.en-de.jsonl")) == 3
+    assert len(translate.read_cache(tmp_path / "cache" / "geneval-test-feminine.en-de.jsonl")) == 3
 
     spm.SentencePieceTrainer.train(sentence_iterator=iter([t for p in PAIRS for t in p]), model_prefix=str(tmp_path / "s"),
                                    vocab_size=60, model_type="bpe", character_coverage=1.0)
@@ -201,7 +201,7 @@ def test_cli_with_model(tiny_dir, tmp_path, monkeypatch, capsys):
                  "--spm-model", str(tmp_path / "s.model"), "--json", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["n"] == 2 and data["spbleu"] is None and data["bleu_spm_nonstandard"] is not None
-    assert len(runner.read_cache(tmp_path / "cache" / "flores200-devtest.eng_Latn-deu_Latn.jsonl")) == 2
+    assert len(translate.read_cache(tmp_path / "cache" / "flores200-devtest.eng_Latn-deu_Latn.jsonl")) == 2
 
 
 def test_a_cache_of_other_weights_is_refused_not_scored(tiny_dir, tmp_path):
@@ -216,28 +216,28 @@ def test_a_cache_of_other_weights_is_refused_not_scored(tiny_dir, tmp_path):
     folder = tmp_path / "model"
     shutil.copytree(tiny_dir, folder)
     cache = tmp_path / "c.jsonl"
-    runner.generate_translations(str(folder), SOURCES[:3], "en", "de", cache_path=cache, **GEN)
-    assert runner.generate_translations(str(folder), SOURCES[:3], "en", "de", cache_path=cache, **GEN)  # same: reused
+    translate.generate_translations(str(folder), SOURCES[:3], "en", "de", cache_path=cache, **GEN)
+    assert translate.generate_translations(str(folder), SOURCES[:3], "en", "de", cache_path=cache, **GEN)  # same: reused
     tm2 = load_translation_model(str(folder), "en", "de")
     with torch.no_grad():
         for p in tm2.model.parameters():
             p.mul_(1.01)
     tm2.model.save_pretrained(folder)  # new weights, same folder
     with pytest.raises(FairmtError, match="another version of the model .*fingerprint"):
-        runner.generate_translations(str(folder), SOURCES[:3], "en", "de", cache_path=cache, **GEN)
+        translate.generate_translations(str(folder), SOURCES[:3], "en", "de", cache_path=cache, **GEN)
     # the same model object trained further in memory changes its fingerprint too
-    before = runner.model_fingerprint(tm2)
-    assert runner.model_fingerprint(tm2) == before  # memoised, unchanged
+    before = translate.model_fingerprint(tm2)
+    assert translate.model_fingerprint(tm2) == before  # memoised, unchanged
     with torch.no_grad():
         next(tm2.model.parameters()).add_(0.5)
-    assert runner.model_fingerprint(tm2) != before
+    assert translate.model_fingerprint(tm2) != before
 
 
 def test_an_old_format_cache_is_refused_with_advice(tmp_path, tm):
     cache = tmp_path / "old.jsonl"
     cache.write_text(json.dumps({"fairmt_translation_cache": 1, "model": "x"}) + "\n")
     with pytest.raises(FairmtError, match="older fairmt .*delete it"):
-        runner.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=cache, **GEN)
+        translate.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=cache, **GEN)
 
 
 def test_two_runs_on_one_cache_are_refused_not_interleaved(tmp_path, tm):
@@ -249,15 +249,15 @@ def test_two_runs_on_one_cache_are_refused_not_interleaved(tmp_path, tm):
 
     cache = tmp_path / "shared.jsonl"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from fairmt.eval.runner import _lock_cache;"
-         " h = _lock_cache(Path(sys.argv[1])); print('locked', flush=True); time.sleep(30)", str(cache)],
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from fairmt.translate.cache import lock_cache;"
+         " h = lock_cache(Path(sys.argv[1])); print('locked', flush=True); time.sleep(30)", str(cache)],
         stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(FairmtError, match="in use by another fairmt run"):
-            runner.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=cache, **GEN)
+            translate.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=cache, **GEN)
     finally:
         holder.kill()
         holder.wait()
     time.sleep(0.1)
-    assert len(runner.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=cache, **GEN)) == 2
+    assert len(translate.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=cache, **GEN)) == 2

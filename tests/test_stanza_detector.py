@@ -86,10 +86,10 @@ def test_registered_stanza_detector_scores_winomt_lines(tmp_path, monkeypatch):
                 else (w, "X", "_") for w in words]
         return _doc(rows)
 
-    from fairmt.eval.winomt import detectors
+    from fairmt.eval.winomt.detectors import registry
 
-    monkeypatch.setattr(detectors, "_REGISTRY", dict(detectors._REGISTRY))  # the test language leaves with the test
-    monkeypatch.setattr(detectors, "_INSTANCES", dict(detectors._INSTANCES))
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))  # the test language leaves with the test
+    monkeypatch.setattr(registry, "_INSTANCES", dict(registry._INSTANCES))
     register_detector("xx-test", lambda: StanzaDetector("xx-test", pipeline=pipeline))
     res = evaluate_winomt(["Der Arzt bat die Pflegekraft , ihm zu helfen .",
                            "Die Ärztin bat die Pflegekraft , ihr zu helfen ."], "xx-test", gold)

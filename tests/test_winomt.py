@@ -19,7 +19,8 @@ from fairmt.eval.winomt import (
     register_detector,
     score,
 )
-from fairmt.eval.winomt.detectors import _INSTANCES, _REGISTRY, PymorphyDetector, acl2019_uk_dictionary, load_pymorphy
+from fairmt.eval.winomt.detectors import PymorphyDetector, acl2019_uk_dictionary, load_pymorphy
+from fairmt.eval.winomt.detectors.registry import _INSTANCES, _REGISTRY
 from fairmt.eval.winomt.io import GoldEntry
 from fairmt.eval.winomt.metrics import stereotype_gap
 from fairmt.eval.winomt.profession import find_translated_entity, source_indices
@@ -368,8 +369,9 @@ def test_cli_bad_input(shared_data, tmp_path):
 
 
 def test_cli_model_uses_the_runner(shared_data, monkeypatch, capsys):
-    """--model hands the gold sentences to fairmt.eval.runner.generate_translations and scores what it returns."""
-    import fairmt.eval.runner as runner
+    """--model hands the gold sentences to fairmt.translate.generate_translations (through
+    fairmt.model_eval.translate_winomt) and scores what it returns."""
+    import fairmt.model_eval.benchmarks as model_eval
     from fairmt.cli import main
 
     google = [x.split(" ||| ")[1] for x in (shared_data / "winomt/translations/google/en-he.txt").read_text(encoding="utf-8").splitlines()]
@@ -385,7 +387,7 @@ def test_cli_model_uses_the_runner(shared_data, monkeypatch, capsys):
         made.update(model=args.model, backend=args.backend)
         return "TRANSLATOR"
 
-    monkeypatch.setattr(runner, "generate_translations", fake_generate)
+    monkeypatch.setattr(model_eval, "generate_translations", fake_generate)
     monkeypatch.setattr("fairmt.commands._backend.make_translator", fake_translator)
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     assert main(["eval", "winomt", "--lang", "he", "--model", "some/model", "--compat", "acl2019", "--num-beams", "2"]) == 0

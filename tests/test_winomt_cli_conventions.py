@@ -60,6 +60,6 @@ def test_all_languages_name_the_skipped_ones_and_a_user_detector_fills_the_gap(s
     assert main(["eval", "winomt", "--lang", "nl", "--translations", str(google / "en-nl.txt"),
                  "--detector", "nl=nowhere:make"]) == 2
     assert "cannot load nowhere:make" in capsys.readouterr().err
-    from fairmt.eval.winomt import detectors
+    from fairmt.eval.winomt.detectors import registry
 
-    detectors._REGISTRY.pop("nl", None)  # leave the registry as the other tests expect it
+    registry._REGISTRY.pop("nl", None)  # leave the registry as the other tests expect it

@@ -251,7 +251,7 @@ def test_czech_soft_adjectival_noun_takes_the_demonstrative_before_it(czech):
 
 
 def test_czech_falls_back_to_rules_without_the_model(monkeypatch):
-    import fairmt.eval.winomt.detectors as d
+    import fairmt.eval.winomt.detectors.czech as d
 
     monkeypatch.setattr(d, "CS_SPACY_MODEL", "cs_core_news_sm_not_installed")
     with pytest.warns(UserWarning, match="fall back to suffix rules.*fairmt\\[cs\\].*CC BY-NC-SA"):

@@ -1,8 +1,9 @@
-"""The translation-backend flags every ``fairmt eval`` command that translates with a model shares."""
+"""The translation-backend flags every ``fairmt eval`` command that translates with a model shares, and the
+translator (:mod:`fairmt.translate.backends`) they ask for."""
 
 from __future__ import annotations
 
-BACKEND_CHOICES = ("hf", "ctranslate2", "openai", "causal-lm")
+BACKEND_CHOICES = ("hf", "ctranslate2", "openai", "causal-lm")  # fairmt.translate.BACKENDS (not imported by --help)
 
 
 def add_backend_arguments(group) -> None:
@@ -46,28 +47,17 @@ def uses_model(args) -> bool:
     return bool(getattr(args, "model", None)) or (getattr(args, "backend", "hf") or "hf") != "hf"
 
 
-def _device(device: str | None) -> str | None:
-    """``cuda`` in one of several processes (torchrun / accelerate launch) is that process's GPU,
-    ``cuda:$LOCAL_RANK``; anything else is kept."""
-    import os
-
-    from fairmt.eval.runner import world_size
-
-    if device == "cuda" and world_size() > 1 and os.environ.get("LOCAL_RANK", "").isdigit():
-        return f"cuda:{os.environ['LOCAL_RANK']}"
-    return device
-
-
 def make_translator(args, src_lang: str = "en", tgt_lang: str = "de"):
-    """The :class:`~fairmt.eval.backends.Translator` the flags ask for (flags of another backend are an error)."""
+    """The :class:`~fairmt.translate.backends.Translator` the flags ask for (flags of another backend are an error)."""
+    from fairmt.distributed import local_device
     from fairmt.errors import FairmtError
-    from fairmt.eval.backends import get_backend
+    from fairmt.translate.backends import get_backend
 
     backend = getattr(args, "backend", "hf") or "hf"
     for attr, (flag, backends) in _ONLY.items():
         if getattr(args, attr, None) is not None and backend not in backends:
             raise FairmtError(f"{flag} is for --backend {' or '.join(backends)}, not {backend}")
-    family, device = getattr(args, "family", None), _device(getattr(args, "device", None))
+    family, device = getattr(args, "family", None), local_device(getattr(args, "device", None))
     if backend in ("openai", "causal-lm") and family:
         raise FairmtError(f"--family is for NMT models, not --backend {backend}")
     if backend == "openai":

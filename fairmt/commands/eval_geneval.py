@@ -94,11 +94,10 @@ def _geneval_context(args, lang: str, multi: bool):
 
     data = load_contextual(lang, args.split)
     if uses_model(args):
-        from fairmt.eval.runner import generate_translations
+        from fairmt.model_eval import translate_geneval_context
 
-        cache = Path(args.cache_dir) / f"geneval-context-{args.split}.en-{lang}.jsonl" if args.cache_dir else None
-        hyps = generate_translations(_load_model(args, "en", lang), data.sources, "en", lang, cache_path=cache,
-                                     **_gen_kwargs(args))
+        hyps = translate_geneval_context(_load_model(args, "en", lang), data, lang, args.split,
+                                         cache_dir=args.cache_dir, **_gen_kwargs(args))
     else:
         path = _lang_path(args.translations, lang, multi)
         if path is None:
@@ -122,7 +121,7 @@ def _run_geneval(args) -> int:
     if args.set == "contextual":
         results = [_geneval_context(args, lang, multi) for lang in langs]
     elif uses_model(args):
-        from fairmt.eval.runner import evaluate_geneval
+        from fairmt.model_eval import evaluate_geneval
 
         tm = _load_model(args, "en", langs[0])
         for lang in langs:
@@ -163,7 +162,7 @@ def _summary(results, metrics: list[str]) -> dict:
 
 def _report(args, results, columns, metrics, label, title) -> None:
     from fairmt.eval.report import bar_chart, format_table, markdown_table, write_json, write_text_atomic
-    from fairmt.eval.runner import is_main_process
+    from fairmt.distributed import is_main_process
 
     if not is_main_process():  # one of several processes (torchrun / accelerate launch): rank 0 reports
         return
@@ -210,7 +209,7 @@ def _run_flores(args) -> int:
     for pair in pairs:
         _, tgt = parse_lang_pair(pair)
         if tm is not None:
-            from fairmt.eval.runner import evaluate_flores
+            from fairmt.model_eval import evaluate_flores
 
             results.append(
                 evaluate_flores(tm, pair, split=args.split, spm_model=args.spm_model, cache_dir=args.cache_dir, **_gen_kwargs(args))

@@ -79,7 +79,7 @@ def _langs(spec: list[str] | None) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fairmt.eval.mtbias import BENCHMARKS, markdown_tables, per_language_plot, score_translations_dir, translate_suite
+    from fairmt.eval.mtbias import BENCHMARKS, markdown_tables, per_language_plot, score_translations_dir
     from fairmt.eval.report import write_text_atomic
 
     if args.src != "en":
@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
     from fairmt.commands._backend import make_translator, uses_model
-    from fairmt.eval.runner import is_main_process
+    from fairmt.distributed import is_main_process
+    from fairmt.model_eval import translate_suite
 
     if not args.translations_dir and not uses_model(args):
         raise FairmtError("give --translations-dir DIR, or --model PATH (--backend openai: --api-model NAME)")

@@ -1,7 +1,7 @@
 """``fairmt eval winomt``: WinoMT gender-bias scores of translations (a file) or of a model (``--model``).
 
 File-based evaluation imports neither torch nor transformers (spaCy only for es/fr), so it starts fast; with
-``--model`` the sentences are first translated by :func:`fairmt.eval.runner.generate_translations` (batched,
+``--model`` the sentences are first translated by :func:`fairmt.model_eval.translate_winomt` (batched,
 cached under ``--cache-dir``, resumable).
 """
 
@@ -126,7 +126,7 @@ def run(args) -> int:
 
     from fairmt.commands._backend import make_translator, uses_model
     from fairmt.errors import FairmtError
-    from fairmt.eval.runner import is_main_process
+    from fairmt.distributed import is_main_process
 
     if not args.translations and not uses_model(args):
         raise FairmtError("give --translations FILE, or --model PATH (--backend openai: --api-model NAME)")
@@ -141,14 +141,11 @@ def run(args) -> int:
         if args.translations:
             translations = _translation_file(args.translations, lang, multi)
         else:
-            from fairmt.eval.runner import generate_translations
+            from fairmt.model_eval import translate_winomt
 
-            cache = Path(args.cache_dir) / f"winomt.en-{lang}.jsonl" if args.cache_dir else None
-            translations = generate_translations(
-                translator, [e.sentence for e in gold.entries], "en", lang,
-                batch_size=args.batch_size, num_beams=args.num_beams, max_new_tokens=args.max_new_tokens,
-                cache_path=cache, desc=f"WinoMT en-{lang}",
-            )  # fmt: skip
+            translations = translate_winomt(translator, gold, lang, cache_dir=args.cache_dir,
+                                            batch_size=args.batch_size, num_beams=args.num_beams,
+                                            max_new_tokens=args.max_new_tokens)
         if not is_main_process():  # one of several processes: it helped translate; rank 0 scores and reports
             continue
         results.append(evaluate_winomt(translations, lang, gold, aligner=aligner, compat=args.compat))

@@ -41,7 +41,7 @@ The contextual set pairs an English context + target sentence (``context <sep> t
 reference (the gender the context gives) and a gender-``flipped`` one; only the target sentence's translation is
 scored, against ``original`` (own) and ``flipped`` (other).
 
-This module never loads a model: pass it translations (see :mod:`fairmt.eval.runner` to generate them).
+This module never loads a model: pass it translations (see :mod:`fairmt.model_eval` to generate them).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The GACL paper's whole evaluation (Lee et al., EMNLP 2023, Tables 2–4, Figures 3–4) in one call.
 
-A run is a *translations folder* — written by :func:`translate_suite` from a model, or by the user — with this
-layout (WinoMT's own ``source ||| translation`` format for WinoMT, one sentence a line elsewhere)::
+A run is a *translations folder* — written by :func:`fairmt.model_eval.translate_suite` from a model, or by the
+user — with this layout (WinoMT's own ``source ||| translation`` format for WinoMT, one sentence a line elsewhere)::
 
     DIR/winomt/en-<lang>.txt          WinoMT gold sentences (en.txt of the gold used) and their translations
     DIR/geneval/masculine.<lang>.txt  MT-GenEval counterfactual set (split chosen), translations of the masculine
@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fairmt._deprecated import moved_names
 from fairmt.errors import FairmtError
 
 WINOMT_LANGS = ("ar", "cs", "de", "es", "fr", "he", "it", "pl", "ru", "uk")
@@ -373,91 +374,6 @@ def _version() -> str:
     return __version__
 
 
-# ------------------------------------------------------------------------------------------------ translating
-
-def translate_suite(
-    model: Any,
-    root: str | Path,
-    *,
-    langs: Sequence[str] | None = None,
-    benchmarks: Sequence[str] = BENCHMARKS,
-    split: str = "test",
-    compat: str | None = None,
-    gold: str | Path | None = None,
-    many2many: bool = False,
-    cache_dir: str | Path | None = None,
-    say=None,
-    **gen_kwargs,
-) -> Path:
-    """Translate every benchmark's sources with ``model`` — a model path / Hub id (the ``hf`` backend) or any
-    :class:`~fairmt.eval.backends.Translator` (``ctranslate2``, ``openai``, ``causal-lm``) — through the cached,
-    resumable runner (sharded over processes under torchrun / accelerate launch) into the folder layout
-    :func:`score_translations_dir` reads; returns the folder. Only the main process writes the folder."""
-    from fairmt.eval.runner import as_translator, flores_to_model_lang, generate_translations, is_main_process
-
-    root = Path(root)
-    cache = Path(cache_dir) if cache_dir else root / ".cache"
-    tm = as_translator(model, "en", "de", family=gen_kwargs.pop("family", None))
-
-    def wanted(defaults):
-        return [x for x in (langs or defaults) if x in defaults]
-
-    def write(path: Path, lines: list[str]) -> None:
-        from fairmt.eval.report import write_text_atomic
-
-        if is_main_process():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(path, "".join(" ".join(str(x).split()) + "\n" for x in lines))
-
-    def tr(sources, tgt, tag):
-        return generate_translations(tm, sources, "en", flores_to_model_lang(tm, _flores_code(tgt)),
-                                     cache_path=cache / f"{tag}.jsonl", desc=f"{tag}", **gen_kwargs)
-
-    if "winomt" in benchmarks:
-        from fairmt.eval.winomt.evaluate import load_gold
-        from fairmt.eval.winomt.io import write_translations
-
-        g = load_gold(gold, compat)
-        sources = [e.sentence for e in g.entries]
-        for lang in wanted(WINOMT_LANGS):
-            hyps = tr(sources, lang, f"winomt.en-{lang}")
-            if is_main_process():
-                winomt_file(root, lang).parent.mkdir(parents=True, exist_ok=True)
-                write_translations(winomt_file(root, lang), sources, hyps)
-    if "geneval" in benchmarks:
-        from fairmt.eval.geneval import CONTEXT_LANGS, load_contextual, load_counterfactual
-
-        for lang in wanted(GENEVAL_LANGS):
-            d = load_counterfactual(lang, split)
-            files = geneval_files(root, lang)
-            write(files["masculine"], tr(d.masculine_sources, lang, f"geneval-{split}-masculine.en-{lang}"))
-            write(files["feminine"], tr(d.feminine_sources, lang, f"geneval-{split}-feminine.en-{lang}"))
-            if lang in CONTEXT_LANGS:
-                try:
-                    c = load_contextual(lang, split)
-                except FairmtError as err:  # the contextual set is optional: say so, go on
-                    (say or print)(f"MT-GenEval contextual set en→{lang} not translated: {err}")
-                    continue
-                write(files["context"], tr(c.sources, lang, f"geneval-{split}-context.en-{lang}"))
-    if "flores" in benchmarks:
-        from fairmt.eval.translation import read_flores
-
-        src = read_flores("eng_Latn")
-        for lang in wanted(FLORES_LANGS):
-            write(flores_file(root, lang), tr(src, lang, f"flores200-devtest.en-{lang}"))
-        if many2many:
-            codes = [c for grp in RESOURCE_GROUPS.values() for c in grp]
-            for s in codes:
-                sources = read_flores(s)
-                for t in codes:
-                    if s != t:
-                        hyps = generate_translations(tm, sources, flores_to_model_lang(tm, s), flores_to_model_lang(tm, t),
-                                                     cache_path=cache / f"flores200-devtest.{s}-{t}.jsonl",
-                                                     desc=f"FLORES-200 {s}→{t}", **gen_kwargs)
-                        write(m2m_file(root, s, t), hyps)
-    return root
-
-
 # ------------------------------------------------------------------------------------------------ reports
 
 def _fmt(v: Any, digits: int = 1) -> str:
@@ -589,5 +505,8 @@ def scatter_plot(rows: Sequence[dict], path: str | Path) -> None:
 __all__ = [
     "BENCHMARKS", "FLORES_LANGS", "GENEVAL_LANGS", "RESOURCE_GROUPS", "WINOMT_LANGS", "average", "compare_runs",
     "comparison_markdown", "markdown_tables", "per_language_plot", "scatter_plot", "score_many2many",
-    "score_translations_dir", "translate_suite",
+    "score_translations_dir",
 ]
+
+
+__getattr__ = moved_names(__name__, {"translate_suite": "fairmt.model_eval"})  # moved (translating is not scoring)

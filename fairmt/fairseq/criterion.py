@@ -58,7 +58,7 @@ from omegaconf import II
 
 from fairmt.errors import FairmtError
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, token_kl_loss
-from fairmt.losses.distributed import world_size
+from fairmt.distributed import world_size
 from fairmt.models.heads import LinearProjectionHead
 from fairmt.models.pooling import pool
 

@@ -28,7 +28,7 @@ from fairmt.losses.sampling import (
     nt_xent_loss,
     sample_fair_negatives,
 )
-from fairmt.losses.distributed import gather_nograd, gather_with_grad
+from fairmt.distributed import gather_nograd, gather_with_grad
 from fairmt.losses.gacl import GACL_VARIANTS, GACLPairs, gacl_loss, gacl_variant
 
 __all__ = [

@@ -21,7 +21,7 @@ i.e. with the per-device batch size and, when candidates are gathered, with the 
 by default for both variants. The temperature τ is not stated in the paper; the released code trains with its
 default τ = 1.0, which is this function's default.
 
-Under ``torch.distributed`` the in-batch candidates come from every process (:mod:`fairmt.losses.distributed`).
+Under ``torch.distributed`` the in-batch candidates come from every process (:mod:`fairmt.distributed`).
 
 Example::
 
@@ -38,7 +38,7 @@ import torch
 
 from fairmt.errors import FairmtError
 from fairmt.losses.contrastive import Reduction, masked_contrastive_loss
-from fairmt.losses.distributed import gather_nograd, gather_with_grad, rank
+from fairmt.distributed import gather_nograd, gather_with_grad, rank
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ def build_trainer(config: dict):
         processing_class=tm.tokenizer,
     )
     if geneval:
-        from fairmt.eval.callbacks import GenEvalCallback
+        from fairmt.model_eval.callbacks import GenEvalCallback
 
         trainer.add_callback(
             GenEvalCallback(tm, geneval.get("lang", tgt), geneval.get("split", "dev"), geneval.get("max_pairs"),

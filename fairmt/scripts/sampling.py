@@ -86,7 +86,7 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 def validate(config: dict[str, Any]) -> None:
     """Unknown keys (with a suggestion) and stage options that are not training arguments fail at once."""
-    from fairmt.commands.recipe_schema import COMMON_TOP, _check_keys, check_training
+    from fairmt.scripts.recipe_checks import COMMON_TOP, _check_keys, check_training
     from fairmt.trainers.sampling import FairnessSamplingConfig
 
     _check_keys(config, set(DEFAULTS) | COMMON_TOP, "")

@@ -62,7 +62,7 @@ from transformers import Trainer, TrainingArguments
 
 from fairmt.errors import FairmtError
 from fairmt.losses import cs_infonce_loss, fcl_loss, gather_nograd, gather_with_grad, supcon_loss
-from fairmt.losses.distributed import world_size
+from fairmt.distributed import world_size
 from fairmt.losses.fair_contrastive import FCL_DEFAULT_TEMPERATURE, FCL_GROUP_TERMS, FCL_VARIANTS
 from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
 from fairmt.trainers.gradcache import cached_backward

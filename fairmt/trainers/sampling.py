@@ -62,7 +62,7 @@ from fairmt.data.fair_sampling import (
 )
 from fairmt.errors import FairmtError
 from fairmt.losses import fair_pair_nt_xent, gather_with_grad, nt_xent_loss
-from fairmt.losses.distributed import world_size
+from fairmt.distributed import world_size
 from fairmt.models.pooling import representation_and_logits
 from fairmt.models.vision import contrastive_features
 from fairmt.trainers.faults import FaultGuardMixin

@@ -1,0 +1,75 @@
+"""The checks a recipe goes through before any work: unknown keys (with "did you mean"), and ``training.*``-like
+sections against the fields, types and common ranges of the method's Config dataclasses. Used by
+:mod:`fairmt.commands.recipe_schema` (each method's schema) and by the recipe runners that validate their own
+sections (:mod:`fairmt.scripts.sampling`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import typing
+from typing import Any
+
+from fairmt.errors import FairmtError
+
+COMMON_TOP = {"method", "recipe_path", "overwrite"}
+
+# lower bounds of common numeric training options (inclusive unless noted)
+_RANGES = {
+    "learning_rate": (0.0, False), "per_device_train_batch_size": (1, True), "per_device_eval_batch_size": (1, True),
+    "gradient_accumulation_steps": (1, True), "num_train_epochs": (0.0, False), "warmup_steps": (0, True),
+    "weight_decay": (0.0, True), "logging_steps": (0.0, False), "eval_steps": (0.0, False), "save_steps": (0.0, False),
+}
+
+
+def _suggest(key: str, known: set[str]) -> str:
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _check_keys(section: dict, known: set[str], where: str) -> None:
+    for key in section:
+        if key not in known:
+            raise FairmtError(f"unknown recipe key {where}{key}{_suggest(key, known)}")
+
+
+def _type_ok(value: Any, hint: Any) -> bool:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return any(_type_ok(value, h) for h in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    return True  # lists, dicts, enums, Literal...: left to the Config itself
+
+
+def _hint_name(hint: Any) -> str:
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if args:
+        return " or ".join(getattr(a, "__name__", str(a)) for a in args)
+    return getattr(hint, "__name__", str(hint))
+
+
+def check_training(training: dict, config_classes: list[type], section: str = "training") -> None:
+    """``<section>.*`` keys (``training`` by default) exist in one of ``config_classes`` and have its field's type;
+    common ranges hold."""
+    hints: dict[str, Any] = {}
+    for cls in config_classes:
+        for f in dataclasses.fields(cls):
+            hints.setdefault(f.name, typing.get_type_hints(cls).get(f.name, Any))
+    _check_keys(training, set(hints), f"{section}.")
+    for key, value in training.items():
+        if not _type_ok(value, hints[key]):
+            raise FairmtError(
+                f"recipe key {section}.{key} must be {_hint_name(hints[key])}, got {value!r} ({type(value).__name__})")
+        if key in _RANGES and isinstance(value, (int, float)) and not isinstance(value, bool):
+            low, inclusive = _RANGES[key]
+            if value < low or (value == low and not inclusive):
+                raise FairmtError(f"recipe key {section}.{key} must be {'≥' if inclusive else '>'} {low}, got {value}")

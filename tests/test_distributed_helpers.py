@@ -1,0 +1,63 @@
+"""fairmt.distributed's view of the launch (WORLD_SIZE/RANK/LOCAL_RANK) and of the live process group, without a
+process group (the 2-process runs are in test_distributed_gather.py, test_backends.py and the DDP tests)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from fairmt import distributed
+from fairmt.errors import FairmtError
+
+LAUNCH_VARS = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+@pytest.fixture
+def env(monkeypatch):
+    for var in LAUNCH_VARS:
+        monkeypatch.delenv(var, raising=False)
+    return monkeypatch
+
+
+def test_a_plain_run_is_one_main_process(env):
+    assert distributed.launch_world_size() == 1 and distributed.is_main_process()
+    assert distributed.init_from_launch() is None
+    assert distributed.local_device("cuda") == "cuda" and distributed.local_device(None) is None
+
+
+@pytest.mark.parametrize(("world", "rank", "main"), [("2", "0", True), ("2", "1", False), ("4", "3", False)])
+def test_the_launch_says_who_is_main(env, world, rank, main):
+    env.setenv("WORLD_SIZE", world)
+    env.setenv("RANK", rank)
+    assert distributed.launch_world_size() == int(world)
+    assert distributed.is_main_process() is main
+
+
+def test_a_bad_world_size_counts_as_one_process(env):
+    env.setenv("WORLD_SIZE", "two")
+    env.setenv("RANK", "1")
+    assert distributed.launch_world_size() == 1 and distributed.is_main_process()
+
+
+def test_each_process_takes_its_own_gpu(env):
+    env.setenv("WORLD_SIZE", "2")
+    env.setenv("LOCAL_RANK", "1")
+    assert distributed.local_device("cuda") == "cuda:1"
+    assert distributed.local_device("cuda:0") == "cuda:0" and distributed.local_device("cpu") == "cpu"
+
+
+def test_a_launch_without_a_rendezvous_is_refused_clearly(env):
+    env.setenv("WORLD_SIZE", "2")
+    with pytest.raises(FairmtError, match="WORLD_SIZE=2 but MASTER_ADDR, MASTER_PORT, RANK unset"):
+        distributed.init_from_launch()
+
+
+def test_without_a_process_group_the_group_helpers_are_the_identity_and_import_no_torch():
+    code = ("import sys; from fairmt import distributed as d; "
+            "print(d.world_size(), d.rank(), 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["1", "0", "False"]
+    import torch
+
+    x = torch.arange(6.0).reshape(3, 2)
+    assert distributed.gather_with_grad(x) is x and distributed.gather_nograd(x) is x
