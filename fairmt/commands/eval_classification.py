@@ -151,7 +151,9 @@ def register(groups: dict) -> None:
     p.add_argument("--predictions", required=True,
                    help="JSONL: one {label, pred, group[, hidden][, logits][, score]} per line")
     p.add_argument("--train-predictions", help="the same for the training split (trains the leakage SVMs)")
-    p.add_argument("--num-classes", type=int, help="integer labels must lie in [0, K)")
+    from fairmt.commands._options import count, number, output_file, seed
+
+    p.add_argument("--num-classes", type=count(2), help="integer labels must lie in [0, K)")
     p.add_argument("--classes", help="comma-separated string labels (all task classes, in order)")
     p.add_argument("--eo-classes", choices=("positive", "all"), default=None,
                    help="ΔEO of a two-class task over the positive class only (positive, default: the formula CSCL "
@@ -161,11 +163,13 @@ def register(groups: dict) -> None:
                    help="the positive class of a two-class task (F1, AUC, ΔEO): a label as the predictions write it "
                    "(default: the larger label)")
     p.add_argument("--no-leakage", action="store_true", help="skip the leakage probes")
-    p.add_argument("--svm-c", type=float, default=1.0, help="C of the LinearSVC leakage probes (default 1)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--svm-c", type=number(0.0, low_open=True), default=1.0,
+                   help="C of the LinearSVC leakage probes (default 1)")
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--strict", action="store_true", help="fail on an empty group or class instead of warning")
-    p.add_argument("--json", dest="json_out", metavar="OUT", help="write the result as JSON ('-' prints JSON only)")
-    p.add_argument("--markdown", help="write the summary table as Markdown here")
+    output_file(p, "--json", what="JSON result", stdout=True, dest="json_out", metavar="OUT",
+                help="write the result as JSON ('-' prints JSON only)")
+    output_file(p, "--markdown", what="Markdown table", help="write the summary table as Markdown here")
     p.set_defaults(handler=run_classification)
 
 
@@ -233,10 +237,12 @@ def run_classification(args: argparse.Namespace) -> int:
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     if args.json_out:
+        from fairmt.outputs import json_text
+
         rest = {k: v for k, v in result.to_percent_dict().items() if k not in summary and v is not None}
         data = {**summary, **rest}
         if quiet:
-            print(json.dumps(data, indent=2, ensure_ascii=False))
+            print(json_text(data))
         else:
             write_json(data, args.json_out)
     if args.markdown:

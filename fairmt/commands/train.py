@@ -104,6 +104,9 @@ def run_recipe(config: dict):
     try:
         return module.main(config)
     finally:
+        from fairmt.outputs import release_run_dir
+
+        release_run_dir()  # the run is over: its folder is free (a process's end would free it too)
         _teardown_distributed()
 
 
