@@ -147,3 +147,30 @@ def require_model(name_or_path: str | os.PathLike, what: str = "model") -> str:
         except EntryNotFoundError as err:
             last = err
     raise FairmtError(f"{what} {name!r} on the Hub has no config.json or adapter_config.json: not a model repository ({last})")
+
+
+def _dataset_cached(name: str) -> bool:
+    """Whether the Hugging Face dataset ``name`` is in a local cache (the Hub's or the ``datasets`` library's)."""
+    from huggingface_hub import constants
+
+    roots = [Path(constants.HF_HUB_CACHE) / f"datasets--{name.replace('/', '--')}"]
+    ds_cache = os.environ.get("HF_DATASETS_CACHE") or str(Path(constants.HF_HOME) / "datasets")
+    roots.append(Path(ds_cache) / name.replace("/", "___"))
+    return any(r.is_dir() and any(r.iterdir()) for r in roots)
+
+
+def require_dataset(name: str, what: str = "dataset") -> str:
+    """Check that the Hugging Face dataset ``name`` can be loaded (in a local cache, or the Hub reachable), before a
+    slow ``datasets.load_dataset`` fails three tracebacks deep; returns it."""
+    if _dataset_cached(name):
+        return name
+    if not _REPO_ID.match(name) or name.count("/") > 1:
+        raise FairmtError(f"{name}: {what} file not found (and it is not a Hugging Face dataset id like org/name)")
+    if _offline():
+        raise FairmtError(f"{what} {name!r} is neither a local file nor in the local datasets cache, and HF_HUB_OFFLINE "
+                          f"is set: unset it to download the dataset once, or give a local file")
+    ok, why = _endpoint_resolves()
+    if not ok:
+        raise FairmtError(f"{what} {name!r} is neither a local file nor in the local datasets cache, and the Hub "
+                          f"cannot be reached ({why}); give a local file")
+    return name
