@@ -53,10 +53,16 @@ def _kind(value: Any) -> str | None:
 
 
 def _vector(value: Any, key: str, where: str) -> list[float]:
+    import math
+
     if not isinstance(value, list) or not value or not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
     ):
         raise FairmtError(f"{where}: {key!r} must be a non-empty list of numbers")
+    bad = next((v for v in value if not math.isfinite(v)), None)
+    if bad is not None:
+        raise FairmtError(f"{where}: {key!r} holds {bad}: every value must be a finite number (NaN/Infinity cannot be "
+                          "scored)")
     return [float(v) for v in value]
 
 
@@ -137,6 +143,7 @@ def read_predictions(path: str | Path, num_classes: int | None = None, classes: 
 def _score_width(value: Any, where: str) -> int:
     """-1 for one number (the positive class's probability), else the length of a list of per-class numbers."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
+        _vector([value], "score", where)  # finite
         return -1
     return len(_vector(value, "score", where))
 

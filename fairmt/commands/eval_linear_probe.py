@@ -50,6 +50,8 @@ def _jsonl(path: Path, embedding_key: str, label_key: str, group_key: str | None
         if not isinstance(vec, list) or not vec or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                            for v in vec):
             raise FairmtError(f"{where}: {embedding_key!r} must be a non-empty list of numbers")
+        if not all(np.isfinite(vec)):
+            raise FairmtError(f"{where}: {embedding_key!r} holds a non-finite value (NaN/Infinity): it cannot be probed")
         width = len(vec) if width is None else width
         if len(vec) != width:
             raise FairmtError(f"{where}: {embedding_key!r} has {len(vec)} values but the first line has {width}")
@@ -86,6 +88,11 @@ def run_linear_probe(args: argparse.Namespace) -> int:
         arrays = _jsonl(path, args.embedding_key or "embedding", args.label, args.group)
         if args.subgroup_key:
             raise FairmtError("--subgroup-key names an array of an .npz file; a JSONL input has one embedding per line")
+    emb = np.asarray(arrays["embeddings"])
+    if emb.dtype.kind in "fc" and not np.isfinite(emb).all():
+        row = int(np.argwhere(~np.isfinite(emb))[0][0])
+        raise FairmtError(f"{path}: the embeddings hold a non-finite value (NaN/Infinity) in row {row}: they cannot be "
+                          "probed")
     labels = arrays["labels"]
     if not np.issubdtype(np.asarray(labels).dtype, np.integer):
         raise FairmtError(f"{path}: labels {args.label!r} must be integers, got {np.asarray(labels).dtype}")
