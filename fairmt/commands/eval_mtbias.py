@@ -164,6 +164,37 @@ def run(args: argparse.Namespace) -> int:
     return 1 if result["errors"] else 0
 
 
+def check_run_result(data: dict, path) -> None:
+    """A ``fairmt eval mt-bias --json`` result of the shape ``fairmt report`` reads: the format version this fairmt
+    writes, and every section and average a mapping of numbers (null where undefined)."""
+    import math
+    from numbers import Number
+
+    from fairmt.eval.mtbias import FORMAT_VERSION
+
+    if not any(k in data for k in ("winomt", "geneval", "flores")):
+        raise FairmtError(f"{path}: not a `fairmt eval mt-bias` result (no winomt/geneval/flores section)")
+    fmt = data.get("format")
+    if fmt != FORMAT_VERSION:
+        raise FairmtError(f"{path}: result format {fmt!r}, but this fairmt reads format {FORMAT_VERSION} (written by "
+                          "`fairmt eval mt-bias --json`); score the translations again with this version")
+    for section in ("winomt", "geneval", "flores", "settings"):
+        value = data.get(section)
+        if value is not None and not isinstance(value, dict):
+            raise FairmtError(f"{path}: {section!r} must be an object, got {type(value).__name__}")
+    for section in ("winomt", "geneval", "flores"):
+        for part in ("average", "in_domain", "out_of_domain"):
+            block = (data.get(section) or {}).get(part)
+            if block is None:
+                continue
+            if not isinstance(block, dict):
+                raise FairmtError(f"{path}: {section}.{part} must be an object of numbers, got {type(block).__name__}")
+            for key, v in block.items():
+                if v is not None and not isinstance(v, (str, dict, list)) and (
+                        isinstance(v, bool) or not isinstance(v, Number) or not math.isfinite(v)):
+                    raise FairmtError(f"{path}: {section}.{part}.{key} is {v!r}, not a number (or null)")
+
+
 def run_report(args: argparse.Namespace) -> int:
     from fairmt.data.inputs import read_json
     from fairmt.eval.mtbias import compare_runs, comparison_markdown, scatter_plot
@@ -172,8 +203,7 @@ def run_report(args: argparse.Namespace) -> int:
     results = []
     for path in args.runs:
         data = read_json(path, "mt-bias result", expect=dict)
-        if not any(k in data for k in ("winomt", "geneval", "flores")):
-            raise FairmtError(f"{path}: not a `fairmt eval mt-bias` result (no winomt/geneval/flores section)")
+        check_run_result(data, path)
         results.append(data)
     names = args.names or [r.get("settings", {}).get("name") or Path(p).stem for r, p in zip(results, args.runs)]
     if len(names) != len(results):
