@@ -299,8 +299,8 @@ class ClassificationRecipe(Recipe):
     seed: Seed = 0
     selection: Literal["loss", "dto", "accuracy", "accuracy_then_gap"] = "loss"
     selection_tolerance: Share = 0.01
-    patience: Count | None = None
-    stage1_patience: Count | None = None
+    patience: Count | None = Field(None, description="a positive number of epochs or null")
+    stage1_patience: Count | None = Field(None, description="a positive number of epochs or null")
     cache_stage2_features: bool = True
     save_predictions: bool = True
     metrics: ClassificationMetrics | None = None
@@ -444,6 +444,22 @@ _WHAT = {
 }
 
 
+def _description(model: type[BaseModel], loc: tuple) -> str | None:
+    """The ``description`` a field declares (what its values mean), if any."""
+    import typing
+
+    cls: Any = model
+    field = None
+    for part in loc:
+        if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or part not in cls.model_fields:
+            return None
+        field = cls.model_fields[part]
+        options = [a for a in (typing.get_args(field.annotation) or (field.annotation,))
+                   if isinstance(a, type) and issubclass(a, BaseModel)]
+        cls = options[0] if options else None
+    return field.description if field is not None else None
+
+
 def _message(err: dict, model: type[BaseModel]) -> str:
     loc = [str(p) for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p in ("list", "dict", "str",
                                                                                           "int", "float", "bool")))]
@@ -455,7 +471,12 @@ def _message(err: dict, model: type[BaseModel]) -> str:
     if kind == "extra_forbidden":
         return f"unknown recipe key {key}"
     if kind == "literal_error":
-        return f"recipe key {key} must be one of {ctx.get('expected')}, got {shown}"
+        allowed = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
+        return f"recipe key {key} must be one of {allowed}, got {got!r}"
+    described = _description(model, err["loc"])
+    if described and kind in ("greater_than_equal", "greater_than", "less_than", "less_than_equal", "int_type",
+                              "int_parsing", "float_type", "float_parsing"):
+        return f"recipe key {key} must be {described}, got {got!r}"
     bounds = {"greater_than_equal": "≥ {ge}", "greater_than": "> {gt}", "less_than_equal": "≤ {le}",
               "less_than": "< {lt}", "too_short": "at least {min_length} long", "too_long": "at most {max_length} long"}
     if kind in bounds:
