@@ -151,6 +151,14 @@ def check_model_folder(path: Path, what: str = "model") -> None:
         model_type = config.get("model_type")
         if not adapter and not isinstance(model_type, str):
             raise bad("config.json", "without a model_type (not a transformers model config)")
+        if not adapter:
+            try:  # transformers' own validation of the values (a number given as a string, an unknown model_type)
+                from transformers import AutoConfig
+
+                AutoConfig.from_pretrained(str(path))
+            except Exception as err:  # noqa: BLE001 - whatever the config class raises: named in one line
+                first = " ".join(str(err).split())[:240]
+                raise bad("config.json", f"refused by transformers ({type(err).__name__}: {first})") from None
     weights = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in WEIGHT_SUFFIXES
                      and not p.name.startswith(("optimizer", "scheduler", "rng_state", "training_args", "scaler")))
     for w in weights:
@@ -196,6 +204,12 @@ class loading:  # noqa: N801 - used as ``with loading(path, "model"):``
             return False
         expected = (OSError, ValueError, TypeError, KeyError, RuntimeError, json.JSONDecodeError, UnicodeDecodeError,
                     EOFError, zipfile.BadZipFile, pickle.UnpicklingError)
+        try:
+            from huggingface_hub.errors import StrictDataclassError  # transformers 5 validates config values with it
+
+            expected = (*expected, StrictDataclassError)
+        except ImportError:  # pragma: no cover - an older huggingface_hub
+            pass
         try:
             from safetensors import SafetensorError
 

@@ -66,7 +66,8 @@ def test_dry_run_prints_the_resolved_official_config(capsys):
     import torch
 
     if not torch.cuda.is_available():
-        assert rc == 2 and "training.fp16: true, but this machine has no CUDA GPU" in printed.err
+        assert "dry run: note: training.fp16: true, but this machine has no CUDA GPU" in printed.err
+    assert rc in (0, 2)  # 2: the model is not in this machine's Hugging Face cache (a finding of its own)
     out = json.loads(printed.out)
     c = out["config"]
     assert c["class"] == "GACLConfig" and out["recipe"]["training"]["max_steps"] == 300

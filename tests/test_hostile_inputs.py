@@ -182,7 +182,8 @@ OPTIONS = [
            in_dir="seat", refuses={"torn"}),
     Option("eval embeddings --bias-ir-dir", "csv", _bias_ir_queries, _emb("bias-ir", "--bias-ir-dir"),
            filename="queries.csv", in_dir="bias_ir", refuses=LINES_REFUSED),
-    Option("train RECIPE", "yaml", lambda: RECIPE.read_bytes(), lambda w, f: ["train", str(f), "--dry-run"],
+    Option("train RECIPE", "yaml", lambda: RECIPE.read_bytes(),
+           lambda w, f: ["train", str(f), f"data.files=[{w / 'gold.txt'}]", "--dry-run"],  # a data file that exists
            filename="recipe.yaml", refuses=LINES_REFUSED),
     Option("augment cda --input", "lines", lambda: _lines(["He is a doctor .", "She works at the bank ."]),
            lambda w, f: ["augment", "cda", "--input", str(f), "--output", str(w / "out.jsonl"), "--overwrite"], refuses=LINES_REFUSED),
@@ -389,6 +390,7 @@ NOT_INPUTS = {
     "data verify --root": "checksums a data folder (no parsing): a bad file is reported as a checksum mismatch",
     "push --all-files": "a flag",
     "train --overwrite": "a flag",
+    "train --dry-run": "a flag (its help mentions the output folder)",
     "data fairseq-prep --src-lang": "a language code (its help mentions the file suffix)",
     "data fairseq-prep --lang": "a language code (its help mentions the file suffix)",
     "eval geneval --translations": "the contextual set: read by the same reader as --masculine (covered)",

@@ -97,7 +97,7 @@ def test_train_overwrite_flag_and_dry_run_of_a_classification_recipe(tmp_path, c
     from fairmt.cli import main as cli
 
     recipe = tmp_path / "cls.yaml"
-    recipe.write_text("method: classification\nobjective: fcl\n")
+    recipe.write_text(f"method: classification\nobjective: fcl\ndata: {{files: [{recipe}]}}\n")  # a file that exists
     assert cli(["train", str(recipe), "training.output_dir=" + str(tmp_path / "run"), "--overwrite", "--dry-run"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["recipe"]["overwrite"] is True and shown["config"]["output_dir"] == str(tmp_path / "run")
