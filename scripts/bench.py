@@ -53,7 +53,12 @@ def read_targets(path: Path) -> dict[str, tuple[str, float]]:
     """The script's module-level ``TARGETS`` literal, read from its source; {} when it has none."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        else:
+            continue
         if any(isinstance(t, ast.Name) and t.id == "TARGETS" for t in targets) and node.value is not None:
             value = ast.literal_eval(node.value)
             for measure, spec in value.items():
@@ -76,8 +81,9 @@ def run_one(name: str, path: Path, quick: bool, timeout: float) -> dict:
     """Run one benchmark script; {'result': JSON object} or {'error': text}, plus its wall time."""
     source = path.read_text(encoding="utf-8")
     cmd = [sys.executable, str(path), "--json"] + (["--quick"] if quick and '"--quick"' in source else [])
+    paths = [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"), "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+           "PYTHONPATH": os.pathsep.join(paths)}
     t0 = time.perf_counter()
     # its own process group, so a timeout ends the benchmark and every process it started
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -181,7 +187,8 @@ def main(argv=None) -> int:
     print(f"{'benchmark':<{widths[0]}}  {'measure':<{widths[1]}}  {'value':>10}  {'target':<9}  status")
     for r in rows:
         value = "—" if r["value"] is None else f"{r['value']:.4g}"
-        print(f"{r['benchmark']:<{widths[0]}}  {r['measure']:<{widths[1]}}  {value:>10}  {r['target']:<9}  {r['status']}")
+        print(f"{r['benchmark']:<{widths[0]}}  {r['measure']:<{widths[1]}}  {value:>10}  {r['target']:<9}  "
+              f"{r['status']}")
     for note in notes:
         print(f"note: {note}")
     for name, b in benchmarks.items():

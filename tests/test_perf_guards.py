@@ -76,7 +76,8 @@ def _forward_calls(module):
 
     def hook(mod, args, kwargs, output):
         ids = kwargs.get("input_ids", args[0] if args else None)
-        calls.append((None if ids is None else ids.shape[0], torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
+        rows = None if ids is None else ids.shape[0]
+        calls.append((rows, torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
 
     handle = module.register_forward_hook(hook, with_kwargs=True)
     try:
@@ -86,8 +87,9 @@ def _forward_calls(module):
 
 
 def _encoder_calls(trainer):
-    with _forward_calls(trainer.model.get_encoder()) as student, _forward_calls(trainer.teacher.get_encoder()) as teacher:
-        _step(trainer)
+    with _forward_calls(trainer.model.get_encoder()) as student:
+        with _forward_calls(trainer.teacher.get_encoder()) as teacher:
+            _step(trainer)
     return student, teacher
 
 
@@ -159,7 +161,8 @@ def test_teacher_guard_catches_a_teacher_run_with_gradient(tmp_path):
 _READS = ("item", "tolist", "__bool__", "__int__", "__float__", "__index__", "cpu", "numpy")
 # ops whose output size depends on the data: on an accelerator they wait for the device
 _DATA_DEPENDENT = {"aten::nonzero", "aten::nonzero_numpy", "aten::masked_select", "aten::_unique2",
-                   "aten::unique_consecutive", "aten::unique_dim", "aten::repeat_interleave", "aten::_local_scalar_dense"}
+                   "aten::unique_consecutive", "aten::unique_dim", "aten::repeat_interleave",
+                   "aten::_local_scalar_dense"}
 
 
 def _caller_in_fairmt(frame) -> bool:

@@ -100,11 +100,11 @@ def mt_kd_loss(
 
     The same value and gradient as ``(1 − α)·nll_loss(log_softmax(s), labels) + α·token_kl_loss(s, t, labels)``
     (both means over the non-ignored tokens), computed with two vocabulary-sized buffers instead of a dozen. With
-    ``p_i = softmax(s_i)``, ``q_i = softmax(t_i)`` and ``w_i`` the KD weight of position i (``1/N`` for the token mean
-    over the N label tokens, see :func:`_kd_weights`; 0 where the label is ignored)::
+    ``p_i = softmax(s_i)``, ``q_i = softmax(t_i)``, ``m_i`` 1 where position i has a label (0 where it is ignored),
+    N = Σ m_i, and ``w_i`` the KD weight of position i (``m_i/N`` for the token mean, see :func:`_kd_weights`)::
 
-        L_MT = −1/N Σ_i log p_{i,y_i}          L_KD = Σ_i w_i Σ_v q_iv (log q_iv − log p_iv)
-        ∂/∂s_i = a_i·p_i − α w_i·q_i − (1 − α)/N·onehot(y_i),   a_i = (1 − α)/N·[y_i kept] + α w_i
+        L_MT = −1/N Σ_i m_i log p_{i,y_i}          L_KD = Σ_i w_i Σ_v q_iv (log q_iv − log p_iv)
+        ∂/∂s_i = a_i·p_i − α w_i·q_i − (1 − α)·m_i/N·onehot(y_i),   a_i = (1 − α)·m_i/N + α w_i
 
     The gradient is built in the forward pass in the buffer that held ``log p``, up to the per-row factor ``a_i``
     that the backward pass applies together with the upstream gradient; sums are BLAS dot products, so no further

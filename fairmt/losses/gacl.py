@@ -66,9 +66,7 @@ def gacl_variant(name: str) -> GACLPairs:
         raise FairmtError(f"unknown GACL variant {name!r}; choose one of {sorted(GACL_VARIANTS)}") from None
 
 
-SINGLE_GENDER_HINT = (
-    "use a gender-balanced sampler (fairmt.data.GenderBalancedSampler) or a larger batch"
-)
+SINGLE_GENDER_HINT = "use a gender-balanced sampler (fairmt.data.GenderBalancedSampler) or a larger batch"
 
 
 def single_gender_batch(genders: torch.Tensor, gather: bool = True) -> torch.Tensor:
@@ -103,10 +101,10 @@ def gacl_loss(
             ``(loss, n_positives, n_negatives)``.
         on_single_gender: a batch (all processes together when gathering) of one gender has no in-batch negative:
             ``"error"`` (default, training) or ``"skip"`` (return ``None`` instead of a loss, for evaluation,
-            where L_GC is undefined on such a batch) — both read a value back from the device —, or ``"defer"``
-            (no check here, so the loss needs no host synchronisation: the caller checks
-            :func:`single_gender_batch` itself, as :class:`fairmt.trainers.GACLTrainer` does with the loss's
-            finiteness, in one read per step).
+            where L_GC is undefined on such a batch), both of which read a value back from the device; or
+            ``"defer"``: no check here, so the loss needs no host synchronisation, and the caller checks
+            :func:`single_gender_batch` itself (:class:`fairmt.trainers.GACLTrainer` reads it together with the
+            loss's finiteness, in one read per step).
     """
     p = gacl_variant(pairs) if isinstance(pairs, str) else pairs
     b = h.shape[0]

@@ -84,7 +84,8 @@ class FaultGuardMixin:
             del self.__dict__["_deferred_checks"]
         total = loss.detach().float().sum()
         # the step's one read from the device: the loss and every deferred check together
-        value, *failed = torch.stack([total, *(f.to(total.device, torch.float32).reshape(()) for f, _ in checks)]).tolist()
+        flags = [f.to(total.device, torch.float32).reshape(()) for f, _ in checks]
+        value, *failed = torch.stack([total, *flags]).tolist()
         for (_, message), bad in zip(checks, failed):
             if bad:
                 raise FairmtError(f"training stopped at step {self.state.global_step + 1}: {message}")

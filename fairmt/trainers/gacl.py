@@ -518,8 +518,8 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
             # that a process skipping its batch would leave waiting)
             gather = args.gather_across_processes and training
             if training and p.inbatch_negatives:  # read with the loss, in the step's one read from the device
-                self.defer_check(single_gender_batch(genders, gather=gather),
-                                 f"the batch holds one gender only, but GACL uses in-batch negatives: {SINGLE_GENDER_HINT}")
+                self.defer_check(single_gender_batch(genders, gather=gather), "the batch holds one gender only, but "
+                                 f"GACL uses in-batch negatives: {SINGLE_GENDER_HINT}")
             loss_gc, n_pos, n_neg = gacl_loss(
                 reps["h"], genders, temperature=args.temperature, pairs=p, gather=gather, return_counts=True,
                 on_single_gender="defer" if training else "skip", **views,
