@@ -28,7 +28,7 @@ degenerate output says less::
 
 Targets: ``TARGETS`` below (set from the README's figures of the full run, ct2 3.0–3.5×, int8 4–7×, 99.2 %
 identical, less a margin for a shared machine). ``--quick`` (what ``scripts/bench.py`` runs): 48 sentences, the
-speed model trained 100 steps on 500 sentences, the demo model 300 steps.
+speed model trained 250 steps on 500 sentences, the demo model 300 steps.
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 # measure -> (comparison, target); scripts/bench.py reads these from here (the one place they are kept)
 TARGETS = {"ct2_vs_hf": (">=", 2.5), "ct2_int8_vs_hf": (">=", 4.0), "identical_share": (">=", 0.95)}
-QUICK = {"sentences": 48, "train_sentences": 500, "train_steps": 100, "demo_steps": 300}
+# fewer sentences to translate; the speed model keeps enough training to be peaked (at 100 steps it answers every
+# sentence with one string, and ct2/hf reads 2.1× instead of 4.4×)
+QUICK = {"sentences": 48, "train_sentences": 500, "train_steps": 250, "demo_steps": 300}
 
 
 def _sentences(n_train: int, n_eval: int) -> tuple[list[str], list[str], str]:
