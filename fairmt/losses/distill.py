@@ -154,10 +154,15 @@ class _MTKDLoss(torch.autograd.Function):
         buf = torch.empty_like(q)
         if t.dtype == torch.float32:
             torch.log_softmax(t, -1, out=buf)
+            torch.softmax(t, -1, out=q)
         else:
             q.copy_(t)
             torch.log_softmax(q, -1, out=buf)
-        torch.exp(buf, out=q)  # q = softmax(t), buf = log softmax(t)
+            if q.device.type == "cpu":  # the CPU kernel reads a row before it writes it: in place is exact, and
+                torch.softmax(q, -1, out=q)  # cheaper than the exp of the log-softmax
+            else:
+                torch.exp(buf, out=q)
+        # q = softmax(t), buf = log softmax(t)
         q.mul_(w_kd[:, None])  # each row scaled by its KD weight: the dot products below are weighted sums
         neg_entropy = _dot(q, buf)  # Σ_i w_i Σ_v q log q
         torch.log_softmax(s.float(), -1, out=buf)  # buf = log softmax(s)
