@@ -21,7 +21,7 @@ SCHEMAS: dict[str, dict[str, set[str] | None]] = {
     "ccd": {
         "top": {"model", "data", "training", "peft", "evaluation", "results", "utility"},
         "data": {"tuples", "cda_source", "groups", "seed", "eval_size", "test_size", "utility_size",
-                 "max_train_tuples"},
+                 "utility_validation_size", "max_train_tuples", "eda"},
         "peft": None,
         "evaluation": None,
     },
