@@ -38,9 +38,10 @@ REPO = Path(__file__).resolve().parents[1]
 RECIPE = "ccd/minilm_cda"
 DEFAULT_OUT = REPO / "scripts" / "results" / "ccd_grid.jsonl"
 
-#: the overrides every grid run shares (fewer SEAT permutations: the effect sizes, which are compared, do not
-#: depend on them)
-BASE = ["evaluation.seat_n_samples=1000", "evaluation.probe_n_samples=1000"]
+#: the overrides every grid run shares: the grid started from the recipe's former default learning rate 1e-4
+#: ("base"; the recipe now ships 1e-5, the grid's choice), and fewer SEAT permutations (the effect sizes, which
+#: are compared, do not depend on them)
+BASE = ["training.learning_rate=1e-4", "evaluation.seat_n_samples=1000", "evaluation.probe_n_samples=1000"]
 
 NEWS = "{path: parallel/newstest2018_en-de.jsonl, field: translation.en}"
 BIOS = "{path: bios/bios_28prof_x10.csv, field: hard_text, sentences: true}"
@@ -70,6 +71,14 @@ GRIDS: dict[str, dict[str, list[str]]] = {
         "tuples128": ["data.max_train_tuples=128"],
         "eda2": ["data.eda={num_aug: 2, alpha: 0.1}"],
         "news+bios": [f"data.cda_source=[{NEWS}, {BIOS}]"],
+    },
+    # three seeds each: the candidates of the exploration (chosen on its validation columns) and the old default
+    "final": {
+        "base": [],
+        "lr1e-5": ["training.learning_rate=1e-5"],
+        "lr3e-5": ["training.learning_rate=3e-5"],
+        "es-valbias": ["training.metric_for_best_model=eval_val_bias"],
+        "lr3e-5+es-valbias": ["training.learning_rate=3e-5", "training.metric_for_best_model=eval_val_bias"],
     },
 }
 
@@ -202,9 +211,10 @@ def aggregate(rows: list[dict]) -> dict[str, dict]:
 
     groups: dict[str, list[dict]] = {}
     datas = list(dict.fromkeys(r["data"] for r in rows if r["setting"] == "original"))
+    users = {d: next((r["setting"] for r in rows if r["data"] == d and r["setting"] != "original"), "?") for d in datas}
     for r in rows:
         if r["setting"] == "original":  # measured once per data split (again after a restart: the same numbers)
-            key = "original" + ("" if r["data"] == datas[0] else f" (data {datas.index(r['data']) + 1})")
+            key = "original" + ("" if r["data"] == datas[0] else f" (data of {users[r['data']]})")
             groups.setdefault(key, [r])
             continue
         groups.setdefault(r["setting"], []).append(r)
@@ -228,13 +238,15 @@ def original_for(agg: dict, setting: dict) -> dict:
 
 
 def select(agg: dict, bound: float = UTILITY_BOUND) -> tuple[str | None, dict[str, dict]]:
-    """The selection rule, on validation numbers only (means over seeds):
+    """The selection rule, on validation numbers only (means over seeds), for the issue's aim "lower all three
+    suites' bias with utility within a bound":
 
     1. admissible: ``val/utility_spearman`` ≥ ``bound``;
-    2. a setting *improves all three* when its validation CCED gap, probe avg |d| and Bias-IR AVG-DEV are all below
-       the original model's;
-    3. among the admissible settings that improve all three (or, if none does, among all admissible ones), the one
-       with the lowest mean of the three ratios after/before.
+    2. each admissible setting gets the ratios after/before of its validation CCED gap, probe avg |d| and Bias-IR
+       AVG-DEV (the original model measured on the same data split);
+    3. if some admissible settings lower all three (every ratio < 1), the one with the lowest mean ratio;
+       otherwise the one whose *worst* ratio is lowest — the setting that comes closest to lowering all three
+       (the mean would let the CCED gap, which every setting lowers by ~80%, buy a worse probe).
     Returns the chosen name and each setting's ratios."""
     scores = {}
     for name, a in agg.items():
@@ -242,13 +254,14 @@ def select(agg: dict, bound: float = UTILITY_BOUND) -> tuple[str | None, dict[st
             continue
         o = original_for(agg, a)
         ratios = {c: a[c][0] / o[c][0] for c in ("val/cced_gap", "val/probe_avg_abs", "val/bias_ir_avg_dev")}
-        scores[name] = {"ratios": ratios, "mean_ratio": sum(ratios.values()) / 3,
+        scores[name] = {"ratios": ratios, "mean_ratio": sum(ratios.values()) / 3, "max_ratio": max(ratios.values()),
                         "all_better": all(v < 1 for v in ratios.values()),
                         "admissible": a.get("val/utility_spearman", (0.0,))[0] >= bound, "n": a["n"]}
-    pool = [n for n, s in scores.items() if s["admissible"] and s["all_better"]] or \
-        [n for n, s in scores.items() if s["admissible"]]
-    best = min(pool, key=lambda n: scores[n]["mean_ratio"]) if pool else None
-    return best, scores
+    winners = [n for n, s in scores.items() if s["admissible"] and s["all_better"]]
+    if winners:
+        return min(winners, key=lambda n: scores[n]["mean_ratio"]), scores
+    pool = [n for n, s in scores.items() if s["admissible"]]
+    return (min(pool, key=lambda n: scores[n]["max_ratio"]) if pool else None), scores
 
 
 def _cell(a: dict, col: str) -> str:
@@ -261,14 +274,16 @@ def _cell(a: dict, col: str) -> str:
 def table(rows: list[dict], with_selection: bool = False) -> str:
     agg = aggregate(rows)
     best, scores = select(agg) if with_selection else (None, {})
-    head = ["setting", "seeds", *VAL_COLS, *TEST_COLS] + (["val ratio (mean)", "all 3 val better"] if with_selection else [])
+    head = ["setting", "seeds", *VAL_COLS, *TEST_COLS] + (["val ratios (CCED, probe, Bias-IR)", "worst", "all 3 better"]
+                                                           if with_selection else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, a in agg.items():
         cells = [name + (" **(chosen)**" if name == best else ""), str(a["n"]),
                  *(_cell(a, c) for c in VAL_COLS), *(_cell(a, c) for c in TEST_COLS)]
         if with_selection:
             s = scores.get(name)
-            cells += [f"{s['mean_ratio']:.3f}" if s else "–", ("yes" if s["all_better"] else "no") if s else "–"]
+            cells += [", ".join(f"{v:.2f}" for v in s["ratios"].values()), f"{s['max_ratio']:.3f}",
+                      "yes" if s["all_better"] else "no"] if s else ["–", "–", "–"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

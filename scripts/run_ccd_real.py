@@ -72,11 +72,14 @@ def _rows(res: dict) -> list[tuple[str, float, float | None, object]]:
     return rows
 
 
-def _fmt(values: list[float]) -> str:
+TOL = 1e-9
+
+
+def _fmt(values: list[float], digits: int = 3) -> str:
     import numpy as np
 
     v = np.asarray(values, dtype=float)
-    return f"{v.mean():.3f}" if len(v) == 1 else f"{v.mean():.3f} ± {v.std(ddof=1):.3f}"
+    return f"{v.mean():.{digits}f}" if len(v) == 1 else f"{v.mean():.{digits}f} ± {v.std(ddof=1):.{digits}f}"
 
 
 def table(results: list[dict] | dict) -> str:
@@ -99,10 +102,14 @@ def table(results: list[dict] | dict) -> str:
         if bad is None:
             verdict = "–"
         else:
-            k = sum(bad(x) < bad(before) for x in afters)
-            word = "better" if bad(mean_after) < bad(before) else "worse" if bad(mean_after) > bad(before) else "same"
+            # a tolerance, so that 0.7 -> 0.3 (both 0.2 from 0.5) reads "same", not a float's "worse"
+            k = sum(bad(x) < bad(before) - TOL for x in afters)
+            change = bad(mean_after) - bad(before)
+            word = "better" if change < -TOL else "worse" if change > TOL else "same"
             verdict = f"**{word}**" + (f" ({k}/{n} seeds better)" if n > 1 else "")
-        lines.append(f"| {label} | {before:.3f} | {_fmt(afters)} | {mean_after - before:+.3f} | {verdict} |")
+        digits = 4 if label.startswith("utility") else 3  # utility sits near 1: show what changed
+        lines.append(f"| {label} | {before:.{digits}f} | {_fmt(afters, digits)} | {mean_after - before:+.{digits}f} | "
+                     f"{verdict} |")
     tr = [r["train"] for r in results]
     r0 = results[0]
     rhos = ", ".join(f"{t['rho']:.4f}" for t in tr)

@@ -71,9 +71,49 @@ def test_run_ccd_real_table_mean_std_and_verdicts():
     career = rows["Bias-IR male ratio Career (60 test queries)"]
     assert career[2] == "0.500 ± 0.361" and career[4].startswith("**better** (1/3 seeds better)")
     assert rows["CCED mean ‖f(male)−f(neutral)‖"][4].startswith("–")
+    assert rows["utility (test, 10 sentences): Spearman of pairwise cosines"][2] == "0.9900 ± 0.0000"
+    mirrored = mod.table([_result(1.0, 0.1, 0.3)])  # 0.7 -> 0.3: as far from 0.5 as before
+    assert "| Bias-IR male ratio Career (60 test queries) | 0.700 | 0.300 | -0.400 | **same** |" in mirrored
     worse = mod.table([_result(1.5, 0.2, 0.8), _result(1.3, 0.1, 0.7)])
     assert "**worse** (0/2 seeds better)" in worse and "**better**" not in worse.split("CCED gap")[0]
     with pytest.raises(ValueError, match="before"):
         other = _result(0.1, 0.1, 0.5)
         other["before"]["cced"]["gap"] = 0.5
         mod.table([_result(0.1, 0.1, 0.5), other])
+
+
+def _grid():
+    spec = importlib.util.spec_from_file_location("ccd_grid", REPO / "scripts" / "ccd_grid.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _row(setting, seed, gap, probe, ir, util=0.999, data="d"):
+    return {"setting": setting, "seed": seed, "data": data, "overrides": [], "val/cced_gap": gap,
+            "val/probe_avg_abs": probe, "val/bias_ir_avg_dev": ir, "val/utility_spearman": util, "test/seat_avg_abs": 9.0}
+
+
+def test_grid_selection_uses_validation_only_and_prefers_lowering_all_three(tmp_path):
+    grid = _grid()
+    orig = _row("original", None, 0.1, 1.0, 0.2)
+    rows = [orig, dict(orig),  # measured twice (a resumed grid): one original
+            _row("a", 0, 0.01, 1.10, 0.10), _row("a", 1, 0.01, 1.10, 0.10),   # mean ratio 0.57, worst 1.10
+            _row("b", 0, 0.05, 1.02, 0.19), _row("b", 1, 0.05, 1.04, 0.19),   # worst 1.03 (probe), mean 0.84
+            _row("c", 0, 0.01, 0.90, 0.05, util=0.9)]                          # lowers all three, utility too low
+    agg = grid.aggregate(rows)
+    assert agg["original"]["n"] == 1 and agg["b"]["val/probe_avg_abs"][0] == pytest.approx(1.03)
+    best, scores = grid.select(agg)
+    assert best == "b" and not scores["c"]["admissible"] and scores["c"]["all_better"]
+    assert scores["a"]["max_ratio"] == pytest.approx(1.10)
+    rows.append(_row("d", 0, 0.08, 0.99, 0.19))  # lowers all three, a little: now preferred
+    rows.append(_row("e", 0, 0.02, 0.95, 0.10))  # lowers all three by more: lowest mean ratio
+    assert grid.select(grid.aggregate(rows))[0] == "e"
+    # the test columns never enter the choice
+    rows[-1]["test/seat_avg_abs"] = 99.0
+    assert grid.select(grid.aggregate(rows))[0] == "e"
+    path = tmp_path / "g.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert ("a", 1) in grid._done(path) and ("a", 2) not in grid._done(path)
+    md = grid.table(grid.load_rows(path), with_selection=True)
+    assert "| e **(chosen)** | 1 |" in md and "0.010 ± 0.000" in md
