@@ -1,8 +1,8 @@
 """A scripted grid over CCD settings on the real all-MiniLM-L6-v2 (recipe ``ccd/minilm_cda``), chosen on validation.
 
     OMP_NUM_THREADS=1 FAIRMT_DATA=../shared/data python scripts/ccd_grid.py run --grid explore --seeds 0 \
-        [--out grid/ccd_grid.jsonl] [--only NAME ...]
-    python scripts/ccd_grid.py table [--out grid/ccd_grid.jsonl] [--select]
+        [--out scripts/results/ccd_grid.jsonl] [--only NAME ...]
+    python scripts/ccd_grid.py table [--out scripts/results/ccd_grid.jsonl] [--select]
 
 Every setting is a list of recipe overrides (``training.beta=3``, the syntax of ``fairmt train RECIPE key=value``),
 so a setting can be re-run by hand, or through ``fairmt sweep`` once it exists: each JSONL row holds the setting's
@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import pickle
 import shutil
 import sys
@@ -96,9 +95,10 @@ def _flat(after: dict, val: dict | None, util: dict | None, util_val: dict | Non
         out.update({f"test/bias_ir_male_{c}": r for c, r in after["bias_ir"]["male_ratio"].items()})
     if "bias_ir_all" in after:
         out["all/bias_ir_avg_dev"] = after["bias_ir_all"]["avg_dev"]
-    if util:
-        out["test/utility_spearman"] = util["spearman_pairwise_cos"]
-        out["test/utility_nn1"] = util["nn1_agreement"]
+    for split, u in (("test", util), ("val", util_val)):
+        if u:
+            out[f"{split}/utility_spearman"] = u["spearman_pairwise_cos"]
+            out[f"{split}/utility_nn1"] = u["nn1_agreement"]
     if val:
         out["val/probe_avg_abs"] = val["probe_avg_abs"]
         out.update({f"val/probe_{t}": r["effect_size"] for t, r in val["probe"].items()})
@@ -106,9 +106,6 @@ def _flat(after: dict, val: dict | None, util: dict | None, util_val: dict | Non
             out["val/cced_gap"] = val["cced"]["gap"]
         if "bias_ir" in val:
             out["val/bias_ir_avg_dev"] = val["bias_ir"]["avg_dev"]
-    if util_val:
-        out["val/utility_spearman"] = util_val["spearman_pairwise_cos"]
-        out["val/utility_nn1"] = util_val["nn1_agreement"]
     return out
 
 
@@ -307,13 +304,10 @@ def main(argv: list[str]) -> int:
             rows = [r for r in rows if r["setting"] in a.only or r["setting"] == "original"]
         print(table(rows, a.select))
         return 0
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    shared = REPO.parent / "shared" / "data"
-    if "FAIRMT_DATA" not in os.environ and shared.is_dir():
-        os.environ["FAIRMT_DATA"] = str(shared)
-    sys.path.insert(0, str(REPO))
+    sys.path.insert(0, str(Path(__file__).parent))
+    from run_ccd_real import real_run_environment
+
+    real_run_environment()
     settings = GRIDS[a.grid]
     if a.only:
         missing = [n for n in a.only if n not in settings]

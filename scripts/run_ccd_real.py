@@ -119,6 +119,17 @@ def table(results: list[dict] | dict) -> str:
     return "\n".join(lines)
 
 
+def real_run_environment() -> None:
+    """One CPU thread, offline, the shared data as FAIRMT_DATA when it sits beside the checkout, this tree's fairmt."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    shared = REPO.parent / "shared" / "data"
+    if "FAIRMT_DATA" not in os.environ and shared.is_dir():
+        os.environ["FAIRMT_DATA"] = str(shared)
+    sys.path.insert(0, str(REPO))
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("args", nargs="*", help="[recipe.yaml] key=value ...")
@@ -128,13 +139,7 @@ def main(argv: list[str]) -> int:
     if a.from_results:
         print(table([json.loads(f.read_text(encoding="utf-8")) for f in a.from_results]))
         return 0
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    shared = REPO.parent / "shared" / "data"
-    if "FAIRMT_DATA" not in os.environ and shared.is_dir():
-        os.environ["FAIRMT_DATA"] = str(shared)
-    sys.path.insert(0, str(REPO))
+    real_run_environment()
     import logging
 
     import torch

@@ -117,3 +117,17 @@ def test_evaluation_settings_refuse_unknown_keys():
     assert evaluation_settings({})["bias_ir_validation"] is None
     with pytest.raises(FairmtError, match="evaluation.seat_samples"):
         evaluation_settings({"evaluation": {"seat_samples": 10}})
+
+
+def test_validation_selectors_refuse_what_they_cannot_measure():
+    from fairmt.scripts.ccd import validation_selector
+
+    data = {"eval": [{"neutral": "they run", "male": "he runs", "female": "she runs"}], "groups": ("male", "female")}
+    settings = {"batch_size": 8}
+    with pytest.raises(FairmtError, match="unknown validation selector 'probe'"):
+        validation_selector("probe", None, None, data, settings, None, None)
+    with pytest.raises(FairmtError, match="Bias-IR validation queries"):
+        validation_selector("bias_ir_avg_dev", None, None, data, settings, None, None)
+    with pytest.raises(FairmtError, match="evaluation.validation: true"):
+        validation_selector("val_bias", None, None, data, settings, ["q"], None)
+    assert callable(validation_selector("probe_avg_abs", None, None, data, settings, None, None))
