@@ -192,7 +192,8 @@ def run_grid(settings: dict[str, list[str]], seeds: list[int], out: Path, recipe
 SUITES = (("cced_gap", "CCED gap"), ("probe_avg_abs", "probe avg |d|"), ("seat_avg_abs", "SEAT avg |d|"),
           ("bias_ir_avg_dev", "Bias-IR AVG-DEV"), ("utility_spearman", "utility ρ_s"))
 VAL_COLS = ("val/cced_gap", "val/probe_avg_abs", "val/bias_ir_avg_dev", "val/utility_spearman")
-TEST_COLS = ("test/cced_gap", "test/seat_avg_abs", "test/bias_ir_avg_dev", "all/bias_ir_avg_dev", "test/utility_spearman")
+TEST_COLS = ("test/cced_gap", "test/seat_avg_abs", "test/bias_ir_avg_dev", "all/bias_ir_avg_dev",
+             "test/utility_spearman")
 #: utility bound of the selection: Spearman correlation of the pairwise cosines (original vs debiased) on the
 #: validation sentences
 UTILITY_BOUND = 0.98

@@ -59,7 +59,8 @@ def _rows(res: dict) -> list[tuple[str, float, float | None, object]]:
         vb, va = res["validation"]["before"], res["validation"]["after"]
         rows.append(("validation: probe avg \\|d\\| (no SEAT word)", vb["probe_avg_abs"], va["probe_avg_abs"], _same))
         if "cced" in vb:
-            rows.append((f"validation: CCED gap ({vb['cced']['n']} tuples)", vb["cced"]["gap"], va["cced"]["gap"], _same))
+            rows.append((f"validation: CCED gap ({vb['cced']['n']} tuples)", vb["cced"]["gap"], va["cced"]["gap"],
+                         _same))
         if "bias_ir" in vb:
             rows.append((f"validation: Bias-IR AVG-DEV ({vb['bias_ir'].get('n_queries', '')} queries)",
                          vb["bias_ir"]["avg_dev"], va["bias_ir"]["avg_dev"], _same))

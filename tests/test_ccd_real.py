@@ -50,7 +50,8 @@ def _result(seat6_after, gap_after, ratio_after):
                    "bias_ir": {"male_ratio": {"Career": 0.7}, "avg_dev": 0.2, "n_queries": 60}},
         "after": {"seat": {"6": {"effect_size": seat6_after}}, "seat_avg_abs": abs(seat6_after),
                   "cced": {"gap": gap_after, "n": 5, "mean_distance": {"male": 0.25, "female": 0.25}},
-                  "bias_ir": {"male_ratio": {"Career": ratio_after}, "avg_dev": abs(ratio_after - 0.5), "n_queries": 60}},
+                  "bias_ir": {"male_ratio": {"Career": ratio_after}, "avg_dev": abs(ratio_after - 0.5),
+                              "n_queries": 60}},
         "utility": {"n": 10, "spearman_pairwise_cos": 0.99, "nn1_agreement": 0.9},
         "train": {"rho": 0.3, "rho_estimator": "median", "best_checkpoint": "x/checkpoint-10"},
         "data": {"n_train": 9}, "time_total_s": 1.0,
@@ -91,7 +92,8 @@ def _grid():
 
 def _row(setting, seed, gap, probe, ir, util=0.999, data="d"):
     return {"setting": setting, "seed": seed, "data": data, "overrides": [], "val/cced_gap": gap,
-            "val/probe_avg_abs": probe, "val/bias_ir_avg_dev": ir, "val/utility_spearman": util, "test/seat_avg_abs": 9.0}
+            "val/probe_avg_abs": probe, "val/bias_ir_avg_dev": ir, "val/utility_spearman": util,
+            "test/seat_avg_abs": 9.0}
 
 
 def test_grid_selection_uses_validation_only_and_prefers_lowering_all_three(tmp_path):

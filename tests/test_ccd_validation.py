@@ -131,3 +131,30 @@ def test_validation_selectors_refuse_what_they_cannot_measure():
     with pytest.raises(FairmtError, match="evaluation.validation: true"):
         validation_selector("val_bias", None, None, data, settings, ["q"], None)
     assert callable(validation_selector("probe_avg_abs", None, None, data, settings, None, None))
+
+
+def test_recipe_results_are_names_the_sweep_knows(tmp_path):
+    """Every number a real run of ccd/minilm_cda wrote (scripts/results, plus the dev/test summaries) is a metric
+    name ``fairmt sweep`` accepts, and the README's sweep over the recipe passes the sweep's checks (dev objectives;
+    a test objective is refused)."""
+    from pathlib import Path
+
+    pytest.importorskip("optuna")
+    from fairmt.commands.train import load_recipe
+    from fairmt.scripts.ccd import summary_sections
+    from fairmt.sweep.results import flatten, matches, metric_patterns
+    from fairmt.sweep.spec import build_spec
+
+    res = json.loads((Path(__file__).parents[1] / "scripts/results/ccd_minilm_cda_seed0.json").read_text())
+    res.update(summary_sections(res))
+    assert res["dev"]["probe_avg_abs"] == res["validation"]["after"]["probe_avg_abs"]
+    assert res["test"]["bias_ir_avg_dev"] == res["after"]["bias_ir"]["avg_dev"]
+    assert set(res["dev"]) == {"cced_gap", "probe_avg_abs", "bias_ir_avg_dev", "utility_spearman", "utility_nn1"}
+    patterns = metric_patterns("ccd", load_recipe("ccd/minilm_cda"))
+    unknown = [n for n in flatten(res) if not matches(n, patterns)]
+    assert not unknown
+    spec = build_spec("ccd/minilm_cda", [], ["training.learning_rate=1e-5,3e-5,1e-4"], [], "3",
+                      ["dev.probe_avg_abs:min", "dev.bias_ir_avg_dev:min"], None, output_dir=str(tmp_path / "s"))
+    assert spec.method == "ccd" and spec.objectives[0] == ["dev.probe_avg_abs", "minimize"]
+    with pytest.raises(FairmtError, match="test metric"):
+        build_spec("ccd/minilm_cda", [], [], [], "3", ["test.seat_avg_abs:min"], None, output_dir=str(tmp_path / "t"))

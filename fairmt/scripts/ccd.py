@@ -36,7 +36,9 @@ Recipe keys (see ``recipes/ccd/minilm_cda.yaml`` for a documented example):
 The measurements use the embedding-bias suite (:mod:`fairmt.eval.embedding`: SEAT effect sizes, CCED gap on
 the held-out tuples, Bias-IR male ratios) and a utility check that compares the debiased model with the original
 on held-out neutral sentences (:func:`utility_check`). The results JSON holds ``before``/``after`` (test suites),
-``validation`` (``before``/``after``), ``utility``, ``utility_validation`` and ``train``.
+``validation`` (``before``/``after``), ``utility``, ``utility_validation``, ``train``, and the after-training
+numbers once more as flat ``dev`` (validation) and ``test`` sections (:func:`summary_sections`), so that ``fairmt
+sweep ccd/minilm_cda --objective dev.probe_avg_abs:min ...`` selects on validation and reports test.
 """
 
 from __future__ import annotations
@@ -599,6 +601,34 @@ def make_trainer(model, tok, args, data: dict, settings: dict, ir_val=None, vali
     )
 
 
+def summary_sections(results: dict) -> dict[str, dict[str, float]]:
+    """``dev`` and ``test``: the after-training numbers of a run under one flat name per measure, validation under
+    ``dev`` and the reported suites under ``test`` (the convention ``fairmt sweep`` selects by: objectives and
+    selection on ``dev.*``, the selected setting's ``test.*`` reported). Only the measures the run made."""
+    after, val = results.get("after") or {}, (results.get("validation") or {}).get("after") or {}
+    dev: dict[str, float] = {}
+    test: dict[str, float] = {}
+    if "cced" in val:
+        dev["cced_gap"] = val["cced"]["gap"]
+    if "probe_avg_abs" in val:
+        dev["probe_avg_abs"] = val["probe_avg_abs"]
+    if "bias_ir" in val:
+        dev["bias_ir_avg_dev"] = val["bias_ir"]["avg_dev"]
+    if "cced" in after:
+        test["cced_gap"] = after["cced"]["gap"]
+    if "seat_avg_abs" in after:
+        test["seat_avg_abs"] = after["seat_avg_abs"]
+    if "bias_ir" in after:
+        test["bias_ir_avg_dev"] = after["bias_ir"]["avg_dev"]
+    if "bias_ir_all" in after:
+        test["bias_ir_avg_dev_all_queries"] = after["bias_ir_all"]["avg_dev"]
+    for section, key in ((dev, "utility_validation"), (test, "utility")):
+        if key in results:
+            section["utility_spearman"] = results[key]["spearman_pairwise_cos"]
+            section["utility_nn1"] = results[key]["nn1_agreement"]
+    return {k: v for k, v in (("dev", dev), ("test", test)) if v}
+
+
 def main(config: dict) -> dict:
     """Run a CCD recipe: data → before measurements → CCD training → after measurements → results JSON."""
     import torch
@@ -660,6 +690,7 @@ def main(config: dict) -> dict:
         results["utility"] = utility_check(before["neutral"], after["neutral"])
     if before.get("neutral_validation") is not None:
         results["utility_validation"] = utility_check(before["neutral_validation"], after["neutral_validation"])
+    results.update(summary_sections(results))
     results["time_measure_after_s"] = time.time() - t0
     results["time_total_s"] = time.time() - t_start
 

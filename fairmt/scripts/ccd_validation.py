@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from fairmt.errors import FairmtError
 
-# ------------------------------------------------------------------ the association probe (no word shared with SEAT 6-8b)
+# ------------------------------------------------------------ the association probe (no word shared with SEAT 6-8b)
 
 MALE_NAMES = ("David", "Robert", "James", "Thomas", "Richard", "Daniel", "Mark", "Peter")
 FEMALE_NAMES = ("Mary", "Linda", "Susan", "Karen", "Emily", "Laura", "Rachel", "Helen")
@@ -101,7 +101,8 @@ def split_bias_ir(queries: Sequence, validation_fraction: float = 0.5, seed: int
     for cat in sorted(by_cat):
         qs = sorted(by_cat[cat], key=lambda q: q.q_id)
         if len(qs) < 2:
-            raise FairmtError(f"Bias-IR category {cat!r} has {len(qs)} query: too few to split into validation and test")
+            raise FairmtError(f"Bias-IR category {cat!r} has {len(qs)} query: too few to split into validation "
+                              "and test")
         k = min(len(qs) - 1, max(1, int(len(qs) * validation_fraction)))
         val_ids.update(q.q_id for q in random.Random(f"{seed}:{cat}").sample(qs, k))
     return [q for q in queries if q.q_id in val_ids], [q for q in queries if q.q_id not in val_ids]

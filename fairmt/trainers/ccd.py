@@ -153,7 +153,8 @@ def encode(model: torch.nn.Module, features: dict, pooling: str = "auto", normal
         # another embedding than the model's own: pool its token embeddings as asked (mean for "auto")
         mode = "mean" if pooling == "auto" else pooling
         if mode == "pooler":
-            raise FairmtError("pooling='pooler' needs a plain AutoModel: a sentence-transformers model has no pooler output")
+            raise FairmtError("pooling='pooler' needs a plain AutoModel: a sentence-transformers model has no pooler "
+                              "output")
         emb = pool(out["token_embeddings"], feats["attention_mask"], mode)
     else:
         # a head model (``*ForMaskedLM``, kept so StereoSet/CrowS-Pairs can score the debiased encoder) returns
@@ -328,7 +329,7 @@ class CCDTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Trainer):
 
     def _add_gap(self, neutral: torch.Tensor, groups: torch.Tensor) -> None:
         """Accumulate the CCED gap of an evaluation batch: per tuple, the mean over group pairs i < j of
-        | ‖f(S^{a_i}) − f(S^n)‖ − ‖f(S^{a_j}) − f(S^n)‖ | (:func:`fairmt.eval.embedding.cced.cced_gap`)."""
+        | ‖f(S^{a_i}) − f(S^n)‖ − ‖f(S^{a_j}) − f(S^n)‖ | (as :func:`fairmt.eval.embedding.cced.cced_gap`)."""
         d = tuple_distances(neutral.float(), groups.float())  # (B, G)
         i, j = torch.triu_indices(d.shape[1], d.shape[1], 1)
         per_tuple = (d[:, i] - d[:, j]).abs().mean(dim=1)
