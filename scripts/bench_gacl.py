@@ -29,7 +29,15 @@ noise hits all of them alike); on a CPU they are the process's CPU time, which o
 machine do not inflate. Peak memory: ``torch.cuda.max_memory_allocated`` on a GPU; on a CPU, the peak RSS
 growth of a fresh subprocess per mode over its state after building the model(s). Prints a table, or one JSON
 object with ``--json`` (keys ``gacl_vs_plain``, ``official_variant_vs_official_algorithm``, ``step_seconds``,
-``peak_memory_mb``). Targets: gacl_vs_plain ≤ 1.8, official_variant_vs_official_algorithm ≤ 0.9.
+``peak_memory_mb``). Targets: ``TARGETS`` below (for gacl_vs_plain, the floor of the algorithm at this shape is
+about 1.72). ``--quick`` (what ``scripts/bench.py`` runs): the same shape and ratios, fewer rounds, no memory
+subprocesses.
+
+The bf16 teacher's speed is the machine's: ``setup.bf16_matmul_speedup`` is the float32 / bfloat16 time of one
+LM-head-shaped matrix product measured first. Where it is near 1 (a CPU without AVX512-BF16/AMX, or oneDNN held
+to an older ISA, e.g. by ``ONEDNN_MAX_CPU_ISA``), the teacher costs what a float32 one does and gacl_vs_plain
+reads about 1.95–2.0 at the default shape (``--teacher-fp32`` shows it): a property of the machine, not of the
+code, which the benchmark then says.
 """
 
 from __future__ import annotations
@@ -45,6 +53,8 @@ import tempfile
 import time
 
 MODES = ("plain", "gacl_paper", "gacl_paper_detached_view", "official_variant", "official_algorithm")
+# measure -> (comparison, target); scripts/bench.py reads these from here (the one place they are kept)
+TARGETS = {"gacl_vs_plain": ("<=", 1.8), "official_variant_vs_official_algorithm": ("<=", 0.9)}
 
 
 def build(args):
@@ -146,6 +156,36 @@ def setup(mode, base, args, tmp, copy_model=True):
     return trainer, model
 
 
+def bf16_matmul_speedup(args) -> float:
+    """float32 time / bfloat16 time of one (tokens × d) @ (d × vocab) product, the teacher's largest, on this
+    machine (best of 3 each, process time on a CPU)."""
+    import torch
+
+    clock = time.process_time if args.device == "cpu" else time.perf_counter
+    a, b = torch.randn(args.batch * args.seq_len, args.d_model), torch.randn(args.d_model, args.vocab)
+    best = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        x, y = a.to(dtype), b.to(dtype)
+        x @ y  # warm-up
+        runs = []
+        for _ in range(3):
+            if args.device != "cpu":
+                torch.cuda.synchronize()
+            t0 = clock()
+            x @ y
+            if args.device != "cpu":
+                torch.cuda.synchronize()
+            runs.append(clock() - t0)
+        best[dtype] = min(runs)
+    return best[torch.float32] / best[torch.bfloat16]
+
+
+def teacher_dtypes(runs) -> dict:
+    """The dtype each KD mode's teacher really holds (the teacher_bf16 switch, checked rather than assumed)."""
+    return {m: str(next(trainer.teacher.parameters()).dtype).replace("torch.", "")
+            for m, (trainer, _) in runs.items() if getattr(trainer, "teacher", None) is not None}
+
+
 def time_all(args) -> dict:
     import torch
 
@@ -156,6 +196,7 @@ def time_all(args) -> dict:
     base, batch = build(args)
     with tempfile.TemporaryDirectory() as tmp:
         runs = {m: setup(m, base, args, tmp) for m in MODES}
+        args.teacher_dtypes = teacher_dtypes(runs)
         times = {m: [] for m in MODES}
         for r in range(args.warmup + args.rounds):
             for m in MODES:
@@ -226,6 +267,8 @@ def main(argv=None):
     p.add_argument("--seq-len", type=int, default=32)
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--quick", action="store_true",
+                   help="the same shape and ratios with 4 rounds, 1 warm-up round and no memory subprocesses")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--teacher-fp32", dest="teacher_bf16", action="store_false",
@@ -236,6 +279,8 @@ def main(argv=None):
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--_memory-mode", dest="memory_mode", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.quick:
+        args.rounds, args.warmup, args.no_memory = 4, 1, True
     args.caching_malloc = args.device == "cpu" and not args.system_malloc and cache_freed_memory()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers.utils import logging as hf_logging
@@ -249,7 +294,11 @@ def main(argv=None):
         print(json.dumps({"peak_mb": peak_memory_one(args.memory_mode, args)}))
         return 0
 
-    steps = time_all(args)
+    import contextlib
+
+    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):  # --json: the JSON object alone
+        speedup = bf16_matmul_speedup(args)
+        steps = time_all(args)
     memory = {}
     if not args.no_memory:
         passthrough = [a for a in (argv if argv is not None else sys.argv[1:]) if a not in ("--json",)]
@@ -265,9 +314,15 @@ def main(argv=None):
         "peak_memory_mb": memory,
         "setup": {"d_model": args.d_model, "layers": "12:3", "vocab": args.vocab, "batch": args.batch,
                   "seq_len": args.seq_len, "rounds": args.rounds, "device": args.device, "threads": args.threads,
-                  "teacher": "bf16" if args.teacher_bf16 else "fp32", "cpu_caching_malloc": args.caching_malloc},
-        "targets": {"gacl_vs_plain": 1.8, "official_variant_vs_official_algorithm": 0.9},
+                  "teacher": "bf16" if args.teacher_bf16 else "fp32", "teacher_dtypes": args.teacher_dtypes,
+                  "bf16_matmul_speedup": round(speedup, 2), "cpu_caching_malloc": args.caching_malloc},
+        "targets": {k: list(v) for k, v in TARGETS.items()},
     }
+    slow_bf16 = args.teacher_bf16 and speedup < 2.0
+    if slow_bf16:
+        result["warning"] = (f"bfloat16 matrix products are only {speedup:.1f}x faster than float32 here: the bf16 "
+                             "teacher costs about what a float32 one does, and gacl_vs_plain is not comparable with "
+                             "figures from a machine with fast bf16")
     if args.json:
         print(json.dumps(result))
         return 0
@@ -277,9 +332,13 @@ def main(argv=None):
     for m in MODES:
         mem = f"{memory[m]:8.1f} MB" if m in memory else ""
         print(f"  {m:26s} {steps[m] * 1000:8.1f} ms/step  {mem}")
-    print(f"  GACL+KD (paper) / plain:                    {result['gacl_vs_plain']:.2f}×  (target ≤ 1.8)")
+    print(f"  GACL+KD (paper) / plain:                    {result['gacl_vs_plain']:.2f}×  (target ≤ {TARGETS['gacl_vs_plain'][1]})")
     print(f"  GACL+KD (paper, detached dropout view) / plain: {result['gacl_detached_view_vs_plain']:.2f}×")
-    print(f"  official variant / official algorithm:      {result['official_variant_vs_official_algorithm']:.2f}×  (target ≤ 0.9)")
+    print(f"  official variant / official algorithm:      {result['official_variant_vs_official_algorithm']:.2f}×  "
+          f"(target ≤ {TARGETS['official_variant_vs_official_algorithm'][1]})")
+    print(f"  teacher dtypes: {args.teacher_dtypes}; bf16 matmul {speedup:.1f}× faster than fp32 on this machine")
+    if slow_bf16:
+        print(f"  WARNING: {result['warning']}")
     return 0
 
 

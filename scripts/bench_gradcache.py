@@ -12,6 +12,10 @@ from a config (no download), runs one ``FairContrastiveTrainer.training_step`` w
 The ratios are computed from the numbers of this one run::
 
     OMP_NUM_THREADS=1 python scripts/bench_gradcache.py [--seq-len 64 --hidden 128 --layers 2 --chunk 32]
+
+Targets (``TARGETS``): the cached big batch needs at most 1.5× the peak memory of the plain small one (the point of
+gradient caching: memory set by the chunk, not the batch) and at most a quarter of the plain big batch's. ``--quick``
+(what ``scripts/bench.py`` runs): big batch 256 instead of 512; ``--json`` prints one JSON object.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# measure -> (comparison, target); scripts/bench.py reads these from here (the one place they are kept)
+TARGETS = {"cached_big_vs_plain_small_memory": ("<=", 1.5), "cached_big_vs_plain_big_memory": ("<=", 0.25)}
 
 
 def _rss_bytes() -> int:
@@ -89,13 +95,18 @@ def main() -> int:
     ap.add_argument("--small", type=int, default=32)
     ap.add_argument("--chunk", type=int, default=32)
     ap.add_argument("--cpu", action="store_true", help="measure on CPU even if CUDA is available")
+    ap.add_argument("--quick", action="store_true", help="big batch 256 (default 512)")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--child", nargs=2, metavar=("BATCH", "CHUNK"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         chunk = None if a.child[1] == "none" else int(a.child[1])
         print(json.dumps(child(int(a.child[0]), chunk, a)))
         return 0
+    if a.quick:
+        a.big = 256
     base = [sys.executable, __file__, "--seq-len", str(a.seq_len), "--hidden", str(a.hidden), "--layers", str(a.layers)]
+    say = (lambda *x, **k: print(*x, **k, file=sys.stderr)) if a.json else print
     if a.cpu:
         base.append("--cpu")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -109,13 +120,25 @@ def main() -> int:
                              capture_output=True, text=True, env=env, check=True)
         runs[name] = json.loads(out.stdout.strip().splitlines()[-1])
         r = runs[name]
-        print(f"{name:12s} batch {batch:4d} chunk {str(chunk):5s} peak {r['peak_bytes'] / 2**20:8.1f} MiB  "
-              f"step {r['seconds']:.2f}s  loss {r['loss']:.4f}  ({r['device']})", flush=True)
+        say(f"{name:12s} batch {batch:4d} chunk {str(chunk):5s} peak {r['peak_bytes'] / 2**20:8.1f} MiB  "
+            f"step {r['seconds']:.2f}s  loss {r['loss']:.4f}  ({r['device']})", flush=True)
     small, cached, big = (runs[k]["peak_bytes"] for k in ("plain_small", "cached_big", "plain_big"))
-    print(f"\ncached batch {a.big} / plain batch {a.small}: {cached / small:.2f}x peak memory")
-    print(f"plain batch {a.big} / plain batch {a.small}: {big / small:.2f}x peak memory")
-    print(f"cached batch {a.big} / plain batch {a.big}: {cached / big:.2f}x peak memory")
-    print(f"config: seq_len {a.seq_len}, hidden {a.hidden}, layers {a.layers}, CSCL one-stage, two dropout views")
+    say(f"\ncached batch {a.big} / plain batch {a.small}: {cached / small:.2f}x peak memory")
+    say(f"plain batch {a.big} / plain batch {a.small}: {big / small:.2f}x peak memory")
+    say(f"cached batch {a.big} / plain batch {a.big}: {cached / big:.2f}x peak memory")
+    say(f"config: seq_len {a.seq_len}, hidden {a.hidden}, layers {a.layers}, CSCL one-stage, two dropout views")
+    if a.json:
+        print(json.dumps({
+            "cached_big_vs_plain_small_memory": round(cached / small, 3),
+            "cached_big_vs_plain_big_memory": round(cached / big, 3),
+            "plain_big_vs_plain_small_memory": round(big / small, 3),
+            "peak_mib": {k: round(r["peak_bytes"] / 2**20, 1) for k, r in runs.items()},
+            "step_seconds": {k: r["seconds"] for k, r in runs.items()},
+            "loss": {k: r["loss"] for k, r in runs.items()},
+            "setup": {"big": a.big, "small": a.small, "chunk": a.chunk, "seq_len": a.seq_len, "hidden": a.hidden,
+                      "layers": a.layers, "device": runs["plain_small"]["device"]},
+            "targets": {k: list(v) for k, v in TARGETS.items()},
+        }))
     return 0
 
 

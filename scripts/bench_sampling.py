@@ -15,6 +15,8 @@ refresh (embedding the whole set + the per-cluster NearestNeighbors) is timed on
 epoch. Steps are interleaved (simclr, fair, fair_bank, simclr, ...) and the medians compared, all in one run::
 
     OMP_NUM_THREADS=1 python scripts/bench_sampling.py [--json] [--batch 256 --n 2048 --repeats 7]
+
+Target: ``TARGETS`` below (issue 24's). ``--quick`` (what ``scripts/bench.py`` runs): 3 timed rounds after 1 warm-up.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# measure -> (comparison, target); scripts/bench.py reads these from here (the one place they are kept)
+TARGETS = {"fair_vs_simclr": ("<=", 1.3)}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -38,7 +42,10 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--json", action="store_true", help="print the result as JSON only")
+    p.add_argument("--quick", action="store_true", help="3 timed rounds after 1 warm-up")
     a = p.parse_args(argv)
+    if a.quick:
+        a.repeats, a.warmup = 3, 1
 
     sys.path.insert(0, str(REPO))
     import torch
@@ -127,6 +134,7 @@ def main(argv: list[str] | None = None) -> dict:
         "batch": a.batch, "n": a.n, "image_size": a.image_size, "repeats": a.repeats,
         "device": "cuda" if torch.cuda.is_available() else "cpu", "torch_threads": torch.get_num_threads(),
         "note": "medians of interleaved steps in one run; a shared machine makes absolute times noisy",
+        "targets": {k: list(v) for k, v in TARGETS.items()},
     }
     if a.json:
         print(json.dumps(out))

@@ -379,3 +379,81 @@ def test_ccd_embedding_of_the_real_minilm_matches_sentence_transformers_encode()
     want = model.encode(texts, convert_to_numpy=True)
     assert got.shape == (3, 384)
     np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_eval_cced_gap_equals_the_cced_metric_on_the_eval_tuples(tiny_bert_dir, tuples, tmp_path):
+    """Every evaluation logs ``eval_cced_gap``: the CCED gap (fairmt.eval.embedding.cced) of the evaluation tuples
+    under the trained embedding, before and after training."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from fairmt.eval.embedding.cced import cced_gap
+    from fairmt.scripts.ccd import _runner
+    from fairmt.trainers.ccd import CCDTrainer
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    model = AutoModel.from_pretrained(tiny_bert_dir)
+    ev = tuples[:20]
+    trainer = CCDTrainer(model=model, args=_args(tmp_path, max_steps=6, per_device_eval_batch_size=6),
+                         train_dataset=tuples_to_dataset(tuples[20:]), eval_dataset=tuples_to_dataset(ev),
+                         processing_class=tok)
+
+    def reference():
+        run = _runner(model.eval(), tok, "mean", 64)
+        return cced_gap(run([t["neutral"] for t in ev]), {g: run([t[g] for t in ev]) for g in ("male", "female")}).gap
+
+    first = trainer.evaluate()
+    assert first["eval_cced_gap"] == pytest.approx(reference(), rel=1e-4)
+    trainer.train()
+    last = trainer.evaluate()
+    assert last["eval_cced_gap"] == pytest.approx(reference(), rel=1e-4)
+    assert last["eval_cced_gap"] != pytest.approx(first["eval_cced_gap"], rel=1e-3)
+
+
+def test_validation_measures_select_the_checkpoint(tiny_bert_dir, tuples, tmp_path):
+    """A ``validation_measures`` hook is logged as ``eval_<name>`` after every evaluation (model in eval mode) and
+    ``metric_for_best_model="eval_<name>"`` picks the checkpoint where it was lowest."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from fairmt.trainers.ccd import CCDTrainer
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    model = AutoModel.from_pretrained(tiny_bert_dir)
+    values = iter([3.0, 1.0, 2.0])
+    seen_modes = []
+
+    def hook(m):
+        seen_modes.append(m.training)
+        return {"probe": next(values)}
+
+    args = _args(tmp_path, max_steps=6, eval_strategy="steps", eval_steps=2, save_strategy="steps", save_steps=2,
+                 load_best_model_at_end=True, metric_for_best_model="eval_probe", greater_is_better=False)
+    trainer = CCDTrainer(model=model, args=args, train_dataset=tuples_to_dataset(tuples),
+                         eval_dataset=tuples_to_dataset(tuples[:8]), processing_class=tok, validation_measures=hook)
+    trainer.train()
+    assert [h["eval_probe"] for h in trainer.state.log_history if "eval_probe" in h] == [3.0, 1.0, 2.0]
+    assert seen_modes == [False, False, False]
+    assert trainer.state.best_model_checkpoint.endswith("checkpoint-4")
+
+
+def test_sentence_transformer_unnormalised_training_embedding(tiny_bert_dir):
+    """``normalize=False`` on a sentence-transformers model: the mean of its token embeddings, not unit length;
+    the defaults (auto, None) give the model's own normalised embedding."""
+    st = pytest.importorskip("sentence_transformers")
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+    from fairmt.trainers.ccd import encode, st_features
+
+    model = st.SentenceTransformer(modules=[Transformer(str(tiny_bert_dir), max_seq_length=32), Pooling(32, "mean"),
+                                            Normalize()], device="cpu").eval()
+    texts = ["he is a doctor .", "she cooks dinner at home ."]
+    feats = st_features(model, texts)
+    with torch.no_grad():
+        own = encode(model, feats)
+        raw = encode(model, feats, "auto", False)
+        cls = encode(model, feats, "cls", True)
+        tokens = model[0](dict(feats))["token_embeddings"]
+    mask = feats["attention_mask"].unsqueeze(-1).float()
+    assert torch.allclose(raw, (tokens * mask).sum(1) / mask.sum(1), atol=1e-6)
+    assert not torch.allclose(raw.norm(dim=-1), torch.ones(2), atol=1e-3)
+    assert torch.allclose(own, torch.nn.functional.normalize(raw, dim=-1), atol=1e-6)
+    assert torch.allclose(cls, torch.nn.functional.normalize(tokens[:, 0], dim=-1), atol=1e-6)

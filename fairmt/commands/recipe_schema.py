@@ -138,6 +138,18 @@ class CorpusFile(Section):
     field: Text | None = None
 
 
+class CdaSource(CorpusFile):
+    """One ``data.cda_source`` of a CCD recipe (fairmt.scripts.ccd.read_source_texts)."""
+
+    sentences: bool = False
+    max_texts: Count | None = None
+
+
+class Eda(Section):
+    num_aug: Count = 1
+    alpha: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.1
+
+
 class Utility(Section):
     name: Literal["glue"] = "glue"
     tasks: list[Text] | None = None
@@ -157,13 +169,15 @@ SeatTest = Literal["6", "6b", "7", "7b", "8", "8b"]
 
 class CcdData(Section):
     tuples: Text | None = None
-    cda_source: CorpusFile | None = None
+    cda_source: CdaSource | Annotated[list[CdaSource], Field(min_length=1)] | None = None
     groups: Annotated[list[Text], Field(min_length=2)] | None = None
     seed: Seed = 42
     eval_size: Size = 0
     test_size: Size = 0
     utility_size: Size = 300
+    utility_validation_size: Size = 0
     max_train_tuples: Count | None = None
+    eda: Eda | None = None
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -179,6 +193,10 @@ class CcdEvaluation(Section):
     seat_n_samples: Count = 10_000
     seat_tests: list[SeatTest] | None = None
     batch_size: Count = 64
+    validation: bool = False
+    bias_ir_validation: Annotated[float, Field(gt=0.0, lt=1.0, allow_inf_nan=False)] = 0.5
+    split_seed: Seed = 0
+    probe_n_samples: Count = 1000
 
 
 class CcdRecipe(Recipe):

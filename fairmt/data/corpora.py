@@ -216,8 +216,9 @@ def fetch(name: str, dest: str | Path, *, base_url: str | None = None, sha256: d
     if corpus is None:
         raise FairmtError(f"unknown corpus {name!r}; `fairmt data corpora` lists {', '.join(CORPORA)}")
     if not corpus.urls:
-        raise FairmtError(f"{name} cannot be fetched by fairmt ({corpus.licence}); get it from {corpus.homepage}: "
-                          f"{corpus.prepare}")
+        if corpus.homepage:
+            raise FairmtError(f"{name} cannot be fetched by fairmt ({corpus.licence}); get it from {corpus.homepage}: "
+                              f"{corpus.prepare}")
         raise FairmtError(f"{name} has nothing to fetch: {corpus.prepare}")
     files = corpus.files()
     pins = dict(sha256 or {})

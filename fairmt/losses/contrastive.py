@@ -34,6 +34,7 @@ def masked_contrastive_loss(
     normalize: bool = True,
     on_no_positive: Literal["ignore", "error"] = "ignore",
     return_per_anchor: bool = False,
+    check_masks: bool = True,
 ) -> torch.Tensor:
     """Masked supervised contrastive loss (see module docstring for the formula).
 
@@ -46,6 +47,8 @@ def masked_contrastive_loss(
         normalize: L2-normalise both sides first, so the similarity is the cosine.
         on_no_positive: anchors without any positive are left out of the mean (``"ignore"``) or raise.
         return_per_anchor: return the ``(N,)`` per-anchor losses (NaN for anchors without positives).
+        check_masks: refuse overlapping masks (reads a value back from the device; a caller whose masks are
+            disjoint by construction passes False, so the loss runs without a host synchronisation).
 
     Returns:
         The mean loss over anchors that have at least one positive; ``0`` (still attached to the graph) if none has.
@@ -65,7 +68,7 @@ def masked_contrastive_loss(
         raise FairmtError(f"masks must have shape {shape}, got {tuple(positive_mask.shape)} and {tuple(negative_mask.shape)}")
     pos = positive_mask.to(device=anchors.device, dtype=torch.bool)
     neg = negative_mask.to(device=anchors.device, dtype=torch.bool)
-    if bool((pos & neg).any()):
+    if check_masks and bool((pos & neg).any()):
         raise FairmtError("a candidate is both a positive and a negative for the same anchor")
     if positive_reduction not in ("mean", "sum"):
         raise FairmtError(f"positive_reduction must be 'mean' or 'sum', got {positive_reduction!r}")
@@ -92,9 +95,8 @@ def masked_contrastive_loss(
         raise FairmtError(f"anchors {missing} have no positive candidate in this batch")
     if return_per_anchor:
         return torch.where(has_pos, per_anchor, torch.full_like(per_anchor, float("nan")))
-    if not bool(has_pos.any()):
-        return logits.sum() * 0.0
-    return per_anchor[has_pos].mean()
+    # the mean over anchors with positives (0, attached to the graph, when none has), without a host sync
+    return torch.where(has_pos, per_anchor, torch.zeros_like(per_anchor)).sum() / has_pos.sum().clamp(min=1)
 
 
 def label_masks(anchor_labels: torch.Tensor, candidate_labels: torch.Tensor, self_index: torch.Tensor | None = None):

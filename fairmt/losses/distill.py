@@ -71,13 +71,21 @@ def _check_normalization(normalization: str) -> None:
         raise FairmtError(f"kd normalization must be 'token' or 'sentence', got {normalization!r}")
 
 
+def _kd_weights(mask: torch.Tensor, normalization: str) -> torch.Tensor:
+    """``(B, T)`` weight of every position's token KL in L_KD, 0 where there is no label, computed without a host
+    sync: ``1 / N`` (``"token"``, N label tokens in the batch) or ``1 / (B' · |T_b|)`` (``"sentence"``: the mean
+    over each sentence's label tokens, then over the B' sentences that have any). All zero when nothing is labelled."""
+    m = mask.to(torch.float32)
+    if normalization == "token":
+        return m / m.sum().clamp(min=1.0)
+    counts = m.sum(dim=1, keepdim=True)
+    n_sent = (counts > 0).sum().clamp(min=1)
+    return m / (counts.clamp(min=1.0) * n_sent)
+
+
 def _sentence_weights(mask: torch.Tensor) -> torch.Tensor:
-    """Weight of each label token (in ``mask``'s row-major order) for the per-sentence mean, then the mean over
-    the sentences that have label tokens: ``1 / (B' · |T_b|)``."""
-    counts = mask.sum(dim=1)
-    n_sent = int((counts > 0).sum())
-    per_row = 1.0 / (counts.clamp(min=1).float() * n_sent)
-    return per_row[:, None].expand_as(mask)[mask]
+    """The ``"sentence"`` weights of the label tokens only, in ``mask``'s row-major order."""
+    return _kd_weights(mask, "sentence")[mask]
 
 
 def mt_kd_loss(
@@ -91,16 +99,24 @@ def mt_kd_loss(
     """``(1 − α)·L_MT + α·L_KD`` at ``T_kd = 1`` in one fused pass; returns ``(total, loss_mt, loss_kd)``.
 
     The same value and gradient as ``(1 − α)·nll_loss(log_softmax(s), labels) + α·token_kl_loss(s, t, labels)``
-    (both means over the non-ignored tokens), computed with two vocabulary-sized buffers instead of a dozen: the
-    gradient with respect to the student's logits is ``(softmax(s) − (1 − α)·onehot(y) − α·softmax(t)) / N``, built
-    in the forward pass in the buffer that held ``log_softmax(s)``; sums are BLAS dot products, so no further
-    ``N × V`` temporaries are made. Only ``total`` carries a gradient; ``loss_mt``/``loss_kd`` are for logging. A
-    second backward through the same graph is refused (the gradient buffer is consumed), as for any loss whose
-    saved tensors are freed. Liger-Kernel fuses the same on GPUs (Triton); this one runs on any device.
+    (both means over the non-ignored tokens), computed with two vocabulary-sized buffers instead of a dozen. With
+    ``p_i = softmax(s_i)``, ``q_i = softmax(t_i)``, ``m_i`` 1 where position i has a label (0 where it is ignored),
+    N = Σ m_i, and ``w_i`` the KD weight of position i (``m_i/N`` for the token mean, see :func:`_kd_weights`)::
+
+        L_MT = −1/N Σ_i m_i log p_{i,y_i}          L_KD = Σ_i w_i Σ_v q_iv (log q_iv − log p_iv)
+        ∂/∂s_i = a_i·p_i − α w_i·q_i − (1 − α)·m_i/N·onehot(y_i),   a_i = (1 − α)·m_i/N + α w_i
+
+    The gradient is built in the forward pass in the buffer that held ``log p``, up to the per-row factor ``a_i``
+    that the backward pass applies together with the upstream gradient; sums are BLAS dot products, so no further
+    ``N × V`` temporaries are made. Ignored positions get weight 0 instead of being gathered out, and nothing is read
+    back to the host: the loss needs no device synchronisation. Only ``total`` carries a gradient;
+    ``loss_mt``/``loss_kd`` are for logging. A second backward through the same graph is refused (the gradient
+    buffer is consumed), as for any loss whose saved tensors are freed. Liger-Kernel fuses the same on GPUs
+    (Triton); this one runs on any device.
 
     ``kd_normalization="sentence"`` averages L_KD per sentence first, then over sentences (the released GACL code;
-    see the module docstring); L_MT stays the token mean. Its gradient is built the same way, with a per-token
-    weight instead of ``1/N`` on the KD part.
+    see the module docstring): only the weights ``w_i`` change; L_MT stays the token mean. A batch without any label
+    token gives 0, with a zero gradient.
 
     Example::
 
@@ -118,16 +134,12 @@ def mt_kd_loss(
         raise FairmtError(f"alpha must be in [0, 1], got {alpha}")
     _check_normalization(kd_normalization)
     mask = labels != ignore_index
-    if not bool(mask.any()):
-        zero = student_logits.sum() * 0.0
-        return zero, zero.detach(), zero.detach()
-    s, t, y = student_logits, teacher_logits.detach(), labels
-    if not bool(mask.all()):  # gather the label positions only when there is padding to skip
-        s, t, y = s[mask], t[mask], y[mask]
-    else:
-        s, t, y = s.reshape(-1, s.shape[-1]), t.reshape(-1, t.shape[-1]), y.reshape(-1)
-    w = _sentence_weights(mask) if kd_normalization == "sentence" else None
-    return _MTKDLoss.apply(s, t, y, float(alpha), w)
+    w_mt = _kd_weights(mask, "token")
+    w_kd = w_mt if kd_normalization == "token" else _kd_weights(mask, kd_normalization)
+    v = student_logits.shape[-1]
+    y = torch.where(mask, labels, torch.zeros_like(labels))  # any valid index where ignored (weight 0 there)
+    return _MTKDLoss.apply(student_logits.reshape(-1, v), teacher_logits.detach().reshape(-1, v), y.reshape(-1),
+                           w_mt.reshape(-1), w_kd.reshape(-1), float(alpha))
 
 
 def _dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -135,46 +147,34 @@ def _dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.dot(a.view(-1), b.view(-1))
 
 
-def _row_dots(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``(N,)`` row-wise Σ_v a·b as a batched matrix product (no temporary of the inputs' size)."""
-    return torch.bmm(a.unsqueeze(1), b.unsqueeze(2)).view(-1)
-
-
 class _MTKDLoss(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, s, t, y, alpha, w=None):  # s, t: (N, V); y: (N,) all valid; w: (N,) KD weights or None
-        n = s.shape[0]
+    def forward(ctx, s, t, y, w_mt, w_kd, alpha):  # s, t: (N, V); y: (N,) valid indices; w_mt, w_kd: (N,) weights
         q = torch.empty(s.shape, dtype=torch.float32, device=s.device)
         buf = torch.empty_like(q)
         if t.dtype == torch.float32:
             torch.log_softmax(t, -1, out=buf)
+            torch.softmax(t, -1, out=q)
         else:
             q.copy_(t)
             torch.log_softmax(q, -1, out=buf)
-        torch.exp(buf, out=q)  # q = softmax(t), buf = log softmax(t)
-        if w is None:
-            neg_entropy = _dot(q, buf)  # Σ_tokens Σ_v q log q
-        else:
-            neg_entropy = _row_dots(q, buf)  # per token
+            if q.device.type == "cpu":  # the CPU kernel reads a row before it writes it: in place is exact, and
+                torch.softmax(q, -1, out=q)  # cheaper than the exp of the log-softmax
+            else:
+                torch.exp(buf, out=q)
+        # q = softmax(t), buf = log softmax(t)
+        q.mul_(w_kd[:, None])  # each row scaled by its KD weight: the dot products below are weighted sums
+        neg_entropy = _dot(q, buf)  # Σ_i w_i Σ_v q log q
         torch.log_softmax(s.float(), -1, out=buf)  # buf = log softmax(s)
-        loss_mt = -buf.gather(1, y.unsqueeze(1)).sum() / n
-        if w is None:
-            loss_kd = (neg_entropy - _dot(q, buf)) / n
-        else:
-            w = w.float()
-            loss_kd = torch.dot(w, neg_entropy - _row_dots(q, buf))
+        loss_mt = -torch.dot(w_mt, buf.gather(1, y[:, None]).squeeze(1))
+        loss_kd = neg_entropy - _dot(q, buf)
         if ctx.needs_input_grad[0]:
-            rows = torch.arange(n, device=s.device)
-            if w is None:
-                grad = buf.exp_().sub_(q, alpha=alpha)  # softmax(s) − α q; the 1/N goes with the upstream gradient
-                grad[rows, y] -= 1.0 - alpha
-                ctx.n = n
-            else:  # per token: ((1 − α)/N + α w)·softmax(s) − α w·q − (1 − α)/N·onehot(y)
-                a = (1.0 - alpha) / n + alpha * w
-                grad = buf.exp_().mul_(a[:, None]).sub_(q.mul_((alpha * w)[:, None]))
-                grad[rows, y] -= (1.0 - alpha) / n
-                ctx.n = 1
-            ctx.grad, ctx.logits_dtype = grad, s.dtype
+            a = (1.0 - alpha) * w_mt + alpha * w_kd
+            kept = a > 0
+            inv_a = torch.where(kept, 1.0 / torch.where(kept, a, 1.0), 0.0)  # 0 on ignored rows (a_i = 0 there)
+            grad = buf.exp_().addcmul_(q, (alpha * inv_a)[:, None], value=-1.0)  # (a_i p_i − α w_i q_i) / a_i
+            grad[torch.arange(s.shape[0], device=s.device), y] -= (1.0 - alpha) * w_mt * inv_a
+            ctx.grad, ctx.scale, ctx.logits_dtype = grad, a[:, None], s.dtype
         del q
         ctx.mark_non_differentiable(loss_mt, loss_kd)
         return (1.0 - alpha) * loss_mt + alpha * loss_kd, loss_mt, loss_kd
@@ -185,4 +185,4 @@ class _MTKDLoss(torch.autograd.Function):
         if grad is None:
             raise RuntimeError("mt_kd_loss: backward through the same graph twice (its gradient buffer is consumed)")
         ctx.grad = None
-        return grad.mul_(grad_total / ctx.n).to(ctx.logits_dtype), None, None, None, None
+        return grad.mul_(ctx.scale * grad_total).to(ctx.logits_dtype), None, None, None, None, None

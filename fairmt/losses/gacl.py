@@ -66,6 +66,17 @@ def gacl_variant(name: str) -> GACLPairs:
         raise FairmtError(f"unknown GACL variant {name!r}; choose one of {sorted(GACL_VARIANTS)}") from None
 
 
+SINGLE_GENDER_HINT = "use a gender-balanced sampler (fairmt.data.GenderBalancedSampler) or a larger batch"
+
+
+def single_gender_batch(genders: torch.Tensor, gather: bool = True) -> torch.Tensor:
+    """A 0-dim bool tensor, True when the batch (every process's, with ``gather``) holds one gender only: GACL's
+    in-batch negatives are then empty. Computed on the device, never read back here (no host sync): a trainer
+    reads it together with the loss (:meth:`fairmt.trainers.faults.FaultGuardMixin.defer_check`)."""
+    g = gather_nograd(genders) if gather else genders
+    return (g != g[:1]).any().logical_not()
+
+
 def gacl_loss(
     h: torch.Tensor,
     genders: torch.Tensor,
@@ -90,7 +101,10 @@ def gacl_loss(
             ``(loss, n_positives, n_negatives)``.
         on_single_gender: a batch (all processes together when gathering) of one gender has no in-batch negative:
             ``"error"`` (default, training) or ``"skip"`` (return ``None`` instead of a loss, for evaluation,
-            where L_GC is undefined on such a batch).
+            where L_GC is undefined on such a batch), both of which read a value back from the device; or
+            ``"defer"``: no check here, so the loss needs no host synchronisation, and the caller checks
+            :func:`single_gender_batch` itself (:class:`fairmt.trainers.GACLTrainer` reads it together with the
+            loss's finiteness, in one read per step).
     """
     p = gacl_variant(pairs) if isinstance(pairs, str) else pairs
     b = h.shape[0]
@@ -108,12 +122,14 @@ def gacl_loss(
         offset = rank() * b
     else:
         all_h, all_g, offset = h, genders, 0
-    if p.inbatch_negatives and not bool((all_g != all_g[0]).any()):
+    if on_single_gender not in ("error", "skip", "defer"):
+        raise FairmtError(f"on_single_gender must be 'error', 'skip' or 'defer', got {on_single_gender!r}")
+    if p.inbatch_negatives and on_single_gender != "defer" and bool(single_gender_batch(all_g, gather=False)):
         if on_single_gender == "skip":
             return (None, None, None) if return_counts else None
         raise FairmtError(
-            f"this batch holds one gender only (all {int(all_g[0])}), but GACL uses in-batch negatives: use a "
-            "gender-balanced sampler (fairmt.data.GenderBalancedSampler) or a larger batch"
+            f"this batch holds one gender only (all {int(all_g[0])}), but GACL uses in-batch negatives: "
+            + SINGLE_GENDER_HINT
         )
 
     arange = torch.arange(b, device=h.device)
@@ -132,8 +148,9 @@ def gacl_loss(
         blocks_pos.append(none)
         blocks_neg.append(eye)
     pos, neg = torch.cat(blocks_pos, dim=1), torch.cat(blocks_neg, dim=1)
-    loss = masked_contrastive_loss(
-        h, torch.cat(blocks_c, dim=0), pos, neg, temperature=temperature, positive_reduction=p.positive_reduction
+    loss = masked_contrastive_loss(  # the blocks above are disjoint by construction: no overlap check
+        h, torch.cat(blocks_c, dim=0), pos, neg, temperature=temperature, positive_reduction=p.positive_reduction,
+        check_masks=False,
     )
     if return_counts:
         return loss, pos.sum(1).float().mean().detach(), neg.sum(1).float().mean().detach()

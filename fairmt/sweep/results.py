@@ -120,7 +120,10 @@ def metric_patterns(method: str, config: dict[str, Any]) -> list[str] | None:
             if "bias_ir" in suites:
                 out += [f"{when}.bias_ir.avg_dev", f"{when}.bias_ir.male_ratio_all", f"{when}.bias_ir.male_ratio.*"]
         if method == "ccd" and "utility" in suites:
-            out += ["utility.*"]
+            out += ["utility.*", "utility_validation.*"]
+        if method == "ccd":  # fairmt.scripts.ccd: validation split, test-half Bias-IR, flat dev/test summaries
+            out += ["validation.*", "dev.*", "test.*", "before.bias_ir_all.*", "after.bias_ir_all.*",
+                    "bias_ir_split.*", "before.bias_ir.n_queries", "after.bias_ir.n_queries"]
         if config.get("utility"):
             out += ["glue.avg", "glue.tasks.*", "glue_before.*", "time_glue_s"]
         return out + ["train.*", "data.*", "time_*"]

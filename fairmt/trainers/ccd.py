@@ -75,7 +75,10 @@ class CCDConfig(TrainingArguments):
             text is the ``neutral`` column. Any number ≥ 2.
         pooling: ``"auto"`` (a sentence-transformers model's own pooling, else ``"mean"``), ``"mean"`` (over the
             attention mask), ``"cls"`` (first token), ``"max"`` or ``"pooler"`` (the model's pooler output).
-            Ignored for sentence-transformers models, which pool themselves.
+            A sentence-transformers model with ``pooling="auto"`` and ``normalize=None`` makes its own embedding
+            (its pooling and normalisation modules); any other choice pools its token embeddings as asked, e.g.
+            ``normalize=False`` trains on the unnormalised mean-pooled embedding of all-MiniLM-L6-v2 (whose saved
+            model still normalises: the cosine-based suites are unaffected, L2 distances are not).
         normalize: L2-normalise the pooled embedding. ``None``: a sentence-transformers model does what its
             modules do; a plain ``AutoModel`` is not normalised.
         max_length: truncation length of the tuple texts.
@@ -144,7 +147,15 @@ def encode(model: torch.nn.Module, features: dict, pooling: str = "auto", normal
         base = base.module
     feats = {k: features[k] for k in _MODEL_KEYS if k in features}
     if is_sentence_transformer(base):
-        emb = model(feats)["sentence_embedding"]
+        out = model(feats)
+        if pooling == "auto" and normalize is None:
+            return out["sentence_embedding"]
+        # another embedding than the model's own: pool its token embeddings as asked (mean for "auto")
+        mode = "mean" if pooling == "auto" else pooling
+        if mode == "pooler":
+            raise FairmtError("pooling='pooler' needs a plain AutoModel: a sentence-transformers model has no pooler "
+                              "output")
+        emb = pool(out["token_embeddings"], feats["attention_mask"], mode)
     else:
         # a head model (``*ForMaskedLM``, kept so StereoSet/CrowS-Pairs can score the debiased encoder) returns
         # vocabulary logits first: pool its last hidden layer, never the logits
@@ -176,11 +187,16 @@ class CCDTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Trainer):
         data_collator: defaults to :class:`CCDTupleCollator` over ``args.groups``.
         reference_model: f_orig. Default: a frozen deep copy of ``model`` made at construction, or for a PEFT
             model the same model with adapters disabled.
+        validation_measures: optional ``fn(model) -> {name: float}`` run (model in eval mode) after every
+            evaluation; each value is logged as ``eval_<name>`` and can select the checkpoint
+            (``metric_for_best_model="eval_<name>"``). Every evaluation also logs ``eval_cced_gap``, the CCED gap of
+            the evaluation tuples.
     """
 
     loss_is_scaled_for_ga = False  # L_bias and L_rep are per-batch means
 
-    def __init__(self, model=None, args: CCDConfig | None = None, *, reference_model=None, **kwargs):
+    def __init__(self, model=None, args: CCDConfig | None = None, *, reference_model=None, validation_measures=None,
+                 **kwargs):
         if args is None or not isinstance(args, CCDConfig):
             raise FairmtError("CCDTrainer needs args=CCDConfig(...) (fairmt.trainers.ccd.CCDConfig)")
         if model is None:
@@ -211,6 +227,7 @@ class CCDTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Trainer):
         self.reference_model = reference_model
         self.rho: float | None = args.rho
         self.rho_stats: dict[str, float] = {}
+        self.validation_measures = validation_measures
         self._rho_logged = False
 
     # ------------------------------------------------------------------ embeddings
@@ -302,9 +319,45 @@ class CCDTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Trainer):
         orig = self.embed_reference({k: v[:b] for k, v in feats.items()})
         out = ccd_loss(neutral, groups, orig.to(neutral.dtype), rho=rho, beta=self.args.beta)
         self._add_terms(model.training, out.bias, out.rep)
+        if not model.training:
+            self._add_gap(neutral.detach(), groups.detach())
         if return_outputs:
             return out.loss, {"embeddings": emb}
         return out.loss
+
+    # ------------------------------------------------------------------ validation measures
+
+    def _add_gap(self, neutral: torch.Tensor, groups: torch.Tensor) -> None:
+        """Accumulate the CCED gap of an evaluation batch: per tuple, the mean over group pairs i < j of
+        | ‖f(S^{a_i}) − f(S^n)‖ − ‖f(S^{a_j}) − f(S^n)‖ | (as :func:`fairmt.eval.embedding.cced.cced_gap`)."""
+        d = tuple_distances(neutral.float(), groups.float())  # (B, G)
+        i, j = torch.triu_indices(d.shape[1], d.shape[1], 1)
+        per_tuple = (d[:, i] - d[:, j]).abs().mean(dim=1)
+        acc = self.__dict__.setdefault("_gap_sums", torch.zeros(2, dtype=torch.float64))
+        acc += torch.tensor([float(per_tuple.sum()), float(per_tuple.numel())], dtype=torch.float64)
+
+    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
+                        metric_key_prefix="eval"):
+        """The Trainer's evaluation loop (with the loss terms), plus ``<prefix>_cced_gap`` — the CCED gap of the
+        evaluation tuples, a validation bias measure that ``metric_for_best_model="eval_cced_gap"`` can select the
+        checkpoint by — and whatever :attr:`validation_measures` returns (``<prefix>_<name>``)."""
+        self._gap_sums = torch.zeros(2, dtype=torch.float64)
+        output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix)
+        acc = self._gap_sums
+        if self.accelerator.num_processes > 1:
+            acc = self.accelerator.reduce(acc.to(self.args.device), reduction="sum").cpu()
+        if acc[1] > 0:
+            output.metrics[f"{metric_key_prefix}_cced_gap"] = float(acc[0] / acc[1])
+        if self.validation_measures is not None:
+            model = self.accelerator.unwrap_model(self.model)
+            was_training = model.training
+            model.eval()
+            try:
+                extra = self.validation_measures(model)
+            finally:
+                model.train(was_training)
+            output.metrics.update({f"{metric_key_prefix}_{k}": float(v) for k, v in extra.items()})
+        return output
 
     # ------------------------------------------------------------------ logging (SplitTermLogMixin: loss_bias, loss_rep)
 

@@ -4,7 +4,9 @@ bases):
 * a loss that becomes NaN or infinite stops the run at that step with a :class:`~fairmt.errors.FairmtError` naming
   the step and the loss terms (the stock Trainer's ``logging_nan_inf_filter`` hides such losses from the logs and
   goes on training on them); the error is raised before the optimizer step, so the weights and the last checkpoint
-  stay as they were;
+  stay as they were; a trainer's own per-step checks (:meth:`FaultGuardMixin.defer_check`, e.g. GACL's
+  one-gender batch) are read in the same transfer, so a step reads one value set back from the device, not one
+  per check;
 * ``resume_from_checkpoint=True`` picks the last *complete* checkpoint — one whose ``trainer_state.json`` (written
   last by the Trainer) was saved whole — so a run killed while saving resumes from the one before instead of failing
   on the torn folder; a torn folder given by path is refused naming the last complete one.
@@ -85,9 +87,32 @@ def _terms_text(trainer: Any) -> str:
 class FaultGuardMixin:
     """Stop on a non-finite loss; resume from the last complete checkpoint (see the module docstring)."""
 
+    def defer_check(self, failed: Any, message: str) -> None:
+        """Stop this training step with ``message`` if ``failed`` (a 0-dim bool tensor on the device) is true. It is
+        read together with the loss, after the backward pass and before the optimizer step, so a check inside the
+        loss costs no device synchronisation of its own."""
+        checks = self.__dict__.get("_deferred_checks")
+        if checks is None:  # not inside a training step (e.g. compute_loss called directly): check now
+            if bool(failed):
+                raise FairmtError(message)
+            return
+        checks.append((failed, message))
+
     def training_step(self, model, inputs, num_items_in_batch=None):
-        loss = super().training_step(model, inputs, num_items_in_batch)
-        value = float(loss.detach().float().sum())
+        import torch
+
+        self.__dict__["_deferred_checks"] = checks = []
+        try:
+            loss = super().training_step(model, inputs, num_items_in_batch)
+        finally:
+            del self.__dict__["_deferred_checks"]
+        total = loss.detach().float().sum()
+        # the step's one read from the device: the loss and every deferred check together
+        flags = [f.to(total.device, torch.float32).reshape(()) for f, _ in checks]
+        value, *failed = torch.stack([total, *flags]).tolist()
+        for (_, message), bad in zip(checks, failed):
+            if bad:
+                raise FairmtError(f"training stopped at step {self.state.global_step + 1}: {message}")
         if not math.isfinite(value):
             terms = _terms_text(self)
             last = last_complete_checkpoint(self.args.output_dir)

@@ -17,10 +17,16 @@ parameter's gradient once per forward, so a separate ``get_encoder()`` call fail
 the extra inputs as keyword arguments to the model call, and hooks on the underlying transformers model take them
 out before the model sees them: views with gradient are encoded in ONE batched encoder call together with the
 batch itself (``[x; x; x_cf]``; the decoder then reads the first rows through ``encoder_outputs``), views
-without gradient (the official code's dropout view) in a separate no-grad encoder call. The pooled states travel
+without gradient (the official code's dropout view) in a separate no-grad encoder call. So per training step the
+student's encoder runs ONCE for the ``paper`` variant (on the 3B rows ``[x; x; x_cf]``) and TWICE for ``official``
+(``x`` with gradient, its dropout view without), and the teacher runs once, without gradient (in bfloat16 with
+``teacher_bf16``); ``tests/test_perf_guards.py`` holds the trainer to these counts. The pooled states travel
 beside the output. The hooks run inside DDP/FSDP/DeepSpeed's forward and work through PEFT. With a KD teacher at
 temperature 1, ``(1 − α)·L_MT + α·L_KD`` is one fused loss (:func:`fairmt.losses.mt_kd_loss`): one log-softmax of
 the student's logits, and the gradient built in place, so the vocabulary-sized work is two buffers, not a dozen.
+Nothing in the training loss is read back from the device: a step's one host read is the fault guard's
+(:class:`fairmt.trainers.faults.FaultGuardMixin`: the loss is finite), which also reads whether the batch held
+both genders (:func:`fairmt.losses.gacl.single_gender_batch`).
 
 Evaluation. ``eval_loss`` is always the MT cross-entropy L_MT (token mean over the labels), with or without
 ``predict_with_generate``, so it is comparable across runs, variants and plain fine-tuning. Beside it,
@@ -45,6 +51,7 @@ from transformers import PreTrainedModel, Seq2SeqTrainer, Seq2SeqTrainingArgumen
 
 from fairmt.errors import FairmtError
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, mt_kd_loss, token_kl_loss
+from fairmt.losses.gacl import SINGLE_GENDER_HINT, single_gender_batch
 from fairmt.models.heads import LinearProjectionHead, ProjectionHead
 from fairmt.models.pooling import pool
 from fairmt.trainers.faults import FaultGuardMixin
@@ -509,10 +516,13 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
                     views.update(zip(names, reps[kind].split(ids.shape[0])))
             # evaluation batches are not gender-balanced: L_GC only where defined, and per process (no collective
             # that a process skipping its batch would leave waiting)
+            gather = args.gather_across_processes and training
+            if training and p.inbatch_negatives:  # read with the loss, in the step's one read from the device
+                self.defer_check(single_gender_batch(genders, gather=gather), "the batch holds one gender only, but "
+                                 f"GACL uses in-batch negatives: {SINGLE_GENDER_HINT}")
             loss_gc, n_pos, n_neg = gacl_loss(
-                reps["h"], genders, temperature=args.temperature, pairs=p,
-                gather=args.gather_across_processes and training, return_counts=True,
-                on_single_gender="error" if training else "skip", **views,
+                reps["h"], genders, temperature=args.temperature, pairs=p, gather=gather, return_counts=True,
+                on_single_gender="defer" if training else "skip", **views,
             )
             if loss_gc is not None:
                 loss = args.gacl_lambda * loss_gc if loss is None else loss + args.gacl_lambda * loss_gc
