@@ -154,6 +154,9 @@ def http_url(text: str) -> str:
     return text.strip()
 
 
+_checked(http_url, "url", None, None)
+
+
 def executable(text: str) -> str:
     """A program: a path to an executable file, or a name found on ``PATH``."""
     import shutil
@@ -164,6 +167,9 @@ def executable(text: str) -> str:
         why = ("not found" if not os.path.exists(text) else "a folder" if os.path.isdir(text) else "not executable")
         raise argparse.ArgumentTypeError(f"{text!r} is {why}: give an executable program (chmod +x, or its full path)")
     return found
+
+
+_checked(executable, "program", None, None)
 
 
 # ---------------------------------------------------------------------------------------------- outputs
