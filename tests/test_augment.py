@@ -377,13 +377,13 @@ def test_cli_augment_cda_and_llm(tmp_path, llm_server, monkeypatch, capsys):
                                                               "The nurse said she was tired."]
     failed = [json.loads(x) for x in (tmp_path / "llm.jsonl.failures.jsonl").read_text().splitlines()]
     assert [f["passage"] for f in failed] == ["His son slept."]
-    assert main(["augment", "llm", "--input", str(src), "--output", str(out)]) == 2  # no endpoint: clear error
+    assert main(["augment", "llm", "--input", str(src), "--output", str(out), "--overwrite"]) == 2  # no endpoint
     assert "--url and --model" in capsys.readouterr().err
     # an endpoint that answers nothing usable: every text fails, the command says so and exits non-zero
     llm_server.script = {t: "always-garbage" for t in lines}
     rc = main(["augment", "llm", "--input", str(src), "--field", "translation.en", "--output", str(out),
                "--url", f"http://127.0.0.1:{llm_server.server_address[1]}/v1", "--model", "fake",
-               "--timeout", "2", "--retries", "0", "--search-rounds", "0"])
+               "--timeout", "2", "--retries", "0", "--search-rounds", "0", "--overwrite"])
     assert rc == 1 and "no tuple was produced from 3 texts" in capsys.readouterr().err
 
 

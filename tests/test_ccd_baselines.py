@@ -440,10 +440,15 @@ def test_recipe_end_to_end_on_tiny_mlm(method, tiny_mlm_dir, tmp_path):
     assert len(runner.masked_log_probs(ids, [1, 2])) == 2
 
 
-def test_recipe_validation_and_dry_run(tmp_path, capsys):
+def test_recipe_validation_and_dry_run(tmp_path, capsys, monkeypatch):
     from fairmt.cli import main as cli
     from fairmt.commands.recipe_schema import validate_recipe
 
+    corpus = tmp_path / "parallel" / "newstest2018_en-de.jsonl"  # the dry run checks that the data exists
+    corpus.parent.mkdir()
+    corpus.write_text('{"translation": {"en": "He is here."}}\n')
+    monkeypatch.setenv("FAIRMT_DATA", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
     assert cli(["train", "ccd/dpce_minilm", "--dry-run"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["config"]["class"] == "DPCEConfig" and out["config"]["alpha"] == 0.2

@@ -38,7 +38,7 @@ COMMANDS = {
     "embeddings": lambda w: ["eval", "embeddings", "--model", str(w / "mlm"), "--suite", "bias_ir,cced",
                              "--cced-tuples", str(w / "tuples.jsonl"), "--bias-ir-dir", str(w / "bias_ir"), "--no-progress"],
     "mt-bias": lambda w: ["eval", "mt-bias", "--translations-dir", str(w / "mtb"), "--gold", str(w / "gold.txt"),
-                          "--benchmarks", "winomt", "--langs", "de"],
+                          "--benchmarks", "winomt", "--lang", "de"],
 }
 
 

@@ -60,7 +60,7 @@ def test_demo_refuses_an_output_dir_with_files(tmp_path, capsys):
     (tmp_path / "report.json").write_text("an earlier demo's")
     assert main(["demo", "--output-dir", str(tmp_path), "--seeds", "1", "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert f"--output-dir {tmp_path} already holds files" in err and "--overwrite" in err
+    assert f"{tmp_path}: the demo folder (--output-dir) already holds files" in err and "--overwrite" in err
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
     assert (tmp_path / "report.json").read_text() == "an earlier demo's"
 

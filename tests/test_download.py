@@ -217,7 +217,7 @@ def test_cli_download(shared_data, serve, tmp_path, capsys):
     from fairmt.cli import main
 
     base = serve(shared_data)
-    rc = main(["data", "download", "winomt", "--base-url", base, "--dest", str(tmp_path), "--quiet"])
+    rc = main(["data", "download", "winomt", "--base-url", base, "--output-dir", str(tmp_path), "--no-progress"])
     assert rc == 0
     assert "70 downloaded" in capsys.readouterr().out
     rc = main(["data", "verify", "winomt", "--root", str(tmp_path)])
@@ -225,7 +225,7 @@ def test_cli_download(shared_data, serve, tmp_path, capsys):
     (tmp_path / "winomt/LICENSE").write_text("changed")
     assert main(["data", "verify", "winomt", "--root", str(tmp_path)]) == 1
     assert "differ: winomt/LICENSE" in capsys.readouterr().out
-    assert main(["data", "download", "nope", "--dest", str(tmp_path)]) == 2
+    assert main(["data", "download", "nope", "--output-dir", str(tmp_path)]) == 2
 
 
 def test_winomt_works_after_an_upstream_only_download(shared_data, serve, tmp_path, monkeypatch):
@@ -277,13 +277,13 @@ def test_corpora_list_and_fetch_with_checksums(serve, tmp_path, capsys):
     (mirror / "news-commentary-v15.en.gz").write_bytes(b"\x1f\x8b fake gzip bytes")
     digest = hashlib.sha256((mirror / "news-commentary-v15.en.gz").read_bytes()).hexdigest()
     base = serve(mirror)
-    assert main(["data", "corpora", "--fetch", "news-commentary-v15", "--dest", str(tmp_path / "d"), "--base-url", base,
-                 "--quiet"]) == 0
+    assert main(["data", "corpora", "--fetch", "news-commentary-v15", "--output-dir", str(tmp_path / "d"), "--base-url", base,
+                 "--no-progress"]) == 0
     assert digest in capsys.readouterr().out
     got = tmp_path / "d" / "news-commentary-v15"
     assert (got / "SHA256SUMS").read_text() == f"{digest}  news-commentary-v15.en.gz\n"
-    assert main(["data", "corpora", "--fetch", "news-commentary-v15", "--dest", str(tmp_path / "e"), "--base-url", base,
-                 "--sha256", "news-commentary-v15.en.gz=" + "0" * 64, "--quiet"]) == 2
+    assert main(["data", "corpora", "--fetch", "news-commentary-v15", "--output-dir", str(tmp_path / "e"), "--base-url", base,
+                 "--sha256", "news-commentary-v15.en.gz=" + "0" * 64, "--no-progress"]) == 2
     assert "checksum mismatch" in capsys.readouterr().err
     assert not any(p.is_file() for p in (tmp_path / "e").rglob("*"))
     assert main(["data", "corpora", "--fetch", "nope"]) == 2
@@ -297,6 +297,6 @@ def test_corpora_list_and_fetch_with_checksums(serve, tmp_path, capsys):
     for name, where in (("celeba", "mmlab.ie.cuhk.edu.hk/projects/CelebA"), ("chexpert", "stanfordmlgroup.github.io")):
         block = listing.split(f"\n{name}\n")[1]
         assert where in block and "licence:" in block and "data.root" in block
-        assert main(["data", "corpora", "--fetch", name, "--dest", str(tmp_path / "img")]) == 2
+        assert main(["data", "corpora", "--fetch", name, "--output-dir", str(tmp_path / "img")]) == 2
         assert f"{name} cannot be fetched by fairmt" in capsys.readouterr().err
     assert not (tmp_path / "img").exists()

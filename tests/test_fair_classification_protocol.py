@@ -433,8 +433,10 @@ def test_dry_run_shows_every_resolved_value_without_loading_a_model(capsys):
 
     from fairmt.cli import main
 
-    assert main(["train", "classification/cscl_bios_bert", "--dry-run"]) == 0
-    shown = _json.loads(capsys.readouterr().out)["config"]
+    rc = main(["train", "classification/cscl_bios_bert", "--dry-run"])  # bert-base-uncased / the data may be absent
+    printed = capsys.readouterr()
+    assert rc == 0 or (rc == 2 and "dry run: the real run would fail" in printed.err), printed.err
+    shown = _json.loads(printed.out)["config"]
     s1, s2 = shown["stages"]["stage1"], shown["stages"]["stage2"]
     assert (s1["objective"], s1["views"], s1["temperature"], s1["cs_lambda"], s1["eval_objective"]) == (
         "cscl_pretrain", "augment", 2.0, 5.0, True)

@@ -220,8 +220,8 @@ def test_corpora_lists_the_datasets_with_split_and_licence_and_fetches_into_the_
     # fetch from a local mirror (file:// URLs) into DEST/<folder>, where read_moji looks by default
     mirror = write_moji(tmp_path / "mirror", rows_per_file=44)
     dest = tmp_path / "data"
-    assert main(["data", "corpora", "--fetch", "moji", "--dest", str(dest), "--base-url", mirror.as_uri(),
-                 "--quiet"]) == 0
+    assert main(["data", "corpora", "--fetch", "moji", "--output-dir", str(dest), "--base-url", mirror.as_uri(),
+                 "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert f"to {dest}/moji" in out and (dest / "moji" / "SHA256SUMS").is_file()
     data = read_moji(dest / "moji", split_sizes=(40, 2, 2), n_train=100)

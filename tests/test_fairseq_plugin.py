@@ -91,7 +91,7 @@ def data_dir(fs, tmp_path_factory):
     src = root / "pairs.jsonl"
     src.write_text("".join(json.dumps(p) + "\n" for p in _pairs()), encoding="utf-8")
     out = root / "bin"
-    assert main(["data", "fairseq-prep", "--src", "en", "--tgt", "de", "--input", str(src), "--out", str(out),
+    assert main(["data", "fairseq-prep", "--src-lang", "en", "--lang", "de", "--input", str(src), "--output-dir", str(out),
                  "--valid-size", "16", "--joined-dictionary"]) == 0
     return out
 
@@ -401,7 +401,7 @@ def ml_data_dir(fs, tmp_path_factory):
     src = root / "pairs.jsonl"
     src.write_text("".join(json.dumps(p) + "\n" for p in _pairs()), encoding="utf-8")
     out = root / "bin"
-    assert main(["data", "fairseq-prep", "--lang-pairs", "en-de", "--input", str(src), "--out", str(out),
+    assert main(["data", "fairseq-prep", "--lang-pairs", "en-de", "--input", str(src), "--output-dir", str(out),
                  "--valid-size", "16"]) == 0
     return out
 

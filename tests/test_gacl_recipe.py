@@ -60,8 +60,15 @@ def test_dry_run_prints_the_resolved_official_config(capsys):
         if line.strip() and not line.lstrip().startswith("#") and not line.rstrip().endswith(":") \
                 and "report_to" not in line:
             assert "#" in line and any(w in line.split("#", 1)[1] for w in ("sh:", "py:", "paper", "fairmt")), line
-    assert main(["train", str(recipe), "training.max_steps=300", "--dry-run"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    # the official recipe asks for fp16: on a machine without a GPU the dry run says the real run would fail
+    rc = main(["train", str(recipe), "training.max_steps=300", "--dry-run"])
+    printed = capsys.readouterr()
+    import torch
+
+    if not torch.cuda.is_available():
+        assert "dry run: note: training.fp16: true, but this machine has no CUDA GPU" in printed.err
+    assert rc in (0, 2)  # 2: the model is not in this machine's Hugging Face cache (a finding of its own)
+    out = json.loads(printed.out)
     c = out["config"]
     assert c["class"] == "GACLConfig" and out["recipe"]["training"]["max_steps"] == 300
     expected = dict(

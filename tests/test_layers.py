@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1] / "fairmt"
 
 FLOORS: list[tuple[str, ...]] = [
     ("errors", "_deprecated"),  # no fairmt imports at all
-    ("citations", "hub"),
+    ("citations", "hub", "outputs"),  # outputs: the checks of every output path, run folders, valid JSON
     ("distributed",),  # process-group helpers for every layer; torch only when asked
     ("losses",),  # pure PyTorch
     ("data",),

@@ -56,6 +56,14 @@ def test_local_folders(tmp_path):
     with pytest.raises(FairmtError, match=r"m: the model folder holds no config.json"):
         require_model(tmp_path / "m")
     (tmp_path / "m" / "config.json").write_text("{}")
+    with pytest.raises(FairmtError, match=r"m: the model folder's config.json is without a model_type"):
+        require_model(tmp_path / "m")
+    (tmp_path / "m" / "config.json").write_text('{"model_type": "bert"}')
+    import torch
+    from safetensors.torch import save_file
+
+    save_file({"w": torch.zeros(2)}, str(tmp_path / "m" / "model.safetensors"))
+    (tmp_path / "m" / "vocab.txt").write_text("[PAD]\n")
     assert require_model(tmp_path / "m") == str(tmp_path / "m")
     with pytest.raises(FairmtError, match=r"not a file"):
         require_model(tmp_path / "m" / "config.json")

@@ -94,9 +94,9 @@ def test_average_and_bad_options():
 
 
 def test_bad_cli_input(tmp_path, capsys):
-    assert main(["eval", "mt-bias", "--translations-dir", str(tmp_path), "--langs", "tr"]) == 2
+    assert main(["eval", "mt-bias", "--translations-dir", str(tmp_path), "--lang", "tr"]) == 2
     assert "unknown target language(s) ['tr']" in capsys.readouterr().err
-    assert main(["eval", "mt-bias", "--translations-dir", str(tmp_path), "--src", "de"]) == 2
+    assert main(["eval", "mt-bias", "--translations-dir", str(tmp_path), "--src-lang", "de"]) == 2
     assert "English-source" in capsys.readouterr().err
     assert main(["eval", "mt-bias", "--translations-dir", str(tmp_path)]) == 2
     assert "nothing to score" in capsys.readouterr().err
@@ -137,7 +137,7 @@ def test_model_run_writes_the_layout_and_rescoring_it_gives_the_same(tmp_path, m
     spm.SentencePieceTrainer.train(sentence_iterator=iter([t for p in PAIRS for t in p]), model_prefix=str(tmp_path / "s"),
                                    vocab_size=50, model_type="bpe", character_coverage=1.0)
     run = tmp_path / "run"
-    common = ["--langs", "de", "--spm-model", str(tmp_path / "s.model")]
+    common = ["--lang", "de", "--spm-model", str(tmp_path / "s.model")]
     assert main(["eval", "mt-bias", "--model", str(model), "--output-dir", str(run), *common, "--num-beams", "2",
                  "--max-new-tokens", "8", "--json", str(tmp_path / "a.json")]) == 0
     capsys.readouterr()

@@ -27,6 +27,21 @@ def fake_hub(tmp_path, monkeypatch):
         return type("C", (), {"commit_url": f"local://{repo_id}"})()
 
     monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+
+    def create_commit(self, repo_id, operations, commit_message=None, **kw):
+        """Stores what one commit of these operations would hold (fairmt push uploads its files in one commit)."""
+        for op in operations:
+            dest = hub / repo_id / op.path_in_repo
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            src = op.path_or_fileobj
+            if isinstance(src, (str, Path)):
+                shutil.copy(src, dest)
+            else:
+                dest.write_bytes(src if isinstance(src, bytes) else src.read())
+        return type("C", (), {"commit_url": f"local://{repo_id}"})()
+
+    monkeypatch.setattr(HfApi, "create_commit", create_commit)
+    monkeypatch.setattr("fairmt.hub._offline", lambda: False)  # the fake hub is reachable
     return hub
 
 

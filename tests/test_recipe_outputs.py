@@ -25,7 +25,7 @@ def test_an_earlier_run_is_refused_unless_overwrite_or_resume(tmp_path, monkeypa
     assert prepare_output_dir(run, {}).is_dir()  # new folder
     prepare_output_dir(run, {})  # empty: still fine
     (run / "results.json").write_text("{}")
-    with pytest.raises(FairmtError, match=r"run already holds an earlier run's files.*--overwrite"):
+    with pytest.raises(FairmtError, match=r"run: the output folder already holds files.*--overwrite"):
         prepare_output_dir(run, {})
     prepare_output_dir(run, {"overwrite": True})
     prepare_output_dir(run, {"training": {"resume_from_checkpoint": str(run / "checkpoint-10")}})
@@ -88,7 +88,7 @@ def test_gacl_and_ccd_recipes_refuse_an_earlier_run_before_loading_anything(tmp_
         if method == "ccd":
             (tmp_path / "x.jsonl").write_text('{"neutral": "a", "male": "he", "female": "she"}\n')
         assert cli(["train", str(recipe)]) == 2
-        assert f"output folder {out} already holds an earlier run" in capsys.readouterr().err
+        assert f"{out}: the output folder already holds files" in capsys.readouterr().err
 
 
 def test_train_overwrite_flag_and_dry_run_of_a_classification_recipe(tmp_path, capsys):
@@ -97,7 +97,7 @@ def test_train_overwrite_flag_and_dry_run_of_a_classification_recipe(tmp_path, c
     from fairmt.cli import main as cli
 
     recipe = tmp_path / "cls.yaml"
-    recipe.write_text("method: classification\nobjective: fcl\n")
+    recipe.write_text(f"method: classification\nobjective: fcl\ndata: {{files: [{recipe}]}}\n")  # a file that exists
     assert cli(["train", str(recipe), "training.output_dir=" + str(tmp_path / "run"), "--overwrite", "--dry-run"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["recipe"]["overwrite"] is True and shown["config"]["output_dir"] == str(tmp_path / "run")

@@ -82,7 +82,7 @@ def test_a_torn_checkpoint_given_by_path_is_refused_naming_the_good_one(tmp_path
     args = FairContrastiveConfig(output_dir=str(out), objective="ce", views="none", report_to=[], use_cpu=True)
     trainer = FairContrastiveTrainer(model=MLPClassifier(16, 3, hidden_dim=8), args=args,
                                      train_dataset=Dataset.from_list(fcl_rows()), data_collator=ClassificationCollator())
-    with pytest.raises(FairmtError, match=r"checkpoint-4 is incomplete .*resume from .*checkpoint-2 instead"):
+    with pytest.raises(FairmtError, match=r"checkpoint-4 cannot be resumed from: trainer_state.json .*resume from .*checkpoint-2, the last complete one"):
         trainer.train(resume_from_checkpoint=str(out / "checkpoint-4"))
 
 

@@ -8,16 +8,17 @@ BACKEND_CHOICES = ("hf", "ctranslate2", "openai", "causal-lm")  # fairmt.transla
 
 def add_backend_arguments(group) -> None:
     """``--backend``, ``--compute-type``, ``--api-base``, ``--api-model``, ``--prompt-template``, ``--concurrency``."""
+    from fairmt.commands._options import count, http_url
     group.add_argument("--backend", choices=BACKEND_CHOICES, default="hf",
                        help="translation engine: hf (transformers generate, default), ctranslate2 (same model, "
                             "faster; pip install 'fairmt[fast]'), openai (an OpenAI-compatible chat endpoint), "
                             "causal-lm (a local chat LLM given as --model)")
     group.add_argument("--compute-type", choices=["float32", "int8", "float16", "bfloat16"], default=None,
                        help="ctranslate2: precision (default float32)")
-    group.add_argument("--max-batch-tokens", type=int, default=None, metavar="N",
+    group.add_argument("--max-batch-tokens", type=count(1), default=None, metavar="N",
                        help="ctranslate2: batch by tokens, at most N source tokens per batch (default: batch by "
                             "--batch-size sentences)")
-    group.add_argument("--api-base", default=None, metavar="URL",
+    group.add_argument("--api-base", type=http_url, default=None, metavar="URL",
                        help="openai: endpoint base URL (default https://api.openai.com/v1); the key is read from "
                             "$OPENAI_API_KEY (or --api-key-env)")
     group.add_argument("--api-model", default=None, metavar="NAME", help="openai: the endpoint's model name")
@@ -26,7 +27,7 @@ def add_backend_arguments(group) -> None:
     group.add_argument("--prompt-template", default=None, metavar="TEXT",
                        help="openai/causal-lm: prompt with {LANG} (target language name), {SRC_LANG} and {SENT}; "
                             "default: 'Translate the following sentence into {LANG}. {SENT}'")
-    group.add_argument("--concurrency", type=int, default=None, metavar="N",
+    group.add_argument("--concurrency", type=count(1), default=None, metavar="N",
                        help="openai: requests in flight at once (default 4)")
 
 
@@ -72,8 +73,6 @@ def make_translator(args, src_lang: str = "en", tgt_lang: str = "de"):
         return get_backend("causal-lm", args.model, prompt_template=args.prompt_template, device=device)
     if backend == "ctranslate2":
         tokens = getattr(args, "max_batch_tokens", None)
-        if tokens is not None and tokens <= 0:
-            raise FairmtError(f"--max-batch-tokens must be positive, got {tokens}")
         batching = {"batch_type": "tokens", "max_batch_size": tokens} if tokens else {}
         return get_backend("ctranslate2", args.model, family=family, src_lang=src_lang, tgt_lang=tgt_lang,
                            compute_type=args.compute_type or "float32", device=device, **batching)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 
 def register(groups) -> None:
+    from fairmt.commands._options import count, http_url, number, output_file
+
     p = groups["top"].add_parser("augment", help="make CCD tuples (neutral/male/female) by CDA or with an LLM")
     sub = p.add_subparsers(dest="augment_command", metavar="METHOD")
     sub.required = True
@@ -24,9 +26,11 @@ def register(groups) -> None:
     def common(q):
         q.add_argument("--input", required=True, help="text file (one per line) or JSONL (with --field)")
         q.add_argument("--field", default=None, help="dotted key of the text in a JSONL input, e.g. translation.en")
-        q.add_argument("--output", required=True, help="tuple JSONL to write")
-        q.add_argument("--limit", type=int, default=None, help="use only the first N input texts")
-        q.add_argument("--json", default=None, help="write the summary (counts, polarity accuracy) as JSON here")
+        output_file(q, "--output", what="tuple file", required=True,
+                    help="tuple JSONL to write (an existing file is refused unless --overwrite)")
+        q.add_argument("--limit", type=count(1), default=None, help="use only the first N input texts")
+        output_file(q, "--json", what="summary JSON", default=None,
+                    help="write the summary (counts, polarity accuracy) as JSON here")
 
     c = sub.add_parser("cda", help="rule-based counterfactual augmentation with the gender lexicon")
     common(c)
@@ -36,22 +40,24 @@ def register(groups) -> None:
 
     m = sub.add_parser("llm", help="LLM augmentation with polarity-guided prompt search (CCD paper, Alg. 1)")
     common(m)
-    m.add_argument("--url", default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    m.add_argument("--url", type=http_url, default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
     m.add_argument("--model", default=None, help="model name at the endpoint")
     m.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
     m.add_argument("--local-model", default=None, help="a local transformers causal LM folder instead of --url")
-    m.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
-    m.add_argument("--retries", type=int, default=3, help="retries after a timeout / 5xx / malformed reply")
-    m.add_argument("--search-rounds", type=int, default=10, help="prompt-search rounds K (paper: 10; 0 = none)")
-    m.add_argument("--search-size", type=int, default=50, help="texts the prompt search runs on")
+    m.add_argument("--timeout", type=number(0.0, low_open=True), default=60.0, help="seconds per request")
+    m.add_argument("--retries", type=count(0), default=3, help="retries after a timeout / 5xx / malformed reply")
+    m.add_argument("--search-rounds", type=count(0, note="0: no prompt search"), default=10,
+                   help="prompt-search rounds K (paper: 10; 0 = none)")
+    m.add_argument("--search-size", type=count(1), default=50, help="texts the prompt search runs on")
     m.add_argument("--corrector", choices=("cda", "interactive"), default="cda",
                    help="who corrects the chosen wrong example: the lexicon (cda) or you (interactive)")
     m.add_argument("--examples", default=None, help="JSONL of few-shot examples {passage, versions} to start from")
-    m.add_argument("--failures", default=None, help="JSONL for texts that failed (default <output>.failures.jsonl)")
+    output_file(m, "--failures", what="failures file", default=None,
+                help="JSONL for texts that failed (default <output>.failures.jsonl)")
     m.add_argument("--keep-wrong-polarity", action="store_true",
                    help="also write tuples failing the polarity check (default: dropped and counted, as in cda)")
     m.add_argument("--all-texts", action="store_true", help="also augment texts with no gendered word")
-    m.add_argument("--max-new-tokens", type=int, default=256, help="generation budget (local model)")
+    m.add_argument("--max-new-tokens", type=count(1), default=256, help="generation budget (local model)")
     m.set_defaults(handler=_run_llm)
 
 
@@ -59,13 +65,16 @@ def _texts(args) -> list[str]:
     from fairmt.data.augment.tuples import read_texts
 
     texts = read_texts(args.input, args.field)
-    return texts[: args.limit] if args.limit else texts
+    return texts[: args.limit] if args.limit is not None else texts
 
 
 def _summary(args, summary: dict) -> None:
-    print(json.dumps(summary, indent=2))
+    from fairmt.eval.report import write_text_atomic
+    from fairmt.outputs import json_text
+
+    print(json_text(summary))
     if args.json:
-        Path(args.json).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+        write_text_atomic(args.json, json_text(summary) + "\n")
 
 
 def _run_cda(args) -> int:
@@ -126,6 +135,15 @@ def _run_llm(args) -> int:
     from fairmt.data.augment.tuples import write_tuples
     from fairmt.data.gender import detect_gender
 
+    from fairmt.outputs import check_output_file
+
+    inputs = [p for p in (args.input, args.examples, args.local_model) if p]
+    fail_path = Path(args.failures or f"{args.output}.failures.jsonl")
+    examples_path = Path(args.output).with_suffix(".examples.jsonl")
+    derived = ([] if args.failures else [(fail_path, "failures file")]) + \
+        ([(examples_path, "prompt-search examples file")] if args.search_rounds > 0 else [])
+    for path, what in derived:  # outputs named after --output: checked as the declared ones were
+        check_output_file(path, what, overwrite=args.overwrite, inputs=inputs)
     texts = _texts(args)
     if not args.all_texts:
         texts = [t for t in texts if detect_gender(t) != "none"]
@@ -138,13 +156,12 @@ def _run_llm(args) -> int:
                                                corrector)
         examples = search.examples
         summary["prompt_search"] = {"rounds": [asdict(r) for r in search.rounds], "n_examples": len(examples)}
-        Path(args.output).with_suffix(".examples.jsonl").write_text(
+        examples_path.write_text(
             "".join(json.dumps(e.to_dict(), ensure_ascii=False) + "\n" for e in examples), encoding="utf-8")
 
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("", encoding="utf-8")
-    fail_path = Path(args.failures or f"{args.output}.failures.jsonl")
     fail_path.write_text("", encoding="utf-8")
 
     written = {"n_written": 0, "n_dropped_wrong_polarity": 0}

@@ -8,7 +8,8 @@ def _download(args) -> int:
 
     for name in args.datasets:
         report = download(
-            name, dest=args.dest, base_url=args.base_url, force=args.force, sha256=args.sha256, progress=not args.quiet
+            name, dest=args.output_dir, base_url=args.base_url, force=args.force, sha256=args.sha256,
+            progress=not args.no_progress
         )
         print(report)
     return 0
@@ -30,14 +31,17 @@ def _fairseq_prep(args) -> int:
 
     from fairmt.errors import FairmtError
 
-    if args.lang_pairs and (args.src or args.tgt):
-        raise FairmtError("give either --lang-pairs (multilingual layout) or --src/--tgt (one pair), not both")
+    if not args.output_dir:
+        raise FairmtError("give --output-dir DIR: the folder for the binarised data and side files")
+    if args.lang_pairs and (args.src_lang or args.lang):
+        raise FairmtError("give either --lang-pairs (multilingual layout) or --src-lang/--lang (one pair), not both")
     counts = fairseq_prep(
-        args.input, args.out, src=args.src or "en", tgt=args.tgt or "de", valid_input=args.valid_input,
+        args.input, args.output_dir, src=args.src_lang or "en", tgt=args.lang or "de", valid_input=args.valid_input,
         valid_size=args.valid_size, srcdict=args.srcdict, tgtdict=args.tgtdict, joined_dictionary=args.joined_dictionary,
         sentencepiece_model=args.sentencepiece_model, balance=not args.no_balance, seed=args.seed,
-        workers=args.workers, lang_pairs=args.lang_pairs,
+        workers=args.workers, lang_pairs=args.lang_pairs, overwrite=args.overwrite,
     )
+    args.out = args.output_dir
     sizes = ", ".join(f"{k}: {v} pairs" for k, v in counts.items())
     if args.lang_pairs:
         print(f"fairseq data for gacl_multilingual_translation in {args.out} ({sizes}); train with: fairseq-train "
@@ -64,8 +68,8 @@ def _corpora(args) -> int:
         if not sep or len(digest) != 64:
             raise FairmtError(f"--sha256 {item!r}: expected FILE=DIGEST (a 64-hex-digit sha256)")
         pins[fname] = digest.lower()
-    dest = args.dest or cache_dir()
-    digests = fetch(args.fetch, dest, base_url=args.base_url, sha256=pins, progress=not args.quiet)
+    dest = args.output_dir or cache_dir()
+    digests = fetch(args.fetch, dest, base_url=args.base_url, sha256=pins, progress=not args.no_progress)
     for fname, d in digests.items():
         print(f"{d}  {fname}")
     folder = CORPORA[args.fetch].folder or args.fetch
@@ -75,6 +79,7 @@ def _corpora(args) -> int:
 
 def register(groups) -> None:
     """Add ``download``, ``verify`` and ``fairseq-prep`` to the ``fairmt data`` group."""
+    from fairmt.commands._options import alias, count, output_dir, seed
     p = groups["data"].add_parser(
         "download",
         help="fetch benchmark data (winomt, geneval, flores200) into the local cache, checking sha256",
@@ -83,7 +88,9 @@ def register(groups) -> None:
         "flores200.",
     )
     p.add_argument("datasets", nargs="+", metavar="DATASET", help="winomt, geneval (or mt_geneval), flores200")
-    p.add_argument("--dest", default=None, help="download into this folder instead of the cache")
+    alias(p, "--dest", output_dir(p, "--output-dir", what="data folder", resumable=True, default=None,
+                                   help="download into this folder instead of the cache (files already there and "
+                                        "valid are kept)"))
     p.add_argument(
         "--base-url",
         default=None,
@@ -92,7 +99,7 @@ def register(groups) -> None:
     )
     p.add_argument("--sha256", default=None, help="expected sha256 of a dataset archive (FLORES-200) not pinned in fairmt")
     p.add_argument("--force", action="store_true", help="download again even when files are present and valid")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    alias(p, "--quiet", p.add_argument("--no-progress", action="store_true", help="no progress bars"))
     p.set_defaults(handler=_download)
 
     c = groups["data"].add_parser(
@@ -104,10 +111,11 @@ def register(groups) -> None:
         "give those digests back with --sha256 FILE=DIGEST to verify a later download.",
     )
     c.add_argument("--fetch", metavar="NAME", default=None, help="download this corpus")
-    c.add_argument("--dest", default=None, help="folder to download into (default: the data cache)")
+    alias(c, "--dest", output_dir(c, "--output-dir", what="data folder", resumable=True, default=None,
+                                   help="folder to download into (default: the data cache)"))
     c.add_argument("--base-url", default=None, help="a mirror holding the corpus's files by name")
     c.add_argument("--sha256", action="append", default=[], metavar="FILE=DIGEST", help="expected sha256 of a file (repeatable)")
-    c.add_argument("--quiet", action="store_true", help="no progress bars")
+    alias(c, "--quiet", c.add_argument("--no-progress", action="store_true", help="no progress bars"))
     c.set_defaults(handler=_corpora)
 
     v = groups["data"].add_parser("verify", help="check a data folder's files against the pinned sha256 checksums")
@@ -124,16 +132,18 @@ def register(groups) -> None:
         "fairmt.fairseq.user_dir) --task gacl_translation --criterion gacl_kd` (with --lang-pairs: --task "
         "gacl_multilingual_translation, M2M-100/NLLB language tokens). Needs fairseq (see README).",
     )
-    f.add_argument("--src", default=None, help="source language code (file suffix), default en")
-    f.add_argument("--tgt", default=None, help="target language code (file suffix), default de")
+    alias(f, "--src", f.add_argument("--src-lang", default=None, help="source language code (file suffix), default en"))
+    alias(f, "--tgt", f.add_argument("--lang", default=None, help="target language code (file suffix), default de"))
     f.add_argument("--lang-pairs", default=None, metavar="PAIRS",
                    help="en-de,en-fr: the multilingual layout of --task gacl_multilingual_translation "
                         "(translation_multi_simple_epoch): every pair from the one .jsonl input, one joined dictionary "
-                        "(dict.txt, copied to dict.{lang}.txt) and langs.txt for --lang-dict; replaces --src/--tgt")
+                        "(dict.txt, copied to dict.{lang}.txt) and langs.txt for --lang-dict; replaces --src-lang/--lang")
     f.add_argument("--input", required=True, metavar="PAIRS", help="training pairs: .jsonl ({translation: {src: .., tgt: ..}}) or .tsv")
-    f.add_argument("--out", required=True, metavar="DIR", help="output folder (binarised data + side files)")
+    alias(f, "--out", output_dir(f, "--output-dir", what="fairseq data folder", metavar="DIR",
+                                 help="output folder (binarised data + side files); built elsewhere and moved into "
+                                      "place when complete; an existing one is refused unless --overwrite"))
     f.add_argument("--valid-input", default=None, metavar="PAIRS", help="validation pairs, prepared the same way")
-    f.add_argument("--valid-size", type=int, default=None,
+    f.add_argument("--valid-size", type=count(0, note="0: no validation split"), default=None,
                    help="without --valid-input: hold out this many prepared pairs as valid (default min(500, 5%%); 0: none)")
     f.add_argument("--srcdict", default=None, metavar="D", help="reuse this fairseq source dictionary (e.g. the model's)")
     f.add_argument("--tgtdict", default=None, metavar="D", help="reuse this fairseq target dictionary")
@@ -141,6 +151,6 @@ def register(groups) -> None:
     f.add_argument("--sentencepiece-model", default=None, metavar="MODEL",
                    help="encode all text with this SentencePiece model before binarising (after gender processing)")
     f.add_argument("--no-balance", action="store_true", help="keep all one-gender pairs (no down-sampling)")
-    f.add_argument("--seed", type=int, default=0, help="seed of the balancing/shuffling")
-    f.add_argument("--workers", type=int, default=1, help="fairseq-preprocess workers")
+    f.add_argument("--seed", type=seed, default=0, help="seed of the balancing/shuffling")
+    f.add_argument("--workers", type=count(1), default=1, help="fairseq-preprocess workers")
     f.set_defaults(handler=_fairseq_prep)

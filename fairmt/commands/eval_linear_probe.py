@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from fairmt.errors import FairmtError
+from fairmt.outputs import json_text
 
 
 def _npz(path: Path, keys: dict[str, str | None]) -> dict:
@@ -49,6 +50,8 @@ def _jsonl(path: Path, embedding_key: str, label_key: str, group_key: str | None
         if not isinstance(vec, list) or not vec or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                            for v in vec):
             raise FairmtError(f"{where}: {embedding_key!r} must be a non-empty list of numbers")
+        if not all(np.isfinite(vec)):
+            raise FairmtError(f"{where}: {embedding_key!r} holds a non-finite value (NaN/Infinity): it cannot be probed")
         width = len(vec) if width is None else width
         if len(vec) != width:
             raise FairmtError(f"{where}: {embedding_key!r} has {len(vec)} values but the first line has {width}")
@@ -85,6 +88,11 @@ def run_linear_probe(args: argparse.Namespace) -> int:
         arrays = _jsonl(path, args.embedding_key or "embedding", args.label, args.group)
         if args.subgroup_key:
             raise FairmtError("--subgroup-key names an array of an .npz file; a JSONL input has one embedding per line")
+    emb = np.asarray(arrays["embeddings"])
+    if emb.dtype.kind in "fc" and not np.isfinite(emb).all():
+        row = int(np.argwhere(~np.isfinite(emb))[0][0])
+        raise FairmtError(f"{path}: the embeddings hold a non-finite value (NaN/Infinity) in row {row}: they cannot be "
+                          "probed")
     labels = arrays["labels"]
     if not np.issubdtype(np.asarray(labels).dtype, np.integer):
         raise FairmtError(f"{path}: labels {args.label!r} must be integers, got {np.asarray(labels).dtype}")
@@ -105,7 +113,7 @@ def run_linear_probe(args: argparse.Namespace) -> int:
         print(f"warning: {w}", file=sys.stderr)
     if args.json_out:
         if quiet:
-            print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+            print(json_text(result.to_dict()))
         else:
             write_json(result, args.json_out)
     if args.markdown:
@@ -127,12 +135,17 @@ def register(groups: dict) -> None:
     p.add_argument("--group", default=None, help="array/key of a protected attribute (evaluation only)")
     p.add_argument("--subgroup-key", default=None,
                    help="npz array to compute the latent-subgroup measures on (default: the probed embeddings)")
-    p.add_argument("--n-clusters", type=int, default=4, help="K of the latent subgroups (0: skip the measures)")
-    p.add_argument("--test-fraction", type=float, default=0.2)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--C", type=float, default=1.0, help="inverse L2 strength of the logistic regression")
-    p.add_argument("--max-iter", type=int, default=1000)
+    from fairmt.commands._options import count, fraction, number, output_file, seed
+
+    p.add_argument("--n-clusters", type=count(0, note="0 skips the latent-subgroup measures"), default=4,
+                   help="K of the latent subgroups (0: skip the measures)")
+    p.add_argument("--test-fraction", type=fraction, default=0.2)
+    p.add_argument("--seed", type=seed, default=0)
+    p.add_argument("--C", type=number(0.0, low_open=True), default=1.0,
+                   help="inverse L2 strength of the logistic regression")
+    p.add_argument("--max-iter", type=count(1), default=1000)
     p.add_argument("--no-standardize", action="store_true", help="do not z-score the features first")
-    p.add_argument("--json", dest="json_out", metavar="OUT", help="write the result as JSON ('-' prints JSON only)")
-    p.add_argument("--markdown", help="write the summary table as Markdown here")
+    output_file(p, "--json", what="JSON result", stdout=True, dest="json_out", metavar="OUT",
+                help="write the result as JSON ('-' prints JSON only)")
+    output_file(p, "--markdown", what="Markdown table", help="write the summary table as Markdown here")
     p.set_defaults(handler=run_linear_probe)

@@ -9,9 +9,12 @@ import sys
 from pathlib import Path
 
 from fairmt.errors import FairmtError
+from fairmt.outputs import json_text
 
 
 def register(groups) -> None:
+    from fairmt.commands._options import PLOT_SUFFIXES, alias, count, device, output_dir, output_file
+
     p = groups["eval"].add_parser(
         "mt-bias",
         help="the GACL paper's evaluation in one run: WinoMT (10 languages), MT-GenEval (8), FLORES-200 (12)",
@@ -24,12 +27,14 @@ def register(groups) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--model", help="translate with this model (Hub id or local folder) first")
     src.add_argument("--translations-dir", metavar="DIR", help="score this translations folder (layout above)")
-    p.add_argument("--output-dir", metavar="DIR",
-                   help="with --model: where the translations folder is written (default: mt-bias-translations)")
-    p.add_argument("--src", default="en", help="source language (the benchmarks are English-source: en)")
-    p.add_argument("--langs", nargs="+", default=None, metavar="LANG",
-                   help="target languages: de, de,ru, de ru or all (default all: each benchmark's languages, "
-                        "WinoMT 10, MT-GenEval 8, FLORES 12)")
+    output_dir(p, "--output-dir", what="translations folder", resumable=True, metavar="DIR",
+               help="with --model: where the translations folder is written (default: mt-bias-translations); a "
+                    "rerun with the same model resumes in it")
+    alias(p, "--src", p.add_argument("--src-lang", default="en",
+                                     help="source language (the benchmarks are English-source: en)"))
+    alias(p, "--langs", p.add_argument("--lang", nargs="+", default=None, metavar="LANG",
+                                       help="target languages: de, de,ru, de ru or all (default all: each "
+                                            "benchmark's languages, WinoMT 10, MT-GenEval 8, FLORES 12)"))
     p.add_argument("--benchmarks", default="winomt,geneval,flores", help="comma list of winomt, geneval, flores")
     p.add_argument("--id-lang", default="de", help="the in-domain direction en→LANG (Table 2); 'none' for no split")
     p.add_argument("--split", default="test", choices=["dev", "test"], help="MT-GenEval split")
@@ -39,17 +44,20 @@ def register(groups) -> None:
     p.add_argument("--many2many", action="store_true", help="also FLORES-200 many-to-many over the resource groups")
     p.add_argument("--keep-going", action="store_true",
                    help="score the other languages when one language's files are wrong (the errors are listed)")
-    p.add_argument("--json", metavar="OUT", help="write the results as JSON ('-' prints JSON only)")
-    p.add_argument("--markdown", metavar="OUT", help="write Table 2/3-style Markdown")
-    p.add_argument("--plot", metavar="OUT", help="write a per-language WinoMT bar chart (Figure 4 style)")
+    output_file(p, "--json", what="JSON results", stdout=True, metavar="OUT",
+                help="write the results as JSON ('-' prints JSON only)")
+    output_file(p, "--markdown", what="Markdown tables", metavar="OUT", help="write Table 2/3-style Markdown")
+    output_file(p, "--plot", what="plot", suffixes=PLOT_SUFFIXES, metavar="OUT",
+                help="write a per-language WinoMT bar chart (Figure 4 style)")
     p.add_argument("--name", default=None, help="the model's name in tables (default: the model or folder name)")
     g = p.add_argument_group("generation (--model)")
-    g.add_argument("--batch-size", type=int, default=16, help="sentences per batch (default 16)")
-    g.add_argument("--num-beams", type=int, default=5, help="beam size (default 5, as the paper)")
-    g.add_argument("--max-new-tokens", type=int, default=200, help="generation budget (default 200)")
+    g.add_argument("--batch-size", type=count(1), default=16, help="sentences per batch (default 16)")
+    g.add_argument("--num-beams", type=count(1), default=5, help="beam size (default 5, as the paper)")
+    g.add_argument("--max-new-tokens", type=count(1), default=200, help="generation budget (default 200)")
     g.add_argument("--family", choices=["small100", "nllb", "m2m100"], help="model family if not detectable")
-    g.add_argument("--cache-dir", metavar="DIR", help="translation cache (default: OUTPUT_DIR/.cache; resumable)")
-    g.add_argument("--device", default=None, help="e.g. cuda, cuda:1 (default: where the model loads)")
+    output_dir(g, "--cache-dir", what="translation cache", resumable=True, metavar="DIR",
+               help="translation cache (default: OUTPUT_DIR/.cache; resumable)")
+    g.add_argument("--device", type=device, default=None, help="e.g. cuda, cuda:1 (default: where the model loads)")
     from fairmt.commands._backend import add_backend_arguments
 
     add_backend_arguments(g)
@@ -58,9 +66,11 @@ def register(groups) -> None:
     r = groups["top"].add_parser("report", help="compare mt-bias runs side by side (tables, deltas, scatter plot)")
     r.add_argument("runs", nargs="+", metavar="RUN.json", help="results of `fairmt eval mt-bias --json`")
     r.add_argument("--names", nargs="+", default=None, help="one name per run (default: the file stems)")
-    r.add_argument("--markdown", metavar="OUT", help="write the comparison table (Markdown)")
-    r.add_argument("--plot", metavar="OUT", help="write a spBLEU (or chrF++) vs WinoMT-accuracy scatter (Figure 3)")
-    r.add_argument("--json", metavar="OUT", help="write the comparison rows as JSON")
+    output_file(r, "--markdown", what="comparison table", metavar="OUT", help="write the comparison table (Markdown)")
+    output_file(r, "--plot", what="plot", suffixes=PLOT_SUFFIXES, metavar="OUT",
+                help="write a spBLEU (or chrF++) vs WinoMT-accuracy scatter (Figure 3)")
+    output_file(r, "--json", what="comparison JSON", stdout=True, metavar="OUT",
+                help="write the comparison rows as JSON ('-' prints JSON only)")
     r.set_defaults(handler=run_report)
 
 
@@ -79,17 +89,23 @@ def _langs(spec: list[str] | None) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fairmt.eval.mtbias import BENCHMARKS, markdown_tables, per_language_plot, score_translations_dir
+    from fairmt.eval.mtbias import (BENCHMARKS, FLORES_LANGS, markdown_tables, per_language_plot,
+                                    score_translations_dir)
     from fairmt.eval.report import write_text_atomic
 
-    if args.src != "en":
-        raise FairmtError(f"--src {args.src}: WinoMT, MT-GenEval and the paper's FLORES-200 directions are English-source; use --src en")
+    if args.src_lang != "en":
+        raise FairmtError(f"--src-lang {args.src_lang}: WinoMT, MT-GenEval and the paper's FLORES-200 directions are "
+                          "English-source; use --src-lang en")
     benchmarks = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
     bad = [b for b in benchmarks if b not in BENCHMARKS]
     if bad or not benchmarks:
         raise FairmtError(f"--benchmarks: unknown {bad}; choose from {','.join(BENCHMARKS)}")
-    langs = _langs(args.langs)
+    langs = _langs(args.lang)
     id_lang = None if str(args.id_lang).lower() == "none" else args.id_lang
+    if id_lang is not None and (id_lang not in FLORES_LANGS or (langs is not None and id_lang not in langs)):
+        within = f"the languages scored ({', '.join(langs)})" if langs else f"{', '.join(FLORES_LANGS)}"
+        raise FairmtError(f"--id-lang {id_lang}: the in-domain language must be one of {within}, or 'none' (no "
+                          "in-domain / out-of-domain split); an unknown one would leave the in-domain columns empty")
     quiet = args.json == "-"
 
     def say(msg: str) -> None:
@@ -131,11 +147,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {line}", file=sys.stderr)
     md = markdown_tables(result, name)
     if quiet:
-        print(json.dumps(result, indent=2, ensure_ascii=False))
+        print(json_text(result))
     else:
         print(md)
         if args.json:
-            write_text_atomic(args.json, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+            write_text_atomic(args.json, json_text(result) + "\n")
             print(f"wrote JSON to {args.json}", file=sys.stderr)
     if args.markdown:
         write_text_atomic(args.markdown, md)
@@ -148,6 +164,37 @@ def run(args: argparse.Namespace) -> int:
     return 1 if result["errors"] else 0
 
 
+def check_run_result(data: dict, path) -> None:
+    """A ``fairmt eval mt-bias --json`` result of the shape ``fairmt report`` reads: the format version this fairmt
+    writes, and every section and average a mapping of numbers (null where undefined)."""
+    import math
+    from numbers import Number
+
+    from fairmt.eval.mtbias import FORMAT_VERSION
+
+    if not any(k in data for k in ("winomt", "geneval", "flores")):
+        raise FairmtError(f"{path}: not a `fairmt eval mt-bias` result (no winomt/geneval/flores section)")
+    fmt = data.get("format")
+    if fmt != FORMAT_VERSION:
+        raise FairmtError(f"{path}: result format {fmt!r}, but this fairmt reads format {FORMAT_VERSION} (written by "
+                          "`fairmt eval mt-bias --json`); score the translations again with this version")
+    for section in ("winomt", "geneval", "flores", "settings"):
+        value = data.get(section)
+        if value is not None and not isinstance(value, dict):
+            raise FairmtError(f"{path}: {section!r} must be an object, got {type(value).__name__}")
+    for section in ("winomt", "geneval", "flores"):
+        for part in ("average", "in_domain", "out_of_domain"):
+            block = (data.get(section) or {}).get(part)
+            if block is None:
+                continue
+            if not isinstance(block, dict):
+                raise FairmtError(f"{path}: {section}.{part} must be an object of numbers, got {type(block).__name__}")
+            for key, v in block.items():
+                if v is not None and not isinstance(v, (str, dict, list)) and (
+                        isinstance(v, bool) or not isinstance(v, Number) or not math.isfinite(v)):
+                    raise FairmtError(f"{path}: {section}.{part}.{key} is {v!r}, not a number (or null)")
+
+
 def run_report(args: argparse.Namespace) -> int:
     from fairmt.data.inputs import read_json
     from fairmt.eval.mtbias import compare_runs, comparison_markdown, scatter_plot
@@ -156,19 +203,21 @@ def run_report(args: argparse.Namespace) -> int:
     results = []
     for path in args.runs:
         data = read_json(path, "mt-bias result", expect=dict)
-        if not any(k in data for k in ("winomt", "geneval", "flores")):
-            raise FairmtError(f"{path}: not a `fairmt eval mt-bias` result (no winomt/geneval/flores section)")
+        check_run_result(data, path)
         results.append(data)
     names = args.names or [r.get("settings", {}).get("name") or Path(p).stem for r, p in zip(results, args.runs)]
     if len(names) != len(results):
         raise FairmtError(f"--names: {len(names)} names for {len(results)} runs")
     rows = compare_runs(results, names)
     md = comparison_markdown(rows)
-    print(md)
+    if args.json == "-":  # the convention of every command: JSON alone on stdout
+        print(json_text(rows))
+    else:
+        print(md)
     if args.markdown:
         write_text_atomic(args.markdown, md)
-    if args.json:
-        write_text_atomic(args.json, json.dumps(rows, indent=2) + "\n")
+    if args.json and args.json != "-":
+        write_text_atomic(args.json, json_text(rows) + "\n")
     if args.plot:
         scatter_plot(rows, args.plot)
     return 0

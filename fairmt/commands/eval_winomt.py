@@ -15,6 +15,8 @@ COLUMNS = ["lang", "accuracy", "delta_g", "delta_s", "delta_r", "f1_male", "f1_f
 
 def register(groups) -> None:
     """Add ``winomt`` to the ``eval`` sub-commands."""
+    from fairmt.commands._options import PLOT_SUFFIXES, count, device, executable, output_dir, output_file
+
     p = groups["eval"].add_parser(
         "winomt",
         help="WinoMT: accuracy, ΔG, ΔS, ΔR of gendered professions in translations",
@@ -36,20 +38,23 @@ def register(groups) -> None:
                    "shipped translations follow — else the current upstream winomt/aggregates/en.txt)")
     p.add_argument("--compat", choices=["acl2019"], help="reproduce the 2019 evaluator (rounding, unaligned words, the 2016 Ukrainian dictionary)")
     p.add_argument("--aligner", default="fast_align", choices=["fast_align", "eflomal"], help="word aligner")
-    p.add_argument("--aligner-bin", metavar="PATH", help="use this external fast_align binary instead")
-    p.add_argument("--json", metavar="OUT", help="write the results as JSON")
-    p.add_argument("--markdown", metavar="OUT", help="write a Markdown table")
-    p.add_argument("--plot", metavar="OUT", help="write a per-language bar chart (PNG/PDF/SVG)")
+    p.add_argument("--aligner-bin", metavar="PATH", type=executable, help="use this external fast_align binary instead")
+    output_file(p, "--json", what="JSON results", stdout=True, metavar="OUT",
+                help="write the results as JSON ('-' prints JSON only)")
+    output_file(p, "--markdown", what="Markdown table", metavar="OUT", help="write a Markdown table")
+    output_file(p, "--plot", what="plot", suffixes=PLOT_SUFFIXES, metavar="OUT",
+                help="write a per-language bar chart (PNG/PDF/SVG)")
     p.add_argument("--detector", action="append", default=[], metavar="LANG=MODULE:FACTORY",
                    help="use your own gender detector for a language (a callable returning a "
                         "fairmt.eval.winomt.detectors.GenderDetector); repeatable, e.g. nl=my_pkg.dutch:make")
     g = p.add_argument_group("generation (--model)")
-    g.add_argument("--batch-size", type=int, default=16)
-    g.add_argument("--num-beams", type=int, default=5)
-    g.add_argument("--max-new-tokens", type=int, default=200)
-    g.add_argument("--cache-dir", metavar="DIR", help="cache translations here (resumable)")
+    g.add_argument("--batch-size", type=count(1), default=16)
+    g.add_argument("--num-beams", type=count(1), default=5)
+    g.add_argument("--max-new-tokens", type=count(1), default=200)
+    output_dir(g, "--cache-dir", what="translation cache", resumable=True, metavar="DIR",
+               help="cache translations here (resumable)")
     g.add_argument("--family", choices=["small100", "nllb", "m2m100"], help="model family if not detectable")
-    g.add_argument("--device", default=None, help="e.g. cuda, cuda:1 (default: where the model loads)")
+    g.add_argument("--device", type=device, default=None, help="e.g. cuda, cuda:1 (default: where the model loads)")
     from fairmt.commands._backend import add_backend_arguments
 
     add_backend_arguments(g)
@@ -101,7 +106,15 @@ def _register_user_detectors(specs: list[str]) -> None:
             raise FairmtError(f"--detector {spec!r}: cannot load {module}:{attr} ({err})") from None
         if not callable(factory):
             raise FairmtError(f"--detector {spec!r}: {module}:{attr} is not callable")
-        register_detector(lang, factory, overwrite=True)
+        try:  # made once here, so that a factory that fails does so before any work, as one line
+            detector = factory()
+        except Exception as err:  # noqa: BLE001 - the user's code: any failure is reported, naming it
+            raise FairmtError(f"--detector {spec!r}: {module}:{attr}() failed: {type(err).__name__}: {err}") from None
+        if not callable(getattr(detector, "detect", None)):
+            raise FairmtError(f"--detector {spec!r}: {module}:{attr}() returned {type(detector).__name__}, not a "
+                              "gender detector (an object with a detect method: fairmt.eval.winomt.detectors."
+                              "GenderDetector)")
+        register_detector(lang, lambda detector=detector: detector, overwrite=True)
 
 
 def _translation_file(template: str, lang: str, multi: bool) -> str:
@@ -153,9 +166,9 @@ def run(args) -> int:
         return 0
     rows = [r.row() for r in results]
     if args.json == "-":  # the convention of every eval command: JSON alone on stdout
-        import json
+        from fairmt.outputs import json_text
 
-        print(json.dumps(_summary(results), indent=2, ensure_ascii=False, default=str))
+        print(json_text(_summary(results)))
         return 0
     if args.json:
         write_json(_summary(results), args.json)

@@ -49,10 +49,52 @@ def load_results(path: str | Path) -> list:
     return items
 
 
+def _check_repo_id(repo_id: str) -> None:
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as err:
+        raise FairmtError(f"{repo_id!r} is not a valid Hub repository id ({str(err).splitlines()[0]}); give "
+                          "USER/NAME or NAME, e.g. me/small100-gacl-en-de") from None
+
+
+def _hub_error(repo_id: str, err: Exception) -> FairmtError:
+    first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
+    return FairmtError(f"cannot upload to {repo_id!r} on the Hub ({type(err).__name__}: {first}); check the network, "
+                       "your login (`hf auth login` or HF_TOKEN) and the repository name; nothing was changed locally")
+
+
+def _card_text(folder: Path, results: list[str], repo_id: str, method: str | None) -> str:
+    """The model card with the results, built in memory (the local README is rewritten only after the upload)."""
+    from huggingface_hub import ModelCard
+
+    from fairmt.eval.modelcard import build_model_card
+
+    readme = folder / "README.md"
+    existing = None
+    if readme.is_file():
+        try:
+            existing = ModelCard.load(readme)
+        except Exception as err:  # noqa: BLE001 - yaml/ValueError/...: the user's file, named in one line
+            raise FairmtError(f"{readme}: the existing model card's YAML front matter cannot be read "
+                              f"({type(err).__name__}: {' '.join(str(err).split())[:200]}); fix it or move the file "
+                              "away") from None
+    loaded = [r for f in results for r in load_results(f)]
+    return str(build_model_card(loaded, model_name=repo_id.split("/")[-1], existing=existing, method=method))
+
+
 def push(model_dir: str | Path, repo_id: str, private: bool = False, results: list[str] | None = None,
          commit_message: str = "Upload with fairmt", all_files: bool = False, method: str | None = "gacl") -> str:
-    from huggingface_hub import HfApi
+    """Upload the model in ``model_dir`` as one commit; with ``results`` the card (README.md) carries them. Every
+    check (repository id, offline mode, the folder, the results, the existing card) runs before anything is sent, and
+    the local README.md is rewritten only once the upload succeeded."""
+    from huggingface_hub import CommitOperationAdd, HfApi
+    from huggingface_hub.utils import filter_repo_objects
 
+    from fairmt.hub import _offline
+
+    _check_repo_id(repo_id)
     folder = Path(model_dir)
     if (folder / "sweep.json").is_file():  # a sweep folder: the model of the run it selected
         from fairmt.data.inputs import read_json
@@ -62,15 +104,28 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
         raise FairmtError(f"{folder} is not a saved model or adapter folder (no {' or '.join(MODEL_FILES)})")
     if any("teacher" in p.name for p in folder.iterdir()):
         raise FairmtError(f"{folder} holds files named 'teacher': fairmt never publishes a KD teacher; remove them")
-    if results:
-        from fairmt.eval.modelcard import write_model_card
-
-        loaded = [r for f in results for r in load_results(f)]
-        write_model_card(folder, loaded, model_name=repo_id.split("/")[-1], method=method)
+    card = _card_text(folder, results, repo_id, method) if results else None
+    if _offline():
+        raise FairmtError(f"cannot upload to {repo_id!r}: HF_HUB_OFFLINE is set (offline mode); unset it where the "
+                          "Hub is reachable")
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    files = list(filter_repo_objects(files, ignore_patterns=None if all_files else TRAINING_STATE))
+    operations = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(folder / rel))
+                  for rel in files if not (card is not None and rel == "README.md")]
+    if card is not None:
+        operations.append(CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=card.encode("utf-8")))
     api = HfApi()
-    api.create_repo(repo_id, private=private, exist_ok=True)
-    info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message=commit_message,
-                             ignore_patterns=None if all_files else TRAINING_STATE)
+    try:
+        api.create_repo(repo_id, private=private, exist_ok=True)
+        info = api.create_commit(repo_id=repo_id, operations=operations, commit_message=commit_message)
+    except Exception as err:  # noqa: BLE001 - HTTP, connection, offline, auth, quota: every failure of the Hub side
+        if isinstance(err, (TypeError, AttributeError, NameError, AssertionError)):  # a bug: keep its traceback
+            raise
+        raise _hub_error(repo_id, err) from None
+    if card is not None:  # the upload worked: the local card now says what the Hub's says
+        from fairmt.eval.report import write_text_atomic
+
+        write_text_atomic(folder / "README.md", card)
     return getattr(info, "commit_url", str(info))
 
 

@@ -10,6 +10,8 @@ from fairmt.errors import FairmtError
 
 
 def register(groups) -> None:
+    from fairmt.commands._options import count, output_dir, seed
+
     p = groups["top"].add_parser(
         "sweep", help="run a recipe over a grid (or a sampled search) × seeds; mean ± std, Pareto front, selection",
         description="fairmt sweep RECIPE [key=value ...] --grid KEY=V1,V2 [--grid ...] --seeds N — or — "
@@ -23,7 +25,7 @@ def register(groups) -> None:
                    help="with --search: a numeric range to sample (integers if both ends are)")
     p.add_argument("--seeds", default="1", metavar="N|S1,S2,...",
                    help="seeds per setting: N (seeds 0..N-1) or a comma-separated list")
-    p.add_argument("--search", type=int, default=None, metavar="N",
+    p.add_argument("--search", type=count(1), default=None, metavar="N",
                    help="sample N settings (TPE for one objective, NSGA-II for several) instead of the whole grid")
     p.add_argument("--objective", action="append", default=[], metavar="METRIC:max|min",
                    help="a dev metric of the recipe's results to optimise (repeat for several); default for "
@@ -33,7 +35,8 @@ def register(groups) -> None:
                         "two objectives, or the recipe family's)")
     p.add_argument("--select", default="dto", metavar="RULE",
                    help="model-selection rule on the dev metrics: dto, accuracy_then_gap, accuracy or loss")
-    p.add_argument("--output-dir", default=None, help="the sweep folder (default: runs/sweeps/<recipe>-<time>)")
+    output_dir(p, "--output-dir", what="sweep folder", resumable=True, default=None,
+               help="the sweep folder (default: runs/sweeps/<recipe>-<time>); the same command again resumes in it")
     p.add_argument("--storage", default=None, metavar="URL|JOURNAL_FILE",
                    help="Optuna storage: an RDB URL (sqlite:///..., postgresql://...) or a journal file on a shared "
                         "filesystem (default: sqlite:///<output-dir>/study.db)")
@@ -44,10 +47,10 @@ def register(groups) -> None:
                    help="run each trial with python, or under `accelerate launch`")
     p.add_argument("--accelerate-config", default=None, metavar="FILE",
                    help="accelerate config for --launcher accelerate (a file, or a shipped one: ddp, fsdp2, ...)")
-    p.add_argument("--grace-period", type=int, default=600, metavar="SECONDS",
+    p.add_argument("--grace-period", type=count(1), default=600, metavar="SECONDS",
                    help="a trial of another machine without a heartbeat for this long is failed and rerun")
-    p.add_argument("--max-failures", type=int, default=3, help="stop after this many failed trials in a row")
-    p.add_argument("--sampler-seed", type=int, default=None, help="seed of the TPE/NSGA-II sampler")
+    p.add_argument("--max-failures", type=count(1), default=3, help="stop after this many failed trials in a row")
+    p.add_argument("--sampler-seed", type=seed, default=None, help="seed of the TPE/NSGA-II sampler")
     p.set_defaults(handler=_run)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 from pathlib import Path
 
 from fairmt.errors import FairmtError
@@ -104,6 +105,9 @@ def run_recipe(config: dict):
     try:
         return module.main(config)
     finally:
+        from fairmt.outputs import release_run_dir
+
+        release_run_dir()  # the run is over: its folder is free (a process's end would free it too)
         _teardown_distributed()
 
 
@@ -126,51 +130,176 @@ finalisation (see :func:`fairmt.cli.main`)."""
 
 
 def register(groups) -> None:
+    from fairmt.commands._options import output_dir
+
     p = groups["top"].add_parser("train", help="run a training recipe (YAML) with optional key=value overrides")
     p.add_argument("recipe", help="recipe YAML file, or a built-in recipe's name, e.g. gacl/small100_en-de")
     p.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. training.max_steps=100")
+    output_dir(p, "--output-dir", what="run folder", resumable=True, metavar="DIR",
+               help="the run's folder (the recipe's output folder: training.output_dir, or output_dir for the "
+                    "classification and sampling recipes)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace the results of an earlier run in the output folder (default: refuse)")
+                   help="replace an earlier run in the output folder, its checkpoints included (default: refuse)")
     p.add_argument("--dry-run", action="store_true",
-                   help="print the recipe (overrides applied) and the resolved training Config as JSON, and exit")
+                   help="validate the recipe, print it (overrides applied) and the resolved training Config as JSON, "
+                        "and say on stderr, one line each, what the real run would hit (mixed precision without a "
+                        "GPU, missing data, unavailable models, an output folder in use); exit 2 if it would fail")
     p.set_defaults(handler=_run)
     r = groups["top"].add_parser("recipes", help="list the built-in training recipes (fairmt train NAME runs one)")
     r.set_defaults(handler=_list_recipes)
 
 
+def recipe_description(path: Path) -> str:
+    """The recipe's leading comment block, whole (its first lines say what it reproduces), without command lines."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        text = line.lstrip("#").strip()
+        if text.startswith(("fairmt ", "accelerate ")):  # usage examples: `fairmt train NAME` says it
+            continue
+        lines.append(text)
+    return " ".join(" ".join(lines).split())
+
+
+def recipe_availability(path: Path) -> str:
+    """``offline`` or ``Hub download: ...`` (a model or data set fetched from the Hugging Face Hub on the first run),
+    then the local data the recipe reads, if any (``data: ...``)."""
+    import yaml
+
+    from fairmt.hub import MODEL_ALIASES
+
+    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    hub, local = [], []
+    model = config.get("model")
+    if isinstance(model, dict):  # classification / sampling: a section
+        if config.get("method") == "sampling":  # the backbone's config and image processor, weights or not
+            model = model.get("backbone", "microsoft/resnet-50")
+        else:
+            model = model.get("name_or_path", "minilm") if model.get("type", "frozen_embedder") in (
+                "frozen_embedder", "finetune") else None
+    if model and not config.get("tiny_model") and not (str(model) in MODEL_ALIASES or str(model).startswith("pkg:")):
+        if str(model).startswith((".", "/", "~")) or Path(str(model)).exists():
+            local.append(f"model {model}")
+        else:
+            hub.append(f"model {model}")
+    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    method = config.get("method")
+    if data.get("source") == "hub":
+        hub.append(f"data {data.get('hub_id') or data.get('dataset')}")
+    elif method in ("classification", "sampling"):
+        name = data.get("dataset", "bios" if method == "classification" else "celeba")
+        if name != "synthetic":
+            local.append("FAIRMT_DATA/bios (shipped sample)" if name == "bios" else f"the {name} data (`fairmt data "
+                         "corpora`)")
+    elif method in ("ccd", "dpce", "adept"):
+        if data.get("tuples"):
+            local.append(f"your tuple file {data['tuples']}")
+        for key in ("cda_source", "corpus"):
+            v = (data.get(key) or {}).get("path") if isinstance(data.get(key), dict) else None
+            if v:
+                local.append(f"FAIRMT_DATA/{v}" if not Path(str(v)).is_absolute() else str(v))
+    elif method == "gacl" and not config.get("tiny_model"):
+        local.append(f"data.train {data.get('train')}")
+    where = "offline" if not hub else "Hub download: " + ", ".join(hub)
+    return where + (f"; data: {', '.join(local)}" if local else "")
+
+
 def _list_recipes(args) -> int:
+    """Every built-in recipe: its name, whether it runs offline (else what it needs), its whole description."""
+    import shutil
+    import textwrap
+
+    width = max(60, min(shutil.get_terminal_size((110, 20)).columns, 120))
     for name, path in builtin_recipes().items():
-        first = next((line.lstrip("# ").strip() for line in path.read_text(encoding="utf-8").splitlines()
-                      if line.startswith("#")), "")
-        print(f"{name:34s} {first}")
+        print(f"{name}  [{recipe_availability(path)}]")
+        print(textwrap.fill(recipe_description(path), width=width, initial_indent="    ",
+                            subsequent_indent="    "))
     print(f"\naccelerate configs: {builtin_recipes_dir() / 'accelerate'}")
+    print("first recipe to try: fairmt train gacl/tiny_offline (offline, a tiny model, under a minute on a CPU)")
     return 0
 
 
-def dry_run(config: dict) -> str:
-    """JSON of the recipe and, for methods whose script has ``resolve_config``, the resolved training Config."""
-    import json
+#: TrainingArguments fields fairmt's runners never read (they decide themselves what runs): shown by --dry-run
+#: they would mislead ("do_train: false" for a run that trains)
+UNUSED_ARGS = ("do_train", "do_eval", "do_predict")
 
+
+def _shown(args: dict) -> dict:
+    return {k: v for k, v in args.items() if k not in UNUSED_ARGS}
+
+
+def resolve(config: dict):
+    """The runner's resolved Config for ``config`` (a TrainingArguments, or the merged dict of classification and
+    sampling recipes); None for a method without ``resolve_config``."""
     method = config["method"]
     if method not in available_methods():
         raise FairmtError(f"unknown method {method!r} in the recipe; available: {available_methods()}")
     module = importlib.import_module(f"fairmt.scripts.{method}")
-    out = {"recipe": config}
-    if hasattr(module, "resolve_config"):
-        resolved = module.resolve_config(config)
-        if isinstance(resolved, dict):  # a recipe-level config (classification)
-            out["config"] = resolved
-        else:  # a TrainingArguments subclass
-            out["config"] = {"class": type(resolved).__name__, **json.loads(resolved.to_json_string())}
-    return json.dumps(out, indent=2, default=str)
+    if not hasattr(module, "resolve_config"):
+        return None
+    try:
+        return module.resolve_config(config)
+    except ValueError as err:  # TrainingArguments' own checks (__post_init__): the recipe's values, one line
+        if isinstance(err, FairmtError):
+            raise
+        raise FairmtError(f"the recipe's training settings are refused by the Trainer: {' '.join(str(err).split())}") \
+            from None
+
+
+def dry_run(config: dict) -> tuple[str, list[tuple[bool, str]]]:
+    """JSON of the recipe and its resolved Config (fields fairmt never reads left out), and the findings of
+    :mod:`fairmt.commands._preflight`: what the real run would hit."""
+    import json
+
+    from fairmt.commands._preflight import findings
+    from fairmt.outputs import json_text
+
+    resolved = resolve(config)
+    out: dict = {"recipe": config}
+    if isinstance(resolved, dict):  # a recipe-level config (classification, sampling)
+        shown = dict(resolved)
+        for key in ("stages", "resolved"):
+            if isinstance(shown.get(key), dict):
+                shown[key] = {k: _shown(v) if isinstance(v, dict) else v for k, v in shown[key].items()}
+        out["config"] = shown
+    elif resolved is not None:  # a TrainingArguments subclass
+        out["config"] = {"class": type(resolved).__name__, **_shown(json.loads(resolved.to_json_string()))}
+    if resolved is not None:
+        out["not_shown"] = {"keys": list(UNUSED_ARGS), "why": "TrainingArguments fields fairmt's runners never read "
+                            "(the recipe decides what runs)"}
+    return json_text(out), findings(config, resolved)
+
+
+def set_output_dir(config: dict, folder: str) -> None:
+    """``fairmt train --output-dir DIR``: the recipe's own output key (``training.output_dir``, or ``output_dir`` for
+    the classification and sampling recipes)."""
+    if config.get("method") in ("classification", "sampling"):
+        config["output_dir"] = folder
+        if isinstance(config.get("training"), dict):
+            config["training"].pop("output_dir", None)
+    else:
+        if not isinstance(config.get("training"), dict):
+            config["training"] = {}
+        config["training"]["output_dir"] = folder
 
 
 def _run(args) -> int:
     config = load_recipe(args.recipe, args.overrides)
     if getattr(args, "overwrite", False):
         config["overwrite"] = True
+    if getattr(args, "output_dir", None):
+        set_output_dir(config, args.output_dir)
     if getattr(args, "dry_run", False):
-        print(dry_run(config))
+        text, found = dry_run(config)
+        print(text)
+        for fatal, line in found:
+            print(f"dry run: {'the real run would fail: ' if fatal else 'note: '}{line}", file=sys.stderr)
+        failing = sum(fatal for fatal, _ in found)
+        if failing:
+            raise FairmtError(f"the real run would fail ({failing} finding{'s' if failing > 1 else ''} above)")
+        print("dry run: nothing found that would stop the real run", file=sys.stderr)
         return 0
+    resolve(config)  # the Trainer's own checks, as one line, before anything is built
     run_recipe(config)
     return 0

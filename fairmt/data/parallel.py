@@ -93,4 +93,7 @@ def read_parallel(path_or_name: str | Path, src_lang: str = "en", tgt_lang: str 
         raise FairmtError(f"{p}: unknown parallel-data format (use .jsonl, .tsv, or read_aligned_files)")
     from datasets import load_dataset
 
+    from fairmt.hub import require_dataset
+
+    require_dataset(str(path_or_name), "parallel data")  # a missing file or an unreachable Hub dataset: one line
     return from_hf_dataset(load_dataset(str(path_or_name), split=split, **kw), src_lang, tgt_lang)

@@ -411,6 +411,12 @@ def classification_metrics(
     """
     y, p, g = _as_1d(labels, "labels"), _as_1d(preds, "preds"), _as_1d(groups, "groups")
     n = _check_lengths(labels=y, preds=p, groups=g)
+    from fairmt.eval.validate import finite_array  # a NaN representation would give a NaN leakage, silently
+
+    for name, value in (("hidden", hidden), ("logits", logits), ("train_hidden", train_hidden),
+                        ("train_logits", train_logits), ("scores", scores)):
+        if value is not None:
+            finite_array(value, name)
     notes = _Notes(strict)
     kinds = {_label_kind(v) for v in y.tolist()} | {_label_kind(v) for v in p.tolist()}
     if len(kinds) != 1 or None in kinds:

@@ -43,8 +43,12 @@ def write_text_atomic(path: str | Path, text: str) -> None:
 
 
 def write_json(result: Any, path: str | Path) -> None:
+    """A result (or a list of them) as JSON that is always valid (:func:`fairmt.outputs.json_text`: a NaN is written
+    as null and listed, never as the bare token ``NaN``)."""
+    from fairmt.outputs import json_text
+
     data = as_dict(result) if not isinstance(result, list) else [as_dict(r) for r in result]
-    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomic(path, json_text(data) + "\n")
 
 
 def _fmt(value: Any, digits: int) -> str:

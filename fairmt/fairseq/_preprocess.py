@@ -3,7 +3,8 @@
 ``JOBS.json`` holds ``[[what, argv], ...]``; each ``argv`` is parsed by fairseq's own preprocessing parser and handed
 to ``fairseq_cli.preprocess.main``, in order (a later job may use a dictionary an earlier one wrote). fairseq is
 imported once instead of once per run (seconds each). On a failure the line ``fairmt-preprocess-failed: WHAT`` goes
-to stderr before the traceback and the exit status is 1. Used by :func:`fairmt.fairseq.prep.fairseq_prep`.
+to stderr before the traceback, ``fairmt-preprocess-error: TYPE: MESSAGE``
+after it (the one line the parent reports), and the exit status is 1. Used by :func:`fairmt.fairseq.prep.fairseq_prep`.
 """
 
 import json
@@ -21,9 +22,11 @@ def main(argv=None) -> int:
     for what, job in jobs:
         try:
             preprocess(options.get_preprocessing_parser().parse_args(job))
-        except (Exception, SystemExit):  # noqa: BLE001  (report which run failed, whatever fairseq raised)
+        except (Exception, SystemExit) as err:  # noqa: BLE001  (report which run failed, whatever fairseq raised)
             print(f"fairmt-preprocess-failed: {what}", file=sys.stderr)
             traceback.print_exc()
+            message = " ".join(str(err).split()) or "no message"
+            print(f"fairmt-preprocess-error: {type(err).__name__}: {message}", file=sys.stderr)  # the parent's one line
             return 1
     return 0
 

@@ -92,10 +92,12 @@ def _run_preprocess(jobs: list[tuple[str, list[str]]], workdir: Path) -> None:
     spec.unlink()
     if proc.returncode != 0:
         text = proc.stderr or proc.stdout
-        what = next((ln.split(":", 1)[1].strip() for ln in text.splitlines()
-                     if ln.startswith("fairmt-preprocess-failed:")), "data")
-        tail = "\n".join(text.strip().splitlines()[-15:])
-        raise FairmtError(f"fairseq-preprocess failed on the {what} (exit {proc.returncode}):\n{tail}")
+        tagged = {ln.split(":", 1)[0]: ln.split(":", 1)[1].strip() for ln in text.splitlines()
+                  if ln.startswith(("fairmt-preprocess-failed:", "fairmt-preprocess-error:"))}
+        what = tagged.get("fairmt-preprocess-failed", "data")
+        lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+        why = tagged.get("fairmt-preprocess-error") or (lines[-1].strip() if lines else "no message")
+        raise FairmtError(f"fairseq-preprocess failed on the {what} (exit {proc.returncode}): {why}")
 
 
 def parse_lang_pairs(spec: str | list[str] | None) -> list[tuple[str, str]]:
@@ -151,6 +153,7 @@ def fairseq_prep(
     seed: int = 0,
     workers: int = 1,
     lang_pairs: str | list[str] | None = None,
+    overwrite: bool = False,
 ) -> dict[str, int]:
     """Prepare and binarise GACL data for fairseq; returns the number of sentence pairs per split (with
     ``lang_pairs``: per ``"{split}.{src}-{tgt}"``).
@@ -185,7 +188,7 @@ def fairseq_prep(
             raise FairmtError(f"{sentencepiece_model}: the SentencePiece model file is empty")
     enc = _encoder(sentencepiece_model)
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
-        raise FairmtError(f"--out {out_dir}: is a file; give the output folder")
+        raise FairmtError(f"--output-dir {out_dir}: is a file; give the output folder")
     if joined_dictionary and (srcdict or tgtdict) and srcdict != tgtdict and srcdict and tgtdict:
         raise FairmtError("--joined-dictionary with two different --srcdict/--tgtdict files: give one dictionary")
     require_fairseq()
@@ -200,7 +203,37 @@ def fairseq_prep(
             raise FairmtError(f"{s}-{t}: {err}") from None
         prepared[(s, t)] = _split(train, valid_pairs, valid_size, balance, seed, f"{s}-{t}")
 
-    out = Path(out_dir)
+    final = Path(out_dir)
+    if final.is_dir() and any(final.iterdir()) and not overwrite:
+        raise FairmtError(f"{final}: the output folder already holds files (an earlier preparation?); choose another "
+                          "--output-dir, or pass --overwrite to rebuild it")
+    # built beside the destination and renamed into place at the end: a failure never leaves a half-written folder,
+    # and a folder that is rebuilt stays whole until the new one is complete
+    out = final.parent / f".{final.name}.partial-{os.getpid()}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    try:
+        counts = _write_layout(out, prepared, pairs, src, tgt, enc, srcdict, tgtdict, joined_dictionary, workers)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    _publish(out, final)
+    return counts
+
+
+def _publish(built: Path, final: Path) -> None:
+    """Put the finished folder ``built`` at ``final`` (replacing an earlier one only now, by renames)."""
+    old = None
+    if final.exists():
+        old = final.parent / f".{final.name}.old-{os.getpid()}"
+        os.replace(final, old)
+    os.replace(built, final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_layout(out: Path, prepared, pairs, src, tgt, enc, srcdict, tgtdict, joined_dictionary, workers):
+    """Write the text files, run fairseq-preprocess and place the side files, all inside ``out``."""
     text = out / "text"
     text.mkdir(parents=True, exist_ok=True)
     tmp = out / ".cf-tmp"

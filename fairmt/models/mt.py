@@ -260,12 +260,16 @@ def load_translation_model(
         src, tgt = nllb_code(src_lang), nllb_code(tgt_lang)
     else:
         src, tgt = check_m2m_code(src_lang, family), check_m2m_code(tgt_lang, family)
-    tokenizer = _load_tokenizer(str(name_or_path), family, src, tgt)
+    from fairmt.hub import loading
+
+    with loading(name_or_path, "translation model's tokenizer"):
+        tokenizer = _load_tokenizer(str(name_or_path), family, src, tgt)
     if model is None:
         from transformers import AutoModelForSeq2SeqLM
 
         kwargs = {"dtype": torch_dtype} if torch_dtype is not None else {}
-        model = AutoModelForSeq2SeqLM.from_pretrained(name_or_path, **kwargs)
+        with loading(name_or_path, "translation model"):
+            model = AutoModelForSeq2SeqLM.from_pretrained(name_or_path, **kwargs)
     tm = TranslationModel(model, tokenizer, family, src, tgt, str(name_or_path))
     tm.sync_generation_config()
     return tm

@@ -208,7 +208,10 @@ def main(config: dict) -> dict:
     results["time_total_s"] = time.time() - t_start
     path = Path(config.get("results") or out_dir / f"{method}_results.json")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+    from fairmt.eval.report import write_text_atomic
+    from fairmt.outputs import json_text
+
+    write_text_atomic(path, json_text(results) + "\n")
     results["results_path"] = str(path)
     print(f"fairmt: {method} model saved in {out_dir / 'final'}; results (bias suites before/after) in {path}")
     return results

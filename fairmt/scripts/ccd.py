@@ -696,7 +696,10 @@ def main(config: dict) -> dict:
 
     path = Path(config.get("results") or out_dir / "ccd_results.json")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+    from fairmt.eval.report import write_text_atomic
+    from fairmt.outputs import json_text
+
+    write_text_atomic(path, json_text(results) + "\n")
     logger.info("CCD results written to %s", path)
     results["results_path"] = str(path)
     print(f"fairmt: CCD model saved in {out_dir}; results (bias suites before/after) in {path}")

@@ -215,9 +215,12 @@ def embed_texts(texts: list[str], name_or_path: str, max_length: int = 128, batc
     key = hashlib.sha256(json.dumps([path, max_length, pooling, normalize, texts]).encode()).hexdigest()[:16]
     cache = Path(cache_dir) / f"emb-{key}.npy" if cache_dir else None
     if cache is not None and cache.exists():
-        return np.load(cache)
-    tok = AutoTokenizer.from_pretrained(path)
-    enc = AutoModel.from_pretrained(path).eval()
+        return load_embedding_cache(cache, len(texts))
+    from fairmt.hub import loading
+
+    with loading(path, "encoder"):
+        tok = AutoTokenizer.from_pretrained(path)
+        enc = AutoModel.from_pretrained(path).eval()
     out = []
     with torch.no_grad():
         for s in range(0, len(texts), batch_size):
@@ -225,9 +228,24 @@ def embed_texts(texts: list[str], name_or_path: str, max_length: int = 128, batc
             h = pool(enc(**b).last_hidden_state, b["attention_mask"], pooling)
             out.append((torch.nn.functional.normalize(h, dim=-1) if normalize else h).numpy())
     X = np.concatenate(out).astype(np.float32)
-    if cache is not None:
+    if cache is not None:  # through a temporary file and a rename: two runs sharing the cache never tear it
         cache.parent.mkdir(parents=True, exist_ok=True)
-        np.save(cache, X)
+        tmp = cache.with_name(f".{cache.stem}.{os.getpid()}.tmp.npy")
+        np.save(tmp, X)
+        os.replace(tmp, cache)
+    return X
+
+
+def load_embedding_cache(cache: Path, n: int) -> np.ndarray:
+    """A cached embedding matrix of ``n`` rows; a damaged file is named, with what to do."""
+    try:
+        X = np.load(cache, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        raise FairmtError(f"{cache}: damaged embedding cache ({' '.join(str(err).split())[:160]}); delete it and run "
+                          "again (the embeddings are computed again)") from None
+    if X.ndim != 2 or X.shape[0] != n or not np.isfinite(X).all():
+        raise FairmtError(f"{cache}: damaged embedding cache (shape {X.shape}{', non-finite values' if X.ndim == 2 and X.shape[0] == n else ''}, "
+                          f"expected {n} finite rows); delete it and run again")
     return X
 
 

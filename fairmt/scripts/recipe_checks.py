@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import typing
 from typing import Any
 
@@ -57,9 +58,21 @@ def _hint_name(hint: Any) -> str:
     return getattr(hint, "__name__", str(hint))
 
 
-def check_training(training: dict, config_classes: list[type], section: str = "training") -> None:
+def _enums(hint: Any) -> list[type]:
+    """The Enum classes a field's type hint admits (``Union[SchedulerType, str]`` → ``[SchedulerType]``)."""
+    import enum
+
+    args = typing.get_args(hint) or (hint,)
+    return [a for a in args if isinstance(a, type) and issubclass(a, enum.Enum)]
+
+
+def check_training(training: Any, config_classes: list[type], section: str = "training") -> None:
     """``<section>.*`` keys (``training`` by default) exist in one of ``config_classes`` and have its field's type;
-    common ranges hold."""
+    numbers are finite, common ranges hold, a field with a fixed set of values (``lr_scheduler_type``,
+    ``eval_strategy``, ...) has one of them, and ``max_steps`` is positive or -1 (the Trainer's "use the epochs": any
+    other value ≤ 0 would silently train for the epochs)."""
+    if not isinstance(training, dict):
+        raise FairmtError(f"recipe key {section} must be a mapping (a section of keys), got {training!r}")
     hints: dict[str, Any] = {}
     for cls in config_classes:
         for f in dataclasses.fields(cls):
@@ -69,7 +82,20 @@ def check_training(training: dict, config_classes: list[type], section: str = "t
         if not _type_ok(value, hints[key]):
             raise FairmtError(
                 f"recipe key {section}.{key} must be {_hint_name(hints[key])}, got {value!r} ({type(value).__name__})")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise FairmtError(f"recipe key {section}.{key} must be a finite number, got {value}")
         if key in _RANGES and isinstance(value, (int, float)) and not isinstance(value, bool):
             low, inclusive = _RANGES[key]
             if value < low or (value == low and not inclusive):
                 raise FairmtError(f"recipe key {section}.{key} must be {'≥' if inclusive else '>'} {low}, got {value}")
+        if key == "max_steps" and isinstance(value, int) and not isinstance(value, bool) and value <= 0 and value != -1:
+            raise FairmtError(f"recipe key {section}.max_steps must be a positive number of steps, or -1 to train for "
+                              f"num_train_epochs, got {value}")
+        for enum_cls in _enums(hints[key]):
+            allowed = [e.value for e in enum_cls]
+            if value is not None and not isinstance(value, enum_cls) and value not in allowed:
+                yaml_hint = (f" (YAML reads an unquoted {'no' if value is False else 'yes'} as {value}: write "
+                             f"{section}.{key}: \"{'no' if value is False else 'yes'}\")"
+                             if isinstance(value, bool) else "")
+                raise FairmtError(f"recipe key {section}.{key} must be one of {', '.join(map(str, allowed))}, got "
+                                  f"{value!r}{yaml_hint}")

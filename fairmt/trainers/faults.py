@@ -26,14 +26,30 @@ from fairmt.errors import FairmtError
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
 
+def checkpoint_problem(path: str | os.PathLike) -> str | None:
+    """What makes a checkpoint folder unusable for resuming (None: nothing): no whole ``trainer_state.json`` (the
+    Trainer's last write: the run was interrupted while saving), or a state file that is empty, cut off or not what
+    its name says (``optimizer.pt``, ``scheduler.pt``, ``rng_state*.pth``, the weights)."""
+    from fairmt.hub import json_file_problem, weights_problem
+
+    folder = Path(path)
+    state = folder / "trainer_state.json"
+    if not state.is_file():
+        return "no trainer_state.json (the run was interrupted while saving it)"
+    why = json_file_problem(state)
+    if why:
+        return f"trainer_state.json is {why} (the run was interrupted while saving it)"
+    for f in sorted(folder.iterdir()):
+        if f.is_file() and f.suffix in (".pt", ".pth", ".bin", ".safetensors"):
+            why = weights_problem(f)
+            if why:
+                return f"{f.name} is {why}"
+    return None
+
+
 def checkpoint_complete(path: str | os.PathLike) -> bool:
-    """True when the checkpoint folder's ``trainer_state.json`` (the Trainer's last write) is there and whole."""
-    state = Path(path) / "trainer_state.json"
-    try:
-        json.loads(state.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return True
+    """True when the checkpoint folder can be resumed from (:func:`checkpoint_problem` finds nothing)."""
+    return checkpoint_problem(path) is None
 
 
 def last_complete_checkpoint(output_dir: str | os.PathLike) -> Path | None:
@@ -41,9 +57,17 @@ def last_complete_checkpoint(output_dir: str | os.PathLike) -> Path | None:
     root = Path(output_dir)
     if not root.is_dir():
         return None
-    found = sorted(((int(m.group(1)), p) for p in root.iterdir() if p.is_dir() and (m := _CHECKPOINT.match(p.name))),
-                   reverse=True)
-    return next((p for _, p in found if checkpoint_complete(p)), None)
+    return next((p for p in _checkpoints(root) if checkpoint_complete(p)), None)
+
+
+def _checkpoints(root: Path) -> list[Path]:
+    """The ``checkpoint-N`` folders of ``root``, newest (highest N) first."""
+    found = []
+    for p in root.iterdir():
+        m = _CHECKPOINT.match(p.name)
+        if m and p.is_dir():
+            found.append((int(m.group(1)), p))
+    return [p for _, p in sorted(found, reverse=True)]
 
 
 def _terms_text(trainer: Any) -> str:
@@ -105,11 +129,21 @@ class FaultGuardMixin:
             last = last_complete_checkpoint(self.args.output_dir)
             if last is None:
                 raise FairmtError(f"resume_from_checkpoint=True but {self.args.output_dir} holds no complete checkpoint")
+            root = Path(self.args.output_dir)
+            for newer in _checkpoints(root) if root.is_dir() else []:
+                if newer == last:
+                    break
+                print(f"fairmt: {newer} cannot be resumed from ({checkpoint_problem(newer)}); resuming from {last}, "
+                      "the last complete checkpoint", flush=True)
             resume_from_checkpoint = str(last)
         elif isinstance(resume_from_checkpoint, (str, os.PathLike)) and not checkpoint_complete(resume_from_checkpoint):
-            last = last_complete_checkpoint(Path(resume_from_checkpoint).parent)
+            if not Path(resume_from_checkpoint).is_dir():
+                raise FairmtError(f"resume_from_checkpoint={resume_from_checkpoint}: no such checkpoint folder")
+            earlier = [p for p in _checkpoints(Path(resume_from_checkpoint).parent)
+                       if p != Path(resume_from_checkpoint) and checkpoint_complete(p)]
             raise FairmtError(
-                f"checkpoint {resume_from_checkpoint} is incomplete (no whole trainer_state.json: the run was "
-                f"interrupted while saving it)" + (f"; resume from {last} instead" if last else "")
+                f"checkpoint {resume_from_checkpoint} cannot be resumed from: {checkpoint_problem(resume_from_checkpoint)}"
+                + (f"; resume from {earlier[0]}, the last complete one (resume_from_checkpoint={earlier[0]})"
+                   if earlier else "; no complete checkpoint is left in its folder")
             )
         return super().train(resume_from_checkpoint, *args, **kwargs)

@@ -97,7 +97,19 @@ def read_cache(cache_path: str | Path, header: dict | None = None) -> dict[int, 
     path = Path(cache_path)
     if not path.is_file():
         return {}
-    lines = path.read_text(encoding="utf-8").split("\n")
+    raw = path.read_bytes().split(b"\n")
+    lines = []
+    for lineno, line in enumerate(raw, 1):
+        try:
+            if b"\x00" in line:
+                raise UnicodeDecodeError("utf-8", line, line.index(b"\x00"), line.index(b"\x00") + 1, "NUL byte")
+            lines.append(line.decode("utf-8"))
+        except UnicodeDecodeError:
+            if lineno == len(raw) or (lineno == len(raw) - 1 and not raw[-1]):
+                lines.append("")  # the torn last line of an interrupted write: skipped as any torn line
+                continue
+            raise FairmtError(f"{path}:{lineno}: corrupt translation cache line (binary bytes, not UTF-8 text); delete "
+                              "the file to start over (its translations are made again)") from None
     if not lines or not lines[0].strip():
         return {}
     try:

@@ -33,6 +33,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from fairmt.data.augment.tuples import (
@@ -256,11 +257,21 @@ class TransformersChatClient:
 
         from fairmt.hub import require_model
 
+        from fairmt.hub import loading
+
         require_model(path, "local LLM")
-        model = AutoModelForCausalLM.from_pretrained(path)
+        config = Path(path) / "config.json"
+        if config.is_file():  # require_model checked that it parses
+            archs = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
+            if archs and not any(a.endswith(("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")) for a in archs):
+                raise FairmtError(f"{path}: --local-model must be a causal language model (a chat LLM); its config "
+                                  f"names {', '.join(archs)}")
+        with loading(path, "local LLM (--local-model: a transformers causal language model folder)"):
+            model = AutoModelForCausalLM.from_pretrained(path)
+            tokenizer = AutoTokenizer.from_pretrained(path)
         if device:
             model.to(device)
-        return cls(model, AutoTokenizer.from_pretrained(path), max_new_tokens)
+        return cls(model, tokenizer, max_new_tokens)
 
     def render(self, messages: list[dict[str, str]]) -> str:
         """The prompt string for ``messages``."""

@@ -97,16 +97,22 @@ def cced_gap(
     groups = list(group_embeddings)
     if len(groups) < 2:
         raise FairmtError(f"CCED needs at least two groups, got {groups}")
-    n = np.asarray(neutral, dtype=np.float64)
+    from fairmt.eval.validate import finite_array
 
-    def prep(x: np.ndarray) -> np.ndarray:
-        x = np.asarray(x, dtype=np.float64)
-        return x / np.linalg.norm(x, axis=-1, keepdims=True) if normalize else x
+    def prep(x: np.ndarray, name: str) -> np.ndarray:
+        x = finite_array(x, f"CCED: the {name} embeddings")
+        if not normalize:
+            return x
+        norm = np.linalg.norm(x, axis=-1, keepdims=True)
+        if x.ndim == 2 and (norm == 0).any():
+            raise FairmtError(f"CCED: the {name} embedding of tuple {int(np.argwhere(norm[:, 0] == 0)[0][0])} is a zero "
+                              "vector: it cannot be L2-normalised (normalize / --cced-normalize)")
+        return x / norm
 
-    n = prep(n)
+    n = prep(neutral, "neutral")
     dist = {}
     for g in groups:
-        e = prep(group_embeddings[g])
+        e = prep(group_embeddings[g], g)
         if e.shape != n.shape:
             raise FairmtError(f"CCED: embeddings of group {g} have shape {e.shape}, neutral ones {n.shape}")
         dist[g] = np.linalg.norm(e - n, axis=-1)

@@ -43,6 +43,12 @@ def _check_model_dir(path: str | Path) -> Path:
     return Path(require_model(resolve_model_ref(path), "encoder"))
 
 
+def loading(path, what: str):
+    from fairmt.hub import loading as _loading
+
+    return _loading(path, what)
+
+
 class EmbeddingRunner:
     """Sentence embeddings from a local model folder (or an already loaded model), with a per-text cache."""
 
@@ -85,11 +91,13 @@ class EmbeddingRunner:
                 )
             from sentence_transformers import SentenceTransformer
 
-            return cls(SentenceTransformer(str(p), device=device), None, "model", **kwargs)
+            with loading(p, "encoder"):
+                return cls(SentenceTransformer(str(p), device=device), None, "model", **kwargs)
         from transformers import AutoModel, AutoTokenizer
 
-        model = AutoModel.from_pretrained(str(p)).to(device).eval()
-        return cls(model, AutoTokenizer.from_pretrained(str(p)), pooling, **kwargs)
+        with loading(p, "encoder"):
+            model = AutoModel.from_pretrained(str(p)).to(device).eval()
+            return cls(model, AutoTokenizer.from_pretrained(str(p)), pooling, **kwargs)
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         if self.pooling == "model":
@@ -142,21 +150,21 @@ class MaskedLMRunner:
         p = _check_model_dir(path)
         from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
 
-        config = AutoConfig.from_pretrained(str(p))
+        with loading(p, "masked language model"):
+            config = AutoConfig.from_pretrained(str(p))
         archs = config.architectures or []
         if not any(a.endswith(("ForMaskedLM", "ForPreTraining")) for a in archs):
             raise FairmtError(
                 f"{p} is not a masked language model (architectures {archs}); CrowS-Pairs and StereoSet score "
                 "masked-token probabilities: give a *ForMaskedLM checkpoint, or run only seat,cced,bias-ir"
             )
-        try:
+        with loading(p, "masked language model"):
             model, info = AutoModelForMaskedLM.from_pretrained(str(p), output_loading_info=True)
-        except ValueError as err:
-            raise FairmtError(f"{p}: cannot load as a masked language model ({err})") from None
         missing = [k for k in info.get("missing_keys", []) if "position_ids" not in k]
         if missing:
             raise FairmtError(f"{p}: the masked-LM head is missing from the checkpoint ({missing[:3]}...); it would be random")
-        tok = AutoTokenizer.from_pretrained(str(p))
+        with loading(p, "masked language model's tokenizer"):
+            tok = AutoTokenizer.from_pretrained(str(p))
         return cls(model.to(kwargs.get("device", "cpu")).eval(), tok, **kwargs)
 
     def encode(self, text: str) -> list[int]:

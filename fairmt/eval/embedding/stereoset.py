@@ -136,6 +136,9 @@ def load_predictions(path: str | Path) -> dict[str, float]:
             scores[str(e["id"])] = float(e["score"])
         except (KeyError, TypeError, ValueError):
             raise FairmtError(f"{path}: prediction #{i} is not an object with 'id' and a numeric 'score': {e!r}") from None
+        if not math.isfinite(scores[str(e["id"])]):
+            raise FairmtError(f"{path}: prediction #{i} (id {e['id']}) has score {e['score']}: scores must be finite "
+                              "numbers")
     return scores
 
 

@@ -35,6 +35,14 @@ class CCED(evaluate.Metric):
                                         "references": datasets.Sequence(datasets.Sequence(datasets.Value("float64")))}),
         )
 
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Checks the inputs before ``evaluate`` casts them to the features (a float label would become 0 or 1, a
+        ragged or NaN vector would fail deep inside or be scored): one FairmtError (a ValueError) naming the argument."""
+        from fairmt.eval.validate import module_inputs
+
+        module_inputs("cced", predictions=predictions, references=references, **kwargs)
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
     def _compute(self, predictions, references, groups=None, normalize=False, pooling="unknown"):
         from dataclasses import asdict
 

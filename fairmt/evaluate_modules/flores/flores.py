@@ -36,6 +36,14 @@ class Flores(evaluate.Metric):
             reference_urls=["https://github.com/facebookresearch/flores", "https://github.com/mjpost/sacrebleu"],
         )
 
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Checks the inputs before ``evaluate`` casts them to the features (a float label would become 0 or 1, a
+        ragged or NaN vector would fail deep inside or be scored): one FairmtError (a ValueError) naming the argument."""
+        from fairmt.eval.validate import module_inputs
+
+        module_inputs("flores", predictions=predictions, references=references, **kwargs)
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
     def _compute(self, predictions, references, spm_model=None, lang_pair=""):
         from dataclasses import asdict
 

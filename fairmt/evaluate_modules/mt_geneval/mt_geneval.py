@@ -41,6 +41,14 @@ class MTGenEval(evaluate.Metric):
             reference_urls=["https://github.com/amazon-science/machine-translation-gender-eval"],
         )
 
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Checks the inputs before ``evaluate`` casts them to the features (a float label would become 0 or 1, a
+        ragged or NaN vector would fail deep inside or be scored): one FairmtError (a ValueError) naming the argument."""
+        from fairmt.eval.validate import module_inputs
+
+        module_inputs("mt_geneval", predictions=predictions, references=references, **kwargs)
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
     def _compute(self, predictions, references, counterfactual_references=None, lang="xx", split="test"):
         from dataclasses import asdict
 

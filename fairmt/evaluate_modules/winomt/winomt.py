@@ -40,6 +40,14 @@ class WinoMT(evaluate.Metric):
             reference_urls=["https://github.com/gabrielStanovsky/mt_gender"],
         )
 
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Checks the inputs before ``evaluate`` casts them to the features (a float label would become 0 or 1, a
+        ragged or NaN vector would fail deep inside or be scored): one FairmtError (a ValueError) naming the argument."""
+        from fairmt.eval.validate import module_inputs
+
+        module_inputs("winomt", predictions=predictions, references=references, **kwargs)
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
     def _compute(self, predictions, references, lang=None, sources=None, compat=None):
         from dataclasses import asdict
 

@@ -1,0 +1,226 @@
+"""What ``fairmt train RECIPE --dry-run`` finds that the real run would hit, without loading a model or data:
+
+* a mixed-precision run (``fp16`` / ``bf16``) on a machine without a GPU (or with ``use_cpu``);
+* data files and folders that do not exist (a recipe that builds its own data, ``tiny_model``, is allowed for), and
+  Hugging Face datasets that are neither cached nor reachable;
+* models that are neither local folders, nor cached, nor reachable on the Hub (``tiny_model`` builds its own);
+* an output folder that another run holds, or that holds an earlier run's files (without ``--overwrite`` or a
+  resume).
+
+Each finding is one line; :func:`findings` returns ``(fatal, text)`` pairs (a fatal one fails the real run).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from fairmt.errors import FairmtError
+
+Finding = tuple[bool, str]
+
+
+def _model(ref: Any, what: str) -> Finding | None:
+    from fairmt.hub import require_model, resolve_model_ref
+
+    try:
+        require_model(resolve_model_ref(str(ref)), what)
+    except FairmtError as err:
+        return True, str(err)
+    return None
+
+
+def _data_file(path: Any, what: str, *, under_data_root: bool = False) -> Finding | None:
+    """A local data file or folder the recipe names; relative paths may live under the data root (FAIRMT_DATA)."""
+    from fairmt.data.paths import data_root
+
+    p = Path(str(path))
+    if p.exists() or (under_data_root and not p.is_absolute() and (data_root() / p).exists()):
+        return None
+    where = f" (nor under the data root {data_root()})" if under_data_root and not p.is_absolute() else ""
+    return True, f"{what} {p} does not exist{where}"
+
+
+def _parallel(name: Any, what: str) -> Finding | None:
+    """``data.train`` / ``data.eval`` of a GACL recipe: a .jsonl/.tsv file, or a Hugging Face dataset name."""
+    from fairmt.hub import require_dataset
+
+    p = Path(str(name))
+    if p.suffix in (".jsonl", ".json", ".tsv", ".txt", ".csv") or p.exists():
+        return _data_file(p, what)
+    try:
+        require_dataset(str(name), what)
+    except FairmtError as err:
+        return True, str(err)
+    return None
+
+
+def _precision(args: dict, where: str) -> Finding | None:
+    """fp16/bf16 asked where no GPU will run it. Measured with accelerate 1.15: on a CPU, fp16 is dropped without a
+    word (no autocast, no loss scaling: the run is full precision), bf16 runs through CPU autocast. Neither fails, so
+    the finding is a note; the run is not the mixed-precision run the recipe describes."""
+    asked = [k for k in ("fp16", "bf16") if args.get(k)]
+    if not asked:
+        return None
+    import torch
+
+    if args.get("use_cpu") or not torch.cuda.is_available():
+        why = "use_cpu is true" if args.get("use_cpu") else "this machine has no CUDA GPU"
+        what = ("the run is full precision here (accelerate drops fp16 on a CPU without a word)" if asked[0] == "fp16"
+                else "the run uses CPU bf16 autocast (slow on most CPUs)")
+        return False, (f"{where}{asked[0]}: true, but {why}: {what}; set {where}{asked[0]}=false to run what the "
+                       "recipe says, or run it on a GPU machine")
+    return None
+
+
+def _output(folder: str, config: dict, flag: str) -> Finding | None:
+    from fairmt.outputs import LOCK_NAME, check_output_dir
+    from fairmt.scripts._output import recipe_inputs, resuming
+
+    lock = Path(folder) / LOCK_NAME
+    if lock.is_file():
+        import fcntl
+
+        fd = os.open(lock, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            from fairmt.outputs import _holder
+
+            return True, f"{folder}: the output folder is in use by another fairmt run ({_holder(fd)})"
+        finally:
+            os.close(fd)
+    try:
+        check_output_dir(folder, "output folder", overwrite=bool(config.get("overwrite")), resumable=resuming(config),
+                         inputs=recipe_inputs(config), flag=flag)
+    except FairmtError as err:
+        return True, str(err)
+    return None
+
+
+def findings(config: dict, resolved: Any) -> list[Finding]:
+    """The dry run's findings for ``config`` (overrides applied) and its resolved Config (``resolved``: a
+    TrainingArguments for gacl/ccd/dpce/adept, the merged dict for classification/sampling)."""
+    method = config.get("method")
+    out: list[Finding | None] = []
+    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    if method == "gacl":
+        tiny = bool(config.get("tiny_model"))
+        model_dir = Path(str(config.get("model", "")))
+        if tiny and not (model_dir / "config.json").is_file():
+            out.append((False, f"model {model_dir} does not exist yet: the recipe's tiny_model section builds it on "
+                               "the first run (offline)"))
+        else:
+            out.append(_model(config.get("model"), "model"))
+        train = data.get("train")
+        if tiny and train and not Path(str(train)).exists():
+            out.append((False, f"data.train {train} does not exist yet: the recipe's tiny_model section writes it"))
+        elif train:
+            out.append(_parallel(train, "data.train"))
+        if data.get("eval"):
+            out.append(_parallel(data["eval"], "data.eval"))
+        out.append(_precision(_args(resolved), "training."))
+        out.append(_output(resolved.output_dir, config, "training.output_dir"))
+    elif method in ("ccd", "dpce", "adept"):
+        out.append(_model(config.get("model"), "model"))
+        if data.get("tuples"):
+            out.append(_data_file(data["tuples"], "data.tuples", under_data_root=True))
+        for key in ("cda_source", "corpus"):
+            src = data.get(key)
+            if isinstance(src, dict) and src.get("path"):
+                out.append(_data_file(src["path"], f"data.{key}.path", under_data_root=True))
+        for key, path in (data.get("words") or {}).items():
+            out.append(_data_file(path, f"data.words.{key}", under_data_root=True))
+        training = _args(resolved) if resolved is not None else dict(config.get("training") or {})
+        folder = training.get("output_dir") or str(Path("outputs") / Path(config.get("recipe_path", method)).stem)
+        out.append(_precision(training, "training."))
+        out.append(_output(folder, config, "training.output_dir"))
+    elif method == "classification":
+        out += _classification(config, resolved)
+    elif method == "sampling":
+        out += _sampling(config, resolved)
+    return [f for f in out if f is not None]
+
+
+def _args(resolved: Any) -> dict:
+    import json
+
+    return json.loads(resolved.to_json_string()) if hasattr(resolved, "to_json_string") else dict(resolved)
+
+
+_CLASSIFICATION_FOLDERS = {"bios_split": "bias_in_bios", "jigsaw": "civilcomments", "moji": "moji"}
+
+
+def _classification(config: dict, cfg: dict) -> list[Finding | None]:
+    from fairmt.data.paths import data_root
+
+    out: list[Finding | None] = []
+    d, m = cfg["data"], cfg["model"]
+    if m["type"] in ("frozen_embedder", "finetune"):
+        out.append(_model(m["name_or_path"], "model.name_or_path"))
+    if d.get("augment") in ("clm_insert", "clm_substitute"):
+        out.append(_model(d["clm_model"], "data.clm_model"))
+    if d.get("augment") == "backtranslate" and d.get("backtranslate_model"):
+        out.append(_model(d["backtranslate_model"], "data.backtranslate_model"))
+    name = d["dataset"]
+    if d.get("source") == "hub":
+        from fairmt.hub import require_dataset
+
+        try:
+            require_dataset("LabHC/bias_in_bios", "data.source: hub (LabHC/bias_in_bios)")
+        except FairmtError as err:
+            out.append((True, str(err)))
+    elif name == "bios":
+        for f in d.get("files") or []:
+            out.append(_data_file(f, "data.files entry"))
+        if not d.get("files"):
+            out.append(_data_file(data_root() / "bios" / "bios_28prof_x10.csv", "the Bias-in-Bios sample"))
+    elif name == "hatespeech":
+        out.append(_data_file(d.get("root") or data_root() / "hatespeech_huang2020" / d["language"],
+                              "the hate-speech data folder (data.root)"))
+    else:
+        out.append(_data_file(d.get("root") or data_root() / _CLASSIFICATION_FOLDERS[name],
+                              f"the {name} data folder (data.root; `fairmt data corpora` says how to get it)"))
+    for stage, args in (cfg.get("stages") or {}).items():
+        out.append(_precision(args, f"{stage}: "))
+    out.append(_output(cfg["output_dir"], config, "output_dir"))
+    return out
+
+
+def _sampling(config: dict, cfg: dict) -> list[Finding | None]:
+    import json
+
+    out: list[Finding | None] = []
+    d = cfg["data"]
+    if d["dataset"] != "synthetic":
+        if d.get("source") == "hub":
+            from fairmt.hub import require_dataset
+
+            try:
+                require_dataset(d["hub_id"], "data.hub_id")
+            except FairmtError as err:
+                out.append((True, str(err)))
+        else:
+            out.append(_data_file(d.get("root") or "", "data.root (the image folder)") if d.get("root") else
+                       (True, f"data.root is not set: the {d['dataset']} images are read from a local folder "
+                              "(`fairmt data corpora` says where to get them)"))
+    out.append(_model(cfg["model"]["backbone"], "model.backbone (its config and image processor, and its weights "
+                                                "with model.pretrained)"))
+    for stage, args in (cfg.get("resolved") or {}).items():
+        out.append(_precision(args, f"{stage}."))
+    if cfg.get("stage1_from"):
+        out.append(_data_file(cfg["stage1_from"], "stage1_from (another run's folder)"))
+    folder = Path(cfg["output_dir"])
+    marker = folder / "run.json"
+    if marker.is_file() and not config.get("overwrite"):  # the same recipe resumes; another one is refused
+        from fairmt.scripts.sampling import fingerprint
+
+        try:
+            same = json.loads(marker.read_text(encoding="utf-8")).get("fingerprint") == fingerprint(cfg)
+        except (OSError, ValueError):
+            same = False
+        if not same:
+            out.append((True, f"{folder} holds another recipe's run; choose another output_dir, or pass --overwrite"))
+    out.append(_output(cfg["output_dir"], {**config, "resume_from_checkpoint": True}, "output_dir"))
+    return out

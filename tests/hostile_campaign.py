@@ -1,0 +1,724 @@
+"""The hostile-input campaign of issue 26, as runnable cases: every command tried as a new user would get it wrong —
+bad numbers and choices, output paths that cannot be written, closed pipes, corrupt model folders and caches, bad
+recipes of every family, the Python API, push and report — each with what a careful tool must do.
+
+A case's outcome falls in one category (:func:`classify`), worst first:
+
+* ``traceback`` — an exception other than the CLI's own exit escaped (or a traceback was printed);
+* ``data_loss`` — a file the user owns (an input, an existing output, an earlier run) changed or vanished;
+* ``wrong_exit0`` — exit 0 where the input is wrong (a number computed from it, or a value silently ignored);
+* ``unclear`` — refused, but not as one ``fairmt: error:`` line with exit code 2 (argparse's usage block, a child
+  process's traceback under the error line, an exit code that is neither 0 nor 2);
+* ``ok`` — one ``fairmt: error:`` line and exit 2, or exit 0 where the input is acceptable.
+
+The cases only use the ``fairmt`` command, the ``evaluate`` modules and stable helpers, so the same campaign runs
+against any version of fairmt: ``python scripts/hostile_campaign.py`` counts the categories of the fairmt on
+``PYTHONPATH`` (the before/after table of issue 26). ``tests/test_hostile_campaign.py`` runs the fast cases and
+requires every one to be ``ok``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CATEGORIES = ("traceback", "data_loss", "wrong_exit0", "unclear", "ok")
+READ_ONLY = Path("/sys/fairmt-hostile")  # a location nobody can create files in (root included)
+
+
+@dataclass
+class Case:
+    """One hostile case. ``argv`` (a CLI case), ``api`` (a Python call) or ``proc`` (real processes) is given."""
+
+    id: str
+    area: str
+    argv: Callable[[Any], list[str]] | None = None
+    api: Callable[[Any], Any] | None = None
+    proc: Callable[[Any], tuple[int, str]] | None = None
+    setup: Callable[[Any], None] | None = None
+    expect: str = "error"  # error | ok | any (exit 0 or a one-line error, both acceptable)
+    protect: Callable[[Any], list[Path]] = field(default=lambda env: [])
+    exit0: str = "wrong_exit0"  # the category of exit 0 where an error is expected
+    env: dict[str, str] = field(default_factory=dict)
+    slow: bool = False
+
+
+@dataclass
+class Env:
+    """The shared inputs (``work``, read-only for the cases) and the case's own folder (``tmp``)."""
+
+    work: Path
+    tmp: Path
+    shared_data: Path | None = None
+
+    def w(self, *parts: str) -> str:
+        return str(self.work.joinpath(*parts))
+
+    def t(self, *parts: str) -> str:
+        return str(self.tmp.joinpath(*parts))
+
+
+# ---------------------------------------------------------------------------------------------- running
+
+
+def _digest(path: Path) -> str | None:
+    if not path.exists():
+        return None
+    if path.is_dir():
+        return "dir:" + ",".join(f"{p.relative_to(path)}={_digest(p)}" for p in sorted(path.rglob("*")) if p.is_file()
+                                 and not p.name.startswith(("_fairmt_run", ".fairmt")))
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run_cli(argv: list[str], env: dict[str, str] | None = None) -> tuple[int | None, str, str, BaseException | None]:
+    """``fairmt.cli.main(argv)`` in this process: (exit code, stdout, stderr, escaped exception)."""
+    from fairmt.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = {k: os.environ.get(k) for k in (env or {})}
+    os.environ.update(env or {})
+    escaped, rc = None, None
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = main(argv)
+            except SystemExit as exit_:
+                rc = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
+            except BaseException as exc:  # noqa: BLE001 - a traceback is what the campaign counts
+                escaped = exc
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return rc, out.getvalue(), err.getvalue(), escaped
+
+
+def classify(case: Case, rc: int | None, err: str, escaped: BaseException | None, changed: list[str],
+             api_result: Any = None) -> tuple[str, str]:
+    """``(category, detail)`` of one outcome (see the module docstring)."""
+    if escaped is not None and not (case.api is not None and _named_error(escaped)):
+        return "traceback", f"{type(escaped).__name__}: {str(escaped)[:160]}"
+    if "Traceback (most recent call last)" in err:
+        return "traceback", err.strip().splitlines()[-1][:160]
+    if changed:
+        return "data_loss", f"changed: {', '.join(changed)}"
+    if case.api is not None:
+        if escaped is not None:
+            return "ok", f"{type(escaped).__name__}: {str(escaped)[:160]}"
+        return ("wrong_exit0", f"returned {str(api_result)[:120]}") if case.expect == "error" else ("ok", "returned")
+    lines = [ln for ln in err.splitlines() if ln.startswith("fairmt: error: ")]
+    if rc == 0 and case.area != "pipes":
+        if case.expect == "error":
+            return case.exit0, "exit 0"
+        return "ok", "exit 0"
+    if rc == 2 and len(lines) == 1 and case.expect in ("error", "any"):
+        return "ok", lines[0][:200]
+    if case.area == "pipes" and rc in (0, 141) and not any(w in err for w in ("BrokenPipe", "Exception ignored")):
+        return "ok", f"exit {rc}, no complaint about the pipe (stopped quietly)"
+    return "unclear", f"exit {rc}: {err.strip()[-200:]!r}"
+
+
+def _named_error(exc: BaseException) -> bool:
+    """An API error a user can act on: a ValueError (FairmtError is one) naming what is wrong."""
+    return isinstance(exc, ValueError) and not isinstance(exc, UnicodeDecodeError) and bool(str(exc))
+
+
+def run_case(case: Case, work: Path, tmp: Path, shared_data: Path | None = None) -> tuple[str, str]:
+    env = Env(work, tmp, shared_data)
+    tmp.mkdir(parents=True, exist_ok=True)
+    old_cwd = os.getcwd()
+    os.chdir(tmp)
+    try:
+        if case.setup is not None:
+            case.setup(env)
+        protected = {str(p): _digest(Path(p)) for p in case.protect(env)}
+        escaped, rc, err, result = None, None, "", None
+        if case.argv is not None:
+            rc, _, err, escaped = run_cli(case.argv(env), {"FAIRMT_DATA": str(work / "data"), **case.env})
+        elif case.api is not None:
+            try:
+                result = case.api(env)
+            except BaseException as exc:  # noqa: BLE001
+                escaped = exc
+        else:
+            rc, err = case.proc(env)
+        changed = [Path(p).name for p, d in protected.items() if _digest(Path(p)) != d]
+        return classify(case, rc, err, escaped, changed, result)
+    finally:
+        os.chdir(old_cwd)
+
+
+def _fairmt(args: list[str], env: Env, **kw) -> subprocess.Popen:
+    environ = {**os.environ, "FAIRMT_DATA": env.w("data"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    return subprocess.Popen([sys.executable, "-m", "fairmt", *args], cwd=env.tmp, env=environ,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _pipe_head(args: list[str], lines: int = 1):
+    """``fairmt ARGS | head -n LINES``: the reader closes the pipe after a few lines (0: at once, before the command
+    writes anything, so even a short output meets a closed pipe)."""
+
+    def proc(env: Env) -> tuple[int, str]:
+        p = _fairmt(args if not callable(args) else args(env), env, bufsize=1)
+        for _ in range(lines):
+            p.stdout.readline()
+        p.stdout.close()
+        err = p.stderr.read()
+        rc = p.wait(timeout=120)
+        return rc, err
+
+    return proc
+
+
+# ---------------------------------------------------------------------------------------------- shared inputs
+
+
+GOLD_DE = ["Der Entwickler stritt mit dem Designer, weil er das Design nicht mochte.",
+           "Die Krankenschwester half dem Patienten, weil sie freundlich war.",
+           "Die Sekretärin rief den Mechaniker an, weil er zu spät war."]
+
+
+def build(work: Path) -> Path:
+    """Every clean input of the campaign under ``work`` (a few seconds): the hostile-input fixture's files, a tiny
+    translation model, a tiny masked LM, tuples, a SEAT folder, embeddings, an mt-bias result and a recipe."""
+    from tests.test_hostile_inputs import _seat, _tuples, build_work
+
+    work.mkdir(parents=True, exist_ok=True)
+    build_work(work)
+    from fairmt.models.tiny import build_tiny_translation_model
+
+    src = [g.split("\t")[2] for g in (work / "gold.txt").read_text().splitlines()]
+    build_tiny_translation_model(work / "mt", list(zip(src * 20, GOLD_DE * 20)), vocab_size=120, d_model=16,
+                                 encoder_layers=1, decoder_layers=1, ffn_dim=32, attention_heads=2)
+    (work / "tuples.jsonl").write_bytes(_tuples())
+    (work / "seat").mkdir()
+    for t in ("6", "6b", "7"):
+        (work / "seat" / f"sent-weat{t}.jsonl").write_bytes(_seat())
+    (work / "crows.csv").write_text("sent_more,sent_less,stereo_antistereo,bias_type\n"
+                                    "she cooks dinner,he cooks dinner,stereo,gender\n"
+                                    "he works at the bank,she works at the bank,antistereo,gender\n")
+    (work / "emb.jsonl").write_text("".join(json.dumps({"embedding": [i % 3, (i * 7) % 5, i % 2 + 0.5],
+                                                        "label": i % 2, "group": (i // 2) % 2}) + "\n"
+                                            for i in range(40)))
+    rc, out, err, exc = run_cli(["eval", "mt-bias", "--translations-dir", str(work / "mtb"), "--gold",
+                                 str(work / "gold.txt"), "--benchmarks", "winomt", "--langs", "de", "--json", "-"],
+                                {"FAIRMT_DATA": str(work / "data")})
+    assert rc == 0 and exc is None, err
+    (work / "run.json").write_text(out)
+    (work / "texts.txt").write_text("He is a doctor .\nShe works at the bank .\n")
+    return work
+
+
+def _copy_model(env: Env, name: str = "mt") -> Path:
+    dst = env.tmp / f"{name}-copy"
+    shutil.copytree(env.work / name, dst)
+    return dst
+
+
+def _corrupt(how: str, name: str = "mt"):
+    """A corrupt copy of a model folder (``env.tmp/<name>-copy``)."""
+
+    def setup(env: Env) -> None:
+        m = _copy_model(env, name)
+        weights = m / "model.safetensors"
+        if how == "weights_truncated":
+            data = weights.read_bytes()
+            weights.write_bytes(data[: len(data) // 2])
+        elif how == "weights_random":
+            weights.write_bytes(os.urandom(4096))
+        elif how == "weights_empty":
+            weights.write_bytes(b"")
+        elif how == "weights_missing":
+            weights.unlink()
+        elif how == "config_truncated":
+            text = (m / "config.json").read_text()
+            (m / "config.json").write_text(text[: len(text) // 2])
+        elif how == "config_no_model_type":
+            cfg = json.loads((m / "config.json").read_text())
+            cfg.pop("model_type")
+            (m / "config.json").write_text(json.dumps(cfg))
+        elif how == "config_wrong_type":
+            cfg = json.loads((m / "config.json").read_text())
+            key = "d_model" if "d_model" in cfg else "hidden_size"
+            cfg[key] = "abc"
+            (m / "config.json").write_text(json.dumps(cfg))
+        elif how == "tokenizer_missing":
+            for p in m.iterdir():
+                if p.name.startswith(("tokenizer", "vocab", "sentencepiece", "special_tokens", "added_tokens")):
+                    p.unlink()
+        else:
+            raise ValueError(how)
+
+    return setup
+
+
+# ---------------------------------------------------------------------------------------------- the cases
+
+
+def _winomt(env: Env, *extra: str) -> list[str]:
+    return ["eval", "winomt", "--lang", "de", "--translations", env.w("translations.txt"), "--gold",
+            env.w("gold.txt"), *extra]
+
+
+def _winomt_model(env: Env, *extra: str, model: str | None = None) -> list[str]:
+    return ["eval", "winomt", "--lang", "de", "--model", model or env.w("mt"), "--gold", env.w("gold.txt"),
+            "--num-beams", "1", "--max-new-tokens", "12", *extra]
+
+
+BASES: dict[str, Callable[[Env], list[str]]] = {
+    "eval winomt": lambda e: _winomt(e),
+    "eval geneval": lambda e: ["eval", "geneval", "--lang", "de", "--masculine", e.w("masculine.de"), "--feminine",
+                               e.w("feminine.de")],
+    "eval flores": lambda e: ["eval", "flores", "--lang-pair", "eng_Latn-deu_Latn", "--hypotheses", e.w("hyp.de"),
+                              "--spm-model", e.w("spm.model")],
+    "eval mt-bias": lambda e: ["eval", "mt-bias", "--translations-dir", e.w("mtb"), "--gold", e.w("gold.txt"),
+                               "--benchmarks", "winomt", "--langs", "de"],
+    "eval embeddings": lambda e: ["eval", "embeddings", "--model", e.w("mlm"), "--suite", "cced", "--cced-tuples",
+                                  e.w("tuples.jsonl"), "--no-progress"],
+    "eval stereoset": lambda e: ["eval", "stereoset", "--predictions", e.w("pred.json"), "--gold", e.w("gold.jsonl")],
+    "eval classification": lambda e: ["eval", "classification", "--predictions", e.w("preds.jsonl")],
+    "eval linear-probe": lambda e: ["eval", "linear-probe", "--embeddings", e.w("emb.jsonl"), "--group", "group"],
+    "report": lambda e: ["report", e.w("run.json")],
+    "augment cda": lambda e: ["augment", "cda", "--input", e.w("texts.txt"), "--output", e.t("tuples.jsonl")],
+}
+
+# output options: (command, option, kind) — kind: file | plot | dir
+OUTPUTS = [
+    ("eval winomt", "--json", "file"), ("eval winomt", "--markdown", "file"), ("eval winomt", "--plot", "plot"),
+    ("eval geneval", "--json", "file"), ("eval geneval", "--markdown", "file"), ("eval geneval", "--plot", "plot"),
+    ("eval flores", "--json", "file"), ("eval flores", "--markdown", "file"), ("eval flores", "--plot", "plot"),
+    ("eval mt-bias", "--json", "file"), ("eval mt-bias", "--markdown", "file"), ("eval mt-bias", "--plot", "plot"),
+    ("eval embeddings", "--json", "file"), ("eval embeddings", "--markdown", "file"),
+    ("eval stereoset", "--json", "file"), ("eval classification", "--json", "file"),
+    ("eval classification", "--markdown", "file"), ("eval linear-probe", "--json", "file"),
+    ("eval linear-probe", "--markdown", "file"), ("report", "--json", "file"), ("report", "--markdown", "file"),
+    ("report", "--plot", "plot"), ("augment cda", "--json", "file"),
+]
+
+
+def _output_cases() -> list[Case]:
+    cases = []
+    for command, option, kind in OUTPUTS:
+        base = BASES[command]
+        ext = ".png" if kind == "plot" else (".json" if option == "--json" else ".md")
+
+        def with_output(path_of, base=base, option=option):
+            return lambda env: [*base(env), option, path_of(env)]
+
+        cid = f"{command} {option}"
+        cases += [
+            Case(f"{cid} under a file", "outputs", with_output(lambda e, ext=ext: e.w("a-file", "out" + ext))),
+            Case(f"{cid} is a folder", "outputs", with_output(lambda e: e.t("folder")),
+                 setup=lambda e: (e.tmp / "folder").mkdir()),
+            Case(f"{cid} read-only location", "outputs", with_output(lambda e, ext=ext: str(READ_ONLY / ("o" + ext)))),
+            Case(f"{cid} exists", "data loss", with_output(lambda e, ext=ext: e.t("mine" + ext)),
+                 setup=lambda e, ext=ext: (e.tmp / ("mine" + ext)).write_text("the user's own file\n"),
+                 protect=lambda e, ext=ext: [e.tmp / ("mine" + ext)], exit0="data_loss"),
+        ]
+        if kind == "plot":
+            cases.append(Case(f"{cid} unsupported extension", "outputs", with_output(lambda e: e.t("chart.xyz"))))
+    # an output that is one of the command's inputs
+    cases += [
+        Case("augment cda --output = --input", "data loss",
+             lambda e: ["augment", "cda", "--input", e.t("texts.txt"), "--output", e.t("texts.txt")],
+             setup=lambda e: shutil.copy(e.work / "texts.txt", e.tmp / "texts.txt"),
+             protect=lambda e: [e.tmp / "texts.txt"], exit0="data_loss"),
+        Case("augment cda --output exists", "data loss",
+             lambda e: ["augment", "cda", "--input", e.w("texts.txt"), "--output", e.t("tuples.jsonl")],
+             setup=lambda e: (e.tmp / "tuples.jsonl").write_text('{"mine": 1}\n'),
+             protect=lambda e: [e.tmp / "tuples.jsonl"], exit0="data_loss"),
+        Case("eval winomt --json = --translations", "data loss",
+             lambda e: ["eval", "winomt", "--lang", "de", "--translations", e.t("tr.txt"), "--gold",
+                        e.w("gold.txt"), "--json", e.t("tr.txt")],
+             setup=lambda e: shutil.copy(e.work / "translations.txt", e.tmp / "tr.txt"),
+             protect=lambda e: [e.tmp / "tr.txt"], exit0="data_loss"),
+        Case("eval classification --markdown = --predictions", "data loss",
+             lambda e: ["eval", "classification", "--predictions", e.t("p.jsonl"), "--markdown", e.t("p.jsonl")],
+             setup=lambda e: shutil.copy(e.work / "preds.jsonl", e.tmp / "p.jsonl"),
+             protect=lambda e: [e.tmp / "p.jsonl"], exit0="data_loss"),
+        Case("report --markdown = a run", "data loss",
+             lambda e: ["report", e.t("run.json"), "--markdown", e.t("run.json")],
+             setup=lambda e: shutil.copy(e.work / "run.json", e.tmp / "run.json"),
+             protect=lambda e: [e.tmp / "run.json"], exit0="data_loss"),
+        Case("eval mt-bias --output-dir under a file", "outputs",
+             lambda e: ["eval", "mt-bias", "--model", e.w("mt"), "--output-dir", e.w("a-file", "tr"), "--benchmarks",
+                        "winomt", "--langs", "de", "--gold", e.w("gold.txt"), "--num-beams", "1"]),
+        Case("data download --dest under a file", "outputs",
+             lambda e: ["data", "download", "winomt", "--dest", e.w("a-file", "d"), "--base-url", e.t("none")]),
+        Case("demo --output-dir under a file", "outputs", lambda e: ["demo", "--output-dir", e.w("a-file", "demo")]),
+        Case("demo --output-dir existing files", "data loss",
+             lambda e: ["demo", "--output-dir", e.t("mine"), "--seeds", "1", "--pretrain-steps", "2",
+                        "--finetune-steps", "2", "--no-progress"],
+             setup=lambda e: (e.tmp / "mine").mkdir() or (e.tmp / "mine" / "notes.txt").write_text("mine\n"),
+             protect=lambda e: [e.tmp / "mine" / "notes.txt"], exit0="data_loss"),
+        Case("data fairseq-prep --out is a file", "outputs",
+             lambda e: ["data", "fairseq-prep", "--input", e.w("pairs.jsonl"), "--out", e.t("f")],
+             setup=lambda e: (e.tmp / "f").write_text("x")),
+    ]
+    return cases
+
+
+NUMERIC = [  # (command base, extra argv, what) — every one a value that must be refused
+    ("eval winomt (--model)", ["--batch-size", "0"]), ("eval winomt (--model)", ["--batch-size", "-3"]),
+    ("eval winomt (--model)", ["--num-beams", "0"]), ("eval winomt (--model)", ["--max-new-tokens", "0"]),
+    ("eval winomt (--model)", ["--device", "bogus"]), ("eval winomt (--model)", ["--device", "cuda:7"]),
+    ("eval winomt (--model)", ["--cache-dir", "{a-file}"]),
+    ("eval winomt (--model)", ["--backend", "ctranslate2", "--max-batch-tokens", "0"]),
+    ("eval geneval", ["--batch-size", "0", "--model", "{mt}"]), ("eval geneval", ["--num-beams", "-1", "--model", "{mt}"]),
+    ("eval flores", ["--max-new-tokens", "-5", "--model", "{mt}"]),
+    ("eval mt-bias", ["--batch-size", "0", "--model", "{mt}"]), ("eval mt-bias", ["--id-lang", "xx"]),
+    ("eval mt-bias", ["--num-beams", "0", "--model", "{mt}"]),
+    ("eval embeddings", ["--batch-size", "0"]), ("eval embeddings", ["--device", "bogus"]),
+    ("eval embeddings", ["--suite", "seat", "--seat-dir", "{seat}", "--seat-tests", "6", "--n-samples", "0"]),
+    ("eval embeddings", ["--suite", "seat", "--seat-dir", "{seat}", "--seat-tests", "6", "--n-samples", "-5"]),
+    ("eval embeddings", ["--suite", "crows", "--crows-file", "{crows}", "--limit", "-1"]),
+    ("eval embeddings", ["--suite", "crows", "--crows-file", "{crows}", "--limit", "0"]),
+    ("eval embeddings", ["--seed", "-1"]),
+    ("eval classification", ["--svm-c", "0"]), ("eval classification", ["--svm-c", "-1"]),
+    ("eval classification", ["--svm-c", "nan"]), ("eval classification", ["--num-classes", "1"]),
+    ("eval classification", ["--seed", "-4"]),
+    ("eval linear-probe", ["--test-fraction", "0"]), ("eval linear-probe", ["--test-fraction", "1.5"]),
+    ("eval linear-probe", ["--test-fraction", "nan"]), ("eval linear-probe", ["--C", "0"]),
+    ("eval linear-probe", ["--n-clusters", "-1"]), ("eval linear-probe", ["--max-iter", "0"]),
+    ("augment cda", ["--limit", "0"]), ("augment cda", ["--limit", "-1"]),
+    ("augment llm", ["--timeout", "0"]), ("augment llm", ["--retries", "-1"]), ("augment llm", ["--search-rounds", "-1"]),
+    ("augment llm", ["--search-size", "0"]), ("augment llm", ["--url", "abc"]),
+    ("augment llm (local)", ["--local-model", "{mlm}"]),
+    ("data fairseq-prep", ["--workers", "0"]), ("data fairseq-prep", ["--valid-size", "-1"]),
+    ("demo", ["--seeds", "0"]), ("demo", ["--pretrain-steps", "-5"]), ("demo", ["--finetune-steps", "0"]),
+    ("demo", ["--threads", "0"]),
+    ("sweep", ["--search", "0"]), ("sweep", ["--grace-period", "0"]), ("sweep", ["--max-failures", "-1"]),
+    ("eval winomt", ["--aligner-bin", "{a-file}"]), ("eval winomt", ["--aligner-bin", "{seat}"]),
+    ("eval winomt", ["--detector", "de=json:loads"]),
+]
+
+
+def _numeric_cases() -> list[Case]:
+    def argv_of(command: str, extra: list[str]):
+        def argv(e: Env) -> list[str]:
+            subst = {"{a-file}": e.w("a-file"), "{mt}": e.w("mt"), "{seat}": e.w("seat"), "{crows}": e.w("crows.csv"),
+                     "{mlm}": e.w("mlm")}
+            args = [subst.get(a, a) for a in extra]
+            if command == "eval winomt (--model)":
+                return _winomt_model(e, *args)
+            if command == "augment llm":
+                return ["augment", "llm", "--input", e.w("texts.txt"), "--output", e.t("t.jsonl"), "--url",
+                        "http://127.0.0.1:9/v1", "--model", "m", *args]
+            if command == "augment llm (local)":
+                return ["augment", "llm", "--input", e.w("texts.txt"), "--output", e.t("t.jsonl"), *args]
+            if command == "data fairseq-prep":
+                return ["data", "fairseq-prep", "--input", e.w("pairs.jsonl"), "--out", e.t("prep"), *args]
+            if command == "demo":
+                return ["demo", "--output-dir", e.t("demo"), "--no-progress", *args]
+            if command == "sweep":
+                return ["sweep", "classification/fcl", "--grid", "objective_args.fcl_beta=0.1,1", "--output-dir",
+                        e.t("sweep"), *args]
+            if command in ("eval geneval", "eval flores", "eval mt-bias") and "{mt}" in extra:
+                base = {"eval geneval": ["eval", "geneval", "--lang", "de"],
+                        "eval flores": ["eval", "flores", "--lang-pair", "eng_Latn-deu_Latn", "--spm-model",
+                                        e.w("spm.model")],
+                        "eval mt-bias": ["eval", "mt-bias", "--benchmarks", "winomt", "--langs", "de", "--gold",
+                                         e.w("gold.txt"), "--output-dir", e.t("mtb-out")]}[command]
+                return [*base, *args, "--max-new-tokens" if "--max-new-tokens" not in args else "--num-beams", "8"]
+            return [*BASES[command](e), *args]
+
+        return argv
+
+    out = []
+    for command, extra in NUMERIC:
+        cid = f"{command} {' '.join(x for x in extra if not x.startswith('{'))}"
+        out.append(Case(cid, "options", argv_of(command, extra), slow=command == "demo"))
+    return out
+
+
+def _model_cases() -> list[Case]:
+    out = []
+    for how in ("weights_truncated", "weights_random", "weights_empty", "weights_missing", "config_truncated",
+                "config_no_model_type", "config_wrong_type", "tokenizer_missing"):
+        out.append(Case(f"eval winomt --model ({how})", "models",
+                        lambda e: _winomt_model(e, model=e.t("mt-copy")), setup=_corrupt(how)))
+    for how in ("weights_truncated", "weights_random", "config_truncated", "config_wrong_type"):
+        out.append(Case(f"eval embeddings --model ({how})", "models",
+                        lambda e: ["eval", "embeddings", "--model", e.t("mlm-copy"), "--suite", "cced",
+                                   "--cced-tuples", e.w("tuples.jsonl"), "--no-progress"],
+                        setup=_corrupt(how, "mlm")))
+    return out
+
+
+def _cache_cases() -> list[Case]:
+    def binary_line(env: Env) -> None:
+        cache = env.tmp / "cache"
+        rc, _, err, exc = run_cli(_winomt_model(env, "--cache-dir", str(cache), "--json", "-"))
+        assert rc == 0 and exc is None, err
+        f = next(p for p in cache.rglob("*") if p.is_file() and not p.name.endswith(".lock"))
+        lines = f.read_bytes().split(b"\n")
+        lines[1] = b"\xff\xfe\x00garbage"
+        f.write_bytes(b"\n".join(lines))
+
+    return [Case("eval winomt --cache-dir with a binary line", "caches",
+                 lambda e: _winomt_model(e, "--cache-dir", e.t("cache")), setup=binary_line)]
+
+
+def _pipe_cases() -> list[Case]:
+    return [
+        Case("fairmt recipes | head -1", "pipes", proc=_pipe_head(["recipes"]), expect="any"),
+        Case("fairmt report RUN | head -0", "pipes", proc=_pipe_head(lambda e: ["report", e.w("run.json")], 0)),
+        Case("eval winomt --json - | head -0", "pipes",
+             proc=_pipe_head(lambda e: [*_winomt(e), "--json", "-"], 0)),
+        Case("eval classification --json - | head -0", "pipes",
+             proc=_pipe_head(lambda e: [*BASES["eval classification"](e), "--json", "-"], 0)),
+    ]
+
+
+def _recipe(e: Env, *overrides: str, dry: bool = True) -> list[str]:
+    """The tiny offline GACL recipe on this campaign's tiny model (dry run by default)."""
+    base = ["train", "gacl/tiny_offline", f"model={e.w('mt')}", f"data.train={e.w('pairs-tiny.jsonl')}",
+            f"training.output_dir={e.t('run')}", "training.max_steps=2", "training.eval_strategy='no'",
+            "tiny_model=null", "data.eval_fraction=0"]
+    return [*base, *overrides, *(["--dry-run"] if dry else [])]
+
+
+RECIPE_OVERRIDES = [
+    ("gacl", "training=5"), ("gacl", "data=[1,2]"), ("gacl", "peft=5"), ("gacl", "geneval=true"),
+    ("gacl", "data.max_length=abc"), ("gacl", "data.eval_fraction=2"), ("gacl", "training.lr_scheduler_type=bogus"),
+    ("gacl", "training.learning_rate=.nan"), ("gacl", "training.max_steps=-5"), ("gacl", "training.eval_strategy=no"),
+("gacl", "data.train=missing.jsonl"), ("gacl", "data.train=nobody/nodata"),
+    ("gacl", "model=nobody/no-model"), ("gacl", "data.prepare=x"), ("gacl", "peft.r=abc"),
+    ("ccd", "training=5"), ("ccd", "data.groups=[male]"), ("ccd", "evaluation.suites=[x]"), ("ccd", "data.test_size=-1"),
+    ("dpce", "evaluation.pooling=avg"), ("dpce", "data.corpus=5"), ("adept", "training.alpha=nan"),
+    ("classification", "data.fractions=[0.5,0.5,0.5]"), ("classification", "model.type=x"),
+    ("classification", "objective_args.cs_lambda=.inf"), ("classification", "data=5"),
+    ("classification", "selection_tolerance=2"), ("classification", "model.dropout=-0.5"),
+    ("sampling", "augment.flip_p=2"), ("sampling", "clusters.n_clusters=1"), ("sampling", "probe.C=0"),
+    ("sampling", "data.minority_fraction=0"),
+]
+
+
+def _recipe_cases() -> list[Case]:
+    names = {"ccd": "ccd/minilm_cda", "dpce": "ccd/dpce_minilm", "adept": "ccd/adept_f_minilm",
+             "classification": "classification/fcl", "sampling": "sampling/celeba_resnet50"}
+    out = []
+    for family, override in RECIPE_OVERRIDES:
+        if family == "gacl":
+            argv = (lambda e, o=override: _recipe(e, o, dry=False))
+        else:
+            argv = (lambda e, o=override, n=names[family]: ["train", n, o, "--dry-run"])
+        out.append(Case(f"train {family} {override}", "recipes", argv, exit0="wrong_exit0"))
+    return out
+
+
+def _api(module: str, **kwargs):
+    def call(env: Env):
+        import evaluate
+
+        import fairmt
+
+        return evaluate.load(fairmt.evaluate_module(module)).compute(**kwargs)
+
+    return call
+
+
+def _api_cases() -> list[Case]:
+    nan = float("nan")
+    hidden = [[1, 2], [1, 3], [0, 2], [1, 1], [2, 2], [0, 1]]
+    base = dict(predictions=[1, 0, 1, 0, 1, 0], references=[1, 0, 0, 0, 1, 1], groups=[0, 0, 1, 1, 0, 1])
+    return [
+        Case("classification_fairness predictions=None", "api",
+             api=_api("classification_fairness", **{**base, "predictions": None})),
+        Case("classification_fairness float predictions", "api",
+             api=_api("classification_fairness", **{**base, "predictions": [0.9, 0.2, 0.7, 0.1, 0.6, 0.3]})),
+        Case("classification_fairness ragged hidden", "api",
+             api=_api("classification_fairness", **base, hidden=[[1, 2], [1]] + hidden[2:])),
+        Case("classification_fairness NaN hidden", "api",
+             api=_api("classification_fairness", **base, hidden=[[1, nan]] + hidden[1:])),
+        Case("mt_geneval empty lists", "api",
+             api=_api("mt_geneval", predictions=[], references=[], counterfactual_references=[])),
+        Case("mt_geneval predictions=None", "api",
+             api=_api("mt_geneval", predictions=None, references=["a"], counterfactual_references=["b"])),
+        Case("cced NaN vectors", "api",
+             api=_api("cced", predictions=[[nan, 0], [1, 1]], references=[[[1, 0], [0, 1]], [[1, 0], [0, 1]]])),
+        Case("cced zero vector normalised", "api",
+             api=_api("cced", predictions=[[0, 0], [1, 1]], references=[[[1, 0], [0, 1]], [[1, 0], [0, 1]]],
+                      normalize=True)),
+        Case("cced ragged vectors", "api",
+             api=_api("cced", predictions=[[0, 0, 1], [1, 1]], references=[[[1, 0], [0, 1]], [[1, 0], [0, 1]]])),
+        Case("winomt predictions=None", "api", api=_api("winomt", predictions=None, references=["x"], lang="de")),
+        Case("flores references=None", "api", api=_api("flores", predictions=["x"], references=None)),
+        Case("classification_metrics NaN hidden", "api",
+             api=lambda e: __import__("fairmt.eval.classification", fromlist=["x"]).classification_metrics(
+                 base["references"], base["predictions"], base["groups"], hidden=[[1, nan]] + hidden[1:])),
+    ]
+
+
+def _nan_predictions(env: Env) -> None:
+    rows = [json.loads(line) for line in (env.work / "preds.jsonl").read_text().splitlines()]
+    rows[3]["hidden"] = [float("nan"), 1.0]
+    (env.tmp / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _wrong_number_cases() -> list[Case]:
+    def stereo_nan(env: Env) -> None:
+        pred = json.loads((env.work / "pred.json").read_text())
+        pred["intrasentence"][0]["score"] = float("nan")
+        (env.tmp / "pred.json").write_text(json.dumps(pred))
+
+    def probe_nan(env: Env) -> None:
+        rows = (env.work / "emb.jsonl").read_text().splitlines()
+        row = json.loads(rows[5])
+        row["embedding"][1] = float("inf")
+        rows[5] = json.dumps(row)
+        (env.tmp / "emb.jsonl").write_text("\n".join(rows) + "\n")
+
+    def report_format(env: Env) -> None:
+        data = json.loads((env.work / "run.json").read_text())
+        data["format"] = 99
+        (env.tmp / "run.json").write_text(json.dumps(data))
+
+    def report_shape(env: Env) -> None:
+        data = json.loads((env.work / "run.json").read_text())
+        data["winomt"] = [1, 2]
+        (env.tmp / "run.json").write_text(json.dumps(data))
+
+    return [
+        Case("eval classification NaN hidden", "wrong numbers",
+             lambda e: ["eval", "classification", "--predictions", e.t("p.jsonl")], setup=_nan_predictions),
+        Case("eval classification NaN hidden --json -", "wrong numbers",
+             lambda e: ["eval", "classification", "--predictions", e.t("p.jsonl"), "--json", "-"],
+             setup=_nan_predictions),
+        Case("eval stereoset NaN score", "wrong numbers",
+             lambda e: ["eval", "stereoset", "--predictions", e.t("pred.json"), "--gold", e.w("gold.jsonl")],
+             setup=stereo_nan),
+        Case("eval linear-probe Infinity embedding", "wrong numbers",
+             lambda e: ["eval", "linear-probe", "--embeddings", e.t("emb.jsonl")], setup=probe_nan),
+        Case("report unknown format", "wrong numbers", lambda e: ["report", e.t("run.json")], setup=report_format),
+        Case("report wrong shape", "report", lambda e: ["report", e.t("run.json")], setup=report_shape),
+        Case("report of a non-result JSON", "report", lambda e: ["report", e.w("preds.jsonl")]),
+    ]
+
+
+def _push_cases() -> list[Case]:
+    def model_with_card(env: Env, card: str = "# my notes\n") -> None:
+        m = _copy_model(env)
+        (m / "README.md").write_text(card)
+
+    return [
+        Case("push offline", "push", lambda e: ["push", e.t("mt-copy"), "me/tiny", "--results", e.w("run.json")],
+             setup=model_with_card, protect=lambda e: [e.tmp / "mt-copy" / "README.md"], exit0="data_loss",
+             env={"HF_HUB_OFFLINE": "1"}),
+        Case("push invalid repo id", "push", lambda e: ["push", e.t("mt-copy"), "not a/valid//id", "--results",
+                                                        e.w("run.json")],
+             setup=model_with_card, protect=lambda e: [e.tmp / "mt-copy" / "README.md"], exit0="data_loss"),
+        Case("push README with malformed front matter", "push",
+             lambda e: ["push", e.t("mt-copy"), "me/tiny", "--results", e.w("run.json")],
+             setup=lambda e: model_with_card(e, "---\nlicense: [unclosed\n---\nmine\n"),
+             protect=lambda e: [e.tmp / "mt-copy" / "README.md"], exit0="data_loss"),
+        Case("push a folder that is not a model", "push", lambda e: ["push", e.w("seat"), "me/tiny"]),
+    ]
+
+
+def _child_process_cases() -> list[Case]:
+    return [Case("data fairseq-prep with a malformed dictionary (a child's failure)", "child process",
+                 lambda e: ["data", "fairseq-prep", "--input", e.w("pairs.jsonl"), "--out", e.t("prep"), "--srcdict",
+                            e.t("dict.txt")],
+                 setup=lambda e: (e.tmp / "dict.txt").write_text("he\nshe 3 extra fields here\n"))]
+
+
+# ---------------------------------------------------------------------------------------------- slow data-loss cases
+
+
+def _two_trains(env: Env) -> tuple[int, str]:
+    """Two `fairmt train` runs into one empty folder, the second started while the first runs: the second must be
+    refused (one line), and the first's model must be the one left."""
+    a = _fairmt(_recipe(env, "training.max_steps=40", dry=False)[0:], env)
+    time.sleep(6)
+    b = _fairmt(_recipe(env, "training.max_steps=2", dry=False), env)
+    out_b, err_b = b.communicate(timeout=600)
+    a.communicate(timeout=600)
+    state = env.tmp / "run" / "trainer_state.json"
+    return b.returncode, err_b + (f"\n[first run ended with {a.returncode}]" if a.returncode else "")
+
+
+def _overwrite_then_resume(env: Env) -> tuple[int, str]:
+    """Run 1 saves checkpoints; run 2 with --overwrite saves none; resuming must not pick run 1's checkpoint (which
+    would replace run 2's model with run 1's weights)."""
+    for argv in (_recipe(env, "training.max_steps=4", "training.save_strategy=steps", "training.save_steps=2",
+                         dry=False),
+                 [*_recipe(env, "training.max_steps=2", "training.save_strategy='no'", dry=False), "--overwrite"]):
+        p = _fairmt(argv, env)
+        _, err = p.communicate(timeout=600)
+        if p.returncode != 0:
+            return p.returncode, err
+    p = _fairmt(_recipe(env, "training.max_steps=6", "resume_from_checkpoint=true", dry=False), env)
+    _, err = p.communicate(timeout=600)
+    return p.returncode, err
+
+
+def _truncated_optimizer(env: Env) -> tuple[int, str]:
+    """A checkpoint whose optimizer.pt was cut off: resuming names it and uses the previous complete checkpoint (or
+    refuses in one line); never a traceback."""
+    p = _fairmt(_recipe(env, "training.max_steps=4", "training.save_strategy=steps", "training.save_steps=2",
+                        dry=False), env)
+    _, err = p.communicate(timeout=600)
+    if p.returncode != 0:
+        return p.returncode, err
+    opt = env.tmp / "run" / "checkpoint-4" / "optimizer.pt"
+    opt.write_bytes(opt.read_bytes()[:100])
+    p = _fairmt(_recipe(env, "training.max_steps=6", "resume_from_checkpoint=true", dry=False), env)
+    _, err = p.communicate(timeout=600)
+    return p.returncode, err
+
+
+def _fairseq_rerun(env: Env) -> tuple[int, str]:
+    """fairseq-prep into a folder it prepared before: refused before anything is written (or rebuilt whole)."""
+    p = _fairmt(["data", "fairseq-prep", "--input", env.w("pairs-tiny.jsonl"), "--out", env.t("bin")], env)
+    _, err = p.communicate(timeout=600)
+    if p.returncode != 0:
+        return p.returncode, err
+    p = _fairmt(["data", "fairseq-prep", "--input", env.w("pairs-tiny.jsonl"), "--out", env.t("bin"), "--valid-size",
+                 "1"], env)
+    _, err = p.communicate(timeout=600)
+    return p.returncode, err
+
+
+def _slow_cases() -> list[Case]:
+    return [
+        Case("two fairmt train runs, one output folder", "data loss", proc=_two_trains, slow=True,
+             exit0="data_loss"),
+        Case("--overwrite then resume_from_checkpoint=true", "data loss", proc=_overwrite_then_resume, slow=True,
+             expect="error", exit0="data_loss"),
+        Case("resume with a cut-off optimizer.pt", "models", proc=_truncated_optimizer, slow=True, expect="any"),
+        Case("fairseq-prep rerun into its prepared folder", "data loss", proc=_fairseq_rerun, slow=True,
+             protect=lambda e: [e.tmp / "bin"], exit0="data_loss"),
+    ]
+
+
+def all_cases() -> list[Case]:
+    return [*_output_cases(), *_numeric_cases(), *_model_cases(), *_cache_cases(), *_pipe_cases(), *_recipe_cases(),
+            *_api_cases(), *_wrong_number_cases(), *_push_cases(), *_child_process_cases(), *_slow_cases()]
+
+
+def build_all(work: Path) -> Path:
+    """:func:`build` plus the GACL data the recipe cases train on."""
+    build(work)
+    pairs = [{"translation": {"en": s, "de": t}} for s, t in (
+        ("He is a doctor.", "Er ist Arzt."), ("She is a doctor.", "Sie ist Ärztin."),
+        ("He thanked his friend.", "Er dankte seinem Freund."), ("She thanked her friend.", "Sie dankte ihrer Freundin."),
+        ("The nurse said he was tired.", "Der Krankenpfleger sagte, er sei müde."),
+        ("The nurse said she was tired.", "Die Krankenschwester sagte, sie sei müde."),
+        ("My brother is a teacher.", "Mein Bruder ist Lehrer."), ("My sister is a teacher.", "Meine Schwester ist Lehrerin."),
+    ) * 4]
+    (work / "pairs-tiny.jsonl").write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs))
+    return work

@@ -1,0 +1,54 @@
+"""Every fast case of the hostile-input campaign of issue 26 (:mod:`tests.hostile_campaign`) ends ``ok``: one
+``fairmt: error:`` line and exit 2, or exit 0 where the input is acceptable — never a traceback, a lost file or a
+number computed from a wrong input. The four slow cases (real training runs, two processes) run in
+``tests/test_concurrency.py``; ``python scripts/hostile_campaign.py`` counts all of them for any fairmt version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.hostile_campaign import CATEGORIES, Case, all_cases, build_all, classify, run_case
+
+CASES = [c for c in all_cases() if not c.slow]
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    return build_all(tmp_path_factory.mktemp("campaign") / "work")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_campaign_case(case: Case, work: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    category, detail = run_case(case, work, tmp_path / "case")
+    assert category == "ok", f"{category}: {detail}"
+
+
+def test_the_campaign_is_the_issues_size_and_covers_every_area():
+    areas = {c.area for c in all_cases()}
+    assert {"outputs", "options", "models", "caches", "pipes", "recipes", "api", "push", "report", "data loss",
+            "wrong numbers", "child process"} <= areas
+    assert len(all_cases()) >= 230
+    assert len({c.id for c in all_cases()}) == len(all_cases()), "case ids must be unique"
+
+
+def test_classify_sorts_the_outcomes_worst_first():
+    """The categories a case can fall in, checked on made-up outcomes (the campaign's counts depend on them)."""
+    error = Case("x", "options", argv=lambda e: [])
+    assert classify(error, 2, "fairmt: error: bad\n", None, []) == ("ok", "fairmt: error: bad")
+    assert classify(error, 2, "usage: fairmt\nfairmt: error: bad\nmore\n", None, [])[0] == "ok"
+    assert classify(error, 2, "usage: ...\nerror: bad\n", None, [])[0] == "unclear"
+    assert classify(error, 0, "", None, [])[0] == "wrong_exit0"
+    assert classify(error, 0, "", None, ["out.json"])[0] == "data_loss"
+    assert classify(error, None, "", RuntimeError("boom"), [])[0] == "traceback"
+    assert classify(error, 2, "Traceback (most recent call last):\n ...\nfairmt: error: x\n", None, [])[0] == \
+        "traceback"
+    ok = Case("y", "options", argv=lambda e: [], expect="ok")
+    assert classify(ok, 0, "", None, [])[0] == "ok"
+    api = Case("z", "api", api=lambda e: None)
+    assert classify(api, None, "", ValueError("predictions is None"), [])[0] == "ok"
+    assert classify(api, None, "", TypeError("'NoneType' object"), [])[0] == "traceback"
+    assert classify(api, None, "", None, [], {"gap": float("nan")})[0] == "wrong_exit0"
+    assert set(CATEGORIES) == {"traceback", "data_loss", "wrong_exit0", "unclear", "ok"}
