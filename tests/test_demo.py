@@ -133,17 +133,15 @@ def test_verdict_says_within_noise_unless_every_seed_agrees():
     assert "no claim" in verdict([5.0])
 
 
-def test_threads_fall_back_to_one_on_a_busy_machine(monkeypatch):
+def test_one_thread_unless_asked_and_another_count_is_announced(monkeypatch):
     notes = []
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
-    monkeypatch.setattr("os.getloadavg", lambda: (6.5, 6.0, 5.0))
-    assert choose_threads(None, notes.append) == 1 and "busy" in notes[0] and "6.5" in notes[0]
-    monkeypatch.setattr("os.getloadavg", lambda: (0.2, 0.2, 0.2))
-    assert choose_threads(None, notes.append) == 2 and len(notes) == 1
-    assert choose_threads(3, notes.append) == 3
+    assert choose_threads(None, notes.append) == 1 and notes == []
+    assert choose_threads(3, notes.append) == 3 and "differ from the README" in notes[0]
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert choose_threads(None, notes.append) == 2 and len(notes) == 2
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    assert choose_threads(None, notes.append) == 1 and len(notes) == 1
+    assert choose_threads(None, notes.append) == 1 and len(notes) == 2
 
 
 @pytest.mark.slow
