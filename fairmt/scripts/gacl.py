@@ -210,6 +210,13 @@ def main(config: dict):
 
         prepare_tiny_recipe(config)
     trainer, tm = build_trainer(config)
+    test_cb = None
+    if config.get("geneval") and config["geneval"].get("test", True):  # read before training: fail early
+        try:
+            test_cb = geneval_callback(tm, config["geneval"], config.get("tgt_lang", "de"), split="test")
+        except FairmtError as err:
+            raise FairmtError(f"{err} (the recipe scores the final model on MT-GenEval test; set geneval.test=false "
+                              "to train without it)") from None
     trainer.train(resume_from_checkpoint=config.get("resume_from_checkpoint"))
     trainer.save_model()
     if trainer.is_world_process_zero():
@@ -217,9 +224,8 @@ def main(config: dict):
     if trainer.args.push_to_hub:
         trainer.push_to_hub(commit_message="fairmt GACL training")
     test = None
-    if config.get("geneval") and config["geneval"].get("test", True):  # every process: translations are gathered
-        cb = geneval_callback(tm, config["geneval"], config.get("tgt_lang", "de"), split="test")
-        test = dict(cb.score(trainer.model), n_pairs=cb.n)
+    if test_cb is not None:  # every process: the translations are gathered
+        test = dict(test_cb.score(trainer.model), n_pairs=test_cb.n)
     if trainer.is_world_process_zero():
         from fairmt.eval.report import write_text_atomic
         from fairmt.outputs import json_text
