@@ -147,3 +147,22 @@ def test_hub_recipe_dry_run_finds_only_what_is_missing_here(name, tmp_path, monk
     unexpected = [f for f in findings if not EXPECTED_FINDING.search(f)]
     assert not unexpected, unexpected
     assert rc == 0 or findings
+
+
+def test_classification_dev_loss_is_the_cross_entropy_of_the_dev_predictions():
+    """results.json's dev.loss (what `fairmt sweep --select loss` reads): −mean log softmax(logits)[label], by a
+    loop in float64; a class INLP's head never saw (logit −inf) is handled."""
+    import math
+
+    import numpy as np
+
+    from fairmt.scripts.classification import _dev_loss
+
+    rng = np.random.default_rng(0)
+    logits, labels = rng.normal(size=(7, 4)), [0, 3, 1, 1, 2, 0, 3]
+    ref = 0.0
+    for row, y in zip(logits, labels):
+        ref -= row[y] - math.log(sum(math.exp(v) for v in row))
+    assert _dev_loss(logits, labels) == pytest.approx(ref / 7, rel=1e-12)
+    logits[:, 2] = -np.inf
+    assert math.isfinite(_dev_loss(logits, labels))

@@ -672,10 +672,10 @@ def _selection_line(info: dict[str, Any]) -> str:
     rule = {"dto": "the smallest DTO (distance of dev (accuracy, 1 − GAP) to (1, 1))",
             "accuracy_then_gap": "the best dev accuracy, then the lowest GAP", "accuracy": "the best dev accuracy",
             "loss": "the lowest dev loss"}.get(sel["criterion"], sel["criterion"])
-    epoch = f"epoch {sel['best_epoch']}, " if sel.get("best_epoch") is not None else ""
+    epoch = f"epoch {sel['best_epoch']} " if sel.get("best_epoch") is not None else ""
     floor = (f", dev accuracy ≥ {sel['accuracy_floor']:g} × the best" if sel.get("accuracy_floor")
              and sel["criterion"] in ("dto", "accuracy_then_gap") else "")
-    line = (f"  selected: {epoch}step {sel['best_step']} of {sel['evaluations']} dev evaluations, by {rule}{floor}"
+    line = (f"  selected: {epoch}(step {sel['best_step']}; {sel['evaluations']} dev evaluations) by {rule}{floor}"
             + (f" (dev {nums} %)" if nums else ""))
     return line + (f"\n  warning: {sel['note']}" if sel.get("note") else "")
 
