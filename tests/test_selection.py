@@ -323,3 +323,21 @@ def test_each_metrics_caveat_is_warned_once_per_run():
     assert len(msgs) == 3, msgs
     assert "class 2" in msgs[0] and "class 1" in msgs[1] and "class 2" in msgs[2]
     assert all(r.warnings for r in results)
+
+
+def test_patience_can_wait_for_the_dev_loss(tmp_path):
+    """The shipped-sample case: DTO's choice (step 20) stays for 5 evaluations while the dev loss keeps falling.
+    The rule alone stops at step 70; waiting for the loss never stops earlier, here not at all until the loss has
+    been flat for `patience` evaluations."""
+    evals = [(0.09, 0.0, 3.30), (0.20, 0.26, 3.23), (0.14, 0.0, 3.10), (0.14, 0.26, 2.95), (0.11, 0.26, 2.83),
+             (0.11, 0.26, 2.75), (0.11, 0.26, 2.69), (0.43, 0.63, 2.27), (0.40, 0.68, 2.30), (0.40, 0.68, 2.31)]
+    alone = FairnessSelectionCallback("dto", normalise=False, patience=5, copy_best=False)
+    stops = [c.should_training_stop for c in _drive(alone, tmp_path / "a", evals)]
+    assert stops.index(True) == 6  # at step 70
+    waits = FairnessSelectionCallback("dto", normalise=False, patience=2, copy_best=False, accuracy_floor=0.8,
+                                      patience_waits_for_loss=True)
+    stops = [c.should_training_stop for c in _drive(waits, tmp_path / "w", evals)]
+    # loss lowest at step 80 (and DTO's choice under the floor is step 80 then): stop 2 evaluations later
+    assert stops.index(True) == 9 and waits.best.step == 80
+    report = json.loads((tmp_path / "w" / "selection.json").read_text())
+    assert report["patience_waits_for_loss"] is True

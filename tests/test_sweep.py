@@ -212,7 +212,8 @@ def test_report_matches_hand_computation_and_brute_force(killed_then_joined):
     assert report["selection"]["by_rule"]["dto"]["setting"] == ids[int(np.argmin(dto))]
     gaps = [g if a >= acc.max() - 0.01 else math.inf for a, g in zip(acc, 1 - fair)]
     assert report["selection"]["by_rule"]["accuracy_then_gap"]["setting"] == ids[int(np.argmin(gaps))]
-    assert "unavailable" in report["selection"]["by_rule"]["loss"]  # the recipe writes no dev loss
+    losses = [s["mean"]["dev.loss"] for s in report["settings"]]  # the dev CE of the final dev predictions
+    assert report["selection"]["by_rule"]["loss"]["setting"] == ids[int(np.argmin(losses))]
     sel = report["selected"]
     chosen = next(s for s in report["settings"] if s["id"] == sel["setting"])
     assert sel["test"]["mean"]["test.accuracy"] == chosen["mean"]["test.accuracy"]

@@ -319,6 +319,7 @@ class ClassificationRecipe(Recipe):
     selection: Literal["loss", "dto", "accuracy", "accuracy_then_gap"] = "loss"
     selection_tolerance: Share = 0.01
     selection_accuracy_floor: Share = 0.8
+    patience_waits_for_dev_loss: bool = True
     patience: Count | None = Field(None, description="a positive number of epochs or null")
     stage1_patience: Count | None = Field(None, description="a positive number of epochs or null")
     cache_stage2_features: bool = True

@@ -217,6 +217,15 @@ class FairnessSelectionCallback(TrainerCallback):
             deletes the original).
         patience: stop training once ``patience`` evaluations have followed the currently chosen one (early
             stopping on the selection rule itself; ``None`` never stops).
+        patience_waits_for_loss: stop only once the lowest dev loss is ``patience`` evaluations old too (a
+            conservative extension: never earlier than the rule's patience alone; on a small dev set an early, fair
+            but weak epoch otherwise ends training while the dev loss still falls).
+        accuracy_floor: for ``dto``/``accuracy_then_gap``, never choose a record whose dev accuracy is below this
+            ratio of the best dev accuracy (see :func:`select_checkpoint`); ``note`` and ``selection.json`` say
+            when it changed the choice, and a warning is issued once at the end of training (unless ``warn`` is
+            false: the caller prints ``note``).
+        percent: the dev metrics come in percent (``fairness_compute_metrics(percent=True)``); records are kept
+            as fractions.
         prune: delete, after each save, the checkpoints that can no longer be chosen (all but the current best for
             ``loss``/``accuracy``/absolute ``dto``; those within ``tolerance`` of the best accuracy for
             ``accuracy_then_gap``; none for normalised ``dto``), except the latest one (a run can be resumed). Use
@@ -244,6 +253,8 @@ class FairnessSelectionCallback(TrainerCallback):
         prune: bool = False,
         accuracy_floor: float | None = None,
         percent: bool = False,
+        patience_waits_for_loss: bool = False,
+        warn: bool = True,
     ) -> None:
         if criterion not in CRITERIA:
             raise FairmtError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
@@ -261,6 +272,8 @@ class FairnessSelectionCallback(TrainerCallback):
         if accuracy_floor is not None and not 0 <= accuracy_floor <= 1:
             raise FairmtError(f"accuracy_floor must be a ratio in [0, 1] of the best dev accuracy, got {accuracy_floor}")
         self.accuracy_floor = accuracy_floor
+        self.patience_waits_for_loss = patience_waits_for_loss
+        self.warn = warn  # False: the caller reports ``note`` itself
         self.scale = 100.0 if percent else 1.0
         self.note: str | None = None  # why the selection needs attention (see degenerate_choice), once per run
         self.stopped_early_at: int | None = None
@@ -323,6 +336,11 @@ class FairnessSelectionCallback(TrainerCallback):
         if self.patience is not None:
             best = self._choose(only_saved=False)
             since = sum(1 for r in self.records if r.step > best.step)
+            if self.patience_waits_for_loss and all(r.loss is not None for r in self.records):
+                # a model still learning (its dev loss still falling) is not stopped by an early, fair but weak
+                # choice: both the rule's choice and the lowest dev loss must be `patience` evaluations old
+                lowest = min(self.records, key=lambda r: (r.loss, r.step))
+                since = min(since, sum(1 for r in self.records if r.step > lowest.step))
             if since >= self.patience:
                 control.should_training_stop = True
                 self.stopped_early_at = rec.step
@@ -373,7 +391,7 @@ class FairnessSelectionCallback(TrainerCallback):
                                           tolerance=self.tolerance)
             self.note = degenerate_choice(self.records, best, self.criterion, self.accuracy_floor,
                                           unguarded=unguarded, scale=self.scale)
-            if self.note and args.should_save:
+            if self.note and self.warn and args.should_save:
                 import warnings
 
                 warnings.warn(f"model selection: {self.note}", stacklevel=2)
@@ -391,6 +409,7 @@ class FairnessSelectionCallback(TrainerCallback):
                 "stopped_early_at_step": self.stopped_early_at,
                 "dev_prefix": self.prefix,
                 "accuracy_floor": self.accuracy_floor,
+                "patience_waits_for_loss": self.patience_waits_for_loss,
                 "note": self.note,
                 "best": dataclasses.asdict(best),
                 "best_checkpoint": self.best_checkpoint,
