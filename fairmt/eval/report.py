@@ -22,15 +22,46 @@ def as_dict(result: Any) -> dict:
     raise TypeError(f"cannot serialise {type(result).__name__}")
 
 
+def _umask() -> int:
+    """The process umask (read without changing it where Linux exposes it; else set and restored at once)."""
+    import os
+
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _temp_beside(path: Path, prefix: str, suffix: str) -> tuple[int, str]:
+    """A temporary file in ``path``'s folder for an atomic write, with the mode a plain ``open(path, "w")`` would
+    give (0666 less the umask): ``mkstemp`` creates it 0600, and the rename would keep that mode."""
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    except BaseException:
+        os.close(fd)
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return fd, tmp
+
+
 def write_text_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder and an atomic rename: a reader, or a
     second run writing the same output path, sees the old file or the new one, never a mix or a torn file."""
     import os
-    import tempfile
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp_beside(path, f".{path.name}.", ".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -109,13 +140,12 @@ def save_figure_atomic(fig, path: str | Path) -> None:
     """Save a matplotlib figure (format from the suffix) through a temporary file and an atomic rename, as
     :func:`write_text_atomic`; the figure is closed."""
     import os
-    import tempfile
 
     import matplotlib.pyplot as plt
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    fd, tmp = _temp_beside(path, f".{path.stem}.", path.suffix)
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=120, bbox_inches="tight", format=path.suffix.lstrip(".").lower() or "png")
