@@ -53,7 +53,7 @@ BENCHMARKS = ("winomt", "geneval", "flores")
 FORMAT_VERSION = 1
 
 WINOMT_KEYS = ("accuracy", "delta_g", "delta_g_acc", "delta_s", "delta_r")
-GENEVAL_KEYS = ("accuracy", "explicit_accuracy", "delta_g", "explicit_delta_g", "contextual_accuracy")
+GENEVAL_KEYS = ("accuracy", "explicit_accuracy", "delta_g", "explicit_delta_g", "contextual_accuracy", "chrfpp")
 FLORES_KEYS = ("spbleu", "bleu_spm_nonstandard", "chrfpp")
 _GAPS = {"delta_g", "delta_g_acc", "delta_s", "delta_r", "explicit_delta_g"}
 
@@ -265,9 +265,14 @@ def score_translations_dir(
             row = col.run(f"MT-GenEval {lang}", one)
             if row is not None:
                 per[lang] = row
+        no_context = [x for x in per if x in CONTEXT_LANGS and not geneval_files(root, x)["context"].is_file()]
+        if no_context:
+            col.skipped.append(f"geneval contextual: no file for {', '.join(no_context)} in {root / 'geneval'} "
+                               "(context.LANG.txt; contextual_accuracy is null)")
         out["geneval"] = {**per, **_summaries(per, GENEVAL_KEYS, id_lang)} if per else {}
 
     if "flores" in benchmarks:
+        from fairmt.eval.degenerate import degenerate_counts
         from fairmt.eval.geneval import read_lines
         from fairmt.eval.translation import read_flores
 
@@ -283,8 +288,9 @@ def score_translations_dir(
             def one(lang=lang, f=f):
                 code = _flores_code(lang)
                 refs = read_flores(code)
-                return _quality(read_lines(f, expected=len(refs), allow_empty=True), refs, f"eng_Latn-{code}",
-                                spm_model, have_spm)
+                hyps = read_lines(f, expected=len(refs), allow_empty=True)
+                return {**_quality(hyps, refs, f"eng_Latn-{code}", spm_model, have_spm),
+                        "degenerate": degenerate_counts(hyps, lang)}
 
             row = col.run(f"FLORES-200 {lang}", one)
             if row is not None:
@@ -299,9 +305,31 @@ def score_translations_dir(
         "many2many": many2many, "fairmt": _version(),
     }
     say(f"scored in {time.perf_counter() - t0:.1f} s")
+    out["warnings"] = degenerate_warnings(out)
     out["skipped"] = col.skipped
     out["errors"] = col.errors
     return out
+
+
+def degenerate_warnings(result: dict) -> list[str]:
+    """One line per benchmark and language with degenerate translations (:mod:`fairmt.eval.degenerate`): empty,
+    repetitive or wrong-script lines, beside which a gender accuracy means little."""
+    from fairmt.eval.degenerate import describe
+
+    lines = []
+    for bench, label in (("geneval", "MT-GenEval"), ("flores", "FLORES-200")):
+        for lang, row in (result.get(bench) or {}).items():
+            line = describe(f"{label} {lang}", row.get("degenerate")) if len(lang) <= 3 else None
+            if line:
+                lines.append(line)
+    return lines
+
+
+def _degenerate_cell(*rows: dict) -> str:
+    parts = [r["degenerate"] for r in rows if r and r.get("degenerate")]
+    if not parts:
+        return "–"
+    return f"{sum(p['degenerate'] for p in parts)}/{sum(p['n'] for p in parts)}"
 
 
 def model_card_results(result: dict) -> list[dict]:
@@ -407,22 +435,28 @@ def markdown_tables(result: dict, name: str = "model") -> str:
     wa, ga, fa = w.get("average", {}), g.get("average", {}), f.get("average", {})
     lines += ["**Averaged over all languages (Table 3 layout)**", "",
               f"| Method | WinoMT Acc. | \\|ΔG\\| | \\|ΔS\\| | \\|ΔR\\| | MT-GenEval E-Acc. | \\|E-ΔG\\| | Acc. | \\|ΔG\\| "
-              f"| {bleu_name} | chrF++ |", "|---|" + "---|" * 10,
+              f"| MT-GenEval chrF++ | FLORES {bleu_name} | FLORES chrF++ |", "|---|" + "---|" * 11,
               f"| {name} | {_fmt(wa.get('accuracy'))} | {_fmt(wa.get('abs_delta_g_acc'))} | {_fmt(wa.get('abs_delta_s'))} "
               f"| {_fmt(wa.get('abs_delta_r'))} | {_fmt(ga.get('explicit_accuracy'))} | "
               f"{_fmt(ga.get('abs_explicit_delta_g'))} | {_fmt(ga.get('accuracy'))} | {_fmt(ga.get('abs_delta_g'))} | "
-              f"{_fmt(_bleu(fa))} | {_fmt(fa.get('chrfpp'))} |", "",
+              f"{_fmt(ga.get('chrfpp'))} | {_fmt(_bleu(fa))} | {_fmt(fa.get('chrfpp'))} |", "",
+              "MT-GenEval chrF++: the translations against MT-GenEval's own-gender references (quality beside the "
+              "gender accuracy: a degenerate output can be gender-accurate).", "",
               "ΔG of WinoMT here is the paper's Acc_male − Acc_female (`delta_g_acc`); the 2019 evaluator's "
               "F1_male − F1_female is `delta_g` in the JSON.", ""]
     per = sorted({k for d in (w, g, f) for k in d if len(k) <= 3})
     if per:
-        lines += ["**Per language**", "", "| lang | WinoMT Acc. | ΔG (acc) | ΔG (F1) | ΔS | MT-GenEval Acc. | E-Acc. | "
-                  f"{bleu_name} | chrF++ |", "|---|" + "---|" * 8]
+        lines += ["**Per language**", "", "| lang | MT-GenEval E-Acc. | MT-GenEval chrF++ | FLORES "
+                  f"{bleu_name} | FLORES chrF++ | degenerate | WinoMT Acc. | ΔG (acc) | ΔG (F1) | ΔS | MT-GenEval Acc. |",
+                  "|---|" + "---|" * 10]
         for x in per:
             wx, gx, fx = w.get(x, {}), g.get(x, {}), f.get(x, {})
-            lines.append(f"| {x} | {_fmt(wx.get('accuracy'))} | {_fmt(wx.get('delta_g_acc'))} | {_fmt(wx.get('delta_g'))} "
-                         f"| {_fmt(wx.get('delta_s'))} | {_fmt(gx.get('accuracy'))} | {_fmt(gx.get('explicit_accuracy'))} "
-                         f"| {_fmt(_bleu(fx))} | {_fmt(fx.get('chrfpp'))} |")
+            lines.append(f"| {x} | {_fmt(gx.get('explicit_accuracy'))} | {_fmt(gx.get('chrfpp'))} | {_fmt(_bleu(fx))} "
+                         f"| {_fmt(fx.get('chrfpp'))} | {_degenerate_cell(gx, fx)} | {_fmt(wx.get('accuracy'))} "
+                         f"| {_fmt(wx.get('delta_g_acc'))} | {_fmt(wx.get('delta_g'))} | {_fmt(wx.get('delta_s'))} "
+                         f"| {_fmt(gx.get('accuracy'))} |")
+        lines += ["", "degenerate: empty, repetitive or wrong-script translations (MT-GenEval and FLORES lines; "
+                  "rules in `fairmt.eval.degenerate`)."]
     m2m = (result.get("flores_many2many") or {})
     if m2m:
         groups = list(RESOURCE_GROUPS)
@@ -434,15 +468,16 @@ def markdown_tables(result: dict, name: str = "model") -> str:
     return "\n".join(lines) + "\n"
 
 
-def per_language_plot(result: dict, path: str | Path, title: str = "") -> None:
-    """Per-language WinoMT accuracy and ΔG (accuracy gap), as the paper's Figure 4."""
-    from fairmt.eval.report import bar_chart
+def per_language_plot(result: dict, path: str | Path, title: str = "") -> list[str]:
+    """Per-language WinoMT accuracy and ΔG (accuracy gap), as the paper's Figure 4; returns what was not drawn
+    (:func:`fairmt.eval.report.draw_plot`)."""
+    from fairmt.eval.report import NothingToPlot, bar_chart
 
     w = result.get("winomt") or {}
     rows = [{"lang": k, "accuracy": v["accuracy"], "ΔG": v.get("delta_g_acc")} for k, v in w.items() if len(k) <= 3]
     if not rows:
-        raise FairmtError("no WinoMT languages were scored: nothing to plot")
-    bar_chart(rows, "lang", ["accuracy", "ΔG"], path, title=title or "WinoMT accuracy and ΔG (Acc_male − Acc_female)",
+        raise NothingToPlot("no WinoMT language was scored (the plot is WinoMT accuracy and ΔG per language)")
+    return bar_chart(rows, "lang", ["accuracy", "ΔG"], path, title=title or "WinoMT accuracy and ΔG (Acc_male − Acc_female)",
               ylabel="%, percentage points for ΔG")
 
 
@@ -478,28 +513,36 @@ def comparison_markdown(rows: Sequence[dict]) -> str:
     return "\n".join(out) + "\n\nIn brackets: the difference to the first model.\n"
 
 
-def scatter_plot(rows: Sequence[dict], path: str | Path) -> None:
-    """spBLEU (or chrF++ when no run has spBLEU) against WinoMT accuracy, one point per model (the paper's Figure 3)."""
+def scatter_plot(rows: Sequence[dict], path: str | Path) -> list[str]:
+    """spBLEU (or chrF++ when not every run has spBLEU) against WinoMT accuracy, one point per model (the paper's
+    Figure 3); returns one line per run left out (:func:`fairmt.eval.report.draw_plot`)."""
+    from fairmt.eval.report import NothingToPlot
+
+    xkey = "bleu" if all(r.get("bleu") is not None for r in rows) else "chrfpp"
+    xname = "spBLEU" if xkey == "bleu" else "chrF++"
+    pts = [(r[xkey], r["winomt_acc"], r["model"]) for r in rows if r.get(xkey) is not None and r.get("winomt_acc") is not None]
+    missing = [f"{r['model']}: no " + " and no ".join(
+        n for n, k in ((xname, xkey), ("WinoMT accuracy", "winomt_acc")) if r.get(k) is None) for r in rows
+        if r.get(xkey) is None or r.get("winomt_acc") is None]
+    if not pts:
+        raise NothingToPlot(f"no run has both {xname} (FLORES) and WinoMT accuracy")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    xkey = "bleu" if all(r.get("bleu") is not None for r in rows) else "chrfpp"
-    pts = [(r[xkey], r["winomt_acc"], r["model"]) for r in rows if r.get(xkey) is not None and r.get("winomt_acc") is not None]
-    if not pts:
-        raise FairmtError("no run has both a translation-quality score and WinoMT accuracy: nothing to plot")
     fig, ax = plt.subplots(figsize=(6, 4.5))
     ax.scatter([p[0] for p in pts], [p[1] for p in pts])
     for x, y, name in pts:
         ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize="small")
-    ax.set_xlabel("spBLEU" if xkey == "bleu" else "chrF++")
+    ax.set_xlabel(xname)
     ax.set_ylabel("WinoMT accuracy (%)")
     ax.grid(linewidth=0.3, alpha=0.5)
     fig.tight_layout()
     from fairmt.eval.report import save_figure_atomic
 
     save_figure_atomic(fig, path)
+    return missing
 
 
 __all__ = [

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from fairmt.errors import FairmtError
 
 
 def as_dict(result: Any) -> dict:
@@ -105,25 +107,53 @@ def markdown_table(rows: Sequence[dict], columns: Sequence[str], digits: int = 1
     return "\n".join([head, sep, *body]) + "\n"
 
 
+class NothingToPlot(FairmtError):
+    """A plot was asked for but the results hold nothing it could draw (the message says why)."""
+
+
+def draw_plot(path: str | Path, draw: Callable[[], Sequence[str] | None]) -> bool:
+    """The one rule of every ``--plot``: the other outputs are written whatever happens here; ``draw()`` writes the
+    figure with what exists and returns what it left out (one line each), or raises :class:`NothingToPlot`. Each
+    omission (or why no figure was written) is printed on stderr; True only when everything asked for was drawn —
+    a command then exits 0 only if this is True."""
+    import sys
+
+    try:
+        missing = list(draw() or [])
+    except NothingToPlot as err:
+        print(f"fairmt: plot {path} not written: {err}", file=sys.stderr)
+        return False
+    for line in missing:
+        print(f"fairmt: plot {path}: not drawn: {line}", file=sys.stderr)
+    return not missing
+
+
 def bar_chart(rows: Sequence[dict], label: str, metrics: Sequence[str], path: str | Path, title: str = "",
-              ylabel: str = "score (%, percentage points for Δ)") -> None:
+              ylabel: str = "score (%, percentage points for Δ)") -> list[str]:
     """A grouped bar chart (one group per row, e.g. per language; one bar per metric), saved as PNG/PDF/SVG:
     at most ~11 inches wide whatever the number of languages, labelled axes, the legend outside the bars, values
-    written on the bars when they are few."""
+    written on the bars when they are few. A value that is None (undefined) gets no bar — never a bar at 0 — and
+    is returned as one line ``"<metric> for <row>: undefined"``; no rows raises :class:`NothingToPlot`."""
+    import math
+
+    if not rows:
+        raise NothingToPlot("no results to draw")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    missing = [f"{metric} for {r.get(label)}: undefined (no value)" for r in rows for metric in metrics
+               if r.get(metric) is None or (isinstance(r.get(metric), float) and not math.isfinite(r[metric]))]
     n = max(len(metrics), 1)
     width = 0.8 / n
     fig, ax = plt.subplots(figsize=(min(11.0, max(5.0, 0.55 * len(rows) * n + 2.5)), 4.0))
     xs = range(len(rows))
     for k, metric in enumerate(metrics):
-        bars = ax.bar([x + (k - (n - 1) / 2) * width for x in xs], [float(r.get(metric) or 0.0) for r in rows], width,
-                      label=metric)
+        heights = [float(r[metric]) if r.get(metric) is not None else math.nan for r in rows]
+        bars = ax.bar([x + (k - (n - 1) / 2) * width for x in xs], heights, width, label=metric)
         if len(rows) * n <= 24:
-            ax.bar_label(bars, fmt="%.1f", fontsize=6, padding=1)
+            ax.bar_label(bars, labels=["" if math.isnan(h) else f"{h:.1f}" for h in heights], fontsize=6, padding=1)
     ax.set_xticks(list(xs), [str(r.get(label)) for r in rows])
     ax.set_xlabel(label)
     ax.set_ylabel(ylabel)
@@ -134,6 +164,7 @@ def bar_chart(rows: Sequence[dict], label: str, metrics: Sequence[str], path: st
     ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     save_figure_atomic(fig, path)
+    return missing
 
 
 def save_figure_atomic(fig, path: str | Path) -> None:
