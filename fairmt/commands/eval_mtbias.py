@@ -214,6 +214,10 @@ def run_report(args: argparse.Namespace) -> int:
     if len(names) != len(results):
         raise FairmtError(f"--names: {len(names)} names for {len(results)} runs")
     rows = compare_runs(results, names)
+    for row in rows:  # said on stderr whatever the output format: † in the table, "differs" in the JSON
+        for d in row["differs"]:
+            print(f"fairmt report: warning: {row['model']} was scored differently from {rows[0]['model']}: "
+                  f"{d['key']} is {d['this']!r}, not {d['first']!r}", file=sys.stderr)
     md = comparison_markdown(rows)
     if args.json == "-":  # the convention of every command: JSON alone on stdout
         print(json_text(rows))

@@ -481,36 +481,134 @@ def per_language_plot(result: dict, path: str | Path, title: str = "") -> list[s
               ylabel="%, percentage points for ΔG")
 
 
+_SETTINGS_COMPARED = ("compat", "split", "gold", "id_lang")
+"""Scoring settings of a run (``settings`` of its JSON) that change its numbers; the metric signatures carry the rest."""
+
+
+def run_signatures(result: dict) -> dict[str, str]:
+    """What determined each number of an mt-bias run, as flat ``key → value`` pairs that two runs can be compared
+    on: the metric signature per benchmark and language (``winomt:de``, ``geneval:de``, ``flores:de:chrF++``,
+    ``flores:de:BLEU``; the fairmt version inside a signature is left out — a new release with the same metric keeps
+    its version number in the signature), the languages each average is over (``languages:winomt``), and the
+    scoring settings (``settings:compat`` ...)."""
+    import re
+
+    def strip_version(sig: str) -> str:
+        return re.sub(r"\|fairmt:[^|]*", "", sig)
+
+    out: dict[str, str] = {}
+    settings = result.get("settings") or {}
+    for key in _SETTINGS_COMPARED:
+        out[f"settings:{key}"] = str(settings.get(key))
+    for bench in BENCHMARKS:
+        section = result.get(bench) or {}
+        langs = [k for k in section if len(k) <= 3]
+        if langs:
+            out[f"languages:{bench}"] = ",".join(sorted(langs))
+        for lang in langs:
+            row = section[lang]
+            if bench == "flores":
+                for label, key in (("chrF++", "chrf_signature"), ("BLEU", "bleu_signature")):
+                    if row.get(key):
+                        out[f"flores:{lang}:{label}"] = strip_version(str(row[key]))
+            elif row.get("signature"):
+                out[f"{bench}:{lang}"] = strip_version(str(row["signature"]))
+    return out
+
+
+def _column_benchmark(column: str) -> str:
+    return "winomt" if column.startswith("winomt") else "geneval" if column.startswith("geneval") else "flores"
+
+
+def signature_differences(results: Sequence[dict], names: Sequence[str]) -> list[dict]:
+    """Every signature (:func:`run_signatures`) in which a run differs from the first run: one dict per difference
+    with ``run``, ``key``, ``first`` and ``this`` (None where one run has no such entry). A key only one of the two
+    runs has (a language scored in one run only) counts only for ``languages:`` and ``settings:`` — a per-language
+    signature compares like with like."""
+    if not results:
+        return []
+    base = run_signatures(results[0])
+    out = []
+    for name, r in zip(names[1:], results[1:]):
+        sigs = run_signatures(r)
+        for key in sorted(set(base) | set(sigs)):
+            a, b = base.get(key), sigs.get(key)
+            if a == b or ((a is None or b is None) and not key.startswith(("languages:", "settings:"))):
+                continue
+            out.append({"run": name, "key": key, "first": a, "this": b})
+    return out
+
+
+def _benchmarks_touched(key: str) -> set[str]:
+    kind, _, rest = key.partition(":")
+    if kind == "settings":  # compat → WinoMT, split → MT-GenEval, gold → WinoMT, id_lang → every average
+        return {"compat": {"winomt"}, "gold": {"winomt"}, "split": {"geneval"}}.get(rest, set(BENCHMARKS))
+    if kind == "languages":
+        return {rest}
+    return {kind}
+
+
+COMPARISON_COLUMNS = ["geneval_e_acc", "geneval_chrfpp", "bleu", "chrfpp", "winomt_acc", "degenerate",
+                      "geneval_abs_edg", "winomt_abs_dg", "winomt_abs_ds", "geneval_acc", "geneval_abs_dg"]
+"""``fairmt report``'s columns: explicit accuracy and translation quality first, then WinoMT, the degenerate-output
+count, the gaps, and the official MT-GenEval accuracy last (a degenerate output can make it 100)."""
+
+
 def compare_runs(results: Sequence[dict], names: Sequence[str]) -> list[dict]:
-    """One row per run with the Table 3 averages and their deltas to the first run."""
+    """One row per run with the Table 3 averages and their deltas to the first run, the run's signatures
+    (:func:`run_signatures`) and ``differs`` — the signatures in which it differs from the first run (the columns
+    they touch are marked † by :func:`comparison_markdown`)."""
     rows = []
+    diffs = signature_differences(results, names)
     for name, r in zip(names, results):
         wa = (r.get("winomt") or {}).get("average", {})
         ga = (r.get("geneval") or {}).get("average", {})
         fa = (r.get("flores") or {}).get("average", {})
-        rows.append({"model": name, "winomt_acc": wa.get("accuracy"), "winomt_abs_dg": wa.get("abs_delta_g_acc"),
+        degenerate = [row["degenerate"] for b in ("geneval", "flores") for k, row in (r.get(b) or {}).items()
+                      if len(k) <= 3 and isinstance(row.get("degenerate"), dict)]
+        rows.append({"model": name, "geneval_e_acc": ga.get("explicit_accuracy"), "geneval_chrfpp": ga.get("chrfpp"),
+                     "bleu": _bleu(fa), "chrfpp": fa.get("chrfpp"), "winomt_acc": wa.get("accuracy"),
+                     "degenerate": sum(d["degenerate"] for d in degenerate) if degenerate else None,
+                     "degenerate_of": sum(d["n"] for d in degenerate) if degenerate else None,
+                     "geneval_abs_edg": ga.get("abs_explicit_delta_g"), "winomt_abs_dg": wa.get("abs_delta_g_acc"),
                      "winomt_abs_ds": wa.get("abs_delta_s"), "geneval_acc": ga.get("accuracy"),
-                     "geneval_e_acc": ga.get("explicit_accuracy"), "geneval_abs_dg": ga.get("abs_delta_g"),
-                     "bleu": _bleu(fa), "chrfpp": fa.get("chrfpp")})
+                     "geneval_abs_dg": ga.get("abs_delta_g"), "signatures": run_signatures(r),
+                     "differs": [{k: d[k] for k in ("key", "first", "this")} for d in diffs if d["run"] == name]})
     base = rows[0] if rows else {}
     for row in rows[1:]:
-        for k in list(row):
-            if k != "model" and row[k] is not None and base.get(k) is not None:
+        for k in COMPARISON_COLUMNS:
+            if k != "degenerate" and row[k] is not None and base.get(k) is not None:
                 row[f"Δ{k}"] = row[k] - base[k]
     return rows
 
 
 def comparison_markdown(rows: Sequence[dict]) -> str:
-    cols = ["winomt_acc", "winomt_abs_dg", "winomt_abs_ds", "geneval_acc", "geneval_e_acc", "geneval_abs_dg", "bleu", "chrfpp"]
+    """The comparison table; a value whose run was scored differently from the first run (another metric signature,
+    other languages in the average, another --compat/--split/gold) is marked †, and each difference is listed."""
+    cols = COMPARISON_COLUMNS
     out = ["| model | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+    notes = []
     for r in rows:
+        touched = {b for d in r.get("differs", []) for b in _benchmarks_touched(d["key"])}
         cells = []
         for c in cols:
-            v = _fmt(r.get(c))
+            if c == "degenerate":
+                v = "–" if r.get(c) is None else f"{r[c]}/{r['degenerate_of']}"
+            else:
+                v = _fmt(r.get(c))
             d = r.get(f"Δ{c}")
-            cells.append(v + (f" ({d:+.1f})" if d is not None else ""))
+            mark = " †" if _column_benchmark(c) in touched and r.get(c) is not None and c != "degenerate" else ""
+            cells.append(v + (f" ({d:+.1f})" if d is not None else "") + mark)
         out.append(f"| {r['model']} | " + " | ".join(cells) + " |")
-    return "\n".join(out) + "\n\nIn brackets: the difference to the first model.\n"
+        for d in r.get("differs", []):
+            notes.append(f"- † {r['model']}: {d['key']} is `{d['this']}`, the first run's is `{d['first']}`")
+    text = "\n".join(out) + "\n\nIn brackets: the difference to the first model. geneval_chrfpp: chrF++ of the " \
+        "MT-GenEval translations against their own-gender references; bleu/chrfpp: FLORES-200; degenerate: empty, " \
+        "repetitive or wrong-script translations.\n"
+    if notes:
+        text += ("\n**† Scored under different settings from the first run — these numbers are not comparable as "
+                 "they stand:**\n\n" + "\n".join(notes) + "\n")
+    return text
 
 
 def scatter_plot(rows: Sequence[dict], path: str | Path) -> list[str]:
@@ -546,9 +644,9 @@ def scatter_plot(rows: Sequence[dict], path: str | Path) -> list[str]:
 
 
 __all__ = [
-    "BENCHMARKS", "FLORES_LANGS", "GENEVAL_LANGS", "RESOURCE_GROUPS", "WINOMT_LANGS", "average", "compare_runs",
-    "comparison_markdown", "markdown_tables", "per_language_plot", "scatter_plot", "score_many2many",
-    "score_translations_dir",
+    "BENCHMARKS", "COMPARISON_COLUMNS", "FLORES_LANGS", "GENEVAL_LANGS", "RESOURCE_GROUPS", "WINOMT_LANGS", "average",
+    "compare_runs", "comparison_markdown", "degenerate_warnings", "markdown_tables", "per_language_plot",
+    "run_signatures", "scatter_plot", "score_many2many", "score_translations_dir", "signature_differences",
 ]
 
 
