@@ -103,3 +103,16 @@ def test_bar_chart_leaves_undefined_values_out_and_lists_them(tmp_path):
         bar_chart([], "lang", ["accuracy"], tmp_path / "c.png")
     assert draw_plot(tmp_path / "d.png", lambda: bar_chart(rows[:1], "lang", ["accuracy"], tmp_path / "d.png"))
     assert not draw_plot(tmp_path / "e.png", lambda: bar_chart([], "lang", ["accuracy"], tmp_path / "e.png"))
+
+
+@pytest.mark.data
+def test_winomt_plot_is_drawn_with_json_on_stdout(shared_data, tmp_path, monkeypatch, capsys):
+    """`--json -` used to return before the plot: asked for, silently not written. Now every output asked is written."""
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    tr = shared_data / "winomt/translations/google/en-he.txt"
+    png = tmp_path / "r.png"
+    assert main(["eval", "winomt", "--lang", "he", "--translations", str(tr), "--compat", "acl2019", "--json", "-",
+                 "--plot", str(png)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["n"] == 3888  # stdout is the JSON alone
+    assert png.stat().st_size > 1000 and f"wrote plot to {png}" in captured.err
