@@ -10,7 +10,10 @@ user — with this layout (WinoMT's own ``source ||| translation`` format for Wi
     DIR/flores/<lang>.txt             FLORES-200 devtest, en→lang hypotheses
     DIR/flores_m2m/<src>-<tgt>.txt    FLORES-200 devtest many-to-many (FLORES codes), for --many2many
 
-:func:`score_translations_dir` scores every file present and says in ``skipped`` what was not there.
+:func:`score_translations_dir` scores every file present and says in ``skipped`` what was not there. Beside the
+gender scores it gives translation quality — MT-GenEval's ``chrfpp`` against the own-gender references, FLORES-200's
+spBLEU/chrF++ — and per language the count of degenerate translations (:mod:`fairmt.eval.degenerate`), one line
+each in ``warnings``: a degenerate output can be 100 % gender-accurate.
 
 Averages (``average``/``in_domain``/``out_of_domain``) follow the paper: in-domain is the ``id_lang`` direction the
 model was fine-tuned on, out-of-domain the mean over the other languages (Table 2), ``average`` the mean over all
