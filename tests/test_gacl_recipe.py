@@ -116,7 +116,7 @@ def test_gfst_target_side_filtering():
 
 @pytest.mark.slow
 @pytest.mark.data
-def test_train_recipe_with_geneval_early_stopping(tmp_path, shared_data, monkeypatch):
+def test_train_recipe_with_geneval_early_stopping(tmp_path, shared_data, monkeypatch, capsys):
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     model = tiny_model_dir(tmp_path / "model")
     _, balanced, _ = demo_splits()
@@ -138,6 +138,28 @@ def test_train_recipe_with_geneval_early_stopping(tmp_path, shared_data, monkeyp
     assert state["best_metric"] is not None and state["global_step"] == 4
     assert (tmp_path / "out" / "model.safetensors").is_file()
     assert (tmp_path / "out" / "tokenizer_config.json").is_file()
+    # results.json: the restored best checkpoint's dev evaluation, MT-GenEval test of the final model
+    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    best = state["best_model_checkpoint"]
+    step = int(best.rsplit("-", 1)[1])
+    chosen = next(h for h in evals if h["step"] == step)
+    assert res["selection"]["best_checkpoint"] == best and res["selection"]["evaluated_step"] == step
+    assert res["dev"]["loss"] == pytest.approx(chosen["eval_loss"])
+    assert res["dev"]["geneval_explicit_accuracy"] == chosen["eval_geneval_explicit_accuracy"]
+    assert set(res["test"]) == {"geneval_accuracy", "geneval_explicit_accuracy", "geneval_delta_g"}
+    assert res["test_data"] == {"geneval_split": "test", "geneval_pairs": 4}
+    # a data root with MT-GenEval dev only: the run stops before training, naming the way out
+    dev_only = tmp_path / "dev_only" / "mt_geneval" / "sentences"
+    dev_only.mkdir(parents=True)
+    (dev_only / "dev").symlink_to(shared_data / "mt_geneval" / "sentences" / "dev")
+    monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "dev_only"))
+    capsys.readouterr()
+    assert main(["train", str(recipe), f"training.output_dir={tmp_path / 'no_test'}"]) == 2
+    assert "geneval.test=false" in capsys.readouterr().err
+    assert not list((tmp_path / "no_test").glob("checkpoint-*"))
+    assert main(["train", str(recipe), "geneval.test=false", "training.max_steps=2",
+                 f"training.output_dir={tmp_path / 'no_test2'}"]) == 0
+    assert "test" not in json.loads((tmp_path / "no_test2" / "results.json").read_text())
 
 
 @pytest.mark.slow

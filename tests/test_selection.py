@@ -220,3 +220,124 @@ def test_loss_with_patience_is_ordinary_early_stopping_and_keeps_only_best_and_l
     assert left == ["checkpoint-20", "checkpoint-50"] and cb.best.step == 20
     with pytest.raises(FairmtError, match="patience must be a positive number"):
         FairnessSelectionCallback("loss", patience=0)
+
+
+# the issue-27 case: DTO picks a near-constant early epoch (GAP 0, accuracy 21 %) over useful models
+DEGENERATE = [(0.21, 0.00, 3.2), (0.50, 0.65, 2.0), (0.62, 0.72, 1.5), (0.66, 0.75, 1.4), (0.58, 0.80, 1.6)]
+
+
+def _records(evals):
+    return [EvalRecord(step=10 * i, accuracy=a, gap=g, loss=loss,
+                       dto=math.sqrt((1 - a) ** 2 + g ** 2)) for i, (a, g, loss) in enumerate(evals, start=1)]
+
+
+def test_accuracy_floor_excludes_a_model_degenerate_on_dev():
+    """Brute force: without a floor the absolute DTO chooses the 21 % model; with the floor 0.8 the choice is the
+    smallest DTO among records with accuracy ≥ 0.8 × 0.66; the floor never applies to loss or accuracy."""
+    from fairmt.eval.selection import degenerate_choice
+
+    recs = _records(DEGENERATE)
+    assert select_checkpoint(recs, "dto", normalise=False).step == 10
+    floor = 0.8 * max(r.accuracy for r in recs)
+    allowed = [r for r in recs if r.accuracy >= floor]
+    brute = min(allowed, key=lambda r: math.sqrt((1 - r.accuracy) ** 2 + r.gap ** 2))
+    chosen = select_checkpoint(recs, "dto", normalise=False, accuracy_floor=0.8)
+    assert chosen.step == brute.step == 30
+    assert select_checkpoint(recs, "accuracy_then_gap", tolerance=0.6, accuracy_floor=0.8).step == 30
+    assert select_checkpoint(recs, "loss", accuracy_floor=0.99).step == 40
+    # the note: the guard changed the choice / an unguarded degenerate choice / nothing to say
+    unguarded = select_checkpoint(recs, "dto", normalise=False)
+    note = degenerate_choice(recs, chosen, "dto", 0.8, unguarded=unguarded, scale=100)
+    assert "step 10 (dev accuracy 21.00, GAP 0.00)" in note and "step 30 selected instead" in note
+    note = degenerate_choice(recs, unguarded, "dto", None, unguarded=unguarded)
+    assert "degenerate on dev" in note and "selection_accuracy_floor" in note
+    assert degenerate_choice(recs, chosen, "dto", 0.8, unguarded=chosen) is None
+    assert degenerate_choice(recs, unguarded, "loss", None) is None
+
+
+def test_callback_with_a_floor_keeps_what_can_still_be_chosen_and_warns_once(tmp_path, recwarn):
+    """During training the floor rises with the best accuracy: the 21 % epoch is the DTO choice until better
+    epochs arrive, then excluded; pruning never deletes a checkpoint that can still become the choice, the final
+    choice is the brute-force one, selection.json says what happened, and the run warns once."""
+    cb = FairnessSelectionCallback("dto", normalise=False, prune=True, copy_best=False, accuracy_floor=0.8,
+                                   percent=True)
+    _drive(cb, tmp_path, [(100 * a, 100 * g, loss) for a, g, loss in DEGENERATE])  # percent, as the recipes log
+    assert cb.best.step == 30 and cb.best.accuracy == pytest.approx(0.62)  # stored as fractions
+    assert cb.best_checkpoint == str(tmp_path / "checkpoint-30")
+    assert (tmp_path / "checkpoint-30").is_dir()
+    report = json.loads((tmp_path / "selection.json").read_text())
+    assert report["accuracy_floor"] == 0.8 and "step 30 selected instead" in report["note"]
+    assert "dev accuracy 21.00" in report["note"]  # printed on the logs' percent scale
+    ours = [w for w in recwarn.list if "model selection" in str(w.message)]
+    assert len(ours) == 1
+    # no floor: the degenerate model is chosen, with a warning that says so
+    plain = FairnessSelectionCallback("dto", normalise=False, copy_best=False)
+    _drive(plain, tmp_path / "plain", DEGENERATE)
+    assert plain.best.step == 10 and "degenerate on dev" in plain.note
+    with pytest.raises(FairmtError, match="accuracy_floor"):
+        FairnessSelectionCallback("dto", accuracy_floor=1.5)
+
+
+def test_prune_with_a_floor_never_loses_the_final_choice(tmp_path):
+    """Random evaluation sequences: with pruning and the floor, the checkpoint chosen at the end always exists and
+    is the brute-force choice over all evaluations."""
+    rng = np.random.default_rng(0)
+    for trial in range(30):
+        evals = [(float(a), float(g), 1.0) for a, g in zip(rng.uniform(0.05, 0.9, 6), rng.uniform(0, 0.5, 6))]
+        d = tmp_path / str(trial)
+        cb = FairnessSelectionCallback("dto", normalise=False, prune=True, copy_best=False, accuracy_floor=0.8)
+        _drive(cb, d, evals)
+        brute = select_checkpoint(_records(evals), "dto", normalise=False, accuracy_floor=0.8)
+        assert cb.best.step == brute.step, (trial, evals)
+        assert os.path.isdir(cb.best_checkpoint)
+
+
+def test_compute_metrics_in_percent_is_100_times_the_fractions():
+    logits = np.array([[2.0, 0.1], [0.2, 1.0], [1.5, 0.3], [0.1, 0.9], [1.0, 0.2], [0.3, 2.0]])
+    pred = _EvalPred((logits, None), (np.array([0, 1, 1, 1, 0, 0]), np.array([0, 0, 0, 1, 1, 1])))
+    frac = fairness_compute_metrics(num_classes=2)(pred)
+    pct = fairness_compute_metrics(num_classes=2, percent=True)(pred)
+    assert set(frac) == set(pct) and all(pct[k] == pytest.approx(100 * frac[k]) for k in frac)
+
+
+def test_each_metrics_caveat_is_warned_once_per_run():
+    """Inside caveats_once (a classification run) the same empty (class, group) cell, scored every epoch, warns
+    once; a new caveat still warns; outside the block every call warns again; results keep all their caveats."""
+    import warnings
+
+    from fairmt.eval.classification import caveats_once
+
+    labels, groups = [0, 0, 1, 1, 2, 2], [0, 1, 0, 1, 0, 0]  # class 2 has no group-1 example
+    other = [0, 0, 1, 1, 2, 2], [0, 1, 0, 0, 0, 1]  # class 1 has no group-1 example
+
+    def score(ls, gs):
+        return classification_metrics(ls, ls, gs, num_classes=3)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with caveats_once():
+            results = [score(labels, groups) for _ in range(26)]  # 26 epochs
+            score(*other)
+        score(labels, groups)
+    msgs = [str(w.message) for w in caught if "classification metrics" in str(w.message)]
+    assert len(msgs) == 3, msgs
+    assert "class 2" in msgs[0] and "class 1" in msgs[1] and "class 2" in msgs[2]
+    assert all(r.warnings for r in results)
+
+
+def test_patience_can_wait_for_the_dev_loss(tmp_path):
+    """The shipped-sample case: DTO's choice (step 20) stays for 5 evaluations while the dev loss keeps falling.
+    The rule alone stops at step 70; waiting for the loss never stops earlier, here not at all until the loss has
+    been flat for `patience` evaluations."""
+    evals = [(0.09, 0.0, 3.30), (0.20, 0.26, 3.23), (0.14, 0.0, 3.10), (0.14, 0.26, 2.95), (0.11, 0.26, 2.83),
+             (0.11, 0.26, 2.75), (0.11, 0.26, 2.69), (0.43, 0.63, 2.27), (0.40, 0.68, 2.30), (0.40, 0.68, 2.31)]
+    alone = FairnessSelectionCallback("dto", normalise=False, patience=5, copy_best=False)
+    stops = [c.should_training_stop for c in _drive(alone, tmp_path / "a", evals)]
+    assert stops.index(True) == 6  # at step 70
+    waits = FairnessSelectionCallback("dto", normalise=False, patience=2, copy_best=False, accuracy_floor=0.8,
+                                      patience_waits_for_loss=True)
+    stops = [c.should_training_stop for c in _drive(waits, tmp_path / "w", evals)]
+    # loss lowest at step 80 (and DTO's choice under the floor is step 80 then): stop 2 evaluations later
+    assert stops.index(True) == 9 and waits.best.step == 80
+    report = json.loads((tmp_path / "w" / "selection.json").read_text())
+    assert report["patience_waits_for_loss"] is True

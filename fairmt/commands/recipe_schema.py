@@ -107,6 +107,7 @@ class GaclGeneval(Section):
     num_beams: Count = 5
     patience: Count = 10
     batch_size: Count = 16
+    test: bool = True  # score the final model on MT-GenEval test into results.json
 
 
 class TinyModel(Section):
@@ -317,6 +318,8 @@ class ClassificationRecipe(Recipe):
     seed: Seed = 0
     selection: Literal["loss", "dto", "accuracy", "accuracy_then_gap"] = "loss"
     selection_tolerance: Share = 0.01
+    selection_accuracy_floor: Share = 0.8
+    patience_waits_for_dev_loss: bool = True
     patience: Count | None = Field(None, description="a positive number of epochs or null")
     stage1_patience: Count | None = Field(None, description="a positive number of epochs or null")
     cache_stage2_features: bool = True

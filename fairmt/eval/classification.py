@@ -64,6 +64,8 @@ Caveats are kept in ``ClassificationResult.warnings`` and issued as one :func:`w
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import math
 import warnings as _warnings
@@ -82,6 +84,7 @@ __all__ = [
     "ClassificationResult",
     "EO_CLASSES",
     "LatentSubgroupResult",
+    "caveats_once",
     "classification_metrics",
     "distance_to_optimum",
     "equalized_odds_difference",
@@ -212,9 +215,28 @@ class _Notes:
         self.items.append(msg)
 
     def warn_once(self) -> None:
-        if self.items:
-            more = f" (+{len(self.items) - 1} more in result.warnings)" if len(self.items) > 1 else ""
-            _warnings.warn(f"classification metrics: {self.items[0]}{more}", stacklevel=3)
+        seen = _SEEN.get()
+        items = [m for m in self.items if seen is None or m not in seen]
+        if seen is not None:
+            seen.update(items)
+        if items:
+            more = f" (+{len(items) - 1} more in result.warnings)" if len(items) > 1 else ""
+            _warnings.warn(f"classification metrics: {items[0]}{more}", stacklevel=3)
+
+
+_SEEN: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("fairmt_metric_caveats", default=None)
+
+
+@contextlib.contextmanager
+def caveats_once():
+    """Within the block, each caveat of :func:`classification_metrics` is warned about once, however many times the
+    same split is scored (a training run scores its dev set every epoch, then once more at the end); every result
+    still lists all of its own caveats in ``result.warnings``."""
+    token = _SEEN.set(set())
+    try:
+        yield
+    finally:
+        _SEEN.reset(token)
 
 
 def _as_1d(x: Any, name: str) -> np.ndarray:

@@ -40,14 +40,41 @@ from fairmt.errors import FairmtError
 from fairmt.eval.classification import classification_metrics, distance_to_optimum, leakage
 
 __all__ = [
+    "ACCURACY_FLOOR",
     "CRITERIA",
     "EvalRecord",
     "FairnessSelectionCallback",
+    "degenerate_choice",
     "fairness_compute_metrics",
     "select_checkpoint",
 ]
 
 CRITERIA = ("dto", "loss", "accuracy", "accuracy_then_gap")
+FAIRNESS_TRADEOFFS = ("dto", "accuracy_then_gap")  # the rules that can prefer a fair but useless model
+ACCURACY_FLOOR = 0.8  # default floor of the classification recipes: dev accuracy ≥ 0.8 × the best dev accuracy
+
+
+def degenerate_choice(records: Sequence[EvalRecord], chosen: EvalRecord, criterion: str, floor: float | None,
+                      *, unguarded: EvalRecord | None = None, scale: float = 1.0) -> str | None:
+    """One line when a selection needs the reader's attention, else ``None``: the rule's own choice was set aside
+    by the accuracy floor (``unguarded`` differs from ``chosen``), or the chosen record is below
+    ``ACCURACY_FLOOR`` (``floor`` when given) × the best dev accuracy — a model degenerate on dev (e.g. one class
+    for every input). ``scale``: 100 to print fractions as percentages."""
+    if criterion not in FAIRNESS_TRADEOFFS or not records or chosen.accuracy is None:
+        return None
+    best = max(r.accuracy for r in records if r.accuracy is not None)
+    ratio = floor or ACCURACY_FLOOR
+    if unguarded is not None and unguarded.step != chosen.step:
+        return (f"{criterion} alone would select step {unguarded.step} (dev accuracy {unguarded.accuracy * scale:.2f}, "
+                f"GAP {unguarded.gap * scale:.2f}), below the accuracy floor {ratio:g} × the best dev accuracy "
+                f"{best * scale:.2f}: a degenerate model; step {chosen.step} selected instead (dev accuracy "
+                f"{chosen.accuracy * scale:.2f}, GAP {chosen.gap * scale:.2f})")
+    if chosen.accuracy < ratio * best:
+        return (f"the selected step {chosen.step} has dev accuracy {chosen.accuracy * scale:.2f}, below {ratio:g} × "
+                f"the best dev accuracy {best * scale:.2f} (step "
+                f"{max(records, key=lambda r: r.accuracy or -1).step}): a model degenerate on dev, selected by "
+                f"{criterion} for its small GAP — set an accuracy floor (selection_accuracy_floor) to exclude it")
+    return None
 
 
 @dataclasses.dataclass
@@ -84,6 +111,7 @@ def fairness_compute_metrics(
     seed: int = 0,
     eo_classes: str = "positive",
     positive_class: Any = None,
+    percent: bool = False,
 ) -> Callable[[Any], dict[str, float]]:
     """A ``compute_metrics`` function for ``transformers.Trainer`` that scores the dev set's fairness.
 
@@ -94,7 +122,8 @@ def fairness_compute_metrics(
     Returns ``accuracy``, ``f1`` (positive class, two-class tasks) or ``micro_f1``, ``macro_f1``, ``auc`` (from the
     softmax of the logits), ``gap``, ``delta_eo`` (in the ``eo_classes`` convention), ``dto`` (absolute, lower is
     better) and, with ``with_leakage`` and hidden states, ``leakage_h`` (5-fold cross-validated on the dev
-    representations).
+    representations). Fractions, or percentages with ``percent=True`` (the scale of fairmt's reports; give
+    :class:`FairnessSelectionCallback` ``percent=True`` too).
     """
     from fairmt.eval.classification import EO_CLASSES
 
@@ -130,17 +159,21 @@ def fairness_compute_metrics(
         })
         if with_leakage and hidden is not None:
             out["leakage_h"] = leakage(hidden.reshape(len(hidden), -1), g, seed=seed)[0]
-        return out
+        return {k: 100.0 * v for k, v in out.items()} if percent else out
 
     return compute
 
 
 def select_checkpoint(
-    records: Sequence[EvalRecord], criterion: str = "dto", *, normalise: bool = True, tolerance: float = 0.01
+    records: Sequence[EvalRecord], criterion: str = "dto", *, normalise: bool = True, tolerance: float = 0.01,
+    accuracy_floor: float | None = None,
 ) -> EvalRecord:
     """The best record by ``criterion`` (see the module docstring); ties go to the earliest step.
 
     ``normalise`` applies to ``dto`` only; ``tolerance`` (a fraction of accuracy) to ``accuracy_then_gap`` only.
+    ``accuracy_floor`` (a ratio in [0, 1]): for the fairness trade-offs (``dto``, ``accuracy_then_gap``), records
+    whose dev accuracy is below ``accuracy_floor × the best dev accuracy`` cannot be chosen — a near-constant
+    model has a GAP near 0 and can win DTO while being useless (see :func:`degenerate_choice`).
     """
     if criterion not in CRITERIA:
         raise FairmtError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
@@ -156,6 +189,9 @@ def select_checkpoint(
                     f"evaluation at step {r.step} has no dev {k}: selection by {criterion} needs it "
                     "(use compute_metrics=fairness_compute_metrics(...))"
                 )
+    if accuracy_floor and criterion in FAIRNESS_TRADEOFFS:
+        floor = accuracy_floor * max(r.accuracy for r in records)
+        records = [r for r in records if r.accuracy >= floor]
     if criterion == "loss":
         scores = [r.loss for r in records]
     elif criterion == "accuracy":
@@ -181,6 +217,15 @@ class FairnessSelectionCallback(TrainerCallback):
             deletes the original).
         patience: stop training once ``patience`` evaluations have followed the currently chosen one (early
             stopping on the selection rule itself; ``None`` never stops).
+        patience_waits_for_loss: stop only once the lowest dev loss is ``patience`` evaluations old too (a
+            conservative extension: never earlier than the rule's patience alone; on a small dev set an early, fair
+            but weak epoch otherwise ends training while the dev loss still falls).
+        accuracy_floor: for ``dto``/``accuracy_then_gap``, never choose a record whose dev accuracy is below this
+            ratio of the best dev accuracy (see :func:`select_checkpoint`); ``note`` and ``selection.json`` say
+            when it changed the choice, and a warning is issued once at the end of training (unless ``warn`` is
+            false: the caller prints ``note``).
+        percent: the dev metrics come in percent (``fairness_compute_metrics(percent=True)``); records are kept
+            as fractions.
         prune: delete, after each save, the checkpoints that can no longer be chosen (all but the current best for
             ``loss``/``accuracy``/absolute ``dto``; those within ``tolerance`` of the best accuracy for
             ``accuracy_then_gap``; none for normalised ``dto``), except the latest one (a run can be resumed). Use
@@ -206,6 +251,10 @@ class FairnessSelectionCallback(TrainerCallback):
         copy_best: bool = True,
         patience: int | None = None,
         prune: bool = False,
+        accuracy_floor: float | None = None,
+        percent: bool = False,
+        patience_waits_for_loss: bool = False,
+        warn: bool = True,
     ) -> None:
         if criterion not in CRITERIA:
             raise FairmtError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
@@ -220,6 +269,13 @@ class FairnessSelectionCallback(TrainerCallback):
             raise FairmtError(f"patience must be a positive number of evaluations, got {patience}")
         self.patience = patience
         self.prune = prune
+        if accuracy_floor is not None and not 0 <= accuracy_floor <= 1:
+            raise FairmtError(f"accuracy_floor must be a ratio in [0, 1] of the best dev accuracy, got {accuracy_floor}")
+        self.accuracy_floor = accuracy_floor
+        self.patience_waits_for_loss = patience_waits_for_loss
+        self.warn = warn  # False: the caller reports ``note`` itself
+        self.scale = 100.0 if percent else 1.0
+        self.note: str | None = None  # why the selection needs attention (see degenerate_choice), once per run
         self.stopped_early_at: int | None = None
         self.records: list[EvalRecord] = []
         self.best: EvalRecord | None = None
@@ -238,7 +294,8 @@ class FairnessSelectionCallback(TrainerCallback):
         pool = [r for r in self.records if not only_saved or self._available(r)]
         if not pool:
             return None
-        return select_checkpoint(pool, self.criterion, normalise=self.normalise, tolerance=self.tolerance)
+        return select_checkpoint(pool, self.criterion, normalise=self.normalise, tolerance=self.tolerance,
+                                 accuracy_floor=self.accuracy_floor)
 
     def _copy(self, args: Any, record: EvalRecord) -> None:
         if not self.copy_best or record.checkpoint is None or not os.path.isdir(record.checkpoint):
@@ -259,13 +316,14 @@ class FairnessSelectionCallback(TrainerCallback):
         m = {k[len(self.prefix):]: v for k, v in metrics.items() if k.startswith(self.prefix)}
         if any(k.startswith("test_") for k in m):  # eval_test_*: a test set inside a dict of eval sets
             return
+        frac = lambda key: None if m.get(key) is None else float(m[key]) / self.scale  # noqa: E731
         rec = EvalRecord(
             step=int(state.global_step),
             loss=_float(m.get("loss")),
-            accuracy=_float(m.get("accuracy")),
-            gap=_float(m.get("gap")),
-            macro_f1=_float(m.get("macro_f1")),
-            delta_eo=_float(m.get("delta_eo")),
+            accuracy=frac("accuracy"),
+            gap=frac("gap"),
+            macro_f1=frac("macro_f1"),
+            delta_eo=frac("delta_eo"),
         )
         if rec.accuracy is not None and rec.gap is not None:
             rec.dto = distance_to_optimum([rec.accuracy], [rec.gap])[0]
@@ -278,6 +336,11 @@ class FairnessSelectionCallback(TrainerCallback):
         if self.patience is not None:
             best = self._choose(only_saved=False)
             since = sum(1 for r in self.records if r.step > best.step)
+            if self.patience_waits_for_loss and all(r.loss is not None for r in self.records):
+                # a model still learning (its dev loss still falling) is not stopped by an early, fair but weak
+                # choice: both the rule's choice and the lowest dev loss must be `patience` evaluations old
+                lowest = min(self.records, key=lambda r: (r.loss, r.step))
+                since = min(since, sum(1 for r in self.records if r.step > lowest.step))
             if since >= self.patience:
                 control.should_training_stop = True
                 self.stopped_early_at = rec.step
@@ -285,6 +348,13 @@ class FairnessSelectionCallback(TrainerCallback):
     def _can_still_be_chosen(self, record: EvalRecord) -> bool:
         if self.criterion == "dto" and self.normalise:
             return True
+        if self.criterion == "dto" and self.accuracy_floor:
+            # the floor rises with the best accuracy and may exclude today's choice: a record can still be chosen
+            # while it is above today's floor and no record at least as accurate has a smaller DTO
+            best_acc = max(r.accuracy for r in self.records)
+            rivals = [r for r in self.records if r.accuracy >= record.accuracy and r.step != record.step]
+            return record.accuracy >= self.accuracy_floor * best_acc and all(
+                (record.dto, record.step) <= (r.dto, r.step) for r in rivals)
         if self.criterion == "accuracy_then_gap":
             best_acc = max(r.accuracy for r in self.records)
             return record.accuracy >= best_acc - self.tolerance
@@ -315,6 +385,16 @@ class FairnessSelectionCallback(TrainerCallback):
         if best is None:
             best = self._choose(only_saved=False)
         self.best = best
+        if best is not None:
+            # the rule alone over every evaluation (its checkpoint may be pruned: it is named, not loaded)
+            unguarded = select_checkpoint(self.records, self.criterion, normalise=self.normalise,
+                                          tolerance=self.tolerance)
+            self.note = degenerate_choice(self.records, best, self.criterion, self.accuracy_floor,
+                                          unguarded=unguarded, scale=self.scale)
+            if self.note and self.warn and args.should_save:
+                import warnings
+
+                warnings.warn(f"model selection: {self.note}", stacklevel=2)
         if best is not None and args.should_save:
             self._copy(args, best)
             if self.copy_best and self._copied_step == best.step:
@@ -328,6 +408,9 @@ class FairnessSelectionCallback(TrainerCallback):
                 "patience": self.patience,
                 "stopped_early_at_step": self.stopped_early_at,
                 "dev_prefix": self.prefix,
+                "accuracy_floor": self.accuracy_floor,
+                "patience_waits_for_loss": self.patience_waits_for_loss,
+                "note": self.note,
                 "best": dataclasses.asdict(best),
                 "best_checkpoint": self.best_checkpoint,
                 "records": [dataclasses.asdict(r) for r in self.records],

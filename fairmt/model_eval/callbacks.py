@@ -42,27 +42,29 @@ class GenEvalCallback(TrainerCallback):
         self.translated_here = 0  # sentences this process translated at the last evaluation
 
     def on_evaluate(self, args, state, control, model=None, metrics=None, **kwargs):
-        from fairmt.eval.geneval import score_counterfactual
-
         if metrics is None or model is None:
             return
+        added = {f"eval_geneval_{k}": v for k, v in self.score(model).items()}
+        metrics.update(added)
+        # The Trainer logged this evaluation just before calling us: complete that record too.
+        last = state.log_history[-1] if state.log_history else None
+        if last is not None and last.get("step") == state.global_step and any(k.startswith("eval_") for k in last):
+            last.update(added)
+
+    def score(self, model) -> dict[str, float]:
+        """``accuracy``, ``explicit_accuracy`` and ``delta_g`` (percent) of ``model`` on the first ``n`` pairs of the
+        callback's split; every process must call it (the translations are gathered)."""
+        from fairmt.eval.geneval import score_counterfactual
+
         tm = dataclasses.replace(self.tm, model=model, _lang_cache={})
         d, n = self.data, self.n
         self.translated_here = 0
         hyp_m = self._translate(tm, d.masculine_sources[:n])
         hyp_f = self._translate(tm, d.feminine_sources[:n])
         self.last_hypotheses = (hyp_m, hyp_f)
-        res = score_counterfactual(hyp_m, hyp_f, d.masculine_refs[:n], d.feminine_refs[:n], lang=self.lang, split=self.split)
-        added = {
-            "eval_geneval_accuracy": res.accuracy,
-            "eval_geneval_explicit_accuracy": res.explicit_accuracy,
-            "eval_geneval_delta_g": res.delta_g,
-        }
-        metrics.update(added)
-        # The Trainer logged this evaluation just before calling us: complete that record too.
-        last = state.log_history[-1] if state.log_history else None
-        if last is not None and last.get("step") == state.global_step and any(k.startswith("eval_") for k in last):
-            last.update(added)
+        res = score_counterfactual(hyp_m, hyp_f, d.masculine_refs[:n], d.feminine_refs[:n], lang=self.lang,
+                                   split=self.split)
+        return {"accuracy": res.accuracy, "explicit_accuracy": res.explicit_accuracy, "delta_g": res.delta_g}
 
     def _translate(self, tm, sources: list[str]) -> list[str]:
         rank, world = replicated_shard()

@@ -53,8 +53,12 @@ once, ``cache_stage2_features``); ``inlp`` the INLP options; ``metrics`` the rep
 
 Model selection and early stopping use the dev split only, evaluated every epoch: ``selection`` — ``loss`` (lowest
 dev CE), ``dto`` (distance of (accuracy, 1 − GAP) to (1, 1)), ``accuracy``, or ``accuracy_then_gap`` (Shen et al.:
-the best dev accuracy, then the lowest GAP within ``selection_tolerance``) — with ``patience`` (stop once that many
-epochs followed the chosen one: CSCL 3, Shen et al. 5); the first stage of a two-stage objective is selected and
+the best dev accuracy, then the lowest GAP within ``selection_tolerance``; for these two, never an epoch whose dev
+accuracy is below ``selection_accuracy_floor`` × the best dev accuracy, default 0.8: a near-constant model has
+GAP ≈ 0 and wins DTO otherwise, and the run warns, once, when the floor changed the choice or when the chosen
+model is below it) — with ``patience`` (stop once that many
+epochs followed the chosen one: CSCL 3, Shen et al. 5; and, with ``patience_waits_for_dev_loss`` (default true), the
+lowest dev loss too — set it false for the papers' rule alone); the first stage of a two-stage objective is selected and
 early-stopped on its own dev objective (``stage1_patience``), as the CSCL release does. The test split is scored once,
 at the end: ``results.json`` (dev and test :class:`~fairmt.eval.classification.ClassificationResult`, leakage SVMs
 trained on the training split as Shen et al., and the metric conventions used) and ``predictions.jsonl``
@@ -94,6 +98,12 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "selection": "loss",  # loss | dto | accuracy | accuracy_then_gap (dev split only)
     "selection_tolerance": 0.01,  # accuracy_then_gap: how far below the best dev accuracy (fraction)
+    # dto / accuracy_then_gap never choose an epoch whose dev accuracy is below this ratio of the best dev accuracy
+    # (a near-constant model has GAP ≈ 0 and can win DTO); 0 turns the guard off (a warning still says so)
+    "selection_accuracy_floor": 0.8,
+    # early stopping waits until the lowest dev loss is `patience` epochs old too (false: the rule alone, as the
+    # papers; on the shipped 280-example Bios sample the rule alone stops at epoch 7 of 20 with the loss still falling)
+    "patience_waits_for_dev_loss": True,
     "patience": None,  # early stopping: epochs after the chosen one (CSCL 3, Shen et al. 5); None: never
     "stage1_patience": None,  # two-stage objectives: early stopping of stage 1 on its dev objective
     "cache_stage2_features": True,  # two-stage: the fixed encoder's features computed once for the head stage
@@ -154,6 +164,10 @@ def resolve_config(config: dict[str, Any]) -> dict[str, Any]:
         v = cfg[key]
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
             raise FairmtError(f"recipe key {key} must be a positive number of epochs or null, got {v!r}")
+    floor = cfg["selection_accuracy_floor"]
+    if not isinstance(floor, (int, float)) or isinstance(floor, bool) or not 0 <= floor < 1:
+        raise FairmtError(f"recipe key selection_accuracy_floor must be a ratio in [0, 1) of the best dev accuracy, "
+                          f"got {floor!r}")
     tol = cfg["selection_tolerance"]
     if not isinstance(tol, (int, float)) or isinstance(tol, bool) or not 0 <= tol < 1:
         raise FairmtError(f"recipe key selection_tolerance must be a fraction of accuracy in [0, 1), got {tol!r}")
@@ -447,7 +461,10 @@ def _fit(cfg, trainer_cls, config_cls, kwargs, model, train_ds, dev_ds, collator
     from fairmt.eval.selection import FairnessSelectionCallback
 
     callback = FairnessSelectionCallback(criterion, normalise=False, tolerance=cfg["selection_tolerance"],
-                                         patience=patience, prune=True, copy_best=False)
+                                         patience=patience, prune=True, copy_best=False, percent=True,
+                                         accuracy_floor=cfg["selection_accuracy_floor"],
+                                         patience_waits_for_loss=cfg["patience_waits_for_dev_loss"],
+                                         warn=False)  # the run's summary prints the note, once
     trainer = trainer_cls(model=model, args=config_cls(**kwargs), train_dataset=train_ds, eval_dataset=dev_ds,
                           data_collator=collator, compute_metrics=compute_metrics, callbacks=[callback])
     trainer.train()
@@ -456,11 +473,27 @@ def _fit(cfg, trainer_cls, config_cls, kwargs, model, train_ds, dev_ds, collator
     return trainer, callback
 
 
-def _selection_info(cb) -> dict[str, Any]:
+def _selection_info(cb, steps_per_epoch: int | None = None) -> dict[str, Any]:
+    """The choice made on dev and why: the rule, the chosen evaluation (step, epoch, dev numbers in percent), the
+    accuracy floor and its note (see :func:`fairmt.eval.selection.degenerate_choice`)."""
     best = cb.best
-    return {"criterion": cb.criterion, "best_step": None if best is None else best.step,
+    info = {"criterion": cb.criterion, "best_step": None if best is None else best.step,
             "best_checkpoint": cb.best_checkpoint, "evaluations": len(cb.records),
-            "stopped_early_at_step": cb.stopped_early_at, "patience": cb.patience}
+            "stopped_early_at_step": cb.stopped_early_at, "patience": cb.patience,
+            "accuracy_floor": cb.accuracy_floor, "note": cb.note}
+    if best is not None:
+        if steps_per_epoch:
+            info["best_epoch"] = round(best.step / steps_per_epoch)
+        info["best_dev"] = {k: round(100 * v, 4) for k in ("accuracy", "gap", "dto")
+                            if (v := getattr(best, k)) is not None}
+        if best.loss is not None:
+            info["best_dev"]["loss"] = best.loss
+    return info
+
+
+def _steps_per_epoch(trainer) -> int | None:
+    state = trainer.state
+    return round(state.global_step / state.epoch) if state.epoch else None
 
 
 def _predict(trainer, dataset) -> tuple[np.ndarray, np.ndarray]:
@@ -478,7 +511,7 @@ def _train(cfg, data, datasets, collator, factory, out: str):
 
     obj = cfg["objective"]
     metrics = fairness_compute_metrics(num_classes=data.num_labels, eo_classes=cfg["metrics"]["eo_classes"],
-                                       positive_class=cfg["metrics"]["positive_class"])
+                                       positive_class=cfg["metrics"]["positive_class"], percent=True)
     torch.manual_seed(cfg["seed"])
     model = factory()
     stages = _stage_configs(cfg)
@@ -517,7 +550,7 @@ def _train(cfg, data, datasets, collator, factory, out: str):
         cls, kw = stages["train"]
         trainer, cb = _fit(cfg, trainer_cls, cls, kw, model, datasets["train"], datasets["dev"], collator,
                            criterion=cfg["selection"], patience=cfg["patience"], compute_metrics=metrics)
-    info["selection"] = _selection_info(cb)
+    info["selection"] = _selection_info(cb, _steps_per_epoch(trainer))
     info["best_checkpoint"] = cb.best_checkpoint
     info["train_log"] = [h for h in trainer.state.log_history if "loss" in h][-1:]
     info["model_dir"] = _save_final(trainer, collator, os.path.join(out, "model"), model)
@@ -620,15 +653,58 @@ def _conventions(cfg, result, data) -> dict[str, Any]:
            "accuracy", "accuracy_then_gap": f"best dev accuracy, then the lowest dev GAP within "
            f"{cfg['selection_tolerance']:g} of it (Shen et al.)"}[cfg["selection"]]
     if cfg["patience"]:
-        sel += f"; early stopping after {cfg['patience']} epochs without a new choice"
+        sel += f"; early stopping after {cfg['patience']} epochs without a new choice" + (
+            " and without a lower dev loss" if cfg["patience_waits_for_dev_loss"] else "")
+    if cfg["selection"] in ("dto", "accuracy_then_gap") and cfg["selection_accuracy_floor"]:
+        sel += f"; never an epoch below {cfg['selection_accuracy_floor']:g} × the best dev accuracy"
     return {"f1": f1, "delta_eo": eo, "auc": "roc_auc_score on softmax probabilities"
             + (" (one-vs-rest, macro)" if pos is None else " of the positive class"),
             "gap": "sqrt(mean_y GAP_y^2), GAP_y = sum_a |TPR_a,y - TPR_y| (Shen et al. Eq. 4, fairlib)",
             "selection": sel, "signature": result.signature}
 
 
+def _dev_loss(logits: np.ndarray, labels) -> float:
+    """Mean cross-entropy of the final model's dev predictions (what ``dev.loss`` reports: the model as scored,
+    after INLP where the objective applies it)."""
+    p = _probs(logits)
+    y = np.asarray(labels, dtype=int)
+    return float(-np.mean(np.log(np.clip(p[np.arange(len(y)), y], 1e-12, None))))
+
+
+def _selection_line(info: dict[str, Any]) -> str:
+    """Which checkpoint the run kept and why, in one line (dev numbers in percent)."""
+    sel = info.get("selection") or {}
+    if sel.get("best_step") is None:
+        return "  selected: the last model (no dev evaluation)"
+    dev = sel.get("best_dev") or {}
+    nums = ", ".join(f"{k if k == 'accuracy' else 'GAP'} {v:.2f}" for k, v in dev.items() if k in ("accuracy", "gap"))
+    rule = {"dto": "the smallest DTO (distance of dev (accuracy, 1 − GAP) to (1, 1))",
+            "accuracy_then_gap": "the best dev accuracy, then the lowest GAP", "accuracy": "the best dev accuracy",
+            "loss": "the lowest dev loss"}.get(sel["criterion"], sel["criterion"])
+    epoch = f"epoch {sel['best_epoch']} " if sel.get("best_epoch") is not None else ""
+    floor = (f", dev accuracy ≥ {sel['accuracy_floor']:g} × the best" if sel.get("accuracy_floor")
+             and sel["criterion"] in ("dto", "accuracy_then_gap") else "")
+    line = (f"  selected: {epoch}(step {sel['best_step']}; {sel['evaluations']} dev evaluations) by {rule}{floor}"
+            + (f" (dev {nums} %)" if nums else ""))
+    return line + (f"\n  warning: {sel['note']}" if sel.get("note") else "")
+
+
+def _eo_label(t: dict[str, Any], n_classes: int) -> str:
+    if t.get("eo_classes") == "all" and n_classes > 2:
+        return f"summed over the {n_classes} classes"
+    return "all classes" if t.get("eo_classes") == "all" else "positive class"
+
+
 def main(config: dict[str, Any]) -> dict[str, Any]:
-    """Run one classification recipe (see the module docstring); returns and writes ``results.json``."""
+    """Run one classification recipe (see the module docstring); returns and writes ``results.json``. Each caveat
+    of the metrics is warned about once per run (:func:`fairmt.eval.classification.caveats_once`)."""
+    from fairmt.eval.classification import caveats_once
+
+    with caveats_once():
+        return _main(config)
+
+
+def _main(config: dict[str, Any]) -> dict[str, Any]:
     cfg = resolve_config(config)
     out = str(prepare_output_dir(cfg["output_dir"], config))
     data = load_data(cfg["data"])
@@ -636,6 +712,8 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     outputs, info = _train(cfg, data, datasets, collator, factory, out)
     dev = _score(cfg, data, outputs, "dev")
     test = _score(cfg, data, outputs, "test")
+    dev_summary = dev.summary(percent=True)  # percent, as every fairmt report and the per-epoch logs
+    dev_summary["loss"] = _dev_loss(outputs["dev"][0], data.splits["dev"].labels)
     results = {
         "objective": cfg["objective"],
         "dataset": cfg["data"]["dataset"],
@@ -643,7 +721,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
         "seed": cfg["seed"],
         "selection": cfg["selection"] + " (dev set)",
         "metric_conventions": _conventions(cfg, test, data),
-        "dev": dev.summary(percent=True),  # percent, as every fairmt report
+        "dev": dev_summary,
         "test": test.summary(percent=True),
         "test_full": test.to_percent_dict(),
         "labels": data.label_names,
@@ -657,7 +735,8 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     t = results["test"]
     f1 = f"F1 {t['f1']:.2f}" if "f1" in t else f"macro-F1 {t['macro_f1']:.2f}"
     print(f"fairmt: {cfg['objective']} on {cfg['data']['dataset']} (test): accuracy {t['accuracy']:.2f}, {f1}, "
-          f"GAP {t['gap']:.2f}, ΔEO {t['delta_eo']:.2f} ({t['eo_classes']} classes) (%)"
+          f"GAP {t['gap']:.2f}, ΔEO {t['delta_eo']:.2f} ({_eo_label(t, data.num_labels)}) (%)"
+          f"\n{_selection_line(info)}"
           f"\n  results: {os.path.join(out, 'results.json')}"
           + (f"\n  model: {info['model_dir']}" if info.get("model_dir") else ""))
     if cfg["save_predictions"]:

@@ -19,7 +19,9 @@ Recipe keys (see ``recipes/gacl/small100_en-de.yaml`` for a documented example):
 * ``geneval`` (optional): early stopping on MT-GenEval dev: ``lang``, ``split`` (dev), ``max_pairs``,
   ``metric`` (``explicit_accuracy``, the released code's choice, or ``accuracy``), ``patience`` (10 evaluations,
   as the released code), ``num_beams`` (5, the paper's beam), ``batch_size``; the best checkpoint is restored at
-  the end;
+  the end, then scored on MT-GenEval test with the same settings (``test: false`` skips it);
+* ``results.json`` in ``training.output_dir`` (:func:`results`): ``dev`` (eval loss, MT-GenEval dev numbers of the
+  selected model), ``test`` (MT-GenEval test), the selection made — what ``fairmt sweep`` reads;
 * ``push_to_hub`` is a ``training`` field as in transformers; the teacher is never saved or pushed;
 * ``tiny_model`` (optional; ``recipes/gacl/tiny_offline.yaml``): ``pretrain_steps``, ``seed`` — build ``model`` and
   ``data.train`` offline, like ``fairmt demo``'s stereotyped original and its balanced data, where they do not exist
@@ -135,14 +137,70 @@ def build_trainer(config: dict):
         processing_class=tm.tokenizer,
     )
     if geneval:
-        from fairmt.model_eval.callbacks import GenEvalCallback
-
-        trainer.add_callback(
-            GenEvalCallback(tm, geneval.get("lang", tgt), geneval.get("split", "dev"), geneval.get("max_pairs"),
-                            batch_size=int(geneval.get("batch_size", 16)), num_beams=int(geneval.get("num_beams", 5)))
-        )
+        trainer.add_callback(geneval_callback(tm, geneval, tgt))
         trainer.add_callback(EarlyStoppingCallback(early_stopping_patience=int(geneval.get("patience", 10))))
     return trainer, tm
+
+
+def geneval_callback(tm, geneval: dict, tgt: str, split: str | None = None):
+    """The recipe's MT-GenEval scorer (``geneval`` section) on ``split`` (default: the section's, dev)."""
+    from fairmt.model_eval.callbacks import GenEvalCallback
+
+    return GenEvalCallback(tm, geneval.get("lang", tgt), split or geneval.get("split", "dev"), geneval.get("max_pairs"),
+                           batch_size=int(geneval.get("batch_size", 16)), num_beams=int(geneval.get("num_beams", 5)))
+
+
+def selected_evaluation(state) -> tuple[int | None, dict[str, float]]:
+    """The step and the ``eval_*`` numbers (prefix removed) of the model the run ends with: the best checkpoint's
+    evaluation when one was restored (``load_best_model_at_end``), else the last evaluation; ``(None, {})`` when the
+    run never evaluated."""
+    evals = [e for e in state.log_history if any(k.startswith("eval_") for k in e)]
+    if not evals:
+        return None, {}
+    chosen = evals[-1]
+    best = state.best_model_checkpoint
+    if best:
+        step = int(str(best).rstrip("/").rsplit("-", 1)[-1])
+        chosen = next((e for e in evals if e.get("step") == step), chosen)
+    numbers = {k[len("eval_"):]: float(v) for k, v in chosen.items()
+               if k.startswith("eval_") and isinstance(v, (int, float)) and not isinstance(v, bool)
+               and k not in ("eval_runtime", "eval_samples_per_second", "eval_steps_per_second")}
+    return chosen.get("step"), numbers
+
+
+def results(trainer, config: dict, test: dict[str, float] | None) -> dict:
+    """``results.json`` of a GACL run, in the shape the other families write (``fairmt sweep`` selects on
+    ``dev.*`` and reports ``test.*``): ``dev`` holds the selected model's evaluation — ``loss`` (the held-out
+    ``eval_loss``: the MT cross-entropy L_MT on ``data.eval`` or the ``eval_fraction`` split; ``loss_kd``,
+    ``loss_gc`` and ``gc_batches`` beside it, see :mod:`fairmt.trainers.gacl`) and, when the
+    ``geneval`` callback ran on MT-GenEval dev, ``geneval_accuracy``, ``geneval_explicit_accuracy`` and
+    ``geneval_delta_g`` (percent, pair-level); ``test`` the same MT-GenEval measures of the final model on the
+    test split (absent without a ``geneval`` section: the recipe scores no test set)."""
+    step, numbers = selected_evaluation(trainer.state)
+    geneval = config.get("geneval") or {}
+    on_dev = {k: v for k, v in numbers.items() if not k.startswith("geneval_")}
+    if geneval.get("split", "dev") == "dev":
+        on_dev.update({k: v for k, v in numbers.items() if k.startswith("geneval_")})
+    args = trainer.args
+    out = {
+        "method": "gacl", "model": str(config.get("model")), "seed": args.seed,
+        "train": {"steps": trainer.state.global_step, "gacl_lambda": args.gacl_lambda, "kd_alpha": args.kd_alpha,
+                  "temperature": args.temperature},
+        "selection": {"evaluated_step": step, "best_checkpoint": trainer.state.best_model_checkpoint,
+                      "metric": args.metric_for_best_model if trainer.state.best_model_checkpoint else None,
+                      "rule": "best checkpoint restored (load_best_model_at_end)" if trainer.state.best_model_checkpoint
+                      else "the last step's model (no checkpoint selection)"},
+        "dev": on_dev,
+    }
+    if test:
+        out["test"] = {f"geneval_{k}": v for k, v in test.items()}
+        out["test_data"] = {"geneval_split": "test", "geneval_pairs": test.get("n_pairs")}
+        out["test"].pop("geneval_n_pairs", None)
+    if geneval:
+        out["geneval"] = {"lang": geneval.get("lang", config.get("tgt_lang", "de")),
+                          "selection_split": geneval.get("split", "dev"), "max_pairs": geneval.get("max_pairs"),
+                          "num_beams": int(geneval.get("num_beams", 5)), "scale": "percent"}
+    return {k: v for k, v in out.items() if v != {}}
 
 
 def main(config: dict):
@@ -152,15 +210,32 @@ def main(config: dict):
 
         prepare_tiny_recipe(config)
     trainer, tm = build_trainer(config)
+    test_cb = None
+    if config.get("geneval") and config["geneval"].get("test", True):  # read before training: fail early
+        try:
+            test_cb = geneval_callback(tm, config["geneval"], config.get("tgt_lang", "de"), split="test")
+        except FairmtError as err:
+            raise FairmtError(f"{err} (the recipe scores the final model on MT-GenEval test; set geneval.test=false "
+                              "to train without it)") from None
     trainer.train(resume_from_checkpoint=config.get("resume_from_checkpoint"))
     trainer.save_model()
     if trainer.is_world_process_zero():
         tm.tokenizer.save_pretrained(trainer.args.output_dir)
     if trainer.args.push_to_hub:
         trainer.push_to_hub(commit_message="fairmt GACL training")
+    test = None
+    if test_cb is not None:  # every process: the translations are gathered
+        test = dict(test_cb.score(trainer.model), n_pairs=test_cb.n)
     if trainer.is_world_process_zero():
+        from fairmt.eval.report import write_text_atomic
+        from fairmt.outputs import json_text
+
+        res = results(trainer, config, test)
+        path = Path(trainer.args.output_dir) / "results.json"
+        write_text_atomic(path, json_text(res) + "\n")
         best = trainer.state.best_model_checkpoint
         print(f"fairmt: GACL model saved in {trainer.args.output_dir} after {trainer.state.global_step} steps"
               + (f" (best checkpoint {best}, {trainer.args.metric_for_best_model} {trainer.state.best_metric:.2f})"
-                 if best and trainer.state.best_metric is not None else ""))
+                 if best and trainer.state.best_metric is not None else "")
+              + f"\n  results: {path}")
     return trainer

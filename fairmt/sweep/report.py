@@ -85,15 +85,20 @@ def _records(items: list[dict[str, float]], spec, percent: bool):
     reason when the rule cannot apply."""
     from fairmt.eval.selection import EvalRecord
 
+    if len(spec.tradeoff) != 2:  # selection by loss only (no trade-off named)
+        return [EvalRecord(step=i, accuracy=None, gap=None, loss=m.get("dev.loss")) for i, m in enumerate(items)]
     (perf, perf_dir), (fair, fair_dir) = spec.tradeoff
     return [EvalRecord(step=i, accuracy=_fraction(m.get(perf), percent), gap=_fraction(m.get(fair), percent),
                        loss=m.get("dev.loss")) for i, m in enumerate(items)]
 
 
 def _rule_problem(rule: str, spec) -> str | None:
-    (perf, perf_dir), (fair, fair_dir) = spec.tradeoff
     if rule == "loss":
         return None
+    if len(spec.tradeoff) != 2:
+        return (f"{rule} needs two trade-off metrics (--tradeoff PERFORMANCE:max,FAIRNESS:min, or two "
+                "--objective)")
+    (perf, perf_dir), (fair, fair_dir) = spec.tradeoff
     if not (perf.startswith("dev.") and fair.startswith("dev.")):
         return f"the trade-off metrics ({perf}, {fair}) are not dev metrics: the sweep selects on dev only"
     if rule != "accuracy" and (perf_dir != "maximize" or fair_dir != "minimize"):
@@ -110,7 +115,8 @@ def select(items: list[dict[str, float]], rule: str, spec, percent: bool) -> tup
         return None, problem
     if rule == "loss" and not any("dev.loss" in m for m in items):
         return None, "the recipe's results hold no dev loss (dev.loss)"
-    need = {"loss": ["dev.loss"], "accuracy": [spec.tradeoff[0][0]]}.get(rule, [a[0] for a in spec.tradeoff])
+    need = (["dev.loss"] if rule == "loss" else [spec.tradeoff[0][0]] if rule == "accuracy"
+            else [a[0] for a in spec.tradeoff])
     keep = [i for i, m in enumerate(items) if all(k in m for k in need)]
     if not keep:
         return None, f"no setting has {', '.join(need)}"

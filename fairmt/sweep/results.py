@@ -40,9 +40,7 @@ FAMILIES: dict[str, Family] = {
     "ccd": Family("ccd_results.json", "training.seed", ("training.output_dir",), "results", ("final",)),
     "dpce": Family("dpce_results.json", "training.seed", ("training.output_dir",), "results", ("final",)),
     "adept": Family("adept_results.json", "training.seed", ("training.output_dir",), "results", ("final",)),
-    "gacl": Family(None, "training.seed", ("training.output_dir",), model_dirs=(".",),
-                   note="fairmt.scripts.gacl saves the model and its checkpoints but writes no results file: "
-                        "evaluate the trained models with `fairmt eval mt-bias` instead"),
+    "gacl": Family("results.json", "training.seed", ("training.output_dir",), model_dirs=(".",)),
 }
 DEFAULT_FAMILY = Family("results.json", "training.seed", ("training.output_dir",))
 
@@ -107,7 +105,7 @@ def metric_patterns(method: str, config: dict[str, Any]) -> list[str] | None:
     then checked against the first finished run)."""
     if method == "classification":
         keys = _classification_summary_keys()
-        return [f"{split}.{k}" for split in ("dev", "test") for k in keys] + ["test_full.*", "info.*"]
+        return [f"{split}.{k}" for split in ("dev", "test") for k in keys] + ["dev.loss", "test_full.*", "info.*"]
     if method in ("ccd", "dpce", "adept"):
         ev = config.get("evaluation") or {}
         suites = [str(s).replace("-", "_") for s in ev.get("suites", ("seat", "cced", "bias_ir", "utility")) if s]
@@ -127,6 +125,15 @@ def metric_patterns(method: str, config: dict[str, Any]) -> list[str] | None:
         if config.get("utility"):
             out += ["glue.avg", "glue.tasks.*", "glue_before.*", "time_glue_s"]
         return out + ["train.*", "data.*", "time_*"]
+    if method == "gacl":  # fairmt.scripts.gacl.results: the eval loss always, MT-GenEval where the recipe scores it
+        out = ["dev.loss", "dev.loss_*", "dev.gc_*", "train.*", "selection.*"]
+        geneval = config.get("geneval") or {}
+        measures = ("accuracy", "explicit_accuracy", "delta_g")
+        if geneval and geneval.get("split", "dev") == "dev":
+            out += [f"dev.geneval_{m}" for m in measures]
+        if geneval and geneval.get("test", True):
+            out += [f"test.geneval_{m}" for m in measures] + ["test_data.*", "geneval.*"]
+        return out
     return None
 
 
