@@ -243,11 +243,20 @@ def test_report_command_and_push_of_the_selected_run(killed_then_joined, monkeyp
     hub = tmp_path / "hub"
     monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kw: None)
 
-    def upload_folder(self, repo_id, folder_path, **kw):
-        shutil.copytree(folder_path, hub / repo_id, dirs_exist_ok=True)
+    def create_commit(self, repo_id, operations, **kw):
+        """Stores what fairmt push's one commit would hold (as tests/test_push.py's fake Hub)."""
+        for op in operations:
+            dest = hub / repo_id / op.path_in_repo
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            src = op.path_or_fileobj
+            if isinstance(src, (str, Path)):
+                shutil.copy(src, dest)
+            else:
+                dest.write_bytes(src)
         return type("C", (), {"commit_url": f"local://{repo_id}"})()
 
-    monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+    monkeypatch.setattr(HfApi, "create_commit", create_commit)
+    monkeypatch.setattr("fairmt.hub._offline", lambda: False)  # the fake hub is reachable
     assert main(["push", str(out), "me/fcl", "--results", str(out / "sweep.json"), "--method", "fcl"]) == 0
     card = (hub / "me" / "fcl" / "README.md").read_text()
     run_results = json.loads((out / before["selected"]["run"] / "run" / "results.json").read_text())
