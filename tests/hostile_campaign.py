@@ -439,7 +439,7 @@ def _numeric_cases() -> list[Case]:
 
     out = []
     for command, extra in NUMERIC:
-        cid = f"{command} {' '.join(x for x in extra if not x.startswith('{'))}"
+        cid = f"{command} {' '.join(x if not x.startswith('{') else '<' + x.strip('{}') + '>' for x in extra)}"
         out.append(Case(cid, "options", argv_of(command, extra), slow=command == "demo"))
     return out
 
@@ -640,15 +640,34 @@ def _child_process_cases() -> list[Case]:
 
 
 def _two_trains(env: Env) -> tuple[int, str]:
-    """Two `fairmt train` runs into one empty folder, the second started while the first runs: the second must be
-    refused (one line), and the first's model must be the one left."""
-    a = _fairmt(_recipe(env, "training.max_steps=40", dry=False)[0:], env)
-    time.sleep(6)
-    b = _fairmt(_recipe(env, "training.max_steps=2", dry=False), env)
-    out_b, err_b = b.communicate(timeout=600)
-    a.communicate(timeout=600)
-    state = env.tmp / "run" / "trainer_state.json"
-    return b.returncode, err_b + (f"\n[first run ended with {a.returncode}]" if a.returncode else "")
+    """Two `fairmt train` runs into one empty folder, the second started once the first has begun (its lock file,
+    where a version has one, names it; otherwise 20 s after its start): the second must be refused in one line."""
+    a = _fairmt(_recipe(env, "training.max_steps=1000000", "training.save_strategy='no'", dry=False), env,
+                start_new_session=True)
+    try:
+        lock, end = env.tmp / "run" / "_fairmt_run.lock", time.monotonic() + 20  # 20 s: training, lock or not
+        while a.poll() is None and time.monotonic() < end:
+            if lock.is_file() and f'"pid": {a.pid}' in lock.read_text(errors="replace"):
+                break
+            time.sleep(0.1)
+        b = _fairmt(_recipe(env, "training.max_steps=2", dry=False), env, start_new_session=True)
+        try:
+            _, err_b = b.communicate(timeout=600)
+        finally:
+            _killpg(b)
+        return b.returncode, err_b + ("" if a.poll() is None else f"\n[first run ended with {a.returncode}]")
+    finally:
+        _killpg(a)
+
+
+def _killpg(p: subprocess.Popen) -> None:
+    import signal
+
+    if p.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+    with contextlib.suppress(Exception):
+        p.communicate(timeout=30)
 
 
 def _overwrite_then_resume(env: Env) -> tuple[int, str]:
