@@ -143,7 +143,10 @@ def run_case(case: Case, work: Path, tmp: Path, shared_data: Path | None = None)
     os.chdir(tmp)
     try:
         if case.setup is not None:
-            case.setup(env)
+            try:
+                case.setup(env)
+            except Exception as exc:  # noqa: BLE001 - a version whose clean run fails cannot be tried on this case
+                return "unclear", f"setup failed (the clean run before the hostile one): {exc!r}"[:300]
         protected = {str(p): _digest(Path(p)) for p in case.protect(env)}
         escaped, rc, err, result = None, None, "", None
         if case.argv is not None:
@@ -462,7 +465,7 @@ def _cache_cases() -> list[Case]:
     def binary_line(env: Env) -> None:
         cache = env.tmp / "cache"
         rc, _, err, exc = run_cli(_winomt_model(env, "--cache-dir", str(cache), "--json", "-"))
-        assert rc == 0 and exc is None, err
+        assert rc == 0 and exc is None, f"exit {rc}, {exc!r}: {err[-300:]}"
         f = next(p for p in cache.rglob("*") if p.is_file() and not p.name.endswith(".lock"))
         lines = f.read_bytes().split(b"\n")
         lines[1] = b"\xff\xfe\x00garbage"
