@@ -136,11 +136,30 @@ def _named_error(exc: BaseException) -> bool:
     return isinstance(exc, ValueError) and not isinstance(exc, UnicodeDecodeError) and bool(str(exc))
 
 
+_PROCESS_STATE = {"fairmt.eval.winomt.detectors.registry": ("_REGISTRY", "_COMPAT_REGISTRY", "_INSTANCES")}
+"""Registries a case can change in this process (``--detector LANG=MODULE:FACTORY`` registers a factory): each case
+starts from the state before it, so one case's outcome cannot decide another's."""
+
+
+def _snapshot() -> list[tuple[dict, dict]]:
+    saved = []
+    for module, names in _PROCESS_STATE.items():
+        mod = sys.modules.get(module)
+        for name in names:
+            registry = getattr(mod, name, None)
+            if isinstance(registry, dict):
+                saved.append((registry, dict(registry)))
+    return saved
+
+
 def run_case(case: Case, work: Path, tmp: Path, shared_data: Path | None = None) -> tuple[str, str]:
     env = Env(work, tmp, shared_data)
     tmp.mkdir(parents=True, exist_ok=True)
     old_cwd = os.getcwd()
     os.chdir(tmp)
+    import fairmt.eval.winomt.detectors.registry  # noqa: F401 - imported before the snapshot, in every version
+
+    state = _snapshot()
     try:
         if case.setup is not None:
             try:
@@ -162,6 +181,9 @@ def run_case(case: Case, work: Path, tmp: Path, shared_data: Path | None = None)
         return classify(case, rc, err, escaped, changed, result)
     finally:
         os.chdir(old_cwd)
+        for registry, before in state:
+            registry.clear()
+            registry.update(before)
 
 
 def _fairmt(args: list[str], env: Env, **kw) -> subprocess.Popen:
