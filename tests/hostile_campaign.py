@@ -725,12 +725,15 @@ def _truncated_optimizer(env: Env) -> tuple[int, str]:
     return p.returncode, err
 
 
+def _fairseq_prepared(env: Env) -> None:
+    """The setup of the rerun case: a folder fairseq-prep prepared (before the case's files are fingerprinted)."""
+    rc, _, err, exc = run_cli(["data", "fairseq-prep", "--input", env.w("pairs-tiny.jsonl"), "--out", env.t("bin")],
+                              {"FAIRMT_DATA": env.w("data")})
+    assert rc == 0 and exc is None, f"exit {rc}, {exc!r}: {err[-300:]}"
+
+
 def _fairseq_rerun(env: Env) -> tuple[int, str]:
     """fairseq-prep into a folder it prepared before: refused before anything is written (or rebuilt whole)."""
-    p = _fairmt(["data", "fairseq-prep", "--input", env.w("pairs-tiny.jsonl"), "--out", env.t("bin")], env)
-    _, err = p.communicate(timeout=600)
-    if p.returncode != 0:
-        return p.returncode, err
     p = _fairmt(["data", "fairseq-prep", "--input", env.w("pairs-tiny.jsonl"), "--out", env.t("bin"), "--valid-size",
                  "1"], env)
     _, err = p.communicate(timeout=600)
@@ -745,7 +748,7 @@ def _slow_cases() -> list[Case]:
              expect="error", exit0="data_loss"),
         Case("resume with a cut-off optimizer.pt", "models", proc=_truncated_optimizer, slow=True, expect="any"),
         Case("fairseq-prep rerun into its prepared folder", "data loss", proc=_fairseq_rerun, slow=True,
-             protect=lambda e: [e.tmp / "bin"], exit0="data_loss"),
+             setup=_fairseq_prepared, protect=lambda e: [e.tmp / "bin"], exit0="data_loss"),
     ]
 
 
