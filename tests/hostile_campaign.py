@@ -188,8 +188,19 @@ def run_case(case: Case, work: Path, tmp: Path, shared_data: Path | None = None)
 
 def _fairmt(args: list[str], env: Env, **kw) -> subprocess.Popen:
     environ = {**os.environ, "FAIRMT_DATA": env.w("data"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    kw.setdefault("start_new_session", True)  # its own process group: _killpg ends it with every child
     return subprocess.Popen([sys.executable, "-m", "fairmt", *args], cwd=env.tmp, env=environ,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _finish(p: subprocess.Popen, timeout: float = 600) -> tuple[str, str]:
+    """``p.communicate()``; past ``timeout`` the process group is killed (nothing is left running) and the timeout
+    raised."""
+    try:
+        return p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _killpg(p)
+        raise
 
 
 def _pipe_head(args: list[str], lines: int = 1):
@@ -202,7 +213,11 @@ def _pipe_head(args: list[str], lines: int = 1):
             p.stdout.readline()
         p.stdout.close()
         err = p.stderr.read()
-        rc = p.wait(timeout=120)
+        try:
+            rc = p.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            _killpg(p)
+            raise
         return rc, err
 
     return proc
@@ -667,15 +682,14 @@ def _child_process_cases() -> list[Case]:
 def _two_trains(env: Env) -> tuple[int, str]:
     """Two `fairmt train` runs into one empty folder, the second started once the first has begun (its lock file,
     where a version has one, names it; otherwise 20 s after its start): the second must be refused in one line."""
-    a = _fairmt(_recipe(env, "training.max_steps=1000000", "training.save_strategy='no'", dry=False), env,
-                start_new_session=True)
+    a = _fairmt(_recipe(env, "training.max_steps=1000000", "training.save_strategy='no'", dry=False), env)
     try:
         lock, end = env.tmp / "run" / "_fairmt_run.lock", time.monotonic() + 20  # 20 s: training, lock or not
         while a.poll() is None and time.monotonic() < end:
             if lock.is_file() and f'"pid": {a.pid}' in lock.read_text(errors="replace"):
                 break
             time.sleep(0.1)
-        b = _fairmt(_recipe(env, "training.max_steps=2", dry=False), env, start_new_session=True)
+        b = _fairmt(_recipe(env, "training.max_steps=2", dry=False), env)
         try:
             _, err_b = b.communicate(timeout=600)
         finally:
@@ -702,11 +716,11 @@ def _overwrite_then_resume(env: Env) -> tuple[int, str]:
                          dry=False),
                  [*_recipe(env, "training.max_steps=2", "training.save_strategy='no'", dry=False), "--overwrite"]):
         p = _fairmt(argv, env)
-        _, err = p.communicate(timeout=600)
+        _, err = _finish(p)
         if p.returncode != 0:
             return p.returncode, err
     p = _fairmt(_recipe(env, "training.max_steps=6", "resume_from_checkpoint=true", dry=False), env)
-    _, err = p.communicate(timeout=600)
+    _, err = _finish(p)
     return p.returncode, err
 
 
@@ -715,13 +729,13 @@ def _truncated_optimizer(env: Env) -> tuple[int, str]:
     refuses in one line); never a traceback."""
     p = _fairmt(_recipe(env, "training.max_steps=4", "training.save_strategy=steps", "training.save_steps=2",
                         dry=False), env)
-    _, err = p.communicate(timeout=600)
+    _, err = _finish(p)
     if p.returncode != 0:
         return p.returncode, err
     opt = env.tmp / "run" / "checkpoint-4" / "optimizer.pt"
     opt.write_bytes(opt.read_bytes()[:100])
     p = _fairmt(_recipe(env, "training.max_steps=6", "resume_from_checkpoint=true", dry=False), env)
-    _, err = p.communicate(timeout=600)
+    _, err = _finish(p)
     return p.returncode, err
 
 
@@ -736,7 +750,7 @@ def _fairseq_rerun(env: Env) -> tuple[int, str]:
     """fairseq-prep into a folder it prepared before: refused before anything is written (or rebuilt whole)."""
     p = _fairmt(["data", "fairseq-prep", "--input", env.w("pairs-tiny.jsonl"), "--out", env.t("bin"), "--valid-size",
                  "1"], env)
-    _, err = p.communicate(timeout=600)
+    _, err = _finish(p)
     return p.returncode, err
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile_campaign import Env, _recipe, build_all, run_cli
+from tests.hostile_campaign import Case, Env, _recipe, all_cases, build_all, run_case, run_cli
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -256,3 +256,25 @@ def test_overwrite_leaves_nothing_that_resume_could_pick_up(work, tmp_path):
         assert _digest(run / "model.safetensors") == new_weights, "resume must not bring back the old run's weights"
     finally:
         release_run_dir()
+
+
+# ---------------------------------------------------------------------------------------------- other slow cases
+
+SLOW = [c for c in all_cases() if c.slow and c.proc and c.id in ("resume with a cut-off optimizer.pt",
+                                                       "fairseq-prep rerun into its prepared folder")]
+
+
+@pytest.mark.parametrize("case", SLOW, ids=[c.id for c in SLOW])
+def test_slow_campaign_case(case: Case, work: Path, tmp_path: Path):
+    """The campaign's slow cases the tests above do not cover, each ``ok``: resuming past a checkpoint whose
+    optimizer.pt was cut off (named, the previous complete one used, or one line), and fairseq-prep rerun into its
+    prepared folder (refused before anything is written)."""
+    category, detail = run_case(case, work, tmp_path / "case")
+    assert category == "ok", f"{category}: {detail}"
+
+
+def test_every_slow_campaign_case_is_run_here():
+    """The campaign's slow cases that start processes: two as the tests above, two through the campaign (a renamed case
+    must not vanish)."""
+    assert {c.id for c in all_cases() if c.slow and c.proc} == {c.id for c in SLOW} | {
+        "two fairmt train runs, one output folder", "--overwrite then resume_from_checkpoint=true"}
