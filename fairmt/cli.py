@@ -180,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         rc = handler(args)
     except BrokenPipeError:
         return _stop_on_closed_pipe()
+    except KeyboardInterrupt as err:  # Ctrl-C: no traceback; what was kept and how to resume, when the work says
+        detail = str(err).strip()
+        print(f"\nfairmt: {detail or 'interrupted'}", file=sys.stderr)
+        return 130  # 128 + SIGINT, what a shell reports for a tool Ctrl-C stopped
     except Exception as err:  # noqa: BLE001 - sorted into expected failures and bugs
         line = _expected(err)
         if line is None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-GENEVAL_COLUMNS = ["lang", "n", "accuracy", "acc_m", "acc_f", "delta_g", "explicit_accuracy", "explicit_delta_g", "hypothesis_accuracy"]
+GENEVAL_COLUMNS = ["lang", "n", "explicit_accuracy", "chrfpp", "degenerate", "accuracy", "acc_m", "acc_f", "delta_g",
+                   "explicit_delta_g", "hypothesis_accuracy"]
 CONTEXT_COLUMNS = ["lang", "n", "accuracy", "explicit_accuracy"]
 FLORES_COLUMNS = ["lang_pair", "n", "bleu_label", "bleu", "chrfpp"]
 
@@ -131,9 +132,9 @@ def _run_geneval(args) -> int:
             raise FairmtError("give --masculine FILE and --feminine FILE (translations), or --model PATH")
         results = [_geneval_files(args, lang, multi) for lang in langs]
     columns = CONTEXT_COLUMNS if args.set == "contextual" else GENEVAL_COLUMNS
-    metrics = ["accuracy", "explicit_accuracy"] + ([] if args.set == "contextual" else ["delta_g", "explicit_delta_g"])
-    _report(args, results, columns, metrics, "lang", f"MT-GenEval {args.set} ({args.split})")
-    return 0
+    metrics = ["explicit_accuracy", "accuracy"] + ([] if args.set == "contextual" else
+                                                  ["chrfpp", "delta_g", "explicit_delta_g"])
+    return 0 if _report(args, results, columns, metrics, "lang", f"MT-GenEval {args.set} ({args.split})") else 1
 
 
 def _row(result) -> dict:
@@ -142,8 +143,10 @@ def _row(result) -> dict:
     row = as_dict(result)
     if "accuracy_masculine" in row:
         row["acc_m"], row["acc_f"] = row["accuracy_masculine"], row["accuracy_feminine"]
-    if "chrfpp" in row:
+    if "bleu_label" in row:  # a FLORES result
         row["bleu"] = result.bleu
+    if isinstance(row.get("degenerate"), dict):
+        row["degenerate"] = f"{row['degenerate']['degenerate']}/{row['degenerate']['n']}"
     return row
 
 
@@ -160,12 +163,14 @@ def _summary(results, metrics: list[str]) -> dict:
     return out
 
 
-def _report(args, results, columns, metrics, label, title) -> None:
-    from fairmt.eval.report import bar_chart, format_table, markdown_table, write_json, write_text_atomic
+def _report(args, results, columns, metrics, label, title) -> bool:
+    """Print and write the results; False when a --plot asked for was not (wholly) drawn (exit 1, after every
+    other output is written: :func:`fairmt.eval.report.draw_plot`)."""
+    from fairmt.eval.report import bar_chart, draw_plot, format_table, markdown_table, write_json, write_text_atomic
     from fairmt.distributed import is_main_process
 
     if not is_main_process():  # one of several processes (torchrun / accelerate launch): rank 0 reports
-        return
+        return True
 
     rows = [_row(r) for r in results]
     summary = _summary(results, metrics)
@@ -180,8 +185,7 @@ def _report(args, results, columns, metrics, label, title) -> None:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         sigs = "\n".join(f"- `{getattr(r, 'signature', '') or r.bleu_signature}`" for r in results)
         write_text_atomic(args.markdown, f"### {title}\n\n{markdown_table(rows, columns, digits=2)}\n{sigs}\n")
-    if args.plot:
-        bar_chart(rows, label, metrics, args.plot, title=title)
+    plotted = draw_plot(args.plot, lambda: bar_chart(rows, label, metrics, args.plot, title=title)) if args.plot else True
     if args.json != "-":
         print(title)
         print(format_table(rows, columns, digits=2))
@@ -191,6 +195,13 @@ def _report(args, results, columns, metrics, label, title) -> None:
                     print(f"  {sig}")
             if getattr(r, "note", ""):
                 print(f"  note: {r.note}", file=sys.stderr)
+    from fairmt.eval.degenerate import describe
+
+    for r in results:  # beside the numbers, whatever the output format: a degenerate output can score 100 %
+        line = describe(f"{title} {getattr(r, 'lang', '')}".strip(), getattr(r, "degenerate", None))
+        if line:
+            print(f"warning: {line}", file=sys.stderr)
+    return plotted
 
 
 def _run_flores(args) -> int:
@@ -224,8 +235,7 @@ def _run_flores(args) -> int:
             refs = read_flores(tgt, args.split)
             hyps = read_lines(path, expected=len(refs), allow_empty=args.allow_empty)
             results.append(translation_quality(hyps, refs, lang_pair=pair, spm_model=args.spm_model))
-    _report(args, results, FLORES_COLUMNS, ["bleu", "chrfpp"], "lang_pair", f"FLORES-200 {args.split}")
-    return 0
+    return 0 if _report(args, results, FLORES_COLUMNS, ["bleu", "chrfpp"], "lang_pair", f"FLORES-200 {args.split}") else 1
 
 
 def _flores_pairs(args) -> dict[str, str]:

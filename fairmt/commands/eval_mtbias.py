@@ -145,6 +145,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"skipped: {line}", file=sys.stderr)
     for line in result["errors"]:
         print(f"error: {line}", file=sys.stderr)
+    for line in result["warnings"]:
+        print(f"warning: {line}", file=sys.stderr)
+    if not any(result.get(b) for b in benchmarks):  # before any output is written: no file of empty tables
+        raise FairmtError(f"{root}: nothing to score — no benchmark file of the layout was found "
+                          "(see `fairmt eval mt-bias --help`); nothing was written")
     md = markdown_tables(result, name)
     if quiet:
         print(json_text(result))
@@ -155,13 +160,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"wrote JSON to {args.json}", file=sys.stderr)
     if args.markdown:
         write_text_atomic(args.markdown, md)
-    if args.plot and result.get("winomt"):
-        per_language_plot(result, args.plot, title=f"{name}: WinoMT accuracy and ΔG per language")
-    scored = [b for b in benchmarks if result.get(b)]
-    if not scored:
-        raise FairmtError(f"{root}: nothing to score — no benchmark file of the layout was found "
-                          "(see `fairmt eval mt-bias --help`)")
-    return 1 if result["errors"] else 0
+    plotted = True
+    if args.plot:
+        from fairmt.eval.report import draw_plot
+
+        plotted = draw_plot(args.plot, lambda: per_language_plot(
+            result, args.plot, title=f"{name}: WinoMT accuracy and ΔG per language"))
+    return 1 if result["errors"] or not plotted else 0
 
 
 def check_run_result(data: dict, path) -> None:
@@ -209,6 +214,10 @@ def run_report(args: argparse.Namespace) -> int:
     if len(names) != len(results):
         raise FairmtError(f"--names: {len(names)} names for {len(results)} runs")
     rows = compare_runs(results, names)
+    for row in rows:  # said on stderr whatever the output format: † in the table, "differs" in the JSON
+        for d in row["differs"]:
+            print(f"fairmt report: warning: {row['model']} was scored differently from {rows[0]['model']}: "
+                  f"{d['key']} is {d['this']!r}, not {d['first']!r}", file=sys.stderr)
     md = comparison_markdown(rows)
     if args.json == "-":  # the convention of every command: JSON alone on stdout
         print(json_text(rows))
@@ -219,5 +228,8 @@ def run_report(args: argparse.Namespace) -> int:
     if args.json and args.json != "-":
         write_text_atomic(args.json, json_text(rows) + "\n")
     if args.plot:
-        scatter_plot(rows, args.plot)
+        from fairmt.eval.report import draw_plot
+
+        if not draw_plot(args.plot, lambda: scatter_plot(rows, args.plot)):
+            return 1
     return 0

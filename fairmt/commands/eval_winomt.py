@@ -169,24 +169,28 @@ def run(args) -> int:
         from fairmt.outputs import json_text
 
         print(json_text(_summary(results)))
-        return 0
-    if args.json:
+    elif args.json:
         write_json(_summary(results), args.json)
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         sigs = "\n".join(f"- `{r.signature}`" for r in results)
         write_text_atomic(args.markdown, markdown_table(rows, COLUMNS) + "\n" + sigs + "\n")
+    plotted = True
     if args.plot:
+        from fairmt.eval.report import draw_plot
+
         system = Path(args.translations).name if args.translations else Path(str(translator.model_name)).name
-        bar_chart(rows, "lang", ["accuracy", "delta_g", "delta_s", "delta_r"], args.plot,
-                  title=f"WinoMT — {system} ({'compat ' + args.compat if args.compat else 'fairmt default mode'})")
-    print(format_table(rows, COLUMNS))
-    for r in results:
-        print(r.signature)
-    for what, path in (("JSON", args.json), ("Markdown", args.markdown), ("plot", args.plot)):
-        if path:
+        plotted = draw_plot(args.plot, lambda: bar_chart(
+            rows, "lang", ["accuracy", "delta_g", "delta_s", "delta_r"], args.plot,
+            title=f"WinoMT — {system} ({'compat ' + args.compat if args.compat else 'fairmt default mode'})"))
+    if args.json != "-":
+        print(format_table(rows, COLUMNS))
+        for r in results:
+            print(r.signature)
+    for what, path in (("JSON", args.json), ("Markdown", args.markdown), ("plot", args.plot if plotted else None)):
+        if path and path != "-":
             print(f"wrote {what} to {path}", file=sys.stderr)
-    return 0
+    return 0 if plotted else 1
 
 
 def _summary(results) -> dict:

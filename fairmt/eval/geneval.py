@@ -133,12 +133,20 @@ class GenEvalResult:
     """Explicitly correct translations among all 2·n (not a published number)."""
     signature: str
     subset: str = "counterfactual"
+    chrfpp: float | None = None
+    """Translation quality beside the gender scores: corpus chrF++ (sacrebleu, ``word_order=2``) of the masculine and
+    feminine translations, each against its own-gender reference (the 2·n hypotheses as one corpus). A degenerate
+    model can be 100 % gender-accurate (no wrong-gender word in "ariariari…"); its chrF++ is near 0."""
+    chrf_signature: str | None = None
+    degenerate: dict | None = None
+    """Counts of degenerate translations over the 2·n (:func:`fairmt.eval.degenerate.degenerate_counts`)."""
 
     def __str__(self) -> str:
+        quality = f", chrF++ {self.chrfpp:.1f}" if self.chrfpp is not None else ""
         return (
             f"MT-GenEval {self.lang} {self.split}: acc {self.accuracy:.2f} (M {self.accuracy_masculine:.2f} / "
             f"F {self.accuracy_feminine:.2f}, ΔG {self.delta_g:.2f}), E-acc {self.explicit_accuracy:.2f} "
-            f"(E-ΔG {self.explicit_delta_g:.2f})  [{self.signature}]"
+            f"(E-ΔG {self.explicit_delta_g:.2f}){quality}  [{self.signature}]"
         )
 
 
@@ -212,6 +220,13 @@ def score_counterfactual(
     em = sum(j.explicit_correct for j in jm)
     ef = sum(j.explicit_correct for j in jf)
     acc_m, acc_f, eacc_m, eacc_f = _pct(cm, n), _pct(cf, n), _pct(em, n), _pct(ef, n)
+    from sacrebleu.metrics import CHRF
+
+    from fairmt.eval.degenerate import degenerate_counts
+
+    chrf = CHRF(word_order=2)
+    hyps = [*masculine_hyps, *feminine_hyps]
+    chrfpp = chrf.corpus_score(hyps, [[*masculine_refs, *feminine_refs]]).score
     return GenEvalResult(
         lang=lang,
         split=split,
@@ -227,6 +242,9 @@ def score_counterfactual(
         hypothesis_accuracy=_pct(cm + cf, 2 * n),
         hypothesis_explicit_accuracy=_pct(em + ef, 2 * n),
         signature=geneval_signature("counterfactual", split, lang, n),
+        chrfpp=chrfpp,
+        chrf_signature=str(chrf.get_signature()),
+        degenerate=degenerate_counts(hyps, lang),
     )
 
 

@@ -175,7 +175,7 @@ def eval_results(results: Iterable[Any]) -> list:
         if isinstance(r, dict) and "macro_f1" in r and "gap" in r:  # `fairmt eval classification --json`
             out += classification_eval_results(r)
             continue
-        if isinstance(r, dict) and "chrfpp" in r:  # a FLORES result as `fairmt eval flores --json` writes it
+        if isinstance(r, dict) and "chrfpp" in r and "explicit_accuracy" not in r:  # a FLORES result (`eval flores`)
             r = _from_dict(TranslationQualityResult, r)
         elif isinstance(r, dict) and "explicit_accuracy" in r and "lang" in r:  # MT-GenEval JSON
             r = _from_dict(GenEvalResult if "delta_g" in r else GenEvalContextResult, r)

@@ -10,7 +10,10 @@ user — with this layout (WinoMT's own ``source ||| translation`` format for Wi
     DIR/flores/<lang>.txt             FLORES-200 devtest, en→lang hypotheses
     DIR/flores_m2m/<src>-<tgt>.txt    FLORES-200 devtest many-to-many (FLORES codes), for --many2many
 
-:func:`score_translations_dir` scores every file present and says in ``skipped`` what was not there.
+:func:`score_translations_dir` scores every file present and says in ``skipped`` what was not there. Beside the
+gender scores it gives translation quality — MT-GenEval's ``chrfpp`` against the own-gender references, FLORES-200's
+spBLEU/chrF++ — and per language the count of degenerate translations (:mod:`fairmt.eval.degenerate`), one line
+each in ``warnings``: a degenerate output can be 100 % gender-accurate.
 
 Averages (``average``/``in_domain``/``out_of_domain``) follow the paper: in-domain is the ``id_lang`` direction the
 model was fine-tuned on, out-of-domain the mean over the other languages (Table 2), ``average`` the mean over all
@@ -53,7 +56,7 @@ BENCHMARKS = ("winomt", "geneval", "flores")
 FORMAT_VERSION = 1
 
 WINOMT_KEYS = ("accuracy", "delta_g", "delta_g_acc", "delta_s", "delta_r")
-GENEVAL_KEYS = ("accuracy", "explicit_accuracy", "delta_g", "explicit_delta_g", "contextual_accuracy")
+GENEVAL_KEYS = ("accuracy", "explicit_accuracy", "delta_g", "explicit_delta_g", "contextual_accuracy", "chrfpp")
 FLORES_KEYS = ("spbleu", "bleu_spm_nonstandard", "chrfpp")
 _GAPS = {"delta_g", "delta_g_acc", "delta_s", "delta_r", "explicit_delta_g"}
 
@@ -265,9 +268,14 @@ def score_translations_dir(
             row = col.run(f"MT-GenEval {lang}", one)
             if row is not None:
                 per[lang] = row
+        no_context = [x for x in per if x in CONTEXT_LANGS and not geneval_files(root, x)["context"].is_file()]
+        if no_context:
+            col.skipped.append(f"geneval contextual: no file for {', '.join(no_context)} in {root / 'geneval'} "
+                               "(context.LANG.txt; contextual_accuracy is null)")
         out["geneval"] = {**per, **_summaries(per, GENEVAL_KEYS, id_lang)} if per else {}
 
     if "flores" in benchmarks:
+        from fairmt.eval.degenerate import degenerate_counts
         from fairmt.eval.geneval import read_lines
         from fairmt.eval.translation import read_flores
 
@@ -283,8 +291,9 @@ def score_translations_dir(
             def one(lang=lang, f=f):
                 code = _flores_code(lang)
                 refs = read_flores(code)
-                return _quality(read_lines(f, expected=len(refs), allow_empty=True), refs, f"eng_Latn-{code}",
-                                spm_model, have_spm)
+                hyps = read_lines(f, expected=len(refs), allow_empty=True)
+                return {**_quality(hyps, refs, f"eng_Latn-{code}", spm_model, have_spm),
+                        "degenerate": degenerate_counts(hyps, lang)}
 
             row = col.run(f"FLORES-200 {lang}", one)
             if row is not None:
@@ -299,9 +308,31 @@ def score_translations_dir(
         "many2many": many2many, "fairmt": _version(),
     }
     say(f"scored in {time.perf_counter() - t0:.1f} s")
+    out["warnings"] = degenerate_warnings(out)
     out["skipped"] = col.skipped
     out["errors"] = col.errors
     return out
+
+
+def degenerate_warnings(result: dict) -> list[str]:
+    """One line per benchmark and language with degenerate translations (:mod:`fairmt.eval.degenerate`): empty,
+    repetitive or wrong-script lines, beside which a gender accuracy means little."""
+    from fairmt.eval.degenerate import describe
+
+    lines = []
+    for bench, label in (("geneval", "MT-GenEval"), ("flores", "FLORES-200")):
+        for lang, row in (result.get(bench) or {}).items():
+            line = describe(f"{label} {lang}", row.get("degenerate")) if len(lang) <= 3 else None
+            if line:
+                lines.append(line)
+    return lines
+
+
+def _degenerate_cell(*rows: dict) -> str:
+    parts = [r["degenerate"] for r in rows if r and r.get("degenerate")]
+    if not parts:
+        return "–"
+    return f"{sum(p['degenerate'] for p in parts)}/{sum(p['n'] for p in parts)}"
 
 
 def model_card_results(result: dict) -> list[dict]:
@@ -407,22 +438,28 @@ def markdown_tables(result: dict, name: str = "model") -> str:
     wa, ga, fa = w.get("average", {}), g.get("average", {}), f.get("average", {})
     lines += ["**Averaged over all languages (Table 3 layout)**", "",
               f"| Method | WinoMT Acc. | \\|ΔG\\| | \\|ΔS\\| | \\|ΔR\\| | MT-GenEval E-Acc. | \\|E-ΔG\\| | Acc. | \\|ΔG\\| "
-              f"| {bleu_name} | chrF++ |", "|---|" + "---|" * 10,
+              f"| MT-GenEval chrF++ | FLORES {bleu_name} | FLORES chrF++ |", "|---|" + "---|" * 11,
               f"| {name} | {_fmt(wa.get('accuracy'))} | {_fmt(wa.get('abs_delta_g_acc'))} | {_fmt(wa.get('abs_delta_s'))} "
               f"| {_fmt(wa.get('abs_delta_r'))} | {_fmt(ga.get('explicit_accuracy'))} | "
               f"{_fmt(ga.get('abs_explicit_delta_g'))} | {_fmt(ga.get('accuracy'))} | {_fmt(ga.get('abs_delta_g'))} | "
-              f"{_fmt(_bleu(fa))} | {_fmt(fa.get('chrfpp'))} |", "",
+              f"{_fmt(ga.get('chrfpp'))} | {_fmt(_bleu(fa))} | {_fmt(fa.get('chrfpp'))} |", "",
+              "MT-GenEval chrF++: the translations against MT-GenEval's own-gender references (quality beside the "
+              "gender accuracy: a degenerate output can be gender-accurate).", "",
               "ΔG of WinoMT here is the paper's Acc_male − Acc_female (`delta_g_acc`); the 2019 evaluator's "
               "F1_male − F1_female is `delta_g` in the JSON.", ""]
     per = sorted({k for d in (w, g, f) for k in d if len(k) <= 3})
     if per:
-        lines += ["**Per language**", "", "| lang | WinoMT Acc. | ΔG (acc) | ΔG (F1) | ΔS | MT-GenEval Acc. | E-Acc. | "
-                  f"{bleu_name} | chrF++ |", "|---|" + "---|" * 8]
+        lines += ["**Per language**", "", "| lang | MT-GenEval E-Acc. | MT-GenEval chrF++ | FLORES "
+                  f"{bleu_name} | FLORES chrF++ | degenerate | WinoMT Acc. | ΔG (acc) | ΔG (F1) | ΔS | MT-GenEval Acc. |",
+                  "|---|" + "---|" * 10]
         for x in per:
             wx, gx, fx = w.get(x, {}), g.get(x, {}), f.get(x, {})
-            lines.append(f"| {x} | {_fmt(wx.get('accuracy'))} | {_fmt(wx.get('delta_g_acc'))} | {_fmt(wx.get('delta_g'))} "
-                         f"| {_fmt(wx.get('delta_s'))} | {_fmt(gx.get('accuracy'))} | {_fmt(gx.get('explicit_accuracy'))} "
-                         f"| {_fmt(_bleu(fx))} | {_fmt(fx.get('chrfpp'))} |")
+            lines.append(f"| {x} | {_fmt(gx.get('explicit_accuracy'))} | {_fmt(gx.get('chrfpp'))} | {_fmt(_bleu(fx))} "
+                         f"| {_fmt(fx.get('chrfpp'))} | {_degenerate_cell(gx, fx)} | {_fmt(wx.get('accuracy'))} "
+                         f"| {_fmt(wx.get('delta_g_acc'))} | {_fmt(wx.get('delta_g'))} | {_fmt(wx.get('delta_s'))} "
+                         f"| {_fmt(gx.get('accuracy'))} |")
+        lines += ["", "degenerate: empty, repetitive or wrong-script translations (MT-GenEval and FLORES lines; "
+                  "rules in `fairmt.eval.degenerate`)."]
     m2m = (result.get("flores_many2many") or {})
     if m2m:
         groups = list(RESOURCE_GROUPS)
@@ -434,78 +471,185 @@ def markdown_tables(result: dict, name: str = "model") -> str:
     return "\n".join(lines) + "\n"
 
 
-def per_language_plot(result: dict, path: str | Path, title: str = "") -> None:
-    """Per-language WinoMT accuracy and ΔG (accuracy gap), as the paper's Figure 4."""
-    from fairmt.eval.report import bar_chart
+def per_language_plot(result: dict, path: str | Path, title: str = "") -> list[str]:
+    """Per-language WinoMT accuracy and ΔG (accuracy gap), as the paper's Figure 4; returns what was not drawn
+    (:func:`fairmt.eval.report.draw_plot`)."""
+    from fairmt.eval.report import NothingToPlot, bar_chart
 
     w = result.get("winomt") or {}
     rows = [{"lang": k, "accuracy": v["accuracy"], "ΔG": v.get("delta_g_acc")} for k, v in w.items() if len(k) <= 3]
     if not rows:
-        raise FairmtError("no WinoMT languages were scored: nothing to plot")
-    bar_chart(rows, "lang", ["accuracy", "ΔG"], path, title=title or "WinoMT accuracy and ΔG (Acc_male − Acc_female)",
+        raise NothingToPlot("no WinoMT language was scored (the plot is WinoMT accuracy and ΔG per language)")
+    return bar_chart(rows, "lang", ["accuracy", "ΔG"], path, title=title or "WinoMT accuracy and ΔG (Acc_male − Acc_female)",
               ylabel="%, percentage points for ΔG")
 
 
+_SETTINGS_COMPARED = ("compat", "split", "gold", "id_lang")
+"""Scoring settings of a run (``settings`` of its JSON) that change its numbers; the metric signatures carry the rest."""
+
+
+def run_signatures(result: dict) -> dict[str, str]:
+    """What determined each number of an mt-bias run, as flat ``key → value`` pairs that two runs can be compared
+    on: the metric signature per benchmark and language (``winomt:de``, ``geneval:de``, ``flores:de:chrF++``,
+    ``flores:de:BLEU``; the fairmt version inside a signature is left out — a new release with the same metric keeps
+    its version number in the signature), the languages each average is over (``languages:winomt``), and the
+    scoring settings (``settings:compat`` ...)."""
+    import re
+
+    def strip_version(sig: str) -> str:
+        return re.sub(r"\|fairmt:[^|]*", "", sig)
+
+    out: dict[str, str] = {}
+    settings = result.get("settings") or {}
+    for key in _SETTINGS_COMPARED:
+        out[f"settings:{key}"] = str(settings.get(key))
+    for bench in BENCHMARKS:
+        section = result.get(bench) or {}
+        langs = [k for k in section if len(k) <= 3]
+        if langs:
+            out[f"languages:{bench}"] = ",".join(sorted(langs))
+        for lang in langs:
+            row = section[lang]
+            if bench == "flores":
+                for label, key in (("chrF++", "chrf_signature"), ("BLEU", "bleu_signature")):
+                    if row.get(key):
+                        out[f"flores:{lang}:{label}"] = strip_version(str(row[key]))
+            elif row.get("signature"):
+                out[f"{bench}:{lang}"] = strip_version(str(row["signature"]))
+    return out
+
+
+def _column_benchmark(column: str) -> str:
+    return "winomt" if column.startswith("winomt") else "geneval" if column.startswith("geneval") else "flores"
+
+
+def signature_differences(results: Sequence[dict], names: Sequence[str]) -> list[dict]:
+    """Every signature (:func:`run_signatures`) in which a run differs from the first run: one dict per difference
+    with ``run``, ``key``, ``first`` and ``this`` (None where one run has no such entry). A key only one of the two
+    runs has (a language scored in one run only) counts only for ``languages:`` and ``settings:`` — a per-language
+    signature compares like with like."""
+    if not results:
+        return []
+    base = run_signatures(results[0])
+    out = []
+    for name, r in zip(names[1:], results[1:]):
+        sigs = run_signatures(r)
+        for key in sorted(set(base) | set(sigs)):
+            a, b = base.get(key), sigs.get(key)
+            if a == b or ((a is None or b is None) and not key.startswith(("languages:", "settings:"))):
+                continue
+            out.append({"run": name, "key": key, "first": a, "this": b})
+    return out
+
+
+def _benchmarks_touched(key: str) -> set[str]:
+    kind, _, rest = key.partition(":")
+    if kind == "settings":  # compat → WinoMT, split → MT-GenEval, gold → WinoMT, id_lang → every average
+        return {"compat": {"winomt"}, "gold": {"winomt"}, "split": {"geneval"}}.get(rest, set(BENCHMARKS))
+    if kind == "languages":
+        return {rest}
+    return {kind}
+
+
+COMPARISON_COLUMNS = ["geneval_e_acc", "geneval_chrfpp", "bleu", "chrfpp", "winomt_acc", "degenerate",
+                      "geneval_abs_edg", "winomt_abs_dg", "winomt_abs_ds", "geneval_acc", "geneval_abs_dg"]
+"""``fairmt report``'s columns: explicit accuracy and translation quality first, then WinoMT, the degenerate-output
+count, the gaps, and the official MT-GenEval accuracy last (a degenerate output can make it 100)."""
+
+
 def compare_runs(results: Sequence[dict], names: Sequence[str]) -> list[dict]:
-    """One row per run with the Table 3 averages and their deltas to the first run."""
+    """One row per run with the Table 3 averages and their deltas to the first run, the run's signatures
+    (:func:`run_signatures`) and ``differs`` — the signatures in which it differs from the first run (the columns
+    they touch are marked † by :func:`comparison_markdown`)."""
     rows = []
+    diffs = signature_differences(results, names)
     for name, r in zip(names, results):
         wa = (r.get("winomt") or {}).get("average", {})
         ga = (r.get("geneval") or {}).get("average", {})
         fa = (r.get("flores") or {}).get("average", {})
-        rows.append({"model": name, "winomt_acc": wa.get("accuracy"), "winomt_abs_dg": wa.get("abs_delta_g_acc"),
+        degenerate = [row["degenerate"] for b in ("geneval", "flores") for k, row in (r.get(b) or {}).items()
+                      if len(k) <= 3 and isinstance(row.get("degenerate"), dict)]
+        rows.append({"model": name, "geneval_e_acc": ga.get("explicit_accuracy"), "geneval_chrfpp": ga.get("chrfpp"),
+                     "bleu": _bleu(fa), "chrfpp": fa.get("chrfpp"), "winomt_acc": wa.get("accuracy"),
+                     "degenerate": sum(d["degenerate"] for d in degenerate) if degenerate else None,
+                     "degenerate_of": sum(d["n"] for d in degenerate) if degenerate else None,
+                     "geneval_abs_edg": ga.get("abs_explicit_delta_g"), "winomt_abs_dg": wa.get("abs_delta_g_acc"),
                      "winomt_abs_ds": wa.get("abs_delta_s"), "geneval_acc": ga.get("accuracy"),
-                     "geneval_e_acc": ga.get("explicit_accuracy"), "geneval_abs_dg": ga.get("abs_delta_g"),
-                     "bleu": _bleu(fa), "chrfpp": fa.get("chrfpp")})
+                     "geneval_abs_dg": ga.get("abs_delta_g"), "signatures": run_signatures(r),
+                     "differs": [{k: d[k] for k in ("key", "first", "this")} for d in diffs if d["run"] == name]})
     base = rows[0] if rows else {}
     for row in rows[1:]:
-        for k in list(row):
-            if k != "model" and row[k] is not None and base.get(k) is not None:
+        for k in COMPARISON_COLUMNS:
+            if k != "degenerate" and row[k] is not None and base.get(k) is not None:
                 row[f"Δ{k}"] = row[k] - base[k]
     return rows
 
 
 def comparison_markdown(rows: Sequence[dict]) -> str:
-    cols = ["winomt_acc", "winomt_abs_dg", "winomt_abs_ds", "geneval_acc", "geneval_e_acc", "geneval_abs_dg", "bleu", "chrfpp"]
+    """The comparison table; a value whose run was scored differently from the first run (another metric signature,
+    other languages in the average, another --compat/--split/gold) is marked †, and each difference is listed."""
+    cols = COMPARISON_COLUMNS
     out = ["| model | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+    notes = []
     for r in rows:
+        touched = {b for d in r.get("differs", []) for b in _benchmarks_touched(d["key"])}
         cells = []
         for c in cols:
-            v = _fmt(r.get(c))
+            if c == "degenerate":
+                v = "–" if r.get(c) is None else f"{r[c]}/{r['degenerate_of']}"
+            else:
+                v = _fmt(r.get(c))
             d = r.get(f"Δ{c}")
-            cells.append(v + (f" ({d:+.1f})" if d is not None else ""))
+            mark = " †" if _column_benchmark(c) in touched and r.get(c) is not None and c != "degenerate" else ""
+            cells.append(v + (f" ({d:+.1f})" if d is not None else "") + mark)
         out.append(f"| {r['model']} | " + " | ".join(cells) + " |")
-    return "\n".join(out) + "\n\nIn brackets: the difference to the first model.\n"
+        for d in r.get("differs", []):
+            notes.append(f"- † {r['model']}: {d['key']} is `{d['this']}`, the first run's is `{d['first']}`")
+    text = "\n".join(out) + "\n\nIn brackets: the difference to the first model. geneval_chrfpp: chrF++ of the " \
+        "MT-GenEval translations against their own-gender references; bleu/chrfpp: FLORES-200; degenerate: empty, " \
+        "repetitive or wrong-script translations.\n"
+    if notes:
+        text += ("\n**† Scored under different settings from the first run — these numbers are not comparable as "
+                 "they stand:**\n\n" + "\n".join(notes) + "\n")
+    return text
 
 
-def scatter_plot(rows: Sequence[dict], path: str | Path) -> None:
-    """spBLEU (or chrF++ when no run has spBLEU) against WinoMT accuracy, one point per model (the paper's Figure 3)."""
+def scatter_plot(rows: Sequence[dict], path: str | Path) -> list[str]:
+    """spBLEU (or chrF++ when not every run has spBLEU) against WinoMT accuracy, one point per model (the paper's
+    Figure 3); returns one line per run left out (:func:`fairmt.eval.report.draw_plot`)."""
+    from fairmt.eval.report import NothingToPlot
+
+    xkey = "bleu" if all(r.get("bleu") is not None for r in rows) else "chrfpp"
+    xname = "spBLEU" if xkey == "bleu" else "chrF++"
+    pts = [(r[xkey], r["winomt_acc"], r["model"]) for r in rows if r.get(xkey) is not None and r.get("winomt_acc") is not None]
+    missing = [f"{r['model']}: no " + " and no ".join(
+        n for n, k in ((xname, xkey), ("WinoMT accuracy", "winomt_acc")) if r.get(k) is None) for r in rows
+        if r.get(xkey) is None or r.get("winomt_acc") is None]
+    if not pts:
+        raise NothingToPlot(f"no run has both {xname} (FLORES) and WinoMT accuracy")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    xkey = "bleu" if all(r.get("bleu") is not None for r in rows) else "chrfpp"
-    pts = [(r[xkey], r["winomt_acc"], r["model"]) for r in rows if r.get(xkey) is not None and r.get("winomt_acc") is not None]
-    if not pts:
-        raise FairmtError("no run has both a translation-quality score and WinoMT accuracy: nothing to plot")
     fig, ax = plt.subplots(figsize=(6, 4.5))
     ax.scatter([p[0] for p in pts], [p[1] for p in pts])
     for x, y, name in pts:
         ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize="small")
-    ax.set_xlabel("spBLEU" if xkey == "bleu" else "chrF++")
+    ax.set_xlabel(xname)
     ax.set_ylabel("WinoMT accuracy (%)")
     ax.grid(linewidth=0.3, alpha=0.5)
     fig.tight_layout()
     from fairmt.eval.report import save_figure_atomic
 
     save_figure_atomic(fig, path)
+    return missing
 
 
 __all__ = [
-    "BENCHMARKS", "FLORES_LANGS", "GENEVAL_LANGS", "RESOURCE_GROUPS", "WINOMT_LANGS", "average", "compare_runs",
-    "comparison_markdown", "markdown_tables", "per_language_plot", "scatter_plot", "score_many2many",
-    "score_translations_dir",
+    "BENCHMARKS", "COMPARISON_COLUMNS", "FLORES_LANGS", "GENEVAL_LANGS", "RESOURCE_GROUPS", "WINOMT_LANGS", "average",
+    "compare_runs", "comparison_markdown", "degenerate_warnings", "markdown_tables", "per_language_plot",
+    "run_signatures", "scatter_plot", "score_many2many", "score_translations_dir", "signature_differences",
 ]
 
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from fairmt.errors import FairmtError
 
 
 def as_dict(result: Any) -> dict:
@@ -22,15 +24,46 @@ def as_dict(result: Any) -> dict:
     raise TypeError(f"cannot serialise {type(result).__name__}")
 
 
+def _umask() -> int:
+    """The process umask (read without changing it where Linux exposes it; else set and restored at once)."""
+    import os
+
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _temp_beside(path: Path, prefix: str, suffix: str) -> tuple[int, str]:
+    """A temporary file in ``path``'s folder for an atomic write, with the mode a plain ``open(path, "w")`` would
+    give (0666 less the umask): ``mkstemp`` creates it 0600, and the rename would keep that mode."""
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    except BaseException:
+        os.close(fd)
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return fd, tmp
+
+
 def write_text_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder and an atomic rename: a reader, or a
     second run writing the same output path, sees the old file or the new one, never a mix or a torn file."""
     import os
-    import tempfile
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp_beside(path, f".{path.name}.", ".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -74,25 +107,53 @@ def markdown_table(rows: Sequence[dict], columns: Sequence[str], digits: int = 1
     return "\n".join([head, sep, *body]) + "\n"
 
 
+class NothingToPlot(FairmtError):
+    """A plot was asked for but the results hold nothing it could draw (the message says why)."""
+
+
+def draw_plot(path: str | Path, draw: Callable[[], Sequence[str] | None]) -> bool:
+    """The one rule of every ``--plot``: the other outputs are written whatever happens here; ``draw()`` writes the
+    figure with what exists and returns what it left out (one line each), or raises :class:`NothingToPlot`. Each
+    omission (or why no figure was written) is printed on stderr; True only when everything asked for was drawn —
+    a command then exits 0 only if this is True."""
+    import sys
+
+    try:
+        missing = list(draw() or [])
+    except NothingToPlot as err:
+        print(f"fairmt: plot {path} not written: {err}", file=sys.stderr)
+        return False
+    for line in missing:
+        print(f"fairmt: plot {path}: not drawn: {line}", file=sys.stderr)
+    return not missing
+
+
 def bar_chart(rows: Sequence[dict], label: str, metrics: Sequence[str], path: str | Path, title: str = "",
-              ylabel: str = "score (%, percentage points for Δ)") -> None:
+              ylabel: str = "score (%, percentage points for Δ)") -> list[str]:
     """A grouped bar chart (one group per row, e.g. per language; one bar per metric), saved as PNG/PDF/SVG:
     at most ~11 inches wide whatever the number of languages, labelled axes, the legend outside the bars, values
-    written on the bars when they are few."""
+    written on the bars when they are few. A value that is None (undefined) gets no bar — never a bar at 0 — and
+    is returned as one line ``"<metric> for <row>: undefined"``; no rows raises :class:`NothingToPlot`."""
+    import math
+
+    if not rows:
+        raise NothingToPlot("no results to draw")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    missing = [f"{metric} for {r.get(label)}: undefined (no value)" for r in rows for metric in metrics
+               if r.get(metric) is None or (isinstance(r.get(metric), float) and not math.isfinite(r[metric]))]
     n = max(len(metrics), 1)
     width = 0.8 / n
     fig, ax = plt.subplots(figsize=(min(11.0, max(5.0, 0.55 * len(rows) * n + 2.5)), 4.0))
     xs = range(len(rows))
     for k, metric in enumerate(metrics):
-        bars = ax.bar([x + (k - (n - 1) / 2) * width for x in xs], [float(r.get(metric) or 0.0) for r in rows], width,
-                      label=metric)
+        heights = [float(r[metric]) if r.get(metric) is not None else math.nan for r in rows]
+        bars = ax.bar([x + (k - (n - 1) / 2) * width for x in xs], heights, width, label=metric)
         if len(rows) * n <= 24:
-            ax.bar_label(bars, fmt="%.1f", fontsize=6, padding=1)
+            ax.bar_label(bars, labels=["" if math.isnan(h) else f"{h:.1f}" for h in heights], fontsize=6, padding=1)
     ax.set_xticks(list(xs), [str(r.get(label)) for r in rows])
     ax.set_xlabel(label)
     ax.set_ylabel(ylabel)
@@ -103,19 +164,19 @@ def bar_chart(rows: Sequence[dict], label: str, metrics: Sequence[str], path: st
     ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     save_figure_atomic(fig, path)
+    return missing
 
 
 def save_figure_atomic(fig, path: str | Path) -> None:
     """Save a matplotlib figure (format from the suffix) through a temporary file and an atomic rename, as
     :func:`write_text_atomic`; the figure is closed."""
     import os
-    import tempfile
 
     import matplotlib.pyplot as plt
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    fd, tmp = _temp_beside(path, f".{path.stem}.", path.suffix)
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=120, bbox_inches="tight", format=path.suffix.lstrip(".").lower() or "png")

@@ -28,6 +28,29 @@ from fairmt.translate.backends import Translator, get_backend
 from fairmt.translate.cache import cache_header, lock_cache, read_cache, source_hash, truncate_torn_tail
 
 
+class TranslationInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) during :func:`generate_translations`: a ``KeyboardInterrupt`` whose message says how many
+    translations are kept in the cache and that the same command resumes (``fairmt``'s CLI prints it, exit 130)."""
+
+    def __init__(self, message: str, *, cached: int, total: int, cache_path: str | None):
+        super().__init__(message)
+        self.cached, self.total, self.cache_path = cached, total, cache_path
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _interrupted(done: dict, total: int, cache_path, kept_before: int) -> TranslationInterrupted:
+    if cache_path is None:
+        msg = (f"interrupted after {len(done)} of {total} translations; no cache was used, so a rerun starts this "
+               "set again (give a cache folder, e.g. --cache-dir, to make a run resumable)")
+    else:
+        msg = (f"interrupted: {len(done)} of {total} translations of this set are cached in {cache_path} "
+               f"({len(done) - kept_before} new in this run); run the same command again to resume from there")
+    return TranslationInterrupted(msg, cached=len(done) if cache_path is not None else 0, total=total,
+                                  cache_path=str(cache_path) if cache_path is not None else None)
+
+
 def as_translator(
     model: Any,
     src_lang: str = "en",
@@ -129,6 +152,7 @@ def generate_translations(
         if state[0] == "error":
             raise FairmtError(state[1])
         done = dict(state[1])
+        kept_before = len(done)
 
         pending = sorted((i for i in range(len(sources)) if i not in done), key=lambda i: (-len(sources[i]), i))
         mine = pending[rank::world]
@@ -165,6 +189,15 @@ def generate_translations(
                     fh.flush()
                 if bar is not None:
                     bar.update(sum(len(p[0]) for p in parts))
+        except KeyboardInterrupt as err:
+            if isinstance(err, TranslationInterrupted):
+                raise
+            if bar is not None:
+                bar.close()
+                bar = None
+            # every batch finished before the signal is already flushed to the cache (a line torn by the signal is
+            # dropped by the next run's truncate_torn_tail); with a cache, its lines are what a rerun reuses
+            raise _interrupted(done, len(sources), cache_path, kept_before) from None
         finally:
             if bar is not None:
                 bar.close()
@@ -199,4 +232,4 @@ def flores_to_model_lang(tm: Any, code: str) -> str:
     )
 
 
-__all__ = ["as_translator", "flores_to_model_lang", "generate_translations"]
+__all__ = ["TranslationInterrupted", "as_translator", "flores_to_model_lang", "generate_translations"]

@@ -84,7 +84,28 @@ def gold_from_lines(lines: Sequence[str], compat: str | None = None, name: str =
         default = default_gold_path(compat)
     except FairmtError:  # no data folder: no pro/anti marks (ΔS is None)
         return WinoMTGold(entries, [None] * len(entries), name)
-    return _with_marks(entries, default, name, None)
+    return _with_marks(entries, default, _known_gold_name(entries, default) or name, None)
+
+
+def _known_gold_name(entries: list[GoldEntry], default: Path) -> str | None:
+    """The name :func:`load_gold` gives a gold file of the data folder whose entries are exactly ``entries`` (the
+    2019 or the current upstream gold), so that the signature of lines held in memory is the CLI's for the same
+    gold; None for other lines."""
+    from fairmt.data.paths import data_path
+
+    candidates = [default]
+    for parts in (("aggregates_acl2019", "en.txt"), ("aggregates", "en.txt")):
+        path = data_path("winomt", *parts, must_exist=False)
+        if path.is_file() and path not in candidates:
+            candidates.append(path)
+    for path in candidates:
+        try:
+            known = read_gold(path)
+        except (FairmtError, OSError):
+            continue
+        if known == entries:
+            return f"{path.parent.name}/{path.name}"
+    return None
 
 
 def _with_marks(entries: list[GoldEntry], path: Path, name: str, source: str | None) -> WinoMTGold:

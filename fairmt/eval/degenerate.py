@@ -1,0 +1,124 @@
+"""Degenerate translations: output that no gender metric should be read on without a warning.
+
+A model that emits ``"ariariari…"`` contains no wrong-gender word, so MT-GenEval scores it 100 % accurate; a model
+that copies English or answers in another script passes WinoMT's morphology checks just as vacuously. Gender
+accuracy is only trustworthy beside translation quality (chrF++) and a count of such lines, which
+:func:`degenerate_counts` gives per language. Each hypothesis is checked for:
+
+- **empty**: nothing but white space;
+- **repetitive**: one unit of 1–20 characters repeated at least 4 times in a row (``(.{1,20}?)\\1{3,}``) over at
+  least half of the hypothesis (at least 8 characters) — ``"ariariari…"``, ``"der der der der"``; a number such as
+  ``1000000`` in a sentence or an ellipsis covers far less than half;
+- **wrong script**: fewer than half of its letters are in the target language's script (the script part of the
+  language's FLORES-200 code, e.g. ``rus_Cyrl``; Unicode character names give each letter's script). A language whose
+  script is not known is not checked (``script`` is None).
+
+The rules are heuristics stated here so that a count can be reproduced; a flagged line is a line to look at, not a
+proof of a broken model.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+
+_REPEAT = re.compile(r"(.{1,20}?)\1{3,}", re.DOTALL)
+_SCRIPT_NAMES = {  # FLORES-200 script subtag → the first word(s) of Unicode character names in that script
+    "Latn": ("LATIN",), "Cyrl": ("CYRILLIC",), "Arab": ("ARABIC",), "Hebr": ("HEBREW",), "Deva": ("DEVANAGARI",),
+    "Grek": ("GREEK",), "Hans": ("CJK",), "Hant": ("CJK",), "Jpan": ("CJK", "HIRAGANA", "KATAKANA"),
+    "Hang": ("HANGUL",), "Ethi": ("ETHIOPIC",), "Armn": ("ARMENIAN",), "Beng": ("BENGALI",), "Geor": ("GEORGIAN",),
+    "Gujr": ("GUJARATI",), "Guru": ("GURMUKHI",), "Khmr": ("KHMER",), "Knda": ("KANNADA",), "Laoo": ("LAO",),
+    "Mlym": ("MALAYALAM",), "Mymr": ("MYANMAR",), "Orya": ("ORIYA",), "Sinh": ("SINHALA",), "Taml": ("TAMIL",),
+    "Thai": ("THAI",),
+}
+REASONS = ("empty", "repetitive", "wrong_script")
+N_EXAMPLES = 3
+
+
+def target_script(lang: str) -> str | None:
+    """The script subtag of ``lang`` (ISO code as ``de``, or a FLORES-200 code as ``deu_Latn``), None if unknown."""
+    if "_" in lang:
+        script = lang.rsplit("_", 1)[1]
+    else:
+        from fairmt.models.languages import ISO_TO_NLLB
+
+        code = ISO_TO_NLLB.get(lang)
+        script = code.rsplit("_", 1)[1] if code else None
+    return script if script in _SCRIPT_NAMES else None
+
+
+def is_repetitive(text: str) -> bool:
+    """One unit repeated ≥ 4 times in a row over at least half of ``text`` (and at least 8 characters)."""
+    s = text.strip()
+    if len(s) < 8:
+        return False
+    longest = max((m.end() - m.start() for m in _REPEAT.finditer(s)), default=0)
+    return longest >= 8 and 2 * longest >= len(s)
+
+
+def in_script_fraction(text: str, script: str) -> float | None:
+    """Share of the letters of ``text`` whose Unicode name starts with ``script``'s name(s); None without letters."""
+    names = _SCRIPT_NAMES[script]
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return None
+    return sum(unicodedata.name(c, "").startswith(names) for c in letters) / len(letters)
+
+
+def degenerate_reasons(text: str, script: str | None) -> list[str]:
+    """The reasons (of :data:`REASONS`) ``text`` is degenerate, empty if it is not."""
+    if not text.strip():
+        return ["empty"]
+    out = []
+    if is_repetitive(text):
+        out.append("repetitive")
+    if script is not None:
+        frac = in_script_fraction(text, script)
+        if frac is not None and frac < 0.5:
+            out.append("wrong_script")
+    return out
+
+
+def degenerate_counts(hypotheses: Sequence[str], lang: str) -> dict:
+    """Counts of degenerate hypotheses for target language ``lang``: ``n``, ``degenerate`` (lines with any reason),
+    one count per reason, ``script`` (the script checked, None if unknown) and up to three ``examples``
+    (line number from 1, the reasons, the first 60 characters)."""
+    script = target_script(lang)
+    counts = {r: 0 for r in REASONS}
+    flagged = 0
+    examples: list[dict] = []
+    for i, h in enumerate(hypotheses):
+        reasons = degenerate_reasons(h, script)
+        if not reasons:
+            continue
+        flagged += 1
+        for r in reasons:
+            counts[r] += 1
+        if len(examples) < N_EXAMPLES:
+            examples.append({"line": i + 1, "reasons": reasons, "text": h[:60]})
+    return {"n": len(hypotheses), "degenerate": flagged, **counts, "script": script, "examples": examples}
+
+
+def merge_counts(*parts: dict) -> dict:
+    """Several :func:`degenerate_counts` (e.g. the masculine and feminine sets of one language) as one; line numbers
+    of the examples stay those of their own part."""
+    out = {"n": sum(p["n"] for p in parts), "degenerate": sum(p["degenerate"] for p in parts),
+           **{r: sum(p[r] for p in parts) for r in REASONS}, "script": parts[0]["script"] if parts else None}
+    out["examples"] = [e for p in parts for e in p["examples"]][:N_EXAMPLES]
+    return out
+
+
+def describe(what: str, counts: dict | None) -> str | None:
+    """One warning line (``"MT-GenEval de: 12 of 600 translations degenerate (repetitive 10, empty 2)"``), or None
+    when nothing was flagged."""
+    if not counts or not counts.get("degenerate"):
+        return None
+    reasons = ", ".join(f"{r.replace('_', ' ')} {counts[r]}" for r in REASONS if counts.get(r))
+    ex = counts["examples"][0] if counts.get("examples") else None
+    example = f"; e.g. line {ex['line']}: {ex['text']!r}" if ex else ""
+    return f"{what}: {counts['degenerate']} of {counts['n']} translations degenerate ({reasons}){example}"
+
+
+__all__ = ["REASONS", "degenerate_counts", "degenerate_reasons", "describe", "in_script_fraction", "is_repetitive",
+           "merge_counts", "target_script"]
