@@ -180,32 +180,30 @@ def _substituted(argv: list[str], env: Env) -> list[str]:
     return [_path(a, env) for a in argv]
 
 
-@pytest.mark.parametrize("leaf", sorted(RUN))
-def test_generated_options_of_a_command_end_in_exit_0_or_one_error_line(leaf, work):
-    @settings(max_examples=8, **SETTINGS)
+def _try_options(leaf: str, work: Path, whole: bool, examples: int) -> None:
+    """``examples`` generated option sets for ``leaf``, each added to its valid command line and checked."""
+    base = (RUN if whole else PARSE)[leaf]
+
+    @settings(max_examples=examples, **SETTINGS)
     @given(extra=_option_values(leaf))
     def check(extra):
         env = _env(work)
         try:
-            _check(_substituted([*RUN[leaf](env), *extra], env), env, whole=True)
+            _check(_substituted([*base(env), *extra], env), env, whole=whole)
         finally:
             env.cleanup()
 
     check()
+
+
+@pytest.mark.parametrize("leaf", sorted(RUN))
+def test_generated_options_of_a_command_end_in_exit_0_or_one_error_line(leaf, work):
+    _try_options(leaf, work, whole=True, examples=8)
 
 
 @pytest.mark.parametrize("leaf", sorted(PARSE))
 def test_generated_options_of_a_long_command_are_checked_before_its_work(leaf, work):
-    @settings(max_examples=10, **SETTINGS)
-    @given(extra=_option_values(leaf))
-    def check(extra):
-        env = _env(work)
-        try:
-            _check(_substituted([*PARSE[leaf](env), *extra], env), env, whole=False)
-        finally:
-            env.cleanup()
-
-    check()
+    _try_options(leaf, work, whole=False, examples=10)
 
 
 # ---------------------------------------------------------------------------------------------- recipes
