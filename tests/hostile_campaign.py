@@ -136,14 +136,36 @@ def _named_error(exc: BaseException) -> bool:
     return isinstance(exc, ValueError) and not isinstance(exc, UnicodeDecodeError) and bool(str(exc))
 
 
+_PROCESS_STATE = {"fairmt.eval.winomt.detectors.registry": ("_REGISTRY", "_COMPAT_REGISTRY", "_INSTANCES")}
+"""Registries a case can change in this process (``--detector LANG=MODULE:FACTORY`` registers a factory): each case
+starts from the state before it, so one case's outcome cannot decide another's."""
+
+
+def _snapshot() -> list[tuple[dict, dict]]:
+    saved = []
+    for module, names in _PROCESS_STATE.items():
+        mod = sys.modules.get(module)
+        for name in names:
+            registry = getattr(mod, name, None)
+            if isinstance(registry, dict):
+                saved.append((registry, dict(registry)))
+    return saved
+
+
 def run_case(case: Case, work: Path, tmp: Path, shared_data: Path | None = None) -> tuple[str, str]:
     env = Env(work, tmp, shared_data)
     tmp.mkdir(parents=True, exist_ok=True)
     old_cwd = os.getcwd()
     os.chdir(tmp)
+    import fairmt.eval.winomt.detectors.registry  # noqa: F401 - imported before the snapshot, in every version
+
+    state = _snapshot()
     try:
         if case.setup is not None:
-            case.setup(env)
+            try:
+                case.setup(env)
+            except Exception as exc:  # noqa: BLE001 - a version whose clean run fails cannot be tried on this case
+                return "unclear", f"setup failed (the clean run before the hostile one): {exc!r}"[:300]
         protected = {str(p): _digest(Path(p)) for p in case.protect(env)}
         escaped, rc, err, result = None, None, "", None
         if case.argv is not None:
@@ -159,12 +181,26 @@ def run_case(case: Case, work: Path, tmp: Path, shared_data: Path | None = None)
         return classify(case, rc, err, escaped, changed, result)
     finally:
         os.chdir(old_cwd)
+        for registry, before in state:
+            registry.clear()
+            registry.update(before)
 
 
 def _fairmt(args: list[str], env: Env, **kw) -> subprocess.Popen:
     environ = {**os.environ, "FAIRMT_DATA": env.w("data"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    kw.setdefault("start_new_session", True)  # its own process group: _killpg ends it with every child
     return subprocess.Popen([sys.executable, "-m", "fairmt", *args], cwd=env.tmp, env=environ,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _finish(p: subprocess.Popen, timeout: float = 600) -> tuple[str, str]:
+    """``p.communicate()``; past ``timeout`` the process group is killed (nothing is left running) and the timeout
+    raised."""
+    try:
+        return p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _killpg(p)
+        raise
 
 
 def _pipe_head(args: list[str], lines: int = 1):
@@ -177,7 +213,11 @@ def _pipe_head(args: list[str], lines: int = 1):
             p.stdout.readline()
         p.stdout.close()
         err = p.stderr.read()
-        rc = p.wait(timeout=120)
+        try:
+            rc = p.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            _killpg(p)
+            raise
         return rc, err
 
     return proc
@@ -439,7 +479,7 @@ def _numeric_cases() -> list[Case]:
 
     out = []
     for command, extra in NUMERIC:
-        cid = f"{command} {' '.join(x for x in extra if not x.startswith('{'))}"
+        cid = f"{command} {' '.join(x if not x.startswith('{') else '<' + x.strip('{}') + '>' for x in extra)}"
         out.append(Case(cid, "options", argv_of(command, extra), slow=command == "demo"))
     return out
 
@@ -462,7 +502,7 @@ def _cache_cases() -> list[Case]:
     def binary_line(env: Env) -> None:
         cache = env.tmp / "cache"
         rc, _, err, exc = run_cli(_winomt_model(env, "--cache-dir", str(cache), "--json", "-"))
-        assert rc == 0 and exc is None, err
+        assert rc == 0 and exc is None, f"exit {rc}, {exc!r}: {err[-300:]}"
         f = next(p for p in cache.rglob("*") if p.is_file() and not p.name.endswith(".lock"))
         lines = f.read_bytes().split(b"\n")
         lines[1] = b"\xff\xfe\x00garbage"
@@ -640,15 +680,33 @@ def _child_process_cases() -> list[Case]:
 
 
 def _two_trains(env: Env) -> tuple[int, str]:
-    """Two `fairmt train` runs into one empty folder, the second started while the first runs: the second must be
-    refused (one line), and the first's model must be the one left."""
-    a = _fairmt(_recipe(env, "training.max_steps=40", dry=False)[0:], env)
-    time.sleep(6)
-    b = _fairmt(_recipe(env, "training.max_steps=2", dry=False), env)
-    out_b, err_b = b.communicate(timeout=600)
-    a.communicate(timeout=600)
-    state = env.tmp / "run" / "trainer_state.json"
-    return b.returncode, err_b + (f"\n[first run ended with {a.returncode}]" if a.returncode else "")
+    """Two `fairmt train` runs into one empty folder, the second started once the first has begun (its lock file,
+    where a version has one, names it; otherwise 20 s after its start): the second must be refused in one line."""
+    a = _fairmt(_recipe(env, "training.max_steps=1000000", "training.save_strategy='no'", dry=False), env)
+    try:
+        lock, end = env.tmp / "run" / "_fairmt_run.lock", time.monotonic() + 20  # 20 s: training, lock or not
+        while a.poll() is None and time.monotonic() < end:
+            if lock.is_file() and f'"pid": {a.pid}' in lock.read_text(errors="replace"):
+                break
+            time.sleep(0.1)
+        b = _fairmt(_recipe(env, "training.max_steps=2", dry=False), env)
+        try:
+            _, err_b = b.communicate(timeout=600)
+        finally:
+            _killpg(b)
+        return b.returncode, err_b + ("" if a.poll() is None else f"\n[first run ended with {a.returncode}]")
+    finally:
+        _killpg(a)
+
+
+def _killpg(p: subprocess.Popen) -> None:
+    import signal
+
+    if p.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+    with contextlib.suppress(Exception):
+        p.communicate(timeout=30)
 
 
 def _overwrite_then_resume(env: Env) -> tuple[int, str]:
@@ -658,11 +716,11 @@ def _overwrite_then_resume(env: Env) -> tuple[int, str]:
                          dry=False),
                  [*_recipe(env, "training.max_steps=2", "training.save_strategy='no'", dry=False), "--overwrite"]):
         p = _fairmt(argv, env)
-        _, err = p.communicate(timeout=600)
+        _, err = _finish(p)
         if p.returncode != 0:
             return p.returncode, err
     p = _fairmt(_recipe(env, "training.max_steps=6", "resume_from_checkpoint=true", dry=False), env)
-    _, err = p.communicate(timeout=600)
+    _, err = _finish(p)
     return p.returncode, err
 
 
@@ -671,25 +729,28 @@ def _truncated_optimizer(env: Env) -> tuple[int, str]:
     refuses in one line); never a traceback."""
     p = _fairmt(_recipe(env, "training.max_steps=4", "training.save_strategy=steps", "training.save_steps=2",
                         dry=False), env)
-    _, err = p.communicate(timeout=600)
+    _, err = _finish(p)
     if p.returncode != 0:
         return p.returncode, err
     opt = env.tmp / "run" / "checkpoint-4" / "optimizer.pt"
     opt.write_bytes(opt.read_bytes()[:100])
     p = _fairmt(_recipe(env, "training.max_steps=6", "resume_from_checkpoint=true", dry=False), env)
-    _, err = p.communicate(timeout=600)
+    _, err = _finish(p)
     return p.returncode, err
+
+
+def _fairseq_prepared(env: Env) -> None:
+    """The setup of the rerun case: a folder fairseq-prep prepared (before the case's files are fingerprinted)."""
+    rc, _, err, exc = run_cli(["data", "fairseq-prep", "--input", env.w("pairs-tiny.jsonl"), "--out", env.t("bin")],
+                              {"FAIRMT_DATA": env.w("data")})
+    assert rc == 0 and exc is None, f"exit {rc}, {exc!r}: {err[-300:]}"
 
 
 def _fairseq_rerun(env: Env) -> tuple[int, str]:
     """fairseq-prep into a folder it prepared before: refused before anything is written (or rebuilt whole)."""
-    p = _fairmt(["data", "fairseq-prep", "--input", env.w("pairs-tiny.jsonl"), "--out", env.t("bin")], env)
-    _, err = p.communicate(timeout=600)
-    if p.returncode != 0:
-        return p.returncode, err
     p = _fairmt(["data", "fairseq-prep", "--input", env.w("pairs-tiny.jsonl"), "--out", env.t("bin"), "--valid-size",
                  "1"], env)
-    _, err = p.communicate(timeout=600)
+    _, err = _finish(p)
     return p.returncode, err
 
 
@@ -701,7 +762,7 @@ def _slow_cases() -> list[Case]:
              expect="error", exit0="data_loss"),
         Case("resume with a cut-off optimizer.pt", "models", proc=_truncated_optimizer, slow=True, expect="any"),
         Case("fairseq-prep rerun into its prepared folder", "data loss", proc=_fairseq_rerun, slow=True,
-             protect=lambda e: [e.tmp / "bin"], exit0="data_loss"),
+             setup=_fairseq_prepared, protect=lambda e: [e.tmp / "bin"], exit0="data_loss"),
     ]
 
 
