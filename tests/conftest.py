@@ -1,7 +1,10 @@
 import os
+import warnings
 from pathlib import Path
 
 import pytest
+
+import procs
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -50,3 +53,13 @@ def _library_log_handlers():
     except ImportError:  # pragma: no cover
         return
     hf_logging.get_logger("transformers")
+
+
+@pytest.fixture(autouse=True)
+def _no_orphan_processes():
+    """Kill the process group of every child a test started through tests/procs.py that is still alive when the
+    test ends, however it ended (passed, failed, stopped by pytest-timeout)."""
+    yield
+    left = procs.reap()
+    if left:
+        warnings.warn(f"killed child process groups the test left running: {left}", stacklevel=1)

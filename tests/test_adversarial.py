@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import procs
 import torch
 from torch import nn
 from safetensors.torch import load_file
@@ -237,7 +238,7 @@ def test_two_processes_keep_the_adversaries_in_sync(tmp_path):
     script = tmp_path / "ddp.py"
     script.write_text(_DDP_SCRIPT)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(
+    proc = procs.run(
         [torchrun, "--standalone", "--nproc_per_node", "2", str(script), str(tmp_path), os.path.dirname(__file__)],
         capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path,
     )

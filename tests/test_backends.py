@@ -6,11 +6,11 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import procs
 
 pytest.importorskip("torch")
 
@@ -249,7 +249,7 @@ def test_two_processes_shard_and_match_one(trained_dir, tmp_path):
     cache = tmp_path / "sharded.jsonl"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     env.pop("WORLD_SIZE", None)
-    proc = subprocess.run(
+    proc = procs.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script),
          str(trained_dir), json.dumps(sources), str(cache), str(tmp_path / "out")],
         env=env, capture_output=True, text=True, timeout=240,

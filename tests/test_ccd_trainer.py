@@ -3,6 +3,7 @@
 import math
 
 import pytest
+import procs
 import torch
 
 from fairmt.data.augment.cda import cda_augment
@@ -293,7 +294,7 @@ def test_two_process_ddp_run_matches_one_process(tiny_bert_dir, tuples, tmp_path
     for cmd in ([sys.executable, script, str(tiny_bert_dir), str(data), str(one), "8"],
                 [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", script,
                  str(tiny_bert_dir), str(data), str(two), "4"]):
-        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        proc = procs.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     r1, r2 = json.loads(one.read_text()), json.loads(two.read_text())
     assert r1["world_size"] == 1 and r2["world_size"] == 2

@@ -5,10 +5,11 @@ over while this one reads it; every read must parse and be one writer's whole re
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+import procs
 
 WRITER = """
 import sys
@@ -22,16 +23,16 @@ for _ in range(n):
 
 def test_two_processes_writing_one_output(tmp_path):
     out = tmp_path / "results.json"
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, tag, str(out), "40"]) for tag in ("a", "b")]
+    writers = [procs.start([sys.executable, "-c", WRITER, tag, str(out), "40"]) for tag in ("a", "b")]
     reads = 0
-    while any(p.poll() is None for p in procs):
+    while any(p.poll() is None for p in writers):
         if out.exists():
             data = json.loads(out.read_text(encoding="utf-8"))  # a torn file would not parse
             assert data["writer"] in ("a", "b")
             assert {r["text"][0] for r in data["rows"]} == {data["writer"]} and len(data["rows"]) == 2000
             reads += 1
         time.sleep(0.005)
-    assert [p.returncode for p in procs] == [0, 0]
+    assert [p.returncode for p in writers] == [0, 0]
     assert reads > 5
     assert not [p for p in tmp_path.iterdir() if p.name != out.name], "temporary files left behind"
 

@@ -1,10 +1,11 @@
 """fairmt.distributed's view of the launch (WORLD_SIZE/RANK/LOCAL_RANK) and of the live process group, without a
 process group (the 2-process runs are in test_distributed_gather.py, test_backends.py and the DDP tests)."""
 
-import subprocess
 import sys
 
 import pytest
+
+import procs
 
 from fairmt import distributed
 from fairmt.errors import FairmtError
@@ -55,7 +56,7 @@ def test_a_launch_without_a_rendezvous_is_refused_clearly(env):
 def test_without_a_process_group_the_group_helpers_are_the_identity_and_import_no_torch():
     code = ("import sys; from fairmt import distributed as d; "
             "print(d.world_size(), d.rank(), 'torch' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    out = procs.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["1", "0", "False"]
     import torch
 

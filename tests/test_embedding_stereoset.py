@@ -1,12 +1,12 @@
 """StereoSet scorer: bit-identical to a port of the official evaluation.py on the real fixture; formats; hand example."""
 
 import json
-import subprocess
 import sys
 from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
+import procs
 
 from fairmt.errors import FairmtError
 from fairmt.eval.embedding.stereoset import (
@@ -183,7 +183,7 @@ def test_bad_inputs(tmp_path):
 
 def test_cli_stereoset_on_fixture(shared_data, tmp_path):
     out = tmp_path / "ss.json"
-    proc = subprocess.run(
+    proc = procs.run(
         [sys.executable, "-m", "fairmt.cli", "eval", "stereoset", "--predictions", str(shared_data / FIX / PRED),
          "--gold", str(shared_data / FIX / "editbias_religion_dev_subset.json"), "--json", str(out)],
         capture_output=True, text=True, timeout=120,
@@ -194,7 +194,7 @@ def test_cli_stereoset_on_fixture(shared_data, tmp_path):
     lms, ss, icat, _ = EXPECTED["religion"]
     assert (data["religion"]["lms"], data["religion"]["ss"], data["religion"]["icat"]) == pytest.approx((lms, ss, icat))
     assert "religion" in proc.stdout and "StereoSet|split:intrasentence" in proc.stdout
-    proc = subprocess.run(
+    proc = procs.run(
         [sys.executable, "-m", "fairmt.cli", "eval", "stereoset", "--predictions", str(tmp_path / "missing.json"),
          "--gold", str(shared_data / FIX / "editbias_religion_dev_subset.json")],
         capture_output=True, text=True, timeout=120,

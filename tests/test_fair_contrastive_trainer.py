@@ -1,6 +1,7 @@
 """FairContrastiveTrainer: CSCL one-/two-stage and FCL actually train; views; groups; bad input; augmentation."""
 
 import pytest
+import procs
 import torch
 from datasets import Dataset
 from transformers import BertConfig, BertForSequenceClassification
@@ -313,7 +314,7 @@ def test_two_process_run_gathers_candidates_and_matches_one_process(tmp_path):
     one, two = tmp_path / "one.json", tmp_path / "two.json"
     for cmd in ([sys.executable, script, str(one), "16"],
                 [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", script, str(two), "8"]):
-        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        proc = procs.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     r1, r2 = json.loads(one.read_text()), json.loads(two.read_text())
     assert (r1["world_size"], r2["world_size"]) == (1, 2) and len(r1["logs"]) == len(r2["logs"]) == 2

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+import procs
 import torch
 
 from fairmt.errors import FairmtError
@@ -98,8 +99,8 @@ def data_dir(fs, tmp_path_factory):
 
 def _train(data, save_dir, *extra, env=None, check=True):
     cmd = [sys.executable, "-m", "fairseq_cli.train", str(data), *TRAIN, "--save-dir", str(save_dir), *extra]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
-                          timeout=300)
+    proc = procs.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
+                     timeout=300)
     if check:
         assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
@@ -364,10 +365,10 @@ def test_two_processes_match_one_process(data_dir, tmp_path):
            f"tcp://127.0.0.1:{port}", "--distributed-no-spawn", "--distributed-backend", "gloo",
            "--ddp-backend", "legacy_ddp"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    procs = [subprocess.Popen([*cmd, "--distributed-rank", str(r)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=env) for r in (0, 1)]
-    outs = [p.communicate(timeout=300) for p in procs]
-    assert all(p.returncode == 0 for p in procs), outs[1][1][-3000:]
+    ranks = [procs.start([*cmd, "--distributed-rank", str(r)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env) for r in (0, 1)]
+    outs = [procs.finish(p, timeout=300) for p in ranks]
+    assert all(p.returncode == 0 for p in ranks), outs[1][1][-3000:]
     logs1, logs2 = _inner_logs(one.stderr + one.stdout), _inner_logs(outs[0][0] + outs[0][1])
     assert len(logs1) == len(logs2) == 3
     for a, b in zip(logs1, logs2):
@@ -480,7 +481,7 @@ def test_multilingual_fairseq_train_m2m_layout_with_projection_head(ml_data_dir,
         ml_data_dir, "--dropout", "0.1", "--optimizer", "adam", "--lr", "0.003", "--max-update", "20",
         "--kd-alpha", "0.4", "--gacl-variant", "official", "--no-progress-bar", "--log-format", "json",
         "--log-interval", "1", "--save-dir", str(save))]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    proc = procs.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
     out = proc.stderr + proc.stdout
     assert proc.returncode == 0, out[-3000:]
     logs = _inner_logs(out)

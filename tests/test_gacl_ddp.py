@@ -3,11 +3,11 @@ the contrastive loss over the gathered global batch equals the 1-process loss on
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import procs
 from gacl_helpers import tiny_model_dir
 
 pytestmark = pytest.mark.slow
@@ -16,7 +16,7 @@ HERE = Path(__file__).parent
 
 def _run(cmd, tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE)}
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = procs.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 

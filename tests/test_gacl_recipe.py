@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import procs
 import yaml
 from gacl_helpers import tiny_model_dir, trained_tiny_model_dir
 
@@ -178,7 +179,7 @@ def test_geneval_callback_shards_translation_over_ddp_processes(tmp_path):
     one, two = tmp_path / "one.json", tmp_path / "two.json"
     for cmd in ([sys.executable, script, str(model), str(one)],
                 [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", script, str(model), str(two)]):
-        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        proc = procs.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     r1, r2 = json.loads(one.read_text()), json.loads(two.read_text())
     assert (r1["world_size"], r2["world_size"]) == (1, 2)

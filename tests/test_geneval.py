@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import procs
 
 from fairmt.errors import FairmtError
 from fairmt.eval import geneval as ge
@@ -266,8 +267,8 @@ def test_file_based_cli_does_not_import_torch(real_data, tmp_path):
         "heavy = [x for x in ('torch', 'transformers', 'matplotlib') if x in sys.modules]; "
         "assert rc == 0 and not heavy, heavy"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          env={**__import__("os").environ, "FAIRMT_DATA": str(real_data)})
+    proc = procs.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                     env={**__import__("os").environ, "FAIRMT_DATA": str(real_data)})
     assert proc.returncode == 0, proc.stderr
 
 

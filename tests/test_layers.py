@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import ast
 import json
-import subprocess
 import sys
 from collections import deque
 from pathlib import Path
+
+import procs
 
 ROOT = Path(__file__).resolve().parents[1] / "fairmt"
 
@@ -264,7 +265,7 @@ def test_translate_and_process_helpers_import_neither_torch_nor_transformers():
     """What the file-based commands load stays light: the layers' entry points import torch only when they run."""
     code = ("import sys, fairmt.translate, fairmt.model_eval, fairmt.distributed, fairmt.eval.winomt.detectors, "
             "fairmt.commands._backend; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = procs.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
@@ -314,8 +315,8 @@ MOVED_MODULES = ("fairmt.eval.backends.hf", "fairmt.eval.backends.ct2", "fairmt.
 def test_old_import_paths_work_and_warn_naming_the_new_one():
     """In a fresh process: each old path gives the very object of the new one, with one DeprecationWarning that
     names the new path and points at the line that used the old one (not at fairmt's shims or importlib)."""
-    out = subprocess.run([sys.executable, "-c", _CHECK_OLD_PATHS, json.dumps(OLD_PATHS)], capture_output=True,
-                         text=True, check=True).stdout
+    out = procs.run([sys.executable, "-c", _CHECK_OLD_PATHS, json.dumps(OLD_PATHS)], capture_output=True,
+                    text=True, check=True).stdout
     results = json.loads(out)
     assert sorted(results) == sorted(OLD_PATHS)
     bad = []

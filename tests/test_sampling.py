@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+import procs
 import torch
 from datasets import Dataset
 
@@ -250,9 +251,9 @@ def test_two_processes_split_the_anchors_and_stay_in_sync(tmp_path):
     here = Path(__file__).resolve().parent
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": f"{here.parent}{os.pathsep}{here}"}
     out = tmp_path / "two.json"
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                           str(here / "ddp_sampling_script.py"), str(out), "sampling_pretrain", "8"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = procs.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                      str(here / "ddp_sampling_script.py"), str(out), "sampling_pretrain", "8"],
+                     cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     r = json.loads(out.read_text())
     assert r["world_size"] == 2 and r["steps"] == 8  # 64 anchors / (2 × 8) = 4 steps per epoch, 2 epochs

@@ -10,11 +10,11 @@ training arguments say ``use_cpu``.
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import procs
 import torch
 
 from fairmt.errors import FairmtError
@@ -91,7 +91,7 @@ def test_zero3_partitioned_frozen_model_is_refused():
 
 def _run(args, cwd, out):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE)}
-    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    proc = procs.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(Path(out).read_text()), torch.load(str(out) + ".pt")
 
@@ -213,9 +213,9 @@ def test_accelerate_launch_with_the_fsdp2_config_trains_and_saves_a_loadable_mod
     }))
     config = HERE.parent / "recipes" / "accelerate" / "fsdp2.yaml"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config),
-                           "--mixed_precision", "no", "-m", "fairmt", "train", str(recipe), "training.use_cpu=true"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = procs.run([sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config),
+                      "--mixed_precision", "no", "-m", "fairmt", "train", str(recipe), "training.use_cpu=true"],
+                     cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (out / "checkpoint-2" / "pytorch_model_fsdp_0").is_dir()
     trained = load_translation_model(str(out), "en", "de").model
@@ -287,8 +287,8 @@ _fcl_trainer(tmp / "ok", deepspeed={"zero_optimization": {"stage": 2, "overlap_c
 print("VALID OK")
 """
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE)}
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
-                          timeout=300)
+    proc = procs.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
+                     timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "REFUSED invalid DeepSpeed config (training.deepspeed): zero_optimization: stage: Input should be 0, 1, 2" \
         in proc.stdout

@@ -1,9 +1,10 @@
 """`from fairmt import GACLConfig, GACLTrainer, ...` (TRL-style), lazily: `import fairmt` stays light."""
 
-import subprocess
 import sys
 
 import pytest
+
+import procs
 
 
 def test_every_public_name_resolves_to_the_defining_object():
@@ -22,7 +23,7 @@ def test_every_public_name_resolves_to_the_defining_object():
 
 def test_import_fairmt_loads_neither_torch_nor_transformers():
     code = "import sys, fairmt; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = procs.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     code = "import sys; from fairmt import GACLConfig; print('transformers' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "True"
+    assert procs.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "True"

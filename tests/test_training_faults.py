@@ -4,11 +4,11 @@ a run killed (SIGKILL) while saving resumes from the last complete checkpoint.""
 import math
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import procs
 import torch
 
 from fairmt.errors import FairmtError
@@ -51,7 +51,7 @@ def _run(tmp_path, kill_at, lr="1e-3", resume=False):
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
     cmd = [sys.executable, str(script), str(tmp_path / "out"), str(HERE), str(kill_at), lr] + (["resume"] if resume else [])
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return procs.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
 def test_killed_while_saving_resumes_from_the_last_complete_checkpoint(tmp_path, capsys):

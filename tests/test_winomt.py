@@ -1,10 +1,10 @@
 """WinoMT: readers, profession finding, detectors, metrics, reproduction of the 2019 numbers, CLI."""
 
 import json
-import subprocess
 import sys
 
 import pytest
+import procs
 
 from fairmt.errors import FairmtError
 from fairmt.eval.winomt import (
@@ -321,7 +321,7 @@ def _cli(*args, env_data=None):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     if env_data:
         env["FAIRMT_DATA"] = str(env_data)
-    return subprocess.run([sys.executable, "-m", "fairmt", "eval", "winomt", *args], capture_output=True, text=True, env=env)
+    return procs.run([sys.executable, "-m", "fairmt", "eval", "winomt", *args], capture_output=True, text=True, env=env)
 
 
 def test_cli_json_markdown_plot(shared_data, tmp_path):
@@ -346,8 +346,8 @@ def test_cli_table_several_languages_without_torch(shared_data):
     )
     import os
 
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env=dict(os.environ, OMP_NUM_THREADS="1", FAIRMT_DATA=str(shared_data)))  # fmt: skip
+    p = procs.run([sys.executable, "-c", code], capture_output=True, text=True,
+                  env=dict(os.environ, OMP_NUM_THREADS="1", FAIRMT_DATA=str(shared_data)))  # fmt: skip
     assert p.returncode == 0, p.stderr
     assert "HEAVY False False" in p.stdout
     lines = p.stdout.splitlines()
