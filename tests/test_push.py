@@ -1,48 +1,10 @@
 """`fairmt push`: uploads the folder (through a patched HfApi), writes WinoMT results into the model card."""
 
 import json
-import shutil
-from pathlib import Path
 
 import pytest
-from huggingface_hub import HfApi
 
 from fairmt.cli import main
-
-
-@pytest.fixture
-def fake_hub(tmp_path, monkeypatch):
-    hub = tmp_path / "hub"
-    monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kw: None)
-
-    def upload_folder(self, repo_id, folder_path, ignore_patterns=None, **kw):
-        """Copies what the real upload_folder would upload: the same pattern filter (huggingface_hub's own)."""
-        from huggingface_hub.utils import filter_repo_objects
-
-        root = Path(folder_path)
-        files = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
-        for rel in filter_repo_objects(files, ignore_patterns=ignore_patterns):
-            (hub / repo_id / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(root / rel, hub / repo_id / rel)
-        return type("C", (), {"commit_url": f"local://{repo_id}"})()
-
-    monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
-
-    def create_commit(self, repo_id, operations, commit_message=None, **kw):
-        """Stores what one commit of these operations would hold (fairmt push uploads its files in one commit)."""
-        for op in operations:
-            dest = hub / repo_id / op.path_in_repo
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            src = op.path_or_fileobj
-            if isinstance(src, (str, Path)):
-                shutil.copy(src, dest)
-            else:
-                dest.write_bytes(src if isinstance(src, bytes) else src.read())
-        return type("C", (), {"commit_url": f"local://{repo_id}"})()
-
-    monkeypatch.setattr(HfApi, "create_commit", create_commit)
-    monkeypatch.setattr("fairmt.hub._offline", lambda: False)  # the fake hub is reachable
-    return hub
 
 
 def test_push_with_winomt_results(tmp_path, fake_hub, capsys):

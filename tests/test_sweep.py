@@ -226,11 +226,7 @@ def test_report_matches_hand_computation_and_brute_force(killed_then_joined):
 
 @pytest.mark.slow
 @pytest.mark.data
-def test_report_command_and_push_of_the_selected_run(killed_then_joined, monkeypatch, tmp_path, capsys):
-    import shutil
-
-    from huggingface_hub import HfApi
-
+def test_report_command_and_push_of_the_selected_run(killed_then_joined, fake_hub):
     out = killed_then_joined.out
     before = json.loads((out / "sweep.json").read_text())
     for name in ("sweep.json", "sweep.md", "tradeoff.png"):
@@ -240,23 +236,7 @@ def test_report_command_and_push_of_the_selected_run(killed_then_joined, monkeyp
     assert again["settings"] == before["settings"] and again["selected"] == before["selected"]
     assert (out / "sweep.md").is_file() and (out / "tradeoff.png").is_file()
 
-    hub = tmp_path / "hub"
-    monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kw: None)
-
-    def create_commit(self, repo_id, operations, **kw):
-        """Stores what fairmt push's one commit would hold (as tests/test_push.py's fake Hub)."""
-        for op in operations:
-            dest = hub / repo_id / op.path_in_repo
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            src = op.path_or_fileobj
-            if isinstance(src, (str, Path)):
-                shutil.copy(src, dest)
-            else:
-                dest.write_bytes(src)
-        return type("C", (), {"commit_url": f"local://{repo_id}"})()
-
-    monkeypatch.setattr(HfApi, "create_commit", create_commit)
-    monkeypatch.setattr("fairmt.hub._offline", lambda: False)  # the fake hub is reachable
+    hub = fake_hub
     assert main(["push", str(out), "me/fcl", "--results", str(out / "sweep.json"), "--method", "fcl"]) == 0
     card = (hub / "me" / "fcl" / "README.md").read_text()
     run_results = json.loads((out / before["selected"]["run"] / "run" / "results.json").read_text())
