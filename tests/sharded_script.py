@@ -34,11 +34,14 @@ common = dict(
 SHARDING = {
     "fsdp2": {"fsdp": True, "fsdp_config": {"version": 2, "reshard_after_forward": True, "auto_wrap_policy":
               "TRANSFORMER_BASED_WRAP", "state_dict_type": "SHARDED_STATE_DICT"}},
-    # AdamW as the Trainer's default (DeepSpeed's own optimizer would differ); runs on CPU processes with use_cpu
+    # AdamW as the Trainer's default (DeepSpeed's own optimizer would differ); runs on CPU processes with use_cpu.
+    # torch_adam: DeepSpeed builds torch.optim.AdamW, the DDP run's optimizer, instead of JIT-compiling its FusedAdam
+    # CPU op (about 90 s of compilation in every fresh environment, i.e. every CI run)
     **{f"zero{stage}": {"deepspeed": {"zero_optimization": {"stage": stage}, "train_micro_batch_size_per_gpu": "auto",
                                       "gradient_accumulation_steps": "auto", "gradient_clipping": "auto",
                                       "optimizer": {"type": "AdamW", "params": {"lr": "auto", "weight_decay": "auto",
-                                                                                 "betas": "auto", "eps": "auto"}}}}
+                                                                                 "betas": "auto", "eps": "auto",
+                                                                                 "torch_adam": True}}}}
        for stage in (2, 3)},
 }.get(engine, {})
 
