@@ -88,45 +88,62 @@ def test_zero3_partitioned_frozen_model_is_refused():
 
 
 # ---- two processes ----------------------------------------------------------------------------------------------
+# One launch per engine runs every training the tests compare (tests/sharded_script.py): one process with the whole
+# batch, DDP, FSDP2, ZeRO-2 and ZeRO-3 on two processes with half of it each. A launch starts when the first test
+# that needs it asks for it.
 
-def _run(args, cwd, out):
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE)}
-    proc = procs.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads(Path(out).read_text()), torch.load(str(out) + ".pt")
+# per engine, the jobs its launch runs (METHOD:PER_DEVICE_BATCH[:resume]); the one-process batch is the global one
+JOBS = {
+    "one": ["gacl-paper:8", "gacl-official:8", "ccd:8", "fcl:16"],
+    "ddp": ["gacl-paper:4:resume", "ccd:4"],
+    "fsdp2": ["gacl-paper:4:resume", "gacl-official:4", "ccd:4", "fcl:8"],
+    "zero2": ["gacl-paper:4:resume", "fcl:8"],
+    "zero3": ["gacl-paper:4:resume", "ccd:4"],
+}
 
 
-def _runs(work, method, batch, *modes):
-    """1 process with the whole batch, then each mode ('ddp'/'fsdp2', with 'resume' appended) on 2 processes."""
-    results = {"one": _run([sys.executable, SCRIPT, method, str(work), str(work / "one.json"), str(batch)],
-                           work, work / "one.json")}
-    for mode in modes:
-        name = mode.split()[0]
-        out = work / f"{name}.json"
-        flags = [] if name == "ddp" else [name]
-        results[name] = _run(TORCHRUN + [SCRIPT, method, str(work), str(out), str(batch // 2), *flags,
-                                         *mode.split()[1:]], work, out)
-    return results
+class ShardedRuns:
+    """The results of the launches in JOBS, launched on first use: ``runs("fsdp2", "ccd")`` is (report, params)."""
+
+    def __init__(self, work: Path):
+        self.work, self.launched = work, set()
+
+    def __call__(self, engine: str, method: str):
+        if engine not in self.launched:
+            self.launched.add(engine)  # once, also when it fails: the next test reports the missing output
+            cmd = [sys.executable, SCRIPT] if engine == "one" else TORCHRUN + [SCRIPT]
+            env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE)}
+            proc = procs.run(cmd + [str(self.work), engine, *JOBS[engine]], cwd=self.work, env=env, timeout=400)
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        out = self.work / f"{engine}-{method}.json"
+        assert out.is_file(), f"the {engine} launch wrote no {out.name} (it failed in an earlier test)"
+        return json.loads(out.read_text()), torch.load(str(out) + ".pt")
 
 
 @pytest.fixture(scope="module")
-def gacl_work(tmp_path_factory):
+def work(tmp_path_factory):
+    """The inputs of every sharded run: a tiny M2M-100 (``model/``, no dropout: the runs see identical
+    representations), a tiny BERT and CDA tuples for CCD."""
     from gacl_helpers import tiny_model_dir
+    from tiny_encoders import write_ccd_inputs
 
-    work = tmp_path_factory.mktemp("fsdp2_gacl")
-    tiny_model_dir(work / "model", dropout=0.0)  # no dropout: the runs see identical representations
+    work = tmp_path_factory.mktemp("sharded")
+    tiny_model_dir(work / "model", dropout=0.0)
+    write_ccd_inputs(work)
     return work
 
 
 @pytest.fixture(scope="module")
-def gacl_reference(gacl_work):
-    """GACL paper variant with KD teacher: one process (batch 8) and DDP on two processes (4 + 4, resumed once)."""
-    return _runs(gacl_work, "gacl-paper", 8, "ddp resume")
+def runs(work):
+    return ShardedRuns(work)
 
 
-def _same_as_ddp(reference, sharded, p_sharded, engine):
-    (one, _), (ddp, p_ddp) = reference["one"], reference["ddp"]
-    assert ddp["distributed_type"] == "DistributedType.MULTI_CPU" and sharded["distributed_type"] == engine
+def _same_as_ddp(runs, engine, expected_type):
+    """GACL paper variant with KD teacher under ``engine``: as one process (batch 8) and DDP (4 + 4, resumed)."""
+    (one, _), (ddp, p_ddp) = runs("one", "gacl-paper"), runs("ddp", "gacl-paper")
+    sharded, p_sharded = runs(engine, "gacl-paper")
+    assert ddp["distributed_type"] == "DistributedType.MULTI_CPU" and sharded["distributed_type"] == expected_type
+    assert one["world_size"] == 1 and ddp["world_size"] == sharded["world_size"] == 2
     # the contrastive and KD terms see the same 8 sentences in step 1 (candidates gathered across processes)
     assert sharded["logs"][0]["loss_gc"] == pytest.approx(one["logs"][0]["loss_gc"], rel=1e-5)
     assert sharded["logs"][0]["loss_kd"] == pytest.approx(one["logs"][0]["loss_kd"], abs=1e-6)
@@ -137,42 +154,36 @@ def _same_as_ddp(reference, sharded, p_sharded, engine):
     # resume_from_checkpoint from checkpoint-2: step 3 as DDP's resumed step 3
     assert sharded["resumed_global_step"] == 3
     assert sharded["resumed_logs"][-1]["loss"] == pytest.approx(ddp["resumed_logs"][-1]["loss"], rel=1e-5)
+    return p_sharded
 
 
 @pytest.mark.slow
-def test_gacl_paper_fsdp2_equals_ddp_and_one_process_and_resumes(gacl_work, gacl_reference):
-    fsdp, p_fsdp = _run(TORCHRUN + [SCRIPT, "gacl-paper", str(gacl_work), str(gacl_work / "fsdp2.json"), "4", "fsdp2",
-                                    "resume"], gacl_work, gacl_work / "fsdp2.json")
-    _same_as_ddp(gacl_reference, fsdp, p_fsdp, "DistributedType.FSDP")
+def test_gacl_paper_fsdp2_equals_ddp_and_one_process_and_resumes(work, runs):
+    p_fsdp = _same_as_ddp(runs, "fsdp2", "DistributedType.FSDP")
     from ddp_helpers import full_parameters
     from gacl_helpers import load
 
-    start = full_parameters(load(gacl_work / "model").model)
+    start = full_parameters(load(work / "model").model)
     assert (p_fsdp - start).abs().max() > 1e-4  # the weights did move: not two untouched copies compared
     # the sharded checkpoint holds the student's parameters only (the KD teacher is never saved)
     from torch.distributed.checkpoint import FileSystemReader
 
-    shards = gacl_work / "fsdp2.json.run" / "checkpoint-2" / "pytorch_model_fsdp_0"
+    shards = work / "fsdp2-gacl-paper.json.run" / "checkpoint-2" / "pytorch_model_fsdp_0"
     saved = set(FileSystemReader(str(shards)).read_metadata().state_dict_metadata)
-    assert saved == {f"model.{k}" for k in load(gacl_work / "model").model.state_dict()}
+    assert saved == {f"model.{k}" for k in load(work / "model").model.state_dict()}
 
 
 @pytest.mark.slow
-def test_gacl_official_fsdp2_matches_one_process(gacl_work):
-    r = _runs(gacl_work, "gacl-official", 8, "fsdp2")
-    (one, _), (fsdp, _) = r["one"], r["fsdp2"]
+def test_gacl_official_fsdp2_matches_one_process(runs):
+    (one, _), (fsdp, _) = runs("one", "gacl-official"), runs("fsdp2", "gacl-official")
     assert fsdp["distributed_type"] == "DistributedType.FSDP" and len(fsdp["logs"]) == 2
     assert fsdp["logs"][0]["loss_gc"] == pytest.approx(one["logs"][0]["loss_gc"], rel=1e-5)
     assert fsdp["logs"][0]["loss_kd"] == pytest.approx(one["logs"][0]["loss_kd"], abs=1e-6)
 
 
 @pytest.mark.slow
-def test_ccd_fsdp2_matches_one_process(tmp_path):
-    from tiny_encoders import write_ccd_inputs
-
-    write_ccd_inputs(tmp_path)
-    r = _runs(tmp_path, "ccd", 8, "ddp", "fsdp2")
-    (one, _), (ddp, p_ddp), (fsdp, p_fsdp) = r["one"], r["ddp"], r["fsdp2"]
+def test_ccd_fsdp2_matches_one_process(runs):
+    (one, _), (ddp, p_ddp), (fsdp, p_fsdp) = runs("one", "ccd"), runs("ddp", "ccd"), runs("fsdp2", "ccd")
     assert fsdp["distributed_type"] == "DistributedType.FSDP"
     for a, b in zip(one["logs"], fsdp["logs"]):
         assert b["loss_bias"] == pytest.approx(a["loss_bias"], rel=1e-4)
@@ -182,9 +193,8 @@ def test_ccd_fsdp2_matches_one_process(tmp_path):
 
 
 @pytest.mark.slow
-def test_fair_contrastive_fsdp2_matches_one_process(tmp_path):
-    r = _runs(tmp_path, "fcl", 16, "fsdp2")
-    (one, p_one), (fsdp, p_fsdp) = r["one"], r["fsdp2"]
+def test_fair_contrastive_fsdp2_matches_one_process(runs):
+    (one, p_one), (fsdp, p_fsdp) = runs("one", "fcl"), runs("fsdp2", "fcl")
     assert fsdp["distributed_type"] == "DistributedType.FSDP"
     for k in ("loss_scl", "loss_fcl"):
         assert fsdp["logs"][0][k] == pytest.approx(one["logs"][0][k], rel=1e-5)
@@ -192,7 +202,7 @@ def test_fair_contrastive_fsdp2_matches_one_process(tmp_path):
 
 
 @pytest.mark.slow
-def test_accelerate_launch_with_the_fsdp2_config_trains_and_saves_a_loadable_model(gacl_work, tmp_path):
+def test_accelerate_launch_with_the_fsdp2_config_trains_and_saves_a_loadable_model(work, tmp_path):
     """The shipped FSDP2 accelerate config through `accelerate launch -m fairmt train`: sharded checkpoints, and a
     final model (gathered from the shards) that from_pretrained loads."""
     import yaml
@@ -206,7 +216,7 @@ def test_accelerate_launch_with_the_fsdp2_config_trains_and_saves_a_loadable_mod
     recipe = tmp_path / "r.yaml"
     out = tmp_path / "out"
     recipe.write_text(yaml.safe_dump({
-        "method": "gacl", "model": str(gacl_work / "model"), "data": {"train": str(data), "max_length": 48},
+        "method": "gacl", "model": str(work / "model"), "data": {"train": str(data), "max_length": 48},
         "training": {"output_dir": str(out), "per_device_train_batch_size": 4, "max_steps": 2, "logging_steps": 1,
                      "report_to": [], "disable_tqdm": True, "dataloader_drop_last": True, "save_strategy": "steps",
                      "save_steps": 2, "learning_rate": 1e-2},
@@ -219,7 +229,7 @@ def test_accelerate_launch_with_the_fsdp2_config_trains_and_saves_a_loadable_mod
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (out / "checkpoint-2" / "pytorch_model_fsdp_0").is_dir()
     trained = load_translation_model(str(out), "en", "de").model
-    start = load_translation_model(str(gacl_work / "model"), "en", "de").model
+    start = load_translation_model(str(work / "model"), "en", "de").model
     diffs = [(a - b).abs().max().item() for a, b in zip(trained.parameters(), start.parameters())]
     assert max(diffs) > 1e-4  # the saved model is the trained one, gathered whole
 
@@ -233,23 +243,16 @@ deepspeed_needed = pytest.mark.skipif(
 @pytest.mark.slow
 @deepspeed_needed
 @pytest.mark.parametrize("stage", [2, 3])
-def test_gacl_paper_deepspeed_zero_equals_ddp_and_resumes(gacl_work, gacl_reference, stage):
+def test_gacl_paper_deepspeed_zero_equals_ddp_and_resumes(runs, stage):
     """ZeRO-2 and ZeRO-3 (parameters partitioned; the KD teacher stays a whole frozen copy, also when the resuming
     run loads the student under the active ZeRO-3 config)."""
-    out = gacl_work / f"zero{stage}.json"
-    run, params = _run(TORCHRUN + [SCRIPT, "gacl-paper", str(gacl_work), str(out), "4", f"zero{stage}", "resume"],
-                       gacl_work, out)
-    _same_as_ddp(gacl_reference, run, params, "DistributedType.DEEPSPEED")
+    _same_as_ddp(runs, f"zero{stage}", "DistributedType.DEEPSPEED")
 
 
 @pytest.mark.slow
 @deepspeed_needed
-def test_ccd_deepspeed_zero3_matches_one_process(tmp_path):
-    from tiny_encoders import write_ccd_inputs
-
-    write_ccd_inputs(tmp_path)
-    r = _runs(tmp_path, "ccd", 8, "zero3")
-    (one, _), (zero, _) = r["one"], r["zero3"]
+def test_ccd_deepspeed_zero3_matches_one_process(runs):
+    (one, _), (zero, _) = runs("one", "ccd"), runs("zero3", "ccd")
     assert zero["distributed_type"] == "DistributedType.DEEPSPEED"
     for a, b in zip(one["logs"], zero["logs"], strict=True):
         assert b["loss_bias"] == pytest.approx(a["loss_bias"], rel=1e-4)
@@ -257,9 +260,8 @@ def test_ccd_deepspeed_zero3_matches_one_process(tmp_path):
 
 @pytest.mark.slow
 @deepspeed_needed
-def test_fair_contrastive_deepspeed_zero2_matches_one_process(tmp_path):
-    r = _runs(tmp_path, "fcl", 16, "zero2")
-    (one, p_one), (zero, p_zero) = r["one"], r["zero2"]
+def test_fair_contrastive_deepspeed_zero2_matches_one_process(runs):
+    (one, p_one), (zero, p_zero) = runs("one", "fcl"), runs("zero2", "fcl")
     assert zero["distributed_type"] == "DistributedType.DEEPSPEED"
     for k in ("loss_scl", "loss_fcl"):
         assert zero["logs"][0][k] == pytest.approx(one["logs"][0][k], rel=1e-5)
