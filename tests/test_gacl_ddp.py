@@ -20,15 +20,24 @@ def _run(cmd, tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
-@pytest.mark.parametrize("variant", ["paper", "official"])
-def test_two_process_run_matches_one_process(tmp_path, variant):
-    model = tiny_model_dir(tmp_path / "model", dropout=0.0)  # no dropout: both runs see identical representations
-    one, two = tmp_path / "one.json", tmp_path / "two.json"
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Every run the tests compare, in two launches of tests/ddp_gacl_script.py: one process with batch 8 (paper,
+    official) and two processes with 4 each (paper, official, paper without gathering across processes)."""
+    work = tmp_path_factory.mktemp("gacl_ddp")
+    model = tiny_model_dir(work / "model", dropout=0.0)  # no dropout: both runs see identical representations
     script = str(HERE / "ddp_gacl_script.py")
-    _run([sys.executable, script, str(model), str(one), "8", variant], tmp_path)
+    (work / "one").mkdir()
+    (work / "two").mkdir()
+    _run([sys.executable, script, str(model), str(work / "one"), "8", "paper", "official"], work)
     _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", script,
-          str(model), str(two), "4", variant], tmp_path)
-    r1, r2 = json.loads(one.read_text()), json.loads(two.read_text())
+          str(model), str(work / "two"), "4", "paper", "official", "paper:mean:local"], work)
+    return lambda launch, job: json.loads((work / launch / f"{job}.json").read_text())
+
+
+@pytest.mark.parametrize("variant", ["paper", "official"])
+def test_two_process_run_matches_one_process(runs, variant):
+    r1, r2 = runs("one", f"{variant}-mean-gather"), runs("two", f"{variant}-mean-gather")
     assert r1["world_size"] == 1 and r2["world_size"] == 2
     first1, first2 = r1["logs"][0], r2["logs"][0]
     # same 8 sentences in step 1 (2 × 4 consecutive per-device batches of the balanced order = 1 × 8)
@@ -40,12 +49,10 @@ def test_two_process_run_matches_one_process(tmp_path, variant):
     assert first2["gc_negatives"] == first1["gc_negatives"] == (4 if variant == "official" else 5)
 
 
-def test_gather_across_processes_off_keeps_candidates_local(tmp_path):
-    model = tiny_model_dir(tmp_path / "model", dropout=0.0)
-    out = tmp_path / "local.json"
-    _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-          str(HERE / "ddp_gacl_script.py"), str(model), str(out), "4", "paper", "mean", "local"], tmp_path)
-    first = json.loads(out.read_text())["logs"][0]
+def test_gather_across_processes_off_keeps_candidates_local(runs):
+    local = runs("two", "paper-mean-local")
+    assert local["world_size"] == 2
+    first = local["logs"][0]
     # 4 rows per process, 2 per gender: 1 same-gender + the dropout view; 2 other-gender + the counterfactual
     assert (first["gc_positives"], first["gc_negatives"]) == (2, 3)
 
