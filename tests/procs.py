@@ -143,3 +143,27 @@ def wait_for(predicate, timeout: float, interval: float = 0.1) -> bool:
             return True
         time.sleep(interval)
     return bool(predicate())
+
+
+def torchrun(script, *args, cwd, nproc: int = 2, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``torchrun --standalone --nproc_per_node NPROC SCRIPT ARGS...`` (gloo on CPU processes, the tests folder on
+    ``PYTHONPATH``) under :func:`run`'s rules; fails the test with the end of the output when it fails."""
+    return run(python("-m", "torch.distributed.run", "--standalone", "--nproc_per_node", nproc, script, *args),
+               cwd=cwd, env=env(tests_on_path=True), timeout=timeout, check=True)
+
+
+def in_process(script, *args, cwd) -> None:
+    """Run a test script as ``python SCRIPT ARGS...`` would on one process, but in this (pytest) process, where torch,
+    transformers and the trainers are imported already (a fresh interpreter spends ~4 s of CPU importing them
+    before a one-process reference run of two steps): ``sys.argv`` and the working directory are set for the
+    script and restored after it."""
+    import runpy
+
+    saved_argv, saved_cwd = sys.argv, os.getcwd()
+    sys.argv = [str(script), *map(str, args)]
+    os.chdir(cwd)
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    finally:
+        sys.argv = saved_argv
+        os.chdir(saved_cwd)

@@ -22,16 +22,15 @@ def _run(cmd, tmp_path):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Every run the tests compare, in two launches of tests/ddp_gacl_script.py: one process with batch 8 (paper,
-    official) and two processes with 4 each (paper, official, paper without gathering across processes)."""
+    """Every run the tests compare, in two launches of tests/ddp_gacl_script.py: one process (this one) with batch 8
+    (paper, official) and two processes with 4 each (paper, official, paper without gathering across processes)."""
     work = tmp_path_factory.mktemp("gacl_ddp")
     model = tiny_model_dir(work / "model", dropout=0.0)  # no dropout: both runs see identical representations
     script = str(HERE / "ddp_gacl_script.py")
     (work / "one").mkdir()
     (work / "two").mkdir()
-    _run([sys.executable, script, str(model), str(work / "one"), "8", "paper", "official"], work)
-    _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", script,
-          str(model), str(work / "two"), "4", "paper", "official", "paper:mean:local"], work)
+    procs.in_process(script, model, work / "one", 8, "paper", "official", cwd=work)
+    procs.torchrun(script, model, work / "two", 4, "paper", "official", "paper:mean:local", cwd=work)
     return lambda launch, job: json.loads((work / launch / f"{job}.json").read_text())
 
 
