@@ -65,6 +65,17 @@ def _no_orphan_processes():
         warnings.warn(f"killed child process groups the test left running: {left}", stacklevel=1)
 
 
+@pytest.fixture(scope="session")
+def torchrun_pool(tmp_path_factory):
+    """One torchrun launch (2 processes, gloo) per pytest process that runs the two-process jobs of the DDP tests in
+    turn, with torch, transformers and the trainers imported once: see tests/torchrun_pool.py."""
+    from torchrun_pool import TorchrunPool
+
+    pool = TorchrunPool(tmp_path_factory.mktemp("torchrun_pool"))
+    yield pool
+    pool.close()
+
+
 @pytest.fixture
 def fake_hub(tmp_path, monkeypatch):
     """A Hub in ``tmp_path/hub`` behind a patched ``HfApi`` (create_repo, upload_folder, create_commit), reachable

@@ -39,12 +39,46 @@ def env(extra: dict | None = None, *, tests_on_path: bool = False) -> dict:
     return e
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every live process descended from ``pid`` (children, their children...), from /proc (Linux; empty
+    elsewhere). torchrun starts each rank in a session of its own, so killing the launcher's group leaves the ranks
+    running: they are found here, through their parent links, while the launcher is still alive."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL the process group of ``proc`` (its session: the child and everything it started) and reap it."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    """SIGKILL the process group of ``proc`` (its session: the child and everything it started), the groups of its
+    descendants that started sessions of their own (torchrun's ranks) and those descendants, then reap ``proc``."""
+    descendants = _descendants(proc.pid) if proc.poll() is None else []
+    groups = {proc.pid}
+    for pid in descendants:
+        try:
+            groups.add(os.getpgid(pid))
+        except (ProcessLookupError, PermissionError):
+            pass
+    groups.discard(os.getpgrp())  # never this test process's own group
+    for pgid in groups:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for pid in descendants:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     try:
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import pytest
-import procs
 import torch
 from torch import nn
 from safetensors.torch import load_file
@@ -219,30 +218,18 @@ assert tr.accelerator.num_processes == 2
 torch.save({"adv": tr.adversary.state_dict(), "model": tr.model.state_dict(),
             "adv_loss": [h["loss_adv"] for h in tr.state.log_history if "loss_adv" in h]},
            os.path.join(out, "rank%s.pt" % os.environ["RANK"]))
-torch.distributed.barrier()
-torch.distributed.destroy_process_group()  # gloo aborts about one exit in five with the group alive
+from ddp_helpers import teardown
+teardown()
 """
 
 
 @pytest.mark.slow
-def test_two_processes_keep_the_adversaries_in_sync(tmp_path):
+def test_two_processes_keep_the_adversaries_in_sync(tmp_path, torchrun_pool):
     """Under DDP (2 CPU processes, gloo) each rank sees different batches; the adversaries' gradients are averaged,
     so their weights stay identical across ranks, like the model's."""
-    import shutil
-    import subprocess
-    import sys
-
-    torchrun = shutil.which("torchrun") or os.path.join(os.path.dirname(sys.executable), "torchrun")
-    if not os.path.exists(torchrun):
-        pytest.skip("torchrun not available")
     script = tmp_path / "ddp.py"
     script.write_text(_DDP_SCRIPT)
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = procs.run(
-        [torchrun, "--standalone", "--nproc_per_node", "2", str(script), str(tmp_path), os.path.dirname(__file__)],
-        capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    torchrun_pool.run(script, tmp_path, os.path.dirname(__file__), cwd=tmp_path, timeout=240)
     r0, r1 = (torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in (0, 1))
     assert r0["adv_loss"] != r1["adv_loss"]  # the ranks trained on different batches
     for k in r0["adv"]:

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
-import procs
 
 pytest.importorskip("torch")
 
@@ -240,21 +237,14 @@ open(out + os.environ["RANK"], "w").write(json.dumps(hyps))
 
 
 @pytest.mark.slow
-def test_two_processes_shard_and_match_one(trained_dir, tmp_path):
+def test_two_processes_shard_and_match_one(trained_dir, tmp_path, torchrun_pool):
     sources = HELD_OUT[:14]
     single = translate.generate_translations(str(trained_dir), sources, "en", "de", num_beams=3, max_new_tokens=30,
                                           batch_size=3, progress=False)
     script = tmp_path / "shard.py"
     script.write_text(SHARD_SCRIPT)
     cache = tmp_path / "sharded.jsonl"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    env.pop("WORLD_SIZE", None)
-    proc = procs.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script),
-         str(trained_dir), json.dumps(sources), str(cache), str(tmp_path / "out")],
-        env=env, capture_output=True, text=True, timeout=240,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    torchrun_pool.run(script, trained_dir, json.dumps(sources), cache, tmp_path / "out", cwd=tmp_path, timeout=240)
     for rank in (0, 1):
         assert json.loads((tmp_path / f"out{rank}").read_text()) == single
     lines = cache.read_text().splitlines()

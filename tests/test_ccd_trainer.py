@@ -274,7 +274,7 @@ def test_recipe_main_end_to_end_on_tiny_bert(tiny_bert_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_two_process_ddp_run_matches_one_process(tiny_bert_dir, tuples, tmp_path):
+def test_two_process_ddp_run_matches_one_process(tiny_bert_dir, tuples, tmp_path, torchrun_pool):
     """Under torchrun (gloo, 2 CPU processes) the step-1 loss terms equal the 1-process ones on the same 8 tuples,
     ρ is the same on every rank, and the replicas stay identical after the synchronised updates."""
     import json
@@ -288,7 +288,7 @@ def test_two_process_ddp_run_matches_one_process(tiny_bert_dir, tuples, tmp_path
     script = here / "ddp_ccd_script.py"
     one, two = tmp_path / "one.json", tmp_path / "two.json"
     procs.in_process(script, tiny_bert_dir, data, one, 8, cwd=tmp_path)
-    procs.torchrun(script, tiny_bert_dir, data, two, 4, cwd=tmp_path)
+    torchrun_pool.run(script, tiny_bert_dir, data, two, 4, cwd=tmp_path)
     r1, r2 = json.loads(one.read_text()), json.loads(two.read_text())
     assert r1["world_size"] == 1 and r2["world_size"] == 2
     assert r2["rho"] == pytest.approx(r1["rho"], rel=1e-6)

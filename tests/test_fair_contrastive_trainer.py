@@ -298,7 +298,7 @@ def test_recipe_entry_point_runs_on_real_hatespeech(shared_data, monkeypatch, tm
     assert len(lines) == 417 and {"label", "pred", "group", "hidden"} <= set(json.loads(lines[0]))
 
 
-def test_two_process_run_gathers_candidates_and_matches_one_process(tmp_path):
+def test_two_process_run_gathers_candidates_and_matches_one_process(tmp_path, torchrun_pool):
     """torchrun, 2 CPU processes × 8 = 1 process × 16: the contrastive terms see the candidates of both processes
     (same values as one process on the whole batch), and after two synchronised updates the weights are the ones a
     single process reaches."""
@@ -309,7 +309,7 @@ def test_two_process_run_gathers_candidates_and_matches_one_process(tmp_path):
     script = here / "ddp_fair_contrastive_script.py"
     one, two = tmp_path / "one.json", tmp_path / "two.json"
     procs.in_process(script, one, 16, cwd=tmp_path)
-    procs.torchrun(script, two, 8, cwd=tmp_path)
+    torchrun_pool.run(script, two, 8, cwd=tmp_path)
     r1, r2 = json.loads(one.read_text()), json.loads(two.read_text())
     assert (r1["world_size"], r2["world_size"]) == (1, 2) and len(r1["logs"]) == len(r2["logs"]) == 2
     for k in ("loss_scl", "loss_fcl"):  # computed on the gathered 16 rows, identical on every process

@@ -21,7 +21,7 @@ def _run(cmd, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, torchrun_pool):
     """Every run the tests compare, in two launches of tests/ddp_gacl_script.py: one process (this one) with batch 8
     (paper, official) and two processes with 4 each (paper, official, paper without gathering across processes)."""
     work = tmp_path_factory.mktemp("gacl_ddp")
@@ -30,7 +30,7 @@ def runs(tmp_path_factory):
     (work / "one").mkdir()
     (work / "two").mkdir()
     procs.in_process(script, model, work / "one", 8, "paper", "official", cwd=work)
-    procs.torchrun(script, model, work / "two", 4, "paper", "official", "paper:mean:local", cwd=work)
+    torchrun_pool.run(script, model, work / "two", 4, "paper", "official", "paper:mean:local", cwd=work)
     return lambda launch, job: json.loads((work / launch / f"{job}.json").read_text())
 
 

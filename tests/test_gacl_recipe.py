@@ -164,7 +164,7 @@ def test_train_recipe_with_geneval_early_stopping(tmp_path, shared_data, monkeyp
 
 
 @pytest.mark.slow
-def test_geneval_callback_shards_translation_over_ddp_processes(tmp_path):
+def test_geneval_callback_shards_translation_over_ddp_processes(tmp_path, torchrun_pool):
     """Under DDP (2 CPU processes) each process translates every other sentence and the gathered translations and
     scores equal those of one process translating everything."""
     from pathlib import Path
@@ -174,7 +174,7 @@ def test_geneval_callback_shards_translation_over_ddp_processes(tmp_path):
     script = here / "ddp_geneval_script.py"
     one, two = tmp_path / "one.json", tmp_path / "two.json"
     procs.in_process(script, model, one, cwd=tmp_path)
-    procs.torchrun(script, model, two, cwd=tmp_path)
+    torchrun_pool.run(script, model, two, cwd=tmp_path)
     r1, r2 = json.loads(one.read_text()), json.loads(two.read_text())
     assert (r1["world_size"], r2["world_size"]) == (1, 2)
     assert r1["counts"] == [10] and r2["counts"] == [6, 4]  # 5 + 5 sentences; 3 + 3 and 2 + 2 per process

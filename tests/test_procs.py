@@ -40,6 +40,23 @@ def test_a_timeout_kills_the_whole_group_and_fails_naming_the_command(tmp_path):
     assert procs.wait_for(lambda: not _alive(grandchild), timeout=10), "the grandchild outlived the timeout"
 
 
+def test_a_timeout_kills_descendants_in_sessions_of_their_own(tmp_path):
+    """As torchrun's ranks: started with start_new_session, out of the launcher's process group. A rank that is not
+    killed also keeps the output pipes open, so the test would wait for it to end on its own."""
+    out, finished = tmp_path / "pid", tmp_path / "finished"
+    rank = tmp_path / "rank.py"
+    rank.write_text(f"import time\ntime.sleep(20)\nopen({str(finished)!r}, 'w').write('x')\n")
+    code = (f"import subprocess, sys, time\n"
+            f"child = subprocess.Popen([sys.executable, {str(rank)!r}], start_new_session=True)\n"
+            f"open({str(out)!r}, 'w').write(str(child.pid))\n"
+            f"time.sleep(120)\n")
+    with pytest.raises(pytest.fail.Exception, match=r"did not finish in 3 s"):
+        procs.run([sys.executable, "-c", code], timeout=3)
+    grandchild = int(out.read_text())
+    assert procs.wait_for(lambda: not _alive(grandchild), timeout=10), "the rank-like grandchild outlived the timeout"
+    assert not finished.exists(), "the grandchild was not killed: it ran to its end"
+
+
 def test_reap_kills_groups_a_test_left_running():
     proc = procs.start([sys.executable, "-c", PARENT], stdout=procs.subprocess.PIPE, text=True)
     grandchild = int(proc.stdout.readline())

@@ -5,7 +5,6 @@ import math
 
 import numpy as np
 import pytest
-import procs
 import torch
 from datasets import Dataset
 
@@ -239,22 +238,15 @@ def test_config_validation_and_missing_labels(tmp_path):
                                 ).train()
 
 
-def test_two_processes_split_the_anchors_and_stay_in_sync(tmp_path):
+def test_two_processes_split_the_anchors_and_stay_in_sync(tmp_path, torchrun_pool):
     """torchrun, 2 CPU processes × 8 anchors: every process builds the same index and draws the same batch sequence,
     accelerate hands each every other batch, so an epoch's anchors are split without overlap; replicas stay equal."""
     import json
-    import os
-    import subprocess
-    import sys
     from pathlib import Path
 
     here = Path(__file__).resolve().parent
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": f"{here.parent}{os.pathsep}{here}"}
     out = tmp_path / "two.json"
-    proc = procs.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                      str(here / "ddp_sampling_script.py"), str(out), "sampling_pretrain", "8"],
-                     cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    torchrun_pool.run(here / "ddp_sampling_script.py", out, "sampling_pretrain", 8, cwd=tmp_path)
     r = json.loads(out.read_text())
     assert r["world_size"] == 2 and r["steps"] == 8  # 64 anchors / (2 × 8) = 4 steps per epoch, 2 epochs
     assert r["checksums"][0] == pytest.approx(r["checksums"][1], rel=1e-12)

@@ -104,14 +104,16 @@ JOBS = {
 class ShardedRuns:
     """The results of the launches in JOBS, launched on first use: ``runs("fsdp2", "ccd")`` is (report, params)."""
 
-    def __init__(self, work: Path):
-        self.work, self.launched = work, set()
+    def __init__(self, work: Path, pool):
+        self.work, self.pool, self.launched = work, pool, set()
 
     def __call__(self, engine: str, method: str):
         if engine not in self.launched:
             self.launched.add(engine)  # once, also when it fails: the next test reports the missing output
             if engine == "one":  # in this process: no interpreter start and imports for two-step runs
                 procs.in_process(SCRIPT, self.work, engine, *JOBS[engine], cwd=self.work)
+            elif engine == "ddp":  # plain DDP: the test run's torchrun pool
+                self.pool.run(SCRIPT, self.work, engine, *JOBS[engine], cwd=self.work, timeout=400)
             else:
                 procs.torchrun(SCRIPT, self.work, engine, *JOBS[engine], cwd=self.work, timeout=400)
         out = self.work / f"{engine}-{method}.json"
@@ -133,8 +135,8 @@ def work(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def runs(work):
-    return ShardedRuns(work)
+def runs(work, torchrun_pool):
+    return ShardedRuns(work, torchrun_pool)
 
 
 def _same_as_ddp(runs, engine, expected_type):

@@ -1,0 +1,114 @@
+"""Two-process runs for the tests without paying torchrun's start-up for each: one ``torchrun --standalone
+--nproc_per_node 2`` launch of ``torchrun_pool_worker.py`` serves every two-process job of a test run, in order
+(the ``torchrun_pool`` fixture of ``tests/conftest.py``). A job is a script run as under torchrun:
+
+    torchrun_pool.run(HERE / "ddp_ccd_script.py", model_dir, data, out, "4", cwd=tmp_path)
+
+runs what ``torchrun --standalone --nproc_per_node 2 ddp_ccd_script.py MODEL_DIR DATA OUT 4`` runs, on the two
+processes of the pool (same RANK/WORLD_SIZE/MASTER_ADDR environment, gloo), and fails the test with the job's
+traceback and both ranks' output when it fails. A failed or timed-out job kills the pool's whole process group; the
+next job starts a fresh pool. Each process starts with ``FAIRMT_TEST_POOL=1`` (``ddp_helpers.teardown`` then keeps
+the process group for the next job).
+
+Each launch of a two-process test used to cost ~8 s of wall time and ~15 s of CPU time before its first step
+(torchrun, then torch + transformers + the trainer imported in both processes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import procs
+
+WORKER = Path(__file__).resolve().parent / "torchrun_pool_worker.py"
+
+
+class TorchrunPool:
+    def __init__(self, root: Path, nproc: int = 2):
+        self.root, self.nproc = Path(root), nproc
+        self.proc: subprocess.Popen | None = None
+        self.queue: Path | None = None
+        self.launches = 0
+        self.n = 0
+
+    def _start(self) -> None:
+        self.launches += 1
+        self.queue = self.root / f"pool{self.launches}"
+        self.queue.mkdir(parents=True)
+        self.n = 0
+        log = open(self.queue / "pool.log", "w")
+        cmd = procs.python("-m", "torch.distributed.run", "--standalone", "--nproc_per_node", self.nproc, WORKER,
+                           self.queue)
+        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.queue,
+                                     env=procs.env({"FAIRMT_TEST_POOL": "1", "FAIRMT_TEST_POOL_OWNER": str(os.getpid())},
+                                                  tests_on_path=True),
+                                     start_new_session=True)
+        log.close()
+
+    def _alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def close(self, polite: bool = True) -> None:
+        """Stop the pool: ask its processes to leave (``polite``), then kill its whole process group."""
+        if self.proc is None:
+            return
+        if polite and self._alive():
+            (self.queue / "stop").write_text("")
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        procs.kill_group(self.proc)
+        self.proc = None
+
+    def _logs(self, n: int) -> str:
+        parts = []
+        for r in range(self.nproc):
+            log = self.queue / f"job{n}.rank{r}.log"
+            if log.exists():
+                parts.append(f"--- rank {r} output ---\n{log.read_text(errors='replace')[-3000:]}")
+        pool_log = self.queue / "pool.log"
+        if pool_log.exists():
+            parts.append(f"--- torchrun ---\n{pool_log.read_text(errors='replace')[-2000:]}")
+        return "\n".join(parts)
+
+    def run(self, script, *args, cwd, timeout: float = 240) -> None:
+        """Run ``script ARGS...`` on every process of the pool (cwd ``cwd``); returns when all ranks have finished
+        it, fails the test (after killing the pool) when one fails, the pool dies or ``timeout`` seconds pass."""
+        if not self._alive():
+            self._start()
+        n, self.n = self.n, self.n + 1
+        job = {"script": str(script), "argv": [str(a) for a in args], "cwd": str(cwd)}
+        tmp = self.queue / f"job{n}.json.tmp"
+        tmp.write_text(json.dumps(job))
+        os.replace(tmp, self.queue / f"job{n}.json")
+        statuses = [self.queue / f"job{n}.rank{r}.status" for r in range(self.nproc)]
+        deadline = time.monotonic() + timeout
+        what = f"{Path(script).name} {' '.join(job['argv'])}"[:300]
+        try:
+            while not all(s.exists() for s in statuses):
+                failed = [s for s in statuses if s.exists() and not json.loads(s.read_text())["ok"]]
+                if failed or not self._alive():
+                    time.sleep(1)  # let the other rank and torchrun write their last lines
+                    break
+                if time.monotonic() > deadline:
+                    self.close(polite=False)
+                    pytest.fail(f"two-process job did not finish in {timeout:g} s (the torchrun pool was killed "
+                                f"with its process group): {what}\n{self._logs(n)}", pytrace=False)
+                time.sleep(0.05)
+            errors = [json.loads(s.read_text()).get("error") for s in statuses if s.exists()]
+            if len(errors) < self.nproc or any(errors):
+                detail = "\n".join(e for e in errors if e)
+                self.close(polite=False)
+                pytest.fail(f"two-process job failed: {what}\n{detail}\n{self._logs(n)}", pytrace=False)
+        except BaseException:
+            if self._alive() and not all(s.exists() for s in statuses):
+                self.close(polite=False)  # interrupted (pytest-timeout, Ctrl-C) with the job running: no orphans
+            raise
+
