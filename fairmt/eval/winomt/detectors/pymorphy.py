@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from fairmt.errors import FairmtError
@@ -11,8 +12,10 @@ from fairmt.eval.winomt.io import Gender
 _PYMORPHY_GENDER = {"masc": M, "femn": F, "neut": N}
 
 
+@functools.lru_cache(maxsize=8)
 def load_pymorphy(lang: str, dictionary: str | None = None):
-    """A ``pymorphy3.MorphAnalyzer`` for ``lang``, from the installed dictionary or a dictionary folder.
+    """A ``pymorphy3.MorphAnalyzer`` for ``lang``, from the installed dictionary or a dictionary folder; loaded once
+    per process (1–2 s each) and shared by every detector that asks for it (the analyzer is read-only).
 
     Dictionaries compiled by pymorphy2 store prediction-suffix records as three 16-bit numbers where pymorphy3
     writes a 32-bit count first; pymorphy3 cannot read the older ones as they are. The record format is probed
