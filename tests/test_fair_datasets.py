@@ -228,3 +228,25 @@ def test_corpora_lists_the_datasets_with_split_and_licence_and_fetches_into_the_
     assert len(data.splits["train"]) == 98
     assert main(["data", "corpora", "--fetch", "bios-hub"]) == 2
     assert "nothing to fetch" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("dataset", ["bios", "hatespeech", "moji"])
+def test_max_rows_keeps_the_first_rows_of_each_split_for_every_dataset(shared_data, tmp_path, monkeypatch, dataset):
+    """``data.max_rows`` of a classification recipe applies to every data set (it used to apply to bios_split and
+    jigsaw only and was silently ignored for the others)."""
+    from fairmt.scripts.classification import load_data
+
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    dcfg = {"dataset": dataset, "files": None, "fractions": [0.5, 0.2, 0.3], "split_seed": 0, "root": None,
+            "max_rows": None, "language": "Spanish", "attribute": "gender", "moji_split_sizes": [40, 2, 2],
+            "moji_n_train": 100}
+    if dataset == "moji":
+        dcfg["root"] = str(write_moji(tmp_path))
+    full = load_data(dcfg)
+    cut = load_data({**dcfg, "max_rows": 7})
+    for name, split in full.splits.items():
+        assert len(split.labels) > 7
+        assert cut.splits[name].labels == split.labels[:7] and cut.splits[name].groups == split.groups[:7]
+        if split.texts is not None:
+            assert cut.splits[name].texts == split.texts[:7]
+    assert cut.label_names == full.label_names

@@ -197,16 +197,21 @@ def load_data(dcfg: dict[str, Any]):
     from fairmt.data import fair_datasets as fd
     from fairmt.data.classification import read_bios, read_hatespeech
 
-    name = dcfg["dataset"]
-    if name == "bios":
-        return read_bios(dcfg.get("files"), tuple(dcfg["fractions"]), dcfg["split_seed"])
+    name, max_rows = dcfg["dataset"], dcfg["max_rows"]
     if name == "bios_split":
-        return fd.read_bios_split(dcfg["root"], dcfg["source"], dcfg["max_rows"])
+        return fd.read_bios_split(dcfg["root"], dcfg["source"], max_rows)
     if name == "jigsaw":
-        return fd.read_jigsaw(dcfg["root"], max_rows=dcfg["max_rows"])
-    if name == "moji":
-        return fd.read_moji(dcfg["root"], tuple(dcfg["moji_split_sizes"]), dcfg["moji_n_train"])
-    return read_hatespeech(dcfg["language"], dcfg["attribute"], dcfg["root"])
+        return fd.read_jigsaw(dcfg["root"], max_rows=max_rows)
+    if name == "bios":
+        data = read_bios(dcfg.get("files"), tuple(dcfg["fractions"]), dcfg["split_seed"])
+    elif name == "moji":
+        data = fd.read_moji(dcfg["root"], tuple(dcfg["moji_split_sizes"]), dcfg["moji_n_train"])
+    else:
+        data = read_hatespeech(dcfg["language"], dcfg["attribute"], dcfg["root"])
+    if max_rows:  # the first rows of each split, as the Bias-in-Bios and Jigsaw loaders do (quick runs)
+        data.splits = {k: split.subset(list(range(min(max_rows, len(split.labels)))))
+                       for k, split in data.splits.items()}
+    return data
 
 
 def _model_path(name: str) -> str:
