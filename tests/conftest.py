@@ -65,6 +65,35 @@ def _no_orphan_processes():
         warnings.warn(f"killed child process groups the test left running: {left}", stacklevel=1)
 
 
+# The test files that take longest (seconds on 2 cores, whole suite on two xdist workers), in that order. Under
+# ``-n 2 --dist loadfile`` they are handed out first and the short files fill the end, so both workers finish
+# together; xdist's default order (files with the most tests first) handed these out last and left one worker
+# running alone for a minute. Order only: every file still runs, and any order must pass.
+LONGEST_FIRST = [
+    "test_sweep.py",  # 69
+    "test_fairseq_plugin.py",  # 68
+    "test_sharded_training.py",  # 66
+    "test_recipes_offline.py",  # 42
+    "test_concurrency.py",  # 33
+    "test_ccd_real.py",  # 26
+    "test_sampling_recipe.py",  # 24
+    "test_paper_recipes.py",  # 24
+    "test_winomt.py",  # 21
+    "test_ccd_trainer.py",  # 18
+    "test_fair_contrastive_trainer.py",  # 16
+]
+
+
+def pytest_configure(config):
+    if getattr(config.option, "dist", "no") == "loadfile":
+        config.option.loadscopereorder = False  # keep the collection order below
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
 @pytest.fixture(scope="session")
 def torchrun_pool(tmp_path_factory):
     """One torchrun launch (2 processes, gloo) per pytest process that runs the two-process jobs of the DDP tests in
