@@ -112,15 +112,20 @@ def test_a_second_train_into_a_running_runs_folder_is_refused_naming_the_holder(
     try:
         lock = tmp_path / "run" / LOCK_NAME
         _wait_for(lambda: _holder_pid(lock) == first.pid, first, "the first run took its output folder")
+        # paused while the second starts: it holds its folder as when it trains, without taking a core from the
+        # second (whose imports take a few seconds); it goes on after the refusal
+        os.kill(first.pid, signal.SIGSTOP)
         second = _start(_recipe(env, "training.max_steps=2", dry=False), tmp_path, work)
         try:
             _, err = second.communicate(timeout=300)
         finally:
             _kill(second)
+            os.kill(first.pid, signal.SIGCONT)
         assert second.returncode == 2, err
         line = _one_error_line(err)
         assert str(tmp_path / "run") in line and "in use by another fairmt run" in line, line
         assert f"pid {first.pid}" in line and "fairmt train gacl/tiny_offline" in line, line
+        time.sleep(0.5)
         assert first.poll() is None, "the first run must go on training"
         assert _holder_pid(lock) == first.pid, "the refused run must not touch the lock's holder record"
     finally:
