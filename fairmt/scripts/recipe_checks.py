@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import typing
 from typing import Any
@@ -66,6 +67,14 @@ def _enums(hint: Any) -> list[type]:
     return [a for a in args if isinstance(a, type) and issubclass(a, enum.Enum)]
 
 
+@functools.lru_cache(maxsize=None)
+def _field_hints(cls: type) -> dict[str, Any]:
+    """Every dataclass field of ``cls`` and its resolved type hint, worked out once per class (``get_type_hints``
+    evaluates every annotation of the class and its bases: ~1 ms a call, and TrainingArguments has ~150 fields)."""
+    resolved = typing.get_type_hints(cls)
+    return {f.name: resolved.get(f.name, Any) for f in dataclasses.fields(cls)}
+
+
 def check_training(training: Any, config_classes: list[type], section: str = "training") -> None:
     """``<section>.*`` keys (``training`` by default) exist in one of ``config_classes`` and have its field's type;
     numbers are finite, common ranges hold, a field with a fixed set of values (``lr_scheduler_type``,
@@ -75,8 +84,8 @@ def check_training(training: Any, config_classes: list[type], section: str = "tr
         raise FairmtError(f"recipe key {section} must be a mapping (a section of keys), got {training!r}")
     hints: dict[str, Any] = {}
     for cls in config_classes:
-        for f in dataclasses.fields(cls):
-            hints.setdefault(f.name, typing.get_type_hints(cls).get(f.name, Any))
+        for name, hint in _field_hints(cls).items():
+            hints.setdefault(name, hint)
     _check_keys(training, set(hints), f"{section}.")
     for key, value in training.items():
         if not _type_ok(value, hints[key]):
