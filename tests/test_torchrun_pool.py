@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import procs
 from torchrun_pool import TorchrunPool
 
 JOB = """
@@ -55,14 +56,15 @@ def test_jobs_share_one_launch_and_failures_restart_it(tmp_path):
 
         with pytest.raises(pytest.fail.Exception, match=r"(?s)two-process job failed: bad\.py.*rank one broke"):
             pool.run(bad, cwd=tmp_path)
-        assert not any(_alive(runs[1, r]["pid"]) for r in (0, 1))  # the broken pool was killed
+        # the broken pool was killed (both ranks: torchrun starts them in sessions of their own)
+        assert procs.wait_for(lambda: not any(_alive(runs[1, r]["pid"]) for r in (0, 1)), timeout=10)
         pool.run(script, tmp_path / "out3", cwd=tmp_path)  # and the next job starts a fresh one
         assert pool.launches == 2 and json.loads((tmp_path / "out3.0").read_text())["sum"] == 3.0
 
         ranks = [json.loads((tmp_path / f"out3.{r}").read_text())["pid"] for r in (0, 1)]
         with pytest.raises(pytest.fail.Exception, match=r"two-process job did not finish in 3 s .*hang\.py"):
             pool.run(hang, cwd=tmp_path, timeout=3)
-        assert not any(_alive(pid) for pid in ranks)  # killed with its process group
+        assert procs.wait_for(lambda: not any(_alive(pid) for pid in ranks), timeout=10)  # killed, both ranks
     finally:
         pool.close()
     assert pool.proc is None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -55,7 +56,9 @@ class TorchrunPool:
         return self.proc is not None and self.proc.poll() is None
 
     def close(self, polite: bool = True) -> None:
-        """Stop the pool: ask its processes to leave (``polite``), then kill its whole process group."""
+        """Stop the pool: ask its processes to leave (``polite``), then kill torchrun's process group and the ranks,
+        which torchrun starts in sessions of their own (by the pids they wrote: torchrun may have exited already,
+        leaving a rank it was still stopping)."""
         if self.proc is None:
             return
         if polite and self._alive():
@@ -65,6 +68,13 @@ class TorchrunPool:
             except subprocess.TimeoutExpired:
                 pass
         procs.kill_group(self.proc)
+        for pid_file in self.queue.glob("rank*.pid"):
+            try:
+                pid = json.loads(pid_file.read_text())["pid"]
+                if "torchrun_pool_worker" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace"):
+                    os.kill(pid, signal.SIGKILL)
+            except (OSError, ValueError, KeyError):
+                pass  # gone already (or no /proc: torchrun's group kill is what is left)
         self.proc = None
 
     def _logs(self, n: int) -> str:

@@ -73,6 +73,7 @@ def _run_job(job: dict, log: Path) -> dict:
 def main() -> None:
     queue, rank, owner = Path(sys.argv[1]), int(os.environ["RANK"]), int(os.environ["FAIRMT_TEST_POOL_OWNER"])
     os.environ["FAIRMT_TEST_POOL"] = "1"
+    _write_json(queue / f"rank{rank}.pid", {"pid": os.getpid()})  # the pool kills its ranks by pid (own sessions)
     n = 0
     while True:
         job_file = queue / f"job{n}.json"
