@@ -65,14 +65,21 @@ def test_wrong_line_count_names_file_and_counts(shared_data, tmp_path, monkeypat
     root = _google_dir(shared_data, tmp_path / "run")
     bad = root / "geneval" / "feminine.it.txt"
     bad.write_text("".join(bad.read_text(encoding="utf-8").splitlines(keepends=True)[:-2]), encoding="utf-8")
+    import fairmt.eval.geneval as geneval
+
+    scored, score = [], geneval.geneval_accuracy
+    monkeypatch.setattr(geneval, "geneval_accuracy",
+                        lambda m, f, lang, split: scored.append(lang) or score(m, f, lang, split))
     assert main(["eval", "mt-bias", "--translations-dir", str(root), "--benchmarks", "geneval", "--json", "-"]) == 2
     err = capsys.readouterr().err
     assert "feminine.it.txt" in err and "has 298 lines but 300 are expected" in err and "--keep-going" in err
+    assert scored == []  # the line counts are checked before any language is scored (ar, de, ... come before it)
     # --keep-going: the other languages are scored, the error is listed, exit 1
     assert main(["eval", "mt-bias", "--translations-dir", str(root), "--benchmarks", "geneval", "--keep-going",
                  "--json", "-"]) == 1
     r = json.loads(capsys.readouterr().out)
     assert "it" not in r["geneval"] and len([k for k in r["geneval"] if len(k) == 2]) == 7
+    assert scored == ["ar", "de", "es", "fr", "hi", "pt", "ru"]
     assert len(r["errors"]) == 1 and "feminine.it.txt" in r["errors"][0]
 
 

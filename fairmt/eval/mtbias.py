@@ -183,6 +183,32 @@ class _Collector:
             return None
 
 
+def _check_line_counts(root: Path, geneval_langs: Sequence[str], flores_langs: Sequence[str], split: str,
+                       col: _Collector) -> None:
+    """Read the MT-GenEval and FLORES-200 translation files that are there and check their line counts, before any
+    benchmark is scored: without ``--keep-going`` a wrong file is an error, and it should not come after minutes of
+    scoring the files before it. The errors are the ones scoring would raise (same wording)."""
+    from fairmt.eval.geneval import load_counterfactual, read_lines
+    from fairmt.eval.translation import read_flores
+
+    for lang in geneval_langs:
+        files = geneval_files(root, lang)
+        if files["masculine"].is_file() and files["feminine"].is_file():
+            def check(lang=lang, files=files):
+                n = len(load_counterfactual(lang, split).masculine_refs)
+                read_lines(files["masculine"], expected=n)
+                read_lines(files["feminine"], expected=n)
+
+            col.run(f"MT-GenEval {lang}", check)
+    for lang in flores_langs:
+        f = flores_file(root, lang)
+        if f.is_file():
+            def check_flores(f=f, lang=lang):
+                read_lines(f, expected=len(read_flores(_flores_code(lang))), allow_empty=True)
+
+            col.run(f"FLORES-200 {lang}", check_flores)
+
+
 def score_translations_dir(
     root: str | Path,
     *,
@@ -222,6 +248,10 @@ def score_translations_dir(
         if missing:
             col.skipped.append(f"{bench}: no file for {', '.join(missing)} in {folder}")
         return have
+
+    if not keep_going:  # a file with a wrong line count stops the run before anything is scored
+        _check_line_counts(root, wanted(GENEVAL_LANGS) if "geneval" in benchmarks else [],
+                           wanted(FLORES_LANGS) if "flores" in benchmarks else [], split, col)
 
     if "winomt" in benchmarks:
         from fairmt.eval.winomt.evaluate import evaluate_winomt, load_gold
