@@ -179,11 +179,25 @@ def wait_for(predicate, timeout: float, interval: float = 0.1) -> bool:
     return bool(predicate())
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (a killed process that nobody reaped yet counts as gone:
+    a killed rank is reparented, and no init may reap it here)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def torchrun_command(script, *args, nproc: int = 2) -> list[str]:
+    """``python -m torch.distributed.run --standalone --nproc_per_node NPROC SCRIPT ARGS...``."""
+    return python("-m", "torch.distributed.run", "--standalone", "--nproc_per_node", nproc, script, *args)
+
+
 def torchrun(script, *args, cwd, nproc: int = 2, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``torchrun --standalone --nproc_per_node NPROC SCRIPT ARGS...`` (gloo on CPU processes, the tests folder on
-    ``PYTHONPATH``) under :func:`run`'s rules; fails the test with the end of the output when it fails."""
-    return run(python("-m", "torch.distributed.run", "--standalone", "--nproc_per_node", nproc, script, *args),
-               cwd=cwd, env=env(tests_on_path=True), timeout=timeout, check=True)
+    """:func:`torchrun_command` (gloo on CPU processes, the tests folder on ``PYTHONPATH``) under :func:`run`'s rules;
+    fails the test with the end of the output when it fails."""
+    return run(torchrun_command(script, *args, nproc=nproc), cwd=cwd, env=env(tests_on_path=True), timeout=timeout,
+               check=True)
 
 
 def in_process(script, *args, cwd) -> None:

@@ -27,7 +27,8 @@ from ddp_helpers import fcl_rows, full_parameters, teardown  # beside this scrip
 torch.set_num_threads(1)
 work, engine, jobs = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
 if engine not in ("one", "ddp", "fsdp2", "zero2", "zero3") or not jobs:
-    raise SystemExit(f"usage: sharded_script.py WORKDIR one|ddp|fsdp2|zero2|zero3 METHOD:BATCH[:resume]... ({sys.argv})")
+    raise SystemExit(f"usage: sharded_script.py WORKDIR one|ddp|fsdp2|zero2|zero3 METHOD:BATCH[:resume]... "
+                     f"({sys.argv})")
 if engine.startswith("zero"):
     # DeepSpeed's CPU communication backend JIT-compiles its shared-memory all-reduce kernel (deepspeed_shm_comm,
     # ~40 s of CPU in every fresh environment) when it starts; the kernel serves inference_all_reduce only, never

@@ -3,7 +3,6 @@ test fails naming the command; groups left running when a test ends are reaped."
 
 from __future__ import annotations
 
-import os
 import sys
 
 import pytest
@@ -19,25 +18,13 @@ time.sleep(120)
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie that nobody reaped yet counts as gone
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_a_timeout_kills_the_whole_group_and_fails_naming_the_command(tmp_path):
     out = tmp_path / "pid"
     code = PARENT.replace("print(child.pid, flush=True)", f"open({str(out)!r}, 'w').write(str(child.pid))")
     with pytest.raises(pytest.fail.Exception, match=r"did not finish in 3 s \(killed with its process group\)"):
         procs.run([sys.executable, "-c", code], timeout=3)
     grandchild = int(out.read_text())
-    assert procs.wait_for(lambda: not _alive(grandchild), timeout=10), "the grandchild outlived the timeout"
+    assert procs.wait_for(lambda: not procs.alive(grandchild), timeout=10), "the grandchild outlived the timeout"
 
 
 def test_a_timeout_kills_descendants_in_sessions_of_their_own(tmp_path):
@@ -53,17 +40,18 @@ def test_a_timeout_kills_descendants_in_sessions_of_their_own(tmp_path):
     with pytest.raises(pytest.fail.Exception, match=r"did not finish in 3 s"):
         procs.run([sys.executable, "-c", code], timeout=3)
     grandchild = int(out.read_text())
-    assert procs.wait_for(lambda: not _alive(grandchild), timeout=10), "the rank-like grandchild outlived the timeout"
+    assert procs.wait_for(lambda: not procs.alive(grandchild), timeout=10), \
+        "the rank-like grandchild outlived the timeout"
     assert not finished.exists(), "the grandchild was not killed: it ran to its end"
 
 
 def test_reap_kills_groups_a_test_left_running():
     proc = procs.start([sys.executable, "-c", PARENT], stdout=procs.subprocess.PIPE, text=True)
     grandchild = int(proc.stdout.readline())
-    assert _alive(grandchild)
+    assert procs.alive(grandchild)
     left = procs.reap()
     assert len(left) == 1 and "-c" in left[0]
-    assert procs.wait_for(lambda: not _alive(grandchild), timeout=10) and proc.poll() is not None
+    assert procs.wait_for(lambda: not procs.alive(grandchild), timeout=10) and proc.poll() is not None
 
 
 def test_run_returns_like_subprocess_run_and_check_fails_the_test():

@@ -88,8 +88,8 @@ def test_zero3_partitioned_frozen_model_is_refused():
 
 # ---- two processes ----------------------------------------------------------------------------------------------
 # One launch per engine runs every training the tests compare (tests/sharded_script.py): one process with the whole
-# batch (in the pytest process), DDP, FSDP2, ZeRO-2 and ZeRO-3 on two processes with half of it each. A launch starts when the first test
-# that needs it asks for it.
+# batch (in the pytest process), DDP, FSDP2, ZeRO-2 and ZeRO-3 on two processes with half of it each. A launch starts
+# when the first test that needs it asks for it.
 
 # per engine, the jobs its launch runs (METHOD:PER_DEVICE_BATCH[:resume]); the one-process batch is the global one
 JOBS = {

@@ -3,7 +3,6 @@ process group; a failing or hanging job fails the test naming it and leaves no p
 fresh pool."""
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -25,14 +24,6 @@ open(f"{sys.argv[1]}.{os.environ['RANK']}", "w").write(json.dumps(
 from ddp_helpers import teardown
 teardown()
 """
-
-
-def _alive(pid: int) -> bool:
-    """A process that exists and is not a zombie (a killed rank is reparented; no init may reap it here)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
 
 
 @pytest.mark.slow
@@ -57,14 +48,14 @@ def test_jobs_share_one_launch_and_failures_restart_it(tmp_path):
         with pytest.raises(pytest.fail.Exception, match=r"(?s)two-process job failed: bad\.py.*rank one broke"):
             pool.run(bad, cwd=tmp_path)
         # the broken pool was killed (both ranks: torchrun starts them in sessions of their own)
-        assert procs.wait_for(lambda: not any(_alive(runs[1, r]["pid"]) for r in (0, 1)), timeout=10)
+        assert procs.wait_for(lambda: not any(procs.alive(runs[1, r]["pid"]) for r in (0, 1)), timeout=10)
         pool.run(script, tmp_path / "out3", cwd=tmp_path)  # and the next job starts a fresh one
         assert pool.launches == 2 and json.loads((tmp_path / "out3.0").read_text())["sum"] == 3.0
 
         ranks = [json.loads((tmp_path / f"out3.{r}").read_text())["pid"] for r in (0, 1)]
         with pytest.raises(pytest.fail.Exception, match=r"two-process job did not finish in 3 s .*hang\.py"):
             pool.run(hang, cwd=tmp_path, timeout=3)
-        assert procs.wait_for(lambda: not any(_alive(pid) for pid in ranks), timeout=10)  # killed, both ranks
+        assert procs.wait_for(lambda: not any(procs.alive(pid) for pid in ranks), timeout=10)  # killed, both ranks
     finally:
         pool.close()
     assert pool.proc is None

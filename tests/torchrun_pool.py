@@ -1,6 +1,7 @@
 """Two-process runs for the tests without paying torchrun's start-up for each: one ``torchrun --standalone
---nproc_per_node 2`` launch of ``torchrun_pool_worker.py`` serves every two-process DDP job of a pytest process (one per xdist
-worker), in order (the ``torchrun_pool`` fixture of ``tests/conftest.py``). A job is a script run as under torchrun:
+--nproc_per_node 2`` launch of ``torchrun_pool_worker.py`` serves every two-process DDP job of a pytest process (one
+per xdist worker), in order (the ``torchrun_pool`` fixture of ``tests/conftest.py``). A job is a script run as under
+torchrun:
 
     torchrun_pool.run(HERE / "ddp_ccd_script.py", model_dir, data, out, "4", cwd=tmp_path)
 
@@ -44,12 +45,9 @@ class TorchrunPool:
         self.queue.mkdir(parents=True)
         self.n = 0
         log = open(self.queue / "pool.log", "w")
-        cmd = procs.python("-m", "torch.distributed.run", "--standalone", "--nproc_per_node", self.nproc, WORKER,
-                           self.queue)
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.queue,
-                                     env=procs.env({"FAIRMT_TEST_POOL": "1", "FAIRMT_TEST_POOL_OWNER": str(os.getpid())},
-                                                  tests_on_path=True),
-                                     start_new_session=True)
+        env = procs.env({"FAIRMT_TEST_POOL": "1", "FAIRMT_TEST_POOL_OWNER": str(os.getpid())}, tests_on_path=True)
+        self.proc = subprocess.Popen(procs.torchrun_command(WORKER, self.queue, nproc=self.nproc), stdout=log,
+                                     stderr=subprocess.STDOUT, cwd=self.queue, env=env, start_new_session=True)
         log.close()
 
     def _alive(self) -> bool:

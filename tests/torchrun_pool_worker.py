@@ -7,6 +7,7 @@ per test run instead of once per two-process test.
     QUEUE/jobN.json              {"script": ..., "argv": [...], "cwd": ...}, written by the test (atomically)
     QUEUE/jobN.rankR.log         the job's stdout and stderr on rank R
     QUEUE/jobN.rankR.status      {"ok": true} or {"ok": false, "error": traceback}, written when the job is over
+    QUEUE/rankR.pid              {"pid": ...} of rank R, written at start (the pool kills its ranks by pid)
     QUEUE/stop                   leave (after destroying the process group)
 
 A process also leaves when the torchrun agent or the pytest process that started the pool
@@ -22,11 +23,12 @@ ends the pool's usefulness: the test side kills the pool and starts a fresh one 
 import gc
 import json
 import os
-import runpy
 import sys
 import time
 import traceback
 from pathlib import Path
+
+import procs  # beside this script (the tests folder is on PYTHONPATH)
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -36,7 +38,7 @@ def _write_json(path: Path, data: dict) -> None:
 
 
 def _run_job(job: dict, log: Path) -> dict:
-    saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
+    saved_env = dict(os.environ)
     sys.stdout.flush()
     sys.stderr.flush()
     saved_fds = os.dup(1), os.dup(2)
@@ -44,9 +46,7 @@ def _run_job(job: dict, log: Path) -> dict:
         os.dup2(fh.fileno(), 1)
         os.dup2(fh.fileno(), 2)
     try:
-        os.chdir(job["cwd"])
-        sys.argv = [job["script"], *job["argv"]]
-        runpy.run_path(job["script"], run_name="__main__")
+        procs.in_process(job["script"], *job["argv"], cwd=job["cwd"])  # restores sys.argv and the directory
         status = {"ok": True}
     except SystemExit as exc:
         status = {"ok": True} if exc.code in (None, 0) else {"ok": False, "error": f"SystemExit({exc.code!r})"}
@@ -59,8 +59,6 @@ def _run_job(job: dict, log: Path) -> dict:
         os.dup2(saved_fds[1], 2)
         for fd in saved_fds:
             os.close(fd)
-        os.chdir(saved_cwd)
-        sys.argv = saved_argv
         os.environ.clear()
         os.environ.update(saved_env)
         ds = sys.modules.get("transformers.integrations.deepspeed")
@@ -78,7 +76,7 @@ def main() -> None:
     while True:
         job_file = queue / f"job{n}.json"
         while not job_file.exists():
-            if (queue / "stop").exists() or os.getppid() == 1 or not _alive(owner):
+            if (queue / "stop").exists() or os.getppid() == 1 or not procs.alive(owner):
                 _leave()  # stopped, or the torchrun agent or the pytest process that owns the pool is gone
             time.sleep(0.02)
         job = json.loads(job_file.read_text())
@@ -87,16 +85,6 @@ def main() -> None:
         if not status["ok"]:
             _leave(1)  # the process group may be broken: the test side starts a fresh pool
         n += 1
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
 
 
 def _leave(code: int = 0) -> None:
