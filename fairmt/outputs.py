@@ -84,7 +84,8 @@ OWN_NAMES = (
     "config_sentence_transformers.json", "[0-9]_Pooling", "[0-9]_Normalize", "[0-9]_Dense", "optimizer.pt",
     "scheduler.pt", "rng_state*.pth", "scaler.pt",
     # fairmt's runners: results, selected models, stages, held-out data, the demo's seeds
-    "results.json", "results.md", "final", "final_merged", "glue", "glue_before", "best-*", "model", "cced_heldout.jsonl",
+    "results.json", "results.md", "final", "final_merged", "glue", "glue_before", "best-*", "model",
+    "cced_heldout.jsonl",
     "run.json", "stage1", "stage2", "clusters", "probe_*.jsonl", "seed[0-9]*", "report.json", "logs",
     # fairmt data fairseq-prep
     "text", "dict.*.txt", "dict.txt", "train.*", "valid.*", "test.*", "preprocess.log", "langs.txt", ".cf-tmp",
@@ -600,6 +601,7 @@ def json_text(data: Any, *, indent: int | None = 2, default: Any = str) -> str:
     return json.dumps(clean, indent=indent, ensure_ascii=False, allow_nan=False, default=default)
 
 
-__all__ = ["LOCK_NAME", "MANIFEST", "OWN_NAMES", "FolderPlan", "begin_manifest", "check_output_dir", "clear_dir", "check_output_file",
-           "check_overwrite", "claim_run_dir", "fairmt_named", "finite_json", "input_paths", "json_text",
-           "publish_dir", "record_made", "record_new", "release_run_dir", "remove_entry", "run_files"]
+__all__ = ["LOCK_NAME", "MANIFEST", "OWN_NAMES", "FolderPlan", "begin_manifest", "check_output_dir",
+           "check_output_file", "check_overwrite", "claim_run_dir", "clear_dir", "fairmt_named", "finite_json",
+           "input_paths", "json_text", "publish_dir", "record_made", "record_new", "release_run_dir", "remove_entry",
+           "run_files"]

@@ -169,8 +169,8 @@ def run_case(case: Case, work: Path, tmp: Path, shared_data: Path | None = None)
         protected = {str(p): _digest(Path(p)) for p in case.protect(env)}
         escaped, rc, err, result = None, None, "", None
         if case.argv is not None:
-            rc, _, err, escaped = run_cli(case.argv(env), {"FAIRMT_DATA": str(work / "data"),
-                                                           **{k: v.replace("{tmp}", str(tmp)) for k, v in case.env.items()}})
+            environ = {k: v.replace("{tmp}", str(tmp)) for k, v in case.env.items()}
+            rc, _, err, escaped = run_cli(case.argv(env), {"FAIRMT_DATA": str(work / "data"), **environ})
         elif case.api is not None:
             try:
                 result = case.api(env)

@@ -98,7 +98,8 @@ def _overwrite(args, spec) -> None:
     from fairmt.sweep.engine import _inside
 
     if args.join:
-        raise FairmtError("--overwrite with --join: other workers may be running in this sweep folder; give one of them")
+        raise FairmtError("--overwrite with --join: other workers may be running in this sweep folder; give one of "
+                          "them")
     if not _inside(spec.storage, spec.output_dir):
         raise FairmtError(f"--overwrite removes the sweep folder's files, not the study in --storage {spec.storage}: "
                           "give a new --study-name (or --output-dir) instead")

@@ -43,8 +43,9 @@ def prepare_output_dir(path: str | os.PathLike, config: dict[str, Any], *, what:
     """Make ``path`` this run's folder: locked against a second run (named when refused), refused when it holds an
     earlier run's files unless the recipe says ``overwrite: true`` (``fairmt train --overwrite``: what fairmt wrote
     there, checkpoints included, is removed first, and nothing else; see :mod:`fairmt.outputs`) or resumes from a
-    checkpoint, and refused when it holds one of the recipe's inputs or the recipe itself. Claimed on the main process only (under ``accelerate launch`` every process runs the recipe;
-    the others wait for nothing and see the main one's folder)."""
+    checkpoint, and refused when it holds one of the recipe's inputs or the recipe itself. Claimed on the main
+    process only (under ``accelerate launch`` every process runs the recipe; the others wait for nothing and see the
+    main one's folder)."""
     from fairmt.outputs import claim_run_dir
 
     if os.environ.get("RANK", "0") != "0":

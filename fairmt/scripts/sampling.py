@@ -163,7 +163,7 @@ def prepare_run_dir(cfg: dict[str, Any], overwrite: bool, config: dict[str, Any]
     """Take the run folder (:func:`fairmt.scripts._output.prepare_output_dir`'s rule: locked, with its manifest); an
     earlier run of the *same* recipe is resumed, another one refused (or, with ``--overwrite``, what fairmt wrote
     there removed, and nothing else)."""
-    from fairmt.outputs import claim_run_dir
+    from fairmt.outputs import claim_run_dir, run_files
     from fairmt.scripts._output import run_inputs
 
     out = Path(cfg["output_dir"])
@@ -171,7 +171,7 @@ def prepare_run_dir(cfg: dict[str, Any], overwrite: bool, config: dict[str, Any]
     fp = fingerprint(cfg)
     main_process = os.environ.get("RANK", "0") == "0"
     replace = False
-    if main_process and out.is_dir() and any(out.iterdir()):
+    if main_process and run_files(out):
         try:
             earlier = json.loads(marker.read_text(encoding="utf-8")).get("fingerprint")
         except (OSError, ValueError):
