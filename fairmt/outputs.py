@@ -26,7 +26,8 @@ holds ``.fairmt-manifest.jsonl`` (JSON lines, appended, never rewritten while a 
   creates anything: the top-level entries already there that fairmt did not write (the user's);
 * ``{"made": [names]}`` — top-level entries fairmt created: named before they are created where the writer knows the
   name (:func:`record_made`), and, when a run ends (normally, by an error or Ctrl-C: :func:`release_run_dir`), every
-  entry that appeared in the folder since its claim (the Trainer's ``checkpoint-*``, model files, ...);
+  entry that appeared in the folder since its claim (the Trainer's ``checkpoint-*``, model files, ...; a file the
+  user adds to the folder while the run writes there counts as the run's);
 * ``{"closed": time}`` — the run ended and recorded what it made.
 
 A run killed before its end (``kill -9``, out of memory, a lost machine) recorded no ``made`` line for what it
