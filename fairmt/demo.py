@@ -197,7 +197,8 @@ def mean_std(values: list[float]) -> tuple[float, float]:
 
 def _output_dir(output_dir: str | None, overwrite: bool) -> Path:
     """A new temporary folder, or ``output_dir`` through the recipes' rule (:func:`prepare_output_dir`): the demo
-    owns it while it runs, and one that already holds files is refused unless ``overwrite`` (which removes them)."""
+    owns it while it runs, and one that already holds files is refused unless ``overwrite`` (which removes what fairmt
+    wrote there, and nothing else)."""
     from fairmt.scripts._output import prepare_output_dir
 
     if not output_dir:

@@ -12,21 +12,54 @@ Every command checks its output paths here **before any work** (the work may tak
 * :func:`claim_run_dir` — a run (``fairmt train``, ``fairmt demo``, ...) *owns* its output folder from its first
   moment: an exclusive lock on ``_fairmt_run.lock`` inside it (``fcntl.flock``, released by the kernel when the
   process ends, so a killed run never leaves a stale lock). A second run given the same folder is refused, naming the
-  holder (process, host, command, start time). ``overwrite`` then removes everything of the earlier run (a later
-  resume can pick up none of its checkpoints), and refuses a folder that holds one of the run's inputs;
+  holder (process, host, command, start time). A run folder carries a manifest (see "What --overwrite removes"
+  below), and ``overwrite`` removes exactly what it says fairmt wrote there;
 * :func:`json_text` — JSON that is always valid: a NaN or infinite number (which Python's ``json`` writes as the
   bare token ``NaN``, which is not JSON) becomes ``null``, and the document says which keys were not numbers.
+
+What --overwrite removes
+------------------------
+``--overwrite`` means "replace my earlier results", never "empty this folder". Every folder fairmt writes a run into
+holds ``.fairmt-manifest.jsonl`` (JSON lines, appended, never rewritten while a run writes):
+
+* ``{"claim": {pid, host, command, started}, "foreign": [names]}`` — written when a run takes the folder, *before* it
+  creates anything: the top-level entries already there that fairmt did not write (the user's);
+* ``{"made": [names]}`` — top-level entries fairmt created: named before they are created where the writer knows the
+  name (:func:`record_made`), and, when a run ends (normally, by an error or Ctrl-C: :func:`release_run_dir`), every
+  entry that appeared in the folder since its claim (the Trainer's ``checkpoint-*``, model files, ...; a file the
+  user adds to the folder while the run writes there counts as the run's);
+* ``{"closed": time}`` — the run ended and recorded what it made.
+
+A run killed before its end (``kill -9``, out of memory, a lost machine) recorded no ``made`` line for what it
+created since its claim; the next run settles it: an entry that appeared since that claim (not in its ``foreign``
+list) *and* carries a name fairmt writes (:data:`OWN_NAMES`: ``checkpoint-*``, ``config.json``, ``results.json``,
+...) is fairmt's. The same rule — fairmt's names, in a folder carrying fairmt's marker (the lock file, or the
+writer's own marker) — covers folders written before the manifest existed. Top-level entries are the unit: a folder
+fairmt created is removed whole; a folder the user had there is never entered.
+
+With ``overwrite`` (:func:`check_overwrite`, then :func:`claim_run_dir` / :func:`publish_dir`):
+
+* refused, one line, nothing touched: the current folder (or one holding it), a home folder (``$HOME``, the current
+  user's and the folder owner's home, or one holding them), a filesystem root or mount point, a folder holding
+  ``.git``, a folder holding one of the run's inputs (the recipe file included), a manifest naming an entry outside
+  the folder (``..``, ``/``), and an entry fairmt did not write but whose name it writes (a ``checkpoint-*`` of
+  unknown origin the Trainer's resume would pick up, a ``config.json`` the run would write over): each named;
+* removed: exactly fairmt's entries; an entry that is a symbolic link is unlinked, never followed (its target is
+  left as it is), and a folder is removed without following the links inside it;
+* left as they are: every other entry (the user's notes, data, links).
 
 Standard library only: commands call it before importing anything heavy.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
 import os
 import shutil
 import socket
+import stat
 import sys
 import tempfile
 import time
@@ -39,7 +72,34 @@ from fairmt.errors import FairmtError
 LOCK_NAME = "_fairmt_run.lock"
 """The lock file of a run folder. A leading underscore: ``Trainer.push_to_hub`` and ``fairmt push`` leave it out."""
 
+MANIFEST = ".fairmt-manifest.jsonl"
+"""What fairmt wrote in a folder (see "What --overwrite removes" in the module docstring)."""
+
+OWN_NAMES = (
+    # the Trainer and the model/tokenizer files of save_pretrained (transformers, PEFT, sentence-transformers)
+    "checkpoint-*", "runs", "trainer_state.json", "training_args.bin", "*_results.json", "README.md", "config.json",
+    "generation_config.json", "model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json",
+    "pytorch_model*.bin", "pytorch_model.bin.index.json", "adapter_config.json", "adapter_model.*", "tokenizer*",
+    "special_tokens_map.json", "added_tokens.json", "vocab.*", "merges.txt", "sentencepiece*.model", "spm*.model",
+    "chat_template.*", "preprocessor_config.json", "modules.json", "sentence_bert_config.json",
+    "config_sentence_transformers.json", "[0-9]_Pooling", "[0-9]_Normalize", "[0-9]_Dense", "optimizer.pt",
+    "scheduler.pt", "rng_state*.pth", "scaler.pt",
+    # fairmt's runners: results, selected models, stages, held-out data, the demo's seeds
+    "results.json", "results.md", "final", "final_merged", "glue", "glue_before", "best-*", "model",
+    "cced_heldout.jsonl",
+    "run.json", "stage1", "stage2", "clusters", "probe_*.jsonl", "seed[0-9]*", "report.json", "logs",
+    # fairmt data fairseq-prep
+    "text", "dict.*.txt", "dict.txt", "train.*", "valid.*", "test.*", "preprocess.log", "langs.txt", ".cf-tmp",
+    # fairmt sweep
+    "sweep_spec.json", ".sweep_spec.json.*", "study.db", "trials", "sweep.json", "sweep.md", "tradeoff.png",
+    ".take.lock",
+)
+"""Top-level names fairmt's writers create in a folder they own (glob patterns). Used only together with a marker:
+to settle what a killed run created after its claim, for folders written before the manifest existed, and to refuse
+an entry of unknown origin that carries one of these names (the run would pick it up or write over it)."""
+
 _HELD: dict[str, int] = {}  # resolved folder -> file descriptor of the lock this process holds
+_CLAIMED: dict[str, tuple[Path, frozenset[str]]] = {}  # resolved folder -> (folder, entries not the run's at claim)
 
 
 # ---------------------------------------------------------------------------------------------- paths
@@ -146,18 +206,23 @@ def _first(suffixes: Iterable[str] | None) -> str:
 
 
 def run_files(folder: str | os.PathLike) -> list[Path]:
-    """What an earlier run left in ``folder`` (its lock file aside)."""
+    """What an earlier run left in ``folder`` (its lock file and manifest aside)."""
     p = Path(folder)
-    return sorted(x for x in p.iterdir() if x.name != LOCK_NAME) if p.is_dir() else []
+    return sorted(x for x in p.iterdir() if x.name not in (LOCK_NAME, MANIFEST)) if p.is_dir() else []
 
 
 def check_output_dir(path: str | os.PathLike, what: str = "output folder", *, overwrite: bool = False,
-                     resumable: bool = False, inputs: Iterable[str | os.PathLike] = (), flag: str = "") -> Path:
+                     resumable: bool = False, inputs: Iterable[str | os.PathLike] = (), flag: str = "",
+                     clears: bool | None = None, markers: Iterable[str] = ()) -> Path:
     """Check that ``path`` can be the command's output folder: not a file, under no file, writable, holding no input
-    it would overwrite; an existing non-empty folder is refused unless ``overwrite`` or ``resumable``."""
+    it would overwrite; an existing non-empty folder is refused unless ``overwrite`` or ``resumable``. ``clears``
+    (default: ``overwrite`` for a folder that is not ``resumable``): ``overwrite`` will remove an earlier run's files
+    from it, so the folder must pass :func:`check_overwrite` (``markers``: the writer's own marker files)."""
     p = Path(path).expanduser()
     if p.exists() and not p.is_dir():
         raise FairmtError(f"{p}: is a file, but the {what} must be a folder; choose another path")
+    if overwrite and (not resumable if clears is None else clears):
+        check_overwrite(p, what, inputs=inputs, flag=flag, markers=markers)
     _where(p / "x", what)
     if overwrite or not resumable:
         for src in inputs:
@@ -169,6 +234,259 @@ def check_output_dir(path: str | os.PathLike, what: str = "output folder", *, ov
         raise FairmtError(f"{p}: the {what} already holds files (an earlier run's?); choose another "
                           f"{flag or what}, or pass --overwrite to replace them")
     return p
+
+
+# ---------------------------------------------------------------------------------------------- --overwrite
+
+
+def fairmt_named(name: str) -> bool:
+    """Whether a top-level entry ``name`` carries a name fairmt's writers create (:data:`OWN_NAMES`)."""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in OWN_NAMES)
+
+
+def _homes(folder: Path) -> set[str]:
+    """Home folders ``--overwrite`` never clears: ``$HOME``, the current user's, the folder owner's."""
+    found = {os.path.realpath(os.path.expanduser("~"))}
+    try:
+        import pwd
+
+        found.add(os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir))
+        if folder.exists():
+            found.add(os.path.realpath(pwd.getpwuid(folder.stat().st_uid).pw_dir))
+    except (ImportError, KeyError, OSError):
+        pass
+    return {h for h in found if h}
+
+
+def _holds(outer: str, inner: str) -> bool:
+    """Whether the resolved path ``inner`` is ``outer`` or inside it."""
+    return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
+
+
+def _unsafe_place(p: Path, inputs: Iterable[str | os.PathLike]) -> str | None:
+    """Why ``--overwrite`` must never clear ``p`` (None: it may remove fairmt's files from it)."""
+    real = os.path.realpath(p)
+    cwd = os.path.realpath(os.getcwd())
+    if real == os.path.realpath(os.sep) or (os.path.isdir(real) and os.path.ismount(real)):
+        return "it is a filesystem root (a mount point)"
+    if _holds(real, cwd):
+        return "it is the current folder" if real == cwd else f"it holds the current folder {cwd}"
+    for home in sorted(_homes(p)):
+        if _holds(real, home):
+            return "it is a home folder" if real == home else f"it holds the home folder {home}"
+    if os.path.lexists(os.path.join(real, ".git")):
+        return "it holds .git (a repository's working folder)"
+    for src in inputs:
+        s = os.path.realpath(os.path.expanduser(str(src)))
+        if _holds(real, s):
+            return f"it holds {src}, one of this run's inputs"
+    return None
+
+
+def _read_manifest(folder: Path) -> list[dict] | None:
+    """The manifest's records (a line cut off by a killed write is skipped); None when there is none."""
+    try:
+        text = (folder / MANIFEST).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise FairmtError(f"{folder / MANIFEST}: cannot read fairmt's manifest ({err.strerror or err})") from None
+    records = []
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            records.append(rec)
+    return records
+
+
+def _names(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)] if isinstance(value, str) else []
+
+
+class FolderPlan:
+    """Who wrote each top-level entry of a folder: ``owned`` (fairmt: recorded, or settled by name after a killed run
+    or in a folder made before the manifest; ``settled`` lists the latter) and ``foreign`` (everything else); ``bad``:
+    manifest entries that name no top-level entry of the folder (``..``, a path with ``/``)."""
+
+    def __init__(self, folder: Path, markers: Iterable[str] = ()):
+        self.folder = folder
+        entries = sorted(x.name for x in folder.iterdir() if x.name not in (LOCK_NAME, MANIFEST)) \
+            if folder.is_dir() else []
+        records = _read_manifest(folder) if folder.is_dir() else None
+        made: set[str] = set()
+        self.bad: list[str] = []
+        settle: set[str] = set()
+        self.manifest = records is not None
+        if records is not None:
+            claim, closed = None, True
+            for rec in records:
+                for name in _names(rec.get("made")):
+                    if name in ("", ".", "..") or "/" in name or os.sep in name or "\0" in name:
+                        self.bad.append(name)
+                    else:
+                        made.add(name)
+                if "claim" in rec:
+                    claim, closed = rec, False
+                if "closed" in rec:
+                    closed = True
+            if claim is not None and not closed:  # a run killed before its end: its entries are settled by name
+                foreign = set(_names(claim.get("foreign")))
+                settle = {e for e in entries if e not in made and e not in foreign and fairmt_named(e)}
+        elif any(os.path.lexists(folder / m) for m in (LOCK_NAME, *markers)):  # a folder from before the manifest
+            settle = {e for e in entries if fairmt_named(e)}
+        self.entries, self.made = entries, made
+        self.settled = sorted(settle)
+        self.owned = [e for e in entries if e in made or e in settle]
+        self.foreign = [e for e in entries if e not in self.owned]
+
+    def risky(self) -> list[str]:
+        """Entries fairmt did not write that carry a name it writes: the run could resume from or write over them."""
+        return [e for e in self.foreign if fairmt_named(e)]
+
+
+def _listing(names: list[str], n: int = 6) -> str:
+    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
+
+
+def check_overwrite(path: str | os.PathLike, what: str = "output folder", *, inputs: Iterable[str | os.PathLike] = (),
+                    flag: str = "", markers: Iterable[str] = (), foreign_ok: bool = True) -> FolderPlan:
+    """Refuse a folder ``--overwrite`` must not clear (see the module docstring), touching nothing; returns what
+    clearing it would remove (``plan.owned``) and keep (``plan.foreign``). ``foreign_ok=False``: a writer that
+    cannot work beside the user's files refuses them too."""
+    p = Path(path).expanduser()
+    choose = f"choose another {flag or what}"
+    why = _unsafe_place(p, inputs)
+    if why:
+        raise FairmtError(f"{p}: --overwrite refused, nothing removed: {why}; {choose} (--overwrite removes only what "
+                          "fairmt wrote, and never in such a folder)")
+    plan = FolderPlan(p, markers)
+    if plan.bad:
+        raise FairmtError(f"{p / MANIFEST}: --overwrite refused, nothing removed: the manifest names "
+                          f"{_listing(plan.bad)}, outside this folder; {choose}")
+    risky = plan.risky() if foreign_ok else plan.foreign
+    if risky:
+        it = "it" if len(risky) == 1 else "them"
+        why = (f"the run could resume from or write over {it}" if foreign_ok else
+               f"the {what} cannot hold other files")
+        raise FairmtError(f"{p}: --overwrite refused, nothing removed: {_listing(risky)} "
+                          f"{'was' if len(risky) == 1 else 'were'} not written by fairmt here ({MANIFEST} does not "
+                          f"list {it}) and {why}; move {it} away, or {choose}")
+    return plan
+
+
+def remove_entry(path: Path) -> None:
+    """Remove one entry fairmt wrote: a symbolic link is unlinked (never followed), a folder removed without following
+    the links inside it (``shutil.rmtree``'s fd-based walk), a file unlinked."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+def _append(folder: Path, *records: dict, fresh: bool = False) -> None:
+    """Append records to ``folder``'s manifest (``fresh``: start it anew, with its header)."""
+    lines = []
+    if fresh or not (folder / MANIFEST).exists():
+        lines.append({"fairmt_manifest": 1, "note": "top-level entries fairmt wrote in this folder; --overwrite "
+                      "removes these (and, after a killed run, entries named like fairmt's) and nothing else"})
+    lines += list(records)
+    fd = os.open(folder / MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_TRUNC if fresh else 0), 0o644)
+    try:
+        os.write(fd, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines).encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def _claim_record() -> dict:
+    return {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(["fairmt", *sys.argv[1:]])
+            if Path(sys.argv[0]).name in ("fairmt", "__main__.py") else " ".join(sys.argv), "started": time.time()}
+
+
+def begin_manifest(folder: str | os.PathLike, plan: FolderPlan, *, clear: bool) -> FolderPlan:
+    """Take ``folder`` for a run in its manifest: with ``clear``, remove fairmt's entries (``plan.owned``) and start
+    the manifest anew; else record what ``plan`` settled. Then the claim line, listing the entries that are not the
+    run's (written before the run creates anything). Returns the plan of the folder now."""
+    p = Path(folder)
+    if clear:
+        for name in plan.owned:
+            remove_entry(p / name)
+        _append(p, {"claim": _claim_record(), "foreign": plan.foreign}, fresh=True)
+    else:
+        _append(p, *([{"made": plan.settled}] if plan.settled else []),
+                {"claim": _claim_record(), "foreign": plan.foreign})
+    return plan
+
+
+def record_made(folder: str | os.PathLike, *names: str) -> None:
+    """Record top-level entries of ``folder`` that fairmt is about to create (before creating them: a run killed in
+    between leaves them listed, hence removable by the next ``--overwrite``)."""
+    if names:
+        _append(Path(folder), {"made": [str(n) for n in names]})
+
+
+def record_new(folder: str | os.PathLike, *, close: bool = False) -> list[str]:
+    """Record every top-level entry that appeared in ``folder`` since this process claimed it (``close``: and that the
+    run ended); returns them. Without a claim of this process, nothing is recorded."""
+    key = os.path.realpath(Path(folder).expanduser())
+    claimed = _CLAIMED.get(key)
+    if claimed is None:
+        return []
+    p, foreign = claimed
+    plan = FolderPlan(p)
+    new = [e for e in plan.entries if e not in foreign and e not in plan.made]
+    records: list[dict] = [{"made": new}] if new else []
+    if close:
+        records.append({"closed": time.time()})
+        _CLAIMED.pop(key, None)
+    if records and p.is_dir():
+        _append(p, *records)
+    return new
+
+
+def clear_dir(path: str | os.PathLike, what: str = "output folder", *, inputs: Iterable[str | os.PathLike] = (),
+              flag: str = "", markers: Iterable[str] = (), foreign_ok: bool = True) -> list[str]:
+    """``--overwrite`` for a writer that keeps no lock: :func:`check_overwrite`, then remove fairmt's entries (and
+    nothing else); returns their names."""
+    plan = check_overwrite(path, what, inputs=inputs, flag=flag, markers=markers, foreign_ok=foreign_ok)
+    for name in plan.owned:
+        remove_entry(Path(path).expanduser() / name)
+    return plan.owned
+
+
+def publish_dir(built: str | os.PathLike, final: str | os.PathLike, *, what: str = "output folder", flag: str = "",
+                markers: Iterable[str] = ()) -> Path:
+    """Put the finished folder ``built`` (made beside ``final``) at ``final`` with its manifest: renamed into place
+    when ``final`` does not exist; else fairmt's entries of ``final`` are replaced by ``built``'s (each recorded
+    before it is moved in) and the user's entries stay. Refused, with ``built`` removed and ``final`` untouched, when
+    one of ``built``'s names is an entry of ``final`` fairmt did not write."""
+    b, f = Path(built), Path(final)
+    names = sorted(x.name for x in b.iterdir() if x.name not in (LOCK_NAME, MANIFEST))
+    if not f.exists():
+        _append(b, {"claim": _claim_record(), "foreign": []}, {"made": names}, {"closed": time.time()}, fresh=True)
+        os.replace(b, f)
+        return f
+    plan = FolderPlan(f, markers)
+    clash = sorted(set(names) & set(plan.foreign))
+    if clash:
+        shutil.rmtree(b, ignore_errors=True)
+        raise FairmtError(f"{f}: --overwrite refused, nothing removed: {_listing(clash)} "
+                          f"{'was' if len(clash) == 1 else 'were'} not written by fairmt here and the new "
+                          f"{what} would write over {'it' if len(clash) == 1 else 'them'}; move "
+                          f"{'it' if len(clash) == 1 else 'them'} away, or choose another {flag or what}")
+    begin_manifest(f, plan, clear=True)
+    record_made(f, *names)
+    for name in names:
+        os.replace(b / name, f / name)
+    shutil.rmtree(b, ignore_errors=True)
+    _append(f, {"closed": time.time()})
+    return f
 
 
 # ---------------------------------------------------------------------------------------------- run folders
@@ -187,19 +505,25 @@ def _holder(fd: int) -> str:
 
 
 def claim_run_dir(path: str | os.PathLike, what: str = "output folder", *, overwrite: bool = False,
-                  resumable: bool = False, inputs: Iterable[str | os.PathLike] = (), flag: str = "") -> Path:
+                  resumable: bool = False, inputs: Iterable[str | os.PathLike] = (), flag: str = "",
+                  markers: Iterable[str] = ()) -> Path:
     """Make ``path`` this process's run folder (see the module docstring) and return it.
 
     Refused: a folder locked by a live run (named), a file, an unwritable location, a folder holding an input of the
-    run, a folder holding an earlier run's files (unless ``overwrite``, which removes them, or ``resumable``: the
-    caller resumes in it). Holding the lock twice in one process is allowed (a recipe that calls another)."""
+    run, a folder holding an earlier run's files (unless ``overwrite``, which removes what fairmt wrote there and
+    nothing else, or ``resumable``: the caller resumes in it); with ``overwrite``, every folder
+    :func:`check_overwrite` refuses. Holding the lock twice in one process is allowed (a recipe that calls
+    another). ``markers``: the writer's own marker files (folders written before the manifest existed)."""
     import fcntl
 
-    p = check_output_dir(path, what, overwrite=overwrite, resumable=True, inputs=inputs, flag=flag)
+    markers = tuple(markers)
+    p = check_output_dir(path, what, overwrite=overwrite, resumable=True, inputs=inputs, flag=flag, clears=overwrite,
+                         markers=markers)  # every refusal before anything is created
     key = os.path.realpath(p)
     held = key in _HELD
     if held:  # this process holds it already (a runner called twice): the content rules still apply
         fd = _HELD[key]
+        record_new(p, close=True)
     else:
         p.mkdir(parents=True, exist_ok=True)
         fd = os.open(p / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
@@ -211,34 +535,36 @@ def claim_run_dir(path: str | os.PathLike, what: str = "output folder", *, overw
             raise FairmtError(f"{p}: the {what} is in use by another fairmt run ({holder}); wait for it to finish, "
                               f"or choose another {flag or what}") from None
     try:
-        old = run_files(p)
-        if old and not (overwrite or resumable):
-            raise FairmtError(f"{p}: the {what} already holds files (an earlier run's?); choose another "
-                              f"{flag or what}, or pass --overwrite to replace them")
-        if old and overwrite:
-            for entry in old:  # everything of the earlier run: a later resume must find none of its checkpoints
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.rmtree(entry)
-                else:
-                    entry.unlink()
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(["fairmt", *sys.argv[1:]])
-                if Path(sys.argv[0]).name in ("fairmt", "__main__.py") else " ".join(sys.argv), "started": time.time()}
+        if overwrite:  # checked again under the lock: what is removed is what the plan says now
+            plan = check_overwrite(p, what, inputs=inputs, flag=flag, markers=markers)
+        else:
+            plan = FolderPlan(p, markers)
+            if (plan.owned or plan.foreign) and not resumable:
+                raise FairmtError(f"{p}: the {what} already holds files (an earlier run's?); choose another "
+                                  f"{flag or what}, or pass --overwrite to replace them")
+        plan = begin_manifest(p, plan, clear=overwrite)
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, (json.dumps(info) + "\n").encode("utf-8"))
+        os.write(fd, (json.dumps(_claim_record()) + "\n").encode("utf-8"))
     except BaseException:
         if not held:
             os.close(fd)
         raise
     _HELD[key] = fd
+    _CLAIMED[key] = (p, frozenset(plan.foreign))
     return p
 
 
 def release_run_dir(path: str | os.PathLike | None = None) -> None:
-    """Give up the lock :func:`claim_run_dir` took on ``path`` (None: every lock this process holds); the process's
-    end releases them too."""
+    """Record in the manifest what the run made (:func:`record_new`) and give up the lock :func:`claim_run_dir` took
+    on ``path`` (None: every lock this process holds); the process's end releases the locks too (a killed run's
+    entries are settled by the next run, see the module docstring)."""
     keys = list(_HELD) if path is None else [os.path.realpath(Path(path).expanduser())]
     for key in keys:
+        try:
+            record_new(key, close=True)
+        except OSError:  # the folder went away or cannot be written: nothing more to record
+            _CLAIMED.pop(key, None)
         fd = _HELD.pop(key, None)
         if fd is not None:
             os.close(fd)
@@ -276,5 +602,7 @@ def json_text(data: Any, *, indent: int | None = 2, default: Any = str) -> str:
     return json.dumps(clean, indent=indent, ensure_ascii=False, allow_nan=False, default=default)
 
 
-__all__ = ["LOCK_NAME", "check_output_dir", "check_output_file", "claim_run_dir", "finite_json", "input_paths",
-           "json_text", "release_run_dir", "run_files"]
+__all__ = ["LOCK_NAME", "MANIFEST", "OWN_NAMES", "FolderPlan", "begin_manifest", "check_output_dir",
+           "check_output_file", "check_overwrite", "claim_run_dir", "clear_dir", "fairmt_named", "finite_json",
+           "input_paths", "json_text", "publish_dir", "record_made", "record_new", "release_run_dir", "remove_entry",
+           "run_files"]

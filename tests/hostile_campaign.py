@@ -50,7 +50,7 @@ class Case:
     expect: str = "error"  # error | ok | any (exit 0 or a one-line error, both acceptable)
     protect: Callable[[Any], list[Path]] = field(default=lambda env: [])
     exit0: str = "wrong_exit0"  # the category of exit 0 where an error is expected
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # "{tmp}" in a value: the case's own folder
     slow: bool = False
 
 
@@ -169,7 +169,8 @@ def run_case(case: Case, work: Path, tmp: Path, shared_data: Path | None = None)
         protected = {str(p): _digest(Path(p)) for p in case.protect(env)}
         escaped, rc, err, result = None, None, "", None
         if case.argv is not None:
-            rc, _, err, escaped = run_cli(case.argv(env), {"FAIRMT_DATA": str(work / "data"), **case.env})
+            environ = {k: v.replace("{tmp}", str(tmp)) for k, v in case.env.items()}
+            rc, _, err, escaped = run_cli(case.argv(env), {"FAIRMT_DATA": str(work / "data"), **environ})
         elif case.api is not None:
             try:
                 result = case.api(env)
@@ -676,6 +677,63 @@ def _child_process_cases() -> list[Case]:
                  setup=lambda e: (e.tmp / "dict.txt").write_text("he\nshe 3 extra fields here\n"))]
 
 
+# ---------------------------------------------------------------------------------------------- --overwrite (issue 35)
+
+
+def _home(env: Env) -> Path:
+    """A user's home folder (HOME points at it in the case): notes, a data file, a key, documents."""
+    home = env.tmp / "home"
+    (home / ".ssh").mkdir(parents=True, exist_ok=True)
+    (home / "Documents").mkdir(exist_ok=True)
+    (home / "notes.txt").write_text("my notes\n")
+    (home / "data.csv").write_text("a,b\n1,2\n")
+    (home / ".ssh" / "id_ed25519").write_text("not a real key\n")
+    (home / "Documents" / "thesis.md").write_text("# chapter 1\n")
+    (home / "README.md").write_text("my own README, named like a model card\n")
+    return home
+
+
+def _home_files(env: Env) -> list[Path]:
+    home = env.tmp / "home"
+    return [home / "notes.txt", home / "data.csv", home / ".ssh", home / "Documents", home / "README.md"]
+
+
+#: every command that takes --overwrite, given a home folder (HOME set to it) as its output folder, or a new file in
+#: it as its output file; ``error``: the command would clear that folder and must refuse it; ``any``: the command
+#: replaces only the file it names (or resumes in a folder), so it may run, and the user's files must survive either way
+OVERWRITE_ARGV: dict[str, tuple[str, Callable[[Env], list[str]]]] = {
+    "train": ("error", lambda e: [*_recipe(e, dry=False), "--output-dir", e.t("home")]),
+    "sweep": ("error", lambda e: ["sweep", "gacl/tiny_offline", f"model={e.w('mt')}",
+                                  f"data.train={e.w('pairs-tiny.jsonl')}", "tiny_model=null", "--grid",
+                                  "training.learning_rate=1e-3,2e-3", "--output-dir", e.t("home")]),
+    "demo": ("error", lambda e: ["demo", "--output-dir", e.t("home"), "--seeds", "1", "--pretrain-steps", "2",
+                                 "--finetune-steps", "2", "--no-progress"]),
+    "data fairseq-prep": ("error", lambda e: ["data", "fairseq-prep", "--input", e.w("pairs.jsonl"), "--out",
+                                              e.t("home")]),
+    "data download": ("any", lambda e: ["data", "download", "winomt", "--output-dir", e.t("home"), "--base-url",
+                                        "file://" + e.t("no-mirror"), "--no-progress"]),
+    "data corpora": ("any", lambda e: ["data", "corpora", "--output-dir", e.t("home")]),
+    "augment llm": ("error", lambda e: ["augment", "llm", "--input", e.w("texts.txt"), "--output", e.t("home"),
+                                        "--url", "http://127.0.0.1:9/v1", "--model", "m", "--retries", "0"]),
+    "eval mt-bias": ("any", lambda e: [*BASES["eval mt-bias"](e), "--output-dir", e.t("home"), "--json",
+                                       e.t("home", "out.json")]),
+    **{cmd: ("any", lambda e, cmd=cmd: [*BASES[cmd](e), "--json" if cmd != "augment cda" else "--output",
+                                        e.t("home", "out.json" if cmd != "augment cda" else "out.jsonl")])
+       for cmd in ("eval winomt", "eval geneval", "eval flores", "eval embeddings", "eval stereoset",
+                   "eval classification", "eval linear-probe", "report", "augment cda")},
+}
+
+
+def _overwrite_cases() -> list[Case]:
+    """Each command with --overwrite pointed at a home folder: nothing of the user's may change (issue 35); the
+    folder-clearing commands refuse it in one line. ``tests/test_overwrite_safety.py`` has the detailed checks."""
+    return [Case(f"{cmd} --overwrite into a home folder", "overwrite",
+                 lambda e, make=make: [*make(e), "--overwrite"], setup=_home, protect=_home_files, expect=expect,
+                 exit0="data_loss" if expect == "error" else "wrong_exit0",
+                 env={"HOME": "{tmp}/home"})
+            for cmd, (expect, make) in OVERWRITE_ARGV.items()]
+
+
 # ---------------------------------------------------------------------------------------------- slow data-loss cases
 
 
@@ -768,7 +826,8 @@ def _slow_cases() -> list[Case]:
 
 def all_cases() -> list[Case]:
     return [*_output_cases(), *_numeric_cases(), *_model_cases(), *_cache_cases(), *_pipe_cases(), *_recipe_cases(),
-            *_api_cases(), *_wrong_number_cases(), *_push_cases(), *_child_process_cases(), *_slow_cases()]
+            *_api_cases(), *_wrong_number_cases(), *_push_cases(), *_child_process_cases(), *_overwrite_cases(),
+            *_slow_cases()]
 
 
 def build_all(work: Path) -> Path:

@@ -7,9 +7,10 @@ one translation cache, and the ``--overwrite`` then ``resume_from_checkpoint=tru
 * A run holds a lock on its translation cache while it translates (:func:`fairmt.translate.cache.lock_cache`): a
   second process given the same cache is refused instead of appending its translations between the first's; the
   cache left by the killed first run is well formed and a rerun resumes it to the end.
-* ``--overwrite`` removes everything of the earlier run, so a later ``resume_from_checkpoint=true`` finds none of
-  its checkpoints (resuming one would replace the new model with the old run's weights): it is refused in one line,
-  and the new model is untouched.
+* ``--overwrite`` removes everything the earlier run wrote (its manifest, :mod:`fairmt.outputs`), so a later
+  ``resume_from_checkpoint=true`` finds none of its checkpoints (resuming one would replace the new model with the old
+  run's weights): it is refused in one line, and the new model is untouched; a file of the user's in the run folder
+  survives both runs.
 
 Processes are started in their own session and their whole process group is killed when a test ends, however it
 ends. The training runs are the tiny offline GACL recipe on a model of a few thousand parameters.
@@ -104,7 +105,7 @@ def _holder_pid(lock: Path) -> int | None:
 
 
 def test_a_second_train_into_a_running_runs_folder_is_refused_naming_the_holder(work, tmp_path):
-    from fairmt.outputs import LOCK_NAME, release_run_dir
+    from fairmt.outputs import LOCK_NAME, MANIFEST, release_run_dir
 
     env = Env(work, tmp_path)
     first = _start(_recipe(env, "training.max_steps=1000000", "training.save_strategy='no'", dry=False), tmp_path,
@@ -130,8 +131,8 @@ def test_a_second_train_into_a_running_runs_folder_is_refused_naming_the_holder(
         assert _holder_pid(lock) == first.pid, "the refused run must not touch the lock's holder record"
     finally:
         _kill(first)
-    # the killed run's lock died with it (it saved nothing): the folder can be taken again
-    assert [p.name for p in (tmp_path / "run").iterdir()] == [LOCK_NAME]
+    # the killed run's lock died with it (it saved nothing; its manifest lists nothing): the folder can be taken again
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == sorted([LOCK_NAME, MANIFEST])
     try:
         rc, _, err, exc = run_cli(_recipe(env, "training.max_steps=1", dry=False))
         assert exc is None and rc == 0, err
@@ -247,8 +248,12 @@ def test_overwrite_leaves_nothing_that_resume_could_pick_up(work, tmp_path):
         assert sorted(p.name for p in run.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
         old_weights = _digest(run / "model.safetensors")
 
+        notes = run / "notes.txt"  # the user's, put in the run folder after the first run: it must survive
+        notes.write_text("my notes")
+        before = notes.stat().st_mtime_ns
         rc, _, err, exc = run_cli([*_recipe(env, "training.max_steps=2", "training.save_strategy='no'",
                                             "training.seed=7", dry=False), "--overwrite"])
+        assert notes.read_text() == "my notes" and notes.stat().st_mtime_ns == before
         assert exc is None and rc == 0, err
         assert not list(run.glob("checkpoint-*")), "the earlier run's checkpoints must be gone"
         new_weights = _digest(run / "model.safetensors")

@@ -26,6 +26,7 @@ def test_demo_runs_end_to_end_over_seeds(tmp_path, capsys):
     assert main(argv) == 2
     assert "--overwrite" in capsys.readouterr().err and not (tmp_path / "report.json").exists()
     assert main(argv + ["--overwrite"]) == 0
+    assert (tmp_path / "old.txt").read_text() == "an earlier run"  # not fairmt's: --overwrite leaves it (issue 35)
     out = capsys.readouterr().out
     assert "DEMONSTRATION on a tiny model" in out and "says nothing about real MT systems" in out
     assert "What it does not show" in out

@@ -53,3 +53,25 @@ def test_classify_sorts_the_outcomes_worst_first():
     assert classify(api, None, "", TypeError("'NoneType' object"), [])[0] == "traceback"
     assert classify(api, None, "", None, [], {"gap": float("nan")})[0] == "wrong_exit0"
     assert set(CATEGORIES) == {"traceback", "data_loss", "wrong_exit0", "unclear", "ok"}
+
+
+def test_every_command_with_overwrite_has_a_campaign_case_that_protects_a_home_folder():
+    """The guard of issue 35: a command that takes --overwrite (found in the CLI's parsers, so a new one cannot be
+    missed) must have an ``overwrite`` case — pointed at a home folder whose files must survive — here, and its
+    detailed checks in ``tests/test_overwrite_safety.py`` (listed in its ``COVERED``)."""
+    from fairmt.cli import _leaves, build_parser
+    from tests.hostile_campaign import OVERWRITE_ARGV
+    from tests.test_overwrite_safety import COVERED
+    import tests.test_overwrite_safety as safety
+
+    commands = {leaf.prog.removeprefix("fairmt ") for leaf in _leaves(build_parser())
+                if "--overwrite" in leaf._option_string_actions}
+    assert len(commands) >= 15 and {"train", "sweep", "demo", "data fairseq-prep"} <= commands
+    cases = {c.id for c in all_cases() if c.area == "overwrite"}
+    missing = sorted(cmd for cmd in commands if f"{cmd} --overwrite into a home folder" not in cases)
+    assert not missing, f"commands with --overwrite and no overwrite case in tests/hostile_campaign.py: {missing}"
+    assert set(OVERWRITE_ARGV) == commands, "an overwrite case for a command that has no --overwrite"
+    untested = sorted(cmd for cmd in commands if cmd not in COVERED)
+    assert not untested, f"commands with --overwrite not covered in tests/test_overwrite_safety.py: {untested}"
+    for cmd, tests in COVERED.items():
+        assert tests and all(callable(getattr(safety, t, None)) for t in tests), (cmd, tests)

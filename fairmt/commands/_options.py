@@ -9,7 +9,8 @@
   (:func:`check_device`, called by the CLI boundary);
 * **outputs** are declared with :func:`output_file` / :func:`output_dir`: the CLI checks every declared output once,
   before the command runs (:mod:`fairmt.outputs`), and a command with an output gets ``--overwrite`` (an existing
-  output is refused without it);
+  output is refused without it; with it, a file named as the output is replaced, and a folder loses what fairmt
+  wrote there and nothing else);
 * **old spellings** of an option (``--langs`` for ``--lang``) are declared with :func:`alias`: they still work for a
   release and print a note naming the new spelling.
 
@@ -178,13 +179,16 @@ _checked(executable, "program", None, None)
 @dataclass(frozen=True)
 class Output:
     """What an output option writes: a ``file`` (``suffixes``: the formats the writer supports; ``stdout``: ``-``
-    prints instead) or a ``dir`` (``resumable``: a rerun continues in it, so an existing folder is not refused)."""
+    prints instead) or a ``dir`` (``resumable``: a rerun continues in it, so an existing folder is not refused;
+    otherwise ``--overwrite`` removes what fairmt wrote there, ``markers`` naming the writer's marker files for
+    folders from before fairmt's manifest, see :mod:`fairmt.outputs`)."""
 
     kind: str
     what: str
     suffixes: tuple[str, ...] | None = None
     stdout: bool = False
     resumable: bool = False
+    markers: tuple[str, ...] = ()
 
 
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp", ".svgz")
@@ -206,10 +210,11 @@ def output_file(parser, *flags: str, what: str, suffixes: Iterable[str] | None =
     return action
 
 
-def output_dir(parser, *flags: str, what: str, resumable: bool = False, **kwargs) -> argparse.Action:
+def output_dir(parser, *flags: str, what: str, resumable: bool = False, markers: Iterable[str] = (),
+               **kwargs) -> argparse.Action:
     """Add an option naming an output folder (checked before the command runs; see the module docstring)."""
     action = parser.add_argument(*flags, **kwargs)
-    action.fairmt_output = Output("dir", what, resumable=resumable)
+    action.fairmt_output = Output("dir", what, resumable=resumable, markers=tuple(markers))
     return action
 
 
@@ -236,7 +241,7 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
                               inputs=inputs)
         else:
             check_output_dir(value, f"{spec.what} ({flag})", overwrite=overwrite, resumable=spec.resumable,
-                             inputs=inputs, flag=flag)
+                             inputs=inputs, flag=flag, markers=spec.markers)
         key = os.path.realpath(os.path.expanduser(str(value)))
         if key in seen:
             raise FairmtError(f"{value}: given to both {seen[key]} and {flag}; each output needs its own path")

@@ -74,9 +74,9 @@ def _precision(args: dict, where: str) -> Finding | None:
     return None
 
 
-def _output(folder: str, config: dict, flag: str) -> Finding | None:
+def _output(folder: str, config: dict, flag: str, markers: tuple[str, ...] = ()) -> Finding | None:
     from fairmt.outputs import LOCK_NAME, check_output_dir
-    from fairmt.scripts._output import recipe_inputs, resuming
+    from fairmt.scripts._output import resuming, run_inputs
 
     lock = Path(folder) / LOCK_NAME
     if lock.is_file():
@@ -93,7 +93,8 @@ def _output(folder: str, config: dict, flag: str) -> Finding | None:
             os.close(fd)
     try:
         check_output_dir(folder, "output folder", overwrite=bool(config.get("overwrite")), resumable=resuming(config),
-                         inputs=recipe_inputs(config), flag=flag)
+                         inputs=run_inputs(config), flag=flag, clears=bool(config.get("overwrite")),
+                         markers=markers)
     except FairmtError as err:
         return True, str(err)
     return None
@@ -222,5 +223,5 @@ def _sampling(config: dict, cfg: dict) -> list[Finding | None]:
             same = False
         if not same:
             out.append((True, f"{folder} holds another recipe's run; choose another output_dir, or pass --overwrite"))
-    out.append(_output(cfg["output_dir"], {**config, "resume_from_checkpoint": True}, "output_dir"))
+    out.append(_output(cfg["output_dir"], {**config, "resume_from_checkpoint": True}, "output_dir", ("run.json",)))
     return out

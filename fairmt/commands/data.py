@@ -140,8 +140,10 @@ def register(groups) -> None:
                         "(dict.txt, copied to dict.{lang}.txt) and langs.txt for --lang-dict; replaces --src-lang/--lang")
     f.add_argument("--input", required=True, metavar="PAIRS", help="training pairs: .jsonl ({translation: {src: .., tgt: ..}}) or .tsv")
     alias(f, "--out", output_dir(f, "--output-dir", what="fairseq data folder", metavar="DIR",
+                                 markers=("preprocess.log",),
                                  help="output folder (binarised data + side files); built elsewhere and moved into "
-                                      "place when complete; an existing one is refused unless --overwrite"))
+                                      "place when complete; an existing one is refused unless --overwrite (which "
+                                      "replaces what fairmt wrote there, and nothing else)"))
     f.add_argument("--valid-input", default=None, metavar="PAIRS", help="validation pairs, prepared the same way")
     f.add_argument("--valid-size", type=count(0, note="0: no validation split"), default=None,
                    help="without --valid-input: hold out this many prepared pairs as valid (default min(500, 5%%); 0: none)")

@@ -29,7 +29,8 @@ def register(groups) -> None:
     output_dir(p, "--output-dir", what="demo folder",
                help="where to write the models and report.json (default: a temporary folder); a folder that already "
                     "holds files is refused unless --overwrite")
-    p.add_argument("--overwrite", action="store_true", help="write into an --output-dir that already holds files")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an earlier demo in --output-dir: what fairmt wrote there is removed, nothing else")
     p.add_argument("--seeds", type=_positive, default=3, help="how many seeds to run (the table shows mean ± std)")
     p.add_argument("--seed", type=seed, default=0, help="first seed (seeds SEED, SEED+1, ...)")
     p.add_argument("--pretrain-steps", type=_positive, default=400, help="steps of the stereotyped 'original' model")

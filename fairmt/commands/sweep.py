@@ -67,6 +67,8 @@ def _run(args) -> int:
                       storage=args.storage, study_name=args.study_name, launcher=args.launcher,
                       accelerate_config=args.accelerate_config, join=args.join, grace_period=args.grace_period,
                       max_failures=args.max_failures, sampler_seed=args.sampler_seed)
+    if args.overwrite:
+        _overwrite(args, spec)
     print(f"fairmt sweep: {spec.mode} over {spec.recipe} in {spec.output_dir} (study {spec.study_name!r})", flush=True)
     try:
         outcome = run_sweep(spec)
@@ -87,6 +89,22 @@ def _run(args) -> int:
         print(f"fairmt sweep: {len(prog.failed)} run(s) failed: run the same command again to retry them")
     _print_summary(report)
     return 0 if not outcome.failed and not (prog and prog.failed) else 1
+
+
+def _overwrite(args, spec) -> None:
+    """``--overwrite``: remove the earlier sweep of the folder (what fairmt wrote there, see :mod:`fairmt.outputs`);
+    refused beside other workers (--join) and for a study kept outside the folder, which it would not remove."""
+    from fairmt.outputs import clear_dir
+    from fairmt.sweep.engine import _inside
+
+    if args.join:
+        raise FairmtError("--overwrite with --join: other workers may be running in this sweep folder; give one of "
+                          "them")
+    if not _inside(spec.storage, spec.output_dir):
+        raise FairmtError(f"--overwrite removes the sweep folder's files, not the study in --storage {spec.storage}: "
+                          "give a new --study-name (or --output-dir) instead")
+    clear_dir(spec.output_dir, "sweep folder", flag="--output-dir", markers=("sweep_spec.json",), foreign_ok=False,
+              inputs=[spec.recipe_path])
 
 
 def _report(args) -> int:

@@ -207,6 +207,11 @@ def fairseq_prep(
     if final.is_dir() and any(final.iterdir()) and not overwrite:
         raise FairmtError(f"{final}: the output folder already holds files (an earlier preparation?); choose another "
                           "--output-dir, or pass --overwrite to rebuild it")
+    if overwrite:  # what --overwrite may remove there: only what fairmt wrote (checked again when the new one is in)
+        from fairmt.outputs import check_overwrite
+
+        check_overwrite(final, "fairseq data folder", flag="--output-dir", markers=PREP_MARKERS,
+                        inputs=[x for x in (input_path, valid_input, srcdict, tgtdict, sentencepiece_model) if x])
     # built beside the destination and renamed into place at the end: a failure never leaves a half-written folder,
     # and a folder that is rebuilt stays whole until the new one is complete
     out = final.parent / f".{final.name}.partial-{os.getpid()}"
@@ -221,15 +226,16 @@ def fairseq_prep(
     return counts
 
 
+PREP_MARKERS = ("preprocess.log",)
+"""What marks a folder fairseq-prep wrote before it kept a manifest (fairseq-preprocess's log)."""
+
+
 def _publish(built: Path, final: Path) -> None:
-    """Put the finished folder ``built`` at ``final`` (replacing an earlier one only now, by renames)."""
-    old = None
-    if final.exists():
-        old = final.parent / f".{final.name}.old-{os.getpid()}"
-        os.replace(final, old)
-    os.replace(built, final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    """Put the finished folder ``built`` at ``final``: renamed into place, or, over an earlier preparation, its entries
+    replace what fairmt wrote there (and nothing else) only now (:func:`fairmt.outputs.publish_dir`)."""
+    from fairmt.outputs import publish_dir
+
+    publish_dir(built, final, what="fairseq data folder", flag="--output-dir", markers=PREP_MARKERS)
 
 
 def _write_layout(out: Path, prepared, pairs, src, tgt, enc, srcdict, tgtdict, joined_dictionary, workers):

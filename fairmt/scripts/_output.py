@@ -24,6 +24,16 @@ def recipe_inputs(config: dict[str, Any]) -> list[Path]:
     return input_paths([strip(config)])
 
 
+def run_inputs(config: dict[str, Any]) -> list[Path]:
+    """What a run reads, for the rule that its folder never holds (nor ``--overwrite`` clears) one of them: the
+    recipe's inputs and the recipe file itself."""
+    found = recipe_inputs(config)
+    recipe = config.get("recipe_path")
+    if recipe and Path(str(recipe)).is_file():
+        found.append(Path(str(recipe)))
+    return found
+
+
 def resuming(config: dict[str, Any]) -> bool:
     return bool(config.get("resume_from_checkpoint") or (config.get("training") or {}).get("resume_from_checkpoint"))
 
@@ -31,10 +41,11 @@ def resuming(config: dict[str, Any]) -> bool:
 def prepare_output_dir(path: str | os.PathLike, config: dict[str, Any], *, what: str = "output folder",
                        flag: str = "training.output_dir") -> Path:
     """Make ``path`` this run's folder: locked against a second run (named when refused), refused when it holds an
-    earlier run's files unless the recipe says ``overwrite: true`` (``fairmt train --overwrite``: the earlier run's
-    files, checkpoints included, are removed first) or resumes from a checkpoint, and refused when it holds one of
-    the recipe's inputs. Claimed on the main process only (under ``accelerate launch`` every process runs the recipe;
-    the others wait for nothing and see the main one's folder)."""
+    earlier run's files unless the recipe says ``overwrite: true`` (``fairmt train --overwrite``: what fairmt wrote
+    there, checkpoints included, is removed first, and nothing else; see :mod:`fairmt.outputs`) or resumes from a
+    checkpoint, and refused when it holds one of the recipe's inputs or the recipe itself. Claimed on the main
+    process only (under ``accelerate launch`` every process runs the recipe; the others wait for nothing and see the
+    main one's folder)."""
     from fairmt.outputs import claim_run_dir
 
     if os.environ.get("RANK", "0") != "0":
@@ -42,4 +53,4 @@ def prepare_output_dir(path: str | os.PathLike, config: dict[str, Any], *, what:
         out.mkdir(parents=True, exist_ok=True)
         return out
     return claim_run_dir(path, what, overwrite=bool(config.get("overwrite")), resumable=resuming(config),
-                         inputs=recipe_inputs(config), flag=flag)
+                         inputs=run_inputs(config), flag=flag)

@@ -32,7 +32,6 @@ import copy
 import hashlib
 import json
 import os
-import shutil
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -160,14 +159,19 @@ def fingerprint(cfg: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def prepare_run_dir(cfg: dict[str, Any], overwrite: bool) -> Path:
-    """Create the run folder; an earlier run of the *same* recipe is resumed, another one refused (or, with
-    ``--overwrite``, its stages removed)."""
+def prepare_run_dir(cfg: dict[str, Any], overwrite: bool, config: dict[str, Any] | None = None) -> Path:
+    """Take the run folder (:func:`fairmt.scripts._output.prepare_output_dir`'s rule: locked, with its manifest); an
+    earlier run of the *same* recipe is resumed, another one refused (or, with ``--overwrite``, what fairmt wrote
+    there removed, and nothing else)."""
+    from fairmt.outputs import claim_run_dir, run_files
+    from fairmt.scripts._output import run_inputs
+
     out = Path(cfg["output_dir"])
     marker = out / "run.json"
     fp = fingerprint(cfg)
     main_process = os.environ.get("RANK", "0") == "0"
-    if main_process and out.is_dir() and any(out.iterdir()):
+    replace = False
+    if main_process and run_files(out):
         try:
             earlier = json.loads(marker.read_text(encoding="utf-8")).get("fingerprint")
         except (OSError, ValueError):
@@ -177,14 +181,13 @@ def prepare_run_dir(cfg: dict[str, Any], overwrite: bool) -> Path:
                 what = "another recipe's run" if earlier else "files of something else"
                 raise FairmtError(f"output folder {out} holds {what}; choose another output_dir, or pass --overwrite "
                                   "to replace it (a rerun of the same recipe resumes instead)")
-            for name in ("stage1", "clusters", "stage2", "results.json", "results.md", "run.json"):
-                p = out / name
-                shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
-            for p in out.glob("probe_*.jsonl"):
-                p.unlink()
-    out.mkdir(parents=True, exist_ok=True)
+            replace = True
     if main_process:
+        claim_run_dir(out, "output folder", overwrite=replace, resumable=True, inputs=run_inputs(config or {}),
+                      flag="output_dir", markers=("run.json",))
         _write_json(marker, {"fingerprint": fp, "config": {k: v for k, v in cfg.items() if k != "resolved"}})
+    else:
+        out.mkdir(parents=True, exist_ok=True)
     return out
 
 
@@ -334,7 +337,7 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     from fairmt.models.vision import SimCLRModel, build_simclr_model, load_image_processor
 
     cfg = resolve_config(config)
-    run = prepare_run_dir(cfg, bool(config.get("overwrite")))
+    run = prepare_run_dir(cfg, bool(config.get("overwrite")), config)
     data = load_data(cfg["data"])
     m = cfg["model"]
     processor = load_image_processor(m["backbone"])

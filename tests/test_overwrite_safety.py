@@ -1,0 +1,456 @@
+"""``--overwrite`` removes only what fairmt wrote (issue 35): the three data losses of the issue, every refusal, the
+manifest (a killed run's checkpoints included), symbolic links, and each writer that takes ``--overwrite``.
+
+Every test puts the user's own files next to (or in place of) the output and compares them by content and mtime
+before and after (:func:`snapshot`). ``COVERED`` lists, per command with ``--overwrite``, the tests here that cover
+it; ``tests/test_hostile_campaign.py`` fails when a command found in the CLI's parsers is missing from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fairmt.cli import main
+from fairmt.errors import FairmtError
+from fairmt.outputs import (LOCK_NAME, MANIFEST, FolderPlan, check_overwrite, claim_run_dir, publish_dir,
+                            release_run_dir)
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def snapshot(*roots: Path) -> dict[str, tuple]:
+    """Every entry under ``roots`` (links not followed): its kind, content (files, link targets, a folder's entries)
+    and mtime (files, links)."""
+    found: dict[str, tuple] = {}
+
+    def add(p: Path) -> None:
+        st = os.lstat(p)
+        if p.is_symlink():
+            found[str(p)] = ("link", os.readlink(p), st.st_mtime_ns)
+        elif p.is_dir():  # its entries (a folder's own mtime moves when a writability probe comes and goes)
+            found[str(p)] = ("dir", sorted(c.name for c in p.iterdir()), None)
+            for child in sorted(p.iterdir()):
+                add(child)
+        else:
+            found[str(p)] = ("file", p.read_bytes(), st.st_mtime_ns)
+
+    for root in roots:
+        add(root)
+    return found
+
+
+def user_files(folder: Path) -> list[Path]:
+    """A user's files in ``folder``: notes, a data file, a sub-folder with a file in it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "notes.txt").write_text("my notes\n")
+    (folder / "data.csv").write_text("a,b\n1,2\n")
+    (folder / "Documents").mkdir(exist_ok=True)
+    (folder / "Documents" / "thesis.md").write_text("# chapter 1\n")
+    return [folder / "notes.txt", folder / "data.csv", folder / "Documents"]
+
+
+def recipe(path: Path, out: Path, *, data: Path | None = None) -> Path:
+    """A GACL recipe of the user's (the tiny offline one's settings): refused runs stop before the model loads."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"method: gacl\nmodel: {path.parent / 'no-model-yet'}\nsrc_lang: en\ntgt_lang: de\n"
+                    f"data:\n  train: {data or path.parent / 'no-data-yet.jsonl'}\n  eval_fraction: 0\n"
+                    f"training:\n  output_dir: {out}\n  max_steps: 2\n  eval_strategy: 'no'\n  save_strategy: 'no'\n"
+                    "  use_cpu: true\n  report_to: []\n")
+    return path
+
+
+def refused(capsys, argv: list[str], *words: str) -> str:
+    """``fairmt ARGV`` ends in one ``fairmt: error:`` line holding ``words``, exit 2; returns the line."""
+    try:
+        rc = main(argv)
+    finally:
+        release_run_dir()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2, err
+    lines = [ln for ln in err if ln.startswith("fairmt: error:")]
+    assert len(lines) == 1, err
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture(autouse=True)
+def _release():
+    yield
+    release_run_dir()
+
+
+# ---------------------------------------------------------------------------------------------- the issue's three cases
+
+
+def test_train_output_dir_dot_overwrite_in_a_project_folder_is_refused(tmp_path, monkeypatch, capsys):
+    project = tmp_path / "work" / "project"
+    user_files(project)
+    rec = recipe(tmp_path / "recipes" / "mine.yaml", tmp_path / "elsewhere")
+    monkeypatch.chdir(project)
+    before = snapshot(project)
+    refused(capsys, ["train", str(rec), "--output-dir", ".", "--overwrite"], "it is the current folder",
+            "nothing removed")
+    assert snapshot(project) == before
+    # the dry run says so too, and a folder above the current one is refused the same way
+    assert main(["train", str(rec), "--output-dir", ".", "--overwrite", "--dry-run"]) == 2
+    assert "it is the current folder" in capsys.readouterr().err
+    refused(capsys, ["train", str(rec), "--output-dir", str(tmp_path / "work"), "--overwrite"],
+            "holds the current folder")
+    assert snapshot(project) == before
+
+
+def test_demo_output_dir_home_overwrite_is_refused(tmp_path, monkeypatch, capsys):
+    home = tmp_path / "home"
+    user_files(home)
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_ed25519").write_text("key\n")
+    (home / "report.json").write_text("my own report, named like the demo's\n")
+    monkeypatch.setenv("HOME", str(home))
+    before = snapshot(home)
+    refused(capsys, ["demo", "--output-dir", "~", "--overwrite", "--seeds", "1", "--no-progress"],
+            "it is a home folder", str(home))
+    refused(capsys, ["demo", "--output-dir", str(tmp_path), "--overwrite", "--no-progress"], "holds the home folder")
+    # a link to the home folder is the home folder
+    (tmp_path / "link").symlink_to(home)
+    refused(capsys, ["demo", "--output-dir", str(tmp_path / "link"), "--overwrite", "--no-progress"],
+            "it is a home folder")
+    assert snapshot(home) == before
+
+
+def test_the_current_users_home_from_the_password_database_is_refused_even_with_another_home(tmp_path,
+                                                                                                monkeypatch):
+    import pwd
+
+    from fairmt.outputs import _unsafe_place
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    real_home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    assert "home folder" in _unsafe_place(real_home, [])  # read-only: nothing is ever removed there by this test
+    assert _unsafe_place(tmp_path / "run", []) is None
+
+
+def test_train_overwrite_in_the_folder_holding_the_recipe_is_refused(tmp_path, capsys):
+    run = tmp_path / "run"
+    rec = recipe(run / "my-recipe.yaml", run)
+    user_files(run)
+    before = snapshot(run)
+    refused(capsys, ["train", str(rec), "--overwrite"], f"it holds {rec}", "one of this run's inputs")
+    assert snapshot(run) == before
+    refused(capsys, ["train", str(rec), "--output-dir", str(run), "--overwrite"], "one of this run's inputs")
+    assert snapshot(run) == before
+
+
+# ---------------------------------------------------------------------------------------------- every refusal
+
+
+def test_a_folder_holding_git_a_run_input_or_a_mount_point_is_refused(tmp_path, capsys):
+    repo = tmp_path / "repo"
+    user_files(repo)
+    (repo / ".git").mkdir()
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    rec = recipe(tmp_path / "r.yaml", tmp_path / "unused")
+    before = snapshot(repo)
+    refused(capsys, ["train", str(rec), "--output-dir", str(repo), "--overwrite"], "holds .git")
+    assert snapshot(repo) == before
+
+    run = tmp_path / "run"
+    user_files(run)
+    (run / "pairs.jsonl").write_text('{"translation": {"en": "He is here.", "de": "Er ist hier."}}\n')
+    rec = recipe(tmp_path / "r2.yaml", run, data=run / "pairs.jsonl")
+    before = snapshot(run)
+    refused(capsys, ["train", str(rec), "--overwrite"], "pairs.jsonl, one of this run's inputs")
+    assert snapshot(run) == before
+
+    for root in ("/", "/proc"):  # a filesystem root, a mount point: the check alone (it touches nothing)
+        with pytest.raises(FairmtError, match="filesystem root"):
+            check_overwrite(root)
+
+
+def test_an_unknown_checkpoint_is_refused_naming_it_and_nothing_is_removed(tmp_path, capsys):
+    run = tmp_path / "run"
+    claim_run_dir(run)
+    (run / "checkpoint-2").mkdir()
+    (run / "checkpoint-2" / "model.safetensors").write_text("fairmt's")
+    release_run_dir()
+    (run / "checkpoint-9").mkdir()  # copied in by the user afterwards: the Trainer's resume would pick it up
+    (run / "checkpoint-9" / "model.safetensors").write_text("someone else's")
+    user_files(run)
+    before = snapshot(run)
+    rec = recipe(tmp_path / "r.yaml", run)
+    line = refused(capsys, ["train", str(rec), "--overwrite"], "checkpoint-9 was not written by fairmt here",
+                   "resume from or write over it")
+    assert "checkpoint-2" not in line
+    assert snapshot(run) == before
+
+
+def test_a_manifest_naming_a_path_outside_the_folder_is_refused(tmp_path):
+    run, outside = tmp_path / "run", tmp_path / "precious"
+    user_files(outside)
+    run.mkdir()
+    (run / MANIFEST).write_text(json.dumps({"made": ["../precious"]}) + "\n")
+    before = snapshot(outside)
+    with pytest.raises(FairmtError, match=r"names \.\./precious, outside this folder"):
+        claim_run_dir(run, overwrite=True)
+    assert snapshot(outside) == before and not (run / LOCK_NAME).exists()
+
+
+# ---------------------------------------------------------------------------------------------- what is removed
+
+
+def test_overwrite_removes_what_fairmt_wrote_and_keeps_the_users_files(tmp_path):
+    run = tmp_path / "run"
+    mine = user_files(run)  # there before the first run
+    claim_run_dir(run, overwrite=True)
+    (run / "checkpoint-2").mkdir()
+    (run / "results.json").write_text("{}")
+    (run / "oddly-named-output.bin").write_text("fairmt's too: made while the run held the folder")
+    release_run_dir()
+    (run / "later-notes.txt").write_text("added by the user after the run")
+    (run / "config.json").write_text("the user's, after the run")  # named like fairmt's, not listed: refused
+    with pytest.raises(FairmtError, match="config.json was not written by fairmt"):
+        claim_run_dir(run, overwrite=True)
+    (run / "config.json").unlink()
+    keep = [*mine, run / "later-notes.txt"]
+    before = snapshot(*keep)
+    claim_run_dir(run, overwrite=True)
+    assert snapshot(*keep) == before
+    assert sorted(p.name for p in run.iterdir()) == sorted([LOCK_NAME, MANIFEST, "Documents", "data.csv",
+                                                            "later-notes.txt", "notes.txt"])
+    claim = [json.loads(ln) for ln in (run / MANIFEST).read_text().splitlines()][1]
+    assert claim["foreign"] == ["Documents", "data.csv", "later-notes.txt", "notes.txt"]
+
+
+def test_symlinks_in_a_run_folder_are_unlinked_never_followed(tmp_path):
+    run, target = tmp_path / "run", tmp_path / "my-models"
+    user_files(target)
+    claim_run_dir(run)
+    (run / "model").symlink_to(target, target_is_directory=True)  # made by the run: a link to the user's folder
+    (run / "best-accuracy").mkdir()
+    (run / "best-accuracy" / "inner").symlink_to(target, target_is_directory=True)  # a link inside fairmt's folder
+    release_run_dir()
+    (run / "my-link").symlink_to(target, target_is_directory=True)  # the user's own link: kept
+    before = snapshot(target)
+    claim_run_dir(run, overwrite=True)
+    assert not os.path.lexists(run / "model") and not (run / "best-accuracy").exists()
+    assert (run / "my-link").is_symlink() and os.readlink(run / "my-link") == str(target)
+    assert snapshot(target) == before
+
+
+def test_a_folder_from_before_the_manifest_loses_only_fairmts_named_files(tmp_path):
+    run = tmp_path / "run"
+    mine = user_files(run)
+    (run / LOCK_NAME).write_text("{}")  # the marker an earlier fairmt left
+    for name in ("checkpoint-4", "runs"):
+        (run / name).mkdir()
+    (run / "model.safetensors").write_text("w")
+    (run / "trainer_state.json").write_text("{}")
+    plan = FolderPlan(run)
+    assert plan.owned == ["checkpoint-4", "model.safetensors", "runs", "trainer_state.json"]
+    before = snapshot(*mine)
+    claim_run_dir(run, overwrite=True)
+    assert snapshot(*mine) == before
+    assert sorted(p.name for p in run.iterdir()) == sorted([LOCK_NAME, MANIFEST, "Documents", "data.csv",
+                                                            "notes.txt"])
+    # without a marker nothing is fairmt's: a named entry is refused, the others kept
+    bare = tmp_path / "bare"
+    user_files(bare)
+    (bare / "checkpoint-1").mkdir()
+    with pytest.raises(FairmtError, match="checkpoint-1 was not written by fairmt"):
+        claim_run_dir(bare, overwrite=True)
+
+
+KILLED_RUN = """
+import os, signal, sys
+from pathlib import Path
+from fairmt.outputs import claim_run_dir
+run = Path(sys.argv[1])
+claim_run_dir(run, overwrite=True)  # a run beside the user's files
+(run / "checkpoint-3").mkdir()  # as the Trainer saves a checkpoint, then the process is killed
+(run / "checkpoint-3" / "optimizer.pt").write_bytes(b"half")
+(run / "unlisted.tmp").write_text("no fairmt name: kept")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_killed_runs_checkpoints_are_removed_by_the_next_overwrite(tmp_path):
+    run = tmp_path / "run"
+    mine = user_files(run)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.run([sys.executable, "-c", KILLED_RUN, str(run)], env=env, capture_output=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert (run / "checkpoint-3").is_dir() and "made" not in (run / MANIFEST).read_text()
+    before = snapshot(*mine)
+    claim_run_dir(run, overwrite=True)
+    assert not (run / "checkpoint-3").exists()
+    assert (run / "unlisted.tmp").read_text() == "no fairmt name: kept"
+    assert snapshot(*mine) == before
+
+
+# ---------------------------------------------------------------------------------------------- each writer
+
+
+def test_demo_overwrite_replaces_an_earlier_demo_and_keeps_the_users_files(tmp_path):
+    from fairmt.demo import _output_dir
+
+    out = tmp_path / "demo"
+    _output_dir(str(out), False)
+    (out / "seed0").mkdir()
+    (out / "report.json").write_text("{}")
+    release_run_dir()
+    mine = user_files(out)
+    before = snapshot(*mine)
+    _output_dir(str(out), True)  # what `fairmt demo --overwrite` calls before its work
+    assert snapshot(*mine) == before and not (out / "seed0").exists() and not (out / "report.json").exists()
+
+
+def test_sampling_overwrite_goes_through_the_manifest(tmp_path):
+    from fairmt.scripts.sampling import prepare_run_dir
+
+    out = tmp_path / "run"
+    cfg = {"output_dir": str(out), "seed": 0}
+    prepare_run_dir(cfg, False)
+    (out / "stage1").mkdir()
+    release_run_dir()
+    mine = user_files(out)
+    before = snapshot(*mine)
+    with pytest.raises(FairmtError, match="holds another recipe's run"):
+        prepare_run_dir({**cfg, "seed": 1}, False)
+    prepare_run_dir({**cfg, "seed": 1}, True)
+    assert snapshot(*mine) == before and not (out / "stage1").exists()
+    assert json.loads((out / "run.json").read_text())["config"]["seed"] == 1
+
+
+def test_fairseq_prep_publish_replaces_fairmts_files_only(tmp_path):
+    final = tmp_path / "bin"
+    mine = user_files(final)
+    (final / "preprocess.log").write_text("an earlier fairseq-prep (before the manifest)")
+    (final / "dict.en.txt").write_text("old dictionary")
+    (final / "train.en-de.en.bin").write_text("old")
+    built = tmp_path / ".bin.partial-1"
+    built.mkdir()
+    (built / "dict.en.txt").write_text("new dictionary")
+    (built / "text").mkdir()
+    before = snapshot(*mine)
+    publish_dir(built, final, markers=("preprocess.log",))
+    assert snapshot(*mine) == before and not built.exists()
+    assert (final / "dict.en.txt").read_text() == "new dictionary" and not (final / "train.en-de.en.bin").exists()
+    assert "dict.en.txt" in (final / MANIFEST).read_text()
+    # a user's file with a name the new folder holds, in a folder with no marker: refused, nothing touched
+    other = tmp_path / "other"
+    user_files(other)
+    (other / "dict.en.txt").write_text("the user's dictionary")
+    built.mkdir()
+    (built / "dict.en.txt").write_text("new")
+    before = snapshot(other)
+    with pytest.raises(FairmtError, match="dict.en.txt was not written by fairmt here"):
+        publish_dir(built, other)
+    assert snapshot(other) == before and not built.exists()
+
+
+def test_fairseq_prep_command_overwrite_keeps_the_users_files(tmp_path, capsys, monkeypatch):
+    """The command's own path (the CLI's check, the prep's check, the build beside the folder, the publication), with
+    fairseq-preprocess replaced by a stand-in that writes fairseq's file names (the real one takes ~30 s here)."""
+    import fairmt.fairseq.prep as prep
+
+    def layout(out, prepared, *args):
+        (out / "dict.en.txt").write_text(f"dictionary {len(prepared)}")
+        (out / "preprocess.log").write_text("log")
+        (out / "text").mkdir()
+        return {"train": 1}
+
+    monkeypatch.setattr(prep, "require_fairseq", lambda: None)
+    monkeypatch.setattr(prep, "_write_layout", layout)
+    pairs = tmp_path / "pairs.jsonl"
+    rows = [("He is a doctor.", "Er ist Arzt."), ("She is a doctor.", "Sie ist Ärztin."),
+            ("He thanked his friend.", "Er dankte seinem Freund."), ("She thanked her friend.", "Sie dankte ihrer "
+                                                                    "Freundin.")] * 4
+    pairs.write_text("".join(json.dumps({"translation": {"en": s, "de": t}}) + "\n" for s, t in rows))
+    out = tmp_path / "bin"
+    argv = ["data", "fairseq-prep", "--input", str(pairs), "--output-dir", str(out), "--valid-size", "1"]
+    assert main(argv) == 0
+    (out / "dict.en.txt").write_text("the first preparation's")
+    mine = user_files(out)
+    before = snapshot(*mine)
+    assert main([*argv, "--overwrite"]) == 0
+    assert snapshot(*mine) == before and (out / "dict.en.txt").read_text() == "dictionary 1"
+    capsys.readouterr()
+    (out / "train.en-de.en.bin").write_text("copied in by the user")
+    before = snapshot(out)
+    refused(capsys, [*argv, "--overwrite"], "train.en-de.en.bin was not written by fairmt here")
+    refused(capsys, [*argv[:5], str(pairs.parent), "--overwrite"], f"it holds {pairs}")
+    assert snapshot(out) == before
+
+
+def test_sweep_overwrite_removes_the_earlier_sweep_and_refuses_beside_other_files(tmp_path, capsys):
+    from argparse import Namespace
+
+    from fairmt.commands.sweep import _overwrite
+    from fairmt.sweep.spec import SweepSpec
+
+    out = tmp_path / "sweep"
+    (out / "trials" / "a" / "seed-0").mkdir(parents=True)
+    for name in ("sweep_spec.json", "study.db", "sweep.md"):
+        (out / name).write_text("earlier sweep")
+    spec = SweepSpec.__new__(SweepSpec)
+    spec.output_dir, spec.storage, spec.recipe_path = str(out), f"sqlite:///{out / 'study.db'}", str(tmp_path / "r")
+    (out / "notes.txt").write_text("mine")
+    before = snapshot(out)
+    with pytest.raises(FairmtError, match="notes.txt were not written|notes.txt was not written"):
+        _overwrite(Namespace(join=False), spec)
+    assert snapshot(out) == before
+    with pytest.raises(FairmtError, match="--join"):
+        _overwrite(Namespace(join=True), spec)
+    spec.storage = "sqlite:////elsewhere/study.db"
+    with pytest.raises(FairmtError, match="not the study in --storage"):
+        _overwrite(Namespace(join=False), spec)
+    assert snapshot(out) == before
+    (out / "notes.txt").unlink()
+    spec.storage = f"sqlite:///{out / 'study.db'}"
+    _overwrite(Namespace(join=False), spec)
+    assert list(out.iterdir()) == []
+
+
+def test_file_outputs_replace_only_the_named_file(tmp_path, capsys):
+    """Commands whose --overwrite concerns output files (eval, report, augment) or folders they resume in (data
+    download, data corpora, eval caches): the named file is replaced, every other file of the folder stays."""
+    folder = tmp_path / "results"
+    mine = user_files(folder)
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"label": i % 2, "pred": (i // 3) % 2, "group": (i // 2) % 2}) + "\n"
+                             for i in range(20)))
+    (folder / "out.json").write_text("an earlier result")
+    before = snapshot(*mine)
+    assert main(["eval", "classification", "--predictions", str(preds), "--json", str(folder / "out.json"),
+                 "--overwrite"]) == 0
+    assert json.loads((folder / "out.json").read_text()) and snapshot(*mine) == before
+    assert main(["data", "corpora", "--output-dir", str(folder), "--overwrite"]) == 0
+    assert snapshot(*mine) == before
+
+
+COVERED: dict[str, list[str]] = {
+    "train": ["test_train_output_dir_dot_overwrite_in_a_project_folder_is_refused",
+              "test_train_overwrite_in_the_folder_holding_the_recipe_is_refused",
+              "test_a_folder_holding_git_a_run_input_or_a_mount_point_is_refused",
+              "test_an_unknown_checkpoint_is_refused_naming_it_and_nothing_is_removed",
+              "test_overwrite_removes_what_fairmt_wrote_and_keeps_the_users_files",
+              "test_a_killed_runs_checkpoints_are_removed_by_the_next_overwrite"],
+    "demo": ["test_demo_output_dir_home_overwrite_is_refused",
+             "test_demo_overwrite_replaces_an_earlier_demo_and_keeps_the_users_files"],
+    "sweep": ["test_sweep_overwrite_removes_the_earlier_sweep_and_refuses_beside_other_files"],
+    "data fairseq-prep": ["test_fairseq_prep_publish_replaces_fairmts_files_only",
+                          "test_fairseq_prep_command_overwrite_keeps_the_users_files"],
+    **{cmd: ["test_file_outputs_replace_only_the_named_file"] for cmd in (
+        "eval winomt", "eval geneval", "eval flores", "eval mt-bias", "eval embeddings", "eval stereoset",
+        "eval classification", "eval linear-probe", "report", "augment cda", "augment llm", "data download",
+        "data corpora")},
+}
+"""Per command with ``--overwrite``: the tests here that cover it (the campaign's guard checks every command is
+listed; the file-output commands share one test of the rule they share, and each has its own campaign case)."""
