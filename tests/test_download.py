@@ -6,6 +6,7 @@ import functools
 import hashlib
 import http.server
 import io
+import os
 import re
 import tarfile
 import threading
@@ -300,3 +301,50 @@ def test_corpora_list_and_fetch_with_checksums(serve, tmp_path, capsys):
         assert main(["data", "corpora", "--fetch", name, "--output-dir", str(tmp_path / "img")]) == 2
         assert f"{name} cannot be fetched by fairmt" in capsys.readouterr().err
     assert not (tmp_path / "img").exists()
+
+
+@pytest.mark.parametrize("damage", ["random-bytes", "cut-in-half", "empty"])
+def test_a_bad_archive_is_one_line_and_leaves_nothing(damage, serve, tmp_path):
+    """A mirror serving random bytes, a tarball cut in half or an empty file: one FairmtError naming the archive
+    and the mirror (not tarfile's ReadError / EOFError), and no half-unpacked folder."""
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    tar_path = _flores_tarball(mirror)
+    data = tar_path.read_bytes()
+    tar_path.write_bytes({"random-bytes": os.urandom(len(data)), "cut-in-half": data[: len(data) // 2],
+                          "empty": b""}[damage])
+    base = serve(mirror)
+    dest = tmp_path / "cache"
+    with pytest.warns(UserWarning, match="no pinned sha256"), \
+            pytest.raises(FairmtError, match=r"flores200_dataset.tar.gz: not a readable tar archive .*"
+                                             + re.escape(base) + r".*Nothing was unpacked") as caught:
+        dl.download("flores200", dest=dest, base_url=base, progress=False)
+    assert "\n" not in str(caught.value)
+    assert not any(p.is_file() for p in dest.rglob("*"))
+
+
+def test_a_file_size_limit_during_a_download_says_so(shared_data, serve, tmp_path):
+    """`ulimit -f` hit in the middle of a download: one line about the file size, not 'check the network'."""
+    import resource
+
+    dest = tmp_path / "cache"
+    dest.mkdir()
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, hard))  # Python ignores SIGXFSZ: writes fail with EFBIG
+    try:
+        with pytest.raises(FairmtError) as caught:
+            dl.download("winomt", dest=dest, base_url=serve(shared_data), progress=False)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    msg = str(caught.value)
+    assert f"file too large for {dest} " in msg and "check the network" not in msg and "\n" not in msg
+    assert not any(p.is_file() for p in dest.rglob("*"))
+
+
+def test_a_full_disk_names_the_folder_and_the_space(tmp_path):
+    import errno
+
+    out = tmp_path / ".fairmt-staging-flores200-abc" / "flores200" / "y.tar.gz"  # the staging folder is not named
+    msg = dl._write_failure(OSError(errno.ENOSPC, "No space left on device"), out, "http://mirror/y.tar.gz", 50_000_000)
+    assert msg.startswith(f"download of http://mirror/y.tar.gz stopped: no space left on {tmp_path} (needs ~50 MB")
+    assert "MB free there" in msg

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 
 import pytest
 import procs
@@ -61,7 +62,9 @@ def test_score_counterfactual_hand_computed():
     assert r2.accuracy_masculine == pytest.approx(200 / 3)
     assert r2.explicit_accuracy_masculine == pytest.approx(100 / 3)
     assert r2.explicit_delta_g == pytest.approx(-100 / 3)
-    assert r2.signature == "MT-GenEval|set:counterfactual|split:custom|lang:xx|n:3|norm:lower+asciipunct|v:2.0"
+    assert r2.signature == (
+        "MT-GenEval|set:counterfactual|split:custom|lang:xx|n:3|norm:lower+asciipunct|text:nfc+spaces+nofmt|v:2.0"
+    )
 
 
 def test_length_mismatch_is_clear():
@@ -108,10 +111,15 @@ def real_data(shared_data, monkeypatch):
     return shared_data
 
 
-SWAPPED_PAIR = {"ar": 0.0, "de": 0.0, "es": 4.67, "fr": 0.0, "hi": 11.33, "it": 6.67, "pt": 0.0, "ru": 0.0}
+# Hindi: the official scorer gives 11.33 (the data README's figure). Pair 196's two references differ only by a
+# zero-width space (U+200B) before "होने" in the feminine one, which the official scorer counts as a gendered word;
+# fairmt's text normalisation removes it, so that pair is gender-neutral and both its swapped translations are
+# right: 11.67 (test_official_scorer_differs_only_on_the_zero_width_pair shows it is the only difference).
+SWAPPED_PAIR = {"ar": 0.0, "de": 0.0, "es": 4.67, "fr": 0.0, "hi": 11.67, "it": 6.67, "pt": 0.0, "ru": 0.0}
 # per-hypothesis official accuracy of the swapped references: a few references' words are a subset of their
 # counterfactual's (de line 187: "als er 17 Jahre" / "als sie 17 Jahre", "sie" being in both), so it is higher
-SWAPPED_ACC = {"ar": 0.0, "de": 0.83, "es": 5.67, "fr": 0.0, "hi": 12.17, "it": 7.33, "pt": 0.0, "ru": 0.0}
+# (Hindi: 12.17 with the official scorer; + 2 of 600 translations for pair 196, as above)
+SWAPPED_ACC = {"ar": 0.0, "de": 0.83, "es": 5.67, "fr": 0.0, "hi": 12.5, "it": 7.33, "pt": 0.0, "ru": 0.0}
 
 
 @pytest.mark.data
@@ -127,6 +135,26 @@ def test_published_checks_on_test(real_data, lang):
     assert round(swapped.explicit_accuracy, 2) == SWAPPED_PAIR[lang]
     assert round(swapped.hypothesis_accuracy, 2) == SWAPPED_ACC[lang]
     assert f"lang:{lang}" in swapped.signature and "split:test" in swapped.signature
+
+
+@pytest.mark.data
+def test_official_scorer_differs_only_on_the_zero_width_pair(real_data):
+    import string
+
+    table = str.maketrans(string.punctuation, " " * len(string.punctuation))
+
+    def official_words(text):  # accuracy_metric.py: lower-case, ASCII punctuation to spaces, no Unicode step
+        return frozenset(text.lower().translate(table).split())
+
+    differ = []
+    for lang in ge.GENEVAL_LANGS:
+        d = ge.load_counterfactual(lang, "test")
+        for i, (m, f) in enumerate(zip(d.masculine_refs, d.feminine_refs)):
+            neutral_official = not (official_words(m) ^ official_words(f))
+            if neutral_official != (not (ge.words(m) ^ ge.words(f))):
+                differ.append((lang, i))
+                assert official_words(m) ^ official_words(f) == {"\u200bहोने", "होने"}
+    assert differ == [("hi", 196)]
 
 
 @pytest.mark.data
@@ -273,6 +301,12 @@ def test_file_based_cli_does_not_import_torch(real_data, tmp_path):
 
 
 def _words_loop(text):
+    # fairmt's text normalisation first, spelled out: NFC, every Unicode space separator a space, the invisible
+    # format characters gone (fairmt.data.text); the official scorer has no such step (see SWAPPED_PAIR's note)
+    text = unicodedata.normalize("NFC", text)
+    text = "".join(" " if unicodedata.category(c) in ("Zs", "Zl", "Zp") else c for c in text)
+    for ch in "\u200b\u2060\ufeff\u00ad\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069":
+        text = text.replace(ch, "")
     out = []
     for ch in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~":
         text = text.replace(ch, " ")

@@ -78,14 +78,23 @@ def _summary(args, summary: dict) -> None:
 
 
 def _run_cda(args) -> int:
-    from fairmt.data.augment.cda import cda_augment
+    from fairmt.data.augment.cda import AGREEMENT_SCOPE, cda_augment
     from fairmt.data.augment.tuples import union_polarity_accuracy, write_tuples
 
     rows, stats = cda_augment(
         _texts(args), require_gendered=not args.keep_ungendered, drop_wrong_polarity=not args.keep_wrong_polarity
     )
-    write_tuples(args.output, rows)
     summary = {k: v for k, v in stats.to_dict().items() if k != "failed_examples"}
+    if not rows:
+        from fairmt.errors import FairmtError
+
+        raise FairmtError(
+            f"no tuple was produced from {stats.n_input} texts ({stats.n_not_gendered} with no gendered English word, "
+            f"{stats.n_failed_polarity} failed the polarity check, {stats.n_failed_agreement} the agreement check); "
+            f"nothing written to {args.output}. CDA rewrites English text with gendered words (he, she, mother, ...)"
+        )
+    write_tuples(args.output, rows)
+    summary["agreement_checked"] = AGREEMENT_SCOPE
     if rows:
         rep = union_polarity_accuracy(rows)
         summary.update(union_polarity_accuracy=rep.union_accuracy, per_version_accuracy=rep.per_version_accuracy,

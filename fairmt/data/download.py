@@ -25,8 +25,11 @@ with a warning, so later runs and other machines can be compared.
 
 from __future__ import annotations
 
+import errno
+import gzip
 import hashlib
 import json
+import lzma
 import os
 import shutil
 import tarfile
@@ -34,6 +37,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import warnings
+import zlib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path, PurePosixPath
@@ -140,6 +144,7 @@ def _url_for(rel: str, upstream: str | None, base_url: str | None) -> str | None
 def _fetch(url: str, out: Path, *, progress: bool = False, desc: str = "") -> None:
     """Stream ``url`` into ``out``; a clear :class:`FairmtError` on any network/HTTP failure."""
     req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
+    total = None
     try:
         with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp, out.open("wb") as fh:
             total = int(resp.headers.get("Content-Length") or 0) or None
@@ -149,11 +154,16 @@ def _fetch(url: str, out: Path, *, progress: bool = False, desc: str = "") -> No
 
                 bar = tqdm(total=total, unit="B", unit_scale=True, desc=desc or Path(url).name, leave=False)
             for block in iter(lambda: resp.read(1 << 16), b""):
-                fh.write(block)
+                try:
+                    fh.write(block)
+                except OSError as err:
+                    raise _WriteError(err) from None
                 if bar is not None:
                     bar.update(len(block))
             if bar is not None:
                 bar.close()
+    except _WriteError as err:
+        raise FairmtError(_write_failure(err.error, out, url, total)) from None
     except urllib.error.HTTPError as err:
         raise FairmtError(f"download of {url} failed: HTTP {err.code} {err.reason}") from None
     except (urllib.error.URLError, OSError, TimeoutError) as err:
@@ -162,6 +172,37 @@ def _fetch(url: str, out: Path, *, progress: bool = False, desc: str = "") -> No
             f"download of {url} failed ({reason}); check the network or give --base-url for a mirror, "
             "or point FAIRMT_DATA at a directory that already holds the data"
         ) from None
+
+
+class _WriteError(Exception):
+    """An OSError while writing a downloaded file (told apart from the network's OSErrors)."""
+
+    def __init__(self, error: OSError):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _write_failure(err: OSError, out: Path, url: str, total: int | None) -> str:
+    """One line for a write that failed during a download: a full disk says so, with the free space and the size
+    needed, instead of blaming the network."""
+    folder = out.parent
+    for parent in (out, *out.parents):  # name the data folder, not fairmt's staging folder inside it
+        if parent.name.startswith(".fairmt-staging-"):
+            folder = parent.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    need = f" (needs ~{total / 1e6:.0f} MB for {Path(url).name})" if total else ""
+    try:
+        free = f"; {shutil.disk_usage(folder).free / 1e6:.0f} MB free there"
+    except OSError:
+        free = ""
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        what = f"no space left on {folder}{need}{free}"
+    elif err.errno == errno.EFBIG:
+        what = f"file too large for {folder} (a file-size limit, `ulimit -f`?){need}"
+    else:
+        what = f"cannot write {out}: {err.strerror or err}"
+    return f"download of {url} stopped: {what}. Nothing was moved into the data folder; free space or give --dest"
 
 
 def _check(path: Path, rel: str, url: str, sha256: str, size: int | None) -> None:
@@ -191,10 +232,26 @@ def _safe_rel(name: str, strip: int) -> PurePosixPath | None:
     return PurePosixPath(*parts[strip:])
 
 
-def _unpack(archive: Path, spec: RemoteArchive, staging: Path) -> list[str]:
+def _unpack(archive: Path, spec: RemoteArchive, staging: Path, url: str) -> list[str]:
     """Copy the archive's included regular files under ``staging/target``. An archive with a member that would
     land outside the target folder (absolute path, ``..``) or with a link / device member is refused as a whole:
     nothing of it is kept (the caller's staging folder is discarded)."""
+    try:
+        return _unpack_checked(archive, spec, staging)
+    except OSError as err:
+        if err.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise
+        raise FairmtError(_write_failure(err, staging / spec.target, url, archive.stat().st_size * 4)) from None
+    except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile) as err:
+        why = (str(err).splitlines() or ["cut short"])[0].rstrip(":")
+        raise FairmtError(
+            f"{spec.name}: not a readable tar archive ({type(err).__name__}: {why}); the file "
+            f"downloaded from {url} is corrupt, cut short or not the dataset archive. Nothing "
+            "was unpacked; try again, use another --base-url mirror, or pass --sha256 to catch a bad file early"
+        ) from None
+
+
+def _unpack_checked(archive: Path, spec: RemoteArchive, staging: Path) -> list[str]:
     written = []
     with tarfile.open(archive) as tar:
         members = tar.getmembers()
@@ -308,7 +365,7 @@ def download(
                 )
                 report.notes.append(f"{a.name} not verified against a pinned checksum (sha256 {digest})")
             report.archive_sha256[a.name] = digest
-            unpacked += _unpack(tmp_archive, a, staging)
+            unpacked += _unpack(tmp_archive, a, staging, url)
             tmp_archive.unlink()
             (staging / a.target / "SHA256SUMS").write_text(f"{digest}  {a.name}\n", encoding="utf-8")
 

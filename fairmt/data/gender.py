@@ -166,12 +166,43 @@ def _agree_inverted(m: re.Match) -> str:
     return lead + _match_case(aux, _AUX_PLURAL[aux.lower()]) + space + _match_case(pronoun, "they")
 
 
+ADVERBS = frozenset(
+    """always never often also still just only even sometimes usually already then now really once too rarely
+    seldom soon later first again""".split())
+"""Adverbs that may stand between a subject pronoun and its verb (besides any word in ``-ly``)."""
+
+_SUBJECT_VERB = re.compile(
+    r"\b(he|she)((?:\s+(?:[A-Za-z]+ly|" + "|".join(sorted(ADVERBS)) + r")){0,2})(\s+)([A-Za-z]+s)\b", re.IGNORECASE)
+
+
+def singular_verb_base(word: str) -> str | None:
+    """The plural (base) form of ``word`` when it is the third-person singular present of an English verb in
+    lemminflect's lexicon (``cultivates`` → ``cultivate``, ``goes`` → ``go``), keeping its case; None otherwise
+    (``news``, ``always``, an unknown word)."""
+    from lemminflect import getAllInflections, getLemma
+
+    low = word.lower()
+    for lemma in getLemma(low, upos="VERB"):
+        forms = getAllInflections(lemma, upos="VERB")
+        if lemma != low and low in forms.get("VBZ", ()):
+            return _match_case(word, forms.get("VBP", (lemma,))[0])
+    return None
+
+
+def _agree_verb(m: re.Match) -> str:
+    pronoun, adverbs, space, verb = m.groups()
+    base = singular_verb_base(verb)
+    return m.group(0) if base is None else pronoun + adverbs + space + base
+
+
 def neutralize(text: str) -> str:
     """``text`` with gendered words replaced by neutral terms (they/their/them, parent, person, ...); a subject
     he/she next to is/was/has/does (or their negations, or 's; also inverted in questions) becomes they +
-    are/were/have/do. Other verbs
-    keep their agreement (``he runs`` → ``they runs``): no parser."""
-    return _rewrite(_AUX_SUBJECT.sub(_agree_inverted, _SUBJECT_AUX.sub(_agree, text)), "neutral")
+    are/were/have/do, and one followed (after at most two adverbs) by a third-person singular verb of lemminflect's
+    lexicon takes the verb's plural form (``she cultivates`` → ``they cultivate``). A verb further from its
+    pronoun keeps its agreement (``he came and sees`` → ``they came and sees``): no parser."""
+    text = _SUBJECT_VERB.sub(_agree_verb, _AUX_SUBJECT.sub(_agree_inverted, _SUBJECT_AUX.sub(_agree, text)))
+    return _rewrite(text, "neutral")
 
 
 def gendered_words(text: str) -> dict[str, list[str]]:

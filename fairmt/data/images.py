@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import io
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -244,6 +245,8 @@ def read_chexpert(root: str | os.PathLike | None, *, findings: Sequence[str] = C
     folder = _chexpert_folder(root)
     parts = _parts(splits, {"train": 0, "valid": 1}, "CheXpert")
     paths, labels, sex, age, partition = [], {f: [] for f in findings}, [], [], []
+    bad_age: list[tuple[int, str]] = []  # (line, value) of attribute values that cannot be read: counted, reported
+    bad_sex: list[tuple[int, str]] = []
     n_frontal_dropped = 0
     for split in parts:
         csv_path = folder / f"{split}.csv"
@@ -265,6 +268,10 @@ def read_chexpert(root: str | os.PathLike | None, *, findings: Sequence[str] = C
                 age.append(int(float(row["Age"])))
             except ValueError:
                 age.append(-1)
+                if row["Age"].strip():
+                    bad_age.append((line, row["Age"]))
+            if row["Sex"] not in ("Female", "Male", "Unknown", ""):
+                bad_sex.append((line, row["Sex"]))
             partition.append(0 if split == "train" else 1)
     n = _limit(len(paths), max_samples)
     if n == 0:
@@ -281,6 +288,12 @@ def read_chexpert(root: str | os.PathLike | None, *, findings: Sequence[str] = C
         groups["Age"] = np.where(a < 0, -1, (a >= age_threshold).astype(np.int64))
         names["Age"] = [f"<{age_threshold}", f">={age_threshold}"]
     notes = [f"uncertain labels: U-{uncertain.capitalize()}"]
+    for attr, bad in (("Age", bad_age), ("Sex", bad_sex)):
+        if bad and attr in protected:
+            note = (f"{len(bad)} rows have an unreadable {attr} (first: line {bad[0][0]}, {bad[0][1]!r}): their {attr} "
+                    "group is unknown (-1) and they are left out of its fairness numbers")
+            notes.append(note)
+            warnings.warn(f"CheXpert {csv_path.name}: {note}", stacklevel=2)
     if n_frontal_dropped:
         notes.append(f"{n_frontal_dropped} lateral views dropped (frontal_only)")
     return ImageData(
@@ -334,8 +347,45 @@ def synthetic_shapes(n: int = 300, minority_fraction: float = 0.2, image_size: i
 
 
 # ---------------------------------------------------------------------------------------------- collation, views
+MAX_IMAGE_PIXELS = 64_000_000
+"""Largest image :func:`load_image` decodes (width × height, read from the header before decoding; a 14,000 ×
+14,000 PNG of a few kilobytes would otherwise take gigabytes). ``$FAIRMT_MAX_IMAGE_PIXELS`` changes it."""
+
+
+def _max_pixels() -> int:
+    raw = os.environ.get("FAIRMT_MAX_IMAGE_PIXELS")
+    if raw is None:
+        return MAX_IMAGE_PIXELS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise FairmtError(f"FAIRMT_MAX_IMAGE_PIXELS={raw!r}: give a positive whole number of pixels")
+    return value
+
+
+def _to_rgb(img):
+    """An RGB copy of a PIL image. 16- and 32-bit greyscale (``I;16``, ``I``, ``F``: radiograph exports) is scaled
+    to 8 bits by its bit depth (by its maximum for float images) instead of being clipped at 255, which turned
+    every pixel white."""
+    from PIL import Image
+
+    if img.mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
+        arr = np.asarray(img, dtype=np.float64)
+        if img.mode == "F":
+            top = float(np.nanmax(arr)) if arr.size and np.nanmax(arr) > 0 else 1.0
+        else:
+            top = 255.0 if arr.size == 0 or arr.max() <= 255 else 65535.0 if arr.max() <= 65535 else float(arr.max())
+        img = Image.fromarray(np.clip(np.nan_to_num(arr) / top * 255.0, 0, 255).round().astype(np.uint8))
+    return img.convert("RGB")
+
+
 def load_image(row: dict[str, Any]):
-    """The row's image as an RGB PIL image (``image``, ``path`` or ``pixels``)."""
+    """The row's image as an RGB PIL image (``image``, ``path`` or ``pixels``).
+
+    A file whose header declares more than :data:`MAX_IMAGE_PIXELS` pixels is refused before decoding; 16-bit
+    greyscale keeps its contrast (:func:`_to_rgb`)."""
     from PIL import Image, UnidentifiedImageError
 
     if "pixels" in row:
@@ -346,15 +396,24 @@ def load_image(row: dict[str, Any]):
     if isinstance(img, dict):  # a datasets Image feature left undecoded
         img = img.get("path") if img.get("bytes") is None else io.BytesIO(img["bytes"])
     if isinstance(img, (str, os.PathLike)) or hasattr(img, "read"):
+        limit = _max_pixels()
         try:
             with Image.open(img) as opened:
-                return opened.convert("RGB")
+                w, h = opened.size
+                if w * h > limit:
+                    raise FairmtError(
+                        f"image {img} declares {w} × {h} = {w * h:,} pixels, over the limit of {limit:,} "
+                        "(FAIRMT_MAX_IMAGE_PIXELS): a corrupt file or a decompression bomb; resize it or raise the limit"
+                    )
+                return _to_rgb(opened)
         except FileNotFoundError:
             raise FairmtError(f"image {img} not found") from None
+        except Image.DecompressionBombError as err:
+            raise FairmtError(f"image {img} refused by Pillow as a decompression bomb ({err})") from None
         except (UnidentifiedImageError, OSError) as err:
             raise FairmtError(f"image {img} cannot be decoded ({err})") from None
     if isinstance(img, Image.Image):
-        return img.convert("RGB")
+        return _to_rgb(img)
     raise FairmtError(f"an image row needs 'path', 'image' or 'pixels'; got keys {sorted(row)}")
 
 

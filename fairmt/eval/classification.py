@@ -240,6 +240,10 @@ def caveats_once():
 
 
 def _as_1d(x: Any, name: str) -> np.ndarray:
+    if isinstance(x, (str, bytes, dict, set, frozenset)):
+        raise FairmtError(f"{name} must be a sequence with one entry per example, not a {type(x).__name__}")
+    if not hasattr(x, "__len__") and hasattr(x, "__iter__"):
+        x = list(x)  # a generator or other one-pass iterable: read once, here (np.asarray would make it a 0-d object)
     arr = np.asarray(x)
     if arr.ndim != 1:
         raise FairmtError(f"{name} must be one-dimensional, got shape {arr.shape}")
@@ -435,6 +439,9 @@ def classification_metrics(
     n = _check_lengths(labels=y, preds=p, groups=g)
     from fairmt.eval.validate import finite_array  # a NaN representation would give a NaN leakage, silently
 
+    hidden, logits, train_hidden, train_logits, scores = (  # a generator is read once, here
+        list(v) if v is not None and not hasattr(v, "__len__") and hasattr(v, "__iter__") else v
+        for v in (hidden, logits, train_hidden, train_logits, scores))
     for name, value in (("hidden", hidden), ("logits", logits), ("train_hidden", train_hidden),
                         ("train_logits", train_logits), ("scores", scores)):
         if value is not None:

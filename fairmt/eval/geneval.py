@@ -29,7 +29,8 @@ Reported, in percent, for the counterfactual set, as the reference implementatio
   published ones).
 
 Every result carries a versioned signature, like sacrebleu's, e.g.
-``MT-GenEval|set:counterfactual|split:test|lang:de|n:300|norm:lower+asciipunct|v:2.0``.
+``MT-GenEval|set:counterfactual|split:test|lang:de|n:300|norm:lower+asciipunct|text:nfc+spaces+nofmt|v:2.0``
+(``text``: the Unicode normalisation of :mod:`fairmt.data.text`, applied to hypotheses and references alike).
 
 Checked on the real test set: the references scored as hypotheses give 100 % in every language. The
 gender-swapped references give ``accuracy`` and ``explicit_accuracy`` of 0 % except es 4.67, hi 11.33, it 6.67 —
@@ -51,6 +52,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fairmt.data.text import TEXT_NORM, normalize_many, normalize_text
 from fairmt.errors import FairmtError
 
 METRIC_VERSION = "2.0"  # 2.0: accuracy/explicit_accuracy are pair-level (the published definitions)
@@ -65,8 +67,10 @@ _PUNCT_TABLE = str.maketrans(string.punctuation, " " * len(string.punctuation))
 
 
 def normalize(text: str) -> str:
-    """Lower-case and replace each ASCII punctuation character by a space (the reference's normalisation)."""
-    return text.lower().translate(_PUNCT_TABLE)
+    """fairmt's text normalisation (:func:`fairmt.data.text.normalize_text`: NFC, one kind of space, no invisible
+    format characters), then lower-case and replace each ASCII punctuation character by a space (the reference's
+    normalisation)."""
+    return normalize_text(text).lower().translate(_PUNCT_TABLE)
 
 
 def words(text: str) -> frozenset[str]:
@@ -104,7 +108,10 @@ def _pct(count: int, total: int) -> float:
 
 def geneval_signature(subset: str, split: str, lang: str, n: int) -> str:
     """The versioned signature printed beside every MT-GenEval score."""
-    return f"MT-GenEval|set:{subset}|split:{split}|lang:{lang}|n:{n}|norm:lower+asciipunct|v:{METRIC_VERSION}"
+    return (
+        f"MT-GenEval|set:{subset}|split:{split}|lang:{lang}|n:{n}|norm:lower+asciipunct|text:{TEXT_NORM}"
+        f"|v:{METRIC_VERSION}"
+    )
 
 
 @dataclass
@@ -213,6 +220,11 @@ def score_counterfactual(
     )
     if n == 0:
         raise FairmtError("MT-GenEval needs at least one pair; got empty reference lists")
+    hyps, report = normalize_many([*masculine_hyps, *feminine_hyps], f"MT-GenEval {lang} hypotheses")
+    report.warn()
+    masculine_hyps, feminine_hyps = hyps[:n], hyps[n:]
+    refs, _ = normalize_many([*masculine_refs, *feminine_refs])
+    masculine_refs, feminine_refs = refs[:n], refs[n:]
     jm = [judge(h, mr, fr) for h, mr, fr in zip(masculine_hyps, masculine_refs, feminine_refs)]
     jf = [judge(h, fr, mr) for h, mr, fr in zip(feminine_hyps, masculine_refs, feminine_refs)]
     cm = sum(j.correct for j in jm)
@@ -225,8 +237,7 @@ def score_counterfactual(
     from fairmt.eval.degenerate import degenerate_counts
 
     chrf = CHRF(word_order=2)
-    hyps = [*masculine_hyps, *feminine_hyps]
-    chrfpp = chrf.corpus_score(hyps, [[*masculine_refs, *feminine_refs]]).score
+    chrfpp = chrf.corpus_score(hyps, [refs]).score
     return GenEvalResult(
         lang=lang,
         split=split,
@@ -243,7 +254,7 @@ def score_counterfactual(
         hypothesis_explicit_accuracy=_pct(em + ef, 2 * n),
         signature=geneval_signature("counterfactual", split, lang, n),
         chrfpp=chrfpp,
-        chrf_signature=str(chrf.get_signature()),
+        chrf_signature=f"{chrf.get_signature()}|text:{TEXT_NORM}",
         degenerate=degenerate_counts(hyps, lang),
     )
 
@@ -265,6 +276,8 @@ def score_contextual(
     _check_lengths(n, {"flipped references": flipped_refs, "hypotheses": hypotheses})
     if n == 0:
         raise FairmtError("MT-GenEval needs at least one sentence; got empty reference lists")
+    hypotheses, report = normalize_many(hypotheses, f"MT-GenEval {lang} contextual hypotheses")
+    report.warn()
     js = [judge(strip_context(h), o, f) for h, o, f in zip(hypotheses, original_refs, flipped_refs)]
     return GenEvalContextResult(
         lang=lang,

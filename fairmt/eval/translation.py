@@ -11,6 +11,9 @@ below). Any other SentencePiece model (a stand-in, say, trained on the fly) stil
 as ``bleu_spm_nonstandard`` (label ``spBLEU*``), ``spbleu`` is ``None``, the signature's tokenizer field says
 ``spm-nonstandard:<sha256 prefix>`` instead of ``flores200``, and a note says why — such numbers are not
 comparable with published spBLEU. chrF++ (``CHRF(word_order=2)``) needs no model and keeps sacrebleu's signature.
+
+Both sides go through fairmt's text normalisation first (:mod:`fairmt.data.text`: NFC, one kind of space, no
+invisible format characters; a no-op on clean text), named by ``|text:...`` at the end of both signatures.
 """
 
 from __future__ import annotations
@@ -177,10 +180,15 @@ def translation_quality(
         )
     if not references:
         raise FairmtError("no references to score against")
+    from fairmt.data.text import TEXT_NORM, normalize_many
+
+    hypotheses, report = normalize_many(hypotheses, f"{lang_pair or 'translation'} hypotheses")
+    report.warn()
+    references, _ = normalize_many(references)
     bleu, info = make_spbleu(spm_model)
-    b = bleu.corpus_score(list(hypotheses), [list(references)])
+    b = bleu.corpus_score(hypotheses, [references])
     chrf = CHRF(word_order=2)
-    c = chrf.corpus_score(list(hypotheses), [list(references)])
+    c = chrf.corpus_score(hypotheses, [references])
     note = ""
     if not info.official:
         note = (
@@ -195,8 +203,8 @@ def translation_quality(
         bleu_spm_nonstandard=None if info.official else b.score,
         chrfpp=c.score,
         bleu_label="spBLEU" if info.official else "spBLEU*",
-        bleu_signature=str(bleu.get_signature()),
-        chrf_signature=str(chrf.get_signature()),
+        bleu_signature=f"{bleu.get_signature()}|text:{TEXT_NORM}",
+        chrf_signature=f"{chrf.get_signature()}|text:{TEXT_NORM}",
         spm_model=info.path,
         spm_model_sha256=info.sha256,
         note=note,

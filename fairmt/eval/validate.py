@@ -15,13 +15,21 @@ from fairmt.errors import FairmtError
 
 
 def sequence(value: Any, name: str, *, allow_empty: bool = False) -> list:
-    """``value`` as a list (a list, tuple, array or other sequence); None and strings are refused."""
+    """``value`` as a list, read once: a list, tuple, generator or other iterable; a numpy array, torch tensor or
+    pandas Series or DataFrame by position (``tolist``: Python numbers, whatever the Series' index); None, strings, dicts and
+    sets (no order) are refused by name."""
     if value is None:
         raise FairmtError(f"{name} is None: give a list (one entry per example)")
     if isinstance(value, (str, bytes)):
         raise FairmtError(f"{name} must be a list (one entry per example), not a string")
+    if isinstance(value, (dict, set, frozenset)):
+        raise FairmtError(f"{name} must be a list (one entry per example), not a {type(value).__name__} (no order)")
+    if callable(getattr(value, "to_numpy", None)):  # pandas Series / DataFrame: by position, rows for a frame
+        value = value.to_numpy()
     try:
-        out = list(value)
+        out = value.tolist() if callable(getattr(value, "tolist", None)) else list(value)
+        if not isinstance(out, list):  # a 0-d array or tensor
+            raise TypeError
     except TypeError:
         raise FairmtError(f"{name} must be a list (one entry per example), got {type(value).__name__}") from None
     if not out and not allow_empty:
@@ -102,9 +110,12 @@ _MODULE_INPUTS: dict[str, dict[str, str]] = {
 }
 
 
-def module_inputs(module: str, **kwargs: Any) -> None:
-    """Check the arguments of fairmt's ``evaluate`` module ``module`` (``compute(predictions=..., ...)``)."""
+def module_inputs(module: str, **kwargs: Any) -> dict[str, Any]:
+    """Check the arguments of fairmt's ``evaluate`` module ``module`` (``compute(predictions=..., ...)``) and return
+    them read once (:func:`sequence`): the module passes these on, so a generator is not consumed by the check and
+    a pandas Series with any index is taken by position."""
     spec = _MODULE_INPUTS[module]
+    out = dict(kwargs)
     n = None
     for arg, kind in spec.items():
         optional = kind.endswith("?")
@@ -129,11 +140,14 @@ def module_inputs(module: str, **kwargs: Any) -> None:
             got = sequence(value, where)
             for i, per_group in enumerate(got):
                 matrix(per_group, f"{where}[{i}]", nonzero=bool(kwargs.get("normalize")))
+        # predictions/references go through `evaluate`'s feature cast: lists; the rest reach _compute as checked
+        out[arg] = got.tolist() if isinstance(got, np.ndarray) and arg in ("predictions", "references") else got
         if arg in ("predictions", "references") and n is None:
             n = len(got)
         elif arg in ("references", "groups", "counterfactual_references", "hidden", "logits", "scores") and \
                 len(got) != n and n is not None:
             raise FairmtError(f"{module}: {arg} has {len(got)} entries but predictions has {n}; give one per example")
+    return out
 
 
 __all__ = ["finite_array", "labels", "matrix", "module_inputs", "sequence", "texts"]

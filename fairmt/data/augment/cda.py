@@ -2,9 +2,9 @@
 
 A text becomes three versions of one content with the project's gender lexicon (:mod:`fairmt.data.gender`):
 male (:func:`to_gender` ``"male"``), female (``"female"``) and neutral (:func:`neutralize`: he/she → they,
-father/mother → parent, ...). The lexicon's documented limits apply: verb agreement is not changed in the
-neutral version (``he runs`` → ``they runs``), names are not swapped, and ``her`` before an adjective may be read
-as possessive. Every tuple is then checked with the sensitive-polarity test of the CCD paper (Eq. 6); by default
+father/mother → parent, ...). The lexicon's documented limits apply: verb agreement is changed next to the pronoun
+only (``he runs`` → ``they run``; :data:`AGREEMENT_SCOPE`), names are not swapped, and ``her`` before an adjective
+may be read as possessive. Every tuple is then checked with the sensitive-polarity test of the CCD paper (Eq. 6); by default
 tuples that fail it are dropped and counted.
 """
 
@@ -17,14 +17,39 @@ from dataclasses import asdict, dataclass, field
 from fairmt.data.augment.tuples import GENDER_GROUPS, NEUTRAL, check_tuple
 
 
-_THEY_SINGULAR = re.compile(r"\b[Tt]hey\s+(?:is|was|has|does)(?:n't)?\b|\b(?:is|was|has|does)(?:n't)?\s+they\b",
-                            re.IGNORECASE)
+_SINGULAR_AUX = frozenset({"is", "was", "has", "does", "isn't", "wasn't", "hasn't", "doesn't"})
+_INVERTED = re.compile(r"\b(?:is|was|has|does)(?:n't)?\s+they\b", re.IGNORECASE)
+_THEY_NEXT = re.compile(r"\bthey((?:\s+[A-Za-z']+){1,3})", re.IGNORECASE)
+
+AGREEMENT_SCOPE = (
+    "checked: 'they' followed (after at most two adverbs) by is/was/has/does or by a third-person singular verb of "
+    "lemminflect's lexicon, and is/was/has/does + 'they' in questions; not checked: a verb further from 'they' "
+    "(after a comma or a clause: 'they, however, says'; coordinated: 'they came and sees'), verbs missing from the "
+    "lexicon, and the choice of themself/themselves"
+)
+"""What :func:`agreement_ok` can and cannot see (printed in ``fairmt augment cda``'s summary)."""
+
+
+def _they_singular(text: str) -> int:
+    """How many "they" + singular verb slips ``text`` holds (see :data:`AGREEMENT_SCOPE`)."""
+    from fairmt.data.gender import ADVERBS, singular_verb_base
+
+    n = len(_INVERTED.findall(text))
+    for m in _THEY_NEXT.finditer(text):
+        for word in m.group(1).split():
+            low = word.lower()
+            if low in _SINGULAR_AUX or singular_verb_base(word) is not None:
+                n += 1
+                break
+            if not (low in ADVERBS or low.endswith("ly")):
+                break
+    return n
 
 
 def agreement_ok(row: dict) -> bool:
-    """The neutral version has no "they" + singular auxiliary (the rewrite's agreement slip the polarity check
-    cannot see)."""
-    return not _THEY_SINGULAR.search(row[NEUTRAL]) or bool(_THEY_SINGULAR.search(row.get("source", "")))
+    """The neutral version has no more "they" + singular verb slips than the source (the rewrite's agreement slip
+    the polarity check cannot see; :data:`AGREEMENT_SCOPE` says what is checked)."""
+    return _they_singular(row[NEUTRAL]) <= _they_singular(row.get("source", ""))
 
 
 def cda_tuple(text: str) -> dict:

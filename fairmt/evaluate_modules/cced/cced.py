@@ -40,8 +40,7 @@ class CCED(evaluate.Metric):
         ragged or NaN vector would fail deep inside or be scored): one FairmtError (a ValueError) naming the argument."""
         from fairmt.eval.validate import module_inputs
 
-        module_inputs("cced", predictions=predictions, references=references, **kwargs)
-        return super().compute(predictions=predictions, references=references, **kwargs)
+        return super().compute(**module_inputs("cced", predictions=predictions, references=references, **kwargs))
 
     def _compute(self, predictions, references, groups=None, normalize=False, pooling="unknown"):
         from dataclasses import asdict

@@ -49,8 +49,7 @@ class ClassificationFairness(evaluate.Metric):
         ragged or NaN vector would fail deep inside or be scored): one FairmtError (a ValueError) naming the argument."""
         from fairmt.eval.validate import module_inputs
 
-        module_inputs("classification_fairness", predictions=predictions, references=references, **kwargs)
-        return super().compute(predictions=predictions, references=references, **kwargs)
+        return super().compute(**module_inputs("classification_fairness", predictions=predictions, references=references, **kwargs))
 
     def _compute(self, predictions, references, groups=None, hidden=None, logits=None, train_hidden=None,
                  train_groups=None, train_preds=None, train_logits=None, leakage=True, seed=0, scores=None,

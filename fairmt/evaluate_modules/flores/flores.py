@@ -41,8 +41,7 @@ class Flores(evaluate.Metric):
         ragged or NaN vector would fail deep inside or be scored): one FairmtError (a ValueError) naming the argument."""
         from fairmt.eval.validate import module_inputs
 
-        module_inputs("flores", predictions=predictions, references=references, **kwargs)
-        return super().compute(predictions=predictions, references=references, **kwargs)
+        return super().compute(**module_inputs("flores", predictions=predictions, references=references, **kwargs))
 
     def _compute(self, predictions, references, spm_model=None, lang_pair=""):
         from dataclasses import asdict

@@ -47,8 +47,7 @@ class MTGenEval(evaluate.Metric):
         ragged or NaN vector would fail deep inside or be scored): one FairmtError (a ValueError) naming the argument."""
         from fairmt.eval.validate import module_inputs
 
-        module_inputs("mt_geneval", predictions=predictions, references=references, **kwargs)
-        return super().compute(predictions=predictions, references=references, **kwargs)
+        return super().compute(**module_inputs("mt_geneval", predictions=predictions, references=references, **kwargs))
 
     def _compute(self, predictions, references, counterfactual_references=None, lang="xx", split="test"):
         from dataclasses import asdict

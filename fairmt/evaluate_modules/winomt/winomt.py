@@ -45,8 +45,7 @@ class WinoMT(evaluate.Metric):
         ragged or NaN vector would fail deep inside or be scored): one FairmtError (a ValueError) naming the argument."""
         from fairmt.eval.validate import module_inputs
 
-        module_inputs("winomt", predictions=predictions, references=references, **kwargs)
-        return super().compute(predictions=predictions, references=references, **kwargs)
+        return super().compute(**module_inputs("winomt", predictions=predictions, references=references, **kwargs))
 
     def _compute(self, predictions, references, lang=None, sources=None, compat=None):
         from dataclasses import asdict

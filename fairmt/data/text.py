@@ -1,0 +1,114 @@
+"""One text normalisation for every evaluator that matches words: how real MT systems and editors write text.
+
+Real system output and files that passed through a word processor carry characters that look like ordinary text
+and are not: no-break spaces between words (U+00A0, common in French and German output), decomposed accents
+(NFD: ``e`` + U+0301 instead of ``é``), zero-width spaces inside words, right-to-left marks after every Hebrew or
+Arabic word. Word matching treats each of them as a different word: German WinoMT translations whose words are
+separated by no-break spaces score accuracy 0 and ΔG 0 without normalisation (a ΔG of 0 reads as "unbiased").
+
+:func:`normalize_text` is applied to every string an evaluator matches on (WinoMT translations and sources,
+MT-GenEval hypotheses and references, the spBLEU/chrF++ inputs), never to what is written out:
+
+1. Unicode NFC (composed characters);
+2. every space separator (Unicode category Zs: no-break, narrow no-break, thin, ideographic, ... spaces) and the
+   line and paragraph separators (Zl, Zp) become a plain space;
+3. the invisible format characters that change no letter are removed (:data:`REMOVED_FORMAT_CHARS`: zero-width
+   space, word joiner, byte-order mark, soft hyphen, the directional marks, embeddings, overrides and isolates).
+   The zero-width joiner and non-joiner (U+200D, U+200C) are kept: they are part of correct spelling in Indic and
+   Arabic-script languages (and of emoji sequences).
+
+Text that is plain ASCII is returned unchanged (the fast path). The rule is named in every result signature that
+depends on it (:data:`TEXT_NORM`).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+TEXT_NORM = "nfc+spaces+nofmt"
+"""The signature token of :func:`normalize_text` (bump it when the rule changes)."""
+
+REMOVED_FORMAT_CHARS = frozenset(
+    "\u200b"  # zero-width space
+    "\u2060"  # word joiner
+    "\ufeff"  # zero-width no-break space / byte-order mark
+    "\u00ad"  # soft hyphen
+    "\u200e\u200f\u061c"  # left-to-right, right-to-left and Arabic letter marks
+    "\u202a\u202b\u202c\u202d\u202e"  # directional embeddings and overrides, pop
+    "\u2066\u2067\u2068\u2069"  # directional isolates
+)
+"""Format characters removed before matching (see the module docstring for the ones kept)."""
+
+_KINDS = ("composed (NFC)", "spaces", "format characters")
+
+
+def _changes(text: str) -> tuple[str, tuple[bool, bool, bool]]:
+    nfc = unicodedata.normalize("NFC", text)
+    out = []
+    spaces = fmt = False
+    for ch in nfc:
+        if ch in REMOVED_FORMAT_CHARS:
+            fmt = True
+            continue
+        if ch != " " and unicodedata.category(ch) in ("Zs", "Zl", "Zp"):
+            spaces = True
+            out.append(" ")
+            continue
+        out.append(ch)
+    return "".join(out), (nfc != text, spaces, fmt)
+
+
+def normalize_text(text: str) -> str:
+    """``text`` in NFC with every space separator a plain space and invisible format characters removed."""
+    if text.isascii():
+        return text
+    return _changes(text)[0]
+
+
+@dataclass
+class NormalizationReport:
+    """How many of the ``n`` strings :func:`normalize_many` changed, and by which rule."""
+
+    what: str
+    n: int = 0
+    changed: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def mostly_changed(self) -> bool:
+        """More than half of the strings were changed: the input was not written as plain text."""
+        return self.n > 0 and self.changed * 2 > self.n
+
+    def describe(self) -> str:
+        kinds = ", ".join(f"{k} {v}" for k, v in self.by_kind.items() if v)
+        return f"{self.changed} of {self.n} {self.what} changed by text normalisation ({TEXT_NORM}: {kinds})"
+
+    def warn(self, stacklevel: int = 3) -> None:
+        """One :func:`warnings.warn` when the strings were mostly changed (the scores then rest on the rule)."""
+        if self.mostly_changed:
+            warnings.warn(
+                f"{self.describe()}: the scores are computed on the normalised text; check how the file was written",
+                stacklevel=stacklevel,
+            )
+
+
+def normalize_many(texts: Iterable[str], what: str = "lines") -> tuple[list[str], NormalizationReport]:
+    """Normalise each string (:func:`normalize_text`) and count what changed."""
+    report = NormalizationReport(what, by_kind=dict.fromkeys(_KINDS, 0))
+    out = []
+    for text in texts:
+        text = str(text)
+        report.n += 1
+        if text.isascii():
+            out.append(text)
+            continue
+        new, kinds = _changes(text)
+        if new != text:
+            report.changed += 1
+            for name, hit in zip(_KINDS, kinds):
+                report.by_kind[name] += hit
+        out.append(new)
+    return out, report
