@@ -348,3 +348,18 @@ def test_a_full_disk_names_the_folder_and_the_space(tmp_path):
     msg = dl._write_failure(OSError(errno.ENOSPC, "No space left on device"), out, "http://mirror/y.tar.gz", 50_000_000)
     assert msg.startswith(f"download of http://mirror/y.tar.gz stopped: no space left on {tmp_path} (needs ~50 MB")
     assert "MB free there" in msg
+
+
+def test_a_plain_folder_as_base_url(shared_data, tmp_path, capsys):
+    """`--base-url /path/to/mirror` (no file://) works; a missing folder or an unknown scheme is one line (was
+    urllib's `unknown url type` traceback)."""
+    from fairmt.cli import main
+
+    dest = tmp_path / "cache"
+    rep = dl.download("winomt", dest=dest, base_url=str(shared_data), progress=False)
+    assert rep.downloaded and (dest / "winomt/aggregates/en.txt").is_file()
+    for bad, why in ((str(tmp_path / "nope"), "no such folder"), ("gopher://x/y", "unsupported scheme 'gopher'")):
+        rc = main(["data", "download", "winomt", "--output-dir", str(tmp_path / "c2"), "--base-url", bad,
+                   "--no-progress"])
+        err = capsys.readouterr().err
+        assert rc == 2 and why in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

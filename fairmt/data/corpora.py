@@ -210,7 +210,7 @@ def fetch(name: str, dest: str | Path, *, base_url: str | None = None, sha256: d
     """Download corpus ``name``'s files into ``dest/name`` and return ``{file name: sha256}`` (also written to
     ``dest/name/SHA256SUMS``). ``base_url`` replaces each URL's folder by a mirror; ``sha256`` pins digests (a
     mismatch leaves nothing behind)."""
-    from fairmt.data.download import _fetch, sha256_file
+    from fairmt.data.download import _fetch, mirror_url, sha256_file
 
     corpus = CORPORA.get(name)
     if corpus is None:
@@ -230,7 +230,7 @@ def fetch(name: str, dest: str | Path, *, base_url: str | None = None, sha256: d
     digests: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix=".fairmt-corpus-", dir=target) as tmp:
         for url, fname in files:
-            src = f"{base_url.rstrip('/')}/{fname}" if base_url else url
+            src = f"{mirror_url(base_url).rstrip('/')}/{fname}" if base_url else url
             part = Path(tmp) / fname
             part.parent.mkdir(parents=True, exist_ok=True)
             _fetch(src, part, progress=progress, desc=fname)

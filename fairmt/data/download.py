@@ -137,8 +137,25 @@ def sha256_file(path: Path) -> str:
 
 def _url_for(rel: str, upstream: str | None, base_url: str | None) -> str | None:
     if base_url:
-        return base_url.rstrip("/") + "/" + rel
+        return mirror_url(base_url).rstrip("/") + "/" + rel
     return upstream
+
+
+def mirror_url(base_url: str) -> str:
+    """``--base-url`` as a URL: a local folder (``/srv/mirror``, ``./mirror``) becomes its ``file://`` URL; a URL
+    with a scheme urllib cannot fetch is one line (was urllib's ``unknown url type`` traceback)."""
+    import urllib.parse
+
+    scheme = urllib.parse.urlsplit(base_url).scheme.lower()
+    if scheme in ("http", "https", "file", "ftp"):
+        return base_url
+    if not scheme or len(scheme) == 1:  # a path (a Windows drive letter looks like a one-letter scheme)
+        folder = Path(base_url).expanduser().resolve()
+        if not folder.is_dir():
+            raise FairmtError(f"--base-url {base_url}: no such folder (give a mirror's URL or a local folder laid out "
+                              "like the data folder)")
+        return folder.as_uri()
+    raise FairmtError(f"--base-url {base_url}: unsupported scheme {scheme!r}; use http(s)://, file:// or a folder")
 
 
 def _fetch(url: str, out: Path, *, progress: bool = False, desc: str = "") -> None:
