@@ -621,8 +621,8 @@ def _print_multilingual(report: dict, out: Path, log) -> None:
     log(f"  {'mean':>6s}{ms(g['control']['id']):>13s}{ms(g['control']['ood']):>14s}{ms(g['gacl']['id']):>10s}"
         f"{ms(g['gacl']['ood']):>10s}{ms(c['id']):>12s}{ms(c['ood']):>13s}")
     ch = report["chrf_change"]
-    log(f"  chrF++ change over the original, ID / OOD: plain FT {ch['control']['id']:+.1f} / {ch['control']['ood']:+.1f}, "
-        f"GACL+KD {ch['gacl']['id']:+.1f} / {ch['gacl']['ood']:+.1f} (a fall out of domain is forgetting)")
+    log(f"  chrF++ change over the original, ID / OOD: plain FT {ch['control']['id']:+.1f} / "
+        f"{ch['control']['ood']:+.1f}, GACL+KD {ch['gacl']['id']:+.1f} / {ch['gacl']['ood']:+.1f} (a fall out of domain is forgetting)")
     log(f"  VERDICT: {report['verdict']['text']}.")
     log("  The paper (Table 2, WinoMT): Handcrafted fine-tuning +20.7 ID / +7.7 OOD, GACL +25.7 ID / +25.0 OOD.")
     first = report["runs"][0]

@@ -175,7 +175,8 @@ def train_tiny_multilingual_model(
     folder = Path(folder)
     langs = list(pairs_by_lang)
     if not langs or any(not pairs_by_lang[lang] for lang in langs):
-        raise ValueError(f"every target language needs training pairs, got {[(k, len(v)) for k, v in pairs_by_lang.items()]}")
+        counts = {k: len(v) for k, v in pairs_by_lang.items()}
+        raise ValueError(f"every target language needs training pairs, got {counts}")
     tm = load_translation_model(str(folder), src_lang, langs[0])
     model = tm.model
     model.train()
