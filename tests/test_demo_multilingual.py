@@ -187,3 +187,10 @@ def test_multilingual_demo_writes_the_report(tmp_path, capsys, monkeypatch):
     assert set(rows) == set(ML_LANGS) and rows["it"][1]["reference"] == "La dottoressa ha perso la sua macchina."
     assert all(rows[lang][1][name] == report["runs"][0]["example"][lang][name]  # the example is that sentence's
                for lang in ML_LANGS for name in ("original", "control", "gacl"))  # translation in every language
+
+
+def test_multilingual_training_refuses_a_language_without_pairs(tmp_path):
+    from fairmt.models.tiny import train_tiny_multilingual_model
+
+    with pytest.raises(ValueError, match="every target language needs training pairs.*'es': 0"):
+        train_tiny_multilingual_model(tmp_path, {"de": [("a", "b")], "es": []})
