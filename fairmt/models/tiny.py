@@ -146,6 +146,25 @@ def train_tiny_translation_model(
     (Adam, a short warm-up) and save it back: a quick *trained* model for tests, benchmarks and ``fairmt demo``,
     whose beam search is peaked like a real model's rather than a random one's. ``progress``: a tqdm bar (``desc``)
     with the steps' ETA."""
+    return train_tiny_multilingual_model(folder, {tgt_lang: pairs}, steps, batch_size, lr, seed, src_lang, progress,
+                                         desc)
+
+
+def train_tiny_multilingual_model(
+    folder: str | Path,
+    pairs_by_lang: dict[str, Sequence[tuple[str, str]]],
+    steps: int = 200,
+    batch_size: int = 16,
+    lr: float = 3e-3,
+    seed: int = 0,
+    src_lang: str = "en",
+    progress: bool = False,
+    desc: str = "training",
+) -> Path:
+    """:func:`train_tiny_translation_model` for several target languages (M2M-100 language tokens): step ``k``
+    draws its batch from the pairs of the ``k % len(pairs_by_lang)``-th language, in the dict's order — batches of
+    one language pair, taken in turn, as fairseq's multilingual translation task does — so every language gets
+    ``steps / len(pairs_by_lang)`` steps. One language is exactly :func:`train_tiny_translation_model`."""
     import random
 
     import torch
@@ -154,15 +173,23 @@ def train_tiny_translation_model(
     from fairmt.models import load_translation_model
 
     folder = Path(folder)
-    tm = load_translation_model(str(folder), src_lang, tgt_lang)
+    langs = list(pairs_by_lang)
+    if not langs or any(not pairs_by_lang[lang] for lang in langs):
+        counts = {k: len(v) for k, v in pairs_by_lang.items()}
+        raise ValueError(f"every target language needs training pairs, got {counts}")
+    tm = load_translation_model(str(folder), src_lang, langs[0])
     model = tm.model
     model.train()
     torch.manual_seed(seed)
     rng = random.Random(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20))
-    pairs = list(pairs)
-    for _ in tqdm(range(steps), desc=desc, unit="step", leave=False, disable=not progress):
+    data = {lang: list(pairs_by_lang[lang]) for lang in langs}
+    for k in tqdm(range(steps), desc=desc, unit="step", leave=False, disable=not progress):
+        lang = langs[k % len(langs)]
+        if len(langs) > 1:
+            tm.set_languages(tgt_lang=lang)
+        pairs = data[lang]
         batch = rng.sample(pairs, min(batch_size, len(pairs)))
         enc = tm.encode([s for s, _ in batch], [t for _, t in batch], max_length=64, padding=True, return_tensors="pt")
         enc["labels"][enc["labels"] == tm.tokenizer.pad_token_id] = -100
