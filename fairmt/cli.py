@@ -239,8 +239,10 @@ class _DropLine:
 def _before_the_work(args: argparse.Namespace) -> None:
     """What every command checks before it starts: its declared outputs (:func:`fairmt.commands._options.
     check_outputs`), the device it was asked for, and ``--no-progress``."""
+    from fairmt.commands._environment import check_environment
     from fairmt.commands._options import check_device, check_outputs
 
+    check_environment()
     _quiet_third_party()
 
     leaf = getattr(args, "_fairmt_parser", None)

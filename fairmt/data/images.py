@@ -352,7 +352,8 @@ MAX_IMAGE_PIXELS = 64_000_000
 14,000 PNG of a few kilobytes would otherwise take gigabytes). ``$FAIRMT_MAX_IMAGE_PIXELS`` changes it."""
 
 
-def _max_pixels() -> int:
+def max_image_pixels() -> int:
+    """:data:`MAX_IMAGE_PIXELS`, or ``$FAIRMT_MAX_IMAGE_PIXELS`` checked like an option."""
     raw = os.environ.get("FAIRMT_MAX_IMAGE_PIXELS")
     if raw is None:
         return MAX_IMAGE_PIXELS
@@ -396,7 +397,7 @@ def load_image(row: dict[str, Any]):
     if isinstance(img, dict):  # a datasets Image feature left undecoded
         img = img.get("path") if img.get("bytes") is None else io.BytesIO(img["bytes"])
     if isinstance(img, (str, os.PathLike)) or hasattr(img, "read"):
-        limit = _max_pixels()
+        limit = max_image_pixels()
         try:
             with Image.open(img) as opened:
                 w, h = opened.size

@@ -30,8 +30,23 @@ from typing import Any
 
 from fairmt.errors import FairmtError
 
-#: Longest line accepted in a text input, in characters (``FAIRMT_MAX_LINE_CHARS`` overrides).
-MAX_LINE_CHARS = int(os.environ.get("FAIRMT_MAX_LINE_CHARS", 1_000_000))
+#: Longest line accepted in a text input, in characters (``FAIRMT_MAX_LINE_CHARS`` overrides: :func:`line_limit`).
+MAX_LINE_CHARS = 1_000_000
+
+
+def line_limit() -> int:
+    """:data:`MAX_LINE_CHARS`, or ``$FAIRMT_MAX_LINE_CHARS`` checked like an option: a positive whole number (0
+    turns the limit off); anything else is one error naming the variable, never a fault blamed on an input file."""
+    raw = os.environ.get("FAIRMT_MAX_LINE_CHARS")
+    if raw is None or not raw.strip():
+        return MAX_LINE_CHARS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise FairmtError(f"FAIRMT_MAX_LINE_CHARS={raw!r}: give a whole number of characters (0: no limit), or unset it")
+    return value
 
 _WIDE_BOMS = (
     (codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),  # before UTF-16: UTF-32 LE starts with FF FE
@@ -98,7 +113,7 @@ def read_text(path: str | Path, what: str = "input", *, allow_empty: bool = Fals
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not allow_empty and not text.strip():
         raise FairmtError(f"{p}: the {what} file is empty")
-    limit = MAX_LINE_CHARS if max_line_chars is None else max_line_chars
+    limit = line_limit() if max_line_chars is None else max_line_chars
     if limit and len(text) > limit:
         for lineno, line in enumerate(text.split("\n"), 1):
             if len(line) > limit:
