@@ -114,7 +114,7 @@ def test_mtbias_and_geneval_commands_report_quality_and_flags(tmp_path, monkeypa
     captured = capsys.readouterr()
     data = json.loads(captured.out)
     assert data["chrfpp"] == row["chrfpp"] and data["degenerate"]["degenerate"] == 2
-    assert "warning: MT-GenEval counterfactual (test) de: 2 of 4 translations degenerate (repetitive 2)" in captured.err
+    assert "warning: MT-GenEval counterfactual (test) de: 2 of 4 translations degenerate (repetitive 2, unrelated 2)" in captured.err
     (g / "feminine.de.txt").write_text("Sie ist Ärztin.\n\n")  # an empty line, allowed by --allow-empty: flagged
     assert main(["eval", "geneval", "--lang", "de", "--masculine", str(g / "masculine.de.txt"), "--feminine",
                  str(g / "feminine.de.txt"), "--allow-empty", "--json", "-"]) == 0

@@ -255,7 +255,7 @@ def score_counterfactual(
         signature=geneval_signature("counterfactual", split, lang, n),
         chrfpp=chrfpp,
         chrf_signature=f"{chrf.get_signature()}|text:{TEXT_NORM}",
-        degenerate=degenerate_counts(hyps, lang),
+        degenerate=degenerate_counts(hyps, lang, references=refs),
     )
 
 

@@ -323,7 +323,7 @@ def score_translations_dir(
                 refs = read_flores(code)
                 hyps = read_lines(f, expected=len(refs), allow_empty=True)
                 return {**_quality(hyps, refs, f"eng_Latn-{code}", spm_model, have_spm),
-                        "degenerate": degenerate_counts(hyps, lang)}
+                        "degenerate": degenerate_counts(hyps, lang, references=refs)}
 
             row = col.run(f"FLORES-200 {lang}", one)
             if row is not None:

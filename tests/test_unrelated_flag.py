@@ -1,0 +1,67 @@
+"""Fluent translations that do not translate their source ("unrelated"): a gender score resting on them gets a
+warning. The threshold is calibrated on the shipped 2019 systems: none flagged; fluent wrong-content stand-ins are."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from fairmt.eval.degenerate import UNRELATED_CHRF, degenerate_counts, describe, unrelated_lines
+
+LANGS = ["de", "es", "fr", "it", "ru", "uk", "he", "ar"]
+
+
+def _outputs(shared_data, system, lang):
+    path = shared_data / "winomt" / "translations" / system / f"en-{lang}.txt"
+    return [line.split(" ||| ", 1)[1] for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("lang", LANGS)
+def test_no_real_system_is_flagged_and_fluent_wrong_content_is(shared_data, lang):
+    """One real system scored against another (the nearest to output vs reference this data holds): never flagged.
+    The same outputs paired with another sentence's translation: flagged."""
+    ref = _outputs(shared_data, "google", lang)[::3]
+    for system in ("bing", "systran"):
+        path = shared_data / "winomt" / "translations" / system / f"en-{lang}.txt"
+        if not path.is_file():
+            continue
+        hyp = _outputs(shared_data, system, lang)[::3]
+        assert not any(unrelated_lines(hyp, ref)), f"{system} {lang}"
+        shuffled = hyp[:]
+        random.Random(0).shuffle(shuffled)
+        flags = unrelated_lines(shuffled, ref)
+        assert sum(flags) > 0.4 * len(flags), f"{system} {lang}: {sum(flags)} of {len(flags)}"
+
+
+def test_a_few_low_lines_are_not_flagged_a_file_of_them_is():
+    refs = ["Der Arzt sprach lange mit der Krankenschwester über den Patienten."] * 8
+    good = ["Der Arzt sprach lange mit der Krankenschwester über den Patienten."] * 8
+    bad = "Die Bibliothekarin mochte die Schlüssel."
+    one_bad = good[:7] + [bad]
+    assert unrelated_lines(one_bad, refs) == [False] * 8  # 1 of 8 below the threshold: a real system's odd line
+    three_bad = good[:5] + [bad] * 3
+    assert unrelated_lines(three_bad, refs) == [False] * 5 + [True] * 3
+    c = degenerate_counts(three_bad, "de", references=refs)
+    assert c["unrelated"] == 3 and c["degenerate"] == 3 and c["examples"][0]["reasons"] == ["unrelated"]
+    assert "unrelated 3" in describe("MT-GenEval de", c)
+    assert degenerate_counts(three_bad, "de")["unrelated"] is None  # no references: not checked
+    assert UNRELATED_CHRF == 20.0
+
+
+@pytest.mark.data
+def test_mt_geneval_accuracy_on_fluent_hallucinations_is_flagged(shared_data, monkeypatch):
+    """The offline GACL model's failure mode: fluent sentences about something else score MT-GenEval accuracy
+    without a wrong-gender word; the result now says they are unrelated to their sources."""
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    from fairmt.eval.geneval import geneval_accuracy, load_counterfactual
+
+    d = load_counterfactual("de", "test")
+    n = len(d.masculine_refs)
+    fluent = ["Der Bibliothekar mochte die Schlüssel."] * n
+    r = geneval_accuracy(fluent, fluent, "de", "test")
+    assert r.accuracy > 50 and r.chrfpp < 15  # looks accurate, translates nothing
+    assert r.degenerate["unrelated"] == 2 * n and "unrelated 600" in describe("MT-GenEval de", r.degenerate)
+    real = geneval_accuracy(d.masculine_refs, d.feminine_refs, "de", "test")
+    assert real.degenerate["unrelated"] == 0 and real.degenerate["degenerate"] == 0
