@@ -719,7 +719,10 @@ def _main(config: dict[str, Any]) -> dict[str, Any]:
     test = _score(cfg, data, outputs, "test")
     dev_summary = dev.summary(percent=True)  # percent, as every fairmt report and the per-epoch logs
     dev_summary["loss"] = _dev_loss(outputs["dev"][0], data.splits["dev"].labels)
+    from fairmt.eval.reporting.formats import CLASSIFICATION_RESULTS
+
     results = {
+        "format": CLASSIFICATION_RESULTS,
         "objective": cfg["objective"],
         "dataset": cfg["data"]["dataset"],
         "model": cfg["model"]["type"],

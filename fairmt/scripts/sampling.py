@@ -378,8 +378,10 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
         return {}
     emb2 = _load_embeddings(run / "stage2")
     # 5. evaluation
+    from fairmt.eval.reporting.formats import SAMPLING_RESULTS
+
     results = {
-        "method": "sampling", "objective": cfg["objective"], "dataset": data.name, "source": data.source,
+        "format": SAMPLING_RESULTS, "method": "sampling", "objective": cfg["objective"], "dataset": data.name, "source": data.source,
         "n": len(data), "seed": cfg["seed"], "data_notes": data.notes, "clusters": subgroups.summary(),
         "stages": {"stage1": evaluate_stage(cfg, data, emb1, subgroups.labels, run, "stage1"),
                    "stage2": evaluate_stage(cfg, data, emb2, None, run, "stage2")},
