@@ -258,9 +258,14 @@ def _classification_values(r: _Reader, per_class: _Reader | None = None) -> dict
 
 
 def _classification_sigs(r: _Reader) -> dict:
-    return _drop_none({"signature": strip_version(r.text("signature")) if r.get("signature") else None,
-                       "delta_eo": str(r.get("eo_classes") or "positive"),
-                       "positive_class": str(r.get("positive_class"))})
+    """The ΔEO convention, the positive class, and each part of the metric signature (``cls:gap``, ``cls:auc``,
+    ``cls:leak`` ...; the convention parts ``eo``/``f1`` are the first two already)."""
+    out = {"delta_eo": str(r.get("eo_classes") or "positive"), "positive_class": str(r.get("positive_class"))}
+    for part in strip_version(r.text("signature") or "").split("|"):
+        k, _, v = part.partition(":")
+        if k and k not in ("eo", "f1"):
+            out["cls:version" if k == "fairmt-cls" else f"cls:{k}"] = v
+    return out
 
 
 def _read_classification(r: _Reader, name: str) -> list[Run]:
@@ -416,15 +421,20 @@ GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "lambda": "λ", "temperatur
          "epsilon": "ε", "eps": "ε", "delta": "δ", "mu": "μ", "sigma": "σ", "lam": "λ"}
 
 
+def _greek(name: str) -> str:
+    """``fcl_beta`` → ``β``, ``temperature`` → ``τ``, ``learning_rate`` → ``learning_rate``: a name whose last word is a
+    Greek letter's is written as the letter (the papers' notation)."""
+    words = name.split("_")
+    return GREEK.get(words[-1].lower(), name)
+
+
 def setting_label(overrides: dict[str, Any]) -> str:
-    """``{"objective_args.beta": 0.1}`` → ``β=0.1``: each override by its last key (Greek where the name is a Greek
-    letter, as the papers write them)."""
-    parts = []
-    for key, value in overrides.items():
-        last = str(key).rsplit(".", 1)[-1]
-        for word, letter in GREEK.items():
-            last = re.sub(rf"(^|_){word}($|_)", lambda m: f"{m.group(1)}{letter}{m.group(2)}", last)
-        parts.append(f"{last}={value:g}" if isinstance(value, float) else f"{last}={value}")
+    """``{"objective_args.fcl_beta": 0.1}`` → ``β=0.1``: each override by its last key, as a Greek letter where the
+    name ends in one (two overrides that would read alike keep their names: ``fcl_alpha=1, kd_alpha=0.5``)."""
+    lasts = [str(k).rsplit(".", 1)[-1] for k in overrides]
+    short = [_greek(x) for x in lasts]
+    names = [s if short.count(s) == 1 else x for s, x in zip(short, lasts)]
+    parts = [f"{n}={v:g}" if isinstance(v, float) else f"{n}={v}" for n, v in zip(names, overrides.values())]
     return ", ".join(parts) or "(defaults)"
 
 

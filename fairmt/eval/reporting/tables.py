@@ -75,8 +75,10 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
           note="Tradeoff: Shen et al.'s ½·N(Acc) + ¼·N(1−GAP) + ⅛·N(1−leakage@h) + ⅛·N(1−leakage@ŷ), N = ÷ max "
                "over the rows compared")),
         dynamic=(("gap:", "GAP per class", "min", "rate", 2),),
-        touched={"signature": ("Performance", "Fairness", "Leakage", "Trade-off", "GAP per class"),
-                 "delta_eo": ("Fairness",), "positive_class": ("Performance", "Fairness")},
+        touched={"cls:version": ("Performance", "Fairness", "Leakage", "Trade-off", "GAP per class"),
+                 "cls:gap": ("Fairness", "Trade-off", "GAP per class"), "cls:auc": ("Performance",),
+                 "cls:leak": ("Leakage", "Trade-off"), "delta_eo": ("Fairness",),
+                 "positive_class": ("Performance", "Fairness")},
         tradeoff=("gap", "accuracy"), bars="GAP per class"),
     Family("embeddings", "Text embeddings: bias suites (CCD paper; SEAT, CrowS-Pairs, StereoSet, Bias-IR)", (
         M("seat_avg_abs", "avg |d|", "SEAT", "min", "raw", 3),
@@ -157,11 +159,13 @@ class Table:
 
 
 def digits_for(std: float | None, default: int) -> int:
-    """Decimals that match the spread: the standard deviation to two significant digits below 2.0·10^k and one
-    above (0.23 → 2 decimals, 1.7 → 1, 12 → 0), at most 4; ``default`` without a spread."""
+    """Decimals that match the spread (the particle physicists' rounding rule): the standard deviation to two
+    significant digits when its leading digit is 1 or 2, else to one (0.23 → 2 decimals, 0.71 → 1, 1.7 → 1, 4.2 → 0,
+    12 → 0), at most 4; ``default`` without a spread (or a zero one)."""
     if std is None or not math.isfinite(std) or std <= 0:
         return default
-    d = -math.floor(math.log10(std)) + (1 if std / 10 ** math.floor(math.log10(std)) < 2 else 0)
+    e = math.floor(math.log10(std))
+    d = -e + (1 if std / 10 ** e < 3 else 0)
     return max(0, min(4, d))
 
 
