@@ -272,7 +272,7 @@ def test_several_sweeps_make_one_table_and_one_tradeoff_figure_labelled_by_value
     assert r0.n == 2 and r0.values["accuracy"] == pytest.approx(80 - 1 + 0.5)
     assert r0.std["accuracy"] == pytest.approx(statistics.stdev([79.0, 80.0]))
     assert t.cell(0, next(m for m in t.columns if m.key == "accuracy")) == "79.5 ± 0.7"
-XX
+    assert r0.signatures["cls:version"] == "v1" and r0.signatures["delta_eo"] == "all"  # from the sweep's own run
     (name, _, fig), = [f for f in figures([t]) if f[0].endswith("tradeoff")]
     ax = fig.axes[0]
     labels = {a.get_text() for a in ax.texts}
