@@ -206,7 +206,8 @@ def tradeoff_figure(t: Table):
             ax.annotate(label, (r.values[xk], r.values[yk]), textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax.set_xlabel(_axis_label(t, cols[xk]))
     ax.set_ylabel(_axis_label(t, cols[yk]))
-    ax.set_title(f"{t.family.title.split(':')[0]}: trade-off ({len(pts)} points; bars: ± std over seeds)",
+    ax.set_title(f"{t.family.title.split(':')[0]}: trade-off ({len(pts)} point{'s' if len(pts) != 1 else ''}; "
+                 "bars: ± std over seeds)",
                  fontsize="medium")
     ax.grid(linewidth=0.3, alpha=0.5)
     if len(groups) > 1:

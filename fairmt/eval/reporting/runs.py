@@ -167,6 +167,15 @@ def _flores_row(r: _Reader) -> dict:
     return {"bleu": sp if sp is not None else r.num("bleu_spm_nonstandard"), "chrfpp": r.num("chrfpp")}
 
 
+_MT_AVERAGES = {
+    "geneval": (("explicit_accuracy", "geneval_e_acc"), ("accuracy", "geneval_acc"),
+                ("abs_explicit_delta_g", "geneval_abs_edg"), ("abs_delta_g", "geneval_abs_dg"),
+                ("chrfpp", "geneval_chrfpp")),
+    "flores": (("spbleu", "bleu"), ("chrfpp", "chrfpp")),
+    "winomt": (("accuracy", "winomt_acc"), ("abs_delta_g_acc", "winomt_abs_dg"), ("abs_delta_s", "winomt_abs_ds")),
+}
+
+
 def _read_mt_bias(r: _Reader, name: str) -> list[Run]:
     from fairmt.eval.mtbias import run_signatures
 
@@ -176,8 +185,23 @@ def _read_mt_bias(r: _Reader, name: str) -> list[Run]:
     geneval = {x: _geneval_row(parts["geneval"].at(x)) for x in langs["geneval"]}
     flores = {x: _flores_row(parts["flores"].at(x)) for x in langs["flores"]}
     settings = r.at("settings").data
-    return [Run(name, "mt", r.path, _mt_values(winomt, geneval, flores), signatures=run_signatures(r.data),
-                settings=_drop_none({k: settings.get(k) for k in ("model", "compat", "split", "id_lang", "backend")}),
+    values = _mt_values(winomt, geneval, flores)
+    for bench, keys in _MT_AVERAGES.items():  # the file's own averages (Table 3's) where it has them
+        avg = parts[bench].at("average")
+        for src, key in keys:
+            if avg.get(src) is not None:
+                values[key] = avg.num(src)
+        if bench == "flores" and avg.get("spbleu") is None and avg.get("bleu_spm_nonstandard") is not None:
+            values["bleu"] = avg.num("bleu_spm_nonstandard")
+    degenerate = [parts[b].at(x).at("degenerate") for b in ("geneval", "flores") for x in langs[b]]
+    degenerate = [d for d in degenerate if d.data]
+    if degenerate:
+        values["degenerate"] = sum(d.num("degenerate") or 0.0 for d in degenerate)
+        settings = {**settings, "degenerate of": int(sum(d.num("n") or 0.0 for d in degenerate))}
+    sigs = {k: v for k, v in run_signatures(r.data).items() if k != "settings:id_lang"}  # no in/out-domain column
+    return [Run(name, "mt", r.path, values, signatures=sigs,
+                settings=_drop_none({k: settings.get(k) for k in ("model", "compat", "split", "id_lang", "backend",
+                                                                  "degenerate of")}),
                 method=settings.get("method"))]
 
 
@@ -570,7 +594,7 @@ def read_runs(path: str | Path, name: str | None = None) -> list[Run]:
 def _default_name(p: Path, data: dict) -> str:
     """A run's name when none is given: its method/objective and folder for recipe results, else the file stem."""
     stem = p.stem
-    if stem.endswith("results") and p.parent.name:
+    if stem in ("results", f"{data.get('method')}_results") and p.parent.name:  # a run folder's file: its folder
         stem = p.parent.name if p.parent.name not in ("run", ".") else p.parent.parent.name or p.parent.name
     for key in ("objective", "method"):
         if isinstance(data.get(key), str) and data[key] not in stem:

@@ -51,12 +51,16 @@ class Family:
 M = Measure
 FAMILIES: dict[str, Family] = {f.key: f for f in (
     Family("mt", "Machine translation: gender accuracy and quality (Lee et al., Tables 2–3)", (
-        M("geneval_e_acc", "E-Acc.", "MT-GenEval", "max"), M("geneval_acc", "Acc.", "MT-GenEval", "max"),
-        M("geneval_abs_edg", "|ΔG| (E)", "MT-GenEval", "min"), M("geneval_abs_dg", "|ΔG|", "MT-GenEval", "min"),
-        M("geneval_chrfpp", "chrF++", "MT-GenEval", "max", "score"),
+        M("geneval_e_acc", "E-Acc.", "MT-GenEval", "max"), M("geneval_chrfpp", "chrF++", "MT-GenEval", "max", "score"),
+        M("geneval_abs_edg", "|ΔG| (E)", "MT-GenEval", "min"), M("geneval_acc", "Acc.", "MT-GenEval", "max",
+                                                                  note="MT-GenEval Acc.: the official accuracy, "
+                                                                       "which a degenerate output can bring to 100"),
+        M("geneval_abs_dg", "|ΔG|", "MT-GenEval", "min"),
         M("bleu", "spBLEU", "FLORES-200", "max", "score"), M("chrfpp", "chrF++", "FLORES-200", "max", "score"),
         M("winomt_acc", "Acc.", "WinoMT", "max"), M("winomt_abs_dg", "|ΔG|", "WinoMT", "min"),
-        M("winomt_abs_ds", "|ΔS|", "WinoMT", "min")),
+        M("winomt_abs_ds", "|ΔS|", "WinoMT", "min"),
+        M("degenerate", "degenerate", "Outputs", "min", "count", 0,
+          note="degenerate: empty, repetitive or wrong-script translations (MT-GenEval and FLORES lines)")),
         dynamic=(("winomt_acc:", "WinoMT Acc. per language", "max", "rate", 1),),
         touched={"winomt": ("WinoMT", "WinoMT Acc. per language"), "geneval": ("MT-GenEval",),
                  "flores": ("FLORES-200",), "settings:compat": ("WinoMT", "WinoMT Acc. per language"),
@@ -132,7 +136,7 @@ class Table:
     notes: list[str]
 
     def unit(self, m: Measure) -> str:
-        return {"rate": "%" if self.scale == "percent" else "fraction", "score": "0–100"}.get(m.kind, "")
+        return {"rate": "%" if self.scale == "percent" else "fraction", "score": "0–100", "count": "n"}.get(m.kind, "")
 
     def header(self, m: Measure) -> str:
         """``Acc. ↑ (%)``: label, better direction and scale."""
@@ -327,7 +331,7 @@ def describe_scale(t: Table) -> str:
     kinds = {m.kind for m in t.columns}
     parts = []
     if "rate" in kinds:
-        parts.append("rates in percent (ΔEO, GAP and gaps in percentage points)" if t.scale == "percent"
+        parts.append("rates in percent (gaps in percentage points)" if t.scale == "percent"
                      else "rates as fractions in [0, 1] (as the paper prints them)")
     if "score" in kinds:
         parts.append("BLEU/chrF++/StereoSet/CrowS/GLUE on their 0–100 scales")
