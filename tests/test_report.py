@@ -355,3 +355,67 @@ def test_html_external_url_check_fails_on_a_cdn_reference():
     assert EXTERNAL.search('<script src="https://cdn.example.com/x.js"></script>')
     assert EXTERNAL.search("<style>@import 'x.css'</style>") and EXTERNAL.search('<img src="a.png">')
     assert not EXTERNAL.search('<a href="#mt">x</a><use href="#p1"/>')
+
+
+# ------------------------------------------------------------------------------------------------ fairmt push
+@pytest.fixture()
+def no_network(monkeypatch):
+    """Any socket connection or Hub call fails the test: a dry run contacts nothing."""
+    import socket
+
+    from huggingface_hub import HfApi
+
+    def refuse(*a, **k):
+        raise AssertionError("the network was contacted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    for name in ("create_repo", "create_commit", "upload_folder", "model_info"):
+        monkeypatch.setattr(HfApi, name, refuse)
+
+
+def _model_dir(tmp_path: Path) -> Path:
+    m = tmp_path / "model"
+    (m / "checkpoint-3").mkdir(parents=True)
+    (m / "config.json").write_text("{}")
+    (m / "model.safetensors").write_bytes(b"x" * 10)
+    (m / "checkpoint-3" / "optimizer.pt").write_bytes(b"x")
+    return m
+
+
+@pytest.mark.parametrize("fixture,method,metric,value", [
+    ("classification_fcl_results.json", "fcl", "Performance Acc. (%)", ("test", "accuracy")),
+    ("dpce_results.json", "dpce", "CCED gap", ("after", "cced", "gap")),
+    ("sampling_fair_results.json", "sampling", "Latent subgroups dominance",
+     ("stages", "stage2", "subgroups", "cluster_dominance_ratio")),
+    ("classification_inlp_results.json", None, "Leakage leakage@h (%)", ("test", "leakage_h")),
+])
+def test_push_dry_run_writes_the_card_of_any_family_and_contacts_nothing(tmp_path, no_network, capsys, fixture,
+                                                                       method, metric, value):
+    from fairmt.citations import ENTRIES
+    from fairmt.eval.modelcard import read_eval_results
+
+    out = tmp_path / "card"
+    assert main(["push", str(_model_dir(tmp_path)), "me/model", "--results", str(FIX / fixture),
+                 "--dry-run", str(out)]) == 0
+    assert "dry run: nothing uploaded" in capsys.readouterr().out
+    entries = {e["metric_name"]: e for e in read_eval_results(out / "README.md")}
+    want = _fixture(fixture)
+    for k in value:
+        want = want[k]
+    assert entries[metric]["metric_value"] == round(want, 2 if "(%)" in metric else 4)
+    card = (out / "README.md").read_text()
+    cited = [k for k in ("shen2022fcl", "kaneko2021dpce", "martin_ogbuokiri_sampling", "lee2023gacl")
+             if f"{{{k}," in card]
+    expected = {"fcl": ["shen2022fcl"], "dpce": ["kaneko2021dpce"], "sampling": ["martin_ogbuokiri_sampling"],
+                None: []}[method]
+    assert cited == expected and all(k in ENTRIES for k in expected)
+    assert (out / "upload.txt").read_text().splitlines() == ["config.json", "model.safetensors",
+                                                            "README.md (the card beside this file)"]
+
+
+def test_push_method_given_on_the_command_line_wins(tmp_path, no_network):
+    out = tmp_path / "card"
+    assert main(["push", str(_model_dir(tmp_path)), "me/model", "--results", str(FIX / CLS[1]), "--method", "cscl",
+                 "--dry-run", str(out)]) == 0
+    card = (out / "README.md").read_text()
+    assert "{chi2022cscl," in card and "{shen2022fcl," not in card

@@ -600,3 +600,26 @@ def _default_name(p: Path, data: dict) -> str:
         if isinstance(data.get(key), str) and data[key] not in stem:
             return f"{data[key]} ({stem})"
     return stem
+
+
+CITED = ("gacl", "ccd", "dpce", "adept", "cscl", "fcl", "sampling")
+"""The methods whose paper a model card cites (:mod:`fairmt.citations`)."""
+
+
+def run_method(data: dict) -> str | None:
+    """The training method a result file says it comes from, as a model card names it (``gacl``, ``ccd``, ``dpce``,
+    ``adept``, ``fcl``, ``cscl``, ``sampling``), or None when it says none of them (an eval result, a baseline such
+    as CE, INLP, adversarial training or the SimCLR stage of a sampling run)."""
+    fmt = data.get("format")
+    if fmt == formats.CLASSIFICATION_RESULTS:
+        objective = str(data.get("objective") or "")
+        return next((m for m in ("cscl", "fcl") if objective.startswith(m)), None)
+    if fmt == formats.SAMPLING_RESULTS:
+        return "sampling" if data.get("objective") not in (None, "simclr") else None
+    if fmt in (formats.GACL_RESULTS, formats.WORD_DEBIAS_RESULTS, formats.SWEEP):
+        method = str(data.get("method") or "")
+        return method if method in CITED else None
+    if fmt == formats.MT_BIAS and isinstance(data.get("settings"), dict):
+        method = str(data["settings"].get("method") or "")
+        return method if method in CITED else None
+    return None
