@@ -419,3 +419,18 @@ def test_push_method_given_on_the_command_line_wins(tmp_path, no_network):
                  "--dry-run", str(out)]) == 0
     card = (out / "README.md").read_text()
     assert "{chi2022cscl," in card and "{shen2022fcl," not in card
+
+
+# ------------------------------------------------------------------------------------------------ summaries
+def test_sampling_results_md_shows_the_probes_gap_and_delta_eo():
+    from fairmt.scripts.sampling import _markdown
+
+    res = _fixture("sampling_fair_results.json")
+    md = _markdown(res)
+    target = next(iter(res["stages"]["stage2"]["probe"]))
+    fair = res["stages"]["stage2"]["probe"][target]["fairness_by_attribute"]
+    attr = next(a for a, v in fair.items() if v)
+    line = next(x for x in md.splitlines() if x.startswith(f"| {target} | GAP ↓ ({attr}) |"))
+    assert f"{fair[attr]['gap']:.4f}" in line
+    assert any(x.startswith(f"| {target} | ΔEO ↓ ({attr}) |") for x in md.splitlines())
+    assert "Representation Entropy ↑" in md and "Accuracy ↑" in md
