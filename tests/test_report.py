@@ -434,3 +434,40 @@ def test_sampling_results_md_shows_the_probes_gap_and_delta_eo():
     assert f"{fair[attr]['gap']:.4f}" in line
     assert any(x.startswith(f"| {target} | ΔEO ↓ ({attr}) |") for x in md.splitlines())
     assert "Representation Entropy ↑" in md and "Accuracy ↑" in md
+
+
+# ------------------------------------------------------------------------------------------------ real eval files
+def test_real_mt_bias_runs_default_and_acl2019_and_an_eval_winomt_json():
+    from fairmt.errors import FairmtError
+    from fairmt.eval.reporting import build_tables, read_runs
+
+    a, b = (read_runs(FIX / n)[0] for n in ("mtbias_google.json", "mtbias_google_acl2019.json"))
+    w = read_runs(FIX / "winomt_de.json")[0]
+    data = _fixture("mtbias_google.json")
+    assert (a.name, b.name) == ("google", "google-acl2019")
+    assert a.values["winomt_acc"] == data["winomt"]["average"]["accuracy"]
+    assert a.values["winomt_acc:de"] == data["winomt"]["de"]["accuracy"]
+    assert w.values["winomt_acc"] == pytest.approx(_fixture("winomt_de.json")["accuracy"])
+    assert w.values["winomt_abs_dg"] == pytest.approx(abs(data["winomt"]["de"]["delta_g_acc"]))  # from the confusion
+    with pytest.raises(FairmtError, match="google-acl2019 was scored differently from google"):
+        build_tables([a, b])
+    (t,) = build_tables([a, b], allow_mixed=True)
+    assert "winomt_acc:de" in t.marks[1] and {d["key"] for d in t.differs[1]} >= {"settings:compat", "winomt:de"}
+
+
+def test_real_eval_embeddings_json_gives_seat_per_test_and_bars():
+    from fairmt.eval.reporting import build_tables, read_runs
+    from fairmt.eval.reporting.render import bars_figure
+
+    (run,) = read_runs(FIX / "embeddings_minilm.json")
+    data = _fixture("embeddings_minilm.json")
+    assert run.values["seat_avg_abs"] == data["seat"]["avg_abs_effect_size"]
+    assert run.values["seat:6"] == data["seat"]["tests"]["6"]["effect_size"]
+    assert run.values["cced_gap"] == data["cced"]["gap"] and run.values["bias_ir_avg_dev"] == data["bias_ir"]["avg_dev"]
+    (t,) = build_tables([run])
+    assert [m.label for m in t.columns if m.group.startswith("SEAT effect")] == ["6", "6b", "7", "7b", "8", "8b"]
+    fig = bars_figure(t)
+    assert [x.get_text() for x in fig.axes[0].get_xticklabels()] == ["6", "6b", "7", "7b", "8", "8b"]
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
