@@ -471,3 +471,17 @@ def test_real_eval_embeddings_json_gives_seat_per_test_and_bars():
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+def test_push_dry_run_of_a_sweep_takes_the_selected_runs_results_and_method(tmp_path, no_network):
+    pytest.importorskip("optuna")
+    from fairmt.eval.modelcard import read_eval_results
+
+    sweep = _classification_sweep(tmp_path, "fcl", "objective_args.fcl_beta", [0.1, 0.3], seeds="1")
+    report = json.loads(sweep.read_text())
+    run = json.loads((sweep.parent / report["selected"]["run"] / "run" / "results.json").read_text())
+    out = tmp_path / "card"
+    assert main(["push", str(_model_dir(tmp_path)), "me/fcl", "--results", str(sweep), "--dry-run", str(out)]) == 0
+    entries = {e["metric_name"]: e["metric_value"] for e in read_eval_results(out / "README.md")}
+    assert entries["Performance Acc. (%)"] == round(run["test"]["accuracy"], 2)
+    assert "{shen2022fcl," in (out / "README.md").read_text()  # the method the selected run says
