@@ -145,12 +145,13 @@ class Table:
 
     def best(self) -> dict[str, set[int]]:
         """Per column with a known direction, the rows holding its best mean (several on a tie; none when fewer
-        than two rows have a value)."""
+        than two rows have a value). A cell marked † (scored under other settings) is never the best."""
         out = {}
         for m in self.columns:
             if not m.direction:
                 continue
-            vals = [(i, r.values.get(m.key)) for i, r in enumerate(self.rows) if r.values.get(m.key) is not None]
+            vals = [(i, r.values.get(m.key)) for i, r in enumerate(self.rows)
+                    if r.values.get(m.key) is not None and m.key not in self.marks[i]]
             if len(vals) < 2:
                 continue
             target = (max if m.direction == "max" else min)(v for _, v in vals)
@@ -209,8 +210,9 @@ def _aggregate(runs: list[Run]) -> list[Run]:
 
 
 def signature_differences(rows: list[Run]) -> list[list[dict]]:
-    """Per row, every signature in which it differs from the first row of its table (a key only one of them has
-    counts only for ``languages:``/``settings:``/``sweep:`` keys: a per-language signature compares like with like)."""
+    """Per row, every signature in which it differs from the first row of its table. A key only one of the two has
+    is no difference (a per-language signature compares like with like; a setting of a benchmark one run does not
+    have changes none of its numbers)."""
     if not rows:
         return []
     base = rows[0].signatures
@@ -219,7 +221,7 @@ def signature_differences(rows: list[Run]) -> list[list[dict]]:
         diffs = []
         for key in sorted(set(base) | set(r.signatures)):
             a, b = base.get(key), r.signatures.get(key)
-            if a == b or ((a is None or b is None) and not key.startswith(("languages:", "settings:", "sweep:"))):
+            if a == b or a is None or b is None:
                 continue
             diffs.append({"key": key, "first": a, "this": b})
         out.append(diffs)
@@ -336,7 +338,7 @@ def describe_scale(t: Table) -> str:
     if "score" in kinds:
         parts.append("BLEU/chrF++/StereoSet/CrowS/GLUE on their 0–100 scales")
     if "raw" in kinds:
-        parts.append("effect sizes, gaps, deviations, ratios and Tradeoff as raw values")
+        parts.append("the other measures as raw values")
     seeds = [r for r in t.rows if r.n > 1]
     spread = "; mean ± sample std over seeds (n in the settings)" if seeds else ""
     return "Scale: " + "; ".join(parts) + ". ↑ higher is better, ↓ lower is better" + spread + "."
