@@ -486,3 +486,21 @@ def test_push_dry_run_of_a_sweep_takes_the_selected_runs_results_and_method(tmp_
     entries = {e["metric_name"]: e["metric_value"] for e in read_eval_results(out / "README.md")}
     assert entries["Performance Acc. (%)"] == round(run["test"]["accuracy"], 2)
     assert "{shen2022fcl," in (out / "README.md").read_text()  # the method the selected run says
+
+
+def test_a_key_only_one_run_has_is_no_difference_and_per_class_gap_is_asked_for(tmp_path, capsys):
+    from fairmt.eval.reporting import Run, build_tables
+    from fairmt.eval.reporting.tables import signature_differences
+
+    a = Run("a", "mt", "a.json", {"winomt_acc": 60.0}, signatures={"settings:split": "test", "winomt:de": "w1"})
+    b = Run("b", "mt", "b.json", {"winomt_acc": 61.0}, signatures={"winomt:de": "w1"})
+    c = Run("c", "mt", "c.json", {"winomt_acc": 62.0}, signatures={"winomt:de": "w2"})
+    assert signature_differences([a, b, c]) == [[], [], [{"key": "winomt:de", "first": "w1", "this": "w2"}]]
+    fcl = FIX / CLS[1]
+    assert main(["report", str(fcl), "--json", "-"]) == 0
+    (t,) = json.loads(capsys.readouterr().out)["tables"]  # --json -: the JSON alone on stdout
+    assert not any(c["group"] == "GAP per class" for c in t["columns"])
+    assert main(["report", str(fcl), "--json", "-", "--per-class"]) == 0
+    (t,) = json.loads(capsys.readouterr().out)["tables"]
+    per_class = {c["label"]: t["rows"][0]["values"][c["key"]] for c in t["columns"] if c["group"] == "GAP per class"}
+    assert per_class == _fixture(CLS[1])["test_full"]["gap_by_class"]
