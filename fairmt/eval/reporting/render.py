@@ -109,7 +109,9 @@ def latex_report(tables: list[Table], standalone: bool = False) -> str:
     for t in tables:
         best = t.best()
         n = len(t.columns)
-        lines = [r"\begin{table}[ht]", r"\centering", r"\small", r"\begin{tabular}{l" + "r" * n + "}", r"\toprule"]
+        wide = n > 8  # scaled to the text width (graphicx), as a wide paper table is
+        lines = [r"\begin{table}[ht]", r"\centering", r"\small"] + ([r"\resizebox{\linewidth}{!}{%"] if wide else []) \
+            + [r"\begin{tabular}{l" + "r" * n + "}", r"\toprule"]
         spans, rules, col = [], [], 2
         for g, w in groups_of(t.columns):
             spans.append(rf"\multicolumn{{{w}}}{{c}}{{{tex(g)}}}")
@@ -129,7 +131,7 @@ def latex_report(tables: list[Table], standalone: bool = False) -> str:
                     c += r"$^\dagger$"
                 cells.append(c)
             lines.append(tex(r.name) + " & " + " & ".join(cells) + r" \\")
-        lines += [r"\bottomrule", r"\end{tabular}"]
+        lines += [r"\bottomrule", r"\end{tabular}" + ("}" if wide else "")]
         caption = f"{t.family.title}. {describe_scale(t)} Bold: best per column."
         lines.append(rf"\caption{{{tex(caption)}}}")
         lines.append(rf"\label{{tab:fairmt-{t.family.key}}}")
@@ -139,9 +141,9 @@ def latex_report(tables: list[Table], standalone: bool = False) -> str:
         parts.append("\n".join(lines))
     body = "\n\n".join(parts) + "\n"
     if standalone:
-        return ("\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{booktabs}\n"
+        return ("\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{booktabs}\n\\usepackage{graphicx}\n"
                 "\\usepackage[margin=1cm,landscape]{geometry}\n\\begin{document}\n" + body + "\\end{document}\n")
-    return "% fairmt report: needs \\usepackage{booktabs}\n" + body
+    return "% fairmt report: needs \\usepackage{booktabs} (and graphicx for \\resizebox)\n" + body
 
 
 # ------------------------------------------------------------------------------------------------ figures
