@@ -504,3 +504,52 @@ def test_a_key_only_one_run_has_is_no_difference_and_per_class_gap_is_asked_for(
     (t,) = json.loads(capsys.readouterr().out)["tables"]
     per_class = {c["label"]: t["rows"][0]["values"][c["key"]] for c in t["columns"] if c["group"] == "GAP per class"}
     assert per_class == _fixture(CLS[1])["test_full"]["gap_by_class"]
+
+
+def _geneval_result(lang: str, split: str, acc: float):
+    from fairmt.eval.geneval import GenEvalResult
+
+    return GenEvalResult(lang=lang, split=split, n=100, accuracy=acc, explicit_accuracy=acc - 20,
+                         accuracy_masculine=acc + 5, accuracy_feminine=acc - 5, explicit_accuracy_masculine=acc - 15,
+                         explicit_accuracy_feminine=acc - 25, delta_g=10.0, explicit_delta_g=-8.0,
+                         hypothesis_accuracy=acc, hypothesis_explicit_accuracy=acc - 20,
+                         signature=f"MT-GenEval|set:counterfactual|split:{split}|lang:{lang}|n:100|fairmt:0.1",
+                         chrfpp=50.0)
+
+
+def _flores_result(pair: str, tok: str, bleu: float):
+    from fairmt.eval.translation import TranslationQualityResult
+
+    return TranslationQualityResult(lang_pair=pair, n=1012, spbleu=bleu, bleu_spm_nonstandard=None, chrfpp=55.0,
+                                    bleu_label="spBLEU", bleu_signature=f"nrefs:1|case:mixed|tok:{tok}|version:2.4",
+                                    chrf_signature="nrefs:1|case:mixed|nc:6|nw:2|version:2.4", spm_model="m",
+                                    spm_model_sha256="x")
+
+
+def test_eval_geneval_and_flores_jsons_average_languages_and_refuse_another_split_or_tokenizer(tmp_path, capsys):
+    """Through the commands' own JSON writers (``fairmt.commands.eval_geneval._summary``)."""
+    from fairmt.commands.eval_geneval import _summary
+    from fairmt.eval.reporting import build_tables, read_runs
+    from fairmt.outputs import json_text
+
+    def write(name, results, metrics):
+        return _write_text(tmp_path / f"{name}.json", json_text(_summary(results, metrics)))
+
+    m = ["explicit_accuracy", "accuracy"]
+    g_test = write("g_test", [_geneval_result("de", "test", 80.0), _geneval_result("fr", "test", 70.0)], m)
+    g_dev = write("g_dev", [_geneval_result("de", "dev", 82.0), _geneval_result("fr", "dev", 72.0)], m)
+    f200 = write("f200", [_flores_result("eng_Latn-deu_Latn", "flores200", 30.0)], ["bleu", "chrfpp"])
+    f101 = write("f101", [_flores_result("eng_Latn-deu_Latn", "flores101", 31.0)], ["bleu", "chrfpp"])
+    (run,) = read_runs(g_test)
+    assert run.values["geneval_e_acc"] == 55.0 and run.values["geneval_abs_edg"] == 8.0
+    assert read_runs(f200)[0].values["bleu"] == 30.0
+    for a, b, key in ((g_test, g_dev, "settings:split"), (f200, f101, "flores:eng_Latn-deu_Latn:BLEU")):
+        assert main(["report", str(a), str(b)]) == 2
+        assert f"{key} is" in capsys.readouterr().err
+    (t,) = build_tables(read_runs(g_test) + read_runs(f200))  # one MT table: geneval and FLORES columns side by side
+    assert {"geneval_e_acc", "bleu", "chrfpp"} <= {m.key for m in t.columns}
+
+
+def _write_text(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
