@@ -212,14 +212,14 @@ def _aggregate(runs: list[Run]) -> list[Run]:
 def signature_differences(rows: list[Run]) -> list[list[dict]]:
     """Per row, every signature in which it differs from the first row of its table. A key only one of the two has
     is no difference (a per-language signature compares like with like; a setting of a benchmark one run does not
-    have changes none of its numbers)."""
+    have changes none of its numbers). The settings (``settings:compat`` ...) come first: the refusal names one."""
     if not rows:
         return []
     base = rows[0].signatures
     out: list[list[dict]] = [[]]
     for r in rows[1:]:
         diffs = []
-        for key in sorted(set(base) | set(r.signatures)):
+        for key in sorted(set(base) | set(r.signatures), key=lambda k: (not k.startswith("settings:"), k)):
             a, b = base.get(key), r.signatures.get(key)
             if a == b or a is None or b is None:
                 continue
