@@ -288,13 +288,13 @@ def test_several_sweeps_make_one_table_and_one_tradeoff_figure_labelled_by_value
 # ------------------------------------------------------------------------------------------------ outputs
 @pytest.fixture(scope="module")
 def mixed_report(tmp_path_factory):
-    """An mt-bias JSON, an embeddings recipe's results, eval classification JSON, the classification recipes and a
-    sweep: every output written."""
+    """Two mt-bias JSONs, an `eval embeddings` JSON, the classification recipes' results, a classification sweep and
+    a sampling run: every output written."""
     pytest.importorskip("optuna")
     tmp_path = tmp_path_factory.mktemp("mixed")
     files = [_write(tmp_path / "mt.json", _mt_bias("google")), _write(tmp_path / "mt2.json", _mt_bias("nllb",
                                                                                                       acc=(70, 50))),
-             FIX / "dpce_results.json", *(FIX / n for n in CLS),
+             FIX / "embeddings_minilm.json", *(FIX / n for n in CLS),
              _classification_sweep(tmp_path, "fcl", "objective_args.fcl_beta", [0.1, 0.3]),
              FIX / "sampling_fair_results.json"]
     out = {k: tmp_path / f"report.{k}" for k in ("md", "json", "tex", "html")}
@@ -315,14 +315,15 @@ def test_markdown_json_and_latex_hold_every_runs_key_numbers(mixed_report):
         assert f"{acc:.2f}" in md and f"{acc:.2f}" in tex
     assert "fcl β=0.1" in md and "fcl $\\beta$=0.1" in tex
     assert "| google |" in md and "57.5" in md  # WinoMT average of 60 and 55
-    assert f"{_fixture('dpce_results.json')['after']['cced']['gap']:.4f}" in md
+    emb = _fixture("embeddings_minilm.json")
+    assert f"{emb['cced']['gap']:.4f}" in md and f"{emb['seat']['tests']['7b']['effect_size']:.3f}" in md
     # LaTeX: one booktabs table per family, a bold best per column where the direction is known
     assert tex.count("\\begin{table}") == 4 and tex.count("\\toprule") == 4 and "\\cmidrule(lr)" in tex
     assert "\\textbf{" in tex and "$\\uparrow$" in tex and "$\\pm$" in tex
     assert not re.search(r"[^\x00-\x7f]", tex)
     # the figures: a trade-off per family that has one, and the per-language / per-test bars
     figs = sorted(p.name for p in tmp.glob("fig-*.svg"))
-    assert {"fig-mt-tradeoff.svg", "fig-mt-bars.svg", "fig-classification-tradeoff.svg",
+    assert {"fig-mt-tradeoff.svg", "fig-mt-bars.svg", "fig-classification-tradeoff.svg", "fig-embeddings-bars.svg",
             "fig-probe-tradeoff.svg"} <= set(figs)
 
 
