@@ -99,8 +99,8 @@ def test_a_value_of_the_wrong_type_is_one_line_not_a_traceback(tmp_path, capsys,
     assert expected in err and len(err.splitlines()) == 1
 
 
-def test_sweep_json_with_a_string_mean_is_one_line(tmp_path, capsys):
-    sweep = _classification_sweep(tmp_path, "fcl", "objective_args.fcl_beta", [0.1], seeds="1")
+def test_sweep_json_with_a_string_mean_is_one_line(mixed_report, tmp_path, capsys):
+    sweep = mixed_report[1] / "sweep_fcl" / "sweep.json"
     data = json.loads(sweep.read_text())
     data["settings"][0]["mean"]["test.accuracy"] = "n/a"
     assert main(["report", str(_write(tmp_path / "s.json", data))]) == 2
@@ -475,11 +475,10 @@ def test_real_eval_embeddings_json_gives_seat_per_test_and_bars():
     plt.close(fig)
 
 
-def test_push_dry_run_of_a_sweep_takes_the_selected_runs_results_and_method(tmp_path, no_network):
-    pytest.importorskip("optuna")
+def test_push_dry_run_of_a_sweep_takes_the_selected_runs_results_and_method(mixed_report, tmp_path, no_network):
     from fairmt.eval.modelcard import read_eval_results
 
-    sweep = _classification_sweep(tmp_path, "fcl", "objective_args.fcl_beta", [0.1, 0.3], seeds="1")
+    sweep = mixed_report[1] / "sweep_fcl" / "sweep.json"
     report = json.loads(sweep.read_text())
     run = json.loads((sweep.parent / report["selected"]["run"] / "run" / "results.json").read_text())
     out = tmp_path / "card"
