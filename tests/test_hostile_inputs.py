@@ -389,6 +389,7 @@ NOT_INPUTS = {
     "data download --force": "a flag",
     "data verify --root": "checksums a data folder (no parsing): a bad file is reported as a checksum mismatch",
     "push --all-files": "a flag",
+    "push --dry-run": "an output folder (the card it would upload and the list of files)",
     "train --overwrite": "a flag",
     "train --dry-run": "a flag (its help mentions the output folder)",
     "data fairseq-prep --src-lang": "a language code (its help mentions the file suffix)",

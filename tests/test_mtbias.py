@@ -160,10 +160,12 @@ def test_model_run_writes_the_layout_and_rescoring_it_gives_the_same(tmp_path, m
     capsys.readouterr()
     assert main(["report", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--names", "base", "again",
                  "--plot", str(tmp_path / "sc.png"), "--json", str(tmp_path / "cmp.json")]) == 0
-    rows = json.loads((tmp_path / "cmp.json").read_text())
-    assert [r["model"] for r in rows] == ["base", "again"] and rows[1]["Δwinomt_acc"] == 0.0
-    assert (tmp_path / "sc.png").stat().st_size > 3000
-    assert "(+0.0)" in capsys.readouterr().out
+    (table,) = json.loads((tmp_path / "cmp.json").read_text())["tables"]
+    rows = table["rows"]
+    assert [r["name"] for r in rows] == ["base", "again"] and rows[1]["values"] == rows[0]["values"]
+    assert rows[0]["values"]["winomt_acc"] == a["winomt"]["average"]["accuracy"]
+    assert (tmp_path / "sc-mt-tradeoff.png").stat().st_size > 3000
+    assert "base " in capsys.readouterr().out
     # the run's JSON goes into a model card's model-index (`fairmt push --results a.json`): one entry per metric
     from fairmt.commands.push import load_results
     from fairmt.eval.modelcard import eval_results
@@ -176,7 +178,7 @@ def test_model_run_writes_the_layout_and_rescoring_it_gives_the_same(tmp_path, m
 def test_report_refuses_other_json(tmp_path, capsys):
     (tmp_path / "x.json").write_text('{"accuracy": 1}')
     assert main(["report", str(tmp_path / "x.json")]) == 2
-    assert "not a `fairmt eval mt-bias` result" in capsys.readouterr().err
+    assert "declares no 'format'" in capsys.readouterr().err
 
 
 def test_flores_without_a_sentencepiece_model_is_chrf_only(tmp_path, monkeypatch, capsys):

@@ -83,14 +83,16 @@ def test_report_plot_draws_what_exists_and_names_what_it_left_out(tmp_path, caps
     png, out = tmp_path / "sc.png", tmp_path / "cmp.json"
     assert main(["report", str(a), str(b), "--plot", str(png), "--json", str(out)]) == 1
     err = capsys.readouterr().err
-    assert f"plot {png}: not drawn: b: no WinoMT accuracy" in err
-    assert png.stat().st_size > 0 and len(json.loads(out.read_text())) == 2
+    assert f"plot {png}: not drawn: b: no WinoMT Acc." in err
+    drawn = tmp_path / "sc-mt-tradeoff.png"  # one figure per family and kind, named after --plot
+    assert drawn.stat().st_size > 0 and len(json.loads(out.read_text())["tables"][0]["rows"]) == 2
     # nothing drawable at all: no figure, the reason, exit 1; the table is still printed
     assert main(["report", str(b), "--plot", str(tmp_path / "none.png")]) == 1
     captured = capsys.readouterr()
-    assert "not written: no run has both chrF++ (FLORES) and WinoMT accuracy" in captured.err
-    assert "| b |" in captured.out and not (tmp_path / "none.png").exists()
+    assert "plot " in captured.err and "not written: no table has a row with both trade-off measures" in captured.err
+    assert "\nb " in captured.out and not list(tmp_path.glob("none*.png"))
     assert main(["report", str(a), "--plot", str(tmp_path / "ok.png")]) == 0
+    assert (tmp_path / "ok-mt-tradeoff.png").is_file()
 
 
 def test_bar_chart_leaves_undefined_values_out_and_lists_them(tmp_path):

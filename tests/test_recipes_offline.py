@@ -134,6 +134,8 @@ def test_offline_recipe_runs_end_to_end(name, shared_data, embedding_cache, tmp_
         assert res["test"]["scale"] == "percent" and 0 <= res["test"]["accuracy"] <= 100
         assert res["dev"]["loss"] > 0 and res["info"]["selection"]["best_step"] is not None
         assert "selected: " in printed.out and "summed over the" in printed.out  # ΔEO over Bios' classes
+        # the summary holds Shen et al.'s Table 1 columns, leakage included, with their better direction
+        assert f"leakage@h ↓ {res['test']['leakage_h']:.2f}, leakage@ŷ ↓ {res['test']['leakage_yhat']:.2f}" in printed.out
     else:
         method = name.split("/")[1].split("_")[0]
         res = json.loads((out / f"{method}_results.json").read_text())

@@ -31,19 +31,26 @@ def test_compat_and_default_runs_are_marked_not_silently_compared(shared_data, t
     assert main([*common, "--json", str(c)]) == 0
     capsys.readouterr()
     out, md = tmp_path / "cmp.json", tmp_path / "cmp.md"
-    assert main(["report", str(a), str(b), str(c), "--names", "default", "acl2019", "again", "--json", str(out),
+    names = ["--names", "default", "acl2019", "again"]
+    assert main(["report", str(a), str(b), str(c), *names]) == 2  # refused: not comparable as they stand
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "acl2019 was scored differently from default" in err
+    assert "--allow-mixed" in err
+    assert main(["report", str(a), str(b), str(c), *names, "--allow-mixed", "--json", str(out),
                  "--markdown", str(md)]) == 0
     err = capsys.readouterr().err
     assert "acl2019 was scored differently from default: settings:compat is 'acl2019', not 'None'" in err
     assert "winomt:de" in err and "again was scored differently" not in err
-    rows = json.loads(out.read_text())
-    assert [r["model"] for r in rows] == ["default", "acl2019", "again"]
+    (table,) = json.loads(out.read_text())["tables"]
+    rows = table["rows"]
+    assert [r["name"] for r in rows] == ["default", "acl2019", "again"]
     assert rows[0]["differs"] == [] and rows[2]["differs"] == []
     keys = {d["key"] for d in rows[1]["differs"]}
     assert keys == {"settings:compat", "winomt:de"}
     sig = next(d for d in rows[1]["differs"] if d["key"] == "winomt:de")
     assert "compat:acl2019" in sig["this"] and "compat:none" in sig["first"]
     assert all(r["signatures"]["winomt:de"].startswith("winomt|") for r in rows)  # kept in the JSON
+    assert "winomt_acc" in rows[1]["marked"] and rows[2]["marked"] == []
     text = md.read_text()
     line = next(x for x in text.splitlines() if x.startswith("| acl2019 |"))
     assert "†" in line and "†" not in next(x for x in text.splitlines() if x.startswith("| again |"))
@@ -76,9 +83,15 @@ def test_signature_differences_name_each_key():
 def test_report_puts_explicit_accuracy_and_quality_first(tmp_path, capsys):
     p = tmp_path / "a.json"
     p.write_text(json.dumps(_result("a")))
-    assert main(["report", str(p)]) == 0
-    header = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("| model |"))
-    cols = [c.strip() for c in header.strip("|").split("|")]
-    assert cols[1:5] == ["geneval_e_acc", "geneval_chrfpp", "bleu", "chrfpp"] and cols[-2] == "geneval_acc"
-    rows = mtbias.compare_runs([_result("a")], ["a"])
-    assert rows[0]["degenerate"] == 3 and rows[0]["degenerate_of"] == 600
+    out = tmp_path / "r.json"
+    assert main(["report", str(p), "--json", str(out)]) == 0
+    header = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("run "))
+    assert header.split()[1:3] == ["E-Acc.", "↑"]
+    (table,) = json.loads(out.read_text())["tables"]
+    cols = [c["key"] for c in table["columns"]]
+    assert cols == ["geneval_e_acc", "geneval_chrfpp", "winomt_acc", "degenerate"]
+    from fairmt.eval.reporting import FAMILIES
+
+    order = [m.key for m in FAMILIES["mt"].measures]  # the official MT-GenEval accuracy after explicit accuracy
+    assert order[:2] == ["geneval_e_acc", "geneval_chrfpp"] and order.index("geneval_acc") > 2
+    assert table["rows"][0]["values"]["degenerate"] == 3 and table["rows"][0]["settings"]["degenerate of"] == 600

@@ -247,7 +247,9 @@ def run_classification(args: argparse.Namespace) -> int:
         from fairmt.outputs import json_text
 
         rest = {k: v for k, v in result.to_percent_dict().items() if k not in summary and v is not None}
-        data = {**summary, **rest}
+        from fairmt.eval.reporting.formats import CLASSIFICATION
+
+        data = {"format": CLASSIFICATION, **summary, **rest}
         if quiet:
             print(json_text(data))
         else:

@@ -99,12 +99,15 @@ def run_stereoset(args: argparse.Namespace) -> int:
 
     gold = load_stereoset(args.gold, splits=[args.split])
     result = stereoset_score(gold, load_predictions(args.predictions), split=args.split, scores_from=Path(args.predictions).name)
+    from fairmt.eval.reporting.formats import STEREOSET, declared
+
     cols = ["domain", "lms", "ss", "icat", "count"]
+    data = declared(result.to_json(), STEREOSET)
     if args.json_out == "-":
-        print(json_text(result.to_json()))
+        print(json_text(data))
     else:
         print(f"StereoSet {args.split}\n" + format_table(result.rows(), cols, digits=2) + f"\n[{result.signature}]")
-    _write(args, result.to_json(), markdown_table(result.rows(), cols, digits=2))
+    _write(args, data, markdown_table(result.rows(), cols, digits=2))
     return 0
 
 
@@ -125,7 +128,9 @@ def run_embeddings(args: argparse.Namespace) -> int:
     from fairmt.eval.embedding.encode import EmbeddingRunner, MaskedLMRunner
     from fairmt.eval.report import format_table, markdown_table
 
-    payload: dict = {"model": str(args.model), "suites": list(args.suite), "completed": []}
+    from fairmt.eval.reporting.formats import EMBEDDINGS
+
+    payload: dict = {"format": EMBEDDINGS, "model": str(args.model), "suites": list(args.suite), "completed": []}
     md: list[str] = []
     progress = not args.no_progress
 

@@ -152,10 +152,12 @@ def _row(result) -> dict:
 
 def _summary(results, metrics: list[str]) -> dict:
     from fairmt.eval.report import as_dict
+    from fairmt.eval.reporting.formats import GENEVAL, TRANSLATION, declared
 
+    fmt = TRANSLATION if hasattr(results[0], "bleu_label") else GENEVAL
     if len(results) == 1:
-        return as_dict(results[0])
-    out = {"per_language": [as_dict(r) for r in results]}
+        return declared(as_dict(results[0]), fmt)
+    out = {"format": fmt, "per_language": [as_dict(r) for r in results]}
     for m in metrics:
         vals = [getattr(r, m) for r in results if getattr(r, m, None) is not None]
         out[m] = sum(vals) / len(vals) if vals else None

@@ -76,7 +76,7 @@ def run_linear_probe(args: argparse.Namespace) -> int:
     import numpy as np
 
     from fairmt.eval.linear_probe import linear_probe
-    from fairmt.eval.report import format_table, markdown_table, write_json, write_text_atomic
+    from fairmt.eval.report import format_table, markdown_table, write_text_atomic
 
     path = Path(args.embeddings)
     if not path.is_file():
@@ -112,10 +112,13 @@ def run_linear_probe(args: argparse.Namespace) -> int:
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.json_out:
+        from fairmt.eval.reporting.formats import LINEAR_PROBE, declared
+
+        data = declared(result.to_dict(), LINEAR_PROBE)
         if quiet:
-            print(json_text(result.to_dict()))
+            print(json_text(data))
         else:
-            write_json(result, args.json_out)
+            write_text_atomic(args.json_out, json_text(data) + "\n")
     if args.markdown:
         write_text_atomic(args.markdown, markdown_table([row], columns, digits=4))
     return 0

@@ -1,5 +1,6 @@
 """``fairmt eval mt-bias`` (the GACL paper's whole evaluation: WinoMT ×10, MT-GenEval ×8, FLORES-200 ×12, with the
-paper's averages) and ``fairmt report`` (several runs side by side). See :mod:`fairmt.eval.mtbias`."""
+paper's averages); ``fairmt report`` (:mod:`fairmt.commands.report`) puts several runs side by side. See
+:mod:`fairmt.eval.mtbias`."""
 
 from __future__ import annotations
 
@@ -63,15 +64,6 @@ def register(groups) -> None:
     add_backend_arguments(g)
     p.set_defaults(handler=run)
 
-    r = groups["top"].add_parser("report", help="compare mt-bias runs side by side (tables, deltas, scatter plot)")
-    r.add_argument("runs", nargs="+", metavar="RUN.json", help="results of `fairmt eval mt-bias --json`")
-    r.add_argument("--names", nargs="+", default=None, help="one name per run (default: the file stems)")
-    output_file(r, "--markdown", what="comparison table", metavar="OUT", help="write the comparison table (Markdown)")
-    output_file(r, "--plot", what="plot", suffixes=PLOT_SUFFIXES, metavar="OUT",
-                help="write a spBLEU (or chrF++) vs WinoMT-accuracy scatter (Figure 3)")
-    output_file(r, "--json", what="comparison JSON", stdout=True, metavar="OUT",
-                help="write the comparison rows as JSON ('-' prints JSON only)")
-    r.set_defaults(handler=run_report)
 
 
 def _langs(spec: list[str] | None) -> list[str] | None:
@@ -167,69 +159,3 @@ def run(args: argparse.Namespace) -> int:
         plotted = draw_plot(args.plot, lambda: per_language_plot(
             result, args.plot, title=f"{name}: WinoMT accuracy and ΔG per language"))
     return 1 if result["errors"] or not plotted else 0
-
-
-def check_run_result(data: dict, path) -> None:
-    """A ``fairmt eval mt-bias --json`` result of the shape ``fairmt report`` reads: the format version this fairmt
-    writes, and every section and average a mapping of numbers (null where undefined)."""
-    import math
-    from numbers import Number
-
-    from fairmt.eval.mtbias import FORMAT_VERSION
-
-    if not any(k in data for k in ("winomt", "geneval", "flores")):
-        raise FairmtError(f"{path}: not a `fairmt eval mt-bias` result (no winomt/geneval/flores section)")
-    fmt = data.get("format")
-    if fmt != FORMAT_VERSION:
-        raise FairmtError(f"{path}: result format {fmt!r}, but this fairmt reads format {FORMAT_VERSION} (written by "
-                          "`fairmt eval mt-bias --json`); score the translations again with this version")
-    for section in ("winomt", "geneval", "flores", "settings"):
-        value = data.get(section)
-        if value is not None and not isinstance(value, dict):
-            raise FairmtError(f"{path}: {section!r} must be an object, got {type(value).__name__}")
-    for section in ("winomt", "geneval", "flores"):
-        for part in ("average", "in_domain", "out_of_domain"):
-            block = (data.get(section) or {}).get(part)
-            if block is None:
-                continue
-            if not isinstance(block, dict):
-                raise FairmtError(f"{path}: {section}.{part} must be an object of numbers, got {type(block).__name__}")
-            for key, v in block.items():
-                if v is not None and not isinstance(v, (str, dict, list)) and (
-                        isinstance(v, bool) or not isinstance(v, Number) or not math.isfinite(v)):
-                    raise FairmtError(f"{path}: {section}.{part}.{key} is {v!r}, not a number (or null)")
-
-
-def run_report(args: argparse.Namespace) -> int:
-    from fairmt.data.inputs import read_json
-    from fairmt.eval.mtbias import compare_runs, comparison_markdown, scatter_plot
-    from fairmt.eval.report import write_text_atomic
-
-    results = []
-    for path in args.runs:
-        data = read_json(path, "mt-bias result", expect=dict)
-        check_run_result(data, path)
-        results.append(data)
-    names = args.names or [r.get("settings", {}).get("name") or Path(p).stem for r, p in zip(results, args.runs)]
-    if len(names) != len(results):
-        raise FairmtError(f"--names: {len(names)} names for {len(results)} runs")
-    rows = compare_runs(results, names)
-    for row in rows:  # said on stderr whatever the output format: † in the table, "differs" in the JSON
-        for d in row["differs"]:
-            print(f"fairmt report: warning: {row['model']} was scored differently from {rows[0]['model']}: "
-                  f"{d['key']} is {d['this']!r}, not {d['first']!r}", file=sys.stderr)
-    md = comparison_markdown(rows)
-    if args.json == "-":  # the convention of every command: JSON alone on stdout
-        print(json_text(rows))
-    else:
-        print(md)
-    if args.markdown:
-        write_text_atomic(args.markdown, md)
-    if args.json and args.json != "-":
-        write_text_atomic(args.json, json_text(rows) + "\n")
-    if args.plot:
-        from fairmt.eval.report import draw_plot
-
-        if not draw_plot(args.plot, lambda: scatter_plot(rows, args.plot)):
-            return 1
-    return 0

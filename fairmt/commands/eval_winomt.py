@@ -196,10 +196,11 @@ def run(args) -> int:
 def _summary(results) -> dict:
     """One result as a dict; several as ``{"per_language": [...], "<metric>": mean, ...}`` (as eval geneval)."""
     from fairmt.eval.report import as_dict
+    from fairmt.eval.reporting.formats import WINOMT, declared
 
     if len(results) == 1:
-        return as_dict(results[0])
-    out: dict = {"per_language": [as_dict(r) for r in results]}
+        return declared(as_dict(results[0]), WINOMT)
+    out: dict = {"format": WINOMT, "per_language": [as_dict(r) for r in results]}
     for m in ("accuracy", "delta_g", "delta_s", "delta_r"):
         vals = [getattr(r, m) for r in results if getattr(r, m, None) is not None]
         out[m] = sum(vals) / len(vals) if vals else None

@@ -22,16 +22,42 @@ TRAINING_STATE = ["checkpoint-*", "checkpoint-*/*", "optimizer.pt", "scheduler.p
                   "scaler.pt", "global_step*", "global_step*/*"]
 
 
-def load_results(path: str | Path) -> list:
-    """The results in a fairmt result JSON, as a list of dicts (one per language/pair). A ``fairmt sweep`` folder or
-    its ``sweep.json`` gives the test results of the run the sweep selected on dev."""
+_EVAL_FORMATS = ("fairmt-winomt/", "fairmt-geneval/", "fairmt-translation/", "fairmt-embeddings/",
+                 "fairmt-stereoset/", "fairmt-classification/1")
+
+
+def _selected_run_results(sweep_file: Path, data: dict) -> Path | None:
+    """The results file of the run a sweep selected, where the sweep folder still holds it."""
+    run = (data.get("selected") or {}).get("run")
+    folder = sweep_file.parent / str(run) / "run" if run else None
+    found = sorted(folder.glob("*results.json")) if folder is not None and folder.is_dir() else []
+    return found[0] if found else None
+
+
+def resolve_results(path: str | Path) -> tuple[Path, dict]:
+    """The result file a ``--results`` argument names and its JSON (a sweep folder: its ``sweep.json``)."""
     from fairmt.data.inputs import read_json
 
     p = Path(path)
     if p.is_dir() and (p / "sweep.json").is_file():
         p = p / "sweep.json"
-    data = read_json(p, "result JSON")
-    if isinstance(data, dict) and str(data.get("format", "")).startswith("fairmt-sweep"):
+    return p, read_json(p, "result JSON")
+
+
+def load_results(path: str | Path) -> list:
+    """The results in a fairmt result JSON, as a list of dicts (one per language/pair) or model-index entries. A
+    ``fairmt sweep`` folder or its ``sweep.json`` gives the test results of the run the sweep selected on dev; a
+    recipe's results (classification, CCD/DPCE/ADEPT, sampling, GACL) or a linear probe the measures ``fairmt
+    report`` shows for the trained model (:func:`fairmt.eval.modelcard.report_eval_results`)."""
+    from fairmt.eval.modelcard import report_eval_results
+    from fairmt.eval.reporting import formats
+
+    p, data = resolve_results(path)
+    fmt = data.get("format") if isinstance(data, dict) else None
+    if isinstance(data, dict) and str(fmt or "").startswith("fairmt-sweep"):
+        selected = _selected_run_results(p, data)
+        if selected is not None:
+            return load_results(selected)
         card = (data.get("selected") or {}).get("card_results")
         if not card:
             raise FairmtError(f"{p}: the sweep selected no run with test results for a model card "
@@ -41,12 +67,39 @@ def load_results(path: str | Path) -> list:
         from fairmt.eval.mtbias import model_card_results  # a `fairmt eval mt-bias --json` run
 
         return model_card_results(data)
+    if isinstance(fmt, str) and fmt in formats.ALL and not fmt.startswith(_EVAL_FORMATS):
+        return report_eval_results(p)
     if isinstance(data, dict) and isinstance(data.get("per_language"), list):
         data = data["per_language"]
     items = data if isinstance(data, list) else [data]
     if not all(isinstance(x, dict) for x in items):
         raise FairmtError(f"{p}: expected a result object, a list of them or {{'per_language': [...]}}")
-    return items
+    return [{k: v for k, v in x.items() if k != "format"} for x in items]
+
+
+_MT_FORMATS = (1, "fairmt-winomt/1", "fairmt-geneval/1", "fairmt-translation/1", "fairmt-gacl-results/1")
+
+
+def results_method(paths: list[str]) -> str | None:
+    """The training method the results say they come from (the first that says one; a sweep: its selected run);
+    else ``gacl`` when every result is a translation one (fairmt's MT method, the card's old default), else None."""
+    from fairmt.eval.reporting.runs import run_method
+
+    mt_only = True
+    for path in paths:
+        p, data = resolve_results(path)
+        if isinstance(data, dict) and str(data.get("format", "")).startswith("fairmt-sweep"):
+            selected = _selected_run_results(p, data)
+            if selected is not None:
+                p, data = resolve_results(selected)
+            elif data.get("method") != "gacl":
+                mt_only = False
+        method = run_method(data) if isinstance(data, dict) else None
+        if method:
+            return method
+        fmt = data.get("format") if isinstance(data, dict) else None
+        mt_only &= fmt in _MT_FORMATS or (fmt is None and isinstance(data, (dict, list)))
+    return "gacl" if mt_only else None
 
 
 def _check_repo_id(repo_id: str) -> None:
@@ -85,10 +138,16 @@ def _card_text(folder: Path, results: list[str], repo_id: str, method: str | Non
 
 
 def push(model_dir: str | Path, repo_id: str, private: bool = False, results: list[str] | None = None,
-         commit_message: str = "Upload with fairmt", all_files: bool = False, method: str | None = "gacl") -> str:
+         commit_message: str = "Upload with fairmt", all_files: bool = False, method: str | None = "auto",
+         dry_run: str | Path | None = None) -> str:
     """Upload the model in ``model_dir`` as one commit; with ``results`` the card (README.md) carries them. Every
     check (repository id, offline mode, the folder, the results, the existing card) runs before anything is sent, and
-    the local README.md is rewritten only once the upload succeeded."""
+    the local README.md is rewritten only once the upload succeeded.
+
+    ``method``: the training method the card cites; ``"auto"`` takes it from the results when they say it (a recipe's
+    results, a sweep's selected run), else ``gacl`` for translation results and none for others; None cites none. ``dry_run``: a folder where the card
+    (``README.md``) and the list of files that would be uploaded (``upload.txt``) are written instead — nothing is
+    sent, the Hub is not contacted."""
     from huggingface_hub import CommitOperationAdd, HfApi
     from huggingface_hub.utils import filter_repo_objects
 
@@ -104,11 +163,27 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
         raise FairmtError(f"{folder} is not a saved model or adapter folder (no {' or '.join(MODEL_FILES)})")
     if any("teacher" in p.name for p in folder.iterdir()):
         raise FairmtError(f"{folder} holds files named 'teacher': fairmt never publishes a KD teacher; remove them")
+    if method == "auto":
+        method = results_method(results) if results else "gacl"
     card = _card_text(folder, results, repo_id, method) if results else None
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    if dry_run is not None:
+        from huggingface_hub.utils import filter_repo_objects
+
+        from fairmt.eval.report import write_text_atomic
+
+        out = Path(dry_run)
+        kept = list(filter_repo_objects(files, ignore_patterns=None if all_files else TRAINING_STATE))
+        if card is not None:
+            write_text_atomic(out / "README.md", card)
+        write_text_atomic(out / "upload.txt", "".join(f"{f}\n" for f in kept if not (card and f == "README.md"))
+                          + ("README.md (the card beside this file)\n" if card else ""))
+        return (f"dry run: nothing uploaded; the card for {repo_id} is {out / 'README.md'}" if card else
+                f"dry run: nothing uploaded; no --results, so no card") + f" and the {len(kept)} files are listed " \
+            f"in {out / 'upload.txt'}" + (f" (method cited: {method})" if method else "")
     if _offline():
         raise FairmtError(f"cannot upload to {repo_id!r}: HF_HUB_OFFLINE is set (offline mode); unset it where the "
                           "Hub is reachable")
-    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     files = list(filter_repo_objects(files, ignore_patterns=None if all_files else TRAINING_STATE))
     operations = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(folder / rel))
                   for rel in files if not (card is not None and rel == "README.md")]
@@ -130,16 +205,24 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
 
 
 def register(groups) -> None:
+    from fairmt.commands._options import output_dir
+
     p = groups["top"].add_parser("push", help="upload a trained model/adapter folder (and its evaluation results) to the Hub")
     p.add_argument("model_dir", help="a saved model or adapter folder (or a fairmt sweep folder: its selected run)")
     p.add_argument("repo_id", help="e.g. me/small100-gacl-en-de")
     p.add_argument("--private", action="store_true")
     p.add_argument("--results", "--winomt-json", nargs="*", default=[], metavar="JSON",
-                   help="result JSON files of fairmt eval winomt/geneval/flores (or a fairmt sweep's sweep.json: its "
-                        "selected run's test results) for the model card")
-    p.add_argument("--method", default="gacl", help="the training method to cite in the card (gacl, ccd, ...; 'none')")
+                   help="result JSON files for the card's model-index: fairmt eval winomt/geneval/flores/mt-bias/"
+                        "embeddings/classification/linear-probe, a recipe's results (classification, CCD/DPCE/ADEPT, "
+                        "sampling, GACL: the trained model's measures) or a sweep's sweep.json (its selected run)")
+    p.add_argument("--method", default="auto",
+                   help="the training method to cite in the card (gacl, ccd, dpce, adept, fcl, cscl, sampling; "
+                        "'none'); default: the one the results say, else gacl")
     p.add_argument("--all-files", action="store_true",
                    help="upload the whole folder, checkpoints and training state included (default: the model only)")
     p.add_argument("--commit-message", default="Upload with fairmt")
+    output_dir(p, "--dry-run", what="dry-run folder", metavar="DIR",
+               help="write the card it would upload (README.md) and the list of files (upload.txt) to DIR and stop: "
+                    "nothing is sent, the Hub is not contacted")
     p.set_defaults(handler=lambda a: print(push(a.model_dir, a.repo_id, a.private, a.results, a.commit_message,
-                                                a.all_files, None if a.method == "none" else a.method)))
+                                                a.all_files, None if a.method == "none" else a.method, a.dry_run)))

@@ -36,7 +36,7 @@ def _get(result: Any, key: str, default: Any = None) -> Any:
 
 
 def _er(dataset: tuple[str, str], config: str, split: str, metric_type: str, name: str, value: float, signature: str,
-        task: tuple[str, str] = ("translation", "Translation")):
+        task: tuple[str, str] = ("translation", "Translation"), digits: int = 2):
     from huggingface_hub import EvalResult
 
     return EvalResult(
@@ -48,7 +48,7 @@ def _er(dataset: tuple[str, str], config: str, split: str, metric_type: str, nam
         dataset_split=split,
         metric_type=metric_type,
         metric_name=name,
-        metric_value=round(float(value), 2),
+        metric_value=round(float(value), digits),
         metric_args={"signature": signature} if signature else None,
     )
 
@@ -162,13 +162,56 @@ def classification_eval_results(result: dict, dataset: str = "custom") -> list:
     return out
 
 
+_FAMILY_TASK = {"mt": ("translation", "Translation"), "classification": CLASSIFICATION_TASK,
+                "embeddings": EMBEDDING_TASK, "probe": ("feature-extraction", "Representation fairness (linear probes)")}
+_FAMILY_DATASET = {"mt": GENEVAL_DATASET, "embeddings": SEAT_DATASET}
+_GROUP_DATASET = {"SEAT": SEAT_DATASET, "SEAT effect size d (0 best)": SEAT_DATASET, "CCED": CCED_DATASET,
+                  "Bias-IR": BIAS_IR_DATASET, "StereoSet": STEREOSET_DATASET,
+                  "CrowS-Pairs (50 best)": CROWS_DATASET, "WinoMT": WINOMT_DATASET,
+                  "WinoMT Acc. per language": WINOMT_DATASET, "MT-GenEval": GENEVAL_DATASET,
+                  "FLORES-200": FLORES_DATASET}
+
+
+def report_eval_results(path: str | Path) -> list:
+    """``EvalResult`` entries for any result file ``fairmt report`` reads (a recipe's results, a linear probe, ...):
+    the measures of its table (:mod:`fairmt.eval.reporting`) for the trained model — the ``after`` row of a
+    before/after recipe, stage 2 of a sampling run — each named as in the report (group, measure, unit), with the
+    run's dataset and signatures."""
+    from fairmt.eval.reporting import build_tables, read_runs
+
+    row = read_runs(path)[-1]
+    (table,) = build_tables([row])
+    task = _FAMILY_TASK[row.family]
+    dataset = str(row.settings.get("dataset") or "")
+    sig = " ; ".join(f"{k}={v}" for k, v in row.signatures.items())[:500]
+    out = []
+    for m in table.columns:
+        v = row.values.get(m.key)
+        if v is None or m.key == "tradeoff":  # Shen et al.'s Tradeoff is relative to the models compared
+            continue
+        ds = _GROUP_DATASET.get(m.group) or ((dataset, dataset) if dataset else _FAMILY_DATASET.get(row.family,
+                                                                                                     ("custom", "custom")))
+        unit = table.unit(m)
+        name = f"{m.group} {m.label}" + (f" ({unit})" if unit else "")
+        digits = 2 if unit in ("%", "0–100") else 4  # percent and 0-100 scores to 2 decimals, the rest to 4
+        out.append(_er(ds, dataset or "default", "test", m.key.replace(":", "_"), name, v, sig, task, digits))
+    if not out:
+        raise FairmtError(f"{path}: no measure of the trained model to put into a model card")
+    return out
+
+
 def eval_results(results: Iterable[Any]) -> list:
     """``EvalResult`` entries for a mix of fairmt results (MT-GenEval, FLORES-200, WinoMT objects or dicts)."""
     from fairmt.eval.geneval import GenEvalContextResult, GenEvalResult
     from fairmt.eval.translation import TranslationQualityResult
 
+    from huggingface_hub import EvalResult
+
     out = []
     for r in results:
+        if isinstance(r, EvalResult):  # already an entry (report_eval_results)
+            out.append(r)
+            continue
         if isinstance(r, dict) and "suites" in r and "model" in r:  # `fairmt eval embeddings --json`
             out += embedding_eval_results(r)
             continue
@@ -353,6 +396,7 @@ __all__ = [
     "eval_results",
     "geneval_eval_results",
     "read_eval_results",
+    "report_eval_results",
     "translation_eval_results",
     "winomt_eval_results",
     "write_model_card",

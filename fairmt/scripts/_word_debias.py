@@ -183,7 +183,9 @@ def main(config: dict) -> dict:
     pooling_name = pooling + ("+l2" if normalize else "")
 
     model, tok = load_model(model_path, config.get("peft"))
-    results: dict[str, Any] = {"method": method, "model": model_ref, "data": data["stats"], "groups": data["groups"]}
+    from fairmt.eval.reporting.formats import WORD_DEBIAS_RESULTS
+
+    results: dict[str, Any] = {"format": WORD_DEBIAS_RESULTS, "method": method, "model": model_ref, "data": data["stats"], "groups": data["groups"]}
     t0 = time.time()
     model.eval()
     results["before"] = measure(_runner(model, tok, pooling, bs, normalize), suites, data["test"], data["groups"],

@@ -656,7 +656,9 @@ def main(config: dict) -> dict:
     model, tok, is_st = load_encoder(model_path, config.get("peft"))
     pooling_name = ("model" if is_st and args.pooling == "auto" and args.normalize is None else args.pooling) + \
         ("+l2" if args.normalize else "")
-    results: dict[str, Any] = {"model": str(config["model"]), "data": data["stats"], "groups": list(groups)}
+    from fairmt.eval.reporting.formats import WORD_DEBIAS_RESULTS
+
+    results: dict[str, Any] = {"format": WORD_DEBIAS_RESULTS, "method": "ccd", "model": str(config["model"]), "data": data["stats"], "groups": list(groups)}
     if ir_split[0] is not None:
         results["bias_ir_split"] = {"validation": [q.q_id for q in ir_split[0]], "test": [q.q_id for q in ir_split[1]],
                                     "seed": settings["split_seed"]}

@@ -719,7 +719,10 @@ def _main(config: dict[str, Any]) -> dict[str, Any]:
     test = _score(cfg, data, outputs, "test")
     dev_summary = dev.summary(percent=True)  # percent, as every fairmt report and the per-epoch logs
     dev_summary["loss"] = _dev_loss(outputs["dev"][0], data.splits["dev"].labels)
+    from fairmt.eval.reporting.formats import CLASSIFICATION_RESULTS
+
     results = {
+        "format": CLASSIFICATION_RESULTS,
         "objective": cfg["objective"],
         "dataset": cfg["data"]["dataset"],
         "model": cfg["model"]["type"],
@@ -738,9 +741,11 @@ def _main(config: dict[str, Any]) -> dict[str, Any]:
     with open(os.path.join(out, "results.json"), "w") as fh:
         json.dump(results, fh, indent=2, default=str)
     t = results["test"]
-    f1 = f"F1 {t['f1']:.2f}" if "f1" in t else f"macro-F1 {t['macro_f1']:.2f}"
-    print(f"fairmt: {cfg['objective']} on {cfg['data']['dataset']} (test): accuracy {t['accuracy']:.2f}, {f1}, "
-          f"GAP {t['gap']:.2f}, ΔEO {t['delta_eo']:.2f} ({_eo_label(t, data.num_labels)}) (%)"
+    f1 = f"F1 ↑ {t['f1']:.2f}" if "f1" in t else f"macro-F1 ↑ {t['macro_f1']:.2f}"
+    leak = "".join(f", {name} ↓ {t[k]:.2f}" for k, name in (("leakage_h", "leakage@h"), ("leakage_yhat", "leakage@ŷ"))
+                   if t.get(k) is not None)  # Shen et al.'s Table 1 columns
+    print(f"fairmt: {cfg['objective']} on {cfg['data']['dataset']} (test): accuracy ↑ {t['accuracy']:.2f}, {f1}, "
+          f"GAP ↓ {t['gap']:.2f}, ΔEO ↓ {t['delta_eo']:.2f} ({_eo_label(t, data.num_labels)}){leak} (%)"
           f"\n{_selection_line(info)}"
           f"\n  results: {os.path.join(out, 'results.json')}"
           + (f"\n  model: {info['model_dir']}" if info.get("model_dir") else ""))

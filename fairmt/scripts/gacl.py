@@ -182,8 +182,10 @@ def results(trainer, config: dict, test: dict[str, float] | None) -> dict:
     if geneval.get("split", "dev") == "dev":
         on_dev.update({k: v for k, v in numbers.items() if k.startswith("geneval_")})
     args = trainer.args
+    from fairmt.eval.reporting.formats import GACL_RESULTS
+
     out = {
-        "method": "gacl", "model": str(config.get("model")), "seed": args.seed,
+        "format": GACL_RESULTS, "method": "gacl", "model": str(config.get("model")), "seed": args.seed,
         "train": {"steps": trainer.state.global_step, "gacl_lambda": args.gacl_lambda, "kd_alpha": args.kd_alpha,
                   "temperature": args.temperature},
         "selection": {"evaluated_step": step, "best_checkpoint": trainer.state.best_model_checkpoint,

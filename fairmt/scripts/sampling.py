@@ -308,7 +308,7 @@ def _markdown(results: dict[str, Any]) -> str:
     s1, s2 = results["stages"]["stage1"]["subgroups"], results["stages"]["stage2"]["subgroups"]
     rows = []
     for key, name in (("cluster_dominance_ratio", "Cluster Dominance Ratio ↓"),
-                      ("representation_entropy", "Representation Entropy"),
+                      ("representation_entropy", "Representation Entropy ↑"),
                       ("subgroup_separation_distance", "Subgroup Separation Distance ↑")):
         a, b = s1[key], s2[key]
         rows.append({"measure": name, "stage 1 (SimCLR)": a, f"stage 2 ({results['objective']})": b,
@@ -317,11 +317,22 @@ def _markdown(results: dict[str, Any]) -> str:
     text = f"# {results['dataset']}: {results['objective']} (seed {results['seed']})\n\n" + markdown_table(rows, cols, 4)
     prow = []
     for target in results["stages"]["stage1"]["probe"]:
-        for metric, label in (("accuracy", "Accuracy"), ("f1", "F1-Score"), ("auc_roc", "AUC-ROC")):
-            a = results["stages"]["stage1"]["probe"][target][metric]
-            b = results["stages"]["stage2"]["probe"][target][metric]
+        p1, p2 = results["stages"]["stage1"]["probe"][target], results["stages"]["stage2"]["probe"][target]
+        for metric, label in (("accuracy", "Accuracy ↑"), ("f1", "F1-Score ↑"), ("auc_roc", "AUC-ROC ↑")):
+            a, b = p1[metric], p2[metric]
             prow.append({"target": target, "metric": label, "stage 1": a, "stage 2": b, "Δ": b - a})
+        # the probe's group fairness over every protected attribute (GAP and ΔEO of its test predictions)
+        for attr in (p1.get("fairness_by_attribute") or {}):
+            f1, f2 = p1["fairness_by_attribute"][attr], (p2.get("fairness_by_attribute") or {}).get(attr)
+            if not f1 or not f2:
+                continue
+            for metric, label in (("gap", "GAP ↓"), ("delta_eo", "ΔEO ↓")):
+                a, b = f1.get(metric), f2.get(metric)
+                prow.append({"target": target, "metric": f"{label} ({attr})", "stage 1": a, "stage 2": b,
+                             "Δ": b - a if a is not None and b is not None else None})
     text += "\n" + markdown_table(prow, ["target", "metric", "stage 1", "stage 2", "Δ"], 4)
+    text += ("\nScores as fractions (4 decimals, as the paper's tables); ↑ higher is better, ↓ lower is better; GAP "
+             "and ΔEO of each probe's test predictions per protected attribute.\n")
     sig = next(iter(results["stages"]["stage1"]["probe"].values()))["signature"]
     return text + f"\n{s1['signature']}\n{sig}\n"
 
@@ -381,8 +392,10 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
         return {}
     emb2 = _load_embeddings(run / "stage2")
     # 5. evaluation
+    from fairmt.eval.reporting.formats import SAMPLING_RESULTS
+
     results = {
-        "method": "sampling", "objective": cfg["objective"], "dataset": data.name, "source": data.source,
+        "format": SAMPLING_RESULTS, "method": "sampling", "objective": cfg["objective"], "dataset": data.name, "source": data.source,
         "n": len(data), "seed": cfg["seed"], "data_notes": data.notes, "clusters": subgroups.summary(),
         "stages": {"stage1": evaluate_stage(cfg, data, emb1, subgroups.labels, run, "stage1"),
                    "stage2": evaluate_stage(cfg, data, emb2, None, run, "stage2")},

@@ -292,9 +292,11 @@ def plot_tradeoff(report: dict[str, Any], path: str | Path) -> str | None:
     ax.errorbar([s["mean"][fair] for s in pts], [s["mean"][perf] for s in pts],
                 xerr=[s["std"].get(fair) or 0.0 for s in pts], yerr=[s["std"].get(perf) or 0.0 for s in pts],
                 fmt="o", color="tab:blue", ecolor="tab:gray", capsize=3, label="setting (mean ± std over seeds)")
-    for s in pts:
-        ax.annotate(s["id"], (s["mean"][fair], s["mean"][perf]), textcoords="offset points", xytext=(4, 4),
-                    fontsize=8)
+    from fairmt.eval.reporting import setting_label
+
+    for s in pts:  # labelled by the setting's values (β=0.1), as the papers' figures
+        ax.annotate(setting_label(s["overrides"]), (s["mean"][fair], s["mean"][perf]), textcoords="offset points",
+                    xytext=(4, 4), fontsize=8)
     front = sorted((p[fair], p[perf]) for p in report["pareto"][split]["points"])
     if front:
         ax.plot(*zip(*front), "-s", color="tab:orange", markerfacecolor="none", markersize=10, linewidth=1.2,

@@ -1,0 +1,625 @@
+"""Every JSON fairmt writes, read into :class:`Run` rows of one of the report's families.
+
+A file is recognised by its declared ``format`` (:mod:`fairmt.eval.reporting.formats`) and nothing else: a file
+without one, or with one this fairmt does not know, is refused in one line. Each reader picks the family's measures
+out of the file (a value that is not a number where a number belongs is a one-line error naming the file and the
+key), the signatures the numbers were computed under (compared across runs by
+:func:`fairmt.eval.reporting.tables.build_tables`) and the run's settings (shown, not compared). A recipe that
+measured the model before and after training gives two rows; a ``sweep.json`` one row per setting (mean ± std over
+its seeds), labelled by the setting's values (``β=0.1``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairmt.errors import FairmtError
+from fairmt.eval.reporting import formats
+
+
+@dataclass
+class Run:
+    """One row of a report table. ``values``/``std`` are keyed by measure (``std`` only for means over seeds);
+    ``scale`` is the scale of the run's rates as written (``percent`` or ``fraction``), converted by the table when
+    runs of different scales share it."""
+
+    name: str
+    family: str
+    source: str
+    values: dict[str, float | None]
+    std: dict[str, float | None] = field(default_factory=dict)
+    n: int = 1
+    scale: str = "percent"
+    settings: dict[str, Any] = field(default_factory=dict)
+    signatures: dict[str, str] = field(default_factory=dict)
+    method: str | None = None
+    group: str | None = None  # the method/sweep a run belongs to (one colour in a trade-off figure)
+    setting: dict[str, Any] | None = None  # a sweep setting's overrides
+    seeds: list = field(default_factory=list)
+
+
+class _Reader:
+    """Typed access to one file's values: every error names the file and the dotted key. ``at`` gives the reader
+    of a nested object (keys then relative to it, errors still naming the whole path)."""
+
+    def __init__(self, path: str, data: dict, prefix: str = ""):
+        self.path, self.data, self.prefix = path, data, prefix
+
+    def name(self, dotted: str) -> str:
+        return f"{self.prefix}{dotted}"
+
+    def get(self, dotted: str) -> Any:
+        node = self.data
+        for part in dotted.split("."):
+            if not isinstance(node, dict):
+                raise FairmtError(f"{self.path}: {self.name(dotted)!r}: {part!r} is inside a {type(node).__name__}, "
+                                  "not an object")
+            node = node.get(part)
+            if node is None:
+                return None
+        return node
+
+    def at(self, dotted: str) -> "_Reader":
+        v = self.get(dotted)
+        if v is not None and not isinstance(v, dict):
+            raise FairmtError(f"{self.path}: {self.name(dotted)!r} must be an object, got {type(v).__name__} "
+                              f"{_short(v)}")
+        return _Reader(self.path, v or {}, f"{self.name(dotted)}.")
+
+    def num(self, dotted: str) -> float | None:
+        return self.check(self.get(dotted), dotted)
+
+    def check(self, v: Any, dotted: str) -> float | None:
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise FairmtError(f"{self.path}: {self.name(dotted)!r} is {_short(v)} ({type(v).__name__}), not a number "
+                              "(or null)")
+        if not math.isfinite(v):
+            raise FairmtError(f"{self.path}: {self.name(dotted)!r} is {v!r}, not a finite number (null marks an "
+                              "undefined value)")
+        return float(v)
+
+    def text(self, dotted: str) -> str | None:
+        v = self.get(dotted)
+        if v is None:
+            return None
+        if isinstance(v, (dict, list)):
+            raise FairmtError(f"{self.path}: {self.name(dotted)!r} must be a string, got {type(v).__name__}")
+        return str(v)
+
+
+def _short(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def strip_version(sig: str) -> str:
+    """A signature without the fairmt version in it (``|fairmt:0.1.0``): a new release with the same metric keeps
+    comparing equal."""
+    return re.sub(r"\|fairmt:[^|]*", "", str(sig))
+
+
+def _drop_none(d: dict) -> dict:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+# ------------------------------------------------------------------------------------------------ MT (GACL paper)
+def _mt_winomt_row(r: _Reader) -> dict:
+    """A WinoMT language's measures from an mt-bias row, or from a ``fairmt eval winomt`` result (its ΔG as the
+    accuracy gap Acc_male − Acc_female, from the confusion matrix, as mt-bias reports it)."""
+    dg = r.num("delta_g_acc")
+    conf = r.at("confusion")
+    if dg is None and conf.data:
+        def rate(g):
+            row = conf.at(g)
+            counts = {k: row.check(v, k) or 0.0 for k, v in row.data.items()}
+            total = sum(counts.values())
+            return 100.0 * counts.get(g, 0.0) / total if total else None
+
+        am, af = rate("male"), rate("female")
+        dg = am - af if am is not None and af is not None else None
+    return {"acc": r.num("accuracy"), "dg": dg, "ds": r.num("delta_s")}
+
+
+def _mean(vals: list) -> float | None:
+    vals = [v for v in vals if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _abs_mean(vals: list) -> float | None:
+    return _mean([abs(v) if v is not None else None for v in vals])
+
+
+def _mt_values(winomt: dict, geneval: dict, flores: dict) -> dict:
+    """The MT family's values from per-language rows: the Table 3 averages (|ΔG| = mean of absolute gaps) and the
+    per-language WinoMT accuracy."""
+    out: dict[str, float | None] = {}
+    if geneval:
+        g = list(geneval.values())
+        out.update({"geneval_e_acc": _mean([x["explicit_accuracy"] for x in g]),
+                    "geneval_acc": _mean([x["accuracy"] for x in g]),
+                    "geneval_abs_edg": _abs_mean([x["explicit_delta_g"] for x in g]),
+                    "geneval_abs_dg": _abs_mean([x["delta_g"] for x in g]),
+                    "geneval_chrfpp": _mean([x["chrfpp"] for x in g])})
+    if flores:
+        out.update({"bleu": _mean([x["bleu"] for x in flores.values()]),
+                    "chrfpp": _mean([x["chrfpp"] for x in flores.values()])})
+    if winomt:
+        w = list(winomt.values())
+        out.update({"winomt_acc": _mean([x["acc"] for x in w]), "winomt_abs_dg": _abs_mean([x["dg"] for x in w]),
+                    "winomt_abs_ds": _abs_mean([x["ds"] for x in w])})
+        if len(winomt) > 1:
+            out.update({f"winomt_acc:{lang}": x["acc"] for lang, x in winomt.items()})
+    return _drop_none(out)
+
+
+def _geneval_row(r: _Reader) -> dict:
+    return {k: r.num(k) for k in ("explicit_accuracy", "accuracy", "explicit_delta_g", "delta_g", "chrfpp")}
+
+
+def _flores_row(r: _Reader) -> dict:
+    sp = r.num("spbleu")
+    return {"bleu": sp if sp is not None else r.num("bleu_spm_nonstandard"), "chrfpp": r.num("chrfpp")}
+
+
+_MT_AVERAGES = {
+    "geneval": (("explicit_accuracy", "geneval_e_acc"), ("accuracy", "geneval_acc"),
+                ("abs_explicit_delta_g", "geneval_abs_edg"), ("abs_delta_g", "geneval_abs_dg"),
+                ("chrfpp", "geneval_chrfpp")),
+    "flores": (("spbleu", "bleu"), ("chrfpp", "chrfpp")),
+    "winomt": (("accuracy", "winomt_acc"), ("abs_delta_g_acc", "winomt_abs_dg"), ("abs_delta_s", "winomt_abs_ds")),
+}
+
+
+def _read_mt_bias(r: _Reader, name: str) -> list[Run]:
+    from fairmt.eval.mtbias import run_signatures
+
+    parts = {b: r.at(b) for b in ("winomt", "geneval", "flores")}
+    langs = {b: [k for k in s.data if len(k) <= 3] for b, s in parts.items()}
+    winomt = {x: _mt_winomt_row(parts["winomt"].at(x)) for x in langs["winomt"]}
+    geneval = {x: _geneval_row(parts["geneval"].at(x)) for x in langs["geneval"]}
+    flores = {x: _flores_row(parts["flores"].at(x)) for x in langs["flores"]}
+    settings = r.at("settings").data
+    values = _mt_values(winomt, geneval, flores)
+    for bench, keys in _MT_AVERAGES.items():  # the file's own averages (Table 3's) where it has them
+        avg = parts[bench].at("average")
+        for src, key in keys:
+            if avg.get(src) is not None:
+                values[key] = avg.num(src)
+        if bench == "flores" and avg.get("spbleu") is None and avg.get("bleu_spm_nonstandard") is not None:
+            values["bleu"] = avg.num("bleu_spm_nonstandard")
+    degenerate = [parts[b].at(x).at("degenerate") for b in ("geneval", "flores") for x in langs[b]]
+    degenerate = [d for d in degenerate if d.data]
+    if degenerate:
+        values["degenerate"] = sum(d.num("degenerate") or 0.0 for d in degenerate)
+        settings = {**settings, "degenerate of": int(sum(d.num("n") or 0.0 for d in degenerate))}
+    sigs = {k: v for k, v in run_signatures(r.data).items() if k != "settings:id_lang"}  # no in/out-domain column
+    return [Run(name, "mt", r.path, values, signatures=sigs,
+                settings=_drop_none({k: settings.get(k) for k in ("model", "compat", "split", "id_lang", "backend",
+                                                                  "degenerate of")}),
+                method=settings.get("method"))]
+
+
+def _per_language(r: _Reader) -> list[_Reader]:
+    if "per_language" in r.data:
+        rows = r.data["per_language"]
+        if not isinstance(rows, list) or not all(isinstance(x, dict) for x in rows):
+            raise FairmtError(f"{r.path}: 'per_language' must be a list of objects")
+        return [_Reader(r.path, x, f"per_language.{i}.") for i, x in enumerate(rows)]
+    return [r]
+
+
+def _read_winomt(r: _Reader, name: str) -> list[Run]:
+    winomt, sigs = {}, {}
+    for row in _per_language(r):
+        lang = row.text("lang") or "?"
+        winomt[lang] = _mt_winomt_row(row)
+        if row.get("signature"):
+            sigs[f"winomt:{lang}"] = strip_version(row.text("signature"))
+        sigs["settings:compat"] = str(row.get("compat"))
+    sigs["languages:winomt"] = ",".join(sorted(winomt))
+    return [Run(name, "mt", r.path, _mt_values(winomt, {}, {}), signatures=sigs)]
+
+
+def _read_geneval(r: _Reader, name: str) -> list[Run]:
+    geneval, sigs = {}, {}
+    for row in _per_language(r):
+        lang = row.text("lang") or "?"
+        geneval[lang] = _geneval_row(row)
+        if row.get("signature"):
+            sigs[f"geneval:{lang}"] = strip_version(row.text("signature"))
+        sigs["settings:split"] = str(row.get("split"))
+    sigs["languages:geneval"] = ",".join(sorted(geneval))
+    return [Run(name, "mt", r.path, _mt_values({}, geneval, {}), signatures=sigs)]
+
+
+def _read_translation(r: _Reader, name: str) -> list[Run]:
+    flores, sigs = {}, {}
+    for row in _per_language(r):
+        pair = row.text("lang_pair") or "?"
+        flores[pair] = _flores_row(row)
+        for label, key in (("chrF++", "chrf_signature"), ("BLEU", "bleu_signature")):
+            if row.get(key):
+                sigs[f"flores:{pair}:{label}"] = strip_version(row.text(key))
+    sigs["languages:flores"] = ",".join(sorted(flores))
+    return [Run(name, "mt", r.path, _mt_values({}, {}, flores), signatures=sigs)]
+
+
+def _gacl_values(r: _Reader, split: str) -> dict:
+    s = r.at(split)
+    dg = s.num("geneval_delta_g")
+    return _drop_none({"geneval_acc": s.num("geneval_accuracy"), "geneval_e_acc": s.num("geneval_explicit_accuracy"),
+                       "geneval_abs_dg": abs(dg) if dg is not None else None})
+
+
+def _read_gacl(r: _Reader, name: str) -> list[Run]:
+    split = "test" if any(k.startswith("geneval_") for k in r.at("test").data) else "dev"
+    g = r.at("geneval")
+    sigs = {"settings:split": "dev" if split == "dev" else str(r.get("test_data.geneval_split")),
+            "geneval:max_pairs": str(g.get("max_pairs")), "geneval:num_beams": str(g.get("num_beams")),
+            "languages:geneval": str(g.get("lang"))}
+    train = r.at("train").data
+    return [Run(name, "mt", r.path, _gacl_values(r, split), signatures=sigs, method="gacl",
+                settings=_drop_none({"model": r.get("model"), "seed": r.get("seed"), "split": split,
+                                     **{k: train.get(k) for k in ("gacl_lambda", "kd_alpha", "temperature")}}))]
+
+
+# ------------------------------------------------------------------------------------------------ classification
+CLASSIFICATION_KEYS = ("accuracy", "f1", "macro_f1", "micro_f1", "auc", "gap", "delta_eo", "leakage_h", "leakage_yhat",
+                       "tradeoff")
+
+
+def _classification_values(r: _Reader, per_class: _Reader | None = None) -> dict:
+    out = {k: r.num(k) for k in CLASSIFICATION_KEYS if k in r.data}
+    if per_class is not None:
+        out.update({f"gap:{c}": per_class.num(c) for c in per_class.data})
+    return _drop_none(out)
+
+
+def _classification_sigs(r: _Reader) -> dict:
+    """The ΔEO convention, the positive class, and each part of the metric signature (``cls:gap``, ``cls:auc``,
+    ``cls:leak`` ...; the convention parts ``eo``/``f1`` are the first two already)."""
+    out = {"delta_eo": str(r.get("eo_classes") or "positive"), "positive_class": str(r.get("positive_class"))}
+    for part in strip_version(r.text("signature") or "").split("|"):
+        k, _, v = part.partition(":")
+        if k and k not in ("eo", "f1"):
+            out["cls:version" if k == "fairmt-cls" else f"cls:{k}"] = v
+    return out
+
+
+def _read_classification(r: _Reader, name: str) -> list[Run]:
+    d = r.data
+    return [Run(name, "classification", r.path, _classification_values(r, r.at("gap_by_class")),
+                scale=str(d.get("scale", "fraction")), signatures=_classification_sigs(r),
+                settings=_drop_none({"n": d.get("n"), "classes": d.get("n_classes"), "groups": d.get("n_groups"),
+                                     "leakage": d.get("leakage_protocol")}))]
+
+
+def _read_classification_results(r: _Reader, name: str) -> list[Run]:
+    test = r.at("test")
+    if not test.data:
+        raise FairmtError(f"{r.path}: no 'test' section (the recipe's test-set scores)")
+    objective = r.text("objective")
+    return [Run(name, "classification", r.path, _classification_values(test, r.at("test_full").at("gap_by_class")),
+                scale=str(test.get("scale") or "percent"), signatures=_classification_sigs(test), method=objective,
+                settings=_drop_none({"objective": objective, "dataset": r.get("dataset"), "model": r.get("model"),
+                                     "seed": r.get("seed"), "selection": r.get("selection")}))]
+
+
+# ------------------------------------------------------------------------------------------------ embeddings (CCD)
+def _embedding_block(b: _Reader) -> tuple[dict, dict]:
+    """Values and signatures of one measurement: an ``eval embeddings`` JSON or a recipe's before/after block."""
+    vals: dict[str, float | None] = {}
+    sigs: dict[str, str] = {}
+    seat = b.at("seat")
+    if seat.data:
+        nested = isinstance(seat.data.get("tests"), dict)  # eval embeddings: {tests, avg_abs_effect_size}
+        tests = seat.at("tests") if nested else seat
+        for t in tests.data:
+            row = tests.at(t)
+            vals[f"seat:{t}"] = row.num("effect_size")
+            if row.get("signature"):
+                sigs["seat"] = strip_version(row.text("signature"))
+        vals["seat_avg_abs"] = seat.num("avg_abs_effect_size") if nested else b.num("seat_avg_abs")
+    if b.get("seat_signature"):
+        sigs["seat"] = strip_version(b.text("seat_signature"))
+    for key, section, measure in (("cced_gap", "cced", "gap"), ("bias_ir_avg_dev", "bias_ir", "avg_dev")):
+        s = b.at(section)
+        if s.data:
+            vals[key] = s.num(measure)
+            if s.get("signature"):
+                sigs[section] = strip_version(s.text("signature"))
+    crows = b.at("crows")
+    for v in crows.data:
+        row = crows.at(v)
+        vals[f"crows:{v}"] = row.at("overall").num("metric")
+        if row.get("signature"):
+            sigs[f"crows:{v}"] = strip_version(row.text("signature"))
+    st = b.at("stereoset")
+    if st.data:
+        vals.update({f"stereoset_{k}": st.at("overall").num(k) for k in ("lms", "ss", "icat")})
+        if st.get("signature"):
+            sigs["stereoset"] = strip_version(st.text("signature"))
+    return _drop_none(vals), sigs
+
+
+def _read_embeddings(r: _Reader, name: str) -> list[Run]:
+    vals, sigs = _embedding_block(r)
+    if r.get("pooling"):
+        sigs["pooling"] = r.text("pooling")
+    return [Run(name, "embeddings", r.path, vals, scale="raw", signatures=sigs,
+                settings=_drop_none({"model": r.get("model"), "suites": ",".join(map(str, r.data.get("suites") or []))}))]
+
+
+def _read_stereoset(r: _Reader, name: str) -> list[Run]:
+    vals = {f"stereoset_{k}": r.at("overall").num(k) for k in ("lms", "ss", "icat")}
+    sigs = {"stereoset": strip_version(r.text("signature"))} if r.get("signature") else {}
+    return [Run(name, "embeddings", r.path, _drop_none(vals), scale="raw", signatures=sigs)]
+
+
+def _read_word_debias(r: _Reader, name: str) -> list[Run]:
+    method = r.text("method") or "ccd"
+    rows = []
+    for when in ("before", "after"):
+        block = r.at(when)
+        if not block.data:
+            continue
+        vals, sigs = _embedding_block(block)
+        if when == "after":
+            for key, section in (("utility_spearman", "utility.spearman_pairwise_cos"),
+                                 ("utility_nn1", "utility.nn1_agreement"), ("glue_avg", "glue.avg")):
+                if r.get(section) is not None:
+                    vals[key] = r.num(section)
+        rows.append(Run(f"{name} (before)" if when == "before" else name, "embeddings", r.path, vals,
+                        scale="raw", signatures=sigs, method=method if when == "after" else "original",
+                        group=name, settings=_drop_none({"method": method, "model": r.get("model"),
+                                                         "measured": when + " training"})))
+    if not rows:
+        raise FairmtError(f"{r.path}: neither a 'before' nor an 'after' section (the recipe's measurements)")
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------ probes, sampling
+PROBE_KEYS = ("accuracy", "f1", "auc_roc")
+SUBGROUP_KEYS = ("cluster_dominance_ratio", "representation_entropy", "subgroup_separation_distance")
+
+
+def _probe_values(p: _Reader, target: str) -> dict:
+    out = {f"probe:{target}:{k}": p.num(k) for k in PROBE_KEYS}
+    fair = p.at("fairness")
+    if fair.data:
+        out[f"probe:{target}:gap"] = fair.num("gap")
+        out[f"probe:{target}:delta_eo"] = fair.num("delta_eo")
+    return out
+
+
+def _subgroup_values(s: _Reader) -> dict:
+    return {k: s.num(k) for k in SUBGROUP_KEYS if k in s.data}
+
+
+def _read_linear_probe(r: _Reader, name: str) -> list[Run]:
+    target = r.text("target") or "target"
+    vals = _probe_values(r, target)
+    sub = r.at("subgroups")
+    vals.update(_subgroup_values(sub))
+    sigs = {"probe": strip_version(r.text("signature"))} if r.get("signature") else {}
+    if sub.get("signature"):
+        sigs["subgroups"] = strip_version(sub.text("signature"))
+    return [Run(name, "probe", r.path, _drop_none(vals), scale=str(r.get("scale") or "fraction"), signatures=sigs,
+                settings=_drop_none({"n_train": r.get("n_train"), "n_test": r.get("n_test")}))]
+
+
+def _read_sampling(r: _Reader, name: str) -> list[Run]:
+    objective = r.text("objective")
+    rows = []
+    stages = r.at("stages")
+    for stage, label in (("stage1", f"{name} (stage 1, SimCLR)"), ("stage2", name)):
+        block = stages.at(stage)
+        if not block.data:
+            continue
+        sub = block.at("subgroups")
+        vals = _subgroup_values(sub)
+        sigs = {"subgroups": strip_version(sub.text("signature"))} if sub.get("signature") else {}
+        probes = block.at("probe")
+        for target in probes.data:
+            p = probes.at(target)
+            vals.update(_probe_values(p, target))
+            if p.get("signature"):
+                sigs["probe"] = strip_version(p.text("signature"))
+        rows.append(Run(label, "probe", r.path, _drop_none(vals), scale="fraction", signatures=sigs, group=name,
+                        method=objective if stage == "stage2" else "simclr",
+                        settings=_drop_none({"objective": objective, "dataset": r.get("dataset"),
+                                             "seed": r.get("seed"), "stage": stage})))
+    if not rows:
+        raise FairmtError(f"{r.path}: no 'stages' (the recipe's stage-1 and stage-2 evaluations)")
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------ sweeps
+GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "lambda": "λ", "temperature": "τ", "tau": "τ", "rho": "ρ",
+         "epsilon": "ε", "eps": "ε", "delta": "δ", "mu": "μ", "sigma": "σ", "lam": "λ"}
+
+
+def _greek(name: str) -> str:
+    """``fcl_beta`` → ``β``, ``temperature`` → ``τ``, ``learning_rate`` → ``learning_rate``: a name whose last word is a
+    Greek letter's is written as the letter (the papers' notation)."""
+    words = name.split("_")
+    return GREEK.get(words[-1].lower(), name)
+
+
+def setting_label(overrides: dict[str, Any]) -> str:
+    """``{"objective_args.fcl_beta": 0.1}`` → ``β=0.1``: each override by its last key, as a Greek letter where the
+    name ends in one (two overrides that would read alike keep their names: ``fcl_alpha=1, kd_alpha=0.5``)."""
+    lasts = [str(k).rsplit(".", 1)[-1] for k in overrides]
+    short = [_greek(x) for x in lasts]
+    names = [s if short.count(s) == 1 else x for s, x in zip(short, lasts)]
+    parts = [f"{n}={v:g}" if isinstance(v, float) else f"{n}={v}" for n, v in zip(names, overrides.values())]
+    return ", ".join(parts) or "(defaults)"
+
+
+def _unflatten(flat: dict[str, Any]) -> dict:
+    """``{"test.accuracy": 1}`` → ``{"test": {"accuracy": 1}}`` (a sweep's means are flat result names)."""
+    out: dict = {}
+    for key, v in flat.items():
+        node = out
+        *parents, last = str(key).split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                break
+        else:
+            node[last] = v
+    return out
+
+
+def _sweep_values(r: _Reader, method: str) -> tuple[str, dict, str]:
+    """Family, values and rate scale of one sweep setting's means (or stds): the same measures a single run's
+    results give, read from the flat result names."""
+    if method == "classification" or "gap" in r.at("test").data:
+        test = r.at("test")
+        return "classification", _classification_values(test, r.at("test_full").at("gap_by_class")), "percent"
+    if method == "gacl":
+        split = "test" if any(k.startswith("geneval_") for k in r.at("test").data) else "dev"
+        return "mt", _gacl_values(r, split), "percent"
+    if method in ("ccd", "dpce", "adept"):
+        vals, _ = _embedding_block(r.at("after"))
+        for key, section in (("utility_spearman", "utility.spearman_pairwise_cos"),
+                             ("utility_nn1", "utility.nn1_agreement"), ("glue_avg", "glue.avg")):
+            vals[key] = r.num(section)
+        return "embeddings", _drop_none(vals), "raw"
+    if method == "sampling" or r.at("stages").data:
+        block = r.at("stages").at("stage2")
+        vals = _subgroup_values(block.at("subgroups"))
+        probes = block.at("probe")
+        for target in probes.data:
+            vals.update(_probe_values(probes.at(target), target))
+        return "probe", _drop_none(vals), "fraction"
+    raise FairmtError(f"{r.path}: a sweep of method {method!r}: fairmt report does not know its measures")
+
+
+def _sweep_signatures(r: _Reader, setting: dict, method: str) -> dict[str, str]:
+    """The signatures of a sweep setting's numbers: those of its first run's results file, read from the sweep's
+    folder (the runs' results are where ``fairmt sweep`` left them); none when the folder is not beside the file."""
+    from fairmt.data.inputs import read_json
+
+    runs = setting.get("runs") or []
+    if not runs:
+        return {}
+    folder = Path(r.path).parent / str(runs[0]) / "run"
+    found = sorted(folder.glob("*results.json")) if folder.is_dir() else []
+    if not found:
+        return {}
+    data = read_json(str(found[0]), "run result", expect=dict)
+    reader = READERS.get(data.get("format")) if isinstance(data.get("format"), str) else None
+    if reader is None or reader is _read_sweep:
+        return {}
+    rows = reader(_Reader(str(found[0]), data), "run")
+    return rows[-1].signatures  # the trained model's row (after / stage 2)
+
+
+def _read_sweep(r: _Reader, name: str) -> list[Run]:
+    d = r.data
+    method = r.text("method") or "?"
+    recipe = r.text("recipe") or ""
+    label = name or Path(recipe).stem or method
+    settings = d.get("settings")
+    if not isinstance(settings, list) or not all(isinstance(s, dict) for s in settings):
+        raise FairmtError(f"{r.path}: 'settings' must be a list of objects")
+    rows = []
+    for i, s in enumerate(settings):
+        if not s.get("n"):
+            continue
+        here = _Reader(r.path, s, f"settings.{i}.")
+        mean = _Reader(r.path, _unflatten(here.at("mean").data), f"settings.{i}.mean.")
+        std = _Reader(r.path, _unflatten(here.at("std").data), f"settings.{i}.std.")
+        fam, vals, scale = _sweep_values(mean, method)
+        _, sd, _ = _sweep_values(std, method)
+        overrides = here.at("overrides").data
+        rows.append(Run(f"{label} {setting_label(overrides)}", fam, r.path, _drop_none(vals), std=sd,
+                        n=int(s.get("n") or 1), scale=scale, method=method, group=label, setting=overrides,
+                        seeds=list(s.get("seeds") or []),
+                        signatures=_sweep_signatures(r, s, method),
+                        settings={"recipe": recipe, "setting": s.get("id"), **{str(k): v for k, v in overrides.items()},
+                                  "seeds": ",".join(map(str, s.get("seeds") or [])),
+                                  "fixed overrides": " ".join(map(str, d.get("overrides") or []))}))
+    if not rows:
+        raise FairmtError(f"{r.path}: no finished setting (every setting has n = 0)")
+    return rows
+
+
+READERS = {
+    formats.WINOMT: _read_winomt, formats.GENEVAL: _read_geneval, formats.TRANSLATION: _read_translation,
+    formats.EMBEDDINGS: _read_embeddings, formats.STEREOSET: _read_stereoset,
+    formats.CLASSIFICATION: _read_classification, formats.LINEAR_PROBE: _read_linear_probe,
+    formats.GACL_RESULTS: _read_gacl, formats.WORD_DEBIAS_RESULTS: _read_word_debias,
+    formats.CLASSIFICATION_RESULTS: _read_classification_results, formats.SAMPLING_RESULTS: _read_sampling,
+    formats.SWEEP: _read_sweep,
+}
+
+
+def read_runs(path: str | Path, name: str | None = None) -> list[Run]:
+    """The rows of one result file (a folder holding a ``sweep.json`` or a single ``*results.json`` is read through
+    it); refused in one line when its ``format`` is missing or unknown, or a value has the wrong type."""
+    from fairmt.data.inputs import read_json
+
+    p = Path(path)
+    if p.is_dir():
+        found = [p / "sweep.json"] if (p / "sweep.json").is_file() else sorted(p.glob("*results.json"))
+        if len(found) != 1:
+            raise FairmtError(f"{p}: a folder must hold a sweep.json or one *results.json (found "
+                              f"{len(found)}); name the file")
+        p = found[0]
+    data = read_json(str(p), "fairmt result", expect=dict)
+    fmt = data.get("format")
+    r = _Reader(str(p), data)
+    default = name or ""
+    if fmt == formats.MT_BIAS and not isinstance(fmt, bool) and any(k in data for k in ("winomt", "geneval", "flores")):
+        return _read_mt_bias(r, default or (data.get("settings") or {}).get("name") or p.stem)
+    reader = READERS.get(fmt) if isinstance(fmt, str) else None
+    if reader is None:
+        what = "declares no 'format'" if fmt is None else f"declares format {fmt!r}, which this fairmt does not read"
+        raise FairmtError(f"{p}: {what}; fairmt report reads the JSON of fairmt eval mt-bias/winomt/geneval/flores/"
+                          "embeddings/stereoset/classification/linear-probe, the recipes' results and sweep.json "
+                          "(a file written by an older fairmt: score or aggregate it again)")
+    if reader is _read_sweep:
+        return reader(r, name or "")
+    return reader(r, default or _default_name(p, data))
+
+
+def _default_name(p: Path, data: dict) -> str:
+    """A run's name when none is given: its method/objective and folder for recipe results, else the file stem."""
+    stem = p.stem
+    if stem in ("results", f"{data.get('method')}_results") and p.parent.name:  # a run folder's file: its folder
+        stem = p.parent.name if p.parent.name not in ("run", ".") else p.parent.parent.name or p.parent.name
+    for key in ("objective", "method"):
+        if isinstance(data.get(key), str) and data[key] not in stem:
+            return f"{data[key]} ({stem})"
+    return stem
+
+
+CITED = ("gacl", "ccd", "dpce", "adept", "cscl", "fcl", "sampling")
+"""The methods whose paper a model card cites (:mod:`fairmt.citations`)."""
+
+
+def run_method(data: dict) -> str | None:
+    """The training method a result file says it comes from, as a model card names it (``gacl``, ``ccd``, ``dpce``,
+    ``adept``, ``fcl``, ``cscl``, ``sampling``), or None when it says none of them (an eval result, a baseline such
+    as CE, INLP, adversarial training or the SimCLR stage of a sampling run)."""
+    fmt = data.get("format")
+    if fmt == formats.CLASSIFICATION_RESULTS:
+        objective = str(data.get("objective") or "")
+        return next((m for m in ("cscl", "fcl") if objective.startswith(m)), None)
+    if fmt == formats.SAMPLING_RESULTS:
+        return "sampling" if data.get("objective") not in (None, "simclr") else None
+    if fmt in (formats.GACL_RESULTS, formats.WORD_DEBIAS_RESULTS, formats.SWEEP):
+        method = str(data.get("method") or "")
+        return method if method in CITED else None
+    if fmt == formats.MT_BIAS and isinstance(data.get("settings"), dict):
+        method = str(data["settings"].get("method") or "")
+        return method if method in CITED else None
+    return None
