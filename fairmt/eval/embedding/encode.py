@@ -82,7 +82,7 @@ class EmbeddingRunner:
         st = is_sentence_transformers_dir(p)
         if pooling == "auto":
             pooling = "model" if st else "mean"
-        device = kwargs.get("device", "cpu")
+        device = kwargs.pop("device", None)  # None: where the model loads (sentence-transformers: its own choice)
         if pooling == "model":
             if not st:
                 raise FairmtError(
@@ -92,12 +92,14 @@ class EmbeddingRunner:
             from sentence_transformers import SentenceTransformer
 
             with loading(p, "encoder"):
-                return cls(SentenceTransformer(str(p), device=device), None, "model", **kwargs)
+                st = SentenceTransformer(str(p), device=device)
+                return cls(st, None, "model", device=str(st.device), **kwargs)
         from transformers import AutoModel, AutoTokenizer
 
         with loading(p, "encoder"):
-            model = AutoModel.from_pretrained(str(p)).to(device).eval()
-            return cls(model, AutoTokenizer.from_pretrained(str(p)), pooling, **kwargs)
+            model = AutoModel.from_pretrained(str(p))
+            model = (model.to(device) if device else model).eval()
+            return cls(model, AutoTokenizer.from_pretrained(str(p)), pooling, device=str(model.device), **kwargs)
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         if self.pooling == "model":
@@ -165,7 +167,9 @@ class MaskedLMRunner:
             raise FairmtError(f"{p}: the masked-LM head is missing from the checkpoint ({missing[:3]}...); it would be random")
         with loading(p, "masked language model's tokenizer"):
             tok = AutoTokenizer.from_pretrained(str(p))
-        return cls(model.to(kwargs.get("device", "cpu")).eval(), tok, **kwargs)
+        device = kwargs.pop("device", None)  # None: where the model loads
+        model = (model.to(device) if device else model).eval()
+        return cls(model, tok, device=str(model.device), **kwargs)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` with special tokens."""
