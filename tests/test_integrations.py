@@ -118,6 +118,13 @@ def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(minilm, minilm_pa
     assert (tmp_path / "eval" / "seat_evaluation_results.csv").is_file()
     assert (tmp_path / "eval" / "bias_ir_evaluation_results.csv").is_file()
 
+    # the one-call function is the command's code: the same JSON, from a loaded model
+    import fairmt
+
+    py = fairmt.evaluate_embeddings(minilm, suites=["seat", "cced", "bias_ir"], seat_tests=["6", "8b"], n_samples=500,
+                                    seed=3, bias_ir_limit=2, cced_tuples=tuples_file)
+    assert {k: v for k, v in py.items() if k != "model"} == {k: v for k, v in cli.items() if k != "model"}
+
     # mean pooling over the transformer's tokens = the command's --pooling mean; a name prefixes the metrics
     rc = main(["eval", "embeddings", "--model", minilm_path, "--suite", "cced", "--pooling", "mean",
                "--cced-tuples", str(tuples_file), "--json", str(tmp_path / "mean.json"), "--no-progress"])
