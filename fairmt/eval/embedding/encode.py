@@ -8,7 +8,9 @@
   - ``"first"`` — the last hidden state of the first input token ([CLS] / <s>), as sent-bias does for BERT;
   - ``"model"`` — the model's own sentence-transformers pipeline (its pooling and normalisation), for a folder
     with ``modules.json``;
-  - ``"auto"``  — ``"model"`` for a sentence-transformers folder, ``"mean"`` otherwise.
+  - ``"auto"``  — ``"model"`` for a sentence-transformers folder, ``"mean"`` otherwise;
+  - ``"cls"`` (= ``"first"``), ``"max"``, ``"pooler"`` — as :attr:`fairmt.trainers.ccd.CCDConfig.pooling`: the
+    names are one set (:data:`fairmt.models.pooling_names.SENTENCE_POOLINGS`).
 
 * :class:`MaskedLMRunner` — masked-token log-probabilities for CrowS-Pairs and masked-word probabilities for
   StereoSet. It refuses a checkpoint that has no trained masked-LM head (e.g. a bare encoder such as
@@ -27,7 +29,7 @@ import numpy as np
 
 from fairmt.errors import FairmtError
 
-POOLINGS = ("auto", "mean", "first", "model")
+from fairmt.models.pooling_names import SENTENCE_POOLINGS as POOLINGS  # one set with CCDConfig.pooling
 
 
 def is_sentence_transformers_dir(path: str | Path) -> bool:
@@ -62,8 +64,8 @@ class EmbeddingRunner:
         device: str = "cpu",
         progress: bool = False,
     ):
-        if pooling not in ("mean", "first", "model"):
-            raise FairmtError(f"unknown pooling {pooling!r}; use one of mean, first, model")
+        if pooling not in POOLINGS or pooling == "auto":
+            raise FairmtError(f"unknown pooling {pooling!r}; use one of {', '.join(p for p in POOLINGS if p != 'auto')}")
         self.model = model
         self.tokenizer = tokenizer
         self.pooling = pooling
@@ -109,10 +111,10 @@ class EmbeddingRunner:
         enc = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
         enc = {k: v.to(self.device) for k, v in enc.items()}
         with torch.no_grad():
-            hidden = self.model(**enc).last_hidden_state
+            out = self.model(**enc)
         from fairmt.models.pooling import pool
 
-        pooled = pool(hidden, enc["attention_mask"], self.pooling)  # "first" or "mean"
+        pooled = pool(out.last_hidden_state, enc["attention_mask"], self.pooling, getattr(out, "pooler_output", None))
         return pooled.float().cpu().numpy()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
