@@ -1,8 +1,8 @@
 """Every Trainer's docstring example runs as a doctest, on tiny models (the real all-MiniLM-L6-v2 for CCD, the family
 its docs show) standing for the names the example leaves to the reader (``path``, ``model``, ``train``, ...).
 
-Not yet doctests: DPCE and ADEPT-F (their examples need a masked LM and a sentence corpus), fairness-driven
-sampling (a SimCLR model and images), INLP (marked ``+SKIP``)."""
+Not yet a doctest: fairness-driven sampling (its example needs a SimCLR model, images and fitted latent subgroups);
+INLP's is marked ``+SKIP``."""
 
 from __future__ import annotations
 
@@ -80,3 +80,28 @@ def test_classification_trainer_examples(name, tmp_path, monkeypatch):
     res = _run(module, {"model": model, "tokenizer": tokenizer, "train": rows, "dev": rows.select(range(8))},
                tmp_path, monkeypatch)
     assert res.failed == 0 and res.attempted >= 4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["dpce", "adept"])
+def test_word_level_baseline_examples(name, shared_data, tmp_path, monkeypatch):
+    """DPCE and ADEPT-F on the published word lists (the data folder's ``lexicons``) and a tiny masked LM."""
+    import importlib
+
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    from fairmt.data.word_sentences import load_lexicon
+
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    attrs, others = load_lexicon(name)
+    words = [w for w in others if w.isalpha()][:6]
+    sentences = [f"{a} likes the {w} ." for group in attrs.values() for a in group[:4] for w in words]
+    bert = write_tiny_bert(tmp_path / "bert", sentences)
+    BertForMaskedLM(BertConfig.from_pretrained(bert)).save_pretrained(tmp_path / "mlm")
+    AutoTokenizer.from_pretrained(bert).save_pretrained(tmp_path / "mlm")
+    module = importlib.import_module(f"fairmt.trainers.{name}")
+    globs = {"sentences": sentences, "path": str(tmp_path / "mlm"),
+             "model": BertForMaskedLM.from_pretrained(tmp_path / "mlm"),
+             "tokenizer": AutoTokenizer.from_pretrained(tmp_path / "mlm")}
+    res = _run(module, globs, tmp_path, monkeypatch)
+    assert res.failed == 0 and res.attempted >= 5
