@@ -1,8 +1,7 @@
 """Every Trainer's docstring example runs as a doctest, on tiny models (the real all-MiniLM-L6-v2 for CCD, the family
 its docs show) standing for the names the example leaves to the reader (``path``, ``model``, ``train``, ...).
 
-Not yet a doctest: fairness-driven sampling (its example needs a SimCLR model, images and fitted latent subgroups);
-INLP's is marked ``+SKIP``."""
+INLP's example is marked ``+SKIP`` (it needs embeddings of a real corpus to say anything)."""
 
 from __future__ import annotations
 
@@ -104,4 +103,24 @@ def test_word_level_baseline_examples(name, shared_data, tmp_path, monkeypatch):
              "model": BertForMaskedLM.from_pretrained(tmp_path / "mlm"),
              "tokenizer": AutoTokenizer.from_pretrained(tmp_path / "mlm")}
     res = _run(module, globs, tmp_path, monkeypatch)
+    assert res.failed == 0 and res.attempted >= 5
+
+
+@pytest.mark.slow
+def test_fairness_sampling_example(tmp_path, monkeypatch):
+    import numpy as np
+
+    import fairmt.trainers.sampling as sampling
+    from fairmt.data.fair_sampling import fit_latent_subgroups
+    from fairmt.data.images import processor_stats, synthetic_shapes
+    from fairmt.models.vision import build_simclr_model, load_image_processor, tiny_resnet
+
+    folder = tiny_resnet(tmp_path / "resnet", image_size=32)
+    processor = load_image_processor(str(folder))
+    m, s = processor_stats(processor)
+    images = synthetic_shapes(64, seed=0).dataset
+    fit_latent_subgroups(np.random.default_rng(0).normal(size=(64, 8)), n_clusters=4).save(tmp_path / "run" / "clusters")
+    globs = {"simclr_model": build_simclr_model(str(folder), projection_dim=16), "images": images,
+             "processor": processor, "m": m, "s": s}
+    res = _run(sampling, globs, tmp_path, monkeypatch)
     assert res.failed == 0 and res.attempted >= 5
