@@ -175,9 +175,10 @@ def summarize(config: dict, resolved: Any, found: list[tuple[bool, str]]) -> tup
     return (_gacl if method == "gacl" else _ccd)(config, resolved)
 
 
-def changed_fields(resolved: Any, config: dict) -> tuple[dict, list[str]]:
+def changed_fields(resolved: Any, config: dict, skip: tuple[str, ...] = ()) -> tuple[dict, list[str]]:
     """``(shown, set_by_recipe)``: the resolved Config's values the recipe sets or that differ from the class's
-    defaults (a method's presets), and the keys the recipe's ``training`` section sets."""
+    defaults (a method's presets; ``skip``: fields never shown), and the keys the recipe's ``training`` section
+    sets."""
     import json
 
     full = json.loads(resolved.to_json_string())
@@ -188,9 +189,7 @@ def changed_fields(resolved: Any, config: dict) -> tuple[dict, list[str]]:
             defaults[f.name] = f.default
         elif f.default_factory is not MISSING:  # type: ignore[misc]
             defaults[f.name] = f.default_factory()  # type: ignore[misc]
-    from fairmt.commands.train import UNUSED_ARGS
-
-    shown = {k: v for k, v in full.items() if k not in UNUSED_ARGS and k != "hub_token"}
+    shown = {k: v for k, v in full.items() if k not in skip and k != "hub_token"}
     shown = {k: v for k, v in shown.items()
              if k in set_by_recipe or k == "output_dir" or (k in defaults and _jsonable(defaults[k]) != v)}
     return shown, set_by_recipe

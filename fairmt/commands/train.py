@@ -273,7 +273,7 @@ def dry_run(config: dict, verbose: bool = False) -> tuple[str, list[tuple[bool, 
                 shown[key] = {k: _shown(v) if isinstance(v, dict) else v for k, v in shown[key].items()}
         out["config"] = shown
     elif resolved is not None:  # a TrainingArguments subclass
-        changed, set_by_recipe = changed_fields(resolved, config)
+        changed, set_by_recipe = changed_fields(resolved, config, skip=UNUSED_ARGS)
         full = _shown(json.loads(resolved.to_json_string())) if verbose else changed
         out["config"] = {"class": type(resolved).__name__, **full}
         out["set_by_recipe"] = set_by_recipe
