@@ -310,7 +310,7 @@ def _run(args) -> int:
         text, found, summary = dry_run(config, verbose=getattr(args, "verbose", False))
         print(text)
         for line in summary:
-            print(f"dry run: {line}", file=sys.stderr)
+            print(f"dry run summary: {line}", file=sys.stderr)  # not a finding (those are "dry run: ...")
         for fatal, line in found:
             print(f"dry run: {'the real run would fail: ' if fatal else 'note: '}{line}", file=sys.stderr)
         failing = sum(fatal for fatal, _ in found)
