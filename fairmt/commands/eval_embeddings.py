@@ -6,11 +6,8 @@ Registration is cheap: numpy/torch/transformers are imported inside the handlers
 from __future__ import annotations
 
 import argparse
-import json
-import os
 from pathlib import Path
 
-from fairmt.errors import FairmtError
 from fairmt.outputs import json_text
 
 SUITES = ("seat", "crows", "stereoset", "cced", "bias-ir")
