@@ -70,7 +70,7 @@ def test_evaluators_are_sentence_evaluators_with_a_lower_is_better_primary_metri
     with pytest.raises(FairmtError, match="--cced-tuples"):
         CCEDEvaluator()
     with pytest.raises(FairmtError, match="unknown pooling"):
-        CCEDEvaluator(cced_tuples=tuples_file, pooling="max")
+        CCEDEvaluator(cced_tuples=tuples_file, pooling="bogus")
 
 
 def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(minilm, minilm_path, tuples_file, shared_data,
