@@ -6,6 +6,10 @@ transformers. The layers: ``fairmt.losses`` (pure PyTorch) → ``fairmt.data`` �
 ``fairmt.trainers`` → ``fairmt.translate`` → ``fairmt.eval`` → ``fairmt.model_eval`` → the ``fairmt`` command and the
 recipes (README, "Layout"). Which class implements which paper:
 see the README ("Which class for which paper") and :mod:`fairmt.citations` for the BibTeX.
+
+One call each from Python, returning what the matching command writes: ``fairmt.evaluate_embeddings(model,
+suites=...)`` (``fairmt eval embeddings``), ``fairmt.evaluate_mt_bias(model, langs=..., backend=...)`` (``fairmt eval
+mt-bias``) and ``fairmt.translate(model, sentences, src_lang, tgt_lang, backend=...)``.
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ _LAZY = {
     "prepare_gacl_pairs": "fairmt.data.gacl",
     "tokenize_gacl": "fairmt.data.gacl",
     "evaluate_module": "fairmt.evaluate_modules",
+    "evaluate_embeddings": "fairmt.model_eval.embeddings",
+    "evaluate_mt_bias": "fairmt.model_eval.mt_bias",
+    "translate": "fairmt.translate",  # the package itself, callable: fairmt.translate(model, sentences, src, tgt)
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
@@ -48,6 +55,9 @@ __all__ = sorted(_LAZY) + ["__version__"]
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from fairmt.data.gacl import GenderContrastiveCollator, prepare_gacl_pairs, tokenize_gacl
     from fairmt.evaluate_modules import evaluate_module
+    from fairmt.model_eval.embeddings import evaluate_embeddings
+    from fairmt.model_eval.mt_bias import evaluate_mt_bias
+    from fairmt import translate
     from fairmt.models import TranslationModel, load_translation_model
     from fairmt.trainers.adversarial import AdversarialConfig, AdversarialTrainer
     from fairmt.trainers.adept import ADEPTConfig, ADEPTTrainer
@@ -64,7 +74,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'fairmt' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    imported = importlib.import_module(module)
+    value = imported if module == f"fairmt.{name}" else getattr(imported, name)  # fairmt.translate: the module
     globals()[name] = value  # later accesses skip __getattr__
     return value
 

@@ -72,6 +72,31 @@ class FairmtParser(argparse.ArgumentParser):
         where = self.prog[len("fairmt"):].strip() if self.prog.startswith("fairmt") else self.prog
         self.exit(2, f"fairmt: error: {where + ': ' if where else ''}{message} (see `{self.prog} --help`)\n")
 
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        """A command with a list of positionals (``fairmt train RECIPE [key=value ...]``, ``fairmt sweep``, ``fairmt
+        report RUN.json ...``) takes them anywhere on the line, between options too, as TRL/HF scripts do:
+        ``fairmt train gacl/tiny_offline --dry-run training.max_steps=3`` (argparse's intermixed parsing)."""
+        if self._intermixing or not _takes_intermixed(self):
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True  # parse_known_intermixed_args calls parse_known_args itself, twice
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+
+def _takes_intermixed(parser: argparse.ArgumentParser) -> bool:
+    """Whether ``parser`` is a leaf command whose positionals include a list, and argparse can intermix it (no
+    sub-commands, no REMAINDER, no positional in a mutually exclusive group)."""
+    positionals = [a for a in parser._actions if not a.option_strings]
+    if any(a.nargs in (argparse.PARSER, argparse.REMAINDER) for a in parser._actions):
+        return False
+    if any(not a.option_strings for g in parser._mutually_exclusive_groups for a in g._group_actions):
+        return False
+    return any(a.nargs in ("*", "+") for a in positionals)
+
 
 def _leaves(parser: argparse.ArgumentParser):
     """Every sub-command parser that runs something (has a handler)."""
@@ -178,7 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     saved_env = {k: os.environ.get(k) for k in _PROGRESS_ENV}
     try:
         _before_the_work(args)
-        rc = handler(args)
+        from fairmt.commands._progress import line_progress
+
+        with line_progress():  # in a file or a pipe, progress bars become a line every 10 % (no carriage returns)
+            rc = handler(args)
     except BrokenPipeError:
         return _stop_on_closed_pipe()
     except KeyboardInterrupt as err:  # Ctrl-C: no traceback; what was kept and how to resume, when the work says

@@ -452,7 +452,7 @@ def test_recipe_validation_and_dry_run(tmp_path, capsys, monkeypatch):
     assert cli(["train", "ccd/dpce_minilm", "--dry-run"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["config"]["class"] == "DPCEConfig" and out["config"]["alpha"] == 0.2
-    assert cli(["train", "ccd/adept_f_minilm", "training.alpha=0.5", "--dry-run"]) == 0
+    assert cli(["train", "ccd/adept_f_minilm", "training.alpha=0.5", "--dry-run", "--verbose"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["config"]["class"] == "ADEPTConfig" and out["config"]["alpha"] == 0.5 and out["config"]["rho"] is None
     assert cli(["train", "ccd/dpce_minilm", "data.lexcon=dpce", "--dry-run"]) == 2

@@ -221,6 +221,12 @@ def test_cli_download(shared_data, serve, tmp_path, capsys):
     rc = main(["data", "download", "winomt", "--base-url", base, "--output-dir", str(tmp_path), "--no-progress"])
     assert rc == 0
     assert "70 downloaded" in capsys.readouterr().out
+    again = ["data", "download", "winomt", "--base-url", base, "--output-dir", str(tmp_path), "--no-progress"]
+    assert main(again) == 0 and "70 downloaded" not in capsys.readouterr().out  # present and valid: kept
+    assert main(again + ["--overwrite"]) == 0 and "70 downloaded" in capsys.readouterr().out  # one spelling
+    assert main(again + ["--force"]) == 0  # its old name still works, with a note
+    out, err = capsys.readouterr()
+    assert "70 downloaded" in out and "--force is the old spelling of --overwrite" in err
     rc = main(["data", "verify", "winomt", "--root", str(tmp_path)])
     assert rc == 0
     (tmp_path / "winomt/LICENSE").write_text("changed")

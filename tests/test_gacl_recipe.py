@@ -62,7 +62,7 @@ def test_dry_run_prints_the_resolved_official_config(capsys):
                 and "report_to" not in line:
             assert "#" in line and any(w in line.split("#", 1)[1] for w in ("sh:", "py:", "paper", "fairmt")), line
     # the official recipe asks for fp16: on a machine without a GPU the dry run says the real run would fail
-    rc = main(["train", str(recipe), "training.max_steps=300", "--dry-run"])
+    rc = main(["train", str(recipe), "training.max_steps=300", "--dry-run", "--verbose"])  # every resolved field
     printed = capsys.readouterr()
     import torch
 

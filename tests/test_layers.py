@@ -33,7 +33,8 @@ FLOORS: list[tuple[str, ...]] = [
     ("translate",),  # backends, cache, sharded generation: strings out
     ("eval",),  # scores strings and vectors
     ("evaluate_modules", "model_eval"),  # model_eval: a model in, scores out (translate + eval)
-    ("scripts", "demo"),  # scripts: the recipes' runners; the demo is a scripted GACL run
+    ("scripts", "demo", "integrations"),  # scripts: the recipes' runners; the demo is a scripted GACL run;
+    # integrations: fairmt in other libraries' loops (sentence-transformers evaluators), over model_eval
     ("commands", "sweep"),  # sweep: the engine of `fairmt sweep`
     ("cli",),
     ("__main__",),

@@ -8,7 +8,7 @@ def _download(args) -> int:
 
     for name in args.datasets:
         report = download(
-            name, dest=args.output_dir, base_url=args.base_url, force=args.force, sha256=args.sha256,
+            name, dest=args.output_dir, base_url=args.base_url, force=args.overwrite, sha256=args.sha256,
             progress=not args.no_progress
         )
         print(report)
@@ -98,7 +98,9 @@ def register(groups) -> None:
         "upstream URLs; also the only source of files without an upstream URL",
     )
     p.add_argument("--sha256", default=None, help="expected sha256 of a dataset archive (FLORES-200) not pinned in fairmt")
-    p.add_argument("--force", action="store_true", help="download again even when files are present and valid")
+    # one spelling in every command: --overwrite; --force (its name until 0.1) still works, with a note
+    alias(p, "--force", p.add_argument("--overwrite", action="store_true",
+                                       help="download again even when files are present and valid, replacing them"))
     alias(p, "--quiet", p.add_argument("--no-progress", action="store_true", help="no progress bars"))
     p.set_defaults(handler=_download)
 

@@ -66,38 +66,18 @@ def register(groups) -> None:
 
 
 
-def _langs(spec: list[str] | None) -> list[str] | None:
-    from fairmt.eval.mtbias import FLORES_LANGS
-
-    if not spec:
-        return None
-    langs = [x.strip() for item in spec for x in item.split(",") if x.strip()]
-    if langs == ["all"]:
-        return None
-    bad = [x for x in langs if x not in FLORES_LANGS]
-    if bad:
-        raise FairmtError(f"unknown target language(s) {bad}; the benchmarks cover {', '.join(FLORES_LANGS)}")
-    return langs
-
-
 def run(args: argparse.Namespace) -> int:
-    from fairmt.eval.mtbias import (BENCHMARKS, FLORES_LANGS, markdown_tables, per_language_plot,
-                                    score_translations_dir)
+    """Handler of ``fairmt eval mt-bias``: :func:`fairmt.model_eval.mt_bias.evaluate_mt_bias` (also
+    ``fairmt.evaluate_mt_bias``) on the translator the flags ask for, then the tables and files."""
+    from fairmt.eval.mtbias import markdown_tables, per_language_plot
     from fairmt.eval.report import write_text_atomic
+    from fairmt.model_eval.mt_bias import check_benchmarks, check_id_lang, check_langs
 
     if args.src_lang != "en":
         raise FairmtError(f"--src-lang {args.src_lang}: WinoMT, MT-GenEval and the paper's FLORES-200 directions are "
                           "English-source; use --src-lang en")
-    benchmarks = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
-    bad = [b for b in benchmarks if b not in BENCHMARKS]
-    if bad or not benchmarks:
-        raise FairmtError(f"--benchmarks: unknown {bad}; choose from {','.join(BENCHMARKS)}")
-    langs = _langs(args.lang)
-    id_lang = None if str(args.id_lang).lower() == "none" else args.id_lang
-    if id_lang is not None and (id_lang not in FLORES_LANGS or (langs is not None and id_lang not in langs)):
-        within = f"the languages scored ({', '.join(langs)})" if langs else f"{', '.join(FLORES_LANGS)}"
-        raise FairmtError(f"--id-lang {id_lang}: the in-domain language must be one of {within}, or 'none' (no "
-                          "in-domain / out-of-domain split); an unknown one would leave the in-domain columns empty")
+    check_benchmarks(args.benchmarks)
+    check_id_lang(args.id_lang, check_langs(args.lang))  # the flags' errors before any model loads
     quiet = args.json == "-"
 
     def say(msg: str) -> None:
@@ -105,43 +85,24 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
     from fairmt.commands._backend import make_translator, uses_model
-    from fairmt.distributed import is_main_process
-    from fairmt.model_eval import translate_suite
+    from fairmt.model_eval.mt_bias import evaluate_mt_bias
 
     if not args.translations_dir and not uses_model(args):
         raise FairmtError("give --translations-dir DIR, or --model PATH (--backend openai: --api-model NAME)")
-    if uses_model(args):
-        translator = make_translator(args, "en", "de")
-        out_dir = Path(args.output_dir or "mt-bias-translations")
-        if "flores" in benchmarks and args.spm_model:
-            from fairmt.eval.translation import find_spm_model
-
-            find_spm_model(args.spm_model)  # a given model must exist: fail before translating
-        translate_suite(translator, out_dir, langs=langs, benchmarks=benchmarks, split=args.split, compat=args.compat,
-                        gold=args.gold, many2many=args.many2many, cache_dir=args.cache_dir, say=say,
-                        batch_size=args.batch_size, num_beams=args.num_beams, max_new_tokens=args.max_new_tokens)
-        if not is_main_process():  # one of several processes: it helped translate; rank 0 scores and reports
-            return 0
-        say(f"translations written to {out_dir} (re-score with --translations-dir {out_dir})")
-        root = out_dir
-    else:
-        root = Path(args.translations_dir)
-    result = score_translations_dir(root, langs=langs, benchmarks=benchmarks, id_lang=id_lang, split=args.split,
-                                    compat=args.compat, gold=args.gold, spm_model=args.spm_model,
-                                    many2many=args.many2many, keep_going=args.keep_going, progress=say)
+    translator = make_translator(args, "en", "de") if uses_model(args) else None
+    result = evaluate_mt_bias(
+        translator, translations_dir=None if translator is not None else args.translations_dir, langs=args.lang,
+        benchmarks=args.benchmarks, id_lang=args.id_lang, split=args.split, compat=args.compat, gold=args.gold,
+        spm_model=args.spm_model, many2many=args.many2many, keep_going=args.keep_going,
+        output_dir=args.output_dir, cache_dir=args.cache_dir, batch_size=args.batch_size,
+        num_beams=args.num_beams, max_new_tokens=args.max_new_tokens, say=say)
+    if result is None:  # one of several processes: it helped translate; rank 0 scores and reports
+        return 0
+    root = Path(args.output_dir or "mt-bias-translations") if translator is not None else Path(args.translations_dir)
     result["settings"]["model"] = args.model or getattr(args, "api_model", None)
     result["settings"]["backend"] = getattr(args, "backend", "hf") if uses_model(args) else None
     name = args.name or (Path(args.model).name if args.model else (args.api_model or root.name))
     result["settings"]["name"] = name
-    for line in result["skipped"]:
-        print(f"skipped: {line}", file=sys.stderr)
-    for line in result["errors"]:
-        print(f"error: {line}", file=sys.stderr)
-    for line in result["warnings"]:
-        print(f"warning: {line}", file=sys.stderr)
-    if not any(result.get(b) for b in benchmarks):  # before any output is written: no file of empty tables
-        raise FairmtError(f"{root}: nothing to score — no benchmark file of the layout was found "
-                          "(see `fairmt eval mt-bias --help`); nothing was written")
     md = markdown_tables(result, name)
     if quiet:
         print(json_text(result))

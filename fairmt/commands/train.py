@@ -143,7 +143,12 @@ def register(groups) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="validate the recipe, print it (overrides applied) and the resolved training Config as JSON, "
                         "and say on stderr, one line each, what the real run would hit (mixed precision without a "
-                        "GPU, missing data, unavailable models, an output folder in use); exit 2 if it would fail")
+                        "GPU, missing data, unavailable models, an output folder in use, too few examples after the "
+                        "data preparation) and what matters before a GPU hour (parameters, KD teacher dtype and "
+                        "memory, data after filtering, steps per epoch); exit 2 if it would fail")
+    p.add_argument("--verbose", action="store_true",
+                   help="with --dry-run: every field of the resolved training Config (default: the values the recipe "
+                        "sets or that differ from the Config's defaults); set_by_recipe names the recipe's own keys")
     p.set_defaults(handler=_run)
     r = groups["top"].add_parser("recipes", help="list the built-in training recipes (fairmt train NAME runs one)")
     r.set_defaults(handler=_list_recipes)
@@ -247,11 +252,15 @@ def resolve(config: dict):
             from None
 
 
-def dry_run(config: dict) -> tuple[str, list[tuple[bool, str]]]:
-    """JSON of the recipe and its resolved Config (fields fairmt never reads left out), and the findings of
-    :mod:`fairmt.commands._preflight`: what the real run would hit."""
+def dry_run(config: dict, verbose: bool = False) -> tuple[str, list[tuple[bool, str]], list[str]]:
+    """JSON of the recipe and its resolved Config, the findings of :mod:`fairmt.commands._preflight` (what the real
+    run would hit) and of :mod:`fairmt.commands._dry_summary` (whether the data suffice), and the summary lines
+    (parameters, teacher, data after preparation, steps per epoch). A TrainingArguments Config shows the values the
+    recipe sets or that differ from the class's defaults; ``verbose``: every field (those fairmt never reads left
+    out), with ``set_by_recipe`` naming the recipe's own keys."""
     import json
 
+    from fairmt.commands._dry_summary import changed_fields, summarize
     from fairmt.commands._preflight import findings
     from fairmt.outputs import json_text
 
@@ -264,11 +273,18 @@ def dry_run(config: dict) -> tuple[str, list[tuple[bool, str]]]:
                 shown[key] = {k: _shown(v) if isinstance(v, dict) else v for k, v in shown[key].items()}
         out["config"] = shown
     elif resolved is not None:  # a TrainingArguments subclass
-        out["config"] = {"class": type(resolved).__name__, **_shown(json.loads(resolved.to_json_string()))}
+        changed, set_by_recipe = changed_fields(resolved, config, skip=UNUSED_ARGS)
+        full = _shown(json.loads(resolved.to_json_string())) if verbose else changed
+        out["config"] = {"class": type(resolved).__name__, **full}
+        out["set_by_recipe"] = set_by_recipe
     if resolved is not None:
         out["not_shown"] = {"keys": list(UNUSED_ARGS), "why": "TrainingArguments fields fairmt's runners never read "
                             "(the recipe decides what runs)"}
-    return json_text(out), findings(config, resolved)
+        if not verbose and not isinstance(resolved, dict):
+            out["not_shown"]["defaults"] = "fields at the Config's defaults: --verbose shows every field"
+    found = findings(config, resolved)
+    lines, more = summarize(config, resolved, found)
+    return json_text(out), found + more, lines
 
 
 def set_output_dir(config: dict, folder: str) -> None:
@@ -291,8 +307,10 @@ def _run(args) -> int:
     if getattr(args, "output_dir", None):
         set_output_dir(config, args.output_dir)
     if getattr(args, "dry_run", False):
-        text, found = dry_run(config)
+        text, found, summary = dry_run(config, verbose=getattr(args, "verbose", False))
         print(text)
+        for line in summary:
+            print(f"dry run summary: {line}", file=sys.stderr)  # not a finding (those are "dry run: ...")
         for fatal, line in found:
             print(f"dry run: {'the real run would fail: ' if fatal else 'note: '}{line}", file=sys.stderr)
         failing = sum(fatal for fatal, _ in found)

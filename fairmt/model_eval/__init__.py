@@ -1,7 +1,10 @@
 """Scoring a model: the one place where translating (:mod:`fairmt.translate`) and scoring (:mod:`fairmt.eval`)
 meet. The ``fairmt eval`` commands given a ``--model`` and ``fairmt eval mt-bias`` go through
 :mod:`fairmt.model_eval.benchmarks`; the recipes' early stopping through :mod:`fairmt.model_eval.callbacks`
-(imported on its own: it needs transformers)."""
+(imported on its own: it needs transformers); the embedding bias suite on a model through
+:mod:`fairmt.model_eval.embeddings` (``fairmt eval embeddings``, ``fairmt.evaluate_embeddings``, the
+sentence-transformers evaluators of :mod:`fairmt.integrations`) and the GACL paper's whole evaluation through
+:mod:`fairmt.model_eval.mt_bias` (``fairmt eval mt-bias``, ``fairmt.evaluate_mt_bias``)."""
 
 from fairmt.model_eval.benchmarks import (
     evaluate_flores,

@@ -16,14 +16,17 @@ it as the median prototype-to-neutral distance under the original model instead 
 Prototypes are fixed from the frozen original encoder before training (the released code recomputes them from the
 model being trained at every epoch start; they coincide in the first epoch).
 
-Example::
+Example (``sentences``: a corpus; ``model``/``tokenizer``: a masked LM and its tokenizer; runs as a test,
+``tests/test_docstring_examples.py``)::
 
     >>> from fairmt.data.word_sentences import collect_word_sentences, load_lexicon, rows_to_dataset
     >>> attrs, neutral = load_lexicon("adept")
     >>> ds = rows_to_dataset(collect_word_sentences(sentences, attrs, neutral))
     >>> trainer = ADEPTTrainer(model=model, args=ADEPTConfig(output_dir="out"), train_dataset=ds,
     ...                        processing_class=tokenizer)
-    >>> trainer.train()
+    >>> result = trainer.train()
+    >>> result.global_step > 0
+    True
 """
 
 from __future__ import annotations

@@ -258,12 +258,16 @@ class _AdversaryStepHooks(TrainerCallback):
 class AdversarialTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
     """Sequence-classification Trainer with gradient-reversal adversaries (see the module docstring).
 
-    Example::
+    Example (``train``/``dev``: rows with ``text``, ``labels`` and ``group``; runs as a test,
+    ``tests/test_docstring_examples.py``)::
 
-        args = AdversarialConfig(output_dir="out", adv_lambda=1.0, n_adversaries=3, diff_lambda=100.0)
-        trainer = AdversarialTrainer(model=model, args=args, train_dataset=train, eval_dataset=dev,
-                                     data_collator=ClassificationCollator(tokenizer))
-        trainer.train()
+        >>> from fairmt.data.classification import ClassificationCollator
+        >>> args = AdversarialConfig(output_dir="out", adv_lambda=1.0, n_adversaries=3, diff_lambda=100.0)
+        >>> trainer = AdversarialTrainer(model=model, args=args, train_dataset=train, eval_dataset=dev,
+        ...                              data_collator=ClassificationCollator(tokenizer))
+        >>> result = trainer.train()
+        >>> result.global_step > 0
+        True
 
     ``hidden_size`` (the width of ``h``) is read from ``model.config.hidden_size`` or ``model.hidden_dim``, or
     passed as ``representation_dim=``. Logged terms: ``loss_ce``, ``loss_adv`` (mean adversary CE), ``adv_accuracy``

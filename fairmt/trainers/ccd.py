@@ -19,13 +19,22 @@ the neutral texts without gradient. The two loss terms are logged as ``loss_bias
 ``eval_loss_bias``/``eval_loss_rep``); the validation loss ``eval_loss`` selects the checkpoint
 (``metric_for_best_model="eval_loss"``, ``load_best_model_at_end=True``), as the paper does every 500 steps.
 
-Example::
+Example (``path``: an encoder folder such as all-MiniLM-L6-v2's; ``tuples``: a dataset of tuples,
+:func:`fairmt.data.augment.tuples.tuples_to_dataset`; runs as a test, ``tests/test_docstring_examples.py``)::
 
     >>> from transformers import AutoModel, AutoTokenizer
-    >>> args = CCDConfig(output_dir="out", per_device_train_batch_size=32, learning_rate=5e-5)
+    >>> args = CCDConfig(output_dir="out", per_device_train_batch_size=32, learning_rate=5e-5,
+    ...                  rho_estimator="median")  # the paper's "variance" saturates the kernel on MiniLM's distances
     >>> trainer = CCDTrainer(model=AutoModel.from_pretrained(path), args=args, train_dataset=tuples,
     ...                      processing_class=AutoTokenizer.from_pretrained(path))
-    >>> trainer.train()
+    >>> result = trainer.train()
+    >>> result.global_step > 0
+    True
+
+``CCDConfig``'s defaults are the paper's (ρ = the variance of the original distances): on an encoder whose
+group-to-neutral distances are of order one or less (MiniLM: median 3.9 unnormalised, 0.6 normalised) that ρ
+makes the kernel flat — the trainer warns, naming the fix — so set ``rho_estimator="median"`` (as above and in
+the MiniLM recipes) or ``"std"``.
 """
 
 from __future__ import annotations
@@ -44,13 +53,13 @@ from fairmt.data.augment.tuples import GENDER_GROUPS, CCDTupleCollator
 from fairmt.errors import FairmtError
 from fairmt.losses.ccd import RHO_ESTIMATORS, ccd_loss, estimate_rho, tuple_distances
 from fairmt.models.pooling import pool
+from fairmt.models.pooling_names import SENTENCE_POOLINGS as POOLING_MODES  # one set with `eval embeddings`
 from fairmt.trainers.faults import FaultGuardMixin
 from fairmt.trainers.term_logging import SplitTermLogMixin
 from fairmt.trainers.sharding import ShardingMixin, check_not_zero3_partitioned, frozen_copy
 
 logger = logging.getLogger(__name__)
 
-POOLING_MODES = ("auto", "mean", "cls", "max", "pooler")
 _MODEL_KEYS = ("input_ids", "attention_mask", "token_type_ids")
 
 
@@ -73,8 +82,10 @@ class CCDConfig(TrainingArguments):
             training set, as the paper).
         groups: the sensitive-group columns of a tuple, in order (default ``["male", "female"]``); the neutral
             text is the ``neutral`` column. Any number ≥ 2.
-        pooling: ``"auto"`` (a sentence-transformers model's own pooling, else ``"mean"``), ``"mean"`` (over the
-            attention mask), ``"cls"`` (first token), ``"max"`` or ``"pooler"`` (the model's pooler output).
+        pooling: ``"auto"`` (a sentence-transformers model's own pooling, else ``"mean"``), ``"model"`` (the
+            sentence-transformers model's own pooling; refused for a plain encoder), ``"mean"`` (over the attention
+            mask), ``"cls"`` = ``"first"`` (first token), ``"max"`` or ``"pooler"`` (the model's pooler output) —
+            the names of ``fairmt eval embeddings --pooling`` (:mod:`fairmt.models.pooling_names`).
             A sentence-transformers model with ``pooling="auto"`` and ``normalize=None`` makes its own embedding
             (its pooling and normalisation modules); any other choice pools its token embeddings as asked, e.g.
             ``normalize=False`` trains on the unnormalised mean-pooled embedding of all-MiniLM-L6-v2 (whose saved
@@ -93,7 +104,7 @@ class CCDConfig(TrainingArguments):
     rho_estimator: str = field(default="variance", metadata={"help": "'variance' (paper), 'std' or 'median'"})
     rho_max_tuples: int | None = field(default=None, metadata={"help": "tuples read to estimate rho (None: all)"})
     groups: list[str] = field(default_factory=lambda: list(GENDER_GROUPS), metadata={"help": "group columns"})
-    pooling: str = field(default="auto", metadata={"help": "auto|mean|cls|max|pooler"})
+    pooling: str = field(default="auto", metadata={"help": "auto|model|mean|cls|first|max|pooler"})
     normalize: bool | None = field(default=None, metadata={"help": "L2-normalise embeddings (None = model's own)"})
     max_length: int = field(default=128, metadata={"help": "truncation length"})
     disable_dropout: bool = field(default=False, metadata={"help": "train the encoder without dropout"})
@@ -146,10 +157,14 @@ def encode(model: torch.nn.Module, features: dict, pooling: str = "auto", normal
     while hasattr(base, "module") and isinstance(base.module, torch.nn.Module):  # DDP / DataParallel
         base = base.module
     feats = {k: features[k] for k in _MODEL_KEYS if k in features}
+    if pooling == "model" and not is_sentence_transformer(base):
+        raise FairmtError("pooling='model' is a sentence-transformers model's own pooling; this encoder is a plain "
+                          f"{type(base).__name__}: use 'auto', 'mean', 'cls', 'max' or 'pooler'")
     if is_sentence_transformer(base):
         out = model(feats)
-        if pooling == "auto" and normalize is None:
-            return out["sentence_embedding"]
+        if pooling == "model" or (pooling == "auto" and normalize is None):
+            emb = out["sentence_embedding"]
+            return F.normalize(emb, dim=-1) if normalize else emb
         # another embedding than the model's own: pool its token embeddings as asked (mean for "auto")
         mode = "mean" if pooling == "auto" else pooling
         if mode == "pooler":

@@ -259,13 +259,17 @@ def encoder_features(model: torch.nn.Module, batches, pooling: str = "head", dev
 class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
     """Trainer for CSCL (one- and two-stage) and FCL; see the module docstring and :class:`FairContrastiveConfig`.
 
-    Example::
+    Example (``train``/``dev``: rows with ``text``, ``labels`` and ``group``; runs as a test,
+    ``tests/test_docstring_examples.py``)::
 
-        args = FairContrastiveConfig(output_dir="out", objective="cscl", gamma=0.1, cs_lambda=5.0,
-                                     per_device_train_batch_size=256, gradcache_chunk_size=32)
-        trainer = FairContrastiveTrainer(model=model, args=args, train_dataset=train, eval_dataset=dev,
-                                         data_collator=ClassificationCollator(tokenizer))
-        trainer.train()
+        >>> from fairmt.data.classification import ClassificationCollator
+        >>> args = FairContrastiveConfig(output_dir="out", objective="cscl", gamma=0.1, cs_lambda=5.0,
+        ...                              per_device_train_batch_size=256, gradcache_chunk_size=32)
+        >>> trainer = FairContrastiveTrainer(model=model, args=args, train_dataset=train, eval_dataset=dev,
+        ...                                  data_collator=ClassificationCollator(tokenizer))
+        >>> result = trainer.train()
+        >>> result.global_step > 0
+        True
     """
 
     loss_is_scaled_for_ga = False  # every term is a per-batch mean

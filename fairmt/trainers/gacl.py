@@ -4,12 +4,16 @@
 
 ``L_MT`` is the model's token cross-entropy, ``L_KD`` the token-level KL(teacher ‖ student) to a frozen teacher
 (:func:`fairmt.losses.token_kl_loss`), ``L_GC`` the gender-aware contrastive loss on mean-pooled encoder states
-(:func:`fairmt.losses.gacl_loss`). ``GACLTrainer`` is a drop-in ``Seq2SeqTrainer``::
+(:func:`fairmt.losses.gacl_loss`). ``GACLTrainer`` is a drop-in ``Seq2SeqTrainer`` (``ds``:
+:func:`fairmt.data.gacl.tokenize_gacl` of :func:`~fairmt.data.gacl.prepare_gacl_pairs`; ``collator``:
+:class:`~fairmt.data.gacl.GenderContrastiveCollator`; runs as a test, ``tests/test_docstring_examples.py``)::
 
-    args = GACLConfig(output_dir="out", per_device_train_batch_size=8, learning_rate=4e-6)
-    trainer = GACLTrainer(model=model, args=args, train_dataset=ds, data_collator=collator,
-                          processing_class=tokenizer)
-    trainer.train()
+    >>> args = GACLConfig(output_dir="out", per_device_train_batch_size=8, learning_rate=4e-6)
+    >>> trainer = GACLTrainer(model=model, args=args, train_dataset=ds, data_collator=collator,
+    ...                       processing_class=tokenizer)
+    >>> result = trainer.train()
+    >>> result.global_step > 0
+    True
 
 How the extra encoder views are computed. The contrastive views (a dropout view, the counterfactual sources) need
 extra *encoder* passes, never a decoder pass. To stay inside one forward of the wrapped model — DDP accepts each

@@ -162,13 +162,19 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
         index_embeddings: the ``(N, d)`` normalised embeddings ``latent_subgroups`` was fitted on — the initial
             ``Z``, saving one embedding pass.
 
-    Example::
+    Example (``simclr_model``: :func:`fairmt.models.vision.build_simclr_model`; ``images``: a dataset of images;
+    ``processor``: its image processor, whose mean ``m`` and std ``s`` the augmentation uses; ``run/clusters``: the
+    K-means of the baseline SimCLR embeddings, saved; runs as a test, ``tests/test_docstring_examples.py``)::
 
-        args = FairnessSamplingConfig(output_dir="out", objective="sampling_pretrain", per_device_train_batch_size=256)
-        trainer = FairnessSamplingTrainer(model=simclr_model, args=args, train_dataset=images,
-                                          data_collator=ImageCollator(processor), augmentation=SimCLRAugmentation(m, s),
-                                          latent_subgroups=LatentSubgroups.load("run/clusters"))
-        trainer.train()
+        >>> from fairmt.data.fair_sampling import LatentSubgroups
+        >>> from fairmt.data.images import ImageCollator, SimCLRAugmentation
+        >>> args = FairnessSamplingConfig(output_dir="out", objective="sampling_pretrain", per_device_train_batch_size=256)
+        >>> trainer = FairnessSamplingTrainer(model=simclr_model, args=args, train_dataset=images,
+        ...                                   data_collator=ImageCollator(processor), augmentation=SimCLRAugmentation(m, s),
+        ...                                   latent_subgroups=LatentSubgroups.load("run/clusters"))
+        >>> result = trainer.train()
+        >>> result.global_step > 0
+        True
     """
 
     loss_is_scaled_for_ga = False  # every term is a per-batch mean

@@ -8,7 +8,9 @@
   - ``"first"`` — the last hidden state of the first input token ([CLS] / <s>), as sent-bias does for BERT;
   - ``"model"`` — the model's own sentence-transformers pipeline (its pooling and normalisation), for a folder
     with ``modules.json``;
-  - ``"auto"``  — ``"model"`` for a sentence-transformers folder, ``"mean"`` otherwise.
+  - ``"auto"``  — ``"model"`` for a sentence-transformers folder, ``"mean"`` otherwise;
+  - ``"cls"`` (= ``"first"``), ``"max"``, ``"pooler"`` — as :attr:`fairmt.trainers.ccd.CCDConfig.pooling`: the
+    names are one set (:data:`fairmt.models.pooling_names.SENTENCE_POOLINGS`).
 
 * :class:`MaskedLMRunner` — masked-token log-probabilities for CrowS-Pairs and masked-word probabilities for
   StereoSet. It refuses a checkpoint that has no trained masked-LM head (e.g. a bare encoder such as
@@ -27,7 +29,7 @@ import numpy as np
 
 from fairmt.errors import FairmtError
 
-POOLINGS = ("auto", "mean", "first", "model")
+from fairmt.models.pooling_names import SENTENCE_POOLINGS as POOLINGS  # one set with CCDConfig.pooling
 
 
 def is_sentence_transformers_dir(path: str | Path) -> bool:
@@ -62,8 +64,8 @@ class EmbeddingRunner:
         device: str = "cpu",
         progress: bool = False,
     ):
-        if pooling not in ("mean", "first", "model"):
-            raise FairmtError(f"unknown pooling {pooling!r}; use one of mean, first, model")
+        if pooling not in POOLINGS or pooling == "auto":
+            raise FairmtError(f"unknown pooling {pooling!r}; use one of {', '.join(p for p in POOLINGS if p != 'auto')}")
         self.model = model
         self.tokenizer = tokenizer
         self.pooling = pooling
@@ -82,7 +84,7 @@ class EmbeddingRunner:
         st = is_sentence_transformers_dir(p)
         if pooling == "auto":
             pooling = "model" if st else "mean"
-        device = kwargs.get("device", "cpu")
+        device = kwargs.pop("device", None)  # None: where the model loads (sentence-transformers: its own choice)
         if pooling == "model":
             if not st:
                 raise FairmtError(
@@ -92,12 +94,14 @@ class EmbeddingRunner:
             from sentence_transformers import SentenceTransformer
 
             with loading(p, "encoder"):
-                return cls(SentenceTransformer(str(p), device=device), None, "model", **kwargs)
+                st = SentenceTransformer(str(p), device=device)
+                return cls(st, None, "model", device=str(st.device), **kwargs)
         from transformers import AutoModel, AutoTokenizer
 
         with loading(p, "encoder"):
-            model = AutoModel.from_pretrained(str(p)).to(device).eval()
-            return cls(model, AutoTokenizer.from_pretrained(str(p)), pooling, **kwargs)
+            model = AutoModel.from_pretrained(str(p))
+            model = (model.to(device) if device else model).eval()
+            return cls(model, AutoTokenizer.from_pretrained(str(p)), pooling, device=str(model.device), **kwargs)
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         if self.pooling == "model":
@@ -107,10 +111,10 @@ class EmbeddingRunner:
         enc = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
         enc = {k: v.to(self.device) for k, v in enc.items()}
         with torch.no_grad():
-            hidden = self.model(**enc).last_hidden_state
+            out = self.model(**enc)
         from fairmt.models.pooling import pool
 
-        pooled = pool(hidden, enc["attention_mask"], self.pooling)  # "first" or "mean"
+        pooled = pool(out.last_hidden_state, enc["attention_mask"], self.pooling, getattr(out, "pooler_output", None))
         return pooled.float().cpu().numpy()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -165,7 +169,9 @@ class MaskedLMRunner:
             raise FairmtError(f"{p}: the masked-LM head is missing from the checkpoint ({missing[:3]}...); it would be random")
         with loading(p, "masked language model's tokenizer"):
             tok = AutoTokenizer.from_pretrained(str(p))
-        return cls(model.to(kwargs.get("device", "cpu")).eval(), tok, **kwargs)
+        device = kwargs.pop("device", None)  # None: where the model loads
+        model = (model.to(device) if device else model).eval()
+        return cls(model, tok, device=str(model.device), **kwargs)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` with special tokens."""

