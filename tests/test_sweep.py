@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from fairmt.cli import main
+from fairmt.sweep.engine import point
 
 optuna = pytest.importorskip("optuna")
 psutil = pytest.importorskip("psutil")
@@ -139,8 +140,8 @@ def test_kill_9_mid_run_then_join_workers_finish_every_run_once(killed_then_join
     assert "WAITING" not in states
     failed = next(t for t in study.trials if t.state.name == "FAIL")
     retries = [t for t in study.trials if t.system_attrs.get("failed_trial") == failed.number]
-    assert [t.params for t in retries if t.state.name == "COMPLETE"] == [failed.params]
-    complete = [json.dumps(t.params, sort_keys=True) for t in study.trials if t.state.name == "COMPLETE"]
+    assert [point(t) for t in retries if t.state.name == "COMPLETE"] == [point(failed)]
+    complete = [json.dumps(point(t), sort_keys=True) for t in study.trials if t.state.name == "COMPLETE"]
     assert len(set(complete)) == 4  # every (setting, seed) exactly once
     # two workers at once: each remaining run trained by exactly one of them, and both took part
     trained = [_progress_runs(o) for o in r.outputs]
@@ -434,15 +435,16 @@ def test_two_join_processes_on_one_sqlite_study_run_every_run_once(tmp_path):
     assert len({pid for *_, pid in runs}) == 2 and sum(o["ran"] for o in outcomes) == 12
     study = optuna.load_study(study_name="s", storage=open_storage(f"sqlite:///{out / 'study.db'}"))
     complete = [t for t in study.trials if t.state.name == "COMPLETE"]
-    assert len(complete) == 12 and len({json.dumps(t.params, sort_keys=True) for t in complete}) == 12
+    assert len(complete) == 12 and len({json.dumps(point(t), sort_keys=True) for t in complete}) == 12
     assert {t.state.name for t in study.trials} <= {"COMPLETE", "PRUNED"}
 
 
-def test_a_grid_point_handed_out_twice_runs_once(tmp_path):
-    """Optuna's GridSampler gives a running grid point again to a worker that asks once every point is handed out
-    (what two workers racing at the end of a grid get); the later trial is recognised as a duplicate, and so is a
-    retry queued twice."""
-    from fairmt.sweep.engine import HOST, OWNER, _duplicate, _my_owner, _suggest, open_storage, open_study
+def test_a_grid_run_queued_twice_runs_once(tmp_path):
+    """Two workers that look for the next grid run at the same moment queue the same (setting, seed) twice; the
+    later trial is recognised as a duplicate, and so is a retry queued twice. A trial that was not queued with a
+    seed (asked by someone else) is not a grid run."""
+    from fairmt.sweep.engine import HOST, OWNER, SEED, _duplicate, _my_owner, _next_run, _suggest, open_storage, \
+        open_study
     from fairmt.sweep.spec import SweepSpec
 
     from fairmt.commands.train import resolve_recipe_path
@@ -453,22 +455,24 @@ def test_a_grid_point_handed_out_twice_runs_once(tmp_path):
                      tradeoff=[], search=None, output_dir=str(tmp_path), storage=f"sqlite:///{tmp_path / 'db'}",
                      study_name="s")
     study = open_study(spec, open_storage(spec.storage))
-    first = []
-    for _ in range(2):
-        t = study.ask()
-        first.append((t, _suggest(t, spec)))
+    setting, seed = _next_run(study, spec)
+    assert (setting, seed) == ({"x": 1}, 0)
+    for _ in range(2):  # both workers saw the same next run
+        study.enqueue_trial(setting, user_attrs={SEED: seed})
+    first, late = study.ask(), study.ask()
+    for t in (first, late):
         t.set_user_attr(OWNER, _my_owner(t.number))
-    assert {p["x"] for _, p in first} == {1, 2} and all(_duplicate(study, spec, t.number, p) is None for t, p in first)
-    late = study.ask()  # every point is running: GridSampler hands one out again
-    params = _suggest(late, spec)
-    late.set_user_attr(OWNER, _my_owner(late.number))
-    twin = next(t for t, p in first if p == params)
-    assert _duplicate(study, spec, late.number, params).number == twin.number
+    params = _suggest(first, spec)
+    assert params == _suggest(late, spec) == {"x": 1, "seed": 0}
+    assert _duplicate(study, spec, first.number, params) is None
+    assert _duplicate(study, spec, late.number, params).number == first.number
+    assert _next_run(study, spec) == ({"x": 2}, 0)
+    assert _suggest(study.ask(), spec) is None  # not queued: no seed, not a run of the grid
     # two retries of one failed run queued by two workers: the later one is the duplicate
-    study.tell(twin, state=optuna.trial.TrialState.FAIL)
+    study.tell(first, state=optuna.trial.TrialState.FAIL)
     study.tell(late, state=optuna.trial.TrialState.PRUNED)
-    study.enqueue_trial(params)
-    study.enqueue_trial(params)
+    study.enqueue_trial(setting, user_attrs={SEED: seed})
+    study.enqueue_trial(setting, user_attrs={SEED: seed})
     a, b = study.ask(), study.ask()
     assert _suggest(a, spec) == _suggest(b, spec) == params
     for t in (a, b):
