@@ -363,6 +363,45 @@ def test_search_mode_nsga2_front_is_the_studys_best_trials(tmp_path):
         report["settings"][i]["id"] for i in _brute_front(pts)}
 
 
+def test_trials_show_setting_seed_and_run_folder_by_name_and_the_seed_is_no_parameter(tmp_path):
+    """What optuna-dashboard reads, read back through Optuna's API: the objectives by name; every grid trial's
+    setting, seed and run folder as user attributes (the run folder is the one holding that run's done.json); no
+    trial has a `seed` parameter, so parameter importance sees the hyper-parameters only. A search trial carries
+    its seeds and run folders."""
+    from fairmt.sweep.engine import open_storage, run_sweep
+    from fairmt.sweep.spec import build_spec
+
+    grid = build_spec(RECIPE, CHEAP, ["training.learning_rate=0.001,0.01", "objective_args.fcl_beta=0.5"], [],
+                      "0,1", [], output_dir=str(tmp_path / "g"))
+    assert run_sweep(grid, runner=_fake_runner, echo=lambda line: None).complete
+    study = optuna.load_study(study_name="g", storage=open_storage(grid.storage))
+    assert study.metric_names == ["dev.accuracy", "dev.gap"]
+    complete = [t for t in study.trials if t.state.name == "COMPLETE"]
+    assert len(complete) == 4
+    seen = set()
+    for t in complete:
+        assert set(t.params) == {"training.learning_rate", "objective_args.fcl_beta"}  # no seed
+        assert t.user_attrs["setting"] == t.params
+        done = json.loads((Path(t.user_attrs["run_dir"]) / "done.json").read_text())
+        assert done["setting"] == t.params and done["seed"] == t.user_attrs["seed"] and done["trial"] == t.number
+        assert t.values == pytest.approx([70 + 10 * 0.5 - 5 * abs(math.log10(t.params["training.learning_rate"]) + 2)
+                                          + 0.5 * t.user_attrs["seed"], 2 + 8 * 0.5 + 0.3 * t.user_attrs["seed"]])
+        seen.add((t.params["training.learning_rate"], t.user_attrs["seed"]))
+    assert seen == {(lr, seed) for lr in (0.001, 0.01) for seed in (0, 1)}
+    assert set(optuna.importance.get_param_importances(study, target=lambda t: -t.values[0])) <= {
+        "training.learning_rate", "objective_args.fcl_beta"}
+
+    search = build_spec(RECIPE, CHEAP, ["objective_args.fcl_beta=0.5"], ["training.learning_rate=0.0001:0.1:log"],
+                        "0,1", ["dev.accuracy:max"],
+                        search=2, output_dir=str(tmp_path / "s"), sampler_seed=0)
+    run_sweep(search, runner=_fake_runner, echo=lambda line: None)
+    study = optuna.load_study(study_name="s", storage=open_storage(search.storage))
+    assert study.metric_names == ["dev.accuracy"]
+    for t in study.trials:
+        assert set(t.params) == {"training.learning_rate", "objective_args.fcl_beta"} and t.user_attrs["seeds"] == [0, 1]
+        assert [json.loads((Path(d) / "done.json").read_text())["seed"] for d in t.user_attrs["run_dirs"]] == [0, 1]
+
+
 def test_single_objective_search_uses_tpe(tmp_path):
     from fairmt.sweep.engine import make_sampler
     from fairmt.sweep.spec import build_spec
