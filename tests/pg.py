@@ -19,7 +19,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -30,8 +30,8 @@ USER = "fairmt"
 
 @dataclass
 class Server:
-    url: str  # postgresql://fairmt:PASSWORD@127.0.0.1:PORT/postgres
-    password: str
+    url: str = field(repr=False)  # postgresql://fairmt:PASSWORD@127.0.0.1:PORT/postgres
+    password: str = field(repr=False)
     port: int
     folder: Path
 

@@ -95,6 +95,20 @@ def redact(url: str) -> str:
         return re.sub(r"//[^@/]*@", "//***@", url)
 
 
+def without_password(url: str) -> str:
+    """The storage URL with its password removed (what the sweep folder keeps: ``fairmt sweep report`` reconnects
+    with ``PGPASSWORD`` / ``~/.pgpass``, which libpq reads, or the server's other authentication)."""
+    if "://" not in url:
+        return url
+    try:
+        from sqlalchemy.engine import make_url
+
+        parsed = make_url(url)
+        return parsed._replace(password=None).render_as_string(hide_password=False) if parsed.password else url
+    except Exception:  # noqa: BLE001 - not a URL sqlalchemy can parse: drop what could be credentials
+        return re.sub(r"//([^:@/]*):[^@/]*@", r"//\1@", url)
+
+
 def open_storage(url: str):
     """An Optuna storage: an RDB URL (``sqlite:///FILE``, ``postgresql://…``, ``mysql+pymysql://…``) or the path of
     a journal file (``JournalFileBackend``, for several machines on a shared filesystem)."""
@@ -107,9 +121,12 @@ def open_storage(url: str):
                 try:
                     return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
                 except Exception as err:  # noqa: BLE001
-                    # workers starting together race to create SQLite's tables: the loser sees them on a retry
-                    racing = any(m in str(err) for m in ("already exists", "UNIQUE constraint", "locked"))
-                    if not (url.startswith("sqlite") and racing and attempt < 4):
+                    # workers starting together race to create the tables (SQLite: "already exists", "locked";
+                    # PostgreSQL: a UniqueViolation on pg_type when both create the enum types): the loser sees them
+                    # on a retry
+                    racing = any(m in str(err) for m in ("already exists", "UNIQUE constraint", "locked",
+                                                         "UniqueViolation", "duplicate key value"))
+                    if not (racing and attempt < 4):
                         raise
                     time.sleep(0.2 * (attempt + 1))
         path = Path(url)
@@ -559,7 +576,8 @@ def prepare_folder(spec: SweepSpec) -> None:
     if out.is_dir() and any(not p.name.startswith(ours) for p in out.iterdir()):
         raise FairmtError(f"{out} exists and is not a sweep folder: choose another --output-dir")
     out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(spec_file, json.dumps({"identity": spec.identity(), "spec": spec.to_dict()}, indent=2) + "\n")
+    kept = {**spec.to_dict(), "storage": without_password(spec.storage)}  # never a password in the folder
+    write_text_atomic(spec_file, json.dumps({"identity": spec.identity(), "spec": kept}, indent=2) + "\n")
 
 
 def load_spec(out: str | Path) -> SweepSpec:
