@@ -84,13 +84,27 @@ def assert_same_logs(a: list[dict], b: list[dict], tol: float = 1e-6) -> None:
             assert y[k] == pytest.approx(x[k], abs=tol), (k, x, y)
 
 
+def readme_two_node_commands() -> list[str]:
+    """The two ``torchrun`` lines of the README's "Several machines" block (node rank 0, then 1)."""
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- two-node-commands -->\n```bash\n(.*?)```", text, flags=re.S)
+    assert block, "README.md has no two-node-commands block"
+    lines = [ln for ln in block.group(1).splitlines() if ln.startswith("torchrun ")]
+    assert len(lines) == 2 and [" --node-rank 0 " in lines[0], " --node-rank 1 " in lines[1]] == [True, True], lines
+    return lines
+
+
 def two_node_commands(port: int, args: list) -> list[list[str]]:
-    """The README's two-node launch: one ``torchrun`` per node, one process each, a c10d rendezvous at node 0's
-    address (here 127.0.0.1; node 0 hosts the rendezvous store: ``is_host``)."""
-    return [[str(c) for c in procs.python(
-        "-m", "torch.distributed.run", "--nnodes", "2", "--node-rank", rank, "--nproc-per-node", "1",
-        "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "fairmt-test",
-        "--rdzv-conf", f"is_host={'true' if rank == 0 else 'false'}", *args)] for rank in (0, 1)]
+    """The README's two-node launch, as run here: each line's launcher options up to ``-m fairmt`` (``torchrun`` as
+    ``python -m torch.distributed.run``, NODE0_ADDR:29400 → 127.0.0.1:PORT), then ``args`` (``-m fairmt ...``)."""
+    commands = []
+    for line in readme_two_node_commands():
+        words = line.replace("NODE0_ADDR:29400", f"127.0.0.1:{port}").split()
+        launcher = words[1:words.index("-m")]
+        commands.append([str(c) for c in procs.python("-m", "torch.distributed.run", *launcher, *args)])
+    return commands
 
 
 def two_nodes(args: list, cwd: Path, env: dict) -> float:
