@@ -379,8 +379,12 @@ def requeue_failed(study, spec: SweepSpec) -> list[int]:
     for t in trials:
         key = setting_key(point(t))
         if t.state == S.FAIL and key not in covered and _complete_params(spec, point(t)):
-            seed = {SEED: t.user_attrs[SEED]} if SEED in t.user_attrs else {}
-            study.enqueue_trial(dict(t.params), user_attrs={RETRY_OF: t.number, **seed})
+            params = dict(t.params)
+            if spec.mode == "grid":  # a study of fairmt < issue 36 kept the seed as a parameter
+                seed = {SEED: t.user_attrs.get(SEED, params.pop("seed", None))}
+            else:
+                seed = {}
+            study.enqueue_trial(params, user_attrs={RETRY_OF: t.number, **seed})
             covered.add(key)
             queued.append(t.number)
     return queued
