@@ -206,19 +206,20 @@ def main(argv: list[str] | None = None) -> int:
         from fairmt.commands._progress import line_progress
 
         with line_progress():  # in a file or a pipe, progress bars become a line every 10 % (no carriage returns)
-            rc = handler(args)
+            rc = int(handler(args) or 0)
     except BrokenPipeError:
-        return _stop_on_closed_pipe()
+        rc = _stop_on_closed_pipe()
     except KeyboardInterrupt as err:  # Ctrl-C: no traceback; what was kept and how to resume, when the work says
         detail = str(err).strip()
         print(f"\nfairmt: {detail or 'interrupted'}", file=sys.stderr)
-        return 130  # 128 + SIGINT, what a shell reports for a tool Ctrl-C stopped
+        rc = 130  # 128 + SIGINT, what a shell reports for a tool Ctrl-C stopped
     except Exception as err:  # noqa: BLE001 - sorted into expected failures and bugs
         line = _expected(err)
         if line is None:
+            _exit_after_distributed_run(1, bug=True)
             raise
         print(f"fairmt: error: {line}", file=sys.stderr)
-        return 2
+        rc = 2
     finally:
         _flush_quietly()
         for key, value in saved_env.items():  # main() called from Python leaves the environment as it found it
@@ -226,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-    _exit_after_distributed_run(int(rc or 0))
-    return int(rc or 0)
+    _exit_after_distributed_run(rc)
+    return rc
 
 
 def _flush_quietly() -> None:
@@ -286,21 +287,20 @@ def _before_the_work(args: argparse.Namespace) -> None:
 _PROGRESS_ENV = ("TQDM_DISABLE", "HF_DATASETS_DISABLE_PROGRESS_BARS", "HF_HUB_DISABLE_PROGRESS_BARS")
 
 
-def _exit_after_distributed_run(rc: int) -> None:
-    """After a multi-process training run, leave at once (logs flushed): with torch 2.13 + gloo a process can abort
-    while the interpreter tears down C++ state after the work is done ("terminate called without an active
-    exception", exit -6), and a launcher or scheduler would report a finished run as failed. Only for the command
-    line, never when ``main`` is called from Python."""
-    train = sys.modules.get("fairmt.commands.train")
-    if train is None or not getattr(train, "DISTRIBUTED_RUN_ENDED", False) or not _invoked_as_command():
+def _exit_after_distributed_run(rc: int, bug: bool = False) -> None:
+    """A command that ran as one process of several (``accelerate launch`` / ``torchrun -m fairmt ...``: training,
+    sweep runs, sharded translation) ends here, whatever the command and however it ended:
+    :func:`fairmt.distributed.leave_if_distributed` (the teardown rule of torch 2.13 + gloo is written there); a bug
+    prints its traceback first. Only for the command line, never when ``main`` is called from Python."""
+    if "torch.distributed" not in sys.modules or not _invoked_as_command():
         return
-    import logging
-    import os
+    from fairmt.distributed import _live_group, leave_if_distributed
 
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(rc)
+    if bug and _live_group() is not None:
+        import traceback
+
+        traceback.print_exc()
+    leave_if_distributed(rc)
 
 
 def _invoked_as_command() -> bool:

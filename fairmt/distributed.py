@@ -74,6 +74,83 @@ def init_from_launch():
     return dist
 
 
+# ------------------------------------------------------------------------------------------------ the end of a run
+#
+# The rule (torch 2.13, gloo; STACK-NOTES "Multi-process teardown"): never let a C++ destructor of the process group
+# run in a rank of a multi-process fairmt run. Two ways it goes wrong, both after the work is done:
+#   * ``~ProcessGroupGloo`` joins gloo's worker threads (``std::thread::join``). When the last reference to the
+#     group is dropped with the GIL held — the DDP ``Reducer`` (the Trainer's wrapped model) freed *after*
+#     ``destroy_process_group()`` removed the group from torch's registry, which is what ``fairmt train`` did until
+#     issue 36 (the recipe's Trainer was dropped by ``train._run`` after ``run_recipe`` had destroyed the group) — a
+#     worker that still needs the GIL can never finish: one rank blocks forever (3 runs of 3 in the issue's report).
+#   * A process that reaches interpreter finalisation with the group alive aborts in about one run of five
+#     ("terminate called without an active exception", exit -6): a joinable gloo thread is destroyed.
+# So the command line does neither: every rank meets the others at a barrier (no peer is still inside a collective
+# when the connections close; a rank that failed skips it and leaves at once, so the others fail instead of waiting),
+# flushes its logs and leaves with ``os._exit`` — no Reducer, group, gloo context or thread is destroyed at all, so
+# there is nothing to join and nothing to abort. This is the one exit of every multi-process entry that goes through
+# the ``fairmt`` command (``accelerate launch``/``torchrun -m fairmt train``, the runs of ``fairmt sweep --launcher
+# accelerate``, sharded translation in ``torchrun -m fairmt eval ...``): :func:`fairmt.cli.main` calls
+# :func:`leave_if_distributed` whatever the command. Python code that ran fairmt under a launcher uses
+# :func:`end_process_group` (objects holding the group freed first, then the group).
+
+
+def _live_group():
+    """``torch.distributed`` when this process belongs to a live process group of several processes, else ``None``
+    (torch not imported: no group)."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    try:
+        return dist if dist.get_world_size() > 1 else None
+    except Exception:  # noqa: BLE001 - a group torch no longer answers for: treat it as live
+        return dist
+
+
+def leave_if_distributed(exit_code: int) -> None:
+    """End a ``fairmt`` command that ran as one process of several: on success wait for every rank at a barrier,
+    then flush and ``os._exit(exit_code)`` without tearing anything down (see the rule above). Returns when no
+    multi-process group is live (a plain run keeps its ordinary exit)."""
+    dist = _live_group()
+    if dist is None:
+        return
+    import logging
+
+    if exit_code == 0:
+        try:
+            dist.barrier()
+        except Exception as err:  # noqa: BLE001 - a peer that failed and left: its own exit code tells the launcher
+            print(f"fairmt: warning: rank {dist.get_rank()} finished its work but another process left early "
+                  f"({type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''})",
+                  file=sys.stderr)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(exit_code)
+
+
+def end_process_group() -> None:
+    """For Python code run under ``torchrun`` / ``accelerate launch`` (a script that called
+    :func:`fairmt.commands.train.run_recipe` or a Trainer): end the process group in the order that never blocks.
+    Drop every object that holds the group first — the Trainer and its DDP-wrapped model (its ``Reducer``), the
+    accelerator — then call this: it collects them while the group is still registered, waits for every rank, and
+    destroys the group, so that no Reducer is left to drop its last reference later. A Trainer still referenced
+    afterwards would do exactly that (the hang the rule above describes): :func:`fairmt.cli.main` avoids the question
+    by not destroying anything. No-op without a group."""
+    import gc
+
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return
+    gc.collect()  # the DDP Reducer (its reference to the group) goes while the group is still registered
+    if dist.get_world_size() > 1:
+        dist.barrier()
+    dist.destroy_process_group()
+
+
 # ---------------------------------------------------------------------------------------- the live process group
 
 
@@ -150,6 +227,6 @@ def replicated_shard() -> tuple[int, int]:
 
 
 __all__ = [
-    "gather_nograd", "gather_with_grad", "init_from_launch", "is_main_process", "launch_world_size",
-    "local_device", "rank", "replicated_shard", "world_size",
+    "end_process_group", "gather_nograd", "gather_with_grad", "init_from_launch", "is_main_process",
+    "launch_world_size", "leave_if_distributed", "local_device", "rank", "replicated_shard", "world_size",
 ]  # fmt: skip

@@ -13,6 +13,7 @@ import statistics
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 
 from fairmt.cli import main
+from fairmt.sweep.engine import point
 
 optuna = pytest.importorskip("optuna")
 psutil = pytest.importorskip("psutil")
@@ -139,8 +141,8 @@ def test_kill_9_mid_run_then_join_workers_finish_every_run_once(killed_then_join
     assert "WAITING" not in states
     failed = next(t for t in study.trials if t.state.name == "FAIL")
     retries = [t for t in study.trials if t.system_attrs.get("failed_trial") == failed.number]
-    assert [t.params for t in retries if t.state.name == "COMPLETE"] == [failed.params]
-    complete = [json.dumps(t.params, sort_keys=True) for t in study.trials if t.state.name == "COMPLETE"]
+    assert [point(t) for t in retries if t.state.name == "COMPLETE"] == [point(failed)]
+    complete = [json.dumps(point(t), sort_keys=True) for t in study.trials if t.state.name == "COMPLETE"]
     assert len(set(complete)) == 4  # every (setting, seed) exactly once
     # two workers at once: each remaining run trained by exactly one of them, and both took part
     trained = [_progress_runs(o) for o in r.outputs]
@@ -362,6 +364,47 @@ def test_search_mode_nsga2_front_is_the_studys_best_trials(tmp_path):
         report["settings"][i]["id"] for i in _brute_front(pts)}
 
 
+def test_trials_show_setting_seed_and_run_folder_by_name_and_the_seed_is_no_parameter(tmp_path):
+    """What optuna-dashboard reads, read back through Optuna's API: the objectives by name; every grid trial's
+    setting, seed and run folder as user attributes (the run folder is the one holding that run's done.json); no
+    trial has a `seed` parameter, so parameter importance sees the hyper-parameters only. A search trial carries
+    its seeds and run folders."""
+    from fairmt.sweep.engine import open_storage, run_sweep
+    from fairmt.sweep.spec import build_spec
+
+    grid = build_spec(RECIPE, CHEAP, ["training.learning_rate=0.001,0.01", "objective_args.fcl_beta=0.5"], [],
+                      "0,1", [], output_dir=str(tmp_path / "g"))
+    assert run_sweep(grid, runner=_fake_runner, echo=lambda line: None).complete
+    study = optuna.load_study(study_name="g", storage=open_storage(grid.storage))
+    assert study.metric_names == ["dev.accuracy", "dev.gap"]
+    complete = [t for t in study.trials if t.state.name == "COMPLETE"]
+    assert len(complete) == 4
+    seen = set()
+    for t in complete:
+        assert set(t.params) == {"training.learning_rate", "objective_args.fcl_beta"}  # no seed
+        assert t.user_attrs["setting"] == t.params
+        done = json.loads((Path(t.user_attrs["run_dir"]) / "done.json").read_text())
+        assert done["setting"] == t.params and done["seed"] == t.user_attrs["seed"] and done["trial"] == t.number
+        assert t.values == pytest.approx([70 + 10 * 0.5 - 5 * abs(math.log10(t.params["training.learning_rate"]) + 2)
+                                          + 0.5 * t.user_attrs["seed"], 2 + 8 * 0.5 + 0.3 * t.user_attrs["seed"]])
+        seen.add((t.params["training.learning_rate"], t.user_attrs["seed"]))
+    assert seen == {(lr, seed) for lr in (0.001, 0.01) for seed in (0, 1)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the evaluator's note on the direction of the target
+        importances = optuna.importance.get_param_importances(study, target=lambda t: t.values[0])
+    assert set(importances) <= {"training.learning_rate", "objective_args.fcl_beta"}
+
+    search = build_spec(RECIPE, CHEAP, ["objective_args.fcl_beta=0.5"], ["training.learning_rate=0.0001:0.1:log"],
+                        "0,1", ["dev.accuracy:max"],
+                        search=2, output_dir=str(tmp_path / "s"), sampler_seed=0)
+    run_sweep(search, runner=_fake_runner, echo=lambda line: None)
+    study = optuna.load_study(study_name="s", storage=open_storage(search.storage))
+    assert study.metric_names == ["dev.accuracy"]
+    for t in study.trials:
+        assert set(t.params) == {"training.learning_rate", "objective_args.fcl_beta"} and t.user_attrs["seeds"] == [0, 1]
+        assert [json.loads((Path(d) / "done.json").read_text())["seed"] for d in t.user_attrs["run_dirs"]] == [0, 1]
+
+
 def test_single_objective_search_uses_tpe(tmp_path):
     from fairmt.sweep.engine import make_sampler
     from fairmt.sweep.spec import build_spec
@@ -434,15 +477,16 @@ def test_two_join_processes_on_one_sqlite_study_run_every_run_once(tmp_path):
     assert len({pid for *_, pid in runs}) == 2 and sum(o["ran"] for o in outcomes) == 12
     study = optuna.load_study(study_name="s", storage=open_storage(f"sqlite:///{out / 'study.db'}"))
     complete = [t for t in study.trials if t.state.name == "COMPLETE"]
-    assert len(complete) == 12 and len({json.dumps(t.params, sort_keys=True) for t in complete}) == 12
+    assert len(complete) == 12 and len({json.dumps(point(t), sort_keys=True) for t in complete}) == 12
     assert {t.state.name for t in study.trials} <= {"COMPLETE", "PRUNED"}
 
 
-def test_a_grid_point_handed_out_twice_runs_once(tmp_path):
-    """Optuna's GridSampler gives a running grid point again to a worker that asks once every point is handed out
-    (what two workers racing at the end of a grid get); the later trial is recognised as a duplicate, and so is a
-    retry queued twice."""
-    from fairmt.sweep.engine import HOST, OWNER, _duplicate, _my_owner, _suggest, open_storage, open_study
+def test_a_grid_run_queued_twice_runs_once(tmp_path):
+    """Two workers that look for the next grid run at the same moment queue the same (setting, seed) twice; the
+    later trial is recognised as a duplicate, and so is a retry queued twice. A trial that was not queued with a
+    seed (asked by someone else) is not a grid run."""
+    from fairmt.sweep.engine import HOST, OWNER, SEED, _duplicate, _my_owner, _next_run, _suggest, open_storage, \
+        open_study
     from fairmt.sweep.spec import SweepSpec
 
     from fairmt.commands.train import resolve_recipe_path
@@ -453,22 +497,24 @@ def test_a_grid_point_handed_out_twice_runs_once(tmp_path):
                      tradeoff=[], search=None, output_dir=str(tmp_path), storage=f"sqlite:///{tmp_path / 'db'}",
                      study_name="s")
     study = open_study(spec, open_storage(spec.storage))
-    first = []
-    for _ in range(2):
-        t = study.ask()
-        first.append((t, _suggest(t, spec)))
+    setting, seed = _next_run(study, spec)
+    assert (setting, seed) == ({"x": 1}, 0)
+    for _ in range(2):  # both workers saw the same next run
+        study.enqueue_trial(setting, user_attrs={SEED: seed})
+    first, late = study.ask(), study.ask()
+    for t in (first, late):
         t.set_user_attr(OWNER, _my_owner(t.number))
-    assert {p["x"] for _, p in first} == {1, 2} and all(_duplicate(study, spec, t.number, p) is None for t, p in first)
-    late = study.ask()  # every point is running: GridSampler hands one out again
-    params = _suggest(late, spec)
-    late.set_user_attr(OWNER, _my_owner(late.number))
-    twin = next(t for t, p in first if p == params)
-    assert _duplicate(study, spec, late.number, params).number == twin.number
+    params = _suggest(first, spec)
+    assert params == _suggest(late, spec) == {"x": 1, "seed": 0}
+    assert _duplicate(study, spec, first.number, params) is None
+    assert _duplicate(study, spec, late.number, params).number == first.number
+    assert _next_run(study, spec) == ({"x": 2}, 0)
+    assert _suggest(study.ask(), spec) is None  # not queued: no seed, not a run of the grid
     # two retries of one failed run queued by two workers: the later one is the duplicate
-    study.tell(twin, state=optuna.trial.TrialState.FAIL)
+    study.tell(first, state=optuna.trial.TrialState.FAIL)
     study.tell(late, state=optuna.trial.TrialState.PRUNED)
-    study.enqueue_trial(params)
-    study.enqueue_trial(params)
+    study.enqueue_trial(setting, user_attrs={SEED: seed})
+    study.enqueue_trial(setting, user_attrs={SEED: seed})
     a, b = study.ask(), study.ask()
     assert _suggest(a, spec) == _suggest(b, spec) == params
     for t in (a, b):

@@ -108,25 +108,10 @@ def run_recipe(config: dict):
         from fairmt.outputs import release_run_dir
 
         release_run_dir()  # the run is over: its folder is free (a process's end would free it too)
-        _teardown_distributed()
-
-
-def _teardown_distributed() -> None:
-    """Destroy the process group a multi-process run (accelerate launch, torchrun) created: with torch 2.13 + gloo a
-    process that exits with it alive aborts ("terminate called without an active exception", exit code -6) in about
-    one run of five, after the work is done — a scheduler would report the run as failed."""
-    import sys
-
-    dist = getattr(sys.modules.get("torch"), "distributed", None)  # only if the recipe imported torch
-    if dist is not None and dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
-        global DISTRIBUTED_RUN_ENDED
-        DISTRIBUTED_RUN_ENDED = True
-
-
-DISTRIBUTED_RUN_ENDED = False
-"""Set when a recipe ran under several processes: the ``fairmt`` command then exits without interpreter
-finalisation (see :func:`fairmt.cli.main`)."""
+        # the process group of a multi-process run is NOT destroyed here: the returned Trainer still holds it (its
+        # DDP Reducer), and freeing that after destroy_process_group() blocked a rank for ever (issue 36). The
+        # `fairmt` command ends every multi-process run in one place (fairmt.distributed.leave_if_distributed, via
+        # fairmt.cli.main); Python callers use fairmt.distributed.end_process_group() once the Trainer is dropped.
 
 
 def register(groups) -> None:

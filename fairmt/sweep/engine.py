@@ -1,10 +1,14 @@
 """The sweep's workers: an Optuna study, one ordinary ``fairmt train`` subprocess per run.
 
-Study and samplers (Optuna's): a grid is :class:`optuna.samplers.GridSampler` over the grid keys and ``seed`` (one
-trial = one run, so several workers share the seeds of a setting); ``--search N`` samples N settings with
+Study and samplers (Optuna's): a grid trial is one (setting, seed) run, so several workers share the seeds of a
+setting: a worker queues the next run nobody has taken (``study.enqueue_trial`` with the setting as parameters and
+the seed as the ``seed`` user attribute) and asks for the next queued trial; ``--search N`` samples N settings with
 :class:`~optuna.samplers.TPESampler` (one objective) or :class:`~optuna.samplers.NSGAIISampler` (several; population
 N/2, 2 to 50), one trial = one setting trained with every seed, its value the seed mean of each objective; a setting
-proposed again reuses its finished runs. The study lives in
+proposed again reuses its finished runs. The seed is never a parameter (Optuna's parameter importance, and
+optuna-dashboard's, would treat it as a hyper-parameter): each trial carries ``setting``, ``seed`` (grid) or ``seeds``
+(search) and ``run_dir`` / ``run_dirs`` as user attributes, and the study names its objectives
+(``study.set_metric_names``), so the dashboard shows them by name. The study lives in
 ``DIR/study.db`` (SQLite) unless ``--storage`` names an RDB URL or a journal file; every worker (``--join``) asks
 the same study for its next trial.
 
@@ -52,6 +56,7 @@ from fairmt.sweep.spec import SweepSpec, check_metrics, yaml_scalar
 OWNER = "fairmt:owner"
 HEARTBEAT = "fairmt:heartbeat"
 RETRY_OF = "fairmt:retry_of"
+SEED, SEEDS, SETTING, RUN_DIR, RUN_DIRS = "seed", "seeds", "setting", "run_dir", "run_dirs"  # trial user attributes
 SPEC_FILE = "sweep_spec.json"
 HOST = socket.gethostname()
 
@@ -90,6 +95,20 @@ def redact(url: str) -> str:
         return re.sub(r"//[^@/]*@", "//***@", url)
 
 
+def without_password(url: str) -> str:
+    """The storage URL with its password removed (what the sweep folder keeps: ``fairmt sweep report`` reconnects
+    with ``PGPASSWORD`` / ``~/.pgpass``, which libpq reads, or the server's other authentication)."""
+    if "://" not in url:
+        return url
+    try:
+        from sqlalchemy.engine import make_url
+
+        parsed = make_url(url)
+        return parsed._replace(password=None).render_as_string(hide_password=False) if parsed.password else url
+    except Exception:  # noqa: BLE001 - not a URL sqlalchemy can parse: drop what could be credentials
+        return re.sub(r"//([^:@/]*):[^@/]*@", r"//\1@", url)
+
+
 def open_storage(url: str):
     """An Optuna storage: an RDB URL (``sqlite:///FILE``, ``postgresql://…``, ``mysql+pymysql://…``) or the path of
     a journal file (``JournalFileBackend``, for several machines on a shared filesystem)."""
@@ -102,9 +121,12 @@ def open_storage(url: str):
                 try:
                     return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
                 except Exception as err:  # noqa: BLE001
-                    # workers starting together race to create SQLite's tables: the loser sees them on a retry
-                    racing = any(m in str(err) for m in ("already exists", "UNIQUE constraint", "locked"))
-                    if not (url.startswith("sqlite") and racing and attempt < 4):
+                    # workers starting together race to create the tables (SQLite: "already exists", "locked";
+                    # PostgreSQL: a UniqueViolation on pg_type when both create the enum types): the loser sees them
+                    # on a retry
+                    racing = any(m in str(err) for m in ("already exists", "UNIQUE constraint", "locked",
+                                                         "UniqueViolation", "duplicate key value"))
+                    if not (racing and attempt < 4):
                         raise
                     time.sleep(0.2 * (attempt + 1))
         path = Path(url)
@@ -125,8 +147,8 @@ def open_storage(url: str):
 
 def make_sampler(spec: SweepSpec):
     optuna = require_optuna()
-    if spec.mode == "grid":
-        return optuna.samplers.GridSampler({**spec.grid, "seed": spec.seeds}, seed=0)
+    if spec.mode == "grid":  # every grid trial is queued with its values (run_sweep): the sampler never draws one
+        return optuna.samplers.RandomSampler(seed=0)
     if len(spec.objectives) == 1:
         return optuna.samplers.TPESampler(seed=spec.sampler_seed)
     return optuna.samplers.NSGAIISampler(population_size=max(2, min(50, spec.search // 2)), seed=spec.sampler_seed)
@@ -154,6 +176,11 @@ def open_study(spec: SweepSpec, storage):
                           "differ): rerun with the same arguments, or choose another --study-name / --output-dir")
     if [d.name.lower() for d in study.directions] != [d for _, d in spec.objectives]:
         raise FairmtError(f"study {spec.study_name!r} optimises other directions: choose another --study-name")
+    names = [name for name, _ in spec.objectives]
+    if study.metric_names != names:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # marked experimental
+            study.set_metric_names(names)  # optuna-dashboard shows the objectives by name
     return study
 
 
@@ -173,6 +200,16 @@ def setting_slug(setting: dict[str, Any]) -> str:
 
 def run_root(spec: SweepSpec, setting: dict[str, Any], seed: int) -> Path:
     return Path(spec.output_dir) / "trials" / setting_slug(setting) / f"seed-{seed}"
+
+
+def point(trial) -> dict[str, Any]:
+    """What a trial stands for: its setting (its parameters) and, for a grid trial, its run's seed (the ``seed``
+    user attribute)."""
+    params = dict(trial.params)
+    seed = trial.user_attrs.get(SEED)
+    if seed is not None:
+        params["seed"] = seed
+    return params
 
 
 def split_params(spec: SweepSpec, params: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
@@ -337,12 +374,17 @@ def requeue_failed(study, spec: SweepSpec) -> list[int]:
     optuna = require_optuna()
     S = optuna.trial.TrialState
     trials = study.get_trials(deepcopy=False)
-    covered = {setting_key(t.params) for t in trials if t.state in (S.COMPLETE, S.RUNNING, S.WAITING)}
+    covered = {setting_key(point(t)) for t in trials if t.state in (S.COMPLETE, S.RUNNING, S.WAITING)}
     queued = []
     for t in trials:
-        key = setting_key(t.params)
-        if t.state == S.FAIL and key not in covered and _complete_params(spec, t.params):
-            study.enqueue_trial(dict(t.params), user_attrs={RETRY_OF: t.number})
+        key = setting_key(point(t))
+        if t.state == S.FAIL and key not in covered and _complete_params(spec, point(t)):
+            params = dict(t.params)
+            if spec.mode == "grid":  # a study of fairmt < issue 36 kept the seed as a parameter
+                seed = {SEED: t.user_attrs.get(SEED, params.pop("seed", None))}
+            else:
+                seed = {}
+            study.enqueue_trial(params, user_attrs={RETRY_OF: t.number, **seed})
             covered.add(key)
             queued.append(t.number)
     return queued
@@ -362,14 +404,14 @@ def progress(study, spec: SweepSpec, me: int | None = None) -> Progress:
     optuna = require_optuna()
     S = optuna.trial.TrialState
     trials = study.get_trials(deepcopy=False)
-    done = {setting_key(t.params) for t in trials if t.state == S.COMPLETE}
+    done = {setting_key(point(t)) for t in trials if t.state == S.COMPLETE}
     running = [t for t in trials if t.state == S.RUNNING and t.number != me and alive(t, spec.grace_period)]
     workers = {tuple((t.user_attrs.get(OWNER) or {}).get(k) for k in ("host", "pid")) for t in running}
-    waiting = {setting_key(t.params) for t in trials if t.state == S.WAITING}
-    run_keys = {setting_key(t.params) for t in running}
+    waiting = {setting_key(point(t)) for t in trials if t.state == S.WAITING}
+    run_keys = {setting_key(point(t)) for t in running}
     if spec.mode == "grid":
         points = [setting_key({**s, "seed": seed}) for s in spec.settings() for seed in spec.seeds]
-        touched = {setting_key(t.params) for t in trials}
+        touched = {setting_key(point(t)) for t in trials}
         fresh = [p for p in points if p not in touched]
         failed = [p for p in points if p in touched and p not in done | run_keys | waiting]
         available = len(fresh) + len(waiting - done - run_keys)
@@ -394,11 +436,11 @@ def _duplicate(study, spec: SweepSpec, number: int, params: dict[str, Any]):
         for t in study.get_trials(deepcopy=False, states=(S.COMPLETE, S.RUNNING, S.WAITING)):
             if t.number == number:
                 continue
-            if t.number < number and t.state == S.RUNNING and not _complete_params(spec, t.params) \
+            if t.number < number and t.state == S.RUNNING and not _complete_params(spec, point(t)) \
                     and alive(t, spec.grace_period):
                 pending = True
                 continue
-            if setting_key(t.params) != key:
+            if setting_key(point(t)) != key:
                 continue
             if t.state == S.COMPLETE and spec.mode == "grid":
                 return t
@@ -460,7 +502,8 @@ def _tell(study, trial, values=None, state=None) -> None:
             raise
 
 
-def _suggest(trial, spec: SweepSpec) -> dict[str, Any]:
+def _suggest(trial, spec: SweepSpec) -> dict[str, Any] | None:
+    """The trial's setting (and, grid, its run's seed); None for a grid trial that was not queued with a seed."""
     params: dict[str, Any] = {}
     for k, values in spec.grid.items():
         params[k] = trial.suggest_categorical(k, values)
@@ -468,8 +511,21 @@ def _suggest(trial, spec: SweepSpec) -> dict[str, Any]:
         suggest = trial.suggest_int if r["int"] else trial.suggest_float
         params[k] = suggest(k, r["low"], r["high"], log=r["log"])
     if spec.mode == "grid":
-        params["seed"] = trial.suggest_categorical("seed", spec.seeds)
+        seed = trial.user_attrs.get(SEED)
+        if seed is None:
+            return None
+        params["seed"] = seed
     return params
+
+
+def _next_run(study, spec: SweepSpec) -> tuple[dict[str, Any], int] | None:
+    """The first (setting, seed) of the grid that no trial stands for yet, or None."""
+    touched = {setting_key(point(t)) for t in study.get_trials(deepcopy=False)}
+    for setting in spec.settings():
+        for seed in spec.seeds:
+            if setting_key({**setting, "seed": seed}) not in touched:
+                return setting, seed
+    return None
 
 
 def _fmt_time(seconds: float) -> str:
@@ -524,7 +580,8 @@ def prepare_folder(spec: SweepSpec) -> None:
     if out.is_dir() and any(not p.name.startswith(ours) for p in out.iterdir()):
         raise FairmtError(f"{out} exists and is not a sweep folder: choose another --output-dir")
     out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(spec_file, json.dumps({"identity": spec.identity(), "spec": spec.to_dict()}, indent=2) + "\n")
+    kept = {**spec.to_dict(), "storage": without_password(spec.storage)}  # never a password in the folder
+    write_text_atomic(spec_file, json.dumps({"identity": spec.identity(), "spec": kept}, indent=2) + "\n")
 
 
 def load_spec(out: str | Path) -> SweepSpec:
@@ -583,15 +640,25 @@ def run_sweep(spec: SweepSpec, runner: Runner | None = None, echo: Callable[[str
                 prog = progress(study, spec)
                 if prog.available <= 0:
                     break
+                if spec.mode == "grid" and not study.get_trials(deepcopy=False, states=(S.WAITING,)):
+                    run = _next_run(study, spec)
+                    if run is not None:  # two workers may queue the same run: _duplicate prunes the later
+                        study.enqueue_trial(run[0], user_attrs={SEED: run[1]})
                 trial = study.ask()
                 params = _suggest(trial, spec)
                 trial.set_user_attr(OWNER, _my_owner(trial.number))
-                dup = _duplicate(study, spec, trial.number, params)
-                if dup is not None:
+                dup = None if params is None else _duplicate(study, spec, trial.number, params)
+                if params is None or dup is not None:
                     _tell(study, trial, state=S.PRUNED)
                     continue
             setting, seed = split_params(spec, params)
             seeds = [seed] if spec.mode == "grid" else spec.seeds
+            trial.set_user_attr(SETTING, setting)  # for optuna-dashboard and anyone reading the study
+            if spec.mode == "grid":
+                trial.set_user_attr(RUN_DIR, str(run_root(spec, setting, seed)))
+            else:
+                trial.set_user_attr(SEEDS, list(seeds))
+                trial.set_user_attr(RUN_DIRS, [str(run_root(spec, setting, s)) for s in seeds])
             metric_sets = []
             try:
                 with Heartbeat(trial, min(60.0, spec.grace_period / 4)):
