@@ -435,7 +435,30 @@ def test_file_outputs_replace_only_the_named_file(tmp_path, capsys):
     assert snapshot(*mine) == before
 
 
+def test_push_dry_run_never_writes_over_a_users_card(tmp_path, capsys):
+    """`push --dry-run DIR`: a README.md or upload.txt fairmt did not write there is refused, --overwrite or not;
+    an earlier dry run's files are replaced."""
+    fixture = Path(__file__).parent / "fixtures" / "report" / "classification_fcl_results.json"
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    home = tmp_path / "home"
+    mine = user_files(home)
+    (home / "README.md").write_text("my own README, named like a model card\n")
+    before = snapshot(*mine, home / "README.md")
+    for extra, why in (([], "already holds files"),
+                       (["--overwrite"], "--overwrite refused, nothing removed")):
+        assert main(["push", str(model), "me/x", "--results", str(fixture), "--dry-run", str(home), *extra]) == 2
+        assert why in capsys.readouterr().err
+    assert snapshot(*mine, home / "README.md") == before
+    out = tmp_path / "card"
+    for _ in range(2):  # the second run replaces the first one's files
+        assert main(["push", str(model), "me/x", "--results", str(fixture), "--dry-run", str(out), "--overwrite"]) == 0
+    assert (out / "README.md").read_text().startswith("---") and (out / "upload.txt").is_file()
+
+
 COVERED: dict[str, list[str]] = {
+    "push": ["test_push_dry_run_never_writes_over_a_users_card"],
     "train": ["test_train_output_dir_dot_overwrite_in_a_project_folder_is_refused",
               "test_train_overwrite_in_the_folder_holding_the_recipe_is_refused",
               "test_a_folder_holding_git_a_run_input_or_a_mount_point_is_refused",

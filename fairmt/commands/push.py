@@ -174,6 +174,10 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
 
         out = Path(dry_run)
         kept = list(filter_repo_objects(files, ignore_patterns=None if all_files else TRAINING_STATE))
+        from fairmt.outputs import record_made
+
+        out.mkdir(parents=True, exist_ok=True)
+        record_made(out, *(["README.md"] if card is not None else []), "upload.txt")  # an --overwrite may replace them
         if card is not None:
             write_text_atomic(out / "README.md", card)
         write_text_atomic(out / "upload.txt", "".join(f"{f}\n" for f in kept if not (card and f == "README.md"))
