@@ -322,6 +322,8 @@ class ClassificationMetrics(Section):
 class Inlp(Section):
     n_iterations: Count = 20
     by_class: bool = True
+    head: Literal["logistic_regression"] = Field(
+        "logistic_regression", description="the head on the guarded representations (a logistic regression)")
 
 
 def _merged_over(defaults: dict):
