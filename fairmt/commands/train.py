@@ -330,14 +330,15 @@ def _run(args) -> int:
         for fatal, line in found:
             print(f"dry run: {'the real run would fail: ' if fatal else 'note: '}{line}", file=sys.stderr)
         failing = sum(fatal for fatal, _ in found)
-        if failing:
-            raise FairmtError(f"the real run would fail ({failing} finding{'s' if failing > 1 else ''} above)")
-        print("dry run: nothing found that would stop the real run", file=sys.stderr)
+        if not failing:
+            print("dry run: nothing found that would stop the real run", file=sys.stderr)
         from fairmt.scripts.cards import card_of_config
 
         card = card_of_config(config)
         if card is not None:  # last: what of this run is not the paper's
             print(card.departures_block(), file=sys.stderr)
+        if failing:
+            raise FairmtError(f"the real run would fail ({failing} finding{'s' if failing > 1 else ''} above)")
         return 0
     resolve(config)  # the Trainer's own checks, as one line, before anything is built
     run_recipe(config)

@@ -227,14 +227,14 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
         value = lookup(resolved, key)
         if value is _MISSING:
             problems.append(f"setting {key} is not a key of the resolved recipe")
-            value = None
+            continue
         settings[key] = Row(key, item["paper"], value, source=str(item["source"]))
     out.settings = list(settings.values())
     seen = set()
     for item in card.get("departures") or []:
         key = item.get("key")
         if not key or item.get("kind") not in KINDS or not item.get("reason") or "recipe" not in item:
-            problems.append(f"departure {key or item!r} needs key, recipe, kind (one of {', '.join(KINDS)}) and "
+            problems.append(f"departure {key if key else repr(item)} needs key, recipe, kind (one of {', '.join(KINDS)}) and "
                             f"reason")
             continue
         if key in seen:
