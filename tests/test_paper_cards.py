@@ -140,3 +140,18 @@ def test_dry_run_ends_with_the_departures(capsys):
     assert block[0].endswith("(fairmt recipes --paper classification/cscl_inlp_bert)")
     assert any(line.startswith("  inlp.head: paper finetune_mlp, recipe logistic_regression [interpretation]")
                for line in block), block
+
+
+def test_sweep_of_a_shen_recipe_selects_by_accuracy_then_gap(tmp_path):
+    """Shen et al. select hyper-parameter settings by accuracy, then GAP: a recipe names that rule for `fairmt sweep`
+    (sweep_selection), with its tolerance; --select still overrides it, and other recipes keep DTO."""
+    from fairmt.sweep.spec import build_spec
+
+    def spec(recipe, select=None, overrides=()):
+        return build_spec(recipe, list(overrides), ["objective_args.fcl_beta=0.1,0.3"] if "fcl" in recipe else
+                          ["inlp.n_iterations=10,20"], [], "1", [], select=select, output_dir=str(tmp_path / "s"))
+
+    moji = spec("classification/fcl_moji", overrides=["selection_tolerance=0.02"])
+    assert (moji.select, moji.select_tolerance) == ("accuracy_then_gap", 0.02)
+    assert spec("classification/fcl_moji", select="dto").select == "dto"
+    assert spec("classification/inlp").select == "dto"

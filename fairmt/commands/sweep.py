@@ -33,8 +33,10 @@ def register(groups) -> None:
     p.add_argument("--tradeoff", default=None, metavar="PERF:max,FAIR:min",
                    help="the two metrics of the Pareto front, the plot and the selection rules (default: the first "
                         "two objectives, or the recipe family's)")
-    p.add_argument("--select", default="dto", metavar="RULE",
-                   help="model-selection rule on the dev metrics: dto, accuracy_then_gap, accuracy or loss")
+    p.add_argument("--select", default=None, metavar="RULE",
+                   help="model-selection rule on the dev metrics: dto, accuracy_then_gap, accuracy or loss (default: "
+                        "the recipe's sweep_selection — accuracy_then_gap for Shen et al.'s recipes, within the "
+                        "recipe's selection_tolerance — else dto)")
     output_dir(p, "--output-dir", what="sweep folder", resumable=True, default=None,
                help="the sweep folder (default: runs/sweeps/<recipe>-<time>); the same command again resumes in it")
     p.add_argument("--storage", default=None, metavar="URL|JOURNAL_FILE",

@@ -364,6 +364,8 @@ class ClassificationRecipe(Recipe):
     stage1_patience: Count | None = Field(None, description="a positive number of epochs or null")
     cache_stage2_features: bool = True
     save_predictions: bool = True
+    sweep_selection: Literal["dto", "accuracy_then_gap", "accuracy", "loss"] | None = Field(
+        None, description="the rule `fairmt sweep` selects this recipe's settings by (default: dto, or --select)")
     metrics: ClassificationMetrics = Field(default_factory=ClassificationMetrics)
     data: ClassificationData = Field(default_factory=ClassificationData)
     model: ClassificationModel = Field(default_factory=ClassificationModel)
