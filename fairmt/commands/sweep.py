@@ -85,10 +85,22 @@ def _run(args) -> int:
     if prog and prog.running_elsewhere:
         print(f"fairmt sweep: {prog.running_elsewhere} trial(s) still run in other processes; the last one to finish "
               "writes the final report (or run `fairmt sweep report DIR`)")
-    if prog and prog.failed:
+    same = _one_reason(outcome.failed)
+    if same and outcome.ran == 0 and outcome.reused == 0:
+        print(f"fairmt sweep: every trial failed for the same reason: {same}\n  running the same command again "
+              "would fail the same way: fix the recipe, the overrides or the command first", flush=True)
+    elif prog and prog.failed:
         print(f"fairmt sweep: {len(prog.failed)} run(s) failed: run the same command again to retry them")
     _print_summary(report)
     return 0 if not outcome.failed and not (prog and prog.failed) else 1
+
+
+def _one_reason(failures: list[str]) -> str | None:
+    """The reason every failure gives, when they all give the same one (the trial's folder and log path left out)."""
+    import re
+
+    reasons = {re.sub(r"\(log [^:]*: ", "(", line.split(": ", 1)[-1]) for line in failures}
+    return reasons.pop() if len(reasons) == 1 else None
 
 
 def _report(args) -> int:

@@ -430,12 +430,12 @@ Pair = Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_l
 
 class SamplingAugment(Section):
     crop_scale: Pair = [0.08, 1.0]
-    flip_p: Probability = 0.5
+    flip_p: Probability = 0.0  # the paper's three augmentations by default: jitter, crop, greyscale
     jitter: Annotated[list[Annotated[float, Field(ge=0, allow_inf_nan=False)]], Field(min_length=4, max_length=4)] = \
         [0.8, 0.8, 0.8, 0.2]
     jitter_p: Probability = 0.8
     grayscale_p: Probability = 0.2
-    blur_p: Probability = 0.5
+    blur_p: Probability = 0.0
     blur_sigma: Pair = [0.1, 2.0]
     blur_kernel_fraction: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.1
 
@@ -447,12 +447,15 @@ class SamplingClusters(Section):
 
 
 class SamplingProbe(Section):
-    features: Literal["backbone", "projection"] = "backbone"
+    features: Literal["backbone", "projection"] = "projection"
     test_fraction: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = 0.2
     seed: Seed = 0
     standardize: bool = True
     C: Positive = 1.0
     max_iter: Count = 1000
+    optimizer: Literal["lbfgs", "sgd"] = "lbfgs"
+    learning_rate: Positive = 1e-4
+    epochs: Count = 100
 
 
 class SamplingRecipe(Recipe):
