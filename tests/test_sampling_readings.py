@@ -149,3 +149,34 @@ def test_sampler_draws_follow_each_reading(draw, rounds):
     assert worst < 4.5, worst
     with pytest.raises(FairmtError, match="negative draw"):
         FairNegativeSampler(bank, c, p, draw="cluster")
+
+
+def test_gradient_probe_is_a_short_sgd_run_at_the_papers_learning_rate():
+    """probe.optimizer=sgd: scikit-learn's SGD on the log loss at a constant learning rate for exactly `epochs`
+    passes (the paper's "learning rate of 0.0001"); the signature says which probe ran."""
+    import numpy as np
+
+    from fairmt.eval.linear_probe import linear_probe
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 400)
+    X = rng.normal(size=(400, 8)) + 1.5 * y[:, None]
+    fast = linear_probe(X, y, optimizer="sgd", learning_rate=0.1, epochs=50, n_clusters=None)
+    slow = linear_probe(X, y, optimizer="sgd", learning_rate=1e-4, epochs=1, n_clusters=None)
+    lbfgs = linear_probe(X, y, n_clusters=None)
+    assert "logreg:sgd:lr0.1:epochs50" in fast.signature and "logreg:lbfgs" in lbfgs.signature
+    assert fast.accuracy > 0.9 and lbfgs.accuracy > 0.9
+    assert "logreg:sgd:lr0.0001:epochs1" in slow.signature
+    with pytest.raises(FairmtError, match="optimizer must be lbfgs or sgd"):
+        linear_probe(X, y, optimizer="adam", n_clusters=None)
+
+
+def test_the_trainer_config_defaults_to_the_papers_reading(tmp_path):
+    from fairmt.trainers.sampling import FairnessSamplingConfig
+
+    args = FairnessSamplingConfig(output_dir=str(tmp_path), use_cpu=True, report_to=[])
+    assert (args.pair_loss, args.negative_draw, args.index_refresh_steps) == ("batch", "two_stage", 0)
+    for bad, match in (({"pair_loss": "triplet"}, "pair_loss must be one of"),
+                       ({"negative_draw": "uniform"}, "negative_draw must be one of")):
+        with pytest.raises(FairmtError, match=match):
+            FairnessSamplingConfig(output_dir=str(tmp_path), use_cpu=True, report_to=[], **bad)
