@@ -70,7 +70,7 @@ def test_run_ccd_real_table_mean_std_and_verdicts():
     md = mod.table([_result(-0.5, 0.05, 0.2), _result(0.7, 0.07, 0.4), _result(-1.2, 0.03, 0.9)])
     rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in md.splitlines() if line.startswith("| ")}
     seat = rows["SEAT-6 effect size"]
-    assert seat[1] == "1.000" and seat[2] == "-0.333 ± 0.961" and seat[3] == "-1.333"
+    assert seat[1] == "1.000 ± 0.000" and seat[2] == "-0.333 ± 0.961" and seat[3] == "-1.333"
     # mean -0.333 is closer to 0 than 1.0 (better), although one seed of three (-1.2) is not
     assert seat[4].startswith("**better** (2/3 seeds better)")
     assert rows["CCED gap (5 held-out tuples)"][2] == "0.050 ± 0.020"
@@ -82,10 +82,21 @@ def test_run_ccd_real_table_mean_std_and_verdicts():
     assert "| Bias-IR male ratio Career (60 test queries) | 0.700 | 0.300 | -0.400 | **same** |" in mirrored
     worse = mod.table([_result(1.5, 0.2, 0.8), _result(1.3, 0.1, 0.7)])
     assert "**worse** (0/2 seeds better)" in worse and "**better**" not in worse.split("CCED gap")[0]
-    with pytest.raises(ValueError, match="before"):
-        other = _result(0.1, 0.1, 0.5)
-        other["before"]["cced"]["gap"] = 0.5
-        mod.table([_result(0.1, 0.1, 0.5), other])
+    # the seeds vary the data split (data.seed), so each run has its own before: the verdict pairs them by seed
+    other = _result(0.1, 0.3, 0.5)
+    other["before"]["cced"]["gap"] = 0.5
+    paired = mod.table([_result(0.1, 0.05, 0.5), other])
+    gap = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in paired.splitlines()
+           if line.startswith("| ")}["CCED gap (5 held-out tuples)"]
+    assert gap[1] == "0.300 ± 0.283" and gap[3] == "-0.125" and gap[4].startswith("**better** (2/2 seeds better)")
+    # the headline Bias-IR: all 117 queries where the run measured them, and the paper's SEAT figures at the end
+    full = _result(0.1, 0.05, 0.5)
+    full["before"]["bias_ir_all"], full["after"]["bias_ir_all"] = {"avg_dev": 0.17}, {"avg_dev": 0.16}
+    md = mod.table([full])
+    assert "| **Bias-IR AVG-DEV, all 117 queries (headline: the paper's quantity)** | 0.170 | 0.160 |" in md
+    assert "RoBERTa-base 0.94 → 0.38-0.60" in md.splitlines()[-1]
+    with pytest.raises(ValueError, match="same measures"):
+        mod.table([full, _result(0.1, 0.1, 0.5)])
 
 
 def _grid():

@@ -129,7 +129,7 @@ def test_gru_model_with_gradcache_trains(tmp_path):
     trainer = FairContrastiveTrainer(
         model=model,
         args=_args(tmp_path, objective="cscl", gamma=0.5, cs_lambda=1.0, per_device_train_batch_size=32,
-                   gradcache_chunk_size=8),
+                   gradcache_chunk_size=8, temperature=2.0),  # CSCL's dot product at the release's τ
         train_dataset=Dataset.from_list(_token_rows()), data_collator=ClassificationCollator(),
     )
     trainer.train()
@@ -252,7 +252,7 @@ def test_resolve_config_rejects_bad_recipes():
 
     with pytest.raises(FairmtError, match="objective"):
         resolve_config({"method": "classification", "objective": "magic"})
-    with pytest.raises(FairmtError, match="dev set only"):
+    with pytest.raises(FairmtError, match="recipe key selection must be one of loss, dto"):
         resolve_config({"method": "classification", "selection": "test_accuracy"})
     with pytest.raises(FairmtError, match="method"):
         resolve_config({"method": "gacl"})

@@ -15,7 +15,7 @@ from fairmt.scripts.recipe_checks import COMMON_TOP
 def _runner_defaults() -> dict[str, dict[str, Any]]:
     from fairmt.scripts import classification, sampling
 
-    return {"classification": classification.DEFAULTS, "sampling": sampling.DEFAULTS}
+    return {"classification": classification.defaults(), "sampling": sampling.DEFAULTS}
 
 
 def _undeclared(family: str, data: dict, loc: tuple = ()) -> list[str]:

@@ -65,6 +65,7 @@ RUN_ELSEWHERE: dict[str, str] = {
 
 DRY_RUN = [
     "ccd/bert_tuples_lora",  # a local bert-large-uncased folder and the user's tuple file
+    "ccd/bert_large_paper", "ccd/roberta_base_paper",  # the CCD paper's full fine-tuning: the Hub and the user's tuples
     "gacl/nllb1.3b_en-de", "gacl/nllb600m_en-de", "gacl/small100_en-de", "gacl/small100_en-de_balanced",
     "gacl/small100_en-de_gfst", "gacl/small100_en-de_handcrafted", "gacl/small100_en-de_lora",
     "gacl/small100_en-de_official",

@@ -87,7 +87,8 @@ def brute_positive_distance(Z, labels, i):
 
 
 def test_algorithm_1_batches_clusters_fitted_once_and_gradients(images, tmp_path):
-    trainer = _trainer(images, tmp_path, objective="sampling_pretrain", num_train_epochs=3, n_clusters=4)
+    trainer = _trainer(images, tmp_path, objective="sampling_pretrain", num_train_epochs=3, n_clusters=4,
+                       index_refresh_steps=None)  # the per-epoch refresh (an extension; the default 0 builds Z once)
     loader = trainer.get_train_dataloader()
     index = trainer.pair_index
     Z, labels = index.Z, index.labels

@@ -33,8 +33,10 @@ def register(groups) -> None:
     p.add_argument("--tradeoff", default=None, metavar="PERF:max,FAIR:min",
                    help="the two metrics of the Pareto front, the plot and the selection rules (default: the first "
                         "two objectives, or the recipe family's)")
-    p.add_argument("--select", default="dto", metavar="RULE",
-                   help="model-selection rule on the dev metrics: dto, accuracy_then_gap, accuracy or loss")
+    p.add_argument("--select", default=None, metavar="RULE",
+                   help="model-selection rule on the dev metrics: dto, accuracy_then_gap, accuracy or loss (default: "
+                        "the recipe's sweep_selection — accuracy_then_gap for Shen et al.'s recipes, within the "
+                        "recipe's selection_tolerance — else dto)")
     output_dir(p, "--output-dir", what="sweep folder", resumable=True, default=None,
                help="the sweep folder (default: runs/sweeps/<recipe>-<time>); the same command again resumes in it")
     p.add_argument("--storage", default=None, metavar="URL|JOURNAL_FILE",
@@ -85,7 +87,11 @@ def _run(args) -> int:
     if prog and prog.running_elsewhere:
         print(f"fairmt sweep: {prog.running_elsewhere} trial(s) still run in other processes; the last one to finish "
               "writes the final report (or run `fairmt sweep report DIR`)")
-    if prog and prog.failed:
+    same = _one_reason(outcome.failed)
+    if same and outcome.ran == 0 and outcome.reused == 0:
+        print(f"fairmt sweep: every trial failed for the same reason: {same}\n  running the same command again "
+              "would fail the same way: fix the recipe, the overrides or the command first", flush=True)
+    elif prog and prog.failed:
         print(f"fairmt sweep: {len(prog.failed)} run(s) failed: run the same command again to retry them")
     _print_summary(report)
     return 0 if not outcome.failed and not (prog and prog.failed) else 1
@@ -105,6 +111,14 @@ def _overwrite(args, spec) -> None:
                           "give a new --study-name (or --output-dir) instead")
     clear_dir(spec.output_dir, "sweep folder", flag="--output-dir", markers=("sweep_spec.json",), foreign_ok=False,
               inputs=[spec.recipe_path])
+
+
+def _one_reason(failures: list[str]) -> str | None:
+    """The reason every failure gives, when they all give the same one (the trial's folder and log path left out)."""
+    import re
+
+    reasons = {re.sub(r"\(log [^:]*: ", "(", line.split(": ", 1)[-1]) for line in failures}
+    return reasons.pop() if len(reasons) == 1 else None
 
 
 def _report(args) -> int:

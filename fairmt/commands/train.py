@@ -136,6 +136,10 @@ def register(groups) -> None:
                         "sets or that differ from the Config's defaults); set_by_recipe names the recipe's own keys")
     p.set_defaults(handler=_run)
     r = groups["top"].add_parser("recipes", help="list the built-in training recipes (fairmt train NAME runs one)")
+    r.add_argument("--paper", metavar="RECIPE",
+                   help="print the recipe's paper card instead: each setting the paper states (its value, the "
+                        "recipe's resolved value, the source) and every declared departure with its kind and reason")
+    r.add_argument("--json", action="store_true", help="with --paper: the card as JSON")
     r.set_defaults(handler=_list_recipes)
 
 
@@ -195,10 +199,40 @@ def recipe_availability(path: Path) -> str:
     return where + (f"; data: {', '.join(local)}" if local else "")
 
 
+def paper_card(recipe: str, overrides: list[str] | None = None):
+    """The checked paper card of a recipe (a built-in name or a file); a FairmtError when it has none."""
+    from fairmt.scripts.cards import card_of_config, card_path
+
+    config = load_recipe(recipe, overrides)
+    card = card_of_config(config)
+    if card is None:
+        raise FairmtError(f"recipe {recipe} has no paper card ({card_path(config['recipe_path'])}): it does not claim "
+                          f"to reproduce a paper, or its card is still to be written")
+    return card
+
+
+def _print_card(args) -> int:
+    import json
+
+    card = paper_card(args.paper)
+    if args.json:
+        print(json.dumps(card.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print(card.table())
+    for problem in card.problems:
+        print(f"fairmt: undeclared difference from the paper: {problem}", file=sys.stderr)
+    return 1 if card.problems else 0
+
+
 def _list_recipes(args) -> int:
     """Every built-in recipe: its name, whether it runs offline (else what it needs), its whole description."""
     import shutil
     import textwrap
+
+    if getattr(args, "paper", None):
+        return _print_card(args)
+    if getattr(args, "json", False):
+        raise FairmtError("--json goes with --paper RECIPE (the list of recipes is text)")
 
     width = max(60, min(shutil.get_terminal_size((110, 20)).columns, 120))
     for name, path in builtin_recipes().items():
@@ -299,9 +333,15 @@ def _run(args) -> int:
         for fatal, line in found:
             print(f"dry run: {'the real run would fail: ' if fatal else 'note: '}{line}", file=sys.stderr)
         failing = sum(fatal for fatal, _ in found)
+        if not failing:
+            print("dry run: nothing found that would stop the real run", file=sys.stderr)
+        from fairmt.scripts.cards import card_of_config
+
+        card = card_of_config(config)
+        if card is not None:  # last: what of this run is not the paper's
+            print(card.departures_block(), file=sys.stderr)
         if failing:
             raise FairmtError(f"the real run would fail ({failing} finding{'s' if failing > 1 else ''} above)")
-        print("dry run: nothing found that would stop the real run", file=sys.stderr)
         return 0
     resolve(config)  # the Trainer's own checks, as one line, before anything is built
     run_recipe(config)

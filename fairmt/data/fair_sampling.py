@@ -130,11 +130,14 @@ class PairIndex:
         n_clusters: ``C`` (clusters may be empty); default ``labels.max() + 1``.
         cluster_probs: ``p(c)``; default the label shares of this set.
         epsilon: ε of ``w(c)``.
+        draw: the reading of Algorithm 1 line 13 the negatives are drawn by (``two_stage`` or ``product``,
+            :class:`fairmt.losses.FairNegativeSampler`).
     """
 
     def __init__(self, embeddings: np.ndarray, labels: np.ndarray, n_clusters: int | None = None,
-                 cluster_probs: Sequence[float] | None = None, epsilon: float = 0.1):
+                 cluster_probs: Sequence[float] | None = None, epsilon: float = 0.1, draw: str = "two_stage"):
         self.epsilon = epsilon
+        self.draw = draw
         self.version = 0
         self.update(embeddings, labels, n_clusters, cluster_probs)
 
@@ -161,7 +164,8 @@ class PairIndex:
         if len(self.eligible) == 0:
             raise FairmtError("no sample has a same-cluster neighbour: every latent subgroup holds one sample")
         self._sampler = FairNegativeSampler(torch.from_numpy(Z), torch.from_numpy(labels),
-                                            torch.from_numpy(self.cluster_probs), self.epsilon)
+                                            torch.from_numpy(self.cluster_probs), self.epsilon,
+                                            draw=self.draw)
         self.version += 1
 
     def __len__(self) -> int:

@@ -112,8 +112,16 @@ def linear_probe(
     cluster_labels: Sequence[int] | None = None,
     n_clusters: int | None = 4,
     return_predictions: bool = False,
+    optimizer: str = "lbfgs",
+    learning_rate: float = 1e-4,
+    epochs: int = 100,
 ) -> LinearProbeResult | tuple[LinearProbeResult, dict[str, np.ndarray]]:
     """Train and score a logistic-regression probe on frozen ``embeddings`` (see the module docstring).
+
+    ``optimizer="lbfgs"`` fits the L2-regularised logistic regression to convergence (``C``, ``max_iter``);
+    ``"sgd"`` is a gradient probe (Martin & Ogbuokiri: "a learning rate of 0.0001"): scikit-learn's
+    ``SGDClassifier`` on the log loss at the constant ``learning_rate`` for exactly ``epochs`` passes (L2 strength
+    ``1/(C·n_train)``), which may stop far from the optimum as a short gradient run does.
 
     ``n_clusters=None`` skips the latent-subgroup measures. With ``return_predictions`` also returns the test rows'
     ``index``, ``label``, ``pred`` and ``proba`` (and ``group``).
@@ -148,11 +156,19 @@ def linear_probe(
         Xtr, Xte = (Xtr - mu) / sd, (Xte - mu) / sd
     if len(np.unique(y[tr])) < 2:
         raise FairmtError(f"linear probe on {target!r}: the training part holds one class only")
-    clf = LogisticRegression(C=C, max_iter=max_iter, random_state=seed)
+    if optimizer not in ("lbfgs", "sgd"):
+        raise FairmtError(f"linear probe: optimizer must be lbfgs or sgd, got {optimizer!r}")
+    if optimizer == "sgd":
+        from sklearn.linear_model import SGDClassifier
+
+        clf = SGDClassifier(loss="log_loss", learning_rate="constant", eta0=learning_rate, max_iter=epochs, tol=None,
+                            alpha=1.0 / (C * len(tr)), random_state=seed)
+    else:
+        clf = LogisticRegression(C=C, max_iter=max_iter, random_state=seed)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         clf.fit(Xtr, y[tr])
-    if any("converge" in str(w.message).lower() for w in caught):
+    if optimizer == "lbfgs" and any("converge" in str(w.message).lower() for w in caught):
         notes.append(f"L-BFGS did not converge in {max_iter} iterations; raise max_iter")
     pred = clf.predict(Xte)
     proba = clf.predict_proba(Xte)
@@ -187,7 +203,8 @@ def linear_probe(
         subgroups = latent_subgroup_metrics(S, cluster_labels=cluster_labels, n_clusters=n_clusters, seed=seed).to_dict()
     kind = "binary:f1-pos1:auc-proba1" if binary else "multiclass:f1-macro:auc-ovr-macro"
     sig = (f"fairmt-linear-probe:v{PROBE_VERSION}|split:random-{1 - test_fraction:g}/{test_fraction:g}:seed{seed}"
-           f"|logreg:lbfgs:C{C:g}:iter{max_iter}|std:{'yes' if standardize else 'no'}|{kind}")
+           + (f"|logreg:lbfgs:C{C:g}:iter{max_iter}" if optimizer == "lbfgs" else
+            f"|logreg:sgd:lr{learning_rate:g}:epochs{epochs}:C{C:g}") + f"|std:{'yes' if standardize else 'no'}|{kind}")
     result = LinearProbeResult(
         target=target, n_train=int(len(tr)), n_test=int(len(te)), n_classes=int(len(classes)), accuracy=acc, f1=f1,
         auc_roc=auc, positive_rate_test=rate, fairness=fairness, subgroups=subgroups, warnings=notes, signature=sig,

@@ -23,6 +23,7 @@ from fairmt.losses.fair_contrastive import (
 from fairmt.losses.sampling import (
     FairNegativeSampler,
     cluster_weights,
+    fair_batch_nt_xent,
     fair_pair_nt_xent,
     fairness_sampling_probs,
     nt_xent_loss,
@@ -48,6 +49,7 @@ __all__ = [
     "cs_infonce_loss",
     "fair_pair_nt_xent",
     "fairness_sampling_probs",
+    "fair_batch_nt_xent",
     "nt_xent_loss",
     "sample_fair_negatives",
     "fcl_loss",

@@ -14,7 +14,11 @@ Each term is averaged over the tuples of a batch. The sum runs over *ordered* pa
 L_bias = 2·|d_m - d_f|. Any number of groups (≥ 2) is accepted.
 
 ρ is fixed before training from the original model's distances ‖f_orig(S^{a_i}) - f_orig(S^n)‖ over the training
-set (:func:`estimate_rho`). The paper takes their *variance* (``"variance"``). The variance is not in the units of
+set (:func:`estimate_rho`), over every training tuple unless a subsample is declared (``rho_max_tuples``). Two
+readings of the paper, neither of them "the paper's choice": §3.3 says ρ "is selected as the variance of the distance
+over the training dataset" (reading ``"variance"``), while App. A.5 describes the kernel as "a Gaussian distribution
+with a covariance matrix equal to ρ times the identity matrix" — under exp(-‖a-b‖²/2ρ²) the bandwidth that matches
+the distances' spread is then their standard deviation (reading ``"std"``). The variance is not in the units of
 a distance, so it only suits embeddings whose distances happen to be of order one or more (BERT/RoBERTa mean
 pooling); the standard deviation (``"std"``) is scale-consistent; the median distance (``"median"``, the usual
 bandwidth heuristic for Gaussian kernels) keeps ‖a-b‖/ρ ≈ 1 even when the distances are tightly concentrated.
@@ -148,8 +152,9 @@ def tuple_distances(neutral: torch.Tensor, groups: torch.Tensor | Sequence[torch
 def estimate_rho(distances: torch.Tensor, estimator: RhoEstimator = "variance") -> float:
     """ρ from the original model's group-to-neutral distances over the training set.
 
-    ``"variance"`` (the paper's choice) returns the sample variance (ddof=1) of the distances, ``"std"`` their
-    standard deviation, ``"median"`` their median. See the module docstring for when each one fits.
+    ``"variance"`` (reading of §3.3's words: "the variance of the distance over the training dataset") returns the
+    sample variance (ddof=1) of the distances, ``"std"`` (reading of App. A.5's Gaussian kernel: the bandwidth in
+    distance units) their standard deviation, ``"median"`` (fairmt's heuristic, in neither) their median. See the module docstring for when each one fits.
     """
     x = distances.detach().flatten().double()
     if x.numel() < 2:

@@ -9,7 +9,16 @@ Representation Bias through Fairness-Driven Sampling in Contrastive Learning", A
   dense matrix: the reference the sampler is tested against.
 * :func:`sample_fair_negatives` — draws negatives from that distribution over a whole embedding set ``Z`` in
   ``O(batch)`` expected time (two-stage: cluster by weight, then member by distance through rejection sampling).
-* :func:`fair_pair_nt_xent` — NT-Xent on Algorithm 1's pairs: one positive and ``m`` drawn negatives per anchor.
+* :func:`fair_batch_nt_xent` — the batch reading of the stage-2 loss (the default): the paper's Eq. 2.1 over the
+  ``2N`` views of a batch of (anchor, nearest same-cluster positive) pairs, each view's denominator every other view
+  of the batch plus its pair's ``m`` drawn negatives.
+* :func:`fair_pair_nt_xent` — the pairs reading (an interpretation): NT-Xent on Algorithm 1's pairs alone, one
+  positive and ``m`` drawn negatives per anchor in the denominator.
+
+Two readings of Algorithm 1 line 13, "Sample z_k proportional to w(c) and ‖z_i − z_k‖" (``draw``):
+``two_stage`` (the default: line 12 normalises ``w(c)`` into a distribution over clusters, then a member ∝ its
+distance) and ``product`` (an interpretation: ``P(k) ∝ w(c_k)·‖z_i − z_k‖`` over every candidate outside the
+anchor's cluster).
 
 The nearest same-cluster positive over the whole set is found with scikit-learn in
 :class:`fairmt.data.fair_sampling.PairIndex` (layer 2); everything here is pure PyTorch (layer 1).
@@ -21,6 +30,14 @@ import torch
 
 from fairmt.errors import FairmtError
 from fairmt.losses.contrastive import masked_contrastive_loss
+
+DRAWS = ("two_stage", "product")
+"""The two readings of Algorithm 1 line 13 (module docstring); ``two_stage`` is the default."""
+
+
+def _check_draw(draw: str) -> None:
+    if draw not in DRAWS:
+        raise FairmtError(f"negative draw must be one of {DRAWS}, got {draw!r}")
 
 
 def nt_xent_loss(view1: torch.Tensor, view2: torch.Tensor, temperature: float = 0.5, normalize: bool = True) -> torch.Tensor:
@@ -88,6 +105,56 @@ def fair_pair_nt_xent(
     return masked_contrastive_loss(anchors, candidates, pos, neg, temperature, "mean", normalize)
 
 
+def fair_batch_nt_xent(
+    anchors: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor | None = None,
+    temperature: float = 0.5, normalize: bool = True,
+) -> torch.Tensor:
+    """The batch reading of the stage-2 loss: the paper's Eq. 2.1 (SimCLR's NT-Xent, sum over ``k = 1..2N``) on the
+    ``2N`` views ``[anchors | positives]``, the positive of anchor ``i`` its nearest same-cluster neighbour, with the
+    pair's drawn negatives added to the denominator ("applies weights to negative samples according to their cluster
+    membership", §2.1)::
+
+        v = [a_1..a_N, p_1..p_N];   pos(r) = the other member of r's pair
+        ℓ_r = −log( exp(s(v_r, v_pos(r))/τ) / ( Σ_{k≠r} exp(s(v_r, v_k)/τ) + Σ_{j=1..m} exp(s(v_r, n_{i(r) j})/τ) ) )
+        L   = 1/(2N) Σ_r ℓ_r
+
+    (``i(r)`` the pair of view ``r``; both views of a pair share its ``m`` negatives.) ``negatives`` is ``(N, m, d)``,
+    ``(N, d)`` for ``m = 1``, or ``None``: then the loss is SimCLR's NT-Xent with the NN positive as the second view.
+
+    Example::
+
+        >>> a, p, n = torch.randn(8, 128), torch.randn(8, 128), torch.randn(8, 1, 128)
+        >>> loss = fair_batch_nt_xent(a, p, n, temperature=0.5)
+    """
+    if anchors.dim() != 2 or positives.shape != anchors.shape:
+        raise FairmtError(f"anchors and positives must both be (N, d), got {tuple(anchors.shape)} and "
+                          f"{tuple(positives.shape)}")
+    n, d = anchors.shape
+    if n < 1:
+        raise FairmtError("the batch reading needs at least one (anchor, positive) pair")
+    if negatives is None:
+        negatives = anchors.new_zeros(n, 0, d)
+    if negatives.dim() == 2:
+        negatives = negatives[:, None]
+    if negatives.dim() != 3 or negatives.shape[0] != n or negatives.shape[2] != d:
+        raise FairmtError(f"negatives must be (N, m, d) for N = {n}, d = {d}, got {tuple(negatives.shape)}")
+    m = negatives.shape[1]
+    views = torch.cat([anchors, positives])
+    candidates = torch.cat([views, negatives.reshape(n * m, d)])
+    dev = anchors.device
+    rows = torch.arange(2 * n, device=dev)
+    pos = torch.zeros(2 * n, 2 * n + n * m, dtype=torch.bool, device=dev)
+    pos[rows, (rows + n) % (2 * n)] = True
+    neg = torch.zeros_like(pos)
+    neg[:, : 2 * n] = ~torch.eye(2 * n, dtype=torch.bool, device=dev)
+    neg &= ~pos
+    if m:
+        pair = rows % n
+        cols = 2 * n + pair[:, None] * m + torch.arange(m, device=dev)[None, :]
+        neg[rows[:, None].expand(2 * n, m), cols] = True
+    return masked_contrastive_loss(views, candidates, pos, neg, temperature, "mean", normalize)
+
+
 def cluster_weights(cluster_probs: torch.Tensor, epsilon: float = 0.1) -> torch.Tensor:
     """Per-cluster negative weights ``w(c) = max(0, q(c) − p(c)) + ε``, ``q(c) = 1/C`` (Algorithm 1, line 10).
 
@@ -133,8 +200,11 @@ def fairness_sampling_probs(
     *,
     bank: torch.Tensor | None = None,
     bank_clusters: torch.Tensor | None = None,
+    draw: str = "two_stage",
 ) -> torch.Tensor:
-    """The distribution a negative is drawn from, for every anchor (Algorithm 1, lines 9–13)::
+    """The distribution a negative is drawn from, for every anchor (Algorithm 1, lines 9–13). ``draw="product"``
+    (the other reading): ``P_i(k) = w(c_k)·‖z_i − z_k‖ / Σ_{k' : c_k' ≠ c_i} w(c_k')·‖z_i − z_k'‖`` (uniform over
+    the other clusters' members, each with its cluster's weight, when all those distances are 0). ``two_stage``::
 
         P_i(k) = w̃_i(c_k) · ‖z_i − z_k‖₂ / Σ_{k' : c_k' = c_k} ‖z_i − z_k'‖₂ ,   c_k ≠ c_i
         w̃_i(c) = w(c) / Σ_{c' ≠ c_i, N_c' > 0} w(c')
@@ -145,11 +215,21 @@ def fairness_sampling_probs(
     its ``bank_clusters``) or, when not given, the anchors themselves. Returns a dense ``(B, M)`` float64 matrix —
     the reference :func:`sample_fair_negatives` is checked against, not meant for large ``M``.
     """
+    _check_draw(draw)
     z = embeddings.detach().double()
     w = cluster_weights(cluster_probs, epsilon)
     anchor_c = _labels(clusters, z.shape[0], "clusters", w.numel())
     cand = z if bank is None else bank.detach().double()
     cand_c = anchor_c if bank is None else _labels(bank_clusters, cand.shape[0], "bank_clusters", w.numel())
+    if draw == "product":
+        other = (anchor_c[:, None] != cand_c[None, :]).double()
+        if bool((other.sum(1) == 0).any()):
+            raise FairmtError("an anchor has no other non-empty cluster to draw a negative from: the embeddings fall "
+                              "into a single latent subgroup (check the K-means fit)")
+        mass = w[cand_c][None, :] * torch.cdist(z, cand) * other
+        flat = w[cand_c][None, :] * other
+        total = mass.sum(1, keepdim=True)
+        return torch.where(total > 0, mass / total.clamp(min=1e-300), flat / flat.sum(1, keepdim=True))
     onehot = torch.nn.functional.one_hot(cand_c, w.numel()).double()  # (M, C)
     present = onehot.sum(0) > 0
     cw = _anchor_cluster_probs(anchor_c, present, w)  # (B, C)
@@ -175,12 +255,19 @@ class FairNegativeSampler:
        so an accepted member has probability ∝ its distance. ``proposals`` members are tried per round; after
        ``max_rounds`` rounds the (rare) draws still open are made from the exact within-cluster distribution.
 
+    ``draw="product"`` (the other reading, ``P(k) ∝ w(c_k)·‖z_i − z_k‖``): each proposal draws its cluster anew
+    with probability ``∝ w(c)·N_c`` (``c ≠ c_i``), a member uniformly, and accepts it with probability
+    ``‖z_i − z_k‖ / (‖z_i‖ + max_k ‖z_k‖)`` — one bound for all clusters, so the accepted member has probability
+    ``∝ w(c_k)·‖z_i − z_k‖``; the rare draws still open after ``max_rounds`` are made from the exact distribution.
+
     Draws are independent (with replacement): one negative per anchor is the published setting; more is an
     extension. CPU tensors; ``generator`` is a CPU ``torch.Generator``.
     """
 
     def __init__(self, bank: torch.Tensor, bank_clusters: torch.Tensor, cluster_probs: torch.Tensor,
-                 epsilon: float = 0.1, proposals: int = 8, max_rounds: int = 16):
+                 epsilon: float = 0.1, proposals: int = 8, max_rounds: int = 16, draw: str = "two_stage"):
+        _check_draw(draw)
+        self.draw = draw
         self.bank = bank.detach().float().cpu()
         self.weights = cluster_weights(cluster_probs, epsilon)
         self.n_clusters = self.weights.numel()
@@ -211,6 +298,8 @@ class FairNegativeSampler:
         b, m = z_a.shape[0], num_negatives
         if b == 0:
             return torch.zeros(0, m, dtype=torch.long)
+        if self.draw == "product":
+            return self._sample_product(z_a, torch.as_tensor(anchor_clusters).reshape(-1).long().cpu(), m, generator)
         cl = torch.multinomial(cw.float(), m, replacement=True, generator=generator).reshape(-1)  # (B·m,)
         anchor = torch.arange(b).repeat_interleave(m)
         bound = z_a.norm(dim=1)[anchor] + self.max_norm[cl]
@@ -241,6 +330,48 @@ class FairNegativeSampler:
         return out.reshape(b, m)
 
 
+    def _product_cluster_probs(self, anchor_clusters: torch.Tensor) -> torch.Tensor:
+        """``(B, C)``: the proposal's cluster distribution of the product draw, ``∝ w(c)·N_c`` over ``c ≠ c_i``."""
+        c = self.n_clusters
+        allowed = (self.size > 0)[None, :] & (torch.arange(c)[None, :] != anchor_clusters[:, None])
+        cw = torch.where(allowed, (self.weights * self.size.double())[None, :].expand(len(anchor_clusters), -1),
+                         torch.zeros(()).double())
+        return cw / cw.sum(1, keepdim=True)
+
+    def _sample_product(self, z_a: torch.Tensor, c_a: torch.Tensor, m: int, generator) -> torch.Tensor:
+        b = z_a.shape[0]
+        anchor = torch.arange(b).repeat_interleave(m)
+        cw = self._product_cluster_probs(c_a).float()
+        bound = z_a.norm(dim=1)[anchor] + self.max_norm.max()
+        out = torch.full((b * m,), -1, dtype=torch.long)
+        open_rows = torch.arange(b * m)
+        for _ in range(self.max_rounds):
+            if open_rows.numel() == 0:
+                break
+            r = open_rows.numel()
+            cl = torch.multinomial(cw[anchor[open_rows]], self.proposals, replacement=True, generator=generator)
+            sz = self.size[cl]
+            local = torch.minimum((torch.rand(r, self.proposals, generator=generator) * sz).long(), sz - 1)
+            cand = self.order[self.start[cl] + local]  # (r, proposals): a uniform member of each proposed cluster
+            d = (self.bank[cand] - z_a[anchor[open_rows]][:, None, :]).norm(dim=-1)
+            bnd = bound[open_rows][:, None]
+            ratio = torch.where(bnd > 0, d / bnd.clamp(min=1e-30), torch.ones_like(d))
+            accept = torch.rand(r, self.proposals, generator=generator) < ratio
+            has = accept.any(1)
+            first = accept.float().argmax(1)
+            out[open_rows[has]] = cand[has, first[has]]
+            open_rows = open_rows[~has]
+        for row in open_rows.tolist():  # exact fallback over every candidate outside the anchor's cluster
+            i = int(anchor[row])
+            other = (self.clusters != c_a[i]).double()
+            d = (self.bank - z_a[i]).norm(dim=-1).double()
+            mass = self.weights[self.clusters] * other * d
+            probs = mass / mass.sum() if float(mass.sum()) > 0 else \
+                self.weights[self.clusters] * other / (self.weights[self.clusters] * other).sum()
+            out[row] = torch.multinomial(probs, 1, generator=generator)
+        return out.reshape(b, m)
+
+
 def sample_fair_negatives(
     anchor_embeddings: torch.Tensor,
     anchor_clusters: torch.Tensor,
@@ -250,6 +381,7 @@ def sample_fair_negatives(
     num_negatives: int = 1,
     epsilon: float = 0.1,
     generator: torch.Generator | None = None,
+    draw: str = "two_stage",
 ) -> torch.Tensor:
     """Draw ``num_negatives`` negatives per anchor from the whole set ``bank`` (Algorithm 1, lines 9–14); see
     :class:`FairNegativeSampler` (build one and call :meth:`~FairNegativeSampler.sample` to draw repeatedly from the
@@ -261,5 +393,5 @@ def sample_fair_negatives(
         >>> p = torch.bincount(c, minlength=4) / 1000.0
         >>> neg = sample_fair_negatives(Z[:8], c[:8], Z, c, p)          # (8, 1)
     """
-    sampler = FairNegativeSampler(bank, bank_clusters, cluster_probs, epsilon)
+    sampler = FairNegativeSampler(bank, bank_clusters, cluster_probs, epsilon, draw=draw)
     return sampler.sample(anchor_embeddings, anchor_clusters, num_negatives, generator)

@@ -563,6 +563,18 @@ def validation_selector(name: str, tok, args, data: dict, settings: dict, ir_val
     return fn
 
 
+def resolve_config(config: dict):
+    """The :class:`fairmt.trainers.ccd.CCDConfig` the recipe trains with, without reading any data: the groups and
+    whether validation tuples exist come from the resolved ``data`` section (``fairmt train --dry-run`` and the paper
+    cards read it; :func:`main` builds the same object from the prepared data)."""
+    from fairmt.data.augment.tuples import GENDER_GROUPS
+    from fairmt.scripts.recipe_schema import resolve_recipe
+
+    schema = resolve_recipe({**config, "method": "ccd"})
+    d = schema.data
+    return training_arguments(config, {"groups": tuple(d.groups or GENDER_GROUPS), "eval": d.eval_size > 0})
+
+
 def training_arguments(config: dict, data: dict):
     """The recipe's ``training`` mapping as a :class:`fairmt.trainers.ccd.CCDConfig` (checkpoint selection on the
     validation tuples when there are any: ``eval_loss`` unless ``metric_for_best_model`` says otherwise)."""

@@ -84,107 +84,26 @@ import numpy as np
 from fairmt.errors import FairmtError
 from fairmt.scripts._output import prepare_output_dir
 
-OBJECTIVES = ("ce", "cscl", "cscl_two_stage", "fcl", "fcl_two_stage", "sampling", "adversarial", "inlp")
 TWO_STAGE = {"cscl_two_stage": "cscl_pretrain", "fcl_two_stage": "fcl_pretrain"}
-MODEL_TYPES = ("frozen_embedder", "finetune", "features", "gru_features", "gru", "embedding_bag")
-DATASETS = ("bios", "bios_split", "jigsaw", "moji", "hatespeech")
-SELECTIONS = ("loss", "dto", "accuracy", "accuracy_then_gap")
-AUGMENTS = ("eda", "backtranslate", "clm_insert", "clm_substitute")
-POOLINGS = ("cls", "mean")
-
-DEFAULTS: dict[str, Any] = {
-    "objective": "ce",
-    "output_dir": None,  # default outputs/<recipe name>; training.output_dir names the same folder
-    "seed": 0,
-    "selection": "loss",  # loss | dto | accuracy | accuracy_then_gap (dev split only)
-    "selection_tolerance": 0.01,  # accuracy_then_gap: how far below the best dev accuracy (fraction)
-    # dto / accuracy_then_gap never choose an epoch whose dev accuracy is below this ratio of the best dev accuracy
-    # (a near-constant model has GAP ≈ 0 and can win DTO); 0 turns the guard off (a warning still says so)
-    "selection_accuracy_floor": 0.8,
-    # early stopping waits until the lowest dev loss is `patience` epochs old too (false: the rule alone, as the
-    # papers; on the shipped 280-example Bios sample the rule alone stops at epoch 7 of 20 with the loss still falling)
-    "patience_waits_for_dev_loss": True,
-    "patience": None,  # early stopping: epochs after the chosen one (CSCL 3, Shen et al. 5); None: never
-    "stage1_patience": None,  # two-stage objectives: early stopping of stage 1 on its dev objective
-    "cache_stage2_features": True,  # two-stage: the fixed encoder's features computed once for the head stage
-    "save_predictions": True,
-    "metrics": {"eo_classes": "positive", "positive_class": None},
-    "data": {"dataset": "bios", "files": None, "split_seed": 0, "fractions": [0.5, 0.2, 0.3],
-             "root": None, "source": "local", "max_rows": None,
-             "language": "Spanish", "attribute": "gender",
-             "moji_split_sizes": [40000, 2000, 2000], "moji_n_train": 100000,
-             "augment": None, "eda_alpha": 0.1, "eda_num_aug": 4, "clm_model": "roberta-base", "clm_rate": 0.1,
-             "backtranslate_model": None, "pivot_lang": "de"},
-    "model": {"type": "frozen_embedder", "name_or_path": "minilm", "hidden_dim": 300, "num_layers": 2,
-              "dropout": 0.1, "max_length": 128, "embed_batch_size": 32, "cache_dir": None,
-              "embed_dim": 200, "pooling": "mean", "normalize": None, "head_layers": None,
-              "gru_hidden": 200, "embed_epochs": 5, "embed_learning_rate": 1e-3},
-    "training": {"num_train_epochs": 10, "per_device_train_batch_size": 64, "per_device_eval_batch_size": 128,
-                 "learning_rate": 1e-3, "weight_decay": 0.0, "logging_steps": 10},
-    "objective_args": {},
-    "stage2": {"num_train_epochs": 10, "learning_rate": 1e-3},
-    "inlp": {"n_iterations": 20, "by_class": True},
-}
-
-
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for k, v in (over or {}).items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = _merge(out[k], v)
-        else:
-            out[k] = v
-    return out
-
-
-def _one_of(value: Any, allowed: tuple, key: str, note: str = "") -> None:
-    if value not in allowed:
-        raise FairmtError(f"recipe key {key} must be one of {', '.join(map(str, allowed))}{note}, got {value!r}")
-
 
 def resolve_config(config: dict[str, Any]) -> dict[str, Any]:
-    """Recipe dict merged over :data:`DEFAULTS`, validated (an unknown value names its key and the allowed ones) and
-    resolved: defaults that depend on other keys, the run folder, and each stage's training Config (``stages``:
-    every field of the Config the Trainer will get, e.g. ``views`` and ``temperature`` as resolved)."""
+    """The recipe resolved by its schema (:func:`fairmt.scripts.recipe_schema.resolve_recipe`: every default, the
+    ones that depend on other keys, the run folder; an unknown value names its key and the allowed ones), as a dict,
+    plus each stage's training Config (``stages``: every field of the Config the Trainer will get, e.g. ``views``,
+    ``temperature`` and ``normalize`` as resolved). The runner reads nothing else."""
+    from fairmt.scripts.recipe_schema import resolve_recipe
+
     if config.get("method", "classification") != "classification":
         raise FairmtError(f"recipe method must be 'classification' for this entry point, got {config.get('method')!r}")
-    cfg = _merge(DEFAULTS, {k: v for k, v in config.items() if k not in ("method", "stages")})
-    _one_of(cfg["objective"], OBJECTIVES, "objective")
-    _one_of(cfg["model"]["type"], MODEL_TYPES, "model.type")
-    _one_of(cfg["data"]["dataset"], DATASETS, "data.dataset")
-    _one_of(cfg["selection"], SELECTIONS, "selection", " (dev set only)")
-    _one_of(cfg["model"]["pooling"], POOLINGS, "model.pooling")
-    from fairmt.eval.classification import EO_CLASSES
-
-    _one_of(cfg["metrics"]["eo_classes"], EO_CLASSES, "metrics.eo_classes")
-    if cfg["data"]["augment"] is not None:
-        _one_of(cfg["data"]["augment"], AUGMENTS, "data.augment")
-    _one_of(cfg["data"]["source"], ("local", "hub"), "data.source")
-    for key in ("patience", "stage1_patience"):
-        v = cfg[key]
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
-            raise FairmtError(f"recipe key {key} must be a positive number of epochs or null, got {v!r}")
-    floor = cfg["selection_accuracy_floor"]
-    if not isinstance(floor, (int, float)) or isinstance(floor, bool) or not 0 <= floor < 1:
-        raise FairmtError(f"recipe key selection_accuracy_floor must be a ratio in [0, 1) of the best dev accuracy, "
-                          f"got {floor!r}")
-    tol = cfg["selection_tolerance"]
-    if not isinstance(tol, (int, float)) or isinstance(tol, bool) or not 0 <= tol < 1:
-        raise FairmtError(f"recipe key selection_tolerance must be a fraction of accuracy in [0, 1), got {tol!r}")
-    m = cfg["model"]
-    if m["head_layers"] is None:
-        m["head_layers"] = 2 if m["type"] == "finetune" else 1
-    _one_of(m["head_layers"], (1, 2), "model.head_layers")
-    if m["normalize"] is None:
-        m["normalize"] = m["pooling"] == "mean"
-    # one folder per run: the trainer's checkpoints, results.json and predictions.jsonl all go to it
-    run_dir = cfg["training"].pop("output_dir", None)
-    if run_dir and cfg["output_dir"] and Path(run_dir) != Path(cfg["output_dir"]):
-        raise FairmtError(f"output_dir ({cfg['output_dir']}) and training.output_dir ({run_dir}) differ: give one")
-    cfg["output_dir"] = run_dir or cfg["output_dir"] or str(
-        Path("outputs") / Path(config.get("recipe_path", "classification")).stem)
+    resolved = resolve_recipe({**{k: v for k, v in config.items() if k != "stages"}, "method": "classification"})
+    cfg = resolved.model_dump(exclude={"method", "recipe_path", "overwrite"})
     cfg["stages"] = {name: _config_fields(cls(**kw)) for name, (cls, kw) in _stage_configs(cfg).items()}
     return cfg
+
+
+def defaults() -> dict[str, Any]:
+    """The resolved recipe of an empty classification recipe (every default the schema holds)."""
+    return {k: v for k, v in resolve_config({"method": "classification"}).items() if k not in ("stages", "output_dir")}
 
 
 def _config_fields(args) -> dict[str, Any]:
@@ -465,7 +384,8 @@ def _fit(cfg, trainer_cls, config_cls, kwargs, model, train_ds, dev_ds, collator
     checkpoint loaded at the end. Returns ``(trainer, selection callback)``."""
     from fairmt.eval.selection import FairnessSelectionCallback
 
-    callback = FairnessSelectionCallback(criterion, normalise=False, tolerance=cfg["selection_tolerance"],
+    last = criterion == "last"  # the final epoch, as the CSCL release reports (dev still evaluated and logged)
+    callback = FairnessSelectionCallback("loss" if last else criterion, normalise=False, tolerance=cfg["selection_tolerance"],
                                          patience=patience, prune=True, copy_best=False, percent=True,
                                          accuracy_floor=cfg["selection_accuracy_floor"],
                                          patience_waits_for_loss=cfg["patience_waits_for_dev_loss"],
@@ -473,7 +393,8 @@ def _fit(cfg, trainer_cls, config_cls, kwargs, model, train_ds, dev_ds, collator
     trainer = trainer_cls(model=model, args=config_cls(**kwargs), train_dataset=train_ds, eval_dataset=dev_ds,
                           data_collator=collator, compute_metrics=compute_metrics, callbacks=[callback])
     trainer.train()
-    if callback.best_checkpoint:
+    callback.keep_last = last
+    if callback.best_checkpoint and not last:
         trainer._load_from_checkpoint(callback.best_checkpoint)
     return trainer, callback
 
@@ -481,9 +402,10 @@ def _fit(cfg, trainer_cls, config_cls, kwargs, model, train_ds, dev_ds, collator
 def _selection_info(cb, steps_per_epoch: int | None = None) -> dict[str, Any]:
     """The choice made on dev and why: the rule, the chosen evaluation (step, epoch, dev numbers in percent), the
     accuracy floor and its note (see :func:`fairmt.eval.selection.degenerate_choice`)."""
-    best = cb.best
-    info = {"criterion": cb.criterion, "best_step": None if best is None else best.step,
-            "best_checkpoint": cb.best_checkpoint, "evaluations": len(cb.records),
+    last = getattr(cb, "keep_last", False)
+    best = cb.records[-1] if last and cb.records else cb.best
+    info = {"criterion": "last" if last else cb.criterion, "best_step": None if best is None else best.step,
+            "best_checkpoint": None if last else cb.best_checkpoint, "evaluations": len(cb.records),
             "stopped_early_at_step": cb.stopped_early_at, "patience": cb.patience,
             "accuracy_floor": cb.accuracy_floor, "note": cb.note}
     if best is not None:
@@ -556,7 +478,7 @@ def _train(cfg, data, datasets, collator, factory, out: str):
         trainer, cb = _fit(cfg, trainer_cls, cls, kw, model, datasets["train"], datasets["dev"], collator,
                            criterion=cfg["selection"], patience=cfg["patience"], compute_metrics=metrics)
     info["selection"] = _selection_info(cb, _steps_per_epoch(trainer))
-    info["best_checkpoint"] = cb.best_checkpoint
+    info["best_checkpoint"] = info["selection"]["best_checkpoint"]
     info["train_log"] = [h for h in trainer.state.log_history if "loss" in h][-1:]
     info["model_dir"] = _save_final(trainer, collator, os.path.join(out, "model"), model)
     outputs = {name: _predict(trainer, datasets[name]) for name in ("train", "dev", "test")}
@@ -656,7 +578,8 @@ def _conventions(cfg, result, data) -> dict[str, Any]:
           if result.eo_classes == "all" else "ΔEO of the positive class (the formula CSCL prints)")
     sel = {"loss": "lowest dev CE", "dto": "distance of dev (accuracy, 1-GAP) to (1, 1)", "accuracy": "best dev "
            "accuracy", "accuracy_then_gap": f"best dev accuracy, then the lowest dev GAP within "
-           f"{cfg['selection_tolerance']:g} of it (Shen et al.)"}[cfg["selection"]]
+           f"{cfg['selection_tolerance']:g} of it (Shen et al.)",
+           "last": "the final epoch (the CSCL release)"}[cfg["selection"]]
     if cfg["patience"]:
         sel += f"; early stopping after {cfg['patience']} epochs without a new choice" + (
             " and without a lower dev loss" if cfg["patience_waits_for_dev_loss"] else "")
@@ -685,7 +608,7 @@ def _selection_line(info: dict[str, Any]) -> str:
     nums = ", ".join(f"{k if k == 'accuracy' else 'GAP'} {v:.2f}" for k, v in dev.items() if k in ("accuracy", "gap"))
     rule = {"dto": "the smallest DTO (distance of dev (accuracy, 1 − GAP) to (1, 1))",
             "accuracy_then_gap": "the best dev accuracy, then the lowest GAP", "accuracy": "the best dev accuracy",
-            "loss": "the lowest dev loss"}.get(sel["criterion"], sel["criterion"])
+            "loss": "the lowest dev loss", "last": "the final epoch (no selection)"}.get(sel["criterion"], sel["criterion"])
     epoch = f"epoch {sel['best_epoch']} " if sel.get("best_epoch") is not None else ""
     floor = (f", dev accuracy ≥ {sel['accuracy_floor']:g} × the best" if sel.get("accuracy_floor")
              and sel["criterion"] in ("dto", "accuracy_then_gap") else "")

@@ -65,6 +65,19 @@ def resolve_config(config: dict):
     return args
 
 
+def resolved_sections(config: dict) -> tuple[dict, dict | None]:
+    """``data`` and ``geneval`` as the recipe schema resolves them (every default filled in, the paper card reads the
+    same values: :func:`fairmt.scripts.recipe_schema.resolve_recipe`); ``geneval.lang`` defaults to ``tgt_lang``."""
+    from fairmt.scripts.recipe_schema import resolve_recipe
+
+    schema = resolve_recipe({**config, "method": "gacl"})
+    data_cfg = schema.data.model_dump()
+    geneval = schema.geneval.model_dump() if schema.geneval is not None else None
+    if geneval is not None and geneval["lang"] is None:
+        geneval["lang"] = schema.tgt_lang
+    return data_cfg, geneval
+
+
 def prepare_data(pairs, data_cfg: dict, tgt: str, seed: int):
     """The training rows of ``data.prepare`` (see the module docstring)."""
     from fairmt.data.gacl import balance_genders, filter_target_gender, prepare_gacl_pairs, target_gender_detector
@@ -92,10 +105,9 @@ def build_trainer(config: dict):
 
     if "model" not in config:
         raise FairmtError("the GACL recipe needs a 'model' (Hub name or local path)")
-    data_cfg = dict(config.get("data") or {})
-    if "train" not in data_cfg:
+    if "train" not in (config.get("data") or {}):
         raise FairmtError("the GACL recipe needs data.train (a JSONL/TSV file or a Hugging Face dataset name)")
-    geneval = config.get("geneval")
+    data_cfg, geneval = resolved_sections(config)
     args = resolve_config(config)
     if data_cfg.get("prepare", "gacl") != "gacl" and args.gacl_lambda > 0:
         raise FairmtError(
@@ -120,7 +132,8 @@ def build_trainer(config: dict):
         if data_cfg.get("max_eval_samples"):
             eval_ds = eval_ds.select(range(min(len(eval_ds), int(data_cfg["max_eval_samples"]))))
     else:
-        frac = float(data_cfg.get("eval_fraction", 0.05 if args.eval_strategy != "no" else 0.0))
+        frac = data_cfg.get("eval_fraction")
+        frac = float(frac if frac is not None else 0.05 if args.eval_strategy != "no" else 0.0)
         if frac > 0:
             split = prepared.train_test_split(test_size=frac, seed=args.seed, stratify_by_column=None)
             prepared, eval_ds = split["train"], split["test"]

@@ -122,7 +122,7 @@ def select(items: list[dict[str, float]], rule: str, spec, percent: bool) -> tup
         return None, f"no setting has {', '.join(need)}"
     records = _records([items[i] for i in keep], spec, percent)
     try:
-        best = select_checkpoint(records, rule)
+        best = select_checkpoint(records, rule, tolerance=getattr(spec, "select_tolerance", 0.01))
     except FairmtError as err:
         return None, str(err)
     return keep[best.step], None

@@ -41,6 +41,10 @@ FAMILIES: dict[str, Family] = {
     "dpce": Family("dpce_results.json", "training.seed", ("training.output_dir",), "results", ("final",)),
     "adept": Family("adept_results.json", "training.seed", ("training.output_dir",), "results", ("final",)),
     "gacl": Family("results.json", "training.seed", ("training.output_dir",), model_dirs=(".",)),
+    # fairness-driven sampling on images: the seed and the run folder are top-level keys (the stage sections refuse
+    # them); the objectives are the stage-2 summary fairmt.scripts.sampling writes at the top of results.json
+    "sampling": Family("results.json", "seed", ("output_dir",), model_dirs=("stage2/model",),
+                       objectives=(("dominance", "minimize"),)),
 }
 DEFAULT_FAMILY = Family("results.json", "training.seed", ("training.output_dir",))
 
@@ -134,6 +138,9 @@ def metric_patterns(method: str, config: dict[str, Any]) -> list[str] | None:
         if geneval and geneval.get("test", True):
             out += [f"test.geneval_{m}" for m in measures] + ["test_data.*", "geneval.*"]
         return out
+    if method == "sampling":  # fairmt.scripts.sampling: the stage-2 summary, then every stage's full results
+        probe = [f"probe.*.{m}" for m in ("accuracy", "f1", "auc_roc", "gap", "delta_eo")]
+        return ["dominance", "entropy", "separation", *probe, "stages.*", "n", "clusters.*", "stage_info.*"]
     return None
 
 

@@ -41,6 +41,7 @@ class SweepSpec:
     tradeoff: list[list[str]]  # the two axes of the front and the plot: [performance, fairness]
     search: int | None  # number of sampled settings; None = the whole grid
     select: str = "dto"
+    select_tolerance: float = 0.01  # accuracy_then_gap: how far below the best dev accuracy (the recipe's)
     output_dir: str = ""
     storage: str = ""
     study_name: str = ""
@@ -284,7 +285,8 @@ def default_output_dir(recipe: str) -> str:
 
 
 def build_spec(recipe: str, overrides: list[str], grid: list[str], ranges: list[str], seeds: str,
-               objectives: list[str], tradeoff: str | None = None, search: int | None = None, select: str = "dto",
+               objectives: list[str], tradeoff: str | None = None, search: int | None = None,
+               select: str | None = None,
                output_dir: str | None = None, storage: str | None = None, study_name: str | None = None,
                launcher: str = "python", accelerate_config: str | None = None, join: bool = False,
                grace_period: int = 600, max_failures: int = 3, sampler_seed: int | None = None) -> SweepSpec:
@@ -306,7 +308,7 @@ def build_spec(recipe: str, overrides: list[str], grid: list[str], ranges: list[
     if search and not r and search > math.prod(len(v) for v in g.values()):
         raise FairmtError(f"--search {search} exceeds the {math.prod(len(v) for v in g.values())} settings of the "
                           "grid: run the whole grid (no --search), or add a --range")
-    if select not in CRITERIA:
+    if select is not None and select not in CRITERIA:
         raise FairmtError(f"--select must be one of {', '.join(CRITERIA)}, got {select!r}")
     if grace_period < 10:
         raise FairmtError(f"--grace-period must be at least 10 seconds, got {grace_period}")
@@ -325,11 +327,15 @@ def build_spec(recipe: str, overrides: list[str], grid: list[str], ranges: list[
 
     spec = SweepSpec(recipe=recipe, recipe_path=str(resolve_recipe_path(recipe).resolve()), method="",
                      overrides=list(overrides), grid=g, grid_raw=g_raw, ranges=r, seeds=seed_list, objectives=objs,
-                     tradeoff=[], search=search, select=select, launcher=launcher,
+                     tradeoff=[], search=search, select=select or "dto", launcher=launcher,
                      accelerate_config=accelerate_config, join=join, grace_period=grace_period,
                      max_failures=max_failures, sampler_seed=sampler_seed)
     base = check_against_recipe(spec)
     spec.method = base["method"]
+    if select is None:  # the recipe names its rule (sweep_selection: Shen et al.'s recipes), else DTO
+        spec.select = base.get("sweep_selection") or "dto"
+    if isinstance(base.get("selection_tolerance"), (int, float)):
+        spec.select_tolerance = float(base["selection_tolerance"])
     fam = family(spec.method)
     if not spec.objectives:
         if not fam.objectives:

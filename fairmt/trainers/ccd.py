@@ -72,8 +72,9 @@ class CCDConfig(TrainingArguments):
         rho: kernel bandwidth ρ. ``None`` (default) estimates it before training from the original model's
             group-to-neutral distances over the training tuples (all of them, as the paper; or the first
             ``rho_max_tuples``).
-        rho_estimator: ``"variance"`` (the paper: ρ = variance of those distances), ``"std"`` (their standard
-            deviation) or ``"median"`` (their median, the usual Gaussian-kernel bandwidth heuristic). The
+        rho_estimator: two readings of the paper — ``"variance"`` (§3.3's words: ρ = the variance of those
+            distances) and ``"std"`` (App. A.5's Gaussian kernel: their standard deviation, in distance units) — or
+            ``"median"`` (their median, the usual Gaussian-kernel bandwidth heuristic). The
             variance is not in distance units and suits only encoders whose distances are of order one or more;
             on L2-normalised all-MiniLM-L6-v2 it puts the kernel at 2e-25 at the median distance (no gradient),
             where ``"std"`` gives 0.18 and ``"median"`` 0.61. The trainer warns when the estimated ρ saturates
@@ -101,7 +102,7 @@ class CCDConfig(TrainingArguments):
 
     beta: float = field(default=1.0, metadata={"help": "weight of L_rep (paper: 1.0)"})
     rho: float | None = field(default=None, metadata={"help": "kernel bandwidth; None = estimate from training set"})
-    rho_estimator: str = field(default="variance", metadata={"help": "'variance' (paper), 'std' or 'median'"})
+    rho_estimator: str = field(default="variance", metadata={"help": "'variance' or 'std' (the paper's two readings) or 'median'"})
     rho_max_tuples: int | None = field(default=None, metadata={"help": "tuples read to estimate rho (None: all)"})
     groups: list[str] = field(default_factory=lambda: list(GENDER_GROUPS), metadata={"help": "group columns"})
     pooling: str = field(default="auto", metadata={"help": "auto|model|mean|cls|first|max|pooler"})

@@ -99,8 +99,10 @@ class FairContrastiveConfig(TrainingArguments):
         temperature: τ of ``L_sup``/``L_CS``/``L_scl`` (Chi et al. grid {0.1, 0.5, 1, 2}); unset: 0.1, or 0.01 for
             ``fcl_variant="released"`` (fairlib's default).
         group_temperature: τ of ``L_fcl`` (default: ``temperature``).
-        normalize: L2-normalise representations before the dot product (the published forms); unset: True, False
-            for ``fcl_variant="released"`` (raw dot product, as released).
+        normalize: L2-normalise representations before the dot product (cosine similarity); unset: False for CSCL
+            (Chi et al. contrast "the inner (dot) product" of the raw features, as their release does at τ = 2),
+            True for FCL as published (Shen et al.'s L2-normalised representations), False for
+            ``fcl_variant="released"`` (raw dot product, as released).
         views: ``dropout``, ``augment`` or ``none``; unset: ``dropout`` for CSCL, ``none`` (one view) for FCL/CE.
         pooling: the representation the losses act on: ``head`` (default: the classification head's input) or
             ``cls``/``mean`` pooling of the last hidden state.
@@ -123,7 +125,8 @@ class FairContrastiveConfig(TrainingArguments):
     fcl_group_term: str = field(default="g", metadata={"help": "g | eo (fairlib's per-class group term)"})
     temperature: float | None = field(default=None, metadata={"help": "τ (unset: 0.1; 0.01 for released FCL)"})
     group_temperature: float | None = field(default=None, metadata={"help": "τ of L_fcl (default: temperature)"})
-    normalize: bool | None = field(default=None, metadata={"help": "L2-normalise (unset: True; False for released FCL)"})
+    normalize: bool | None = field(default=None, metadata={"help": "L2-normalise (unset: False for CSCL, True for FCL, "
+                                                                     "False for released FCL)"})
     views: str | None = field(default=None, metadata={"help": "dropout | augment | none (unset: dropout for CSCL, "
                                                                  "none for FCL)"})
     pooling: str = field(default="head", metadata={"help": "head (the classifier's input) | cls | mean"})
@@ -155,7 +158,7 @@ class FairContrastiveConfig(TrainingArguments):
         if self.temperature is None:
             self.temperature = FCL_DEFAULT_TEMPERATURE["released" if released else "paper"]
         if self.normalize is None:
-            self.normalize = not released
+            self.normalize = not released and not self.objective.startswith("cscl")
         if self.eval_objective is None:
             self.eval_objective = self.objective in PRETRAIN_OBJECTIVES
         if self.temperature <= 0 or (self.group_temperature is not None and self.group_temperature <= 0):

@@ -7,9 +7,11 @@ One Trainer, four objectives (``FairnessSamplingConfig.objective``):
 ``simclr``             SimCLR with random sampling: two views of each sample (kornia augmentations for images,
                        dropout for text), NT-Xent over **all** in-batch candidates (:func:`fairmt.losses.nt_xent_loss`);
                        the paper's phase 1 and its baseline
-``sampling_pretrain``  Algorithm 1: NT-Xent on (anchor, nearest same-cluster neighbour over the whole set, ``m``
-                       negatives drawn from other clusters) (:func:`fairmt.losses.fair_pair_nt_xent`); the paper's
-                       phase 2, self-supervised
+``sampling_pretrain``  Algorithm 1: NT-Xent with (anchor, nearest same-cluster neighbour over the whole set, ``m``
+                       negatives drawn from other clusters); the paper's phase 2, self-supervised. ``pair_loss``:
+                       ``batch`` (default, the paper's Eq. 2.1 over the ``2N`` views with the drawn negatives added:
+                       :func:`fairmt.losses.fair_batch_nt_xent`) or ``pairs`` (an interpretation: only the
+                       ``1 + m`` candidates in a denominator, :func:`fairmt.losses.fair_pair_nt_xent`)
 ``sampling``           ``CE + μ·L_Algorithm-1`` on a labelled classifier (the text extension: hate speech + GRU)
 ``ce``                 cross-entropy only
 =====================  ===========================================================================================
@@ -25,7 +27,8 @@ How Algorithm 1 runs (``sampling_pretrain`` / ``sampling``):
   fixed. ``cluster_refit="every_n_steps"`` refits K-means on the current model every ``cluster_refresh_steps``
   optimizer steps (fairmt's earlier text variant).
 * **the index**: ``Z`` holds the embedding of every training sample (clean images, eval mode); it is recomputed every
-  ``index_refresh_steps`` optimizer steps (default: once per epoch; 0: never, Algorithm 1 on the initial ``Z``). At
+  ``index_refresh_steps`` optimizer steps (default 0: never, Algorithm 1 builds P and N once from the initial ``Z``;
+  ``None``: once per epoch, a fairmt extension). At
   each refresh every sample's positive is recomputed (scikit-learn ``NearestNeighbors`` per cluster, over all of
   ``Z``) — :class:`fairmt.data.fair_sampling.PairIndex`.
 * **batches**: :class:`fairmt.data.fair_sampling.FairPairBatchSampler` yields ``[anchors | positives | negatives]``;
@@ -61,7 +64,7 @@ from fairmt.data.fair_sampling import (
     fit_latent_subgroups,
 )
 from fairmt.errors import FairmtError
-from fairmt.losses import fair_pair_nt_xent, gather_with_grad, nt_xent_loss
+from fairmt.losses import fair_batch_nt_xent, fair_pair_nt_xent, gather_with_grad, nt_xent_loss
 from fairmt.distributed import world_size
 from fairmt.models.pooling import representation_and_logits
 from fairmt.models.vision import contrastive_features
@@ -72,6 +75,8 @@ from fairmt.trainers.term_logging import LossTermLogMixin
 SAMPLING_OBJECTIVES = ("simclr", "sampling_pretrain", "sampling", "ce")
 CLUSTER_REFIT = ("once", "every_n_steps")
 NEGATIVE_SOURCES = ("encode", "bank")
+PAIR_LOSSES = ("batch", "pairs")
+NEGATIVE_DRAWS = ("two_stage", "product")
 
 
 @dataclass
@@ -89,8 +94,12 @@ class FairnessSamplingConfig(TrainingArguments):
         cluster_refit: ``once`` (fixed latent subgroups) or ``every_n_steps``.
         cluster_refresh_steps: the refit interval of ``every_n_steps``, in optimizer steps (default 50); refused with
             ``once``, where it would do nothing (fairmt's earlier text variant refitted by default).
-        index_refresh_steps: recompute ``Z`` (and the positives) every this many optimizer steps; ``None``: once per
-            epoch; ``0``: never.
+        index_refresh_steps: recompute ``Z`` (and the positives) every this many optimizer steps; ``0`` (default):
+            never, as Algorithm 1; ``None``: once per epoch (an extension).
+        pair_loss: ``batch`` (default: Eq. 2.1 over the batch's ``2N`` views, NN positive, drawn negatives added)
+            or ``pairs`` (only the positive and the ``m`` drawn negatives in an anchor's denominator).
+        negative_draw: ``two_stage`` (default: a cluster by normalised ``w(c)``, then a member ∝ distance) or
+            ``product`` (``P(k) ∝ w(c_k)·‖z_i − z_k‖``).
         negative_source: ``encode`` (negatives encoded with the anchors, with gradient) or ``bank`` (their ``Z``
             rows).
         pooling: ``cls`` or ``mean`` pooling for text classifiers returning 3-D hidden states.
@@ -106,7 +115,10 @@ class FairnessSamplingConfig(TrainingArguments):
     sampling_weight: float = field(default=0.1, metadata={"help": "μ: weight of the NT-Xent next to CE"})
     cluster_refit: str = field(default="once", metadata={"help": "once | every_n_steps"})
     cluster_refresh_steps: int | None = field(default=None, metadata={"help": "refit interval of every_n_steps (50)"})
-    index_refresh_steps: int | None = field(default=None, metadata={"help": "Z refresh interval (None: each epoch)"})
+    index_refresh_steps: int | None = field(default=0, metadata={"help": "Z refresh interval (0: never; None: each "
+                                                                         "epoch)"})
+    pair_loss: str = field(default="batch", metadata={"help": "batch | pairs (the stage-2 NT-Xent's denominator)"})
+    negative_draw: str = field(default="two_stage", metadata={"help": "two_stage | product (Algorithm 1 line 13)"})
     negative_source: str = field(default="encode", metadata={"help": "encode | bank"})
     pooling: str = field(default="cls", metadata={"help": "cls | mean (3-D hidden states of text classifiers)"})
     group_column: str = field(default="group", metadata={"help": "batch key of the protected attribute"})
@@ -134,6 +146,10 @@ class FairnessSamplingConfig(TrainingArguments):
         if self.index_refresh_steps is not None and self.index_refresh_steps < 0:
             raise FairmtError(f"index_refresh_steps must be >= 0 (0: never) or None (each epoch), got "
                               f"{self.index_refresh_steps}")
+        if self.pair_loss not in PAIR_LOSSES:
+            raise FairmtError(f"pair_loss must be one of {PAIR_LOSSES}, got {self.pair_loss!r}")
+        if self.negative_draw not in NEGATIVE_DRAWS:
+            raise FairmtError(f"negative_draw must be one of {NEGATIVE_DRAWS}, got {self.negative_draw!r}")
         if self.negative_source not in NEGATIVE_SOURCES:
             raise FairmtError(f"negative_source must be one of {NEGATIVE_SOURCES}, got {self.negative_source!r}")
         if self.pooling not in ("cls", "mean"):
@@ -275,7 +291,7 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
             event = "given"
             self._fitted_at = self.state.global_step
         sub = self.latent_subgroups
-        self.pair_index = PairIndex(z, sub.labels, sub.n_clusters, sub.probs, a.epsilon)
+        self.pair_index = PairIndex(z, sub.labels, sub.n_clusters, sub.probs, a.epsilon, draw=a.negative_draw)
         self._refreshed_at = self.state.global_step
         if len(self._neg_counts) != sub.n_clusters:
             self._neg_counts = np.zeros(sub.n_clusters, dtype=np.int64)
@@ -370,7 +386,8 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
             neg_index = self.pair_index.negatives(index[:n].cpu().numpy(), m, self._generator).reshape(-1)
             negatives = torch.from_numpy(self.pair_index.Z[neg_index]).to(z.device, z.dtype).reshape(n, m, -1)
         self._neg_counts += np.bincount(self.pair_index.labels[neg_index], minlength=len(self._neg_counts))
-        terms["ntxent"] = fair_pair_nt_xent(anchors, positives, negatives, a.sampling_temperature)
+        loss_fn = fair_batch_nt_xent if a.pair_loss == "batch" else fair_pair_nt_xent
+        terms["ntxent"] = loss_fn(anchors, positives, negatives, a.sampling_temperature)
         if a.objective == "sampling_pretrain":
             return terms["ntxent"], terms
         terms["ce"] = self._ce(None if logits is None else logits[:n], None if labels is None else labels[:n])
