@@ -174,3 +174,55 @@ def test_intersectional_input_errors():
     keys, combos, names = intersectional_groups([(1, "a"), (2, "b")])
     assert keys.tolist() == ["1|a", "2|b"] and combos == ["1|a", "1|b", "2|a", "2|b"] and names == ["a0", "a1"]
     assert list(itertools.chain(intersectional_groups([0, 1])[0])) == [0, 1]
+
+
+# ------------------------------------------------------------------------- area under the performance–fairness front
+# (accuracy, GAP) of four models; C (0.6, 0.3) is dominated by B (0.7, 0.1)
+FRONT_ACC = [0.8, 0.7, 0.6, 0.9]
+FRONT_GAP = [0.2, 0.1, 0.3, 0.4]
+
+
+def test_front_auc_by_hand():
+    from fairmt.eval.classification import performance_fairness_auc
+
+    fair = [1 - g for g in FRONT_GAP]
+    r = performance_fairness_auc(FRONT_ACC, fair)
+    # front A, B, D; curve (0, 1) (0.7, 0.9) (0.8, 0.8) (0.9, 0.6):
+    # ½(1 + 0.9)·0.7 + ½(0.9 + 0.8)·0.1 + ½(0.8 + 0.6)·0.1 = 0.665 + 0.085 + 0.07
+    assert r.auc == pytest.approx(0.82)
+    assert sorted(r.front) == [0, 1, 3]
+    assert [v for pt in r.curve for v in pt] == pytest.approx([0.0, 1.0, 0.7, 0.9, 0.8, 0.8, 0.9, 0.6])
+    assert performance_fairness_auc(FRONT_ACC, fair, normalise=True).auc == pytest.approx(0.82)
+    # threshold 0.75: fairness interpolated between B and A (0.85), then ½(0.85 + 0.8)·0.05 + 0.07
+    thr = performance_fairness_auc(FRONT_ACC, fair, performance_threshold=0.75)
+    assert thr.auc == pytest.approx(0.11125)
+    assert performance_fairness_auc(FRONT_ACC, fair, performance_threshold=0.75, normalise=True).auc == \
+        pytest.approx(0.11125 / 0.25)
+    # constant interpolation: equidistant, so the lower point's fairness (0.9)
+    assert performance_fairness_auc(FRONT_ACC, fair, performance_threshold=0.75, interpolation="constant").auc == \
+        pytest.approx(0.5 * (0.9 + 0.8) * 0.05 + 0.07)
+    assert performance_fairness_auc(FRONT_ACC, fair, performance_threshold=0.95).auc == 0.0
+    # a dominated model does not change the area; a random performance moves the anchor
+    assert performance_fairness_auc(FRONT_ACC[:2] + FRONT_ACC[3:], fair[:2] + fair[3:]).auc == pytest.approx(0.82)
+    assert performance_fairness_auc(FRONT_ACC, fair, random_performance=0.5).auc == pytest.approx(
+        0.5 * (1 + 0.9) * 0.2 + 0.085 + 0.07)
+    with pytest.raises(FairmtError, match="fractions"):
+        performance_fairness_auc([80.0], [0.5])
+
+
+def test_front_auc_in_the_sweep_report_on_dev_and_test():
+    from types import SimpleNamespace
+
+    from fairmt.sweep.report import front_auc
+
+    settings = [{"id": f"s{i + 1}", "n": 1, "mean": {"dev.accuracy": 100 * a, "dev.gap": 100 * g,
+                                                       "test.accuracy": 100 * a - 10, "test.gap": 100 * g}}
+                for i, (a, g) in enumerate(zip(FRONT_ACC, FRONT_GAP))]
+    spec = SimpleNamespace(tradeoff=[("dev.accuracy", "maximize"), ("dev.gap", "minimize")])
+    out = front_auc(settings, spec, True, ["dev", "test"])
+    assert out["dev"]["auc"] == pytest.approx(0.82) and out["dev"]["settings"] == ["s1", "s2", "s4"]
+    # test: every accuracy 0.1 lower: curve (0, 1) (0.6, 0.9) (0.7, 0.8) (0.8, 0.6)
+    assert out["test"]["auc"] == pytest.approx(0.5 * 1.9 * 0.6 + 0.085 + 0.07)
+    assert out["test"]["metrics"] == ["test.accuracy", "test.gap"]
+    spec_bad = SimpleNamespace(tradeoff=[("dev.accuracy", "maximize"), ("dev.macro_f1", "maximize")])
+    assert "unavailable" in front_auc(settings, spec_bad, True, ["dev"])

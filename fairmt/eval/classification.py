@@ -57,6 +57,10 @@ rates over every example of the split.
 * **Distance to optimum** (DTO; Han et al., fairlib): Euclidean distance of (accuracy, 1−GAP) to the optimum
   (1, 1); with ``normalise=True`` both coordinates are first divided by their maximum over the candidates, as in the
   trade-off score, so the optimum is the best observed accuracy and fairness. Lower is better.
+* **Area under the performance–fairness front** (Han et al., fairlib's ``auc_performance_fairness_tradeoff``):
+  over a set of models (a sweep), the trapezoidal area under the Pareto front of (performance, 1 − GAP) anchored at
+  the worst model (performance 0, fairness 1); see :func:`performance_fairness_auc`. It summarises a method's whole
+  trade-off; it never selects a model.
 * **Latent-subgroup measures** (Martin & Ogbuokiri): on K-means clusters of embeddings (or given cluster labels):
   cluster dominance ratio = size of the largest cluster / N; representation entropy = Shannon entropy (bits) of the
   cluster-size distribution; subgroup separation distance = mean Euclidean distance between pairs of centroids.
@@ -97,6 +101,7 @@ __all__ = [
     "METRICS_VERSION",
     "ClassificationResult",
     "EO_CLASSES",
+    "FrontAUC",
     "LatentSubgroupResult",
     "caveats_once",
     "classification_metrics",
@@ -105,6 +110,7 @@ __all__ = [
     "latent_subgroup_metrics",
     "intersectional_groups",
     "leakage",
+    "performance_fairness_auc",
     "positive_prediction_rates",
     "rate_gap",
     "rates_by_group",
@@ -849,6 +855,86 @@ def distance_to_optimum(
     if normalise:
         acc, fair = _normalise_by_max(acc, "accuracy"), _normalise_by_max(fair, "1-GAP")
     return [float(d) for d in np.sqrt((1 - acc) ** 2 + (1 - fair) ** 2)]
+
+
+@dataclasses.dataclass
+class FrontAUC:
+    """Area under a performance–fairness front (:func:`performance_fairness_auc`). ``curve`` holds the
+    ``(performance, fairness)`` points integrated, in increasing performance, the anchor and any interpolated
+    threshold point included; ``front`` the indices of the input points on the Pareto front."""
+
+    auc: float
+    curve: list[tuple[float, float]]
+    front: list[int]
+    random_performance: float
+    performance_threshold: float | None
+    normalised: bool
+    signature: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def performance_fairness_auc(
+    performance: Sequence[float],
+    fairness: Sequence[float],
+    *,
+    random_performance: float = 0.0,
+    performance_threshold: float | None = None,
+    interpolation: str = "linear",
+    normalise: bool = False,
+) -> FrontAUC:
+    """Area under the performance–fairness trade-off front, as fairlib's ``auc_performance_fairness_tradeoff``
+    (Han et al.), a summary of a whole sweep of one method (never a rule to select a model with).
+
+    Inputs: one ``performance`` (e.g. accuracy) and one ``fairness`` (``1 − GAP``) per model, fractions, higher better,
+    all scored on the same split. The points on the Pareto front (no other point at least as good on both and better
+    on one) are kept, the worst model ``(random_performance, 1)`` (fairlib's default 0: a constant model is perfectly
+    fair) is added, and the fairness is integrated over performance with the trapezoidal rule, the points taken in
+    increasing performance:
+
+        AUC = Σ_i ½ (f_i + f_{i+1}) (p_{i+1} − p_i)
+
+    ``performance_threshold``: only the part of the curve at or above that performance counts (0 when no model
+    reaches it; clamped to ``random_performance`` below it); the fairness at the threshold is interpolated between
+    the nearest points below and above it (``interpolation``: ``linear`` or ``constant`` — the nearer point's).
+    ``normalise``: divide by ``1 − min performance`` of the curve (the largest area a curve could have there).
+    """
+    cols = _as_fraction_columns(performance=performance, fairness=fairness)
+    if interpolation not in ("linear", "constant"):
+        raise FairmtError(f"interpolation must be linear or constant, got {interpolation!r}")
+    perf, fair = cols["performance"], cols["fairness"]
+    front = [i for i in range(len(perf))
+             if not np.any((perf >= perf[i]) & (fair >= fair[i]) & ((perf > perf[i]) | (fair > fair[i])))]
+    pts = sorted([(float(perf[i]), float(fair[i])) for i in front] + [(float(random_performance), 1.0)])
+    if performance_threshold is not None:
+        t = float(performance_threshold)
+        best = max(p for p, _ in pts)
+        if t > best:
+            pts = []
+        else:
+            t = max(t, min(p for p, _ in pts))
+            below = max((q for q in pts if q[0] <= t), key=lambda q: q[0])
+            above = min((q for q in pts if q[0] >= t), key=lambda q: q[0])
+            if above[0] == below[0]:
+                f_t = below[1] if below[0] == t else above[1]
+            elif interpolation == "linear":
+                f_t = below[1] + (above[1] - below[1]) * (t - below[0]) / (above[0] - below[0])
+            else:
+                f_t = below[1] if (t - below[0]) <= (above[0] - t) else above[1]
+            pts = sorted([q for q in pts if q[0] >= t and q[0] != t] + [(t, f_t)])
+    if len(pts) < 2:
+        area = 0.0
+    else:
+        area = float(sum(0.5 * (f0 + f1) * (p1 - p0) for (p0, f0), (p1, f1) in zip(pts, pts[1:])))
+    if normalise and pts:
+        span = 1.0 - min(p for p, _ in pts)
+        area = area / span if span > 0 else 0.0
+    sig = (f"fairmt-front-auc:v{METRICS_VERSION}|pareto|anchor:{random_performance:g},1|trapz"
+           + (f"|thr:{performance_threshold:g}-{interpolation}" if performance_threshold is not None else "")
+           + ("|norm" if normalise else ""))
+    return FrontAUC(auc=area, curve=pts, front=front, random_performance=float(random_performance),
+                    performance_threshold=performance_threshold, normalised=normalise, signature=sig)
 
 
 # ------------------------------------------------------------------------------------------- latent subgroups
