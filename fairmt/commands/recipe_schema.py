@@ -311,6 +311,13 @@ class Inlp(Section):
     by_class: bool = True
 
 
+class ClassificationBalance(Section):
+    """Balanced training of the training split (fairlib's BT / BTObj; :mod:`fairmt.data.balanced`)."""
+
+    method: Literal["reweight", "resample", "downsample"] | None = None  # null: off
+    target: Literal["joint", "y", "g", "eo"] = "joint"  # what is balanced: (y, g) cells, y, g, or g within each y
+
+
 class ClassificationRecipe(Recipe):
     objective: Literal["ce", "cscl", "cscl_two_stage", "fcl", "fcl_two_stage", "sampling", "adversarial",
                        "inlp"] = "ce"
@@ -331,6 +338,7 @@ class ClassificationRecipe(Recipe):
     objective_args: dict | None = None
     stage2: dict | None = None
     inlp: Inlp | None = None
+    balance: ClassificationBalance | None = None
 
     _args = field_validator("training", "objective_args", "stage2")(_trainer_section(CLASSIFICATION_CONFIGS))
 

@@ -233,7 +233,8 @@ class ClassificationCollator:
     vector). An optional ``text_view`` (an augmented copy: CLM insert/substitute, back-translation) becomes
     ``view_input_ids``/``view_attention_mask``; an optional ``text_views`` (a list of copies, e.g. EDA's four) gives
     one of them, drawn uniformly at random for each example every time it is batched (``seed`` seeds the draws), as
-    the CSCL release's collator. Other columns are dropped.
+    the CSCL release's collator. An ``instance_weight`` column (balanced training, :mod:`fairmt.data.balanced`) becomes
+    a float tensor the Trainers weight their CE with. Other columns are dropped.
     """
 
     def __init__(
@@ -299,4 +300,6 @@ class ClassificationCollator:
             batch["labels"] = torch.tensor([int(r["labels"]) for r in rows], dtype=torch.long)
         if self.group_column in first:
             batch[self.group_column] = torch.tensor([int(r[self.group_column]) for r in rows], dtype=torch.long)
+        if "instance_weight" in first:  # balanced training by reweighting (fairmt.data.balanced)
+            batch["instance_weight"] = torch.tensor([float(r["instance_weight"]) for r in rows], dtype=torch.float32)
         return batch

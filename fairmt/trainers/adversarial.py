@@ -63,6 +63,7 @@ from torch import nn
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from fairmt.errors import FairmtError
+from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
 from fairmt.trainers.faults import FaultGuardMixin
 from fairmt.trainers.sharding import ShardingMixin
@@ -330,6 +331,7 @@ class AdversarialTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Train
         if labels is None:
             raise FairmtError("the batch has no 'labels' column: adversarial training needs task labels")
         groups = inputs.pop(self.args.group_column, None)
+        inputs.pop(WEIGHT_COLUMN, None)  # balanced training's instance weights: compute_loss reads them
         return inputs, labels, groups
 
     def representation_and_logits(self, model: nn.Module, model_inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -342,9 +344,10 @@ class AdversarialTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Train
         a = self.args
         model_inputs, labels, groups = self._split(inputs)
         rep, logits = self.representation_and_logits(model, model_inputs)
-        ce = F.cross_entropy(logits.float(), labels.long())
         if not model.training:
+            ce = F.cross_entropy(logits.float(), labels.long())
             return (ce, {"logits": logits, "hidden": rep}) if return_outputs else ce
+        ce = weighted_cross_entropy(logits, labels, inputs.get(WEIGHT_COLUMN))
         if groups is None:
             raise FairmtError(
                 f"the batch has no {a.group_column!r} column: keep remove_unused_columns=False and use a collator "

@@ -64,6 +64,7 @@ from fairmt.errors import FairmtError
 from fairmt.losses import cs_infonce_loss, fcl_loss, gather_nograd, gather_with_grad, supcon_loss
 from fairmt.distributed import world_size
 from fairmt.losses.fair_contrastive import FCL_DEFAULT_TEMPERATURE, FCL_GROUP_TERMS, FCL_VARIANTS
+from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
 from fairmt.trainers.gradcache import cached_backward
 from fairmt.trainers.faults import FaultGuardMixin
@@ -282,6 +283,7 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
         inputs = dict(inputs)
         labels = inputs.pop("labels", None)
         groups = inputs.pop(self.args.group_column, None)
+        inputs.pop(WEIGHT_COLUMN, None)  # balanced training: read by compute_loss / training_step, not the model's
         view = {k[len(VIEW_PREFIX):]: inputs.pop(k) for k in list(inputs) if k.startswith(VIEW_PREFIX)}
         return inputs, (view or None), labels, groups
 
@@ -312,10 +314,11 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
     # ------------------------------------------------------------------ objective
     def objective_terms(
         self, reps: list[torch.Tensor], logits: torch.Tensor, labels: torch.Tensor, groups: torch.Tensor | None,
-        gather: bool = True,
+        gather: bool = True, weights: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Total loss and its terms from per-view representations and the first view's logits (``gather``: with the
-        candidates of every process, in training)."""
+        candidates of every process, in training; ``weights``: balanced training's instance weights of the CE term,
+        :func:`fairmt.losses.weighted.weighted_cross_entropy`)."""
         a = self.args
         if labels is None:
             raise FairmtError("the batch has no 'labels' column: the fair classification losses need task labels")
@@ -327,7 +330,7 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
                 "add it to the dataset (ints) and keep remove_unused_columns=False"
             )
         if a.objective == "ce":
-            terms["ce"] = F.cross_entropy(logits.float(), labels)
+            terms["ce"] = weighted_cross_entropy(logits, labels, weights)
             return terms["ce"], terms
         ce_labels = labels
         feats = torch.stack(reps, dim=1)  # (N, V, d)
@@ -337,7 +340,7 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
             terms["sup"] = supcon_loss(feats, labels, a.temperature, a.normalize)
             terms["cs"] = cs_infonce_loss(feats, labels, groups, a.temperature, a.normalize, a.cs_anchor_weighting)
             if a.objective == "cscl":
-                terms["ce"] = F.cross_entropy(logits.float(), ce_labels)
+                terms["ce"] = weighted_cross_entropy(logits, ce_labels, weights)
                 total = (1 - a.gamma) * terms["ce"] + a.gamma * terms["sup"] + a.cs_lambda * terms["cs"]
             else:
                 total = terms["sup"] + a.cs_lambda * terms["cs"]
@@ -347,7 +350,7 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
         terms["scl"], terms["fcl"] = fcl.scl, fcl.fcl
         contrastive = a.fcl_scl_weight * fcl.scl - a.fcl_fcl_weight * fcl.fcl
         if a.objective == "fcl":
-            terms["ce"] = F.cross_entropy(logits.float(), ce_labels)
+            terms["ce"] = weighted_cross_entropy(logits, ce_labels, weights)
             return a.fcl_alpha * terms["ce"] + a.fcl_beta * contrastive, terms
         return contrastive, terms
 
@@ -394,7 +397,7 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
             rep, logits = self.representation_and_logits(model, b)
             reps.append(rep)
             first_logits = logits if first_logits is None else first_logits
-        loss, terms = self.objective_terms(reps, first_logits, labels, groups)
+        loss, terms = self.objective_terms(reps, first_logits, labels, groups, weights=inputs.get(WEIGHT_COLUMN))
         self._record(terms)
         return (loss, {"logits": first_logits, "hidden": reps[0]}) if return_outputs else loss
 
@@ -418,7 +421,7 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
 
         def loss_fn(outs):
             reps = outs[0::2]
-            loss, terms = self.objective_terms(list(reps), outs[1], labels, groups)
+            loss, terms = self.objective_terms(list(reps), outs[1], labels, groups, weights=inputs.get(WEIGHT_COLUMN))
             recorded.update(terms)
             return loss / ga
 
