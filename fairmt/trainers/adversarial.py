@@ -76,6 +76,7 @@ from transformers import Trainer, TrainerCallback, TrainingArguments
 from fairmt.errors import FairmtError
 from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
+from fairmt.trainers.fairbatch import FairBatchMixin
 from fairmt.trainers.faults import FaultGuardMixin
 from fairmt.trainers.sharding import ShardingMixin
 from fairmt.trainers.term_logging import LossTermLogMixin
@@ -219,6 +220,10 @@ class AdversarialConfig(TrainingArguments):
         pooling: the representation ``h``: ``head`` (default: the classification head's input, the vector leakage@h
             and the fair contrastive losses use) or ``cls``/``mean`` pooling of the last hidden state.
         group_column: batch key holding the protected attribute.
+        fairbatch: draw the training batches with FairBatch (Roh et al. 2021, as fairlib: each group's share within
+            each class adapted every epoch from the groups' mean training CE; :mod:`fairmt.data.fairbatch`); one
+            process only.
+        fairbatch_alpha: FairBatch's step α (fairlib's ``DyBTalpha``, 0.1).
     """
 
     num_groups: int = field(default=2, metadata={"help": "number of protected groups"})
@@ -235,6 +240,8 @@ class AdversarialConfig(TrainingArguments):
     adv_update: str = field(default="joint", metadata={"help": "joint | sequential (fairlib: discriminators first)"})
     pooling: str = field(default="head", metadata={"help": "head (the classifier's input) | cls | mean"})
     group_column: str = field(default="group", metadata={"help": "batch key of the protected attribute"})
+    fairbatch: bool = field(default=False, metadata={"help": "FairBatch batches (Roh et al. 2021, fairlib's EO)"})
+    fairbatch_alpha: float = field(default=0.1, metadata={"help": "FairBatch step α (fairlib's DyBTalpha)"})
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the group column"})
 
     def __post_init__(self):
@@ -278,7 +285,7 @@ class _AdversaryStepHooks(TrainerCallback):
         self.adversary.zero_grad(set_to_none=True)
 
 
-class AdversarialTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
+class AdversarialTrainer(FairBatchMixin, FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
     """Sequence-classification Trainer with gradient-reversal adversaries (see the module docstring).
 
     Example::

@@ -67,6 +67,7 @@ from fairmt.losses.fair_contrastive import FCL_DEFAULT_TEMPERATURE, FCL_GROUP_TE
 from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
 from fairmt.trainers.gradcache import cached_backward
+from fairmt.trainers.fairbatch import FairBatchMixin
 from fairmt.trainers.faults import FaultGuardMixin
 from fairmt.trainers.sharding import ShardingMixin
 from fairmt.trainers.term_logging import LossTermLogMixin
@@ -109,6 +110,10 @@ class FairContrastiveConfig(TrainingArguments):
             encoder of a second stage: no dropout in it).
         eval_objective: the dev loss is the training objective (``*_pretrain`` default) instead of CE.
         group_column: batch key holding the protected attribute (int ids).
+        fairbatch: draw the training batches with FairBatch (Roh et al. 2021, as fairlib: each group's share within
+            each class adapted every epoch from the groups' mean training CE; :mod:`fairmt.data.fairbatch`); one
+            process only.
+        fairbatch_alpha: FairBatch's step α (fairlib's ``DyBTalpha``, 0.1).
         gradcache_chunk_size: with a value smaller than the batch, use gradient caching with chunks of this size.
     """
 
@@ -133,6 +138,8 @@ class FairContrastiveConfig(TrainingArguments):
                                                                         "on for *_pretrain)"})
     group_column: str = field(default="group", metadata={"help": "batch key of the protected attribute"})
     gradcache_chunk_size: int | None = field(default=None, metadata={"help": "gradient-cache chunk size"})
+    fairbatch: bool = field(default=False, metadata={"help": "FairBatch batches (Roh et al. 2021, fairlib's EO)"})
+    fairbatch_alpha: float = field(default=0.1, metadata={"help": "FairBatch step α (fairlib's DyBTalpha)"})
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the group/view columns"})
 
     def __post_init__(self):
@@ -257,7 +264,7 @@ def encoder_features(model: torch.nn.Module, batches, pooling: str = "head", dev
     return torch.cat(out).numpy()
 
 
-class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
+class FairContrastiveTrainer(FairBatchMixin, FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
     """Trainer for CSCL (one- and two-stage) and FCL; see the module docstring and :class:`FairContrastiveConfig`.
 
     Example::
