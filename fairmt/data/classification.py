@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fairmt.data.paths import data_path
 from fairmt.data.inputs import csv_dict_rows
 from fairmt.errors import FairmtError
@@ -225,6 +227,31 @@ def group_balance(split: ClassificationSplit) -> dict[int, int]:
     return dict(Counter(split.groups))
 
 
+def _stack_features(values: list) -> Any:
+    """A (B, d) float32 tensor from the rows' fixed feature vectors: numpy rows (a data set in numpy format,
+    :func:`with_array_features`) or tensors are stacked as arrays; Python lists (the default format of a
+    ``datasets.Dataset``) go through one numpy conversion (``torch.tensor`` on nested lists is ~10× slower)."""
+    import torch
+
+    first = values[0]
+    if isinstance(first, torch.Tensor):
+        return torch.stack(values).float()
+    if isinstance(first, np.ndarray):
+        return torch.from_numpy(np.stack(values).astype(np.float32, copy=False))
+    return torch.from_numpy(np.asarray(values, dtype=np.float32))
+
+
+def with_array_features(dataset: Any) -> Any:
+    """``dataset`` (a ``datasets.Dataset``) with its ``features`` column read as numpy arrays and every other column
+    as before: a batch of fixed feature vectors is then one array slice, not ``B × d`` Python floats (on Moji-sized
+    rows, 1024 × 2,304, the default format spent ~0.2 s per batch in Arrow → list conversion). Data sets without a
+    ``features`` column are returned unchanged."""
+    names = getattr(dataset, "column_names", None) or []
+    if "features" not in names:
+        return dataset
+    return dataset.with_format("numpy", columns=["features"], output_all_columns=True)
+
+
 class ClassificationCollator:
     """Batch rows for the fair-classification Trainers.
 
@@ -272,7 +299,7 @@ class ClassificationCollator:
         batch: dict[str, Any] = {}
         first = rows[0]
         if "features" in first:
-            batch["features"] = torch.tensor([r["features"] for r in rows], dtype=torch.float32)
+            batch["features"] = _stack_features([r["features"] for r in rows])
         elif self.text_column in first:
             batch.update(self._tokenize([r[self.text_column] for r in rows]))
         elif "input_ids" in first:

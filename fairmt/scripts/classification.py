@@ -292,7 +292,7 @@ def build_datasets(cfg: dict[str, Any], data, out: str | None = None) -> tuple[d
     ``gru_features`` embedder is trained)."""
     from datasets import Dataset
 
-    from fairmt.data.classification import ClassificationCollator, vocab_size
+    from fairmt.data.classification import ClassificationCollator, vocab_size, with_array_features
     from fairmt.models import text_classifiers as tc
 
     m = cfg["model"]
@@ -361,7 +361,8 @@ def build_datasets(cfg: dict[str, Any], data, out: str | None = None) -> tuple[d
 
     if cfg["data"].get("augment") and m["type"] != "finetune":
         raise FairmtError("data.augment makes second text views: it needs model.type finetune")
-    return {name: Dataset.from_dict(c) for name, c in cols.items()}, collator, factory
+    # fixed features are read as numpy arrays (a batch is one slice, not B × d Python floats)
+    return {name: with_array_features(Dataset.from_dict(c)) for name, c in cols.items()}, collator, factory
 
 
 def _gru_features(cfg, data, datasets, collator, out: str) -> dict[str, np.ndarray]:
@@ -622,8 +623,11 @@ def _cached_feature_datasets(model, datasets, collator, kwargs) -> dict[str, Any
     """The fixed encoder's representations of every split as feature data sets (the second stage's input)."""
     from datasets import Dataset
 
+    from fairmt.data.classification import with_array_features
+
     feats = _split_features(model, datasets, collator, int(kwargs.get("per_device_eval_batch_size", 128)))
-    return {name: Dataset.from_dict({"features": feats[name], "labels": ds["labels"], "group": ds["group"]})
+    return {name: with_array_features(Dataset.from_dict({"features": feats[name], "labels": ds["labels"],
+                                                         "group": ds["group"]}))
             for name, ds in datasets.items()}
 
 

@@ -78,6 +78,7 @@ from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
 from fairmt.trainers.fairbatch import FairBatchMixin
 from fairmt.trainers.faults import FaultGuardMixin
+from fairmt.trainers.overhead import LeanTrainMixin
 from fairmt.trainers.sharding import ShardingMixin
 from fairmt.trainers.term_logging import LossTermLogMixin
 
@@ -285,7 +286,7 @@ class _AdversaryStepHooks(TrainerCallback):
         self.adversary.zero_grad(set_to_none=True)
 
 
-class AdversarialTrainer(FairBatchMixin, FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
+class AdversarialTrainer(LeanTrainMixin, FairBatchMixin, FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
     """Sequence-classification Trainer with gradient-reversal adversaries (see the module docstring).
 
     Example::

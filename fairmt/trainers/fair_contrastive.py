@@ -69,6 +69,7 @@ from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
 from fairmt.trainers.gradcache import cached_backward
 from fairmt.trainers.fairbatch import FairBatchMixin
 from fairmt.trainers.faults import FaultGuardMixin
+from fairmt.trainers.overhead import LeanTrainMixin
 from fairmt.trainers.sharding import ShardingMixin
 from fairmt.trainers.term_logging import LossTermLogMixin
 
@@ -264,7 +265,7 @@ def encoder_features(model: torch.nn.Module, batches, pooling: str = "head", dev
     return torch.cat(out).numpy()
 
 
-class FairContrastiveTrainer(FairBatchMixin, FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
+class FairContrastiveTrainer(LeanTrainMixin, FairBatchMixin, FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
     """Trainer for CSCL (one- and two-stage) and FCL; see the module docstring and :class:`FairContrastiveConfig`.
 
     Example::
