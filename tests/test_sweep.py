@@ -362,6 +362,16 @@ def test_search_mode_nsga2_front_is_the_studys_best_trials(tmp_path):
     pts = [(s["mean"]["dev.accuracy"], s["mean"]["dev.gap"]) for s in report["settings"]]
     assert set(report["pareto"]["dev"]["settings"]) == optuna_front == {
         report["settings"][i]["id"] for i in _brute_front(pts)}
+    # the area under each split's front (fairlib's AUC) is reported, on dev and test, over the same front
+    from fairmt.eval.classification import performance_fairness_auc
+
+    for split in ("dev", "test"):
+        auc = report["front_auc"][split]
+        assert set(auc["settings"]) == set(report["pareto"][split]["settings"])
+        means = [s["mean"] for s in report["settings"]]
+        assert auc["auc"] == pytest.approx(performance_fairness_auc(
+            [m[f"{split}.accuracy"] / 100 for m in means], [1 - m[f"{split}.gap"] / 100 for m in means]).auc)
+    assert "Area under the performance–fairness front" in (Path(spec.output_dir) / "sweep.md").read_text()
 
 
 def test_trials_show_setting_seed_and_run_folder_by_name_and_the_seed_is_no_parameter(tmp_path):

@@ -13,6 +13,20 @@ rates over every example of the split.
   as in the fairlib toolkit (Han et al.). With two groups the overall TPR is a weighted mean of the two group TPRs
   and lies between them, so ``GAP_y = |TPR_{a,y} − TPR_{¬a,y}|`` exactly: the two-group case is Shen et al.'s
   TPR difference.
+* **PPR-GAP and FPR-GAP** (fairlib's ``PPR_GAP`` and ``FPR_GAP``, Han et al.): the same aggregation as GAP — per
+  class ``Σ_a |r_{a,y} − r_y|``, root mean square over the classes — of the positive prediction rate
+  ``PPR_{a,y} = P(ŷ = y | a)`` (demographic parity: the share of group ``a`` predicted as ``y``, whatever its label)
+  and of ``FPR_{a,y}``. Every scored class counts, also for a two-class task (unlike ``delta_fpr``, a plain sum over
+  the positive class in the default ``eo_classes``). Conventions (in the signature as ``ppr,fpr:rms-sumabs-all``):
+  exact rates (fairlib adds 1e-5 to every confusion-matrix count), the empty-cell rule below (a PPR cell is empty only
+  when its group is absent; an FPR cell when the group has no example outside the class); ``None`` with a note when
+  no class has the rate for two groups.
+* **Intersectional groups**: ``groups`` may hold several protected attributes per example (a sequence of tuples,
+  an (n, k) array, or a mapping ``{attribute: column}``); every metric is then computed over the cross-product groups
+  (keys ``"f|young"``, the attribute values joined by ``|`` in the attributes' order). The groups scored are all
+  combinations of the values present of each attribute (or ``group_values``, given as tuples); a combination with no
+  example is skipped with a warning (the empty-group rule below). ``group_attributes`` names the attributes and the
+  signature gets ``|groups:x{k}``.
 * **F1**: for a two-class task ``f1`` is the F1 of the positive class (``positive_class``, default the larger
   label; CSCL's Jigsaw F1 and the sampling paper's F1 are this number: the CSCL authors' released evaluation uses
   scikit-learn's ``average="binary"``) and ``macro_f1`` the unweighted mean of both classes' F1; for more classes
@@ -43,6 +57,10 @@ rates over every example of the split.
 * **Distance to optimum** (DTO; Han et al., fairlib): Euclidean distance of (accuracy, 1−GAP) to the optimum
   (1, 1); with ``normalise=True`` both coordinates are first divided by their maximum over the candidates, as in the
   trade-off score, so the optimum is the best observed accuracy and fairness. Lower is better.
+* **Area under the performance–fairness front** (Han et al., fairlib's ``auc_performance_fairness_tradeoff``):
+  over a set of models (a sweep), the trapezoidal area under the Pareto front of (performance, 1 − GAP) anchored at
+  the worst model (performance 0, fairness 1); see :func:`performance_fairness_auc`. It summarises a method's whole
+  trade-off; it never selects a model.
 * **Latent-subgroup measures** (Martin & Ogbuokiri): on K-means clusters of embeddings (or given cluster labels):
   cluster dominance ratio = size of the largest cluster / N; representation entropy = Shannon entropy (bits) of the
   cluster-size distribution; subgroup separation distance = mean Euclidean distance between pairs of centroids.
@@ -83,13 +101,18 @@ __all__ = [
     "METRICS_VERSION",
     "ClassificationResult",
     "EO_CLASSES",
+    "FrontAUC",
     "LatentSubgroupResult",
     "caveats_once",
     "classification_metrics",
     "distance_to_optimum",
     "equalized_odds_difference",
     "latent_subgroup_metrics",
+    "intersectional_groups",
     "leakage",
+    "performance_fairness_auc",
+    "positive_prediction_rates",
+    "rate_gap",
     "rates_by_group",
     "tpr_gap",
     "tradeoff_scores",
@@ -120,6 +143,10 @@ class ClassificationResult:
     gap_by_class: dict[str, float]
     tpr: dict[str, dict[str, float | None]]
     fpr: dict[str, dict[str, float | None]]
+    ppr_gap: float | None = None
+    fpr_gap: float | None = None
+    ppr: dict[str, dict[str, float | None]] = dataclasses.field(default_factory=dict)
+    group_attributes: list[str] | None = None
     leakage_h: float | None = None
     leakage_yhat: float | None = None
     leakage_protocol: str | None = None
@@ -138,8 +165,8 @@ class ClassificationResult:
         """JSON-ready dict (fractions, as the attributes)."""
         return dataclasses.asdict(self)
 
-    PERCENT_FIELDS = ("accuracy", "f1", "macro_f1", "micro_f1", "auc", "gap", "delta_eo", "delta_tpr", "delta_fpr",
-                      "leakage_h", "leakage_yhat")
+    PERCENT_FIELDS = ("accuracy", "f1", "macro_f1", "micro_f1", "auc", "gap", "ppr_gap", "fpr_gap", "delta_eo",
+                      "delta_tpr", "delta_fpr", "leakage_h", "leakage_yhat")
 
     def to_percent_dict(self) -> dict[str, Any]:
         """:meth:`to_dict` on fairmt's reporting scale, as every other evaluator and the papers (Table 1 of Shen et
@@ -150,14 +177,14 @@ class ClassificationResult:
             if d.get(k) is not None:
                 d[k] = 100.0 * d[k]
         d["gap_by_class"] = {c: 100.0 * v for c, v in d["gap_by_class"].items()}
-        for key in ("tpr", "fpr"):
+        for key in ("tpr", "fpr", "ppr"):
             d[key] = {g: {c: (None if v is None else 100.0 * v) for c, v in row.items()} for g, row in d[key].items()}
         d["scale"] = "percent"
         return d
 
     def summary(self, percent: bool = False) -> dict[str, Any]:
         """The headline numbers: ``accuracy``, ``f1`` (two classes) or ``micro_f1`` (more), ``macro_f1``, ``auc`` when
-        computed, ``gap``, ``delta_eo`` (in the convention the signature names) and the leakages when present."""
+        computed, ``gap``, ``ppr_gap`` and ``fpr_gap`` (when defined), ``delta_eo`` (in the convention the signature names) and the leakages when present."""
         out: dict[str, Any] = {"accuracy": self.accuracy}
         if self.f1 is not None:
             out["f1"] = self.f1
@@ -167,6 +194,9 @@ class ClassificationResult:
         if self.auc is not None:
             out["auc"] = self.auc
         out["gap"] = self.gap
+        for key in ("ppr_gap", "fpr_gap"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         out["delta_eo"] = self.delta_eo
         if self.leakage_h is not None:
             out["leakage_h"] = self.leakage_h
@@ -298,6 +328,99 @@ def tpr_gap(tpr_g: np.ndarray, tpr_all: np.ndarray) -> tuple[float, np.ndarray]:
     return float(np.sqrt(np.mean(per_class[ok] ** 2))), per_class
 
 
+def rate_gap(rate_g: np.ndarray, rate_all: np.ndarray) -> tuple[float | None, np.ndarray]:
+    """fairlib's aggregation of any per-class rate: ``sqrt(mean_y (Σ_a |r_{a,y} − r_y|)²)`` over the classes with the
+    rate for at least two groups (empty cells, ``nan``, skipped); ``(None, all-nan)`` when no class qualifies."""
+    dev = np.abs(rate_g - rate_all[None, :])
+    ok = (np.sum(~np.isnan(rate_g), axis=0) >= 2) & ~np.isnan(rate_all)
+    per_class = np.where(ok, np.nansum(dev, axis=0), np.nan)
+    if not ok.any():
+        return None, per_class
+    return float(np.sqrt(np.mean(per_class[ok] ** 2))), per_class
+
+
+def positive_prediction_rates(
+    preds: Sequence, groups: Sequence, classes: Sequence, group_values: Sequence
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(ppr_g, ppr_all)``: ``PPR_{a,y} = P(ŷ = y | a)`` of shape (groups, classes) and ``PPR_y = P(ŷ = y)``
+    (``nan`` for a group with no example)."""
+    p, g = np.asarray(preds), np.asarray(groups)
+    ppr_g = np.full((len(group_values), len(classes)), np.nan)
+    ppr_all = np.array([float(np.mean(p == c)) if len(p) else np.nan for c in classes])
+    for i, a in enumerate(group_values):
+        in_a = g == a
+        if in_a.any():
+            ppr_g[i] = [float(np.mean(p[in_a] == c)) for c in classes]
+    return ppr_g, ppr_all
+
+
+SEP = "|"
+
+
+def intersectional_groups(groups: Any, group_values: Sequence | None = None
+                          ) -> tuple[np.ndarray, list[str] | None, list[str] | None]:
+    """Cross-product group keys of several protected attributes.
+
+    ``groups``: a sequence of tuples / an (n, k) array (attributes ``a0 … a{k-1}``) or a mapping
+    ``{attribute: column}``. Returns ``(keys, group_values, attributes)``: one string key per example (the values
+    joined by ``|``), the keys of every combination of the values present of each attribute (or of the given
+    ``group_values`` tuples), and the attribute names. A one-dimensional ``groups`` is returned unchanged with
+    ``(group_values, None)``.
+    """
+    from collections.abc import Mapping
+
+    if isinstance(groups, Mapping):
+        names = [str(k) for k in groups]
+        cols = [list(v) for v in groups.values()]
+        if not cols:
+            raise FairmtError("groups is an empty mapping: give at least one protected attribute")
+        lengths = {len(c) for c in cols}
+        if len(lengths) != 1:
+            raise FairmtError(f"the protected attributes have different lengths: "
+                              f"{dict(zip(names, (len(c) for c in cols)))}")
+        rows = list(zip(*cols))
+    else:
+        try:
+            arr = np.asarray(groups, dtype=object)
+        except ValueError:
+            raise FairmtError("groups must be one value per example, or one tuple of the same length per example "
+                              "(intersectional groups)") from None
+        if arr.ndim == 1 and not (len(arr) and isinstance(arr[0], (tuple, list))):
+            return groups, (None if group_values is None else list(group_values)), None
+        if arr.ndim != 2:
+            raise FairmtError("intersectional groups must hold one tuple of the same length per example, got ragged "
+                              "or nested values")
+        rows = [tuple(r) for r in arr.tolist()]
+        names = [f"a{i}" for i in range(arr.shape[1])]
+    if not rows:
+        raise FairmtError("no examples to score (empty split)")
+    for r in rows:
+        for v in r:
+            if SEP in str(v):
+                raise FairmtError(f"a protected-attribute value holds {SEP!r} ({v!r}), the separator of "
+                                  "intersectional group keys; rename it")
+    k = len(names)
+    if any(len(r) != k for r in rows):
+        raise FairmtError(f"every example needs one value per protected attribute ({k})")
+
+    def key(t) -> str:
+        return SEP.join(str(v) for v in t)
+
+    keys = np.array([key(r) for r in rows], dtype=object)
+    if group_values is None:
+        import itertools
+
+        values = [sorted({r[i] for r in rows}, key=str) for i in range(k)]
+        combos = [key(c) for c in itertools.product(*values)]
+    else:
+        combos = []
+        for t in group_values:
+            if not isinstance(t, (tuple, list)) or len(t) != k:
+                raise FairmtError(f"intersectional group_values must be tuples of {k} values, got {t!r}")
+            combos.append(key(t))
+    return keys, combos, names
+
+
 def equalized_odds_difference(
     tpr_g: np.ndarray, fpr_g: np.ndarray, tpr_all: np.ndarray, fpr_all: np.ndarray, class_mask: np.ndarray | None = None
 ) -> tuple[float, float, float]:
@@ -371,7 +494,8 @@ def _one_hot(values: np.ndarray, classes: Sequence) -> np.ndarray:
     return out
 
 
-def _signature(eo_classes: str, positive: str | None, auc: bool, leak: str | None, C: float) -> str:
+def _signature(eo_classes: str, positive: str | None, auc: bool, leak: str | None, C: float, n_attributes: int = 1
+               ) -> str:
     eo = "pos" if eo_classes == "positive" else "all"
     f1 = f"pos={positive}+macro" if positive is not None else "macro+micro"
     sig = f"fairmt-cls:v{METRICS_VERSION}|gap:rms-sumabs|eo:{eo}|f1:{f1}"
@@ -379,6 +503,9 @@ def _signature(eo_classes: str, positive: str | None, auc: bool, leak: str | Non
         sig += "|auc:roc" + ("" if positive is not None else "-ovr-macro")
     if leak:
         sig += f"|leak:linearsvc-C{C:g}-{leak}"
+    sig += "|ppr,fpr:rms-sumabs-all"
+    if n_attributes > 1:
+        sig += f"|groups:x{n_attributes}"
     return sig
 
 
@@ -409,14 +536,16 @@ def classification_metrics(
     """Score one split: accuracy, F1, AUC-ROC (with scores), GAP, ΔEO and (when possible) leakage@h and leakage@ŷ.
 
     Args:
-        labels, preds, groups: one entry per example (ints or strings).
+        labels, preds, groups: one entry per example (ints or strings); ``groups`` may give several protected
+            attributes per example (tuples, an (n, k) array or ``{attribute: column}``): intersectional groups.
         hidden: (n, d) hidden representations for leakage@h (optional).
         logits: (n, |Y|) logits for leakage@ŷ (optional; otherwise the one-hot ``preds`` are used).
         train_hidden, train_preds, train_logits, train_groups: the same for the split the leakage SVM is trained on
             (Shen et al. train it on the training split); without them leakage is cross-validated on this split.
         classes: the task classes (default: sorted union of labels and preds). ``num_classes=K`` means
             ``classes = range(K)`` and requires integer labels/preds in ``[0, K)``.
-        group_values: the protected groups to score (default: those present).
+        group_values: the protected groups to score (default: those present; intersectional: every combination
+            of the values present, as tuples).
         leakage_yhat: compute leakage@ŷ (default: when logits or a training split is given, or ``hidden`` is).
         scores: class probabilities for AUC-ROC: (n,) probability of the positive class (two classes only) or
             (n, K) per-class probabilities in the order of the classes.
@@ -435,6 +564,11 @@ def classification_metrics(
         >>> r.accuracy, r.gap
         (0.75, 0.7071067811865476)
     """
+    groups, group_values, attributes = intersectional_groups(groups, group_values)
+    if attributes is not None and train_groups is not None:
+        train_groups, _, train_attributes = intersectional_groups(train_groups)
+        if train_attributes is None or len(train_attributes) != len(attributes):
+            raise FairmtError(f"train_groups must hold the same {len(attributes)} protected attributes as groups")
     y, p, g = _as_1d(labels, "labels"), _as_1d(preds, "preds"), _as_1d(groups, "groups")
     n = _check_lengths(labels=y, preds=p, groups=g)
     from fairmt.eval.validate import finite_array  # a NaN representation would give a NaN leakage, silently
@@ -532,6 +666,17 @@ def classification_metrics(
         if np.sum(~np.isnan(tpr_g[:, j])) < 2:
             notes(f"class {c!r} has gold examples from fewer than two groups: left out of GAP")
     gap, per_class = tpr_gap(tpr_g, tpr_all)
+    for j, c in enumerate(classes):
+        for i, a in enumerate(group_values):
+            if np.isnan(fpr_g[i, j]):
+                notes(f"group {a!r} has no gold example outside class {c!r}: that FPR term is skipped")
+    fpr_gap, _ = rate_gap(fpr_g, fpr_all)
+    ppr_g, ppr_all = positive_prediction_rates(p, g, classes, group_values)
+    ppr_gap, _ = rate_gap(ppr_g, ppr_all)
+    if fpr_gap is None:
+        result_notes_pending = ["fpr_gap not computed: no class has a false-positive rate for two groups"]
+    else:
+        result_notes_pending = []
 
     eo_mask = np.ones(len(classes), dtype=bool)
     effective_eo = "positive" if (eo_classes == "positive" and positive is not None) else "all"
@@ -580,6 +725,10 @@ def classification_metrics(
         positive_class=None if positive is None else key(positive),
         eo_classes=effective_eo,
         gap=gap,
+        ppr_gap=ppr_gap,
+        fpr_gap=fpr_gap,
+        ppr={key(a): {key(c): _f(ppr_g[i, j]) for j, c in enumerate(classes)} for i, a in enumerate(group_values)},
+        group_attributes=attributes,
         delta_eo=delta_eo,
         delta_tpr=d_tpr,
         delta_fpr=d_fpr,
@@ -592,9 +741,9 @@ def classification_metrics(
         classes=[key(c) for c in classes],
         groups=[key(a) for a in group_values],
         warnings=notes.items,
-        notes=result_notes,
+        notes=result_notes + result_notes_pending,
         signature=_signature(effective_eo, None if positive is None else key(positive), auc is not None, protocol,
-                             svm_C),
+                             svm_C, len(attributes) if attributes else 1),
     )
 
 
@@ -713,6 +862,86 @@ def distance_to_optimum(
     if normalise:
         acc, fair = _normalise_by_max(acc, "accuracy"), _normalise_by_max(fair, "1-GAP")
     return [float(d) for d in np.sqrt((1 - acc) ** 2 + (1 - fair) ** 2)]
+
+
+@dataclasses.dataclass
+class FrontAUC:
+    """Area under a performance–fairness front (:func:`performance_fairness_auc`). ``curve`` holds the
+    ``(performance, fairness)`` points integrated, in increasing performance, the anchor and any interpolated
+    threshold point included; ``front`` the indices of the input points on the Pareto front."""
+
+    auc: float
+    curve: list[tuple[float, float]]
+    front: list[int]
+    random_performance: float
+    performance_threshold: float | None
+    normalised: bool
+    signature: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def performance_fairness_auc(
+    performance: Sequence[float],
+    fairness: Sequence[float],
+    *,
+    random_performance: float = 0.0,
+    performance_threshold: float | None = None,
+    interpolation: str = "linear",
+    normalise: bool = False,
+) -> FrontAUC:
+    """Area under the performance–fairness trade-off front, as fairlib's ``auc_performance_fairness_tradeoff``
+    (Han et al.), a summary of a whole sweep of one method (never a rule to select a model with).
+
+    Inputs: one ``performance`` (e.g. accuracy) and one ``fairness`` (``1 − GAP``) per model, fractions, higher better,
+    all scored on the same split. The points on the Pareto front (no other point at least as good on both and better
+    on one) are kept, the worst model ``(random_performance, 1)`` (fairlib's default 0: a constant model is perfectly
+    fair) is added, and the fairness is integrated over performance with the trapezoidal rule, the points taken in
+    increasing performance:
+
+        AUC = Σ_i ½ (f_i + f_{i+1}) (p_{i+1} − p_i)
+
+    ``performance_threshold``: only the part of the curve at or above that performance counts (0 when no model
+    reaches it; clamped to ``random_performance`` below it); the fairness at the threshold is interpolated between
+    the nearest points below and above it (``interpolation``: ``linear`` or ``constant`` — the nearer point's).
+    ``normalise``: divide by ``1 − min performance`` of the curve (the largest area a curve could have there).
+    """
+    cols = _as_fraction_columns(performance=performance, fairness=fairness)
+    if interpolation not in ("linear", "constant"):
+        raise FairmtError(f"interpolation must be linear or constant, got {interpolation!r}")
+    perf, fair = cols["performance"], cols["fairness"]
+    front = [i for i in range(len(perf))
+             if not np.any((perf >= perf[i]) & (fair >= fair[i]) & ((perf > perf[i]) | (fair > fair[i])))]
+    pts = sorted([(float(perf[i]), float(fair[i])) for i in front] + [(float(random_performance), 1.0)])
+    if performance_threshold is not None:
+        t = float(performance_threshold)
+        best = max(p for p, _ in pts)
+        if t > best:
+            pts = []
+        else:
+            t = max(t, min(p for p, _ in pts))
+            below = max((q for q in pts if q[0] <= t), key=lambda q: q[0])
+            above = min((q for q in pts if q[0] >= t), key=lambda q: q[0])
+            if above[0] == below[0]:
+                f_t = below[1] if below[0] == t else above[1]
+            elif interpolation == "linear":
+                f_t = below[1] + (above[1] - below[1]) * (t - below[0]) / (above[0] - below[0])
+            else:
+                f_t = below[1] if (t - below[0]) <= (above[0] - t) else above[1]
+            pts = sorted([q for q in pts if q[0] >= t and q[0] != t] + [(t, f_t)])
+    if len(pts) < 2:
+        area = 0.0
+    else:
+        area = float(sum(0.5 * (f0 + f1) * (p1 - p0) for (p0, f0), (p1, f1) in zip(pts, pts[1:])))
+    if normalise and pts:
+        span = 1.0 - min(p for p, _ in pts)
+        area = area / span if span > 0 else 0.0
+    sig = (f"fairmt-front-auc:v{METRICS_VERSION}|pareto|anchor:{random_performance:g},1|trapz"
+           + (f"|thr:{performance_threshold:g}-{interpolation}" if performance_threshold is not None else "")
+           + ("|norm" if normalise else ""))
+    return FrontAUC(auc=area, curve=pts, front=front, random_performance=float(random_performance),
+                    performance_threshold=performance_threshold, normalised=normalise, signature=sig)
 
 
 # ------------------------------------------------------------------------------------------- latent subgroups

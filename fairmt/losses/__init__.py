@@ -31,6 +31,7 @@ from fairmt.losses.sampling import (
 )
 from fairmt.distributed import gather_nograd, gather_with_grad
 from fairmt.losses.gacl import GACL_VARIANTS, GACLPairs, gacl_loss, gacl_variant
+from fairmt.losses.weighted import weighted_cross_entropy
 
 __all__ = [
     "CCDLoss",
@@ -65,4 +66,5 @@ __all__ = [
     "supcon_loss",
     "mt_kd_loss",
     "token_kl_loss",
+    "weighted_cross_entropy",
 ]

@@ -203,7 +203,7 @@ def build_datasets(cfg: dict[str, Any], data, out: str | None = None) -> tuple[d
     ``gru_features`` embedder is trained)."""
     from datasets import Dataset
 
-    from fairmt.data.classification import ClassificationCollator, vocab_size
+    from fairmt.data.classification import ClassificationCollator, vocab_size, with_array_features
     from fairmt.models import text_classifiers as tc
 
     m = cfg["model"]
@@ -272,7 +272,8 @@ def build_datasets(cfg: dict[str, Any], data, out: str | None = None) -> tuple[d
 
     if cfg["data"].get("augment") and m["type"] != "finetune":
         raise FairmtError("data.augment makes second text views: it needs model.type finetune")
-    return {name: Dataset.from_dict(c) for name, c in cols.items()}, collator, factory
+    # fixed features are read as numpy arrays (a batch is one slice, not B × d Python floats)
+    return {name: with_array_features(Dataset.from_dict(c)) for name, c in cols.items()}, collator, factory
 
 
 def _gru_features(cfg, data, datasets, collator, out: str) -> dict[str, np.ndarray]:
@@ -453,9 +454,10 @@ def _train(cfg, data, datasets, collator, factory, out: str):
 
         trainer_cls = AdversarialTrainer
         stages["train"][1].setdefault("num_groups", len(data.group_names))
+    train_fit = balance_train(cfg, datasets["train"], info)  # the rows the Trainers see; predictions use all
     if obj in TWO_STAGE:
         cls1, kw1 = stages["stage1"]
-        s1, cb1 = _fit(cfg, FairContrastiveTrainer, cls1, kw1, model, datasets["train"], datasets["dev"], collator,
+        s1, cb1 = _fit(cfg, FairContrastiveTrainer, cls1, kw1, model, train_fit, datasets["dev"], collator,
                        criterion="loss", patience=cfg["stage1_patience"], compute_metrics=None)
         info["stage1"] = {"selection": _selection_info(cb1), "log": [h for h in s1.state.log_history if "loss" in h][-1:]}
         freeze_encoder(model)
@@ -465,17 +467,18 @@ def _train(cfg, data, datasets, collator, factory, out: str):
             from fairmt.trainers.fair_contrastive import HeadOnFeatures
 
             datasets = _cached_feature_datasets(model, datasets, collator, kw2)
-            trainer, cb = _fit(cfg, FairContrastiveTrainer, cls2, kw2, HeadOnFeatures(model), datasets["train"],
+            trainer, cb = _fit(cfg, FairContrastiveTrainer, cls2, kw2, HeadOnFeatures(model),
+                               balance_train(cfg, datasets["train"]),
                                datasets["dev"], ClassificationCollator(), criterion=cfg["selection"],
                                patience=cfg["patience"], compute_metrics=metrics)
             info["stage2_features"] = "cached (fixed encoder in eval mode, computed once)"
         else:
-            trainer, cb = _fit(cfg, FairContrastiveTrainer, cls2, kw2, model, datasets["train"], datasets["dev"],
+            trainer, cb = _fit(cfg, FairContrastiveTrainer, cls2, kw2, model, train_fit, datasets["dev"],
                                collator, criterion=cfg["selection"], patience=cfg["patience"], compute_metrics=metrics)
             info["stage2_features"] = "recomputed each step (frozen modules in eval mode)"
     else:
         cls, kw = stages["train"]
-        trainer, cb = _fit(cfg, trainer_cls, cls, kw, model, datasets["train"], datasets["dev"], collator,
+        trainer, cb = _fit(cfg, trainer_cls, cls, kw, model, train_fit, datasets["dev"], collator,
                            criterion=cfg["selection"], patience=cfg["patience"], compute_metrics=metrics)
     info["selection"] = _selection_info(cb, _steps_per_epoch(trainer))
     info["best_checkpoint"] = info["selection"]["best_checkpoint"]
@@ -486,6 +489,34 @@ def _train(cfg, data, datasets, collator, factory, out: str):
         outputs, inlp_info = _apply_inlp(cfg, data, outputs)
         info["inlp"] = inlp_info
     return outputs, info
+
+
+def balance_train(cfg: dict[str, Any], ds, info: dict[str, Any] | None = None):
+    """The training set as the recipe's ``balance`` asks (:mod:`fairmt.data.balanced`): an ``instance_weight``
+    column (``reweight``) or the resampled / downsampled rows (seeded by ``seed``); unchanged without ``balance``.
+    ``info`` receives the sizes, the (label, group) counts before and after, and the weight of each cell."""
+    from fairmt.data.balanced import balanced_indices, balanced_weights, cell_counts
+
+    method, target = cfg["balance"]["method"], cfg["balance"]["target"]
+    if method is None:
+        return ds
+    labels, groups = ds["labels"], ds["group"]
+    weights = None
+    if method == "reweight":
+        weights = balanced_weights(labels, groups, target)
+        out = ds.add_column("instance_weight", weights.tolist())
+    else:
+        out = ds.select(balanced_indices(labels, groups, target, method, cfg["seed"]).tolist())
+    if info is not None:
+        def counts(y, g):
+            return {f"{a}|{b}": c for (a, b), c in sorted(cell_counts(y, g, "joint").items(), key=str)}
+
+        info["balance"] = {"method": method, "target": target, "n_before": len(ds), "n_after": len(out),
+                           "cells": "label|group", "counts_before": counts(labels, groups),
+                           "counts_after": counts(out["labels"], out["group"])}
+        if weights is not None:
+            info["balance"]["weights"] = {f"{a}|{b}": float(w) for a, b, w in zip(labels, groups, weights)}
+    return out
 
 
 def _split_features(model, datasets, collator, batch_size: int) -> dict[str, np.ndarray]:
@@ -506,8 +537,11 @@ def _cached_feature_datasets(model, datasets, collator, kwargs) -> dict[str, Any
     """The fixed encoder's representations of every split as feature data sets (the second stage's input)."""
     from datasets import Dataset
 
+    from fairmt.data.classification import with_array_features
+
     feats = _split_features(model, datasets, collator, int(kwargs.get("per_device_eval_batch_size", 128)))
-    return {name: Dataset.from_dict({"features": feats[name], "labels": ds["labels"], "group": ds["group"]})
+    return {name: with_array_features(Dataset.from_dict({"features": feats[name], "labels": ds["labels"],
+                                                         "group": ds["group"]}))
             for name, ds in datasets.items()}
 
 

@@ -326,6 +326,15 @@ class Inlp(Section):
         "logistic_regression", description="the head on the guarded representations (a logistic regression)")
 
 
+class ClassificationBalance(Section):
+    """Balanced training of the training split (fairlib's BT / BTObj; :mod:`fairmt.data.balanced`)."""
+
+    method: Literal["reweight", "resample", "downsample"] | None = Field(
+        None, description="null: off; reweight the loss, resample or downsample the (label, group) cells")
+    target: Literal["joint", "y", "g", "eo"] = Field(
+        "joint", description="what is balanced: the (y, g) cells, y, g, or g within each y (equal opportunity)")
+
+
 def _merged_over(defaults: dict):
     """A ``mode="before"`` validator of a free-form section: the recipe's keys over the family's defaults."""
 
@@ -373,6 +382,7 @@ class ClassificationRecipe(Recipe):
     objective_args: dict = Field(default_factory=dict)
     stage2: dict = Field(default_factory=lambda: dict(CLASSIFICATION_STAGE2))
     inlp: Inlp = Field(default_factory=Inlp)
+    balance: ClassificationBalance = Field(default_factory=ClassificationBalance)
 
     _training_defaults = field_validator("training", mode="before")(_merged_over(CLASSIFICATION_TRAINING))
     _stage2_defaults = field_validator("stage2", mode="before")(_merged_over(CLASSIFICATION_STAGE2))

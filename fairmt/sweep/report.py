@@ -9,7 +9,9 @@
 * model selection on the **dev** means with fairmt's rules (:func:`fairmt.eval.selection.select_checkpoint`: DTO,
   Shen et al.'s accuracy-then-GAP, accuracy, loss), one setting per rule where the results allow it, and the
   setting chosen by ``--select`` with its **test** means; within it, the run whose own dev metrics the same rule
-  prefers (the model ``fairmt push`` publishes, with that run's own test results in the card).
+  prefers (the model ``fairmt push`` publishes, with that run's own test results in the card);
+* ``front_auc``: the area under each split's front (fairlib's ``auc_performance_fairness_tradeoff``,
+  :func:`front_auc`), on dev and on test — a summary of the method's trade-off, never used to select.
 """
 
 from __future__ import annotations
@@ -205,9 +207,44 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
         "runs_finished": len(runs), "runs_expected": expected,
         "settings": settings,
         "pareto": fronts,
+        "front_auc": front_auc(settings, spec, percent, list(fronts)),
         "selection": {"split": "dev", "rule": spec.select, "by_rule": by_rule},
         "selected": selected,
     }
+
+
+def front_auc(settings: list[dict[str, Any]], spec, percent: bool, splits: list[str]) -> dict[str, Any]:
+    """Area under each split's performance–fairness front (fairlib's ``auc_performance_fairness_tradeoff``:
+    :func:`fairmt.eval.classification.performance_fairness_auc` on the settings' mean (performance, 1 − gap), as
+    fractions, anchored at (0, 1)): a summary of the whole sweep, reported on dev and on test, never used to select.
+    ``{split: {"auc", "curve", "settings", ...}}``, or ``{"unavailable": why}``."""
+    from fairmt.eval.classification import performance_fairness_auc
+
+    if len(spec.tradeoff) != 2:
+        return {"unavailable": "no trade-off metrics (--tradeoff PERFORMANCE:max,GAP:min)"}
+    (perf, perf_dir), (fair, fair_dir) = spec.tradeoff
+    if perf_dir != "maximize" or fair_dir != "minimize":
+        return {"unavailable": "the area under the front needs a performance to maximise and a fairness gap to "
+                               "minimise (fairness = 1 − gap)"}
+    out: dict[str, Any] = {}
+    for split in splits:
+        names = [perf, fair] if split != "test" else [_test_name(perf), _test_name(fair)]
+        rows = [s for s in settings if s["n"] and all(s["mean"].get(n) is not None for n in names)]
+        if not rows:
+            continue
+        scale = 100.0 if (percent and split in ("dev", "test")) else 1.0
+        p_vals = [s["mean"][names[0]] / scale for s in rows]
+        f_vals = [1.0 - s["mean"][names[1]] / scale for s in rows]
+        try:
+            res = performance_fairness_auc(p_vals, f_vals)
+        except FairmtError as err:
+            out[split] = {"unavailable": str(err)}
+            continue
+        out[split] = {"auc": res.auc, "metrics": names, "fairness": f"1 - {names[1]}", "scale": "fraction",
+                      "random_performance": res.random_performance,
+                      "settings": [rows[i]["id"] for i in res.front], "curve": [list(c) for c in res.curve],
+                      "signature": res.signature}
+    return out
 
 
 def _split(d: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -269,6 +306,11 @@ def render_markdown(report: dict[str, Any]) -> str:
     for split, f in report["pareto"].items():
         lines += ["", f"Pareto front ({split}: {', '.join(f['metrics'])}): " + ", ".join(
             f"{p['setting']} ({', '.join(f'{m} {p[m]:.2f}' for m in f['metrics'])})" for p in f["points"])]
+    aucs = {k: v for k, v in (report.get("front_auc") or {}).items() if isinstance(v, dict) and "auc" in v}
+    if aucs:
+        lines += ["", "Area under the performance–fairness front (fairlib's AUC: (performance, 1 − gap) as fractions, "
+                  "anchored at (0, 1); a summary, not used to select): " + ", ".join(
+                      f"{k} {v['auc']:.4f}" for k, v in aucs.items())]
     return "\n".join(lines) + "\n"
 
 

@@ -16,10 +16,21 @@ adversary's loss while the adversary minimises it (Elazar & Goldberg, 2018; Li e
   ``"mean"`` (fairmt ≤ 0.2) averages the K adversaries' CE: the encoder gradient is the same, but each adversary's
   CE gradient is scaled by ``1/K`` against the penalty; it equals fairlib's run with ``λ_diff(mean) = λ_diff(fairlib)/K``
   up to an overall factor ``1/K`` on the adversaries' gradient (immaterial to Adam; a learning-rate factor for SGD).
-  Remaining differences from fairlib: its discriminators step first, one after another, on the same batch, and the
-  encoder then sees the updated ones; fairmt updates everything in one step (the adversaries in their own parameter
-  group, so their Adam moments are their own) and clips the adversaries' gradients to ``max_grad_norm`` (fairlib clips
-  nothing: set ``max_grad_norm=0``).
+* **Update order** (``adv_update``). ``"joint"`` (default): one optimizer step for everything — the adversaries in
+  their own parameter group (their Adam moments are their own), their gradients clipped to ``max_grad_norm``; the
+  encoder's gradient comes from the adversaries *before* this step. ``"sequential"``: fairlib's order
+  (``train_epoch`` → ``adv_train_batch``): on each batch, each discriminator ``k`` in turn takes one step of its own
+  Adam (learning rate ``adv_learning_rate``, no weight decay, no clipping) on ``CE_k + λ_diff·Σ_{j≠k} Diff(h_k,
+  h_j)`` over a detached ``h`` (the discriminators after ``k`` see ``k`` updated), then the encoder and head step on
+  ``CE − (λ/K)·Σ_k CE_k`` against the *updated* discriminators (the Trainer's optimizer, which then holds the model
+  only). The two differ measurably (first-step encoder gradients at cosine ≈ 0.77 at λ_diff 0.1; different final
+  GAPs from the same weights): a recipe says which it uses. ``sequential`` ignores ``adv_weighting`` (fairlib's
+  weighting is the one it runs; ``mean`` is refused). With gradient accumulation the discriminators step on every
+  micro-batch; with several processes their gradients are averaged before each of their steps; their optimizer state
+  is saved beside each checkpoint (``adversary_optimizers.pt``) and reloaded on resume.
+* **Defaults for a Python user**: ``AdversarialConfig`` conditions the adversaries on the task label
+  (``adv_conditional=True``, Chi et al.'s CSCL baselines, equalized odds), fairlib's are unconditional (Shen et al.'s
+  recipes set ``adv_conditional: false``); and it updates jointly, fairlib sequentially.
 * **Conditional adversary** (``adv_conditional``, for equalized odds; Madras et al., 2018; Zhao et al., 2019, as
   Chi et al.'s baselines): the adversary also sees the one-hot task label, so only the group information that is
   *not* explained by the label is penalised (``Ŷ ⊥ A | Y``) instead of all of it (demographic parity).
@@ -63,8 +74,11 @@ from torch import nn
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from fairmt.errors import FairmtError
+from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
+from fairmt.trainers.fairbatch import FairBatchMixin
 from fairmt.trainers.faults import FaultGuardMixin
+from fairmt.trainers.overhead import LeanTrainMixin
 from fairmt.trainers.sharding import ShardingMixin
 from fairmt.trainers.term_logging import LossTermLogMixin
 
@@ -79,6 +93,7 @@ __all__ = [
 ]
 
 ADVERSARY_FILE = "adversary.safetensors"
+ADVERSARY_OPTIMIZERS_FILE = "adversary_optimizers.pt"  # adv_update="sequential": the discriminators' own Adam states
 LEGACY_ADVERSARY_FILE = "adversary.pt"  # fairmt < 0.2 wrote it with torch.save
 
 
@@ -147,6 +162,7 @@ class Adversary(nn.Module):
 
 DIFF_ORIENTATIONS = ("batch", "hidden")
 ADV_WEIGHTINGS = ("fairlib", "mean")
+ADV_UPDATES = ("joint", "sequential")
 
 
 def difference_loss(hiddens: list[torch.Tensor], eps: float = 1e-6, orientation: str = "batch") -> torch.Tensor:
@@ -199,9 +215,16 @@ class AdversarialConfig(TrainingArguments):
         adv_weighting: ``fairlib`` (each adversary's CE at full weight, reversal λ/K: fairlib's gradients, default) or
             ``mean`` (the K adversaries' CE averaged, reversal λ); see the module docstring.
         adv_learning_rate: learning rate of the adversaries (default: ``learning_rate``).
+        adv_update: ``joint`` (one optimizer step for encoder and adversaries, default) or ``sequential`` (fairlib's
+            order: each discriminator steps first with its own Adam, then the encoder against the updated ones); see
+            the module docstring.
         pooling: the representation ``h``: ``head`` (default: the classification head's input, the vector leakage@h
             and the fair contrastive losses use) or ``cls``/``mean`` pooling of the last hidden state.
         group_column: batch key holding the protected attribute.
+        fairbatch: draw the training batches with FairBatch (Roh et al. 2021, as fairlib: each group's share within
+            each class adapted every epoch from the groups' mean training CE; :mod:`fairmt.data.fairbatch`); one
+            process only.
+        fairbatch_alpha: FairBatch's step α (fairlib's ``DyBTalpha``, 0.1).
     """
 
     num_groups: int = field(default=2, metadata={"help": "number of protected groups"})
@@ -215,8 +238,11 @@ class AdversarialConfig(TrainingArguments):
     adv_dropout: float = field(default=0.0, metadata={"help": "adversary dropout"})
     adv_learning_rate: float | None = field(default=None, metadata={"help": "adversary LR (default: learning_rate)"})
     adv_weighting: str = field(default="fairlib", metadata={"help": "fairlib | mean (weighting of K adversaries)"})
+    adv_update: str = field(default="joint", metadata={"help": "joint | sequential (fairlib: discriminators first)"})
     pooling: str = field(default="head", metadata={"help": "head (the classifier's input) | cls | mean"})
     group_column: str = field(default="group", metadata={"help": "batch key of the protected attribute"})
+    fairbatch: bool = field(default=False, metadata={"help": "FairBatch batches (Roh et al. 2021, fairlib's EO)"})
+    fairbatch_alpha: float = field(default=0.1, metadata={"help": "FairBatch step α (fairlib's DyBTalpha)"})
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the group column"})
 
     def __post_init__(self):
@@ -233,6 +259,11 @@ class AdversarialConfig(TrainingArguments):
             raise FairmtError(f"pooling must be one of {', '.join(REPRESENTATIONS)}, got {self.pooling!r}")
         if self.adv_weighting not in ADV_WEIGHTINGS:
             raise FairmtError(f"adv_weighting must be one of {', '.join(ADV_WEIGHTINGS)}, got {self.adv_weighting!r}")
+        if self.adv_update not in ADV_UPDATES:
+            raise FairmtError(f"adv_update must be one of {', '.join(ADV_UPDATES)}, got {self.adv_update!r}")
+        if self.adv_update == "sequential" and self.adv_weighting != "fairlib":
+            raise FairmtError("adv_update=sequential runs fairlib's weighting; adv_weighting=mean applies to "
+                              "adv_update=joint only")
         if self.remove_unused_columns:
             raise FairmtError("remove_unused_columns=True drops the group column the adversary needs; set it to False")
 
@@ -255,7 +286,7 @@ class _AdversaryStepHooks(TrainerCallback):
         self.adversary.zero_grad(set_to_none=True)
 
 
-class AdversarialTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
+class AdversarialTrainer(LeanTrainMixin, FairBatchMixin, FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
     """Sequence-classification Trainer with gradient-reversal adversaries (see the module docstring).
 
     Example (``train``/``dev``: rows with ``text``, ``labels`` and ``group``; runs as a test,
@@ -300,6 +331,8 @@ class AdversarialTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Train
     def create_optimizer(self, model=None):
         """The Trainer's optimizer plus one parameter group for the adversaries (no weight decay)."""
         optimizer = super().create_optimizer(model)
+        if self.args.adv_update == "sequential":  # the discriminators have their own optimizers
+            return optimizer
         params = list(self.adversary.parameters())
         present = {id(p) for g in optimizer.param_groups for p in g["params"]}
         if not any(id(p) in present for p in params):
@@ -327,6 +360,67 @@ class AdversarialTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Train
         elif os.path.isfile(legacy):
             self.adversary.load_state_dict(torch.load(legacy, map_location=self.args.device, weights_only=True))
 
+    def adversary_optimizers(self) -> list[torch.optim.Optimizer]:
+        """``adv_update="sequential"``: one Adam per discriminator (fairlib's ``BaseDiscriminator.optimizer``),
+        learning rate ``adv_learning_rate`` (default ``learning_rate``), created on first use."""
+        if getattr(self, "_adv_optimizers", None) is None:
+            lr = self.args.adv_learning_rate or self.args.learning_rate
+            self._adv_optimizers = [torch.optim.Adam(adv.parameters(), lr=lr) for adv in self.adversary.adversaries]
+        return self._adv_optimizers
+
+    def _save_optimizer_and_scheduler(self, output_dir: str) -> None:
+        super()._save_optimizer_and_scheduler(output_dir)
+        if self.args.adv_update == "sequential" and self.args.should_save:
+            torch.save([o.state_dict() for o in self.adversary_optimizers()],
+                       os.path.join(output_dir, ADVERSARY_OPTIMIZERS_FILE))
+
+    def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
+        super()._load_optimizer_and_scheduler(checkpoint)
+        path = os.path.join(checkpoint, ADVERSARY_OPTIMIZERS_FILE) if checkpoint else None
+        if self.args.adv_update == "sequential" and path and os.path.isfile(path):
+            states = torch.load(path, map_location=self.args.device, weights_only=True)
+            for opt, state in zip(self.adversary_optimizers(), states):
+                opt.load_state_dict(state)
+
+    def discriminator_step(self, model: nn.Module, inputs: dict[str, Any]) -> dict[str, float]:
+        """fairlib's ``adv_train_batch`` on one batch (``adv_update="sequential"``): ``h`` from the model (as it is,
+        train mode, detached), then each discriminator ``k`` in order takes one step on ``CE_k + λ_diff·Σ_{j≠k}
+        Diff(h_k, h_j)`` (the ``h_j`` of the discriminators as they are at that moment). Returns the mean loss."""
+        a = self.args
+        model_inputs, labels, groups = self._split(inputs)
+        if groups is None:
+            raise FairmtError(f"the batch has no {a.group_column!r} column: keep remove_unused_columns=False and use a "
+                              "collator that carries it (fairmt.data.classification.ClassificationCollator)")
+        groups = groups.long()
+        with torch.no_grad():
+            rep, _ = self.representation_and_logits(model, model_inputs)
+        rep = rep.detach()
+        cond = labels if a.adv_conditional else None
+        advs = self.adversary.adversaries
+        total = 0.0
+        for k, (adv, opt) in enumerate(zip(advs, self.adversary_optimizers())):
+            opt.zero_grad(set_to_none=True)
+            logits_k, z_k = adv(rep, cond)
+            loss = F.cross_entropy(logits_k.float(), groups)
+            if len(advs) > 1 and a.diff_lambda > 0:
+                for j, other in enumerate(advs):
+                    if j != k:
+                        z_j = other(rep, cond)[1]
+                        loss = loss + a.diff_lambda * difference_loss([z_k, z_j], orientation=a.diff_orientation)
+            loss.backward()
+            if self.accelerator.num_processes > 1 and torch.distributed.is_initialized():
+                world = torch.distributed.get_world_size()
+                for p in adv.parameters():
+                    if p.grad is not None:
+                        torch.distributed.all_reduce(p.grad)
+                        p.grad.div_(world)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            total += float(loss.detach())
+        for other in advs:  # the Diff terms left gradients on the discriminators after k: none may linger
+            other.zero_grad(set_to_none=True)
+        return {"loss_disc": total / len(advs)}
+
     # ------------------------------------------------------------------ loss
     def _split(self, inputs: dict[str, Any]) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor | None]:
         inputs = dict(inputs)
@@ -334,6 +428,7 @@ class AdversarialTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Train
         if labels is None:
             raise FairmtError("the batch has no 'labels' column: adversarial training needs task labels")
         groups = inputs.pop(self.args.group_column, None)
+        inputs.pop(WEIGHT_COLUMN, None)  # balanced training's instance weights: compute_loss reads them
         return inputs, labels, groups
 
     def representation_and_logits(self, model: nn.Module, model_inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -346,9 +441,10 @@ class AdversarialTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Train
         a = self.args
         model_inputs, labels, groups = self._split(inputs)
         rep, logits = self.representation_and_logits(model, model_inputs)
-        ce = F.cross_entropy(logits.float(), labels.long())
         if not model.training:
+            ce = F.cross_entropy(logits.float(), labels.long())
             return (ce, {"logits": logits, "hidden": rep}) if return_outputs else ce
+        ce = weighted_cross_entropy(logits, labels, inputs.get(WEIGHT_COLUMN))
         if groups is None:
             raise FairmtError(
                 f"the batch has no {a.group_column!r} column: keep remove_unused_columns=False and use a collator "
@@ -359,6 +455,16 @@ class AdversarialTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Train
             raise FairmtError(f"group ids must lie in [0, {a.num_groups}); got {groups.unique().tolist()}")
         cond = labels if a.adv_conditional else None
         k = a.n_adversaries
+        if a.adv_update == "sequential":  # fairlib: CE − (λ/K)·Σ_k CE_k against the (just updated) discriminators
+            outs = self.adversary(rep, cond)
+            adv_losses = [F.cross_entropy(lg.float(), groups) for lg, _ in outs]
+            adv = torch.stack(adv_losses).mean()
+            loss = ce - a.adv_lambda * adv
+            terms = {"loss_ce": ce, "loss_adv": adv}
+            with torch.no_grad():
+                terms["adv_accuracy"] = torch.stack([(lg.argmax(-1) == groups).float().mean() for lg, _ in outs]).mean()
+            self._record_terms(terms)
+            return (loss, {"logits": logits, "hidden": rep}) if return_outputs else loss
         strength = a.adv_lambda / k if a.adv_weighting == "fairlib" else a.adv_lambda
         outs = self.adversary(grad_reverse(rep, strength), cond)
         adv_losses = [F.cross_entropy(lg.float(), groups) for lg, _ in outs]
@@ -378,7 +484,20 @@ class AdversarialTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Train
 
     def training_step(self, model, inputs, num_items_in_batch=None):
         """The stock step; with several processes the adversaries' gradients are then averaged across them (they
-        are not wrapped in DDP)."""
+        are not wrapped in DDP). With ``adv_update="sequential"`` the discriminators step first
+        (:meth:`discriminator_step`), and take no gradient from the encoder's step."""
+        if self.args.adv_update == "sequential":
+            model.train()
+            prepared = self._prepare_inputs(inputs)
+            self._record_terms({"loss_disc": torch.tensor(self.discriminator_step(model, prepared)["loss_disc"])})
+            params = list(self.adversary.parameters())
+            for p in params:
+                p.requires_grad_(False)
+            try:
+                return super().training_step(model, inputs, num_items_in_batch)
+            finally:
+                for p in params:
+                    p.requires_grad_(True)
         loss = super().training_step(model, inputs, num_items_in_batch)
         if self.accelerator.num_processes > 1 and torch.distributed.is_initialized():
             world = torch.distributed.get_world_size()

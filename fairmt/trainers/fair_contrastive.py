@@ -64,9 +64,12 @@ from fairmt.errors import FairmtError
 from fairmt.losses import cs_infonce_loss, fcl_loss, gather_nograd, gather_with_grad, supcon_loss
 from fairmt.distributed import world_size
 from fairmt.losses.fair_contrastive import FCL_DEFAULT_TEMPERATURE, FCL_GROUP_TERMS, FCL_VARIANTS
+from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
 from fairmt.trainers.gradcache import cached_backward
+from fairmt.trainers.fairbatch import FairBatchMixin
 from fairmt.trainers.faults import FaultGuardMixin
+from fairmt.trainers.overhead import LeanTrainMixin
 from fairmt.trainers.sharding import ShardingMixin
 from fairmt.trainers.term_logging import LossTermLogMixin
 
@@ -110,6 +113,10 @@ class FairContrastiveConfig(TrainingArguments):
             encoder of a second stage: no dropout in it).
         eval_objective: the dev loss is the training objective (``*_pretrain`` default) instead of CE.
         group_column: batch key holding the protected attribute (int ids).
+        fairbatch: draw the training batches with FairBatch (Roh et al. 2021, as fairlib: each group's share within
+            each class adapted every epoch from the groups' mean training CE; :mod:`fairmt.data.fairbatch`); one
+            process only.
+        fairbatch_alpha: FairBatch's step α (fairlib's ``DyBTalpha``, 0.1).
         gradcache_chunk_size: with a value smaller than the batch, use gradient caching with chunks of this size.
     """
 
@@ -135,6 +142,8 @@ class FairContrastiveConfig(TrainingArguments):
                                                                         "on for *_pretrain)"})
     group_column: str = field(default="group", metadata={"help": "batch key of the protected attribute"})
     gradcache_chunk_size: int | None = field(default=None, metadata={"help": "gradient-cache chunk size"})
+    fairbatch: bool = field(default=False, metadata={"help": "FairBatch batches (Roh et al. 2021, fairlib's EO)"})
+    fairbatch_alpha: float = field(default=0.1, metadata={"help": "FairBatch step α (fairlib's DyBTalpha)"})
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the group/view columns"})
 
     def __post_init__(self):
@@ -259,7 +268,7 @@ def encoder_features(model: torch.nn.Module, batches, pooling: str = "head", dev
     return torch.cat(out).numpy()
 
 
-class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
+class FairContrastiveTrainer(LeanTrainMixin, FairBatchMixin, FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
     """Trainer for CSCL (one- and two-stage) and FCL; see the module docstring and :class:`FairContrastiveConfig`.
 
     Example (``train``/``dev``: rows with ``text``, ``labels`` and ``group``; runs as a test,
@@ -289,6 +298,7 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
         inputs = dict(inputs)
         labels = inputs.pop("labels", None)
         groups = inputs.pop(self.args.group_column, None)
+        inputs.pop(WEIGHT_COLUMN, None)  # balanced training: read by compute_loss / training_step, not the model's
         view = {k[len(VIEW_PREFIX):]: inputs.pop(k) for k in list(inputs) if k.startswith(VIEW_PREFIX)}
         return inputs, (view or None), labels, groups
 
@@ -319,10 +329,11 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
     # ------------------------------------------------------------------ objective
     def objective_terms(
         self, reps: list[torch.Tensor], logits: torch.Tensor, labels: torch.Tensor, groups: torch.Tensor | None,
-        gather: bool = True,
+        gather: bool = True, weights: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Total loss and its terms from per-view representations and the first view's logits (``gather``: with the
-        candidates of every process, in training)."""
+        candidates of every process, in training; ``weights``: balanced training's instance weights of the CE term,
+        :func:`fairmt.losses.weighted.weighted_cross_entropy`)."""
         a = self.args
         if labels is None:
             raise FairmtError("the batch has no 'labels' column: the fair classification losses need task labels")
@@ -334,7 +345,7 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
                 "add it to the dataset (ints) and keep remove_unused_columns=False"
             )
         if a.objective == "ce":
-            terms["ce"] = F.cross_entropy(logits.float(), labels)
+            terms["ce"] = weighted_cross_entropy(logits, labels, weights)
             return terms["ce"], terms
         ce_labels = labels
         feats = torch.stack(reps, dim=1)  # (N, V, d)
@@ -344,7 +355,7 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
             terms["sup"] = supcon_loss(feats, labels, a.temperature, a.normalize)
             terms["cs"] = cs_infonce_loss(feats, labels, groups, a.temperature, a.normalize, a.cs_anchor_weighting)
             if a.objective == "cscl":
-                terms["ce"] = F.cross_entropy(logits.float(), ce_labels)
+                terms["ce"] = weighted_cross_entropy(logits, ce_labels, weights)
                 total = (1 - a.gamma) * terms["ce"] + a.gamma * terms["sup"] + a.cs_lambda * terms["cs"]
             else:
                 total = terms["sup"] + a.cs_lambda * terms["cs"]
@@ -354,7 +365,7 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
         terms["scl"], terms["fcl"] = fcl.scl, fcl.fcl
         contrastive = a.fcl_scl_weight * fcl.scl - a.fcl_fcl_weight * fcl.fcl
         if a.objective == "fcl":
-            terms["ce"] = F.cross_entropy(logits.float(), ce_labels)
+            terms["ce"] = weighted_cross_entropy(logits, ce_labels, weights)
             return a.fcl_alpha * terms["ce"] + a.fcl_beta * contrastive, terms
         return contrastive, terms
 
@@ -401,7 +412,7 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
             rep, logits = self.representation_and_logits(model, b)
             reps.append(rep)
             first_logits = logits if first_logits is None else first_logits
-        loss, terms = self.objective_terms(reps, first_logits, labels, groups)
+        loss, terms = self.objective_terms(reps, first_logits, labels, groups, weights=inputs.get(WEIGHT_COLUMN))
         self._record(terms)
         return (loss, {"logits": first_logits, "hidden": reps[0]}) if return_outputs else loss
 
@@ -425,7 +436,7 @@ class FairContrastiveTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, T
 
         def loss_fn(outs):
             reps = outs[0::2]
-            loss, terms = self.objective_terms(list(reps), outs[1], labels, groups)
+            loss, terms = self.objective_terms(list(reps), outs[1], labels, groups, weights=inputs.get(WEIGHT_COLUMN))
             recorded.update(terms)
             return loss / ga
 

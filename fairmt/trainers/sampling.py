@@ -55,6 +55,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 from transformers import Trainer, TrainingArguments
 
+from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.data.fair_sampling import (
     FairPairBatchSampler,
     IndexedCollator,
@@ -222,6 +223,7 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
         inputs = dict(inputs)
         labels = inputs.pop("labels", None)
         inputs.pop(self.args.group_column, None)
+        inputs.pop(WEIGHT_COLUMN, None)  # balanced training's instance weights: objective_terms reads them
         index = inputs.pop("sample_index", None)
         return inputs, labels, index
 
@@ -341,14 +343,14 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
         return loader
 
     # ------------------------------------------------------------------ objective
-    def _ce(self, logits, labels):
+    def _ce(self, logits, labels, weights=None):
         if logits is None:
             raise FairmtError(f"objective {self.args.objective!r} needs a classifier with logits (a model with a "
                               "classification head)")
         if labels is None:
             raise FairmtError("the batch has no 'labels' column: CE needs task labels (sampling_pretrain and simclr do "
                               "not)")
-        return F.cross_entropy(logits.float(), labels.long())
+        return weighted_cross_entropy(logits, labels, weights)
 
     def objective_terms(self, model, inputs: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Total training loss and its terms for one batch."""
@@ -357,7 +359,7 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
         terms: dict[str, torch.Tensor] = {}
         if a.objective == "ce":
             _, _, logits = self._features(model, self._view(model_inputs, augment=True))
-            terms["ce"] = self._ce(logits, labels)
+            terms["ce"] = self._ce(logits, labels, inputs.get(WEIGHT_COLUMN))
             return terms["ce"], terms
         if a.objective == "simclr":
             if "pixel_values" in model_inputs and self.augmentation is None:
@@ -390,7 +392,9 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
         terms["ntxent"] = loss_fn(anchors, positives, negatives, a.sampling_temperature)
         if a.objective == "sampling_pretrain":
             return terms["ntxent"], terms
-        terms["ce"] = self._ce(None if logits is None else logits[:n], None if labels is None else labels[:n])
+        w = inputs.get(WEIGHT_COLUMN)
+        terms["ce"] = self._ce(None if logits is None else logits[:n], None if labels is None else labels[:n],
+                               None if w is None else w[:n])
         return terms["ce"] + a.sampling_weight * terms["ntxent"], terms
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
