@@ -305,7 +305,8 @@ def add_views(cfg: dict[str, Any], texts: list[str], cols: dict[str, Any]) -> No
     if kind == "eda":
         from fairmt.data.augment.eda import EDA
 
-        cols["text_views"] = EDA(alpha=d["eda_alpha"], seed=cfg["seed"]).copies(texts, d["eda_num_aug"])
+        eda = EDA(alpha=d["eda_alpha"], seed=cfg["seed"], require_all=True)  # all four operations, or stop
+        cols["text_views"] = eda.copies(texts, d["eda_num_aug"])
         return
     if kind in ("clm_insert", "clm_substitute"):
         from fairmt.data.augment.clm import ContextualAugmenter
