@@ -155,3 +155,12 @@ def test_sweep_of_a_shen_recipe_selects_by_accuracy_then_gap(tmp_path):
     assert (moji.select, moji.select_tolerance) == ("accuracy_then_gap", 0.02)
     assert spec("classification/fcl_moji", select="dto").select == "dto"
     assert spec("classification/inlp").select == "dto"
+
+
+def test_the_readme_departure_tables_are_generated_from_the_cards():
+    from fairmt.commands.train import all_departures_markdown
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    start, end = "<!-- paper-departures:start -->\n", "<!-- paper-departures:end -->"
+    block = readme[readme.index(start) + len(start):readme.index(end)]
+    assert block == all_departures_markdown(), "README's departure tables: paste `fairmt recipes --departures`"
