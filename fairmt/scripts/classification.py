@@ -376,7 +376,12 @@ def _stage_configs(cfg: dict[str, Any]) -> dict[str, tuple[type, dict[str, Any]]
 
         return {"train": (AdversarialConfig, _base_args(cfg, out, cfg["training"], oargs, AdversarialConfig))}
     extra = {**oargs, "objective": "ce" if obj == "inlp" else obj}
-    return {"train": (FairContrastiveConfig, _base_args(cfg, out, cfg["training"], extra, FairContrastiveConfig))}
+    stages = {"train": (FairContrastiveConfig, _base_args(cfg, out, cfg["training"], extra, FairContrastiveConfig))}
+    if obj == "inlp" and cfg["inlp"]["head"] == "finetune":  # the model's head fine-tuned on the guarded features
+        head = {**_batch_options(cfg), **cfg["stage2"]}
+        stages["stage2"] = (FairContrastiveConfig, _base_args(cfg, out + "/inlp_head", head, {"objective": "ce"},
+                                                              FairContrastiveConfig))
+    return stages
 
 
 def _fit(cfg, trainer_cls, config_cls, kwargs, model, train_ds, dev_ds, collator, *, criterion, patience,
@@ -486,7 +491,30 @@ def _train(cfg, data, datasets, collator, factory, out: str):
     if obj == "inlp":
         outputs, inlp_info = _apply_inlp(cfg, data, outputs)
         info["inlp"] = inlp_info
+        if cfg["inlp"]["head"] == "finetune":
+            outputs, head_cb = _inlp_finetune_head(cfg, model, stages["stage2"], outputs, datasets, metrics)
+            info["inlp"]["head"] = "the model's head fine-tuned on the guarded representations (stage2 options)"
+            info["inlp"]["head_selection"] = _selection_info(head_cb)
     return outputs, info
+
+
+def _inlp_finetune_head(cfg, model, stage, outputs, datasets, metrics):
+    """Chi et al.'s INLP baseline: the model's own classifier head, fine-tuned (CE, the ``stage2`` options, selected
+    by ``selection``) on the guarded representations of the fixed encoder; returns its outputs on every split and
+    its selection callback."""
+    from datasets import Dataset
+
+    from fairmt.data.classification import ClassificationCollator
+    from fairmt.trainers.fair_contrastive import FairContrastiveTrainer, HeadOnFeatures
+
+    feats = {name: Dataset.from_dict({"features": np.asarray(outputs[name][1], dtype=np.float32),
+                                      "labels": datasets[name]["labels"], "group": datasets[name]["group"]})
+             for name in ("train", "dev", "test")}
+    cls, kwargs = stage
+    trainer, cb = _fit(cfg, FairContrastiveTrainer, cls, kwargs, HeadOnFeatures(model), feats["train"], feats["dev"],
+                      ClassificationCollator(), criterion=cfg["selection"], patience=cfg["patience"],
+                      compute_metrics=metrics)
+    return {name: _predict(trainer, feats[name]) for name in ("train", "dev", "test")}, cb
 
 
 def _split_features(model, datasets, collator, batch_size: int) -> dict[str, np.ndarray]:
@@ -526,7 +554,8 @@ def _save_final(trainer, collator, path: str, model=None) -> str | None:
 
 
 def _apply_inlp(cfg, data, outputs):
-    """INLP on the CE encoder's frozen representations, then a logistic-regression head on the guarded ones."""
+    """INLP on the CE encoder's frozen representations, then a logistic-regression head on the guarded ones (with
+    ``inlp.head: finetune`` the caller replaces that head's logits by the fine-tuned model head's)."""
     from sklearn.linear_model import LogisticRegression
 
     from fairmt.trainers.inlp import inlp

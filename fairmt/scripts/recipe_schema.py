@@ -322,8 +322,9 @@ class ClassificationMetrics(Section):
 class Inlp(Section):
     n_iterations: Count = 20
     by_class: bool = True
-    head: Literal["logistic_regression"] = Field(
-        "logistic_regression", description="the head on the guarded representations (a logistic regression)")
+    head: Literal["logistic_regression", "finetune"] = Field(
+        "logistic_regression", description="the head on the guarded representations: a logistic regression, or the "
+                                           "model's own head fine-tuned on them with the stage2 options (Chi et al.)")
 
 
 def _merged_over(defaults: dict):
