@@ -601,6 +601,8 @@ def _score(cfg, data, outputs, split: str):
 
 def _conventions(cfg, result, data) -> dict[str, Any]:
     """The metric conventions a results file reports, in words (what a paper comparison needs to know)."""
+    from fairmt.eval.classification import TRADEOFF_DEFINITION
+
     pos = result.positive_class
     f1 = (f"positive-class F1 (positive class {data.label_names[int(pos)] if str(pos).isdigit() else pos}) and "
           "macro-F1") if pos is not None else "macro-F1 and micro-F1 (no positive class: more than two classes)"
@@ -618,6 +620,8 @@ def _conventions(cfg, result, data) -> dict[str, Any]:
     return {"f1": f1, "delta_eo": eo, "auc": "roc_auc_score on softmax probabilities"
             + (" (one-vs-rest, macro)" if pos is None else " of the positive class"),
             "gap": "sqrt(mean_y GAP_y^2), GAP_y = sum_a |TPR_a,y - TPR_y| (Shen et al. Eq. 4, fairlib)",
+            "tradeoff": f"{TRADEOFF_DEFINITION}: a score relative to the compared models, so not in one run's "
+                        "results — `fairmt sweep`'s report gives it for every setting (dev.tradeoff, test.tradeoff)",
             "selection": sel, "signature": result.signature}
 
 
