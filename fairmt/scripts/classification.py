@@ -112,7 +112,13 @@ def _config_fields(args) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------- data + models
 def load_data(dcfg: dict[str, Any]):
-    """The :class:`~fairmt.data.classification.ClassificationData` the recipe names."""
+    """The :class:`~fairmt.data.classification.ClassificationData` the recipe names (``data.label_subset``: only those
+    task labels)."""
+    data = _load_data(dcfg)
+    return keep_labels(data, dcfg["label_subset"]) if dcfg.get("label_subset") else data
+
+
+def _load_data(dcfg: dict[str, Any]):
     from fairmt.data import fair_datasets as fd
     from fairmt.data.classification import read_bios, read_hatespeech
 
@@ -130,6 +136,26 @@ def load_data(dcfg: dict[str, Any]):
     if max_rows:  # the first rows of each split, as the Bias-in-Bios and Jigsaw loaders do (quick runs)
         data.splits = {k: split.subset(list(range(min(max_rows, len(split.labels)))))
                        for k, split in data.splits.items()}
+    return data
+
+
+def keep_labels(data, names: list[str]):
+    """The rows of ``data`` whose task label is one of ``names``, labels re-indexed in that order (``data.label_subset``:
+    Shen et al.'s Table 2 trains a binary nurse-vs-surgeon classifier on those two professions of Bias-in-Bios)."""
+    unknown = [n for n in names if n not in data.label_names]
+    if unknown or len(set(names)) != len(names):
+        raise FairmtError(f"data.label_subset {names}: " + (f"{unknown} not among the data set's labels "
+                          f"({', '.join(data.label_names)})" if unknown else "a label is named twice"))
+    new = {data.label_names.index(n): i for i, n in enumerate(names)}
+    for name, split in data.splits.items():
+        kept = split.subset([i for i, y in enumerate(split.labels) if y in new])
+        kept.labels = [new[y] for y in kept.labels]
+        if not kept.labels:
+            raise FairmtError(f"data.label_subset {names} leaves no row in the {name} split")
+        data.splits[name] = kept
+    data.label_names = list(names)
+    data.notes = [*data.notes, f"task labels kept: {', '.join(names)} (data.label_subset), re-indexed 0.."
+                               f"{len(names) - 1}"]
     return data
 
 

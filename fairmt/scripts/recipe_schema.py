@@ -278,6 +278,9 @@ class ClassificationData(Section):
     clm_rate: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.1
     backtranslate_model: Text | None = None
     pivot_lang: Text = "de"
+    label_subset: Annotated[list[Text], Field(min_length=2)] | None = Field(
+        None, description="the task labels kept (every split), re-indexed in this order: Shen et al.'s Table 2 is "
+                          "[nurse, surgeon] of Bias-in-Bios")
 
     @field_validator("fractions")
     @classmethod
