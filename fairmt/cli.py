@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "fairmt.commands.data",
     "fairmt.commands.augment",
     "fairmt.commands.push",
+    "fairmt.commands.plot",
 )
 
 
