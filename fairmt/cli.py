@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "fairmt.commands.augment",
     "fairmt.commands.push",
     "fairmt.commands.report",
+    "fairmt.commands.plot",
 )
 
 

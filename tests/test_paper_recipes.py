@@ -39,7 +39,7 @@ RECIPES = {
     "cscl_one_stage_bios_bert": (FAST_BERT + ["objective_args.gradcache_chunk_size=8"], False, "all", False),
     "cscl_ce_bert": (FAST_BERT, False, "all", False),
     "cscl_adversarial_bert": (FAST_BERT + ["objective_args.adv_hidden_size=8"], False, "all", False),
-    "cscl_inlp_bert": (FAST_BERT + ["inlp.n_iterations=3"], False, "all", False),
+    "cscl_inlp_bert": (FAST_BERT + FAST_STAGE2 + ["inlp.n_iterations=3"], False, "all", False),
     "fcl_moji": (FAST_MOJI, True, "positive", False),
     "fcl_ft_moji": (FAST_MOJI + ["stage2.num_train_epochs=2", "stage2.per_device_train_batch_size=32"], True,
                     "positive", True),
@@ -96,6 +96,9 @@ def test_recipe_runs_end_to_end_and_reports_its_papers_conventions(name, standin
         assert selection["best_epoch"] == int(last_stage["num_train_epochs"])
     else:
         assert Path(selection["best_checkpoint"]).is_dir()  # pruning keeps the chosen checkpoint
+    if name == "cscl_inlp_bert":  # INLP, then the model's two-layer head fine-tuned on the guarded features
+        assert res["info"]["inlp"]["head"].startswith("the model's head fine-tuned")
+        assert res["info"]["inlp"]["head_selection"]["evaluations"] == 2
     if two_stage:
         assert res["info"]["stage1"]["selection"]["criterion"] == "loss"  # stage 1 on its dev objective
         assert res["info"]["stage2_features"].startswith("cached")

@@ -140,6 +140,9 @@ def register(groups) -> None:
                    help="print the recipe's paper card instead: each setting the paper states (its value, the "
                         "recipe's resolved value, the source) and every declared departure with its kind and reason")
     r.add_argument("--json", action="store_true", help="with --paper: the card as JSON")
+    r.add_argument("--departures", action="store_true",
+                   help="every built-in recipe's declared departures from its paper, one Markdown table per paper "
+                        "(the README's tables are this output)")
     r.set_defaults(handler=_list_recipes)
 
 
@@ -211,6 +214,15 @@ def paper_card(recipe: str, overrides: list[str] | None = None):
     return card
 
 
+def all_departures_markdown() -> str:
+    """The departures of every built-in recipe that has a paper card, one Markdown table per paper."""
+    from fairmt.scripts.cards import card_of_config, card_path, departures_markdown
+
+    cards = [card_of_config(load_recipe(name)) for name, path in builtin_recipes().items()
+             if card_path(path).is_file()]
+    return departures_markdown([c for c in cards if c is not None])
+
+
 def _print_card(args) -> int:
     import json
 
@@ -231,6 +243,9 @@ def _list_recipes(args) -> int:
 
     if getattr(args, "paper", None):
         return _print_card(args)
+    if getattr(args, "departures", False):
+        print(all_departures_markdown(), end="")
+        return 0
     if getattr(args, "json", False):
         raise FairmtError("--json goes with --paper RECIPE (the list of recipes is text)")
 

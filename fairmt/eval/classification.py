@@ -847,6 +847,12 @@ def tradeoff_scores(
     return [float(s) for s in score]
 
 
+TRADEOFF_DEFINITION = ("Tradeoff = 1/2·N(accuracy) + 1/4·N(1 − GAP) + 1/8·N(1 − leakage@h) + 1/8·N(1 − leakage@ŷ), "
+                       "N = division by the maximum over the compared models (Shen et al. 2022, Evaluation Metrics "
+                       "and Table 1)")
+"""Shen et al.'s Tradeoff in words (:func:`tradeoff_scores`), printed beside every score of it."""
+
+
 def distance_to_optimum(
     accuracy: Sequence[float], gap: Sequence[float], *, normalise: bool = False
 ) -> list[float]:

@@ -257,6 +257,28 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
     return out
 
 
+def departures_markdown(cards: list[Card]) -> str:
+    """One Markdown table per paper of every departure its recipes' cards declare (a departure shared by several
+    recipes is one row naming them all): what the README's "what differs from the paper" section shows."""
+    out: list[str] = []
+    papers: dict[str, list[Card]] = {}
+    for card in cards:
+        papers.setdefault(card.paper.split(" — ")[0], []).append(card)
+    for paper, group in papers.items():
+        rows: dict[tuple, list[str]] = {}
+        for card in group:
+            for d in card.departures:
+                rows.setdefault((d.key, _show(d.paper), _show(d.recipe), d.kind, d.reason), []).append(
+                    card.recipe.split("/", 1)[-1])
+        out += [f"**{paper}** ({len(group)} recipes)", "", "| recipes | setting | paper | recipe | kind | reason |",
+                "|---|---|---|---|---|---|"]
+        for (key, paper_v, recipe_v, kind, reason), names in rows.items():
+            out.append(f"| {', '.join(f'`{n}`' for n in names)} | `{key}` | {_cell(paper_v)} | {_cell(recipe_v)} | "
+                       f"{kind} | {_cell(reason)} |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
 def card_of_config(config: dict[str, Any]) -> Card | None:
     """The checked card of a loaded recipe (by its ``recipe_path``); None without one."""
     path = config.get("recipe_path")
@@ -266,4 +288,5 @@ def card_of_config(config: dict[str, Any]) -> Card | None:
 
 
 __all__ = ["KINDS", "CARDS_PENDING", "Card", "Row", "card_path", "card_of_config", "check_card", "claims_paper",
+           "departures_markdown",
            "lookup", "read_card", "resolved_values", "same"]

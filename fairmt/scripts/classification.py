@@ -112,7 +112,13 @@ def _config_fields(args) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------- data + models
 def load_data(dcfg: dict[str, Any]):
-    """The :class:`~fairmt.data.classification.ClassificationData` the recipe names."""
+    """The :class:`~fairmt.data.classification.ClassificationData` the recipe names (``data.label_subset``: only those
+    task labels)."""
+    data = _load_data(dcfg)
+    return keep_labels(data, dcfg["label_subset"]) if dcfg.get("label_subset") else data
+
+
+def _load_data(dcfg: dict[str, Any]):
     from fairmt.data import fair_datasets as fd
     from fairmt.data.classification import read_bios, read_hatespeech
 
@@ -130,6 +136,26 @@ def load_data(dcfg: dict[str, Any]):
     if max_rows:  # the first rows of each split, as the Bias-in-Bios and Jigsaw loaders do (quick runs)
         data.splits = {k: split.subset(list(range(min(max_rows, len(split.labels)))))
                        for k, split in data.splits.items()}
+    return data
+
+
+def keep_labels(data, names: list[str]):
+    """The rows of ``data`` whose task label is one of ``names``, labels re-indexed in that order (``data.label_subset``:
+    Shen et al.'s Table 2 trains a binary nurse-vs-surgeon classifier on those two professions of Bias-in-Bios)."""
+    unknown = [n for n in names if n not in data.label_names]
+    if unknown or len(set(names)) != len(names):
+        raise FairmtError(f"data.label_subset {names}: " + (f"{unknown} not among the data set's labels "
+                          f"({', '.join(data.label_names)})" if unknown else "a label is named twice"))
+    new = {data.label_names.index(n): i for i, n in enumerate(names)}
+    for name, split in data.splits.items():
+        kept = split.subset([i for i, y in enumerate(split.labels) if y in new])
+        kept.labels = [new[y] for y in kept.labels]
+        if not kept.labels:
+            raise FairmtError(f"data.label_subset {names} leaves no row in the {name} split")
+        data.splits[name] = kept
+    data.label_names = list(names)
+    data.notes = [*data.notes, f"task labels kept: {', '.join(names)} (data.label_subset), re-indexed 0.."
+                               f"{len(names) - 1}"]
     return data
 
 
@@ -306,7 +332,8 @@ def add_views(cfg: dict[str, Any], texts: list[str], cols: dict[str, Any]) -> No
     if kind == "eda":
         from fairmt.data.augment.eda import EDA
 
-        cols["text_views"] = EDA(alpha=d["eda_alpha"], seed=cfg["seed"]).copies(texts, d["eda_num_aug"])
+        eda = EDA(alpha=d["eda_alpha"], seed=cfg["seed"], require_all=True)  # all four operations, or stop
+        cols["text_views"] = eda.copies(texts, d["eda_num_aug"])
         return
     if kind in ("clm_insert", "clm_substitute"):
         from fairmt.data.augment.clm import ContextualAugmenter
@@ -376,7 +403,12 @@ def _stage_configs(cfg: dict[str, Any]) -> dict[str, tuple[type, dict[str, Any]]
 
         return {"train": (AdversarialConfig, _base_args(cfg, out, cfg["training"], oargs, AdversarialConfig))}
     extra = {**oargs, "objective": "ce" if obj == "inlp" else obj}
-    return {"train": (FairContrastiveConfig, _base_args(cfg, out, cfg["training"], extra, FairContrastiveConfig))}
+    stages = {"train": (FairContrastiveConfig, _base_args(cfg, out, cfg["training"], extra, FairContrastiveConfig))}
+    if obj == "inlp" and cfg["inlp"]["head"] == "finetune":  # the model's head fine-tuned on the guarded features
+        head = {**_batch_options(cfg), **cfg["stage2"]}
+        stages["stage2"] = (FairContrastiveConfig, _base_args(cfg, out + "/inlp_head", head, {"objective": "ce"},
+                                                              FairContrastiveConfig))
+    return stages
 
 
 def _fit(cfg, trainer_cls, config_cls, kwargs, model, train_ds, dev_ds, collator, *, criterion, patience,
@@ -488,6 +520,10 @@ def _train(cfg, data, datasets, collator, factory, out: str):
     if obj == "inlp":
         outputs, inlp_info = _apply_inlp(cfg, data, outputs)
         info["inlp"] = inlp_info
+        if cfg["inlp"]["head"] == "finetune":
+            outputs, head_cb = _inlp_finetune_head(cfg, model, stages["stage2"], outputs, datasets, metrics)
+            info["inlp"]["head"] = "the model's head fine-tuned on the guarded representations (stage2 options)"
+            info["inlp"]["head_selection"] = _selection_info(head_cb)
     return outputs, info
 
 
@@ -517,6 +553,25 @@ def balance_train(cfg: dict[str, Any], ds, info: dict[str, Any] | None = None):
         if weights is not None:
             info["balance"]["weights"] = {f"{a}|{b}": float(w) for a, b, w in zip(labels, groups, weights)}
     return out
+
+
+def _inlp_finetune_head(cfg, model, stage, outputs, datasets, metrics):
+    """Chi et al.'s INLP baseline: the model's own classifier head, fine-tuned (CE, the ``stage2`` options, selected
+    by ``selection``) on the guarded representations of the fixed encoder; returns its outputs on every split and
+    its selection callback."""
+    from datasets import Dataset
+
+    from fairmt.data.classification import ClassificationCollator
+    from fairmt.trainers.fair_contrastive import FairContrastiveTrainer, HeadOnFeatures
+
+    feats = {name: Dataset.from_dict({"features": np.asarray(outputs[name][1], dtype=np.float32),
+                                      "labels": datasets[name]["labels"], "group": datasets[name]["group"]})
+             for name in ("train", "dev", "test")}
+    cls, kwargs = stage
+    trainer, cb = _fit(cfg, FairContrastiveTrainer, cls, kwargs, HeadOnFeatures(model), feats["train"], feats["dev"],
+                      ClassificationCollator(), criterion=cfg["selection"], patience=cfg["patience"],
+                      compute_metrics=metrics)
+    return {name: _predict(trainer, feats[name]) for name in ("train", "dev", "test")}, cb
 
 
 def _split_features(model, datasets, collator, batch_size: int) -> dict[str, np.ndarray]:
@@ -559,7 +614,8 @@ def _save_final(trainer, collator, path: str, model=None) -> str | None:
 
 
 def _apply_inlp(cfg, data, outputs):
-    """INLP on the CE encoder's frozen representations, then a logistic-regression head on the guarded ones."""
+    """INLP on the CE encoder's frozen representations, then a logistic-regression head on the guarded ones (with
+    ``inlp.head: finetune`` the caller replaces that head's logits by the fine-tuned model head's)."""
     from sklearn.linear_model import LogisticRegression
 
     from fairmt.trainers.inlp import inlp
@@ -605,6 +661,8 @@ def _score(cfg, data, outputs, split: str):
 
 def _conventions(cfg, result, data) -> dict[str, Any]:
     """The metric conventions a results file reports, in words (what a paper comparison needs to know)."""
+    from fairmt.eval.classification import TRADEOFF_DEFINITION
+
     pos = result.positive_class
     f1 = (f"positive-class F1 (positive class {data.label_names[int(pos)] if str(pos).isdigit() else pos}) and "
           "macro-F1") if pos is not None else "macro-F1 and micro-F1 (no positive class: more than two classes)"
@@ -622,6 +680,8 @@ def _conventions(cfg, result, data) -> dict[str, Any]:
     return {"f1": f1, "delta_eo": eo, "auc": "roc_auc_score on softmax probabilities"
             + (" (one-vs-rest, macro)" if pos is None else " of the positive class"),
             "gap": "sqrt(mean_y GAP_y^2), GAP_y = sum_a |TPR_a,y - TPR_y| (Shen et al. Eq. 4, fairlib)",
+            "tradeoff": f"{TRADEOFF_DEFINITION}: a score relative to the compared models, so not in one run's "
+                        "results — `fairmt sweep`'s report gives it for every setting (dev.tradeoff, test.tradeoff)",
             "selection": sel, "signature": result.signature}
 
 

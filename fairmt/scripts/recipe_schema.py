@@ -278,6 +278,9 @@ class ClassificationData(Section):
     clm_rate: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.1
     backtranslate_model: Text | None = None
     pivot_lang: Text = "de"
+    label_subset: Annotated[list[Text], Field(min_length=2)] | None = Field(
+        None, description="the task labels kept (every split), re-indexed in this order: Shen et al.'s Table 2 is "
+                          "[nurse, surgeon] of Bias-in-Bios")
 
     @field_validator("fractions")
     @classmethod
@@ -322,8 +325,9 @@ class ClassificationMetrics(Section):
 class Inlp(Section):
     n_iterations: Count = 20
     by_class: bool = True
-    head: Literal["logistic_regression"] = Field(
-        "logistic_regression", description="the head on the guarded representations (a logistic regression)")
+    head: Literal["logistic_regression", "finetune"] = Field(
+        "logistic_regression", description="the head on the guarded representations: a logistic regression, or the "
+                                           "model's own head fine-tuned on them with the stage2 options (Chi et al.)")
 
 
 class ClassificationBalance(Section):

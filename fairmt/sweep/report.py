@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fairmt.errors import FairmtError
+from fairmt.eval.classification import TRADEOFF_DEFINITION as _TRADEOFF
 from fairmt.sweep.results import family, flatten, percent_splits, read_results
 
 FORMAT = "fairmt-sweep/1"
@@ -173,6 +174,7 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
                          "points": [{"setting": settings[i]["id"], "overrides": settings[i]["overrides"],
                                      **{n: settings[i]["mean"][n] for n in names}} for i in idx]}
     done = [s for s in settings if s["n"]]
+    tradeoff = shen_tradeoff(done, percent)  # Shen et al.'s column, across the settings
     by_rule = {}
     for rule in CRITERIA:
         idx, why = select([s["mean"] for s in done], rule, spec, percent)
@@ -210,6 +212,7 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
         "front_auc": front_auc(settings, spec, percent, list(fronts)),
         "selection": {"split": "dev", "rule": spec.select, "by_rule": by_rule},
         "selected": selected,
+        "shen_tradeoff": tradeoff,
     }
 
 
@@ -247,6 +250,29 @@ def front_auc(settings: list[dict[str, Any]], spec, percent: bool, splits: list[
     return out
 
 
+TRADEOFF_DEFINITION = (f"{_TRADEOFF}; the compared models are the sweep's settings, scored on their mean metrics")
+
+
+def shen_tradeoff(settings: list[dict[str, Any]], percent: bool) -> dict[str, Any] | None:
+    """Shen et al.'s Tradeoff of every finished setting (:func:`fairmt.eval.classification.tradeoff_scores`) on the
+    dev and the test means, where the results hold accuracy, GAP and both leakages; adds ``tradeoff`` to each
+    setting's ``mean`` as ``dev.tradeoff`` / ``test.tradeoff``. None when no split has the four metrics."""
+    from fairmt.eval.classification import tradeoff_scores
+
+    scale = 100.0 if percent else 1.0
+    out: dict[str, Any] = {"definition": TRADEOFF_DEFINITION, "splits": []}
+    for split in ("dev", "test"):
+        names = [f"{split}.{m}" for m in ("accuracy", "gap", "leakage_h", "leakage_yhat")]
+        if not settings or not all(all(n in s["mean"] and s["mean"][n] is not None for n in names)
+                                   for s in settings):
+            continue
+        cols = [[s["mean"][n] / scale for s in settings] for n in names]
+        for s, score in zip(settings, tradeoff_scores(*cols)):
+            s["mean"][f"{split}.tradeoff"] = score
+        out["splits"].append(split)
+    return out if out["splits"] else None
+
+
 def _split(d: dict[str, Any], prefix: str) -> dict[str, Any]:
     return {k: v for k, v in d.items() if k.startswith(prefix)}
 
@@ -261,7 +287,9 @@ def _cell(s: dict[str, Any], name: str, digits: int = 2) -> str:
 
 def columns(report: dict[str, Any]) -> list[str]:
     """The table's metric columns: the objectives and trade-off metrics (dev) and every ``test.*`` metric."""
-    dev = list(dict.fromkeys([o["metric"] for o in report["objectives"]] + [a["metric"] for a in report["tradeoff"]]))
+    dev = list(dict.fromkeys([o["metric"] for o in report["objectives"]] + [a["metric"] for a in report["tradeoff"]]
+                             + (["dev.tradeoff"] if any("dev.tradeoff" in s["mean"] for s in report["settings"])
+                                else [])))
     tests = sorted({n for s in report["settings"] for n in s["mean"] if n.startswith("test.")})
     tests = [t for t in (_test_name(d) for d in dev) if t in tests] + [t for t in tests if t not in
                                                                          {_test_name(d) for d in dev}]
@@ -289,6 +317,8 @@ def render_markdown(report: dict[str, Any]) -> str:
               "seeds (ddof = 1). `front`: on the Pareto front of the trade-off "
               f"({', '.join(a['metric'] + ' ' + a['direction'][:3] for a in report['tradeoff'])}).", ""]
     lines.append(markdown_table(rows, ["setting", *keys, "n", *cols, "note"], digits=2))
+    if report.get("shen_tradeoff"):
+        lines += ["", f"`dev.tradeoff` / `test.tradeoff`: {report['shen_tradeoff']['definition']}."]
     lines += ["", "## Selection (dev metrics only)", ""]
     for rule, res in report["selection"]["by_rule"].items():
         star = " ← `--select`" if rule == report["selection"]["rule"] else ""

@@ -10,10 +10,12 @@ Four operations on whitespace tokens, each applied to ``n = max(1, round(α·len
 * random swap (RS): swap two random words, ``n`` times;
 * random deletion (RD): delete each word with probability α (never all of them).
 
-Synonyms come from ``synonyms`` (a mapping word → synonyms or a callable); with none given, WordNet through NLTK is
-used when NLTK and its ``wordnet`` corpus are installed. Without any synonym source SR and RI cannot change the
-text: :func:`eda` then uses only RS and RD and says so once with a warning (it never pretends to have replaced
-synonyms). Deterministic for a given ``seed``.
+Synonyms come from ``synonyms`` (a mapping word → synonyms or a callable); with none given, WordNet 3.0 through
+NLTK's WordNet reader (:func:`wordnet_synonyms`): NLTK's own ``wordnet`` corpus (``python -m nltk.downloader
+wordnet``), else the system's WordNet 3.0 database (Debian/Ubuntu ``apt-get install wordnet-base``:
+``/usr/share/wordnet``, or ``$WORDNET_DIR``). ``pip install 'fairmt[eda]'`` installs NLTK. Without a synonym source SR
+and RI cannot change the text: ``EDA(..., require_all=True)`` — what the recipes use — then stops with one line
+saying how to install it; otherwise only RS and RD run, with a warning. Deterministic for a given ``seed``.
 """
 
 from __future__ import annotations
@@ -39,18 +41,84 @@ SynonymSource = Mapping[str, Sequence[str]] | Callable[[str], Sequence[str]]
 OPERATIONS = ("sr", "ri", "rs", "rd")
 
 
+WORDNET_LEXNAMES = (
+    "adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute noun.body noun.cognition "
+    "noun.communication noun.event noun.feeling noun.food noun.group noun.location noun.motive noun.object "
+    "noun.person noun.phenomenon noun.plant noun.possession noun.process noun.quantity noun.relation noun.shape "
+    "noun.state noun.substance noun.time verb.body verb.change verb.cognition verb.communication verb.competition "
+    "verb.consumption verb.contact verb.creation verb.emotion verb.motion verb.perception verb.possession "
+    "verb.social verb.stative verb.weather adj.ppl"
+).split()
+"""WordNet 3.0's lexicographer files in number order (lexnames(5WN)): the one file of NLTK's corpus layout that the
+system database (``/usr/share/wordnet``) does not ship."""
+
+INSTALL_HINT = ("install NLTK and WordNet 3.0: `pip install 'fairmt[eda]'`, then `python -m nltk.downloader wordnet` "
+                "(or, on Debian/Ubuntu, `apt-get install wordnet-base`)")
+
+
+def _system_wordnet() -> str | None:
+    """An NLTK data folder holding ``corpora/wordnet``: copies of the system WordNet 3.0 database's files (28 MB,
+    once: NLTK refuses symbolic and hard links out of a corpus folder) and the ``lexnames`` file it lacks, under
+    ``$FAIRMT_CACHE/wordnet`` (default ``~/.cache/fairmt/wordnet``)."""
+    import os
+    from pathlib import Path
+
+    source = Path(os.environ.get("WORDNET_DIR", "/usr/share/wordnet"))
+    if not ((source / "data.noun").is_file() and (source / "index.noun").is_file()):
+        return None
+    root = Path(os.environ.get("FAIRMT_CACHE", Path.home() / ".cache" / "fairmt")) / "wordnet"
+    corpus = root / "corpora" / "wordnet"
+    corpus.mkdir(parents=True, exist_ok=True)
+    import shutil
+
+    for f in source.iterdir():
+        target = corpus / f.name
+        if f.is_file() and not target.exists():
+            tmp = corpus / f"{f.name}.{os.getpid()}"
+            shutil.copyfile(f, tmp)
+            os.replace(tmp, target)  # whole or absent, whoever else makes it too
+    lexnames = corpus / "lexnames"
+    if not lexnames.exists():
+        tmp = corpus / f"lexnames.{os.getpid()}"
+        category = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}  # the syntactic category column of lexnames
+        tmp.write_text("".join(f"{i:02d}\t{name}\t{category[name.split('.')[0]]}\n"
+                               for i, name in enumerate(WORDNET_LEXNAMES)), encoding="utf-8")
+        os.replace(tmp, lexnames)
+    return str(root)
+
+
 def wordnet_synonyms() -> Callable[[str], list[str]] | None:
-    """A WordNet synonym function through NLTK, or ``None`` when NLTK or its wordnet corpus is missing."""
+    """A WordNet 3.0 synonym function through NLTK's WordNet reader (NLTK's ``wordnet`` corpus, else the system
+    database, see the module docstring), or ``None`` when NLTK or the database is missing."""
+    try:
+        import nltk  # type: ignore[import-not-found]
+        from nltk.corpus.reader.wordnet import WordNetCorpusReader  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    reader = None
     try:
         from nltk.corpus import wordnet  # type: ignore[import-not-found]
 
         wordnet.synsets("test")
-    except Exception:  # noqa: BLE001 - not installed, or corpus not downloaded
+        reader = wordnet
+    except Exception:  # noqa: BLE001 - NLTK's corpus not downloaded
+        system = _system_wordnet()
+        if system is not None:
+            if system not in nltk.data.path:
+                nltk.data.path.append(system)
+            try:
+                with warnings.catch_warnings():  # "multilingual functions are not available": none are used
+                    warnings.simplefilter("ignore", UserWarning)
+                    reader = WordNetCorpusReader(nltk.data.find("corpora/wordnet"), None)
+                reader.synsets("test")
+            except Exception:  # noqa: BLE001 - an unreadable database
+                reader = None
+    if reader is None:
         return None
 
     def synonyms(word: str) -> list[str]:
         out = []
-        for syn in wordnet.synsets(word):
+        for syn in reader.synsets(word):
             for lemma in syn.lemmas():
                 name = re.sub(r"[^a-z ]", "", lemma.name().replace("_", " ").replace("-", " ").lower()).strip()
                 if name and name != word and name not in out:
@@ -68,6 +136,8 @@ class EDA:
         operations: subset of ``("sr", "ri", "rs", "rd")``; each augmented copy applies one of them.
         synonyms: a mapping or callable giving synonyms of a (lower-cased) word; default WordNet when available.
         seed: seed of the internal ``random.Random``.
+        require_all: stop with a :class:`~fairmt.errors.FairmtError` when synonym replacement or insertion is asked
+            for and no synonym source exists (instead of a warning and swap/deletion only).
 
     Example::
 
@@ -81,6 +151,7 @@ class EDA:
         operations: Sequence[str] = OPERATIONS,
         synonyms: SynonymSource | None = None,
         seed: int = 0,
+        require_all: bool = False,
     ) -> None:
         if not 0.0 < alpha < 1.0:
             raise FairmtError(f"EDA alpha must be in (0, 1), got {alpha}")
@@ -94,6 +165,9 @@ class EDA:
         self._syn = synonyms
         ops = list(operations)
         if self._syn is None and any(o in ("sr", "ri") for o in ops):
+            if require_all:
+                raise FairmtError(f"EDA needs WordNet for synonym replacement and insertion (two of its four "
+                                  f"operations): {INSTALL_HINT}")
             warnings.warn(
                 "EDA: no synonym source (pass synonyms=... or install nltk with the wordnet corpus); "
                 "synonym replacement and insertion are disabled, using random swap/deletion only",
