@@ -45,6 +45,7 @@ PARSE: dict[str, typing.Callable[[Env], list[str]]] = {
     "data fairseq-prep": lambda e: ["data", "fairseq-prep", "--input", e.w("pairs.jsonl"), "--out", e.t("prep")],
     "data verify": lambda e: ["data", "verify", "winomt"],
     "push": lambda e: ["push", e.w("mt"), "me/tiny"],
+    "plot embeddings": lambda e: ["plot", "embeddings", e.w("preds.jsonl"), "--out", e.t("emb.png")],
 }
 # Values never generated, with the reason: they would leave this machine or wait on it.
 NOT_GENERATED = {("--backend", "openai"): "an endpoint on the network", ("--backend", "causal-lm"): "loads an LLM"}

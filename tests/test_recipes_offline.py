@@ -66,6 +66,7 @@ RUN_ELSEWHERE: dict[str, str] = {
 DRY_RUN = [
     "ccd/bert_tuples_lora",  # a local bert-large-uncased folder and the user's tuple file
     "ccd/bert_large_paper", "ccd/roberta_base_paper",  # the CCD paper's full fine-tuning: the Hub and the user's tuples
+    "classification/fcl_bios_nurse_surgeon",  # fcl_bios (run in test_paper_recipes) on two professions
     "gacl/nllb1.3b_en-de", "gacl/nllb600m_en-de", "gacl/small100_en-de", "gacl/small100_en-de_balanced",
     "gacl/small100_en-de_gfst", "gacl/small100_en-de_handcrafted", "gacl/small100_en-de_lora",
     "gacl/small100_en-de_official",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 def register(groups) -> None:
-    from fairmt.commands._options import PLOT_SUFFIXES, count, output_file, seed
+    from fairmt.commands._options import PLOT_SUFFIXES, count, number, output_file, seed
 
     p = groups["top"].add_parser("plot", help="figures from a run's outputs (plot embeddings: t-SNE / PCA)")
     sub = p.add_subparsers(dest="plot_command", metavar="FIGURE")
@@ -20,7 +20,7 @@ def register(groups) -> None:
     e.add_argument("--per-label", type=count(1), default=100, metavar="N",
                    help="random rows per task label (Shen et al. Fig. 4: 100); 0 is refused, use a large N for all")
     e.add_argument("--seed", type=seed, default=0, help="seed of the sample and of the projection")
-    e.add_argument("--perplexity", type=float, default=30.0, help="t-SNE perplexity (capped below n/3)")
+    e.add_argument("--perplexity", type=number(0.0, low_open=True), default=30.0, help="t-SNE perplexity (capped below n/3)")
     e.add_argument("--title", default="", help="the figure's title")
     e.set_defaults(handler=_embeddings)
 
