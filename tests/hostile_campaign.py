@@ -715,6 +715,7 @@ OVERWRITE_ARGV: dict[str, tuple[str, Callable[[Env], list[str]]]] = {
     "data corpora": ("any", lambda e: ["data", "corpora", "--output-dir", e.t("home")]),
     "push": ("error", lambda e: ["push", e.t("mt-copy"), "me/tiny", "--results", e.w("run.json"), "--dry-run",
                                  e.t("home")]),
+    "plot embeddings": ("any", lambda e: ["plot", "embeddings", e.w("preds.jsonl"), "--out", e.t("home", "emb.png")]),
     "augment llm": ("error", lambda e: ["augment", "llm", "--input", e.w("texts.txt"), "--output", e.t("home"),
                                         "--url", "http://127.0.0.1:9/v1", "--model", "m", "--retries", "0"]),
     "eval mt-bias": ("any", lambda e: [*BASES["eval mt-bias"](e), "--output-dir", e.t("home"), "--json",

@@ -473,7 +473,7 @@ COVERED: dict[str, list[str]] = {
     **{cmd: ["test_file_outputs_replace_only_the_named_file"] for cmd in (
         "eval winomt", "eval geneval", "eval flores", "eval mt-bias", "eval embeddings", "eval stereoset",
         "eval classification", "eval linear-probe", "report", "augment cda", "augment llm", "data download",
-        "data corpora")},
+        "data corpora", "plot embeddings")},
 }
 """Per command with ``--overwrite``: the tests here that cover it (the campaign's guard checks every command is
 listed; the file-output commands share one test of the rule they share, and each has its own campaign case)."""

@@ -198,7 +198,8 @@ def test_report_matches_hand_computation_and_brute_force(killed_then_joined):
     for s in report["settings"]:
         h = hand[s["overrides"]["training.learning_rate"]]
         assert s["n"] == 2 and s["seeds"] == [0, 1]
-        assert set(s["mean"]) == set(h)
+        # plus Shen et al.'s Tradeoff, derived over the settings compared (tests/test_shen_tradeoff.py)
+        assert set(s["mean"]) == set(h) | {"dev.tradeoff", "test.tradeoff"}
         for k, (m, sd, n) in h.items():
             assert n == 2 and s["mean"][k] == pytest.approx(m, rel=1e-12, abs=1e-12), k
             assert s["std"][k] == pytest.approx(sd, rel=1e-9, abs=1e-12), k

@@ -369,6 +369,8 @@ def intersectional_groups(groups: Any, group_values: Sequence | None = None
     """
     from collections.abc import Mapping
 
+    if not isinstance(groups, Mapping) and not hasattr(groups, "__len__") and hasattr(groups, "__iter__"):
+        groups = list(groups)  # a generator or other one-pass iterable: read once, here
     if isinstance(groups, Mapping):
         names = [str(k) for k in groups]
         cols = [list(v) for v in groups.values()]
