@@ -340,7 +340,10 @@ def alive(trial, grace: float) -> bool:
         return now - start < grace
     if owner.get("host") == HOST:
         return _pid_alive(int(owner["pid"]), float(owner["pid_started"]))
-    beat = float(trial.user_attrs.get(HEARTBEAT, owner.get("pid_started", 0)))
+    # before the first heartbeat (it comes grace/4 after the trial starts), the trial's own start: the worker's
+    # process start would declare a trial dead at once when that worker had run other trials first
+    start = trial.datetime_start.timestamp() if trial.datetime_start else now
+    beat = float(trial.user_attrs.get(HEARTBEAT, max(start, float(owner.get("pid_started", 0)))))
     return now - beat < grace
 
 
