@@ -118,3 +118,11 @@ def test_winomt_perturbed_translations_score_as_clean(shared_data, tmp_path, lan
     for key in ("accuracy", "delta_g", "delta_r", "f1_male", "f1_female", "n_unknown"):
         assert getattr(got, key) == pytest.approx(getattr(ref, key)), key
     assert f"|text:{TEXT_NORM}|" in got.signature
+
+
+def test_the_fast_path_knows_every_space_separator():
+    """The fast path's fixed list is Unicode's own set of space separators (besides " ")."""
+    from fairmt.data.text import SPACE_SEPARATORS
+
+    every = {chr(c) for c in range(0x110000) if c != 0x20 and unicodedata.category(chr(c)) in ("Zs", "Zl", "Zp")}
+    assert set(SPACE_SEPARATORS) == every
