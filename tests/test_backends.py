@@ -6,6 +6,7 @@ import json
 import random
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -139,6 +140,14 @@ def test_ct2_conversion_is_keyed_by_content_not_path(trained_dir, tmp_path):
     assert get_backend("ctranslate2", tm).path == d.path and (d.path / "model.bin").is_file()
     assert d.translate(HELD_OUT[:2], "en", "de", num_beams=2, max_new_tokens=10) == c.translate(
         HELD_OUT[:2], "en", "de", num_beams=2, max_new_tokens=10)
+    # the temporary copy of the in-memory weights is removed once the model is gone (it stayed in /tmp before)
+    source = Path(tm._fairmt_ct2_folder[1])
+    assert source.is_dir()
+    del tm, d
+    import gc
+
+    gc.collect()
+    assert not source.exists()
 
 
 @needs_ct2

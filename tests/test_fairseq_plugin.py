@@ -13,6 +13,7 @@ import random
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -155,14 +156,17 @@ def test_prep_without_fairseq_names_the_install_step(monkeypatch, tmp_path):
 
 # ---- in-process: the criterion against fairmt.losses ---------------------------------------------------------------
 
+# The in-process setups parse fairseq's training arguments, which need a --save-dir; nothing is written there. One
+# folder for the module, removed when the worker exits (a mkdtemp per call left ~80 folders in /tmp per suite run).
+_UNUSED_SAVE_DIR = tempfile.TemporaryDirectory(prefix="fairmt-fairseq-")
+
+
 def _setup(data_dir, *extra, seed=0):
     from fairseq import options, tasks
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
     parser = options.get_training_parser()
-    import tempfile
-
-    save_dir = tempfile.mkdtemp(prefix="fairmt-fairseq-")  # never fairseq's default ./checkpoints in the checkout
+    save_dir = _UNUSED_SAVE_DIR.name  # never fairseq's default ./checkpoints in the checkout; nothing is saved
     args = options.parse_args_and_arch(parser, [str(data_dir), *TRAIN, "--batch-size", "8", "--dropout", "0",
                                                 "--save-dir", save_dir, *extra])
     cfg = convert_namespace_to_omegaconf(args)
@@ -411,9 +415,7 @@ def _setup_ml(data, *extra):
     from fairseq import options, tasks, utils
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
-    import tempfile
-
-    save_dir = tempfile.mkdtemp(prefix="fairmt-fairseq-")  # never fairseq's default ./checkpoints in the checkout
+    save_dir = _UNUSED_SAVE_DIR.name  # never fairseq's default ./checkpoints in the checkout; nothing is saved
     args = options.parse_args_and_arch(options.get_training_parser(),
                                        _ml_args(data, "--dropout", "0", "--save-dir", save_dir, *extra))
     cfg = convert_namespace_to_omegaconf(args)

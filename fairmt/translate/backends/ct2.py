@@ -24,6 +24,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -215,7 +216,12 @@ class CT2Translator:
         memo = getattr(tm, "_fairmt_ct2_folder", None)
         if memo and memo[0] == fp and Path(memo[1]).is_dir():
             return Path(memo[1])
+        if memo:  # the model was trained since: its older copy goes now, not at exit
+            shutil.rmtree(memo[1], ignore_errors=True)
         folder = Path(tempfile.mkdtemp(prefix="fairmt-ct2-src-"))
+        # Removed when the model is garbage-collected or at interpreter exit, whichever comes first: a full copy of
+        # the weights per in-memory model must not stay in the temporary folder after the run.
+        weakref.finalize(tm, shutil.rmtree, str(folder), True)
         tm.model.save_pretrained(folder)
         tm.tokenizer.save_pretrained(folder)
         tm._fairmt_ct2_folder = (fp, str(folder))
