@@ -39,7 +39,7 @@ def load_pymorphy(lang: str, dictionary: str | None = None):
         raise FairmtError(f"pymorphy3 dictionary for '{lang}' is not installed: pip install pymorphy3-dicts-{lang}") from err
     try:
         for d in morph.dictionary.prediction_suffixes_dawgs:
-            next(iter(d.items()), None)
+            next(d.iteritems(), None)  # one record; ``items()`` would unpack all of them (~190k, seconds)
     except struct.error:
         current = pm_dawg.PredictionSuffixesDAWG.DATA_FORMAT
         pm_dawg.PredictionSuffixesDAWG.DATA_FORMAT = ">HHH"  # pymorphy2's layout
