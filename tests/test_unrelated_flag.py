@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from fairmt.eval.degenerate import UNRELATED_CHRF, degenerate_counts, describe, unrelated_lines
+from fairmt.eval.degenerate import UNRELATED_CHRF, chrfpp_scores, degenerate_counts, describe, unrelated_lines
 
 LANGS = ["de", "es", "fr", "it", "ru", "uk", "he", "ar"]
 
@@ -33,6 +33,22 @@ def test_no_real_system_is_flagged_and_fluent_wrong_content_is(shared_data, lang
         random.Random(0).shuffle(shuffled)
         flags = unrelated_lines(shuffled, ref)
         assert sum(flags) > 0.4 * len(flags), f"{system} {lang}: {sum(flags)} of {len(flags)}"
+
+
+@pytest.mark.data
+def test_one_pass_chrfpp_equals_sacrebleus_corpus_and_sentence_scores(shared_data):
+    """The corpus figure and every line's figure from one pass equal sacrebleu's public ``corpus_score`` and
+    ``sentence_score`` exactly (real outputs, 300 lines, with an empty and a punctuation-only line)."""
+    from sacrebleu.metrics import CHRF
+
+    ref = _outputs(shared_data, "google", "de")[:300]
+    hyp = _outputs(shared_data, "bing", "de")[:298] + ["", " ..."]
+    corpus, sentences, signature = chrfpp_scores(hyp, ref)
+    chrf = CHRF(word_order=2)
+    assert corpus == chrf.corpus_score(hyp, [ref]).score and signature == str(chrf.get_signature())
+    assert sentences == [chrf.sentence_score(h, [r]).score for h, r in zip(hyp, ref)]
+    with pytest.raises(ValueError, match="2 hypotheses for 1 references"):
+        chrfpp_scores(["a", "b"], ["a"])
 
 
 def test_a_few_low_lines_are_not_flagged_a_file_of_them_is():

@@ -94,30 +94,48 @@ def degenerate_reasons(text: str, script: str | None) -> list[str]:
     return out
 
 
-def unrelated_lines(hypotheses: Sequence[str], references: Sequence[str]) -> list[bool]:
-    """Per line, whether it counts as **unrelated** to its source (see the module docstring): sentence chrF++
-    (sacrebleu, ``word_order=2``) against its own reference below :data:`UNRELATED_CHRF`, in a file where at least
-    :data:`UNRELATED_SHARE` of the lines are so; all False otherwise."""
+def chrfpp_scores(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[float, list[float], str]:
+    """chrF++ (sacrebleu, ``word_order=2``) of the corpus and of each line against its own reference, from ONE pass
+    over the lines: sacrebleu's per-line statistics (``_extract_corpus_statistics``, the same ones its paired
+    bootstrap reuses) are aggregated once per line and once summed, so each equals ``corpus_score`` /
+    ``sentence_score`` exactly (tests/test_unrelated_flag.py) at the cost of one ``corpus_score``. Returns the corpus
+    score, the line scores and sacrebleu's signature of the corpus score."""
     from sacrebleu.metrics import CHRF
 
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
     chrf = CHRF(word_order=2)
-    low = [bool(h.strip()) and chrf.sentence_score(h, [r]).score < UNRELATED_CHRF
-           for h, r in zip(hypotheses, references)]
+    stats = chrf._extract_corpus_statistics(list(hypotheses), [list(references)])
+    sentences = [chrf._aggregate_and_compute([s]).score for s in stats]
+    return chrf._aggregate_and_compute(stats).score, sentences, str(chrf.get_signature())
+
+
+def unrelated_lines(hypotheses: Sequence[str], references: Sequence[str],
+                    sentence_chrf: Sequence[float] | None = None) -> list[bool]:
+    """Per line, whether it counts as **unrelated** to its source (see the module docstring): sentence chrF++
+    (sacrebleu, ``word_order=2``) against its own reference below :data:`UNRELATED_CHRF`, in a file where at least
+    :data:`UNRELATED_SHARE` of the lines are so; all False otherwise. ``sentence_chrf``: those scores, when the
+    caller already has them (:func:`chrfpp_scores`)."""
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
+    if sentence_chrf is None:
+        sentence_chrf = chrfpp_scores(hypotheses, references)[1]
+    low = [bool(h.strip()) and score < UNRELATED_CHRF for h, score in zip(hypotheses, sentence_chrf)]
     if not low or sum(low) < UNRELATED_SHARE * len(low):
         return [False] * len(low)
     return low
 
 
-def degenerate_counts(hypotheses: Sequence[str], lang: str, references: Sequence[str] | None = None) -> dict:
+def degenerate_counts(hypotheses: Sequence[str], lang: str, references: Sequence[str] | None = None,
+                      sentence_chrf: Sequence[float] | None = None) -> dict:
     """Counts of degenerate hypotheses for target language ``lang``: ``n``, ``degenerate`` (lines with any reason),
     one count per reason, ``script`` (the script checked, None if unknown) and up to three ``examples``
     (line number from 1, the reasons, the first 60 characters). ``references`` (one per hypothesis, its own) turn
-    on the ``unrelated`` check; without them ``unrelated`` is None (not checked)."""
+    on the ``unrelated`` check; without them ``unrelated`` is None (not checked). ``sentence_chrf``: each line's chrF++
+    against its reference, when the caller computed it already (:func:`chrfpp_scores`)."""
     script = target_script(lang)
     counts: dict = {r: 0 for r in REASONS}
-    unrelated = unrelated_lines(hypotheses, references) if references is not None else None
+    unrelated = unrelated_lines(hypotheses, references, sentence_chrf) if references is not None else None
     if unrelated is None:
         counts["unrelated"] = None
     flagged = 0
@@ -157,5 +175,5 @@ def describe(what: str, counts: dict | None) -> str | None:
     return f"{what}: {counts['degenerate']} of {counts['n']} translations degenerate ({reasons}){example}"
 
 
-__all__ = ["REASONS", "UNRELATED_CHRF", "UNRELATED_SHARE", "degenerate_counts", "unrelated_lines", "degenerate_reasons", "describe", "in_script_fraction", "is_repetitive",
+__all__ = ["REASONS", "UNRELATED_CHRF", "UNRELATED_SHARE", "chrfpp_scores", "degenerate_counts", "unrelated_lines", "degenerate_reasons", "describe", "in_script_fraction", "is_repetitive",
            "merge_counts", "target_script"]

@@ -232,12 +232,9 @@ def score_counterfactual(
     em = sum(j.explicit_correct for j in jm)
     ef = sum(j.explicit_correct for j in jf)
     acc_m, acc_f, eacc_m, eacc_f = _pct(cm, n), _pct(cf, n), _pct(em, n), _pct(ef, n)
-    from sacrebleu.metrics import CHRF
+    from fairmt.eval.degenerate import chrfpp_scores, degenerate_counts
 
-    from fairmt.eval.degenerate import degenerate_counts
-
-    chrf = CHRF(word_order=2)
-    chrfpp = chrf.corpus_score(hyps, [refs]).score
+    chrfpp, sentence_chrf, chrf_sig = chrfpp_scores(hyps, refs)  # one pass: the corpus figure and the unrelated check
     return GenEvalResult(
         lang=lang,
         split=split,
@@ -254,8 +251,8 @@ def score_counterfactual(
         hypothesis_explicit_accuracy=_pct(em + ef, 2 * n),
         signature=geneval_signature("counterfactual", split, lang, n),
         chrfpp=chrfpp,
-        chrf_signature=f"{chrf.get_signature()}|text:{TEXT_NORM}",
-        degenerate=degenerate_counts(hyps, lang, references=refs),
+        chrf_signature=f"{chrf_sig}|text:{TEXT_NORM}",
+        degenerate=degenerate_counts(hyps, lang, references=refs, sentence_chrf=sentence_chrf),
     )
 
 
