@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 
 import pytest
-
-import procs
 
 from fairmt.cli import build_parser, main
 
@@ -60,21 +57,6 @@ def test_line_progress_turns_bars_into_a_line_every_ten_percent():
     percents = [int(line.split("%")[0].split()[-1]) for line in bars]
     assert percents == [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]  # 50 updates, 11 lines: each step once
     assert all("<" in line for line in bars)  # tqdm's elapsed<remaining: the ETA
-
-
-@pytest.mark.slow
-def test_fairmt_demo_2_to_a_log_file_writes_no_carriage_return(tmp_path):
-    """``fairmt demo 2>log`` (its smallest settings, progress bars on): the log has the bars as lines, no \\r."""
-    log = tmp_path / "log"
-    with log.open("w") as fh:
-        done = procs.run([sys.executable, "-m", "fairmt", "demo", "--output-dir", str(tmp_path / "demo"), "--seeds",
-                          "1", "--pretrain-steps", "30", "--finetune-steps", "6", "--threads", "1"],
-                         stdout=procs.subprocess.PIPE, stderr=fh, timeout=300)
-    text = log.read_text(encoding="utf-8")
-    assert done.returncode == 0, text[-2000:]
-    assert "\r" not in text and "\x1b[" not in text
-    assert any("%|" in line and "/30 [" in line for line in text.splitlines())  # the pretraining bar, as lines
-    assert len(text.splitlines()) < 120
 
 
 def test_eval_commands_default_device_is_where_the_model_loads():
