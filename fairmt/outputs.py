@@ -504,6 +504,34 @@ def _holder(fd: int) -> str:
     return f"pid {info.get('pid')} on {info.get('host')}, `{info.get('command')}`, started {started}"
 
 
+def _in_use(p: Path, what: str, holder: str, flag: str) -> FairmtError:
+    return FairmtError(f"{p}: the {what} is in use by another fairmt run ({holder}); wait for it to finish, or choose "
+                       f"another {flag or what}")
+
+
+def refuse_if_in_use(path: str | os.PathLike, what: str = "output folder", *, flag: str = "") -> None:
+    """Refuse ``path`` now, with :func:`claim_run_dir`'s message, when a live run holds it; take nothing. For a
+    command to say so before its imports and checks (seconds), not after them: the claim itself comes later and
+    decides (a run that starts in between is refused there)."""
+    import fcntl
+
+    p = Path(path).expanduser()
+    if os.path.realpath(p) in _HELD:
+        return
+    try:
+        fd = os.open(p / LOCK_NAME, os.O_RDONLY)
+    except OSError:  # no lock file (a new folder) or unreadable: the claim decides
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise _in_use(p, what, _holder(fd), flag) from None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 def claim_run_dir(path: str | os.PathLike, what: str = "output folder", *, overwrite: bool = False,
                   resumable: bool = False, inputs: Iterable[str | os.PathLike] = (), flag: str = "",
                   markers: Iterable[str] = ()) -> Path:
@@ -532,8 +560,7 @@ def claim_run_dir(path: str | os.PathLike, what: str = "output folder", *, overw
         except BlockingIOError:
             holder = _holder(fd)
             os.close(fd)
-            raise FairmtError(f"{p}: the {what} is in use by another fairmt run ({holder}); wait for it to finish, "
-                              f"or choose another {flag or what}") from None
+            raise _in_use(p, what, holder, flag) from None
     try:
         if overwrite:  # checked again under the lock: what is removed is what the plan says now
             plan = check_overwrite(p, what, inputs=inputs, flag=flag, markers=markers)

@@ -141,6 +141,31 @@ def test_a_second_train_into_a_running_runs_folder_is_refused_naming_the_holder(
         release_run_dir()
 
 
+def test_a_folder_in_use_is_refused_before_torch_loads(tmp_path):
+    """The refusal comes before the recipe's validation imports torch and transformers (0.3 s, not 5 s): the lock
+    is held here through another open file, as another process holds it."""
+    import fcntl
+
+    from fairmt.outputs import LOCK_NAME
+
+    run = tmp_path / "run"
+    run.mkdir()
+    fd = os.open(run / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, json.dumps({"pid": 4242, "host": "elsewhere", "command": "fairmt train x", "started": 0}).encode())
+        code = ("import sys; from fairmt.cli import main; "
+                f"rc = main(['train', 'gacl/tiny_offline', '--output-dir', {str(run)!r}]); "
+                "print('rc', rc, 'torch' in sys.modules)")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    finally:
+        os.close(fd)
+    assert done.stdout.strip() == "rc 2 False", done.stdout + done.stderr
+    assert f"{run}: the output folder is in use by another fairmt run (pid 4242 on elsewhere" in done.stderr
+    assert sorted(p.name for p in run.iterdir()) == [LOCK_NAME]  # nothing else was made
+
+
 # ---------------------------------------------------------------------------------------------- one cache
 
 

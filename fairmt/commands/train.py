@@ -75,7 +75,7 @@ def resolve_recipe_path(path: str | Path) -> Path:
     return found
 
 
-def load_recipe(path: str | Path, overrides: list[str] | None = None) -> dict:
+def load_recipe(path: str | Path, overrides: list[str] | None = None, *, validate: bool = True) -> dict:
     import yaml
 
     from fairmt.data.inputs import read_text
@@ -91,9 +91,10 @@ def load_recipe(path: str | Path, overrides: list[str] | None = None) -> dict:
     config.setdefault("recipe_path", str(p.resolve()))
     if "method" not in config:
         raise FairmtError(f"recipe {p} has no 'method' key; choose one of {available_methods()}")
-    from fairmt.commands.recipe_schema import validate_recipe
+    if validate:  # (validation imports the trainers, torch with them: seconds)
+        from fairmt.commands.recipe_schema import validate_recipe
 
-    validate_recipe(config)
+        validate_recipe(config)
     return config
 
 
@@ -335,11 +336,16 @@ def set_output_dir(config: dict, folder: str) -> None:
 
 
 def _run(args) -> int:
-    config = load_recipe(args.recipe, args.overrides)
+    from fairmt.commands.recipe_schema import validate_recipe
+
+    config = load_recipe(args.recipe, args.overrides, validate=False)
     if getattr(args, "overwrite", False):
         config["overwrite"] = True
     if getattr(args, "output_dir", None):
         set_output_dir(config, args.output_dir)
+    if not getattr(args, "dry_run", False):
+        _refuse_a_folder_in_use(config)  # before validation imports torch and transformers (seconds)
+    validate_recipe(config)
     if getattr(args, "dry_run", False):
         text, found, summary = dry_run(config, verbose=getattr(args, "verbose", False))
         print(text)
@@ -361,3 +367,16 @@ def _run(args) -> int:
     resolve(config)  # the Trainer's own checks, as one line, before anything is built
     run_recipe(config)
     return 0
+
+
+def _refuse_a_folder_in_use(config: dict) -> None:
+    """A run folder named by the recipe that a live run holds is refused at once (the runner's claim decides; this
+    only says it before torch and transformers load). Main process only, as the claim."""
+    import os
+
+    from fairmt.outputs import refuse_if_in_use
+
+    own = config.get("method") in ("classification", "sampling")
+    folder = config.get("output_dir") if own else (config.get("training") or {}).get("output_dir")
+    if folder and isinstance(folder, str) and os.environ.get("RANK", "0") == "0":
+        refuse_if_in_use(folder, flag="output_dir" if own else "training.output_dir")
