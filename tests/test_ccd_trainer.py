@@ -270,7 +270,7 @@ def test_recipe_main_end_to_end_on_tiny_bert(tiny_bert_dir, tmp_path):
     assert 0 < res["utility"]["spearman_pairwise_cos"] <= 1
     assert (tmp_path / "run" / "cced_heldout.jsonl").is_file() and (tmp_path / "run" / "final").is_dir()
     with pytest.raises(FairmtError, match="data.tuples"):
-        main({"model": str(tiny_bert_dir), "data": {}})
+        main({"model": str(tiny_bert_dir), "data": {}, "training": {"output_dir": str(tmp_path / "no-data")}})
 
 
 @pytest.mark.slow
