@@ -98,7 +98,7 @@ def test_weighted_cross_entropy_is_fairlibs_batch_mean():
         float(torch.nn.functional.cross_entropy(logits, labels)))
 
 
-def test_trainer_ce_uses_the_instance_weights():
+def test_trainer_ce_uses_the_instance_weights(tmp_path):
     """The CE the Trainers log is the weighted one when the batch carries instance weights (collator → Trainer)."""
     from datasets import Dataset
 
@@ -113,7 +113,7 @@ def test_trainer_ce_uses_the_instance_weights():
     ds = Dataset.from_dict({"features": x, "labels": y, "group": g, "instance_weight": w.tolist()})
     torch.manual_seed(0)
     model = MLPClassifier(4, 2, hidden_dim=5, dropout=0.0)
-    args = FairContrastiveConfig(output_dir="unused", objective="ce", report_to=[], use_cpu=True)
+    args = FairContrastiveConfig(output_dir=str(tmp_path), objective="ce", report_to=[], use_cpu=True)
     trainer = FairContrastiveTrainer(model=model, args=args, train_dataset=ds, data_collator=ClassificationCollator())
     batch = ClassificationCollator()([ds[i] for i in range(8)])
     model.train()
