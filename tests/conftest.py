@@ -97,9 +97,25 @@ LONGEST_FIRST = [
 ]
 
 
+_CHILD_TMP: list = []
+
+
 def pytest_configure(config):
     if getattr(config.option, "dist", "no") == "loadfile":
         config.option.loadscopereorder = False  # keep the collection order below
+    # Child processes get a temporary folder of this pytest process's own, removed when it ends: launchers leave
+    # their logs behind (torchrun: a torchelastic_* folder per launch, ~20 per suite run in /tmp). This process and
+    # pytest's tmp_path keep the system one (gettempdir() caches it first).
+    import tempfile
+
+    tempfile.gettempdir()
+    _CHILD_TMP.append(tempfile.TemporaryDirectory(prefix="fairmt-test-children-"))
+    os.environ["TMPDIR"] = _CHILD_TMP[-1].name
+
+
+def pytest_unconfigure(config):
+    while _CHILD_TMP:
+        _CHILD_TMP.pop().cleanup()
 
 
 def pytest_collection_modifyitems(config, items):
