@@ -77,25 +77,23 @@ def _one_error_line(capsys, *expected: str) -> str:
 
 # ------------------------------------------------------------------------------------------ signals, real processes
 WORKER = r"""
-import os, sys
-from fairmt.sweep import engine
-from fairmt.cli import main
+import json, os, sys
+from pathlib import Path
+from fairmt.sweep.engine import SweepInterrupted, run_subprocess, run_sweep
+from fairmt.sweep.spec import SweepSpec
 
-real = engine.run_subprocess
-CHILD = ("import json, os, sys, time; from pathlib import Path; run = Path(sys.argv[1]); "
-         "open(sys.argv[2], 'a').write(str(run.parent) + chr(10)); "
-         "time.sleep(60) if os.environ.get('HANG') else None; run.mkdir(parents=True); "
-         "split = {'accuracy': 50.0, 'gap': 1.0, 'scale': 'percent'}; "
-         "(run / 'results.json').write_text(json.dumps({'dev': split, 'test': split}))")
+CHILD = ("import os, sys, time; open(sys.argv[2], 'a').write(sys.argv[1] + chr(10)); time.sleep(60)")
 
-def runner(cmd, log):  # the real subprocess runner on a stand-in `fairmt train`
+def runner(cmd, log):  # the real subprocess runner, on a stand-in `fairmt train` that hangs
     run_dir = json.loads([a for a in cmd if a.startswith("training.output_dir=")][0].split("=", 1)[1])
-    return real([sys.executable, "-c", CHILD, run_dir, os.environ["LEDGER"]], log)
+    return run_subprocess([sys.executable, "-c", CHILD, str(Path(run_dir).parent), os.environ["LEDGER"]], log)
 
-import json
-engine.run_subprocess = runner
-sys.exit(main(["sweep", "classification/fcl", "data.dataset=hatespeech", "model.type=embedding_bag",
-               "--grid", "training.learning_rate=0.001,0.02", "--output-dir", sys.argv[1]]))
+spec = SweepSpec.from_dict(json.loads(Path(sys.argv[1]).read_text()))
+try:
+    run_sweep(spec, runner=runner)
+except (KeyboardInterrupt, SweepInterrupted):  # what `fairmt sweep` does with them (fairmt.commands.sweep)
+    print("interrupted; run the same command again to resume", flush=True)
+    sys.exit(130)
 """
 
 
@@ -110,29 +108,35 @@ def _started(ledger: Path, n: int, proc, timeout: float = 60) -> list[str]:
     raise AssertionError(f"no run {n} started within {timeout} s")
 
 
-def test_sigterm_to_the_worker_then_ctrl_c_to_its_group_then_the_same_command_resumes(tmp_path):
-    """A scheduler's SIGTERM to the worker in the middle of its first run, then (the same command again) Ctrl-C to
-    the whole process group in the middle of the retried run: both exit 130 with the resume line, no process is
-    left; the third time the sweep finishes every run, each exactly once, and exits 0."""
-    out, ledger = tmp_path / "s", tmp_path / "ledger.txt"
-    env = procs.env({"LEDGER": str(ledger), "HANG": "1", "PYTHONUNBUFFERED": "1"})
+def test_sigterm_to_the_worker_then_ctrl_c_to_its_group_then_the_same_command_resumes(tmp_path, capsys,
+                                                                                        fake_runs):
+    """A scheduler's SIGTERM to a worker process in the middle of its first run (a real subprocess under the real
+    runner), then a second worker of the same sweep with Ctrl-C (SIGINT) to its whole process group in the middle
+    of the retried run: both exit 130 with the resume line, no traceback, no process left; then the same command
+    finishes every run, the interrupted one once, the other once, and exits 0. (The workers run the engine on the
+    command's spec: `fairmt sweep`'s import of the recipe machinery would cost seconds per process.)"""
+    from fairmt.sweep.spec import build_spec
+
+    out, ledger, spec_file = tmp_path / "s", tmp_path / "ledger.txt", tmp_path / "spec.json"
+    spec = build_spec(RECIPE, CHEAP, GRID[1:], [], "1", [], output_dir=str(out))
+    spec_file.write_text(json.dumps(spec.to_dict()))
+    env = procs.env({"LEDGER": str(ledger), "PYTHONUNBUFFERED": "1"})
     for n, (sig, group) in enumerate([(signal.SIGTERM, False), (signal.SIGINT, True)], start=1):
-        worker = procs.start(procs.python("-c", WORKER, out), env=env, stdout=procs.subprocess.PIPE,
+        worker = procs.start(procs.python("-c", WORKER, spec_file), env=env, stdout=procs.subprocess.PIPE,
                              stderr=procs.subprocess.PIPE, text=True)
         runs = _started(ledger, n, worker)
         time.sleep(0.2)  # the stand-in run is sleeping now
         os.killpg(worker.pid, sig) if group else os.kill(worker.pid, sig)
         stdout, stderr = procs.finish(worker, timeout=60)
-        assert worker.returncode == 130, stdout + stderr
-        assert "Run the same command again to resume" in stdout and "Traceback" not in stderr, stderr
+        assert worker.returncode == 130 and "run the same command again" in stdout, stdout + stderr
+        assert "Traceback" not in stderr, stderr
         assert not (Path(runs[-1]) / "done.json").exists()
     assert runs[0] == runs[1]  # the interrupted run was the one taken again
-    env.pop("HANG")
-    done = procs.run(procs.python("-c", WORKER, out), env=env, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "Traceback" not in done.stderr and "2/2 runs finished" in done.stdout, done.stdout
-    runs = ledger.read_text().splitlines()
-    assert len(runs) == 4 and len(set(runs)) == 2 and runs[:3] == [runs[0]] * 3  # the 2nd run ran once
+    assert _sweep(out, "--seeds", "1") == 0
+    shown = capsys.readouterr().out
+    assert "queued again" in shown and "2 run(s) trained, 0 reused; 2/2 runs finished" in shown, shown
+    trained = [str(Path(r).parent) for r in fake_runs]
+    assert len(set(trained)) == 2 and trained[0] == runs[0]  # the interrupted run first, then the other; once each
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{out / 'study.db'}")
     assert sorted(t.state.name for t in study.trials) == ["COMPLETE", "COMPLETE", "FAIL", "FAIL"]
 
