@@ -827,10 +827,268 @@ def _slow_cases() -> list[Case]:
     ]
 
 
+# ============================================================================ issue 45, helper relc: sweeps, images,
+# every evaluate-module argument and every download source (the guards in tests/test_campaign_guards.py read
+# EVALUATE_ARG_CASES, DOWNLOAD_SOURCE_CASES and CONFIG_RANGE_CASES)
+
+SWEEP45 = ["sweep", "classification/fcl", "--grid", "objective_args.fcl_beta=0.1,1"]
+
+
+def _sqlite_of_the_user(env: Env) -> None:
+    import sqlite3
+
+    con = sqlite3.connect(env.tmp / "mine.db")
+    con.execute("CREATE TABLE patients (id INTEGER, name TEXT)")
+    con.execute("INSERT INTO patients VALUES (1, 'x')")
+    con.commit()
+    con.close()
+
+
+def _finished_sweep_folder(env: Env, damage: str) -> None:
+    """A sweep folder as `fairmt sweep` leaves it after one finished run (spec, trial.json, done.json, results), then
+    damaged: ``done`` empties done.json, ``spec`` cuts sweep_spec.json in half."""
+    from fairmt.sweep.engine import prepare_folder, run_root
+    from fairmt.sweep.spec import build_spec
+
+    spec = build_spec("classification/fcl", [], ["objective_args.fcl_beta=0.1"], [], "1", [],
+                      output_dir=env.t("sweep"))
+    prepare_folder(spec)
+    root = run_root(spec, {"objective_args.fcl_beta": 0.1}, 0)
+    (root / "run").mkdir(parents=True)
+    split = {"accuracy": 60.0, "gap": 2.0, "scale": "percent"}
+    (root / "run" / "results.json").write_text(json.dumps({"dev": split, "test": split}))
+    (root / "trial.json").write_text(json.dumps({"setting": {"objective_args.fcl_beta": 0.1}, "seed": 0, "trial": 0}))
+    (root / "done.json").write_text("" if damage == "done" else json.dumps(
+        {"setting": {"objective_args.fcl_beta": 0.1}, "seed": 0, "trial": 0, "results": "run/results.json"}))
+    if damage == "spec":
+        text = (env.tmp / "sweep" / "sweep_spec.json").read_text()
+        (env.tmp / "sweep" / "sweep_spec.json").write_text(text[: len(text) // 2])
+
+
+def _sweep45_cases() -> list[Case]:
+    return [
+        Case("sweep --seeds 1,-1", "sweeps", lambda e: [*SWEEP45, "--seeds", "1,-1", "--output-dir", e.t("s")]),
+        Case("sweep --seeds 0,4294967296", "sweeps",
+             lambda e: [*SWEEP45, "--seeds", "0,4294967296", "--output-dir", e.t("s")]),
+        Case("sweep --storage the user's own SQLite database", "sweeps",
+             lambda e: [*SWEEP45, "--storage", f"sqlite:///{e.t('mine.db')}", "--output-dir", e.t("s")],
+             setup=_sqlite_of_the_user, protect=lambda e: [e.tmp / "mine.db"], exit0="data_loss"),
+        Case("sweep --storage the user's text file as journal", "sweeps",
+             lambda e: [*SWEEP45, "--storage", e.t("notes.txt"), "--output-dir", e.t("s")],
+             setup=lambda e: (e.tmp / "notes.txt").write_text("my notes\nline two\n"),
+             protect=lambda e: [e.tmp / "notes.txt"], exit0="data_loss"),
+        Case("sweep report with sweep_spec.json cut in half", "sweeps", lambda e: ["sweep", "report", e.t("sweep")],
+             setup=lambda e: _finished_sweep_folder(e, "spec")),
+        Case("sweep report with an emptied done.json (rebuilt)", "sweeps",
+             lambda e: ["sweep", "report", e.t("sweep")], setup=lambda e: _finished_sweep_folder(e, "done"),
+             expect="ok"),
+    ]
+
+
+def _celeba_and_backbone(env: Env, n: int = 40, other: bool = False) -> None:
+    from fairmt.models.vision import tiny_resnet
+    from tests.image_standins import make_celeba
+
+    make_celeba(env.tmp / "celeba", n=n, seed=0)
+    tiny_resnet(env.tmp / "resnet", image_size=16)
+    if other:  # a finished stage 1 recorded on another CelebA-shaped set of the same size
+        import numpy as np
+
+        from fairmt.data.images import read_celeba
+
+        try:
+            from fairmt.scripts.sampling import data_fingerprint
+        except ImportError:  # a fairmt before issue 45 records no fingerprint
+            def data_fingerprint(data):
+                return None
+
+        from fairmt.models.vision import build_simclr_model
+
+        make_celeba(env.tmp / "celeba-b", n=n, seed=1)
+        stage1 = env.tmp / "other-run" / "stage1"
+        stage1.mkdir(parents=True)
+        # what a finished stage 1 holds (model, embeddings of its n images, done.json), so a version that does not
+        # check the data goes on to train stage 2 on it and exits 0
+        build_simclr_model(env.t("resnet"), projection_dim=8).save_pretrained(stage1 / "model")
+        rng = np.random.default_rng(0)
+        z = rng.normal(size=(n, 8)).astype(np.float32)
+        np.savez(stage1 / "embeddings.npz", projection=z / np.linalg.norm(z, axis=1, keepdims=True),
+                 backbone=rng.normal(size=(n, 16)).astype(np.float32))
+        (stage1 / "done.json").write_text(json.dumps(
+            {"objective": "simclr", "steps": 5, "data_fingerprint": data_fingerprint(read_celeba(env.tmp / "celeba-b"))}))
+
+
+def _sampling45(env: Env, *extra: str) -> list[str]:
+    return ["train", "sampling/celeba_resnet50", f"data.root={env.t('celeba')}", f"model.backbone={env.t('resnet')}",
+            "model.projection_dim=8", "training.dataloader_num_workers=0", f"output_dir={env.t('run')}", *extra]
+
+
+def _image45_cases() -> list[Case]:
+    return [
+        Case("train sampling batch 256 on 40 images (drop_last)", "images", lambda e: _sampling45(e),
+             setup=_celeba_and_backbone),
+        Case("train sampling data.max_samples=3 with batch 8", "images",
+             lambda e: _sampling45(e, "data.max_samples=3", "training.per_device_train_batch_size=8"),
+             setup=_celeba_and_backbone),
+        Case("train sampling stage1_from a run on other data of the same size", "images",
+             lambda e: _sampling45(e, "training.per_device_train_batch_size=8", "stage2.num_train_epochs=1",
+                                   f"stage1_from={e.t('other-run')}"),
+             setup=lambda e: _celeba_and_backbone(e, other=True)),
+    ]
+
+
+def _evaluate_arg_cases() -> dict[str, Case]:
+    """One hostile value per argument of every ``evaluate`` module (its ``_info`` features and ``compute`` keyword
+    arguments): ``"module.argument"`` → the case. A named error (or, for ``api`` cases, a ValueError naming the
+    problem) is ``ok``; a result is ``wrong_exit0``."""
+    nan = float("nan")
+    gold = ["male\t1\tThe doctor ran because he was late.\tdoctor"]
+    hidden = [[1, 2], [1, 3], [0, 2], [1, 1], [2, 2], [0, 1]]
+    base = dict(predictions=[1, 0, 1, 0, 1, 0], references=[1, 0, 0, 0, 1, 1], groups=[0, 0, 1, 1, 0, 1])
+    refs2 = [[[1, 0], [0, 1]], [[1, 0], [0, 1]]]
+    calls = {
+        "winomt.predictions": ("winomt", dict(predictions=[None], references=gold, lang="de")),
+        "winomt.references": ("winomt", dict(predictions=["Der Arzt."], references=[None], lang="de")),
+        "winomt.lang": ("winomt", dict(predictions=["Der Arzt."], references=gold, lang="xx")),
+        "winomt.sources": ("winomt", dict(predictions=["Der Arzt."], references=gold, lang="de", sources=["a", "b"])),
+        "winomt.compat": ("winomt", dict(predictions=["Der Arzt."], references=gold, lang="de", compat="yes")),
+        "mt_geneval.predictions": ("mt_geneval", dict(predictions=[3], references=["a"],
+                                                       counterfactual_references=["b"])),
+        "mt_geneval.references": ("mt_geneval", dict(predictions=["a"], references=[5],
+                                                      counterfactual_references=["b"])),
+        "mt_geneval.counterfactual_references": ("mt_geneval", dict(predictions=["a", "b"], references=["a", "b"],
+                                                                     counterfactual_references=["b"])),
+        "mt_geneval.lang": ("mt_geneval", dict(predictions=["a"], references=["a"], counterfactual_references=["b"],
+                                               lang=5)),
+        "mt_geneval.split": ("mt_geneval", dict(predictions=["a"], references=["a"], counterfactual_references=["b"],
+                                                split="train")),
+        "flores.predictions": ("flores", dict(predictions=None, references=["x"])),
+        "flores.references": ("flores", dict(predictions=["x"], references=[None])),
+        "flores.spm_model": ("flores", dict(predictions=["x"], references=["x"], spm_model="/nonexistent/spm.model")),
+        "flores.lang_pair": ("flores", dict(predictions=["x"], references=["x"], lang_pair="english-german")),
+        "cced.predictions": ("cced", dict(predictions=[[nan, 0], [1, 1]], references=refs2)),
+        "cced.references": ("cced", dict(predictions=[[0, 1], [1, 1]], references=[[[1, 0]], [[1, 0], [0, 1]]])),
+        "cced.groups": ("cced", dict(predictions=[[0, 1], [1, 1]], references=refs2, groups=["male"])),
+        "cced.normalize": ("cced", dict(predictions=[[0, 1], [1, 1]], references=refs2, normalize="yes")),
+        "cced.pooling": ("cced", dict(predictions=[[0, 1], [1, 1]], references=refs2, pooling="mean|cls")),
+        "classification_fairness.predictions": ("classification_fairness",
+                                                {**base, "predictions": [0.9, 0.2, 0.7, 0.1, 0.6, 0.3]}),
+        "classification_fairness.references": ("classification_fairness",
+                                               {**base, "references": [1, 0, 0, 0, 1, nan]}),
+        "classification_fairness.groups": ("classification_fairness", {**base, "groups": [0, 0, 1]}),
+        "classification_fairness.hidden": ("classification_fairness", {**base, "hidden": [[1, 2], [1]] + hidden[2:]}),
+        "classification_fairness.logits": ("classification_fairness",
+                                           {**base, "hidden": hidden, "logits": [[nan, 1]] * 6}),
+        "classification_fairness.train_hidden": ("classification_fairness",
+                                                 {**base, "hidden": hidden, "train_hidden": [[1, 2, 3]] * 6,
+                                                  "train_groups": [0, 1] * 3}),
+        "classification_fairness.train_groups": ("classification_fairness",
+                                                 {**base, "hidden": hidden, "train_hidden": hidden,
+                                                  "train_groups": [0, 1]}),
+        "classification_fairness.train_preds": ("classification_fairness",
+                                                {**base, "hidden": hidden, "train_hidden": hidden,
+                                                 "train_groups": [0, 1] * 3, "train_preds": [0.5] * 6}),
+        "classification_fairness.train_logits": ("classification_fairness", {**base, "train_logits": [[nan, 1]] * 6}),
+        "classification_fairness.leakage": ("classification_fairness", {**base, "leakage": "sometimes"}),
+        "classification_fairness.seed": ("classification_fairness", {**base, "seed": -3}),
+        "classification_fairness.scores": ("classification_fairness",
+                                           {**base, "scores": [0.5, nan, 0.1, 0.2, 0.3, 0.4]}),
+        "classification_fairness.positive_class": ("classification_fairness", {**base, "positive_class": 7}),
+        "classification_fairness.eo_classes": ("classification_fairness", {**base, "eo_classes": [9]}),
+    }
+    return {key: Case(f"evaluate {key} hostile", "evaluate arguments", api=_api_once(module, **kwargs))
+            for key, (module, kwargs) in calls.items()}
+
+
+def _api_once(module: str, **kwargs):
+    """:func:`_api` with an ``experiment_id`` of its own: ``evaluate`` locks a cache file per experiment, and a compute
+    that raised leaves it locked, so the next one of the same id waited about 1 s for it (measured: 12 of the 33
+    argument cases)."""
+
+    def call(env: Env):
+        import uuid
+
+        import evaluate
+
+        import fairmt
+
+        return evaluate.load(fairmt.evaluate_module(module), experiment_id=uuid.uuid4().hex).compute(**kwargs)
+
+    return call
+
+
+EVALUATE_ARG_CASES: dict[str, str] = {key: case.id for key, case in _evaluate_arg_cases().items()}
+"""``"module.argument"`` → the id of the case that gives that argument a hostile value."""
+
+
+def _mirror_of_random_bytes(dataset: str, cut: bool = False):
+    """A ``--base-url`` folder holding every file and archive of ``dataset`` as random bytes (``cut``: the archive a
+    real tar.gz cut in half)."""
+
+    def setup(env: Env) -> None:
+        import io
+        import tarfile
+
+        from fairmt.data.download import dataset_files
+
+        files, archives = dataset_files(dataset)
+        mirror = env.tmp / "mirror"
+        for f in files:
+            (mirror / f.path).parent.mkdir(parents=True, exist_ok=True)
+            (mirror / f.path).write_bytes(os.urandom(256))
+        for a in archives:
+            (mirror / a.name).parent.mkdir(parents=True, exist_ok=True)
+            if cut:
+                buf = io.BytesIO()
+                with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+                    data = os.urandom(64 * 1024)
+                    info = tarfile.TarInfo("flores200_dataset/dev/eng_Latn.dev")
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+                whole = buf.getvalue()
+                (mirror / a.name).write_bytes(whole[: len(whole) // 2])
+            else:
+                (mirror / a.name).write_bytes(os.urandom(4096))
+
+    return setup
+
+
+def _download_source_cases() -> dict[str, list[Case]]:
+    """Every source of ``fairmt data download`` (its manifest's data sets) from a mirror of random bytes (and, for a
+    tarball, one cut in half): one line naming the file and what to do; nothing half-written left in place."""
+    from fairmt.data.download import DATASETS, dataset_files
+
+    out: dict[str, list[Case]] = {}
+    for name in DATASETS:
+        argv = (lambda e, n=name: ["data", "download", n, "--output-dir", e.t("data"), "--base-url", e.t("mirror"),
+                                   "--no-progress"])
+        cases = [Case(f"data download {name} from a mirror of random bytes", "downloads", argv,
+                      setup=_mirror_of_random_bytes(name))]
+        if dataset_files(name)[1]:
+            cases.append(Case(f"data download {name} with its tarball cut in half", "downloads", argv,
+                              setup=_mirror_of_random_bytes(name, cut=True)))
+        out[name] = cases
+    return out
+
+
+DOWNLOAD_SOURCE_CASES: dict[str, list[str]] = {k: [c.id for c in v] for k, v in _download_source_cases().items()}
+"""Download source → the ids of its cases."""
+
+CONFIG_RANGE_CASES: dict[str, str] = {}
+"""``"ClassName.field"`` (a numeric field of a ``*Config`` dataclass of fairmt) → the id of the case giving it an
+out-of-range value (the ``config ranges`` cases of helper rela fill it; a case whose area is ``config ranges`` and
+whose id starts with ``ClassName.field`` counts too)."""
+
+
+def _issue45_relc_cases() -> list[Case]:
+    return [*_sweep45_cases(), *_image45_cases(), *_evaluate_arg_cases().values(),
+            *(c for cases in _download_source_cases().values() for c in cases)]
+
+
 def all_cases() -> list[Case]:
     return [*_output_cases(), *_numeric_cases(), *_model_cases(), *_cache_cases(), *_pipe_cases(), *_recipe_cases(),
             *_api_cases(), *_wrong_number_cases(), *_push_cases(), *_child_process_cases(), *_overwrite_cases(),
-            *_slow_cases()]
+            *_slow_cases(), *_issue45_relc_cases()]
 
 
 def build_all(work: Path) -> Path:

@@ -197,6 +197,8 @@ def test_fair_recipe_and_its_baseline_end_to_end_on_standins(dataset, standins, 
     assert not (base / "stage1").exists()
     assert res_b["stages"]["stage1"] == res["stages"]["stage1"]
     assert json.loads((base / "stage2" / "done.json").read_text())["objective"] == "simclr"
+    # stage 1 records the data it was trained on (what stage1_from is checked against)
+    assert json.loads((fair / "stage1" / "done.json").read_text())["data_fingerprint"]["n"] == res["n"]
 
 
 @pytest.mark.slow

@@ -89,9 +89,10 @@ def _run(args) -> int:
               "writes the final report (or run `fairmt sweep report DIR`)")
     same = _one_reason(outcome.failed)
     if same and outcome.ran == 0 and outcome.reused == 0:
-        print(f"fairmt sweep: every trial failed for the same reason: {same}\n  running the same command again "
-              "would fail the same way: fix the recipe, the overrides or the command first", flush=True)
-    elif prog and prog.failed:
+        _print_summary(report)
+        raise FairmtError(f"every trial of the sweep failed for the same reason: {same} (running the same command "
+                          "again would fail the same way: fix the recipe, the overrides or the command first)")
+    if prog and prog.failed:
         print(f"fairmt sweep: {len(prog.failed)} run(s) failed: run the same command again to retry them")
     _print_summary(report)
     return 0 if not outcome.failed and not (prog and prog.failed) else 1

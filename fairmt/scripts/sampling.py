@@ -237,6 +237,74 @@ def load_data(dcfg: dict[str, Any]):
     return data
 
 
+def data_fingerprint(data) -> dict[str, Any]:
+    """What identifies the images a stage was trained and embedded on, recorded in its ``done.json`` and checked when
+    ``stage1_from`` reuses it: the data set's name, image count and a SHA-256 over every image file's name and size
+    (a local folder), the Hub copy's dataset fingerprint, or the synthetic pixels, plus the probe targets and
+    protected groups (two sets of the same size with other files or other labels differ)."""
+    h = hashlib.sha256()
+    h.update(f"{data.name}\n{len(data)}\n".encode())
+    ds = data.dataset
+    columns = getattr(ds, "column_names", None) or []
+    if "path" in columns:
+        for path in ds["path"]:
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                size = -1
+            h.update(f"{Path(path).name}\t{size}\n".encode())
+        kind = "file names and sizes"
+    elif getattr(ds, "_fingerprint", None):
+        h.update(str(ds._fingerprint).encode())
+        kind = "dataset fingerprint"
+    else:
+        for row in ds:
+            h.update(np.ascontiguousarray(row["pixels"]).tobytes())
+        kind = "pixels"
+    for prefix, arrays in (("y", data.targets), ("g", data.groups)):
+        for name in sorted(arrays):
+            h.update(f"{prefix}:{name}\n".encode())
+            h.update(np.ascontiguousarray(arrays[name], dtype=np.int64).tobytes())
+    return {"name": data.name, "n": len(data), "sha256": h.hexdigest(), "over": f"{kind}, targets, groups",
+            "source": data.source}
+
+
+def check_stage1_data(base: Path, info: dict[str, Any] | None, current: dict[str, Any], reused: bool) -> str | None:
+    """The stage-1 run at ``base`` was made on this data (its recorded fingerprint), or one line; a stage 1 of an
+    older fairmt, with none recorded, gives a note instead."""
+    recorded = (info or {}).get("data_fingerprint")
+    if not recorded:
+        return (f"{base / 'stage1'} records no data fingerprint (made by an older fairmt): it cannot be checked to "
+                "be this data")
+    if recorded.get("sha256") != current["sha256"]:
+        where = f"stage1_from: {base}" if reused else f"{base / 'stage1'}"
+        raise FairmtError(f"{where} was trained on other data ({recorded.get('name')}, {recorded.get('n')} images "
+                          f"from {recorded.get('source') or '?'}; this run: {current['name']}, {current['n']} images "
+                          f"from {current['source'] or '?'}; {current['over']} differ): point stage1_from at a run on "
+                          "this data, or leave it out to train stage 1")
+    return None
+
+
+def check_batches(cfg: dict[str, Any], n: int, stages: list[str]) -> None:
+    """Every stage to train has at least one batch: with ``dataloader_drop_last`` (the recipes' default: SimCLR's
+    in-batch negatives want full batches) a batch larger than the data set leaves none, and the Trainer would fail
+    with a message about max_steps."""
+    world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    for stage in stages:
+        args = _stage_args(cfg, stage, "/".join([cfg["output_dir"], stage]))
+        batch = args.per_device_train_batch_size * world
+        what = "data.max_samples" if cfg["data"].get("max_samples") else f"data.dataset {cfg['data']['dataset']}"
+        if n < 2:
+            raise FairmtError(f"{stage}: the data set ({what}) has {n} image(s): SimCLR contrasts the images of a "
+                              "batch, it needs at least 2")
+        if args.dataloader_drop_last and n < batch:
+            each = f" ({args.per_device_train_batch_size} per device × {world} processes)" if world > 1 else ""
+            raise FairmtError(f"{stage}: batch size {batch}{each} is larger than the {n} images of the data set "
+                              f"({what}); with dataloader_drop_last: true no batch is left to train on: set "
+                              f"{stage}.per_device_train_batch_size to at most {n // world} (or raise "
+                              "data.max_samples)")
+
+
 def _save_embeddings(path: Path, z: np.ndarray, h: np.ndarray, data) -> None:
     arrays = {"projection": z, "backbone": h}
     arrays.update({f"y_{k}": v for k, v in data.targets.items()})
@@ -246,7 +314,8 @@ def _save_embeddings(path: Path, z: np.ndarray, h: np.ndarray, data) -> None:
     os.replace(tmp, path)
 
 
-def _train_stage(cfg, stage: str, model, data, collator, augmentation, run: Path, **trainer_kwargs):
+def _train_stage(cfg, stage: str, model, data, collator, augmentation, run: Path, fingerprint=None,
+                 **trainer_kwargs):
     """Train one stage (resuming from its last complete checkpoint), save the model, embed every image."""
     from fairmt.trainers.faults import last_complete_checkpoint
     from fairmt.trainers.sampling import FairnessSamplingTrainer
@@ -264,7 +333,7 @@ def _train_stage(cfg, stage: str, model, data, collator, augmentation, run: Path
     z, h = trainer.embed_dataset(with_features=True)
     log = [e for e in trainer.state.log_history if "loss" in e]
     info = {"objective": args.objective, "steps": trainer.state.global_step, "first_log": log[:1], "last_log": log[-1:],
-            "cluster_history": trainer.cluster_history}
+            "cluster_history": trainer.cluster_history, "data_fingerprint": fingerprint}
     if trainer.is_world_process_zero():
         _save_embeddings(folder / "embeddings.npz", z, h, data)
         _write_json(folder / "done.json", info)
@@ -390,11 +459,21 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
         return build_simclr_model(m["backbone"], m["pretrained"], m["projection_dim"], m["projection_hidden_dim"])
 
     base = Path(cfg["stage1_from"]) if cfg["stage1_from"] else run
+    data_fp = data_fingerprint(data)
+    # the batch against the data, before any stage trains
+    check_batches(cfg, len(data), [s for s in ("stage1", "stage2") if _done((base if s == "stage1" else run) / s)
+                                   is None])
     # 1. SimCLR pre-training
-    if _done(base / "stage1") is None:
+    info1 = _done(base / "stage1")
+    if info1 is None:
         if cfg["stage1_from"]:
             raise FairmtError(f"stage1_from: {base} has no finished stage 1 (stage1/done.json)")
-        _train_stage(cfg, "stage1", fresh_model(), data, collator, augmentation, run)
+        _train_stage(cfg, "stage1", fresh_model(), data, collator, augmentation, run, fingerprint=data_fp)
+    else:
+        note = check_stage1_data(base, info1, data_fp, bool(cfg["stage1_from"]))
+        if note:
+            data.notes.append(note)
+            print(f"fairmt: note: {note}")
     emb1 = _load_embeddings(base / "stage1")
     if len(emb1["projection"]) != len(data):
         raise FairmtError(f"{base / 'stage1'} embedded {len(emb1['projection'])} images, this data has {len(data)}")
@@ -416,7 +495,8 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
             else fresh_model()
         extra = {} if cfg["objective"] == "simclr" else {"latent_subgroups": subgroups,
                                                          "index_embeddings": emb1["projection"]}
-        _, info2 = _train_stage(cfg, "stage2", model, data, collator, augmentation, run, **extra)
+        _, info2 = _train_stage(cfg, "stage2", model, data, collator, augmentation, run, fingerprint=data_fp,
+                                **extra)
     if not state.is_main_process:  # evaluation and reports: the main process only
         return {}
     emb2 = _load_embeddings(run / "stage2")

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from fairmt.errors import FairmtError
-from fairmt.sweep.results import family, flatten, read_results
+from fairmt.sweep.results import family, flatten, read_done, read_results
 from fairmt.sweep.spec import SweepSpec, check_metrics, yaml_scalar
 
 OWNER = "fairmt:owner"
@@ -109,11 +109,73 @@ def without_password(url: str) -> str:
         return re.sub(r"//([^:@/]*):[^@/]*@", r"//\1@", url)
 
 
+def _check_sqlite_file(path: Path, shown: str) -> None:
+    """An existing SQLite file given as the study storage must be an Optuna storage: read (read-only) before
+    anything is written, so a user's own database or another file is never changed."""
+    import sqlite3
+
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            con.close()
+    except sqlite3.Error as err:
+        raise FairmtError(f"refusing the study storage {shown}: {path} exists and is not a SQLite database ({err}); "
+                          "give a new file or an Optuna storage") from None
+    if tables and not {"studies", "trials", "version_info"} <= tables:
+        shown_tables = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        raise FairmtError(f"refusing the study storage {shown}: {path} is a SQLite database that is not an Optuna "
+                          f"storage (tables {shown_tables}); fairmt does not add tables to it: give a new file")
+
+
+def _check_journal_file(path: Path, shown: str) -> str | None:
+    """An existing journal file must be an Optuna journal (its first line a JSON record with an ``op_code``); a last
+    record cut by a killed writer (no line end) is cut off, under the journal's own lock, before the file is opened:
+    Optuna's reader skips a torn tail, but the next record would be appended to it and make the journal unreadable.
+    Returns a note when it repaired the file."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    with open(path, "rb") as fh:
+        first = fh.readline(1 << 20)
+    try:
+        record = json.loads(first)
+    except (ValueError, UnicodeDecodeError):
+        record = None
+    if not (isinstance(record, dict) and "op_code" in record):
+        torn_first = not first.endswith(b"\n") and first.startswith(b'{"op_code":')  # killed in its first write
+        if not torn_first:
+            raise FairmtError(f"refusing the study storage {shown}: {path} exists and is not an Optuna journal file "
+                              "(its first line is no journal record); give a new file or an RDB URL")
+    from optuna.storages.journal import JournalFileSymlinkLock
+    from optuna.storages.journal._file import get_lock_file
+
+    with get_lock_file(JournalFileSymlinkLock(str(path))):
+        with open(path, "rb+") as fh:
+            data = fh.read()
+            if data.endswith(b"\n"):
+                return None
+            keep = data.rfind(b"\n") + 1
+            fh.truncate(keep)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return (f"the study journal {path} ended in a record cut by a killed writer ({len(data) - keep} bytes): "
+            "removed; the trial it belonged to is run again")
+
+
+STORAGE_NOTES: list[str] = []  # repairs made while opening a storage, for the sweep to print
+
+
 def open_storage(url: str):
     """An Optuna storage: an RDB URL (``sqlite:///FILE``, ``postgresql://…``, ``mysql+pymysql://…``) or the path of
-    a journal file (``JournalFileBackend``, for several machines on a shared filesystem)."""
+    a journal file (``JournalFileBackend``, for several machines on a shared filesystem). An existing file that is
+    not an Optuna storage is refused before anything is written to it; a journal's torn last record is removed."""
     optuna = require_optuna()
     shown = redact(url)
+    if url.startswith("sqlite:///"):
+        _check_sqlite_file(Path(url[len("sqlite:///"):]), shown)
     try:
         if "://" in url:
             kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
@@ -137,6 +199,9 @@ def open_storage(url: str):
             raise FairmtError(f"cannot open the study storage {shown}: folder {path.parent} does not exist")
         from optuna.storages.journal import JournalFileBackend
 
+        note = _check_journal_file(path, shown)
+        if note:
+            STORAGE_NOTES.append(note)
         return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
     except FairmtError:
         raise
@@ -285,8 +350,8 @@ def run_one(spec: SweepSpec, setting: dict[str, Any], seed: int, trial_number: i
     fam = family(spec.method)
     root = run_root(spec, setting, seed)
     done = root / "done.json"
-    if done.is_file():
-        info = json.loads(done.read_text(encoding="utf-8"))
+    info = read_done(root, fam.results)
+    if info is not None:
         return RunResult(flatten(read_results(root / info["results"])), root, 0.0, True)
     if root.exists():
         shutil.rmtree(root)  # an interrupted or failed attempt: nothing finished in it
@@ -372,16 +437,37 @@ def _complete_params(spec: SweepSpec, params: dict[str, Any]) -> bool:
     return set(params) == names
 
 
-def requeue_failed(study, spec: SweepSpec) -> list[int]:
-    """At start: queue again every failed run/setting that has no complete, running or queued trial."""
+def on_disk(spec: SweepSpec, trial) -> bool:
+    """Whether every run of a trial has its ``done.json`` in the sweep folder (a COMPLETE trial whose runs were
+    deleted is not finished any more: its runs are queued again). The folders are the spec's, not the recorded
+    ``run_dir``, so a sweep folder moved elsewhere keeps its runs."""
+    setting, seed = split_params(spec, point(trial))
+    seeds = [seed] if spec.mode == "grid" else spec.seeds
+    if seeds == [None]:
+        return False
+    return all(read_done(run_root(spec, setting, s), family(spec.method).results) is not None for s in seeds)
+
+
+def _finished(spec: SweepSpec, trial) -> bool:
+    optuna = require_optuna()
+    return trial.state == optuna.trial.TrialState.COMPLETE and on_disk(spec, trial)
+
+
+def requeue_failed(study, spec: SweepSpec, lost: list[int] | None = None) -> list[int]:
+    """At start: queue again every failed run/setting that has no complete, running or queued trial, and every
+    complete one whose runs are gone from the sweep folder (their numbers are added to ``lost``)."""
     optuna = require_optuna()
     S = optuna.trial.TrialState
     trials = study.get_trials(deepcopy=False)
-    covered = {setting_key(point(t)) for t in trials if t.state in (S.COMPLETE, S.RUNNING, S.WAITING)}
+    finished = {t.number for t in trials if _finished(spec, t)}
+    covered = {setting_key(point(t)) for t in trials if t.number in finished or t.state in (S.RUNNING, S.WAITING)}
     queued = []
     for t in trials:
         key = setting_key(point(t))
-        if t.state == S.FAIL and key not in covered and _complete_params(spec, point(t)):
+        gone = t.state == S.COMPLETE and t.number not in finished
+        if (t.state == S.FAIL or gone) and key not in covered and _complete_params(spec, point(t)):
+            if gone and lost is not None:
+                lost.append(t.number)
             params = dict(t.params)
             if spec.mode == "grid":  # a study of fairmt < issue 36 kept the seed as a parameter
                 seed = {SEED: t.user_attrs.get(SEED, params.pop("seed", None))}
@@ -389,7 +475,8 @@ def requeue_failed(study, spec: SweepSpec) -> list[int]:
                 seed = {}
             study.enqueue_trial(params, user_attrs={RETRY_OF: t.number, **seed})
             covered.add(key)
-            queued.append(t.number)
+            if not gone:
+                queued.append(t.number)
     return queued
 
 
@@ -407,7 +494,8 @@ def progress(study, spec: SweepSpec, me: int | None = None) -> Progress:
     optuna = require_optuna()
     S = optuna.trial.TrialState
     trials = study.get_trials(deepcopy=False)
-    done = {setting_key(point(t)) for t in trials if t.state == S.COMPLETE}
+    finished = [t for t in trials if _finished(spec, t)]
+    done = {setting_key(point(t)) for t in finished}
     running = [t for t in trials if t.state == S.RUNNING and t.number != me and alive(t, spec.grace_period)]
     workers = {tuple((t.user_attrs.get(OWNER) or {}).get(k) for k in ("host", "pid")) for t in running}
     waiting = {setting_key(point(t)) for t in trials if t.state == S.WAITING}
@@ -420,7 +508,7 @@ def progress(study, spec: SweepSpec, me: int | None = None) -> Progress:
         available = len(fresh) + len(waiting - done - run_keys)
         return Progress(len(points), len(done & set(points)), available, len(run_keys - done), max(1, len(workers) + 1),
                         failed)
-    complete = sum(t.state == S.COMPLETE for t in trials)
+    complete = len(finished)
     return Progress(spec.search, complete, spec.search - complete - len(running), len(running),
                     max(1, len(workers) + 1))
 
@@ -445,7 +533,7 @@ def _duplicate(study, spec: SweepSpec, number: int, params: dict[str, Any]):
                 continue
             if setting_key(point(t)) != key:
                 continue
-            if t.state == S.COMPLETE and spec.mode == "grid":
+            if t.state == S.COMPLETE and spec.mode == "grid" and on_disk(spec, t):
                 return t
             if t.number < number and (t.state == S.WAITING or (t.state == S.RUNNING and alive(t, spec.grace_period))):
                 return t
@@ -562,14 +650,43 @@ def _inside(storage: str, out: str) -> bool:
     return bool(path) and Path(path).resolve().parent == Path(out).resolve()
 
 
-def prepare_folder(spec: SweepSpec) -> None:
-    """Create the sweep folder and its ``sweep_spec.json``; a folder holding something else is refused."""
+def _write_spec_file(spec: SweepSpec) -> None:
     from fairmt.eval.report import write_text_atomic
 
+    kept = {**spec.to_dict(), "storage": without_password(spec.storage)}  # never a password in the folder
+    write_text_atomic(Path(spec.output_dir) / SPEC_FILE,
+                      json.dumps({"identity": spec.identity(), "spec": kept}, indent=2) + "\n")
+
+
+def _repair_spec_file(spec: SweepSpec) -> str:
+    """A damaged ``sweep_spec.json`` is rewritten when the folder's study says it holds this very sweep (its
+    ``fairmt:sweep`` identity); otherwise nothing can tell whose folder it is: refused."""
+    optuna = require_optuna()
+    path = Path(spec.output_dir) / SPEC_FILE
+    theirs = None
+    db = spec.storage[len("sqlite:///"):] if spec.storage.startswith("sqlite:///") else None
+    if db is None or Path(db).is_file():
+        try:
+            study = optuna.load_study(study_name=spec.study_name, storage=open_storage(spec.storage))
+            theirs = study.user_attrs.get("fairmt:sweep")
+        except KeyError:  # no such study
+            theirs = None
+    if theirs is None or _normal(theirs) != _normal(spec.identity()):
+        raise FairmtError(f"{path} is damaged (empty or cut) and the study {spec.study_name!r} does not show this "
+                          "folder holds this sweep: choose another --output-dir")
+    _write_spec_file(spec)
+    return f"{path} was damaged (empty or cut): rewritten from this command (the study holds the same sweep)"
+
+
+def prepare_folder(spec: SweepSpec) -> str | None:
+    """Create the sweep folder and its ``sweep_spec.json``; a folder holding something else is refused. Returns a
+    note when it repaired a damaged ``sweep_spec.json``."""
     out = Path(spec.output_dir)
     spec_file = out / SPEC_FILE
+    if spec_file.is_file() and _read_spec_file(spec_file) is None:
+        return _repair_spec_file(spec)
     if spec_file.is_file():
-        theirs = _normal(json.loads(spec_file.read_text(encoding="utf-8")).get("identity"))
+        theirs = _normal(_read_spec_file(spec_file).get("identity"))
         mine = _normal(spec.identity())
         if theirs != mine:
             diff = [k for k in mine if mine.get(k) != (theirs or {}).get(k)]
@@ -583,15 +700,33 @@ def prepare_folder(spec: SweepSpec) -> None:
     if out.is_dir() and any(not p.name.startswith(ours) for p in out.iterdir()):
         raise FairmtError(f"{out} exists and is not a sweep folder: choose another --output-dir")
     out.mkdir(parents=True, exist_ok=True)
-    kept = {**spec.to_dict(), "storage": without_password(spec.storage)}  # never a password in the folder
-    write_text_atomic(spec_file, json.dumps({"identity": spec.identity(), "spec": kept}, indent=2) + "\n")
+    _write_spec_file(spec)
+    return None
+
+
+def _read_spec_file(path: Path) -> dict[str, Any] | None:
+    """``sweep_spec.json`` as written, or None when it is damaged (empty, cut, not the expected object)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(data, dict) and isinstance(data.get("spec"), dict) and isinstance(data.get("identity"), dict)):
+        return None
+    return data
 
 
 def load_spec(out: str | Path) -> SweepSpec:
     path = Path(out) / SPEC_FILE
     if not path.is_file():
         raise FairmtError(f"{out} is not a sweep folder (no {SPEC_FILE})")
-    return SweepSpec.from_dict(json.loads(path.read_text(encoding="utf-8"))["spec"])
+    data = _read_spec_file(path)
+    if data is None:
+        raise FairmtError(f"{path} is damaged (empty or cut): run the sweep command again with its arguments in this "
+                          "folder; it rewrites the file (the finished runs are kept)")
+    try:
+        return SweepSpec.from_dict(data["spec"])
+    except TypeError as err:
+        raise FairmtError(f"{path} is damaged ({err}): run the sweep command again to rewrite it") from None
 
 
 @dataclass
@@ -610,9 +745,11 @@ def run_sweep(spec: SweepSpec, runner: Runner | None = None, echo: Callable[[str
     runner = runner or run_subprocess
     echo = echo or (lambda line: print(line, flush=True))
     # a storage outside the sweep folder is opened first: a bad URL fails before the folder exists
+    STORAGE_NOTES.clear()
     storage = None if _inside(spec.storage, spec.output_dir) else open_storage(spec.storage)
-    prepare_folder(spec)
+    repaired = prepare_folder(spec)
     storage = storage or open_storage(spec.storage)
+    notes = [*STORAGE_NOTES, *([repaired] if repaired else [])]
     study = open_study(spec, storage)
     outcome = Outcome()
     with take_lock(spec):
@@ -622,7 +759,13 @@ def run_sweep(spec: SweepSpec, runner: Runner | None = None, echo: Callable[[str
             who = ", ".join(sorted({f"{o.get('host', '?')}:{o.get('pid', '?')}" for o in others}))
             raise FairmtError(f"{len(others)} trial(s) of this sweep are running in other processes ({who}): pass "
                               "--join to run trials beside them")
-        requeued = requeue_failed(study, spec)
+        lost: list[int] = []
+        requeued = requeue_failed(study, spec, lost)
+    for note in notes:
+        echo(f"fairmt sweep: {note}")
+    if lost:
+        echo(f"fairmt sweep: trial(s) {lost} are complete in the study but their runs are gone from "
+             f"{Path(spec.output_dir) / 'trials'}: queued again")
     if reaped:
         echo(f"fairmt sweep: trial(s) {reaped} were interrupted (their process is gone): failed and queued again")
     if requeued:

@@ -40,11 +40,16 @@ class Run:
     percent: set[str]
 
 
-def collect_runs(out: Path) -> list[Run]:
-    """Every finished run (a ``done.json``) under ``out/trials``."""
+def collect_runs(out: Path, results_name: str | None = None) -> list[Run]:
+    """Every finished run (a ``done.json``) under ``out/trials``; a damaged ``done.json`` is rebuilt where the run's
+    ``trial.json`` and results read back (:func:`fairmt.sweep.results.read_done`), else the run is left out."""
+    from fairmt.sweep.results import read_done
+
     runs = []
     for done in sorted(out.glob("trials/*/seed-*/done.json")):
-        info = json.loads(done.read_text(encoding="utf-8"))
+        info = read_done(done.parent, results_name)
+        if info is None:
+            continue
         results = read_results(done.parent / info["results"])
         runs.append(Run(info["setting"], int(info["seed"]), done.parent, results, flatten(results),
                         percent_splits(results)))
@@ -138,14 +143,17 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
 
     out = Path(out)
     spec = spec or load_spec(out)
-    runs = collect_runs(out)
+    from fairmt.sweep.results import family
+
+    runs = collect_runs(out, family(spec.method).results)
     by_key: dict[str, list[Run]] = {}
     for r in runs:
         by_key.setdefault(_setting_key(r.setting), []).append(r)
     if spec.mode == "grid":  # the grid's order, keys as on the command line
         order = spec.settings()
     else:  # the order the sampler proposed them
-        first = {k: min(json.loads((r.root / "done.json").read_text())["trial"] for r in rs) for k, rs in by_key.items()}
+        first = {k: min(json.loads((r.root / "done.json").read_text()).get("trial", 0) for r in rs)
+                 for k, rs in by_key.items()}
         order = [by_key[k][0].setting for k in sorted(by_key, key=first.get)]
     settings = []
     for i, setting in enumerate(order):

@@ -146,3 +146,32 @@ def metric_patterns(method: str, config: dict[str, Any]) -> list[str] | None:
 
 def matches(name: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def read_done(root: str | Path, results_name: str | None) -> dict[str, Any] | None:
+    """A finished run's ``done.json`` (``setting``, ``seed``, ``trial``, ``results``). One left empty or cut (a full
+    disk, a copy interrupted) is rebuilt from the run's ``trial.json`` and its results file when both read back — the
+    run did finish —, else None: the run counts as not finished (a sweep runs it again; a report leaves it out)."""
+    root = Path(root)
+    done = root / "done.json"
+    try:
+        info = json.loads(done.read_text(encoding="utf-8"))
+        if isinstance(info, dict) and {"setting", "seed", "results"} <= set(info):
+            return info
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        pass
+    if not results_name:
+        return None
+    try:
+        trial = json.loads((root / "trial.json").read_text(encoding="utf-8"))
+        read_results(root / "run" / results_name)
+        info = {"setting": trial["setting"], "seed": int(trial["seed"]), "trial": int(trial["trial"]),
+                "results": f"run/{results_name}", "rebuilt": "done.json was damaged; rebuilt from trial.json"}
+    except (OSError, ValueError, KeyError, TypeError, FairmtError):
+        return None
+    from fairmt.eval.report import write_text_atomic
+
+    write_text_atomic(done, json.dumps(info, indent=2) + "\n")
+    return info

@@ -176,6 +176,9 @@ def parse_seeds(text: str) -> list[int]:
         return list(range(numbers[0]))
     if len(set(numbers)) != len(numbers):
         raise FairmtError(f"--seeds {text!r} repeats a seed")
+    bad = [n for n in numbers if not 0 <= n < 2**32]
+    if bad:
+        raise FairmtError(f"--seeds {text!r}: seed {bad[0]} is outside [0, 2^32) (numpy's seed range)")
     return numbers
 
 

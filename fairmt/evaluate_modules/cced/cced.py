@@ -50,6 +50,11 @@ class CCED(evaluate.Metric):
         from fairmt.errors import FairmtError
         from fairmt.eval.embedding.cced import cced_gap
 
+        if not isinstance(pooling, str) or not pooling or "|" in pooling:
+            raise FairmtError(f"cced: pooling names how the vectors were pooled (a word such as 'mean', recorded in the "
+                              f"signature), got {pooling!r}")
+        if not isinstance(normalize, bool):
+            raise FairmtError(f"cced: normalize must be True or False, got {normalize!r}")
         groups = list(groups or ["male", "female"])
         refs = [list(r) for r in references]
         bad = [i for i, r in enumerate(refs) if len(r) != len(groups)]

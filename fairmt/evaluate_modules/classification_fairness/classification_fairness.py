@@ -61,6 +61,8 @@ class ClassificationFairness(evaluate.Metric):
 
         if groups is None:
             raise FairmtError("classification_fairness: give groups=, the protected group of each example")
+        if not isinstance(leakage, bool):
+            raise FairmtError(f"classification_fairness: leakage must be True or False, got {leakage!r}")
         with warnings.catch_warnings():  # kept in the result's "warnings", as the CLI does
             warnings.simplefilter("ignore")
             result = classification_metrics(

@@ -55,6 +55,12 @@ class MTGenEval(evaluate.Metric):
         from fairmt.errors import FairmtError
         from fairmt.eval.geneval import _pct, geneval_signature, judge, score_counterfactual
 
+        from fairmt.eval.geneval import SPLITS
+
+        if not isinstance(lang, str) or not lang:
+            raise FairmtError(f"mt_geneval: lang must be a language code such as 'de', got {lang!r}")
+        if split not in SPLITS:
+            raise FairmtError(f"mt_geneval: split must be one of {', '.join(SPLITS)}, got {split!r}")
         hyps, own = list(predictions), list(references)
         other = list(counterfactual_references or [])
         if len(other) != len(own):

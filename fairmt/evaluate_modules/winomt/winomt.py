@@ -56,4 +56,9 @@ class WinoMT(evaluate.Metric):
         if not lang:
             raise FairmtError("winomt: give lang=, the target language (e.g. lang='de')")
         gold = gold_from_lines(references, compat=compat)
+        if sources is not None:
+            sources = list(sources)
+            if len(sources) != len(gold):
+                raise FairmtError(f"winomt: sources has {len(sources)} entries but references has {len(gold)}; give "
+                                  "one source sentence per example (or leave sources out)")
         return asdict(evaluate_winomt(list(predictions), lang, gold, sources=sources, compat=compat))

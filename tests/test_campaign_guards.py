@@ -1,0 +1,95 @@
+"""The guards of issue 45 over the hostile campaign (:mod:`tests.hostile_campaign`): a new evaluate-module argument, a
+new download source or a new numeric field of a ``*Config`` dataclass of fairmt fails here until the campaign has a
+case for it. The lists are found in fairmt itself (the modules' ``_info`` features and ``compute`` keywords, the
+download manifest's data sets, the dataclasses' source), so nothing new can be missed by forgetting a list."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+import fairmt
+from tests.hostile_campaign import (CONFIG_RANGE_CASES, DOWNLOAD_SOURCE_CASES, EVALUATE_ARG_CASES, all_cases)
+
+CASE_IDS = {c.id for c in all_cases()}
+
+
+def evaluate_module_arguments() -> set[str]:
+    """``module.argument`` for every argument of every shipped evaluate module: its features and the keyword
+    arguments of its ``_compute``."""
+    evaluate = pytest.importorskip("evaluate")
+    from fairmt.evaluate_modules import MODULES
+
+    found = set()
+    for name in MODULES:
+        module = evaluate.load(fairmt.evaluate_module(name))
+        features = module.features if isinstance(module.features, list) else [module.features]
+        names = {k for f in features for k in f}
+        names |= {p for p in inspect.signature(module._compute).parameters if p != "self"}
+        found |= {f"{name}.{arg}" for arg in names}
+    return found
+
+
+def numeric_config_fields() -> set[str]:
+    """``Class.field`` for every field annotated ``int`` or ``float`` (optionally ``| None``) of every dataclass
+    named ``*Config`` in fairmt (read from the source: no module is imported)."""
+    root = Path(fairmt.__file__).resolve().parent
+    found = set()
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ClassDef) and node.name.endswith("Config")
+                    and any("dataclass" in ast.unparse(d) for d in node.decorator_list)):
+                continue
+            for st in node.body:
+                if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
+                    tokens = set(re.findall(r"[A-Za-z_]+", ast.unparse(st.annotation)))
+                    if tokens & {"int", "float"} and tokens <= {"int", "float", "None", "Optional"}:
+                        found.add(f"{node.name}.{st.target.id}")
+    return found
+
+
+def test_every_evaluate_module_argument_has_a_campaign_case():
+    arguments = evaluate_module_arguments()
+    assert len(arguments) >= 30 and "classification_fairness.hidden" in arguments
+    missing = sorted(arguments - set(EVALUATE_ARG_CASES))
+    assert not missing, f"evaluate-module arguments without a hostile case in tests/hostile_campaign.py: {missing}"
+    assert set(EVALUATE_ARG_CASES) <= arguments, "a case for an argument no module has"
+    assert set(EVALUATE_ARG_CASES.values()) <= CASE_IDS
+
+
+def test_every_download_source_has_a_campaign_case():
+    from fairmt.data.download import DATASETS, load_manifest
+
+    sources = set(DATASETS) | set(load_manifest()["datasets"])
+    missing = sorted(s for s in sources if not DOWNLOAD_SOURCE_CASES.get(s))
+    assert not missing, f"download sources without a hostile case in tests/hostile_campaign.py: {missing}"
+    assert {i for ids in DOWNLOAD_SOURCE_CASES.values() for i in ids} <= CASE_IDS
+
+
+def test_every_numeric_config_field_has_a_range_case():
+    fields = numeric_config_fields()
+    assert len(fields) >= 50 and "GACLConfig.gacl_lambda" in fields and "FairnessSamplingConfig.epsilon" in fields
+    by_id = {c.id.split()[0] for c in all_cases() if c.area == "config ranges"}
+    covered = {f for f, case_id in CONFIG_RANGE_CASES.items() if case_id in CASE_IDS} | by_id
+    missing = sorted(fields - covered)
+    assert not missing, (f"{len(missing)} of {len(fields)} numeric Config fields have no out-of-range case in "
+                         f"tests/hostile_campaign.py (CONFIG_RANGE_CASES or a 'config ranges' case named "
+                         f"'Class.field ...'): {missing}")
+
+
+def test_the_guards_find_what_they_guard(tmp_path, monkeypatch):
+    """The finders see a new field and a new argument: a Config dataclass written into a copy of the package is
+    found, and so is a keyword added to a module's compute."""
+    src = Path(fairmt.__file__).resolve().parent
+    fake = tmp_path / "fairmt"
+    fake.mkdir()
+    (fake / "x.py").write_text("from dataclasses import dataclass\n\n@dataclass\nclass NewConfig:\n"
+                               "    weight: float = 1.0\n    name: str = 'a'\n    steps: int | None = None\n")
+    monkeypatch.setattr(fairmt, "__file__", str(fake / "__init__.py"))
+    assert numeric_config_fields() == {"NewConfig.weight", "NewConfig.steps"}
+    monkeypatch.setattr(fairmt, "__file__", str(src / "__init__.py"))
+    assert "NewConfig.weight" not in numeric_config_fields()
