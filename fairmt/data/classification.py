@@ -252,6 +252,99 @@ def with_array_features(dataset: Any) -> Any:
     return dataset.with_format("numpy", columns=["features"], output_all_columns=True)
 
 
+class ColumnBatch(dict):
+    """A batch of rows held as columns (``{column: array of the batch's rows}``), what
+    :meth:`FeatureArrays.__getitems__` returns and :class:`ClassificationCollator` turns into tensors without going
+    through one dict per row."""
+
+
+class FeatureArrays:
+    """A map-style data set of fixed feature vectors held as in-memory numpy columns (a ``torch`` ``Dataset``): a
+    batch is one fancy-index slice per column (``__getitems__`` → :class:`ColumnBatch`), as a plain loop over
+    tensors, instead of the Arrow gather → numpy per row → ``np.stack`` of ``datasets.Dataset.__getitems__``
+    (~15 ms per batch of 1024 × 2,304 here, a third of the step of Shen et al.'s MLP).
+
+    Built by :meth:`from_dataset` from a ``datasets.Dataset`` whose columns are all numeric (``features`` and the
+    label, group and weight columns); the feature matrix is read from the Arrow buffers without a copy where they
+    allow it (one chunk, no nulls, no row selection)."""
+
+    def __init__(self, columns: dict[str, np.ndarray]) -> None:
+        lengths = {len(v) for v in columns.values()}
+        if len(lengths) != 1:
+            raise FairmtError(f"FeatureArrays columns differ in length: { {k: len(v) for k, v in columns.items()} }")
+        self.columns = columns
+        self.n = lengths.pop()
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(self.columns)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, str):
+            return self.columns[i]
+        return {k: v[i] for k, v in self.columns.items()}
+
+    def __getitems__(self, index: list[int]) -> ColumnBatch:
+        idx = np.asarray(index, dtype=np.int64)
+        return ColumnBatch({k: v[idx] for k, v in self.columns.items()})
+
+    @classmethod
+    def from_dataset(cls, dataset: Any, allowed: set[str] | None = None) -> "FeatureArrays | None":
+        """The columns of ``dataset`` (a ``datasets.Dataset`` with a ``features`` column) as arrays, or None when it is
+        not one, has a column outside ``allowed``, or a column that is not a number or an equal-length vector of
+        numbers per row (text, token ids: those keep the row path)."""
+        table = getattr(getattr(dataset, "data", None), "table", None)
+        names = list(getattr(dataset, "column_names", None) or [])
+        if table is None or "features" not in names or (allowed is not None and not set(names) <= allowed):
+            return None
+        columns = {}
+        for name in names:
+            arr = _arrow_column(table.column(name))
+            if arr is None:
+                return None
+            columns[name] = arr
+        indices = getattr(dataset, "_indices", None)
+        if indices is not None:  # a .select()/.shuffle() view: its rows, in its order
+            rows = indices.column(0).to_numpy()
+            columns = {k: v[rows] for k, v in columns.items()}
+        return cls(columns)
+
+
+def _arrow_column(chunked: Any) -> np.ndarray | None:
+    """A numeric Arrow column as a numpy array (a list column of equal-length rows as a 2-d one), None otherwise."""
+    import pyarrow as pa
+
+    parts = []
+    for chunk in chunked.chunks:
+        if chunk.null_count:
+            return None
+        t = chunk.type
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            n = len(chunk)
+            if not pa.types.is_fixed_size_list(t):
+                offsets = np.asarray(chunk.offsets)
+                widths = np.diff(offsets)
+                if n and (widths != widths[0]).any():
+                    return None
+                width = int(widths[0]) if n else 0
+            else:
+                width = t.list_size
+            values = chunk.flatten()
+            if values.null_count or not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)):
+                return None
+            parts.append(values.to_numpy(zero_copy_only=False).reshape(n, width))
+        elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+            parts.append(chunk.to_numpy(zero_copy_only=False))
+        else:
+            return None
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 class ClassificationCollator:
     """Batch rows for the fair-classification Trainers.
 
@@ -296,6 +389,8 @@ class ClassificationCollator:
 
         if not rows:
             raise FairmtError("empty batch")
+        if isinstance(rows, ColumnBatch):  # a FeatureArrays batch: one conversion per column
+            return self._collate_columns(rows)
         batch: dict[str, Any] = {}
         first = rows[0]
         if "features" in first:
@@ -330,3 +425,19 @@ class ClassificationCollator:
         if "instance_weight" in first:  # balanced training by reweighting (fairmt.data.balanced)
             batch["instance_weight"] = torch.tensor([float(r["instance_weight"]) for r in rows], dtype=torch.float32)
         return batch
+
+    def _collate_columns(self, cols: ColumnBatch) -> dict[str, Any]:
+        import torch
+
+        batch: dict[str, Any] = {"features": torch.from_numpy(np.ascontiguousarray(cols["features"], dtype=np.float32))}
+        if "labels" in cols:
+            batch["labels"] = torch.from_numpy(np.asarray(cols["labels"], dtype=np.int64))
+        if self.group_column in cols:
+            batch[self.group_column] = torch.from_numpy(np.asarray(cols[self.group_column], dtype=np.int64))
+        if "instance_weight" in cols:
+            batch["instance_weight"] = torch.from_numpy(np.asarray(cols["instance_weight"], dtype=np.float32))
+        return batch
+
+    def columns(self) -> set[str]:
+        """The columns a :class:`FeatureArrays` batch may hold for this collator (the others need the row path)."""
+        return {"features", "labels", self.group_column, "instance_weight"}
