@@ -73,6 +73,19 @@ class ClassificationData:
     group_names: list[str]
     source: str = ""
     notes: list[str] = field(default_factory=list)
+    # intersectional groups: the protected attributes whose value combinations the group ids stand for (group name
+    # ``"v1|v2"`` = the attributes' values joined by ``|``, as fairmt.eval.classification's keys); None for one
+    group_attributes: list[str] | None = None
+
+    def group_columns(self, split: str) -> Any:
+        """The split's protected groups as the metrics take them: the group ids, or for intersectional groups one
+        column of values per attribute (``{attribute: values}``: every metric over the cross-product groups, a
+        combination with no example skipped by the empty-group rule)."""
+        groups = self.splits[split].groups
+        if not self.group_attributes:
+            return groups
+        values = [self.group_names[g].split("|") for g in groups]
+        return {a: [v[i] for v in values] for i, a in enumerate(self.group_attributes)}
 
     @property
     def num_labels(self) -> int:
@@ -156,21 +169,31 @@ def read_bios(
 HATESPEECH_SPLITS = {"train": "train.tsv", "dev": "valid.tsv", "test": "test.tsv"}
 
 
-def read_hatespeech(language: str = "Spanish", attribute: str = "gender", root: str | Path | None = None) -> ClassificationData:
+HATESPEECH_ATTRIBUTES = ("gender", "age", "ethnicity", "country")
+
+
+def read_hatespeech(language: str = "Spanish", attribute: str | list[str] = "gender",
+                    root: str | Path | None = None) -> ClassificationData:
     """Huang et al. (2020) multilingual hate speech with author demographics (token ids; raw text was removed).
 
     Task = ``label`` (0/1), group = ``attribute`` (``gender`` or ``age``, binarised by the authors; rows with ``x``
     are dropped and the count is recorded in ``notes``). ``input_ids`` are the 40 ids of the ``text`` column (0 =
-    padding).
+    padding). Several attributes (``["gender", "age"]``) give intersectional groups: a row's group is the combination
+    of its values (dropped when any of them is ``x``); the group names are every combination of the values seen in
+    any split (``"0|1"``: gender 0, age 1), ``group_attributes`` the attributes.
     """
-    if attribute not in ("gender", "age", "ethnicity", "country"):
-        raise FairmtError(f"attribute must be gender, age, ethnicity or country, got {attribute!r}")
+    attrs = [attribute] if isinstance(attribute, str) else list(attribute)
+    if not attrs or len(set(attrs)) != len(attrs):
+        raise FairmtError(f"attribute: give one protected attribute or a list of distinct ones, got {attribute!r}")
+    for a in attrs:
+        if a not in HATESPEECH_ATTRIBUTES:
+            raise FairmtError(f"attribute must be gender, age, ethnicity or country, got {a!r}")
     base = Path(root) if root is not None else data_path("hatespeech_huang2020", language)
     if not base.is_dir():
         raise FairmtError(f"hate-speech folder {base} not found (languages: English, Italian, Polish, Portuguese, "
                           "Spanish): fetch it with `fairmt data corpora --fetch hatespeech-huang2020`")
     splits, notes = {}, []
-    group_values: set[str] = set()
+    seen: set[tuple[str, ...]] = set()
     raw: dict[str, list[tuple[list[int], int, str]]] = {}
     for split, fname in HATESPEECH_SPLITS.items():
         path = base / fname
@@ -186,8 +209,8 @@ def read_hatespeech(language: str = "Spanish", attribute: str = "gender", root: 
         _, reader = csv_dict_rows(path, "hate-speech", required=("text", "label"), delimiter="\t",
                                   quoting=csv.QUOTE_NONE)
         for line, row in reader:
-            value = (row.get(attribute) or "x").strip()
-            if value == "x":
+            values = tuple((row.get(a) or "x").strip() for a in attrs)
+            if "x" in values:
                 dropped += 1
                 continue
             try:
@@ -197,19 +220,29 @@ def read_hatespeech(language: str = "Spanish", attribute: str = "gender", root: 
                 raise FairmtError(f"{path}:{line}: unreadable text ids or label ({err})") from None
             if label not in (0, 1):
                 raise FairmtError(f"{path}:{line}: label must be 0 or 1, got {label}")
-            rows.append((ids, label, value))
-            group_values.add(value)
+            if any("|" in v for v in values):
+                raise FairmtError(f"{path}:{line}: a protected-attribute value holds '|' ({values})")
+            rows.append((ids, label, values))
+            seen.add(values)
         raw[split] = rows
-        notes.append(f"{split}: {len(rows)} rows kept, {dropped} dropped with unknown {attribute}")
-    group_names = sorted(group_values)
+        notes.append(f"{split}: {len(rows)} rows kept, {dropped} dropped with unknown {' or '.join(attrs)}")
+    import itertools
+
+    # every combination of the values seen (a combination with no row in a split is an empty group there)
+    combos = list(itertools.product(*(sorted({v[i] for v in seen}) for i in range(len(attrs)))))
+    group_names = ["|".join(c) for c in combos]
+    index = {c: i for i, c in enumerate(combos)}
     for split, rows in raw.items():
         splits[split] = ClassificationSplit(
             labels=[r[1] for r in rows],
-            groups=[group_names.index(r[2]) for r in rows],
+            groups=[index[r[2]] for r in rows],
             input_ids=[r[0] for r in rows],
         )
+    if len(attrs) > 1:
+        notes.append(f"intersectional groups: {' × '.join(attrs)} ({len(group_names)} combinations)")
     return ClassificationData(
-        splits=splits, label_names=["0", "1"], group_names=group_names, source=str(base), notes=notes
+        splits=splits, label_names=["0", "1"], group_names=group_names, source=str(base), notes=notes,
+        group_attributes=attrs if len(attrs) > 1 else None,
     )
 
 
