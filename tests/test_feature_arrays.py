@@ -61,7 +61,7 @@ def test_collator_makes_the_same_tensors_from_columns_as_from_rows():
         assert torch.equal(by_rows[k], by_cols[k]), k
 
 
-def _train(tmp_path, name, columnar: bool):
+def _train(tmp_path, name, columnar: bool, lean_norm: bool = True):
     from fairmt.models.text_classifiers import MLPClassifier
     from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
 
@@ -74,19 +74,27 @@ def _train(tmp_path, name, columnar: bool):
     args = FairContrastiveConfig(output_dir=str(tmp_path / name), objective="ce", num_train_epochs=2,
                                  per_device_train_batch_size=10, per_device_eval_batch_size=7, learning_rate=1e-2,
                                  eval_strategy="epoch", save_strategy="no", report_to=[], use_cpu=True,
-                                 disable_tqdm=True, seed=5)
+                                 disable_tqdm=True, seed=5, logging_steps=1, max_grad_norm=0.0)
     trainer = FairContrastiveTrainer(model=model, args=args, train_dataset=train, eval_dataset=dev,
                                      data_collator=ClassificationCollator())
     if not columnar:
         trainer._feature_arrays = lambda d: d
+    if not lean_norm:  # transformers' own: accelerator.clip_grad_norm_(params, inf)
+        from transformers import Trainer
+
+        trainer._get_grad_norm = lambda model, grad_norm=None: Trainer._get_grad_norm(trainer, model, grad_norm)
     assert isinstance(trainer.get_train_dataloader().dataset, FeatureArrays) == columnar
     assert isinstance(trainer.get_eval_dataloader().dataset, FeatureArrays) == columnar
     trainer.train()
-    return trainer.evaluate()["eval_loss"], [p.detach().clone() for p in model.parameters()]
+    norms = [h["grad_norm"] for h in trainer.state.log_history if "grad_norm" in h]
+    assert len(norms) == trainer.state.global_step  # logged at every step (logging_steps=1)
+    return trainer.evaluate()["eval_loss"], [p.detach().clone() for p in model.parameters()], norms
 
 
 def test_trainer_through_the_columns_ends_where_the_row_path_does(tmp_path):
-    loss_c, w_c = _train(tmp_path, "cols", True)
-    loss_r, w_r = _train(tmp_path, "rows", False)
+    """... and the gradient norm it logs (computed directly, without a clipping call) is transformers' own."""
+    loss_c, w_c, n_c = _train(tmp_path, "cols", True)
+    loss_r, w_r, n_r = _train(tmp_path, "rows", False, lean_norm=False)
     assert loss_c == pytest.approx(loss_r, abs=0, rel=0)
     assert all(torch.equal(a, b) for a, b in zip(w_c, w_r))
+    assert n_c == n_r and len(set(n_c)) > 1
