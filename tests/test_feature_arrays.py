@@ -45,6 +45,9 @@ def test_row_path_is_kept_for_text_token_ids_ragged_features_and_unknown_columns
     ds = Dataset.from_dict({**base, "features": [[1.0, 2.0], [3.0, 4.0]], "age": [3, 4]})
     assert FeatureArrays.from_dataset(ds) is not None
     assert FeatureArrays.from_dataset(ds, ClassificationCollator().columns()) is None  # 'age' is not the collator's
+    # a transform changes what a row is: the row path keeps it
+    assert FeatureArrays.from_dataset(ds.with_transform(lambda b: b)) is None
+    assert FeatureArrays.from_dataset(ds.with_format("numpy", columns=["features", "labels"])) is None
 
 
 def test_collator_makes_the_same_tensors_from_columns_as_from_rows():

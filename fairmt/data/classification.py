@@ -302,11 +302,19 @@ class FeatureArrays:
     allow it (one chunk, no nulls, no row selection)."""
 
     def __init__(self, columns: dict[str, np.ndarray]) -> None:
+        import warnings
+
+        import torch
+
         lengths = {len(v) for v in columns.values()}
         if len(lengths) != 1:
             raise FairmtError(f"FeatureArrays columns differ in length: { {k: len(v) for k, v in columns.items()} }")
-        self.columns = columns
         self.n = lengths.pop()
+        # held as tensors sharing the arrays' memory (read-only Arrow buffers: torch warns once here; a batch is
+        # a copy made by index_select, or a view of a contiguous range, which nothing writes to)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            self.columns = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in columns.items()}
 
     @property
     def column_names(self) -> list[str]:
@@ -321,8 +329,13 @@ class FeatureArrays:
         return {k: v[i] for k, v in self.columns.items()}
 
     def __getitems__(self, index: list[int]) -> ColumnBatch:
-        idx = np.asarray(index, dtype=np.int64)
-        return ColumnBatch({k: v[idx] for k, v in self.columns.items()})
+        import torch
+
+        idx = torch.as_tensor(index, dtype=torch.long)
+        start = int(idx[0]) if len(idx) else 0
+        if len(idx) and bool((idx == torch.arange(start, start + len(idx))).all()):  # the eval loaders' ranges
+            return ColumnBatch({k: v[start: start + len(idx)] for k, v in self.columns.items()})
+        return ColumnBatch({k: v.index_select(0, idx) for k, v in self.columns.items()})
 
     @classmethod
     def from_dataset(cls, dataset: Any, allowed: set[str] | None = None) -> "FeatureArrays | None":
@@ -333,6 +346,11 @@ class FeatureArrays:
         names = list(getattr(dataset, "column_names", None) or [])
         if table is None or "features" not in names or (allowed is not None and not set(names) <= allowed):
             return None
+        fmt = getattr(dataset, "format", None) or {}
+        if fmt.get("type") not in (None, "numpy", "torch", "python") or (
+                fmt.get("columns") is not None and not fmt.get("output_all_columns")
+                and set(fmt["columns"]) != set(names)):
+            return None  # a transform (set_transform) or hidden columns: the rows are not the table's
         columns = {}
         for name in names:
             arr = _arrow_column(table.column(name))
@@ -462,13 +480,13 @@ class ClassificationCollator:
     def _collate_columns(self, cols: ColumnBatch) -> dict[str, Any]:
         import torch
 
-        batch: dict[str, Any] = {"features": torch.from_numpy(np.ascontiguousarray(cols["features"], dtype=np.float32))}
+        batch: dict[str, Any] = {"features": torch.as_tensor(cols["features"], dtype=torch.float32)}
         if "labels" in cols:
-            batch["labels"] = torch.from_numpy(np.asarray(cols["labels"], dtype=np.int64))
+            batch["labels"] = torch.as_tensor(cols["labels"], dtype=torch.long)
         if self.group_column in cols:
-            batch[self.group_column] = torch.from_numpy(np.asarray(cols[self.group_column], dtype=np.int64))
+            batch[self.group_column] = torch.as_tensor(cols[self.group_column], dtype=torch.long)
         if "instance_weight" in cols:
-            batch["instance_weight"] = torch.from_numpy(np.asarray(cols["instance_weight"], dtype=np.float32))
+            batch["instance_weight"] = torch.as_tensor(cols["instance_weight"], dtype=torch.float32)
         return batch
 
     def columns(self) -> set[str]:
