@@ -36,8 +36,7 @@ What was removed from the Trainer's path (without leaving it), found by profilin
   nested lists took 9.4 s instead of 1.4 s);
 * ``train()`` runs with the objects alive at its start frozen out of the garbage collector
   (``fairmt.trainers.overhead``: the Trainer's ``gc.collect()`` at the start of each training loop walked the whole
-  heap, 0.7 s).
-
+  heap, 0.7 s);
 * the logged gradient norm: without clipping, transformers computes it every step with
   ``accelerator.clip_grad_norm_(params, inf)``, which also multiplies every gradient by 1 (1.8 ms a step); the
   Trainers take the same norm directly (``LeanTrainMixin._get_grad_norm``, 0.6 ms);
@@ -46,8 +45,8 @@ What was removed from the Trainer's path (without leaving it), found by profilin
 
 What is left of the Trainer per step is small: accelerate's ``is_lomo_available`` package look-ups (~0.5 ms a
 step), the gradient norm for the logs (~0.6 ms), the fault guard's one device read, the per-epoch eval loss (a CE
-over the dev logits the plain loop does not compute). Dataloader workers stay at 0 (the batches are array slices), logging
-every 50 steps, no checkpoints (as the plain loop). The two sides do the same work: the same MLP from the same
+over the dev logits the plain loop does not compute). Dataloader workers stay at 0 (the batches are array slices),
+logging every 50 steps, no checkpoints (as the plain loop). The two sides do the same work: the same MLP from the same
 initial weights, batch 1024 (the last one short), the same optimiser implementation (``torch.optim.AdamW(fused=True)``
 with lr 3e-3 and weight decay 0, i.e. Adam; the Trainer's ``optim="adamw_torch_fused"``; until issue 42's second
 round the plain loop ran the foreach ``Adam``, ~1.8 ms a step slower, which flattered the Trainer by ~5 %), no
