@@ -553,3 +553,18 @@ def test_eval_geneval_and_flores_jsons_average_languages_and_refuse_another_spli
 def _write_text(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_fairmt_report_of_a_sweep_gives_its_area_under_the_front(mixed_report, capsys):
+    """issue 42: the area under the performance–fairness front in `fairmt report` as in `fairmt sweep`'s report —
+    the sweep's own numbers (dev and test), under the sweep's table, a note and not a column (never used to select)."""
+    sweep = mixed_report[1] / "sweep_fcl" / "sweep.json"
+    aucs = json.loads(sweep.read_text())["front_auc"]
+    assert {"dev", "test"} <= set(aucs)
+    assert main(["report", str(sweep), "--json", "-"]) == 0
+    tables = json.loads(capsys.readouterr().out)["tables"]
+    notes = [n for t in tables for n in t["notes"] if "area under the performance–fairness front" in n]
+    assert len(notes) == 1
+    assert f"dev {aucs['dev']['auc']:.4f}" in notes[0] and f"test {aucs['test']['auc']:.4f}" in notes[0]
+    assert main(["report", str(sweep)]) == 0
+    assert f"test {aucs['test']['auc']:.4f}" in capsys.readouterr().out

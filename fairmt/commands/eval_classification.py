@@ -8,7 +8,9 @@ task reports the positive class's F1 (``--positive-class``, default the larger l
 over the positive class only (``--eo-classes positive``, the formula CSCL prints) or over both classes
 (``--eo-classes all``, the CSCL authors' released evaluation: twice the former); the signature names both choices.
 ``--train-predictions`` (same format) trains the leakage probes, as Shen et al.; without it leakage is 5-fold
-cross-validated on the evaluated file. Metric definitions: :mod:`fairmt.eval.classification`.
+cross-validated on the evaluated file. ``--group-columns gender,age`` reads several protected attributes per line
+(keys of their own, instead of ``group``) and scores every metric over their cross-product groups. Metric
+definitions: :mod:`fairmt.eval.classification`.
 
 Registration is cheap: numpy/scikit-learn are imported inside the handler only.
 """
@@ -66,20 +68,26 @@ def _vector(value: Any, key: str, where: str) -> list[float]:
     return [float(v) for v in value]
 
 
-def read_predictions(path: str | Path, num_classes: int | None = None, classes: list[str] | None = None) -> PredictionFile:
-    """Read and validate a predictions JSONL file; every error names the file and line and says what to fix."""
+def read_predictions(path: str | Path, num_classes: int | None = None, classes: list[str] | None = None,
+                     group_columns: list[str] | None = None) -> PredictionFile:
+    """Read and validate a predictions JSONL file; every error names the file and line and says what to fix.
+
+    ``group_columns``: several protected attributes, each a key of every line (an integer or a string), read instead
+    of ``group``; ``groups`` is then ``{attribute: values}`` (intersectional groups)."""
     p = Path(path)
-    cols: dict[str, list] = {"label": [], "pred": [], "group": [], "hidden": [], "logits": [], "score": []}
+    required = ("label", "pred", *(group_columns or ["group"]))
+    cols: dict[str, list] = {k: [] for k in required}
+    cols.update({"hidden": [], "logits": [], "score": []})
     kinds: dict[str, tuple[str, int]] = {}
     widths: dict[str, tuple[int, int]] = {}
     for lineno, obj in iter_jsonl(p, hint="; write one JSON object per line", what="predictions"):
         where = f"{p}:{lineno}"
         if not isinstance(obj, dict):
-            raise FairmtError(f"{where}: expected a JSON object with keys {', '.join(REQUIRED)}")
-        missing = [k for k in REQUIRED if k not in obj]
+            raise FairmtError(f"{where}: expected a JSON object with keys {', '.join(required)}")
+        missing = [k for k in required if k not in obj]
         if missing:
-            raise FairmtError(f"{where}: missing key(s) {', '.join(missing)}; each line needs {', '.join(REQUIRED)}")
-        for key in REQUIRED:
+            raise FairmtError(f"{where}: missing key(s) {', '.join(missing)}; each line needs {', '.join(required)}")
+        for key in required:
             value = obj[key]
             kind = _kind(value)
             if kind is None:
@@ -133,7 +141,7 @@ def read_predictions(path: str | Path, num_classes: int | None = None, classes: 
         path=str(p),
         labels=cols["label"],
         preds=cols["pred"],
-        groups=cols["group"],
+        groups={k: cols[k] for k in group_columns} if group_columns else cols["group"],
         hidden=cols["hidden"] or None,
         logits=cols["logits"] or None,
         scores=cols["score"] or None,
@@ -169,6 +177,10 @@ def register(groups: dict) -> None:
     p.add_argument("--positive-class", default=None,
                    help="the positive class of a two-class task (F1, AUC, ΔEO): a label as the predictions write it "
                    "(default: the larger label)")
+    p.add_argument("--group-columns", default=None, metavar="A,B",
+                   help="several protected attributes, each a key of every line (e.g. gender,age; read instead of "
+                   "'group'): every metric over the cross-product groups (keys 'v1|v2'; a combination with no "
+                   "example is skipped with a warning, or fails with --strict)")
     p.add_argument("--no-leakage", action="store_true", help="skip the leakage probes")
     p.add_argument("--svm-c", type=number(0.0, low_open=True), default=1.0,
                    help="C of the LinearSVC leakage probes (default 1)")
@@ -193,10 +205,23 @@ def run_classification(args: argparse.Namespace) -> int:
     if args.num_classes is not None and args.num_classes < 2:
         raise FairmtError(f"--num-classes must be at least 2, got {args.num_classes}")
     classes = [c.strip() for c in args.classes.split(",") if c.strip()] if args.classes else None
-    ev = read_predictions(args.predictions, args.num_classes, classes)
-    tr = read_predictions(args.train_predictions, args.num_classes, classes) if args.train_predictions else None
+    group_columns = None
+    if args.group_columns is not None:
+        group_columns = [c.strip() for c in args.group_columns.split(",") if c.strip()]
+        clash = sorted(set(group_columns) & {"label", "pred", "hidden", "logits", "score"})
+        if not group_columns or clash or len(set(group_columns)) != len(group_columns):
+            raise FairmtError(f"--group-columns {args.group_columns!r}: give distinct keys of the prediction lines, "
+                              f"comma-separated{f' (not {clash})' if clash else ''}")
+    ev = read_predictions(args.predictions, args.num_classes, classes, group_columns)
+    tr = (read_predictions(args.train_predictions, args.num_classes, classes, group_columns)
+          if args.train_predictions else None)
+
+    def first_group(f):
+        return [v[0] for v in f.groups.values()] if isinstance(f.groups, dict) else [f.groups[0]]
+
     if tr is not None:
-        if type(tr.groups[0]) is not type(ev.groups[0]) or type(tr.labels[0]) is not type(ev.labels[0]):
+        if [type(v) for v in first_group(tr)] != [type(v) for v in first_group(ev)] or \
+                type(tr.labels[0]) is not type(ev.labels[0]):
             raise FairmtError(f"{tr.path}: label/group types differ from {ev.path}; use the same ids in both files")
         if ev.hidden is not None and tr.hidden is None and not args.no_leakage:
             raise FairmtError(f"{tr.path}: has no 'hidden' vectors but {ev.path} does; leakage@h needs both")

@@ -19,7 +19,8 @@ on one of the data sets (``data.dataset``): ``bios`` — the 280-row Bias-in-Bio
 ``bios_split`` — Bias-in-Bios with its published split (``data.source: local``: Ravfogel et al.'s 255,710 / 39,369 /
 98,344 as CSCL, or ``hub``: LabHC/bias_in_bios); ``jigsaw`` — Civil Comments, WILDS split, race (CSCL); ``moji`` —
 DeepMoji features, fairlib's split (Shen et al.); ``hatespeech`` — Huang et al. 2020, token ids (``data.language``,
-``data.attribute``). ``data.root`` points a loader at a folder (default: under ``FAIRMT_DATA``); see
+``data.attribute``: one protected attribute, or a list of them — ``[gender, age]`` — for intersectional groups,
+every metric then over the cross-product groups). ``data.root`` points a loader at a folder (default: under ``FAIRMT_DATA``); see
 :mod:`fairmt.data.fair_datasets`. With one encoder (``model.type``):
 
 * ``frozen_embedder``: a sentence encoder (``model.name_or_path``; ``minilm`` = the packaged all-MiniLM-L6-v2) embeds
@@ -651,9 +652,10 @@ def _score(cfg, data, outputs, split: str):
     s, t = data.splits[split], data.splits["train"]
     logits, hidden = outputs[split]
     tlogits, thidden = outputs["train"]
-    return classification_metrics(
-        s.labels, logits.argmax(-1).tolist(), s.groups, hidden=hidden, logits=np.nan_to_num(logits, neginf=-1e9),
-        train_hidden=thidden, train_logits=np.nan_to_num(tlogits, neginf=-1e9), train_groups=t.groups,
+    return classification_metrics(  # intersectional groups: one column per attribute (the cross-product groups)
+        s.labels, logits.argmax(-1).tolist(), data.group_columns(split), hidden=hidden,
+        logits=np.nan_to_num(logits, neginf=-1e9), train_hidden=thidden,
+        train_logits=np.nan_to_num(tlogits, neginf=-1e9), train_groups=data.group_columns("train"),
         num_classes=data.num_labels, seed=cfg["seed"], scores=_probs(logits),
         eo_classes=cfg["metrics"]["eo_classes"], positive_class=cfg["metrics"]["positive_class"],
     )
@@ -751,6 +753,7 @@ def _main(config: dict[str, Any]) -> dict[str, Any]:
         "test_full": test.to_percent_dict(),
         "labels": data.label_names,
         "groups": data.group_names,
+        "group_attributes": data.group_attributes,
         "data_notes": data.notes,
         "info": json.loads(json.dumps(info, default=str)),
         "config": cfg,
@@ -770,9 +773,12 @@ def _main(config: dict[str, Any]) -> dict[str, Any]:
         logits, hidden = outputs["test"]
         probs = _probs(logits)
         s = data.splits["test"]
+        # intersectional groups: each attribute's value too (`fairmt eval classification --group-columns a,b`)
+        attrs = data.group_columns("test") if data.group_attributes else {}
         with open(os.path.join(out, "predictions.jsonl"), "w") as fh:
             for i in range(len(s)):
                 fh.write(json.dumps({"label": s.labels[i], "pred": int(logits[i].argmax()), "group": s.groups[i],
+                                     **{a: v[i] for a, v in attrs.items()},
                                      "score": [round(float(v), 6) for v in probs[i]],
                                      "hidden": [round(float(v), 5) for v in hidden[i]]}) + "\n")
     return results

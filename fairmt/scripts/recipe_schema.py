@@ -268,7 +268,12 @@ class ClassificationData(Section):
     source: Literal["local", "hub"] = "local"
     max_rows: Count | None = None
     language: Text = "Spanish"
-    attribute: Text = "gender"
+    attribute: Text | Annotated[list[Text], Field(min_length=1)] = Field(
+        "gender", description="the protected attribute of the hate-speech set (gender, age, ethnicity, country), or a "
+                              "list of them — [gender, age] — for intersectional groups: a row's group is the "
+                              "combination of its values (rows with any unknown value dropped, and counted), every "
+                              "metric is computed over the cross-product groups (a combination with no example "
+                              "skipped with a warning), and the Trainers' group ids are the combinations")
     moji_split_sizes: Annotated[list[Count], Field(min_length=3, max_length=3)] = [40000, 2000, 2000]
     moji_n_train: Count = 100000
     augment: Literal["eda", "backtranslate", "clm_insert", "clm_substitute"] | None = None
@@ -281,6 +286,18 @@ class ClassificationData(Section):
     label_subset: Annotated[list[Text], Field(min_length=2)] | None = Field(
         None, description="the task labels kept (every split), re-indexed in this order: Shen et al.'s Table 2 is "
                           "[nurse, surgeon] of Bias-in-Bios")
+
+    @model_validator(mode="after")
+    def _attributes(self):
+        if isinstance(self.attribute, list):
+            if len(set(self.attribute)) != len(self.attribute):
+                raise ValueError(f"data.attribute names an attribute twice: {self.attribute}")
+            if self.dataset != "hatespeech":
+                raise ValueError(f"data.attribute as a list (intersectional groups) needs data.dataset hatespeech, "
+                                 f"the data set with several protected attributes; got {self.dataset}")
+            if len(self.attribute) == 1:
+                self.attribute = self.attribute[0]
+        return self
 
     @field_validator("fractions")
     @classmethod

@@ -29,7 +29,8 @@ class FairBatchMixin:
         model, a = self.model, self.args
         was_training = model.training
         model.eval()
-        loader = DataLoader(self.train_dataset, batch_size=a.per_device_eval_batch_size, shuffle=False,
+        ds = getattr(self, "_feature_arrays", lambda d: d)(self.train_dataset)  # LeanTrainMixin's columns
+        loader = DataLoader(ds, batch_size=a.per_device_eval_batch_size, shuffle=False,
                             collate_fn=self.data_collator)
         out = []
         try:
@@ -59,6 +60,7 @@ class FairBatchMixin:
                 from None
         self.fairbatch_sampler = FairBatchSampler(labels, groups, a.per_device_train_batch_size,
                                                   self._fairbatch_losses, alpha=a.fairbatch_alpha, seed=a.seed)
-        loader = DataLoader(ds, batch_sampler=self.fairbatch_sampler, collate_fn=self.data_collator,
+        loader = DataLoader(getattr(self, "_feature_arrays", lambda d: d)(ds), batch_sampler=self.fairbatch_sampler,
+                            collate_fn=self.data_collator,
                             num_workers=a.dataloader_num_workers, pin_memory=a.dataloader_pin_memory)
         return self.accelerator.prepare(loader)

@@ -40,6 +40,7 @@ class Run:
     group: str | None = None  # the method/sweep a run belongs to (one colour in a trade-off figure)
     setting: dict[str, Any] | None = None  # a sweep setting's overrides
     seeds: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # said under the run's table (a sweep's area under its front)
 
 
 class _Reader:
@@ -549,6 +550,12 @@ def _read_sweep(r: _Reader, name: str) -> list[Run]:
                                   "fixed overrides": " ".join(map(str, d.get("overrides") or []))}))
     if not rows:
         raise FairmtError(f"{r.path}: no finished setting (every setting has n = 0)")
+    aucs = {k: v["auc"] for k, v in (d.get("front_auc") or {}).items()
+            if isinstance(v, dict) and isinstance(v.get("auc"), (int, float))}
+    if aucs:  # fairlib's auc_performance_fairness_tradeoff of the sweep, as `fairmt sweep` computed it
+        rows[0].notes.append(f"{label}: area under the performance–fairness front (fairlib's AUC of (performance, "
+                             "1 − gap) as fractions; a summary of the sweep, not used to select): "
+                             + ", ".join(f"{k} {v:.4f}" for k, v in aucs.items()))
     return rows
 
 

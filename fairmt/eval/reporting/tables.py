@@ -308,6 +308,7 @@ def build_tables(runs: list[Run], allow_mixed: bool = False, per_class: bool = F
                 notes.append(f"† {r.name}: {d['key']} is `{d['this']}`, {rows[0].name}'s is `{d['first']}`")
         if any(m.note for m in cols):
             notes += [m.note for m in cols if m.note]
+        notes += list(dict.fromkeys(n for r in runs if r.family == key for n in r.notes))
         tables.append(Table(fam, rows, cols, scale, marks, differs, notes))
     return tables
 
