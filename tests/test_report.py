@@ -553,3 +553,16 @@ def test_eval_geneval_and_flores_jsons_average_languages_and_refuse_another_spli
 def _write_text(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_rows_selected_under_different_checkpoint_rules_are_named_under_the_table():
+    """Issue 44 item 16: the fixtures' inlp run kept its lowest-dev-loss epoch, fcl and adversarial their DTO one."""
+    from fairmt.eval.reporting import build_tables, read_runs
+    from fairmt.eval.reporting.render import markdown_report
+
+    (t,) = build_tables([r for n in CLS for r in read_runs(FIX / n)])
+    (note,) = [n for n in t.notes if n.startswith("Rows selected under different checkpoint rules")]
+    assert note.endswith("dto (dev set): classification_adversarial_results, classification_fcl_results; "
+                         "loss (dev set): classification_inlp_results.") and note in markdown_report([t])
+    (same,) = build_tables([r for r in read_runs(FIX / CLS[0])])
+    assert not any(n.startswith("Rows selected under") for n in same.notes)

@@ -94,5 +94,5 @@ def test_one_objective_selects_by_it_and_says_when_the_runner_up_is_within_the_n
 def test_spread_digits():
     from fairmt.sweep.report import mean_pm, spread_digits
 
-    assert [spread_digits(x) for x in (0.021, 4.3, 12.0, None, 0.0)] == [3, 1, 0, 2, 2]
-    assert mean_pm(0.02480, 0.021) == "0.025 ± 0.021" and mean_pm(85.83, 4.31) == "85.8 ± 4.3"
+    assert [spread_digits(x) for x in (0.021, 0.23, 4.3, 12.0, None, 0.0)] == [3, 2, 0, 0, 2, 2]
+    assert mean_pm(0.02480, 0.021) == "0.025 ± 0.021" and mean_pm(85.83, 1.31) == "85.8 ± 1.3"

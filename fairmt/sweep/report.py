@@ -355,11 +355,11 @@ def _split(d: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ writing
 def spread_digits(std: float | None, default: int = 2) -> int:
-    """Decimals that show a spread to two significant digits (0.021 → 3, 4.3 → 1, 12 → 0), and its mean to the same
-    place; ``default`` without a spread (one seed) or a zero one; at most 6."""
-    if std is None or not math.isfinite(std) or std <= 0:
-        return default
-    return max(0, min(6, 1 - math.floor(math.log10(std))))
+    """Decimals that match a spread, by ``fairmt report``'s rule (:func:`fairmt.eval.reporting.tables.digits_for`:
+    0.021 → 3, 0.23 → 2, 4.3 → 0), the mean to the same place; ``default`` without a spread (one seed)."""
+    from fairmt.eval.reporting.tables import digits_for
+
+    return digits_for(std, default)
 
 
 def mean_pm(mean: float, std: float | None, default: int = 2) -> str:
@@ -410,7 +410,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     if report["overrides"]:
         lines += [f"Fixed overrides: `{' '.join(report['overrides'])}`", ""]
     lines += [f"Runs finished: {report['runs_finished']} of {report['runs_expected']}. Cells: mean ± sample std over "
-              "seeds (ddof = 1), to the digits the std supports (two significant digits of the std). `front`: on the Pareto front of the trade-off "
+              "seeds (ddof = 1), to the digits the std supports (`fairmt report`'s rule: its std to two significant digits when they begin with 1 or 2, else one). `front`: on the Pareto front of the trade-off "
               f"({', '.join(a['metric'] + ' ' + a['direction'][:3] for a in report['tradeoff'])}).", ""]
     lines.append(markdown_table(rows, ["setting", *keys, "n", *cols, "note"], digits=2))
     if report.get("shen_tradeoff"):

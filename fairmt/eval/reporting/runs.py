@@ -530,10 +530,12 @@ def _read_sweep(r: _Reader, name: str) -> list[Run]:
     settings = d.get("settings")
     if not isinstance(settings, list) or not all(isinstance(s, dict) for s in settings):
         raise FairmtError(f"{r.path}: 'settings' must be a list of objects")
+    rules = ((d.get("selection") or {}).get("checkpoint_rules") or {}) if isinstance(d.get("selection"), dict) else {}
     rows = []
     for i, s in enumerate(settings):
         if not s.get("n"):
             continue
+        rule = next((k for k, v in rules.items() if Path(str(s.get("folder", ""))).name in v), None)
         here = _Reader(r.path, s, f"settings.{i}.")
         mean = _Reader(r.path, _unflatten(here.at("mean").data), f"settings.{i}.mean.")
         std = _Reader(r.path, _unflatten(here.at("std").data), f"settings.{i}.std.")
@@ -546,7 +548,8 @@ def _read_sweep(r: _Reader, name: str) -> list[Run]:
                         signatures=_sweep_signatures(r, s, method),
                         settings={"recipe": recipe, "setting": s.get("id"), **{str(k): v for k, v in overrides.items()},
                                   "seeds": ",".join(map(str, s.get("seeds") or [])),
-                                  "fixed overrides": " ".join(map(str, d.get("overrides") or []))}))
+                                  "fixed overrides": " ".join(map(str, d.get("overrides") or [])),
+                                  **({"selection": rule} if rule else {})}))
     if not rows:
         raise FairmtError(f"{r.path}: no finished setting (every setting has n = 0)")
     return rows
