@@ -292,16 +292,11 @@ RULE_KEYS = ("selection", "sweep_selection")
 """The resolved recipe keys that decide which checkpoint / setting a row reports."""
 
 
-def check_comparison_tables(load=None) -> list[str]:
+def check_comparison_tables(load) -> list[str]:
     """One line per table of :data:`COMPARISON_TABLES` whose recipes do not share one value of each
     :data:`RULE_KEYS` (resolved: a default counts as written); empty when every table selects alike. ``load``: recipe
-    name → loaded config (default :func:`fairmt.commands.train.load_recipe`)."""
-    if load is None:
-        from fairmt.commands.train import load_recipe
-
-        def load(name):
-            return load_recipe(name, [])
-
+    name → loaded config (``lambda n: fairmt.commands.train.load_recipe(n, [])``; passed in, as this layer is below
+    the commands)."""
     problems = []
     for table, names in COMPARISON_TABLES.items():
         values = {n: resolved_values(load(n)) for n in names}
