@@ -49,10 +49,13 @@ def test_write_and_parse_back(tmp_path):
     assert by[("facebook/flores", "bleu")].metric_value == 36.04
     assert by[("facebook/flores", "bleu")].metric_name.startswith("spBLEU (")
     assert by[("facebook/flores", "chrf")].metric_value == 55.1
-    assert by[("winomt", "delta_g")].metric_value == 12.5 and by[("winomt", "accuracy")].dataset_config == "en-de"
+    # an `eval winomt` result written before the one ΔG (delta_g the F1 gap, no delta_g_f1): read as such, ΔG being
+    # the accuracy gap (= ΔR on WinoMT)
+    assert by[("winomt", "delta_g_f1")].metric_value == 12.5 and by[("winomt", "delta_g")].metric_value == 20.1
+    assert by[("winomt", "accuracy")].dataset_config == "en-de"
     text = readme.read_text()
     assert "model-index:" in text and "## Evaluation (fairmt)" in text and g.signature in text
-    assert len(read_eval_results(readme)) == 4 + 2 + 4  # MT-GenEval: accuracy, explicit, ΔG, E-ΔG
+    assert len(read_eval_results(readme)) == 5 + 2 + 4  # MT-GenEval: accuracy, explicit, ΔG, E-ΔG
 
 
 def test_nonstandard_bleu_never_called_spbleu(tmp_path):
@@ -98,14 +101,17 @@ def test_winomt_result_object(tmp_path):
     """The WinoMT evaluator's own result type goes into the card (ΔS skipped when the gold has no pro/anti)."""
     evaluate = pytest.importorskip("fairmt.eval.winomt.evaluate")
     r = evaluate.WinoMTResult(
-        lang="ru", accuracy=37.7, delta_g=36.8, delta_s=None, delta_r=40.0, f1_male=60.0, f1_female=23.2,
+        lang="ru", accuracy=37.7, delta_g=40.0, delta_g_f1=36.8, delta_s=None, delta_r=40.0, f1_male=60.0, f1_female=23.2,
         precision_male=1.0, recall_male=1.0, precision_female=1.0, recall_female=1.0, acc_pro=None, acc_anti=None,
         n=3888, n_unknown=0, n_unaligned=0, compat="acl2019", signature="winomt|v:1|lang:ru",
     )
     readme = write_model_card(tmp_path, [r], model_name="m")
     got = {e["metric_type"]: e for e in read_eval_results(readme)}
-    assert set(got) == {"accuracy", "delta_g", "delta_r"}
-    assert got["delta_g"]["metric_value"] == 36.8 and got["accuracy"]["dataset_config"] == "en-ru"
+    assert set(got) == {"accuracy", "delta_g", "delta_g_f1", "delta_r"}
+    assert got["delta_g"]["metric_value"] == 40.0 and got["accuracy"]["dataset_config"] == "en-ru"
+    assert got["delta_g"]["metric_name"] == "WinoMT ΔG (en-ru)" and got["delta_g_f1"]["metric_value"] == 36.8
+    assert got["delta_g_f1"]["metric_name"] == "WinoMT ΔG_F1 (en-ru)"
+    assert got["delta_g_f1"]["metric_args"] == {"signature": "winomt|v:1|lang:ru"}
     assert got["accuracy"]["metric_args"] == {"signature": "winomt|v:1|lang:ru"}
 
 

@@ -207,3 +207,18 @@ def test_the_readme_departure_tables_are_generated_from_the_cards():
     start, end = "<!-- paper-departures:start -->\n", "<!-- paper-departures:end -->"
     block = readme[readme.index(start) + len(start):readme.index(end)]
     assert block == all_departures_markdown(), "README's departure tables: paste `fairmt recipes --departures`"
+
+
+def test_recipes_of_one_comparison_table_share_one_selection_rule():
+    """Issue 44 item 16: inlp, cscl_one_stage, cscl_two_stage, fcl and adversarial (one table: Bias in Bios, frozen
+    MiniLM) select by one rule by default; the check names the table and each recipe's rule when one departs."""
+    from fairmt.commands.train import load_recipe
+    from fairmt.scripts.cards import COMPARISON_TABLES, check_comparison_tables
+
+    assert check_comparison_tables(lambda n: load_recipe(n, [])) == []
+    names = next(iter(COMPARISON_TABLES.values()))
+    assert {load_recipe(n, [])["selection"] for n in names} == {"loss"}
+    (problem,) = check_comparison_tables(
+        lambda n: load_recipe(n, ["selection=dto"] if n == "classification/fcl" else []))
+    assert "different selection rules" in problem and "classification/fcl: dto" in problem
+    assert "classification/inlp: loss" in problem

@@ -568,3 +568,16 @@ def test_fairmt_report_of_a_sweep_gives_its_area_under_the_front(mixed_report, c
     assert f"dev {aucs['dev']['auc']:.4f}" in notes[0] and f"test {aucs['test']['auc']:.4f}" in notes[0]
     assert main(["report", str(sweep)]) == 0
     assert f"test {aucs['test']['auc']:.4f}" in capsys.readouterr().out
+
+
+def test_rows_selected_under_different_checkpoint_rules_are_named_under_the_table():
+    """Issue 44 item 16: the fixtures' inlp run kept its lowest-dev-loss epoch, fcl and adversarial their DTO one."""
+    from fairmt.eval.reporting import build_tables, read_runs
+    from fairmt.eval.reporting.render import markdown_report
+
+    (t,) = build_tables([r for n in CLS for r in read_runs(FIX / n)])
+    (note,) = [n for n in t.notes if n.startswith("Rows selected under different checkpoint rules")]
+    assert note.endswith("dto (dev set): classification_adversarial_results, classification_fcl_results; "
+                         "loss (dev set): classification_inlp_results.") and note in markdown_report([t])
+    (same,) = build_tables([r for r in read_runs(FIX / CLS[0])])
+    assert not any(n.startswith("Rows selected under") for n in same.notes)

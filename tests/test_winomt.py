@@ -206,14 +206,16 @@ def test_metrics_on_hand_computed_confusion():
     f1m = 2 * (4 / 7) * (4 / 6) / (4 / 7 + 4 / 6) * 100
     f1f = 2 * (2 / 3) * 0.5 / (2 / 3 + 0.5) * 100
     assert s.f1_male == pytest.approx(f1m) and s.f1_female == pytest.approx(f1f)
-    assert s.delta_g == pytest.approx(f1m - f1f) and s.delta_r == pytest.approx(100 * 4 / 6 - 50)
+    assert s.delta_g_f1 == pytest.approx(f1m - f1f) and s.delta_r == pytest.approx(100 * 4 / 6 - 50)
+    # ΔG is the GACL paper's Acc_male − Acc_female: correct / gold lines per gender (= ΔR on WinoMT)
+    assert s.delta_g == pytest.approx(100 * 4 / 6 - 100 * 2 / 4)
     assert s.confusion["male"] == {"male": 4, "female": 1, "neutral": 0, "unknown": 1}
     # acl2019: p, r rounded to one decimal before F1, F1 rounded again
     c = score(gold, pred, compat="acl2019")
     assert (c.precision_male, c.recall_male, c.accuracy) == (57.1, 66.7, 58.3)
     assert c.f1_male == round(2 * 57.1 * 66.7 / (57.1 + 66.7), 1) == 61.5
     assert c.f1_female == round(2 * 66.7 * 50.0 / 116.7, 1) == 57.2
-    assert c.delta_g == 4.3
+    assert c.delta_g_f1 == 4.3
 
 
 def test_metrics_edge_cases():
@@ -244,7 +246,7 @@ def gold2019(shared_data):
 def test_reproduces_2019_google_numbers(shared_data, gold2019, lang):
     r = evaluate_winomt(shared_data / f"winomt/translations/google/en-{lang}.txt", lang, gold2019, compat="acl2019")
     acc, dg = REPRO[lang]
-    assert abs(r.accuracy - acc) <= 0.5 and abs(r.delta_g - dg) <= 0.5, (r.accuracy, r.delta_g)
+    assert abs(r.accuracy - acc) <= 0.5 and abs(r.delta_g_f1 - dg) <= 0.5, (r.accuracy, r.delta_g_f1)
 
 
 @pytest.mark.parametrize("lang", ["he", "ru", "uk"])
@@ -260,7 +262,7 @@ def test_ukrainian_default_mode_uses_todays_dictionary(shared_data, gold2019):
     """Outside --compat acl2019 the installed pymorphy3 dictionary is used; it moves Ukrainian ΔG by about 4."""
     today = evaluate_winomt(shared_data / "winomt/translations/google/en-uk.txt", "uk", gold2019)
     assert "@2016" not in today.signature and "@2016" in get_detector("uk", "acl2019").signature_name
-    assert today.delta_g < 41.0, today.delta_g  # 39.5 measured; 43.6 with the 2016 dictionary
+    assert today.delta_g_f1 < 41.0, today.delta_g_f1  # 39.5 measured; 43.6 with the 2016 dictionary
 
 
 def test_german_close_to_2019(shared_data, gold2019):
@@ -292,7 +294,7 @@ def test_spacy_languages_close_to_2019(shared_data, gold2019, lang):
         pytest.importorskip(f"{lang}_core_news_sm")
     acc, dg, tol_acc, tol_dg = SPACY_GAP[lang]
     r = evaluate_winomt(shared_data / f"winomt/translations/google/en-{lang}.txt", lang, gold2019, compat="acl2019")
-    assert abs(r.accuracy - acc) <= tol_acc and abs(r.delta_g - dg) <= tol_dg, (r.accuracy, r.delta_g)
+    assert abs(r.accuracy - acc) <= tol_acc and abs(r.delta_g_f1 - dg) <= tol_dg, (r.accuracy, r.delta_g_f1)
 
 
 def test_default_mode_differs_only_where_documented(shared_data, gold2019):
@@ -331,10 +333,10 @@ def test_cli_json_markdown_plot(shared_data, tmp_path):
              "--markdown", str(tmp_path / "r.md"), "--plot", str(tmp_path / "r.png"), env_data=shared_data)  # fmt: skip
     assert p.returncode == 0, p.stderr
     data = json.loads(out.read_text())
-    assert {"accuracy", "delta_g", "delta_s", "delta_r", "f1_male", "f1_female", "n", "signature"} <= set(data)
-    assert (data["accuracy"], data["delta_g"], data["n"]) == (53.7, 7.9, 3888)
+    assert {"accuracy", "delta_g", "delta_g_f1", "delta_s", "delta_r", "f1_male", "f1_female", "n", "signature"} <= set(data)
+    assert (data["accuracy"], data["delta_g_f1"], data["n"]) == (53.7, 7.9, 3888) and data["delta_g"] == data["delta_r"]
     md = (tmp_path / "r.md").read_text()
-    assert "| lang | accuracy |" in md and "| he | 53.7 | 7.9 |" in md
+    assert "| lang | accuracy |" in md and "| he | 53.7 | 22.7 | 7.9 |" in md
     assert (tmp_path / "r.png").stat().st_size > 1000
 
 
@@ -351,8 +353,9 @@ def test_cli_table_several_languages_without_torch(shared_data):
     assert p.returncode == 0, p.stderr
     assert "HEAVY False False" in p.stdout
     lines = p.stdout.splitlines()
-    assert lines[0].split() == ["lang", "accuracy", "delta_g", "delta_s", "delta_r", "f1_male", "f1_female", "n"]
-    assert lines[2].split()[:3] == ["he", "53.7", "7.9"] and lines[3].split()[:3] == ["de", "59.3", "12.3"]
+    assert lines[0].split() == ["lang", "accuracy", "delta_g", "delta_g_f1", "delta_s", "delta_r", "f1_male", "f1_female",
+                                "n"]
+    assert lines[2].split()[:4] == ["he", "53.7", "22.7", "7.9"] and lines[3].split()[:4] == ["de", "59.3", "38.4", "12.3"]
     assert "winomt|v:1.0|lang:de" in p.stdout
 
 
@@ -394,4 +397,4 @@ def test_cli_model_uses_the_runner(shared_data, monkeypatch, capsys):
     assert made == {"model": "some/model", "backend": "hf"}
     assert calls["model"] == "TRANSLATOR" and calls["n"] == 3888 and (calls["src"], calls["tgt"]) == ("en", "he")
     assert calls["num_beams"] == 2
-    assert capsys.readouterr().out.splitlines()[2].split()[:3] == ["he", "53.7", "7.9"]
+    assert capsys.readouterr().out.splitlines()[2].split()[:4] == ["he", "53.7", "22.7", "7.9"]

@@ -32,7 +32,7 @@ def test_json_to_stdout_and_per_language_shape(shared_data, monkeypatch, capsys,
     assert main(["eval", "winomt", "--lang", "he", "--translations", str(google / "en-he.txt"), "--compat",
                  "acl2019", "--json", "-"]) == 0
     single = json.loads(capsys.readouterr().out)  # nothing but the JSON on stdout
-    assert (single["accuracy"], single["delta_g"]) == (53.7, 7.9)
+    assert (single["accuracy"], single["delta_g_f1"]) == (53.7, 7.9)
     out = tmp_path / "two.json"
     assert main(["eval", "winomt", "--lang", "he,de", "--translations", str(google), "--compat", "acl2019",
                  "--json", str(out)]) == 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-COLUMNS = ["lang", "accuracy", "delta_g", "delta_s", "delta_r", "f1_male", "f1_female", "n"]
+COLUMNS = ["lang", "accuracy", "delta_g", "delta_g_f1", "delta_s", "delta_r", "f1_male", "f1_female", "n"]
 
 
 def register(groups) -> None:
@@ -22,7 +22,8 @@ def register(groups) -> None:
         help="WinoMT: accuracy, ΔG, ΔS, ΔR of gendered professions in translations",
         description="Score English→XX translations on WinoMT (Stanovsky et al., 2019). Aligns source and "
         "translation with a built-in fast_align, detects the gender of the translated profession, and reports "
-        "accuracy, ΔG = F1(male) − F1(female), ΔS = acc(pro) − acc(anti), ΔR = recall(male) − recall(female).",
+        "accuracy, ΔG = Acc(male) − Acc(female) (the GACL paper's; delta_g), ΔG_F1 = F1(male) − F1(female) (the 2019 "
+        "evaluator's ΔG; delta_g_f1), ΔS = acc(pro) − acc(anti), ΔR = recall(male) − recall(female).",
     )
     p.add_argument("--lang", nargs="+", required=True, metavar="LANG",
                    help="target language(s): de, de,ru, de ru or all")
@@ -201,7 +202,7 @@ def _summary(results) -> dict:
     if len(results) == 1:
         return declared(as_dict(results[0]), WINOMT)
     out: dict = {"format": WINOMT, "per_language": [as_dict(r) for r in results]}
-    for m in ("accuracy", "delta_g", "delta_s", "delta_r"):
+    for m in ("accuracy", "delta_g", "delta_g_f1", "delta_s", "delta_r"):
         vals = [getattr(r, m) for r in results if getattr(r, m, None) is not None]
         out[m] = sum(vals) / len(vals) if vals else None
     return out

@@ -34,9 +34,11 @@ def register(groups) -> None:
                    help="the two metrics of the Pareto front, the plot and the selection rules (default: the first "
                         "two objectives, or the recipe family's)")
     p.add_argument("--select", default=None, metavar="RULE",
-                   help="model-selection rule on the dev metrics: dto, accuracy_then_gap, accuracy or loss (default: "
-                        "the recipe's sweep_selection — accuracy_then_gap for Shen et al.'s recipes, within the "
-                        "recipe's selection_tolerance — else dto)")
+                   help="model-selection rule on the dev metrics: dto, accuracy_then_gap, accuracy, loss or "
+                        "objective (the best seed mean of the one --objective) (default: the recipe's "
+                        "sweep_selection — accuracy_then_gap for Shen et al.'s recipes, within the recipe's "
+                        "selection_tolerance — else the objectives' own rule: one objective → objective (loss for "
+                        "dev.loss:min), two → dto)")
     output_dir(p, "--output-dir", what="sweep folder", resumable=True, default=None,
                help="the sweep folder (default: runs/sweeps/<recipe>-<time>); the same command again resumes in it")
     p.add_argument("--storage", default=None, metavar="URL|JOURNAL_FILE",
@@ -141,8 +143,15 @@ def _print_summary(report: dict) -> None:
     out = report["folder"]
     sel = report.get("selected")
     if sel:
-        test = ", ".join(f"{k.removeprefix('test.')} {v:.2f}" for k, v in sel["test"]["mean"].items())
+        from fairmt.sweep.report import mean_pm
+
+        test = ", ".join(f"{k.removeprefix('test.')} {mean_pm(v, sel['test']['std'].get(k))}"
+                         for k, v in sel["test"]["mean"].items())
         print(f"fairmt sweep: selected {sel['setting']} {sel['overrides']} on dev by {sel['rule']}: test {test}")
+        ru = report["selection"]["by_rule"].get(sel["rule"], {}).get("runner_up") or {}
+        if ru.get("distinguishable") is False:
+            print(f"  not distinguishable from the runner-up {ru['setting']} {ru['overrides']}: the dev difference "
+                  "is below the pooled seed std (see sweep.md)")
     else:
         why = report["selection"]["by_rule"].get(report["selection"]["rule"], {}).get("unavailable", "no finished run")
         print(f"fairmt sweep: no setting selected by {report['selection']['rule']}: {why}")

@@ -54,9 +54,12 @@ def _er(dataset: tuple[str, str], config: str, split: str, metric_type: str, nam
 
 
 def winomt_eval_results(result: Any, lang: str | None = None, split: str = "test") -> list:
-    """Entries for a WinoMT result (any object or dict with ``accuracy``, ``delta_g``, ``delta_s``, ``delta_r``).
+    """Entries for a WinoMT result (any object or dict with ``accuracy``, ``delta_g``, ``delta_g_f1``, ``delta_s``,
+    ``delta_r``), each with the result's signature.
 
-    ``lang`` defaults to the result's ``lang`` attribute/key.
+    "WinoMT ΔG" is fairmt's one ΔG, the GACL paper's "ΔG = Acc_male − Acc_female" (§4.2); the 2019 evaluator's
+    F1_male − F1_female is "WinoMT ΔG_F1". A result written before this naming (``delta_g_acc`` beside an F1
+    ``delta_g``) is read as such. ``lang`` defaults to the result's ``lang`` attribute/key.
     """
     lang = lang or _get(result, "lang")
     if not lang:
@@ -64,13 +67,20 @@ def winomt_eval_results(result: Any, lang: str | None = None, split: str = "test
     sig = _get(result, "signature", "") or ""
     cfg = f"en-{lang}"
     out = []
+    values = {k: _get(result, k) for k in ("accuracy", "delta_g", "delta_g_f1", "delta_s", "delta_r")}
+    if _get(result, "delta_g_acc") is not None:  # an mt-bias row written before the one ΔG: delta_g was the F1 gap
+        values["delta_g_f1"], values["delta_g"] = values["delta_g"], _get(result, "delta_g_acc")
+    elif not (hasattr(result, "delta_g_f1") or (isinstance(result, dict) and "delta_g_f1" in result)) \
+            and values["delta_g"] is not None:  # an older `eval winomt` result, its delta_g the F1 gap:
+        values["delta_g_f1"], values["delta_g"] = values["delta_g"], values["delta_r"]  # Acc_g = recall_g on WinoMT
     for key, mtype, name in (
         ("accuracy", "accuracy", f"WinoMT accuracy (en-{lang})"),
         ("delta_g", "delta_g", f"WinoMT ΔG (en-{lang})"),
+        ("delta_g_f1", "delta_g_f1", f"WinoMT ΔG_F1 (en-{lang})"),
         ("delta_s", "delta_s", f"WinoMT ΔS (en-{lang})"),
         ("delta_r", "delta_r", f"WinoMT ΔR (en-{lang})"),
     ):
-        value = _get(result, key)
+        value = values[key]
         if value is not None:
             out.append(_er(WINOMT_DATASET, cfg, split, mtype, name, value, sig))
     if not out:

@@ -20,11 +20,13 @@ model was fine-tuned on, out-of-domain the mean over the other languages (Table 
 languages (Table 3). Bias gaps are averaged both signed (``delta_g``) and as absolute values (``abs_delta_g``: the
 paper's tables print |ΔG|, |ΔS|, |ΔR|; we read them as the mean of per-language absolute gaps).
 
-Two ΔGs: the paper defines ΔG = Acc_male − Acc_female (accuracy on male-gold minus female-gold sentences), reported
-here as ``delta_g_acc`` — used by the GACL paper's Tables 2, 3 and 5 and Figure 4 for WinoMT. The 2019 WinoMT
-evaluator (Stanovsky et al., 2019) reports ΔG = F1_male − F1_female, reported as ``delta_g`` (the same name as in
-``fairmt eval winomt``). On WinoMT, Acc_male equals the recall of male, so ``delta_g_acc`` equals ΔR as both papers
-define it. MT-GenEval's ΔG and E-ΔG are accuracy gaps in every paper (``delta_g``, ``explicit_delta_g``).
+One ΔG: the GACL paper's "ΔG = Acc_male − Acc_female measures the difference in accuracy of male sentences and
+female sentences" (§4.2), ``delta_g`` — used by its Tables 2, 3 and 5 and Figure 4 for WinoMT, and the ΔG of every
+fairmt table, JSON, report and model card. The 2019 WinoMT evaluator (Stanovsky et al., 2019) prints F1_male −
+F1_female as "ΔG"; fairmt calls it ΔG_F1 (``delta_g_f1``). On WinoMT, Acc_male equals the recall of male, so ΔG equals
+ΔR as both papers define it. MT-GenEval's ΔG and E-ΔG are accuracy gaps in every paper (``delta_g``,
+``explicit_delta_g``). Results written before this naming (a WinoMT ``delta_g_acc`` beside an F1 ``delta_g``) are read
+through :func:`upgrade_winomt`.
 """
 
 from __future__ import annotations
@@ -55,10 +57,30 @@ RESOURCE_GROUPS = {
 BENCHMARKS = ("winomt", "geneval", "flores")
 FORMAT_VERSION = 1
 
-WINOMT_KEYS = ("accuracy", "delta_g", "delta_g_acc", "delta_s", "delta_r")
+WINOMT_KEYS = ("accuracy", "delta_g", "delta_g_f1", "delta_s", "delta_r")
 GENEVAL_KEYS = ("accuracy", "explicit_accuracy", "delta_g", "explicit_delta_g", "contextual_accuracy", "chrfpp")
 FLORES_KEYS = ("spbleu", "bleu_spm_nonstandard", "chrfpp")
-_GAPS = {"delta_g", "delta_g_acc", "delta_s", "delta_r", "explicit_delta_g"}
+_GAPS = {"delta_g", "delta_g_f1", "delta_s", "delta_r", "explicit_delta_g"}
+
+
+def upgrade_winomt(result: dict) -> dict:
+    """A copy of an mt-bias result whose WinoMT rows use fairmt's one ΔG: a result written before it (``delta_g_acc``
+    the accuracy gap, ``delta_g`` the F1 gap; ``abs_``-prefixed in the averages) gets ``delta_g`` = the accuracy gap
+    and ``delta_g_f1`` = the F1 gap; a current result is returned as it is."""
+    w = result.get("winomt") if isinstance(result, dict) else None
+    if not isinstance(w, dict) or not any(isinstance(r, dict) and ("delta_g_acc" in r or "abs_delta_g_acc" in r)
+                                          for r in w.values()):
+        return result
+    rows = {}
+    for k, row in w.items():
+        row = dict(row) if isinstance(row, dict) else row
+        if isinstance(row, dict):
+            for pre in ("", "abs_"):
+                if f"{pre}delta_g_acc" in row:
+                    row[f"{pre}delta_g_f1"] = row.get(f"{pre}delta_g")
+                    row[f"{pre}delta_g"] = row.pop(f"{pre}delta_g_acc")
+        rows[k] = row
+    return {**result, "winomt": rows}
 
 
 # ------------------------------------------------------------------------------------------------ layout
@@ -159,8 +181,8 @@ def _winomt_row(res) -> dict:
 
     am, af = acc("male"), acc("female")
     return {
-        "accuracy": res.accuracy, "delta_g": res.delta_g,
-        "delta_g_acc": (am - af) if am is not None and af is not None else None,
+        "accuracy": res.accuracy, "delta_g": (am - af) if am is not None and af is not None else None,
+        "delta_g_f1": res.delta_g_f1,
         "delta_s": res.delta_s, "delta_r": res.delta_r, "acc_male": am, "acc_female": af,
         "f1_male": res.f1_male, "f1_female": res.f1_female, "n": res.n, "n_unknown": res.n_unknown,
         "signature": res.signature,
@@ -369,9 +391,10 @@ def model_card_results(result: dict) -> list[dict]:
     """The per-language results of an mt-bias run, as the result dicts the model card writer reads (one per
     benchmark and language; averages are not model-index entries)."""
     out: list[dict] = []
+    result = upgrade_winomt(result)
     for lang, row in (result.get("winomt") or {}).items():
         if len(lang) <= 3:
-            out.append({"lang": lang, **{k: v for k, v in row.items() if k != "delta_g_acc"}})
+            out.append({"lang": lang, **row})
     for lang, row in (result.get("geneval") or {}).items():
         if len(lang) <= 3:
             out.append({k: v for k, v in row.items() if not k.startswith("contextual")})
@@ -449,6 +472,7 @@ def _bleu(d: dict) -> float | None:
 
 def markdown_tables(result: dict, name: str = "model") -> str:
     """Markdown shaped like the paper's Table 2 (in-/out-of-domain) and Table 3 (all languages), then per language."""
+    result = upgrade_winomt(result)
     w, g, f = result.get("winomt") or {}, result.get("geneval") or {}, result.get("flores") or {}
     id_lang = result.get("settings", {}).get("id_lang")
     bleu_name = "spBLEU" if all(f.get(k, {}).get("spbleu") is not None for k in f if len(k) <= 3) else "spBLEU*"
@@ -461,32 +485,32 @@ def markdown_tables(result: dict, name: str = "model") -> str:
                   f"| Method | WinoMT ID Acc. | ID \\|ΔG\\| | OOD Acc. | OOD \\|ΔG\\| | MT-GenEval ID E-Acc. | ID \\|ΔG\\| "
                   f"| OOD E-Acc. | OOD \\|ΔG\\| | {bleu_name} ID | {bleu_name} OOD |",
                   "|---|" + "---|" * 10,
-                  f"| {name} | {_fmt(wi.get('accuracy'))} | {_fmt(wi.get('abs_delta_g_acc'))} | {_fmt(wo.get('accuracy'))} "
-                  f"| {_fmt(wo.get('abs_delta_g_acc'))} | {_fmt(gi.get('explicit_accuracy'))} | "
+                  f"| {name} | {_fmt(wi.get('accuracy'))} | {_fmt(wi.get('abs_delta_g'))} | {_fmt(wo.get('accuracy'))} "
+                  f"| {_fmt(wo.get('abs_delta_g'))} | {_fmt(gi.get('explicit_accuracy'))} | "
                   f"{_fmt(gi.get('abs_explicit_delta_g'))} | {_fmt(go.get('explicit_accuracy'))} | "
                   f"{_fmt(go.get('abs_explicit_delta_g'))} | {_fmt(_bleu(fi))} | {_fmt(_bleu(fo))} |", ""]
     wa, ga, fa = w.get("average", {}), g.get("average", {}), f.get("average", {})
     lines += ["**Averaged over all languages (Table 3 layout)**", "",
               f"| Method | WinoMT Acc. | \\|ΔG\\| | \\|ΔS\\| | \\|ΔR\\| | MT-GenEval E-Acc. | \\|E-ΔG\\| | Acc. | \\|ΔG\\| "
               f"| MT-GenEval chrF++ | FLORES {bleu_name} | FLORES chrF++ |", "|---|" + "---|" * 11,
-              f"| {name} | {_fmt(wa.get('accuracy'))} | {_fmt(wa.get('abs_delta_g_acc'))} | {_fmt(wa.get('abs_delta_s'))} "
+              f"| {name} | {_fmt(wa.get('accuracy'))} | {_fmt(wa.get('abs_delta_g'))} | {_fmt(wa.get('abs_delta_s'))} "
               f"| {_fmt(wa.get('abs_delta_r'))} | {_fmt(ga.get('explicit_accuracy'))} | "
               f"{_fmt(ga.get('abs_explicit_delta_g'))} | {_fmt(ga.get('accuracy'))} | {_fmt(ga.get('abs_delta_g'))} | "
               f"{_fmt(ga.get('chrfpp'))} | {_fmt(_bleu(fa))} | {_fmt(fa.get('chrfpp'))} |", "",
               "MT-GenEval chrF++: the translations against MT-GenEval's own-gender references (quality beside the "
               "gender accuracy: a degenerate output can be gender-accurate).", "",
-              "ΔG of WinoMT here is the paper's Acc_male − Acc_female (`delta_g_acc`); the 2019 evaluator's "
-              "F1_male − F1_female is `delta_g` in the JSON.", ""]
+              "ΔG of WinoMT is the GACL paper's Acc_male − Acc_female (`delta_g`); ΔG_F1 is the 2019 evaluator's "
+              "F1_male − F1_female (`delta_g_f1` in the JSON).", ""]
     per = sorted({k for d in (w, g, f) for k in d if len(k) <= 3})
     if per:
         lines += ["**Per language**", "", "| lang | MT-GenEval E-Acc. | MT-GenEval chrF++ | FLORES "
-                  f"{bleu_name} | FLORES chrF++ | degenerate | WinoMT Acc. | ΔG (acc) | ΔG (F1) | ΔS | MT-GenEval Acc. |",
+                  f"{bleu_name} | FLORES chrF++ | degenerate | WinoMT Acc. | ΔG | ΔG_F1 | ΔS | MT-GenEval Acc. |",
                   "|---|" + "---|" * 10]
         for x in per:
             wx, gx, fx = w.get(x, {}), g.get(x, {}), f.get(x, {})
             lines.append(f"| {x} | {_fmt(gx.get('explicit_accuracy'))} | {_fmt(gx.get('chrfpp'))} | {_fmt(_bleu(fx))} "
                          f"| {_fmt(fx.get('chrfpp'))} | {_degenerate_cell(gx, fx)} | {_fmt(wx.get('accuracy'))} "
-                         f"| {_fmt(wx.get('delta_g_acc'))} | {_fmt(wx.get('delta_g'))} | {_fmt(wx.get('delta_s'))} "
+                         f"| {_fmt(wx.get('delta_g'))} | {_fmt(wx.get('delta_g_f1'))} | {_fmt(wx.get('delta_s'))} "
                          f"| {_fmt(gx.get('accuracy'))} |")
         lines += ["", "degenerate: empty, repetitive or wrong-script translations (MT-GenEval and FLORES lines; "
                   "rules in `fairmt.eval.degenerate`)."]
@@ -506,8 +530,8 @@ def per_language_plot(result: dict, path: str | Path, title: str = "") -> list[s
     (:func:`fairmt.eval.report.draw_plot`)."""
     from fairmt.eval.report import NothingToPlot, bar_chart
 
-    w = result.get("winomt") or {}
-    rows = [{"lang": k, "accuracy": v["accuracy"], "ΔG": v.get("delta_g_acc")} for k, v in w.items() if len(k) <= 3]
+    w = upgrade_winomt(result).get("winomt") or {}
+    rows = [{"lang": k, "accuracy": v["accuracy"], "ΔG": v.get("delta_g")} for k, v in w.items() if len(k) <= 3]
     if not rows:
         raise NothingToPlot("no WinoMT language was scored (the plot is WinoMT accuracy and ΔG per language)")
     return bar_chart(rows, "lang", ["accuracy", "ΔG"], path, title=title or "WinoMT accuracy and ΔG (Acc_male − Acc_female)",
@@ -592,6 +616,7 @@ def compare_runs(results: Sequence[dict], names: Sequence[str]) -> list[dict]:
     (:func:`run_signatures`) and ``differs`` — the signatures in which it differs from the first run (the columns
     they touch are marked † by :func:`comparison_markdown`)."""
     rows = []
+    results = [upgrade_winomt(r) for r in results]
     diffs = signature_differences(results, names)
     for name, r in zip(names, results):
         wa = (r.get("winomt") or {}).get("average", {})
@@ -603,7 +628,7 @@ def compare_runs(results: Sequence[dict], names: Sequence[str]) -> list[dict]:
                      "bleu": _bleu(fa), "chrfpp": fa.get("chrfpp"), "winomt_acc": wa.get("accuracy"),
                      "degenerate": sum(d["degenerate"] for d in degenerate) if degenerate else None,
                      "degenerate_of": sum(d["n"] for d in degenerate) if degenerate else None,
-                     "geneval_abs_edg": ga.get("abs_explicit_delta_g"), "winomt_abs_dg": wa.get("abs_delta_g_acc"),
+                     "geneval_abs_edg": ga.get("abs_explicit_delta_g"), "winomt_abs_dg": wa.get("abs_delta_g"),
                      "winomt_abs_ds": wa.get("abs_delta_s"), "geneval_acc": ga.get("accuracy"),
                      "geneval_abs_dg": ga.get("abs_delta_g"), "signatures": run_signatures(r),
                      "differs": [{k: d[k] for k in ("key", "first", "this")} for d in diffs if d["run"] == name]})

@@ -279,6 +279,36 @@ def departures_markdown(cards: list[Card]) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+COMPARISON_TABLES: dict[str, tuple[str, ...]] = {
+    "classification on Bias in Bios, frozen all-MiniLM-L6-v2": (
+        "classification/inlp", "classification/cscl_one_stage", "classification/cscl_two_stage",
+        "classification/fcl", "classification/adversarial"),
+}
+"""Recipes meant to be compared in one table (one data set, one encoder): their defaults select checkpoints (and
+sweep settings) by one rule — Chi et al.'s lowest dev CE (App. C.3, Fig. 11 'CE (best)'), the one rule a paper of
+this table states; each card says so where the recipe's paper gives none (:func:`check_comparison_tables`)."""
+
+RULE_KEYS = ("selection", "sweep_selection")
+"""The resolved recipe keys that decide which checkpoint / setting a row reports."""
+
+
+def check_comparison_tables(load) -> list[str]:
+    """One line per table of :data:`COMPARISON_TABLES` whose recipes do not share one value of each
+    :data:`RULE_KEYS` (resolved: a default counts as written); empty when every table selects alike. ``load``: recipe
+    name → loaded config (``lambda n: fairmt.commands.train.load_recipe(n, [])``; passed in, as this layer is below
+    the commands)."""
+    problems = []
+    for table, names in COMPARISON_TABLES.items():
+        values = {n: resolved_values(load(n)) for n in names}
+        for key in RULE_KEYS:
+            seen = {n: lookup(v, key) for n, v in values.items()}
+            seen = {n: (None if v is _MISSING else v) for n, v in seen.items()}
+            if len({json.dumps(v) for v in seen.values()}) > 1:
+                problems.append(f"{table}: the recipes select by different {key} rules ("
+                                + ", ".join(f"{n}: {v}" for n, v in seen.items()) + ")")
+    return problems
+
+
 def card_of_config(config: dict[str, Any]) -> Card | None:
     """The checked card of a loaded recipe (by its ``recipe_path``); None without one."""
     path = config.get("recipe_path")
@@ -287,6 +317,6 @@ def card_of_config(config: dict[str, Any]) -> Card | None:
     return check_card(read_card(card_path(path)), config)
 
 
-__all__ = ["KINDS", "CARDS_PENDING", "Card", "Row", "card_path", "card_of_config", "check_card", "claims_paper",
+__all__ = ["KINDS", "CARDS_PENDING", "COMPARISON_TABLES", "RULE_KEYS", "Card", "check_comparison_tables", "Row", "card_path", "card_of_config", "check_card", "claims_paper",
            "departures_markdown",
            "lookup", "read_card", "resolved_values", "same"]

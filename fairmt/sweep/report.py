@@ -101,16 +101,30 @@ def _records(items: list[dict[str, float]], spec, percent: bool):
 
 
 def _rule_problem(rule: str, spec) -> str | None:
+    """Why ``rule`` does not apply to this sweep's objectives / trade-off metrics (None when it does): a rule that
+    would pick the wrong end (``accuracy`` on a metric to minimise) says so instead of choosing."""
     if rule == "loss":
         return None
+    if rule == "objective":
+        if len(spec.objectives) != 1:
+            return (f"objective selects on one --objective; this sweep has {len(spec.objectives)} "
+                    "(use dto, accuracy_then_gap or loss)")
+        if not spec.objectives[0][0].startswith("dev."):
+            return f"the objective {spec.objectives[0][0]} is not a dev metric: the sweep selects on dev only"
+        return None
     if len(spec.tradeoff) != 2:
+        alt = "objective" if len(spec.objectives) == 1 else "loss"
         return (f"{rule} needs two trade-off metrics (--tradeoff PERFORMANCE:max,FAIRNESS:min, or two "
-                "--objective)")
+                f"--objective); with one objective use --select {alt}")
     (perf, perf_dir), (fair, fair_dir) = spec.tradeoff
     if not (perf.startswith("dev.") and fair.startswith("dev.")):
         return f"the trade-off metrics ({perf}, {fair}) are not dev metrics: the sweep selects on dev only"
+    if rule == "accuracy" and perf_dir != "maximize":
+        return (f"accuracy takes the highest {perf}, but {perf} is to be minimised: it would pick the worst "
+                "setting (use --select objective with that one objective, or loss)")
     if rule != "accuracy" and (perf_dir != "maximize" or fair_dir != "minimize"):
-        return f"{rule} needs a performance to maximise and a fairness gap to minimise (--tradeoff)"
+        return (f"{rule} needs a performance to maximise and a fairness gap to minimise (--tradeoff); here "
+                f"{perf} is to be {perf_dir[:-1]}ed and {fair} {fair_dir[:-1]}ed")
     return None
 
 
@@ -123,6 +137,13 @@ def select(items: list[dict[str, float]], rule: str, spec, percent: bool) -> tup
         return None, problem
     if rule == "loss" and not any("dev.loss" in m for m in items):
         return None, "the recipe's results hold no dev loss (dev.loss)"
+    if rule == "objective":
+        name, direction = spec.objectives[0]
+        keep = [i for i, m in enumerate(items) if m.get(name) is not None]
+        if not keep:
+            return None, f"no setting has {name}"
+        sign = 1.0 if direction == "maximize" else -1.0
+        return max(keep, key=lambda i: (sign * items[i][name], -i)), None
     need = (["dev.loss"] if rule == "loss" else [spec.tradeoff[0][0]] if rule == "accuracy"
             else [a[0] for a in spec.tradeoff])
     keep = [i for i, m in enumerate(items) if all(k in m for k in need)]
@@ -136,10 +157,62 @@ def select(items: list[dict[str, float]], rule: str, spec, percent: bool) -> tup
     return keep[best.step], None
 
 
+def _rule_metrics(rule: str, spec) -> list[str]:
+    if rule == "loss":
+        return ["dev.loss"]
+    if rule == "objective":
+        return [spec.objectives[0][0]]
+    if rule == "accuracy":
+        return [spec.tradeoff[0][0]]
+    return [a[0] for a in spec.tradeoff]
+
+
+INDISTINGUISHABLE_TEST = ("pooled seed std: the selected setting is distinguishable from the runner-up (the setting "
+                          "the same rule picks without it) when, on a metric the rule selects by, the difference of "
+                          "their seed means is at least sqrt((std_1² + std_2²) / 2)")
+
+
+def runner_up(done: list[dict[str, Any]], best: int, rule: str, spec, percent: bool) -> dict[str, Any] | None:
+    """The setting ``rule`` picks once the selected one (``done[best]``) is left out, and whether the two differ by
+    more than the seed noise (:data:`INDISTINGUISHABLE_TEST`): ``{"setting", "metrics": {name: {"difference",
+    "pooled_std"}}, "distinguishable": bool | None}`` (None: one seed, no spread to compare with)."""
+    rest = [i for i in range(len(done)) if i != best]
+    if not rest:
+        return None
+    j, _ = select([done[i]["mean"] for i in rest], rule, spec, percent)
+    if j is None:
+        return None
+    a, b = done[best], done[rest[j]]
+    metrics, verdicts = {}, []
+    for name in _rule_metrics(rule, spec):
+        ma, mb = a["mean"].get(name), b["mean"].get(name)
+        if ma is None or mb is None:
+            continue
+        sa, sb = a["std"].get(name), b["std"].get(name)
+        pooled = math.sqrt((sa ** 2 + sb ** 2) / 2) if sa is not None and sb is not None else None
+        metrics[name] = {"difference": ma - mb, "pooled_std": pooled}
+        verdicts.append(None if pooled is None else abs(ma - mb) >= pooled)
+    known = [v for v in verdicts if v is not None]
+    return {"setting": b["id"], "overrides": b["overrides"], "metrics": metrics,
+            "distinguishable": (any(known) if known and len(known) == len(verdicts) else None),
+            "test": INDISTINGUISHABLE_TEST}
+
+
+def selection_rules_of(runs: list[Run]) -> dict[str, list[str]]:
+    """The checkpoint-selection rule each run's results name (``selection``, e.g. ``"loss (dev set)"``) → the
+    settings' run folders; more than one key means the rows were selected under different rules."""
+    out: dict[str, list[str]] = {}
+    for r in runs:
+        rule = r.results.get("selection")
+        if isinstance(rule, str):
+            out.setdefault(rule, []).append(str(r.root.parent.name))
+    return out
+
+
 def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None = None) -> dict[str, Any]:
     """The aggregate of a sweep folder as a JSON-ready dict (see the module docstring)."""
-    from fairmt.eval.selection import CRITERIA
     from fairmt.sweep.engine import load_spec, setting_slug
+    from fairmt.sweep.spec import SWEEP_RULES
 
     out = Path(out)
     spec = spec or load_spec(out)
@@ -184,9 +257,11 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
     done = [s for s in settings if s["n"]]
     tradeoff = shen_tradeoff(done, percent)  # Shen et al.'s column, across the settings
     by_rule = {}
-    for rule in CRITERIA:
+    for rule in SWEEP_RULES:
         idx, why = select([s["mean"] for s in done], rule, spec, percent)
         by_rule[rule] = {"setting": done[idx]["id"]} if idx is not None else {"unavailable": why}
+        if idx is not None and rule == spec.select:
+            by_rule[rule]["runner_up"] = runner_up(done, idx, rule, spec, percent)
     selected = None
     choice = by_rule.get(spec.select, {})
     if "setting" in choice:
@@ -218,7 +293,8 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
         "settings": settings,
         "pareto": fronts,
         "front_auc": front_auc(settings, spec, percent, list(fronts)),
-        "selection": {"split": "dev", "rule": spec.select, "by_rule": by_rule},
+        "selection": {"split": "dev", "rule": spec.select, "by_rule": by_rule,
+                      "checkpoint_rules": selection_rules_of(runs)},
         "selected": selected,
         "shen_tradeoff": tradeoff,
     }
@@ -286,11 +362,25 @@ def _split(d: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------ writing
+def spread_digits(std: float | None, default: int = 2) -> int:
+    """Decimals that match a spread, by ``fairmt report``'s rule (:func:`fairmt.eval.reporting.tables.digits_for`:
+    0.021 → 3, 0.23 → 2, 4.3 → 0), the mean to the same place; ``default`` without a spread (one seed)."""
+    from fairmt.eval.reporting.tables import digits_for
+
+    return digits_for(std, default)
+
+
+def mean_pm(mean: float, std: float | None, default: int = 2) -> str:
+    """``mean ± std`` with the digits the spread supports (:func:`spread_digits`)."""
+    d = spread_digits(std, default)
+    return f"{mean:.{d}f}" + (f" ± {std:.{d}f}" if std is not None else "")
+
+
 def _cell(s: dict[str, Any], name: str, digits: int = 2) -> str:
     m, sd = s["mean"].get(name), s["std"].get(name)
     if m is None:
         return "–"
-    return f"{m:.{digits}f}" + (f" ± {sd:.{digits}f}" if sd is not None else "")
+    return mean_pm(m, sd, digits)
 
 
 def columns(report: dict[str, Any]) -> list[str]:
@@ -302,6 +392,12 @@ def columns(report: dict[str, Any]) -> list[str]:
     tests = [t for t in (_test_name(d) for d in dev) if t in tests] + [t for t in tests if t not in
                                                                          {_test_name(d) for d in dev}]
     return dev + tests
+
+
+def _label(by_id: dict[str, Any], sid: str) -> str:
+    from fairmt.eval.reporting import setting_label
+
+    return setting_label(by_id[sid]["overrides"]) if sid in by_id else sid
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -322,23 +418,38 @@ def render_markdown(report: dict[str, Any]) -> str:
     if report["overrides"]:
         lines += [f"Fixed overrides: `{' '.join(report['overrides'])}`", ""]
     lines += [f"Runs finished: {report['runs_finished']} of {report['runs_expected']}. Cells: mean ± sample std over "
-              "seeds (ddof = 1). `front`: on the Pareto front of the trade-off "
+              "seeds (ddof = 1), to the digits the std supports (`fairmt report`'s rule: its std to two significant digits when they begin with 1 or 2, else one). `front`: on the Pareto front of the trade-off "
               f"({', '.join(a['metric'] + ' ' + a['direction'][:3] for a in report['tradeoff'])}).", ""]
     lines.append(markdown_table(rows, ["setting", *keys, "n", *cols, "note"], digits=2))
     if report.get("shen_tradeoff"):
         lines += ["", f"`dev.tradeoff` / `test.tradeoff`: {report['shen_tradeoff']['definition']}."]
     lines += ["", "## Selection (dev metrics only)", ""]
+    by_id = {s["id"]: s for s in report["settings"]}
     for rule, res in report["selection"]["by_rule"].items():
         star = " ← `--select`" if rule == report["selection"]["rule"] else ""
-        chosen = res["setting"] if "setting" in res else f"unavailable: {res['unavailable']}"
+        chosen = (f"{res['setting']} (`{_label(by_id, res['setting'])}`)" if "setting" in res
+                  else f"not applicable — {res['unavailable']}")
         lines.append(f"- `{rule}`: {chosen}{star}")
+        ru = res.get("runner_up")
+        if ru:
+            diffs = ", ".join(f"{n} {v['difference']:+.{spread_digits(v['pooled_std'], 4)}f}"
+                              + (f" (pooled seed std {v['pooled_std']:.2g})" if v["pooled_std"] is not None else "")
+                              for n, v in ru["metrics"].items())
+            verdict = {True: "distinguishable", False: "**not distinguishable** from the runner-up",
+                       None: "no seed spread to judge it (one seed)"}[ru["distinguishable"]]
+            lines.append(f"  - runner-up {ru['setting']} (`{_label(by_id, ru['setting'])}`): selected − runner-up "
+                         f"{diffs} — {verdict} (test: a difference below the pooled seed std, "
+                         "sqrt((std₁² + std₂²) / 2), is not distinguishable)")
+    rules = report["selection"].get("checkpoint_rules") or {}
+    if len(rules) > 1:
+        lines += ["", "**Rows selected under different checkpoint rules** (not a like-for-like comparison): "
+                  + "; ".join(f"`{k}`: {', '.join(sorted(set(v)))}" for k, v in rules.items())]
     if report["selected"]:
         s = report["selected"]
         test = s["test"]["mean"]
         lines += ["", f"Selected setting {s['setting']} (`{' '.join(f'{k}={v}' for k, v in s['overrides'].items())}`, "
                   f"n = {s['n']}) on the test set: " + ", ".join(
-                      f"{k} {v:.2f}" + (f" ± {s['test']['std'][k]:.2f}" if s["test"]["std"].get(k) is not None else "")
-                      for k, v in test.items()), "",
+                      f"{k} {mean_pm(v, s['test']['std'].get(k))}" for k, v in test.items()), "",
                   f"Selected run: `{s['run']}` (seed {s['seed']}); model `{s['model_dir']}`. Publish it with "
                   f"`fairmt push {s['model_dir']} USER/REPO --results {report.get('folder', '.')}/sweep.json`."]
     for split, f in report["pareto"].items():
@@ -386,7 +497,7 @@ def plot_tradeoff(report: dict[str, Any], path: str | Path) -> str | None:
         s = next(x for x in pts if x["id"] == sel["setting"]) if any(x["id"] == sel["setting"] for x in pts) else None
         if s is not None:
             ax.plot([s["mean"][fair]], [s["mean"][perf]], marker="*", markersize=16, color="tab:red", linestyle="none",
-                    label=f"selected on dev by {sel['rule']} ({s['id']})")
+                    label=f"selected on dev by {sel['rule']} ({setting_label(s['overrides'])})")
     perf_dir, fair_dir = report["pareto"][split]["directions"]
     ax.set_xlabel(f"{fair} ({'lower' if fair_dir == 'minimize' else 'higher'} is better)")
     ax.set_ylabel(f"{perf} ({'higher' if perf_dir == 'maximize' else 'lower'} is better)")

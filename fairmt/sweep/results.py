@@ -124,7 +124,13 @@ def metric_patterns(method: str, config: dict[str, Any]) -> list[str] | None:
         if method == "ccd" and "utility" in suites:
             out += ["utility.*", "utility_validation.*"]
         if method == "ccd":  # fairmt.scripts.ccd: validation split, test-half Bias-IR, flat dev/test summaries
-            out += ["validation.*", "dev.*", "test.*", "before.bias_ir_all.*", "after.bias_ir_all.*",
+            # (fairmt.scripts.ccd.summary_sections: exact names, so a mistyped dev.* objective fails before any trial)
+            dev = ["cced_gap", "probe_avg_abs", "bias_ir_avg_dev", "utility_spearman", "utility_nn1"]
+            out += [f"dev.{n}" for n in dev] + [f"test.{n}" for n in (*dev, "seat_avg_abs",
+                                                                       "bias_ir_avg_dev_all_queries")]
+            out += [f"validation.{when}.{m}" for when in ("before", "after")
+                    for m in ("cced.*", "probe_avg_abs", "probe.*", "bias_ir.*")]
+            out += ["before.bias_ir_all.*", "after.bias_ir_all.*",
                     "bias_ir_split.*", "before.bias_ir.n_queries", "after.bias_ir.n_queries"]
         if config.get("utility"):
             out += ["glue.avg", "glue.tasks.*", "glue_before.*", "time_glue_s"]

@@ -182,6 +182,11 @@ def parse_seeds(text: str) -> list[int]:
     return numbers
 
 
+SWEEP_RULES = ("dto", "loss", "accuracy", "accuracy_then_gap", "objective")
+"""The rules ``--select`` takes: fairmt's checkpoint rules (:data:`fairmt.eval.selection.CRITERIA`), and ``objective`` (the best seed mean of the one
+``--objective``, in its direction)."""
+
+
 def parse_objective(text: str) -> list[str]:
     metric, sep, direction = text.rpartition(":")
     if not sep or not metric or direction.lower() not in DIRECTIONS:
@@ -275,11 +280,21 @@ def check_metrics(names: list[str], patterns: list[str] | None, what: str = "obj
     names of a finished run); the error lists the available ones."""
     if patterns is None:
         return
+    patterns = [p for p in patterns if not p.split(".")[0].startswith("test")]  # --objective refuses them
     for name in names:
         if not matches(name, patterns):
             close = difflib.get_close_matches(name, patterns, n=1, cutoff=0.6)
             hint = f"did you mean {close[0]}? " if close else ""
             raise FairmtError(f"unknown {what} {name!r}: {hint}the recipe reports {', '.join(sorted(patterns))}")
+
+
+def default_rule(objectives: list[list[str]]) -> str:
+    """The selection rule a sweep uses when neither ``--select`` nor the recipe's ``sweep_selection`` names one: with
+    one objective, that objective in its own direction (``loss`` where it is ``dev.loss:min``, else ``objective``);
+    with several, DTO on the trade-off metrics."""
+    if len(objectives) == 1:
+        return "loss" if list(objectives[0]) == ["dev.loss", "minimize"] else "objective"
+    return "dto"
 
 
 def default_output_dir(recipe: str) -> str:
@@ -294,8 +309,6 @@ def build_spec(recipe: str, overrides: list[str], grid: list[str], ranges: list[
                launcher: str = "python", accelerate_config: str | None = None, join: bool = False,
                grace_period: int = 600, max_failures: int = 3, sampler_seed: int | None = None) -> SweepSpec:
     """Parse and check a sweep's command line (no trial runs, no folder is created)."""
-    from fairmt.eval.selection import CRITERIA
-
     g, g_raw = parse_grid(grid)
     r = parse_ranges(ranges)
     seed_list = parse_seeds(str(seeds))
@@ -311,8 +324,8 @@ def build_spec(recipe: str, overrides: list[str], grid: list[str], ranges: list[
     if search and not r and search > math.prod(len(v) for v in g.values()):
         raise FairmtError(f"--search {search} exceeds the {math.prod(len(v) for v in g.values())} settings of the "
                           "grid: run the whole grid (no --search), or add a --range")
-    if select is not None and select not in CRITERIA:
-        raise FairmtError(f"--select must be one of {', '.join(CRITERIA)}, got {select!r}")
+    if select is not None and select not in SWEEP_RULES:
+        raise FairmtError(f"--select must be one of {', '.join(SWEEP_RULES)}, got {select!r}")
     if grace_period < 10:
         raise FairmtError(f"--grace-period must be at least 10 seconds, got {grace_period}")
     if max_failures < 1:
@@ -335,8 +348,6 @@ def build_spec(recipe: str, overrides: list[str], grid: list[str], ranges: list[
                      max_failures=max_failures, sampler_seed=sampler_seed)
     base = check_against_recipe(spec)
     spec.method = base["method"]
-    if select is None:  # the recipe names its rule (sweep_selection: Shen et al.'s recipes), else DTO
-        spec.select = base.get("sweep_selection") or "dto"
     if isinstance(base.get("selection_tolerance"), (int, float)):
         spec.select_tolerance = float(base["selection_tolerance"])
     fam = family(spec.method)
@@ -351,6 +362,8 @@ def build_spec(recipe: str, overrides: list[str], grid: list[str], ranges: list[
     if not axes:
         axes = [list(o) for o in (spec.objectives[:2] if len(spec.objectives) >= 2 else fam.objectives)]
     spec.tradeoff = axes
+    if select is None:  # the recipe names its rule (sweep_selection), else the one the objectives call for
+        spec.select = base.get("sweep_selection") or default_rule(spec.objectives)
     patterns = metric_patterns(spec.method, base)
     check_metrics([o[0] for o in spec.objectives], patterns)
     check_metrics([a[0] for a in spec.tradeoff], patterns, "--tradeoff metric")

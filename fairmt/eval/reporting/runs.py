@@ -111,9 +111,10 @@ def _drop_none(d: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------------ MT (GACL paper)
 def _mt_winomt_row(r: _Reader) -> dict:
-    """A WinoMT language's measures from an mt-bias row, or from a ``fairmt eval winomt`` result (its ΔG as the
-    accuracy gap Acc_male − Acc_female, from the confusion matrix, as mt-bias reports it)."""
-    dg = r.num("delta_g_acc")
+    """A WinoMT language's measures from an mt-bias row, or from a ``fairmt eval winomt`` result: ΔG is the accuracy gap
+    Acc_male − Acc_female (``delta_g`` in a result that has ``delta_g_f1``; in an older one ``delta_g_acc``, or from
+    the confusion matrix, its ``delta_g`` being the F1 gap)."""
+    dg = r.num("delta_g") if "delta_g_f1" in r.data else r.num("delta_g_acc")
     conf = r.at("confusion")
     if dg is None and conf.data:
         def rate(g):
@@ -190,6 +191,8 @@ def _read_mt_bias(r: _Reader, name: str) -> list[Run]:
     for bench, keys in _MT_AVERAGES.items():  # the file's own averages (Table 3's) where it has them
         avg = parts[bench].at("average")
         for src, key in keys:
+            if bench == "winomt" and key == "winomt_abs_dg" and avg.get("abs_delta_g_f1") is not None:
+                src = "abs_delta_g"  # a current file: delta_g is the accuracy gap (an older one: abs_delta_g_acc)
             if avg.get(src) is not None:
                 values[key] = avg.num(src)
         if bench == "flores" and avg.get("spbleu") is None and avg.get("bleu_spm_nonstandard") is not None:
@@ -531,10 +534,12 @@ def _read_sweep(r: _Reader, name: str) -> list[Run]:
     settings = d.get("settings")
     if not isinstance(settings, list) or not all(isinstance(s, dict) for s in settings):
         raise FairmtError(f"{r.path}: 'settings' must be a list of objects")
+    rules = ((d.get("selection") or {}).get("checkpoint_rules") or {}) if isinstance(d.get("selection"), dict) else {}
     rows = []
     for i, s in enumerate(settings):
         if not s.get("n"):
             continue
+        rule = next((k for k, v in rules.items() if Path(str(s.get("folder", ""))).name in v), None)
         here = _Reader(r.path, s, f"settings.{i}.")
         mean = _Reader(r.path, _unflatten(here.at("mean").data), f"settings.{i}.mean.")
         std = _Reader(r.path, _unflatten(here.at("std").data), f"settings.{i}.std.")
@@ -547,7 +552,8 @@ def _read_sweep(r: _Reader, name: str) -> list[Run]:
                         signatures=_sweep_signatures(r, s, method),
                         settings={"recipe": recipe, "setting": s.get("id"), **{str(k): v for k, v in overrides.items()},
                                   "seeds": ",".join(map(str, s.get("seeds") or [])),
-                                  "fixed overrides": " ".join(map(str, d.get("overrides") or []))}))
+                                  "fixed overrides": " ".join(map(str, d.get("overrides") or [])),
+                                  **({"selection": rule} if rule else {})}))
     if not rows:
         raise FairmtError(f"{r.path}: no finished setting (every setting has n = 0)")
     aucs = {k: v["auc"] for k, v in (d.get("front_auc") or {}).items()

@@ -251,6 +251,20 @@ def _shen_tradeoff(rows: list[Run], scale: str) -> list[float] | None:
         return None
 
 
+def selection_note(rows: list[Run]) -> str | None:
+    """A note when the rows' checkpoints were selected under different rules (each run's ``selection``, e.g.
+    ``loss (dev set)`` against ``dto (dev set)``): their numbers are not a like-for-like comparison."""
+    rules: dict[str, list[str]] = {}
+    for r in rows:
+        rule = r.settings.get("selection")
+        if isinstance(rule, str) and rule:
+            rules.setdefault(rule, []).append(r.name)
+    if len(rules) < 2:
+        return None
+    return ("Rows selected under different checkpoint rules (not a like-for-like comparison): "
+            + "; ".join(f"{k}: {', '.join(v)}" for k, v in rules.items()) + ".")
+
+
 def build_tables(runs: list[Run], allow_mixed: bool = False, per_class: bool = False) -> list[Table]:
     """One :class:`Table` per family, in the order the families first appear. Refuses runs scored under different
     settings unless ``allow_mixed`` (then marked; every difference is in ``Table.differs`` and ``Table.notes``)."""
@@ -309,6 +323,9 @@ def build_tables(runs: list[Run], allow_mixed: bool = False, per_class: bool = F
         if any(m.note for m in cols):
             notes += [m.note for m in cols if m.note]
         notes += list(dict.fromkeys(n for r in runs if r.family == key for n in r.notes))
+        note = selection_note(rows)
+        if note:
+            notes.append(note)
         tables.append(Table(fam, rows, cols, scale, marks, differs, notes))
     return tables
 

@@ -142,6 +142,7 @@ class WinoMTResult:
     lang: str
     accuracy: float
     delta_g: float
+    """ΔG = Acc_male − Acc_female, the GACL paper's definition (fairmt's one ΔG; equal to ΔR on WinoMT)."""
     delta_s: float | None
     delta_r: float
     f1_male: float
@@ -158,12 +159,14 @@ class WinoMTResult:
     compat: str | None
     signature: str
     confusion: dict[str, dict[str, int]] = field(default_factory=dict)
+    delta_g_f1: float | None = None
+    """ΔG_F1 = F1_male − F1_female: the 2019 evaluator's "ΔG" (the published 2019 tables)."""
 
     def row(self) -> dict:
         """The headline numbers as a flat dict (for tables)."""
         return {
-            "lang": self.lang, "accuracy": self.accuracy, "delta_g": self.delta_g, "delta_s": self.delta_s,
-            "delta_r": self.delta_r, "f1_male": self.f1_male, "f1_female": self.f1_female, "n": self.n,
+            "lang": self.lang, "accuracy": self.accuracy, "delta_g": self.delta_g, "delta_g_f1": self.delta_g_f1,
+            "delta_s": self.delta_s, "delta_r": self.delta_r, "f1_male": self.f1_male, "f1_female": self.f1_female, "n": self.n,
         }  # fmt: skip
 
 
@@ -254,4 +257,5 @@ def evaluate_winomt(
         precision_female=s.precision_female, recall_female=s.recall_female, acc_pro=a_pro, acc_anti=a_anti,
         n=s.n, n_unknown=sum(p == Gender.unknown for p in preds), n_unaligned=sum(not e.words for e in entities),
         compat=compat, signature=make_signature(lang, gold.name, aligner, detector, compat), confusion=s.confusion,
+        delta_g_f1=s.delta_g_f1,
     )  # fmt: skip

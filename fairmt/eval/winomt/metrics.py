@@ -2,7 +2,12 @@
 
 - accuracy: correct / all lines, neutral gold lines included, an "unknown" prediction counts as wrong;
 - per gender g ∈ {male, female}: precision = correct_g / predicted_g, recall = correct_g / gold_g, F1;
-- ΔG = F1(male) − F1(female); ΔR = recall(male) − recall(female);
+- ΔG = Acc_male − Acc_female, the GACL paper's definition (Lee et al., 2024, §4.2: "ΔG = Acc_male − Acc_female
+  measures the difference in accuracy of male sentences and female sentences"), fairmt's one ΔG everywhere (tables,
+  JSON ``delta_g``, report, model card). On WinoMT, Acc_g is the share of gold-g lines predicted g, i.e. the recall of
+  g, so ΔG equals ΔR;
+- ΔG_F1 = F1(male) − F1(female) (JSON ``delta_g_f1``), what the 2019 evaluator (Stanovsky et al.) prints as "ΔG" and
+  the published 2019 tables report; ΔR = recall(male) − recall(female);
 - ΔS = accuracy(pro-stereotypical lines) − accuracy(anti-stereotypical lines), when the lines are marked.
 
 ``compat="acl2019"`` reproduces the 2019 evaluator (mt_gender ``evaluate_bias``) exactly: accuracy, precision
@@ -48,10 +53,11 @@ class GenderScores:
     precision_female: float
     recall_female: float
     f1_female: float
-    delta_g: float
+    delta_g: float  # Acc_male − Acc_female (the GACL paper's ΔG; = ΔR on WinoMT)
     delta_r: float
     n: int
     confusion: dict[str, dict[str, int]] = field(default_factory=dict)
+    delta_g_f1: float = 0.0  # F1_male − F1_female (the 2019 evaluator's "ΔG")
 
 
 def confusion_matrix(gold: Sequence[Gender], pred: Sequence[Gender]) -> dict[str, dict[str, int]]:
@@ -83,10 +89,10 @@ def score(gold: Sequence[Gender], pred: Sequence[Gender], compat: str | None = N
         f = _f1(p, r)
         out[g] = (p, r, round(f, 1) if compat == "acl2019" else f)
     (pm, rm, fm), (pf, rf, ff) = out[Gender.male], out[Gender.female]
-    dg, dr = fm - ff, rm - rf
+    dg_f1, dr = fm - ff, rm - rf
     if compat == "acl2019":
-        dg, dr = round(dg, 1), round(dr, 1)
-    return GenderScores(acc, pm, rm, fm, pf, rf, ff, dg, dr, n, conf)
+        dg_f1, dr = round(dg_f1, 1), round(dr, 1)
+    return GenderScores(acc, pm, rm, fm, pf, rf, ff, dr, dr, n, conf, delta_g_f1=dg_f1)
 
 
 def stereotype_gap(

@@ -1,0 +1,124 @@
+"""Paired bootstrap resampling for two runs scored on the same items (sacrebleu's ``--paired-bs``: Koehn 2004, the
+Moses ``bootstrap-hypothesis-difference-significance.pl``): the same ``n_samples`` resamples of the items, drawn with
+replacement by a seeded NumPy generator, are scored for both runs; the result is the observed difference A − B, the
+95 % interval of the resampled differences (2.5th and 97.5th percentiles) and sacrebleu's p-value (the share of
+centred resampled |differences| reaching the observed one, +1 smoothed: ``sacrebleu.significance._compute_p_value``,
+with ``>=`` where sacrebleu has ``>``, so that a run compared with itself gets p = 1, not 1 / (N + 1)).
+
+Each measure is a function of summed per-item sufficient statistics, so one resample costs one sum:
+
+* :func:`paired_accuracy` — per item ``[correct, 1]``; accuracy = 100 · Σcorrect / n;
+* :func:`paired_delta_g` — per item ``[correct·male, male, correct·female, female]``; ΔG = Acc_male − Acc_female, the
+  GACL paper's "ΔG = Acc_male − Acc_female" (fairmt's one ΔG), resampled over items (WinoMT sentences, MT-GenEval
+  pairs);
+* :func:`paired_chrf` — sacrebleu's own chrF++ statistics (``CHRF(word_order=2)._extract_corpus_statistics``) and its
+  score from summed statistics (``_compute_score_from_stats``), as ``sacrebleu --paired-bs`` computes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from fairmt.errors import FairmtError
+
+N_SAMPLES = 1000
+SEED = 12345  # sacrebleu's default SACREBLEU_SEED
+
+
+@dataclass(frozen=True)
+class PairedBootstrap:
+    """A − B on the same items: observed difference, 95 % interval of the resampled differences, p-value."""
+
+    measure: str
+    a: float
+    b: float
+    difference: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    n_items: int
+    n_samples: int
+    seed: int
+
+    @property
+    def significant(self) -> bool:
+        """p < 0.05 (the interval then excludes 0 up to resampling noise)."""
+        return self.p_value < 0.05
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "significant": self.significant,
+                "method": f"paired bootstrap (sacrebleu --paired-bs style), {self.n_samples} resamples, seed "
+                          f"{self.seed}, 95% percentile interval"}
+
+
+def resample_indices(n_items: int, n_samples: int = N_SAMPLES, seed: int = SEED) -> np.ndarray:
+    """The ``(n_samples, n_items)`` item indices every paired measure resamples with (``numpy.random.default_rng``)."""
+    if n_items < 1:
+        raise FairmtError("a paired bootstrap needs at least one item")
+    if n_samples < 1:
+        raise FairmtError(f"n_samples must be at least 1, got {n_samples}")
+    return np.random.default_rng(seed).choice(n_items, size=(n_samples, n_items), replace=True)
+
+
+def paired_bootstrap(stats_a, stats_b, score: Callable[[np.ndarray], float], measure: str,
+                     n_samples: int = N_SAMPLES, seed: int = SEED) -> PairedBootstrap:
+    """The generic test: ``stats_a``/``stats_b`` hold per-item sufficient statistics (one row per item, the same
+    items in the same order), ``score`` maps their column sums to the measure."""
+    a, b = np.asarray(stats_a, dtype=np.float64), np.asarray(stats_b, dtype=np.float64)
+    if a.ndim != 2 or a.shape != b.shape:
+        raise FairmtError(f"the two runs must be scored on the same items: got {a.shape[0]} and {b.shape[0]}")
+    idx = resample_indices(len(a), n_samples, seed)
+    sa, sb = score(a.sum(0)), score(b.sum(0))
+    diffs = np.array([score(a[i].sum(0)) - score(b[i].sum(0)) for i in idx])
+    observed = sa - sb
+    centred = np.abs(diffs) - np.abs(diffs).mean()
+    p = (int(np.sum(centred >= abs(observed))) + 1) / (len(diffs) + 1)  # sacrebleu's, with >= (module docstring)
+    lo, hi = np.percentile(diffs, [2.5, 97.5])
+    return PairedBootstrap(measure, float(sa), float(sb), float(observed), float(lo), float(hi), float(p), len(a),
+                           n_samples, seed)
+
+
+def _rate(correct: float, total: float) -> float:
+    return 100.0 * correct / total if total else float("nan")
+
+
+def paired_accuracy(correct_a: Sequence[bool], correct_b: Sequence[bool], **kw) -> PairedBootstrap:
+    """Accuracy (percent) of two runs on the same items, each item correct or not."""
+    def stats(c):
+        return [[float(bool(x)), 1.0] for x in c]
+
+    return paired_bootstrap(stats(correct_a), stats(correct_b), lambda s: _rate(s[0], s[1]), "accuracy", **kw)
+
+
+def paired_delta_g(correct_a: Sequence[bool], correct_b: Sequence[bool], gender: Sequence[str], **kw) -> PairedBootstrap:
+    """ΔG = Acc_male − Acc_female (percentage points) of two runs on the same items; ``gender``: each item's gold
+    gender (``"male"``/``"female"``; others count in neither accuracy)."""
+    if len(gender) != len(correct_a):
+        raise FairmtError(f"{len(gender)} genders for {len(correct_a)} items")
+
+    def stats(c):
+        return [[float(bool(x) and g == "male"), float(g == "male"), float(bool(x) and g == "female"),
+                 float(g == "female")] for x, g in zip(c, gender)]
+
+    return paired_bootstrap(stats(correct_a), stats(correct_b),
+                            lambda s: _rate(s[0], s[1]) - _rate(s[2], s[3]), "delta_g", **kw)
+
+
+def paired_chrf(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequence[str], **kw) -> PairedBootstrap:
+    """chrF++ of two systems against one reference per sentence, by sacrebleu's own statistics and score."""
+    from sacrebleu.metrics import CHRF
+
+    if not (len(hyps_a) == len(hyps_b) == len(refs)):
+        raise FairmtError(f"chrF++ needs one hypothesis of each system per reference: {len(hyps_a)}, {len(hyps_b)}, "
+                          f"{len(refs)}")
+    metric = CHRF(word_order=2)
+    sa = metric._extract_corpus_statistics(list(hyps_a), [list(refs)])
+    sb = metric._extract_corpus_statistics(list(hyps_b), [list(refs)])
+    return paired_bootstrap(sa, sb, lambda s: metric._compute_score_from_stats(list(s)).score, "chrf++", **kw)
+
+
+__all__ = ["N_SAMPLES", "SEED", "PairedBootstrap", "paired_accuracy", "paired_bootstrap", "paired_chrf",
+           "paired_delta_g", "resample_indices"]

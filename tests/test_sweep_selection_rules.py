@@ -1,0 +1,98 @@
+"""fairmt sweep's selection rules on two "min" objectives and on one objective, the runner-up noise check, the digits
+of sweep.md, checkpoint rules that differ between rows, and the plot's labels (issue 44 items 3, 7, 8, 16); a fake
+CCD runner stands in for training, so no model runs."""
+
+import copy
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("optuna")
+
+GAP = {0.5: 0.05, 1.0: 0.10, 2.0: 0.40}  # dev.cced_gap per β before the seed noise (seed 1 adds 0.2)
+
+
+def _runner(cmd, log: Path) -> int:
+    over = dict(a.split("=", 1) for a in cmd if "=" in a and not a.startswith("-"))
+    beta, seed = float(over["training.beta"]), int(over["training.seed"])
+    path = Path(json.loads(over["results"]))
+    path.parent.mkdir(parents=True)
+    dev = {"cced_gap": GAP[beta] + 0.2 * seed, "probe_avg_abs": 0.3 / beta + 0.001 * seed}
+    path.write_text(json.dumps({"dev": dev, "test": {k: v + 0.01 for k, v in dev.items()},
+                                "selection": "loss (dev set)" if beta < 2 else "dto (dev set)"}))
+    log.write_text("ok\n")
+    return 0
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    from fairmt.sweep.engine import run_sweep
+    from fairmt.sweep.spec import build_spec
+
+    out = tmp_path_factory.mktemp("sw") / "s"
+    spec = build_spec("ccd/minilm_cda", [], ["training.beta=0.5,1.0,2.0"], [], "0,1",
+                      ["dev.cced_gap:min", "dev.probe_avg_abs:min"], output_dir=str(out))
+    assert run_sweep(spec, runner=_runner, echo=lambda line: None).complete
+    return spec
+
+
+def test_two_min_objectives_rules_that_do_not_apply_say_so(swept, monkeypatch):
+    from fairmt.sweep import report as rep
+
+    captured = {}
+    monkeypatch.setattr("fairmt.eval.report.save_figure_atomic", lambda fig, path: captured.setdefault("fig", fig))
+    r = rep.write_report(swept.output_dir, swept)
+    by_rule = r["selection"]["by_rule"]
+    assert swept.select == "dto" and r["selected"] is None
+    assert "is to be minimised: it would pick the worst" in by_rule["accuracy"]["unavailable"]  # not "s1"
+    assert "minimized" in by_rule["dto"]["unavailable"] and "setting" not in by_rule["accuracy_then_gap"]
+    md = (Path(swept.output_dir) / "sweep.md").read_text()
+    assert "- `accuracy`: not applicable" in md
+    assert "**Rows selected under different checkpoint rules**" in md and "`dto (dev set)`" in md
+    ax = captured["fig"].axes[0]  # the plot labels points by their settings, never by s1/s2
+    labels = {t.get_text() for t in ax.texts}
+    assert labels == {"β=0.5", "β=1", "β=2"}
+
+
+def test_unknown_ccd_objective_is_refused_before_any_trial_with_names_objective_accepts():
+    from fairmt.commands.train import load_recipe
+    from fairmt.errors import FairmtError
+    from fairmt.sweep.results import metric_patterns
+    from fairmt.sweep.spec import check_metrics
+
+    patterns = metric_patterns("ccd", load_recipe("ccd/minilm_cda", []))
+    check_metrics(["dev.cced_gap", "dev.probe_avg_abs", "validation.after.cced.gap"], patterns)
+    with pytest.raises(FairmtError, match="did you mean dev.cced_gap") as err:
+        check_metrics(["dev.cced_gapp"], patterns)  # dev.* used to let any name through to the first trial
+    assert "test." not in str(err.value)
+
+
+def test_one_objective_selects_by_it_and_says_when_the_runner_up_is_within_the_noise(swept):
+    from fairmt.sweep import report as rep
+    from fairmt.sweep.spec import default_rule
+
+    spec = copy.deepcopy(swept)
+    spec.objectives, spec.tradeoff = [["dev.cced_gap", "minimize"]], []
+    spec.select = default_rule(spec.objectives)
+    assert spec.select == "objective" and default_rule([["dev.loss", "minimize"]]) == "loss"
+    r = rep.write_report(spec.output_dir, spec)
+    means = {s["id"]: s["mean"]["dev.cced_gap"] for s in r["settings"]}
+    assert r["selected"]["setting"] == min(means, key=means.get) == "s1"
+    ru = r["selection"]["by_rule"]["objective"]["runner_up"]
+    sd = statistics.stdev([GAP[0.5], GAP[0.5] + 0.2])
+    assert ru["setting"] == "s2" and ru["metrics"]["dev.cced_gap"]["pooled_std"] == pytest.approx(sd)
+    assert ru["distinguishable"] is False  # 0.05 apart, seed std 0.14
+    md = (Path(spec.output_dir) / "sweep.md").read_text()
+    assert "**not distinguishable** from the runner-up" in md
+    assert "0.15 ± 0.14" in md  # two significant digits of the std, the mean to the same place
+    assert "dto needs two trade-off metrics" in r["selection"]["by_rule"]["dto"]["unavailable"]
+    assert "--select objective" in r["selection"]["by_rule"]["dto"]["unavailable"]
+
+
+def test_spread_digits():
+    from fairmt.sweep.report import mean_pm, spread_digits
+
+    assert [spread_digits(x) for x in (0.021, 0.23, 4.3, 12.0, None, 0.0)] == [3, 2, 0, 0, 2, 2]
+    assert mean_pm(0.02480, 0.021) == "0.025 ± 0.021" and mean_pm(85.83, 1.31) == "85.8 ± 1.3"
