@@ -4,7 +4,8 @@ Recipe keys (see ``recipes/gacl/small100_en-de.yaml`` for a documented example):
 
 * ``model`` (Hub name or path), ``family`` (optional), ``src_lang``, ``tgt_lang``;
 * ``data``: ``train`` (JSONL / TSV / HF dataset name), ``split``, ``max_train_samples``, ``balance``,
-  ``max_length``, ``eval_fraction`` (held-out share of the prepared training data for the evaluation loss),
+  ``max_length``, ``seed`` (draws the balancing subsample and the ``eval_fraction`` split; fixed while
+  ``training.seed`` varies, so the seeds of a sweep are scored on one dev set), ``eval_fraction`` (held-out share of the prepared training data for the evaluation loss),
   ``eval`` (a plain parallel dev set, e.g. newstest: MT loss and generation metrics on all its rows, not only
   the gendered ones; replaces ``eval_fraction``), ``eval_split``, ``max_eval_samples``, and ``prepare``:
 
@@ -95,6 +96,24 @@ def prepare_data(pairs, data_cfg: dict, tgt: str, seed: int):
     return pairs
 
 
+def split_data(pairs, data_cfg: dict, tgt: str, evaluates: bool):
+    """The training rows (``data.prepare``) and the held-out ``eval_fraction`` rows (None with ``data.eval`` or no
+    held-out share; default 0.05 when the run evaluates). Both are drawn with ``data.seed``, never with the training
+    seed: runs that differ only in ``training.seed`` train and are scored on the same rows."""
+    seed = int(data_cfg.get("seed", 42))
+    if data_cfg.get("max_train_samples"):
+        pairs = pairs.select(range(min(len(pairs), int(data_cfg["max_train_samples"]))))
+    prepared = prepare_data(pairs, data_cfg, tgt, seed)
+    if data_cfg.get("eval"):
+        return prepared, None
+    frac = data_cfg.get("eval_fraction")
+    frac = float(frac if frac is not None else 0.05 if evaluates else 0.0)
+    if frac <= 0:
+        return prepared, None
+    split = prepared.train_test_split(test_size=frac, seed=seed, stratify_by_column=None)
+    return split["train"], split["test"]
+
+
 def build_trainer(config: dict):
     from transformers import EarlyStoppingCallback
 
@@ -123,20 +142,11 @@ def build_trainer(config: dict):
         tm.model = get_peft_model(tm.model, LoraConfig(task_type=TaskType.SEQ_2_SEQ_LM, **config["peft"]))
 
     pairs = read_parallel(data_cfg["train"], src, tgt, split=data_cfg.get("split", "train"))
-    if data_cfg.get("max_train_samples"):
-        pairs = pairs.select(range(min(len(pairs), int(data_cfg["max_train_samples"]))))
-    prepared = prepare_data(pairs, data_cfg, tgt, args.seed)
-    eval_ds = None
+    prepared, eval_ds = split_data(pairs, data_cfg, tgt, args.eval_strategy != "no")
     if data_cfg.get("eval"):
         eval_ds = read_parallel(data_cfg["eval"], src, tgt, split=data_cfg.get("eval_split", "validation"))
         if data_cfg.get("max_eval_samples"):
             eval_ds = eval_ds.select(range(min(len(eval_ds), int(data_cfg["max_eval_samples"]))))
-    else:
-        frac = data_cfg.get("eval_fraction")
-        frac = float(frac if frac is not None else 0.05 if args.eval_strategy != "no" else 0.0)
-        if frac > 0:
-            split = prepared.train_test_split(test_size=frac, seed=args.seed, stratify_by_column=None)
-            prepared, eval_ds = split["train"], split["test"]
     enc = lambda ds: tokenize_gacl(ds, tm.encode, max_length=int(data_cfg.get("max_length", 128)))  # noqa: E731
     train_ds = enc(prepared)
     eval_ds = enc(eval_ds) if eval_ds is not None else None

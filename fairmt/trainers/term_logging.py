@@ -90,3 +90,28 @@ class SplitTermLogMixin:
         for k, v in (self._mean_terms("eval") or {}).items():
             output.metrics[f"{metric_key_prefix}_loss_{k}"] = v
         return output
+
+
+def shown_logs(logs: dict[str, Any]) -> dict[str, Any]:
+    """A training/evaluation log as the progress stream shows it: floats rounded to 4 significant digits and kept as
+    numbers (transformers' ``ProgressCallback`` turns them into strings, ``{'loss': '2.779'}``), ``total_flos``
+    left out."""
+    return {k: (float(f"{v:.4g}") if isinstance(v, float) else v) for k, v in logs.items() if k != "total_flos"}
+
+
+def numbers_in_progress(trainer) -> None:
+    """Swap the Trainer's ``ProgressCallback`` for one that writes each log with numbers as numbers
+    (:func:`shown_logs`); nothing changes under ``disable_tqdm`` (``PrinterCallback``) or without a progress bar."""
+    from transformers.trainer_callback import ProgressCallback
+
+    class NumberProgressCallback(ProgressCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if state.is_world_process_zero and self.training_bar is not None:
+                self.training_bar.write(str(shown_logs(logs or {})))
+
+    handler = trainer.callback_handler
+    for i, cb in enumerate(handler.callbacks):
+        if type(cb) is ProgressCallback:
+            fresh = NumberProgressCallback()
+            fresh.__dict__.update(cb.__dict__)
+            handler.callbacks[i] = fresh
