@@ -151,7 +151,16 @@ def test_tiny_offline_recipe_runs_end_to_end(tmp_path, capsys):
     argv = ["train", "gacl/tiny_offline", f"model={model}", f"data.train={train}", f"training.output_dir={out}",
             "tiny_model.pretrain_steps=20", "training.max_steps=6", "training.eval_steps=3", "training.logging_steps=3"]
     assert main(argv) == 0
-    assert "building the tiny model" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "building the tiny model" in printed.out
+    # issue 44 item 12: log lines print numbers as numbers, and the run ends with held-out gender before → after
+    logs = re.findall(r"\{'loss': ([^,]+),", printed.out + printed.err)
+    assert logs and all(float(v) > 0 for v in logs), (printed.out + printed.err)[-2000:]
+    res = json.loads((out / "results.json").read_text())["held_out_gender"]
+    assert res["n"] == len(demo_data().test) and 0 <= res["after"]["accuracy"] <= 100
+    shown = f"{res['before']['accuracy']:.1f} →  {res['after']['accuracy']:.1f}"
+    assert "held-out gender accuracy" in printed.out and re.search(r"gender accuracy +" + re.escape(shown).replace(
+        r"\ ", " +"), printed.out), printed.out[-1500:]
     assert (model / "config.json").is_file() and (out / "model.safetensors").is_file()
     rows = [json.loads(line) for line in train.read_text().splitlines()]
     assert len(rows) == len(demo_data().finetune) and set(rows[0]["translation"]) == {"en", "de"}

@@ -256,6 +256,13 @@ def main(config: dict):
         from fairmt.outputs import json_text
 
         res = results(trainer, config, test)
+        change = None
+        if config.get("tiny_model"):  # the demo's held-out sentences: what the recipe exists to change
+            from fairmt.demo import tiny_before_after
+
+            tm.model = trainer.accelerator.unwrap_model(trainer.model)
+            change = tiny_before_after(config, tm)
+            res["held_out_gender"] = change
         path = Path(trainer.args.output_dir) / "results.json"
         write_text_atomic(path, json_text(res) + "\n")
         best = trainer.state.best_model_checkpoint
@@ -263,4 +270,27 @@ def main(config: dict):
               + (f" (best checkpoint {best}, {trainer.args.metric_for_best_model} {trainer.state.best_metric:.2f})"
                  if best and trainer.state.best_metric is not None else "")
               + f"\n  results: {path}")
+        for line in gender_lines(res, change):
+            print(line)
     return trainer
+
+
+def gender_lines(res: dict, change: dict | None) -> list[str]:
+    """The lines a GACL run ends with: the quantity it exists to change. A ``tiny_model`` recipe: held-out gender
+    accuracy, ΔG, anti-stereotypical accuracy and chrF++ of the original → the trained model
+    (:func:`fairmt.demo.before_after_lines`); with a ``geneval`` section: the trained model's MT-GenEval test numbers
+    (the original's are not measured by the run: ``fairmt eval mt-bias --model ORIGINAL``); else a line saying that
+    the run measured no gender score."""
+    if change is not None:
+        from fairmt.demo import before_after_lines
+
+        return before_after_lines(change)
+    test = res.get("test") or {}
+    if test:
+        shown = ", ".join(f"{label} {test[k]:.1f}" for k, label in (
+            ("geneval_accuracy", "accuracy"), ("geneval_explicit_accuracy", "explicit accuracy"),
+            ("geneval_delta_g", "ΔG")) if test.get(k) is not None)
+        return [f"  MT-GenEval test, trained model: {shown} (%; the original is not scored by the run — "
+                "`fairmt eval mt-bias --model ORIGINAL` gives the before)"]
+    return [f"  no gender score measured (no geneval section): `fairmt eval mt-bias --model` on the original "
+            f"({res.get('model')}) and on the trained model gives the before → after"]
