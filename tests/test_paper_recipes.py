@@ -87,6 +87,10 @@ def test_recipe_runs_end_to_end_and_reports_its_papers_conventions(name, standin
         assert res["metric_conventions"]["f1"].startswith("macro-F1 and micro-F1")
         # 28 professions, 4 in the stand-in: no one-vs-rest AUC, and the results say why
         assert "auc" not in test and any("every class" in n for n in res["test_full"]["notes"])
+        # issue 44 item 15: the printed GAP says how many classes it covers and why the others are out
+        covered = len(res["test_full"]["gap_by_class"])
+        assert covered < 28 and f"over {covered} of 28 classes ({28 - covered} left out — " in printed
+        assert "no gold example: " in printed.split("GAP ↓", 1)[1].split("\n", 1)[0]
     assert 0 <= test["accuracy"] <= 100 and test["delta_eo"] >= 0 and "leakage_h" in test
     selection = res["info"]["selection"]
     assert selection["criterion"] == res["config"]["selection"] and selection["best_step"] is not None

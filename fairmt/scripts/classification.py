@@ -711,6 +711,21 @@ def _selection_line(info: dict[str, Any]) -> str:
     return line + (f"\n  warning: {sel['note']}" if sel.get("note") else "")
 
 
+def _gap_coverage(result) -> str:
+    """How many classes the GAP covers, and why the others are left out (the metrics' own warnings, counted by
+    reason): empty when it covers every class."""
+    n, covered = result.n_classes, len(result.gap_by_class)
+    if covered >= n:
+        return ""
+    reasons: dict[str, int] = {}
+    for w in result.warnings:
+        if "left out of GAP" in w and w.startswith("class "):
+            why = w.split(" has ", 1)[-1].split(":", 1)[0].replace(" in this split", "")
+            reasons[why] = reasons.get(why, 0) + 1
+    why = "; ".join(f"{k}: {v}" for k, v in reasons.items()) or "no TPR for two groups"
+    return f" over {covered} of {n} classes ({n - covered} left out — {why} in the test split)"
+
+
 def _eo_label(t: dict[str, Any], n_classes: int) -> str:
     if t.get("eo_classes") == "all" and n_classes > 2:
         return f"summed over the {n_classes} classes"
@@ -762,7 +777,8 @@ def _main(config: dict[str, Any]) -> dict[str, Any]:
     leak = "".join(f", {name} ↓ {t[k]:.2f}" for k, name in (("leakage_h", "leakage@h"), ("leakage_yhat", "leakage@ŷ"))
                    if t.get(k) is not None)  # Shen et al.'s Table 1 columns
     print(f"fairmt: {cfg['objective']} on {cfg['data']['dataset']} (test): accuracy ↑ {t['accuracy']:.2f}, {f1}, "
-          f"GAP ↓ {t['gap']:.2f}, ΔEO ↓ {t['delta_eo']:.2f} ({_eo_label(t, data.num_labels)}){leak} (%)"
+          f"GAP ↓ {t['gap']:.2f}{_gap_coverage(test)}, ΔEO ↓ {t['delta_eo']:.2f} ({_eo_label(t, data.num_labels)})"
+          f"{leak} (%)"
           f"\n{_selection_line(info)}"
           f"\n  results: {os.path.join(out, 'results.json')}"
           + (f"\n  model: {info['model_dir']}" if info.get("model_dir") else ""))
