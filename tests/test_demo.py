@@ -159,6 +159,7 @@ def test_tiny_offline_recipe_runs_end_to_end(tmp_path, capsys):
     res = json.loads((out / "results.json").read_text())["held_out_gender"]
     assert res["n"] == len(demo_data().test) and 0 <= res["after"]["accuracy"] <= 100
     shown = f"{res['before']['accuracy']:.1f} →  {res['after']['accuracy']:.1f}"
+    assert (model / "fairmt_held_out_gender.json").is_file()  # the original's scores, reused by the next run
     assert "held-out gender accuracy" in printed.out and re.search(r"gender accuracy +" + re.escape(shown).replace(
         r"\ ", " +"), printed.out), printed.out[-1500:]
     assert (model / "config.json").is_file() and (out / "model.safetensors").is_file()
