@@ -260,14 +260,14 @@ def tiny_before_after(config: dict, trained_tm) -> dict:
         before = None
     if before is None:
         original = load_translation_model(str(folder), "en", "de")
-        before = score(data.test, translate(original, src), data.unseen_in_finetune)
+        before = score(data.test, translate(original, src, batch_size=160), data.unseen_in_finetune)
         try:
             from fairmt.eval.report import write_text_atomic
 
             write_text_atomic(cache, json.dumps({"key": key, "scores": before}) + "\n")
         except OSError:
             pass  # a read-only model folder: measured again next time
-    after = score(data.test, translate(trained_tm, src), data.unseen_in_finetune)
+    after = score(data.test, translate(trained_tm, src, batch_size=160), data.unseen_in_finetune)
     return {"set": "fairmt demo held-out sentences", "n": len(src), "before": before, "after": after}
 
 
