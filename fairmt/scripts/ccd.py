@@ -307,7 +307,7 @@ BEFORE_AFTER = (("CCED gap (held-out tuples)", ("cced", "gap"), "lower"), ("SEAT
                 ("Bias-IR mean |male ratio − 0.5|", ("bias_ir", "avg_dev"), "lower"))
 
 
-def before_after_lines(results: dict) -> list[str]:
+def before_after_lines(results: dict, method: str = "CCD") -> list[str]:
     """The short before → after table a CCD run ends with: each bias measure it made on the test tuples/queries
     (lower is fairer), and the utility check (1 = the geometry of the neutral sentences kept)."""
     def get(d, keys):
@@ -315,7 +315,7 @@ def before_after_lines(results: dict) -> list[str]:
             d = (d or {}).get(k) if isinstance(d, dict) else None
         return d
 
-    lines = ["  what CCD changed (test; lower is fairer)       before →  after"]
+    lines = [f"  {f'what {method} changed (test; lower is fairer)':42s}   before →  after"]
     for label, keys, _ in BEFORE_AFTER:
         b, a = get(results.get("before"), keys), get(results.get("after"), keys)
         if isinstance(b, (int, float)) and isinstance(a, (int, float)):
