@@ -182,3 +182,24 @@ def test_tiny_offline_recipe_trains_as_the_demo_does():
     defaults = {k: v.default for k, v in inspect.signature(finetune).parameters.items()}
     assert cfg["training"]["learning_rate"] == defaults["lr"] and cfg["training"]["max_steps"] == defaults["steps"]
     assert cfg["tiny_model"]["pretrain_steps"] == inspect.signature(run_demo).parameters["pretrain_steps"].default
+
+
+def test_training_logs_print_numbers_not_quoted_strings(capsys):
+    """Issue 44 item 12: transformers' PrinterCallback (--no-progress, disable_tqdm) and ProgressCallback print
+    {'loss': '2.779'}; every fairmt Trainer swaps them (at train()) for ones that print {'loss': 2.779}."""
+    from types import SimpleNamespace
+
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    from fairmt.trainers.term_logging import numbers_in_progress
+
+    state = SimpleNamespace(is_local_process_zero=True, is_world_process_zero=True)
+    logs = {"loss": 2.77912, "learning_rate": 5e-06, "epoch": 0.25, "step": 3, "total_flos": 1.0}
+    fake = SimpleNamespace(callback_handler=SimpleNamespace(callbacks=[PrinterCallback(), ProgressCallback()]))
+    numbers_in_progress(fake)
+    printer, progress = fake.callback_handler.callbacks
+    assert isinstance(printer, PrinterCallback) and isinstance(progress, ProgressCallback)
+    printer.on_log(None, state, None, logs=dict(logs))
+    progress.training_bar = SimpleNamespace(write=print)
+    progress.on_log(None, state, None, logs=dict(logs))
+    assert capsys.readouterr().out.splitlines() == ["{'loss': 2.779, 'learning_rate': 5e-06, 'epoch': 0.25, 'step': 3}"] * 2

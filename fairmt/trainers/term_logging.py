@@ -99,19 +99,38 @@ def shown_logs(logs: dict[str, Any]) -> dict[str, Any]:
     return {k: (float(f"{v:.4g}") if isinstance(v, float) else v) for k, v in logs.items() if k != "total_flos"}
 
 
-def numbers_in_progress(trainer) -> None:
-    """Swap the Trainer's ``ProgressCallback`` for one that writes each log with numbers as numbers
-    (:func:`shown_logs`); nothing changes under ``disable_tqdm`` (``PrinterCallback``) or without a progress bar."""
-    from transformers.trainer_callback import ProgressCallback
+class _Number:
+    """A logged float as ``ProgressCallback`` should print it: its repr is the number's (no quotes)."""
 
-    class NumberProgressCallback(ProgressCallback):
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            if state.is_world_process_zero and self.training_bar is not None:
-                self.training_bar.write(str(shown_logs(logs or {})))
+    __slots__ = ("value",)
+
+    def __init__(self, value: float):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+def numbers_in_progress(trainer) -> None:
+    """Swap the Trainer's ``ProgressCallback`` (progress bars) or ``PrinterCallback`` (``disable_tqdm``,
+    ``--no-progress``) for a subclass that hands it each log with numbers that print as numbers (:func:`shown_logs`):
+    both turn floats into strings (``{'loss': '2.779'}``) before printing the dict."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     handler = trainer.callback_handler
     for i, cb in enumerate(handler.callbacks):
-        if type(cb) is ProgressCallback:
-            fresh = NumberProgressCallback()
-            fresh.__dict__.update(cb.__dict__)
-            handler.callbacks[i] = fresh
+        base = type(cb)
+        if base not in (ProgressCallback, PrinterCallback):
+            continue
+        fresh = _NUMBER_CALLBACKS.setdefault(base, type(f"Number{base.__name__}", (base,), {"on_log": _number_on_log}))()
+        fresh.__dict__.update(cb.__dict__)
+        handler.callbacks[i] = fresh
+
+
+def _number_on_log(self, args, state, control, logs=None, **kwargs):
+    """``on_log`` of the swapped callbacks: the parent's, on logs whose floats print as numbers."""
+    shown = {k: _Number(v) if isinstance(v, float) else v for k, v in shown_logs(logs or {}).items()}
+    return super(type(self), self).on_log(args, state, control, logs=shown, **kwargs)
+
+
+_NUMBER_CALLBACKS: dict[type, type] = {}
