@@ -238,6 +238,53 @@ def prepare_tiny_recipe(config: dict) -> None:
                                        for p in data.finetune), encoding="utf-8")
 
 
+def tiny_before_after(config: dict, trained_tm) -> dict:
+    """The held-out gender scores of a ``tiny_model`` recipe's original (``model``) and of the model it trained
+    (``trained_tm``): the demo's held-out sentences (``tiny_model.seed``'s :func:`demo_data` test split, every
+    occupation in both genders, verb–object combinations never trained on), translated and scored as ``fairmt demo``
+    does (:func:`translate`, :func:`score`). ``{"n": ..., "before": scores, "after": scores}``."""
+    from fairmt.data.demo_corpus import demo_data
+    from fairmt.models import load_translation_model
+
+    seed = int((config.get("tiny_model") or {}).get("seed", 0))
+    data = demo_data(seed=seed)
+    src = [p.en for p in data.test]
+    folder = Path(str(config["model"]))
+    weights = [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(folder.glob("*.safetensors"))]
+    key = json.dumps({"seed": seed, "n": len(src), "weights": weights})
+    cache = folder / "fairmt_held_out_gender.json"  # the original's scores, kept beside it: runs (a sweep) reuse them
+    try:
+        kept = json.loads(cache.read_text(encoding="utf-8"))
+        before = kept["scores"] if kept.get("key") == key else None
+    except (OSError, ValueError, KeyError):
+        before = None
+    if before is None:
+        original = load_translation_model(str(folder), "en", "de")
+        before = score(data.test, translate(original, src, batch_size=160), data.unseen_in_finetune)
+        try:
+            from fairmt.eval.report import write_text_atomic
+
+            write_text_atomic(cache, json.dumps({"key": key, "scores": before}) + "\n")
+        except OSError:
+            pass  # a read-only model folder: measured again next time
+    after = score(data.test, translate(trained_tm, src, batch_size=160), data.unseen_in_finetune)
+    return {"set": "fairmt demo held-out sentences", "n": len(src), "before": before, "after": after}
+
+
+BEFORE_AFTER_ROWS = (("gender accuracy", "accuracy", "{:.1f}"), ("ΔG (male − female)", "delta_g", "{:+.1f}"),
+                     ("anti-stereotypical acc.", "accuracy_anti", "{:.1f}"), ("chrF++ vs references", "chrf++",
+                                                                               "{:.1f}"))
+
+
+def before_after_lines(res: dict) -> list[str]:
+    """:func:`tiny_before_after`'s numbers as the short table a recipe ends with."""
+    lines = [f"  held-out gender accuracy ({res['n']} sentences of `fairmt demo`'s test set), original → trained:"]
+    for label, key, fmt in BEFORE_AFTER_ROWS:
+        b, a = res["before"][key], res["after"][key]
+        lines.append(f"    {label:26s} {fmt.format(b):>6s} → {fmt.format(a):>6s}  ({a - b:+.1f})")
+    return lines
+
+
 def run_demo(
     output_dir: str | None = None,
     seeds: int = 3,

@@ -417,7 +417,7 @@ def _median_rho(model_dir, tmp_path):
 
 
 @pytest.mark.parametrize("method", ["dpce", "adept"])
-def test_recipe_end_to_end_on_tiny_mlm(method, tiny_mlm_dir, tmp_path):
+def test_recipe_end_to_end_on_tiny_mlm(method, tiny_mlm_dir, tmp_path, capsys):
     from fairmt.commands.recipe_schema import validate_recipe
     from fairmt.eval.embedding.encode import MaskedLMRunner
     from fairmt.scripts._word_debias import main
@@ -435,6 +435,11 @@ def test_recipe_end_to_end_on_tiny_mlm(method, tiny_mlm_dir, tmp_path):
     term = "eval_loss_orth" if method == "dpce" else "eval_loss_bias"
     assert evals and min(h[term] for h in evals) < saved["train"]["eval_before"][term]
     assert res["results_path"].endswith(f"{method}_results.json")
+    printed = capsys.readouterr().out  # issue 44 item 13: progress per suite, and the before → after table
+    assert "fairmt: before (original model): measuring CCED (12 held-out tuples)" in printed
+    assert f"what {method.upper()} changed" in printed
+    line = next(x for x in printed.splitlines() if "CCED gap (held-out tuples)" in x)
+    assert f"{saved['before']['cced']['gap']:6.3f} → {saved['after']['cced']['gap']:6.3f}" in line
     runner = MaskedLMRunner.from_path(tmp_path / "run" / "final")  # head saved: CrowS-Pairs / StereoSet can run
     ids = runner.encode("he is a doctor .")
     assert len(runner.masked_log_probs(ids, [1, 2])) == 2

@@ -33,8 +33,15 @@ def test_real_minilm_recipe_shortened_lowers_the_cced_gap(shared_data, tmp_path,
                "training.per_device_train_batch_size=8", "training.save_only_model=true", "data.test_size=30",
                "data.eval_size=16", "data.utility_size=20", "data.utility_validation_size=20",
                "evaluation.suites=[cced, utility]"])
-    assert rc == 0, capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert rc == 0, printed.err
     res = json.loads((out / "ccd_results.json").read_text())
+    # issue 44 item 13: one line per suite as it starts, and the before → after table at the end
+    assert "fairmt: before (original model): measuring CCED (30 held-out tuples)" in printed.out
+    assert "fairmt: after (trained model): measuring CCED (30 held-out tuples)" in printed.out
+    gap_line = next(line for line in printed.out.splitlines() if "CCED gap (held-out tuples)" in line)
+    assert f"{res['before']['cced']['gap']:6.3f} → {res['after']['cced']['gap']:6.3f}" in gap_line
+    assert "better" in gap_line and "utility: Spearman" in printed.out
     assert res["data"]["n_test"] == 30 and res["data"]["n_train"] > 400
     before, after = res["before"]["cced"]["gap"], res["after"]["cced"]["gap"]
     assert after < before, (before, after)

@@ -155,7 +155,17 @@ def test_tiny_offline_recipe_runs_end_to_end(tmp_path, capsys):
     argv = ["train", "gacl/tiny_offline", f"model={model}", f"data.train={train}", f"training.output_dir={out}",
             "tiny_model.pretrain_steps=20", "training.max_steps=6", "training.eval_steps=3", "training.logging_steps=3"]
     assert main(argv) == 0
-    assert "building the tiny model" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "building the tiny model" in printed.out
+    # issue 44 item 12: log lines print numbers as numbers, and the run ends with held-out gender before → after
+    logs = re.findall(r"\{'loss': ([^,]+),", printed.out + printed.err)
+    assert logs and all(float(v) > 0 for v in logs), (printed.out + printed.err)[-2000:]
+    res = json.loads((out / "results.json").read_text())["held_out_gender"]
+    assert res["n"] == len(demo_data().test) and 0 <= res["after"]["accuracy"] <= 100
+    shown = f"{res['before']['accuracy']:.1f} →  {res['after']['accuracy']:.1f}"
+    assert (model / "fairmt_held_out_gender.json").is_file()  # the original's scores, reused by the next run
+    assert "held-out gender accuracy" in printed.out and re.search(r"gender accuracy +" + re.escape(shown).replace(
+        r"\ ", " +"), printed.out), printed.out[-1500:]
     assert (model / "config.json").is_file() and (out / "model.safetensors").is_file()
     rows = [json.loads(line) for line in train.read_text().splitlines()]
     assert len(rows) == len(demo_data().finetune) and set(rows[0]["translation"]) == {"en", "de"}
@@ -176,3 +186,24 @@ def test_tiny_offline_recipe_trains_as_the_demo_does():
     defaults = {k: v.default for k, v in inspect.signature(finetune).parameters.items()}
     assert cfg["training"]["learning_rate"] == defaults["lr"] and cfg["training"]["max_steps"] == defaults["steps"]
     assert cfg["tiny_model"]["pretrain_steps"] == inspect.signature(run_demo).parameters["pretrain_steps"].default
+
+
+def test_training_logs_print_numbers_not_quoted_strings(capsys):
+    """Issue 44 item 12: transformers' PrinterCallback (--no-progress, disable_tqdm) and ProgressCallback print
+    {'loss': '2.779'}; every fairmt Trainer swaps them (at train()) for ones that print {'loss': 2.779}."""
+    from types import SimpleNamespace
+
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    from fairmt.trainers.term_logging import numbers_in_progress
+
+    state = SimpleNamespace(is_local_process_zero=True, is_world_process_zero=True)
+    logs = {"loss": 2.77912, "learning_rate": 5e-06, "epoch": 0.25, "step": 3, "total_flos": 1.0}
+    fake = SimpleNamespace(callback_handler=SimpleNamespace(callbacks=[PrinterCallback(), ProgressCallback()]))
+    numbers_in_progress(fake)
+    printer, progress = fake.callback_handler.callbacks
+    assert isinstance(printer, PrinterCallback) and isinstance(progress, ProgressCallback)
+    printer.on_log(None, state, None, logs=dict(logs))
+    progress.training_bar = SimpleNamespace(write=print)
+    progress.on_log(None, state, None, logs=dict(logs))
+    assert capsys.readouterr().out.splitlines() == ["{'loss': 2.779, 'learning_rate': 5e-06, 'epoch': 0.25, 'step': 3}"] * 2

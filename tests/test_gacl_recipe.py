@@ -233,3 +233,31 @@ def test_prepare_data_modes():
     assert sorted(balanced["gender"]) == [0, 1]
     with pytest.raises(FairmtError, match="data.prepare"):
         prepare_data(ds, {"prepare": "cda"}, "de", 0)
+
+
+def test_data_seed_not_training_seed_draws_the_dev_split_and_the_balancing(tmp_path):
+    """Issue 44 item 4: the eval_fraction split and the balancing subsample follow data.seed; two training seeds (a
+    sweep's seeds) see the same dev rows and the same training rows, two data seeds different ones."""
+    from fairmt.data.demo_corpus import demo_data
+    from fairmt.data.parallel import read_parallel
+    from fairmt.scripts.gacl import resolved_sections, split_data
+
+    rows = [p.translation for p in demo_data().finetune]
+    male = [r for r in rows if " he " in f" {r['en'].lower()} "][:10]
+    path = tmp_path / "pairs.jsonl"  # unbalanced (extra male rows): the balancing draws a subsample
+    path.write_text("".join(json.dumps({"translation": r}) + "\n" for r in rows + male), encoding="utf-8")
+    pairs = read_parallel(str(path), "en", "de")
+
+    def drawn(**over):
+        data = {"train": str(path), "eval_fraction": 0.2, **over.pop("data", {})}
+        data_cfg, _ = resolved_sections({"model": "m", "data": data, "training": over})
+        train, dev = split_data(pairs, data_cfg, "de", True)
+        return sorted(train["src"]), sorted(dev["src"])
+
+    assert resolved_sections({"model": "m", "data": {"train": "x"}})[0]["seed"] == 42
+    base = drawn(seed=1)
+    assert drawn(seed=2) == base
+    other = drawn(seed=1, data={"seed": 7})
+    assert other[1] != base[1] and other[0] != base[0]
+    with pytest.raises(FairmtError, match="data.seed"):
+        resolved_sections({"model": "m", "data": {"train": "x", "seed": -1}})

@@ -88,6 +88,10 @@ def test_recipe_runs_end_to_end_and_reports_its_papers_conventions(name, standin
         assert res["metric_conventions"]["f1"].startswith("macro-F1 and micro-F1")
         # 28 professions, 4 in the stand-in: no one-vs-rest AUC, and the results say why
         assert "auc" not in test and any("every class" in n for n in res["test_full"]["notes"])
+        # issue 44 item 15: the printed GAP says how many classes it covers and why the others are out
+        covered = len(res["test_full"]["gap_by_class"])
+        assert covered < 28 and f"over {covered} of 28 classes ({28 - covered} left out — " in printed
+        assert "no gold example: " in printed.split("GAP ↓", 1)[1].split("\n", 1)[0]
     assert 0 <= test["accuracy"] <= 100 and test["delta_eo"] >= 0 and "leakage_h" in test
     selection = res["info"]["selection"]
     assert selection["criterion"] == res["config"]["selection"] and selection["best_step"] is not None
@@ -97,6 +101,12 @@ def test_recipe_runs_end_to_end_and_reports_its_papers_conventions(name, standin
         assert selection["best_epoch"] == int(last_stage["num_train_epochs"])
     else:
         assert Path(selection["best_checkpoint"]).is_dir()  # pruning keeps the chosen checkpoint
+    if name in ("fcl_inlp", "cscl_inlp_bert"):  # issue 44 item 9: the line and the JSON give the model after INLP
+        inlp = res["info"]["inlp"]
+        assert inlp["final_dev"]["accuracy"] == pytest.approx(res["dev"]["accuracy"])
+        assert inlp["encoder_dev"] == res["info"]["selection"]["best_dev"] and isinstance(inlp["at_chance"], bool)
+        assert f"after INLP (3 rounds, the model scored): dev accuracy {res['dev']['accuracy']:.2f}" in printed
+        assert ("AT CHANCE" in printed) == inlp["at_chance"] == bool(res.get("warnings"))
     if name == "cscl_inlp_bert":  # INLP, then the model's two-layer head fine-tuned on the guarded features
         assert res["info"]["inlp"]["head"].startswith("the model's head fine-tuned")
         assert res["info"]["inlp"]["head_selection"]["evaluations"] == 2
@@ -153,3 +163,23 @@ def test_cscl_two_stage_with_the_real_minilm_and_eda_views(standins, tmp_path, m
     model = TransformerClassifier.from_pretrained(out / "model")
     assert model.encoder.config.hidden_size == 384 and model.classifier.layers == 2
     assert len(res["test"]["signature"]) > 0
+
+
+def test_inlp_final_model_at_chance_is_flagged():
+    """Issue 44 item 9: the near-constant rule (dev accuracy below the floor × the best, here the CE encoder's) flags
+    a model INLP left at chance, in info, in the warnings and in the printed line; a model above it is not flagged."""
+    from fairmt.scripts.classification import _inlp_final, _selection_line
+
+    cfg = {"selection_accuracy_floor": 0.8}
+    sel = {"criterion": "accuracy_then_gap", "best_step": 30, "best_epoch": 3, "evaluations": 3,
+           "best_dev": {"accuracy": 95.6, "gap": 2.91}}
+    labels = [0] * 56 + [1] * 44
+    info = {"selection": dict(sel), "inlp": {"n_iterations": 300}}
+    warned = _inlp_final(cfg, info, {"accuracy": 56.4, "gap": 5.1}, labels)
+    assert info["inlp"]["at_chance"] and "below 0.8 × the CE encoder's 95.60" in warned[0]
+    assert info["inlp"]["dev_majority_class_rate"] == 56.0
+    line = _selection_line(info, warned)
+    assert "the CE encoder at epoch 3" in line and "dev accuracy 56.40, GAP 5.10 %" in line and "AT CHANCE" in line
+    info = {"selection": dict(sel), "inlp": {"n_iterations": 3}}
+    assert _inlp_final(cfg, info, {"accuracy": 90.0, "gap": 1.0}, labels) == [] and not info["inlp"]["at_chance"]
+    assert "AT CHANCE" not in _selection_line(info)

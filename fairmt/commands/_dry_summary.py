@@ -107,7 +107,7 @@ def _gacl(config: dict, args: Any) -> tuple[list[str], list[tuple[bool, str]]]:
         n_read = len(pairs)
         if data_cfg.get("max_train_samples"):
             pairs = pairs.select(range(min(n_read, int(data_cfg["max_train_samples"]))))
-        prepared = prepare_data(pairs, data_cfg, tgt, args.seed)
+        prepared = prepare_data(pairs, data_cfg, tgt, int(data_cfg.get("seed", 42)))  # data.seed, as the runner
     except FairmtError as err:
         found.append((True, f"data.train {train}: {err}"))
         return lines, found

@@ -149,6 +149,7 @@ def main(config: dict) -> dict:
     from fairmt.scripts.ccd import (
         _runner,
         glue_utility,
+        before_after_lines,
         measure,
         parse_utility,
         resolve_model_path,
@@ -189,7 +190,7 @@ def main(config: dict) -> dict:
     t0 = time.time()
     model.eval()
     results["before"] = measure(_runner(model, tok, pooling, bs, normalize), suites, data["test"], data["groups"],
-                                pooling_name, **seat_kw)
+                                pooling_name, stage="before (original model)", **seat_kw)
     results["time_measure_before_s"] = time.time() - t0
 
     t0 = time.time()
@@ -203,7 +204,7 @@ def main(config: dict) -> dict:
 
     t0 = time.time()
     results["after"] = measure(_runner(trained, tok, pooling, bs, normalize), suites, data["test"], data["groups"],
-                               pooling_name, **seat_kw)
+                               pooling_name, stage="after (trained model)", **seat_kw)
     results["time_measure_after_s"] = time.time() - t0
     if utility:
         results.update(glue_utility(utility, trained, tok, out_dir, model_path, config, args.use_cpu))
@@ -216,4 +217,6 @@ def main(config: dict) -> dict:
     write_text_atomic(path, json_text(results) + "\n")
     results["results_path"] = str(path)
     print(f"fairmt: {method} model saved in {out_dir / 'final'}; results (bias suites before/after) in {path}")
+    for line in before_after_lines(results, method.upper()):
+        print(line)
     return results

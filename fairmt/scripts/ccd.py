@@ -261,8 +261,10 @@ def measure(
     seat_tests: Sequence[str] | None = None,
     seat_n_samples: int = 10_000,
     bias_ir_queries: Sequence | None = None,
+    stage: str | None = None,
 ) -> dict[str, Any]:
-    """Run the embedding-bias suites with ``encode(list[str]) -> (n, d)``; returns JSON-ready results.
+    """Run the embedding-bias suites with ``encode(list[str]) -> (n, d)``; returns JSON-ready results. ``stage``
+    (``before``/``after``): one progress line per suite as it starts (each can take a minute).
 
     ``bias_ir_queries``: score Bias-IR on these queries only (the test half when the recipe holds out validation
     queries); then ``bias_ir_all`` also gives the score over all 117 queries, for comparison with full-set numbers
@@ -270,6 +272,7 @@ def measure(
     encode = cached_encoder(encode)
     out: dict[str, Any] = {}
     if "seat" in suites:
+        _progress(stage, f"SEAT ({seat_n_samples} permutation samples per test)")
         from fairmt.data.paths import data_path
         from fairmt.eval.embedding.seat import GENDER_TESTS, load_seat_test, seat_score, seat_test_path
 
@@ -280,8 +283,10 @@ def measure(
         out["seat"], out["seat_avg_abs"] = seat["tests"], seat["avg_abs"]
         out["seat_signature"] = next(iter(res.values())).signature
     if "cced" in suites and test_tuples:
+        _progress(stage, f"CCED ({len(test_tuples)} held-out tuples)")
         out["cced"] = _cced(encode, test_tuples, groups, pooling)
     if "bias_ir" in suites:
+        _progress(stage, "Bias-IR")
         from fairmt.data.paths import data_path
         from fairmt.eval.embedding.bias_ir import bias_ir_score, load_bias_ir
 
@@ -290,6 +295,37 @@ def measure(
         if bias_ir_queries is not None:
             out["bias_ir_all"] = _bias_ir_dict(bias_ir_score(everything, encode, pooling=pooling))
     return out
+
+
+def _progress(stage: str | None, what: str) -> None:
+    """One line as a measurement starts (the suites run long and draw no bar of their own)."""
+    if stage:
+        print(f"fairmt: {stage}: measuring {what}", flush=True)
+
+
+BEFORE_AFTER = (("CCED gap (held-out tuples)", ("cced", "gap"), "lower"), ("SEAT mean |d|", ("seat_avg_abs",), "lower"),
+                ("Bias-IR mean |male ratio − 0.5|", ("bias_ir", "avg_dev"), "lower"))
+
+
+def before_after_lines(results: dict, method: str = "CCD") -> list[str]:
+    """The short before → after table a CCD run ends with: each bias measure it made on the test tuples/queries
+    (lower is fairer), and the utility check (1 = the geometry of the neutral sentences kept)."""
+    def get(d, keys):
+        for k in keys:
+            d = (d or {}).get(k) if isinstance(d, dict) else None
+        return d
+
+    lines = [f"  {f'what {method} changed (test; lower is fairer)':42s}   before →  after"]
+    for label, keys, _ in BEFORE_AFTER:
+        b, a = get(results.get("before"), keys), get(results.get("after"), keys)
+        if isinstance(b, (int, float)) and isinstance(a, (int, float)):
+            word = "better" if a < b else "worse" if a > b else "same"
+            lines.append(f"    {label:42s} {b:6.3f} → {a:6.3f}  ({a - b:+.3f}, {word})")
+    if "utility" in results:
+        u = results["utility"]
+        lines.append(f"    {'utility: Spearman of pairwise cosines':42s}  1.000 → {u['spearman_pairwise_cos']:6.3f}  "
+                     "(neutral sentences, trained vs original)")
+    return lines if len(lines) > 1 else []
 
 
 def measure_validation(
@@ -515,14 +551,15 @@ def bias_ir_split(settings: dict) -> tuple[list | None, list | None]:
                          settings["split_seed"])
 
 
-def measure_model(runner, data: dict, pooling_name: str, settings: dict, ir_split) -> dict[str, Any]:
+def measure_model(runner, data: dict, pooling_name: str, settings: dict, ir_split, stage: str | None = None
+                  ) -> dict[str, Any]:
     """Test suites (``test``), validation measures (``validation``, when asked) and the embeddings of the utility
     sentences (``neutral``, ``neutral_validation``) of one model."""
     groups, suites = data["groups"], settings["suites"]
     ir_val, ir_test = ir_split
     runner = cached_encoder(runner)  # one memo for both splits: Bias-IR's validation documents are embedded once
     out: dict[str, Any] = {"test": measure(runner, suites, data["test"], groups, pooling_name,
-                                           bias_ir_queries=ir_test, **settings["seat_kw"])}
+                                           bias_ir_queries=ir_test, stage=stage, **settings["seat_kw"])}
     if settings["validation"]:
         out["validation"] = measure_validation(runner, data["eval"], groups, pooling_name, ir_val,
                                                settings["probe_n_samples"])
@@ -679,7 +716,7 @@ def main(config: dict) -> dict:
     t0 = time.time()
     model.eval()
     before = measure_model(_runner(model, tok, args.pooling, bs, args.normalize), data, pooling_name, settings,
-                           ir_split)
+                           ir_split, stage="before (original model)")
     results["before"] = before["test"]
     results["time_measure_before_s"] = time.time() - t0
 
@@ -696,7 +733,7 @@ def main(config: dict) -> dict:
     # ---- after
     t0 = time.time()
     after = measure_model(_runner(trained, tok, args.pooling, bs, args.normalize), data, pooling_name, settings,
-                          ir_split)
+                          ir_split, stage="after (trained model)")
     results["after"] = after["test"]
     if settings["validation"]:
         results["validation"] = {"before": before["validation"], "after": after["validation"]}
@@ -717,4 +754,6 @@ def main(config: dict) -> dict:
     logger.info("CCD results written to %s", path)
     results["results_path"] = str(path)
     print(f"fairmt: CCD model saved in {out_dir}; results (bias suites before/after) in {path}")
+    for line in before_after_lines(results):
+        print(line)
     return results

@@ -695,7 +695,7 @@ def _dev_loss(logits: np.ndarray, labels) -> float:
     return float(-np.mean(np.log(np.clip(p[np.arange(len(y)), y], 1e-12, None))))
 
 
-def _selection_line(info: dict[str, Any]) -> str:
+def _selection_line(info: dict[str, Any], warnings: list[str] = ()) -> str:
     """Which checkpoint the run kept and why, in one line (dev numbers in percent)."""
     sel = info.get("selection") or {}
     if sel.get("best_step") is None:
@@ -708,9 +708,56 @@ def _selection_line(info: dict[str, Any]) -> str:
     epoch = f"epoch {sel['best_epoch']} " if sel.get("best_epoch") is not None else ""
     floor = (f", dev accuracy ≥ {sel['accuracy_floor']:g} × the best" if sel.get("accuracy_floor")
              and sel["criterion"] in ("dto", "accuracy_then_gap") else "")
-    line = (f"  selected: {epoch}(step {sel['best_step']}; {sel['evaluations']} dev evaluations) by {rule}{floor}"
+    inlp_info = info.get("inlp") or {}
+    what = "the CE encoder at " if "final_dev" in inlp_info else ""
+    line = (f"  selected: {what}{epoch}(step {sel['best_step']}; {sel['evaluations']} dev evaluations) by {rule}{floor}"
             + (f" (dev {nums} %)" if nums else ""))
-    return line + (f"\n  warning: {sel['note']}" if sel.get("note") else "")
+    if "final_dev" in inlp_info:  # what the run reports: the model after INLP
+        fin = inlp_info["final_dev"]
+        line += (f"\n  after INLP ({inlp_info.get('n_iterations')} rounds, the model scored): dev accuracy "
+                 f"{fin['accuracy']:.2f}, GAP {fin['gap']:.2f} % (majority-class rate "
+                 f"{inlp_info['dev_majority_class_rate']:.2f})" + (" — AT CHANCE" if inlp_info.get("at_chance") else ""))
+    line += f"\n  warning: {sel['note']}" if sel.get("note") else ""
+    return line + "".join(f"\n  warning: {w}" for w in warnings)
+
+
+def _gap_coverage(result) -> str:
+    """How many classes the GAP covers, and why the others are left out (the metrics' own warnings, counted by
+    reason): empty when it covers every class."""
+    n, covered = result.n_classes, len(result.gap_by_class)
+    if covered >= n:
+        return ""
+    reasons: dict[str, int] = {}
+    for w in result.warnings:
+        if "left out of GAP" in w and w.startswith("class "):
+            why = w.split(" has ", 1)[-1].split(":", 1)[0].replace(" in this split", "")
+            reasons[why] = reasons.get(why, 0) + 1
+    why = "; ".join(f"{k}: {v}" for k, v in reasons.items()) or "no TPR for two groups"
+    return f" over {covered} of {n} classes ({n - covered} left out — {why} in the test split)"
+
+
+def _inlp_final(cfg, info: dict[str, Any], dev: dict[str, Any], labels) -> list[str]:
+    """INLP: record the final (guarded) model's dev numbers beside the CE encoder's the selection chose
+    (``info.inlp.encoder_dev`` → ``info.inlp.final_dev``, percent), and flag a final model at chance with the rule
+    fairmt flags near-constant models by elsewhere (:func:`fairmt.eval.selection.degenerate_choice`: dev accuracy
+    below ``selection_accuracy_floor`` — default ``ACCURACY_FLOOR`` — × the best dev accuracy, here the encoder's).
+    Returns the warning, if any (``results.json`` ``warnings``; ``info.inlp.at_chance``)."""
+    from fairmt.eval.selection import ACCURACY_FLOOR
+
+    inlp_info = info.setdefault("inlp", {})
+    encoder = dict((info.get("selection") or {}).get("best_dev") or {})
+    final = {k: dev[k] for k in ("accuracy", "gap") if dev.get(k) is not None}
+    y = np.asarray(labels, dtype=int)
+    chance = 100.0 * float(np.bincount(y).max()) / max(len(y), 1)
+    inlp_info.update(encoder_dev=encoder, final_dev=final, dev_majority_class_rate=chance)
+    ratio = cfg.get("selection_accuracy_floor") or ACCURACY_FLOOR
+    at_chance = bool(encoder.get("accuracy") and final["accuracy"] < ratio * encoder["accuracy"])
+    inlp_info["at_chance"] = at_chance
+    if not at_chance:
+        return []
+    return [f"after {inlp_info.get('n_iterations', '?')} INLP rounds the model's dev accuracy {final['accuracy']:.2f} "
+            f"is below {ratio:g} × the CE encoder's {encoder['accuracy']:.2f} (majority-class rate {chance:.2f}): a "
+            "model at chance, whose small GAP is no fairness — fewer inlp.n_iterations, or another baseline"]
 
 
 def _eo_label(t: dict[str, Any], n_classes: int) -> str:
@@ -738,6 +785,9 @@ def _main(config: dict[str, Any]) -> dict[str, Any]:
     test = _score(cfg, data, outputs, "test")
     dev_summary = dev.summary(percent=True)  # percent, as every fairmt report and the per-epoch logs
     dev_summary["loss"] = _dev_loss(outputs["dev"][0], data.splits["dev"].labels)
+    warnings_out: list[str] = []
+    if cfg["objective"] == "inlp":  # the selection chose the CE encoder; the model scored is the one after INLP
+        warnings_out += _inlp_final(cfg, info, dev_summary, data.splits["dev"].labels)
     from fairmt.eval.reporting.formats import CLASSIFICATION_RESULTS
 
     results = {
@@ -758,6 +808,8 @@ def _main(config: dict[str, Any]) -> dict[str, Any]:
         "info": json.loads(json.dumps(info, default=str)),
         "config": cfg,
     }
+    if warnings_out:
+        results["warnings"] = warnings_out
     with open(os.path.join(out, "results.json"), "w") as fh:
         json.dump(results, fh, indent=2, default=str)
     t = results["test"]
@@ -765,8 +817,9 @@ def _main(config: dict[str, Any]) -> dict[str, Any]:
     leak = "".join(f", {name} ↓ {t[k]:.2f}" for k, name in (("leakage_h", "leakage@h"), ("leakage_yhat", "leakage@ŷ"))
                    if t.get(k) is not None)  # Shen et al.'s Table 1 columns
     print(f"fairmt: {cfg['objective']} on {cfg['data']['dataset']} (test): accuracy ↑ {t['accuracy']:.2f}, {f1}, "
-          f"GAP ↓ {t['gap']:.2f}, ΔEO ↓ {t['delta_eo']:.2f} ({_eo_label(t, data.num_labels)}){leak} (%)"
-          f"\n{_selection_line(info)}"
+          f"GAP ↓ {t['gap']:.2f}{_gap_coverage(test)}, ΔEO ↓ {t['delta_eo']:.2f} ({_eo_label(t, data.num_labels)})"
+          f"{leak} (%)"
+          f"\n{_selection_line(results['info'], warnings_out)}"
           f"\n  results: {os.path.join(out, 'results.json')}"
           + (f"\n  model: {info['model_dir']}" if info.get("model_dir") else ""))
     if cfg["save_predictions"]:

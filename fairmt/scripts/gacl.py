@@ -4,7 +4,8 @@ Recipe keys (see ``recipes/gacl/small100_en-de.yaml`` for a documented example):
 
 * ``model`` (Hub name or path), ``family`` (optional), ``src_lang``, ``tgt_lang``;
 * ``data``: ``train`` (JSONL / TSV / HF dataset name), ``split``, ``max_train_samples``, ``balance``,
-  ``max_length``, ``eval_fraction`` (held-out share of the prepared training data for the evaluation loss),
+  ``max_length``, ``seed`` (draws the balancing subsample and the ``eval_fraction`` split; fixed while
+  ``training.seed`` varies, so the seeds of a sweep are scored on one dev set), ``eval_fraction`` (held-out share of the prepared training data for the evaluation loss),
   ``eval`` (a plain parallel dev set, e.g. newstest: MT loss and generation metrics on all its rows, not only
   the gendered ones; replaces ``eval_fraction``), ``eval_split``, ``max_eval_samples``, and ``prepare``:
 
@@ -95,6 +96,24 @@ def prepare_data(pairs, data_cfg: dict, tgt: str, seed: int):
     return pairs
 
 
+def split_data(pairs, data_cfg: dict, tgt: str, evaluates: bool):
+    """The training rows (``data.prepare``) and the held-out ``eval_fraction`` rows (None with ``data.eval`` or no
+    held-out share; default 0.05 when the run evaluates). Both are drawn with ``data.seed``, never with the training
+    seed: runs that differ only in ``training.seed`` train and are scored on the same rows."""
+    seed = int(data_cfg.get("seed", 42))
+    if data_cfg.get("max_train_samples"):
+        pairs = pairs.select(range(min(len(pairs), int(data_cfg["max_train_samples"]))))
+    prepared = prepare_data(pairs, data_cfg, tgt, seed)
+    if data_cfg.get("eval"):
+        return prepared, None
+    frac = data_cfg.get("eval_fraction")
+    frac = float(frac if frac is not None else 0.05 if evaluates else 0.0)
+    if frac <= 0:
+        return prepared, None
+    split = prepared.train_test_split(test_size=frac, seed=seed, stratify_by_column=None)
+    return split["train"], split["test"]
+
+
 def build_trainer(config: dict):
     from transformers import EarlyStoppingCallback
 
@@ -123,20 +142,11 @@ def build_trainer(config: dict):
         tm.model = get_peft_model(tm.model, LoraConfig(task_type=TaskType.SEQ_2_SEQ_LM, **config["peft"]))
 
     pairs = read_parallel(data_cfg["train"], src, tgt, split=data_cfg.get("split", "train"))
-    if data_cfg.get("max_train_samples"):
-        pairs = pairs.select(range(min(len(pairs), int(data_cfg["max_train_samples"]))))
-    prepared = prepare_data(pairs, data_cfg, tgt, args.seed)
-    eval_ds = None
+    prepared, eval_ds = split_data(pairs, data_cfg, tgt, args.eval_strategy != "no")
     if data_cfg.get("eval"):
         eval_ds = read_parallel(data_cfg["eval"], src, tgt, split=data_cfg.get("eval_split", "validation"))
         if data_cfg.get("max_eval_samples"):
             eval_ds = eval_ds.select(range(min(len(eval_ds), int(data_cfg["max_eval_samples"]))))
-    else:
-        frac = data_cfg.get("eval_fraction")
-        frac = float(frac if frac is not None else 0.05 if args.eval_strategy != "no" else 0.0)
-        if frac > 0:
-            split = prepared.train_test_split(test_size=frac, seed=args.seed, stratify_by_column=None)
-            prepared, eval_ds = split["train"], split["test"]
     enc = lambda ds: tokenize_gacl(ds, tm.encode, max_length=int(data_cfg.get("max_length", 128)))  # noqa: E731
     train_ds = enc(prepared)
     eval_ds = enc(eval_ds) if eval_ds is not None else None
@@ -246,6 +256,13 @@ def main(config: dict):
         from fairmt.outputs import json_text
 
         res = results(trainer, config, test)
+        change = None
+        if config.get("tiny_model"):  # the demo's held-out sentences: what the recipe exists to change
+            from fairmt.demo import tiny_before_after
+
+            tm.model = trainer.accelerator.unwrap_model(trainer.model)
+            change = tiny_before_after(config, tm)
+            res["held_out_gender"] = change
         path = Path(trainer.args.output_dir) / "results.json"
         write_text_atomic(path, json_text(res) + "\n")
         best = trainer.state.best_model_checkpoint
@@ -253,4 +270,27 @@ def main(config: dict):
               + (f" (best checkpoint {best}, {trainer.args.metric_for_best_model} {trainer.state.best_metric:.2f})"
                  if best and trainer.state.best_metric is not None else "")
               + f"\n  results: {path}")
+        for line in gender_lines(res, change):
+            print(line)
     return trainer
+
+
+def gender_lines(res: dict, change: dict | None) -> list[str]:
+    """The lines a GACL run ends with: the quantity it exists to change. A ``tiny_model`` recipe: held-out gender
+    accuracy, ΔG, anti-stereotypical accuracy and chrF++ of the original → the trained model
+    (:func:`fairmt.demo.before_after_lines`); with a ``geneval`` section: the trained model's MT-GenEval test numbers
+    (the original's are not measured by the run: ``fairmt eval mt-bias --model ORIGINAL``); else a line saying that
+    the run measured no gender score."""
+    if change is not None:
+        from fairmt.demo import before_after_lines
+
+        return before_after_lines(change)
+    test = res.get("test") or {}
+    if test:
+        shown = ", ".join(f"{label} {test[k]:.1f}" for k, label in (
+            ("geneval_accuracy", "accuracy"), ("geneval_explicit_accuracy", "explicit accuracy"),
+            ("geneval_delta_g", "ΔG")) if test.get(k) is not None)
+        return [f"  MT-GenEval test, trained model: {shown} (%; the original is not scored by the run — "
+                "`fairmt eval mt-bias --model ORIGINAL` gives the before)"]
+    return [f"  no gender score measured (no geneval section): `fairmt eval mt-bias --model` on the original "
+            f"({res.get('model')}) and on the trained model gives the before → after"]

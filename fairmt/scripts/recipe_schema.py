@@ -102,6 +102,9 @@ class GaclData(Section):
     eval_fraction: Share | None = None
     prepare: Literal["gacl", "gfst", "plain"] = "gacl"
     target_gender_words: dict[Literal["male", "female"], list[Text]] | None = None
+    seed: Seed = Field(42, description="an integer in [0, 2**32): the seed of the balancing subsample and of the "
+                                       "eval_fraction split — not training.seed, so a sweep's seeds share one dev set "
+                                       "(default 42, transformers' default training seed)")
 
 
 class GaclGeneval(Section):

@@ -125,6 +125,9 @@ class FaultGuardMixin:
         return loss
 
     def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any):
+        from fairmt.trainers.term_logging import numbers_in_progress
+
+        numbers_in_progress(self)  # every fairmt Trainer: log lines print numbers, not quoted strings
         if resume_from_checkpoint is True:
             last = last_complete_checkpoint(self.args.output_dir)
             if last is None:

@@ -90,3 +90,47 @@ class SplitTermLogMixin:
         for k, v in (self._mean_terms("eval") or {}).items():
             output.metrics[f"{metric_key_prefix}_loss_{k}"] = v
         return output
+
+
+def shown_logs(logs: dict[str, Any]) -> dict[str, Any]:
+    """A training/evaluation log as the progress stream shows it: floats rounded to 4 significant digits and kept as
+    numbers (transformers' ``ProgressCallback`` turns them into strings, ``{'loss': '2.779'}``), ``total_flos``
+    left out."""
+    return {k: (float(f"{v:.4g}") if isinstance(v, float) else v) for k, v in logs.items() if k != "total_flos"}
+
+
+class _Number:
+    """A logged float as ``ProgressCallback`` should print it: its repr is the number's (no quotes)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: float):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+def numbers_in_progress(trainer) -> None:
+    """Swap the Trainer's ``ProgressCallback`` (progress bars) or ``PrinterCallback`` (``disable_tqdm``,
+    ``--no-progress``) for a subclass that hands it each log with numbers that print as numbers (:func:`shown_logs`):
+    both turn floats into strings (``{'loss': '2.779'}``) before printing the dict."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    handler = trainer.callback_handler
+    for i, cb in enumerate(handler.callbacks):
+        base = type(cb)
+        if base not in (ProgressCallback, PrinterCallback):
+            continue
+        fresh = _NUMBER_CALLBACKS.setdefault(base, type(f"Number{base.__name__}", (base,), {"on_log": _number_on_log}))()
+        fresh.__dict__.update(cb.__dict__)
+        handler.callbacks[i] = fresh
+
+
+def _number_on_log(self, args, state, control, logs=None, **kwargs):
+    """``on_log`` of the swapped callbacks: the parent's, on logs whose floats print as numbers."""
+    shown = {k: _Number(v) if isinstance(v, float) else v for k, v in shown_logs(logs or {}).items()}
+    return super(type(self), self).on_log(args, state, control, logs=shown, **kwargs)
+
+
+_NUMBER_CALLBACKS: dict[type, type] = {}
