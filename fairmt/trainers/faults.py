@@ -125,6 +125,11 @@ class FaultGuardMixin:
         return loss
 
     def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any):
+        if resume_from_checkpoint is None and getattr(self.args, "resume_from_checkpoint", None):
+            # a recipe's ``training.resume_from_checkpoint`` lands on the arguments, which the Trainer never reads
+            # (only Hugging Face's example scripts do): honour it here, so the key is never silently ignored
+            given = self.args.resume_from_checkpoint
+            resume_from_checkpoint = True if str(given).lower() == "true" else given
         if resume_from_checkpoint is True:
             last = last_complete_checkpoint(self.args.output_dir)
             if last is None:
