@@ -175,7 +175,7 @@ def _expected(err: BaseException) -> str | None:
             not os.path.realpath(str(err.filename)).startswith(os.path.dirname(os.path.abspath(__file__))):
         import errno  # a path of the user's (a file of fairmt's own that is missing is a bug)
 
-        if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR,
+        if err.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR,
                          errno.EISDIR, errno.ENAMETOOLONG, errno.EEXIST, errno.ENOENT):
             return f"{err.filename}: {err.strerror}"
     return None

@@ -95,3 +95,13 @@ def test_stdout_on_dev_full_is_one_line_not_a_traceback():
         proc = procs.run(procs.python("-m", "fairmt", "recipes"), env=procs.env(), stdout=full, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip() == "fairmt: error: could not write to standard output: no space left on the device"
+
+
+def test_a_checkpoint_that_fills_the_disk_stops_training_in_one_line(tmp_path):
+    from test_resume_given import _trainer
+
+    trainer, _ = _trainer(tmp_path / "run")
+    with _FileSizeLimit(1024), pytest.raises(FairmtError) as err:
+        trainer.train()
+    line = str(err.value)
+    assert "\n" not in line and "the checkpoint of step 2" in line and "checkpoint-2" in line and "free there" in line
