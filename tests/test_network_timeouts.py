@@ -69,3 +69,12 @@ def test_the_timeout_variable_is_checked_like_an_option(monkeypatch):
         monkeypatch.setenv("FAIRMT_NET_TIMEOUT", bad)
         with pytest.raises(FairmtError, match=rf"FAIRMT_NET_TIMEOUT='{bad}': give the network timeout in seconds"):
             network_timeout()
+
+
+def test_a_download_from_a_mirror_that_never_answers_times_out_naming_the_setting(tmp_path, silent_server,
+                                                                                  monkeypatch):
+    from fairmt.data.download import _fetch
+
+    monkeypatch.setenv("FAIRMT_NET_TIMEOUT", "0.5")
+    with pytest.raises(FairmtError, match=r"no answer within 0.5 s; FAIRMT_NET_TIMEOUT sets the timeout"):
+        _fetch(f"{silent_server}/winomt/en.txt", tmp_path / "en.txt")
