@@ -73,7 +73,7 @@ def write_json(result: Any, path: str | Path) -> None:
     from fairmt.outputs import json_text
 
     data = as_dict(result) if not isinstance(result, list) else [as_dict(r) for r in result]
-    write_text_atomic(path, json_text(data) + "\n")
+    write_text_atomic(path, json_text(data) + "\n", what="the JSON results")
 
 
 def _fmt(value: Any, digits: int) -> str:
