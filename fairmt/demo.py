@@ -148,7 +148,10 @@ def finetune(original_dir: str | Path, out_dir: str | Path, data, gacl: bool, se
     )
     trainer.remove_callback(PrinterCallback)  # the log lines go to report.json, not between the progress bars
     trainer.train()
-    trainer.save_model(str(out_dir))
+    from fairmt.outputs import saving
+
+    with saving(out_dir, what="the fine-tuned model"):
+        trainer.save_model(str(out_dir))
     tm.model.eval()
     return tm, [h for h in trainer.state.log_history if "loss_mt" in h]
 
@@ -245,8 +248,12 @@ def prepare_tiny_recipe(config: dict) -> None:
             write_file(partial / TINY_MARKER, json.dumps({"pretrain_steps": steps, "seed": seed}) + "\n",
                        what="the tiny model's completion marker")
             os.replace(partial, model)
-        except BaseException:
+        except BaseException as exc:
             shutil.rmtree(partial, ignore_errors=True)
+            from fairmt.outputs import write_error, write_failed
+
+            if isinstance(exc, Exception) and write_failed(exc):
+                raise write_error(model, "the tiny model", exc) from None
             raise
     if not Path(train).is_file():
         from fairmt.outputs import write_file

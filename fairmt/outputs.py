@@ -711,6 +711,23 @@ def save_folder(target: str | os.PathLike, save: Any, *, what: str = "model") ->
     return target
 
 
+class saving:
+    """``with saving(target, what=...):`` around a write fairmt cannot route through a temporary file (a Trainer's
+    ``save_model``, which every process of a distributed run joins, into the run's own folder): a full disk or a
+    file-size limit inside it is one :class:`FairmtError` (:func:`write_error`) naming ``target``."""
+
+    def __init__(self, target: str | os.PathLike, *, what: str = "model"):
+        self.target, self.what = target, what
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if exc is not None and isinstance(exc, Exception) and write_failed(exc):
+            raise write_error(self.target, self.what, exc) from None
+        return False
+
+
 def _umask() -> int:
     """The process's umask, read without changing it (``os.umask`` sets it, a race with other threads)."""
     try:
@@ -776,5 +793,5 @@ def json_text(data: Any, *, indent: int | None = 2, default: Any = str) -> str:
 
 __all__ = ["LOCK_NAME", "MANIFEST", "OWN_NAMES", "FolderPlan", "begin_manifest", "check_output_dir",
            "check_output_file", "check_overwrite", "claim_run_dir", "clear_dir", "fairmt_named", "finite_json",
-           "input_paths", "json_text", "print_out", "save_folder", "write_error", "write_file", "write_json", "writing", "publish_dir", "record_made", "record_new", "release_run_dir", "remove_entry",
+           "input_paths", "json_text", "print_out", "save_folder", "saving", "write_error", "write_file", "write_json", "writing", "publish_dir", "record_made", "record_new", "release_run_dir", "remove_entry",
            "run_files"]

@@ -15,7 +15,7 @@ import pytest
 
 import procs
 from fairmt.errors import FairmtError
-from fairmt.outputs import save_folder, write_file, write_json
+from fairmt.outputs import save_folder, write_json
 
 
 def _limit(nbytes: int):

@@ -390,7 +390,9 @@ def download(
             report.archive_sha256[a.name] = digest
             unpacked += _unpack(tmp_archive, a, staging, url)
             tmp_archive.unlink()
-            (staging / a.target / "SHA256SUMS").write_text(f"{digest}  {a.name}\n", encoding="utf-8")
+            from fairmt.outputs import write_file
+
+            write_file(staging / a.target / "SHA256SUMS", f"{digest}  {a.name}\n", what="the archive's checksum")
 
         # everything fetched and checked: move into place
         for f, _ in todo:
