@@ -175,7 +175,7 @@ def _expected(err: BaseException) -> str | None:
             not os.path.realpath(str(err.filename)).startswith(os.path.dirname(os.path.abspath(__file__))):
         import errno  # a path of the user's (a file of fairmt's own that is missing is a bug)
 
-        if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR,
+        if err.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR,
                          errno.EISDIR, errno.ENAMETOOLONG, errno.EEXIST, errno.ENOENT):
             return f"{err.filename}: {err.strerror}"
     return None
@@ -202,12 +202,15 @@ def main(argv: list[str] | None = None) -> int:
     if handler is None:
         parser.error("no handler for this command")
     saved_env = {k: os.environ.get(k) for k in _PROGRESS_ENV}
+    real_stdout = sys.stdout
+    sys.stdout = _GuardedStdout(real_stdout)
     try:
         _before_the_work(args)
         from fairmt.commands._progress import line_progress
 
         with line_progress():  # in a file or a pipe, progress bars become a line every 10 % (no carriage returns)
             rc = int(handler(args) or 0)
+        sys.stdout.flush()  # what is still buffered: a stdout that cannot take it (> /dev/full) is an error here
     except BrokenPipeError:
         rc = _stop_on_closed_pipe()
     except KeyboardInterrupt as err:  # Ctrl-C: no traceback; what was kept and how to resume, when the work says
@@ -222,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fairmt: error: {line}", file=sys.stderr)
         rc = 2
     finally:
+        if isinstance(sys.stdout, _GuardedStdout):
+            sys.stdout = real_stdout
         _flush_quietly()
         for key, value in saved_env.items():  # main() called from Python leaves the environment as it found it
             if value is None:
@@ -230,6 +235,49 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ[key] = value
     _exit_after_distributed_run(rc)
     return rc
+
+
+class _StdoutFailed(FairmtError):
+    """stdout could not take what a command printed (``> /dev/full``, a full disk under ``> file``)."""
+
+
+class _GuardedStdout:
+    """stdout for the time a command runs: a write or flush that fails (other than a closed pipe, which stops
+    quietly) is one :class:`_StdoutFailed` line instead of a traceback; everything else is the real stdout's."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def write(self, text):
+        try:
+            return self._inner.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise _failed_stdout(err) from None
+
+    def flush(self):
+        try:
+            return self._inner.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise _failed_stdout(err) from None
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def _failed_stdout(err: OSError) -> _StdoutFailed:
+    """The line, after pointing stdout at /dev/null, so that the interpreter's last flush fails no second time."""
+    from fairmt.outputs import stdout_error
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    return _StdoutFailed(str(stdout_error(err)))
 
 
 def _flush_quietly() -> None:

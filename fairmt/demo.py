@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -147,7 +148,10 @@ def finetune(original_dir: str | Path, out_dir: str | Path, data, gacl: bool, se
     )
     trainer.remove_callback(PrinterCallback)  # the log lines go to report.json, not between the progress bars
     trainer.train()
-    trainer.save_model(str(out_dir))
+    from fairmt.outputs import saving
+
+    with saving(out_dir, what="the fine-tuned model"):
+        trainer.save_model(str(out_dir))
     tm.model.eval()
     return tm, [h for h in trainer.state.log_history if "loss_mt" in h]
 
@@ -225,17 +229,64 @@ def prepare_tiny_recipe(config: dict) -> None:
                           "file to write)")
     seed = int(spec.get("seed", 0))
     data = demo_data(seed=seed)
-    missing = not (model / "config.json").is_file() or not Path(train).is_file()
+    built = _tiny_model_built(model)
+    missing = not built or not Path(train).is_file()
     if missing and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         raise FairmtError(f"tiny_model: {model} or {train} does not exist yet; build them with one process first "
                           "(fairmt train without accelerate launch/torchrun), then launch several")
-    if not (model / "config.json").is_file():
+    if not built:
         print(f"fairmt: building the tiny model {model} like `fairmt demo`'s original (offline)", flush=True)
-        build_original(model, data, seed, int(spec.get("pretrain_steps", 400)))
+        steps = int(spec.get("pretrain_steps", 400))
+        # built beside its place and moved there only once trained and marked: a run killed while it pre-trains
+        # leaves no folder the next run would take for a finished model (it would fine-tune a random one)
+        model.parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=f".{model.name}.building-", dir=model.parent))
+        try:
+            build_original(partial, data, seed, steps)
+            from fairmt.outputs import write_file
+
+            write_file(partial / TINY_MARKER, json.dumps({"pretrain_steps": steps, "seed": seed}) + "\n",
+                       what="the tiny model's completion marker")
+            os.replace(partial, model)
+        except BaseException as exc:
+            shutil.rmtree(partial, ignore_errors=True)
+            from fairmt.outputs import write_error, write_failed
+
+            if isinstance(exc, Exception) and write_failed(exc):
+                raise write_error(model, "the tiny model", exc) from None
+            raise
     if not Path(train).is_file():
+        from fairmt.outputs import write_file
+
         Path(train).parent.mkdir(parents=True, exist_ok=True)
-        Path(train).write_text("".join(json.dumps({"translation": p.translation}, ensure_ascii=False) + "\n"
-                                       for p in data.finetune), encoding="utf-8")
+        write_file(train, "".join(json.dumps({"translation": p.translation}, ensure_ascii=False) + "\n"
+                                  for p in data.finetune), what="the tiny recipe's fine-tuning data")
+
+
+def _write(path: Path, text: str, what: str) -> None:
+    from fairmt.outputs import write_file
+
+    write_file(path, text, what=what)
+
+
+TINY_MARKER = "fairmt_tiny_model.json"
+"""Written last into a tiny recipe's model folder: the folder is a finished model (see :func:`prepare_tiny_recipe`)."""
+
+
+def _tiny_model_built(model: Path) -> bool:
+    """True when ``model`` is a finished tiny model; False when it does not exist (or is an empty folder); a folder
+    holding something else — a build cut off by an older fairmt, or not fairmt's — is refused in one line."""
+    from fairmt.errors import FairmtError
+
+    if (model / TINY_MARKER).is_file():
+        return True
+    if not model.exists() or (model.is_dir() and not any(model.iterdir())):
+        if model.is_dir():
+            model.rmdir()
+        return False
+    raise FairmtError(f"tiny_model: {model} exists but is not a finished tiny model (no {TINY_MARKER}: its build was "
+                      "cut off, or it is another folder); remove it and rerun to build it again, or point 'model' "
+                      "at a model folder and drop the tiny_model section")
 
 
 def tiny_before_after(config: dict, trained_tm) -> dict:
@@ -348,10 +399,10 @@ def run_demo(
                         **{name: hyps[name][ex] for name in MODELS}},
             "models": {name: str(sd / name) for name in MODELS},
         })
-        (sd / "translations.json").write_text(json.dumps(
+        _write(sd / "translations.json", json.dumps(
             [{"source": p.en, "reference": p.de, "gender": p.gender, "stereotype": p.stereotype,
               **{name: hyps[name][i] for name in MODELS}} for i, p in enumerate(data.test)],
-            indent=1, ensure_ascii=False), encoding="utf-8")
+            indent=1, ensure_ascii=False), "the translations")
         log("      " + " | ".join(f"{LABELS[n]}: accuracy {s['accuracy']:.1f}, ΔG {s['delta_g']:+.1f}, anti "
                                    f"{s['accuracy_anti']:.1f}, chrF++ {s['chrf++']:.1f}" for n, s in scores.items()))
 
@@ -372,7 +423,7 @@ def run_demo(
         "example_rule": EXAMPLE_RULE,
         "runs": per_seed,
     }
-    (out / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    _write(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False), "the demo's report")
     _print_summary(report, out, log)
     return report
 
@@ -600,10 +651,10 @@ def run_multilingual_demo(
                                **{name: hyps[name][lang][ex] for name in MODELS}} for lang in langs},
             "models": {name: str(sd / name) for name in MODELS},
         })
-        (sd / "translations.json").write_text(json.dumps(
+        _write(sd / "translations.json", json.dumps(
             {lang: [{"source": p.en, "reference": p.tgt, "gender": p.gender, "stereotype": p.stereotype,
                      **{name: hyps[name][lang][i] for name in MODELS}} for i, p in enumerate(data.test[lang])]
-             for lang in langs}, indent=1, ensure_ascii=False), encoding="utf-8")
+             for lang in langs}, indent=1, ensure_ascii=False), "the translations")
         g = run_gains
         log(f"      accuracy gain over the original, ID (de) / OOD ({', '.join(langs[1:])}): plain FT "
             f"{g['control']['id']:+.1f} / {g['control']['ood']:+.1f}, GACL+KD {g['gacl']['id']:+.1f} / "
@@ -636,7 +687,7 @@ def run_multilingual_demo(
         "gacl_minus_control": comparison, "verdict": verdict_,
         "example_rule": EXAMPLE_RULE, "runs": per_seed,
     }
-    (out / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    _write(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False), "the demo's report")
     _print_multilingual(report, out, log)
     return report
 

@@ -339,3 +339,61 @@ def require_dataset(name: str, what: str = "dataset") -> str:
         raise FairmtError(f"{what} {name!r} is neither a local file nor in the local datasets cache, and the Hub "
                           f"cannot be reached ({why}); give a local file")
     return name
+
+
+# ---------------------------------------------------------------------------------------------- network timeouts
+
+TIMEOUT_ENV = "FAIRMT_NET_TIMEOUT"
+"""Seconds a network call of fairmt's may wait for the other side (connect, and each read or write) before it fails:
+the Hub (``fairmt push``, model downloads and checks) and ``fairmt data download``. Default :data:`DEFAULT_TIMEOUT_S`."""
+
+DEFAULT_TIMEOUT_S = 60.0
+CONNECT_TIMEOUT_S = 10.0  # a connection that is not made in this time (or the whole timeout, when shorter) fails
+
+
+def network_timeout() -> float:
+    """The timeout in seconds (``FAIRMT_NET_TIMEOUT``, checked like an option: a positive finite number)."""
+    import math
+
+    raw = os.environ.get(TIMEOUT_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value <= 0:
+        raise FairmtError(f"{TIMEOUT_ENV}={raw!r}: give the network timeout in seconds, a positive number "
+                          f"(default {DEFAULT_TIMEOUT_S:g})")
+    return value
+
+
+def connect_timeout() -> float:
+    return min(CONNECT_TIMEOUT_S, network_timeout())
+
+
+_HUB_TIMEOUT: float | None = None
+
+
+def hub_timeouts() -> float:
+    """Give every request ``huggingface_hub`` makes a timeout (its own client has none: a Hub endpoint that accepts
+    the connection and never answers would hang an upload for ever): connect :func:`connect_timeout`, read, write and
+    pool :func:`network_timeout`. Returns the timeout; a second call with the same setting changes nothing."""
+    global _HUB_TIMEOUT
+    timeout = network_timeout()
+    if _HUB_TIMEOUT == timeout:
+        return timeout
+    import huggingface_hub
+    from huggingface_hub.utils import _http
+
+    client_module = _http.httpx2 if hasattr(_http, "httpx2") else _http.httpx
+    base = _http.default_client_factory
+
+    def factory():
+        client = base()
+        client.timeout = client_module.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout))
+        return client
+
+    huggingface_hub.set_client_factory(factory)
+    _HUB_TIMEOUT = timeout
+    return timeout

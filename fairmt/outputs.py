@@ -597,6 +597,195 @@ def release_run_dir(path: str | os.PathLike | None = None) -> None:
             os.close(fd)
 
 
+# ---------------------------------------------------------------------------------------------- writing
+
+def _size_text(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1024 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def write_failed(exc: BaseException) -> bool:
+    """True for the errors a full disk or a file-size limit gives (``OSError`` — ENOSPC, EFBIG, EDQUOT, EIO... —
+    and safetensors' ``SafetensorError``, which wraps them)."""
+    return isinstance(exc, OSError) or type(exc).__name__ == "SafetensorError"
+
+
+def write_error(path: str | os.PathLike, what: str, exc: BaseException) -> FairmtError:
+    """The one line for a write that failed: the file, what was being written, the reason and the free space."""
+    import errno
+
+    code = getattr(exc, "errno", None)
+    reason = {errno.ENOSPC: "no space left on the device", errno.EFBIG: "file too large (a file-size limit, "
+              "ulimit -f?)", getattr(errno, "EDQUOT", -1): "disk quota exceeded"}.get(code)
+    if reason is None:
+        reason = (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0] if str(exc)
+                  else type(exc).__name__)
+    try:
+        free = f"{_size_text(shutil.disk_usage(_nearest_existing(Path(path).absolute())).free)} free there"
+    except OSError:
+        free = "free space unknown"
+    return FairmtError(f"could not write {what} to {path}: {reason} ({free}); nothing was left half-written — free "
+                       "some space (or raise the limit) and run again")
+
+
+def write_file(path: str | os.PathLike, data: str | bytes, *, what: str = "output", encoding: str = "utf-8") -> Path:
+    """Write ``data`` to ``path`` as fairmt writes every file: into a temporary file beside it, flushed to the disk
+    (``fsync``), then renamed over ``path`` — a reader (a resume, a report) sees the old file or the whole new one,
+    never a torn one. A failure (a full disk, ``ulimit -f``) removes the temporary file and is one
+    :class:`FairmtError` (:func:`write_error`)."""
+    with writing(path, what=what, binary=isinstance(data, bytes), encoding=encoding) as fh:
+        fh.write(data)
+    return Path(path)
+
+
+def write_json(path: str | os.PathLike, data: Any, *, what: str = "results", indent: int | None = 2,
+               default: Any = str) -> Path:
+    """``data`` as valid JSON (:func:`json_text`) through :func:`write_file`."""
+    return write_file(path, json_text(data, indent=indent, default=default) + "\n", what=what)
+
+
+class writing:
+    """``with writing(path, what=...) as fh:`` — a file handle for a writer that streams (JSON lines, a CSV); the
+    file appears at ``path`` whole when the block ends without an error (see :func:`write_file`)."""
+
+    def __init__(self, path: str | os.PathLike, *, what: str = "output", binary: bool = False,
+                 encoding: str = "utf-8"):
+        self.path, self.what, self.binary, self.encoding = Path(path), what, binary, encoding
+        self.tmp: Path | None = None
+        self.fh: Any = None
+
+    def __enter__(self):
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        except OSError as exc:
+            raise write_error(self.path, self.what, exc) from None
+        self.tmp = Path(tmp)
+        self.fh = os.fdopen(fd, "wb" if self.binary else "w", **({} if self.binary else {"encoding": self.encoding}))
+        return self.fh
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        assert self.tmp is not None
+        try:
+            if exc is None:
+                self.fh.flush()
+                os.fsync(self.fh.fileno())
+            self.fh.close()
+            if exc is None:
+                try:  # keep the permissions a plain open() would give (mkstemp makes the file 0600)
+                    os.chmod(self.tmp, 0o666 & ~_umask())
+                except OSError:
+                    pass
+                os.replace(self.tmp, self.path)
+                return False
+        except BaseException as failed:
+            self._discard()
+            if write_failed(failed):
+                raise write_error(self.path, self.what, failed) from None
+            raise
+        self._discard()
+        if write_failed(exc):
+            raise write_error(self.path, self.what, exc) from None
+        return False
+
+    def _discard(self) -> None:
+        try:
+            if self.fh is not None and not self.fh.closed:
+                self.fh.close()
+        except OSError:
+            pass
+        try:
+            if self.tmp is not None:
+                self.tmp.unlink()
+        except OSError:
+            pass
+
+
+def save_folder(target: str | os.PathLike, save: Any, *, what: str = "model") -> Path:
+    """Run ``save(folder)`` (a ``save_pretrained``, a ``save_model``) so that ``target`` appears only complete: into a
+    temporary folder beside it, renamed to ``target`` at the end (an existing ``target`` is replaced only after the
+    new one is whole). A full disk is one :class:`FairmtError` (:func:`write_error`) and leaves no partial folder."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    except OSError as exc:
+        raise write_error(target, what, exc) from None
+    try:
+        save(str(tmp))
+        for root, _dirs, files in os.walk(tmp):
+            for name in files:
+                fd = os.open(os.path.join(root, name), os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        os.chmod(tmp, 0o777 & ~_umask())
+        if target.is_dir() and not target.is_symlink():
+            old = target.with_name(f".{target.name}.old-{os.getpid()}")
+            os.replace(target, old)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if write_failed(exc):
+            raise write_error(target, what, exc) from None
+        raise
+    return target
+
+
+class saving:
+    """``with saving(target, what=...):`` around a write fairmt cannot route through a temporary file (a Trainer's
+    ``save_model``, which every process of a distributed run joins, into the run's own folder): a full disk or a
+    file-size limit inside it is one :class:`FairmtError` (:func:`write_error`) naming ``target``."""
+
+    def __init__(self, target: str | os.PathLike, *, what: str = "model"):
+        self.target, self.what = target, what
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if exc is not None and isinstance(exc, Exception) and write_failed(exc):
+            raise write_error(self.target, self.what, exc) from None
+        return False
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (``os.umask`` sets it, a race with other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def print_out(text: str = "", *, end: str = "\n") -> None:
+    """Print to stdout; a stdout that cannot take it (``> /dev/full``, a closed pipe) is one :class:`FairmtError`."""
+    try:
+        sys.stdout.write(text + end)
+        sys.stdout.flush()
+    except OSError as exc:
+        raise stdout_error(exc) from None
+
+
+def stdout_error(exc: BaseException) -> FairmtError:
+    import errno
+
+    why = {errno.ENOSPC: "no space left on the device", errno.EPIPE: "the reader closed the pipe",
+           errno.EFBIG: "file too large"}.get(getattr(exc, "errno", None), str(exc))
+    return FairmtError(f"could not write to standard output: {why}")
+
+
 # ---------------------------------------------------------------------------------------------- JSON
 
 
@@ -631,5 +820,5 @@ def json_text(data: Any, *, indent: int | None = 2, default: Any = str) -> str:
 
 __all__ = ["LOCK_NAME", "MANIFEST", "OWN_NAMES", "FolderPlan", "begin_manifest", "check_output_dir",
            "check_output_file", "check_overwrite", "claim_run_dir", "clear_dir", "fairmt_named", "finite_json",
-           "input_paths", "json_text", "publish_dir", "record_made", "record_new", "release_run_dir", "remove_entry",
+           "input_paths", "json_text", "print_out", "save_folder", "saving", "write_error", "write_file", "write_json", "writing", "publish_dir", "record_made", "record_new", "release_run_dir", "remove_entry",
            "run_files"]

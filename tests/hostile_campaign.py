@@ -190,8 +190,9 @@ def run_case(case: Case, work: Path, tmp: Path, shared_data: Path | None = None)
 def _fairmt(args: list[str], env: Env, **kw) -> subprocess.Popen:
     environ = {**os.environ, "FAIRMT_DATA": env.w("data"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     kw.setdefault("start_new_session", True)  # its own process group: _killpg ends it with every child
-    return subprocess.Popen([sys.executable, "-m", "fairmt", *args], cwd=env.tmp, env=environ,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.PIPE)
+    return subprocess.Popen([sys.executable, "-m", "fairmt", *args], cwd=env.tmp, env=environ, text=True, **kw)
 
 
 def _finish(p: subprocess.Popen, timeout: float = 600) -> tuple[str, str]:
@@ -1085,10 +1086,138 @@ def _issue45_relc_cases() -> list[Case]:
             *(c for cases in _download_source_cases().values() for c in cases)]
 
 
+# ---------------------------------------------------------------------------------------------- issue 45: resume, full disk, network
+
+
+def _limited(nbytes: int):
+    """``ulimit -f NBYTES`` for a child (SIGXFSZ ignored, so a write past the limit fails with EFBIG)."""
+    def set_limit():
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, nbytes))
+    return set_limit
+
+
+def _under_ulimit(args: Callable[[Env], list[str]], nbytes: int = 256):
+    def proc(env: Env) -> tuple[int, str]:
+        p = _fairmt(args(env), env, preexec_fn=_limited(nbytes))
+        _, err = _finish(p, timeout=300)
+        return p.returncode, err
+    return proc
+
+
+def _to_dev_full(args: Callable[[Env], list[str]]):
+    def proc(env: Env) -> tuple[int, str]:
+        with open("/dev/full", "w") as full:
+            p = _fairmt(args(env), env, stdout=full)
+            _, err = _finish(p, timeout=300)
+        return p.returncode, err
+    return proc
+
+
+def _silent_push(env: Env) -> tuple[int, str]:
+    """fairmt push to an endpoint that accepts the connection and never answers (FAIRMT_NET_TIMEOUT=1)."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    held, stop = [], threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        environ = {**os.environ, "FAIRMT_DATA": env.w("data"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "0",
+                   "HF_ENDPOINT": f"http://127.0.0.1:{server.getsockname()[1]}", "HF_TOKEN": "hf_test",
+                   "FAIRMT_NET_TIMEOUT": "1"}
+        p = subprocess.Popen([sys.executable, "-m", "fairmt", "push", env.t("mt-copy"), "me/tiny"], cwd=env.tmp,
+                             env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        try:
+            _, err = _finish(p, timeout=120)
+        except subprocess.TimeoutExpired:  # the hang the campaign measured: killed (with its group) by _finish
+            return 124, "no answer after 120 s: killed"
+        return p.returncode, err
+    finally:
+        stop.set()
+        t.join(5)
+        for c in held:
+            c.close()
+        server.close()
+
+
+def _with_env(name: str, value: str, call: Callable[[], Any]) -> Any:
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        return call()
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
+def _unfinished_tiny_model(env: Env) -> Any:
+    """The tiny recipe's model folder as a killed pre-training left it (config.json, no completion marker)."""
+    from fairmt.demo import prepare_tiny_recipe
+
+    model = env.tmp / "original"
+    model.mkdir(exist_ok=True)
+    (model / "config.json").write_text("{}")
+    return prepare_tiny_recipe({"model": str(model), "data": {"train": env.t("finetune.jsonl")},
+                                "tiny_model": {"pretrain_steps": 5}})
+
+
+def _resume_disk_network_cases() -> list[Case]:
+    """Issue 45: "Resuming means resuming", "A full disk is a full disk", "Downloads and uploads fail as themselves"."""
+    preds = lambda e: ["eval", "classification", "--predictions", e.w("preds.jsonl")]  # noqa: E731
+    return [
+        # resume
+        Case("train sampling training.resume_from_checkpoint=PATH", "resume",
+             lambda e: ["train", "sampling/celeba_resnet50", "training.resume_from_checkpoint=run/stage1/checkpoint-2",
+                        "--dry-run"]),
+        Case("train sampling stage2.resume_from_checkpoint=PATH", "resume",
+             lambda e: ["train", "sampling/celeba_resnet50", "stage2.resume_from_checkpoint=x", "--dry-run"]),
+        Case("tiny recipe over a model folder a killed pre-training left", "resume", api=_unfinished_tiny_model),
+        Case("training.resume_from_checkpoint=a missing checkpoint (gacl)", "resume",
+             lambda e: _recipe(e, f"training.resume_from_checkpoint={e.t('run', 'checkpoint-16')}", dry=False)),
+        # full disk (processes: a file-size limit, /dev/full)
+        Case("eval classification --json under ulimit -f", "full disk",
+             proc=_under_ulimit(lambda e: [*preds(e), "--json", e.t("r.json")]), slow=True),
+        Case("eval linear-probe --markdown under ulimit -f", "full disk",
+             proc=_under_ulimit(lambda e: ["eval", "linear-probe", "--embeddings", e.w("emb.jsonl"), "--markdown",
+                                           e.t("r.md")], 64), slow=True),
+        Case("fairmt recipes > /dev/full", "full disk", proc=_to_dev_full(lambda e: ["recipes"]), slow=True),
+        Case("eval classification --json - > /dev/full", "full disk",
+             proc=_to_dev_full(lambda e: [*preds(e), "--json", "-"]), slow=True),
+        Case("report --json - > /dev/full", "full disk",
+             proc=_to_dev_full(lambda e: ["report", e.w("run.json"), "--json", "-"]), slow=True),
+        # network
+        Case("FAIRMT_NET_TIMEOUT=abc", "network",
+             api=lambda e: _with_env("FAIRMT_NET_TIMEOUT", "abc", __import__("fairmt.hub", fromlist=["x"]).network_timeout)),
+        Case("FAIRMT_NET_TIMEOUT=-1", "network",
+             api=lambda e: _with_env("FAIRMT_NET_TIMEOUT", "-1", __import__("fairmt.hub", fromlist=["x"]).network_timeout)),
+        Case("push to an endpoint that never answers", "network", proc=_silent_push, slow=True,
+             setup=lambda e: _copy_model(e), protect=lambda e: [e.tmp / "mt-copy"]),
+    ]
+
+
 def all_cases() -> list[Case]:
     return [*_output_cases(), *_numeric_cases(), *_model_cases(), *_cache_cases(), *_pipe_cases(), *_recipe_cases(),
             *_api_cases(), *_wrong_number_cases(), *_push_cases(), *_child_process_cases(), *_overwrite_cases(),
-            *_slow_cases(), *_issue45_relc_cases()]
+            *_resume_disk_network_cases(), *_slow_cases(), *_issue45_relc_cases()]
 
 
 def build_all(work: Path) -> Path:

@@ -30,7 +30,7 @@ def test_campaign_case(case: Case, work: Path, tmp_path: Path, monkeypatch):
 def test_the_campaign_is_the_issues_size_and_covers_every_area():
     areas = {c.area for c in all_cases()}
     assert {"outputs", "options", "models", "caches", "pipes", "recipes", "api", "push", "report", "data loss",
-            "wrong numbers", "child process"} <= areas
+            "wrong numbers", "child process", "resume", "full disk", "network"} <= areas
     assert len(all_cases()) >= 230
     assert len({c.id for c in all_cases()}) == len(all_cases()), "case ids must be unique"
 

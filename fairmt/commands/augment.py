@@ -165,13 +165,17 @@ def _run_llm(args) -> int:
                                                corrector)
         examples = search.examples
         summary["prompt_search"] = {"rounds": [asdict(r) for r in search.rounds], "n_examples": len(examples)}
-        examples_path.write_text(
-            "".join(json.dumps(e.to_dict(), ensure_ascii=False) + "\n" for e in examples), encoding="utf-8")
+        from fairmt.outputs import write_file
+
+        write_file(examples_path, "".join(json.dumps(e.to_dict(), ensure_ascii=False) + "\n" for e in examples),
+                   what="the prompt-search examples")
 
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("", encoding="utf-8")
-    fail_path.write_text("", encoding="utf-8")
+    from fairmt.outputs import write_file
+
+    write_file(out, "", what="the tuples")
+    write_file(fail_path, "", what="the failures file")
 
     written = {"n_written": 0, "n_dropped_wrong_polarity": 0}
 

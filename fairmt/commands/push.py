@@ -118,6 +118,22 @@ def _hub_error(repo_id: str, err: Exception) -> FairmtError:
                        "your login (`hf auth login` or HF_TOKEN) and the repository name; nothing was changed locally")
 
 
+def _timed_out(err: BaseException) -> bool:
+    """A timeout of the Hub's HTTP client (httpx's ``TimeoutException`` family) or of a socket, also as a cause."""
+    seen = 0
+    while err is not None and seen < 8:
+        if isinstance(err, TimeoutError) or "Timeout" in type(err).__name__:
+            return True
+        err, seen = err.__cause__ or err.__context__, seen + 1
+    return False
+
+
+def _endpoint() -> str:
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT
+
+
 def _card_text(folder: Path, results: list[str], repo_id: str, method: str | None) -> str:
     """The model card with the results, built in memory (the local README is rewritten only after the upload)."""
     from huggingface_hub import ModelCard
@@ -193,6 +209,9 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
                   for rel in files if not (card is not None and rel == "README.md")]
     if card is not None:
         operations.append(CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=card.encode("utf-8")))
+    from fairmt.hub import TIMEOUT_ENV, hub_timeouts
+
+    timeout = hub_timeouts()  # connect and read: an endpoint that never answers fails in seconds, not never
     api = HfApi()
     try:
         api.create_repo(repo_id, private=private, exist_ok=True)
@@ -200,6 +219,9 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
     except Exception as err:  # noqa: BLE001 - HTTP, connection, offline, auth, quota: every failure of the Hub side
         if isinstance(err, (TypeError, AttributeError, NameError, AssertionError)):  # a bug: keep its traceback
             raise
+        if _timed_out(err):
+            raise FairmtError(f"cannot upload to {repo_id!r}: the Hub ({_endpoint()}) did not answer within "
+                              f"{timeout:g} s ({TIMEOUT_ENV} sets the timeout); nothing was changed locally") from None
         raise _hub_error(repo_id, err) from None
     if card is not None:  # the upload worked: the local card now says what the Hub's says
         from fairmt.eval.report import write_text_atomic

@@ -242,7 +242,9 @@ def fetch(name: str, dest: str | Path, *, base_url: str | None = None, sha256: d
         for fname in digests:
             (target / fname).parent.mkdir(parents=True, exist_ok=True)
             (Path(tmp) / fname).replace(target / fname)
-    (target / "SHA256SUMS").write_text("".join(f"{d}  {f}\n" for f, d in digests.items()), encoding="utf-8")
+    from fairmt.outputs import write_file
+
+    write_file(target / "SHA256SUMS", "".join(f"{d}  {f}\n" for f, d in digests.items()), what="the checksums")
     return digests
 
 

@@ -47,7 +47,7 @@ from fairmt.errors import FairmtError
 DATASETS = ("winomt", "geneval", "flores200")
 ALIASES = {"mt_geneval": "geneval", "flores": "flores200", "flores-200": "flores200"}
 USER_AGENT = "fairmt-data-download"
-TIMEOUT_S = 60
+TIMEOUT_S = 60  # the default of FAIRMT_NET_TIMEOUT (fairmt.hub.network_timeout), which each request reads
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,9 @@ def _fetch(url: str, out: Path, *, progress: bool = False, desc: str = "") -> No
     req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
     total = None
     try:
-        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp, out.open("wb") as fh:
+        from fairmt.hub import network_timeout
+
+        with urllib.request.urlopen(req, timeout=network_timeout()) as resp, out.open("wb") as fh:
             total = int(resp.headers.get("Content-Length") or 0) or None
             bar = None
             if progress:
@@ -185,6 +187,10 @@ def _fetch(url: str, out: Path, *, progress: bool = False, desc: str = "") -> No
         raise FairmtError(f"download of {url} failed: HTTP {err.code} {err.reason}") from None
     except (urllib.error.URLError, OSError, TimeoutError) as err:
         reason = getattr(err, "reason", err)
+        if isinstance(reason, TimeoutError):
+            from fairmt.hub import TIMEOUT_ENV, network_timeout
+
+            reason = f"no answer within {network_timeout():g} s; {TIMEOUT_ENV} sets the timeout"
         raise FairmtError(
             f"download of {url} failed ({reason}); check the network or give --base-url for a mirror, "
             "or point FAIRMT_DATA at a directory that already holds the data"
@@ -384,7 +390,9 @@ def download(
             report.archive_sha256[a.name] = digest
             unpacked += _unpack(tmp_archive, a, staging, url)
             tmp_archive.unlink()
-            (staging / a.target / "SHA256SUMS").write_text(f"{digest}  {a.name}\n", encoding="utf-8")
+            from fairmt.outputs import write_file
+
+            write_file(staging / a.target / "SHA256SUMS", f"{digest}  {a.name}\n", what="the archive's checksum")
 
         # everything fetched and checked: move into place
         for f, _ in todo:

@@ -67,9 +67,12 @@ class LatentSubgroups:
         """``clusters.json`` (summary and centroids) and ``cluster_labels.npy`` in ``folder``."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        np.save(folder / "cluster_labels.npy", self.labels.astype(np.int64))
+        from fairmt.outputs import write_file, writing
+
+        with writing(folder / "cluster_labels.npy", what="the cluster labels", binary=True) as fh:
+            np.save(fh, self.labels.astype(np.int64))
         data = {**self.summary(), "centroids": self.centroids.tolist()}
-        (folder / "clusters.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        write_file(folder / "clusters.json", json.dumps(data, indent=2) + "\n", what="the clusters")
 
     @classmethod
     def load(cls, folder: str | Path) -> "LatentSubgroups":

@@ -56,23 +56,15 @@ def _temp_beside(path: Path, prefix: str, suffix: str) -> tuple[int, str]:
     return fd, tmp
 
 
-def write_text_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and an atomic rename: a reader, or a
-    second run writing the same output path, sees the old file or the new one, never a mix or a torn file."""
-    import os
+def write_text_atomic(path: str | Path, text: str, what: str = "output") -> None:
+    """Write ``text`` to ``path`` through fairmt's one writer (:func:`fairmt.outputs.write_file`: a temporary file in
+    the same folder, fsync, an atomic rename): a reader, or a second run writing the same output path, sees the old
+    file or the new one, never a mix or a torn file; a full disk is one line naming the file and the free space."""
+    from fairmt.outputs import write_file
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _temp_beside(path, f".{path.name}.", ".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_file(path, text, what=what)
 
 
 def write_json(result: Any, path: str | Path) -> None:
@@ -81,7 +73,7 @@ def write_json(result: Any, path: str | Path) -> None:
     from fairmt.outputs import json_text
 
     data = as_dict(result) if not isinstance(result, list) else [as_dict(r) for r in result]
-    write_text_atomic(path, json_text(data) + "\n")
+    write_text_atomic(path, json_text(data) + "\n", what="the JSON results")
 
 
 def _fmt(value: Any, digits: int) -> str:
@@ -176,11 +168,19 @@ def save_figure_atomic(fig, path: str | Path) -> None:
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    from fairmt.outputs import write_error, write_failed
+
     fd, tmp = _temp_beside(path, f".{path.stem}.", path.suffix)
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=120, bbox_inches="tight", format=path.suffix.lstrip(".").lower() or "png")
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except Exception as exc:
+        if write_failed(exc):
+            raise write_error(path, "the figure", exc) from None
+        raise
     finally:
         Path(tmp).unlink(missing_ok=True)
         plt.close(fig)

@@ -416,8 +416,10 @@ class FairnessSelectionCallback(TrainerCallback):
                 "records": [dataclasses.asdict(r) for r in self.records],
             }
             os.makedirs(args.output_dir, exist_ok=True)
-            with open(os.path.join(args.output_dir, "selection.json"), "w", encoding="utf-8") as fh:
-                json.dump(report, fh, indent=2)
+            from fairmt.outputs import write_file
+
+            write_file(os.path.join(args.output_dir, "selection.json"), json.dumps(report, indent=2),
+                       what="the checkpoint selection")
 
 
 def _float(v: Any) -> float | None:

@@ -76,7 +76,9 @@ def _encoder(spm_model: str | None):
 
 
 def _write(path: Path, lines: list[str]) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
+    from fairmt.outputs import writing
+
+    with writing(path, what="the prepared text") as fh:
         for line in lines:
             if "\n" in line:
                 raise FairmtError(f"{path}: a sentence contains a newline: {line!r}")
@@ -86,7 +88,9 @@ def _write(path: Path, lines: list[str]) -> None:
 def _run_preprocess(jobs: list[tuple[str, list[str]]], workdir: Path) -> None:
     """Run ``fairseq-preprocess`` once per ``(what, argv)``, in order, in one child process (fairseq imported once)."""
     spec = workdir / ".preprocess-jobs.json"
-    spec.write_text(json.dumps(jobs), encoding="utf-8")
+    from fairmt.outputs import write_file
+
+    write_file(spec, json.dumps(jobs), what="the preprocessing jobs")
     cmd = [sys.executable, "-m", "fairmt.fairseq._preprocess", str(spec)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     spec.unlink()
@@ -291,7 +295,9 @@ def _write_layout(out: Path, prepared, pairs, src, tgt, enc, srcdict, tgtdict, j
     if given:
         shutil.copyfile(given, dict_file)
     else:  # one dictionary from every pair's training text (sources, targets and counterfactuals)
-        with open(text / "dict-source.all", "w", encoding="utf-8") as fh:
+        from fairmt.outputs import writing
+
+        with writing(text / "dict-source.all", what="the dictionary's text") as fh:
             for s, t in pairs:
                 ds = prepared[(s, t)]["train"]
                 for col in ("src", "tgt", "src_cf"):
@@ -323,7 +329,9 @@ def _write_layout(out: Path, prepared, pairs, src, tgt, enc, srcdict, tgtdict, j
         (text / "dict-source.all").unlink()
     for lang in langs:
         shutil.copyfile(dict_file, out / f"dict.{lang}.txt")
-    (out / "langs.txt").write_text("".join(f"{lang}\n" for lang in langs), encoding="utf-8")
+    from fairmt.outputs import write_file
+
+    write_file(out / "langs.txt", "".join(f"{lang}\n" for lang in langs), what="the language list")
     for s, t in pairs:
         stem = f"{s}-{t}"
         for split in prepared[(s, t)]:

@@ -426,8 +426,11 @@ def glue_model_dir(trained, tok, out_dir: Path, final_dir: Path, peft: bool) -> 
     if not peft:
         return final_dir
     merged = out_dir / "final_merged"
-    trained.save_pretrained(str(merged))
-    tok.save_pretrained(str(merged))
+    from fairmt.outputs import saving
+
+    with saving(merged, what="the merged model for GLUE"):
+        trained.save_pretrained(str(merged))
+        tok.save_pretrained(str(merged))
     return merged
 
 
@@ -453,7 +456,10 @@ def train_and_unwrap(trainer, out_dir: Path, config: dict, summary) -> tuple[dic
     model, unwrapped, LoRA merged when the recipe used PEFT, in eval mode."""
     eval_before = trainer.evaluate() if trainer.eval_dataset is not None else None
     train_out = trainer.train()
-    trainer.save_model(str(out_dir / "final"))
+    from fairmt.outputs import saving
+
+    with saving(out_dir / "final", what="the trained model"):
+        trainer.save_model(str(out_dir / "final"))
     train = {**summary(trainer), "metrics": train_out.metrics, "eval_before": eval_before,
              "best_checkpoint": trainer.state.best_model_checkpoint, "log_history": trainer.state.log_history}
     trained = trainer.accelerator.unwrap_model(trainer.model)

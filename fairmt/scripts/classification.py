@@ -195,9 +195,10 @@ def embed_texts(texts: list[str], name_or_path: str, max_length: int = 128, batc
     X = np.concatenate(out).astype(np.float32)
     if cache is not None:  # through a temporary file and a rename: two runs sharing the cache never tear it
         cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f".{cache.stem}.{os.getpid()}.tmp.npy")
-        np.save(tmp, X)
-        os.replace(tmp, cache)
+        from fairmt.outputs import writing
+
+        with writing(cache, what="the embedding cache", binary=True) as fh:
+            np.save(fh, X)
     return X
 
 
@@ -389,6 +390,11 @@ def _stage_configs(cfg: dict[str, Any]) -> dict[str, tuple[type, dict[str, Any]]
     oargs = dict(cfg.get("objective_args") or {})
     if obj in TWO_STAGE:
         stage2 = {**_batch_options(cfg), **cfg["stage2"]}
+        given = cfg["training"].get("resume_from_checkpoint")
+        if given and str(given).lower() != "true" and Path(str(given)).parent.resolve() != Path(out, "stage1").resolve():
+            raise FairmtError(f"training.resume_from_checkpoint={given}: a two-stage objective ({obj}) resumes its "
+                              f"first stage only, from a checkpoint in {out}/stage1 (or give true for its last one); "
+                              "the second stage is short and starts again")
         return {
             "stage1": (FairContrastiveConfig, _base_args(cfg, out + "/stage1", cfg["training"],
                                                          {**oargs, "objective": TWO_STAGE[obj]}, FairContrastiveConfig)),
@@ -608,9 +614,14 @@ def _save_final(trainer, collator, path: str, model=None) -> str | None:
     if not trainer.is_world_process_zero():
         return None
     model = model if model is not None else trainer.accelerator.unwrap_model(trainer.model)
-    model.save_pretrained(path)
-    if getattr(collator, "tokenizer", None) is not None:
-        collator.tokenizer.save_pretrained(path)
+    from fairmt.outputs import save_folder
+
+    def save(folder: str) -> None:
+        model.save_pretrained(folder)
+        if getattr(collator, "tokenizer", None) is not None:
+            collator.tokenizer.save_pretrained(folder)
+
+    save_folder(path, save, what="the trained model")  # whole, or one line naming the folder and the free space
     return path
 
 
@@ -810,8 +821,21 @@ def _main(config: dict[str, Any]) -> dict[str, Any]:
     }
     if warnings_out:
         results["warnings"] = warnings_out
-    with open(os.path.join(out, "results.json"), "w") as fh:
-        json.dump(results, fh, indent=2, default=str)
+    from fairmt.outputs import write_json, writing
+
+    if cfg["save_predictions"]:  # written before results.json: a run whose results exist wrote everything
+        logits, hidden = outputs["test"]
+        probs = _probs(logits)
+        s = data.splits["test"]
+        # intersectional groups: each attribute's value too (`fairmt eval classification --group-columns a,b`)
+        attrs = data.group_columns("test") if data.group_attributes else {}
+        with writing(os.path.join(out, "predictions.jsonl"), what="the test predictions") as fh:
+            for i in range(len(s)):
+                fh.write(json.dumps({"label": s.labels[i], "pred": int(logits[i].argmax()), "group": s.groups[i],
+                                     **{a: v[i] for a, v in attrs.items()},
+                                     "score": [round(float(v), 6) for v in probs[i]],
+                                     "hidden": [round(float(v), 5) for v in hidden[i]]}) + "\n")
+    write_json(os.path.join(out, "results.json"), results, what="the run's results")
     t = results["test"]
     f1 = f"F1 ↑ {t['f1']:.2f}" if "f1" in t else f"macro-F1 ↑ {t['macro_f1']:.2f}"
     leak = "".join(f", {name} ↓ {t[k]:.2f}" for k, name in (("leakage_h", "leakage@h"), ("leakage_yhat", "leakage@ŷ"))
@@ -822,16 +846,4 @@ def _main(config: dict[str, Any]) -> dict[str, Any]:
           f"\n{_selection_line(results['info'], warnings_out)}"
           f"\n  results: {os.path.join(out, 'results.json')}"
           + (f"\n  model: {info['model_dir']}" if info.get("model_dir") else ""))
-    if cfg["save_predictions"]:
-        logits, hidden = outputs["test"]
-        probs = _probs(logits)
-        s = data.splits["test"]
-        # intersectional groups: each attribute's value too (`fairmt eval classification --group-columns a,b`)
-        attrs = data.group_columns("test") if data.group_attributes else {}
-        with open(os.path.join(out, "predictions.jsonl"), "w") as fh:
-            for i in range(len(s)):
-                fh.write(json.dumps({"label": s.labels[i], "pred": int(logits[i].argmax()), "group": s.groups[i],
-                                     **{a: v[i] for a, v in attrs.items()},
-                                     "score": [round(float(v), 6) for v in probs[i]],
-                                     "hidden": [round(float(v), 5) for v in hidden[i]]}) + "\n")
     return results

@@ -243,9 +243,12 @@ def main(config: dict):
             raise FairmtError(f"{err} (the recipe scores the final model on MT-GenEval test; set geneval.test=false "
                               "to train without it)") from None
     trainer.train(resume_from_checkpoint=config.get("resume_from_checkpoint"))
-    trainer.save_model()
-    if trainer.is_world_process_zero():
-        tm.tokenizer.save_pretrained(trainer.args.output_dir)
+    from fairmt.outputs import saving
+
+    with saving(trainer.args.output_dir, what="the trained model"):  # a full disk: one line, never exit 0
+        trainer.save_model()
+        if trainer.is_world_process_zero():
+            tm.tokenizer.save_pretrained(trainer.args.output_dir)
     if trainer.args.push_to_hub:
         trainer.push_to_hub(commit_message="fairmt GACL training")
     test = None

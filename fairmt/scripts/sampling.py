@@ -107,6 +107,10 @@ def validate(config: dict[str, Any]) -> None:
             continue
         if not isinstance(sec, dict):
             raise FairmtError(f"recipe key {section} must be a mapping")
+        if "resume_from_checkpoint" in sec:
+            raise FairmtError(f"recipe key {section}.resume_from_checkpoint: a sampling run resumes by itself — run "
+                              "the same command again and each stage continues from its last complete checkpoint "
+                              "in the run's folder (a checkpoint given by path is not supported)")
         fixed = sorted(set(sec) & FIXED_ARGS)
         if fixed:
             raise FairmtError(f"recipe key(s) {', '.join(f'{section}.{k}' for k in fixed)} are set by the recipe "
@@ -309,9 +313,10 @@ def _save_embeddings(path: Path, z: np.ndarray, h: np.ndarray, data) -> None:
     arrays = {"projection": z, "backbone": h}
     arrays.update({f"y_{k}": v for k, v in data.targets.items()})
     arrays.update({f"g_{k}": v for k, v in data.groups.items()})
-    tmp = path.with_name(path.stem + ".tmp.npz")
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)
+    from fairmt.outputs import writing
+
+    with writing(path, what="the stage's embeddings", binary=True) as fh:
+        np.savez(fh, **arrays)
 
 
 def _train_stage(cfg, stage: str, model, data, collator, augmentation, run: Path, fingerprint=None,
@@ -329,7 +334,10 @@ def _train_stage(cfg, stage: str, model, data, collator, augmentation, run: Path
         print(f"fairmt: {stage}: resuming from {last_complete_checkpoint(folder)}")
     trainer.train(resume_from_checkpoint=True if resume else None)
     if trainer.is_world_process_zero():
-        trainer.accelerator.unwrap_model(trainer.model).save_pretrained(folder / "model")
+        from fairmt.outputs import save_folder
+
+        save_folder(folder / "model", trainer.accelerator.unwrap_model(trainer.model).save_pretrained,
+                    what=f"the {stage} model")
     z, h = trainer.embed_dataset(with_features=True)
     log = [e for e in trainer.state.log_history if "loss" in e]
     info = {"objective": args.objective, "steps": trainer.state.global_step, "first_log": log[:1], "last_log": log[-1:],

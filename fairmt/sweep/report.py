@@ -232,12 +232,19 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
     for i, setting in enumerate(order):
         group = sorted(by_key.get(_setting_key(setting), []), key=lambda r: r.seed)
         names = sorted({n for r in group for n in r.metrics})
-        mean, std = {}, {}
+        mean, std, unscored = {}, {}, {}
         for n in names:
-            mean[n], std[n] = mean_std([r.metrics[n] for r in group if n in r.metrics])
-        settings.append({"id": f"s{i + 1}", "overrides": setting, "folder": f"trials/{setting_slug(setting)}",
-                         "n": len(group), "seeds": [r.seed for r in group],
-                         "runs": [str(r.root.relative_to(out)) for r in group], "mean": mean, "std": std})
+            lacking = [r.seed for r in group if n not in r.metrics]  # NaN / null / absent in that seed's results
+            if lacking:  # never the other seeds' mean under this setting's n: the metric is not a number here
+                unscored[n] = lacking
+                continue
+            mean[n], std[n] = mean_std([r.metrics[n] for r in group])
+        entry = {"id": f"s{i + 1}", "overrides": setting, "folder": f"trials/{setting_slug(setting)}",
+                 "n": len(group), "seeds": [r.seed for r in group],
+                 "runs": [str(r.root.relative_to(out)) for r in group], "mean": mean, "std": std}
+        if unscored:
+            entry["not_a_number"] = unscored
+        settings.append(entry)
     percent = any("dev" in r.percent for r in runs)
     axes = [a[0] for a in spec.tradeoff]
     directions = [a[1] for a in spec.tradeoff]
@@ -378,6 +385,9 @@ def mean_pm(mean: float, std: float | None, default: int = 2) -> str:
 
 def _cell(s: dict[str, Any], name: str, digits: int = 2) -> str:
     m, sd = s["mean"].get(name), s["std"].get(name)
+    lacking = (s.get("not_a_number") or {}).get(name)
+    if lacking:
+        return f"NaN (seed{'s' if len(lacking) > 1 else ''} {', '.join(map(str, lacking))})"
     if m is None:
         return "–"
     return mean_pm(m, sd, digits)
@@ -388,7 +398,8 @@ def columns(report: dict[str, Any]) -> list[str]:
     dev = list(dict.fromkeys([o["metric"] for o in report["objectives"]] + [a["metric"] for a in report["tradeoff"]]
                              + (["dev.tradeoff"] if any("dev.tradeoff" in s["mean"] for s in report["settings"])
                                 else [])))
-    tests = sorted({n for s in report["settings"] for n in s["mean"] if n.startswith("test.")})
+    tests = sorted({n for s in report["settings"] for n in [*s["mean"], *(s.get("not_a_number") or {})]
+                    if n.startswith("test.")})
     tests = [t for t in (_test_name(d) for d in dev) if t in tests] + [t for t in tests if t not in
                                                                          {_test_name(d) for d in dev}]
     return dev + tests

@@ -124,10 +124,28 @@ class FaultGuardMixin:
             )
         return loss
 
+    def _save_checkpoint(self, model, trial, *args: Any, **kwargs: Any):
+        # a full disk or a file-size limit while a checkpoint is written: one line naming the checkpoint and the free
+        # space (the torn checkpoint is skipped by a resume: see checkpoint_problem), never a SafetensorError traceback
+        from fairmt.outputs import write_error, write_failed
+
+        try:
+            return super()._save_checkpoint(model, trial, *args, **kwargs)
+        except Exception as exc:
+            if write_failed(exc):
+                where = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
+                raise write_error(where, f"the checkpoint of step {self.state.global_step}", exc) from None
+            raise
+
     def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any):
         from fairmt.trainers.term_logging import numbers_in_progress
 
         numbers_in_progress(self)  # every fairmt Trainer: log lines print numbers, not quoted strings
+        if resume_from_checkpoint is None and getattr(self.args, "resume_from_checkpoint", None):
+            # a recipe's ``training.resume_from_checkpoint`` lands on the arguments, which the Trainer never reads
+            # (only Hugging Face's example scripts do): honour it here, so the key is never silently ignored
+            given = self.args.resume_from_checkpoint
+            resume_from_checkpoint = True if str(given).lower() == "true" else given
         if resume_from_checkpoint is True:
             last = last_complete_checkpoint(self.args.output_dir)
             if last is None:

@@ -84,7 +84,18 @@ def write_tuples(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
-    with path.open("a" if append else "w", encoding="utf-8") as fh:
+    from fairmt.outputs import write_error, writing
+
+    if append:  # appended as produced (a stream the caller grows): a failed write still names the file
+        try:
+            with path.open("a", encoding="utf-8") as fh:
+                for i, row in enumerate(rows):
+                    fh.write(json.dumps(tuple_record(row, groups, where=f"tuple {i}"), ensure_ascii=False) + "\n")
+                    n += 1
+        except OSError as exc:
+            raise write_error(path, "the tuples", exc) from None
+        return n
+    with writing(path, what="the tuples") as fh:
         for i, row in enumerate(rows):
             fh.write(json.dumps(tuple_record(row, groups, where=f"tuple {i}"), ensure_ascii=False) + "\n")
             n += 1

@@ -129,7 +129,9 @@ def read_translations(
 
 def write_translations(path: str | Path, sources: Sequence[str], translations: Sequence[str]) -> None:
     """Write ``source ||| translation`` lines (newlines inside a translation are replaced by spaces)."""
-    with open(path, "w", encoding="utf-8") as fh:
+    from fairmt.outputs import writing
+
+    with writing(path, what="the translations") as fh:
         for s, t in zip(sources, translations):
             fh.write(f"{s} ||| {' '.join(t.split())}\n")
 
