@@ -377,6 +377,7 @@ def _refuse_a_folder_in_use(config: dict) -> None:
     from fairmt.outputs import refuse_if_in_use
 
     own = config.get("method") in ("classification", "sampling")
-    folder = config.get("output_dir") if own else (config.get("training") or {}).get("output_dir")
+    training = config.get("training")
+    folder = config.get("output_dir") if own else training.get("output_dir") if isinstance(training, dict) else None
     if folder and isinstance(folder, str) and os.environ.get("RANK", "0") == "0":
         refuse_if_in_use(folder, flag="output_dir" if own else "training.output_dir")
