@@ -146,7 +146,7 @@ def register(groups) -> None:
     r.add_argument("--json", action="store_true", help="with --paper: the card as JSON")
     r.add_argument("--departures", action="store_true",
                    help="every built-in recipe's declared departures from its paper, one Markdown table per paper "
-                        "(the README's tables are this output)")
+                        "(the tables of docs/reproducing.md are this output)")
     r.set_defaults(handler=_list_recipes)
 
 
@@ -327,10 +327,16 @@ def _list_recipes(args) -> int:
     width = max(60, min(shutil.get_terminal_size((110, 20)).columns, 120))
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-        if args.long:
+        if args.long:  # the recipe's own comment lines as written (a results table stays a table)
             path = builtin_recipes()[row[0]]
-            print(textwrap.fill(f"{recipe_description(path)} [{recipe_availability(path)}]", width=width,
-                                initial_indent="    ", subsequent_indent="    "))
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if not line.startswith("#"):
+                    break
+                text = line[1:].removeprefix(" ")
+                if not text.lstrip().startswith(("fairmt ", "accelerate ")):
+                    print(f"    {text}".rstrip())
+            print(textwrap.fill(f"needs: {recipe_availability(path)}", width=width, initial_indent="    ",
+                                subsequent_indent="      "))
     print(f"\naccelerate configs: {builtin_recipes_dir() / 'accelerate'}")
     print("first recipe to try: fairmt train gacl/tiny_offline (offline, a tiny model, under a minute on a CPU)")
     return 0
