@@ -277,3 +277,25 @@ def test_readme_is_short_and_keeps_the_test_command_ci_reads():
     assert "mkdocs serve" in text and "fairmt demo" in text
     for page in re.findall(r"\]\((docs/[^)#]+)", text):
         assert (ROOT / page).is_file(), page
+
+
+def test_fairmt_recipes_is_a_table_with_a_family_filter(capsys, monkeypatch, tmp_path):
+    from fairmt.cli import main
+    from fairmt.commands.train import builtin_recipes
+    monkeypatch.setenv("FAIRMT_DATA", str(tmp_path))  # nothing there: the data recipes need data
+    assert main(["recipes"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["recipe", "family", "paper", "status"]
+    rows = {ln.split()[0]: ln for ln in lines[2:] if ln.split() and ln.split()[0] in builtin_recipes()}
+    assert set(rows) == set(builtin_recipes())  # one line per recipe: no description reflowed into it
+    assert rows["gacl/tiny_offline"].endswith("ready here")
+    assert rows["gacl/small100_en-de"].endswith("needs Hub download") and "Lee et al. 2023" in rows["gacl/small100_en-de"]
+    assert rows["ccd/minilm_cda"].endswith("needs data") and "->" not in rows["ccd/minilm_cda"]
+    assert main(["recipes", "ccd"]) == 0
+    ccd = [ln.split()[0] for ln in capsys.readouterr().out.splitlines()[2:] if ln.startswith("ccd/")]
+    assert ccd == sorted(n for n in builtin_recipes() if n.startswith("ccd/"))
+    assert main(["recipes", "nope"]) == 2
+    assert "no recipe family 'nope': the families are ccd, classification, gacl, sampling" in capsys.readouterr().err
+    assert main(["recipes", "ccd", "--long"]) == 0  # the recipe's comment as written: its results table stays rows
+    out = capsys.readouterr().out
+    assert "\n      CCED gap (150 held-out tuples)" in out
