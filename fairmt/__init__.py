@@ -4,8 +4,8 @@ Trainers and their configs import from the package top, as in TRL (``from fairmt
 they load lazily, so ``import fairmt`` and the file-based ``fairmt eval`` commands do not import torch or
 transformers. The layers: ``fairmt.losses`` (pure PyTorch) → ``fairmt.data`` → ``fairmt.models`` →
 ``fairmt.trainers`` → ``fairmt.translate`` → ``fairmt.eval`` → ``fairmt.model_eval`` → the ``fairmt`` command and the
-recipes (README, "Layout"). Which class implements which paper:
-see the README ("Which class for which paper") and :mod:`fairmt.citations` for the BibTeX.
+recipes (docs/architecture.md). Which class implements which paper: docs/methods/index.md ("Methods: which class
+for which paper", on the site built by ``mkdocs serve``) and :mod:`fairmt.citations` for the BibTeX.
 
 One call each from Python, returning what the matching command writes: ``fairmt.evaluate_embeddings(model,
 suites=...)`` (``fairmt eval embeddings``), ``fairmt.evaluate_mt_bias(model, langs=..., backend=...)`` (``fairmt eval

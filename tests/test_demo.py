@@ -142,7 +142,7 @@ def test_one_thread_unless_asked_and_another_count_is_announced(monkeypatch):
     notes = []
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert choose_threads(None, notes.append) == 1 and notes == []
-    assert choose_threads(3, notes.append) == 3 and "differ from the README" in notes[0]
+    assert choose_threads(3, notes.append) == 3 and "differ from the table in docs/get-started.md" in notes[0]
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     assert choose_threads(None, notes.append) == 2 and len(notes) == 2
     monkeypatch.setenv("OMP_NUM_THREADS", "1")

@@ -1,5 +1,5 @@
 """The fairseq front end: ``fairmt data fairseq-prep``, the ``gacl_translation`` task and the ``gacl_kd`` criterion
-(``fairseq-train --user-dir``). Needs fairseq (README's fairseq section; CI installs it); without it every test
+(``fairseq-train --user-dir``). Needs fairseq (docs/methods/gacl.md, "GACL + KD in fairseq"; CI installs it); without it every test
 that needs it skips with the install step as its reason, and ``test_plugin_tests_ran_where_fairseq_is_installed``
 fails if fairseq IS importable but those tests were skipped anyway.
 """
@@ -49,7 +49,7 @@ def _no_unsafe_loading_after_this_module():
 def _plugin_skip_reason() -> str | None:
     """Why the plugin tests cannot run here (None: they can): fairseq absent, or present but failing to import
     (e.g. fairseq 0.12.2 on Python 3.11, or a torchaudio built for another torch)."""
-    hint = ("install it as README.md's fairseq section says (pip install --no-build-isolation --no-deps "
+    hint = ("install it as docs/methods/gacl.md ('GACL + KD in fairseq') says (pip install --no-build-isolation --no-deps "
             "fairseq-fixed==0.12.3.1 + its dependencies)")
     if not FAIRSEQ_IMPORTABLE:
         return f"fairseq is not installed: {hint}"

@@ -83,17 +83,17 @@ def test_geneval_callback_refuses_what_it_cannot_use(tiny_dir):
 
 @pytest.mark.data
 def test_readme_seq2seq_example_runs(tiny_dir, shared_data, tmp_path, monkeypatch, capsys):
-    """The README's example, with the tiny model for M2M-100 and 6 dev pairs instead of 200."""
+    """The example of docs/sweeps.md, with the tiny model for M2M-100 and 6 dev pairs instead of 200."""
     from test_readme_snippets import _python_blocks
 
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     monkeypatch.chdir(tmp_path)
-    block = next(b for b in _python_blocks("### Your own training loop") if "GenEvalCallback" in b)
+    block = next(b for b in _python_blocks("## Your own training loop", "sweeps.md") if "GenEvalCallback" in b)
     assert len(block.strip().splitlines()) <= 24
     code = block.replace('"facebook/m2m100_418M"', repr(str(tiny_dir))).replace("max_pairs=200", "max_pairs=6")
     code = code.replace("report_to=[]", "report_to=[], use_cpu=True, disable_tqdm=True, save_only_model=True")
     namespace: dict = {}
-    exec(compile(code, "README.md (GenEvalCallback example)", "exec"), namespace)  # noqa: S102 - the README's code
+    exec(compile(code, "docs/sweeps.md (GenEvalCallback example)", "exec"), namespace)  # noqa: S102 - the README's code
     trainer = namespace["trainer"]
     evals = [h for h in trainer.state.log_history if "eval_geneval_explicit_accuracy" in h]
     assert [h["step"] for h in evals] == [2, 4]

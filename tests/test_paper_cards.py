@@ -200,13 +200,13 @@ def test_gacl_card_states_the_release_values():
     assert dep["geneval.patience"] == (None, 10, "released-code")
 
 
-def test_the_readme_departure_tables_are_generated_from_the_cards():
+def test_the_docs_departure_tables_are_generated_from_the_cards():
     from fairmt.commands.train import all_departures_markdown
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "reproducing.md").read_text(encoding="utf-8")
     start, end = "<!-- paper-departures:start -->\n", "<!-- paper-departures:end -->"
     block = readme[readme.index(start) + len(start):readme.index(end)]
-    assert block == all_departures_markdown(), "README's departure tables: paste `fairmt recipes --departures`"
+    assert block == all_departures_markdown(), "docs/reproducing.md's departure tables: paste `fairmt recipes --departures`"
 
 
 def test_recipes_of_one_comparison_table_share_one_selection_rule():

@@ -132,7 +132,7 @@ def register(groups) -> None:
         "gender-swapped counterfactual sources), write text files plus the gender-label and counterfactual side files, "
         "and call fairseq-preprocess, so OUT is ready for `fairseq-train OUT --user-dir $(python -m "
         "fairmt.fairseq.user_dir) --task gacl_translation --criterion gacl_kd` (with --lang-pairs: --task "
-        "gacl_multilingual_translation, M2M-100/NLLB language tokens). Needs fairseq (see README).",
+        "gacl_multilingual_translation, M2M-100/NLLB language tokens). Needs fairseq (see docs/methods/gacl.md).",
     )
     alias(f, "--src", f.add_argument("--src-lang", default=None, help="source language code (file suffix), default en"))
     alias(f, "--tgt", f.add_argument("--lang", default=None, help="target language code (file suffix), default de"))

@@ -46,7 +46,7 @@ def register(groups) -> None:
                    help="steps of GACL + KD fine-tuning, and of the control")
     p.add_argument("--variant", choices=["paper", "official"], default="paper", help="GACL variant")
     p.add_argument("--threads", type=_positive,
-                   help="torch threads (default: $OMP_NUM_THREADS, else 1: the README table is the 1-thread run)")
+                   help="torch threads (default: $OMP_NUM_THREADS, else 1: the table in docs/get-started.md is the 1-thread run)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(handler=_run)
 

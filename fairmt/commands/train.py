@@ -137,13 +137,17 @@ def register(groups) -> None:
                         "sets or that differ from the Config's defaults); set_by_recipe names the recipe's own keys")
     p.set_defaults(handler=_run)
     r = groups["top"].add_parser("recipes", help="list the built-in training recipes (fairmt train NAME runs one)")
+    r.add_argument("family", nargs="?", metavar="FAMILY",
+                   help="only the recipes of this family (gacl, ccd, classification, sampling)")
+    r.add_argument("--long", action="store_true",
+                   help="each recipe's whole description and what it reads, under its row")
     r.add_argument("--paper", metavar="RECIPE",
                    help="print the recipe's paper card instead: each setting the paper states (its value, the "
                         "recipe's resolved value, the source) and every declared departure with its kind and reason")
     r.add_argument("--json", action="store_true", help="with --paper: the card as JSON")
     r.add_argument("--departures", action="store_true",
                    help="every built-in recipe's declared departures from its paper, one Markdown table per paper "
-                        "(the README's tables are this output)")
+                        "(the tables of docs/reproducing.md are this output)")
     r.set_defaults(handler=_list_recipes)
 
 
@@ -160,9 +164,9 @@ def recipe_description(path: Path) -> str:
     return " ".join(" ".join(lines).split())
 
 
-def recipe_availability(path: Path) -> str:
-    """``offline`` or ``Hub download: ...`` (a model or data set fetched from the Hugging Face Hub on the first run),
-    then the local data the recipe reads, if any (``data: ...``)."""
+def recipe_needs(path: Path) -> tuple[list[str], list[str]]:
+    """What a recipe fetches from the Hugging Face Hub on its first run (``model X``, ``data Y``) and the local data it
+    reads (descriptions; a path under ``FAIRMT_DATA/`` is relative to :func:`fairmt.data.paths.data_root`)."""
     import yaml
 
     from fairmt.hub import MODEL_ALIASES
@@ -199,8 +203,74 @@ def recipe_availability(path: Path) -> str:
                 local.append(f"FAIRMT_DATA/{v}" if not Path(str(v)).is_absolute() else str(v))
     elif method == "gacl" and not config.get("tiny_model"):
         local.append(f"data.train {data.get('train')}")
+    return hub, local
+
+
+def recipe_availability(path: Path) -> str:
+    """``offline`` or ``Hub download: ...`` (a model or data set fetched from the Hugging Face Hub on the first run),
+    then the local data the recipe reads, if any (``data: ...``)."""
+    hub, local = recipe_needs(path)
     where = "offline" if not hub else "Hub download: " + ", ".join(hub)
     return where + (f"; data: {', '.join(local)}" if local else "")
+
+
+def _local_present(need: str) -> bool:
+    """Whether a local input named by :func:`recipe_needs` is on this machine (a data set fetched by `fairmt data`
+    or a file the user brings counts as absent unless its path exists)."""
+    from fairmt.data.paths import data_root
+
+    if need.startswith("FAIRMT_DATA/"):
+        rel = need.removeprefix("FAIRMT_DATA/").split(" ")[0]
+        return (data_root() / rel).exists()
+    for prefix in ("model ", "your tuple file ", "data.train "):
+        if need.startswith(prefix):
+            return Path(need.removeprefix(prefix)).expanduser().exists()
+    return False  # "the celeba data (...)": a corpus fetched by hand
+
+
+def recipe_status(path: Path) -> str:
+    """``ready here`` (offline and every local input present), ``needs Hub download`` or ``needs data``."""
+    hub, local = recipe_needs(path)
+    if hub:
+        return "needs Hub download"
+    return "ready here" if all(_local_present(n) for n in local) else "needs data"
+
+
+def recipe_paper(path: Path) -> str:
+    """The paper the recipe's card names (its first sentence), or ``-`` for a recipe without a card."""
+    import yaml
+
+    from fairmt.scripts.cards import card_path
+
+    card = card_path(path)
+    if not card.is_file():
+        return "-"
+    import re
+
+    paper = " ".join(str((yaml.safe_load(card.read_text(encoding="utf-8")) or {}).get("paper", "-")).split())
+    title, _, after = paper.partition(" — ")
+    year = re.search(r"\((\d{4})\)", title)
+    short = title.split(",")[0].split(" (")[0] + (f" {year.group(1)}" if year else "")
+    baseline = re.search(r"baseline (\S+)", after)
+    if baseline:
+        short += f", baseline {baseline.group(1)}"
+    elif "SimCLR" in after:
+        short += ", SimCLR control"
+    elif "extension" in after:
+        short += ", an extension"
+    return short
+
+
+def recipe_rows(family: str | None = None) -> list[tuple[str, str, str, str]]:
+    """``(name, family, paper, status)`` of every built-in recipe (of ``family`` only, when given)."""
+    rows = [(name, name.split("/")[0], recipe_paper(path), recipe_status(path))
+            for name, path in builtin_recipes().items()]
+    if family is not None:
+        families = sorted({r[1] for r in rows})
+        if family not in families:
+            raise FairmtError(f"no recipe family {family!r}: the families are {', '.join(families)}")
+        rows = [r for r in rows if r[1] == family]
+    return rows
 
 
 def paper_card(recipe: str, overrides: list[str] | None = None):
@@ -238,7 +308,7 @@ def _print_card(args) -> int:
 
 
 def _list_recipes(args) -> int:
-    """Every built-in recipe: its name, whether it runs offline (else what it needs), its whole description."""
+    """Every built-in recipe as a table: name, family, paper, status (``--long``: each one's description too)."""
     import shutil
     import textwrap
 
@@ -250,11 +320,24 @@ def _list_recipes(args) -> int:
     if getattr(args, "json", False):
         raise FairmtError("--json goes with --paper RECIPE (the list of recipes is text)")
 
+    rows = recipe_rows(args.family)
+    head = ("recipe", "family", "paper", "status")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
+    print("  ".join("-" * w for w in widths))
     width = max(60, min(shutil.get_terminal_size((110, 20)).columns, 120))
-    for name, path in builtin_recipes().items():
-        print(f"{name}  [{recipe_availability(path)}]")
-        print(textwrap.fill(recipe_description(path), width=width, initial_indent="    ",
-                            subsequent_indent="    "))
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+        if args.long:  # the recipe's own comment lines as written (a results table stays a table)
+            path = builtin_recipes()[row[0]]
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if not line.startswith("#"):
+                    break
+                text = line[1:].removeprefix(" ")
+                if not text.lstrip().startswith(("fairmt ", "accelerate ")):
+                    print(f"    {text}".rstrip())
+            print(textwrap.fill(f"needs: {recipe_availability(path)}", width=width, initial_indent="    ",
+                                subsequent_indent="      "))
     print(f"\naccelerate configs: {builtin_recipes_dir() / 'accelerate'}")
     print("first recipe to try: fairmt train gacl/tiny_offline (offline, a tiny model, under a minute on a CPU)")
     return 0

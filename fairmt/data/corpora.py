@@ -101,7 +101,7 @@ CORPORA: dict[str, Corpus] = {c.name: c for c in (
         ("https://data.statmt.org/news-commentary/v15/training-monolingual/news-commentary-v15.en.gz",),
         "News Commentary terms (research use; see data.statmt.org/news-commentary)",
         "`fairmt augment cda --input news-commentary-v15.en --output tuples.jsonl` (or `augment llm`), then "
-        "`fairmt train ccd/minilm_cda data.tuples=tuples.jsonl`",
+        "`fairmt train ccd/minilm_cda data.tuples=tuples.jsonl data.cda_source=null`",
     ),
     Corpus(
         "celeba", "CelebA (Liu et al., ICCV 2015): 202,599 aligned and cropped face images with 40 binary attributes "

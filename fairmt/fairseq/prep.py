@@ -42,7 +42,7 @@ from pathlib import Path
 from fairmt.errors import FairmtError
 
 INSTALL_HINT = (
-    "fairseq is not installed: install it as README.md's fairseq section says (torch first, then "
+    "fairseq is not installed: install it as docs/methods/gacl.md ('GACL + KD in fairseq') says (torch first, then "
     "`pip install setuptools wheel cython numpy && pip install --no-build-isolation --no-deps "
     "fairseq-fixed==0.12.3.1 && pip install cffi hydra-core==1.3.2 omegaconf==2.3.0 regex \"sacrebleu>=1.4.12\" "
     "tqdm bitarray scikit-learn packaging`)"

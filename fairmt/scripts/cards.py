@@ -259,7 +259,7 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
 
 def departures_markdown(cards: list[Card]) -> str:
     """One Markdown table per paper of every departure its recipes' cards declare (a departure shared by several
-    recipes is one row naming them all): what the README's "what differs from the paper" section shows."""
+    recipes is one row naming them all): what docs/reproducing.md shows."""
     out: list[str] = []
     papers: dict[str, list[Card]] = {}
     for card in cards:

@@ -1,0 +1,78 @@
+"""The code blocks of the documentation (``docs/**/*.md`` and ``README.md``) and what each one's marker says.
+
+A fenced block is **executed** by ``tests/test_docs.py`` unless the line before it (blank lines aside) is one of:
+
+* ``<!-- not-runnable: REASON -->``: not run here (a GPU, the Hub, an install, minutes of training...); it is still
+  checked: a Python block compiles and its imports resolve, a shell block is valid bash and each of its ``fairmt``
+  commands parses (a built-in recipe with its overrides also passes the recipe checks);
+* ``<!-- runs-in: tests/test_x.py -->``: run by that test, which reads the block from the page (the file must name
+  the page);
+* ``<!-- run-with: key=value ... -->``: executed with these overrides added to each ``fairmt train`` line (small
+  sizes for the test).
+
+``text`` blocks (program output) are not code and are not counted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MARKER = re.compile(r"<!--\s*(not-runnable|runs-in|run-with):\s*(.*?)\s*-->")
+FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
+
+
+@dataclass
+class Block:
+    page: str  # relative to the repository root
+    line: int
+    lang: str
+    code: str
+    marker: str | None  # "not-runnable", "runs-in", "run-with" or None (executed)
+    arg: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def pages() -> list[Path]:
+    return sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]
+
+
+def blocks(path: Path | None = None) -> list[Block]:
+    out = []
+    for page in [path] if path else pages():
+        text = page.read_text(encoding="utf-8")
+        for m in FENCE.finditer(text):
+            if m.group("lang") == "text":
+                continue
+            before = text[:m.start()].rstrip().rsplit("\n", 1)[-1]
+            mk = MARKER.search(before)
+            body = "\n".join(line[len(m.group("indent")):] for line in m.group("body").splitlines())
+            out.append(Block(str(page.relative_to(ROOT)), text[:m.start()].count("\n") + 1, m.group("lang"),
+                             body, mk.group(1) if mk else None, mk.group(2) if mk else ""))
+    return out
+
+
+def block_after(page: str, marker_text: str) -> str:
+    """The code of the block right after ``marker_text`` on ``page`` (other tests read their blocks this way)."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    start = text.index(marker_text)
+    m = FENCE.search(text, start)
+    assert m, f"{page}: no code block after {marker_text!r}"
+    return m.group("body")
+
+
+def shell_commands(code: str) -> list[str]:
+    """The command lines of a shell block: continuations joined, comments and ``#!``/``#SBATCH`` lines dropped."""
+    joined = re.sub(r"\\\n\s*", " ", code)
+    lines = []
+    for line in joined.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        lines.append(re.sub(r"\s+#\s.*$", "", line))
+    return lines
