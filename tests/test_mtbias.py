@@ -221,6 +221,18 @@ def test_mt_bias_model_run_checks_data_first_and_defaults_to_a_folder_per_model(
     err = capsys.readouterr().err
     assert "benchmark data missing, nothing translated: FLORES-200" in err and "--benchmarks" in err
     assert not (tmp_path / "mt-bias-translations").exists()
+    # a WinoMT gender detector that cannot load (its morphology model missing) stops it at the same place
+    from fairmt.eval.winomt.detectors import registry
+
+    def no_detector(lang, compat=None):
+        raise FairmtError(f"the spaCy model for {lang} is not installed")
+
+    monkeypatch.setattr(registry, "get_detector", no_detector)
+    assert main(["eval", "mt-bias", "--model", str(tmp_path / "no-model-yet"), *gen, "--benchmarks", "winomt"]) == 2
+    assert "nothing translated: WinoMT de gender detector: the spaCy model for de" in capsys.readouterr().err
+    monkeypatch.undo()
+    monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
 
     a = build_tiny_translation_model(tmp_path / "a", PAIRS, arch="m2m100", d_model=16)
     assert main(["eval", "mt-bias", "--model", str(a), "--benchmarks", "geneval", *gen, "--json", "-"]) == 0

@@ -141,7 +141,8 @@ def plan_suite(
     many2many: bool = False,
     say=None,
 ) -> list[tuple[list[str], str, str, str, Any]]:
-    """Read every benchmark's sources AND references (what scoring will read) before anything is translated:
+    """Read every benchmark's sources AND references (what scoring will read) and load WinoMT's gender detectors
+    before anything is translated:
     the jobs of :func:`translate_suite` as ``(sources, src, tgt_flores, cache_tag, write)`` (``src`` "en" or a FLORES code). A missing
     benchmark file is one :class:`FairmtError` that lists all of them (nothing has been translated yet)."""
     from fairmt.eval.report import write_text_atomic
@@ -174,7 +175,11 @@ def plan_suite(
         g = read("WinoMT", lambda: load_gold(gold, compat))
         if g is not None:
             sources = [e.sentence for e in g.entries]
+            from fairmt.eval.winomt.detectors.registry import get_detector
+
             for lang in wanted(WINOMT_LANGS):
+                if read(f"WinoMT {lang} gender detector", lambda: get_detector(lang, compat)) is None:
+                    continue  # (cached: scoring reuses it) a missing morphology model, before any translation
                 def write(hyps, _path=winomt_file(root, lang), _src=sources):
                     if is_main_process():
                         _path.parent.mkdir(parents=True, exist_ok=True)
