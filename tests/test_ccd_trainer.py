@@ -451,3 +451,41 @@ def test_sentence_transformer_unnormalised_training_embedding(tiny_bert_dir):
     assert not torch.allclose(raw.norm(dim=-1), torch.ones(2), atol=1e-3)
     assert torch.allclose(own, torch.nn.functional.normalize(raw, dim=-1), atol=1e-6)
     assert torch.allclose(cls, torch.nn.functional.normalize(tokens[:, 0], dim=-1), atol=1e-6)
+
+
+def test_a_dead_fairness_term_stops_or_is_reported(tiny_bert_dir, tuples, tmp_path, caplog):
+    """Issue 44 item 6: the paper's rho = variance on a tiny BERT leaves no training tuple a kernel above 1e-6 (the
+    share checked against the formula): train() stops with the fix; with dead_bias='warn' it trains, says so once in
+    the progress stream, loudly at the end, and in the summary (results JSON)."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from fairmt.trainers.ccd import LIVE_KERNEL, CCDTrainer, ccd_metrics_summary
+    from fairmt.trainers.dead_term import DeadTermCallback
+
+    ds, tok = tuples_to_dataset(tuples), AutoTokenizer.from_pretrained(tiny_bert_dir)
+    trainer = CCDTrainer(model=AutoModel.from_pretrained(tiny_bert_dir), processing_class=tok, train_dataset=ds,
+                         args=_args(tmp_path, rho_estimator="variance", max_steps=2, logging_steps=1))
+    with pytest.raises(FairmtError, match="no gradient .*rho_estimator='median'"):
+        trainer.train()
+    assert trainer.state.global_step == 0
+    # the live share by hand: tuples with a group text within rho*sqrt(2 ln(1/LIVE_KERNEL)) of the neutral text
+    feats = trainer.data_collator([ds[i] for i in range(len(ds))])
+    g = int(feats.pop("ccd_groups"))
+    emb = trainer.embed_reference({k: v for k, v in feats.items() if torch.is_tensor(v)}).view(1 + g, len(ds), -1)
+    dist = tuple_distances(emb[0], emb[1:].transpose(0, 1))
+    reach = trainer.rho * math.sqrt(2 * math.log(1 / LIVE_KERNEL))
+    assert trainer.rho_stats["ccd_rho_live_tuples"] == pytest.approx(float((dist.min(1).values < reach).float().mean()))
+
+    trainer.args.dead_bias = "warn"
+    with caplog.at_level("WARNING"):
+        trainer.train()
+    text = caplog.text
+    assert text.count("the fairness term has no gradient") == 1 and "FAIRNESS TERM DEAD: loss_bias was 0 in 2 of 2" in text
+    assert ccd_metrics_summary(trainer)["fairness_term"] == {"term": "loss_bias", "logs": 2, "zero_logs": 2, "dead": True}
+    # the callback alone: a term zero in under half of the logs is not dead
+    cb = DeadTermCallback("loss_gc", fix="fix")
+    state = type("S", (), {"global_step": 1, "is_world_process_zero": True})()
+    for v in (0.5, 0.0, 0.3):
+        cb.on_log(None, state, None, logs={"loss": 1.0, "loss_gc": v})
+    cb.on_log(None, state, None, logs={"eval_loss": 1.0, "loss_gc": 0.0})  # evaluation logs do not count
+    assert cb.summary() == {"term": "loss_gc", "logs": 3, "zero_logs": 1, "dead": False}

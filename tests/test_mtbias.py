@@ -202,3 +202,58 @@ def test_flores_without_a_sentencepiece_model_is_chrf_only(tmp_path, monkeypatch
     assert main(["eval", "mt-bias", "--translations-dir", str(tmp_path / "run"), "--benchmarks", "flores",
                  "--spm-model", str(tmp_path / "nope.model")]) == 2
     assert "nope.model" in capsys.readouterr().err
+
+
+def test_mt_bias_model_run_checks_data_first_and_defaults_to_a_folder_per_model(tmp_path, monkeypatch, capsys):
+    """Issue 44 items 10-11: a missing benchmark (FLORES-200) stops `eval mt-bias --model` before anything is
+    translated or the model loads; the default translations folder is per model (name + fingerprint), so a second
+    model never meets the first one's cache; a cache of another model names ITS model and a fix that keeps it."""
+    import shutil
+
+    from fairmt.models.tiny import build_tiny_translation_model
+
+    _fake_data(tmp_path / "data")
+    shutil.rmtree(tmp_path / "data" / "flores200")
+    monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    gen = ["--lang", "de", "--num-beams", "1", "--max-new-tokens", "4"]
+    assert main(["eval", "mt-bias", "--model", str(tmp_path / "no-model-yet"), *gen]) == 2
+    err = capsys.readouterr().err
+    assert "benchmark data missing, nothing translated: FLORES-200" in err and "--benchmarks" in err
+    assert not (tmp_path / "mt-bias-translations").exists()
+    # a WinoMT gender detector that cannot load (its morphology model missing) stops it at the same place
+    from fairmt.eval.winomt.detectors import registry
+
+    def no_detector(lang, compat=None):
+        raise FairmtError(f"the spaCy model for {lang} is not installed")
+
+    monkeypatch.setattr(registry, "get_detector", no_detector)
+    assert main(["eval", "mt-bias", "--model", str(tmp_path / "no-model-yet"), *gen, "--benchmarks", "winomt"]) == 2
+    assert "nothing translated: WinoMT de gender detector: the spaCy model for de" in capsys.readouterr().err
+    monkeypatch.undo()
+    monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+
+    a = build_tiny_translation_model(tmp_path / "a", PAIRS, arch="m2m100", d_model=16)
+    assert main(["eval", "mt-bias", "--model", str(a), "--benchmarks", "geneval", *gen, "--json", "-"]) == 0
+    folder = Path(json.loads(capsys.readouterr().out)["settings"]["translations_dir"])
+    from fairmt.translate import model_fingerprint
+
+    assert folder == Path("mt-bias-translations") / f"a-{model_fingerprint(translate_model(a))[:12]}"
+    assert (tmp_path / folder / "geneval" / "masculine.de.txt").is_file()
+    # that folder's cache met by another model: refused, naming the folder's own model and a fix that keeps it
+    from fairmt.translate import read_cache
+
+    cache = next((tmp_path / folder / ".cache").glob("*.jsonl"))
+    head = json.loads(cache.read_text(encoding="utf-8").splitlines()[0])
+    with pytest.raises(FairmtError) as err:
+        read_cache(cache, {**head, "model": "other-model", "fingerprint": "0123456789abcdef"})
+    msg = str(err.value)
+    assert f"translation cache of the model {str(a)!r}" in msg and "not of 'other-model'" in msg
+    assert "omit --output-dir" in msg and "delete" not in msg
+
+
+def translate_model(path):
+    from fairmt.models import load_translation_model
+
+    return load_translation_model(str(path), "en", "de")

@@ -62,6 +62,7 @@ def test_a_few_low_lines_are_not_flagged_a_file_of_them_is():
     c = degenerate_counts(three_bad, "de", references=refs)
     assert c["unrelated"] == 3 and c["degenerate"] == 3 and c["examples"][0]["reasons"] == ["unrelated"]
     assert "unrelated 3" in describe("MT-GenEval de", c)
+    assert describe("MT-GenEval de", c).endswith("a gender accuracy on these lines does not measure translation")
     assert degenerate_counts(three_bad, "de")["unrelated"] is None  # no references: not checked
     assert UNRELATED_CHRF == 20.0
 

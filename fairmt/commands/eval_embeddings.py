@@ -6,6 +6,7 @@ Registration is cheap: numpy/torch/transformers are imported inside the handlers
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from fairmt.outputs import json_text
@@ -52,6 +53,9 @@ def register(groups: dict) -> None:
     p.add_argument("--limit", type=count(1), help="only the first N CrowS-Pairs pairs / StereoSet examples (a quick slice)")
     p.add_argument("--batch-size", type=count(1), default=32)
     p.add_argument("--device", type=device, default=None, help="e.g. cuda, cuda:1 (default: where the model loads)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse the whole run when a suite does not apply to the model (default: crows/stereoset on "
+                        "a model without a masked-LM head are skipped, with the reason, and the others run)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (default: one per suite, on stderr)")
     output_file(p, "--json", what="JSON results", stdout=True, dest="json_out", metavar="OUT",
                 help="write all results as JSON ('-' prints JSON only, at the end)")
@@ -134,7 +138,9 @@ def run_embeddings(args: argparse.Namespace) -> int:
         crows_variant=args.crows_variant, crows_file=args.crows_file, bias_types=args.bias_types,
         stereoset_gold=args.stereoset_gold, bias_ir_dir=args.bias_ir_dir, bias_ir_doc=args.bias_ir_doc,
         bias_ir_limit=args.bias_ir_limit, limit=args.limit, batch_size=args.batch_size, device=args.device,
-        progress=not args.no_progress, on_suite=show, payload=payload)
+        progress=not args.no_progress, on_suite=show, payload=payload, strict=args.strict)
+    for suite, reason in (result.get("skipped") or {}).items():
+        print(f"skipped: {suite}: {reason}", file=sys.stderr)
     _write(args, result, "\n".join(md))
     if args.json_out == "-":
         print(json_text(result))

@@ -29,8 +29,9 @@ def register(groups) -> None:
     src.add_argument("--model", help="translate with this model (Hub id or local folder) first")
     src.add_argument("--translations-dir", metavar="DIR", help="score this translations folder (layout above)")
     output_dir(p, "--output-dir", what="translations folder", resumable=True, metavar="DIR",
-               help="with --model: where the translations folder is written (default: mt-bias-translations); a "
-                    "rerun with the same model resumes in it")
+               help="with --model: where the translations folder is written (default: "
+                    "mt-bias-translations/MODELNAME-FINGERPRINT, one folder per model); a rerun with the same model "
+                    "resumes in it")
     alias(p, "--src", p.add_argument("--src-lang", default="en",
                                      help="source language (the benchmarks are English-source: en)"))
     alias(p, "--langs", p.add_argument("--lang", nargs="+", default=None, metavar="LANG",
@@ -89,6 +90,12 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.translations_dir and not uses_model(args):
         raise FairmtError("give --translations-dir DIR, or --model PATH (--backend openai: --api-model NAME)")
+    if uses_model(args):  # every benchmark's data before the model loads and anything is translated
+        from fairmt.model_eval.benchmarks import plan_suite
+        from fairmt.model_eval.mt_bias import check_benchmarks as _cb
+
+        plan_suite(Path(args.output_dir or "."), langs=check_langs(args.lang), benchmarks=_cb(args.benchmarks), split=args.split,
+                   compat=args.compat, gold=args.gold, many2many=args.many2many, say=say)
     translator = make_translator(args, "en", "de") if uses_model(args) else None
     result = evaluate_mt_bias(
         translator, translations_dir=None if translator is not None else args.translations_dir, langs=args.lang,
@@ -98,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         num_beams=args.num_beams, max_new_tokens=args.max_new_tokens, say=say)
     if result is None:  # one of several processes: it helped translate; rank 0 scores and reports
         return 0
-    root = Path(args.output_dir or "mt-bias-translations") if translator is not None else Path(args.translations_dir)
+    root = Path(result["settings"]["translations_dir"])
     result["settings"]["model"] = args.model or getattr(args, "api_model", None)
     result["settings"]["backend"] = getattr(args, "backend", "hf") if uses_model(args) else None
     name = args.name or (Path(args.model).name if args.model else (args.api_model or root.name))

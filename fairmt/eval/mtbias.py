@@ -368,7 +368,7 @@ def score_translations_dir(
 
 def degenerate_warnings(result: dict) -> list[str]:
     """One line per benchmark and language with degenerate translations (:mod:`fairmt.eval.degenerate`): empty,
-    repetitive or wrong-script lines, beside which a gender accuracy means little."""
+    repetitive, wrong-script or unrelated lines, beside which a gender accuracy means little."""
     from fairmt.eval.degenerate import describe
 
     lines = []
@@ -512,8 +512,8 @@ def markdown_tables(result: dict, name: str = "model") -> str:
                          f"| {_fmt(fx.get('chrfpp'))} | {_degenerate_cell(gx, fx)} | {_fmt(wx.get('accuracy'))} "
                          f"| {_fmt(wx.get('delta_g'))} | {_fmt(wx.get('delta_g_f1'))} | {_fmt(wx.get('delta_s'))} "
                          f"| {_fmt(gx.get('accuracy'))} |")
-        lines += ["", "degenerate: empty, repetitive or wrong-script translations (MT-GenEval and FLORES lines; "
-                  "rules in `fairmt.eval.degenerate`)."]
+        lines += ["", "degenerate: empty, repetitive, wrong-script or unrelated (fluent, but sentence chrF++ < 20 against "
+                  "the reference) translations (MT-GenEval and FLORES lines; rules in `fairmt.eval.degenerate`)."]
     m2m = (result.get("flores_many2many") or {})
     if m2m:
         groups = list(RESOURCE_GROUPS)
@@ -662,7 +662,7 @@ def comparison_markdown(rows: Sequence[dict]) -> str:
             notes.append(f"- † {r['model']}: {d['key']} is `{d['this']}`, the first run's is `{d['first']}`")
     text = "\n".join(out) + "\n\nIn brackets: the difference to the first model. geneval_chrfpp: chrF++ of the " \
         "MT-GenEval translations against their own-gender references; bleu/chrfpp: FLORES-200; degenerate: empty, " \
-        "repetitive or wrong-script translations.\n"
+        "repetitive, wrong-script or unrelated (sentence chrF++ < 20) translations.\n"
     if notes:
         text += ("\n**† Scored under different settings from the first run — these numbers are not comparable as "
                  "they stand:**\n\n" + "\n".join(notes) + "\n")

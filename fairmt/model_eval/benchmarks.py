@@ -130,6 +130,106 @@ def evaluate_flores(
     return translation_quality(hyps, refs, lang_pair=lang_pair, spm_model=spm_model)
 
 
+def plan_suite(
+    root: str | Path,
+    *,
+    langs: Sequence[str] | None = None,
+    benchmarks: Sequence[str] = BENCHMARKS,
+    split: str = "test",
+    compat: str | None = None,
+    gold: str | Path | None = None,
+    many2many: bool = False,
+    say=None,
+) -> list[tuple[list[str], str, str, str, Any]]:
+    """Read every benchmark's sources AND references (what scoring will read) and load WinoMT's gender detectors
+    before anything is translated:
+    the jobs of :func:`translate_suite` as ``(sources, src, tgt_flores, cache_tag, write)`` (``src`` "en" or a FLORES code). A missing
+    benchmark file is one :class:`FairmtError` that lists all of them (nothing has been translated yet)."""
+    from fairmt.eval.report import write_text_atomic
+
+    root = Path(root)
+    jobs: list = []
+    missing: list[str] = []
+
+    def wanted(defaults):
+        return [x for x in (langs or defaults) if x in defaults]
+
+    def lines_to(path: Path):
+        def write(lines: list[str]) -> None:
+            if is_main_process():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_text_atomic(path, "".join(" ".join(str(x).split()) + "\n" for x in lines))
+        return write
+
+    def read(what: str, fn):
+        try:
+            return fn()
+        except FairmtError as err:
+            missing.append(f"{what}: {err}")
+            return None
+
+    if "winomt" in benchmarks:
+        from fairmt.eval.winomt.evaluate import load_gold
+        from fairmt.eval.winomt.io import write_translations
+
+        g = read("WinoMT", lambda: load_gold(gold, compat))
+        if g is not None:
+            sources = [e.sentence for e in g.entries]
+            from fairmt.eval.winomt.detectors.registry import get_detector
+
+            for lang in wanted(WINOMT_LANGS):
+                if read(f"WinoMT {lang} gender detector", lambda: get_detector(lang, compat)) is None:
+                    continue  # (cached: scoring reuses it) a missing morphology model, before any translation
+                def write(hyps, _path=winomt_file(root, lang), _src=sources):
+                    if is_main_process():
+                        _path.parent.mkdir(parents=True, exist_ok=True)
+                        write_translations(_path, _src, hyps)
+                jobs.append((sources, "en", _flores_code(lang), f"winomt.en-{lang}", write))
+    if "geneval" in benchmarks:
+        from fairmt.eval.geneval import CONTEXT_LANGS, load_contextual, load_counterfactual
+
+        for lang in wanted(GENEVAL_LANGS):
+            d = read(f"MT-GenEval en-{lang}", lambda: load_counterfactual(lang, split))
+            if d is None:
+                continue
+            files = geneval_files(root, lang)
+            tgt = _flores_code(lang)
+            jobs.append((d.masculine_sources, "en", tgt, f"geneval-{split}-masculine.en-{lang}",
+                         lines_to(files["masculine"])))
+            jobs.append((d.feminine_sources, "en", tgt, f"geneval-{split}-feminine.en-{lang}",
+                         lines_to(files["feminine"])))
+            if lang in CONTEXT_LANGS:
+                try:
+                    c = load_contextual(lang, split)
+                except FairmtError as err:  # the contextual set is optional: say so, go on
+                    (say or print)(f"MT-GenEval contextual set en→{lang} not translated: {err}")
+                    continue
+                jobs.append((c.sources, "en", tgt, f"geneval-{split}-context.en-{lang}",
+                             lines_to(files["context"])))
+    if "flores" in benchmarks:
+        from fairmt.eval.translation import read_flores
+
+        src = read("FLORES-200", lambda: read_flores("eng_Latn"))
+        if src is not None:
+            for lang in wanted(FLORES_LANGS):
+                if read(f"FLORES-200 references en-{lang}", lambda: read_flores(_flores_code(lang))) is not None:
+                    jobs.append((src, "en", _flores_code(lang), f"flores200-devtest.en-{lang}",
+                                 lines_to(flores_file(root, lang))))
+            if many2many:
+                codes = [c for grp in RESOURCE_GROUPS.values() for c in grp]
+                texts = {s: read(f"FLORES-200 {s}", lambda: read_flores(s)) for s in codes}
+                for s in codes:
+                    for t in codes:
+                        if s != t and texts[s] is not None and texts[t] is not None:
+                            jobs.append((texts[s], s, t, f"flores200-devtest.{s}-{t}", lines_to(m2m_file(root, s, t))))
+    if missing:
+        gone = sorted({m.split(":", 1)[0].split(" ")[0] for m in missing})
+        raise FairmtError(
+            f"benchmark data missing, nothing translated: {'; '.join(missing)} — get it (`fairmt data download`) "
+            f"or leave {', '.join(gone)} out of --benchmarks")
+    return jobs
+
+
 def translate_suite(
     model: Any,
     root: str | Path,
@@ -148,71 +248,22 @@ def translate_suite(
     :class:`~fairmt.translate.backends.Translator` (``ctranslate2``, ``openai``, ``causal-lm``) — through the cached,
     resumable runner (sharded over processes under torchrun / accelerate launch) into the folder layout
     :func:`fairmt.eval.mtbias.score_translations_dir` reads; returns the folder. Only the main process writes the
-    folder."""
+    folder. Every benchmark's data is read first (:func:`plan_suite`): a missing file stops the run before the first
+    sentence is translated."""
     root = Path(root)
+    jobs = plan_suite(root, langs=langs, benchmarks=benchmarks, split=split, compat=compat, gold=gold,
+                      many2many=many2many, say=say)
     cache = Path(cache_dir) if cache_dir else root / ".cache"
     tm = as_translator(model, "en", "de", family=gen_kwargs.pop("family", None))
-
-    def wanted(defaults):
-        return [x for x in (langs or defaults) if x in defaults]
-
-    def write(path: Path, lines: list[str]) -> None:
-        from fairmt.eval.report import write_text_atomic
-
-        if is_main_process():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(path, "".join(" ".join(str(x).split()) + "\n" for x in lines))
-
-    def tr(sources, tgt, tag):
-        return generate_translations(tm, sources, "en", flores_to_model_lang(tm, _flores_code(tgt)),
-                                     cache_path=cache / f"{tag}.jsonl", desc=f"{tag}", **gen_kwargs)
-
-    if "winomt" in benchmarks:
-        from fairmt.eval.winomt.evaluate import load_gold
-        from fairmt.eval.winomt.io import write_translations
-
-        g = load_gold(gold, compat)
-        sources = [e.sentence for e in g.entries]
-        for lang in wanted(WINOMT_LANGS):
-            hyps = tr(sources, lang, f"winomt.en-{lang}")
-            if is_main_process():
-                winomt_file(root, lang).parent.mkdir(parents=True, exist_ok=True)
-                write_translations(winomt_file(root, lang), sources, hyps)
-    if "geneval" in benchmarks:
-        from fairmt.eval.geneval import CONTEXT_LANGS, load_contextual, load_counterfactual
-
-        for lang in wanted(GENEVAL_LANGS):
-            d = load_counterfactual(lang, split)
-            files = geneval_files(root, lang)
-            write(files["masculine"], tr(d.masculine_sources, lang, f"geneval-{split}-masculine.en-{lang}"))
-            write(files["feminine"], tr(d.feminine_sources, lang, f"geneval-{split}-feminine.en-{lang}"))
-            if lang in CONTEXT_LANGS:
-                try:
-                    c = load_contextual(lang, split)
-                except FairmtError as err:  # the contextual set is optional: say so, go on
-                    (say or print)(f"MT-GenEval contextual set en→{lang} not translated: {err}")
-                    continue
-                write(files["context"], tr(c.sources, lang, f"geneval-{split}-context.en-{lang}"))
-    if "flores" in benchmarks:
-        from fairmt.eval.translation import read_flores
-
-        src = read_flores("eng_Latn")
-        for lang in wanted(FLORES_LANGS):
-            write(flores_file(root, lang), tr(src, lang, f"flores200-devtest.en-{lang}"))
-        if many2many:
-            codes = [c for grp in RESOURCE_GROUPS.values() for c in grp]
-            for s in codes:
-                sources = read_flores(s)
-                for t in codes:
-                    if s != t:
-                        hyps = generate_translations(tm, sources, flores_to_model_lang(tm, s), flores_to_model_lang(tm, t),
-                                                     cache_path=cache / f"flores200-devtest.{s}-{t}.jsonl",
-                                                     desc=f"FLORES-200 {s}→{t}", **gen_kwargs)
-                        write(m2m_file(root, s, t), hyps)
+    for sources, s, t, tag, write in jobs:
+        desc = tag if s == "en" else f"FLORES-200 {s}→{t}"
+        src = "en" if s == "en" else flores_to_model_lang(tm, s)  # English: "en", as every cache was made
+        write(generate_translations(tm, sources, src, flores_to_model_lang(tm, t),
+                                    cache_path=cache / f"{tag}.jsonl", desc=desc, **gen_kwargs))
     return root
 
 
 __all__ = [
-    "evaluate_flores", "evaluate_geneval", "translate_geneval", "translate_geneval_context", "translate_suite",
+    "evaluate_flores", "evaluate_geneval", "plan_suite", "translate_geneval", "translate_geneval_context", "translate_suite",
     "translate_winomt",
 ]  # fmt: skip

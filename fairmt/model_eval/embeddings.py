@@ -196,6 +196,7 @@ def evaluate_embeddings(
     progress: bool = False,
     on_suite: OnSuite | None = None,
     payload: dict | None = None,
+    strict: bool = False,
 ) -> dict:
     """Run the embedding bias suites on ``model`` and return the dict ``fairmt eval embeddings --json`` writes.
 
@@ -204,7 +205,9 @@ def evaluate_embeddings(
     with the same defaults; ``device=None`` keeps the model where it loads. ``on_suite`` is called after each suite
     (see :data:`OnSuite`); ``payload``, when given, is the dict filled in place (and returned), so that ``on_suite``
     can write the results so far. Every input file is read before the
-    model loads, and a masked-LM suite (crows, stereoset) checks its model before any slow work.
+    model loads, and a masked-LM suite (crows, stereoset) checks its model before any slow work: on a model without a
+    masked-LM head those suites are skipped (``payload["skipped"]``: suite → reason; the others run), or with
+    ``strict=True`` the whole run is refused.
 
     >>> import fairmt
     >>> res = fairmt.evaluate_embeddings("minilm", suites="seat", seat_tests="6")  # doctest: +SKIP
@@ -251,14 +254,23 @@ def evaluate_embeddings(
         if limit:
             stereo_examples = stereo_examples[:limit]
 
-    # Then the masked LM: a non-MLM model fails before any slow work.
+    # Then the masked LM, before any slow work: without a masked-LM head crows/stereoset are skipped (strict: refused).
     mlm = None
     if {"crows", "stereoset"} & set(suites):
-        from fairmt.eval.embedding.encode import MaskedLMRunner
+        from fairmt.eval.embedding.encode import MaskedLMRunner, NotMaskedLMError
 
-        if not isinstance(model, (str, Path)):
-            raise FairmtError("crows and stereoset load a masked LM: give the model as a folder or Hub id")
-        mlm = MaskedLMRunner.from_path(model, batch_size=max(batch_size, 1), device=device)
+        try:
+            if not isinstance(model, (str, Path)):
+                raise NotMaskedLMError("crows and stereoset load a masked LM: give the model as a folder or Hub id")
+            mlm = MaskedLMRunner.from_path(model, batch_size=max(batch_size, 1), device=device)
+        except NotMaskedLMError as err:
+            mlm_suites = [s for s in suites if s in ("crows", "stereoset")]
+            if strict or len(mlm_suites) == len(suites):
+                raise
+            payload["skipped"] = {s: str(err) for s in mlm_suites}
+            suites = [s for s in suites if s not in mlm_suites]
+            payload["suites"] = list(suites)
+            crows_pairs = stereo_examples = None
 
     emb = None
     if {"seat", "cced", "bias-ir"} & set(suites):

@@ -57,6 +57,19 @@ def _model_name(model: Any) -> str | None:
     return getattr(model, "name_or_path", None) or getattr(model, "model_name", None) or type(model).__name__
 
 
+DEFAULT_TRANSLATIONS_ROOT = "mt-bias-translations"
+
+
+def default_translations_dir(translator: Any) -> Path:
+    """The default translations folder of a model: ``mt-bias-translations/<name>-<fingerprint>`` — one folder (and
+    translation cache) per model, so evaluating a second model never meets the first one's cache."""
+    import re
+
+    name = Path(str(getattr(translator, "model_name", None) or _model_name(translator) or "model")).name
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "model"
+    return Path(DEFAULT_TRANSLATIONS_ROOT) / f"{name}-{translator.fingerprint()[:12]}"
+
+
 def evaluate_mt_bias(
     model: Any = None,
     *,
@@ -89,7 +102,7 @@ def evaluate_mt_bias(
     ``model``: a model folder or Hub id (``backend`` ``hf`` or ``ctranslate2``, ``backend_options`` to
     :func:`~fairmt.translate.backends.get_backend`), a loaded :class:`~fairmt.models.mt.TranslationModel`, any
     :class:`~fairmt.translate.backends.Translator`, or the endpoint's model name (``backend="openai"``). Translations
-    go into ``output_dir`` (default ``mt-bias-translations``), which ``translations_dir=`` re-scores. ``say`` gets the
+    go into ``output_dir`` (default ``mt-bias-translations/<model name>-<fingerprint>``, one per model), which ``translations_dir=`` re-scores. ``say`` gets the
     progress lines (default: none); ``notes`` the ``skipped:`` / ``error:`` / ``warning:`` lines (default: stderr;
     they are in the result too).
 
@@ -110,8 +123,12 @@ def evaluate_mt_bias(
         from fairmt.model_eval.benchmarks import translate_suite
         from fairmt.translate import as_translator
 
+        from fairmt.model_eval.benchmarks import plan_suite
+
+        plan_suite(Path(output_dir or "."), langs=langs, benchmarks=benchmarks, split=split, compat=compat,
+                   gold=gold, many2many=many2many, say=say)  # every benchmark's data before the model loads
         translator = as_translator(model, "en", "de", backend=backend, family=family, backend_options=backend_options)
-        root = Path(output_dir or "mt-bias-translations")
+        root = Path(output_dir) if output_dir else default_translations_dir(translator)
         if "flores" in benchmarks and spm_model:
             from fairmt.eval.translation import find_spm_model
 
@@ -127,6 +144,7 @@ def evaluate_mt_bias(
     result = score_translations_dir(root, langs=langs, benchmarks=benchmarks, id_lang=id_lang, split=split,
                                     compat=compat, gold=gold, spm_model=spm_model, many2many=many2many,
                                     keep_going=keep_going, progress=say)
+    result["settings"]["translations_dir"] = str(root)
     result["settings"]["model"] = _model_name(model)
     result["settings"]["backend"] = (getattr(translator, "name", None) or backend or "hf") if model is not None else None
     model_label = Path(str(model)).name if isinstance(model, (str, Path)) else _model_name(model)
@@ -146,4 +164,4 @@ def evaluate_mt_bias(
     return result
 
 
-__all__ = ["check_benchmarks", "check_id_lang", "check_langs", "evaluate_mt_bias"]
+__all__ = ["check_benchmarks", "check_id_lang", "check_langs", "default_translations_dir", "evaluate_mt_bias"]

@@ -748,6 +748,11 @@ def main(config: dict) -> dict:
     if before.get("neutral_validation") is not None:
         results["utility_validation"] = utility_check(before["neutral_validation"], after["neutral_validation"])
     results.update(summary_sections(results))
+    term = results["train"].get("fairness_term") or {}
+    if term.get("dead"):
+        results.setdefault("warnings", []).append(
+            f"fairness term dead: {term['term']} was 0 in {term['zero_logs']} of {term['logs']} training logs, so "
+            "this run did not debias (it trained L_rep alone); set training.rho_estimator=median or training.rho")
     results["time_measure_after_s"] = time.time() - t0
     results["time_total_s"] = time.time() - t_start
 
@@ -759,6 +764,8 @@ def main(config: dict) -> dict:
     write_text_atomic(path, json_text(results) + "\n")
     logger.info("CCD results written to %s", path)
     results["results_path"] = str(path)
+    for line in results.get("warnings", []):
+        print(f"fairmt: WARNING: {line}")
     print(f"fairmt: CCD model saved in {out_dir}; results (bias suites before/after) in {path}")
     for line in before_after_lines(results):
         print(line)

@@ -327,6 +327,13 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
         elif eval_dataset is not None:
             self._check_eval_dataset(eval_dataset, "eval_dataset")
         super().__init__(model=model, args=args, **kwargs)
+        self.dead_term = None
+        if args.gacl_lambda > 0:  # a contrastive term logged as 0 has no gradient: said once, and loudly at the end
+            from fairmt.trainers.dead_term import DeadTermCallback
+
+            self.dead_term = DeadTermCallback("loss_gc", fix="check that the batches carry gendered pairs (the "
+                                              "counterfactual columns) and the temperature")
+            self.add_callback(self.dead_term)
         if self.teacher is not None:
             self.teacher.to(self.args.device)
         self._terms: dict[str, list[torch.Tensor]] = defaultdict(list)

@@ -131,10 +131,14 @@ def read_cache(cache_path: str | Path, header: dict | None = None) -> dict[int, 
             )
         diff = {k: (head.get(k), v) for k, v in header.items() if head.get(k) != v}
         if "fingerprint" in diff:
+            mine, now = head.get("model"), header.get("model")
+            made = (f"the model {mine!r} (fingerprint {diff['fingerprint'][0]})" if mine != now else
+                    f"another version of the model {mine!r} (its weights, config or tokenizer changed since: "
+                    f"fingerprint {diff['fingerprint'][0]})")
             raise FairmtError(
-                f"{path}: translation cache made with another version of the model {header.get('model')!r} (its "
-                f"weights, config or tokenizer changed: fingerprint {diff['fingerprint'][0]} vs now "
-                f"{diff['fingerprint'][1]}); delete the cache or give another cache path"
+                f"{path}: translation cache of {made}, not of {now!r} (fingerprint {diff['fingerprint'][1]}); "
+                f"to keep its translations, give this run another folder or cache path (fairmt eval mt-bias: omit "
+                f"--output-dir for a folder per model, or --output-dir NEWDIR)"
             )
         if diff:
             shown = ", ".join(f"{k}: cache {a!r} vs now {b!r}" for k, (a, b) in diff.items())

@@ -137,12 +137,16 @@ class EmbeddingRunner:
     __call__ = encode
 
 
+class NotMaskedLMError(FairmtError):
+    """The model has no trained masked-LM head (or no mask token): CrowS-Pairs and StereoSet do not apply to it."""
+
+
 class MaskedLMRunner:
     """Masked-LM scores for CrowS-Pairs (:class:`~fairmt.eval.embedding.crows.MaskedLMScorer`) and StereoSet."""
 
     def __init__(self, model: Any, tokenizer: Any, batch_size: int = 64, device: str = "cpu"):
         if getattr(tokenizer, "mask_token_id", None) is None:
-            raise FairmtError("the tokenizer has no mask token: CrowS-Pairs and StereoSet need a masked language model")
+            raise NotMaskedLMError("the tokenizer has no mask token: CrowS-Pairs and StereoSet need a masked language model")
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
@@ -158,7 +162,7 @@ class MaskedLMRunner:
             config = AutoConfig.from_pretrained(str(p))
         archs = config.architectures or []
         if not any(a.endswith(("ForMaskedLM", "ForPreTraining")) for a in archs):
-            raise FairmtError(
+            raise NotMaskedLMError(
                 f"{p} is not a masked language model (architectures {archs}); CrowS-Pairs and StereoSet score "
                 "masked-token probabilities: give a *ForMaskedLM checkpoint, or run only seat,cced,bias-ir"
             )
@@ -166,7 +170,7 @@ class MaskedLMRunner:
             model, info = AutoModelForMaskedLM.from_pretrained(str(p), output_loading_info=True)
         missing = [k for k in info.get("missing_keys", []) if "position_ids" not in k]
         if missing:
-            raise FairmtError(f"{p}: the masked-LM head is missing from the checkpoint ({missing[:3]}...); it would be random")
+            raise NotMaskedLMError(f"{p}: the masked-LM head is missing from the checkpoint ({missing[:3]}...); it would be random")
         with loading(p, "masked language model's tokenizer"):
             tok = AutoTokenizer.from_pretrained(str(p))
         device = kwargs.pop("device", None)  # None: where the model loads

@@ -60,7 +60,7 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
         M("winomt_acc", "Acc.", "WinoMT", "max"), M("winomt_abs_dg", "|ΔG|", "WinoMT", "min"),
         M("winomt_abs_ds", "|ΔS|", "WinoMT", "min"),
         M("degenerate", "degenerate", "Outputs", "min", "count", 0,
-          note="degenerate: empty, repetitive or wrong-script translations (MT-GenEval and FLORES lines)")),
+          note="degenerate: empty, repetitive, wrong-script or unrelated translations (MT-GenEval and FLORES lines)")),
         dynamic=(("winomt_acc:", "WinoMT Acc. per language", "max", "rate", 1),),
         touched={"winomt": ("WinoMT", "WinoMT Acc. per language"), "geneval": ("MT-GenEval",),
                  "flores": ("FLORES-200",), "settings:compat": ("WinoMT", "WinoMT Acc. per language"),
