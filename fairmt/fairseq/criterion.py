@@ -40,6 +40,7 @@ distils from the same teacher; a fresh run in that folder overwrites it. Checkpo
 
 
 import copy
+import dataclasses
 import logging
 import os
 from dataclasses import dataclass, field
@@ -56,7 +57,7 @@ from fairseq.criterions.label_smoothed_cross_entropy import (
 from fairseq.dataclass import ChoiceEnum
 from omegaconf import II
 
-from fairmt.errors import FairmtError
+from fairmt.errors import POSITIVE, PROBABILITY, WEIGHT, FairmtError, field_range
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, token_kl_loss
 from fairmt.distributed import world_size
 from fairmt.models.heads import LinearProjectionHead
@@ -72,13 +73,13 @@ _BOOL = {"true": True, "yes": True, "1": True, "on": True, "false": False, "no":
 
 @dataclass
 class GACLKDCriterionConfig(LabelSmoothedCrossEntropyCriterionConfig):
-    kd_alpha: float = field(default=0.4, metadata={"help": "α: weight of L_KD; L_MT gets 1 − α (0: no teacher)"})
-    kd_temperature: float = field(default=1.0, metadata={"help": "softmax temperature of the KD term"})
+    kd_alpha: float = field(default=0.4, metadata={"range": PROBABILITY, "help": "α: weight of L_KD; L_MT gets 1 − α (0: no teacher)"})
+    kd_temperature: float = field(default=1.0, metadata={"range": POSITIVE, "help": "softmax temperature of the KD term"})
     kd_normalization: Optional[str] = field(
         default=None, metadata={"help": "'token' or 'sentence' mean of the KL (default: sentence for official, "
                                         "token for paper)"})
-    gacl_lambda: float = field(default=1.0, metadata={"help": "λ: weight of the gender-aware contrastive loss"})
-    gacl_temperature: float = field(default=1.0, metadata={"help": "τ of the contrastive softmax"})
+    gacl_lambda: float = field(default=1.0, metadata={"range": WEIGHT, "help": "λ: weight of the gender-aware contrastive loss"})
+    gacl_temperature: float = field(default=1.0, metadata={"range": POSITIVE, "help": "τ of the contrastive softmax"})
     gacl_variant: ChoiceEnum(["paper", "official"]) = field(
         default="paper", metadata={"help": "'paper' (Eq. 1) or 'official' (the authors' released code)"})
     gacl_positive_reduction: ChoiceEnum(["mean", "sum"]) = field(
@@ -153,10 +154,10 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
     def __init__(self, task, cfg: GACLKDCriterionConfig):
         super().__init__(task, cfg.sentence_avg, cfg.label_smoothing, ignore_prefix_size=cfg.ignore_prefix_size,
                          report_accuracy=cfg.report_accuracy)
-        if not 0.0 <= cfg.kd_alpha <= 1.0:
-            raise FairmtError(f"--kd-alpha must be in [0, 1], got {cfg.kd_alpha}")
-        if cfg.gacl_temperature <= 0 or cfg.kd_temperature <= 0:
-            raise FairmtError("--gacl-temperature and --kd-temperature must be > 0")
+        for f in dataclasses.fields(GACLKDCriterionConfig):  # the declared ranges (as GACLConfig's)
+            rng = field_range(f)
+            if rng is not None:
+                rng.check(f"--{f.name.replace('_', '-')}", getattr(cfg, f.name, None))
         if cfg.teacher_path and not os.path.isfile(cfg.teacher_path):
             raise FairmtError(f"--teacher-path {cfg.teacher_path}: no such checkpoint file")
         self.cfg = cfg

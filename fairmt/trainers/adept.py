@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from fairmt.errors import FairmtError
+from fairmt.errors import COUNT, FairmtError, POSITIVE, WEIGHT
 from fairmt.losses.adept import REPRESENTATION_LOSSES, adept_loss
 from fairmt.losses.dpce import select_layers
 from fairmt.trainers.word_debias import WordDebiasConfig, WordDebiasTrainer
@@ -60,14 +60,14 @@ class ADEPTConfig(WordDebiasConfig):
             words) or ``"sentence"`` (sentence means for both).
     """
 
-    alpha: float = field(default=0.3, metadata={"help": "weight of the JS term (released: 0.3)"})
-    beta: float = field(default=0.7, metadata={"help": "weight of the representation term (released: 0.7)"})
-    rho: float | None = field(default=15.0, metadata={"help": "bandwidth (released perplexity 15); None = median"})
-    rho_max_sentences: int | None = field(default=None, metadata={"help": "target rows for the rho estimate"})
+    alpha: float = field(default=0.3, metadata={"range": WEIGHT, "help": "weight of the JS term (released: 0.3)"})
+    beta: float = field(default=0.7, metadata={"range": WEIGHT, "help": "weight of the representation term (released: 0.7)"})
+    rho: float | None = field(default=15.0, metadata={"range": POSITIVE, "help": "bandwidth (released perplexity 15); None = median"})
+    rho_max_sentences: int | None = field(default=None, metadata={"range": COUNT, "help": "target rows for the rho estimate"})
     representation: str = field(default="kl", metadata={"help": "kl|mse"})
-    per_device_train_batch_size: int = field(default=8, metadata={"help": "released: 8 (× 4 accumulation)"})
-    gradient_accumulation_steps: int = field(default=4, metadata={"help": "released: 4"})
-    num_train_epochs: float = field(default=10.0, metadata={"help": "released: 10"})
+    per_device_train_batch_size: int = field(default=8, metadata={"range": COUNT, "help": "released: 8 (× 4 accumulation)"})
+    gradient_accumulation_steps: int = field(default=4, metadata={"range": COUNT, "help": "released: 4"})
+    num_train_epochs: float = field(default=10.0, metadata={"range": POSITIVE, "help": "released: 10"})
 
     def __post_init__(self):
         super().__post_init__()

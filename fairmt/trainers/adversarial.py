@@ -73,7 +73,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
-from fairmt.errors import FairmtError
+from fairmt.errors import COUNT, DROPOUT, FairmtError, POSITIVE, Range, WEIGHT, check_ranges
 from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
 from fairmt.trainers.fairbatch import FairBatchMixin
@@ -227,26 +227,27 @@ class AdversarialConfig(TrainingArguments):
         fairbatch_alpha: FairBatch's step α (fairlib's ``DyBTalpha``, 0.1).
     """
 
-    num_groups: int = field(default=2, metadata={"help": "number of protected groups"})
-    adv_lambda: float = field(default=1.0, metadata={"help": "λ: gradient reversal strength"})
-    n_adversaries: int = field(default=1, metadata={"help": "K adversaries (3 = diverse adversaries)"})
-    diff_lambda: float = field(default=0.0, metadata={"help": "λ_diff: orthogonality penalty weight"})
+    num_groups: int = field(default=2, metadata={"range": Range(2, integer=True), "help": "number of protected groups"})
+    adv_lambda: float = field(default=1.0, metadata={"range": WEIGHT, "help": "λ: gradient reversal strength"})
+    n_adversaries: int = field(default=1, metadata={"range": COUNT, "help": "K adversaries (3 = diverse adversaries)"})
+    diff_lambda: float = field(default=0.0, metadata={"range": WEIGHT, "help": "λ_diff: orthogonality penalty weight"})
     diff_orientation: str = field(default="batch", metadata={"help": "batch (reference code) | hidden (paper)"})
     adv_conditional: bool = field(default=True, metadata={"help": "condition adversaries on the task label (EO)"})
-    adv_hidden_size: int = field(default=300, metadata={"help": "adversary hidden width"})
-    adv_n_layers: int = field(default=2, metadata={"help": "adversary hidden layers"})
-    adv_dropout: float = field(default=0.0, metadata={"help": "adversary dropout"})
-    adv_learning_rate: float | None = field(default=None, metadata={"help": "adversary LR (default: learning_rate)"})
+    adv_hidden_size: int = field(default=300, metadata={"range": COUNT, "help": "adversary hidden width"})
+    adv_n_layers: int = field(default=2, metadata={"range": COUNT, "help": "adversary hidden layers"})
+    adv_dropout: float = field(default=0.0, metadata={"range": DROPOUT, "help": "adversary dropout"})
+    adv_learning_rate: float | None = field(default=None, metadata={"range": POSITIVE, "help": "adversary LR (default: learning_rate)"})
     adv_weighting: str = field(default="fairlib", metadata={"help": "fairlib | mean (weighting of K adversaries)"})
     adv_update: str = field(default="joint", metadata={"help": "joint | sequential (fairlib: discriminators first)"})
     pooling: str = field(default="head", metadata={"help": "head (the classifier's input) | cls | mean"})
     group_column: str = field(default="group", metadata={"help": "batch key of the protected attribute"})
     fairbatch: bool = field(default=False, metadata={"help": "FairBatch batches (Roh et al. 2021, fairlib's EO)"})
-    fairbatch_alpha: float = field(default=0.1, metadata={"help": "FairBatch step α (fairlib's DyBTalpha)"})
+    fairbatch_alpha: float = field(default=0.1, metadata={"range": Range(0.0, 1.0, low_open=True), "help": "FairBatch step α (fairlib's DyBTalpha)"})
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the group column"})
 
     def __post_init__(self):
         super().__post_init__()
+        check_ranges(self)  # every numeric field's declared range (the recipes check the same)
         if self.num_groups < 2:
             raise FairmtError(f"num_groups must be ≥ 2, got {self.num_groups}")
         if self.adv_lambda < 0 or self.diff_lambda < 0:

@@ -50,7 +50,7 @@ import torch.nn.functional as F
 from transformers import Trainer, TrainingArguments
 
 from fairmt.data.augment.tuples import GENDER_GROUPS, CCDTupleCollator
-from fairmt.errors import FairmtError
+from fairmt.errors import COUNT, FairmtError, POSITIVE, WEIGHT, check_ranges
 from fairmt.losses.ccd import RHO_ESTIMATORS, ccd_loss, estimate_rho, tuple_distances
 from fairmt.models.pooling import pool
 from fairmt.models.pooling_names import SENTENCE_POOLINGS as POOLING_MODES  # one set with `eval embeddings`
@@ -100,22 +100,23 @@ class CCDConfig(TrainingArguments):
             dropout-free validation L_rep is 0.12-0.16. Default ``False`` (the paper does not say).
     """
 
-    beta: float = field(default=1.0, metadata={"help": "weight of L_rep (paper: 1.0)"})
-    rho: float | None = field(default=None, metadata={"help": "kernel bandwidth; None = estimate from training set"})
+    beta: float = field(default=1.0, metadata={"range": WEIGHT, "help": "weight of L_rep (paper: 1.0)"})
+    rho: float | None = field(default=None, metadata={"range": POSITIVE, "help": "kernel bandwidth; None = estimate from training set"})
     rho_estimator: str = field(default="variance", metadata={"help": "'variance' or 'std' (the paper's two readings) or 'median'"})
-    rho_max_tuples: int | None = field(default=None, metadata={"help": "tuples read to estimate rho (None: all)"})
+    rho_max_tuples: int | None = field(default=None, metadata={"range": COUNT, "help": "tuples read to estimate rho (None: all)"})
     groups: list[str] = field(default_factory=lambda: list(GENDER_GROUPS), metadata={"help": "group columns"})
     pooling: str = field(default="auto", metadata={"help": "auto|model|mean|cls|first|max|pooler"})
     normalize: bool | None = field(default=None, metadata={"help": "L2-normalise embeddings (None = model's own)"})
-    max_length: int = field(default=128, metadata={"help": "truncation length"})
+    max_length: int = field(default=128, metadata={"range": COUNT, "help": "truncation length"})
     disable_dropout: bool = field(default=False, metadata={"help": "train the encoder without dropout"})
-    learning_rate: float = field(default=5e-5, metadata={"help": "paper: 5e-5"})
-    per_device_train_batch_size: int = field(default=32, metadata={"help": "paper: 32"})
-    num_train_epochs: float = field(default=1.0, metadata={"help": "paper: one epoch"})
+    learning_rate: float = field(default=5e-5, metadata={"range": POSITIVE, "help": "paper: 5e-5"})
+    per_device_train_batch_size: int = field(default=32, metadata={"range": COUNT, "help": "paper: 32"})
+    num_train_epochs: float = field(default=1.0, metadata={"range": POSITIVE, "help": "paper: one epoch"})
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the tuple columns"})
 
     def __post_init__(self):
         super().__post_init__()
+        check_ranges(self)  # every numeric field's declared range (the recipes check the same)
         if self.pooling not in POOLING_MODES:
             raise FairmtError(f"unknown pooling {self.pooling!r}; choose one of {POOLING_MODES}")
         if self.rho_estimator not in RHO_ESTIMATORS:

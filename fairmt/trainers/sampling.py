@@ -64,7 +64,7 @@ from fairmt.data.fair_sampling import (
     PairIndex,
     fit_latent_subgroups,
 )
-from fairmt.errors import FairmtError
+from fairmt.errors import COUNT, FairmtError, POSITIVE, Range, SIZE, WEIGHT, check_ranges
 from fairmt.losses import fair_batch_nt_xent, fair_pair_nt_xent, gather_with_grad, nt_xent_loss
 from fairmt.distributed import world_size
 from fairmt.models.pooling import representation_and_logits
@@ -108,15 +108,15 @@ class FairnessSamplingConfig(TrainingArguments):
     """
 
     objective: str = field(default="sampling_pretrain", metadata={"help": "simclr | sampling_pretrain | sampling | ce"})
-    n_clusters: int = field(default=4, metadata={"help": "K of K-means"})
-    kmeans_n_init: int = field(default=10, metadata={"help": "K-means restarts"})
-    epsilon: float = field(default=0.1, metadata={"help": "ε floor weight"})
-    num_negatives: int = field(default=1, metadata={"help": "negatives per anchor (1 as published)"})
-    sampling_temperature: float = field(default=0.5, metadata={"help": "τ of the NT-Xent"})
-    sampling_weight: float = field(default=0.1, metadata={"help": "μ: weight of the NT-Xent next to CE"})
+    n_clusters: int = field(default=4, metadata={"range": Range(2, integer=True), "help": "K of K-means"})
+    kmeans_n_init: int = field(default=10, metadata={"range": COUNT, "help": "K-means restarts"})
+    epsilon: float = field(default=0.1, metadata={"range": WEIGHT, "help": "ε floor weight"})
+    num_negatives: int = field(default=1, metadata={"range": COUNT, "help": "negatives per anchor (1 as published)"})
+    sampling_temperature: float = field(default=0.5, metadata={"range": POSITIVE, "help": "τ of the NT-Xent"})
+    sampling_weight: float = field(default=0.1, metadata={"range": WEIGHT, "help": "μ: weight of the NT-Xent next to CE"})
     cluster_refit: str = field(default="once", metadata={"help": "once | every_n_steps"})
-    cluster_refresh_steps: int | None = field(default=None, metadata={"help": "refit interval of every_n_steps (50)"})
-    index_refresh_steps: int | None = field(default=0, metadata={"help": "Z refresh interval (0: never; None: each "
+    cluster_refresh_steps: int | None = field(default=None, metadata={"range": COUNT, "help": "refit interval of every_n_steps (50)"})
+    index_refresh_steps: int | None = field(default=0, metadata={"range": SIZE, "help": "Z refresh interval (0: never; None: each "
                                                                          "epoch)"})
     pair_loss: str = field(default="batch", metadata={"help": "batch | pairs (the stage-2 NT-Xent's denominator)"})
     negative_draw: str = field(default="two_stage", metadata={"help": "two_stage | product (Algorithm 1 line 13)"})
@@ -127,6 +127,7 @@ class FairnessSamplingConfig(TrainingArguments):
 
     def __post_init__(self):
         super().__post_init__()
+        check_ranges(self)  # every numeric field's declared range (the recipes check the same)
         if self.objective not in SAMPLING_OBJECTIVES:
             raise FairmtError(f"objective must be one of {SAMPLING_OBJECTIVES}, got {self.objective!r}")
         if self.n_clusters < 2:
