@@ -78,6 +78,8 @@ PROBABILITY = Range(0.0, 1.0)
 """A mixing weight, share or probability in [0, 1]."""
 DROPOUT = Range(0.0, 1.0, high_open=True)
 """A dropout probability in [0, 1)."""
+GROUPS = Range(2, integer=True)
+"""A number of groups or clusters (≥ 2: one group measures nothing)."""
 COUNT = Range(1, integer=True)
 """A positive number of things (steps, rows, layers, restarts)."""
 SIZE = Range(0, integer=True)

@@ -73,7 +73,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
-from fairmt.errors import COUNT, DROPOUT, FairmtError, POSITIVE, Range, WEIGHT, check_ranges
+from fairmt.errors import COUNT, GROUPS, DROPOUT, FairmtError, POSITIVE, Range, WEIGHT, check_ranges
 from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
 from fairmt.trainers.fairbatch import FairBatchMixin
@@ -227,7 +227,7 @@ class AdversarialConfig(TrainingArguments):
         fairbatch_alpha: FairBatch's step α (fairlib's ``DyBTalpha``, 0.1).
     """
 
-    num_groups: int = field(default=2, metadata={"range": Range(2, integer=True), "help": "number of protected groups"})
+    num_groups: int = field(default=2, metadata={"range": GROUPS, "help": "number of protected groups"})
     adv_lambda: float = field(default=1.0, metadata={"range": WEIGHT, "help": "λ: gradient reversal strength"})
     n_adversaries: int = field(default=1, metadata={"range": COUNT, "help": "K adversaries (3 = diverse adversaries)"})
     diff_lambda: float = field(default=0.0, metadata={"range": WEIGHT, "help": "λ_diff: orthogonality penalty weight"})

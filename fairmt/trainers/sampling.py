@@ -64,7 +64,7 @@ from fairmt.data.fair_sampling import (
     PairIndex,
     fit_latent_subgroups,
 )
-from fairmt.errors import COUNT, FairmtError, POSITIVE, Range, SIZE, WEIGHT, check_ranges
+from fairmt.errors import COUNT, GROUPS, FairmtError, POSITIVE, Range, SIZE, WEIGHT, check_ranges
 from fairmt.losses import fair_batch_nt_xent, fair_pair_nt_xent, gather_with_grad, nt_xent_loss
 from fairmt.distributed import world_size
 from fairmt.models.pooling import representation_and_logits
@@ -108,7 +108,7 @@ class FairnessSamplingConfig(TrainingArguments):
     """
 
     objective: str = field(default="sampling_pretrain", metadata={"help": "simclr | sampling_pretrain | sampling | ce"})
-    n_clusters: int = field(default=4, metadata={"range": Range(2, integer=True), "help": "K of K-means"})
+    n_clusters: int = field(default=4, metadata={"range": GROUPS, "help": "K of K-means"})
     kmeans_n_init: int = field(default=10, metadata={"range": COUNT, "help": "K-means restarts"})
     epsilon: float = field(default=0.1, metadata={"range": WEIGHT, "help": "ε floor weight"})
     num_negatives: int = field(default=1, metadata={"range": COUNT, "help": "negatives per anchor (1 as published)"})
