@@ -20,7 +20,8 @@ class FairmtError(ValueError):
 
 
 # ------------------------------------------------------------------------------------------------ value ranges
-# One declaration per numeric Config field (``field(..., metadata={"range": WEIGHT})``), read by two front ends: the
+# One declaration per numeric Config field (the class's ``RANGES = {"gacl_lambda": WEIGHT, ...}``; a class attribute,
+# not field metadata, which ``transformers.HfArgumentParser`` would hand to argparse), read by two front ends: the
 # Config's ``__post_init__`` (:func:`check_ranges`, Python users) and the recipe checks
 # (:func:`fairmt.scripts.recipe_checks.check_training`, recipes, ``--dry-run`` and sweeps).
 
@@ -88,17 +89,17 @@ SEED = Range(0, 2**32, high_open=True, integer=True)
 """A random seed (numpy's range)."""
 
 
-def field_range(field: object) -> Range | None:
-    """The :class:`Range` declared on a dataclass field (``metadata={"range": ...}``), or None."""
-    return (getattr(field, "metadata", None) or {}).get("range")
+def declared_ranges(cls: type) -> dict[str, Range]:
+    """Field name → :class:`Range` declared by ``cls`` and its bases (``RANGES`` class attributes; a subclass's
+    declaration of a field replaces its base's)."""
+    out: dict[str, Range] = {}
+    for c in reversed(cls.__mro__):
+        out.update(vars(c).get("RANGES", {}))
+    return out
 
 
 def check_ranges(config: object) -> None:
     """Check every field of the dataclass ``config`` that declares a :class:`Range`: one :class:`FairmtError`
     naming the class, the field, the value and the range at the first that does not fit."""
-    import dataclasses
-
-    for f in dataclasses.fields(config):
-        rng = field_range(f)
-        if rng is not None:
-            rng.check(f"{type(config).__name__}.{f.name}", getattr(config, f.name))
+    for name, rng in declared_ranges(type(config)).items():
+        rng.check(f"{type(config).__name__}.{name}", getattr(config, name))

@@ -1,4 +1,4 @@
-"""Issue 45: every numeric field of every Config dataclass declares its range once (``metadata={"range": ...}``,
+"""Issue 45: every numeric field of every Config dataclass declares its range once (the class's ``RANGES``,
 :class:`fairmt.errors.Range`); the Config's ``__post_init__`` and the recipe checks both read that declaration."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import typing
 
 import pytest
 
-from fairmt.errors import COUNT, POSITIVE, PROBABILITY, WEIGHT, FairmtError, Range, field_range
+from fairmt.errors import COUNT, POSITIVE, PROBABILITY, WEIGHT, FairmtError, Range, declared_ranges
 
 
 def _numeric(hint) -> bool:
@@ -60,19 +60,18 @@ def test_the_configs_are_found():
 
 @pytest.mark.parametrize("cls", CLASSES, ids=[c.__name__ for c in CLASSES])
 def test_every_numeric_config_field_declares_a_range_and_its_post_init_checks_it(cls, tmp_path):
-    missing = [n for n in own_numeric_fields(cls) if field_range(next(f for f in dataclasses.fields(cls)
-                                                                         if f.name == n)) is None]
-    assert not missing, f"{cls.__name__}: numeric fields without a declared range: {missing}"
+    ranges = declared_ranges(cls)
+    missing = [n for n in own_numeric_fields(cls) if n not in ranges]
+    assert not missing, f"{cls.__name__}: numeric fields without a declared range (RANGES): {missing}"
+    fields = {f.name for f in dataclasses.fields(cls)}
+    assert set(ranges) <= fields, f"{cls.__name__}.RANGES names no field: {set(ranges) - fields}"
     cls(output_dir=str(tmp_path))  # the defaults lie in their ranges
-    for f in dataclasses.fields(cls):
-        rng = field_range(f)
-        if rng is None:
-            continue
+    for name, rng in ranges.items():
         for bad in {_bad(rng), math.nan, math.inf} if not rng.integer else {_bad(rng), 2.5}:
             with pytest.raises(FairmtError) as err:
-                cls(output_dir=str(tmp_path), **{f.name: bad})
+                cls(output_dir=str(tmp_path), **{name: bad})
             msg = str(err.value)
-            assert f"{cls.__name__}.{f.name} must be {rng.text()}, got {bad!r}" == msg, msg
+            assert f"{cls.__name__}.{name} must be {rng.text()}, got {bad!r}" == msg, msg
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=[c.__name__ for c in CLASSES])
@@ -99,7 +98,7 @@ def test_recipe_keys_that_feed_a_config_field_under_another_name_use_its_range()
         model = next(a for a in typing.get_args(model) or (model,) if isinstance(a, type))
         module, _, name = spec.partition(":")
         cls = getattr(importlib.import_module(module), name)
-        rng = field_range(next(f for f in dataclasses.fields(cls) if f.name == field_name))
+        rng = declared_ranges(cls).get(field_name)
         assert rng is not None and any(m is rng for m in model.model_fields[key].metadata), (family, section, key)
 
 
@@ -122,6 +121,15 @@ def test_the_issues_recipes_fail_their_dry_run_with_one_line(recipe, override, t
     assert [ln for ln in err.splitlines() if ln.startswith("fairmt: error:")] == [f"fairmt: error: {text}"], err
 
 
+@pytest.mark.parametrize("cls", CLASSES, ids=[c.__name__ for c in CLASSES])
+def test_hf_argument_parser_still_reads_the_configs(cls):
+    """The ranges are a class attribute, not field metadata (which HfArgumentParser hands to argparse)."""
+    from transformers import HfArgumentParser
+
+    (args,) = HfArgumentParser(cls).parse_args_into_dataclasses(["--output_dir", "/tmp/unused"])
+    assert isinstance(args, cls)
+
+
 def test_range_boundaries_and_text():
     assert WEIGHT.ok(0.0) and WEIGHT.ok(3) and not WEIGHT.ok(-1e-9) and not WEIGHT.ok(math.inf)
     assert not POSITIVE.ok(0.0) and POSITIVE.ok(1e-12) and not POSITIVE.ok(math.nan)
@@ -137,6 +145,6 @@ def test_the_fairseq_criterion_reads_the_same_declarations():
     pytest.importorskip("fairseq")
     from fairmt.fairseq.criterion import GACLKDCriterionConfig
 
-    ranged = {f.name for f in dataclasses.fields(GACLKDCriterionConfig) if field_range(f) is not None}
+    ranged = set(declared_ranges(GACLKDCriterionConfig))
     numeric = set(own_numeric_fields(GACLKDCriterionConfig)) - {"seed"}  # seed: fairseq's common.seed
     assert numeric <= ranged, numeric - ranged

@@ -40,11 +40,10 @@ distils from the same teacher; a fresh run in that folder overwrites it. Checkpo
 
 
 import copy
-import dataclasses
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import ClassVar, Optional
 
 import torch
 import torch.distributed as dist
@@ -57,7 +56,7 @@ from fairseq.criterions.label_smoothed_cross_entropy import (
 from fairseq.dataclass import ChoiceEnum
 from omegaconf import II
 
-from fairmt.errors import POSITIVE, PROBABILITY, WEIGHT, FairmtError, field_range
+from fairmt.errors import FairmtError, POSITIVE, PROBABILITY, Range, WEIGHT, declared_ranges
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, token_kl_loss
 from fairmt.distributed import world_size
 from fairmt.models.heads import LinearProjectionHead
@@ -73,13 +72,16 @@ _BOOL = {"true": True, "yes": True, "1": True, "on": True, "false": False, "no":
 
 @dataclass
 class GACLKDCriterionConfig(LabelSmoothedCrossEntropyCriterionConfig):
-    kd_alpha: float = field(default=0.4, metadata={"range": PROBABILITY, "help": "α: weight of L_KD; L_MT gets 1 − α (0: no teacher)"})
-    kd_temperature: float = field(default=1.0, metadata={"range": POSITIVE, "help": "softmax temperature of the KD term"})
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
+        "kd_alpha": PROBABILITY, "kd_temperature": POSITIVE, "gacl_lambda": WEIGHT, "gacl_temperature": POSITIVE
+    }
+    kd_alpha: float = field(default=0.4, metadata={"help": "α: weight of L_KD; L_MT gets 1 − α (0: no teacher)"})
+    kd_temperature: float = field(default=1.0, metadata={"help": "softmax temperature of the KD term"})
     kd_normalization: Optional[str] = field(
         default=None, metadata={"help": "'token' or 'sentence' mean of the KL (default: sentence for official, "
                                         "token for paper)"})
-    gacl_lambda: float = field(default=1.0, metadata={"range": WEIGHT, "help": "λ: weight of the gender-aware contrastive loss"})
-    gacl_temperature: float = field(default=1.0, metadata={"range": POSITIVE, "help": "τ of the contrastive softmax"})
+    gacl_lambda: float = field(default=1.0, metadata={"help": "λ: weight of the gender-aware contrastive loss"})
+    gacl_temperature: float = field(default=1.0, metadata={"help": "τ of the contrastive softmax"})
     gacl_variant: ChoiceEnum(["paper", "official"]) = field(
         default="paper", metadata={"help": "'paper' (Eq. 1) or 'official' (the authors' released code)"})
     gacl_positive_reduction: ChoiceEnum(["mean", "sum"]) = field(
@@ -154,10 +156,8 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
     def __init__(self, task, cfg: GACLKDCriterionConfig):
         super().__init__(task, cfg.sentence_avg, cfg.label_smoothing, ignore_prefix_size=cfg.ignore_prefix_size,
                          report_accuracy=cfg.report_accuracy)
-        for f in dataclasses.fields(GACLKDCriterionConfig):  # the declared ranges (as GACLConfig's)
-            rng = field_range(f)
-            if rng is not None:
-                rng.check(f"--{f.name.replace('_', '-')}", getattr(cfg, f.name, None))
+        for name, rng in declared_ranges(GACLKDCriterionConfig).items():  # the declared ranges (as GACLConfig's)
+            rng.check(f"--{name.replace('_', '-')}", getattr(cfg, name, None))
         if cfg.teacher_path and not os.path.isfile(cfg.teacher_path):
             raise FairmtError(f"--teacher-path {cfg.teacher_path}: no such checkpoint file")
         self.cfg = cfg

@@ -12,7 +12,7 @@ import math
 import typing
 from typing import Any
 
-from fairmt.errors import FairmtError, Range, field_range
+from fairmt.errors import FairmtError, Range, declared_ranges
 
 COMMON_TOP = {"method", "recipe_path", "overwrite"}
 
@@ -69,8 +69,8 @@ def _enums(hint: Any) -> list[type]:
 
 @functools.lru_cache(maxsize=None)
 def field_ranges(cls: type) -> dict[str, Range]:
-    """The :class:`~fairmt.errors.Range` each dataclass field of ``cls`` declares (``metadata={"range": ...}``)."""
-    return {f.name: field_range(f) for f in dataclasses.fields(cls) if field_range(f) is not None}
+    """The :class:`~fairmt.errors.Range` each dataclass field of ``cls`` declares (its ``RANGES``)."""
+    return declared_ranges(cls)
 
 
 @functools.lru_cache(maxsize=None)

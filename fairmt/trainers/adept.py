@@ -31,12 +31,13 @@ Example (``sentences``: a corpus; ``model``/``tokenizer``: a masked LM and its t
 
 from __future__ import annotations
 
+from typing import ClassVar
 import logging
 from dataclasses import dataclass, field
 
 import torch
 
-from fairmt.errors import COUNT, FairmtError, POSITIVE, WEIGHT
+from fairmt.errors import COUNT, FairmtError, POSITIVE, Range, WEIGHT
 from fairmt.losses.adept import REPRESENTATION_LOSSES, adept_loss
 from fairmt.losses.dpce import select_layers
 from fairmt.trainers.word_debias import WordDebiasConfig, WordDebiasTrainer
@@ -60,14 +61,18 @@ class ADEPTConfig(WordDebiasConfig):
             words) or ``"sentence"`` (sentence means for both).
     """
 
-    alpha: float = field(default=0.3, metadata={"range": WEIGHT, "help": "weight of the JS term (released: 0.3)"})
-    beta: float = field(default=0.7, metadata={"range": WEIGHT, "help": "weight of the representation term (released: 0.7)"})
-    rho: float | None = field(default=15.0, metadata={"range": POSITIVE, "help": "bandwidth (released perplexity 15); None = median"})
-    rho_max_sentences: int | None = field(default=None, metadata={"range": COUNT, "help": "target rows for the rho estimate"})
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
+        "alpha": WEIGHT, "beta": WEIGHT, "rho": POSITIVE, "rho_max_sentences": COUNT,
+        "per_device_train_batch_size": COUNT, "gradient_accumulation_steps": COUNT, "num_train_epochs": POSITIVE
+    }
+    alpha: float = field(default=0.3, metadata={"help": "weight of the JS term (released: 0.3)"})
+    beta: float = field(default=0.7, metadata={"help": "weight of the representation term (released: 0.7)"})
+    rho: float | None = field(default=15.0, metadata={"help": "bandwidth (released perplexity 15); None = median"})
+    rho_max_sentences: int | None = field(default=None, metadata={"help": "target rows for the rho estimate"})
     representation: str = field(default="kl", metadata={"help": "kl|mse"})
-    per_device_train_batch_size: int = field(default=8, metadata={"range": COUNT, "help": "released: 8 (× 4 accumulation)"})
-    gradient_accumulation_steps: int = field(default=4, metadata={"range": COUNT, "help": "released: 4"})
-    num_train_epochs: float = field(default=10.0, metadata={"range": POSITIVE, "help": "released: 10"})
+    per_device_train_batch_size: int = field(default=8, metadata={"help": "released: 8 (× 4 accumulation)"})
+    gradient_accumulation_steps: int = field(default=4, metadata={"help": "released: 4"})
+    num_train_epochs: float = field(default=10.0, metadata={"help": "released: 10"})
 
     def __post_init__(self):
         super().__post_init__()

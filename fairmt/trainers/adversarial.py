@@ -66,14 +66,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
-from fairmt.errors import COUNT, GROUPS, DROPOUT, FairmtError, POSITIVE, Range, WEIGHT, check_ranges
+from fairmt.errors import COUNT, DROPOUT, FairmtError, GROUPS, POSITIVE, Range, WEIGHT, check_ranges
 from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
 from fairmt.trainers.fairbatch import FairBatchMixin
@@ -227,22 +227,27 @@ class AdversarialConfig(TrainingArguments):
         fairbatch_alpha: FairBatch's step α (fairlib's ``DyBTalpha``, 0.1).
     """
 
-    num_groups: int = field(default=2, metadata={"range": GROUPS, "help": "number of protected groups"})
-    adv_lambda: float = field(default=1.0, metadata={"range": WEIGHT, "help": "λ: gradient reversal strength"})
-    n_adversaries: int = field(default=1, metadata={"range": COUNT, "help": "K adversaries (3 = diverse adversaries)"})
-    diff_lambda: float = field(default=0.0, metadata={"range": WEIGHT, "help": "λ_diff: orthogonality penalty weight"})
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
+        "num_groups": GROUPS, "adv_lambda": WEIGHT, "n_adversaries": COUNT, "diff_lambda": WEIGHT,
+        "adv_hidden_size": COUNT, "adv_n_layers": COUNT, "adv_dropout": DROPOUT, "adv_learning_rate": POSITIVE,
+        "fairbatch_alpha": Range(0.0, 1.0, low_open=True)
+    }
+    num_groups: int = field(default=2, metadata={"help": "number of protected groups"})
+    adv_lambda: float = field(default=1.0, metadata={"help": "λ: gradient reversal strength"})
+    n_adversaries: int = field(default=1, metadata={"help": "K adversaries (3 = diverse adversaries)"})
+    diff_lambda: float = field(default=0.0, metadata={"help": "λ_diff: orthogonality penalty weight"})
     diff_orientation: str = field(default="batch", metadata={"help": "batch (reference code) | hidden (paper)"})
     adv_conditional: bool = field(default=True, metadata={"help": "condition adversaries on the task label (EO)"})
-    adv_hidden_size: int = field(default=300, metadata={"range": COUNT, "help": "adversary hidden width"})
-    adv_n_layers: int = field(default=2, metadata={"range": COUNT, "help": "adversary hidden layers"})
-    adv_dropout: float = field(default=0.0, metadata={"range": DROPOUT, "help": "adversary dropout"})
-    adv_learning_rate: float | None = field(default=None, metadata={"range": POSITIVE, "help": "adversary LR (default: learning_rate)"})
+    adv_hidden_size: int = field(default=300, metadata={"help": "adversary hidden width"})
+    adv_n_layers: int = field(default=2, metadata={"help": "adversary hidden layers"})
+    adv_dropout: float = field(default=0.0, metadata={"help": "adversary dropout"})
+    adv_learning_rate: float | None = field(default=None, metadata={"help": "adversary LR (default: learning_rate)"})
     adv_weighting: str = field(default="fairlib", metadata={"help": "fairlib | mean (weighting of K adversaries)"})
     adv_update: str = field(default="joint", metadata={"help": "joint | sequential (fairlib: discriminators first)"})
     pooling: str = field(default="head", metadata={"help": "head (the classifier's input) | cls | mean"})
     group_column: str = field(default="group", metadata={"help": "batch key of the protected attribute"})
     fairbatch: bool = field(default=False, metadata={"help": "FairBatch batches (Roh et al. 2021, fairlib's EO)"})
-    fairbatch_alpha: float = field(default=0.1, metadata={"range": Range(0.0, 1.0, low_open=True), "help": "FairBatch step α (fairlib's DyBTalpha)"})
+    fairbatch_alpha: float = field(default=0.1, metadata={"help": "FairBatch step α (fairlib's DyBTalpha)"})
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the group column"})
 
     def __post_init__(self):

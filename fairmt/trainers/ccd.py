@@ -43,14 +43,14 @@ import logging
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from transformers import Trainer, TrainingArguments
 
 from fairmt.data.augment.tuples import GENDER_GROUPS, CCDTupleCollator
-from fairmt.errors import COUNT, FairmtError, POSITIVE, WEIGHT, check_ranges
+from fairmt.errors import COUNT, FairmtError, POSITIVE, Range, WEIGHT, check_ranges
 from fairmt.losses.ccd import RHO_ESTIMATORS, ccd_loss, estimate_rho, tuple_distances
 from fairmt.models.pooling import pool
 from fairmt.models.pooling_names import SENTENCE_POOLINGS as POOLING_MODES  # one set with `eval embeddings`
@@ -100,18 +100,22 @@ class CCDConfig(TrainingArguments):
             dropout-free validation L_rep is 0.12-0.16. Default ``False`` (the paper does not say).
     """
 
-    beta: float = field(default=1.0, metadata={"range": WEIGHT, "help": "weight of L_rep (paper: 1.0)"})
-    rho: float | None = field(default=None, metadata={"range": POSITIVE, "help": "kernel bandwidth; None = estimate from training set"})
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
+        "beta": WEIGHT, "rho": POSITIVE, "rho_max_tuples": COUNT, "max_length": COUNT, "learning_rate": POSITIVE,
+        "per_device_train_batch_size": COUNT, "num_train_epochs": POSITIVE
+    }
+    beta: float = field(default=1.0, metadata={"help": "weight of L_rep (paper: 1.0)"})
+    rho: float | None = field(default=None, metadata={"help": "kernel bandwidth; None = estimate from training set"})
     rho_estimator: str = field(default="variance", metadata={"help": "'variance' or 'std' (the paper's two readings) or 'median'"})
-    rho_max_tuples: int | None = field(default=None, metadata={"range": COUNT, "help": "tuples read to estimate rho (None: all)"})
+    rho_max_tuples: int | None = field(default=None, metadata={"help": "tuples read to estimate rho (None: all)"})
     groups: list[str] = field(default_factory=lambda: list(GENDER_GROUPS), metadata={"help": "group columns"})
     pooling: str = field(default="auto", metadata={"help": "auto|model|mean|cls|first|max|pooler"})
     normalize: bool | None = field(default=None, metadata={"help": "L2-normalise embeddings (None = model's own)"})
-    max_length: int = field(default=128, metadata={"range": COUNT, "help": "truncation length"})
+    max_length: int = field(default=128, metadata={"help": "truncation length"})
     disable_dropout: bool = field(default=False, metadata={"help": "train the encoder without dropout"})
-    learning_rate: float = field(default=5e-5, metadata={"range": POSITIVE, "help": "paper: 5e-5"})
-    per_device_train_batch_size: int = field(default=32, metadata={"range": COUNT, "help": "paper: 32"})
-    num_train_epochs: float = field(default=1.0, metadata={"range": POSITIVE, "help": "paper: one epoch"})
+    learning_rate: float = field(default=5e-5, metadata={"help": "paper: 5e-5"})
+    per_device_train_batch_size: int = field(default=32, metadata={"help": "paper: 32"})
+    num_train_epochs: float = field(default=1.0, metadata={"help": "paper: one epoch"})
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the tuple columns"})
 
     def __post_init__(self):

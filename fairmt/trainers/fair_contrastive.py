@@ -54,7 +54,7 @@ fairness metrics and leakage@h can be computed on the dev set (:mod:`fairmt.eval
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -120,18 +120,23 @@ class FairContrastiveConfig(TrainingArguments):
         gradcache_chunk_size: with a value smaller than the batch, use gradient caching with chunks of this size.
     """
 
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
+        "gamma": PROBABILITY, "cs_lambda": WEIGHT, "fcl_alpha": WEIGHT, "fcl_beta": WEIGHT, "fcl_scl_weight": WEIGHT,
+        "fcl_fcl_weight": WEIGHT, "temperature": POSITIVE, "group_temperature": POSITIVE,
+        "gradcache_chunk_size": COUNT, "fairbatch_alpha": Range(0.0, 1.0, low_open=True)
+    }
     objective: str = field(default="cscl", metadata={"help": "ce | cscl | cscl_pretrain | fcl | fcl_pretrain"})
-    gamma: float = field(default=0.1, metadata={"range": PROBABILITY, "help": "γ: weight of L_sup in one-stage CSCL"})
-    cs_lambda: float = field(default=1.0, metadata={"range": WEIGHT, "help": "λ: weight of CS-InfoNCE"})
+    gamma: float = field(default=0.1, metadata={"help": "γ: weight of L_sup in one-stage CSCL"})
+    cs_lambda: float = field(default=1.0, metadata={"help": "λ: weight of CS-InfoNCE"})
     cs_anchor_weighting: str = field(default="uniform", metadata={"help": "uniform | cell_size"})
-    fcl_alpha: float = field(default=1.0, metadata={"range": WEIGHT, "help": "α: weight of CE in FCL"})
-    fcl_beta: float = field(default=0.1, metadata={"range": WEIGHT, "help": "β: weight of L_scl − L_fcl"})
-    fcl_scl_weight: float = field(default=1.0, metadata={"range": WEIGHT, "help": "weight of L_scl inside β (0: CE−FCL ablation)"})
-    fcl_fcl_weight: float = field(default=1.0, metadata={"range": WEIGHT, "help": "weight of L_fcl inside β (0: CE+SCL ablation)"})
+    fcl_alpha: float = field(default=1.0, metadata={"help": "α: weight of CE in FCL"})
+    fcl_beta: float = field(default=0.1, metadata={"help": "β: weight of L_scl − L_fcl"})
+    fcl_scl_weight: float = field(default=1.0, metadata={"help": "weight of L_scl inside β (0: CE−FCL ablation)"})
+    fcl_fcl_weight: float = field(default=1.0, metadata={"help": "weight of L_fcl inside β (0: CE+SCL ablation)"})
     fcl_variant: str = field(default="paper", metadata={"help": "paper | released (authors' code / fairlib)"})
     fcl_group_term: str = field(default="g", metadata={"help": "g | eo (fairlib's per-class group term)"})
-    temperature: float | None = field(default=None, metadata={"range": POSITIVE, "help": "τ (unset: 0.1; 0.01 for released FCL)"})
-    group_temperature: float | None = field(default=None, metadata={"range": POSITIVE, "help": "τ of L_fcl (default: temperature)"})
+    temperature: float | None = field(default=None, metadata={"help": "τ (unset: 0.1; 0.01 for released FCL)"})
+    group_temperature: float | None = field(default=None, metadata={"help": "τ of L_fcl (default: temperature)"})
     normalize: bool | None = field(default=None, metadata={"help": "L2-normalise (unset: False for CSCL, True for FCL, "
                                                                      "False for released FCL)"})
     views: str | None = field(default=None, metadata={"help": "dropout | augment | none (unset: dropout for CSCL, "
@@ -141,9 +146,9 @@ class FairContrastiveConfig(TrainingArguments):
     eval_objective: bool | None = field(default=None, metadata={"help": "dev loss = training objective (unset: "
                                                                         "on for *_pretrain)"})
     group_column: str = field(default="group", metadata={"help": "batch key of the protected attribute"})
-    gradcache_chunk_size: int | None = field(default=None, metadata={"range": COUNT, "help": "gradient-cache chunk size"})
+    gradcache_chunk_size: int | None = field(default=None, metadata={"help": "gradient-cache chunk size"})
     fairbatch: bool = field(default=False, metadata={"help": "FairBatch batches (Roh et al. 2021, fairlib's EO)"})
-    fairbatch_alpha: float = field(default=0.1, metadata={"range": Range(0.0, 1.0, low_open=True), "help": "FairBatch step α (fairlib's DyBTalpha)"})
+    fairbatch_alpha: float = field(default=0.1, metadata={"help": "FairBatch step α (fairlib's DyBTalpha)"})
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the group/view columns"})
 
     def __post_init__(self):

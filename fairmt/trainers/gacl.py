@@ -44,6 +44,7 @@ Evaluation. ``eval_loss`` is always the MT cross-entropy L_MT (token mean over t
 
 from __future__ import annotations
 
+from typing import ClassVar
 import copy
 import functools
 from collections import defaultdict
@@ -53,7 +54,7 @@ import torch
 import torch.nn as nn
 from transformers import PreTrainedModel, Seq2SeqTrainer, Seq2SeqTrainingArguments
 
-from fairmt.errors import COUNT, FairmtError, POSITIVE, PROBABILITY, WEIGHT, check_ranges
+from fairmt.errors import COUNT, FairmtError, POSITIVE, PROBABILITY, Range, WEIGHT, check_ranges
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, mt_kd_loss, token_kl_loss
 from fairmt.losses.gacl import SINGLE_GENDER_HINT, single_gender_batch
 from fairmt.models.heads import LinearProjectionHead, ProjectionHead
@@ -120,19 +121,23 @@ class GACLConfig(Seq2SeqTrainingArguments):
             female (:class:`fairmt.data.gacl.GenderBalancedSampler`).
     """
 
-    kd_alpha: float = field(default=0.4, metadata={"range": PROBABILITY, "help": "α: weight of the KD loss; L_MT gets 1 − α."})
-    gacl_lambda: float = field(default=1.0, metadata={"range": WEIGHT, "help": "λ: weight of the gender-aware contrastive loss."})
-    temperature: float = field(default=1.0, metadata={"range": POSITIVE, "help": "τ of the contrastive loss (released code: 1.0)."})
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
+        "kd_alpha": PROBABILITY, "gacl_lambda": WEIGHT, "temperature": POSITIVE, "projection_weight_decay": WEIGHT,
+        "warmup_init_lr_ratio": PROBABILITY, "projection_dim": COUNT, "kd_temperature": POSITIVE
+    }
+    kd_alpha: float = field(default=0.4, metadata={"help": "α: weight of the KD loss; L_MT gets 1 − α."})
+    gacl_lambda: float = field(default=1.0, metadata={"help": "λ: weight of the gender-aware contrastive loss."})
+    temperature: float = field(default=1.0, metadata={"help": "τ of the contrastive loss (released code: 1.0)."})
     positive_reduction: str | None = field(
         default="mean", metadata={"help": "'mean' over positives (scale independent of batch size) or 'sum' (Eq. 1)."}
     )
     gather_across_processes: bool = field(default=True, metadata={"help": "In-batch candidates from all processes."})
     exclude_mt_loss: bool = field(default=False, metadata={"help": "Drop L_MT (Table 3 'L_GC only')."})
     projection: str | None = field(default=None, metadata={"help": "'linear', 'mlp' or 'none' (default by variant)."})
-    projection_weight_decay: float = field(default=1.0, metadata={"range": WEIGHT, "help": "Weight decay of the projection head."})
+    projection_weight_decay: float = field(default=1.0, metadata={"help": "Weight decay of the projection head."})
     kd_normalization: str | None = field(default=None, metadata={"help": "'token' or 'sentence' (default by variant)."})
     warmup_init_lr_ratio: float | None = field(
-        default=None, metadata={"range": PROBABILITY, "help": "Warm-up starts at this fraction of the learning rate (fairseq warmup_init_lr)."}
+        default=None, metadata={"help": "Warm-up starts at this fraction of the learning rate (fairseq warmup_init_lr)."}
     )
     gacl_variant: str = field(default="paper", metadata={"help": "'paper' or 'official' (the released code)."})
     dropout_positive: bool | None = field(default=None, metadata={"help": "Override: dropout view as positive."})
@@ -141,10 +146,10 @@ class GACLConfig(Seq2SeqTrainingArguments):
     inbatch_negatives: bool | None = field(default=None, metadata={"help": "Override: in-batch other gender negatives."})
     detach_dropout_view: bool | None = field(default=None, metadata={"help": "Override: no gradient through the dropout view."})
     pooling: str = field(default="mean", metadata={"help": "'mean' over non-pad encoder tokens or 'first'."})
-    projection_dim: int | None = field(default=None, metadata={"range": COUNT, "help": "Output size of the 'mlp' head."})
+    projection_dim: int | None = field(default=None, metadata={"help": "Output size of the 'mlp' head."})
     teacher_model_name_or_path: str | None = field(default=None, metadata={"help": "KD teacher (default: frozen copy)."})
     teacher_bf16: bool = field(default=False, metadata={"help": "Run the teacher in bfloat16."})
-    kd_temperature: float = field(default=1.0, metadata={"range": POSITIVE, "help": "Softmax temperature of the KD term."})
+    kd_temperature: float = field(default=1.0, metadata={"help": "Softmax temperature of the KD term."})
     balanced_batches: bool = field(default=True, metadata={"help": "Gender-balanced per-device batches."})
     remove_unused_columns: bool = field(
         default=False, metadata={"help": "Must stay False: the gender and counterfactual columns are not model inputs."}

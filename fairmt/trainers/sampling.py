@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -64,7 +64,7 @@ from fairmt.data.fair_sampling import (
     PairIndex,
     fit_latent_subgroups,
 )
-from fairmt.errors import COUNT, GROUPS, FairmtError, POSITIVE, Range, SIZE, WEIGHT, check_ranges
+from fairmt.errors import COUNT, FairmtError, GROUPS, POSITIVE, Range, SIZE, WEIGHT, check_ranges
 from fairmt.losses import fair_batch_nt_xent, fair_pair_nt_xent, gather_with_grad, nt_xent_loss
 from fairmt.distributed import world_size
 from fairmt.models.pooling import representation_and_logits
@@ -107,16 +107,21 @@ class FairnessSamplingConfig(TrainingArguments):
         group_column: batch key of the protected attribute (carried for evaluation, never trained on).
     """
 
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
+        "n_clusters": GROUPS, "kmeans_n_init": COUNT, "epsilon": WEIGHT, "num_negatives": COUNT,
+        "sampling_temperature": POSITIVE, "sampling_weight": WEIGHT, "cluster_refresh_steps": COUNT,
+        "index_refresh_steps": SIZE
+    }
     objective: str = field(default="sampling_pretrain", metadata={"help": "simclr | sampling_pretrain | sampling | ce"})
-    n_clusters: int = field(default=4, metadata={"range": GROUPS, "help": "K of K-means"})
-    kmeans_n_init: int = field(default=10, metadata={"range": COUNT, "help": "K-means restarts"})
-    epsilon: float = field(default=0.1, metadata={"range": WEIGHT, "help": "ε floor weight"})
-    num_negatives: int = field(default=1, metadata={"range": COUNT, "help": "negatives per anchor (1 as published)"})
-    sampling_temperature: float = field(default=0.5, metadata={"range": POSITIVE, "help": "τ of the NT-Xent"})
-    sampling_weight: float = field(default=0.1, metadata={"range": WEIGHT, "help": "μ: weight of the NT-Xent next to CE"})
+    n_clusters: int = field(default=4, metadata={"help": "K of K-means"})
+    kmeans_n_init: int = field(default=10, metadata={"help": "K-means restarts"})
+    epsilon: float = field(default=0.1, metadata={"help": "ε floor weight"})
+    num_negatives: int = field(default=1, metadata={"help": "negatives per anchor (1 as published)"})
+    sampling_temperature: float = field(default=0.5, metadata={"help": "τ of the NT-Xent"})
+    sampling_weight: float = field(default=0.1, metadata={"help": "μ: weight of the NT-Xent next to CE"})
     cluster_refit: str = field(default="once", metadata={"help": "once | every_n_steps"})
-    cluster_refresh_steps: int | None = field(default=None, metadata={"range": COUNT, "help": "refit interval of every_n_steps (50)"})
-    index_refresh_steps: int | None = field(default=0, metadata={"range": SIZE, "help": "Z refresh interval (0: never; None: each "
+    cluster_refresh_steps: int | None = field(default=None, metadata={"help": "refit interval of every_n_steps (50)"})
+    index_refresh_steps: int | None = field(default=0, metadata={"help": "Z refresh interval (0: never; None: each "
                                                                          "epoch)"})
     pair_loss: str = field(default="batch", metadata={"help": "batch | pairs (the stage-2 NT-Xent's denominator)"})
     negative_draw: str = field(default="two_stage", metadata={"help": "two_stage | product (Algorithm 1 line 13)"})

@@ -18,6 +18,7 @@ states; load the folder's transformer with ``AutoModel`` instead.
 
 from __future__ import annotations
 
+from typing import ClassVar
 import logging
 from dataclasses import dataclass, field
 
@@ -26,7 +27,7 @@ from transformers import Trainer, TrainingArguments
 
 from fairmt.data.augment.tuples import GENDER_GROUPS
 from fairmt.data.word_sentences import WordSentenceCollator
-from fairmt.errors import COUNT, FairmtError, POSITIVE, SEED, WEIGHT, check_ranges
+from fairmt.errors import COUNT, FairmtError, POSITIVE, Range, SEED, WEIGHT, check_ranges
 from fairmt.losses.dpce import DEBIAS_LAYERS, LOSS_TARGETS
 from fairmt.trainers.ccd import _is_peft, is_sentence_transformer
 from fairmt.trainers.faults import FaultGuardMixin
@@ -56,16 +57,20 @@ class WordDebiasConfig(TrainingArguments):
             released code, which trains in train mode).
     """
 
-    alpha: float = field(default=1.0, metadata={"range": WEIGHT, "help": "weight of the debiasing term"})
-    beta: float = field(default=1.0, metadata={"range": WEIGHT, "help": "weight of the representation term"})
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
+        "alpha": WEIGHT, "beta": WEIGHT, "max_length": COUNT, "attribute_max_sentences": COUNT,
+        "learning_rate": POSITIVE, "seed": SEED
+    }
+    alpha: float = field(default=1.0, metadata={"help": "weight of the debiasing term"})
+    beta: float = field(default=1.0, metadata={"help": "weight of the representation term"})
     debias_layer: str = field(default="all", metadata={"help": "all|first|last"})
     loss_target: str = field(default="token", metadata={"help": "token|sentence"})
     groups: list[str] = field(default_factory=lambda: list(GENDER_GROUPS), metadata={"help": "group names"})
-    max_length: int = field(default=128, metadata={"range": COUNT, "help": "truncation length (released: block_size 128)"})
-    attribute_max_sentences: int | None = field(default=None, metadata={"range": COUNT, "help": "attribute rows read (None: all)"})
+    max_length: int = field(default=128, metadata={"help": "truncation length (released: block_size 128)"})
+    attribute_max_sentences: int | None = field(default=None, metadata={"help": "attribute rows read (None: all)"})
     disable_dropout: bool = field(default=False, metadata={"help": "train the encoder without dropout"})
-    learning_rate: float = field(default=5e-5, metadata={"range": POSITIVE, "help": "released: 5e-5"})
-    seed: int = field(default=42, metadata={"range": SEED, "help": "released: 42 (the CCD paper keeps it)"})
+    learning_rate: float = field(default=5e-5, metadata={"help": "released: 5e-5"})
+    seed: int = field(default=42, metadata={"help": "released: 42 (the CCD paper keeps it)"})
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the row columns"})
 
     def __post_init__(self):
