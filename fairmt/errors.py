@@ -52,10 +52,11 @@ class Range:
 
     def ok(self, value: object) -> bool:
         import math
+        import numbers
 
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy scalars too
             return False
-        if self.integer and not isinstance(value, int):
+        if self.integer and not isinstance(value, numbers.Integral):
             return False
         if not math.isfinite(value):
             return False

@@ -136,6 +136,9 @@ def test_range_boundaries_and_text():
     assert PROBABILITY.ok(0) and PROBABILITY.ok(1.0) and not PROBABILITY.ok(1.0000001)
     assert COUNT.ok(1) and not COUNT.ok(0) and not COUNT.ok(1.0) and not COUNT.ok(True)
     assert not WEIGHT.ok("1") and not WEIGHT.ok(None)
+    import numpy as np
+
+    assert COUNT.ok(np.int64(3)) and WEIGHT.ok(np.float32(0.5)) and not POSITIVE.ok(np.float64("nan"))
     assert PROBABILITY.text() == "a finite number in [0, 1]" and COUNT.text() == "an integer ≥ 1"
     assert Range(0.0, 1.0, high_open=True).text() == "a finite number in [0, 1)"
     WEIGHT.check("x", None)  # None is the field type's business (a documented "unset")
