@@ -43,7 +43,7 @@ import copy
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import ClassVar, Optional
+from typing import Optional
 
 import torch
 import torch.distributed as dist
@@ -56,7 +56,7 @@ from fairseq.criterions.label_smoothed_cross_entropy import (
 from fairseq.dataclass import ChoiceEnum
 from omegaconf import II
 
-from fairmt.errors import FairmtError, POSITIVE, PROBABILITY, Range, WEIGHT, declared_ranges
+from fairmt.errors import POSITIVE, PROBABILITY, WEIGHT, FairmtError, Range
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, token_kl_loss
 from fairmt.distributed import world_size
 from fairmt.models.heads import LinearProjectionHead
@@ -70,11 +70,14 @@ _SWITCHES = ("dropout_positive", "inbatch_positives", "counterfactual_negative",
 _BOOL = {"true": True, "yes": True, "1": True, "on": True, "false": False, "no": False, "0": False, "off": False}
 
 
+CRITERION_RANGES: dict[str, Range] = {  # each numeric option's range, as GACLConfig's (not a class attribute:
+    "kd_alpha": PROBABILITY, "kd_temperature": POSITIVE,  # fairseq turns every annotated name into an option)
+    "gacl_lambda": WEIGHT, "gacl_temperature": POSITIVE,
+}
+
+
 @dataclass
 class GACLKDCriterionConfig(LabelSmoothedCrossEntropyCriterionConfig):
-    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
-        "kd_alpha": PROBABILITY, "kd_temperature": POSITIVE, "gacl_lambda": WEIGHT, "gacl_temperature": POSITIVE
-    }
     kd_alpha: float = field(default=0.4, metadata={"help": "α: weight of L_KD; L_MT gets 1 − α (0: no teacher)"})
     kd_temperature: float = field(default=1.0, metadata={"help": "softmax temperature of the KD term"})
     kd_normalization: Optional[str] = field(
@@ -156,7 +159,7 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
     def __init__(self, task, cfg: GACLKDCriterionConfig):
         super().__init__(task, cfg.sentence_avg, cfg.label_smoothing, ignore_prefix_size=cfg.ignore_prefix_size,
                          report_accuracy=cfg.report_accuracy)
-        for name, rng in declared_ranges(GACLKDCriterionConfig).items():  # the declared ranges (as GACLConfig's)
+        for name, rng in CRITERION_RANGES.items():  # the declared ranges (as GACLConfig's)
             rng.check(f"--{name.replace('_', '-')}", getattr(cfg, name, None))
         if cfg.teacher_path and not os.path.isfile(cfg.teacher_path):
             raise FairmtError(f"--teacher-path {cfg.teacher_path}: no such checkpoint file")
