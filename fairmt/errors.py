@@ -17,3 +17,90 @@ class FairmtError(ValueError):
                 if last.startswith(prefix):
                     args = (last[len(prefix):],)
         super().__init__(*args)
+
+
+# ------------------------------------------------------------------------------------------------ value ranges
+# One declaration per numeric Config field (the class's ``RANGES = {"gacl_lambda": WEIGHT, ...}``; a class attribute,
+# not field metadata, which ``transformers.HfArgumentParser`` would hand to argparse), read by two front ends: the
+# Config's ``__post_init__`` (:func:`check_ranges`, Python users) and the recipe checks
+# (:func:`fairmt.scripts.recipe_checks.check_training`, recipes, ``--dry-run`` and sweeps).
+
+
+class Range:
+    """A closed or half-open interval of finite numbers, optionally integers only. ``None`` is left to the field's
+    type (a field typed ``X | None`` documents what None means)."""
+
+    __slots__ = ("low", "high", "low_open", "high_open", "integer")
+
+    def __init__(self, low: float | None = None, high: float | None = None, *, low_open: bool = False,
+                 high_open: bool = False, integer: bool = False) -> None:
+        self.low, self.high, self.low_open, self.high_open, self.integer = low, high, low_open, high_open, integer
+
+    def __repr__(self) -> str:
+        return f"Range({self.text()})"
+
+    def text(self) -> str:
+        kind = "an integer" if self.integer else "a finite number"
+        if self.low is not None and self.high is not None:
+            return (f"{kind} in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}"
+                    f"{')' if self.high_open else ']'}")
+        if self.low is not None:
+            return f"{kind} {'>' if self.low_open else '≥'} {self.low:g}"
+        if self.high is not None:
+            return f"{kind} {'<' if self.high_open else '≤'} {self.high:g}"
+        return kind
+
+    def ok(self, value: object) -> bool:
+        import math
+        import numbers
+
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy scalars too
+            return False
+        if self.integer and not isinstance(value, numbers.Integral):
+            return False
+        if not math.isfinite(value):
+            return False
+        if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
+            return False
+        if self.high is not None and (value > self.high or (self.high_open and value == self.high)):
+            return False
+        return True
+
+    def check(self, name: str, value: object) -> None:
+        """Raise one :class:`FairmtError` naming ``name``, ``value`` and the range unless ``value`` (or None) fits."""
+        if value is not None and not self.ok(value):
+            raise FairmtError(f"{name} must be {self.text()}, got {value!r}")
+
+
+WEIGHT = Range(0.0)
+"""A loss weight or strength: finite, ≥ 0 (0 switches the term off)."""
+POSITIVE = Range(0.0, low_open=True)
+"""A temperature, bandwidth or learning rate: finite, > 0."""
+PROBABILITY = Range(0.0, 1.0)
+"""A mixing weight, share or probability in [0, 1]."""
+DROPOUT = Range(0.0, 1.0, high_open=True)
+"""A dropout probability in [0, 1)."""
+GROUPS = Range(2, integer=True)
+"""A number of groups or clusters (≥ 2: one group measures nothing)."""
+COUNT = Range(1, integer=True)
+"""A positive number of things (steps, rows, layers, restarts)."""
+SIZE = Range(0, integer=True)
+"""A number of things where 0 has a documented meaning (never, none)."""
+SEED = Range(0, 2**32, high_open=True, integer=True)
+"""A random seed (numpy's range)."""
+
+
+def declared_ranges(cls: type) -> dict[str, Range]:
+    """Field name → :class:`Range` declared by ``cls`` and its bases (``RANGES`` class attributes; a subclass's
+    declaration of a field replaces its base's)."""
+    out: dict[str, Range] = {}
+    for c in reversed(cls.__mro__):
+        out.update(vars(c).get("RANGES", {}))
+    return out
+
+
+def check_ranges(config: object) -> None:
+    """Check every field of the dataclass ``config`` that declares a :class:`Range`: one :class:`FairmtError`
+    naming the class, the field, the value and the range at the first that does not fit."""
+    for name, rng in declared_ranges(type(config)).items():
+        rng.check(f"{type(config).__name__}.{name}", getattr(config, name))

@@ -1214,10 +1214,243 @@ def _resume_disk_network_cases() -> list[Case]:
     ]
 
 
+# ---------------------------------------------------------------------------------------------- config values (issue 45)
+# Every numeric field of every Config dataclass, each with a value outside its range: built in Python, each must be
+# refused with a named error (``CONFIG_VALUES`` is a table, not derived from the declarations, so the campaign counts
+# an older fairmt too; ``tests/test_hostile_campaign.py`` fails when a Config grows a numeric field missing here).
+NAN, INF = float("nan"), float("inf")
+CONFIG_VALUES: dict[str, dict[str, tuple]] = {
+    "fairmt.trainers.gacl:GACLConfig": {
+        "kd_alpha": (1.5, NAN), "gacl_lambda": (-1.0, NAN), "temperature": (NAN, 0.0), "kd_temperature": (0.0, INF),
+        "projection_weight_decay": (-0.1,), "warmup_init_lr_ratio": (1.5,), "projection_dim": (0,)},
+    "fairmt.trainers.fair_contrastive:FairContrastiveConfig": {
+        "gamma": (1.5,), "cs_lambda": (INF, -1.0), "fcl_alpha": (-1.0,), "fcl_beta": (-1.0, NAN),
+        "fcl_scl_weight": (NAN,), "fcl_fcl_weight": (-0.5,), "temperature": (NAN, 0.0), "group_temperature": (-1.0,),
+        "gradcache_chunk_size": (0,), "fairbatch_alpha": (0.0, NAN)},
+    "fairmt.trainers.sampling:FairnessSamplingConfig": {
+        "n_clusters": (1,), "kmeans_n_init": (0,), "epsilon": (-0.5, NAN), "num_negatives": (0,),
+        "sampling_temperature": (NAN,), "sampling_weight": (NAN, -1.0), "index_refresh_steps": (-1,)},
+    "fairmt.trainers.ccd:CCDConfig": {
+        "beta": (NAN, -1.0), "rho": (0.0, INF), "rho_max_tuples": (0,), "max_length": (0,), "learning_rate": (0.0,),
+        "per_device_train_batch_size": (0,), "num_train_epochs": (NAN,)},
+    "fairmt.trainers.dpce:DPCEConfig": {
+        "alpha": (NAN, -1.0), "beta": (INF,), "max_length": (0,), "attribute_max_sentences": (0,),
+        "learning_rate": (NAN,), "seed": (-1,), "per_device_train_batch_size": (0,), "num_train_epochs": (0.0,)},
+    "fairmt.trainers.adept:ADEPTConfig": {
+        "alpha": (NAN,), "beta": (-1.0,), "rho": (NAN,), "rho_max_sentences": (0,), "max_length": (0,),
+        "attribute_max_sentences": (0,), "learning_rate": (-1.0,), "seed": (2**32,), "per_device_train_batch_size": (0,),
+        "gradient_accumulation_steps": (0,), "num_train_epochs": (INF,)},
+    "fairmt.trainers.word_debias:WordDebiasConfig": {
+        "alpha": (-1.0,), "beta": (NAN,), "max_length": (0,), "attribute_max_sentences": (0,), "learning_rate": (0.0,),
+        "seed": (-1,)},
+    "fairmt.trainers.adversarial:AdversarialConfig": {
+        "num_groups": (1,), "adv_lambda": (NAN, -1.0), "n_adversaries": (0,), "diff_lambda": (INF,),
+        "adv_hidden_size": (0,), "adv_n_layers": (0,), "adv_dropout": (1.0, NAN), "adv_learning_rate": (0.0,),
+        "fairbatch_alpha": (-0.1,)},
+}
+"""``module:Class`` → field → values outside the field's range (the issue's own examples among them)."""
+CONFIG_EXTRA = {"fairmt.trainers.sampling:FairnessSamplingConfig": {"cluster_refresh_steps": (0,)}}
+"""Fields whose bad value needs another field set with it (``cluster_refresh_steps`` with ``every_n_steps``)."""
+
+
+def _load(spec: str):
+    import importlib
+
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _config(spec: str, **kwargs):
+    def call(env: Env):
+        return _load(spec)(output_dir=env.t("run"), **kwargs)
+
+    return call
+
+
+def _config_cases() -> list[Case]:
+    out = []
+    for spec, fields in CONFIG_VALUES.items():
+        for name, values in fields.items():
+            for value in values:
+                out.append(Case(f"{spec.split(':')[1]}({name}={value!r})", "config values",
+                                api=_config(spec, **{name: value})))
+    out.append(Case("FairnessSamplingConfig(cluster_refresh_steps=0, every_n_steps)", "config values",
+                    api=_config("fairmt.trainers.sampling:FairnessSamplingConfig", cluster_refit="every_n_steps",
+                                cluster_refresh_steps=0)))
+    names = {"ccd": "ccd/minilm_cda", "classification": "classification/fcl", "dpce": "ccd/dpce_minilm",
+             "adept": "ccd/adept_f_minilm", "sampling": "sampling/celeba_resnet50"}
+    for family, override in [("gacl", "training.gacl_lambda=-1"), ("gacl", "training.kd_temperature=0"),
+                              ("gacl", "training.temperature=.nan"), ("classification", "objective_args.fcl_beta=-1"),
+                              ("classification", "objective_args.gamma=2"), ("classification", "stage2.fcl_alpha=-1"),
+                              ("ccd", "training.beta=-1"), ("ccd", "training.rho=0"), ("dpce", "training.beta=-1"),
+                              ("adept", "training.rho_max_sentences=0"), ("sampling", "clusters.n_init=0"),
+                              ("sampling", "stage2.epsilon=-0.5"), ("sampling", "stage2.sampling_weight=.nan")]:
+        argv = ((lambda e, o=override: _recipe(e, o)) if family == "gacl" else
+                (lambda e, o=override, n=names[family]: ["train", n, o, "--dry-run"]))
+        out.append(Case(f"train {family} {override} (config range)", "config values", argv))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- data files (issue 45)
+# The papers' data as a user's download can leave it: each loader must refuse with a line naming file, row, problem
+# (never label a NaN toxicity non-toxic, never make a class of a blank profession).
+
+
+def _write_jigsaw(root: Path, train: list[dict] | None = None, drop: str | None = None) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    good = [{"comment_text": f"c{i}", "black": float(i % 2), "toxicity": 0.9 * (i % 3 == 0)} for i in range(6)]
+    for split, fname in (("train", "jigsaw_race_train.pq"), ("dev", "jigsaw_race_val.pq"),
+                         ("test", "jigsaw_race_test.pq")):
+        table = pa.Table.from_pylist(train if split == "train" and train is not None else good)
+        pq.write_table(table.drop_columns([drop]) if drop else table, root / fname)
+
+
+def _write_wilds(root: Path, rows: list[dict]) -> None:
+    import csv
+
+    cols = ["comment_text", "split", "toxicity", "asian", "black", "latino", "other_race_or_ethnicity", "white"]
+    with (root / "all_data_with_identities.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow({c: r.get(c, 0.0) for c in cols})
+
+
+_WILDS_OK = [{"comment_text": f"t{i}", "split": s, "toxicity": 0.8 * (i % 2), "black": 1.0}
+             for s in ("train", "val", "test") for i in range(4)]
+
+
+def _write_bios(root: Path, train: list[dict]) -> None:
+    good = [{"hard_text": f"b{i}", "p": "nurse" if i % 2 else "surgeon", "g": "f" if i % 3 else "m"} for i in range(4)]
+    for split, rows in (("train", train), ("dev", good), ("test", good)):
+        (root / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _write_moji(root: Path, spoil: Callable[[Path], None] | None = None) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for s in ("train", "dev", "test"):
+        (root / s).mkdir(parents=True, exist_ok=True)
+        for f in ("pos_pos", "pos_neg", "neg_pos", "neg_neg"):
+            np.save(root / s / f"{f}.npy", rng.normal(size=(8, 4)).astype(np.float32))
+    if spoil:
+        spoil(root)
+
+
+def _write_hate(root: Path, train: list[str], valid: list[str] | None = None) -> None:
+    good = ["1 2 3\t0\t0\t1", "4 5 0\t1\t1\t0", "2 2 2\t1\t0\t1"]
+    for fname, rows in (("train.tsv", train), ("valid.tsv", valid or good), ("test.tsv", good)):
+        (root / fname).write_text("text\tlabel\tgender\tage\n" + "".join(r + "\n" for r in rows))
+
+
+def _loader(kind: str, write: Callable[[Path], None]):
+    def call(env: Env):
+        from fairmt.data import classification as cl
+        from fairmt.data import fair_datasets as fd
+
+        root = env.tmp / "data"
+        root.mkdir(parents=True, exist_ok=True)
+        write(root)
+        read = {"jigsaw": fd.read_jigsaw, "bios": fd.read_bios_split, "moji": fd.read_moji,
+                "hatespeech": lambda r: cl.read_hatespeech(root=r), "bios_csv": lambda r: cl.read_bios([r / "b.csv"])}
+        import warnings
+
+        with warnings.catch_warnings():  # the merged-spelling warning is the expected outcome of one case
+            warnings.simplefilter("ignore", UserWarning)
+            return read[kind](root)
+
+    return call
+
+
+def _npy_spoiler(how: str) -> Callable[[Path], None]:
+    def spoil(root: Path) -> None:
+        import numpy as np
+
+        target = root / "test" / "pos_neg.npy"
+        if how == "inf":
+            arr = np.load(target)
+            arr[5, 2] = np.inf
+            np.save(target, arr)
+        elif how == "width":
+            np.save(target, np.zeros((8, 3), np.float32))
+        elif how == "cut":
+            target.write_bytes(target.read_bytes()[:100])
+        elif how == "pickled":
+            np.save(target, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+
+    return spoil
+
+
+def _bios_csv(rows: list[tuple[str, str, str]]) -> Callable[[Path], None]:
+    def write(root: Path) -> None:
+        import csv
+
+        with (root / "b.csv").open("w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["hard_text", "profession", "gender"])
+            w.writerows(rows)
+
+    return write
+
+
+def _pickles_cut(root: Path) -> None:
+    import pickle
+
+    blob = pickle.dumps([{"hard_text": "a", "p": "nurse", "g": "f"}, {"hard_text": "b", "p": "surgeon", "g": "m"}])
+    for split in ("train", "dev", "test"):
+        (root / f"{split}.pickle").write_bytes(blob[: len(blob) // 2] if split == "dev" else blob)
+
+
+def _loader_cases() -> list[Case]:
+    nan = float("nan")
+    tox = lambda v: [{"comment_text": "a", "black": 1.0, "toxicity": 0.9},  # noqa: E731
+                     {"comment_text": "b", "black": 0.0, "toxicity": v}, {"comment_text": "c", "black": 0.0,
+                                                                           "toxicity": 0.1}]
+    cases = [
+        ("jigsaw parquet toxicity NaN", "jigsaw", lambda r: _write_jigsaw(r, tox(nan))),
+        ("jigsaw parquet toxicity null", "jigsaw", lambda r: _write_jigsaw(r, tox(None))),
+        ("jigsaw CSV toxicity nan", "jigsaw", lambda r: _write_wilds(r, _WILDS_OK[:1] + [
+            {"comment_text": "x", "split": "train", "toxicity": "nan", "black": 1.0}] + _WILDS_OK[1:])),
+        ("jigsaw CSV split named validation", "jigsaw", lambda r: _write_wilds(r, [
+            {**w, "split": "validation" if w["split"] == "val" else w["split"]} for w in _WILDS_OK])),
+        ("jigsaw parquet without the black column", "jigsaw", lambda r: _write_jigsaw(r, drop="black")),
+        ("jigsaw random-bytes parquet", "jigsaw", lambda r: (_write_jigsaw(r), (r / "jigsaw_race_val.pq").write_bytes(
+            bytes(range(256)) * 12))),
+        ("jigsaw training split of one label", "jigsaw", lambda r: _write_jigsaw(r, [
+            {"comment_text": "a", "black": 1.0, "toxicity": 0.0}] * 4)),
+        ("bios blank profession", "bios", lambda r: _write_bios(r, [{"hard_text": "a", "p": " ", "g": "f"}])),
+        ("bios training split of one label", "bios", lambda r: _write_bios(r, [{"hard_text": "a", "p": "nurse",
+                                                                                 "g": "f"}] * 3)),
+        ("bios cut pickle", "bios", _pickles_cut),
+        ("bios CSV blank profession", "bios_csv", _bios_csv([("x", "nurse", "Female"), ("y", "", "Male")])),
+        ("moji infinite test feature", "moji", lambda r: _write_moji(r, _npy_spoiler("inf"))),
+        ("moji files of different widths", "moji", lambda r: _write_moji(r, _npy_spoiler("width"))),
+        ("moji half-written .npy", "moji", lambda r: _write_moji(r, _npy_spoiler("cut"))),
+        ("moji pickled .npy", "moji", lambda r: _write_moji(r, _npy_spoiler("pickled"))),
+        ("hatespeech negative token id", "hatespeech", lambda r: _write_hate(r, ["1 2 3\t0\t0\t1",
+                                                                                 "4 -5 0\t1\t1\t0"])),
+        ("hatespeech dev split of unknown groups", "hatespeech", lambda r: _write_hate(
+            r, ["1 2 3\t0\t0\t1", "4 5 0\t1\t1\t0"], ["1 2\t0\tx\tx", "3 4\t1\tx\t1"])),
+        ("hatespeech training split of one label", "hatespeech", lambda r: _write_hate(r, ["1 2 3\t1\t0\t1",
+                                                                                           "4 5 0\t1\t1\t0"])),
+    ]
+    out = [Case(f"data {name}", "data files", api=_loader(kind, write)) for name, kind, write in cases]
+    # merged spellings are accepted (with a warning that lists them): exit "ok", one class
+    out.append(Case("data bios 'Nurse' and 'nurse ' (merged, warned)", "data files", expect="ok",
+                    api=_loader("bios", lambda r: _write_bios(r, [{"hard_text": "a", "p": "Nurse", "g": "f"},
+                                                                  {"hard_text": "b", "p": "nurse ", "g": "m"},
+                                                                  {"hard_text": "c", "p": "surgeon", "g": "m"}]))))
+    return out
+
+
 def all_cases() -> list[Case]:
     return [*_output_cases(), *_numeric_cases(), *_model_cases(), *_cache_cases(), *_pipe_cases(), *_recipe_cases(),
             *_api_cases(), *_wrong_number_cases(), *_push_cases(), *_child_process_cases(), *_overwrite_cases(),
-            *_resume_disk_network_cases(), *_slow_cases(), *_issue45_relc_cases()]
+            *_resume_disk_network_cases(), *_config_cases(), *_loader_cases(), *_slow_cases(),
+            *_issue45_relc_cases()]
 
 
 def build_all(work: Path) -> Path:

@@ -340,7 +340,8 @@ def test_configs_reject_bad_values_and_trainers_need_the_right_inputs(tiny_bert_
     cfg = ADEPTConfig(output_dir=str(tmp_path))
     assert (cfg.alpha, cfg.beta, cfg.rho, cfg.debias_layer, cfg.loss_target) == (0.3, 0.7, 15.0, "all", "token")
     for kw, msg in [({"debias_layer": "mid"}, "debias_layer"), ({"loss_target": "word"}, "loss_target"),
-                    ({"groups": ["male"]}, "two distinct groups"), ({"alpha": -1.0}, "alpha and beta")]:
+                    ({"groups": ["male"]}, "two distinct groups"),
+                    ({"alpha": -1.0}, "DPCEConfig.alpha must be a finite number ≥ 0, got -1.0")]:
         with pytest.raises(FairmtError, match=msg):
             DPCEConfig(output_dir=str(tmp_path), **kw)
     with pytest.raises(FairmtError, match="rho"):

@@ -518,3 +518,11 @@ def test_plugin_tests_ran_where_fairseq_is_installed():
     assert "gacl_kd" in CRITERION_REGISTRY and "gacl_translation" in TASK_REGISTRY
     assert "gacl_multilingual_translation" in TASK_REGISTRY
     assert os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD") == "1"
+
+
+@pytest.mark.parametrize("option, value, text", [("--gacl-lambda", "-1", "a finite number ≥ 0"),
+                                                 ("--kd-temperature", "0", "a finite number > 0")])
+def test_criterion_options_outside_their_declared_range(data_dir, option, value, text):
+    """Issue 45: the criterion reads the same Range declarations as GACLConfig (``CRITERION_RANGES``)."""
+    with pytest.raises(FairmtError, match=f"^{option} must be {text}, got "):
+        _setup(data_dir, option, value)

@@ -75,3 +75,18 @@ def test_every_command_with_overwrite_has_a_campaign_case_that_protects_a_home_f
     assert not untested, f"commands with --overwrite not covered in tests/test_overwrite_safety.py: {untested}"
     for cmd, tests in COVERED.items():
         assert tests and all(callable(getattr(safety, t, None)) for t in tests), (cmd, tests)
+
+
+def test_every_numeric_config_field_has_a_campaign_case():
+    """The guard of issue 45: a Config dataclass of ``fairmt.trainers`` (found by walking the package) that grows a
+    numeric field must have that field in :data:`tests.hostile_campaign.CONFIG_VALUES` (values outside its range that
+    a careless user passes), and every ``*Config`` found there is in the table."""
+    from tests.hostile_campaign import CONFIG_EXTRA, CONFIG_VALUES
+    from tests.test_config_ranges import config_classes, own_numeric_fields
+
+    for cls in config_classes():
+        spec = f"{cls.__module__}:{cls.__name__}"
+        assert spec in CONFIG_VALUES, f"{spec} has no campaign cases (tests/hostile_campaign.py CONFIG_VALUES)"
+        covered = set(CONFIG_VALUES[spec]) | set(CONFIG_EXTRA.get(spec, {}))
+        missing = set(own_numeric_fields(cls)) - covered
+        assert not missing, f"{spec}: numeric fields without a campaign case: {sorted(missing)}"

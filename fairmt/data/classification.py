@@ -149,9 +149,27 @@ def read_bios(
             g = row["gender"].strip()
             if g not in ("Female", "Male"):
                 raise FairmtError(f"{path}:{line}: gender must be Female or Male, got {g!r}")
+            prof = " ".join(row["profession"].split())
+            if not prof:
+                raise FairmtError(f"{path}:{line}: blank profession")
             texts.append(row["hard_text"])
-            profs.append(row["profession"].strip())
+            profs.append(prof)
             genders.append(g)
+    spellings: dict[str, dict[str, int]] = {}
+    for p in profs:
+        spellings.setdefault(p.casefold(), {}).setdefault(p, 0)
+        spellings[p.casefold()][p] += 1
+    merged = {k: v for k, v in spellings.items() if len(v) > 1}
+    if merged:  # 'Nurse' and 'nurse': one class, under its most frequent spelling
+        import warnings
+
+        warnings.warn("Bias-in-Bios: professions spelt differently merged into one class each: " + "; ".join(
+            f"{max(v, key=v.get)!r} ← {sorted(v)}" for v in merged.values()), stacklevel=2)
+    canonical = {p: max(v, key=v.get) for v in spellings.values() for p in v}
+    profs = [canonical[p] for p in profs]
+    if len(set(profs)) < 2:
+        raise FairmtError(f"Bias-in-Bios {', '.join(map(str, paths))}: one profession only ({profs[0]!r}): "
+                          "nothing to classify" if profs else f"Bias-in-Bios {paths[0]}: no rows")
     label_names = sorted(set(profs))
     group_names = ["Female", "Male"]
     labels = [label_names.index(p) for p in profs]
@@ -222,8 +240,15 @@ def read_hatespeech(language: str = "Spanish", attribute: str | list[str] = "gen
                 raise FairmtError(f"{path}:{line}: label must be 0 or 1, got {label}")
             if any("|" in v for v in values):
                 raise FairmtError(f"{path}:{line}: a protected-attribute value holds '|' ({values})")
+            if any(i < 0 for i in ids):
+                raise FairmtError(f"{path}:{line}: negative token id {min(ids)} (ids are ≥ 0; 0 = padding)")
             rows.append((ids, label, values))
             seen.add(values)
+        if not rows:
+            raise FairmtError(f"{path}: no row with a known {' and '.join(attrs)} ({dropped} row(s), every one 'x'): "
+                              f"the {split} split would be empty; choose another attribute")
+        if split == "train" and len({r[1] for r in rows}) < 2:
+            raise FairmtError(f"{path}: the training split holds one label only ({rows[0][1]} × {len(rows)})")
         raw[split] = rows
         notes.append(f"{split}: {len(rows)} rows kept, {dropped} dropped with unknown {' or '.join(attrs)}")
     import itertools

@@ -26,7 +26,9 @@ result's ``notes`` compares the split sizes read with the published ones.
 from __future__ import annotations
 
 import io
+import math
 import pickle
+import warnings
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -80,7 +82,13 @@ class _PlainUnpickler(pickle.Unpickler):
 
 def _read_pickle_rows(path: Path) -> list[dict]:
     with path.open("rb") as fh:
-        rows = _PlainUnpickler(fh).load()
+        try:
+            rows = _PlainUnpickler(fh).load()
+        except (pickle.UnpicklingError, EOFError, ValueError, IndexError, UnicodeDecodeError) as err:
+            if isinstance(err, FairmtError):
+                raise
+            raise FairmtError(f"{path}: not a complete pickle ({type(err).__name__}: {err}); the file is cut or "
+                              "is not a pickle: fetch it again") from None
     if isinstance(rows, dict) and all(isinstance(v, list) for v in rows.values()):  # columns → rows
         keys = list(rows)
         rows = [dict(zip(keys, vals)) for vals in zip(*rows.values())]
@@ -94,13 +102,52 @@ def _read_table_rows(path: Path) -> list[dict]:
         from fairmt.data.jsonl import iter_jsonl
 
         return [obj for _, obj in iter_jsonl(path, what="Bias-in-Bios")]
+    return _read_parquet(path).to_pylist()
+
+
+def _read_parquet(path: Path, columns: list[str] | None = None):
+    """A parquet file as a pyarrow table; a file that is not one, or lacks a column, is one line naming it."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    return pq.read_table(path).to_pylist()
+    try:
+        schema = pq.read_schema(path)
+        if columns is not None:
+            missing = [c for c in columns if c not in schema.names]
+            if missing:
+                raise FairmtError(f"{path}: lacks column(s) {missing} (it has {schema.names[:12]})")
+        return pq.read_table(path, columns=columns)
+    except (pa.ArrowException, OSError) as err:
+        raise FairmtError(f"{path}: not a readable parquet file ({type(err).__name__}: {str(err)[:120]}); the "
+                          "download is cut or corrupt: fetch it again") from None
+
+
+def _number(value: Any, where: str, what: str) -> float:
+    """A finite number read from a data file, or one line naming the file, the row and what is wrong."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise FairmtError(f"{where}: {what} is {value!r}, not a number") from None
+    if not math.isfinite(x):
+        raise FairmtError(f"{where}: {what} is {value!r}, not a finite number (a missing value: drop the row or "
+                          "fill it)")
+    return x
+
+
+def _check_labels(data: ClassificationData) -> None:
+    """Every split of ``data`` holds rows, and the training split at least two labels (one label trains nothing)."""
+    empty = [s for s, split in data.splits.items() if not len(split)]
+    if empty:
+        raise FairmtError(f"{data.source}: the {'/'.join(empty)} split(s) hold no row")
+    train = data.splits.get("train")
+    if train is not None and len(train) and len(set(train.labels)) < 2:
+        raise FairmtError(f"{data.source}: the training split holds one label only "
+                          f"({data.label_names[train.labels[0]]!r} × {len(train):,}): nothing to classify")
 
 
 def _bios_rows_to_split(rows: list[dict], where: str) -> ClassificationSplit:
     texts, labels, groups = [], [], []
+    variants: dict[str, set[str]] = {}
     for i, r in enumerate(rows):
         text = r.get("hard_text_untokenized", r.get("hard_text"))
         prof = r.get("p", r.get("profession"))
@@ -114,6 +161,12 @@ def _bios_rows_to_split(rows: list[dict], where: str) -> ClassificationSplit:
             label = int(prof)
         elif str(prof) in BIOS_PROFESSIONS:
             label = BIOS_PROFESSIONS.index(str(prof))
+        elif not str(prof).strip():
+            raise FairmtError(f"{where}: row {i} has a blank profession {prof!r}")
+        elif "_".join(str(prof).strip().lower().split()) in BIOS_PROFESSIONS:  # 'Nurse', 'nurse ', 'Yoga Teacher'
+            key = "_".join(str(prof).strip().lower().split())
+            variants.setdefault(key, set()).add(str(prof))
+            label = BIOS_PROFESSIONS.index(key)
         else:
             raise FairmtError(f"{where}: row {i} has the unknown profession {prof!r}")
         g = str(gender).strip().lower()
@@ -126,6 +179,9 @@ def _bios_rows_to_split(rows: list[dict], where: str) -> ClassificationSplit:
         texts.append(str(text))
         labels.append(label)
         groups.append(group)
+    if variants:
+        listed = "; ".join(f"{k} ← {sorted(v)}" for k, v in sorted(variants.items()))
+        warnings.warn(f"{where}: professions spelt differently merged into one class each: {listed}", stacklevel=3)
     return ClassificationSplit(labels=labels, groups=groups, texts=texts)
 
 
@@ -165,6 +221,7 @@ def read_bios_split(root: str | Path | None = None, source: str = "local", max_r
     data = ClassificationData(splits=splits, label_names=list(BIOS_PROFESSIONS), group_names=list(GENDERS),
                               source=f"{base} ({layout})")
     _note_sizes(data, "bios-ravfogel")
+    _check_labels(data)
     return data
 
 
@@ -219,15 +276,14 @@ def read_jigsaw(root: str | Path | None = None, threshold: float = 0.5, max_rows
     """
     base = Path(root) if root is not None else data_root() / "civilcomments"
     if all((base / f).is_file() for f in JIGSAW_CSCL_FILES.values()):
-        import pyarrow.parquet as pq
-
         splits = {}
         for split, fname in JIGSAW_CSCL_FILES.items():
-            rows = pq.read_table(base / fname, columns=["comment_text", "black", "toxicity"]).to_pylist()
+            rows = _read_parquet(base / fname, columns=["comment_text", "black", "toxicity"]).to_pylist()
             rows = rows[:max_rows] if max_rows else rows
+            where = [f"{base / fname}: row {i}" for i in range(len(rows))]
             splits[split] = ClassificationSplit(
-                labels=[int(float(r["toxicity"]) >= 0.5) for r in rows],
-                groups=[int(float(r["black"]) >= threshold) for r in rows],
+                labels=[int(_number(r["toxicity"], w, "toxicity") >= 0.5) for w, r in zip(where, rows)],
+                groups=[int(_number(r["black"], w, "black") >= threshold) for w, r in zip(where, rows)],
                 texts=[str(r["comment_text"]) for r in rows])
         source = f"{base} (CSCL release)"
     else:
@@ -245,15 +301,15 @@ def read_jigsaw(root: str | Path | None = None, threshold: float = 0.5, max_rows
             missing = sorted(need - set(reader.fieldnames or []))
             if missing:
                 raise FairmtError(f"{base / WILDS_CSV}: lacks column(s) {missing} of WILDS's civilcomments_v1.0")
+            other_splits: dict[str, int] = {}
             for line, row in enumerate(reader, start=2):
                 split = names.get(row["split"])
                 if split is None:
+                    other_splits[row["split"]] = other_splits.get(row["split"], 0) + 1
                     continue
-                try:
-                    race = {c: float(row[c] or 0.0) for c in RACE_COLUMNS}
-                    tox = float(row["toxicity"])
-                except ValueError as err:
-                    raise FairmtError(f"{base / WILDS_CSV}:{line}: unreadable number ({err})") from None
+                where = f"{base / WILDS_CSV}:{line}"
+                race = {c: _number(row[c] or 0.0, where, c) for c in RACE_COLUMNS}
+                tox = _number(row["toxicity"], where, "toxicity")
                 if max(race.values()) < threshold:
                     continue
                 part = cols[split]
@@ -263,10 +319,16 @@ def read_jigsaw(root: str | Path | None = None, threshold: float = 0.5, max_rows
                 part["groups"].append(int(race["black"] >= threshold))
                 part["texts"].append(row["comment_text"])
         splits = {s: ClassificationSplit(**c) for s, c in cols.items()}
+        empty = [s for s, c in cols.items() if not c["labels"]]
+        if empty and other_splits:
+            raise FairmtError(f"{base / WILDS_CSV}: no row of split {'/'.join(empty)}; its split column holds "
+                              f"{dict(sorted(other_splits.items()))} besides train/val/test (WILDS's names: train, "
+                              "val, test)")
         source = f"{base} (WILDS)"
     data = ClassificationData(splits=splits, label_names=["non-toxic", "toxic"], group_names=["non-black", "black"],
                               source=source)
     _note_sizes(data, "jigsaw-race")
+    _check_labels(data)
     return data
 
 
@@ -294,9 +356,9 @@ def read_moji(root: str | Path | None = None, split_sizes: tuple[int, int, int] 
     for f in MOJI_FILES:
         if prepared:
             for s in parts:
-                parts[s][f] = np.load(base / s / f"{f}.npy", allow_pickle=False)
+                parts[s][f] = _load_features(base / s / f"{f}.npy")
             continue
-        vecs = np.load(base / f"{f}.npy", allow_pickle=False)
+        vecs = _load_features(base / f"{f}.npy")
         a, b, c = split_sizes
         if len(vecs) < a + b + c:
             raise FairmtError(f"{base / f}.npy holds {len(vecs)} rows, fewer than the {a + b + c} of the split")
@@ -315,11 +377,32 @@ def read_moji(root: str | Path | None = None, split_sizes: tuple[int, int, int] 
             feats.append(rows.astype(np.float32))
             labels += [int(f.startswith("pos"))] * len(rows)
             groups += [int(f.endswith("_pos"))] * len(rows)
+        widths = {f: files[f].shape[1] for f in MOJI_FILES}
+        if len(set(widths.values())) > 1:
+            raise FairmtError(f"{base}: the Moji {s} files have features of different widths {widths} (DeepMoji: 2304)")
         splits[s] = ClassificationSplit(labels=labels, groups=groups, features=np.concatenate(feats))
     data = ClassificationData(splits=splits, label_names=["sad", "happy"], group_names=["SAE", "AAE"],
                               source=f"{base} ({'raw' if raw else 'fairlib-prepared'})")
     _note_sizes(data, "moji")
+    _check_labels(data)
     return data
+
+
+def _load_features(path: Path) -> np.ndarray:
+    """A 2-D float ``.npy`` of finite features, or one line naming the file (and the first bad row)."""
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise FairmtError(f"{path}: not a complete numeric .npy file ({str(err)[:120]}); a half-written or pickled "
+                          "array: fetch it again") from None
+    if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number):
+        raise FairmtError(f"{path}: expected a 2-D array of numbers (rows × features), got shape {arr.shape} of "
+                          f"{arr.dtype}")
+    bad = ~np.isfinite(arr).all(axis=1)
+    if bad.any():
+        raise FairmtError(f"{path}: row {int(np.argmax(bad))} holds a non-finite feature (NaN or infinite; "
+                          f"{int(bad.sum())} row(s) in all)")
+    return arr
 
 
 __all__ = [

@@ -56,7 +56,7 @@ from fairseq.criterions.label_smoothed_cross_entropy import (
 from fairseq.dataclass import ChoiceEnum
 from omegaconf import II
 
-from fairmt.errors import FairmtError
+from fairmt.errors import POSITIVE, PROBABILITY, WEIGHT, FairmtError, Range
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, token_kl_loss
 from fairmt.distributed import world_size
 from fairmt.models.heads import LinearProjectionHead
@@ -68,6 +68,12 @@ TEACHER_FILE = "gacl_teacher.safetensors"
 _SWITCHES = ("dropout_positive", "inbatch_positives", "counterfactual_negative", "inbatch_negatives",
              "detach_dropout_view")
 _BOOL = {"true": True, "yes": True, "1": True, "on": True, "false": False, "no": False, "0": False, "off": False}
+
+
+CRITERION_RANGES: dict[str, Range] = {  # each numeric option's range, as GACLConfig's (not a class attribute:
+    "kd_alpha": PROBABILITY, "kd_temperature": POSITIVE,  # fairseq turns every annotated name into an option)
+    "gacl_lambda": WEIGHT, "gacl_temperature": POSITIVE,
+}
 
 
 @dataclass
@@ -153,10 +159,8 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
     def __init__(self, task, cfg: GACLKDCriterionConfig):
         super().__init__(task, cfg.sentence_avg, cfg.label_smoothing, ignore_prefix_size=cfg.ignore_prefix_size,
                          report_accuracy=cfg.report_accuracy)
-        if not 0.0 <= cfg.kd_alpha <= 1.0:
-            raise FairmtError(f"--kd-alpha must be in [0, 1], got {cfg.kd_alpha}")
-        if cfg.gacl_temperature <= 0 or cfg.kd_temperature <= 0:
-            raise FairmtError("--gacl-temperature and --kd-temperature must be > 0")
+        for name, rng in CRITERION_RANGES.items():  # the declared ranges (as GACLConfig's)
+            rng.check(f"--{name.replace('_', '-')}", getattr(cfg, name, None))
         if cfg.teacher_path and not os.path.isfile(cfg.teacher_path):
             raise FairmtError(f"--teacher-path {cfg.teacher_path}: no such checkpoint file")
         self.cfg = cfg

@@ -12,7 +12,7 @@ import math
 import typing
 from typing import Any
 
-from fairmt.errors import FairmtError
+from fairmt.errors import FairmtError, Range, declared_ranges
 
 COMMON_TOP = {"method", "recipe_path", "overwrite"}
 
@@ -68,6 +68,12 @@ def _enums(hint: Any) -> list[type]:
 
 
 @functools.lru_cache(maxsize=None)
+def field_ranges(cls: type) -> dict[str, Range]:
+    """The :class:`~fairmt.errors.Range` each dataclass field of ``cls`` declares (its ``RANGES``)."""
+    return declared_ranges(cls)
+
+
+@functools.lru_cache(maxsize=None)
 def _field_hints(cls: type) -> dict[str, Any]:
     """Every dataclass field of ``cls`` and its resolved type hint, worked out once per class (``get_type_hints``
     evaluates every annotation of the class and its bases: ~1 ms a call, and TrainingArguments has ~150 fields)."""
@@ -83,9 +89,12 @@ def check_training(training: Any, config_classes: list[type], section: str = "tr
     if not isinstance(training, dict):
         raise FairmtError(f"recipe key {section} must be a mapping (a section of keys), got {training!r}")
     hints: dict[str, Any] = {}
+    ranges: dict[str, Any] = {}
     for cls in config_classes:
         for name, hint in _field_hints(cls).items():
             hints.setdefault(name, hint)
+        for name, rng in field_ranges(cls).items():
+            ranges.setdefault(name, rng)
     _check_keys(training, set(hints), f"{section}.")
     for key, value in training.items():
         if not _type_ok(value, hints[key]):
@@ -93,7 +102,9 @@ def check_training(training: Any, config_classes: list[type], section: str = "tr
                 f"recipe key {section}.{key} must be {_hint_name(hints[key])}, got {value!r} ({type(value).__name__})")
         if isinstance(value, float) and not math.isfinite(value):
             raise FairmtError(f"recipe key {section}.{key} must be a finite number, got {value}")
-        if key in _RANGES and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if key in ranges:  # the range the Config field declares (its __post_init__ checks the same)
+            ranges[key].check(f"recipe key {section}.{key}", value)
+        elif key in _RANGES and isinstance(value, (int, float)) and not isinstance(value, bool):
             low, inclusive = _RANGES[key]
             if value < low or (value == low and not inclusive):
                 raise FairmtError(f"recipe key {section}.{key} must be {'≥' if inclusive else '>'} {low}, got {value}")

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from fairmt.errors import FairmtError
+from fairmt.errors import COUNT, GROUPS, FairmtError, Range
 from fairmt.scripts.recipe_checks import COMMON_TOP, _check_keys, check_training
 
 # ---------------------------------------------------------------------------------------------- value types
@@ -42,6 +42,19 @@ Share = Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False)]
 Probability = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
 Text = Annotated[str, Field(min_length=1)]
+
+
+def ranged(rng: Range) -> Any:
+    """The pydantic type of a recipe key that feeds a Config field under another name: the field's own
+    :class:`~fairmt.errors.Range` (one declaration; the Range rides along in the metadata for the guard test)."""
+    kw: dict[str, Any] = {}
+    if rng.low is not None:
+        kw["gt" if rng.low_open else "ge"] = rng.low
+    if rng.high is not None:
+        kw["lt" if rng.high_open else "le"] = rng.high
+    if not rng.integer:
+        kw["allow_inf_nan"] = False
+    return Annotated[int if rng.integer else float, Field(**kw), rng]
 
 
 class Section(BaseModel):
@@ -77,6 +90,15 @@ CLASSIFICATION_CONFIGS = ("fairmt.trainers.fair_contrastive:FairContrastiveConfi
                           "fairmt.trainers.adversarial:AdversarialConfig")
 SAMPLING_CONFIG = "fairmt.trainers.sampling:FairnessSamplingConfig"
 LORA_CONFIG = "peft:LoraConfig"
+
+CONFIG_FEEDS: dict[tuple[str, ...], tuple[str, str]] = {
+    ("sampling", "clusters", "n_clusters"): (SAMPLING_CONFIG, "n_clusters"),
+    ("sampling", "clusters", "n_init"): (SAMPLING_CONFIG, "kmeans_n_init"),
+}
+"""Recipe keys outside the Trainer sections that become a Config field (family, section, key) → (Config, field):
+their type is :func:`ranged` over the field's Range (``tests/test_config_ranges.py`` holds them to it). The
+Trainer sections (``training``, ``objective_args``, ``stage1``, ``stage2``) use the Config fields' Ranges directly
+(:func:`fairmt.scripts.recipe_checks.check_training`)."""
 
 
 class Recipe(Section):
@@ -475,9 +497,9 @@ class SamplingAugment(Section):
 
 
 class SamplingClusters(Section):
-    n_clusters: Annotated[int, Field(ge=2)] = 4
+    n_clusters: ranged(GROUPS) = 4  # FairnessSamplingConfig.n_clusters
     seed: Seed = 0
-    n_init: Count = 10
+    n_init: ranged(COUNT) = 10  # FairnessSamplingConfig.kmeans_n_init
 
 
 class SamplingProbe(Section):

@@ -31,12 +31,13 @@ Example (``sentences``: a corpus; ``model``/``tokenizer``: a masked LM and its t
 
 from __future__ import annotations
 
+from typing import ClassVar
 import logging
 from dataclasses import dataclass, field
 
 import torch
 
-from fairmt.errors import FairmtError
+from fairmt.errors import COUNT, FairmtError, POSITIVE, Range, WEIGHT
 from fairmt.losses.adept import REPRESENTATION_LOSSES, adept_loss
 from fairmt.losses.dpce import select_layers
 from fairmt.trainers.word_debias import WordDebiasConfig, WordDebiasTrainer
@@ -60,6 +61,10 @@ class ADEPTConfig(WordDebiasConfig):
             words) or ``"sentence"`` (sentence means for both).
     """
 
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
+        "alpha": WEIGHT, "beta": WEIGHT, "rho": POSITIVE, "rho_max_sentences": COUNT,
+        "per_device_train_batch_size": COUNT, "gradient_accumulation_steps": COUNT, "num_train_epochs": POSITIVE
+    }
     alpha: float = field(default=0.3, metadata={"help": "weight of the JS term (released: 0.3)"})
     beta: float = field(default=0.7, metadata={"help": "weight of the representation term (released: 0.7)"})
     rho: float | None = field(default=15.0, metadata={"help": "bandwidth (released perplexity 15); None = median"})

@@ -66,14 +66,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
-from fairmt.errors import FairmtError
+from fairmt.errors import COUNT, DROPOUT, FairmtError, GROUPS, POSITIVE, Range, WEIGHT, check_ranges
 from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
 from fairmt.trainers.fairbatch import FairBatchMixin
@@ -227,6 +227,11 @@ class AdversarialConfig(TrainingArguments):
         fairbatch_alpha: FairBatch's step α (fairlib's ``DyBTalpha``, 0.1).
     """
 
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
+        "num_groups": GROUPS, "adv_lambda": WEIGHT, "n_adversaries": COUNT, "diff_lambda": WEIGHT,
+        "adv_hidden_size": COUNT, "adv_n_layers": COUNT, "adv_dropout": DROPOUT, "adv_learning_rate": POSITIVE,
+        "fairbatch_alpha": Range(0.0, 1.0, low_open=True)
+    }
     num_groups: int = field(default=2, metadata={"help": "number of protected groups"})
     adv_lambda: float = field(default=1.0, metadata={"help": "λ: gradient reversal strength"})
     n_adversaries: int = field(default=1, metadata={"help": "K adversaries (3 = diverse adversaries)"})
@@ -247,6 +252,7 @@ class AdversarialConfig(TrainingArguments):
 
     def __post_init__(self):
         super().__post_init__()
+        check_ranges(self)  # every numeric field's declared range (the recipes check the same)
         if self.num_groups < 2:
             raise FairmtError(f"num_groups must be ≥ 2, got {self.num_groups}")
         if self.adv_lambda < 0 or self.diff_lambda < 0:

@@ -43,14 +43,14 @@ import logging
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from transformers import Trainer, TrainingArguments
 
 from fairmt.data.augment.tuples import GENDER_GROUPS, CCDTupleCollator
-from fairmt.errors import FairmtError
+from fairmt.errors import COUNT, FairmtError, POSITIVE, Range, WEIGHT, check_ranges
 from fairmt.losses.ccd import RHO_ESTIMATORS, ccd_loss, estimate_rho, tuple_distances
 from fairmt.models.pooling import pool
 from fairmt.models.pooling_names import SENTENCE_POOLINGS as POOLING_MODES  # one set with `eval embeddings`
@@ -108,6 +108,10 @@ class CCDConfig(TrainingArguments):
             dropout-free validation L_rep is 0.12-0.16. Default ``False`` (the paper does not say).
     """
 
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
+        "beta": WEIGHT, "rho": POSITIVE, "rho_max_tuples": COUNT, "max_length": COUNT, "learning_rate": POSITIVE,
+        "per_device_train_batch_size": COUNT, "num_train_epochs": POSITIVE
+    }
     beta: float = field(default=1.0, metadata={"help": "weight of L_rep (paper: 1.0)"})
     rho: float | None = field(default=None, metadata={"help": "kernel bandwidth; None = estimate from training set"})
     rho_estimator: str = field(default="variance", metadata={"help": "'variance' or 'std' (the paper's two readings) or 'median'"})
@@ -126,6 +130,7 @@ class CCDConfig(TrainingArguments):
 
     def __post_init__(self):
         super().__post_init__()
+        check_ranges(self)  # every numeric field's declared range (the recipes check the same)
         if self.pooling not in POOLING_MODES:
             raise FairmtError(f"unknown pooling {self.pooling!r}; choose one of {POOLING_MODES}")
         if self.rho_estimator not in RHO_ESTIMATORS:

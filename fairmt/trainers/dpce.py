@@ -36,8 +36,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from typing import ClassVar
 import torch
 
+from fairmt.errors import COUNT, POSITIVE, Range, WEIGHT
 from fairmt.losses.dpce import dpce_loss, select_layers
 from fairmt.trainers.word_debias import WordDebiasConfig, WordDebiasTrainer
 
@@ -54,6 +56,9 @@ class DPCEConfig(WordDebiasConfig):
             token of the sentence).
     """
 
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
+        "alpha": WEIGHT, "beta": WEIGHT, "per_device_train_batch_size": COUNT, "num_train_epochs": POSITIVE
+    }
     alpha: float = field(default=0.2, metadata={"help": "weight of the orthogonality term (released: 0.2)"})
     beta: float = field(default=0.8, metadata={"help": "weight of the regulariser (released: 0.8)"})
     per_device_train_batch_size: int = field(default=32, metadata={"help": "released: 32"})

@@ -54,13 +54,13 @@ fairness metrics and leakage@h can be computed on the dev set (:mod:`fairmt.eval
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from transformers import Trainer, TrainingArguments
 
-from fairmt.errors import FairmtError
+from fairmt.errors import COUNT, FairmtError, POSITIVE, PROBABILITY, Range, WEIGHT, check_ranges
 from fairmt.losses import cs_infonce_loss, fcl_loss, gather_nograd, gather_with_grad, supcon_loss
 from fairmt.distributed import world_size
 from fairmt.losses.fair_contrastive import FCL_DEFAULT_TEMPERATURE, FCL_GROUP_TERMS, FCL_VARIANTS
@@ -120,6 +120,11 @@ class FairContrastiveConfig(TrainingArguments):
         gradcache_chunk_size: with a value smaller than the batch, use gradient caching with chunks of this size.
     """
 
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
+        "gamma": PROBABILITY, "cs_lambda": WEIGHT, "fcl_alpha": WEIGHT, "fcl_beta": WEIGHT, "fcl_scl_weight": WEIGHT,
+        "fcl_fcl_weight": WEIGHT, "temperature": POSITIVE, "group_temperature": POSITIVE,
+        "gradcache_chunk_size": COUNT, "fairbatch_alpha": Range(0.0, 1.0, low_open=True)
+    }
     objective: str = field(default="cscl", metadata={"help": "ce | cscl | cscl_pretrain | fcl | fcl_pretrain"})
     gamma: float = field(default=0.1, metadata={"help": "γ: weight of L_sup in one-stage CSCL"})
     cs_lambda: float = field(default=1.0, metadata={"help": "λ: weight of CS-InfoNCE"})
@@ -148,6 +153,7 @@ class FairContrastiveConfig(TrainingArguments):
 
     def __post_init__(self):
         super().__post_init__()
+        check_ranges(self)  # every numeric field's declared range (the recipes check the same)
         allowed = self.allowed_objectives()
         if self.objective not in allowed:
             raise FairmtError(f"objective must be one of {allowed}, got {self.objective!r}")

@@ -44,6 +44,7 @@ Evaluation. ``eval_loss`` is always the MT cross-entropy L_MT (token mean over t
 
 from __future__ import annotations
 
+from typing import ClassVar
 import copy
 import functools
 from collections import defaultdict
@@ -53,7 +54,7 @@ import torch
 import torch.nn as nn
 from transformers import PreTrainedModel, Seq2SeqTrainer, Seq2SeqTrainingArguments
 
-from fairmt.errors import FairmtError
+from fairmt.errors import COUNT, FairmtError, POSITIVE, PROBABILITY, Range, WEIGHT, check_ranges
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, mt_kd_loss, token_kl_loss
 from fairmt.losses.gacl import SINGLE_GENDER_HINT, single_gender_batch
 from fairmt.models.heads import LinearProjectionHead, ProjectionHead
@@ -120,6 +121,10 @@ class GACLConfig(Seq2SeqTrainingArguments):
             female (:class:`fairmt.data.gacl.GenderBalancedSampler`).
     """
 
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
+        "kd_alpha": PROBABILITY, "gacl_lambda": WEIGHT, "temperature": POSITIVE, "projection_weight_decay": WEIGHT,
+        "warmup_init_lr_ratio": PROBABILITY, "projection_dim": COUNT, "kd_temperature": POSITIVE
+    }
     kd_alpha: float = field(default=0.4, metadata={"help": "α: weight of the KD loss; L_MT gets 1 − α."})
     gacl_lambda: float = field(default=1.0, metadata={"help": "λ: weight of the gender-aware contrastive loss."})
     temperature: float = field(default=1.0, metadata={"help": "τ of the contrastive loss (released code: 1.0)."})
@@ -152,6 +157,7 @@ class GACLConfig(Seq2SeqTrainingArguments):
 
     def __post_init__(self):
         super().__post_init__()
+        check_ranges(self)  # every numeric field's declared range (the recipes check the same)
         if self.remove_unused_columns:
             raise FairmtError(
                 "GACLConfig needs remove_unused_columns=False: with True the Trainer silently drops the 'gender' and "

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -64,7 +64,7 @@ from fairmt.data.fair_sampling import (
     PairIndex,
     fit_latent_subgroups,
 )
-from fairmt.errors import FairmtError
+from fairmt.errors import COUNT, FairmtError, GROUPS, POSITIVE, Range, SIZE, WEIGHT, check_ranges
 from fairmt.losses import fair_batch_nt_xent, fair_pair_nt_xent, gather_with_grad, nt_xent_loss
 from fairmt.distributed import world_size
 from fairmt.models.pooling import representation_and_logits
@@ -107,6 +107,11 @@ class FairnessSamplingConfig(TrainingArguments):
         group_column: batch key of the protected attribute (carried for evaluation, never trained on).
     """
 
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
+        "n_clusters": GROUPS, "kmeans_n_init": COUNT, "epsilon": WEIGHT, "num_negatives": COUNT,
+        "sampling_temperature": POSITIVE, "sampling_weight": WEIGHT, "cluster_refresh_steps": COUNT,
+        "index_refresh_steps": SIZE
+    }
     objective: str = field(default="sampling_pretrain", metadata={"help": "simclr | sampling_pretrain | sampling | ce"})
     n_clusters: int = field(default=4, metadata={"help": "K of K-means"})
     kmeans_n_init: int = field(default=10, metadata={"help": "K-means restarts"})
@@ -127,6 +132,7 @@ class FairnessSamplingConfig(TrainingArguments):
 
     def __post_init__(self):
         super().__post_init__()
+        check_ranges(self)  # every numeric field's declared range (the recipes check the same)
         if self.objective not in SAMPLING_OBJECTIVES:
             raise FairmtError(f"objective must be one of {SAMPLING_OBJECTIVES}, got {self.objective!r}")
         if self.n_clusters < 2:

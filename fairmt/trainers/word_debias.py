@@ -18,6 +18,7 @@ states; load the folder's transformer with ``AutoModel`` instead.
 
 from __future__ import annotations
 
+from typing import ClassVar
 import logging
 from dataclasses import dataclass, field
 
@@ -26,7 +27,7 @@ from transformers import Trainer, TrainingArguments
 
 from fairmt.data.augment.tuples import GENDER_GROUPS
 from fairmt.data.word_sentences import WordSentenceCollator
-from fairmt.errors import FairmtError
+from fairmt.errors import COUNT, FairmtError, POSITIVE, Range, SEED, WEIGHT, check_ranges
 from fairmt.losses.dpce import DEBIAS_LAYERS, LOSS_TARGETS
 from fairmt.trainers.ccd import _is_peft, is_sentence_transformer
 from fairmt.trainers.faults import FaultGuardMixin
@@ -56,6 +57,10 @@ class WordDebiasConfig(TrainingArguments):
             released code, which trains in train mode).
     """
 
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
+        "alpha": WEIGHT, "beta": WEIGHT, "max_length": COUNT, "attribute_max_sentences": COUNT,
+        "learning_rate": POSITIVE, "seed": SEED
+    }
     alpha: float = field(default=1.0, metadata={"help": "weight of the debiasing term"})
     beta: float = field(default=1.0, metadata={"help": "weight of the representation term"})
     debias_layer: str = field(default="all", metadata={"help": "all|first|last"})
@@ -70,6 +75,7 @@ class WordDebiasConfig(TrainingArguments):
 
     def __post_init__(self):
         super().__post_init__()
+        check_ranges(self)  # every numeric field's declared range (the recipes check the same)
         if self.debias_layer not in DEBIAS_LAYERS:
             raise FairmtError(f"unknown debias_layer {self.debias_layer!r}; choose one of {DEBIAS_LAYERS}")
         if self.loss_target not in LOSS_TARGETS:
