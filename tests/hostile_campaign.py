@@ -1075,12 +1075,6 @@ def _download_source_cases() -> dict[str, list[Case]]:
 DOWNLOAD_SOURCE_CASES: dict[str, list[str]] = {k: [c.id for c in v] for k, v in _download_source_cases().items()}
 """Download source → the ids of its cases."""
 
-CONFIG_RANGE_CASES: dict[str, str] = {}
-"""``"ClassName.field"`` (a numeric field of a ``*Config`` dataclass of fairmt) → the id of the case giving it an
-out-of-range value (the ``config ranges`` cases of helper rela fill it; a case whose area is ``config ranges`` and
-whose id starts with ``ClassName.field`` counts too)."""
-
-
 def _issue45_relc_cases() -> list[Case]:
     return [*_sweep45_cases(), *_image45_cases(), *_evaluate_arg_cases().values(),
             *(c for cases in _download_source_cases().values() for c in cases)]
@@ -1444,6 +1438,15 @@ def _loader_cases() -> list[Case]:
                                                                   {"hard_text": "b", "p": "nurse ", "g": "m"},
                                                                   {"hard_text": "c", "p": "surgeon", "g": "m"}]))))
     return out
+
+
+CONFIG_RANGE_CASES: dict[str, str] = {
+    f"{spec.split(':')[1]}.{name}": f"{spec.split(':')[1]}({name}={values[0]!r})"
+    for spec, fields in CONFIG_VALUES.items() for name, values in fields.items() if values}
+CONFIG_RANGE_CASES["FairnessSamplingConfig.cluster_refresh_steps"] = \
+    "FairnessSamplingConfig(cluster_refresh_steps=0, every_n_steps)"
+"""``"ClassName.field"`` (a numeric field of a ``*Config`` dataclass of fairmt) → the id of its out-of-range case,
+from :data:`CONFIG_VALUES` (the table the ``config values`` cases are built from) and :data:`CONFIG_EXTRA`."""
 
 
 def all_cases() -> list[Case]:
