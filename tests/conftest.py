@@ -103,14 +103,18 @@ _CHILD_TMP: list = []
 def pytest_configure(config):
     if getattr(config.option, "dist", "no") == "loadfile":
         config.option.loadscopereorder = False  # keep the collection order below
-    # Child processes get a temporary folder of this pytest process's own, removed when it ends: launchers leave
+    # Child processes get a temporary folder of this test run's own, removed when it ends: launchers leave
     # their logs behind (torchrun: a torchelastic_* folder per launch, ~20 per suite run in /tmp). This process and
     # pytest's tmp_path keep the system one (gettempdir() caches it first).
+    # Made once, by the first pytest process (xdist's workers inherit it: a folder per worker nested in it made
+    # Chromium's and PostgreSQL's socket paths too long); a short name for the same reason.
     import tempfile
 
     tempfile.gettempdir()
-    _CHILD_TMP.append(tempfile.TemporaryDirectory(prefix="fairmt-test-children-"))
-    os.environ["TMPDIR"] = _CHILD_TMP[-1].name
+    if "FAIRMT_TEST_CHILD_TMP" not in os.environ:
+        _CHILD_TMP.append(tempfile.TemporaryDirectory(prefix="fmt-"))
+        os.chmod(_CHILD_TMP[-1].name, 0o1777)  # as /tmp: the PostgreSQL fixture's server runs as another user
+        os.environ["TMPDIR"] = os.environ["FAIRMT_TEST_CHILD_TMP"] = _CHILD_TMP[-1].name
 
 
 def pytest_unconfigure(config):

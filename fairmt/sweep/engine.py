@@ -448,9 +448,29 @@ def on_disk(spec: SweepSpec, trial) -> bool:
     return all(read_done(run_root(spec, setting, s), family(spec.method).results) is not None for s in seeds)
 
 
+def _ours_to_check(spec: SweepSpec, trial) -> bool:
+    """Whether a COMPLETE trial's runs should be in this sweep folder: it ran on this host into the folder the spec
+    names now. A trial another machine (or another folder on this one, each with its own ``--output-dir`` copy)
+    completed keeps its runs there: the study's word stands for it."""
+    owner = trial.user_attrs.get(OWNER) or {}
+    if owner.get("host") not in (None, HOST):
+        return False
+    recorded = trial.user_attrs.get(RUN_DIR) or (trial.user_attrs.get(RUN_DIRS) or [None])[0]
+    if recorded is None:
+        return True
+    setting, seed = split_params(spec, point(trial))
+    seeds = [seed] if spec.mode == "grid" else spec.seeds
+    if seeds[0] is None:
+        return True
+    here = run_root(spec, setting, seeds[0])
+    return os.path.realpath(str(recorded)) == os.path.realpath(str(here))
+
+
 def _finished(spec: SweepSpec, trial) -> bool:
     optuna = require_optuna()
-    return trial.state == optuna.trial.TrialState.COMPLETE and on_disk(spec, trial)
+    if trial.state != optuna.trial.TrialState.COMPLETE:
+        return False
+    return on_disk(spec, trial) or not _ours_to_check(spec, trial)
 
 
 def requeue_failed(study, spec: SweepSpec, lost: list[int] | None = None) -> list[int]:
