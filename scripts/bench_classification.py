@@ -60,6 +60,7 @@ rows.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -198,6 +199,19 @@ def fairmt_run(method: str, train_ds, dev_ds, *, epochs: int, batch: int, seed: 
     return time.perf_counter() - t0, time.process_time() - c0
 
 
+def _rounds(a, methods, train, dev, train_ds, dev_ds, metrics, tmp, times, cpu) -> None:
+    for r in range(a.repeats):
+        for m in methods:
+            runs = [("plain", lambda: plain_run(m, train, dev, epochs=a.epochs, batch=a.batch, seed=r,
+                                                metrics=metrics)),
+                    ("fairmt", lambda: fairmt_run(m, train_ds, dev_ds, epochs=a.epochs, batch=a.batch, seed=r,
+                                                  metrics=metrics, out=f"{tmp}/{m}-{r}"))]
+            for side, run in (runs if r % 2 == 0 else runs[::-1]):  # alternate which goes first
+                wall, used = run()
+                times[m][side].append(wall)
+                cpu[m][side].append(used)
+
+
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=6000, help="training rows")
@@ -234,18 +248,12 @@ def main(argv: list[str] | None = None) -> dict:
     methods = [m for m in a.methods.split(",") if m]
     times: dict[str, dict[str, list[float]]] = {m: {"plain": [], "fairmt": []} for m in methods}
     cpu: dict[str, dict[str, list[float]]] = {m: {"plain": [], "fairmt": []} for m in methods}
-    tmp = tempfile.mkdtemp(prefix="bench-cls-")
+    tmp_dir = tempfile.TemporaryDirectory(prefix="bench-cls-")  # the Trainers' output folders, removed at the end
+    tmp = tmp_dir.name
     total0 = time.perf_counter()
-    for r in range(a.repeats):
-        for m in methods:
-            runs = [("plain", lambda: plain_run(m, train, dev, epochs=a.epochs, batch=a.batch, seed=r,
-                                                metrics=metrics)),
-                    ("fairmt", lambda: fairmt_run(m, train_ds, dev_ds, epochs=a.epochs, batch=a.batch, seed=r,
-                                                  metrics=metrics, out=f"{tmp}/{m}-{r}"))]
-            for side, run in (runs if r % 2 == 0 else runs[::-1]):  # alternate which goes first
-                wall, used = run()
-                times[m][side].append(wall)
-                cpu[m][side].append(used)
+    # the Trainers' log lines go to stderr: with --json, stdout holds the JSON line only
+    with tmp_dir, contextlib.redirect_stdout(sys.stderr):
+        _rounds(a, methods, train, dev, train_ds, dev_ds, metrics, tmp, times, cpu)
     out: dict = {}
     for m in methods:
         # the best of the rounds: on a shared machine the least disturbed run of each side
