@@ -24,38 +24,6 @@ def as_dict(result: Any) -> dict:
     raise TypeError(f"cannot serialise {type(result).__name__}")
 
 
-def _umask() -> int:
-    """The process umask (read without changing it where Linux exposes it; else set and restored at once)."""
-    import os
-
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _temp_beside(path: Path, prefix: str, suffix: str) -> tuple[int, str]:
-    """A temporary file in ``path``'s folder for an atomic write, with the mode a plain ``open(path, "w")`` would
-    give (0666 less the umask): ``mkstemp`` creates it 0600, and the rename would keep that mode."""
-    import os
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=path.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())
-    except BaseException:
-        os.close(fd)
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return fd, tmp
-
-
 def write_text_atomic(path: str | Path, text: str, what: str = "output") -> None:
     """Write ``text`` to ``path`` through fairmt's one writer (:func:`fairmt.outputs.write_file`: a temporary file in
     the same folder, fsync, an atomic rename): a reader, or a second run writing the same output path, sees the old
@@ -160,27 +128,17 @@ def bar_chart(rows: Sequence[dict], label: str, metrics: Sequence[str], path: st
 
 
 def save_figure_atomic(fig, path: str | Path) -> None:
-    """Save a matplotlib figure (format from the suffix) through a temporary file and an atomic rename, as
-    :func:`write_text_atomic`; the figure is closed."""
-    import os
-
+    """Save a matplotlib figure (format from the suffix) through fairmt's one writer
+    (:class:`fairmt.outputs.writing`: a temporary file, fsync, an atomic rename), as :func:`write_text_atomic`; the
+    figure is closed."""
     import matplotlib.pyplot as plt
+
+    from fairmt.outputs import writing
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    from fairmt.outputs import write_error, write_failed
-
-    fd, tmp = _temp_beside(path, f".{path.stem}.", path.suffix)
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight", format=path.suffix.lstrip(".").lower() or "png")
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except Exception as exc:
-        if write_failed(exc):
-            raise write_error(path, "the figure", exc) from None
-        raise
+        with writing(path, what="the figure", binary=True) as fh:
+            fig.savefig(fh, dpi=120, bbox_inches="tight", format=path.suffix.lstrip(".").lower() or "png")
     finally:
-        Path(tmp).unlink(missing_ok=True)
         plt.close(fig)
