@@ -23,6 +23,7 @@ it.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Annotated, Any, Literal
 
@@ -109,19 +110,27 @@ Trainer sections (``training``, ``objective_args``, ``stage1``, ``stage2``) use 
 # apart (``must_be``), so a long description never lands in "recipe key X must be ..., got ...".
 
 
-def _config_source(spec: str):
-    """The ``ast`` class node of the Config ``module:Class`` and the module's class nodes (read from the source file,
-    not imported: checking a recipe must not import torch)."""
+@functools.lru_cache(maxsize=None)
+def _module_classes(module: str) -> dict:
+    """The top-level ``ast`` class nodes of a module, read from its source file (not imported: checking a recipe
+    must not import torch)."""
     import ast
     import importlib.util
 
-    module, _, name = spec.partition(":")
     found = importlib.util.find_spec(module)
     if found is None or not found.origin:
-        raise FairmtError(f"cannot find the source of {spec}")
+        raise FairmtError(f"cannot find the source of {module}")
     with open(found.origin, encoding="utf-8") as fh:
         tree = ast.parse(fh.read())
-    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    return {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+
+def _config_source(spec: str):
+    """The ``ast`` class node of the Config ``module:Class`` and its module's class nodes."""
+    module, _, name = spec.partition(":")
+    classes = _module_classes(module)
+    if name not in classes:
+        raise FairmtError(f"{module} defines no class {name}")
     return classes[name], classes
 
 
