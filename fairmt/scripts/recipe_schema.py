@@ -221,7 +221,8 @@ class GaclData(Section):
                                                           "(null: all)")
     max_eval_samples: Count | None = D(None, description="keep the first N rows of data.eval (null: all)")
     eval_fraction: Share | None = D(None, description="held-out share of the prepared training data for the "
-                                                      "evaluation loss (null or 0: none)")
+                                                      "evaluation loss (0: none; null: 0.05 when the run "
+                                                      "evaluates, else none)")
     prepare: Literal["gacl", "gfst", "plain"] = D(
         "gacl", description="gacl: one-gender sources, balanced, with counterfactuals (Lee et al. 2023, §3.1); gfst: "
                             "GFST's target-side gender filtering (Choubey et al. 2021); plain: every pair as given")
@@ -266,7 +267,8 @@ class GaclRecipe(Recipe):
     src_lang: Text = D("en", description="the source language code")
     tgt_lang: Text = D("de", description="the target language code")
     family: Literal["small100", "nllb", "m2m100"] | None = D(
-        None, description="the model family (language codes, tokenizer handling); null: inferred from model")
+        None, description="the model family (its language-code and generation conventions); null: read from the "
+                          "checkpoint's own files, else its name")
     data: GaclData = D(description="the training (and dev) data")
     training: dict | None = D(None, description=trainer_doc(GACL_CONFIG, "Trainer arguments"))
     peft: dict | None = D(None, description=trainer_doc(LORA_CONFIG, "train a LoRA adapter instead of the full "
@@ -305,7 +307,7 @@ class Eda(Section):
 
     num_aug: Count = D(1, description="EDA variants per training tuple's source")
     alpha: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = D(
-        0.1, description="EDA's share of words changed per operation, in (0, 1]")
+        0.1, description="fraction of words changed by each EDA operation (the paper's α)")
 
 
 class Utility(Section):
@@ -338,7 +340,7 @@ class CcdData(Section):
         None, description="one source (or a list of them) of sentences made into CDA tuples on the fly")
     groups: Annotated[list[Text], Field(min_length=2)] | None = D(None, description="the demographic groups of a "
                                                                                     "tuple (null: male, female)")
-    seed: Seed = D(42, description="the seed of the held-out splits and of the tuples drawn")
+    seed: Seed = D(42, description="the seed of the shuffles that draw the held-out splits and the EDA variants")
     eval_size: Size = D(0, description="validation tuples held out (checkpoint selection and the validation CCED "
                                        "gap; 0: none)")
     test_size: Size = D(0, description="tuples held out for CCED (0: none)")
@@ -406,7 +408,7 @@ class WordData(Section):
     eval_size: Size = D(0, description="rows held out for the validation loss (0: none)")
     test_size: Size = D(0, description="CDA tuples made from held-out corpus sentences for CCED, not trained on "
                                        "(0: none)")
-    seed: Seed = D(42, description="the seed of the held-out splits and rows drawn")
+    seed: Seed = D(42, description="the seed of the corpus shuffle, the rows kept per word and the held-out splits")
 
 
 class WordEvaluation(Section):
@@ -479,8 +481,8 @@ class ClassificationData(Section):
     moji_split_sizes: Annotated[list[Count], Field(min_length=3, max_length=3)] = D(
         [40000, 2000, 2000], description="rows of each raw Moji file cut into train / dev / test (fairlib's "
                                          "Moji.data_splits)")
-    moji_n_train: Count = D(100000, description="Moji training rows kept (fairlib's n_train, split 80/20 over the "
-                                                "sentiment × dialect cells)")
+    moji_n_train: Count = D(100000, description="Moji training rows kept (fairlib's n_train: 40/10/10/40 % over "
+                                                "the sentiment × dialect cells)")
     augment: Literal["eda", "backtranslate", "clm_insert", "clm_substitute"] | None = D(
         None, description="a second view of every training (and dev) row for objective_args.views: augment "
                           "(model.type finetune; null: none)")
@@ -612,7 +614,7 @@ class ClassificationRecipe(Recipe):
                           "fcl_two_stage (Shen et al. 2022), sampling (fairness-driven sampling), adversarial, inlp")
     output_dir: Text | None = D(None, description="the run's folder (null: outputs/<recipe name>)",
                                 json_schema_extra=_must("a folder (default: outputs/<recipe name>)"))
-    seed: Seed = D(0, description="the seed of training and of INLP")
+    seed: Seed = D(0, description="the run's seed: training, the collator, EDA, balancing, INLP and its head")
     selection: Literal["loss", "dto", "accuracy", "accuracy_then_gap", "last"] = D(
         "loss", description="the dev rule that picks the epoch kept: loss (lowest dev CE), dto (distance of "
                             "(accuracy, 1 − GAP) to (1, 1)), accuracy, accuracy_then_gap (Shen et al.), last")
@@ -767,7 +769,7 @@ class SamplingRecipe(Recipe):
     objective: Literal["sampling", "simclr"] = D("sampling", description="the stage-2 sampler: sampling (Algorithm "
                                                                          "1) or simclr (the random-sampling "
                                                                          "baseline)")
-    seed: Seed = D(0, description="the training seed of both stages")
+    seed: Seed = D(0, description="the training seed of both stages (TrainingArguments.seed)")
     output_dir: Text | None = D(None, description="the run's folder (null: outputs/<recipe name>)")
     stage1_from: Text | None = D(None, description="take stages 1-2 (SimCLR model, clusters) from another run's "
                                                    "folder (null: train them)")
