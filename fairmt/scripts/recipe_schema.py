@@ -364,7 +364,8 @@ class CcdEvaluation(Section):
     """The embedding-bias measurements before and after training."""
 
     suites: list[Literal["seat", "cced", "bias_ir", "bias-ir", "utility"]] | None = D(
-        None, description="the measurements (seat, cced, bias_ir, utility); empty: none")
+        None, description="the measurements (seat, cced, bias_ir, utility; null: all of "
+                                  "them, an empty list: none)")
     seat_n_samples: Count = D(10_000, description="permutation samples of the SEAT p-values")
     seat_tests: list[SeatTest] | None = D(None, description="the SEAT tests run (null: all of 6, 6b, 7, 7b, 8, 8b)")
     batch_size: Count = D(64, description="sentences encoded per batch while measuring")
@@ -414,7 +415,8 @@ class WordData(Section):
 class WordEvaluation(Section):
     """The embedding-bias measurements before and after training."""
 
-    suites: list[Suite] | None = D(None, description="the measurements (seat, cced, bias_ir); empty: none")
+    suites: list[Suite] | None = D(None, description="the measurements (seat, cced, bias_ir; null: all "
+                                                                     "three, an empty list: none)")
     pooling: Literal["mean", "cls", "first", "max"] = D("mean", description="how a sentence embedding is pooled "
                                                                             "from the token states")
     normalize: bool = D(False, description="L2-normalise the sentence embeddings")
@@ -569,7 +571,7 @@ class Inlp(Section):
     """The INLP baseline (``objective: inlp``)."""
 
     n_iterations: Count = D(20, description="INLP iterations: linear group classifiers whose null space is "
-                                            "projected out")
+                                            "projected out, one per round")
     by_class: bool = D(True, description="each round fits the group classifier on the examples of one task class only (equalized odds; Ravfogel et al.'s by_class)")
     head: Literal["logistic_regression", "finetune"] = D(
         "logistic_regression", description="the head on the guarded representations: a logistic regression, or the "
@@ -735,7 +737,8 @@ class SamplingAugment(Section):
     blur_p: Probability = D(0.0, description="probability of a Gaussian blur (0: off, as the paper)")
     blur_sigma: Pair = D([0.1, 2.0], description="range of the blur's sigma")
     blur_kernel_fraction: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = D(
-        0.1, description="the blur kernel's size as a fraction of the image side")
+        0.1, description="the blur kernel's size as a fraction of the shorter image "
+                                        "side (odd, at least 3)")
 
 
 class SamplingClusters(Section):
