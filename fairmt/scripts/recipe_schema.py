@@ -572,7 +572,8 @@ class Inlp(Section):
 
     n_iterations: Count = D(20, description="INLP iterations: linear group classifiers whose null space is "
                                             "projected out, one per round")
-    by_class: bool = D(True, description="each round fits the group classifier on the examples of one task class only (equalized odds; Ravfogel et al.'s by_class)")
+    by_class: bool = D(True, description="each round fits the group classifier on the examples of one task class "
+                                         "only (equalized odds; Ravfogel et al.'s by_class)")
     head: Literal["logistic_regression", "finetune"] = D(
         "logistic_regression", description="the head on the guarded representations: a logistic regression, or the "
                                            "model's own head fine-tuned on them with the stage2 options (Chi et al.)")
