@@ -107,6 +107,10 @@ def test_config_fed_keys_read_the_config_field_help():
         assert config_help(spec, name) == " ".join(help_text.split())
         fields = dict(_keys(SCHEMAS[family]))
         assert help_text in fields[".".join(path)].description, path
+    from fairmt.trainers.ccd import CCDConfig  # data.groups is the default of CCDConfig.groups (ccd runner)
+
+    groups_help = {f.name: f for f in dataclasses.fields(CCDConfig)}["groups"].metadata["help"]
+    assert f"CCDConfig.groups: {groups_help}" in dict(_keys(SCHEMAS["ccd"]))["data.groups"].description
 
 
 def test_config_help_reads_metadata_then_docstring_args_up_the_bases(tmp_path, monkeypatch):

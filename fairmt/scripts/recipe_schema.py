@@ -338,8 +338,9 @@ class CcdData(Section):
     tuples: Text | None = D(None, description="a JSONL tuple file from fairmt augment cda|llm")
     cda_source: CdaSource | Annotated[list[CdaSource], Field(min_length=1)] | None = D(
         None, description="one source (or a list of them) of sentences made into CDA tuples on the fly")
-    groups: Annotated[list[Text], Field(min_length=2)] | None = D(None, description="the demographic groups of a "
-                                                                                    "tuple (null: male, female)")
+    groups: Annotated[list[Text], Field(min_length=2)] | None = D(
+        None, description="the demographic groups of a tuple (null: male, female); also the default of "
+                          f"training.groups (CCDConfig.groups: {config_help(CCD_CONFIG, 'groups')})")
     seed: Seed = D(42, description="the seed of the shuffles that draw the held-out splits and the EDA variants")
     eval_size: Size = D(0, description="validation tuples held out (checkpoint selection and the validation CCED "
                                        "gap; 0: none)")
