@@ -4,9 +4,11 @@ refused as unknown), and the defaults themselves are a valid recipe of the famil
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 import pytest
+from pydantic import Field
 
 from fairmt.commands.recipe_schema import SCHEMAS, _known, validate_recipe
 from fairmt.scripts.recipe_checks import COMMON_TOP
@@ -45,3 +47,94 @@ def test_an_undeclared_default_is_found(monkeypatch):
     monkeypatch.setitem(sampling.DEFAULTS, "new_top", 1)
     monkeypatch.setitem(sampling.DEFAULTS, "probe", {**sampling.DEFAULTS["probe"], "new_knob": 2})
     assert _undeclared("sampling", sampling.DEFAULTS) == ["new_top", "probe.new_knob"]
+
+
+# ------------------------------------------------------------------------------------------- key descriptions
+
+
+def _keys(model, prefix: str = ""):
+    """``(dotted key, field)`` of every key of ``model``, nested sections (also those inside a union or a list)
+    walked."""
+    from pydantic import BaseModel
+
+    for name, field in model.model_fields.items():
+        yield prefix + name, field
+        stack, seen = [field.annotation], set()
+        while stack:
+            hint = stack.pop()
+            if isinstance(hint, type) and issubclass(hint, BaseModel):
+                if hint not in seen:
+                    seen.add(hint)
+                    yield from _keys(hint, f"{prefix}{name}.")
+            else:
+                stack.extend(typing.get_args(hint))
+
+
+def _undescribed(model) -> list[str]:
+    return [key for key, field in _keys(model) if not (field.description or "").strip()]
+
+
+@pytest.mark.parametrize("family", sorted(SCHEMAS))
+def test_every_key_of_every_family_has_a_description(family):
+    keys = list(_keys(SCHEMAS[family]))
+    assert any("." in key for key, _ in keys)  # the walk reaches the nested sections
+    assert _undescribed(SCHEMAS[family]) == []
+
+
+def test_an_undescribed_nested_key_is_found():
+    from pydantic import BaseModel
+
+    class Inner(BaseModel):
+        bare: int = 1
+
+    class Outer(BaseModel):
+        section: Inner | None = Field(None, description="a section")
+
+    assert _undescribed(Outer) == ["section.bare"]
+
+
+def test_config_fed_keys_read_the_config_field_help():
+    """A recipe key feeding a Config field (CONFIG_FEEDS) is described by that field's own help text: one source."""
+    import dataclasses
+    import importlib
+
+    from fairmt.scripts.recipe_schema import CONFIG_FEEDS, config_help
+
+    for (family, *path), (spec, name) in CONFIG_FEEDS.items():
+        module, _, cls = spec.partition(":")
+        help_text = {f.name: f for f in dataclasses.fields(getattr(importlib.import_module(module), cls))}[
+            name].metadata["help"]
+        assert config_help(spec, name) == " ".join(help_text.split())
+        fields = dict(_keys(SCHEMAS[family]))
+        assert help_text in fields[".".join(path)].description, path
+    from fairmt.trainers.ccd import CCDConfig  # data.groups is the default of CCDConfig.groups (ccd runner)
+
+    groups_help = {f.name: f for f in dataclasses.fields(CCDConfig)}["groups"].metadata["help"]
+    assert f"CCDConfig.groups: {groups_help}" in dict(_keys(SCHEMAS["ccd"]))["data.groups"].description
+
+
+def test_config_help_reads_metadata_then_docstring_args_up_the_bases(tmp_path, monkeypatch):
+    """The help of a field: its metadata help, else its ``Args:`` entry in the class (or a base class) docstring."""
+    from fairmt.errors import FairmtError
+    from fairmt.scripts.recipe_schema import config_help
+
+    (tmp_path / "schemadesc_cfg.py").write_text(
+        'from dataclasses import dataclass, field\n\n\n@dataclass\nclass Base:\n'
+        '    """Base.\n\n    Args:\n        depth: how deep it goes,\n            in layers.\n    """\n\n'
+        '    depth: int = 2\n\n\n@dataclass\nclass Child(Base):\n    """Child."""\n\n'
+        '    width: int = field(default=3, metadata={"help": "how wide (``:class:`~a.B``` units)"})\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert config_help("schemadesc_cfg:Child", "width") == "how wide (`B` units)"
+    assert config_help("schemadesc_cfg:Child", "depth") == "how deep it goes, in layers."
+    with pytest.raises(FairmtError, match="declares no help text"):
+        config_help("schemadesc_cfg:Child", "height")
+
+
+def test_a_range_error_names_the_bound_not_the_description():
+    """Descriptions are documentation: a range error still says what the key must be (unchanged wording)."""
+    from fairmt.errors import FairmtError
+
+    with pytest.raises(FairmtError, match=r"^recipe key model.max_length must be ≥ 1, got 0 \(int\)$"):
+        validate_recipe({"method": "classification", "model": {"max_length": 0}})
+    with pytest.raises(FairmtError, match=r"^recipe key patience must be a positive number of epochs or null, got 0$"):
+        validate_recipe({"method": "classification", "patience": 0})

