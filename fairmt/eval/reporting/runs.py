@@ -218,28 +218,27 @@ def _per_language(r: _Reader) -> list[_Reader]:
     return [r]
 
 
-def _read_winomt(r: _Reader, name: str) -> list[Run]:
-    winomt, sigs = {}, {}
+def _read_one_benchmark(r: _Reader, name: str, bench: str, read_row, setting: str) -> list[Run]:
+    """A per-language result of one MT benchmark (``bench``: winomt or geneval) as one run: each row read by
+    ``read_row``, its signature and the ``setting`` it was scored under (compat, split) kept."""
+    scores, sigs = {}, {}
     for row in _per_language(r):
         lang = row.text("lang") or "?"
-        winomt[lang] = _mt_winomt_row(row)
+        scores[lang] = read_row(row)
         if row.get("signature"):
-            sigs[f"winomt:{lang}"] = strip_version(row.text("signature"))
-        sigs["settings:compat"] = str(row.get("compat"))
-    sigs["languages:winomt"] = ",".join(sorted(winomt))
-    return [Run(name, "mt", r.path, _mt_values(winomt, {}, {}), signatures=sigs)]
+            sigs[f"{bench}:{lang}"] = strip_version(row.text("signature"))
+        sigs[f"settings:{setting}"] = str(row.get(setting))
+    sigs[f"languages:{bench}"] = ",".join(sorted(scores))
+    values = _mt_values(scores, {}, {}) if bench == "winomt" else _mt_values({}, scores, {})
+    return [Run(name, "mt", r.path, values, signatures=sigs)]
+
+
+def _read_winomt(r: _Reader, name: str) -> list[Run]:
+    return _read_one_benchmark(r, name, "winomt", _mt_winomt_row, "compat")
 
 
 def _read_geneval(r: _Reader, name: str) -> list[Run]:
-    geneval, sigs = {}, {}
-    for row in _per_language(r):
-        lang = row.text("lang") or "?"
-        geneval[lang] = _geneval_row(row)
-        if row.get("signature"):
-            sigs[f"geneval:{lang}"] = strip_version(row.text("signature"))
-        sigs["settings:split"] = str(row.get("split"))
-    sigs["languages:geneval"] = ",".join(sorted(geneval))
-    return [Run(name, "mt", r.path, _mt_values({}, geneval, {}), signatures=sigs)]
+    return _read_one_benchmark(r, name, "geneval", _geneval_row, "split")
 
 
 def _read_translation(r: _Reader, name: str) -> list[Run]:
