@@ -11,6 +11,12 @@ A fenced block is **executed** by ``tests/test_docs.py`` unless the line before 
   sizes for the test).
 
 ``text`` blocks (program output) are not code and are not counted.
+
+Executed blocks run in an empty folder with ``FAIRMT_DATA`` set to the real data (when it is there); ``$FAIRMT_DATA``
+(any environment variable) on a shell line is expanded as a shell would, and a block that names ``FAIRMT_DATA`` is
+skipped when the data is absent. A page holding the line ``<!-- one-folder -->`` runs its executed blocks in order in
+one folder, as a reader following the page would (a block run alone first runs the page's earlier ones), so that a
+Python block can write the file the next shell block reads.
 """
 
 from __future__ import annotations
@@ -55,6 +61,14 @@ def blocks(path: Path | None = None) -> list[Block]:
             out.append(Block(str(page.relative_to(ROOT)), text[:m.start()].count("\n") + 1, m.group("lang"),
                              body, mk.group(1) if mk else None, mk.group(2) if mk else ""))
     return out
+
+
+ONE_FOLDER = "<!-- one-folder -->"
+
+
+def one_folder(page: str) -> bool:
+    """Whether the page's executed blocks share one folder (see the module docstring)."""
+    return ONE_FOLDER in (ROOT / page).read_text(encoding="utf-8")
 
 
 def block_after(page: str, marker_text: str) -> str:

@@ -166,3 +166,29 @@ def test_classification_fairness_module_matches_the_cli(tmp_path, capsys):
     for key in ("accuracy", "macro_f1", "gap", "delta_eo"):
         assert res[key] == pytest.approx(cli[key]), key
     assert res["signature"] == cli["signature"] and 0 < res["gap"]
+
+
+# The `evaluate` examples of the benchmark pages run here, where `evaluate` is already imported (its import costs
+# seconds; tests/test_docs.py checks that these files name the pages). MT-GenEval's: tests/test_readme_snippets.py.
+PAGE_EXAMPLES = {
+    "docs/benchmarks/winomt.md": ("accuracy", 59.3),
+    "docs/benchmarks/flores.md": ("bleu_label", "spBLEU*"),
+    "docs/benchmarks/cced.md": ("gap", 3.0),
+    "docs/benchmarks/classification.md": ("gap", 50.0),
+}
+
+
+@pytest.mark.parametrize("page", list(PAGE_EXAMPLES))
+def test_the_benchmark_pages_evaluate_examples_run(page, shared_data, tmp_path, monkeypatch, capsys):
+    """Each page's block under `<!-- runs-in: tests/test_evaluate_modules.py -->`, as a reader runs it, in an empty
+    folder with FAIRMT_DATA set; it prints, and gives the number the page states."""
+    from doc_blocks import ROOT, block_after
+
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    monkeypatch.chdir(tmp_path)
+    code = block_after(page, "<!-- runs-in: tests/test_evaluate_modules.py -->")
+    namespace: dict = {"__name__": "__docs__"}
+    exec(compile(code, str(ROOT / page), "exec"), namespace)  # noqa: S102 - the page's own code
+    key, expected = PAGE_EXAMPLES[page]
+    assert namespace["scores"][key] == (pytest.approx(expected) if isinstance(expected, float) else expected)
+    assert capsys.readouterr().out.strip()

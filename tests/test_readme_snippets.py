@@ -1,5 +1,5 @@
 """Doc code that promises a number runs and gives it (issue 27: the `mt_geneval` example returned None). The blocks
-live on the site's pages (docs/benchmarks/index.md, docs/sweeps.md); tests/test_docs.py checks every other block."""
+live on the site's pages (docs/benchmarks/mt-geneval.md, docs/sweeps.md); tests/test_docs.py checks every other block."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
-def _python_blocks(section: str, page: str = "benchmarks/index.md") -> list[str]:
+def _python_blocks(section: str, page: str = "benchmarks/mt-geneval.md") -> list[str]:
     """The Python blocks of ``section`` (a heading line) on ``page`` (under docs/)."""
     text = (DOCS / page).read_text(encoding="utf-8")
     start = text.index(section)
@@ -25,12 +25,12 @@ def _python_blocks(section: str, page: str = "benchmarks/index.md") -> list[str]
 @pytest.mark.data
 def test_mt_geneval_readme_example_gives_the_pair_level_number(shared_data, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
-    block = next(b for b in _python_blocks("## From Python and as Hugging Face `evaluate` metrics")
+    block = next(b for b in _python_blocks("## `evaluate` module")
                  if "mt_geneval" in b)
     namespace: dict = {}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(block, "docs/benchmarks/index.md (mt_geneval example)", "exec"), namespace)  # noqa: S102 - the page's own code
+        exec(compile(block, "docs/benchmarks/mt-geneval.md (mt_geneval example)", "exec"), namespace)  # noqa: S102 - the page's own code
     scores = namespace["scores"]
     assert scores["accuracy"] == 100.0 and scores["explicit_accuracy"] is not None  # references as translations
     assert scores["chrfpp"] == pytest.approx(100.0) and "note" not in scores
