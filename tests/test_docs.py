@@ -299,3 +299,60 @@ def test_fairmt_recipes_is_a_table_with_a_family_filter(capsys, monkeypatch, tmp
     assert main(["recipes", "ccd", "--long"]) == 0  # the recipe's comment as written: its results table stays rows
     out = capsys.readouterr().out
     assert "\n      CCED gap (150 held-out tuples)" in out
+
+
+# ------------------------------------------------------------------------------------ method and paper pages
+
+METHOD_PAGES = ("gacl", "ccd", "dpce-adept", "cscl", "fcl", "sampling", "baselines")
+PAPER_PAGES = ("gacl", "ccd", "cscl", "fcl", "sampling")
+
+
+@pytest.mark.parametrize("name", METHOD_PAGES)
+def test_every_method_page_runs_its_trainer_and_shows_its_paper_card(name):
+    """Issue 39: each method page has its formula, the Trainer as a drop-in in a block this file executes, and the
+    card of a recipe (a placeholder docs_gen/cards.py fills at build time, so the table cannot go stale)."""
+    from fairmt.commands.train import builtin_recipes
+    from fairmt.scripts.cards import card_path
+
+    sys.path.insert(0, str(ROOT / "docs_gen"))
+    import cards
+
+    page = f"docs/methods/{name}.md"
+    text = (ROOT / page).read_text(encoding="utf-8")
+    assert "## The formula" in text, f"{page}: no formula section"
+    runs = [b for b in EXECUTED if b.page == page and b.lang == "python" and re.search(r"Trainer\(", b.code)]
+    assert runs and all(".train()" in b.code for b in runs), f"{page}: no executed Trainer drop-in"
+    named = cards.CARD.findall(text)
+    assert named, f"{page}: no <!-- paper-card: RECIPE --> placeholder"
+    recipes = builtin_recipes()
+    assert all(r in recipes and card_path(recipes[r]).is_file() for r in named), (page, named)
+
+
+def test_the_paper_card_placeholder_becomes_the_cards_table_and_a_wrong_one_fails_the_build():
+    sys.path.insert(0, str(ROOT / "docs_gen"))
+    import cards
+
+    from fairmt.commands.train import paper_card
+
+    page = "intro\n\n<!-- paper-card: classification/fcl -->\n\nafter\n"
+    out = cards.expand(page)
+    table = paper_card("classification/fcl").table().partition("\n\n")[2]
+    assert "paper-card" not in out and table in out and out.startswith("intro\n\n**`classification/fcl`**")
+    assert "| `stages.train.fcl_beta` | (silent) | 0.1 |" in out
+    with pytest.raises(cards.CardError, match="gacl/tiny_offline.*has no paper card"):
+        cards.expand("<!-- paper-card: gacl/tiny_offline -->\n")
+    with pytest.raises(cards.CardError, match="no built-in recipe 'nope/x'"):
+        cards.expand("<!-- paper-card: nope/x -->\n")
+    with pytest.raises(cards.CardError, match="names 0 papers"):
+        cards.departures_md("Nobody et al.")
+
+
+def test_each_seed_paper_has_its_page_in_the_nav():
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    for name in PAPER_PAGES:
+        text = (ROOT / "docs" / "reproducing" / f"{name}.md").read_text(encoding="utf-8")
+        assert f"reproducing/{name}.md" in nav
+        assert "## Each table and figure → the command" in text and "## What fairmt gets, on what data" in text
+        assert "<!-- paper-departures: " in text
+    for name in METHOD_PAGES:
+        assert f"methods/{name}.md" in nav
