@@ -53,6 +53,12 @@ def _check_fairmt_line(words: list[str]) -> None:
         if recipe in builtin_recipes():
             overrides = [w for w in getattr(args, "overrides", []) or [] if "=" in w]
             load_recipe(recipe, overrides)
+            if args.command == "sweep" and getattr(args, "grid", None):  # every value of every --grid key validates
+                from fairmt.sweep.spec import parse_grid
+
+                for key, texts in parse_grid(args.grid)[1].items():
+                    for text in texts:
+                        load_recipe(recipe, [*overrides, f"{key}={text}"])
 
 
 def _has_name(module: str, name: str) -> bool:
@@ -286,6 +292,55 @@ def test_the_data_corpora_ccd_hint_runs(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
 
 
+def _inline_commands() -> list[tuple[str, str]]:
+    """Every backticked ``fairmt ...`` command in the text of the docs and the README (outside code blocks, which the
+    block tests cover), placeholders (``{}…<>[]|#``, ``...``) aside. troubleshooting.md is left out: its commands
+    show errors on purpose."""
+    from doc_blocks import FENCE, pages
+
+    out = []
+    for page in pages():
+        if page.name == "troubleshooting.md":
+            continue
+        text = FENCE.sub("", page.read_text(encoding="utf-8"))
+        for m in HINT.finditer(text):
+            cmd = " ".join(m.group(1).split())
+            if not any(c in cmd for c in "{}…<>[]|#\"") and "..." not in cmd and cmd != "fairmt extension":
+                out.append((str(page.relative_to(ROOT)), cmd))
+    return sorted(set(out))
+
+
+def test_every_command_in_the_docs_text_parses_and_validates():
+    """The commands written inline in the pages (tables of commands, "run `fairmt ...`") name real commands and
+    options, and a built-in recipe's overrides and each value of a sweep's ``--grid`` pass the recipe checks."""
+    from fairmt.commands.train import builtin_recipes, load_recipe
+    from fairmt.sweep.spec import parse_grid
+
+    commands = _inline_commands()
+    assert ("docs/reproducing/gacl.md", "fairmt train gacl/small100_en-de_official") in commands
+    failed = []
+    for page, cmd in commands:
+        words, grids, rest = shlex.split(cmd)[1:], [], []
+        while words:
+            w = words.pop(0)
+            if w in ("--grid", "--range") and words:  # a range's bounds are not a value: only the grid's are checked
+                value = words.pop(0)
+                if w == "--grid":
+                    grids.append(value)
+            else:
+                rest.append(w)
+        try:
+            _check_hint(rest)
+            if grids and len(rest) > 1 and rest[1] in builtin_recipes():
+                overrides = [w for w in rest[2:] if "=" in w and not w.startswith("-")]
+                for key, texts in parse_grid(grids)[1].items():
+                    for text in texts:
+                        load_recipe(rest[1], [*overrides, f"{key}={text}"])
+        except Exception as err:  # noqa: BLE001 - reported all together
+            failed.append(f"{page}: `{cmd}`: {err}")
+    assert not failed, "\n".join(failed)
+
+
 def test_readme_is_short_and_keeps_the_test_command_ci_reads():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 150
@@ -318,3 +373,60 @@ def test_fairmt_recipes_is_a_table_with_a_family_filter(capsys, monkeypatch, tmp
     assert main(["recipes", "ccd", "--long"]) == 0  # the recipe's comment as written: its results table stays rows
     out = capsys.readouterr().out
     assert "\n      CCED gap (150 held-out tuples)" in out
+
+
+# ------------------------------------------------------------------------------------ method and paper pages
+
+METHOD_PAGES = ("gacl", "ccd", "dpce-adept", "cscl", "fcl", "sampling", "baselines")
+PAPER_PAGES = ("gacl", "ccd", "cscl", "fcl", "sampling")
+
+
+@pytest.mark.parametrize("name", METHOD_PAGES)
+def test_every_method_page_runs_its_trainer_and_shows_its_paper_card(name):
+    """Issue 39: each method page has its formula, the Trainer as a drop-in in a block this file executes, and the
+    card of a recipe (a placeholder docs_gen/cards.py fills at build time, so the table cannot go stale)."""
+    from fairmt.commands.train import builtin_recipes
+    from fairmt.scripts.cards import card_path
+
+    sys.path.insert(0, str(ROOT / "docs_gen"))
+    import cards
+
+    page = f"docs/methods/{name}.md"
+    text = (ROOT / page).read_text(encoding="utf-8")
+    assert "## The formula" in text, f"{page}: no formula section"
+    runs = [b for b in EXECUTED if b.page == page and b.lang == "python" and re.search(r"Trainer\(", b.code)]
+    assert runs and all(".train()" in b.code for b in runs), f"{page}: no executed Trainer drop-in"
+    named = cards.CARD.findall(text)
+    assert named, f"{page}: no <!-- paper-card: RECIPE --> placeholder"
+    recipes = builtin_recipes()
+    assert all(r in recipes and card_path(recipes[r]).is_file() for r in named), (page, named)
+
+
+def test_the_paper_card_placeholder_becomes_the_cards_table_and_a_wrong_one_fails_the_build():
+    sys.path.insert(0, str(ROOT / "docs_gen"))
+    import cards
+
+    from fairmt.commands.train import paper_card
+
+    page = "intro\n\n<!-- paper-card: classification/fcl -->\n\nafter\n"
+    out = cards.expand(page)
+    table = paper_card("classification/fcl").table().partition("\n\n")[2]
+    assert "paper-card" not in out and table in out and out.startswith("intro\n\n**`classification/fcl`**")
+    assert "| `stages.train.fcl_beta` | (silent) | 0.1 |" in out
+    with pytest.raises(cards.CardError, match="gacl/tiny_offline.*has no paper card"):
+        cards.expand("<!-- paper-card: gacl/tiny_offline -->\n")
+    with pytest.raises(cards.CardError, match="no built-in recipe 'nope/x'"):
+        cards.expand("<!-- paper-card: nope/x -->\n")
+    with pytest.raises(cards.CardError, match="names 0 papers"):
+        cards.departures_md("Nobody et al.")
+
+
+def test_each_seed_paper_has_its_page_in_the_nav():
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    for name in PAPER_PAGES:
+        text = (ROOT / "docs" / "reproducing" / f"{name}.md").read_text(encoding="utf-8")
+        assert f"reproducing/{name}.md" in nav
+        assert "## Each table and figure → the command" in text and "## What fairmt gets, on what data" in text
+        assert "<!-- paper-departures: " in text
+    for name in METHOD_PAGES:
+        assert f"methods/{name}.md" in nav

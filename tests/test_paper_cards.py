@@ -201,12 +201,27 @@ def test_gacl_card_states_the_release_values():
 
 
 def test_the_docs_departure_tables_are_generated_from_the_cards():
+    """Each paper's departures are on one page of the docs, generated from the cards at build time (a placeholder that
+    docs_gen/hooks.py fills): together the pages show exactly `fairmt recipes --departures`, once."""
+    import re
+    import sys
+
     from fairmt.commands.train import all_departures_markdown
 
-    readme = (Path(__file__).resolve().parents[1] / "docs" / "reproducing.md").read_text(encoding="utf-8")
-    start, end = "<!-- paper-departures:start -->\n", "<!-- paper-departures:end -->"
-    block = readme[readme.index(start) + len(start):readme.index(end)]
-    assert block == all_departures_markdown(), "docs/reproducing.md's departure tables: paste `fairmt recipes --departures`"
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "docs_gen"))
+    import cards as docs_cards
+
+    found = [(page.relative_to(root), m.group(1)) for page in sorted((root / "docs").rglob("*.md"))
+             for m in docs_cards.DEPARTURES.finditer(page.read_text(encoding="utf-8"))]
+    papers = docs_cards.papers()
+    named = [next(p for p in papers if p.startswith(authors)) for _, authors in found]
+    assert sorted(named) == sorted(papers), (found, papers)  # every paper once, no paper twice
+    assert all(str(page).startswith("docs/reproducing/") for page, _ in found), found
+    expected = all_departures_markdown()
+    shown = [docs_cards.departures_md(authors) for _, authors in found]
+    assert sorted(shown) == sorted(part if part.endswith("\n") else part + "\n"
+                                   for part in re.split(r"\n(?=\*\*)", expected)), "the generated tables differ"
 
 
 def test_recipes_of_one_comparison_table_share_one_selection_rule():

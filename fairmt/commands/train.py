@@ -147,7 +147,7 @@ def register(groups) -> None:
     r.add_argument("--json", action="store_true", help="with --paper: the card as JSON")
     r.add_argument("--departures", action="store_true",
                    help="every built-in recipe's declared departures from its paper, one Markdown table per paper "
-                        "(the tables of docs/reproducing.md are this output)")
+                        "(each docs/reproducing/PAPER.md page shows its paper's table, generated at build time)")
     r.set_defaults(handler=_list_recipes)
 
 

@@ -259,7 +259,8 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
 
 def departures_markdown(cards: list[Card]) -> str:
     """One Markdown table per paper of every departure its recipes' cards declare (a departure shared by several
-    recipes is one row naming them all): what docs/reproducing.md shows."""
+    recipes is one row naming them all): what ``fairmt recipes --departures`` prints and each
+    docs/reproducing/PAPER.md page shows (docs_gen/cards.py)."""
     out: list[str] = []
     papers: dict[str, list[Card]] = {}
     for card in cards:
