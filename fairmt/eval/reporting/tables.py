@@ -134,6 +134,7 @@ class Table:
     marks: list[set[str]]  # per row: the column keys marked †
     differs: list[list[dict]]  # per row: its signature differences from the first row
     notes: list[str]
+    comparisons: list[dict] = field(default_factory=list)  # paired bootstrap of each row against the first (MT)
 
     def unit(self, m: Measure) -> str:
         return {"rate": "%" if self.scale == "percent" else "fraction", "score": "0–100", "count": "n"}.get(m.kind, "")
@@ -326,7 +327,13 @@ def build_tables(runs: list[Run], allow_mixed: bool = False, per_class: bool = F
         note = selection_note(rows)
         if note:
             notes.append(note)
-        tables.append(Table(fam, rows, cols, scale, marks, differs, notes))
+        comparisons: list[dict] = []
+        if key == "mt":
+            from fairmt.eval.reporting.compare import compare_rows
+
+            comparisons, lines = compare_rows(rows)
+            notes += lines
+        tables.append(Table(fam, rows, cols, scale, marks, differs, notes, comparisons))
     return tables
 
 
@@ -374,5 +381,5 @@ def table_json(t: Table) -> dict[str, Any]:
                   "best": sorted(k for k, rows in best.items() if i in rows),
                   "marked": sorted(t.marks[i]), "differs": t.differs[i], "settings": r.settings,
                   "signatures": r.signatures} for i, r in enumerate(t.rows)],
-        "notes": t.notes,
+        "notes": t.notes, "comparisons": t.comparisons,
     }
