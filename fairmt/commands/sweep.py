@@ -155,4 +155,9 @@ def _print_summary(report: dict) -> None:
     else:
         why = report["selection"]["by_rule"].get(report["selection"]["rule"], {}).get("unavailable", "no finished run")
         print(f"fairmt sweep: no setting selected by {report['selection']['rule']}: {why}")
+    collapsed = [f"{s['id']} {s['overrides']} (seeds {', '.join(map(str, s['at_chance']))})"
+                 for s in report.get("settings") or [] if s.get("at_chance")]
+    if collapsed:
+        print("fairmt sweep: warning: a final model at chance (its small gap is no fairness; see sweep.md): "
+              + "; ".join(collapsed))
     print(f"  report: {out}/sweep.md  {out}/sweep.json" + (f"  {out}/tradeoff.png" if report.get("plot") else ""))
