@@ -83,3 +83,14 @@ def worker_args(out, ledger, storage: str, study: str, n: int, host: str = "-", 
 
     return [sys.executable, "-c", WORKER, str(out), str(ledger), storage, study, str(n), host, str(hang_at),
             str(seconds), str(grace)]
+
+
+def standin_data_root(monkeypatch, tmp_path: Path) -> Path:
+    """FAIRMT_DATA at empty hate-speech folders (one per language of Huang et al. 2020): what `fairmt sweep` checks
+    before its first trial (:func:`fairmt.sweep.spec.check_trial_inputs`) for the hate-speech recipes whose runs
+    the tests stand in for (the stand-in runs read no data)."""
+    root = tmp_path / "standin-data"
+    for language in ("English", "Italian", "Polish", "Portuguese", "Spanish"):
+        (root / "hatespeech_huang2020" / language).mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("FAIRMT_DATA", str(root))
+    return root

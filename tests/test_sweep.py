@@ -22,7 +22,7 @@ import pytest
 
 from fairmt.cli import main
 from fairmt.sweep.engine import point
-from sweep_helpers import fake_runner, worker_args
+from sweep_helpers import fake_runner, standin_data_root, worker_args
 
 optuna = pytest.importorskip("optuna")
 psutil = pytest.importorskip("psutil")
@@ -276,6 +276,28 @@ def test_bad_input_is_one_line_before_any_run(tmp_path, capsys, extra, expected)
     assert not out.exists()  # nothing was started, not even the sweep folder
 
 
+def test_the_recipes_data_and_model_are_checked_before_the_first_trial(tmp_path, capsys, monkeypatch):
+    """Issue 44 item 10: what every trial would hit (the recipe's data folder, its model) is one line before the first
+    trial (the trial runner, here a tripwire, never called) and before the sweep folder or its study exist."""
+    from fairmt.sweep import engine
+
+    def tripwire(cmd, log):
+        raise AssertionError("a trial started before the checks")
+
+    monkeypatch.setattr(engine, "run_subprocess", tripwire)
+    for extra, expected in (
+            (["data.root=/no/such/hatespeech"], "the hate-speech data folder (data.root) /no/such/hatespeech does not "
+                                                "exist"),
+            (["model.type=frozen_embedder", "model.name_or_path=/no/such/encoder"], "/no/such/encoder")):
+        out = tmp_path / "sweep"
+        assert main(["sweep", RECIPE, *CHEAP, *extra, "--grid", "training.learning_rate=0.1", "--output-dir",
+                     str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and err.startswith("fairmt: error: every trial of this sweep would fail: ")
+        assert expected in err and "nothing was started" in err, err
+        assert not out.exists()
+
+
 def test_the_sweep_owns_seed_and_output_folder(tmp_path, capsys):
     for fixed, expected in (("seed=4", "override seed=...: give the seeds with --seeds"),
                             ("training.output_dir=x", "the sweep gives every run its own folder")):
@@ -524,10 +546,11 @@ def test_heartbeat_is_recorded_from_its_thread(tmp_path, kind):
     assert t0 < beat <= time.time()
 
 
-def test_a_second_worker_without_join_is_refused(tmp_path, capsys):
+def test_a_second_worker_without_join_is_refused(tmp_path, capsys, monkeypatch):
     from fairmt.sweep.engine import HOST, open_storage, open_study, prepare_folder
     from fairmt.sweep.spec import build_spec
 
+    standin_data_root(monkeypatch, tmp_path)
     args = [RECIPE, *CHEAP, "--grid", "training.learning_rate=0.1,0.2", "--output-dir", str(tmp_path / "s")]
     spec = build_spec(RECIPE, CHEAP, ["training.learning_rate=0.1,0.2"], [], "1", [], output_dir=str(tmp_path / "s"))
     prepare_folder(spec)

@@ -22,7 +22,7 @@ import pytest
 
 import procs
 from pg import postgresql  # noqa: F401 - the session fixture
-from sweep_helpers import fake_runner, worker_args
+from sweep_helpers import fake_runner, standin_data_root, worker_args
 
 optuna = pytest.importorskip("optuna")
 pytest.importorskip("psutil")
@@ -117,6 +117,7 @@ def test_the_command_on_postgresql_refuses_a_clash_and_never_prints_the_password
     from fairmt.sweep import engine
 
     monkeypatch.setattr(engine, "run_subprocess", fake_runner)  # the runs: stand-ins (see the module docstring)
+    standin_data_root(monkeypatch, tmp_path)
     url = _database(postgresql, "command")
     base = ["sweep", RECIPE, *CHEAP, "--storage", url, "--study-name", "shared-name"]
     assert main([*base, "--grid", "training.learning_rate=0.001,0.01", "--seeds", "2",
