@@ -23,6 +23,14 @@ def _why_none(r: Run) -> str:
             "results: score its translations with this fairmt's eval commands)")
 
 
+def add_comparisons(tables: list) -> None:
+    """Each MT table's comparisons (:func:`compare_rows`): its ``comparisons`` (the JSON) and the lines under it."""
+    for t in tables:
+        if t.family.key == "mt":
+            t.comparisons, lines = compare_rows(t.rows)
+            t.notes += lines
+
+
 def compare_rows(rows: list[Run]) -> tuple[list[dict], list[str]]:
     """The comparisons of each row with the first (dicts for the JSON) and the lines that say them."""
     from fairmt.eval.significance import N_SAMPLES, SEED, compare_items

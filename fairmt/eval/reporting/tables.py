@@ -134,7 +134,7 @@ class Table:
     marks: list[set[str]]  # per row: the column keys marked †
     differs: list[list[dict]]  # per row: its signature differences from the first row
     notes: list[str]
-    comparisons: list[dict] = field(default_factory=list)  # paired bootstrap of each row against the first (MT)
+    comparisons: list[dict] = field(default_factory=list)  # paired bootstrap against the first row (MT; compare.py)
 
     def unit(self, m: Measure) -> str:
         return {"rate": "%" if self.scale == "percent" else "fraction", "score": "0–100", "count": "n"}.get(m.kind, "")
@@ -327,13 +327,7 @@ def build_tables(runs: list[Run], allow_mixed: bool = False, per_class: bool = F
         note = selection_note(rows)
         if note:
             notes.append(note)
-        comparisons: list[dict] = []
-        if key == "mt":
-            from fairmt.eval.reporting.compare import compare_rows
-
-            comparisons, lines = compare_rows(rows)
-            notes += lines
-        tables.append(Table(fam, rows, cols, scale, marks, differs, notes, comparisons))
+        tables.append(Table(fam, rows, cols, scale, marks, differs, notes))
     return tables
 
 
