@@ -32,34 +32,42 @@ def add_comparisons(tables: list) -> None:
 
 
 def compare_rows(rows: list[Run]) -> tuple[list[dict], list[str]]:
-    """The comparisons of each row with the first (dicts for the JSON) and the lines that say them."""
+    """The comparisons of each row with the first (dicts for the JSON) and the lines that say them: a header and one
+    line per test, or, where no test could be made, one line per row saying why."""
     from fairmt.eval.significance import N_SAMPLES, SEED, compare_items
 
     if len(rows) < 2:
         return [], []
     base = rows[0]
     out: list[dict] = []
-    lines = [f"Paired bootstrap against {base.name} (row − {base.name}; {N_SAMPLES} resamples of the sentences/pairs, "
-             f"seed {SEED}; 95 % interval; p-value):"]
+    lines: list[str] = []
+    why_not: list[tuple[str, str, str]] = []  # (row, where, why): no interval
+
     for r in rows[1:]:
         missing = [x for x in (base, r) if not x.items]
         if missing:
-            lines.append(f"  {r.name}: no interval: " + "; ".join(_why_none(x) for x in missing) + ".")
+            why_not.append((r.name, "", "; ".join(_why_none(x) for x in missing)))
             continue
         shared = [k for k in r.items if k in base.items]
         if not shared:
-            lines.append(f"  {r.name}: no interval: no benchmark and language in common with {base.name}.")
+            why_not.append((r.name, "", f"no benchmark and language in common with {base.name}"))
         for key in shared:
             bench, _, lang = key.partition(":")
             where = f"{BENCH_NAMES.get(bench, bench)} {lang}"
             try:
                 tests = compare_items(bench, r.items[key], base.items[key])
             except FairmtError as err:
-                lines.append(f"  {r.name}: {where}: no interval: {err}.")
+                why_not.append((r.name, where, str(err)))
                 continue
             for t in tests:
                 out.append({"run": r.name, "baseline": base.name, "benchmark": bench, "lang": lang, **t.to_dict()})
                 lines.append(f"  {r.name}: {where} {MEASURE_NAMES.get(t.measure, t.measure)} {format_test(t)}")
+    if out:
+        lines.insert(0, f"Paired bootstrap against {base.name} (row − {base.name}; {N_SAMPLES} resamples of the "
+                        f"sentences/pairs, seed {SEED}; 95 % interval; p-value):")
+    for name, where, why in why_not:
+        lines.append(f"Paired bootstrap of {name} against {base.name}{': ' + where if where else ''}: no interval: "
+                     f"{why}.")
     return out, lines
 
 
