@@ -115,6 +115,14 @@ def test_report_prints_the_paired_bootstrap_the_significance_module_gives(tmp_pa
     out = capsys.readouterr().out
     assert f"b: MT-GenEval de Acc. {format_test(want['accuracy'])}" in out
     assert "p = 1.000, not distinguishable" in format_test(compare_items("geneval", da["items"], da["items"])[0])
+    from fairmt.eval.geneval import score_contextual  # the contextual set: accuracy and E-accuracy over sentences
+
+    orig = ["der Arzt kam", "die Ärztin kam", "der Koch lachte"]
+    flip = ["die Ärztin kam", "der Arzt kam", "die Köchin lachte"]
+    ca, cb = (score_contextual(h, orig, flip).items for h in (orig, flip))
+    ctx = compare_items("geneval", ca, cb, n_samples=200)
+    assert [t.measure for t in ctx] == ["accuracy", "explicit_accuracy"]
+    assert ctx[0].difference == pytest.approx(100.0) == paired_accuracy([1, 1, 1], [0, 0, 0], n_samples=200).difference
     old, _ = _geneval_file(tmp_path, "old", bad, drop_items=True)
     assert main(["report", str(a), str(old)]) == 0
     lines = [x for x in capsys.readouterr().out.splitlines() if "no interval" in x]

@@ -172,6 +172,9 @@ class GenEvalContextResult:
     explicit_accuracy: float
     signature: str
     subset: str = "contextual"
+    items: dict | None = None
+    """Per sentence, for a paired bootstrap against another run (:mod:`fairmt.eval.significance`): ``correct`` and
+    ``explicit`` (one ``0``/``1`` per sentence)."""
 
     def __str__(self) -> str:
         return (
@@ -285,6 +288,8 @@ def score_contextual(
     hypotheses, report = normalize_many(hypotheses, f"MT-GenEval {lang} contextual hypotheses")
     report.warn()
     js = [judge(strip_context(h), o, f) for h, o, f in zip(hypotheses, original_refs, flipped_refs)]
+    from fairmt.eval.significance import flags_text
+
     return GenEvalContextResult(
         lang=lang,
         split=split,
@@ -292,6 +297,7 @@ def score_contextual(
         accuracy=_pct(sum(j.correct for j in js), n),
         explicit_accuracy=_pct(sum(j.explicit_correct for j in js), n),
         signature=geneval_signature("contextual", split, lang, n),
+        items={"correct": flags_text(j.correct for j in js), "explicit": flags_text(j.explicit_correct for j in js)},
     )
 
 

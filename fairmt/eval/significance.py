@@ -18,7 +18,8 @@ Result files carry what the test needs, per item, in compact text (:func:`flags_
 result's ``items`` holds ``correct`` (one ``0``/``1`` per sentence) and ``gold`` (one letter per sentence: ``m``,
 ``f``, ``n``); an MT-GenEval result's ``correct_masculine``/``correct_feminine``/``explicit_masculine``/
 ``explicit_feminine`` (one flag per pair) and ``chrf_stats`` (sacrebleu's 24 chrF++ statistics of each translation,
-masculine ones first); a FLORES-200 result's ``chrf_stats``. :func:`compare_items` tests two such blocks.
+masculine ones first), a contextual-set result's ``correct`` and ``explicit`` (one flag per sentence); a FLORES-200
+result's ``chrf_stats``. :func:`compare_items` tests two such blocks.
 """
 
 from __future__ import annotations
@@ -195,6 +196,11 @@ def compare_items(kind: str, items_a: dict, items_b: dict, **kw) -> list[PairedB
         gold = [_LETTER_GENDER.get(c, "unknown") for c in str(items_a.get("gold"))]
         same_n(ca, gold, "sentences and gold genders")
         out += [paired_accuracy(ca, cb, **kw), paired_delta_g(ca, cb, gold, **kw)]
+    elif kind == "geneval" and "correct" in items_a:  # the contextual set: one translation per item
+        for key, measure in (("correct", "accuracy"), ("explicit", "explicit_accuracy")):
+            fa, fb = read_flags(items_a.get(key), f"items.{key}"), read_flags(items_b.get(key), f"items.{key}")
+            same_n(fa, fb, "sentences")
+            out.append(replace(paired_accuracy(fa, fb, **kw), measure=measure))
     elif kind == "geneval":
         flags = {}
         for side, items in (("a", items_a), ("b", items_b)):
