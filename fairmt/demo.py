@@ -322,18 +322,19 @@ def tiny_before_after(config: dict, trained_tm) -> dict:
     return {"set": "fairmt demo held-out sentences", "n": len(src), "before": before, "after": after}
 
 
-BEFORE_AFTER_ROWS = (("gender accuracy", "accuracy", "{:.1f}"), ("ΔG (male − female)", "delta_g", "{:+.1f}"),
-                     ("anti-stereotypical acc.", "accuracy_anti", "{:.1f}"), ("chrF++ vs references", "chrf++",
-                                                                               "{:.1f}"))
+BEFORE_AFTER_ROWS = (("gender accuracy", "accuracy", ".1f", "higher"),
+                     ("ΔG (male − female)", "delta_g", "+.1f", "zero"), ("anti-stereotypical acc.", "accuracy_anti", ".1f", "higher"),
+                     ("chrF++ vs references", "chrf++", ".1f", "higher"))
 
 
 def before_after_lines(res: dict) -> list[str]:
-    """:func:`tiny_before_after`'s numbers as the short table a recipe ends with."""
-    lines = [f"  held-out gender accuracy ({res['n']} sentences of `fairmt demo`'s test set), original → trained:"]
-    for label, key, fmt in BEFORE_AFTER_ROWS:
-        b, a = res["before"][key], res["after"][key]
-        lines.append(f"    {label:26s} {fmt.format(b):>6s} → {fmt.format(a):>6s}  ({a - b:+.1f})")
-    return lines
+    """:func:`tiny_before_after`'s numbers as the short table a recipe ends with
+    (:func:`fairmt.eval.report.before_after_lines`, every recipe's printer)."""
+    from fairmt.eval.report import before_after_lines as table
+
+    return table(f"held-out gender accuracy ({res['n']} sentences of `fairmt demo`'s test set)",
+                 [(label, res["before"][key], res["after"][key], fmt, better)
+                  for label, key, fmt, better in BEFORE_AFTER_ROWS], "original", "trained")
 
 
 def run_demo(

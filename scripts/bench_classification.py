@@ -60,15 +60,9 @@ rows.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import statistics
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
 # measure -> (comparison, target); scripts/bench.py reads these from here (the one place they are kept)
 TARGETS = {"ce_vs_plain": ("<=", 1.1), "fcl_vs_plain": ("<=", 1.1), "adv_vs_plain": ("<=", 1.1)}
 
@@ -227,17 +221,16 @@ def main(argv: list[str] | None = None) -> dict:
     if a.quick:
         a.repeats, a.n = 2, 4000
 
-    sys.path.insert(0, str(REPO))
     import os
 
-    import torch
+    from _bench_common import bench_torch, print_result, trainer_folder
 
+    torch = bench_torch()
     from datasets import Dataset
 
     from fairmt.data.classification import with_array_features
     from fairmt.eval.selection import fairness_compute_metrics
 
-    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     t0 = time.perf_counter()
     train, dev = make_data(a.n, a.n_dev, a.dim)
     # as the recipes build them (fairmt.scripts.classification.build_datasets)
@@ -248,11 +241,8 @@ def main(argv: list[str] | None = None) -> dict:
     methods = [m for m in a.methods.split(",") if m]
     times: dict[str, dict[str, list[float]]] = {m: {"plain": [], "fairmt": []} for m in methods}
     cpu: dict[str, dict[str, list[float]]] = {m: {"plain": [], "fairmt": []} for m in methods}
-    tmp_dir = tempfile.TemporaryDirectory(prefix="bench-cls-")  # the Trainers' output folders, removed at the end
-    tmp = tmp_dir.name
     total0 = time.perf_counter()
-    # the Trainers' log lines go to stderr: with --json, stdout holds the JSON line only
-    with tmp_dir, contextlib.redirect_stdout(sys.stderr):
+    with trainer_folder("bench-cls-") as tmp:  # removed at the end; the Trainers' log lines on stderr
         _rounds(a, methods, train, dev, train_ds, dev_ds, metrics, tmp, times, cpu)
     out: dict = {}
     for m in methods:
@@ -272,11 +262,7 @@ def main(argv: list[str] | None = None) -> dict:
         "load_average": [round(v, 2) for v in os.getloadavg()],
         "targets": {k: list(v) for k, v in TARGETS.items()},
     })
-    if a.json:
-        print(json.dumps(out))
-    else:
-        print(json.dumps(out, indent=2))
-    return out
+    return print_result(out, a.json)
 
 
 if __name__ == "__main__":

@@ -22,14 +22,10 @@ Target: ``TARGETS`` below (issue 24's). ``--quick`` (what ``scripts/bench.py`` r
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import sys
-import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
 # measure -> (comparison, target); scripts/bench.py reads these from here (the one place they are kept)
 TARGETS = {"fair_vs_simclr": ("<=", 1.3)}
 
@@ -47,16 +43,20 @@ def main(argv: list[str] | None = None) -> dict:
     if a.quick:
         a.repeats, a.warmup = 3, 1
 
-    sys.path.insert(0, str(REPO))
-    import torch
+    from _bench_common import bench_torch, print_result, trainer_folder
 
+    torch = bench_torch(threads=1)
+    with trainer_folder("bench-sampling-") as tmp:  # removed at the end (mkdtemp left one per run in /tmp)
+        out = _measure(a, torch, tmp)
+    return print_result(out, a.json)
+
+
+def _measure(a, torch, tmp: str) -> dict:
     from fairmt.data.fair_sampling import IndexedCollator
     from fairmt.data.images import ImageCollator, SimCLRAugmentation, processor_stats, synthetic_shapes
     from fairmt.models.vision import build_simclr_model, load_image_processor, tiny_resnet
     from fairmt.trainers.sampling import FairnessSamplingConfig, FairnessSamplingTrainer
 
-    torch.set_num_threads(1)
-    tmp = tempfile.mkdtemp(prefix="bench-sampling-")
     folder = tiny_resnet(Path(tmp) / "resnet", image_size=a.image_size)
     processor = load_image_processor(str(folder))
     collator = ImageCollator(processor)
@@ -136,10 +136,6 @@ def main(argv: list[str] | None = None) -> dict:
         "note": "medians of interleaved steps in one run; a shared machine makes absolute times noisy",
         "targets": {k: list(v) for k, v in TARGETS.items()},
     }
-    if a.json:
-        print(json.dumps(out))
-    else:
-        print(json.dumps(out, indent=2))
     return out
 
 

@@ -2,6 +2,7 @@
 polarity-guided prompt search."""
 
 import json
+import os
 import logging
 import threading
 import time
@@ -461,3 +462,40 @@ def test_cda_with_nothing_to_rewrite_fails_and_writes_nothing(tmp_path, capsys):
     assert main(["augment", "cda", "--input", str(src), "--output", str(out)]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["n_output"] == 1 and "not checked" in summary["agreement_checked"]
+
+
+def test_cda_checks_outputs_lexicon_and_input_before_rewriting_anything(tmp_path, capsys, monkeypatch):
+    """Issue 44 item 10: `fairmt augment cda` fails in one line BEFORE the rewrite (cda_augment, here a tripwire) on
+    an existing output without --overwrite, an output folder it cannot write, a missing verb lexicon (lemminflect) and
+    an unreadable input."""
+    import sys
+
+    import fairmt.data.augment.cda as cda
+    from fairmt.cli import main
+
+    def tripwire(*a, **k):
+        raise AssertionError("cda_augment ran before the checks")
+
+    monkeypatch.setattr(cda, "cda_augment", tripwire)
+    src, out = tmp_path / "in.txt", tmp_path / "tuples.jsonl"
+    src.write_text("She cultivates roses.\n", encoding="utf-8")
+    out.write_text("earlier\n", encoding="utf-8")
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    bad_input = tmp_path / "latin1.txt"
+    bad_input.write_bytes(b"caf\xe9 she said\n")
+    cases = [(["--input", str(src), "--output", str(out)], "already exists; pass --overwrite"),
+             (["--input", str(src), "--output", str(tmp_path / "new.jsonl"), "--json", str(out)], "already exists"),
+             (["--input", str(tmp_path / "missing.txt"), "--output", str(tmp_path / "new.jsonl")], "missing.txt"),
+             (["--input", str(bad_input), "--output", str(tmp_path / "new.jsonl")], "latin1.txt")]
+    if os.geteuid() != 0:  # root writes anywhere
+        cases.append((["--input", str(src), "--output", str(locked / "t.jsonl")], "cannot write the tuple file"))
+    for argv, expected in cases:
+        assert main(["augment", "cda", *argv]) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and expected in err, err
+    monkeypatch.setitem(sys.modules, "lemminflect", None)  # `import lemminflect` raises ImportError
+    assert main(["augment", "cda", "--input", str(src), "--output", str(tmp_path / "new.jsonl")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "CDA needs lemminflect" in err and "pip install lemminflect" in err
+    assert out.read_text() == "earlier\n" and not (tmp_path / "new.jsonl").exists()

@@ -480,7 +480,8 @@ def test_a_dead_fairness_term_stops_or_is_reported(tiny_bert_dir, tuples, tmp_pa
     with caplog.at_level("WARNING"):
         trainer.train()
     text = caplog.text
-    assert text.count("the fairness term has no gradient") == 1 and "FAIRNESS TERM DEAD: loss_bias was 0 in 2 of 2" in text
+    assert text.count("the fairness term has no gradient") == 1 and "FAIRNESS TERM DEAD: loss_bias was 0" in text
+    assert "in 2 of 2 training logs" in text
     assert ccd_metrics_summary(trainer)["fairness_term"] == {"term": "loss_bias", "logs": 2, "zero_logs": 2, "dead": True}
     # the callback alone: a term zero in under half of the logs is not dead
     cb = DeadTermCallback("loss_gc", fix="fix")
@@ -489,3 +490,31 @@ def test_a_dead_fairness_term_stops_or_is_reported(tiny_bert_dir, tuples, tmp_pa
         cb.on_log(None, state, None, logs={"loss": 1.0, "loss_gc": v})
     cb.on_log(None, state, None, logs={"eval_loss": 1.0, "loss_gc": 0.0})  # evaluation logs do not count
     assert cb.summary() == {"term": "loss_gc", "logs": 3, "zero_logs": 1, "dead": False}
+
+
+def test_a_fairness_term_that_decays_to_1e_5_is_dead_by_the_relative_rule(caplog):
+    """Issue 44 item 6: a term that falls from ~0.5 to ~1e-5 (a saturating kernel, not exactly 0) is dead by the
+    relative rule (under 1e-3 × the largest of its first three logged values), one warning in the stream and a loud
+    one at the end; a term that only falls tenfold is not; a term 0 from the start is, by the absolute floor."""
+    from fairmt.trainers.dead_term import DeadTermCallback
+
+    state = type("S", (), {"global_step": 1, "is_world_process_zero": True})()
+
+    def run(values):
+        cb = DeadTermCallback("loss_bias", fix="use rho_estimator='median'")
+        for v in values:
+            cb.on_log(None, state, None, logs={"loss": 1.0, "loss_bias": v})
+        cb.on_train_end(None, state, None)
+        return cb
+
+    with caplog.at_level("WARNING"):
+        decayed = run([0.4, 0.5, 0.3, 2e-3, 4e-4, 1e-5, 1e-5, 1e-5])  # reference 0.5: under 5e-4 from the 5th log
+    assert decayed.reference == 0.5 and decayed.summary() == {"term": "loss_bias", "logs": 8, "zero_logs": 4,
+                                                              "dead": True}
+    assert "under 0.001 × its first steps' value 0.5" in caplog.text and "FAIRNESS TERM DEAD" in caplog.text
+    assert decayed.is_dead(5.1e-4) is None and decayed.is_dead(4.9e-4)  # the threshold: 1e-3 × 0.5
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        working = run([0.5, 0.4, 0.3, 0.1, 0.06, 0.05, 0.05])
+    assert not working.dead and working.zero_logs == 0 and caplog.text == ""
+    assert run([0.0, 0.0, 1e-7]).summary()["zero_logs"] == 3  # the absolute floor (1e-6), with no first value

@@ -4,6 +4,7 @@ seconds (a tiny word-level BERT, a tiny GRU, tiny MLPs; the real all-MiniLM-L6-v
 reports the metric conventions its paper uses."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -117,6 +118,16 @@ def test_recipe_runs_end_to_end_and_reports_its_papers_conventions(name, standin
         stage = res["config"]["stages"]["stage1" if two_stage else "train"]
         assert stage["fcl_variant"] == "released" and stage["temperature"] == 0.01 and stage["views"] == "none"
         assert res["config"]["selection"] == "accuracy_then_gap" and res["config"]["patience"] == 5
+    # issue 44 item 13: the run ends with its before → after table (dev, %) from evaluations it made anyway
+    inlp = res["info"].get("inlp") or {}
+    before, after = ((inlp["encoder_dev"], inlp["final_dev"]) if "final_dev" in inlp
+                     else (selection["first_dev"], res["dev"]))
+    table = printed[printed.index(f"what {res['objective']} changed (dev, %)"):].splitlines()
+    assert all(x.startswith("    ") for x in table[1:]) and printed.rstrip().endswith(table[-1])
+    for label, key in (("accuracy ↑", "accuracy"), ("GAP ↓", "gap")):
+        row = next(x for x in table if x.strip().startswith(label))
+        want = rf"{before[key]:.2f} +→ +{after[key]:.2f} +\({re.escape(f'{after[key] - before[key]:+.2f}')}"
+        assert re.search(want, row), row
     lines = (out / "predictions.jsonl").read_text().splitlines()
     first = json.loads(lines[0])
     assert {"label", "pred", "group", "score", "hidden"} <= set(first)

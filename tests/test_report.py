@@ -581,3 +581,27 @@ def test_rows_selected_under_different_checkpoint_rules_are_named_under_the_tabl
                          "loss (dev set): classification_inlp_results.") and note in markdown_report([t])
     (same,) = build_tables([r for r in read_runs(FIX / CLS[0])])
     assert not any(n.startswith("Rows selected under") for n in same.notes)
+
+
+def test_every_input_parses_before_anything_is_built_or_printed(tmp_path, capsys, monkeypatch):
+    """Issue 44 item 10: a bad last file (unknown format, broken JSON, a value of the wrong type) is one line before
+    any table is built (build_tables, here a tripwire) or anything printed or written; the good files before it do
+    not get half a report."""
+    import fairmt.eval.reporting as reporting
+
+    def tripwire(*a, **k):
+        raise AssertionError("tables built before every file was read")
+
+    monkeypatch.setattr(reporting, "build_tables", tripwire)
+    good = _write(tmp_path / "good.json", _mt_bias("a"))
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"format": 1, "winomt": {', encoding="utf-8")
+    wrong = _mt_bias("c")
+    wrong["winomt"]["de"]["accuracy"] = "high"
+    for bad, expected in ((_write(tmp_path / "x.json", {"accuracy": 1}), "declares no 'format'"),
+                          (broken, "broken.json"), (_write(tmp_path / "wrong.json", wrong), "'winomt.de.accuracy'")):
+        md = tmp_path / "out.md"
+        assert main(["report", str(good), str(good), str(bad), "--names", "a", "b", "c", "--markdown", str(md)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and len(captured.err.strip().splitlines()) == 1 and expected in captured.err
+        assert not md.exists()

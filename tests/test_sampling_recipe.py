@@ -150,6 +150,12 @@ def test_fair_recipe_and_its_baseline_end_to_end_on_standins(dataset, standins, 
     fair, base = tmp_path / "fair", tmp_path / "simclr"
     assert main(["train", f"sampling/{dataset}_resnet50", *_tiny(standins, dataset, fair)]) == 0
     res = json.loads((fair / "results.json").read_text())
+    # issue 44 item 13: the run ends with its before → after table, stage 1 (SimCLR) → stage 2
+    printed = capsys.readouterr().out.rstrip().splitlines()
+    head = next(i for i, x in enumerate(printed) if x == f"  what {res['objective']} changed: stage 1 (SimCLR) → stage 2")
+    s1, s2 = (res["stages"][s]["subgroups"]["cluster_dominance_ratio"] for s in ("stage1", "stage2"))
+    assert "cluster dominance ratio ↓" in printed[head + 1] and f"{s1:.4f} → {s2:.4f}" in printed[head + 1]
+    assert len(printed) - head - 1 == 3 + 2 * len(res["stages"]["stage1"]["probe"])  # measures, then 2 per probe
     targets = ["Attractive", "Wavy_Hair"] if dataset == "celeba" else \
         ["Cardiomegaly", "Edema", "Consolidation", "Atelectasis", "Pleural Effusion"]
     assert res["n"] == (40 if dataset == "celeba" else 44)

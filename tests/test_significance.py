@@ -63,3 +63,80 @@ def test_chrf_uses_sacrebleus_statistics_and_matches_corpus_chrf_on_each_resampl
     assert got.a == pytest.approx(sacrebleu.corpus_chrf(ha, [refs], word_order=2).score)
     assert got.difference == pytest.approx(obs) and [got.ci_low, got.ci_high] == pytest.approx(list(ci), abs=1e-6)
     assert got.p_value == pytest.approx(p) and got.to_dict()["method"].startswith("paired bootstrap")
+
+
+def _geneval_file(tmp_path, name, masc_hyps, drop_items=False):
+    """An `eval geneval --json` result of four pairs, written by the real scorer (:func:`score_counterfactual`)."""
+    import json
+    from dataclasses import asdict
+
+    from fairmt.eval.geneval import score_counterfactual
+    from fairmt.eval.reporting.formats import GENEVAL, declared
+
+    mr = ["der Arzt kam", "der Lehrer sprach", "der Koch lachte", "der Bauer ging", "der Maler las", "der Wirt sah"]
+    fr = ["die Ärztin kam", "die Lehrerin sprach", "die Köchin lachte", "die Bäuerin ging", "die Malerin las",
+          "die Wirtin sah"]
+    data = declared(asdict(score_counterfactual(masc_hyps, fr, mr, fr, lang="de", split="test")), GENEVAL)
+    if drop_items:
+        del data["items"]
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path, data
+
+
+def test_report_prints_the_paired_bootstrap_the_significance_module_gives(tmp_path, capsys):
+    """`fairmt report` on two result files: the comparison is compare_items' own (checked against brute force above),
+    printed with its interval and verdict; a file without per-sentence data gets one line, not an error."""
+    import json
+
+    from fairmt.cli import main
+    from fairmt.eval.reporting.compare import format_test
+    from fairmt.eval.significance import compare_items, read_flags
+
+    good = ["der Arzt kam", "der Lehrer sprach", "der Koch lachte", "der Bauer ging", "der Maler las", "der Wirt sah"]
+    bad = ["die Ärztin kam", "der Lehrer sprach", "die Köchin lachte", "der Bauer ging", "die Malerin las",
+           "der Wirt sah"]
+    a, da = _geneval_file(tmp_path, "a", good)
+    b, db = _geneval_file(tmp_path, "b", bad)
+    assert len(da["items"]["correct_masculine"]) == 6 and len(da["items"]["chrf_stats"].split(",")) == 12
+    assert main(["report", str(a), str(b), "--json", "-"]) == 0
+    got = {c["measure"]: c for c in json.loads(capsys.readouterr().out)["tables"][0]["comparisons"]}
+    want = {t.measure: t for t in compare_items("geneval", db["items"], da["items"])}
+    assert set(got) == {"accuracy", "explicit_accuracy", "delta_g", "chrf++"} == set(want)
+    for m, t in want.items():
+        assert [got[m]["difference"], got[m]["ci_low"], got[m]["ci_high"], got[m]["p_value"]] == pytest.approx(
+            [t.difference, t.ci_low, t.ci_high, t.p_value])
+    acc = paired_accuracy([x and y for x, y in zip(read_flags(db["items"]["correct_masculine"], "m"),
+                                                   read_flags(db["items"]["correct_feminine"], "f"))],
+                          [True] * 6)
+    assert got["accuracy"]["difference"] == pytest.approx(-50.0) == acc.difference
+    assert got["accuracy"]["ci_low"] == pytest.approx(acc.ci_low)
+    assert main(["report", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert f"b: MT-GenEval de Acc. {format_test(want['accuracy'])}" in out
+    assert "p = 1.000, not distinguishable" in format_test(compare_items("geneval", da["items"], da["items"])[0])
+    from fairmt.eval.geneval import score_contextual  # the contextual set: accuracy and E-accuracy over sentences
+
+    orig = ["der Arzt kam", "die Ärztin kam", "der Koch lachte"]
+    flip = ["die Ärztin kam", "der Arzt kam", "die Köchin lachte"]
+    ca, cb = (score_contextual(h, orig, flip).items for h in (orig, flip))
+    ctx = compare_items("geneval", ca, cb, n_samples=200)
+    assert [t.measure for t in ctx] == ["accuracy", "explicit_accuracy"]
+    assert ctx[0].difference == pytest.approx(100.0) == paired_accuracy([1, 1, 1], [0, 0, 0], n_samples=200).difference
+    old, _ = _geneval_file(tmp_path, "old", bad, drop_items=True)
+    assert main(["report", str(a), str(old)]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if "no interval" in x]
+    assert len(lines) == 1 and "old" in lines[0] and "older fairmt" in lines[0]
+
+
+def test_format_test_digits_follow_the_interval():
+    from fairmt.eval.reporting.compare import format_test
+    from fairmt.eval.significance import PairedBootstrap
+
+    def t(lo, hi, p):
+        return format_test(PairedBootstrap("accuracy", 50, 48, 2.0, lo, hi, p, 300, 1000, 1))
+
+    # spread = (hi - lo) / 3.92 to two significant digits when it begins with 1 or 2, else one (fairmt report's rule)
+    assert t(-10.0, 20.0, 0.3) == "+2 [-10, +20], p = 0.300, not distinguishable"  # spread 7.7
+    assert t(-1.5, 5.5, 0.3) == "+2.0 [-1.5, +5.5], p = 0.300, not distinguishable"  # spread 1.8
+    assert t(1.91, 2.09, 0.001) == "+2.00 [+1.91, +2.09], p = 0.001, distinguishable"  # spread 0.046

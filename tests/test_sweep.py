@@ -22,6 +22,7 @@ import pytest
 
 from fairmt.cli import main
 from fairmt.sweep.engine import point
+from sweep_helpers import fake_runner, standin_data_root, worker_args
 
 optuna = pytest.importorskip("optuna")
 psutil = pytest.importorskip("psutil")
@@ -275,6 +276,28 @@ def test_bad_input_is_one_line_before_any_run(tmp_path, capsys, extra, expected)
     assert not out.exists()  # nothing was started, not even the sweep folder
 
 
+def test_the_recipes_data_and_model_are_checked_before_the_first_trial(tmp_path, capsys, monkeypatch):
+    """Issue 44 item 10: what every trial would hit (the recipe's data folder, its model) is one line before the first
+    trial (the trial runner, here a tripwire, never called) and before the sweep folder or its study exist."""
+    from fairmt.sweep import engine
+
+    def tripwire(cmd, log):
+        raise AssertionError("a trial started before the checks")
+
+    monkeypatch.setattr(engine, "run_subprocess", tripwire)
+    for extra, expected in (
+            (["data.root=/no/such/hatespeech"], "the hate-speech data folder (data.root) /no/such/hatespeech does not "
+                                                "exist"),
+            (["model.type=frozen_embedder", "model.name_or_path=/no/such/encoder"], "/no/such/encoder")):
+        out = tmp_path / "sweep"
+        assert main(["sweep", RECIPE, *CHEAP, *extra, "--grid", "training.learning_rate=0.1", "--output-dir",
+                     str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and err.startswith("fairmt: error: every trial of this sweep would fail: ")
+        assert expected in err and "nothing was started" in err, err
+        assert not out.exists()
+
+
 def test_the_sweep_owns_seed_and_output_folder(tmp_path, capsys):
     for fixed, expected in (("seed=4", "override seed=...: give the seeds with --seeds"),
                             ("training.output_dir=x", "the sweep gives every run its own folder")):
@@ -320,21 +343,6 @@ def test_flatten_names_and_skips():
     assert flat == {"dev.accuracy": 50.0, "test.gap": 1.5}
 
 
-def _fake_runner(cmd: list[str], log: Path) -> int:
-    """Stands in for `fairmt train` in the engine tests: a results.json whose metrics are a smooth function of the
-    run's overrides (a real trade-off: a larger FCL β raises accuracy and the gap), written where the recipe would."""
-    over = dict(a.split("=", 1) for a in cmd if "=" in a and not a.startswith("-"))
-    lr, beta, seed = float(over["training.learning_rate"]), float(over["objective_args.fcl_beta"]), int(over["seed"])
-    out = Path(json.loads(over["training.output_dir"]))
-    out.mkdir(parents=True)
-    acc = 70 + 10 * beta - 5 * abs(math.log10(lr) + 2) + 0.5 * seed
-    gap = 2 + 8 * beta + 0.3 * seed
-    split = lambda d: {"accuracy": acc - d, "gap": gap + d, "macro_f1": acc - 1, "scale": "percent"}  # noqa: E731
-    (out / "results.json").write_text(json.dumps({"dev": split(0), "test": split(1), "seed": seed}))
-    log.write_text("ok\n")
-    return 0
-
-
 def test_search_mode_nsga2_front_is_the_studys_best_trials(tmp_path):
     from fairmt.sweep.engine import open_storage, run_sweep
     from fairmt.sweep.report import write_report
@@ -344,7 +352,7 @@ def test_search_mode_nsga2_front_is_the_studys_best_trials(tmp_path):
                       ["training.learning_rate=0.0001:0.1:log"], "0,1", [], search=6,
                       output_dir=str(tmp_path / "s"), sampler_seed=0)
     lines: list[str] = []
-    outcome = run_sweep(spec, runner=_fake_runner, echo=lines.append)
+    outcome = run_sweep(spec, runner=fake_runner, echo=lines.append)
     study = optuna.load_study(study_name="s", storage=open_storage(spec.storage))
     assert study.user_attrs["fairmt:sampler"] == "NSGAIISampler" and len(study.directions) == 2
     assert outcome.complete and not outcome.failed and [t.state.name for t in study.trials] == ["COMPLETE"] * 6
@@ -385,7 +393,7 @@ def test_trials_show_setting_seed_and_run_folder_by_name_and_the_seed_is_no_para
 
     grid = build_spec(RECIPE, CHEAP, ["training.learning_rate=0.001,0.01", "objective_args.fcl_beta=0.5"], [],
                       "0,1", [], output_dir=str(tmp_path / "g"))
-    assert run_sweep(grid, runner=_fake_runner, echo=lambda line: None).complete
+    assert run_sweep(grid, runner=fake_runner, echo=lambda line: None).complete
     study = optuna.load_study(study_name="g", storage=open_storage(grid.storage))
     assert study.metric_names == ["dev.accuracy", "dev.gap"]
     complete = [t for t in study.trials if t.state.name == "COMPLETE"]
@@ -408,7 +416,7 @@ def test_trials_show_setting_seed_and_run_folder_by_name_and_the_seed_is_no_para
     search = build_spec(RECIPE, CHEAP, ["objective_args.fcl_beta=0.5"], ["training.learning_rate=0.0001:0.1:log"],
                         "0,1", ["dev.accuracy:max"],
                         search=2, output_dir=str(tmp_path / "s"), sampler_seed=0)
-    run_sweep(search, runner=_fake_runner, echo=lambda line: None)
+    run_sweep(search, runner=fake_runner, echo=lambda line: None)
     study = optuna.load_study(study_name="s", storage=open_storage(search.storage))
     assert study.metric_names == ["dev.accuracy"]
     for t in study.trials:
@@ -439,37 +447,6 @@ def _running_trial(study, params: dict, owner: dict | None, heartbeat: float | N
     return trial
 
 
-WORKER = """
-import json, os, sys, time
-from pathlib import Path
-from fairmt.sweep.engine import run_sweep
-from fairmt.commands.train import resolve_recipe_path
-from fairmt.sweep.spec import SweepSpec
-
-out, ledger = Path(sys.argv[1]), sys.argv[2]
-
-def runner(cmd, log):
-    over = dict(a.split("=", 1) for a in cmd if "=" in a and not a.startswith("-"))
-    x, seed = int(over["x"]), int(over["seed"])
-    with open(ledger, "a") as fh:  # one short O_APPEND write per run
-        fh.write(f"{x} {seed} {os.getpid()}\\n")
-    time.sleep(0.3)
-    run = Path(json.loads(over["training.output_dir"]))
-    run.mkdir(parents=True)
-    (run / "results.json").write_text(json.dumps({"dev": {"accuracy": 50 + x + seed, "gap": x}}))
-    log.write_text("ok")
-    return 0
-
-spec = SweepSpec(recipe="classification/fcl", recipe_path=str(resolve_recipe_path("classification/fcl")),
-                 method="classification", overrides=[],
-                 grid={"x": list(range(6))}, grid_raw={"x": [str(i) for i in range(6)]}, ranges={}, seeds=[0, 1],
-                 objectives=[["dev.accuracy", "maximize"]], tradeoff=[], search=None, output_dir=str(out),
-                 storage=f"sqlite:///{out / 'study.db'}", study_name="s", join=True)
-outcome = run_sweep(spec, runner=runner, echo=lambda line: None)
-print(json.dumps({"ran": outcome.ran, "complete": outcome.complete, "failed": outcome.failed}))
-"""
-
-
 def test_two_join_processes_on_one_sqlite_study_run_every_run_once(tmp_path):
     """Two worker processes on the default SQLite study (6 settings × 2 seeds, a stand-in run of 0.3 s): every
     (setting, seed) runs exactly once, both workers take part, the study ends with 12 distinct complete trials."""
@@ -478,8 +455,9 @@ def test_two_join_processes_on_one_sqlite_study_run_every_run_once(tmp_path):
     out, ledger = tmp_path / "s", tmp_path / "ledger.txt"
     out.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(out), str(ledger)], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    cmd = worker_args(out, ledger, f"sqlite:///{out / 'study.db'}", "s", 6)
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
     results = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [r[1][-2000:] for r in results]
     outcomes = [json.loads(r[0].strip().splitlines()[-1]) for r in results]
@@ -568,10 +546,11 @@ def test_heartbeat_is_recorded_from_its_thread(tmp_path, kind):
     assert t0 < beat <= time.time()
 
 
-def test_a_second_worker_without_join_is_refused(tmp_path, capsys):
+def test_a_second_worker_without_join_is_refused(tmp_path, capsys, monkeypatch):
     from fairmt.sweep.engine import HOST, open_storage, open_study, prepare_folder
     from fairmt.sweep.spec import build_spec
 
+    standin_data_root(monkeypatch, tmp_path)
     args = [RECIPE, *CHEAP, "--grid", "training.learning_rate=0.1,0.2", "--output-dir", str(tmp_path / "s")]
     spec = build_spec(RECIPE, CHEAP, ["training.learning_rate=0.1,0.2"], [], "1", [], output_dir=str(tmp_path / "s"))
     prepare_folder(spec)

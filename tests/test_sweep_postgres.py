@@ -12,11 +12,9 @@ storage and the workers are under test here, `fairmt train` is tested elsewhere.
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,6 +22,7 @@ import pytest
 
 import procs
 from pg import postgresql  # noqa: F401 - the session fixture
+from sweep_helpers import fake_runner, standin_data_root, worker_args
 
 optuna = pytest.importorskip("optuna")
 pytest.importorskip("psutil")
@@ -32,42 +31,6 @@ REPO = Path(__file__).resolve().parents[1]
 RECIPE = "classification/fcl"
 CHEAP = ["data.dataset=hatespeech", "model.type=embedding_bag", "training.num_train_epochs=1"]
 
-WORKER = """
-import json, os, sys, time
-from pathlib import Path
-from fairmt.sweep import engine
-from fairmt.commands.train import resolve_recipe_path
-from fairmt.sweep.spec import SweepSpec
-
-out, ledger, url, host, hang_at, seconds, grace = sys.argv[1:8]
-engine.HOST = host  # a machine of its own: liveness of the other worker's trials by heartbeat only
-runs = 0
-
-def runner(cmd, log):
-    global runs
-    runs += 1
-    over = dict(a.split("=", 1) for a in cmd if "=" in a and not a.startswith("-"))
-    x, seed = int(over["x"]), int(over["seed"])
-    with open(ledger, "a") as fh:  # one short O_APPEND write per run started
-        fh.write(f"{x} {seed} {host}\\n")
-    if runs == int(hang_at):
-        Path(ledger + ".hanging").write_text(f"{x} {seed}")
-        time.sleep(600)  # killed here
-    time.sleep(float(seconds))
-    run = Path(json.loads(over["training.output_dir"]))
-    run.mkdir(parents=True)
-    (run / "results.json").write_text(json.dumps({"dev": {"accuracy": 50 + x + seed, "gap": x}}))
-    log.write_text("ok")
-    return 0
-
-spec = SweepSpec(recipe="classification/fcl", recipe_path=str(resolve_recipe_path("classification/fcl")),
-                 method="classification", overrides=[],
-                 grid={"x": list(range(5))}, grid_raw={"x": [str(i) for i in range(5)]}, ranges={}, seeds=[0, 1],
-                 objectives=[["dev.accuracy", "maximize"]], tradeoff=[], search=None, output_dir=out,
-                 storage=url, study_name="pg", join=True, grace_period=float(grace))
-outcome = engine.run_sweep(spec, runner=runner)
-print(json.dumps({"ran": outcome.ran, "complete": outcome.complete, "failed": outcome.failed}))
-"""
 POINTS = {(x, seed) for x in range(5) for seed in (0, 1)}
 
 
@@ -83,9 +46,8 @@ def _database(server, name: str) -> str:
 
 def _worker(tmp: Path, url: str, host: str, hang_at: int = 0, seconds: float = 0.3, grace: float = 600):
     out = tmp / f"sweep-{host}"  # each machine its own folder: nothing shared but the database
-    return procs.start([sys.executable, "-c", WORKER, str(out), str(tmp / f"ledger-{host}"), url, host, str(hang_at),
-                        str(seconds), str(grace)], env=procs.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True)
+    return procs.start(worker_args(out, tmp / f"ledger-{host}", url, "pg", 5, host, hang_at, seconds, grace),
+                       env=procs.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _ledger(tmp: Path, host: str) -> list[tuple[int, int]]:
@@ -146,18 +108,6 @@ def test_a_worker_killed_mid_run_has_its_run_retried_once_after_the_grace_period
     assert postgresql.password not in out + err
 
 
-def _fake_runner(cmd: list[str], log: Path) -> int:
-    over = dict(a.split("=", 1) for a in cmd if "=" in a and not a.startswith("-"))
-    lr, seed = float(over["training.learning_rate"]), int(over["seed"])
-    out = Path(json.loads(over["training.output_dir"]))
-    out.mkdir(parents=True)
-    acc = 70 - 5 * abs(math.log10(lr) + 2) + 0.5 * seed
-    (out / "results.json").write_text(json.dumps({"dev": {"accuracy": acc, "gap": 3 + seed},
-                                                  "test": {"accuracy": acc - 1, "gap": 4 + seed}}))
-    log.write_text("ok\n")
-    return 0
-
-
 def test_the_command_on_postgresql_refuses_a_clash_and_never_prints_the_password(postgresql, tmp_path, capsys,
                                                                                monkeypatch):
     """`fairmt sweep --storage postgresql://user:password@…` (the URL the README documents, driver from the sweep
@@ -166,7 +116,8 @@ def test_the_command_on_postgresql_refuses_a_clash_and_never_prints_the_password
     from fairmt.cli import main
     from fairmt.sweep import engine
 
-    monkeypatch.setattr(engine, "run_subprocess", _fake_runner)  # the runs: stand-ins (see the module docstring)
+    monkeypatch.setattr(engine, "run_subprocess", fake_runner)  # the runs: stand-ins (see the module docstring)
+    standin_data_root(monkeypatch, tmp_path)
     url = _database(postgresql, "command")
     base = ["sweep", RECIPE, *CHEAP, "--storage", url, "--study-name", "shared-name"]
     assert main([*base, "--grid", "training.learning_rate=0.001,0.01", "--seeds", "2",

@@ -96,3 +96,32 @@ def test_spread_digits():
 
     assert [spread_digits(x) for x in (0.021, 0.23, 4.3, 12.0, None, 0.0)] == [3, 2, 0, 0, 2, 2]
     assert mean_pm(0.02480, 0.021) == "0.025 ± 0.021" and mean_pm(85.83, 1.31) == "85.8 ± 1.3"
+
+
+def test_a_setting_whose_final_model_is_at_chance_is_flagged_in_sweep_md(tmp_path, capsys, monkeypatch):
+    """Issue 44 item 9: an INLP run whose final model collapsed to chance (results.json info.inlp.at_chance, set by
+    the classification recipe) is named in sweep.md's table and summary, in sweep.json, and on the console."""
+    from sweep_helpers import fake_runner
+
+    from fairmt.commands.sweep import _print_summary
+    from fairmt.sweep.engine import run_sweep
+    from fairmt.sweep.report import write_report
+    from fairmt.sweep.spec import build_spec
+
+    def runner(cmd, log):  # at lr 0.1, seed 1 collapsed
+        return fake_runner(cmd, log, extra=lambda over: {"info": {"inlp": {"at_chance": float(
+            over["training.learning_rate"]) == 0.1 and over["seed"] == "1"}}})
+
+    monkeypatch.setattr("fairmt.eval.report.save_figure_atomic", lambda fig, path: None)
+    spec = build_spec("classification/fcl_inlp", [], ["training.learning_rate=0.01,0.1"], [], "0,1", [],
+                      output_dir=str(tmp_path / "s"))
+    assert run_sweep(spec, runner=runner, echo=lambda line: None).complete
+    r = write_report(spec.output_dir, spec)
+    assert [s.get("at_chance") for s in r["settings"]] == [None, [1]]
+    md = (Path(spec.output_dir) / "sweep.md").read_text()
+    row = next(x for x in md.splitlines() if x.startswith("| s2 "))
+    assert "**AT CHANCE** (seed 1)" in row and "AT CHANCE" not in next(x for x in md.splitlines()
+                                                                          if x.startswith("| s1 "))
+    assert "**At chance:** s2 (`learning_rate=0.1`) seed 1 of 2" in md
+    _print_summary(r)
+    assert "warning: a final model at chance" in capsys.readouterr().out

@@ -49,9 +49,14 @@ def _fake_runner(cmd: list[str], log: Path) -> int:
 
 
 @pytest.fixture
-def fake_runs(monkeypatch):
-    """`fairmt sweep` in-process with stand-in runs; the list holds the run folders trained, in order."""
+def fake_runs(monkeypatch, tmp_path):
+    """`fairmt sweep` in-process with stand-in runs (and a stand-in data folder); the list holds the run folders
+    trained, in order."""
+    from sweep_helpers import standin_data_root
+
     from fairmt.sweep import engine
+
+    standin_data_root(monkeypatch, tmp_path)
 
     trained: list[str] = []
 
@@ -245,6 +250,8 @@ def test_seeds_outside_numpys_range_are_one_line(tmp_path, capsys, seeds, expect
 
 
 def test_a_sweep_whose_every_trial_fails_for_one_reason_exits_2_with_the_reason(tmp_path, capsys, monkeypatch):
+    from sweep_helpers import standin_data_root
+
     from fairmt.sweep import engine
 
     def broken(cmd, log):
@@ -252,6 +259,7 @@ def test_a_sweep_whose_every_trial_fails_for_one_reason_exits_2_with_the_reason(
         return 1
 
     monkeypatch.setattr(engine, "run_subprocess", broken)
+    standin_data_root(monkeypatch, tmp_path)
     assert _sweep(tmp_path / "s", "--max-failures", "2") == 2
     captured = capsys.readouterr()
     err = captured.err.strip()

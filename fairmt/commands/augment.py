@@ -78,11 +78,16 @@ def _summary(args, summary: dict) -> None:
 
 
 def _run_cda(args) -> int:
-    from fairmt.data.augment.cda import AGREEMENT_SCOPE, cda_augment
+    """Everything the run needs is checked before the first text is rewritten: the outputs (--output, --json: where
+    they can be written, not existing unless --overwrite, none of them an input; by the parser's declared outputs),
+    the verb lexicon (:func:`~fairmt.data.augment.cda.check_cda_tools`) and the whole input read."""
+    from fairmt.data.augment.cda import AGREEMENT_SCOPE, cda_augment, check_cda_tools
     from fairmt.data.augment.tuples import union_polarity_accuracy, write_tuples
 
+    check_cda_tools()
+    texts = _texts(args)
     rows, stats = cda_augment(
-        _texts(args), require_gendered=not args.keep_ungendered, drop_wrong_polarity=not args.keep_wrong_polarity
+        texts, require_gendered=not args.keep_ungendered, drop_wrong_polarity=not args.keep_wrong_polarity
     )
     summary = {k: v for k, v in stats.to_dict().items() if k != "failed_examples"}
     if not rows:

@@ -48,7 +48,7 @@ def register(groups) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fairmt.eval.report import draw_plot, write_text_atomic
-    from fairmt.eval.reporting import build_tables, read_runs
+    from fairmt.eval.reporting import add_comparisons, build_tables, read_runs
     from fairmt.eval.reporting.render import (html_report, json_report, latex_report, markdown_report, text_report,
                                               write_figures)
     from fairmt.outputs import json_text
@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     for i, path in enumerate(args.runs):
         runs += read_runs(path, args.names[i] if args.names else None)
     tables = build_tables(runs, allow_mixed=args.allow_mixed, per_class=args.per_class)
+    add_comparisons(tables)  # paired bootstrap of the MT runs against the first
     for t in tables:  # said on stderr whatever the output: † in the tables, "differs" in the JSON
         for row, diffs in zip(t.rows, t.differs):
             for d in diffs:

@@ -63,7 +63,7 @@ def _run(args) -> int:
         return _report(args)
     from fairmt.sweep.engine import SweepInterrupted, require_optuna, run_sweep, study_info
     from fairmt.sweep.report import write_report
-    from fairmt.sweep.spec import build_spec
+    from fairmt.sweep.spec import build_spec, check_trial_inputs
 
     require_optuna()
     spec = build_spec(args.recipe, args.overrides, args.grid, args.range, args.seeds, args.objective,
@@ -75,7 +75,7 @@ def _run(args) -> int:
         _overwrite(args, spec)
     print(f"fairmt sweep: {spec.mode} over {spec.recipe} in {spec.output_dir} (study {spec.study_name!r})", flush=True)
     try:
-        outcome = run_sweep(spec)
+        outcome = run_sweep(spec, check=lambda: check_trial_inputs(spec))  # data, models: before any trial
     except (KeyboardInterrupt, SweepInterrupted):
         print(f"fairmt sweep: interrupted; the running trial is marked failed. Run the same command again to resume "
               f"({spec.output_dir})", flush=True)
@@ -155,4 +155,9 @@ def _print_summary(report: dict) -> None:
     else:
         why = report["selection"]["by_rule"].get(report["selection"]["rule"], {}).get("unavailable", "no finished run")
         print(f"fairmt sweep: no setting selected by {report['selection']['rule']}: {why}")
+    collapsed = [f"{s['id']} {s['overrides']} (seeds {', '.join(map(str, s['at_chance']))})"
+                 for s in report.get("settings") or [] if s.get("at_chance")]
+    if collapsed:
+        print("fairmt sweep: warning: a final model at chance (its small gap is no fairness; see sweep.md): "
+              + "; ".join(collapsed))
     print(f"  report: {out}/sweep.md  {out}/sweep.json" + (f"  {out}/tradeoff.png" if report.get("plot") else ""))

@@ -99,7 +99,15 @@ def chrfpp_scores(hypotheses: Sequence[str], references: Sequence[str]) -> tuple
     over the lines: sacrebleu's per-line statistics (``_extract_corpus_statistics``, the same ones its paired
     bootstrap reuses) are aggregated once per line and once summed, so each equals ``corpus_score`` /
     ``sentence_score`` exactly (tests/test_unrelated_flag.py) at the cost of one ``corpus_score``. Returns the corpus
-    score, the line scores and sacrebleu's signature of the corpus score."""
+    score, the line scores and sacrebleu's signature of the corpus score (:func:`chrfpp_scores_and_statistics`
+    returns the line statistics too)."""
+    return chrfpp_scores_and_statistics(hypotheses, references)[:3]
+
+
+def chrfpp_scores_and_statistics(hypotheses: Sequence[str], references: Sequence[str]
+                                 ) -> tuple[float, list[float], str, list[list[int]]]:
+    """:func:`chrfpp_scores` and the lines' statistics (24 integers each, what a paired bootstrap of chrF++ needs:
+    :mod:`fairmt.eval.significance`)."""
     from sacrebleu.metrics import CHRF
 
     if len(hypotheses) != len(references):
@@ -107,7 +115,7 @@ def chrfpp_scores(hypotheses: Sequence[str], references: Sequence[str]) -> tuple
     chrf = CHRF(word_order=2)
     stats = chrf._extract_corpus_statistics(list(hypotheses), [list(references)])
     sentences = [chrf._aggregate_and_compute([s]).score for s in stats]
-    return chrf._aggregate_and_compute(stats).score, sentences, str(chrf.get_signature())
+    return chrf._aggregate_and_compute(stats).score, sentences, str(chrf.get_signature()), stats
 
 
 def unrelated_lines(hypotheses: Sequence[str], references: Sequence[str],
@@ -176,5 +184,5 @@ def describe(what: str, counts: dict | None) -> str | None:
     return f"{what}: {counts['degenerate']} of {counts['n']} translations degenerate ({reasons}){example}{rests}"
 
 
-__all__ = ["REASONS", "UNRELATED_CHRF", "UNRELATED_SHARE", "chrfpp_scores", "degenerate_counts", "unrelated_lines", "degenerate_reasons", "describe", "in_script_fraction", "is_repetitive",
+__all__ = ["REASONS", "UNRELATED_CHRF", "UNRELATED_SHARE", "chrfpp_scores", "chrfpp_scores_and_statistics", "degenerate_counts", "unrelated_lines", "degenerate_reasons", "describe", "in_script_fraction", "is_repetitive",
            "merge_counts", "target_script"]

@@ -147,6 +147,10 @@ class GenEvalResult:
     chrf_signature: str | None = None
     degenerate: dict | None = None
     """Counts of degenerate translations over the 2·n (:func:`fairmt.eval.degenerate.degenerate_counts`)."""
+    items: dict | None = None
+    """Per pair, for a paired bootstrap against another run (:mod:`fairmt.eval.significance`): ``correct_masculine``,
+    ``correct_feminine``, ``explicit_masculine``, ``explicit_feminine`` (one ``0``/``1`` per pair) and ``chrf_stats``
+    (the 2·n translations' chrF++ statistics, masculine ones first)."""
 
     def __str__(self) -> str:
         quality = f", chrF++ {self.chrfpp:.1f}" if self.chrfpp is not None else ""
@@ -168,6 +172,9 @@ class GenEvalContextResult:
     explicit_accuracy: float
     signature: str
     subset: str = "contextual"
+    items: dict | None = None
+    """Per sentence, for a paired bootstrap against another run (:mod:`fairmt.eval.significance`): ``correct`` and
+    ``explicit`` (one ``0``/``1`` per sentence)."""
 
     def __str__(self) -> str:
         return (
@@ -232,9 +239,11 @@ def score_counterfactual(
     em = sum(j.explicit_correct for j in jm)
     ef = sum(j.explicit_correct for j in jf)
     acc_m, acc_f, eacc_m, eacc_f = _pct(cm, n), _pct(cf, n), _pct(em, n), _pct(ef, n)
-    from fairmt.eval.degenerate import chrfpp_scores, degenerate_counts
+    from fairmt.eval.degenerate import chrfpp_scores_and_statistics, degenerate_counts
+    from fairmt.eval.significance import flags_text, stats_text
 
-    chrfpp, sentence_chrf, chrf_sig = chrfpp_scores(hyps, refs)  # one pass: the corpus figure and the unrelated check
+    # one pass: the corpus figure, the unrelated check, the statistics of a paired bootstrap
+    chrfpp, sentence_chrf, chrf_sig, stats = chrfpp_scores_and_statistics(hyps, refs)
     return GenEvalResult(
         lang=lang,
         split=split,
@@ -253,6 +262,9 @@ def score_counterfactual(
         chrfpp=chrfpp,
         chrf_signature=f"{chrf_sig}|text:{TEXT_NORM}",
         degenerate=degenerate_counts(hyps, lang, references=refs, sentence_chrf=sentence_chrf),
+        items={"correct_masculine": flags_text(j.correct for j in jm), "correct_feminine": flags_text(j.correct for j in jf),
+               "explicit_masculine": flags_text(j.explicit_correct for j in jm),
+               "explicit_feminine": flags_text(j.explicit_correct for j in jf), "chrf_stats": stats_text(stats)},
     )
 
 
@@ -276,6 +288,8 @@ def score_contextual(
     hypotheses, report = normalize_many(hypotheses, f"MT-GenEval {lang} contextual hypotheses")
     report.warn()
     js = [judge(strip_context(h), o, f) for h, o, f in zip(hypotheses, original_refs, flipped_refs)]
+    from fairmt.eval.significance import flags_text
+
     return GenEvalContextResult(
         lang=lang,
         split=split,
@@ -283,6 +297,7 @@ def score_contextual(
         accuracy=_pct(sum(j.correct for j in js), n),
         explicit_accuracy=_pct(sum(j.explicit_correct for j in js), n),
         signature=geneval_signature("contextual", split, lang, n),
+        items={"correct": flags_text(j.correct for j in js), "explicit": flags_text(j.explicit_correct for j in js)},
     )
 
 

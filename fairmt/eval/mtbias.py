@@ -116,9 +116,12 @@ def _quality(hyps: list[str], refs: list[str], lang_pair: str, spm_model, have_s
 
     if len(hyps) != len(refs):
         raise FairmtError(f"{len(hyps)} hypotheses but {len(refs)} references for {lang_pair}")
+    from fairmt.eval.translation import chrf_items
+
     chrf = CHRF(word_order=2)
+    stats = chrf._extract_corpus_statistics(hyps, [refs])
     return {"lang_pair": lang_pair, "n": len(refs), "spbleu": None, "bleu_spm_nonstandard": None,
-            "chrfpp": chrf.corpus_score(hyps, [refs]).score, "bleu_label": None, "bleu_signature": None,
+            "chrfpp": chrf._aggregate_and_compute(stats).score, "items": chrf_items(stats), "bleu_label": None, "bleu_signature": None,
             "chrf_signature": str(chrf.get_signature()), "spm_model": None, "spm_model_sha256": None,
             "note": "no FLORES-200 SentencePiece model was found: spBLEU not computed (pass --spm-model)"}
 
@@ -185,7 +188,7 @@ def _winomt_row(res) -> dict:
         "delta_g_f1": res.delta_g_f1,
         "delta_s": res.delta_s, "delta_r": res.delta_r, "acc_male": am, "acc_female": af,
         "f1_male": res.f1_male, "f1_female": res.f1_female, "n": res.n, "n_unknown": res.n_unknown,
-        "signature": res.signature,
+        "signature": res.signature, "items": res.items,
     }
 
 

@@ -67,6 +67,32 @@ def markdown_table(rows: Sequence[dict], columns: Sequence[str], digits: int = 1
     return "\n".join([head, sep, *body]) + "\n"
 
 
+def before_after_lines(title: str, rows: Sequence[tuple], before: str = "before", after: str = "after") -> list[str]:
+    """The short before → after table every recipe ends with — one printer for all: GACL's held-out gender scores,
+    the CCD/DPCE/ADEPT bias suites, the classification recipes' dev accuracy/GAP/ΔEO, the sampling recipes'
+    latent-subgroup measures and probe GAP. A header ``  {title}: {before} → {after}``, then one line per row
+    ``(label, before, after, fmt, better)``: the two values and their change in the format spec ``fmt``
+    (``".3f"``, ``"+.1f"``), and, where ``better`` gives the measure's direction (``"lower"``, ``"higher"``,
+    ``"zero"``: closer to 0), whether the change is ``better`` or ``worse``. A row whose before or after is not a
+    number is left out; no row left gives ``[]``."""
+    import math
+
+    def num(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    kept = [r for r in rows if num(r[1]) and num(r[2])]
+    if not kept:
+        return []
+    width = max(len(r[0]) for r in kept)
+    lines = [f"  {title}: {before} → {after}"]
+    for label, b, a, fmt, better in kept:
+        gain = {"lower": b - a, "higher": a - b, "zero": abs(b) - abs(a)}.get(better or "")
+        word = "" if gain is None else ", better" if gain > 0 else ", worse" if gain < 0 else ", same"
+        lines.append(f"    {label:{width}s} {format(b, fmt):>6s} → {format(a, fmt):>6s}  "
+                     f"({format(a - b, '+' + fmt.lstrip('+'))}{word})")
+    return lines
+
+
 class NothingToPlot(FairmtError):
     """A plot was asked for but the results hold nothing it could draw (the message says why)."""
 

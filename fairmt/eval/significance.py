@@ -13,12 +13,19 @@ Each measure is a function of summed per-item sufficient statistics, so one resa
   pairs);
 * :func:`paired_chrf` — sacrebleu's own chrF++ statistics (``CHRF(word_order=2)._extract_corpus_statistics``) and its
   score from summed statistics (``_compute_score_from_stats``), as ``sacrebleu --paired-bs`` computes it.
+
+Result files carry what the test needs, per item, in compact text (:func:`flags_text`, :func:`stats_text`): a WinoMT
+result's ``items`` holds ``correct`` (one ``0``/``1`` per sentence) and ``gold`` (one letter per sentence: ``m``,
+``f``, ``n``); an MT-GenEval result's ``correct_masculine``/``correct_feminine``/``explicit_masculine``/
+``explicit_feminine`` (one flag per pair) and ``chrf_stats`` (sacrebleu's 24 chrF++ statistics of each translation,
+masculine ones first), a contextual-set result's ``correct`` and ``explicit`` (one flag per sentence); a FLORES-200
+result's ``chrf_stats``. :func:`compare_items` tests two such blocks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -107,6 +114,17 @@ def paired_delta_g(correct_a: Sequence[bool], correct_b: Sequence[bool], gender:
                             lambda s: _rate(s[0], s[1]) - _rate(s[2], s[3]), "delta_g", **kw)
 
 
+def _chrf_score(metric):
+    return lambda s: metric._compute_score_from_stats([int(x) for x in s]).score
+
+
+def paired_chrf_stats(stats_a, stats_b, **kw) -> PairedBootstrap:
+    """chrF++ of two systems from their per-sentence sacrebleu statistics (``CHRF(word_order=2)``'s 24 per line)."""
+    from sacrebleu.metrics import CHRF
+
+    return paired_bootstrap(stats_a, stats_b, _chrf_score(CHRF(word_order=2)), "chrf++", **kw)
+
+
 def paired_chrf(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequence[str], **kw) -> PairedBootstrap:
     """chrF++ of two systems against one reference per sentence, by sacrebleu's own statistics and score."""
     from sacrebleu.metrics import CHRF
@@ -117,8 +135,101 @@ def paired_chrf(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequence[str
     metric = CHRF(word_order=2)
     sa = metric._extract_corpus_statistics(list(hyps_a), [list(refs)])
     sb = metric._extract_corpus_statistics(list(hyps_b), [list(refs)])
-    return paired_bootstrap(sa, sb, lambda s: metric._compute_score_from_stats(list(s)).score, "chrf++", **kw)
+    return paired_chrf_stats(sa, sb, **kw)
 
 
-__all__ = ["N_SAMPLES", "SEED", "PairedBootstrap", "paired_accuracy", "paired_bootstrap", "paired_chrf",
-           "paired_delta_g", "resample_indices"]
+# ------------------------------------------------------------------------------------------ per-item data in results
+GENDER_LETTERS = {"male": "m", "female": "f", "neutral": "n", "unknown": "u"}
+
+
+def flags_text(values) -> str:
+    """One ``0``/``1`` per item (3,888 WinoMT sentences: 3,888 characters)."""
+    return "".join("1" if v else "0" for v in values)
+
+
+def genders_text(genders) -> str:
+    """One letter per item's gold gender (:data:`GENDER_LETTERS`)."""
+    return "".join(GENDER_LETTERS.get(getattr(g, "value", g), "u") for g in genders)
+
+
+def stats_text(rows) -> str:
+    """Per-item integer statistics: each item's numbers space-separated, items comma-separated."""
+    return ",".join(" ".join(str(int(x)) for x in r) for r in rows)
+
+
+def read_flags(text, what: str) -> list[bool]:
+    if not isinstance(text, str) or set(text) - {"0", "1"}:
+        raise FairmtError(f"{what} must be a string of 0 and 1 (one per item)")
+    return [c == "1" for c in text]
+
+
+def read_stats(text, what: str) -> np.ndarray:
+    try:
+        rows = [[int(x) for x in item.split()] for item in str(text).split(",")]
+        arr = np.asarray(rows, dtype=np.int64)
+    except ValueError:
+        arr = None
+    if not isinstance(text, str) or arr is None or arr.ndim != 2:
+        raise FairmtError(f"{what} must hold the same count of integers per item (space-separated, items "
+                          "comma-separated)")
+    return arr
+
+
+_LETTER_GENDER = {v: k for k, v in GENDER_LETTERS.items()}
+
+
+def compare_items(kind: str, items_a: dict, items_b: dict, **kw) -> list[PairedBootstrap]:
+    """The paired tests of two results' ``items`` blocks of one benchmark (``kind``: ``winomt``, ``geneval`` or
+    ``flores``; the module docstring says what each holds): WinoMT accuracy and ΔG; MT-GenEval accuracy (a pair is
+    right when both its translations are), explicit accuracy, ΔG (Acc_masculine − Acc_feminine over the pairs) and
+    chrF++; FLORES-200 chrF++. Raises :class:`FairmtError` when the two were not scored on the same items."""
+    def same_n(a, b, what):
+        if len(a) != len(b):
+            raise FairmtError(f"scored on different items ({len(a)} and {len(b)} {what})")
+
+    out = []
+    if kind == "winomt":
+        if items_a.get("gold") != items_b.get("gold"):
+            raise FairmtError("scored on different gold lines (their gold genders differ)")
+        ca, cb = read_flags(items_a.get("correct"), "items.correct"), read_flags(items_b.get("correct"), "items.correct")
+        same_n(ca, cb, "sentences")
+        gold = [_LETTER_GENDER.get(c, "unknown") for c in str(items_a.get("gold"))]
+        same_n(ca, gold, "sentences and gold genders")
+        out += [paired_accuracy(ca, cb, **kw), paired_delta_g(ca, cb, gold, **kw)]
+    elif kind == "geneval" and "correct" in items_a:  # the contextual set: one translation per item
+        for key, measure in (("correct", "accuracy"), ("explicit", "explicit_accuracy")):
+            fa, fb = read_flags(items_a.get(key), f"items.{key}"), read_flags(items_b.get(key), f"items.{key}")
+            same_n(fa, fb, "sentences")
+            out.append(replace(paired_accuracy(fa, fb, **kw), measure=measure))
+    elif kind == "geneval":
+        flags = {}
+        for side, items in (("a", items_a), ("b", items_b)):
+            for key in ("correct_masculine", "correct_feminine", "explicit_masculine", "explicit_feminine"):
+                flags[side, key] = read_flags(items.get(key), f"items.{key}")
+        same_n(flags["a", "correct_masculine"], flags["b", "correct_masculine"], "pairs")
+
+        def both(side, prefix):
+            return [m and f for m, f in zip(flags[side, f"{prefix}_masculine"], flags[side, f"{prefix}_feminine"])]
+
+        def per_pair(side):
+            return [[float(m), float(f), 1.0] for m, f in zip(flags[side, "correct_masculine"],
+                                                              flags[side, "correct_feminine"])]
+
+        explicit = paired_accuracy(both("a", "explicit"), both("b", "explicit"), **kw)
+        out += [paired_accuracy(both("a", "correct"), both("b", "correct"), **kw),
+                replace(explicit, measure="explicit_accuracy"),
+                paired_bootstrap(per_pair("a"), per_pair("b"), lambda s: 100.0 * (s[0] - s[1]) / s[2], "delta_g",
+                                 **kw)]
+    if kind in ("geneval", "flores") and items_a.get("chrf_stats") and items_b.get("chrf_stats"):
+        sa, sb = read_stats(items_a["chrf_stats"], "items.chrf_stats"), read_stats(items_b["chrf_stats"],
+                                                                                   "items.chrf_stats")
+        same_n(sa, sb, "translations")
+        out.append(paired_chrf_stats(sa, sb, **kw))
+    if kind not in ("winomt", "geneval", "flores"):
+        raise FairmtError(f"no paired test for {kind!r}")
+    return out
+
+
+__all__ = ["GENDER_LETTERS", "N_SAMPLES", "SEED", "PairedBootstrap", "compare_items", "flags_text", "genders_text",
+           "paired_accuracy", "paired_bootstrap", "paired_chrf", "paired_chrf_stats", "paired_delta_g", "read_flags",
+           "read_stats", "resample_indices", "stats_text"]

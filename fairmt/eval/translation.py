@@ -149,6 +149,9 @@ class TranslationQualityResult:
     spm_model: str
     spm_model_sha256: str
     note: str = ""
+    items: dict | None = None
+    """Per sentence, for a paired bootstrap of chrF++ against another run (:mod:`fairmt.eval.significance`):
+    ``chrf_stats``, sacrebleu's chrF++ statistics of each line."""
 
     @property
     def bleu(self) -> float:
@@ -188,7 +191,8 @@ def translation_quality(
     bleu, info = make_spbleu(spm_model)
     b = bleu.corpus_score(hypotheses, [references])
     chrf = CHRF(word_order=2)
-    c = chrf.corpus_score(hypotheses, [references])
+    stats = chrf._extract_corpus_statistics(hypotheses, [references])
+    c = chrf._aggregate_and_compute(stats)  # what corpus_score computes, from the lines' statistics kept below
     note = ""
     if not info.official:
         note = (
@@ -208,7 +212,15 @@ def translation_quality(
         spm_model=info.path,
         spm_model_sha256=info.sha256,
         note=note,
+        items=chrf_items(stats),
     )
+
+
+def chrf_items(stats) -> dict:
+    """The ``items`` of a chrF++ result (:attr:`TranslationQualityResult.items`) from sacrebleu's line statistics."""
+    from fairmt.eval.significance import stats_text
+
+    return {"chrf_stats": stats_text(stats)}
 
 
 # ------------------------------------------------------------------------------------------------- FLORES-200

@@ -315,17 +315,16 @@ def before_after_lines(results: dict, method: str = "CCD") -> list[str]:
             d = (d or {}).get(k) if isinstance(d, dict) else None
         return d
 
-    lines = [f"  {f'what {method} changed (test; lower is fairer)':42s}   before →  after"]
-    for label, keys, _ in BEFORE_AFTER:
-        b, a = get(results.get("before"), keys), get(results.get("after"), keys)
-        if isinstance(b, (int, float)) and isinstance(a, (int, float)):
-            word = "better" if a < b else "worse" if a > b else "same"
-            lines.append(f"    {label:42s} {b:6.3f} → {a:6.3f}  ({a - b:+.3f}, {word})")
-    if "utility" in results:
-        u = results["utility"]
-        lines.append(f"    {'utility: Spearman of pairwise cosines':42s}  1.000 → {u['spearman_pairwise_cos']:6.3f}  "
-                     "(neutral sentences, trained vs original)")
-    return lines if len(lines) > 1 else []
+    from fairmt.eval.report import before_after_lines as table
+
+    rows = [(label, get(results.get("before"), keys), get(results.get("after"), keys), ".3f", better)
+            for label, keys, better in BEFORE_AFTER]
+    if "utility" in results:  # the original against itself: 1
+        rows.append(("utility: Spearman of pairwise cosines (neutral)", 1.0,
+                     results["utility"].get("spearman_pairwise_cos"), ".3f", "higher"))
+    if not any(isinstance(r[1], (int, float)) and isinstance(r[2], (int, float)) for r in rows[:len(BEFORE_AFTER)]):
+        return []
+    return table(f"what {method} changed (test; lower is fairer)", rows)
 
 
 def measure_validation(

@@ -455,7 +455,35 @@ def _selection_info(cb, steps_per_epoch: int | None = None) -> dict[str, Any]:
                             if (v := getattr(best, k)) is not None}
         if best.loss is not None:
             info["best_dev"]["loss"] = best.loss
+    if cb.records:  # the "before" of the run's before → after table (no extra evaluation)
+        first = cb.records[0]
+        info["first_dev"] = {k: round(100 * v, 4) for k in ("accuracy", "gap", "delta_eo")
+                             if (v := getattr(first, k)) is not None}
+        if steps_per_epoch:
+            info["first_dev"]["epoch"] = round(first.step / steps_per_epoch)
     return info
+
+
+def before_after(results: dict[str, Any]) -> list[str]:
+    """The run's before → after table (:func:`fairmt.eval.report.before_after_lines`, every recipe's printer) on
+    the dev set, from evaluations the run made anyway: INLP — the CE encoder → the model after INLP; the others —
+    the first dev evaluation (after the first epoch of the stage that trains the classifier) → the model the run
+    reports (the checkpoint selected)."""
+    from fairmt.eval.report import before_after_lines
+
+    info = results.get("info") or {}
+    inlp = info.get("inlp") or {}
+    if "final_dev" in inlp:
+        before, after, names = inlp.get("encoder_dev") or {}, inlp["final_dev"], ("the CE encoder", "after INLP")
+    else:
+        sel = info.get("selection") or {}
+        before, after = sel.get("first_dev") or {}, results.get("dev") or {}
+        epoch = f", epoch {before['epoch']}" if before.get("epoch") is not None else ""
+        names = (f"first dev evaluation{epoch}", "the model reported")
+    rows = [("accuracy ↑", before.get("accuracy"), after.get("accuracy"), ".2f", "higher"),
+            ("GAP ↓", before.get("gap"), after.get("gap"), ".2f", "lower"),
+            ("ΔEO ↓", before.get("delta_eo"), after.get("delta_eo"), ".2f", "lower")]
+    return before_after_lines(f"what {results.get('objective')} changed (dev, %)", rows, *names)
 
 
 def _steps_per_epoch(trainer) -> int | None:
@@ -845,5 +873,6 @@ def _main(config: dict[str, Any]) -> dict[str, Any]:
           f"{leak} (%)"
           f"\n{_selection_line(results['info'], warnings_out)}"
           f"\n  results: {os.path.join(out, 'results.json')}"
-          + (f"\n  model: {info['model_dir']}" if info.get("model_dir") else ""))
+          + (f"\n  model: {info['model_dir']}" if info.get("model_dir") else "")
+          + "".join(f"\n{line}" for line in before_after(results)))
     return results

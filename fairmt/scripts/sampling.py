@@ -528,9 +528,26 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     from fairmt.eval.report import write_text_atomic
 
     write_text_atomic(run / "results.md", _markdown(results))
-    s1, s2 = results["stages"]["stage1"]["subgroups"], results["stages"]["stage2"]["subgroups"]
-    print(f"fairmt: {cfg['objective']} on {data.name}: dominance {s1['cluster_dominance_ratio']:.4f} → "
-          f"{s2['cluster_dominance_ratio']:.4f}, entropy {s1['representation_entropy']:.4f} → "
-          f"{s2['representation_entropy']:.4f}, separation {s1['subgroup_separation_distance']:.4f} → "
-          f"{s2['subgroup_separation_distance']:.4f}\n  results: {run / 'results.json'}")
+    print(f"fairmt: {cfg['objective']} on {data.name}: results: {run / 'results.json'}")
+    for line in before_after(results):
+        print(line)
     return results
+
+
+def before_after(results: dict[str, Any]) -> list[str]:
+    """The run's before → after table (:func:`fairmt.eval.report.before_after_lines`, every recipe's printer):
+    stage 1 (the SimCLR model the clusters are fitted on) → stage 2, on the latent-subgroup measures and each
+    probe's accuracy and GAP (fractions, as results.json)."""
+    from fairmt.eval.report import before_after_lines
+
+    s1, s2 = results["stages"]["stage1"], results["stages"]["stage2"]
+    rows = [(label, s1["subgroups"].get(key), s2["subgroups"].get(key), ".4f", better) for label, key, better in (
+        ("cluster dominance ratio ↓", "cluster_dominance_ratio", "lower"),
+        ("representation entropy (bits) ↑", "representation_entropy", "higher"),
+        ("subgroup separation ↑", "subgroup_separation_distance", "higher"))]
+    for target, p1 in s1.get("probe", {}).items():
+        p2 = s2.get("probe", {}).get(target, {})
+        rows += [(f"probe {target}: accuracy ↑", p1.get("accuracy"), p2.get("accuracy"), ".3f", "higher"),
+                 (f"probe {target}: GAP ↓", (p1.get("fairness") or {}).get("gap"),
+                  (p2.get("fairness") or {}).get("gap"), ".3f", "lower")]
+    return before_after_lines(f"what {results.get('objective')} changed", rows, "stage 1 (SimCLR)", "stage 2")

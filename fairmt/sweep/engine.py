@@ -758,8 +758,11 @@ class Outcome:
     progress: Progress | None = None
 
 
-def run_sweep(spec: SweepSpec, runner: Runner | None = None, echo: Callable[[str], None] | None = None) -> Outcome:
-    """Run trials until the sweep is complete or nothing is left for this worker; returns what happened."""
+def run_sweep(spec: SweepSpec, runner: Runner | None = None, echo: Callable[[str], None] | None = None,
+              check: Callable[[], None] | None = None) -> Outcome:
+    """Run trials until the sweep is complete or nothing is left for this worker; returns what happened. ``check``:
+    called once a storage outside the sweep folder has opened and before the folder is made (``fairmt sweep``: the
+    recipe's data and models, :func:`fairmt.sweep.spec.check_trial_inputs`)."""
     optuna = require_optuna()
     S = optuna.trial.TrialState
     runner = runner or run_subprocess
@@ -767,6 +770,8 @@ def run_sweep(spec: SweepSpec, runner: Runner | None = None, echo: Callable[[str
     # a storage outside the sweep folder is opened first: a bad URL fails before the folder exists
     STORAGE_NOTES.clear()
     storage = None if _inside(spec.storage, spec.output_dir) else open_storage(spec.storage)
+    if check is not None:
+        check()
     repaired = prepare_folder(spec)
     storage = storage or open_storage(spec.storage)
     notes = [*STORAGE_NOTES, *([repaired] if repaired else [])]

@@ -198,6 +198,14 @@ def runner_up(done: list[dict[str, Any]], best: int, rule: str, spec, percent: b
             "test": INDISTINGUISHABLE_TEST}
 
 
+def at_chance(results: dict[str, Any]) -> bool:
+    """Whether a run's results say its final model collapsed to chance (a classification recipe's INLP baseline:
+    ``info.inlp.at_chance``, :func:`fairmt.scripts.classification._inlp_final`): its small gap is no fairness."""
+    info = results.get("info")
+    inlp = info.get("inlp") if isinstance(info, dict) else None
+    return bool(isinstance(inlp, dict) and inlp.get("at_chance") is True)
+
+
 def selection_rules_of(runs: list[Run]) -> dict[str, list[str]]:
     """The checkpoint-selection rule each run's results name (``selection``, e.g. ``"loss (dev set)"``) → the
     settings' run folders; more than one key means the rows were selected under different rules."""
@@ -244,6 +252,9 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
                  "runs": [str(r.root.relative_to(out)) for r in group], "mean": mean, "std": std}
         if unscored:
             entry["not_a_number"] = unscored
+        chance = [r.seed for r in group if at_chance(r.results)]
+        if chance:
+            entry["at_chance"] = chance
         settings.append(entry)
     percent = any("dev" in r.percent for r in runs)
     axes = [a[0] for a in spec.tradeoff]
@@ -421,7 +432,9 @@ def render_markdown(report: dict[str, Any]) -> str:
     sel = (report["selected"] or {}).get("setting")
     rows = []
     for s in report["settings"]:
-        mark = ("**selected** " if s["id"] == sel else "") + ("front" if s["id"] in front else "")
+        mark = ("**selected** " if s["id"] == sel else "") + ("front " if s["id"] in front else "")
+        if s.get("at_chance"):
+            mark += f"**AT CHANCE** (seed{'s' if len(s['at_chance']) > 1 else ''} {', '.join(map(str, s['at_chance']))})"
         rows.append({"setting": s["id"], **{k: str(s["overrides"].get(k, "")) for k in keys}, "n": str(s["n"]),
                      **{c: _cell(s, c) for c in cols}, "note": mark.strip()})
     lines = [f"# Sweep of `{report['recipe']}` ({report['mode']}, {len(report['settings'])} settings × "
@@ -432,14 +445,24 @@ def render_markdown(report: dict[str, Any]) -> str:
               "seeds (ddof = 1), to the digits the std supports (`fairmt report`'s rule: its std to two significant digits when they begin with 1 or 2, else one). `front`: on the Pareto front of the trade-off "
               f"({', '.join(a['metric'] + ' ' + a['direction'][:3] for a in report['tradeoff'])}).", ""]
     lines.append(markdown_table(rows, ["setting", *keys, "n", *cols, "note"], digits=2))
+    by_id = {s["id"]: s for s in report["settings"]}
+    collapsed = [s for s in report["settings"] if s.get("at_chance")]
+    if collapsed:
+        lines += ["", "**At chance:** " + "; ".join(
+            f"{s['id']} (`{_label(by_id, s['id'])}`) seed{'s' if len(s['at_chance']) > 1 else ''} "
+            f"{', '.join(map(str, s['at_chance']))} of {s['n']}" for s in collapsed)
+            + " — the final model's dev accuracy fell below the selection's accuracy floor × the model before it "
+            "(INLP: the CE encoder; `info.inlp` in each run's results.json): its small gap is no fairness, and on a "
+            "trade-off front it looks like the fairest point."]
     if report.get("shen_tradeoff"):
         lines += ["", f"`dev.tradeoff` / `test.tradeoff`: {report['shen_tradeoff']['definition']}."]
     lines += ["", "## Selection (dev metrics only)", ""]
-    by_id = {s["id"]: s for s in report["settings"]}
     for rule, res in report["selection"]["by_rule"].items():
         star = " ← `--select`" if rule == report["selection"]["rule"] else ""
         chosen = (f"{res['setting']} (`{_label(by_id, res['setting'])}`)" if "setting" in res
                   else f"not applicable — {res['unavailable']}")
+        if "setting" in res and by_id.get(res["setting"], {}).get("at_chance"):
+            chosen += " — **AT CHANCE** in some of its seeds"
         lines.append(f"- `{rule}`: {chosen}{star}")
         ru = res.get("runner_up")
         if ru:

@@ -275,6 +275,22 @@ def check_against_recipe(spec: SweepSpec) -> dict[str, Any]:
     return base
 
 
+def check_trial_inputs(spec: SweepSpec) -> None:
+    """Before the first trial: what ``fairmt train RECIPE --dry-run`` finds that every trial would hit (the recipe's
+    data files and folders, its models, mixed precision without a GPU: :func:`fairmt.commands._preflight.findings`)
+    on the recipe with the fixed overrides; one :class:`FairmtError` listing them. The trials' own output folders
+    are the sweep's (new), so the recipe's output folder is not one of the findings."""
+    from fairmt.commands._preflight import findings
+    from fairmt.commands.train import load_recipe, resolve, set_output_dir
+
+    config = load_recipe(spec.recipe, spec.overrides)
+    set_output_dir(config, str(Path(spec.output_dir) / "trials" / ".preflight-not-written"))
+    fatal = [text for bad, text in findings(config, resolve(config)) if bad]
+    if fatal:
+        more = f" (and {len(fatal) - 1} more: `fairmt train {spec.recipe} --dry-run` lists them)" if len(fatal) > 1 else ""
+        raise FairmtError(f"every trial of this sweep would fail: {fatal[0]}{more}; nothing was started")
+
+
 def check_metrics(names: list[str], patterns: list[str] | None, what: str = "objective metric") -> None:
     """Every name is one the recipe reports (``patterns``: :func:`fairmt.sweep.results.metric_patterns` or the
     names of a finished run); the error lists the available ones."""

@@ -52,6 +52,25 @@ def agreement_ok(row: dict) -> bool:
     return _they_singular(row[NEUTRAL]) <= _they_singular(row.get("source", ""))
 
 
+def check_cda_tools() -> None:
+    """Before any text is rewritten: the verb lexicon the rewrite and its agreement check read (lemminflect, a fairmt
+    dependency) is importable and loads its data; a :class:`~fairmt.errors.FairmtError` naming the fix otherwise
+    (CDA needs no spaCy pipeline: its agreement check is lemminflect's lexicon, :data:`AGREEMENT_SCOPE`)."""
+    from fairmt.errors import FairmtError
+
+    try:
+        from fairmt.data.gender import singular_verb_base
+
+        ok = singular_verb_base("goes") == "go"
+    except Exception as err:  # ImportError, or its lexicon files missing or unreadable
+        raise FairmtError(f"CDA needs lemminflect's English verb lexicon (the they-agreement of the neutral versions) "
+                          f"and it cannot be used: {type(err).__name__}: {err}; `pip install lemminflect` (a fairmt "
+                          "dependency) and run again") from None
+    if not ok:
+        raise FairmtError("lemminflect's verb lexicon does not give 'goes' → 'go': a damaged install; reinstall "
+                          "lemminflect")
+
+
 def cda_tuple(text: str) -> dict:
     """``{"neutral", "male", "female", "source"}`` versions of ``text`` by lexicon rules."""
     from fairmt.data.gender import neutralize, to_gender

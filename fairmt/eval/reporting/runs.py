@@ -41,6 +41,7 @@ class Run:
     setting: dict[str, Any] | None = None  # a sweep setting's overrides
     seeds: list = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # said under the run's table (a sweep's area under its front)
+    items: dict[str, dict] = field(default_factory=dict)  # "winomt:de" → per-sentence data (a paired bootstrap)
 
 
 class _Reader:
@@ -103,6 +104,16 @@ def strip_version(sig: str) -> str:
     """A signature without the fairmt version in it (``|fairmt:0.1.0``): a new release with the same metric keeps
     comparing equal."""
     return re.sub(r"\|fairmt:[^|]*", "", str(sig))
+
+
+def _items(r: _Reader, bench: str, key: str) -> dict:
+    """``{"bench:key": items}`` when the result row ``r`` carries per-sentence data (:mod:`fairmt.eval.significance`)."""
+    items = r.get("items")
+    if items is None:
+        return {}
+    if not isinstance(items, dict):
+        raise FairmtError(f"{r.path}: {r.name('items')!r} must be an object, got {type(items).__name__}")
+    return {f"{bench}:{key}": items}
 
 
 def _drop_none(d: dict) -> dict:
@@ -203,7 +214,8 @@ def _read_mt_bias(r: _Reader, name: str) -> list[Run]:
         values["degenerate"] = sum(d.num("degenerate") or 0.0 for d in degenerate)
         settings = {**settings, "degenerate of": int(sum(d.num("n") or 0.0 for d in degenerate))}
     sigs = {k: v for k, v in run_signatures(r.data).items() if k != "settings:id_lang"}  # no in/out-domain column
-    return [Run(name, "mt", r.path, values, signatures=sigs,
+    items = {k: v for b in parts for x in langs[b] for k, v in _items(parts[b].at(x), b, x).items()}
+    return [Run(name, "mt", r.path, values, signatures=sigs, items=items,
                 settings=_drop_none({k: settings.get(k) for k in ("model", "compat", "split", "id_lang", "backend",
                                                                   "degenerate of")}),
                 method=settings.get("method"))]
@@ -221,16 +233,17 @@ def _per_language(r: _Reader) -> list[_Reader]:
 def _read_one_benchmark(r: _Reader, name: str, bench: str, read_row, setting: str) -> list[Run]:
     """A per-language result of one MT benchmark (``bench``: winomt or geneval) as one run: each row read by
     ``read_row``, its signature and the ``setting`` it was scored under (compat, split) kept."""
-    scores, sigs = {}, {}
+    scores, sigs, items = {}, {}, {}
     for row in _per_language(r):
         lang = row.text("lang") or "?"
         scores[lang] = read_row(row)
+        items.update(_items(row, bench, lang))
         if row.get("signature"):
             sigs[f"{bench}:{lang}"] = strip_version(row.text("signature"))
         sigs[f"settings:{setting}"] = str(row.get(setting))
     sigs[f"languages:{bench}"] = ",".join(sorted(scores))
     values = _mt_values(scores, {}, {}) if bench == "winomt" else _mt_values({}, scores, {})
-    return [Run(name, "mt", r.path, values, signatures=sigs)]
+    return [Run(name, "mt", r.path, values, signatures=sigs, items=items)]
 
 
 def _read_winomt(r: _Reader, name: str) -> list[Run]:
@@ -242,15 +255,16 @@ def _read_geneval(r: _Reader, name: str) -> list[Run]:
 
 
 def _read_translation(r: _Reader, name: str) -> list[Run]:
-    flores, sigs = {}, {}
+    flores, sigs, items = {}, {}, {}
     for row in _per_language(r):
         pair = row.text("lang_pair") or "?"
         flores[pair] = _flores_row(row)
+        items.update(_items(row, "flores", pair))
         for label, key in (("chrF++", "chrf_signature"), ("BLEU", "bleu_signature")):
             if row.get(key):
                 sigs[f"flores:{pair}:{label}"] = strip_version(row.text(key))
     sigs["languages:flores"] = ",".join(sorted(flores))
-    return [Run(name, "mt", r.path, _mt_values({}, {}, flores), signatures=sigs)]
+    return [Run(name, "mt", r.path, _mt_values({}, {}, flores), signatures=sigs, items=items)]
 
 
 def _gacl_values(r: _Reader, split: str) -> dict:

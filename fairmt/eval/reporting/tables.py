@@ -134,6 +134,7 @@ class Table:
     marks: list[set[str]]  # per row: the column keys marked †
     differs: list[list[dict]]  # per row: its signature differences from the first row
     notes: list[str]
+    comparisons: list[dict] = field(default_factory=list)  # paired bootstrap against the first row (MT; compare.py)
 
     def unit(self, m: Measure) -> str:
         return {"rate": "%" if self.scale == "percent" else "fraction", "score": "0–100", "count": "n"}.get(m.kind, "")
@@ -374,5 +375,5 @@ def table_json(t: Table) -> dict[str, Any]:
                   "best": sorted(k for k, rows in best.items() if i in rows),
                   "marked": sorted(t.marks[i]), "differs": t.differs[i], "settings": r.settings,
                   "signatures": r.signatures} for i, r in enumerate(t.rows)],
-        "notes": t.notes,
+        "notes": t.notes, "comparisons": t.comparisons,
     }

@@ -161,6 +161,9 @@ class WinoMTResult:
     confusion: dict[str, dict[str, int]] = field(default_factory=dict)
     delta_g_f1: float | None = None
     """ΔG_F1 = F1_male − F1_female: the 2019 evaluator's "ΔG" (the published 2019 tables)."""
+    items: dict | None = None
+    """Per sentence, for a paired bootstrap against another run (:mod:`fairmt.eval.significance`): ``correct`` (one
+    ``0``/``1`` per gold line) and ``gold`` (one letter per line: ``m``/``f``/``n``)."""
 
     def row(self) -> dict:
         """The headline numbers as a flat dict (for tables)."""
@@ -257,5 +260,12 @@ def evaluate_winomt(
         precision_female=s.precision_female, recall_female=s.recall_female, acc_pro=a_pro, acc_anti=a_anti,
         n=s.n, n_unknown=sum(p == Gender.unknown for p in preds), n_unaligned=sum(not e.words for e in entities),
         compat=compat, signature=make_signature(lang, gold.name, aligner, detector, compat), confusion=s.confusion,
-        delta_g_f1=s.delta_g_f1,
+        delta_g_f1=s.delta_g_f1, items=per_sentence(golds, preds),
     )  # fmt: skip
+
+
+def per_sentence(golds: Sequence[Gender], preds: Sequence[Gender]) -> dict:
+    """The :attr:`WinoMTResult.items` of gold and predicted genders."""
+    from fairmt.eval.significance import flags_text, genders_text
+
+    return {"correct": flags_text(g == p for g, p in zip(golds, preds)), "gold": genders_text(golds)}

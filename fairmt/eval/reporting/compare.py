@@ -1,0 +1,80 @@
+"""Paired bootstrap of two MT runs in a report (:mod:`fairmt.eval.significance`): every row of the MT table against the
+first, per benchmark and language, from the per-sentence data the result files carry (``items``).
+
+Each comparison is the difference row − first with its 95 % interval and p-value, printed to the digits the interval
+supports (:func:`fairmt.eval.reporting.tables.digits_for` on its spread, (high − low) / 3.92) and called "not
+distinguishable" when the interval covers 0. A run without per-sentence data (a file written by an older fairmt, or a
+mean over several runs) gets one line saying the interval cannot be computed and why.
+"""
+
+from __future__ import annotations
+
+from fairmt.errors import FairmtError
+from fairmt.eval.reporting.runs import Run
+
+BENCH_NAMES = {"winomt": "WinoMT", "geneval": "MT-GenEval", "flores": "FLORES-200"}
+MEASURE_NAMES = {"accuracy": "Acc.", "explicit_accuracy": "E-Acc.", "delta_g": "ΔG", "chrf++": "chrF++"}
+
+
+def _why_none(r: Run) -> str:
+    if r.n > 1 or r.setting is not None:
+        return f"{r.name} is a mean over {r.n} runs"
+    return (f"{r.name} ({r.source}) holds no per-sentence data (a file written by an older fairmt, or a recipe's "
+            "results: score its translations with this fairmt's eval commands)")
+
+
+def add_comparisons(tables: list) -> None:
+    """Each MT table's comparisons (:func:`compare_rows`): its ``comparisons`` (the JSON) and the lines under it."""
+    for t in tables:
+        if t.family.key == "mt":
+            t.comparisons, lines = compare_rows(t.rows)
+            t.notes += lines
+
+
+def compare_rows(rows: list[Run]) -> tuple[list[dict], list[str]]:
+    """The comparisons of each row with the first (dicts for the JSON) and the lines that say them: a header and one
+    line per test, or, where no test could be made, one line per row saying why."""
+    from fairmt.eval.significance import N_SAMPLES, SEED, compare_items
+
+    if len(rows) < 2:
+        return [], []
+    base = rows[0]
+    out: list[dict] = []
+    lines: list[str] = []
+    why_not: list[tuple[str, str, str]] = []  # (row, where, why): no interval
+
+    for r in rows[1:]:
+        missing = [x for x in (base, r) if not x.items]
+        if missing:
+            why_not.append((r.name, "", "; ".join(_why_none(x) for x in missing)))
+            continue
+        shared = [k for k in r.items if k in base.items]
+        if not shared:
+            why_not.append((r.name, "", f"no benchmark and language in common with {base.name}"))
+        for key in shared:
+            bench, _, lang = key.partition(":")
+            where = f"{BENCH_NAMES.get(bench, bench)} {lang}"
+            try:
+                tests = compare_items(bench, r.items[key], base.items[key])
+            except FairmtError as err:
+                why_not.append((r.name, where, str(err)))
+                continue
+            for t in tests:
+                out.append({"run": r.name, "baseline": base.name, "benchmark": bench, "lang": lang, **t.to_dict()})
+                lines.append(f"  {r.name}: {where} {MEASURE_NAMES.get(t.measure, t.measure)} {format_test(t)}")
+    if out:
+        lines.insert(0, f"Paired bootstrap against {base.name} (row − {base.name}; {N_SAMPLES} resamples of the "
+                        f"sentences/pairs, seed {SEED}; 95 % interval; p-value):")
+    for name, where, why in why_not:
+        lines.append(f"Paired bootstrap of {name} against {base.name}{': ' + where if where else ''}: no interval: "
+                     f"{why}.")
+    return out, lines
+
+
+def format_test(t) -> str:
+    """``+1.3 [-0.4, +3.0], p = 0.140, not distinguishable``: digits matched to the interval's spread."""
+    from fairmt.eval.reporting.tables import digits_for
+
+    d = digits_for((t.ci_high - t.ci_low) / 3.92, 1)
+    verdict = "not distinguishable" if t.ci_low <= 0 <= t.ci_high else "distinguishable"
+    return f"{t.difference:+.{d}f} [{t.ci_low:+.{d}f}, {t.ci_high:+.{d}f}], p = {t.p_value:.3f}, {verdict}"
