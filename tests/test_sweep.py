@@ -653,6 +653,16 @@ def test_gacl_tiny_offline_sweep_selects_on_dev_and_reports_test(shared_data, tm
     mine = next(r for r in results if r["train"]["gacl_lambda"] == selected["overrides"]["training.gacl_lambda"])
     assert selected["test"]["mean"] == {f"test.{k}": v for k, v in mine["test"].items()}
     assert selected["dev"]["mean"]["dev.geneval_explicit_accuracy"] == mine["dev"]["geneval_explicit_accuracy"]
+    # each run keeps its test scoring's per-pair data: `fairmt report` compares the two runs by a paired bootstrap
+    from fairmt.eval.significance import compare_items
+
+    for r in results:
+        assert len(r["test_data"]["items"]["correct_masculine"]) == 3  # one flag per scored pair
+    assert main(["report", str(runs[0]), str(runs[1]), "--json", str(tmp_path / "report.json")]) == 0
+    comparisons = json.loads((tmp_path / "report.json").read_text())["tables"][0]["comparisons"]
+    expected = compare_items("geneval", results[1]["test_data"]["items"], results[0]["test_data"]["items"])
+    assert [c["measure"] for c in comparisons] == [t.measure for t in expected]
+    assert [c["difference"] for c in comparisons] == pytest.approx([t.difference for t in expected])
 
 
 def test_gacl_sweep_names_the_metrics_a_gacl_run_reports(tmp_path, capsys):

@@ -58,6 +58,7 @@ class GenEvalCallback(TrainerCallback):
         self.gen = dict(batch_size=batch_size, num_beams=num_beams, max_new_tokens=max_new_tokens)
         self.last_hypotheses: tuple[list[str], list[str]] | None = None
         self.translated_here = 0  # sentences this process translated at the last evaluation
+        self.last_items: dict | None = None  # per-pair data of the last scoring (fairmt.eval.geneval items)
         self._tokenizer = None
 
     def _translation_model(self, model):
@@ -105,6 +106,7 @@ class GenEvalCallback(TrainerCallback):
         self.last_hypotheses = (hyp_m, hyp_f)
         res = score_counterfactual(hyp_m, hyp_f, d.masculine_refs[:n], d.feminine_refs[:n], lang=self.lang,
                                    split=self.split)
+        self.last_items = res.items  # per-pair data of this scoring: a paired bootstrap in `fairmt report`
         return {"accuracy": res.accuracy, "explicit_accuracy": res.explicit_accuracy, "delta_g": res.delta_g}
 
     def _translate(self, tm, sources: list[str]) -> list[str]:

@@ -198,7 +198,8 @@ def results(trainer, config: dict, test: dict[str, float] | None) -> dict:
     ``loss_gc`` and ``gc_batches`` beside it, see :mod:`fairmt.trainers.gacl`) and, when the
     ``geneval`` callback ran on MT-GenEval dev, ``geneval_accuracy``, ``geneval_explicit_accuracy`` and
     ``geneval_delta_g`` (percent, pair-level); ``test`` the same MT-GenEval measures of the final model on the
-    test split (absent without a ``geneval`` section: the recipe scores no test set)."""
+    test split (absent without a ``geneval`` section: the recipe scores no test set), with the per-pair data of that
+    scoring in ``test_data.items`` (``fairmt report`` compares two runs' test numbers by a paired bootstrap on it)."""
     step, numbers = selected_evaluation(trainer.state)
     geneval = config.get("geneval") or {}
     on_dev = {k: v for k, v in numbers.items() if not k.startswith("geneval_")}
@@ -221,6 +222,9 @@ def results(trainer, config: dict, test: dict[str, float] | None) -> dict:
         out["test"] = {f"geneval_{k}": v for k, v in test.items()}
         out["test_data"] = {"geneval_split": "test", "geneval_pairs": test.get("n_pairs")}
         out["test"].pop("geneval_n_pairs", None)
+        items = out["test"].pop("geneval_items", None)
+        if items:  # per-pair data of the test scoring (fairmt.eval.significance): `fairmt report`'s paired bootstrap
+            out["test_data"]["items"] = items
     if geneval:
         out["geneval"] = {"lang": geneval.get("lang", config.get("tgt_lang", "de")),
                           "selection_split": geneval.get("split", "dev"), "max_pairs": geneval.get("max_pairs"),
@@ -253,7 +257,7 @@ def main(config: dict):
         trainer.push_to_hub(commit_message="fairmt GACL training")
     test = None
     if test_cb is not None:  # every process: the translations are gathered
-        test = dict(test_cb.score(trainer.model), n_pairs=test_cb.n)
+        test = dict(test_cb.score(trainer.model), n_pairs=test_cb.n, items=test_cb.last_items)
     if trainer.is_world_process_zero():
         from fairmt.eval.report import write_text_atomic
         from fairmt.outputs import json_text

@@ -20,7 +20,7 @@ def _why_none(r: Run) -> str:
     if r.n > 1 or r.setting is not None:
         return f"{r.name} is a mean over {r.n} runs"
     return (f"{r.name} ({r.source}) holds no per-sentence data (a file written by an older fairmt, or a recipe's "
-            "results: score its translations with this fairmt's eval commands)")
+            "results without a scored test set: score its translations with this fairmt's eval commands)")
 
 
 def add_comparisons(tables: list) -> None:
