@@ -152,6 +152,24 @@ def test_runs_of_one_name_are_a_mean_and_sample_std_with_digits_from_the_spread(
     assert row.std.get("gap") == 0.0 and t.cell(0, next(m for m in t.columns if m.key == "gap")).endswith("± 0.00")
 
 
+def test_files_whose_folders_end_alike_are_not_averaged_without_names(tmp_path, capsys):
+    """A sweep's trials/s1/seed-0/run/results.json and trials/s2/seed-0/run/results.json share a default name: each
+    row is told apart by the folder that differs (s1, s2), not averaged into one; --names still averages on purpose."""
+    paths = []
+    for setting, acc in (("s1", 70.0), ("s2", 75.0)):
+        d = _fixture(CLS[1])
+        d["test"]["accuracy"] = acc
+        (tmp_path / "trials" / setting / "seed-0" / "run").mkdir(parents=True)
+        paths.append(_write(tmp_path / "trials" / setting / "seed-0" / "run" / "results.json", d))
+    assert main(["report", *map(str, paths), "--json", "-"]) == 0
+    (table,) = json.loads(capsys.readouterr().out)["tables"]
+    assert [(r["name"].rsplit(" ", 1)[-1], r["n"], r["values"]["accuracy"]) for r in table["rows"]] == [
+        ("[s1]", 1, 70.0), ("[s2]", 1, 75.0)]
+    assert main(["report", *map(str, paths), "--names", "x", "x", "--json", "-"]) == 0
+    (table,) = json.loads(capsys.readouterr().out)["tables"]
+    assert [(r["name"], r["n"]) for r in table["rows"]] == [("x", 2)]
+
+
 def test_fractions_are_converted_when_they_share_a_table_with_percent(tmp_path):
     from fairmt.eval.reporting import build_tables, read_runs
 

@@ -49,6 +49,7 @@ def register(groups) -> None:
 def run(args: argparse.Namespace) -> int:
     from fairmt.eval.report import draw_plot, write_text_atomic
     from fairmt.eval.reporting import add_comparisons, build_tables, read_runs
+    from fairmt.eval.reporting.runs import distinct_default_names
     from fairmt.eval.reporting.render import (html_report, json_report, latex_report, markdown_report, text_report,
                                               write_figures)
     from fairmt.outputs import json_text
@@ -58,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     runs = []
     for i, path in enumerate(args.runs):
         runs += read_runs(path, args.names[i] if args.names else None)
+    if args.names is None:
+        distinct_default_names(runs)  # two files never averaged into one row only because their folders end alike
     tables = build_tables(runs, allow_mixed=args.allow_mixed, per_class=args.per_class)
     add_comparisons(tables)  # paired bootstrap of the MT runs against the first
     for t in tables:  # said on stderr whatever the output: † in the tables, "differs" in the JSON

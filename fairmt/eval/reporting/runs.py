@@ -281,7 +281,8 @@ def _read_gacl(r: _Reader, name: str) -> list[Run]:
             "geneval:max_pairs": str(g.get("max_pairs")), "geneval:num_beams": str(g.get("num_beams")),
             "languages:geneval": str(g.get("lang"))}
     train = r.at("train").data
-    return [Run(name, "mt", r.path, _gacl_values(r, split), signatures=sigs, method="gacl",
+    items = _items(r.at("test_data"), "geneval", str(g.get("lang"))) if split == "test" else {}
+    return [Run(name, "mt", r.path, _gacl_values(r, split), signatures=sigs, method="gacl", items=items,
                 settings=_drop_none({"model": r.get("model"), "seed": r.get("seed"), "split": split,
                                      **{k: train.get(k) for k in ("gacl_lambda", "kd_alpha", "temperature")}}))]
 
@@ -626,6 +627,31 @@ def _default_name(p: Path, data: dict) -> str:
         if isinstance(data.get(key), str) and data[key] not in stem:
             return f"{data[key]} ({stem})"
     return stem
+
+
+def distinct_default_names(runs: list[Run]) -> None:
+    """Runs named by default (no ``--names``) that share a name but come from different files: each name gets the
+    folders that tell its file from the others' (``gacl (seed-0) [s1]``, ``… [s2]``), so two runs are never averaged
+    into one row only because their folders end alike (a sweep's ``trials/*/seed-0/run/results.json``)."""
+    by_name: dict[str, list[Run]] = {}
+    for r in runs:
+        by_name.setdefault(r.name, []).append(r)
+    for name, rows in by_name.items():
+        sources = sorted({r.source for r in rows})
+        if len(sources) < 2:
+            continue
+        parents = {s: Path(s).resolve().parent.parts for s in sources}
+        depth = max(len(p) for p in parents.values())
+        k = next((k for k in range(1, depth + 1) if len({p[-k:] for p in parents.values()}) == len(sources)), depth)
+        # the folders where the paths differ, first to last (the common tail, e.g. seed-0/run, says nothing)
+        tails = {s: p[-k:] for s, p in parents.items()}
+        common = 0
+        while common < k - 1 and len({t[len(t) - 1 - common] for t in tails.values() if len(t) > common}) == 1:
+            common += 1
+        for r in rows:
+            t = tails[r.source]
+            label = "/".join(t[:len(t) - common]) or Path(r.source).name
+            r.name = f"{name} [{label}]"
 
 
 CITED = ("gacl", "ccd", "dpce", "adept", "cscl", "fcl", "sampling")
