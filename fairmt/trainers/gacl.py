@@ -156,8 +156,8 @@ class GACLConfig(Seq2SeqTrainingArguments):
     )
 
     def __post_init__(self):
-        super().__post_init__()
-        check_ranges(self)  # every numeric field's declared range (the recipes check the same)
+        check_ranges(self)  # each numeric field's declared range, TrainingArguments' too (as the recipes),
+        super().__post_init__()  # before transformers' own checks, which name no range (or raise later)
         if self.remove_unused_columns:
             raise FairmtError(
                 "GACLConfig needs remove_unused_columns=False: with True the Trainer silently drops the 'gender' and "
