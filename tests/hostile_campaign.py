@@ -1111,44 +1111,22 @@ def _to_dev_full(args: Callable[[Env], list[str]]):
     return proc
 
 
-def _silent_push(env: Env) -> tuple[int, str]:
-    """fairmt push to an endpoint that accepts the connection and never answers (FAIRMT_NET_TIMEOUT=1)."""
-    import socket
-    import threading
+def _silent_push(env: Env, option: bool = False) -> tuple[int, str]:
+    """fairmt push to an endpoint that accepts the connection and never answers (a 1 s timeout: FAIRMT_NET_TIMEOUT,
+    or ``--timeout 1`` with ``option``)."""
+    from tests.silent_server import silent_server
 
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    held, stop = [], threading.Event()
-
-    def accept():
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    t = threading.Thread(target=accept, daemon=True)
-    t.start()
-    try:
+    with silent_server() as url:
         environ = {**os.environ, "FAIRMT_DATA": env.w("data"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "0",
-                   "HF_ENDPOINT": f"http://127.0.0.1:{server.getsockname()[1]}", "HF_TOKEN": "hf_test",
-                   "FAIRMT_NET_TIMEOUT": "1"}
-        p = subprocess.Popen([sys.executable, "-m", "fairmt", "push", env.t("mt-copy"), "me/tiny"], cwd=env.tmp,
-                             env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
+                   "HF_ENDPOINT": url, "HF_TOKEN": "hf_test", **({} if option else {"FAIRMT_NET_TIMEOUT": "1"})}
+        p = subprocess.Popen([sys.executable, "-m", "fairmt", "push", env.t("mt-copy"), "me/tiny",
+                              *(["--timeout", "1"] if option else [])], cwd=env.tmp, env=environ,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
             _, err = _finish(p, timeout=120)
         except subprocess.TimeoutExpired:  # the hang the campaign measured: killed (with its group) by _finish
             return 124, "no answer after 120 s: killed"
         return p.returncode, err
-    finally:
-        stop.set()
-        t.join(5)
-        for c in held:
-            c.close()
-        server.close()
 
 
 def _with_env(name: str, value: str, call: Callable[[], Any]) -> Any:
