@@ -42,17 +42,17 @@ class Range:
         return f"Range({self.text()})"
 
     def text(self) -> str:
-        return self._interval() + "".join(f", or {v:g}" for v in self.also)
+        return self._interval() + "".join(f", or {_bound(v)}" for v in self.also)
 
     def _interval(self) -> str:
         kind = "an integer" if self.integer else "a finite number"
+        low, high = _bound(self.low), _bound(self.high)
         if self.low is not None and self.high is not None:
-            return (f"{kind} in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}"
-                    f"{')' if self.high_open else ']'}")
+            return f"{kind} in {'(' if self.low_open else '['}{low}, {high}{')' if self.high_open else ']'}"
         if self.low is not None:
-            return f"{kind} {'>' if self.low_open else '≥'} {self.low:g}"
+            return f"{kind} {'>' if self.low_open else '≥'} {low}"
         if self.high is not None:
-            return f"{kind} {'<' if self.high_open else '≤'} {self.high:g}"
+            return f"{kind} {'<' if self.high_open else '≤'} {high}"
         return kind
 
     def ok(self, value: object) -> bool:
@@ -77,6 +77,13 @@ class Range:
         """Raise one :class:`FairmtError` naming ``name``, ``value`` and the range unless ``value`` (or None) fits."""
         if value is not None and not self.ok(value):
             raise FairmtError(f"{name} must be {self.text()}, got {value!r}")
+
+
+def _bound(v: float | None) -> str:
+    """A bound as people write it: 0.5, 1, 4294967296 (``:g`` would print 4.29497e+09 for numpy's seed limit)."""
+    if v is None:
+        return ""
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
 
 
 WEIGHT = Range(0.0)
