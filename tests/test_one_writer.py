@@ -254,3 +254,29 @@ def test_the_st_evaluators_csv_on_a_full_disk_is_one_line(tmp_path, monkeypatch)
     with pytest.raises(FairmtError) as err:
         ev._write_csv(str(tmp_path), 1, 10, {"cced_gap": 0.5})
     _assert_one_line(err.value, tmp_path / "cced_results.csv", "the CCED evaluator's CSV")
+
+
+def test_the_tiny_models_own_files_go_through_the_writer(tmp_path, monkeypatch):
+    """fairmt/models/tiny.py writes its SentencePiece model and vocabulary through the writer: the disk filling at
+    the first of them is the writer's one line naming it (not a raw OSError), and no temporary file stays."""
+    import os
+
+    from fairmt.models.tiny import build_tiny_translation_model
+
+    out = tmp_path / "tiny"
+    real = os.fsync
+
+    def fsync(fd):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(f"{out}/.sentencepiece.bpe.model."):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(FairmtError) as err:
+        build_tiny_translation_model(out, [("he is a doctor", "er ist Arzt"), ("she is a nurse", "sie ist Pflegerin")]
+                                     * 10, vocab_size=40, d_model=8, encoder_layers=1, decoder_layers=1, ffn_dim=8,
+                                     attention_heads=1)
+    line = str(err.value)
+    assert line.startswith(f"could not write the tiny model's SentencePiece model to {out / 'sentencepiece.bpe.model'}"
+                           ": no space left on the device (") and "\n" not in line
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
