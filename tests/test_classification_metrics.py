@@ -578,3 +578,38 @@ def test_cli_unknown_eo_classes_names_the_allowed_values(tmp_path, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "--eo-classes: invalid choice: 'both' (choose from 'positive', 'all')" in err
+
+
+def test_one_column_logits_of_a_two_class_task_are_the_positive_class_sigmoid_logit():
+    """Issue 45: one logit column for two classes is read as the positive class's sigmoid logit (documented), so
+    leakage@ŷ is the one of the two softmax logits it is the difference of; one column for three classes, fewer
+    columns than classes, a 3-D array or other rows are refused naming the shape — in the function and the
+    evaluate module alike."""
+    rng = np.random.default_rng(0)
+    n = 60
+    y, g = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    z = rng.normal(size=n) + 1.5 * g
+    p = (z > 0).astype(int)
+    softmax_pair = np.stack([-z / 2, z / 2], 1)  # two logits whose difference is z
+    ref = classification_metrics(y, p, g, logits=softmax_pair).leakage_yhat
+    assert classification_metrics(y, p, g, logits=z[:, None]).leakage_yhat == ref
+    assert classification_metrics(y, p, g, logits=z).leakage_yhat == ref
+    y3, p3 = rng.integers(0, 3, n), rng.integers(0, 3, n)
+    for logits, text in [(z[:, None], r"logits has one column \(shape \(60, 1\)\), but the task has 3 classes"),
+                         (np.zeros((n, 2)), r"logits has 2 columns \(shape \(60, 2\)\) for 3 classes"),
+                         (np.zeros((n, 3, 1)), r"logits must be \(n, 3\) logits .* got shape \(60, 3, 1\)"),
+                         (np.zeros((n - 1, 3)), r"logits has 59 rows \(shape \(59, 3\)\) for 60 examples")]:
+        with pytest.raises(FairmtError, match=text):
+            classification_metrics(y3, p3, g, logits=logits)
+    with pytest.raises(FairmtError, match=r"train_logits has one column .* 3 classes"):
+        classification_metrics(y3, p3, g, logits=np.zeros((n, 3)), train_logits=np.zeros((n, 1)), train_groups=g,
+                               train_preds=p3)
+    evaluate = pytest.importorskip("evaluate")
+    import fairmt
+
+    module = evaluate.load(fairmt.evaluate_module("classification_fairness"), experiment_id="one-column-logits")
+    out = module.compute(predictions=p.tolist(), references=y.tolist(), groups=g.tolist(),
+                         logits=z[:, None].tolist())
+    assert out["leakage_yhat"] == pytest.approx(100 * ref)
+    with pytest.raises(FairmtError, match=r"one column \(shape \(60, 1\)\), but the task has 3 classes"):
+        module.compute(predictions=p3.tolist(), references=y3.tolist(), groups=g.tolist(), logits=z[:, None].tolist())

@@ -7,6 +7,7 @@ import dataclasses
 import importlib
 import math
 import pkgutil
+import re
 import typing
 
 import pytest
@@ -40,6 +41,12 @@ def own_numeric_fields(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls) if f.name in own and _numeric(hints.get(f.name))]
 
 
+def numeric_fields(cls: type) -> list[str]:
+    """Every int/float field of ``cls``, those inherited from ``transformers.TrainingArguments`` included."""
+    hints = typing.get_type_hints(cls)
+    return [f.name for f in dataclasses.fields(cls) if _numeric(hints.get(f.name))]
+
+
 def _bad(rng: Range):
     """A value just outside ``rng`` (or NaN for a float range without bounds)."""
     if rng.low is not None:
@@ -61,13 +68,17 @@ def test_the_configs_are_found():
 @pytest.mark.parametrize("cls", CLASSES, ids=[c.__name__ for c in CLASSES])
 def test_every_numeric_config_field_declares_a_range_and_its_post_init_checks_it(cls, tmp_path):
     ranges = declared_ranges(cls)
-    missing = [n for n in own_numeric_fields(cls) if n not in ranges]
-    assert not missing, f"{cls.__name__}: numeric fields without a declared range (RANGES): {missing}"
+    missing = [n for n in numeric_fields(cls) if n not in ranges]
+    assert not missing, (f"{cls.__name__}: numeric fields without a declared range (the class's RANGES, or "
+                         f"fairmt.errors.TRAINING_ARGUMENTS_RANGES for TrainingArguments' own): {missing}")
+    assert {"learning_rate", "num_train_epochs", "per_device_train_batch_size", "weight_decay", "max_grad_norm",
+            "max_steps", "seed"} <= set(ranges)
     fields = {f.name for f in dataclasses.fields(cls)}
     assert set(ranges) <= fields, f"{cls.__name__}.RANGES names no field: {set(ranges) - fields}"
     cls(output_dir=str(tmp_path))  # the defaults lie in their ranges
     for name, rng in ranges.items():
-        for bad in {_bad(rng), math.nan, math.inf} if not rng.integer else {_bad(rng), 2.5}:
+        bads = {_bad(rng), math.nan, math.inf} if not rng.integer else {_bad(rng), 2.5}
+        for bad in bads - set(rng.also):
             with pytest.raises(FairmtError) as err:
                 cls(output_dir=str(tmp_path), **{name: bad})
             msg = str(err.value)
@@ -99,7 +110,9 @@ def test_recipe_keys_that_feed_a_config_field_under_another_name_use_its_range()
         module, _, name = spec.partition(":")
         cls = getattr(importlib.import_module(module), name)
         rng = declared_ranges(cls).get(field_name)
-        assert rng is not None and any(m is rng for m in model.model_fields[key].metadata), (family, section, key)
+        info = model.model_fields[key]
+        metadata = [*info.metadata, *(m for a in typing.get_args(info.annotation) for m in getattr(a, "__metadata__", ()))]
+        assert rng is not None and any(m is rng for m in metadata), (family, section, key)
 
 
 @pytest.mark.parametrize("recipe, override, text", [
@@ -141,6 +154,9 @@ def test_range_boundaries_and_text():
     assert COUNT.ok(np.int64(3)) and WEIGHT.ok(np.float32(0.5)) and not POSITIVE.ok(np.float64("nan"))
     assert PROBABILITY.text() == "a finite number in [0, 1]" and COUNT.text() == "an integer ≥ 1"
     assert Range(0.0, 1.0, high_open=True).text() == "a finite number in [0, 1)"
+    steps = Range(1, integer=True, also=(-1,))
+    assert steps.ok(-1) and steps.ok(5) and not steps.ok(0) and not steps.ok(-1.0) and not steps.ok(-2)
+    assert steps.text() == "an integer ≥ 1, or -1"
     WEIGHT.check("x", None)  # None is the field type's business (a documented "unset")
 
 
@@ -151,3 +167,40 @@ def test_the_fairseq_criterion_reads_the_same_declarations():
     ranged = set(CRITERION_RANGES)
     numeric = set(own_numeric_fields(GACLKDCriterionConfig)) - {"seed"}  # seed: fairseq's common.seed
     assert numeric <= ranged, numeric - ranged
+
+
+def test_simclr_config_declares_its_ranges_and_checks_them_where_it_is_built():
+    """SimCLRConfig (a PretrainedConfig, not a dataclass): every numeric argument has a Range, checked in its
+    ``__init__``; the sampling recipe's ``model.projection_*`` keys use the same declarations (CONFIG_FEEDS)."""
+    import inspect
+    import re
+
+    from fairmt.models.vision import SimCLRConfig
+
+    numeric = [n for n, p in inspect.signature(SimCLRConfig.__init__).parameters.items()
+               if {"int", "float"} & set(re.findall(r"\w+", str(p.annotation)))]
+    ranges = declared_ranges(SimCLRConfig)
+    assert numeric and set(numeric) <= set(ranges), (numeric, ranges)
+    SimCLRConfig(projection_dim=8)
+    for name, rng in ranges.items():
+        for bad in (_bad(rng), 2.5):
+            with pytest.raises(FairmtError, match=rf"^SimCLRConfig\.{name} must be {rng.text()}, got "):
+                SimCLRConfig(**{name: bad})
+    from fairmt.scripts.recipe_schema import CONFIG_FEEDS
+
+    assert {("sampling", "model", n) for n in ranges} <= set(CONFIG_FEEDS)
+
+
+def test_the_fairseq_tasks_declare_their_ranges():
+    """Every numeric field of ``gacl_translation``'s dataclass (fairseq's TranslationConfig fields included) has a
+    range in TASK_RANGES, which the tasks check when fairseq sets them up (tests/test_fairseq_plugin.py refuses one
+    through fairseq's own argument parsing)."""
+    pytest.importorskip("fairseq")
+    from fairmt.fairseq.task import TASK_RANGES, GACLTranslationConfig, check_task_ranges
+
+    numeric = set(numeric_fields(GACLTranslationConfig))
+    assert {"max_source_positions", "max_target_positions"} <= numeric <= set(TASK_RANGES), numeric - set(TASK_RANGES)
+    check_task_ranges(GACLTranslationConfig())  # fairseq's defaults lie in the ranges
+    for name, rng in TASK_RANGES.items():
+        with pytest.raises(FairmtError, match=rf"^--{name.replace('_', '-')} must be {re.escape(rng.text())}, got "):
+            check_task_ranges(GACLTranslationConfig(**{name: _bad(rng)}))

@@ -526,3 +526,12 @@ def test_criterion_options_outside_their_declared_range(data_dir, option, value,
     """Issue 45: the criterion reads the same Range declarations as GACLConfig (``CRITERION_RANGES``)."""
     with pytest.raises(FairmtError, match=f"^{option} must be {text}, got "):
         _setup(data_dir, option, value)
+
+
+@pytest.mark.parametrize("option, value, text", [("--max-source-positions", "0", "an integer ≥ 1"),
+                                                 ("--num-batch-buckets", "-1", "an integer ≥ 0")])
+def test_task_options_outside_their_declared_range(data_dir, option, value, text):
+    """Issue 45: the gacl_translation task's options (fairseq's TranslationConfig fields included) are checked
+    against TASK_RANGES when fairseq sets the task up, with the criterion's wording."""
+    with pytest.raises(FairmtError, match=f"^{option} must be {text}, got "):
+        _setup(data_dir, option, value)

@@ -105,3 +105,51 @@ def test_a_checkpoint_that_fills_the_disk_stops_training_in_one_line(tmp_path):
         trainer.train()
     line = str(err.value)
     assert "\n" not in line and "the checkpoint of step 2" in line and "checkpoint-2" in line and "free there" in line
+
+
+def _moji(root: Path) -> Path:
+    """Fairlib's prepared Moji layout, 8 rows of 4 features per cell (a classification run of about a second)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for split in ("train", "dev", "test"):
+        (root / split).mkdir(parents=True)
+        for i, cell in enumerate(("pos_pos", "pos_neg", "neg_pos", "neg_neg")):
+            np.save(root / split / f"{cell}.npy", (rng.normal(size=(8, 4)) + i).astype(np.float32))
+    return root
+
+
+@pytest.mark.parametrize("fills", ["model", "results.json"])
+def test_a_classification_run_whose_folder_fills_up_exits_2_with_the_writers_line(fills, tmp_path, monkeypatch,
+                                                                                   capsys):
+    """The real recipe path (``fairmt train classification/...``, in this process): the disk fills while the run
+    saves its selected model, or its results — the writer's flush to the disk (``os.fsync``) of a file in the run
+    folder fails with ENOSPC. The run does not exit 0, prints no scores, leaves no torn ``results.json``."""
+    import os
+
+    from fairmt.cli import main
+
+    run = tmp_path / "run"
+    real_fsync = os.fsync
+    hit = []
+
+    def fsync(fd):
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        if path.startswith(f"{run}/.{fills}."):  # the writer's temporary file / folder beside the target
+            hit.append(path)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    rc = main(["train", "classification/fcl_moji", f"data.root={_moji(tmp_path / 'moji')}", "objective=ce",
+               "training.num_train_epochs=1", "model.hidden_dim=8", "--output-dir", str(run)])
+    out, err = capsys.readouterr()
+    assert hit and rc == 2, (rc, err[-2000:])
+    lines = [ln for ln in err.splitlines() if ln.startswith("fairmt: error:")]
+    what = "the trained model" if fills == "model" else "the run's results"
+    assert len(lines) == 1 and lines[0].startswith(f"fairmt: error: could not write {what} to {run / fills}: no "
+                                                   "space left on the device ("), err[-2000:]
+    assert " free there)" in lines[0] and "Traceback" not in err
+    assert "accuracy ↑" not in out and "results:" not in out  # no scores printed as if the run had ended well
+    assert not (run / "results.json").exists()
+    assert not [p for p in run.iterdir() if p.name.startswith(f".{fills}.")]  # no temporary left behind

@@ -269,6 +269,18 @@ class _Deprecated(argparse.Action):
             setattr(namespace, self.dest, values)
 
 
+def timeout_option(parser) -> argparse.Action:
+    """``--timeout SECONDS`` of a command that talks to the network (checked like every number: > 0, finite); it
+    wins over ``FAIRMT_NET_TIMEOUT``, and both default to :data:`fairmt.hub.DEFAULT_TIMEOUT_S` (one source)."""
+    from fairmt.hub import CONNECT_TIMEOUT_S, DEFAULT_TIMEOUT_S, TIMEOUT_ENV
+
+    return parser.add_argument(
+        "--timeout", type=number(0.0, low_open=True), default=None, metavar="SECONDS",
+        help=f"seconds each network call may wait for the other side (connecting waits at most "
+             f"{CONNECT_TIMEOUT_S:g}) before it fails in one line (default: ${TIMEOUT_ENV}, else "
+             f"{DEFAULT_TIMEOUT_S:g})")
+
+
 def alias(parser, old: str, new_action: argparse.Action) -> argparse.Action:
     """Accept ``old`` (an earlier spelling) for ``new_action``'s option, hidden from --help, with a note."""
     if new_action.nargs == 0:

@@ -192,8 +192,9 @@ def _run_llm(args) -> int:
         written["n_written"] += 1
 
     def on_failure(fail):
-        with fail_path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(asdict(fail), ensure_ascii=False) + "\n")
+        from fairmt.outputs import append_text
+
+        append_text(fail_path, json.dumps(asdict(fail), ensure_ascii=False) + "\n", what="the failures file")
 
     res = augment_texts(texts, client, examples, on_tuple=on_tuple, on_failure=on_failure, progress=True)
     summary.update(res.summary(), **written, output=str(out), failures=str(fail_path))

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 def _download(args) -> int:
     from fairmt.data.download import download
+    from fairmt.hub import use_timeout
 
-    for name in args.datasets:
-        report = download(
-            name, dest=args.output_dir, base_url=args.base_url, force=args.overwrite, sha256=args.sha256,
-            progress=not args.no_progress
-        )
-        print(report)
+    use_timeout(args.timeout)
+    try:
+        for name in args.datasets:
+            report = download(
+                name, dest=args.output_dir, base_url=args.base_url, force=args.overwrite, sha256=args.sha256,
+                progress=not args.no_progress
+            )
+            print(report)
+    finally:
+        use_timeout(None)  # the command's option ends with it (a Python caller may run another command)
     return 0
 
 
@@ -62,6 +67,9 @@ def _corpora(args) -> int:
     if not args.fetch:
         print(describe())
         return 0
+    from fairmt.hub import use_timeout
+
+    use_timeout(args.timeout)
     pins = {}
     for item in args.sha256:
         fname, sep, digest = item.partition("=")
@@ -69,7 +77,10 @@ def _corpora(args) -> int:
             raise FairmtError(f"--sha256 {item!r}: expected FILE=DIGEST (a 64-hex-digit sha256)")
         pins[fname] = digest.lower()
     dest = args.output_dir or cache_dir()
-    digests = fetch(args.fetch, dest, base_url=args.base_url, sha256=pins, progress=not args.no_progress)
+    try:
+        digests = fetch(args.fetch, dest, base_url=args.base_url, sha256=pins, progress=not args.no_progress)
+    finally:
+        use_timeout(None)  # the command's option ends with it
     for fname, d in digests.items():
         print(f"{d}  {fname}")
     folder = CORPORA[args.fetch].folder or args.fetch
@@ -79,7 +90,7 @@ def _corpora(args) -> int:
 
 def register(groups) -> None:
     """Add ``download``, ``verify`` and ``fairseq-prep`` to the ``fairmt data`` group."""
-    from fairmt.commands._options import alias, count, output_dir, seed
+    from fairmt.commands._options import alias, count, output_dir, seed, timeout_option
     p = groups["data"].add_parser(
         "download",
         help="fetch benchmark data (winomt, geneval, flores200) into the local cache, checking sha256",
@@ -102,6 +113,7 @@ def register(groups) -> None:
     alias(p, "--force", p.add_argument("--overwrite", action="store_true",
                                        help="download again even when files are present and valid, replacing them"))
     alias(p, "--quiet", p.add_argument("--no-progress", action="store_true", help="no progress bars"))
+    timeout_option(p)
     p.set_defaults(handler=_download)
 
     c = groups["data"].add_parser(
@@ -118,6 +130,7 @@ def register(groups) -> None:
     c.add_argument("--base-url", default=None, help="a mirror holding the corpus's files by name")
     c.add_argument("--sha256", action="append", default=[], metavar="FILE=DIGEST", help="expected sha256 of a file (repeatable)")
     alias(c, "--quiet", c.add_argument("--no-progress", action="store_true", help="no progress bars"))
+    timeout_option(c)
     c.set_defaults(handler=_corpora)
 
     v = groups["data"].add_parser("verify", help="check a data folder's files against the pinned sha256 checksums")

@@ -209,7 +209,7 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
                   for rel in files if not (card is not None and rel == "README.md")]
     if card is not None:
         operations.append(CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=card.encode("utf-8")))
-    from fairmt.hub import TIMEOUT_ENV, hub_timeouts
+    from fairmt.hub import hub_timeouts, timeout_hint
 
     timeout = hub_timeouts()  # connect and read: an endpoint that never answers fails in seconds, not never
     api = HfApi()
@@ -221,7 +221,7 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
             raise
         if _timed_out(err):
             raise FairmtError(f"cannot upload to {repo_id!r}: the Hub ({_endpoint()}) did not answer within "
-                              f"{timeout:g} s ({TIMEOUT_ENV} sets the timeout); nothing was changed locally") from None
+                              f"{timeout:g} s ({timeout_hint()}); nothing was changed locally") from None
         raise _hub_error(repo_id, err) from None
     if card is not None:  # the upload worked: the local card now says what the Hub's says
         from fairmt.eval.report import write_text_atomic
@@ -231,7 +231,7 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
 
 
 def register(groups) -> None:
-    from fairmt.commands._options import output_dir
+    from fairmt.commands._options import output_dir, timeout_option
 
     p = groups["top"].add_parser("push", help="upload a trained model/adapter folder (and its evaluation results) to the Hub")
     p.add_argument("model_dir", help="a saved model or adapter folder (or a fairmt sweep folder: its selected run)")
@@ -250,5 +250,16 @@ def register(groups) -> None:
     output_dir(p, "--dry-run", what="dry-run folder", metavar="DIR",
                help="write the card it would upload (README.md) and the list of files (upload.txt) to DIR and stop: "
                     "nothing is sent, the Hub is not contacted")
-    p.set_defaults(handler=lambda a: print(push(a.model_dir, a.repo_id, a.private, a.results, a.commit_message,
-                                                a.all_files, None if a.method == "none" else a.method, a.dry_run)))
+    timeout_option(p)
+
+    def handler(a) -> None:
+        from fairmt.hub import use_timeout
+
+        use_timeout(a.timeout)
+        try:
+            print(push(a.model_dir, a.repo_id, a.private, a.results, a.commit_message, a.all_files,
+                       None if a.method == "none" else a.method, a.dry_run))
+        finally:
+            use_timeout(None)  # the command's option ends with it (a Python caller may run another command)
+
+    p.set_defaults(handler=handler)

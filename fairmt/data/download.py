@@ -47,7 +47,6 @@ from fairmt.errors import FairmtError
 DATASETS = ("winomt", "geneval", "flores200")
 ALIASES = {"mt_geneval": "geneval", "flores": "flores200", "flores-200": "flores200"}
 USER_AGENT = "fairmt-data-download"
-TIMEOUT_S = 60  # the default of FAIRMT_NET_TIMEOUT (fairmt.hub.network_timeout), which each request reads
 
 
 @dataclass(frozen=True)
@@ -188,9 +187,9 @@ def _fetch(url: str, out: Path, *, progress: bool = False, desc: str = "") -> No
     except (urllib.error.URLError, OSError, TimeoutError) as err:
         reason = getattr(err, "reason", err)
         if isinstance(reason, TimeoutError):
-            from fairmt.hub import TIMEOUT_ENV, network_timeout
+            from fairmt.hub import network_timeout, timeout_hint
 
-            reason = f"no answer within {network_timeout():g} s; {TIMEOUT_ENV} sets the timeout"
+            reason = f"no answer within {network_timeout():g} s ({timeout_hint()})"
         raise FairmtError(
             f"download of {url} failed ({reason}); check the network or give --base-url for a mirror, "
             "or point FAIRMT_DATA at a directory that already holds the data"

@@ -487,6 +487,29 @@ def leakage(
         return float(np.mean(cross_val_score(clf, X, g, cv=cv))), f"{k}-fold-cv"
 
 
+def _logit_features(value: Any, name: str, n: int | None, classes: Sequence) -> np.ndarray:
+    """The (n, c) features of leakage@ŷ from ``logits``: one column per class, or — for a task of two classes —
+    a single column (or a vector): the positive class's sigmoid logit, as a binary head with one output gives it
+    (a linear SVM reads the same from it as from the two softmax logits, whose difference it is). Any other shape is
+    refused, naming it (one column for more classes, fewer columns than classes, not 1-D or 2-D, another number of
+    rows)."""
+    X = np.asarray(value, dtype=np.float64)
+    k = len(classes)
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.ndim != 2:
+        raise FairmtError(f"{name} must be (n, {k}) logits (one column per class), got shape {np.shape(value)}")
+    if X.shape[1] == 1 and k > 2:
+        raise FairmtError(f"{name} has one column (shape {np.shape(value)}), but the task has {k} classes: give one "
+                          f"logit per class, (n, {k}); a single column is read as a sigmoid logit for two classes only")
+    if 1 < X.shape[1] < k:
+        raise FairmtError(f"{name} has {X.shape[1]} columns (shape {np.shape(value)}) for {k} classes: give one logit "
+                          f"per class, (n, {k})")
+    if n is not None and len(X) != n:
+        raise FairmtError(f"{name} has {len(X)} rows (shape {np.shape(value)}) for {n} examples")
+    return X
+
+
 def _one_hot(values: np.ndarray, classes: Sequence) -> np.ndarray:
     index = {c: i for i, c in enumerate(classes)}
     out = np.zeros((len(values), len(classes)))
@@ -541,7 +564,9 @@ def classification_metrics(
         labels, preds, groups: one entry per example (ints or strings); ``groups`` may give several protected
             attributes per example (tuples, an (n, k) array or ``{attribute: column}``): intersectional groups.
         hidden: (n, d) hidden representations for leakage@h (optional).
-        logits: (n, |Y|) logits for leakage@ŷ (optional; otherwise the one-hot ``preds`` are used).
+        logits: (n, |Y|) logits for leakage@ŷ (optional; otherwise the one-hot ``preds`` are used). For a task of
+            two classes, one column ((n,) or (n, 1)) is read as the positive class's sigmoid logit (a binary head with
+            one output); one column for more classes, or fewer columns than classes, is refused naming the shape.
         train_hidden, train_preds, train_logits, train_groups: the same for the split the leakage SVM is trained on
             (Shen et al. train it on the training split); without them leakage is cross-validated on this split.
         classes: the task classes (default: sorted union of labels and preds). ``num_classes=K`` means
@@ -700,8 +725,8 @@ def classification_metrics(
         leakage_yhat = hidden is not None or logits is not None or have_train
     if leakage_yhat:
         if logits is not None:
-            feats = np.asarray(logits, dtype=np.float64)
-            tfeats = None if train_logits is None else np.asarray(train_logits, dtype=np.float64)
+            feats = _logit_features(logits, "logits", n, classes)
+            tfeats = None if train_logits is None else _logit_features(train_logits, "train_logits", None, classes)
         else:
             feats = _one_hot(p, classes)
             tfeats = None if train_preds is None else _one_hot(_as_1d(train_preds, "train_preds"), classes)

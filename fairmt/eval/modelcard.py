@@ -389,7 +389,9 @@ def write_model_card(
         method=method,
     )
     readme.parent.mkdir(parents=True, exist_ok=True)
-    card.save(readme)
+    from fairmt.outputs import write_file
+
+    write_file(readme, str(card), what="the model card")  # as ModelCard.save writes it, through the one writer
     return readme
 
 

@@ -302,10 +302,11 @@ class FairnessSelectionCallback(TrainerCallback):
             return
         if self._copied_step == record.step:
             return
-        dest = self._best_dir(args)
-        if os.path.isdir(dest):
-            shutil.rmtree(dest)
-        shutil.copytree(record.checkpoint, dest)
+        from fairmt.outputs import save_folder
+
+        dest = self._best_dir(args)  # whole or the earlier copy (the one writer's rename); a full disk: one line
+        save_folder(dest, lambda tmp: shutil.copytree(record.checkpoint, tmp, dirs_exist_ok=True),
+                    what=f"the copy of the best checkpoint (step {record.step})")
         self._copied_step = record.step
 
     # ------------------------------------------------------------------ callback events

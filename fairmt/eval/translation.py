@@ -101,9 +101,9 @@ def _sacrebleu_dir_with(model: Path):
         try:
             link.symlink_to(model.resolve())
         except OSError:  # no symlinks (some filesystems): copy instead
-            import shutil
+            from fairmt.outputs import copy_file
 
-            shutil.copyfile(model, link)
+            copy_file(model, link, what="a copy of the SentencePiece model")
         tspm.SACREBLEU_DIR = tmp
         try:
             yield

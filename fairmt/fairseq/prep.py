@@ -40,6 +40,7 @@ import sys
 from pathlib import Path
 
 from fairmt.errors import FairmtError
+from fairmt.outputs import copy_file
 
 INSTALL_HINT = (
     "fairseq is not installed: install it as docs/methods/gacl.md ('GACL + KD in fairseq') says (torch first, then "
@@ -284,7 +285,7 @@ def _write_layout(out: Path, prepared, pairs, src, tgt, enc, srcdict, tgtdict, j
             gender_file, cf_prefix = side_file_paths(out, split, src, tgt)
             for ext in ("bin", "idx"):
                 os.replace(tmp / f"{split}.cf-None.cf.{ext}", f"{cf_prefix}.{ext}")
-            shutil.copyfile(text / f"{split}.gender", gender_file)
+            copy_file(text / f"{split}.gender", gender_file, what="the gender labels")
         shutil.rmtree(tmp, ignore_errors=True)
         return counts
 
@@ -293,7 +294,7 @@ def _write_layout(out: Path, prepared, pairs, src, tgt, enc, srcdict, tgtdict, j
     dict_file = out / "dict.txt"
     given = srcdict or tgtdict
     if given:
-        shutil.copyfile(given, dict_file)
+        copy_file(given, dict_file, what="the dictionary")
     else:  # one dictionary from every pair's training text (sources, targets and counterfactuals)
         from fairmt.outputs import writing
 
@@ -328,7 +329,7 @@ def _write_layout(out: Path, prepared, pairs, src, tgt, enc, srcdict, tgtdict, j
         os.replace(tmp / "dict" / "dict.all.txt", dict_file)
         (text / "dict-source.all").unlink()
     for lang in langs:
-        shutil.copyfile(dict_file, out / f"dict.{lang}.txt")
+        copy_file(dict_file, out / f"dict.{lang}.txt", what="the dictionary")
     from fairmt.outputs import write_file
 
     write_file(out / "langs.txt", "".join(f"{lang}\n" for lang in langs), what="the language list")
@@ -338,6 +339,6 @@ def _write_layout(out: Path, prepared, pairs, src, tgt, enc, srcdict, tgtdict, j
             gender_file, cf_prefix = side_file_paths(out, split, s, t)
             for ext in ("bin", "idx"):
                 os.replace(tmp / stem / f"{split}.cf-None.cf.{ext}", f"{cf_prefix}.{ext}")
-            shutil.copyfile(text / f"{split}.{stem}.gender", gender_file)
+            copy_file(text / f"{split}.{stem}.gender", gender_file, what="the gender labels")
     shutil.rmtree(tmp, ignore_errors=True)
     return counts

@@ -29,10 +29,30 @@ from fairseq.data import AppendTokenDataset, BaseWrapperDataset, StripTokenDatas
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
-from fairmt.errors import FairmtError
+from fairmt.errors import COUNT, SIZE, FairmtError, Range
 from fairmt.fairseq.prep import side_file_paths
 
 logger = logging.getLogger(__name__)
+
+
+TASK_RANGES: dict[str, Range] = {  # each numeric option's range (a module constant, as the criterion's CRITERION_RANGES:
+    "max_source_positions": COUNT, "max_target_positions": COUNT,  # fairseq turns class attributes into options)
+    "upsample_primary": Range(1, integer=True, also=(-1,)), "num_batch_buckets": SIZE, "required_seq_len_multiple": COUNT,
+}
+"""The ranges of the numeric options of fairmt's fairseq tasks (``gacl_translation``'s dataclass, fairseq's
+``TranslationConfig`` fields included, and ``gacl_multilingual_translation``'s arguments), checked when fairseq sets
+the task up (:meth:`BalancedBatchesMixin.setup_task`) with the criterion's wording: ``--max-source-positions 0`` is
+one line naming the option and its range, not a truncation to nothing."""
+
+
+def check_task_ranges(cfg) -> None:
+    """One :class:`FairmtError` naming the first option of :data:`TASK_RANGES` outside its range (options the task's
+    configuration lacks are skipped)."""
+    for name, rng in TASK_RANGES.items():
+        value = getattr(cfg, name, None)
+        if isinstance(value, str):  # an unresolved interpolation (${dataset.…}) is fairseq's to resolve
+            continue
+        rng.check(f"--{name.replace('_', '-')}", value)
 
 
 @dataclass
@@ -205,7 +225,13 @@ def balanced_batch_iterator(task, dataset, max_tokens, max_sentences, max_positi
 
 class BalancedBatchesMixin:
     """Mix into a fairseq task (before the task class): a training split :meth:`balanced` says yes to is batched by
-    :func:`balanced_batch_iterator` (half male, half female); every other dataset by the task's own iterator."""
+    :func:`balanced_batch_iterator` (half male, half female); every other dataset by the task's own iterator. The
+    task's numeric options are checked against :data:`TASK_RANGES` when fairseq sets it up."""
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        check_task_ranges(cfg)
+        return super().setup_task(cfg, **kwargs)
 
     def balanced(self, dataset) -> bool:  # pragma: no cover - each task says which datasets
         raise NotImplementedError

@@ -103,7 +103,10 @@ class _SuiteEvaluator(SentenceEvaluator):
             if first != header:
                 raise FairmtError(f"{path} has the columns {first}, not {header}: it was written with other "
                                   "settings; give another output_path or name")
-        with open(path, "a" if exists else "w", newline="", encoding="utf-8") as fh:
+        from fairmt.outputs import appending
+
+        with appending(path, what=f"the {self.description} evaluator's CSV", newline="",
+                       mode="a" if exists else "w") as fh:  # a full disk: the writer's one line
             writer = csv.writer(fh)
             if not exists:
                 writer.writerow(header)

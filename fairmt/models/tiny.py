@@ -12,6 +12,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from fairmt.outputs import saving, write_file
+
 ARCHES = ("m2m100", "small100", "nllb")
 
 
@@ -58,19 +60,29 @@ def build_tiny_translation_model(
         arch: ``"m2m100"`` (language tokens on both sides, forced BOS), ``"small100"`` (target code on the source),
             or ``"nllb"`` (NLLB-200 codes such as ``eng_Latn``; ``src_lang``/``tgt_lang`` may be given as ISO codes).
         vocab_size: sentencepiece vocabulary size (a soft limit for small corpora).
+
+    A write that fails (a full disk, ``ulimit -f``) is the one writer's line naming ``out_dir``
+    (:class:`fairmt.outputs.saving`).
     """
+    if arch not in ARCHES:
+        raise ValueError(f"arch must be one of {ARCHES}, got {arch!r}")
+    out = Path(out_dir)
+    with saving(out, what="the tiny model"):  # a full disk, in fairmt's files or save_pretrained's: one line
+        return _build_tiny(out, pairs, arch, src_lang, tgt_lang, vocab_size, d_model, encoder_layers, decoder_layers,
+                           ffn_dim, attention_heads, dropout, seed)
+
+
+def _build_tiny(out: Path, pairs, arch, src_lang, tgt_lang, vocab_size, d_model, encoder_layers, decoder_layers,
+                ffn_dim, attention_heads, dropout, seed) -> Path:
     import torch
     from transformers import M2M100Config, M2M100ForConditionalGeneration
 
     from fairmt.models.languages import nllb_code
 
-    if arch not in ARCHES:
-        raise ValueError(f"arch must be one of {ARCHES}, got {arch!r}")
-    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     sentences = [s for pair in pairs for s in pair]
     spm_bytes = _train_spm(sentences, vocab_size)
-    (out / "sentencepiece.bpe.model").write_bytes(spm_bytes)
+    write_file(out / "sentencepiece.bpe.model", spm_bytes, what="the tiny model's SentencePiece model")
 
     if arch == "nllb":
         from transformers import NllbTokenizer
@@ -95,7 +107,7 @@ def build_tiny_translation_model(
         vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
         for i in range(sp.get_piece_size()):
             vocab.setdefault(sp.id_to_piece(i), len(vocab))
-        (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+        write_file(out / "vocab.json", json.dumps(vocab, ensure_ascii=False), what="the tiny model's vocabulary")
         cls = Small100Tokenizer if arch == "small100" else M2M100Tokenizer
         probe = cls(str(out / "vocab.json"), str(out / "sentencepiece.bpe.model"))
         lang_tokens = list(probe.lang_token_to_id)
@@ -199,7 +211,8 @@ def train_tiny_multilingual_model(
         opt.step()
         sched.step()
     model.eval()
-    model.save_pretrained(folder)
+    with saving(folder, what="the trained tiny model"):
+        model.save_pretrained(folder)
     return folder
 
 
@@ -246,6 +259,7 @@ def build_tiny_causal_lm(
         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
     )
-    LlamaForCausalLM(config).save_pretrained(out)
-    tok.save_pretrained(out)
+    with saving(out, what="the tiny causal LM"):
+        LlamaForCausalLM(config).save_pretrained(out)
+        tok.save_pretrained(out)
     return out

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
 from transformers import AutoConfig, AutoModel, PretrainedConfig, PreTrainedModel
 from transformers.utils import ModelOutput
 
-from fairmt.errors import FairmtError
+from fairmt.errors import COUNT, FairmtError, Range, check_ranges
 
 
 class SimCLRConfig(PretrainedConfig):
@@ -41,6 +41,9 @@ class SimCLRConfig(PretrainedConfig):
 
     model_type = "fairmt_simclr"
     sub_configs = {"backbone_config": AutoConfig}
+    RANGES: ClassVar[dict[str, Range]] = {"projection_dim": COUNT, "projection_hidden_dim": COUNT}
+    """Each numeric field's range (:func:`fairmt.errors.check_ranges`; the sampling recipe's ``model`` keys use the
+    same declarations)."""
 
     def __init__(self, backbone_config: Any = None, projection_dim: int = 128, projection_hidden_dim: int | None = None,
                  **kwargs: Any):
@@ -50,6 +53,7 @@ class SimCLRConfig(PretrainedConfig):
         self.backbone_config = backbone_config
         self.projection_dim = projection_dim
         self.projection_hidden_dim = projection_hidden_dim
+        check_ranges(self)  # SimCLRConfig(projection_dim=0) is one line naming the field, not a shape error later
         super().__init__(**kwargs)
 
 

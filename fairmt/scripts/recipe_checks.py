@@ -16,14 +16,6 @@ from fairmt.errors import FairmtError, Range, declared_ranges
 
 COMMON_TOP = {"method", "recipe_path", "overwrite"}
 
-# lower bounds of common numeric training options (inclusive unless noted)
-_RANGES = {
-    "learning_rate": (0.0, False), "per_device_train_batch_size": (1, True), "per_device_eval_batch_size": (1, True),
-    "gradient_accumulation_steps": (1, True), "num_train_epochs": (0.0, False), "warmup_steps": (0, True),
-    "weight_decay": (0.0, True), "logging_steps": (0.0, False), "eval_steps": (0.0, False), "save_steps": (0.0, False),
-}
-
-
 def _suggest(key: str, known: set[str]) -> str:
     close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
@@ -83,9 +75,10 @@ def _field_hints(cls: type) -> dict[str, Any]:
 
 def check_training(training: Any, config_classes: list[type], section: str = "training") -> None:
     """``<section>.*`` keys (``training`` by default) exist in one of ``config_classes`` and have its field's type;
-    numbers are finite, common ranges hold, a field with a fixed set of values (``lr_scheduler_type``,
-    ``eval_strategy``, ...) has one of them, and ``max_steps`` is positive or -1 (the Trainer's "use the epochs": any
-    other value ≤ 0 would silently train for the epochs)."""
+    numbers are finite, each field's declared range holds (:func:`fairmt.errors.declared_ranges`: the Config's own
+    and ``TrainingArguments``' — ``max_steps`` is ≥ 1 or -1, the Trainer's "use the epochs": any other value ≤ 0
+    would silently train for the epochs), and a field with a fixed set of values (``lr_scheduler_type``,
+    ``eval_strategy``, ...) has one of them."""
     if not isinstance(training, dict):
         raise FairmtError(f"recipe key {section} must be a mapping (a section of keys), got {training!r}")
     hints: dict[str, Any] = {}
@@ -102,15 +95,8 @@ def check_training(training: Any, config_classes: list[type], section: str = "tr
                 f"recipe key {section}.{key} must be {_hint_name(hints[key])}, got {value!r} ({type(value).__name__})")
         if isinstance(value, float) and not math.isfinite(value):
             raise FairmtError(f"recipe key {section}.{key} must be a finite number, got {value}")
-        if key in ranges:  # the range the Config field declares (its __post_init__ checks the same)
-            ranges[key].check(f"recipe key {section}.{key}", value)
-        elif key in _RANGES and isinstance(value, (int, float)) and not isinstance(value, bool):
-            low, inclusive = _RANGES[key]
-            if value < low or (value == low and not inclusive):
-                raise FairmtError(f"recipe key {section}.{key} must be {'≥' if inclusive else '>'} {low}, got {value}")
-        if key == "max_steps" and isinstance(value, int) and not isinstance(value, bool) and value <= 0 and value != -1:
-            raise FairmtError(f"recipe key {section}.max_steps must be a positive number of steps, or -1 to train for "
-                              f"num_train_epochs, got {value}")
+        if key in ranges:  # the range the Config field declares, TrainingArguments' included (its __post_init__
+            ranges[key].check(f"recipe key {section}.{key}", value)  # checks the same: fairmt.errors.check_ranges)
         for enum_cls in _enums(hints[key]):
             allowed = [e.value for e in enum_cls]
             if value is not None and not isinstance(value, enum_cls) and value not in allowed:

@@ -91,11 +91,14 @@ CLASSIFICATION_CONFIGS = ("fairmt.trainers.fair_contrastive:FairContrastiveConfi
                           "fairmt.trainers.sampling:FairnessSamplingConfig,"
                           "fairmt.trainers.adversarial:AdversarialConfig")
 SAMPLING_CONFIG = "fairmt.trainers.sampling:FairnessSamplingConfig"
+SIMCLR_CONFIG = "fairmt.models.vision:SimCLRConfig"
 LORA_CONFIG = "peft:LoraConfig"
 
 CONFIG_FEEDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("sampling", "clusters", "n_clusters"): (SAMPLING_CONFIG, "n_clusters"),
     ("sampling", "clusters", "n_init"): (SAMPLING_CONFIG, "kmeans_n_init"),
+    ("sampling", "model", "projection_dim"): (SIMCLR_CONFIG, "projection_dim"),
+    ("sampling", "model", "projection_hidden_dim"): (SIMCLR_CONFIG, "projection_hidden_dim"),
 }
 """Recipe keys outside the Trainer sections that become a Config field (family, section, key) → (Config, field):
 their type is :func:`ranged` over the field's Range (``tests/test_config_ranges.py`` holds them to it). The
@@ -718,9 +721,8 @@ class SamplingModel(Section):
     backbone: Text = D("microsoft/resnet-50", description="the backbone architecture (a Hub id or folder)")
     pretrained: bool = D(False, description="load the backbone's weights (false: randomly initialised, SimCLR from "
                                             "scratch)")
-    projection_dim: Count = D(128, description="output size of the projection head (z; 128 as the paper)")
-    projection_hidden_dim: Count | None = D(None, description="hidden size of the projection head (null: the "
-                                                              "backbone's feature size, as SimCLR)")
+    projection_dim: ranged(COUNT) = fed(("sampling", "model", "projection_dim"), 128)
+    projection_hidden_dim: ranged(COUNT) | None = fed(("sampling", "model", "projection_hidden_dim"), None)
 
 
 Pair = Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)]

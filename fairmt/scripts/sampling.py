@@ -383,7 +383,9 @@ def evaluate_stage(cfg, data, emb: dict[str, np.ndarray], cluster_labels: np.nda
             g: group_fairness(pred["label"], pred["pred"], data.groups[g][pred["index"]], classes, p["seed"])
             for g in data.groups}
         probes[target] = out
-        with open(run / f"probe_{stage}_{target.replace(' ', '_')}.jsonl", "w", encoding="utf-8") as fh:
+        from fairmt.outputs import writing
+
+        with writing(run / f"probe_{stage}_{target.replace(' ', '_')}.jsonl", what="the probe's predictions") as fh:
             for i in range(len(pred["label"])):
                 row = {"label": int(pred["label"][i]), "pred": int(pred["pred"][i]),
                        "group": int(pred["group"][i]) if "group" in pred else 0,

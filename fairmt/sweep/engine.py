@@ -310,7 +310,9 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 def run_subprocess(cmd: list[str], log_path: Path) -> int:
     """Run ``cmd`` with stdout and stderr into ``log_path``; a worker that stops (signal, error) stops it too."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    with open(log_path, "ab") as log:
+    from fairmt.outputs import appending
+
+    with appending(log_path, what="the trial's log", binary=True) as log:  # a full disk: the writer's one line
         log.write(("$ " + " ".join(cmd) + "\n").encode())
         log.flush()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
@@ -571,8 +573,10 @@ def take_lock(spec: SweepSpec):
         return
     import fcntl
 
+    from fairmt.outputs import appending
+
     path = Path(spec.output_dir) / ".take.lock"
-    with open(path, "a") as fh:
+    with appending(path, what="the sweep's lock for taking a trial") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield

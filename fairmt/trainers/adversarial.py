@@ -251,8 +251,8 @@ class AdversarialConfig(TrainingArguments):
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the group column"})
 
     def __post_init__(self):
-        super().__post_init__()
-        check_ranges(self)  # every numeric field's declared range (the recipes check the same)
+        check_ranges(self)  # each numeric field's declared range, TrainingArguments' too (as the recipes),
+        super().__post_init__()  # before transformers' own checks, which name no range (or raise later)
         if self.num_groups < 2:
             raise FairmtError(f"num_groups must be ≥ 2, got {self.num_groups}")
         if self.adv_lambda < 0 or self.diff_lambda < 0:

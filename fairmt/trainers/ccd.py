@@ -129,8 +129,8 @@ class CCDConfig(TrainingArguments):
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the tuple columns"})
 
     def __post_init__(self):
-        super().__post_init__()
-        check_ranges(self)  # every numeric field's declared range (the recipes check the same)
+        check_ranges(self)  # each numeric field's declared range, TrainingArguments' too (as the recipes),
+        super().__post_init__()  # before transformers' own checks, which name no range (or raise later)
         if self.pooling not in POOLING_MODES:
             raise FairmtError(f"unknown pooling {self.pooling!r}; choose one of {POOLING_MODES}")
         if self.rho_estimator not in RHO_ESTIMATORS:

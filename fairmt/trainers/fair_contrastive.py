@@ -152,8 +152,8 @@ class FairContrastiveConfig(TrainingArguments):
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the group/view columns"})
 
     def __post_init__(self):
-        super().__post_init__()
-        check_ranges(self)  # every numeric field's declared range (the recipes check the same)
+        check_ranges(self)  # each numeric field's declared range, TrainingArguments' too (as the recipes),
+        super().__post_init__()  # before transformers' own checks, which name no range (or raise later)
         allowed = self.allowed_objectives()
         if self.objective not in allowed:
             raise FairmtError(f"objective must be one of {allowed}, got {self.objective!r}")

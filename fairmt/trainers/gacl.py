@@ -156,8 +156,8 @@ class GACLConfig(Seq2SeqTrainingArguments):
     )
 
     def __post_init__(self):
-        super().__post_init__()
-        check_ranges(self)  # every numeric field's declared range (the recipes check the same)
+        check_ranges(self)  # each numeric field's declared range, TrainingArguments' too (as the recipes),
+        super().__post_init__()  # before transformers' own checks, which name no range (or raise later)
         if self.remove_unused_columns:
             raise FairmtError(
                 "GACLConfig needs remove_unused_columns=False: with True the Trainer silently drops the 'gender' and "
@@ -632,8 +632,9 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
         super().create_model_card(*args, **kwargs)
         path = os.path.join(self.args.output_dir, "README.md")
         if self.is_world_process_zero() and os.path.isfile(path):
-            with open(path, "a", encoding="utf-8") as fh:
-                fh.write(gacl_card_section(self.args))
+            from fairmt.outputs import append_text
+
+            append_text(path, gacl_card_section(self.args), what="the model card's GACL section")
 
     def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
         import os

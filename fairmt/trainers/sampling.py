@@ -131,8 +131,8 @@ class FairnessSamplingConfig(TrainingArguments):
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the image/group columns"})
 
     def __post_init__(self):
-        super().__post_init__()
-        check_ranges(self)  # every numeric field's declared range (the recipes check the same)
+        check_ranges(self)  # each numeric field's declared range, TrainingArguments' too (as the recipes),
+        super().__post_init__()  # before transformers' own checks, which name no range (or raise later)
         if self.objective not in SAMPLING_OBJECTIVES:
             raise FairmtError(f"objective must be one of {SAMPLING_OBJECTIVES}, got {self.objective!r}")
         if self.n_clusters < 2:

@@ -74,8 +74,8 @@ class WordDebiasConfig(TrainingArguments):
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the row columns"})
 
     def __post_init__(self):
-        super().__post_init__()
-        check_ranges(self)  # every numeric field's declared range (the recipes check the same)
+        check_ranges(self)  # each numeric field's declared range, TrainingArguments' too (as the recipes),
+        super().__post_init__()  # before transformers' own checks, which name no range (or raise later)
         if self.debias_layer not in DEBIAS_LAYERS:
             raise FairmtError(f"unknown debias_layer {self.debias_layer!r}; choose one of {DEBIAS_LAYERS}")
         if self.loss_target not in LOSS_TARGETS:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -164,7 +165,9 @@ def lock_cache(path: Path):
     closes or the process dies); another run given the same cache is refused."""
     import fcntl
 
-    handle = path.open("a", encoding="utf-8")
+    from fairmt.outputs import appending
+
+    handle = appending(path, what="the translation cache").open()  # a full disk: the writer's one line
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -180,9 +183,7 @@ def truncate_torn_tail(path: Path) -> None:
     """Cut a last line without its newline (left by a killed process) so appends start on a fresh line."""
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        with path.open("r+b") as f:
-            f.truncate(cut)
+        os.truncate(path, data.rfind(b"\n") + 1)  # shortens only: no space needed
 
 
 __all__ = ["CACHE_FORMAT", "TOKENIZER_FILES", "cache_header", "lock_cache", "model_fingerprint", "read_cache",

@@ -24,6 +24,7 @@ from typing import Any
 
 from fairmt.distributed import init_from_launch
 from fairmt.errors import FairmtError
+from fairmt.outputs import appending
 from fairmt.translate.backends import Translator, get_backend
 from fairmt.translate.cache import cache_header, lock_cache, read_cache, source_hash, truncate_torn_tail
 
@@ -138,7 +139,7 @@ def generate_translations(
                     fresh = not path.is_file() or path.stat().st_size == 0
                     if not fresh:
                         truncate_torn_tail(path)
-                    fh = path.open("a", encoding="utf-8")
+                    fh = appending(path, what="the translation cache").open()  # a full disk: one line
                     if fresh:
                         fh.write(json.dumps(header) + "\n")
                         fh.flush()

@@ -69,21 +69,17 @@ def _system_wordnet() -> str | None:
     root = Path(os.environ.get("FAIRMT_CACHE", Path.home() / ".cache" / "fairmt")) / "wordnet"
     corpus = root / "corpora" / "wordnet"
     corpus.mkdir(parents=True, exist_ok=True)
-    import shutil
+    from fairmt.outputs import copy_file, write_file
 
-    for f in source.iterdir():
+    for f in source.iterdir():  # each file whole or absent, whoever else makes it too (the one writer's rename)
         target = corpus / f.name
         if f.is_file() and not target.exists():
-            tmp = corpus / f"{f.name}.{os.getpid()}"
-            shutil.copyfile(f, tmp)
-            os.replace(tmp, target)  # whole or absent, whoever else makes it too
+            copy_file(f, target, what="a copy of the system WordNet database")
     lexnames = corpus / "lexnames"
     if not lexnames.exists():
-        tmp = corpus / f"lexnames.{os.getpid()}"
         category = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}  # the syntactic category column of lexnames
-        tmp.write_text("".join(f"{i:02d}\t{name}\t{category[name.split('.')[0]]}\n"
-                               for i, name in enumerate(WORDNET_LEXNAMES)), encoding="utf-8")
-        os.replace(tmp, lexnames)
+        write_file(lexnames, "".join(f"{i:02d}\t{name}\t{category[name.split('.')[0]]}\n"
+                                     for i, name in enumerate(WORDNET_LEXNAMES)), what="WordNet's lexnames file")
     return str(root)
 
 

@@ -84,16 +84,13 @@ def write_tuples(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
-    from fairmt.outputs import write_error, writing
+    from fairmt.outputs import appending, writing
 
-    if append:  # appended as produced (a stream the caller grows): a failed write still names the file
-        try:
-            with path.open("a", encoding="utf-8") as fh:
-                for i, row in enumerate(rows):
-                    fh.write(json.dumps(tuple_record(row, groups, where=f"tuple {i}"), ensure_ascii=False) + "\n")
-                    n += 1
-        except OSError as exc:
-            raise write_error(path, "the tuples", exc) from None
+    if append:  # appended as produced (a stream the caller grows): a failed write is the writer's one line
+        with appending(path, what="the tuples") as fh:
+            for i, row in enumerate(rows):
+                fh.write(json.dumps(tuple_record(row, groups, where=f"tuple {i}"), ensure_ascii=False) + "\n")
+                n += 1
         return n
     with writing(path, what="the tuples") as fh:
         for i, row in enumerate(rows):

@@ -358,16 +358,17 @@ class ExternalFastAlign(Aligner):
         self.args = list(args)
 
     def align(self, sources: Sequence[str], targets: Sequence[str]) -> list[Alignment]:
-        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as fh:
-            for s, t in zip(sources, targets):
-                fh.write(f"{s} ||| {t}\n")
-            name = fh.name
+        from fairmt.outputs import write_file
+
+        folder = tempfile.mkdtemp(prefix="fairmt-fast-align-")
         try:
+            name = os.path.join(folder, "pairs.txt")  # a full /tmp: the writer's one line
+            write_file(name, "".join(f"{s} ||| {t}\n" for s, t in zip(sources, targets)), what="fast_align's input")
             proc = subprocess.run(
                 [self.binary, "-i", name, *self.args], capture_output=True, text=True, encoding="utf-8"
             )
         finally:
-            os.unlink(name)
+            shutil.rmtree(folder, ignore_errors=True)
         if proc.returncode != 0:
             raise FairmtError(f"{self.binary} failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
         lines = proc.stdout.splitlines()
@@ -394,11 +395,10 @@ class EflomalAligner(Aligner):
         aligner = eflomal.Aligner(**self.kwargs)
         with tempfile.TemporaryDirectory() as tmp:
             fwd = os.path.join(tmp, "fwd")
-            with open(os.path.join(tmp, "s"), "w", encoding="utf-8") as fs, open(
-                os.path.join(tmp, "t"), "w", encoding="utf-8"
-            ) as ft:
-                fs.writelines(s + "\n" for s in sources)
-                ft.writelines(t + "\n" for t in targets)
+            from fairmt.outputs import write_file
+
+            write_file(os.path.join(tmp, "s"), "".join(s + "\n" for s in sources), what="eflomal's source input")
+            write_file(os.path.join(tmp, "t"), "".join(t + "\n" for t in targets), what="eflomal's target input")
             with open(os.path.join(tmp, "s"), encoding="utf-8") as fs, open(os.path.join(tmp, "t"), encoding="utf-8") as ft:
                 aligner.align(fs, ft, links_filename_fwd=fwd, quiet=True)
             with open(fwd, encoding="utf-8") as fh:

@@ -16,7 +16,9 @@ Args:
     predictions: predicted labels (ints or strings). references: gold labels.
     groups: the protected group of each example.
     hidden: optional (n, d) representations for leakage@h; train_hidden / train_groups / train_preds /
-        train_logits: the split the leakage SVM is trained on; logits: optional (n, |Y|) logits for leakage@ŷ;
+        train_logits: the split the leakage SVM is trained on; logits: optional (n, |Y|) logits for leakage@ŷ
+        (two classes: one column, (n, 1), is read as the positive class's sigmoid logit; any other shape
+        that is not one column per class is refused, naming it);
         leakage: False skips the leakage SVMs (the CLI's --no-leakage).
     scores: optional class probabilities for AUC-ROC ((n,) positive-class or (n, K) per-class).
     positive_class: the positive class of a two-class task (default the larger label).

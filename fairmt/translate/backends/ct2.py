@@ -108,7 +108,9 @@ def _staged_for_converter(folder: Path, tmp: Path) -> Path:
     config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
     config["tokenizer_class"] = "M2M100Tokenizer"
     config.pop("auto_map", None)
-    (staged / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    from fairmt.outputs import write_file
+
+    write_file(staged / "tokenizer_config.json", json.dumps(config), what="the staged tokenizer config")
     return staged
 
 
@@ -222,8 +224,11 @@ class CT2Translator:
         # Removed when the model is garbage-collected or at interpreter exit, whichever comes first: a full copy of
         # the weights per in-memory model must not stay in the temporary folder after the run.
         weakref.finalize(tm, shutil.rmtree, str(folder), True)
-        tm.model.save_pretrained(folder)
-        tm.tokenizer.save_pretrained(folder)
+        from fairmt.outputs import saving
+
+        with saving(folder, what="the model's copy for CTranslate2"):  # a full /tmp: the writer's one line
+            tm.model.save_pretrained(folder)
+            tm.tokenizer.save_pretrained(folder)
         tm._fairmt_ct2_folder = (fp, str(folder))
         return folder
 
