@@ -83,17 +83,20 @@ def _no_orphan_processes():
 # ``-n 2 --dist loadfile`` they are handed out first and the short files fill the end, so both workers finish
 # together; xdist's default order (files with the most tests first) handed these out last and left one worker
 # running alone for a minute. Order only: every file still runs, and any order must pass.
-LONGEST_FIRST = [
-    "test_sharded_training.py",  # 65
-    "test_fairseq_plugin.py",  # 62
-    "test_sweep.py",  # 56
-    "test_recipes_offline.py",  # 36
-    "test_concurrency.py",  # 30
-    "test_ccd_real.py",  # 22
-    "test_gacl_ddp.py",  # 21 (starts its worker's torchrun pool)
-    "test_winomt.py",  # 15
-    "test_gacl_recipe.py",  # 11
-    "test_geneval.py",  # 11
+LONGEST_FIRST = [  # seconds of one loaded run (per file, setup included); the rest keep their order
+    "test_fairseq_plugin.py",  # 117
+    "test_gacl_ddp.py",  # 106 (starts its worker's torchrun pool)
+    "test_sweep.py",  # 106
+    "test_sharded_training.py",  # 106
+    "test_multiprocess_exit.py",  # 44
+    "test_concurrency.py",  # 44
+    "test_gacl_recipe.py",  # 40
+    "test_recipes_offline.py",  # 31
+    "test_paper_recipes.py",  # 29
+    "test_ccd_real.py",  # 28
+    "test_docs.py",  # 27
+    "test_unrelated_flag.py",  # 24
+    "test_geneval.py",  # 24
 ]
 
 
