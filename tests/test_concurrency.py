@@ -306,7 +306,10 @@ ELSEWHERE = {"two fairmt train runs, one output folder": "test_a_second_train_in
              "--overwrite then resume_from_checkpoint=true": "test_overwrite_leaves_nothing_that_resume_could_pick_up",
              "eval classification --json under ulimit -f": "tests/test_full_disk.py",
              "fairmt recipes > /dev/full": "tests/test_full_disk.py",
-             "push to an endpoint that never answers": "tests/test_network_timeouts.py"}
+             "push to an endpoint that never answers": "tests/test_network_timeouts.py",
+             "push --timeout 1 to an endpoint that never answers": "tests/test_network_timeouts.py (its push runs "
+             "with --timeout 1 over FAIRMT_NET_TIMEOUT=600)",
+             "tiny model's own files under ulimit -f": "tests/test_one_writer.py"}
 
 
 @pytest.mark.parametrize("case", SLOW, ids=[c.id for c in SLOW])

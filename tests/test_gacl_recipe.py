@@ -148,7 +148,9 @@ def test_train_recipe_with_geneval_early_stopping(tmp_path, shared_data, monkeyp
     assert res["dev"]["loss"] == pytest.approx(chosen["eval_loss"])
     assert res["dev"]["geneval_explicit_accuracy"] == chosen["eval_geneval_explicit_accuracy"]
     assert set(res["test"]) == {"geneval_accuracy", "geneval_explicit_accuracy", "geneval_delta_g"}
+    items = res["test_data"].pop("items")  # the test scoring's per-pair data (fairmt report's paired bootstrap)
     assert res["test_data"] == {"geneval_split": "test", "geneval_pairs": 4}
+    assert len(items["correct_masculine"]) == len(items["correct_feminine"]) == 4
     # a data root with MT-GenEval dev only: the run stops before training, naming the way out
     dev_only = tmp_path / "dev_only" / "mt_geneval" / "sentences"
     dev_only.mkdir(parents=True)
