@@ -1,6 +1,6 @@
 """The stand-ins of the sweep engine tests (tests/test_sweep.py, tests/test_sweep_postgres.py,
-tests/test_sweep_selection_rules.py): a fake ``fairmt train`` run, and the worker script that joins a study from a
-process of its own. No model runs."""
+tests/test_sweep_selection_rules.py): a fake ``fairmt train`` run, a real one in this process, and the worker script
+that joins a study from a process of its own."""
 
 from __future__ import annotations
 
@@ -12,6 +12,36 @@ from pathlib import Path
 def overrides(cmd: list[str]) -> dict[str, str]:
     """The ``key=value`` overrides of a trial's ``fairmt train`` command."""
     return dict(a.split("=", 1) for a in cmd if "=" in a and not a.startswith("-"))
+
+
+def in_process_runner(cmd: list[str], log: Path) -> int:
+    """A trial's real ``fairmt train`` (``cmd``: ``python -m fairmt train …``, as ``engine.train_command`` builds it)
+    run by ``fairmt.cli.main`` in this process, its output into ``log`` as ``engine.run_subprocess`` writes it: the
+    same run without a fresh interpreter's ~6 s of imports, for tests that check what the sweep does with runs, not
+    how it starts them. The torch / numpy / random generators (the Trainer seeds them) are put back."""
+    import contextlib
+    import random
+    import sys
+
+    import numpy as np
+    import torch
+
+    from fairmt.cli import main
+
+    assert cmd[1:4] == ["-m", "fairmt", "train"], cmd
+    rng = torch.get_rng_state(), np.random.get_state(), random.getstate()
+    with open(log, "a", encoding="utf-8") as out:
+        out.write("$ " + " ".join(cmd) + "\n")
+        out.flush()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                rc = main(cmd[3:])
+        finally:
+            torch.set_rng_state(rng[0])
+            np.random.set_state(rng[1])
+            random.setstate(rng[2])
+            sys.stdout.flush()
+    return rc
 
 
 def fake_runner(cmd: list[str], log: Path, extra=None) -> int:

@@ -4,9 +4,12 @@ that needs it skips with the install step as its reason, and ``test_plugin_tests
 fails if fairseq IS importable but those tests were skipped anyway.
 """
 
+import contextlib
 import hashlib
 import importlib.util
+import io
 import json
+import logging
 import math
 import os
 import random
@@ -98,13 +101,44 @@ def data_dir(fs, tmp_path_factory):
     return out
 
 
-def _train(data, save_dir, *extra, env=None, check=True):
-    cmd = [sys.executable, "-m", "fairseq_cli.train", str(data), *TRAIN, "--save-dir", str(save_dir), *extra]
-    proc = procs.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
-                     timeout=300)
-    if check:
-        assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
+def fairseq_train(argv: list[str]) -> str:
+    """``fairseq-train ARGV`` in this process (the console script calls exactly ``fairseq_cli.train.cli_main`` with
+    these ``sys.argv``): its log lines in fairseq-train's own format (root logger at INFO, as fairseq-train sets
+    it up) and what it printed. A fresh interpreter per run cost ~6 s of imports each; nothing these tests check is
+    about the process. What the run changes globally is put back: ``sys.argv``, the root logger's level and
+    handlers, the torch / numpy / random generators. An error propagates (the console script would exit 1 with its
+    traceback)."""
+    import numpy as np
+
+    import fairseq_cli.train as fairseq_train_cli  # its import-time basicConfig is a no-op under pytest (handlers)
+
+    log = io.StringIO()
+    handler = logging.StreamHandler(log)
+    handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)s | %(name)s | %(message)s"))
+    root = logging.getLogger()
+    saved = (sys.argv, root.level, list(root.handlers), torch.get_rng_state(), np.random.get_state(),
+             random.getstate())
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    sys.argv = ["fairseq-train", *argv]
+    try:
+        with contextlib.redirect_stdout(log):
+            fairseq_train_cli.cli_main()
+    finally:
+        sys.argv = saved[0]
+        root.setLevel(saved[1])
+        for h in list(root.handlers):
+            if h not in saved[2]:
+                root.removeHandler(h)
+        torch.set_rng_state(saved[3])
+        np.random.set_state(saved[4])
+        random.setstate(saved[5])
+    return log.getvalue()
+
+
+def _train(data, save_dir, *extra) -> str:
+    """``fairseq-train DATA TRAIN… --save-dir SAVE_DIR EXTRA…`` in this process: its log."""
+    return fairseq_train([str(data), *TRAIN, "--save-dir", str(save_dir), *extra])
 
 
 def _inner_logs(text: str) -> list[dict]:
@@ -284,8 +318,8 @@ def test_bad_side_files_name_the_file(data_dir, tmp_path):
         _setup(bad)
     # fairseq-train itself exits non-zero with the message
     (bad / "valid.en-de.gender").unlink()
-    proc = _train(bad, tmp_path / "ck", "--batch-size", "8", "--max-update", "1", check=False)
-    assert proc.returncode != 0 and "valid.en-de.gender not found" in proc.stderr
+    with pytest.raises(FairmtError, match=r"valid\.en-de\.gender not found"):  # fairseq-train's exit 1 + message
+        _train(bad, tmp_path / "ck", "--batch-size", "8", "--max-update", "1")
 
 
 # ---- fairseq-train end to end ------------------------------------------------------------------------------------
@@ -293,10 +327,10 @@ def test_bad_side_files_name_the_file(data_dir, tmp_path):
 def test_fairseq_train_end_to_end_and_resume(data_dir, tmp_path):
     save = tmp_path / "ck"
     t0 = time.time()
-    proc = _train(data_dir, save, "--batch-size", "8", "--dropout", "0.1", "--optimizer", "adam", "--lr", "0.003",
-                  "--max-update", "50", "--kd-alpha", "0.4", "--gacl-lambda", "1.0")
-    logs = _inner_logs(proc.stderr + proc.stdout)
-    assert len(logs) == 50, (proc.stderr + proc.stdout)[-2000:]
+    out = _train(data_dir, save, "--batch-size", "8", "--dropout", "0.1", "--optimizer", "adam", "--lr", "0.003",
+                 "--max-update", "50", "--kd-alpha", "0.4", "--gacl-lambda", "1.0")
+    logs = _inner_logs(out)
+    assert len(logs) == 50, out[-2000:]
     for row in logs:
         for k in ("loss", "loss_mt", "loss_kd", "loss_gc", "gc_positives", "gc_negatives"):
             assert k in row
@@ -321,9 +355,8 @@ def test_fairseq_train_end_to_end_and_resume(data_dir, tmp_path):
     assert moved > 1e-3  # the student trained, the teacher did not
 
     sha = _sha(teacher_file)
-    proc2 = _train(data_dir, save, "--batch-size", "8", "--dropout", "0.1", "--optimizer", "adam", "--lr", "0.003",
-                   "--max-update", "55", "--restore-file", str(save / "checkpoint_last.pt"))
-    out2 = proc2.stderr + proc2.stdout
+    out2 = _train(data_dir, save, "--batch-size", "8", "--dropout", "0.1", "--optimizer", "adam", "--lr", "0.003",
+                  "--max-update", "55", "--restore-file", str(save / "checkpoint_last.pt"))
     assert "Loaded checkpoint" in out2 and "@ 50 updates" in out2 and "resumed run, KD teacher" in out2
     logs2 = _inner_logs(out2)
     assert [int(r["num_updates"]) for r in logs2] == [51, 52, 53, 54, 55]
@@ -337,13 +370,11 @@ def test_m2m_style_model_and_teacher_path(data_dir, tmp_path):
     the criterion; a second run distils from its checkpoint through --teacher-path (no teacher file written)."""
     m2m = ["--encoder-normalize-before", "--decoder-normalize-before", "--share-all-embeddings", "--batch-size", "8",
            "--optimizer", "adam", "--lr", "0.003", "--disable-validation", "--kd-alpha", "0.4"]
-    proc = _train(data_dir, tmp_path / "a", *m2m, "--max-update", "20")
-    logs = _inner_logs(proc.stderr + proc.stdout)
+    logs = _inner_logs(_train(data_dir, tmp_path / "a", *m2m, "--max-update", "20"))
     assert len(logs) == 20 and float(logs[-1]["loss"]) < float(logs[0]["loss"]) - 0.5
     assert all("loss_gc" in r and "loss_kd" in r for r in logs)
     teacher_ckpt = tmp_path / "a" / "checkpoint_last.pt"
-    proc = _train(data_dir, tmp_path / "b", *m2m, "--max-update", "3", "--teacher-path", str(teacher_ckpt))
-    out = proc.stderr + proc.stdout
+    out = _train(data_dir, tmp_path / "b", *m2m, "--max-update", "3", "--teacher-path", str(teacher_ckpt))
     assert f"KD teacher loaded from {teacher_ckpt}" in out
     assert float(_inner_logs(out)[0]["loss_kd"]) > 0.1  # a trained teacher vs the fresh student
     assert not (tmp_path / "b" / "gacl_teacher.safetensors").exists()
@@ -362,7 +393,7 @@ def test_two_processes_match_one_process(data_dir, tmp_path):
     same parameters after 3 SGD updates."""
     common = ["--dropout", "0", "--optimizer", "sgd", "--lr", "0.5", "--lr-scheduler", "fixed", "--max-update", "3",
               "--disable-validation", "--kd-alpha", "0.4", "--gacl-lambda", "1.0", "--gacl-temperature", "0.5"]
-    one = _train(data_dir, tmp_path / "one", *common, "--batch-size", "8")
+    one = _train(data_dir, tmp_path / "one", *common, "--batch-size", "8")  # in this process; the 2 ranks: processes
     port = _free_port()
     cmd = [sys.executable, "-m", "fairseq_cli.train", str(data_dir), *TRAIN, *common, "--batch-size", "4",
            "--save-dir", str(tmp_path / "two"), "--distributed-world-size", "2", "--distributed-init-method",
@@ -373,7 +404,7 @@ def test_two_processes_match_one_process(data_dir, tmp_path):
                          text=True, env=env) for r in (0, 1)]
     outs = [procs.finish(p, timeout=300) for p in ranks]
     assert all(p.returncode == 0 for p in ranks), outs[1][1][-3000:]
-    logs1, logs2 = _inner_logs(one.stderr + one.stdout), _inner_logs(outs[0][0] + outs[0][1])
+    logs1, logs2 = _inner_logs(one), _inner_logs(outs[0][0] + outs[0][1])
     assert len(logs1) == len(logs2) == 3
     for a, b in zip(logs1, logs2):
         assert int(b["bsz"]) == 8
@@ -479,13 +510,10 @@ def test_multilingual_fairseq_train_m2m_layout_with_projection_head(ml_data_dir,
     (linear projection head on): loss terms logged, loss goes down; the head is trained and saved in the
     checkpoint (criterion state), the teacher is not."""
     save = tmp_path / "ck"
-    cmd = [sys.executable, "-m", "fairseq_cli.train", *_ml_args(
+    out = fairseq_train(_ml_args(
         ml_data_dir, "--dropout", "0.1", "--optimizer", "adam", "--lr", "0.003", "--max-update", "20",
         "--kd-alpha", "0.4", "--gacl-variant", "official", "--no-progress-bar", "--log-format", "json",
-        "--log-interval", "1", "--save-dir", str(save))]
-    proc = procs.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
-    out = proc.stderr + proc.stdout
-    assert proc.returncode == 0, out[-3000:]
+        "--log-interval", "1", "--save-dir", str(save)))
     logs = _inner_logs(out)
     assert len(logs) == 20, out[-2000:]
     assert all(k in r for r in logs for k in ("loss", "loss_mt", "loss_kd", "loss_gc", "gc_negatives"))

@@ -22,7 +22,7 @@ import pytest
 
 from fairmt.cli import main
 from fairmt.sweep.engine import point
-from sweep_helpers import fake_runner, standin_data_root, worker_args
+from sweep_helpers import fake_runner, in_process_runner, standin_data_root, worker_args
 
 optuna = pytest.importorskip("optuna")
 psutil = pytest.importorskip("psutil")
@@ -623,8 +623,11 @@ def test_gacl_tiny_offline_sweep_selects_on_dev_and_reports_test(shared_data, tm
     pairs (greedy). Each run writes results.json with dev.loss (the held-out eval loss), the MT-GenEval dev numbers
     of the selected checkpoint and the test numbers; the sweep's means are the runs' numbers and its selection
     (by dev.loss) is the brute-force minimum, reported with that run's test section."""
+    from fairmt.sweep import engine
+
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(engine, "run_subprocess", in_process_runner)  # the 2 real runs, without 2 fresh interpreters
     out = tmp_path / "sweep"
     assert main(["sweep", "gacl/tiny_offline", f"model={tmp_path / 'orig'}", f"data.train={tmp_path / 'ft.jsonl'}",
                  "tiny_model.pretrain_steps=10", "training.max_steps=4", "training.eval_steps=2",
