@@ -87,11 +87,12 @@ def test_zero3_partitioned_frozen_model_is_refused():
 
 
 # ---- two processes ----------------------------------------------------------------------------------------------
-# One launch per engine runs every training the tests compare (tests/sharded_script.py): one process with the whole
-# batch (in the pytest process), DDP, FSDP2, ZeRO-2 and ZeRO-3 on two processes with half of it each. A launch starts
+# One job per engine runs every training the tests compare (tests/sharded_script.py): one process with the whole
+# batch (in the pytest process), DDP, FSDP2, ZeRO-2 and ZeRO-3 on the two processes of the torchrun pool with half of
+# it each (a torchrun launch per engine cost ~15 s of CPU before its first step). A job starts
 # when the first test that needs it asks for it.
 
-# per engine, the jobs its launch runs (METHOD:PER_DEVICE_BATCH[:resume]); the one-process batch is the global one
+# per engine, the jobs it runs (METHOD:PER_DEVICE_BATCH[:resume]); the one-process batch is the global one
 JOBS = {
     "one": ["gacl-paper:8", "gacl-official:8", "ccd:8", "fcl:16"],
     "ddp": ["gacl-paper:4:resume", "ccd:4"],
@@ -112,10 +113,8 @@ class ShardedRuns:
             self.launched.add(engine)  # once, also when it fails: the next test reports the missing output
             if engine == "one":  # in this process: no interpreter start and imports for two-step runs
                 procs.in_process(SCRIPT, self.work, engine, *JOBS[engine], cwd=self.work)
-            elif engine == "ddp":  # plain DDP: the test run's torchrun pool
+            else:  # DDP, FSDP2 and ZeRO alike: the test run's torchrun pool (2 gloo processes, as a torchrun launch)
                 self.pool.run(SCRIPT, self.work, engine, *JOBS[engine], cwd=self.work, timeout=400)
-            else:
-                procs.torchrun(SCRIPT, self.work, engine, *JOBS[engine], cwd=self.work, timeout=400)
         out = self.work / f"{engine}-{method}.json"
         assert out.is_file(), f"the {engine} launch wrote no {out.name} (it failed in an earlier test)"
         return json.loads(out.read_text()), torch.load(str(out) + ".pt")
