@@ -818,10 +818,11 @@ def _fairseq_prepared(env: Env) -> None:
 
 
 def _fairseq_rerun(env: Env) -> tuple[int, str]:
-    """fairseq-prep into a folder it prepared before: refused before anything is written (or rebuilt whole). In this
-    process, as its setup (nothing here is about the process)."""
-    return _in_process(["data", "fairseq-prep", "--input", env.w("pairs-tiny.jsonl"), "--out", env.t("bin"),
-                        "--valid-size", "1"], env)
+    """fairseq-prep into a folder it prepared before: refused before anything is written (or rebuilt whole)."""
+    p = _fairmt(["data", "fairseq-prep", "--input", env.w("pairs-tiny.jsonl"), "--out", env.t("bin"), "--valid-size",
+                 "1"], env)
+    _, err = _finish(p)
+    return p.returncode, err
 
 
 def _slow_cases() -> list[Case]:
