@@ -268,30 +268,36 @@ def test_fair_contrastive_deepspeed_zero2_matches_one_process(runs):
     assert (p_zero - p_one).abs().max() < 1e-5
 
 
-def test_an_invalid_deepspeed_config_is_refused_before_training(tmp_path):
+def test_an_invalid_deepspeed_config_is_refused_before_training(tmp_path, torchrun_pool):
     """DeepSpeed validates its config only inside deepspeed.initialize (the first step); the trainers check the ZeRO
-    section with DeepSpeed's own schema when they are built. Run in a child process: TrainingArguments with a DeepSpeed
-    config set process-wide state (ACCELERATE_USE_DEEPSPEED, accelerate's singleton) that would leak into other tests."""
+    section with DeepSpeed's own schema when they are built. Run away from the pytest process: TrainingArguments with
+    a DeepSpeed config set process-wide state (ACCELERATE_USE_DEEPSPEED, accelerate's singleton) that would leak into
+    other tests. A job of the torchrun pool (which puts the environment and transformers' DeepSpeed config back after
+    every job, and runs the ZeRO jobs above) rather than a fresh interpreter of its own (~6 s of imports): each of its
+    two processes checks, and writes what it saw."""
     pytest.importorskip("deepspeed", reason="deepspeed is not installed")
-    code = """
+    script = tmp_path / "check.py"
+    script.write_text("""
+import os
 import sys
 from test_sharded_training import _fcl_trainer
 from fairmt.errors import FairmtError
 from pathlib import Path
 tmp = Path(sys.argv[1])
+seen = []
 try:
     _fcl_trainer(tmp, deepspeed={"zero_optimization": {"stage": 7}, "train_micro_batch_size_per_gpu": "auto"})
-    print("NOT REFUSED")
+    seen.append("NOT REFUSED")
 except FairmtError as err:
-    print("REFUSED", err)
+    seen.append(f"REFUSED {err}")
 _fcl_trainer(tmp / "ok", deepspeed={"zero_optimization": {"stage": 2, "overlap_comm": "auto"},
                                     "train_micro_batch_size_per_gpu": "auto"})  # a valid one passes
-print("VALID OK")
-"""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE)}
-    proc = procs.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
-                     timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "REFUSED invalid DeepSpeed config (training.deepspeed): zero_optimization: stage: Input should be 0, 1, 2" \
-        in proc.stdout
-    assert "VALID OK" in proc.stdout
+seen.append("VALID OK")
+(tmp / f"rank{os.environ['RANK']}.txt").write_text("\\n".join(seen))
+""")
+    torchrun_pool.run(script, tmp_path, cwd=tmp_path, timeout=300)
+    for rank in (0, 1):
+        seen = (tmp_path / f"rank{rank}.txt").read_text()
+        assert "REFUSED invalid DeepSpeed config (training.deepspeed): zero_optimization: stage: Input should be 0, " \
+               "1, 2" in seen
+        assert "VALID OK" in seen
