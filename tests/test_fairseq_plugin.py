@@ -388,26 +388,40 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_two_processes_match_one_process(data_dir, tmp_path):
+_RANK_JOB = """
+import os
+import sys
+from pathlib import Path
+
+import torch.distributed as dist
+
+from test_fairseq_plugin import fairseq_train
+
+if not dist.is_initialized():  # the pool's first job: its group (env://, as accelerate makes it for the other jobs)
+    dist.init_process_group("gloo")
+rank = os.environ["RANK"]  # the pool's process group is fairseq's (it initialises none when one is up)
+Path(sys.argv[1], f"rank{rank}.log").write_text(fairseq_train([*sys.argv[2:], "--distributed-rank", rank]))
+"""
+
+
+def test_two_processes_match_one_process(data_dir, tmp_path, torchrun_pool):
     """2 gloo processes × batch 4 (candidates gathered with gradient) == 1 process × batch 8: same logged losses,
-    same parameters after 3 SGD updates."""
+    same parameters after 3 SGD updates. The two processes: the torchrun pool's (tests/torchrun_pool.py), each
+    running fairseq-train's cli_main as rank RANK of world size 2 in the pool's gloo process group (two fresh
+    interpreters importing torch + fairseq cost ~14 s of CPU); the one process: this one."""
     common = ["--dropout", "0", "--optimizer", "sgd", "--lr", "0.5", "--lr-scheduler", "fixed", "--max-update", "3",
               "--disable-validation", "--kd-alpha", "0.4", "--gacl-lambda", "1.0", "--gacl-temperature", "0.5"]
-    one = _train(data_dir, tmp_path / "one", *common, "--batch-size", "8")  # in this process; the 2 ranks: processes
-    port = _free_port()
-    cmd = [sys.executable, "-m", "fairseq_cli.train", str(data_dir), *TRAIN, *common, "--batch-size", "4",
-           "--save-dir", str(tmp_path / "two"), "--distributed-world-size", "2", "--distributed-init-method",
-           f"tcp://127.0.0.1:{port}", "--distributed-no-spawn", "--distributed-backend", "gloo",
-           "--ddp-backend", "legacy_ddp"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    ranks = [procs.start([*cmd, "--distributed-rank", str(r)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=env) for r in (0, 1)]
-    outs = [procs.finish(p, timeout=300) for p in ranks]
-    assert all(p.returncode == 0 for p in ranks), outs[1][1][-3000:]
-    logs1, logs2 = _inner_logs(one), _inner_logs(outs[0][0] + outs[0][1])
+    one = _train(data_dir, tmp_path / "one", *common, "--batch-size", "8")
+    argv = [str(data_dir), *TRAIN, *common, "--batch-size", "4", "--save-dir", str(tmp_path / "two"),
+            "--distributed-world-size", "2", "--distributed-init-method", f"tcp://127.0.0.1:{_free_port()}",
+            "--distributed-no-spawn", "--distributed-backend", "gloo", "--ddp-backend", "legacy_ddp"]
+    script = tmp_path / "rank_job.py"
+    script.write_text(_RANK_JOB)
+    torchrun_pool.run(script, tmp_path, *argv, cwd=tmp_path, timeout=60)
+    logs1, logs2 = _inner_logs(one), _inner_logs((tmp_path / "rank0.log").read_text())
     assert len(logs1) == len(logs2) == 3
     for a, b in zip(logs1, logs2):
-        assert int(b["bsz"]) == 8
+        assert int(b["bsz"]) == 8  # 2 × 4: both processes' batches in every update
         for k in ("loss", "loss_mt", "loss_kd", "loss_gc", "gc_positives", "gc_negatives"):
             assert a[k] == b[k], (k, a, b)
     m1 = torch.load(tmp_path / "one" / "checkpoint_last.pt", weights_only=False)["model"]
