@@ -86,24 +86,30 @@ def run_cli(argv: list[str], env: dict[str, str] | None = None) -> tuple[int | N
     from fairmt.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    saved = {k: os.environ.get(k) for k in (env or {})}
-    os.environ.update(env or {})
     escaped, rc = None, None
+    with environ(env or {}), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(argv)
+        except SystemExit as exit_:
+            rc = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
+        except BaseException as exc:  # noqa: BLE001 - a traceback is what the campaign counts
+            escaped = exc
+    return rc, out.getvalue(), err.getvalue(), escaped
+
+
+@contextlib.contextmanager
+def environ(values: dict[str, str]):
+    """``os.environ`` with ``values`` set for a ``with`` block, each variable restored (or removed) after."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                rc = main(argv)
-            except SystemExit as exit_:
-                rc = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
-            except BaseException as exc:  # noqa: BLE001 - a traceback is what the campaign counts
-                escaped = exc
+        yield
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    return rc, out.getvalue(), err.getvalue(), escaped
 
 
 def classify(case: Case, rc: int | None, err: str, escaped: BaseException | None, changed: list[str],
@@ -1433,9 +1439,10 @@ def _loader_cases() -> list[Case]:
 # TrainingArguments and of SimCLRConfig, the network timeout as an option, one-column logits.
 
 
-class _FileSizeLimit:
+class FileSizeLimit:
     """``ulimit -f NBYTES`` in this process for a ``with`` block (soft limit, SIGXFSZ ignored: a write past it fails
-    with EFBIG), restored after. Only around calls that print nothing (pytest's capture files are files too)."""
+    with EFBIG), restored after. Only around calls that print nothing (pytest's capture files are files too). The
+    campaign's cases and tests/test_full_disk.py use it."""
 
     def __init__(self, nbytes: int):
         self.nbytes = nbytes
@@ -1470,7 +1477,7 @@ def _cache_append_full(env: Env) -> Any:
     saved = runner.as_translator, runner.cache_header
     runner.as_translator, runner.cache_header = (lambda *a, **k: Echo()), (lambda *a: {"format": "campaign"})
     try:
-        with _FileSizeLimit(128):
+        with FileSizeLimit(128):
             return runner.generate_translations(None, [f"sentence {i}" for i in range(8)], "en", "de",
                                                 cache_path=env.t("cache.jsonl"), progress=False, batch_size=2)
     finally:
@@ -1481,7 +1488,7 @@ def _manifest_full(env: Env) -> Any:
     from fairmt import outputs
 
     try:
-        with _FileSizeLimit(16):  # the manifest's first line is longer
+        with FileSizeLimit(16):  # the manifest's first line is longer
             return outputs.claim_run_dir(env.t("run"))
     finally:
         outputs.release_run_dir(env.t("run")) if os.path.realpath(env.t("run")) in outputs._HELD else None
@@ -1492,7 +1499,7 @@ def _st_csv_full(env: Env) -> Any:
 
     ev = CCEDEvaluator.__new__(CCEDEvaluator)
     ev.suite, ev.csv_file = "cced", "cced_evaluation_results.csv"
-    with _FileSizeLimit(8):
+    with FileSizeLimit(8):
         return ev._write_csv(env.t("st"), 1, 10, {"cced_gap": 0.5})
 
 
@@ -1504,17 +1511,8 @@ def _wordnet_copy_full(env: Env) -> Any:
     source.mkdir(exist_ok=True)
     for name in ("data.noun", "index.noun"):
         (source / name).write_text("x" * 8192)
-    old = {k: os.environ.get(k) for k in ("FAIRMT_CACHE", "WORDNET_DIR")}
-    os.environ.update(FAIRMT_CACHE=env.t("cache"), WORDNET_DIR=str(source))
-    try:
-        with _FileSizeLimit(4096):
-            return eda._system_wordnet()
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with environ({"FAIRMT_CACHE": env.t("cache"), "WORDNET_DIR": str(source)}), FileSizeLimit(4096):
+        return eda._system_wordnet()
 
 
 _TINY_CHILD = """import sys

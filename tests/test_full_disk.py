@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import procs
+from hostile_campaign import FileSizeLimit
 from fairmt.errors import FairmtError
 from fairmt.outputs import save_folder, write_json
 
@@ -25,26 +26,10 @@ def _limit(nbytes: int):
     return set_limit
 
 
-class _FileSizeLimit:
-    """``ulimit -f`` in this process for the time of a ``with`` block (the soft limit only, restored after)."""
-
-    def __init__(self, nbytes: int):
-        self.nbytes = nbytes
-
-    def __enter__(self):
-        self.old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        self.old = resource.getrlimit(resource.RLIMIT_FSIZE)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (self.nbytes, self.old[1]))
-
-    def __exit__(self, *exc):
-        resource.setrlimit(resource.RLIMIT_FSIZE, self.old)
-        signal.signal(signal.SIGXFSZ, self.old_handler)
-
-
 def test_a_write_past_the_file_size_limit_is_one_line_and_the_old_file_stays_whole(tmp_path):
     target = tmp_path / "results.json"
     target.write_text('{"old": 1}\n')
-    with _FileSizeLimit(4096), pytest.raises(FairmtError) as err:
+    with FileSizeLimit(4096), pytest.raises(FairmtError) as err:
         write_json(target, {"values": list(range(5000))}, what="the run's results")
     line = str(err.value)
     assert "\n" not in line and str(target) in line and "the run's results" in line
@@ -70,7 +55,7 @@ def test_the_safetensors_error_of_a_full_disk_is_the_same_line(tmp_path):
     import torch
     from safetensors.torch import save_file
 
-    with _FileSizeLimit(2048), pytest.raises(FairmtError, match=r"could not write the weights to .*w: .*free"):
+    with FileSizeLimit(2048), pytest.raises(FairmtError, match=r"could not write the weights to .*w: .*free"):
         save_folder(tmp_path / "w", lambda f: save_file({"x": torch.zeros(4096)}, str(Path(f, "model.safetensors"))),
                     what="the weights")
     assert list(tmp_path.iterdir()) == []
@@ -101,7 +86,7 @@ def test_a_checkpoint_that_fills_the_disk_stops_training_in_one_line(tmp_path):
     from test_resume_given import _trainer
 
     trainer, _ = _trainer(tmp_path / "run")
-    with _FileSizeLimit(1024), pytest.raises(FairmtError) as err:
+    with FileSizeLimit(1024), pytest.raises(FairmtError) as err:
         trainer.train()
     line = str(err.value)
     assert "\n" not in line and "the checkpoint of step 2" in line and "checkpoint-2" in line and "free there" in line
