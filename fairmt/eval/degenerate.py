@@ -110,12 +110,23 @@ def chrfpp_scores_and_statistics(hypotheses: Sequence[str], references: Sequence
     :mod:`fairmt.eval.significance`)."""
     from sacrebleu.metrics import CHRF
 
+    score, signature, stats = chrfpp_corpus_and_statistics(hypotheses, references)
+    chrf = CHRF(word_order=2)
+    sentences = [chrf._aggregate_and_compute([s]).score for s in stats]
+    return score, sentences, signature, stats
+
+
+def chrfpp_corpus_and_statistics(hypotheses: Sequence[str], references: Sequence[str]
+                                 ) -> tuple[float, str, list[list[int]]]:
+    """The corpus chrF++ (sacrebleu, ``word_order=2``; equal to ``corpus_score``), sacrebleu's signature and the
+    lines' statistics it was summed from (the ``chrf_stats`` of a result's ``items``), without the line scores."""
+    from sacrebleu.metrics import CHRF
+
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
     chrf = CHRF(word_order=2)
     stats = chrf._extract_corpus_statistics(list(hypotheses), [list(references)])
-    sentences = [chrf._aggregate_and_compute([s]).score for s in stats]
-    return chrf._aggregate_and_compute(stats).score, sentences, str(chrf.get_signature()), stats
+    return chrf._aggregate_and_compute(stats).score, str(chrf.get_signature()), stats
 
 
 def unrelated_lines(hypotheses: Sequence[str], references: Sequence[str],
@@ -184,5 +195,5 @@ def describe(what: str, counts: dict | None) -> str | None:
     return f"{what}: {counts['degenerate']} of {counts['n']} translations degenerate ({reasons}){example}{rests}"
 
 
-__all__ = ["REASONS", "UNRELATED_CHRF", "UNRELATED_SHARE", "chrfpp_scores", "chrfpp_scores_and_statistics", "degenerate_counts", "unrelated_lines", "degenerate_reasons", "describe", "in_script_fraction", "is_repetitive",
+__all__ = ["REASONS", "UNRELATED_CHRF", "UNRELATED_SHARE", "chrfpp_corpus_and_statistics", "chrfpp_scores", "chrfpp_scores_and_statistics", "degenerate_counts", "unrelated_lines", "degenerate_reasons", "describe", "in_script_fraction", "is_repetitive",
            "merge_counts", "target_script"]

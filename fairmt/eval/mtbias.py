@@ -112,17 +112,15 @@ def _quality(hyps: list[str], refs: list[str], lang_pair: str, spm_model, have_s
 
     if have_spm:
         return asdict(translation_quality(hyps, refs, lang_pair=lang_pair, spm_model=spm_model))
-    from sacrebleu.metrics import CHRF
-
     if len(hyps) != len(refs):
         raise FairmtError(f"{len(hyps)} hypotheses but {len(refs)} references for {lang_pair}")
+    from fairmt.eval.degenerate import chrfpp_corpus_and_statistics
     from fairmt.eval.translation import chrf_items
 
-    chrf = CHRF(word_order=2)
-    stats = chrf._extract_corpus_statistics(hyps, [refs])
+    chrfpp, chrf_sig, stats = chrfpp_corpus_and_statistics(hyps, refs)
     return {"lang_pair": lang_pair, "n": len(refs), "spbleu": None, "bleu_spm_nonstandard": None,
-            "chrfpp": chrf._aggregate_and_compute(stats).score, "items": chrf_items(stats), "bleu_label": None, "bleu_signature": None,
-            "chrf_signature": str(chrf.get_signature()), "spm_model": None, "spm_model_sha256": None,
+            "chrfpp": chrfpp, "items": chrf_items(stats), "bleu_label": None, "bleu_signature": None,
+            "chrf_signature": chrf_sig, "spm_model": None, "spm_model_sha256": None,
             "note": "no FLORES-200 SentencePiece model was found: spBLEU not computed (pass --spm-model)"}
 
 

@@ -174,8 +174,6 @@ def translation_quality(
 
     Raises :class:`FairmtError` when the counts differ or the SentencePiece model cannot be found.
     """
-    from sacrebleu.metrics import CHRF
-
     if len(hypotheses) != len(references):
         raise FairmtError(
             f"{len(hypotheses)} hypotheses but {len(references)} references{' for ' + lang_pair if lang_pair else ''}; "
@@ -190,9 +188,9 @@ def translation_quality(
     references, _ = normalize_many(references)
     bleu, info = make_spbleu(spm_model)
     b = bleu.corpus_score(hypotheses, [references])
-    chrf = CHRF(word_order=2)
-    stats = chrf._extract_corpus_statistics(hypotheses, [references])
-    c = chrf._aggregate_and_compute(stats)  # what corpus_score computes, from the lines' statistics kept below
+    from fairmt.eval.degenerate import chrfpp_corpus_and_statistics
+
+    chrfpp, chrf_sig, stats = chrfpp_corpus_and_statistics(hypotheses, references)  # the statistics kept in items
     note = ""
     if not info.official:
         note = (
@@ -205,10 +203,10 @@ def translation_quality(
         n=len(references),
         spbleu=b.score if info.official else None,
         bleu_spm_nonstandard=None if info.official else b.score,
-        chrfpp=c.score,
+        chrfpp=chrfpp,
         bleu_label="spBLEU" if info.official else "spBLEU*",
         bleu_signature=f"{bleu.get_signature()}|text:{TEXT_NORM}",
-        chrf_signature=f"{chrf.get_signature()}|text:{TEXT_NORM}",
+        chrf_signature=f"{chrf_sig}|text:{TEXT_NORM}",
         spm_model=info.path,
         spm_model_sha256=info.sha256,
         note=note,
