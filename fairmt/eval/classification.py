@@ -21,6 +21,17 @@ rates over every example of the split.
   exact rates (fairlib adds 1e-5 to every confusion-matrix count), the empty-cell rule below (a PPR cell is empty only
   when its group is absent; an FPR cell when the group has no example outside the class); ``None`` with a note when
   no class has the rate for two groups.
+* **fairlearn's forms** (Bird et al., fairlearn; computed beside fairlib's, named as fairlearn names them), for a
+  two-class task, of the positive class (fairlearn's ``pos_label``), over the groups scored:
+  ``demographic_parity_difference`` = max − min over groups of the selection rate ``P(ŷ = pos | a)`` and
+  ``demographic_parity_ratio`` = min / max; ``equalized_odds_difference`` = the larger of the TPR and the FPR
+  differences (max − min over groups; fairlearn's default ``agg="worst_case"``) and ``equalized_odds_difference_mean``
+  their mean (``agg="mean"``); ``equalized_odds_ratio`` = the smaller of the TPR and FPR ratios (min / max) and
+  ``equalized_odds_ratio_mean`` their mean. Unlike fairlib's ``ppr_gap`` (a sum of every group's deviation from the
+  overall rate, RMS over classes), these take the two extreme groups, so the two disagree once there are more than
+  two groups (with two, ``ppr_gap`` is the demographic parity difference). A group with no example of a rate's denominator is left out of that rate
+  (fairmt's empty-cell rule). ``None`` with more than two classes (fairlearn defines them for a binary ``pos_label``)
+  and for a ratio whose maximum is 0; the differences are rates (percent in the reports), the ratios are not.
 * **Intersectional groups**: ``groups`` may hold several protected attributes per example (a sequence of tuples,
   an (n, k) array, or a mapping ``{attribute: column}``); every metric is then computed over the cross-product groups
   (keys ``"f|young"``, the attribute values joined by ``|`` in the attributes' order). The groups scored are all
@@ -52,8 +63,13 @@ rates over every example of the split.
   being evaluated; with no training split, it is the mean accuracy of stratified 5-fold cross-validation on the
   evaluated split (each fold trained on the other four). Leakage@ŷ uses the logits when given, else the one-hot
   predicted label. Chance level is the majority-group rate, not 0.
+* **GAP is a sum over groups, not bounded by 1** (``GAP_FAMILY``: ``gap``, ``ppr_gap``, ``fpr_gap``): with many
+  groups and large disparities it exceeds 1 (12 groups: 2.989). For a two-class task ``fpr_gap`` equals ``gap``
+  exactly: the FPR of one class is 1 − the TPR of the other, so the per-class terms are the same two numbers.
 * **Trade-off** (Shen et al. 2022): ``½ N(Acc) + ¼ N(1−GAP) + ⅛ N(1−Leakage@h) + ⅛ N(1−Leakage@ŷ)`` where
-  ``N`` divides each value by its maximum over the compared models (so it ranks a set of models; 1 is best).
+  ``N`` divides each value by its maximum over the compared models (so it ranks a set of models; 1 is best). When a
+  GAP exceeds 1 the fairness term is the bounded ``1 − GAP / max(1, max GAP)`` (:func:`bounded_fairness`), the same
+  as ``1 − GAP`` whenever every GAP is at most 1.
 * **Distance to optimum** (DTO; Han et al., fairlib): Euclidean distance of (accuracy, 1−GAP) to the optimum
   (1, 1); with ``normalise=True`` both coordinates are first divided by their maximum over the candidates, as in the
   trade-off score, so the optimum is the best observed accuracy and fairness. Lower is better.
@@ -100,13 +116,17 @@ EO_CLASSES = ("positive", "all")
 __all__ = [
     "METRICS_VERSION",
     "ClassificationResult",
+    "BOUNDED_FAIRNESS",
     "EO_CLASSES",
     "FrontAUC",
+    "GAP_FAMILY",
     "LatentSubgroupResult",
     "caveats_once",
+    "bounded_fairness",
     "classification_metrics",
     "distance_to_optimum",
     "equalized_odds_difference",
+    "fairlearn_forms",
     "latent_subgroup_metrics",
     "intersectional_groups",
     "leakage",
@@ -146,6 +166,12 @@ class ClassificationResult:
     ppr_gap: float | None = None
     fpr_gap: float | None = None
     ppr: dict[str, dict[str, float | None]] = dataclasses.field(default_factory=dict)
+    demographic_parity_difference: float | None = None
+    demographic_parity_ratio: float | None = None
+    equalized_odds_difference: float | None = None
+    equalized_odds_difference_mean: float | None = None
+    equalized_odds_ratio: float | None = None
+    equalized_odds_ratio_mean: float | None = None
     group_attributes: list[str] | None = None
     leakage_h: float | None = None
     leakage_yhat: float | None = None
@@ -166,7 +192,10 @@ class ClassificationResult:
         return dataclasses.asdict(self)
 
     PERCENT_FIELDS = ("accuracy", "f1", "macro_f1", "micro_f1", "auc", "gap", "ppr_gap", "fpr_gap", "delta_eo",
-                      "delta_tpr", "delta_fpr", "leakage_h", "leakage_yhat")
+                      "delta_tpr", "delta_fpr", "leakage_h", "leakage_yhat", "demographic_parity_difference",
+                      "equalized_odds_difference", "equalized_odds_difference_mean")
+    FAIRLEARN_FIELDS = ("demographic_parity_difference", "demographic_parity_ratio", "equalized_odds_difference",
+                        "equalized_odds_difference_mean", "equalized_odds_ratio", "equalized_odds_ratio_mean")
 
     def to_percent_dict(self) -> dict[str, Any]:
         """:meth:`to_dict` on fairmt's reporting scale, as every other evaluator and the papers (Table 1 of Shen et
@@ -534,6 +563,31 @@ def _signature(eo_classes: str, positive: str | None, auc: bool, leak: str | Non
     return sig
 
 
+def fairlearn_forms(tpr: np.ndarray, fpr: np.ndarray, selection: np.ndarray) -> dict[str, float | None]:
+    """fairlearn's demographic parity and equalized odds differences and ratios (see the module docstring) from the
+    positive class's per-group rates (``nan`` for an empty cell, left out): ``tpr``, ``fpr`` and the selection rate
+    ``P(ŷ = pos | a)``, one entry per group."""
+
+    def spread(r: np.ndarray) -> tuple[float | None, float | None]:
+        r = r[~np.isnan(r)]
+        if len(r) < 2:
+            return None, None
+        hi, lo = float(r.max()), float(r.min())
+        return hi - lo, (lo / hi if hi > 0 else None)
+
+    dp_d, dp_r = spread(np.asarray(selection, dtype=np.float64))
+    (t_d, t_r), (f_d, f_r) = spread(np.asarray(tpr, dtype=np.float64)), spread(np.asarray(fpr, dtype=np.float64))
+
+    def agg(a: float | None, b: float | None, how) -> float | None:
+        return None if a is None or b is None else float(how(a, b))
+
+    return {"demographic_parity_difference": dp_d, "demographic_parity_ratio": dp_r,
+            "equalized_odds_difference": agg(t_d, f_d, max),
+            "equalized_odds_difference_mean": agg(t_d, f_d, lambda a, b: (a + b) / 2),
+            "equalized_odds_ratio": agg(t_r, f_r, min),
+            "equalized_odds_ratio_mean": agg(t_r, f_r, lambda a, b: (a + b) / 2)}
+
+
 # ---------------------------------------------------------------------------------------------------- main API
 def classification_metrics(
     labels: Sequence,
@@ -705,6 +759,17 @@ def classification_metrics(
     else:
         result_notes_pending = []
 
+    if positive is not None:
+        jp = classes.index(positive)
+        fl = fairlearn_forms(tpr_g[:, jp], fpr_g[:, jp], ppr_g[:, jp])
+        for k in ("demographic_parity_ratio", "equalized_odds_ratio"):
+            if fl[k] is None and fl[k.replace("ratio", "difference")] is not None:
+                result_notes.append(f"{k} is None: a rate is 0 for every group (min / max undefined)")
+    else:
+        fl = dict.fromkeys(ClassificationResult.FAIRLEARN_FIELDS)
+        result_notes.append(f"fairlearn's demographic parity and equalized odds forms are for a two-class task "
+                            f"(pos_label); this one has {len(classes)} classes: not computed")
+
     eo_mask = np.ones(len(classes), dtype=bool)
     effective_eo = "positive" if (eo_classes == "positive" and positive is not None) else "all"
     if effective_eo == "positive":
@@ -755,6 +820,7 @@ def classification_metrics(
         ppr_gap=ppr_gap,
         fpr_gap=fpr_gap,
         ppr={key(a): {key(c): _f(ppr_g[i, j]) for j, c in enumerate(classes)} for i, a in enumerate(group_values)},
+        **fl,
         group_attributes=attributes,
         delta_eo=delta_eo,
         delta_tpr=d_tpr,
@@ -827,7 +893,17 @@ def _f(v: float) -> float | None:
 
 
 # ------------------------------------------------------------------------------------- comparing several models
+GAP_FAMILY = ("gap", "ppr_gap", "fpr_gap")
+"""The GAP-family measures: sums over groups (``Σ_a |r_{a,y} − r_y|``), so not bounded by 1 — twelve groups with
+large disparities give 2.989 (as a fraction). Every trade-off and selection function takes them at any size ≥ 0."""
+
+BOUNDED_FAIRNESS = "1 − GAP / max(1, the largest GAP of the compared models)"
+"""How a GAP becomes the fairness term of a trade-off (:func:`bounded_fairness`), in words."""
+
+
 def _as_fraction_columns(**cols: Sequence[float] | None) -> dict[str, np.ndarray]:
+    """One value per model of each metric. ``gap`` (and any GAP-family name) may exceed 1 (a sum over groups); the
+    others are fractions in [0, 1], and one above 1 is a percentage: the error says to divide by 100."""
     out = {}
     for name, col in cols.items():
         if col is None:
@@ -835,8 +911,17 @@ def _as_fraction_columns(**cols: Sequence[float] | None) -> dict[str, np.ndarray
         arr = np.asarray(col, dtype=np.float64)
         if arr.ndim != 1 or len(arr) == 0:
             raise FairmtError(f"{name} must be a non-empty list with one value per model")
-        if np.any(np.isnan(arr)) or np.any(arr < 0) or np.any(arr > 1):
+        if np.any(np.isnan(arr)) or np.any(np.isinf(arr)):
+            raise FairmtError(f"{name} must hold finite numbers, got {arr.tolist()}")
+        if name in GAP_FAMILY:
+            if np.any(arr < 0):
+                raise FairmtError(f"{name} must be ≥ 0 (a sum of absolute rate differences), got {arr.tolist()}")
+        elif np.any(arr > 1):
             raise FairmtError(f"{name} must hold fractions in [0, 1] (divide percentages by 100), got {arr.tolist()}")
+        elif np.any(arr < 0):
+            hint = (" (1 − GAP with a GAP above 1? GAP sums over groups and may exceed 1: pass gap= instead, and the "
+                    f"bounded form {BOUNDED_FAIRNESS} is used)" if name == "fairness" else "")
+            raise FairmtError(f"{name} must hold fractions in [0, 1], got {arr.tolist()}{hint}")
         out[name] = arr
     lengths = {len(v) for v in out.values()}
     if len(lengths) > 1:
@@ -844,9 +929,20 @@ def _as_fraction_columns(**cols: Sequence[float] | None) -> dict[str, np.ndarray
     return out
 
 
-def _normalise_by_max(x: np.ndarray, name: str) -> np.ndarray:
+def bounded_fairness(gap: Sequence[float]) -> list[float]:
+    """The fairness term of the trade-offs, in [0, 1], from GAP-family values (one per compared model, fractions):
+    ``1 − GAP / max(1, max GAP)``. With every GAP ≤ 1 it is the papers' ``1 − GAP`` unchanged; a GAP can exceed 1
+    (it sums over groups: see :data:`GAP_FAMILY`), and then every GAP is divided by the largest, so the least fair
+    model gets 0 and the order of the models is kept."""
+    g = _as_fraction_columns(gap=gap)["gap"]
+    return [float(v) for v in 1.0 - g / max(1.0, float(g.max()))]
+
+
+def _normalise_by_max(x: np.ndarray, name: str, *, tie: bool = False) -> np.ndarray:
     m = x.max()
     if m <= 0:
+        if tie and np.all(x == m):  # every model equally unfair (the same GAP above 1): the term ranks nobody
+            return np.ones_like(x)
         raise FairmtError(f"cannot normalise {name}: its maximum over the models is 0")
     return x / m
 
@@ -859,15 +955,19 @@ def tradeoff_scores(
 ) -> list[float]:
     """Shen et al. (2022) trade-off of each compared model (1 = best on every metric).
 
-    ``Tradeoff = ½·N(Acc) + ¼·N(1−GAP) + ⅛·N(1−Leakage@h) + ⅛·N(1−Leakage@ŷ)``, ``N`` = division by the maximum of
-    that quantity over the compared models. Inputs are fractions, one per model, all scored on the same split.
-    Fed the mean metrics of Shen et al.'s Table 1 it gives their Moji trade-offs to two decimals and the other three
-    datasets within 0.015 (their scores are averages over 10 runs, not the score of the averages).
+    ``Tradeoff = ½·N(Acc) + ¼·N(F) + ⅛·N(1−Leakage@h) + ⅛·N(1−Leakage@ŷ)``, ``N`` = division by the maximum of
+    that quantity over the compared models, ``F`` the bounded fairness ``1 − GAP / max(1, max GAP)``
+    (:func:`bounded_fairness`): Shen et al.'s ``1 − GAP`` whenever every GAP is at most 1; GAP sums over groups and
+    can exceed 1 (many groups), and the bounded form keeps the term in [0, 1] (a GAP above 1 would make ``1 − GAP``
+    negative and its N meaningless). Inputs are fractions, one per model, all scored on the same split (GAP may
+    exceed 1; the others above 1 are percentages and are refused). Fed the mean metrics of Shen et al.'s Table 1 it
+    gives their Moji trade-offs to two decimals and the other three datasets within 0.015 (their scores are averages
+    over 10 runs, not the score of the averages).
     """
     cols = _as_fraction_columns(accuracy=accuracy, gap=gap, leakage_h=leakage_h, leakage_yhat=leakage_yhat)
     score = (
         0.5 * _normalise_by_max(cols["accuracy"], "accuracy")
-        + 0.25 * _normalise_by_max(1 - cols["gap"], "1-GAP")
+        + 0.25 * _normalise_by_max(np.asarray(bounded_fairness(cols["gap"])), "1-GAP", tie=True)
         + 0.125 * _normalise_by_max(1 - cols["leakage_h"], "1-leakage@h")
         + 0.125 * _normalise_by_max(1 - cols["leakage_yhat"], "1-leakage@ŷ")
     )
@@ -876,7 +976,7 @@ def tradeoff_scores(
 
 TRADEOFF_DEFINITION = ("Tradeoff = 1/2·N(accuracy) + 1/4·N(1 − GAP) + 1/8·N(1 − leakage@h) + 1/8·N(1 − leakage@ŷ), "
                        "N = division by the maximum over the compared models (Shen et al. 2022, Evaluation Metrics "
-                       "and Table 1)")
+                       f"and Table 1); a GAP above 1 (GAP sums over groups) enters as {BOUNDED_FAIRNESS}")
 """Shen et al.'s Tradeoff in words (:func:`tradeoff_scores`), printed beside every score of it."""
 
 
@@ -885,15 +985,20 @@ def distance_to_optimum(
 ) -> list[float]:
     """Distance of each model's (accuracy, 1−GAP) to the optimum (1, 1); lower is better.
 
-    ``DTO = sqrt((1 − acc)² + (1 − (1 − GAP))²)``. With ``normalise=True`` accuracy and 1−GAP are divided by their
-    maximum over the candidates first (the normalisation of Shen et al.'s trade-off), so the optimum is the best
-    accuracy and the best fairness observed; without, the optimum is the absolute (1, 1) and a model's score does not
-    depend on the others.
+    ``DTO = sqrt((1 − acc)² + (1 − (1 − GAP))²)``. With ``normalise=True`` accuracy and the fairness are divided by
+    their maximum over the candidates first (the normalisation of Shen et al.'s trade-off), so the optimum is the best
+    accuracy and the best fairness observed; the fairness is then the bounded ``1 − GAP / max(1, max GAP)``
+    (:func:`bounded_fairness`; ``1 − GAP`` when every GAP is at most 1). Without, the optimum is the absolute (1, 1),
+    a model's score does not depend on the others, and a GAP above 1 (GAP sums over groups) is a longer distance like
+    any other: ``sqrt((1 − acc)² + GAP²)``, unbounded.
     """
     cols = _as_fraction_columns(accuracy=accuracy, gap=gap)
-    acc, fair = cols["accuracy"], 1 - cols["gap"]
+    acc = cols["accuracy"]
     if normalise:
-        acc, fair = _normalise_by_max(acc, "accuracy"), _normalise_by_max(fair, "1-GAP")
+        acc = _normalise_by_max(acc, "accuracy")
+        fair = _normalise_by_max(np.asarray(bounded_fairness(cols["gap"])), "1-GAP", tie=True)
+    else:
+        fair = 1 - cols["gap"]
     return [float(d) for d in np.sqrt((1 - acc) ** 2 + (1 - fair) ** 2)]
 
 
@@ -917,8 +1022,9 @@ class FrontAUC:
 
 def performance_fairness_auc(
     performance: Sequence[float],
-    fairness: Sequence[float],
+    fairness: Sequence[float] | None = None,
     *,
+    gap: Sequence[float] | None = None,
     random_performance: float = 0.0,
     performance_threshold: float | None = None,
     interpolation: str = "linear",
@@ -928,7 +1034,9 @@ def performance_fairness_auc(
     (Han et al.), a summary of a whole sweep of one method (never a rule to select a model with).
 
     Inputs: one ``performance`` (e.g. accuracy) and one ``fairness`` (``1 − GAP``) per model, fractions, higher better,
-    all scored on the same split. The points on the Pareto front (no other point at least as good on both and better
+    all scored on the same split; or, instead of ``fairness``, the ``gap`` of each model (a GAP-family measure, which
+    sums over groups and may exceed 1): the fairness is then the bounded ``1 − GAP / max(1, max GAP)``
+    (:func:`bounded_fairness`; ``1 − GAP`` when every GAP is at most 1). The points on the Pareto front (no other point at least as good on both and better
     on one) are kept, the worst model ``(random_performance, 1)`` (fairlib's default 0: a constant model is perfectly
     fair) is added, and the fairness is integrated over performance with the trapezoidal rule, the points taken in
     increasing performance:
@@ -940,6 +1048,11 @@ def performance_fairness_auc(
     the nearest points below and above it (``interpolation``: ``linear`` or ``constant`` — the nearer point's).
     ``normalise``: divide by ``1 − min performance`` of the curve (the largest area a curve could have there).
     """
+    if (fairness is None) == (gap is None):
+        raise FairmtError("give either fairness (1 − GAP, in [0, 1]) or gap (any GAP-family value ≥ 0), not both or "
+                          "neither")
+    if gap is not None:
+        fairness = bounded_fairness(gap)
     cols = _as_fraction_columns(performance=performance, fairness=fairness)
     if interpolation not in ("linear", "constant"):
         raise FairmtError(f"interpolation must be linear or constant, got {interpolation!r}")

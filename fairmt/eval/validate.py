@@ -85,6 +85,38 @@ def matrix(value: Any, name: str, *, rows: int | None = None, nonzero: bool = Fa
     return np.asarray(out, dtype=np.float64)
 
 
+def groups(value: Any, name: str) -> list | dict[str, list]:
+    """Protected groups: one label per example (integers or strings, :func:`labels`), one tuple of the same length
+    per example, or ``{attribute: column}`` (intersectional groups, :func:`fairmt.eval.classification.intersectional_groups`):
+    a list, a list of tuples, or a dict of equal-length label columns."""
+    from collections.abc import Mapping
+
+    if isinstance(value, Mapping):
+        if not value:
+            raise FairmtError(f"{name} is an empty dict: give at least one protected attribute ({{attribute: column}})")
+        cols = {str(k): labels(v, f"{name}[{k!r}]") for k, v in value.items()}
+        lengths = {k: len(v) for k, v in cols.items()}
+        if len(set(lengths.values())) > 1:
+            raise FairmtError(f"{name}: the protected attributes have different lengths {lengths}; give one value "
+                              "per example in each")
+        return cols
+    out = sequence(value, name)
+    if not isinstance(out[0], (tuple, list)):
+        return labels(out, name)
+    width = len(out[0])
+    for i, row in enumerate(out):
+        if not isinstance(row, (tuple, list)) or len(row) != width or not row:
+            raise FairmtError(f"{name}[{i}] is {row!r}: intersectional groups need one tuple of {width} values per "
+                              "example")
+        labels(list(row), f"{name}[{i}]")
+    return [tuple(r) for r in out]
+
+
+def _length(value: Any) -> int:
+    """Examples in a checked value (a dict of columns: the length of a column)."""
+    return len(next(iter(value.values()))) if isinstance(value, dict) else len(value)
+
+
 def finite_array(value: Any, name: str) -> np.ndarray:
     """A numeric array of finite values (any shape); the first bad entry is named."""
     try:
@@ -99,33 +131,37 @@ def finite_array(value: Any, name: str) -> np.ndarray:
 
 # what each evaluate module's compute() takes, checked before `evaluate` casts the inputs to its features
 _MODULE_INPUTS: dict[str, dict[str, str]] = {
-    "classification_fairness": {"predictions": "labels", "references": "labels", "groups": "labels?",
-                                "hidden": "matrix?", "logits": "matrix?", "train_hidden": "matrix?",
-                                "train_logits": "matrix?", "train_preds": "labels?", "train_groups": "labels?",
+    "classification_fairness": {"predictions": "labels", "references": "labels", "groups": "groups?",
+                                "hidden": "matrix?", "logits": "scores?", "train_hidden": "matrix?",
+                                "train_logits": "scores?", "train_preds": "labels?", "train_groups": "groups?",
                                 "scores": "scores?"},
     "mt_geneval": {"predictions": "texts", "references": "texts", "counterfactual_references": "texts?"},
-    "winomt": {"predictions": "texts", "references": "texts"},
+    "winomt": {"predictions": "texts", "references": "texts", "sources": "texts?"},
     "flores": {"predictions": "texts", "references": "texts"},
     "cced": {"predictions": "matrix", "references": "groups"},
 }
 
 
-def module_inputs(module: str, **kwargs: Any) -> dict[str, Any]:
+def module_inputs(module: str, *, rows: int | None = None, **kwargs: Any) -> dict[str, Any]:
     """Check the arguments of fairmt's ``evaluate`` module ``module`` (``compute(predictions=..., ...)``) and return
     them read once (:func:`sequence`): the module passes these on, so a generator is not consumed by the check and
-    a pandas Series with any index is taken by position."""
+    a pandas Series with any index is taken by position. ``rows``: the predictions and references were added before
+    (``add``/``add_batch``), ``rows`` of them: they are not checked here and the other per-example inputs must
+    have ``rows`` entries."""
     spec = _MODULE_INPUTS[module]
     out = dict(kwargs)
-    n = None
+    n = rows
     for arg, kind in spec.items():
         optional = kind.endswith("?")
         kind = kind.rstrip("?")
         value = kwargs.get(arg)
-        if value is None and optional:
+        if value is None and (optional or (rows is not None and arg in ("predictions", "references"))):
             continue
         where = f"{module}: {arg}"
         if kind == "labels":
             got = labels(value, where)
+        elif kind == "groups":
+            got = groups(value, where)
         elif kind == "texts":
             got = texts(value, where)
         elif kind == "matrix":
@@ -144,10 +180,11 @@ def module_inputs(module: str, **kwargs: Any) -> dict[str, Any]:
         out[arg] = got.tolist() if isinstance(got, np.ndarray) and arg in ("predictions", "references") else got
         if arg in ("predictions", "references") and n is None:
             n = len(got)
-        elif arg in ("references", "groups", "counterfactual_references", "hidden", "logits", "scores") and \
-                len(got) != n and n is not None:
-            raise FairmtError(f"{module}: {arg} has {len(got)} entries but predictions has {n}; give one per example")
+        elif arg in ("references", "groups", "counterfactual_references", "hidden", "logits", "scores", "sources") and \
+                _length(got) != n and n is not None:
+            raise FairmtError(f"{module}: {arg} has {_length(got)} entries but predictions has {n}; give one per "
+                              "example")
     return out
 
 
-__all__ = ["finite_array", "labels", "matrix", "module_inputs", "sequence", "texts"]
+__all__ = ["finite_array", "groups", "labels", "matrix", "module_inputs", "sequence", "texts"]

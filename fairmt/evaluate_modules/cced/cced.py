@@ -4,6 +4,7 @@ import datasets
 import evaluate
 
 from fairmt.citations import bibtex
+from fairmt.evaluate_modules._batches import PerExampleInputs
 
 _DESCRIPTION = """Content-conditional equal-distance gap: for each tuple (a neutral text and its versions for each
 group, e.g. male/female), the distances from the neutral embedding to each group's embedding should be equal; the
@@ -25,7 +26,10 @@ Example:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class CCED(evaluate.Metric):
+class CCED(PerExampleInputs, evaluate.Metric):
+    module = "cced"
+    per_example = ()
+
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
@@ -34,13 +38,6 @@ class CCED(evaluate.Metric):
             features=datasets.Features({"predictions": datasets.Sequence(datasets.Value("float64")),
                                         "references": datasets.Sequence(datasets.Sequence(datasets.Value("float64")))}),
         )
-
-    def compute(self, *, predictions=None, references=None, **kwargs):
-        """Checks the inputs before ``evaluate`` casts them to the features (a float label would become 0 or 1, a
-        ragged or NaN vector would fail deep inside or be scored): one FairmtError (a ValueError) naming the argument."""
-        from fairmt.eval.validate import module_inputs
-
-        return super().compute(**module_inputs("cced", predictions=predictions, references=references, **kwargs))
 
     def _compute(self, predictions, references, groups=None, normalize=False, pooling="unknown"):
         from dataclasses import asdict

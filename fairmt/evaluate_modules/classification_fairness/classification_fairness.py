@@ -4,6 +4,7 @@ import datasets
 import evaluate
 
 from fairmt.citations import bibtex
+from fairmt.evaluate_modules._batches import PerExampleInputs
 
 _DESCRIPTION = """Utility and group fairness of a classifier's predictions: accuracy, F1 (the positive class's for a
 two-class task, micro-F1 for more), macro-F1, AUC-ROC when scores are given, GAP (root mean square of the per-class
@@ -14,15 +15,19 @@ given. Same numbers as `fairmt eval classification` on the same predictions."""
 _KWARGS_DESCRIPTION = """
 Args:
     predictions: predicted labels (ints or strings). references: gold labels.
-    groups: the protected group of each example.
+    groups: the protected group of each example; for intersectional groups, one tuple per example (e.g.
+        ("f", "young")) or a dict of columns ({"gender": [...], "age": [...]}): every metric is then over the
+        cross-product groups (keys "f|young") and the signature ends "|groups:x2", as `--group-columns`.
     hidden: optional (n, d) representations for leakage@h; train_hidden / train_groups / train_preds /
         train_logits: the split the leakage SVM is trained on; logits: optional (n, |Y|) logits for leakage@ŷ
-        (two classes: one column, (n, 1), is read as the positive class's sigmoid logit; any other shape
-        that is not one column per class is refused, naming it);
+        (two classes: one column, (n, 1), or a bare (n,) vector, is read as the positive class's sigmoid logit;
+        any other shape that is not one column per class is refused, naming it);
         leakage: False skips the leakage SVMs (the CLI's --no-leakage).
     scores: optional class probabilities for AUC-ROC ((n,) positive-class or (n, K) per-class).
     positive_class: the positive class of a two-class task (default the larger label).
     eo_classes: "positive" (default) or "all" (the CSCL release's convention, 2x for two classes).
+    add / add_batch: predictions, references and the per-example inputs (groups, hidden, logits, scores) may be
+        added batch by batch; compute() then scores them all, as one compute on the whole split.
 Returns:
     the fields of fairmt.eval.classification.ClassificationResult (accuracy, f1, macro_f1, auc, gap, delta_eo, ...,
     signature),
@@ -30,11 +35,17 @@ Returns:
 Example:
     >>> m = evaluate.load(fairmt.evaluate_module("classification_fairness"))
     >>> m.compute(predictions=preds, references=labels, groups=genders)["gap"]
+    >>> for p, y, g in batches:
+    ...     m.add_batch(predictions=p, references=y, groups=g)
+    >>> m.compute()["gap"]
 """
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class ClassificationFairness(evaluate.Metric):
+class ClassificationFairness(PerExampleInputs, evaluate.Metric):
+    module = "classification_fairness"
+    per_example = ("groups", "hidden", "logits", "scores")
+
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
@@ -45,13 +56,6 @@ class ClassificationFairness(evaluate.Metric):
                 datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
             ],
         )
-
-    def compute(self, *, predictions=None, references=None, **kwargs):
-        """Checks the inputs before ``evaluate`` casts them to the features (a float label would become 0 or 1, a
-        ragged or NaN vector would fail deep inside or be scored): one FairmtError (a ValueError) naming the argument."""
-        from fairmt.eval.validate import module_inputs
-
-        return super().compute(**module_inputs("classification_fairness", predictions=predictions, references=references, **kwargs))
 
     def _compute(self, predictions, references, groups=None, hidden=None, logits=None, train_hidden=None,
                  train_groups=None, train_preds=None, train_logits=None, leakage=True, seed=0, scores=None,
@@ -68,7 +72,8 @@ class ClassificationFairness(evaluate.Metric):
         with warnings.catch_warnings():  # kept in the result's "warnings", as the CLI does
             warnings.simplefilter("ignore")
             result = classification_metrics(
-                list(references), list(predictions), list(groups), hidden=hidden if leakage else None,
+                list(references), list(predictions), groups if isinstance(groups, dict) else list(groups),
+                hidden=hidden if leakage else None,
                 logits=logits if leakage else None, train_hidden=train_hidden if leakage else None,
                 train_preds=train_preds, train_logits=train_logits, train_groups=train_groups if leakage else None,
                 leakage_yhat=leakage, seed=seed, scores=scores, positive_class=positive_class,

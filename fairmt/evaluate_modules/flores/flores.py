@@ -4,6 +4,7 @@ import datasets
 import evaluate
 
 from fairmt.citations import bibtex
+from fairmt.evaluate_modules._batches import PerExampleInputs
 
 _DESCRIPTION = """Corpus spBLEU (sacrebleu BLEU on the FLORES-200 SentencePiece tokenisation) and chrF++ of
 translations against one reference each. The SentencePiece model is checked against the official FLORES-200 model
@@ -25,7 +26,10 @@ Example:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Flores(evaluate.Metric):
+class Flores(PerExampleInputs, evaluate.Metric):
+    module = "flores"
+    per_example = ()
+
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
@@ -35,13 +39,6 @@ class Flores(evaluate.Metric):
                                         "references": datasets.Value("string")}),
             reference_urls=["https://github.com/facebookresearch/flores", "https://github.com/mjpost/sacrebleu"],
         )
-
-    def compute(self, *, predictions=None, references=None, **kwargs):
-        """Checks the inputs before ``evaluate`` casts them to the features (a float label would become 0 or 1, a
-        ragged or NaN vector would fail deep inside or be scored): one FairmtError (a ValueError) naming the argument."""
-        from fairmt.eval.validate import module_inputs
-
-        return super().compute(**module_inputs("flores", predictions=predictions, references=references, **kwargs))
 
     def _compute(self, predictions, references, spm_model=None, lang_pair=""):
         from dataclasses import asdict

@@ -4,6 +4,7 @@ import datasets
 import evaluate
 
 from fairmt.citations import bibtex
+from fairmt.evaluate_modules._batches import PerExampleInputs
 
 _DESCRIPTION = """Gender accuracy on MT-GenEval's counterfactual set: a translation is correct when it contains none of
 the words that are only in the reference of the other gender (explicit accuracy: and at least one word only in its
@@ -31,7 +32,10 @@ Example:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class MTGenEval(evaluate.Metric):
+class MTGenEval(PerExampleInputs, evaluate.Metric):
+    module = "mt_geneval"
+    per_example = ("counterfactual_references",)
+
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
@@ -41,13 +45,6 @@ class MTGenEval(evaluate.Metric):
                                         "references": datasets.Value("string")}),
             reference_urls=["https://github.com/amazon-science/machine-translation-gender-eval"],
         )
-
-    def compute(self, *, predictions=None, references=None, **kwargs):
-        """Checks the inputs before ``evaluate`` casts them to the features (a float label would become 0 or 1, a
-        ragged or NaN vector would fail deep inside or be scored): one FairmtError (a ValueError) naming the argument."""
-        from fairmt.eval.validate import module_inputs
-
-        return super().compute(**module_inputs("mt_geneval", predictions=predictions, references=references, **kwargs))
 
     def _compute(self, predictions, references, counterfactual_references=None, lang="xx", split="test"):
         from dataclasses import asdict

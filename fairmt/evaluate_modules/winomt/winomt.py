@@ -4,6 +4,7 @@ import datasets
 import evaluate
 
 from fairmt.citations import bibtex
+from fairmt.evaluate_modules._batches import PerExampleInputs
 
 _DESCRIPTION = """Gender accuracy of professions in English→XX translations of the WinoMT challenge set: aligns each
 source with its translation (built-in fast_align), finds the translated profession, detects its grammatical gender
@@ -29,7 +30,10 @@ Example:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class WinoMT(evaluate.Metric):
+class WinoMT(PerExampleInputs, evaluate.Metric):
+    module = "winomt"
+    per_example = ("sources",)
+
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
@@ -39,13 +43,6 @@ class WinoMT(evaluate.Metric):
                                         "references": datasets.Value("string")}),
             reference_urls=["https://github.com/gabrielStanovsky/mt_gender"],
         )
-
-    def compute(self, *, predictions=None, references=None, **kwargs):
-        """Checks the inputs before ``evaluate`` casts them to the features (a float label would become 0 or 1, a
-        ragged or NaN vector would fail deep inside or be scored): one FairmtError (a ValueError) naming the argument."""
-        from fairmt.eval.validate import module_inputs
-
-        return super().compute(**module_inputs("winomt", predictions=predictions, references=references, **kwargs))
 
     def _compute(self, predictions, references, lang=None, sources=None, compat=None):
         from dataclasses import asdict
