@@ -192,3 +192,152 @@ def test_the_benchmark_pages_evaluate_examples_run(page, shared_data, tmp_path, 
     key, expected = PAGE_EXAMPLES[page]
     assert namespace["scores"][key] == (pytest.approx(expected) if isinstance(expected, float) else expected)
     assert capsys.readouterr().out.strip()
+
+
+# ---------------------------------------------------------------------------------------------------- issue 54
+def _split3(values):
+    """``values`` in three batches of unequal sizes (a dict of columns: each column split)."""
+    if isinstance(values, dict):
+        parts = {k: _split3(v) for k, v in values.items()}
+        return [{k: parts[k][i] for k in values} for i in range(3)]
+    n = len(values)
+    cuts = [0, n // 5, n // 2, n]
+    return [values[cuts[i]:cuts[i + 1]] for i in range(3)]
+
+
+def _batched_equals_one_compute(name, features, extras, **kwargs):
+    """``add_batch`` × 3 (the features and per-example extras split alike) then ``compute(**kwargs)`` equals one
+    ``compute`` on everything."""
+    m = _load(name)
+    whole = m.compute(**features, **extras, **kwargs)
+    split = {k: _split3(v) for k, v in {**features, **extras}.items()}
+    for i in range(3):
+        m.add_batch(**{k: v[i] for k, v in split.items()})
+    batched = m.compute(**kwargs)
+    assert batched == whole
+    return whole
+
+
+def _cls_data(n=120, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    p = np.where(rng.random(n) < 0.8, y, 1 - y)
+    g = rng.integers(0, 3, n)
+    return y.tolist(), p.tolist(), g.tolist(), rng.normal(size=(n, 4)) + g[:, None]
+
+
+def test_add_batch_then_compute_equals_one_compute_classification_fairness():
+    y, p, g, h = _cls_data()
+    z = (np.asarray(p) - 0.5 + 0.1 * h[:, 0]).tolist()  # a bare (n,) logit vector: the positive class's
+    scores = (1 / (1 + np.exp(-np.asarray(z)))).tolist()
+    res = _batched_equals_one_compute("classification_fairness", {"predictions": p, "references": y},
+                                      {"groups": g, "hidden": h.tolist(), "logits": z, "scores": scores})
+    assert res["leakage_yhat"] is not None and res["auc"] is not None and res["n"] == 120
+    # one example at a time: evaluate's add
+    m = _load("classification_fairness")
+    for pi, yi, gi in zip(p, y, g):
+        m.add(prediction=pi, reference=yi, groups=gi)
+    assert m.compute(leakage=False)["gap"] == pytest.approx(res["gap"])
+
+
+def test_add_batch_then_compute_equals_one_compute_cced():
+    rng = np.random.default_rng(1)
+    neutral, male, female = (rng.normal(size=(30, 5)) for _ in range(3))
+    _batched_equals_one_compute("cced", {"predictions": neutral.tolist(),
+                                         "references": [[m.tolist(), f.tolist()] for m, f in zip(male, female)]}, {})
+
+
+def test_add_batch_then_compute_equals_one_compute_mt_geneval():
+    m_ref = ["Er ist ein guter Arzt.", "Er ist Lehrer.", "Der Koch kocht.", "Er ist müde."]
+    f_ref = ["Sie ist eine gute Ärztin.", "Sie ist Lehrerin.", "Die Köchin kocht.", "Sie ist müde."]
+    hyps = [m_ref[0], f_ref[1], m_ref[2], m_ref[3], f_ref[0], f_ref[1], m_ref[2], f_ref[3]]
+    res = _batched_equals_one_compute("mt_geneval", {"predictions": hyps, "references": m_ref + f_ref},
+                                      {"counterfactual_references": f_ref + m_ref}, lang="de")
+    assert res["accuracy"] is not None and 0 < res["accuracy"] < 100
+
+
+def test_add_batch_then_compute_equals_one_compute_winomt():
+    gold = ["male\t1\tThe developer argued with the designer because he did not like the design.\tdeveloper",
+            "female\t1\tThe developer argued with the designer because she did not like the design.\tdeveloper",
+            "male\t1\tThe nurse met the doctor and he smiled.\tnurse",
+            "female\t1\tThe nurse met the doctor and she smiled.\tnurse",
+            "female\t1\tThe manager thanked the clerk because she was kind.\tmanager",
+            "male\t1\tThe manager thanked the clerk because he was kind.\tmanager"]
+    trans = ["Der Entwickler stritt mit dem Designer, weil er das Design nicht mochte.",
+             "Die Entwicklerin stritt mit dem Designer, weil sie das Design nicht mochte.",
+             "Der Krankenpfleger traf den Arzt und er lächelte.",
+             "Der Krankenpfleger traf den Arzt und sie lächelte.",
+             "Die Managerin dankte dem Angestellten, weil sie nett war.",
+             "Der Manager dankte dem Angestellten, weil er nett war."]
+    sources = [line.split("\t")[2] for line in gold]
+    res = _batched_equals_one_compute("winomt", {"predictions": trans, "references": gold}, {"sources": sources},
+                                      lang="de")
+    assert res["n"] == 6
+
+
+def test_add_batch_then_compute_equals_one_compute_flores(tmp_path):
+    import sentencepiece as spm
+
+    refs = ["Der Arzt sprach lange mit der Patientin.", "Die Lehrerin erklärt die Aufgabe.",
+            "Morgen fahren wir nach Berlin.", "Das Wetter war schön.", "Wir essen heute Abend zu Hause."]
+    hyps = ["Der Arzt sprach mit der Patientin.", "Die Lehrerin erklärt die Aufgaben.",
+            "Morgen fahren wir nach Berlin.", "Das Wetter ist schön.", "Heute Abend essen wir zu Hause."]
+    spm.SentencePieceTrainer.train(sentence_iterator=iter((refs + hyps) * 30), model_prefix=str(tmp_path / "s"),
+                                   vocab_size=60, model_type="bpe", character_coverage=1.0)
+    _batched_equals_one_compute("flores", {"predictions": hyps, "references": refs}, {},
+                                spm_model=str(tmp_path / "s.model"))
+
+
+def test_batches_are_checked_and_kept_consistent():
+    from fairmt.errors import FairmtError
+
+    y, p, g, _ = _cls_data(20)
+    m = _load("classification_fairness")
+    with pytest.raises(FairmtError, match=r"classification_fairness: predictions\[0\] is a float"):
+        m.add_batch(predictions=[0.7] * 10, references=y[:10], groups=g[:10])
+    m = _load("classification_fairness")
+    m.add_batch(predictions=p[:10], references=y[:10], groups=g[:10])
+    m.add_batch(predictions=p[10:], references=y[10:])
+    with pytest.raises(FairmtError, match="groups was given for 10 of the 20 examples added"):
+        m.compute()
+    m = _load("classification_fairness")
+    m.add_batch(predictions=p, references=y, groups=g)
+    with pytest.raises(FairmtError, match="groups was given to add/add_batch and to compute"):
+        m.compute(groups=g)
+    assert m.compute(leakage=False)["n"] == 20  # the refused call left the added batches as they were
+    # groups given once, at compute, for every example added: the same numbers
+    m.add_batch(predictions=p[:7], references=y[:7])
+    m.add_batch(predictions=p[7:], references=y[7:])
+    assert m.compute(groups=g, leakage=False)["gap"] == pytest.approx(
+        _load("classification_fairness").compute(predictions=p, references=y, groups=g, leakage=False)["gap"])
+    with pytest.raises(FairmtError, match="nothing to score: give predictions= and references="):
+        m.compute()
+
+
+def test_intersectional_groups_give_the_clis_numbers(tmp_path, capsys):
+    """Tuples and a dict of columns, at once or batch by batch, give `fairmt eval classification --group-columns`'s
+    numbers and signature (``groups:x2``)."""
+    y, p, g, _ = _cls_data(160, seed=3)
+    age = np.random.default_rng(4).choice(["young", "old"], 160).tolist()
+    gender = [["f", "m", "x"][v] for v in g]
+    rows = [{"label": a, "pred": b, "gender": c, "age": d} for a, b, c, d in zip(y, p, gender, age)]
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert main(["eval", "classification", "--predictions", str(tmp_path / "p.jsonl"), "--group-columns",
+                 "gender,age", "--no-leakage", "--json", str(tmp_path / "r.json")]) == 0
+    capsys.readouterr()
+    cli = json.loads((tmp_path / "r.json").read_text())
+    assert cli["signature"].endswith("|groups:x2")
+    m = _load("classification_fairness")
+    by_tuples = m.compute(predictions=p, references=y, groups=list(zip(gender, age)), leakage=False)
+    by_dict = m.compute(predictions=p, references=y, groups={"gender": gender, "age": age}, leakage=False)
+    for part in range(3):
+        sl = slice(part * 60, (part + 1) * 60)
+        m.add_batch(predictions=p[sl], references=y[sl], groups={"gender": gender[sl], "age": age[sl]})
+    batched = m.compute(leakage=False)
+    for res in (by_tuples, by_dict, batched):
+        for key in ("accuracy", "gap", "ppr_gap", "fpr_gap", "delta_eo", "n_groups",
+                    "demographic_parity_difference", "equalized_odds_difference", "equalized_odds_ratio"):
+            assert res[key] == pytest.approx(cli[key]), key
+        assert res["signature"] == cli["signature"] and res["tpr"] == cli["tpr"]
+    assert by_dict["group_attributes"] == batched["group_attributes"] == cli["group_attributes"] == ["gender", "age"]
+    assert "f|young" in cli["tpr"] and cli["n_groups"] == 6

@@ -131,9 +131,9 @@ def finite_array(value: Any, name: str) -> np.ndarray:
 
 # what each evaluate module's compute() takes, checked before `evaluate` casts the inputs to its features
 _MODULE_INPUTS: dict[str, dict[str, str]] = {
-    "classification_fairness": {"predictions": "labels", "references": "labels", "groups": "groups?",
+    "classification_fairness": {"predictions": "labels", "references": "labels", "groups": "protected?",
                                 "hidden": "matrix?", "logits": "scores?", "train_hidden": "matrix?",
-                                "train_logits": "scores?", "train_preds": "labels?", "train_groups": "groups?",
+                                "train_logits": "scores?", "train_preds": "labels?", "train_groups": "protected?",
                                 "scores": "scores?"},
     "mt_geneval": {"predictions": "texts", "references": "texts", "counterfactual_references": "texts?"},
     "winomt": {"predictions": "texts", "references": "texts", "sources": "texts?"},
@@ -160,7 +160,7 @@ def module_inputs(module: str, *, rows: int | None = None, **kwargs: Any) -> dic
         where = f"{module}: {arg}"
         if kind == "labels":
             got = labels(value, where)
-        elif kind == "groups":
+        elif kind == "protected":
             got = groups(value, where)
         elif kind == "texts":
             got = texts(value, where)

@@ -89,7 +89,7 @@ class PerExampleInputs:
         would become 0 or 1, a ragged or NaN vector would fail deep inside or be scored): one FairmtError (a
         ValueError) naming the argument."""
         state = getattr(self, "_fairmt_pending", None)
-        try:
+        try:  # a bad input leaves the added batches as they were (fix the call and compute again)
             if state is None:
                 if predictions is None and references is None:
                     raise FairmtError(f"{self.module}: nothing to score: give predictions= and references= to "
@@ -101,6 +101,7 @@ class PerExampleInputs:
                 self.add_batch(predictions=predictions, references=references,
                                **{k: kwargs.pop(k) for k in list(kwargs) if k in self.per_example})
             state = self._pending()
+            compute_given: list[str] = []  # taken back if this call fails: the stored batches stay as they were
             for key, value in list(kwargs.items()):
                 if key in self.per_example and value is not None:
                     if key in state["extra"]:
@@ -108,14 +109,20 @@ class PerExampleInputs:
                                           "one place")
                     state["extra"][key], state["given"][key] = value, state["rows"]
                     kwargs.pop(key)
-            partial = {k: n for k, n in state["given"].items() if n != state["rows"]}
-            if partial:
-                key, n = next(iter(partial.items()))
-                raise FairmtError(f"{self.module}: {key} was given for {n} of the {state['rows']} examples added; give "
-                                  "it with every add/add_batch, or with none")
-            checked = self._check(rows=state["rows"], **state["extra"], **kwargs)
+                    compute_given.append(key)
+            try:
+                partial = {k: n for k, n in state["given"].items() if n != state["rows"]}
+                if partial:
+                    key, n = next(iter(partial.items()))
+                    raise FairmtError(f"{self.module}: {key} was given for {n} of the {state['rows']} examples added; "
+                                      "give it with every add/add_batch, or with none")
+                checked = self._check(rows=state["rows"], **state["extra"], **kwargs)
+            except FairmtError:
+                for key in compute_given:
+                    state["extra"].pop(key), state["given"].pop(key)
+                raise
+            self._reset()  # from here on evaluate consumes its stored batches, whatever happens
             self._fairmt_in_compute = True
             return super().compute(**checked)
         finally:
             self._fairmt_in_compute = False
-            self._reset()
