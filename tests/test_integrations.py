@@ -53,8 +53,8 @@ def _flat_close(metrics: dict, expected: dict, tol: float = 1e-6) -> list[str]:
     return bad
 
 
-def test_evaluators_are_sentence_evaluators_with_a_lower_is_better_primary_metric(tuples_file, shared_data,
-                                                                                   monkeypatch):
+def test_evaluators_are_sentence_evaluators_with_a_greater_is_better_primary_metric(tuples_file, shared_data,
+                                                                                     monkeypatch):
     from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
     from fairmt.integrations import BiasIREvaluator, CCEDEvaluator, SEATEvaluator
@@ -62,8 +62,9 @@ def test_evaluators_are_sentence_evaluators_with_a_lower_is_better_primary_metri
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     evs = [SEATEvaluator(seat_tests="6"), CCEDEvaluator(cced_tuples=tuples_file)]  # Bias-IR's: in the next test
     assert issubclass(BiasIREvaluator, SentenceEvaluator) and all(isinstance(e, SentenceEvaluator) for e in evs)
-    assert [e.primary_metric for e in evs] == ["seat_avg_abs_effect_size", "cced_gap"]
-    assert [e.greater_is_better for e in evs] == [False, False]
+    # sentence-transformers' convention (its negative_mse): the negated bias, greater is better
+    assert [e.primary_metric for e in evs] == ["seat_negative_avg_abs_effect_size", "cced_negative_gap"]
+    assert [e.greater_is_better for e in evs] == [True, True]
     assert SEATEvaluator(tests=["6", "7"]).get_config_dict()["seat_tests"] == ["6", "7"]  # the issue's spelling
     with pytest.raises(FairmtError, match="unknown SEAT test"):
         SEATEvaluator(seat_tests="9")
@@ -89,7 +90,7 @@ def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(minilm, minilm_pa
     seat = SEATEvaluator(seat_tests="6,8b", n_samples=500, seed=3)
     cced = CCEDEvaluator(cced_tuples=tuples_file)
     bias_ir = BiasIREvaluator(bias_ir_limit=2)
-    assert (bias_ir.primary_metric, bias_ir.greater_is_better) == ("bias_ir_avg_dev", False)
+    assert (bias_ir.primary_metric, bias_ir.greater_is_better) == ("bias_ir_negative_avg_dev", True)
     got = {}
     for ev in (seat, cced, bias_ir):
         got.update(ev(minilm, output_path=str(tmp_path / "eval"), epoch=1, steps=7))
@@ -104,6 +105,9 @@ def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(minilm, minilm_pa
     for cat in cli["bias_ir"]["categories"]:
         expected[f"bias_ir_{cat['short'].lower()}_male_ratio"] = cat["male_ratio"]
     assert not _flat_close(got, expected), _flat_close(got, expected)
+    for raw, primary in (("seat_avg_abs_effect_size", "seat_negative_avg_abs_effect_size"),
+                         ("cced_gap", "cced_negative_gap"), ("bias_ir_avg_dev", "bias_ir_negative_avg_dev")):
+        assert got[primary] == -got[raw]  # the primary metric, with the raw measure beside it
     assert len(expected) >= 12 and cli["pooling"] == "model"
     # the full sections, signatures included, are the command's
     assert seat.last_result["tests"]["6"]["signature"] == cli["seat"]["tests"]["6"]["signature"]
@@ -111,8 +115,8 @@ def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(minilm, minilm_pa
     assert bias_ir.last_result["signature"] == cli["bias_ir"]["signature"]
 
     rows = list(csv.reader((tmp_path / "eval" / "cced_evaluation_results.csv").open()))
-    assert rows[0][:3] == ["epoch", "steps", "cced_gap"] and rows[1][:2] == ["1", "7"]
-    assert float(rows[1][2]) == pytest.approx(cli["cced"]["gap"], abs=1e-6)
+    assert rows[0][:4] == ["epoch", "steps", "cced_negative_gap", "cced_gap"] and rows[1][:2] == ["1", "7"]
+    assert float(rows[1][3]) == pytest.approx(cli["cced"]["gap"], abs=1e-6)
     cced(minilm, output_path=str(tmp_path / "eval"), epoch=2, steps=9)  # appended, header once
     assert len(list(csv.reader((tmp_path / "eval" / "cced_evaluation_results.csv").open()))) == 3
     assert (tmp_path / "eval" / "seat_evaluation_results.csv").is_file()
@@ -132,12 +136,14 @@ def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(minilm, minilm_pa
     named = CCEDEvaluator(cced_tuples=tuples_file, pooling="mean", name="heldout")
     metrics = named(minilm)
     assert metrics["heldout_cced_gap"] == pytest.approx(json.loads((tmp_path / "mean.json").read_text())["cced"]["gap"], abs=1e-6)
-    assert named.primary_metric == "heldout_cced_gap"
+    assert named.primary_metric == "heldout_cced_negative_gap"
     assert abs(metrics["heldout_cced_gap"] - got["cced_gap"]) > 1e-4  # another pooling, another number
 
 
-def test_a_two_step_sentence_transformers_training_logs_and_selects_by_the_cced_gap(minilm_path, tuples_file,
-                                                                                  tmp_path):
+def test_a_two_step_sentence_transformers_training_keeps_the_least_biased_checkpoint(minilm_path, tuples_file,
+                                                                                   tmp_path):
+    """Only ``metric_for_best_model`` set (the Trainer's ``greater_is_better`` then defaults to True): the checkpoint
+    kept is the one with the smallest CCED gap, not the largest."""
     from datasets import Dataset
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
@@ -154,18 +160,43 @@ def test_a_two_step_sentence_transformers_training_logs_and_selects_by_the_cced_
     args = SentenceTransformerTrainingArguments(
         output_dir=str(out), max_steps=2, per_device_train_batch_size=4, learning_rate=5e-4, eval_strategy="steps",
         eval_steps=1, save_strategy="steps", save_steps=1, load_best_model_at_end=True,
-        metric_for_best_model="eval_cced_gap", greater_is_better=False, report_to=[], use_cpu=True,
+        metric_for_best_model="eval_cced_negative_gap", report_to=[], use_cpu=True,
         disable_tqdm=True, save_only_model=True, logging_steps=1)
+    assert args.greater_is_better is True  # nothing else was said
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train,
                                          loss=MultipleNegativesRankingLoss(model),
                                          evaluator=CCEDEvaluator(cced_tuples=tuples_file))
     trainer.train()
     gaps = {h["step"]: h["eval_cced_gap"] for h in trainer.state.log_history if "eval_cced_gap" in h}
     assert sorted(gaps) == [1, 2] and gaps[1] != gaps[2]  # logged at both evaluations, and training moved it
-    best_step = min(gaps, key=gaps.get)
-    assert trainer.state.best_metric == pytest.approx(gaps[best_step])
+    best_step = min(gaps, key=gaps.get)  # the least biased
+    assert trainer.state.best_metric == pytest.approx(-gaps[best_step])
     assert trainer.state.best_model_checkpoint.endswith(f"checkpoint-{best_step}")
     # the best checkpoint was loaded back: the model now scores that step's gap
     assert CCEDEvaluator(cced_tuples=tuples_file)(trainer.model)["cced_gap"] == pytest.approx(gaps[best_step],
                                                                                                abs=1e-6)
     assert (out / "eval" / "cced_evaluation_results.csv").is_file()
+
+
+def test_a_list_of_evaluators_is_greater_is_better(minilm, tuples_file, tmp_path):
+    """sentence-transformers wraps a list in a SequentialEvaluator: its ``sequential_score`` (the last evaluator's
+    primary metric) is then the negated gap, greater is better, as the SequentialEvaluator declares."""
+    from sentence_transformers.base.evaluation.sequential import SequentialEvaluator
+
+    from fairmt.integrations import CCEDEvaluator
+
+    seq = SequentialEvaluator([CCEDEvaluator(cced_tuples=tuples_file, name="a"),
+                               CCEDEvaluator(cced_tuples=tuples_file, pooling="mean", name="b")])
+    res = seq(minilm)
+    assert seq.greater_is_better is True and seq.primary_metric == "sequential_score"
+    assert res["sequential_score"] == res["b_cced_negative_gap"] == -res["b_cced_gap"] < 0
+
+
+def test_a_csv_of_other_settings_is_refused_naming_it(minilm, tuples_file, tmp_path):
+    """The CSV rule (docs/sentence-transformers.md): rows are never appended under other columns."""
+    from fairmt.integrations import CCEDEvaluator
+
+    (tmp_path / "cced_evaluation_results.csv").write_text("epoch,steps,cced_gap\n0,1,0.5\n", encoding="utf-8")
+    with pytest.raises(FairmtError, match="cced_evaluation_results.csv has the columns .* written with other settings"):
+        CCEDEvaluator(cced_tuples=tuples_file)(minilm, output_path=str(tmp_path))
+    assert "new_cced_negative_gap" in CCEDEvaluator(cced_tuples=tuples_file, name="new")(minilm, output_path=str(tmp_path))

@@ -9,9 +9,13 @@ full result (with its signature) in ``last_result``. The suite is scored by the 
 constructor keywords are the command's options (``--seat-tests`` → ``seat_tests``, ``--n-samples`` →
 ``n_samples``, ...), with the same defaults.
 
-All three measure a bias, so lower is better: ``greater_is_better = False`` and ``primary_metric`` is the suite's
-headline number (``seat_avg_abs_effect_size``, ``cced_gap``, ``bias_ir_avg_dev``). Select checkpoints with
-``metric_for_best_model="eval_cced_gap", greater_is_better=False`` (the Trainer prefixes ``eval_``)::
+All three measure a bias (lower is better), and they follow sentence-transformers' convention that every primary
+metric is greater-is-better (its ``negative_mse``): the primary metric is the negated headline number
+(``seat_negative_avg_abs_effect_size``, ``cced_negative_gap``, ``bias_ir_negative_avg_dev``), ``greater_is_better``
+is True, and the raw measures are kept beside it (``cced_gap``, ...). So ``metric_for_best_model`` alone keeps the
+LEAST biased checkpoint (the Trainer's ``greater_is_better`` defaults to True for any metric not named ``*loss``),
+and a list of evaluators (a ``SequentialEvaluator``, whose ``sequential_score`` is the last primary metric) is
+greater-is-better too::
 
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
     from fairmt.integrations import CCEDEvaluator, SEATEvaluator
@@ -19,6 +23,14 @@ headline number (``seat_avg_abs_effect_size``, ``cced_gap``, ``bias_ir_avg_dev``
     model = SentenceTransformer("sentence-transformers/all-MiniLM-L6-v2")
     evaluator = [CCEDEvaluator(cced_tuples="heldout.jsonl"), SEATEvaluator(seat_tests="6,7,8", n_samples=10_000)]
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train, evaluator=evaluator)
+    # args: metric_for_best_model="eval_cced_negative_gap", load_best_model_at_end=True
+
+(Selecting by a raw measure, ``eval_cced_gap``, needs ``greater_is_better=False`` in the arguments.)
+
+The CSV rule: each call appends a row to ``<output_path>/<suite>_evaluation[_<name>]_results.csv``; a CSV already
+there with other columns (written with other settings: other SEAT tests, other groups, an older fairmt) is never
+appended to with misaligned rows: the call raises a FairmtError naming the file, which ends ``train()`` at the
+first evaluation. Give another ``output_dir``, a ``name=`` (its own CSV), or ``write_csv=False``.
 """
 
 from __future__ import annotations
@@ -61,8 +73,9 @@ class _SuiteEvaluator(SentenceEvaluator):
             raise FairmtError(f"batch_size must be ≥ 1, got {batch_size}")
         self.pooling, self.batch_size, self.device = pooling, int(batch_size), device
         self.name, self.write_csv, self.show_progress_bar = name, write_csv, show_progress_bar
-        self.greater_is_better = False  # every metric here measures a bias
-        self.primary_metric = f"{self.suite}_{self.headline}"
+        # sentence-transformers' convention: a greater-is-better primary metric (the negated bias), raw ones beside
+        self.greater_is_better = True
+        self.primary_metric = f"{self.suite}_negative_{self.headline}"
         self.csv_file = f"{self.suite}_evaluation" + (f"_{name}" if name else "") + "_results.csv"
         self.last_result: dict | None = None
 
@@ -84,7 +97,8 @@ class _SuiteEvaluator(SentenceEvaluator):
                 module.train()
         section["pooling"] = runner.pooling
         self.last_result = section
-        metrics = {f"{self.suite}_{k}": float(v) for k, v in flat.items()}
+        metrics = {f"{self.suite}_negative_{self.headline}": -float(flat[self.headline]),
+                   **{f"{self.suite}_{k}": float(v) for k, v in flat.items()}}
         if output_path is not None and self.write_csv:
             self._write_csv(output_path, epoch, steps, metrics)
         metrics = self.prefix_name_to_metrics(metrics, self.name)
@@ -121,8 +135,9 @@ class _SuiteEvaluator(SentenceEvaluator):
 
 
 class SEATEvaluator(_SuiteEvaluator):
-    """SEAT (May et al., 2019) effect sizes and permutation p-values; primary metric ``seat_avg_abs_effect_size``
-    (mean |d| over the tests, lower is better). Also ``seat_<test>_effect_size`` and ``seat_<test>_p_value``.
+    """SEAT (May et al., 2019) effect sizes and permutation p-values; primary metric
+    ``seat_negative_avg_abs_effect_size`` (minus the mean |d| over the tests: greater is better), beside the raw
+    ``seat_avg_abs_effect_size``. Also ``seat_<test>_effect_size`` and ``seat_<test>_p_value``.
 
     Args:
         seat_tests: the tests (``"6,6b,7"`` or a list; default all six gender tests). ``tests`` is the same.
@@ -156,7 +171,8 @@ class SEATEvaluator(_SuiteEvaluator):
 
 class CCEDEvaluator(_SuiteEvaluator):
     """The CCED gap (content-conditional equal distance, the CCD paper's metric) on held-out tuples; primary metric
-    ``cced_gap`` (lower is better). Also ``cced_<a>_<b>_gap`` per pair of groups and ``cced_<g>_distance``.
+    ``cced_negative_gap`` (minus the gap: greater is better), beside the raw ``cced_gap``. Also ``cced_<a>_<b>_gap``
+    per pair of groups and ``cced_<g>_distance``.
 
     Args:
         cced_tuples: JSONL of ``{"neutral", "male", "female", ...}`` tuples (a path).
@@ -185,7 +201,8 @@ class CCEDEvaluator(_SuiteEvaluator):
 
 class BiasIREvaluator(_SuiteEvaluator):
     """Grep-BiasIR (Krieg et al., 2023): the male ratio of the top-ranked gendered document per category; primary
-    metric ``bias_ir_avg_dev`` (mean |ratio − 0.5|, lower is better). Also ``bias_ir_<category>_male_ratio`` and
+    metric ``bias_ir_negative_avg_dev`` (minus the mean |ratio − 0.5|: greater is better), beside the raw
+    ``bias_ir_avg_dev``. Also ``bias_ir_<category>_male_ratio`` and
     ``bias_ir_male_ratio_all``.
 
     Args:

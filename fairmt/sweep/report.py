@@ -339,9 +339,9 @@ def front_auc(settings: list[dict[str, Any]], spec, percent: bool, splits: list[
             continue
         scale = 100.0 if (percent and split in ("dev", "test")) else 1.0
         p_vals = [s["mean"][names[0]] / scale for s in rows]
-        f_vals = [1.0 - s["mean"][names[1]] / scale for s in rows]
+        g_vals = [s["mean"][names[1]] / scale for s in rows]  # a GAP above 1 enters in the bounded form
         try:
-            res = performance_fairness_auc(p_vals, f_vals)
+            res = performance_fairness_auc(p_vals, gap=g_vals)
         except FairmtError as err:
             out[split] = {"unavailable": str(err)}
             continue
