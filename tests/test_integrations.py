@@ -200,3 +200,85 @@ def test_a_csv_of_other_settings_is_refused_naming_it(minilm, tuples_file, tmp_p
     with pytest.raises(FairmtError, match="cced_evaluation_results.csv has the columns .* written with other settings"):
         CCEDEvaluator(cced_tuples=tuples_file)(minilm, output_path=str(tmp_path))
     assert "new_cced_negative_gap" in CCEDEvaluator(cced_tuples=tuples_file, name="new")(minilm, output_path=str(tmp_path))
+
+
+# ---------------------------------------------------------------------------------- CCD as a sentence-transformers loss
+def test_ccd_loss_term_is_fairmt_losses_ccd_loss(minilm_path, tuples_file):
+    """The wrapper's CCD term is :func:`fairmt.losses.ccd.ccd_loss` on the model's embeddings (one implementation),
+    with ρ estimated by :func:`fairmt.losses.ccd.estimate_rho` from the frozen model's distances."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from fairmt.integrations import CCDLoss
+    from fairmt.losses.ccd import ccd_loss, estimate_rho, tuple_distances
+
+    model = SentenceTransformer(minilm_path, device="cpu").eval()
+    loss = CCDLoss(model, None, tuples_file, weight=2.0, beta=0.5, tuples_per_step=len(TUPLES), seed=1)
+    order = loss._order[:len(TUPLES)]
+
+    def enc(texts):
+        return model.encode(texts, convert_to_tensor=True)
+
+    rows = [TUPLES[i] for i in order]
+    neutral = enc([r["neutral"] for r in rows])
+    groups = torch.stack([enc([r["male"] for r in rows]), enc([r["female"] for r in rows])], dim=1)
+    all_neutral = enc([t["neutral"] for t in TUPLES])
+    all_groups = torch.stack([enc([t["male"] for t in TUPLES]), enc([t["female"] for t in TUPLES])], dim=1)
+    assert loss.rho == pytest.approx(estimate_rho(tuple_distances(all_neutral, all_groups).flatten(), "median"), rel=1e-5)
+    with torch.no_grad():
+        out = loss()
+    want = ccd_loss(neutral, groups, neutral, rho=loss.rho, beta=0.5)
+    assert set(out) == {"ccd_bias", "ccd_rep"}
+    assert float(out["ccd_bias"]) == pytest.approx(2.0 * float(want.bias), rel=1e-5) and float(want.bias) > 0
+    assert float(out["ccd_rep"]) == pytest.approx(0.0, abs=1e-5)  # the frozen copy is the model, untrained
+    with pytest.raises(FairmtError, match="weight must be > 0"):
+        CCDLoss(model, None, tuples_file, weight=0)
+    with pytest.raises(FairmtError, match="at least two groups"):
+        CCDLoss(model, None, [{"neutral": "a", "male": "b"}])
+
+
+def test_ccd_loss_trains_inside_a_sentence_transformers_trainer(minilm_path, tuples_file, tmp_path):
+    """Wrapping MultipleNegativesRankingLoss: the Trainer trains on the sum, logs the components, the gradients reach
+    the encoder, and the CCD bias of the tuples goes down."""
+    import torch
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+
+    from fairmt.integrations import CCDLoss
+    from fairmt.losses.ccd import ccd_bias_loss
+
+    model = SentenceTransformer(minilm_path, device="cpu")
+    loss = CCDLoss(model, MultipleNegativesRankingLoss(model), tuples_file, weight=20.0,
+                   tuples_per_step=len(TUPLES))
+
+    def bias_now() -> float:
+        model.eval()
+        with torch.no_grad():
+            enc = lambda key: model.encode([t[key] for t in TUPLES], convert_to_tensor=True)  # noqa: E731
+            return float(ccd_bias_loss(enc("neutral"), torch.stack([enc("male"), enc("female")], 1), loss.rho))
+
+    before = bias_now()
+    # one backward by hand: the CCD term alone reaches the encoder's weights
+    model.train()
+    model.zero_grad()
+    parts = CCDLoss(model, None, tuples_file, rho=loss.rho, tuples_per_step=len(TUPLES))()
+    (parts["ccd_bias"] + parts["ccd_rep"]).backward()
+    grads = [p.grad for n, p in model.named_parameters() if "encoder.layer.0." in n and p.grad is not None]
+    assert grads and any(float(g.abs().sum()) > 0 for g in grads)
+    model.zero_grad()
+
+    train = Dataset.from_dict({"anchor": ["A doctor treats patients.", "A nurse helps people.",
+                                          "The engineer built a bridge.", "The teacher explains maths."],
+                               "positive": ["She is a physician.", "He cares for the sick.",
+                                            "Bridges are built by engineers.", "Maths is taught at school."]})
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(tmp_path / "run"), max_steps=6, per_device_train_batch_size=4, learning_rate=2e-4,
+        report_to=[], use_cpu=True, disable_tqdm=True, save_strategy="no", logging_steps=1, seed=0)
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train, loss=loss)
+    trainer.train()
+    logged = [h for h in trainer.state.log_history if "ccd_bias" in h]
+    assert len(logged) == 6 and all("base" in h for h in logged)  # each component logged at every step
+    after = bias_now()
+    assert after < before, (before, after)

@@ -3,6 +3,9 @@
 * sentence-transformers: :class:`SEATEvaluator`, :class:`CCEDEvaluator`, :class:`BiasIREvaluator` — subclasses of
   its ``SentenceEvaluator`` for ``SentenceTransformerTrainer(evaluator=...)`` or ``model.evaluate``; the numbers of
   ``fairmt eval embeddings`` on the same model and settings (:mod:`fairmt.integrations.st_evaluators`).
+* sentence-transformers: :class:`CCDLoss` — a loss for ``SentenceTransformerTrainer(loss=...)`` that wraps the
+  user's own loss and adds CCD's debiasing term on tuples (:mod:`fairmt.integrations.st_losses`), beside the Trainer
+  swap :class:`fairmt.trainers.ccd.CCDTrainer`.
 * transformers: :class:`GenEvalCallback` — MT-GenEval accuracy, explicit accuracy and ΔG on the dev split at every
   evaluation of any ``Seq2SeqTrainer``, in the Trainer's metrics (``metric_for_best_model``); it lives in
   :mod:`fairmt.model_eval.callbacks`.
@@ -19,6 +22,7 @@ _LAZY = {
     "SEATEvaluator": "fairmt.integrations.st_evaluators",
     "CCEDEvaluator": "fairmt.integrations.st_evaluators",
     "BiasIREvaluator": "fairmt.integrations.st_evaluators",
+    "CCDLoss": "fairmt.integrations.st_losses",
     "GenEvalCallback": "fairmt.model_eval.callbacks",
 }
 
@@ -26,6 +30,7 @@ __all__ = sorted(_LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
     from fairmt.integrations.st_evaluators import BiasIREvaluator, CCEDEvaluator, SEATEvaluator
+    from fairmt.integrations.st_losses import CCDLoss
     from fairmt.model_eval.callbacks import GenEvalCallback
 
 
