@@ -140,42 +140,46 @@ def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(minilm, minilm_pa
     assert abs(metrics["heldout_cced_gap"] - got["cced_gap"]) > 1e-4  # another pooling, another number
 
 
-def test_a_two_step_sentence_transformers_training_keeps_the_least_biased_checkpoint(minilm_path, tuples_file,
-                                                                                   tmp_path):
-    """Only ``metric_for_best_model`` set (the Trainer's ``greater_is_better`` then defaults to True): the checkpoint
-    kept is the one with the smallest CCED gap, not the largest."""
-    from datasets import Dataset
-    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
-    from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+PAGE = "docs/sentence-transformers.md"
 
+
+def _run_page_block(test_name: str, folder, minilm_path=None) -> dict:
+    """The page's block marked ``runs-in: tests/test_integrations.py::<test_name>``, run as a reader runs it, in
+    ``folder`` after the page's tuples file was written there; its namespace."""
+    import os
+
+    from doc_blocks import ROOT, block_after
+
+    code = block_after(PAGE, f"<!-- runs-in: tests/test_integrations.py::{test_name} -->")
+    (folder / "tuples.jsonl").write_text("".join(json.dumps(t) + "\n" for t in TUPLES), encoding="utf-8")
+    namespace: dict = {"__name__": "__docs__"}
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        exec(compile(code, str(ROOT / PAGE), "exec"), namespace)  # noqa: S102 - the page's own code
+    finally:
+        os.chdir(cwd)
+    return namespace
+
+
+@pytest.mark.slow
+def test_a_two_step_sentence_transformers_training_keeps_the_least_biased_checkpoint(minilm_path, tmp_path):
+    """The page's one-line setup: only ``metric_for_best_model`` set (the Trainer's ``greater_is_better`` then
+    defaults to True), the checkpoint kept is the one with the smallest CCED gap, not the largest."""
     from fairmt.integrations import CCEDEvaluator
 
-    model = SentenceTransformer(minilm_path, device="cpu")
-    train = Dataset.from_dict({"anchor": ["A doctor treats patients.", "A nurse helps people.",
-                                          "The engineer built a bridge.", "The teacher explains maths."],
-                               "positive": ["She is a physician.", "He cares for the sick.",
-                                            "Bridges are built by engineers.", "Maths is taught at school."]})
-    out = tmp_path / "run"
-    args = SentenceTransformerTrainingArguments(
-        output_dir=str(out), max_steps=2, per_device_train_batch_size=4, learning_rate=5e-4, eval_strategy="steps",
-        eval_steps=1, save_strategy="steps", save_steps=1, load_best_model_at_end=True,
-        metric_for_best_model="eval_cced_negative_gap", report_to=[], use_cpu=True,
-        disable_tqdm=True, save_only_model=True, logging_steps=1)
+    ns = _run_page_block("test_a_two_step_sentence_transformers_training_keeps_the_least_biased_checkpoint", tmp_path)
+    trainer, args = ns["trainer"], ns["args"]
     assert args.greater_is_better is True  # nothing else was said
-    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train,
-                                         loss=MultipleNegativesRankingLoss(model),
-                                         evaluator=CCEDEvaluator(cced_tuples=tuples_file))
-    trainer.train()
     gaps = {h["step"]: h["eval_cced_gap"] for h in trainer.state.log_history if "eval_cced_gap" in h}
     assert sorted(gaps) == [1, 2] and gaps[1] != gaps[2]  # logged at both evaluations, and training moved it
     best_step = min(gaps, key=gaps.get)  # the least biased
     assert trainer.state.best_metric == pytest.approx(-gaps[best_step])
     assert trainer.state.best_model_checkpoint.endswith(f"checkpoint-{best_step}")
     # the best checkpoint was loaded back: the model now scores that step's gap
-    assert CCEDEvaluator(cced_tuples=tuples_file)(trainer.model)["cced_gap"] == pytest.approx(gaps[best_step],
-                                                                                               abs=1e-6)
-    assert (out / "eval" / "cced_evaluation_results.csv").is_file()
+    assert CCEDEvaluator(cced_tuples=tmp_path / "tuples.jsonl")(trainer.model)["cced_gap"] == pytest.approx(
+        gaps[best_step], abs=1e-6)
+    assert (tmp_path / "run" / "eval" / "cced_evaluation_results.csv").is_file()
 
 
 def test_a_list_of_evaluators_is_greater_is_better(minilm, tuples_file, tmp_path):
@@ -237,48 +241,33 @@ def test_ccd_loss_term_is_fairmt_losses_ccd_loss(minilm_path, tuples_file):
         CCDLoss(model, None, [{"neutral": "a", "male": "b"}])
 
 
+@pytest.mark.slow
 def test_ccd_loss_trains_inside_a_sentence_transformers_trainer(minilm_path, tuples_file, tmp_path):
-    """Wrapping MultipleNegativesRankingLoss: the Trainer trains on the sum, logs the components, the gradients reach
-    the encoder, and the CCD bias of the tuples goes down."""
+    """The page's CCDLoss block, wrapping MultipleNegativesRankingLoss: the Trainer trains on the sum and logs the
+    components at every step, the CCD term's gradients reach the encoder, and the CCD bias of the tuples goes down."""
     import torch
-    from datasets import Dataset
-    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
-    from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+    from sentence_transformers import SentenceTransformer
 
     from fairmt.integrations import CCDLoss
     from fairmt.losses.ccd import ccd_bias_loss
 
-    model = SentenceTransformer(minilm_path, device="cpu")
-    loss = CCDLoss(model, MultipleNegativesRankingLoss(model), tuples_file, weight=20.0,
-                   tuples_per_step=len(TUPLES))
-
-    def bias_now() -> float:
+    def bias(model, rho) -> float:
         model.eval()
         with torch.no_grad():
             enc = lambda key: model.encode([t[key] for t in TUPLES], convert_to_tensor=True)  # noqa: E731
-            return float(ccd_bias_loss(enc("neutral"), torch.stack([enc("male"), enc("female")], 1), loss.rho))
+            return float(ccd_bias_loss(enc("neutral"), torch.stack([enc("male"), enc("female")], 1), rho))
 
-    before = bias_now()
-    # one backward by hand: the CCD term alone reaches the encoder's weights
-    model.train()
-    model.zero_grad()
-    parts = CCDLoss(model, None, tuples_file, rho=loss.rho, tuples_per_step=len(TUPLES))()
+    # one backward by hand: the CCD term alone reaches the encoder's first layer
+    fresh = SentenceTransformer(minilm_path, device="cpu").train()
+    parts = CCDLoss(fresh, None, tuples_file, tuples_per_step=len(TUPLES))()
     (parts["ccd_bias"] + parts["ccd_rep"]).backward()
-    grads = [p.grad for n, p in model.named_parameters() if "encoder.layer.0." in n and p.grad is not None]
+    grads = [p.grad for n, p in fresh.named_parameters() if "encoder.layer.0." in n and p.grad is not None]
     assert grads and any(float(g.abs().sum()) > 0 for g in grads)
-    model.zero_grad()
 
-    train = Dataset.from_dict({"anchor": ["A doctor treats patients.", "A nurse helps people.",
-                                          "The engineer built a bridge.", "The teacher explains maths."],
-                               "positive": ["She is a physician.", "He cares for the sick.",
-                                            "Bridges are built by engineers.", "Maths is taught at school."]})
-    args = SentenceTransformerTrainingArguments(
-        output_dir=str(tmp_path / "run"), max_steps=6, per_device_train_batch_size=4, learning_rate=2e-4,
-        report_to=[], use_cpu=True, disable_tqdm=True, save_strategy="no", logging_steps=1, seed=0)
-    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train, loss=loss)
-    trainer.train()
+    ns = _run_page_block("test_ccd_loss_trains_inside_a_sentence_transformers_trainer", tmp_path)
+    trainer, loss = ns["trainer"], ns["loss"]
     logged = [h for h in trainer.state.log_history if "ccd_bias" in h]
-    assert len(logged) == 6 and all("base" in h for h in logged)  # each component logged at every step
-    after = bias_now()
+    assert len(logged) == 6 and all("base" in h and "ccd_rep" in h for h in logged)  # every component, every step
+    before = bias(SentenceTransformer(minilm_path, device="cpu"), loss.rho)  # the model the page started from
+    after = bias(ns["model"], loss.rho)
     assert after < before, (before, after)
