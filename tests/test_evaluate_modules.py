@@ -341,3 +341,24 @@ def test_intersectional_groups_give_the_clis_numbers(tmp_path, capsys):
         assert res["signature"] == cli["signature"] and res["tpr"] == cli["tpr"]
     assert by_dict["group_attributes"] == batched["group_attributes"] == cli["group_attributes"] == ["gender", "age"]
     assert "f|young" in cli["tpr"] and cli["n_groups"] == 6
+
+
+def test_the_classification_pages_batched_example_runs(tmp_path, monkeypatch, capsys):
+    """docs/benchmarks/classification.md's add_batch block (``runs-in: tests/test_evaluate_modules.py::batched``):
+    it prints, and gives one compute's numbers on the whole split, intersectional signature included."""
+    from doc_blocks import ROOT, block_after
+
+    page = "docs/benchmarks/classification.md"
+    monkeypatch.chdir(tmp_path)
+    code = block_after(page, "<!-- runs-in: tests/test_evaluate_modules.py::batched -->")
+    namespace: dict = {"__name__": "__docs__"}
+    exec(compile(code, str(ROOT / page), "exec"), namespace)  # noqa: S102 - the page's own code
+    assert capsys.readouterr().out.strip()
+    whole = _load("classification_fairness").compute(
+        predictions=[1, 0, 1, 1, 0, 0, 1, 0], references=[1, 0, 0, 1, 0, 1, 1, 0],
+        groups=list(zip(["f", "f", "m", "m"] * 2, ["young", "old", "young", "old", "old", "young", "old", "young"])),
+        leakage=False)
+    got = namespace["scores"]
+    for key in ("gap", "accuracy", "demographic_parity_difference", "equalized_odds_difference", "signature"):
+        assert got[key] == whole[key], key
+    assert got["signature"].endswith("|groups:x2")

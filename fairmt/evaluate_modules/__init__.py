@@ -3,7 +3,11 @@
 >>> import evaluate, fairmt
 >>> winomt = evaluate.load(fairmt.evaluate_module("winomt"))
 
-Each module's ``compute`` calls the same fairmt evaluator as the CLI and returns the same numbers and signature.
+Each module's ``compute`` calls the same fairmt evaluator as the CLI and returns the same numbers and signature. As
+every ``evaluate`` metric, each also takes ``add`` / ``add_batch`` then ``compute()``, with the same numbers as one
+``compute`` on everything; the per-example inputs that are not ``evaluate`` features (``groups``, ``hidden``,
+``logits``, ``scores`` of ``classification_fairness``, ``counterfactual_references`` of ``mt_geneval``, ``sources``
+of ``winomt``) come with each batch (:mod:`fairmt.evaluate_modules._batches`).
 """
 
 from __future__ import annotations

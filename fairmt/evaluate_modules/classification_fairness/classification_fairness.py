@@ -29,9 +29,9 @@ Args:
     add / add_batch: predictions, references and the per-example inputs (groups, hidden, logits, scores) may be
         added batch by batch; compute() then scores them all, as one compute on the whole split.
 Returns:
-    the fields of fairmt.eval.classification.ClassificationResult (accuracy, f1, macro_f1, auc, gap, delta_eo, ...,
-    signature),
-    rates in percent as the CLI reports them ("scale": "percent").
+    the fields of fairmt.eval.classification.ClassificationResult (accuracy, f1, macro_f1, auc, gap, delta_eo,
+    fairlearn's demographic_parity_difference / _ratio and equalized_odds_difference / _ratio (worst case and
+    _mean), ..., signature), rates in percent as the CLI reports them ("scale": "percent").
 Example:
     >>> m = evaluate.load(fairmt.evaluate_module("classification_fairness"))
     >>> m.compute(predictions=preds, references=labels, groups=genders)["gap"]
