@@ -42,8 +42,8 @@ def test_write_and_parse_back(tmp_path):
     card = ModelCard.load(readme)
     assert card.data.model_name == "small100-gacl-de" and card.data.base_model == "alirezamsh/small100"
     by = {(e.dataset_type, e.metric_type): e for e in card.data.eval_results}
-    assert by[("mt_geneval", "accuracy")].metric_value == round(g.accuracy, 2) == 50.0  # pair-level: 1 of 2 pairs
-    assert by[("mt_geneval", "explicit_delta_g")].metric_value == round(g.explicit_delta_g, 2)
+    assert by[("mt_geneval", "accuracy")].metric_value == g.accuracy == 50.0  # pair-level: 1 of 2 pairs
+    assert by[("mt_geneval", "explicit_delta_g")].metric_value == g.explicit_delta_g  # full precision
     assert by[("mt_geneval", "accuracy")].metric_args["signature"] == g.signature
     assert by[("mt_geneval", "accuracy")].dataset_split == "test"
     assert by[("facebook/flores", "bleu")].metric_value == 36.04

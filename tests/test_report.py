@@ -502,7 +502,7 @@ def test_push_dry_run_of_a_sweep_takes_the_selected_runs_results_and_method(mixe
     out = tmp_path / "card"
     assert main(["push", str(_model_dir(tmp_path)), "me/fcl", "--results", str(sweep), "--dry-run", str(out)]) == 0
     entries = {e["metric_name"]: e["metric_value"] for e in read_eval_results(out / "README.md")}
-    assert entries["Performance Acc. (%)"] == round(run["test"]["accuracy"], 2)
+    assert entries["Performance Acc. (%)"] == pytest.approx(run["test"]["accuracy"], rel=1e-12)  # full precision
     assert "{shen2022fcl," in (out / "README.md").read_text()  # the method the selected run says
 
 
