@@ -158,7 +158,7 @@ def test_hostile_run_name_and_signature_show_as_text_in_the_preview_card(tmp_pat
     assert "<img" not in body and "\x1b" not in text and "\x07" not in text
     assert not any(line.startswith("# heading") for line in text.splitlines())
     shown = "&lt;img src=x onerror=alert(1)&gt;\\\\x0a\\# heading \\\\x1b\\]0;x\\\\x07"
-    assert f"(run {shown})" in body and body.count(shown) == 2  # the run's name and the signature, as text
+    assert f"(run {shown})" in body and body.count(shown) == 5  # the run's name and the 4 rows' signature, as text
     assert markdown_text("a|b_[c](d)`e`*") == "a\\|b\\_\\[c\\](d)\\`e\\`\\*"
     card = ModelCard.load(out / "README.md")  # the YAML still parses, the signature on one line
     sig = card.data.eval_results[0].metric_args["signature"]

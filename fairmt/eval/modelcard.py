@@ -50,12 +50,13 @@ FLORES_DATASET = (HUB_DATASET_IDS["flores"], "FLORES-200")
 HELD_OUT_DATASET = ("fairmt_demo_held_out", "fairmt demo held-out sentences")
 
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7f, *range(0x80, 0xa0))}
-_CONTROL.update({0x2028: "\\u2028", 0x2029: "\\u2029", 0x85: "\\x85"})
+_CONTROL.update({c: f"\\u{c:04x}" for c in (0x2028, 0x2029, *range(0x202a, 0x202f), *range(0x2066, 0x206a))})
 
 
 def plain_text(value: Any) -> str:
     """``value`` as one line of plain text: every control character (newline, tab, ESC of a terminal escape, ...)
-    shown as its ``\\xNN`` escape, so a string from a result file can neither start a line nor drive a terminal."""
+    shown as its ``\\xNN`` escape and the line separators and bidirectional overrides as ``\\uNNNN``, so a string
+    from a result file can neither start a line, drive a terminal nor reorder the text around it."""
     return str(value).translate(_CONTROL)
 
 
