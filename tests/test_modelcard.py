@@ -58,6 +58,18 @@ def test_write_and_parse_back(tmp_path):
     assert len(read_eval_results(readme)) == 5 + 2 + 4  # MT-GenEval: accuracy, explicit, ΔG, E-ΔG
 
 
+def test_write_model_card_writes_the_eval_results_beside_the_card(tmp_path):
+    """Issue 54: the Python API writes the `.eval_results` files too (FLORES-200 is on the Hub, MT-GenEval is not)."""
+    import yaml
+    from huggingface_hub import parse_eval_result_entries
+
+    write_model_card(tmp_path / "m", [_geneval(), _flores(True)], model_name="m", repo_id="me/m")
+    (name,) = [p.name for p in (tmp_path / "m" / ".eval_results").iterdir()]
+    entries = parse_eval_result_entries(yaml.safe_load((tmp_path / "m" / ".eval_results" / name).read_text()))
+    assert name == "facebook__flores.yaml" and sorted(e.value for e in entries) == [36.04, 55.1]
+    assert {e.source_url for e in entries} == {"https://huggingface.co/me/m"}
+
+
 def test_nonstandard_bleu_never_called_spbleu(tmp_path):
     readme = write_model_card(tmp_path, [_flores(False)], model_name="m")
     entries = read_eval_results(readme)

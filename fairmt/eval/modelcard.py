@@ -559,8 +559,11 @@ def write_model_card(
     languages: Sequence[str] | None = None,
     license: str | None = None,
     method: str | None = "gacl",
+    repo_id: str | None = None,
 ) -> Path:
-    """Create or update ``README.md`` (``path`` may be the model folder or the file) with ``results``.
+    """Create or update ``README.md`` (``path`` may be the model folder or the file) with ``results``, and beside it
+    the ``.eval_results/*.yaml`` files of the results whose data set is on the Hub (:func:`eval_results_files`;
+    ``repo_id``, where given, is their ``source``).
 
     Returns the README path. The folder can then be pushed with ``Trainer.push_to_hub`` or
     ``huggingface_hub.upload_folder``.
@@ -578,6 +581,9 @@ def write_model_card(
     from fairmt.outputs import write_file
 
     write_file(readme, str(card), what="the model card")  # as ModelCard.save writes it, through the one writer
+    for rel, text in eval_results_files(card.data.eval_results or [], repo_id).items():
+        (readme.parent / rel).parent.mkdir(parents=True, exist_ok=True)
+        write_file(readme.parent / rel, text, what="the model's evaluation results")
     return readme
 
 
