@@ -83,6 +83,11 @@ def test_chrf_reads_text_as_the_scorers_do_and_states_the_self_comparison_conven
     raw = paired_chrf(plain, odd, refs, n_samples=200, normalize=False)  # --compat official: the text as it is
     assert raw.b == pytest.approx(sacrebleu.corpus_chrf(odd, [refs], word_order=2).score) and raw.difference > 0
     assert "p = 1" in paired_chrf.__doc__ and "0.001" in paired_chrf.__doc__
+    # sacrebleu's own rule on the same centred resampled differences (all 0 for a system against itself): 1/(N + 1)
+    import numpy as np
+    from sacrebleu.significance import _compute_p_value
+
+    assert _compute_p_value(np.zeros(1000), 0.0) == pytest.approx(1 / 1001) and round(1 / 1001, 3) == 0.001
 
 
 def _geneval_file(tmp_path, name, masc_hyps, drop_items=False):
