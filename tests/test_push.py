@@ -75,6 +75,8 @@ def test_dry_run_writes_eval_results_files_huggingface_hub_parses_unrounded(tmp_
     """Issue 54: beside the model-index, `.eval_results/*.yaml` (huggingface_hub 2.x's format) for the benchmarks
     whose data set is on the Hub (FLORES-200), values in full; MT-GenEval (not on the Hub): model-index only; an
     embedding result keeps its digits (a CCED gap of 0.04596 is not 0.05)."""
+    from dataclasses import asdict
+
     import yaml
     from huggingface_hub import ModelCard, parse_eval_result_entries
 
@@ -82,8 +84,6 @@ def test_dry_run_writes_eval_results_files_huggingface_hub_parses_unrounded(tmp_
     from fairmt.eval.modelcard import HUB_DATASET_IDS
 
     geneval = tmp_path / "geneval.json"
-    from dataclasses import asdict
-
     g = score_counterfactual(["Er ist Arzt.", "Er kam."], ["Sie ist Ärztin.", "Er kam."], ["Er ist Arzt.", "Er kam."],
                              ["Sie ist Ärztin.", "Sie kam."], lang="de", split="test")
     geneval.write_text(json.dumps(asdict(g)))
@@ -138,12 +138,13 @@ HOSTILE = "<img src=x onerror=alert(1)>\n# heading \x1b]0;x\x07"
 def test_hostile_run_name_and_signature_show_as_text_in_the_preview_card(tmp_path):
     """Issue 52: a run named with raw HTML, a newline + heading and an OSC escape (and the same in a signature) is
     text in the push preview card: escaped in the body, on one line in the YAML, no control character anywhere."""
+    from dataclasses import asdict
+
     from huggingface_hub import ModelCard
 
     from fairmt.eval.geneval import score_counterfactual
     from fairmt.eval.modelcard import markdown_text
     from fairmt.eval.reporting.formats import GENEVAL, declared
-    from dataclasses import asdict
 
     run = tmp_path / HOSTILE.replace("/", "_")
     run.mkdir()

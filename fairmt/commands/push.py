@@ -248,7 +248,7 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
                           + "".join(f"{rel} (beside this file)\n" for rel in extra))
         shown = f"; evaluation results in {out / '.eval_results'}" if extra else ""
         return (f"dry run: nothing uploaded; the card for {repo_id} is {out / 'README.md'}{shown}" if card else
-                f"dry run: nothing uploaded; no --results, so no card") + f" and the {len(kept)} files are listed " \
+                "dry run: nothing uploaded; no --results, so no card") + f" and the {len(kept)} files are listed " \
             f"in {out / 'upload.txt'}" + (f" (method cited: {method})" if method else "")
     if _offline():
         raise FairmtError(f"cannot upload to {repo_id!r}: HF_HUB_OFFLINE is set (offline mode); unset it where the "
@@ -289,9 +289,10 @@ def register(groups) -> None:
     p.add_argument("repo_id", help="e.g. me/small100-gacl-en-de")
     p.add_argument("--private", action="store_true")
     p.add_argument("--results", "--winomt-json", nargs="*", default=[], metavar="JSON",
-                   help="result JSON files for the card's model-index: fairmt eval winomt/geneval/flores/mt-bias/"
+                   help="result JSON files for the card's model-index and .eval_results: fairmt eval winomt/geneval/flores/mt-bias/"
                         "embeddings/classification/linear-probe, a recipe's results (classification, CCD/DPCE/ADEPT, "
-                        "sampling, GACL: the trained model's measures) or a sweep's sweep.json (its selected run)")
+                        "sampling, GACL: the trained model's measures; a tiny recipe's held-out scores) or a sweep's "
+                        "sweep.json (its selected run)")
     p.add_argument("--method", default="auto",
                    help="the training method to cite in the card (gacl, ccd, dpce, adept, fcl, cscl, sampling; "
                         "'none'); default: the one the results say, else gacl")
@@ -299,8 +300,8 @@ def register(groups) -> None:
                    help="upload the whole folder, checkpoints and training state included (default: the model only)")
     p.add_argument("--commit-message", default="Upload with fairmt")
     output_dir(p, "--dry-run", what="dry-run folder", metavar="DIR",
-               help="write the card it would upload (README.md) and the list of files (upload.txt) to DIR and stop: "
-                    "nothing is sent, the Hub is not contacted")
+               help="write the card it would upload (README.md), its evaluation results (.eval_results/*.yaml) and "
+                    "the list of files (upload.txt) to DIR and stop: nothing is sent, the Hub is not contacted")
     timeout_option(p)
 
     def handler(a) -> None:
