@@ -107,6 +107,7 @@ def test_dry_run_writes_eval_results_files_huggingface_hub_parses_unrounded(tmp_
     assert values[("cced", "cced_gap")] == 0.045963217 and values[("facebook/flores", "chrf")] == 55.123456789
     assert values[("mt_geneval", "accuracy")] == g.accuracy
     assert "| 0.04596 |" in card.text and "| 55.12 |" in card.text  # the table: 4 significant digits
+    assert card.data.tags == ["fairmt", "translation", "sentence-embeddings", "gender-bias"]  # what the results are
     listed = (out / "upload.txt").read_text()
     assert f".eval_results/{files[0]} (beside this file)" in listed
 

@@ -512,7 +512,10 @@ def build_model_card(
     new = [e for e in new if _finite(e.metric_value)]
     if existing is None:
         data = ModelCardData(model_name=model_name, base_model=base_model, language=list(languages) if languages else None,
-                             license=license, tags=["fairmt", "translation", "gender-bias"])
+                             license=license, tags=["fairmt", *dict.fromkeys(
+                                 "translation" if e.task_type == "translation" else
+                                 "text-classification" if e.task_type == "text-classification" else
+                                 "sentence-embeddings" for e in new), "gender-bias"])
         card = ModelCard.from_template(data, model_id=model_name)
     else:
         card = existing
