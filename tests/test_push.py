@@ -207,3 +207,11 @@ def test_embedding_results_have_sentence_transformers_shape():
         assert got[primary].task_type == ev.description.lower().replace(" ", "-")
         assert got[primary].task_name == ev.description
     assert got["bias_ir_avg_dev"].metric_value == 0.0042  # not 0.0
+
+
+def test_report_path_seat_metrics_have_sentence_transformers_names():
+    """A recipe's SEAT results (through the report's table) get the evaluators' metric names too."""
+    from fairmt.eval.modelcard import _metric_type
+
+    assert _metric_type("seat_avg_abs") == "seat_avg_abs_effect_size"
+    assert _metric_type("seat:6b") == "seat_6b_effect_size" and _metric_type("cced_gap") == "cced_gap"

@@ -279,6 +279,18 @@ _GROUP_DATASET = {"SEAT": SEAT_DATASET, "SEAT effect size d (0 best)": SEAT_DATA
                   "FLORES-200": FLORES_DATASET}
 
 
+def _metric_type(key: str) -> str:
+    """A report measure's key as a model-index metric type; SEAT's as sentence-transformers' evaluator names them
+    (``seat_avg_abs_effect_size``, ``seat_<test>_effect_size``; CCED's and Bias-IR's keys are theirs already)."""
+    import re
+
+    if key == "seat_avg_abs":
+        return f"seat_{SUITE_HEADLINES['seat']}"
+    if key.startswith("seat:"):
+        return "seat_" + re.sub(r"[^0-9A-Za-z]+", "_", key[5:]).strip("_").lower() + "_effect_size"
+    return key.replace(":", "_")
+
+
 def report_eval_results(path: str | Path) -> list:
     """``EvalResult`` entries for any result file ``fairmt report`` reads (a recipe's results, a linear probe, ...):
     the measures of its table (:mod:`fairmt.eval.reporting`) for the trained model — the ``after`` row of a
@@ -301,7 +313,7 @@ def report_eval_results(path: str | Path) -> list:
         unit = table.unit(m)
         name = f"{m.group} {m.label}" + (f" ({unit})" if unit else "")
         suite = _GROUP_SUITE.get(ds)  # an embedding suite: the shape sentence-transformers' card gives it
-        out.append(_er(ds, dataset or "default", "test", m.key.replace(":", "_"), name, v, sig,
+        out.append(_er(ds, dataset or "default", "test", _metric_type(m.key), name, v, sig,
                        suite_task(suite) if suite else task))
     if not out:
         raise FairmtError(f"{path}: no measure of the trained model to put into a model card")
