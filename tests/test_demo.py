@@ -169,6 +169,15 @@ def test_tiny_offline_recipe_runs_end_to_end(tmp_path, capsys):
     assert (model / "config.json").is_file() and (out / "model.safetensors").is_file()
     rows = [json.loads(line) for line in train.read_text().splitlines()]
     assert len(rows) == len(demo_data().finetune) and set(rows[0]["translation"]) == {"en", "de"}
+    # issue 53: `fairmt push` takes the tiny recipe's results: the card carries its held-out scores, in full
+    from fairmt.eval.modelcard import read_eval_results
+
+    assert main(["push", str(out), "me/tiny", "--results", str(out / "results.json"), "--dry-run",
+                 str(tmp_path / "card")]) == 0
+    got = {e["metric_type"]: e for e in read_eval_results(tmp_path / "card" / "README.md")}
+    assert got["accuracy"]["metric_value"] == res["after"]["accuracy"] and "delta_g" in got
+    assert "held-out" in got["accuracy"]["metric_name"] and "original" in got["accuracy"]["metric_name"]
+    assert "fairmt demo held-out sentences" in (tmp_path / "card" / "README.md").read_text()
     built = (model / "model.safetensors").stat().st_mtime_ns
     assert main(argv + ["--overwrite"]) == 0  # the second run reuses the model and the data
     assert "building the tiny model" not in capsys.readouterr().out

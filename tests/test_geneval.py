@@ -158,6 +158,26 @@ def test_official_scorer_differs_only_on_the_zero_width_pair(real_data):
 
 
 @pytest.mark.data
+def test_compat_official_reproduces_the_reference_scorer(real_data, tmp_path, capsys):
+    """Issue 54: `--compat official` reads the text as accuracy_metric.py does (no Unicode normalisation): Hindi
+    swapped-reference accuracy 11.33, the data README's figure (fairmt's default reading: 11.67)."""
+    d = ge.load_counterfactual("hi", "test")
+    m = _write(tmp_path / "m.hi", d.feminine_refs)
+    f = _write(tmp_path / "f.hi", d.masculine_refs)
+    assert _cli(["eval", "geneval", "--lang", "hi", "--masculine", m, "--feminine", f, "--compat", "official",
+                 "--json", "-"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert round(got["accuracy"], 2) == round(got["explicit_accuracy"], 2) == 11.33
+    assert round(got["hypothesis_accuracy"], 2) == 12.17  # the official per-translation figure (comment above)
+    assert got["signature"].endswith("|text:raw|compat:official|v:" + ge.METRIC_VERSION)
+    assert _cli(["eval", "geneval", "--lang", "hi", "--masculine", m, "--feminine", f, "--json", "-"]) == 0
+    assert round(json.loads(capsys.readouterr().out)["accuracy"], 2) == 11.67  # the default reading
+    assert ge.words("Arzt\u200b ist", "official") == {"arzt\u200b", "ist"} and ge.words("Arzt\u200b ist") == {"arzt", "ist"}
+    with pytest.raises(FairmtError, match="unknown MT-GenEval compat"):
+        ge.score_counterfactual(["a"], ["b"], ["a"], ["b"], compat="acl2019")
+
+
+@pytest.mark.data
 def test_dev_split_and_hypothesis_count(real_data):
     d = ge.load_counterfactual("de", "dev")
     assert len(d.masculine_refs) == 1200

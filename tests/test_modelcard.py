@@ -42,8 +42,8 @@ def test_write_and_parse_back(tmp_path):
     card = ModelCard.load(readme)
     assert card.data.model_name == "small100-gacl-de" and card.data.base_model == "alirezamsh/small100"
     by = {(e.dataset_type, e.metric_type): e for e in card.data.eval_results}
-    assert by[("mt_geneval", "accuracy")].metric_value == round(g.accuracy, 2) == 50.0  # pair-level: 1 of 2 pairs
-    assert by[("mt_geneval", "explicit_delta_g")].metric_value == round(g.explicit_delta_g, 2)
+    assert by[("mt_geneval", "accuracy")].metric_value == g.accuracy == 50.0  # pair-level: 1 of 2 pairs
+    assert by[("mt_geneval", "explicit_delta_g")].metric_value == g.explicit_delta_g  # full precision
     assert by[("mt_geneval", "accuracy")].metric_args["signature"] == g.signature
     assert by[("mt_geneval", "accuracy")].dataset_split == "test"
     assert by[("facebook/flores", "bleu")].metric_value == 36.04
@@ -56,6 +56,18 @@ def test_write_and_parse_back(tmp_path):
     text = readme.read_text()
     assert "model-index:" in text and "## Evaluation (fairmt)" in text and g.signature in text
     assert len(read_eval_results(readme)) == 5 + 2 + 4  # MT-GenEval: accuracy, explicit, ΔG, E-ΔG
+
+
+def test_write_model_card_writes_the_eval_results_beside_the_card(tmp_path):
+    """Issue 54: the Python API writes the `.eval_results` files too (FLORES-200 is on the Hub, MT-GenEval is not)."""
+    import yaml
+    from huggingface_hub import parse_eval_result_entries
+
+    write_model_card(tmp_path / "m", [_geneval(), _flores(True)], model_name="m", repo_id="me/m")
+    (name,) = [p.name for p in (tmp_path / "m" / ".eval_results").iterdir()]
+    entries = parse_eval_result_entries(yaml.safe_load((tmp_path / "m" / ".eval_results" / name).read_text()))
+    assert name == "facebook__flores.yaml" and sorted(e.value for e in entries) == [36.04, 55.1]
+    assert {e.source_url for e in entries} == {"https://huggingface.co/me/m"}
 
 
 def test_nonstandard_bleu_never_called_spbleu(tmp_path):

@@ -142,6 +142,23 @@ def test_offline_recipe_runs_end_to_end(name, shared_data, embedding_cache, tmp_
         method = name.split("/")[1].split("_")[0]
         res = json.loads((out / f"{method}_results.json").read_text())
         assert res["after"]["cced"]["n"] == 12 and "gap" in res["before"]["cced"]
+    # issue 53: every result file a shipped recipe writes is a card for `fairmt push`, its numbers in full
+    from fairmt.eval.modelcard import read_eval_results
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    results = out / "results.json" if name.startswith("classification/") else out / f"{method}_results.json"
+    assert main(["push", str(model), "me/m", "--results", str(results), "--dry-run", str(tmp_path / "card")]) == 0, \
+        capsys.readouterr().err
+    entries = read_eval_results(tmp_path / "card" / "README.md")
+    assert entries and all(isinstance(e["metric_value"], float) for e in entries)
+    if name.startswith("classification/"):
+        acc = next(e for e in entries if e["metric_type"] == "accuracy")
+        assert acc["metric_value"] == pytest.approx(res["test"]["accuracy"], rel=1e-12)
+    else:
+        gap = next(e for e in entries if e["metric_type"] == "cced_gap")
+        assert gap["task_type"] == "cced"  # the shape sentence-transformers' card gives it
 
 
 @pytest.mark.parametrize("name", DRY_RUN)

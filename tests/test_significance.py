@@ -65,6 +65,31 @@ def test_chrf_uses_sacrebleus_statistics_and_matches_corpus_chrf_on_each_resampl
     assert got.p_value == pytest.approx(p) and got.to_dict()["method"].startswith("paired bootstrap")
 
 
+def test_chrf_reads_text_as_the_scorers_do_and_states_the_self_comparison_convention():
+    """Issue 54: two files the scorers score identically (no-break spaces and decomposed accents in one, plain text
+    in the other) are identical in the paired test too; a system against itself gets p = 1 (sacrebleu: 1 / (N + 1))."""
+    import sacrebleu
+
+    from fairmt.data.text import normalize_many
+    from fairmt.eval.degenerate import chrfpp_corpus_and_statistics
+
+    refs = ["Die Ärztin beendete ihre Schicht.", "Ein Pfleger half ihm.", "Der Lehrer sprach zur Klasse."]
+    plain = ["Die Ärztin beendete seine Schicht.", "Ein Pfleger half ihm.", "Der Lehrer redete zur Klasse."]
+    odd = [h.replace(" ", "\u00a0").replace("Ä", "A\u0308") for h in plain]  # what a word processor leaves
+    scored = [chrfpp_corpus_and_statistics(normalize_many(h)[0], normalize_many(refs)[0])[0] for h in (plain, odd)]
+    assert scored[0] == scored[1]  # as `fairmt eval flores` scores them (translation_quality normalises both)
+    got = paired_chrf(plain, odd, refs, n_samples=200)
+    assert got.difference == 0 and got.a == pytest.approx(scored[0]) and got.p_value == 1.0
+    raw = paired_chrf(plain, odd, refs, n_samples=200, normalize=False)  # --compat official: the text as it is
+    assert raw.b == pytest.approx(sacrebleu.corpus_chrf(odd, [refs], word_order=2).score) and raw.difference > 0
+    assert "p = 1" in paired_chrf.__doc__ and "0.001" in paired_chrf.__doc__
+    # sacrebleu's own rule on the same centred resampled differences (all 0 for a system against itself): 1/(N + 1)
+    import numpy as np
+    from sacrebleu.significance import _compute_p_value
+
+    assert _compute_p_value(np.zeros(1000), 0.0) == pytest.approx(1 / 1001) and round(1 / 1001, 3) == 0.001
+
+
 def _geneval_file(tmp_path, name, masc_hyps, drop_items=False):
     """An `eval geneval --json` result of four pairs, written by the real scorer (:func:`score_counterfactual`)."""
     import json

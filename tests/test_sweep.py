@@ -244,7 +244,7 @@ def test_report_command_and_push_of_the_selected_run(killed_then_joined, fake_hu
     assert main(["push", str(out), "me/fcl", "--results", str(out / "sweep.json"), "--method", "fcl"]) == 0
     card = (hub / "me" / "fcl" / "README.md").read_text()
     run_results = json.loads((out / before["selected"]["run"] / "run" / "results.json").read_text())
-    assert f"value: {round(run_results['test']['accuracy'], 2)}" in card  # the pushed run's own test accuracy
+    assert f"value: {run_results['test']['accuracy']}" in card  # the pushed run's own test accuracy, in full
     assert (hub / "me" / "fcl" / "config.json").is_file()
 
 

@@ -196,3 +196,34 @@ def test_cli_flores(tmp_path, monkeypatch, spm_model, capsys):
     assert main(["eval", "flores", "--lang-pair", "eng_Latn-deu_Latn", "--hypotheses", str(hyp),
                  "--spm-model", str(tmp_path / "missing.model")]) == 2
     assert "--spm-model FILE" in capsys.readouterr().err
+
+
+def test_cli_flores_compat_official_reads_the_text_as_sacrebleu_does(tmp_path, monkeypatch, spm_model, capsys):
+    """Issue 54: `--compat official` gives the sacrebleu CLI's numbers on the text as it is (no Unicode
+    normalisation); the default reading scores a file with decomposed accents as the composed one."""
+    import json
+
+    from fairmt.cli import main
+
+    dt = tmp_path / "data" / "flores200" / "devtest"
+    dt.mkdir(parents=True)
+    (dt / "eng_Latn.devtest").write_text("\n".join(["x"] * len(REFS)) + "\n", encoding="utf-8")
+    (dt / "deu_Latn.devtest").write_text("\n".join(REFS) + "\n", encoding="utf-8")
+    monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "data"))
+    import unicodedata
+
+    odd = [unicodedata.normalize("NFD", h) for h in HYPS]  # decomposed accents, as some editors leave them
+    hyp = tmp_path / "hyp.de"
+    hyp.write_text("\n".join(odd) + "\n", encoding="utf-8")
+    argv = ["eval", "flores", "--lang-pair", "eng_Latn-deu_Latn", "--hypotheses", str(hyp), "--spm-model",
+            str(spm_model), "--json", "-"]
+    assert main(argv + ["--compat", "official"]) == 0
+    official = json.loads(capsys.readouterr().out)
+    assert official["chrfpp"] == pytest.approx(sacrebleu.corpus_chrf(odd, [REFS], word_order=2).score)
+    assert official["chrf_signature"].endswith("|text:raw|compat:official")
+    assert main(argv) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert default["chrfpp"] == pytest.approx(sacrebleu.corpus_chrf(HYPS, [REFS], word_order=2).score)
+    assert default["chrfpp"] != pytest.approx(official["chrfpp"])
+    with pytest.raises(SystemExit):  # argparse: one line naming the choices
+        main(argv + ["--compat", "acl2019"])

@@ -84,7 +84,7 @@ def _geneval_files(args, lang: str, multi: bool):
         eng = sum(a.strip() == b.strip() for a, b in zip(lines, sources))
         if eng > n // 2:
             raise FairmtError(f"{path}: {eng} of {n} lines equal the English source; give the translations, not the sources")
-    return geneval_accuracy(masc, fem, lang, args.split)
+    return geneval_accuracy(masc, fem, lang, args.split, compat=args.compat)
 
 
 def _geneval_context(args, lang: str, multi: bool):
@@ -104,7 +104,7 @@ def _geneval_context(args, lang: str, multi: bool):
         if path is None:
             raise FairmtError("the contextual set needs --translations FILE (or --model)")
         hyps = read_lines(path, expected=len(data.sources), allow_empty=args.allow_empty)
-    return geneval_contextual_accuracy(hyps, lang, args.split)
+    return geneval_contextual_accuracy(hyps, lang, args.split, compat=args.compat)
 
 
 def _run_geneval(args) -> int:
@@ -126,7 +126,8 @@ def _run_geneval(args) -> int:
 
         tm = _load_model(args, "en", langs[0])
         for lang in langs:
-            results.append(evaluate_geneval(tm, lang, args.split, cache_dir=args.cache_dir, **_gen_kwargs(args)))
+            results.append(evaluate_geneval(tm, lang, args.split, cache_dir=args.cache_dir, compat=args.compat,
+                                            **_gen_kwargs(args)))
     else:
         if not (args.masculine and args.feminine):
             raise FairmtError("give --masculine FILE and --feminine FILE (translations), or --model PATH")
@@ -225,7 +226,8 @@ def _run_flores(args) -> int:
             from fairmt.model_eval import evaluate_flores
 
             results.append(
-                evaluate_flores(tm, pair, split=args.split, spm_model=args.spm_model, cache_dir=args.cache_dir, **_gen_kwargs(args))
+                evaluate_flores(tm, pair, split=args.split, spm_model=args.spm_model, cache_dir=args.cache_dir,
+                                compat=args.compat, **_gen_kwargs(args))
             )
         else:
             if not args.hypotheses:
@@ -236,7 +238,8 @@ def _run_flores(args) -> int:
                                   "(or {lang_pair})")
             refs = read_flores(tgt, args.split)
             hyps = read_lines(path, expected=len(refs), allow_empty=args.allow_empty)
-            results.append(translation_quality(hyps, refs, lang_pair=pair, spm_model=args.spm_model))
+            results.append(translation_quality(hyps, refs, lang_pair=pair, spm_model=args.spm_model,
+                                               compat=args.compat))
     return 0 if _report(args, results, FLORES_COLUMNS, ["bleu", "chrfpp"], "lang_pair", f"FLORES-200 {args.split}") else 1
 
 
@@ -272,6 +275,11 @@ def _common(p, model_help: str) -> None:
 
     add_backend_arguments(p)
     p.add_argument("--allow-empty", action="store_true", help="accept empty translation lines (default: an error)")
+    from fairmt.eval.geneval import COMPATS
+
+    p.add_argument("--compat", choices=COMPATS, default=None,
+                   help="official: read the text exactly as the reference scorer does (no Unicode normalisation; "
+                        "the signature says text:raw|compat:official), as --compat acl2019 does for WinoMT")
     output_file(p, "--json", what="JSON results", stdout=True, default=None, metavar="OUT",
                 help="write the results as JSON ('-' prints JSON only)")
     output_file(p, "--markdown", what="Markdown table", default=None, metavar="OUT", help="write a Markdown table")

@@ -1,8 +1,9 @@
 """``fairmt push MODEL_DIR REPO_ID``: upload a trained model (or adapter) folder to the Hugging Face Hub.
 
 With ``--results`` files (the JSON that ``fairmt eval winomt|geneval|flores --json`` write: one result, a list, or
-``per_language``) their results are put into the model card's ``model-index`` first (:mod:`fairmt.eval.modelcard`),
-with the benchmarks' limitations and citations. Only the model is uploaded: the weights, config, tokenizer/adapter
+``per_language``; a recipe's or a sweep's results, a tiny recipe's held-out scores included) their results are put
+into the model card's ``model-index`` first (:mod:`fairmt.eval.modelcard`), with the benchmarks' limitations and
+citations, and into ``.eval_results/*.yaml`` for the benchmarks whose data set is on the Hub. Only the model is uploaded: the weights, config, tokenizer/adapter
 files and the card — not the training state a Trainer leaves in its output folder (``checkpoint-*``, optimizer,
 scheduler, RNG states, ``trainer_state.json``, ``training_args.bin``, the GACL projection head) unless
 ``--all-files``. A KD teacher is never saved there by fairmt's trainers, and the command refuses folders holding
@@ -67,6 +68,8 @@ def load_results(path: str | Path) -> list:
         from fairmt.eval.mtbias import model_card_results  # a `fairmt eval mt-bias --json` run
 
         return model_card_results(data)
+    if isinstance(data, dict) and isinstance(data.get("held_out_gender"), dict):
+        return _held_out_results(p, data)
     if isinstance(fmt, str) and fmt in formats.ALL and not fmt.startswith(_EVAL_FORMATS):
         return report_eval_results(p)
     if isinstance(data, dict) and isinstance(data.get("per_language"), list):
@@ -75,6 +78,39 @@ def load_results(path: str | Path) -> list:
     if not all(isinstance(x, dict) for x in items):
         raise FairmtError(f"{p}: expected a result object, a list of them or {{'per_language': [...]}}")
     return [{k: v for k, v in x.items() if k != "format"} for x in items]
+
+
+def _held_out_results(path: Path, data: dict) -> list:
+    """A tiny GACL recipe's results (``gacl/tiny_offline``): its held-out gender scores of the trained model, and its
+    MT-GenEval test numbers where the run scored them."""
+    from fairmt.demo import BEFORE_AFTER_ROWS
+    from fairmt.eval.modelcard import held_out_eval_results, report_eval_results
+
+    try:
+        entries = held_out_eval_results(data["held_out_gender"], BEFORE_AFTER_ROWS)
+    except FairmtError as err:
+        raise FairmtError(f"{path}: {err}") from None
+    if any(str(k).startswith("geneval_") for k in (data.get("test") or {})):
+        entries += report_eval_results(path)
+    return entries
+
+
+def results_source(path: str | Path) -> str:
+    """Where a ``--results`` file's numbers come from, for the card: its file name and its run's name (as ``fairmt
+    report`` names the run); escaped where the card shows it."""
+    p, data = resolve_results(path)
+    name = None
+    try:
+        from fairmt.eval.reporting import read_runs
+
+        runs = read_runs(p)
+        name = runs[-1].name if runs else None
+    except (FairmtError, KeyError, TypeError, ValueError):  # an eval JSON without a format: the file name alone
+        pass
+    settings = data.get("settings") if isinstance(data, dict) else None
+    if isinstance(settings, dict) and isinstance(settings.get("name"), str):
+        name = settings["name"]
+    return f"{p.name} (run {name})" if name and name != p.stem else p.name
 
 
 _MT_FORMATS = (1, "fairmt-winomt/1", "fairmt-geneval/1", "fairmt-translation/1", "fairmt-gacl-results/1")
@@ -134,8 +170,9 @@ def _endpoint() -> str:
     return constants.ENDPOINT
 
 
-def _card_text(folder: Path, results: list[str], repo_id: str, method: str | None) -> str:
-    """The model card with the results, built in memory (the local README is rewritten only after the upload)."""
+def _card_text(folder: Path, results: list[str], repo_id: str, method: str | None) -> tuple[str, dict[str, str]]:
+    """The model card with the results and its ``.eval_results/*.yaml`` files (path → text), built in memory (the
+    local README is rewritten only after the upload)."""
     from huggingface_hub import ModelCard
 
     from fairmt.eval.modelcard import build_model_card
@@ -149,8 +186,12 @@ def _card_text(folder: Path, results: list[str], repo_id: str, method: str | Non
             raise FairmtError(f"{readme}: the existing model card's YAML front matter cannot be read "
                               f"({type(err).__name__}: {' '.join(str(err).split())[:200]}); fix it or move the file "
                               "away") from None
+    from fairmt.eval.modelcard import eval_results_files
+
     loaded = [r for f in results for r in load_results(f)]
-    return str(build_model_card(loaded, model_name=repo_id.split("/")[-1], existing=existing, method=method))
+    card = build_model_card(loaded, model_name=repo_id.split("/")[-1], existing=existing, method=method,
+                            sources=[results_source(f) for f in results])
+    return str(card), eval_results_files(card.data.eval_results or [], repo_id)
 
 
 def push(model_dir: str | Path, repo_id: str, private: bool = False, results: list[str] | None = None,
@@ -181,8 +222,9 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
         raise FairmtError(f"{folder} holds files named 'teacher': fairmt never publishes a KD teacher; remove them")
     if method == "auto":
         method = results_method(results) if results else "gacl"
-    card = _card_text(folder, results, repo_id, method) if results else None
+    card, extra = _card_text(folder, results, repo_id, method) if results else (None, {})
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    files = [f for f in files if f not in extra]  # the eval-results files written now replace the folder's
     if dry_run is not None:
         from huggingface_hub.utils import filter_repo_objects
 
@@ -190,16 +232,23 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
 
         out = Path(dry_run)
         kept = list(filter_repo_objects(files, ignore_patterns=None if all_files else TRAINING_STATE))
+        from fairmt.eval.modelcard import EVAL_RESULTS_FOLDER
         from fairmt.outputs import record_made
 
         out.mkdir(parents=True, exist_ok=True)
-        record_made(out, *(["README.md"] if card is not None else []), "upload.txt")  # an --overwrite may replace them
+        made = (["README.md"] if card is not None else []) + ([EVAL_RESULTS_FOLDER] if extra else [])
+        record_made(out, *made, "upload.txt")  # an --overwrite may replace them
         if card is not None:
             write_text_atomic(out / "README.md", card)
+        for rel, text in extra.items():
+            (out / rel).parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(out / rel, text)
         write_text_atomic(out / "upload.txt", "".join(f"{f}\n" for f in kept if not (card and f == "README.md"))
-                          + ("README.md (the card beside this file)\n" if card else ""))
-        return (f"dry run: nothing uploaded; the card for {repo_id} is {out / 'README.md'}" if card else
-                f"dry run: nothing uploaded; no --results, so no card") + f" and the {len(kept)} files are listed " \
+                          + ("README.md (the card beside this file)\n" if card else "")
+                          + "".join(f"{rel} (beside this file)\n" for rel in extra))
+        shown = f"; evaluation results in {out / '.eval_results'}" if extra else ""
+        return (f"dry run: nothing uploaded; the card for {repo_id} is {out / 'README.md'}{shown}" if card else
+                "dry run: nothing uploaded; no --results, so no card") + f" and the {len(kept)} files are listed " \
             f"in {out / 'upload.txt'}" + (f" (method cited: {method})" if method else "")
     if _offline():
         raise FairmtError(f"cannot upload to {repo_id!r}: HF_HUB_OFFLINE is set (offline mode); unset it where the "
@@ -209,6 +258,8 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
                   for rel in files if not (card is not None and rel == "README.md")]
     if card is not None:
         operations.append(CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=card.encode("utf-8")))
+    operations += [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=text.encode("utf-8"))
+                   for rel, text in extra.items()]
     from fairmt.hub import hub_timeouts, timeout_hint
 
     timeout = hub_timeouts()  # connect and read: an endpoint that never answers fails in seconds, not never
@@ -238,9 +289,10 @@ def register(groups) -> None:
     p.add_argument("repo_id", help="e.g. me/small100-gacl-en-de")
     p.add_argument("--private", action="store_true")
     p.add_argument("--results", "--winomt-json", nargs="*", default=[], metavar="JSON",
-                   help="result JSON files for the card's model-index: fairmt eval winomt/geneval/flores/mt-bias/"
+                   help="result JSON files for the card's model-index and .eval_results: fairmt eval winomt/geneval/flores/mt-bias/"
                         "embeddings/classification/linear-probe, a recipe's results (classification, CCD/DPCE/ADEPT, "
-                        "sampling, GACL: the trained model's measures) or a sweep's sweep.json (its selected run)")
+                        "sampling, GACL: the trained model's measures; a tiny recipe's held-out scores) or a sweep's "
+                        "sweep.json (its selected run)")
     p.add_argument("--method", default="auto",
                    help="the training method to cite in the card (gacl, ccd, dpce, adept, fcl, cscl, sampling; "
                         "'none'); default: the one the results say, else gacl")
@@ -248,8 +300,8 @@ def register(groups) -> None:
                    help="upload the whole folder, checkpoints and training state included (default: the model only)")
     p.add_argument("--commit-message", default="Upload with fairmt")
     output_dir(p, "--dry-run", what="dry-run folder", metavar="DIR",
-               help="write the card it would upload (README.md) and the list of files (upload.txt) to DIR and stop: "
-                    "nothing is sent, the Hub is not contacted")
+               help="write the card it would upload (README.md), its evaluation results (.eval_results/*.yaml) and "
+                    "the list of files (upload.txt) to DIR and stop: nothing is sent, the Hub is not contacted")
     timeout_option(p)
 
     def handler(a) -> None:

@@ -33,10 +33,19 @@ Every result carries a versioned signature, like sacrebleu's, e.g.
 (``text``: the Unicode normalisation of :mod:`fairmt.data.text`, applied to hypotheses and references alike).
 
 Checked on the real test set: the references scored as hypotheses give 100 % in every language. The
-gender-swapped references give ``accuracy`` and ``explicit_accuracy`` of 0 % except es 4.67, hi 11.33, it 6.67 —
-exactly the pairs whose two references have the same words. The per-hypothesis accuracy of the swapped references
-is a little higher (de 0.83, es 5.67, hi 12.17, it 7.33) because a few references' words are a subset of their
-counterfactual's (de line 187: "als er 17" vs "als sie 17", where "sie" occurs in both).
+gender-swapped references give ``accuracy`` and ``explicit_accuracy`` of 0 % except es 4.67, hi 11.67 (11.33 with
+``compat="official"``, below), it 6.67 — exactly the pairs whose two references have the same words. The
+per-hypothesis accuracy of the swapped references is a little higher (de 0.83, es 5.67, hi 12.5 (official 12.17),
+it 7.33) because a few references' words are a subset of their counterfactual's (de line 187: "als er 17" vs "als
+sie 17", where "sie" occurs in both).
+
+``compat="official"`` (``fairmt eval geneval --compat official``) reads the text exactly as the reference scorer
+does: lower-case, ASCII punctuation to spaces, split on whitespace, nothing else — no Unicode normalisation of
+hypotheses or references (signature ``text:raw|compat:official``). On the real test set it gives the Hindi
+swapped-reference accuracy the scorer gives, 11.33; fairmt's default reading (which removes invisible format
+characters and composes accents before matching, so that text from a word processor scores as typed) gives 11.67
+there, because the two references of Hindi pair 196 differ only by a zero-width space (U+200B), which the scorer
+counts as part of a gendered word.
 
 The contextual set pairs an English context + target sentence (``context <sep> target``) with an ``original``
 reference (the gender the context gives) and a gender-``flipped`` one; only the target sentence's translation is
@@ -64,6 +73,17 @@ SPLITS = ("dev", "test")
 CONTEXT_SEP = "<sep>"
 
 _PUNCT_TABLE = str.maketrans(string.punctuation, " " * len(string.punctuation))
+COMPATS = ("official",)
+"""``compat`` values: ``official`` = the reference scorer's exact reading (the module docstring)."""
+RAW_TEXT = "raw"
+"""The signature's ``text:`` token when the text is read as it is (``compat="official"``)."""
+
+
+def check_compat(compat: str | None) -> str | None:
+    """``compat`` if it is None or one of :data:`COMPATS`, else a one-line :class:`FairmtError`."""
+    if compat is not None and compat not in COMPATS:
+        raise FairmtError(f"unknown MT-GenEval compat {compat!r}; valid: {', '.join(COMPATS)} (or none)")
+    return compat
 
 
 def normalize(text: str) -> str:
@@ -73,8 +93,11 @@ def normalize(text: str) -> str:
     return normalize_text(text).lower().translate(_PUNCT_TABLE)
 
 
-def words(text: str) -> frozenset[str]:
-    """The set of words of ``text`` after :func:`normalize`, split on whitespace."""
+def words(text: str, compat: str | None = None) -> frozenset[str]:
+    """The set of words of ``text`` after :func:`normalize`, split on whitespace (``compat="official"``: the
+    reference scorer's ``clean_line``: lower-case and ASCII punctuation to spaces only)."""
+    if compat == "official":
+        return frozenset(text.lower().translate(_PUNCT_TABLE).split())
     return frozenset(normalize(text).split())
 
 
@@ -92,9 +115,9 @@ class Judgement:
     """Words of the hypothesis that are unique to the other reference (why it is wrong)."""
 
 
-def judge(hypothesis: str, own_reference: str, other_reference: str) -> Judgement:
+def judge(hypothesis: str, own_reference: str, other_reference: str, compat: str | None = None) -> Judgement:
     """Score one hypothesis: see the module docstring for the rule."""
-    hyp, own, other = words(hypothesis), words(own_reference), words(other_reference)
+    hyp, own, other = words(hypothesis, compat), words(own_reference, compat), words(other_reference, compat)
     own_unique, other_unique = own - other, other - own
     wrong = hyp & other_unique
     correct = not wrong
@@ -106,10 +129,11 @@ def _pct(count: int, total: int) -> float:
     return 100.0 * count / total if total else 0.0
 
 
-def geneval_signature(subset: str, split: str, lang: str, n: int) -> str:
+def geneval_signature(subset: str, split: str, lang: str, n: int, compat: str | None = None) -> str:
     """The versioned signature printed beside every MT-GenEval score."""
+    text = TEXT_NORM if compat is None else f"{RAW_TEXT}|compat:{compat}"
     return (
-        f"MT-GenEval|set:{subset}|split:{split}|lang:{lang}|n:{n}|norm:lower+asciipunct|text:{TEXT_NORM}"
+        f"MT-GenEval|set:{subset}|split:{split}|lang:{lang}|n:{n}|norm:lower+asciipunct|text:{text}"
         f"|v:{METRIC_VERSION}"
     )
 
@@ -214,11 +238,14 @@ def score_counterfactual(
     *,
     lang: str = "xx",
     split: str = "custom",
+    compat: str | None = None,
 ) -> GenEvalResult:
     """Score masculine/feminine hypotheses against explicitly given reference lists (lower-level API).
 
-    Line ``i`` of the four sequences forms one pair. ``lang`` and ``split`` only label the result.
+    Line ``i`` of the four sequences forms one pair. ``lang`` and ``split`` only label the result. ``compat=
+    "official"``: the reference scorer's exact reading (no Unicode normalisation; the module docstring).
     """
+    check_compat(compat)
     n = len(masculine_refs)
     _check_lengths(
         n,
@@ -227,13 +254,15 @@ def score_counterfactual(
     )
     if n == 0:
         raise FairmtError("MT-GenEval needs at least one pair; got empty reference lists")
-    hyps, report = normalize_many([*masculine_hyps, *feminine_hyps], f"MT-GenEval {lang} hypotheses")
-    report.warn()
+    hyps, refs = [*masculine_hyps, *feminine_hyps], [*masculine_refs, *feminine_refs]
+    if compat is None:
+        hyps, report = normalize_many(hyps, f"MT-GenEval {lang} hypotheses")
+        report.warn()
+        refs, _ = normalize_many(refs)
     masculine_hyps, feminine_hyps = hyps[:n], hyps[n:]
-    refs, _ = normalize_many([*masculine_refs, *feminine_refs])
     masculine_refs, feminine_refs = refs[:n], refs[n:]
-    jm = [judge(h, mr, fr) for h, mr, fr in zip(masculine_hyps, masculine_refs, feminine_refs)]
-    jf = [judge(h, fr, mr) for h, mr, fr in zip(feminine_hyps, masculine_refs, feminine_refs)]
+    jm = [judge(h, mr, fr, compat) for h, mr, fr in zip(masculine_hyps, masculine_refs, feminine_refs)]
+    jf = [judge(h, fr, mr, compat) for h, mr, fr in zip(feminine_hyps, masculine_refs, feminine_refs)]
     cm = sum(j.correct for j in jm)
     cf = sum(j.correct for j in jf)
     em = sum(j.explicit_correct for j in jm)
@@ -258,9 +287,9 @@ def score_counterfactual(
         explicit_delta_g=eacc_m - eacc_f,
         hypothesis_accuracy=_pct(cm + cf, 2 * n),
         hypothesis_explicit_accuracy=_pct(em + ef, 2 * n),
-        signature=geneval_signature("counterfactual", split, lang, n),
+        signature=geneval_signature("counterfactual", split, lang, n, compat),
         chrfpp=chrfpp,
-        chrf_signature=f"{chrf_sig}|text:{TEXT_NORM}",
+        chrf_signature=f"{chrf_sig}|text:{TEXT_NORM if compat is None else RAW_TEXT}",
         degenerate=degenerate_counts(hyps, lang, references=refs, sentence_chrf=sentence_chrf),
         items={"correct_masculine": flags_text(j.correct for j in jm), "correct_feminine": flags_text(j.correct for j in jf),
                "explicit_masculine": flags_text(j.explicit_correct for j in jm),
@@ -275,6 +304,7 @@ def score_contextual(
     *,
     lang: str = "xx",
     split: str = "custom",
+    compat: str | None = None,
 ) -> GenEvalContextResult:
     """Score contextual-set hypotheses against the ``original`` (own) and ``flipped`` (other) references.
 
@@ -285,9 +315,10 @@ def score_contextual(
     _check_lengths(n, {"flipped references": flipped_refs, "hypotheses": hypotheses})
     if n == 0:
         raise FairmtError("MT-GenEval needs at least one sentence; got empty reference lists")
-    hypotheses, report = normalize_many(hypotheses, f"MT-GenEval {lang} contextual hypotheses")
-    report.warn()
-    js = [judge(strip_context(h), o, f) for h, o, f in zip(hypotheses, original_refs, flipped_refs)]
+    if check_compat(compat) is None:
+        hypotheses, report = normalize_many(hypotheses, f"MT-GenEval {lang} contextual hypotheses")
+        report.warn()
+    js = [judge(strip_context(h), o, f, compat) for h, o, f in zip(hypotheses, original_refs, flipped_refs)]
     from fairmt.eval.significance import flags_text
 
     return GenEvalContextResult(
@@ -296,7 +327,7 @@ def score_contextual(
         n=n,
         accuracy=_pct(sum(j.correct for j in js), n),
         explicit_accuracy=_pct(sum(j.explicit_correct for j in js), n),
-        signature=geneval_signature("contextual", split, lang, n),
+        signature=geneval_signature("contextual", split, lang, n, compat),
         items={"correct": flags_text(j.correct for j in js), "explicit": flags_text(j.explicit_correct for j in js)},
     )
 
@@ -393,7 +424,8 @@ def load_contextual(lang: str, split: str = "test") -> GenEvalContextData:
 
 
 def geneval_accuracy(
-    masculine_hyps: Sequence[str], feminine_hyps: Sequence[str], lang: str, split: str = "dev"
+    masculine_hyps: Sequence[str], feminine_hyps: Sequence[str], lang: str, split: str = "dev",
+    compat: str | None = None,
 ) -> GenEvalResult:
     """Score translations of the counterfactual set of ``lang``/``split``, loading its references itself.
 
@@ -409,11 +441,12 @@ def geneval_accuracy(
                 "translate every line of the corresponding English file"
             )
     return score_counterfactual(
-        masculine_hyps, feminine_hyps, data.masculine_refs, data.feminine_refs, lang=lang, split=split
+        masculine_hyps, feminine_hyps, data.masculine_refs, data.feminine_refs, lang=lang, split=split, compat=compat
     )
 
 
-def geneval_contextual_accuracy(hypotheses: Sequence[str], lang: str, split: str = "test") -> GenEvalContextResult:
+def geneval_contextual_accuracy(hypotheses: Sequence[str], lang: str, split: str = "test",
+                                compat: str | None = None) -> GenEvalContextResult:
     """Score translations of the contextual set of ``lang``/``split`` (target sentence only), loading references."""
     data = load_contextual(lang, split)
     if len(hypotheses) != len(data.sources):
@@ -421,10 +454,11 @@ def geneval_contextual_accuracy(hypotheses: Sequence[str], lang: str, split: str
             f"got {len(hypotheses)} translations but the MT-GenEval contextual {split} set ({lang}) has "
             f"{len(data.sources)} lines"
         )
-    return score_contextual(hypotheses, data.original_refs, data.flipped_refs, lang=lang, split=split)
+    return score_contextual(hypotheses, data.original_refs, data.flipped_refs, lang=lang, split=split, compat=compat)
 
 
 __all__ = [
+    "COMPATS",
     "CONTEXT_LANGS",
     "GENEVAL_LANGS",
     "SPLITS",
@@ -433,6 +467,7 @@ __all__ = [
     "GenEvalCounterfactualData",
     "GenEvalResult",
     "Judgement",
+    "check_compat",
     "check_lang",
     "check_split",
     "counterfactual_files",

@@ -10,6 +10,15 @@ which uploads the folder) publishes it.
 
 Non-standard BLEU (a SentencePiece model other than the official FLORES-200 one) is written as metric type
 ``bleu_spm_nonstandard`` named ``spBLEU*``, never as spBLEU.
+
+huggingface_hub 2.x calls the ``model-index`` "legacy" and reads evaluation results from ``.eval_results/*.yaml``
+files in the repository: :func:`eval_results_files` writes one per benchmark whose data set is on the Hub
+(:data:`HUB_DATASET_IDS`, the one mapping from fairmt's benchmark names to Hub dataset ids); the others stay in the
+model-index only (their dataset ``type`` is then fairmt's name of the benchmark). Values are written at full
+precision (the card's table shows 4 significant digits); a value that is not a finite number is left out of both and
+named in the card's text. Strings that come from result files (signatures, data set and run names) are escaped for
+Markdown in the card's body (:func:`markdown_text`) and written on one line, control characters shown as escapes, in
+its YAML (:func:`plain_text`).
 """
 
 from __future__ import annotations
@@ -24,9 +33,52 @@ from fairmt.errors import FairmtError
 START = "<!-- fairmt-eval-start -->"
 END = "<!-- fairmt-eval-end -->"
 
+HUB_DATASET_IDS = {
+    "flores": "facebook/flores",
+    "crows": "nyu-mll/crows_pairs",
+    "stereoset": "McGill-NLP/stereoset",
+    "bios": "LabHC/bias_in_bios",
+}
+"""fairmt's benchmarks (and data sets) that have a data set on the Hugging Face Hub → its id: the model-index's
+dataset ``type`` and the ``dataset.id`` of the ``.eval_results`` files. WinoMT, MT-GenEval, SEAT, CCED and
+Grep-BiasIR have none (they are distributed on GitHub): model-index only."""
+_HUB_IDS = frozenset(HUB_DATASET_IDS.values())
+
 WINOMT_DATASET = ("winomt", "WinoMT")
 GENEVAL_DATASET = ("mt_geneval", "MT-GenEval")
-FLORES_DATASET = ("facebook/flores", "FLORES-200")
+FLORES_DATASET = (HUB_DATASET_IDS["flores"], "FLORES-200")
+HELD_OUT_DATASET = ("fairmt_demo_held_out", "fairmt demo held-out sentences")
+
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7f, *range(0x80, 0xa0))}
+_CONTROL.update({c: f"\\u{c:04x}" for c in (0x2028, 0x2029, *range(0x202a, 0x202f), *range(0x2066, 0x206a))})
+
+
+def plain_text(value: Any) -> str:
+    """``value`` as one line of plain text: every control character (newline, tab, ESC of a terminal escape, ...)
+    shown as its ``\\xNN`` escape and the line separators and bidirectional overrides as ``\\uNNNN``, so a string
+    from a result file can neither start a line, drive a terminal nor reorder the text around it."""
+    return str(value).translate(_CONTROL)
+
+
+_MARKDOWN = {ord(c): f"\\{c}" for c in "\\`*_[]|#"}
+_MARKDOWN.update({ord("<"): "&lt;", ord(">"): "&gt;", ord("&"): "&amp;"})
+
+
+def markdown_text(value: Any) -> str:
+    """``value`` as text in a Markdown card (a table cell or a line): :func:`plain_text`, then HTML (``<``, ``>``,
+    ``&``) as entities and Markdown's marks (backslash, backtick, ``*``, ``_``, brackets, ``|``, ``#``) escaped, so
+    raw HTML, links, emphasis, table columns and headings from a result file show as the text they are. The card's
+    one Markdown escaper (the report layer keeps its own per format)."""
+    return plain_text(value).translate(_MARKDOWN)
+
+
+def _finite(value: Any) -> bool:
+    import math
+
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def _get(result: Any, key: str, default: Any = None) -> Any:
@@ -36,20 +88,23 @@ def _get(result: Any, key: str, default: Any = None) -> Any:
 
 
 def _er(dataset: tuple[str, str], config: str, split: str, metric_type: str, name: str, value: float, signature: str,
-        task: tuple[str, str] = ("translation", "Translation"), digits: int = 2):
+        task: tuple[str, str] = ("translation", "Translation")):
+    """One model-index entry, its value at full precision (a value that is not a number stays as it is here and is
+    left out by :func:`build_model_card`), its strings on one line (:func:`plain_text`)."""
     from huggingface_hub import EvalResult
 
+    config = plain_text(config)
     return EvalResult(
         task_type=task[0],
         task_name=task[1],
-        dataset_type=dataset[0],
-        dataset_name=f"{dataset[1]} ({config})",
+        dataset_type=plain_text(dataset[0]),
+        dataset_name=plain_text(f"{dataset[1]} ({config})"),
         dataset_config=config,
-        dataset_split=split,
-        metric_type=metric_type,
-        metric_name=name,
-        metric_value=round(float(value), digits),
-        metric_args={"signature": signature} if signature else None,
+        dataset_split=plain_text(split),
+        metric_type=plain_text(metric_type),
+        metric_name=plain_text(name),
+        metric_value=float(value) if _finite(value) else value,
+        metric_args={"signature": plain_text(signature)} if signature else None,
     )
 
 
@@ -88,8 +143,19 @@ def winomt_eval_results(result: Any, lang: str | None = None, split: str = "test
     return out
 
 
+def degenerate_note(counts: dict | None) -> str:
+    """What goes beside a gender score of translations some of which are degenerate (``"; 600 of 600 translations
+    degenerate"``), or ``""`` (none flagged, or not checked)."""
+    if not isinstance(counts, dict) or not counts.get("degenerate"):
+        return ""
+    return f"; {int(counts['degenerate'])} of {int(counts.get('n') or 0)} translations degenerate"
+
+
 def geneval_eval_results(result: Any) -> list:
-    """Entries for a :class:`~fairmt.eval.geneval.GenEvalResult` or ``GenEvalContextResult``."""
+    """Entries for a :class:`~fairmt.eval.geneval.GenEvalResult` or ``GenEvalContextResult``. Where translations
+    were flagged degenerate (:mod:`fairmt.eval.degenerate`: a model can be 100 % gender-accurate writing
+    "ariariari…"), each score's name says how many, and the count is an entry of its own
+    (``degenerate_translations``) beside them."""
     lang, split, sig = result.lang, result.split, result.signature
     subset = getattr(result, "subset", "counterfactual")
     cfg = f"{subset}-en-{lang}"
@@ -99,10 +165,18 @@ def geneval_eval_results(result: Any) -> list:
             ("delta_g", "delta_g", "ΔG"),
             ("explicit_delta_g", "explicit_delta_g", "E-ΔG"),
         ]
-    return [
-        _er(GENEVAL_DATASET, cfg, split, mtype, f"MT-GenEval {label} ({subset}, en-{lang})", getattr(result, key), sig)
+    counts = getattr(result, "degenerate", None)
+    note = degenerate_note(counts)
+    out = [
+        _er(GENEVAL_DATASET, cfg, split, mtype, f"MT-GenEval {label} ({subset}, en-{lang}{note})", getattr(result, key),
+            sig)
         for key, mtype, label in keys
     ]
+    if note:
+        out.append(_er(GENEVAL_DATASET, cfg, split, "degenerate_translations",
+                       f"MT-GenEval degenerate translations ({subset}, en-{lang}; of {int(counts.get('n') or 0)})",
+                       int(counts["degenerate"]), sig))
+    return out
 
 
 def translation_eval_results(result: Any, split: str = "devtest") -> list:
@@ -125,8 +199,23 @@ CLASSIFICATION_TASK = ("text-classification", "Text classification fairness")
 SEAT_DATASET = ("seat", "SEAT")
 CCED_DATASET = ("cced", "CCED")
 BIAS_IR_DATASET = ("grep_biasir", "Grep-BiasIR")
-CROWS_DATASET = ("crows_pairs", "CrowS-Pairs")
-STEREOSET_DATASET = ("stereoset", "StereoSet")
+CROWS_DATASET = (HUB_DATASET_IDS["crows"], "CrowS-Pairs")
+STEREOSET_DATASET = (HUB_DATASET_IDS["stereoset"], "StereoSet")
+
+SUITE_TASKS = {"seat": "SEAT", "cced": "CCED", "bias_ir": "Bias-IR"}
+"""The embedding suites that are also sentence-transformers evaluators (:mod:`fairmt.integrations.st_evaluators`,
+whose ``description`` this is) → their task name. sentence-transformers' model card makes the task type of an
+evaluator's results from it (``description.lower().replace(" ", "-")``) and names each metric ``<suite>_<metric>``;
+fairmt's card gives the same metric the same shape (:func:`suite_task`), so one metric has one task type and one
+metric type on the Hub, whichever card wrote it."""
+SUITE_HEADLINES = {"seat": "avg_abs_effect_size", "cced": "gap", "bias_ir": "avg_dev"}
+"""Each suite's headline metric (the evaluators' ``primary_metric`` is ``<suite>_<headline>``)."""
+
+
+def suite_task(suite: str) -> tuple[str, str]:
+    """The (task type, task name) of an embedding suite's results, as sentence-transformers' card writes them."""
+    name = SUITE_TASKS[suite]
+    return name.lower().replace(" ", "-"), name
 
 
 def embedding_eval_results(payload: dict) -> list:
@@ -135,16 +224,16 @@ def embedding_eval_results(payload: dict) -> list:
     if payload.get("seat"):
         s = payload["seat"]
         sig = next(iter(s["tests"].values()), {}).get("signature", "")
-        out.append(_er(SEAT_DATASET, "sent-weat", "test", "effect_size", "SEAT average |effect size|",
-                       s["avg_abs_effect_size"], sig, EMBEDDING_TASK))
+        out.append(_er(SEAT_DATASET, "sent-weat", "test", "seat_avg_abs_effect_size", "SEAT average |effect size|",
+                       s["avg_abs_effect_size"], sig, suite_task("seat")))
     if payload.get("cced"):
         c = payload["cced"]
-        out.append(_er(CCED_DATASET, "+".join(c.get("groups", [])) or "gender", "test", "cced_gap", "CCED gap",
-                       c["gap"], c.get("signature", ""), EMBEDDING_TASK))
+        out.append(_er(CCED_DATASET, "+".join(map(str, c.get("groups", []))) or "gender", "test", "cced_gap",
+                       "CCED gap", c["gap"], c.get("signature", ""), suite_task("cced")))
     if payload.get("bias_ir"):
         b = payload["bias_ir"]
-        out.append(_er(BIAS_IR_DATASET, "default", "test", "avg_dev", "Bias-IR average deviation from parity",
-                       b["avg_dev"], b.get("signature", ""), EMBEDDING_TASK))
+        out.append(_er(BIAS_IR_DATASET, "default", "test", "bias_ir_avg_dev", "Bias-IR average deviation from parity",
+                       b["avg_dev"], b.get("signature", ""), suite_task("bias_ir")))
     for variant, c in (payload.get("crows") or {}).items():
         overall = c.get("overall", {})
         if overall.get("metric") is not None:
@@ -160,9 +249,16 @@ def embedding_eval_results(payload: dict) -> list:
     return out
 
 
+def hub_dataset(name: str) -> tuple[str, str]:
+    """The model-index (type, name) of a data set a result names: its Hub id where :data:`HUB_DATASET_IDS` knows one
+    (``bios`` → ``LabHC/bias_in_bios``), else the name itself."""
+    name = str(name)
+    return HUB_DATASET_IDS.get(name.lower(), name), name
+
+
 def classification_eval_results(result: dict, dataset: str = "custom") -> list:
     """Entries for a `fairmt eval classification --json` result (percent)."""
-    ds = (dataset, dataset)
+    ds = hub_dataset(dataset)
     out = []
     for key, name in (("accuracy", "accuracy"), ("macro_f1", "macro-F1"), ("gap", "GAP (TPR RMS gap)"),
                       ("delta_eo", "ΔEO"), ("leakage_h", "leakage@h"), ("leakage_yhat", "leakage@ŷ")):
@@ -175,11 +271,24 @@ def classification_eval_results(result: dict, dataset: str = "custom") -> list:
 _FAMILY_TASK = {"mt": ("translation", "Translation"), "classification": CLASSIFICATION_TASK,
                 "embeddings": EMBEDDING_TASK, "probe": ("feature-extraction", "Representation fairness (linear probes)")}
 _FAMILY_DATASET = {"mt": GENEVAL_DATASET, "embeddings": SEAT_DATASET}
+_GROUP_SUITE = {SEAT_DATASET: "seat", CCED_DATASET: "cced", BIAS_IR_DATASET: "bias_ir"}
 _GROUP_DATASET = {"SEAT": SEAT_DATASET, "SEAT effect size d (0 best)": SEAT_DATASET, "CCED": CCED_DATASET,
                   "Bias-IR": BIAS_IR_DATASET, "StereoSet": STEREOSET_DATASET,
                   "CrowS-Pairs (50 best)": CROWS_DATASET, "WinoMT": WINOMT_DATASET,
                   "WinoMT Acc. per language": WINOMT_DATASET, "MT-GenEval": GENEVAL_DATASET,
                   "FLORES-200": FLORES_DATASET}
+
+
+def _metric_type(key: str) -> str:
+    """A report measure's key as a model-index metric type; SEAT's as sentence-transformers' evaluator names them
+    (``seat_avg_abs_effect_size``, ``seat_<test>_effect_size``; CCED's and Bias-IR's keys are theirs already)."""
+    import re
+
+    if key == "seat_avg_abs":
+        return f"seat_{SUITE_HEADLINES['seat']}"
+    if key.startswith("seat:"):
+        return "seat_" + re.sub(r"[^0-9A-Za-z]+", "_", key[5:]).strip("_").lower() + "_effect_size"
+    return key.replace(":", "_")
 
 
 def report_eval_results(path: str | Path) -> list:
@@ -199,14 +308,41 @@ def report_eval_results(path: str | Path) -> list:
         v = row.values.get(m.key)
         if v is None or m.key == "tradeoff":  # Shen et al.'s Tradeoff is relative to the models compared
             continue
-        ds = _GROUP_DATASET.get(m.group) or ((dataset, dataset) if dataset else _FAMILY_DATASET.get(row.family,
-                                                                                                     ("custom", "custom")))
+        ds = _GROUP_DATASET.get(m.group) or (hub_dataset(dataset) if dataset else _FAMILY_DATASET.get(
+            row.family, ("custom", "custom")))
         unit = table.unit(m)
         name = f"{m.group} {m.label}" + (f" ({unit})" if unit else "")
-        digits = 2 if unit in ("%", "0–100") else 4  # percent and 0-100 scores to 2 decimals, the rest to 4
-        out.append(_er(ds, dataset or "default", "test", m.key.replace(":", "_"), name, v, sig, task, digits))
+        suite = _GROUP_SUITE.get(ds)  # an embedding suite: the shape sentence-transformers' card gives it
+        out.append(_er(ds, dataset or "default", "test", _metric_type(m.key), name, v, sig,
+                       suite_task(suite) if suite else task))
     if not out:
         raise FairmtError(f"{path}: no measure of the trained model to put into a model card")
+    return out
+
+
+def held_out_eval_results(change: dict, rows: Sequence[tuple]) -> list:
+    """Entries for a tiny GACL recipe's held-out gender scores (the ``held_out_gender`` of its ``results.json``,
+    :func:`fairmt.demo.tiny_before_after`): the trained model's (``after``) numbers, each named with its label in
+    ``rows`` (``(label, key, format, better)``: :data:`fairmt.demo.BEFORE_AFTER_ROWS`, the lines the recipe prints)
+    and the original's value beside it. Refused in one line when the block holds no number."""
+    if not isinstance(change, dict) or not isinstance(change.get("after"), dict):
+        raise FairmtError("held_out_gender holds no 'after' scores of the trained model")
+    before = change.get("before") if isinstance(change.get("before"), dict) else {}
+    n = change.get("n")
+    what = plain_text(change.get("set") or HELD_OUT_DATASET[1])
+    out = []
+    for label, key, _fmt, _better in rows:
+        value = change["after"].get(key)
+        if value is None or isinstance(value, bool):
+            continue
+        was = before.get(key)
+        shown = f"; original {float(was):.{SHOWN_DIGITS}g}" if _finite(was) else ""
+        out.append(_er(HELD_OUT_DATASET, "en-de", "test", key.replace("+", "p"),
+                       f"{label} ({what}, {n} sentences; trained model{shown})", value, "",
+                       ("translation", "Translation")))
+    if not out:
+        raise FairmtError("held_out_gender holds none of the scores a card carries "
+                          f"({', '.join(r[1] for r in rows)})")
     return out
 
 
@@ -260,25 +396,66 @@ def _key(e) -> tuple:
     return (e.task_type, e.dataset_type, e.dataset_config, e.dataset_split, e.metric_type)
 
 
-def _table(entries: Sequence) -> str:
-    from fairmt.eval.report import markdown_table
+SHOWN_DIGITS = 4
+"""Significant digits of the values in the card's table (the YAML and ``.eval_results`` hold them in full)."""
 
-    rows = [
-        {
-            "dataset": e.dataset_name,
-            "split": e.dataset_split,
-            "metric": e.metric_name,
-            "value": float(e.metric_value),
-            "signature": (e.metric_args or {}).get("signature", ""),
-        }
-        for e in entries
-    ]
-    return markdown_table(rows, ["dataset", "split", "metric", "value", "signature"], digits=2)
+
+def _table(entries: Sequence) -> str:
+    """The card's table of results: every string escaped (:func:`markdown_text`), values to :data:`SHOWN_DIGITS`
+    significant digits."""
+    columns = ["dataset", "split", "metric", "value", "signature"]
+    lines = ["| " + " | ".join(columns) + " |", "|---|---|---|---:|---|"]
+    for e in entries:
+        cells = [e.dataset_name, e.dataset_split, e.metric_name, f"{float(e.metric_value):.{SHOWN_DIGITS}g}",
+                 (e.metric_args or {}).get("signature", "")]
+        lines.append("| " + " | ".join(markdown_text(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+EVAL_RESULTS_FOLDER = ".eval_results"
+
+
+def _task_id(e) -> str:
+    """The ``task_id`` of an entry in its benchmark's ``.eval_results`` file: metric, configuration and split."""
+    import re
+
+    raw = f"{e.metric_type}-{e.dataset_config or 'default'}-{e.dataset_split or 'test'}"
+    return re.sub(r"[^0-9A-Za-z_.+-]+", "_", raw)
+
+
+def hub_entries(entries: Sequence) -> list:
+    """The entries whose data set is on the Hub (:data:`HUB_DATASET_IDS`) and whose value is a finite number: those
+    an ``.eval_results`` file can hold."""
+    return [e for e in entries if e.dataset_type in _HUB_IDS and _finite(e.metric_value)]
+
+
+def eval_results_files(entries: Sequence, repo_id: str | None = None) -> dict[str, str]:
+    """The ``.eval_results/*.yaml`` files (the format huggingface_hub ≥ 2 reads: :class:`huggingface_hub.
+    EvalResultEntry`) of ``entries`` whose data set is on the Hub: one file per data set, named after it
+    (``.eval_results/facebook__flores.yaml``), one item per metric, configuration and split (``task_id``), the value
+    at full precision, the metric's name and signature in ``notes``, the model card as ``source`` when ``repo_id``
+    is given. ``{path in the repository: YAML text}``; empty when no entry has a Hub data set."""
+    import yaml
+    from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
+
+    by_dataset: dict[str, list] = {}
+    for e in hub_entries(entries):
+        sig = (e.metric_args or {}).get("signature", "")
+        note = plain_text(f"{e.metric_name}; split {e.dataset_split}" + (f"; signature {sig}" if sig else ""))
+        source = {"source_url": f"https://huggingface.co/{repo_id}", "source_name": "fairmt model card"} if repo_id \
+            else {}
+        by_dataset.setdefault(e.dataset_type, []).append(
+            EvalResultEntry(dataset_id=e.dataset_type, task_id=_task_id(e), value=float(e.metric_value), notes=note,
+                            **source))
+    return {f"{EVAL_RESULTS_FOLDER}/{ds.replace('/', '__')}.yaml":
+            yaml.safe_dump(eval_result_entries_to_yaml(items), sort_keys=False, allow_unicode=True, width=1000)
+            for ds, items in by_dataset.items()}
 
 
 _DATASET_BENCHMARK = {WINOMT_DATASET[0]: "winomt", GENEVAL_DATASET[0]: "geneval", FLORES_DATASET[0]: "flores",
                       SEAT_DATASET[0]: "seat", CCED_DATASET[0]: "cced", CROWS_DATASET[0]: "crows",
-                      STEREOSET_DATASET[0]: "stereoset", BIAS_IR_DATASET[0]: "bias_ir"}
+                      STEREOSET_DATASET[0]: "stereoset", BIAS_IR_DATASET[0]: "bias_ir",
+                      HELD_OUT_DATASET[0]: "held_out"}
 _MEASURES = {
     "winomt": "WinoMT: whether the gender of an English occupation noun, fixed by coreference in the sentence, is kept "
               "in the translation (automatic alignment and morphological analysis: their errors are part of the score; "
@@ -296,6 +473,9 @@ _MEASURES = {
              "parity); crowd-written pairs with known noise.",
     "stereoset": "StereoSet: stereotype score (SS, 50 is parity) and language-model score (LMS) of the masked LM; "
                  "intrasentence dev set only.",
+    "held_out": "fairmt demo held-out sentences: gender accuracy, ΔG and chrF++ of a tiny recipe's model on the "
+                "template sentences of `fairmt demo`'s test split (occupations in both genders); a check that the "
+                "method changes what it should, not a benchmark, and not comparable with published numbers.",
     "bias_ir": "Grep-BiasIR: whether retrieval with the embeddings favours documents about men or women for "
                "gender-neutral queries (ranking of a small fixed set).",
 }
@@ -327,19 +507,27 @@ def build_model_card(
     languages: Sequence[str] | None = None,
     license: str | None = None,
     method: str | None = "gacl",
+    sources: Sequence[str] | None = None,
 ):
     """A :class:`huggingface_hub.ModelCard` holding ``results`` in its ``model-index``, with what the benchmarks do
     and do not measure and the BibTeX of ``method`` (``gacl``, ``ccd``, ...; None: none) and of each benchmark.
 
     ``existing`` (a ``ModelCard``) is updated instead of starting from the default template: its metadata and
-    text are kept, results for the same dataset/config/split/metric are replaced.
+    text are kept, results for the same dataset/config/split/metric are replaced. ``sources``: where the results
+    come from (file and run names), listed under the table as text. A result that is not a finite number (NaN) is
+    never written into the model-index: the text names it instead.
     """
     from huggingface_hub import ModelCard, ModelCardData
 
     new = eval_results(results)
+    left_out = [e for e in new if not _finite(e.metric_value)]
+    new = [e for e in new if _finite(e.metric_value)]
     if existing is None:
         data = ModelCardData(model_name=model_name, base_model=base_model, language=list(languages) if languages else None,
-                             license=license, tags=["fairmt", "translation", "gender-bias"])
+                             license=license, tags=["fairmt", *dict.fromkeys(
+                                 "translation" if e.task_type == "translation" else
+                                 "text-classification" if e.task_type == "text-classification" else
+                                 "sentence-embeddings" for e in new), "gender-bias"])
         card = ModelCard.from_template(data, model_id=model_name)
     else:
         card = existing
@@ -349,9 +537,22 @@ def build_model_card(
                 setattr(card.data, attr, value)
         if languages:
             card.data.language = list(languages)
-    keep = [e for e in (card.data.eval_results or []) if _key(e) not in {_key(n) for n in new}]
+    keep = [e for e in (card.data.eval_results or []) if _key(e) not in {_key(n) for n in new} and
+            _finite(e.metric_value)]
     card.data.eval_results = keep + new
-    section = f"{START}\n## Evaluation (fairmt)\n\n{_table(card.data.eval_results)}\n{_limitations(card.data.eval_results)}"
+    extra = ""
+    if left_out:
+        extra += "Not a number, so left out of the results: " + "; ".join(
+            markdown_text(f"{e.metric_name} ({e.metric_value})") for e in left_out) + ".\n\n"
+    if sources:
+        extra += "Results from: " + "; ".join(markdown_text(x) for x in sources) + ".\n\n"
+    on_hub = hub_entries(card.data.eval_results)
+    if on_hub:
+        extra += (f"The results on data sets hosted on the Hub ({', '.join(sorted({e.dataset_type for e in on_hub}))}) "
+                  f"are also in `{EVAL_RESULTS_FOLDER}/` (huggingface_hub's evaluation-results format); the others "
+                  "are in the card's `model-index` only.\n\n")
+    section = (f"{START}\n## Evaluation (fairmt)\n\n{_table(card.data.eval_results)}\n{extra}"
+               f"{_limitations(card.data.eval_results)}")
     section += f"\n{_citation(method, card.data.eval_results)}{END}"
     text = card.text
     if START in text and END in text:
@@ -373,8 +574,11 @@ def write_model_card(
     languages: Sequence[str] | None = None,
     license: str | None = None,
     method: str | None = "gacl",
+    repo_id: str | None = None,
 ) -> Path:
-    """Create or update ``README.md`` (``path`` may be the model folder or the file) with ``results``.
+    """Create or update ``README.md`` (``path`` may be the model folder or the file) with ``results``, and beside it
+    the ``.eval_results/*.yaml`` files of the results whose data set is on the Hub (:func:`eval_results_files`;
+    ``repo_id``, where given, is their ``source``).
 
     Returns the README path. The folder can then be pushed with ``Trainer.push_to_hub`` or
     ``huggingface_hub.upload_folder``.
@@ -392,6 +596,9 @@ def write_model_card(
     from fairmt.outputs import write_file
 
     write_file(readme, str(card), what="the model card")  # as ModelCard.save writes it, through the one writer
+    for rel, text in eval_results_files(card.data.eval_results or [], repo_id).items():
+        (readme.parent / rel).parent.mkdir(parents=True, exist_ok=True)
+        write_file(readme.parent / rel, text, what="the model's evaluation results")
     return readme
 
 
@@ -404,11 +611,21 @@ def read_eval_results(readme: str | Path) -> list[dict]:
 
 
 __all__ = [
+    "HUB_DATASET_IDS",
+    "SUITE_TASKS",
     "build_model_card",
+    "degenerate_note",
     "eval_results",
+    "eval_results_files",
     "geneval_eval_results",
+    "held_out_eval_results",
+    "hub_dataset",
+    "hub_entries",
+    "markdown_text",
+    "plain_text",
     "read_eval_results",
     "report_eval_results",
+    "suite_task",
     "translation_eval_results",
     "winomt_eval_results",
     "write_model_card",

@@ -125,16 +125,33 @@ def paired_chrf_stats(stats_a, stats_b, **kw) -> PairedBootstrap:
     return paired_bootstrap(stats_a, stats_b, _chrf_score(CHRF(word_order=2)), "chrf++", **kw)
 
 
-def paired_chrf(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequence[str], **kw) -> PairedBootstrap:
-    """chrF++ of two systems against one reference per sentence, by sacrebleu's own statistics and score."""
+def paired_chrf(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequence[str], *, normalize: bool = True,
+                **kw) -> PairedBootstrap:
+    """chrF++ of two systems against one reference per sentence, by sacrebleu's own statistics and score.
+
+    The text is read as the scorers read it: hypotheses and references pass through the Unicode normalisation of
+    :func:`fairmt.data.text.normalize_text` first (``normalize=True``, what ``fairmt eval flores`` and ``eval
+    geneval`` do), so two files the scorers score identically (e.g. one with no-break spaces, one with plain ones)
+    are identical here too: difference 0, p = 1. ``normalize=False`` reads the text as it is (``--compat
+    official``, the sacrebleu CLI's reading).
+
+    Self-comparison convention: a system compared with itself (or with a copy that scores the same) gets p = 1 here
+    (the p-value counts resampled differences ``>=`` the observed one); ``sacrebleu --paired-bs`` counts ``>`` and
+    gives p = 1 / (N + 1), 0.001 at its 1,000 resamples, for the same input. The two agree for every observed
+    difference that is not 0."""
     from sacrebleu.metrics import CHRF
 
     if not (len(hyps_a) == len(hyps_b) == len(refs)):
         raise FairmtError(f"chrF++ needs one hypothesis of each system per reference: {len(hyps_a)}, {len(hyps_b)}, "
                           f"{len(refs)}")
+    hyps_a, hyps_b, refs = list(hyps_a), list(hyps_b), list(refs)
+    if normalize:
+        from fairmt.data.text import normalize_many
+
+        (hyps_a, _), (hyps_b, _), (refs, _) = normalize_many(hyps_a), normalize_many(hyps_b), normalize_many(refs)
     metric = CHRF(word_order=2)
-    sa = metric._extract_corpus_statistics(list(hyps_a), [list(refs)])
-    sb = metric._extract_corpus_statistics(list(hyps_b), [list(refs)])
+    sa = metric._extract_corpus_statistics(hyps_a, [refs])
+    sb = metric._extract_corpus_statistics(hyps_b, [refs])
     return paired_chrf_stats(sa, sb, **kw)
 
 

@@ -169,11 +169,19 @@ def translation_quality(
     *,
     lang_pair: str = "",
     spm_model: str | Path | None = None,
+    compat: str | None = None,
 ) -> TranslationQualityResult:
     """Corpus spBLEU and chrF++ of ``hypotheses`` against one reference each (sacrebleu).
 
+    The text is read through :func:`fairmt.data.text.normalize_text` first (signature ``text:nfc+spaces+nofmt``);
+    ``compat="official"`` (``fairmt eval flores --compat official``) reads it exactly as the ``sacrebleu`` CLI does,
+    as it is (signature ``text:raw|compat:official``).
+
     Raises :class:`FairmtError` when the counts differ or the SentencePiece model cannot be found.
     """
+    from fairmt.eval.geneval import RAW_TEXT, check_compat
+
+    check_compat(compat)
     if len(hypotheses) != len(references):
         raise FairmtError(
             f"{len(hypotheses)} hypotheses but {len(references)} references{' for ' + lang_pair if lang_pair else ''}; "
@@ -183,9 +191,13 @@ def translation_quality(
         raise FairmtError("no references to score against")
     from fairmt.data.text import TEXT_NORM, normalize_many
 
-    hypotheses, report = normalize_many(hypotheses, f"{lang_pair or 'translation'} hypotheses")
-    report.warn()
-    references, _ = normalize_many(references)
+    if compat is None:
+        hypotheses, report = normalize_many(hypotheses, f"{lang_pair or 'translation'} hypotheses")
+        report.warn()
+        references, _ = normalize_many(references)
+    else:
+        hypotheses, references = list(hypotheses), list(references)
+    text = TEXT_NORM if compat is None else f"{RAW_TEXT}|compat:{compat}"
     bleu, info = make_spbleu(spm_model)
     b = bleu.corpus_score(hypotheses, [references])
     from fairmt.eval.degenerate import chrfpp_corpus_and_statistics
@@ -205,8 +217,8 @@ def translation_quality(
         bleu_spm_nonstandard=None if info.official else b.score,
         chrfpp=chrfpp,
         bleu_label="spBLEU" if info.official else "spBLEU*",
-        bleu_signature=f"{bleu.get_signature()}|text:{TEXT_NORM}",
-        chrf_signature=f"{chrf_sig}|text:{TEXT_NORM}",
+        bleu_signature=f"{bleu.get_signature()}|text:{text}",
+        chrf_signature=f"{chrf_sig}|text:{text}",
         spm_model=info.path,
         spm_model_sha256=info.sha256,
         note=note,
@@ -263,12 +275,13 @@ def read_flores(lang: str, split: str = "devtest") -> list[str]:
 
 
 def flores_quality(
-    hypotheses: Sequence[str], lang_pair: str, *, split: str = "devtest", spm_model: str | Path | None = None
+    hypotheses: Sequence[str], lang_pair: str, *, split: str = "devtest", spm_model: str | Path | None = None,
+    compat: str | None = None,
 ) -> TranslationQualityResult:
     """spBLEU/chrF++ of translations of FLORES-200 ``split`` for ``lang_pair`` (references read from the data root)."""
     _, tgt = parse_lang_pair(lang_pair)
     refs = read_flores(tgt, split)
-    return translation_quality(hypotheses, refs, lang_pair=lang_pair, spm_model=spm_model)
+    return translation_quality(hypotheses, refs, lang_pair=lang_pair, spm_model=spm_model, compat=compat)
 
 
 __all__ = [

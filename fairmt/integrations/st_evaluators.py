@@ -128,7 +128,11 @@ class _SuiteEvaluator(SentenceEvaluator):
 
     @property
     def description(self) -> str:
-        return {"seat": "SEAT", "cced": "CCED", "bias_ir": "Bias-IR"}[self.suite]
+        """The task name: sentence-transformers' card makes its results' task type from it, fairmt's card uses the
+        same (:data:`fairmt.eval.modelcard.SUITE_TASKS`)."""
+        from fairmt.eval.modelcard import SUITE_TASKS
+
+        return SUITE_TASKS[self.suite]
 
     def get_config_dict(self) -> dict[str, Any]:
         return {"pooling": self.pooling}

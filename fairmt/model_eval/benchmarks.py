@@ -90,6 +90,7 @@ def evaluate_geneval(
     *,
     cache_dir: str | Path | None = None,
     limit: int | None = None,
+    compat: str | None = None,
     **kwargs,
 ):
     """Translate and score the MT-GenEval counterfactual set: a :class:`~fairmt.eval.geneval.GenEvalResult`.
@@ -101,10 +102,11 @@ def evaluate_geneval(
 
     masc, fem = translate_geneval(model, lang, split, cache_dir=cache_dir, limit=limit, **kwargs)
     if not limit:
-        return geneval_accuracy(masc, fem, lang, split)
+        return geneval_accuracy(masc, fem, lang, split, compat=compat)
     data = load_counterfactual(lang, split)
     return score_counterfactual(
-        masc, fem, data.masculine_refs[:limit], data.feminine_refs[:limit], lang=lang, split=f"{split}[:{limit}]"
+        masc, fem, data.masculine_refs[:limit], data.feminine_refs[:limit], lang=lang, split=f"{split}[:{limit}]",
+        compat=compat,
     )
 
 
@@ -115,9 +117,11 @@ def evaluate_flores(
     split: str = "devtest",
     spm_model: str | Path | None = None,
     cache_dir: str | Path | None = None,
+    compat: str | None = None,
     **kwargs,
 ):
-    """Translate FLORES-200 ``split`` for ``lang_pair`` (``eng_Latn-deu_Latn``) and score spBLEU/chrF++."""
+    """Translate FLORES-200 ``split`` for ``lang_pair`` (``eng_Latn-deu_Latn``) and score spBLEU/chrF++
+    (``compat="official"``: the text as it is, :func:`fairmt.eval.translation.translation_quality`)."""
     from fairmt.eval.translation import find_spm_model, parse_lang_pair, read_flores, translation_quality
 
     find_spm_model(spm_model)  # fail before translating, not after
@@ -127,7 +131,7 @@ def evaluate_flores(
     src, tgt = flores_to_model_lang(tm, src_code), flores_to_model_lang(tm, tgt_code)
     cache = Path(cache_dir) / f"flores200-{split}.{lang_pair}.jsonl" if cache_dir else None
     hyps = generate_translations(tm, sources, src, tgt, cache_path=cache, desc=f"FLORES-200 {lang_pair}", **kwargs)
-    return translation_quality(hyps, refs, lang_pair=lang_pair, spm_model=spm_model)
+    return translation_quality(hyps, refs, lang_pair=lang_pair, spm_model=spm_model, compat=compat)
 
 
 def plan_suite(
