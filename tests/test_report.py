@@ -299,6 +299,11 @@ def test_a_sweep_of_the_tiny_recipe_reports_its_held_out_numbers_and_original(tm
     pytest.importorskip("optuna")
     from fairmt.eval.reporting import build_tables, read_runs
 
+    from fairmt.commands.train import load_recipe
+    from fairmt.sweep.results import flatten, matches, metric_patterns
+
+    patterns = metric_patterns("gacl", load_recipe("gacl/tiny_offline"))  # `--objective held_out_gender.…` is known
+    assert all(matches(k, patterns) for k in flatten(_fixture("gacl_tiny_results.json")))
     sweep = _gacl_sweep(tmp_path)
     (t,) = build_tables(read_runs(sweep))
     names = [r.name for r in t.rows]
