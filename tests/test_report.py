@@ -759,3 +759,19 @@ def test_every_input_parses_before_anything_is_built_or_printed(tmp_path, capsys
         captured = capsys.readouterr()
         assert captured.out == "" and len(captured.err.strip().splitlines()) == 1 and expected in captured.err
         assert not md.exists()
+
+
+def test_before_after_of_one_run_names_directions_and_the_seed_noise_never_a_verdict():
+    """Issue 53: a recipe's before → after is one training seed: "+0.2, better" said more than one run can; the
+    printer gives the change, the better direction in the label, and a line naming training-seed noise."""
+    from fairmt.eval.report import ONE_RUN_NOTE, before_after_lines
+
+    lines = before_after_lines("what X changed", [("chrF++", 50.0, 50.2, ".1f", "higher"),
+                                                  ("GAP ↓", 10.0, 12.0, ".2f", "lower"),
+                                                  ("ΔG", -3.0, 1.0, "+.1f", "zero"), ("n", 1.0, None, ".0f", None)])
+    assert lines[1].split() == ["chrF++", "↑", "50.0", "→", "50.2", "(+0.2)"]
+    assert lines[2].split() == ["GAP", "↓", "10.00", "→", "12.00", "(+2.00)"]
+    assert lines[3].split()[:3] == ["ΔG", "(0", "best)"]
+    assert lines[-1].strip() == ONE_RUN_NOTE and len(lines) == 5  # the row without an after is left out
+    assert not any(w in " ".join(lines[1:-1]) for w in ("better", "worse"))
+    assert "training-seed noise" in ONE_RUN_NOTE and before_after_lines("t", [("a", None, 1.0, ".1f", None)]) == []
