@@ -433,7 +433,7 @@ def _fit(cfg, trainer_cls, config_cls, kwargs, model, train_ds, dev_ds, collator
     trainer = trainer_cls(model=model, args=config_cls(**kwargs), train_dataset=train_ds, eval_dataset=dev_ds,
                           data_collator=collator, compute_metrics=compute_metrics, callbacks=[callback])
     if compute_metrics is not None:  # the starting model on dev: the "before" of the run's before → after table
-        start = trainer.predict(dev_ds, metric_key_prefix="start").metrics  # predict: no selection callback sees it
+        start = _measure_without_rng(lambda: trainer.predict(dev_ds, metric_key_prefix="start").metrics)
         callback.start_dev = {k: round(float(start[f"start_{k}"]), 4) for k in ("accuracy", "gap", "delta_eo")
                               if start.get(f"start_{k}") is not None}
     trainer.train()
@@ -441,6 +441,26 @@ def _fit(cfg, trainer_cls, config_cls, kwargs, model, train_ds, dev_ds, collator
     if callback.best_checkpoint and not last:
         trainer._load_from_checkpoint(callback.best_checkpoint)
     return trainer, callback
+
+
+def _measure_without_rng(measure):
+    """``measure()`` (a prediction, which no selection callback sees) with every random generator put back after
+    it: measuring the starting model leaves the run's training exactly as without the measurement."""
+    import random
+
+    import numpy as np
+    import torch
+
+    states = (random.getstate(), np.random.get_state(), torch.get_rng_state(),
+              torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
+    try:
+        return measure()
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.set_rng_state(states[2])
+        if states[3] is not None:
+            torch.cuda.set_rng_state_all(states[3])
 
 
 def _selection_info(cb, steps_per_epoch: int | None = None) -> dict[str, Any]:
