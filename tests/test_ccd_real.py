@@ -46,6 +46,9 @@ def test_real_minilm_recipe_shortened_lowers_the_cced_gap(shared_data, tmp_path,
 
     assert ONE_RUN_NOTE in printed.out and "better" not in gap_line
     assert res["data"]["n_test"] == 30 and res["data"]["n_train"] > 400
+    from report_helpers import assert_reportable  # issue 53: the run's results make a report
+
+    assert_reportable(out / "ccd_results.json", tmp_path / "report")
     before, after = res["before"]["cced"]["gap"], res["after"]["cced"]["gap"]
     assert after < before, (before, after)
     val = res["validation"]

@@ -171,6 +171,10 @@ def test_tiny_offline_recipe_runs_end_to_end(tmp_path, capsys):
     assert "held-out gender accuracy" in printed.out and re.search(r"gender accuracy ↑ +" + re.escape(shown).replace(
         r"\ ", " +"), printed.out), printed.out[-1500:]
     assert (model / "config.json").is_file() and (out / "model.safetensors").is_file()
+    from report_helpers import assert_reportable  # issue 53: the first recipe's results make a report
+
+    md = assert_reportable(out / "results.json", tmp_path / "report")
+    assert "Held-out demo sentences" in md and "gacl (original)" in md
     rows = [json.loads(line) for line in train.read_text().splitlines()]
     assert len(rows) == len(demo_data().finetune) and set(rows[0]["translation"]) == {"en", "de"}
     built = (model / "model.safetensors").stat().st_mtime_ns

@@ -144,6 +144,10 @@ def test_offline_recipe_runs_end_to_end(name, shared_data, embedding_cache, tmp_
         method = name.split("/")[1].split("_")[0]
         res = json.loads((out / f"{method}_results.json").read_text())
         assert res["after"]["cced"]["n"] == 12 and "gap" in res["before"]["cced"]
+    from report_helpers import assert_reportable  # issue 53: the run's results are a first-class report input
+
+    assert_reportable(out / ("results.json" if name.startswith("classification/") else f"{method}_results.json"),
+                      tmp_path / "report", compile_latex=name == "classification/fcl")
 
 
 @pytest.mark.parametrize("name", DRY_RUN)
