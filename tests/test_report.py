@@ -328,6 +328,7 @@ def test_tradeoff_of_two_sweeps_is_recomputed_over_the_rows_shown(tmp_path):
     fcl = _classification_sweep(tmp_path, "fcl", "objective_args.fcl_beta", [0.1, 0.3])
     adv = _classification_sweep(tmp_path, "adversarial", "objective_args.adv_lambda", [0.5, 1.0])
     own = [s["mean"]["test.tradeoff"] for p in (fcl, adv) for s in json.loads(p.read_text())["settings"]]
+    assert "the sum over the 28 classes" in (fcl.parent / "sweep.md").read_text()  # ΔEO named in sweep.md
     (t,) = build_tables(read_runs(fcl) + read_runs(adv))
     want = tradeoff_scores(*[[r.values[k] / 100 for r in t.rows]
                              for k in ("accuracy", "gap", "leakage_h", "leakage_yhat")])
