@@ -545,6 +545,8 @@ def _model_dir(tmp_path: Path) -> Path:
     ("sampling_fair_results.json", "sampling", "Latent subgroups dominance",
      ("stages", "stage2", "subgroups", "cluster_dominance_ratio")),
     ("classification_inlp_results.json", None, "Leakage leakage@h (%)", ("test", "leakage_h")),
+    # issue 53: the first recipe's held-out numbers go into its card (it was refused: "no measure of the trained model")
+    ("gacl_tiny_results.json", "gacl", "Held-out demo sentences chrF++ (0–100)", ("held_out_gender", "after", "chrf++")),
 ])
 def test_push_dry_run_writes_the_card_of_any_family_and_contacts_nothing(tmp_path, no_network, capsys, fixture,
                                                                        method, metric, value):
@@ -559,12 +561,12 @@ def test_push_dry_run_writes_the_card_of_any_family_and_contacts_nothing(tmp_pat
     want = _fixture(fixture)
     for k in value:
         want = want[k]
-    assert entries[metric]["metric_value"] == round(want, 2 if "(%)" in metric else 4)
+    assert entries[metric]["metric_value"] == round(want, 2 if "(%)" in metric or "(0–100)" in metric else 4)
     card = (out / "README.md").read_text()
     cited = [k for k in ("shen2022fcl", "kaneko2021dpce", "martin_ogbuokiri_sampling", "lee2023gacl")
              if f"{{{k}," in card]
     expected = {"fcl": ["shen2022fcl"], "dpce": ["kaneko2021dpce"], "sampling": ["martin_ogbuokiri_sampling"],
-                None: []}[method]
+                "gacl": ["lee2023gacl"], None: []}[method]
     assert cited == expected and all(k in ENTRIES for k in expected)
     assert (out / "upload.txt").read_text().splitlines() == ["config.json", "model.safetensors",
                                                             "README.md (the card beside this file)"]
