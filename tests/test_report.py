@@ -255,6 +255,7 @@ def test_two_tiny_offline_runs_make_a_report_with_columns_numbers_and_latex_that
     assert trained[chrf].strip("*") == f"{after['chrf++']:.1f}" and original[chrf].strip("*") == f"{before['chrf++']:.1f}"
     assert trained["Training: eval loss ↓"].strip("*") == f"{res['dev']['loss']:.3f}"
     assert original["Training: eval loss ↓"] == "–"  # the original has no eval loss of this run
+    assert out.count("Paired bootstrap") == 1 and "no row carries per-sentence data" in out
     _pdflatex(tex)
 
 
