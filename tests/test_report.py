@@ -298,9 +298,8 @@ def _gacl_sweep(tmp_path: Path) -> Path:
 
 def test_a_sweep_of_the_tiny_recipe_reports_its_held_out_numbers_and_original(tmp_path, capsys):
     pytest.importorskip("optuna")
-    from fairmt.eval.reporting import build_tables, read_runs
-
     from fairmt.commands.train import load_recipe
+    from fairmt.eval.reporting import build_tables, read_runs
     from fairmt.sweep.results import flatten, matches, metric_patterns
 
     patterns = metric_patterns("gacl", load_recipe("gacl/tiny_offline"))  # `--objective held_out_gender.…` is known

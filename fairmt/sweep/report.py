@@ -458,9 +458,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += ["", f"`dev.tradeoff` / `test.tradeoff`: {report['shen_tradeoff']['definition']}."]
     k = max((s["mean"].get("test_full.n_classes") or 0 for s in report["settings"]), default=0)
     if k > 2 and "test.delta_eo" in columns(report):  # ΔEO named on the scale it is written on (issue 53)
-        lines += ["", f"`test.delta_eo` is the runs' ΔEO as results.json holds it: with `eo_classes: all` the sum over "
-                  f"the {k:g} classes (several hundred points is the usual size), which `fairmt report` shows divided "
-                  f"by {k:g} as ΔEO/class."]
+        lines += ["", (f"`test.delta_eo` is the runs' ΔEO as results.json holds it: with `eo_classes: all` the sum "
+                       f"over the {k:g} classes (several hundred points is the usual size), which `fairmt report` "
+                       f"shows divided by {k:g} as ΔEO/class.")]
     lines += ["", "## Selection (dev metrics only)", ""]
     for rule, res in report["selection"]["by_rule"].items():
         star = " ← `--select`" if rule == report["selection"]["rule"] else ""

@@ -39,9 +39,9 @@ def compare_rows(rows: list[Run]) -> tuple[list[dict], list[str]]:
     if len(rows) < 2:
         return [], []
     if not any(r.items for r in rows):  # one line, not one per row (a table of tiny-recipe runs, of means)
-        return [], ["Paired bootstrap: no interval: no row carries per-sentence data (a mean over runs, a file "
-                    "written by an older fairmt, or a recipe's results without a scored test set: score its "
-                    "translations with this fairmt's eval commands)."]
+        return [], [("Paired bootstrap: no interval: no row carries per-sentence data (a mean over runs, a file "
+                     "written by an older fairmt, or a recipe's results without a scored test set: score its "
+                     "translations with this fairmt's eval commands).")]
     base = rows[0]
     out: list[dict] = []
     lines: list[str] = []
