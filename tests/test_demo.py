@@ -164,9 +164,17 @@ def test_tiny_offline_recipe_runs_end_to_end(tmp_path, capsys):
     assert res["n"] == len(demo_data().test) and 0 <= res["after"]["accuracy"] <= 100
     shown = f"{res['before']['accuracy']:.1f} →  {res['after']['accuracy']:.1f}"
     assert (model / "fairmt_held_out_gender.json").is_file()  # the original's scores, reused by the next run
-    assert "held-out gender accuracy" in printed.out and re.search(r"gender accuracy +" + re.escape(shown).replace(
+    # issue 53: one run, one seed: no change is called better or worse, and the table says why
+    from fairmt.eval.report import ONE_RUN_NOTE
+
+    assert ONE_RUN_NOTE in printed.out and ", better)" not in printed.out and ", worse)" not in printed.out
+    assert "held-out gender accuracy" in printed.out and re.search(r"gender accuracy ↑ +" + re.escape(shown).replace(
         r"\ ", " +"), printed.out), printed.out[-1500:]
     assert (model / "config.json").is_file() and (out / "model.safetensors").is_file()
+    from report_helpers import assert_reportable  # issue 53: the first recipe's results make a report
+
+    md = assert_reportable(out / "results.json", tmp_path / "report")
+    assert "Held-out demo sentences" in md and "gacl (original)" in md
     rows = [json.loads(line) for line in train.read_text().splitlines()]
     assert len(rows) == len(demo_data().finetune) and set(rows[0]["translation"]) == {"en", "de"}
     # issue 53: `fairmt push` takes the tiny recipe's results: the card carries its held-out scores, in full

@@ -118,10 +118,10 @@ def test_recipe_runs_end_to_end_and_reports_its_papers_conventions(name, standin
         stage = res["config"]["stages"]["stage1" if two_stage else "train"]
         assert stage["fcl_variant"] == "released" and stage["temperature"] == 0.01 and stage["views"] == "none"
         assert res["config"]["selection"] == "accuracy_then_gap" and res["config"]["patience"] == 5
-    # issue 44 item 13: the run ends with its before → after table (dev, %) from evaluations it made anyway
+    # issue 44 item 13, issue 53: the run ends with its before → after table (dev, %), from the starting model
     inlp = res["info"].get("inlp") or {}
     before, after = ((inlp["encoder_dev"], inlp["final_dev"]) if "final_dev" in inlp
-                     else (selection["first_dev"], res["dev"]))
+                     else (selection["start_dev"], res["dev"]))
     table = printed[printed.index(f"what {res['objective']} changed (dev, %)"):].splitlines()
     assert all(x.startswith("    ") for x in table[1:]) and printed.rstrip().endswith(table[-1])
     for label, key in (("accuracy ↑", "accuracy"), ("GAP ↓", "gap")):

@@ -135,7 +135,9 @@ def test_offline_recipe_runs_end_to_end(name, shared_data, embedding_cache, tmp_
         res = json.loads((out / "results.json").read_text())
         assert res["test"]["scale"] == "percent" and 0 <= res["test"]["accuracy"] <= 100
         assert res["dev"]["loss"] > 0 and res["info"]["selection"]["best_step"] is not None
-        assert "selected: " in printed.out and "summed over the" in printed.out  # ΔEO over Bios' classes
+        k = len(res["labels"])  # issue 53: ΔEO over Bios' classes per class (the sum ÷ K), named
+        assert "selected: " in printed.out and f"ΔEO/class ↓ {res['test']['delta_eo'] / k:.2f} (the sum over the {k} " \
+            f"classes ÷ {k})" in printed.out
         # the summary holds Shen et al.'s Table 1 columns, leakage included, with their better direction
         assert f"leakage@h ↓ {res['test']['leakage_h']:.2f}, leakage@ŷ ↓ {res['test']['leakage_yhat']:.2f}" in printed.out
     else:
@@ -159,6 +161,10 @@ def test_offline_recipe_runs_end_to_end(name, shared_data, embedding_cache, tmp_
     else:
         gap = next(e for e in entries if e["metric_type"] == "cced_gap")
         assert gap["task_type"] == "cced"  # the shape sentence-transformers' card gives it
+    from report_helpers import assert_reportable  # issue 53: the run's results are a first-class report input
+
+    assert_reportable(out / ("results.json" if name.startswith("classification/") else f"{method}_results.json"),
+                      tmp_path / "report", compile_latex=name == "classification/fcl")
 
 
 @pytest.mark.parametrize("name", DRY_RUN)

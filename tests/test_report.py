@@ -120,9 +120,13 @@ def test_classification_table_is_shen_table_1_with_tradeoff_over_the_rows(tmp_pa
     head = {m.key: t.header(m) for m in t.columns}
     assert head["accuracy"] == "Acc. ↑ (%)" and head["gap"] == "GAP ↓ (%)" and head["leakage_yhat"] == "leakage@ŷ ↓ (%)"
     tests = [_fixture(n)["test"] for n in CLS]
-    for row, test in zip(t.rows, tests):
-        for k in ("accuracy", "gap", "delta_eo", "leakage_h", "leakage_yhat"):
+    for row, test, n in zip(t.rows, tests, CLS):
+        for k in ("accuracy", "gap", "leakage_h", "leakage_yhat"):
             assert row.values[k] == test[k]
+        # issue 53: ΔEO summed over the 28 Bios classes (several hundred points) is shown per class, named so
+        assert test["eo_classes"] == "all" and _fixture(n)["test_full"]["n_classes"] == 28
+        assert row.values["delta_eo"] == pytest.approx(test["delta_eo"] / 28)
+    assert head["delta_eo"] == "ΔEO/class ↓ (%)" and any(x.startswith("ΔEO/class: ") for x in t.notes)
     want = tradeoff_scores(*[[x[k] / 100 for x in tests] for k in ("accuracy", "gap", "leakage_h", "leakage_yhat")])
     assert [r.values["tradeoff"] for r in t.rows] == pytest.approx(want)
     best = t.best()
@@ -202,6 +206,139 @@ def test_before_after_and_stage_rows_of_the_recipes():
     assert s1.values["cluster_dominance_ratio"] == fair["stages"]["stage1"]["subgroups"]["cluster_dominance_ratio"]
 
 
+# ------------------------------------------------------------------------------------------------ issue 53
+def _md_table(text: str, first: str) -> list[list[str]]:
+    """The Markdown table that starts at the line beginning with ``first``, as cells (``\\|`` kept inside one)."""
+    lines = text.splitlines()
+    i = next(k for k, x in enumerate(lines) if x.startswith(first))
+    rows = []
+    for x in lines[i:]:
+        if not x.startswith("|"):
+            break
+        rows.append([c.strip() for c in re.split(r"(?<!\\)\|", x.strip()[1:-1])])
+    return rows
+
+
+def _pdflatex(tex: Path) -> None:
+    import subprocess
+
+    if not shutil.which("pdflatex"):
+        pytest.skip("pdflatex not installed (Debian: texlive-latex-base texlive-latex-recommended)")
+    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name], cwd=tex.parent,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+
+
+def test_two_tiny_offline_runs_make_a_report_with_columns_numbers_and_latex_that_compiles(tmp_path, capsys):
+    """The first recipe's results (``gacl_tiny_results.json``: the shipped ``gacl/tiny_offline``, run by
+    tests/test_demo.py) in two run folders: the report has the held-out gender columns (original and trained rows)
+    and the eval loss, a well-formed Markdown table, and LaTeX that pdflatex compiles (issue 53: "Scale: ." and no
+    columns before)."""
+    res = _fixture("gacl_tiny_results.json")
+    runs = []
+    for name in ("seed-0", "seed-1"):
+        (tmp_path / name / "gacl").mkdir(parents=True)
+        runs.append(shutil.copy(FIX / "gacl_tiny_results.json", tmp_path / name / "gacl" / "results.json"))
+    md, tex = tmp_path / "r.md", tmp_path / "r.tex"
+    assert main(["report", *map(str, runs), "--markdown", str(md), "--latex", str(tex), "--latex-standalone",
+                 "--html", str(tmp_path / "r.html")]) == 0
+    out = capsys.readouterr().out
+    assert "Scale: ." not in out and "Held-out demo sentences" in out and "gender acc. ↑ (%)" in out
+    after, before = res["held_out_gender"]["after"], res["held_out_gender"]["before"]
+    table = _md_table(md.read_text(), "| run |")
+    assert len({len(r) for r in table}) == 1 and len(table) == 2 + 4  # header, rule, 2 × (original, trained)
+    head = table[0]
+    rows = {r[0]: dict(zip(head, r)) for r in table[2:]}
+    assert set(rows) == {"gacl (original) [seed-0]", "gacl [seed-0]", "gacl (original) [seed-1]", "gacl [seed-1]"}
+    trained, original = rows["gacl [seed-0]"], rows["gacl (original) [seed-0]"]
+    chrf = "Held-out demo sentences: chrF++ ↑ (0–100)"
+    assert trained[chrf].strip("*") == f"{after['chrf++']:.1f}" and original[chrf].strip("*") == f"{before['chrf++']:.1f}"
+    assert trained["Training: eval loss ↓"].strip("*") == f"{res['dev']['loss']:.3f}"
+    assert original["Training: eval loss ↓"] == "–"  # the original has no eval loss of this run
+    assert out.count("Paired bootstrap") == 1 and "no row carries per-sentence data" in out
+    _pdflatex(tex)
+
+
+def test_a_result_with_no_measure_is_one_line_not_an_empty_table(tmp_path, capsys):
+    data = _fixture("gacl_tiny_results.json")
+    del data["held_out_gender"], data["dev"]["loss"]
+    data["dev"] = {"gc_batches": 2.0}
+    assert main(["report", str(_write(tmp_path / "results.json", data))]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no held-out measure" in err
+
+
+def _gacl_sweep(tmp_path: Path) -> Path:
+    """A real ``fairmt sweep`` (engine + report) of ``gacl/tiny_offline`` over λ whose runs are stood in for by the
+    recipe's real results.json, its held-out gender accuracy and eval loss as functions of λ and the seed."""
+    from fairmt.sweep.engine import run_sweep
+    from fairmt.sweep.report import write_report
+    from fairmt.sweep.spec import build_spec
+
+    base = _fixture("gacl_tiny_results.json")
+
+    def runner(cmd: list[str], log: Path) -> int:
+        over = dict(a.split("=", 1) for a in cmd if "=" in a and not a.startswith("-"))
+        lam, seed = float(over["training.gacl_lambda"]), int(over["training.seed"])
+        out = Path(json.loads(over["training.output_dir"]))
+        out.mkdir(parents=True, exist_ok=True)
+        d = json.loads(json.dumps(base))
+        d["held_out_gender"]["after"]["accuracy"] = 50.0 + 10 * lam + seed
+        d["dev"]["loss"] = 4.0 + lam / 10
+        (out / "results.json").write_text(json.dumps(d))
+        log.write_text("ok\n")
+        return 0
+
+    spec = build_spec("gacl/tiny_offline", [], ["training.gacl_lambda=0.0,1.0"], [], "0,1", ["dev.loss:min"],
+                      output_dir=str(tmp_path / "sweep_gacl"))
+    assert run_sweep(spec, runner=runner, echo=lambda line: None).complete
+    write_report(spec.output_dir, spec)
+    return Path(spec.output_dir) / "sweep.json"
+
+
+def test_a_sweep_of_the_tiny_recipe_reports_its_held_out_numbers_and_original(tmp_path, capsys):
+    pytest.importorskip("optuna")
+    from fairmt.commands.train import load_recipe
+    from fairmt.eval.reporting import build_tables, read_runs
+    from fairmt.sweep.results import flatten, matches, metric_patterns
+
+    patterns = metric_patterns("gacl", load_recipe("gacl/tiny_offline"))  # `--objective held_out_gender.…` is known
+    assert all(matches(k, patterns) for k in flatten(_fixture("gacl_tiny_results.json")))
+    sweep = _gacl_sweep(tmp_path)
+    (t,) = build_tables(read_runs(sweep))
+    names = [r.name for r in t.rows]
+    assert names == ["tiny_offline (original)", "tiny_offline λ=0", "tiny_offline λ=1"]
+    assert t.rows[1].values["heldout_acc"] == pytest.approx(50.5) and t.rows[1].std["heldout_acc"] > 0
+    assert t.rows[2].values["eval_loss"] == pytest.approx(4.1)
+    before = _fixture("gacl_tiny_results.json")["held_out_gender"]["before"]
+    assert t.rows[0].values["heldout_chrfpp"] == pytest.approx(before["chrf++"])
+    tex = tmp_path / "s.tex"
+    assert main(["report", str(sweep), "--latex", str(tex), "--latex-standalone"]) == 0
+    assert "Scale: ." not in capsys.readouterr().out
+    _pdflatex(tex)
+
+
+def test_tradeoff_of_two_sweeps_is_recomputed_over_the_rows_shown(tmp_path):
+    """Each sweep's sweep.json carries Shen et al.'s Tradeoff normalised over its own settings; side by side, the
+    column is recomputed over the rows of the table (its footnote says "over the rows of this table")."""
+    pytest.importorskip("optuna")
+    from fairmt.eval.classification import tradeoff_scores
+    from fairmt.eval.reporting import build_tables, read_runs
+
+    fcl = _classification_sweep(tmp_path, "fcl", "objective_args.fcl_beta", [0.1, 0.3])
+    adv = _classification_sweep(tmp_path, "adversarial", "objective_args.adv_lambda", [0.5, 1.0])
+    own = [s["mean"]["test.tradeoff"] for p in (fcl, adv) for s in json.loads(p.read_text())["settings"]]
+    assert "the sum over the 28 classes" in (fcl.parent / "sweep.md").read_text()  # ΔEO named in sweep.md
+    (t,) = build_tables(read_runs(fcl) + read_runs(adv))
+    want = tradeoff_scores(*[[r.values[k] / 100 for r in t.rows]
+                             for k in ("accuracy", "gap", "leakage_h", "leakage_yhat")])
+    got = [r.values["tradeoff"] for r in t.rows]
+    assert got == pytest.approx(want) and got != pytest.approx(own)  # the sweeps' own would not be the rows'
+    assert all("tradeoff" not in r.std for r in t.rows)
+    shown = build_tables(read_runs(fcl)[:1])  # one row: nothing to normalise over, no column, a line says why
+    assert "tradeoff" not in shown[0].rows[0].values and any(n.startswith("Tradeoff not shown") for n in shown[0].notes)
+
+
 # ------------------------------------------------------------------------------------------------ signatures
 def test_unlike_delta_eo_conventions_are_refused_then_marked(tmp_path, capsys):
     a = _eval_classification(tmp_path, "positive")
@@ -217,7 +354,7 @@ def test_unlike_delta_eo_conventions_are_refused_then_marked(tmp_path, capsys):
     cols = [c.strip() for c in header.strip("|").split(" | ")]
     row = dict(zip(cols, [c.strip() for c in next(x for x in text.splitlines() if x.startswith("| all |"))
                           .strip("|").split(" | ")]))
-    assert row["Fairness: ΔEO ↓ (%)"].endswith("†") and "†" not in row["Performance: Acc. ↑ (%)"]
+    assert row["Fairness: ΔEO/class ↓ (%)"].endswith("†") and "†" not in row["Performance: Acc. ↑ (%)"]
     assert "delta_eo is `all`, positive's is `positive`" in text and "not comparable" in text
 
 
@@ -408,6 +545,8 @@ def _model_dir(tmp_path: Path) -> Path:
     ("sampling_fair_results.json", "sampling", "Latent subgroups dominance",
      ("stages", "stage2", "subgroups", "cluster_dominance_ratio")),
     ("classification_inlp_results.json", None, "Leakage leakage@h (%)", ("test", "leakage_h")),
+    # issue 53: the first recipe's held-out numbers go into its card (it was refused: "no measure of the trained model")
+    ("gacl_tiny_results.json", "gacl", "Held-out demo sentences chrF++ (0–100)", ("held_out_gender", "after", "chrf++")),
 ])
 def test_push_dry_run_writes_the_card_of_any_family_and_contacts_nothing(tmp_path, no_network, capsys, fixture,
                                                                        method, metric, value):
@@ -427,7 +566,7 @@ def test_push_dry_run_writes_the_card_of_any_family_and_contacts_nothing(tmp_pat
     cited = [k for k in ("shen2022fcl", "kaneko2021dpce", "martin_ogbuokiri_sampling", "lee2023gacl")
              if f"{{{k}," in card]
     expected = {"fcl": ["shen2022fcl"], "dpce": ["kaneko2021dpce"], "sampling": ["martin_ogbuokiri_sampling"],
-                None: []}[method]
+                "gacl": ["lee2023gacl"], None: []}[method]
     assert cited == expected and all(k in ENTRIES for k in expected)
     on_hub = [".eval_results/LabHC__bias_in_bios.yaml (beside this file)"] if fixture.startswith("classification") \
         else []  # Bias-in-Bios is on the Hub: its results get an eval-results file too (issue 54)
@@ -625,3 +764,19 @@ def test_every_input_parses_before_anything_is_built_or_printed(tmp_path, capsys
         captured = capsys.readouterr()
         assert captured.out == "" and len(captured.err.strip().splitlines()) == 1 and expected in captured.err
         assert not md.exists()
+
+
+def test_before_after_of_one_run_names_directions_and_the_seed_noise_never_a_verdict():
+    """Issue 53: a recipe's before → after is one training seed: "+0.2, better" said more than one run can; the
+    printer gives the change, the better direction in the label, and a line naming training-seed noise."""
+    from fairmt.eval.report import ONE_RUN_NOTE, before_after_lines
+
+    lines = before_after_lines("what X changed", [("chrF++", 50.0, 50.2, ".1f", "higher"),
+                                                  ("GAP ↓", 10.0, 12.0, ".2f", "lower"),
+                                                  ("ΔG", -3.0, 1.0, "+.1f", "zero"), ("n", 1.0, None, ".0f", None)])
+    assert lines[1].split() == ["chrF++", "↑", "50.0", "→", "50.2", "(+0.2)"]
+    assert lines[2].split() == ["GAP", "↓", "10.00", "→", "12.00", "(+2.00)"]
+    assert lines[3].split()[:3] == ["ΔG", "(0", "best)"]
+    assert lines[-1].strip() == ONE_RUN_NOTE and len(lines) == 5  # the row without an after is left out
+    assert not any(w in " ".join(lines[1:-1]) for w in ("better", "worse"))
+    assert "training-seed noise" in ONE_RUN_NOTE and before_after_lines("t", [("a", None, 1.0, ".1f", None)]) == []

@@ -155,7 +155,13 @@ def test_fair_recipe_and_its_baseline_end_to_end_on_standins(dataset, standins, 
     head = next(i for i, x in enumerate(printed) if x == f"  what {res['objective']} changed: stage 1 (SimCLR) → stage 2")
     s1, s2 = (res["stages"][s]["subgroups"]["cluster_dominance_ratio"] for s in ("stage1", "stage2"))
     assert "cluster dominance ratio ↓" in printed[head + 1] and f"{s1:.4f} → {s2:.4f}" in printed[head + 1]
-    assert len(printed) - head - 1 == 3 + 2 * len(res["stages"]["stage1"]["probe"])  # measures, then 2 per probe
+    # measures, then 2 per probe, then the line naming training-seed noise (issue 53)
+    assert len(printed) - head - 1 == 3 + 2 * len(res["stages"]["stage1"]["probe"]) + 1
+    from fairmt.eval.report import ONE_RUN_NOTE
+    from report_helpers import assert_reportable
+
+    assert printed[-1].strip() == ONE_RUN_NOTE
+    assert_reportable(fair / "results.json", tmp_path / "report", compile_latex=dataset == "celeba")
     targets = ["Attractive", "Wavy_Hair"] if dataset == "celeba" else \
         ["Cardiomegaly", "Edema", "Consolidation", "Atelectasis", "Pleural Effusion"]
     assert res["n"] == (40 if dataset == "celeba" else 44)
@@ -239,3 +245,6 @@ def test_text_variant_recipe_runs_on_the_real_hate_speech_data(shared_data, monk
     res = json.loads((tmp_path / "results.json").read_text())
     assert res["objective"] == "sampling" and res["dataset"] == "hatespeech" and res["test"]["scale"] == "percent"
     assert res["info"]["train_log"][0]["loss_ntxent"] > 0 and "loss_ce" in res["info"]["train_log"][0]
+    from report_helpers import assert_reportable  # issue 53: the run's results make a report
+
+    assert_reportable(tmp_path / "results.json", tmp_path / "report", compile_latex=False)

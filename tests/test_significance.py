@@ -139,6 +139,9 @@ def test_report_prints_the_paired_bootstrap_the_significance_module_gives(tmp_pa
     assert main(["report", str(a), str(b)]) == 0
     out = capsys.readouterr().out
     assert f"b: MT-GenEval de Acc. {format_test(want['accuracy'])}" in out
+    # issue 53: what the interval covers, and that each run is one training seed, under the comparisons
+    note = out.splitlines()[out.splitlines().index(next(x for x in out.splitlines() if x.startswith("Paired"))) + 1]
+    assert "covers test-set noise only" in note and "not training-seed noise" in note and "(a, b)" in note
     assert "p = 1.000, not distinguishable" in format_test(compare_items("geneval", da["items"], da["items"])[0])
     from fairmt.eval.geneval import score_contextual  # the contextual set: accuracy and E-accuracy over sentences
 

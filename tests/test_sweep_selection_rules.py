@@ -125,3 +125,23 @@ def test_a_setting_whose_final_model_is_at_chance_is_flagged_in_sweep_md(tmp_pat
     assert "**At chance:** s2 (`learning_rate=0.1`) seed 1 of 2" in md
     _print_summary(r)
     assert "warning: a final model at chance" in capsys.readouterr().out
+
+
+def test_a_runner_up_within_the_seed_noise_on_gap_is_not_distinguishable():
+    """Issue 53: DTO selects by accuracy and GAP; the runner-up 5 points of accuracy behind (pooled std 1) but 0.5
+    points of GAP apart (pooled std 2) is not distinguishable: one metric the rule selects by is within the noise."""
+    from types import SimpleNamespace
+
+    from fairmt.sweep.report import runner_up
+
+    spec = SimpleNamespace(tradeoff=[("dev.accuracy", "maximize"), ("dev.gap", "minimize")],
+                           objectives=[("dev.accuracy", "maximize"), ("dev.gap", "minimize")], select_tolerance=0.01)
+    done = [{"id": "s1", "overrides": {"b": 1}, "mean": {"dev.accuracy": 80.0, "dev.gap": 10.0},
+             "std": {"dev.accuracy": 1.0, "dev.gap": 2.0}},
+            {"id": "s2", "overrides": {"b": 2}, "mean": {"dev.accuracy": 75.0, "dev.gap": 10.5},
+             "std": {"dev.accuracy": 1.0, "dev.gap": 2.0}}]
+    ru = runner_up(done, 0, "dto", spec, percent=True)
+    assert ru["setting"] == "s2" and ru["metrics"]["dev.accuracy"]["difference"] == pytest.approx(5.0)
+    assert ru["distinguishable"] is False and "on every metric" in ru["test"]
+    done[1]["mean"]["dev.gap"] = 15.0  # now both differences exceed their pooled std
+    assert runner_up(done, 0, "dto", spec, percent=True)["distinguishable"] is True

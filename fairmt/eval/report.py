@@ -67,14 +67,22 @@ def markdown_table(rows: Sequence[dict], columns: Sequence[str], digits: int = 1
     return "\n".join([head, sep, *body]) + "\n"
 
 
+ONE_RUN_NOTE = ("one training run (one seed): the changes are not tested against training-seed noise, which can be "
+                "several points; run seeds (fairmt sweep --seeds) before calling a change better or worse")
+"""The line under every recipe's before → after table (:func:`before_after_lines`)."""
+
+_DIRECTION = {"lower": "↓", "higher": "↑", "zero": "(0 best)"}
+
+
 def before_after_lines(title: str, rows: Sequence[tuple], before: str = "before", after: str = "after") -> list[str]:
     """The short before → after table every recipe ends with — one printer for all: GACL's held-out gender scores,
     the CCD/DPCE/ADEPT bias suites, the classification recipes' dev accuracy/GAP/ΔEO, the sampling recipes'
     latent-subgroup measures and probe GAP. A header ``  {title}: {before} → {after}``, then one line per row
     ``(label, before, after, fmt, better)``: the two values and their change in the format spec ``fmt``
-    (``".3f"``, ``"+.1f"``), and, where ``better`` gives the measure's direction (``"lower"``, ``"higher"``,
-    ``"zero"``: closer to 0), whether the change is ``better`` or ``worse``. A row whose before or after is not a
-    number is left out; no row left gives ``[]``."""
+    (``".3f"``, ``"+.1f"``), the label followed by the measure's better direction where ``better`` gives it
+    (``"lower"`` ↓, ``"higher"`` ↑, ``"zero"``: closer to 0) and the label has no arrow yet. A recipe's run is one
+    training seed: no change is called better or worse (no test says so); :data:`ONE_RUN_NOTE` closes the table.
+    A row whose before or after is not a number is left out; no row left gives ``[]``."""
     import math
 
     def num(v) -> bool:
@@ -83,13 +91,14 @@ def before_after_lines(title: str, rows: Sequence[tuple], before: str = "before"
     kept = [r for r in rows if num(r[1]) and num(r[2])]
     if not kept:
         return []
-    width = max(len(r[0]) for r in kept)
+    labels = [label if not better or "↑" in label or "↓" in label else f"{label} {_DIRECTION.get(better, '')}".rstrip()
+              for label, _, _, _, better in kept]
+    width = max(len(x) for x in labels)
     lines = [f"  {title}: {before} → {after}"]
-    for label, b, a, fmt, better in kept:
-        gain = {"lower": b - a, "higher": a - b, "zero": abs(b) - abs(a)}.get(better or "")
-        word = "" if gain is None else ", better" if gain > 0 else ", worse" if gain < 0 else ", same"
+    for label, (_, b, a, fmt, _) in zip(labels, kept):
         lines.append(f"    {label:{width}s} {format(b, fmt):>6s} → {format(a, fmt):>6s}  "
-                     f"({format(a - b, '+' + fmt.lstrip('+'))}{word})")
+                     f"({format(a - b, '+' + fmt.lstrip('+'))})")
+    lines.append(f"    {ONE_RUN_NOTE}")
     return lines
 
 

@@ -432,11 +432,35 @@ def _fit(cfg, trainer_cls, config_cls, kwargs, model, train_ds, dev_ds, collator
                                          warn=False)  # the run's summary prints the note, once
     trainer = trainer_cls(model=model, args=config_cls(**kwargs), train_dataset=train_ds, eval_dataset=dev_ds,
                           data_collator=collator, compute_metrics=compute_metrics, callbacks=[callback])
+    if compute_metrics is not None:  # the starting model on dev: the "before" of the run's before → after table
+        start = _measure_without_rng(lambda: trainer.predict(dev_ds, metric_key_prefix="start").metrics)
+        callback.start_dev = {k: round(float(start[f"start_{k}"]), 4) for k in ("accuracy", "gap", "delta_eo")
+                              if start.get(f"start_{k}") is not None}
     trainer.train()
     callback.keep_last = last
     if callback.best_checkpoint and not last:
         trainer._load_from_checkpoint(callback.best_checkpoint)
     return trainer, callback
+
+
+def _measure_without_rng(measure):
+    """``measure()`` (a prediction, which no selection callback sees) with every random generator put back after
+    it: measuring the starting model leaves the run's training exactly as without the measurement."""
+    import random
+
+    import numpy as np
+    import torch
+
+    states = (random.getstate(), np.random.get_state(), torch.get_rng_state(),
+              torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
+    try:
+        return measure()
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.set_rng_state(states[2])
+        if states[3] is not None:
+            torch.cuda.set_rng_state_all(states[3])
 
 
 def _selection_info(cb, steps_per_epoch: int | None = None) -> dict[str, Any]:
@@ -455,7 +479,9 @@ def _selection_info(cb, steps_per_epoch: int | None = None) -> dict[str, Any]:
                             if (v := getattr(best, k)) is not None}
         if best.loss is not None:
             info["best_dev"]["loss"] = best.loss
-    if cb.records:  # the "before" of the run's before → after table (no extra evaluation)
+    if getattr(cb, "start_dev", None):  # the model before this training (pretrained encoder, untrained head)
+        info["start_dev"] = cb.start_dev
+    if cb.records:  # the first evaluation of the run (kept: early stopping, the learning curve)
         first = cb.records[0]
         info["first_dev"] = {k: round(100 * v, 4) for k in ("accuracy", "gap", "delta_eo")
                              if (v := getattr(first, k)) is not None}
@@ -466,9 +492,10 @@ def _selection_info(cb, steps_per_epoch: int | None = None) -> dict[str, Any]:
 
 def before_after(results: dict[str, Any]) -> list[str]:
     """The run's before → after table (:func:`fairmt.eval.report.before_after_lines`, every recipe's printer) on
-    the dev set, from evaluations the run made anyway: INLP — the CE encoder → the model after INLP; the others —
-    the first dev evaluation (after the first epoch of the stage that trains the classifier) → the model the run
-    reports (the checkpoint selected)."""
+    the dev set: INLP — the CE encoder → the model after INLP; the others — the starting model (``start_dev``: the
+    pretrained encoder, or a two-stage run's stage-1 encoder, with its untrained head, scored before training) → the
+    model the run reports (the checkpoint selected); never a first-epoch model. ΔEO per class
+    (:func:`eo_per_class`). A results file without ``start_dev`` (an older fairmt) gives no table."""
     from fairmt.eval.report import before_after_lines
 
     info = results.get("info") or {}
@@ -477,13 +504,27 @@ def before_after(results: dict[str, Any]) -> list[str]:
         before, after, names = inlp.get("encoder_dev") or {}, inlp["final_dev"], ("the CE encoder", "after INLP")
     else:
         sel = info.get("selection") or {}
-        before, after = sel.get("first_dev") or {}, results.get("dev") or {}
-        epoch = f", epoch {before['epoch']}" if before.get("epoch") is not None else ""
-        names = (f"first dev evaluation{epoch}", "the model reported")
+        before, after = sel.get("start_dev") or {}, results.get("dev") or {}
+        names = ("starting model (untrained head)", "the model reported")
+    k = eo_classes_summed(results)
     rows = [("accuracy ↑", before.get("accuracy"), after.get("accuracy"), ".2f", "higher"),
             ("GAP ↓", before.get("gap"), after.get("gap"), ".2f", "lower"),
-            ("ΔEO ↓", before.get("delta_eo"), after.get("delta_eo"), ".2f", "lower")]
+            ("ΔEO/class ↓" if k > 1 else "ΔEO ↓", _per(before.get("delta_eo"), k), _per(after.get("delta_eo"), k),
+             ".2f", "lower")]
     return before_after_lines(f"what {results.get('objective')} changed (dev, %)", rows, *names)
+
+
+def _per(v: Any, k: int) -> Any:
+    return v / k if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+
+
+def eo_classes_summed(results: dict[str, Any]) -> int:
+    """How many classes a results file's ΔEO is summed over: the number of labels under the ``all`` convention (ΔEO
+    is then shown divided by it, a mean per class a reader can place; 28 Bios classes summed read "680 %"), else 1."""
+    dev = results.get("dev") or results.get("test") or {}
+    if dev.get("eo_classes") != "all":
+        return 1
+    return max(1, len(results.get("labels") or []) or int((results.get("test_full") or {}).get("n_classes") or 1))
 
 
 def _steps_per_epoch(trainer) -> int | None:
@@ -805,6 +846,13 @@ def _eo_label(t: dict[str, Any], n_classes: int) -> str:
     return "all classes" if t.get("eo_classes") == "all" else "positive class"
 
 
+def _eo_shown(t: dict[str, Any], n_classes: int) -> str:
+    """ΔEO as the run's summary line prints it: per class (the sum ÷ K) under the all-classes convention."""
+    if t.get("eo_classes") == "all" and n_classes > 1:
+        return f"ΔEO/class ↓ {t['delta_eo'] / n_classes:.2f} (the sum over the {n_classes} classes ÷ {n_classes})"
+    return f"ΔEO ↓ {t['delta_eo']:.2f} ({_eo_label(t, n_classes)})"
+
+
 def main(config: dict[str, Any]) -> dict[str, Any]:
     """Run one classification recipe (see the module docstring); returns and writes ``results.json``. Each caveat
     of the metrics is warned about once per run (:func:`fairmt.eval.classification.caveats_once`)."""
@@ -869,7 +917,7 @@ def _main(config: dict[str, Any]) -> dict[str, Any]:
     leak = "".join(f", {name} ↓ {t[k]:.2f}" for k, name in (("leakage_h", "leakage@h"), ("leakage_yhat", "leakage@ŷ"))
                    if t.get(k) is not None)  # Shen et al.'s Table 1 columns
     print(f"fairmt: {cfg['objective']} on {cfg['data']['dataset']} (test): accuracy ↑ {t['accuracy']:.2f}, {f1}, "
-          f"GAP ↓ {t['gap']:.2f}{_gap_coverage(test)}, ΔEO ↓ {t['delta_eo']:.2f} ({_eo_label(t, data.num_labels)})"
+          f"GAP ↓ {t['gap']:.2f}{_gap_coverage(test)}, {_eo_shown(t, data.num_labels)}"
           f"{leak} (%)"
           f"\n{_selection_line(results['info'], warnings_out)}"
           f"\n  results: {os.path.join(out, 'results.json')}"

@@ -168,8 +168,8 @@ def _rule_metrics(rule: str, spec) -> list[str]:
 
 
 INDISTINGUISHABLE_TEST = ("pooled seed std: the selected setting is distinguishable from the runner-up (the setting "
-                          "the same rule picks without it) when, on a metric the rule selects by, the difference of "
-                          "their seed means is at least sqrt((std_1² + std_2²) / 2)")
+                          "the same rule picks without it) when, on every metric the rule selects by, the difference "
+                          "of their seed means is at least sqrt((std_1² + std_2²) / 2)")
 
 
 def runner_up(done: list[dict[str, Any]], best: int, rule: str, spec, percent: bool) -> dict[str, Any] | None:
@@ -194,7 +194,7 @@ def runner_up(done: list[dict[str, Any]], best: int, rule: str, spec, percent: b
         verdicts.append(None if pooled is None else abs(ma - mb) >= pooled)
     known = [v for v in verdicts if v is not None]
     return {"setting": b["id"], "overrides": b["overrides"], "metrics": metrics,
-            "distinguishable": (any(known) if known and len(known) == len(verdicts) else None),
+            "distinguishable": (all(known) if known and len(known) == len(verdicts) else None),
             "test": INDISTINGUISHABLE_TEST}
 
 
@@ -456,6 +456,11 @@ def render_markdown(report: dict[str, Any]) -> str:
             "trade-off front it looks like the fairest point."]
     if report.get("shen_tradeoff"):
         lines += ["", f"`dev.tradeoff` / `test.tradeoff`: {report['shen_tradeoff']['definition']}."]
+    k = max((s["mean"].get("test_full.n_classes") or 0 for s in report["settings"]), default=0)
+    if k > 2 and "test.delta_eo" in columns(report):  # ΔEO named on the scale it is written on (issue 53)
+        lines += ["", (f"`test.delta_eo` is the runs' ΔEO as results.json holds it: with `eo_classes: all` the sum "
+                       f"over the {k:g} classes (several hundred points is the usual size), which `fairmt report` "
+                       f"shows divided by {k:g} as ΔEO/class.")]
     lines += ["", "## Selection (dev metrics only)", ""]
     for rule, res in report["selection"]["by_rule"].items():
         star = " ← `--select`" if rule == report["selection"]["rule"] else ""
@@ -467,13 +472,15 @@ def render_markdown(report: dict[str, Any]) -> str:
         ru = res.get("runner_up")
         if ru:
             diffs = ", ".join(f"{n} {v['difference']:+.{spread_digits(v['pooled_std'], 4)}f}"
-                              + (f" (pooled seed std {v['pooled_std']:.2g})" if v["pooled_std"] is not None else "")
+                              + (f" (pooled seed std {v['pooled_std']:.2g}"
+                                 + (", below it" if abs(v["difference"]) < v["pooled_std"] else "") + ")"
+                                 if v["pooled_std"] is not None else "")
                               for n, v in ru["metrics"].items())
             verdict = {True: "distinguishable", False: "**not distinguishable** from the runner-up",
                        None: "no seed spread to judge it (one seed)"}[ru["distinguishable"]]
             lines.append(f"  - runner-up {ru['setting']} (`{_label(by_id, ru['setting'])}`): selected − runner-up "
                          f"{diffs} — {verdict} (test: a difference below the pooled seed std, "
-                         "sqrt((std₁² + std₂²) / 2), is not distinguishable)")
+                         "sqrt((std₁² + std₂²) / 2), on any metric the rule selects by is not distinguishable)")
     rules = report["selection"].get("checkpoint_rules") or {}
     if len(rules) > 1:
         lines += ["", "**Rows selected under different checkpoint rules** (not a like-for-like comparison): "

@@ -143,6 +143,8 @@ def metric_patterns(method: str, config: dict[str, Any]) -> list[str] | None:
             out += [f"dev.geneval_{m}" for m in measures]
         if geneval and geneval.get("test", True):
             out += [f"test.geneval_{m}" for m in measures] + ["test_data.*", "geneval.*"]
+        if config.get("tiny_model"):  # fairmt.demo.tiny_before_after: the original's and the trained model's scores
+            out += ["held_out_gender.n", "held_out_gender.before.*", "held_out_gender.after.*"]
         return out
     if method == "sampling":  # fairmt.scripts.sampling: the stage-2 summary, then every stage's full results
         probe = [f"probe.*.{m}" for m in ("accuracy", "f1", "auc_roc", "gap", "delta_eo")]

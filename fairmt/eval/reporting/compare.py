@@ -38,6 +38,10 @@ def compare_rows(rows: list[Run]) -> tuple[list[dict], list[str]]:
 
     if len(rows) < 2:
         return [], []
+    if not any(r.items for r in rows):  # one line, not one per row (a table of tiny-recipe runs, of means)
+        return [], [("Paired bootstrap: no interval: no row carries per-sentence data (a mean over runs, a file "
+                     "written by an older fairmt, or a recipe's results without a scored test set: score its "
+                     "translations with this fairmt's eval commands).")]
     base = rows[0]
     out: list[dict] = []
     lines: list[str] = []
@@ -65,10 +69,25 @@ def compare_rows(rows: list[Run]) -> tuple[list[dict], list[str]]:
     if out:
         lines.insert(0, f"Paired bootstrap against {base.name} (row − {base.name}; {N_SAMPLES} resamples of the "
                         f"sentences/pairs, seed {SEED}; 95 % interval; p-value):")
+        lines.insert(1, "  " + noise_note([base, *(r for r in rows[1:] if any(c["run"] == r.name for c in out))]))
     for name, where, why in why_not:
         lines.append(f"Paired bootstrap of {name} against {base.name}{': ' + where if where else ''}: no interval: "
                      f"{why}.")
     return out, lines
+
+
+def noise_note(runs: list[Run]) -> str:
+    """What the paired bootstrap's "distinguishable" covers: test-set noise only (which sentences were drawn), never
+    the spread between training runs; the runs that are one training seed are named (their difference may be the
+    seed's)."""
+    single = [r.name for r in runs if r.n <= 1]
+    text = ("it covers test-set noise only (which sentences were drawn), not training-seed noise: "
+            "\"distinguishable\" says these two models differ on this test set")
+    if single:
+        text += (f"; one training seed each ({', '.join(single)}), so it does not say that the training method "
+                 "differs (a rerun with another seed can move these numbers more than the interval: run several "
+                 "seeds, fairmt sweep --seeds)")
+    return text[0].upper() + text[1:] + "."
 
 
 def format_test(t) -> str:

@@ -274,6 +274,22 @@ def _gacl_values(r: _Reader, split: str) -> dict:
                        "geneval_abs_dg": abs(dg) if dg is not None else None})
 
 
+HELD_OUT = (("accuracy", "heldout_acc"), ("accuracy_anti", "heldout_anti"), ("chrf++", "heldout_chrfpp"))
+
+
+def _held_out_values(h: _Reader) -> dict:
+    """A tiny recipe's held-out gender scores (``held_out_gender.before``/``after``, :func:`fairmt.demo.score`) as
+    the MT table's "Held-out demo sentences" measures: gender accuracy, |ΔG|, anti-stereotypical accuracy, chrF++."""
+    out = {key: h.num(src) for src, key in HELD_OUT}
+    dg = h.num("delta_g")
+    out["heldout_abs_dg"] = abs(dg) if dg is not None else None
+    return _drop_none(out)
+
+
+def _held_out_signature(h: _Reader) -> dict[str, str]:
+    return {"heldout": f"{h.text('set') or 'fairmt demo held-out sentences'}|n:{h.get('n')}"} if h.data else {}
+
+
 def _read_gacl(r: _Reader, name: str) -> list[Run]:
     split = "test" if any(k.startswith("geneval_") for k in r.at("test").data) else "dev"
     g = r.at("geneval")
@@ -282,9 +298,25 @@ def _read_gacl(r: _Reader, name: str) -> list[Run]:
             "languages:geneval": str(g.get("lang"))}
     train = r.at("train").data
     items = _items(r.at("test_data"), "geneval", str(g.get("lang"))) if split == "test" else {}
-    return [Run(name, "mt", r.path, _gacl_values(r, split), signatures=sigs, method="gacl", items=items,
-                settings=_drop_none({"model": r.get("model"), "seed": r.get("seed"), "split": split,
-                                     **{k: train.get(k) for k in ("gacl_lambda", "kd_alpha", "temperature")}}))]
+    held = r.at("held_out_gender")
+    sigs.update(_held_out_signature(held))
+    values = {**_gacl_values(r, split), **_held_out_values(held.at("after"))}
+    loss = r.at("dev").num("loss")
+    if loss is not None:
+        values["eval_loss"] = loss
+    settings = _drop_none({"model": r.get("model"), "seed": r.get("seed"), "split": split,
+                           **{k: train.get(k) for k in ("gacl_lambda", "kd_alpha", "temperature")}})
+    rows = []
+    if held.at("before").data:  # the tiny recipe's untrained starting model, scored on the same sentences
+        rows.append(Run(f"{name} (original)", "mt", r.path, _held_out_values(held.at("before")), signatures=sigs,
+                        method="original", group=name,
+                        settings=_drop_none({"model": r.get("model"), "measured": "before training"})))
+    if not values:
+        raise FairmtError(f"{r.path}: no held-out measure (neither 'held_out_gender', MT-GenEval 'test'/'dev' "
+                          "numbers nor 'dev.loss'): nothing to report")
+    rows.append(Run(name, "mt", r.path, values, signatures=sigs, method="gacl", items=items, group=name,
+                    settings=settings))
+    return rows
 
 
 # ------------------------------------------------------------------------------------------------ classification
@@ -297,6 +329,17 @@ def _classification_values(r: _Reader, per_class: _Reader | None = None) -> dict
     if per_class is not None:
         out.update({f"gap:{c}": per_class.num(c) for c in per_class.data})
     return _drop_none(out)
+
+
+def eo_per_class(vals: dict, std: dict | None, convention: str | None, n_classes: float | None) -> None:
+    """ΔEO on a scale a reader knows: the ``all`` convention sums |TPR_{a,y} − TPR_y| + |FPR_{a,y} − FPR_y| over
+    every class (28 Bios classes: several hundred percentage points), so it is divided by the number of classes K
+    (the mean per class; the ``positive`` convention is one class, K = 1). In place, on ``vals`` and ``std``."""
+    if convention != "all" or not n_classes or n_classes <= 1:
+        return
+    for d in (vals, std or {}):
+        if d.get("delta_eo") is not None:
+            d["delta_eo"] = d["delta_eo"] / n_classes
 
 
 def _classification_sigs(r: _Reader) -> dict:
@@ -312,7 +355,9 @@ def _classification_sigs(r: _Reader) -> dict:
 
 def _read_classification(r: _Reader, name: str) -> list[Run]:
     d = r.data
-    return [Run(name, "classification", r.path, _classification_values(r, r.at("gap_by_class")),
+    vals = _classification_values(r, r.at("gap_by_class"))
+    eo_per_class(vals, None, r.text("eo_classes"), r.num("n_classes"))
+    return [Run(name, "classification", r.path, vals,
                 scale=str(d.get("scale", "fraction")), signatures=_classification_sigs(r),
                 settings=_drop_none({"n": d.get("n"), "classes": d.get("n_classes"), "groups": d.get("n_groups"),
                                      "leakage": d.get("leakage_protocol")}))]
@@ -323,7 +368,10 @@ def _read_classification_results(r: _Reader, name: str) -> list[Run]:
     if not test.data:
         raise FairmtError(f"{r.path}: no 'test' section (the recipe's test-set scores)")
     objective = r.text("objective")
-    return [Run(name, "classification", r.path, _classification_values(test, r.at("test_full").at("gap_by_class")),
+    vals = _classification_values(test, r.at("test_full").at("gap_by_class"))
+    eo_per_class(vals, None, test.text("eo_classes") or r.at("test_full").text("eo_classes"),
+                 r.at("test_full").num("n_classes"))
+    return [Run(name, "classification", r.path, vals,
                 scale=str(test.get("scale") or "percent"), signatures=_classification_sigs(test), method=objective,
                 settings=_drop_none({"objective": objective, "dataset": r.get("dataset"), "model": r.get("model"),
                                      "seed": r.get("seed"), "selection": r.get("selection")}))]
@@ -503,7 +551,10 @@ def _sweep_values(r: _Reader, method: str) -> tuple[str, dict, str]:
         return "classification", _classification_values(test, r.at("test_full").at("gap_by_class")), "percent"
     if method == "gacl":
         split = "test" if any(k.startswith("geneval_") for k in r.at("test").data) else "dev"
-        return "mt", _gacl_values(r, split), "percent"
+        vals = {**_gacl_values(r, split), **_held_out_values(r.at("held_out_gender").at("after"))}
+        if r.at("dev").num("loss") is not None:
+            vals["eval_loss"] = r.at("dev").num("loss")
+        return "mt", vals, "percent"
     if method in ("ccd", "dpce", "adept"):
         vals, _ = _embedding_block(r.at("after"))
         for key, section in (("utility_spearman", "utility.spearman_pairwise_cos"),
@@ -560,16 +611,27 @@ def _read_sweep(r: _Reader, name: str) -> list[Run]:
         fam, vals, scale = _sweep_values(mean, method)
         _, sd, _ = _sweep_values(std, method)
         overrides = here.at("overrides").data
+        sigs = _sweep_signatures(r, s, method)
+        if fam == "classification":
+            eo_per_class(vals, sd, sigs.get("delta_eo"), mean.at("test_full").num("n_classes"))
         rows.append(Run(f"{label} {setting_label(overrides)}", fam, r.path, _drop_none(vals), std=sd,
                         n=int(s.get("n") or 1), scale=scale, method=method, group=label, setting=overrides,
                         seeds=list(s.get("seeds") or []),
-                        signatures=_sweep_signatures(r, s, method),
+                        signatures=sigs,
                         settings={"recipe": recipe, "setting": s.get("id"), **{str(k): v for k, v in overrides.items()},
                                   "seeds": ",".join(map(str, s.get("seeds") or [])),
                                   "fixed overrides": " ".join(map(str, d.get("overrides") or [])),
                                   **({"selection": rule} if rule else {})}))
     if not rows:
         raise FairmtError(f"{r.path}: no finished setting (every setting has n = 0)")
+    if method == "gacl":  # a tiny recipe's starting model, the same for every setting (its scores are cached)
+        first = next(i for i, s in enumerate(settings) if s.get("n"))
+        before = _Reader(r.path, _unflatten(_Reader(r.path, settings[first]).at("mean").data),
+                         f"settings.{first}.mean.").at("held_out_gender").at("before")
+        if _held_out_values(before):
+            rows.insert(0, Run(f"{label} (original)", "mt", r.path, _held_out_values(before), method="original",
+                               group=label, signatures=rows[0].signatures,
+                               settings={"recipe": recipe, "measured": "before training"}))
     aucs = {k: v["auc"] for k, v in (d.get("front_auc") or {}).items()
             if isinstance(v, dict) and isinstance(v.get("auc"), (int, float))}
     if aucs:  # fairlib's auc_performance_fairness_tradeoff of the sweep, as `fairmt sweep` computed it

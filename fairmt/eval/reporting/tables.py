@@ -59,6 +59,14 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
         M("bleu", "spBLEU", "FLORES-200", "max", "score"), M("chrfpp", "chrF++", "FLORES-200", "max", "score"),
         M("winomt_acc", "Acc.", "WinoMT", "max"), M("winomt_abs_dg", "|ΔG|", "WinoMT", "min"),
         M("winomt_abs_ds", "|ΔS|", "WinoMT", "min"),
+        M("heldout_acc", "gender acc.", "Held-out demo sentences", "max"),
+        M("heldout_abs_dg", "|ΔG|", "Held-out demo sentences", "min"),
+        M("heldout_anti", "anti-stereo. acc.", "Held-out demo sentences", "max"),
+        M("heldout_chrfpp", "chrF++", "Held-out demo sentences", "max", "score",
+          note="Held-out demo sentences: a tiny recipe's held-out gender scores (fairmt demo's test sentences, "
+               "never trained on), the untrained original's in its (original) row"),
+        M("eval_loss", "eval loss", "Training", "min", "raw", 3,
+          note="eval loss: the held-out L_MT cross-entropy of the model the run reports (nats per token)"),
         M("degenerate", "degenerate", "Outputs", "min", "count", 0,
           note="degenerate: empty, repetitive, wrong-script or unrelated translations (MT-GenEval and FLORES lines)")),
         dynamic=(("winomt_acc:", "WinoMT Acc. per language", "max", "rate", 1),),
@@ -66,18 +74,21 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
                  "flores": ("FLORES-200",), "settings:compat": ("WinoMT", "WinoMT Acc. per language"),
                  "settings:gold": ("WinoMT", "WinoMT Acc. per language"), "settings:split": ("MT-GenEval",),
                  "languages:winomt": ("WinoMT",), "languages:geneval": ("MT-GenEval",),
-                 "languages:flores": ("FLORES-200",)},
+                 "languages:flores": ("FLORES-200",), "heldout": ("Held-out demo sentences",)},
         tradeoff=("winomt_acc", "bleu"), bars="WinoMT Acc. per language"),
     Family("classification", "Fair classification (Shen et al. Table 1; Chi et al.)", (
         M("accuracy", "Acc.", "Performance", "max", digits=2), M("f1", "F1", "Performance", "max", digits=2),
         M("macro_f1", "macro-F1", "Performance", "max", digits=2),
         M("micro_f1", "micro-F1", "Performance", "max", digits=2), M("auc", "AUC", "Performance", "max", digits=2),
-        M("gap", "GAP", "Fairness", "min", digits=2), M("delta_eo", "ΔEO", "Fairness", "min", digits=2),
+        M("gap", "GAP", "Fairness", "min", digits=2), M("delta_eo", "ΔEO/class", "Fairness", "min", digits=2,
+                                              note="ΔEO/class: ΔEO (the sum over groups of |TPR(a, y) − TPR(y)| + "
+                                                   "|FPR(a, y) − FPR(y)|) per class: a result that sums it over all "
+                                                   "K classes divided by K; the positive class alone otherwise"),
         M("leakage_h", "leakage@h", "Leakage", "min", digits=2),
         M("leakage_yhat", "leakage@ŷ", "Leakage", "min", digits=2),
         M("tradeoff", "Tradeoff", "Trade-off", "max", "raw", 3,
           note="Tradeoff: Shen et al.'s ½·N(Acc) + ¼·N(1−GAP) + ⅛·N(1−leakage@h) + ⅛·N(1−leakage@ŷ), N = ÷ max "
-               "over the rows compared")),
+               "over the rows of this table (recomputed from the means shown; a sweep's own column is not kept)")),
         dynamic=(("gap:", "GAP per class", "min", "rate", 2),),
         touched={"cls:version": ("Performance", "Fairness", "Leakage", "Trade-off", "GAP per class"),
                  "cls:gap": ("Fairness", "Trade-off", "GAP per class"), "cls:auc": ("Performance",),
@@ -291,11 +302,18 @@ def build_tables(runs: list[Run], allow_mixed: bool = False, per_class: bool = F
                 r.scale = "percent"
         if converted:
             notes.append(f"Written as fractions and shown in percent here: {', '.join(converted)}.")
-        if key == "classification" and not any("tradeoff" in r.values for r in rows):
+        if key == "classification":  # Shen et al.'s trade-off, normalised over exactly the rows of this table
+            given = [r.name for r in rows if r.values.get("tradeoff") is not None]
             scores = _shen_tradeoff(rows, scale)
-            if scores is not None:
-                for r, s in zip(rows, scores):
-                    r.values["tradeoff"] = s
+            for i, r in enumerate(rows):
+                r.values.pop("tradeoff", None)  # a file's own (over its sweep's settings) is another normalisation
+                r.std.pop("tradeoff", None)
+                if scores is not None:
+                    r.values["tradeoff"] = scores[i]
+            if scores is None and given:
+                notes.append(f"Tradeoff not shown: it is normalised over the rows compared, which needs two rows "
+                             f"or more, each with accuracy, GAP and both leakages (the value in {', '.join(given)} "
+                             "was normalised over other rows).")
         keys = list(dict.fromkeys(k for r in rows for k in r.values))
         cols = [m for m in fam.measures if m.key in keys]
         dynamic = [m for m in (measure_of(fam, k) for k in keys if k not in {c.key for c in fam.measures}) if m]
@@ -305,6 +323,9 @@ def build_tables(runs: list[Run], allow_mixed: bool = False, per_class: bool = F
         cols += sorted(dynamic, key=lambda m: (m.group, order.index(m.key.rsplit(":", 1)[-1])
                                                if m.key.startswith("probe:") and m.key.rsplit(":", 1)[-1] in order
                                                else -1, _natural(m.key)))
+        if not cols:
+            raise FairmtError(f"{', '.join(sorted({r.source for r in rows}))}: no measure this report shows "
+                              f"(found: {', '.join(keys) or 'none'}); nothing to put in the {fam.key} table")
         unknown = [k for k in keys if measure_of(fam, k) is None]
         if unknown:
             notes.append(f"Not shown (no column of this table): {', '.join(unknown)}.")
