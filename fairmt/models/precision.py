@@ -9,9 +9,9 @@ encoder of CCD, DPCE and ADEPT-F. One setting, ``teacher_dtype``:
 * ``"fp32"``: float32.
 
 The device's answer is read from the device, not guessed from its name: ``torch.cuda.is_bf16_supported`` on CUDA,
-the CPU's feature flags on a CPU (``/proc/cpuinfo``, as torch's own ``torch._C._cpu._is_avx512_bf16_supported``
-reads them), cached per device type (:func:`bf16_is_fast`). Other devices (MPS, XPU, ...) get float32 under
-``auto``. A bfloat16 frozen model's outputs carry bf16 rounding (about 3 significant digits): where a loss compares
+the CPU's feature flags on a CPU (``/proc/cpuinfo``; elsewhere torch's own CPUID probe,
+``torch.cpu._is_avx512_bf16_supported``), cached per device type (:func:`bf16_is_fast`). Other devices (MPS, XPU,
+...) get float32 under ``auto``. A bfloat16 frozen model's outputs carry bf16 rounding (about 3 significant digits): where a loss compares
 them with the student's own at the start of training (CCD's L_rep, the KD term), ``"fp32"`` keeps that exact.
 """
 
@@ -79,9 +79,8 @@ def bf16_is_fast(device_type: str) -> tuple[bool, str]:
         flags = _cpu_flags()
         native = sorted(flags & {"avx512_bf16", "amx_bf16"})
         if not native:  # not Linux, or flags unread: torch's own probe of the same CPUID bits
-            cpu = getattr(torch._C, "_cpu", None)
             for probe, flag in (("_is_avx512_bf16_supported", "avx512_bf16"), ("_is_amx_tile_supported", "amx_bf16")):
-                if cpu is not None and hasattr(cpu, probe) and getattr(cpu, probe)():
+                if getattr(torch.cpu, probe, lambda: False)():
                     native.append(flag)
         if native:
             return True, f"the CPU has {' and '.join(native)}"
