@@ -12,7 +12,11 @@ import torch
 
 from fairmt.errors import FairmtError
 from fairmt.models import precision
-from fairmt.models.precision import SlowBfloat16Warning, bf16_is_fast, resolve_teacher_dtype
+from fairmt.models.precision import (
+    SlowBfloat16Warning,
+    bf16_is_fast,
+    resolve_teacher_dtype,
+)
 
 
 @pytest.fixture(autouse=True)

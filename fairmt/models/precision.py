@@ -67,7 +67,7 @@ def _cpu_flags() -> set[str]:
     return set()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bf16_is_fast(device_type: str) -> tuple[bool, str]:
     """(whether bfloat16 matrix products run at least as fast as float32 on this machine's ``device_type``, why),
     read from the device once per process."""
