@@ -26,8 +26,9 @@ student's encoder runs ONCE for the ``paper`` variant (on the 3B rows ``[x; x; x
 (``x`` with gradient, its dropout view without), and the teacher runs once, without gradient (in the dtype of
 ``teacher_dtype``: :mod:`fairmt.models.precision`); ``tests/test_perf_guards.py`` holds the trainer to these
 counts. The pooled states travel beside the output. The hooks run inside DDP/FSDP/DeepSpeed's forward and work
-through PEFT. With a KD teacher at temperature 1, ``(1 − α)·L_MT + α·L_KD`` is one fused loss (:func:`fairmt.losses.mt_kd_loss`): one log-softmax of
-the student's logits, and the gradient built in place, so the vocabulary-sized work is two buffers, not a dozen.
+through PEFT. With a KD teacher at temperature 1, ``(1 − α)·L_MT + α·L_KD`` is one fused loss
+(:func:`fairmt.losses.mt_kd_loss`): one log-softmax of the student's logits, and the gradient built in place, so the
+vocabulary-sized work is two buffers, not a dozen.
 Nothing in the training loss is read back from the device: a step's one host read is the fault guard's
 (:class:`fairmt.trainers.faults.FaultGuardMixin`: the loss is finite), which also reads whether the batch held
 both genders (:func:`fairmt.losses.gacl.single_gender_batch`).
