@@ -15,9 +15,10 @@ is found and run as well.
 
 Timings on a shared machine are noisy: each benchmark reports ratios measured within its own run where it can, and
 the table's header gives the machine's load average and the facts that move the rows (:func:`machine_facts`): CPU
-cores (the machine's and those this process may use), the bfloat16 / float32 matrix-product speed ratio, and the dtype
-``teacher_dtype: auto`` chooses for a KD teacher or frozen reference here, with why (``fairmt.models.precision``). ``--json`` prints the same as one JSON object. The exit status
-is 1 when a benchmark failed to run, else 0 (a missed target is a row of the table, not a failure of the runner).
+cores (the machine's and those this process may use), the bfloat16 / float32 matrix-product speed ratio, and the
+dtype ``teacher_dtype: auto`` chooses for a KD teacher or frozen reference here, with why
+(``fairmt.models.precision``). ``--json`` prints the same as one JSON object. The exit status is 1 when a benchmark
+failed to run, else 0 (a missed target is a row of the table, not a failure of the runner).
 """
 
 from __future__ import annotations
@@ -171,8 +172,9 @@ def main(argv=None) -> int:
     say = (lambda *a: print(*a, file=sys.stderr, flush=True)) if args.json else (lambda *a: print(*a, flush=True))
     load_before = os.getloadavg()[0]
     facts = machine_facts()
-    say(f"machine: {facts['cpus_usable']} of {facts['cpus']} CPUs usable; bf16 matmul {facts['bf16_matmul_speedup_cpu']}× "
-        f"fp32 speed on the CPU; teacher_dtype auto → {facts['teacher_dtype_auto']} ({facts['teacher_dtype_auto_why']})")
+    say(f"machine: {facts['cpus_usable']} of {facts['cpus']} CPUs usable; bf16 matmul "
+        f"{facts['bf16_matmul_speedup_cpu']}× fp32 speed on the CPU; teacher_dtype auto → "
+        f"{facts['teacher_dtype_auto']} ({facts['teacher_dtype_auto_why']})")
     rows, notes, benchmarks, failed = [], [], {}, False
     for name, path in discover(only):
         if path is None:

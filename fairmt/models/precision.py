@@ -11,8 +11,9 @@ encoder of CCD, DPCE and ADEPT-F. One setting, ``teacher_dtype``:
 The device's answer is read from the device, not guessed from its name: ``torch.cuda.is_bf16_supported`` on CUDA,
 the CPU's feature flags on a CPU (``/proc/cpuinfo``; elsewhere torch's own CPUID probe,
 ``torch.cpu._is_avx512_bf16_supported``), cached per device type (:func:`bf16_is_fast`). Other devices (MPS, XPU,
-...) get float32 under ``auto``. A bfloat16 frozen model's outputs carry bf16 rounding (about 3 significant digits): where a loss compares
-them with the student's own at the start of training (CCD's L_rep, the KD term), ``"fp32"`` keeps that exact.
+...) get float32 under ``auto``. A bfloat16 frozen model's outputs carry bf16 rounding (about 3 significant
+digits): where a loss compares them with the student's own at the start of training (CCD's L_rep, the KD term),
+``"fp32"`` keeps that exact.
 """
 
 from __future__ import annotations
