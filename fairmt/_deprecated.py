@@ -1,9 +1,10 @@
 """Old import paths kept for one release after a move, each with a ``DeprecationWarning`` naming the new path.
 
-Two shapes: a whole module that moved (:func:`alias_module`: the old name becomes the new module object itself, so
+Three shapes: a whole module that moved (:func:`alias_module`: the old name becomes the new module object itself, so
 ``monkeypatch``, ``isinstance`` and private names behave as before) and single names that moved out of a module that
-stays (:func:`moved_names`: a module ``__getattr__`` that imports the name from its new home on first use).
-Every old path here goes in fairmt 0.2.
+stays (:func:`moved_names`: a module ``__getattr__`` that imports the name from its new home on first use), and an
+option (a Config field, a recipe key) that another replaces (:func:`renamed_option`: the old value mapped onto the
+new option). Every old path and option here goes in fairmt 0.2.
 """
 
 from __future__ import annotations
@@ -59,3 +60,14 @@ def moved_names(old: str, names: dict[str, str]) -> Callable[[str], Any]:
         return value
 
     return __getattr__
+
+
+def renamed_option(old: str, new: str, value: Any, mapping: dict[Any, Any], stacklevel: int = 3) -> Any:
+    """``DeprecationWarning``: the option ``old`` (set to ``value``) is now ``new``; returns the value of ``new`` that
+    means the same (``mapping[value]``). The caller checks that ``new`` was not also set to something else;
+    ``stacklevel`` counts from the caller of this function (1); the default 3 is the code that built a dataclass
+    whose ``__post_init__`` calls this."""
+    mapped = mapping[value]
+    warnings.warn(f"{old} is deprecated: use {new}={mapped!r} instead (the old option goes in fairmt {REMOVED_IN})",
+                  DeprecationWarning, stacklevel=stacklevel + 1)
+    return mapped

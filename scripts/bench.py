@@ -14,14 +14,18 @@ is known to have are listed in ``KNOWN``; one that is missing gets a line saying
 is found and run as well.
 
 Timings on a shared machine are noisy: each benchmark reports ratios measured within its own run where it can, and
-the table's header gives the machine's load average. ``--json`` prints the same as one JSON object. The exit status
-is 1 when a benchmark failed to run, else 0 (a missed target is a row of the table, not a failure of the runner).
+the table's header gives the machine's load average and the facts that move the rows (:func:`machine_facts`): CPU
+cores (the machine's and those this process may use), the bfloat16 / float32 matrix-product speed ratio, and the
+dtype ``teacher_dtype: auto`` chooses for a KD teacher or frozen reference here, with why
+(``fairmt.models.precision``). ``--json`` prints the same as one JSON object. The exit status is 1 when a benchmark
+failed to run, else 0 (a missed target is a row of the table, not a failure of the runner).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import os
 import signal
@@ -75,6 +79,31 @@ def lookup(result: dict, measure: str):
             return None
         value = value[part]
     return value
+
+
+@functools.lru_cache(maxsize=1)
+def machine_facts() -> dict:
+    """What moves the rows on this machine: cores, bf16 matmul speed (float32 time / bfloat16 time of one
+    LM-head-shaped product on the CPU: below 1, bfloat16 is the slower), and what ``teacher_dtype: auto`` chooses."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    import torch
+
+    from fairmt.models.precision import bf16_matmul_speedup, resolve_teacher_dtype
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))  # as the benchmarks run
+    try:
+        speedup = bf16_matmul_speedup("cpu", (64, 256, 16000))
+    finally:
+        torch.set_num_threads(threads)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype, why = resolve_teacher_dtype("auto", device)
+    return {"cpus": os.cpu_count(), "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+            else os.cpu_count(), "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cuda": torch.cuda.get_device_name() if device == "cuda" else None,
+            "bf16_matmul_speedup_cpu": round(speedup, 2),
+            "teacher_dtype_auto": str(dtype).replace("torch.", ""), "teacher_dtype_auto_why": why}
 
 
 def run_one(name: str, path: Path, quick: bool, timeout: float) -> dict:
@@ -142,6 +171,10 @@ def main(argv=None) -> int:
     only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
     say = (lambda *a: print(*a, file=sys.stderr, flush=True)) if args.json else (lambda *a: print(*a, flush=True))
     load_before = os.getloadavg()[0]
+    facts = machine_facts()
+    say(f"machine: {facts['cpus_usable']} of {facts['cpus']} CPUs usable; bf16 matmul "
+        f"{facts['bf16_matmul_speedup_cpu']}× fp32 speed on the CPU; teacher_dtype auto → "
+        f"{facts['teacher_dtype_auto']} ({facts['teacher_dtype_auto_why']})")
     rows, notes, benchmarks, failed = [], [], {}, False
     for name, path in discover(only):
         if path is None:
@@ -174,7 +207,7 @@ def main(argv=None) -> int:
         if not targets:
             notes.append(f"{path.name}: declares no TARGETS")
         rows += rows_for(name, targets, run)
-    machine = {"cpus": os.cpu_count(), "load_average_before": round(load_before, 2),
+    machine = {**facts, "load_average_before": round(load_before, 2),
                "load_average_after": round(os.getloadavg()[0], 2), "mode": "full" if args.full else "quick"}
     if args.json:
         print(json.dumps({"rows": rows, "notes": notes, "machine": machine, "benchmarks": benchmarks}))
@@ -182,6 +215,9 @@ def main(argv=None) -> int:
     print()
     print(f"{machine['mode']} benchmarks on {machine['cpus']} CPUs, load average {machine['load_average_before']} → "
           f"{machine['load_average_after']} (timings on a shared machine are noisy)")
+    print(f"bf16 matmul {machine['bf16_matmul_speedup_cpu']}× fp32 speed on the CPU"
+          + (f"; GPU {machine['cuda']}" if machine["cuda"] else "")
+          + f"; teacher_dtype auto → {machine['teacher_dtype_auto']} ({machine['teacher_dtype_auto_why']})")
     widths = [max(len("benchmark"), *(len(r["benchmark"]) for r in rows)) if rows else 9,
               max(len("measure"), *(len(r["measure"]) for r in rows)) if rows else 7]
     print(f"{'benchmark':<{widths[0]}}  {'measure':<{widths[1]}}  {'value':>10}  {'target':<9}  status")

@@ -7,7 +7,7 @@
 Prints one JSON object:
 
 * ``gacl_vs_plain_tokens_per_s`` — training tokens/s of GACLTrainer (paper variant: dropout view + counterfactual,
-  KD teacher in bf16) over the stock ``Seq2SeqTrainer`` on the same model, batches and precision, one GPU
+  KD teacher in the default ``teacher_dtype: auto``, bf16 on a GPU with bf16 support) over the stock ``Seq2SeqTrainer`` on the same model, batches and precision, one GPU
   (target ≥ 0.55); ``tokens_per_s`` holds both figures (source + target tokens, padding excluded);
 * ``zero2_ok`` / ``fsdp2_ok`` — every GACL step under DeepSpeed ZeRO-2 and FSDP2 (single process, launched through
   torchrun so the engines initialise as under ``accelerate launch``) ran and logged a finite loss;
@@ -98,7 +98,7 @@ def worker(mode: str, opts: dict) -> dict:
         trainer = Seq2SeqTrainer(model=model, args=Seq2SeqTrainingArguments(**common), train_dataset=plain,
                                  data_collator=default_data_collator, callbacks=[clock])  # fixed length: nothing to pad
     else:
-        args = GACLConfig(**common, gacl_variant="paper", kd_alpha=0.4, teacher_bf16=True)
+        args = GACLConfig(**common, gacl_variant="paper", kd_alpha=0.4)
         trainer = GACLTrainer(model=model, args=args, train_dataset=ds, callbacks=[clock],
                               data_collator=GenderContrastiveCollator(pad_token_id=1))
     trainer.train()

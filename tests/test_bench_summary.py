@@ -71,6 +71,23 @@ def test_full_mode_and_table(stand_ins, capsys):
     assert re.search(r"^fast\s+gone\s+—\s+<= 1\s+not measured$", table, re.M)
 
 
+def test_the_machine_facts_that_move_the_rows(stand_ins, capsys):
+    """Cores, the bf16 / fp32 matrix-product speed and what teacher_dtype auto chooses here, in the JSON and the
+    table's header (issue 55)."""
+    from fairmt.models.precision import resolve_teacher_dtype
+
+    assert bench.main(["--json", "--only", "fast"]) == 0
+    machine = json.loads(capsys.readouterr().out)["machine"]
+    assert machine["cpus"] == os.cpu_count() and 1 <= machine["cpus_usable"] <= machine["cpus"]
+    assert machine["bf16_matmul_speedup_cpu"] > 0
+    dtype, why = resolve_teacher_dtype("auto", "cuda" if machine["cuda"] else "cpu")
+    assert (machine["teacher_dtype_auto"], machine["teacher_dtype_auto_why"]) == (str(dtype)[6:], why)
+    assert bench.main(["--only", "fast"]) == 0
+    header = capsys.readouterr().out
+    assert f"bf16 matmul {machine['bf16_matmul_speedup_cpu']}× fp32 speed on the CPU" in header
+    assert f"teacher_dtype auto → {machine['teacher_dtype_auto']} ({why})" in header
+
+
 def test_failing_and_hanging_benchmarks(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(bench, "SCRIPTS", tmp_path)
     monkeypatch.setattr(bench, "KNOWN", ())

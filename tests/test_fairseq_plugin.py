@@ -290,6 +290,25 @@ def test_criterion_equals_fairmt_losses(data_dir, variant):
         assert list(crit.parameters()) == [] and not crit.state_dict()
 
 
+@pytest.mark.filterwarnings("ignore::fairmt.models.precision.SlowBfloat16Warning")
+def test_teacher_dtype_auto_by_default_and_the_deprecated_switch(data_dir):
+    """--teacher-dtype (default auto: float32 on a CPU without bf16 instructions) sets the teacher's dtype; the
+    deprecated --teacher-bf16 still means --teacher-dtype bf16 (with a DeprecationWarning)."""
+    from fairmt.models.precision import resolve_teacher_dtype
+
+    cfg, _, model, crit, _ = _setup(data_dir)
+    assert cfg.criterion.teacher_dtype == "auto"
+    assert {p.dtype for p in crit.teacher(model).parameters()} == {resolve_teacher_dtype("auto", "cpu")[0]}
+    _, _, model, crit, _ = _setup(data_dir, "--teacher-dtype", "bf16")
+    assert {p.dtype for p in crit.teacher(model).parameters()} == {torch.bfloat16}
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    with pytest.warns(DeprecationWarning, match="--teacher-bf16 is deprecated: use --teacher-dtype='bf16'"):
+        _, _, model, crit, _ = _setup(data_dir, "--teacher-bf16")
+    assert {p.dtype for p in crit.teacher(model).parameters()} == {torch.bfloat16}
+    with pytest.raises(FairmtError, match="contradicts --teacher-dtype fp32"):
+        _setup(data_dir, "--teacher-bf16", "--teacher-dtype", "fp32")
+
+
 def test_one_gender_batch_names_the_options(data_dir):
     _, task, model, crit, sample = _setup(data_dir, "--kd-alpha", "0")
     sample["gacl"]["gender"] = torch.zeros_like(sample["gacl"]["gender"])

@@ -2,7 +2,8 @@
 
 * the student's encoder runs the number of times the trainer's docstring states (paper: once, on [x; x; x_cf];
   official: twice, the dropout view without gradient) and the teacher once — counted with forward hooks;
-* the teacher runs without gradient (no_grad or inference mode), in bfloat16 when asked, and gets no gradients;
+* the teacher runs without gradient (no_grad or inference mode), in the dtype asked (``teacher_dtype``), and gets no
+  gradients;
 * the loss reads nothing back from the device: no ``.item()``/``bool()``/``.tolist()`` and no data-dependent-shape
   op (boolean indexing, ``nonzero``) in fairmt's code during ``compute_loss``, and exactly one read per training
   step — the fault guard's.
@@ -121,7 +122,7 @@ def test_encoder_guard_catches_a_separate_counterfactual_pass(tmp_path):
     assert student != [(3 * B, True, False)] and len(student) == 2
 
 
-# ---- the teacher: no gradient, bfloat16 when asked -----------------------------------------------------------------
+# ---- the teacher: no gradient, in the dtype asked -------------------------------------------------------------------
 
 
 def _teacher_report(trainer):
@@ -134,8 +135,9 @@ def _teacher_report(trainer):
 
 
 @pytest.mark.parametrize("bf16", [True, False])
+@pytest.mark.filterwarnings("ignore::fairmt.models.precision.SlowBfloat16Warning")
 def test_teacher_runs_without_gradient_in_the_requested_dtype(tmp_path, bf16):
-    calls, dtypes, got_grads, trainable = _teacher_report(_trainer(tmp_path, teacher_bf16=bf16))
+    calls, dtypes, got_grads, trainable = _teacher_report(_trainer(tmp_path, teacher_dtype="bf16" if bf16 else "fp32"))
     assert len(calls) == 1
     _, grad_enabled, inference = calls[0]
     assert not grad_enabled or inference
@@ -151,7 +153,7 @@ def test_teacher_guard_catches_a_teacher_run_with_gradient(tmp_path):
             return self.teacher(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
                                 decoder_input_ids=self._shift_right(inputs["labels"])).logits
 
-    calls, _, _, _ = _teacher_report(_trainer(tmp_path, cls=GradTeacher, teacher_bf16=True))
+    calls, _, _, _ = _teacher_report(_trainer(tmp_path, cls=GradTeacher, teacher_dtype="fp32"))
     _, grad_enabled, inference = calls[0]
     assert grad_enabled and not inference  # what the guard above refuses
 

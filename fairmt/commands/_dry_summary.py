@@ -84,9 +84,13 @@ def _gacl(config: dict, args: Any) -> tuple[list[str], list[tuple[bool, str]]]:
     n = count_parameters(config.get("model"), seq2seq=True)
     lines.append(f"model {config.get('model')}: {_millions(n)} parameters{_training_memory(n)}")
     if args.kd_alpha > 0:
-        dtype = "bfloat16" if getattr(args, "teacher_bf16", False) else "float32 (the student's)"
-        size = "" if n is None else f", ≈ {_gb(n * _BYTES[dtype.split()[0]])}"
-        lines.append(f"KD teacher: a frozen copy of the model in {dtype}{size} (kd_alpha {args.kd_alpha})")
+        from fairmt.models.precision import resolve_teacher_dtype
+
+        chosen, why = resolve_teacher_dtype(args.teacher_dtype, args.device)
+        dtype = str(chosen).replace("torch.", "")
+        size = "" if n is None else f", ≈ {_gb(n * _BYTES[dtype])}"
+        lines.append(f"KD teacher: a frozen copy of the model in {dtype}{size} (kd_alpha {args.kd_alpha}; "
+                     f"teacher_dtype {why})")
     else:
         lines.append("KD teacher: none (kd_alpha 0)")
     data_cfg = dict(config.get("data") or {})

@@ -56,11 +56,14 @@ from fairseq.criterions.label_smoothed_cross_entropy import (
 from fairseq.dataclass import ChoiceEnum
 from omegaconf import II
 
+from fairmt._deprecated import renamed_option
 from fairmt.errors import POSITIVE, PROBABILITY, WEIGHT, FairmtError, Range
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, token_kl_loss
 from fairmt.distributed import world_size
 from fairmt.models.heads import LinearProjectionHead
 from fairmt.models.pooling import pool
+from fairmt.models.precision import (DEFAULT_TEACHER_DTYPE, TEACHER_DTYPE_HELP, TEACHER_DTYPES, check_teacher_dtype,
+                                     resolve_teacher_dtype)
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +109,9 @@ class GACLKDCriterionConfig(LabelSmoothedCrossEntropyCriterionConfig):
     teacher_path: Optional[str] = field(
         default=None, metadata={"help": "KD teacher: a fairseq checkpoint (trusted); default a frozen copy of the "
                                         "starting model"})
-    teacher_bf16: bool = field(default=False, metadata={"help": "run the KD teacher in bfloat16"})
+    teacher_dtype: ChoiceEnum(list(TEACHER_DTYPES)) = field(  # type: ignore[valid-type]
+        default=DEFAULT_TEACHER_DTYPE, metadata={"help": TEACHER_DTYPE_HELP})
+    teacher_bf16: bool = field(default=False, metadata={"help": "deprecated: --teacher-dtype bf16"})
     gacl_projection: Optional[str] = field(
         default=None, metadata={"help": "'linear': the released code's head Dropout(model dropout) → Linear(d, d) on "
                                         "the pooled states of L_GC (trained with the model, saved in checkpoints); "
@@ -164,6 +169,13 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
         if cfg.teacher_path and not os.path.isfile(cfg.teacher_path):
             raise FairmtError(f"--teacher-path {cfg.teacher_path}: no such checkpoint file")
         self.cfg = cfg
+        self.teacher_dtype = check_teacher_dtype(str(cfg.teacher_dtype), "--teacher-dtype")
+        if cfg.teacher_bf16:  # the deprecated switch: --teacher-bf16 is --teacher-dtype bf16
+            old = renamed_option("--teacher-bf16", "--teacher-dtype", True, {True: "bf16"}, stacklevel=2)
+            if self.teacher_dtype not in (DEFAULT_TEACHER_DTYPE, old):
+                raise FairmtError(f"--teacher-bf16 (deprecated) contradicts --teacher-dtype {self.teacher_dtype}: "
+                                  "give --teacher-dtype alone")
+            self.teacher_dtype = old
         self.pairs = resolve_pairs(cfg)
         self.kd_normalization = cfg.kd_normalization or ("sentence" if cfg.gacl_variant == "official" else "token")
         if self.kd_normalization not in ("token", "sentence"):
@@ -240,7 +252,9 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
                 logger.info(f"gacl_kd: KD teacher = a frozen copy of the starting model (kept in {saved})")
         teacher.requires_grad_(False)
         teacher.eval()
-        teacher.to(device=param.device, dtype=torch.bfloat16 if self.cfg.teacher_bf16 else param.dtype)
+        dtype, why = resolve_teacher_dtype(self.teacher_dtype, param.device)
+        teacher.to(device=param.device, dtype=dtype)
+        logger.info(f"gacl_kd: KD teacher in {str(dtype).replace('torch.', '')} ({why})")
         object.__setattr__(self, "_teacher", teacher)
         return teacher
 

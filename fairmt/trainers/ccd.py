@@ -56,6 +56,8 @@ from fairmt.models.pooling import pool
 from fairmt.models.pooling_names import SENTENCE_POOLINGS as POOLING_MODES  # one set with `eval embeddings`
 from fairmt.trainers.faults import FaultGuardMixin
 from fairmt.trainers.term_logging import SplitTermLogMixin
+from fairmt.models.precision import DEFAULT_TEACHER_DTYPE, TEACHER_DTYPE_HELP, TeacherDtype, apply_teacher_dtype, \
+    teacher_dtype_option
 from fairmt.trainers.sharding import ShardingMixin, check_not_zero3_partitioned, frozen_copy
 
 logger = logging.getLogger(__name__)
@@ -106,6 +108,12 @@ class CCDConfig(TrainingArguments):
             ``disable_dropout``). f_orig always runs without dropout, so with dropout on, L_rep measures dropout
             noise as much as drift: on all-MiniLM-L6-v2 (dropout 0.1) the training L_rep stays ≈ 0.32 while the
             dropout-free validation L_rep is 0.12-0.16. Default ``False`` (the paper does not say).
+        teacher_dtype: the dtype of the frozen reference encoder f_orig when it is a separate model (a frozen copy, or
+            ``reference_model``; a PEFT model's disabled adapters are the trained model itself and keep its dtype):
+            ``"auto"`` (default: bfloat16 where the device runs it fast — CUDA with bf16 support, a CPU with
+            ``avx512_bf16``/``amx_bf16`` —, float32 otherwise), ``"bf16"`` (half the memory; warns once where it is
+            slow) or ``"fp32"`` (:mod:`fairmt.models.precision`). Its outputs are used in float32; a bf16
+            reference rounds them to about 3 significant digits.
     """
 
     RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
@@ -127,6 +135,7 @@ class CCDConfig(TrainingArguments):
     per_device_train_batch_size: int = field(default=32, metadata={"help": "paper: 32"})
     num_train_epochs: float = field(default=1.0, metadata={"help": "paper: one epoch"})
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the tuple columns"})
+    teacher_dtype: TeacherDtype | str = field(default=DEFAULT_TEACHER_DTYPE, metadata={"help": TEACHER_DTYPE_HELP})
 
     def __post_init__(self):
         check_ranges(self)  # each numeric field's declared range, TrainingArguments' too (as the recipes),
@@ -143,6 +152,7 @@ class CCDConfig(TrainingArguments):
             raise FairmtError(f"rho_max_tuples must be ≥ 1 (or None for the whole training set), got {self.rho_max_tuples}")
         if len(self.groups) < 2 or len(set(self.groups)) != len(self.groups):
             raise FairmtError(f"CCD needs at least two distinct groups, got {self.groups}")
+        self.teacher_dtype = teacher_dtype_option(self, "CCDConfig")
         if self.remove_unused_columns:
             raise FairmtError("CCD needs remove_unused_columns=False: the tuple columns are not model arguments")
 
@@ -257,6 +267,7 @@ class CCDTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Trainer):
             reference_model.eval()
             reference_model.requires_grad_(False)
             reference_model.to(self.args.device)
+            apply_teacher_dtype(reference_model, args.teacher_dtype, self.args.device)
         self.reference_model = reference_model
         self.rho: float | None = args.rho
         self.rho_stats: dict[str, float] = {}
@@ -276,7 +287,7 @@ class CCDTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Trainer):
     def embed_reference(self, features: dict) -> torch.Tensor:
         """f_orig of a tokenised batch (no gradient)."""
         if self.reference_model is not None:
-            return self._embed(self.reference_model, features)
+            return self._embed(self.reference_model, features).float()
         peft_model = self.accelerator.unwrap_model(self.model)
         was_training = peft_model.training
         peft_model.eval()

@@ -23,11 +23,12 @@ out before the model sees them: views with gradient are encoded in ONE batched e
 batch itself (``[x; x; x_cf]``; the decoder then reads the first rows through ``encoder_outputs``), views
 without gradient (the official code's dropout view) in a separate no-grad encoder call. So per training step the
 student's encoder runs ONCE for the ``paper`` variant (on the 3B rows ``[x; x; x_cf]``) and TWICE for ``official``
-(``x`` with gradient, its dropout view without), and the teacher runs once, without gradient (in bfloat16 with
-``teacher_bf16``); ``tests/test_perf_guards.py`` holds the trainer to these counts. The pooled states travel
-beside the output. The hooks run inside DDP/FSDP/DeepSpeed's forward and work through PEFT. With a KD teacher at
-temperature 1, ``(1 − α)·L_MT + α·L_KD`` is one fused loss (:func:`fairmt.losses.mt_kd_loss`): one log-softmax of
-the student's logits, and the gradient built in place, so the vocabulary-sized work is two buffers, not a dozen.
+(``x`` with gradient, its dropout view without), and the teacher runs once, without gradient (in the dtype of
+``teacher_dtype``: :mod:`fairmt.models.precision`); ``tests/test_perf_guards.py`` holds the trainer to these
+counts. The pooled states travel beside the output. The hooks run inside DDP/FSDP/DeepSpeed's forward and work
+through PEFT. With a KD teacher at temperature 1, ``(1 − α)·L_MT + α·L_KD`` is one fused loss
+(:func:`fairmt.losses.mt_kd_loss`): one log-softmax of the student's logits, and the gradient built in place, so the
+vocabulary-sized work is two buffers, not a dozen.
 Nothing in the training loss is read back from the device: a step's one host read is the fault guard's
 (:class:`fairmt.trainers.faults.FaultGuardMixin`: the loss is finite), which also reads whether the batch held
 both genders (:func:`fairmt.losses.gacl.single_gender_batch`).
@@ -59,6 +60,8 @@ from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, mt_kd_loss, token_
 from fairmt.losses.gacl import SINGLE_GENDER_HINT, single_gender_batch
 from fairmt.models.heads import LinearProjectionHead, ProjectionHead
 from fairmt.models.pooling import pool
+from fairmt.models.precision import (DEFAULT_TEACHER_DTYPE, TEACHER_DTYPE_HELP, TeacherDtype, apply_teacher_dtype,
+                                     teacher_dtype_option)
 from fairmt.trainers.faults import FaultGuardMixin
 from fairmt.trainers.sharding import ShardingMixin, check_not_zero3_partitioned, frozen_copy, outside_zero3_init
 
@@ -115,7 +118,12 @@ class GACLConfig(Seq2SeqTrainingArguments):
             schedule after warm-up is unchanged. Default 0.1 for ``official`` (the released inverse-square-root
             schedule), 0 for ``paper`` (transformers' schedules).
         teacher_model_name_or_path (`str`, optional): the KD teacher; default a frozen copy of the starting model.
-        teacher_bf16 (`bool`, defaults to `False`): keep the teacher in bfloat16 (halves its memory).
+        teacher_dtype (`str`, defaults to `"auto"`): the teacher's dtype: ``"auto"`` (bfloat16 where the device runs
+            it fast — CUDA with bf16 support, a CPU with ``avx512_bf16``/``amx_bf16`` —, float32 otherwise: on a CPU
+            without them a bf16 teacher is several times slower), ``"bf16"`` (halves its memory; warns once where it
+            is slow) or ``"fp32"`` (:mod:`fairmt.models.precision`).
+        teacher_bf16 (`bool`, optional): deprecated (goes in fairmt 0.2): ``True`` is ``teacher_dtype="bf16"``,
+            ``False`` ``teacher_dtype="fp32"``.
         kd_temperature (`float`, defaults to `1.0`): softmax temperature of the KD term.
         balanced_batches (`bool`, defaults to `True`): sample so that every per-device batch is half male, half
             female (:class:`fairmt.data.gacl.GenderBalancedSampler`).
@@ -148,7 +156,9 @@ class GACLConfig(Seq2SeqTrainingArguments):
     pooling: str = field(default="mean", metadata={"help": "'mean' over non-pad encoder tokens or 'first'."})
     projection_dim: int | None = field(default=None, metadata={"help": "Output size of the 'mlp' head."})
     teacher_model_name_or_path: str | None = field(default=None, metadata={"help": "KD teacher (default: frozen copy)."})
-    teacher_bf16: bool = field(default=False, metadata={"help": "Run the teacher in bfloat16."})
+    teacher_dtype: TeacherDtype | str = field(default=DEFAULT_TEACHER_DTYPE, metadata={"help": TEACHER_DTYPE_HELP})
+    teacher_bf16: bool | None = field(
+        default=None, metadata={"help": "Deprecated: teacher_dtype 'bf16' (true) or 'fp32' (false)."})
     kd_temperature: float = field(default=1.0, metadata={"help": "Softmax temperature of the KD term."})
     balanced_batches: bool = field(default=True, metadata={"help": "Gender-balanced per-device batches."})
     remove_unused_columns: bool = field(
@@ -187,6 +197,7 @@ class GACLConfig(Seq2SeqTrainingArguments):
             raise FairmtError(f"positive_reduction must be 'mean' or 'sum', got {self.positive_reduction!r}")
         if self.temperature <= 0:
             raise FairmtError(f"temperature must be > 0, got {self.temperature}")
+        self.teacher_dtype = teacher_dtype_option(self, "GACLConfig")
         if self.label_smoothing_factor:
             raise FairmtError(
                 "GACLTrainer computes L_MT itself (sharing its log-softmax with L_KD) and does not apply label "
@@ -406,8 +417,7 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
         check_not_zero3_partitioned(teacher_model, "KD teacher")
         teacher_model.eval()
         teacher_model.requires_grad_(False)
-        if args.teacher_bf16:
-            teacher_model.to(torch.bfloat16)
+        apply_teacher_dtype(teacher_model, args.teacher_dtype, args.device)
         return teacher_model
 
     def _get_train_sampler(self, train_dataset=None):

@@ -32,6 +32,8 @@ from fairmt.losses.dpce import DEBIAS_LAYERS, LOSS_TARGETS
 from fairmt.trainers.ccd import _is_peft, is_sentence_transformer
 from fairmt.trainers.faults import FaultGuardMixin
 from fairmt.trainers.term_logging import SplitTermLogMixin
+from fairmt.models.precision import DEFAULT_TEACHER_DTYPE, TEACHER_DTYPE_HELP, TeacherDtype, apply_teacher_dtype, \
+    teacher_dtype_option
 from fairmt.trainers.sharding import ShardingMixin, check_not_zero3_partitioned, frozen_copy
 
 logger = logging.getLogger(__name__)
@@ -55,6 +57,12 @@ class WordDebiasConfig(TrainingArguments):
             ``None``: all of the training set's).
         disable_dropout: set every dropout probability of the trained encoder to 0 (default ``False``, as the
             released code, which trains in train mode).
+        teacher_dtype: the dtype of the frozen reference encoder θ_pre when it is a separate model (a frozen copy, or
+            ``reference_model``; a PEFT model's disabled adapters are the trained model itself and keep its dtype):
+            ``"auto"`` (default: bfloat16 where the device runs it fast — CUDA with bf16 support, a CPU with
+            ``avx512_bf16``/``amx_bf16`` —, float32 otherwise), ``"bf16"`` (half the memory; warns once where it is
+            slow) or ``"fp32"`` (:mod:`fairmt.models.precision`). Its outputs are used in float32; a bf16
+            reference rounds them to about 3 significant digits.
     """
 
     RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
@@ -72,6 +80,7 @@ class WordDebiasConfig(TrainingArguments):
     learning_rate: float = field(default=5e-5, metadata={"help": "released: 5e-5"})
     seed: int = field(default=42, metadata={"help": "released: 42 (the CCD paper keeps it)"})
     remove_unused_columns: bool = field(default=False, metadata={"help": "keep the row columns"})
+    teacher_dtype: TeacherDtype | str = field(default=DEFAULT_TEACHER_DTYPE, metadata={"help": TEACHER_DTYPE_HELP})
 
     def __post_init__(self):
         check_ranges(self)  # each numeric field's declared range, TrainingArguments' too (as the recipes),
@@ -86,6 +95,7 @@ class WordDebiasConfig(TrainingArguments):
             raise FairmtError(f"need at least two distinct groups, got {self.groups}")
         if self.attribute_max_sentences is not None and self.attribute_max_sentences < 1:
             raise FairmtError(f"attribute_max_sentences must be ≥ 1 (or None), got {self.attribute_max_sentences}")
+        self.teacher_dtype = teacher_dtype_option(self, type(self).__name__)
         if self.remove_unused_columns:
             raise FairmtError("DPCE/ADEPT need remove_unused_columns=False: the row columns are not model arguments")
 
@@ -144,6 +154,7 @@ class WordDebiasTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Train
             reference_model.eval()
             reference_model.requires_grad_(False)
             reference_model.to(self.args.device)
+            apply_teacher_dtype(reference_model, args.teacher_dtype, self.args.device)
         self.reference_model = reference_model
         self.attribute_vectors: torch.Tensor | None = None  # (G, L+1, d), original model
 
@@ -153,7 +164,7 @@ class WordDebiasTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Train
     def reference_states(self, features: dict) -> torch.Tensor:
         """``(B, T, L+1, d)`` hidden states of the frozen original encoder (no gradient)."""
         if self.reference_model is not None:
-            return hidden_state_stack(self.reference_model, features)
+            return hidden_state_stack(self.reference_model, features).float()
         peft_model = self.accelerator.unwrap_model(self.model)
         was_training = peft_model.training
         peft_model.eval()
