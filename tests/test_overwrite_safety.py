@@ -244,22 +244,39 @@ def test_symlinks_in_a_run_folder_are_unlinked_never_followed(tmp_path):
     assert snapshot(target) == before
 
 
-def test_a_folder_from_before_the_manifest_loses_only_fairmts_named_files(tmp_path):
+def inodes(*roots: Path) -> dict[str, tuple[int, int]]:
+    """Every entry under ``roots`` (links not followed): its inode and link count — a file replaced or truncated
+    through another name shows here even when its bytes come back the same."""
+    found = {}
+    for root in roots:
+        for p in [root, *(root.rglob("*") if root.is_dir() and not root.is_symlink() else [])]:
+            st = os.lstat(p)
+            found[str(p)] = (st.st_ino, st.st_nlink)
+    return found
+
+
+def test_a_folder_from_before_the_manifest_keeps_every_file_and_names_fairmts(tmp_path):
+    """Issue 52: a run folder without a manifest (an older fairmt's, or a user's folder holding its lock file) —
+    nothing in it can be shown to be fairmt's: the entries carrying fairmt's names are named in one line, refused,
+    and every byte and inode stays."""
     run = tmp_path / "run"
     mine = user_files(run)
     (run / LOCK_NAME).write_text("{}")  # the marker an earlier fairmt left
     for name in ("checkpoint-4", "runs"):
         (run / name).mkdir()
     (run / "model.safetensors").write_text("w")
-    (run / "trainer_state.json").write_text("{}")
+    (run / "train.csv").write_text("text,label\nmy data,1\n")
+    (run / "config.json").write_text('{"mine": true}')
     plan = FolderPlan(run)
-    assert plan.owned == ["checkpoint-4", "model.safetensors", "runs", "trainer_state.json"]
-    before = snapshot(*mine)
-    claim_run_dir(run, overwrite=True)
-    assert snapshot(*mine) == before
-    assert sorted(p.name for p in run.iterdir()) == sorted([LOCK_NAME, MANIFEST, "Documents", "data.csv",
-                                                            "notes.txt"])
-    # without a marker nothing is fairmt's: a named entry is refused, the others kept
+    assert plan.owned == [] and plan.risky() == ["checkpoint-4", "config.json", "model.safetensors", "runs",
+                                                 "train.csv"]
+    before, ino = snapshot(run), inodes(run)
+    with pytest.raises(FairmtError, match="checkpoint-4, config.json, model.safetensors, runs, train.csv were not "
+                                          "written by fairmt") as err:
+        claim_run_dir(run, overwrite=True)
+    assert "\n" not in str(err.value)
+    assert snapshot(run) == before and inodes(run) == ino and mine
+    # without a marker nothing is fairmt's either
     bare = tmp_path / "bare"
     user_files(bare)
     (bare / "checkpoint-1").mkdir()
@@ -270,28 +287,80 @@ def test_a_folder_from_before_the_manifest_loses_only_fairmts_named_files(tmp_pa
 KILLED_RUN = """
 import os, signal, sys
 from pathlib import Path
-from fairmt.outputs import claim_run_dir
+from fairmt.outputs import claim_run_dir, record_new
 run = Path(sys.argv[1])
 claim_run_dir(run, overwrite=True)  # a run beside the user's files
-(run / "checkpoint-3").mkdir()  # as the Trainer saves a checkpoint, then the process is killed
-(run / "checkpoint-3" / "optimizer.pt").write_bytes(b"half")
+(run / "checkpoint-3").mkdir()  # as the Trainer saves a checkpoint (recorded with its proof after the save) ...
+(run / "checkpoint-3" / "optimizer.pt").write_bytes(b"whole")
+record_new(run)
+(run / "checkpoint-4").mkdir()  # ... and the next one, cut by the kill before its record
+(run / "checkpoint-4" / "optimizer.pt").write_bytes(b"half")
 (run / "unlisted.tmp").write_text("no fairmt name: kept")
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
-def test_a_killed_runs_checkpoints_are_removed_by_the_next_overwrite(tmp_path):
+def test_a_killed_runs_recorded_checkpoints_are_removed_and_what_came_after_is_kept(tmp_path):
+    """Issue 52: after a ``kill -9`` the next ``--overwrite`` removes the checkpoint the run recorded (its proof
+    matches), keeps — naming it — the one the kill cut before its record, and keeps the files the user added to the
+    folder after the kill (``README.md``, ``train.csv``: named like fairmt's outputs)."""
     run = tmp_path / "run"
     mine = user_files(run)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     proc = subprocess.run([sys.executable, "-c", KILLED_RUN, str(run)], env=env, capture_output=True, timeout=120)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
-    assert (run / "checkpoint-3").is_dir() and "made" not in (run / MANIFEST).read_text()
-    before = snapshot(*mine)
+    assert (run / "checkpoint-4").is_dir() and "closed" not in (run / MANIFEST).read_text()
+    (run / "README.md").write_text("# my notes on this run\n")  # the user's, after the kill
+    (run / "train.csv").write_text("a,b\n")
+    kept = [*mine, run / "checkpoint-4", run / "README.md", run / "train.csv", run / "unlisted.tmp"]
+    before, ino = snapshot(*kept), inodes(*kept)
+    with pytest.raises(FairmtError, match=r"README.md, checkpoint-4, train.csv were not written by fairmt here "
+                                          r"\(.*holds no record of README.md, checkpoint-4, train.csv that still "
+                                          r"matches: .*left by a killed run"):
+        claim_run_dir(run, overwrite=True)
+    assert snapshot(*kept) == before and inodes(*kept) == ino and (run / "checkpoint-3").is_dir()
+    for name in ("checkpoint-4", "README.md", "train.csv"):  # moved away, as the line says
+        os.rename(run / name, tmp_path / name)
     claim_run_dir(run, overwrite=True)
     assert not (run / "checkpoint-3").exists()
     assert (run / "unlisted.tmp").read_text() == "no fairmt name: kept"
-    assert snapshot(*mine) == before
+    assert snapshot(*mine) == before_mine(before, mine)
+
+
+def before_mine(before: dict, mine: list[Path]) -> dict:
+    roots = tuple(str(m) for m in mine)
+    return {k: v for k, v in before.items() if k.startswith(roots)}
+
+
+def test_a_forged_or_copied_manifest_line_deletes_nothing(tmp_path, capsys):
+    """Issue 52: a manifest line naming the user's files — without a proof, with a proof of another file (copied
+    from another run folder), or with the proof of the file as it was before the user changed it — removes nothing:
+    a name fairmt writes is refused, every other one kept and named in one line on stderr."""
+    run = tmp_path / "run"
+    mine = user_files(run)
+    claim_run_dir(run, overwrite=True)  # beside the user's files
+    (run / "results.json").write_text('{"run": 1}')
+    release_run_dir()
+    (run / "results.json").write_text('{"run": 1, "edited by the user": true}')  # changed after fairmt wrote it
+    other = tmp_path / "other"
+    claim_run_dir(other)
+    (other / "notes.txt").write_text("fairmt's notes.txt in another folder")
+    release_run_dir()
+    copied = [ln for ln in (other / MANIFEST).read_text().splitlines() if '"proof"' in ln]
+    with open(run / MANIFEST, "a") as fh:
+        fh.write(json.dumps({"made": ["data.csv", "Documents"]}) + "\n")  # forged, no proof
+        fh.write(copied[0] + "\n")  # copied: a proof of another notes.txt
+    before, ino = snapshot(run), inodes(run)
+    with pytest.raises(FairmtError, match="results.json was not written by fairmt here"):
+        claim_run_dir(run, overwrite=True)
+    assert snapshot(run) == before and inodes(run) == ino
+    (run / "results.json").unlink()
+    capsys.readouterr()
+    claim_run_dir(run, overwrite=True)
+    release_run_dir()
+    note = [ln for ln in capsys.readouterr().err.splitlines() if "kept" in ln]
+    assert len(note) == 1 and "kept Documents, data.csv, notes.txt:" in note[0], note
+    assert snapshot(*mine) == before_mine(before, mine)
 
 
 # ---------------------------------------------------------------------------------------------- each writer
@@ -376,12 +445,18 @@ def test_fairseq_prep_command_overwrite_keeps_the_users_files(tmp_path, capsys, 
     out = tmp_path / "bin"
     argv = ["data", "fairseq-prep", "--input", str(pairs), "--output-dir", str(out), "--valid-size", "1"]
     assert main(argv) == 0
-    (out / "dict.en.txt").write_text("the first preparation's")
+    first = os.lstat(out / "dict.en.txt").st_ino
     mine = user_files(out)
     before = snapshot(*mine)
     assert main([*argv, "--overwrite"]) == 0
     assert snapshot(*mine) == before and (out / "dict.en.txt").read_text() == "dictionary 1"
+    assert os.lstat(out / "dict.en.txt").st_ino != first  # replaced: the earlier one was fairmt's, unchanged
     capsys.readouterr()
+    (out / "dict.en.txt").write_text("edited by the user after the preparation")  # no longer what fairmt wrote
+    before = snapshot(out)
+    refused(capsys, [*argv, "--overwrite"], "dict.en.txt was not written by fairmt here", "still matches")
+    assert snapshot(out) == before
+    (out / "dict.en.txt").unlink()
     (out / "train.en-de.en.bin").write_text("copied in by the user")
     before = snapshot(out)
     refused(capsys, [*argv, "--overwrite"], "train.en-de.en.bin was not written by fairmt here")

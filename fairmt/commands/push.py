@@ -198,6 +198,7 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
             write_text_atomic(out / "README.md", card)
         write_text_atomic(out / "upload.txt", "".join(f"{f}\n" for f in kept if not (card and f == "README.md"))
                           + ("README.md (the card beside this file)\n" if card else ""))
+        record_made(out, *(["README.md"] if card is not None else []), "upload.txt", written=True)  # with proofs
         return (f"dry run: nothing uploaded; the card for {repo_id} is {out / 'README.md'}" if card else
                 f"dry run: nothing uploaded; no --results, so no card") + f" and the {len(kept)} files are listed " \
             f"in {out / 'upload.txt'}" + (f" (method cited: {method})" if method else "")
