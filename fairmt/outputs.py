@@ -483,7 +483,7 @@ def _append(folder: Path, *records: dict, fresh: bool = False) -> None:
         lines.append({"fairmt_manifest": 1, "note": "top-level entries fairmt wrote in this folder; --overwrite "
                       "removes these (and, after a killed run, entries named like fairmt's) and nothing else"})
     lines += list(records)
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines).encode("utf-8")
+    text = "".join(json.dumps(r) + "\n" for r in lines).encode("ascii")  # ASCII: a name that is not UTF-8 is kept as its \\udcXX escape
     with appending(folder / MANIFEST, what="fairmt's manifest (what this run wrote in the folder)",
                    mode="w" if fresh else "a", binary=True) as fh:  # one write: whole lines or a cut last one
         fh.write(text)

@@ -42,7 +42,29 @@ def translate(model: Any, sentences: str | Sequence[str], src_lang: str, tgt_lan
     """
     if isinstance(sentences, str):
         return generate_translations(model, [sentences], src_lang, tgt_lang, progress=progress, **kwargs)[0]
-    return generate_translations(model, sentences, src_lang, tgt_lang, progress=progress, **kwargs)
+    return generate_translations(model, check_sentences(sentences), src_lang, tgt_lang, progress=progress, **kwargs)
+
+
+def check_sentences(sentences: Any, what: str = "sentences") -> list[str]:
+    """``sentences`` as a list of strings; anything else — ``None``, bytes, a number (a NaN from a data frame), a
+    nested list — is refused naming its position and type, before a model loads (a tokenizer would fail later
+    with a message about its own internals, or translate ``"nan"``)."""
+    from fairmt.errors import FairmtError
+
+    if sentences is None or isinstance(sentences, (bytes, bytearray)) or not hasattr(sentences, "__iter__"):
+        raise FairmtError(f"{what} must be a string or a list of strings, got {type(sentences).__name__}")
+    items = list(sentences)
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            kind = ("NaN (a missing value)" if isinstance(item, float) and item != item else
+                    "None (a missing value)" if item is None else
+                    f"bytes (decode them first: {what}[{i}].decode('utf-8'))" if isinstance(item, (bytes, bytearray))
+                    else type(item).__name__)
+            bad = sum(not isinstance(x, str) for x in items)
+            raise FairmtError(f"{what}[{i}] is {kind}, not a string"
+                              + (f" ({bad} of the {len(items)} items are not strings)" if bad > 1 else "")
+                              + "; give text only")
+    return items
 
 
 class _CallableModule(types.ModuleType):
@@ -56,6 +78,7 @@ class _CallableModule(types.ModuleType):
 sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = [
-    "BACKENDS", "CACHE_FORMAT", "Translator", "as_translator", "flores_to_model_lang", "generate_translations",
+    "BACKENDS", "CACHE_FORMAT", "Translator", "as_translator", "check_sentences", "flores_to_model_lang",
+    "generate_translations",
     "get_backend", "model_fingerprint", "read_cache", "translate",
 ]  # fmt: skip
