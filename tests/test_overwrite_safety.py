@@ -539,7 +539,7 @@ COVERED: dict[str, list[str]] = {
               "test_a_folder_holding_git_a_run_input_or_a_mount_point_is_refused",
               "test_an_unknown_checkpoint_is_refused_naming_it_and_nothing_is_removed",
               "test_overwrite_removes_what_fairmt_wrote_and_keeps_the_users_files",
-              "test_a_killed_runs_checkpoints_are_removed_by_the_next_overwrite"],
+              "test_a_killed_runs_recorded_checkpoints_are_removed_and_what_came_after_is_kept"],
     "demo": ["test_demo_output_dir_home_overwrite_is_refused",
              "test_demo_overwrite_replaces_an_earlier_demo_and_keeps_the_users_files"],
     "sweep": ["test_sweep_overwrite_removes_the_earlier_sweep_and_refuses_beside_other_files"],
@@ -552,3 +552,61 @@ COVERED: dict[str, list[str]] = {
 }
 """Per command with ``--overwrite``: the tests here that cover it (the campaign's guard checks every command is
 listed; the file-output commands share one test of the rule they share, and each has its own campaign case)."""
+
+
+# ---------------------------------------------------------------------------------------------- issue 52: how files are opened
+
+
+def test_a_whole_file_write_never_goes_through_a_link_and_leaves_other_hard_links_alone(tmp_path):
+    from fairmt.outputs import append_text, check_output_file, write_file
+
+    mine = tmp_path / "mine.json"
+    mine.write_text("the user's\n")
+    link = tmp_path / "out.json"
+    link.symlink_to(mine)
+    before = snapshot(tmp_path)
+    for call in (lambda: check_output_file(link, "results", overwrite=True), lambda: write_file(link, "{}"),
+                 lambda: append_text(link, "{}\n")):
+        with pytest.raises(FairmtError, match="is a symbolic link"):
+            call()
+    assert snapshot(tmp_path) == before
+    other = tmp_path / "other-name.json"  # a hard link: replaced under this name only, never truncated
+    os.link(mine, other)
+    write_file(other, "new\n")
+    assert mine.read_text() == "the user's\n" and other.read_text() == "new\n"
+    os.link(mine, tmp_path / "third.json")
+    with pytest.raises(FairmtError, match="other hard link"):  # an append would change the other names
+        append_text(tmp_path / "third.json", "x\n")
+    assert mine.read_text() == "the user's\n"
+
+
+def test_a_pipe_or_a_device_is_written_into_never_replaced(tmp_path):
+    from fairmt.outputs import check_output_file, write_file
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    ino = os.lstat(fifo).st_ino
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, there before the write (the pipe buffers it)
+    try:
+        assert check_output_file(fifo, overwrite=False) == fifo  # nothing there is replaced: no --overwrite needed
+        write_file(fifo, "through the pipe\n")
+        assert os.read(reader, 100) == b"through the pipe\n" and os.lstat(fifo).st_ino == ino
+    finally:
+        os.close(reader)
+    with pytest.raises(FairmtError, match="a pipe nobody reads"):
+        write_file(fifo, "x")
+    null = tmp_path / "null.json"
+    null.symlink_to(os.devnull)
+    write_file(null, "{}")
+    assert null.is_symlink() and os.readlink(null) == os.devnull
+
+
+def test_stale_temporary_files_of_a_killed_write_are_removed_by_the_next_claim(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    dead = ".results.json.999999999-abcdefgh.tmp"  # no process has this id
+    alive = f".results.json.{os.getppid()}-abcdefgh.tmp"  # a running process's write: kept
+    for name in (dead, alive):
+        (run / name).write_text("half")
+    claim_run_dir(run, resumable=True)
+    assert not (run / dead).exists() and (run / alive).exists()
