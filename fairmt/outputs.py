@@ -209,7 +209,9 @@ def check_output_file(path: str | os.PathLike, what: str = "output", *, overwrit
     p = Path(path).expanduser()
     if str(path).endswith(("/", os.sep)) or p.is_dir():
         raise FairmtError(f"{p}: is a folder, but the {what} is a file; give a file name (e.g. {p / ('out' + _first(suffixes))})")
-    if suffixes is not None:
+    suffixes = list(suffixes) if suffixes is not None else None
+    stream = target_kind(p, what) == "stream"
+    if suffixes is not None and not (stream and len(suffixes) == 1):  # /dev/stdout: one format, no name needed
         allowed = [s.lower() for s in suffixes]
         if p.suffix.lower() not in allowed:
             raise FairmtError(f"{p}: the {what} must end in {', '.join(allowed)} (the format is taken from the name)")
@@ -217,7 +219,7 @@ def check_output_file(path: str | os.PathLike, what: str = "output", *, overwrit
         if _same(p, Path(src)) or os.path.realpath(p) == os.path.realpath(src):
             raise FairmtError(f"{p}: is one of this command's inputs; writing the {what} there would destroy it: "
                               "choose another path")
-    if target_kind(p, what) == "stream":  # /dev/stdout, /dev/null, a FIFO: written into, nothing is replaced
+    if stream:  # /dev/stdout, /dev/null, a FIFO: written into, nothing is replaced
         return p
     _where(p, what)
     if os.path.lexists(p) and not overwrite:
@@ -319,7 +321,7 @@ def _read_manifest(folder: Path) -> list[dict] | None:
     for line in text.splitlines():
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # a cut line, or one nested too deep to be fairmt's
             continue
         if isinstance(rec, dict):
             records.append(rec)
@@ -598,7 +600,9 @@ def _holder(fd: int) -> str:
     try:
         os.lseek(fd, 0, os.SEEK_SET)
         info = json.loads(os.read(fd, 65536).decode("utf-8") or "{}")
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
+        info = {}
+    if not isinstance(info, dict):
         info = {}
     if not info:
         return "another process"

@@ -610,3 +610,20 @@ def test_stale_temporary_files_of_a_killed_write_are_removed_by_the_next_claim(t
         (run / name).write_text("half")
     claim_run_dir(run, resumable=True)
     assert not (run / dead).exists() and (run / alive).exists()
+
+
+def test_json_to_dev_stdout_with_overwrite_is_written_into_the_pipe(tmp_path):
+    """``--json /dev/stdout --overwrite``: the JSON goes down the process's stdout (a pipe here); /dev/stdout is a
+    link to a pipe, never replaced by a regular file (as root, that replaced the system's /dev/stdout)."""
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"label": i % 2, "pred": (i // 3) % 2, "group": (i // 2) % 2}) + "\n"
+                             for i in range(20)))
+    before = os.lstat("/dev/stdout")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "fairmt", "eval", "classification", "--predictions", str(preds),
+                           "--json", "/dev/stdout", "--overwrite"], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert '"accuracy"' in proc.stdout
+    after = os.lstat("/dev/stdout")
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
