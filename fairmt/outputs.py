@@ -1015,7 +1015,7 @@ class appending:
             if why:
                 raise FairmtError(f"{self.path}: refused, nothing written: it is {why}; give another path")
             fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
-            self.fh = os.fdopen(fd, self._mode, **self._kw)  # noqa: SIM115 - closed by close() / __exit__
+            self.fh = os.fdopen(fd, self._mode, **self._kw)  # closed by close() / __exit__
         except BaseException as exc:
             os.close(fd)
             if isinstance(exc, OSError):

@@ -1737,7 +1737,7 @@ def _this_fairmt() -> dict[str, str]:
 def _killed_then_added(env: Env) -> None:
     run = env.tmp / "run"
     proc = subprocess.run([sys.executable, "-c", _KILLED, str(run)], capture_output=True, timeout=120,
-                          env=_this_fairmt())
+                          env=_this_fairmt(), check=False)
     assert proc.returncode == -9, proc.stderr
     _user_file(env, "run/README.md", "# what I found in this run\n")  # the user's, after the kill
     _user_file(env, "run/train.csv", "text,label\n")
@@ -1820,7 +1820,7 @@ def _python_fairmt(args: list[str], env: Env, *, stdout: Any = subprocess.PIPE, 
         import shlex
 
         cmd = ["sh", "-c", f"exec {' '.join(shlex.quote(c) for c in cmd)} {shell_prefix}"]
-    p = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, env=environ, timeout=300, cwd=env.tmp)
+    p = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, env=environ, timeout=300, cwd=env.tmp, check=False)
     return p.returncode, p.stderr.decode("utf-8", "replace")
 
 
@@ -1840,7 +1840,7 @@ def _kill_during_a_write(env: Env) -> tuple[int, str]:
 
     target = _user_file(env, "results.json", '{"earlier": true}\n')
     p = subprocess.run([sys.executable, "-c", _KILLED_WRITE, str(target)], capture_output=True, timeout=120,
-                       env=_this_fairmt())
+                       env=_this_fairmt(), check=False)
     left = [x.name for x in env.tmp.iterdir() if x.name.startswith(".results.json.")]
     if p.returncode != -9 or target.read_text() != '{"earlier": true}\n' or len(left) != 1:
         return 1, f"after kill -9: rc {p.returncode}, file {target.read_text()[:40]!r}, temporary files {left}"
@@ -1853,7 +1853,7 @@ def _kill_during_a_write(env: Env) -> tuple[int, str]:
 
 def _issue52_cases() -> list[Case]:
     ec = BASES["eval classification"]
-    kept = dict(expect="any", exit0="data_loss", inodes=True)
+    kept = {"expect": "any", "exit0": "data_loss", "inodes": True}
     sqlite = "sweep --storage the user's own SQLite database as"
     return [
         # --- data loss through the files fairmt trusts

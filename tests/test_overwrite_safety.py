@@ -622,8 +622,21 @@ def test_json_to_dev_stdout_with_overwrite_is_written_into_the_pipe(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-m", "fairmt", "eval", "classification", "--predictions", str(preds),
                            "--json", "/dev/stdout", "--overwrite"], env=env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
     assert '"accuracy"' in proc.stdout
     after = os.lstat("/dev/stdout")
     assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+
+
+def test_ctrl_c_during_a_write_keeps_the_earlier_file_whole_and_leaves_no_temporary_file(tmp_path):
+    from fairmt.outputs import writing
+
+    target = tmp_path / "results.json"
+    target.write_text('{"earlier": true}\n')
+    ino = os.lstat(target).st_ino
+    with pytest.raises(KeyboardInterrupt), writing(target, what="results") as fh:
+        fh.write('{"half": ')
+        raise KeyboardInterrupt  # SIGINT's default handler raises it here
+    assert target.read_text() == '{"earlier": true}\n' and os.lstat(target).st_ino == ino
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]

@@ -49,6 +49,8 @@ def check_sentences(sentences: Any, what: str = "sentences") -> list[str]:
     """``sentences`` as a list of strings; anything else — ``None``, bytes, a number (a NaN from a data frame), a
     nested list — is refused naming its position and type, before a model loads (a tokenizer would fail later
     with a message about its own internals, or translate ``"nan"``)."""
+    import math
+
     from fairmt.errors import FairmtError
 
     if sentences is None or isinstance(sentences, (bytes, bytearray)) or not hasattr(sentences, "__iter__"):
@@ -56,7 +58,7 @@ def check_sentences(sentences: Any, what: str = "sentences") -> list[str]:
     items = list(sentences)
     for i, item in enumerate(items):
         if not isinstance(item, str):
-            kind = ("NaN (a missing value)" if isinstance(item, float) and item != item else
+            kind = ("NaN (a missing value)" if isinstance(item, float) and math.isnan(item) else
                     "None (a missing value)" if item is None else
                     f"bytes (decode them first: {what}[{i}].decode('utf-8'))" if isinstance(item, (bytes, bytearray))
                     else type(item).__name__)
