@@ -23,7 +23,7 @@ from typing import Any
 
 from fairmt.translate.backends import BACKENDS, Translator, get_backend
 from fairmt.translate.cache import CACHE_FORMAT, model_fingerprint, read_cache
-from fairmt.translate.runner import as_translator, flores_to_model_lang, generate_translations
+from fairmt.translate.runner import as_translator, check_sentences, flores_to_model_lang, generate_translations
 
 
 
@@ -43,30 +43,6 @@ def translate(model: Any, sentences: str | Sequence[str], src_lang: str, tgt_lan
     if isinstance(sentences, str):
         return generate_translations(model, [sentences], src_lang, tgt_lang, progress=progress, **kwargs)[0]
     return generate_translations(model, check_sentences(sentences), src_lang, tgt_lang, progress=progress, **kwargs)
-
-
-def check_sentences(sentences: Any, what: str = "sentences") -> list[str]:
-    """``sentences`` as a list of strings; anything else — ``None``, bytes, a number (a NaN from a data frame), a
-    nested list — is refused naming its position and type, before a model loads (a tokenizer would fail later
-    with a message about its own internals, or translate ``"nan"``)."""
-    import math
-
-    from fairmt.errors import FairmtError
-
-    if sentences is None or isinstance(sentences, (bytes, bytearray)) or not hasattr(sentences, "__iter__"):
-        raise FairmtError(f"{what} must be a string or a list of strings, got {type(sentences).__name__}")
-    items = list(sentences)
-    for i, item in enumerate(items):
-        if not isinstance(item, str):
-            kind = ("NaN (a missing value)" if isinstance(item, float) and math.isnan(item) else
-                    "None (a missing value)" if item is None else
-                    f"bytes (decode them first: {what}[{i}].decode('utf-8'))" if isinstance(item, (bytes, bytearray))
-                    else type(item).__name__)
-            bad = sum(not isinstance(x, str) for x in items)
-            raise FairmtError(f"{what}[{i}] is {kind}, not a string"
-                              + (f" ({bad} of the {len(items)} items are not strings)" if bad > 1 else "")
-                              + "; give text only")
-    return items
 
 
 class _CallableModule(types.ModuleType):
