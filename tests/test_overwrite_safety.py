@@ -640,3 +640,29 @@ def test_ctrl_c_during_a_write_keeps_the_earlier_file_whole_and_leaves_no_tempor
         raise KeyboardInterrupt  # SIGINT's default handler raises it here
     assert target.read_text() == '{"earlier": true}\n' and os.lstat(target).st_ino == ino
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+
+
+def test_a_trainers_checkpoint_is_recorded_with_its_proof_as_soon_as_it_is_saved(tmp_path):
+    """Issue 52: fairmt's Trainers (FaultGuardMixin) record each checkpoint in the manifest right after saving it,
+    so a run killed later leaves it provably fairmt's (removable by the next --overwrite)."""
+    from types import SimpleNamespace
+
+    from fairmt.trainers.faults import FaultGuardMixin
+
+    run = tmp_path / "run"
+    claim_run_dir(run)
+
+    class Saves:
+        def _save_checkpoint(self, model, trial):
+            (run / "checkpoint-2").mkdir()
+            (run / "checkpoint-2" / "model.safetensors").write_bytes(b"weights")
+
+    class Trainer(FaultGuardMixin, Saves):
+        pass
+
+    trainer = Trainer.__new__(Trainer)
+    trainer.args, trainer.state = SimpleNamespace(output_dir=str(run)), SimpleNamespace(global_step=2)
+    trainer._save_checkpoint(None, None)
+    assert "checkpoint-2" in FolderPlan(run).made  # recorded, and its proof matches, while the run goes on
+    (run / "checkpoint-2" / "model.safetensors").write_bytes(b"changed by someone")
+    assert "checkpoint-2" not in FolderPlan(run).made
