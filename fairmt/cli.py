@@ -249,6 +249,8 @@ class _GuardedStdout:
         self._inner = inner
 
     def write(self, text):
+        if self._inner is None:  # started with stdout closed (`fairmt recipes >&-`): Python made it None
+            raise _StdoutFailed("could not write to standard output: it is closed")
         try:
             return self._inner.write(text)
         except BrokenPipeError:
@@ -257,6 +259,8 @@ class _GuardedStdout:
             raise _failed_stdout(err) from None
 
     def flush(self):
+        if self._inner is None:
+            return None
         try:
             return self._inner.flush()
         except BrokenPipeError:
@@ -281,6 +285,8 @@ def _failed_stdout(err: OSError) -> _StdoutFailed:
 
 
 def _flush_quietly() -> None:
+    if sys.stdout is None:  # closed when the process started: nothing to flush
+        return
     try:
         sys.stdout.flush()
     except BrokenPipeError:

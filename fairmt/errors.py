@@ -65,6 +65,8 @@ class Range:
             return True
         if self.integer and not isinstance(value, numbers.Integral):
             return False
+        if isinstance(value, numbers.Integral) and not -MACHINE_INT <= value < MACHINE_INT:
+            return False  # no tensor, array or C loop holds it (it passed every bound and failed far later)
         if not math.isfinite(value):
             return False
         if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
@@ -76,7 +78,17 @@ class Range:
     def check(self, name: str, value: object) -> None:
         """Raise one :class:`FairmtError` naming ``name``, ``value`` and the range unless ``value`` (or None) fits."""
         if value is not None and not self.ok(value):
-            raise FairmtError(f"{name} must be {self.text()}, got {value!r}")
+            import numbers
+
+            beyond = (" (beyond the 64-bit integers the machine holds)"
+                      if isinstance(value, numbers.Integral) and not isinstance(value, bool)
+                      and not -MACHINE_INT <= value < MACHINE_INT else "")
+            raise FairmtError(f"{name} must be {self.text()}, got {value!r}{beyond}")
+
+
+MACHINE_INT = 2**63
+"""Integers from ``-MACHINE_INT`` up to ``MACHINE_INT - 1`` (int64) are what torch and numpy hold: a value
+outside is refused by every :class:`Range`, whatever its bounds."""
 
 
 def _bound(v: float | None) -> str:

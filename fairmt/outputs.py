@@ -24,39 +24,61 @@ holds ``.fairmt-manifest.jsonl`` (JSON lines, appended, never rewritten while a 
 
 * ``{"claim": {pid, host, command, started}, "foreign": [names]}`` — written when a run takes the folder, *before* it
   creates anything: the top-level entries already there that fairmt did not write (the user's);
-* ``{"made": [names]}`` — top-level entries fairmt created: named before they are created where the writer knows the
-  name (:func:`record_made`), and, when a run ends (normally, by an error or Ctrl-C: :func:`release_run_dir`), every
-  entry that appeared in the folder since its claim (the Trainer's ``checkpoint-*``, model files, ...; a file the
-  user adds to the folder while the run writes there counts as the run's);
+* ``{"made": [names], "proof": {name: proof}}`` — top-level entries fairmt created, each with its :func:`proof`
+  (a file's size, modification time, inode and SHA-256; a folder's every entry with its size and time; a link's
+  target), recorded when a run ends (normally, by an error or Ctrl-C: :func:`release_run_dir`), after each
+  checkpoint a Trainer saves (:func:`record_new`) and when a writer publishes a folder (:func:`publish_dir`). Every
+  entry that appeared in the folder since the claim is the run's (a file the user adds to the folder while the run
+  writes there counts as the run's). A name may be listed before it is created (:func:`record_made`), without a
+  proof;
 * ``{"closed": time}`` — the run ended and recorded what it made.
 
-A run killed before its end (``kill -9``, out of memory, a lost machine) recorded no ``made`` line for what it
-created since its claim; the next run settles it: an entry that appeared since that claim (not in its ``foreign``
-list) *and* carries a name fairmt writes (:data:`OWN_NAMES`: ``checkpoint-*``, ``config.json``, ``results.json``,
-...) is fairmt's. The same rule — fairmt's names, in a folder carrying fairmt's marker (the lock file, or the
-writer's own marker) — covers folders written before the manifest existed. Top-level entries are the unit: a folder
-fairmt created is removed whole; a folder the user had there is never entered.
+An entry is fairmt's — removable by ``--overwrite`` — only while the manifest's last proof of it still matches it.
+Everything else is kept, and named in one line when the manifest lists it (:func:`kept_note`): a forged or copied
+line (no proof, or one of another file), a file changed or replaced since fairmt wrote it, an entry a run killed
+before its next record (``kill -9``, out of memory) left, a user's file added after such a kill, and the files of a
+run folder written before the manifest kept proofs (an older fairmt). Only the writers whose folders hold nothing
+else (a sweep folder, marked by its ``sweep_spec.json``; a fairseq-prep folder, by its ``preprocess.log``) still
+count entries carrying a name fairmt writes (:data:`OWN_NAMES`) as theirs in a folder without a manifest.
+Top-level entries are the unit: a folder fairmt created is removed whole; a folder the user had there is never
+entered. (A proof shows that the entry is the one fairmt wrote; whoever can write the manifest can also remove the
+folder's entries by hand, so it is no defence against the folder's owner.)
 
 With ``overwrite`` (:func:`check_overwrite`, then :func:`claim_run_dir` / :func:`publish_dir`):
 
 * refused, one line, nothing touched: the current folder (or one holding it), a home folder (``$HOME``, the current
   user's and the folder owner's home, or one holding them), a filesystem root or mount point, a folder holding
   ``.git``, a folder holding one of the run's inputs (the recipe file included), a manifest naming an entry outside
-  the folder (``..``, ``/``), and an entry fairmt did not write but whose name it writes (a ``checkpoint-*`` of
-  unknown origin the Trainer's resume would pick up, a ``config.json`` the run would write over): each named;
+  the folder (``..``, ``/``), and an entry fairmt cannot show it wrote but whose name it writes (a ``checkpoint-*``
+  of unknown origin the Trainer's resume would pick up, a ``config.json`` the run would write over): each named;
 * removed: exactly fairmt's entries; an entry that is a symbolic link is unlinked, never followed (its target is
   left as it is), and a folder is removed without following the links inside it;
 * left as they are: every other entry (the user's notes, data, links).
+
+How files are written
+---------------------
+Nothing is written through a symbolic link or into a file that has other hard links: a whole file
+(:class:`writing`) is written to a temporary file beside it (``.NAME.PID-XXXXXXXX.tmp``) and renamed over the name
+(a hard link elsewhere keeps the old content; a symbolic link, a block device or a socket at the name is refused,
+one line); a character device or a pipe at the name (``--json /dev/stdout``, ``/dev/null``, a FIFO), or a link to
+one, is written into as a stream and never replaced, with or without ``--overwrite``; an appended file
+(:class:`appending`) is opened with ``O_NOFOLLOW`` and refused when it has other hard links; the run lock is created
+with ``O_CREAT | O_EXCL | O_NOFOLLOW``, and an existing lock that is a link, a hard link or not a regular file is
+refused. Temporary files whose process is gone (a killed write) are removed by the next write of the same name and
+by the next run that takes the folder (:func:`clean_stale`).
 
 Standard library only: commands call it before importing anything heavy.
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
+import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import socket
 import stat
@@ -187,7 +209,9 @@ def check_output_file(path: str | os.PathLike, what: str = "output", *, overwrit
     p = Path(path).expanduser()
     if str(path).endswith(("/", os.sep)) or p.is_dir():
         raise FairmtError(f"{p}: is a folder, but the {what} is a file; give a file name (e.g. {p / ('out' + _first(suffixes))})")
-    if suffixes is not None:
+    suffixes = list(suffixes) if suffixes is not None else None
+    stream = target_kind(p, what) == "stream"
+    if suffixes is not None and not (stream and len(suffixes) == 1):  # /dev/stdout: one format, no name needed
         allowed = [s.lower() for s in suffixes]
         if p.suffix.lower() not in allowed:
             raise FairmtError(f"{p}: the {what} must end in {', '.join(allowed)} (the format is taken from the name)")
@@ -195,8 +219,10 @@ def check_output_file(path: str | os.PathLike, what: str = "output", *, overwrit
         if _same(p, Path(src)) or os.path.realpath(p) == os.path.realpath(src):
             raise FairmtError(f"{p}: is one of this command's inputs; writing the {what} there would destroy it: "
                               "choose another path")
+    if stream:  # /dev/stdout, /dev/null, a FIFO: written into, nothing is replaced
+        return p
     _where(p, what)
-    if p.exists() and not overwrite:
+    if os.path.lexists(p) and not overwrite:
         raise FairmtError(f"{p}: already exists; pass --overwrite to replace it, or choose another path")
     return p
 
@@ -295,7 +321,7 @@ def _read_manifest(folder: Path) -> list[dict] | None:
     for line in text.splitlines():
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # a cut line, or one nested too deep to be fairmt's
             continue
         if isinstance(rec, dict):
             records.append(rec)
@@ -306,41 +332,99 @@ def _names(value: Any) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)] if isinstance(value, str) else []
 
 
+_TMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>[0-9]+)-[A-Za-z0-9_]{8}\.tmp$")
+"""The name of a temporary file or folder fairmt writes beside its target (:class:`writing`, :func:`save_folder`):
+``.NAME.PID-XXXXXXXX.tmp``. One whose process is gone was left by a killed write: removed (:func:`clean_stale`)."""
+
+DIGEST_LIMIT = 1 << 30
+"""Files up to this size (1 GiB) carry a content digest (SHA-256) in their proof; larger ones their size, time and
+inode only (a digest of a model of many GB at every run's end would cost minutes)."""
+
+
+def proof(path: Path) -> dict | None:
+    """What fairmt records of an entry it wrote, to show later that the entry is still the one it wrote: a file's
+    size, modification time (ns), inode and (up to :data:`DIGEST_LIMIT`) SHA-256; a folder's every entry (relative
+    path, kind, size, time; links not followed, no content read); a link's target. None: the entry is gone."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return {"link": os.readlink(path)}
+    if stat.S_ISDIR(st.st_mode):
+        h = hashlib.sha256()
+        for root, dirs, files in os.walk(path):
+            dirs.sort()
+            for name in sorted(dirs + files):
+                full = os.path.join(root, name)
+                try:
+                    s = os.lstat(full)
+                except OSError:
+                    continue
+                kind = "d" if stat.S_ISDIR(s.st_mode) else "l" if stat.S_ISLNK(s.st_mode) else "f"
+                size = 0 if kind == "d" else s.st_size
+                h.update(f"{os.path.relpath(full, path)}\0{kind}\0{size}\0{s.st_mtime_ns}\n".encode("utf-8",
+                                                                                                   "surrogateescape"))
+        return {"dir": h.hexdigest(), "ino": st.st_ino}
+    if not stat.S_ISREG(st.st_mode):
+        return {"special": stat.S_IFMT(st.st_mode), "ino": st.st_ino}
+    found: dict[str, Any] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino}
+    if st.st_size <= DIGEST_LIMIT:
+        h = hashlib.sha256()
+        try:
+            with open(path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+        except OSError:
+            return found
+        found["sha256"] = h.hexdigest()
+    return found
+
+
 class FolderPlan:
-    """Who wrote each top-level entry of a folder: ``owned`` (fairmt: recorded, or settled by name after a killed run
-    or in a folder made before the manifest; ``settled`` lists the latter) and ``foreign`` (everything else); ``bad``:
-    manifest entries that name no top-level entry of the folder (``..``, a path with ``/``)."""
+    """Who wrote each top-level entry of a folder: ``owned`` (fairmt: the manifest's last proof of it
+    (:func:`proof`) still matches it; ``settled``: by name, only in a folder carrying one of the writer's
+    ``markers`` and no manifest) and ``foreign`` (everything else). ``unproven``: entries the manifest lists (or that
+    appeared while a run that was then killed held the folder) which fairmt cannot show it wrote — changed since, a
+    line without a proof (forged, copied, from an older fairmt), or never recorded: kept, and named. ``bad``: manifest
+    entries that name no top-level entry of the folder (``..``, a path with ``/``)."""
 
     def __init__(self, folder: Path, markers: Iterable[str] = ()):
         self.folder = folder
         entries = sorted(x.name for x in folder.iterdir() if x.name not in (LOCK_NAME, MANIFEST)) \
             if folder.is_dir() else []
         records = _read_manifest(folder) if folder.is_dir() else None
-        made: set[str] = set()
+        listed: set[str] = set()
+        proofs: dict[str, Any] = {}
         self.bad: list[str] = []
         settle: set[str] = set()
+        killed: set[str] = set()
         self.manifest = records is not None
         if records is not None:
             claim, closed = None, True
             for rec in records:
+                given = rec.get("proof") if isinstance(rec.get("proof"), dict) else {}
                 for name in _names(rec.get("made")):
                     if name in ("", ".", "..") or "/" in name or os.sep in name or "\0" in name:
                         self.bad.append(name)
                     else:
-                        made.add(name)
+                        listed.add(name)
+                        proofs[name] = given.get(name)  # the last record of a name decides
                 if "claim" in rec:
                     claim, closed = rec, False
                 if "closed" in rec:
                     closed = True
-            if claim is not None and not closed:  # a run killed before its end: its entries are settled by name
+            if claim is not None and not closed:  # a run killed before its end: what appeared since is not proven
                 foreign = set(_names(claim.get("foreign")))
-                settle = {e for e in entries if e not in made and e not in foreign and fairmt_named(e)}
-        elif any(os.path.lexists(folder / m) for m in (LOCK_NAME, *markers)):  # a folder from before the manifest
+                killed = {e for e in entries if e not in listed and e not in foreign and fairmt_named(e)}
+        elif markers and any(os.path.lexists(folder / m) for m in markers):  # the writer's folder from before
             settle = {e for e in entries if fairmt_named(e)}
-        self.entries, self.made = entries, made
+        self.entries = entries
+        self.made = {e for e in entries if e in listed and proofs.get(e) is not None and proofs[e] == proof(folder / e)}
         self.settled = sorted(settle)
-        self.owned = [e for e in entries if e in made or e in settle]
+        self.owned = [e for e in entries if e in self.made or e in settle]
         self.foreign = [e for e in entries if e not in self.owned]
+        self.unproven = sorted((listed & set(entries) - self.made) | killed)
 
     def risky(self) -> list[str]:
         """Entries fairmt did not write that carry a name it writes: the run could resume from or write over them."""
@@ -371,9 +455,13 @@ def check_overwrite(path: str | os.PathLike, what: str = "output folder", *, inp
         it = "it" if len(risky) == 1 else "them"
         why = (f"the run could resume from or write over {it}" if foreign_ok else
                f"the {what} cannot hold other files")
+        unproven = [e for e in risky if e in plan.unproven]
+        how = (f"{MANIFEST} does not list {it}" if not unproven else
+               f"{MANIFEST} holds no record of {_listing(unproven)} that still matches: changed since fairmt wrote "
+               f"{'it' if len(unproven) == 1 else 'them'}, left by a killed run, or listed without fairmt's proof")
         raise FairmtError(f"{p}: --overwrite refused, nothing removed: {_listing(risky)} "
-                          f"{'was' if len(risky) == 1 else 'were'} not written by fairmt here ({MANIFEST} does not "
-                          f"list {it}) and {why}; move {it} away, or {choose}")
+                          f"{'was' if len(risky) == 1 else 'were'} not written by fairmt here ({how}) and {why}; "
+                          f"move {it} away, or {choose}")
     return plan
 
 
@@ -397,7 +485,7 @@ def _append(folder: Path, *records: dict, fresh: bool = False) -> None:
         lines.append({"fairmt_manifest": 1, "note": "top-level entries fairmt wrote in this folder; --overwrite "
                       "removes these (and, after a killed run, entries named like fairmt's) and nothing else"})
     lines += list(records)
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines).encode("utf-8")
+    text = "".join(json.dumps(r) + "\n" for r in lines).encode("ascii")  # ASCII: a name that is not UTF-8 is kept as its \\udcXX escape
     with appending(folder / MANIFEST, what="fairmt's manifest (what this run wrote in the folder)",
                    mode="w" if fresh else "a", binary=True) as fh:  # one write: whole lines or a cut last one
         fh.write(text)
@@ -416,6 +504,7 @@ def begin_manifest(folder: str | os.PathLike, plan: FolderPlan, *, clear: bool) 
     if clear:
         for name in plan.owned:
             remove_entry(p / name)
+        kept_note(p, plan)
         _append(p, {"claim": _claim_record(), "foreign": plan.foreign}, fresh=True)
     else:
         _append(p, *([{"made": plan.settled}] if plan.settled else []),
@@ -423,11 +512,26 @@ def begin_manifest(folder: str | os.PathLike, plan: FolderPlan, *, clear: bool) 
     return plan
 
 
-def record_made(folder: str | os.PathLike, *names: str) -> None:
+def kept_note(folder: Path, plan: FolderPlan) -> None:
+    """Say, in one line on stderr, which entries ``--overwrite`` kept although the manifest lists them (or a killed
+    run left them): fairmt cannot show it wrote them (:class:`FolderPlan`'s ``unproven``)."""
+    kept = [e for e in plan.unproven if os.path.lexists(folder / e)]
+    if kept:
+        print(f"fairmt: {folder}: kept {_listing(kept)}: {MANIFEST} lists {'it' if len(kept) == 1 else 'them'} but "
+              "holds no record that still matches (changed since fairmt wrote it, or listed without its proof); "
+              "remove by hand what you do not need", file=sys.stderr, flush=True)
+
+
+def record_made(folder: str | os.PathLike, *names: str, written: bool = False) -> None:
     """Record top-level entries of ``folder`` that fairmt is about to create (before creating them: a run killed in
-    between leaves them listed, hence removable by the next ``--overwrite``)."""
+    between leaves them listed — not proven, so kept and named by the next ``--overwrite``), or, with ``written``,
+    that it has just written: with their :func:`proof`, so the next ``--overwrite`` may remove them while they are
+    unchanged."""
     if names:
-        _append(Path(folder), {"made": [str(n) for n in names]})
+        rec: dict[str, Any] = {"made": [str(n) for n in names]}
+        if written:
+            rec["proof"] = {str(n): proof(Path(folder) / str(n)) for n in names}
+        _append(Path(folder), rec)
 
 
 def record_new(folder: str | os.PathLike, *, close: bool = False) -> list[str]:
@@ -439,8 +543,8 @@ def record_new(folder: str | os.PathLike, *, close: bool = False) -> list[str]:
         return []
     p, foreign = claimed
     plan = FolderPlan(p)
-    new = [e for e in plan.entries if e not in foreign and e not in plan.made]
-    records: list[dict] = [{"made": new}] if new else []
+    new = [e for e in plan.entries if e not in foreign and e not in plan.made]  # new, or changed since recorded
+    records: list[dict] = [{"made": new, "proof": {e: proof(p / e) for e in new}}] if new else []
     if close:
         records.append({"closed": time.time()})
         _CLAIMED.pop(key, None)
@@ -467,8 +571,9 @@ def publish_dir(built: str | os.PathLike, final: str | os.PathLike, *, what: str
     one of ``built``'s names is an entry of ``final`` fairmt did not write."""
     b, f = Path(built), Path(final)
     names = sorted(x.name for x in b.iterdir() if x.name not in (LOCK_NAME, MANIFEST))
-    if not f.exists():
-        _append(b, {"claim": _claim_record(), "foreign": []}, {"made": names}, {"closed": time.time()}, fresh=True)
+    if not f.exists():  # renamed whole: the proofs (inode, times) stay true
+        _append(b, {"claim": _claim_record(), "foreign": []}, {"made": names, "proof": {n: proof(b / n) for n in names}},
+                {"closed": time.time()}, fresh=True)
         os.replace(b, f)
         return f
     plan = FolderPlan(f, markers)
@@ -484,7 +589,7 @@ def publish_dir(built: str | os.PathLike, final: str | os.PathLike, *, what: str
     for name in names:
         os.replace(b / name, f / name)
     shutil.rmtree(b, ignore_errors=True)
-    _append(f, {"closed": time.time()})
+    _append(f, {"made": names, "proof": {n: proof(f / n) for n in names}}, {"closed": time.time()})
     return f
 
 
@@ -495,7 +600,9 @@ def _holder(fd: int) -> str:
     try:
         os.lseek(fd, 0, os.SEEK_SET)
         info = json.loads(os.read(fd, 65536).decode("utf-8") or "{}")
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
+        info = {}
+    if not isinstance(info, dict):
         info = {}
     if not info:
         return "another process"
@@ -517,9 +624,12 @@ def refuse_if_in_use(path: str | os.PathLike, what: str = "output folder", *, fl
     p = Path(path).expanduser()
     if os.path.realpath(p) in _HELD:
         return
-    try:
-        fd = os.open(p / LOCK_NAME, os.O_RDONLY)
-    except OSError:  # no lock file (a new folder) or unreadable: the claim decides
+    try:  # never through a link, never blocking on a FIFO put there
+        fd = os.open(p / LOCK_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:  # no lock file (a new folder), a link or unreadable: the claim decides
+        return
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
         return
     try:
         try:
@@ -529,6 +639,39 @@ def refuse_if_in_use(path: str | os.PathLike, what: str = "output folder", *, fl
         fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _open_lock(path: Path) -> int:
+    """The run lock's file descriptor: created exclusively (``O_CREAT | O_EXCL | O_NOFOLLOW``), or an earlier run's
+    lock opened without following a link; a lock that is a link, has other hard links or is not a regular file is
+    refused (it could be a user's file: the claim writes into the lock), touching nothing."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise write_error(path, "the run's lock file", exc) from None
+    why = None
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        fd = -1
+        why = ("a symbolic link" + (f" (to {os.readlink(path)})" if os.path.islink(path) else "")
+               if exc.errno == errno.ELOOP else None)
+        if why is None:
+            raise write_error(path, "the run's lock file", exc) from None
+    if fd >= 0:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            why = "not a regular file"
+        elif st.st_nlink > 1:
+            why = f"a file with {st.st_nlink - 1} other hard link{'s' if st.st_nlink > 2 else ''} (another name of it)"
+        if why is None:
+            return fd
+        os.close(fd)
+    raise FairmtError(f"{path}: refused, nothing written: the run's lock file is {why}, which fairmt never writes "
+                      "into (it could be one of your files); remove it — only this name, the file it points to or "
+                      "shares its data with is not touched — and run again")
 
 
 def claim_run_dir(path: str | os.PathLike, what: str = "output folder", *, overwrite: bool = False,
@@ -553,13 +696,14 @@ def claim_run_dir(path: str | os.PathLike, what: str = "output folder", *, overw
         record_new(p, close=True)
     else:
         p.mkdir(parents=True, exist_ok=True)
-        fd = os.open(p / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open_lock(p / LOCK_NAME)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = _holder(fd)
             os.close(fd)
             raise _in_use(p, what, holder, flag) from None
+    clean_stale(p)  # what a killed write left (its process is gone)
     try:
         if overwrite:  # checked again under the lock: what is removed is what the plan says now
             plan = check_overwrite(p, what, inputs=inputs, flag=flag, markers=markers)
@@ -661,24 +805,47 @@ def write_json(path: str | os.PathLike, data: Any, *, what: str = "results", ind
 
 class writing:
     """``with writing(path, what=...) as fh:`` — a file handle for a writer that streams (JSON lines, a CSV); the
-    file appears at ``path`` whole when the block ends without an error (see :func:`write_file`)."""
+    file appears at ``path`` whole when the block ends without an error (see :func:`write_file`). The target is
+    checked by :func:`target_kind` when the block starts and again before the rename: a symbolic link (other than
+    to a device or a pipe) or a special file is refused, a device or a pipe (``/dev/stdout``, a FIFO) is written
+    into, a file with other hard links is replaced under this name only (the rename leaves the others as they
+    were)."""
 
     def __init__(self, path: str | os.PathLike, *, what: str = "output", binary: bool = False,
                  encoding: str = "utf-8"):
         self.path, self.what, self.binary, self.encoding = Path(path), what, binary, encoding
         self.tmp: Path | None = None
         self.fh: Any = None
+        self.stream = False
 
     def __enter__(self):
+        mode = "wb" if self.binary else "w"
+        kw = {} if self.binary else {"encoding": self.encoding}
+        if target_kind(self.path, self.what) == "stream":
+            self.stream = True
+            fd = _open_stream(self.path, self.what)
+            self.fh = os.fdopen(fd, mode, **kw)
+            return self.fh
+        clean_stale(self.path.parent, self.path.name)
         try:
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=_tmp_prefix(self.path.name), suffix=".tmp")
         except OSError as exc:
             raise write_error(self.path, self.what, exc) from None
         self.tmp = Path(tmp)
-        self.fh = os.fdopen(fd, "wb" if self.binary else "w", **({} if self.binary else {"encoding": self.encoding}))
+        self.fh = os.fdopen(fd, mode, **kw)
         return self.fh
 
     def __exit__(self, kind, exc, tb) -> bool:
+        if self.stream:
+            try:
+                self.fh.close()
+            except OSError as failed:
+                if exc is None:
+                    raise write_error(self.path, self.what, failed, kept="what was written went to the stream") \
+                        from None
+            if exc is not None and write_failed(exc):
+                raise write_error(self.path, self.what, exc, kept="what was written went to the stream") from None
+            return False
         assert self.tmp is not None
         try:
             if exc is None:
@@ -690,6 +857,9 @@ class writing:
                     os.chmod(self.tmp, 0o666 & ~_umask())
                 except OSError:
                     pass
+                if target_kind(self.path, self.what) == "stream":  # became a pipe while the data was written
+                    raise FairmtError(f"{self.path}: became a device or a pipe while the {self.what} was written; "
+                                      "nothing was written to it: run again")
                 os.replace(self.tmp, self.path)
                 return False
         except BaseException as failed:
@@ -715,6 +885,86 @@ class writing:
             pass
 
 
+def target_kind(path: str | os.PathLike, what: str = "output") -> str:
+    """What writing ``path`` means: ``"new"`` (nothing there), ``"file"`` (a regular file: replaced by a rename, so
+    another hard link of it keeps its content) or ``"stream"`` (a character device or a pipe, or a link to one, such
+    as ``/dev/stdout`` or ``/dev/null``: written into, never replaced). Refused with one line: a folder, a symbolic
+    link to anything else (fairmt never writes through a link, nor replaces the link), a block device, a socket."""
+    p = Path(path)
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return "new"
+    except OSError:
+        return "new"  # an unreadable parent: the write itself says why
+    if stat.S_ISREG(st.st_mode):
+        return "file"
+    if stat.S_ISDIR(st.st_mode):
+        raise FairmtError(f"{p}: is a folder, but the {what} is a file; give a file name")
+    try:
+        real = os.stat(p).st_mode
+    except OSError:
+        real = None
+    if real is not None and (stat.S_ISCHR(real) or stat.S_ISFIFO(real)):
+        return "stream"
+    if stat.S_ISLNK(st.st_mode):
+        raise FairmtError(f"{p}: is a symbolic link (to {os.readlink(p)}); fairmt never writes through a link nor "
+                          f"replaces one: give the {what} a path that is not a link")
+    kind = "a block device" if stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else \
+        "not a regular file"
+    raise FairmtError(f"{p}: is {kind}; the {what} is written to a file, a character device or a pipe only")
+
+
+def _open_stream(path: Path, what: str) -> int:
+    """Open a character device or a pipe for writing, without creating, truncating or waiting for a reader."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise FairmtError(f"{path}: is a pipe nobody reads; start its reader first, or give a file") from None
+        raise write_error(path, what, exc) from None
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    return fd
+
+
+def _tmp_prefix(name: str) -> str:
+    return f".{name}.{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
+def clean_stale(folder: str | os.PathLike, name: str | None = None) -> list[str]:
+    """Remove the temporary files and folders (:data:`_TMP_RE`) that a killed write left in ``folder`` (of the
+    target ``name``; None: of any target): those whose process no longer runs on this machine. Returns their
+    names."""
+    removed = []
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _TMP_RE.match(entry)
+        if not m or (name is not None and m.group("name") != name) or int(m.group("pid")) == os.getpid() \
+                or _alive(int(m.group("pid"))):
+            continue
+        try:
+            remove_entry(Path(folder) / entry)
+            removed.append(entry)
+        except OSError:
+            pass
+    return removed
+
+
 class appending:
     """An append-only file a run grows as it goes (JSON lines: a translation cache, fairmt's manifest, a log; the
     evaluators' CSV): ``with appending(path, what=...) as fh:`` (or ``fh = appending(...).open()`` for a handle
@@ -736,10 +986,41 @@ class appending:
         return write_error(self.path, self.what, exc, kept=APPENDED)
 
     def open(self) -> appending:
+        """Open without following a link (refused), without waiting for a pipe's reader; a file with other hard
+        links is refused (appending to it, or starting it anew, would change the other names' content)."""
+        import fcntl
+
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | (os.O_APPEND if "a" in self._mode else 0)
         try:
-            self.fh = open(self.path, self._mode, **self._kw)  # noqa: SIM115 - closed by close() / __exit__
+            fd = os.open(self.path, flags, 0o666)
         except OSError as exc:
+            if exc.errno == errno.ELOOP and os.path.islink(self.path):
+                raise FairmtError(f"{self.path}: is a symbolic link (to {os.readlink(self.path)}); fairmt never writes "
+                                  f"{self.what} through a link: give a path that is not a link") from None
+            if exc.errno == errno.ENXIO:
+                raise FairmtError(f"{self.path}: is a pipe nobody reads; start its reader first, or give a file") \
+                    from None
             raise self._failed(exc) from None
+        try:
+            st = os.fstat(fd)
+            why = None
+            if stat.S_ISREG(st.st_mode):
+                if st.st_nlink > 1:
+                    why = (f"a file with {st.st_nlink - 1} other hard link{'s' if st.st_nlink > 2 else ''}: writing "
+                           "would change them too")
+                elif "w" in self._mode:
+                    os.ftruncate(fd, 0)
+            elif not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+                why = "not a regular file, a character device or a pipe"
+            if why:
+                raise FairmtError(f"{self.path}: refused, nothing written: it is {why}; give another path")
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+            self.fh = os.fdopen(fd, self._mode, **self._kw)  # closed by close() / __exit__
+        except BaseException as exc:
+            os.close(fd)
+            if isinstance(exc, OSError):
+                raise self._failed(exc) from None
+            raise
         return self
 
     def write(self, data: str | bytes) -> int:
@@ -808,7 +1089,8 @@ def save_folder(target: str | os.PathLike, save: Any, *, what: str = "model") ->
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+        clean_stale(target.parent, target.name)
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=_tmp_prefix(target.name), suffix=".tmp"))
     except OSError as exc:
         raise write_error(target, what, exc) from None
     try:
@@ -917,7 +1199,7 @@ def json_text(data: Any, *, indent: int | None = 2, default: Any = str) -> str:
 
 
 __all__ = ["APPENDED", "LOCK_NAME", "MANIFEST", "OWN_NAMES", "FolderPlan", "append_text", "appending",
-           "begin_manifest", "check_output_dir", "check_output_file", "check_overwrite", "claim_run_dir", "clear_dir",
-           "copy_file", "fairmt_named", "finite_json", "input_paths", "json_text", "print_out", "publish_dir", "record_made",
-           "record_new", "release_run_dir", "remove_entry", "run_files", "save_folder", "saving", "write_error",
-           "write_file", "write_json", "writing"]
+           "begin_manifest", "check_output_dir", "check_output_file", "check_overwrite", "claim_run_dir", "clean_stale",
+           "clear_dir", "copy_file", "fairmt_named", "finite_json", "input_paths", "json_text", "kept_note", "print_out",
+           "proof", "publish_dir", "record_made", "record_new", "release_run_dir", "remove_entry", "run_files",
+           "save_folder", "saving", "target_kind", "write_error", "write_file", "write_json", "writing"]

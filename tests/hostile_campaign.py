@@ -50,6 +50,7 @@ class Case:
     expect: str = "error"  # error | ok | any (exit 0 or a one-line error, both acceptable)
     protect: Callable[[Any], list[Path]] = field(default=lambda env: [])
     exit0: str = "wrong_exit0"  # the category of exit 0 where an error is expected
+    inodes: bool = False  # a protected path must also keep its inode and link count (issue 52: never replaced)
     env: dict[str, str] = field(default_factory=dict)  # "{tmp}" in a value: the case's own folder
     slow: bool = False
 
@@ -73,12 +74,26 @@ class Env:
 
 
 def _digest(path: Path) -> str | None:
-    if not path.exists():
+    if not os.path.lexists(path):
         return None
+    if not path.exists():  # a dangling link
+        return f"link:{os.readlink(path)}"
+    if not path.is_dir() and not path.is_file():  # a device or a FIFO (reading one would block): its kind and inode
+        st = path.stat()
+        return f"special:{st.st_mode}:{st.st_ino}:{os.path.islink(path)}"
     if path.is_dir():
         return "dir:" + ",".join(f"{p.relative_to(path)}={_digest(p)}" for p in sorted(path.rglob("*")) if p.is_file()
                                  and not p.name.startswith(("_fairmt_run", ".fairmt")))
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _protected(path: Path, inodes: bool) -> tuple:
+    """What must not change of a protected path: its content (:func:`_digest`) and, with ``inodes``, the inode and
+    link count of the path itself (a link not followed) — a file replaced by a copy of the same bytes shows."""
+    if not inodes or not os.path.lexists(path):
+        return (_digest(path),)
+    st = os.lstat(path)
+    return _digest(path), st.st_ino, st.st_nlink, st.st_mode
 
 
 def run_cli(argv: list[str], env: dict[str, str] | None = None) -> tuple[int | None, str, str, BaseException | None]:
@@ -139,7 +154,7 @@ def classify(case: Case, rc: int | None, err: str, escaped: BaseException | None
 
 def _named_error(exc: BaseException) -> bool:
     """An API error a user can act on: a ValueError (FairmtError is one) naming what is wrong."""
-    return isinstance(exc, ValueError) and not isinstance(exc, UnicodeDecodeError) and bool(str(exc))
+    return isinstance(exc, ValueError) and not isinstance(exc, UnicodeError) and bool(str(exc))
 
 
 _PROCESS_STATE = {"fairmt.eval.winomt.detectors.registry": ("_REGISTRY", "_COMPAT_REGISTRY", "_INSTANCES")}
@@ -172,7 +187,7 @@ def run_case(case: Case, work: Path, tmp: Path, shared_data: Path | None = None)
                 case.setup(env)
             except Exception as exc:  # noqa: BLE001 - a version whose clean run fails cannot be tried on this case
                 return "unclear", f"setup failed (the clean run before the hostile one): {exc!r}"[:300]
-        protected = {str(p): _digest(Path(p)) for p in case.protect(env)}
+        protected = {str(p): _protected(Path(p), case.inodes) for p in case.protect(env)}
         escaped, rc, err, result = None, None, "", None
         if case.argv is not None:
             environ = {k: v.replace("{tmp}", str(tmp)) for k, v in case.env.items()}
@@ -184,7 +199,7 @@ def run_case(case: Case, work: Path, tmp: Path, shared_data: Path | None = None)
                 escaped = exc
         else:
             rc, err = case.proc(env)
-        changed = [Path(p).name for p, d in protected.items() if _digest(Path(p)) != d]
+        changed = [Path(p).name for p, d in protected.items() if _protected(Path(p), case.inodes) != d]
         return classify(case, rc, err, escaped, changed, result)
     finally:
         os.chdir(old_cwd)
@@ -1654,11 +1669,273 @@ CONFIG_RANGE_CASES["FairnessSamplingConfig.cluster_refresh_steps"] = \
 from :data:`CONFIG_VALUES` (the table the ``config values`` cases are built from) and :data:`CONFIG_EXTRA`."""
 
 
+# ============================================================================ issue 52 (helper files): data loss through
+# the files fairmt trusts (manifest, lock, links, devices, SQLite URLs), parsing (tags, alias bombs, deep nesting) and
+# limits (int64, empty selections, non-string items, pickled arrays, non-UTF-8 names, a closed stdout), signals
+
+
+def _user_file(env: Env, name: str, text: str = "the user's own data\n") -> Path:
+    path = env.tmp / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _claim_and_release(folder: str, **kw):
+    from fairmt import outputs
+
+    try:
+        return outputs.claim_run_dir(folder, **kw)
+    finally:
+        if os.path.realpath(folder) in outputs._HELD:
+            outputs.release_run_dir(folder)
+
+
+def _forged_manifest(env: Env) -> None:
+    for name in ("notes.txt", "train.csv", "config.json"):
+        _user_file(env, f"run/{name}")
+    (env.tmp / "run" / ".fairmt-manifest.jsonl").write_text(
+        json.dumps({"made": ["notes.txt"]}) + "\n" + json.dumps({"made": ["train.csv", "config.json"], "proof": {
+            "train.csv": {"size": 1}, "config.json": None}}) + "\n")
+
+
+def _copied_manifest(env: Env) -> None:
+    other = env.tmp / "other"
+    _claim_and_release(str(other))
+    (other / "results.json").write_text('{"accuracy": 50}')
+    _claim_and_release(str(other), resumable=True)  # the first run's end recorded it; this one claims again
+    _user_file(env, "run/results.json", '{"mine": "a result of my own"}')
+    (env.tmp / "run" / ".fairmt-manifest.jsonl").write_text((other / ".fairmt-manifest.jsonl").read_text())
+
+
+def _linked_lock(env: Env, hard: bool) -> None:
+    precious = _user_file(env, "precious.txt")
+    (env.tmp / "run").mkdir()
+    if hard:
+        os.link(precious, env.tmp / "run" / "_fairmt_run.lock")
+    else:
+        (env.tmp / "run" / "_fairmt_run.lock").symlink_to(precious)
+
+
+_KILLED = """import os, signal, sys
+from pathlib import Path
+from fairmt.outputs import claim_run_dir
+run = Path(sys.argv[1])
+claim_run_dir(run, overwrite=True)
+(run / "checkpoint-2").mkdir()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _this_fairmt() -> dict[str, str]:
+    """The environment of a child Python that imports the fairmt this process imported (the campaign's version)."""
+    import fairmt
+
+    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(fairmt.__file__).resolve().parents[1])}
+
+
+def _killed_then_added(env: Env) -> None:
+    run = env.tmp / "run"
+    proc = subprocess.run([sys.executable, "-c", _KILLED, str(run)], capture_output=True, timeout=120,
+                          env=_this_fairmt(), check=False)
+    assert proc.returncode == -9, proc.stderr
+    _user_file(env, "run/README.md", "# what I found in this run\n")  # the user's, after the kill
+    _user_file(env, "run/train.csv", "text,label\n")
+
+
+def _pre_manifest(env: Env) -> None:
+    _user_file(env, "run/_fairmt_run.lock", "{}")  # the marker of an older fairmt (or copied by the user)
+    _user_file(env, "run/train.csv", "text,label\nmy data,1\n")
+    _user_file(env, "run/config.json", '{"mine": true}')
+    (env.tmp / "run" / "checkpoint-7").mkdir()
+
+
+def _fifo_with_reader(env: Env) -> None:
+    """A FIFO at the output path and a reader draining it (for 60 s at most) in a daemon thread."""
+    import select
+    import threading
+
+    fifo = env.tmp / "out.json"
+    os.mkfifo(fifo)
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+
+    def drain():
+        end, seen = time.time() + 60, False
+        try:
+            while time.time() < end:
+                ready, _, _ = select.select([fd], [], [], 0.2)
+                if ready:
+                    data = os.read(fd, 65536)
+                    if data:
+                        seen = True
+                    elif seen:
+                        return  # the writer closed it
+        finally:
+            os.close(fd)
+
+    threading.Thread(target=drain, daemon=True).start()
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def _recipe_file(env: Env, body: str) -> list[str]:
+    path = env.tmp / "recipe.yaml"
+    path.write_text(body)
+    return ["train", str(path), "--dry-run"]
+
+
+_BOMB = ('method: gacl\nlol: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+         + "".join(f"l{i}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8)))
+
+
+def _refused_naming(call: Callable[[Env], Any], word: str) -> Callable[[Env], Any]:
+    """An API case whose refusal must name ``word``: a refusal for another reason (the empty selection was widened,
+    then something else failed) is returned as a result, which the campaign counts as a wrong result."""
+    def api(env: Env):
+        try:
+            return call(env)
+        except ValueError as err:
+            if word not in str(err):
+                return f"refused for another reason: {err}"
+            raise
+
+    return api
+
+
+def _npz(env: Env, kind: str) -> list[str]:
+    import numpy as np
+
+    arr = np.array([["a", "b"], ["c", "d"]]) if kind == "strings" else np.array([[1.0, None], [2.0, 3.0]], dtype=object)
+    np.savez(env.tmp / "emb.npz", embeddings=arr, label=np.array([0, 1]))
+    return ["eval", "linear-probe", "--embeddings", env.t("emb.npz")]
+
+
+def _python_fairmt(args: list[str], env: Env, *, stdout: Any = subprocess.PIPE, shell_prefix: str = "") -> tuple[int,
+                                                                                                               str]:
+    cmd = [sys.executable, "-m", "fairmt", *args]
+    environ = {**_this_fairmt(), "FAIRMT_DATA": env.w("data"), "HF_HUB_OFFLINE": "1"}
+    if shell_prefix:
+        import shlex
+
+        cmd = ["sh", "-c", f"exec {' '.join(shlex.quote(c) for c in cmd)} {shell_prefix}"]
+    p = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, env=environ, timeout=300, cwd=env.tmp, check=False)
+    return p.returncode, p.stderr.decode("utf-8", "replace")
+
+
+_KILLED_WRITE = """import os, signal, sys
+from fairmt.outputs import writing
+with writing(sys.argv[1], what="a big result") as fh:
+    fh.write("x" * 100000)
+    fh.flush()
+    os.kill(os.getpid(), signal.SIGKILL)  # killed in the middle of the write
+"""
+
+
+def _kill_during_a_write(env: Env) -> tuple[int, str]:
+    """``kill -9`` in the middle of a write leaves the earlier file whole (the write goes to a temporary file
+    beside it); the next write of that file removes the dead process's temporary file."""
+    from fairmt.outputs import write_file
+
+    target = _user_file(env, "results.json", '{"earlier": true}\n')
+    p = subprocess.run([sys.executable, "-c", _KILLED_WRITE, str(target)], capture_output=True, timeout=120,
+                       env=_this_fairmt(), check=False)
+    left = [x.name for x in env.tmp.iterdir() if x.name.startswith(".results.json.")]
+    if p.returncode != -9 or target.read_text() != '{"earlier": true}\n' or len(left) != 1:
+        return 1, f"after kill -9: rc {p.returncode}, file {target.read_text()[:40]!r}, temporary files {left}"
+    write_file(target, '{"again": true}\n')
+    left = [x.name for x in env.tmp.iterdir() if x.name.startswith(".results.json.")]
+    if left or target.read_text() != '{"again": true}\n':
+        return 1, f"the next write left {left} (the killed write's temporary file is not cleaned)"
+    return 0, ""
+
+
+def _issue52_cases() -> list[Case]:
+    ec = BASES["eval classification"]
+    kept = {"expect": "any", "exit0": "data_loss", "inodes": True}
+    sqlite = "sweep --storage the user's own SQLite database as"
+    return [
+        # --- data loss through the files fairmt trusts
+        Case("52: a forged manifest line naming the user's files, then --overwrite", "data loss",
+             api=lambda e: _claim_and_release(e.t("run"), overwrite=True), setup=_forged_manifest,
+             protect=lambda e: [e.tmp / "run" / n for n in ("notes.txt", "train.csv", "config.json")], **kept),
+        Case("52: another folder's manifest copied beside the user's results.json, then --overwrite", "data loss",
+             api=lambda e: _claim_and_release(e.t("run"), overwrite=True), setup=_copied_manifest,
+             protect=lambda e: [e.tmp / "run" / "results.json"], **kept),
+        Case("52: _fairmt_run.lock a symbolic link to the user's file", "data loss",
+             api=lambda e: _claim_and_release(e.t("run")), setup=lambda e: _linked_lock(e, hard=False),
+             protect=lambda e: [e.tmp / "precious.txt"], **kept),
+        Case("52: _fairmt_run.lock a hard link of the user's file", "data loss",
+             api=lambda e: _claim_and_release(e.t("run")), setup=lambda e: _linked_lock(e, hard=True),
+             protect=lambda e: [e.tmp / "precious.txt"], exit0="data_loss", expect="any"),
+        Case("52: README.md and train.csv added after a kill -9, then --overwrite", "data loss",
+             api=lambda e: _claim_and_release(e.t("run"), overwrite=True), setup=_killed_then_added,
+             protect=lambda e: [e.tmp / "run" / "README.md", e.tmp / "run" / "train.csv"], **kept),
+        Case("52: a folder from before the manifest (train.csv, config.json), then --overwrite", "data loss",
+             api=lambda e: _claim_and_release(e.t("run"), overwrite=True), setup=_pre_manifest,
+             protect=lambda e: [e.tmp / "run" / n for n in ("train.csv", "config.json", "checkpoint-7")], **kept),
+        Case("52: --json onto a symbolic link to the user's file, --overwrite", "data loss",
+             lambda e: [*ec(e), "--json", e.t("out.json"), "--overwrite"],
+             setup=lambda e: (e.tmp / "out.json").symlink_to(_user_file(e, "precious.json", "{}")),
+             protect=lambda e: [e.tmp / "out.json", e.tmp / "precious.json"], **kept),
+        Case("52: --json onto a FIFO a reader drains, --overwrite (written into)", "data loss",
+             lambda e: [*ec(e), "--json", e.t("out.json"), "--overwrite"], setup=_fifo_with_reader,
+             protect=lambda e: [e.tmp / "out.json"], **kept),
+        Case("52: --json onto a link to /dev/null, --overwrite (written into)", "data loss",
+             lambda e: [*ec(e), "--json", e.t("null.json"), "--overwrite"],
+             setup=lambda e: (e.tmp / "null.json").symlink_to(os.devnull),
+             protect=lambda e: [e.tmp / "null.json"], **kept),
+        Case(f"52: {sqlite} sqlite+pysqlite:///", "data loss",
+             lambda e: [*SWEEP45, "--storage", f"sqlite+pysqlite:///{e.t('mine.db')}", "--output-dir", e.t("s")],
+             setup=_sqlite_of_the_user, protect=lambda e: [e.tmp / "mine.db"], exit0="data_loss", inodes=True),
+        Case(f"52: {sqlite} sqlite:///…?timeout=5", "data loss",
+             lambda e: [*SWEEP45, "--storage", f"sqlite:///{e.t('mine.db')}?timeout=5", "--output-dir", e.t("s")],
+             setup=_sqlite_of_the_user, protect=lambda e: [e.tmp / "mine.db"], exit0="data_loss", inodes=True),
+        Case("52: a run folder holding a file whose name is not UTF-8", "data loss",
+             api=lambda e: _claim_and_release(e.t("run"), overwrite=True),
+             setup=lambda e: _user_file(e, "run/" + os.fsdecode(b"notes-\xff.txt")),
+             protect=lambda e: [e.tmp / "run" / os.fsdecode(b"notes-\xff.txt")], **kept),
+        Case("52: a run folder whose name is not UTF-8", "data loss",
+             api=lambda e: _claim_and_release(os.fsdecode(os.fsencode(e.t("run")) + b"-\xff")), expect="ok"),
+        # --- parsing
+        Case("52: an override with a !!python/object/apply tag", "parsing",
+             lambda e: _recipe(e, "training.seed=!!python/object/apply:os.getpid []")),
+        Case("52: a billion-laughs recipe", "parsing", lambda e: _recipe_file(e, _BOMB)),
+        Case("52: a recipe nested 20,000 levels deep", "parsing",
+             lambda e: _recipe_file(e, f"method: gacl\nx: {_nested(20000)}\n")),
+        Case("52: an override nested 20,000 levels deep", "parsing", lambda e: _recipe(e, f"x={_nested(20000)}")),
+        Case("52: a predictions line nested 20,000 levels deep", "parsing",
+             lambda e: ["eval", "classification", "--predictions", e.t("deep.jsonl")],
+             setup=lambda e: _user_file(e, "deep.jsonl", _nested(20000) + "\n")),
+        Case("52: override training.output_dir=~ (YAML null)", "parsing",
+             lambda e: _recipe(e, "training.output_dir=~")),
+        # --- limits
+        Case("52: training.per_device_train_batch_size=2**63", "limits",
+             lambda e: _recipe(e, f"training.per_device_train_batch_size={2**63}")),
+        Case("52: evaluate_mt_bias(langs=[])", "limits", api=_refused_naming(
+            lambda e: __import__("fairmt").evaluate_mt_bias(translations_dir=e.w("mtb"), langs=[],
+                                                            benchmarks="winomt", gold=e.w("gold.txt")), "langs")),
+        Case("52: fairmt.translate with a None item", "limits",
+             api=lambda e: __import__("fairmt").translate(e.w("mt"), ["a doctor", None], "en", "de")),
+        Case("52: fairmt.translate with a NaN item", "limits",
+             api=lambda e: __import__("fairmt").translate(e.w("mt"), ["a doctor", float("nan")], "en", "de")),
+        Case("52: fairmt.translate with a bytes item", "limits",
+             api=lambda e: __import__("fairmt").translate(e.w("mt"), [b"a doctor"], "en", "de")),
+        Case("52: linear-probe .npz holding strings", "limits", lambda e: _npz(e, "strings")),
+        Case("52: linear-probe .npz holding Python objects", "limits", lambda e: _npz(e, "objects")),
+        Case("52: fairmt recipes with stdout closed", "pipes",
+             proc=lambda e: _python_fairmt(["recipes"], e, stdout=None, shell_prefix=">&-"), expect="any"),
+        # --- signals
+        Case("52: kill -9 during a write, then the next write", "signals", proc=_kill_during_a_write, expect="ok"),
+    ]
+
+
 def all_cases() -> list[Case]:
     return [*_output_cases(), *_numeric_cases(), *_model_cases(), *_cache_cases(), *_pipe_cases(), *_recipe_cases(),
             *_api_cases(), *_wrong_number_cases(), *_push_cases(), *_child_process_cases(), *_overwrite_cases(),
             *_resume_disk_network_cases(), *_config_cases(), *_loader_cases(), *_slow_cases(),
-            *_issue45_relc_cases(), *_rel45_cases()]
+            *_issue45_relc_cases(), *_rel45_cases(), *_issue52_cases()]
 
 
 def build_all(work: Path) -> Path:

@@ -244,22 +244,39 @@ def test_symlinks_in_a_run_folder_are_unlinked_never_followed(tmp_path):
     assert snapshot(target) == before
 
 
-def test_a_folder_from_before_the_manifest_loses_only_fairmts_named_files(tmp_path):
+def inodes(*roots: Path) -> dict[str, tuple[int, int]]:
+    """Every entry under ``roots`` (links not followed): its inode and link count — a file replaced or truncated
+    through another name shows here even when its bytes come back the same."""
+    found = {}
+    for root in roots:
+        for p in [root, *(root.rglob("*") if root.is_dir() and not root.is_symlink() else [])]:
+            st = os.lstat(p)
+            found[str(p)] = (st.st_ino, st.st_nlink)
+    return found
+
+
+def test_a_folder_from_before_the_manifest_keeps_every_file_and_names_fairmts(tmp_path):
+    """Issue 52: a run folder without a manifest (an older fairmt's, or a user's folder holding its lock file) —
+    nothing in it can be shown to be fairmt's: the entries carrying fairmt's names are named in one line, refused,
+    and every byte and inode stays."""
     run = tmp_path / "run"
     mine = user_files(run)
     (run / LOCK_NAME).write_text("{}")  # the marker an earlier fairmt left
     for name in ("checkpoint-4", "runs"):
         (run / name).mkdir()
     (run / "model.safetensors").write_text("w")
-    (run / "trainer_state.json").write_text("{}")
+    (run / "train.csv").write_text("text,label\nmy data,1\n")
+    (run / "config.json").write_text('{"mine": true}')
     plan = FolderPlan(run)
-    assert plan.owned == ["checkpoint-4", "model.safetensors", "runs", "trainer_state.json"]
-    before = snapshot(*mine)
-    claim_run_dir(run, overwrite=True)
-    assert snapshot(*mine) == before
-    assert sorted(p.name for p in run.iterdir()) == sorted([LOCK_NAME, MANIFEST, "Documents", "data.csv",
-                                                            "notes.txt"])
-    # without a marker nothing is fairmt's: a named entry is refused, the others kept
+    assert plan.owned == [] and plan.risky() == ["checkpoint-4", "config.json", "model.safetensors", "runs",
+                                                 "train.csv"]
+    before, ino = snapshot(run), inodes(run)
+    with pytest.raises(FairmtError, match="checkpoint-4, config.json, model.safetensors, runs, train.csv were not "
+                                          "written by fairmt") as err:
+        claim_run_dir(run, overwrite=True)
+    assert "\n" not in str(err.value)
+    assert snapshot(run) == before and inodes(run) == ino and mine
+    # without a marker nothing is fairmt's either
     bare = tmp_path / "bare"
     user_files(bare)
     (bare / "checkpoint-1").mkdir()
@@ -270,28 +287,80 @@ def test_a_folder_from_before_the_manifest_loses_only_fairmts_named_files(tmp_pa
 KILLED_RUN = """
 import os, signal, sys
 from pathlib import Path
-from fairmt.outputs import claim_run_dir
+from fairmt.outputs import claim_run_dir, record_new
 run = Path(sys.argv[1])
 claim_run_dir(run, overwrite=True)  # a run beside the user's files
-(run / "checkpoint-3").mkdir()  # as the Trainer saves a checkpoint, then the process is killed
-(run / "checkpoint-3" / "optimizer.pt").write_bytes(b"half")
+(run / "checkpoint-3").mkdir()  # as the Trainer saves a checkpoint (recorded with its proof after the save) ...
+(run / "checkpoint-3" / "optimizer.pt").write_bytes(b"whole")
+record_new(run)
+(run / "checkpoint-4").mkdir()  # ... and the next one, cut by the kill before its record
+(run / "checkpoint-4" / "optimizer.pt").write_bytes(b"half")
 (run / "unlisted.tmp").write_text("no fairmt name: kept")
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
-def test_a_killed_runs_checkpoints_are_removed_by_the_next_overwrite(tmp_path):
+def test_a_killed_runs_recorded_checkpoints_are_removed_and_what_came_after_is_kept(tmp_path):
+    """Issue 52: after a ``kill -9`` the next ``--overwrite`` removes the checkpoint the run recorded (its proof
+    matches), keeps — naming it — the one the kill cut before its record, and keeps the files the user added to the
+    folder after the kill (``README.md``, ``train.csv``: named like fairmt's outputs)."""
     run = tmp_path / "run"
     mine = user_files(run)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     proc = subprocess.run([sys.executable, "-c", KILLED_RUN, str(run)], env=env, capture_output=True, timeout=120)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
-    assert (run / "checkpoint-3").is_dir() and "made" not in (run / MANIFEST).read_text()
-    before = snapshot(*mine)
+    assert (run / "checkpoint-4").is_dir() and "closed" not in (run / MANIFEST).read_text()
+    (run / "README.md").write_text("# my notes on this run\n")  # the user's, after the kill
+    (run / "train.csv").write_text("a,b\n")
+    kept = [*mine, run / "checkpoint-4", run / "README.md", run / "train.csv", run / "unlisted.tmp"]
+    before, ino = snapshot(*kept), inodes(*kept)
+    with pytest.raises(FairmtError, match=r"README.md, checkpoint-4, train.csv were not written by fairmt here "
+                                          r"\(.*holds no record of README.md, checkpoint-4, train.csv that still "
+                                          r"matches: .*left by a killed run"):
+        claim_run_dir(run, overwrite=True)
+    assert snapshot(*kept) == before and inodes(*kept) == ino and (run / "checkpoint-3").is_dir()
+    for name in ("checkpoint-4", "README.md", "train.csv"):  # moved away, as the line says
+        os.rename(run / name, tmp_path / name)
     claim_run_dir(run, overwrite=True)
     assert not (run / "checkpoint-3").exists()
     assert (run / "unlisted.tmp").read_text() == "no fairmt name: kept"
-    assert snapshot(*mine) == before
+    assert snapshot(*mine) == before_mine(before, mine)
+
+
+def before_mine(before: dict, mine: list[Path]) -> dict:
+    roots = tuple(str(m) for m in mine)
+    return {k: v for k, v in before.items() if k.startswith(roots)}
+
+
+def test_a_forged_or_copied_manifest_line_deletes_nothing(tmp_path, capsys):
+    """Issue 52: a manifest line naming the user's files — without a proof, with a proof of another file (copied
+    from another run folder), or with the proof of the file as it was before the user changed it — removes nothing:
+    a name fairmt writes is refused, every other one kept and named in one line on stderr."""
+    run = tmp_path / "run"
+    mine = user_files(run)
+    claim_run_dir(run, overwrite=True)  # beside the user's files
+    (run / "results.json").write_text('{"run": 1}')
+    release_run_dir()
+    (run / "results.json").write_text('{"run": 1, "edited by the user": true}')  # changed after fairmt wrote it
+    other = tmp_path / "other"
+    claim_run_dir(other)
+    (other / "notes.txt").write_text("fairmt's notes.txt in another folder")
+    release_run_dir()
+    copied = [ln for ln in (other / MANIFEST).read_text().splitlines() if '"proof"' in ln]
+    with open(run / MANIFEST, "a") as fh:
+        fh.write(json.dumps({"made": ["data.csv", "Documents"]}) + "\n")  # forged, no proof
+        fh.write(copied[0] + "\n")  # copied: a proof of another notes.txt
+    before, ino = snapshot(run), inodes(run)
+    with pytest.raises(FairmtError, match="results.json was not written by fairmt here"):
+        claim_run_dir(run, overwrite=True)
+    assert snapshot(run) == before and inodes(run) == ino
+    (run / "results.json").unlink()
+    capsys.readouterr()
+    claim_run_dir(run, overwrite=True)
+    release_run_dir()
+    note = [ln for ln in capsys.readouterr().err.splitlines() if "kept" in ln]
+    assert len(note) == 1 and "kept Documents, data.csv, notes.txt:" in note[0], note
+    assert snapshot(*mine) == before_mine(before, mine)
 
 
 # ---------------------------------------------------------------------------------------------- each writer
@@ -376,12 +445,18 @@ def test_fairseq_prep_command_overwrite_keeps_the_users_files(tmp_path, capsys, 
     out = tmp_path / "bin"
     argv = ["data", "fairseq-prep", "--input", str(pairs), "--output-dir", str(out), "--valid-size", "1"]
     assert main(argv) == 0
-    (out / "dict.en.txt").write_text("the first preparation's")
+    first = os.lstat(out / "dict.en.txt").st_ino
     mine = user_files(out)
     before = snapshot(*mine)
     assert main([*argv, "--overwrite"]) == 0
     assert snapshot(*mine) == before and (out / "dict.en.txt").read_text() == "dictionary 1"
+    assert os.lstat(out / "dict.en.txt").st_ino != first  # replaced: the earlier one was fairmt's, unchanged
     capsys.readouterr()
+    (out / "dict.en.txt").write_text("edited by the user after the preparation")  # no longer what fairmt wrote
+    before = snapshot(out)
+    refused(capsys, [*argv, "--overwrite"], "dict.en.txt was not written by fairmt here", "still matches")
+    assert snapshot(out) == before
+    (out / "dict.en.txt").unlink()
     (out / "train.en-de.en.bin").write_text("copied in by the user")
     before = snapshot(out)
     refused(capsys, [*argv, "--overwrite"], "train.en-de.en.bin was not written by fairmt here")
@@ -464,7 +539,7 @@ COVERED: dict[str, list[str]] = {
               "test_a_folder_holding_git_a_run_input_or_a_mount_point_is_refused",
               "test_an_unknown_checkpoint_is_refused_naming_it_and_nothing_is_removed",
               "test_overwrite_removes_what_fairmt_wrote_and_keeps_the_users_files",
-              "test_a_killed_runs_checkpoints_are_removed_by_the_next_overwrite"],
+              "test_a_killed_runs_recorded_checkpoints_are_removed_and_what_came_after_is_kept"],
     "demo": ["test_demo_output_dir_home_overwrite_is_refused",
              "test_demo_overwrite_replaces_an_earlier_demo_and_keeps_the_users_files"],
     "sweep": ["test_sweep_overwrite_removes_the_earlier_sweep_and_refuses_beside_other_files"],
@@ -477,3 +552,117 @@ COVERED: dict[str, list[str]] = {
 }
 """Per command with ``--overwrite``: the tests here that cover it (the campaign's guard checks every command is
 listed; the file-output commands share one test of the rule they share, and each has its own campaign case)."""
+
+
+# ---------------------------------------------------------------------------------------------- issue 52: how files are opened
+
+
+def test_a_whole_file_write_never_goes_through_a_link_and_leaves_other_hard_links_alone(tmp_path):
+    from fairmt.outputs import append_text, check_output_file, write_file
+
+    mine = tmp_path / "mine.json"
+    mine.write_text("the user's\n")
+    link = tmp_path / "out.json"
+    link.symlink_to(mine)
+    before = snapshot(tmp_path)
+    for call in (lambda: check_output_file(link, "results", overwrite=True), lambda: write_file(link, "{}"),
+                 lambda: append_text(link, "{}\n")):
+        with pytest.raises(FairmtError, match="is a symbolic link"):
+            call()
+    assert snapshot(tmp_path) == before
+    other = tmp_path / "other-name.json"  # a hard link: replaced under this name only, never truncated
+    os.link(mine, other)
+    write_file(other, "new\n")
+    assert mine.read_text() == "the user's\n" and other.read_text() == "new\n"
+    os.link(mine, tmp_path / "third.json")
+    with pytest.raises(FairmtError, match="other hard link"):  # an append would change the other names
+        append_text(tmp_path / "third.json", "x\n")
+    assert mine.read_text() == "the user's\n"
+
+
+def test_a_pipe_or_a_device_is_written_into_never_replaced(tmp_path):
+    from fairmt.outputs import check_output_file, write_file
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    ino = os.lstat(fifo).st_ino
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, there before the write (the pipe buffers it)
+    try:
+        assert check_output_file(fifo, overwrite=False) == fifo  # nothing there is replaced: no --overwrite needed
+        write_file(fifo, "through the pipe\n")
+        assert os.read(reader, 100) == b"through the pipe\n" and os.lstat(fifo).st_ino == ino
+    finally:
+        os.close(reader)
+    with pytest.raises(FairmtError, match="a pipe nobody reads"):
+        write_file(fifo, "x")
+    null = tmp_path / "null.json"
+    null.symlink_to(os.devnull)
+    write_file(null, "{}")
+    assert null.is_symlink() and os.readlink(null) == os.devnull
+
+
+def test_stale_temporary_files_of_a_killed_write_are_removed_by_the_next_claim(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    dead = ".results.json.999999999-abcdefgh.tmp"  # no process has this id
+    alive = f".results.json.{os.getppid()}-abcdefgh.tmp"  # a running process's write: kept
+    for name in (dead, alive):
+        (run / name).write_text("half")
+    claim_run_dir(run, resumable=True)
+    assert not (run / dead).exists() and (run / alive).exists()
+
+
+def test_json_to_dev_stdout_with_overwrite_is_written_into_the_pipe(tmp_path):
+    """``--json /dev/stdout --overwrite``: the JSON goes down the process's stdout (a pipe here); /dev/stdout is a
+    link to a pipe, never replaced by a regular file (as root, that replaced the system's /dev/stdout)."""
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"label": i % 2, "pred": (i // 3) % 2, "group": (i // 2) % 2}) + "\n"
+                             for i in range(20)))
+    before = os.lstat("/dev/stdout")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "fairmt", "eval", "classification", "--predictions", str(preds),
+                           "--json", "/dev/stdout", "--overwrite"], env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert '"accuracy"' in proc.stdout
+    after = os.lstat("/dev/stdout")
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+
+
+def test_ctrl_c_during_a_write_keeps_the_earlier_file_whole_and_leaves_no_temporary_file(tmp_path):
+    from fairmt.outputs import writing
+
+    target = tmp_path / "results.json"
+    target.write_text('{"earlier": true}\n')
+    ino = os.lstat(target).st_ino
+    with pytest.raises(KeyboardInterrupt), writing(target, what="results") as fh:
+        fh.write('{"half": ')
+        raise KeyboardInterrupt  # SIGINT's default handler raises it here
+    assert target.read_text() == '{"earlier": true}\n' and os.lstat(target).st_ino == ino
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+
+
+def test_a_trainers_checkpoint_is_recorded_with_its_proof_as_soon_as_it_is_saved(tmp_path):
+    """Issue 52: fairmt's Trainers (FaultGuardMixin) record each checkpoint in the manifest right after saving it,
+    so a run killed later leaves it provably fairmt's (removable by the next --overwrite)."""
+    from types import SimpleNamespace
+
+    from fairmt.trainers.faults import FaultGuardMixin
+
+    run = tmp_path / "run"
+    claim_run_dir(run)
+
+    class Saves:
+        def _save_checkpoint(self, model, trial):
+            (run / "checkpoint-2").mkdir()
+            (run / "checkpoint-2" / "model.safetensors").write_bytes(b"weights")
+
+    class Trainer(FaultGuardMixin, Saves):
+        pass
+
+    trainer = Trainer.__new__(Trainer)
+    trainer.args, trainer.state = SimpleNamespace(output_dir=str(run)), SimpleNamespace(global_step=2)
+    trainer._save_checkpoint(None, None)
+    assert "checkpoint-2" in FolderPlan(run).made  # recorded, and its proof matches, while the run goes on
+    (run / "checkpoint-2" / "model.safetensors").write_bytes(b"changed by someone")
+    assert "checkpoint-2" not in FolderPlan(run).made

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -54,3 +55,36 @@ def test_evaluate_mt_bias_and_translate_give_what_the_command_writes(tmp_path, m
     ours = fairmt.translate(str(model), masculine, "en", "de", num_beams=2, max_new_tokens=8)
     assert ours == (run / "geneval" / "masculine.de.txt").read_text().splitlines()
     assert fairmt.translate(str(model), masculine[0], "en", "de", num_beams=2, max_new_tokens=8) == ours[0]
+
+
+def test_evaluate_mt_bias_from_python_writes_nothing_into_the_current_folder_unasked(tmp_path, monkeypatch):
+    """Issue 52: without output_dir the translations (and their cache) go under $FAIRMT_CACHE/mt-bias-translations,
+    not ./mt-bias-translations; an empty langs is refused, not widened to every language."""
+    import fairmt
+    from fairmt.errors import FairmtError
+    from fairmt.model_eval import benchmarks
+
+    seen = {}
+
+    def stop(translator, root, **kw):
+        seen["root"] = Path(root)
+        raise FairmtError("stopped before translating")
+
+    class Echo:
+        model_name = "echo"
+
+        def fingerprint(self):
+            return "0123456789abcdef"
+
+    monkeypatch.setattr(benchmarks, "plan_suite", lambda *a, **k: None)
+    monkeypatch.setattr(benchmarks, "translate_suite", stop)
+    monkeypatch.setattr("fairmt.translate.as_translator", lambda *a, **k: Echo())
+    monkeypatch.setenv("FAIRMT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FairmtError, match="stopped before translating"):
+        fairmt.evaluate_mt_bias("some-model", langs="de", benchmarks="geneval")
+    assert seen["root"] == tmp_path / "cache" / "mt-bias-translations" / "echo-0123456789ab"
+    assert not (tmp_path / "mt-bias-translations").exists()
+    for empty in ([], "", ()):
+        with pytest.raises(FairmtError, match="langs is empty"):
+            fairmt.evaluate_mt_bias(translations_dir=tmp_path, langs=empty)

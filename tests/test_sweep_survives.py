@@ -241,6 +241,29 @@ def test_a_storage_that_is_not_an_optuna_one_is_refused_before_anything_is_writt
         assert not list(tmp_path.glob("*.lock")) and not list(tmp_path.glob("*.rename"))
 
 
+@pytest.mark.parametrize("form", ["sqlite+pysqlite:///{}", "sqlite:///{}?timeout=5", "SQLite:///{}",
+                                  "sqlite+pysqlite:///file:{}?uri=true&mode=rw", "sqlite:///{}?check_same_thread=0"])
+def test_every_sqlite_url_form_is_checked_the_same_way(tmp_path, capsys, fake_runs, form):
+    """Issue 52: the check reads the URL with SQLAlchemy's make_url, not a prefix: every form naming a user's own
+    SQLite file is refused and leaves it byte-identical (same inode)."""
+    mine = tmp_path / "mine.db"
+    con = sqlite3.connect(mine)
+    con.execute("CREATE TABLE patients (id INTEGER, name TEXT)")
+    con.commit()
+    con.close()
+    before, ino = mine.read_bytes(), mine.stat().st_ino
+    assert _sweep(tmp_path / "s", "--storage", form.format(mine)) == 2
+    _one_error_line(capsys, "is a SQLite database that is not an Optuna storage (tables patients)")
+    assert mine.read_bytes() == before and mine.stat().st_ino == ino and not fake_runs
+
+
+def test_an_in_memory_sqlite_study_is_refused(tmp_path, capsys, fake_runs):
+    for url in ("sqlite://", "sqlite:///:memory:", "sqlite+pysqlite:///file:x?mode=memory&uri=true"):
+        assert _sweep(tmp_path / "s", "--storage", url) == 2
+        _one_error_line(capsys, "is a SQLite database in memory")
+    assert not fake_runs
+
+
 @pytest.mark.parametrize("seeds,expected", [("1,-1", "seed -1 is outside [0, 2^32)"),
                                             ("0,4294967296", "seed 4294967296 is outside [0, 2^32)")])
 def test_seeds_outside_numpys_range_are_one_line(tmp_path, capsys, seeds, expected):

@@ -33,7 +33,21 @@ def _npz(path: Path, keys: dict[str, str | None]) -> dict:
         missing = [f"{k!r} ({what})" for what, k in keys.items() if k is not None and k not in names]
         if missing:
             raise FairmtError(f"{path}: no array {', '.join(missing)}; it holds {sorted(names)}")
-        return {what: (f[k] if k is not None else None) for what, k in keys.items()}
+        out = {}
+        for what, k in keys.items():
+            if k is None:
+                out[what] = None
+                continue
+            try:
+                arr = f[k]
+            except ValueError as err:  # an object array: numpy refuses to unpickle it (allow_pickle=False)
+                raise FairmtError(f"{path}: array {k!r} ({what}) holds Python objects, which fairmt does not load "
+                                  f"(no pickles: {err}); save numbers (np.savez with numeric arrays)") from None
+            if arr.dtype.kind not in "biuf":
+                raise FairmtError(f"{path}: array {k!r} ({what}) holds {arr.dtype} values, not numbers; save "
+                                  "numeric arrays (labels and groups as integers)")
+            out[what] = arr
+        return out
 
 
 def _jsonl(path: Path, embedding_key: str, label_key: str, group_key: str | None) -> dict:

@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
     from fairmt.commands._backend import make_translator, uses_model
-    from fairmt.model_eval.mt_bias import evaluate_mt_bias
+    from fairmt.model_eval.mt_bias import DEFAULT_TRANSLATIONS_ROOT, evaluate_mt_bias
 
     if not args.translations_dir and not uses_model(args):
         raise FairmtError("give --translations-dir DIR, or --model PATH (--backend openai: --api-model NAME)")
@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
         benchmarks=args.benchmarks, id_lang=args.id_lang, split=args.split, compat=args.compat, gold=args.gold,
         spm_model=args.spm_model, many2many=args.many2many, keep_going=args.keep_going,
         output_dir=args.output_dir, cache_dir=args.cache_dir, batch_size=args.batch_size,
-        num_beams=args.num_beams, max_new_tokens=args.max_new_tokens, say=say)
+        num_beams=args.num_beams, max_new_tokens=args.max_new_tokens, say=say,
+        translations_root=DEFAULT_TRANSLATIONS_ROOT)  # the command's default: ./mt-bias-translations
     if result is None:  # one of several processes: it helped translate; rank 0 scores and reports
         return 0
     root = Path(result["settings"]["translations_dir"])

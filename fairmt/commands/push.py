@@ -246,6 +246,7 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
         write_text_atomic(out / "upload.txt", "".join(f"{f}\n" for f in kept if not (card and f == "README.md"))
                           + ("README.md (the card beside this file)\n" if card else "")
                           + "".join(f"{rel} (beside this file)\n" for rel in extra))
+        record_made(out, *made, "upload.txt", written=True)  # with proofs
         shown = f"; evaluation results in {out / '.eval_results'}" if extra else ""
         return (f"dry run: nothing uploaded; the card for {repo_id} is {out / 'README.md'}{shown}" if card else
                 "dry run: nothing uploaded; no --results, so no card") + f" and the {len(kept)} files are listed " \

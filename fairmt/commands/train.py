@@ -23,20 +23,24 @@ def available_methods() -> list[str]:
 
 
 def apply_overrides(config: dict, overrides: list[str]) -> dict:
-    """Set ``a.b.c=value`` overrides (values parsed as YAML) in a nested dict, in place."""
-    import yaml
+    """Set ``a.b.c=value`` overrides (values parsed as YAML, :func:`~fairmt.data.inputs.parse_yaml`) in a nested
+    dict, in place."""
+    from fairmt.data.inputs import parse_yaml
 
     for item in overrides:
         if "=" not in item:
             raise FairmtError(f"override {item!r} is not of the form key=value")
         key, raw = item.split("=", 1)
+        if raw.strip() == "~":  # YAML's null: the key would silently fall back to its default (a default folder)
+            raise FairmtError(f"override {item!r}: YAML reads a bare ~ as null (no value), not as your home folder; "
+                              f"write {key}=null to unset it, or the folder itself ({key}=$HOME/..., {key}=~/...)")
         node = config
         parts = key.split(".")
         for part in parts[:-1]:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
                 raise FairmtError(f"override {item!r}: {part!r} is not a mapping in the recipe")
-        node[parts[-1]] = _value(yaml.safe_load(raw))
+        node[parts[-1]] = _value(parse_yaml(raw, f"override {item!r}", "value"))
     return config
 
 
@@ -76,15 +80,10 @@ def resolve_recipe_path(path: str | Path) -> Path:
 
 
 def load_recipe(path: str | Path, overrides: list[str] | None = None, *, validate: bool = True) -> dict:
-    import yaml
-
-    from fairmt.data.inputs import read_text
+    from fairmt.data.inputs import parse_yaml, read_text
 
     p = resolve_recipe_path(path)
-    try:
-        config = yaml.safe_load(read_text(p, "recipe")) or {}
-    except yaml.YAMLError as err:
-        raise FairmtError(f"recipe {p} is not valid YAML: {err}") from None
+    config = parse_yaml(read_text(p, "recipe"), f"recipe {p}", "recipe") or {}
     if not isinstance(config, dict):
         raise FairmtError(f"recipe {p} must be a YAML mapping")
     config = apply_overrides(config, overrides or [])

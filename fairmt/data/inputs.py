@@ -14,7 +14,11 @@ What is handled, and how:
 * CRLF / CR line ends → read as LF (a file saved on Windows gives the same result as the same file saved on Linux);
 * a line longer than :data:`MAX_LINE_CHARS` → refused (almost always the wrong file, e.g. a one-line JSON dump);
 * JSON lines: a record that does not parse is refused with its line; when it is the last line and the file does
-  not end with a newline, the error says the file was cut off in the middle of a write.
+  not end with a newline, the error says the file was cut off in the middle of a write;
+* YAML (recipes, their ``key=value`` overrides, paper cards: :func:`parse_yaml`) and JSON: a tag
+  (``!!python/object/apply:...``), an alias bomb (billion laughs: aliases that expand past
+  :data:`MAX_DOCUMENT_NODES` values) and nesting deeper than :data:`MAX_NESTING` are refused in one line, before
+  anything is built (milliseconds, where building took minutes or ended in a ``MemoryError`` / ``RecursionError``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,81 @@ from fairmt.errors import FairmtError
 
 #: Longest line accepted in a text input, in characters (``FAIRMT_MAX_LINE_CHARS`` overrides: :func:`line_limit`).
 MAX_LINE_CHARS = 1_000_000
+
+
+MAX_NESTING = 100
+"""Deepest nesting of lists and mappings accepted in a YAML or JSON input (recipes nest 3 levels)."""
+
+MAX_DOCUMENT_NODES = 1_000_000
+"""Most values a YAML document may hold once its aliases are expanded (a recipe holds about a hundred)."""
+
+_YAML_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "seq", "map")} | {"!"}
+
+
+def parse_yaml(text: str, source: str | Path, what: str = "recipe") -> Any:
+    """``text`` read as plain YAML (``yaml.safe_load``), after its events are checked without building anything (the
+    event parser is iterative): an explicit tag other than the core ones (``!!str``, ``!!int``, ...), nesting deeper
+    than :data:`MAX_NESTING` and aliases expanding past :data:`MAX_DOCUMENT_NODES` values are refused in one line, as
+    is text that is not YAML (with its line)."""
+    import yaml
+
+    def refuse(why: str, mark: Any = None) -> FairmtError:
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        return FairmtError(f"{source}: the {what} {why}{where}")
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when built with it: milliseconds
+    sizes: list[list] = []  # per open list/mapping: [values in it so far, its anchor]
+    anchors: dict[str, int] = {}
+    total = 0
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            tag = getattr(event, "tag", None)
+            if tag is not None and tag not in _YAML_TAGS:
+                raise refuse(f"uses the YAML tag {tag.replace('tag:yaml.org,2002:', '!!')}: fairmt reads plain YAML "
+                             "values only (no tags); write the value itself", event.start_mark)
+            size = None
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                sizes.append([1, event.anchor])
+                total += 1
+                if len(sizes) > MAX_NESTING:
+                    raise refuse(f"nests lists or mappings more than {MAX_NESTING} levels deep; a {what} needs a "
+                                 "few", event.start_mark)
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                size, anchor = sizes.pop()
+                if anchor is not None:
+                    anchors[anchor] = size
+            elif isinstance(event, yaml.ScalarEvent):
+                size = 1
+                total += 1
+                if event.anchor is not None:
+                    anchors[event.anchor] = 1
+            elif isinstance(event, yaml.AliasEvent):
+                size = anchors.get(event.anchor, 1)
+                total += size
+            if size is not None and sizes:
+                sizes[-1][0] += size
+            if total > MAX_DOCUMENT_NODES:
+                raise refuse(f"expands to more than {MAX_DOCUMENT_NODES:,} values through its aliases (*name): "
+                             "an alias bomb?", getattr(event, "start_mark", None))
+        return yaml.safe_load(text)  # checked above: no tag, no bomb, no deep nesting
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        problem = getattr(err, "problem", None) or " ".join(str(err).split())
+        if "maximum nesting depth" in str(problem):  # libyaml's own limit, met while it scans ahead
+            raise refuse(f"nests lists or mappings more than {MAX_NESTING} levels deep; a {what} needs a few",
+                         mark) from None
+        raise refuse(f"is not valid YAML: {' '.join(str(problem).split())}", mark) from None
+    except RecursionError:
+        raise refuse("nests lists or mappings too deep to read") from None
+
+
+def parse_json(text: str, source: str | Path, what: str = "JSON") -> Any:
+    """``json.loads(text)``; nesting too deep for Python's parser (a ``RecursionError``) is one line."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise FairmtError(f"{source}: the {what} nests arrays or objects too deep to read; it is not the file "
+                          "fairmt expects") from None
 
 
 def line_limit() -> int:
@@ -159,7 +238,7 @@ def iter_json_lines(lines: Iterable[str], source: str | Path, hint: str = "", *,
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = parse_json(line, f"{source}:{lineno}", "line")
         except json.JSONDecodeError as err:
             if lineno == last and not ends_with_newline:
                 raise FairmtError(
@@ -180,7 +259,7 @@ def read_json(path: str | Path, what: str = "JSON", expect: type | tuple[type, .
     """One JSON document; ``expect`` refuses a document of another top-level type."""
     text = read_text(path, what, max_line_chars=0)  # a JSON dump may well be one long line
     try:
-        data = json.loads(text)
+        data = parse_json(text, path, f"{what} file")
     except json.JSONDecodeError as err:
         raise FairmtError(f"{path}:{err.lineno}: the {what} file is not valid JSON ({err.msg}, column {err.colno})") from None
     if expect is not None and not isinstance(data, expect):

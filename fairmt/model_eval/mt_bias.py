@@ -11,13 +11,20 @@ from fairmt.errors import FairmtError
 
 
 def check_langs(spec: str | Sequence[str] | None) -> list[str] | None:
-    """``"de,ru"``, ``["de", "ru"]`` or ``"all"`` → the target languages (``None`` = each benchmark's own)."""
+    """``"de,ru"``, ``["de", "ru"]`` or ``"all"`` → the target languages (``None`` = each benchmark's own). An empty
+    selection (``[]``, ``""``) is refused, never widened to every language."""
     from fairmt.eval.mtbias import FLORES_LANGS
 
-    if not spec:
+    if spec is None:
         return None
+    if not isinstance(spec, str) and not isinstance(spec, (list, tuple, set, frozenset)):
+        raise FairmtError(f"langs must be a string (\"de,ru\", \"all\") or a list of language codes, got "
+                          f"{type(spec).__name__}")
     items = [spec] if isinstance(spec, str) else list(spec)
     langs = [x.strip() for item in items for x in str(item).split(",") if x.strip()]
+    if not langs:
+        raise FairmtError(f"langs is empty ({spec!r}): name the target languages (\"de,ru\"), or give \"all\" (or "
+                          "leave it out) for every benchmark's own")
     if langs == ["all"]:
         return None
     bad = [x for x in langs if x not in FLORES_LANGS]
@@ -60,14 +67,24 @@ def _model_name(model: Any) -> str | None:
 DEFAULT_TRANSLATIONS_ROOT = "mt-bias-translations"
 
 
-def default_translations_dir(translator: Any) -> Path:
-    """The default translations folder of a model: ``mt-bias-translations/<name>-<fingerprint>`` — one folder (and
-    translation cache) per model, so evaluating a second model never meets the first one's cache."""
+def api_translations_root() -> Path:
+    """Where :func:`evaluate_mt_bias` called from Python puts its default translations folders (never the current
+    folder, unasked): ``$FAIRMT_CACHE/mt-bias-translations`` (default ``~/.cache/fairmt/mt-bias-translations``).
+    The command keeps ``./mt-bias-translations``, which it prints."""
+    import os
+
+    return Path(os.environ.get("FAIRMT_CACHE", Path.home() / ".cache" / "fairmt")) / DEFAULT_TRANSLATIONS_ROOT
+
+
+def default_translations_dir(translator: Any, root: str | Path = DEFAULT_TRANSLATIONS_ROOT) -> Path:
+    """The default translations folder of a model: ``<root>/<name>-<fingerprint>`` (``root``:
+    ``mt-bias-translations``) — one folder (and translation cache) per model, so evaluating a second model never
+    meets the first one's cache."""
     import re
 
     name = Path(str(getattr(translator, "model_name", None) or _model_name(translator) or "model")).name
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "model"
-    return Path(DEFAULT_TRANSLATIONS_ROOT) / f"{name}-{translator.fingerprint()[:12]}"
+    return Path(root) / f"{name}-{translator.fingerprint()[:12]}"
 
 
 def evaluate_mt_bias(
@@ -94,6 +111,7 @@ def evaluate_mt_bias(
     max_new_tokens: int = 200,
     say: Callable[[str], None] | None = None,
     notes: Callable[[str], None] | None = None,
+    translations_root: str | Path | None = None,
 ) -> dict | None:
     """Translate with ``model`` (then score) or score ``translations_dir``: WinoMT, MT-GenEval and FLORES-200 with the
     paper's averages. Returns the dict ``fairmt eval mt-bias --json`` writes (``None`` on the helper processes of a
@@ -102,7 +120,9 @@ def evaluate_mt_bias(
     ``model``: a model folder or Hub id (``backend`` ``hf`` or ``ctranslate2``, ``backend_options`` to
     :func:`~fairmt.translate.backends.get_backend`), a loaded :class:`~fairmt.models.mt.TranslationModel`, any
     :class:`~fairmt.translate.backends.Translator`, or the endpoint's model name (``backend="openai"``). Translations
-    go into ``output_dir`` (default ``mt-bias-translations/<model name>-<fingerprint>``, one per model), which ``translations_dir=`` re-scores. ``say`` gets the
+    go into ``output_dir`` (default ``<translations_root>/<model name>-<fingerprint>``, one per model; the root is
+    :func:`api_translations_root`, ``~/.cache/fairmt/mt-bias-translations``, never the current folder unasked — the
+    command passes ``./mt-bias-translations``), which ``translations_dir=`` re-scores. ``say`` gets the
     progress lines (default: none); ``notes`` the ``skipped:`` / ``error:`` / ``warning:`` lines (default: stderr;
     they are in the result too).
 
@@ -125,10 +145,11 @@ def evaluate_mt_bias(
 
         from fairmt.model_eval.benchmarks import plan_suite
 
-        plan_suite(Path(output_dir or "."), langs=langs, benchmarks=benchmarks, split=split, compat=compat,
+        plan_suite(Path(output_dir or translations_root or api_translations_root()), langs=langs, benchmarks=benchmarks, split=split, compat=compat,
                    gold=gold, many2many=many2many, say=say)  # every benchmark's data before the model loads
         translator = as_translator(model, "en", "de", backend=backend, family=family, backend_options=backend_options)
-        root = Path(output_dir) if output_dir else default_translations_dir(translator)
+        root = Path(output_dir) if output_dir else default_translations_dir(
+            translator, translations_root if translations_root is not None else api_translations_root())
         if "flores" in benchmarks and spm_model:
             from fairmt.eval.translation import find_spm_model
 
@@ -164,4 +185,5 @@ def evaluate_mt_bias(
     return result
 
 
-__all__ = ["check_benchmarks", "check_id_lang", "check_langs", "default_translations_dir", "evaluate_mt_bias"]
+__all__ = ["api_translations_root", "check_benchmarks", "check_id_lang", "check_langs", "default_translations_dir",
+           "evaluate_mt_bias"]

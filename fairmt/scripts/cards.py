@@ -192,12 +192,13 @@ def resolved_values(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_card(path: str | Path) -> dict[str, Any]:
-    import yaml
+    from fairmt.data.inputs import parse_yaml
 
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
         raise FairmtError(f"paper card {path} cannot be read: {err}") from None
+    data = parse_yaml(text, f"paper card {path}", "card")
     if not isinstance(data, dict) or not {"recipe", "paper", "settings"} <= set(data):
         raise FairmtError(f"paper card {path} must be a mapping with recipe, paper, settings (and departures)")
     return data

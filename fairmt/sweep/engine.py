@@ -109,6 +109,32 @@ def without_password(url: str) -> str:
         return re.sub(r"//([^:@/]*):[^@/]*@", r"//\1@", url)
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The database file of a SQLite storage URL, in every form SQLAlchemy accepts (``sqlite:///f.db``,
+    ``sqlite+pysqlite:///f.db``, ``sqlite:///f.db?timeout=5``, ``sqlite:///file:f.db?uri=true``, any letter case),
+    parsed by ``sqlalchemy.engine.make_url`` — never by matching a prefix, so every form gets the same checks. None:
+    not a SQLite URL (another database, or a journal file's path). An in-memory database is refused: the study would
+    vanish with the process, unseen by ``--join`` workers."""
+    if "://" not in url:
+        return None
+    try:
+        from sqlalchemy.engine import make_url
+
+        parsed = make_url(url)
+    except Exception:  # noqa: BLE001 - not a URL SQLAlchemy can read: Optuna says so when it opens it
+        return None
+    if parsed.get_backend_name().lower() != "sqlite":
+        return None
+    db = parsed.database or ""
+    uri = str(parsed.query.get("uri", "")).lower() in ("true", "1")
+    if uri and db.startswith("file:"):
+        db = db[len("file:"):]
+    if db in ("", ":memory:") or (uri and str(parsed.query.get("mode", "")) == "memory"):
+        raise FairmtError(f"the study storage {redact(url)} is a SQLite database in memory: the study would be lost "
+                          "when the sweep ends and unseen by --join workers; give a file (sqlite:///study.db)")
+    return Path(db)
+
+
 def _check_sqlite_file(path: Path, shown: str) -> None:
     """An existing SQLite file given as the study storage must be an Optuna storage: read (read-only) before
     anything is written, so a user's own database or another file is never changed."""
@@ -174,11 +200,12 @@ def open_storage(url: str):
     not an Optuna storage is refused before anything is written to it; a journal's torn last record is removed."""
     optuna = require_optuna()
     shown = redact(url)
-    if url.startswith("sqlite:///"):
-        _check_sqlite_file(Path(url[len("sqlite:///"):]), shown)
+    db = sqlite_file(url)
+    if db is not None:
+        _check_sqlite_file(db, shown)
     try:
         if "://" in url:
-            kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+            kwargs = {"connect_args": {"timeout": 60}} if db is not None else {}
             for attempt in range(5):
                 try:
                     return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
@@ -568,7 +595,7 @@ def _duplicate(study, spec: SweepSpec, number: int, params: dict[str, Any]):
 @contextlib.contextmanager
 def take_lock(spec: SweepSpec):
     """An exclusive lock for taking a trial, for SQLite storages (one machine): see the module docstring."""
-    if not spec.storage.startswith("sqlite"):
+    if sqlite_file(spec.storage) is None:
         yield
         return
     import fcntl
@@ -670,7 +697,8 @@ def _values(spec: SweepSpec, setting: dict[str, Any], metric_sets: list[dict[str
 
 def _inside(storage: str, out: str) -> bool:
     """Whether the storage is a file in the sweep folder (the default SQLite file, or a journal put there)."""
-    path = storage[len("sqlite:///"):] if storage.startswith("sqlite:///") else storage if "://" not in storage else ""
+    db = sqlite_file(storage)
+    path = str(db) if db is not None else storage if "://" not in storage else ""
     return bool(path) and Path(path).resolve().parent == Path(out).resolve()
 
 
@@ -688,8 +716,8 @@ def _repair_spec_file(spec: SweepSpec) -> str:
     optuna = require_optuna()
     path = Path(spec.output_dir) / SPEC_FILE
     theirs = None
-    db = spec.storage[len("sqlite:///"):] if spec.storage.startswith("sqlite:///") else None
-    if db is None or Path(db).is_file():
+    db = sqlite_file(spec.storage)
+    if db is None or db.is_file():
         try:
             study = optuna.load_study(study_name=spec.study_name, storage=open_storage(spec.storage))
             theirs = study.user_attrs.get("fairmt:sweep")
@@ -720,7 +748,7 @@ def prepare_folder(spec: SweepSpec) -> str | None:
     # what workers starting at the same moment may already have put there (the study, this file being written)
     ours = (SPEC_FILE, f".{SPEC_FILE}.", ".take.lock")
     if _inside(spec.storage, spec.output_dir):
-        ours += (Path(spec.storage.removeprefix("sqlite:///")).name,)
+        ours += ((sqlite_file(spec.storage) or Path(spec.storage)).name,)
     if out.is_dir() and any(not p.name.startswith(ours) for p in out.iterdir()):
         raise FairmtError(f"{out} exists and is not a sweep folder: choose another --output-dir")
     out.mkdir(parents=True, exist_ok=True)
@@ -896,7 +924,8 @@ def study_info(spec: SweepSpec) -> dict[str, Any]:
     info: dict[str, Any] = {"storage": redact(spec.storage), "name": spec.study_name}
     try:
         optuna = require_optuna()
-        if spec.storage.startswith("sqlite:///") and not Path(spec.storage[len("sqlite:///"):]).is_file():
+        db = sqlite_file(spec.storage)
+        if db is not None and not db.is_file():
             return info
         study = optuna.load_study(study_name=spec.study_name, storage=open_storage(spec.storage))
     except (FairmtError, KeyError):

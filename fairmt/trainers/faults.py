@@ -127,15 +127,22 @@ class FaultGuardMixin:
     def _save_checkpoint(self, model, trial, *args: Any, **kwargs: Any):
         # a full disk or a file-size limit while a checkpoint is written: one line naming the checkpoint and the free
         # space (the torn checkpoint is skipped by a resume: see checkpoint_problem), never a SafetensorError traceback
-        from fairmt.outputs import write_error, write_failed
+        from fairmt.outputs import record_new, write_error, write_failed
 
         try:
-            return super()._save_checkpoint(model, trial, *args, **kwargs)
+            saved = super()._save_checkpoint(model, trial, *args, **kwargs)
         except Exception as exc:
             if write_failed(exc):
                 where = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
                 raise write_error(where, f"the checkpoint of step {self.state.global_step}", exc) from None
             raise
+        # the checkpoint (and what else the run made so far) recorded with its proof in the folder's manifest: a run
+        # killed later leaves it removable by the next --overwrite (no-op in a process that did not claim the folder)
+        try:
+            record_new(self.args.output_dir)
+        except FairmtError:  # the manifest could not be written (a full disk): the run's end records it again
+            pass
+        return saved
 
     def train(self, resume_from_checkpoint: str | bool | None = None, *args: Any, **kwargs: Any):
         from fairmt.trainers.term_logging import numbers_in_progress

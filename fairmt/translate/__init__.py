@@ -23,7 +23,7 @@ from typing import Any
 
 from fairmt.translate.backends import BACKENDS, Translator, get_backend
 from fairmt.translate.cache import CACHE_FORMAT, model_fingerprint, read_cache
-from fairmt.translate.runner import as_translator, flores_to_model_lang, generate_translations
+from fairmt.translate.runner import as_translator, check_sentences, flores_to_model_lang, generate_translations
 
 
 
@@ -42,7 +42,7 @@ def translate(model: Any, sentences: str | Sequence[str], src_lang: str, tgt_lan
     """
     if isinstance(sentences, str):
         return generate_translations(model, [sentences], src_lang, tgt_lang, progress=progress, **kwargs)[0]
-    return generate_translations(model, sentences, src_lang, tgt_lang, progress=progress, **kwargs)
+    return generate_translations(model, check_sentences(sentences), src_lang, tgt_lang, progress=progress, **kwargs)
 
 
 class _CallableModule(types.ModuleType):
@@ -56,6 +56,7 @@ class _CallableModule(types.ModuleType):
 sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = [
-    "BACKENDS", "CACHE_FORMAT", "Translator", "as_translator", "flores_to_model_lang", "generate_translations",
+    "BACKENDS", "CACHE_FORMAT", "Translator", "as_translator", "check_sentences", "flores_to_model_lang",
+    "generate_translations",
     "get_backend", "model_fingerprint", "read_cache", "translate",
 ]  # fmt: skip

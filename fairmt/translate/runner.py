@@ -79,6 +79,30 @@ def as_translator(
     return get_backend(name, model, **opts)
 
 
+def check_sentences(sentences: Any, what: str = "sentences") -> list[str]:
+    """``sentences`` as a list of strings; anything else — ``None``, bytes, a number (a NaN from a data frame), a
+    nested list — is refused naming its position and type, before a model loads (a tokenizer would fail later
+    with a message about its own internals, or translate ``"nan"``)."""
+    import math
+
+    from fairmt.errors import FairmtError
+
+    if sentences is None or isinstance(sentences, (bytes, bytearray)) or not hasattr(sentences, "__iter__"):
+        raise FairmtError(f"{what} must be a string or a list of strings, got {type(sentences).__name__}")
+    items = list(sentences)
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            kind = ("NaN (a missing value)" if isinstance(item, float) and math.isnan(item) else
+                    "None (a missing value)" if item is None else
+                    f"bytes (decode them first: {what}[{i}].decode('utf-8'))" if isinstance(item, (bytes, bytearray))
+                    else type(item).__name__)
+            bad = sum(not isinstance(x, str) for x in items)
+            raise FairmtError(f"{what}[{i}] is {kind}, not a string"
+                              + (f" ({bad} of the {len(items)} items are not strings)" if bad > 1 else "")
+                              + "; give text only")
+    return items
+
+
 def generate_translations(
     model: Any,
     sources: Sequence[str],
@@ -117,7 +141,7 @@ def generate_translations(
     """
     if batch_size < 1 or num_beams < 1 or max_new_tokens < 1:
         raise FairmtError("batch_size, num_beams and max_new_tokens must be positive")
-    sources = list(sources)
+    sources = check_sentences(sources, "sources")
     tr = as_translator(model, src_lang, tgt_lang, backend=backend, family=family, backend_options=backend_options)
     tr.check_languages(src_lang, tgt_lang)
     dist = init_from_launch()
