@@ -60,19 +60,19 @@ class Marked(str):
 
 _MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _MD_ESCAPED = set("\\`*_[]|#~$!")
-_MD_LINE_START = re.compile(r"^(\s*)([-+](?=\s|$)|>|=(?==*\s*$)|\d{1,9}(?=[.)](?:\s|$)))")
+_MD_LINE_START = re.compile(r"^(\s*)([-+](?=\s|$)|=(?==*\s*$)|\d{1,9}(?=[.)](?:\s|$)))")  # > is &gt; already
 
 
 def markdown(s: Any) -> str:
     """``s`` as literal text anywhere in Markdown (a table cell included): shown as :func:`terminal` shows it, HTML
     characters as entities, ``|`` and every inline-markup character backslash-escaped, a leading block marker
-    (``-``, ``+``, ``>``, ``1.``) neutralised. The model card and every Markdown report use this one function."""
+    (``-``, ``+``, ``1.``, ``===``) neutralised. The model card and every Markdown report use this one function."""
     if isinstance(s, Marked):
         return "".join(markdown_code(t) if c else markdown(t) for t, c in s.parts)
     t = terminal(s)
     out = "".join(_MD_ENTITIES.get(ch) or ("\\" + ch if ch in _MD_ESCAPED else ch) for ch in t)
     m = _MD_LINE_START.match(out)
-    if m:  # a cell or list item that starts like a list, quote or setext underline
+    if m:  # a cell or list item that starts like a list or a setext underline
         lead, marker = m.groups()
         if marker.isdigit():
             i = len(lead) + len(marker)
