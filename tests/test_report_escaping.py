@@ -149,3 +149,24 @@ def test_html_page_runs_only_its_own_script_in_chromium(hostile, tmp_path):
             browser.close()
     assert dialogs == []
     assert [e for e in errors if "Content Security Policy" not in e] == []
+
+
+def test_mt_bias_markdown_and_sweep_markdown_keep_names_as_text():
+    """`fairmt eval mt-bias`'s Markdown (its tables and its comparison) and the eval commands' tables
+    (:func:`fairmt.eval.report.markdown_table`) write names through the same function."""
+    from markdown_it import MarkdownIt
+
+    from fairmt.eval import mtbias
+    from fairmt.eval.report import markdown_table
+
+    md = MarkdownIt("commonmark").enable("table")
+    data = [_mt(n, (60.0, 55.0), 30.0) for n in NAMES]
+    texts = [mtbias.markdown_tables(data[0], name=HOSTILE),
+             mtbias.comparison_markdown(mtbias.compare_runs(data, NAMES)),
+             markdown_table([{"run": n, "value": 1.0, "note": "**kept**"} for n in NAMES], ["run", "value", "note"],
+                            markup=["note"])]
+    for text in texts:
+        html = md.render(text)
+        assert "<img" not in html and "<h1>" not in html and "<a " not in html and "<code>x" not in html
+        assert "&lt;img src=x onerror=alert(1)&gt;\\n# heading" in html
+    assert "<strong>kept</strong>" in md.render(texts[2])  # the caller's own Markdown stays Markdown
