@@ -170,3 +170,20 @@ def test_mt_bias_markdown_and_sweep_markdown_keep_names_as_text():
         assert "<img" not in html and "<h1>" not in html and "<a " not in html and "<code>x" not in html
         assert "&lt;img src=x onerror=alert(1)&gt;\\n# heading" in html
     assert "<strong>kept</strong>" in md.render(texts[2])  # the caller's own Markdown stays Markdown
+
+
+def test_an_error_naming_a_hostile_run_is_one_escaped_line(tmp_path, capsys):
+    """A refusal that names a run (scored differently) is the one ``fairmt: error:`` line, its control characters
+    shown escaped: no newline splits it, no escape sequence reaches the terminal."""
+    a, b = _mt(HOSTILE, (60.0, 55.0), 30.0), _mt("other", (60.0, 55.0), 30.0)
+    b["flores"]["de"]["bleu_signature"] = "nrefs:1|tok:13a"
+    files = [_write_json(tmp_path / "a.json", a), _write_json(tmp_path / "b.json", b)]
+    assert main(["report", *files]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("fairmt: error: other was scored differently from <img")
+    assert "\x1b" not in err and "\x07" not in err and "\\x1b]0;x\\x07" in err
+
+
+def _write_json(path: Path, data: dict) -> str:
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path)
