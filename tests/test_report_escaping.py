@@ -187,3 +187,26 @@ def test_an_error_naming_a_hostile_run_is_one_escaped_line(tmp_path, capsys):
 def _write_json(path: Path, data: dict) -> str:
     path.write_text(json.dumps(data), encoding="utf-8")
     return str(path)
+
+
+def test_sweep_markdown_keeps_recipe_names_and_overrides_as_text():
+    """sweep.md: the recipe path, fixed overrides, override values and run folder (from a recipe or the command line)
+    are text or unbreakable code spans; the sweep's own Markdown (bold marks, its headings) stays."""
+    from markdown_it import MarkdownIt
+
+    from fairmt.sweep.report import render_markdown
+
+    bad = "x`</code><img src=x onerror=alert(1)>\n# heading"
+    setting = {"id": "s1", "overrides": {"objective_args.name": bad}, "n": 2, "mean": {"dev.accuracy": 0.5},
+               "std": {"dev.accuracy": 0.1}, "seeds": [0, 1]}
+    report = {"recipe": bad, "mode": "grid", "settings": [setting], "seeds": [0, 1], "overrides": [f"a={bad}"],
+              "runs_finished": 2, "runs_expected": 2, "objectives": [{"metric": "dev.accuracy"}],
+              "tradeoff": [{"metric": "dev.accuracy", "direction": "maximize"}], "pareto": {},
+              "selected": {"setting": "s1", "overrides": setting["overrides"], "n": 2, "run": bad, "seed": 0,
+                           "model_dir": bad, "test": {"mean": {}, "std": {}}},
+              "selection": {"rule": "accuracy", "by_rule": {"accuracy": {"setting": "s1"}}}}
+    text = render_markdown(report)
+    html = MarkdownIt("commonmark").enable("table").render(text)
+    assert "<img" not in html and html.count("<h1>") == 1 and html.count("<h2>") == 1
+    assert html.startswith("<h1>Sweep of <code>x`&lt;/code&gt;&lt;img") and "<strong>selected</strong>" in html
+    assert "&lt;/code&gt;&lt;img src=x onerror=alert(1)&gt;\\n# heading" in html
