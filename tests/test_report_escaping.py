@@ -132,6 +132,9 @@ def test_html_page_runs_only_its_own_script_in_chromium(hostile, tmp_path):
             assert page.locator("img").count() == 0 and page.locator("a").count() == 0
             names = page.locator("section#mt tbody summary").all_inner_texts()
             assert names == [escape.terminal(n) for n in NAMES]
+            page.locator("section#mt details summary").first.click()
+            lines = page.locator("section#mt details[open] pre").first.inner_text().splitlines()
+            assert lines[0].startswith("source: ") and lines[1].startswith("signature ")  # one setting a line
             assert page.title() == escape.terminal(HOSTILE)
             header = page.locator("section#mt thead tr.measures th").nth(1)
             header.click()  # the page's own script runs (allowed by its hash): the column sorts

@@ -374,8 +374,8 @@ def html_report(tables: list[Table], title: str = "fairmt report") -> str:
                 mark = " †" if m.key in t.marks[i] and v is not None else ""
                 cells.append(f'<td data-value="{"" if v is None else repr(float(v))}"'
                              f'{f" class={chr(34)}{cls}{chr(34)}" if cls else ""}>{_e(t.cell(i, m))}{mark}</td>')
-            details = _e("\n".join([f"{k}: {v}" for k, v in r.settings.items()] + [f"source: {r.source}"]
-                                   + [f"signature {k}: {v}" for k, v in r.signatures.items()]))
+            details = "\n".join(_e(x) for x in [f"{k}: {v}" for k, v in r.settings.items()] + [f"source: {r.source}"]
+                                 + [f"signature {k}: {v}" for k, v in r.signatures.items()])  # one line each
             rows.append(f'<tr><td data-value=""><details><summary>{_e(r.name)}</summary><pre>{details}</pre>'
                         f"</details></td>{''.join(cells)}</tr>")
         body.append(f'<table class="report"><thead><tr class="groups"><th></th>{groups}</tr>'
