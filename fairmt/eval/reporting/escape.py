@@ -47,7 +47,7 @@ class Marked(str):
 
     parts: tuple[tuple[str, bool], ...]
 
-    def __new__(cls, *parts: Any) -> Marked:
+    def __new__(cls, *parts: Any) -> Marked:  # noqa: PYI034 - typing.Self needs Python 3.11
         spans = tuple((p[1], True) if isinstance(p, tuple) and p[:1] == ("code",) else (str(p), False) for p in parts)
         self = super().__new__(cls, "".join(f"`{t}`" if c else t for t, c in spans))
         self.parts = spans
