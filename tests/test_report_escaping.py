@@ -61,7 +61,7 @@ def test_each_format_has_one_escaping_function():
 def test_markdown_renders_every_string_as_its_own_text():
     """What CommonMark + GFM tables make of each escaped string is the string itself (as the terminal shows it):
     no element, no entity left over, in a paragraph and in a table cell."""
-    from markdown_it import MarkdownIt
+    MarkdownIt = pytest.importorskip("markdown_it", reason="pip install 'fairmt[report]'").MarkdownIt
 
     md = MarkdownIt("commonmark").enable("table").enable("strikethrough")
     for s in [*NAMES, "*a* _b_ <b>c</b> &amp; \\* [x]: y", "| a | b |", "~~~", "```", "---", "+ a", "#"]:
@@ -73,7 +73,7 @@ def test_markdown_renders_every_string_as_its_own_text():
 
 
 def test_terminal_markdown_json_latex_and_figures_keep_the_names_as_text(hostile, tmp_path, capsys):
-    from markdown_it import MarkdownIt
+    MarkdownIt = pytest.importorskip("markdown_it", reason="pip install 'fairmt[report]'").MarkdownIt
 
     md_path, tex, js = tmp_path / "r.md", tmp_path / "r.tex", tmp_path / "r.json"
     assert main(["report", *hostile, "--markdown", str(md_path), "--latex", str(tex), "--latex-standalone",
@@ -157,7 +157,7 @@ def test_html_page_runs_only_its_own_script_in_chromium(hostile, tmp_path):
 def test_mt_bias_markdown_and_sweep_markdown_keep_names_as_text():
     """`fairmt eval mt-bias`'s Markdown (its tables and its comparison) and the eval commands' tables
     (:func:`fairmt.eval.report.markdown_table`) write names through the same function."""
-    from markdown_it import MarkdownIt
+    MarkdownIt = pytest.importorskip("markdown_it", reason="pip install 'fairmt[report]'").MarkdownIt
 
     from fairmt.eval import mtbias
     from fairmt.eval.report import markdown_table
@@ -195,7 +195,7 @@ def _write_json(path: Path, data: dict) -> str:
 def test_sweep_markdown_keeps_recipe_names_and_overrides_as_text():
     """sweep.md: the recipe path, fixed overrides, override values and run folder (from a recipe or the command line)
     are text or unbreakable code spans; the sweep's own Markdown (bold marks, its headings) stays."""
-    from markdown_it import MarkdownIt
+    MarkdownIt = pytest.importorskip("markdown_it", reason="pip install 'fairmt[report]'").MarkdownIt
 
     from fairmt.sweep.report import render_markdown
 
