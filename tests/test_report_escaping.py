@@ -19,7 +19,7 @@ from fairmt.cli import main
 from fairmt.eval.reporting import escape
 
 HOSTILE = "<img src=x onerror=alert(1)>\n# heading\x1b]0;x\x07$\\frac{$|\\%&_{}"
-NAMES = [HOSTILE, "[link](javascript:alert(2)) ~~s~~ `x` **b** - 1. > q"]
+NAMES = [HOSTILE, "[link](javascript:alert(2)) ~~s~~ `x` **b** - 1. > q Müller-Łódź Ærø Straße i\u0301"]
 
 
 def _mt(name: str, acc: tuple[float, float], bleu: float) -> dict:
@@ -53,6 +53,8 @@ def test_each_format_has_one_escaping_function():
                                          "\\textasciitilde{}\\textasciicircum{}"
     assert escape.html(HOSTILE).startswith("&lt;img src=x onerror=alert(1)&gt;\\n# heading\\x1b")
     assert escape.html('"\'') == "&quot;&#x27;"
+    assert escape.latex("Müller Łódź ß Ærø ñ i\u0301 İ ą 北京") == (
+        'M\\"{u}ller \\L{}\\\'{o}d\\\'{z} \\ss{} \\AE{}r\\o{} \\~{n} \\\'{\\i} \\.{I} ? ??')
     assert escape.mpl("$\\frac{$") == "\\$\\frac{\\$" and escape.mpl("_hidden") == " _hidden"
     marked = escape.Marked("a|b is ", escape.Marked.code("x`y"), ".")
     assert marked == "a|b is `x`y`." and escape.markdown(marked) == "a\\|b is ``x`y``."

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html as _html
 import re
+import unicodedata
 from typing import Any
 
 _INVISIBLE = {0x2028, 0x2029, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
@@ -102,18 +103,40 @@ def markdown_code(s: Any) -> str:
     return f"{fence}{pad}{t}{pad}{fence}"
 
 
+_TEX_ACCENTS = {"\u0300": "`", "\u0301": "'", "\u0302": "^", "\u0303": "~", "\u0304": "=", "\u0306": "u",
+                "\u0307": ".", "\u0308": '"', "\u030a": "r", "\u030b": "H", "\u030c": "v", "\u0327": "c"}
+"""Combining accents and the LaTeX accent commands that set them in any font encoding, OT1 included (``é`` →
+``\\'{e}``; the ogonek, T1 only, is not among them)."""
+_TEX_LETTERS = {"ß": r"\ss{}", "æ": r"\ae{}", "Æ": r"\AE{}", "œ": r"\oe{}", "Œ": r"\OE{}", "ø": r"\o{}",
+                "Ø": r"\O{}", "ł": r"\l{}", "Ł": r"\L{}", "ı": r"\i{}", "¿": r"?`", "¡": r"!`"}
+
+
+def _tex_letter(ch: str) -> str:
+    """A non-ASCII character as pdflatex sets it without any package: an ASCII letter with LaTeX accent commands
+    (``ñ`` → ``\\~{n}``), a letter LaTeX names (``ß`` → ``\\ss{}``), else ``?`` (no glyph: CJK, Cyrillic, emoji)."""
+    if ch in _TEX_LETTERS:
+        return _TEX_LETTERS[ch]
+    base, *marks = unicodedata.normalize("NFD", ch)
+    if base.isascii() and base.isalpha() and marks and all(m in _TEX_ACCENTS for m in marks):
+        out = "\\i" if base == "i" else "\\j" if base == "j" else base  # dotless i/j under an accent
+        for m in marks:
+            out = f"\\{_TEX_ACCENTS[m]}{{{out}}}"
+        return out
+    return "?"
+
+
 def latex(s: Any) -> str:
-    """``s`` as LaTeX text (pdflatex, T1 fonts): every special character escaped, control characters shown as
-    :func:`terminal` shows them, the Unicode the report's labels use as LaTeX, any other non-ASCII character as
-    ``?`` (pdflatex has no glyph for most of them)."""
+    """``s`` as LaTeX text (pdflatex): every special character escaped, control characters shown as :func:`terminal`
+    shows them, the Unicode the report's labels use as LaTeX, accented Latin letters with LaTeX's accent commands,
+    any other non-ASCII character as ``?`` (pdflatex has no glyph for it)."""
     out = []
-    for ch in terminal(s):
+    for ch in unicodedata.normalize("NFC", terminal(s)):  # a letter and its accent as one character
         if ch in _TEX:
             out.append(_TEX[ch])
         elif ch in _TEX_UNICODE:
             out.append(_TEX_UNICODE[ch])
         else:
-            out.append(ch if ord(ch) < 128 else "?")
+            out.append(ch if ord(ch) < 128 else _tex_letter(ch))
     return "".join(out)
 
 
