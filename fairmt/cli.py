@@ -222,7 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         if line is None:
             _exit_after_distributed_run(1, bug=True)
             raise
-        print(f"fairmt: error: {line}", file=sys.stderr)
+        from fairmt.eval.reporting.escape import terminal
+
+        print(f"fairmt: error: {terminal(line)}", file=sys.stderr)  # one line, whatever a name in it holds
         rc = 2
     finally:
         if isinstance(sys.stdout, _GuardedStdout):

@@ -613,3 +613,34 @@ def test_one_column_logits_of_a_two_class_task_are_the_positive_class_sigmoid_lo
     assert out["leakage_yhat"] == pytest.approx(100 * ref)
     with pytest.raises(FairmtError, match=r"one column \(shape \(60, 1\)\), but the task has 3 classes"):
         module.compute(predictions=p3.tolist(), references=y3.tolist(), groups=g.tolist(), logits=z[:, None].tolist())
+
+
+def test_one_class_task_says_gap_is_not_meaningful(tmp_path, capsys):
+    """Issue 52: gold labels of one class make GAP and ΔEO 0 by construction: the result says so and the CLI shows no
+    GAP/ΔEO (in its table or its JSON) instead of GAP 0.00."""
+    from fairmt.eval.classification import ONE_CLASS
+
+    y, p, g = [1] * 8, [1] * 8, ["a", "b"] * 4
+    with pytest.warns(UserWarning, match="no gold example outside class 1"):
+        r = classification_metrics(y, p, g)
+    assert r.gap == 0.0 and any(n.startswith(ONE_CLASS) for n in r.notes)
+    assert not any(n.startswith(ONE_CLASS) for n in classification_metrics(FIX_Y, FIX_P, FIX_G).notes)
+    f = _write_jsonl(tmp_path / "one.jsonl", [{"label": a, "pred": b, "group": c} for a, b, c in zip(y, p, g)])
+    rc, out, err = _cli(["--predictions", f, "--no-leakage", "--json", str(tmp_path / "r.json")], capsys)
+    assert rc == 0, err
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert not {"gap", "delta_eo", "gap_by_class"} & set(data) and data["accuracy"] == 100.0
+    assert "gap" not in out.splitlines()[0] and "GAP and ΔEO not meaningful" in err
+
+
+def test_scores_that_are_not_probabilities_are_said_or_refused():
+    """Issue 52: two-class scores outside [0, 1] (logits) give the same AUC (it depends on their order) with a note
+    and a warning; per-class scores that are not probabilities (a row not summing to 1) are refused in one line."""
+    logits = [float(np.log(s / (1 - s))) for s in FIX_S]
+    with pytest.warns(UserWarning, match=r"scores are not probabilities \(they range over"):
+        r = classification_metrics(FIX_Y, FIX_P, FIX_G, scores=logits)
+    assert r.auc == pytest.approx(classification_metrics(FIX_Y, FIX_P, FIX_G, scores=FIX_S).auc)
+    assert any(n.startswith("scores are not probabilities") for n in r.notes)
+    y, p, g = [0, 1, 2, 0, 1, 2], [0, 1, 2, 1, 1, 2], [0, 0, 0, 1, 1, 1]
+    with pytest.raises(FairmtError, match=r"scores are not per-class probabilities: row 1 .*apply a softmax"):
+        classification_metrics(y, p, g, scores=[[2.0, 0.1, -1.0]] * 6)

@@ -94,3 +94,24 @@ def test_cli_on_npz_and_jsonl(tmp_path, capsys):
     (tmp_path / "bad.jsonl").write_text('{"embedding": [1, 2], "label": 1}\n{"embedding": [1], "label": 0}\n')
     assert main(["eval", "linear-probe", "--embeddings", str(tmp_path / "bad.jsonl")]) == 2
     assert "bad.jsonl:2" in capsys.readouterr().err
+
+
+def test_rows_without_a_group_are_counted_and_said():
+    """Issue 52: rows whose group is NaN (or a negative id) are left out of GAP/ΔEO and said with their count (they
+    were dropped silently); the fairness equals the one computed on the rows with a group only."""
+    from fairmt.eval.linear_probe import group_fairness, probe_split
+
+    X, y, g = _data()
+    gf = g.astype(float)
+    gf[::7] = np.nan
+    res, pred = linear_probe(X, y, groups=gf, seed=0, n_clusters=None, return_predictions=True)
+    _, te = probe_split(len(y), 0.2, 0)
+    missing = int(np.isnan(gf[te]).sum())
+    assert missing > 0 and res.fairness["n_without_group"] == missing
+    assert f"{missing} of {len(te)} test rows without a group (a negative id or NaN) left out" in " ".join(res.warnings)
+    known = ~np.isnan(gf[te])
+    alone = group_fairness(y[te][known], pred["pred"][known], g[te][known], [0, 1])
+    assert res.fairness["gap"] == pytest.approx(alone["gap"]) and alone["n_without_group"] == 0
+    none = linear_probe(X, y, groups=np.full(len(y), np.nan), seed=0, n_clusters=None)
+    assert none.fairness is None and any(f"{len(te)} of {len(te)} test rows without a group" in w
+                                         for w in none.warnings)

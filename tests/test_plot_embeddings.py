@@ -56,3 +56,15 @@ def test_the_command_writes_the_figure(tmp_path, capsys):
     bare = _predictions(tmp_path / "bare.jsonl", hidden=False)
     assert main(["plot", "embeddings", str(bare), "--out", str(tmp_path / "x.png")]) == 2
     assert "has no 'hidden' column" in capsys.readouterr().err
+
+
+def test_group_names_and_title_with_mathtext_are_drawn_as_text(tmp_path):
+    """Issue 52: a group named ``$\\frac{$`` (or a title holding one) is a label, not mathtext: the figure is drawn."""
+    import numpy as np
+
+    from fairmt.eval.embedding_plot import plot_embeddings
+
+    pts = np.random.default_rng(0).normal(size=(8, 2))
+    out = tmp_path / "e.png"
+    plot_embeddings(pts, [0, 1] * 4, ["$\\frac{$", "_b"] * 4, out, title="$\\frac{$ run")
+    assert out.stat().st_size > 1000

@@ -355,7 +355,7 @@ def test_unlike_delta_eo_conventions_are_refused_then_marked(tmp_path, capsys):
     row = dict(zip(cols, [c.strip() for c in next(x for x in text.splitlines() if x.startswith("| all |"))
                           .strip("|").split(" | ")]))
     assert row["Fairness: ΔEO/class ↓ (%)"].endswith("†") and "†" not in row["Performance: Acc. ↑ (%)"]
-    assert "delta_eo is `all`, positive's is `positive`" in text and "not comparable" in text
+    assert "delta\\_eo is `all`, positive's is `positive`" in text and "not comparable" in text  # code spans kept
 
 
 def test_mt_compat_mode_is_refused_then_marked(tmp_path, capsys):
@@ -734,12 +734,13 @@ def test_fairmt_report_of_a_sweep_gives_its_area_under_the_front(mixed_report, c
 def test_rows_selected_under_different_checkpoint_rules_are_named_under_the_table():
     """Issue 44 item 16: the fixtures' inlp run kept its lowest-dev-loss epoch, fcl and adversarial their DTO one."""
     from fairmt.eval.reporting import build_tables, read_runs
+    from fairmt.eval.reporting.escape import markdown
     from fairmt.eval.reporting.render import markdown_report
 
     (t,) = build_tables([r for n in CLS for r in read_runs(FIX / n)])
     (note,) = [n for n in t.notes if n.startswith("Rows selected under different checkpoint rules")]
     assert note.endswith("dto (dev set): classification_adversarial_results, classification_fcl_results; "
-                         "loss (dev set): classification_inlp_results.") and note in markdown_report([t])
+                         "loss (dev set): classification_inlp_results.") and markdown(note) in markdown_report([t])
     (same,) = build_tables([r for r in read_runs(FIX / CLS[0])])
     assert not any(n.startswith("Rows selected under") for n in same.notes)
 

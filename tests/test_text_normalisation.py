@@ -126,3 +126,52 @@ def test_the_fast_path_knows_every_space_separator():
 
     every = {chr(c) for c in range(0x110000) if c != 0x20 and unicodedata.category(chr(c)) in ("Zs", "Zl", "Zp")}
     assert set(SPACE_SEPARATORS) == every
+
+
+def test_lookalike_letters_and_emoji_are_counted_and_said():
+    """Issue 52: a Latin word holding a Cyrillic look-alike letter, and emoji ZWJ sequences, are counted per line and
+    warned about with the count (normalisation cannot undo them); plain text in any one script, Indic joiners and
+    arrows are not."""
+    from fairmt.data.text import has_symbols, mixes_scripts
+
+    assert mixes_scripts("Der \u0410rzt kam") and mixes_scripts("the d\u043ector")  # Cyrillic А, о
+    assert not any(mixes_scripts(s) for s in ("Der Arzt kam", "Врач пришёл", "café naïve", "Ελλάδα and Moscow"))
+    assert has_symbols(f"Der Arzt 👩{ZWJ}⚕️") and has_symbols("fertig ✅")
+    assert not any(has_symbols(s) for s in (f"क्{ZWJ}ष", "a → b", "Ärztin", "plain"))
+    lines = ["Der \u0410rzt kam.", f"Die Ärztin kam 👩{ZWJ}⚕️", "Die Ärztin kam.", "plain"]
+    _, rep = normalize_many(lines, "WinoMT de translations")
+    assert (rep.mixed_scripts, rep.symbols, rep.changed) == (1, 1, 0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rep.warn()
+    said = [str(w.message) for w in caught]
+    assert len(said) == 2
+    assert said[0].startswith("1 of 4 WinoMT de translations have a word mixing Latin, Cyrillic or Greek letters")
+    assert said[1].startswith("1 of 4 WinoMT de translations carry emoji or emoji sequences")
+    _, clean = normalize_many(lines[2:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clean.warn()
+
+
+@pytest.mark.data
+def test_winomt_with_cyrillic_articles_or_emoji_says_how_many_lines(shared_data, tmp_path):
+    """German WinoMT with Cyrillic look-alike letters in the articles scores lower without any error: the run now
+    names the lines; emoji ZWJ sequences at the end of every line are named too."""
+    from fairmt.eval.winomt.evaluate import evaluate_winomt
+
+    lookalike = str.maketrans({"e": "\u0435", "a": "\u0430"})  # Cyrillic е, а
+
+    def cyrillic_articles(t):
+        return " ".join(w.translate(lookalike) if w.lower() in ("der", "die", "das", "ein", "eine") else w
+                        for w in t.split(" "))
+
+    gold, clean, dirty = _winomt_files(shared_data, tmp_path, "de", "google", cyrillic_articles, n=120)
+    n_mixed = sum(cyrillic_articles(x.split(" ||| ", 1)[1]) != x.split(" ||| ", 1)[1]
+                  for x in clean.read_text(encoding="utf-8").splitlines())
+    assert n_mixed > 60
+    with pytest.warns(UserWarning, match=rf"^{n_mixed} of 120 WinoMT de translations have a word mixing"):
+        evaluate_winomt(dirty, "de", gold)
+    gold, clean, emoji = _winomt_files(shared_data, tmp_path, "de", "google", lambda t: t + f" 👩{ZWJ}⚕️", n=120)
+    with pytest.warns(UserWarning, match=r"^120 of 120 WinoMT de translations carry emoji"):
+        evaluate_winomt(emoji, "de", gold)

@@ -257,6 +257,10 @@ def run_classification(args: argparse.Namespace) -> int:
             strict=args.strict,
         )
     summary = result.summary(percent=True)  # percent, as every fairmt report
+    from fairmt.eval.classification import ONE_CLASS
+
+    if any(n.startswith(ONE_CLASS) for n in result.notes):  # one gold class: no GAP/ΔEO worth a number
+        summary = {k: v for k, v in summary.items() if k not in ("gap", "ppr_gap", "fpr_gap", "delta_eo")}
     columns = [k for k in ("accuracy", "f1", "macro_f1", "micro_f1", "auc", "gap", "delta_eo", "leakage_h",
                            "leakage_yhat") if k in summary]
     row = {k: summary[k] for k in columns}
@@ -271,7 +275,9 @@ def run_classification(args: argparse.Namespace) -> int:
     if args.json_out:
         from fairmt.outputs import json_text
 
-        rest = {k: v for k, v in result.to_percent_dict().items() if k not in summary and v is not None}
+        rest = {k: v for k, v in result.to_percent_dict().items() if k not in summary and v is not None
+                and not (k in ("gap", "ppr_gap", "fpr_gap", "delta_eo", "delta_tpr", "delta_fpr", "gap_by_class")
+                         and any(n.startswith(ONE_CLASS) for n in result.notes))}
         from fairmt.eval.reporting.formats import CLASSIFICATION
 
         data = {"format": CLASSIFICATION, **summary, **rest}

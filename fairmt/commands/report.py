@@ -10,7 +10,7 @@ from fairmt.errors import FairmtError
 
 
 def register(groups) -> None:
-    from fairmt.commands._options import PLOT_SUFFIXES, output_file
+    from fairmt.commands._options import PLOT_SUFFIXES, count, output_file, seed
 
     r = groups["top"].add_parser(
         "report", help="compare any fairmt results side by side (tables, LaTeX, HTML, trade-off plots)",
@@ -29,6 +29,12 @@ def register(groups) -> None:
                    help="compare runs scored under different settings: each differing cell is marked † and the "
                         "difference named under its table")
     r.add_argument("--per-class", action="store_true", help="classification: also GAP per class")
+    r.add_argument("--resamples", type=count(1), default=None, metavar="N",
+                   help="resamples of the paired bootstrap of MT runs (default: sacrebleu --paired-bs's, printed above "
+                        "the comparisons)")
+    r.add_argument("--seed", type=seed, default=None,
+                   help="seed of the paired bootstrap's resampling (default: sacrebleu's SACREBLEU_SEED, printed above "
+                        "the comparisons)")
     r.add_argument("--title", default="fairmt report", help="title of the HTML page")
     output_file(r, "--markdown", what="Markdown report", metavar="OUT", help="write the tables as Markdown")
     output_file(r, "--json", what="report JSON", stdout=True, metavar="OUT",
@@ -49,6 +55,7 @@ def register(groups) -> None:
 def run(args: argparse.Namespace) -> int:
     from fairmt.eval.report import draw_plot, write_text_atomic
     from fairmt.eval.reporting import add_comparisons, build_tables, read_runs
+    from fairmt.eval.reporting.escape import terminal
     from fairmt.eval.reporting.runs import distinct_default_names
     from fairmt.eval.reporting.render import (html_report, json_report, latex_report, markdown_report, text_report,
                                               write_figures)
@@ -56,17 +63,17 @@ def run(args: argparse.Namespace) -> int:
 
     if args.names is not None and len(args.names) != len(args.runs):
         raise FairmtError(f"--names: {len(args.names)} names for {len(args.runs)} files")
-    runs = []
-    for i, path in enumerate(args.runs):
-        runs += read_runs(path, args.names[i] if args.names else None)
+    inputs = [read_runs(path, args.names[i] if args.names else None) for i, path in enumerate(args.runs)]
     if args.names is None:
-        distinct_default_names(runs)  # two files never averaged into one row only because their folders end alike
+        distinct_default_names(inputs)  # two inputs are one row only when --names says so
+    runs = [r for rows in inputs for r in rows]
     tables = build_tables(runs, allow_mixed=args.allow_mixed, per_class=args.per_class)
-    add_comparisons(tables)  # paired bootstrap of the MT runs against the first
+    add_comparisons(tables, n_samples=args.resamples, seed=args.seed)  # paired bootstrap of MT runs vs the first
     for t in tables:  # said on stderr whatever the output: † in the tables, "differs" in the JSON
         for row, diffs in zip(t.rows, t.differs):
             for d in diffs:
-                print(f"fairmt report: warning: {row.name} was scored differently from {t.rows[0].name}: "
+                print(f"fairmt report: warning: {terminal(row.name)} was scored differently from "
+                      f"{terminal(t.rows[0].name)}: "
                       f"{d['key']} is {d['this']!r}, not {d['first']!r}", file=sys.stderr)
     if args.json == "-":
         print(json_text(json_report(tables)))
@@ -85,11 +92,11 @@ def run(args: argparse.Namespace) -> int:
         def draw():
             written, missing = write_figures(tables, args.plot)
             for p in written:
-                print(f"wrote plot {p}", file=sys.stderr)
+                print(f"wrote plot {terminal(p)}", file=sys.stderr)
             return missing
 
         ok = draw_plot(args.plot, draw)
     for what, path in (("JSON", args.json), ("Markdown", args.markdown), ("LaTeX", args.latex), ("HTML", args.html)):
         if path and path != "-":
-            print(f"wrote {what} to {path}", file=sys.stderr)
+            print(f"wrote {what} to {terminal(path)}", file=sys.stderr)
     return 0 if ok else 1

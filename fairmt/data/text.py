@@ -20,6 +20,11 @@ MT-GenEval hypotheses and references, the spBLEU/chrF++ inputs), never to what i
 Text with nothing to change (plain ASCII, or NFC without any of those characters) is returned unchanged by a
 C-speed check (the fast path). The rule is named in every result signature that
 depends on it (:data:`TEXT_NORM`).
+
+Two things no normalisation can undo are counted and said (:meth:`NormalizationReport.warn`, one warning each,
+naming how many lines): words that mix look-alike scripts (a Latin word with a Cyrillic ``а`` or Greek ``ο``: the
+word is no longer the word, and WinoMT accuracy drops without a word of explanation) and symbols that change how the
+text is split into words (emoji, their ZWJ sequences, variation selectors and skin-tone modifiers).
 """
 
 from __future__ import annotations
@@ -45,6 +50,30 @@ REMOVED_FORMAT_CHARS = frozenset(
 """Format characters removed before matching (see the module docstring for the ones kept)."""
 
 _KINDS = ("composed (NFC)", "spaces", "format characters")
+_LOOKALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK"})
+"""Scripts whose letters look alike: a word holding letters of two of them is counted as mixed."""
+_WORD = re.compile(r"[^\W\d_]+")
+_SYMBOL = re.compile("[\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff\ufe0e\ufe0f\u20e3]")
+"""Emoji and pictographs (every emoji ZWJ sequence holds some), the emoji/text presentation selectors and the keycap
+mark; a zero-width joiner alone is not counted (in Indic and Arabic-script words it is spelling)."""
+
+
+def mixes_scripts(text: str) -> bool:
+    """Whether a word of ``text`` holds letters of two look-alike scripts (Latin with Cyrillic or Greek)."""
+    if text.isascii():
+        return False
+    for word in _WORD.findall(text):
+        if word.isascii():
+            continue
+        scripts = {unicodedata.name(ch, "?").split(" ", 1)[0] for ch in word}
+        if len(scripts & _LOOKALIKE_SCRIPTS) > 1:
+            return True
+    return False
+
+
+def has_symbols(text: str) -> bool:
+    """Whether ``text`` holds emoji or pictographs, or the joiners and selectors of their sequences."""
+    return not text.isascii() and _SYMBOL.search(text) is not None
 
 SPACE_SEPARATORS = "\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 """Unicode's space separators (categories Zs, Zl, Zp) other than " " — a fixed list, checked against
@@ -90,6 +119,8 @@ class NormalizationReport:
     n: int = 0
     changed: int = 0
     by_kind: dict[str, int] = field(default_factory=dict)
+    mixed_scripts: int = 0  # lines with a word mixing look-alike scripts (mixes_scripts)
+    symbols: int = 0  # lines with emoji or their sequences (has_symbols)
 
     @property
     def mostly_changed(self) -> bool:
@@ -101,10 +132,24 @@ class NormalizationReport:
         return f"{self.changed} of {self.n} {self.what} changed by text normalisation ({TEXT_NORM}: {kinds})"
 
     def warn(self, stacklevel: int = 3) -> None:
-        """One :func:`warnings.warn` when the strings were mostly changed (the scores then rest on the rule)."""
+        """One :func:`warnings.warn` when the strings were mostly changed (the scores then rest on the rule), one
+        when any line mixes look-alike scripts inside a word, one when any carries emoji or their sequences."""
         if self.mostly_changed:
             warnings.warn(
                 f"{self.describe()}: the scores are computed on the normalised text; check how the file was written",
+                stacklevel=stacklevel,
+            )
+        if self.mixed_scripts:
+            warnings.warn(
+                f"{self.mixed_scripts} of {self.n} {self.what} have a word mixing Latin, Cyrillic or Greek letters "
+                "(look-alike letters such as Cyrillic а in a Latin word): such a word matches nothing, and the scores "
+                "count it as wrong; check how the file was written",
+                stacklevel=stacklevel,
+            )
+        if self.symbols:
+            warnings.warn(
+                f"{self.symbols} of {self.n} {self.what} carry emoji or emoji sequences (zero-width joiners, variation "
+                "selectors): they change how the lines split into words, and the scores with them",
                 stacklevel=stacklevel,
             )
 
@@ -116,6 +161,11 @@ def normalize_many(texts: Iterable[str], what: str = "lines") -> tuple[list[str]
     for text in texts:
         text = str(text)
         report.n += 1
+        if text.isascii():
+            out.append(text)
+            continue
+        report.mixed_scripts += mixes_scripts(text)
+        report.symbols += has_symbols(text)
         if _clean(text):
             out.append(text)
             continue

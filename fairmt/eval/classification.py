@@ -734,6 +734,10 @@ def classification_metrics(
     else:
         micro_f1 = float(f1_score(y, p, average="micro", zero_division=0))
     result_notes: list[str] = []
+    gold_classes = sorted(set(y.tolist()), key=str)
+    if len(gold_classes) < 2:  # GAP and ΔEO compare recall across groups: with one class there is nothing to compare
+        result_notes.append(f"{ONE_CLASS}: the gold labels hold the class {gold_classes[0]!r} only, so GAP and ΔEO "
+                            "measure nothing (0 whenever every prediction is that class)")
     auc = _auc(y, scores, classes, positive, n, result_notes)
 
     tpr_g, fpr_g, tpr_all, fpr_all = rates_by_group(y, p, g, classes, group_values)
@@ -840,6 +844,10 @@ def classification_metrics(
     )
 
 
+ONE_CLASS = "GAP and ΔEO not meaningful"
+"""How a result's ``notes`` begin when the gold labels hold one class (the CLI then shows no GAP/ΔEO)."""
+
+
 def _auc(y: np.ndarray, scores: Any, classes: list, positive: Any, n: int, notes: list[str]) -> float | None:
     """AUC-ROC from class probabilities (see the module docstring); ``None`` with a note when it cannot be had."""
     if scores is None:
@@ -863,6 +871,16 @@ def _auc(y: np.ndarray, scores: Any, classes: list, positive: Any, n: int, notes
                           f"(one row per prediction, one column per class in the order {classes[:10]})")
     if not np.all(np.isfinite(S)):
         raise FairmtError("scores hold NaN or infinite values")
+    if S.ndim == 2 and k > 2 and (S.min() < 0 or S.max() > 1 or not np.allclose(S.sum(1), 1.0, atol=1e-4)):
+        i = int(np.argmax(np.abs(S.sum(1) - 1.0) + (S.min(1) < 0) + (S.max(1) > 1)))
+        raise FairmtError(f"scores are not per-class probabilities: row {i + 1} is {np.round(S[i], 4).tolist()[:6]} "
+                          f"(sum {S[i].sum():.4g}); one-vs-rest AUC needs probabilities in [0, 1] that sum to 1 per row "
+                          "(apply a softmax to logits)")
+    if S.min() < 0 or S.max() > 1:
+        notes.append(f"scores are not probabilities (they range over [{S.min():.4g}, {S.max():.4g}]): AUC-ROC is "
+                     "computed from their order alone (read as the positive class's logits), which a monotone "
+                     "rescaling would not change; check that they score the positive class")
+        _warnings.warn(notes[-1], stacklevel=3)
     if len(set(y.tolist())) < 2:
         notes.append("auc not computed: the gold labels of this split hold a single class")
         return None

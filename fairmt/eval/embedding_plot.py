@@ -55,6 +55,7 @@ def plot_embeddings(points, labels: Sequence, groups: Sequence, path: str | Path
     import matplotlib.pyplot as plt
 
     from fairmt.eval.report import save_figure_atomic
+    from fairmt.eval.reporting.escape import mpl  # label and group names are data: never mathtext
 
     points = np.asarray(points)
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.6))
@@ -64,13 +65,13 @@ def plot_embeddings(points, labels: Sequence, groups: Sequence, path: str | Path
         for k, v in enumerate(sorted(set(values.tolist()), key=str)):
             mask = values == v
             name = names[v] if names is not None and isinstance(v, (int, np.integer)) and v < len(names) else v
-            ax.scatter(points[mask, 0], points[mask, 1], s=9, alpha=0.75, label=str(name), color=f"C{k % 10}")
+            ax.scatter(points[mask, 0], points[mask, 1], s=9, alpha=0.75, label=mpl(name), color=f"C{k % 10}")
         ax.set_title(f"by {what}", fontsize="medium")
         ax.set_xticks([])
         ax.set_yticks([])
         ax.legend(frameon=False, fontsize="x-small", markerscale=1.5, loc="best")
     if title:
-        fig.suptitle(title, fontsize="medium")
+        fig.suptitle(mpl(title), fontsize="medium")
     fig.tight_layout()
     save_figure_atomic(fig, path)
 

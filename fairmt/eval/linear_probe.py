@@ -69,12 +69,13 @@ class LinearProbeResult:
 
 
 def group_fairness(labels: Any, preds: Any, groups: Any, classes: Sequence[int], seed: int = 0) -> dict[str, Any] | None:
-    """GAP, ΔEO and the per-group rates of a probe's test predictions over one protected attribute (rows with a
-    negative group id — unknown — left out); ``None`` with fewer than two known groups."""
+    """GAP, ΔEO and the per-group rates of a probe's test predictions over one protected attribute (rows without a
+    group — a negative id or NaN: unknown — left out and counted in ``n_without_group``); ``None`` with fewer than
+    two known groups."""
     from fairmt.eval.classification import classification_metrics
 
     y, p, g = (np.asarray(a).reshape(-1) for a in (labels, preds, groups))
-    ok = g >= 0
+    ok = rows_with_group(g)
     if not ok.any() or len(np.unique(g[ok])) < 2:
         return None
     with warnings.catch_warnings():
@@ -82,7 +83,16 @@ def group_fairness(labels: Any, preds: Any, groups: Any, classes: Sequence[int],
         r = classification_metrics(y[ok].tolist(), p[ok].tolist(), g[ok].tolist(), classes=list(classes),
                                    leakage_yhat=False, seed=seed)
     return {"gap": r.gap, "delta_eo": r.delta_eo, "delta_tpr": r.delta_tpr, "delta_fpr": r.delta_fpr, "tpr": r.tpr,
-            "fpr": r.fpr, "n": r.n, "signature": r.signature}
+            "fpr": r.fpr, "n": r.n, "n_without_group": int((~ok).sum()), "signature": r.signature}
+
+
+def rows_with_group(groups: Any) -> np.ndarray:
+    """Which rows have a group: a non-negative id (a negative one or NaN marks a row whose group is unknown)."""
+    g = np.asarray(groups).reshape(-1)
+    if g.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            return np.isfinite(g) & (g >= 0)
+    return g >= 0
 
 
 def probe_split(n: int, test_fraction: float = 0.2, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -191,8 +201,14 @@ def linear_probe(
     fairness = None
     if g is not None:
         fairness = group_fairness(y[te], pred, g[te], clf.classes_.tolist(), seed)
+        missing = int((~rows_with_group(g[te])).sum())
         if fairness is None:
-            notes.append("fairness not scored: fewer than two known groups in the test part")
+            notes.append("fairness not scored: fewer than two known groups in the test part"
+                         + (f" ({missing} of {len(te)} test rows without a group: a negative id or NaN)"
+                            if missing else ""))
+        elif missing:
+            notes.append(f"{missing} of {len(te)} test rows without a group (a negative id or NaN) left out of the "
+                         "fairness scores")
     subgroups = None
     if n_clusters is not None:
         from fairmt.eval.classification import latent_subgroup_metrics

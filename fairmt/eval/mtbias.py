@@ -473,6 +473,9 @@ def _bleu(d: dict) -> float | None:
 
 def markdown_tables(result: dict, name: str = "model") -> str:
     """Markdown shaped like the paper's Table 2 (in-/out-of-domain) and Table 3 (all languages), then per language."""
+    from fairmt.eval.reporting.escape import markdown
+
+    name = markdown(name)  # a run's name is data: no HTML, pipe or newline gets into the table
     result = upgrade_winomt(result)
     w, g, f = result.get("winomt") or {}, result.get("geneval") or {}, result.get("flores") or {}
     id_lang = result.get("settings", {}).get("id_lang")
@@ -644,6 +647,8 @@ def compare_runs(results: Sequence[dict], names: Sequence[str]) -> list[dict]:
 def comparison_markdown(rows: Sequence[dict]) -> str:
     """The comparison table; a value whose run was scored differently from the first run (another metric signature,
     other languages in the average, another --compat/--split/gold) is marked †, and each difference is listed."""
+    from fairmt.eval.reporting.escape import markdown, markdown_code
+
     cols = COMPARISON_COLUMNS
     out = ["| model | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
     notes = []
@@ -658,9 +663,10 @@ def comparison_markdown(rows: Sequence[dict]) -> str:
             d = r.get(f"Δ{c}")
             mark = " †" if _column_benchmark(c) in touched and r.get(c) is not None and c != "degenerate" else ""
             cells.append(v + (f" ({d:+.1f})" if d is not None else "") + mark)
-        out.append(f"| {r['model']} | " + " | ".join(cells) + " |")
+        out.append(f"| {markdown(r['model'])} | " + " | ".join(cells) + " |")
         for d in r.get("differs", []):
-            notes.append(f"- † {r['model']}: {d['key']} is `{d['this']}`, the first run's is `{d['first']}`")
+            notes.append(f"- † {markdown(r['model'])}: {markdown(d['key'])} is {markdown_code(d['this'])}, the first "
+                         f"run's is {markdown_code(d['first'])}")
     text = "\n".join(out) + "\n\nIn brackets: the difference to the first model. geneval_chrfpp: chrF++ of the " \
         "MT-GenEval translations against their own-gender references; bleu/chrfpp: FLORES-200; degenerate: empty, " \
         "repetitive, wrong-script or unrelated (sentence chrF++ < 20) translations.\n"
@@ -690,8 +696,10 @@ def scatter_plot(rows: Sequence[dict], path: str | Path) -> list[str]:
 
     fig, ax = plt.subplots(figsize=(6, 4.5))
     ax.scatter([p[0] for p in pts], [p[1] for p in pts])
+    from fairmt.eval.reporting.escape import mpl
+
     for x, y, name in pts:
-        ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize="small")
+        ax.annotate(mpl(name), (x, y), textcoords="offset points", xytext=(4, 4), fontsize="small")
     ax.set_xlabel(xname)
     ax.set_ylabel("WinoMT accuracy (%)")
     ax.grid(linewidth=0.3, alpha=0.5)

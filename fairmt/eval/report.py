@@ -51,19 +51,27 @@ def _fmt(value: Any, digits: int) -> str:
 
 
 def format_table(rows: Sequence[dict], columns: Sequence[str], digits: int = 1) -> str:
-    """A plain-text table with aligned columns, for the console."""
-    cells = [[c for c in columns]] + [[_fmt(r.get(c), digits) for c in columns] for r in rows]
+    """A plain-text table with aligned columns, for the console (control characters in a cell shown escaped:
+    :func:`fairmt.eval.reporting.escape.terminal`)."""
+    from fairmt.eval.reporting.escape import terminal
+
+    cells = [[terminal(c) for c in columns]] + [[terminal(_fmt(r.get(c), digits)) for c in columns] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
-def markdown_table(rows: Sequence[dict], columns: Sequence[str], digits: int = 1) -> str:
-    """A GitHub-flavoured Markdown table (a ``|`` inside a cell, as in every metric signature, is escaped)."""
-    head = "| " + " | ".join(columns) + " |"
+def markdown_table(rows: Sequence[dict], columns: Sequence[str], digits: int = 1, markup: Sequence[str] = ()) -> str:
+    """A GitHub-flavoured Markdown table: every header and cell is text (:func:`fairmt.eval.reporting.escape.markdown`:
+    a ``|``, as in every metric signature, HTML, a newline are escaped), except the cells of the ``markup`` columns,
+    which the caller writes as Markdown (``**selected**``) from its own words."""
+    from fairmt.eval.reporting.escape import markdown
+
+    head = "| " + " | ".join(markdown(c) for c in columns) + " |"
     sep = "|" + "|".join("---:" if i else "---" for i in range(len(columns))) + "|"
-    body = ["| " + " | ".join(_fmt(r.get(c), digits).replace("|", "\\|") for c in columns) + " |" for r in rows]
+    body = ["| " + " | ".join(_fmt(r.get(c), digits) if c in markup else markdown(_fmt(r.get(c), digits))
+                              for c in columns) + " |" for r in rows]
     return "\n".join([head, sep, *body]) + "\n"
 
 
@@ -138,6 +146,8 @@ def bar_chart(rows: Sequence[dict], label: str, metrics: Sequence[str], path: st
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from fairmt.eval.reporting.escape import mpl
+
     missing = [f"{metric} for {r.get(label)}: undefined (no value)" for r in rows for metric in metrics
                if r.get(metric) is None or (isinstance(r.get(metric), float) and not math.isfinite(r[metric]))]
     n = max(len(metrics), 1)
@@ -146,16 +156,16 @@ def bar_chart(rows: Sequence[dict], label: str, metrics: Sequence[str], path: st
     xs = range(len(rows))
     for k, metric in enumerate(metrics):
         heights = [float(r[metric]) if r.get(metric) is not None else math.nan for r in rows]
-        bars = ax.bar([x + (k - (n - 1) / 2) * width for x in xs], heights, width, label=metric)
+        bars = ax.bar([x + (k - (n - 1) / 2) * width for x in xs], heights, width, label=mpl(metric))
         if len(rows) * n <= 24:
             ax.bar_label(bars, labels=["" if math.isnan(h) else f"{h:.1f}" for h in heights], fontsize=6, padding=1)
-    ax.set_xticks(list(xs), [str(r.get(label)) for r in rows])
-    ax.set_xlabel(label)
-    ax.set_ylabel(ylabel)
+    ax.set_xticks(list(xs), [mpl(r.get(label)) for r in rows])
+    ax.set_xlabel(mpl(label))
+    ax.set_ylabel(mpl(ylabel))
     ax.axhline(0, color="black", linewidth=0.6)
     ax.grid(axis="y", linewidth=0.3, alpha=0.5)
     if title:
-        ax.set_title(title, fontsize="medium")
+        ax.set_title(mpl(title), fontsize="medium")
     ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     save_figure_atomic(fig, path)

@@ -3,7 +3,11 @@ Moses ``bootstrap-hypothesis-difference-significance.pl``): the same ``n_samples
 replacement by a seeded NumPy generator, are scored for both runs; the result is the observed difference A − B, the
 95 % interval of the resampled differences (2.5th and 97.5th percentiles) and sacrebleu's p-value (the share of
 centred resampled |differences| reaching the observed one, +1 smoothed: ``sacrebleu.significance._compute_p_value``,
-with ``>=`` where sacrebleu has ``>``, so that a run compared with itself gets p = 1, not 1 / (N + 1)).
+with ``>=`` where sacrebleu has ``>``, so that a run compared with itself gets p = 1, not 1 / (N + 1): fairmt's
+convention, :data:`SELF_COMPARISON`). Two runs with identical per-item statistics differ by 0 on every resample
+(interval [0, 0], p = 1, not distinguishable). A resample on which the measure is undefined (ΔG of a resample without
+a female item) is left out of the interval and the p-value and counted (``n_undefined``); a measure undefined on all
+the items is refused in one line, never an interval of NaN.
 
 Each measure is a function of summed per-item sufficient statistics, so one resample costs one sum:
 
@@ -31,8 +35,12 @@ import numpy as np
 
 from fairmt.errors import FairmtError
 
-N_SAMPLES = 1000
-SEED = 12345  # sacrebleu's default SACREBLEU_SEED
+N_SAMPLES = 1000  # resamples of every paired bootstrap (`fairmt report --resamples`' default)
+SEED = 12345  # sacrebleu's default SACREBLEU_SEED (`fairmt report --seed`'s default)
+MAX_DRAWS = 400_000_000  # resamples × items of one bootstrap (3.2 GB of indices)
+SELF_COMPARISON = ("p counts the resamples whose centred |difference| reaches the observed one with >= (sacrebleu "
+                   "counts >): a run against itself gets p = 1 here, 1/(N+1) in sacrebleu --paired-bs")
+"""The p-value convention, said wherever a paired bootstrap's p-values are printed."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,7 @@ class PairedBootstrap:
     n_items: int
     n_samples: int
     seed: int
+    n_undefined: int = 0  # resamples on which the measure is undefined (left out of the interval and the p-value)
 
     @property
     def significant(self) -> bool:
@@ -67,6 +76,9 @@ def resample_indices(n_items: int, n_samples: int = N_SAMPLES, seed: int = SEED)
         raise FairmtError("a paired bootstrap needs at least one item")
     if n_samples < 1:
         raise FairmtError(f"n_samples must be at least 1, got {n_samples}")
+    if n_samples * n_items > MAX_DRAWS:
+        raise FairmtError(f"{n_samples} resamples of {n_items} items are {n_samples * n_items:,} draws, more than the "
+                          f"{MAX_DRAWS:,} one bootstrap holds in memory: ask for fewer resamples")
     return np.random.default_rng(seed).choice(n_items, size=(n_samples, n_items), replace=True)
 
 
@@ -79,13 +91,22 @@ def paired_bootstrap(stats_a, stats_b, score: Callable[[np.ndarray], float], mea
         raise FairmtError(f"the two runs must be scored on the same items: got {a.shape[0]} and {b.shape[0]}")
     idx = resample_indices(len(a), n_samples, seed)
     sa, sb = score(a.sum(0)), score(b.sum(0))
-    diffs = np.array([score(a[i].sum(0)) - score(b[i].sum(0)) for i in idx])
+    if not (np.isfinite(sa) and np.isfinite(sb)):
+        raise FairmtError(f"{measure} is undefined on these {len(a)} items (e.g. no item of one gender), so it has no "
+                          "interval")
+    same = np.array_equal(a, b)  # a run against itself: every resampled difference is 0, by definition
+    diffs = np.array([0.0 if same else score(a[i].sum(0)) - score(b[i].sum(0)) for i in idx])
+    undefined = int(np.sum(~np.isfinite(diffs)))  # resamples without an item the measure needs (no female item)
+    diffs = diffs[np.isfinite(diffs)]
+    if len(diffs) == 0:
+        raise FairmtError(f"{measure} is undefined on every resample of these {len(a)} items (too few items of a "
+                          "group), so it has no interval")
     observed = sa - sb
     centred = np.abs(diffs) - np.abs(diffs).mean()
     p = (int(np.sum(centred >= abs(observed))) + 1) / (len(diffs) + 1)  # sacrebleu's, with >= (module docstring)
     lo, hi = np.percentile(diffs, [2.5, 97.5])
     return PairedBootstrap(measure, float(sa), float(sb), float(observed), float(lo), float(hi), float(p), len(a),
-                           n_samples, seed)
+                           n_samples, seed, undefined)
 
 
 def _rate(correct: float, total: float) -> float:
@@ -247,6 +268,6 @@ def compare_items(kind: str, items_a: dict, items_b: dict, **kw) -> list[PairedB
     return out
 
 
-__all__ = ["GENDER_LETTERS", "N_SAMPLES", "SEED", "PairedBootstrap", "compare_items", "flags_text", "genders_text",
+__all__ = ["GENDER_LETTERS", "N_SAMPLES", "SEED", "SELF_COMPARISON", "PairedBootstrap", "compare_items", "flags_text", "genders_text",
            "paired_accuracy", "paired_bootstrap", "paired_chrf", "paired_chrf_stats", "paired_delta_g", "read_flags",
            "read_stats", "resample_indices", "stats_text"]

@@ -423,7 +423,10 @@ def _label(by_id: dict[str, Any], sid: str) -> str:
 
 
 def render_markdown(report: dict[str, Any]) -> str:
+    """``sweep.md``: every name and value from the recipe or the runs is text (:mod:`fairmt.eval.reporting.escape`)."""
     from fairmt.eval.report import markdown_table
+    from fairmt.eval.reporting.escape import markdown as md
+    from fairmt.eval.reporting.escape import markdown_code as code
 
     keys = list(dict.fromkeys(k for s in report["settings"] for k in s["overrides"]))
     cols = columns(report)
@@ -437,19 +440,19 @@ def render_markdown(report: dict[str, Any]) -> str:
             mark += f"**AT CHANCE** (seed{'s' if len(s['at_chance']) > 1 else ''} {', '.join(map(str, s['at_chance']))})"
         rows.append({"setting": s["id"], **{k: str(s["overrides"].get(k, "")) for k in keys}, "n": str(s["n"]),
                      **{c: _cell(s, c) for c in cols}, "note": mark.strip()})
-    lines = [f"# Sweep of `{report['recipe']}` ({report['mode']}, {len(report['settings'])} settings × "
+    lines = [f"# Sweep of {code(report['recipe'])} ({report['mode']}, {len(report['settings'])} settings × "
              f"{len(report['seeds'])} seeds)", ""]
     if report["overrides"]:
-        lines += [f"Fixed overrides: `{' '.join(report['overrides'])}`", ""]
+        lines += [f"Fixed overrides: {code(' '.join(report['overrides']))}", ""]
     lines += [f"Runs finished: {report['runs_finished']} of {report['runs_expected']}. Cells: mean ± sample std over "
               "seeds (ddof = 1), to the digits the std supports (`fairmt report`'s rule: its std to two significant digits when they begin with 1 or 2, else one). `front`: on the Pareto front of the trade-off "
               f"({', '.join(a['metric'] + ' ' + a['direction'][:3] for a in report['tradeoff'])}).", ""]
-    lines.append(markdown_table(rows, ["setting", *keys, "n", *cols, "note"], digits=2))
+    lines.append(markdown_table(rows, ["setting", *keys, "n", *cols, "note"], digits=2, markup=["note"]))
     by_id = {s["id"]: s for s in report["settings"]}
     collapsed = [s for s in report["settings"] if s.get("at_chance")]
     if collapsed:
         lines += ["", "**At chance:** " + "; ".join(
-            f"{s['id']} (`{_label(by_id, s['id'])}`) seed{'s' if len(s['at_chance']) > 1 else ''} "
+            f"{md(s['id'])} ({code(_label(by_id, s['id']))}) seed{'s' if len(s['at_chance']) > 1 else ''} "
             f"{', '.join(map(str, s['at_chance']))} of {s['n']}" for s in collapsed)
             + " — the final model's dev accuracy fell below the selection's accuracy floor × the model before it "
             "(INLP: the CE encoder; `info.inlp` in each run's results.json): its small gap is no fairness, and on a "
@@ -464,7 +467,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += ["", "## Selection (dev metrics only)", ""]
     for rule, res in report["selection"]["by_rule"].items():
         star = " ← `--select`" if rule == report["selection"]["rule"] else ""
-        chosen = (f"{res['setting']} (`{_label(by_id, res['setting'])}`)" if "setting" in res
+        chosen = (f"{md(res['setting'])} ({code(_label(by_id, res['setting']))})" if "setting" in res
                   else f"not applicable — {res['unavailable']}")
         if "setting" in res and by_id.get(res["setting"], {}).get("at_chance"):
             chosen += " — **AT CHANCE** in some of its seeds"
@@ -478,24 +481,27 @@ def render_markdown(report: dict[str, Any]) -> str:
                               for n, v in ru["metrics"].items())
             verdict = {True: "distinguishable", False: "**not distinguishable** from the runner-up",
                        None: "no seed spread to judge it (one seed)"}[ru["distinguishable"]]
-            lines.append(f"  - runner-up {ru['setting']} (`{_label(by_id, ru['setting'])}`): selected − runner-up "
+            lines.append(f"  - runner-up {md(ru['setting'])} ({code(_label(by_id, ru['setting']))}): selected − "
+                         "runner-up "
                          f"{diffs} — {verdict} (test: a difference below the pooled seed std, "
                          "sqrt((std₁² + std₂²) / 2), on any metric the rule selects by is not distinguishable)")
     rules = report["selection"].get("checkpoint_rules") or {}
     if len(rules) > 1:
         lines += ["", "**Rows selected under different checkpoint rules** (not a like-for-like comparison): "
-                  + "; ".join(f"`{k}`: {', '.join(sorted(set(v)))}" for k, v in rules.items())]
+                  + "; ".join(f"{code(k)}: {md(', '.join(sorted(set(v))))}" for k, v in rules.items())]
     if report["selected"]:
         s = report["selected"]
         test = s["test"]["mean"]
-        lines += ["", f"Selected setting {s['setting']} (`{' '.join(f'{k}={v}' for k, v in s['overrides'].items())}`, "
+        overrides = " ".join(f"{k}={v}" for k, v in s["overrides"].items())
+        lines += ["", f"Selected setting {md(s['setting'])} ({code(overrides)}, "
                   f"n = {s['n']}) on the test set: " + ", ".join(
-                      f"{k} {mean_pm(v, s['test']['std'].get(k))}" for k, v in test.items()), "",
-                  f"Selected run: `{s['run']}` (seed {s['seed']}); model `{s['model_dir']}`. Publish it with "
-                  f"`fairmt push {s['model_dir']} USER/REPO --results {report.get('folder', '.')}/sweep.json`."]
+                      f"{md(k)} {mean_pm(v, s['test']['std'].get(k))}" for k, v in test.items()), "",
+                  f"Selected run: {code(s['run'])} (seed {md(s['seed'])}); model {code(s['model_dir'])}. Publish it "
+                  "with "
+                  + code(f"fairmt push {s['model_dir']} USER/REPO --results {report.get('folder', '.')}/sweep.json") + "."]
     for split, f in report["pareto"].items():
         lines += ["", f"Pareto front ({split}: {', '.join(f['metrics'])}): " + ", ".join(
-            f"{p['setting']} ({', '.join(f'{m} {p[m]:.2f}' for m in f['metrics'])})" for p in f["points"])]
+            f"{md(p['setting'])} ({md(', '.join(f'{m} {p[m]:.2f}' for m in f['metrics']))})" for p in f["points"])]
     aucs = {k: v for k, v in (report.get("front_auc") or {}).items() if isinstance(v, dict) and "auc" in v}
     if aucs:
         lines += ["", "Area under the performance–fairness front (fairlib's AUC: (performance, 1 − gap) as fractions, "
@@ -525,9 +531,10 @@ def plot_tradeoff(report: dict[str, Any], path: str | Path) -> str | None:
                 xerr=[s["std"].get(fair) or 0.0 for s in pts], yerr=[s["std"].get(perf) or 0.0 for s in pts],
                 fmt="o", color="tab:blue", ecolor="tab:gray", capsize=3, label="setting (mean ± std over seeds)")
     from fairmt.eval.reporting import setting_label
+    from fairmt.eval.reporting.escape import mpl  # names from the recipe are text, never mathtext
 
     for s in pts:  # labelled by the setting's values (β=0.1), as the papers' figures
-        ax.annotate(setting_label(s["overrides"]), (s["mean"][fair], s["mean"][perf]), textcoords="offset points",
+        ax.annotate(mpl(setting_label(s["overrides"])), (s["mean"][fair], s["mean"][perf]), textcoords="offset points",
                     xytext=(4, 4), fontsize=8)
     front = sorted((p[fair], p[perf]) for p in report["pareto"][split]["points"])
     if front:
@@ -538,11 +545,11 @@ def plot_tradeoff(report: dict[str, Any], path: str | Path) -> str | None:
         s = next(x for x in pts if x["id"] == sel["setting"]) if any(x["id"] == sel["setting"] for x in pts) else None
         if s is not None:
             ax.plot([s["mean"][fair]], [s["mean"][perf]], marker="*", markersize=16, color="tab:red", linestyle="none",
-                    label=f"selected on dev by {sel['rule']} ({setting_label(s['overrides'])})")
+                    label=mpl(f"selected on dev by {sel['rule']} ({setting_label(s['overrides'])})"))
     perf_dir, fair_dir = report["pareto"][split]["directions"]
-    ax.set_xlabel(f"{fair} ({'lower' if fair_dir == 'minimize' else 'higher'} is better)")
-    ax.set_ylabel(f"{perf} ({'higher' if perf_dir == 'maximize' else 'lower'} is better)")
-    ax.set_title(f"{report['recipe']}: {split} trade-off, {len(pts)} settings", fontsize="medium")
+    ax.set_xlabel(mpl(f"{fair} ({'lower' if fair_dir == 'minimize' else 'higher'} is better)"))
+    ax.set_ylabel(mpl(f"{perf} ({'higher' if perf_dir == 'maximize' else 'lower'} is better)"))
+    ax.set_title(mpl(f"{report['recipe']}: {split} trade-off, {len(pts)} settings"), fontsize="medium")
     ax.grid(linewidth=0.3, alpha=0.5)
     ax.legend(frameon=False, fontsize="small")
     fig.tight_layout()

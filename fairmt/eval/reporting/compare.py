@@ -23,19 +23,24 @@ def _why_none(r: Run) -> str:
             "results without a scored test set: score its translations with this fairmt's eval commands)")
 
 
-def add_comparisons(tables: list) -> None:
-    """Each MT table's comparisons (:func:`compare_rows`): its ``comparisons`` (the JSON) and the lines under it."""
+def add_comparisons(tables: list, n_samples: int | None = None, seed: int | None = None) -> None:
+    """Each MT table's comparisons (:func:`compare_rows`): its ``comparisons`` (the JSON) and the lines under it;
+    ``n_samples``/``seed`` of the bootstrap (None: :data:`fairmt.eval.significance.N_SAMPLES` / ``SEED``)."""
     for t in tables:
         if t.family.key == "mt":
-            t.comparisons, lines = compare_rows(t.rows)
+            t.comparisons, lines = compare_rows(t.rows, n_samples, seed)
             t.notes += lines
 
 
-def compare_rows(rows: list[Run]) -> tuple[list[dict], list[str]]:
-    """The comparisons of each row with the first (dicts for the JSON) and the lines that say them: a header and one
-    line per test, or, where no test could be made, one line per row saying why."""
-    from fairmt.eval.significance import N_SAMPLES, SEED, compare_items
+def compare_rows(rows: list[Run], n_samples: int | None = None, seed: int | None = None
+                 ) -> tuple[list[dict], list[str]]:
+    """The comparisons of each row with the first (dicts for the JSON) and the lines that say them: a header (the
+    resamples, the seed and the p-value convention) and one line per test, or, where no test could be made, one line
+    per row saying why."""
+    from fairmt.eval.significance import N_SAMPLES, SEED, SELF_COMPARISON, compare_items
 
+    n_samples = N_SAMPLES if n_samples is None else n_samples
+    seed = SEED if seed is None else seed
     if len(rows) < 2:
         return [], []
     if not any(r.items for r in rows):  # one line, not one per row (a table of tiny-recipe runs, of means)
@@ -59,7 +64,7 @@ def compare_rows(rows: list[Run]) -> tuple[list[dict], list[str]]:
             bench, _, lang = key.partition(":")
             where = f"{BENCH_NAMES.get(bench, bench)} {lang}"
             try:
-                tests = compare_items(bench, r.items[key], base.items[key])
+                tests = compare_items(bench, r.items[key], base.items[key], n_samples=n_samples, seed=seed)
             except FairmtError as err:
                 why_not.append((r.name, where, str(err)))
                 continue
@@ -67,8 +72,8 @@ def compare_rows(rows: list[Run]) -> tuple[list[dict], list[str]]:
                 out.append({"run": r.name, "baseline": base.name, "benchmark": bench, "lang": lang, **t.to_dict()})
                 lines.append(f"  {r.name}: {where} {MEASURE_NAMES.get(t.measure, t.measure)} {format_test(t)}")
     if out:
-        lines.insert(0, f"Paired bootstrap against {base.name} (row − {base.name}; {N_SAMPLES} resamples of the "
-                        f"sentences/pairs, seed {SEED}; 95 % interval; p-value):")
+        lines.insert(0, f"Paired bootstrap against {base.name} (row − {base.name}; {n_samples} resamples of the "
+                        f"sentences/pairs, seed {seed}; 95 % interval; p-value; {SELF_COMPARISON}):")
         lines.insert(1, "  " + noise_note([base, *(r for r in rows[1:] if any(c["run"] == r.name for c in out))]))
     for name, where, why in why_not:
         lines.append(f"Paired bootstrap of {name} against {base.name}{': ' + where if where else ''}: no interval: "
@@ -96,4 +101,7 @@ def format_test(t) -> str:
 
     d = digits_for((t.ci_high - t.ci_low) / 3.92, 1)
     verdict = "not distinguishable" if t.ci_low <= 0 <= t.ci_high else "distinguishable"
-    return f"{t.difference:+.{d}f} [{t.ci_low:+.{d}f}, {t.ci_high:+.{d}f}], p = {t.p_value:.3f}, {verdict}"
+    left_out = (f" ({t.n_undefined} of {t.n_samples} resamples left out: {t.measure} undefined on them)"
+                if getattr(t, "n_undefined", 0) else "")
+    return (f"{t.difference:+.{d}f} [{t.ci_low:+.{d}f}, {t.ci_high:+.{d}f}], p = {t.p_value:.3f}, {verdict}"
+            + left_out)

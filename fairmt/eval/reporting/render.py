@@ -3,7 +3,8 @@ one self-contained HTML page (inline CSS and JavaScript, the figures as inline S
 
 from __future__ import annotations
 
-import html
+import base64
+import hashlib
 import io
 import math
 import re
@@ -11,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from fairmt.eval.reporting import escape
 from fairmt.eval.reporting.tables import Measure, Table, describe_scale, groups_of, table_json
 
 
@@ -30,9 +32,9 @@ def text_report(tables: list[Table]) -> str:
     """Aligned plain-text tables for the terminal: a group line above the measure line."""
     out = []
     for t in tables:
-        head = ["run"] + [t.header(m) for m in t.columns]
-        groups = [""] + [m.group for m in t.columns]
-        body = [[r.name] + _cells(t, i) for i, r in enumerate(t.rows)]
+        head = ["run"] + [escape.terminal(t.header(m)) for m in t.columns]
+        groups = [""] + [escape.terminal(m.group) for m in t.columns]
+        body = [[escape.terminal(r.name)] + [escape.terminal(c) for c in _cells(t, i)] for i, r in enumerate(t.rows)]
         widths = [max(len(x[j]) for x in [head, groups, *body]) for j in range(len(head))]
         grp = []
         for j, g in enumerate(groups):
@@ -42,13 +44,12 @@ def text_report(tables: list[Table]) -> str:
                  "  ".join("-" * w for w in widths)]
         lines += ["  ".join(c.rjust(w) if j else c.ljust(w) for j, (c, w) in enumerate(zip(row, widths)))
                   for row in body]
-        lines += t.notes
+        lines += [escape.terminal(n) for n in t.notes]
         out.append("\n".join(lines))
     return "\n\n".join(out) + "\n"
 
 
-def _md(s: str) -> str:
-    return str(s).replace("|", "\\|")
+_md = escape.markdown
 
 
 def markdown_report(tables: list[Table]) -> str:
@@ -59,9 +60,9 @@ def markdown_report(tables: list[Table]) -> str:
         sep = "|---|" + "---:|" * len(t.columns)
         body = []
         for i, r in enumerate(t.rows):
-            cells = _cells(t, i)
+            cells = [_md(c) for c in _cells(t, i)]
             cells = [f"**{c}**" if i in best.get(m.key, ()) else c for c, m in zip(cells, t.columns)]
-            body.append(f"| {_md(r.name)} | " + " | ".join(_md(c) for c in cells) + " |")
+            body.append(f"| {_md(r.name)} | " + " | ".join(cells) + " |")
         notes = ""
         if t.notes:
             marked = [n for n in t.notes if n.startswith("†")]
@@ -70,8 +71,8 @@ def markdown_report(tables: list[Table]) -> str:
                 notes += ("\n**† Scored under different settings from the first run — these numbers are not "
                           "comparable as they stand:**\n\n" + "\n".join(f"- {_md(n)}" for n in marked) + "\n")
             if other:
-                notes += "\n" + "\n".join(f"- {n}" for n in other) + "\n"
-        out.append(f"## {t.family.title}\n\n{describe_scale(t)} Bold: the best value of a column.\n\n"
+                notes += "\n" + "\n".join(f"- {_md(n)}" for n in other) + "\n"
+        out.append(f"## {_md(t.family.title)}\n\n{_md(describe_scale(t))} Bold: the best value of a column.\n\n"
                    + "\n".join([head, sep, *body]) + "\n" + notes)
     return "\n".join(out)
 
@@ -83,21 +84,7 @@ def json_report(tables: list[Table]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------ LaTeX
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-_TEX_UNICODE = {"↑": r"$\uparrow$", "↓": r"$\downarrow$", "Δ": r"$\Delta$", "±": r"$\pm$", "†": r"$^\dagger$",
-                "ŷ": r"$\hat{y}$", "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$", "λ": r"$\lambda$",
-                "τ": r"$\tau$", "ρ": r"$\rho$", "ε": r"$\varepsilon$", "δ": r"$\delta$", "μ": r"$\mu$",
-                "σ": r"$\sigma$", "–": "--", "—": "---", "→": r"$\to$", "·": r"$\cdot$", "½": r"$\frac12$",
-                "¼": r"$\frac14$", "⅛": r"$\frac18$", "−": "-", "’": "'", "×": r"$\times$", "÷": r"$\div$", "≥": r"$\geq$", "≤": r"$\leq$"}
-
-
-def tex(s: Any) -> str:
-    """Text escaped for LaTeX (the special characters and the Unicode the report's labels use)."""
-    out = "".join(_TEX.get(ch, ch) for ch in str(s))
-    for u, rep in _TEX_UNICODE.items():
-        out = out.replace(u, rep)
-    return "".join(ch if ord(ch) < 128 else "?" for ch in out)
+tex = escape.latex  # the one LaTeX escaping (fairmt.eval.reporting.escape)
 
 
 def latex_report(tables: list[Table], standalone: bool = False) -> str:
@@ -154,7 +141,7 @@ def _axis_label(t: Table, m: Measure) -> str:
 
 
 _AXES = {
-    "mt": (("winomt_acc", "geneval_e_acc", "geneval_abs_dg"), ("bleu", "chrfpp", "geneval_chrfpp", "geneval_acc")),
+    "mt": (("winomt_acc", "geneval_e_acc", "geneval_abs_dg"), ("bleu", "bleu_star", "chrfpp", "geneval_chrfpp", "geneval_acc")),
     "classification": (("gap", "delta_eo"), ("accuracy", "macro_f1", "f1")),
     "embeddings": (("seat_avg_abs", "cced_gap", "bias_ir_avg_dev"),
                    ("utility_spearman", "glue_avg", "utility_nn1", "stereoset_lms", "cced_gap", "bias_ir_avg_dev")),
@@ -202,12 +189,12 @@ def tradeoff_figure(t: Table):
         rs = [r for r in pts if (r.group or r.method or r.name) == g]
         ax.errorbar([r.values[xk] for r in rs], [r.values[yk] for r in rs],
                     xerr=[r.std.get(xk) or 0.0 for r in rs], yerr=[r.std.get(yk) or 0.0 for r in rs],
-                    fmt=markers[gi % len(markers)], capsize=3, label=g, alpha=0.9)
+                    fmt=markers[gi % len(markers)], capsize=3, label=escape.mpl(g), alpha=0.9)
         for r in rs:
             label = r.name[len(g):].strip() if r.name.startswith(g) and r.name != g else r.name
-            ax.annotate(label, (r.values[xk], r.values[yk]), textcoords="offset points", xytext=(4, 4), fontsize=7)
-    ax.set_xlabel(_axis_label(t, cols[xk]))
-    ax.set_ylabel(_axis_label(t, cols[yk]))
+            ax.annotate(escape.mpl(label), (r.values[xk], r.values[yk]), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.set_xlabel(escape.mpl(_axis_label(t, cols[xk])))
+    ax.set_ylabel(escape.mpl(_axis_label(t, cols[yk])))
     ax.set_title(f"{t.family.title.split(':')[0]}: trade-off ({len(pts)} point{'s' if len(pts) != 1 else ''}; "
                  "bars: ± std over seeds)",
                  fontsize="medium")
@@ -235,13 +222,13 @@ def bars_figure(t: Table):
     for k, r in enumerate(t.rows):
         xs = [j + (k - (n - 1) / 2) * width for j in range(len(cols))]
         hs = [r.values.get(m.key) if r.values.get(m.key) is not None else math.nan for m in cols]
-        ax.bar(xs, hs, width, yerr=[r.std.get(m.key) or 0.0 for m in cols], capsize=2, label=r.name)
-    ax.set_xticks(range(len(cols)), [m.label for m in cols], rotation=30 if len(cols) > 8 else 0)
+        ax.bar(xs, hs, width, yerr=[r.std.get(m.key) or 0.0 for m in cols], capsize=2, label=escape.mpl(r.name))
+    ax.set_xticks(range(len(cols)), [escape.mpl(m.label) for m in cols], rotation=30 if len(cols) > 8 else 0)
     unit = t.unit(cols[0])
-    ax.set_ylabel(f"{cols[0].group}" + (f" ({unit})" if unit else ""))
+    ax.set_ylabel(escape.mpl(f"{cols[0].group}" + (f" ({unit})" if unit else "")))
     ax.axhline(0, color="black", linewidth=0.6)
     ax.grid(axis="y", linewidth=0.3, alpha=0.5)
-    ax.set_title(f"{t.family.title.split(':')[0]}: {cols[0].group}", fontsize="medium")
+    ax.set_title(escape.mpl(f"{t.family.title.split(':')[0]}: {cols[0].group}"), fontsize="medium")
     ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
@@ -353,8 +340,13 @@ _JS = """
 """
 
 
-def _e(s: Any) -> str:
-    return html.escape(str(s), quote=True)
+_e = escape.html
+
+
+def script_hash(script: str) -> str:
+    """The CSP source that allows exactly this inline script (``'sha256-…'``) and no other: the page's only script
+    runs, one injected into it would not (no ``'unsafe-inline'``)."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
 def html_report(tables: list[Table], title: str = "fairmt report") -> str:
@@ -382,8 +374,8 @@ def html_report(tables: list[Table], title: str = "fairmt report") -> str:
                 mark = " †" if m.key in t.marks[i] and v is not None else ""
                 cells.append(f'<td data-value="{"" if v is None else repr(float(v))}"'
                              f'{f" class={chr(34)}{cls}{chr(34)}" if cls else ""}>{_e(t.cell(i, m))}{mark}</td>')
-            details = _e("\n".join([f"{k}: {v}" for k, v in r.settings.items()] + [f"source: {r.source}"]
-                                   + [f"signature {k}: {v}" for k, v in r.signatures.items()]))
+            details = "\n".join(_e(x) for x in [f"{k}: {v}" for k, v in r.settings.items()] + [f"source: {r.source}"]
+                                 + [f"signature {k}: {v}" for k, v in r.signatures.items()])  # one line each
             rows.append(f'<tr><td data-value=""><details><summary>{_e(r.name)}</summary><pre>{details}</pre>'
                         f"</details></td>{''.join(cells)}</tr>")
         body.append(f'<table class="report"><thead><tr class="groups"><th></th>{groups}</tr>'
@@ -397,6 +389,6 @@ def html_report(tables: list[Table], title: str = "fairmt report") -> str:
     body.append(f"<footer>fairmt {_e(_version())} &middot; {_e(when)}</footer>")
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
-            'script-src \'unsafe-inline\'; img-src data:">'
+            f'script-src {script_hash(_JS)}; img-src data:">'
             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n" + "\n".join(body)
             + f"\n<script>{_JS}</script>\n</body></html>\n")

@@ -160,8 +160,12 @@ def _mt_values(winomt: dict, geneval: dict, flores: dict) -> dict:
                     "geneval_abs_dg": _abs_mean([x["delta_g"] for x in g]),
                     "geneval_chrfpp": _mean([x["chrfpp"] for x in g])})
     if flores:
-        out.update({"bleu": _mean([x["bleu"] for x in flores.values()]),
-                    "chrfpp": _mean([x["chrfpp"] for x in flores.values()])})
+        f = list(flores.values())
+        if any(x.get("bleu_star") is not None for x in f):  # a language scored with another SentencePiece model
+            out["bleu_star"] = _mean([x["bleu"] if x["bleu"] is not None else x.get("bleu_star") for x in f])
+        else:
+            out["bleu"] = _mean([x["bleu"] for x in f])
+        out["chrfpp"] = _mean([x["chrfpp"] for x in f])
     if winomt:
         w = list(winomt.values())
         out.update({"winomt_acc": _mean([x["acc"] for x in w]), "winomt_abs_dg": _abs_mean([x["dg"] for x in w]),
@@ -176,8 +180,9 @@ def _geneval_row(r: _Reader) -> dict:
 
 
 def _flores_row(r: _Reader) -> dict:
-    sp = r.num("spbleu")
-    return {"bleu": sp if sp is not None else r.num("bleu_spm_nonstandard"), "chrfpp": r.num("chrfpp")}
+    """spBLEU (official FLORES-200 SentencePiece model) as ``bleu``; BLEU with any other model as ``bleu_star``
+    (shown as "spBLEU*": not comparable with published spBLEU)."""
+    return {"bleu": r.num("spbleu"), "bleu_star": r.num("bleu_spm_nonstandard"), "chrfpp": r.num("chrfpp")}
 
 
 _MT_AVERAGES = {
@@ -204,10 +209,12 @@ def _read_mt_bias(r: _Reader, name: str) -> list[Run]:
         for src, key in keys:
             if bench == "winomt" and key == "winomt_abs_dg" and avg.get("abs_delta_g_f1") is not None:
                 src = "abs_delta_g"  # a current file: delta_g is the accuracy gap (an older one: abs_delta_g_acc)
+            if key == "bleu" and ("bleu_star" in values or avg.get("bleu_spm_nonstandard") is not None):
+                continue  # the official languages' mean alone would hide the others: spBLEU* from the languages
             if avg.get(src) is not None:
                 values[key] = avg.num(src)
-        if bench == "flores" and avg.get("spbleu") is None and avg.get("bleu_spm_nonstandard") is not None:
-            values["bleu"] = avg.num("bleu_spm_nonstandard")
+        if bench == "flores" and "bleu_star" not in values and avg.get("bleu_spm_nonstandard") is not None:
+            values["bleu_star"] = avg.num("bleu_spm_nonstandard")  # averages without per-language rows
     degenerate = [parts[b].at(x).at("degenerate") for b in ("geneval", "flores") for x in langs[b]]
     degenerate = [d for d in degenerate if d.data]
     if degenerate:
@@ -691,29 +698,38 @@ def _default_name(p: Path, data: dict) -> str:
     return stem
 
 
-def distinct_default_names(runs: list[Run]) -> None:
-    """Runs named by default (no ``--names``) that share a name but come from different files: each name gets the
-    folders that tell its file from the others' (``gacl (seed-0) [s1]``, ``… [s2]``), so two runs are never averaged
-    into one row only because their folders end alike (a sweep's ``trials/*/seed-0/run/results.json``)."""
-    by_name: dict[str, list[Run]] = {}
-    for r in runs:
-        by_name.setdefault(r.name, []).append(r)
-    for name, rows in by_name.items():
-        sources = sorted({r.source for r in rows})
-        if len(sources) < 2:
+def distinct_default_names(inputs: list[list[Run]]) -> None:
+    """The rows of several inputs (one list per file given, in order) named by default (no ``--names``): where rows
+    of different inputs share a name, each gets the part of its path that tells its file from the others'
+    (``gacl (seed-0) [s1]``, ``… [s2]`` for a sweep's ``trials/*/seed-0/run/results.json``; ``mtb [de.json]``,
+    ``mtb [es.json]`` for two files of one folder with one ``settings.name``), and a file given twice is numbered
+    (``[a.json #1]``, ``[a.json #2]``): two inputs are never averaged into one row unless ``--names`` says so."""
+    by_name: dict[str, list[int]] = {}
+    for i, rows in enumerate(inputs):
+        for r in rows:
+            if i not in by_name.setdefault(r.name, []):
+                by_name[r.name].append(i)
+    for name, held in by_name.items():
+        if len(held) < 2:
             continue
-        parents = {s: Path(s).resolve().parent.parts for s in sources}
-        depth = max(len(p) for p in parents.values())
-        k = next((k for k in range(1, depth + 1) if len({p[-k:] for p in parents.values()}) == len(sources)), depth)
-        # the folders where the paths differ, first to last (the common tail, e.g. seed-0/run, says nothing)
-        tails = {s: p[-k:] for s, p in parents.items()}
-        common = 0
+        parts = {i: Path(inputs[i][0].source).resolve().parts for i in held}
+        distinct = len(set(parts.values()))
+        depth = max(len(p) for p in parts.values())
+        # the shortest tail of the paths (folders and file name) that tells the files apart
+        k = next((k for k in range(1, depth + 1) if len({p[-k:] for p in parts.values()}) == distinct), depth)
+        tails = {i: p[-k:] for i, p in parts.items()}
+        common = 0  # the end the tails share (seed-0/run/results.json) says nothing: the parts before it label them
         while common < k - 1 and len({t[len(t) - 1 - common] for t in tails.values() if len(t) > common}) == 1:
             common += 1
-        for r in rows:
-            t = tails[r.source]
-            label = "/".join(t[:len(t) - common]) or Path(r.source).name
-            r.name = f"{name} [{label}]"
+        for i in held:
+            t = tails[i]
+            label = "/".join(t[:len(t) - common]) or Path(inputs[i][0].source).name
+            same = [j for j in held if parts[j] == parts[i]]
+            if len(same) > 1:  # one file given twice (or under two spellings of its path)
+                label += f" #{same.index(i) + 1}"
+            for r in inputs[i]:
+                if r.name == name:
+                    r.name = f"{name} [{label}]"
 
 
 CITED = ("gacl", "ccd", "dpce", "adept", "cscl", "fcl", "sampling")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fairmt.errors import FairmtError
+from fairmt.eval.reporting.escape import Marked
 from fairmt.eval.reporting.runs import Run
 
 
@@ -56,7 +57,11 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
                                                                   note="MT-GenEval Acc.: the official accuracy, "
                                                                        "which a degenerate output can bring to 100"),
         M("geneval_abs_dg", "|ΔG|", "MT-GenEval", "min"),
-        M("bleu", "spBLEU", "FLORES-200", "max", "score"), M("chrfpp", "chrF++", "FLORES-200", "max", "score"),
+        M("bleu", "spBLEU", "FLORES-200", "max", "score"),
+        M("bleu_star", "spBLEU*", "FLORES-200", "max", "score",
+          note="spBLEU*: BLEU with a SentencePiece model other than FLORES-200's official one (its signature says "
+               "tok:spm-nonstandard); not comparable with published spBLEU"),
+        M("chrfpp", "chrF++", "FLORES-200", "max", "score"),
         M("winomt_acc", "Acc.", "WinoMT", "max"), M("winomt_abs_dg", "|ΔG|", "WinoMT", "min"),
         M("winomt_abs_ds", "|ΔS|", "WinoMT", "min"),
         M("heldout_acc", "gender acc.", "Held-out demo sentences", "max"),
@@ -341,7 +346,8 @@ def build_tables(runs: list[Run], allow_mixed: bool = False, per_class: bool = F
             marks.append(set().union(*[_touched(fam, d["key"], cols) for d in diffs]) if diffs else set())
         for r, diffs in zip(rows, differs):
             for d in diffs:
-                notes.append(f"† {r.name}: {d['key']} is `{d['this']}`, {rows[0].name}'s is `{d['first']}`")
+                notes.append(Marked(f"† {r.name}: {d['key']} is ", Marked.code(d["this"]), f", {rows[0].name}'s is ",
+                                    Marked.code(d["first"])))
         if any(m.note for m in cols):
             notes += [m.note for m in cols if m.note]
         notes += list(dict.fromkeys(n for r in runs if r.family == key for n in r.notes))
