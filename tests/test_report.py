@@ -248,7 +248,7 @@ def test_two_tiny_offline_runs_make_a_report_with_columns_numbers_and_latex_that
     table = _md_table(md.read_text(), "| run |")
     assert len({len(r) for r in table}) == 1 and len(table) == 2 + 4  # header, rule, 2 × (original, trained)
     head = table[0]
-    rows = {r[0]: dict(zip(head, r)) for r in table[2:]}
+    rows = {r[0].replace("\\[", "[").replace("\\]", "]"): dict(zip(head, r)) for r in table[2:]}  # names escaped
     assert set(rows) == {"gacl (original) [seed-0]", "gacl [seed-0]", "gacl (original) [seed-1]", "gacl [seed-1]"}
     trained, original = rows["gacl [seed-0]"], rows["gacl (original) [seed-0]"]
     chrf = "Held-out demo sentences: chrF++ ↑ (0–100)"
