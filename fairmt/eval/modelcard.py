@@ -60,16 +60,14 @@ def plain_text(value: Any) -> str:
     return str(value).translate(_CONTROL)
 
 
-_MARKDOWN = {ord(c): f"\\{c}" for c in "\\`*_[]|#"}
-_MARKDOWN.update({ord("<"): "&lt;", ord(">"): "&gt;", ord("&"): "&amp;"})
-
-
 def markdown_text(value: Any) -> str:
-    """``value`` as text in a Markdown card (a table cell or a line): :func:`plain_text`, then HTML (``<``, ``>``,
-    ``&``) as entities and Markdown's marks (backslash, backtick, ``*``, ``_``, brackets, ``|``, ``#``) escaped, so
-    raw HTML, links, emphasis, table columns and headings from a result file show as the text they are. The card's
-    one Markdown escaper (the report layer keeps its own per format)."""
-    return plain_text(value).translate(_MARKDOWN)
+    """``value`` as text in a Markdown card (a table cell or a line): :func:`plain_text` (one line, no control
+    characters), then the report layer's Markdown escaping (:func:`fairmt.eval.reporting.escape.markdown`: HTML as
+    entities, table pipes and inline marks escaped), so raw HTML, links, emphasis, table columns and headings from a
+    result file show as the text they are. One Markdown escaper for cards and reports."""
+    from fairmt.eval.reporting.escape import markdown
+
+    return markdown(plain_text(value))
 
 
 def _finite(value: Any) -> bool:
