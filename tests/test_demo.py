@@ -55,10 +55,14 @@ def test_demo_runs_end_to_end_over_seeds(tmp_path, capsys):
     assert {"loss_mt", "loss_kd", "loss_gc"} <= set(report["runs"][0]["train_log"][-1])
     test = demo_data(seed=0).test
     example = report["runs"][0]["example"]
-    assert example["source"] == test[example_index(test)].en == "The doctor lost her car."
     rows = json.loads((tmp_path / "seed0" / "translations.json").read_text())
     assert [r["source"] for r in rows] == [p.en for p in test]
-    assert example["gacl"] == rows[example_index(test)]["gacl"]  # the printed example is that sentence's translation
+    i = example_index(test, [r["original"] for r in rows])  # the rule, on the original's saved translations
+    assert example["index"] == i and example["source"] == test[i].en and test[i].stereotype == "anti"
+    assert example["gacl"] == rows[i]["gacl"]  # the printed example is that sentence's translation
+    if report["runs"][0]["scores"]["original"]["accuracy_anti"] < 100:  # the original has an anti error: it is shown
+        assert example["read"]["original"].endswith("WRONG") and f"{example['original']}   (" in out
+    assert "GACL = gender-aware contrastive learning, KD = knowledge distillation" in out
 
 
 def test_demo_refuses_an_output_dir_with_files(tmp_path, capsys):
@@ -79,13 +83,31 @@ def test_demo_help_shows_defaults(capsys):
 
 
 def test_example_follows_the_fixed_rule_whatever_the_seed():
+    """The example is the first anti-stereotypical held-out sentence that the original translates with the wrong
+    gender (by the demo's scorer); the first anti-stereotypical one when it gets all right."""
+    from fairmt.data.demo_corpus import gender_of_translation
+
     first_male_stereotyped = next(o[0] for o in OCCUPATIONS if o[3] == "m")
     for seed in (0, 1, 7):
         test = demo_data(seed=seed).test
-        i = example_index(test)
+        refs = [p.de for p in test]
+        i = example_index(test, refs)  # a perfect original: the first anti-stereotypical sentence
+        assert i == example_index(test)
         assert test[i].occupation == first_male_stereotyped and test[i].gender == "f"
         assert test[i].stereotype == "anti"
         assert all(p.stereotype != "anti" for p in test[:i])  # the first anti-stereotypical sentence
+        anti = [k for k, p in enumerate(test) if p.stereotype == "anti"]
+        biased = list(refs)
+        swap = {}
+        for k in anti[3:5]:  # the 4th and 5th anti-stereotypical sentences get the stereotyped (wrong) form
+            occ = next(o for o in OCCUPATIONS if o[0] == test[k].occupation)
+            wrong, right = (occ[1], occ[2]) if test[k].gender == "f" else (occ[2], occ[1])
+            biased[k] = re.sub(rf"\b{right}\b", wrong, refs[k])
+            swap[k] = gender_of_translation(biased[k], test[k].occupation)
+        if anti[0]:
+            biased[anti[0] - 1] = "Unsinn."  # an error on a pro-stereotypical sentence does not count
+        assert all(g != test[k].gender for k, g in swap.items())
+        assert example_index(test, biased) == anti[3]
 
 
 def test_demo_data_is_an_honest_toy():

@@ -18,9 +18,11 @@ def register(groups) -> None:
 
     _positive = count(1)
     p = groups["top"].add_parser(
-        "demo", help="train a tiny MT model with GACL + KD offline and report gender accuracy over seeds",
+        "demo", help="train a tiny MT model with GACL + KD (gender-aware contrastive learning + knowledge distillation) "
+        "offline and report gender accuracy over seeds",
         description="Offline end to end, per seed: a tiny M2M-100-architecture model trained on stereotyped data "
-        "(the 'original'), then fine-tuned on gender-balanced data with GACL + KD and, as a control, with the plain "
+        "(the 'original'), then fine-tuned on gender-balanced data with GACL + KD (gender-aware contrastive learning "
+        "+ knowledge distillation from a frozen copy of the original) and, as a control, with the plain "
         "MT loss on the same batches; gender accuracy, ΔG, anti-stereotypical accuracy and chrF++ on held-out "
         "sentences, mean ± std over the seeds. --multilingual asks the GACL paper's transfer question instead (one "
         "model in de, es, it, fine-tuned on en→de only, gains in- and out-of-domain, a verdict). A demonstration of "
