@@ -669,7 +669,7 @@ def run_multilingual_demo(
                          for lang in langs} for name in MODELS}
         run_gains = {name: gains(scores, name) for name in ("control", "gacl")}
         ex = example_index(data.test[langs[0]], hyps["original"][langs[0]],
-                           lambda text, occ: ml_gender_of(text, occ, langs[0]))
+                           lambda text, occ, lg=langs[0]: ml_gender_of(text, occ, lg))
         per_seed.append({
             "seed": seed, "scores": scores, "gains": run_gains,
             "gacl_minus_control": {k: run_gains["gacl"][k] - run_gains["control"][k] for k in ("id", "ood")},

@@ -52,8 +52,9 @@ def hub_unreachable() -> str | None:
         try:
             socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
         except OSError as err:
-            reason = "no answer" if isinstance(err, TimeoutError) else (err.strerror or type(err).__name__)
-            why = f"{host}:{port} cannot be reached ({reason} within {PROBE_TIMEOUT_S:g} s)"
+            reason = (f"no answer within {PROBE_TIMEOUT_S:g} s" if isinstance(err, TimeoutError)
+                      else (err.strerror or type(err).__name__))
+            why = f"{host}:{port} cannot be reached ({reason}; set HF_HUB_OFFLINE=1 to skip this probe)"
     _HUB["why"] = why
     return why
 
