@@ -1,4 +1,4 @@
-"""``fairmt demo``: GACL + KD end to end, offline, on a tiny model, over several seeds, in about a minute on 2 CPU cores.
+"""``fairmt demo``: GACL + KD end to end, offline, on a tiny model, over several seeds (its time: docs/get-started.md).
 
 The toy setting (:func:`fairmt.data.demo_corpus.demo_data`) copies how a real MT model becomes gender-biased:
 

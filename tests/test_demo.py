@@ -271,6 +271,20 @@ def test_get_started_numbers_come_from_the_recorded_runs():
         assert row in page, row
     d = ende["gacl_minus_control_accuracy"]
     assert f"control is {_num(d['mean'], True)} ± {d['std']:.1f} points of accuracy" in page
+    flat = " ".join(page.split())
+    run = {r["seed"]: r["scores"] for r in ende["runs"]}
+    dg = [run[i]["original"]["delta_g"] for i in run]
+    assert f"ΔG {_num(min(dg), True)} to {_num(max(dg), True)}" in flat
+    assert all(run[i][m]["delta_g"] < run[i]["original"]["delta_g"] for i in run for m in ("control", "gacl"))
+    assert (f"({_num(s['control']['delta_g']['mean'], True)} against {_num(s['gacl']['delta_g']['mean'], True)} on "
+            "average)") in flat
+    assert (f"least: {run[1]['original']['accuracy']:.1f} % gender accuracy, chrF++ {run[1]['original']['chrf++']:.1f}"
+            in flat)
+    assert (f"seeds 0 and 2 ({run[0]['control']['accuracy']:.1f} % and {run[2]['control']['accuracy']:.1f} % against "
+            f"{run[0]['gacl']['accuracy']:.1f} % and {run[2]['gacl']['accuracy']:.1f} %), below it on seed 1 "
+            f"({run[1]['control']['accuracy']:.1f} % against {run[1]['gacl']['accuracy']:.1f} %)") in flat
+    assert (f"({run[1]['original']['accuracy_unseen']:.1f} % → {run[1]['control']['accuracy_unseen']:.1f} % for the "
+            f"control, {run[1]['gacl']['accuracy_unseen']:.1f} % for GACL + KD)") in flat
     assert ende["seeds"] == [0, 1, 2] and ende["threads"] == 1
     rec = ende["recorded"]
     for text in (page, readme):
