@@ -3,7 +3,11 @@
 * a mixed-precision run (``fp16`` / ``bf16``) on a machine without a GPU (or with ``use_cpu``);
 * data files and folders that do not exist (a recipe that builds its own data, ``tiny_model``, is allowed for), and
   Hugging Face datasets that are neither cached nor reachable;
-* models that are neither local folders, nor cached, nor reachable on the Hub (``tiny_model`` builds its own);
+* models that are neither local folders, nor cached, nor reachable on the Hub (``tiny_model`` builds its own); an
+  offline machine (HF_HUB_OFFLINE, or no TCP connection to the Hub within :data:`PROBE_TIMEOUT_S`) is found by one
+  probe and said once, with no download attempt and its retries;
+* the split files a hate-speech recipe reads (the public English folder has no ``train.tsv``), and the command that
+  fetches the Bias-in-Bios sample when it is missing;
 * an output folder that another run holds, or that holds an earlier run's files (without ``--overwrite`` or a
   resume).
 

@@ -37,7 +37,7 @@ def register(groups) -> None:
     p.add_argument("--multilingual", action="store_true",
                    help="the GACL paper's transfer question instead: one model trained as the original in German, "
                         "Spanish and Italian, fine-tuned on en→de only, scored in-domain (de) and out-of-domain "
-                        "(es, it), with a verdict on whether GACL's debiasing transfers (several times the en–de demo's time)")
+                        "(es, it), with a verdict on whether GACL's debiasing transfers (it takes longer than the en–de demo)")
     p.add_argument("--seeds", type=_positive,
                    help="how many seeds to run, the table shows mean ± std (default: 3) (--multilingual: 5)")
     p.add_argument("--seed", type=seed, default=0, help="first seed (seeds SEED, SEED+1, ...)")
