@@ -322,3 +322,13 @@ def test_get_started_multilingual_numbers_come_from_the_recorded_run():
     assert f"{rec['cpu_seconds']:.0f} s of CPU time" in page and f"{rec['wall_seconds']:.0f} s of wall time" in page
     assert "some 85 s" not in page and ml["seeds"] == [0, 1, 2, 3, 4] and ml["threads"] == 1
     assert ml["verdict"]["text"].split(":")[0] in page  # TRANSFERS / DOES NOT SHOW at this scale
+    flat = " ".join(page.split())
+    d = ml["gacl_minus_control"]["ood"]
+    assert (f"out of domain is {_num(d['mean'], True)} ± {d['std']:.1f} points ({d['positive_seeds']} of {d['n']} seeds "
+            "positive)") in flat
+    dg = {lang: [_num(s[m][lang]["delta_g"]["mean"], True) for m in ("original", "control", "gacl")] for lang in langs}
+    assert ", ".join(f"{name} {a} → {b} and {c}" for name, (a, b, c) in
+                     zip(("German", "Spanish", "Italian"), dg.values())) in flat
+    cc = ml["chrf_change"]
+    assert (f"plain FT {_num(cc['control']['ood'], True)}, GACL + KD {_num(cc['gacl']['ood'], True)} points"
+            in flat)
