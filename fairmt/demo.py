@@ -474,7 +474,7 @@ def _print_summary(report: dict, out: Path, log) -> None:
     seeds = report["seeds"]
     n_test = len(json.loads((out / f"seed{seeds[0]}" / "translations.json").read_text(encoding="utf-8")))
     log("")
-    log(f"fairmt demo — a DEMONSTRATION on a tiny model and a toy corpus; it says nothing about real MT systems.")
+    log("fairmt demo — a DEMONSTRATION on a tiny model and a toy corpus; it says nothing about real MT systems.")
     log(f"{SPELLED_OUT}; plain FT = the control, the MT loss alone on the same data.")
     log(f"{n_test} held-out sentences (verb–object combinations never trained on, every occupation in both genders); "
         f"mean ± std over seeds {', '.join(map(str, seeds))}")
@@ -729,6 +729,7 @@ def _print_multilingual(report: dict, out: Path, log) -> None:
     log("")
     log("fairmt demo --multilingual — a DEMONSTRATION on a tiny model and a toy corpus; it says nothing about real "
         "MT systems.")
+    log(f"{SPELLED_OUT}; plain FT = the control, the MT loss alone on the same data.")
     log(f"Fine-tuned on en→de only: in-domain (ID) {', '.join(report['languages']['id'])}, out-of-domain (OOD) "
         f"{', '.join(report['languages']['ood'])}; {n_test} held-out sentences per language; mean ± std over seeds "
         f"{', '.join(map(str, report['seeds']))}")
