@@ -61,7 +61,8 @@ def test_demo_runs_end_to_end_over_seeds(tmp_path, capsys):
     assert example["index"] == i and example["source"] == test[i].en and test[i].stereotype == "anti"
     assert example["gacl"] == rows[i]["gacl"]  # the printed example is that sentence's translation
     if report["runs"][0]["scores"]["original"]["accuracy_anti"] < 100:  # the original has an anti error: it is shown
-        assert example["read"]["original"].endswith("WRONG") and f"{example['original']}   (" in out
+        assert not example["read"]["original"].endswith(": right")  # WRONG, or no occupation form read
+        assert f"{example['original']}   ({example['read']['original']})" in out
     assert "GACL = gender-aware contrastive learning, KD = knowledge distillation" in out
 
 
