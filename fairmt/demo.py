@@ -1,4 +1,4 @@
-"""``fairmt demo``: GACL + KD end to end, offline, on a tiny model, over several seeds, in about a minute on 2 CPU cores.
+"""``fairmt demo``: GACL + KD end to end, offline, on a tiny model, over several seeds (its time: docs/get-started.md).
 
 The toy setting (:func:`fairmt.data.demo_corpus.demo_data`) copies how a real MT model becomes gender-biased:
 
@@ -10,8 +10,9 @@ The toy setting (:func:`fairmt.data.demo_corpus.demo_data`) copies how a real MT
    guess the gender from the occupation, and masculine by default.
 3. Control: fine-tune the original with the plain MT loss on gender-balanced sentences (a third of the occupations
    left out).
-4. GACL + KD (Lee et al., EMNLP 2023): fine-tune the original on the same data, same batches and steps, with
-   ``(1 − α)·L_MT + α·L_KD + λ·L_GC`` (teacher = frozen copy of the original).
+4. GACL + KD (gender-aware contrastive learning + knowledge distillation; Lee et al., EMNLP 2023): fine-tune the
+   original on the same data, same batches and steps, with ``(1 − α)·L_MT + α·L_KD + λ·L_GC`` (teacher = frozen
+   copy of the original).
 5. Score the three models on held-out verb–object combinations (never trained on, made of words that were), every
    occupation in both genders:
    gender accuracy (the form of the occupation, as WinoMT scores), ΔG = Acc_male − Acc_female, accuracy on the
@@ -35,8 +36,10 @@ from pathlib import Path
 STAGES = 4  # per seed: original, control, GACL + KD, evaluation
 MODELS = ("original", "control", "gacl")
 LABELS = {"original": "original", "control": "plain FT", "gacl": "GACL+KD"}
-EXAMPLE_RULE = ("the first anti-stereotypical sentence of the held-out set, in its fixed order "
-                "(female form of the first male-stereotyped occupation)")
+EXAMPLE_RULE = ("the first anti-stereotypical sentence of the held-out set, in its fixed order, whose gender the "
+                "original translates wrongly (the first anti-stereotypical one if it gets all right)")
+SPELLED_OUT = ("GACL = gender-aware contrastive learning, KD = knowledge distillation from a frozen copy of the "
+               "original (Lee et al., EMNLP 2023)")
 
 # model and training settings shared by the demo and the tiny offline recipe (recipes/gacl/tiny_offline.yaml)
 MODEL_KWARGS = dict(arch="m2m100", d_model=64, ffn_dim=128, encoder_layers=2, decoder_layers=1, attention_heads=4,
@@ -190,12 +193,32 @@ def translate(tm, sentences: list[str], progress: bool = False, desc: str = "", 
     return out
 
 
-def example_index(test) -> int:
-    """The fixed example: :data:`EXAMPLE_RULE` (never chosen by outcome)."""
-    from fairmt.data.demo_corpus import OCCUPATIONS
+def example_index(test, original: list[str] | None = None, gender_of=None) -> int:
+    """The example sentence by :data:`EXAMPLE_RULE`: the first anti-stereotypical held-out sentence (in the test
+    set's fixed order) that the ``original`` model's translation gives the wrong gender (``gender_of(text,
+    occupation)``, default the German scorer's), so the example shows the bias the table measures; the first
+    anti-stereotypical sentence when the original gets every one right (or without ``original``). Chosen by the
+    original's output alone, never by the fine-tuned models'."""
+    from fairmt.data.demo_corpus import gender_of_translation
 
-    first_m = next(o[0] for o in OCCUPATIONS if o[3] == "m")
-    return next(i for i, p in enumerate(test) if p.occupation == first_m and p.gender == "f")
+    anti = [i for i, p in enumerate(test) if p.stereotype == "anti"]
+    if original is not None:
+        gender_of = gender_of or gender_of_translation
+        wrong = [i for i in anti if gender_of(original[i], test[i].occupation) != test[i].gender]
+        if wrong:
+            return wrong[0]
+    return anti[0]
+
+
+def verdict_word(text: str, pair, gender_of=None) -> str:
+    """How the scorer reads one translation's gender: right, wrong or no occupation form found."""
+    from fairmt.data.demo_corpus import gender_of_translation
+
+    got = (gender_of or gender_of_translation)(text, pair.occupation)
+    if got == "unknown":
+        return "gender not readable"
+    word = {"m": "masculine", "f": "feminine"}[got]
+    return f"{word}: right" if got == pair.gender else f"{word}: WRONG"
 
 
 def mean_std(values: list[float]) -> tuple[float, float]:
@@ -393,11 +416,12 @@ def run_demo(
         hyps = {name: translate(m, src, progress, f"{desc} ({LABELS[name]})")
                 for name, m in zip(MODELS, (original, control, gacl))}
         scores = {name: score(data.test, hyps[name], data.unseen_in_finetune) for name in MODELS}
-        ex = example_index(data.test)
+        ex = example_index(data.test, hyps["original"])
         per_seed.append({
             "seed": seed, "scores": scores, "train_log": train_log,
-            "example": {"source": data.test[ex].en, "reference": data.test[ex].de,
-                        **{name: hyps[name][ex] for name in MODELS}},
+            "example": {"index": ex, "source": data.test[ex].en, "reference": data.test[ex].de,
+                        **{name: hyps[name][ex] for name in MODELS},
+                        "read": {name: verdict_word(hyps[name][ex], data.test[ex]) for name in MODELS}},
             "models": {name: str(sd / name) for name in MODELS},
         })
         _write(sd / "translations.json", json.dumps(
@@ -450,7 +474,8 @@ def _print_summary(report: dict, out: Path, log) -> None:
     seeds = report["seeds"]
     n_test = len(json.loads((out / f"seed{seeds[0]}" / "translations.json").read_text(encoding="utf-8")))
     log("")
-    log(f"fairmt demo — a DEMONSTRATION on a tiny model and a toy corpus; it says nothing about real MT systems.")
+    log("fairmt demo — a DEMONSTRATION on a tiny model and a toy corpus; it says nothing about real MT systems.")
+    log(f"{SPELLED_OUT}; plain FT = the control, the MT loss alone on the same data.")
     log(f"{n_test} held-out sentences (verb–object combinations never trained on, every occupation in both genders); "
         f"mean ± std over seeds {', '.join(map(str, seeds))}")
     rows = [("gender accuracy", "accuracy", "{:5.1f}"), ("ΔG (male − female)", "delta_g", "{:+5.1f}"),
@@ -470,7 +495,7 @@ def _print_summary(report: dict, out: Path, log) -> None:
     log(f"    source     {ex['source']}")
     log(f"    reference  {ex['reference']}")
     for n in MODELS:
-        log(f"    {LABELS[n]:10s} {ex[n]}")
+        log(f"    {LABELS[n]:10s} {ex[n]}   ({ex['read'][n]})")
     log(f"  models: {out}/seed*/{{original,control,gacl}}; translations: {out}/seed*/translations.json")
     log(f"  report: {out / 'report.json'}   time: {report['seconds']:.0f} s on {report['threads']} thread(s)")
 
@@ -596,7 +621,7 @@ def run_multilingual_demo(
     GACL − control and the verdict in ``report.json``."""
     import torch
 
-    from fairmt.data.demo_corpus import multilingual_demo_data
+    from fairmt.data.demo_corpus import ml_gender_of, multilingual_demo_data
     from fairmt.models import load_translation_model
 
     out = _output_dir(output_dir, overwrite)
@@ -643,13 +668,17 @@ def run_multilingual_demo(
         scores = {name: {lang: score(data.test[lang], hyps[name][lang], data.unseen_in_finetune, lang)
                          for lang in langs} for name in MODELS}
         run_gains = {name: gains(scores, name) for name in ("control", "gacl")}
-        ex = example_index(data.test[langs[0]])
+        ex = example_index(data.test[langs[0]], hyps["original"][langs[0]],
+                           lambda text, occ, lg=langs[0]: ml_gender_of(text, occ, lg))
         per_seed.append({
             "seed": seed, "scores": scores, "gains": run_gains,
             "gacl_minus_control": {k: run_gains["gacl"][k] - run_gains["control"][k] for k in ("id", "ood")},
             "train_log": train_log,
             "example": {lang: {"source": data.test[lang][ex].en, "reference": data.test[lang][ex].tgt,
-                               **{name: hyps[name][lang][ex] for name in MODELS}} for lang in langs},
+                               **{name: hyps[name][lang][ex] for name in MODELS},
+                               "read": {name: verdict_word(hyps[name][lang][ex], data.test[lang][ex],
+                                                           lambda text, occ, lg=lang: ml_gender_of(text, occ, lg))
+                                        for name in MODELS}} for lang in langs},
             "models": {name: str(sd / name) for name in MODELS},
         })
         _write(sd / "translations.json", json.dumps(
@@ -700,6 +729,7 @@ def _print_multilingual(report: dict, out: Path, log) -> None:
     log("")
     log("fairmt demo --multilingual — a DEMONSTRATION on a tiny model and a toy corpus; it says nothing about real "
         "MT systems.")
+    log(f"{SPELLED_OUT}; plain FT = the control, the MT loss alone on the same data.")
     log(f"Fine-tuned on en→de only: in-domain (ID) {', '.join(report['languages']['id'])}, out-of-domain (OOD) "
         f"{', '.join(report['languages']['ood'])}; {n_test} held-out sentences per language; mean ± std over seeds "
         f"{', '.join(map(str, report['seeds']))}")
@@ -733,6 +763,6 @@ def _print_multilingual(report: dict, out: Path, log) -> None:
             log(f"    source          {ex['source']}")
         log(f"    {lang} reference    {ex['reference']}")
         for n in MODELS:
-            log(f"    {lang} {LABELS[n]:12s} {ex[n]}")
+            log(f"    {lang} {LABELS[n]:12s} {ex[n]}   ({ex['read'][n]})")
     log(f"  models: {out}/seed*/{{original,control,gacl}}; translations: {out}/seed*/translations.json")
     log(f"  report: {out / 'report.json'}   time: {report['seconds']:.0f} s on {report['threads']} thread(s)")

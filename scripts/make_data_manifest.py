@@ -6,17 +6,27 @@ out like the fairmt data cache, with each file's upstream URL.
 Files whose upstream location is not a plain file in the upstream repository's current tree (the 2019 versions
 of the WinoMT gold, which live in the repository history, the 2019 evaluator logs, the alignment file and the
 derived adjective gold) get ``url: null``: `fairmt data download` fetches those only from a mirror (--base-url).
+
+The Bias-in-Bios sample (``bios/``) comes from a public repository that keeps it as one CSV per profession (the rows
+of LabHC/bias_in_bios, 10 per profession): ``bios_28prof_x10.csv`` is those 28 files joined in profession order
+with the header once, so its entry lists the 28 files as ``parts`` (URL, size, sha256 each, at a fixed commit) and
+the download joins and checks them; ``bios_accountant_1000.csv`` is one file there, byte for byte. The parts' bytes
+are those of Python's ``csv.writer`` over each profession's rows (checked against the repository's files when this
+manifest was made).
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 import sys
 from pathlib import Path
 
 MT_GENDER = "https://raw.githubusercontent.com/gabrielStanovsky/mt_gender/master"
 GENEVAL = "https://raw.githubusercontent.com/amazon-science/machine-translation-gender-eval/main"
+BIOS_REPO = "https://raw.githubusercontent.com/Shilpi261985/P2_BiasMitigation_SyntheticData/6d3a4607af4164aa60975af604d8acf32d6191d8"
 FLORES_URL = "https://dl.fbaipublicfiles.com/nllb/flores200_dataset.tar.gz"
 OUT = Path(__file__).resolve().parents[1] / "fairmt" / "resources" / "data_manifest.json"
 
@@ -38,6 +48,40 @@ def upstream(rel: str) -> str | None:
     raise ValueError(rel)
 
 
+def _entry(base: Path, rel: str, url: str | None) -> dict:
+    data = (base / rel).read_bytes()
+    return {"path": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "url": url}
+
+
+def bios_parts(data: bytes) -> list[tuple[str, bytes]]:
+    """The per-profession CSV files that ``bios_28prof_x10.csv`` joins, in its order: (profession, bytes)."""
+    rows = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
+    header, body = rows[0], rows[1:]
+    order = list(dict.fromkeys(r[1] for r in body))
+    parts = []
+    for prof in order:
+        buf = io.StringIO(newline="")
+        writer = csv.writer(buf)  # the repository's files: QUOTE_MINIMAL, CRLF
+        writer.writerow(header)
+        writer.writerows(r for r in body if r[1] == prof)
+        parts.append((prof, buf.getvalue().encode("utf-8")))
+    joined = parts[0][1] + b"".join(p.split(b"\r\n", 1)[1] for _, p in parts[1:])
+    if joined != data:
+        raise SystemExit("bios_28prof_x10.csv is not the join of its per-profession files: the parts cannot be pinned")
+    return parts
+
+
+def bios_entry(base: Path) -> dict:
+    sample = _entry(base, "bios/bios_28prof_x10.csv", None)
+    sample["parts"] = [
+        {"url": f"{BIOS_REPO}/csvs/Bios_samples/{prof}.csv", "size": len(b), "sha256": hashlib.sha256(b).hexdigest()}
+        for prof, b in bios_parts((base / sample["path"]).read_bytes())
+    ]
+    sample["header_lines"] = 1
+    accountants = _entry(base, "bios/bios_accountant_1000.csv", f"{BIOS_REPO}/csvs/Bios_samples/accountant_complete.csv")
+    return {"files": [sample, accountants], "archives": []}
+
+
 def main(root: str) -> None:
     base = Path(root)
     manifest: dict = {"version": 1, "datasets": {}}
@@ -49,6 +93,7 @@ def main(root: str) -> None:
                 data = p.read_bytes()
                 files.append({"path": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "url": upstream(rel)})
         manifest["datasets"][dataset] = {"files": files, "archives": []}
+    manifest["datasets"]["bios"] = bios_entry(base)
     manifest["datasets"]["flores200"] = {
         "files": [],
         "archives": [

@@ -55,10 +55,15 @@ def test_demo_runs_end_to_end_over_seeds(tmp_path, capsys):
     assert {"loss_mt", "loss_kd", "loss_gc"} <= set(report["runs"][0]["train_log"][-1])
     test = demo_data(seed=0).test
     example = report["runs"][0]["example"]
-    assert example["source"] == test[example_index(test)].en == "The doctor lost her car."
     rows = json.loads((tmp_path / "seed0" / "translations.json").read_text())
     assert [r["source"] for r in rows] == [p.en for p in test]
-    assert example["gacl"] == rows[example_index(test)]["gacl"]  # the printed example is that sentence's translation
+    i = example_index(test, [r["original"] for r in rows])  # the rule, on the original's saved translations
+    assert example["index"] == i and example["source"] == test[i].en and test[i].stereotype == "anti"
+    assert example["gacl"] == rows[i]["gacl"]  # the printed example is that sentence's translation
+    if report["runs"][0]["scores"]["original"]["accuracy_anti"] < 100:  # the original has an anti error: it is shown
+        assert not example["read"]["original"].endswith(": right")  # WRONG, or no occupation form read
+        assert f"{example['original']}   ({example['read']['original']})" in out
+    assert "GACL = gender-aware contrastive learning, KD = knowledge distillation" in out
 
 
 def test_demo_refuses_an_output_dir_with_files(tmp_path, capsys):
@@ -79,13 +84,31 @@ def test_demo_help_shows_defaults(capsys):
 
 
 def test_example_follows_the_fixed_rule_whatever_the_seed():
+    """The example is the first anti-stereotypical held-out sentence that the original translates with the wrong
+    gender (by the demo's scorer); the first anti-stereotypical one when it gets all right."""
+    from fairmt.data.demo_corpus import gender_of_translation
+
     first_male_stereotyped = next(o[0] for o in OCCUPATIONS if o[3] == "m")
     for seed in (0, 1, 7):
         test = demo_data(seed=seed).test
-        i = example_index(test)
+        refs = [p.de for p in test]
+        i = example_index(test, refs)  # a perfect original: the first anti-stereotypical sentence
+        assert i == example_index(test)
         assert test[i].occupation == first_male_stereotyped and test[i].gender == "f"
         assert test[i].stereotype == "anti"
         assert all(p.stereotype != "anti" for p in test[:i])  # the first anti-stereotypical sentence
+        anti = [k for k, p in enumerate(test) if p.stereotype == "anti"]
+        biased = list(refs)
+        swap = {}
+        for k in anti[3:5]:  # the 4th and 5th anti-stereotypical sentences get the stereotyped (wrong) form
+            occ = next(o for o in OCCUPATIONS if o[0] == test[k].occupation)
+            wrong, right = (occ[1], occ[2]) if test[k].gender == "f" else (occ[2], occ[1])
+            biased[k] = re.sub(rf"\b{right}\b", wrong, refs[k])
+            swap[k] = gender_of_translation(biased[k], test[k].occupation)
+        if anti[0]:
+            biased[anti[0] - 1] = "Unsinn."  # an error on a pro-stereotypical sentence does not count
+        assert all(g != test[k].gender for k, g in swap.items())
+        assert example_index(test, biased) == anti[3]
 
 
 def test_demo_data_is_an_honest_toy():
@@ -188,8 +211,19 @@ def test_tiny_offline_recipe_runs_end_to_end(tmp_path, capsys):
     assert "fairmt demo held-out sentences" in (tmp_path / "card" / "README.md").read_text()
     built = (model / "model.safetensors").stat().st_mtime_ns
     assert main(argv + ["--overwrite"]) == 0  # the second run reuses the model and the data
-    assert "building the tiny model" not in capsys.readouterr().out
+    second = capsys.readouterr().out
+    assert "building the tiny model" not in second
+    assert "fairmt: GACL + KD (gender-aware contrastive learning + knowledge distillation) model saved in" in second
     assert (model / "model.safetensors").stat().st_mtime_ns == built
+    # issue 53: the plain control of docs/get-started.md, named as such in its output
+    control = tmp_path / "control"
+    assert main(argv + ["training.gacl_lambda=0", "training.kd_alpha=0", f"training.output_dir={control}"]) == 0
+    third = capsys.readouterr().out
+    assert "fairmt: plain fine-tuning control (MT loss only: gacl_lambda 0, kd_alpha 0) model saved in" in third
+    assert "GACL" not in third.split("model saved in")[0].splitlines()[-1]
+    ctrl = json.loads((control / "results.json").read_text())
+    assert ctrl["train"]["gacl_lambda"] == 0 and ctrl["train"]["kd_alpha"] == 0
+    assert ctrl["held_out_gender"]["before"] == res["before"]  # the same original, the same sentences
 
 
 def test_tiny_offline_recipe_trains_as_the_demo_does():
@@ -224,3 +258,96 @@ def test_training_logs_print_numbers_not_quoted_strings(capsys):
     progress.training_bar = SimpleNamespace(write=print)
     progress.on_log(None, state, None, logs=dict(logs))
     assert capsys.readouterr().out.splitlines() == ["{'loss': 2.779, 'learning_rate': 5e-06, 'epoch': 0.25, 'step': 3}"] * 2
+
+
+def _num(v: float, signed: bool = False) -> str:
+    """A number as docs/get-started.md prints it: one decimal, a real minus sign, '+' when ``signed``."""
+    return (f"{v:+.1f}" if signed else f"{v:.1f}").replace("-", "−")
+
+
+def _cell(c: dict, signed: bool = False) -> str:
+    return f"{_num(c['mean'], signed)} ± {c['std']:.1f}"
+
+
+def test_get_started_numbers_come_from_the_recorded_runs():
+    """Issue 53: the en–de demo's table, prose numbers, time and machine on docs/get-started.md (and the README's time
+    beside the install line) are those of scripts/results/demo_en-de.json, which scripts/record_demo.py writes."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "get-started.md").read_text(encoding="utf-8")
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    ende = json.loads((root / "scripts/results/demo_en-de.json").read_text(encoding="utf-8"))
+    s = ende["summary"]
+    for label, key, signed in (("gender accuracy", "accuracy", False), ("ΔG (male − female)", "delta_g", True),
+                               ("anti-stereotypical accuracy", "accuracy_anti", False),
+                               ("ΔS (pro − anti)", "delta_s", True),
+                               ("accuracy, occupations not in the fine-tuning data", "accuracy_unseen", False),
+                               ("chrF++ against the references", "chrf++", False)):
+        row = f"| {label} | " + " | ".join(_cell(s[m][key], signed) for m in ("original", "control", "gacl")) + " |"
+        assert row in page, row
+    d = ende["gacl_minus_control_accuracy"]
+    flat = " ".join(page.split())
+    assert f"control is {_num(d['mean'], True)} ± {d['std']:.1f} points of accuracy" in flat
+    run = {r["seed"]: r["scores"] for r in ende["runs"]}
+    dg = [run[i]["original"]["delta_g"] for i in run]
+    assert f"ΔG {_num(min(dg), True)} to {_num(max(dg), True)}" in flat
+    assert all(run[i][m]["delta_g"] < run[i]["original"]["delta_g"] for i in run for m in ("control", "gacl"))
+    assert (f"({_num(s['control']['delta_g']['mean'], True)} against {_num(s['gacl']['delta_g']['mean'], True)} on "
+            "average)") in flat
+    assert (f"least: {run[1]['original']['accuracy']:.1f} % gender accuracy, chrF++ {run[1]['original']['chrf++']:.1f}"
+            in flat)
+    assert (f"seeds 0 and 2 ({run[0]['control']['accuracy']:.1f} % and {run[2]['control']['accuracy']:.1f} % against "
+            f"{run[0]['gacl']['accuracy']:.1f} % and {run[2]['gacl']['accuracy']:.1f} %), below it on seed 1 "
+            f"({run[1]['control']['accuracy']:.1f} % against {run[1]['gacl']['accuracy']:.1f} %)") in flat
+    assert (f"({run[1]['original']['accuracy_unseen']:.1f} % → {run[1]['control']['accuracy_unseen']:.1f} % for the "
+            f"control, {run[1]['gacl']['accuracy_unseen']:.1f} % for GACL + KD)") in flat
+    assert ende["seeds"] == [0, 1, 2] and ende["threads"] == 1
+    rec = ende["recorded"]
+    for text in (flat, " ".join(readme.split())):
+        assert f"{rec['cpu_seconds']:.0f} s of CPU time" in text and f"an {rec['machine']['cpu']} machine" in text, rec
+    assert f"{rec['wall_seconds']:.0f} s of wall time" in flat
+    assert "about a minute" not in readme
+
+
+def test_get_started_multilingual_numbers_come_from_the_recorded_run():
+    """Issue 53: the multilingual demo's tables, verdict and time on docs/get-started.md are those of
+    scripts/results/demo_multilingual.json (scripts/record_demo.py --multilingual), not an estimate."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "get-started.md").read_text(encoding="utf-8")
+    ml = json.loads((root / "scripts/results/demo_multilingual.json").read_text(encoding="utf-8"))
+    s, langs = ml["summary"], ("de", "es", "it")
+    for lang, side in zip(langs, ("ID", "OOD", "OOD")):
+        row = f"| gender accuracy, {lang} ({side}) | " + " | ".join(
+            _cell(s[m][lang]["accuracy"]) for m in ("original", "control", "gacl")) + " |"
+        assert row in page, row
+    for label, key, signed in (("ΔG", "delta_g", True), ("chrF++", "chrf++", False)):
+        row = f"| {label}, de / es / it | " + " | ".join(
+            " / ".join(_num(s[m][lang][key]["mean"], signed) for lang in langs)
+            for m in ("original", "control", "gacl")) + " |"
+        assert row in page, row
+    runs = ml["runs"]
+    for label, values, summary in [
+        (f"{name}, {side.upper()}", [r["gains"][model][side] for r in runs], ml["gains"][model][side])
+        for name, model in (("plain FT", "control"), ("GACL + KD", "gacl")) for side in ("id", "ood")
+    ] + [(f"GACL − control, {side.upper()}", ml["gacl_minus_control"][side]["per_seed"], ml["gacl_minus_control"][side])
+         for side in ("id", "ood")]:
+        row = f"| {label} | " + " | ".join(_num(v, True) for v in values) + f" | {_cell(summary, True)} |"
+        assert row in page, row
+    rec = ml["recorded"]
+    flat = " ".join(page.split())
+    assert f"{rec['cpu_seconds']:.0f} s of CPU time** on the same {rec['machine']['cpu']} machine" in flat
+    assert f"{rec['wall_seconds']:.0f} s of wall time" in flat
+    assert "some 85 s" not in page and ml["seeds"] == [0, 1, 2, 3, 4] and ml["threads"] == 1
+    assert ml["verdict"]["text"].split(":")[0] in page  # TRANSFERS / DOES NOT SHOW at this scale
+    d = ml["gacl_minus_control"]["ood"]
+    assert (f"out of domain is {_num(d['mean'], True)} ± {d['std']:.1f} points ({d['positive_seeds']} of {d['n']} seeds "
+            "positive)") in flat
+    dg = {lang: [_num(s[m][lang]["delta_g"]["mean"], True) for m in ("original", "control", "gacl")] for lang in langs}
+    assert ", ".join(f"{name} {a} → {b} and {c}" for name, (a, b, c) in
+                     zip(("German", "Spanish", "Italian"), dg.values())) in flat
+    cc = ml["chrf_change"]
+    assert (f"plain FT {_num(cc['control']['ood'], True)}, GACL + KD {_num(cc['gacl']['ood'], True)} points"
+            in flat)

@@ -185,8 +185,15 @@ def test_multilingual_demo_writes_the_report(tmp_path, capsys, monkeypatch):
     assert report["verdict"]["text"] in out
     rows = json.loads((tmp_path / "seed0" / "translations.json").read_text())
     assert set(rows) == set(ML_LANGS) and rows["it"][1]["reference"] == "La dottoressa ha perso la sua macchina."
-    assert all(rows[lang][1][name] == report["runs"][0]["example"][lang][name]  # the example is that sentence's
+    from fairmt.data.demo_corpus import ml_gender_of
+    from fairmt.demo import example_index
+
+    test_de = shortened(0).test["de"]  # the rule (issue 53): the first anti-stereotypical sentence the original's
+    i = example_index(test_de, [r["original"] for r in rows["de"]],  # German gets wrong
+                      lambda text, occ: ml_gender_of(text, occ, "de"))
+    assert all(rows[lang][i][name] == report["runs"][0]["example"][lang][name]  # the example is that sentence's
                for lang in ML_LANGS for name in ("original", "control", "gacl"))  # translation in every language
+    assert "GACL = gender-aware contrastive learning, KD = knowledge distillation" in out
 
 
 def test_multilingual_training_refuses_a_language_without_pairs(tmp_path):

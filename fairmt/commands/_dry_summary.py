@@ -33,7 +33,7 @@ def count_parameters(ref: Any, seq2seq: bool = False) -> int | None:
                 if (Path(path) / sub / "config.json").is_file():
                     path = str(Path(path) / sub)
                     break
-        config = AutoConfig.from_pretrained(path)
+        config = AutoConfig.from_pretrained(path, local_files_only=True)  # never the network: the findings say
         if seq2seq:
             from transformers import AutoModelForSeq2SeqLM as Auto
         else:
@@ -103,11 +103,11 @@ def _gacl(config: dict, args: Any) -> tuple[list[str], list[tuple[bool, str]]]:
         lines.append(f"data: {train} is not a local file (a Hugging Face dataset): not read by the dry run")
         return lines, found
     from fairmt.data.parallel import read_parallel
-    from fairmt.scripts.gacl import prepare_data
+    from fairmt.scripts.gacl import key_aliases, prepare_data
 
     src, tgt = config.get("src_lang", "en"), config.get("tgt_lang", "de")
     try:
-        pairs = read_parallel(str(p), src, tgt, split=data_cfg.get("split", "train"))
+        pairs = read_parallel(str(p), src, tgt, split=data_cfg.get("split", "train"), key_aliases=key_aliases(src, tgt))
         n_read = len(pairs)
         if data_cfg.get("max_train_samples"):
             pairs = pairs.select(range(min(n_read, int(data_cfg["max_train_samples"]))))

@@ -3,7 +3,11 @@
 * a mixed-precision run (``fp16`` / ``bf16``) on a machine without a GPU (or with ``use_cpu``);
 * data files and folders that do not exist (a recipe that builds its own data, ``tiny_model``, is allowed for), and
   Hugging Face datasets that are neither cached nor reachable;
-* models that are neither local folders, nor cached, nor reachable on the Hub (``tiny_model`` builds its own);
+* models that are neither local folders, nor cached, nor reachable on the Hub (``tiny_model`` builds its own); an
+  offline machine (HF_HUB_OFFLINE, or no TCP connection to the Hub within :data:`PROBE_TIMEOUT_S`) is found by one
+  probe and said once, with no download attempt and its retries;
+* the split files a hate-speech recipe reads (the public English folder has no ``train.tsv``), and the command that
+  fetches the Bias-in-Bios sample when it is missing;
 * an output folder that another run holds, or that holds an earlier run's files (without ``--overwrite`` or a
   resume).
 
@@ -21,11 +25,59 @@ from fairmt.errors import FairmtError
 Finding = tuple[bool, str]
 
 
-def _model(ref: Any, what: str) -> Finding | None:
-    from fairmt.hub import require_model, resolve_model_ref
+_HUB: dict[str, str | None] = {}
+"""Whether the Hub answers, probed once per dry run (:func:`hub_unreachable`); cleared by :func:`findings`."""
 
+PROBE_TIMEOUT_S = 3.0
+"""Seconds the dry run waits for a TCP connection to the Hub before it calls the machine offline."""
+
+
+def hub_unreachable() -> str | None:
+    """Why the Hub cannot be reached from here (HF_HUB_OFFLINE set, its host unknown, no TCP connection within
+    :data:`PROBE_TIMEOUT_S`), or None when it answers. Probed once per dry run, so an offline machine costs one
+    short wait and one line, not a download's retries per model."""
+    if "why" in _HUB:
+        return _HUB["why"]
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    from fairmt.hub import _offline
+
+    why: str | None = None
+    if _offline():
+        why = "HF_HUB_OFFLINE is set"
+    else:
+        import socket
+
+        url = urlparse(constants.ENDPOINT)
+        host = url.hostname or "huggingface.co"
+        port = url.port or (80 if url.scheme == "http" else 443)
+        try:
+            socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
+        except OSError as err:
+            reason = (f"no answer within {PROBE_TIMEOUT_S:g} s" if isinstance(err, TimeoutError)
+                      else (err.strerror or type(err).__name__))
+            why = f"{host}:{port} cannot be reached ({reason}; set HF_HUB_OFFLINE=1 to skip this probe)"
+    _HUB["why"] = why
+    return why
+
+
+def _model(ref: Any, what: str) -> Finding | None:
+    from fairmt.hub import _REPO_ID, _cached, _how_to_get, require_model, resolve_model_ref
+
+    name = resolve_model_ref(str(ref))
+    hub_id = bool(_REPO_ID.match(name)) and name.count("/") == 1 and not name.startswith((".", "/", "~"))
+    if hub_id and not Path(name).expanduser().exists() and not _cached(name):
+        why = hub_unreachable()
+        if why is not None:  # offline: no download attempt (and its retries); the reason is said once
+            said = _HUB.get("said")
+            _HUB["said"] = why
+            where = "" if said else f"; the Hub is not reachable here: {why}"
+            return True, (f"{what} {name!r} is neither a local folder nor in the local Hugging Face cache{where}: "
+                          + _how_to_get(name))
     try:
-        require_model(resolve_model_ref(str(ref)), what)
+        require_model(name, what)
     except FairmtError as err:
         return True, str(err)
     return None
@@ -103,6 +155,7 @@ def _output(folder: str, config: dict, flag: str, markers: tuple[str, ...] = ())
 def findings(config: dict, resolved: Any) -> list[Finding]:
     """The dry run's findings for ``config`` (overrides applied) and its resolved Config (``resolved``: a
     TrainingArguments for gacl/ccd/dpce/adept, the merged dict for classification/sampling)."""
+    _HUB.clear()
     method = config.get("method")
     out: list[Finding | None] = []
     data = config.get("data") if isinstance(config.get("data"), dict) else {}
@@ -176,10 +229,17 @@ def _classification(config: dict, cfg: dict) -> list[Finding | None]:
         for f in d.get("files") or []:
             out.append(_data_file(f, "data.files entry"))
         if not d.get("files"):
-            out.append(_data_file(data_root() / "bios" / "bios_28prof_x10.csv", "the Bias-in-Bios sample"))
+            sample = _data_file(data_root() / "bios" / "bios_28prof_x10.csv", "the Bias-in-Bios sample")
+            out.append(sample and (True, sample[1] + ": fetch it with `fairmt data download bios`"))
     elif name == "hatespeech":
-        out.append(_data_file(d.get("root") or data_root() / "hatespeech_huang2020" / d["language"],
-                              "the hate-speech data folder (data.root)"))
+        from fairmt.data.classification import hatespeech_missing_file
+
+        folder = d.get("root") or data_root() / "hatespeech_huang2020" / d["language"]
+        missing = _data_file(folder, "the hate-speech data folder (data.root)")
+        if missing is None:  # the folder is there: the split files the run reads, with the run's own message
+            text = hatespeech_missing_file(Path(str(folder)), d["language"])
+            missing = (True, text) if text else None
+        out.append(missing)
     else:
         out.append(_data_file(d.get("root") or data_root() / _CLASSIFICATION_FOLDERS[name],
                               f"the {name} data folder (data.root; `fairmt data corpora` says how to get it)"))

@@ -1,4 +1,4 @@
-"""``fairmt data download {winomt,geneval,flores200}``, ``fairmt data verify`` and ``fairmt data fairseq-prep``."""
+"""``fairmt data download {winomt,geneval,bios,flores200}``, ``fairmt data verify`` and ``fairmt data fairseq-prep``."""
 
 from __future__ import annotations
 
@@ -93,12 +93,12 @@ def register(groups) -> None:
     from fairmt.commands._options import alias, count, output_dir, seed, timeout_option
     p = groups["data"].add_parser(
         "download",
-        help="fetch benchmark data (winomt, geneval, flores200) into the local cache, checking sha256",
+        help="fetch benchmark data (winomt, geneval, bios, flores200) into the local cache, checking sha256",
         description="Fetch benchmark files into the data cache ($FAIRMT_CACHE/data or ~/.cache/fairmt/data) in the "
         "layout FAIRMT_DATA expects, verifying each file's pinned sha256. Datasets: winomt, geneval (mt_geneval), "
-        "flores200.",
+        "bios (the Bias-in-Bios sample of the offline classification recipes), flores200.",
     )
-    p.add_argument("datasets", nargs="+", metavar="DATASET", help="winomt, geneval (or mt_geneval), flores200")
+    p.add_argument("datasets", nargs="+", metavar="DATASET", help="winomt, geneval (or mt_geneval), bios, flores200")
     alias(p, "--dest", output_dir(p, "--output-dir", what="data folder", resumable=True, default=None,
                                    help="download into this folder instead of the cache (files already there and "
                                         "valid are kept)"))
@@ -134,7 +134,7 @@ def register(groups) -> None:
     c.set_defaults(handler=_corpora)
 
     v = groups["data"].add_parser("verify", help="check a data folder's files against the pinned sha256 checksums")
-    v.add_argument("datasets", nargs="+", metavar="DATASET", help="winomt, geneval")
+    v.add_argument("datasets", nargs="+", metavar="DATASET", help="winomt, geneval, bios")
     v.add_argument("--root", default=None, help="the data folder (default: FAIRMT_DATA or the cache)")
     v.set_defaults(handler=_verify)
 

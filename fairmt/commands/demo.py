@@ -18,9 +18,11 @@ def register(groups) -> None:
 
     _positive = count(1)
     p = groups["top"].add_parser(
-        "demo", help="train a tiny MT model with GACL + KD offline and report gender accuracy over seeds",
+        "demo", help="train a tiny MT model with GACL + KD (gender-aware contrastive learning + knowledge distillation) "
+        "offline and report gender accuracy over seeds",
         description="Offline end to end, per seed: a tiny M2M-100-architecture model trained on stereotyped data "
-        "(the 'original'), then fine-tuned on gender-balanced data with GACL + KD and, as a control, with the plain "
+        "(the 'original'), then fine-tuned on gender-balanced data with GACL + KD (gender-aware contrastive learning "
+        "+ knowledge distillation from a frozen copy of the original) and, as a control, with the plain "
         "MT loss on the same batches; gender accuracy, ΔG, anti-stereotypical accuracy and chrF++ on held-out "
         "sentences, mean ± std over the seeds. --multilingual asks the GACL paper's transfer question instead (one "
         "model in de, es, it, fine-tuned on en→de only, gains in- and out-of-domain, a verdict). A demonstration of "
@@ -35,7 +37,7 @@ def register(groups) -> None:
     p.add_argument("--multilingual", action="store_true",
                    help="the GACL paper's transfer question instead: one model trained as the original in German, "
                         "Spanish and Italian, fine-tuned on en→de only, scored in-domain (de) and out-of-domain "
-                        "(es, it), with a verdict on whether GACL's debiasing transfers (about 1.5 min on 2 quiet cores)")
+                        "(es, it), with a verdict on whether GACL's debiasing transfers (it takes longer than the en–de demo)")
     p.add_argument("--seeds", type=_positive,
                    help="how many seeds to run, the table shows mean ± std (default: 3) (--multilingual: 5)")
     p.add_argument("--seed", type=seed, default=0, help="first seed (seeds SEED, SEED+1, ...)")

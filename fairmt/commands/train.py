@@ -191,7 +191,7 @@ def recipe_needs(path: Path) -> tuple[list[str], list[str]]:
     elif method in ("classification", "sampling"):
         name = data.get("dataset", "bios" if method == "classification" else "celeba")
         if name != "synthetic":
-            local.append("FAIRMT_DATA/bios (shipped sample)" if name == "bios" else f"the {name} data (`fairmt data "
+            local.append("FAIRMT_DATA/bios (`fairmt data download bios`)" if name == "bios" else f"the {name} data (`fairmt data "
                          "corpora`)")
     elif method in ("ccd", "dpce", "adept"):
         if data.get("tuples"):

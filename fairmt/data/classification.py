@@ -190,6 +190,22 @@ HATESPEECH_SPLITS = {"train": "train.tsv", "dev": "valid.tsv", "test": "test.tsv
 HATESPEECH_ATTRIBUTES = ("gender", "age", "ethnicity", "country")
 
 
+def hatespeech_missing_file(base: Path, language: str) -> str | None:
+    """The first split file of the hate-speech folder ``base`` that is missing, as the one-line error the reader
+    stops with (``fairmt train --dry-run`` reports the same line); None when all are there."""
+    for split, fname in HATESPEECH_SPLITS.items():
+        path = Path(base) / fname
+        if path.exists():
+            continue
+        if language == "English" and split == "train":
+            return (f"{path} not found: the English training split of Huang et al. (2020) is not in their public "
+                    "repository (xiaoleihuang/Multilingual_Fairness_LREC has English valid/test only; the authors "
+                    "share it on request, see `fairmt data corpora`); put it there as train.tsv")
+        return (f"{path} not found: the {language} hate-speech set needs train/valid/test.tsv "
+                "(`fairmt data corpora --fetch hatespeech-huang2020` fetches the public files)")
+    return None
+
+
 def read_hatespeech(language: str = "Spanish", attribute: str | list[str] = "gender",
                     root: str | Path | None = None) -> ClassificationData:
     """Huang et al. (2020) multilingual hate speech with author demographics (token ids; raw text was removed).
@@ -213,16 +229,11 @@ def read_hatespeech(language: str = "Spanish", attribute: str | list[str] = "gen
     splits, notes = {}, []
     seen: set[tuple[str, ...]] = set()
     raw: dict[str, list[tuple[list[int], int, str]]] = {}
+    missing = hatespeech_missing_file(base, language)
+    if missing:
+        raise FairmtError(missing)
     for split, fname in HATESPEECH_SPLITS.items():
         path = base / fname
-        if not path.exists():
-            if language == "English" and split == "train":
-                raise FairmtError(
-                    f"{path} not found: the English training split of Huang et al. (2020) is not in their public "
-                    "repository (xiaoleihuang/Multilingual_Fairness_LREC has English valid/test only; the authors "
-                    "share it on request, see `fairmt data corpora`); put it there as train.tsv")
-            raise FairmtError(f"{path} not found: the {language} hate-speech set needs train/valid/test.tsv "
-                              "(`fairmt data corpora --fetch hatespeech-huang2020` fetches the public files)")
         rows, dropped = [], 0
         _, reader = csv_dict_rows(path, "hate-speech", required=("text", "label"), delimiter="\t",
                                   quoting=csv.QUOTE_NONE)

@@ -1,4 +1,4 @@
-"""``fairmt data download {winomt,geneval,flores200}``: fetch benchmark files into the local data cache.
+"""``fairmt data download {winomt,geneval,bios,flores200}``: fetch benchmark files into the local data cache.
 
 The files land in :func:`fairmt.data.paths.cache_dir` (``$FAIRMT_CACHE/data`` or ``~/.cache/fairmt/data``), or
 ``dest``, in the same layout as the project's shared data folder, so that ``FAIRMT_DATA`` may point at either:
@@ -7,6 +7,10 @@ The files land in :func:`fairmt.data.paths.cache_dir` (``$FAIRMT_CACHE/data`` or
   ``translations/<system>/en-XX.txt``, ``LICENSE``;
 * ``mt_geneval/`` — amazon-science/machine-translation-gender-eval: ``sentences/{dev,test}/`` (+ ``annotated/``),
   ``context/``, ``LICENSE``, ``NOTICE`` (from the repository's ``data/`` folder);
+* ``bios/`` — the Bias-in-Bios sample of the offline classification recipes: ``bios_28prof_x10.csv`` (10
+  biographies of LabHC/bias_in_bios for each of its 28 professions) and ``bios_accountant_1000.csv``, from a public
+  repository at a fixed commit that keeps the sample as one CSV per profession: the 28 files are fetched, each
+  checked against its pinned sha256, and joined (header once) into the one file, whose sha256 is checked too;
 * ``flores200/`` — the FLORES-200 tarball (``flores200_dataset.tar.gz``), unpacked without its top folder:
   ``flores200/{dev,devtest}/<lang>.{dev,devtest}``.
 
@@ -44,19 +48,33 @@ from pathlib import Path, PurePosixPath
 
 from fairmt.errors import FairmtError
 
-DATASETS = ("winomt", "geneval", "flores200")
-ALIASES = {"mt_geneval": "geneval", "flores": "flores200", "flores-200": "flores200"}
+DATASETS = ("winomt", "geneval", "bios", "flores200")
+ALIASES = {"mt_geneval": "geneval", "flores": "flores200", "flores-200": "flores200", "bias_in_bios": "bios"}
 USER_AGENT = "fairmt-data-download"
 
 
 @dataclass(frozen=True)
+class RemotePart:
+    """One upstream file of a :class:`RemoteFile` that is the join of several (its URL and checksum)."""
+
+    url: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
 class RemoteFile:
-    """One file of a dataset: where it goes (relative to the data root), where it comes from, its checksum."""
+    """One file of a dataset: where it goes (relative to the data root), where it comes from, its checksum.
+
+    A file with ``parts`` has no upstream copy of its own: it is the upstream ``parts`` joined in order, each after
+    the first without its first ``header_lines`` lines (a CSV header); a mirror (``base_url``) serves it whole."""
 
     path: str
     url: str | None
     sha256: str
     size: int
+    parts: tuple[RemotePart, ...] = ()
+    header_lines: int = 0
 
 
 @dataclass(frozen=True)
@@ -117,7 +135,11 @@ def canonical(dataset: str) -> str:
 def dataset_files(dataset: str) -> tuple[list[RemoteFile], list[RemoteArchive]]:
     """The files and archives the manifest lists for ``dataset``."""
     entry = load_manifest()["datasets"][canonical(dataset)]
-    files = [RemoteFile(f["path"], f["url"], f["sha256"], f["size"]) for f in entry["files"]]
+    files = [
+        RemoteFile(f["path"], f["url"], f["sha256"], f["size"],
+                   tuple(RemotePart(p["url"], p["sha256"], p["size"]) for p in f.get("parts", ())), f.get("header_lines", 0))
+        for f in entry["files"]
+    ]
     archives = [
         RemoteArchive(a["name"], a["url"], a["sha256"], a["target"], a.get("strip_components", 1), tuple(a.get("include", ())))
         for a in entry["archives"]
@@ -237,6 +259,35 @@ def _check(path: Path, rel: str, url: str, sha256: str, size: int | None) -> Non
         )
 
 
+def _fetch_joined(f: RemoteFile, out: Path, staging: Path) -> str:
+    """Fetch ``f``'s upstream parts into ``staging``, check each, and join them into ``out`` (each part after the
+    first without its header lines, which must equal the first part's). Returns a description for errors."""
+    first_header = None
+    pieces = []
+    for i, part in enumerate(f.parts):
+        tmp = staging / ".parts" / f"{i:03d}"
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        _fetch(part.url, tmp)
+        _check(tmp, f"{f.path} (part {i + 1} of {len(f.parts)})", part.url, part.sha256, part.size)
+        data = tmp.read_bytes()
+        tmp.unlink()
+        cut = 0
+        for _ in range(f.header_lines):
+            cut = data.index(b"\n", cut) + 1
+        header, body = data[:cut], data[cut:]
+        if first_header is None:
+            first_header = header
+            pieces.append(data)
+        else:
+            if header != first_header:  # pinned checksums make this a manifest error, not a network one
+                raise FairmtError(f"{f.path}: part {part.url} has another header than the first part; the manifest is wrong")
+            pieces.append(body)
+    from fairmt.outputs import write_file
+
+    write_file(out, b"".join(pieces), what=f"{f.path} (joined from {len(f.parts)} upstream files)")
+    return f"the {len(f.parts)} upstream files joined"
+
+
 def _present_and_valid(path: Path, f: RemoteFile) -> bool:
     return path.is_file() and path.stat().st_size == f.size and sha256_file(path) == f.sha256
 
@@ -317,7 +368,7 @@ def download(
     sha256: str | None = None,
     progress: bool = True,
 ) -> DownloadReport:
-    """Fetch ``dataset`` (``winomt``, ``geneval``/``mt_geneval`` or ``flores200``) into ``dest``.
+    """Fetch ``dataset`` (``winomt``, ``geneval``/``mt_geneval``, ``bios`` or ``flores200``) into ``dest``.
 
     ``dest`` defaults to :func:`fairmt.data.paths.cache_dir`. Files already present with the right checksum are
     kept (unless ``force``). ``base_url`` replaces the upstream URLs by a mirror laid out like the data folder.
@@ -338,13 +389,13 @@ def download(
 
     staging = Path(tempfile.mkdtemp(prefix=f".fairmt-staging-{name}-", dir=root))
     try:
-        todo: list[tuple[RemoteFile, str]] = []
+        todo: list[tuple[RemoteFile, str | None]] = []
         for f in files:
             if not force and _present_and_valid(root / f.path, f):
                 report.already_present.append(f.path)
                 continue
             url = _url_for(f.path, f.url, base_url)
-            if url is None:
+            if url is None and not f.parts:
                 report.unavailable.append(f.path)
                 continue
             todo.append((f, url))
@@ -356,7 +407,10 @@ def download(
         for f, url in todo:
             out = staging / f.path
             out.parent.mkdir(parents=True, exist_ok=True)
-            _fetch(url, out)
+            if url is None:  # no upstream copy of its own, no mirror: join its upstream parts
+                url = _fetch_joined(f, out, staging)
+            else:
+                _fetch(url, out)
             _check(out, f.path, url, f.sha256, f.size)
             if bar is not None:
                 bar.update(1)
@@ -467,6 +521,7 @@ __all__ = [
     "DownloadReport",
     "RemoteArchive",
     "RemoteFile",
+    "RemotePart",
     "VerifyReport",
     "canonical",
     "dataset_files",

@@ -18,18 +18,24 @@ def _dataset(src: list[str], tgt: list[str]):
     return Dataset.from_dict({"src": src, "tgt": tgt})
 
 
-def read_jsonl(path: str | Path, src_lang: str = "en", tgt_lang: str = "de"):
-    """``{"translation": {src_lang: ..., tgt_lang: ...}}`` per line (WMT / HF ``translation`` format)."""
+def read_jsonl(path: str | Path, src_lang: str = "en", tgt_lang: str = "de", key_aliases: dict[str, str] | None = None):
+    """``{"translation": {src_lang: ..., tgt_lang: ...}}`` per line (WMT / HF ``translation`` format).
+
+    ``key_aliases`` maps a language code to another key a row may use for it instead (an NLLB recipe's
+    ``eng_Latn`` → ``en``: the files of the M2M-100 / SMaLL-100 recipes serve NLLB's too)."""
     from fairmt.data.inputs import iter_jsonl
 
+    aliases = key_aliases or {}
+    keys = {lang: [lang, *([aliases[lang]] if lang in aliases else [])] for lang in (src_lang, tgt_lang)}
+    spelt = {lang: " or ".join(f'"{k}"' for k in keys[lang]) for lang in keys}
     src, tgt = [], []
     for n, obj in iter_jsonl(path, what="parallel JSONL"):
         try:
             pair = obj["translation"]
-            s, t = pair[src_lang], pair[tgt_lang]
+            s, t = (pair[next((k for k in keys[lang] if k in pair), lang)] for lang in (src_lang, tgt_lang))
         except (KeyError, TypeError) as err:
             raise FairmtError(
-                f"{path}:{n}: expected {{\"translation\": {{\"{src_lang}\": ..., \"{tgt_lang}\": ...}}}} ({err!r})"
+                f"{path}:{n}: expected {{\"translation\": {{{spelt[src_lang]}: ..., {spelt[tgt_lang]}: ...}}}} ({err!r})"
             ) from None
         if not isinstance(s, str) or not isinstance(t, str):
             raise FairmtError(f"{path}:{n}: the {src_lang!r} and {tgt_lang!r} texts must be strings")
@@ -82,11 +88,13 @@ def from_hf_dataset(dataset, src_lang: str = "en", tgt_lang: str = "de", src_col
     return _dataset([p[src_lang] for p in pairs], [p[tgt_lang] for p in pairs])
 
 
-def read_parallel(path_or_name: str | Path, src_lang: str = "en", tgt_lang: str = "de", split: str = "train", **kw):
-    """Read parallel data by file extension (``.jsonl``/``.json``, ``.tsv``) or as a Hugging Face dataset name."""
+def read_parallel(path_or_name: str | Path, src_lang: str = "en", tgt_lang: str = "de", split: str = "train",
+                  key_aliases: dict[str, str] | None = None, **kw):
+    """Read parallel data by file extension (``.jsonl``/``.json``, ``.tsv``) or as a Hugging Face dataset name
+    (``key_aliases``: see :func:`read_jsonl`)."""
     p = Path(path_or_name)
     if p.suffix in (".jsonl", ".json"):
-        return read_jsonl(p, src_lang, tgt_lang)
+        return read_jsonl(p, src_lang, tgt_lang, key_aliases)
     if p.suffix == ".tsv":
         return read_tsv(p)
     if p.exists():

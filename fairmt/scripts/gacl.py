@@ -114,6 +114,15 @@ def split_data(pairs, data_cfg: dict, tgt: str, evaluates: bool):
     return split["train"], split["test"]
 
 
+def key_aliases(src: str, tgt: str) -> dict[str, str]:
+    """For NLLB-200's FLORES-200 codes (``eng_Latn``, ``deu_Latn``), the ISO codes (``en``, ``de``) that the
+    M2M-100 / SMaLL-100 recipes' JSONL files use as keys: either spelling of a row is read."""
+    from fairmt.models.languages import ISO_TO_NLLB
+
+    to_iso = {v: k for k, v in ISO_TO_NLLB.items()}
+    return {code: to_iso[code] for code in (src, tgt) if code in to_iso}
+
+
 def build_trainer(config: dict):
     from transformers import EarlyStoppingCallback
 
@@ -141,10 +150,12 @@ def build_trainer(config: dict):
 
         tm.model = get_peft_model(tm.model, LoraConfig(task_type=TaskType.SEQ_2_SEQ_LM, **config["peft"]))
 
-    pairs = read_parallel(data_cfg["train"], src, tgt, split=data_cfg.get("split", "train"))
+    aliases = key_aliases(src, tgt)
+    pairs = read_parallel(data_cfg["train"], src, tgt, split=data_cfg.get("split", "train"), key_aliases=aliases)
     prepared, eval_ds = split_data(pairs, data_cfg, tgt, args.eval_strategy != "no")
     if data_cfg.get("eval"):
-        eval_ds = read_parallel(data_cfg["eval"], src, tgt, split=data_cfg.get("eval_split", "validation"))
+        eval_ds = read_parallel(data_cfg["eval"], src, tgt, split=data_cfg.get("eval_split", "validation"),
+                                key_aliases=aliases)
         if data_cfg.get("max_eval_samples"):
             eval_ds = eval_ds.select(range(min(len(eval_ds), int(data_cfg["max_eval_samples"]))))
     enc = lambda ds: tokenize_gacl(ds, tm.encode, max_length=int(data_cfg.get("max_length", 128)))  # noqa: E731
@@ -189,6 +200,19 @@ def selected_evaluation(state) -> tuple[int | None, dict[str, float]]:
                if k.startswith("eval_") and isinstance(v, (int, float)) and not isinstance(v, bool)
                and k not in ("eval_runtime", "eval_samples_per_second", "eval_steps_per_second")}
     return chosen.get("step"), numbers
+
+
+def run_kind(gacl_lambda: float, kd_alpha: float) -> str:
+    """What a GACL-family run trains, by its loss weights, for the line it ends with: GACL + KD (gender-aware
+    contrastive learning with knowledge distillation), one of the two alone, or — both weights 0 — the plain
+    fine-tuning control (the MT loss alone on the same data, as ``fairmt demo``'s control)."""
+    if gacl_lambda > 0 and kd_alpha > 0:
+        return "GACL + KD (gender-aware contrastive learning + knowledge distillation)"
+    if gacl_lambda > 0:
+        return "GACL (gender-aware contrastive learning, no KD: kd_alpha 0)"
+    if kd_alpha > 0:
+        return "KD-only (knowledge distillation, no contrastive term: gacl_lambda 0)"
+    return "plain fine-tuning control (MT loss only: gacl_lambda 0, kd_alpha 0)"
 
 
 def results(trainer, config: dict, test: dict[str, float] | None) -> dict:
@@ -273,7 +297,8 @@ def main(config: dict):
         path = Path(trainer.args.output_dir) / "results.json"
         write_text_atomic(path, json_text(res) + "\n")
         best = trainer.state.best_model_checkpoint
-        print(f"fairmt: GACL model saved in {trainer.args.output_dir} after {trainer.state.global_step} steps"
+        print(f"fairmt: {run_kind(trainer.args.gacl_lambda, trainer.args.kd_alpha)} model saved in "
+              f"{trainer.args.output_dir} after {trainer.state.global_step} steps"
               + (f" (best checkpoint {best}, {trainer.args.metric_for_best_model} {trainer.state.best_metric:.2f})"
                  if best and trainer.state.best_metric is not None else "")
               + f"\n  results: {path}")
