@@ -133,3 +133,12 @@ def test_a_run_skips_a_hidden_part_by_name_and_fails_a_file_over_its_budget(tmp_
     assert "1 passed, 1 skipped" in r.stdout
     assert "test files over their time budget" in r.stdout and "test_x.py: 0.0 s, over its budget of 0 s" in r.stdout
     assert set(json.loads((tmp_path / "times.json").read_text())["files"]) == {"test_x.py"}
+
+
+def test_the_development_page_states_the_budget_rule_and_the_parts():
+    page = " ".join((ROOT / "docs" / "development.md").read_text(encoding="utf-8").split())
+    rule = time_budget.RULE
+    assert f"seconds × {rule['headroom']:g} + {rule['slack_s']:g} s, at least {rule['floor_s']:g} s" in page
+    listed = page.split("(parts: ", 1)[1].split(";", 1)[0]
+    assert [p.strip(" `") for p in listed.split(",")] == list(needs.PARTS)
+    assert time_budget.load()["default_s"] == rule["default_s"]
