@@ -53,7 +53,7 @@ def test_hiding_makes_programs_wordnet_and_modules_unreachable(hidden, tmp_path,
     stub = tmp_path / "hidden-bin" / "pdflatex"
     assert env["PATH"].split(os.pathsep)[0] == str(stub.parent)
     assert {"pdflatex", "initdb", "pg_ctl", "postgres", "pg_config"} <= {p.name for p in stub.parent.iterdir()}
-    r = subprocess.run(["pdflatex", "x.tex"], env={**os.environ, "PATH": env["PATH"]}, capture_output=True, text=True)
+    r = subprocess.run(["pdflatex", "x.tex"], check=False, env={**os.environ, "PATH": env["PATH"]}, capture_output=True, text=True)
     assert r.returncode == 127 and "hidden by FAIRMT_TEST_HIDE" in r.stderr  # an undeclared use fails
     monkeypatch.setenv("PATH", env["PATH"])
     assert needs.program("pdflatex") is None
@@ -104,6 +104,7 @@ def test_the_committed_budget_covers_the_longest_files():
                                                                     reverse=True)
 
 
+@pytest.mark.slow  # a pytest process of its own
 def test_a_run_skips_a_hidden_part_by_name_and_fails_a_file_over_its_budget(tmp_path):
     """A real pytest run: the mark skips with its reason, and FAIRMT_CHECK_BUDGET=1 fails a file over its budget
     (a budget file whose default is 0 s), naming it; FAIRMT_TIME_REPORT gets each file's time."""
