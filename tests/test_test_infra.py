@@ -118,22 +118,26 @@ def test_a_run_skips_a_hidden_part_by_name_and_fails_a_file_over_its_budget(tmp_
 
         def pytest_configure(config):
             config.addinivalue_line("markers", "needs(*parts): optional parts")
+            config.addinivalue_line("markers", "slow: slow")
             config.pluginmanager.register(time_budget.Recorder(config), "fairmt-time-budget")
 
         def pytest_collection_modifyitems(config, items):
             needs.skip_missing(items)
         """))
     (tmp_path / "test_x.py").write_text("import pytest\n\n@pytest.mark.needs('pdflatex')\ndef test_a():\n"
-                                        "    raise AssertionError('ran')\n\ndef test_b():\n    pass\n")
+                                        "    raise AssertionError('ran')\n\ndef test_b():\n    pass\n\n"
+                                        "@pytest.mark.slow\ndef test_c():\n    pass\n")
     env = {**os.environ, "FAIRMT_TEST_HIDE": "pdflatex", "FAIRMT_CHECK_BUDGET": "1",
            "FAIRMT_TIME_REPORT": str(tmp_path / "times.json"), "PYTHONPATH": str(ROOT)}
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-ra", "-p", "no:cacheprovider", "-p", "no:randomly",
                         "test_x.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "SKIPPED [1] test_x.py:3: needs pdflatex with booktabs: hidden by FAIRMT_TEST_HIDE" in r.stdout, r.stdout
-    assert "1 passed, 1 skipped" in r.stdout
+    assert "2 passed, 1 skipped" in r.stdout
     assert "test files over their time budget" in r.stdout and "test_x.py: 0.0 s, over its budget of 0 s" in r.stdout
-    assert set(json.loads((tmp_path / "times.json").read_text())["files"]) == {"test_x.py"}
+    times = json.loads((tmp_path / "times.json").read_text())
+    assert set(times["files"]) == set(times["not_slow"]) == {"test_x.py"}
+    assert set(times["slowest_not_slow_tests"]) == {"test_x.py::test_a", "test_x.py::test_b"}  # test_c: slow
 
 
 def test_the_development_page_states_the_budget_rule_and_the_parts():

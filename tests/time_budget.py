@@ -4,7 +4,9 @@
 A pytest plugin (``tests/conftest.py`` loads it) and a script:
 
 * always: each file's time is summed from its tests' reports (in the xdist controller too);
-* ``FAIRMT_TIME_REPORT=PATH``: the times are written there as JSON (``{"files": {name: seconds}}``) at the end;
+* ``FAIRMT_TIME_REPORT=PATH``: the times are written there as JSON at the end: ``files`` (each file's seconds),
+  ``not_slow`` (the same for its tests not marked ``slow``: the inner loop) and ``slowest_not_slow_tests`` (the 30
+  longest tests not marked ``slow``: candidates for the mark);
 * ``FAIRMT_CHECK_BUDGET=1`` (``.ci/run`` sets it for the full configuration): a file over its budget (a file with no
   entry: ``default_s``) fails the run, with one line per file naming it, its time and its budget;
 * ``python tests/time_budget.py TIMES.json [...]``: rewrites ``tests/time_budget.json`` from measured times (several
@@ -71,11 +73,17 @@ class Recorder:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.times: dict[str, float] = defaultdict(float)
+        self.inner: dict[str, float] = defaultdict(float)  # the tests not marked slow (the inner loop)
+        self.tests: dict[str, float] = defaultdict(float)  # per test not marked slow
         self.over: list[str] = []
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.times[Path(report.nodeid.split("::", 1)[0]).name] += report.duration
+        name = Path(report.nodeid.split("::", 1)[0]).name
+        self.times[name] += report.duration
+        if "slow" not in report.keywords:
+            self.inner[name] += report.duration
+            self.tests[report.nodeid] += report.duration
 
     @pytest.hookimpl
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -85,7 +93,10 @@ class Recorder:
         if path:
             from fairmt.outputs import write_json
 
-            write_json(path, {"files": {k: round(v, 2) for k, v in sorted(self.times.items())}},
+            slowest = sorted(self.tests.items(), key=lambda kv: -kv[1])[:30]
+            write_json(path, {"files": {k: round(v, 2) for k, v in sorted(self.times.items())},
+                              "not_slow": {k: round(v, 2) for k, v in sorted(self.inner.items())},
+                              "slowest_not_slow_tests": {k: round(v, 2) for k, v in slowest}},
                        what="per-file test times")
         if os.environ.get(CHECK_VAR) == "1":
             self.over = over_budget(self.times, load())
