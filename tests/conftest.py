@@ -4,7 +4,9 @@ from pathlib import Path
 
 import pytest
 
+import needs
 import procs
+import time_budget
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -15,22 +17,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _shared_data() -> Path | None:
-    env = os.environ.get("FAIRMT_TEST_DATA") or os.environ.get("FAIRMT_DATA")
-    for cand in ([Path(env)] if env else []) + [REPO.parent / "shared" / "data"]:
-        if cand.is_dir():
-            return cand
-    return None
-
-
-SHARED_DATA = _shared_data()
+SHARED_DATA = needs.shared_data_dir()
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The real benchmark data (../shared/data, or FAIRMT_TEST_DATA/FAIRMT_DATA); skips when absent."""
-    if SHARED_DATA is None:
-        pytest.skip("real benchmark data not found: put it at ../shared/data or set FAIRMT_TEST_DATA")
+    """The real benchmark data (../shared/data, or FAIRMT_TEST_DATA/FAIRMT_DATA); skips when absent (tests/needs.py)."""
+    needs.require("data")
+    assert SHARED_DATA is not None
     return SHARED_DATA
 
 
@@ -79,31 +73,19 @@ def _no_orphan_processes():
         warnings.warn(f"killed child process groups the test left running: {left}", stacklevel=1)
 
 
-# The test files that take longest (seconds on 2 cores, whole suite on two xdist workers), in that order. Under
+# The test files that take longest, in that order (their measured seconds in tests/time_budget.json). Under
 # ``-n 2 --dist loadfile`` they are handed out first and the short files fill the end, so both workers finish
 # together; xdist's default order (files with the most tests first) handed these out last and left one worker
 # running alone for a minute. Order only: every file still runs, and any order must pass.
-LONGEST_FIRST = [  # seconds of one loaded run (per file, setup included); the rest keep their order
-    "test_fairseq_plugin.py",  # 117
-    "test_gacl_ddp.py",  # 106 (starts its worker's torchrun pool)
-    "test_sweep.py",  # 106
-    "test_sharded_training.py",  # 106
-    "test_multiprocess_exit.py",  # 44
-    "test_concurrency.py",  # 44
-    "test_gacl_recipe.py",  # 40
-    "test_recipes_offline.py",  # 31
-    "test_paper_recipes.py",  # 29
-    "test_ccd_real.py",  # 28
-    "test_docs.py",  # 27
-    "test_unrelated_flag.py",  # 24
-    "test_geneval.py",  # 24
-]
+LONGEST_FIRST = time_budget.measured_order()
 
 
 _CHILD_TMP: list = []
 
 
 def pytest_configure(config):
+    needs.hide_modules()  # FAIRMT_TEST_HIDE's Python modules (tests/needs.py), in every pytest process
+    config.pluginmanager.register(time_budget.Recorder(config), "fairmt-time-budget")  # tests/time_budget.py
     if getattr(config.option, "dist", "no") == "loadfile":
         config.option.loadscopereorder = False  # keep the collection order below
     # Child processes get a temporary folder of this test run's own, removed when it ends: launchers leave
@@ -118,6 +100,8 @@ def pytest_configure(config):
         _CHILD_TMP.append(tempfile.TemporaryDirectory(prefix="fmt-"))
         os.chmod(_CHILD_TMP[-1].name, 0o1777)  # as /tmp: the PostgreSQL fixture's server runs as another user
         os.environ["TMPDIR"] = os.environ["FAIRMT_TEST_CHILD_TMP"] = _CHILD_TMP[-1].name
+        # FAIRMT_TEST_HIDE: the hidden optional parts made unreachable for this run (xdist's workers inherit it)
+        os.environ.update(needs.hide_for_this_run(Path(_CHILD_TMP[-1].name)))
 
 
 def pytest_unconfigure(config):
@@ -126,6 +110,7 @@ def pytest_unconfigure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    needs.skip_missing(items)  # @pytest.mark.needs / @pytest.mark.data: skip, naming what is missing (tests/needs.py)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
 

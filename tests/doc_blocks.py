@@ -12,9 +12,13 @@ A fenced block is **executed** by ``tests/test_docs.py`` unless the line before 
 
 ``text`` blocks (program output) are not code and are not counted.
 
+``<!-- needs: PART, ... -->`` among the comment lines right before a block (above or below its marker) names the
+optional parts an executed block needs (``data``, ``fairseq``, ... : the names of ``tests/needs.py``); where one is
+missing the block skips, saying what is missing and how to get it.
+
 Executed blocks run in an empty folder with ``FAIRMT_DATA`` set to the real data (when it is there); ``$FAIRMT_DATA``
-(any environment variable) on a shell line is expanded as a shell would, and a block that names ``FAIRMT_DATA`` is
-skipped when the data is absent. A page holding the line ``<!-- one-folder -->`` runs its executed blocks in order in
+(any environment variable) on a shell line is expanded as a shell would, and a block that names ``FAIRMT_DATA`` needs
+the data without saying so. A page holding the line ``<!-- one-folder -->`` runs its executed blocks in order in
 one folder, as a reader following the page would (a block run alone first runs the page's earlier ones), so that a
 Python block can write the file the next shell block reads.
 """
@@ -27,6 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = re.compile(r"<!--\s*(not-runnable|runs-in|run-with):\s*(.*?)\s*-->")
+NEEDS = re.compile(r"<!--\s*needs:\s*(.*?)\s*-->")
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
 
 
@@ -38,6 +43,7 @@ class Block:
     code: str
     marker: str | None  # "not-runnable", "runs-in", "run-with" or None (executed)
     arg: str
+    needs: tuple[str, ...] = ()  # the optional parts (tests/needs.py) the block needs to run
 
     @property
     def id(self) -> str:
@@ -55,12 +61,30 @@ def blocks(path: Path | None = None) -> list[Block]:
         for m in FENCE.finditer(text):
             if m.group("lang") == "text":
                 continue
-            before = text[:m.start()].rstrip().rsplit("\n", 1)[-1]
-            mk = MARKER.search(before)
+            comments = _comments_before(text[:m.start()])
+            mk = MARKER.search(comments[-1]) if comments else None
+            needs = [n.strip() for c in comments for group in NEEDS.findall(c) for n in group.split(",") if n.strip()]
+            if "FAIRMT_DATA" in m.group("body") and "data" not in needs:
+                needs.append("data")
             body = "\n".join(line[len(m.group("indent")):] for line in m.group("body").splitlines())
             out.append(Block(str(page.relative_to(ROOT)), text[:m.start()].count("\n") + 1, m.group("lang"),
-                             body, mk.group(1) if mk else None, mk.group(2) if mk else ""))
+                             body, mk.group(1) if mk else None, mk.group(2) if mk else "", tuple(needs)))
     return out
+
+
+def _comments_before(text: str) -> list[str]:
+    """The ``<!-- ... -->`` lines right before a block (blank lines aside), top to bottom; a marker is the last one,
+    a ``needs`` line may be any of them."""
+    lines: list[str] = []
+    for line in reversed(text.rstrip().splitlines()):
+        if not line.strip():
+            continue
+        if lines and not line.strip().startswith("<!--"):
+            break
+        lines.append(line.strip())  # the line right before is taken whatever it is (a marker may end a sentence)
+        if not line.strip().startswith("<!--"):
+            break
+    return lines[::-1]
 
 
 ONE_FOLDER = "<!-- one-folder -->"

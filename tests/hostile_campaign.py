@@ -53,6 +53,13 @@ class Case:
     inodes: bool = False  # a protected path must also keep its inode and link count (issue 52: never replaced)
     env: dict[str, str] = field(default_factory=dict)  # "{tmp}" in a value: the case's own folder
     slow: bool = False
+    needs: tuple[str, ...] = ()  # optional parts the case needs (tests/needs.py); the tests skip it without them
+
+    def param(self):
+        """This case as a pytest parameter: its id, and a ``needs`` mark (tests/needs.py) when it needs a part."""
+        import pytest
+
+        return pytest.param(self, id=self.id, marks=[pytest.mark.needs(*self.needs)] if self.needs else [])
 
 
 @dataclass
@@ -854,7 +861,7 @@ def _slow_cases() -> list[Case]:
              expect="error", exit0="data_loss"),
         Case("resume with a cut-off optimizer.pt", "models", proc=_truncated_optimizer, slow=True, expect="any"),
         Case("fairseq-prep rerun into its prepared folder", "data loss", proc=_fairseq_rerun, slow=True,
-             setup=_fairseq_prepared, protect=lambda e: [e.tmp / "bin"], exit0="data_loss"),
+             setup=_fairseq_prepared, protect=lambda e: [e.tmp / "bin"], exit0="data_loss", needs=("fairseq",)),
     ]
 
 

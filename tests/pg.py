@@ -22,6 +22,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import needs
 import pytest
 
 UNPRIVILEGED = "nobody"
@@ -116,10 +117,9 @@ def stop(server: Server, bin_folder: Path) -> None:
 @pytest.fixture(scope="session")
 def postgresql():
     """A running throwaway PostgreSQL server (:class:`Server`); skips where none can be made here."""
+    needs.require("postgresql")  # tests/needs.py: the server programs (initdb, pg_ctl, postgres)
     bin_folder = bindir()
-    if bin_folder is None:
-        pytest.skip("no PostgreSQL server programs (initdb, pg_ctl, postgres) on the PATH or in pg_config --bindir: "
-                    "install postgresql (Debian: postgresql-15) to run the PostgreSQL sweep tests")
+    assert bin_folder is not None
     try:
         import psycopg  # noqa: F401
     except ImportError:

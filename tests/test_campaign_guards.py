@@ -80,6 +80,7 @@ def test_every_download_source_has_a_campaign_case():
     assert {i for ids in DOWNLOAD_SOURCE_CASES.values() for i in ids} <= CASE_IDS
 
 
+@pytest.mark.needs("fairseq")  # reads fairmt.fairseq.criterion.CRITERION_RANGES, which imports fairseq
 def test_every_numeric_config_field_has_a_range_case():
     fields = numeric_config_fields()
     assert len(fields) >= 50 and "GACLConfig.gacl_lambda" in fields and "FairnessSamplingConfig.epsilon" in fields

@@ -312,7 +312,7 @@ ELSEWHERE = {"two fairmt train runs, one output folder": "test_a_second_train_in
              "tiny model's own files under ulimit -f": "tests/test_one_writer.py"}
 
 
-@pytest.mark.parametrize("case", SLOW, ids=[c.id for c in SLOW])
+@pytest.mark.parametrize("case", [c.param() for c in SLOW])
 def test_slow_campaign_case(case: Case, work: Path, tmp_path: Path):
     """The campaign's slow cases the tests above do not cover, each ``ok``: resuming past a checkpoint whose
     optimizer.pt was cut off (named, the previous complete one used, or one line), fairseq-prep rerun into its

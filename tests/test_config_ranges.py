@@ -160,8 +160,8 @@ def test_range_boundaries_and_text():
     WEIGHT.check("x", None)  # None is the field type's business (a documented "unset")
 
 
+@pytest.mark.needs("fairseq")
 def test_the_fairseq_criterion_reads_the_same_declarations():
-    pytest.importorskip("fairseq")
     from fairmt.fairseq.criterion import CRITERION_RANGES, GACLKDCriterionConfig
 
     ranged = set(CRITERION_RANGES)
@@ -191,11 +191,11 @@ def test_simclr_config_declares_its_ranges_and_checks_them_where_it_is_built():
     assert {("sampling", "model", n) for n in ranges} <= set(CONFIG_FEEDS)
 
 
+@pytest.mark.needs("fairseq")
 def test_the_fairseq_tasks_declare_their_ranges():
     """Every numeric field of ``gacl_translation``'s dataclass (fairseq's TranslationConfig fields included) has a
     range in TASK_RANGES, which the tasks check when fairseq sets them up (tests/test_fairseq_plugin.py refuses one
     through fairseq's own argument parsing)."""
-    pytest.importorskip("fairseq")
     from fairmt.fairseq.task import TASK_RANGES, GACLTranslationConfig, check_task_ranges
 
     numeric = set(numeric_fields(GACLTranslationConfig))

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import needs
 import pytest
 from doc_blocks import ROOT, Block, blocks, one_folder, shell_commands
 
@@ -120,11 +121,10 @@ _DONE: set[str] = set()  # the blocks already run in their page's shared folder
 def test_executed_block_runs(block, tmp_path, tmp_path_factory, monkeypatch, capsys):
     """The block as a user runs it, in an empty folder (``run-with`` overrides appended to ``fairmt train``); on a
     page marked ``<!-- one-folder -->``, in the page's folder after the page's earlier blocks."""
-    data = os.environ.get("FAIRMT_TEST_DATA") or (ROOT.parent / "shared" / "data")
-    if Path(data).is_dir():
+    data = needs.shared_data_dir()
+    if data is not None:
         monkeypatch.setenv("FAIRMT_DATA", str(data))
-    elif "FAIRMT_DATA" in block.code:
-        pytest.skip(f"{block.id} reads $FAIRMT_DATA: the real benchmark data is absent")
+    needs.require(*block.needs, who=block.id)  # <!-- needs: ... --> (tests/needs.py): skips naming what is missing
     if not one_folder(block.page):
         monkeypatch.chdir(tmp_path)
         _run_block(block, data, capsys)
@@ -132,6 +132,8 @@ def test_executed_block_runs(block, tmp_path, tmp_path_factory, monkeypatch, cap
     folder = _FOLDERS.setdefault(block.page, tmp_path_factory.mktemp("page"))
     monkeypatch.chdir(folder)
     for earlier in [b for b in EXECUTED if b.page == block.page and b.line <= block.line and b.id not in _DONE]:
+        if any(map(needs.missing, earlier.needs)):
+            continue  # an earlier block that cannot run here (a block that needs what it makes says so itself)
         _DONE.add(earlier.id)
         _run_block(earlier, data, capsys)
 
@@ -150,9 +152,8 @@ def _run_block(block: Block, data, capsys) -> None:
         words = _fairmt_words(os.path.expandvars(line))  # $FAIRMT_DATA/... as a shell expands it
         if block.marker == "run-with" and words[0] in ("train", "sweep"):
             words += shlex.split(block.arg)
-        needs = _needs_data(words)
-        if needs and not Path(data).is_dir():
-            pytest.skip(f"`fairmt {' '.join(words)}` reads {needs}: the real benchmark data is absent")
+        if _needs_data(words):
+            needs.require("data", who=f"{block.id} (`fairmt {' '.join(words[:2])}`)")
         rc = main(words)
         out = capsys.readouterr()
         assert rc == 0, f"{block.id}: `fairmt {' '.join(words)}` exited {rc}: {out.err[-2000:]}"
@@ -345,9 +346,12 @@ def test_readme_is_short_and_keeps_the_test_command_ci_reads():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 150
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    awk = re.search(r"cmd=\$\(awk '(.*?)' README.md\)", ci).group(1)
-    r = subprocess.run(["awk", awk, str(ROOT / "README.md")], capture_output=True, text=True, check=True)
+    assert "cmd=$(.ci/readme-line test-command)" in ci and ".ci/readme-only" in ci
+    line = [str(ROOT / ".ci" / "readme-line")]
+    r = subprocess.run([*line, "test-command"], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "OMP_NUM_THREADS=1 python -m pytest -q -ra -n 2 --dist loadfile"
+    r = subprocess.run([*line, "install-command"], capture_output=True, text=True, check=True)  # .ci/readme-only's
+    assert r.stdout.startswith("python3 -m venv .venv && ") and '-e ".[all,dev]"' in r.stdout, r.stdout
     assert "mkdocs serve" in text and "fairmt demo" in text
     for page in re.findall(r"\]\((docs/[^)#]+)", text):
         assert (ROOT / page).is_file(), page

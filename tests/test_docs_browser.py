@@ -18,19 +18,18 @@ import threading
 import time
 from pathlib import Path
 
+import needs
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("FAIRMT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM = needs.program("chromium")  # FAIRMT_CHROMIUM, else chromium on the PATH (tests/needs.py)
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    pytest.importorskip("mkdocs", reason='mkdocs is not installed (pip install -e ".[docs]")')
-    pytest.importorskip("material", reason='mkdocs-material is not installed (pip install -e ".[docs]")')
-    pytest.importorskip("mkdocstrings", reason='mkdocstrings is not installed (pip install -e ".[docs]")')
+    needs.require("docs")
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(ROOT)}
     start = time.perf_counter()
@@ -58,11 +57,10 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+@pytest.mark.needs("chromium")
 def test_the_site_reads_and_searches_offline_in_chromium(site, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install "
                                    "'fairmt[docs]')")
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -4,6 +4,7 @@ recipe that asks for EDA without WordNet stops with one line instead of running 
 
 from __future__ import annotations
 
+import needs
 import pytest
 
 from fairmt.data.augment import eda as eda_module
@@ -15,10 +16,9 @@ SENTENCE = "the nurse quickly treated the injured patient in the small hospital"
 
 @pytest.fixture(scope="module")
 def wordnet():
+    needs.require("wordnet")  # tests/needs.py
     synonyms = wordnet_synonyms()
-    if synonyms is None:
-        pytest.skip("no WordNet: pip install nltk, then `python -m nltk.downloader wordnet` or apt-get install "
-                    "wordnet-base wordnet-sense-index (.ci/run installs them)")
+    assert synonyms is not None
     return synonyms
 
 

@@ -6,7 +6,6 @@ fails if fairseq IS importable but those tests were skipped anyway.
 
 import contextlib
 import hashlib
-import importlib.util
 import io
 import json
 import logging
@@ -20,14 +19,15 @@ import tempfile
 import time
 from pathlib import Path
 
-import pytest
+import needs
 import procs
+import pytest
 import torch
 
 from fairmt.errors import FairmtError
 from fairmt.fairseq.user_dir import user_dir
 
-FAIRSEQ_IMPORTABLE = importlib.util.find_spec("fairseq") is not None
+FAIRSEQ_IMPORTABLE = needs.missing("fairseq") is None  # installed and not hidden (tests/needs.py)
 _SKIPPED: list[str] = []
 
 ARCH = ["--arch", "transformer", "--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16",
@@ -55,7 +55,7 @@ def _plugin_skip_reason() -> str | None:
     hint = ("install it as docs/methods/gacl.md ('GACL + KD in fairseq') says (pip install --no-build-isolation --no-deps "
             "fairseq-fixed==0.12.3.1 + its dependencies)")
     if not FAIRSEQ_IMPORTABLE:
-        return f"fairseq is not installed: {hint}"
+        return needs.missing("fairseq")
     try:
         import fairseq  # noqa: F401
     except Exception as err:  # noqa: BLE001  (any import failure means the plugin cannot run)
@@ -564,11 +564,10 @@ def test_multilingual_fairseq_train_m2m_layout_with_projection_head(ml_data_dir,
 
 # ---- the guard ---------------------------------------------------------------------------------------------------
 
+@pytest.mark.needs("fairseq")
 def test_plugin_tests_ran_where_fairseq_is_installed():
     """Fails when fairseq is importable but the plugin tests above were skipped (a broken install would otherwise
     pass the suite silently)."""
-    if not FAIRSEQ_IMPORTABLE:
-        return
     reason = _plugin_skip_reason()
     assert reason is None, reason
     assert not _SKIPPED, f"fairseq is importable but the fairseq plugin tests were skipped: {_SKIPPED}"

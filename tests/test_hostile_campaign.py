@@ -20,7 +20,7 @@ def work(tmp_path_factory) -> Path:
     return build_all(tmp_path_factory.mktemp("campaign") / "work")
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@pytest.mark.parametrize("case", [c.param() for c in CASES])
 def test_campaign_case(case: Case, work: Path, tmp_path: Path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     category, detail = run_case(case, work, tmp_path / "case")

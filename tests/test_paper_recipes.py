@@ -75,7 +75,14 @@ def _run(name, overrides, standins, tmp_path, monkeypatch, capsys):
     return json.loads((out / "results.json").read_text()), out, captured.out
 
 
-@pytest.mark.parametrize("name", sorted(RECIPES))
+def _param(name: str):
+    """A recipe whose views are EDA copies needs WordNet for EDA's synonym operations (tests/needs.py)."""
+    recipe = Path(__file__).resolve().parents[1] / "fairmt" / "recipes" / "classification" / f"{name}.yaml"
+    eda = re.search(r"^\s*augment:\s*eda\b", recipe.read_text(encoding="utf-8"), re.M)
+    return pytest.param(name, id=name, marks=[pytest.mark.needs("wordnet")] if eda else [])
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in sorted(RECIPES)])
 def test_recipe_runs_end_to_end_and_reports_its_papers_conventions(name, standins, tmp_path, monkeypatch, capsys):
     overrides, binary, eo, two_stage = RECIPES[name]
     res, out, printed = _run(name, overrides, standins, tmp_path, monkeypatch, capsys)
@@ -161,6 +168,7 @@ def test_fcl_ablation_switches_change_the_objective(standins, tmp_path, monkeypa
                 assert h["loss"] == pytest.approx(want, rel=1e-3, abs=1e-3)
 
 
+@pytest.mark.needs("wordnet")  # EDA's synonym operations
 def test_cscl_two_stage_with_the_real_minilm_and_eda_views(standins, tmp_path, monkeypatch, capsys):
     """The real all-MiniLM-L6-v2 (its WordPiece tokenizer on the EDA copies) through both CSCL stages."""
     res, out, _ = _run("cscl_bios_bert", FAST_BERT + FAST_STAGE2 + ["model.name_or_path=minilm",

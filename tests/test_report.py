@@ -11,7 +11,6 @@ import json
 import math
 import random
 import re
-import shutil
 import statistics
 from pathlib import Path
 
@@ -482,11 +481,10 @@ def test_markdown_json_and_latex_hold_every_runs_key_numbers(mixed_report):
             "fig-probe-tradeoff.svg"} <= set(figs)
 
 
+@pytest.mark.needs("pdflatex")
 def test_latex_compiles_with_pdflatex(mixed_report):
     import subprocess
 
-    if not shutil.which("pdflatex"):
-        pytest.skip("pdflatex not installed (Debian: texlive-latex-base texlive-latex-recommended)")
     out, tmp = mixed_report
     proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", out["tex"].name], cwd=tmp,
                           capture_output=True, text=True, timeout=120)

@@ -13,12 +13,13 @@ import os
 import shutil
 from pathlib import Path
 
+import needs
 import pytest
 
 from fairmt.cli import main
 
 FIX = Path(__file__).parent / "fixtures" / "report"
-CHROMIUM = os.environ.get("FAIRMT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM = needs.program("chromium")  # FAIRMT_CHROMIUM, else chromium on the PATH (tests/needs.py)
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 
@@ -38,11 +39,10 @@ def page_file(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.needs("chromium")
 def test_report_page_renders_sorts_and_stays_offline_in_chromium(page_file, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install "
                                    "'fairmt[report]')")
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
     url = page_file.resolve().as_uri()
     errors: list[str] = []
     requests: list[str] = []

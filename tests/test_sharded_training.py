@@ -234,10 +234,7 @@ def test_accelerate_launch_with_the_fsdp2_config_trains_and_saves_a_loadable_mod
     assert max(diffs) > 1e-4  # the saved model is the trained one, gathered whole
 
 
-deepspeed_needed = pytest.mark.skipif(
-    __import__("importlib.util").util.find_spec("deepspeed") is None,
-    reason="deepspeed is not installed (pip install 'fairmt[deepspeed]'; CI installs it)",
-)
+deepspeed_needed = pytest.mark.needs("deepspeed")  # tests/needs.py
 
 
 @pytest.mark.slow
@@ -268,6 +265,7 @@ def test_fair_contrastive_deepspeed_zero2_matches_one_process(runs):
     assert (p_zero - p_one).abs().max() < 1e-5
 
 
+@deepspeed_needed
 def test_an_invalid_deepspeed_config_is_refused_before_training(tmp_path, torchrun_pool):
     """DeepSpeed validates its config only inside deepspeed.initialize (the first step); the trainers check the ZeRO
     section with DeepSpeed's own schema when they are built. Run away from the pytest process: TrainingArguments with
@@ -275,7 +273,6 @@ def test_an_invalid_deepspeed_config_is_refused_before_training(tmp_path, torchr
     other tests. A job of the torchrun pool (which puts the environment and transformers' DeepSpeed config back after
     every job, and runs the ZeRO jobs above) rather than a fresh interpreter of its own (~6 s of imports): each of its
     two processes checks, and writes what it saw."""
-    pytest.importorskip("deepspeed", reason="deepspeed is not installed")
     script = tmp_path / "check.py"
     script.write_text("""
 import os

@@ -6,6 +6,7 @@ and whole WinoMT-style sentences through the aligner."""
 import sys
 import warnings
 
+import needs
 import pytest
 
 from fairmt.errors import FairmtError
@@ -183,10 +184,7 @@ def test_polish_falls_back_to_rules_without_morfeusz(monkeypatch):
 # ------------------------------------------------------------------------------------------------ Czech
 @pytest.fixture(scope="module")
 def czech():
-    pytest.importorskip(
-        "cs_core_news_sm",
-        reason="the Czech analyser cs-core-news-sm 0.2.1 (CC BY-NC-SA, optional extra fairmt[cs]) is not installed",
-    )
+    needs.require("cs")  # the Czech analyser cs-core-news-sm 0.2.1 (tests/needs.py)
     from fairmt.eval.winomt.detectors import CzechSpacyDetector
 
     return CzechSpacyDetector()
