@@ -5,9 +5,10 @@ and numbers, well-formed Markdown, and LaTeX that pdflatex compiles (where pdfla
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
+
+import needs
 
 
 def markdown_tables(text: str) -> list[list[list[str]]]:
@@ -38,8 +39,8 @@ def assert_reportable(results: Path, folder: Path, compile_latex: bool = True) -
         head, rule, *body = rows
         assert len(head) >= 2 and body and all(len(r) == len(head) == len(rule) for r in body), rows
         assert all(any(re.search(r"\d", c) for c in r[1:]) for r in body), rows  # a number in every row
-    if compile_latex and shutil.which("pdflatex"):
-        proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name], cwd=folder,
+    if compile_latex and needs.program("pdflatex"):  # an extra check where pdflatex is here (tests/needs.py)
+        proc = subprocess.run([needs.program("pdflatex"), "-interaction=nonstopmode", "-halt-on-error", tex.name], cwd=folder,
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stdout[-2000:]
     return text

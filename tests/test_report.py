@@ -11,10 +11,13 @@ import json
 import math
 import random
 import re
+import shutil
 import statistics
 from pathlib import Path
 
 import pytest
+
+import needs
 
 from fairmt.cli import main
 
@@ -221,9 +224,8 @@ def _md_table(text: str, first: str) -> list[list[str]]:
 def _pdflatex(tex: Path) -> None:
     import subprocess
 
-    if not shutil.which("pdflatex"):
-        pytest.skip("pdflatex not installed (Debian: texlive-latex-base texlive-latex-recommended)")
-    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name], cwd=tex.parent,
+    needs.require("pdflatex", who="the LaTeX compile (the other formats were checked)")
+    proc = subprocess.run([needs.program("pdflatex"), "-interaction=nonstopmode", "-halt-on-error", tex.name], cwd=tex.parent,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-2000:]
 

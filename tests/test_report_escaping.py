@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+import needs
 
 from fairmt.cli import main
 from fairmt.eval.reporting import escape
@@ -99,9 +100,8 @@ def test_terminal_markdown_json_latex_and_figures_keep_the_names_as_text(hostile
     # figures: drawn with the names as plain text (no mathtext parse error)
     assert sorted(p.name for p in tmp_path.glob("fig-*.png")) == ["fig-mt-bars.png", "fig-mt-tradeoff.png"]
     # LaTeX: compiles
-    pdflatex = shutil.which("pdflatex")
-    if pdflatex is None:
-        pytest.skip("no pdflatex (Debian: texlive-latex-base)")
+    needs.require("pdflatex", who="the LaTeX part (the other formats were checked)")
+    pdflatex = needs.program("pdflatex")
     run = subprocess.run([pdflatex, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", tex.name],
                          check=False, cwd=tmp_path, capture_output=True, text=True, timeout=120,
                          env={**os.environ, "openout_any": "p"})
@@ -109,13 +109,12 @@ def test_terminal_markdown_json_latex_and_figures_keep_the_names_as_text(hostile
     assert (tmp_path / "r.pdf").stat().st_size > 1000
 
 
+@pytest.mark.needs("chromium")
 def test_html_page_runs_only_its_own_script_in_chromium(hostile, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install "
                                    "'fairmt[report]')")
     from test_report_browser import ARGS, CHROMIUM
 
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
     page_file = tmp_path / "r.html"
     assert main(["report", *hostile, "--html", str(page_file), "--title", HOSTILE]) == 0
     text = page_file.read_text()
