@@ -116,11 +116,17 @@ def worker_args(out, ledger, storage: str, study: str, n: int, host: str = "-", 
 
 
 def standin_data_root(monkeypatch, tmp_path: Path) -> Path:
-    """FAIRMT_DATA at empty hate-speech folders (one per language of Huang et al. 2020): what `fairmt sweep` checks
-    before its first trial (:func:`fairmt.sweep.spec.check_trial_inputs`) for the hate-speech recipes whose runs
-    the tests stand in for (the stand-in runs read no data)."""
+    """FAIRMT_DATA at hate-speech folders with empty split files (one folder per language of Huang et al. 2020):
+    what `fairmt sweep` checks before its first trial (:func:`fairmt.sweep.spec.check_trial_inputs`: the folder and
+    the train/valid/test.tsv the run reads) for the hate-speech recipes whose runs the tests stand in for (the
+    stand-in runs read no data)."""
+    from fairmt.data.classification import HATESPEECH_SPLITS
+
     root = tmp_path / "standin-data"
     for language in ("English", "Italian", "Polish", "Portuguese", "Spanish"):
-        (root / "hatespeech_huang2020" / language).mkdir(parents=True, exist_ok=True)
+        folder = root / "hatespeech_huang2020" / language
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in HATESPEECH_SPLITS.values():
+            (folder / name).touch()
     monkeypatch.setenv("FAIRMT_DATA", str(root))
     return root

@@ -34,7 +34,7 @@ def add_comparisons(tables: list, n_samples: int | None = None, seed: int | None
 
 def compare_rows(rows: list[Run], n_samples: int | None = None, seed: int | None = None
                  ) -> tuple[list[dict], list[str]]:
-    """The comparisons of each row with the first (dicts for the JSON) and the lines that say them: a header (the
+    """The comparisons of each row with the first row that carries per-sentence data (dicts for the JSON) and the lines that say them: a header (the
     resamples, the seed and the p-value convention) and one line per test, or, where no test could be made, one line
     per row saying why."""
     from fairmt.eval.significance import N_SAMPLES, SEED, SELF_COMPARISON, compare_items
@@ -47,12 +47,14 @@ def compare_rows(rows: list[Run], n_samples: int | None = None, seed: int | None
         return [], [("Paired bootstrap: no interval: no row carries per-sentence data (a mean over runs, a file "
                      "written by an older fairmt, or a recipe's results without a scored test set: score its "
                      "translations with this fairmt's eval commands).")]
-    base = rows[0]
+    # the baseline is the first row that carries per-sentence data: a tiny recipe's "(original)" row (held-out
+    # scores only) comes first but cannot be the baseline of a paired test
+    base = next(r for r in rows if r.items)
     out: list[dict] = []
     lines: list[str] = []
     why_not: list[tuple[str, str, str]] = []  # (row, where, why): no interval
 
-    for r in rows[1:]:
+    for r in (x for x in rows if x is not base):
         missing = [x for x in (base, r) if not x.items]
         if missing:
             why_not.append((r.name, "", "; ".join(_why_none(x) for x in missing)))
@@ -74,7 +76,8 @@ def compare_rows(rows: list[Run], n_samples: int | None = None, seed: int | None
     if out:
         lines.insert(0, f"Paired bootstrap against {base.name} (row − {base.name}; {n_samples} resamples of the "
                         f"sentences/pairs, seed {seed}; 95 % interval; p-value; {SELF_COMPARISON}):")
-        lines.insert(1, "  " + noise_note([base, *(r for r in rows[1:] if any(c["run"] == r.name for c in out))]))
+        compared = [r for r in rows if r is not base and any(c["run"] == r.name for c in out)]
+        lines.insert(1, "  " + noise_note([base, *compared]))
     for name, where, why in why_not:
         lines.append(f"Paired bootstrap of {name} against {base.name}{': ' + where if where else ''}: no interval: "
                      f"{why}.")
