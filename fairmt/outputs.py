@@ -687,13 +687,14 @@ def claim_run_dir(path: str | os.PathLike, what: str = "output folder", *, overw
     import fcntl
 
     markers = tuple(markers)
+    if os.path.realpath(Path(path).expanduser()) in _HELD:  # this process holds it already (a runner called twice):
+        record_new(Path(path).expanduser(), close=True)  # what the first call made is recorded, with proofs, first
     p = check_output_dir(path, what, overwrite=overwrite, resumable=True, inputs=inputs, flag=flag, clears=overwrite,
                          markers=markers)  # every refusal before anything is created
     key = os.path.realpath(p)
     held = key in _HELD
-    if held:  # this process holds it already (a runner called twice): the content rules still apply
+    if held:  # the content rules still apply
         fd = _HELD[key]
-        record_new(p, close=True)
     else:
         p.mkdir(parents=True, exist_ok=True)
         fd = _open_lock(p / LOCK_NAME)
