@@ -220,7 +220,10 @@ OPTIONS = [
     Option("eval mt-bias --spm-model", "binary", lambda: b"",
            lambda w, f: ["eval", "mt-bias", "--translations-dir", str(w / "mtb"), "--benchmarks", "flores", "--lang",
                          "de", "--spm-model", str(f)], runs=False),
-    Option("report RUN.json", "json", lambda: json.dumps({"format": 1, "winomt": {}, "geneval": {}}).encode(),
+    Option("report RUN.json", "json", lambda: json.dumps({"format": 1, "winomt": {"de": {  # one score: something to show
+        "accuracy": 58.2, "delta_g": 11.8, "delta_s": 12.9, "n": 3888,
+        "signature": "winomt|v:1.0|lang:de|gold:aggregates_acl2019/en.txt|align:fast_align|detector:GermanDetector|"
+                     "compat:none|fairmt:0.1.0"}}, "geneval": {}}).encode(),
            lambda w, f: ["report", str(f)], filename="run.json", refuses={"torn"}),
     Option("push --results", "json", lambda: json.dumps({"lang": "de", "accuracy": 60.0}).encode(),
            lambda w, f: ["push", str(w / "model"), "me/model", "--results", str(f)], filename="r.json", runs=False,
