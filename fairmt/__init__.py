@@ -53,20 +53,20 @@ _LAZY = {
 __all__ = sorted(_LAZY) + ["__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from fairmt import translate
     from fairmt.data.gacl import GenderContrastiveCollator, prepare_gacl_pairs, tokenize_gacl
     from fairmt.evaluate_modules import evaluate_module
     from fairmt.model_eval.embeddings import evaluate_embeddings
     from fairmt.model_eval.mt_bias import evaluate_mt_bias
-    from fairmt import translate
     from fairmt.models import TranslationModel, load_translation_model
-    from fairmt.trainers.adversarial import AdversarialConfig, AdversarialTrainer
+    from fairmt.models.vision import SimCLRConfig, SimCLRModel
     from fairmt.trainers.adept import ADEPTConfig, ADEPTTrainer
+    from fairmt.trainers.adversarial import AdversarialConfig, AdversarialTrainer
     from fairmt.trainers.ccd import CCDConfig, CCDTrainer
     from fairmt.trainers.dpce import DPCEConfig, DPCETrainer
     from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
     from fairmt.trainers.gacl import GACLConfig, GACLTrainer
     from fairmt.trainers.inlp import INLPResult, inlp
-    from fairmt.models.vision import SimCLRConfig, SimCLRModel
     from fairmt.trainers.sampling import FairnessSamplingConfig, FairnessSamplingTrainer
 
 

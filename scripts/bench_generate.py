@@ -100,9 +100,9 @@ def _run(args) -> dict:
     import torch
 
     torch.set_num_threads(args.threads)
-    from fairmt.translate import generate_translations, get_backend
     from fairmt.models import load_translation_model
     from fairmt.models.tiny import build_tiny_translation_model, train_tiny_translation_model
+    from fairmt.translate import generate_translations, get_backend
 
     out = Path(args.out_dir or tempfile.mkdtemp(prefix="fairmt-bench-generate-"))
     os.environ.setdefault("FAIRMT_CACHE", str(out / "cache"))

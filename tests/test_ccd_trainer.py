@@ -3,9 +3,9 @@
 import math
 
 import pytest
-import procs
 import torch
 
+import procs
 from fairmt.data.augment.cda import cda_augment
 from fairmt.data.augment.tuples import CCDTupleCollator, tuples_to_dataset
 from fairmt.errors import FairmtError

@@ -6,8 +6,8 @@ from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
-import procs
 
+import procs
 from fairmt.errors import FairmtError
 from fairmt.eval.embedding.stereoset import (
     intrasentence_predictions,

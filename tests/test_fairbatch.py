@@ -110,7 +110,6 @@ def test_fairbatch_recipe_line_on_the_moji_standin(tmp_path, monkeypatch, capsys
     import json
 
     from fair_standins import write_moji
-
     from fairmt.cli import main
 
     write_moji(tmp_path / "data" / "moji")

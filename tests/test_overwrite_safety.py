@@ -19,8 +19,7 @@ import pytest
 
 from fairmt.cli import main
 from fairmt.errors import FairmtError
-from fairmt.outputs import (LOCK_NAME, MANIFEST, FolderPlan, check_overwrite, claim_run_dir, publish_dir,
-                            release_run_dir)
+from fairmt.outputs import LOCK_NAME, MANIFEST, FolderPlan, check_overwrite, claim_run_dir, publish_dir, release_run_dir
 
 # ---------------------------------------------------------------------------------------------- helpers
 

@@ -72,9 +72,9 @@ def test_a_default_the_recipe_leaves_out_is_checked_too(tmp_path):
     """A key removed from the recipe resolves to the schema's / Config's default, which the card sees."""
     config = _copy(tmp_path, "classification/cscl_bios_bert", lambda c: c["model"].pop("max_length"))
     problems = card_of_config(config).problems
-    assert problems == [f"model.max_length: the recipe resolves to 128, the paper's value is 192 "
-                        f"(release: sh/run_gradcache_pretrain_contrastive_biasbios.sh max_length=192), and the card "
-                        f"declares no departure"]
+    assert problems == ["model.max_length: the recipe resolves to 128, the paper's value is 192 "
+                        "(release: sh/run_gradcache_pretrain_contrastive_biasbios.sh max_length=192), and the card "
+                        "declares no departure"]
 
 
 def test_a_departure_that_no_longer_differs_fails(tmp_path):

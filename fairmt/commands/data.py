@@ -32,9 +32,8 @@ def _verify(args) -> int:
 
 
 def _fairseq_prep(args) -> int:
-    from fairmt.fairseq.prep import fairseq_prep
-
     from fairmt.errors import FairmtError
+    from fairmt.fairseq.prep import fairseq_prep
 
     if not args.output_dir:
         raise FairmtError("give --output-dir DIR: the folder for the binarised data and side files")

@@ -8,8 +8,8 @@ of the learned representations coloured by the task label and by the protected g
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

@@ -346,10 +346,10 @@ def held_out_eval_results(change: dict, rows: Sequence[tuple]) -> list:
 
 def eval_results(results: Iterable[Any]) -> list:
     """``EvalResult`` entries for a mix of fairmt results (MT-GenEval, FLORES-200, WinoMT objects or dicts)."""
+    from huggingface_hub import EvalResult
+
     from fairmt.eval.geneval import GenEvalContextResult, GenEvalResult
     from fairmt.eval.translation import TranslationQualityResult
-
-    from huggingface_hub import EvalResult
 
     out = []
     for r in results:

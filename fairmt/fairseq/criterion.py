@@ -57,13 +57,18 @@ from fairseq.dataclass import ChoiceEnum
 from omegaconf import II
 
 from fairmt._deprecated import renamed_option
+from fairmt.distributed import world_size
 from fairmt.errors import POSITIVE, PROBABILITY, WEIGHT, FairmtError, Range
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, token_kl_loss
-from fairmt.distributed import world_size
 from fairmt.models.heads import LinearProjectionHead
 from fairmt.models.pooling import pool
-from fairmt.models.precision import (DEFAULT_TEACHER_DTYPE, TEACHER_DTYPE_HELP, TEACHER_DTYPES, check_teacher_dtype,
-                                     resolve_teacher_dtype)
+from fairmt.models.precision import (
+    DEFAULT_TEACHER_DTYPE,
+    TEACHER_DTYPE_HELP,
+    TEACHER_DTYPES,
+    check_teacher_dtype,
+    resolve_teacher_dtype,
+)
 
 logger = logging.getLogger(__name__)
 

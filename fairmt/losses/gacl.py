@@ -36,9 +36,9 @@ from dataclasses import dataclass
 
 import torch
 
+from fairmt.distributed import gather_nograd, gather_with_grad, rank
 from fairmt.errors import FairmtError
 from fairmt.losses.contrastive import Reduction, masked_contrastive_loss
-from fairmt.distributed import gather_nograd, gather_with_grad, rank
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,16 @@ from typing import Any
 from fairmt.distributed import is_main_process
 from fairmt.errors import FairmtError
 from fairmt.eval.mtbias import (
-    BENCHMARKS, FLORES_LANGS, GENEVAL_LANGS, RESOURCE_GROUPS, WINOMT_LANGS, _flores_code, flores_file, geneval_files,
-    m2m_file, winomt_file,
+    BENCHMARKS,
+    FLORES_LANGS,
+    GENEVAL_LANGS,
+    RESOURCE_GROUPS,
+    WINOMT_LANGS,
+    _flores_code,
+    flores_file,
+    geneval_files,
+    m2m_file,
+    winomt_file,
 )  # fmt: skip
 from fairmt.translate import as_translator, flores_to_model_lang, generate_translations
 

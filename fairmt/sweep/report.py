@@ -224,7 +224,6 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
 
     out = Path(out)
     spec = spec or load_spec(out)
-    from fairmt.sweep.results import family
 
     runs = collect_runs(out, family(spec.method).results)
     by_key: dict[str, list[Run]] = {}

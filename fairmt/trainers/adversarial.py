@@ -73,7 +73,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
-from fairmt.errors import COUNT, DROPOUT, FairmtError, GROUPS, POSITIVE, Range, WEIGHT, check_ranges
+from fairmt.errors import COUNT, DROPOUT, GROUPS, POSITIVE, WEIGHT, FairmtError, Range, check_ranges
 from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
 from fairmt.trainers.fairbatch import FairBatchMixin

@@ -60,15 +60,15 @@ import torch
 import torch.nn.functional as F
 from transformers import Trainer, TrainingArguments
 
-from fairmt.errors import COUNT, FairmtError, POSITIVE, PROBABILITY, Range, WEIGHT, check_ranges
-from fairmt.losses import cs_infonce_loss, fcl_loss, gather_nograd, gather_with_grad, supcon_loss
 from fairmt.distributed import world_size
+from fairmt.errors import COUNT, POSITIVE, PROBABILITY, WEIGHT, FairmtError, Range, check_ranges
+from fairmt.losses import cs_infonce_loss, fcl_loss, gather_nograd, gather_with_grad, supcon_loss
 from fairmt.losses.fair_contrastive import FCL_DEFAULT_TEMPERATURE, FCL_GROUP_TERMS, FCL_VARIANTS
 from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
-from fairmt.trainers.gradcache import cached_backward
 from fairmt.trainers.fairbatch import FairBatchMixin
 from fairmt.trainers.faults import FaultGuardMixin
+from fairmt.trainers.gradcache import cached_backward
 from fairmt.trainers.overhead import LeanTrainMixin
 from fairmt.trainers.sharding import ShardingMixin
 from fairmt.trainers.term_logging import LossTermLogMixin

@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field
 
 from fairmt.data.augment.tuples import GENDER_GROUPS, NEUTRAL, check_tuple
 
-
 _SINGULAR_AUX = frozenset({"is", "was", "has", "does", "isn't", "wasn't", "hasn't", "doesn't"})
 _INVERTED = re.compile(r"\b(?:is|was|has|does)(?:n't)?\s+they\b", re.IGNORECASE)
 _THEY_NEXT = re.compile(r"\bthey((?:\s+[A-Za-z']+){1,3})", re.IGNORECASE)

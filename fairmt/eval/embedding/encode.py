@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from fairmt.errors import FairmtError
-
 from fairmt.models.pooling_names import SENTENCE_POOLINGS as POOLINGS  # one set with CCDConfig.pooling
 
 

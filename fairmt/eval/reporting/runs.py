@@ -65,7 +65,7 @@ class _Reader:
                 return None
         return node
 
-    def at(self, dotted: str) -> "_Reader":
+    def at(self, dotted: str) -> _Reader:
         v = self.get(dotted)
         if v is not None and not isinstance(v, dict):
             raise FairmtError(f"{self.path}: {self.name(dotted)!r} must be an object, got {type(v).__name__} "

@@ -50,9 +50,7 @@ class MTGenEval(PerExampleInputs, evaluate.Metric):
         from dataclasses import asdict
 
         from fairmt.errors import FairmtError
-        from fairmt.eval.geneval import _pct, geneval_signature, judge, score_counterfactual
-
-        from fairmt.eval.geneval import SPLITS
+        from fairmt.eval.geneval import SPLITS, _pct, geneval_signature, judge, score_counterfactual
 
         if not isinstance(lang, str) or not lang:
             raise FairmtError(f"mt_geneval: lang must be a language code such as 'de', got {lang!r}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 
 from fairmt.errors import FairmtError
-from fairmt.eval.winomt.detectors.base import _PUNCT, F, M, N, U, GenderDetector, majority
+from fairmt.eval.winomt.detectors.base import _PUNCT, F, GenderDetector, M, N, U, majority
 from fairmt.eval.winomt.detectors.slavic_rules import SlavicRuleDetector
 from fairmt.eval.winomt.io import Gender
 from fairmt.eval.winomt.profession import TranslatedEntity

@@ -6,7 +6,7 @@ import functools
 from pathlib import Path
 
 from fairmt.errors import FairmtError
-from fairmt.eval.winomt.detectors.base import _PUNCT, F, M, N, U, TokenVoteDetector, majority
+from fairmt.eval.winomt.detectors.base import _PUNCT, F, M, N, TokenVoteDetector, U, majority
 from fairmt.eval.winomt.io import Gender
 
 _PYMORPHY_GENDER = {"masc": M, "femn": F, "neut": N}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from fairmt.eval.winomt.detectors.base import _PUNCT, F, M, GenderDetector
+from fairmt.eval.winomt.detectors.base import _PUNCT, F, GenderDetector, M
 from fairmt.eval.winomt.io import Gender
 
 HE_FEMININE_SUFFIXES = ("ה", "ת")  # -a (ה), -et/-it/-ut (ת, ית, ות)
