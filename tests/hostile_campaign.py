@@ -583,9 +583,9 @@ def _recipe_cases() -> list[Case]:
     out = []
     for family, override in RECIPE_OVERRIDES:
         if family == "gacl":
-            argv = (lambda e, o=override: _recipe(e, o, dry=False))
+            argv = (lambda e, o=override: _recipe(e, o, dry=False))  # noqa: E731
         else:
-            argv = (lambda e, o=override, n=names[family]: ["train", n, o, "--dry-run"])
+            argv = (lambda e, o=override, n=names[family]: ["train", n, o, "--dry-run"])  # noqa: E731
         out.append(Case(f"train {family} {override}", "recipes", argv, exit0="wrong_exit0"))
     return out
 
@@ -1098,8 +1098,9 @@ def _download_source_cases() -> dict[str, list[Case]]:
 
     out: dict[str, list[Case]] = {}
     for name in DATASETS:
-        argv = (lambda e, n=name: ["data", "download", n, "--output-dir", e.t("data"), "--base-url", e.t("mirror"),
-                                   "--no-progress"])
+        def argv(e, n=name):
+            return ["data", "download", n, "--output-dir", e.t("data"), "--base-url", e.t("mirror"), "--no-progress"]
+
         cases = [Case(f"data download {name} from a mirror of random bytes", "downloads", argv,
                       setup=_mirror_of_random_bytes(name))]
         if dataset_files(name)[1]:
@@ -1416,9 +1417,10 @@ def _pickles_cut(root: Path) -> None:
 
 def _loader_cases() -> list[Case]:
     nan = float("nan")
-    tox = lambda v: [{"comment_text": "a", "black": 1.0, "toxicity": 0.9},  # noqa: E731
-                     {"comment_text": "b", "black": 0.0, "toxicity": v}, {"comment_text": "c", "black": 0.0,
-                                                                           "toxicity": 0.1}]
+    def tox(v):
+        return [{"comment_text": "a", "black": 1.0, "toxicity": 0.9}, {"comment_text": "b", "black": 0.0, "toxicity": v},
+                {"comment_text": "c", "black": 0.0, "toxicity": 0.1}]
+
     cases = [
         ("jigsaw parquet toxicity NaN", "jigsaw", lambda r: _write_jigsaw(r, tox(nan))),
         ("jigsaw parquet toxicity null", "jigsaw", lambda r: _write_jigsaw(r, tox(None))),

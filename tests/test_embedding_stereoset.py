@@ -56,7 +56,7 @@ def official_scores(gold_examples: list[dict], predictions: dict) -> dict:
     def score(counts):
         ss_scores, lm_scores = [], []
         total = 0
-        for term, scores in counts.items():
+        for _term, scores in counts.items():
             total += scores["total"]
             ss_score = 100.0 * (scores["pro"] / scores["total"])
             lm_score = (scores["related"] / (scores["total"] * 2.0)) * 100.0

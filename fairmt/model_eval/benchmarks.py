@@ -190,9 +190,9 @@ def plan_suite(
             from fairmt.eval.winomt.detectors.registry import get_detector
 
             for lang in wanted(WINOMT_LANGS):
-                if read(f"WinoMT {lang} gender detector", lambda: get_detector(lang, compat)) is None:
+                if read(f"WinoMT {lang} gender detector", lambda lang=lang: get_detector(lang, compat)) is None:
                     continue  # (cached: scoring reuses it) a missing morphology model, before any translation
-                def write(hyps, _path=winomt_file(root, lang), _src=sources):
+                def write(hyps, _path=winomt_file(root, lang), _src=sources):  # noqa: B008 - binds this language's file
                     if is_main_process():
                         _path.parent.mkdir(parents=True, exist_ok=True)
                         write_translations(_path, _src, hyps)
@@ -201,7 +201,7 @@ def plan_suite(
         from fairmt.eval.geneval import CONTEXT_LANGS, load_contextual, load_counterfactual
 
         for lang in wanted(GENEVAL_LANGS):
-            d = read(f"MT-GenEval en-{lang}", lambda: load_counterfactual(lang, split))
+            d = read(f"MT-GenEval en-{lang}", lambda lang=lang: load_counterfactual(lang, split))
             if d is None:
                 continue
             files = geneval_files(root, lang)
@@ -224,12 +224,12 @@ def plan_suite(
         src = read("FLORES-200", lambda: read_flores("eng_Latn"))
         if src is not None:
             for lang in wanted(FLORES_LANGS):
-                if read(f"FLORES-200 references en-{lang}", lambda: read_flores(_flores_code(lang))) is not None:
+                if read(f"FLORES-200 references en-{lang}", lambda lang=lang: read_flores(_flores_code(lang))) is not None:
                     jobs.append((src, "en", _flores_code(lang), f"flores200-devtest.en-{lang}",
                                  lines_to(flores_file(root, lang))))
             if many2many:
                 codes = [c for grp in RESOURCE_GROUPS.values() for c in grp]
-                texts = {s: read(f"FLORES-200 {s}", lambda: read_flores(s)) for s in codes}
+                texts = {s: read(f"FLORES-200 {s}", lambda s=s: read_flores(s)) for s in codes}
                 for s in codes:
                     for t in codes:
                         if s != t and texts[s] is not None and texts[t] is not None:

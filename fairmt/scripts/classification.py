@@ -728,7 +728,7 @@ def _probs(logits: np.ndarray) -> np.ndarray:
 def _score(cfg, data, outputs, split: str):
     from fairmt.eval.classification import classification_metrics
 
-    s, t = data.splits[split], data.splits["train"]
+    s = data.splits[split]
     logits, hidden = outputs[split]
     tlogits, thidden = outputs["train"]
     return classification_metrics(  # intersectional groups: one column per attribute (the cross-product groups)
