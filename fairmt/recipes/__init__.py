@@ -19,6 +19,7 @@ from fairmt.errors import FairmtError
 from fairmt.recipes._family import Family
 from fairmt.recipes._registry import FAMILY_FOLDERS, available_methods, families, family
 
+
 def apply_overrides(config: dict, overrides: list[str]) -> dict:
     """Set ``a.b.c=value`` overrides (values parsed as YAML, :func:`~fairmt.data.inputs.parse_yaml`) in a nested
     dict, in place."""

@@ -59,13 +59,13 @@ def _enums(hint: Any) -> list[type]:
     return [a for a in args if isinstance(a, type) and issubclass(a, enum.Enum)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def field_ranges(cls: type) -> dict[str, Range]:
     """The :class:`~fairmt.errors.Range` each dataclass field of ``cls`` declares (its ``RANGES``)."""
     return declared_ranges(cls)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _field_hints(cls: type) -> dict[str, Any]:
     """Every dataclass field of ``cls`` and its resolved type hint, worked out once per class (``get_type_hints``
     evaluates every annotation of the class and its bases: ~1 ms a call, and TrainingArguments has ~150 fields)."""

@@ -14,7 +14,7 @@ FAMILY_FOLDERS = ("gacl", "ccd", "classification", "sampling")
 """The family folders, each with a ``family.py`` declaring its methods."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def families() -> dict[str, Family]:
     """Every registered method's :class:`Family`, by ``method:`` value (in folder order)."""
     found: dict[str, Family] = {}

@@ -105,7 +105,7 @@ Trainer sections (``training``, ``objective_args``, ``stage1``, ``stage2``) use 
 # apart (``must_be``), so a long description never lands in "recipe key X must be ..., got ...".
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _module_classes(module: str) -> dict:
     """The top-level ``ast`` class nodes of a module, read from its source file (not imported: checking a recipe
     must not import torch)."""

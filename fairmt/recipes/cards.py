@@ -172,9 +172,8 @@ def resolved_values(config: dict[str, Any]) -> dict[str, Any]:
     """The resolved recipe as plain values: the family's runner's ``resolve_config`` where it returns a mapping
     (classification, sampling), else the schema's resolved object (with ``training`` as the Trainer Config resolves
     it where the runner returns one)."""
-    from fairmt.recipes._schema import resolve_recipe
-
     from fairmt.recipes._registry import family
+    from fairmt.recipes._schema import resolve_recipe
 
     module = family(config.get("method")).runner_module()
     resolver = getattr(module, "resolve_config", None)

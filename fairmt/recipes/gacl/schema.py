@@ -7,7 +7,18 @@ from typing import Literal
 from pydantic import field_validator
 
 from fairmt.recipes._schema import (
-    GACL_CONFIG, LORA_CONFIG, Count, D, Recipe, Section, Seed, Share, Text, _must, _trainer_section, trainer_doc,
+    GACL_CONFIG,
+    LORA_CONFIG,
+    Count,
+    D,
+    Recipe,
+    Section,
+    Seed,
+    Share,
+    Text,
+    _must,
+    _trainer_section,
+    trainer_doc,
 )
 
 # ---------------------------------------------------------------------------------------------- gacl
