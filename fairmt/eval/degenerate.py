@@ -52,6 +52,7 @@ N_EXAMPLES = 3
 
 def target_script(lang: str) -> str | None:
     """The script subtag of ``lang`` (ISO code as ``de``, or a FLORES-200 code as ``deu_Latn``), None if unknown."""
+    script: str | None
     if "_" in lang:
         script = lang.rsplit("_", 1)[1]
     else:

@@ -158,6 +158,7 @@ def module_inputs(module: str, *, rows: int | None = None, **kwargs: Any) -> dic
         if value is None and (optional or (rows is not None and arg in ("predictions", "references"))):
             continue
         where = f"{module}: {arg}"
+        got: Any  # the value read, as the kind reads it (list, {attribute: list}, array)
         if kind == "labels":
             got = labels(value, where)
         elif kind == "protected":

@@ -76,7 +76,7 @@ def load_crows_pairs(path: str | Path, bias_types: Sequence[str] | None = None, 
     from fairmt.data.inputs import csv_dict_rows
 
     path = Path(path)
-    pairs = []
+    pairs: list[CrowsPair] = []
     _, rows = csv_dict_rows(path, "CrowS-Pairs", required=("sent_more", "sent_less", "stereo_antistereo", "bias_type"))
     for lineno, row in rows:
         direction = row["stereo_antistereo"].strip()

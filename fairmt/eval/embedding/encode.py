@@ -93,8 +93,8 @@ class EmbeddingRunner:
             from sentence_transformers import SentenceTransformer
 
             with loading(p, "encoder"):
-                st = SentenceTransformer(str(p), device=device)
-                return cls(st, None, "model", device=str(st.device), **kwargs)
+                st_model = SentenceTransformer(str(p), device=device)
+                return cls(st_model, None, "model", device=str(st_model.device), **kwargs)
         from transformers import AutoModel, AutoTokenizer
 
         with loading(p, "encoder"):

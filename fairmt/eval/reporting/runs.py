@@ -55,7 +55,7 @@ class _Reader:
         return f"{self.prefix}{dotted}"
 
     def get(self, dotted: str) -> Any:
-        node = self.data
+        node: Any = self.data
         for part in dotted.split("."):
             if not isinstance(node, dict):
                 raise FairmtError(f"{self.path}: {self.name(dotted)!r}: {part!r} is inside a {type(node).__name__}, "
@@ -100,7 +100,7 @@ def _short(v: Any) -> str:
     return s if len(s) <= 40 else s[:37] + "..."
 
 
-def strip_version(sig: str) -> str:
+def strip_version(sig: str | None) -> str:
     """A signature without the fairmt version in it (``|fairmt:0.1.0``): a new release with the same metric keeps
     comparing equal."""
     return re.sub(r"\|fairmt:[^|]*", "", str(sig))

@@ -167,8 +167,8 @@ class Table:
         for m in self.columns:
             if not m.direction:
                 continue
-            vals = [(i, r.values.get(m.key)) for i, r in enumerate(self.rows)
-                    if r.values.get(m.key) is not None and m.key not in self.marks[i]]
+            vals = [(i, v) for i, r in enumerate(self.rows)
+                    if (v := r.values.get(m.key)) is not None and m.key not in self.marks[i]]
             if len(vals) < 2:
                 continue
             target = (max if m.direction == "max" else min)(v for _, v in vals)
@@ -215,7 +215,7 @@ def _aggregate(runs: list[Run]) -> list[Run]:
         keys = list(dict.fromkeys(k for r in group for k in r.values))
         mean, std = {}, {}
         for k in keys:
-            vals = [r.values[k] for r in group if r.values.get(k) is not None]
+            vals = [v for r in group if (v := r.values.get(k)) is not None]
             mean[k] = statistics.fmean(vals) if vals else None
             std[k] = statistics.stdev(vals) if len(vals) > 1 else None
         first = group[0]
@@ -263,7 +263,7 @@ def _shen_tradeoff(rows: list[Run], scale: str) -> list[float] | None:
         return None
     f = 100.0 if scale == "percent" else 1.0
     try:
-        return tradeoff_scores(*[[r.values[k] / f for r in rows] for k in need])
+        return tradeoff_scores(*[[(r.values[k] or 0.0) / f for r in rows] for k in need])  # none is None (above)
     except (FairmtError, ValueError, ZeroDivisionError):
         return None
 
@@ -301,9 +301,10 @@ def build_tables(runs: list[Run], allow_mixed: bool = False, per_class: bool = F
                 for k in list(r.values):
                     m = measure_of(fam, k)
                     if m is not None and m.kind == "rate":
-                        r.values[k] = None if r.values[k] is None else 100.0 * r.values[k]
-                        if r.std.get(k) is not None:
-                            r.std[k] = 100.0 * r.std[k]
+                        v, s = r.values[k], r.std.get(k)
+                        r.values[k] = None if v is None else 100.0 * v
+                        if s is not None:
+                            r.std[k] = 100.0 * s
                 r.scale = "percent"
         if converted:
             notes.append(f"Written as fractions and shown in percent here: {', '.join(converted)}.")
