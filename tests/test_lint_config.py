@@ -26,7 +26,7 @@ def test_ruff_config_targets_the_oldest_supported_python():
 
 def test_mypy_checks_existing_packages():
     files = PYPROJECT["tool"]["mypy"]["files"]
-    assert {"fairmt/losses", "fairmt/eval"} <= set(files)
+    assert {"fairmt/losses", "fairmt/eval", "fairmt/recipes"} <= set(files)
     for f in files:
         assert (ROOT / f / "__init__.py").is_file(), f"[tool.mypy] files names {f}, which is not a package"
     assert PYPROJECT["tool"]["mypy"]["follow_imports"] == "silent"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import enum
 import functools
 import math
 import typing
@@ -51,10 +52,8 @@ def _hint_name(hint: Any) -> str:
     return getattr(hint, "__name__", str(hint))
 
 
-def _enums(hint: Any) -> list[type]:
+def _enums(hint: Any) -> list[type[enum.Enum]]:
     """The Enum classes a field's type hint admits (``Union[SchedulerType, str]`` → ``[SchedulerType]``)."""
-    import enum
-
     args = typing.get_args(hint) or (hint,)
     return [a for a in args if isinstance(a, type) and issubclass(a, enum.Enum)]
 

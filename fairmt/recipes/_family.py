@@ -11,7 +11,10 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fairmt.recipes._schema import Recipe
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class Family:
     summary: str
     """What the method trains, in one line (``fairmt recipes`` and the unknown-method error list it)."""
 
-    def schema_class(self) -> type:
+    def schema_class(self) -> type[Recipe]:
         module, _, name = self.schema.partition(":")
         return getattr(importlib.import_module(module), name)
 
