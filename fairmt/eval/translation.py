@@ -163,7 +163,8 @@ class TranslationQualityResult:
         return float(self.bleu_spm_nonstandard)
 
     def __str__(self) -> str:
-        s = f"{self.lang_pair}: {self.bleu_label} {self.bleu:.2f}  chrF++ {self.chrfpp:.2f}\n  {self.bleu_signature}\n  {self.chrf_signature}"
+        s = (f"{self.lang_pair}: {self.bleu_label} {self.bleu:.2f}  chrF++ {self.chrfpp:.2f}\n"
+             f"  {self.bleu_signature}\n  {self.chrf_signature}")
         return s + (f"\n  note: {self.note}" if self.note else "")
 
 

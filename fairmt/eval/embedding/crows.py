@@ -171,7 +171,8 @@ class CrowsResult:
     pair_scores: list[tuple[float, float]] = field(default_factory=list, repr=False)
 
     def __str__(self) -> str:
-        return f"CrowS-Pairs ({self.variant}): {self.overall['metric']:.2f} over {self.overall['n']} pairs  [{self.signature}]"
+        return (f"CrowS-Pairs ({self.variant}): {self.overall['metric']:.2f} over {self.overall['n']} pairs  "
+                f"[{self.signature}]")
 
 
 def crows_signature(variant: str, n: int) -> str:

@@ -190,7 +190,8 @@ def _domain_score(examples: Sequence[StereoSetExample], scores: dict[str, float]
             anti = scores[ex.sentence_id("anti-stereotype")]
             unrel = scores[ex.sentence_id("unrelated")]
         except KeyError as err:
-            raise FairmtError(f"{where}: no score for sentence id {err.args[0]} (example {ex.id}); the predictions do not cover the gold file") from None
+            raise FairmtError(f"{where}: no score for sentence id {err.args[0]} (example {ex.id}); "
+                              "the predictions do not cover the gold file") from None
         c = per_term[ex.target]
         if pro > anti:
             c["pro"] += 1.0

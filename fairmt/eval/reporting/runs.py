@@ -107,7 +107,8 @@ def strip_version(sig: str | None) -> str:
 
 
 def _items(r: _Reader, bench: str, key: str) -> dict:
-    """``{"bench:key": items}`` when the result row ``r`` carries per-sentence data (:mod:`fairmt.eval.significance`)."""
+    """``{"bench:key": items}`` when the result row ``r`` carries per-sentence data
+    (:mod:`fairmt.eval.significance`)."""
     items = r.get("items")
     if items is None:
         return {}

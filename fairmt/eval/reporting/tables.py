@@ -59,7 +59,8 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
         M("geneval_abs_dg", "|ΔG|", "MT-GenEval", "min"),
         M("bleu", "spBLEU", "FLORES-200", "max", "score"),
         M("bleu_star", "spBLEU*", "FLORES-200", "max", "score",
-          note="spBLEU*: BLEU with a SentencePiece model other than FLORES-200's official one (its signature says "
+          note="spBLEU*: BLEU with a SentencePiece model other than FLORES-200's official one "
+               "(its signature says "
                "tok:spm-nonstandard); not comparable with published spBLEU"),
         M("chrfpp", "chrF++", "FLORES-200", "max", "score"),
         M("winomt_acc", "Acc.", "WinoMT", "max"), M("winomt_abs_dg", "|ΔG|", "WinoMT", "min"),
@@ -68,12 +69,14 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
         M("heldout_abs_dg", "|ΔG|", "Held-out demo sentences", "min"),
         M("heldout_anti", "anti-stereo. acc.", "Held-out demo sentences", "max"),
         M("heldout_chrfpp", "chrF++", "Held-out demo sentences", "max", "score",
-          note="Held-out demo sentences: a tiny recipe's held-out gender scores (fairmt demo's test sentences, "
+          note="Held-out demo sentences: a tiny recipe's held-out gender scores "
+               "(fairmt demo's test sentences, "
                "never trained on), the untrained original's in its (original) row"),
         M("eval_loss", "eval loss", "Training", "min", "raw", 3,
           note="eval loss: the held-out L_MT cross-entropy of the model the run reports (nats per token)"),
         M("degenerate", "degenerate", "Outputs", "min", "count", 0,
-          note="degenerate: empty, repetitive, wrong-script or unrelated translations (MT-GenEval and FLORES lines)")),
+          note="degenerate: empty, repetitive, wrong-script or unrelated translations "
+               "(MT-GenEval and FLORES lines)")),
         dynamic=(("winomt_acc:", "WinoMT Acc. per language", "max", "rate", 1),),
         touched={"winomt": ("WinoMT", "WinoMT Acc. per language"), "geneval": ("MT-GenEval",),
                  "flores": ("FLORES-200",), "settings:compat": ("WinoMT", "WinoMT Acc. per language"),
@@ -92,7 +95,8 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
         M("leakage_h", "leakage@h", "Leakage", "min", digits=2),
         M("leakage_yhat", "leakage@ŷ", "Leakage", "min", digits=2),
         M("tradeoff", "Tradeoff", "Trade-off", "max", "raw", 3,
-          note="Tradeoff: Shen et al.'s ½·N(Acc) + ¼·N(1−GAP) + ⅛·N(1−leakage@h) + ⅛·N(1−leakage@ŷ), N = ÷ max "
+          note="Tradeoff: Shen et al.'s ½·N(Acc) + ¼·N(1−GAP) + ⅛·N(1−leakage@h) + ⅛·N(1−leakage@ŷ), "
+               "N = ÷ max "
                "over the rows of this table (recomputed from the means shown; a sweep's own column is not kept)")),
         dynamic=(("gap:", "GAP per class", "min", "rate", 2),),
         touched={"cls:version": ("Performance", "Fairness", "Leakage", "Trade-off", "GAP per class"),

@@ -103,7 +103,8 @@ class PymorphyDetector(TokenVoteDetector):
 
         meta = self.morph.dictionary.meta
         compiled = str(meta.get("compiled_at", ""))[:10]  # the revision alone does not tell uk dictionaries apart
-        return f"pymorphy3-{pymorphy3.__version__}-{self.lang}-dict{meta.get('source_revision', '')}@{compiled}-{self.rule}"
+        revision = meta.get("source_revision", "")
+        return f"pymorphy3-{pymorphy3.__version__}-{self.lang}-dict{revision}@{compiled}-{self.rule}"
 
     def detect_text(self, text: str) -> Gender:
         if self.rule == "most_probable":
