@@ -159,8 +159,14 @@ def fairness_compute_metrics(
             scores = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
         # fairmt.eval.classification reads arrays (np.asarray) but annotates Sequence: widened by its split (issue 50)
         r = classification_metrics(
-            labels.astype(int), preds.astype(int), g,  # type: ignore[arg-type]
-            num_classes=num_classes, scores=scores, eo_classes=eo_classes, positive_class=positive_class)
+            labels.astype(int),  # type: ignore[arg-type]
+            preds.astype(int),  # type: ignore[arg-type]
+            g,  # type: ignore[arg-type]
+            num_classes=num_classes,
+            scores=scores,
+            eo_classes=eo_classes,
+            positive_class=positive_class,
+        )
         out = {"accuracy": r.accuracy}
         for key in ("f1", "micro_f1", "auc"):
             if getattr(r, key) is not None:
