@@ -1118,7 +1118,7 @@ def _issue45_relc_cases() -> list[Case]:
             *(c for cases in _download_source_cases().values() for c in cases)]
 
 
-# ---------------------------------------------------------------------------------------------- issue 45: resume, full disk, network
+# --------------------------------------------------------------------------------- issue 45: resume, full disk, network
 
 
 def _limited(nbytes: int):
@@ -1224,7 +1224,7 @@ def _resume_disk_network_cases() -> list[Case]:
     ]
 
 
-# ---------------------------------------------------------------------------------------------- config values (issue 45)
+# --------------------------------------------------------------------------------------------- config values (issue 45)
 # Every numeric field of every Config dataclass, each with a value outside its range: built in Python, each must be
 # refused with a named error (``CONFIG_VALUES`` is a table, not derived from the declarations, so the campaign counts
 # an older fairmt too; ``tests/test_hostile_campaign.py`` fails when a Config grows a numeric field missing here).
@@ -1678,7 +1678,7 @@ CONFIG_RANGE_CASES["FairnessSamplingConfig.cluster_refresh_steps"] = \
 from :data:`CONFIG_VALUES` (the table the ``config values`` cases are built from) and :data:`CONFIG_EXTRA`."""
 
 
-# ============================================================================ issue 52 (helper files): data loss through
+# =========================================================================== issue 52 (helper files): data loss through
 # the files fairmt trusts (manifest, lock, links, devices, SQLite URLs), parsing (tags, alias bombs, deep nesting) and
 # limits (int64, empty selections, non-string items, pickled arrays, non-UTF-8 names, a closed stdout), signals
 

@@ -1,4 +1,5 @@
-"""CCDTrainer: a few real training steps on tiny encoders built from a config (BERT, PEFT LoRA, sentence-transformers)."""
+"""CCDTrainer: a few real training steps on tiny encoders built from a config (BERT, PEFT LoRA,
+sentence-transformers)."""
 
 import math
 

@@ -1,4 +1,5 @@
-"""StereoSet scorer: bit-identical to a port of the official evaluation.py on the real fixture; formats; hand example."""
+"""StereoSet scorer: bit-identical to a port of the official evaluation.py on the real fixture; formats; hand
+example."""
 
 import json
 import sys

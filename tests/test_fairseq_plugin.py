@@ -1,7 +1,7 @@
 """The fairseq front end: ``fairmt data fairseq-prep``, the ``gacl_translation`` task and the ``gacl_kd`` criterion
-(``fairseq-train --user-dir``). Needs fairseq (docs/methods/gacl.md, "GACL + KD in fairseq"; CI installs it); without it every test
-that needs it skips with the install step as its reason, and ``test_plugin_tests_ran_where_fairseq_is_installed``
-fails if fairseq IS importable but those tests were skipped anyway.
+(``fairseq-train --user-dir``). Needs fairseq (docs/methods/gacl.md, "GACL + KD in fairseq"; CI installs it); without it
+every test that needs it skips with the install step as its reason, and
+``test_plugin_tests_ran_where_fairseq_is_installed`` fails if fairseq IS importable but those tests were skipped anyway.
 """
 
 import contextlib

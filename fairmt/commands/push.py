@@ -3,11 +3,11 @@
 With ``--results`` files (the JSON that ``fairmt eval winomt|geneval|flores --json`` write: one result, a list, or
 ``per_language``; a recipe's or a sweep's results, a tiny recipe's held-out scores included) their results are put
 into the model card's ``model-index`` first (:mod:`fairmt.eval.modelcard`), with the benchmarks' limitations and
-citations, and into ``.eval_results/*.yaml`` for the benchmarks whose data set is on the Hub. Only the model is uploaded: the weights, config, tokenizer/adapter
-files and the card — not the training state a Trainer leaves in its output folder (``checkpoint-*``, optimizer,
-scheduler, RNG states, ``trainer_state.json``, ``training_args.bin``, the GACL projection head) unless
-``--all-files``. A KD teacher is never saved there by fairmt's trainers, and the command refuses folders holding
-files named like one.
+citations, and into ``.eval_results/*.yaml`` for the benchmarks whose data set is on the Hub. Only the model is
+uploaded: the weights, config, tokenizer/adapter files and the card — not the training state a Trainer leaves in its
+output folder (``checkpoint-*``, optimizer, scheduler, RNG states, ``trainer_state.json``, ``training_args.bin``, the
+GACL projection head) unless ``--all-files``. A KD teacher is never saved there by fairmt's trainers, and the command
+refuses folders holding files named like one.
 """
 
 from __future__ import annotations
@@ -202,9 +202,9 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
     the local README.md is rewritten only once the upload succeeded.
 
     ``method``: the training method the card cites; ``"auto"`` takes it from the results when they say it (a recipe's
-    results, a sweep's selected run), else ``gacl`` for translation results and none for others; None cites none. ``dry_run``: a folder where the card
-    (``README.md``) and the list of files that would be uploaded (``upload.txt``) are written instead — nothing is
-    sent, the Hub is not contacted."""
+    results, a sweep's selected run), else ``gacl`` for translation results and none for others; None cites none.
+    ``dry_run``: a folder where the card (``README.md``) and the list of files that would be uploaded (``upload.txt``)
+    are written instead — nothing is sent, the Hub is not contacted."""
     from huggingface_hub import CommitOperationAdd, HfApi
     from huggingface_hub.utils import filter_repo_objects
 

@@ -155,8 +155,9 @@ def plan_suite(
 ) -> list[tuple[list[str], str, str, str, Any]]:
     """Read every benchmark's sources AND references (what scoring will read) and load WinoMT's gender detectors
     before anything is translated:
-    the jobs of :func:`translate_suite` as ``(sources, src, tgt_flores, cache_tag, write)`` (``src`` "en" or a FLORES code). A missing
-    benchmark file is one :class:`FairmtError` that lists all of them (nothing has been translated yet)."""
+    the jobs of :func:`translate_suite` as ``(sources, src, tgt_flores, cache_tag, write)`` (``src`` "en" or a FLORES
+    code). A missing benchmark file is one :class:`FairmtError` that lists all of them (nothing has been translated
+    yet)."""
     from fairmt.eval.report import write_text_atomic
 
     root = Path(root)

@@ -124,7 +124,8 @@ def metric_patterns(method: str, config: dict[str, Any]) -> list[str] | None:
         if method == "ccd" and "utility" in suites:
             out += ["utility.*", "utility_validation.*"]
         if method == "ccd":  # fairmt.recipes.ccd.runner: validation split, test-half Bias-IR, flat dev/test summaries
-            # (fairmt.recipes.ccd.runner.summary_sections: exact names, so a mistyped dev.* objective fails before any trial)
+            # (fairmt.recipes.ccd.runner.summary_sections: exact names, so a mistyped dev.* objective fails before any
+            # trial)
             dev = ["cced_gap", "probe_avg_abs", "bias_ir_avg_dev", "utility_spearman", "utility_nn1"]
             out += [f"dev.{n}" for n in dev] + [f"test.{n}" for n in (*dev, "seat_avg_abs",
                                                                        "bias_ir_avg_dev_all_queries")]

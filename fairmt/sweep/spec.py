@@ -182,8 +182,8 @@ def parse_seeds(text: str) -> list[int]:
 
 
 SWEEP_RULES = ("dto", "loss", "accuracy", "accuracy_then_gap", "objective")
-"""The rules ``--select`` takes: fairmt's checkpoint rules (:data:`fairmt.eval.selection.CRITERIA`), and ``objective`` (the best seed mean of the one
-``--objective``, in its direction)."""
+"""The rules ``--select`` takes: fairmt's checkpoint rules (:data:`fairmt.eval.selection.CRITERIA`), and ``objective``
+(the best seed mean of the one ``--objective``, in its direction)."""
 
 
 def parse_objective(text: str) -> list[str]:

@@ -425,7 +425,7 @@ class CCDTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Trainer):
             output.metrics.update({f"{metric_key_prefix}_{k}": float(v) for k, v in extra.items()})
         return output
 
-    # ------------------------------------------------------------------ logging (SplitTermLogMixin: loss_bias, loss_rep)
+    # ----------------------------------------------------------------- logging (SplitTermLogMixin: loss_bias, loss_rep)
 
     def _extra_train_log(self, logs: dict[str, float]) -> None:
         if self.rho is not None and not self._rho_logged:  # ρ once, in the first training log

@@ -42,8 +42,9 @@ objectives; dropout stays active for dropout views, as the CSCL release evaluate
 
 Under ``torch.distributed`` (``accelerate launch``) the contrastive terms use the candidates of every process
 (:func:`fairmt.losses.gather_with_grad`; per-process batches must be equal: ``dataloader_drop_last=True``); CE stays
-local. Large contrastive batches go through gradient caching (``gradcache_chunk_size``, :mod:`fairmt.trainers.gradcache`):
-the gradient equals the plain full-batch step while only one chunk's activations are alive.
+local. Large contrastive batches go through gradient caching (``gradcache_chunk_size``,
+:mod:`fairmt.trainers.gradcache`): the gradient equals the plain full-batch step while only one chunk's activations are
+alive.
 
 Each loss term is logged separately (``loss_ce``, ``loss_sup``, ``loss_cs``, ``loss_scl``, ``loss_fcl``), averaged
 over the steps since the last log. The evaluation loss is the cross-entropy (the quantity a dev-set model selection
