@@ -21,7 +21,8 @@ accuracy is only trustworthy beside translation quality (chrF++) and a count of 
   2019 WinoMT outputs, scoring one real system against another (the closest stand-in for real output vs a reference
   this data holds): 0–7.5 % of lines are below 20 for every system against Google in de, es, fr, it, ru, uk, he and ar
   (the median is 34–87; all 3,888 lines, Bing, Systran, AWS and the 2019 SOTA), so no real system is flagged; the
-  same lines paired with another sentence's translation (fluent, right language, wrong content) have a median of 12–17 and are flagged (``tests/test_unrelated_flag.py``).
+  same lines paired with another sentence's translation (fluent, right language, wrong content) have a median of 12–17
+  and are flagged (``tests/test_unrelated_flag.py``).
 
 The rules are heuristics stated here so that a count can be reproduced; a flagged line is a line to look at, not a
 proof of a broken model.

@@ -88,7 +88,8 @@ def matrix(value: Any, name: str, *, rows: int | None = None, nonzero: bool = Fa
 def groups(value: Any, name: str) -> list | dict[str, list]:
     """Protected groups: one label per example (integers or strings, :func:`labels`), one tuple of the same length
     per example, or ``{attribute: column}`` (intersectional groups,
-    :func:`fairmt.eval.classification.intersectional_groups`): a list, a list of tuples, or a dict of equal-length label columns."""
+    :func:`fairmt.eval.classification.intersectional_groups`): a list, a list of tuples, or a dict of equal-length label
+    columns."""
     from collections.abc import Mapping
 
     if isinstance(value, Mapping):

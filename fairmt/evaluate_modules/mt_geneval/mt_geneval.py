@@ -24,7 +24,8 @@ Returns:
     accuracy, explicit_accuracy, per-gender accuracies, delta_g, hypothesis_accuracy, hypothesis_explicit_accuracy,
     n, signature; with the pairs also chrfpp (chrF++ against the own-gender references, chrf_signature) and
     degenerate (counts of empty, repetitive, wrong-script and unrelated translations). Without the
-    masculine-then-feminine layout only the per-translation numbers are defined: accuracy and explicit_accuracy are then None and `note` says why.
+    masculine-then-feminine layout only the per-translation numbers are defined: accuracy and explicit_accuracy are then
+    None and `note` says why.
 Example:
     >>> m = evaluate.load(fairmt.evaluate_module("mt_geneval"))
     >>> m.compute(predictions=hyps, references=own_refs, counterfactual_references=other_refs, lang="de")
