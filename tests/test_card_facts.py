@@ -72,3 +72,20 @@ def test_cscl_cards_have_no_problems():
     for name in CSCL_BERT:
         card = card_of_config(load_recipe(name))
         assert not card.problems, card.problems
+
+
+@pytest.mark.parametrize(("page", "prefix", "seeds"), [("cscl.md", "classification/cscl_", 5),
+                                                       ("fcl.md", "classification/fcl", 10)])
+def test_reproducing_commands_run_the_papers_seeds(page, prefix, seeds):
+    """Chi et al. ran five seeds (§4), Shen et al. ten (Table 1): the cards say so (`seed`) and every sweep command
+    on the reproducing page runs that many."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "reproducing" / page).read_text(encoding="utf-8")
+    sweeps = [line for line in text.splitlines() if line.startswith(f"fairmt sweep {prefix}")]
+    assert sweeps
+    assert all(re.search(rf"--seeds {seeds}\b", line) for line in sweeps), sweeps
+    card = card_of_config(load_recipe(f"{prefix}bios_bert" if "cscl" in prefix else f"{prefix}_moji"))
+    (seed,) = [d for d in card.departures if d.key == "seed"]
+    assert f"--seeds {seeds}" in seed.reason and seed.kind == "paper-silent choice"
