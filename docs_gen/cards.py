@@ -31,7 +31,7 @@ class CardError(ValueError):
 @functools.lru_cache(maxsize=None)
 def _all_cards() -> tuple:
     from fairmt.commands.train import builtin_recipes, load_recipe
-    from fairmt.scripts.cards import card_of_config, card_path
+    from fairmt.recipes.cards import card_of_config, card_path
 
     return tuple(c for c in (card_of_config(load_recipe(name)) for name, path in builtin_recipes().items()
                              if card_path(path).is_file()) if c is not None)
@@ -60,7 +60,7 @@ def papers() -> list[str]:
 
 def departures_md(authors: str) -> str:
     """Every declared departure of the cards of the one paper whose name starts with ``authors``."""
-    from fairmt.scripts.cards import departures_markdown
+    from fairmt.recipes.cards import departures_markdown
 
     matching = [p for p in papers() if p.startswith(authors)]
     if len(matching) != 1:

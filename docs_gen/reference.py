@@ -1,7 +1,7 @@
 """The generated pages of the documentation site: never typed, always computed from the code at build time.
 
 * ``reference/recipe-keys.md``: every key of every recipe family, from the pydantic schemas of
-  :mod:`fairmt.scripts.recipe_schema` (type, default, allowed values, description);
+  :mod:`fairmt.recipes._schema` (type, default, allowed values, description);
 * ``reference/recipes.md``: the shipped recipes with family, paper and status (``fairmt recipes``'s table) and each
   one's description;
 * ``reference/cli.md``: every ``fairmt`` command with its usage and every option, from the argparse parsers of
@@ -97,7 +97,7 @@ def _walk(model: type, prefix: str = "") -> typing.Iterator[tuple[str, Any, Any,
 
 def recipe_keys() -> dict[str, list[str]]:
     """Every documented key, per family (what the reference lists)."""
-    from fairmt.scripts.recipe_schema import SCHEMAS
+    from fairmt.recipes._schema import SCHEMAS
 
     return {family: [key for key, *_ in _walk(model)] for family, model in SCHEMAS.items()}
 
@@ -106,11 +106,11 @@ _TRAINER_SECTIONS = {"training", "stages", "stage1", "stage2", "peft", "objectiv
 
 
 def recipe_reference_md() -> str:
-    from fairmt.scripts.recipe_schema import SCHEMAS
+    from fairmt.recipes._schema import SCHEMAS
 
     out = ["# Recipe keys\n\n", GENERATED_NOTE,
            "Every key a recipe of each family accepts, read from the pydantic schemas of "
-           "`fairmt.scripts.recipe_schema` (`fairmt train` refuses any other key, with a \"did you mean\"). "
+           "`fairmt.recipes._schema` (`fairmt train` refuses any other key, with a \"did you mean\"). "
            "A key is written in YAML as nested sections (`data.train` is `train:` under `data:`) or on the command "
            "line as an override (`data.train=pairs.jsonl`). A section typed `mapping` of Trainer arguments "
            "(`training`, a stage's section) takes the fields of the method's Config dataclass: see the "

@@ -229,7 +229,7 @@ def _output_dir(output_dir: str | None, overwrite: bool) -> Path:
     """A new temporary folder, or ``output_dir`` through the recipes' rule (:func:`prepare_output_dir`): the demo
     owns it while it runs, and one that already holds files is refused unless ``overwrite`` (which removes what fairmt
     wrote there, and nothing else)."""
-    from fairmt.scripts._output import prepare_output_dir
+    from fairmt.recipes._output import prepare_output_dir
 
     if not output_dir:
         return Path(tempfile.mkdtemp(prefix="fairmt-demo-"))
@@ -245,7 +245,7 @@ def prepare_tiny_recipe(config: dict) -> None:
     from fairmt.data.demo_corpus import demo_data
     from fairmt.errors import FairmtError
 
-    spec = config.get("tiny_model") or {}  # its keys are checked with the recipe (fairmt.commands.recipe_schema)
+    spec = config.get("tiny_model") or {}  # its keys are checked with the recipe (fairmt.recipes._schema)
     model, train = Path(str(config.get("model", ""))), (config.get("data") or {}).get("train")
     if not config.get("model") or not train:
         raise FairmtError("a recipe with tiny_model needs 'model' (the folder to build) and data.train (the JSONL "

@@ -23,7 +23,7 @@ class FairmtError(ValueError):
 # One declaration per numeric Config field (the class's ``RANGES = {"gacl_lambda": WEIGHT, ...}``; a class attribute,
 # not field metadata, which ``transformers.HfArgumentParser`` would hand to argparse), read by two front ends: the
 # Config's ``__post_init__`` (:func:`check_ranges`, Python users) and the recipe checks
-# (:func:`fairmt.scripts.recipe_checks.check_training`, recipes, ``--dry-run`` and sweeps).
+# (:func:`fairmt.recipes._checks.check_training`, recipes, ``--dry-run`` and sweeps).
 
 
 class Range:

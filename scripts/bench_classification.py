@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     t0 = time.perf_counter()
     train, dev = make_data(a.n, a.n_dev, a.dim)
-    # as the recipes build them (fairmt.scripts.classification.build_datasets)
+    # as the recipes build them (fairmt.recipes.classification.runner.build_datasets)
     train_ds, dev_ds = (with_array_features(Dataset.from_dict({"features": x, "labels": y, "group": g}))
                         for x, y, g in (train, dev))
     setup_s = time.perf_counter() - t0

@@ -11,9 +11,9 @@ name, its overrides, the seed and its objectives under flat names (``val/cced_ga
 ``run`` trains every (setting, seed) not yet in the JSONL file (an interrupted grid resumes where it stopped) in
 this one process, on one thread: the recipe's data, the original model's measurements and its embeddings are made
 once; each run loads the original model afresh, trains it with the recipe's own trainer
-(:func:`fairmt.scripts.ccd.make_trainer` / :func:`~fairmt.scripts.ccd.train_and_unwrap`) and measures the
+(:func:`fairmt.recipes.ccd.runner.make_trainer` / :func:`~fairmt.recipes.ccd.runner.train_and_unwrap`) and measures the
 validation split (association probe with no SEAT word, CCED gap of the validation tuples, Bias-IR on the validation
-half of the queries, utility on validation sentences; :mod:`fairmt.scripts.ccd_validation`) and the test suites
+half of the queries, utility on validation sentences; :mod:`fairmt.recipes.ccd.validation`) and the test suites
 (SEAT 6-8b, CCED gap of the held-out tuples, Bias-IR on the other half, utility). The suites always measure the
 embedding the saved model gives (its own pooling and normalisation), whatever embedding a setting trains.
 
@@ -118,8 +118,8 @@ def _done(path: Path) -> set[tuple[str, int]]:
 def run_grid(settings: dict[str, list[str]], seeds: list[int], out: Path, recipe: str = RECIPE) -> None:
     import torch
 
-    from fairmt.commands.train import load_recipe
-    from fairmt.scripts import ccd
+    from fairmt.recipes import load_recipe
+    from fairmt.recipes.ccd import runner as ccd
     from fairmt.trainers.ccd import ccd_metrics_summary
 
     torch.set_num_threads(1)

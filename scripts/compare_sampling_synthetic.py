@@ -45,7 +45,7 @@ def _override(config: dict, text: str) -> None:
 
 
 def run(seed: int, root: Path, backbone: Path, a) -> dict:
-    from fairmt.scripts.sampling import main as recipe
+    from fairmt.recipes.sampling.runner import main as recipe
 
     common = {
         "method": "sampling", "seed": seed,

@@ -4,7 +4,7 @@
         [--seeds 0 1 2] [key=value ...]
     python scripts/run_ccd_real.py --from-results RUN0/ccd_results.json RUN1/ccd_results.json ...
 
-Runs the recipe (``fairmt.scripts.ccd.main``: SEAT, CCED on held-out tuples, Bias-IR, the validation measures and a
+Runs the recipe (``fairmt.recipes.ccd.runner.main``: SEAT, CCED on held-out tuples, Bias-IR, the validation measures and a
 utility check before and after CCD training) once per seed — ``training.seed`` and ``data.seed`` (the train /
 validation / test split of the tuples and of the neutral sentences) both take the seed, so the seeds vary the data
 split too (``--fixed-data`` keeps the recipe's ``data.seed``); output in ``<output_dir>/seed<N>`` — on one CPU
@@ -98,7 +98,7 @@ def _fmt(values: list[float], digits: int = 3) -> str:
 
 
 def table(results: list[dict] | dict) -> str:
-    """Markdown before/after table of one or several (seeds) :func:`fairmt.scripts.ccd.main` results: the after
+    """Markdown before/after table of one or several (seeds) :func:`fairmt.recipes.ccd.runner.main` results: the after
     column is the mean ± std over the runs (std with ddof=1); "better"/"worse" compares the mean with before (for
     an effect size by |d|, for a Bias-IR male ratio by its distance to 0.5) and counts the runs that agree."""
     import numpy as np
@@ -163,8 +163,8 @@ def main(argv: list[str]) -> int:
 
     import torch
 
-    from fairmt.commands.train import load_recipe
-    from fairmt.scripts.ccd import main as run
+    from fairmt.recipes import load_recipe
+    from fairmt.recipes.ccd.runner import main as run
 
     torch.set_num_threads(1)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")

@@ -2,7 +2,7 @@
 """Real-data comparison of the fair-classification methods: CE vs CSCL, FCL, fairness-driven sampling,
 adversarial and INLP, several seeds, reported as mean ± std of accuracy, GAP, ΔEO, leakage@h and leakage@ŷ (test).
 
-Settings (each a list of recipe dicts run through :func:`fairmt.scripts.classification.main`, in one process):
+Settings (each a list of recipe dicts run through :func:`fairmt.recipes.classification.runner.main`, in one process):
 
 * ``bios_frozen`` — Bias-in-Bios sample (28 professions × 10 biographies; profession, protected = gender); the real
   all-MiniLM-L6-v2 as a frozen embedder (embeddings computed once and cached) + a 2-layer MLP encoder (Shen et al.);
@@ -123,7 +123,7 @@ def main() -> int:
 
     transformers.logging.set_verbosity_error()
     warnings.filterwarnings("ignore")
-    from fairmt.scripts.classification import main as run_recipe
+    from fairmt.recipes.classification.runner import main as run_recipe
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

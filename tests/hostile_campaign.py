@@ -935,7 +935,7 @@ def _celeba_and_backbone(env: Env, n: int = 40, other: bool = False) -> None:
         from fairmt.data.images import read_celeba
 
         try:
-            from fairmt.scripts.sampling import data_fingerprint
+            from fairmt.recipes.sampling.runner import data_fingerprint
         except ImportError:  # a fairmt before issue 45 records no fingerprint
             def data_fingerprint(data):
                 return None

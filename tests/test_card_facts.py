@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from fairmt.commands.train import load_recipe
-from fairmt.scripts.cards import card_of_config
+from fairmt.recipes.cards import card_of_config
 
 CSCL_BERT = ["classification/cscl_bios_bert", "classification/cscl_jigsaw_bert",
              "classification/cscl_one_stage_bios_bert"]
@@ -63,7 +63,7 @@ def test_the_contrasted_vector_is_the_raw_last_layer_cls_state():
     assert torch.allclose(logits, model.classifier(raw))
     for name in ("classification/cscl_bios_bert", "classification/cscl_one_stage_bios_bert"):
         stage = "train" if "one_stage" in name else "stage1"
-        from fairmt.scripts.cards import resolved_values
+        from fairmt.recipes.cards import resolved_values
 
         assert resolved_values(load_recipe(name))["stages"][stage]["pooling"] == "head"
 

@@ -419,9 +419,9 @@ def _median_rho(model_dir, tmp_path):
 
 @pytest.mark.parametrize("method", ["dpce", "adept"])
 def test_recipe_end_to_end_on_tiny_mlm(method, tiny_mlm_dir, tmp_path, capsys):
-    from fairmt.commands.recipe_schema import validate_recipe
+    from fairmt.recipes._schema import validate_recipe
     from fairmt.eval.embedding.encode import MaskedLMRunner
-    from fairmt.scripts._word_debias import main
+    from fairmt.recipes.ccd.word_debias import main
 
     cfg = _recipe(method, tiny_mlm_dir, tmp_path)
     if method == "adept":  # a sharper kernel than the median distance on a random tiny model (see above)
@@ -448,7 +448,7 @@ def test_recipe_end_to_end_on_tiny_mlm(method, tiny_mlm_dir, tmp_path, capsys):
 
 def test_recipe_validation_and_dry_run(tmp_path, capsys, monkeypatch):
     from fairmt.cli import main as cli
-    from fairmt.commands.recipe_schema import validate_recipe
+    from fairmt.recipes._schema import validate_recipe
 
     corpus = tmp_path / "parallel" / "newstest2018_en-de.jsonl"  # the dry run checks that the data exists
     corpus.parent.mkdir()
@@ -470,7 +470,7 @@ def test_recipe_validation_and_dry_run(tmp_path, capsys, monkeypatch):
 
 
 def test_recipe_errors(tiny_bert_dir, tmp_path):
-    from fairmt.scripts._word_debias import main
+    from fairmt.recipes.ccd.word_debias import main
 
     with pytest.raises(FairmtError, match="data.corpus.path"):
         main({"method": "dpce", "model": str(tiny_bert_dir), "data": {},

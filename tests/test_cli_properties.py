@@ -8,7 +8,7 @@ overrides for every recipe family; whatever it generates, ``fairmt`` ends in exi
 * Commands that would start real work (training, downloads, a demo, a sweep, uploads) are run up to where the work
   begins: the options are parsed and every check the CLI makes before the work (declared outputs, the device) runs.
 * ``fairmt train RECIPE KEY=VALUE --dry-run`` gets a generated key of the family's declared schema
-  (:data:`fairmt.commands.recipe_schema.SCHEMAS`) and a generated YAML value, for every family.
+  (:data:`fairmt.recipes._schema.SCHEMAS`) and a generated YAML value, for every family.
 
 Values come from small, fixed pools (numbers at and around the range limits, NaN, infinities, words, paths that
 are files, folders, under a file, unwritable); the example budget is fixed and derandomized, so a run costs seconds
@@ -224,7 +224,7 @@ def _schema_keys(family: str) -> list[str]:
     Trainer arguments and an unknown one."""
     from pydantic import BaseModel
 
-    from fairmt.commands.recipe_schema import SCHEMAS
+    from fairmt.recipes._schema import SCHEMAS
 
     keys: list[str] = []
 
@@ -296,7 +296,7 @@ def test_every_option_has_a_value_pool_and_every_number_a_checked_type():
 def test_every_recipe_family_is_generated_for_and_in_the_campaign():
     """A new recipe family (a schema in SCHEMAS) must join RECIPES above and the campaign's RECIPE_OVERRIDES; every
     declared key is generated for (the keys come from the schema itself)."""
-    from fairmt.commands.recipe_schema import SCHEMAS
+    from fairmt.recipes._schema import SCHEMAS
     from tests.hostile_campaign import RECIPE_OVERRIDES
 
     assert set(RECIPES) == set(SCHEMAS)

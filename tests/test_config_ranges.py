@@ -89,7 +89,7 @@ def test_every_numeric_config_field_declares_a_range_and_its_post_init_checks_it
 def test_the_recipe_checks_use_the_same_declaration(cls):
     """Every ranged field given as a recipe key of a Trainer section (``training``, ``objective_args``, ``stage2``)
     is refused by :func:`check_training` with the same range text."""
-    from fairmt.scripts.recipe_checks import check_training, field_ranges
+    from fairmt.recipes._checks import check_training, field_ranges
 
     ranged = field_ranges(cls)
     assert ranged, cls
@@ -101,7 +101,7 @@ def test_the_recipe_checks_use_the_same_declaration(cls):
 
 
 def test_recipe_keys_that_feed_a_config_field_under_another_name_use_its_range():
-    from fairmt.scripts import recipe_schema as rs
+    from fairmt.recipes import _schema as rs
 
     assert rs.CONFIG_FEEDS
     for (family, section, key), (spec, field_name) in rs.CONFIG_FEEDS.items():
@@ -186,7 +186,7 @@ def test_simclr_config_declares_its_ranges_and_checks_them_where_it_is_built():
         for bad in (_bad(rng), 2.5):
             with pytest.raises(FairmtError, match=rf"^SimCLRConfig\.{name} must be {rng.text()}, got "):
                 SimCLRConfig(**{name: bad})
-    from fairmt.scripts.recipe_schema import CONFIG_FEEDS
+    from fairmt.recipes._schema import CONFIG_FEEDS
 
     assert {("sampling", "model", n) for n in ranges} <= set(CONFIG_FEEDS)
 

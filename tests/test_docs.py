@@ -183,7 +183,7 @@ def test_every_block_is_counted_and_most_are_run():
 
 
 def test_the_recipe_reference_names_every_key_of_every_family():
-    from fairmt.scripts.recipe_schema import SCHEMAS
+    from fairmt.recipes._schema import SCHEMAS
 
     page = reference.recipe_reference_md()
     sections = dict(re.findall(r"^## `method: (\w+)`\n(.*?)(?=^## |\Z)", page, flags=re.S | re.M))
@@ -390,7 +390,7 @@ def test_every_method_page_runs_its_trainer_and_shows_its_paper_card(name):
     """Issue 39: each method page has its formula, the Trainer as a drop-in in a block this file executes, and the
     card of a recipe (a placeholder docs_gen/cards.py fills at build time, so the table cannot go stale)."""
     from fairmt.commands.train import builtin_recipes
-    from fairmt.scripts.cards import card_path
+    from fairmt.recipes.cards import card_path
 
     sys.path.insert(0, str(ROOT / "docs_gen"))
     import cards

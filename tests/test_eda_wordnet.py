@@ -46,7 +46,7 @@ def test_each_of_the_four_operations_changes_a_fixed_sentence(wordnet):
 
 
 def test_a_recipe_asking_for_eda_without_wordnet_stops_in_one_line(monkeypatch):
-    from fairmt.scripts.classification import add_views
+    from fairmt.recipes.classification.runner import add_views
 
     monkeypatch.setattr(eda_module, "wordnet_synonyms", lambda: None)
     cfg = {"seed": 0, "data": {"augment": "eda", "eda_alpha": 0.1, "eda_num_aug": 4}}

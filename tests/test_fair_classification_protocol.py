@@ -448,7 +448,7 @@ def test_dry_run_shows_every_resolved_value_without_loading_a_model(capsys):
 def test_frozen_embedder_cls_features_are_the_raw_cls_state_and_mean_is_normalised(tmp_path):
     from transformers import AutoModel, AutoTokenizer
 
-    from fairmt.scripts.classification import embed_texts
+    from fairmt.recipes.classification.runner import embed_texts
     from tiny_encoders import write_tiny_bert
 
     texts = ["she is a nurse", "he is a surgeon in the city"]

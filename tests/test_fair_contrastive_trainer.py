@@ -240,7 +240,7 @@ def test_recipes_load_and_resolve(name):
     from pathlib import Path
 
     from fairmt.commands.train import load_recipe
-    from fairmt.scripts.classification import resolve_config
+    from fairmt.recipes.classification.runner import resolve_config
 
     path = Path(__file__).resolve().parents[1] / "recipes" / "classification" / f"{name}.yaml"
     cfg = resolve_config(load_recipe(path, ["seed=3"]))
@@ -248,7 +248,7 @@ def test_recipes_load_and_resolve(name):
 
 
 def test_resolve_config_rejects_bad_recipes():
-    from fairmt.scripts.classification import resolve_config
+    from fairmt.recipes.classification.runner import resolve_config
 
     with pytest.raises(FairmtError, match="objective"):
         resolve_config({"method": "classification", "objective": "magic"})
@@ -281,7 +281,7 @@ def test_recipe_entry_point_runs_on_real_hatespeech(shared_data, monkeypatch, tm
     """A short FCL run through main(): results.json and predictions.jsonl on the real Spanish set."""
     import json
 
-    from fairmt.scripts.classification import main
+    from fairmt.recipes.classification.runner import main
 
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     res = main({

@@ -234,7 +234,7 @@ def test_corpora_lists_the_datasets_with_split_and_licence_and_fetches_into_the_
 def test_max_rows_keeps_the_first_rows_of_each_split_for_every_dataset(shared_data, tmp_path, monkeypatch, dataset):
     """``data.max_rows`` of a classification recipe applies to every data set (it used to apply to bios_split and
     jigsaw only and was silently ignored for the others)."""
-    from fairmt.scripts.classification import load_data
+    from fairmt.recipes.classification.runner import load_data
 
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     dcfg = {"dataset": dataset, "files": None, "fractions": [0.5, 0.2, 0.3], "split_seed": 0, "root": None,

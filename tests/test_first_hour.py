@@ -60,7 +60,7 @@ def _closed_port() -> int:
 def test_nllb_dry_run_offline_is_one_probe_and_one_line(how, tmp_path, monkeypatch, capsys):
     """No Hub: the dry run does not try to download the model's config (transformers' and huggingface_hub's retries
     took 23 s); it says once why the Hub is out of reach, and finishes in seconds."""
-    import fairmt.scripts.gacl  # noqa: F401 - imported before the clock starts: transformers' Trainer takes seconds
+    import fairmt.recipes.gacl.runner  # noqa: F401 - imported before the clock starts: transformers' Trainer takes seconds
     import fairmt.trainers.gacl  # noqa: F401
     from huggingface_hub import constants
 
@@ -89,7 +89,7 @@ def test_nllb_recipe_reads_the_en_de_file_of_the_small100_recipes(tmp_path):
     names both spellings."""
     from fairmt.data.parallel import read_parallel
     from fairmt.errors import FairmtError
-    from fairmt.scripts.gacl import key_aliases
+    from fairmt.recipes.gacl.runner import key_aliases
 
     aliases = key_aliases("eng_Latn", "deu_Latn")
     assert aliases == {"eng_Latn": "en", "deu_Latn": "de"} and key_aliases("en", "de") == {}
@@ -127,6 +127,6 @@ def test_nllb_dry_run_counts_the_en_de_file(tmp_path, monkeypatch, capsys):
     (0.0, 0.4, "KD-only (knowledge distillation, no contrastive term: gacl_lambda 0)"),
 ])
 def test_a_gacl_run_names_what_it_trained(lam, alpha, name):
-    from fairmt.scripts.gacl import run_kind
+    from fairmt.recipes.gacl.runner import run_kind
 
     assert run_kind(lam, alpha) == name

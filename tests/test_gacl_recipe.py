@@ -84,7 +84,7 @@ def test_dry_run_prints_the_resolved_official_config(capsys):
     cfg = load_recipe(recipe, ["training.temperature=0.05"])
     for k in ("temperature", "projection", "kd_normalization", "warmup_init_lr_ratio"):
         cfg["training"].pop(k) if k != "temperature" else None
-    from fairmt.scripts.gacl import resolve_config
+    from fairmt.recipes.gacl.runner import resolve_config
 
     args = resolve_config(cfg)
     assert (args.temperature, args.projection, args.kd_normalization, args.warmup_init_lr_ratio) == (
@@ -218,7 +218,7 @@ def test_plain_baseline_recipe_with_a_plain_dev_set(tmp_path):
 def test_prepare_data_modes():
     from datasets import Dataset
 
-    from fairmt.scripts.gacl import prepare_data
+    from fairmt.recipes.gacl.runner import prepare_data
 
     src = ["He read his book.", "She read her book.", "The man ate.", "The woman ate.", "It rains.", "She came."]
     tgt = ["Er las sein Buch.", "Sie las ihr Buch.", "Der Mann aß.", "Die Frau aß.", "Es regnet.", "Der Mann kam."]
@@ -242,7 +242,7 @@ def test_data_seed_not_training_seed_draws_the_dev_split_and_the_balancing(tmp_p
     sweep's seeds) see the same dev rows and the same training rows, two data seeds different ones."""
     from fairmt.data.demo_corpus import demo_data
     from fairmt.data.parallel import read_parallel
-    from fairmt.scripts.gacl import resolved_sections, split_data
+    from fairmt.recipes.gacl.runner import resolved_sections, split_data
 
     rows = [p.translation for p in demo_data().finetune]
     male = [r for r in rows if " he " in f" {r['en'].lower()} "][:10]

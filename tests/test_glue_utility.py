@@ -84,9 +84,9 @@ def test_ccd_recipe_on_masked_lm_keeps_the_head_and_runs_glue(tiny_bert_dir, tmp
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
     import fairmt.eval.glue as glue
-    from fairmt.commands.recipe_schema import validate_recipe
+    from fairmt.recipes._schema import validate_recipe
     from fairmt.eval.embedding.encode import MaskedLMRunner
-    from fairmt.scripts.ccd import main
+    from fairmt.recipes.ccd.runner import main
     from tiny_encoders import PREDICATES, SUBJECTS
 
     texts = [f"{s} {p} ." for s in SUBJECTS for p in PREDICATES]

@@ -42,7 +42,7 @@ def test_hatespeech_reader_gives_the_cross_product_groups(tmp_path):
 
 
 def test_recipe_key_takes_a_list_for_the_hate_speech_set_only():
-    from fairmt.scripts.classification import resolve_config
+    from fairmt.recipes.classification.runner import resolve_config
 
     cfg = resolve_config({"data": {"dataset": "hatespeech", "attribute": ["gender", "age"]}})
     assert cfg["data"]["attribute"] == ["gender", "age"]

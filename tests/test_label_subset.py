@@ -7,7 +7,7 @@ import pytest
 
 from fairmt.data.classification import ClassificationData, ClassificationSplit
 from fairmt.errors import FairmtError
-from fairmt.scripts.classification import keep_labels
+from fairmt.recipes.classification.runner import keep_labels
 
 
 def _data():
@@ -39,7 +39,7 @@ def test_unknown_or_repeated_labels_are_refused():
 
 def test_the_nurse_surgeon_recipe_resolves_to_table_2():
     from fairmt.commands.train import load_recipe
-    from fairmt.scripts.classification import resolve_config
+    from fairmt.recipes.classification.runner import resolve_config
 
     cfg = resolve_config(load_recipe("classification/fcl_bios_nurse_surgeon"))
     assert cfg["data"]["label_subset"] == ["nurse", "surgeon"] and cfg["data"]["dataset"] == "bios_split"

@@ -33,16 +33,17 @@ FLOORS: list[tuple[str, ...]] = [
     ("translate",),  # backends, cache, sharded generation: strings out
     ("eval",),  # scores strings and vectors
     ("evaluate_modules", "model_eval"),  # model_eval: a model in, scores out (translate + eval)
-    ("scripts", "demo", "integrations"),  # scripts: the recipes' runners; the demo is a scripted GACL run;
-    # integrations: fairmt in other libraries' loops (sentence-transformers evaluators), over model_eval
-    ("commands", "sweep"),  # sweep: the engine of `fairmt sweep`
+    ("recipes", "demo", "integrations"),  # recipes: the recipe families (registry, schemas, runners, cards); the
+    # demo is a scripted GACL run; integrations: fairmt in other libraries' loops (sentence-transformers evaluators)
+    ("commands", "sweep", "scripts"),  # sweep: the engine of `fairmt sweep`; scripts: the old paths of the recipe
+    # runners (deprecated shims over fairmt.recipes, until 0.2)
     ("cli",),
     ("__main__",),
 ]
 """Bottom first. The package root (``fairmt/__init__.py``) is the lazy facade over all of them: it imports nothing
 when it runs (its names load on first access), and ``from fairmt import __version__`` is allowed from anywhere."""
 
-ONE_LAYER = {frozenset({"scripts", "demo"}), frozenset({"commands", "sweep"})}
+ONE_LAYER = {frozenset({"recipes", "demo"}), frozenset({"commands", "sweep"})}
 """Parts of one floor that are one layer split over two folders, and may import each other (never in a cycle):
 the GACL recipe builds the demo's tiny model and the demo writes its folder by the recipes' rule; ``fairmt sweep``'s
 engine reads recipes through ``fairmt train``'s loader. Other parts of a floor are siblings that never meet."""
@@ -293,6 +294,17 @@ OLD_PATHS = {  # old path → new path of the same object
     "fairmt.eval.mtbias:translate_suite": "fairmt.model_eval:translate_suite",
     "fairmt.losses.distributed:gather_with_grad": "fairmt.distributed:gather_with_grad",
     "fairmt.eval.callbacks:GenEvalCallback": "fairmt.model_eval.callbacks:GenEvalCallback",
+    "fairmt.scripts.gacl:main": "fairmt.recipes.gacl.runner:main",
+    "fairmt.scripts.ccd:main": "fairmt.recipes.ccd.runner:main",
+    "fairmt.scripts.ccd_validation:split_bias_ir": "fairmt.recipes.ccd.validation:split_bias_ir",
+    "fairmt.scripts.dpce:main": "fairmt.recipes.ccd.dpce:main",
+    "fairmt.scripts.adept:main": "fairmt.recipes.ccd.adept:main",
+    "fairmt.scripts.classification:main": "fairmt.recipes.classification.runner:main",
+    "fairmt.scripts.sampling:main": "fairmt.recipes.sampling.runner:main",
+    "fairmt.scripts.cards:card_of_config": "fairmt.recipes.cards:card_of_config",
+    "fairmt.scripts.recipe_checks:check_training": "fairmt.recipes._checks:check_training",
+    "fairmt.scripts.recipe_schema:resolve_recipe": "fairmt.recipes._schema:resolve_recipe",
+    "fairmt.scripts.recipe_schema:GaclRecipe": "fairmt.recipes.gacl.schema:GaclRecipe",
 }
 
 _CHECK_OLD_PATHS = r"""
@@ -310,7 +322,10 @@ print(json.dumps(out))
 """
 MOVED_MODULES = ("fairmt.eval.backends.hf", "fairmt.eval.backends.ct2", "fairmt.eval.backends.openai",
                  "fairmt.eval.backends.causal_lm", "fairmt.eval.backends.prompting", "fairmt.eval.callbacks",
-                 "fairmt.losses.distributed")  # whole modules: the warning names the new module
+                 "fairmt.losses.distributed", "fairmt.scripts.gacl", "fairmt.scripts.ccd",
+                 "fairmt.scripts.ccd_validation", "fairmt.scripts.dpce", "fairmt.scripts.adept",
+                 "fairmt.scripts.classification", "fairmt.scripts.sampling", "fairmt.scripts.cards",
+                 "fairmt.scripts.recipe_checks")  # whole modules: the warning names the new module
 
 
 def test_old_import_paths_work_and_warn_naming_the_new_one():

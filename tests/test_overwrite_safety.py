@@ -381,7 +381,7 @@ def test_demo_overwrite_replaces_an_earlier_demo_and_keeps_the_users_files(tmp_p
 
 
 def test_sampling_overwrite_goes_through_the_manifest(tmp_path):
-    from fairmt.scripts.sampling import prepare_run_dir
+    from fairmt.recipes.sampling.runner import prepare_run_dir
 
     out = tmp_path / "run"
     cfg = {"output_dir": str(out), "seed": 0}

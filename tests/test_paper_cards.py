@@ -1,4 +1,4 @@
-"""Paper cards (:mod:`fairmt.scripts.cards`): every recipe with a card resolves to the paper's values wherever the card
+"""Paper cards (:mod:`fairmt.recipes.cards`): every recipe with a card resolves to the paper's values wherever the card
 does not declare a departure; a recipe that claims a paper has a card (or is on the short list of those whose card
 comes with their family's issue); the check fails on a changed value, on a departure that no longer differs, and the
 CLI prints the card (table and JSON) and ends the dry run with its departures."""
@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from fairmt.commands.train import builtin_recipes, load_recipe
-from fairmt.scripts.cards import CARDS_PENDING, KINDS, card_of_config, card_path, check_card, claims_paper, read_card
+from fairmt.recipes.cards import CARDS_PENDING, KINDS, card_of_config, card_path, check_card, claims_paper, read_card
 
 RECIPES = builtin_recipes()
 WITH_CARDS = sorted(n for n, p in RECIPES.items() if card_path(p).is_file())
@@ -233,7 +233,7 @@ def test_recipes_of_one_comparison_table_share_one_selection_rule():
     """Issue 44 item 16: inlp, cscl_one_stage, cscl_two_stage, fcl and adversarial (one table: Bias in Bios, frozen
     MiniLM) select by one rule by default; the check names the table and each recipe's rule when one departs."""
     from fairmt.commands.train import load_recipe
-    from fairmt.scripts.cards import COMPARISON_TABLES, check_comparison_tables
+    from fairmt.recipes.cards import COMPARISON_TABLES, check_comparison_tables
 
     assert check_comparison_tables(lambda n: load_recipe(n, [])) == []
     names = next(iter(COMPARISON_TABLES.values()))

@@ -187,7 +187,7 @@ def test_cscl_two_stage_with_the_real_minilm_and_eda_views(standins, tmp_path, m
 def test_inlp_final_model_at_chance_is_flagged():
     """Issue 44 item 9: the near-constant rule (dev accuracy below the floor × the best, here the CE encoder's) flags
     a model INLP left at chance, in info, in the warnings and in the printed line; a model above it is not flagged."""
-    from fairmt.scripts.classification import _inlp_final, _selection_line
+    from fairmt.recipes.classification.runner import _inlp_final, _selection_line
 
     cfg = {"selection_accuracy_floor": 0.8}
     sel = {"criterion": "accuracy_then_gap", "best_step": 30, "best_epoch": 3, "evaluations": 3,

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from fairmt.errors import FairmtError
-from fairmt.scripts._output import prepare_output_dir
-from fairmt.scripts.classification import resolve_config
+from fairmt.recipes._output import prepare_output_dir
+from fairmt.recipes.classification.runner import resolve_config
 
 
 def test_training_output_dir_is_the_run_folder_for_every_result():
@@ -49,7 +49,7 @@ def test_classification_run_saves_a_reloadable_model_with_class_names(shared_dat
     import torch
 
     from fairmt.models.text_classifiers import EmbeddingBagClassifier
-    from fairmt.scripts.classification import main
+    from fairmt.recipes.classification.runner import main
 
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     res = main({

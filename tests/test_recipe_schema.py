@@ -1,4 +1,4 @@
-"""The declared recipe schema (:mod:`fairmt.commands.recipe_schema`) and the runners' own defaults stay in step: a
+"""The declared recipe schema (:mod:`fairmt.recipes._schema`) and the runners' own defaults stay in step: a
 key a runner reads from its ``DEFAULTS`` must be declared in its family's schema (else a recipe that sets it would be
 refused as unknown), and the defaults themselves are a valid recipe of the family."""
 
@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from fairmt.commands.recipe_schema import SCHEMAS, _known, validate_recipe
-from fairmt.scripts.recipe_checks import COMMON_TOP
+from fairmt.recipes._schema import SCHEMAS, _known, validate_recipe
+from fairmt.recipes._checks import COMMON_TOP
 
 
 def _runner_defaults() -> dict[str, dict[str, Any]]:
-    from fairmt.scripts import classification, sampling
+    from fairmt.recipes.classification import runner as classification
+    from fairmt.recipes.sampling import runner as sampling
 
     return {"classification": classification.defaults(), "sampling": sampling.DEFAULTS}
 
@@ -42,7 +43,7 @@ def test_every_key_a_runner_defaults_is_declared_in_its_schema(family):
 
 def test_an_undeclared_default_is_found(monkeypatch):
     """The check above can fail: a key added to a runner's defaults alone is reported, nested or not."""
-    from fairmt.scripts import sampling
+    from fairmt.recipes.sampling import runner as sampling
 
     monkeypatch.setitem(sampling.DEFAULTS, "new_top", 1)
     monkeypatch.setitem(sampling.DEFAULTS, "probe", {**sampling.DEFAULTS["probe"], "new_knob": 2})
@@ -98,7 +99,7 @@ def test_config_fed_keys_read_the_config_field_help():
     import dataclasses
     import importlib
 
-    from fairmt.scripts.recipe_schema import CONFIG_FEEDS, config_help
+    from fairmt.recipes._schema import CONFIG_FEEDS, config_help
 
     for (family, *path), (spec, name) in CONFIG_FEEDS.items():
         module, _, cls = spec.partition(":")
@@ -120,7 +121,7 @@ def test_config_fed_keys_read_the_config_field_help():
 def test_config_help_reads_metadata_then_docstring_args_up_the_bases(tmp_path, monkeypatch):
     """The help of a field: its metadata help, else its ``Args:`` entry in the class (or a base class) docstring."""
     from fairmt.errors import FairmtError
-    from fairmt.scripts.recipe_schema import config_help
+    from fairmt.recipes._schema import config_help
 
     (tmp_path / "schemadesc_cfg.py").write_text(
         'from dataclasses import dataclass, field\n\n\n@dataclass\nclass Base:\n'

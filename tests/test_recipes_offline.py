@@ -189,7 +189,7 @@ def test_classification_dev_loss_is_the_cross_entropy_of_the_dev_predictions():
 
     import numpy as np
 
-    from fairmt.scripts.classification import _dev_loss
+    from fairmt.recipes.classification.runner import _dev_loss
 
     rng = np.random.default_rng(0)
     logits, labels = rng.normal(size=(7, 4)), [0, 3, 1, 1, 2, 0, 3]

@@ -586,7 +586,7 @@ def test_push_method_given_on_the_command_line_wins(tmp_path, no_network):
 
 # ------------------------------------------------------------------------------------------------ summaries
 def test_sampling_results_md_shows_the_probes_gap_and_delta_eo():
-    from fairmt.scripts.sampling import _markdown
+    from fairmt.recipes.sampling.runner import _markdown
 
     res = _fixture("sampling_fair_results.json")
     md = _markdown(res)

@@ -88,7 +88,7 @@ def test_every_recipe_family_trains_with_the_trainer_that_honours_the_key():
 
 
 def test_image_sampling_refuses_a_checkpoint_by_path_in_one_line():
-    from fairmt.scripts.sampling import validate
+    from fairmt.recipes.sampling.runner import validate
 
     for section in ("training", "stage1", "stage2"):
         with pytest.raises(FairmtError, match=rf"{section}\.resume_from_checkpoint: a sampling run resumes by itself"):
@@ -96,7 +96,7 @@ def test_image_sampling_refuses_a_checkpoint_by_path_in_one_line():
 
 
 def test_two_stage_classification_refuses_a_checkpoint_outside_its_first_stage(tmp_path):
-    from fairmt.scripts.classification import _stage_configs
+    from fairmt.recipes.classification.runner import _stage_configs
 
     cfg = {"objective": "cscl_two_stage", "output_dir": str(tmp_path), "seed": 0, "objective_args": {}, "stage2": {},
            "training": {"resume_from_checkpoint": str(tmp_path / "checkpoint-16")}, "model": {"pooling": "cls"}}

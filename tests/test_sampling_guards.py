@@ -10,7 +10,7 @@ import pytest
 
 from fairmt.cli import main
 from fairmt.data.images import read_celeba
-from fairmt.scripts.sampling import data_fingerprint
+from fairmt.recipes.sampling.runner import data_fingerprint
 
 from image_standins import make_celeba
 

@@ -172,7 +172,7 @@ def test_gacl_config_refuses_a_bad_teacher_dtype(tmp_path):
 
 
 def test_recipe_key_is_checked_before_anything_loads():
-    from fairmt.scripts.recipe_checks import check_training
+    from fairmt.recipes._checks import check_training
     from fairmt.trainers.gacl import GACLConfig
 
     check_training({"teacher_dtype": "fp32"}, [GACLConfig])

@@ -103,7 +103,7 @@ def _gacl(config: dict, args: Any) -> tuple[list[str], list[tuple[bool, str]]]:
         lines.append(f"data: {train} is not a local file (a Hugging Face dataset): not read by the dry run")
         return lines, found
     from fairmt.data.parallel import read_parallel
-    from fairmt.scripts.gacl import key_aliases, prepare_data
+    from fairmt.recipes.gacl.runner import key_aliases, prepare_data
 
     src, tgt = config.get("src_lang", "en"), config.get("tgt_lang", "de")
     try:
@@ -142,7 +142,7 @@ def _ccd(config: dict, args: Any) -> tuple[list[str], list[tuple[bool, str]]]:
     n = count_parameters(config.get("model"))
     lines.append(f"model {config.get('model')}: {_millions(n)} parameters{_training_memory(n)}; f_orig (frozen "
                  f"copy for L_rep){'' if n is None else f' ≈ {_gb(4 * n)}'}")
-    from fairmt.scripts.ccd import prepare_data, training_arguments
+    from fairmt.recipes.ccd.runner import prepare_data, training_arguments
 
     try:
         data = prepare_data(dict(config.get("data") or {}))

@@ -128,7 +128,7 @@ def _precision(args: dict, where: str) -> Finding | None:
 
 def _output(folder: str, config: dict, flag: str, markers: tuple[str, ...] = ()) -> Finding | None:
     from fairmt.outputs import LOCK_NAME, check_output_dir
-    from fairmt.scripts._output import resuming, run_inputs
+    from fairmt.recipes._output import resuming, run_inputs
 
     lock = Path(folder) / LOCK_NAME
     if lock.is_file():
@@ -275,7 +275,7 @@ def _sampling(config: dict, cfg: dict) -> list[Finding | None]:
     folder = Path(cfg["output_dir"])
     marker = folder / "run.json"
     if marker.is_file() and not config.get("overwrite"):  # the same recipe resumes; another one is refused
-        from fairmt.scripts.sampling import fingerprint
+        from fairmt.recipes.sampling.runner import fingerprint
 
         try:
             same = json.loads(marker.read_text(encoding="utf-8")).get("fingerprint") == fingerprint(cfg)

@@ -1,8 +1,8 @@
-"""The recipe schema's old home: it moved to :mod:`fairmt.scripts.recipe_schema` (floor 10, beside the runners), so
-that a runner can read the typed, resolved recipe the schema returns (``validate_recipe``) instead of a second set of
-defaults. Every name is re-exported here."""
+"""Deprecated: the recipe schema moved to :mod:`fairmt.recipes` — the shared parts to :mod:`fairmt.recipes._schema`,
+each family's schema to ``fairmt.recipes.<family>.schema``. Every old name still works, with a ``DeprecationWarning``
+naming its new home, until fairmt 0.2."""
 
-from fairmt.scripts.recipe_schema import *  # noqa: F401,F403
-from fairmt.scripts.recipe_schema import SCHEMAS, _known, _message, _unknown_keys, resolve_recipe, validate_recipe  # noqa: F401
+from fairmt._deprecated import moved_names
+from fairmt.recipes._schema import _old_schema_names
 
-__all__ = ["SCHEMAS", "resolve_recipe", "validate_recipe"]
+__getattr__ = moved_names(__name__, _old_schema_names())

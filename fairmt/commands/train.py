@@ -1,117 +1,29 @@
 """``fairmt train RECIPE.yaml [key=value ...]``: run a recipe.
 
-A recipe is a YAML mapping with a ``method`` key naming a module of :mod:`fairmt.scripts` (``gacl``, ``ccd``,
-``classification``, ...); that module's ``main(config)`` gets the mapping with the overrides applied. Overrides use
+A recipe is a YAML mapping with a ``method`` key naming a registered recipe family (:mod:`fairmt.recipes`: ``gacl``,
+``ccd``, ``classification``, ...); that family's runner gets the mapping with the overrides applied. Overrides use
 dotted keys and YAML values: ``training.learning_rate=1e-5 peft.r=8 train_data=my.jsonl``. Works the same under
 ``accelerate launch --config_file recipes/accelerate/ddp.yaml -m fairmt train RECIPE.yaml``.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import sys
 from pathlib import Path
 
 from fairmt.errors import FairmtError
-
-
-def available_methods() -> list[str]:
-    import fairmt.scripts
-
-    return sorted(m.name for m in pkgutil.iter_modules(fairmt.scripts.__path__) if not m.name.startswith("_"))
-
-
-def apply_overrides(config: dict, overrides: list[str]) -> dict:
-    """Set ``a.b.c=value`` overrides (values parsed as YAML, :func:`~fairmt.data.inputs.parse_yaml`) in a nested
-    dict, in place."""
-    from fairmt.data.inputs import parse_yaml
-
-    for item in overrides:
-        if "=" not in item:
-            raise FairmtError(f"override {item!r} is not of the form key=value")
-        key, raw = item.split("=", 1)
-        if raw.strip() == "~":  # YAML's null: the key would silently fall back to its default (a default folder)
-            raise FairmtError(f"override {item!r}: YAML reads a bare ~ as null (no value), not as your home folder; "
-                              f"write {key}=null to unset it, or the folder itself ({key}=$HOME/..., {key}=~/...)")
-        node = config
-        parts = key.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise FairmtError(f"override {item!r}: {part!r} is not a mapping in the recipe")
-        node[parts[-1]] = _value(parse_yaml(raw, f"override {item!r}", "value"))
-    return config
-
-
-def _value(v):
-    """YAML 1.1 reads ``2e-5`` (no dot) as a string; a user means the number."""
-    if isinstance(v, str):
-        try:
-            return float(v) if any(c in v for c in ".eE") else int(v)
-        except ValueError:
-            return v
-    return v
-
-
-def builtin_recipes_dir() -> Path:
-    """The recipes shipped inside the package (``fairmt/recipes``; ``recipes/`` in a clone points there)."""
-    return Path(__file__).resolve().parents[1] / "recipes"
-
-
-def builtin_recipes() -> dict[str, Path]:
-    """Built-in training recipes by name (``gacl/small100_en-de``), accelerate configs excluded."""
-    root = builtin_recipes_dir()
-    return {p.relative_to(root).with_suffix("").as_posix(): p for p in sorted(root.glob("*/*.yaml"))
-            if p.parent.name != "accelerate"}
-
-
-def resolve_recipe_path(path: str | Path) -> Path:
-    """A recipe file: the path itself when it exists, else a built-in recipe of that name (``gacl/small100_en-de``,
-    with or without ``.yaml``, optionally prefixed ``recipes/``)."""
-    p = Path(path)
-    if p.is_file():
-        return p
-    name = p.as_posix().removesuffix(".yaml").removeprefix("recipes/")
-    found = builtin_recipes().get(name)
-    if found is None:
-        raise FairmtError(f"recipe {p} not found: not a file, nor a built-in recipe (`fairmt recipes` lists them)")
-    return found
-
-
-def load_recipe(path: str | Path, overrides: list[str] | None = None, *, validate: bool = True) -> dict:
-    from fairmt.data.inputs import parse_yaml, read_text
-
-    p = resolve_recipe_path(path)
-    config = parse_yaml(read_text(p, "recipe"), f"recipe {p}", "recipe") or {}
-    if not isinstance(config, dict):
-        raise FairmtError(f"recipe {p} must be a YAML mapping")
-    config = apply_overrides(config, overrides or [])
-    config.setdefault("recipe_path", str(p.resolve()))
-    if "method" not in config:
-        raise FairmtError(f"recipe {p} has no 'method' key; choose one of {available_methods()}")
-    if validate:  # (validation imports the trainers, torch with them: seconds)
-        from fairmt.commands.recipe_schema import validate_recipe
-
-        validate_recipe(config)
-    return config
-
-
-def run_recipe(config: dict):
-    method = config["method"]
-    if method not in available_methods():
-        raise FairmtError(f"unknown method {method!r} in the recipe; available: {available_methods()}")
-    module = importlib.import_module(f"fairmt.scripts.{method}")
-    try:
-        return module.main(config)
-    finally:
-        from fairmt.outputs import release_run_dir
-
-        release_run_dir()  # the run is over: its folder is free (a process's end would free it too)
-        # the process group of a multi-process run is NOT destroyed here: the returned Trainer still holds it (its
-        # DDP Reducer), and freeing that after destroy_process_group() blocked a rank for ever (issue 36). The
-        # `fairmt` command ends every multi-process run in one place (fairmt.distributed.leave_if_distributed, via
-        # fairmt.cli.main); Python callers use fairmt.distributed.end_process_group() once the Trainer is dropped.
+from fairmt.recipes import (  # noqa: F401  (recipe loading moved to fairmt.recipes; these names stay importable here)
+    apply_overrides,
+    available_methods,
+    builtin_recipes,
+    builtin_recipes_dir,
+    family,
+    load_recipe,
+    resolve,
+    resolve_recipe_path,
+    run_recipe,
+    set_output_dir,
+)
 
 
 def register(groups) -> None:
@@ -239,7 +151,7 @@ def recipe_paper(path: Path) -> str:
     """The paper the recipe's card names (its first sentence), or ``-`` for a recipe without a card."""
     import yaml
 
-    from fairmt.scripts.cards import card_path
+    from fairmt.recipes.cards import card_path
 
     card = card_path(path)
     if not card.is_file():
@@ -274,7 +186,7 @@ def recipe_rows(family: str | None = None) -> list[tuple[str, str, str, str]]:
 
 def paper_card(recipe: str, overrides: list[str] | None = None):
     """The checked paper card of a recipe (a built-in name or a file); a FairmtError when it has none."""
-    from fairmt.scripts.cards import card_of_config, card_path
+    from fairmt.recipes.cards import card_of_config, card_path
 
     config = load_recipe(recipe, overrides)
     card = card_of_config(config)
@@ -286,7 +198,7 @@ def paper_card(recipe: str, overrides: list[str] | None = None):
 
 def all_departures_markdown() -> str:
     """The departures of every built-in recipe that has a paper card, one Markdown table per paper."""
-    from fairmt.scripts.cards import card_of_config, card_path, departures_markdown
+    from fairmt.recipes.cards import card_of_config, card_path, departures_markdown
 
     cards = [card_of_config(load_recipe(name)) for name, path in builtin_recipes().items()
              if card_path(path).is_file()]
@@ -351,24 +263,6 @@ def _shown(args: dict) -> dict:
     return {k: v for k, v in args.items() if k not in UNUSED_ARGS}
 
 
-def resolve(config: dict):
-    """The runner's resolved Config for ``config`` (a TrainingArguments, or the merged dict of classification and
-    sampling recipes); None for a method without ``resolve_config``."""
-    method = config["method"]
-    if method not in available_methods():
-        raise FairmtError(f"unknown method {method!r} in the recipe; available: {available_methods()}")
-    module = importlib.import_module(f"fairmt.scripts.{method}")
-    if not hasattr(module, "resolve_config"):
-        return None
-    try:
-        return module.resolve_config(config)
-    except ValueError as err:  # TrainingArguments' own checks (__post_init__): the recipe's values, one line
-        if isinstance(err, FairmtError):
-            raise
-        raise FairmtError(f"the recipe's training settings are refused by the Trainer: {' '.join(str(err).split())}") \
-            from None
-
-
 def dry_run(config: dict, verbose: bool = False) -> tuple[str, list[tuple[bool, str]], list[str]]:
     """JSON of the recipe and its resolved Config, the findings of :mod:`fairmt.commands._preflight` (what the real
     run would hit) and of :mod:`fairmt.commands._dry_summary` (whether the data suffice), and the summary lines
@@ -404,21 +298,8 @@ def dry_run(config: dict, verbose: bool = False) -> tuple[str, list[tuple[bool, 
     return json_text(out), found + more, lines
 
 
-def set_output_dir(config: dict, folder: str) -> None:
-    """``fairmt train --output-dir DIR``: the recipe's own output key (``training.output_dir``, or ``output_dir`` for
-    the classification and sampling recipes)."""
-    if config.get("method") in ("classification", "sampling"):
-        config["output_dir"] = folder
-        if isinstance(config.get("training"), dict):
-            config["training"].pop("output_dir", None)
-    else:
-        if not isinstance(config.get("training"), dict):
-            config["training"] = {}
-        config["training"]["output_dir"] = folder
-
-
 def _run(args) -> int:
-    from fairmt.commands.recipe_schema import validate_recipe
+    from fairmt.recipes._schema import validate_recipe
 
     config = load_recipe(args.recipe, args.overrides, validate=False)
     if getattr(args, "overwrite", False):
@@ -438,7 +319,7 @@ def _run(args) -> int:
         failing = sum(fatal for fatal, _ in found)
         if not failing:
             print("dry run: nothing found that would stop the real run", file=sys.stderr)
-        from fairmt.scripts.cards import card_of_config
+        from fairmt.recipes.cards import card_of_config
 
         card = card_of_config(config)
         if card is not None:  # last: what of this run is not the paper's

@@ -1,17 +1,5 @@
-"""Recipe entry point for ``method: adept``: the CCD paper's ADEPT-F (Yang et al. 2023) baseline — see
-:mod:`fairmt.scripts._word_debias` for the recipe keys and ``recipes/ccd/adept_f_minilm.yaml`` for an example."""
+"""Deprecated: moved to :mod:`fairmt.recipes.ccd.adept` (until fairmt 0.2)."""
 
-from __future__ import annotations
+from fairmt._deprecated import alias_module
 
-from fairmt.scripts._word_debias import main as _main
-from fairmt.scripts._word_debias import resolve_config as _resolve
-
-
-def resolve_config(config: dict):
-    """The resolved training Config (``fairmt train --dry-run``)."""
-    return _resolve(config)
-
-
-def main(config: dict) -> dict:
-    """Run the recipe."""
-    return _main(config)
+alias_module(__name__, "fairmt.recipes.ccd.adept")

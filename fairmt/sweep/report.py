@@ -200,7 +200,7 @@ def runner_up(done: list[dict[str, Any]], best: int, rule: str, spec, percent: b
 
 def at_chance(results: dict[str, Any]) -> bool:
     """Whether a run's results say its final model collapsed to chance (a classification recipe's INLP baseline:
-    ``info.inlp.at_chance``, :func:`fairmt.scripts.classification._inlp_final`): its small gap is no fairness."""
+    ``info.inlp.at_chance``, :func:`fairmt.recipes.classification.runner._inlp_final`): its small gap is no fairness."""
     info = results.get("info")
     inlp = info.get("inlp") if isinstance(info, dict) else None
     return bool(isinstance(inlp, dict) and inlp.get("at_chance") is True)

@@ -42,7 +42,7 @@ FAMILIES: dict[str, Family] = {
     "adept": Family("adept_results.json", "training.seed", ("training.output_dir",), "results", ("final",)),
     "gacl": Family("results.json", "training.seed", ("training.output_dir",), model_dirs=(".",)),
     # fairness-driven sampling on images: the seed and the run folder are top-level keys (the stage sections refuse
-    # them); the objectives are the stage-2 summary fairmt.scripts.sampling writes at the top of results.json
+    # them); the objectives are the stage-2 summary fairmt.recipes.sampling.runner writes at the top of results.json
     "sampling": Family("results.json", "seed", ("output_dir",), model_dirs=("stage2/model",),
                        objectives=(("dominance", "minimize"),)),
 }
@@ -123,8 +123,8 @@ def metric_patterns(method: str, config: dict[str, Any]) -> list[str] | None:
                 out += [f"{when}.bias_ir.avg_dev", f"{when}.bias_ir.male_ratio_all", f"{when}.bias_ir.male_ratio.*"]
         if method == "ccd" and "utility" in suites:
             out += ["utility.*", "utility_validation.*"]
-        if method == "ccd":  # fairmt.scripts.ccd: validation split, test-half Bias-IR, flat dev/test summaries
-            # (fairmt.scripts.ccd.summary_sections: exact names, so a mistyped dev.* objective fails before any trial)
+        if method == "ccd":  # fairmt.recipes.ccd.runner: validation split, test-half Bias-IR, flat dev/test summaries
+            # (fairmt.recipes.ccd.runner.summary_sections: exact names, so a mistyped dev.* objective fails before any trial)
             dev = ["cced_gap", "probe_avg_abs", "bias_ir_avg_dev", "utility_spearman", "utility_nn1"]
             out += [f"dev.{n}" for n in dev] + [f"test.{n}" for n in (*dev, "seat_avg_abs",
                                                                        "bias_ir_avg_dev_all_queries")]
@@ -135,7 +135,7 @@ def metric_patterns(method: str, config: dict[str, Any]) -> list[str] | None:
         if config.get("utility"):
             out += ["glue.avg", "glue.tasks.*", "glue_before.*", "time_glue_s"]
         return out + ["train.*", "data.*", "time_*"]
-    if method == "gacl":  # fairmt.scripts.gacl.results: the eval loss always, MT-GenEval where the recipe scores it
+    if method == "gacl":  # fairmt.recipes.gacl.runner.results: the eval loss always, MT-GenEval where the recipe scores it
         out = ["dev.loss", "dev.loss_*", "dev.gc_*", "train.*", "selection.*"]
         geneval = config.get("geneval") or {}
         measures = ("accuracy", "explicit_accuracy", "delta_g")
@@ -146,7 +146,7 @@ def metric_patterns(method: str, config: dict[str, Any]) -> list[str] | None:
         if config.get("tiny_model"):  # fairmt.demo.tiny_before_after: the original's and the trained model's scores
             out += ["held_out_gender.n", "held_out_gender.before.*", "held_out_gender.after.*"]
         return out
-    if method == "sampling":  # fairmt.scripts.sampling: the stage-2 summary, then every stage's full results
+    if method == "sampling":  # fairmt.recipes.sampling.runner: the stage-2 summary, then every stage's full results
         probe = [f"probe.*.{m}" for m in ("accuracy", "f1", "auc_roc", "gap", "delta_eo")]
         return ["dominance", "entropy", "separation", *probe, "stages.*", "n", "clusters.*", "stage_info.*"]
     return None

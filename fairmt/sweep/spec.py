@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
-import importlib
 import math
 import time
 from pathlib import Path
@@ -111,7 +110,7 @@ def yaml_scalar(value: Any) -> str:
 # ------------------------------------------------------------------------------------------------- parsing
 def _parse_value(key: str, raw: str) -> Any:
     """``raw`` as ``fairmt train`` parses an override value (YAML, ``2e-5`` as a number)."""
-    from fairmt.commands.train import apply_overrides
+    from fairmt.recipes import apply_overrides
 
     node: Any = apply_overrides({}, [f"{key}={raw}"])
     for part in key.split("."):
@@ -203,7 +202,9 @@ def parse_objective(text: str) -> list[str]:
 def _reference_config(method: str, config: dict[str, Any]) -> dict[str, Any]:
     """The recipe with the method's defaults merged in, where the method has a dict-level ``resolve_config``
     (classification); else the recipe itself."""
-    module = importlib.import_module(f"fairmt.scripts.{method}")
+    from fairmt.recipes import family
+
+    module = family(method).runner_module()
     resolve = getattr(module, "resolve_config", None)
     if resolve is not None and method == "classification":
         return resolve(copy.deepcopy(config))
@@ -236,7 +237,7 @@ def _check_type(flag: str, key: str, raw: str, value: Any, reference: dict[str, 
 def check_against_recipe(spec: SweepSpec) -> dict[str, Any]:
     """Load the recipe with each grid value and each range end (the schema of ``fairmt train``); returns the base
     recipe (overrides applied)."""
-    from fairmt.commands.train import load_recipe
+    from fairmt.recipes import load_recipe
 
     base = load_recipe(spec.recipe, spec.overrides)
     fam = family(base["method"])
@@ -281,7 +282,7 @@ def check_trial_inputs(spec: SweepSpec) -> None:
     on the recipe with the fixed overrides; one :class:`FairmtError` listing them. The trials' own output folders
     are the sweep's (new), so the recipe's output folder is not one of the findings."""
     from fairmt.commands._preflight import findings
-    from fairmt.commands.train import load_recipe, resolve, set_output_dir
+    from fairmt.recipes import load_recipe, resolve, set_output_dir
 
     config = load_recipe(spec.recipe, spec.overrides)
     set_output_dir(config, str(Path(spec.output_dir) / "trials" / ".preflight-not-written"))
@@ -355,7 +356,7 @@ def build_spec(recipe: str, overrides: list[str], grid: list[str], ranges: list[
     if join and not output_dir:
         raise FairmtError("--join needs --output-dir: the shared sweep folder every process writes its trials into")
 
-    from fairmt.commands.train import resolve_recipe_path
+    from fairmt.recipes import resolve_recipe_path
 
     spec = SweepSpec(recipe=recipe, recipe_path=str(resolve_recipe_path(recipe).resolve()), method="",
                      overrides=list(overrides), grid=g, grid_raw=g_raw, ranges=r, seeds=seed_list, objectives=objs,
@@ -396,7 +397,7 @@ def resolve_accelerate_config(path: str | None) -> Path:
     p = Path(path)
     if p.is_file():
         return p.resolve()
-    from fairmt.commands.train import builtin_recipes_dir
+    from fairmt.recipes import builtin_recipes_dir
 
     shipped = builtin_recipes_dir() / "accelerate" / (p.name if p.suffix == ".yaml" else f"{p.name}.yaml")
     if shipped.is_file():

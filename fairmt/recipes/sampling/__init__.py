@@ -1,0 +1,1 @@
+"""The ``sampling`` recipe family: fairness-driven sampling on images (Martin & Ogbuokiri)."""
