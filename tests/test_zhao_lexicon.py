@@ -72,3 +72,27 @@ def test_prepare_gacl_pairs_uses_the_selected_lexicon(shared_data, monkeypatch):
 def test_missing_lists_say_how_to_fetch_them(tmp_path):
     with pytest.raises(FairmtError, match="fairmt data download lexicons"):
         read_swaps(tmp_path)
+
+
+def test_the_gacl_paper_recipe_filters_and_swaps_with_zhaos_lists(shared_data, monkeypatch):
+    """data.lexicon (recipe schema) reaches prepare_gacl_pairs; the paper recipes default to zhao2018 and their card
+    says so; another value is reported as a difference from the card."""
+    from datasets import Dataset
+
+    from fairmt.commands.train import load_recipe
+    from fairmt.recipes.cards import card_of_config
+    from fairmt.recipes.gacl.runner import prepare_data
+
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    rows = Dataset.from_dict({"src": ["The cowboy sang.", "The cowgirl sang."], "tgt": ["a", "b"]})
+    for name in ("gacl/small100_en-de", "gacl/nllb600m_en-de", "gacl/nllb1.3b_en-de"):
+        config = load_recipe(name, [])
+        assert config["data"]["lexicon"] == "zhao2018"
+        card = card_of_config(config)
+        assert {s.key: s.recipe for s in card.settings}["data.lexicon"] == "zhao2018" and not card.problems
+    data_cfg = {"prepare": "gacl", "balance": False, "lexicon": "zhao2018"}
+    assert sorted(prepare_data(rows, data_cfg, "de", 0)["src_cf"]) == ["The cowboy sang.", "The cowgirl sang."]
+    with pytest.raises(FairmtError, match="no source sentence has gendered words"):
+        prepare_data(rows, {**data_cfg, "lexicon": "fairmt"}, "de", 0)
+    (problem,) = card_of_config(load_recipe("gacl/small100_en-de", ["data.lexicon=fairmt"])).problems
+    assert problem.startswith("data.lexicon: the recipe resolves to fairmt, the paper's value is zhao2018")
