@@ -89,3 +89,77 @@ def test_reproducing_commands_run_the_papers_seeds(page, prefix, seeds):
     card = card_of_config(load_recipe(f"{prefix}bios_bert" if "cscl" in prefix else f"{prefix}_moji"))
     (seed,) = [d for d in card.departures if d.key == "seed"]
     assert f"--seeds {seeds}" in seed.reason and seed.kind == "paper-silent choice"
+
+
+def test_cscl_terms_are_means_over_anchors_not_the_printed_sums():
+    """Card fact (CSCL): Eqs. 1-2 print L_sup and L_CS as sums over the 2N anchors while CE is a batch mean; fairmt's
+    L_CS (and L_sup) is the mean over the anchors: the printed sum / 2N (slow reference from Eq. 2, uniform weights)."""
+    import math
+
+    from fairmt.losses.fair_contrastive import cs_infonce_loss
+
+    torch.manual_seed(0)
+    n, tau = 6, 0.5
+    z = torch.randn(n, 2, 4)
+    y = torch.tensor([0, 0, 0, 1, 1, 1])
+    a = torch.tensor([0, 0, 1, 1, 1, 0])
+    got = cs_infonce_loss(z, y, a, temperature=tau, normalize=False, anchor_weighting="uniform")
+    flat = [z[j, v] for v in range(2) for j in range(n)]  # view-major, as the loss lays them out
+    sample = [j for _ in range(2) for j in range(n)]
+    printed_sum = 0.0
+    for i in range(2 * n):
+        def s(k, i=i):
+            return math.exp(float(flat[i] @ flat[k]) / tau)
+        cell = [k for k in range(2 * n) if k != i and y[sample[k]] == y[sample[i]] and a[sample[k]] == a[sample[i]]]
+        pos = next(k for k in range(2 * n) if k != i and sample[k] == sample[i])
+        printed_sum += -math.log(s(pos) / sum(s(k) for k in cell))
+    assert float(got) == pytest.approx(printed_sum / (2 * n), rel=1e-5)
+
+
+def test_representation_entropy_is_better_higher():
+    """Card fact (sampling): fairmt reports representation entropy as better when higher (uniform clusters reach the
+    maximum, log2 K bits); the paper's Table 1 marks it ↓ while its §4.2 text calls the drop 'a minor trade off'."""
+    import inspect
+
+    from fairmt.eval.classification import latent_subgroup_metrics
+    from fairmt.recipes.sampling import runner
+
+    uniform = latent_subgroup_metrics(cluster_sizes=[25, 25, 25, 25]).representation_entropy
+    skewed = latent_subgroup_metrics(cluster_sizes=[70, 10, 10, 10]).representation_entropy
+    assert uniform == pytest.approx(2.0) and skewed < uniform
+    source = inspect.getsource(runner)
+    assert '("representation entropy (bits) ↑", "representation_entropy", "higher")' in source
+    assert '("representation_entropy", "Representation Entropy ↑")' in source
+
+
+def test_fcl_reports_no_time_column():
+    """Card fact (FCL): Table 1's Time column (GPU time relative to CE, 'averaged over 10 runs') is not a metric of
+    the classification runner's results: the runs record wall seconds (info) only."""
+    from fairmt.eval.classification import classification_metrics
+
+    summary = classification_metrics([0, 1, 1, 0], [0, 1, 0, 0], [0, 0, 1, 1]).summary(percent=True)
+    assert not any("time" in k for k in summary)
+
+
+@pytest.mark.parametrize("name", ["classification/cscl_bios_bert", "classification/cscl_one_stage_bios_bert",
+                                  "sampling/celeba_resnet50", "classification/fcl_moji"])
+def test_card_facts_are_shown_and_checked(name, capsys):
+    from fairmt.cli import main
+
+    assert main(["recipes", "--paper", name, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["facts"] and all(f["test"].startswith("tests/test_card_facts.py::") for f in data["facts"])
+    assert main(["recipes", "--paper", name]) == 0
+    assert "In the code (each checked by its test):" in capsys.readouterr().out
+
+
+def test_a_fact_whose_test_is_gone_fails_the_card():
+    from fairmt.commands.train import builtin_recipes
+    from fairmt.recipes.cards import card_path, check_card, read_card
+
+    path = builtin_recipes()["classification/fcl_moji"]
+    card = read_card(card_path(path))
+    card["facts"] = [{**card["facts"][0], "test": "tests/test_card_facts.py::test_no_such_test"}]
+    problems = check_card(card, load_recipe("classification/fcl_moji")).problems
+    expected = f"fact {card['facts'][0]['fact']!r}: its test tests/test_card_facts.py::test_no_such_test does not exist"
+    assert problems == [expected]

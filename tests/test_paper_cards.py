@@ -107,7 +107,7 @@ def test_cscl_contrasts_unnormalised_features_at_tau_2(name, capsys):
 
     assert main(["recipes", "--paper", name, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert list(data) == ["recipe", "paper", "settings", "departures"]
+    assert list(data) == ["recipe", "paper", "settings", "departures", "facts"]
     assert all(list(s) == ["key", "paper", "recipe", "source"] for s in data["settings"])
     assert all(list(d) == ["key", "paper", "recipe", "kind", "reason"] for d in data["departures"])
     stage = "train" if "one_stage" in name else "stage1"
