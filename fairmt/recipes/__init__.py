@@ -17,7 +17,7 @@ from typing import Any
 
 from fairmt.errors import FairmtError
 from fairmt.recipes._family import Family
-from fairmt.recipes._registry import FAMILY_FOLDERS, available_methods, families, family
+from fairmt.recipes._registry import FAMILY_FOLDERS, available_methods, families, family, registered
 
 
 def apply_overrides(config: dict, overrides: list[str]) -> dict:
@@ -89,7 +89,7 @@ def load_recipe(path: str | Path, overrides: list[str] | None = None, *, validat
     config = apply_overrides(config, overrides or [])
     config.setdefault("recipe_path", str(p.resolve()))
     if "method" not in config:
-        raise FairmtError(f"recipe {p} has no 'method' key; choose one of {available_methods()}")
+        raise FairmtError(f"recipe {p} has no 'method' key: {registered()}")
     family(config["method"])  # an unknown method: one line, before anything else
     if validate:  # (validation imports the trainers, torch with them: seconds)
         from fairmt.recipes._schema import validate_recipe
