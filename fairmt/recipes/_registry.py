@@ -31,10 +31,14 @@ def available_methods() -> list[str]:
     return sorted(families())
 
 
+def registered() -> str:
+    """The registered methods, as the errors list them (``the registered families are gacl, ccd, ...``)."""
+    return f"the registered families are {', '.join(families())} (`fairmt recipes` lists their recipes)"
+
+
 def family(method: Any) -> Family:
     """The registered family of ``method``; an unknown one is one line listing the families."""
     fam = families().get(method) if isinstance(method, str) else None
     if fam is None:
-        raise FairmtError(f"unknown recipe method {method!r}: the registered families are "
-                          f"{', '.join(families())} (`fairmt recipes` lists their recipes)")
+        raise FairmtError(f"unknown method {method!r} in the recipe: {registered()}")
     return fam
