@@ -195,7 +195,8 @@ class Card:
         lines = [f"paper card ({self.paper}): {len(self.departures)} declared departure"
                  f"{'' if len(self.departures) == 1 else 's'} ({name})"]
         own = [d for d in self.departures if not d.shared]
-        lines += [f"  {d.key}: paper {_show(d.paper)}, recipe {_show(d.recipe)} [{d.kind}]" for d in own]
+        lines += [f"  {d.key}: paper {_show(d.paper)}, recipe {'null' if d.recipe is None else _show(d.recipe)} "
+                  f"[{d.kind}]" for d in own]
         shared: dict[str, int] = {}
         for d in self.departures:
             if d.shared:
@@ -331,12 +332,12 @@ field not in :data:`TRAINING_RELEVANT`, which the recipe does not set and whose 
 
 TRAINING_RELEVANT = frozenset({
     "per_device_train_batch_size", "num_train_epochs", "max_steps", "learning_rate", "lr_scheduler_type",
-    "lr_scheduler_kwargs", "warmup_steps", "warmup_ratio", "optim", "optim_args", "optim_target_modules",
+    "lr_scheduler_kwargs", "warmup_steps", "warmup_ratio", "optim", "optim_args",
     "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "gradient_accumulation_steps", "max_grad_norm",
     "label_smoothing_factor", "bf16", "fp16", "bf16_full_eval", "fp16_full_eval", "tf32", "neftune_noise_alpha",
     "auto_find_batch_size", "seed", "data_seed", "full_determinism", "dataloader_drop_last",
     "train_sampling_strategy", "eval_strategy", "eval_steps", "eval_delay", "save_strategy", "save_steps",
-    "load_best_model_at_end", "metric_for_best_model", "greater_is_better", "resume_from_checkpoint",
+    "load_best_model_at_end", "metric_for_best_model", "greater_is_better",
     "group_by_length",
 })
 """The :class:`transformers.TrainingArguments` fields that can change what is trained or which checkpoint is kept:
@@ -661,8 +662,7 @@ def _overridden(card: Card, config: dict[str, Any]) -> list[str]:
         if key in card.inert:
             what = f"inert: {card.inert[key]}"
         elif owner in kinds:
-            what = f"declared departure ({kinds[owner].kind}), the card's recipe value {_show(kinds[owner].recipe)}"
-            what = f"the card declares {_show(kinds[owner].recipe)} [{kinds[owner].kind}]"
+            what = f"the card declares {_show(a)} [{kinds[owner].kind}]"
         elif owner in rows:
             what = f"the paper's value {_show(rows[owner].paper)}"
         else:
