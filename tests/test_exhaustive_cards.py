@@ -67,8 +67,10 @@ def test_the_dry_run_prints_the_overridden_setting(capsys):
 
     main(["train", "classification/cscl_bios_bert", "--dry-run", "training.adam_beta2=0.98"])
     err = capsys.readouterr().err
-    assert "  overridden: stages.stage1.adam_beta2: 0.999 -> 0.98 (the card declares 0.999 [paper-silent choice])" in err
-    assert "undeclared: departure stages.stage1.adam_beta2 declares recipe value 0.999, the recipe resolves to 0.98" in err
+    assert ("  overridden: stages.stage1.adam_beta2: 0.999 -> 0.98 (the card declares 0.999 [paper-silent choice])"
+            in err)
+    assert ("undeclared: departure stages.stage1.adam_beta2 declares recipe value 0.999, the recipe resolves to 0.98"
+            in err)
 
 
 def _copy(tmp_path: Path, name: str, card_edit=None) -> dict:

@@ -36,7 +36,8 @@ leaves to a default is compared like a value it writes, so a silent default cann
 :func:`check_card` lists every problem: a setting whose resolved value differs and no departure declares it, a
 departure whose value no longer differs (or whose ``recipe`` value is not the resolved one), an unknown key or kind.
 A fact names its test (``tests/FILE.py::FUNCTION``), which must exist: the code it states is checked there, so the
-card fails when the code changes. ``tests/test_paper_cards.py`` runs it on every card, and fails on a recipe that claims a paper (:func:`claims_paper`)
+card fails when the code changes. ``tests/test_paper_cards.py`` runs it on every card, and fails on a recipe that
+claims a paper (:func:`claims_paper`)
 without one (:data:`CARDS_PENDING` names those whose card comes with their family's own issue).
 """
 
@@ -201,7 +202,8 @@ class Card:
         for d in self.departures:
             if d.shared:
                 shared[d.shared] = shared.get(d.shared, 0) + 1
-        lines += [f"  + {n} paper-silent trainer settings shared by the family's cards ({f})" for f, n in shared.items()]
+        lines += [f"  + {n} paper-silent trainer settings shared by the family's cards ({f})"
+                  for f, n in shared.items()]
         shown = {r.key for r in self.settings + self.departures}
         lines += [f"  inert: {k} ({why})" for k, why in self.inert.items() if k in shown]
         lines += [f"  overridden: {line}" for line in self.overridden]
@@ -497,8 +499,8 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
             elif paper is not None and same(paper, value):
                 problems.append(f"departure {key} no longer differs (paper and recipe are both {_show(value)}): "
                                 f"remove it from the card")
-            out.departures.append(Row(key, paper, value, kind=item["kind"], reason=" ".join(str(item["reason"]).split()),
-                                      shared=item.get("_shared")))
+            out.departures.append(Row(key, paper, value, kind=item["kind"],
+                                      reason=" ".join(str(item["reason"]).split()), shared=item.get("_shared")))
     out.facts = _check_facts(card.get("facts") or [], problems)
     for key, row in settings.items():
         if key not in seen and key not in inert and not same(row.paper, row.recipe):
@@ -690,6 +692,7 @@ def card_of_config(config: dict[str, Any]) -> Card | None:
     return card
 
 
-__all__ = ["BOOKKEEPING", "LIBRARY_DEFAULT", "TRAINING_RELEVANT", "find_card", "flatten", "FACT_KINDS", "Fact", "KINDS", "CARDS_PENDING", "COMPARISON_TABLES", "RULE_KEYS", "Card", "check_comparison_tables", "Row", "card_path", "card_of_config", "check_card", "claims_paper",
-           "departures_markdown",
-           "lookup", "read_card", "resolved_values", "same"]
+__all__ = ["BOOKKEEPING", "CARDS_PENDING", "COMPARISON_TABLES", "Card", "FACT_KINDS", "Fact", "KINDS", "LIBRARY_DEFAULT",
+           "RULE_KEYS", "Row", "TRAINING_RELEVANT", "card_of_config", "card_path", "check_card",
+           "check_comparison_tables", "claims_paper", "departures_markdown", "find_card", "flatten", "lookup",
+           "read_card", "resolved_values", "same"]
