@@ -692,7 +692,7 @@ def card_of_config(config: dict[str, Any]) -> Card | None:
     return card
 
 
-__all__ = ["BOOKKEEPING", "CARDS_PENDING", "COMPARISON_TABLES", "Card", "FACT_KINDS", "Fact", "KINDS", "LIBRARY_DEFAULT",
-           "RULE_KEYS", "Row", "TRAINING_RELEVANT", "card_of_config", "card_path", "check_card",
+__all__ = ["BOOKKEEPING", "CARDS_PENDING", "COMPARISON_TABLES", "Card", "FACT_KINDS", "Fact", "KINDS",
+           "LIBRARY_DEFAULT", "RULE_KEYS", "Row", "TRAINING_RELEVANT", "card_of_config", "card_path", "check_card",
            "check_comparison_tables", "claims_paper", "departures_markdown", "find_card", "flatten", "lookup",
            "read_card", "resolved_values", "same"]
