@@ -55,6 +55,8 @@ def _copy(tmp_path: Path, name: str, edit) -> dict:
     dst.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
     card_path(dst).parent.mkdir()
     shutil.copy(card_path(src), card_path(dst))
+    for shared in card_path(src).parent.glob("_*.yaml"):  # the family's include files (exhaustive cards)
+        shutil.copy(shared, card_path(dst).parent / shared.name)
     return load_recipe(dst)
 
 
@@ -107,7 +109,7 @@ def test_cscl_contrasts_unnormalised_features_at_tau_2(name, capsys):
 
     assert main(["recipes", "--paper", name, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert list(data) == ["recipe", "paper", "settings", "departures", "facts"]
+    assert list(data)[:5] == ["recipe", "paper", "settings", "departures", "facts"]
     assert all(list(s) == ["key", "paper", "recipe", "source"] for s in data["settings"])
     assert all(list(d) == ["key", "paper", "recipe", "kind", "reason"] for d in data["departures"])
     stage = "train" if "one_stage" in name else "stage1"

@@ -36,7 +36,8 @@ leaves to a default is compared like a value it writes, so a silent default cann
 :func:`check_card` lists every problem: a setting whose resolved value differs and no departure declares it, a
 departure whose value no longer differs (or whose ``recipe`` value is not the resolved one), an unknown key or kind.
 A fact names its test (``tests/FILE.py::FUNCTION``), which must exist: the code it states is checked there, so the
-card fails when the code changes. ``tests/test_paper_cards.py`` runs it on every card, and fails on a recipe that claims a paper (:func:`claims_paper`)
+card fails when the code changes. ``tests/test_paper_cards.py`` runs it on every card, and fails on a recipe that
+claims a paper (:func:`claims_paper`)
 without one (:data:`CARDS_PENDING` names those whose card comes with their family's own issue).
 """
 
@@ -95,6 +96,8 @@ class Row:
     source: str | None = None
     kind: str | None = None
     reason: str | None = None
+    shared: str | None = None
+    """The family file the entry comes from (``include:``), None for the card's own entries."""
 
 
 @dataclass
@@ -124,6 +127,24 @@ class Card:
     departures: list[Row] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
+    exhaustive: bool = False
+    classified: dict[str, str] = field(default_factory=dict)
+    """Exhaustive cards: every key of the resolved recipe → how it is classified (``paper``, a departure's kind,
+    ``inert``, ``bookkeeping``, ``library default``)."""
+    inert: dict[str, str] = field(default_factory=dict)
+    """Key → why it is inert (another setting makes it unused): shown as inert, never as matching."""
+    copy_of: str | None = None
+    """The built-in recipe whose card this is, when the checked recipe is a copy of it (a file elsewhere)."""
+    overridden: list[str] = field(default_factory=list)
+    """One line per resolved setting that an override moved off the recipe's file (``KEY: A → B [what the card
+    says]``)."""
+
+    def counts(self) -> dict[str, int]:
+        """How many resolved settings the card classifies of each kind (exhaustive cards)."""
+        out: dict[str, int] = {}
+        for what in self.classified.values():
+            out[what] = out.get(what, 0) + 1
+        return dict(sorted(out.items()))
 
     def to_json(self) -> dict[str, Any]:
         """``{"recipe", "paper", "settings": [{"key", "paper", "recipe", "source"}], "departures": [{"key",
@@ -135,7 +156,12 @@ class Card:
                 "departures": [{"key": r.key, "paper": r.paper, "recipe": r.recipe, "kind": r.kind,
                                 "reason": r.reason} for r in self.departures],
                 "facts": [{"fact": f.fact, "paper": f.paper, "fairmt": f.fairmt, "kind": f.kind, "reason": f.reason,
-                           "test": f.test} for f in self.facts]}
+                           "test": f.test} for f in self.facts],
+                **({"copy_of": self.copy_of} if self.copy_of else {}),
+                **({"exhaustive": True, "counts": self.counts(), "inert": dict(self.inert)} if self.exhaustive
+                   else {}),
+                **({"overridden": list(self.overridden)} if self.overridden else {}),
+                **({"problems": list(self.problems)} if self.problems else {})}
 
     def table(self) -> str:
         """The card as a Markdown table: setting, paper value, recipe value, source, departure."""
@@ -144,11 +170,18 @@ class Card:
         declared = {d.key: d for d in self.departures}
         for r in self.settings:
             d = declared.get(r.key)
-            out.append(f"| `{r.key}` | {_show(r.paper)} | {_show(r.recipe)} | {_cell(r.source)} | "
-                       + (f"{d.kind}: {_cell(d.reason)}" if d else "") + " |")
+            note = (f"inert: {_cell(self.inert[r.key])}" if r.key in self.inert
+                    else f"{d.kind}: {_cell(d.reason)}" if d else "")
+            out.append(f"| `{r.key}` | {_show(r.paper)} | {_show(r.recipe)} | {_cell(r.source)} | {note} |")
         for d in self.departures:
             if d.key not in {r.key for r in self.settings}:
-                out.append(f"| `{d.key}` | {_show(d.paper)} | {_show(d.recipe)} | | {d.kind}: {_cell(d.reason)} |")
+                note = f"inert: {_cell(self.inert[d.key])}" if d.key in self.inert else f"{d.kind}: {_cell(d.reason)}"
+                out.append(f"| `{d.key}` | {_show(d.paper)} | {_show(d.recipe)} | | {note} |")
+        if self.exhaustive:
+            out += ["", "Every other key of the resolved recipe: "
+                    + ", ".join(f"{n} {what}" for what, n in self.counts().items()
+                                if what in ("inert", "bookkeeping", LIBRARY_DEFAULT))
+                    + " (fairmt.recipes.cards.BOOKKEEPING, LIBRARY_DEFAULT)."]
         if self.facts:
             out += ["", "In the code (each checked by its test):", "",
                     "| fact | paper | fairmt | kind | reason | test |", "|---|---|---|---|---|---|"]
@@ -158,10 +191,23 @@ class Card:
 
     def departures_block(self) -> str:
         """The departures in a few lines (the end of ``fairmt train --dry-run``)."""
+        name = (f"{self.recipe}, a copy of {self.copy_of}: fairmt recipes --paper {self.copy_of}" if self.copy_of
+                else f"fairmt recipes --paper {self.recipe}")
         lines = [f"paper card ({self.paper}): {len(self.departures)} declared departure"
-                 f"{'' if len(self.departures) == 1 else 's'} (fairmt recipes --paper {self.recipe})"]
-        lines += [f"  {d.key}: paper {_show(d.paper)}, recipe {_show(d.recipe)} [{d.kind}]" for d in self.departures]
-        lines += [f"  undeclared: {p}" for p in self.problems]
+                 f"{'' if len(self.departures) == 1 else 's'} ({name})"]
+        own = [d for d in self.departures if not d.shared]
+        lines += [f"  {d.key}: paper {_show(d.paper)}, recipe {'null' if d.recipe is None else _show(d.recipe)} "
+                  f"[{d.kind}]" for d in own]
+        shared: dict[str, int] = {}
+        for d in self.departures:
+            if d.shared:
+                shared[d.shared] = shared.get(d.shared, 0) + 1
+        lines += [f"  + {n} paper-silent trainer settings shared by the family's cards ({f})"
+                  for f, n in shared.items()]
+        shown = {r.key for r in self.settings + self.departures}
+        lines += [f"  inert: {k} ({why})" for k, why in self.inert.items() if k in shown]
+        lines += [f"  overridden: {line}" for line in self.overridden]
+        lines += [f"  {p}" if p.startswith("unclassified: ") else f"  undeclared: {p}" for p in self.problems]
         return "\n".join(lines)
 
 
@@ -221,7 +267,7 @@ def resolved_values(config: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(values, default=str))
 
 
-def read_card(path: str | Path) -> dict[str, Any]:
+def read_card(path: str | Path, shared: bool = False) -> dict[str, Any]:
     from fairmt.data.inputs import parse_yaml
 
     try:
@@ -229,63 +275,268 @@ def read_card(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as err:
         raise FairmtError(f"paper card {path} cannot be read: {err}") from None
     data = parse_yaml(text, f"paper card {path}", "card")
+    if shared and isinstance(data, dict):
+        return data  # an include file: any of settings, departures, inert
     if not isinstance(data, dict) or not {"recipe", "paper", "settings"} <= set(data):
         raise FairmtError(f"paper card {path} must be a mapping with recipe, paper, settings (and departures)")
     return data
 
 
-def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = None) -> Card:
+BOOKKEEPING: dict[str, str] = {
+    "output_dir": "where the run writes its files",
+    "stages.*.output_dir": "where the stage writes its files",
+    "model.cache_dir": "where downloaded weights are cached",
+    "save_predictions": "writes the test predictions to a file; the scores are computed alike",
+    "data.root": "the folder the data set is read from (data.dataset names which data)",
+    "stages.*.logging_*": "how often and how the loss is logged",
+    "stages.*.log_level*": "log verbosity",
+    "stages.*.log_on_each_node": "log verbosity",
+    "stages.*.disable_tqdm": "progress bars",
+    "stages.*.report_to": "where logs are sent",
+    "stages.*.run_name": "the name logs carry",
+    "stages.*.project": "the name logs carry",
+    "stages.*.trackio_*": "where logs are sent",
+    "stages.*.include_num_input_tokens_seen": "a logged counter",
+    "stages.*.skip_memory_metrics": "a logged counter",
+    "stages.*.hub_*": "uploads to the Hugging Face Hub",
+    "stages.*.push_to_hub": "uploads to the Hugging Face Hub",
+    "stages.*.save_only_model": "what a checkpoint holds besides the weights (optimizer state)",
+    "stages.*.save_total_limit": "how many checkpoints stay on disk",
+    "stages.*.save_on_each_node": "where checkpoints are written on several machines",
+    "stages.*.use_cpu": "the device the run found (not what is trained)",
+    "stages.*.dataloader_num_workers": "how many processes read the data (the batches are the same)",
+    "stages.*.dataloader_pin_memory": "a copy speed-up (the batches are the same)",
+    "stages.*.dataloader_persistent_workers": "a reader speed-up (the batches are the same)",
+    "stages.*.dataloader_prefetch_factor": "a reader speed-up (the batches are the same)",
+    "stages.*.per_device_eval_batch_size": "evaluation batch size: each example is scored alone (padding masked)",
+    "stages.*.eval_accumulation_steps": "how evaluation outputs are gathered (the scores are the same)",
+    "stages.*.eval_do_concat_batches": "how evaluation outputs are gathered (the scores are the same)",
+    "stages.*.eval_use_gather_object": "how evaluation outputs are gathered (the scores are the same)",
+    "stages.*.do_train": "a flag the Trainer does not read (the runner calls train/evaluate)",
+    "stages.*.do_eval": "a flag the Trainer does not read (the runner calls train/evaluate)",
+    "stages.*.do_predict": "a flag the Trainer does not read (the runner calls train/evaluate)",
+    "stages.*.local_rank": "set by the launcher",
+    "stages.*.remove_unused_columns": "which dataset columns reach the collator (fairmt's collators name theirs)",
+    "stages.*.accelerator_config": "how accelerate splits batches across devices (one device: unused)",
+    "stages.*.debug": "debug output",
+    "stages.*.activation_checkpointing*": "recomputes activations in the backward pass: the same gradients",
+    "stages.*.gradient_checkpointing*": "recomputes activations in the backward pass: the same gradients",
+    "stages.*.group_column": "the name of the batch key holding the group ids",
+    "cache_stage2_features": "stage 2 reads the fixed encoder's features computed once or per batch: the same values",
+    "stages.*.frozen_modules_eval": "frozen modules stay in eval mode: no parameter of them is trained either way",
+}
+"""Settings that cannot change what is trained or measured (dotted key patterns, ``*`` one key part → why): an
+exhaustive card need not list them. One list for every card."""
+
+LIBRARY_DEFAULT = "library default"
+"""How an exhaustive card classifies a Trainer field it does not list: a :class:`transformers.TrainingArguments`
+field not in :data:`TRAINING_RELEVANT`, which the recipe does not set and whose value is the library's default."""
+
+TRAINING_RELEVANT = frozenset({
+    "per_device_train_batch_size", "num_train_epochs", "max_steps", "learning_rate", "lr_scheduler_type",
+    "lr_scheduler_kwargs", "warmup_steps", "warmup_ratio", "optim", "optim_args",
+    "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "gradient_accumulation_steps", "max_grad_norm",
+    "label_smoothing_factor", "bf16", "fp16", "bf16_full_eval", "fp16_full_eval", "tf32", "neftune_noise_alpha",
+    "auto_find_batch_size", "seed", "data_seed", "full_determinism", "dataloader_drop_last",
+    "train_sampling_strategy", "eval_strategy", "eval_steps", "eval_delay", "save_strategy", "save_steps",
+    "load_best_model_at_end", "metric_for_best_model", "greater_is_better",
+    "group_by_length",
+})
+"""The :class:`transformers.TrainingArguments` fields that can change what is trained or which checkpoint is kept:
+an exhaustive card lists each (a library default included), never leaves it to :data:`LIBRARY_DEFAULT`."""
+
+TRAINER_SECTIONS = ("training", "objective_args", "stage1", "stage2", "peft")
+"""The recipe sections of Trainer Config fields; where the runner resolves them into ``stages`` (the classification
+family), the exhaustive walk reads each stage's resolved Config and not these free-form inputs."""
+
+
+def flatten(resolved: dict[str, Any]) -> dict[str, Any]:
+    """The resolved recipe as ``dotted key → value`` (mappings walked, lists kept whole); the raw
+    :data:`TRAINER_SECTIONS` left out where ``stages`` holds what they resolve to."""
+    out: dict[str, Any] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict) and node:
+            for k, v in node.items():
+                walk(v, f"{prefix}{k}.")
+        else:
+            out[prefix[:-1]] = node
+
+    staged = isinstance(resolved.get("stages"), dict)
+    walk({k: v for k, v in resolved.items() if not (staged and k in TRAINER_SECTIONS)}, "")
+    return out
+
+
+def _pattern(p: str) -> re.Pattern:
+    return re.compile("\\.".join("[^.]+" if part == "*" else re.escape(part).replace("\\*", "[^.]*")
+                                  for part in p.split(".")) + r"(\..+)?")
+
+
+def _matches(p: str, key: str) -> bool:
+    return _pattern(p).fullmatch(key) is not None
+
+
+def _library_defaults() -> dict[str, Any]:
+    import dataclasses
+
+    from transformers import TrainingArguments
+
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(TrainingArguments):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return json.loads(json.dumps(out, default=str))
+
+
+def _set_by_recipe(config: dict[str, Any], name: str) -> bool:
+    return any(isinstance(config.get(s), dict) and name in config[s] for s in TRAINER_SECTIONS)
+
+
+def _included(card: dict[str, Any], base: Path | None, problems: list[str]) -> dict[str, Any]:
+    """The card with the entries of its ``include:`` files (YAML in its folder) appended, marked ``shared``."""
+    names = card.get("include") or []
+    if not names:
+        return card
+    merged = {**card, "settings": list(card.get("settings") or []), "departures": list(card.get("departures") or []),
+              "inert": list(card.get("inert") or [])}
+    for name in names:
+        if base is None or "/" in str(name) or not (base / str(name)).is_file():
+            problems.append(f"include {name!r} is not a file beside the card")
+            continue
+        part = read_card(base / str(name), shared=True)
+        for section in ("settings", "departures", "inert"):
+            merged[section] += [{**item, "_shared": str(name)} for item in part.get(section) or []]
+    return merged
+
+
+def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = None,
+               base: Path | None = None) -> Card:
     """The card against the recipe ``config`` (loaded, overrides applied): every row with its resolved value, and
-    ``problems``, one line each (empty: the recipe is the paper's wherever the card does not declare otherwise)."""
+    ``problems``, one line each (empty: the recipe is the paper's wherever the card does not declare otherwise).
+
+    A key may name several settings with ``*`` (one key part): the entry applies to every matching resolved key the
+    card does not list by name. ``inert: [{keys, when, reason}]``: keys that another setting makes unused (``when``:
+    ``{KEY: value or [values]}``, all must hold; otherwise the entry does not apply). ``exhaustive: true``: every key
+    of the resolved recipe (:func:`flatten`) must be classified, by the card, :data:`BOOKKEEPING` or
+    :data:`LIBRARY_DEFAULT` ("unclassified: KEY" otherwise). ``base``: the card's folder (for ``include:``)."""
     resolved = resolved_values(config)
-    out = Card(recipe=str(card["recipe"]), paper=str(card["paper"]))
+    flat = flatten(resolved)
+    out = Card(recipe=str(card["recipe"]), paper=str(card["paper"]), exhaustive=card.get("exhaustive") is True)
     problems = out.problems
     if name is not None and card["recipe"] != name:
         problems.append(f"the card names recipe {card['recipe']!r}, not {name!r}")
+    card = _included(card, base, problems)
+    named = {str(item.get("key")) for section in ("settings", "departures") for item in card.get(section) or []
+             if isinstance(item, dict) and "*" not in str(item.get("key"))}
+
+    def expand(item: dict[str, Any], what: str) -> list[str]:
+        key = str(item.get("key"))
+        if "*" not in key:
+            return [key]
+        keys = sorted({k.rsplit(".", k.count(".") - key.count("."))[0] if k.count(".") > key.count(".") else k
+                       for k in flat if _matches(key, k)} - named)
+        if not keys and not item.get("_shared"):
+            problems.append(f"{what} {key} matches no key of the resolved recipe")
+        return keys
+
     settings = {}
     for item in card.get("settings") or []:
         key = item.get("key")
         if not key or "paper" not in item or not item.get("source"):
             problems.append(f"setting {item!r} needs key, paper and source")
             continue
-        if key in settings:
-            problems.append(f"setting {key} is listed twice")
-        value = lookup(resolved, key)
-        if value is _MISSING:
-            problems.append(f"setting {key} is not a key of the resolved recipe")
-            continue
-        settings[key] = Row(key, item["paper"], value, source=str(item["source"]))
+        for key in expand(item, "setting"):
+            if key in settings:
+                problems.append(f"setting {key} is listed twice")
+            value = lookup(resolved, key)
+            if value is _MISSING:
+                problems.append(f"setting {key} is not a key of the resolved recipe")
+                continue
+            settings[key] = Row(key, item["paper"], value, source=str(item["source"]), shared=item.get("_shared"))
     out.settings = list(settings.values())
+    inert: dict[str, str] = {}
+    for item in card.get("inert") or []:
+        if not isinstance(item, dict) or not item.get("keys") or not item.get("reason") or not isinstance(
+                item.get("when") or {}, dict):
+            problems.append(f"inert entry {item!r} needs keys, reason (and when: {{KEY: value}})")
+            continue
+        holds = all(any(same(lookup(resolved, k), v) for v in (want if isinstance(want, list) else [want]))
+                    for k, want in (item.get("when") or {}).items())
+        if holds:
+            reason = " ".join(str(item["reason"]).split())
+            for p in item["keys"]:
+                for k in flat:
+                    if _matches(str(p), k):
+                        inert.setdefault(k, reason)
+                if "*" not in str(p) and lookup(resolved, str(p)) is _MISSING:
+                    problems.append(f"inert {p} is not a key of the resolved recipe")
     seen = set()
     for item in card.get("departures") or []:
         key = item.get("key")
         if not key or item.get("kind") not in KINDS or not item.get("reason") or "recipe" not in item:
-            problems.append(f"departure {key if key else repr(item)} needs key, recipe, kind (one of {', '.join(KINDS)}) and "
-                            f"reason")
+            problems.append(f"departure {key if key else repr(item)} needs key, recipe, kind (one of "
+                            f"{', '.join(KINDS)}) and reason")
             continue
-        if key in seen:
-            problems.append(f"departure {key} is declared twice")
-        seen.add(key)
-        value = lookup(resolved, key)
-        if value is _MISSING:
-            problems.append(f"departure {key} is not a key of the resolved recipe")
-            continue
-        paper = settings[key].paper if key in settings and "paper" not in item else item.get("paper")
-        if key in settings and not same(paper, settings[key].paper):
-            problems.append(f"departure {key} gives paper value {_show(paper)}, the setting "
-                            f"{_show(settings[key].paper)}")
-        if not same(item["recipe"], value):
-            problems.append(f"departure {key} declares recipe value {_show(item['recipe'])}, the recipe resolves "
-                            f"to {_show(value)}")
-        elif paper is not None and same(paper, value):
-            problems.append(f"departure {key} no longer differs (paper and recipe are both {_show(value)}): "
-                            f"remove it from the card")
-        out.departures.append(Row(key, paper, value, kind=item["kind"], reason=" ".join(str(item["reason"]).split())))
+        for key in expand(item, "departure"):
+            if key in seen:
+                problems.append(f"departure {key} is declared twice")
+            seen.add(key)
+            value = lookup(resolved, key)
+            if value is _MISSING:
+                problems.append(f"departure {key} is not a key of the resolved recipe")
+                continue
+            paper = settings[key].paper if key in settings and "paper" not in item else item.get("paper")
+            if key in settings and not same(paper, settings[key].paper):
+                problems.append(f"departure {key} gives paper value {_show(paper)}, the setting "
+                                f"{_show(settings[key].paper)}")
+            if key in inert:
+                pass  # unused by this recipe: shown as inert, its value not compared
+            elif not same(item["recipe"], value):
+                problems.append(f"departure {key} declares recipe value {_show(item['recipe'])}, the recipe resolves "
+                                f"to {_show(value)}")
+            elif paper is not None and same(paper, value):
+                problems.append(f"departure {key} no longer differs (paper and recipe are both {_show(value)}): "
+                                f"remove it from the card")
+            out.departures.append(Row(key, paper, value, kind=item["kind"],
+                                      reason=" ".join(str(item["reason"]).split()), shared=item.get("_shared")))
     out.facts = _check_facts(card.get("facts") or [], problems)
     for key, row in settings.items():
-        if key not in seen and not same(row.paper, row.recipe):
+        if key not in seen and key not in inert and not same(row.paper, row.recipe):
             problems.append(f"{key}: the recipe resolves to {_show(row.recipe)}, the paper's value is "
                             f"{_show(row.paper)} ({row.source}), and the card declares no departure")
+    out.inert = {k: v for k, v in inert.items()}
+    if out.exhaustive:
+        out.classified = _classify(flat, config, settings, out.departures, inert)
+        problems += [f"unclassified: {k}" for k, what in out.classified.items() if what == "unclassified"]
+    return out
+
+
+def _classify(flat: dict[str, Any], config: dict[str, Any], settings: dict[str, Row], departures: list[Row],
+              inert: dict[str, str]) -> dict[str, str]:
+    """Every flattened key → ``paper``, a departure's kind, ``inert``, ``bookkeeping``, :data:`LIBRARY_DEFAULT` or
+    ``unclassified`` (a key under a listed key counts as listed)."""
+    kinds = {d.key: d.kind for d in departures}
+    defaults = _library_defaults()
+    out = {}
+    for key, value in flat.items():
+        parts = key.split(".")
+        owner = next((".".join(parts[:i]) for i in range(len(parts), 0, -1)
+                      if ".".join(parts[:i]) in kinds or ".".join(parts[:i]) in settings), None)
+        if owner is not None:
+            out[key] = str(kinds.get(owner, "paper"))
+        elif key in inert:
+            out[key] = "inert"
+        elif any(_matches(p, key) for p in BOOKKEEPING):
+            out[key] = "bookkeeping"
+        elif (len(parts) >= 3 and parts[0] == "stages" and parts[2] in defaults and parts[2] not in TRAINING_RELEVANT
+              and not _set_by_recipe(config, parts[2])
+              and same(lookup({parts[2]: defaults[parts[2]]}, ".".join(parts[2:])) if len(parts) > 3
+                       else defaults[parts[2]], value)):
+            out[key] = LIBRARY_DEFAULT
+        else:
+            out[key] = "unclassified"
     return out
 
 
@@ -369,14 +620,79 @@ def check_comparison_tables(load) -> list[str]:
     return problems
 
 
-def card_of_config(config: dict[str, Any]) -> Card | None:
-    """The checked card of a loaded recipe (by its ``recipe_path``); None without one."""
+def _builtin_dir() -> Path:
+    return Path(__file__).resolve().parent
+
+
+def find_card(recipe_path: str | Path) -> tuple[Path | None, str | None]:
+    """``(card, copy_of)``: the card beside the recipe; for a file outside the built-in recipes without one, the card
+    of the built-in recipe of the same file name, if one has a card (``copy_of``: that recipe's name); a card
+    beside a copy also names the copy's original (``copy_of``) when its ``recipe`` is a built-in name."""
+    p = Path(recipe_path).resolve()
+    inside = _builtin_dir() in p.parents
+    if card_path(p).is_file():
+        return card_path(p), None if inside else "?"
+    if inside:
+        return None, None
+    for family_dir in sorted(d for d in _builtin_dir().iterdir() if d.is_dir()):
+        builtin = family_dir / p.name
+        if builtin.is_file() and card_path(builtin).is_file():
+            return card_path(builtin), f"{family_dir.name}/{p.stem}"
+    return None, None
+
+
+def _overridden(card: Card, config: dict[str, Any]) -> list[str]:
+    """The resolved settings an override (or an edit of the loaded mapping) moved off the recipe file's own values,
+    each with what the card says of it; bookkeeping left out."""
+    from fairmt.recipes import load_recipe
+
     path = config.get("recipe_path")
-    if not path or not card_path(path).is_file():
+    base = load_recipe(path, validate=False)
+    if {k: v for k, v in base.items() if k != "recipe_path"} == {
+            k: v for k, v in config.items() if k not in ("recipe_path", "overwrite")}:
+        return []
+    before, after = flatten(resolved_values(base)), flatten(resolved_values(config))
+    rows = {r.key: r for r in card.settings}
+    kinds = {d.key: d for d in card.departures}
+    lines = []
+    for key in sorted(set(before) | set(after)):
+        a, b = before.get(key, "(absent)"), after.get(key, "(absent)")
+        if same(a, b) or any(_matches(p, key) for p in BOOKKEEPING):
+            continue
+        owner = next((k for k in (key, *(key.rsplit(".", i)[0] for i in range(1, key.count(".") + 1)))
+                      if k in rows or k in kinds), None)
+        if key in card.inert:
+            what = f"inert: {card.inert[key]}"
+        elif owner in kinds:
+            what = f"the card declares {_show(a)} [{kinds[owner].kind}]"
+        elif owner in rows:
+            what = f"the paper's value {_show(rows[owner].paper)}"
+        else:
+            what = "on no card entry"
+        lines.append(f"{key}: {_show(a)} -> {_show(b)} ({what})")
+    return lines
+
+
+def card_of_config(config: dict[str, Any]) -> Card | None:
+    """The checked card of a loaded recipe (by its ``recipe_path``, :func:`find_card`); None without one. A copy
+    names itself (``recipe``: its path, ``copy_of``: the built-in card's recipe); a built-in recipe loaded with
+    overrides lists each setting they move (``overridden``)."""
+    path = config.get("recipe_path")
+    if not path:
         return None
-    return check_card(read_card(card_path(path)), config)
+    found, copy_of = find_card(path)
+    if found is None:
+        return None
+    data = read_card(found)
+    card = check_card(data, config, base=found.parent)
+    if copy_of is not None:
+        card.copy_of = str(data["recipe"]) if copy_of == "?" else copy_of
+        card.recipe = str(path)
+    card.overridden = _overridden(card, config)
+    return card
 
 
-__all__ = ["FACT_KINDS", "Fact", "KINDS", "CARDS_PENDING", "COMPARISON_TABLES", "RULE_KEYS", "Card", "check_comparison_tables", "Row", "card_path", "card_of_config", "check_card", "claims_paper",
-           "departures_markdown",
-           "lookup", "read_card", "resolved_values", "same"]
+__all__ = ["BOOKKEEPING", "CARDS_PENDING", "COMPARISON_TABLES", "Card", "FACT_KINDS", "Fact", "KINDS",
+           "LIBRARY_DEFAULT", "RULE_KEYS", "Row", "TRAINING_RELEVANT", "card_of_config", "card_path", "check_card",
+           "check_comparison_tables", "claims_paper", "departures_markdown", "find_card", "flatten", "lookup",
+           "read_card", "resolved_values", "same"]

@@ -1,0 +1,124 @@
+"""Exhaustive paper cards (issue 51 part B, :mod:`fairmt.recipes.cards`): on a card marked ``exhaustive: true`` every
+key of the resolved recipe is classified (the paper's value, a declared departure, inert, bookkeeping, a library
+default); a one-key override of a card-relevant setting is reported by the dry run naming the key; a copy names
+itself; a copy whose card drops one entry fails with "unclassified: KEY"."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fairmt.commands.train import builtin_recipes, load_recipe
+from fairmt.recipes.cards import BOOKKEEPING, TRAINING_RELEVANT, card_of_config, card_path, read_card
+
+RECIPES = builtin_recipes()
+EXHAUSTIVE = sorted(n for n, p in RECIPES.items() if card_path(p).is_file() and read_card(card_path(p)).get(
+    "exhaustive") is True)
+
+HELD_OUT = {  # one-key overrides of card-relevant settings (paper values, own and shared departures, inert ones)
+    "classification/cscl_bios_bert": [
+        ("objective_args.temperature=0.5", "stages.stage1.temperature"),
+        ("objective_args.cs_lambda=1", "stages.stage1.cs_lambda"),
+        ("training.adam_beta2=0.98", "stages.stage1.adam_beta2"),
+        ("training.warmup_steps=10", "stages.stage1.warmup_steps"),
+        ("training.lr_scheduler_type=cosine", "stages.stage1.lr_scheduler_type"),
+        ("stage2.label_smoothing_factor=0.1", "stages.stage2.label_smoothing_factor"),
+        ("model.dropout=0.2", "model.dropout"),
+        ("data.eda_num_aug=2", "data.eda_num_aug"),
+        ("training.gradient_accumulation_steps=2", "stages.stage1.gradient_accumulation_steps"),
+        ("objective_args.fcl_beta=0.3", "stages.stage1.fcl_beta"),  # inert for CSCL: shown as inert
+    ],
+}
+
+
+def test_the_exhaustive_cards_are_these():
+    assert EXHAUSTIVE == sorted(HELD_OUT), EXHAUSTIVE
+
+
+@pytest.mark.parametrize("name", EXHAUSTIVE)
+def test_every_exhaustive_card_classifies_every_resolved_key(name):
+    card = card_of_config(load_recipe(name))
+    assert card.exhaustive and not card.problems, "\n".join(card.problems)
+    counts = card.counts()
+    assert "unclassified" not in counts and counts["paper"] > 0 and counts["bookkeeping"] > 0
+    trainer = [k for k in card.classified if k.startswith("stages.")]
+    relevant = [k for k in trainer if k.split(".")[2] in TRAINING_RELEVANT]
+    assert relevant and all(card.classified[k] not in ("library default", "bookkeeping") for k in relevant)
+
+
+@pytest.mark.parametrize("name", EXHAUSTIVE)
+def test_a_one_key_override_is_a_difference_naming_the_key(name):
+    for override, key in HELD_OUT[name]:
+        block = card_of_config(load_recipe(name, [override])).departures_block()
+        lines = [line for line in block.splitlines() if key in line and ("overridden" in line or "undeclared" in line
+                                                                          or "unclassified" in line)]
+        assert any(line.startswith(f"  overridden: {key}: ") for line in lines), (override, block)
+        if "fcl_beta" in override:
+            assert any("(inert: " in line for line in lines), block
+        else:
+            assert any("undeclared" in line for line in lines), (override, block)
+
+
+def test_the_dry_run_prints_the_overridden_setting(capsys):
+    from fairmt.cli import main
+
+    main(["train", "classification/cscl_bios_bert", "--dry-run", "training.adam_beta2=0.98"])
+    err = capsys.readouterr().err
+    assert ("  overridden: stages.stage1.adam_beta2: 0.999 -> 0.98 (the card declares 0.999 [paper-silent choice])"
+            in err)
+    assert ("undeclared: departure stages.stage1.adam_beta2 declares recipe value 0.999, the recipe resolves to 0.98"
+            in err)
+
+
+def _copy(tmp_path: Path, name: str, card_edit=None) -> dict:
+    src = RECIPES[name]
+    dst = tmp_path / src.name
+    shutil.copy(src, dst)
+    if card_edit is not None:
+        card_path(dst).parent.mkdir()
+        for f in card_path(src).parent.glob("_*.yaml"):
+            shutil.copy(f, card_path(dst).parent / f.name)
+        data = yaml.safe_load(card_path(src).read_text(encoding="utf-8"))
+        card_edit(data)
+        card_path(dst).write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return load_recipe(dst)
+
+
+def test_a_copied_recipe_whose_card_drops_a_setting_fails_unclassified(tmp_path):
+    def drop(card):
+        card["departures"] = [d for d in card["departures"] if d["key"] != "model.dropout"]
+
+    card = card_of_config(_copy(tmp_path, "classification/cscl_bios_bert", drop))
+    assert card.problems == ["unclassified: model.dropout"]
+    assert card.recipe == str(tmp_path / "cscl_bios_bert.yaml") and card.copy_of == "classification/cscl_bios_bert"
+    assert "  unclassified: model.dropout" in card.departures_block().splitlines()
+
+
+def test_a_copy_without_a_card_is_checked_against_the_builtin_card_by_name_and_names_itself(tmp_path):
+    card = card_of_config(_copy(tmp_path, "classification/cscl_bios_bert"))
+    assert not card.problems and card.copy_of == "classification/cscl_bios_bert"
+    assert card.departures_block().splitlines()[0].endswith(
+        f"({tmp_path / 'cscl_bios_bert.yaml'}, a copy of classification/cscl_bios_bert: fairmt recipes --paper "
+        f"classification/cscl_bios_bert)")
+    assert card_of_config(load_recipe("classification/cscl_bios_bert")).copy_of is None
+
+
+def test_an_inert_setting_is_shown_as_inert_and_its_value_not_compared(tmp_path):
+    """An entry the card lists that another setting makes unused is shown as inert, never as matching."""
+    def edit(card):
+        card["inert"] = [{"keys": ["stages.stage1.temperature"], "when": {"stages.stage1.normalize": False},
+                          "reason": "made up for the test"}]
+
+    card = card_of_config(_copy(tmp_path, "classification/cscl_bios_bert", edit))
+    assert card.inert["stages.stage1.temperature"] == "made up for the test"
+    assert "| `stages.stage1.temperature` | 2.0 | 2.0 | " in card.table() and "inert: made up for the test" in (
+        card.table())
+    assert "  inert: stages.stage1.temperature (made up for the test)" in card.departures_block()
+
+
+def test_bookkeeping_entries_each_say_why():
+    assert all(isinstance(r, str) and r for r in BOOKKEEPING.values())
+    assert not {p.rsplit(".", 1)[-1] for p in BOOKKEEPING} & TRAINING_RELEVANT
