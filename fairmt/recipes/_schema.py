@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -188,6 +188,28 @@ def trainer_doc(spec: str, what: str) -> str:
 D = Field  # every key below: Field(default, description=...)
 
 
+class Unread(NamedTuple):
+    """A recipe key a recipe (or an override) sets that the run would not read: another key takes effect (``wins``),
+    or the recipe's choices leave the key unused. :func:`resolve_recipe` refuses it in one line."""
+
+    key: str
+    """The key as a user types it (``training.temperature``)."""
+    wins: str
+    """The key that takes effect (or that leaves ``key`` unused), as a user types it (``objective_args.temperature``,
+    ``objective``)."""
+    why: str
+    """The rest of the line: what ``wins`` does, and what to set instead."""
+
+    def message(self) -> str:
+        return f"recipe key {self.key} is not read: {self.why}"
+
+
+def given(config: dict, section: str) -> dict:
+    """The keys a recipe (as written, overrides applied) sets in ``section`` (empty when it sets none)."""
+    value = config.get(section)
+    return value if isinstance(value, dict) else {}
+
+
 class Recipe(Section):
     """What every recipe has: its method, and what ``fairmt train`` adds (the file, ``--overwrite``)."""
 
@@ -197,6 +219,19 @@ class Recipe(Section):
                                                   "run folder's name)")
     overwrite: bool | None = D(None, description="set by fairmt train --overwrite: replace an earlier run in the "
                                                  "output folder instead of refusing")
+
+    def unread(self, config: dict) -> list[Unread]:
+        """The keys ``config`` (the recipe as written, overrides applied; ``self`` is it resolved) sets that the run
+        would not read — another key overrides them, or the recipe's choices leave them unused — each naming the key
+        that wins. A family's schema declares its own (none here); :func:`resolve_recipe` refuses the first."""
+        return []
+
+    @classmethod
+    def typed_key(cls, key: str, config: dict) -> str:
+        """A key of the resolved recipe (a paper card's ``stages.train.temperature``) as a user types it in a recipe
+        or an override (``objective_args.temperature``); ``config``: the recipe as written. The key itself where the
+        two are one."""
+        return key
 
 
 # ---------------------------------------------------------------------------------------------- the families
@@ -310,11 +345,15 @@ def resolve_recipe(config: dict) -> Recipe | None:
     model = fam.schema_class()
     _unknown_keys(model, config)
     try:
-        return model.model_validate(config)
+        resolved = model.model_validate(config)
     except ValidationError as err:
         errors = err.errors(include_url=False)  # a wrong value the recipe gives before a key it leaves out
         first = min(errors, key=lambda e: e["type"] == "missing")
         raise FairmtError(_message(first, model)) from None
+    unread = resolved.unread(config)  # every key set takes effect, or the run is refused naming the one that does
+    if unread:
+        raise FairmtError(unread[0].message())
+    return resolved
 
 
 def validate_recipe(config: dict) -> Recipe | None:
@@ -322,7 +361,7 @@ def validate_recipe(config: dict) -> Recipe | None:
     return resolve_recipe(config)
 
 
-__all__ = ["resolve_recipe", "schemas", "validate_recipe"]
+__all__ = ["Unread", "given", "resolve_recipe", "schemas", "validate_recipe"]
 
 
 def _old_schema_names() -> dict[str, str]:

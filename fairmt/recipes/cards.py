@@ -87,6 +87,8 @@ class Row:
     source: str | None = None
     kind: str | None = None
     reason: str | None = None
+    typed: str | None = None
+    """The key as a user types it in a recipe or an override (:meth:`fairmt.recipes._schema.Recipe.typed_key`)."""
 
 
 @dataclass
@@ -126,7 +128,8 @@ class Card:
         """The departures in a few lines (the end of ``fairmt train --dry-run``)."""
         lines = [f"paper card ({self.paper}): {len(self.departures)} declared departure"
                  f"{'' if len(self.departures) == 1 else 's'} (fairmt recipes --paper {self.recipe})"]
-        lines += [f"  {d.key}: paper {_show(d.paper)}, recipe {_show(d.recipe)} [{d.kind}]" for d in self.departures]
+        lines += [f"  {d.typed or d.key}: paper {_show(d.paper)}, recipe {_show(d.recipe)} [{d.kind}]"
+                  for d in self.departures]
         lines += [f"  undeclared: {p}" for p in self.problems]
         return "\n".join(lines)
 
@@ -188,6 +191,14 @@ def resolved_values(config: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(values, default=str))
 
 
+def _typed_key(key: str, config: dict[str, Any]) -> str:
+    """A resolved key as a user types it (the family schema's :meth:`~fairmt.recipes._schema.Recipe.typed_key`)."""
+    from fairmt.recipes._registry import families
+
+    fam = families().get(config.get("method"))
+    return fam.schema_class().typed_key(key, config) if fam is not None else key
+
+
 def read_card(path: str | Path) -> dict[str, Any]:
     from fairmt.data.inputs import parse_yaml
 
@@ -247,7 +258,8 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
         elif paper is not None and same(paper, value):
             problems.append(f"departure {key} no longer differs (paper and recipe are both {_show(value)}): "
                             f"remove it from the card")
-        out.departures.append(Row(key, paper, value, kind=item["kind"], reason=" ".join(str(item["reason"]).split())))
+        out.departures.append(Row(key, paper, value, kind=item["kind"], reason=" ".join(str(item["reason"]).split()),
+                                  typed=_typed_key(key, config)))
     for key, row in settings.items():
         if key not in seen and not same(row.paper, row.recipe):
             problems.append(f"{key}: the recipe resolves to {_show(row.recipe)}, the paper's value is "

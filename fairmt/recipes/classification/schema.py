@@ -227,6 +227,18 @@ class ClassificationRecipe(Recipe):
     def _none_is_default(cls, value, info):
         return {} if value is None else value
 
+    def unread(self, config: dict) -> list:
+        """The keys ``config`` sets that this run would not read (:mod:`fairmt.recipes.classification.unread`)."""
+        from fairmt.recipes.classification.unread import unread
+
+        return unread(self, config)
+
+    @classmethod
+    def typed_key(cls, key: str, config: dict) -> str:
+        from fairmt.recipes.classification.unread import typed_key
+
+        return typed_key(key, config)
+
     @model_validator(mode="after")
     def _run_folder(self):
         """One folder per run: ``output_dir`` or ``training.output_dir`` (the same folder; default
