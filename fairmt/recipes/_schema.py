@@ -171,6 +171,18 @@ def _must(text: str) -> dict:
     return {"must_be": text}
 
 
+def merged_over(defaults: dict):
+    """A ``mode="before"`` validator of a free-form section (Trainer arguments): the recipe's keys over the family's
+    defaults, one by one (null or absent: the defaults)."""
+
+    def merge(value: Any) -> Any:
+        if value is None:
+            return dict(defaults)
+        return {**defaults, **value} if isinstance(value, dict) else value
+
+    return merge
+
+
 def fed(key: tuple[str, ...], default: Any, what: str = "") -> Any:
     """The Field of a recipe key listed in :data:`CONFIG_FEEDS`: the Config field's help text is its description."""
     spec, name = CONFIG_FEEDS[key]

@@ -321,7 +321,7 @@ def _gru_features(cfg, data, datasets, collator, out: str) -> dict[str, np.ndarr
     kwargs = _base_args(cfg, os.path.join(out, "embedder"), train, {"objective": "ce"}, FairContrastiveConfig)
     _fit(cfg, FairContrastiveTrainer, FairContrastiveConfig, kwargs, gru, datasets["train"], datasets["dev"], collator,
          criterion="loss", patience=None, compute_metrics=None)
-    return _split_features(gru, datasets, collator, int(kwargs.get("per_device_eval_batch_size", 128)))
+    return _split_features(gru, datasets, collator, int(kwargs["per_device_eval_batch_size"]))
 
 
 def add_views(cfg: dict[str, Any], texts: list[str], cols: dict[str, Any]) -> None:
@@ -670,7 +670,7 @@ def _cached_feature_datasets(model, datasets, collator, kwargs) -> dict[str, Any
 
     from fairmt.data.classification import with_array_features
 
-    feats = _split_features(model, datasets, collator, int(kwargs.get("per_device_eval_batch_size", 128)))
+    feats = _split_features(model, datasets, collator, int(kwargs["per_device_eval_batch_size"]))
     return {name: with_array_features(Dataset.from_dict({"features": feats[name], "labels": ds["labels"],
                                                          "group": ds["group"]}))
             for name, ds in datasets.items()}
