@@ -201,8 +201,12 @@ D = Field  # every key below: Field(default, description=...)
 
 
 class Unread(NamedTuple):
-    """A recipe key a recipe (or an override) sets that the run would not read: another key takes effect (``wins``),
-    or the recipe's choices leave the key unused. :func:`resolve_recipe` refuses it in one line."""
+    """A recipe key a recipe (or an override) sets that the run would not read, refused in one line by
+    :func:`resolve_recipe`. Two kinds, one rule each in every family: **shadowed** — another key sets the same value
+    and wins (always refused: the two disagree, or one is dead); **inert** — the recipe's choices (its objective, model
+    type, data set, optimizer) leave the key unused: refused when its value differs from the key's default (it asks
+    for something the run will not do); its default value (or null) asks nothing and is accepted, so a recipe written
+    for one data set or objective can be switched to another by one override."""
 
     key: str
     """The key as a user types it (``training.temperature``)."""
@@ -216,10 +220,24 @@ class Unread(NamedTuple):
         return f"recipe key {self.key} is not read: {self.why}"
 
 
+def config_default(spec: str, name: str) -> Any:
+    """The default of field ``name`` of the Config dataclass ``spec`` (``module:Class``; ``dataclasses.MISSING``
+    when it has none)."""
+    import dataclasses
+    import importlib
+
+    module, _, cls = spec.partition(":")
+    for f in dataclasses.fields(getattr(importlib.import_module(module), cls)):
+        if f.name == name:
+            return f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+    return dataclasses.MISSING
+
+
 def given(config: dict, section: str) -> dict:
-    """The keys a recipe (as written, overrides applied) sets in ``section`` (empty when it sets none)."""
+    """The keys a recipe (as written, overrides applied) sets in ``section`` (empty when it sets none); a key set to
+    null counts as unset (null is every such key's "the default / none", and how an override clears a key)."""
     value = config.get(section)
-    return value if isinstance(value, dict) else {}
+    return {k: v for k, v in value.items() if v is not None} if isinstance(value, dict) else {}
 
 
 class Recipe(Section):
@@ -373,7 +391,7 @@ def validate_recipe(config: dict) -> Recipe | None:
     return resolve_recipe(config)
 
 
-__all__ = ["Unread", "given", "resolve_recipe", "schemas", "validate_recipe"]
+__all__ = ["Unread", "config_default", "given", "resolve_recipe", "schemas", "validate_recipe"]
 
 
 def _old_schema_names() -> dict[str, str]:

@@ -3,14 +3,14 @@ INLP baselines; every default of the family is here."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from fairmt.errors import FairmtError
 from fairmt.recipes._schema import (
-    CLASSIFICATION_CONFIGS, Count, D, Positive, Recipe, Section, Seed, Share, Text, _must, _trainer_section, merged_over,
-    trainer_doc,
+    CLASSIFICATION_CONFIGS, Count, D, Positive, Recipe, Section, Seed, Share, Text, _must, _trainer_section,
+    merged_over, trainer_doc,
 )
 
 # ---------------------------------------------------------------------------------------------- classification

@@ -3,12 +3,13 @@
 refused in one line naming the key that does (``recipe key training.temperature is not read: objective_args.temperature
 (0.01) sets it for the objective; set that``).
 
-Two kinds, both refused (one rule: a value the run would not use is never accepted):
+Two kinds (:class:`fairmt.recipes._schema.Unread`):
 
 * **shadowed** — two keys set one value and one wins (:data:`SET_BY_RECIPE`, a key set in both ``training`` and
-  ``objective_args``, :data:`POOLING_FROM_MODEL`);
+  ``objective_args``, :data:`POOLING_FROM_MODEL`): always refused;
 * **inert** — the recipe's ``objective``, ``model.type``, ``data.dataset`` or ``data.augment`` leaves the key unused
-  (:data:`OBJECTIVE_FIELDS`, :data:`OBJECTIVE_KEYS`, :data:`MODEL_KEYS`, :data:`DATA_KEYS`, ``stage2``).
+  (:data:`OBJECTIVE_FIELDS`, :data:`OBJECTIVE_KEYS`, :data:`MODEL_KEYS`, :data:`DATA_KEYS`, ``stage2``): refused when
+  its value differs from the key's default (its default, or null, asks for nothing).
 
 The tables are what ``tests/test_classification_unread.py`` walks: every entry is refused, naming its winner.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fairmt.recipes._schema import Unread, given
+from fairmt.recipes._schema import CLASSIFICATION_CONFIGS, Unread, config_default, given
 
 TWO_STAGE = ("cscl_two_stage", "fcl_two_stage")
 """The objectives that train the encoder first, then the head on it (``stage2``)."""
@@ -107,6 +108,28 @@ def _only(values: tuple[str, ...]) -> str:
     return ", ".join(values[:-1]) + f" or {values[-1]}" if len(values) > 1 else values[0]
 
 
+def _asks(value: Any, default: Any) -> bool:
+    """Whether an inert key's value asks for something: it differs from the key's default."""
+    return value != default
+
+
+def _field_default(name: str, section_defaults: dict | None = None) -> Any:
+    """The default of a Trainer-section key: the family's section default, else the first Config field's."""
+    import dataclasses
+
+    if section_defaults and name in section_defaults:
+        return section_defaults[name]
+    for spec in CLASSIFICATION_CONFIGS.split(","):
+        default = config_default(spec.strip(), name)
+        if default is not dataclasses.MISSING:
+            return default
+    return None
+
+
+def _model_default(model: Any, key: str) -> Any:
+    return type(model).model_fields[key].default
+
+
 def has_stage2(objective: str, inlp_head: str) -> bool:
     """Whether a head stage runs (and reads ``stage2``): two-stage objectives, and INLP with ``inlp.head: finetune``."""
     return objective in TWO_STAGE or (objective == "inlp" and inlp_head == "finetune")
@@ -135,33 +158,40 @@ def unread(recipe, config: dict) -> list[Unread]:
                                   f"objective sampling takes the pooling from {POOLING_FROM_MODEL} "
                                   f"({recipe.model.pooling}); set that"))
     for section in ("training", "objective_args"):
-        for key in sections[section]:
+        for key, value in sections[section].items():
             readers = OBJECTIVE_FIELDS.get(key)
-            if readers and obj not in readers:
+            if readers and obj not in readers and _asks(value, _field_default(key)):
                 out.append(Unread(f"{section}.{key}", "objective", f"objective {obj} does not read it (only "
                                                                    f"{_only(readers)} do)"))
-    if sections["stage2"] and not has_stage2(obj, recipe.inlp.head):
-        key = next(iter(sections["stage2"]))
+    from fairmt.recipes.classification.schema import CLASSIFICATION_STAGE2
+
+    asked = [k for k, v in sections["stage2"].items() if _asks(v, _field_default(k, CLASSIFICATION_STAGE2))]
+    if asked and not has_stage2(obj, recipe.inlp.head):
+        key = asked[0]
         out.append(Unread(f"stage2.{key}", "objective", f"objective {obj} has no head stage (stage2 is read by "
                                                         f"{_only(TWO_STAGE)}, and inlp with inlp.head finetune)"))
     for dotted, readers in OBJECTIVE_KEYS.items():
         section, _, key = dotted.rpartition(".")
-        if (key in given(config, section) if section else key in config) and obj not in readers:
+        written = given(config, section) if section else {k: v for k, v in config.items() if v is not None}
+        owner = getattr(recipe, section) if section else recipe
+        if key in written and obj not in readers and _asks(written[key], _model_default(owner, key)):
             out.append(Unread(dotted, "objective", f"objective {obj} does not read it (only {_only(readers)} do)"))
     mtype = recipe.model.type
-    for key in given(config, "model"):
+    for key, value in given(config, "model").items():
         readers = MODEL_KEYS.get(key)
-        if readers and mtype not in readers and not (key == "pooling" and obj == "sampling"):
+        if (readers and mtype not in readers and not (key == "pooling" and obj == "sampling")
+                and _asks(value, _model_default(recipe.model, key))):
             out.append(Unread(f"model.{key}", "model.type", f"model.type {mtype} does not read it (only "
                                                              f"{_only(readers)} do)"))
-    for key in given(config, "data"):
-        if key in DATA_KEYS:
+    for key, written in given(config, "data").items():
+        if key in DATA_KEYS and _asks(written, _model_default(recipe.data, key)):
             decider, readers = DATA_KEYS[key]
             value = getattr(recipe.data, decider)
             if value not in readers:
                 out.append(Unread(f"data.{key}", f"data.{decider}", f"data.{decider} {_show(value)} does not read it "
                                                                      f"(only {_only(readers)} do)"))
-    if "target" in given(config, "balance") and recipe.balance.method is None:
+    target = given(config, "balance").get("target")
+    if target is not None and recipe.balance.method is None and _asks(target, _model_default(recipe.balance, "target")):
         out.append(Unread("balance.target", "balance.method", "balance.method is null (no balancing); set it to "
                                                               "reweight, resample or downsample"))
     return out

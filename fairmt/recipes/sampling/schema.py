@@ -9,8 +9,8 @@ from pydantic import Field, field_validator, model_validator
 
 from fairmt.errors import COUNT, GROUPS, FairmtError
 from fairmt.recipes._schema import (
-    SAMPLING_CONFIG, Count, D, Positive, Probability, Recipe, Section, Seed, Text, Unread, fed, given, merged_over, ranged,
-    trainer_doc,
+    SAMPLING_CONFIG, Count, D, Positive, Probability, Recipe, Section, Seed, Text, Unread, fed, given, merged_over,
+    ranged, trainer_doc,
 )
 
 # ---------------------------------------------------------------------------------------------- sampling (images)
@@ -218,8 +218,9 @@ class SamplingRecipe(Recipe):
         return self
 
     def unread(self, config: dict) -> list[Unread]:
-        """The keys ``config`` sets that this run would not read: a ``training`` key both stages set again, the
-        options of Algorithm 1 on a SimCLR stage, the options of another data set or probe optimizer."""
+        """The keys ``config`` sets that this run would not read (:class:`~fairmt.recipes._schema.Unread`): a
+        ``training`` key both stages set again (shadowed); the options of Algorithm 1 on a SimCLR stage, the options of
+        another data set or probe optimizer (inert: refused when not their default)."""
         out: list[Unread] = []
         s1, s2 = given(config, "stage1"), given(config, "stage2")
         for key in given(config, "training"):
@@ -227,20 +228,22 @@ class SamplingRecipe(Recipe):
                 out.append(Unread(f"training.{key}", f"stage1.{key}", f"stage1.{key} ({s1[key]}) and stage2.{key} "
                                                                       f"({s2[key]}) set it for both stages; set those"))
         for section, keys in (("training", given(config, "training")), ("stage1", s1), ("stage2", s2)):
-            for key in keys:
-                if key in SAMPLING_ONLY and (section == "stage1" or self.objective == "simclr"):
+            for key, value in keys.items():
+                if (key in SAMPLING_ONLY and (section == "stage1" or self.objective == "simclr")
+                        and value != SAMPLING_STAGE2[key]):  # inert: its default asks for nothing
                     what = "stage 1 trains SimCLR" if section == "stage1" else "objective simclr trains SimCLR in both " \
                                                                                "stages"
                     out.append(Unread(f"{section}.{key}", "objective" if section != "stage1" else "stage2." + key,
                                       f"{what}, which reads no option of Algorithm 1 (set stage2.{key} "
                                       "with objective sampling)"))
-        for key in given(config, "data"):
+        for key, value in given(config, "data").items():
             readers = DATA_KEYS.get(key)
-            if readers and self.data.dataset not in readers:
+            if readers and self.data.dataset not in readers and value != SamplingData.model_fields[key].default:
                 out.append(Unread(f"data.{key}", "data.dataset", f"data.dataset {self.data.dataset} does not read it "
                                                                  f"(only {', '.join(readers)} do)"))
-        for key in given(config, "probe"):
-            if key in PROBE_KEYS and PROBE_KEYS[key] != self.probe.optimizer:
+        for key, value in given(config, "probe").items():
+            if (key in PROBE_KEYS and PROBE_KEYS[key] != self.probe.optimizer
+                    and value != SamplingProbe.model_fields[key].default):
                 out.append(Unread(f"probe.{key}", "probe.optimizer", f"probe.optimizer {self.probe.optimizer} does "
                                                                      f"not read it (only {PROBE_KEYS[key]} does)"))
         return out
