@@ -208,5 +208,6 @@ def add_views(cfg: dict[str, Any], texts: list[str], cols: dict[str, Any]) -> No
         if not d.get("backtranslate_model"):
             raise FairmtError("data.augment=backtranslate needs data.backtranslate_model (a seq2seq MT model path)")
         mt = load_translation_model(d["backtranslate_model"], src_lang="en", tgt_lang=d["pivot_lang"])
-        views = backtranslate(texts, mt, pivot_lang=d["pivot_lang"], source_lang="en")
+        # TranslationModel.translate takes its options by name, not as **kwargs as the Translator protocol declares
+        views = backtranslate(texts, mt, pivot_lang=d["pivot_lang"], source_lang="en")  # type: ignore[arg-type]
     cols["text_view"] = list(views)

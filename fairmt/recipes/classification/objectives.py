@@ -67,7 +67,8 @@ def _stage_configs(cfg: dict[str, Any]) -> dict[str, tuple[type, dict[str, Any]]
 
         return {"train": (AdversarialConfig, _base_args(cfg, out, cfg["training"], oargs, AdversarialConfig))}
     extra = {**oargs, "objective": "ce" if obj == "inlp" else obj}
-    stages = {"train": (FairContrastiveConfig, _base_args(cfg, out, cfg["training"], extra, FairContrastiveConfig))}
+    stages: dict[str, tuple[type, dict[str, Any]]] = {
+        "train": (FairContrastiveConfig, _base_args(cfg, out, cfg["training"], extra, FairContrastiveConfig))}
     if obj == "inlp" and cfg["inlp"]["head"] == "finetune":  # the model's head fine-tuned on the guarded features
         head = {**_batch_options(cfg), **cfg["stage2"]}
         stages["stage2"] = (FairContrastiveConfig, _base_args(cfg, out + "/inlp_head", head, {"objective": "ce"},
