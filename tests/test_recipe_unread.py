@@ -29,7 +29,7 @@ def _cls(**kw) -> dict:
 VALUES = {"gamma": 0.3, "cs_lambda": 2.0, "cs_anchor_weighting": "cell_size", "fcl_alpha": 0.5, "fcl_beta": 0.3,
           "fcl_scl_weight": 0.5, "fcl_fcl_weight": 0.5, "fcl_variant": "released", "fcl_group_term": "eo",
           "group_temperature": 0.1, "temperature": 0.1, "normalize": True, "views": "dropout", "eval_objective": True}
-MODEL_VALUES = {"name_or_path": "x", "hidden_dim": 10, "num_layers": 1, "embed_batch_size": 4, "cache_dir": "c",
+MODEL_VALUES = {"name_or_path": "x", "hidden_dim": 10, "num_layers": 1, "embed_batch_size": 4,
                 "embed_dim": 8, "pooling": "cls", "normalize": True, "head_layers": 1, "gru_hidden": 8,
                 "embed_epochs": 1, "embed_learning_rate": 0.1}
 MODEL_TYPES = ("frozen_embedder", "finetune", "features", "gru_features", "gru", "embedding_bag")

@@ -221,7 +221,7 @@ class ClassificationRecipe(Recipe):
         """The keys ``config`` sets that this run would not read (:mod:`fairmt.recipes.classification.unread`)."""
         from fairmt.recipes.classification.unread import unread
 
-        return unread(self, config)
+        return unread(self, config, CLASSIFICATION_STAGE2)
 
     @classmethod
     def typed_key(cls, key: str, config: dict) -> str:

@@ -69,7 +69,6 @@ MODEL_KEYS: dict[str, tuple[str, ...]] = {
     "hidden_dim": (*_MLP, "gru", "embedding_bag"),
     "num_layers": _MLP,
     "embed_batch_size": ("frozen_embedder",),
-    "cache_dir": ("frozen_embedder",),
     "embed_dim": ("gru_features", "gru", "embedding_bag"),
     "pooling": ("frozen_embedder", "finetune"),  # and every model.type with objective sampling (the Config's pooling)
     "normalize": ("frozen_embedder",),
@@ -78,7 +77,8 @@ MODEL_KEYS: dict[str, tuple[str, ...]] = {
     "embed_epochs": ("gru_features",),
     "embed_learning_rate": ("gru_features",),
 }
-"""``model.*`` keys → the ``model.type`` values that read them (the others: every type)."""
+"""``model.*`` keys → the ``model.type`` values that read them (the others: every type, and ``model.cache_dir``:
+where a cache lives asks nothing of the run, and a harness may set it for every recipe)."""
 
 DATA_KEYS: dict[str, tuple[str, tuple[str, ...]]] = {
     "files": ("dataset", ("bios",)),
@@ -135,8 +135,9 @@ def has_stage2(objective: str, inlp_head: str) -> bool:
     return objective in TWO_STAGE or (objective == "inlp" and inlp_head == "finetune")
 
 
-def unread(recipe, config: dict) -> list[Unread]:
-    """The keys ``config`` sets that the classification run ``recipe`` (resolved) would not read."""
+def unread(recipe, config: dict, stage2_defaults: dict) -> list[Unread]:
+    """The keys ``config`` sets that the classification run ``recipe`` (resolved) would not read (``stage2_defaults``:
+    the family's ``stage2`` defaults, against which an inert ``stage2`` key is compared)."""
     out: list[Unread] = []
     obj = recipe.objective
     sections = {s: given(config, s) for s in TRAINER_SECTIONS}
@@ -163,9 +164,7 @@ def unread(recipe, config: dict) -> list[Unread]:
             if readers and obj not in readers and _asks(value, _field_default(key)):
                 out.append(Unread(f"{section}.{key}", "objective", f"objective {obj} does not read it (only "
                                                                    f"{_only(readers)} do)"))
-    from fairmt.recipes.classification.schema import CLASSIFICATION_STAGE2
-
-    asked = [k for k, v in sections["stage2"].items() if _asks(v, _field_default(k, CLASSIFICATION_STAGE2))]
+    asked = [k for k, v in sections["stage2"].items() if _asks(v, _field_default(k, stage2_defaults))]
     if asked and not has_stage2(obj, recipe.inlp.head):
         key = asked[0]
         out.append(Unread(f"stage2.{key}", "objective", f"objective {obj} has no head stage (stage2 is read by "
