@@ -114,7 +114,18 @@ def recipe_reference_md() -> str:
            "A key is written in YAML as nested sections (`data.train` is `train:` under `data:`) or on the command "
            "line as an override (`data.train=pairs.jsonl`). A section typed `mapping` of Trainer arguments "
            "(`training`, a stage's section) takes the fields of the method's Config dataclass: see the "
-           "[API reference](api.md).\n\n"]
+           "[API reference](api.md).\n\n",
+           "**One recipe shape.** At the top: `method` (the family), `objective` (what is trained, where a family "
+           "has several), `seed` and `output_dir` (the run's folder); `data:` the data set; `model:` the model; "
+           "`training:` the Trainer arguments every training stage shares (`stage1:` / `stage2:` one stage's own); "
+           "`objective_args:` the method's hyper-parameters (the fields of the objective's Config, e.g. "
+           "`objective_args.temperature`).\n\n",
+           "**Every key set takes effect, or the recipe is refused.** A key another key overrides (*shadowed*: "
+           "`training.temperature` beside `objective_args.temperature`, a stage section's `seed` beside `seed`) is "
+           "refused in one line naming the key that wins; a key the recipe's own choices leave unused (*inert*: "
+           "`stage2` of a one-stage objective, `data.language` of another data set, a `model` key another "
+           "`model.type` reads) is refused when it asks for something — any value but its default (null counts as "
+           "unset), so one override can switch a recipe to another data set or objective.\n\n"]
     for family, model in SCHEMAS.items():
         out.append(f"## `method: {family}`\n\n")
         doc = " ".join((model.__doc__ or "").split())

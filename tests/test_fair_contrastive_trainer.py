@@ -317,3 +317,19 @@ def test_two_process_run_gathers_candidates_and_matches_one_process(tmp_path, to
     assert r2["logs"][0]["loss"] == pytest.approx(r1["logs"][0]["loss"], rel=1e-5)  # CE: mean of the two halves
     assert r2["checksums"][0] == pytest.approx(r2["checksums"][1], rel=1e-12)  # replicas in sync
     assert r2["checksums"][0] == pytest.approx(r1["checksums"][0], rel=1e-5)  # same weights as one process
+
+
+def test_cscl_and_fcl_configs_are_the_shared_config_with_their_objective():
+    import dataclasses
+
+    from fairmt.trainers.fair_contrastive import CSCLConfig, FairContrastiveConfig, FCLConfig
+
+    for cls, objectives in ((CSCLConfig, ("cscl", "cscl_pretrain")), (FCLConfig, ("fcl", "fcl_pretrain"))):
+        assert cls(output_dir="o").objective == objectives[0]
+        for objective in objectives:
+            mine, shared = cls(output_dir="o", objective=objective), FairContrastiveConfig(output_dir="o",
+                                                                                             objective=objective)
+            assert dataclasses.asdict(mine) == dataclasses.asdict(shared)  # every resolved default the same
+        other = "fcl" if cls is CSCLConfig else "cscl"
+        with pytest.raises(FairmtError, match="objective must be one of"):
+            cls(output_dir="o", objective=other)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -172,6 +172,18 @@ def _must(text: str) -> dict:
     return {"must_be": text}
 
 
+def merged_over(defaults: dict):
+    """A ``mode="before"`` validator of a free-form section (Trainer arguments): the recipe's keys over the family's
+    defaults, one by one (null or absent: the defaults)."""
+
+    def merge(value: Any) -> Any:
+        if value is None:
+            return dict(defaults)
+        return {**defaults, **value} if isinstance(value, dict) else value
+
+    return merge
+
+
 def fed(key: tuple[str, ...], default: Any, what: str = "") -> Any:
     """The Field of a recipe key listed in :data:`CONFIG_FEEDS`: the Config field's help text is its description."""
     spec, name = CONFIG_FEEDS[key]
@@ -189,6 +201,46 @@ def trainer_doc(spec: str, what: str) -> str:
 D = Field  # every key below: Field(default, description=...)
 
 
+class Unread(NamedTuple):
+    """A recipe key a recipe (or an override) sets that the run would not read, refused in one line by
+    :func:`resolve_recipe`. Two kinds, one rule each in every family: **shadowed** — another key sets the same value
+    and wins (always refused: the two disagree, or one is dead); **inert** — the recipe's choices (its objective, model
+    type, data set, optimizer) leave the key unused: refused when its value differs from the key's default (it asks
+    for something the run will not do); its default value (or null) asks nothing and is accepted, so a recipe written
+    for one data set or objective can be switched to another by one override."""
+
+    key: str
+    """The key as a user types it (``training.temperature``)."""
+    wins: str
+    """The key that takes effect (or that leaves ``key`` unused), as a user types it (``objective_args.temperature``,
+    ``objective``)."""
+    why: str
+    """The rest of the line: what ``wins`` does, and what to set instead."""
+
+    def message(self) -> str:
+        return f"recipe key {self.key} is not read: {self.why}"
+
+
+def config_default(spec: str, name: str) -> Any:
+    """The default of field ``name`` of the Config dataclass ``spec`` (``module:Class``; ``dataclasses.MISSING``
+    when it has none)."""
+    import dataclasses
+    import importlib
+
+    module, _, cls = spec.partition(":")
+    for f in dataclasses.fields(getattr(importlib.import_module(module), cls)):
+        if f.name == name:
+            return f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+    return dataclasses.MISSING
+
+
+def given(config: dict, section: str) -> dict:
+    """The keys a recipe (as written, overrides applied) sets in ``section`` (empty when it sets none); a key set to
+    null counts as unset (null is every such key's "the default / none", and how an override clears a key)."""
+    value = config.get(section)
+    return {k: v for k, v in value.items() if v is not None} if isinstance(value, dict) else {}
+
+
 class Recipe(Section):
     """What every recipe has: its method, and what ``fairmt train`` adds (the file, ``--overwrite``)."""
 
@@ -198,6 +250,19 @@ class Recipe(Section):
                                                   "run folder's name)")
     overwrite: bool | None = D(None, description="set by fairmt train --overwrite: replace an earlier run in the "
                                                  "output folder instead of refusing")
+
+    def unread(self, config: dict) -> list[Unread]:
+        """The keys ``config`` (the recipe as written, overrides applied; ``self`` is it resolved) sets that the run
+        would not read — another key overrides them, or the recipe's choices leave them unused — each naming the key
+        that wins. A family's schema declares its own (none here); :func:`resolve_recipe` refuses the first."""
+        return []
+
+    @classmethod
+    def typed_key(cls, key: str, config: dict) -> str:
+        """A key of the resolved recipe (a paper card's ``stages.train.temperature``) as a user types it in a recipe
+        or an override (``objective_args.temperature``); ``config``: the recipe as written. The key itself where the
+        two are one."""
+        return key
 
 
 # ---------------------------------------------------------------------------------------------- the families
@@ -313,11 +378,15 @@ def resolve_recipe(config: dict) -> Recipe | None:
     model = fam.schema_class()
     _unknown_keys(model, config)
     try:
-        return model.model_validate(config)
+        resolved = model.model_validate(config)
     except ValidationError as err:
         errors = err.errors(include_url=False)  # a wrong value the recipe gives before a key it leaves out
         first = min(errors, key=lambda e: e["type"] == "missing")
         raise FairmtError(_message(first, model)) from None
+    unread = resolved.unread(config)  # every key set takes effect, or the run is refused naming the one that does
+    if unread:
+        raise FairmtError(unread[0].message())
+    return resolved
 
 
 def validate_recipe(config: dict) -> Recipe | None:
@@ -325,7 +394,7 @@ def validate_recipe(config: dict) -> Recipe | None:
     return resolve_recipe(config)
 
 
-__all__ = ["resolve_recipe", "schemas", "validate_recipe"]
+__all__ = ["Unread", "config_default", "given", "resolve_recipe", "schemas", "validate_recipe"]
 
 
 def _old_schema_names() -> dict[str, str]:

@@ -98,6 +98,8 @@ class Row:
     reason: str | None = None
     shared: str | None = None
     """The family file the entry comes from (``include:``), None for the card's own entries."""
+    typed: str | None = None
+    """The key as a user types it in a recipe or an override (:meth:`fairmt.recipes._schema.Recipe.typed_key`)."""
 
 
 @dataclass
@@ -196,7 +198,7 @@ class Card:
         lines = [f"paper card ({self.paper}): {len(self.departures)} declared departure"
                  f"{'' if len(self.departures) == 1 else 's'} ({name})"]
         own = [d for d in self.departures if not d.shared]
-        lines += [f"  {d.key}: paper {_show(d.paper)}, recipe {'null' if d.recipe is None else _show(d.recipe)} "
+        lines += [f"  {d.typed or d.key}: paper {_show(d.paper)}, recipe {'null' if d.recipe is None else _show(d.recipe)} "
                   f"[{d.kind}]" for d in own]
         shared: dict[str, int] = {}
         for d in self.departures:
@@ -265,6 +267,14 @@ def resolved_values(config: dict[str, Any]) -> dict[str, Any]:
     if out is not None and hasattr(out, "to_json_string"):
         values["training"] = json.loads(out.to_json_string())
     return json.loads(json.dumps(values, default=str))
+
+
+def _typed_key(key: str, config: dict[str, Any]) -> str:
+    """A resolved key as a user types it (the family schema's :meth:`~fairmt.recipes._schema.Recipe.typed_key`)."""
+    from fairmt.recipes._registry import families
+
+    fam = families().get(config.get("method"))
+    return fam.schema_class().typed_key(key, config) if fam is not None else key
 
 
 def read_card(path: str | Path, shared: bool = False) -> dict[str, Any]:
@@ -500,7 +510,8 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
                 problems.append(f"departure {key} no longer differs (paper and recipe are both {_show(value)}): "
                                 f"remove it from the card")
             out.departures.append(Row(key, paper, value, kind=item["kind"],
-                                      reason=" ".join(str(item["reason"]).split()), shared=item.get("_shared")))
+                                      reason=" ".join(str(item["reason"]).split()), shared=item.get("_shared"),
+                                      typed=_typed_key(key, config)))
     out.facts = _check_facts(card.get("facts") or [], problems)
     for key, row in settings.items():
         if key not in seen and key not in inert and not same(row.paper, row.recipe):

@@ -195,6 +195,30 @@ class FairContrastiveConfig(TrainingArguments):
         return OBJECTIVES
 
 
+@dataclass
+class CSCLConfig(FairContrastiveConfig):
+    """:class:`FairContrastiveConfig` for CSCL (Chi et al., 2022): ``objective`` ``cscl`` (one stage, the default)
+    or ``cscl_pretrain`` (the encoder stage of two-stage CSCL); every other field and default is the shared one."""
+
+    objective: str = field(default="cscl", metadata={"help": "cscl | cscl_pretrain"})
+
+    @classmethod
+    def allowed_objectives(cls) -> tuple[str, ...]:
+        return ("cscl", "cscl_pretrain")
+
+
+@dataclass
+class FCLConfig(FairContrastiveConfig):
+    """:class:`FairContrastiveConfig` for FCL / Con* (Shen et al., 2022): ``objective`` ``fcl`` (one stage, the
+    default) or ``fcl_pretrain`` (the encoder stage of Con*^ft); every other field and default is the shared one."""
+
+    objective: str = field(default="fcl", metadata={"help": "fcl | fcl_pretrain"})
+
+    @classmethod
+    def allowed_objectives(cls) -> tuple[str, ...]:
+        return ("fcl", "fcl_pretrain")
+
+
 def freeze_encoder(model: torch.nn.Module, head_prefixes: tuple[str, ...] = ("classifier", "score")) -> list[str]:
     """Freeze every parameter except the head's (names starting with one of ``head_prefixes``).
 

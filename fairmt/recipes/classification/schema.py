@@ -3,24 +3,14 @@ INLP baselines; every default of the family is here."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from fairmt.errors import FairmtError
 from fairmt.recipes._schema import (
-    CLASSIFICATION_CONFIGS,
-    Count,
-    D,
-    Positive,
-    Recipe,
-    Section,
-    Seed,
-    Share,
-    Text,
-    _must,
-    _trainer_section,
-    trainer_doc,
+    CLASSIFICATION_CONFIGS, Count, D, Positive, Recipe, Section, Seed, Share, Text, _must, _trainer_section,
+    merged_over, trainer_doc,
 )
 
 # ---------------------------------------------------------------------------------------------- classification
@@ -158,17 +148,6 @@ class ClassificationBalance(Section):
         "joint", description="what is balanced: the (y, g) cells, y, g, or g within each y (equal opportunity)")
 
 
-def _merged_over(defaults: dict):
-    """A ``mode="before"`` validator of a free-form section: the recipe's keys over the family's defaults."""
-
-    def merge(value: Any) -> Any:
-        if value is None:
-            return dict(defaults)
-        return {**defaults, **value} if isinstance(value, dict) else value
-
-    return merge
-
-
 CLASSIFICATION_TRAINING = {"num_train_epochs": 10, "per_device_train_batch_size": 64,
                            "per_device_eval_batch_size": 128, "learning_rate": 1e-3, "weight_decay": 0.0,
                            "logging_steps": 10}
@@ -228,15 +207,27 @@ class ClassificationRecipe(Recipe):
     balance: ClassificationBalance = D(default_factory=ClassificationBalance,
                                        description="balanced training of the training split (fairlib's BT)")
 
-    _training_defaults = field_validator("training", mode="before")(_merged_over(CLASSIFICATION_TRAINING))
-    _stage2_defaults = field_validator("stage2", mode="before")(_merged_over(CLASSIFICATION_STAGE2))
-    _objective_args_default = field_validator("objective_args", mode="before")(_merged_over({}))
+    _training_defaults = field_validator("training", mode="before")(merged_over(CLASSIFICATION_TRAINING))
+    _stage2_defaults = field_validator("stage2", mode="before")(merged_over(CLASSIFICATION_STAGE2))
+    _objective_args_default = field_validator("objective_args", mode="before")(merged_over({}))
     _args = field_validator("training", "objective_args", "stage2")(_trainer_section(CLASSIFICATION_CONFIGS))
 
     @field_validator("metrics", "data", "model", "inlp", mode="before")
     @classmethod
     def _none_is_default(cls, value, info):
         return {} if value is None else value
+
+    def unread(self, config: dict) -> list:
+        """The keys ``config`` sets that this run would not read (:mod:`fairmt.recipes.classification.unread`)."""
+        from fairmt.recipes.classification.unread import unread
+
+        return unread(self, config, CLASSIFICATION_STAGE2)
+
+    @classmethod
+    def typed_key(cls, key: str, config: dict) -> str:
+        from fairmt.recipes.classification.unread import typed_key
+
+        return typed_key(key, config)
 
     @model_validator(mode="after")
     def _run_folder(self):

@@ -28,7 +28,6 @@ the merged config and the full resolved training arguments of both stages.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
@@ -40,106 +39,26 @@ import numpy as np
 
 from fairmt.errors import FairmtError
 
-OBJECTIVES = ("sampling", "simclr")
-DATASETS = ("celeba", "chexpert", "synthetic")
-DEFAULT_TARGETS = {"celeba": ["Attractive", "Wavy_Hair"],
-                   "chexpert": ["Cardiomegaly", "Edema", "Consolidation", "Atelectasis", "Pleural Effusion"],
-                   "synthetic": ["shape"]}
-DEFAULT_PROTECTED = {"celeba": ["Male", "Young"], "chexpert": ["Sex", "Age"], "synthetic": ["colour"]}
+from fairmt.recipes.sampling.schema import (  # noqa: F401  (their old home: fairmt.recipes.sampling.runner.X)
+    DEFAULT_PROTECTED, DEFAULT_TARGETS, FIXED_ARGS, SAMPLING_ONLY, STAGE_KEYS, check_stages as validate,
+)
 
-DEFAULTS: dict[str, Any] = {
-    "objective": "sampling",
-    "seed": 0,
-    "output_dir": None,
-    "stage1_from": None,
-    "data": {"dataset": "celeba", "root": None, "source": "local", "hub_id": "flwrlabs/celeba", "splits": "all",
-             "targets": None, "protected": None, "uncertain": "zeros", "frontal_only": False, "age_threshold": 60,
-             "max_samples": None, "n": 300, "minority_fraction": 0.2, "image_size": 32},
-    "model": {"backbone": "microsoft/resnet-50", "pretrained": False, "projection_dim": 128,
-              "projection_hidden_dim": None},
-    # the paper's three (colour jitter, random crop, greyscale); flip_p / blur_p > 0 add SimCLR's flip and blur
-    "augment": {"crop_scale": [0.08, 1.0], "flip_p": 0.0, "jitter": [0.8, 0.8, 0.8, 0.2], "jitter_p": 0.8,
-                "grayscale_p": 0.2, "blur_p": 0.0, "blur_sigma": [0.1, 2.0], "blur_kernel_fraction": 0.1},
-    # shared by both training stages (not given in the paper: Adam as common SimCLR re-implementations use it)
-    "training": {"per_device_train_batch_size": 256, "per_device_eval_batch_size": 256, "learning_rate": 3e-4,
-                 "weight_decay": 1e-4, "logging_steps": 50, "dataloader_num_workers": 4, "dataloader_drop_last": True,
-                 "save_strategy": "epoch", "save_total_limit": 1},
-    "stage1": {"num_train_epochs": 30, "sampling_temperature": 0.5},
-    "clusters": {"n_clusters": 4, "seed": 0, "n_init": 10},
-    "stage2": {"init": "stage1", "num_train_epochs": 30, "sampling_temperature": 0.5, "epsilon": 0.1,
-               "num_negatives": 1, "cluster_refit": "once", "index_refresh_steps": 0, "negative_source": "encode",
-               "pair_loss": "batch", "negative_draw": "two_stage"},
-    # probes on z (the paper's "embeddings"); features: backbone probes h. optimizer: lbfgs (logistic regression to
-    # convergence) or sgd (the paper's gradient probe: learning_rate 1e-4 for `epochs` passes)
-    "probe": {"features": "projection", "test_fraction": 0.2, "seed": 0, "standardize": True, "C": 1.0,
-              "max_iter": 1000, "optimizer": "lbfgs", "learning_rate": 1e-4, "epochs": 100},
-}
 # Two baselines, named apart: the paper's Table 1 "Baseline" is the phase-1 SimCLR model (its values are Table 3's
 # phase-1 cluster sizes); the `_simclr` recipe's stage 2 (SimCLR continued for as many epochs as the fair stage 2) is
 # a fairer control fairmt adds.
 BASELINE_COLUMN = "phase-1 baseline (paper's Baseline)"
 STAGE2_COLUMN = {"sampling": "stage 2 (fairness-driven)", "simclr": "stage 2 (SimCLR control, fairmt)"}
-# keys of the stage sections that are not training arguments
-STAGE_KEYS = {"stage2": {"init"}}
-# set by the recipe itself: a stage section may not override them
-FIXED_ARGS = {"output_dir", "objective", "seed", "n_clusters", "kmeans_n_init", "report_to"}
-
-
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for k, v in (over or {}).items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
-
-
-def validate(config: dict[str, Any]) -> None:
-    """Unknown keys (with a suggestion) and stage options that are not training arguments fail at once."""
-    from fairmt.recipes._checks import COMMON_TOP, _check_keys, check_training
-    from fairmt.trainers.sampling import FairnessSamplingConfig
-
-    _check_keys(config, set(DEFAULTS) | COMMON_TOP, "")
-    for section in ("data", "model", "augment", "clusters", "probe"):
-        if isinstance(config.get(section), dict):
-            _check_keys(config[section], set(DEFAULTS[section]), f"{section}.")
-    for section in ("training", "stage1", "stage2"):
-        sec = config.get(section)
-        if sec is None:
-            continue
-        if not isinstance(sec, dict):
-            raise FairmtError(f"recipe key {section} must be a mapping")
-        if "resume_from_checkpoint" in sec:
-            raise FairmtError(f"recipe key {section}.resume_from_checkpoint: a sampling run resumes by itself — run "
-                              "the same command again and each stage continues from its last complete checkpoint "
-                              "in the run's folder (a checkpoint given by path is not supported)")
-        fixed = sorted(set(sec) & FIXED_ARGS)
-        if fixed:
-            raise FairmtError(f"recipe key(s) {', '.join(f'{section}.{k}' for k in fixed)} are set by the recipe "
-                              "itself (use objective, seed, output_dir, clusters.*)")
-        check_training({k: v for k, v in sec.items() if k not in STAGE_KEYS.get(section, set())},
-                       [FairnessSamplingConfig], section)
-
 
 def resolve_config(config: dict[str, Any]) -> dict[str, Any]:
-    """The recipe merged over :data:`DEFAULTS`, checked, with the full training arguments of both stages under
-    ``resolved`` (what ``--dry-run`` prints)."""
+    """The recipe resolved by its schema (:func:`fairmt.recipes._schema.resolve_recipe`: every default, the run
+    folder, the data set's targets and protected attributes; an unknown value names its key), as a dict, plus the full
+    training arguments of both stages under ``resolved`` (what ``--dry-run`` prints). The runner reads nothing else."""
+    from fairmt.recipes._schema import resolve_recipe
+
     if config.get("method", "sampling") != "sampling":
         raise FairmtError(f"recipe method must be 'sampling' for this entry point, got {config.get('method')!r}")
-    validate(config)
-    cfg = _merge(DEFAULTS, {k: v for k, v in config.items() if k not in ("method", "recipe_path", "overwrite")})
-    if cfg["objective"] not in OBJECTIVES:
-        raise FairmtError(f"objective must be one of {OBJECTIVES} (the stage-2 sampler), got {cfg['objective']!r}")
-    d = cfg["data"]
-    if d["dataset"] not in DATASETS:
-        raise FairmtError(f"data.dataset must be one of {DATASETS}, got {d['dataset']!r}")
-    d["targets"] = list(d["targets"] or DEFAULT_TARGETS[d["dataset"]])
-    d["protected"] = list(d["protected"] if d["protected"] is not None else DEFAULT_PROTECTED[d["dataset"]])
-    if cfg["stage2"]["init"] not in ("stage1", "scratch"):
-        raise FairmtError(f"stage2.init must be stage1 or scratch, got {cfg['stage2']['init']!r}")
-    if cfg["probe"]["features"] not in ("backbone", "projection"):
-        raise FairmtError(f"probe.features must be backbone or projection, got {cfg['probe']['features']!r}")
-    if cfg["probe"]["optimizer"] not in ("lbfgs", "sgd"):
-        raise FairmtError(f"probe.optimizer must be lbfgs or sgd, got {cfg['probe']['optimizer']!r}")
-    cfg["output_dir"] = cfg["output_dir"] or str(Path("outputs") / Path(config.get("recipe_path", "sampling")).stem)
+    resolved = resolve_recipe({**{k: v for k, v in config.items() if k != "resolved"}, "method": "sampling"})
+    cfg = resolved.model_dump(exclude={"method", "recipe_path", "overwrite"})
     cfg["resolved"] = {s: _stage_args(cfg, s, "/".join([cfg["output_dir"], s])).to_dict() for s in ("stage1", "stage2")}
     return cfg
 
@@ -156,9 +75,7 @@ def _stage_args(cfg: dict[str, Any], stage: str, out: str):
     base.update(cfg["training"])
     base.update(extra)
     if objective == "simclr":  # the sampling options do not apply to the SimCLR stages
-        base = {k: v for k, v in base.items() if k not in ("epsilon", "num_negatives", "cluster_refit",
-                                                            "index_refresh_steps", "negative_source", "pair_loss",
-                                                            "negative_draw")}
+        base = {k: v for k, v in base.items() if k not in SAMPLING_ONLY}
     return FairnessSamplingConfig(**{k: v for k, v in base.items() if k in names})
 
 
