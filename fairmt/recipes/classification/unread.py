@@ -204,6 +204,8 @@ def typed_key(key: str, config: dict) -> str:
     if len(parts) < 3 or parts[0] != "stages":
         return key
     stage, field = parts[1], ".".join(parts[2:])
+    if field in ("seed", "objective", "output_dir"):  # set for every stage by the top-level key (SHADOWED)
+        return field
     if stage == "stage2":
         return f"stage2.{field}"
     if field in given(config, "objective_args") or field in OBJECTIVE_FIELDS:
