@@ -33,8 +33,9 @@ FLOORS: list[tuple[str, ...]] = [
     ("translate",),  # backends, cache, sharded generation: strings out
     ("eval",),  # scores strings and vectors
     ("evaluate_modules", "model_eval"),  # model_eval: a model in, scores out (translate + eval)
-    ("recipes", "demo", "integrations"),  # recipes: the recipe families (registry, schemas, runners, cards); the
-    # demo is a scripted GACL run; integrations: fairmt in other libraries' loops (sentence-transformers evaluators)
+    ("recipes", "integrations"),  # recipes: the recipe families (registry, schemas, runners, cards);
+    # integrations: fairmt in other libraries' loops (sentence-transformers evaluators)
+    ("demo",),  # a scripted GACL run: the GACL recipe's tiny model (fairmt.recipes.gacl.tiny), its folder rule
     ("commands", "sweep", "scripts"),  # sweep: the engine of `fairmt sweep`; scripts: the old paths of the recipe
     # runners (deprecated shims over fairmt.recipes, until 0.2)
     ("cli",),
@@ -43,10 +44,10 @@ FLOORS: list[tuple[str, ...]] = [
 """Bottom first. The package root (``fairmt/__init__.py``) is the lazy facade over all of them: it imports nothing
 when it runs (its names load on first access), and ``from fairmt import __version__`` is allowed from anywhere."""
 
-ONE_LAYER = {frozenset({"recipes", "demo"}), frozenset({"commands", "sweep"})}
+ONE_LAYER = {frozenset({"commands", "sweep"})}
 """Parts of one floor that are one layer split over two folders, and may import each other (never in a cycle):
-the GACL recipe builds the demo's tiny model and the demo writes its folder by the recipes' rule; ``fairmt sweep``'s
-engine reads recipes through ``fairmt train``'s loader. Other parts of a floor are siblings that never meet."""
+``fairmt sweep``'s engine reads recipes through ``fairmt train``'s loader. Other parts of a floor are siblings that
+never meet."""
 
 FLOOR = {part: i for i, floor in enumerate(FLOORS) for part in floor}
 

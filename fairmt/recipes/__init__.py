@@ -129,8 +129,8 @@ def resolve(config: dict) -> Any:
 
 def set_output_dir(config: dict, folder: str) -> None:
     """``fairmt train --output-dir DIR``: the recipe's own output key (``training.output_dir``, or ``output_dir`` for
-    the classification and sampling recipes)."""
-    if config.get("method") in ("classification", "sampling"):  # (issue 50: the family object says this)
+    the classification, sampling and gacl recipes)."""
+    if config.get("method") in ("classification", "sampling", "gacl"):  # (issue 50: the family object says this)
         config["output_dir"] = folder
         if isinstance(config.get("training"), dict):
             config["training"].pop("output_dir", None)
