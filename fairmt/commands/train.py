@@ -339,8 +339,9 @@ def _refuse_a_folder_in_use(config: dict) -> None:
 
     from fairmt.outputs import refuse_if_in_use
 
-    own = config.get("method") in ("classification", "sampling")
-    training = config.get("training")
-    folder = config.get("output_dir") if own else training.get("output_dir") if isinstance(training, dict) else None
+    own = config.get("method") in ("classification", "sampling", "gacl")  # top-level output_dir (or training's)
+    training = config.get("training") if isinstance(config.get("training"), dict) else {}
+    top = config.get("output_dir") if own else None
+    folder = top or training.get("output_dir")
     if folder and isinstance(folder, str) and os.environ.get("RANK", "0") == "0":
-        refuse_if_in_use(folder, flag="output_dir" if own else "training.output_dir")
+        refuse_if_in_use(folder, flag="output_dir" if top else "training.output_dir")

@@ -40,7 +40,7 @@ FAMILIES: dict[str, Family] = {
     "ccd": Family("ccd_results.json", "training.seed", ("training.output_dir",), "results", ("final",)),
     "dpce": Family("dpce_results.json", "training.seed", ("training.output_dir",), "results", ("final",)),
     "adept": Family("adept_results.json", "training.seed", ("training.output_dir",), "results", ("final",)),
-    "gacl": Family("results.json", "training.seed", ("training.output_dir",), model_dirs=(".",)),
+    "gacl": Family("results.json", "training.seed", ("output_dir", "training.output_dir"), model_dirs=(".",)),
     # fairness-driven sampling on images: the seed and the run folder are top-level keys (the stage sections refuse
     # them); the objectives are the stage-2 summary fairmt.recipes.sampling.runner writes at the top of results.json
     "sampling": Family("results.json", "seed", ("output_dir",), model_dirs=("stage2/model",),
