@@ -8,7 +8,19 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from fairmt.recipes._schema import (
-    CCD_CONFIG, LORA_CONFIG, Count, D, Positive, Recipe, Section, Seed, Size, Text, _trainer_section, config_help, trainer_doc,
+    CCD_CONFIG,
+    LORA_CONFIG,
+    Count,
+    D,
+    Positive,
+    Recipe,
+    Section,
+    Seed,
+    Size,
+    Text,
+    _trainer_section,
+    config_help,
+    trainer_doc,
 )
 
 # ---------------------------------------------------------------------------------------------- ccd / dpce / adept

@@ -23,7 +23,6 @@ Recipe keys (see ``recipes/ccd/dpce_minilm.yaml``):
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import time
@@ -148,8 +147,8 @@ def main(config: dict) -> dict:
     from fairmt.data.word_sentences import rows_to_dataset
     from fairmt.recipes.ccd.runner import (
         _runner,
-        glue_utility,
         before_after_lines,
+        glue_utility,
         measure,
         parse_utility,
         resolve_model_path,

@@ -107,7 +107,7 @@ def prepare_data(pairs, data: GaclData | dict, tgt: str, seed: int):
 
     data = data_section(data)
     if data.prepare == "gacl":
-        return prepare_gacl_pairs(pairs, balance=data.balance, seed=seed)
+        return prepare_gacl_pairs(pairs, balance=data.balance, seed=seed, lexicon=data.lexicon)
     if len(pairs) == 0:
         raise FairmtError("the training data is empty")
     if data.prepare == "gfst":
