@@ -79,15 +79,16 @@ def summarize(config: dict, args: Any) -> tuple[list[str], list[tuple[bool, str]
         lines.append(f"data: {train} is not a local file (a Hugging Face dataset): not read by the dry run")
         return lines, found
     from fairmt.data.parallel import read_parallel
-    from fairmt.recipes.gacl.runner import data_section, eval_fraction, key_aliases, prepare_data
+    from fairmt.recipes.gacl.runner import eval_fraction, key_aliases, prepare_data
+    from fairmt.recipes.gacl.schema import typed_recipe
 
-    src, tgt = config.get("src_lang", "en"), config.get("tgt_lang", "de")
+    recipe = typed_recipe(config)  # the typed recipe, as the runner reads it: its defaults are the schema's
+    src, tgt, data = recipe.src_lang, recipe.tgt_lang, recipe.data
     try:
-        pairs = read_parallel(str(p), src, tgt, split=data_cfg.get("split", "train"), key_aliases=key_aliases(src, tgt))
+        pairs = read_parallel(str(p), src, tgt, split=data.split, key_aliases=key_aliases(src, tgt))
         n_read = len(pairs)
-        if data_cfg.get("max_train_samples"):
-            pairs = pairs.select(range(min(n_read, int(data_cfg["max_train_samples"]))))
-        data = data_section(data_cfg)  # the typed section: its defaults are the schema's
+        if data.max_train_samples:
+            pairs = pairs.select(range(min(n_read, data.max_train_samples)))
         prepared = prepare_data(pairs, data, tgt, data.seed)  # data.seed, as the runner
     except FairmtError as err:
         found.append((True, f"data.train {train}: {err}"))

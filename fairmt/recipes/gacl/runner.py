@@ -47,17 +47,7 @@ from typing import Any
 
 from fairmt.errors import FairmtError
 from fairmt.recipes._output import prepare_output_dir
-from fairmt.recipes.gacl.schema import DEFAULT_EVAL_FRACTION, GaclData, GaclGeneval, GaclRecipe
-
-
-def typed_recipe(config: Any) -> GaclRecipe:
-    """The typed, resolved GACL recipe of ``config`` (a recipe mapping, overrides applied; or the typed recipe
-    itself): what the runner reads."""
-    if isinstance(config, GaclRecipe):
-        return config
-    from fairmt.recipes._schema import resolve_recipe
-
-    return resolve_recipe({**config, "method": "gacl"})
+from fairmt.recipes.gacl.schema import DEFAULT_EVAL_FRACTION, GaclData, GaclGeneval, GaclRecipe, typed_recipe
 
 
 def trainer_config(recipe: GaclRecipe):

@@ -150,3 +150,13 @@ class GaclRecipe(Recipe):
             training.setdefault("metric_for_best_model", f"geneval_{self.geneval.metric}")
         self.training = training
         return self
+
+
+def typed_recipe(config: Any) -> GaclRecipe:
+    """The typed, resolved GACL recipe of ``config`` (a recipe mapping, overrides applied; or the typed recipe
+    itself): what the runner, the tiny model's support and the dry run read."""
+    if isinstance(config, GaclRecipe):
+        return config
+    from fairmt.recipes._schema import resolve_recipe
+
+    return resolve_recipe({**config, "method": "gacl"})  # type: ignore[return-value]

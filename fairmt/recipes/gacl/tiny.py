@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from fairmt.recipes.gacl.schema import TinyModel
+from fairmt.recipes.gacl.schema import TinyModel, typed_recipe
 
 MODEL_KWARGS = dict(arch="m2m100", d_model=64, ffn_dim=128, encoder_layers=2, decoder_layers=1, attention_heads=4,
                     dropout=0.1)
@@ -75,17 +75,6 @@ def translate(tm, sentences: list[str], progress: bool = False, desc: str = "", 
     return out
 
 
-def _tiny_recipe(config: Any):
-    """The typed GACL recipe (:class:`~fairmt.recipes.gacl.schema.GaclRecipe`) of ``config``: itself, or a recipe
-    mapping resolved by the schema (every default of its ``tiny_model`` section filled in)."""
-    from fairmt.recipes._schema import resolve_recipe
-    from fairmt.recipes.gacl.schema import GaclRecipe
-
-    if isinstance(config, GaclRecipe):
-        return config
-    return resolve_recipe({**config, "method": "gacl"})
-
-
 def prepare_tiny_recipe(config: Any) -> None:
     """Make the model and data of a recipe with a ``tiny_model`` section (``recipes/gacl/tiny_offline.yaml``; the
     typed recipe or its mapping), offline, where they do not exist yet: the folder ``model`` gets a tiny model built
@@ -95,7 +84,7 @@ def prepare_tiny_recipe(config: Any) -> None:
     from fairmt.data.demo_corpus import demo_data
     from fairmt.errors import FairmtError
 
-    recipe = _tiny_recipe(config)
+    recipe = typed_recipe(config)
     if recipe.tiny_model is None:
         raise FairmtError("prepare_tiny_recipe needs a recipe with a tiny_model section")
     model, train = Path(recipe.model), recipe.data.train
@@ -162,7 +151,7 @@ def tiny_before_after(config: Any, trained_tm) -> dict:
     from fairmt.data.demo_corpus import demo_data
     from fairmt.models import load_translation_model
 
-    recipe = _tiny_recipe(config)
+    recipe = typed_recipe(config)
     seed = recipe.tiny_model.seed if recipe.tiny_model is not None else TinyModel().seed
     data = demo_data(seed=seed)
     src = [p.en for p in data.test]
