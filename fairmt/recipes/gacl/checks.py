@@ -24,13 +24,15 @@ from fairmt.recipes._preflight import Finding, args_of, model, output, parallel,
 
 def needs(config: dict) -> tuple[Any, list[str]]:
     """The translation model a GACL recipe fine-tunes and its training data (a ``tiny_model`` recipe builds both)."""
-    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    raw = config.get("data")
+    data: dict = raw if isinstance(raw, dict) else {}
     return config.get("model"), [] if config.get("tiny_model") else [f"data.train {data.get('train')}"]
 
 
 def findings(config: dict, resolved: Any) -> list[Finding | None]:
     out: list[Finding | None] = []
-    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    raw = config.get("data")
+    data: dict = raw if isinstance(raw, dict) else {}
     tiny = bool(config.get("tiny_model"))
     model_dir = Path(str(config.get("model", "")))
     if tiny and not (model_dir / "config.json").is_file():

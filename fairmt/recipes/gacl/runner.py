@@ -62,7 +62,8 @@ def trainer_config(recipe: GaclRecipe):
     if recipe.seed is not None:
         train_cfg["seed"] = recipe.seed
     try:
-        (args,) = HfArgumentParser(GACLConfig).parse_dict(train_cfg, allow_extra_keys=False)
+        (args,) = HfArgumentParser(GACLConfig).parse_dict(  # type: ignore[arg-type]
+            train_cfg, allow_extra_keys=False)
     except ValueError as err:  # TrainingArguments' own checks (__post_init__): the recipe's values, one line
         if isinstance(err, FairmtError):
             raise
@@ -101,7 +102,8 @@ def prepare_data(pairs, data: GaclData | dict, tgt: str, seed: int):
     if len(pairs) == 0:
         raise FairmtError("the training data is empty")
     if data.prepare == "gfst":
-        ds = filter_target_gender(pairs, target_gender_detector(tgt, data.target_gender_words))
+        words = dict(data.target_gender_words) if data.target_gender_words is not None else None
+        ds = filter_target_gender(pairs, target_gender_detector(tgt, words))  # type: ignore[arg-type]
         return balance_genders(ds, seed) if data.balance else ds
     return pairs
 

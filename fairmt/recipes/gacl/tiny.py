@@ -13,12 +13,13 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from fairmt.recipes.gacl.schema import TinyModel, typed_recipe
 
-MODEL_KWARGS = dict(arch="m2m100", d_model=64, ffn_dim=128, encoder_layers=2, decoder_layers=1, attention_heads=4,
+MODEL_KWARGS: dict[str, Any] = dict(arch="m2m100", d_model=64, ffn_dim=128, encoder_layers=2, decoder_layers=1, attention_heads=4,
                     dropout=0.1)
 """The tiny model of the demo and of the tiny offline recipe."""
 PRETRAIN_STEPS: int = TinyModel.model_fields["pretrain_steps"].default
@@ -49,6 +50,7 @@ def score(pairs, translations: list[str], unseen: frozenset[str] = frozenset(), 
 
     from fairmt.data.demo_corpus import gender_accuracy, gender_of_translation, ml_gender_of
 
+    gender_of: Callable[[str, str], str]
     if lang is None:  # the en–de demo's German
         gender_of, refs = gender_of_translation, [p.de for p in pairs]
     else:  # the multilingual demo's target language
