@@ -19,8 +19,8 @@ from typing import Any
 
 from fairmt.recipes.gacl.schema import TinyModel, typed_recipe
 
-MODEL_KWARGS: dict[str, Any] = dict(arch="m2m100", d_model=64, ffn_dim=128, encoder_layers=2, decoder_layers=1, attention_heads=4,
-                    dropout=0.1)
+MODEL_KWARGS: dict[str, Any] = dict(arch="m2m100", d_model=64, ffn_dim=128, encoder_layers=2, decoder_layers=1,
+                                    attention_heads=4, dropout=0.1)
 """The tiny model of the demo and of the tiny offline recipe."""
 PRETRAIN_STEPS: int = TinyModel.model_fields["pretrain_steps"].default
 """Training steps of the tiny stereotyped original: ``tiny_model.pretrain_steps``'s default (``fairmt demo``'s too)."""
