@@ -27,11 +27,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+from fairmt._deprecated import moved_names
+from fairmt.recipes.gacl.tiny import MODEL_KWARGS, PRETRAIN_STEPS, build_original, score, translate
 
 STAGES = 4  # per seed: original, control, GACL + KD, evaluation
 MODELS = ("original", "control", "gacl")
@@ -41,11 +44,36 @@ EXAMPLE_RULE = ("the first anti-stereotypical sentence of the held-out set, in i
 SPELLED_OUT = ("GACL = gender-aware contrastive learning, KD = knowledge distillation from a frozen copy of the "
                "original (Lee et al., EMNLP 2023)")
 
-# model and training settings shared by the demo and the tiny offline recipe (recipes/gacl/tiny_offline.yaml)
-MODEL_KWARGS = dict(arch="m2m100", d_model=64, ffn_dim=128, encoder_layers=2, decoder_layers=1, attention_heads=4,
-                    dropout=0.1)
-# α, λ, τ of the shipped GACL recipes (the authors' released script and its code's default τ)
-GACL_SETTINGS = dict(kd_alpha=0.4, gacl_lambda=1.0, temperature=1.0)
+GACL_KEYS = ("kd_alpha", "gacl_lambda", "temperature")
+"""The GACL hyper-parameters the demo's report lists (``settings``): α, λ, τ as ``GACLConfig`` defaults them (the
+shipped recipes' values: the authors' released script and its code's τ); the demo sets none of them itself."""
+
+
+def gacl_defaults() -> dict[str, Any]:
+    """Every field default of :class:`fairmt.trainers.gacl.GACLConfig` (the demo trains with them)."""
+    import dataclasses
+
+    from fairmt.trainers.gacl import GACLConfig
+
+    return {f.name: f.default for f in dataclasses.fields(GACLConfig) if f.default is not dataclasses.MISSING}
+
+
+_moved = moved_names(__name__, {name: "fairmt.recipes.gacl.tiny" for name in (
+    "prepare_tiny_recipe", "tiny_before_after", "before_after_lines", "BEFORE_AFTER_ROWS", "TINY_MARKER")})
+
+
+def __getattr__(name: str) -> Any:
+    """``GACL_SETTINGS`` (α, λ, τ: :data:`GACL_KEYS` with ``GACLConfig``'s defaults, read on first use: it imports
+    transformers), and the tiny recipe's names that moved to :mod:`fairmt.recipes.gacl.tiny` (until fairmt 0.2)."""
+    if name == "GACL_SETTINGS":
+        return gacl_settings()
+    return _moved(name)
+
+
+def gacl_settings() -> dict[str, Any]:
+    """α, λ, τ as the demo trains its GACL + KD model: :data:`GACL_KEYS` with ``GACLConfig``'s defaults."""
+    defaults = gacl_defaults()
+    return {k: defaults[k] for k in GACL_KEYS}
 
 
 def choose_threads(requested: int | None = None, log=print) -> int:
@@ -111,27 +139,13 @@ def _common_args(seed: int, steps: int, batch_size: int) -> dict:
     )
 
 
-def build_original(out_dir: str | Path, data, seed: int = 0, steps: int = 400, batch_size: int = 16,
-                   lr: float = 3e-3, progress: bool = False, desc: str = "original") -> Path:
-    """Build the tiny model (:data:`MODEL_KWARGS`) and its sentencepiece tokenizer (trained on every sentence of the
-    toy language, :func:`fairmt.data.demo_corpus.demo_language`) in ``out_dir``, and train the model in place as the
-    stereotyped "original" MT model on ``data.original`` (plain MT loss,
-    :func:`fairmt.models.tiny.train_tiny_translation_model`)."""
-    from fairmt.data.demo_corpus import demo_language
-    from fairmt.models.tiny import build_tiny_translation_model, train_tiny_translation_model
-
-    # the tokenizer's corpus: the whole toy language (a real subword vocabulary comes from far more text than any
-    # training set); the model learns to translate from data.original only
-    build_tiny_translation_model(out_dir, [(p.en, p.de) for p in demo_language()], seed=seed, **MODEL_KWARGS)
-    return train_tiny_translation_model(out_dir, [(p.en, p.de) for p in data.original], steps=steps,
-                                        batch_size=batch_size, lr=lr, seed=seed, progress=progress, desc=desc)
-
-
 def finetune(original_dir: str | Path, out_dir: str | Path, data, gacl: bool, seed: int = 0, steps: int = 80,
-             batch_size: int = 16, lr: float = 5e-4, variant: str = "paper", progress: bool = False, desc: str = ""):
-    """Fine-tune the original model on ``data.finetune`` with GACL + KD (``gacl``) or, as the control, with the plain
-    MT loss (the same trainer with α = λ = 0 and the same seed: its gender-balanced sampler gives the same batches in
-    the same order, only the loss differs)."""
+             batch_size: int = 16, lr: float = 5e-4, variant: str | None = None, progress: bool = False,
+             desc: str = ""):
+    """Fine-tune the original model on ``data.finetune`` with GACL + KD (``gacl``: ``GACLConfig``'s α, λ, τ) or, as
+    the control, with the plain MT loss (the same trainer with α = λ = 0 and the same seed: its gender-balanced
+    sampler gives the same batches in the same order, only the loss differs). ``variant``: the GACL variant (None:
+    ``GACLConfig``'s default)."""
     from transformers import PrinterCallback
 
     from fairmt.data.gacl import GenderContrastiveCollator, prepare_gacl_pairs, tokenize_gacl
@@ -141,8 +155,8 @@ def finetune(original_dir: str | Path, out_dir: str | Path, data, gacl: bool, se
     tm = load_translation_model(str(original_dir), "en", "de")
     rows = tokenize_gacl(prepare_gacl_pairs(_pairs_dataset(data.finetune), seed=seed), tm.encode, max_length=64)
     args = GACLConfig(
-        output_dir=str(out_dir), learning_rate=lr, gacl_variant=variant, **_common_args(seed, steps, batch_size),
-        **(GACL_SETTINGS if gacl else {**GACL_SETTINGS, "kd_alpha": 0.0, "gacl_lambda": 0.0}),
+        output_dir=str(out_dir), learning_rate=lr, **_common_args(seed, steps, batch_size),
+        **({"gacl_variant": variant} if variant else {}), **({} if gacl else {"kd_alpha": 0.0, "gacl_lambda": 0.0}),
     )
     trainer = GACLTrainer(
         model=tm.model, args=args, train_dataset=rows,
@@ -157,40 +171,6 @@ def finetune(original_dir: str | Path, out_dir: str | Path, data, gacl: bool, se
         trainer.save_model(str(out_dir))
     tm.model.eval()
     return tm, [h for h in trainer.state.log_history if "loss_mt" in h]
-
-
-def score(pairs, translations: list[str], unseen: frozenset[str] = frozenset(), lang: str | None = None) -> dict:
-    """Gender accuracy (overall, per gender, pro-/anti-stereotypical, on the ``unseen`` occupations), ΔG, ΔS and
-    chrF++ of ``translations``: German pairs of the en–de demo, or (``lang``) the multilingual demo's pairs in
-    ``lang`` (:func:`fairmt.data.demo_corpus.ml_gender_of`)."""
-    from sacrebleu.metrics import CHRF
-
-    from fairmt.data.demo_corpus import gender_accuracy, gender_of_translation, ml_gender_of
-
-    if lang is None:  # the en–de demo's German
-        gender_of, refs = gender_of_translation, [p.de for p in pairs]
-    else:  # the multilingual demo's target language
-        gender_of, refs = (lambda text, occ: ml_gender_of(text, occ, lang)), [p.tgt for p in pairs]
-    res = gender_accuracy(pairs, translations, gender_of)
-    for kind in ("pro", "anti"):
-        hits = [gender_of(t, p.occupation) == p.gender for p, t in zip(pairs, translations) if p.stereotype == kind]
-        res[f"accuracy_{kind}"] = 100.0 * sum(hits) / max(len(hits), 1)
-    res["delta_s"] = res["accuracy_pro"] - res["accuracy_anti"]
-    hits = [gender_of(t, p.occupation) == p.gender for p, t in zip(pairs, translations) if p.occupation in unseen]
-    res["accuracy_unseen"] = 100.0 * sum(hits) / max(len(hits), 1)
-    res["chrf++"] = CHRF(word_order=2).corpus_score(list(translations), [refs]).score
-    return res
-
-
-def translate(tm, sentences: list[str], progress: bool = False, desc: str = "", batch_size: int = 64) -> list[str]:
-    from tqdm.auto import tqdm
-
-    out: list[str] = []
-    with tqdm(total=len(sentences), desc=desc, unit="sent", leave=False, disable=not progress) as bar:
-        for i in range(0, len(sentences), batch_size):
-            out += tm.translate(sentences[i:i + batch_size], batch_size=batch_size, num_beams=1, max_new_tokens=32)
-            bar.update(len(sentences[i:i + batch_size]))
-    return out
 
 
 def example_index(test, original: list[str] | None = None, gender_of=None) -> int:
@@ -236,137 +216,19 @@ def _output_dir(output_dir: str | None, overwrite: bool) -> Path:
     return prepare_output_dir(output_dir, {"overwrite": overwrite}, what="demo folder", flag="--output-dir")
 
 
-def prepare_tiny_recipe(config: dict) -> None:
-    """Make the model and data of a recipe with a ``tiny_model`` section (``recipes/gacl/tiny_offline.yaml``),
-    offline, where they do not exist yet: the folder ``model`` gets a tiny model built and trained as the demo's
-    stereotyped "original" (:func:`build_original`, ``tiny_model.pretrain_steps`` steps, ``tiny_model.seed``), the
-    file ``data.train`` the demo's gender-balanced fine-tuning sentences as JSONL. Existing ones are used as they
-    are."""
-    from fairmt.data.demo_corpus import demo_data
-    from fairmt.errors import FairmtError
-
-    spec = config.get("tiny_model") or {}  # its keys are checked with the recipe (fairmt.recipes._schema)
-    model, train = Path(str(config.get("model", ""))), (config.get("data") or {}).get("train")
-    if not config.get("model") or not train:
-        raise FairmtError("a recipe with tiny_model needs 'model' (the folder to build) and data.train (the JSONL "
-                          "file to write)")
-    seed = int(spec.get("seed", 0))
-    data = demo_data(seed=seed)
-    built = _tiny_model_built(model)
-    missing = not built or not Path(train).is_file()
-    if missing and int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        raise FairmtError(f"tiny_model: {model} or {train} does not exist yet; build them with one process first "
-                          "(fairmt train without accelerate launch/torchrun), then launch several")
-    if not built:
-        print(f"fairmt: building the tiny model {model} like `fairmt demo`'s original (offline)", flush=True)
-        steps = int(spec.get("pretrain_steps", 400))
-        # built beside its place and moved there only once trained and marked: a run killed while it pre-trains
-        # leaves no folder the next run would take for a finished model (it would fine-tune a random one)
-        model.parent.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(prefix=f".{model.name}.building-", dir=model.parent))
-        try:
-            build_original(partial, data, seed, steps)
-            from fairmt.outputs import write_file
-
-            write_file(partial / TINY_MARKER, json.dumps({"pretrain_steps": steps, "seed": seed}) + "\n",
-                       what="the tiny model's completion marker")
-            os.replace(partial, model)
-        except BaseException as exc:
-            shutil.rmtree(partial, ignore_errors=True)
-            from fairmt.outputs import write_error, write_failed
-
-            if isinstance(exc, Exception) and write_failed(exc):
-                raise write_error(model, "the tiny model", exc) from None
-            raise
-    if not Path(train).is_file():
-        from fairmt.outputs import write_file
-
-        Path(train).parent.mkdir(parents=True, exist_ok=True)
-        write_file(train, "".join(json.dumps({"translation": p.translation}, ensure_ascii=False) + "\n"
-                                  for p in data.finetune), what="the tiny recipe's fine-tuning data")
-
-
 def _write(path: Path, text: str, what: str) -> None:
     from fairmt.outputs import write_file
 
     write_file(path, text, what=what)
 
 
-TINY_MARKER = "fairmt_tiny_model.json"
-"""Written last into a tiny recipe's model folder: the folder is a finished model (see :func:`prepare_tiny_recipe`)."""
-
-
-def _tiny_model_built(model: Path) -> bool:
-    """True when ``model`` is a finished tiny model; False when it does not exist (or is an empty folder); a folder
-    holding something else — a build cut off by an older fairmt, or not fairmt's — is refused in one line."""
-    from fairmt.errors import FairmtError
-
-    if (model / TINY_MARKER).is_file():
-        return True
-    if not model.exists() or (model.is_dir() and not any(model.iterdir())):
-        if model.is_dir():
-            model.rmdir()
-        return False
-    raise FairmtError(f"tiny_model: {model} exists but is not a finished tiny model (no {TINY_MARKER}: its build was "
-                      "cut off, or it is another folder); remove it and rerun to build it again, or point 'model' "
-                      "at a model folder and drop the tiny_model section")
-
-
-def tiny_before_after(config: dict, trained_tm) -> dict:
-    """The held-out gender scores of a ``tiny_model`` recipe's original (``model``) and of the model it trained
-    (``trained_tm``): the demo's held-out sentences (``tiny_model.seed``'s :func:`demo_data` test split, every
-    occupation in both genders, verb–object combinations never trained on), translated and scored as ``fairmt demo``
-    does (:func:`translate`, :func:`score`). ``{"n": ..., "before": scores, "after": scores}``."""
-    from fairmt.data.demo_corpus import demo_data
-    from fairmt.models import load_translation_model
-
-    seed = int((config.get("tiny_model") or {}).get("seed", 0))
-    data = demo_data(seed=seed)
-    src = [p.en for p in data.test]
-    folder = Path(str(config["model"]))
-    weights = [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(folder.glob("*.safetensors"))]
-    key = json.dumps({"seed": seed, "n": len(src), "weights": weights})
-    cache = folder / "fairmt_held_out_gender.json"  # the original's scores, kept beside it: runs (a sweep) reuse them
-    try:
-        kept = json.loads(cache.read_text(encoding="utf-8"))
-        before = kept["scores"] if kept.get("key") == key else None
-    except (OSError, ValueError, KeyError):
-        before = None
-    if before is None:
-        original = load_translation_model(str(folder), "en", "de")
-        before = score(data.test, translate(original, src, batch_size=160), data.unseen_in_finetune)
-        try:
-            from fairmt.eval.report import write_text_atomic
-
-            write_text_atomic(cache, json.dumps({"key": key, "scores": before}) + "\n")
-        except OSError:
-            pass  # a read-only model folder: measured again next time
-    after = score(data.test, translate(trained_tm, src, batch_size=160), data.unseen_in_finetune)
-    return {"set": "fairmt demo held-out sentences", "n": len(src), "before": before, "after": after}
-
-
-BEFORE_AFTER_ROWS = (("gender accuracy", "accuracy", ".1f", "higher"),
-                     ("ΔG (male − female)", "delta_g", "+.1f", "zero"), ("anti-stereotypical acc.", "accuracy_anti", ".1f", "higher"),
-                     ("chrF++ vs references", "chrf++", ".1f", "higher"))
-
-
-def before_after_lines(res: dict) -> list[str]:
-    """:func:`tiny_before_after`'s numbers as the short table a recipe ends with
-    (:func:`fairmt.eval.report.before_after_lines`, every recipe's printer)."""
-    from fairmt.eval.report import before_after_lines as table
-
-    return table(f"held-out gender accuracy ({res['n']} sentences of `fairmt demo`'s test set)",
-                 [(label, res["before"][key], res["after"][key], fmt, better)
-                  for label, key, fmt, better in BEFORE_AFTER_ROWS], "original", "trained")
-
-
 def run_demo(
     output_dir: str | None = None,
     seeds: int = 3,
-    pretrain_steps: int = 400,
+    pretrain_steps: int = PRETRAIN_STEPS,
     finetune_steps: int = 80,
     batch_size: int = 16,
-    variant: str = "paper",
+    variant: str | None = None,
     first_seed: int = 0,
     overwrite: bool = False,
     threads: int | None = None,
@@ -378,6 +240,7 @@ def run_demo(
     from fairmt.data.demo_corpus import demo_data
 
     out = _output_dir(output_dir, overwrite)
+    variant = variant or gacl_defaults()["gacl_variant"]  # GACLConfig's default unless asked
     load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     n_threads = choose_threads(threads, log)
     torch.set_num_threads(n_threads)
@@ -442,7 +305,7 @@ def run_demo(
         "seeds": seed_list, "threads": n_threads, "seconds": seconds,
         "load_average": {"start": load_before, "end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None},
         "settings": {"pretrain_steps": pretrain_steps, "finetune_steps": finetune_steps, "batch_size": batch_size,
-                     "variant": variant, "model": MODEL_KWARGS, **GACL_SETTINGS},
+                     "variant": variant, "model": MODEL_KWARGS, **gacl_settings()},
         "summary": summary,
         "gacl_minus_control_accuracy": {"per_seed": diffs, "mean": d_mean, "std": d_std, "verdict": verdict(diffs)},
         "example_rule": EXAMPLE_RULE,
@@ -609,7 +472,7 @@ def run_multilingual_demo(
     pretrain_steps: int = ML_PRETRAIN_STEPS,
     finetune_steps: int = 80,
     batch_size: int = 16,
-    variant: str = "paper",
+    variant: str | None = None,
     first_seed: int = 0,
     overwrite: bool = False,
     threads: int | None = None,
@@ -625,6 +488,7 @@ def run_multilingual_demo(
     from fairmt.models import load_translation_model
 
     out = _output_dir(output_dir, overwrite)
+    variant = variant or gacl_defaults()["gacl_variant"]  # GACLConfig's default unless asked
     load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     n_threads = choose_threads(threads, log)
     torch.set_num_threads(n_threads)
@@ -712,7 +576,7 @@ def run_multilingual_demo(
         "cpu_seconds": round(time.process_time() - c0, 1),
         "load_average": {"start": load_before, "end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None},
         "settings": {"pretrain_steps": pretrain_steps, "finetune_steps": finetune_steps, "batch_size": batch_size,
-                     "variant": variant, "vocab_size": ML_VOCAB, "model": MODEL_KWARGS, **GACL_SETTINGS},
+                     "variant": variant, "vocab_size": ML_VOCAB, "model": MODEL_KWARGS, **gacl_settings()},
         "summary": summary, "gains": gain_summary, "chrf_change": chrf_change,
         "gacl_minus_control": comparison, "verdict": verdict_,
         "example_rule": EXAMPLE_RULE, "runs": per_seed,

@@ -1181,7 +1181,7 @@ def _with_env(name: str, value: str, call: Callable[[], Any]) -> Any:
 
 def _unfinished_tiny_model(env: Env) -> Any:
     """The tiny recipe's model folder as a killed pre-training left it (config.json, no completion marker)."""
-    from fairmt.demo import prepare_tiny_recipe
+    from fairmt.recipes.gacl.tiny import prepare_tiny_recipe
 
     model = env.tmp / "original"
     model.mkdir(exist_ok=True)

@@ -33,8 +33,9 @@ FLOORS: list[tuple[str, ...]] = [
     ("translate",),  # backends, cache, sharded generation: strings out
     ("eval",),  # scores strings and vectors
     ("evaluate_modules", "model_eval"),  # model_eval: a model in, scores out (translate + eval)
-    ("recipes", "demo", "integrations"),  # recipes: the recipe families (registry, schemas, runners, cards); the
-    # demo is a scripted GACL run; integrations: fairmt in other libraries' loops (sentence-transformers evaluators)
+    ("recipes", "integrations"),  # recipes: the recipe families (registry, schemas, runners, cards);
+    # integrations: fairmt in other libraries' loops (sentence-transformers evaluators)
+    ("demo",),  # a scripted GACL run: the GACL recipe's tiny model (fairmt.recipes.gacl.tiny), its folder rule
     ("sweep",),  # the engine of `fairmt sweep`: reads recipes through fairmt.recipes, never the CLI layer above it
     ("commands", "scripts"),  # scripts: the old paths of the recipe runners (deprecated shims over fairmt.recipes,
     # until 0.2)
@@ -44,10 +45,10 @@ FLOORS: list[tuple[str, ...]] = [
 """Bottom first. The package root (``fairmt/__init__.py``) is the lazy facade over all of them: it imports nothing
 when it runs (its names load on first access), and ``from fairmt import __version__`` is allowed from anywhere."""
 
-ONE_LAYER = {frozenset({"recipes", "demo"})}
-"""Parts of one floor that are one layer split over two folders, and may import each other (never in a cycle):
-the GACL recipe builds the demo's tiny model and the demo writes its folder by the recipes' rule. Other parts of a
-floor are siblings that never meet."""
+ONE_LAYER: set[frozenset[str]] = set()
+"""Parts of one floor that are one layer split over two folders, and may import each other (never in a cycle): none
+now (the demo, a scripted GACL run, stands on its own floor above the recipes it reads). Other parts of a floor are
+siblings that never meet."""
 
 FLOOR = {part: i for i, floor in enumerate(FLOORS) for part in floor}
 

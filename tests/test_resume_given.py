@@ -117,7 +117,7 @@ def _tiny_config(tmp_path):
 
 
 def test_a_tiny_model_build_cut_off_leaves_no_model_folder(tmp_path, monkeypatch):
-    import fairmt.demo as demo
+    import fairmt.recipes.gacl.tiny as demo
 
     def killed(out_dir, *a, **k):  # config.json is written before the steps, as the real build does
         Path(out_dir, "config.json").write_text("{}")
@@ -144,7 +144,7 @@ def test_a_tiny_model_build_cut_off_leaves_no_model_folder(tmp_path, monkeypatch
 
 
 def test_a_model_folder_an_older_build_left_unfinished_is_refused(tmp_path, monkeypatch):
-    import fairmt.demo as demo
+    import fairmt.recipes.gacl.tiny as demo
 
     (tmp_path / "original").mkdir()
     (tmp_path / "original" / "config.json").write_text("{}")

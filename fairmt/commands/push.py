@@ -83,7 +83,7 @@ def load_results(path: str | Path) -> list:
 def _held_out_results(path: Path, data: dict) -> list:
     """A tiny GACL recipe's results (``gacl/tiny_offline``): its held-out gender scores of the trained model, and its
     MT-GenEval test numbers where the run scored them."""
-    from fairmt.demo import BEFORE_AFTER_ROWS
+    from fairmt.recipes.gacl.tiny import BEFORE_AFTER_ROWS
     from fairmt.eval.modelcard import held_out_eval_results, report_eval_results
 
     try:

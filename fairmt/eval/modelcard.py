@@ -321,9 +321,9 @@ def report_eval_results(path: str | Path) -> list:
 
 def held_out_eval_results(change: dict, rows: Sequence[tuple]) -> list:
     """Entries for a tiny GACL recipe's held-out gender scores (the ``held_out_gender`` of its ``results.json``,
-    :func:`fairmt.demo.tiny_before_after`): the trained model's (``after``) numbers, each named with its label in
-    ``rows`` (``(label, key, format, better)``: :data:`fairmt.demo.BEFORE_AFTER_ROWS`, the lines the recipe prints)
-    and the original's value beside it. Refused in one line when the block holds no number."""
+    :func:`fairmt.recipes.gacl.tiny.tiny_before_after`): the trained model's (``after``) numbers, each named with
+    its label in ``rows`` (``(label, key, format, better)``: :data:`fairmt.recipes.gacl.tiny.BEFORE_AFTER_ROWS`, the
+    lines the recipe prints) and the original's value beside it. Refused in one line when the block holds no number."""
     if not isinstance(change, dict) or not isinstance(change.get("after"), dict):
         raise FairmtError("held_out_gender holds no 'after' scores of the trained model")
     before: dict = b if isinstance(b := change.get("before"), dict) else {}

@@ -59,8 +59,9 @@ from omegaconf import II
 
 from fairmt._deprecated import renamed_option
 from fairmt.distributed import world_size
-from fairmt.errors import POSITIVE, PROBABILITY, WEIGHT, FairmtError, Range
+from fairmt.errors import FairmtError, Range
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, token_kl_loss
+from fairmt.losses.gacl import GACL_DEFAULTS, GACL_RANGES, VARIANT_DEFAULTS
 from fairmt.models.heads import LinearProjectionHead
 from fairmt.models.pooling import pool
 from fairmt.models.precision import (
@@ -79,27 +80,38 @@ _SWITCHES = ("dropout_positive", "inbatch_positives", "counterfactual_negative",
 _BOOL = {"true": True, "yes": True, "1": True, "on": True, "false": False, "no": False, "0": False, "off": False}
 
 
-CRITERION_RANGES: dict[str, Range] = {  # each numeric option's range, as GACLConfig's (not a class attribute:
-    "kd_alpha": PROBABILITY, "kd_temperature": POSITIVE,  # fairseq turns every annotated name into an option)
-    "gacl_lambda": WEIGHT, "gacl_temperature": POSITIVE,
-}
+OPTION_OF = {"temperature": "gacl_temperature", "positive_reduction": "gacl_positive_reduction",
+             "pooling": "gacl_pooling"}
+"""The criterion's option for each :class:`~fairmt.losses.gacl.GACLSettings` field (``GACLConfig``'s name) where
+the two differ (``gather_across_processes`` is the switch ``gacl_no_gather``, its negation)."""
+
+CRITERION_RANGES: dict[str, Range] = {OPTION_OF.get(k, k): rng for k, rng in GACL_RANGES.items()}
+"""Each numeric option's range: GACLConfig's (:data:`fairmt.losses.gacl.GACL_RANGES`). Not a class attribute:
+fairseq turns every annotated name of the dataclass into an option."""
 
 
 @dataclass
 class GACLKDCriterionConfig(LabelSmoothedCrossEntropyCriterionConfig):
-    kd_alpha: float = field(default=0.4, metadata={"help": "α: weight of L_KD; L_MT gets 1 − α (0: no teacher)"})
-    kd_temperature: float = field(default=1.0, metadata={"help": "softmax temperature of the KD term"})
+    kd_alpha: float = field(default=GACL_DEFAULTS.kd_alpha,
+                            metadata={"help": "α: weight of L_KD; L_MT gets 1 − α (0: no teacher)"})
+    kd_temperature: float = field(default=GACL_DEFAULTS.kd_temperature,
+                                  metadata={"help": "softmax temperature of the KD term"})
     kd_normalization: Optional[str] = field(
         default=None, metadata={"help": "'token' or 'sentence' mean of the KL (default: sentence for official, "
                                         "token for paper)"})
-    gacl_lambda: float = field(default=1.0, metadata={"help": "λ: weight of the gender-aware contrastive loss"})
-    gacl_temperature: float = field(default=1.0, metadata={"help": "τ of the contrastive softmax"})
+    gacl_lambda: float = field(default=GACL_DEFAULTS.gacl_lambda,
+                               metadata={"help": "λ: weight of the gender-aware contrastive loss"})
+    gacl_temperature: float = field(default=GACL_DEFAULTS.temperature,
+                                    metadata={"help": "τ of the contrastive softmax"})
     gacl_variant: ChoiceEnum(["paper", "official"]) = field(
-        default="paper", metadata={"help": "'paper' (Eq. 1) or 'official' (the authors' released code)"})
+        default=GACL_DEFAULTS.gacl_variant,
+        metadata={"help": "'paper' (Eq. 1) or 'official' (the authors' released code)"})
     gacl_positive_reduction: ChoiceEnum(["mean", "sum"]) = field(
-        default="mean", metadata={"help": "'mean' over an anchor's positives (batch-size independent) or 'sum' (Eq. 1)"})
+        default=GACL_DEFAULTS.positive_reduction,
+        metadata={"help": "'mean' over an anchor's positives (batch-size independent) or 'sum' (Eq. 1)"})
     gacl_pooling: ChoiceEnum(["mean", "first"]) = field(
-        default="mean", metadata={"help": "encoder pooling: mean over non-pad tokens, or the first token"})
+        default=GACL_DEFAULTS.pooling,
+        metadata={"help": "encoder pooling: mean over non-pad tokens, or the first token"})
     dropout_positive: Optional[str] = field(
         default=None, metadata={"help": "true/false: the dropout view as positive (default: the variant's)"})
     inbatch_positives: Optional[str] = field(
@@ -111,7 +123,8 @@ class GACLKDCriterionConfig(LabelSmoothedCrossEntropyCriterionConfig):
     detach_dropout_view: Optional[str] = field(
         default=None, metadata={"help": "true/false: no gradient through the dropout view (default: the variant's)"})
     gacl_no_gather: bool = field(
-        default=False, metadata={"help": "in-batch candidates from this process only (default: from all processes)"})
+        default=not GACL_DEFAULTS.gather_across_processes,
+        metadata={"help": "in-batch candidates from this process only (default: from all processes)"})
     teacher_path: Optional[str] = field(
         default=None, metadata={"help": "KD teacher: a fairseq checkpoint (trusted); default a frozen copy of the "
                                         "starting model"})
@@ -183,12 +196,13 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
                                   "give --teacher-dtype alone")
             self.teacher_dtype = old
         self.pairs = resolve_pairs(cfg)
-        self.kd_normalization = cfg.kd_normalization or ("sentence" if cfg.gacl_variant == "official" else "token")
+        preset = VARIANT_DEFAULTS[str(cfg.gacl_variant)]  # what the variant takes for the options left unset
+        self.kd_normalization = cfg.kd_normalization or preset["kd_normalization"]
         if self.kd_normalization not in ("token", "sentence"):
             raise FairmtError(f"--kd-normalization must be token or sentence, got {cfg.kd_normalization!r}")
         task_cfg = getattr(task, "cfg", None) or getattr(task, "args", None)
         self.left_pad_source = bool(getattr(task_cfg, "left_pad_source", True))
-        self.projection = cfg.gacl_projection or ("linear" if cfg.gacl_variant == "official" else "none")
+        self.projection = cfg.gacl_projection or preset["projection"]
         if self.projection not in ("linear", "none"):
             raise FairmtError(f"--gacl-projection must be linear or none, got {cfg.gacl_projection!r}")
         # the projection head is part of training: a submodule, so fairseq's optimizer trains it (the trainer hands

@@ -37,8 +37,37 @@ from dataclasses import dataclass
 import torch
 
 from fairmt.distributed import gather_nograd, gather_with_grad, rank
-from fairmt.errors import FairmtError
+from fairmt.errors import POSITIVE, PROBABILITY, WEIGHT, FairmtError, Range
 from fairmt.losses.contrastive import Reduction, masked_contrastive_loss
+
+
+@dataclass(frozen=True)
+class GACLSettings:
+    """GACL's hyper-parameters that both of fairmt's GACL trainers take: the Hugging Face one
+    (:class:`fairmt.trainers.gacl.GACLConfig`) and the fairseq criterion ``gacl_kd``
+    (:class:`fairmt.fairseq.criterion.GACLKDCriterionConfig`, which may not import a Trainer). Their defaults are
+    defined here once (:data:`GACL_DEFAULTS`): both Configs' field defaults read them, and the recipes, the demo and
+    the docs read ``GACLConfig``'s (``tests/test_gacl_defaults.py`` holds every reader to it). α = 0.4 and λ = 1.0 are
+    the authors' released script's (``run_translation.sh``: ``--kd_lambda``, ``--gc_lambda``; the paper prints no
+    value), τ = 1.0 its code's default (the script sets no ``--gc_loss_temp``)."""
+
+    kd_alpha: float = 0.4
+    gacl_lambda: float = 1.0
+    temperature: float = 1.0
+    kd_temperature: float = 1.0
+    positive_reduction: Reduction = "mean"
+    pooling: str = "mean"
+    gacl_variant: str = "paper"
+    gather_across_processes: bool = True
+
+
+GACL_DEFAULTS = GACLSettings()
+"""The one place of the defaults of :class:`GACLSettings`."""
+
+GACL_RANGES: dict[str, Range] = {"kd_alpha": PROBABILITY, "gacl_lambda": WEIGHT, "temperature": POSITIVE,
+                                 "kd_temperature": POSITIVE}
+"""The range of each numeric GACL hyper-parameter (both Configs check it: ``GACLConfig.RANGES``, the criterion's
+``CRITERION_RANGES``)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +86,18 @@ GACL_VARIANTS: dict[str, GACLPairs] = {
     "paper": GACLPairs(),
     "official": GACLPairs(counterfactual_negative=False, positive_reduction="mean", detach_dropout_view=True),
 }
+
+
+VARIANT_DEFAULTS: dict[str, dict[str, object]] = {
+    "paper": {"kd_normalization": "token", "projection": "none", "warmup_init_lr_ratio": 0.0},
+    "official": {"kd_normalization": "sentence", "projection": "linear", "warmup_init_lr_ratio": 0.1},
+}
+"""What each variant takes for the trainers' options left unset (None): the KL's normalisation (``official``: per
+sentence, as the released code), the projection head on the pooled states (``official``: the released code's
+``Dropout → Linear(d, d)``; the HF trainer's ``paper`` default is ``mlp`` where ``projection_dim`` is set) and the
+warm-up's starting share of the learning rate (``official``: fairseq's ``warmup_init_lr``, 0.1; the fairseq criterion
+leaves warm-up to fairseq's own options). Read by :class:`fairmt.trainers.gacl.GACLConfig` and the fairseq
+criterion ``gacl_kd``."""
 
 
 def gacl_variant(name: str) -> GACLPairs:
@@ -82,8 +123,8 @@ def gacl_loss(
     genders: torch.Tensor,
     h_dropout: torch.Tensor | None = None,
     h_counterfactual: torch.Tensor | None = None,
-    temperature: float = 1.0,
-    pairs: GACLPairs | str = "paper",
+    temperature: float = GACL_DEFAULTS.temperature,
+    pairs: GACLPairs | str = GACL_DEFAULTS.gacl_variant,
     gather: bool = True,
     return_counts: bool = False,
     on_single_gender: str = "error",

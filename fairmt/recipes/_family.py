@@ -93,11 +93,15 @@ class Family:
         return (self.output_key, *self.also_output_keys)
 
     def output_dir(self, config: dict[str, Any]) -> Any:
-        """The run folder the recipe names (None where it names none: the runner's default applies)."""
-        node: Any = config
-        for part in self.output_key.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        return node
+        """The run folder the recipe names under any of its :attr:`output_keys` (None where it names none: the
+        runner's default applies)."""
+        for key in self.output_keys:
+            node: Any = config
+            for part in key.split("."):
+                node = node.get(part) if isinstance(node, dict) else None
+            if node is not None:
+                return node
+        return None
 
     def set_output_dir(self, config: dict[str, Any], folder: str) -> None:
         """Name ``folder`` as the run's folder under :attr:`output_key`; where that is not the Trainer's own

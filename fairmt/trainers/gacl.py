@@ -55,9 +55,9 @@ import torch
 import torch.nn as nn
 from transformers import PreTrainedModel, Seq2SeqTrainer, Seq2SeqTrainingArguments
 
-from fairmt.errors import COUNT, POSITIVE, PROBABILITY, WEIGHT, FairmtError, Range, check_ranges
+from fairmt.errors import COUNT, PROBABILITY, WEIGHT, FairmtError, Range, check_ranges
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, mt_kd_loss, token_kl_loss
-from fairmt.losses.gacl import SINGLE_GENDER_HINT, single_gender_batch
+from fairmt.losses.gacl import GACL_DEFAULTS, GACL_RANGES, SINGLE_GENDER_HINT, VARIANT_DEFAULTS, single_gender_batch
 from fairmt.models.heads import LinearProjectionHead, ProjectionHead
 from fairmt.models.pooling import pool
 from fairmt.models.precision import (
@@ -134,17 +134,23 @@ class GACLConfig(Seq2SeqTrainingArguments):
             female (:class:`fairmt.data.gacl.GenderBalancedSampler`).
     """
 
-    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
-        "kd_alpha": PROBABILITY, "gacl_lambda": WEIGHT, "temperature": POSITIVE, "projection_weight_decay": WEIGHT,
-        "warmup_init_lr_ratio": PROBABILITY, "projection_dim": COUNT, "kd_temperature": POSITIVE
+    RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges; the loss
+        **GACL_RANGES, "projection_weight_decay": WEIGHT,  # hyper-parameters' are the fairseq criterion's too)
+        "warmup_init_lr_ratio": PROBABILITY, "projection_dim": COUNT,
     }
-    kd_alpha: float = field(default=0.4, metadata={"help": "α: weight of the KD loss; L_MT gets 1 − α."})
-    gacl_lambda: float = field(default=1.0, metadata={"help": "λ: weight of the gender-aware contrastive loss."})
-    temperature: float = field(default=1.0, metadata={"help": "τ of the contrastive loss (released code: 1.0)."})
+    # the defaults shared with the fairseq criterion live in fairmt.losses.gacl.GACL_DEFAULTS (read here)
+    kd_alpha: float = field(default=GACL_DEFAULTS.kd_alpha,
+                            metadata={"help": "α: weight of the KD loss; L_MT gets 1 − α."})
+    gacl_lambda: float = field(default=GACL_DEFAULTS.gacl_lambda,
+                               metadata={"help": "λ: weight of the gender-aware contrastive loss."})
+    temperature: float = field(default=GACL_DEFAULTS.temperature,
+                               metadata={"help": "τ of the contrastive loss (released code: 1.0)."})
     positive_reduction: str | None = field(
-        default="mean", metadata={"help": "'mean' over positives (scale independent of batch size) or 'sum' (Eq. 1)."}
+        default=GACL_DEFAULTS.positive_reduction,
+        metadata={"help": "'mean' over positives (scale independent of batch size) or 'sum' (Eq. 1)."}
     )
-    gather_across_processes: bool = field(default=True, metadata={"help": "In-batch candidates from all processes."})
+    gather_across_processes: bool = field(default=GACL_DEFAULTS.gather_across_processes,
+                                          metadata={"help": "In-batch candidates from all processes."})
     exclude_mt_loss: bool = field(default=False, metadata={"help": "Drop L_MT (Table 3 'L_GC only')."})
     projection: str | None = field(default=None, metadata={"help": "'linear', 'mlp' or 'none' (default by variant)."})
     projection_weight_decay: float = field(default=1.0, metadata={"help": "Weight decay of the projection head."})
@@ -152,19 +158,22 @@ class GACLConfig(Seq2SeqTrainingArguments):
     warmup_init_lr_ratio: float | None = field(
         default=None, metadata={"help": "Warm-up starts at this fraction of the learning rate (fairseq warmup_init_lr)."}
     )
-    gacl_variant: str = field(default="paper", metadata={"help": "'paper' or 'official' (the released code)."})
+    gacl_variant: str = field(default=GACL_DEFAULTS.gacl_variant,
+                              metadata={"help": "'paper' or 'official' (the released code)."})
     dropout_positive: bool | None = field(default=None, metadata={"help": "Override: dropout view as positive."})
     inbatch_positives: bool | None = field(default=None, metadata={"help": "Override: in-batch same gender positives."})
     counterfactual_negative: bool | None = field(default=None, metadata={"help": "Override: swapped source negative."})
     inbatch_negatives: bool | None = field(default=None, metadata={"help": "Override: in-batch other gender negatives."})
     detach_dropout_view: bool | None = field(default=None, metadata={"help": "Override: no gradient through the dropout view."})
-    pooling: str = field(default="mean", metadata={"help": "'mean' over non-pad encoder tokens or 'first'."})
+    pooling: str = field(default=GACL_DEFAULTS.pooling,
+                         metadata={"help": "'mean' over non-pad encoder tokens or 'first'."})
     projection_dim: int | None = field(default=None, metadata={"help": "Output size of the 'mlp' head."})
     teacher_model_name_or_path: str | None = field(default=None, metadata={"help": "KD teacher (default: frozen copy)."})
     teacher_dtype: TeacherDtype | str = field(default=DEFAULT_TEACHER_DTYPE, metadata={"help": TEACHER_DTYPE_HELP})
     teacher_bf16: bool | None = field(
         default=None, metadata={"help": "Deprecated: teacher_dtype 'bf16' (true) or 'fp32' (false)."})
-    kd_temperature: float = field(default=1.0, metadata={"help": "Softmax temperature of the KD term."})
+    kd_temperature: float = field(default=GACL_DEFAULTS.kd_temperature,
+                                  metadata={"help": "Softmax temperature of the KD term."})
     balanced_batches: bool = field(default=True, metadata={"help": "Gender-balanced per-device batches."})
     remove_unused_columns: bool = field(
         default=False, metadata={"help": "Must stay False: the gender and counterfactual columns are not model inputs."}
@@ -178,30 +187,25 @@ class GACLConfig(Seq2SeqTrainingArguments):
                 "GACLConfig needs remove_unused_columns=False: with True the Trainer silently drops the 'gender' and "
                 "counterfactual columns and the contrastive term vanishes"
             )
-        if not 0.0 <= self.kd_alpha <= 1.0:
-            raise FairmtError(f"kd_alpha must be in [0, 1], got {self.kd_alpha}")
         if self.pooling not in ("mean", "first"):
             raise FairmtError(f"pooling must be 'mean' or 'first', got {self.pooling!r}")
         gacl_variant(self.gacl_variant)  # validates the name
         official = self.gacl_variant == "official"
+        preset = VARIANT_DEFAULTS[self.gacl_variant]  # what the variant takes for the options left unset
         if self.projection is None:
-            self.projection = "linear" if official else ("mlp" if self.projection_dim else "none")
+            self.projection = "mlp" if self.projection_dim and not official else preset["projection"]
         if self.projection not in ("none", "linear", "mlp"):
             raise FairmtError(f"projection must be 'none', 'linear' or 'mlp', got {self.projection!r}")
         if self.projection == "linear" and self.projection_dim:
             raise FairmtError("projection='linear' is d → d (the released head): unset projection_dim or use 'mlp'")
         if self.kd_normalization is None:
-            self.kd_normalization = "sentence" if official else "token"
+            self.kd_normalization = preset["kd_normalization"]
         if self.kd_normalization not in ("token", "sentence"):
             raise FairmtError(f"kd_normalization must be 'token' or 'sentence', got {self.kd_normalization!r}")
         if self.warmup_init_lr_ratio is None:
-            self.warmup_init_lr_ratio = 0.1 if official else 0.0
-        if not 0.0 <= self.warmup_init_lr_ratio <= 1.0:
-            raise FairmtError(f"warmup_init_lr_ratio must be in [0, 1], got {self.warmup_init_lr_ratio}")
+            self.warmup_init_lr_ratio = preset["warmup_init_lr_ratio"]
         if self.positive_reduction not in (None, "mean", "sum"):
             raise FairmtError(f"positive_reduction must be 'mean' or 'sum', got {self.positive_reduction!r}")
-        if self.temperature <= 0:
-            raise FairmtError(f"temperature must be > 0, got {self.temperature}")
         self.teacher_dtype = teacher_dtype_option(self, "GACLConfig")
         if self.label_smoothing_factor:
             raise FairmtError(

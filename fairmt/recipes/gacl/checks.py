@@ -24,13 +24,15 @@ from fairmt.recipes._preflight import Finding, args_of, model, output, parallel,
 
 def needs(config: dict) -> tuple[Any, list[str]]:
     """The translation model a GACL recipe fine-tunes and its training data (a ``tiny_model`` recipe builds both)."""
-    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    raw = config.get("data")
+    data: dict = raw if isinstance(raw, dict) else {}
     return config.get("model"), [] if config.get("tiny_model") else [f"data.train {data.get('train')}"]
 
 
 def findings(config: dict, resolved: Any) -> list[Finding | None]:
     out: list[Finding | None] = []
-    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    raw = config.get("data")
+    data: dict = raw if isinstance(raw, dict) else {}
     tiny = bool(config.get("tiny_model"))
     model_dir = Path(str(config.get("model", "")))
     if tiny and not (model_dir / "config.json").is_file():
@@ -46,7 +48,7 @@ def findings(config: dict, resolved: Any) -> list[Finding | None]:
     if data.get("eval"):
         out.append(parallel(data["eval"], "data.eval"))
     out.append(precision(args_of(resolved), "training."))
-    out.append(output(resolved.output_dir, config, "training.output_dir"))
+    out.append(output(resolved.output_dir, config, "output_dir"))
     return out
 
 
@@ -79,25 +81,26 @@ def summarize(config: dict, args: Any) -> tuple[list[str], list[tuple[bool, str]
         lines.append(f"data: {train} is not a local file (a Hugging Face dataset): not read by the dry run")
         return lines, found
     from fairmt.data.parallel import read_parallel
-    from fairmt.recipes.gacl.runner import key_aliases, prepare_data
+    from fairmt.recipes.gacl.runner import eval_fraction, key_aliases, prepare_data
+    from fairmt.recipes.gacl.schema import typed_recipe
 
-    src, tgt = config.get("src_lang", "en"), config.get("tgt_lang", "de")
+    recipe = typed_recipe(config)  # the typed recipe, as the runner reads it: its defaults are the schema's
+    src, tgt, data = recipe.src_lang, recipe.tgt_lang, recipe.data
     try:
-        pairs = read_parallel(str(p), src, tgt, split=data_cfg.get("split", "train"), key_aliases=key_aliases(src, tgt))
+        pairs = read_parallel(str(p), src, tgt, split=data.split, key_aliases=key_aliases(src, tgt))
         n_read = len(pairs)
-        if data_cfg.get("max_train_samples"):
-            pairs = pairs.select(range(min(n_read, int(data_cfg["max_train_samples"]))))
-        prepared = prepare_data(pairs, data_cfg, tgt, int(data_cfg.get("seed", 42)))  # data.seed, as the runner
+        if data.max_train_samples:
+            pairs = pairs.select(range(min(n_read, data.max_train_samples)))
+        prepared = prepare_data(pairs, data, tgt, data.seed)  # data.seed, as the runner
     except FairmtError as err:
         found.append((True, f"data.train {train}: {err}"))
         return lines, found
     n_prep = len(prepared)
-    frac = 0.0 if data_cfg.get("eval") else float(data_cfg.get("eval_fraction", 0.05 if args.eval_strategy != "no"
-                                                                                 else 0.0))
+    frac = eval_fraction(data, args.eval_strategy != "no")
     n_eval = math.ceil(n_prep * frac) if frac > 0 else 0
     n_train = n_prep - n_eval
-    lines.append(f"data: {n_read} pairs read, {n_prep} after data.prepare={data_cfg.get('prepare', 'gacl')} "
-                 f"(filtering{' and balancing' if data_cfg.get('balance', True) else ''}), {n_train} to train on"
+    lines.append(f"data: {n_read} pairs read, {n_prep} after data.prepare={data.prepare} "
+                 f"(filtering{' and balancing' if data.balance else ''}), {n_train} to train on"
                  + (f", {n_eval} held out for the evaluation loss" if n_eval else ""))
     if n_train < 1 or (frac > 0 and n_eval < 1):
         found.append((True, f"data.train {train}: {n_prep} examples after data.prepare leave "

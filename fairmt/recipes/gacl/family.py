@@ -7,6 +7,7 @@ FAMILIES = (
     Family(method="gacl", folder="gacl", schema="fairmt.recipes.gacl.schema:GaclRecipe",
            runner="fairmt.recipes.gacl.runner",
            summary="GACL (+ KD) fine-tuning of a translation model (Lee et al. 2023)",
+           output_key="output_dir", also_output_keys=("training.output_dir",),
            results_format=GACL_RESULTS, report_table="mt", model_dirs=(".",),
            needs="fairmt.recipes.gacl.checks:needs", preflight="fairmt.recipes.gacl.checks:findings",
            dry_summary="fairmt.recipes.gacl.checks:summarize", metrics="fairmt.recipes.gacl.results:metric_patterns"),

@@ -2,10 +2,13 @@
 
 Recipe keys (see ``recipes/gacl/small100_en-de.yaml`` for a documented example):
 
-* ``model`` (Hub name or path), ``family`` (optional), ``src_lang``, ``tgt_lang``;
+* ``model`` (Hub name or path), ``family`` (optional), ``src_lang``, ``tgt_lang``, ``output_dir`` (the run's
+  folder; default ``outputs/<recipe name>``) and ``seed`` (the training seed) — ``training.output_dir`` and
+  ``training.seed``, their older place, name the same two;
 * ``data``: ``train`` (JSONL / TSV / HF dataset name), ``split``, ``max_train_samples``, ``balance``,
-  ``max_length``, ``seed`` (draws the balancing subsample and the ``eval_fraction`` split; fixed while
-  ``training.seed`` varies, so the seeds of a sweep are scored on one dev set), ``eval_fraction`` (held-out share of the prepared training data for the evaluation loss),
+  ``max_length``, ``seed`` (draws the balancing subsample and the ``eval_fraction`` split; fixed while the
+  training ``seed`` varies, so the seeds of a sweep are scored on one dev set), ``eval_fraction`` (held-out share of
+  the prepared training data for the evaluation loss),
   ``eval`` (a plain parallel dev set, e.g. newstest: MT loss and generation metrics on all its rows, not only
   the gendered ones; replaces ``eval_fraction``), ``eval_split``, ``max_eval_samples``, and ``prepare``:
 
@@ -21,97 +24,113 @@ Recipe keys (see ``recipes/gacl/small100_en-de.yaml`` for a documented example):
   ``metric`` (``explicit_accuracy``, the released code's choice, or ``accuracy``), ``patience`` (10 evaluations,
   as the released code), ``num_beams`` (5, the paper's beam), ``batch_size``; the best checkpoint is restored at
   the end, then scored on MT-GenEval test with the same settings (``test: false`` skips it);
-* ``results.json`` in ``training.output_dir`` (:func:`results`): ``dev`` (eval loss, MT-GenEval dev numbers of the
+* ``results.json`` in ``output_dir`` (:func:`results`): ``dev`` (eval loss, MT-GenEval dev numbers of the
   selected model), ``test`` (MT-GenEval test), the selection made — what ``fairmt sweep`` reads;
 * ``push_to_hub`` is a ``training`` field as in transformers; the teacher is never saved or pushed;
 * ``tiny_model`` (optional; ``recipes/gacl/tiny_offline.yaml``): ``pretrain_steps``, ``seed`` — build ``model`` and
   ``data.train`` offline, like ``fairmt demo``'s stereotyped original and its balanced data, where they do not exist
-  (:func:`fairmt.demo.prepare_tiny_recipe`).
+  (:func:`fairmt.recipes.gacl.tiny.prepare_tiny_recipe`).
 
 α = 0.4 and λ = 1.0 in the shipped recipes come from the authors' released script (``run_translation.sh``); the
 paper does not print them.
+
+The runner reads the typed recipe (:class:`~fairmt.recipes.gacl.schema.GaclRecipe`, resolved by
+:func:`fairmt.recipes._schema.resolve_recipe`) and nothing else, and builds the Trainer's ``GACLConfig`` once per run
+(:func:`trainer_config`): every default is the schema's or, for the ``training`` keys a recipe leaves out, the
+Config's own field default.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from fairmt.errors import FairmtError
 from fairmt.recipes._output import prepare_output_dir
-
-PREPARE = ("gacl", "gfst", "plain")
-GENEVAL_METRICS = ("explicit_accuracy", "accuracy")
+from fairmt.recipes.gacl.schema import DEFAULT_EVAL_FRACTION, GaclData, GaclGeneval, GaclRecipe, typed_recipe
 
 
-def resolve_config(config: dict):
-    """The :class:`GACLConfig` the recipe trains with (defaults and variant presets applied); loads no model."""
+def trainer_config(recipe: GaclRecipe):
+    """The :class:`GACLConfig` the recipe trains with: ``training`` as the schema resolved it (the ``geneval``
+    section's Trainer settings included) with the run's ``output_dir`` and ``seed``; the keys the recipe leaves out
+    take the Config's defaults and the variant's presets. Loads no model."""
     from transformers import HfArgumentParser
 
     from fairmt.trainers.gacl import GACLConfig
 
-    train_cfg = dict(config.get("training") or {})
-    train_cfg.setdefault("output_dir", str(Path("outputs") / Path(config.get("recipe_path", "gacl")).stem))
-    geneval = config.get("geneval")
-    if geneval:
-        metric = geneval.get("metric", "explicit_accuracy")
-        if metric not in GENEVAL_METRICS:
-            raise FairmtError(f"geneval.metric must be one of {GENEVAL_METRICS}, got {metric!r}")
-        train_cfg.setdefault("eval_strategy", "steps")
-        train_cfg.setdefault("eval_steps", 100)
-        train_cfg.setdefault("save_steps", train_cfg["eval_steps"])
-        train_cfg.setdefault("metric_for_best_model", f"geneval_{metric}")
-        train_cfg.setdefault("greater_is_better", True)
-        train_cfg.setdefault("load_best_model_at_end", True)
-    (args,) = HfArgumentParser(GACLConfig).parse_dict(train_cfg, allow_extra_keys=False)
+    train_cfg = {**(recipe.training or {}), "output_dir": recipe.output_dir}
+    if recipe.seed is not None:
+        train_cfg["seed"] = recipe.seed
+    try:
+        (args,) = HfArgumentParser(GACLConfig).parse_dict(  # type: ignore[arg-type]
+            train_cfg, allow_extra_keys=False)
+    except ValueError as err:  # TrainingArguments' own checks (__post_init__): the recipe's values, one line
+        if isinstance(err, FairmtError):
+            raise
+        raise FairmtError(f"the recipe's training settings are refused by the Trainer: {' '.join(str(err).split())}") \
+            from None
     return args
 
 
-def resolved_sections(config: dict) -> tuple[dict, dict | None]:
-    """``data`` and ``geneval`` as the recipe schema resolves them (every default filled in, the paper card reads the
-    same values: :func:`fairmt.recipes._schema.resolve_recipe`); ``geneval.lang`` defaults to ``tgt_lang``."""
-    from fairmt.recipes._schema import resolve_recipe
-
-    schema = resolve_recipe({**config, "method": "gacl"})
-    data_cfg = schema.data.model_dump()
-    geneval = schema.geneval.model_dump() if schema.geneval is not None else None
-    if geneval is not None and geneval["lang"] is None:
-        geneval["lang"] = schema.tgt_lang
-    return data_cfg, geneval
+def resolve_config(config: Any):
+    """The :class:`GACLConfig` the recipe trains with (:func:`trainer_config` of :func:`typed_recipe`)."""
+    return trainer_config(typed_recipe(config))
 
 
-def prepare_data(pairs, data_cfg: dict, tgt: str, seed: int):
+def resolved_sections(config: Any) -> tuple[dict, dict | None]:
+    """``data`` and ``geneval`` as the recipe schema resolves them, as plain mappings (every default filled in,
+    ``geneval.lang`` defaulted to ``tgt_lang``; the paper card reads the same values)."""
+    recipe = typed_recipe(config)
+    return recipe.data.model_dump(), recipe.geneval.model_dump() if recipe.geneval is not None else None
+
+
+def data_section(data: GaclData | dict) -> GaclData:
+    """The typed ``data`` section: itself, or a mapping resolved by the schema (defaults filled in; ``train`` may be
+    left out here)."""
+    if isinstance(data, GaclData):
+        return data
+    return typed_recipe({"model": "-", "data": {"train": "-", **data}}).data
+
+
+def prepare_data(pairs, data: GaclData | dict, tgt: str, seed: int):
     """The training rows of ``data.prepare`` (see the module docstring)."""
     from fairmt.data.gacl import balance_genders, filter_target_gender, prepare_gacl_pairs, target_gender_detector
 
-    how = data_cfg.get("prepare", "gacl")
-    if how not in PREPARE:
-        raise FairmtError(f"data.prepare must be one of {PREPARE}, got {how!r}")
-    if how == "gacl":
-        return prepare_gacl_pairs(pairs, balance=data_cfg.get("balance", True), seed=seed,
-                                  lexicon=data_cfg.get("lexicon", "fairmt"))
+    data = data_section(data)
+    if data.prepare == "gacl":
+        return prepare_gacl_pairs(pairs, balance=data.balance, seed=seed, lexicon=data.lexicon)
     if len(pairs) == 0:
         raise FairmtError("the training data is empty")
-    if how == "gfst":
-        ds = filter_target_gender(pairs, target_gender_detector(tgt, data_cfg.get("target_gender_words")))
-        return balance_genders(ds, seed) if data_cfg.get("balance", True) else ds
+    if data.prepare == "gfst":
+        words = dict(data.target_gender_words) if data.target_gender_words is not None else None
+        ds = filter_target_gender(pairs, target_gender_detector(tgt, words))  # type: ignore[arg-type]
+        return balance_genders(ds, seed) if data.balance else ds
     return pairs
 
 
-def split_data(pairs, data_cfg: dict, tgt: str, evaluates: bool):
+def eval_fraction(data: GaclData | dict, evaluates: bool) -> float:
+    """The held-out share of the prepared training data: ``data.eval_fraction``, else
+    :data:`~fairmt.recipes.gacl.schema.DEFAULT_EVAL_FRACTION` when the run evaluates; 0 with ``data.eval``."""
+    data = data_section(data)
+    if data.eval:
+        return 0.0
+    if data.eval_fraction is not None:
+        return data.eval_fraction
+    return DEFAULT_EVAL_FRACTION if evaluates else 0.0
+
+
+def split_data(pairs, data: GaclData | dict, tgt: str, evaluates: bool):
     """The training rows (``data.prepare``) and the held-out ``eval_fraction`` rows (None with ``data.eval`` or no
-    held-out share; default 0.05 when the run evaluates). Both are drawn with ``data.seed``, never with the training
-    seed: runs that differ only in ``training.seed`` train and are scored on the same rows."""
-    seed = int(data_cfg.get("seed", 42))
-    if data_cfg.get("max_train_samples"):
-        pairs = pairs.select(range(min(len(pairs), int(data_cfg["max_train_samples"]))))
-    prepared = prepare_data(pairs, data_cfg, tgt, seed)
-    if data_cfg.get("eval"):
-        return prepared, None
-    frac = data_cfg.get("eval_fraction")
-    frac = float(frac if frac is not None else 0.05 if evaluates else 0.0)
+    held-out share; :func:`eval_fraction`). Both are drawn with ``data.seed``, never with the training seed: runs
+    that differ only in the training ``seed`` train and are scored on the same rows."""
+    data = data_section(data)
+    if data.max_train_samples:
+        pairs = pairs.select(range(min(len(pairs), data.max_train_samples)))
+    prepared = prepare_data(pairs, data, tgt, data.seed)
+    frac = eval_fraction(data, evaluates)
     if frac <= 0:
         return prepared, None
-    split = prepared.train_test_split(test_size=frac, seed=seed, stratify_by_column=None)
+    split = prepared.train_test_split(test_size=frac, seed=data.seed, stratify_by_column=None)
     return split["train"], split["test"]
 
 
@@ -124,7 +143,9 @@ def key_aliases(src: str, tgt: str) -> dict[str, str]:
     return {code: to_iso[code] for code in (src, tgt) if code in to_iso}
 
 
-def build_trainer(config: dict):
+def build_trainer(recipe: GaclRecipe, args):
+    """The GACLTrainer of the typed recipe with its Trainer Config ``args`` (:func:`trainer_config`), and the
+    translation model."""
     from transformers import EarlyStoppingCallback
 
     from fairmt.data.gacl import GenderContrastiveCollator, tokenize_gacl
@@ -132,34 +153,28 @@ def build_trainer(config: dict):
     from fairmt.models import load_translation_model
     from fairmt.trainers.gacl import GACLTrainer
 
-    if "model" not in config:
-        raise FairmtError("the GACL recipe needs a 'model' (Hub name or local path)")
-    if "train" not in (config.get("data") or {}):
-        raise FairmtError("the GACL recipe needs data.train (a JSONL/TSV file or a Hugging Face dataset name)")
-    data_cfg, geneval = resolved_sections(config)
-    args = resolve_config(config)
-    if data_cfg.get("prepare", "gacl") != "gacl" and args.gacl_lambda > 0:
+    data, geneval = recipe.data, recipe.geneval
+    if data.prepare != "gacl" and args.gacl_lambda > 0:
         raise FairmtError(
-            f"data.prepare={data_cfg['prepare']!r} gives no counterfactuals/genders for GACL: set "
+            f"data.prepare={data.prepare!r} gives no counterfactuals/genders for GACL: set "
             "training.gacl_lambda=0 (plain fine-tuning baseline) or data.prepare=gacl"
         )
 
-    src, tgt = config.get("src_lang", "en"), config.get("tgt_lang", "de")
-    tm = load_translation_model(config["model"], src, tgt, family=config.get("family"))
-    if config.get("peft"):
+    src, tgt = recipe.src_lang, recipe.tgt_lang
+    tm = load_translation_model(recipe.model, src, tgt, family=recipe.family)
+    if recipe.peft:
         from peft import LoraConfig, TaskType, get_peft_model
 
-        tm.model = get_peft_model(tm.model, LoraConfig(task_type=TaskType.SEQ_2_SEQ_LM, **config["peft"]))
+        tm.model = get_peft_model(tm.model, LoraConfig(task_type=TaskType.SEQ_2_SEQ_LM, **recipe.peft))
 
     aliases = key_aliases(src, tgt)
-    pairs = read_parallel(data_cfg["train"], src, tgt, split=data_cfg.get("split", "train"), key_aliases=aliases)
-    prepared, eval_ds = split_data(pairs, data_cfg, tgt, args.eval_strategy != "no")
-    if data_cfg.get("eval"):
-        eval_ds = read_parallel(data_cfg["eval"], src, tgt, split=data_cfg.get("eval_split", "validation"),
-                                key_aliases=aliases)
-        if data_cfg.get("max_eval_samples"):
-            eval_ds = eval_ds.select(range(min(len(eval_ds), int(data_cfg["max_eval_samples"]))))
-    enc = lambda ds: tokenize_gacl(ds, tm.encode, max_length=int(data_cfg.get("max_length", 128)))  # noqa: E731
+    pairs = read_parallel(data.train, src, tgt, split=data.split, key_aliases=aliases)
+    prepared, eval_ds = split_data(pairs, data, tgt, args.eval_strategy != "no")
+    if data.eval:
+        eval_ds = read_parallel(data.eval, src, tgt, split=data.eval_split, key_aliases=aliases)
+        if data.max_eval_samples:
+            eval_ds = eval_ds.select(range(min(len(eval_ds), data.max_eval_samples)))
+    enc = lambda ds: tokenize_gacl(ds, tm.encode, max_length=data.max_length)  # noqa: E731
     train_ds = enc(prepared)
     eval_ds = enc(eval_ds) if eval_ds is not None else None
 
@@ -171,18 +186,18 @@ def build_trainer(config: dict):
         data_collator=GenderContrastiveCollator(tm.tokenizer.pad_token_id),
         processing_class=tm.tokenizer,
     )
-    if geneval:
-        trainer.add_callback(geneval_callback(tm, geneval, tgt))
-        trainer.add_callback(EarlyStoppingCallback(early_stopping_patience=int(geneval.get("patience", 10))))
+    if geneval is not None:
+        trainer.add_callback(geneval_callback(tm, geneval))
+        trainer.add_callback(EarlyStoppingCallback(early_stopping_patience=geneval.patience))
     return trainer, tm
 
 
-def geneval_callback(tm, geneval: dict, tgt: str, split: str | None = None):
-    """The recipe's MT-GenEval scorer (``geneval`` section) on ``split`` (default: the section's, dev)."""
+def geneval_callback(tm, geneval: GaclGeneval, split: str | None = None):
+    """The recipe's MT-GenEval scorer (``geneval`` section, resolved) on ``split`` (default: the section's, dev)."""
     from fairmt.model_eval.callbacks import GenEvalCallback
 
-    return GenEvalCallback(tm, geneval.get("lang", tgt), split or geneval.get("split", "dev"), geneval.get("max_pairs"),
-                           batch_size=int(geneval.get("batch_size", 16)), num_beams=int(geneval.get("num_beams", 5)))
+    return GenEvalCallback(tm, geneval.lang, split or geneval.split, geneval.max_pairs,
+                           batch_size=geneval.batch_size, num_beams=geneval.num_beams)
 
 
 def selected_evaluation(state) -> tuple[int | None, dict[str, float]]:
@@ -216,7 +231,7 @@ def run_kind(gacl_lambda: float, kd_alpha: float) -> str:
     return "plain fine-tuning control (MT loss only: gacl_lambda 0, kd_alpha 0)"
 
 
-def results(trainer, config: dict, test: dict[str, float] | None) -> dict:
+def results(trainer, config: Any, test: dict[str, float] | None) -> dict:
     """``results.json`` of a GACL run, in the shape the other families write (``fairmt sweep`` selects on
     ``dev.*`` and reports ``test.*``): ``dev`` holds the selected model's evaluation — ``loss`` (the held-out
     ``eval_loss``: the MT cross-entropy L_MT on ``data.eval`` or the ``eval_fraction`` split; ``loss_kd``,
@@ -224,17 +239,19 @@ def results(trainer, config: dict, test: dict[str, float] | None) -> dict:
     ``geneval`` callback ran on MT-GenEval dev, ``geneval_accuracy``, ``geneval_explicit_accuracy`` and
     ``geneval_delta_g`` (percent, pair-level); ``test`` the same MT-GenEval measures of the final model on the
     test split (absent without a ``geneval`` section: the recipe scores no test set), with the per-pair data of that
-    scoring in ``test_data.items`` (``fairmt report`` compares two runs' test numbers by a paired bootstrap on it)."""
+    scoring in ``test_data.items`` (``fairmt report`` compares two runs' test numbers by a paired bootstrap on it).
+    ``config``: the typed recipe (or its mapping)."""
+    recipe = typed_recipe(config)
     step, numbers = selected_evaluation(trainer.state)
-    geneval = config.get("geneval") or {}
+    geneval = recipe.geneval
     on_dev = {k: v for k, v in numbers.items() if not k.startswith("geneval_")}
-    if geneval.get("split", "dev") == "dev":
+    if geneval is None or geneval.split == "dev":
         on_dev.update({k: v for k, v in numbers.items() if k.startswith("geneval_")})
     args = trainer.args
     from fairmt.eval.reporting.formats import GACL_RESULTS
 
     out = {
-        "format": GACL_RESULTS, "method": "gacl", "model": str(config.get("model")), "seed": args.seed,
+        "format": GACL_RESULTS, "method": "gacl", "model": str(recipe.model), "seed": args.seed,
         "train": {"steps": trainer.state.global_step, "gacl_lambda": args.gacl_lambda, "kd_alpha": args.kd_alpha,
                   "temperature": args.temperature},
         "selection": {"evaluated_step": step, "best_checkpoint": trainer.state.best_model_checkpoint,
@@ -250,35 +267,36 @@ def results(trainer, config: dict, test: dict[str, float] | None) -> dict:
         items = out["test"].pop("geneval_items", None)
         if items:  # per-pair data of the test scoring (fairmt.eval.significance): `fairmt report`'s paired bootstrap
             out["test_data"]["items"] = items
-    if geneval:
-        out["geneval"] = {"lang": geneval.get("lang", config.get("tgt_lang", "de")),
-                          "selection_split": geneval.get("split", "dev"), "max_pairs": geneval.get("max_pairs"),
-                          "num_beams": int(geneval.get("num_beams", 5)), "scale": "percent"}
+    if geneval is not None:
+        out["geneval"] = {"lang": geneval.lang, "selection_split": geneval.split, "max_pairs": geneval.max_pairs,
+                          "num_beams": geneval.num_beams, "scale": "percent"}
     return {k: v for k, v in out.items() if v != {}}
 
 
 def main(config: dict):
-    prepare_output_dir(resolve_config(config).output_dir, config)  # before the model loads
-    if config.get("tiny_model"):
-        from fairmt.demo import prepare_tiny_recipe
+    recipe = typed_recipe(config)
+    args = trainer_config(recipe)  # the run's one Trainer Config
+    prepare_output_dir(args.output_dir, config)  # before the model loads
+    if recipe.tiny_model is not None:
+        from fairmt.recipes.gacl.tiny import prepare_tiny_recipe
 
-        prepare_tiny_recipe(config)
-    trainer, tm = build_trainer(config)
+        prepare_tiny_recipe(recipe)
+    trainer, tm = build_trainer(recipe, args)
     test_cb = None
-    if config.get("geneval") and config["geneval"].get("test", True):  # read before training: fail early
+    if recipe.geneval is not None and recipe.geneval.test:  # read before training: fail early
         try:
-            test_cb = geneval_callback(tm, config["geneval"], config.get("tgt_lang", "de"), split="test")
+            test_cb = geneval_callback(tm, recipe.geneval, split="test")
         except FairmtError as err:
             raise FairmtError(f"{err} (the recipe scores the final model on MT-GenEval test; set geneval.test=false "
                               "to train without it)") from None
-    trainer.train(resume_from_checkpoint=config.get("resume_from_checkpoint"))
+    trainer.train(resume_from_checkpoint=recipe.resume_from_checkpoint)
     from fairmt.outputs import saving
 
-    with saving(trainer.args.output_dir, what="the trained model"):  # a full disk: one line, never exit 0
+    with saving(args.output_dir, what="the trained model"):  # a full disk: one line, never exit 0
         trainer.save_model()
         if trainer.is_world_process_zero():
-            tm.tokenizer.save_pretrained(trainer.args.output_dir)
-    if trainer.args.push_to_hub:
+            tm.tokenizer.save_pretrained(args.output_dir)
+    if args.push_to_hub:
         trainer.push_to_hub(commit_message="fairmt GACL training")
     test = None
     if test_cb is not None:  # every process: the translations are gathered
@@ -287,20 +305,20 @@ def main(config: dict):
         from fairmt.eval.report import write_text_atomic
         from fairmt.outputs import json_text
 
-        res = results(trainer, config, test)
+        res = results(trainer, recipe, test)
         change = None
-        if config.get("tiny_model"):  # the demo's held-out sentences: what the recipe exists to change
-            from fairmt.demo import tiny_before_after
+        if recipe.tiny_model is not None:  # the demo's held-out sentences: what the recipe exists to change
+            from fairmt.recipes.gacl.tiny import tiny_before_after
 
             tm.model = trainer.accelerator.unwrap_model(trainer.model)
-            change = tiny_before_after(config, tm)
+            change = tiny_before_after(recipe, tm)
             res["held_out_gender"] = change
-        path = Path(trainer.args.output_dir) / "results.json"
+        path = Path(args.output_dir) / "results.json"
         write_text_atomic(path, json_text(res) + "\n")
         best = trainer.state.best_model_checkpoint
-        print(f"fairmt: {run_kind(trainer.args.gacl_lambda, trainer.args.kd_alpha)} model saved in "
-              f"{trainer.args.output_dir} after {trainer.state.global_step} steps"
-              + (f" (best checkpoint {best}, {trainer.args.metric_for_best_model} {trainer.state.best_metric:.2f})"
+        print(f"fairmt: {run_kind(args.gacl_lambda, args.kd_alpha)} model saved in "
+              f"{args.output_dir} after {trainer.state.global_step} steps"
+              + (f" (best checkpoint {best}, {args.metric_for_best_model} {trainer.state.best_metric:.2f})"
                  if best and trainer.state.best_metric is not None else "")
               + f"\n  results: {path}")
         for line in gender_lines(res, change):
@@ -311,11 +329,11 @@ def main(config: dict):
 def gender_lines(res: dict, change: dict | None) -> list[str]:
     """The lines a GACL run ends with: the quantity it exists to change. A ``tiny_model`` recipe: held-out gender
     accuracy, ΔG, anti-stereotypical accuracy and chrF++ of the original → the trained model
-    (:func:`fairmt.demo.before_after_lines`); with a ``geneval`` section: the trained model's MT-GenEval test numbers
-    (the original's are not measured by the run: ``fairmt eval mt-bias --model ORIGINAL``); else a line saying that
-    the run measured no gender score."""
+    (:func:`fairmt.recipes.gacl.tiny.before_after_lines`); with a ``geneval`` section: the trained model's MT-GenEval
+    test numbers (the original's are not measured by the run: ``fairmt eval mt-bias --model ORIGINAL``); else a line
+    saying that the run measured no gender score."""
     if change is not None:
-        from fairmt.demo import before_after_lines
+        from fairmt.recipes.gacl.tiny import before_after_lines
 
         return before_after_lines(change)
     test = res.get("test") or {}

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import field_validator
+from pydantic import field_validator, model_validator
 
+from fairmt.errors import FairmtError
 from fairmt.recipes._schema import (
     GACL_CONFIG,
     LORA_CONFIG,
@@ -20,6 +21,15 @@ from fairmt.recipes._schema import (
     _trainer_section,
     trainer_doc,
 )
+
+DEFAULT_EVAL_FRACTION = 0.05
+"""The held-out share of a run that evaluates and names neither ``data.eval`` nor ``data.eval_fraction``."""
+
+GENEVAL_TRAINING: dict[str, Any] = {"eval_strategy": "steps", "eval_steps": 100, "greater_is_better": True,
+                                    "load_best_model_at_end": True}
+"""The Trainer settings a ``geneval`` section brings where ``training`` leaves them out: evaluate every 100 steps,
+keep the best checkpoint by the MT-GenEval measure and restore it at the end (``save_steps`` defaults to
+``eval_steps``, ``metric_for_best_model`` to ``geneval_<geneval.metric>``)."""
 
 # ---------------------------------------------------------------------------------------------- gacl
 
@@ -38,8 +48,8 @@ class GaclData(Section):
                                                           "(null: all)")
     max_eval_samples: Count | None = D(None, description="keep the first N rows of data.eval (null: all)")
     eval_fraction: Share | None = D(None, description="held-out share of the prepared training data for the "
-                                                      "evaluation loss (0: none; null: 0.05 when the run "
-                                                      "evaluates, else none)")
+                                                      "evaluation loss (0: none; null: "
+                                                      f"{DEFAULT_EVAL_FRACTION} when the run evaluates, else none)")
     prepare: Literal["gacl", "gfst", "plain"] = D(
         "gacl", description="gacl: one-gender sources, balanced, with counterfactuals (Lee et al. 2023, §3.1); gfst: "
                             "GFST's target-side gender filtering (Choubey et al. 2021); plain: every pair as given")
@@ -82,8 +92,17 @@ class TinyModel(Section):
 
 
 class GaclRecipe(Recipe):
-    """GACL (+ KD) fine-tuning of a translation model (Lee et al. 2023)."""
+    """GACL (+ KD) fine-tuning of a translation model (Lee et al. 2023). The runner
+    (:mod:`fairmt.recipes.gacl.runner`) reads this object, resolved, and nothing else: every default of the recipe
+    is here or a field default of ``GACLConfig`` (``training``: the keys the recipe leaves out take the Config's
+    own default)."""
 
+    output_dir: Text | None = D(None, description="the run's folder (null: outputs/<recipe name>); "
+                                                  "training.output_dir, the older place, names the same folder",
+                                json_schema_extra=_must("a folder (default: outputs/<recipe name>)"))
+    seed: Seed | None = D(None, description="the training seed: initialisation, dropout and batch order (null: "
+                                            "TrainingArguments' default); training.seed, the older place, is the "
+                                            "same key — data.seed draws the data")
     model: Text = D(description="the translation model: a Hub name or a local folder")
     src_lang: Text = D("en", description="the source language code")
     tgt_lang: Text = D("de", description="the target language code")
@@ -102,3 +121,42 @@ class GaclRecipe(Recipe):
 
     _training = field_validator("training")(_trainer_section(GACL_CONFIG))
     _peft = field_validator("peft")(_trainer_section(LORA_CONFIG))
+
+    @model_validator(mode="after")
+    def _resolved(self):
+        """The run's folder and seed at the top (one recipe shape across the families; ``training.output_dir`` and
+        ``training.seed`` name the same two and are moved up — a recipe that gives both places different values is
+        refused), ``output_dir`` defaulted, ``geneval.lang`` defaulted to ``tgt_lang``, and the Trainer settings a
+        ``geneval`` section brings (:data:`GENEVAL_TRAINING`) where ``training`` leaves them out."""
+        from pathlib import Path
+
+        training = dict(self.training or {})
+        folder = training.pop("output_dir", None)
+        if folder is not None and self.output_dir is not None and Path(folder) != Path(self.output_dir):
+            raise FairmtError(f"output_dir ({self.output_dir}) and training.output_dir ({folder}) differ: give one "
+                              "(output_dir)")
+        self.output_dir = self.output_dir or folder or str(Path("outputs") / Path(self.recipe_path or "gacl").stem)
+        seed = training.pop("seed", None)
+        if seed is not None and self.seed is not None and seed != self.seed:
+            raise FairmtError(f"seed ({self.seed}) and training.seed ({seed}) differ: give one (seed)")
+        if self.seed is None:  # training.seed is checked as a Trainer argument (its Range: SEED, as Seed's)
+            self.seed = seed
+        if self.geneval is not None:
+            if self.geneval.lang is None:
+                self.geneval.lang = self.tgt_lang
+            for key, value in GENEVAL_TRAINING.items():
+                training.setdefault(key, value)
+            training.setdefault("save_steps", training["eval_steps"])
+            training.setdefault("metric_for_best_model", f"geneval_{self.geneval.metric}")
+        self.training = training
+        return self
+
+
+def typed_recipe(config: Any) -> GaclRecipe:
+    """The typed, resolved GACL recipe of ``config`` (a recipe mapping, overrides applied; or the typed recipe
+    itself): what the runner, the tiny model's support and the dry run read."""
+    if isinstance(config, GaclRecipe):
+        return config
+    from fairmt.recipes._schema import resolve_recipe
+
+    return resolve_recipe({**config, "method": "gacl"})  # type: ignore[return-value]
