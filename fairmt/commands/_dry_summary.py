@@ -142,7 +142,8 @@ def _ccd(config: dict, args: Any) -> tuple[list[str], list[tuple[bool, str]]]:
     n = count_parameters(config.get("model"))
     lines.append(f"model {config.get('model')}: {_millions(n)} parameters{_training_memory(n)}; f_orig (frozen "
                  f"copy for L_rep){'' if n is None else f' ≈ {_gb(4 * n)}'}")
-    from fairmt.recipes.ccd.runner import prepare_data, training_arguments
+    from fairmt.recipes.ccd.data import prepare_data
+    from fairmt.recipes.ccd.runner import training_arguments
 
     try:
         data = prepare_data(dict(config.get("data") or {}))

@@ -116,7 +116,8 @@ def metric_patterns(method: str, config: dict[str, Any]) -> list[str] | None:
         out = []
         for when in ("before", "after"):
             if "seat" in suites:
-                out += [f"{when}.seat_avg_abs", f"{when}.seat.*.effect_size", f"{when}.seat.*.p_value"]
+                out += [f"{when}.seat_avg_abs_effect_size", f"{when}.seat_avg_abs",  # the old name too, until 0.2
+                        f"{when}.seat.*.effect_size", f"{when}.seat.*.p_value"]
             if "cced" in suites:
                 out += [f"{when}.cced.gap", f"{when}.cced.n", f"{when}.cced.mean_distance.*", f"{when}.cced.pair_*"]
             if "bias_ir" in suites:
@@ -126,7 +127,7 @@ def metric_patterns(method: str, config: dict[str, Any]) -> list[str] | None:
         if method == "ccd":  # fairmt.recipes.ccd.runner: validation split, test-half Bias-IR, flat dev/test summaries
             # (fairmt.recipes.ccd.runner.summary_sections: exact names, so a mistyped dev.* objective fails before any trial)
             dev = ["cced_gap", "probe_avg_abs", "bias_ir_avg_dev", "utility_spearman", "utility_nn1"]
-            out += [f"dev.{n}" for n in dev] + [f"test.{n}" for n in (*dev, "seat_avg_abs",
+            out += [f"dev.{n}" for n in dev] + [f"test.{n}" for n in (*dev, "seat_avg_abs_effect_size", "seat_avg_abs",
                                                                        "bias_ir_avg_dev_all_queries")]
             out += [f"validation.{when}.{m}" for when in ("before", "after")
                     for m in ("cced.*", "probe_avg_abs", "probe.*", "bias_ir.*")]

@@ -232,7 +232,7 @@ class AdeptRecipe(DpceRecipe):
     _training = field_validator("training")(_trainer_section("fairmt.trainers.adept:ADEPTConfig"))
 
 
-def section(recipe: type[Recipe], key: str, cls: type[BaseModel], value: Any) -> Any:
+def section(recipe: type[Recipe], key: str | tuple[str, ...], cls: type[BaseModel], value: Any) -> Any:
     """One section of a recipe checked and resolved on its own (the typed object, every default filled in), with the
     messages :func:`fairmt.recipes._schema.resolve_recipe` gives: for code that is handed a section rather than a
     whole recipe (``fairmt train --dry-run``'s data summary, a script that prepares the data alone)."""
@@ -241,10 +241,14 @@ def section(recipe: type[Recipe], key: str, cls: type[BaseModel], value: Any) ->
 
     if isinstance(value, cls):
         return value
-    _unknown_keys(recipe, {key: value})
+    loc = (key,) if isinstance(key, str) else key
+    nested = value
+    for part in reversed(loc):
+        nested = {part: nested}
+    _unknown_keys(recipe, nested)
     try:
         return cls.model_validate(value)
     except ValidationError as err:
         errors = err.errors(include_url=False)
         first = min(errors, key=lambda e: e["type"] == "missing")
-        raise FairmtError(_message({**first, "loc": (key, *first["loc"])}, recipe)) from None
+        raise FairmtError(_message({**first, "loc": (*loc, *first["loc"])}, recipe)) from None
