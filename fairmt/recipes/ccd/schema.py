@@ -111,6 +111,15 @@ class CcdEvaluation(Section):
     probe_n_samples: Count = D(1000, description="permutation samples of the validation association probe (SEAT-style)")
 
 
+def _glue_or_mapping(cls, value: Any) -> Any:
+    """``utility``: ``glue`` or a mapping, refused in one line otherwise."""
+    if value is None or value == "glue" or isinstance(value, (dict, Utility)):
+        return value
+    from fairmt.errors import FairmtError
+
+    raise FairmtError(f"recipe key utility must be 'glue' or a mapping with name: glue, got {value!r}")
+
+
 class EncoderRecipe(Recipe):
     """What the three recipes of the family share: the run folder and the training seed at the top level (the place
     every family has them), each also accepted under ``training`` (the older place); a recipe giving both with
@@ -165,6 +174,7 @@ class CcdRecipe(EncoderRecipe):
                                                                     "debiased model (null: none)")
 
     _training = field_validator("training")(_trainer_section(CCD_CONFIG))
+    _utility = field_validator("utility", mode="before")(classmethod(_glue_or_mapping))
     _peft = field_validator("peft")(_trainer_section(LORA_CONFIG))
 
 
@@ -220,6 +230,7 @@ class DpceRecipe(EncoderRecipe):
                                                                     "debiased model (null: none)")
 
     _training = field_validator("training")(_trainer_section("fairmt.trainers.dpce:DPCEConfig"))
+    _utility = field_validator("utility", mode="before")(classmethod(_glue_or_mapping))
     _peft = field_validator("peft")(_trainer_section(LORA_CONFIG))
 
 
