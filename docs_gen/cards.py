@@ -28,7 +28,7 @@ class CardError(ValueError):
     """A placeholder that cannot be filled (the build fails with this message)."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _all_cards() -> tuple:
     from fairmt.commands.train import builtin_recipes, load_recipe
     from fairmt.recipes.cards import card_of_config, card_path

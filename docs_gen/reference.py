@@ -121,13 +121,13 @@ def recipe_reference_md() -> str:
         if doc:
             out.append(doc + "\n\n")
         out.append("| key | type | default | description |\n|---|---|---|---|\n")
-        for key, field, hint, owner in _walk(model):
+        for key, field, hint, _owner in _walk(model):
             desc = field.description or ""
             if not desc and _sections(hint):
                 desc = " ".join((_sections(hint)[0].__doc__ or "a section").split())
             if not desc and key.split(".")[-1] in _TRAINER_SECTIONS:
                 desc = "Trainer / Config arguments (checked against the method's Config dataclass)"
-            typ = _type_name(typing.Annotated[hint, *field.metadata] if field.metadata else hint)
+            typ = _type_name(typing.Annotated[(hint, *field.metadata)] if field.metadata else hint)
             out.append(f"| `{key}` | {typ} | {_default(field)} | {_cell(desc)} |\n")
         out.append("\n")
     return "".join(out)

@@ -52,22 +52,34 @@ _LAZY = {
 
 __all__ = sorted(_LAZY) + ["__version__"]
 
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
-    from fairmt.data.gacl import GenderContrastiveCollator, prepare_gacl_pairs, tokenize_gacl
-    from fairmt.evaluate_modules import evaluate_module
-    from fairmt.model_eval.embeddings import evaluate_embeddings
-    from fairmt.model_eval.mt_bias import evaluate_mt_bias
-    from fairmt import translate
-    from fairmt.models import TranslationModel, load_translation_model
-    from fairmt.trainers.adversarial import AdversarialConfig, AdversarialTrainer
-    from fairmt.trainers.adept import ADEPTConfig, ADEPTTrainer
-    from fairmt.trainers.ccd import CCDConfig, CCDTrainer
-    from fairmt.trainers.dpce import DPCEConfig, DPCETrainer
-    from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
-    from fairmt.trainers.gacl import GACLConfig, GACLTrainer
-    from fairmt.trainers.inlp import INLPResult, inlp
-    from fairmt.models.vision import SimCLRConfig, SimCLRModel
-    from fairmt.trainers.sampling import FairnessSamplingConfig, FairnessSamplingTrainer
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs (`X as X`: re-exported, PEP 484)
+    from fairmt import translate as translate
+    from fairmt.data.gacl import GenderContrastiveCollator as GenderContrastiveCollator
+    from fairmt.data.gacl import prepare_gacl_pairs as prepare_gacl_pairs
+    from fairmt.data.gacl import tokenize_gacl as tokenize_gacl
+    from fairmt.evaluate_modules import evaluate_module as evaluate_module
+    from fairmt.model_eval.embeddings import evaluate_embeddings as evaluate_embeddings
+    from fairmt.model_eval.mt_bias import evaluate_mt_bias as evaluate_mt_bias
+    from fairmt.models import TranslationModel as TranslationModel
+    from fairmt.models import load_translation_model as load_translation_model
+    from fairmt.models.vision import SimCLRConfig as SimCLRConfig
+    from fairmt.models.vision import SimCLRModel as SimCLRModel
+    from fairmt.trainers.adept import ADEPTConfig as ADEPTConfig
+    from fairmt.trainers.adept import ADEPTTrainer as ADEPTTrainer
+    from fairmt.trainers.adversarial import AdversarialConfig as AdversarialConfig
+    from fairmt.trainers.adversarial import AdversarialTrainer as AdversarialTrainer
+    from fairmt.trainers.ccd import CCDConfig as CCDConfig
+    from fairmt.trainers.ccd import CCDTrainer as CCDTrainer
+    from fairmt.trainers.dpce import DPCEConfig as DPCEConfig
+    from fairmt.trainers.dpce import DPCETrainer as DPCETrainer
+    from fairmt.trainers.fair_contrastive import FairContrastiveConfig as FairContrastiveConfig
+    from fairmt.trainers.fair_contrastive import FairContrastiveTrainer as FairContrastiveTrainer
+    from fairmt.trainers.gacl import GACLConfig as GACLConfig
+    from fairmt.trainers.gacl import GACLTrainer as GACLTrainer
+    from fairmt.trainers.inlp import INLPResult as INLPResult
+    from fairmt.trainers.inlp import inlp as inlp
+    from fairmt.trainers.sampling import FairnessSamplingConfig as FairnessSamplingConfig
+    from fairmt.trainers.sampling import FairnessSamplingTrainer as FairnessSamplingTrainer
 
 
 def __getattr__(name: str) -> Any:

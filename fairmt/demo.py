@@ -53,8 +53,8 @@ def choose_threads(requested: int | None = None, log=print) -> int:
 
     One thread by default because the demo's numbers depend on the thread count (torch's CPU reductions add in
     another order with two threads, which changes the trained toy models: on 3 seeds the original's accuracy was
-    83.3 ± 12.9 with 1 thread and 78.9 ± 15.9 with 2), and the table of docs/get-started.md must be the one a user gets; two
-    threads saved only 8 % of the wall time on a quiet 2-core machine (30.9 s vs 33.7 s), and on a busy machine
+    83.3 ± 12.9 with 1 thread and 78.9 ± 15.9 with 2), and the table of docs/get-started.md must be the one a user gets;
+    two threads saved only 8 % of the wall time on a quiet 2-core machine (30.9 s vs 33.7 s), and on a busy machine
     torch's threads spin waiting for each other and a run can take 20× longer. Another count is announced with a note
     that the numbers will differ from the docs' table."""
     if requested:

@@ -196,9 +196,9 @@ def fairmt_run(method: str, train_ds, dev_ds, *, epochs: int, batch: int, seed: 
 def _rounds(a, methods, train, dev, train_ds, dev_ds, metrics, tmp, times, cpu) -> None:
     for r in range(a.repeats):
         for m in methods:
-            runs = [("plain", lambda: plain_run(m, train, dev, epochs=a.epochs, batch=a.batch, seed=r,
+            runs = [("plain", lambda m=m, r=r: plain_run(m, train, dev, epochs=a.epochs, batch=a.batch, seed=r,
                                                 metrics=metrics)),
-                    ("fairmt", lambda: fairmt_run(m, train_ds, dev_ds, epochs=a.epochs, batch=a.batch, seed=r,
+                    ("fairmt", lambda m=m, r=r: fairmt_run(m, train_ds, dev_ds, epochs=a.epochs, batch=a.batch, seed=r,
                                                   metrics=metrics, out=f"{tmp}/{m}-{r}"))]
             for side, run in (runs if r % 2 == 0 else runs[::-1]):  # alternate which goes first
                 wall, used = run()

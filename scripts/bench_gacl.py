@@ -91,7 +91,7 @@ def official_algorithm_trainer_cls():
     """The official code's algorithm: the dropout view comes from a second full (encoder + decoder) forward."""
     import torch
 
-    from fairmt.losses import gacl_loss, gacl_variant, mt_kd_loss
+    from fairmt.losses import gacl_loss, mt_kd_loss
     from fairmt.models.pooling import pool
     from fairmt.trainers.gacl import GACLTrainer
 

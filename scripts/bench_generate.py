@@ -7,7 +7,8 @@ and is trained briefly (``--train-steps``) on a copy task so that its beam searc
 (a random model's near-ties make any two engines disagree). Sentences: newstest2018 English (``../shared/data`` or
 ``$FAIRMT_DATA``; the first ``--sentences`` held-out ones), else generated ones.
 
-Timed over the same sentences, in ``--repeats`` interleaved rounds (the fastest round counts; naive once) (beam ``--beams``, batch ``--batch-size``, ``--threads`` CPU threads):
+Timed over the same sentences, in ``--repeats`` interleaved rounds (the fastest round counts; naive once) (beam
+``--beams``, batch ``--batch-size``, ``--threads`` CPU threads):
 
 * ``naive_hf``  — a plain batched ``generate`` loop over the sentences in file order (what users write);
 * ``hf``        — fairmt's runner with the ``hf`` backend (longest-first batches: less padding);
@@ -100,9 +101,9 @@ def _run(args) -> dict:
     import torch
 
     torch.set_num_threads(args.threads)
-    from fairmt.translate import generate_translations, get_backend
     from fairmt.models import load_translation_model
     from fairmt.models.tiny import build_tiny_translation_model, train_tiny_translation_model
+    from fairmt.translate import generate_translations, get_backend
 
     out = Path(args.out_dir or tempfile.mkdtemp(prefix="fairmt-bench-generate-"))
     os.environ.setdefault("FAIRMT_CACHE", str(out / "cache"))

@@ -93,11 +93,11 @@ def _run(args) -> dict | None:
     for lang in langs:
         pairs = read_translations(tr_dir / f"en-{lang}.txt", gold.entries)
         src, tgt = [p.source for p in pairs], [p.translation for p in pairs]
-        t_align, c_align = _best(lambda: FastAlign().align(src, tgt), args.repeat)
+        t_align, c_align = _best(lambda src=src, tgt=tgt: FastAlign().align(src, tgt), args.repeat)
         get_detector(lang, "acl2019")  # load analysers once (counted in the CLI figure)
         res = {}
 
-        def score_once():
+        def score_once(lang=lang, res=res):
             get_detector(lang, "acl2019")._cache.clear()
             res["r"] = evaluate_winomt(tr_dir / f"en-{lang}.txt", lang, gold, compat="acl2019")
 

@@ -7,8 +7,9 @@
 Prints one JSON object:
 
 * ``gacl_vs_plain_tokens_per_s`` — training tokens/s of GACLTrainer (paper variant: dropout view + counterfactual,
-  KD teacher in the default ``teacher_dtype: auto``, bf16 on a GPU with bf16 support) over the stock ``Seq2SeqTrainer`` on the same model, batches and precision, one GPU
-  (target ≥ 0.55); ``tokens_per_s`` holds both figures (source + target tokens, padding excluded);
+  KD teacher in the default ``teacher_dtype: auto``, bf16 on a GPU with bf16 support) over the stock ``Seq2SeqTrainer``
+  on the same model, batches and precision, one GPU (target ≥ 0.55); ``tokens_per_s`` holds both figures (source +
+  target tokens, padding excluded);
 * ``zero2_ok`` / ``fsdp2_ok`` — every GACL step under DeepSpeed ZeRO-2 and FSDP2 (single process, launched through
   torchrun so the engines initialise as under ``accelerate launch``) ran and logged a finite loss;
   ``null`` with a reason in ``skipped`` when the engine is not installed / not runnable here;

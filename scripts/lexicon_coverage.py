@@ -27,7 +27,7 @@ def coverage(data: Path) -> dict:
         out[name] = {"n": len(words), "covered": len(hit), "share": round(len(hit) / len(words), 4),
                      "missing_examples": sorted(set(words) - set(hit))[:15]}
     pairs = {"bias_bench gender pairs": [tuple(p) for p in json.loads((lex / "bias_bench_bias_attribute_words.json").read_text())["gender"]],
-             "gacl author pairs": [tuple(l.split("\t")[:2]) for l in (lex / "gacl_author_gender_word_pairs.tsv").read_text(encoding="utf-8").splitlines() if "\t" in l]}
+             "gacl author pairs": [tuple(line.split("\t")[:2]) for line in (lex / "gacl_author_gender_word_pairs.tsv").read_text(encoding="utf-8").splitlines() if "\t" in line]}
     for name, ps in pairs.items():
         ok = [p for p in ps if swap_gender(p[0]) == p[1] and swap_gender(p[1]) == p[0]]
         out[name] = {"n": len(ps), "covered": len(ok), "share": round(len(ok) / len(ps), 4),

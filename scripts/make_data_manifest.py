@@ -28,6 +28,12 @@ MT_GENDER = "https://raw.githubusercontent.com/gabrielStanovsky/mt_gender/master
 GENEVAL = "https://raw.githubusercontent.com/amazon-science/machine-translation-gender-eval/main"
 BIOS_REPO = "https://raw.githubusercontent.com/Shilpi261985/P2_BiasMitigation_SyntheticData/6d3a4607af4164aa60975af604d8acf32d6191d8"
 FLORES_URL = "https://dl.fbaipublicfiles.com/nllb/flores200_dataset.tar.gz"
+COREF_BIAS = "https://raw.githubusercontent.com/uclanlp/corefBias/0bce984dd081bbc10b0622f326727a024c607895"
+LEXICONS = {  # Zhao et al. (2018)'s WinoBias word lists (MIT), the GACL paper's lexicon: data path -> upstream URL
+    "lexicons/corefBias_generalized_swaps.txt": f"{COREF_BIAS}/WinoBias/wino/generalized_swaps.txt",
+    "lexicons/corefBias_extra_gendered_words.txt": f"{COREF_BIAS}/WinoBias/wino/extra_gendered_words.txt",
+    "lexicons/corefBias_LICENSE": f"{COREF_BIAS}/LICENSE",
+}
 OUT = Path(__file__).resolve().parents[1] / "fairmt" / "resources" / "data_manifest.json"
 
 
@@ -94,6 +100,8 @@ def main(root: str) -> None:
                 files.append({"path": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "url": upstream(rel)})
         manifest["datasets"][dataset] = {"files": files, "archives": []}
     manifest["datasets"]["bios"] = bios_entry(base)
+    manifest["datasets"]["lexicons"] = {"files": [_entry(base, rel, url) for rel, url in LEXICONS.items()],
+                                        "archives": []}
     manifest["datasets"]["flores200"] = {
         "files": [],
         "archives": [

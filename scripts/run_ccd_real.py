@@ -4,8 +4,8 @@
         [--seeds 0 1 2] [key=value ...]
     python scripts/run_ccd_real.py --from-results RUN0/ccd_results.json RUN1/ccd_results.json ...
 
-Runs the recipe (``fairmt.recipes.ccd.runner.main``: SEAT, CCED on held-out tuples, Bias-IR, the validation measures and a
-utility check before and after CCD training) once per seed — ``training.seed`` and ``data.seed`` (the train /
+Runs the recipe (``fairmt.recipes.ccd.runner.main``: SEAT, CCED on held-out tuples, Bias-IR, the validation measures and
+a utility check before and after CCD training) once per seed — ``training.seed`` and ``data.seed`` (the train /
 validation / test split of the tuples and of the neutral sentences) both take the seed, so the seeds vary the data
 split too (``--fixed-data`` keeps the recipe's ``data.seed``); output in ``<output_dir>/seed<N>`` — on one CPU
 thread, and prints a Markdown before/after table: before and after as mean ± standard deviation over the seeds (the

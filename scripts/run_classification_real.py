@@ -98,9 +98,10 @@ def setting_configs(name: str, seeds: list[int], out: Path, cache: Path) -> list
     return runs
 
 
-def fmt(values: list[float], scale: float = 100.0) -> str:
-    """``mean ± std`` in percent (ΔEO: sum of rates, also ×100)."""
-    v = np.asarray([x for x in values if x is not None], dtype=float) * scale
+def fmt(values: list[float]) -> str:
+    """``mean ± std`` of values the runner already gives in percent (its ``test`` summary is ``percent=True``:
+    ΔEO too, a sum of rates ×100), so they are not scaled again."""
+    v = np.asarray([x for x in values if x is not None], dtype=float)
     if len(v) == 0:
         return "–"
     return f"{v.mean():.1f} ± {v.std(ddof=1) if len(v) > 1 else 0.0:.1f}"
@@ -141,7 +142,7 @@ def main() -> int:
                  "dev": r["dev"], "info": r["info"]}
             )
             print(f"[{time.time() - t_all:6.0f}s] {setting:13s} {cfg['objective']:15s} seed {cfg['seed']}: "
-                  + " ".join(f"{m}={r['test'].get(m, float('nan')):.3f}" for m in METRICS if r["test"].get(m) is not None)
+                  + " ".join(f"{m}={r['test'].get(m, float('nan')):.1f}%" for m in METRICS if r["test"].get(m) is not None)
                   + f"  ({r['seconds']}s)", flush=True)
     lines = [
         "| setting | method | accuracy | GAP | ΔEO | leakage@h | leakage@ŷ | seeds |",

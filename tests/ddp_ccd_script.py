@@ -9,10 +9,9 @@ import sys
 import torch
 from transformers import AutoModel, AutoTokenizer
 
+from ddp_helpers import teardown, write_run_report  # beside this script
 from fairmt.data.augment.tuples import read_tuples, tuples_to_dataset
 from fairmt.trainers.ccd import CCDConfig, CCDTrainer
-
-from ddp_helpers import teardown, write_run_report  # beside this script
 
 torch.set_num_threads(1)
 model_dir, tuples, out, bs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])

@@ -9,11 +9,10 @@ import sys
 import torch
 from datasets import Dataset
 
+from ddp_helpers import fcl_rows, teardown, write_run_report  # beside this script
 from fairmt.data.classification import ClassificationCollator
 from fairmt.models.text_classifiers import MLPClassifier
 from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
-
-from ddp_helpers import fcl_rows, teardown, write_run_report  # beside this script
 
 torch.set_num_threads(1)
 out, bs = sys.argv[1], int(sys.argv[2])

@@ -17,9 +17,8 @@ import torch
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from ddp_helpers import teardown  # noqa: E402
-from gacl_helpers import collator, gacl_dataset, load  # noqa: E402
-
 from fairmt.trainers.gacl import GACLConfig, GACLTrainer  # noqa: E402
+from gacl_helpers import collator, gacl_dataset, load  # noqa: E402
 
 torch.set_num_threads(1)
 model_dir, out_dir, bs, jobs = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]

@@ -10,14 +10,12 @@ import sys
 import torch
 
 from ddp_helpers import teardown  # beside this script
-
 from fairmt.data.demo_corpus import demo_splits
 from fairmt.data.gacl import GenderContrastiveCollator
-from fairmt.model_eval.callbacks import GenEvalCallback
 from fairmt.eval.geneval import GenEvalCounterfactualData
+from fairmt.model_eval.callbacks import GenEvalCallback
 from fairmt.models.mt import load_translation_model
 from fairmt.trainers.gacl import GACLConfig, GACLTrainer
-
 from gacl_helpers import gacl_dataset  # beside this script
 
 torch.set_num_threads(1)

@@ -4,17 +4,15 @@
     torchrun --standalone --nproc_per_node 2 ddp_sampling_script.py OUT.json OBJECTIVE 8
 """
 
-import json
 import sys
 
 import torch
 from datasets import Dataset
 
+from ddp_helpers import fcl_rows, teardown, write_run_report  # beside this script
 from fairmt.data.classification import ClassificationCollator
 from fairmt.models.text_classifiers import MLPClassifier
 from fairmt.trainers.sampling import FairnessSamplingConfig, FairnessSamplingTrainer
-
-from ddp_helpers import fcl_rows, teardown, write_run_report  # beside this script
 
 torch.set_num_threads(1)
 out, objective, bs = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -583,9 +583,9 @@ def _recipe_cases() -> list[Case]:
     out = []
     for family, override in RECIPE_OVERRIDES:
         if family == "gacl":
-            argv = (lambda e, o=override: _recipe(e, o, dry=False))
+            argv = (lambda e, o=override: _recipe(e, o, dry=False))  # noqa: E731
         else:
-            argv = (lambda e, o=override, n=names[family]: ["train", n, o, "--dry-run"])
+            argv = (lambda e, o=override, n=names[family]: ["train", n, o, "--dry-run"])  # noqa: E731
         out.append(Case(f"train {family} {override}", "recipes", argv, exit0="wrong_exit0"))
     return out
 
@@ -1098,8 +1098,9 @@ def _download_source_cases() -> dict[str, list[Case]]:
 
     out: dict[str, list[Case]] = {}
     for name in DATASETS:
-        argv = (lambda e, n=name: ["data", "download", n, "--output-dir", e.t("data"), "--base-url", e.t("mirror"),
-                                   "--no-progress"])
+        def argv(e, n=name):
+            return ["data", "download", n, "--output-dir", e.t("data"), "--base-url", e.t("mirror"), "--no-progress"]
+
         cases = [Case(f"data download {name} from a mirror of random bytes", "downloads", argv,
                       setup=_mirror_of_random_bytes(name))]
         if dataset_files(name)[1]:
@@ -1117,7 +1118,7 @@ def _issue45_relc_cases() -> list[Case]:
             *(c for cases in _download_source_cases().values() for c in cases)]
 
 
-# ---------------------------------------------------------------------------------------------- issue 45: resume, full disk, network
+# --------------------------------------------------------------------------------- issue 45: resume, full disk, network
 
 
 def _limited(nbytes: int):
@@ -1223,7 +1224,7 @@ def _resume_disk_network_cases() -> list[Case]:
     ]
 
 
-# ---------------------------------------------------------------------------------------------- config values (issue 45)
+# --------------------------------------------------------------------------------------------- config values (issue 45)
 # Every numeric field of every Config dataclass, each with a value outside its range: built in Python, each must be
 # refused with a named error (``CONFIG_VALUES`` is a table, not derived from the declarations, so the campaign counts
 # an older fairmt too; ``tests/test_hostile_campaign.py`` fails when a Config grows a numeric field missing here).
@@ -1416,9 +1417,10 @@ def _pickles_cut(root: Path) -> None:
 
 def _loader_cases() -> list[Case]:
     nan = float("nan")
-    tox = lambda v: [{"comment_text": "a", "black": 1.0, "toxicity": 0.9},  # noqa: E731
-                     {"comment_text": "b", "black": 0.0, "toxicity": v}, {"comment_text": "c", "black": 0.0,
-                                                                           "toxicity": 0.1}]
+    def tox(v):
+        return [{"comment_text": "a", "black": 1.0, "toxicity": 0.9}, {"comment_text": "b", "black": 0.0, "toxicity": v},
+                {"comment_text": "c", "black": 0.0, "toxicity": 0.1}]
+
     cases = [
         ("jigsaw parquet toxicity NaN", "jigsaw", lambda r: _write_jigsaw(r, tox(nan))),
         ("jigsaw parquet toxicity null", "jigsaw", lambda r: _write_jigsaw(r, tox(None))),
@@ -1676,7 +1678,7 @@ CONFIG_RANGE_CASES["FairnessSamplingConfig.cluster_refresh_steps"] = \
 from :data:`CONFIG_VALUES` (the table the ``config values`` cases are built from) and :data:`CONFIG_EXTRA`."""
 
 
-# ============================================================================ issue 52 (helper files): data loss through
+# =========================================================================== issue 52 (helper files): data loss through
 # the files fairmt trusts (manifest, lock, links, devices, SQLite URLs), parsing (tags, alias bombs, deep nesting) and
 # limits (int64, empty selections, non-string items, pickled arrays, non-UTF-8 names, a closed stdout), signals
 

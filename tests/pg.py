@@ -22,8 +22,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import needs
 import pytest
+
+import needs
 
 UNPRIVILEGED = "nobody"
 USER = "fairmt"

@@ -61,9 +61,8 @@ def build(method, bs, output_dir, resume, max_steps=2):
               disable_tqdm=True, seed=0, dataloader_drop_last=True, ddp_timeout=120,
               save_strategy="steps" if resume else "no", save_steps=2, output_dir=output_dir)
     if method.startswith("gacl"):
-        from gacl_helpers import collator, gacl_dataset, load
-
         from fairmt.trainers.gacl import GACLConfig, GACLTrainer
+        from gacl_helpers import collator, gacl_dataset, load
 
         tm = load(work / "model")
         args = GACLConfig(**kw, **copy.deepcopy(SHARDING), learning_rate=1e-3,

@@ -6,8 +6,8 @@ import os
 
 import pytest
 import torch
-from torch import nn
 from safetensors.torch import load_file
+from torch import nn
 
 from fairmt.errors import FairmtError
 from fairmt.trainers.adversarial import (

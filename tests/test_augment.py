@@ -2,8 +2,8 @@
 polarity-guided prompt search."""
 
 import json
-import os
 import logging
+import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer

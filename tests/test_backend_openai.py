@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from fairmt.errors import FairmtError
 from fairmt import translate
+from fairmt.errors import FairmtError
 from fairmt.translate import get_backend
 from fairmt.translate.backends.prompting import clean_translation
 

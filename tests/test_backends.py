@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from fairmt.errors import FairmtError  # noqa: E402
 from fairmt import translate  # noqa: E402
+from fairmt.errors import FairmtError  # noqa: E402
 from fairmt.translate import get_backend  # noqa: E402
 
 try:
@@ -176,8 +176,8 @@ def test_ct2_missing_package_names_the_extra(trained_dir, monkeypatch):
 
 
 def test_causal_lm_backend_prompts_through_the_chat_template(tmp_path):
-    from fairmt.translate.backends.causal_lm import CausalLMTranslator
     from fairmt.models.tiny import build_tiny_causal_lm
+    from fairmt.translate.backends.causal_lm import CausalLMTranslator
 
     path = build_tiny_causal_lm(tmp_path / "llm", TRAIN[:50] + ["Translate the following sentence into German."])
     tr = get_backend("causal-lm", str(path))

@@ -135,7 +135,6 @@ def test_balanced_recipe_on_the_moji_standin(recipe, balance, tmp_path, monkeypa
     """The recipe option on the shipped Moji stand-in: the training rows the Trainer saw are balanced as asked, the
     predictions (and leakage) still cover the whole training split."""
     from fair_standins import write_moji
-
     from fairmt.cli import main
 
     root = tmp_path / "data"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import fairmt
-from tests.hostile_campaign import (CONFIG_RANGE_CASES, DOWNLOAD_SOURCE_CASES, EVALUATE_ARG_CASES, all_cases)
+from tests.hostile_campaign import CONFIG_RANGE_CASES, DOWNLOAD_SOURCE_CASES, EVALUATE_ARG_CASES, all_cases
 
 CASE_IDS = {c.id for c in all_cases()}
 

@@ -419,8 +419,8 @@ def _median_rho(model_dir, tmp_path):
 
 @pytest.mark.parametrize("method", ["dpce", "adept"])
 def test_recipe_end_to_end_on_tiny_mlm(method, tiny_mlm_dir, tmp_path, capsys):
-    from fairmt.recipes._schema import validate_recipe
     from fairmt.eval.embedding.encode import MaskedLMRunner
+    from fairmt.recipes._schema import validate_recipe
     from fairmt.recipes.ccd.word_debias import main
 
     cfg = _recipe(method, tiny_mlm_dir, tmp_path)

@@ -1,11 +1,12 @@
-"""CCDTrainer: a few real training steps on tiny encoders built from a config (BERT, PEFT LoRA, sentence-transformers)."""
+"""CCDTrainer: a few real training steps on tiny encoders built from a config (BERT, PEFT LoRA,
+sentence-transformers)."""
 
 import math
 
 import pytest
-import procs
 import torch
 
+import procs
 from fairmt.data.augment.cda import cda_augment
 from fairmt.data.augment.tuples import CCDTupleCollator, tuples_to_dataset
 from fairmt.errors import FairmtError

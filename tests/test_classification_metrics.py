@@ -341,7 +341,7 @@ def test_cli_scores_a_predictions_file(tmp_path, capsys):
 
 
 def test_cli_string_labels_without_hidden(tmp_path, capsys):
-    rows = [{"label": l, "pred": p, "group": g} for l, p, g in [
+    rows = [{"label": y, "pred": p, "group": g} for y, p, g in [
         ("nurse", "nurse", "F"), ("nurse", "surgeon", "M"), ("surgeon", "surgeon", "F"), ("surgeon", "surgeon", "M"),
         ("nurse", "nurse", "F"), ("nurse", "nurse", "M"), ("surgeon", "nurse", "F"), ("surgeon", "surgeon", "M"),
     ]]

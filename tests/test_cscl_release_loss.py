@@ -35,7 +35,7 @@ def _release_loop(feats, labels, groups=None):
     ex = [i for k in range(v) for i in range(n)]
     total = 0.0
     for a in range(n * v):
-        def logit(j):
+        def logit(j, a=a):
             return float(z[a] @ z[j]) / TAU
 
         if groups is None:

@@ -13,8 +13,8 @@ import pytest
 from fairmt.cli import main
 from fairmt.data.demo_corpus import (
     ML_LANGS,
-    ML_OCCUPATIONS,
     ML_OBJECTS,
+    ML_OCCUPATIONS,
     ML_VERBS,
     OCCUPATIONS,
     gender_keys,

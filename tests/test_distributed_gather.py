@@ -9,8 +9,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from fairmt.losses import gacl_loss
 from fairmt.distributed import gather_with_grad
+from fairmt.losses import gacl_loss
 
 D_IN, D = 6, 5
 

@@ -6,7 +6,6 @@ import sys
 import pytest
 
 import procs
-
 from fairmt import distributed
 from fairmt.errors import FairmtError
 

@@ -17,8 +17,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import needs
 import pytest
+
+import needs
 from doc_blocks import ROOT, Block, blocks, one_folder, shell_commands
 
 sys.path.insert(0, str(ROOT / "docs_gen"))

@@ -18,8 +18,9 @@ import threading
 import time
 from pathlib import Path
 
-import needs
 import pytest
+
+import needs
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = needs.program("chromium")  # FAIRMT_CHROMIUM, else chromium on the PATH (tests/needs.py)

@@ -75,7 +75,7 @@ def test_manifest_urls():
                for f in files)
     _, archives = dl.dataset_files("flores200")
     assert archives[0].url == "https://dl.fbaipublicfiles.com/nllb/flores200_dataset.tar.gz"
-    with pytest.raises(FairmtError, match="available: winomt, geneval, bios, flores200"):
+    with pytest.raises(FairmtError, match="available: winomt, geneval, bios, lexicons, flores200"):
         dl.dataset_files("wmt")
 
 

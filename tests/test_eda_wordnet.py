@@ -4,9 +4,9 @@ recipe that asks for EDA without WordNet stops with one line instead of running 
 
 from __future__ import annotations
 
-import needs
 import pytest
 
+import needs
 from fairmt.data.augment import eda as eda_module
 from fairmt.data.augment.eda import EDA, wordnet_synonyms
 from fairmt.errors import FairmtError

@@ -29,9 +29,9 @@ def _corpus(shared_data):
 @pytest.fixture(scope="module")
 def tiny_mlm(shared_data, tmp_path_factory):
     """A 2-layer BertForMaskedLM + BertTokenizer saved to a folder (vocab from the test slices' words)."""
-    from transformers import BertConfig, BertForMaskedLM, BertTokenizer
     from tokenizers.normalizers import BertNormalizer
     from tokenizers.pre_tokenizers import BertPreTokenizer
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizer
 
     norm, pre = BertNormalizer(lowercase=True), BertPreTokenizer()
     words = sorted({w for t in _corpus(shared_data) for w, _ in pre.pre_tokenize_str(norm.normalize_str(t))} - EXCLUDED)

@@ -1,4 +1,5 @@
-"""StereoSet scorer: bit-identical to a port of the official evaluation.py on the real fixture; formats; hand example."""
+"""StereoSet scorer: bit-identical to a port of the official evaluation.py on the real fixture; formats; hand
+example."""
 
 import json
 import sys
@@ -6,8 +7,8 @@ from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
-import procs
 
+import procs
 from fairmt.errors import FairmtError
 from fairmt.eval.embedding.stereoset import (
     intrasentence_predictions,
@@ -56,7 +57,7 @@ def official_scores(gold_examples: list[dict], predictions: dict) -> dict:
     def score(counts):
         ss_scores, lm_scores = [], []
         total = 0
-        for term, scores in counts.items():
+        for _term, scores in counts.items():
             total += scores["total"]
             ss_score = 100.0 * (scores["pro"] / scores["total"])
             lm_score = (scores["related"] / (scores["total"] * 2.0)) * 100.0

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import procs
 
 import fairmt
+import procs
 from fairmt.cli import main
 
 evaluate = pytest.importorskip("evaluate", reason="the evaluate package is not installed (pip install 'fairmt[evaluate]')")

@@ -1,11 +1,11 @@
 """FairContrastiveTrainer: CSCL one-/two-stage and FCL actually train; views; groups; bad input; augmentation."""
 
 import pytest
-import procs
 import torch
 from datasets import Dataset
 from transformers import BertConfig, BertForSequenceClassification
 
+import procs
 from fairmt.data.augment.backtranslate import backtranslate
 from fairmt.data.augment.eda import EDA
 from fairmt.data.classification import ClassificationCollator

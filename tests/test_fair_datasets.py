@@ -1,7 +1,6 @@
 """The papers' datasets (issue 23, item 13): loaders on local stand-ins in the real formats, the published splits,
 the `fairmt data corpora` listing, and one-line errors when the data is not there."""
 
-import io
 import json
 import pickle
 import tarfile
@@ -9,9 +8,9 @@ import tarfile
 import numpy as np
 import pytest
 
+from fair_standins import bios_rows, write_bios, write_hatespeech, write_moji, write_wilds
 from fairmt.data.fair_datasets import BIOS_PROFESSIONS, read_bios_split, read_jigsaw, read_moji
 from fairmt.errors import FairmtError
-from fair_standins import bios_rows, write_bios, write_hatespeech, write_moji, write_wilds
 
 
 # ---------------------------------------------------------------------------------------------- Bias-in-Bios

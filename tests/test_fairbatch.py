@@ -58,7 +58,7 @@ def test_batches_follow_the_cell_sizes_and_cover_each_cell_without_repeats():
     for b in batches:
         assert dict(Counter((Y[i], G[i]) for i in b)) == {c: k for c, k in sizes.items() if k}
     # within the epoch a cell's rows repeat only once it is used up (without replacement, wrapping around)
-    for c, k in sizes.items():
+    for c, _k in sizes.items():
         rows = [i for b in batches for i in b if (Y[i], G[i]) == c]
         n_cell = sum(1 for y, g in zip(Y, G) if (y, g) == c)
         assert len(set(rows)) == min(len(rows), n_cell)
@@ -110,7 +110,6 @@ def test_fairbatch_recipe_line_on_the_moji_standin(tmp_path, monkeypatch, capsys
     import json
 
     from fair_standins import write_moji
-
     from fairmt.cli import main
 
     write_moji(tmp_path / "data" / "moji")

@@ -24,7 +24,7 @@ def _brute_gap(y, p, g, kind: str, classes=None, groups=None) -> float | None:
     groups = sorted(set(g), key=str) if groups is None else groups
     per_class = []
     for c in classes:
-        def rate(rows):
+        def rate(rows, c=c):
             if kind == "tpr":
                 den = [i for i in rows if y[i] == c]
             elif kind == "fpr":

@@ -1,7 +1,7 @@
 """The fairseq front end: ``fairmt data fairseq-prep``, the ``gacl_translation`` task and the ``gacl_kd`` criterion
-(``fairseq-train --user-dir``). Needs fairseq (docs/methods/gacl.md, "GACL + KD in fairseq"; CI installs it); without it every test
-that needs it skips with the install step as its reason, and ``test_plugin_tests_ran_where_fairseq_is_installed``
-fails if fairseq IS importable but those tests were skipped anyway.
+(``fairseq-train --user-dir``). Needs fairseq (docs/methods/gacl.md, "GACL + KD in fairseq"; CI installs it); without it
+every test that needs it skips with the install step as its reason, and
+``test_plugin_tests_ran_where_fairseq_is_installed`` fails if fairseq IS importable but those tests were skipped anyway.
 """
 
 import contextlib
@@ -13,17 +13,15 @@ import math
 import os
 import random
 import socket
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import needs
-import procs
 import pytest
 import torch
 
+import needs
 from fairmt.errors import FairmtError
 from fairmt.fairseq.user_dir import user_dir
 
@@ -108,9 +106,8 @@ def fairseq_train(argv: list[str]) -> str:
     about the process. What the run changes globally is put back: ``sys.argv``, the root logger's level and
     handlers, the torch / numpy / random generators. An error propagates (the console script would exit 1 with its
     traceback)."""
-    import numpy as np
-
     import fairseq_cli.train as fairseq_train_cli  # its import-time basicConfig is a no-op under pytest (handlers)
+    import numpy as np
 
     log = io.StringIO()
     handler = logging.StreamHandler(log)
@@ -571,9 +568,10 @@ def test_plugin_tests_ran_where_fairseq_is_installed():
     reason = _plugin_skip_reason()
     assert reason is None, reason
     assert not _SKIPPED, f"fairseq is importable but the fairseq plugin tests were skipped: {_SKIPPED}"
-    import fairmt.fairseq.userdir.fairmt_gacl  # noqa: F401
     from fairseq.criterions import CRITERION_REGISTRY
     from fairseq.tasks import TASK_REGISTRY
+
+    import fairmt.fairseq.userdir.fairmt_gacl  # noqa: F401
 
     assert "gacl_kd" in CRITERION_REGISTRY and "gacl_translation" in TASK_REGISTRY
     assert "gacl_multilingual_translation" in TASK_REGISTRY

@@ -60,9 +60,10 @@ def _closed_port() -> int:
 def test_nllb_dry_run_offline_is_one_probe_and_one_line(how, tmp_path, monkeypatch, capsys):
     """No Hub: the dry run does not try to download the model's config (transformers' and huggingface_hub's retries
     took 23 s); it says once why the Hub is out of reach, and finishes in seconds."""
+    from huggingface_hub import constants
+
     import fairmt.recipes.gacl.runner  # noqa: F401 - imported before the clock starts: transformers' Trainer takes seconds
     import fairmt.trainers.gacl  # noqa: F401
-    from huggingface_hub import constants
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache: the model is not here

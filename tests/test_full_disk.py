@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import procs
-from hostile_campaign import FileSizeLimit
 from fairmt.errors import FairmtError
 from fairmt.outputs import save_folder, write_json
+from hostile_campaign import FileSizeLimit
 
 
 def _limit(nbytes: int):

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 import multiproc_helpers as mp
 import procs
 from gacl_helpers import tiny_model_dir

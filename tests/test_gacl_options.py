@@ -3,11 +3,10 @@
 import math
 
 import pytest
-import torch
-from gacl_helpers import collator, gacl_dataset, load, tiny_model_dir
 
 from fairmt.errors import FairmtError
 from fairmt.trainers.gacl import GACLConfig, GACLTrainer, LinearProjectionHead
+from gacl_helpers import collator, gacl_dataset, load, tiny_model_dir
 
 pytestmark = pytest.mark.slow
 

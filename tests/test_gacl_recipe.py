@@ -3,14 +3,14 @@
 import json
 
 import pytest
-import procs
 import yaml
-from gacl_helpers import tiny_model_dir, trained_tiny_model_dir
 
+import procs
 from fairmt.cli import main
 from fairmt.commands.train import apply_overrides, available_methods, load_recipe
 from fairmt.data.demo_corpus import demo_splits
 from fairmt.errors import FairmtError
+from gacl_helpers import tiny_model_dir, trained_tiny_model_dir
 
 
 def test_overrides_and_recipe_errors(tmp_path):

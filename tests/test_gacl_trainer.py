@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from gacl_helpers import collator, gacl_dataset, load, tiny_model_dir
 
 from fairmt.errors import FairmtError
 from fairmt.trainers.gacl import GACLConfig, GACLTrainer
+from gacl_helpers import collator, gacl_dataset, load, tiny_model_dir
 
 pytestmark = pytest.mark.slow
 

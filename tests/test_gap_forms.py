@@ -13,7 +13,11 @@ import pytest
 
 from fairmt.errors import FairmtError
 from fairmt.eval.classification import (
-    bounded_fairness, classification_metrics, distance_to_optimum, performance_fairness_auc, tradeoff_scores,
+    bounded_fairness,
+    classification_metrics,
+    distance_to_optimum,
+    performance_fairness_auc,
+    tradeoff_scores,
 )  # fmt: skip
 
 

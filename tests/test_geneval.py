@@ -6,8 +6,8 @@ import json
 import unicodedata
 
 import pytest
-import procs
 
+import procs
 from fairmt.errors import FairmtError
 from fairmt.eval import geneval as ge
 
@@ -303,7 +303,6 @@ def test_cli_contextual(real_data, tmp_path, capsys):
 
 @pytest.mark.data
 def test_file_based_cli_does_not_import_torch(real_data, tmp_path):
-    import subprocess
     import sys
 
     d = ge.load_counterfactual("fr", "test")

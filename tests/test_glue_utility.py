@@ -84,8 +84,8 @@ def test_ccd_recipe_on_masked_lm_keeps_the_head_and_runs_glue(tiny_bert_dir, tmp
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
     import fairmt.eval.glue as glue
-    from fairmt.recipes._schema import validate_recipe
     from fairmt.eval.embedding.encode import MaskedLMRunner
+    from fairmt.recipes._schema import validate_recipe
     from fairmt.recipes.ccd.runner import main
     from tiny_encoders import PREDICATES, SUBJECTS
 

@@ -59,10 +59,10 @@ def test_every_command_with_overwrite_has_a_campaign_case_that_protects_a_home_f
     """The guard of issue 35: a command that takes --overwrite (found in the CLI's parsers, so a new one cannot be
     missed) must have an ``overwrite`` case — pointed at a home folder whose files must survive — here, and its
     detailed checks in ``tests/test_overwrite_safety.py`` (listed in its ``COVERED``)."""
+    import tests.test_overwrite_safety as safety
     from fairmt.cli import _leaves, build_parser
     from tests.hostile_campaign import OVERWRITE_ARGV
     from tests.test_overwrite_safety import COVERED
-    import tests.test_overwrite_safety as safety
 
     commands = {leaf.prog.removeprefix("fairmt ") for leaf in _leaves(build_parser())
                 if "--overwrite" in leaf._option_string_actions}

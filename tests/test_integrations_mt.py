@@ -8,11 +8,10 @@ import re
 import pytest
 import torch
 
-from gacl_helpers import gacl_dataset, tiny_model_dir  # beside this file
-
 from fairmt.data.demo_corpus import demo_splits
 from fairmt.eval.geneval import GenEvalCounterfactualData
 from fairmt.models import load_translation_model
+from gacl_helpers import gacl_dataset, tiny_model_dir  # beside this file
 
 
 @pytest.fixture(scope="module")

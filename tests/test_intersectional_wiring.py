@@ -11,11 +11,10 @@ import json
 import pytest
 
 from fair_standins import write_hatespeech
-from test_fairlib_metrics import _brute_gap
-
 from fairmt.cli import main
 from fairmt.data.classification import read_hatespeech
 from fairmt.errors import FairmtError
+from test_fairlib_metrics import _brute_gap
 
 
 def test_hatespeech_reader_gives_the_cross_product_groups(tmp_path):

@@ -35,18 +35,19 @@ FLOORS: list[tuple[str, ...]] = [
     ("evaluate_modules", "model_eval"),  # model_eval: a model in, scores out (translate + eval)
     ("recipes", "demo", "integrations"),  # recipes: the recipe families (registry, schemas, runners, cards); the
     # demo is a scripted GACL run; integrations: fairmt in other libraries' loops (sentence-transformers evaluators)
-    ("commands", "sweep", "scripts"),  # sweep: the engine of `fairmt sweep`; scripts: the old paths of the recipe
-    # runners (deprecated shims over fairmt.recipes, until 0.2)
+    ("sweep",),  # the engine of `fairmt sweep`: reads recipes through fairmt.recipes, never the CLI layer above it
+    ("commands", "scripts"),  # scripts: the old paths of the recipe runners (deprecated shims over fairmt.recipes,
+    # until 0.2)
     ("cli",),
     ("__main__",),
 ]
 """Bottom first. The package root (``fairmt/__init__.py``) is the lazy facade over all of them: it imports nothing
 when it runs (its names load on first access), and ``from fairmt import __version__`` is allowed from anywhere."""
 
-ONE_LAYER = {frozenset({"recipes", "demo"}), frozenset({"commands", "sweep"})}
+ONE_LAYER = {frozenset({"recipes", "demo"})}
 """Parts of one floor that are one layer split over two folders, and may import each other (never in a cycle):
-the GACL recipe builds the demo's tiny model and the demo writes its folder by the recipes' rule; ``fairmt sweep``'s
-engine reads recipes through ``fairmt train``'s loader. Other parts of a floor are siblings that never meet."""
+the GACL recipe builds the demo's tiny model and the demo writes its folder by the recipes' rule. Other parts of a
+floor are siblings that never meet."""
 
 FLOOR = {part: i for i, floor in enumerate(FLOORS) for part in floor}
 
@@ -213,6 +214,16 @@ def test_the_package_root_imports_nothing_when_it_runs():
     """``import fairmt`` stays lazy: the root's imports are all under TYPE_CHECKING."""
     _, every = import_graph()
     assert [n for n, _ in every["fairmt"] if n.startswith("fairmt.")] == []
+
+
+def test_sweep_never_imports_the_cli_layer():
+    """``fairmt sweep``'s engine reads recipes, their checks and their families through :mod:`fairmt.recipes`, never
+    through ``fairmt.commands`` or ``fairmt.cli`` (lazy imports included): the CLI stands on it, not beside it."""
+    _, every = import_graph()
+    up = [f"{m}: {name} (line {line})" for m, imports in sorted(every.items()) if m.startswith("fairmt.sweep")
+          for name, line in imports if name.split(".")[:2] in (["fairmt", "commands"], ["fairmt", "cli"])]
+    assert up == [], "\n".join(up)
+    assert FLOOR["sweep"] < FLOOR["commands"] and frozenset({"commands", "sweep"}) not in ONE_LAYER
 
 
 def test_no_import_cycle_anywhere():

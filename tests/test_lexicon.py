@@ -25,7 +25,7 @@ def test_swapping_twice_returns_the_original_and_keeps_case(words, sep, end):
     text = sep.join(_case(w, how) for w, how in words) + end
     once = swap_gender(text)
     assert swap_gender(once) == text
-    for (w, how), new in zip(words, once.rstrip(".!").split(sep)):
+    for (_w, how), new in zip(words, once.rstrip(".!").split(sep)):
         if how == "upper" and len(new) > 1:
             assert new.isupper()
         elif how != "lower":

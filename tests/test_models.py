@@ -2,10 +2,10 @@
 language-token layout of sources and labels, forced BOS, clear errors for unknown codes."""
 
 import pytest
-from gacl_helpers import tiny_model_dir
 
 from fairmt.errors import FairmtError
 from fairmt.models import detect_family, load_translation_model
+from gacl_helpers import tiny_model_dir
 
 SRC, TGT = "The doctor finished her work.", "Die Ärztin beendete ihre Arbeit."
 
@@ -114,8 +114,8 @@ def test_hub_names_fall_back_on_the_name_and_conflicts_are_errors(monkeypatch, t
 def test_every_m2m100_language_has_its_flores200_code(dirs):
     """SMaLL-100/M2M-100 evaluations on FLORES-200 cover every language the tokenizer has (the paper's many-to-many
     table needs bg af am bs ceb kk be hr tl ne oc, which were missing), and the codes are real NLLB-200 codes."""
-    from fairmt.translate import flores_to_model_lang
     from fairmt.models.languages import ISO_TO_NLLB, M2M_WITHOUT_FLORES, _nllb_codes, m2m_codes
+    from fairmt.translate import flores_to_model_lang
 
     assert set(ISO_TO_NLLB) == set(m2m_codes()) - set(M2M_WITHOUT_FLORES)
     assert set(ISO_TO_NLLB.values()) <= set(_nllb_codes()) and len(set(ISO_TO_NLLB.values())) == len(ISO_TO_NLLB)

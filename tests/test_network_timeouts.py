@@ -90,7 +90,6 @@ def test_data_download_timeout_option_wins_over_the_variable(tmp_path, silent_se
                                         ("abc", "abc")])
 def test_the_timeout_option_is_checked_like_an_option(command, value, why, capsys):
     from fairmt.cli import main
-    from fairmt.hub import DEFAULT_TIMEOUT_S
 
     try:
         rc = main([*command, "--timeout", value])
@@ -113,7 +112,7 @@ def test_the_timeout_has_one_default_named_in_the_help_and_the_docs():
              and "network" in (a.help or "")]
     assert len(helps) == 3 and all(f"else {DEFAULT_TIMEOUT_S:g})" in h and "FAIRMT_NET_TIMEOUT" in h for h in helps)
     page = (Path(__file__).resolve().parents[1] / "docs" / "troubleshooting.md").read_text()
-    assert f"--timeout SECONDS" in page and f"default {DEFAULT_TIMEOUT_S:g}" in page
+    assert "--timeout SECONDS" in page and f"default {DEFAULT_TIMEOUT_S:g}" in page
 
 
 def _leaves(parser):

@@ -19,8 +19,7 @@ import pytest
 
 from fairmt.cli import main
 from fairmt.errors import FairmtError
-from fairmt.outputs import (LOCK_NAME, MANIFEST, FolderPlan, check_overwrite, claim_run_dir, publish_dir,
-                            release_run_dir)
+from fairmt.outputs import LOCK_NAME, MANIFEST, FolderPlan, check_overwrite, claim_run_dir, publish_dir, release_run_dir
 
 # ---------------------------------------------------------------------------------------------- helpers
 
@@ -554,7 +553,7 @@ COVERED: dict[str, list[str]] = {
 listed; the file-output commands share one test of the rule they share, and each has its own campaign case)."""
 
 
-# ---------------------------------------------------------------------------------------------- issue 52: how files are opened
+# --------------------------------------------------------------------------------------- issue 52: how files are opened
 
 
 def test_a_whole_file_write_never_goes_through_a_link_and_leaves_other_hard_links_alone(tmp_path):

@@ -161,7 +161,7 @@ def test_fcl_ablation_switches_change_the_objective(standins, tmp_path, monkeypa
                            capsys)
         stage = res["config"]["stages"]["train"]
         assert (stage["fcl_scl_weight"], stage["fcl_fcl_weight"]) == (w_scl, w_fcl)
-        state = json.loads(next((out.glob("checkpoint-*/trainer_state.json"))).read_text())
+        state = json.loads(next(out.glob("checkpoint-*/trainer_state.json")).read_text())
         for h in state["log_history"]:
             if "loss_ce" in h:
                 want = h["loss_ce"] + 0.316 * (w_scl * h["loss_scl"] - w_fcl * h["loss_fcl"])

@@ -20,9 +20,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from fairmt.errors import FairmtError
-
 import fairmt
+from fairmt.errors import FairmtError
 
 B, T = 8, 7
 FAIRMT_DIR = str(Path(fairmt.__file__).resolve().parent)

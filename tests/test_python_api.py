@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 import procs
-from test_mtbias import PAIRS, _fake_data  # beside this file
-
 from fairmt.cli import main
+from test_mtbias import PAIRS, _fake_data  # beside this file
 
 
 def test_import_fairmt_stays_light_and_names_the_one_call_functions():

@@ -1,5 +1,6 @@
 """Doc code that promises a number runs and gives it (issue 27: the `mt_geneval` example returned None). The blocks
-live on the site's pages (docs/benchmarks/mt-geneval.md, docs/sweeps.md); tests/test_docs.py checks every other block."""
+live on the site's pages (docs/benchmarks/mt-geneval.md, docs/sweeps.md); tests/test_docs.py checks every other
+block."""
 
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from fairmt.recipes._schema import SCHEMAS, _known, validate_recipe
 from fairmt.recipes._checks import COMMON_TOP
+from fairmt.recipes._schema import SCHEMAS, _known, validate_recipe
 
 
 def _runner_defaults() -> dict[str, dict[str, Any]]:

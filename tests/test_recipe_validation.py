@@ -37,7 +37,11 @@ def test_bad_overrides_fail_fast_naming_the_key(recipe, overrides, message, caps
 
 @pytest.mark.parametrize("text, message", [
     ("method: gacl\nmodel: [unclosed\n", "is not valid YAML"),
-    ("method: nosuch\n", "unknown method 'nosuch'"),
+    ("method: nosuch\n", "unknown method 'nosuch' in the recipe: the registered families are "
+                            "gacl, ccd, dpce, adept, classification, sampling"),
+    # a module of the recipe package that is no family (the cards checker) is no method either (issue 50)
+    ("method: cards\n", "unknown method 'cards' in the recipe: the registered families are "
+                           "gacl, ccd, dpce, adept, classification, sampling"),
     ("- a list\n", "must be a YAML mapping"),
     ("model: x\n", "has no 'method' key"),
 ])

@@ -8,8 +8,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import procs
 
+import procs
 from fairmt.cli import main
 from fairmt.commands.train import builtin_recipes, resolve_recipe_path
 

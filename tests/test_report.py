@@ -8,7 +8,6 @@ are written here by the real ``fairmt eval`` commands, and the sweeps by the rea
 from __future__ import annotations
 
 import json
-import math
 import random
 import re
 import shutil
@@ -18,7 +17,6 @@ from pathlib import Path
 import pytest
 
 import needs
-
 from fairmt.cli import main
 
 FIX = Path(__file__).parent / "fixtures" / "report"
@@ -650,7 +648,7 @@ def test_push_dry_run_of_a_sweep_takes_the_selected_runs_results_and_method(mixe
 
 
 def test_a_key_only_one_run_has_is_no_difference_and_per_class_gap_is_asked_for(tmp_path, capsys):
-    from fairmt.eval.reporting import Run, build_tables
+    from fairmt.eval.reporting import Run
     from fairmt.eval.reporting.tables import signature_differences
 
     a = Run("a", "mt", "a.json", {"winomt_acc": 60.0}, signatures={"settings:split": "test", "winomt:de": "w1"})

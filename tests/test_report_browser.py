@@ -13,9 +13,9 @@ import os
 import shutil
 from pathlib import Path
 
-import needs
 import pytest
 
+import needs
 from fairmt.cli import main
 
 FIX = Path(__file__).parent / "fixtures" / "report"

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 import needs
-
 from fairmt.cli import main
 from fairmt.eval.reporting import escape
 

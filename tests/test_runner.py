@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from fairmt.errors import FairmtError  # noqa: E402
 from fairmt import model_eval, translate  # noqa: E402
+from fairmt.errors import FairmtError  # noqa: E402
 
 PAIRS = [
     ("The doctor is here.", "Der Arzt ist hier."),

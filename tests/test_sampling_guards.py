@@ -11,7 +11,6 @@ import pytest
 from fairmt.cli import main
 from fairmt.data.images import read_celeba
 from fairmt.recipes.sampling.runner import data_fingerprint
-
 from image_standins import make_celeba
 
 

@@ -207,3 +207,5 @@ def test_sampler_zero_distances_and_bad_inputs():
         sample_fair_negatives(bank[:1], torch.tensor([0]), bank, c, p, num_negatives=0)
     with pytest.raises(FairmtError, match="epsilon"):
         cluster_weights(p, epsilon=-1)
+    with pytest.raises(FairmtError, match="bank needs bank_clusters"):  # was torch.as_tensor(None)'s TypeError
+        fairness_sampling_probs(bank[:1], torch.tensor([0]), p, bank=bank)

@@ -3,8 +3,6 @@ layouts with a tiny random ResNet; the readers; resuming; the dry run of every r
 
 import csv
 import json
-import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +11,6 @@ import pytest
 from fairmt.cli import main
 from fairmt.data.images import read_celeba, read_chexpert
 from fairmt.errors import FairmtError
-
 from image_standins import CELEBA_ATTRS, make_celeba, make_chexpert
 
 SAMPLING_RECIPES = ["celeba_resnet50", "celeba_resnet50_simclr", "chexpert_resnet50", "chexpert_resnet50_simclr"]

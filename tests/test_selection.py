@@ -90,7 +90,6 @@ def test_selection_errors():
 def test_callback_keeps_the_best_dev_checkpoint_and_ignores_test(tmp_path):
     from fairmt.data.classification import ClassificationCollator
     from fairmt.trainers.adversarial import AdversarialConfig, AdversarialTrainer
-
     from test_adversarial import _rows, _tiny_bert
 
     callback = FairnessSelectionCallback("dto", normalise=True)

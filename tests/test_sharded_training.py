@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import procs
 import torch
 
+import procs
 from fairmt.errors import FairmtError
 from fairmt.trainers.sharding import check_not_zero3_partitioned, share_tied_embedding_modules
 

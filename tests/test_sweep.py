@@ -474,11 +474,19 @@ def test_a_grid_run_queued_twice_runs_once(tmp_path):
     """Two workers that look for the next grid run at the same moment queue the same (setting, seed) twice; the
     later trial is recognised as a duplicate, and so is a retry queued twice. A trial that was not queued with a
     seed (asked by someone else) is not a grid run."""
-    from fairmt.sweep.engine import HOST, OWNER, SEED, _duplicate, _my_owner, _next_run, _suggest, open_storage, \
-        open_study
-    from fairmt.sweep.spec import SweepSpec
-
     from fairmt.commands.train import resolve_recipe_path
+    from fairmt.sweep.engine import (
+        HOST,
+        OWNER,
+        SEED,
+        _duplicate,
+        _my_owner,
+        _next_run,
+        _suggest,
+        open_storage,
+        open_study,
+    )
+    from fairmt.sweep.spec import SweepSpec
 
     spec = SweepSpec(recipe=RECIPE, recipe_path=str(resolve_recipe_path(RECIPE)), method="classification",
                      overrides=[], grid={"x": [1, 2]},

@@ -101,12 +101,11 @@ def test_spread_digits():
 def test_a_setting_whose_final_model_is_at_chance_is_flagged_in_sweep_md(tmp_path, capsys, monkeypatch):
     """Issue 44 item 9: an INLP run whose final model collapsed to chance (results.json info.inlp.at_chance, set by
     the classification recipe) is named in sweep.md's table and summary, in sweep.json, and on the console."""
-    from sweep_helpers import fake_runner
-
     from fairmt.commands.sweep import _print_summary
     from fairmt.sweep.engine import run_sweep
     from fairmt.sweep.report import write_report
     from fairmt.sweep.spec import build_spec
+    from sweep_helpers import fake_runner
 
     def runner(cmd, log):  # at lr 0.1, seed 1 collapsed
         return fake_runner(cmd, log, extra=lambda over: {"info": {"inlp": {"at_chance": float(

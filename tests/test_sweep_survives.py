@@ -52,9 +52,8 @@ def _fake_runner(cmd: list[str], log: Path) -> int:
 def fake_runs(monkeypatch, tmp_path):
     """`fairmt sweep` in-process with stand-in runs (and a stand-in data folder); the list holds the run folders
     trained, in order."""
-    from sweep_helpers import standin_data_root
-
     from fairmt.sweep import engine
+    from sweep_helpers import standin_data_root
 
     standin_data_root(monkeypatch, tmp_path)
 
@@ -273,9 +272,8 @@ def test_seeds_outside_numpys_range_are_one_line(tmp_path, capsys, seeds, expect
 
 
 def test_a_sweep_whose_every_trial_fails_for_one_reason_exits_2_with_the_reason(tmp_path, capsys, monkeypatch):
-    from sweep_helpers import standin_data_root
-
     from fairmt.sweep import engine
+    from sweep_helpers import standin_data_root
 
     def broken(cmd, log):
         log.write_text("Traceback ...\nValueError: model.type 'embedding_bag' needs token ids\n")

@@ -11,8 +11,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-import needs
 import pytest
+
+import needs
 import time_budget
 from doc_blocks import ROOT, _comments_before, blocks
 

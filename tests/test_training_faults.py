@@ -1,16 +1,15 @@
 """Training faults: a non-finite loss stops the run naming the step and the terms (the last checkpoint stays good);
 a run killed (SIGKILL) while saving resumes from the last complete checkpoint."""
 
-import math
 import os
 import signal
 import sys
 from pathlib import Path
 
 import pytest
-import procs
 import torch
 
+import procs
 from fairmt.errors import FairmtError
 from fairmt.trainers.faults import checkpoint_complete, last_complete_checkpoint
 
@@ -77,11 +76,10 @@ def test_killed_while_saving_resumes_from_the_last_complete_checkpoint(tmp_path,
 def test_a_torn_checkpoint_given_by_path_is_refused_naming_the_good_one(tmp_path):
     from datasets import Dataset
 
+    from ddp_helpers import fcl_rows
     from fairmt.data.classification import ClassificationCollator
     from fairmt.models.text_classifiers import MLPClassifier
     from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
-
-    from ddp_helpers import fcl_rows
 
     out = tmp_path / "out"
     (out / "checkpoint-2").mkdir(parents=True)
@@ -99,11 +97,10 @@ def test_a_nan_loss_stops_the_run_at_its_step_and_the_last_checkpoint_stays_good
     from datasets import Dataset
     from safetensors.torch import load_file
 
+    from ddp_helpers import fcl_rows
     from fairmt.data.classification import ClassificationCollator
     from fairmt.models.text_classifiers import MLPClassifier
     from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
-
-    from ddp_helpers import fcl_rows
 
     rows = fcl_rows()
     for r in rows[32:]:  # the second half of the data is broken

@@ -4,8 +4,8 @@ import json
 import sys
 
 import pytest
-import procs
 
+import procs
 from fairmt.errors import FairmtError
 from fairmt.eval.winomt import (
     Gender,

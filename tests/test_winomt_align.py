@@ -140,7 +140,7 @@ def reference_fast_align(corpus, iterations=5, tension=4.0, p0=0.08, alpha=0.01)
                 tension += (emp - mod) * 20.0
                 tension = min(max(tension, 0.1), 14.0)
         tot = {}
-        for (e, f), c in counts.items():
+        for (e, _f), c in counts.items():
             tot[e] = tot.get(e, 0.0) + c + alpha
         ttable = {(e, f): math.exp(_ref_digamma(c + alpha) - _ref_digamma(tot[e])) for (e, f), c in counts.items()}
     return out, tension

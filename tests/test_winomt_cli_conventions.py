@@ -2,7 +2,6 @@
 {"per_language": [...], averages}; `--lang all` says which languages it skips and why; `--detector` loads your own."""
 
 import json
-import sys
 
 import pytest
 

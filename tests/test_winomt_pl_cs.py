@@ -6,9 +6,9 @@ and whole WinoMT-style sentences through the aligner."""
 import sys
 import warnings
 
-import needs
 import pytest
 
+import needs
 from fairmt.errors import FairmtError
 from fairmt.eval.winomt import Gender, evaluate_winomt, get_detector
 from fairmt.eval.winomt.detectors import (

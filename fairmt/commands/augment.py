@@ -144,11 +144,14 @@ def _examples(path):
 def _run_llm(args) -> int:
     from dataclasses import asdict
 
-    from fairmt.data.augment.llm import augment_texts, cda_corrector, interactive_corrector
-    from fairmt.data.augment.llm import polarity_guided_prompt_search
+    from fairmt.data.augment.llm import (
+        augment_texts,
+        cda_corrector,
+        interactive_corrector,
+        polarity_guided_prompt_search,
+    )
     from fairmt.data.augment.tuples import write_tuples
     from fairmt.data.gender import detect_gender
-
     from fairmt.outputs import check_output_file
 
     inputs = [p for p in (args.input, args.examples, args.local_model) if p]

@@ -1,4 +1,5 @@
-"""``fairmt data download {winomt,geneval,bios,flores200}``, ``fairmt data verify`` and ``fairmt data fairseq-prep``."""
+"""``fairmt data download {winomt,geneval,bios,lexicons,flores200}``, ``fairmt data verify`` and
+``fairmt data fairseq-prep``."""
 
 from __future__ import annotations
 
@@ -32,9 +33,8 @@ def _verify(args) -> int:
 
 
 def _fairseq_prep(args) -> int:
-    from fairmt.fairseq.prep import fairseq_prep
-
     from fairmt.errors import FairmtError
+    from fairmt.fairseq.prep import fairseq_prep
 
     if not args.output_dir:
         raise FairmtError("give --output-dir DIR: the folder for the binarised data and side files")
@@ -93,12 +93,15 @@ def register(groups) -> None:
     from fairmt.commands._options import alias, count, output_dir, seed, timeout_option
     p = groups["data"].add_parser(
         "download",
-        help="fetch benchmark data (winomt, geneval, bios, flores200) into the local cache, checking sha256",
+        help="fetch benchmark data (winomt, geneval, bios, lexicons, flores200) into the local cache, checking "
+        "sha256",
         description="Fetch benchmark files into the data cache ($FAIRMT_CACHE/data or ~/.cache/fairmt/data) in the "
         "layout FAIRMT_DATA expects, verifying each file's pinned sha256. Datasets: winomt, geneval (mt_geneval), "
-        "bios (the Bias-in-Bios sample of the offline classification recipes), flores200.",
+        "bios (the Bias-in-Bios sample of the offline classification recipes), lexicons (Zhao et al. 2018's WinoBias "
+        "word lists, the GACL paper's lexicon), flores200.",
     )
-    p.add_argument("datasets", nargs="+", metavar="DATASET", help="winomt, geneval (or mt_geneval), bios, flores200")
+    p.add_argument("datasets", nargs="+", metavar="DATASET", help="winomt, geneval (or mt_geneval), bios, lexicons, "
+                   "flores200")
     alias(p, "--dest", output_dir(p, "--output-dir", what="data folder", resumable=True, default=None,
                                    help="download into this folder instead of the cache (files already there and "
                                         "valid are kept)"))

@@ -17,8 +17,6 @@ Registration is cheap: numpy/scikit-learn are imported inside the handler only.
 
 from __future__ import annotations
 
-import json
-
 import argparse
 import sys
 from dataclasses import dataclass

@@ -88,10 +88,9 @@ def _geneval_files(args, lang: str, multi: bool):
 
 
 def _geneval_context(args, lang: str, multi: bool):
+    from fairmt.commands._backend import uses_model
     from fairmt.errors import FairmtError
     from fairmt.eval.geneval import geneval_contextual_accuracy, load_contextual, read_lines
-
-    from fairmt.commands._backend import uses_model
 
     data = load_contextual(lang, args.split)
     if uses_model(args):
@@ -110,9 +109,7 @@ def _geneval_context(args, lang: str, multi: bool):
 def _run_geneval(args) -> int:
     from fairmt.commands._backend import uses_model
     from fairmt.errors import FairmtError
-    from fairmt.eval.geneval import check_lang, check_split
-
-    from fairmt.eval.geneval import CONTEXT_LANGS, GENEVAL_LANGS
+    from fairmt.eval.geneval import CONTEXT_LANGS, GENEVAL_LANGS, check_lang, check_split
 
     check_split(args.split)
     every = GENEVAL_LANGS if args.set == "counterfactual" else CONTEXT_LANGS
@@ -169,8 +166,8 @@ def _summary(results, metrics: list[str]) -> dict:
 def _report(args, results, columns, metrics, label, title) -> bool:
     """Print and write the results; False when a --plot asked for was not (wholly) drawn (exit 1, after every
     other output is written: :func:`fairmt.eval.report.draw_plot`)."""
-    from fairmt.eval.report import bar_chart, draw_plot, format_table, markdown_table, write_json, write_text_atomic
     from fairmt.distributed import is_main_process
+    from fairmt.eval.report import bar_chart, draw_plot, format_table, markdown_table, write_json, write_text_atomic
 
     if not is_main_process():  # one of several processes (torchrun / accelerate launch): rank 0 reports
         return True

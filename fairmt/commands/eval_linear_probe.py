@@ -13,7 +13,6 @@ Registration is cheap: numpy/scikit-learn are imported inside the handler only.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 

@@ -5,7 +5,6 @@ paper's averages); ``fairmt report`` (:mod:`fairmt.commands.report`) puts severa
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 

@@ -134,13 +134,12 @@ def _translation_file(template: str, lang: str, multi: bool) -> str:
 
 def run(args) -> int:
     """Handler: evaluate each language, print a table (or write JSON/Markdown/plot)."""
+    from fairmt.commands._backend import make_translator, uses_model
+    from fairmt.distributed import is_main_process
+    from fairmt.errors import FairmtError
     from fairmt.eval.report import bar_chart, format_table, markdown_table, write_json, write_text_atomic
     from fairmt.eval.winomt.align import get_aligner
     from fairmt.eval.winomt.evaluate import evaluate_winomt, load_gold
-
-    from fairmt.commands._backend import make_translator, uses_model
-    from fairmt.errors import FairmtError
-    from fairmt.distributed import is_main_process
 
     if not args.translations and not uses_model(args):
         raise FairmtError("give --translations FILE, or --model PATH (--backend openai: --api-model NAME)")

@@ -3,11 +3,11 @@
 With ``--results`` files (the JSON that ``fairmt eval winomt|geneval|flores --json`` write: one result, a list, or
 ``per_language``; a recipe's or a sweep's results, a tiny recipe's held-out scores included) their results are put
 into the model card's ``model-index`` first (:mod:`fairmt.eval.modelcard`), with the benchmarks' limitations and
-citations, and into ``.eval_results/*.yaml`` for the benchmarks whose data set is on the Hub. Only the model is uploaded: the weights, config, tokenizer/adapter
-files and the card — not the training state a Trainer leaves in its output folder (``checkpoint-*``, optimizer,
-scheduler, RNG states, ``trainer_state.json``, ``training_args.bin``, the GACL projection head) unless
-``--all-files``. A KD teacher is never saved there by fairmt's trainers, and the command refuses folders holding
-files named like one.
+citations, and into ``.eval_results/*.yaml`` for the benchmarks whose data set is on the Hub. Only the model is
+uploaded: the weights, config, tokenizer/adapter files and the card — not the training state a Trainer leaves in its
+output folder (``checkpoint-*``, optimizer, scheduler, RNG states, ``trainer_state.json``, ``training_args.bin``, the
+GACL projection head) unless ``--all-files``. A KD teacher is never saved there by fairmt's trainers, and the command
+refuses folders holding files named like one.
 """
 
 from __future__ import annotations
@@ -116,6 +116,14 @@ def results_source(path: str | Path) -> str:
 _MT_FORMATS = (1, "fairmt-winomt/1", "fairmt-geneval/1", "fairmt-translation/1", "fairmt-gacl-results/1")
 
 
+def mt_method() -> str | None:
+    """fairmt's translation method: the recipe family whose runs land in ``fairmt report``'s MT table (the card's
+    method for translation results, and its default without results)."""
+    from fairmt.recipes import families
+
+    return next((m for m, fam in families().items() if fam.report_table == "mt"), None)
+
+
 def results_method(paths: list[str]) -> str | None:
     """The training method the results say they come from (the first that says one; a sweep: its selected run);
     else ``gacl`` when every result is a translation one (fairmt's MT method, the card's old default), else None."""
@@ -128,14 +136,14 @@ def results_method(paths: list[str]) -> str | None:
             selected = _selected_run_results(p, data)
             if selected is not None:
                 p, data = resolve_results(selected)
-            elif data.get("method") != "gacl":
+            elif data.get("method") != mt_method():
                 mt_only = False
         method = run_method(data) if isinstance(data, dict) else None
         if method:
             return method
         fmt = data.get("format") if isinstance(data, dict) else None
         mt_only &= fmt in _MT_FORMATS or (fmt is None and isinstance(data, (dict, list)))
-    return "gacl" if mt_only else None
+    return mt_method() if mt_only else None
 
 
 def _check_repo_id(repo_id: str) -> None:
@@ -202,9 +210,9 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
     the local README.md is rewritten only once the upload succeeded.
 
     ``method``: the training method the card cites; ``"auto"`` takes it from the results when they say it (a recipe's
-    results, a sweep's selected run), else ``gacl`` for translation results and none for others; None cites none. ``dry_run``: a folder where the card
-    (``README.md``) and the list of files that would be uploaded (``upload.txt``) are written instead — nothing is
-    sent, the Hub is not contacted."""
+    results, a sweep's selected run), else ``gacl`` for translation results and none for others; None cites none.
+    ``dry_run``: a folder where the card (``README.md``) and the list of files that would be uploaded (``upload.txt``)
+    are written instead — nothing is sent, the Hub is not contacted."""
     from huggingface_hub import CommitOperationAdd, HfApi
     from huggingface_hub.utils import filter_repo_objects
 
@@ -221,7 +229,7 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
     if any("teacher" in p.name for p in folder.iterdir()):
         raise FairmtError(f"{folder} holds files named 'teacher': fairmt never publishes a KD teacher; remove them")
     if method == "auto":
-        method = results_method(results) if results else "gacl"
+        method = results_method(results) if results else mt_method()
     card, extra = _card_text(folder, results, repo_id, method) if results else (None, {})
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     files = [f for f in files if f not in extra]  # the eval-results files written now replace the folder's

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from fairmt.errors import FairmtError
 
@@ -56,9 +55,15 @@ def run(args: argparse.Namespace) -> int:
     from fairmt.eval.report import draw_plot, write_text_atomic
     from fairmt.eval.reporting import add_comparisons, build_tables, read_runs
     from fairmt.eval.reporting.escape import terminal
+    from fairmt.eval.reporting.render import (
+        html_report,
+        json_report,
+        latex_report,
+        markdown_report,
+        text_report,
+        write_figures,
+    )
     from fairmt.eval.reporting.runs import distinct_default_names
-    from fairmt.eval.reporting.render import (html_report, json_report, latex_report, markdown_report, text_report,
-                                              write_figures)
     from fairmt.outputs import json_text
 
     if args.names is not None and len(args.names) != len(args.runs):

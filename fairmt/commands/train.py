@@ -28,6 +28,7 @@ from fairmt.recipes import (  # noqa: F401  (recipe loading moved to fairmt.reci
 
 def register(groups) -> None:
     from fairmt.commands._options import output_dir
+    from fairmt.recipes import FAMILY_FOLDERS
 
     p = groups["top"].add_parser("train", help="run a training recipe (YAML) with optional key=value overrides")
     p.add_argument("recipe", help="recipe YAML file, or a built-in recipe's name, e.g. gacl/small100_en-de")
@@ -49,7 +50,7 @@ def register(groups) -> None:
     p.set_defaults(handler=_run)
     r = groups["top"].add_parser("recipes", help="list the built-in training recipes (fairmt train NAME runs one)")
     r.add_argument("family", nargs="?", metavar="FAMILY",
-                   help="only the recipes of this family (gacl, ccd, classification, sampling)")
+                   help=f"only the recipes of this family ({', '.join(FAMILY_FOLDERS)})")
     r.add_argument("--long", action="store_true",
                    help="each recipe's whole description and what it reads, under its row")
     r.add_argument("--paper", metavar="RECIPE",
@@ -77,43 +78,25 @@ def recipe_description(path: Path) -> str:
 
 def recipe_needs(path: Path) -> tuple[list[str], list[str]]:
     """What a recipe fetches from the Hugging Face Hub on its first run (``model X``, ``data Y``) and the local data it
-    reads (descriptions; a path under ``FAIRMT_DATA/`` is relative to :func:`fairmt.data.paths.data_root`)."""
+    reads (descriptions; a path under ``FAIRMT_DATA/`` is relative to :func:`fairmt.data.paths.data_root`): the model
+    and the local data its family names (:attr:`fairmt.recipes.Family.needs`), read from the file as written."""
     import yaml
 
     from fairmt.hub import MODEL_ALIASES
 
     config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     hub, local = [], []
-    model = config.get("model")
-    if isinstance(model, dict):  # classification / sampling: a section
-        if config.get("method") == "sampling":  # the backbone's config and image processor, weights or not
-            model = model.get("backbone", "microsoft/resnet-50")
-        else:
-            model = model.get("name_or_path", "minilm") if model.get("type", "frozen_embedder") in (
-                "frozen_embedder", "finetune") else None
+    model, local_data = family(config.get("method")).recipe_needs(config)
     if model and not config.get("tiny_model") and not (str(model) in MODEL_ALIASES or str(model).startswith("pkg:")):
         if str(model).startswith((".", "/", "~")) or Path(str(model)).exists():
             local.append(f"model {model}")
         else:
             hub.append(f"model {model}")
     data = config.get("data") if isinstance(config.get("data"), dict) else {}
-    method = config.get("method")
     if data.get("source") == "hub":
         hub.append(f"data {data.get('hub_id') or data.get('dataset')}")
-    elif method in ("classification", "sampling"):
-        name = data.get("dataset", "bios" if method == "classification" else "celeba")
-        if name != "synthetic":
-            local.append("FAIRMT_DATA/bios (`fairmt data download bios`)" if name == "bios" else f"the {name} data (`fairmt data "
-                         "corpora`)")
-    elif method in ("ccd", "dpce", "adept"):
-        if data.get("tuples"):
-            local.append(f"your tuple file {data['tuples']}")
-        for key in ("cda_source", "corpus"):
-            v = (data.get(key) or {}).get("path") if isinstance(data.get(key), dict) else None
-            if v:
-                local.append(f"FAIRMT_DATA/{v}" if not Path(str(v)).is_absolute() else str(v))
-    elif method == "gacl" and not config.get("tiny_model"):
-        local.append(f"data.train {data.get('train')}")
+    else:
+        local += local_data
     return hub, local
 
 
@@ -264,16 +247,16 @@ def _shown(args: dict) -> dict:
 
 
 def dry_run(config: dict, verbose: bool = False) -> tuple[str, list[tuple[bool, str]], list[str]]:
-    """JSON of the recipe and its resolved Config, the findings of :mod:`fairmt.commands._preflight` (what the real
-    run would hit) and of :mod:`fairmt.commands._dry_summary` (whether the data suffice), and the summary lines
+    """JSON of the recipe and its resolved Config, the findings of :mod:`fairmt.recipes._preflight` (what the real
+    run would hit) and of :mod:`fairmt.recipes._dry_summary` (whether the data suffice), and the summary lines
     (parameters, teacher, data after preparation, steps per epoch). A TrainingArguments Config shows the values the
     recipe sets or that differ from the class's defaults; ``verbose``: every field (those fairmt never reads left
     out), with ``set_by_recipe`` naming the recipe's own keys."""
     import json
 
-    from fairmt.commands._dry_summary import changed_fields, summarize
-    from fairmt.commands._preflight import findings
     from fairmt.outputs import json_text
+    from fairmt.recipes._dry_summary import changed_fields, summarize
+    from fairmt.recipes._preflight import findings
 
     resolved = resolve(config)
     out: dict = {"recipe": config}
@@ -339,8 +322,7 @@ def _refuse_a_folder_in_use(config: dict) -> None:
 
     from fairmt.outputs import refuse_if_in_use
 
-    own = config.get("method") in ("classification", "sampling")
-    training = config.get("training")
-    folder = config.get("output_dir") if own else training.get("output_dir") if isinstance(training, dict) else None
+    fam = family(config.get("method"))
+    folder = fam.output_dir(config)
     if folder and isinstance(folder, str) and os.environ.get("RANK", "0") == "0":
-        refuse_if_in_use(folder, flag="output_dir" if own else "training.output_dir")
+        refuse_if_in_use(folder, flag=fam.output_key)

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from fairmt.data.paths import data_path
 from fairmt.data.inputs import csv_dict_rows
+from fairmt.data.paths import data_path
 from fairmt.errors import FairmtError
 
 
@@ -39,7 +39,7 @@ class ClassificationSplit:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def subset(self, index: list[int]) -> "ClassificationSplit":
+    def subset(self, index: list[int]) -> ClassificationSplit:
         """The rows at ``index``."""
         return ClassificationSplit(
             labels=[self.labels[i] for i in index],
@@ -374,7 +374,7 @@ class FeatureArrays:
         return ColumnBatch({k: v.index_select(0, idx) for k, v in self.columns.items()})
 
     @classmethod
-    def from_dataset(cls, dataset: Any, allowed: set[str] | None = None) -> "FeatureArrays | None":
+    def from_dataset(cls, dataset: Any, allowed: set[str] | None = None) -> FeatureArrays | None:
         """The columns of ``dataset`` (a ``datasets.Dataset`` with a ``features`` column) as arrays, or None when it is
         not one, has a column outside ``allowed``, or a column that is not a number or an equal-length vector of
         numbers per row (text, token ids: those keep the row path)."""

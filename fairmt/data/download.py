@@ -1,4 +1,4 @@
-"""``fairmt data download {winomt,geneval,bios,flores200}``: fetch benchmark files into the local data cache.
+"""``fairmt data download {winomt,geneval,bios,lexicons,flores200}``: fetch benchmark files into the local data cache.
 
 The files land in :func:`fairmt.data.paths.cache_dir` (``$FAIRMT_CACHE/data`` or ``~/.cache/fairmt/data``), or
 ``dest``, in the same layout as the project's shared data folder, so that ``FAIRMT_DATA`` may point at either:
@@ -11,6 +11,9 @@ The files land in :func:`fairmt.data.paths.cache_dir` (``$FAIRMT_CACHE/data`` or
   biographies of LabHC/bias_in_bios for each of its 28 professions) and ``bios_accountant_1000.csv``, from a public
   repository at a fixed commit that keeps the sample as one CSV per profession: the 28 files are fetched, each
   checked against its pinned sha256, and joined (header once) into the one file, whose sha256 is checked too;
+* ``lexicons/`` — Zhao et al. (2018)'s WinoBias word lists (uclanlp/corefBias at a fixed commit, MIT):
+  ``corefBias_generalized_swaps.txt``, ``corefBias_extra_gendered_words.txt`` and ``corefBias_LICENSE`` (the GACL
+  lexicon ``zhao2018``, :mod:`fairmt.data.zhao_lexicon`);
 * ``flores200/`` — the FLORES-200 tarball (``flores200_dataset.tar.gz``), unpacked without its top folder:
   ``flores200/{dev,devtest}/<lang>.{dev,devtest}``.
 
@@ -48,8 +51,9 @@ from pathlib import Path, PurePosixPath
 
 from fairmt.errors import FairmtError
 
-DATASETS = ("winomt", "geneval", "bios", "flores200")
-ALIASES = {"mt_geneval": "geneval", "flores": "flores200", "flores-200": "flores200", "bias_in_bios": "bios"}
+DATASETS = ("winomt", "geneval", "bios", "lexicons", "flores200")
+ALIASES = {"mt_geneval": "geneval", "flores": "flores200", "flores-200": "flores200", "bias_in_bios": "bios",
+           "corefbias": "lexicons"}
 USER_AGENT = "fairmt-data-download"
 
 
@@ -368,7 +372,7 @@ def download(
     sha256: str | None = None,
     progress: bool = True,
 ) -> DownloadReport:
-    """Fetch ``dataset`` (``winomt``, ``geneval``/``mt_geneval``, ``bios`` or ``flores200``) into ``dest``.
+    """Fetch ``dataset`` (``winomt``, ``geneval``/``mt_geneval``, ``bios``, ``lexicons`` or ``flores200``) into ``dest``.
 
     ``dest`` defaults to :func:`fairmt.data.paths.cache_dir`. Files already present with the right checksum are
     kept (unless ``force``). ``base_url`` replaces the upstream URLs by a mirror laid out like the data folder.

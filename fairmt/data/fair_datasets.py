@@ -28,8 +28,8 @@ from __future__ import annotations
 import io
 import math
 import pickle
-import warnings
 import tarfile
+import warnings
 from pathlib import Path
 from typing import Any
 

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +76,7 @@ class LatentSubgroups:
         write_file(folder / "clusters.json", json.dumps(data, indent=2) + "\n", what="the clusters")
 
     @classmethod
-    def load(cls, folder: str | Path) -> "LatentSubgroups":
+    def load(cls, folder: str | Path) -> LatentSubgroups:
         folder = Path(folder)
         try:
             data = json.loads((folder / "clusters.json").read_text(encoding="utf-8"))

@@ -25,9 +25,11 @@ from fairmt.errors import FairmtError
 GACL_COLUMNS = ("input_ids", "attention_mask", "labels", "cf_input_ids", "cf_attention_mask", "gender")
 
 
-def filter_single_gender(dataset, column: str = "src"):
-    """Rows whose ``column`` marks exactly one gender, with an integer ``gender`` column (0 male, 1 female)."""
-    genders = [detect_gender(s) for s in dataset[column]]
+def filter_single_gender(dataset, column: str = "src", detect: Callable[[str], str] | None = None):
+    """Rows whose ``column`` marks exactly one gender, with an integer ``gender`` column (0 male, 1 female).
+    ``detect``: the lexicon's detector (default fairmt's, :func:`fairmt.data.gender.detect_gender`)."""
+    detect = detect or detect_gender
+    genders = [detect(s) for s in dataset[column]]
     keep = [i for i, g in enumerate(genders) if g in GENDER_IDS]
     out = dataset.select(keep)
     return out.add_column("gender", [GENDER_IDS[genders[i]] for i in keep])
@@ -48,21 +50,28 @@ def balance_genders(dataset, seed: int = 0):
     return dataset.select(keep)
 
 
-def add_counterfactuals(dataset, column: str = "src"):
-    """Add ``src_cf``: the source with every gendered word swapped (GACL's gender re-inflection)."""
-    return dataset.add_column(f"{column}_cf", [swap_gender(s) for s in dataset[column]])
+def add_counterfactuals(dataset, column: str = "src", swap: Callable[[str], str] | None = None):
+    """Add ``src_cf``: the source with every gendered word swapped (GACL's gender re-inflection); ``swap``: the
+    lexicon's swap (default fairmt's, :func:`fairmt.data.gender.swap_gender`)."""
+    swap = swap or swap_gender
+    return dataset.add_column(f"{column}_cf", [swap(s) for s in dataset[column]])
 
 
-def prepare_gacl_pairs(dataset, balance: bool = True, seed: int = 0):
-    """Filter, balance and add counterfactuals to a ``src``/``tgt`` dataset (steps 1–3 above)."""
+def prepare_gacl_pairs(dataset, balance: bool = True, seed: int = 0, lexicon: str = "fairmt"):
+    """Filter, balance and add counterfactuals to a ``src``/``tgt`` dataset (steps 1–3 above). ``lexicon``: whose
+    word list filters and swaps (:data:`fairmt.data.zhao_lexicon.GACL_LEXICONS`: ``fairmt``, or ``zhao2018``, the
+    WinoBias lists the GACL paper names, fetched by ``fairmt data download lexicons``)."""
+    from fairmt.data.zhao_lexicon import gacl_lexicon
+
     if len(dataset) == 0:
         raise FairmtError("the training data is empty")
-    ds = filter_single_gender(dataset)
+    detect, swap = gacl_lexicon(lexicon)
+    ds = filter_single_gender(dataset, detect=detect)
     if len(ds) == 0:
         raise FairmtError("no source sentence has gendered words of exactly one gender: nothing to train GACL on")
     if balance:
         ds = balance_genders(ds, seed)
-    return add_counterfactuals(ds)
+    return add_counterfactuals(ds, swap=swap)
 
 
 # Target-side gender words for GFST filtering (Choubey et al. 2021), German: unambiguous singular pronouns and

@@ -20,8 +20,9 @@ accuracy is only trustworthy beside translation quality (chrF++) and a count of 
   (a quarter) of the lines are so — single short lines of a real system can score that low. Calibrated on the shipped
   2019 WinoMT outputs, scoring one real system against another (the closest stand-in for real output vs a reference
   this data holds): 0–7.5 % of lines are below 20 for every system against Google in de, es, fr, it, ru, uk, he and ar
-  (the median is 34–87; all 3,888 lines, Bing, Systran, AWS and the 2019 SOTA), so no real system is flagged; the same lines paired with another sentence's translation (fluent,
-  right language, wrong content) have a median of 12–17 and are flagged (``tests/test_unrelated_flag.py``).
+  (the median is 34–87; all 3,888 lines, Bing, Systran, AWS and the 2019 SOTA), so no real system is flagged; the
+  same lines paired with another sentence's translation (fluent, right language, wrong content) have a median of 12–17
+  and are flagged (``tests/test_unrelated_flag.py``).
 
 The rules are heuristics stated here so that a count can be reproduced; a flagged line is a line to look at, not a
 proof of a broken model.
@@ -52,6 +53,7 @@ N_EXAMPLES = 3
 
 def target_script(lang: str) -> str | None:
     """The script subtag of ``lang`` (ISO code as ``de``, or a FLORES-200 code as ``deu_Latn``), None if unknown."""
+    script: str | None
     if "_" in lang:
         script = lang.rsplit("_", 1)[1]
     else:

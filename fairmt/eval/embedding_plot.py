@@ -8,8 +8,8 @@ of the learned representations coloured by the task label and by the protected g
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -20,12 +20,12 @@ METHODS = ("tsne", "pca")
 
 def sample_per_label(labels: Sequence, per_label: int | None, seed: int = 0) -> np.ndarray:
     """Indices of at most ``per_label`` random rows of every label (all rows when None), in row order."""
-    labels = np.asarray(labels)
+    arr = np.asarray(labels)
     if per_label is None:
-        return np.arange(len(labels))
+        return np.arange(len(arr))
     rng = np.random.default_rng(seed)
-    keep = [rng.choice(np.flatnonzero(labels == y), size=min(per_label, int(np.sum(labels == y))), replace=False)
-            for y in sorted(set(labels.tolist()), key=str)]
+    keep = [rng.choice(np.flatnonzero(arr == y), size=min(per_label, int(np.sum(arr == y))), replace=False)
+            for y in sorted(set(arr.tolist()), key=str)]
     return np.sort(np.concatenate(keep))
 
 
@@ -61,10 +61,10 @@ def plot_embeddings(points, labels: Sequence, groups: Sequence, path: str | Path
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.6))
     for ax, values, names, what in ((axes[0], labels, label_names, "task label"),
                                     (axes[1], groups, group_names, "protected group")):
-        values = np.asarray(values)
-        for k, v in enumerate(sorted(set(values.tolist()), key=str)):
-            mask = values == v
-            name = names[v] if names is not None and isinstance(v, (int, np.integer)) and v < len(names) else v
+        arr = np.asarray(values)
+        for k, v in enumerate(sorted(set(arr.tolist()), key=str)):
+            mask = arr == v
+            name = names[int(v)] if names is not None and isinstance(v, (int, np.integer)) and v < len(names) else v
             ax.scatter(points[mask, 0], points[mask, 1], s=9, alpha=0.75, label=mpl(name), color=f"C{k % 10}")
         ax.set_title(f"by {what}", fontsize="medium")
         ax.set_xticks([])

@@ -137,8 +137,13 @@ def finetune_glue_task(
     """
     import numpy as np
     import torch
-    from transformers import (AutoModelForSequenceClassification, AutoTokenizer, DataCollatorWithPadding, Trainer,
-                              TrainingArguments)
+    from transformers import (
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+        DataCollatorWithPadding,
+        Trainer,
+        TrainingArguments,
+    )
 
     task = task_name(task)
     if train_dataset is None or eval_dataset is None:

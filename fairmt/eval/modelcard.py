@@ -170,7 +170,7 @@ def geneval_eval_results(result: Any) -> list:
             sig)
         for key, mtype, label in keys
     ]
-    if note:
+    if note and counts:  # a note only for a dict of counts
         out.append(_er(GENEVAL_DATASET, cfg, split, "degenerate_translations",
                        f"MT-GenEval degenerate translations ({subset}, en-{lang}; of {int(counts.get('n') or 0)})",
                        int(counts["degenerate"]), sig))
@@ -221,7 +221,8 @@ def embedding_eval_results(payload: dict) -> list:
     out = []
     if payload.get("seat"):
         s = payload["seat"]
-        sig = next(iter(s["tests"].values()), {}).get("signature", "")
+        first_test: dict = next(iter(s["tests"].values()), {})
+        sig = first_test.get("signature", "")
         out.append(_er(SEAT_DATASET, "sent-weat", "test", "seat_avg_abs_effect_size", "SEAT average |effect size|",
                        s["avg_abs_effect_size"], sig, suite_task("seat")))
     if payload.get("cced"):
@@ -325,7 +326,7 @@ def held_out_eval_results(change: dict, rows: Sequence[tuple]) -> list:
     and the original's value beside it. Refused in one line when the block holds no number."""
     if not isinstance(change, dict) or not isinstance(change.get("after"), dict):
         raise FairmtError("held_out_gender holds no 'after' scores of the trained model")
-    before = change.get("before") if isinstance(change.get("before"), dict) else {}
+    before: dict = b if isinstance(b := change.get("before"), dict) else {}
     n = change.get("n")
     what = plain_text(change.get("set") or HELD_OUT_DATASET[1])
     out = []
@@ -333,7 +334,7 @@ def held_out_eval_results(change: dict, rows: Sequence[tuple]) -> list:
         value = change["after"].get(key)
         if value is None or isinstance(value, bool):
             continue
-        was = before.get(key)
+        was: Any = before.get(key)
         shown = f"; original {float(was):.{SHOWN_DIGITS}g}" if _finite(was) else ""
         out.append(_er(HELD_OUT_DATASET, "en-de", "test", key.replace("+", "p"),
                        f"{label} ({what}, {n} sentences; trained model{shown})", value, "",
@@ -346,10 +347,10 @@ def held_out_eval_results(change: dict, rows: Sequence[tuple]) -> list:
 
 def eval_results(results: Iterable[Any]) -> list:
     """``EvalResult`` entries for a mix of fairmt results (MT-GenEval, FLORES-200, WinoMT objects or dicts)."""
+    from huggingface_hub import EvalResult
+
     from fairmt.eval.geneval import GenEvalContextResult, GenEvalResult
     from fairmt.eval.translation import TranslationQualityResult
-
-    from huggingface_hub import EvalResult
 
     out = []
     for r in results:

@@ -543,7 +543,8 @@ def per_language_plot(result: dict, path: str | Path, title: str = "") -> list[s
 
 
 _SETTINGS_COMPARED = ("compat", "split", "gold", "id_lang")
-"""Scoring settings of a run (``settings`` of its JSON) that change its numbers; the metric signatures carry the rest."""
+"""Scoring settings of a run (``settings`` of its JSON) that change its numbers; the metric signatures carry the
+rest."""
 
 
 def run_signatures(result: dict) -> dict[str, str]:

@@ -7,7 +7,6 @@ row dicts and the columns to show, so every evaluator prints and writes results 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any

@@ -65,16 +65,28 @@ def degenerate_choice(records: Sequence[EvalRecord], chosen: EvalRecord, criteri
     best = max(r.accuracy for r in records if r.accuracy is not None)
     ratio = floor or ACCURACY_FLOOR
     if unguarded is not None and unguarded.step != chosen.step:
-        return (f"{criterion} alone would select step {unguarded.step} (dev accuracy {unguarded.accuracy * scale:.2f}, "
-                f"GAP {unguarded.gap * scale:.2f}), below the accuracy floor {ratio:g} × the best dev accuracy "
-                f"{best * scale:.2f}: a degenerate model; step {chosen.step} selected instead (dev accuracy "
-                f"{chosen.accuracy * scale:.2f}, GAP {chosen.gap * scale:.2f})")
+        return (f"{criterion} alone would select step {unguarded.step} (dev accuracy "
+                f"{_shown(unguarded.accuracy, scale)}, GAP {_shown(unguarded.gap, scale)}), below the accuracy floor "
+                f"{ratio:g} × the best dev accuracy {best * scale:.2f}: a degenerate model; step {chosen.step} selected "
+                f"instead (dev accuracy {chosen.accuracy * scale:.2f}, GAP {_shown(chosen.gap, scale)})")
     if chosen.accuracy < ratio * best:
         return (f"the selected step {chosen.step} has dev accuracy {chosen.accuracy * scale:.2f}, below {ratio:g} × "
                 f"the best dev accuracy {best * scale:.2f} (step "
                 f"{max(records, key=lambda r: r.accuracy or -1).step}): a model degenerate on dev, selected by "
                 f"{criterion} for its small GAP — set an accuracy floor (selection_accuracy_floor) to exclude it")
     return None
+
+
+def _shown(value: float | None, scale: float) -> str:
+    return "n/a" if value is None else f"{value * scale:.2f}"
+
+
+def _score(record: EvalRecord, key: str) -> float:
+    """``record.<key>``, which the caller has checked is there (:func:`select_checkpoint` refuses a missing one)."""
+    value = getattr(record, key)
+    if value is None:
+        raise FairmtError(f"evaluation at step {record.step} has no dev {key}")
+    return float(value)
 
 
 @dataclasses.dataclass
@@ -145,8 +157,16 @@ def fairness_compute_metrics(
         if logits.ndim == 2 and num_classes is not None and logits.shape[1] == num_classes:
             z = logits.astype(np.float64) - logits.max(axis=1, keepdims=True)
             scores = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
-        r = classification_metrics(labels.astype(int), preds.astype(int), g, num_classes=num_classes, scores=scores,
-                                   eo_classes=eo_classes, positive_class=positive_class)
+        # fairmt.eval.classification reads arrays (np.asarray) but annotates Sequence: widened by its split (issue 50)
+        r = classification_metrics(
+            labels.astype(int),  # type: ignore[arg-type]
+            preds.astype(int),  # type: ignore[arg-type]
+            g,  # type: ignore[arg-type]
+            num_classes=num_classes,
+            scores=scores,
+            eo_classes=eo_classes,
+            positive_class=positive_class,
+        )
         out = {"accuracy": r.accuracy}
         for key in ("f1", "micro_f1", "auc"):
             if getattr(r, key) is not None:
@@ -158,7 +178,7 @@ def fairness_compute_metrics(
             "dto": distance_to_optimum([r.accuracy], [r.gap])[0],
         })
         if with_leakage and hidden is not None:
-            out["leakage_h"] = leakage(hidden.reshape(len(hidden), -1), g, seed=seed)[0]
+            out["leakage_h"] = leakage(hidden.reshape(len(hidden), -1), g, seed=seed)[0]  # type: ignore[arg-type]
         return {k: 100.0 * v for k, v in out.items()} if percent else out
 
     return compute
@@ -190,17 +210,19 @@ def select_checkpoint(
                     "(use compute_metrics=fairness_compute_metrics(...))"
                 )
     if accuracy_floor and criterion in FAIRNESS_TRADEOFFS:
-        floor = accuracy_floor * max(r.accuracy for r in records)
-        records = [r for r in records if r.accuracy >= floor]
+        floor = accuracy_floor * max(_score(r, "accuracy") for r in records)
+        records = [r for r in records if _score(r, "accuracy") >= floor]
+    scores: list[float]
     if criterion == "loss":
-        scores = [r.loss for r in records]
+        scores = [_score(r, "loss") for r in records]
     elif criterion == "accuracy":
-        scores = [-r.accuracy for r in records]
+        scores = [-_score(r, "accuracy") for r in records]
     elif criterion == "dto":
-        scores = distance_to_optimum([r.accuracy for r in records], [r.gap for r in records], normalise=normalise)
+        scores = distance_to_optimum([_score(r, "accuracy") for r in records], [_score(r, "gap") for r in records],
+                                     normalise=normalise)
     else:
-        best_acc = max(r.accuracy for r in records)
-        scores = [r.gap if r.accuracy >= best_acc - tolerance else math.inf for r in records]
+        best_acc = max(_score(r, "accuracy") for r in records)
+        scores = [_score(r, "gap") if _score(r, "accuracy") >= best_acc - tolerance else math.inf for r in records]
     best = min(range(len(records)), key=lambda i: (scores[i], records[i].step))
     return records[best]
 
@@ -335,8 +357,8 @@ class FairnessSelectionCallback(TrainerCallback):
             )
         self.records = [r for r in self.records if r.step != rec.step] + [rec]
         if self.patience is not None:
-            best = self._choose(only_saved=False)
-            since = sum(1 for r in self.records if r.step > best.step)
+            best = self._choose(only_saved=False)  # not None: self.records holds rec
+            since = sum(1 for r in self.records if best is not None and r.step > best.step)
             if self.patience_waits_for_loss and all(r.loss is not None for r in self.records):
                 # a model still learning (its dev loss still falling) is not stopped by an early, fair but weak
                 # choice: both the rule's choice and the lowest dev loss must be `patience` evaluations old
@@ -352,14 +374,16 @@ class FairnessSelectionCallback(TrainerCallback):
         if self.criterion == "dto" and self.accuracy_floor:
             # the floor rises with the best accuracy and may exclude today's choice: a record can still be chosen
             # while it is above today's floor and no record at least as accurate has a smaller DTO
-            best_acc = max(r.accuracy for r in self.records)
-            rivals = [r for r in self.records if r.accuracy >= record.accuracy and r.step != record.step]
-            return record.accuracy >= self.accuracy_floor * best_acc and all(
-                (record.dto, record.step) <= (r.dto, r.step) for r in rivals)
+            best_acc = max(_score(r, "accuracy") for r in self.records)
+            acc = _score(record, "accuracy")
+            rivals = [r for r in self.records if _score(r, "accuracy") >= acc and r.step != record.step]
+            return acc >= self.accuracy_floor * best_acc and all(
+                (_score(record, "dto"), record.step) <= (_score(r, "dto"), r.step) for r in rivals)
         if self.criterion == "accuracy_then_gap":
-            best_acc = max(r.accuracy for r in self.records)
-            return record.accuracy >= best_acc - self.tolerance
-        return record.step == self._choose(only_saved=False).step
+            best_acc = max(_score(r, "accuracy") for r in self.records)
+            return _score(record, "accuracy") >= best_acc - self.tolerance
+        chosen = self._choose(only_saved=False)
+        return chosen is not None and record.step == chosen.step
 
     def _prune(self, state) -> None:
         latest = max((r.step for r in self.records if r.checkpoint), default=None)

@@ -156,10 +156,15 @@ class TranslationQualityResult:
     @property
     def bleu(self) -> float:
         """The BLEU value whatever its label (check :attr:`bleu_label` before comparing it with papers)."""
-        return self.spbleu if self.spbleu is not None else float(self.bleu_spm_nonstandard)
+        if self.spbleu is not None:
+            return self.spbleu
+        if self.bleu_spm_nonstandard is None:
+            raise FairmtError(f"{self.lang_pair}: neither spbleu nor bleu_spm_nonstandard is set")
+        return float(self.bleu_spm_nonstandard)
 
     def __str__(self) -> str:
-        s = f"{self.lang_pair}: {self.bleu_label} {self.bleu:.2f}  chrF++ {self.chrfpp:.2f}\n  {self.bleu_signature}\n  {self.chrf_signature}"
+        s = (f"{self.lang_pair}: {self.bleu_label} {self.bleu:.2f}  chrF++ {self.chrfpp:.2f}\n"
+             f"  {self.bleu_signature}\n  {self.chrf_signature}")
         return s + (f"\n  note: {self.note}" if self.note else "")
 
 

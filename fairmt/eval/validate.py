@@ -16,8 +16,8 @@ from fairmt.errors import FairmtError
 
 def sequence(value: Any, name: str, *, allow_empty: bool = False) -> list:
     """``value`` as a list, read once: a list, tuple, generator or other iterable; a numpy array, torch tensor or
-    pandas Series or DataFrame by position (``tolist``: Python numbers, whatever the Series' index); None, strings, dicts and
-    sets (no order) are refused by name."""
+    pandas Series or DataFrame by position (``tolist``: Python numbers, whatever the Series' index); None, strings,
+    dicts and sets (no order) are refused by name."""
     if value is None:
         raise FairmtError(f"{name} is None: give a list (one entry per example)")
     if isinstance(value, (str, bytes)):
@@ -87,8 +87,9 @@ def matrix(value: Any, name: str, *, rows: int | None = None, nonzero: bool = Fa
 
 def groups(value: Any, name: str) -> list | dict[str, list]:
     """Protected groups: one label per example (integers or strings, :func:`labels`), one tuple of the same length
-    per example, or ``{attribute: column}`` (intersectional groups, :func:`fairmt.eval.classification.intersectional_groups`):
-    a list, a list of tuples, or a dict of equal-length label columns."""
+    per example, or ``{attribute: column}`` (intersectional groups,
+    :func:`fairmt.eval.classification.intersectional_groups`): a list, a list of tuples, or a dict of equal-length label
+    columns."""
     from collections.abc import Mapping
 
     if isinstance(value, Mapping):
@@ -158,6 +159,7 @@ def module_inputs(module: str, *, rows: int | None = None, **kwargs: Any) -> dic
         if value is None and (optional or (rows is not None and arg in ("predictions", "references"))):
             continue
         where = f"{module}: {arg}"
+        got: Any  # the value read, as the kind reads it (list, {attribute: list}, array)
         if kind == "labels":
             got = labels(value, where)
         elif kind == "protected":

@@ -32,9 +32,10 @@ Logged beside fairseq's ``loss``/``nll_loss`` (bits): ``loss_mt``, ``loss_kd``, 
 
 The teacher (α > 0) is held outside the criterion's modules, so it is neither trained, nor handed to the optimizer,
 nor written into checkpoints. ``--teacher-path CKPT`` loads a fairseq checkpoint; without it the teacher is a frozen
-copy of the model as it is at the first forward (the starting model, after ``--restore-file``/``--finetune-from-model``),
-and its weights are kept in ``SAVE_DIR/gacl_teacher.safetensors`` so a resumed run (``checkpoint_last.pt`` in the save dir)
-distils from the same teacher; a fresh run in that folder overwrites it. Checkpoints are unpickled in full (fairseq
+copy of the model as it is at the first forward (the starting model, after
+``--restore-file``/``--finetune-from-model``), and its weights are kept in ``SAVE_DIR/gacl_teacher.safetensors`` so a
+resumed run (``checkpoint_last.pt`` in the save dir) distils from the same teacher; a fresh run in that folder
+overwrites it. Checkpoints are unpickled in full (fairseq
 0.12 stores argparse objects; the plugin sets ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``): load trusted files only.
 """
 
@@ -57,13 +58,18 @@ from fairseq.dataclass import ChoiceEnum
 from omegaconf import II
 
 from fairmt._deprecated import renamed_option
+from fairmt.distributed import world_size
 from fairmt.errors import POSITIVE, PROBABILITY, WEIGHT, FairmtError, Range
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, token_kl_loss
-from fairmt.distributed import world_size
 from fairmt.models.heads import LinearProjectionHead
 from fairmt.models.pooling import pool
-from fairmt.models.precision import (DEFAULT_TEACHER_DTYPE, TEACHER_DTYPE_HELP, TEACHER_DTYPES, check_teacher_dtype,
-                                     resolve_teacher_dtype)
+from fairmt.models.precision import (
+    DEFAULT_TEACHER_DTYPE,
+    TEACHER_DTYPE_HELP,
+    TEACHER_DTYPES,
+    check_teacher_dtype,
+    resolve_teacher_dtype,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,14 @@ from pathlib import Path
 import numpy as np
 import torch
 from fairseq import utils
-from fairseq.data import AppendTokenDataset, BaseWrapperDataset, StripTokenDataset, TruncateDataset, data_utils, iterators
+from fairseq.data import (
+    AppendTokenDataset,
+    BaseWrapperDataset,
+    StripTokenDataset,
+    TruncateDataset,
+    data_utils,
+    iterators,
+)
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 

@@ -28,10 +28,12 @@ _LAZY = {
 
 __all__ = sorted(_LAZY)
 
-if TYPE_CHECKING:  # pragma: no cover
-    from fairmt.integrations.st_evaluators import BiasIREvaluator, CCEDEvaluator, SEATEvaluator
-    from fairmt.integrations.st_losses import CCDLoss
-    from fairmt.model_eval.callbacks import GenEvalCallback
+if TYPE_CHECKING:  # pragma: no cover - `X as X`: re-exported (PEP 484)
+    from fairmt.integrations.st_evaluators import BiasIREvaluator as BiasIREvaluator
+    from fairmt.integrations.st_evaluators import CCEDEvaluator as CCEDEvaluator
+    from fairmt.integrations.st_evaluators import SEATEvaluator as SEATEvaluator
+    from fairmt.integrations.st_losses import CCDLoss as CCDLoss
+    from fairmt.model_eval.callbacks import GenEvalCallback as GenEvalCallback
 
 
 def __getattr__(name: str) -> Any:

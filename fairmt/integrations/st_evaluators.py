@@ -46,8 +46,14 @@ from sentence_transformers.sentence_transformer.evaluation import SentenceEvalua
 
 from fairmt.errors import FairmtError
 from fairmt.model_eval.embeddings import (
-    SEAT_TESTS, bias_ir_section, cced_section, embedding_runner, load_bias_ir_queries, load_cced_tuples,
-    load_seat_tests, seat_section,
+    SEAT_TESTS,
+    bias_ir_section,
+    cced_section,
+    embedding_runner,
+    load_bias_ir_queries,
+    load_cced_tuples,
+    load_seat_tests,
+    seat_section,
 )  # fmt: skip
 
 

@@ -1,5 +1,6 @@
 """Layer 1: losses as pure PyTorch functions (no transformers import)."""
 
+from fairmt.distributed import gather_nograd, gather_with_grad
 from fairmt.losses.ccd import (
     CCDLoss,
     CCDLossOutput,
@@ -20,6 +21,7 @@ from fairmt.losses.fair_contrastive import (
     fcl_loss,
     released_supcon,
 )
+from fairmt.losses.gacl import GACL_VARIANTS, GACLPairs, gacl_loss, gacl_variant
 from fairmt.losses.sampling import (
     FairNegativeSampler,
     cluster_weights,
@@ -29,8 +31,6 @@ from fairmt.losses.sampling import (
     nt_xent_loss,
     sample_fair_negatives,
 )
-from fairmt.distributed import gather_nograd, gather_with_grad
-from fairmt.losses.gacl import GACL_VARIANTS, GACLPairs, gacl_loss, gacl_variant
 from fairmt.losses.weighted import weighted_cross_entropy
 
 __all__ = [

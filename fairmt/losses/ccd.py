@@ -154,7 +154,8 @@ def estimate_rho(distances: torch.Tensor, estimator: RhoEstimator = "variance") 
 
     ``"variance"`` (reading of §3.3's words: "the variance of the distance over the training dataset") returns the
     sample variance (ddof=1) of the distances, ``"std"`` (reading of App. A.5's Gaussian kernel: the bandwidth in
-    distance units) their standard deviation, ``"median"`` (fairmt's heuristic, in neither) their median. See the module docstring for when each one fits.
+    distance units) their standard deviation, ``"median"`` (fairmt's heuristic, in neither) their median. See the
+    module docstring for when each one fits.
     """
     x = distances.detach().flatten().double()
     if x.numel() < 2:
@@ -169,7 +170,8 @@ def estimate_rho(distances: torch.Tensor, estimator: RhoEstimator = "variance") 
         raise FairmtError(f"unknown rho estimator {estimator!r}; choose one of {RHO_ESTIMATORS}")
     if not value > 0:
         raise FairmtError(
-            f"the original model's group-to-neutral distances give rho = {value} ({estimator}), so rho cannot be estimated: "
+            f"the original model's group-to-neutral distances give rho = {value} ({estimator}), "
+            "so rho cannot be estimated: "
             "check that the tuples' group texts differ from the neutral texts, or set rho explicitly"
         )
     return value

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 
 import torch
 
+from fairmt.distributed import gather_nograd, gather_with_grad, rank
 from fairmt.errors import FairmtError
 from fairmt.losses.contrastive import Reduction, masked_contrastive_loss
-from fairmt.distributed import gather_nograd, gather_with_grad, rank
 
 
 @dataclass(frozen=True)
@@ -139,11 +139,11 @@ def gacl_loss(
     blocks_c, blocks_pos, blocks_neg = [all_h], [same & not_self & p.inbatch_positives], [~same & p.inbatch_negatives]
     eye = torch.eye(b, dtype=torch.bool, device=h.device)
     none = torch.zeros_like(eye)
-    if p.dropout_positive:
+    if p.dropout_positive and h_dropout is not None:  # None refused above
         blocks_c.append(h_dropout.detach() if p.detach_dropout_view else h_dropout)
         blocks_pos.append(eye)
         blocks_neg.append(none)
-    if p.counterfactual_negative:
+    if p.counterfactual_negative and h_counterfactual is not None:  # None refused above
         blocks_c.append(h_counterfactual)
         blocks_pos.append(none)
         blocks_neg.append(eye)

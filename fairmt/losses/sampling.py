@@ -216,11 +216,15 @@ def fairness_sampling_probs(
     the reference :func:`sample_fair_negatives` is checked against, not meant for large ``M``.
     """
     _check_draw(draw)
+    if bank is not None and bank_clusters is None:
+        raise FairmtError("bank needs bank_clusters: the latent subgroup of each bank row")
     z = embeddings.detach().double()
     w = cluster_weights(cluster_probs, epsilon)
     anchor_c = _labels(clusters, z.shape[0], "clusters", w.numel())
     cand = z if bank is None else bank.detach().double()
-    cand_c = anchor_c if bank is None else _labels(bank_clusters, cand.shape[0], "bank_clusters", w.numel())
+    cand_c = anchor_c
+    if bank is not None and bank_clusters is not None:
+        cand_c = _labels(bank_clusters, cand.shape[0], "bank_clusters", w.numel())
     if draw == "product":
         other = (anchor_c[:, None] != cand_c[None, :]).double()
         if bool((other.sum(1) == 0).any()):

@@ -27,8 +27,16 @@ from typing import Any
 from fairmt.distributed import is_main_process
 from fairmt.errors import FairmtError
 from fairmt.eval.mtbias import (
-    BENCHMARKS, FLORES_LANGS, GENEVAL_LANGS, RESOURCE_GROUPS, WINOMT_LANGS, _flores_code, flores_file, geneval_files,
-    m2m_file, winomt_file,
+    BENCHMARKS,
+    FLORES_LANGS,
+    GENEVAL_LANGS,
+    RESOURCE_GROUPS,
+    WINOMT_LANGS,
+    _flores_code,
+    flores_file,
+    geneval_files,
+    m2m_file,
+    winomt_file,
 )  # fmt: skip
 from fairmt.translate import as_translator, flores_to_model_lang, generate_translations
 
@@ -147,8 +155,9 @@ def plan_suite(
 ) -> list[tuple[list[str], str, str, str, Any]]:
     """Read every benchmark's sources AND references (what scoring will read) and load WinoMT's gender detectors
     before anything is translated:
-    the jobs of :func:`translate_suite` as ``(sources, src, tgt_flores, cache_tag, write)`` (``src`` "en" or a FLORES code). A missing
-    benchmark file is one :class:`FairmtError` that lists all of them (nothing has been translated yet)."""
+    the jobs of :func:`translate_suite` as ``(sources, src, tgt_flores, cache_tag, write)`` (``src`` "en" or a FLORES
+    code). A missing benchmark file is one :class:`FairmtError` that lists all of them (nothing has been translated
+    yet)."""
     from fairmt.eval.report import write_text_atomic
 
     root = Path(root)
@@ -182,9 +191,9 @@ def plan_suite(
             from fairmt.eval.winomt.detectors.registry import get_detector
 
             for lang in wanted(WINOMT_LANGS):
-                if read(f"WinoMT {lang} gender detector", lambda: get_detector(lang, compat)) is None:
+                if read(f"WinoMT {lang} gender detector", lambda lang=lang: get_detector(lang, compat)) is None:
                     continue  # (cached: scoring reuses it) a missing morphology model, before any translation
-                def write(hyps, _path=winomt_file(root, lang), _src=sources):
+                def write(hyps, _path=winomt_file(root, lang), _src=sources):  # noqa: B008 - binds this language's file
                     if is_main_process():
                         _path.parent.mkdir(parents=True, exist_ok=True)
                         write_translations(_path, _src, hyps)
@@ -193,7 +202,7 @@ def plan_suite(
         from fairmt.eval.geneval import CONTEXT_LANGS, load_contextual, load_counterfactual
 
         for lang in wanted(GENEVAL_LANGS):
-            d = read(f"MT-GenEval en-{lang}", lambda: load_counterfactual(lang, split))
+            d = read(f"MT-GenEval en-{lang}", lambda lang=lang: load_counterfactual(lang, split))
             if d is None:
                 continue
             files = geneval_files(root, lang)
@@ -216,12 +225,12 @@ def plan_suite(
         src = read("FLORES-200", lambda: read_flores("eng_Latn"))
         if src is not None:
             for lang in wanted(FLORES_LANGS):
-                if read(f"FLORES-200 references en-{lang}", lambda: read_flores(_flores_code(lang))) is not None:
+                if read(f"FLORES-200 references en-{lang}", lambda lang=lang: read_flores(_flores_code(lang))) is not None:
                     jobs.append((src, "en", _flores_code(lang), f"flores200-devtest.en-{lang}",
                                  lines_to(flores_file(root, lang))))
             if many2many:
                 codes = [c for grp in RESOURCE_GROUPS.values() for c in grp]
-                texts = {s: read(f"FLORES-200 {s}", lambda: read_flores(s)) for s in codes}
+                texts = {s: read(f"FLORES-200 {s}", lambda s=s: read_flores(s)) for s in codes}
                 for s in codes:
                     for t in codes:
                         if s != t and texts[s] is not None and texts[t] is not None:

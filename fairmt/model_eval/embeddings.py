@@ -159,7 +159,7 @@ def embedding_runner(model: Any, pooling: str = "auto", batch_size: int = 32, de
     if isinstance(model, (str, Path)):
         return EmbeddingRunner.from_path(model, pooling=pooling, batch_size=batch_size, device=device,
                                          progress=progress)
-    if hasattr(model, "encode") and hasattr(model, "tokenizer") and callable(getattr(model, "encode")):
+    if hasattr(model, "encode") and hasattr(model, "tokenizer") and callable(model.encode):
         # a loaded SentenceTransformer (duck-typed: sentence-transformers is optional)
         dev = device or str(model.device)
         if device:

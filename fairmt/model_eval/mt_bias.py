@@ -140,10 +140,8 @@ def evaluate_mt_bias(
     id_lang = check_id_lang(id_lang, langs)
     say = say or (lambda msg: None)
     if model is not None:
-        from fairmt.model_eval.benchmarks import translate_suite
+        from fairmt.model_eval.benchmarks import plan_suite, translate_suite
         from fairmt.translate import as_translator
-
-        from fairmt.model_eval.benchmarks import plan_suite
 
         plan_suite(Path(output_dir or translations_root or api_translations_root()), langs=langs, benchmarks=benchmarks, split=split, compat=compat,
                    gold=gold, many2many=many2many, say=say)  # every benchmark's data before the model loads

@@ -88,7 +88,7 @@ class TransformerClassifier(nn.Module, PyTorchModelHubMixin):
         self.labels = labels
 
     @classmethod
-    def from_encoder(cls, name_or_path: str, num_labels: int, **kwargs: Any) -> "TransformerClassifier":
+    def from_encoder(cls, name_or_path: str, num_labels: int, **kwargs: Any) -> TransformerClassifier:
         """A classifier on the pretrained encoder ``name_or_path`` (its weights loaded) with a fresh head."""
         from transformers import AutoModel
 

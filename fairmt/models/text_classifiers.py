@@ -14,9 +14,9 @@ on a frozen encoder).
 
 Each has ``head_forward(h)``: the logits from the representation, what a two-stage recipe trains on cached features
 of the frozen encoder. (:class:`fairmt.models.encoder_classifier.TransformerClassifier` is the same contract on a
-pretrained transformer.) They are ``huggingface_hub.PyTorchModelHubMixin`` models: ``save_pretrained(DIR)`` writes ``config.json`` (the
-constructor arguments, class names included as ``labels``) beside ``model.safetensors``, ``Cls.from_pretrained(DIR)``
-reloads, ``push_to_hub`` uploads.
+pretrained transformer.) They are ``huggingface_hub.PyTorchModelHubMixin`` models: ``save_pretrained(DIR)`` writes
+``config.json`` (the constructor arguments, class names included as ``labels``) beside ``model.safetensors``,
+``Cls.from_pretrained(DIR)`` reloads, ``push_to_hub`` uploads.
 """
 
 from __future__ import annotations

@@ -104,9 +104,9 @@ def _build_tiny(out: Path, pairs, arch, src_lang, tgt_lang, vocab_size, d_model,
         model_vocab = len(tok)
     else:
         import sentencepiece as spm
+        from transformers import M2M100Tokenizer
 
         from fairmt.models.small100 import Small100Tokenizer
-        from transformers import M2M100Tokenizer
 
         sp = spm.SentencePieceProcessor(model_proto=spm_bytes)
         vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}

@@ -17,7 +17,8 @@ from typing import Any
 
 from fairmt.errors import FairmtError
 from fairmt.recipes._family import Family
-from fairmt.recipes._registry import FAMILY_FOLDERS, available_methods, families, family
+from fairmt.recipes._registry import FAMILY_FOLDERS, available_methods, families, family, registered
+
 
 def apply_overrides(config: dict, overrides: list[str]) -> dict:
     """Set ``a.b.c=value`` overrides (values parsed as YAML, :func:`~fairmt.data.inputs.parse_yaml`) in a nested
@@ -88,7 +89,7 @@ def load_recipe(path: str | Path, overrides: list[str] | None = None, *, validat
     config = apply_overrides(config, overrides or [])
     config.setdefault("recipe_path", str(p.resolve()))
     if "method" not in config:
-        raise FairmtError(f"recipe {p} has no 'method' key; choose one of {available_methods()}")
+        raise FairmtError(f"recipe {p} has no 'method' key: {registered()}")
     family(config["method"])  # an unknown method: one line, before anything else
     if validate:  # (validation imports the trainers, torch with them: seconds)
         from fairmt.recipes._schema import validate_recipe
@@ -128,17 +129,11 @@ def resolve(config: dict) -> Any:
 
 
 def set_output_dir(config: dict, folder: str) -> None:
-    """``fairmt train --output-dir DIR``: the recipe's own output key (``training.output_dir``, or ``output_dir`` for
-    the classification and sampling recipes)."""
-    if config.get("method") in ("classification", "sampling"):  # (issue 50: the family object says this)
-        config["output_dir"] = folder
-        if isinstance(config.get("training"), dict):
-            config["training"].pop("output_dir", None)
-    else:
-        if not isinstance(config.get("training"), dict):
-            config["training"] = {}
-        config["training"]["output_dir"] = folder
+    """``fairmt train --output-dir DIR``: the recipe's own output key (its family's
+    :attr:`~fairmt.recipes._family.Family.output_key`: ``training.output_dir``, or ``output_dir`` for the
+    classification and sampling recipes)."""
+    family(config.get("method")).set_output_dir(config, folder)
 
 
-__all__ = ["FAMILY_FOLDERS", "Family", "apply_overrides", "available_methods", "builtin_recipes", "builtin_recipes_dir", "families",
-           "family", "load_recipe", "resolve", "resolve_recipe_path", "run_recipe", "set_output_dir"]
+__all__ = ["FAMILY_FOLDERS", "Family", "apply_overrides", "available_methods", "builtin_recipes", "builtin_recipes_dir",
+           "families", "family", "load_recipe", "resolve", "resolve_recipe_path", "run_recipe", "set_output_dir"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import enum
 import functools
 import math
 import typing
@@ -51,21 +52,19 @@ def _hint_name(hint: Any) -> str:
     return getattr(hint, "__name__", str(hint))
 
 
-def _enums(hint: Any) -> list[type]:
+def _enums(hint: Any) -> list[type[enum.Enum]]:
     """The Enum classes a field's type hint admits (``Union[SchedulerType, str]`` → ``[SchedulerType]``)."""
-    import enum
-
     args = typing.get_args(hint) or (hint,)
     return [a for a in args if isinstance(a, type) and issubclass(a, enum.Enum)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def field_ranges(cls: type) -> dict[str, Range]:
     """The :class:`~fairmt.errors.Range` each dataclass field of ``cls`` declares (its ``RANGES``)."""
     return declared_ranges(cls)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _field_hints(cls: type) -> dict[str, Any]:
     """Every dataclass field of ``cls`` and its resolved type hint, worked out once per class (``get_type_hints``
     evaluates every annotation of the class and its bases: ~1 ms a call, and TrainingArguments has ~150 fields)."""

@@ -14,7 +14,7 @@ FAMILY_FOLDERS = ("gacl", "ccd", "classification", "sampling")
 """The family folders, each with a ``family.py`` declaring its methods."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def families() -> dict[str, Family]:
     """Every registered method's :class:`Family`, by ``method:`` value (in folder order)."""
     found: dict[str, Family] = {}
@@ -31,10 +31,14 @@ def available_methods() -> list[str]:
     return sorted(families())
 
 
+def registered() -> str:
+    """The registered methods, as the errors list them (``the registered families are gacl, ccd, ...``)."""
+    return f"the registered families are {', '.join(families())} (`fairmt recipes` lists their recipes)"
+
+
 def family(method: Any) -> Family:
     """The registered family of ``method``; an unknown one is one line listing the families."""
     fam = families().get(method) if isinstance(method, str) else None
     if fam is None:
-        raise FairmtError(f"unknown recipe method {method!r}: the registered families are "
-                          f"{', '.join(families())} (`fairmt recipes` lists their recipes)")
+        raise FairmtError(f"unknown method {method!r} in the recipe: {registered()}")
     return fam

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -105,7 +106,7 @@ Trainer sections (``training``, ``objective_args``, ``stage1``, ``stage2``) use 
 # apart (``must_be``), so a long description never lands in "recipe key X must be ..., got ...".
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _module_classes(module: str) -> dict:
     """The top-level ``ast`` class nodes of a module, read from its source file (not imported: checking a recipe
     must not import torch)."""
@@ -266,10 +267,11 @@ def _description(model: type[BaseModel], loc: tuple) -> str | None:
                    if isinstance(a, type) and issubclass(a, BaseModel)]
         cls = options[0] if options else None
     extra = field.json_schema_extra if field is not None else None
-    return extra.get("must_be") if isinstance(extra, dict) else None
+    must_be = extra.get("must_be") if isinstance(extra, dict) else None
+    return must_be if isinstance(must_be, str) else None
 
 
-def _message(err: dict, model: type[BaseModel]) -> str:
+def _message(err: Mapping[str, Any], model: type[BaseModel]) -> str:
     loc = [str(p) for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p in ("list", "dict", "str",
                                                                                           "int", "float", "bool")))]
     key = ".".join(loc) or "(the recipe)"
@@ -304,7 +306,8 @@ def resolve_recipe(config: dict) -> Recipe | None:
     user's own script is left to its own ``main``)."""
     from fairmt.recipes._registry import families
 
-    fam = families().get(config.get("method"))
+    method = config.get("method")
+    fam = families().get(method) if isinstance(method, str) else None
     if fam is None:
         return None
     model = fam.schema_class()

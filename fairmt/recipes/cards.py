@@ -15,6 +15,13 @@ cscl_bios_bert.yaml`` for ``recipes/classification/cscl_bios_bert.yaml``), one f
         recipe: 128
         kind: scale                # paper-silent choice | interpretation | released-code | scale | fairmt extension
         reason: "..."
+    facts:                         # what lives in code, not in a recipe key: each tied to the test that pins it
+      - fact: representation entropy's better direction
+        paper: "↓ (Table 1)"       # null: the paper is silent
+        fairmt: "↑ (higher = more uniform cluster sizes)"
+        kind: interpretation       # a kind as above, or "paper" when fairmt does what the paper says
+        reason: "..."
+        test: tests/test_card_facts.py::test_entropy_direction
 
 Why a file beside the recipe and not a ``paper:`` key inside it: a recipe is what a user copies and edits, and a
 copy that changes a value is no longer the paper's recipe, so the claim must not travel with it; the card is long
@@ -28,7 +35,8 @@ leaves to a default is compared like a value it writes, so a silent default cann
 
 :func:`check_card` lists every problem: a setting whose resolved value differs and no departure declares it, a
 departure whose value no longer differs (or whose ``recipe`` value is not the resolved one), an unknown key or kind.
-``tests/test_paper_cards.py`` runs it on every card, and fails on a recipe that claims a paper (:func:`claims_paper`)
+A fact names its test (``tests/FILE.py::FUNCTION``), which must exist: the code it states is checked there, so the
+card fails when the code changes. ``tests/test_paper_cards.py`` runs it on every card, and fails on a recipe that claims a paper (:func:`claims_paper`)
 without one (:data:`CARDS_PENDING` names those whose card comes with their family's own issue).
 """
 
@@ -90,6 +98,23 @@ class Row:
 
 
 @dataclass
+class Fact:
+    """A card entry about code rather than a recipe key (which vector is contrasted, a sum or a mean, a metric's
+    direction), with the test that checks it."""
+
+    fact: str
+    paper: Any
+    fairmt: str
+    kind: str
+    reason: str
+    test: str
+
+
+FACT_KINDS = ("paper", *KINDS)
+"""A fact's kind: ``paper`` (fairmt does what the paper says) or a departure's kind (:data:`KINDS`)."""
+
+
+@dataclass
 class Card:
     """A paper card checked against its resolved recipe."""
 
@@ -98,15 +123,19 @@ class Card:
     settings: list[Row] = field(default_factory=list)
     departures: list[Row] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """``{"recipe", "paper", "settings": [{"key", "paper", "recipe", "source"}], "departures": [{"key",
-        "paper", "recipe", "kind", "reason"}]}`` (``recipe``: the resolved value)."""
+        "paper", "recipe", "kind", "reason"}], "facts": [{"fact", "paper", "fairmt", "kind", "reason", "test"}]}``
+        (``recipe``: the resolved value)."""
         return {"recipe": self.recipe, "paper": self.paper,
                 "settings": [{"key": r.key, "paper": r.paper, "recipe": r.recipe, "source": r.source}
                              for r in self.settings],
                 "departures": [{"key": r.key, "paper": r.paper, "recipe": r.recipe, "kind": r.kind,
-                                "reason": r.reason} for r in self.departures]}
+                                "reason": r.reason} for r in self.departures],
+                "facts": [{"fact": f.fact, "paper": f.paper, "fairmt": f.fairmt, "kind": f.kind, "reason": f.reason,
+                           "test": f.test} for f in self.facts]}
 
     def table(self) -> str:
         """The card as a Markdown table: setting, paper value, recipe value, source, departure."""
@@ -120,6 +149,11 @@ class Card:
         for d in self.departures:
             if d.key not in {r.key for r in self.settings}:
                 out.append(f"| `{d.key}` | {_show(d.paper)} | {_show(d.recipe)} | | {d.kind}: {_cell(d.reason)} |")
+        if self.facts:
+            out += ["", "In the code (each checked by its test):", "",
+                    "| fact | paper | fairmt | kind | reason | test |", "|---|---|---|---|---|---|"]
+            out += [f"| {_cell(f.fact)} | {_cell(_show(f.paper))} | {_cell(f.fairmt)} | {f.kind} | {_cell(f.reason)} | "
+                    f"`{_cell(f.test)}` |" for f in self.facts]
         return "\n".join(out)
 
     def departures_block(self) -> str:
@@ -172,9 +206,8 @@ def resolved_values(config: dict[str, Any]) -> dict[str, Any]:
     """The resolved recipe as plain values: the family's runner's ``resolve_config`` where it returns a mapping
     (classification, sampling), else the schema's resolved object (with ``training`` as the Trainer Config resolves
     it where the runner returns one)."""
-    from fairmt.recipes._schema import resolve_recipe
-
     from fairmt.recipes._registry import family
+    from fairmt.recipes._schema import resolve_recipe
 
     module = family(config.get("method")).runner_module()
     resolver = getattr(module, "resolve_config", None)
@@ -248,11 +281,39 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
             problems.append(f"departure {key} no longer differs (paper and recipe are both {_show(value)}): "
                             f"remove it from the card")
         out.departures.append(Row(key, paper, value, kind=item["kind"], reason=" ".join(str(item["reason"]).split())))
+    out.facts = _check_facts(card.get("facts") or [], problems)
     for key, row in settings.items():
         if key not in seen and not same(row.paper, row.recipe):
             problems.append(f"{key}: the recipe resolves to {_show(row.recipe)}, the paper's value is "
                             f"{_show(row.paper)} ({row.source}), and the card declares no departure")
     return out
+
+
+_REPO = Path(__file__).resolve().parents[2]
+
+
+def _check_facts(items: list[Any], problems: list[str]) -> list[Fact]:
+    """The card's ``facts`` (module docstring), each with its fields and a test that exists (``tests/FILE.py::NAME``,
+    looked up in the source checkout; an installed package without ``tests/`` only checks the form)."""
+    facts = []
+    for item in items:
+        fields = ("fact", "paper", "fairmt", "kind", "reason", "test")
+        if not isinstance(item, dict) or not all(k in item for k in fields) or item.get("kind") not in FACT_KINDS:
+            problems.append(f"fact {item!r} needs {', '.join(fields)} (kind one of {', '.join(FACT_KINDS)})")
+            continue
+        test = str(item["test"])
+        path, _, func = test.partition("::")
+        if not path.startswith("tests/") or not path.endswith(".py") or not func.isidentifier():
+            problems.append(f"fact {item['fact']!r}: test {test!r} is not tests/FILE.py::FUNCTION")
+            continue
+        source = _REPO / path
+        if (_REPO / "tests").is_dir() and (not source.is_file()
+                                           or f"def {func}(" not in source.read_text(encoding="utf-8")):
+            problems.append(f"fact {item['fact']!r}: its test {test} does not exist")
+            continue
+        facts.append(Fact(str(item["fact"]), item["paper"], str(item["fairmt"]), str(item["kind"]),
+                          " ".join(str(item["reason"]).split()), test))
+    return facts
 
 
 def departures_markdown(cards: list[Card]) -> str:
@@ -316,6 +377,6 @@ def card_of_config(config: dict[str, Any]) -> Card | None:
     return check_card(read_card(card_path(path)), config)
 
 
-__all__ = ["KINDS", "CARDS_PENDING", "COMPARISON_TABLES", "RULE_KEYS", "Card", "check_comparison_tables", "Row", "card_path", "card_of_config", "check_card", "claims_paper",
+__all__ = ["FACT_KINDS", "Fact", "KINDS", "CARDS_PENDING", "COMPARISON_TABLES", "RULE_KEYS", "Card", "check_comparison_tables", "Row", "card_path", "card_of_config", "check_card", "claims_paper",
            "departures_markdown",
            "lookup", "read_card", "resolved_values", "same"]

@@ -50,7 +50,8 @@ from pathlib import Path
 from typing import Any
 
 from fairmt.errors import FairmtError
-from fairmt.sweep.results import family, flatten, read_done, read_results
+from fairmt.recipes import family
+from fairmt.sweep.results import flatten, read_done, read_results
 from fairmt.sweep.spec import SweepSpec, check_metrics, yaml_scalar
 
 OWNER = "fairmt:owner"
@@ -316,7 +317,7 @@ def train_command(spec: SweepSpec, setting: dict[str, Any], seed: int, run_dir: 
     overrides = [*spec.overrides, *(spec.override_for(k, v) for k, v in setting.items()), f"{fam.seed_key}={seed}"]
     overrides += [f"{k}={yaml_scalar(str(run_dir))}" for k in fam.output_keys]
     if fam.results_key:
-        overrides.append(f"{fam.results_key}={yaml_scalar(str(run_dir / fam.results))}")
+        overrides.append(f"{fam.results_key}={yaml_scalar(str(run_dir / fam.results_file))}")
     train = ["-m", "fairmt", "train", spec.recipe_path, *overrides]
     if spec.launcher == "accelerate":
         return [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(spec.accelerate_config),
@@ -379,7 +380,7 @@ def run_one(spec: SweepSpec, setting: dict[str, Any], seed: int, trial_number: i
     fam = family(spec.method)
     root = run_root(spec, setting, seed)
     done = root / "done.json"
-    info = read_done(root, fam.results)
+    info = read_done(root, fam.results_file)
     if info is not None:
         return RunResult(flatten(read_results(root / info["results"])), root, 0.0, True)
     if root.exists():
@@ -398,12 +399,12 @@ def run_one(spec: SweepSpec, setting: dict[str, Any], seed: int, trial_number: i
         log = root / "train.log"
         raise TrialFailed(f"{where}: fairmt train exited with {rc} (log {log}: {_log_tail(log)})")
     try:
-        results = read_results(run_dir / fam.results)
+        results = read_results(run_dir / fam.results_file)
     except FairmtError as err:
         raise TrialFailed(f"{where}: {err}") from None
     metrics = flatten(results)
     write_text_atomic(done, json.dumps({"setting": setting, "seed": seed, "trial": trial_number,
-                                        "results": f"run/{fam.results}", "seconds": round(seconds, 2),
+                                        "results": f"run/{fam.results_file}", "seconds": round(seconds, 2),
                                         "finished": datetime.now().isoformat(timespec="seconds")}, indent=2) + "\n")
     return RunResult(metrics, root, seconds, False)
 
@@ -474,7 +475,7 @@ def on_disk(spec: SweepSpec, trial) -> bool:
     seeds = [seed] if spec.mode == "grid" else spec.seeds
     if seeds == [None]:
         return False
-    return all(read_done(run_root(spec, setting, s), family(spec.method).results) is not None for s in seeds)
+    return all(read_done(run_root(spec, setting, s), family(spec.method).results_file) is not None for s in seeds)
 
 
 def _ours_to_check(spec: SweepSpec, trial) -> bool:

@@ -25,7 +25,8 @@ from typing import Any
 
 from fairmt.errors import FairmtError
 from fairmt.eval.classification import TRADEOFF_DEFINITION as _TRADEOFF
-from fairmt.sweep.results import family, flatten, percent_splits, read_results
+from fairmt.recipes import family
+from fairmt.sweep.results import flatten, percent_splits, read_results
 
 FORMAT = "fairmt-sweep/1"
 
@@ -224,9 +225,8 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
 
     out = Path(out)
     spec = spec or load_spec(out)
-    from fairmt.sweep.results import family
 
-    runs = collect_runs(out, family(spec.method).results)
+    runs = collect_runs(out, family(spec.method).results_file)
     by_key: dict[str, list[Run]] = {}
     for r in runs:
         by_key.setdefault(_setting_key(r.setting), []).append(r)

@@ -1,5 +1,6 @@
-"""What a sweep reads from a run: where each recipe family writes its results, the results as flat dotted metric
-names, and the names a family reports (checked before any trial starts).
+"""What a sweep reads from a run: the results as flat dotted metric names, and the names a family reports (checked
+before any trial starts; where each family writes its results and what it reports is its
+:class:`~fairmt.recipes.Family`'s to say).
 
 Flattening: every numeric leaf of the results JSON (bools and strings excepted) under its dotted path —
 ``{"dev": {"accuracy": 53.8}}`` gives ``dev.accuracy``; lists (training logs, label names) and the recipe echo
@@ -12,45 +13,12 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fairmt.errors import FairmtError
 
 SKIP_TOP = ("config", "seed")  # the recipe echo and the run's own seed: settings, not results
-
-
-@dataclass(frozen=True)
-class Family:
-    """How the sweep drives and reads one recipe method."""
-
-    results: str | None  # file name in the run folder (None: the method writes no results file)
-    seed_key: str  # recipe key of the training seed
-    output_keys: tuple[str, ...]  # recipe keys naming the run folder (all set to the trial's folder)
-    results_key: str | None = None  # recipe key naming the results file, set so trials never share one
-    model_dirs: tuple[str, ...] = ()  # sub-folders holding the saved model, first found wins
-    objectives: tuple[tuple[str, str], ...] = ()  # default objectives (metric, direction)
-    note: str = ""
-
-
-FAMILIES: dict[str, Family] = {
-    "classification": Family("results.json", "seed", ("output_dir", "training.output_dir"), model_dirs=("model",),
-                             objectives=(("dev.accuracy", "maximize"), ("dev.gap", "minimize"))),
-    "ccd": Family("ccd_results.json", "training.seed", ("training.output_dir",), "results", ("final",)),
-    "dpce": Family("dpce_results.json", "training.seed", ("training.output_dir",), "results", ("final",)),
-    "adept": Family("adept_results.json", "training.seed", ("training.output_dir",), "results", ("final",)),
-    "gacl": Family("results.json", "training.seed", ("training.output_dir",), model_dirs=(".",)),
-    # fairness-driven sampling on images: the seed and the run folder are top-level keys (the stage sections refuse
-    # them); the objectives are the stage-2 summary fairmt.recipes.sampling.runner writes at the top of results.json
-    "sampling": Family("results.json", "seed", ("output_dir",), model_dirs=("stage2/model",),
-                       objectives=(("dominance", "minimize"),)),
-}
-DEFAULT_FAMILY = Family("results.json", "training.seed", ("training.output_dir",))
-
-
-def family(method: str) -> Family:
-    return FAMILIES.get(method, DEFAULT_FAMILY)
 
 
 def flatten(results: Any, prefix: str = "") -> dict[str, float]:
@@ -88,69 +56,13 @@ def percent_splits(results: dict[str, Any]) -> set[str]:
 
 
 # ------------------------------------------------------------------------------------------ names before any run
-def _classification_summary_keys() -> list[str]:
-    """The numeric keys of :meth:`ClassificationResult.summary` (what the recipe writes as ``dev``/``test``), from
-    the evaluator itself on a four-example stand-in, leakage included as the recipe computes it."""
-    import numpy as np
-
-    from fairmt.eval.classification import classification_metrics
-
-    labels, groups = [0, 1, 0, 1, 0, 1, 0, 1], [0, 0, 1, 1, 0, 0, 1, 1]
-    hidden = np.eye(8, 4, dtype=np.float32)
-    logits = np.eye(8, 2, dtype=np.float32)
-    r = classification_metrics(labels, labels, groups, hidden=hidden, logits=logits, train_hidden=hidden,
-                               train_logits=logits, train_groups=groups, num_classes=2, seed=0)
-    return sorted(k for k, v in r.summary(percent=True).items() if isinstance(v, float))
-
-
 def metric_patterns(method: str, config: dict[str, Any]) -> list[str] | None:
     """The metric names (``fnmatch`` patterns where a name depends on the data, e.g. a SEAT test or a Bias-IR
-    category) a recipe's results hold, known before any run; ``None`` when fairmt does not know them (the names are
-    then checked against the first finished run)."""
-    if method == "classification":
-        keys = _classification_summary_keys()
-        return [f"{split}.{k}" for split in ("dev", "test") for k in keys] + ["dev.loss", "test_full.*", "info.*"]
-    if method in ("ccd", "dpce", "adept"):
-        ev = config.get("evaluation") or {}
-        suites = [str(s).replace("-", "_") for s in ev.get("suites", ("seat", "cced", "bias_ir", "utility")) if s]
-        out = []
-        for when in ("before", "after"):
-            if "seat" in suites:
-                out += [f"{when}.seat_avg_abs_effect_size", f"{when}.seat_avg_abs",  # the old name too, until 0.2
-                        f"{when}.seat.*.effect_size", f"{when}.seat.*.p_value"]
-            if "cced" in suites:
-                out += [f"{when}.cced.gap", f"{when}.cced.n", f"{when}.cced.mean_distance.*", f"{when}.cced.pair_*"]
-            if "bias_ir" in suites:
-                out += [f"{when}.bias_ir.avg_dev", f"{when}.bias_ir.male_ratio_all", f"{when}.bias_ir.male_ratio.*"]
-        if method == "ccd" and "utility" in suites:
-            out += ["utility.*", "utility_validation.*"]
-        if method == "ccd":  # fairmt.recipes.ccd.runner: validation split, test-half Bias-IR, flat dev/test summaries
-            # (fairmt.recipes.ccd.runner.summary_sections: exact names, so a mistyped dev.* objective fails before any trial)
-            dev = ["cced_gap", "probe_avg_abs", "bias_ir_avg_dev", "utility_spearman", "utility_nn1"]
-            out += [f"dev.{n}" for n in dev] + [f"test.{n}" for n in (*dev, "seat_avg_abs_effect_size", "seat_avg_abs",
-                                                                       "bias_ir_avg_dev_all_queries")]
-            out += [f"validation.{when}.{m}" for when in ("before", "after")
-                    for m in ("cced.*", "probe_avg_abs", "probe.*", "bias_ir.*")]
-            out += ["before.bias_ir_all.*", "after.bias_ir_all.*",
-                    "bias_ir_split.*", "before.bias_ir.n_queries", "after.bias_ir.n_queries"]
-        if config.get("utility"):
-            out += ["glue.avg", "glue.tasks.*", "glue_before.*", "time_glue_s"]
-        return out + ["train.*", "data.*", "time_*"]
-    if method == "gacl":  # fairmt.recipes.gacl.runner.results: the eval loss always, MT-GenEval where the recipe scores it
-        out = ["dev.loss", "dev.loss_*", "dev.gc_*", "train.*", "selection.*"]
-        geneval = config.get("geneval") or {}
-        measures = ("accuracy", "explicit_accuracy", "delta_g")
-        if geneval and geneval.get("split", "dev") == "dev":
-            out += [f"dev.geneval_{m}" for m in measures]
-        if geneval and geneval.get("test", True):
-            out += [f"test.geneval_{m}" for m in measures] + ["test_data.*", "geneval.*"]
-        if config.get("tiny_model"):  # fairmt.demo.tiny_before_after: the original's and the trained model's scores
-            out += ["held_out_gender.n", "held_out_gender.before.*", "held_out_gender.after.*"]
-        return out
-    if method == "sampling":  # fairmt.recipes.sampling.runner: the stage-2 summary, then every stage's full results
-        probe = [f"probe.*.{m}" for m in ("accuracy", "f1", "auc_roc", "gap", "delta_eo")]
-        return ["dominance", "entropy", "separation", *probe, "stages.*", "n", "clusters.*", "stage_info.*"]
-    return None
+    category) a recipe's results hold, known before any run (its family's, :attr:`fairmt.recipes.Family.metrics`);
+    ``None`` when fairmt does not know them (the names are then checked against the first finished run)."""
+    from fairmt.recipes import family
+
+    return family(method).metric_patterns(config)
 
 
 def matches(name: str, patterns: list[str]) -> bool:

@@ -1,7 +1,7 @@
 """A sweep's definition (:class:`SweepSpec`) from the command line, checked against the recipe before any trial runs.
 
 Every check here fails with one :class:`~fairmt.errors.FairmtError` line naming the bad input: a ``--grid`` key the
-recipe schema does not know (the recipe is loaded once per grid value through :func:`fairmt.commands.train.load_recipe`,
+recipe schema does not know (the recipe is loaded once per grid value through :func:`fairmt.recipes.load_recipe`,
 so the sweep accepts exactly what ``fairmt train`` accepts), a value of the wrong type (the schema's types, and the type
 of the value the recipe or its defaults already hold at that key), ``--seeds 0``, an objective metric the recipe
 does not report, a test metric as an objective.
@@ -9,7 +9,6 @@ does not report, a test metric as an objective.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import difflib
 import math
@@ -18,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from fairmt.errors import FairmtError
-from fairmt.sweep.results import family, matches, metric_patterns
+from fairmt.recipes import family
+from fairmt.sweep.results import matches, metric_patterns
 
 DIRECTIONS = {"max": "maximize", "maximize": "maximize", "min": "minimize", "minimize": "minimize"}
 RESERVED = ("method", "recipe_path", "overwrite")
@@ -182,8 +182,8 @@ def parse_seeds(text: str) -> list[int]:
 
 
 SWEEP_RULES = ("dto", "loss", "accuracy", "accuracy_then_gap", "objective")
-"""The rules ``--select`` takes: fairmt's checkpoint rules (:data:`fairmt.eval.selection.CRITERIA`), and ``objective`` (the best seed mean of the one
-``--objective``, in its direction)."""
+"""The rules ``--select`` takes: fairmt's checkpoint rules (:data:`fairmt.eval.selection.CRITERIA`), and ``objective``
+(the best seed mean of the one ``--objective``, in its direction)."""
 
 
 def parse_objective(text: str) -> list[str]:
@@ -199,18 +199,6 @@ def parse_objective(text: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------ validation
-def _reference_config(method: str, config: dict[str, Any]) -> dict[str, Any]:
-    """The recipe with the method's defaults merged in, where the method has a dict-level ``resolve_config``
-    (classification); else the recipe itself."""
-    from fairmt.recipes import family
-
-    module = family(method).runner_module()
-    resolve = getattr(module, "resolve_config", None)
-    if resolve is not None and method == "classification":
-        return resolve(copy.deepcopy(config))
-    return config
-
-
 def _lookup(config: dict[str, Any], key: str) -> tuple[bool, Any]:
     node: Any = config
     for part in key.split("."):
@@ -241,14 +229,12 @@ def check_against_recipe(spec: SweepSpec) -> dict[str, Any]:
 
     base = load_recipe(spec.recipe, spec.overrides)
     fam = family(base["method"])
-    if fam.results is None:
-        raise FairmtError(f"recipe {spec.recipe} (method {base['method']}) cannot be swept: {fam.note}")
     reserved = set(RESERVED) | {fam.seed_key, *fam.output_keys} | ({fam.results_key} if fam.results_key else set())
     overridden = {o.partition("=")[0].strip() for o in spec.overrides}
     for key in sorted(overridden & reserved - set(RESERVED)):
         hint = "give the seeds with --seeds" if key == fam.seed_key else "the sweep gives every run its own folder"
         raise FairmtError(f"override {key}=...: {hint}")
-    reference = _reference_config(base["method"], base)
+    reference = fam.reference_config(base)
     for flag, keys in (("--grid", list(spec.grid)), ("--range", list(spec.ranges))):
         for key in keys:
             if key in reserved:
@@ -278,11 +264,11 @@ def check_against_recipe(spec: SweepSpec) -> dict[str, Any]:
 
 def check_trial_inputs(spec: SweepSpec) -> None:
     """Before the first trial: what ``fairmt train RECIPE --dry-run`` finds that every trial would hit (the recipe's
-    data files and folders, its models, mixed precision without a GPU: :func:`fairmt.commands._preflight.findings`)
+    data files and folders, its models, mixed precision without a GPU: :func:`fairmt.recipes._preflight.findings`)
     on the recipe with the fixed overrides; one :class:`FairmtError` listing them. The trials' own output folders
     are the sweep's (new), so the recipe's output folder is not one of the findings."""
-    from fairmt.commands._preflight import findings
     from fairmt.recipes import load_recipe, resolve, set_output_dir
+    from fairmt.recipes._preflight import findings
 
     config = load_recipe(spec.recipe, spec.overrides)
     set_output_dir(config, str(Path(spec.output_dir) / "trials" / ".preflight-not-written"))

@@ -31,13 +31,13 @@ Example (``sentences``: a corpus; ``model``/``tokenizer``: a masked LM and its t
 
 from __future__ import annotations
 
-from typing import ClassVar
 import logging
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 
-from fairmt.errors import COUNT, FairmtError, POSITIVE, Range, WEIGHT
+from fairmt.errors import COUNT, POSITIVE, WEIGHT, FairmtError, Range
 from fairmt.losses.adept import REPRESENTATION_LOSSES, adept_loss
 from fairmt.losses.dpce import select_layers
 from fairmt.trainers.word_debias import WordDebiasConfig, WordDebiasTrainer

@@ -14,8 +14,9 @@ adversary's loss while the adversary minimises it (Elazar & Goldberg, 2018; Li e
   on ``CE_k + λ_diff·Σ_{j≠k} Diff(h_k, h_j)``. ``"fairlib"`` (default) gives exactly these gradients in one joint step:
   every adversary's CE at full weight, the reversal at ``λ/K`` — so the papers' λ_adv / λ_diff grids carry over.
   ``"mean"`` (fairmt ≤ 0.2) averages the K adversaries' CE: the encoder gradient is the same, but each adversary's
-  CE gradient is scaled by ``1/K`` against the penalty; it equals fairlib's run with ``λ_diff(mean) = λ_diff(fairlib)/K``
-  up to an overall factor ``1/K`` on the adversaries' gradient (immaterial to Adam; a learning-rate factor for SGD).
+  CE gradient is scaled by ``1/K`` against the penalty; it equals fairlib's run with ``λ_diff(mean) =
+  λ_diff(fairlib)/K`` up to an overall factor ``1/K`` on the adversaries' gradient (immaterial to Adam; a learning-rate
+  factor for SGD).
 * **Update order** (``adv_update``). ``"joint"`` (default): one optimizer step for everything — the adversaries in
   their own parameter group (their Adam moments are their own), their gradients clipped to ``max_grad_norm``; the
   encoder's gradient comes from the adversaries *before* this step. ``"sequential"``: fairlib's order
@@ -73,7 +74,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
-from fairmt.errors import COUNT, DROPOUT, FairmtError, GROUPS, POSITIVE, Range, WEIGHT, check_ranges
+from fairmt.errors import COUNT, DROPOUT, GROUPS, POSITIVE, WEIGHT, FairmtError, Range, check_ranges
 from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
 from fairmt.trainers.fairbatch import FairBatchMixin

@@ -50,15 +50,20 @@ import torch.nn.functional as F
 from transformers import Trainer, TrainingArguments
 
 from fairmt.data.augment.tuples import GENDER_GROUPS, CCDTupleCollator
-from fairmt.errors import COUNT, FairmtError, POSITIVE, Range, WEIGHT, check_ranges
+from fairmt.errors import COUNT, POSITIVE, WEIGHT, FairmtError, Range, check_ranges
 from fairmt.losses.ccd import RHO_ESTIMATORS, ccd_loss, estimate_rho, tuple_distances
 from fairmt.models.pooling import pool
 from fairmt.models.pooling_names import SENTENCE_POOLINGS as POOLING_MODES  # one set with `eval embeddings`
+from fairmt.models.precision import (
+    DEFAULT_TEACHER_DTYPE,
+    TEACHER_DTYPE_HELP,
+    TeacherDtype,
+    apply_teacher_dtype,
+    teacher_dtype_option,
+)
 from fairmt.trainers.faults import FaultGuardMixin
-from fairmt.trainers.term_logging import SplitTermLogMixin
-from fairmt.models.precision import DEFAULT_TEACHER_DTYPE, TEACHER_DTYPE_HELP, TeacherDtype, apply_teacher_dtype, \
-    teacher_dtype_option
 from fairmt.trainers.sharding import ShardingMixin, check_not_zero3_partitioned, frozen_copy
+from fairmt.trainers.term_logging import SplitTermLogMixin
 
 logger = logging.getLogger(__name__)
 
@@ -420,7 +425,7 @@ class CCDTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Trainer):
             output.metrics.update({f"{metric_key_prefix}_{k}": float(v) for k, v in extra.items()})
         return output
 
-    # ------------------------------------------------------------------ logging (SplitTermLogMixin: loss_bias, loss_rep)
+    # ----------------------------------------------------------------- logging (SplitTermLogMixin: loss_bias, loss_rep)
 
     def _extra_train_log(self, logs: dict[str, float]) -> None:
         if self.rho is not None and not self._rho_logged:  # ρ once, in the first training log

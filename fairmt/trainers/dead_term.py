@@ -10,8 +10,9 @@ saturating kernel need not reach 0 exactly: the term decays to 1e-5 or so and st
   first ``first_logs`` (default 3) training logs: a term that fell three orders of magnitude below its first steps'
   value. A term that works moves by far less (CCD's ``L_bias`` on MiniLM, ρ = median: within a factor of ~10 over an
   epoch; GACL's contrastive loss cannot fall below its in-batch floor). A term that was satisfied that well would
-  be flagged too, and the warning says both readings. The callback logs ONE warning line in the progress stream the first time it sees a zero log, and at
-the end of training, when the term was zero in at least ``share`` of the training logs, a loud warning; its
+  be flagged too, and the warning says both readings. The callback logs ONE warning line in the progress stream the
+  first time it sees a zero log, and at the end of training, when the term was zero in at least ``share`` of the
+  training logs, a loud warning; its
 :meth:`DeadTermCallback.summary` (``{"term", "logs", "zero_logs", "dead"}``) goes into the results JSON
 (``results["train"]["fairness_term"]`` of the CCD recipes).
 """

@@ -35,11 +35,11 @@ Example (``sentences``: a corpus, ``path``: a masked-LM folder; runs as a test, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
 from typing import ClassVar
+
 import torch
 
-from fairmt.errors import COUNT, POSITIVE, Range, WEIGHT
+from fairmt.errors import COUNT, POSITIVE, WEIGHT, Range
 from fairmt.losses.dpce import dpce_loss, select_layers
 from fairmt.trainers.word_debias import WordDebiasConfig, WordDebiasTrainer
 

@@ -42,8 +42,9 @@ objectives; dropout stays active for dropout views, as the CSCL release evaluate
 
 Under ``torch.distributed`` (``accelerate launch``) the contrastive terms use the candidates of every process
 (:func:`fairmt.losses.gather_with_grad`; per-process batches must be equal: ``dataloader_drop_last=True``); CE stays
-local. Large contrastive batches go through gradient caching (``gradcache_chunk_size``, :mod:`fairmt.trainers.gradcache`):
-the gradient equals the plain full-batch step while only one chunk's activations are alive.
+local. Large contrastive batches go through gradient caching (``gradcache_chunk_size``,
+:mod:`fairmt.trainers.gradcache`): the gradient equals the plain full-batch step while only one chunk's activations are
+alive.
 
 Each loss term is logged separately (``loss_ce``, ``loss_sup``, ``loss_cs``, ``loss_scl``, ``loss_fcl``), averaged
 over the steps since the last log. The evaluation loss is the cross-entropy (the quantity a dev-set model selection
@@ -60,15 +61,15 @@ import torch
 import torch.nn.functional as F
 from transformers import Trainer, TrainingArguments
 
-from fairmt.errors import COUNT, FairmtError, POSITIVE, PROBABILITY, Range, WEIGHT, check_ranges
-from fairmt.losses import cs_infonce_loss, fcl_loss, gather_nograd, gather_with_grad, supcon_loss
 from fairmt.distributed import world_size
+from fairmt.errors import COUNT, POSITIVE, PROBABILITY, WEIGHT, FairmtError, Range, check_ranges
+from fairmt.losses import cs_infonce_loss, fcl_loss, gather_nograd, gather_with_grad, supcon_loss
 from fairmt.losses.fair_contrastive import FCL_DEFAULT_TEMPERATURE, FCL_GROUP_TERMS, FCL_VARIANTS
 from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.models.pooling import REPRESENTATIONS, representation_and_logits
-from fairmt.trainers.gradcache import cached_backward
 from fairmt.trainers.fairbatch import FairBatchMixin
 from fairmt.trainers.faults import FaultGuardMixin
+from fairmt.trainers.gradcache import cached_backward
 from fairmt.trainers.overhead import LeanTrainMixin
 from fairmt.trainers.sharding import ShardingMixin
 from fairmt.trainers.term_logging import LossTermLogMixin

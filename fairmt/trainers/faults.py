@@ -14,7 +14,6 @@ bases):
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re

@@ -45,23 +45,28 @@ Evaluation. ``eval_loss`` is always the MT cross-entropy L_MT (token mean over t
 
 from __future__ import annotations
 
-from typing import ClassVar
 import copy
 import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 import torch.nn as nn
 from transformers import PreTrainedModel, Seq2SeqTrainer, Seq2SeqTrainingArguments
 
-from fairmt.errors import COUNT, FairmtError, POSITIVE, PROBABILITY, Range, WEIGHT, check_ranges
+from fairmt.errors import COUNT, POSITIVE, PROBABILITY, WEIGHT, FairmtError, Range, check_ranges
 from fairmt.losses import GACLPairs, gacl_loss, gacl_variant, mt_kd_loss, token_kl_loss
 from fairmt.losses.gacl import SINGLE_GENDER_HINT, single_gender_batch
 from fairmt.models.heads import LinearProjectionHead, ProjectionHead
 from fairmt.models.pooling import pool
-from fairmt.models.precision import (DEFAULT_TEACHER_DTYPE, TEACHER_DTYPE_HELP, TeacherDtype, apply_teacher_dtype,
-                                     teacher_dtype_option)
+from fairmt.models.precision import (
+    DEFAULT_TEACHER_DTYPE,
+    TEACHER_DTYPE_HELP,
+    TeacherDtype,
+    apply_teacher_dtype,
+    teacher_dtype_option,
+)
 from fairmt.trainers.faults import FaultGuardMixin
 from fairmt.trainers.sharding import ShardingMixin, check_not_zero3_partitioned, frozen_copy, outside_zero3_init
 
@@ -216,7 +221,7 @@ class GACLConfig(Seq2SeqTrainingArguments):
         return GACLPairs(**{**base.__dict__, **overrides})
 
 
-def make_projection_head(args: "GACLConfig", config) -> nn.Module | None:
+def make_projection_head(args: GACLConfig, config) -> nn.Module | None:
     if args.projection == "linear":
         return LinearProjectionHead(config.d_model, float(getattr(config, "dropout", 0.0) or 0.0))
     if args.projection == "mlp":

@@ -55,7 +55,6 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 from transformers import Trainer, TrainingArguments
 
-from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.data.fair_sampling import (
     FairPairBatchSampler,
     IndexedCollator,
@@ -64,9 +63,10 @@ from fairmt.data.fair_sampling import (
     PairIndex,
     fit_latent_subgroups,
 )
-from fairmt.errors import COUNT, FairmtError, GROUPS, POSITIVE, Range, SIZE, WEIGHT, check_ranges
-from fairmt.losses import fair_batch_nt_xent, fair_pair_nt_xent, gather_with_grad, nt_xent_loss
 from fairmt.distributed import world_size
+from fairmt.errors import COUNT, GROUPS, POSITIVE, SIZE, WEIGHT, FairmtError, Range, check_ranges
+from fairmt.losses import fair_batch_nt_xent, fair_pair_nt_xent, gather_with_grad, nt_xent_loss
+from fairmt.losses.weighted import WEIGHT_COLUMN, weighted_cross_entropy
 from fairmt.models.pooling import representation_and_logits
 from fairmt.models.vision import contrastive_features
 from fairmt.trainers.faults import FaultGuardMixin

@@ -18,23 +18,28 @@ states; load the folder's transformer with ``AutoModel`` instead.
 
 from __future__ import annotations
 
-from typing import ClassVar
 import logging
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 from transformers import Trainer, TrainingArguments
 
 from fairmt.data.augment.tuples import GENDER_GROUPS
 from fairmt.data.word_sentences import WordSentenceCollator
-from fairmt.errors import COUNT, FairmtError, POSITIVE, Range, SEED, WEIGHT, check_ranges
+from fairmt.errors import COUNT, POSITIVE, SEED, WEIGHT, FairmtError, Range, check_ranges
 from fairmt.losses.dpce import DEBIAS_LAYERS, LOSS_TARGETS
+from fairmt.models.precision import (
+    DEFAULT_TEACHER_DTYPE,
+    TEACHER_DTYPE_HELP,
+    TeacherDtype,
+    apply_teacher_dtype,
+    teacher_dtype_option,
+)
 from fairmt.trainers.ccd import _is_peft, is_sentence_transformer
 from fairmt.trainers.faults import FaultGuardMixin
-from fairmt.trainers.term_logging import SplitTermLogMixin
-from fairmt.models.precision import DEFAULT_TEACHER_DTYPE, TEACHER_DTYPE_HELP, TeacherDtype, apply_teacher_dtype, \
-    teacher_dtype_option
 from fairmt.trainers.sharding import ShardingMixin, check_not_zero3_partitioned, frozen_copy
+from fairmt.trainers.term_logging import SplitTermLogMixin
 
 logger = logging.getLogger(__name__)
 

@@ -181,7 +181,8 @@ def generate_translations(
 
         pending = sorted((i for i in range(len(sources)) if i not in done), key=lambda i: (-len(sources[i]), i))
         mine = pending[rank::world]
-        rounds = -(-(-(-len(pending) // world)) // batch_size)  # ceil(ceil(len / world) / batch_size)
+        per_rank = -(-len(pending) // world)  # ceil(len / world)
+        rounds = -(-per_rank // batch_size)  # ceil(per_rank / batch_size)
         bar = None
         if progress and rank == 0:
             from tqdm.auto import tqdm

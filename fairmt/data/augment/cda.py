@@ -4,8 +4,8 @@ A text becomes three versions of one content with the project's gender lexicon (
 male (:func:`to_gender` ``"male"``), female (``"female"``) and neutral (:func:`neutralize`: he/she → they,
 father/mother → parent, ...). The lexicon's documented limits apply: verb agreement is changed next to the pronoun
 only (``he runs`` → ``they run``; :data:`AGREEMENT_SCOPE`), names are not swapped, and ``her`` before an adjective
-may be read as possessive. Every tuple is then checked with the sensitive-polarity test of the CCD paper (Eq. 6); by default
-tuples that fail it are dropped and counted.
+may be read as possessive. Every tuple is then checked with the sensitive-polarity test of the CCD paper (Eq. 6); by
+default tuples that fail it are dropped and counted.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from fairmt.data.augment.tuples import GENDER_GROUPS, NEUTRAL, check_tuple
-
 
 _SINGULAR_AUX = frozenset({"is", "was", "has", "does", "isn't", "wasn't", "hasn't", "doesn't"})
 _INVERTED = re.compile(r"\b(?:is|was|has|does)(?:n't)?\s+they\b", re.IGNORECASE)

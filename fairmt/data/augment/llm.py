@@ -255,9 +255,7 @@ class TransformersChatClient:
         """Load a local causal LM folder."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from fairmt.hub import require_model
-
-        from fairmt.hub import loading
+        from fairmt.hub import loading, require_model
 
         require_model(path, "local LLM")
         config = Path(path) / "config.json"

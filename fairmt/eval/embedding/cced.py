@@ -13,7 +13,8 @@ not normalised and whose scale would otherwise dominate). Besides the gap, each 
 difference d_i − d_j (positive: group i lies farther from the neutral text).
 
 Input: JSON lines ``{"neutral": str, "<group>": str, ...}`` (e.g. ``{"neutral", "male", "female"}``); the groups
-are the string keys other than ``neutral``, ``id`` and ``source`` of the first line unless given, and every line must have them.
+are the string keys other than ``neutral``, ``id`` and ``source`` of the first line unless given, and every line
+must have them.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ class CCEDResult:
 
 def cced_signature(groups: Sequence[str], normalize: bool, pooling: str) -> str:
     """The versioned signature printed beside every CCED gap."""
-    return f"CCED|groups:{'+'.join(groups)}|dist:l2|norm:{'unit' if normalize else 'none'}|pool:{pooling}|v:{METRIC_VERSION}"
+    norm = "unit" if normalize else "none"
+    return f"CCED|groups:{'+'.join(groups)}|dist:l2|norm:{norm}|pool:{pooling}|v:{METRIC_VERSION}"
 
 
 def cced_gap(

@@ -76,7 +76,7 @@ def load_crows_pairs(path: str | Path, bias_types: Sequence[str] | None = None, 
     from fairmt.data.inputs import csv_dict_rows
 
     path = Path(path)
-    pairs = []
+    pairs: list[CrowsPair] = []
     _, rows = csv_dict_rows(path, "CrowS-Pairs", required=("sent_more", "sent_less", "stereo_antistereo", "bias_type"))
     for lineno, row in rows:
         direction = row["stereo_antistereo"].strip()
@@ -171,7 +171,8 @@ class CrowsResult:
     pair_scores: list[tuple[float, float]] = field(default_factory=list, repr=False)
 
     def __str__(self) -> str:
-        return f"CrowS-Pairs ({self.variant}): {self.overall['metric']:.2f} over {self.overall['n']} pairs  [{self.signature}]"
+        return (f"CrowS-Pairs ({self.variant}): {self.overall['metric']:.2f} over {self.overall['n']} pairs  "
+                f"[{self.signature}]")
 
 
 def crows_signature(variant: str, n: int) -> str:

@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from fairmt.errors import FairmtError
-
 from fairmt.models.encoders import is_sentence_transformers_dir  # noqa: F401  (also imported from here)
 from fairmt.models.pooling_names import SENTENCE_POOLINGS as POOLINGS  # one set with CCDConfig.pooling
 
@@ -90,8 +89,8 @@ class EmbeddingRunner:
             from sentence_transformers import SentenceTransformer
 
             with loading(p, "encoder"):
-                st = SentenceTransformer(str(p), device=device)
-                return cls(st, None, "model", device=str(st.device), **kwargs)
+                st_model = SentenceTransformer(str(p), device=device)
+                return cls(st_model, None, "model", device=str(st_model.device), **kwargs)
         from transformers import AutoModel, AutoTokenizer
 
         with loading(p, "encoder"):

@@ -36,6 +36,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -164,7 +165,8 @@ class StereoSetResult:
 
     def to_json(self) -> dict:
         """``{domain: {"lms", "ss", "icat", "count"}, ..., "overall": {...}, "signature": ...}``."""
-        out = {d: {"lms": s.lms, "ss": s.ss, "icat": s.icat, "count": s.count} for d, s in self.domains.items()}
+        out: dict[str, Any] = {d: {"lms": s.lms, "ss": s.ss, "icat": s.icat, "count": s.count}
+                               for d, s in self.domains.items()}
         out["overall"] = {"lms": self.overall.lms, "ss": self.overall.ss, "icat": self.overall.icat, "count": self.overall.count}
         out["signature"] = self.signature
         return out
@@ -188,7 +190,8 @@ def _domain_score(examples: Sequence[StereoSetExample], scores: dict[str, float]
             anti = scores[ex.sentence_id("anti-stereotype")]
             unrel = scores[ex.sentence_id("unrelated")]
         except KeyError as err:
-            raise FairmtError(f"{where}: no score for sentence id {err.args[0]} (example {ex.id}); the predictions do not cover the gold file") from None
+            raise FairmtError(f"{where}: no score for sentence id {err.args[0]} (example {ex.id}); "
+                              "the predictions do not cover the gold file") from None
         c = per_term[ex.target]
         if pro > anti:
             c["pro"] += 1.0

@@ -34,9 +34,9 @@ def add_comparisons(tables: list, n_samples: int | None = None, seed: int | None
 
 def compare_rows(rows: list[Run], n_samples: int | None = None, seed: int | None = None
                  ) -> tuple[list[dict], list[str]]:
-    """The comparisons of each row with the first row that carries per-sentence data (dicts for the JSON) and the lines that say them: a header (the
-    resamples, the seed and the p-value convention) and one line per test, or, where no test could be made, one line
-    per row saying why."""
+    """The comparisons of each row with the first row that carries per-sentence data (dicts for the JSON) and the
+    lines that say them: a header (the resamples, the seed and the p-value convention) and one line per test, or, where
+    no test could be made, one line per row saying why."""
     from fairmt.eval.significance import N_SAMPLES, SEED, SELF_COMPARISON, compare_items
 
     n_samples = N_SAMPLES if n_samples is None else n_samples

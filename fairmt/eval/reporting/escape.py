@@ -116,7 +116,7 @@ def _tex_letter(ch: str) -> str:
     (``ñ`` → ``\\~{n}``), a letter LaTeX names (``ß`` → ``\\ss{}``), else ``?`` (no glyph: CJK, Cyrillic, emoji)."""
     if ch in _TEX_LETTERS:
         return _TEX_LETTERS[ch]
-    base, *marks = unicodedata.normalize("NFD", ch)
+    base, *marks = list(unicodedata.normalize("NFD", ch))
     if base.isascii() and base.isalpha() and marks and all(m in _TEX_ACCENTS for m in marks):
         out = "\\i" if base == "i" else "\\j" if base == "j" else base  # dotless i/j under an accent
         for m in marks:

@@ -187,7 +187,9 @@ def tradeoff_figure(t: Table):
     markers = "osD^v<>phX*"
     for gi, g in enumerate(groups):
         rs = [r for r in pts if (r.group or r.method or r.name) == g]
-        ax.errorbar([r.values[xk] for r in rs], [r.values[yk] for r in rs],
+        xs = [x for r in rs if (x := r.values[xk]) is not None]  # all there: pts has both numbers
+        ys = [y for r in rs if (y := r.values[yk]) is not None]
+        ax.errorbar(xs, ys,
                     xerr=[r.std.get(xk) or 0.0 for r in rs], yerr=[r.std.get(yk) or 0.0 for r in rs],
                     fmt=markers[gi % len(markers)], capsize=3, label=escape.mpl(g), alpha=0.9)
         for r in rs:
@@ -221,7 +223,7 @@ def bars_figure(t: Table):
     fig, ax = plt.subplots(figsize=(min(11.0, max(5.0, 0.5 * len(cols) * n + 2.5)), 4.0))
     for k, r in enumerate(t.rows):
         xs = [j + (k - (n - 1) / 2) * width for j in range(len(cols))]
-        hs = [r.values.get(m.key) if r.values.get(m.key) is not None else math.nan for m in cols]
+        hs = [math.nan if (h := r.values.get(m.key)) is None else h for m in cols]
         ax.bar(xs, hs, width, yerr=[r.std.get(m.key) or 0.0 for m in cols], capsize=2, label=escape.mpl(r.name))
     ax.set_xticks(range(len(cols)), [escape.mpl(m.label) for m in cols], rotation=30 if len(cols) > 8 else 0)
     unit = t.unit(cols[0])

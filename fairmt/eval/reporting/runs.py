@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fairmt.citations import METHOD_PAPERS
 from fairmt.errors import FairmtError
 from fairmt.eval.reporting import formats
 
@@ -55,7 +56,7 @@ class _Reader:
         return f"{self.prefix}{dotted}"
 
     def get(self, dotted: str) -> Any:
-        node = self.data
+        node: Any = self.data
         for part in dotted.split("."):
             if not isinstance(node, dict):
                 raise FairmtError(f"{self.path}: {self.name(dotted)!r}: {part!r} is inside a {type(node).__name__}, "
@@ -65,7 +66,7 @@ class _Reader:
                 return None
         return node
 
-    def at(self, dotted: str) -> "_Reader":
+    def at(self, dotted: str) -> _Reader:
         v = self.get(dotted)
         if v is not None and not isinstance(v, dict):
             raise FairmtError(f"{self.path}: {self.name(dotted)!r} must be an object, got {type(v).__name__} "
@@ -100,14 +101,15 @@ def _short(v: Any) -> str:
     return s if len(s) <= 40 else s[:37] + "..."
 
 
-def strip_version(sig: str) -> str:
+def strip_version(sig: str | None) -> str:
     """A signature without the fairmt version in it (``|fairmt:0.1.0``): a new release with the same metric keeps
     comparing equal."""
     return re.sub(r"\|fairmt:[^|]*", "", str(sig))
 
 
 def _items(r: _Reader, bench: str, key: str) -> dict:
-    """``{"bench:key": items}`` when the result row ``r`` carries per-sentence data (:mod:`fairmt.eval.significance`)."""
+    """``{"bench:key": items}`` when the result row ``r`` carries per-sentence data
+    (:mod:`fairmt.eval.significance`)."""
     items = r.get("items")
     if items is None:
         return {}
@@ -437,7 +439,7 @@ def _read_stereoset(r: _Reader, name: str) -> list[Run]:
 
 
 def _read_word_debias(r: _Reader, name: str) -> list[Run]:
-    method = r.text("method") or "ccd"
+    method = r.text("method") or Path(r.path).name.removesuffix("_results.json")  # <method>_results.json
     rows = []
     for when in ("before", "after"):
         block = r.at(when)
@@ -551,32 +553,55 @@ def _unflatten(flat: dict[str, Any]) -> dict:
     return out
 
 
-def _sweep_values(r: _Reader, method: str) -> tuple[str, dict, str]:
-    """Family, values and rate scale of one sweep setting's means (or stds): the same measures a single run's
-    results give, read from the flat result names."""
-    if method == "classification" or "gap" in r.at("test").data:
-        test = r.at("test")
-        return "classification", _classification_values(test, r.at("test_full").at("gap_by_class")), "percent"
-    if method == "gacl":
-        split = "test" if any(k.startswith("geneval_") for k in r.at("test").data) else "dev"
-        vals = {**_gacl_values(r, split), **_held_out_values(r.at("held_out_gender").at("after"))}
-        if r.at("dev").num("loss") is not None:
-            vals["eval_loss"] = r.at("dev").num("loss")
-        return "mt", vals, "percent"
-    if method in ("ccd", "dpce", "adept"):
-        vals, _ = _embedding_block(r.at("after"))
-        for key, section in (("utility_spearman", "utility.spearman_pairwise_cos"),
-                             ("utility_nn1", "utility.nn1_agreement"), ("glue_avg", "glue.avg")):
-            vals[key] = r.num(section)
-        return "embeddings", _drop_none(vals), "raw"
-    if method == "sampling" or r.at("stages").data:
-        block = r.at("stages").at("stage2")
-        vals = _subgroup_values(block.at("subgroups"))
-        probes = block.at("probe")
-        for target in probes.data:
-            vals.update(_probe_values(probes.at(target), target))
-        return "probe", _drop_none(vals), "fraction"
-    raise FairmtError(f"{r.path}: a sweep of method {method!r}: fairmt report does not know its measures")
+def _mt_sweep_values(r: _Reader) -> dict:
+    split = "test" if any(k.startswith("geneval_") for k in r.at("test").data) else "dev"
+    vals = {**_gacl_values(r, split), **_held_out_values(r.at("held_out_gender").at("after"))}
+    if r.at("dev").num("loss") is not None:
+        vals["eval_loss"] = r.at("dev").num("loss")
+    return vals
+
+
+def _embeddings_sweep_values(r: _Reader) -> dict:
+    vals, _ = _embedding_block(r.at("after"))
+    for key, section in (("utility_spearman", "utility.spearman_pairwise_cos"),
+                         ("utility_nn1", "utility.nn1_agreement"), ("glue_avg", "glue.avg")):
+        vals[key] = r.num(section)
+    return _drop_none(vals)
+
+
+def _probe_sweep_values(r: _Reader) -> dict:
+    block = r.at("stages").at("stage2")
+    vals = _subgroup_values(block.at("subgroups"))
+    probes = block.at("probe")
+    for target in probes.data:
+        vals.update(_probe_values(probes.at(target), target))
+    return _drop_none(vals)
+
+
+def _classification_sweep_values(r: _Reader) -> dict:
+    return _classification_values(r.at("test"), r.at("test_full").at("gap_by_class"))
+
+
+SWEEP_VALUES = {"classification": (_classification_sweep_values, "percent"), "probe": (_probe_sweep_values, "fraction"),
+                "embeddings": (_embeddings_sweep_values, "raw"), "mt": (_mt_sweep_values, "percent")}
+"""A sweep setting's measures by report table (the same measures a single run's results give, read from the flat
+result names), with the scale of its rates."""
+
+
+def _sweep_table(mean: _Reader) -> str:
+    """The report table a sweep's runs land in, told by what their results hold (the recipe's results file, each
+    family's layout): a test ``gap`` (classification), ``stages`` (fairness-driven sampling), a ``before``/``after``
+    measurement (embedding debiasing), else an MT run's ``dev``/``test``/``train``/``held_out_gender``."""
+    if "gap" in mean.at("test").data:
+        return "classification"
+    if mean.at("stages").data:
+        return "probe"
+    if mean.at("after").data or mean.at("before").data:
+        return "embeddings"
+    if any(mean.at(k).data for k in ("dev", "test", "train", "held_out_gender")):
+        return "mt"
+    raise FairmtError(f"{mean.path}: a sweep whose results fairmt report does not know (none of the recipes' "
+                      "measures: test.gap, stages, before/after, dev/test/train)")
 
 
 def _sweep_signatures(r: _Reader, setting: dict, method: str) -> dict[str, str]:
@@ -616,8 +641,9 @@ def _read_sweep(r: _Reader, name: str) -> list[Run]:
         here = _Reader(r.path, s, f"settings.{i}.")
         mean = _Reader(r.path, _unflatten(here.at("mean").data), f"settings.{i}.mean.")
         std = _Reader(r.path, _unflatten(here.at("std").data), f"settings.{i}.std.")
-        fam, vals, scale = _sweep_values(mean, method)
-        _, sd, _ = _sweep_values(std, method)
+        fam = _sweep_table(mean)
+        read, scale = SWEEP_VALUES[fam]
+        vals, sd = read(mean), read(std)
         overrides = here.at("overrides").data
         sigs = _sweep_signatures(r, s, method)
         if fam == "classification":
@@ -632,7 +658,7 @@ def _read_sweep(r: _Reader, name: str) -> list[Run]:
                                   **({"selection": rule} if rule else {})}))
     if not rows:
         raise FairmtError(f"{r.path}: no finished setting (every setting has n = 0)")
-    if method == "gacl":  # a tiny recipe's starting model, the same for every setting (its scores are cached)
+    if rows[0].family == "mt":  # a tiny recipe's starting model, the same for every setting (its scores are cached)
         first = next(i for i, s in enumerate(settings) if s.get("n"))
         before = _Reader(r.path, _unflatten(_Reader(r.path, settings[first]).at("mean").data),
                          f"settings.{first}.mean.").at("held_out_gender").at("before")
@@ -733,8 +759,8 @@ def distinct_default_names(inputs: list[list[Run]]) -> None:
                     r.name = f"{name} [{label}]"
 
 
-CITED = ("gacl", "ccd", "dpce", "adept", "cscl", "fcl", "sampling")
-"""The methods whose paper a model card cites (:mod:`fairmt.citations`)."""
+CITED = tuple(METHOD_PAPERS)
+"""The methods whose paper a model card cites (:data:`fairmt.citations.METHOD_PAPERS`)."""
 
 
 def run_method(data: dict) -> str | None:
@@ -745,9 +771,9 @@ def run_method(data: dict) -> str | None:
     if fmt == formats.CLASSIFICATION_RESULTS:
         objective = str(data.get("objective") or "")
         return next((m for m in ("cscl", "fcl") if objective.startswith(m)), None)
-    if fmt == formats.SAMPLING_RESULTS:
-        return "sampling" if data.get("objective") not in (None, "simclr") else None
-    if fmt in (formats.GACL_RESULTS, formats.WORD_DEBIAS_RESULTS, formats.SWEEP):
+    if fmt == formats.SAMPLING_RESULTS and data.get("objective") in (None, "simclr"):
+        return None  # the SimCLR baseline (random sampling) is not the method
+    if fmt in (formats.SAMPLING_RESULTS, formats.GACL_RESULTS, formats.WORD_DEBIAS_RESULTS, formats.SWEEP):
         method = str(data.get("method") or "")
         return method if method in CITED else None
     if fmt == formats.MT_BIAS and isinstance(data.get("settings"), dict):

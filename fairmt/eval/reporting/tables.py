@@ -59,7 +59,8 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
         M("geneval_abs_dg", "|ΔG|", "MT-GenEval", "min"),
         M("bleu", "spBLEU", "FLORES-200", "max", "score"),
         M("bleu_star", "spBLEU*", "FLORES-200", "max", "score",
-          note="spBLEU*: BLEU with a SentencePiece model other than FLORES-200's official one (its signature says "
+          note="spBLEU*: BLEU with a SentencePiece model other than FLORES-200's official one "
+               "(its signature says "
                "tok:spm-nonstandard); not comparable with published spBLEU"),
         M("chrfpp", "chrF++", "FLORES-200", "max", "score"),
         M("winomt_acc", "Acc.", "WinoMT", "max"), M("winomt_abs_dg", "|ΔG|", "WinoMT", "min"),
@@ -68,12 +69,14 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
         M("heldout_abs_dg", "|ΔG|", "Held-out demo sentences", "min"),
         M("heldout_anti", "anti-stereo. acc.", "Held-out demo sentences", "max"),
         M("heldout_chrfpp", "chrF++", "Held-out demo sentences", "max", "score",
-          note="Held-out demo sentences: a tiny recipe's held-out gender scores (fairmt demo's test sentences, "
+          note="Held-out demo sentences: a tiny recipe's held-out gender scores "
+               "(fairmt demo's test sentences, "
                "never trained on), the untrained original's in its (original) row"),
         M("eval_loss", "eval loss", "Training", "min", "raw", 3,
           note="eval loss: the held-out L_MT cross-entropy of the model the run reports (nats per token)"),
         M("degenerate", "degenerate", "Outputs", "min", "count", 0,
-          note="degenerate: empty, repetitive, wrong-script or unrelated translations (MT-GenEval and FLORES lines)")),
+          note="degenerate: empty, repetitive, wrong-script or unrelated translations "
+               "(MT-GenEval and FLORES lines)")),
         dynamic=(("winomt_acc:", "WinoMT Acc. per language", "max", "rate", 1),),
         touched={"winomt": ("WinoMT", "WinoMT Acc. per language"), "geneval": ("MT-GenEval",),
                  "flores": ("FLORES-200",), "settings:compat": ("WinoMT", "WinoMT Acc. per language"),
@@ -92,7 +95,8 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
         M("leakage_h", "leakage@h", "Leakage", "min", digits=2),
         M("leakage_yhat", "leakage@ŷ", "Leakage", "min", digits=2),
         M("tradeoff", "Tradeoff", "Trade-off", "max", "raw", 3,
-          note="Tradeoff: Shen et al.'s ½·N(Acc) + ¼·N(1−GAP) + ⅛·N(1−leakage@h) + ⅛·N(1−leakage@ŷ), N = ÷ max "
+          note="Tradeoff: Shen et al.'s ½·N(Acc) + ¼·N(1−GAP) + ⅛·N(1−leakage@h) + ⅛·N(1−leakage@ŷ), "
+               "N = ÷ max "
                "over the rows of this table (recomputed from the means shown; a sweep's own column is not kept)")),
         dynamic=(("gap:", "GAP per class", "min", "rate", 2),),
         touched={"cls:version": ("Performance", "Fairness", "Leakage", "Trade-off", "GAP per class"),
@@ -167,8 +171,8 @@ class Table:
         for m in self.columns:
             if not m.direction:
                 continue
-            vals = [(i, r.values.get(m.key)) for i, r in enumerate(self.rows)
-                    if r.values.get(m.key) is not None and m.key not in self.marks[i]]
+            vals = [(i, v) for i, r in enumerate(self.rows)
+                    if (v := r.values.get(m.key)) is not None and m.key not in self.marks[i]]
             if len(vals) < 2:
                 continue
             target = (max if m.direction == "max" else min)(v for _, v in vals)
@@ -215,7 +219,7 @@ def _aggregate(runs: list[Run]) -> list[Run]:
         keys = list(dict.fromkeys(k for r in group for k in r.values))
         mean, std = {}, {}
         for k in keys:
-            vals = [r.values[k] for r in group if r.values.get(k) is not None]
+            vals = [v for r in group if (v := r.values.get(k)) is not None]
             mean[k] = statistics.fmean(vals) if vals else None
             std[k] = statistics.stdev(vals) if len(vals) > 1 else None
         first = group[0]
@@ -263,7 +267,7 @@ def _shen_tradeoff(rows: list[Run], scale: str) -> list[float] | None:
         return None
     f = 100.0 if scale == "percent" else 1.0
     try:
-        return tradeoff_scores(*[[r.values[k] / f for r in rows] for k in need])
+        return tradeoff_scores(*[[(r.values[k] or 0.0) / f for r in rows] for k in need])  # none is None (above)
     except (FairmtError, ValueError, ZeroDivisionError):
         return None
 
@@ -301,9 +305,10 @@ def build_tables(runs: list[Run], allow_mixed: bool = False, per_class: bool = F
                 for k in list(r.values):
                     m = measure_of(fam, k)
                     if m is not None and m.kind == "rate":
-                        r.values[k] = None if r.values[k] is None else 100.0 * r.values[k]
-                        if r.std.get(k) is not None:
-                            r.std[k] = 100.0 * r.std[k]
+                        v, s = r.values[k], r.std.get(k)
+                        r.values[k] = None if v is None else 100.0 * v
+                        if s is not None:
+                            r.std[k] = 100.0 * s
                 r.scale = "percent"
         if converted:
             notes.append(f"Written as fractions and shown in percent here: {', '.join(converted)}.")

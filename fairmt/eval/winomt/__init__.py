@@ -3,7 +3,8 @@
 ``evaluate_winomt(translations, "de", compat="acl2019")`` aligns the English source to the translation with a
 NumPy re-implementation of fast_align (:mod:`.align`), finds the translated profession (:mod:`.profession`),
 detects its grammatical gender with a per-language detector (:mod:`.detectors`, pluggable with
-:func:`register_detector`) and scores it (:mod:`.metrics`): accuracy, ΔG (Acc_male − Acc_female), ΔG_F1, ΔS, ΔR, per-gender precision/recall/F1.
+:func:`register_detector`) and scores it (:mod:`.metrics`): accuracy, ΔG (Acc_male − Acc_female), ΔG_F1, ΔS, ΔR,
+per-gender precision/recall/F1.
 """
 
 from fairmt.eval.winomt.align import Aligner, EflomalAligner, ExternalFastAlign, FastAlign, get_aligner

@@ -169,7 +169,8 @@ class WinoMTResult:
         """The headline numbers as a flat dict (for tables)."""
         return {
             "lang": self.lang, "accuracy": self.accuracy, "delta_g": self.delta_g, "delta_g_f1": self.delta_g_f1,
-            "delta_s": self.delta_s, "delta_r": self.delta_r, "f1_male": self.f1_male, "f1_female": self.f1_female, "n": self.n,
+            "delta_s": self.delta_s, "delta_r": self.delta_r, "f1_male": self.f1_male, "f1_female": self.f1_female,
+            "n": self.n,
         }  # fmt: skip
 
 

@@ -18,7 +18,8 @@ Args:
     spm_model: path of the FLORES-200 SentencePiece model (default: $FAIRMT_FLORES200_SPM, then sacrebleu's cache).
     lang_pair: labels the result, e.g. "eng_Latn-deu_Latn".
 Returns:
-    spbleu (or bleu_spm_nonstandard), chrfpp, bleu_label, n, the sacrebleu signatures, spm_model, spm_model_sha256, note.
+    spbleu (or bleu_spm_nonstandard), chrfpp, bleu_label, n, the sacrebleu signatures, spm_model, spm_model_sha256,
+    note.
 Example:
     >>> m = evaluate.load(fairmt.evaluate_module("flores"))
     >>> m.compute(predictions=hyps, references=refs, spm_model="flores200_sacrebleu_tokenizer_spm.model")

@@ -23,8 +23,9 @@ Args:
 Returns:
     accuracy, explicit_accuracy, per-gender accuracies, delta_g, hypothesis_accuracy, hypothesis_explicit_accuracy,
     n, signature; with the pairs also chrfpp (chrF++ against the own-gender references, chrf_signature) and
-    degenerate (counts of empty, repetitive, wrong-script and unrelated translations). Without the masculine-then-feminine layout
-    only the per-translation numbers are defined: accuracy and explicit_accuracy are then None and `note` says why.
+    degenerate (counts of empty, repetitive, wrong-script and unrelated translations). Without the
+    masculine-then-feminine layout only the per-translation numbers are defined: accuracy and explicit_accuracy are then
+    None and `note` says why.
 Example:
     >>> m = evaluate.load(fairmt.evaluate_module("mt_geneval"))
     >>> m.compute(predictions=hyps, references=own_refs, counterfactual_references=other_refs, lang="de")
@@ -50,9 +51,7 @@ class MTGenEval(PerExampleInputs, evaluate.Metric):
         from dataclasses import asdict
 
         from fairmt.errors import FairmtError
-        from fairmt.eval.geneval import _pct, geneval_signature, judge, score_counterfactual
-
-        from fairmt.eval.geneval import SPLITS
+        from fairmt.eval.geneval import SPLITS, _pct, geneval_signature, judge, score_counterfactual
 
         if not isinstance(lang, str) or not lang:
             raise FairmtError(f"mt_geneval: lang must be a language code such as 'de', got {lang!r}")

@@ -8,8 +8,9 @@ from fairmt.evaluate_modules._batches import PerExampleInputs
 
 _DESCRIPTION = """Gender accuracy of professions in English→XX translations of the WinoMT challenge set: aligns each
 source with its translation (built-in fast_align), finds the translated profession, detects its grammatical gender
-with the language's morphological analyser and reports accuracy, ΔG = Acc(male) − Acc(female) (the GACL paper's), ΔG_F1 = F1(male) − F1(female) (the 2019 evaluator's "ΔG"), ΔS = acc(pro) −
-acc(anti) and ΔR = recall(male) − recall(female), in percent. Same numbers as `fairmt eval winomt`."""
+with the language's morphological analyser and reports accuracy, ΔG = Acc(male) − Acc(female) (the GACL paper's),
+ΔG_F1 = F1(male) − F1(female) (the 2019 evaluator's "ΔG"), ΔS = acc(pro) − acc(anti) and ΔR = recall(male) −
+recall(female), in percent. Same numbers as `fairmt eval winomt`."""
 
 _KWARGS_DESCRIPTION = """
 Args:
@@ -20,8 +21,8 @@ Args:
     sources: optional English sources (default: the gold sentences).
     compat: None, or "acl2019" to reproduce the 2019 evaluator.
 Returns:
-    accuracy, delta_g, delta_g_f1, delta_s (None without pro/anti marks), delta_r, f1/precision/recall per gender, acc_pro,
-    acc_anti, n, n_unknown, n_unaligned, confusion, signature.
+    accuracy, delta_g, delta_g_f1, delta_s (None without pro/anti marks), delta_r, f1/precision/recall per gender,
+    acc_pro, acc_anti, n, n_unknown, n_unaligned, confusion, signature.
 Example:
     >>> import evaluate, fairmt
     >>> m = evaluate.load(fairmt.evaluate_module("winomt"))

@@ -11,7 +11,19 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from fairmt.eval.embedding.seat import SEAT_N_SAMPLES
 
 from fairmt.recipes._schema import (
-    CCD_CONFIG, LORA_CONFIG, Count, D, Positive, Recipe, Section, Seed, Size, Text, _trainer_section, config_help, trainer_doc,
+    CCD_CONFIG,
+    LORA_CONFIG,
+    Count,
+    D,
+    Positive,
+    Recipe,
+    Section,
+    Seed,
+    Size,
+    Text,
+    _trainer_section,
+    config_help,
+    trainer_doc,
 )
 
 # ---------------------------------------------------------------------------------------------- ccd / dpce / adept
@@ -27,7 +39,7 @@ class CorpusFile(Section):
 
 
 class CdaSource(CorpusFile):
-    """One ``data.cda_source`` of a CCD recipe (fairmt.recipes.ccd.runner.read_source_texts)."""
+    """One ``data.cda_source`` of a CCD recipe (fairmt.recipes.ccd.data.read_source_texts)."""
 
     sentences: bool = D(False, description="split each text into sentences (e.g. biographies)")
     max_texts: Count | None = D(None, description="read at most N texts of this source (null: all)")

@@ -19,7 +19,7 @@ Recipe keys (see ``recipes/ccd/dpce_minilm.yaml``):
 * ``peft`` (optional): :class:`peft.LoraConfig` fields.
 * ``evaluation``: ``suites`` (``seat``, ``cced``, ``bias_ir``), ``pooling`` (``mean`` default, ``cls``, ``max``),
   ``normalize`` (L2, default false), ``seat_tests``, ``seat_n_samples``, ``batch_size``.
-* ``utility`` (optional): ``glue`` or a mapping (:func:`fairmt.recipes.ccd.runner.parse_utility`).
+* ``utility`` (optional): ``glue`` or a mapping (:func:`fairmt.recipes.ccd.utility.parse_utility`).
 * ``results``: the JSON path (default ``<output_dir>/<method>_results.json``).
 
 The recipe is read as its typed, resolved object (:class:`fairmt.recipes.ccd.schema.DpceRecipe` /

@@ -72,7 +72,6 @@ without loading a model. ``main`` returns the results dict.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os

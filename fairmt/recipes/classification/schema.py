@@ -9,7 +9,18 @@ from pydantic import Field, field_validator, model_validator
 
 from fairmt.errors import FairmtError
 from fairmt.recipes._schema import (
-    CLASSIFICATION_CONFIGS, Count, D, Positive, Recipe, Section, Seed, Share, Text, _must, _trainer_section, trainer_doc,
+    CLASSIFICATION_CONFIGS,
+    Count,
+    D,
+    Positive,
+    Recipe,
+    Section,
+    Seed,
+    Share,
+    Text,
+    _must,
+    _trainer_section,
+    trainer_doc,
 )
 
 # ---------------------------------------------------------------------------------------------- classification

@@ -87,7 +87,8 @@ def prepare_data(pairs, data_cfg: dict, tgt: str, seed: int):
     if how not in PREPARE:
         raise FairmtError(f"data.prepare must be one of {PREPARE}, got {how!r}")
     if how == "gacl":
-        return prepare_gacl_pairs(pairs, balance=data_cfg.get("balance", True), seed=seed)
+        return prepare_gacl_pairs(pairs, balance=data_cfg.get("balance", True), seed=seed,
+                                  lexicon=data_cfg.get("lexicon", "fairmt"))
     if len(pairs) == 0:
         raise FairmtError("the training data is empty")
     if how == "gfst":

@@ -7,7 +7,18 @@ from typing import Literal
 from pydantic import field_validator
 
 from fairmt.recipes._schema import (
-    GACL_CONFIG, LORA_CONFIG, Count, D, Recipe, Section, Seed, Share, Text, _must, _trainer_section, trainer_doc,
+    GACL_CONFIG,
+    LORA_CONFIG,
+    Count,
+    D,
+    Recipe,
+    Section,
+    Seed,
+    Share,
+    Text,
+    _must,
+    _trainer_section,
+    trainer_doc,
 )
 
 # ---------------------------------------------------------------------------------------------- gacl
@@ -32,6 +43,10 @@ class GaclData(Section):
     prepare: Literal["gacl", "gfst", "plain"] = D(
         "gacl", description="gacl: one-gender sources, balanced, with counterfactuals (Lee et al. 2023, §3.1); gfst: "
                             "GFST's target-side gender filtering (Choubey et al. 2021); plain: every pair as given")
+    lexicon: Literal["fairmt", "zhao2018"] = D(
+        "fairmt", description="whose English word list finds one-gender sources and swaps them for prepare: gacl: "
+                              "fairmt (its own lexicon, fairmt.data.lexicon) or zhao2018 (Zhao et al. 2018's WinoBias "
+                              "lists, the GACL paper's; `fairmt data download lexicons`)")
     target_gender_words: dict[Literal["male", "female"], list[Text]] | None = D(
         None, description="the target-language words that mark a gender for prepare: gfst, {male: [...], female: "
                           "[...]} (null: the built-in German list for de)")

@@ -6,11 +6,21 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from fairmt.recipes._schema import (
-    SAMPLING_CONFIG, Count, D, Positive, Probability,
-    Recipe, Section, Seed, Text, fed, ranged, trainer_doc,
-)
 from fairmt.errors import COUNT, GROUPS
+from fairmt.recipes._schema import (
+    SAMPLING_CONFIG,
+    Count,
+    D,
+    Positive,
+    Probability,
+    Recipe,
+    Section,
+    Seed,
+    Text,
+    fed,
+    ranged,
+    trainer_doc,
+)
 
 # ---------------------------------------------------------------------------------------------- sampling (images)
 

@@ -178,8 +178,8 @@ class CT2Translator:
             folder, self.tm = self._save_in_memory(model), model
             gen = getattr(model.model, "generation_config", None)
         elif isinstance(model, (str, Path)):
-            from fairmt.models.mt import _load_tokenizer, family_evidence
             from fairmt.models.languages import check_m2m_code, nllb_code
+            from fairmt.models.mt import _load_tokenizer, family_evidence
 
             folder = _local_folder(str(model))
             fam = family or family_evidence(str(folder))[0]

@@ -152,7 +152,7 @@ class OpenAITranslator:
             raise FairmtError(
                 f"{self.url}: HTTP {err.code} {err.reason}" + (f": {self._safe(detail)[:300]}" if detail else "")
             ) from None
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise _Retryable(f"timed out after {self.timeout:g}s") from None
         except urllib.error.URLError as err:
             if isinstance(err.reason, (TimeoutError, socket.timeout)):

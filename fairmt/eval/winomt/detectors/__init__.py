@@ -40,7 +40,7 @@ One module per analyser: :mod:`.base` (the base classes and the vote), :mod:`.ge
 (their fallback) and :mod:`.registry` (which language gets which). Every public name is importable from here.
 """
 
-from fairmt.eval.winomt.detectors.base import F, M, N, U, GenderDetector, TokenVoteDetector, majority
+from fairmt.eval.winomt.detectors.base import F, GenderDetector, M, N, TokenVoteDetector, U, majority
 from fairmt.eval.winomt.detectors.czech import CS_SPACY_MODEL, CzechSpacyDetector, czech_detector
 from fairmt.eval.winomt.detectors.german import DE_DETERMINERS, DE_FEMININE_ENDINGS, GermanDetector
 from fairmt.eval.winomt.detectors.italian import IT_ARTICLES, IT_FUNCTION_WORDS, ItalianRuleDetector

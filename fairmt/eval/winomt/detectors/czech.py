@@ -6,7 +6,7 @@ import warnings
 from collections.abc import Iterable
 
 from fairmt.errors import FairmtError
-from fairmt.eval.winomt.detectors.base import _PUNCT, F, M, N, U, GenderDetector, majority
+from fairmt.eval.winomt.detectors.base import _PUNCT, F, GenderDetector, M, N, U, majority
 from fairmt.eval.winomt.detectors.slavic_rules import CS_WORDS, SlavicRuleDetector
 from fairmt.eval.winomt.detectors.spacy_morph import SpacyDetector
 from fairmt.eval.winomt.io import Gender

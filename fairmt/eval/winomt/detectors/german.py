@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fairmt.eval.winomt.detectors.base import _PUNCT, F, M, N, GenderDetector
+from fairmt.eval.winomt.detectors.base import _PUNCT, F, GenderDetector, M, N
 from fairmt.eval.winomt.io import Gender
 from fairmt.eval.winomt.profession import TranslatedEntity
 

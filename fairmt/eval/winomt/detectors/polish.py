@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 
 from fairmt.errors import FairmtError
-from fairmt.eval.winomt.detectors.base import _PUNCT, F, M, N, U, GenderDetector, majority
+from fairmt.eval.winomt.detectors.base import _PUNCT, F, GenderDetector, M, N, U, majority
 from fairmt.eval.winomt.detectors.slavic_rules import SlavicRuleDetector
 from fairmt.eval.winomt.io import Gender
 from fairmt.eval.winomt.profession import TranslatedEntity
@@ -75,7 +75,7 @@ class MorfeuszDetector(GenderDetector):
 
     def readings(self, word: str) -> list[tuple[str, str, str, Gender]]:
         """``(lemma, pos, tag, gender)`` for each gendered reading of one word (gender fields expanded)."""
-        out = []
+        out: list[tuple[str, str, str, Gender]] = []
         for _start, _end, interp in self.morf.analyse(word):
             lemma, tag = interp[1], interp[2]
             parts = tag.split(":")
@@ -96,6 +96,7 @@ class MorfeuszDetector(GenderDetector):
         if tok in self._words:
             return self._words[tok]
         analyses = self.morf.analyse(tok)
+        info: tuple[Gender | str | None, bool, bool]
         if all(a[2][2] == "ign" for a in analyses):  # unknown to SGJP: suffix rules
             info = (self.rules.token_gender(tok), False, False)
         else:

@@ -6,7 +6,7 @@ import functools
 from pathlib import Path
 
 from fairmt.errors import FairmtError
-from fairmt.eval.winomt.detectors.base import _PUNCT, F, M, N, U, TokenVoteDetector, majority
+from fairmt.eval.winomt.detectors.base import _PUNCT, F, M, N, TokenVoteDetector, U, majority
 from fairmt.eval.winomt.io import Gender
 
 _PYMORPHY_GENDER = {"masc": M, "femn": F, "neut": N}
@@ -103,7 +103,8 @@ class PymorphyDetector(TokenVoteDetector):
 
         meta = self.morph.dictionary.meta
         compiled = str(meta.get("compiled_at", ""))[:10]  # the revision alone does not tell uk dictionaries apart
-        return f"pymorphy3-{pymorphy3.__version__}-{self.lang}-dict{meta.get('source_revision', '')}@{compiled}-{self.rule}"
+        revision = meta.get("source_revision", "")
+        return f"pymorphy3-{pymorphy3.__version__}-{self.lang}-dict{revision}@{compiled}-{self.rule}"
 
     def detect_text(self, text: str) -> Gender:
         if self.rule == "most_probable":

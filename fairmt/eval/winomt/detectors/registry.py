@@ -47,8 +47,8 @@ def register_detector(lang: str, factory: Callable[[], GenderDetector], overwrit
     _REGISTRY[lang] = factory
     for key in [k for k in _COMPAT_REGISTRY if k[0] == lang]:
         del _COMPAT_REGISTRY[key]  # a user's detector replaces the built-in one in every mode
-    for key in [k for k in _INSTANCES if k[0] == lang]:
-        del _INSTANCES[key]
+    for instance_key in [k for k in _INSTANCES if k[0] == lang]:
+        del _INSTANCES[instance_key]
 
 
 def available_languages() -> list[str]:
@@ -68,5 +68,5 @@ def get_detector(lang: str, compat: str | None = None) -> GenderDetector:
         )
     key = (lang, compat if (lang, compat) in _COMPAT_REGISTRY else None)
     if key not in _INSTANCES:
-        _INSTANCES[key] = _COMPAT_REGISTRY[key]() if key[1] else _REGISTRY[lang]()
+        _INSTANCES[key] = _COMPAT_REGISTRY[(lang, key[1])]() if key[1] is not None else _REGISTRY[lang]()
     return _INSTANCES[key]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fairmt.errors import FairmtError
-from fairmt.eval.winomt.detectors.base import F, M, N, U, GenderDetector, majority
+from fairmt.eval.winomt.detectors.base import F, GenderDetector, M, N, U, majority
 from fairmt.eval.winomt.io import Gender
 from fairmt.eval.winomt.profession import TranslatedEntity
 

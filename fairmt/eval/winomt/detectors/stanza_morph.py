@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from fairmt.errors import FairmtError
-from fairmt.eval.winomt.detectors.base import U, GenderDetector, majority
+from fairmt.eval.winomt.detectors.base import GenderDetector, U, majority
 from fairmt.eval.winomt.detectors.spacy_morph import _SPACY_GENDER
 from fairmt.eval.winomt.io import Gender
 

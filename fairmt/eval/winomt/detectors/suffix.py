@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from fairmt.eval.winomt.detectors.base import _PUNCT, F, M, GenderDetector
+from fairmt.eval.winomt.detectors.base import _PUNCT, F, GenderDetector, M
 from fairmt.eval.winomt.io import Gender
 
 HE_FEMININE_SUFFIXES = ("ה", "ת")  # -a (ה), -et/-it/-ut (ת, ית, ות)
 HE_PARTICLES = frozenset({"את"})  # the accusative marker ends in ת but carries no gender
 AR_FEMININE_SUFFIXES = ("ة", "ات")  # taa marbuta, sound feminine plural
-AR_PARTICLES = frozenset()
+AR_PARTICLES: frozenset[str] = frozenset()
 
 
 class SuffixDetector(GenderDetector):
