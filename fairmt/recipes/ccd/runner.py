@@ -232,7 +232,9 @@ def main(config: dict) -> dict:
     results["time_measure_after_s"] = time.time() - t0
     results["time_total_s"] = time.time() - t_start
 
-    path = Path(recipe.results or out_dir / "ccd_results.json")
+    from fairmt.recipes._registry import family
+
+    path = Path(recipe.results or out_dir / family("ccd").results_file)
     path.parent.mkdir(parents=True, exist_ok=True)
     from fairmt.eval.report import write_text_atomic
     from fairmt.outputs import json_text

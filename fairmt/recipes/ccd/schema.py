@@ -28,6 +28,11 @@ from fairmt.recipes._schema import (
 
 # ---------------------------------------------------------------------------------------------- ccd / dpce / adept
 
+DATA_SEED = 42
+"""The default seed of a recipe's data preparation (shuffles, held-out splits), CCD's and the baselines' alike."""
+MEASURE_BATCH_SIZE = 64
+"""The default number of sentences encoded per batch by the measurements (``evaluation.batch_size``)."""
+
 
 class CorpusFile(Section):
     """A text file to read: its path and, for JSONL / CSV, the field holding the text."""
@@ -84,7 +89,7 @@ class CcdData(Section):
     groups: Annotated[list[Text], Field(min_length=2)] | None = D(
         None, description="the demographic groups of a tuple (null: male, female); also the default of "
                           f"training.groups (CCDConfig.groups: {config_help(CCD_CONFIG, 'groups')})")
-    seed: Seed = D(42, description="the seed of the shuffles that draw the held-out splits and the EDA variants")
+    seed: Seed = D(DATA_SEED, description="the seed of the shuffles that draw the held-out splits and the EDA variants")
     eval_size: Size = D(0, description="validation tuples held out (checkpoint selection and the validation CCED "
                                        "gap; 0: none)")
     test_size: Size = D(0, description="tuples held out for CCED (0: none)")
@@ -113,7 +118,7 @@ class CcdEvaluation(Section):
     seat_n_samples: Count = D(SEAT_N_SAMPLES, description="permutation samples of the SEAT p-values (sampled when the "
                                                           "exact test has more splits)")
     seat_tests: list[SeatTest] | None = D(None, description="the SEAT tests run (null: all of 6, 6b, 7, 7b, 8, 8b)")
-    batch_size: Count = D(64, description="sentences encoded per batch while measuring")
+    batch_size: Count = D(MEASURE_BATCH_SIZE, description="sentences encoded per batch while measuring")
     validation: bool = D(False, description="also measure the validation split (an association probe with no SEAT "
                                             "word, the validation CCED gap, Bias-IR on part of the queries), so "
                                             "settings are chosen without the test suites")
@@ -210,7 +215,8 @@ class WordData(Section):
     eval_size: Size = D(0, description="rows held out for the validation loss (0: none)")
     test_size: Size = D(0, description="CDA tuples made from held-out corpus sentences for CCED, not trained on "
                                        "(0: none)")
-    seed: Seed = D(42, description="the seed of the corpus shuffle, the rows kept per word and the held-out splits")
+    seed: Seed = D(DATA_SEED, description="the seed of the corpus shuffle, the rows kept per word and the held-out "
+                                          "splits")
 
 
 class WordEvaluation(Section):
@@ -224,7 +230,7 @@ class WordEvaluation(Section):
     seat_tests: list[SeatTest] | None = D(None, description="the SEAT tests run (null: all of 6, 6b, 7, 7b, 8, 8b)")
     seat_n_samples: Count = D(SEAT_N_SAMPLES, description="permutation samples of the SEAT p-values (sampled when the "
                                                           "exact test has more splits)")
-    batch_size: Count = D(64, description="sentences encoded per batch while measuring")
+    batch_size: Count = D(MEASURE_BATCH_SIZE, description="sentences encoded per batch while measuring")
 
 
 class DpceRecipe(EncoderRecipe):

@@ -189,7 +189,9 @@ def main(config: dict) -> dict:
     if utility:
         results.update(glue_utility(utility, trained, tok, out_dir, model_path, recipe.peft, args.use_cpu))
     results["time_total_s"] = time.time() - t_start
-    path = Path(recipe.results or out_dir / f"{method}_results.json")
+    from fairmt.recipes._registry import family
+
+    path = Path(recipe.results or out_dir / family(method).results_file)
     path.parent.mkdir(parents=True, exist_ok=True)
     from fairmt.eval.report import write_text_atomic
     from fairmt.outputs import json_text
