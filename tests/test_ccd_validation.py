@@ -66,7 +66,7 @@ def test_bias_ir_split_is_stratified_disjoint_and_seeded(shared_data):
 
 
 def test_cached_encoder_embeds_each_distinct_text_once():
-    from fairmt.recipes.ccd.runner import cached_encoder
+    from fairmt.recipes.ccd.measure import cached_encoder
 
     calls = []
 
@@ -83,7 +83,7 @@ def test_cached_encoder_embeds_each_distinct_text_once():
 
 def test_prepare_data_csv_sentences_eda_and_utility_validation(tmp_path):
     """A CSV source split into sentences, EDA variants of the training tuples only, disjoint utility sets."""
-    from fairmt.recipes.ccd.runner import prepare_data
+    from fairmt.recipes.ccd.data import prepare_data
 
     src = tmp_path / "bios.csv"
     bios = [f"She is a {p} in {c}. Her patients like her. The weather was {w}." for p in
@@ -110,7 +110,7 @@ def test_prepare_data_csv_sentences_eda_and_utility_validation(tmp_path):
 
 
 def test_evaluation_settings_refuse_unknown_keys():
-    from fairmt.recipes.ccd.runner import evaluation_settings
+    from fairmt.recipes.ccd.measure import evaluation_settings
 
     s = evaluation_settings({"evaluation": {"suites": ["seat", "bias-ir"], "validation": True}})
     assert s["suites"] == ["seat", "bias_ir"] and s["bias_ir_validation"] == 0.5
@@ -120,7 +120,7 @@ def test_evaluation_settings_refuse_unknown_keys():
 
 
 def test_validation_selectors_refuse_what_they_cannot_measure():
-    from fairmt.recipes.ccd.runner import validation_selector
+    from fairmt.recipes.ccd.measure import validation_selector
 
     data = {"eval": [{"neutral": "they run", "male": "he runs", "female": "she runs"}], "groups": ("male", "female")}
     settings = {"batch_size": 8}
@@ -141,7 +141,7 @@ def test_recipe_results_are_names_the_sweep_knows(tmp_path):
 
     pytest.importorskip("optuna")
     from fairmt.commands.train import load_recipe
-    from fairmt.recipes.ccd.runner import summary_sections
+    from fairmt.recipes.ccd.measure import summary_sections
     from fairmt.sweep.results import flatten, matches, metric_patterns
     from fairmt.sweep.spec import build_spec
 

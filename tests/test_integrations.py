@@ -82,12 +82,12 @@ def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(minilm, minilm_pa
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     out = tmp_path / "cli.json"
     rc = main(["eval", "embeddings", "--model", minilm_path, "--suite", "seat,cced,bias-ir", "--seat-tests", "6,8b",
-               "--n-samples", "500", "--seed", "3", "--bias-ir-limit", "2", "--cced-tuples", str(tuples_file),
+               "--seat-n-samples", "500", "--seed", "3", "--bias-ir-limit", "2", "--cced-tuples", str(tuples_file),
                "--json", str(out), "--no-progress"])
     assert rc == 0, capsys.readouterr().err
     cli = json.loads(out.read_text())
 
-    seat = SEATEvaluator(seat_tests="6,8b", n_samples=500, seed=3)
+    seat = SEATEvaluator(seat_tests="6,8b", seat_n_samples=500, seed=3)
     cced = CCEDEvaluator(cced_tuples=tuples_file)
     bias_ir = BiasIREvaluator(bias_ir_limit=2)
     assert (bias_ir.primary_metric, bias_ir.greater_is_better) == ("bias_ir_negative_avg_dev", True)
@@ -125,8 +125,9 @@ def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(minilm, minilm_pa
     # the one-call function is the command's code: the same JSON, from a loaded model
     import fairmt
 
-    py = fairmt.evaluate_embeddings(minilm, suites=["seat", "cced", "bias_ir"], seat_tests=["6", "8b"], n_samples=500,
-                                    seed=3, bias_ir_limit=2, cced_tuples=tuples_file)
+    with pytest.warns(DeprecationWarning, match="use seat_n_samples=500"):  # the old keyword: the same numbers
+        py = fairmt.evaluate_embeddings(minilm, suites=["seat", "cced", "bias_ir"], seat_tests=["6", "8b"],
+                                        n_samples=500, seed=3, bias_ir_limit=2, cced_tuples=tuples_file)
     assert {k: v for k, v in py.items() if k != "model"} == {k: v for k, v in cli.items() if k != "model"}
 
     # mean pooling over the transformer's tokens = the command's --pooling mean; a name prefixes the metrics

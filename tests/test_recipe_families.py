@@ -68,7 +68,7 @@ def test_every_family_hook_names_a_function_and_its_folder_exists():
         assert fam.seed_key in ("seed", "training.seed") and fam.output_key in fam.output_keys
 
 
-@pytest.mark.parametrize("method, key", [("gacl", "output_dir"), ("ccd", "training.output_dir"),
+@pytest.mark.parametrize("method, key", [("gacl", "output_dir"), ("ccd", "output_dir"),
                                          ("classification", "output_dir"), ("sampling", "output_dir")])
 def test_output_dir_goes_under_the_familys_own_key(method, key):
     """``fairmt train --output-dir``: the family's key; a recipe-level family drops a ``training.output_dir`` (the

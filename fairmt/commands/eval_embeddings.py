@@ -40,7 +40,12 @@ def register(groups: dict) -> None:
     p.add_argument("--cced-normalize", action="store_true", help="L2-normalise embeddings before the CCED distances")
     p.add_argument("--seat-tests", type=_csv, default=list(SEAT_TESTS), help="SEAT tests (default 6,6b,7,7b,8,8b)")
     p.add_argument("--seat-dir", help="folder of sent-weat*.jsonl (default: $FAIRMT_DATA/embedding_bias/seat)")
-    p.add_argument("--n-samples", type=count(1), default=100_000, help="SEAT permutation samples when the exact test is too large")
+    from fairmt.commands._options import alias
+    from fairmt.eval.embedding.seat import SEAT_N_SAMPLES
+
+    alias(p, "--n-samples", p.add_argument(
+        "--seat-n-samples", type=count(1), default=SEAT_N_SAMPLES,
+        help=f"SEAT permutation samples when the exact test is too large (default {SEAT_N_SAMPLES:,})"))
     p.add_argument("--seed", type=seed, default=0, help="seed of the sampled SEAT permutation test")
     p.add_argument("--crows-variant", type=_csv, default=["nangia", "bias-bench"], help="nangia and/or bias-bench")
     p.add_argument("--crows-file", help="CrowS-Pairs CSV (default: $FAIRMT_DATA/embedding_bias/crows/crows_pairs_anonymized.csv)")
@@ -134,7 +139,7 @@ def run_embeddings(args: argparse.Namespace) -> int:
 
     result = evaluate_embeddings(
         args.model, args.suite, pooling=args.pooling, cced_tuples=args.cced_tuples, cced_normalize=args.cced_normalize,
-        seat_tests=args.seat_tests, seat_dir=args.seat_dir, n_samples=args.n_samples, seed=args.seed,
+        seat_tests=args.seat_tests, seat_dir=args.seat_dir, seat_n_samples=args.seat_n_samples, seed=args.seed,
         crows_variant=args.crows_variant, crows_file=args.crows_file, bias_types=args.bias_types,
         stereoset_gold=args.stereoset_gold, bias_ir_dir=args.bias_ir_dir, bias_ir_doc=args.bias_ir_doc,
         bias_ir_limit=args.bias_ir_limit, limit=args.limit, batch_size=args.batch_size, device=args.device,

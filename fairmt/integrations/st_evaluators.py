@@ -6,8 +6,8 @@ call it on a model. ``__call__(model, output_path=None, epoch=-1, steps=-1)`` re
 row to ``<output_path>/<suite>_evaluation[_<name>]_results.csv`` as the library's own evaluators do, and keeps the
 full result (with its signature) in ``last_result``. The suite is scored by the code of ``fairmt eval embeddings``
 (:mod:`fairmt.model_eval.embeddings`), so the numbers are the command's on the same model and settings; the
-constructor keywords are the command's options (``--seat-tests`` → ``seat_tests``, ``--n-samples`` →
-``n_samples``, ...), with the same defaults.
+constructor keywords are the command's options (``--seat-tests`` → ``seat_tests``, ``--seat-n-samples`` →
+``seat_n_samples``, ...), with the same defaults.
 
 All three measure a bias (lower is better), and they follow sentence-transformers' convention that every primary
 metric is greater-is-better (its ``negative_mse``): the primary metric is the negated headline number
@@ -21,7 +21,7 @@ greater-is-better too::
     from fairmt.integrations import CCEDEvaluator, SEATEvaluator
 
     model = SentenceTransformer("sentence-transformers/all-MiniLM-L6-v2")
-    evaluator = [CCEDEvaluator(cced_tuples="heldout.jsonl"), SEATEvaluator(seat_tests="6,7,8", n_samples=10_000)]
+    evaluator = [CCEDEvaluator(cced_tuples="heldout.jsonl"), SEATEvaluator(seat_tests="6,7,8", seat_n_samples=10_000)]
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train, evaluator=evaluator)
     # args: metric_for_best_model="eval_cced_negative_gap", load_best_model_at_end=True
 
@@ -152,22 +152,32 @@ class SEATEvaluator(_SuiteEvaluator):
     Args:
         seat_tests: the tests (``"6,6b,7"`` or a list; default all six gender tests). ``tests`` is the same.
         seat_dir: the folder of ``sent-weat*.jsonl`` (default ``$FAIRMT_DATA/embedding_bias/seat``).
-        n_samples, seed: the sampled permutation test when the exact one is too large.
+        seat_n_samples, seed: the sampled permutation test when the exact one is too large (default
+            :data:`fairmt.eval.embedding.seat.SEAT_N_SAMPLES`; ``n_samples`` is the old name, deprecated).
         pooling: ``auto`` (the model's own sentence-transformers pooling), ``model``, ``mean`` or ``first``.
     """
 
     suite, headline = "seat", "avg_abs_effect_size"
 
     def __init__(self, seat_tests: str | Sequence[str] = SEAT_TESTS, seat_dir: str | Path | None = None,
-                 n_samples: int = 100_000, seed: int = 0, *, tests: str | Sequence[str] | None = None, **kwargs):
+                 seat_n_samples: int | None = None, seed: int = 0, *, tests: str | Sequence[str] | None = None,
+                 n_samples: int | None = None, **kwargs):
+        from fairmt.eval.embedding.seat import seat_n_samples_of
+
         super().__init__(**kwargs)
-        if int(n_samples) < 1:
-            raise FairmtError(f"n_samples must be ≥ 1, got {n_samples}")
+        seat_n_samples = seat_n_samples_of(seat_n_samples, n_samples, "SEATEvaluator")
+        if seat_n_samples < 1:
+            raise FairmtError(f"seat_n_samples must be ≥ 1, got {seat_n_samples}")
         self.tests = load_seat_tests(tests if tests is not None else seat_tests, seat_dir)
-        self.n_samples, self.seed = int(n_samples), int(seed)
+        self.seat_n_samples, self.seed = seat_n_samples, int(seed)
+
+    @property
+    def n_samples(self) -> int:
+        """The old name of :attr:`seat_n_samples` (until fairmt 0.2)."""
+        return self.seat_n_samples
 
     def _score(self, runner):
-        section, _, _ = seat_section(self.tests, runner.encode, runner.pooling, self.n_samples, self.seed)
+        section, _, _ = seat_section(self.tests, runner.encode, runner.pooling, self.seat_n_samples, self.seed)
         flat = {"avg_abs_effect_size": section["avg_abs_effect_size"]}
         for test, res in section["tests"].items():
             flat[f"{_key(test)}_effect_size"] = res["effect_size"]
@@ -175,8 +185,9 @@ class SEATEvaluator(_SuiteEvaluator):
         return section, flat
 
     def get_config_dict(self) -> dict[str, Any]:
-        return {"seat_tests": [t.name for t in self.tests], "n_samples": self.n_samples, "seed": self.seed,
-                "pooling": self.pooling}
+        # n_samples: the old key of seat_n_samples, written as well until fairmt 0.2
+        return {"seat_tests": [t.name for t in self.tests], "seat_n_samples": self.seat_n_samples,
+                "n_samples": self.seat_n_samples, "seed": self.seed, "pooling": self.pooling}
 
 
 class CCEDEvaluator(_SuiteEvaluator):

@@ -14,10 +14,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from fairmt.eval.embedding.seat import GENDER_TESTS, SEAT_N_SAMPLES, seat_n_samples_of
 from fairmt.errors import FairmtError
 
 SUITES = ("seat", "crows", "stereoset", "cced", "bias-ir")
-SEAT_TESTS = ("6", "6b", "7", "7b", "8", "8b")
+SEAT_TESTS = GENDER_TESTS
 CROWS_VARIANTS = ("nangia", "bias-bench")
 BIAS_IR_DOCS = ("title+body", "body")
 
@@ -107,11 +108,11 @@ def load_bias_ir_queries(bias_ir_dir: str | Path | None = None, bias_ir_limit: i
 # ------------------------------------------------------------------------------------------------ one suite
 
 
-def seat_section(tests: Sequence, encode, pooling: str, n_samples: int = 100_000, seed: int = 0):
+def seat_section(tests: Sequence, encode, pooling: str, seat_n_samples: int = SEAT_N_SAMPLES, seed: int = 0):
     """``(payload, rows, signature)`` of SEAT on ``encode``: the JSON section ``eval embeddings`` writes."""
     from fairmt.eval.embedding.seat import seat_score
 
-    results = [seat_score(t, encode, pooling=pooling, n_samples=n_samples, seed=seed) for t in tests]
+    results = [seat_score(t, encode, pooling=pooling, n_samples=seat_n_samples, seed=seed) for t in tests]
     avg = sum(abs(r.effect_size) for r in results) / len(results)
     payload = {"tests": {r.test: asdict(r) for r in results}, "avg_abs_effect_size": avg}
     rows = [{"test": r.test, "effect_size": r.effect_size, "p_value": f"{r.p_value:.3g}", "p": r.p_method}
@@ -181,7 +182,7 @@ def evaluate_embeddings(
     cced_normalize: bool = False,
     seat_tests: str | Sequence[str] = SEAT_TESTS,
     seat_dir: str | Path | None = None,
-    n_samples: int = 100_000,
+    seat_n_samples: int | None = None,
     seed: int = 0,
     crows_variant: str | Sequence[str] = CROWS_VARIANTS,
     crows_file: str | Path | None = None,
@@ -197,12 +198,15 @@ def evaluate_embeddings(
     on_suite: OnSuite | None = None,
     payload: dict | None = None,
     strict: bool = False,
+    n_samples: int | None = None,
 ) -> dict:
     """Run the embedding bias suites on ``model`` and return the dict ``fairmt eval embeddings --json`` writes.
 
     ``model``: a model folder (transformers or sentence-transformers), a Hub id, ``pkg:MODULE``, ``minilm``, or a
-    loaded ``SentenceTransformer``. The keywords are the command's options (``--n-samples`` → ``n_samples``, ...)
-    with the same defaults; ``device=None`` keeps the model where it loads. ``on_suite`` is called after each suite
+    loaded ``SentenceTransformer``. The keywords are the command's options (``--seat-n-samples`` →
+    ``seat_n_samples``, ...) with the same defaults (``seat_n_samples`` None:
+    :data:`~fairmt.eval.embedding.seat.SEAT_N_SAMPLES`; ``n_samples`` is its old name, deprecated);
+    ``device=None`` keeps the model where it loads. ``on_suite`` is called after each suite
     (see :data:`OnSuite`); ``payload``, when given, is the dict filled in place (and returned), so that ``on_suite``
     can write the results so far. Every input file is read before the
     model loads, and a masked-LM suite (crows, stereoset) checks its model before any slow work: on a model without a
@@ -217,6 +221,7 @@ def evaluate_embeddings(
 
     suites = check_suites(suites)
     seat_tests = check_seat_tests(seat_tests)
+    seat_n_samples = seat_n_samples_of(seat_n_samples, n_samples, "evaluate_embeddings")
     if "cced" in suites and not cced_tuples:
         load_cced_tuples(None)  # the one error message
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -278,7 +283,7 @@ def evaluate_embeddings(
         payload["pooling"] = emb.pooling
 
     if seat is not None:
-        payload["seat"], rows, sig = seat_section(seat, emb.encode, emb.pooling, n_samples, seed)
+        payload["seat"], rows, sig = seat_section(seat, emb.encode, emb.pooling, seat_n_samples, seed)
         done("seat", "SEAT", rows, ["test", "effect_size", "p_value", "p"], sig)
     if tuples is not None:
         payload["cced"], rows, sig = cced_section(tuples, groups, emb.encode, emb.pooling, cced_normalize)

@@ -28,12 +28,8 @@ from typing import Any
 import numpy as np
 
 from fairmt.errors import FairmtError
+from fairmt.models.encoders import is_sentence_transformers_dir  # noqa: F401  (also imported from here)
 from fairmt.models.pooling_names import SENTENCE_POOLINGS as POOLINGS  # one set with CCDConfig.pooling
-
-
-def is_sentence_transformers_dir(path: str | Path) -> bool:
-    """Whether ``path`` is a saved sentence-transformers model (it has ``modules.json``)."""
-    return (Path(path) / "modules.json").is_file()
 
 
 def _check_model_dir(path: str | Path) -> Path:

@@ -30,13 +30,19 @@ from pathlib import Path
 
 import numpy as np
 
+from fairmt._deprecated import moved_names
 from fairmt.errors import FairmtError
 
 METRIC_VERSION = "1.0"
 SETS = ("targ1", "targ2", "attr1", "attr2")
 #: The SEAT gender tests the CCD paper reports (Table 2/3), in its column order.
 GENDER_TESTS = ("6", "6b", "7", "7b", "8", "8b")
-DEFAULT_N_SAMPLES = 100_000
+SEAT_N_SAMPLES = 100_000
+"""The one default of SEAT's permutation count (``seat_n_samples``: the recipe key, ``fairmt eval embeddings
+--seat-n-samples``, :func:`fairmt.evaluate_embeddings` and :class:`fairmt.integrations.SEATEvaluator`): sampled splits
+when the exact test has more. 100,000 is the SEAT paper's reference code's default (sent-bias ``main.py
+--n_samples``); the CCD paper reports effect sizes only (the count changes p-values, never d). It costs about 2 s for
+the six gender tests on one core (10,000: 0.3 s), little beside encoding their sentences."""
 
 
 @dataclass
@@ -125,7 +131,7 @@ def permutation_p_value(
     Y: np.ndarray,
     A: np.ndarray,
     B: np.ndarray,
-    n_samples: int = DEFAULT_N_SAMPLES,
+    n_samples: int = SEAT_N_SAMPLES,
     seed: int = 0,
     chunk: int = 10_000,
 ) -> tuple[float, str, int]:
@@ -187,7 +193,7 @@ def seat_score(
     test: SeatTest,
     embeddings: dict[str, np.ndarray] | Callable[[Sequence[str]], np.ndarray],
     pooling: str = "unknown",
-    n_samples: int = DEFAULT_N_SAMPLES,
+    n_samples: int = SEAT_N_SAMPLES,
     seed: int = 0,
 ) -> SeatResult:
     """Score one SEAT test given the embedding of each example (a ``{text: vector}`` map or an encode function).
@@ -219,15 +225,35 @@ def seat_score(
     )
 
 
+def seat_n_samples_of(seat_n_samples: int | None, n_samples: int | None, where: str) -> int:
+    """The SEAT permutation count a caller gave: ``seat_n_samples``, or the deprecated keyword ``n_samples`` of
+    ``where`` (warned, until fairmt 0.2), else :data:`SEAT_N_SAMPLES`; both given with different values: refused."""
+    if n_samples is None:
+        return SEAT_N_SAMPLES if seat_n_samples is None else int(seat_n_samples)
+    from fairmt._deprecated import renamed_option
+
+    mapped = int(renamed_option(f"{where}(n_samples=...)", "seat_n_samples", n_samples, {n_samples: n_samples},
+                                stacklevel=3))
+    if seat_n_samples is not None and int(seat_n_samples) != mapped:
+        raise FairmtError(f"{where}: n_samples={n_samples} and seat_n_samples={seat_n_samples} differ: give "
+                          "seat_n_samples only")
+    return mapped
+
+
 __all__ = [
     "GENDER_TESTS",
+    "SEAT_N_SAMPLES",
     "SeatResult",
     "SeatTest",
     "association",
     "effect_size",
     "load_seat_test",
     "permutation_p_value",
+    "seat_n_samples_of",
     "seat_score",
     "seat_signature",
     "seat_test_path",
 ]
+
+
+__getattr__ = moved_names(__name__, {"DEFAULT_N_SAMPLES": f"{__name__}:SEAT_N_SAMPLES"})  # the old name, until 0.2

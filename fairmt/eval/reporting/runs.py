@@ -400,7 +400,8 @@ def _embedding_block(b: _Reader) -> tuple[dict, dict]:
             vals[f"seat:{t}"] = row.num("effect_size")
             if row.get("signature"):
                 sigs["seat"] = strip_version(row.text("signature"))
-        vals["seat_avg_abs"] = seat.num("avg_abs_effect_size") if nested else b.num("seat_avg_abs")
+        flat = "seat_avg_abs_effect_size" if b.get("seat_avg_abs_effect_size") is not None else "seat_avg_abs"  # old
+        vals["seat_avg_abs"] = seat.num("avg_abs_effect_size") if nested else b.num(flat)
     if b.get("seat_signature"):
         sigs["seat"] = strip_version(b.text("seat_signature"))
     for key, section, measure in (("cced_gap", "cced", "gap"), ("bias_ir_avg_dev", "bias_ir", "avg_dev")):

@@ -41,9 +41,10 @@ def findings(config: dict, resolved: Any) -> list[Finding | None]:
         out.append(data_file(path, f"data.words.{key}", under_data_root=True))
     training = args_of(resolved) if resolved is not None else dict(config.get("training") or {})
     recipe = config.get("recipe_path", config.get("method"))
-    folder = training.get("output_dir") or str(Path("outputs") / Path(recipe).stem)
+    # the run folder: output_dir, or training.output_dir (the older place; the schema refuses two different ones)
+    folder = config.get("output_dir") or training.get("output_dir") or str(Path("outputs") / Path(recipe).stem)
     out.append(precision(training, "training."))
-    out.append(output(folder, config, "training.output_dir"))
+    out.append(output(folder, config, "output_dir" if config.get("output_dir") else "training.output_dir"))
     return out
 
 
@@ -55,7 +56,8 @@ def summarize(config: dict, args: Any) -> tuple[list[str], list[tuple[bool, str]
     n = count_parameters(config.get("model"))
     lines.append(f"model {config.get('model')}: {millions(n)} parameters{training_memory(n)}; f_orig (frozen "
                  f"copy for L_rep){'' if n is None else f' ≈ {gib(4 * n)}'}")
-    from fairmt.recipes.ccd.runner import prepare_data, training_arguments
+    from fairmt.recipes.ccd.data import prepare_data
+    from fairmt.recipes.ccd.runner import training_arguments
 
     try:
         data = prepare_data(dict(config.get("data") or {}))

@@ -4,7 +4,9 @@ from fairmt.eval.reporting.formats import WORD_DEBIAS_RESULTS
 from fairmt.recipes._family import Family
 
 _CHECKS = "fairmt.recipes.ccd.checks"
-_SHARED = dict(folder="ccd", results_key="results", results_format=WORD_DEBIAS_RESULTS, report_table="embeddings",
+# the run folder: output_dir (training.output_dir, the older place, still read; a sweep sets both)
+_SHARED = dict(folder="ccd", output_key="output_dir", also_output_keys=("training.output_dir",), results_key="results",
+               results_format=WORD_DEBIAS_RESULTS, report_table="embeddings",
                model_dirs=("final",), needs=f"{_CHECKS}:needs", preflight=f"{_CHECKS}:findings")
 
 FAMILIES = (

@@ -16,7 +16,8 @@ def _measured(suites: list[str]) -> list[str]:
     out = []
     for when in ("before", "after"):
         if "seat" in suites:
-            out += [f"{when}.seat_avg_abs", f"{when}.seat.*.effect_size", f"{when}.seat.*.p_value"]
+            out += [f"{when}.seat_avg_abs_effect_size", f"{when}.seat_avg_abs",  # the old name too, until 0.2
+                    f"{when}.seat.*.effect_size", f"{when}.seat.*.p_value"]
         if "cced" in suites:
             out += [f"{when}.cced.gap", f"{when}.cced.n", f"{when}.cced.mean_distance.*", f"{when}.cced.pair_*"]
         if "bias_ir" in suites:
@@ -43,7 +44,8 @@ def ccd_metric_patterns(config: dict[str, Any]) -> list[str]:
     if "utility" in suites:
         out += ["utility.*", "utility_validation.*"]
     dev = ["cced_gap", "probe_avg_abs", "bias_ir_avg_dev", "utility_spearman", "utility_nn1"]
-    out += [f"dev.{n}" for n in dev] + [f"test.{n}" for n in (*dev, "seat_avg_abs", "bias_ir_avg_dev_all_queries")]
+    test = (*dev, "seat_avg_abs_effect_size", "seat_avg_abs", "bias_ir_avg_dev_all_queries")  # seat_avg_abs: old name
+    out += [f"dev.{n}" for n in dev] + [f"test.{n}" for n in test]
     out += [f"validation.{when}.{m}" for when in ("before", "after")
             for m in ("cced.*", "probe_avg_abs", "probe.*", "bias_ir.*")]
     out += ["before.bias_ir_all.*", "after.bias_ir_all.*",

