@@ -176,6 +176,8 @@ def test_the_development_page_states_the_budget_rule_and_the_parts():
     page = " ".join((ROOT / "docs" / "development.md").read_text(encoding="utf-8").split())
     rule = time_budget.RULE
     assert f"seconds × {rule['headroom']:g} + {rule['slack_s']:g} s, at least {rule['floor_s']:g} s" in page
+    assert f"its `measured_slow` list ({rule['slow_test_s']:g} s or more)" in page
+    assert f"tests without the mark that took {rule['slow_test_s']:g} s or more" in page
     listed = page.split("(parts: ", 1)[1].split(";", 1)[0]
     assert [p.strip(" `") for p in listed.split(",")] == list(needs.PARTS)
     assert time_budget.load()["default_s"] == rule["default_s"]
