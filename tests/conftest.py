@@ -109,7 +109,9 @@ def pytest_unconfigure(config):
         _CHILD_TMP.pop().cleanup()
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects: the measured-slow tests are marked here
 def pytest_collection_modifyitems(config, items):
+    time_budget.mark_measured_slow(items)  # `slow` for the tests measured slow (tests/time_budget.json)
     needs.skip_missing(items)  # @pytest.mark.needs / @pytest.mark.data: skip, naming what is missing (tests/needs.py)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order

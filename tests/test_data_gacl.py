@@ -12,6 +12,7 @@ from fairmt.data.gacl import (
     balance_genders,
     filter_single_gender,
     prepare_gacl_pairs,
+    tokenize_gacl,
 )
 from fairmt.data.parallel import from_hf_dataset, read_aligned_files, read_jsonl, read_parallel, read_tsv
 from fairmt.errors import FairmtError
@@ -98,3 +99,28 @@ def test_collator_pads_and_requires_gender():
         c([plain, feats[1]])
     with pytest.raises(FairmtError, match="counterfactual"):
         c([feats[0], {k: v for k, v in feats[1].items() if not k.startswith("cf_")}])
+
+
+
+def test_tokenize_gacl_never_hashes_the_encoder():
+    """``encode`` is a bound method of a model: datasets' default cache key pickled and hashed every weight of it on
+    each call. The key is a fresh one instead, so the encoder's owner is never pickled."""
+    ds = prepare_gacl_pairs(Dataset.from_dict({"src": ["The doctor said he left.", "The nurse said she left."],
+                                               "tgt": ["Der Arzt sagte, er ging.", "Die Pflegerin sagte, sie ging."]}))
+
+    class Model:  # stands for a TranslationModel: counts the times it is pickled
+        pickled = 0
+
+        def __reduce_ex__(self, protocol):
+            Model.pickled += 1
+            return (Model, ())
+
+        def encode(self, sources, targets=None, max_length=None):
+            out = {"input_ids": [[len(s)] for s in sources], "attention_mask": [[1] for _ in sources]}
+            return {**out, "labels": [[len(t)] for t in targets]} if targets is not None else out
+
+    model = Model()
+    first, second = tokenize_gacl(ds, model.encode), tokenize_gacl(ds, model.encode)
+    assert Model.pickled == 0, "datasets pickled the model to hash the tokenising function"
+    assert first["input_ids"] == second["input_ids"] == [[len(s)] for s in ds["src"]]
+    assert first["cf_input_ids"] == [[len(s)] for s in ds["src_cf"]] and first._fingerprint != second._fingerprint

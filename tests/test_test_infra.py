@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -92,8 +93,31 @@ def test_over_budget_names_each_file_and_its_budget():
     assert time_budget.over_budget({"test_a.py": 40.0, "test_b.py": 61.5, "test_c.py": 5.0}, data) == [
         "test_a.py: 40.0 s, over its budget of 36 s",
         "test_b.py: 61.5 s, over its budget of 60 s (no entry in tests/time_budget.json: the default)"]
-    rebuilt = time_budget.rebuilt({"test_a.py": 10.0, "test_b.py": 100.0}, "x")
+    rebuilt = time_budget.rebuilt({"test_a.py": 10.0, "test_b.py": 100.0}, "x",
+                                  {"test_a.py::t1": 0.9, "test_a.py::t2": 1.0, "test_b.py::t[x]": 7.5})
     assert rebuilt["files"]["test_a.py"]["budget_s"] == 36.0 and rebuilt["files"]["test_b.py"]["budget_s"] == 180.0
+    assert rebuilt["measured_slow"] == ["test_a.py::t2", "test_b.py::t[x]"]  # slow_test_s: 1 s or more
+
+
+def test_the_measured_slow_tests_get_the_slow_mark_and_a_marked_one_keeps_its_own():
+    import pytest as pt
+
+    class Item:
+        def __init__(self, nodeid, *marks):
+            self.nodeid, self.marks = nodeid, [pt.mark.slow.mark] if "slow" in marks else []
+
+        def get_closest_marker(self, name):
+            return next((m for m in self.marks if m.name == name), None)
+
+        def add_marker(self, marker):
+            self.marks.append(pt.Mark(marker, (), {}) if isinstance(marker, str) else marker.mark)
+
+    slow = sorted(time_budget.measured_slow())
+    assert slow, "tests/time_budget.json lists no measured-slow test"
+    items = [Item(slow[0]), Item(slow[-1], "slow"), Item("tests/test_x.py::fast")]
+    assert time_budget.mark_measured_slow(items) == 1
+    assert [[m.name for m in i.marks] for i in items] == [["slow", "measured_slow"], ["slow"], []]
+    assert time_budget._own_slow({"slow": 1}) and not time_budget._own_slow({"slow": 1, "measured_slow": 1})
 
 
 def test_the_committed_budget_covers_the_longest_files():
@@ -109,7 +133,8 @@ def test_the_committed_budget_covers_the_longest_files():
 def test_a_run_skips_a_hidden_part_by_name_and_fails_a_file_over_its_budget(tmp_path):
     """A real pytest run: the mark skips with its reason, and FAIRMT_CHECK_BUDGET=1 fails a file over its budget
     (a budget file whose default is 0 s), naming it; FAIRMT_TIME_REPORT gets each file's time."""
-    (tmp_path / "budget.json").write_text(json.dumps({"default_s": 0.0, "files": {}}))
+    (tmp_path / "budget.json").write_text(json.dumps({"default_s": 0.0, "files": {},
+                                                      "measured_slow": ["test_x.py::test_b"]}))
     (tmp_path / "conftest.py").write_text(textwrap.dedent(f"""
         import sys
         from pathlib import Path
@@ -120,13 +145,15 @@ def test_a_run_skips_a_hidden_part_by_name_and_fails_a_file_over_its_budget(tmp_
         def pytest_configure(config):
             config.addinivalue_line("markers", "needs(*parts): optional parts")
             config.addinivalue_line("markers", "slow: slow")
+            config.addinivalue_line("markers", "measured_slow: slow by its time")
             config.pluginmanager.register(time_budget.Recorder(config), "fairmt-time-budget")
 
         def pytest_collection_modifyitems(config, items):
+            time_budget.mark_measured_slow(items)
             needs.skip_missing(items)
         """))
-    (tmp_path / "test_x.py").write_text("import pytest\n\n@pytest.mark.needs('pdflatex')\ndef test_a():\n"
-                                        "    raise AssertionError('ran')\n\ndef test_b():\n    pass\n\n"
+    (tmp_path / "test_x.py").write_text("import pytest, time\n\n@pytest.mark.needs('pdflatex')\ndef test_a():\n"
+                                        "    raise AssertionError('ran')\n\ndef test_b():\n    time.sleep(0.3)\n\n"
                                         "@pytest.mark.slow\ndef test_c():\n    pass\n")
     env = {**os.environ, "FAIRMT_TEST_HIDE": "pdflatex", "FAIRMT_CHECK_BUDGET": "1",
            "FAIRMT_TIME_REPORT": str(tmp_path / "times.json"), "PYTHONPATH": str(ROOT)}
@@ -135,16 +162,23 @@ def test_a_run_skips_a_hidden_part_by_name_and_fails_a_file_over_its_budget(tmp_
     assert r.returncode == 1, r.stdout + r.stderr
     assert "SKIPPED [1] test_x.py:3: needs pdflatex with booktabs: hidden by FAIRMT_TEST_HIDE" in r.stdout, r.stdout
     assert "2 passed, 1 skipped" in r.stdout
-    assert "test files over their time budget" in r.stdout and "test_x.py: 0.0 s, over its budget of 0 s" in r.stdout
+    assert "test files over their time budget" in r.stdout and re.search(r"test_x\.py: 0\.\d s, over its budget of 0 s", r.stdout)
     times = json.loads((tmp_path / "times.json").read_text())
     assert set(times["files"]) == set(times["not_slow"]) == {"test_x.py"}
-    assert set(times["slowest_not_slow_tests"]) == {"test_x.py::test_a", "test_x.py::test_b"}  # test_c: slow
+    assert set(times["slowest_not_slow_tests"]) == {"test_x.py::test_a"}  # test_c: slow; test_b: measured slow
+    assert set(times["unmarked_tests"]) == {"test_x.py::test_b"}  # not slow in its source, 0.3 s: stays listed
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                        "-m", "not slow", "test_x.py"], cwd=tmp_path, env={**env, "FAIRMT_CHECK_BUDGET": "0"},
+                       capture_output=True, text=True, timeout=120)
+    assert "1 skipped, 2 deselected" in r.stdout, r.stdout + r.stderr  # the inner loop leaves test_b out too
 
 
 def test_the_development_page_states_the_budget_rule_and_the_parts():
     page = " ".join((ROOT / "docs" / "development.md").read_text(encoding="utf-8").split())
     rule = time_budget.RULE
     assert f"seconds × {rule['headroom']:g} + {rule['slack_s']:g} s, at least {rule['floor_s']:g} s" in page
+    assert f"its `measured_slow` list ({rule['slow_test_s']:g} s or more)" in page
+    assert f"tests without the mark that took {rule['slow_test_s']:g} s or more" in page
     listed = page.split("(parts: ", 1)[1].split(";", 1)[0]
     assert [p.strip(" `") for p in listed.split(",")] == list(needs.PARTS)
     assert time_budget.load()["default_s"] == rule["default_s"]

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -151,7 +152,12 @@ def tokenize_gacl(dataset, encode: Callable[..., Any], max_length: int = 256, ba
         def fn(batch):  # noqa: F811
             return dict(encode(batch["src"], batch["tgt"], max_length=max_length))
 
-    return dataset.map(fn, batched=True, batch_size=batch_size, remove_columns=keep)
+    # A fresh fingerprint: without one, datasets hashes ``fn`` with dill for its cache key, and ``encode`` is a bound
+    # method of a model, so every call pickled and hashed all of the model's weights (0.3 s for a tiny model, seconds
+    # and gigabytes for a real one). The cost: a dataset read from files is tokenised again on each run instead of
+    # being found in datasets' cache, and tokenising is cheaper than hashing the model.
+    new_fingerprint = uuid.uuid4().hex
+    return dataset.map(fn, batched=True, batch_size=batch_size, remove_columns=keep, new_fingerprint=new_fingerprint)
 
 
 @dataclass
