@@ -10,9 +10,9 @@ replaces with the generated Markdown:
   ``fairmt recipes --departures`` that belongs to that paper.
 
 A placeholder that names no recipe with a card, or no paper, fails the build (``mkdocs build --strict``), and
-``tests/test_docs.py`` / ``tests/test_paper_cards.py`` check that every card's paper has its departures on exactly one
+``tests/project/test_docs.py`` / ``tests/recipes/test_paper_cards.py`` check that every card's paper has its departures on exactly one
 page and that every method page shows a card. The checks of the cards themselves (every resolved value is the
-paper's or a declared departure) are ``tests/test_paper_cards.py``'s.
+paper's or a declared departure) are ``tests/recipes/test_paper_cards.py``'s.
 """
 
 from __future__ import annotations

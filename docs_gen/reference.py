@@ -7,7 +7,7 @@
 * ``reference/cli.md``: every ``fairmt`` command with its usage and every option, from the argparse parsers of
   :func:`fairmt.cli.build_parser`.
 
-``docs_gen/hooks.py`` adds them to the MkDocs build; ``tests/test_docs.py`` checks that every recipe key and every
+``docs_gen/hooks.py`` adds them to the MkDocs build; ``tests/project/test_docs.py`` checks that every recipe key and every
 CLI flag appears in them (:func:`recipe_keys`, :func:`cli_options`).
 """
 

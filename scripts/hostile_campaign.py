@@ -1,4 +1,4 @@
-"""Run the hostile-input campaign of issue 26 (``tests/hostile_campaign.py``) against the fairmt on ``PYTHONPATH`` and
+"""Run the hostile-input campaign of issue 26 (``tests/support/hostile_campaign.py``) against the fairmt on ``PYTHONPATH`` and
 count the outcomes by category: traceback, data loss, wrong result with exit 0, unclear refusal, ok.
 
     OMP_NUM_THREADS=1 PYTHONPATH=/path/to/fairmt python scripts/hostile_campaign.py [--fast] [--json out.json]

@@ -4,7 +4,7 @@ times, with the machine they ran on, in ``scripts/results/demo_en-de.json`` / ``
     OMP_NUM_THREADS=1 python scripts/record_demo.py               # the en–de demo (3 seeds, defaults)
     OMP_NUM_THREADS=1 python scripts/record_demo.py --multilingual  # the transfer question (5 seeds, defaults)
 
-The page's tables, times and machine are checked against these files by ``tests/test_demo.py``
+The page's tables, times and machine are checked against these files by ``tests/recipes/test_demo.py``
 (``test_get_started_numbers_come_from_the_recorded_runs``): rerun this script and the page's numbers with it when
 the demo changes. The demo's own report (``report.json``) is kept whole except the per-step training logs and
 the example translations; ``recorded`` adds the wall-clock and CPU time of the run, the load average before and

@@ -1,12 +1,21 @@
 import os
+import sys
 import warnings
 from pathlib import Path
 
 import pytest
 
-import needs
-import procs
-import time_budget
+# The tests are in one folder per layer (tests/<layer>/) and their shared helpers in tests/support, imported as
+# top-level modules (needs, procs, ...); a test file may also reuse another one's helpers by module name.
+_TESTS = Path(__file__).resolve().parent
+for _folder in sorted(p for p in _TESTS.iterdir() if p.is_dir() and p.name not in ("fixtures", "support")
+                      and not p.name.startswith((".", "_"))):
+    sys.path.insert(0, str(_folder))
+sys.path.insert(0, str(_TESTS / "support"))
+
+import needs  # noqa: E402
+import procs  # noqa: E402
+import time_budget  # noqa: E402
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -22,7 +31,7 @@ SHARED_DATA = needs.shared_data_dir()
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The real benchmark data (../shared/data, or FAIRMT_TEST_DATA/FAIRMT_DATA); skips when absent (tests/needs.py)."""
+    """The real benchmark data (../shared/data, or FAIRMT_TEST_DATA/FAIRMT_DATA); skips when absent (tests/support/needs.py)."""
     needs.require("data")
     assert SHARED_DATA is not None
     return SHARED_DATA
@@ -65,7 +74,7 @@ def _library_log_handlers():
 
 @pytest.fixture(autouse=True)
 def _no_orphan_processes():
-    """Kill the process group of every child a test started through tests/procs.py that is still alive when the
+    """Kill the process group of every child a test started through tests/support/procs.py that is still alive when the
     test ends, however it ended (passed, failed, stopped by pytest-timeout)."""
     yield
     left = procs.reap()
@@ -73,7 +82,7 @@ def _no_orphan_processes():
         warnings.warn(f"killed child process groups the test left running: {left}", stacklevel=1)
 
 
-# The test files that take longest, in that order (their measured seconds in tests/time_budget.json). Under
+# The test files that take longest, in that order (their measured seconds in tests/support/time_budget.json). Under
 # ``-n 2 --dist loadfile`` they are handed out first and the short files fill the end, so both workers finish
 # together; xdist's default order (files with the most tests first) handed these out last and left one worker
 # running alone for a minute. Order only: every file still runs, and any order must pass.
@@ -84,8 +93,8 @@ _CHILD_TMP: list = []
 
 
 def pytest_configure(config):
-    needs.hide_modules()  # FAIRMT_TEST_HIDE's Python modules (tests/needs.py), in every pytest process
-    config.pluginmanager.register(time_budget.Recorder(config), "fairmt-time-budget")  # tests/time_budget.py
+    needs.hide_modules()  # FAIRMT_TEST_HIDE's Python modules (tests/support/needs.py), in every pytest process
+    config.pluginmanager.register(time_budget.Recorder(config), "fairmt-time-budget")  # tests/support/time_budget.py
     if getattr(config.option, "dist", "no") == "loadfile":
         config.option.loadscopereorder = False  # keep the collection order below
     # Child processes get a temporary folder of this test run's own, removed when it ends: launchers leave
@@ -111,8 +120,8 @@ def pytest_unconfigure(config):
 
 @pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects: the measured-slow tests are marked here
 def pytest_collection_modifyitems(config, items):
-    time_budget.mark_measured_slow(items)  # `slow` for the tests measured slow (tests/time_budget.json)
-    needs.skip_missing(items)  # @pytest.mark.needs / @pytest.mark.data: skip, naming what is missing (tests/needs.py)
+    time_budget.mark_measured_slow(items)  # `slow` for the tests measured slow (tests/support/time_budget.json)
+    needs.skip_missing(items)  # @pytest.mark.needs / @pytest.mark.data: skip, naming what is missing (tests/support/needs.py)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
 
@@ -120,7 +129,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def torchrun_pool(tmp_path_factory):
     """One torchrun launch (2 processes, gloo) per pytest process that runs the two-process jobs of the DDP tests in
-    turn, with torch, transformers and the trainers imported once: see tests/torchrun_pool.py."""
+    turn, with torch, transformers and the trainers imported once: see tests/support/torchrun_pool.py."""
     from torchrun_pool import TorchrunPool
 
     pool = TorchrunPool(tmp_path_factory.mktemp("torchrun_pool"))

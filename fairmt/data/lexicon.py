@@ -13,7 +13,7 @@ Ambiguous words are handled by rules in :mod:`fairmt.data.gender`, not by this t
   names, ``madam``) are listed in :data:`AMBIGUOUS`: they are swapped but not used to *detect* gender.
 
 Coverage of the published lists in ``lexicons/`` (gn_glove, bias-bench) is measured by
-``scripts/lexicon_coverage.py`` and tested in ``tests/test_lexicon.py``.
+``scripts/lexicon_coverage.py`` and tested in ``tests/data/test_lexicon.py``.
 """
 
 from __future__ import annotations

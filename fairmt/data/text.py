@@ -77,7 +77,7 @@ def has_symbols(text: str) -> bool:
 
 SPACE_SEPARATORS = "\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 """Unicode's space separators (categories Zs, Zl, Zp) other than " " — a fixed list, checked against
-``unicodedata`` by ``tests/test_text_normalisation.py``."""
+``unicodedata`` by ``tests/data/test_text_normalisation.py``."""
 # every character the rule changes besides decomposed text, as one class: clean non-ASCII text (German, Russian,
 # ...) is checked at C speed
 _SPECIAL = re.compile("[" + re.escape(SPACE_SEPARATORS + "".join(sorted(REMOVED_FORMAT_CHARS))) + "]")

@@ -22,7 +22,7 @@ accuracy is only trustworthy beside translation quality (chrF++) and a count of 
   this data holds): 0–7.5 % of lines are below 20 for every system against Google in de, es, fr, it, ru, uk, he and ar
   (the median is 34–87; all 3,888 lines, Bing, Systran, AWS and the 2019 SOTA), so no real system is flagged; the
   same lines paired with another sentence's translation (fluent, right language, wrong content) have a median of 12–17
-  and are flagged (``tests/test_unrelated_flag.py``).
+  and are flagged (``tests/cli/test_unrelated_flag.py``).
 
 The rules are heuristics stated here so that a count can be reproduced; a flagged line is a line to look at, not a
 proof of a broken model.
@@ -100,7 +100,7 @@ def chrfpp_scores(hypotheses: Sequence[str], references: Sequence[str]) -> tuple
     """chrF++ (sacrebleu, ``word_order=2``) of the corpus and of each line against its own reference, from ONE pass
     over the lines: sacrebleu's per-line statistics (``_extract_corpus_statistics``, the same ones its paired
     bootstrap reuses) are aggregated once per line and once summed, so each equals ``corpus_score`` /
-    ``sentence_score`` exactly (tests/test_unrelated_flag.py) at the cost of one ``corpus_score``. Returns the corpus
+    ``sentence_score`` exactly (tests/cli/test_unrelated_flag.py) at the cost of one ``corpus_score``. Returns the corpus
     score, the line scores and sacrebleu's signature of the corpus score (:func:`chrfpp_scores_and_statistics`
     returns the line statistics too)."""
     return chrfpp_scores_and_statistics(hypotheses, references)[:3]

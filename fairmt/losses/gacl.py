@@ -47,7 +47,7 @@ class GACLSettings:
     (:class:`fairmt.trainers.gacl.GACLConfig`) and the fairseq criterion ``gacl_kd``
     (:class:`fairmt.fairseq.criterion.GACLKDCriterionConfig`, which may not import a Trainer). Their defaults are
     defined here once (:data:`GACL_DEFAULTS`): both Configs' field defaults read them, and the recipes, the demo and
-    the docs read ``GACLConfig``'s (``tests/test_gacl_defaults.py`` holds every reader to it). α = 0.4 and λ = 1.0 are
+    the docs read ``GACLConfig``'s (``tests/recipes/test_gacl_defaults.py`` holds every reader to it). α = 0.4 and λ = 1.0 are
     the authors' released script's (``run_translation.sh``: ``--kd_lambda``, ``--gc_lambda``; the paper prints no
     value), τ = 1.0 its code's default (the script sets no ``--gc_loss_temp``)."""
 

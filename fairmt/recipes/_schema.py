@@ -94,13 +94,13 @@ CONFIG_FEEDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("sampling", "model", "projection_hidden_dim"): (SIMCLR_CONFIG, "projection_hidden_dim"),
 }
 """Recipe keys outside the Trainer sections that become a Config field (family, section, key) → (Config, field):
-their type is :func:`ranged` over the field's Range (``tests/test_config_ranges.py`` holds them to it). The
+their type is :func:`ranged` over the field's Range (``tests/recipes/test_config_ranges.py`` holds them to it). The
 Trainer sections (``training``, ``objective_args``, ``stage1``, ``stage2``) use the Config fields' Ranges directly
 (:func:`fairmt.recipes._checks.check_training`)."""
 
 
 # ---------------------------------------------------------------------------------------------- descriptions
-# Every key declares a one-line ``description`` (the generated recipe reference prints it; tests/test_recipe_schema.py
+# Every key declares a one-line ``description`` (the generated recipe reference prints it; tests/recipes/test_recipe_schema.py
 # holds every key of every family to it). A key that feeds a Config field reads that field's own help text
 # (:func:`config_help`), so the two cannot drift. What an error message says a numeric key "must be" is declared
 # apart (``must_be``), so a long description never lands in "recipe key X must be ..., got ...".

@@ -21,7 +21,7 @@ cscl_bios_bert.yaml`` for ``recipes/classification/cscl_bios_bert.yaml``), one f
         fairmt: "↑ (higher = more uniform cluster sizes)"
         kind: interpretation       # a kind as above, or "paper" when fairmt does what the paper says
         reason: "..."
-        test: tests/test_card_facts.py::test_entropy_direction
+        test: tests/recipes/test_card_facts.py::test_entropy_direction
 
 Why a file beside the recipe and not a ``paper:`` key inside it: a recipe is what a user copies and edits, and a
 copy that changes a value is no longer the paper's recipe, so the claim must not travel with it; the card is long
@@ -36,7 +36,7 @@ leaves to a default is compared like a value it writes, so a silent default cann
 :func:`check_card` lists every problem: a setting whose resolved value differs and no departure declares it, a
 departure whose value no longer differs (or whose ``recipe`` value is not the resolved one), an unknown key or kind.
 A fact names its test (``tests/FILE.py::FUNCTION``), which must exist: the code it states is checked there, so the
-card fails when the code changes. ``tests/test_paper_cards.py`` runs it on every card, and fails on a recipe that
+card fails when the code changes. ``tests/recipes/test_paper_cards.py`` runs it on every card, and fails on a recipe that
 claims a paper (:func:`claims_paper`)
 without one (:data:`CARDS_PENDING` names those whose card comes with their family's own issue).
 """

@@ -17,7 +17,7 @@ Prototypes are fixed from the frozen original encoder before training (the relea
 model being trained at every epoch start; they coincide in the first epoch).
 
 Example (``sentences``: a corpus; ``model``/``tokenizer``: a masked LM and its tokenizer; runs as a test,
-``tests/test_docstring_examples.py``)::
+``tests/project/test_docstring_examples.py``)::
 
     >>> from fairmt.data.word_sentences import collect_word_sentences, load_lexicon, rows_to_dataset
     >>> attrs, neutral = load_lexicon("adept")

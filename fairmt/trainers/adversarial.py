@@ -297,7 +297,7 @@ class AdversarialTrainer(LeanTrainMixin, FairBatchMixin, FaultGuardMixin, Shardi
     """Sequence-classification Trainer with gradient-reversal adversaries (see the module docstring).
 
     Example (``train``/``dev``: rows with ``text``, ``labels`` and ``group``; runs as a test,
-    ``tests/test_docstring_examples.py``)::
+    ``tests/project/test_docstring_examples.py``)::
 
         >>> from fairmt.data.classification import ClassificationCollator
         >>> args = AdversarialConfig(output_dir="out", adv_lambda=1.0, n_adversaries=3, diff_lambda=100.0)

@@ -20,7 +20,7 @@ the neutral texts without gradient. The two loss terms are logged as ``loss_bias
 (``metric_for_best_model="eval_loss"``, ``load_best_model_at_end=True``), as the paper does every 500 steps.
 
 Example (``path``: an encoder folder such as all-MiniLM-L6-v2's; ``tuples``: a dataset of tuples,
-:func:`fairmt.data.augment.tuples.tuples_to_dataset`; runs as a test, ``tests/test_docstring_examples.py``)::
+:func:`fairmt.data.augment.tuples.tuples_to_dataset`; runs as a test, ``tests/project/test_docstring_examples.py``)::
 
     >>> from transformers import AutoModel, AutoTokenizer
     >>> args = CCDConfig(output_dir="out", per_device_train_batch_size=32, learning_rate=5e-5,

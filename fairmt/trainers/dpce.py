@@ -19,7 +19,7 @@ Data: attribute rows (a sentence with a male or female word, the word marked) an
 stereotype word, marked), made by :func:`fairmt.data.word_sentences.collect_word_sentences` from a corpus and the
 published word lists (:func:`fairmt.data.word_sentences.load_lexicon` ``("dpce")``).
 
-Example (``sentences``: a corpus, ``path``: a masked-LM folder; runs as a test, ``tests/test_docstring_examples.py``)::
+Example (``sentences``: a corpus, ``path``: a masked-LM folder; runs as a test, ``tests/project/test_docstring_examples.py``)::
 
     >>> from transformers import AutoModelForMaskedLM, AutoTokenizer
     >>> from fairmt.data.word_sentences import collect_word_sentences, load_lexicon, rows_to_dataset

@@ -303,7 +303,7 @@ class FairContrastiveTrainer(LeanTrainMixin, FairBatchMixin, FaultGuardMixin, Sh
     """Trainer for CSCL (one- and two-stage) and FCL; see the module docstring and :class:`FairContrastiveConfig`.
 
     Example (``train``/``dev``: rows with ``text``, ``labels`` and ``group``; runs as a test,
-    ``tests/test_docstring_examples.py``)::
+    ``tests/project/test_docstring_examples.py``)::
 
         >>> from fairmt.data.classification import ClassificationCollator
         >>> args = FairContrastiveConfig(output_dir="out", objective="cscl", gamma=0.1, cs_lambda=5.0,

@@ -6,7 +6,7 @@
 (:func:`fairmt.losses.token_kl_loss`), ``L_GC`` the gender-aware contrastive loss on mean-pooled encoder states
 (:func:`fairmt.losses.gacl_loss`). ``GACLTrainer`` is a drop-in ``Seq2SeqTrainer`` (``ds``:
 :func:`fairmt.data.gacl.tokenize_gacl` of :func:`~fairmt.data.gacl.prepare_gacl_pairs`; ``collator``:
-:class:`~fairmt.data.gacl.GenderContrastiveCollator`; runs as a test, ``tests/test_docstring_examples.py``)::
+:class:`~fairmt.data.gacl.GenderContrastiveCollator`; runs as a test, ``tests/project/test_docstring_examples.py``)::
 
     >>> args = GACLConfig(output_dir="out", per_device_train_batch_size=8, learning_rate=4e-6)
     >>> trainer = GACLTrainer(model=model, args=args, train_dataset=ds, data_collator=collator,
@@ -24,7 +24,7 @@ batch itself (``[x; x; x_cf]``; the decoder then reads the first rows through ``
 without gradient (the official code's dropout view) in a separate no-grad encoder call. So per training step the
 student's encoder runs ONCE for the ``paper`` variant (on the 3B rows ``[x; x; x_cf]``) and TWICE for ``official``
 (``x`` with gradient, its dropout view without), and the teacher runs once, without gradient (in the dtype of
-``teacher_dtype``: :mod:`fairmt.models.precision`); ``tests/test_perf_guards.py`` holds the trainer to these
+``teacher_dtype``: :mod:`fairmt.models.precision`); ``tests/project/test_perf_guards.py`` holds the trainer to these
 counts. The pooled states travel beside the output. The hooks run inside DDP/FSDP/DeepSpeed's forward and work
 through PEFT. With a KD teacher at temperature 1, ``(1 − α)·L_MT + α·L_KD`` is one fused loss
 (:func:`fairmt.losses.mt_kd_loss`): one log-softmax of the student's logits, and the gradient built in place, so the

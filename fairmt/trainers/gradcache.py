@@ -12,7 +12,7 @@ micro-batches. Gradient caching computes the exact full-batch gradient with the 
    back-propagate the cached output gradients through it (``Σ ⟨outputs, ∂L/∂outputs⟩`` as a surrogate), one chunk
    at a time, so only one chunk's activations are alive.
 
-The result equals the gradient of the plain full-batch step (tested in ``tests/test_gradcache.py``). This is the
+The result equals the gradient of the plain full-batch step (tested in ``tests/trainers/test_gradcache.py``). This is the
 scheme of sentence-transformers' ``CachedMultipleNegativesRankingLoss``, whose ``RandContext`` the class below
 mirrors; it is re-written here so the Trainers do not depend on sentence-transformers (an optional extra).
 """

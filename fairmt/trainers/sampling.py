@@ -187,7 +187,7 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
 
     Example (``simclr_model``: :func:`fairmt.models.vision.build_simclr_model`; ``images``: a dataset of images;
     ``processor``: its image processor, whose mean ``m`` and std ``s`` the augmentation uses; ``run/clusters``: the
-    K-means of the baseline SimCLR embeddings, saved; runs as a test, ``tests/test_docstring_examples.py``)::
+    K-means of the baseline SimCLR embeddings, saved; runs as a test, ``tests/project/test_docstring_examples.py``)::
 
         >>> from fairmt.data.fair_sampling import LatentSubgroups
         >>> from fairmt.data.images import ImageCollator, SimCLRAugmentation

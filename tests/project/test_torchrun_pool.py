@@ -1,0 +1,61 @@
+"""The test suite's torchrun pool (tests/support/torchrun_pool.py): jobs run on both ranks of one launch in turn, in one
+process group; a failing or hanging job fails the test naming it and leaves no process behind; the next job gets a
+fresh pool."""
+
+import json
+
+import pytest
+
+import procs
+from torchrun_pool import TorchrunPool
+
+JOB = """
+import json, os, sys
+import torch
+import torch.distributed as dist
+
+if not dist.is_initialized():
+    dist.init_process_group("gloo")
+t = torch.tensor([float(os.environ["RANK"]) + 1])
+dist.all_reduce(t)
+open(f"{sys.argv[1]}.{os.environ['RANK']}", "w").write(json.dumps(
+    {"world": int(os.environ["WORLD_SIZE"]), "sum": float(t), "pid": os.getpid(), "cwd": os.getcwd(),
+     "argv": sys.argv[1:]}))
+from ddp_helpers import teardown
+teardown()
+"""
+
+
+@pytest.mark.slow
+def test_jobs_share_one_launch_and_failures_restart_it(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(JOB)
+    bad = tmp_path / "bad.py"
+    bad.write_text("import os\nif os.environ['RANK'] == '1':\n    raise ValueError('rank one broke')\n")
+    hang = tmp_path / "hang.py"
+    hang.write_text("import time\ntime.sleep(600)\n")
+    pool = TorchrunPool(tmp_path / "pool")
+    try:
+        for n in (1, 2):
+            pool.run(script, tmp_path / f"out{n}", "x y", cwd=tmp_path)
+        runs = {(n, r): json.loads((tmp_path / f"out{n}.{r}").read_text()) for n in (1, 2) for r in (0, 1)}
+        # both ranks, one process group (1 + 2 summed), the script's argv and working directory
+        assert all(v["world"] == 2 and v["sum"] == 3.0 and v["cwd"] == str(tmp_path) for v in runs.values())
+        assert runs[1, 0]["argv"] == [str(tmp_path / "out1"), "x y"]
+        # the second job ran in the same two processes: one launch
+        assert {runs[1, r]["pid"] for r in (0, 1)} == {runs[2, r]["pid"] for r in (0, 1)} and pool.launches == 1
+
+        with pytest.raises(pytest.fail.Exception, match=r"(?s)two-process job failed: bad\.py.*rank one broke"):
+            pool.run(bad, cwd=tmp_path)
+        # the broken pool was killed (both ranks: torchrun starts them in sessions of their own)
+        assert procs.wait_for(lambda: not any(procs.alive(runs[1, r]["pid"]) for r in (0, 1)), timeout=10)
+        pool.run(script, tmp_path / "out3", cwd=tmp_path)  # and the next job starts a fresh one
+        assert pool.launches == 2 and json.loads((tmp_path / "out3.0").read_text())["sum"] == 3.0
+
+        ranks = [json.loads((tmp_path / f"out3.{r}").read_text())["pid"] for r in (0, 1)]
+        with pytest.raises(pytest.fail.Exception, match=r"two-process job did not finish in 3 s .*hang\.py"):
+            pool.run(hang, cwd=tmp_path, timeout=3)
+        assert procs.wait_for(lambda: not any(procs.alive(pid) for pid in ranks), timeout=10)  # killed, both ranks
+    finally:
+        pool.close()
+    assert pool.proc is None

@@ -1,0 +1,119 @@
+"""Training faults: a non-finite loss stops the run naming the step and the terms (the last checkpoint stays good);
+a run killed (SIGKILL) while saving resumes from the last complete checkpoint."""
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import procs
+from fairmt.errors import FairmtError
+from fairmt.trainers.faults import checkpoint_complete, last_complete_checkpoint
+
+HERE = Path(__file__).resolve().parents[1] / "support"
+
+SCRIPT = r'''
+import os, signal, sys
+sys.path.insert(0, sys.argv[2])
+import torch
+from datasets import Dataset
+from transformers.trainer_callback import TrainerState
+from ddp_helpers import fcl_rows
+from fairmt.data.classification import ClassificationCollator
+from fairmt.models.text_classifiers import MLPClassifier
+from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
+
+out, kill_at, lr = sys.argv[1], int(sys.argv[3]), float(sys.argv[4])
+save = TrainerState.save_to_json
+def save_or_die(self, path):
+    if self.global_step == kill_at:  # killed while the checkpoint is being written: model saved, state not
+        with open(path, "w") as fh:
+            fh.write('{"global_step": ')
+        os.kill(os.getpid(), signal.SIGKILL)
+    return save(self, path)
+TrainerState.save_to_json = save_or_die
+torch.manual_seed(0)
+args = FairContrastiveConfig(output_dir=out, objective="ce", views="none", per_device_train_batch_size=16,
+    learning_rate=lr, max_steps=6, save_steps=2, save_strategy="steps", logging_steps=1, report_to=[], use_cpu=True,
+    disable_tqdm=True, seed=0)
+trainer = FairContrastiveTrainer(model=MLPClassifier(16, 3, hidden_dim=32, dropout=0.0), args=args,
+    train_dataset=Dataset.from_list(fcl_rows()), data_collator=ClassificationCollator())
+trainer.train(resume_from_checkpoint=True if len(sys.argv) > 5 else None)
+print("global_step", trainer.state.global_step)
+'''
+
+
+def _run(tmp_path, kill_at, lr="1e-3", resume=False):
+    script = tmp_path / "run.py"
+    script.write_text(SCRIPT)
+    cmd = [sys.executable, str(script), str(tmp_path / "out"), str(HERE), str(kill_at), lr] + (["resume"] if resume else [])
+    return procs.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def test_killed_while_saving_resumes_from_the_last_complete_checkpoint(tmp_path, capsys):
+    proc = _run(tmp_path, kill_at=4)
+    assert proc.returncode == -signal.SIGKILL
+    out = tmp_path / "out"
+    assert (out / "checkpoint-4").is_dir() and not checkpoint_complete(out / "checkpoint-4")  # torn
+    assert last_complete_checkpoint(out) == out / "checkpoint-2"
+    # the resumed run is not about the process: the same script in this process (no fresh interpreter's ~5 s of
+    # imports); what it patches (TrainerState.save_to_json, a no-op wrapper with kill_at -1) and seeds is put back
+    from transformers.trainer_callback import TrainerState
+
+    capsys.readouterr()
+    script, save, rng = tmp_path / "run.py", TrainerState.save_to_json, torch.get_rng_state()
+    try:
+        procs.in_process(script, out, HERE, -1, "1e-3", "resume", cwd=tmp_path)
+    finally:
+        TrainerState.save_to_json = save
+        torch.set_rng_state(rng)
+    assert "global_step 6" in capsys.readouterr().out and checkpoint_complete(out / "checkpoint-6")
+
+
+def test_a_torn_checkpoint_given_by_path_is_refused_naming_the_good_one(tmp_path):
+    from datasets import Dataset
+
+    from ddp_helpers import fcl_rows
+    from fairmt.data.classification import ClassificationCollator
+    from fairmt.models.text_classifiers import MLPClassifier
+    from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
+
+    out = tmp_path / "out"
+    (out / "checkpoint-2").mkdir(parents=True)
+    (out / "checkpoint-2" / "trainer_state.json").write_text('{"global_step": 2}')
+    (out / "checkpoint-4").mkdir()
+    (out / "checkpoint-4" / "trainer_state.json").write_text('{"global_st')
+    args = FairContrastiveConfig(output_dir=str(out), objective="ce", views="none", report_to=[], use_cpu=True)
+    trainer = FairContrastiveTrainer(model=MLPClassifier(16, 3, hidden_dim=8), args=args,
+                                     train_dataset=Dataset.from_list(fcl_rows()), data_collator=ClassificationCollator())
+    with pytest.raises(FairmtError, match=r"checkpoint-4 cannot be resumed from: trainer_state.json .*resume from .*checkpoint-2, the last complete one"):
+        trainer.train(resume_from_checkpoint=str(out / "checkpoint-4"))
+
+
+def test_a_nan_loss_stops_the_run_at_its_step_and_the_last_checkpoint_stays_good(tmp_path):
+    from datasets import Dataset
+    from safetensors.torch import load_file
+
+    from ddp_helpers import fcl_rows
+    from fairmt.data.classification import ClassificationCollator
+    from fairmt.models.text_classifiers import MLPClassifier
+    from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
+
+    rows = fcl_rows()
+    for r in rows[32:]:  # the second half of the data is broken
+        r["features"] = [float("nan")] * len(r["features"])
+    out = tmp_path / "out"
+    args = FairContrastiveConfig(output_dir=str(out), objective="ce", views="none", per_device_train_batch_size=16,
+                                 max_steps=4, save_steps=1, save_strategy="steps", logging_steps=1, report_to=[],
+                                 use_cpu=True, disable_tqdm=True, seed=0)
+    trainer = FairContrastiveTrainer(model=MLPClassifier(16, 3, hidden_dim=8, dropout=0.0), args=args,
+                                     train_dataset=Dataset.from_list(rows), data_collator=ClassificationCollator())
+    trainer._get_train_sampler = lambda *a, **k: torch.utils.data.SequentialSampler(trainer.train_dataset)
+    with pytest.raises(FairmtError, match=r"training stopped at step 3: the loss is nan .*last good checkpoint is .*checkpoint-2"):
+        trainer.train()
+    weights = load_file(str(out / "checkpoint-2" / "model.safetensors"))
+    assert all(torch.isfinite(v).all() for v in weights.values())  # loadable, finite
+    assert not (out / "checkpoint-3").exists()
