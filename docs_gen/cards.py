@@ -33,8 +33,13 @@ def _all_cards() -> tuple:
     from fairmt.commands.train import builtin_recipes, load_recipe
     from fairmt.recipes.cards import card_of_config, card_path
 
-    return tuple(c for c in (card_of_config(load_recipe(name)) for name, path in builtin_recipes().items()
-                             if card_path(path).is_file()) if c is not None)
+    return tuple(
+        c
+        for c in (
+            card_of_config(load_recipe(name)) for name, path in builtin_recipes().items() if card_path(path).is_file()
+        )
+        if c is not None
+    )
 
 
 def card_md(recipe: str) -> str:
@@ -49,8 +54,10 @@ def card_md(recipe: str) -> str:
     except FairmtError as err:
         raise CardError(f"<!-- paper-card: {recipe} -->: {err}") from None
     title, _, table = card.table().partition("\n\n")
-    return (f"**`{recipe}`** — {card.paper} (generated from its card at build time; `fairmt recipes --paper "
-            f"{recipe}` prints the same):\n\n{table}\n")
+    return (
+        f"**`{recipe}`** — {card.paper} (generated from its card at build time; `fairmt recipes --paper "
+        f"{recipe}` prints the same):\n\n{table}\n"
+    )
 
 
 def papers() -> list[str]:
@@ -64,8 +71,10 @@ def departures_md(authors: str) -> str:
 
     matching = [p for p in papers() if p.startswith(authors)]
     if len(matching) != 1:
-        raise CardError(f"<!-- paper-departures: {authors} -->: names {len(matching)} papers of the cards "
-                        f"({'; '.join(matching) or 'none'}); the papers are: {'; '.join(papers())}")
+        raise CardError(
+            f"<!-- paper-departures: {authors} -->: names {len(matching)} papers of the cards "
+            f"({'; '.join(matching) or 'none'}); the papers are: {'; '.join(papers())}"
+        )
     return departures_markdown([c for c in _all_cards() if c.paper.split(" — ")[0] == matching[0]])
 
 

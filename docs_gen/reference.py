@@ -17,16 +17,16 @@ import argparse
 import typing
 from typing import Any
 
-GENERATED_NOTE = ("<!-- generated at build time by docs_gen/reference.py from the code: do not edit; "
-                  "change the code instead -->\n\n")
+GENERATED_NOTE = (
+    "<!-- generated at build time by docs_gen/reference.py from the code: do not edit; change the code instead -->\n\n"
+)
 
 
 # ------------------------------------------------------------------------------------------------ recipe keys
 
 
 def _cell(text: Any) -> str:
-    return (" ".join(str(text).split()).replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
-            .replace("<", "&lt;"))
+    return " ".join(str(text).split()).replace("|", "\\|").replace("[", "\\[").replace("]", "\\]").replace("<", "&lt;")
 
 
 def _type_name(hint: Any) -> str:
@@ -57,7 +57,8 @@ def _type_name(hint: Any) -> str:
         if issubclass(hint, BaseModel):
             return "section"
         return {"str": "str", "int": "int", "float": "float", "bool": "bool", "dict": "mapping"}.get(
-            hint.__name__, hint.__name__)
+            hint.__name__, hint.__name__
+        )
     return str(hint).replace("typing.", "")
 
 
@@ -108,24 +109,27 @@ _TRAINER_SECTIONS = {"training", "stages", "stage1", "stage2", "peft", "objectiv
 def recipe_reference_md() -> str:
     from fairmt.recipes._schema import SCHEMAS
 
-    out = ["# Recipe keys\n\n", GENERATED_NOTE,
-           "Every key a recipe of each family accepts, read from the pydantic schemas of "
-           "`fairmt.recipes._schema` (`fairmt train` refuses any other key, with a \"did you mean\"). "
-           "A key is written in YAML as nested sections (`data.train` is `train:` under `data:`) or on the command "
-           "line as an override (`data.train=pairs.jsonl`). A section typed `mapping` of Trainer arguments "
-           "(`training`, a stage's section) takes the fields of the method's Config dataclass: see the "
-           "[API reference](api.md).\n\n",
-           "**One recipe shape.** At the top: `method` (the family), `objective` (what is trained, where a family "
-           "has several), `seed` and `output_dir` (the run's folder); `data:` the data set; `model:` the model; "
-           "`training:` the Trainer arguments every training stage shares (`stage1:` / `stage2:` one stage's own); "
-           "`objective_args:` the method's hyper-parameters (the fields of the objective's Config, e.g. "
-           "`objective_args.temperature`).\n\n",
-           "**Every key set takes effect, or the recipe is refused.** A key another key overrides (*shadowed*: "
-           "`training.temperature` beside `objective_args.temperature`, a stage section's `seed` beside `seed`) is "
-           "refused in one line naming the key that wins; a key the recipe's own choices leave unused (*inert*: "
-           "`stage2` of a one-stage objective, `data.language` of another data set, a `model` key another "
-           "`model.type` reads) is refused when it asks for something — any value but its default (null counts as "
-           "unset), so one override can switch a recipe to another data set or objective.\n\n"]
+    out = [
+        "# Recipe keys\n\n",
+        GENERATED_NOTE,
+        "Every key a recipe of each family accepts, read from the pydantic schemas of "
+        '`fairmt.recipes._schema` (`fairmt train` refuses any other key, with a "did you mean"). '
+        "A key is written in YAML as nested sections (`data.train` is `train:` under `data:`) or on the command "
+        "line as an override (`data.train=pairs.jsonl`). A section typed `mapping` of Trainer arguments "
+        "(`training`, a stage's section) takes the fields of the method's Config dataclass: see the "
+        "[API reference](api.md).\n\n",
+        "**One recipe shape.** At the top: `method` (the family), `objective` (what is trained, where a family "
+        "has several), `seed` and `output_dir` (the run's folder); `data:` the data set; `model:` the model; "
+        "`training:` the Trainer arguments every training stage shares (`stage1:` / `stage2:` one stage's own); "
+        "`objective_args:` the method's hyper-parameters (the fields of the objective's Config, e.g. "
+        "`objective_args.temperature`).\n\n",
+        "**Every key set takes effect, or the recipe is refused.** A key another key overrides (*shadowed*: "
+        "`training.temperature` beside `objective_args.temperature`, a stage section's `seed` beside `seed`) is "
+        "refused in one line naming the key that wins; a key the recipe's own choices leave unused (*inert*: "
+        "`stage2` of a one-stage objective, `data.language` of another data set, a `model` key another "
+        "`model.type` reads) is refused when it asks for something — any value but its default (null counts as "
+        "unset), so one override can switch a recipe to another data set or objective.\n\n",
+    ]
     for family, model in SCHEMAS.items():
         out.append(f"## `method: {family}`\n\n")
         doc = " ".join((model.__doc__ or "").split())
@@ -150,21 +154,28 @@ def recipe_reference_md() -> str:
 def recipes_md() -> str:
     from fairmt.commands.train import builtin_recipes, recipe_availability, recipe_description, recipe_paper
 
-    out = ["# Shipped recipes\n\n", GENERATED_NOTE,
-           "The recipes inside the package (`fairmt recipes` prints this table; `fairmt recipes FAMILY` one family; "
-           "`fairmt train NAME` runs one). *Needs*: `offline` runs with what the install brings; `Hub download` "
-           "fetches a model or data set from the Hugging Face Hub on the first run; `data:` is what it reads from "
-           "disk (`FAIRMT_DATA`: `fairmt data download`, `fairmt data corpora`). Whether it is ready on *your* "
-           "machine is the status column of `fairmt recipes`.\n\n",
-           "| recipe | paper | needs |\n|---|---|---|\n"]
+    out = [
+        "# Shipped recipes\n\n",
+        GENERATED_NOTE,
+        "The recipes inside the package (`fairmt recipes` prints this table; `fairmt recipes FAMILY` one family; "
+        "`fairmt train NAME` runs one). *Needs*: `offline` runs with what the install brings; `Hub download` "
+        "fetches a model or data set from the Hugging Face Hub on the first run; `data:` is what it reads from "
+        "disk (`FAIRMT_DATA`: `fairmt data download`, `fairmt data corpora`). Whether it is ready on *your* "
+        "machine is the status column of `fairmt recipes`.\n\n",
+        "| recipe | paper | needs |\n|---|---|---|\n",
+    ]
     recipes = builtin_recipes()
     for name, path in recipes.items():
-        out.append(f"| [`{name}`](#{name.replace('/', '').replace('.', '').replace('_', '_')}) | "
-                   f"{_cell(recipe_paper(path))} | {_cell(recipe_availability(path))} |\n")
+        out.append(
+            f"| [`{name}`](#{name.replace('/', '').replace('.', '').replace('_', '_')}) | "
+            f"{_cell(recipe_paper(path))} | {_cell(recipe_availability(path))} |\n"
+        )
     out.append("\n")
     for name, path in recipes.items():
-        out.append(f"## {name}\n\n{recipe_description(path)}\n\n`fairmt train {name} --dry-run` shows every "
-                   f"resolved value.\n\n")
+        out.append(
+            f"## {name}\n\n{recipe_description(path)}\n\n`fairmt train {name} --dry-run` shows every "
+            f"resolved value.\n\n"
+        )
     return "".join(out)
 
 
@@ -197,9 +208,12 @@ def cli_options() -> dict[str, list[str]]:
 def cli_md() -> str:
     from fairmt.cli import build_parser
 
-    out = ["# CLI reference\n\n", GENERATED_NOTE,
-           "Every `fairmt` command and option, read from the argparse parsers (`fairmt COMMAND --help` prints the "
-           "same).\n\n"]
+    out = [
+        "# CLI reference\n\n",
+        GENERATED_NOTE,
+        "Every `fairmt` command and option, read from the argparse parsers (`fairmt COMMAND --help` prints the "
+        "same).\n\n",
+    ]
     for path, parser in _commands(build_parser()):
         level = "#" * min(len(path) + 1, 4)
         out.append(f"{level} `{' '.join(path)}`\n\n")
@@ -221,8 +235,11 @@ def cli_md() -> str:
                 text = formatter._expand_help(action) if action.help else ""
             except (KeyError, TypeError, ValueError):
                 text = action.help or ""
-            default = "" if action.default in (None, False, argparse.SUPPRESS) or not action.option_strings \
+            default = (
+                ""
+                if action.default in (None, False, argparse.SUPPRESS) or not action.option_strings
                 else f"`{action.default}`"
+            )
             rows.append((names, _cell(text), _cell(default)))
         if rows:
             out.append("| option | what it does | default |\n|---|---|---|\n")
@@ -231,5 +248,8 @@ def cli_md() -> str:
     return out and "".join(out)
 
 
-PAGES = {"reference/recipe-keys.md": recipe_reference_md, "reference/recipes.md": recipes_md,
-         "reference/cli.md": cli_md}
+PAGES = {
+    "reference/recipe-keys.md": recipe_reference_md,
+    "reference/recipes.md": recipes_md,
+    "reference/cli.md": cli_md,
+}

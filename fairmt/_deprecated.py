@@ -34,8 +34,11 @@ def _stacklevel(shim: str) -> int:
 
 def warn_moved(old: str, new: str, shim: str = "") -> None:
     """``DeprecationWarning``: ``old`` is now ``new`` (attributed to the code that used the old path)."""
-    warnings.warn(f"{old} is deprecated: import {new} instead (the old path goes in fairmt {REMOVED_IN})",
-                  DeprecationWarning, stacklevel=_stacklevel(shim))
+    warnings.warn(
+        f"{old} is deprecated: import {new} instead (the old path goes in fairmt {REMOVED_IN})",
+        DeprecationWarning,
+        stacklevel=_stacklevel(shim),
+    )
 
 
 def alias_module(old: str, new: str) -> None:
@@ -68,6 +71,9 @@ def renamed_option(old: str, new: str, value: Any, mapping: dict[Any, Any], stac
     ``stacklevel`` counts from the caller of this function (1); the default 3 is the code that built a dataclass
     whose ``__post_init__`` calls this."""
     mapped = mapping[value]
-    warnings.warn(f"{old} is deprecated: use {new}={mapped!r} instead (the old option goes in fairmt {REMOVED_IN})",
-                  DeprecationWarning, stacklevel=stacklevel + 1)
+    warnings.warn(
+        f"{old} is deprecated: use {new}={mapped!r} instead (the old option goes in fairmt {REMOVED_IN})",
+        DeprecationWarning,
+        stacklevel=stacklevel + 1,
+    )
     return mapped

@@ -70,7 +70,7 @@ class FairmtParser(argparse.ArgumentParser):
     number ≥ 1, got 0 (see `fairmt eval winomt --help`)`` and exit code 2, like every other refused input."""
 
     def error(self, message: str):
-        where = self.prog[len("fairmt"):].strip() if self.prog.startswith("fairmt") else self.prog
+        where = self.prog[len("fairmt") :].strip() if self.prog.startswith("fairmt") else self.prog
         self.exit(2, f"fairmt: error: {where + ': ' if where else ''}{message} (see `{self.prog} --help`)\n")
 
     _intermixing = False
@@ -170,13 +170,28 @@ def _expected(err: BaseException) -> str | None:
     if isinstance(err, ModuleNotFoundError) and err.name and err.name.split(".")[0] in OPTIONAL_PARTS:
         top = err.name.split(".")[0]
         return f"this needs the optional package {top!r}, which is not installed: {OPTIONAL_PARTS[top]}"
-    if isinstance(err, OSError) and not isinstance(err, (BrokenPipeError, ConnectionError, TimeoutError)) and \
-            err.filename is not None and err.errno is not None and \
-            not os.path.realpath(str(err.filename)).startswith(os.path.dirname(os.path.abspath(__file__))):
+    if (
+        isinstance(err, OSError)
+        and not isinstance(err, (BrokenPipeError, ConnectionError, TimeoutError))
+        and err.filename is not None
+        and err.errno is not None
+        and not os.path.realpath(str(err.filename)).startswith(os.path.dirname(os.path.abspath(__file__)))
+    ):
         import errno  # a path of the user's (a file of fairmt's own that is missing is a bug)
 
-        if err.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR,
-                         errno.EISDIR, errno.ENAMETOOLONG, errno.EEXIST, errno.ENOENT):
+        if err.errno in (
+            errno.ENOSPC,
+            errno.EFBIG,
+            errno.EDQUOT,
+            errno.EROFS,
+            errno.EACCES,
+            errno.EPERM,
+            errno.ENOTDIR,
+            errno.EISDIR,
+            errno.ENAMETOOLONG,
+            errno.EEXIST,
+            errno.ENOENT,
+        ):
             return f"{err.filename}: {err.strerror}"
     return None
 

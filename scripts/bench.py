@@ -43,7 +43,7 @@ OPS = {"<=": lambda v, t: v <= t, ">=": lambda v, t: v >= t}
 
 def discover(only: list[str] | None = None) -> list[tuple[str, Path | None]]:
     """(name, path or None when missing): the known benchmarks first, then any other ``bench_*.py``."""
-    found = {p.stem[len("bench_"):]: p for p in SCRIPTS.glob("bench_*.py")}
+    found = {p.stem[len("bench_") :]: p for p in SCRIPTS.glob("bench_*.py")}
     names = list(KNOWN) + sorted(set(found) - set(KNOWN))
     if only:
         unknown = sorted(set(only) - set(names))
@@ -99,11 +99,15 @@ def machine_facts() -> dict:
         torch.set_num_threads(threads)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype, why = resolve_teacher_dtype("auto", device)
-    return {"cpus": os.cpu_count(), "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-            else os.cpu_count(), "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "cuda": torch.cuda.get_device_name() if device == "cuda" else None,
-            "bf16_matmul_speedup_cpu": round(speedup, 2),
-            "teacher_dtype_auto": str(dtype).replace("torch.", ""), "teacher_dtype_auto_why": why}
+    return {
+        "cpus": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cuda": torch.cuda.get_device_name() if device == "cuda" else None,
+        "bf16_matmul_speedup_cpu": round(speedup, 2),
+        "teacher_dtype_auto": str(dtype).replace("torch.", ""),
+        "teacher_dtype_auto_why": why,
+    }
 
 
 def run_one(name: str, path: Path, quick: bool, timeout: float) -> dict:
@@ -111,12 +115,17 @@ def run_one(name: str, path: Path, quick: bool, timeout: float) -> dict:
     source = path.read_text(encoding="utf-8")
     cmd = [sys.executable, str(path), "--json"] + (["--quick"] if quick and '"--quick"' in source else [])
     paths = [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"), "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": os.pathsep.join(paths)}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": os.pathsep.join(paths),
+    }
     t0 = time.perf_counter()
     # its own process group, so a timeout ends the benchmark and every process it started
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -147,13 +156,15 @@ def rows_for(name: str, targets: dict, run: dict) -> list[dict]:
             status = "met" if OPS[op](value, target) else "missed"
         else:
             value, status = None, "not measured"
-        rows.append({"benchmark": name, "measure": measure, "value": value, "target": f"{op} {target:g}",
-                     "status": status})
+        rows.append(
+            {"benchmark": name, "measure": measure, "value": value, "target": f"{op} {target:g}", "status": status}
+        )
     if not targets:  # a benchmark without TARGETS: its top-level numbers, for information
         for measure, value in run["result"].items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                rows.append({"benchmark": name, "measure": measure, "value": value, "target": "",
-                             "status": "no target"})
+                rows.append(
+                    {"benchmark": name, "measure": measure, "value": value, "target": "", "status": "no target"}
+                )
     return rows
 
 
@@ -163,8 +174,11 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=None, help="comma-separated benchmark names (default: all)")
     ap.add_argument("--full", action="store_true", help="run each benchmark in its full mode, not --quick")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds each benchmark may take")
-    ap.add_argument("--data", default=None,
-                    help="the benchmark data folder (sets FAIRMT_DATA; default: $FAIRMT_DATA or ../shared/data)")
+    ap.add_argument(
+        "--data",
+        default=None,
+        help="the benchmark data folder (sets FAIRMT_DATA; default: $FAIRMT_DATA or ../shared/data)",
+    )
     args = ap.parse_args(argv)
     if args.data:
         os.environ["FAIRMT_DATA"] = str(Path(args.data).resolve())
@@ -172,9 +186,11 @@ def main(argv=None) -> int:
     say = (lambda *a: print(*a, file=sys.stderr, flush=True)) if args.json else (lambda *a: print(*a, flush=True))
     load_before = os.getloadavg()[0]
     facts = machine_facts()
-    say(f"machine: {facts['cpus_usable']} of {facts['cpus']} CPUs usable; bf16 matmul "
+    say(
+        f"machine: {facts['cpus_usable']} of {facts['cpus']} CPUs usable; bf16 matmul "
         f"{facts['bf16_matmul_speedup_cpu']}× fp32 speed on the CPU; teacher_dtype auto → "
-        f"{facts['teacher_dtype_auto']} ({facts['teacher_dtype_auto_why']})")
+        f"{facts['teacher_dtype_auto']} ({facts['teacher_dtype_auto_why']})"
+    )
     rows, notes, benchmarks, failed = [], [], {}, False
     for name, path in discover(only):
         if path is None:
@@ -192,39 +208,54 @@ def main(argv=None) -> int:
             continue
         say(f"running {path.name} ...")
         run = run_one(name, path, quick=not args.full, timeout=args.timeout)
-        entry = {"seconds": round(run["seconds"], 1), "command": " ".join(Path(c).name if i < 2 else c
-                                                                          for i, c in enumerate(run["command"]))}
+        entry = {
+            "seconds": round(run["seconds"], 1),
+            "command": " ".join(Path(c).name if i < 2 else c for i, c in enumerate(run["command"])),
+        }
         if "error" in run:
             status = "skipped" if run.get("skipped") else "error"
             failed |= status == "error"
             notes.append(f"{path.name}: {status}: {run['error']}")
             say(notes[-1])
             benchmarks[name] = {**entry, "status": status, "error": run["error"]}
-            rows += [{"benchmark": name, "measure": m, "value": None, "target": f"{op} {t:g}", "status": status}
-                     for m, (op, t) in targets.items()]
+            rows += [
+                {"benchmark": name, "measure": m, "value": None, "target": f"{op} {t:g}", "status": status}
+                for m, (op, t) in targets.items()
+            ]
             continue
         benchmarks[name] = {**entry, "status": "ran", "result": run["result"]}
         if not targets:
             notes.append(f"{path.name}: declares no TARGETS")
         rows += rows_for(name, targets, run)
-    machine = {**facts, "load_average_before": round(load_before, 2),
-               "load_average_after": round(os.getloadavg()[0], 2), "mode": "full" if args.full else "quick"}
+    machine = {
+        **facts,
+        "load_average_before": round(load_before, 2),
+        "load_average_after": round(os.getloadavg()[0], 2),
+        "mode": "full" if args.full else "quick",
+    }
     if args.json:
         print(json.dumps({"rows": rows, "notes": notes, "machine": machine, "benchmarks": benchmarks}))
         return 1 if failed else 0
     print()
-    print(f"{machine['mode']} benchmarks on {machine['cpus']} CPUs, load average {machine['load_average_before']} → "
-          f"{machine['load_average_after']} (timings on a shared machine are noisy)")
-    print(f"bf16 matmul {machine['bf16_matmul_speedup_cpu']}× fp32 speed on the CPU"
-          + (f"; GPU {machine['cuda']}" if machine["cuda"] else "")
-          + f"; teacher_dtype auto → {machine['teacher_dtype_auto']} ({machine['teacher_dtype_auto_why']})")
-    widths = [max(len("benchmark"), *(len(r["benchmark"]) for r in rows)) if rows else 9,
-              max(len("measure"), *(len(r["measure"]) for r in rows)) if rows else 7]
+    print(
+        f"{machine['mode']} benchmarks on {machine['cpus']} CPUs, load average {machine['load_average_before']} → "
+        f"{machine['load_average_after']} (timings on a shared machine are noisy)"
+    )
+    print(
+        f"bf16 matmul {machine['bf16_matmul_speedup_cpu']}× fp32 speed on the CPU"
+        + (f"; GPU {machine['cuda']}" if machine["cuda"] else "")
+        + f"; teacher_dtype auto → {machine['teacher_dtype_auto']} ({machine['teacher_dtype_auto_why']})"
+    )
+    widths = [
+        max(len("benchmark"), *(len(r["benchmark"]) for r in rows)) if rows else 9,
+        max(len("measure"), *(len(r["measure"]) for r in rows)) if rows else 7,
+    ]
     print(f"{'benchmark':<{widths[0]}}  {'measure':<{widths[1]}}  {'value':>10}  {'target':<9}  status")
     for r in rows:
         value = "—" if r["value"] is None else f"{r['value']:.4g}"
-        print(f"{r['benchmark']:<{widths[0]}}  {r['measure']:<{widths[1]}}  {value:>10}  {r['target']:<9}  "
-              f"{r['status']}")
+        print(
+            f"{r['benchmark']:<{widths[0]}}  {r['measure']:<{widths[1]}}  {value:>10}  {r['target']:<9}  {r['status']}"
+        )
     for note in notes:
         print(f"note: {note}")
     for name, b in benchmarks.items():

@@ -122,7 +122,7 @@ def plain_run(method: str, train, dev, *, epochs: int, batch: int, seed: int, me
         model.train()
         perm = torch.randperm(len(y), generator=gen)
         for s in range(0, len(y), batch):
-            idx = perm[s: s + batch]
+            idx = perm[s : s + batch]
             xb, yb, gb = x[idx], y[idx], g[idx]
             if method == "adv":  # the discriminators first, on detached representations
                 with torch.no_grad():
@@ -156,7 +156,7 @@ def plain_run(method: str, train, dev, *, epochs: int, batch: int, seed: int, me
                         p.requires_grad_(True)
         model.eval()
         with torch.no_grad():
-            out = [model(features=xdt[s: s + 2048]) for s in range(0, len(yd), 2048)]
+            out = [model(features=xdt[s : s + 2048]) for s in range(0, len(yd), 2048)]
         logits = torch.cat([o.logits for o in out]).numpy()
         hidden = torch.cat([o.hidden_states[0] for o in out]).numpy()
         metrics(((logits, hidden), (yd, gd)))
@@ -171,23 +171,59 @@ def fairmt_run(method: str, train_ds, dev_ds, *, epochs: int, batch: int, seed: 
     from fairmt.trainers.adversarial import AdversarialConfig, AdversarialTrainer
     from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
 
-    common = dict(output_dir=out, seed=seed, report_to=[], use_cpu=True, disable_tqdm=True, eval_strategy="epoch",
-                  save_strategy="no", num_train_epochs=epochs, per_device_train_batch_size=batch,
-                  per_device_eval_batch_size=2048, learning_rate=LR, weight_decay=0.0, max_grad_norm=0.0,
-                  lr_scheduler_type="constant", logging_steps=50, optim="adamw_torch_fused")
+    common = dict(
+        output_dir=out,
+        seed=seed,
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        eval_strategy="epoch",
+        save_strategy="no",
+        num_train_epochs=epochs,
+        per_device_train_batch_size=batch,
+        per_device_eval_batch_size=2048,
+        learning_rate=LR,
+        weight_decay=0.0,
+        max_grad_norm=0.0,
+        lr_scheduler_type="constant",
+        logging_steps=50,
+        optim="adamw_torch_fused",
+    )
     model = _model(len(train_ds[0]["features"]), seed)
     if method == "adv":
-        args = AdversarialConfig(**common, n_adversaries=3, adv_lambda=ADV_LAMBDA, diff_lambda=DIFF_LAMBDA,
-                                 adv_conditional=False, adv_learning_rate=ADV_LR, adv_update="sequential")
+        args = AdversarialConfig(
+            **common,
+            n_adversaries=3,
+            adv_lambda=ADV_LAMBDA,
+            diff_lambda=DIFF_LAMBDA,
+            adv_conditional=False,
+            adv_learning_rate=ADV_LR,
+            adv_update="sequential",
+        )
         cls = AdversarialTrainer
     else:
-        extra = {"objective": "ce"} if method == "ce" else {
-            "objective": "fcl", "fcl_variant": "released", "fcl_alpha": 1.0, "fcl_beta": BETA, "temperature": TAU,
-            "views": "none"}
+        extra = (
+            {"objective": "ce"}
+            if method == "ce"
+            else {
+                "objective": "fcl",
+                "fcl_variant": "released",
+                "fcl_alpha": 1.0,
+                "fcl_beta": BETA,
+                "temperature": TAU,
+                "views": "none",
+            }
+        )
         args, cls = FairContrastiveConfig(**common, **extra), FairContrastiveTrainer
     torch.manual_seed(seed + 1)
-    trainer = cls(model=model, args=args, train_dataset=train_ds, eval_dataset=dev_ds,
-                  data_collator=ClassificationCollator(), compute_metrics=metrics)
+    trainer = cls(
+        model=model,
+        args=args,
+        train_dataset=train_ds,
+        eval_dataset=dev_ds,
+        data_collator=ClassificationCollator(),
+        compute_metrics=metrics,
+    )
     t0, c0 = time.perf_counter(), time.process_time()
     trainer.train()
     return time.perf_counter() - t0, time.process_time() - c0
@@ -196,11 +232,26 @@ def fairmt_run(method: str, train_ds, dev_ds, *, epochs: int, batch: int, seed: 
 def _rounds(a, methods, train, dev, train_ds, dev_ds, metrics, tmp, times, cpu) -> None:
     for r in range(a.repeats):
         for m in methods:
-            runs = [("plain", lambda m=m, r=r: plain_run(m, train, dev, epochs=a.epochs, batch=a.batch, seed=r,
-                                                metrics=metrics)),
-                    ("fairmt", lambda m=m, r=r: fairmt_run(m, train_ds, dev_ds, epochs=a.epochs, batch=a.batch, seed=r,
-                                                  metrics=metrics, out=f"{tmp}/{m}-{r}"))]
-            for side, run in (runs if r % 2 == 0 else runs[::-1]):  # alternate which goes first
+            runs = [
+                (
+                    "plain",
+                    lambda m=m, r=r: plain_run(m, train, dev, epochs=a.epochs, batch=a.batch, seed=r, metrics=metrics),
+                ),
+                (
+                    "fairmt",
+                    lambda m=m, r=r: fairmt_run(
+                        m,
+                        train_ds,
+                        dev_ds,
+                        epochs=a.epochs,
+                        batch=a.batch,
+                        seed=r,
+                        metrics=metrics,
+                        out=f"{tmp}/{m}-{r}",
+                    ),
+                ),
+            ]
+            for side, run in runs if r % 2 == 0 else runs[::-1]:  # alternate which goes first
                 wall, used = run()
                 times[m][side].append(wall)
                 cpu[m][side].append(used)
@@ -234,8 +285,9 @@ def main(argv: list[str] | None = None) -> dict:
     t0 = time.perf_counter()
     train, dev = make_data(a.n, a.n_dev, a.dim)
     # as the recipes build them (fairmt.recipes.classification.runner.build_datasets)
-    train_ds, dev_ds = (with_array_features(Dataset.from_dict({"features": x, "labels": y, "group": g}))
-                        for x, y, g in (train, dev))
+    train_ds, dev_ds = (
+        with_array_features(Dataset.from_dict({"features": x, "labels": y, "group": g})) for x, y, g in (train, dev)
+    )
     setup_s = time.perf_counter() - t0
     metrics = fairness_compute_metrics(num_classes=2, positive_class=1, percent=True)
     methods = [m for m in a.methods.split(",") if m]
@@ -249,19 +301,30 @@ def main(argv: list[str] | None = None) -> dict:
         # the best of the rounds: on a shared machine the least disturbed run of each side
         plain, ours = min(times[m]["plain"]), min(times[m]["fairmt"])
         out[f"{m}_vs_plain"] = round(ours / plain, 3)
-        out[f"{m}_vs_plain_median"] = round(statistics.median(times[m]["fairmt"])
-                                            / statistics.median(times[m]["plain"]), 3)
+        out[f"{m}_vs_plain_median"] = round(
+            statistics.median(times[m]["fairmt"]) / statistics.median(times[m]["plain"]), 3
+        )
         # the process's CPU time instead of the wall clock (informational: on a loaded machine it leaves out the
         # time other processes held the core; both sides are single-threaded and do no I/O)
         out[f"{m}_vs_plain_cpu"] = round(min(cpu[m]["fairmt"]) / min(cpu[m]["plain"]), 3)
         out[f"{m}_s_per_epoch"] = {"plain": round(plain / a.epochs, 4), "fairmt": round(ours / a.epochs, 4)}
-    out.update({
-        "setup": {"n": a.n, "n_dev": a.n_dev, "dim": a.dim, "batch": a.batch, "epochs": a.epochs,
-                  "repeats": a.repeats, "threads": torch.get_num_threads(), "data_s": round(setup_s, 2),
-                  "total_s": round(time.perf_counter() - total0, 2)},
-        "load_average": [round(v, 2) for v in os.getloadavg()],
-        "targets": {k: list(v) for k, v in TARGETS.items()},
-    })
+    out.update(
+        {
+            "setup": {
+                "n": a.n,
+                "n_dev": a.n_dev,
+                "dim": a.dim,
+                "batch": a.batch,
+                "epochs": a.epochs,
+                "repeats": a.repeats,
+                "threads": torch.get_num_threads(),
+                "data_s": round(setup_s, 2),
+                "total_s": round(time.perf_counter() - total0, 2),
+            },
+            "load_average": [round(v, 2) for v in os.getloadavg()],
+            "targets": {k: list(v) for k, v in TARGETS.items()},
+        }
+    )
     return print_result(out, a.json)
 
 

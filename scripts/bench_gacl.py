@@ -66,11 +66,24 @@ def build(args):
 
     torch.manual_seed(0)
     cfg = M2M100Config(
-        vocab_size=args.vocab, d_model=args.d_model, encoder_layers=12, decoder_layers=3,
-        encoder_attention_heads=args.heads, decoder_attention_heads=args.heads, encoder_ffn_dim=4 * args.d_model,
-        decoder_ffn_dim=4 * args.d_model, max_position_embeddings=256, dropout=0.1, attention_dropout=0.1,
-        activation_dropout=0.0, encoder_layerdrop=0.0, decoder_layerdrop=0.0, pad_token_id=1, bos_token_id=0,
-        eos_token_id=2, decoder_start_token_id=2,
+        vocab_size=args.vocab,
+        d_model=args.d_model,
+        encoder_layers=12,
+        decoder_layers=3,
+        encoder_attention_heads=args.heads,
+        decoder_attention_heads=args.heads,
+        encoder_ffn_dim=4 * args.d_model,
+        decoder_ffn_dim=4 * args.d_model,
+        max_position_embeddings=256,
+        dropout=0.1,
+        attention_dropout=0.1,
+        activation_dropout=0.0,
+        encoder_layerdrop=0.0,
+        decoder_layerdrop=0.0,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
     )
     model = M2M100ForConditionalGeneration(cfg)
     g = torch.Generator().manual_seed(1)
@@ -79,9 +92,11 @@ def build(args):
     cf = ids.clone()
     cf[:, 3] = torch.randint(4, args.vocab, (b,), generator=g)  # the swapped gender word
     batch = {
-        "input_ids": ids, "attention_mask": torch.ones(b, t, dtype=torch.long),
+        "input_ids": ids,
+        "attention_mask": torch.ones(b, t, dtype=torch.long),
         "labels": torch.randint(4, args.vocab, (b, t), generator=g),
-        "cf_input_ids": cf, "cf_attention_mask": torch.ones(b, t, dtype=torch.long),
+        "cf_input_ids": cf,
+        "cf_attention_mask": torch.ones(b, t, dtype=torch.long),
         "gender": torch.tensor([0, 1] * (b // 2)),
     }
     return model, batch
@@ -107,14 +122,22 @@ def official_algorithm_trainer_cls():
             with torch.no_grad():
                 view = model(**call)  # second full forward (encoder and decoder) for the dropout view
             mask = inputs["attention_mask"]
-            loss, _, _ = mt_kd_loss(out.logits, self._teacher_logits(inputs), inputs["labels"], self.args.kd_alpha,
-                                    kd_normalization=self.args.kd_normalization)
+            loss, _, _ = mt_kd_loss(
+                out.logits,
+                self._teacher_logits(inputs),
+                inputs["labels"],
+                self.args.kd_alpha,
+                kd_normalization=self.args.kd_normalization,
+            )
             head = getattr(self.accelerator.unwrap_model(model), "gacl_projection_head", None) or (lambda x: x)
             with torch.no_grad():
                 h_view = head(pool(view.encoder_last_hidden_state, mask))
             loss_gc = gacl_loss(
-                head(pool(out.encoder_last_hidden_state, mask)), genders,
-                h_dropout=h_view, pairs=self.pairs, temperature=self.args.temperature,
+                head(pool(out.encoder_last_hidden_state, mask)),
+                genders,
+                h_dropout=h_view,
+                pairs=self.pairs,
+                temperature=self.args.temperature,
             )
             return loss + self.args.gacl_lambda * loss_gc
 
@@ -126,8 +149,15 @@ def make_trainer(mode, model, args, out):
 
     from fairmt.trainers.gacl import GACLConfig, GACLTrainer
 
-    common = dict(output_dir=out, per_device_train_batch_size=args.batch, learning_rate=1e-5, report_to=[],
-                  use_cpu=args.device == "cpu", save_strategy="no", disable_tqdm=True)
+    common = dict(
+        output_dir=out,
+        per_device_train_batch_size=args.batch,
+        learning_rate=1e-5,
+        report_to=[],
+        use_cpu=args.device == "cpu",
+        save_strategy="no",
+        disable_tqdm=True,
+    )
     if mode == "plain":
         return Seq2SeqTrainer(model=model, args=Seq2SeqTrainingArguments(**common))
     kd = dict(teacher_dtype=args.teacher_dtype)
@@ -169,8 +199,11 @@ def bf16_matmul_speedup(args) -> float:
 
 def teacher_dtypes(runs) -> dict:
     """The dtype each KD mode's teacher really holds (teacher_dtype's choice, checked rather than assumed)."""
-    return {m: str(next(trainer.teacher.parameters()).dtype).replace("torch.", "")
-            for m, (trainer, _) in runs.items() if getattr(trainer, "teacher", None) is not None}
+    return {
+        m: str(next(trainer.teacher.parameters()).dtype).replace("torch.", "")
+        for m, (trainer, _) in runs.items()
+        if getattr(trainer, "teacher", None) is not None
+    }
 
 
 def time_all(args) -> dict:
@@ -256,15 +289,25 @@ def main(argv=None):
     p.add_argument("--seq-len", type=int, default=32)
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--quick", action="store_true",
-                   help="the same shape and ratios with 4 rounds, 1 warm-up round and no memory subprocesses")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="the same shape and ratios with 4 rounds, 1 warm-up round and no memory subprocesses",
+    )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--device", default="cpu", help="cpu or cuda")
-    p.add_argument("--teacher-dtype", choices=TEACHER_DTYPES, default=DEFAULT_TEACHER_DTYPE,
-                   help=f"the KD teacher's teacher_dtype, the same for every KD mode (default: {DEFAULT_TEACHER_DTYPE}, "
-                        "a user's default: bf16 where the device runs it fast, else fp32)")
-    p.add_argument("--system-malloc", action="store_true",
-                   help="on a CPU, keep glibc's default allocator policy (freed large blocks go back to the kernel)")
+    p.add_argument(
+        "--teacher-dtype",
+        choices=TEACHER_DTYPES,
+        default=DEFAULT_TEACHER_DTYPE,
+        help=f"the KD teacher's teacher_dtype, the same for every KD mode (default: {DEFAULT_TEACHER_DTYPE}, "
+        "a user's default: bf16 where the device runs it fast, else fp32)",
+    )
+    p.add_argument(
+        "--system-malloc",
+        action="store_true",
+        help="on a CPU, keep glibc's default allocator policy (freed large blocks go back to the kernel)",
+    )
     p.add_argument("--no-memory", action="store_true", help="skip the per-mode memory subprocesses")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--_memory-mode", dest="memory_mode", help=argparse.SUPPRESS)
@@ -297,8 +340,12 @@ def main(argv=None):
     if not args.no_memory:
         passthrough = [a for a in (argv if argv is not None else sys.argv[1:]) if a not in ("--json",)]
         for m in MODES:
-            out = subprocess.run([sys.executable, __file__, *passthrough, "--_memory-mode", m], capture_output=True,
-                                 text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, __file__, *passthrough, "--_memory-mode", m],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             memory[m] = round(json.loads(out.stdout.strip().splitlines()[-1])["peak_mb"], 1)
     result = {
         "gacl_vs_plain": round(steps["gacl_paper"] / steps["plain"], 3),
@@ -306,31 +353,48 @@ def main(argv=None):
         "gacl_detached_view_vs_plain": round(steps["gacl_paper_detached_view"] / steps["plain"], 3),
         "step_seconds": {m: round(s, 4) for m, s in steps.items()},
         "peak_memory_mb": memory,
-        "setup": {"d_model": args.d_model, "layers": "12:3", "vocab": args.vocab, "batch": args.batch,
-                  "seq_len": args.seq_len, "rounds": args.rounds, "device": args.device, "threads": args.threads,
-                  "teacher": {"requested": args.teacher_dtype, "dtype": chosen, "why": why},
-                  "teacher_dtypes": args.teacher_dtypes,
-                  "bf16_matmul_speedup": round(speedup, 2), "cpu_caching_malloc": args.caching_malloc},
+        "setup": {
+            "d_model": args.d_model,
+            "layers": "12:3",
+            "vocab": args.vocab,
+            "batch": args.batch,
+            "seq_len": args.seq_len,
+            "rounds": args.rounds,
+            "device": args.device,
+            "threads": args.threads,
+            "teacher": {"requested": args.teacher_dtype, "dtype": chosen, "why": why},
+            "teacher_dtypes": args.teacher_dtypes,
+            "bf16_matmul_speedup": round(speedup, 2),
+            "cpu_caching_malloc": args.caching_malloc,
+        },
         "targets": {k: list(v) for k, v in TARGETS.items()},
     }
     slow_bf16 = chosen == "bfloat16" and speedup < 1.0
     if slow_bf16:
-        result["warning"] = (f"bfloat16 matrix products run at {speedup:.2f}x the float32 speed here: the bf16 teacher "
-                             "costs more than a float32 one (teacher_dtype auto would choose float32), and "
-                             "gacl_vs_plain is not comparable with figures from a machine with fast bf16")
+        result["warning"] = (
+            f"bfloat16 matrix products run at {speedup:.2f}x the float32 speed here: the bf16 teacher "
+            "costs more than a float32 one (teacher_dtype auto would choose float32), and "
+            "gacl_vs_plain is not comparable with figures from a machine with fast bf16"
+        )
     if args.json:
         print(json.dumps(result))
         return 0
-    print(f"SMaLL-100-shaped model (12:3 layers, d={args.d_model}, vocab {args.vocab}), batch {args.batch}×{args.seq_len}, "
-          f"median of {args.rounds} interleaved rounds on {args.device}"
-          + (" (glibc keeps freed memory)" if args.caching_malloc else ""))
+    print(
+        f"SMaLL-100-shaped model (12:3 layers, d={args.d_model}, vocab {args.vocab}), batch {args.batch}×{args.seq_len}, "
+        f"median of {args.rounds} interleaved rounds on {args.device}"
+        + (" (glibc keeps freed memory)" if args.caching_malloc else "")
+    )
     for m in MODES:
         mem = f"{memory[m]:8.1f} MB" if m in memory else ""
         print(f"  {m:26s} {steps[m] * 1000:8.1f} ms/step  {mem}")
-    print(f"  GACL+KD (paper) / plain:                    {result['gacl_vs_plain']:.2f}×  (target ≤ {TARGETS['gacl_vs_plain'][1]})")
+    print(
+        f"  GACL+KD (paper) / plain:                    {result['gacl_vs_plain']:.2f}×  (target ≤ {TARGETS['gacl_vs_plain'][1]})"
+    )
     print(f"  GACL+KD (paper, detached dropout view) / plain: {result['gacl_detached_view_vs_plain']:.2f}×")
-    print(f"  official variant / official algorithm:      {result['official_variant_vs_official_algorithm']:.2f}×  "
-          f"(target ≤ {TARGETS['official_variant_vs_official_algorithm'][1]})")
+    print(
+        f"  official variant / official algorithm:      {result['official_variant_vs_official_algorithm']:.2f}×  "
+        f"(target ≤ {TARGETS['official_variant_vs_official_algorithm'][1]})"
+    )
     print(f"  teacher_dtype {args.teacher_dtype}: {chosen} ({why}); teacher dtypes held: {args.teacher_dtypes}")
     print(f"  bf16 matmul speed: {speedup:.2f}× fp32 on this machine")
     if slow_bf16:

@@ -61,7 +61,10 @@ def _sentences(n_train: int, n_eval: int) -> tuple[list[str], list[str], str]:
             return en[n_eval : n_eval + n_train], en[:n_eval], f"newstest2018 en ({f})"
     rng = random.Random(0)
     words = "the a doctor nurse said that new city report police year people government on in of for".split()
-    gen = [" ".join(rng.choice(words) for _ in range(rng.randint(4, 25))).capitalize() + "." for _ in range(n_train + n_eval)]
+    gen = [
+        " ".join(rng.choice(words) for _ in range(rng.randint(4, 25))).capitalize() + "."
+        for _ in range(n_train + n_eval)
+    ]
     return gen[n_eval:], gen[:n_eval], "generated sentences (newstest2018 not found)"
 
 
@@ -77,7 +80,9 @@ def main(argv=None) -> int:
     ap.add_argument("--train-steps", type=int, default=300)
     ap.add_argument("--demo-steps", type=int, default=500, help="training steps of the demo model")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--repeats", type=int, default=2, help="interleaved timing rounds of hf and ct2 (the fastest counts)")
+    ap.add_argument(
+        "--repeats", type=int, default=2, help="interleaved timing rounds of hf and ct2 (the fastest counts)"
+    )
     ap.add_argument("--out-dir", default=None, help="where the model and the conversion go (default: a temp dir)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--quick", action="store_true", help=f"a shorter run: {QUICK}")
@@ -111,9 +116,18 @@ def _run(args) -> dict:
     t0 = time.perf_counter()
     model_dir = out / "small100-shape"
     pairs = [(s, s) for s in train]
-    build_tiny_translation_model(model_dir, pairs + [(s, s) for s in sents], arch="small100", vocab_size=args.vocab,
-                                 d_model=args.d_model, ffn_dim=4 * args.d_model, encoder_layers=12, decoder_layers=3,
-                                 attention_heads=4, dropout=0.0)
+    build_tiny_translation_model(
+        model_dir,
+        pairs + [(s, s) for s in sents],
+        arch="small100",
+        vocab_size=args.vocab,
+        d_model=args.d_model,
+        ffn_dim=4 * args.d_model,
+        encoder_layers=12,
+        decoder_layers=3,
+        attention_heads=4,
+        dropout=0.0,
+    )
     train_tiny_translation_model(model_dir, pairs, steps=args.train_steps, batch_size=16, lr=1e-3)
     train_s = time.perf_counter() - t0
 
@@ -132,7 +146,9 @@ def _run(args) -> dict:
         model, tok = tm.model, tm.tokenizer
         model.eval()
         for i in range(0, len(sents), args.batch_size):
-            batch = tok(sents[i : i + args.batch_size], return_tensors="pt", padding=True, truncation=True, max_length=256)
+            batch = tok(
+                sents[i : i + args.batch_size], return_tensors="pt", padding=True, truncation=True, max_length=256
+            )
             with torch.no_grad():
                 ids = model.generate(**batch, num_beams=args.beams, max_new_tokens=args.max_new_tokens)
             res.extend(s.strip() for s in tok.batch_decode(ids, skip_special_tokens=True))
@@ -166,14 +182,23 @@ def _run(args) -> dict:
     biased, balanced, heldout = demo_splits(seed=0)
     demo_dir = out / "demo-model"
     demo_pairs = [(p.en, p.de) for p in biased + balanced]
-    build_tiny_translation_model(demo_dir, demo_pairs + [(p.en, p.de) for p in heldout], arch="m2m100", d_model=128,
-                                 ffn_dim=256, encoder_layers=3, decoder_layers=2, dropout=0.0)
+    build_tiny_translation_model(
+        demo_dir,
+        demo_pairs + [(p.en, p.de) for p in heldout],
+        arch="m2m100",
+        d_model=128,
+        ffn_dim=256,
+        encoder_layers=3,
+        decoder_layers=2,
+        dropout=0.0,
+    )
     train_tiny_translation_model(demo_dir, demo_pairs, steps=args.demo_steps, batch_size=16, lr=3e-3)
     demo_src = [p.en for p in heldout]
     demo_gen = dict(gen, max_new_tokens=64)
     demo_hf = generate_translations(str(demo_dir), demo_src, "en", "de", **demo_gen)
-    demo_ct2 = generate_translations(get_backend("ctranslate2", str(demo_dir), intra_threads=args.threads), demo_src,
-                                     "en", "de", **demo_gen)
+    demo_ct2 = generate_translations(
+        get_backend("ctranslate2", str(demo_dir), intra_threads=args.threads), demo_src, "en", "de", **demo_gen
+    )
     demo_share = sum(a == b for a, b in zip(demo_hf, demo_ct2)) / len(demo_src)
     demo_exact = sum(a == p.de for a, p in zip(demo_hf, heldout)) / len(heldout)
     demo_s = time.perf_counter() - t1
@@ -183,23 +208,28 @@ def _run(args) -> dict:
         "runner_vs_naive_hf": round(times["naive_hf"] / times["hf"], 2),
         "identical_share": round(demo_share, 4),
         "identical_share_speed_model": round(identical, 4),
-        "naive_equals_runner_share": round(sum(a == b for a, b in zip(outputs["naive_hf"], outputs["hf"])) / len(sents), 4),
+        "naive_equals_runner_share": round(
+            sum(a == b for a, b in zip(outputs["naive_hf"], outputs["hf"])) / len(sents), 4
+        ),
         "int8_identical_share": round(sum(a == b for a, b in zip(outputs["hf"], outputs["ct2_int8"])) / len(sents), 4),
         "targets": {k: list(v) for k, v in TARGETS.items()},
         "seconds": {k: round(v, 2) for k, v in times.items()},
         "sentences_per_second": {k: round(len(sents) / v, 1) for k, v in times.items()},
         "setup": {
             "model": f"SMaLL-100 architecture, 12:3 layers, d_model {args.d_model}, ffn {4 * args.d_model}, vocab {vocab}, "
-                     f"trained {args.train_steps} steps on a copy task ({train_s:.0f} s)",
+            f"trained {args.train_steps} steps on a copy task ({train_s:.0f} s)",
             "sentences": f"{len(sents)} {source}",
-            "beams": args.beams, "batch_size": args.batch_size, "max_new_tokens": args.max_new_tokens,
-            "threads": args.threads, "device": "cpu", "timing": f"fastest of {args.repeats} interleaved rounds "
-            "(naive_hf: one)",
+            "beams": args.beams,
+            "batch_size": args.batch_size,
+            "max_new_tokens": args.max_new_tokens,
+            "threads": args.threads,
+            "device": "cpu",
+            "timing": f"fastest of {args.repeats} interleaved rounds (naive_hf: one)",
             "copy_accuracy_hf": round(sum(a == b for a, b in zip(outputs["hf"], sents)) / len(sents), 4),
             "distinct_outputs_hf": len(set(outputs["hf"])),
             "identical_share_model": f"demo model (M2M-100 architecture, 3:2 layers, d_model 128) trained "
-                                     f"{args.demo_steps} steps on the demo corpus; {len(demo_src)} held-out demo "
-                                     f"sentences, {demo_exact:.0%} translated exactly like the reference ({demo_s:.0f} s)",
+            f"{args.demo_steps} steps on the demo corpus; {len(demo_src)} held-out demo "
+            f"sentences, {demo_exact:.0%} translated exactly like the reference ({demo_s:.0f} s)",
         },
     }
     return result

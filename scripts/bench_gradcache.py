@@ -52,8 +52,15 @@ def child(batch: int, chunk: int | None, a: argparse.Namespace) -> dict:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     cuda = torch.cuda.is_available() and not a.cpu
-    cfg = BertConfig(vocab_size=1000, hidden_size=a.hidden, num_hidden_layers=a.layers, num_attention_heads=4,
-                     intermediate_size=4 * a.hidden, max_position_embeddings=a.seq_len + 2, num_labels=8)
+    cfg = BertConfig(
+        vocab_size=1000,
+        hidden_size=a.hidden,
+        num_hidden_layers=a.layers,
+        num_attention_heads=4,
+        intermediate_size=4 * a.hidden,
+        max_position_embeddings=a.seq_len + 2,
+        num_labels=8,
+    )
     model = BertForSequenceClassification(cfg)
     g = torch.Generator().manual_seed(1)
     inputs = {
@@ -63,8 +70,16 @@ def child(batch: int, chunk: int | None, a: argparse.Namespace) -> dict:
         "group": torch.randint(0, 2, (batch,), generator=g),
     }
     with tempfile.TemporaryDirectory() as tmp:
-        args = FairContrastiveConfig(output_dir=tmp, objective="cscl", gamma=0.3, cs_lambda=1.0, report_to=[],
-                                     use_cpu=not cuda, per_device_train_batch_size=batch, gradcache_chunk_size=chunk)
+        args = FairContrastiveConfig(
+            output_dir=tmp,
+            objective="cscl",
+            gamma=0.3,
+            cs_lambda=1.0,
+            report_to=[],
+            use_cpu=not cuda,
+            per_device_train_batch_size=batch,
+            gradcache_chunk_size=chunk,
+        )
         trainer = FairContrastiveTrainer(model=model, args=args)
         trainer.current_gradient_accumulation_steps = 1
         model = trainer.model
@@ -82,8 +97,14 @@ def child(batch: int, chunk: int | None, a: argparse.Namespace) -> dict:
             peak = torch.cuda.max_memory_allocated() - before
         else:
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
-    return {"batch": batch, "chunk": chunk, "peak_bytes": int(peak), "seconds": round(seconds, 2),
-            "loss": float(loss), "device": "cuda" if cuda else "cpu"}
+    return {
+        "batch": batch,
+        "chunk": chunk,
+        "peak_bytes": int(peak),
+        "seconds": round(seconds, 2),
+        "loss": float(loss),
+        "device": "cuda" if cuda else "cpu",
+    }
 
 
 def main() -> int:
@@ -116,29 +137,48 @@ def main() -> int:
         ("cached_big", a.big, a.chunk),
         ("plain_big", a.big, None),
     ):
-        out = subprocess.run(base + ["--child", str(batch), "none" if chunk is None else str(chunk)],
-                             capture_output=True, text=True, env=env, check=True)
+        out = subprocess.run(
+            base + ["--child", str(batch), "none" if chunk is None else str(chunk)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
         runs[name] = json.loads(out.stdout.strip().splitlines()[-1])
         r = runs[name]
-        say(f"{name:12s} batch {batch:4d} chunk {str(chunk):5s} peak {r['peak_bytes'] / 2**20:8.1f} MiB  "
-            f"step {r['seconds']:.2f}s  loss {r['loss']:.4f}  ({r['device']})", flush=True)
+        say(
+            f"{name:12s} batch {batch:4d} chunk {str(chunk):5s} peak {r['peak_bytes'] / 2**20:8.1f} MiB  "
+            f"step {r['seconds']:.2f}s  loss {r['loss']:.4f}  ({r['device']})",
+            flush=True,
+        )
     small, cached, big = (runs[k]["peak_bytes"] for k in ("plain_small", "cached_big", "plain_big"))
     say(f"\ncached batch {a.big} / plain batch {a.small}: {cached / small:.2f}x peak memory")
     say(f"plain batch {a.big} / plain batch {a.small}: {big / small:.2f}x peak memory")
     say(f"cached batch {a.big} / plain batch {a.big}: {cached / big:.2f}x peak memory")
     say(f"config: seq_len {a.seq_len}, hidden {a.hidden}, layers {a.layers}, CSCL one-stage, two dropout views")
     if a.json:
-        print(json.dumps({
-            "cached_big_vs_plain_small_memory": round(cached / small, 3),
-            "cached_big_vs_plain_big_memory": round(cached / big, 3),
-            "plain_big_vs_plain_small_memory": round(big / small, 3),
-            "peak_mib": {k: round(r["peak_bytes"] / 2**20, 1) for k, r in runs.items()},
-            "step_seconds": {k: r["seconds"] for k, r in runs.items()},
-            "loss": {k: r["loss"] for k, r in runs.items()},
-            "setup": {"big": a.big, "small": a.small, "chunk": a.chunk, "seq_len": a.seq_len, "hidden": a.hidden,
-                      "layers": a.layers, "device": runs["plain_small"]["device"]},
-            "targets": {k: list(v) for k, v in TARGETS.items()},
-        }))
+        print(
+            json.dumps(
+                {
+                    "cached_big_vs_plain_small_memory": round(cached / small, 3),
+                    "cached_big_vs_plain_big_memory": round(cached / big, 3),
+                    "plain_big_vs_plain_small_memory": round(big / small, 3),
+                    "peak_mib": {k: round(r["peak_bytes"] / 2**20, 1) for k, r in runs.items()},
+                    "step_seconds": {k: r["seconds"] for k, r in runs.items()},
+                    "loss": {k: r["loss"] for k, r in runs.items()},
+                    "setup": {
+                        "big": a.big,
+                        "small": a.small,
+                        "chunk": a.chunk,
+                        "seq_len": a.seq_len,
+                        "hidden": a.hidden,
+                        "layers": a.layers,
+                        "device": runs["plain_small"]["device"],
+                    },
+                    "targets": {k: list(v) for k, v in TARGETS.items()},
+                }
+            )
+        )
     return 0
 
 

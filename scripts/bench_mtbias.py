@@ -34,7 +34,9 @@ def _child_cpu() -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--data", default=os.environ.get("FAIRMT_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    ap.add_argument(
+        "--data", default=os.environ.get("FAIRMT_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+    )
     ap.add_argument("--compat", choices=["acl2019"], default=None)
     ap.add_argument("--quick", action="store_true", help="accepted for scripts/bench.py; the run is the same")
     ap.add_argument("--json", action="store_true", help="accepted for scripts/bench.py; the output is JSON anyway")
@@ -47,8 +49,11 @@ def main() -> int:
         run = Path(tmp) / "google"
         (run / "winomt").mkdir(parents=True)
         (run / "geneval").mkdir()
-        winomt_langs = sorted(p.name[3:-4] for p in (data / "winomt" / "translations" / "google").glob("en-*.txt")
-                              if p.name[3:-4] in ("ar", "cs", "de", "es", "fr", "he", "it", "pl", "ru", "uk"))
+        winomt_langs = sorted(
+            p.name[3:-4]
+            for p in (data / "winomt" / "translations" / "google").glob("en-*.txt")
+            if p.name[3:-4] in ("ar", "cs", "de", "es", "fr", "he", "it", "pl", "ru", "uk")
+        )
         for lang in winomt_langs:
             shutil.copy(data / "winomt" / "translations" / "google" / f"en-{lang}.txt", run / "winomt")
         sent = data / "mt_geneval" / "sentences" / "test"
@@ -67,13 +72,22 @@ def main() -> int:
         print(json.dumps({"error": proc.stderr[-2000:]}))
         return 1
     result = json.loads(proc.stdout)
-    print(json.dumps({
-        "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "target_s": TARGET_S, "within_target": wall <= TARGET_S,
-        "winomt_languages": winomt_langs, "geneval_languages": geneval_langs,
-        "winomt_average_accuracy": round(result["winomt"]["average"]["accuracy"], 2),
-        "cpu_count": os.cpu_count(), "load_average": round(os.getloadavg()[0], 2),
-        "targets": {k: list(v) for k, v in TARGETS.items()},
-    }))
+    print(
+        json.dumps(
+            {
+                "wall_s": round(wall, 2),
+                "cpu_s": round(cpu, 2),
+                "target_s": TARGET_S,
+                "within_target": wall <= TARGET_S,
+                "winomt_languages": winomt_langs,
+                "geneval_languages": geneval_langs,
+                "winomt_average_accuracy": round(result["winomt"]["average"]["accuracy"], 2),
+                "cpu_count": os.cpu_count(),
+                "load_average": round(os.getloadavg()[0], 2),
+                "targets": {k: list(v) for k, v in TARGETS.items()},
+            }
+        )
+    )
     return 0
 
 

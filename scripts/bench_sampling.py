@@ -65,19 +65,36 @@ def _measure(a, torch, tmp: str) -> dict:
 
     def trainer(objective, **kw):
         torch.manual_seed(0)
-        args = FairnessSamplingConfig(output_dir=f"{tmp}/{objective}", objective=objective, report_to=[],
-                                      use_cpu=True, disable_tqdm=True, per_device_train_batch_size=a.batch,
-                                      per_device_eval_batch_size=512, learning_rate=1e-3, max_steps=100,
-                                      dataloader_drop_last=True, **kw)
-        t = FairnessSamplingTrainer(model=build_simclr_model(str(folder)), args=args, train_dataset=data.dataset,
-                                    data_collator=collator, augmentation=augment)
+        args = FairnessSamplingConfig(
+            output_dir=f"{tmp}/{objective}",
+            objective=objective,
+            report_to=[],
+            use_cpu=True,
+            disable_tqdm=True,
+            per_device_train_batch_size=a.batch,
+            per_device_eval_batch_size=512,
+            learning_rate=1e-3,
+            max_steps=100,
+            dataloader_drop_last=True,
+            **kw,
+        )
+        t = FairnessSamplingTrainer(
+            model=build_simclr_model(str(folder)),
+            args=args,
+            train_dataset=data.dataset,
+            data_collator=collator,
+            augmentation=augment,
+        )
         t.create_optimizer_and_scheduler(num_training_steps=100)
         t.current_gradient_accumulation_steps = 1  # what train() sets before its first step
         return t
 
     # index_refresh_steps=0: the refresh is timed apart below, not inside a step
-    runs = {"simclr": trainer("simclr"), "fair": trainer("sampling_pretrain", index_refresh_steps=0),
-            "fair_bank": trainer("sampling_pretrain", negative_source="bank", index_refresh_steps=0)}
+    runs = {
+        "simclr": trainer("simclr"),
+        "fair": trainer("sampling_pretrain", index_refresh_steps=0),
+        "fair_bank": trainer("sampling_pretrain", negative_source="bank", index_refresh_steps=0),
+    }
     t0 = time.perf_counter()
     runs["fair"].build_index()  # embeds all n images, K-means (K=4), positives by NearestNeighbors
     build_s = time.perf_counter() - t0
@@ -87,9 +104,14 @@ def _measure(a, torch, tmp: str) -> dict:
     runs["fair_bank"].build_index()
     from fairmt.data.fair_sampling import FairPairBatchSampler
 
-    samplers = {name: iter(_forever(FairPairBatchSampler(runs[name].pair_index, a.batch, 1, drop_last=True,
-                                                         with_negatives=name == "fair")))
-                for name in ("fair", "fair_bank")}
+    samplers = {
+        name: iter(
+            _forever(
+                FairPairBatchSampler(runs[name].pair_index, a.batch, 1, drop_last=True, with_negatives=name == "fair")
+            )
+        )
+        for name in ("fair", "fair_bank")
+    }
     indexed = IndexedCollator(collator)
     rows = data.dataset
     times: dict[str, list[float]] = {k: [] for k in runs}
@@ -100,7 +122,7 @@ def _measure(a, torch, tmp: str) -> dict:
         for name, tr in runs.items():
             t0 = time.perf_counter()
             if name == "simclr":
-                idx = perm[(r * a.batch) % (a.n - a.batch):][: a.batch]
+                idx = perm[(r * a.batch) % (a.n - a.batch) :][: a.batch]
                 ts = 0.0
             else:
                 idx = next(samplers[name])
@@ -129,10 +151,15 @@ def _measure(a, torch, tmp: str) -> dict:
         "pair_drawing_share_of_fair_step": round(statistics.median(sample_s["fair"]) / med["fair"], 4),
         "images_encoded_per_step": {"simclr": 2 * a.batch, "fair": 3 * a.batch, "fair_bank": 2 * a.batch},
         "collate_s_not_in_ratio": {k: round(statistics.median(v), 4) for k, v in collate_s.items()},
-        "index_build_s": round(build_s, 3), "index_refresh_s": round(refresh_s, 3),
+        "index_build_s": round(build_s, 3),
+        "index_refresh_s": round(refresh_s, 3),
         "index_refresh_share_per_epoch": round(refresh_s / (steps_per_epoch * med["fair"]), 4),
-        "batch": a.batch, "n": a.n, "image_size": a.image_size, "repeats": a.repeats,
-        "device": "cuda" if torch.cuda.is_available() else "cpu", "torch_threads": torch.get_num_threads(),
+        "batch": a.batch,
+        "n": a.n,
+        "image_size": a.image_size,
+        "repeats": a.repeats,
+        "device": "cuda" if torch.cuda.is_available() else "cpu",
+        "torch_threads": torch.get_num_threads(),
         "note": "medians of interleaved steps in one run; a shared machine makes absolute times noisy",
         "targets": {k: list(v) for k, v in TARGETS.items()},
     }

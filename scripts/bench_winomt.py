@@ -24,8 +24,12 @@ import time
 from pathlib import Path
 
 # measure -> (comparison, target in seconds); scripts/bench.py reads these from here (the one place they are kept)
-TARGETS = {"worst_align_s": ("<=", 1.0), "worst_score_s": ("<=", 3.0), "worst_cli_s": ("<=", 5.0),
-           "all_languages_cli_s": ("<=", 20.0)}
+TARGETS = {
+    "worst_align_s": ("<=", 1.0),
+    "worst_score_s": ("<=", 3.0),
+    "worst_cli_s": ("<=", 5.0),
+    "all_languages_cli_s": ("<=", 20.0),
+}
 
 
 def _child_cpu() -> float:
@@ -45,7 +49,9 @@ def _best(fn, repeat: int) -> tuple[float, float]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.environ.get("FAIRMT_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")))
+    ap.add_argument(
+        "--data", default=os.environ.get("FAIRMT_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    )
     ap.add_argument("--langs", default="de,es,fr,it,ru,uk,he,ar")
     ap.add_argument("--repeat", type=int, default=3, help="best of N for the in-process timings")
     ap.add_argument("--quick", action="store_true", help="German only, timed once, plus the all-languages command")
@@ -109,7 +115,11 @@ def _run(args) -> dict | None:
         if p.returncode != 0:
             print(p.stderr, file=sys.stderr)
             return None
-        worst = {"align": max(worst["align"], t_align), "score": max(worst["score"], t_score), "cli": max(worst["cli"], t_cli)}
+        worst = {
+            "align": max(worst["align"], t_align),
+            "score": max(worst["score"], t_score),
+            "cli": max(worst["cli"], t_cli),
+        }
         r = res["r"]
         print(
             f"{lang:<5}{t_align:>8.3f} ({c_align:.3f}){t_align / TARGETS['worst_align_s'][1]:>7.2f}"
@@ -128,13 +138,20 @@ def _run(args) -> dict | None:
     print()
     for key, value in result.items():
         print(f"{key:<20} {value:7.3f} s  target {TARGETS[key][1]:4.1f} s  ratio {value / TARGETS[key][1]:.2f}")
-    print(f"(all {len(all_langs)} languages in one CLI call: cpu {c_all:.2f} s; machine load average at the end: "
-          f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs)")
-    result.update({
-        "all_languages_cli_cpu_s": round(c_all, 2), "languages_timed": langs, "all_languages": all_langs,
-        "fast_align_identical_share": round(same / len(ref), 4), "load_average": round(os.getloadavg()[0], 2),
-        "targets": {k: list(v) for k, v in TARGETS.items()},
-    })
+    print(
+        f"(all {len(all_langs)} languages in one CLI call: cpu {c_all:.2f} s; machine load average at the end: "
+        f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs)"
+    )
+    result.update(
+        {
+            "all_languages_cli_cpu_s": round(c_all, 2),
+            "languages_timed": langs,
+            "all_languages": all_langs,
+            "fast_align_identical_share": round(same / len(ref), 4),
+            "load_average": round(os.getloadavg()[0], 2),
+            "targets": {k: list(v) for k, v in TARGETS.items()},
+        }
+    )
     return result
 
 

@@ -47,8 +47,17 @@ BIOS = "{path: bios/bios_28prof_x10.csv, field: hard_text, sentences: true}"
 
 GRIDS: dict[str, dict[str, list[str]]] = {
     # a minute's check that the grid runs end to end (not a measurement)
-    "smoke": {"smoke": ["training.max_steps=2", "training.eval_steps=2", "training.save_steps=2", "data.test_size=20",
-                        "data.eval_size=8", "data.utility_size=20", "data.utility_validation_size=20"]},
+    "smoke": {
+        "smoke": [
+            "training.max_steps=2",
+            "training.eval_steps=2",
+            "training.save_steps=2",
+            "data.test_size=20",
+            "data.eval_size=8",
+            "data.utility_size=20",
+            "data.utility_validation_size=20",
+        ]
+    },
     # one seed each: what moves which suite
     "explore": {
         "base": [],
@@ -141,8 +150,9 @@ def run_grid(settings: dict[str, list[str]], seeds: list[int], out: Path, recipe
                 if (name, seed) in done:
                     continue
                 t0 = time.time()
-                config = load_recipe(recipe, BASE + overrides + [f"training.seed={seed}",
-                                                                  f"training.output_dir={work / 'run'}"])
+                config = load_recipe(
+                    recipe, BASE + overrides + [f"training.seed={seed}", f"training.output_dir={work / 'run'}"]
+                )
                 settings_ev = measure.evaluation_settings(config)
                 dkey = json.dumps(config.get("data"), sort_keys=True)
                 if dkey not in data_cache:
@@ -157,8 +167,13 @@ def run_grid(settings: dict[str, list[str]], seeds: list[int], out: Path, recipe
                         orig["runner"] = measure.cached_encoder(measure.model_encoder(model.eval(), tok, "auto", 64))
                     before_cache[dkey] = measure.measure_model(orig["runner"], data, "model", settings_ev, ir_split)
                     before_file.write_bytes(pickle.dumps(before_cache))
-                    row = {"setting": "original", "seed": None, "data": dkey, "overrides": [],
-                           **_flat(before_cache[dkey]["test"], before_cache[dkey].get("validation"), None, None)}
+                    row = {
+                        "setting": "original",
+                        "seed": None,
+                        "data": dkey,
+                        "overrides": [],
+                        **_flat(before_cache[dkey]["test"], before_cache[dkey].get("validation"), None, None),
+                    }
                     with out.open("a", encoding="utf-8") as f:
                         f.write(json.dumps(row) + "\n")
                 before = before_cache[dkey]
@@ -169,22 +184,48 @@ def run_grid(settings: dict[str, list[str]], seeds: list[int], out: Path, recipe
                 trainer = ccd.make_trainer(model, tok, args, data, settings_ev, ir_split[0], before.get("validation"))
                 train, trained = ccd.train_and_unwrap(trainer, work / "run", config.get("peft"), ccd_metrics_summary)
                 del trainer
-                after = measure.measure_model(measure.model_encoder(trained, tok, "auto", 64), data, "model", settings_ev, ir_split)
+                after = measure.measure_model(
+                    measure.model_encoder(trained, tok, "auto", 64), data, "model", settings_ev, ir_split
+                )
                 util = measure.utility_check(before["neutral"], after["neutral"])
                 util_val = measure.utility_check(before["neutral_validation"], after["neutral_validation"])
-                evals = [{k: v for k, v in h.items() if k in ("step", "eval_loss", "eval_cced_gap", "eval_val_bias")}
-                         for h in train["log_history"] if "eval_loss" in h]
-                row = {"setting": name, "seed": seed, "overrides": overrides, "data": dkey,
-                       **_flat(after["test"], after.get("validation"), util, util_val),
-                       "rho": train["rho"], "best_checkpoint": train["best_checkpoint"],
-                       "steps": train["log_history"][-1].get("step"), "evals": evals,
-                       "n_train": data["stats"]["n_train"], "time_s": round(time.time() - t0, 1)}
+                evals = [
+                    {k: v for k, v in h.items() if k in ("step", "eval_loss", "eval_cced_gap", "eval_val_bias")}
+                    for h in train["log_history"]
+                    if "eval_loss" in h
+                ]
+                row = {
+                    "setting": name,
+                    "seed": seed,
+                    "overrides": overrides,
+                    "data": dkey,
+                    **_flat(after["test"], after.get("validation"), util, util_val),
+                    "rho": train["rho"],
+                    "best_checkpoint": train["best_checkpoint"],
+                    "steps": train["log_history"][-1].get("step"),
+                    "evals": evals,
+                    "n_train": data["stats"]["n_train"],
+                    "time_s": round(time.time() - t0, 1),
+                }
                 with out.open("a", encoding="utf-8") as f:
                     f.write(json.dumps(row) + "\n")
-                print(f"[grid] {name} seed {seed}: " + ", ".join(
-                    f"{k} {row[k]:.3f}" for k in ("val/cced_gap", "val/probe_avg_abs", "val/bias_ir_avg_dev",
-                                                  "test/cced_gap", "test/seat_avg_abs", "test/bias_ir_avg_dev")
-                    if isinstance(row.get(k), float)) + f" ({row['time_s']:.0f}s)", flush=True)
+                print(
+                    f"[grid] {name} seed {seed}: "
+                    + ", ".join(
+                        f"{k} {row[k]:.3f}"
+                        for k in (
+                            "val/cced_gap",
+                            "val/probe_avg_abs",
+                            "val/bias_ir_avg_dev",
+                            "test/cced_gap",
+                            "test/seat_avg_abs",
+                            "test/bias_ir_avg_dev",
+                        )
+                        if isinstance(row.get(k), float)
+                    )
+                    + f" ({row['time_s']:.0f}s)",
+                    flush=True,
+                )
                 del model, trained
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -192,11 +233,21 @@ def run_grid(settings: dict[str, list[str]], seeds: list[int], out: Path, recipe
 
 # ------------------------------------------------------------------ the table and the selection
 
-SUITES = (("cced_gap", "CCED gap"), ("probe_avg_abs", "probe avg |d|"), ("seat_avg_abs", "SEAT avg |d|"),
-          ("bias_ir_avg_dev", "Bias-IR AVG-DEV"), ("utility_spearman", "utility ρ_s"))
+SUITES = (
+    ("cced_gap", "CCED gap"),
+    ("probe_avg_abs", "probe avg |d|"),
+    ("seat_avg_abs", "SEAT avg |d|"),
+    ("bias_ir_avg_dev", "Bias-IR AVG-DEV"),
+    ("utility_spearman", "utility ρ_s"),
+)
 VAL_COLS = ("val/cced_gap", "val/probe_avg_abs", "val/bias_ir_avg_dev", "val/utility_spearman")
-TEST_COLS = ("test/cced_gap", "test/seat_avg_abs", "test/bias_ir_avg_dev", "all/bias_ir_avg_dev",
-             "test/utility_spearman")
+TEST_COLS = (
+    "test/cced_gap",
+    "test/seat_avg_abs",
+    "test/bias_ir_avg_dev",
+    "all/bias_ir_avg_dev",
+    "test/utility_spearman",
+)
 #: utility bound of the selection: Spearman correlation of the pairwise cosines (original vs debiased) on the
 #: validation sentences
 UTILITY_BOUND = 0.98
@@ -255,9 +306,14 @@ def select(agg: dict, bound: float = UTILITY_BOUND) -> tuple[str | None, dict[st
             continue
         o = original_for(agg, a)
         ratios = {c: a[c][0] / o[c][0] for c in ("val/cced_gap", "val/probe_avg_abs", "val/bias_ir_avg_dev")}
-        scores[name] = {"ratios": ratios, "mean_ratio": sum(ratios.values()) / 3, "max_ratio": max(ratios.values()),
-                        "all_better": all(v < 1 for v in ratios.values()),
-                        "admissible": a.get("val/utility_spearman", (0.0,))[0] >= bound, "n": a["n"]}
+        scores[name] = {
+            "ratios": ratios,
+            "mean_ratio": sum(ratios.values()) / 3,
+            "max_ratio": max(ratios.values()),
+            "all_better": all(v < 1 for v in ratios.values()),
+            "admissible": a.get("val/utility_spearman", (0.0,))[0] >= bound,
+            "n": a["n"],
+        }
     winners = [n for n, s in scores.items() if s["admissible"] and s["all_better"]]
     if winners:
         return min(winners, key=lambda n: scores[n]["mean_ratio"]), scores
@@ -275,16 +331,28 @@ def _cell(a: dict, col: str) -> str:
 def table(rows: list[dict], with_selection: bool = False) -> str:
     agg = aggregate(rows)
     best, scores = select(agg) if with_selection else (None, {})
-    head = ["setting", "seeds", *VAL_COLS, *TEST_COLS] + (["val ratios (CCED, probe, Bias-IR)", "worst", "all 3 better"]
-                                                           if with_selection else [])
+    head = ["setting", "seeds", *VAL_COLS, *TEST_COLS] + (
+        ["val ratios (CCED, probe, Bias-IR)", "worst", "all 3 better"] if with_selection else []
+    )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, a in agg.items():
-        cells = [name + (" **(chosen)**" if name == best else ""), str(a["n"]),
-                 *(_cell(a, c) for c in VAL_COLS), *(_cell(a, c) for c in TEST_COLS)]
+        cells = [
+            name + (" **(chosen)**" if name == best else ""),
+            str(a["n"]),
+            *(_cell(a, c) for c in VAL_COLS),
+            *(_cell(a, c) for c in TEST_COLS),
+        ]
         if with_selection:
             s = scores.get(name)
-            cells += [", ".join(f"{v:.2f}" for v in s["ratios"].values()), f"{s['max_ratio']:.3f}",
-                      "yes" if s["all_better"] else "no"] if s else ["–", "–", "–"]
+            cells += (
+                [
+                    ", ".join(f"{v:.2f}" for v in s["ratios"].values()),
+                    f"{s['max_ratio']:.3f}",
+                    "yes" if s["all_better"] else "no",
+                ]
+                if s
+                else ["–", "–", "–"]
+            )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -48,21 +48,35 @@ def run(seed: int, root: Path, backbone: Path, a) -> dict:
     from fairmt.recipes.sampling.runner import main as recipe
 
     common = {
-        "method": "sampling", "seed": seed,
+        "method": "sampling",
+        "seed": seed,
         "data": {"dataset": "synthetic", "n": a.n, "image_size": 32, "minority_fraction": 0.2},
         "model": {"backbone": str(backbone), "projection_dim": 32},
         "augment": {"crop_scale": [0.5, 1.0]},
-        "training": {"per_device_train_batch_size": 64, "per_device_eval_batch_size": 200, "learning_rate": 1e-2,
-                     "logging_steps": 10, "dataloader_num_workers": 0, "save_strategy": "no"},
-        "stage1": {"num_train_epochs": a.epochs}, "stage2": {"num_train_epochs": a.epochs},
+        "training": {
+            "per_device_train_batch_size": 64,
+            "per_device_eval_batch_size": 200,
+            "learning_rate": 1e-2,
+            "logging_steps": 10,
+            "dataloader_num_workers": 0,
+            "save_strategy": "no",
+        },
+        "stage1": {"num_train_epochs": a.epochs},
+        "stage2": {"num_train_epochs": a.epochs},
         "clusters": {"n_clusters": 4, "seed": seed},
         "probe": {"seed": seed},
     }
     for text in a.overrides:
         _override(common, text)
     fair = recipe({**common, "objective": "sampling", "output_dir": str(root / f"fair{seed}")})
-    base = recipe({**common, "objective": "simclr", "output_dir": str(root / f"simclr{seed}"),
-                   "stage1_from": str(root / f"fair{seed}")})
+    base = recipe(
+        {
+            **common,
+            "objective": "simclr",
+            "output_dir": str(root / f"simclr{seed}"),
+            "stage1_from": str(root / f"fair{seed}"),
+        }
+    )
     out = {}
     for name, res in (("stage1", fair), ("fair", fair), ("random", base)):
         stage = res["stages"]["stage1" if name == "stage1" else "stage2"]
@@ -94,26 +108,40 @@ def main(argv: list[str] | None = None) -> dict:
         summary[arm] = {}
         for m in (*MEASURES, "probe_accuracy"):
             vals = [per_seed[s][arm][m] for s in a.seeds]
-            summary[arm][m] = {"mean": statistics.mean(vals),
-                               "std": statistics.stdev(vals) if len(vals) > 1 else 0.0}
-    wins = {m: sum((per_seed[s]["fair"][m] < per_seed[s]["random"][m]) == (m == "cluster_dominance_ratio")
-                   for s in a.seeds) for m in ("cluster_dominance_ratio", "representation_entropy")}
+            summary[arm][m] = {"mean": statistics.mean(vals), "std": statistics.stdev(vals) if len(vals) > 1 else 0.0}
+    wins = {
+        m: sum((per_seed[s]["fair"][m] < per_seed[s]["random"][m]) == (m == "cluster_dominance_ratio") for s in a.seeds)
+        for m in ("cluster_dominance_ratio", "representation_entropy")
+    }
     paired = {}
     for m in (*MEASURES, "probe_accuracy"):
         d = [per_seed[s]["fair"][m] - per_seed[s]["random"][m] for s in a.seeds]
         paired[m] = {"mean": statistics.mean(d), "std": statistics.stdev(d) if len(d) > 1 else 0.0}
-    result = {"seeds": a.seeds, "overrides": a.overrides, "per_seed": per_seed, "summary": summary,
-              "paired_fair_minus_random": paired,
-              "fair_better_in_seeds": {"lower_dominance": wins["cluster_dominance_ratio"],
-                                       "higher_entropy": wins["representation_entropy"]}}
-    print(f"{'measure':32s} {'phase-1 baseline':>17s} {'fair (stage 2)':>17s} {'SimCLR control':>17s} "
-          f"{'fair − control (paired)':>24s}")
+    result = {
+        "seeds": a.seeds,
+        "overrides": a.overrides,
+        "per_seed": per_seed,
+        "summary": summary,
+        "paired_fair_minus_random": paired,
+        "fair_better_in_seeds": {
+            "lower_dominance": wins["cluster_dominance_ratio"],
+            "higher_entropy": wins["representation_entropy"],
+        },
+    }
+    print(
+        f"{'measure':32s} {'phase-1 baseline':>17s} {'fair (stage 2)':>17s} {'SimCLR control':>17s} "
+        f"{'fair − control (paired)':>24s}"
+    )
     for m in (*MEASURES, "probe_accuracy"):
-        cells = [f"{summary[arm][m]['mean']:.4f} ± {summary[arm][m]['std']:.4f}" for arm in ("stage1", "fair", "random")]
+        cells = [
+            f"{summary[arm][m]['mean']:.4f} ± {summary[arm][m]['std']:.4f}" for arm in ("stage1", "fair", "random")
+        ]
         diff = f"{paired[m]['mean']:+.4f} ± {paired[m]['std']:.4f}"
         print(f"{m:32s} {cells[0]:>17s} {cells[1]:>17s} {cells[2]:>17s} {diff:>24s}")
-    print(f"fair lower dominance in {wins['cluster_dominance_ratio']}/{len(a.seeds)} seeds, higher entropy in "
-          f"{wins['representation_entropy']}/{len(a.seeds)}")
+    print(
+        f"fair lower dominance in {wins['cluster_dominance_ratio']}/{len(a.seeds)} seeds, higher entropy in "
+        f"{wins['representation_entropy']}/{len(a.seeds)}"
+    )
     if a.json:
         Path(a.json).write_text(json.dumps(result, indent=2) + "\n")
     return result

@@ -37,9 +37,21 @@ def model_and_rows(tiny: bool, n_rows: int, seq_len: int):
     torch.manual_seed(0)
     d, vocab, heads = (64, 4000, 4) if tiny else (1024, 128112, 16)
     cfg = M2M100Config(
-        vocab_size=vocab, d_model=d, encoder_layers=12, decoder_layers=3, encoder_attention_heads=heads,
-        decoder_attention_heads=heads, encoder_ffn_dim=4 * d, decoder_ffn_dim=4 * d, max_position_embeddings=256,
-        dropout=0.1, attention_dropout=0.1, activation_dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+        vocab_size=vocab,
+        d_model=d,
+        encoder_layers=12,
+        decoder_layers=3,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        encoder_ffn_dim=4 * d,
+        decoder_ffn_dim=4 * d,
+        max_position_embeddings=256,
+        dropout=0.1,
+        attention_dropout=0.1,
+        activation_dropout=0.0,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
         decoder_start_token_id=2,
     )
     g = torch.Generator().manual_seed(1)
@@ -48,9 +60,16 @@ def model_and_rows(tiny: bool, n_rows: int, seq_len: int):
         ids = torch.randint(4, vocab, (seq_len,), generator=g).tolist()
         cf = list(ids)
         cf[3] = int(torch.randint(4, vocab, (1,), generator=g))  # the swapped gender word
-        rows.append({"input_ids": ids, "attention_mask": [1] * seq_len, "cf_input_ids": cf,
-                     "cf_attention_mask": [1] * seq_len, "gender": i % 2,
-                     "labels": torch.randint(4, vocab, (seq_len,), generator=g).tolist()})
+        rows.append(
+            {
+                "input_ids": ids,
+                "attention_mask": [1] * seq_len,
+                "cf_input_ids": cf,
+                "cf_attention_mask": [1] * seq_len,
+                "gender": i % 2,
+                "labels": torch.randint(4, vocab, (seq_len,), generator=g).tolist(),
+            }
+        )
     return M2M100ForConditionalGeneration(cfg), rows
 
 
@@ -83,25 +102,53 @@ def worker(mode: str, opts: dict) -> dict:
             if logs and "loss" in logs:
                 self.losses.append(float(logs["loss"]))
 
-    common = dict(output_dir=opts["out"] + f"/{mode}", per_device_train_batch_size=bs, max_steps=steps + opts["warmup"],
-                  learning_rate=1e-4, logging_steps=1, report_to=[], save_strategy="no", disable_tqdm=True,
-                  bf16=cuda, use_cpu=not cuda, remove_unused_columns=False, dataloader_drop_last=True, seed=0)
+    common = dict(
+        output_dir=opts["out"] + f"/{mode}",
+        per_device_train_batch_size=bs,
+        max_steps=steps + opts["warmup"],
+        learning_rate=1e-4,
+        logging_steps=1,
+        report_to=[],
+        save_strategy="no",
+        disable_tqdm=True,
+        bf16=cuda,
+        use_cpu=not cuda,
+        remove_unused_columns=False,
+        dataloader_drop_last=True,
+        seed=0,
+    )
     if mode == "zero2":
-        common["deepspeed"] = {"zero_optimization": {"stage": 2}, "bf16": {"enabled": cuda},
-                               "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto"}
+        common["deepspeed"] = {
+            "zero_optimization": {"stage": 2},
+            "bf16": {"enabled": cuda},
+            "train_micro_batch_size_per_gpu": "auto",
+            "gradient_accumulation_steps": "auto",
+        }
     if mode == "fsdp2":
-        common.update(fsdp=True, fsdp_config={"version": 2, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
-                                              "reshard_after_forward": True})
+        common.update(
+            fsdp=True,
+            fsdp_config={"version": 2, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP", "reshard_after_forward": True},
+        )
     clock = Clock()
     ds = Dataset.from_list(rows)
     if mode == "plain":
         plain = ds.remove_columns(["cf_input_ids", "cf_attention_mask", "gender"])
-        trainer = Seq2SeqTrainer(model=model, args=Seq2SeqTrainingArguments(**common), train_dataset=plain,
-                                 data_collator=default_data_collator, callbacks=[clock])  # fixed length: nothing to pad
+        trainer = Seq2SeqTrainer(
+            model=model,
+            args=Seq2SeqTrainingArguments(**common),
+            train_dataset=plain,
+            data_collator=default_data_collator,
+            callbacks=[clock],
+        )  # fixed length: nothing to pad
     else:
         args = GACLConfig(**common, gacl_variant="paper", kd_alpha=0.4)
-        trainer = GACLTrainer(model=model, args=args, train_dataset=ds, callbacks=[clock],
-                              data_collator=GenderContrastiveCollator(pad_token_id=1))
+        trainer = GACLTrainer(
+            model=model,
+            args=args,
+            train_dataset=ds,
+            callbacks=[clock],
+            data_collator=GenderContrastiveCollator(pad_token_id=1),
+        )
     trainer.train()
     if cuda:
         torch.cuda.synchronize()
@@ -109,8 +156,13 @@ def worker(mode: str, opts: dict) -> dict:
     tokens = steps * bs * 2 * seq  # source + target tokens per measured step (no padding: fixed length)
     peak = torch.cuda.max_memory_allocated() / 2**20 if cuda else _rss_mb()
     first, last = clock.losses[0], clock.losses[-1]
-    return {"tokens_per_s": tokens / seconds, "peak_memory_mb": round(peak, 1), "first_loss": first, "last_loss": last,
-            "ok": len(clock.losses) == steps + opts["warmup"] and all(map(_finite, clock.losses))}
+    return {
+        "tokens_per_s": tokens / seconds,
+        "peak_memory_mb": round(peak, 1),
+        "first_loss": first,
+        "last_loss": last,
+        "ok": len(clock.losses) == steps + opts["warmup"] and all(map(_finite, clock.losses)),
+    }
 
 
 def _finite(x: float) -> bool:
@@ -152,7 +204,14 @@ def main() -> int:
             Path(a.result).write_text(json.dumps(result))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        opts = {"steps": a.steps, "warmup": a.warmup, "batch": a.batch, "seq_len": a.seq_len, "tiny": a.tiny, "out": tmp}
+        opts = {
+            "steps": a.steps,
+            "warmup": a.warmup,
+            "batch": a.batch,
+            "seq_len": a.seq_len,
+            "tiny": a.tiny,
+            "out": tmp,
+        }
         runs, skipped = {}, {}
         for mode in ("plain", "gacl", "zero2", "fsdp2"):
             if mode == "zero2" and not _importable("deepspeed"):
@@ -167,7 +226,9 @@ def main() -> int:
     report = {
         "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
         "model": "tiny" if a.tiny else "d1024 12:3 vocab128112",
-        "gacl_vs_plain_tokens_per_s": round(gacl["tokens_per_s"] / plain["tokens_per_s"], 3) if plain and gacl else None,
+        "gacl_vs_plain_tokens_per_s": round(gacl["tokens_per_s"] / plain["tokens_per_s"], 3)
+        if plain and gacl
+        else None,
         "tokens_per_s": {m: round(r["tokens_per_s"], 1) for m, r in runs.items() if r},
         "zero2_ok": runs["zero2"]["ok"] if runs.get("zero2") else None,
         "fsdp2_ok": runs["fsdp2"]["ok"] if runs.get("fsdp2") else None,

@@ -33,15 +33,24 @@ def main() -> int:
     ap.add_argument("--fast", action="store_true", help="leave out the slow cases")
     ap.add_argument("--json", default=None, help="write every case's outcome here")
     ap.add_argument("--only", default=None, help="run the cases whose id contains this text")
-    ap.add_argument("--skip", action="append", default=[],
-                    help="leave out the cases whose id contains this text (repeatable; e.g. a case an old version "
-                         "takes minutes of memory on, such as \"billion-laughs\")")
+    ap.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        help="leave out the cases whose id contains this text (repeatable; e.g. a case an old version "
+        'takes minutes of memory on, such as "billion-laughs")',
+    )
     args = ap.parse_args()
     import fairmt
 
     campaign = _load_campaign()
-    cases = [c for c in campaign.all_cases() if not (args.fast and c.slow) and (not args.only or args.only in c.id)
-             and not any(text in c.id for text in args.skip)]
+    cases = [
+        c
+        for c in campaign.all_cases()
+        if not (args.fast and c.slow)
+        and (not args.only or args.only in c.id)
+        and not any(text in c.id for text in args.skip)
+    ]
     shared = Path(__file__).resolve().parents[2] / "shared" / "data"
     results = []
     t0 = time.time()
@@ -49,14 +58,24 @@ def main() -> int:
         work = campaign.build_all(Path(root) / "work")
         for i, case in enumerate(cases):
             start = time.time()
-            category, detail = campaign.run_case(case, work, Path(root) / f"case-{i}",
-                                                 shared if shared.is_dir() else None)
-            results.append({"id": case.id, "area": case.area, "category": category, "detail": detail,
-                            "seconds": round(time.time() - start, 2)})
+            category, detail = campaign.run_case(
+                case, work, Path(root) / f"case-{i}", shared if shared.is_dir() else None
+            )
+            results.append(
+                {
+                    "id": case.id,
+                    "area": case.area,
+                    "category": category,
+                    "detail": detail,
+                    "seconds": round(time.time() - start, 2),
+                }
+            )
             print(f"{category:12s} {case.area:14s} {case.id}  [{detail[:110]}]", flush=True)
     counts = Counter(r["category"] for r in results)
-    print(f"\nfairmt {getattr(fairmt, '__version__', '?')} from {Path(fairmt.__file__).parent}: {len(results)} cases "
-          f"in {time.time() - t0:.0f} s")
+    print(
+        f"\nfairmt {getattr(fairmt, '__version__', '?')} from {Path(fairmt.__file__).parent}: {len(results)} cases "
+        f"in {time.time() - t0:.0f} s"
+    )
     for cat in campaign.CATEGORIES:
         print(f"  {cat:12s} {counts.get(cat, 0)}")
     by_area = Counter((r["area"], r["category"]) for r in results if r["category"] != "ok")

@@ -84,7 +84,9 @@ def bios_entry(base: Path) -> dict:
         for prof, b in bios_parts((base / sample["path"]).read_bytes())
     ]
     sample["header_lines"] = 1
-    accountants = _entry(base, "bios/bios_accountant_1000.csv", f"{BIOS_REPO}/csvs/Bios_samples/accountant_complete.csv")
+    accountants = _entry(
+        base, "bios/bios_accountant_1000.csv", f"{BIOS_REPO}/csvs/Bios_samples/accountant_complete.csv"
+    )
     return {"files": [sample, accountants], "archives": []}
 
 
@@ -97,11 +99,15 @@ def main(root: str) -> None:
             if p.is_file():
                 rel = p.relative_to(base).as_posix()
                 data = p.read_bytes()
-                files.append({"path": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "url": upstream(rel)})
+                files.append(
+                    {"path": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "url": upstream(rel)}
+                )
         manifest["datasets"][dataset] = {"files": files, "archives": []}
     manifest["datasets"]["bios"] = bios_entry(base)
-    manifest["datasets"]["lexicons"] = {"files": [_entry(base, rel, url) for rel, url in LEXICONS.items()],
-                                        "archives": []}
+    manifest["datasets"]["lexicons"] = {
+        "files": [_entry(base, rel, url) for rel, url in LEXICONS.items()],
+        "archives": [],
+    }
     manifest["datasets"]["flores200"] = {
         "files": [],
         "archives": [

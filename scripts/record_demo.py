@@ -44,8 +44,14 @@ def machine() -> dict:
         mem = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
     except (ValueError, OSError, AttributeError):
         pass
-    return {"cpu": model, "cores": cores, "memory_gib": mem, "os": platform.platform(),
-            "python": platform.python_version(), "torch": torch.__version__}
+    return {
+        "cpu": model,
+        "cores": cores,
+        "memory_gib": mem,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,16 +76,19 @@ def main(argv: list[str] | None = None) -> int:
         r.pop("example", None)
     report["recorded"] = {
         "command": "fairmt demo --multilingual" if args.multilingual else "fairmt demo",
-        "threads": report["threads"], "wall_seconds": round(wall, 1),
+        "threads": report["threads"],
+        "wall_seconds": round(wall, 1),
         "cpu_seconds": round(c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime, 1),
         "load_average": {"start": round(load[0], 2), "end": round(load[1], 2)},
         "machine": machine(),
     }
     out = FILES[args.multilingual]
     write_json(out, report, what="the recorded demo run")
-    print(f"wrote {out}: {report['recorded']['wall_seconds']} s wall, {report['recorded']['cpu_seconds']} s CPU "
-          f"on {report['recorded']['machine']['cpu']} ({report['recorded']['machine']['cores']} cores), load "
-          f"{load[0]:.1f} → {load[1]:.1f}")
+    print(
+        f"wrote {out}: {report['recorded']['wall_seconds']} s wall, {report['recorded']['cpu_seconds']} s CPU "
+        f"on {report['recorded']['machine']['cpu']} ({report['recorded']['machine']['cores']} cores), load "
+        f"{load[0]:.1f} → {load[1]:.1f}"
+    )
     return 0
 
 

@@ -54,11 +54,23 @@ def _rows(res: dict) -> list[tuple[str, float, float | None, object]]:
         for g, d in b["cced"]["mean_distance"].items():
             rows.append((f"CCED mean ‖f({g})−f(neutral)‖", d, a["cced"]["mean_distance"][g], None))
     if "bias_ir_all" in b:
-        rows.append(("**Bias-IR AVG-DEV, all 117 queries (headline: the paper's quantity)**",
-                     b["bias_ir_all"]["avg_dev"], a["bias_ir_all"]["avg_dev"], _same))
+        rows.append(
+            (
+                "**Bias-IR AVG-DEV, all 117 queries (headline: the paper's quantity)**",
+                b["bias_ir_all"]["avg_dev"],
+                a["bias_ir_all"]["avg_dev"],
+                _same,
+            )
+        )
     elif "bias_ir" in b and b["bias_ir"].get("n_queries") in (None, 117):
-        rows.append(("**Bias-IR AVG-DEV, all 117 queries (headline: the paper's quantity)**",
-                     b["bias_ir"]["avg_dev"], a["bias_ir"]["avg_dev"], _same))
+        rows.append(
+            (
+                "**Bias-IR AVG-DEV, all 117 queries (headline: the paper's quantity)**",
+                b["bias_ir"]["avg_dev"],
+                a["bias_ir"]["avg_dev"],
+                _same,
+            )
+        )
     if "bias_ir" in b:
         n = b["bias_ir"].get("n_queries", "")
         for c, r in b["bias_ir"]["male_ratio"].items():
@@ -68,28 +80,43 @@ def _rows(res: dict) -> list[tuple[str, float, float | None, object]]:
         vb, va = res["validation"]["before"], res["validation"]["after"]
         rows.append(("validation: probe avg \\|d\\| (no SEAT word)", vb["probe_avg_abs"], va["probe_avg_abs"], _same))
         if "cced" in vb:
-            rows.append((f"validation: CCED gap ({vb['cced']['n']} tuples)", vb["cced"]["gap"], va["cced"]["gap"],
-                         _same))
+            rows.append(
+                (f"validation: CCED gap ({vb['cced']['n']} tuples)", vb["cced"]["gap"], va["cced"]["gap"], _same)
+            )
         if "bias_ir" in vb:
-            rows.append((f"validation: Bias-IR AVG-DEV ({vb['bias_ir'].get('n_queries', '')} queries)",
-                         vb["bias_ir"]["avg_dev"], va["bias_ir"]["avg_dev"], _same))
+            rows.append(
+                (
+                    f"validation: Bias-IR AVG-DEV ({vb['bias_ir'].get('n_queries', '')} queries)",
+                    vb["bias_ir"]["avg_dev"],
+                    va["bias_ir"]["avg_dev"],
+                    _same,
+                )
+            )
     for key, label in (("utility", "test"), ("utility_validation", "validation")):
         if key in res:
             u = res[key]
-            rows.append((f"utility ({label}, {u['n']} sentences): Spearman of pairwise cosines", 1.0,
-                         u["spearman_pairwise_cos"], None))
+            rows.append(
+                (
+                    f"utility ({label}, {u['n']} sentences): Spearman of pairwise cosines",
+                    1.0,
+                    u["spearman_pairwise_cos"],
+                    None,
+                )
+            )
             rows.append((f"utility ({label}): 1-NN agreement", 1.0, u["nn1_agreement"], None))
     return rows
 
 
 TOL = 1e-9
 
-PAPER_SEAT = ("The paper's SEAT avg |effect size| (6-8b; its Tables 2-3): BERT-large-uncased 0.36 → 0.23-0.29 "
-              "(CCD-GPT / -Gemini / -CDA), RoBERTa-base 0.94 → 0.38-0.60, full fine-tuning on ~43k LLM (or CDA) tuples "
-              "of News-Commentary-v15, lr 5e-5, batch 32, one epoch. This table differs in encoder (all-MiniLM-L6-v2, "
-              "22M parameters, mean pooling + L2 normalisation), data (rule-based CDA tuples from newstest2018, a few "
-              "hundred) and scale (tens of steps): the paper-scale recipes are ccd/bert_large_paper and "
-              "ccd/roberta_base_paper.")
+PAPER_SEAT = (
+    "The paper's SEAT avg |effect size| (6-8b; its Tables 2-3): BERT-large-uncased 0.36 → 0.23-0.29 "
+    "(CCD-GPT / -Gemini / -CDA), RoBERTa-base 0.94 → 0.38-0.60, full fine-tuning on ~43k LLM (or CDA) tuples "
+    "of News-Commentary-v15, lr 5e-5, batch 32, one epoch. This table differs in encoder (all-MiniLM-L6-v2, "
+    "22M parameters, mean pooling + L2 normalisation), data (rule-based CDA tuples from newstest2018, a few "
+    "hundred) and scale (tens of steps): the paper-scale recipes are ccd/bert_large_paper and "
+    "ccd/roberta_base_paper."
+)
 
 
 def _fmt(values: list[float], digits: int = 3) -> str:
@@ -109,8 +136,10 @@ def table(results: list[dict] | dict) -> str:
     per_run = [_rows(r) for r in results]
     n = len(results)
     s = "s" if n > 1 else ""
-    lines = [f"| metric | before (mean ± std, {n} seed{s}) | after (mean ± std, {n} seed{s}) | Δ (paired) | verdict |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"| metric | before (mean ± std, {n} seed{s}) | after (mean ± std, {n} seed{s}) | Δ (paired) | verdict |",
+        "|---|---|---|---|---|",
+    ]
     for i, (label, _, _, bad) in enumerate(per_run[0]):
         if any(len(rows) != len(per_run[0]) or rows[i][0] != label for rows in per_run):
             raise ValueError(f"{label}: the runs do not report the same measures; tabulate runs of one recipe")
@@ -127,14 +156,21 @@ def table(results: list[dict] | dict) -> str:
             word = "better" if change < -TOL else "worse" if change > TOL else "same"
             verdict = f"**{word}**" + (f" ({k}/{n} seeds better)" if n > 1 else "")
         digits = 4 if label.startswith("utility") else 3  # utility sits near 1: show what changed
-        lines.append(f"| {label} | {_fmt(befores, digits)} | {_fmt(afters, digits)} | "
-                     f"{mean_after - mean_before:+.{digits}f} | {verdict} |")
+        lines.append(
+            f"| {label} | {_fmt(befores, digits)} | {_fmt(afters, digits)} | "
+            f"{mean_after - mean_before:+.{digits}f} | {verdict} |"
+        )
     tr = [r["train"] for r in results]
     r0 = results[0]
     rhos = ", ".join(f"{t['rho']:.4f}" for t in tr)
     best = ", ".join(str(t.get("best_checkpoint") or "last").rsplit("/", 1)[-1] for t in tr)
-    lines += ["", f"rho = {rhos} ({tr[0]['rho_estimator']}); data {r0['data']}; checkpoints {best}; time per run: "
-              + ", ".join(f"{r['time_total_s']:.0f}s" for r in results), "", PAPER_SEAT]
+    lines += [
+        "",
+        f"rho = {rhos} ({tr[0]['rho_estimator']}); data {r0['data']}; checkpoints {best}; time per run: "
+        + ", ".join(f"{r['time_total_s']:.0f}s" for r in results),
+        "",
+        PAPER_SEAT,
+    ]
     return "\n".join(lines)
 
 
@@ -153,8 +189,11 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("args", nargs="*", help="[recipe.yaml] key=value ...")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (default 0 1 2)")
-    p.add_argument("--fixed-data", action="store_true",
-                   help="keep the recipe's data.seed (by default each seed also sets data.seed: the split varies)")
+    p.add_argument(
+        "--fixed-data",
+        action="store_true",
+        help="keep the recipe's data.seed (by default each seed also sets data.seed: the split varies)",
+    )
     p.add_argument("--from-results", type=Path, nargs="+", help="tabulate these ccd_results.json files only")
     a = p.parse_args(argv)
     if a.from_results:
@@ -173,9 +212,20 @@ def main(argv: list[str]) -> int:
     recipe = a.args[0] if a.args and a.args[0].endswith(".yaml") else "ccd/minilm_cda"
     overrides = a.args[1:] if a.args and a.args[0].endswith(".yaml") else a.args
     base = Path(load_recipe(recipe, overrides)["training"]["output_dir"])
-    results = [run(load_recipe(recipe, [*overrides, f"training.seed={s}", *([] if a.fixed_data else [f"data.seed={s}"]),
-                                        f"training.output_dir={base / f'seed{s}'}"]))
-               for s in a.seeds]
+    results = [
+        run(
+            load_recipe(
+                recipe,
+                [
+                    *overrides,
+                    f"training.seed={s}",
+                    *([] if a.fixed_data else [f"data.seed={s}"]),
+                    f"training.output_dir={base / f'seed{s}'}",
+                ],
+            )
+        )
+        for s in a.seeds
+    ]
     md = table(results)
     print(md)
     base.mkdir(parents=True, exist_ok=True)

@@ -44,8 +44,14 @@ OBJECTIVE_ARGS = {
     "cscl": {"gamma": 0.3, "cs_lambda": 1.0, "temperature": 0.1, "views": "dropout"},
     "cscl_two_stage": {"cs_lambda": 1.0, "temperature": 0.1, "views": "dropout"},
     "fcl": {"fcl_alpha": 1.0, "fcl_beta": 0.1, "temperature": 0.1},
-    "sampling": {"n_clusters": 4, "epsilon": 0.1, "num_negatives": 16, "sampling_temperature": 0.5,
-                 "sampling_weight": 0.1, "cluster_refresh_steps": 20},
+    "sampling": {
+        "n_clusters": 4,
+        "epsilon": 0.1,
+        "num_negatives": 16,
+        "sampling_temperature": 0.5,
+        "sampling_weight": 0.1,
+        "cluster_refresh_steps": 20,
+    },
     "adversarial": {"adv_lambda": 0.5, "n_adversaries": 3, "diff_lambda": 100.0, "adv_conditional": True},
     "inlp": {},
 }
@@ -59,8 +65,12 @@ def setting_configs(name: str, seeds: list[int], out: Path, cache: Path) -> list
         base = {
             "data": {"dataset": "bios", "fractions": [0.5, 0.2, 0.3]},
             "model": {"type": "frozen_embedder", "name_or_path": "minilm", "cache_dir": str(cache), "hidden_dim": 300},
-            "training": {"num_train_epochs": 20, "per_device_train_batch_size": 64, "learning_rate": 3e-3,
-                         "logging_steps": 10},
+            "training": {
+                "num_train_epochs": 20,
+                "per_device_train_batch_size": 64,
+                "learning_rate": 3e-3,
+                "logging_steps": 10,
+            },
             "stage2": {"num_train_epochs": 20, "learning_rate": 3e-3},
             "inlp": {"n_iterations": 50, "by_class": True},
         }
@@ -69,16 +79,24 @@ def setting_configs(name: str, seeds: list[int], out: Path, cache: Path) -> list
         base = {
             "data": {"dataset": "bios", "fractions": [0.5, 0.2, 0.3]},
             "model": {"type": "finetune", "name_or_path": "minilm", "max_length": 64, "pooling": "mean"},
-            "training": {"num_train_epochs": 4, "per_device_train_batch_size": 16, "learning_rate": 3e-4,
-                         "logging_steps": 5},
+            "training": {
+                "num_train_epochs": 4,
+                "per_device_train_batch_size": 16,
+                "learning_rate": 3e-4,
+                "logging_steps": 5,
+            },
         }
     elif name == "hatespeech":
         methods = ALL_METHODS
         base = {
             "data": {"dataset": "hatespeech", "language": "Spanish", "attribute": "gender"},
             "model": {"type": "gru", "embed_dim": 64, "hidden_dim": 64, "dropout": 0.2},
-            "training": {"num_train_epochs": 4, "per_device_train_batch_size": 64, "learning_rate": 2e-3,
-                         "logging_steps": 20},
+            "training": {
+                "num_train_epochs": 4,
+                "per_device_train_batch_size": 64,
+                "learning_rate": 2e-3,
+                "logging_steps": 20,
+            },
             "stage2": {"num_train_epochs": 4, "learning_rate": 2e-3},
             "inlp": {"n_iterations": 20, "by_class": True},
         }
@@ -87,8 +105,14 @@ def setting_configs(name: str, seeds: list[int], out: Path, cache: Path) -> list
     for method in methods:
         for seed in seeds:
             cfg = json.loads(json.dumps(base))
-            cfg.update(method="classification", objective=method, seed=seed, selection="loss",
-                       output_dir=str(out / name / f"{method}-s{seed}"), save_predictions=False)
+            cfg.update(
+                method="classification",
+                objective=method,
+                seed=seed,
+                selection="loss",
+                output_dir=str(out / name / f"{method}-s{seed}"),
+                save_predictions=False,
+            )
             if cfg["data"]["dataset"] == "bios":
                 cfg["data"]["split_seed"] = seed
             cfg["objective_args"] = dict(OBJECTIVE_ARGS[method])
@@ -138,12 +162,22 @@ def main() -> int:
             r = run_recipe(cfg)
             r["seconds"] = round(time.time() - t0, 1)
             results.setdefault(setting, {}).setdefault(cfg["objective"], []).append(
-                {"seed": cfg["seed"], "seconds": r["seconds"], **{m: r["test"].get(m) for m in METRICS},
-                 "dev": r["dev"], "info": r["info"]}
+                {
+                    "seed": cfg["seed"],
+                    "seconds": r["seconds"],
+                    **{m: r["test"].get(m) for m in METRICS},
+                    "dev": r["dev"],
+                    "info": r["info"],
+                }
             )
-            print(f"[{time.time() - t_all:6.0f}s] {setting:13s} {cfg['objective']:15s} seed {cfg['seed']}: "
-                  + " ".join(f"{m}={r['test'].get(m, float('nan')):.1f}%" for m in METRICS if r["test"].get(m) is not None)
-                  + f"  ({r['seconds']}s)", flush=True)
+            print(
+                f"[{time.time() - t_all:6.0f}s] {setting:13s} {cfg['objective']:15s} seed {cfg['seed']}: "
+                + " ".join(
+                    f"{m}={r['test'].get(m, float('nan')):.1f}%" for m in METRICS if r["test"].get(m) is not None
+                )
+                + f"  ({r['seconds']}s)",
+                flush=True,
+            )
     lines = [
         "| setting | method | accuracy | GAP | ΔEO | leakage@h | leakage@ŷ | seeds |",
         "|---|---|---|---|---|---|---|---|",

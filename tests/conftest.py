@@ -8,8 +8,11 @@ import pytest
 # The tests are in one folder per layer (tests/<layer>/) and their shared helpers in tests/support, imported as
 # top-level modules (needs, procs, ...); a test file may also reuse another one's helpers by module name.
 _TESTS = Path(__file__).resolve().parent
-for _folder in sorted(p for p in _TESTS.iterdir() if p.is_dir() and p.name not in ("fixtures", "support")
-                      and not p.name.startswith((".", "_"))):
+for _folder in sorted(
+    p
+    for p in _TESTS.iterdir()
+    if p.is_dir() and p.name not in ("fixtures", "support") and not p.name.startswith((".", "_"))
+):
     sys.path.insert(0, str(_folder))
 sys.path.insert(0, str(_TESTS / "support"))
 
@@ -121,7 +124,9 @@ def pytest_unconfigure(config):
 @pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects: the measured-slow tests are marked here
 def pytest_collection_modifyitems(config, items):
     time_budget.mark_measured_slow(items)  # `slow` for the tests measured slow (tests/support/time_budget.json)
-    needs.skip_missing(items)  # @pytest.mark.needs / @pytest.mark.data: skip, naming what is missing (tests/support/needs.py)
+    needs.skip_missing(
+        items
+    )  # @pytest.mark.needs / @pytest.mark.data: skip, naming what is missing (tests/support/needs.py)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
 

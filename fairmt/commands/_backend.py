@@ -9,26 +9,54 @@ BACKEND_CHOICES = ("hf", "ctranslate2", "openai", "causal-lm")  # fairmt.transla
 def add_backend_arguments(group) -> None:
     """``--backend``, ``--compute-type``, ``--api-base``, ``--api-model``, ``--prompt-template``, ``--concurrency``."""
     from fairmt.commands._options import count, http_url
-    group.add_argument("--backend", choices=BACKEND_CHOICES, default="hf",
-                       help="translation engine: hf (transformers generate, default), ctranslate2 (same model, "
-                            "faster; pip install 'fairmt[fast]'), openai (an OpenAI-compatible chat endpoint), "
-                            "causal-lm (a local chat LLM given as --model)")
-    group.add_argument("--compute-type", choices=["float32", "int8", "float16", "bfloat16"], default=None,
-                       help="ctranslate2: precision (default float32)")
-    group.add_argument("--max-batch-tokens", type=count(1), default=None, metavar="N",
-                       help="ctranslate2: batch by tokens, at most N source tokens per batch (default: batch by "
-                            "--batch-size sentences)")
-    group.add_argument("--api-base", type=http_url, default=None, metavar="URL",
-                       help="openai: endpoint base URL (default https://api.openai.com/v1); the key is read from "
-                            "$OPENAI_API_KEY (or --api-key-env)")
+
+    group.add_argument(
+        "--backend",
+        choices=BACKEND_CHOICES,
+        default="hf",
+        help="translation engine: hf (transformers generate, default), ctranslate2 (same model, "
+        "faster; pip install 'fairmt[fast]'), openai (an OpenAI-compatible chat endpoint), "
+        "causal-lm (a local chat LLM given as --model)",
+    )
+    group.add_argument(
+        "--compute-type",
+        choices=["float32", "int8", "float16", "bfloat16"],
+        default=None,
+        help="ctranslate2: precision (default float32)",
+    )
+    group.add_argument(
+        "--max-batch-tokens",
+        type=count(1),
+        default=None,
+        metavar="N",
+        help="ctranslate2: batch by tokens, at most N source tokens per batch (default: batch by "
+        "--batch-size sentences)",
+    )
+    group.add_argument(
+        "--api-base",
+        type=http_url,
+        default=None,
+        metavar="URL",
+        help="openai: endpoint base URL (default https://api.openai.com/v1); the key is read from "
+        "$OPENAI_API_KEY (or --api-key-env)",
+    )
     group.add_argument("--api-model", default=None, metavar="NAME", help="openai: the endpoint's model name")
-    group.add_argument("--api-key-env", default=None, metavar="VAR",
-                       help="openai: environment variable holding the API key (default OPENAI_API_KEY)")
-    group.add_argument("--prompt-template", default=None, metavar="TEXT",
-                       help="openai/causal-lm: prompt with {LANG} (target language name), {SRC_LANG} and {SENT}; "
-                            "default: 'Translate the following sentence into {LANG}. {SENT}'")
-    group.add_argument("--concurrency", type=count(1), default=None, metavar="N",
-                       help="openai: requests in flight at once (default 4)")
+    group.add_argument(
+        "--api-key-env",
+        default=None,
+        metavar="VAR",
+        help="openai: environment variable holding the API key (default OPENAI_API_KEY)",
+    )
+    group.add_argument(
+        "--prompt-template",
+        default=None,
+        metavar="TEXT",
+        help="openai/causal-lm: prompt with {LANG} (target language name), {SRC_LANG} and {SENT}; "
+        "default: 'Translate the following sentence into {LANG}. {SENT}'",
+    )
+    group.add_argument(
+        "--concurrency", type=count(1), default=None, metavar="N", help="openai: requests in flight at once (default 4)"
+    )
 
 
 _ONLY = {
@@ -65,8 +93,14 @@ def make_translator(args, src_lang: str = "en", tgt_lang: str = "de"):
         name = args.api_model or args.model
         if not name:
             raise FairmtError("--backend openai needs --api-model NAME (the endpoint's model name)")
-        return get_backend("openai", name, api_base=args.api_base, api_key_env=args.api_key_env,
-                           prompt_template=args.prompt_template, concurrency=args.concurrency)
+        return get_backend(
+            "openai",
+            name,
+            api_base=args.api_base,
+            api_key_env=args.api_key_env,
+            prompt_template=args.prompt_template,
+            concurrency=args.concurrency,
+        )
     if not getattr(args, "model", None):
         raise FairmtError(f"--backend {backend} needs --model PATH")
     if backend == "causal-lm":
@@ -74,6 +108,14 @@ def make_translator(args, src_lang: str = "en", tgt_lang: str = "de"):
     if backend == "ctranslate2":
         tokens = getattr(args, "max_batch_tokens", None)
         batching = {"batch_type": "tokens", "max_batch_size": tokens} if tokens else {}
-        return get_backend("ctranslate2", args.model, family=family, src_lang=src_lang, tgt_lang=tgt_lang,
-                           compute_type=args.compute_type or "float32", device=device, **batching)
+        return get_backend(
+            "ctranslate2",
+            args.model,
+            family=family,
+            src_lang=src_lang,
+            tgt_lang=tgt_lang,
+            compute_type=args.compute_type or "float32",
+            device=device,
+            **batching,
+        )
     return get_backend("hf", args.model, family=family, src_lang=src_lang, tgt_lang=tgt_lang, device=device)

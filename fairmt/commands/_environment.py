@@ -41,8 +41,10 @@ def check_environment() -> None:
     try:
         os.getcwd()
     except FileNotFoundError:
-        raise FairmtError("the current folder no longer exists (deleted or moved under this shell): cd to an existing "
-                          "folder and run the command again") from None
+        raise FairmtError(
+            "the current folder no longer exists (deleted or moved under this shell): cd to an existing "
+            "folder and run the command again"
+        ) from None
     from fairmt.data.images import max_image_pixels
     from fairmt.data.inputs import line_limit
 

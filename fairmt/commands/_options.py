@@ -65,8 +65,9 @@ def seed(text: str) -> int:
 _checked(seed, "seed", 0, 2**32 - 1)
 
 
-def number(low: float | None = None, high: float | None = None, *, low_open: bool = False,
-           high_open: bool = False) -> Callable[[str], float]:
+def number(
+    low: float | None = None, high: float | None = None, *, low_open: bool = False, high_open: bool = False
+) -> Callable[[str], float]:
     """A finite float in the interval ``[low, high]`` (``low_open`` / ``high_open`` exclude the bound)."""
     lo = "" if low is None else f"{'(' if low_open else '['}{low:g}"
     hi = "" if high is None else f"{high:g}{')' if high_open else ']'}"
@@ -130,11 +131,13 @@ def check_device(name: str | None) -> None:
     if kind == "cuda":
         n = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if n == 0:
-            raise FairmtError(f"--device {name}: this machine has no CUDA GPU (torch {torch.__version__} sees none); "
-                              "use --device cpu")
+            raise FairmtError(
+                f"--device {name}: this machine has no CUDA GPU (torch {torch.__version__} sees none); use --device cpu"
+            )
         if index and int(index) >= n:
-            raise FairmtError(f"--device {name}: this machine has {n} CUDA GPU(s) (cuda:0"
-                              f"{f' to cuda:{n - 1}' if n > 1 else ''})")
+            raise FairmtError(
+                f"--device {name}: this machine has {n} CUDA GPU(s) (cuda:0{f' to cuda:{n - 1}' if n > 1 else ''})"
+            )
     elif kind == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise FairmtError(f"--device {name}: Apple MPS is not available on this machine; use --device cpu")
     elif kind == "xpu" and not (hasattr(torch, "xpu") and torch.xpu.is_available()):
@@ -162,10 +165,13 @@ def executable(text: str) -> str:
     """A program: a path to an executable file, or a name found on ``PATH``."""
     import shutil
 
-    found = shutil.which(text) if os.sep not in text else (text if os.path.isfile(text) and os.access(text, os.X_OK)
-                                                           else None)
+    found = (
+        shutil.which(text)
+        if os.sep not in text
+        else (text if os.path.isfile(text) and os.access(text, os.X_OK) else None)
+    )
     if found is None:
-        why = ("not found" if not os.path.exists(text) else "a folder" if os.path.isdir(text) else "not executable")
+        why = "not found" if not os.path.exists(text) else "a folder" if os.path.isdir(text) else "not executable"
         raise argparse.ArgumentTypeError(f"{text!r} is {why}: give an executable program (chmod +x, or its full path)")
     return found
 
@@ -196,22 +202,27 @@ PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif",
 
 def ensure_overwrite(parser: argparse.ArgumentParser) -> None:
     """Give a command that declares an output the ``--overwrite`` flag (the CLI does it for every command)."""
-    if any(getattr(a, "fairmt_output", None) for a in parser._actions) and \
-            "--overwrite" not in parser._option_string_actions:
-        parser.add_argument("--overwrite", action="store_true",
-                            help="replace existing output files or folders (default: refuse them)")
+    if (
+        any(getattr(a, "fairmt_output", None) for a in parser._actions)
+        and "--overwrite" not in parser._option_string_actions
+    ):
+        parser.add_argument(
+            "--overwrite", action="store_true", help="replace existing output files or folders (default: refuse them)"
+        )
 
 
-def output_file(parser, *flags: str, what: str, suffixes: Iterable[str] | None = None, stdout: bool = False,
-                **kwargs) -> argparse.Action:
+def output_file(
+    parser, *flags: str, what: str, suffixes: Iterable[str] | None = None, stdout: bool = False, **kwargs
+) -> argparse.Action:
     """Add an option naming an output file (checked before the command runs; see the module docstring)."""
     action = parser.add_argument(*flags, **kwargs)
     action.fairmt_output = Output("file", what, tuple(suffixes) if suffixes is not None else None, stdout)
     return action
 
 
-def output_dir(parser, *flags: str, what: str, resumable: bool = False, markers: Iterable[str] = (),
-               **kwargs) -> argparse.Action:
+def output_dir(
+    parser, *flags: str, what: str, resumable: bool = False, markers: Iterable[str] = (), **kwargs
+) -> argparse.Action:
     """Add an option naming an output folder (checked before the command runs; see the module docstring)."""
     action = parser.add_argument(*flags, **kwargs)
     action.fairmt_output = Output("dir", what, resumable=resumable, markers=tuple(markers))
@@ -227,8 +238,11 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     overwrite = bool(getattr(args, "overwrite", False))
     declared = [a for a in parser._actions if getattr(a, "fairmt_output", None) is not None]
     out_dests = {a.dest for a in declared}
-    inputs = input_paths(getattr(args, a.dest, None) for a in parser._actions
-                         if a.dest not in out_dests and a.dest not in ("help", "handler"))
+    inputs = input_paths(
+        getattr(args, a.dest, None)
+        for a in parser._actions
+        if a.dest not in out_dests and a.dest not in ("help", "handler")
+    )
     seen: dict[str, str] = {}
     for action in declared:
         value = getattr(args, action.dest, None)
@@ -237,11 +251,19 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
             continue
         flag = action.option_strings[0] if action.option_strings else action.dest
         if spec.kind == "file":
-            check_output_file(value, f"{spec.what} ({flag})", overwrite=overwrite, suffixes=spec.suffixes,
-                              inputs=inputs)
+            check_output_file(
+                value, f"{spec.what} ({flag})", overwrite=overwrite, suffixes=spec.suffixes, inputs=inputs
+            )
         else:
-            check_output_dir(value, f"{spec.what} ({flag})", overwrite=overwrite, resumable=spec.resumable,
-                             inputs=inputs, flag=flag, markers=spec.markers)
+            check_output_dir(
+                value,
+                f"{spec.what} ({flag})",
+                overwrite=overwrite,
+                resumable=spec.resumable,
+                inputs=inputs,
+                flag=flag,
+                markers=spec.markers,
+            )
         key = os.path.realpath(os.path.expanduser(str(value)))
         if key in seen:
             raise FairmtError(f"{value}: given to both {seen[key]} and {flag}; each output needs its own path")
@@ -259,8 +281,9 @@ class _Deprecated(argparse.Action):
         super().__init__(option_strings, dest, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        print(f"fairmt: note: {option_string} is the old spelling of {self.new} (it goes in fairmt 0.2)",
-              file=sys.stderr)
+        print(
+            f"fairmt: note: {option_string} is the old spelling of {self.new} (it goes in fairmt 0.2)", file=sys.stderr
+        )
         if self.store == "const":
             setattr(namespace, self.dest, self.const)
         elif self.store == "append":
@@ -275,10 +298,14 @@ def timeout_option(parser) -> argparse.Action:
     from fairmt.hub import CONNECT_TIMEOUT_S, DEFAULT_TIMEOUT_S, TIMEOUT_ENV
 
     return parser.add_argument(
-        "--timeout", type=number(0.0, low_open=True), default=None, metavar="SECONDS",
+        "--timeout",
+        type=number(0.0, low_open=True),
+        default=None,
+        metavar="SECONDS",
         help=f"seconds each network call may wait for the other side (connecting waits at most "
-             f"{CONNECT_TIMEOUT_S:g}) before it fails in one line (default: ${TIMEOUT_ENV}, else "
-             f"{DEFAULT_TIMEOUT_S:g})")
+        f"{CONNECT_TIMEOUT_S:g}) before it fails in one line (default: ${TIMEOUT_ENV}, else "
+        f"{DEFAULT_TIMEOUT_S:g})",
+    )
 
 
 def alias(parser, old: str, new_action: argparse.Action) -> argparse.Action:
@@ -286,10 +313,21 @@ def alias(parser, old: str, new_action: argparse.Action) -> argparse.Action:
     if new_action.nargs == 0:
         kwargs = {"nargs": 0, "const": new_action.const, "store": "const"}
     else:
-        kwargs = {"nargs": new_action.nargs, "type": new_action.type, "choices": new_action.choices,
-                  "metavar": new_action.metavar,
-                  "store": "append" if isinstance(new_action, argparse._AppendAction) else "store"}
-    action = parser.add_argument(old, action=_Deprecated, dest=new_action.dest, default=argparse.SUPPRESS,
-                                 help=argparse.SUPPRESS, new=new_action.option_strings[0], **kwargs)
+        kwargs = {
+            "nargs": new_action.nargs,
+            "type": new_action.type,
+            "choices": new_action.choices,
+            "metavar": new_action.metavar,
+            "store": "append" if isinstance(new_action, argparse._AppendAction) else "store",
+        }
+    action = parser.add_argument(
+        old,
+        action=_Deprecated,
+        dest=new_action.dest,
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+        new=new_action.option_strings[0],
+        **kwargs,
+    )
     action.fairmt_alias_of = new_action.option_strings[0]
     return action

@@ -26,11 +26,21 @@ def register(groups) -> None:
     def common(q):
         q.add_argument("--input", required=True, help="text file (one per line) or JSONL (with --field)")
         q.add_argument("--field", default=None, help="dotted key of the text in a JSONL input, e.g. translation.en")
-        output_file(q, "--output", what="tuple file", required=True,
-                    help="tuple JSONL to write (an existing file is refused unless --overwrite)")
+        output_file(
+            q,
+            "--output",
+            what="tuple file",
+            required=True,
+            help="tuple JSONL to write (an existing file is refused unless --overwrite)",
+        )
         q.add_argument("--limit", type=count(1), default=None, help="use only the first N input texts")
-        output_file(q, "--json", what="summary JSON", default=None,
-                    help="write the summary (counts, polarity accuracy) as JSON here")
+        output_file(
+            q,
+            "--json",
+            what="summary JSON",
+            default=None,
+            help="write the summary (counts, polarity accuracy) as JSON here",
+        )
 
     c = sub.add_parser("cda", help="rule-based counterfactual augmentation with the gender lexicon")
     common(c)
@@ -40,22 +50,40 @@ def register(groups) -> None:
 
     m = sub.add_parser("llm", help="LLM augmentation with polarity-guided prompt search (CCD paper, Alg. 1)")
     common(m)
-    m.add_argument("--url", type=http_url, default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    m.add_argument(
+        "--url", type=http_url, default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"
+    )
     m.add_argument("--model", default=None, help="model name at the endpoint")
     m.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
     m.add_argument("--local-model", default=None, help="a local transformers causal LM folder instead of --url")
     m.add_argument("--timeout", type=number(0.0, low_open=True), default=60.0, help="seconds per request")
     m.add_argument("--retries", type=count(0), default=3, help="retries after a timeout / 5xx / malformed reply")
-    m.add_argument("--search-rounds", type=count(0, note="0: no prompt search"), default=10,
-                   help="prompt-search rounds K (paper: 10; 0 = none)")
+    m.add_argument(
+        "--search-rounds",
+        type=count(0, note="0: no prompt search"),
+        default=10,
+        help="prompt-search rounds K (paper: 10; 0 = none)",
+    )
     m.add_argument("--search-size", type=count(1), default=50, help="texts the prompt search runs on")
-    m.add_argument("--corrector", choices=("cda", "interactive"), default="cda",
-                   help="who corrects the chosen wrong example: the lexicon (cda) or you (interactive)")
+    m.add_argument(
+        "--corrector",
+        choices=("cda", "interactive"),
+        default="cda",
+        help="who corrects the chosen wrong example: the lexicon (cda) or you (interactive)",
+    )
     m.add_argument("--examples", default=None, help="JSONL of few-shot examples {passage, versions} to start from")
-    output_file(m, "--failures", what="failures file", default=None,
-                help="JSONL for texts that failed (default <output>.failures.jsonl)")
-    m.add_argument("--keep-wrong-polarity", action="store_true",
-                   help="also write tuples failing the polarity check (default: dropped and counted, as in cda)")
+    output_file(
+        m,
+        "--failures",
+        what="failures file",
+        default=None,
+        help="JSONL for texts that failed (default <output>.failures.jsonl)",
+    )
+    m.add_argument(
+        "--keep-wrong-polarity",
+        action="store_true",
+        help="also write tuples failing the polarity check (default: dropped and counted, as in cda)",
+    )
     m.add_argument("--all-texts", action="store_true", help="also augment texts with no gendered word")
     m.add_argument("--max-new-tokens", type=count(1), default=256, help="generation budget (local model)")
     m.set_defaults(handler=_run_llm)
@@ -102,8 +130,11 @@ def _run_cda(args) -> int:
     summary["agreement_checked"] = AGREEMENT_SCOPE
     if rows:
         rep = union_polarity_accuracy(rows)
-        summary.update(union_polarity_accuracy=rep.union_accuracy, per_version_accuracy=rep.per_version_accuracy,
-                       signature=rep.signature)
+        summary.update(
+            union_polarity_accuracy=rep.union_accuracy,
+            per_version_accuracy=rep.per_version_accuracy,
+            signature=rep.signature,
+        )
     summary["output"] = args.output
     _summary(args, summary)
     return 0
@@ -120,8 +151,9 @@ def _client(args):
         raise FairmtError("fairmt augment llm needs --url and --model (an OpenAI-compatible endpoint) or --local-model")
     from fairmt.data.augment.llm import OpenAIChatClient
 
-    return OpenAIChatClient(args.url, args.model, api_key_env=args.api_key_env, timeout=args.timeout,
-                            max_retries=args.retries)
+    return OpenAIChatClient(
+        args.url, args.model, api_key_env=args.api_key_env, timeout=args.timeout, max_retries=args.retries
+    )
 
 
 def _examples(path):
@@ -137,7 +169,7 @@ def _examples(path):
         try:
             out.append(FewShotExample(obj["passage"], dict(obj["versions"])))
         except (KeyError, TypeError, ValueError):
-            raise FairmtError(f"{path}:{lineno}: expected {{\"passage\": ..., \"versions\": {{...}}}}") from None
+            raise FairmtError(f'{path}:{lineno}: expected {{"passage": ..., "versions": {{...}}}}') from None
     return out
 
 
@@ -157,8 +189,9 @@ def _run_llm(args) -> int:
     inputs = [p for p in (args.input, args.examples, args.local_model) if p]
     fail_path = Path(args.failures or f"{args.output}.failures.jsonl")
     examples_path = Path(args.output).with_suffix(".examples.jsonl")
-    derived = ([] if args.failures else [(fail_path, "failures file")]) + \
-        ([(examples_path, "prompt-search examples file")] if args.search_rounds > 0 else [])
+    derived = ([] if args.failures else [(fail_path, "failures file")]) + (
+        [(examples_path, "prompt-search examples file")] if args.search_rounds > 0 else []
+    )
     for path, what in derived:  # outputs named after --output: checked as the declared ones were
         check_output_file(path, what, overwrite=args.overwrite, inputs=inputs)
     texts = _texts(args)
@@ -169,14 +202,18 @@ def _run_llm(args) -> int:
     summary: dict = {}
     if args.search_rounds > 0 and texts:
         corrector = cda_corrector if args.corrector == "cda" else interactive_corrector()
-        search = polarity_guided_prompt_search(texts[: args.search_size], client, examples, args.search_rounds,
-                                               corrector)
+        search = polarity_guided_prompt_search(
+            texts[: args.search_size], client, examples, args.search_rounds, corrector
+        )
         examples = search.examples
         summary["prompt_search"] = {"rounds": [asdict(r) for r in search.rounds], "n_examples": len(examples)}
         from fairmt.outputs import write_file
 
-        write_file(examples_path, "".join(json.dumps(e.to_dict(), ensure_ascii=False) + "\n" for e in examples),
-                   what="the prompt-search examples")
+        write_file(
+            examples_path,
+            "".join(json.dumps(e.to_dict(), ensure_ascii=False) + "\n" for e in examples),
+            what="the prompt-search examples",
+        )
 
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -205,7 +242,10 @@ def _run_llm(args) -> int:
     if texts and written["n_written"] == 0:  # e.g. an unreachable endpoint: every text failed
         import sys
 
-        print(f"fairmt: error: no tuple was produced from {len(texts)} texts ({summary.get('n_failed', 0)} failed, "
-              f"{written['n_dropped_wrong_polarity']} dropped for polarity); see {fail_path}", file=sys.stderr)
+        print(
+            f"fairmt: error: no tuple was produced from {len(texts)} texts ({summary.get('n_failed', 0)} failed, "
+            f"{written['n_dropped_wrong_polarity']} dropped for polarity); see {fail_path}",
+            file=sys.stderr,
+        )
         return 1
     return 0

@@ -17,7 +17,8 @@ def register(groups) -> None:
 
     _positive = count(1)
     p = groups["top"].add_parser(
-        "demo", help="train a tiny MT model with GACL + KD (gender-aware contrastive learning + knowledge distillation) "
+        "demo",
+        help="train a tiny MT model with GACL + KD (gender-aware contrastive learning + knowledge distillation) "
         "offline and report gender accuracy over seeds",
         description="Offline end to end, per seed: a tiny M2M-100-architecture model trained on stereotyped data "
         "(the 'original'), then fine-tuned on gender-balanced data with GACL + KD (gender-aware contrastive learning "
@@ -28,26 +29,50 @@ def register(groups) -> None:
         "the pipeline on a toy model, not a result about real MT systems.",
         formatter_class=_DefaultsHelp,
     )
-    output_dir(p, "--output-dir", what="demo folder",
-               help="where to write the models and report.json (default: a temporary folder); a folder that already "
-                    "holds files is refused unless --overwrite")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace an earlier demo in --output-dir: what fairmt wrote there is removed, nothing else")
-    p.add_argument("--multilingual", action="store_true",
-                   help="the GACL paper's transfer question instead: one model trained as the original in German, "
-                        "Spanish and Italian, fine-tuned on en→de only, scored in-domain (de) and out-of-domain "
-                        "(es, it), with a verdict on whether GACL's debiasing transfers (it takes longer than the en–de demo)")
-    p.add_argument("--seeds", type=_positive,
-                   help="how many seeds to run, the table shows mean ± std (default: 3) (--multilingual: 5)")
+    output_dir(
+        p,
+        "--output-dir",
+        what="demo folder",
+        help="where to write the models and report.json (default: a temporary folder); a folder that already "
+        "holds files is refused unless --overwrite",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an earlier demo in --output-dir: what fairmt wrote there is removed, nothing else",
+    )
+    p.add_argument(
+        "--multilingual",
+        action="store_true",
+        help="the GACL paper's transfer question instead: one model trained as the original in German, "
+        "Spanish and Italian, fine-tuned on en→de only, scored in-domain (de) and out-of-domain "
+        "(es, it), with a verdict on whether GACL's debiasing transfers (it takes longer than the en–de demo)",
+    )
+    p.add_argument(
+        "--seeds",
+        type=_positive,
+        help="how many seeds to run, the table shows mean ± std (default: 3) (--multilingual: 5)",
+    )
     p.add_argument("--seed", type=seed, default=0, help="first seed (seeds SEED, SEED+1, ...)")
-    p.add_argument("--pretrain-steps", type=_positive,
-                   help="steps of the stereotyped 'original' model (default: 400) (--multilingual: 1200, 400 per "
-                        "target language)")
-    p.add_argument("--finetune-steps", "--gacl-steps", dest="finetune_steps", type=_positive, default=80,
-                   help="steps of GACL + KD fine-tuning, and of the control")
+    p.add_argument(
+        "--pretrain-steps",
+        type=_positive,
+        help="steps of the stereotyped 'original' model (default: 400) (--multilingual: 1200, 400 per target language)",
+    )
+    p.add_argument(
+        "--finetune-steps",
+        "--gacl-steps",
+        dest="finetune_steps",
+        type=_positive,
+        default=80,
+        help="steps of GACL + KD fine-tuning, and of the control",
+    )
     p.add_argument("--variant", choices=["paper", "official"], default="paper", help="GACL variant")
-    p.add_argument("--threads", type=_positive,
-                   help="torch threads (default: $OMP_NUM_THREADS, else 1: the table in docs/get-started.md is the 1-thread run)")
+    p.add_argument(
+        "--threads",
+        type=_positive,
+        help="torch threads (default: $OMP_NUM_THREADS, else 1: the table in docs/get-started.md is the 1-thread run)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(handler=_run)
 
@@ -73,9 +98,17 @@ def _run(args) -> int:
     args.pretrain_steps = args.pretrain_steps or (ML_PRETRAIN_STEPS if args.multilingual else 400)
 
     try:
-        runner(args.output_dir, seeds=args.seeds, pretrain_steps=args.pretrain_steps,
-                 finetune_steps=args.finetune_steps, variant=args.variant, first_seed=args.seed,
-                 overwrite=args.overwrite, threads=args.threads, progress=not args.no_progress)
+        runner(
+            args.output_dir,
+            seeds=args.seeds,
+            pretrain_steps=args.pretrain_steps,
+            finetune_steps=args.finetune_steps,
+            variant=args.variant,
+            first_seed=args.seed,
+            overwrite=args.overwrite,
+            threads=args.threads,
+            progress=not args.no_progress,
+        )
     finally:
         release_run_dir()  # the demo's folder is free again
     return 0

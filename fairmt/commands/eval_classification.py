@@ -55,19 +55,26 @@ def _kind(value: Any) -> str | None:
 def _vector(value: Any, key: str, where: str) -> list[float]:
     import math
 
-    if not isinstance(value, list) or not value or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
     ):
         raise FairmtError(f"{where}: {key!r} must be a non-empty list of numbers")
     bad = next((v for v in value if not math.isfinite(v)), None)
     if bad is not None:
-        raise FairmtError(f"{where}: {key!r} holds {bad}: every value must be a finite number (NaN/Infinity cannot be "
-                          "scored)")
+        raise FairmtError(
+            f"{where}: {key!r} holds {bad}: every value must be a finite number (NaN/Infinity cannot be scored)"
+        )
     return [float(v) for v in value]
 
 
-def read_predictions(path: str | Path, num_classes: int | None = None, classes: list[str] | None = None,
-                     group_columns: list[str] | None = None) -> PredictionFile:
+def read_predictions(
+    path: str | Path,
+    num_classes: int | None = None,
+    classes: list[str] | None = None,
+    group_columns: list[str] | None = None,
+) -> PredictionFile:
     """Read and validate a predictions JSONL file; every error names the file and line and says what to fix.
 
     ``group_columns``: several protected attributes, each a key of every line (an integer or a string), read instead
@@ -130,8 +137,10 @@ def read_predictions(path: str | Path, num_classes: int | None = None, classes: 
             raise FairmtError(f"{where}: {state} 'score' unlike line {first_line}; give it on every line or on none")
         if has:
             if _score_width(obj["score"], where) != width:
-                raise FairmtError(f"{where}: 'score' has another shape than on line {first_line} (one probability, or "
-                                  "one list of per-class probabilities of the same length, on every line)")
+                raise FairmtError(
+                    f"{where}: 'score' has another shape than on line {first_line} (one probability, or "
+                    "one list of per-class probabilities of the same length, on every line)"
+                )
             cols["score"].append(obj["score"])
     if not cols["label"]:
         raise FairmtError(f"{p}: no predictions (the file is empty)")
@@ -161,31 +170,51 @@ def register(groups: dict) -> None:
         help="fairness of a classifier's predictions: accuracy, F1, AUC, GAP, ΔEO, leakage",
         description=" ".join(__doc__.split("\n\n")[1].split()).replace("``", ""),
     )
-    p.add_argument("--predictions", required=True,
-                   help="JSONL: one {label, pred, group[, hidden][, logits][, score]} per line")
+    p.add_argument(
+        "--predictions", required=True, help="JSONL: one {label, pred, group[, hidden][, logits][, score]} per line"
+    )
     p.add_argument("--train-predictions", help="the same for the training split (trains the leakage SVMs)")
     from fairmt.commands._options import count, number, output_file, seed
 
     p.add_argument("--num-classes", type=count(2), help="integer labels must lie in [0, K)")
     p.add_argument("--classes", help="comma-separated string labels (all task classes, in order)")
-    p.add_argument("--eo-classes", choices=("positive", "all"), default=None,
-                   help="ΔEO of a two-class task over the positive class only (positive, default: the formula CSCL "
-                   "prints) or over both classes (all: the CSCL authors' released evaluation, 2x)")
+    p.add_argument(
+        "--eo-classes",
+        choices=("positive", "all"),
+        default=None,
+        help="ΔEO of a two-class task over the positive class only (positive, default: the formula CSCL "
+        "prints) or over both classes (all: the CSCL authors' released evaluation, 2x)",
+    )
     p.add_argument("--all-classes-eo", action="store_true", help="the same as --eo-classes all (older spelling)")
-    p.add_argument("--positive-class", default=None,
-                   help="the positive class of a two-class task (F1, AUC, ΔEO): a label as the predictions write it "
-                   "(default: the larger label)")
-    p.add_argument("--group-columns", default=None, metavar="A,B",
-                   help="several protected attributes, each a key of every line (e.g. gender,age; read instead of "
-                   "'group'): every metric over the cross-product groups (keys 'v1|v2'; a combination with no "
-                   "example is skipped with a warning, or fails with --strict)")
+    p.add_argument(
+        "--positive-class",
+        default=None,
+        help="the positive class of a two-class task (F1, AUC, ΔEO): a label as the predictions write it "
+        "(default: the larger label)",
+    )
+    p.add_argument(
+        "--group-columns",
+        default=None,
+        metavar="A,B",
+        help="several protected attributes, each a key of every line (e.g. gender,age; read instead of "
+        "'group'): every metric over the cross-product groups (keys 'v1|v2'; a combination with no "
+        "example is skipped with a warning, or fails with --strict)",
+    )
     p.add_argument("--no-leakage", action="store_true", help="skip the leakage probes")
-    p.add_argument("--svm-c", type=number(0.0, low_open=True), default=1.0,
-                   help="C of the LinearSVC leakage probes (default 1)")
+    p.add_argument(
+        "--svm-c", type=number(0.0, low_open=True), default=1.0, help="C of the LinearSVC leakage probes (default 1)"
+    )
     p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--strict", action="store_true", help="fail on an empty group or class instead of warning")
-    output_file(p, "--json", what="JSON result", stdout=True, dest="json_out", metavar="OUT",
-                help="write the result as JSON ('-' prints JSON only)")
+    output_file(
+        p,
+        "--json",
+        what="JSON result",
+        stdout=True,
+        dest="json_out",
+        metavar="OUT",
+        help="write the result as JSON ('-' prints JSON only)",
+    )
     output_file(p, "--markdown", what="Markdown table", help="write the summary table as Markdown here")
     p.set_defaults(handler=run_classification)
 
@@ -208,18 +237,24 @@ def run_classification(args: argparse.Namespace) -> int:
         group_columns = [c.strip() for c in args.group_columns.split(",") if c.strip()]
         clash = sorted(set(group_columns) & {"label", "pred", "hidden", "logits", "score"})
         if not group_columns or clash or len(set(group_columns)) != len(group_columns):
-            raise FairmtError(f"--group-columns {args.group_columns!r}: give distinct keys of the prediction lines, "
-                              f"comma-separated{f' (not {clash})' if clash else ''}")
+            raise FairmtError(
+                f"--group-columns {args.group_columns!r}: give distinct keys of the prediction lines, "
+                f"comma-separated{f' (not {clash})' if clash else ''}"
+            )
     ev = read_predictions(args.predictions, args.num_classes, classes, group_columns)
-    tr = (read_predictions(args.train_predictions, args.num_classes, classes, group_columns)
-          if args.train_predictions else None)
+    tr = (
+        read_predictions(args.train_predictions, args.num_classes, classes, group_columns)
+        if args.train_predictions
+        else None
+    )
 
     def first_group(f):
         return [v[0] for v in f.groups.values()] if isinstance(f.groups, dict) else [f.groups[0]]
 
     if tr is not None:
-        if [type(v) for v in first_group(tr)] != [type(v) for v in first_group(ev)] or \
-                type(tr.labels[0]) is not type(ev.labels[0]):
+        if [type(v) for v in first_group(tr)] != [type(v) for v in first_group(ev)] or type(tr.labels[0]) is not type(
+            ev.labels[0]
+        ):
             raise FairmtError(f"{tr.path}: label/group types differ from {ev.path}; use the same ids in both files")
         if ev.hidden is not None and tr.hidden is None and not args.no_leakage:
             raise FairmtError(f"{tr.path}: has no 'hidden' vectors but {ev.path} does; leakage@h needs both")
@@ -259,8 +294,11 @@ def run_classification(args: argparse.Namespace) -> int:
 
     if any(n.startswith(ONE_CLASS) for n in result.notes):  # one gold class: no GAP/ΔEO worth a number
         summary = {k: v for k, v in summary.items() if k not in ("gap", "ppr_gap", "fpr_gap", "delta_eo")}
-    columns = [k for k in ("accuracy", "f1", "macro_f1", "micro_f1", "auc", "gap", "delta_eo", "leakage_h",
-                           "leakage_yhat") if k in summary]
+    columns = [
+        k
+        for k in ("accuracy", "f1", "macro_f1", "micro_f1", "auc", "gap", "delta_eo", "leakage_h", "leakage_yhat")
+        if k in summary
+    ]
     row = {k: summary[k] for k in columns}
     quiet = args.json_out == "-"  # JSON alone on stdout, as every eval command
     if not quiet:
@@ -273,9 +311,16 @@ def run_classification(args: argparse.Namespace) -> int:
     if args.json_out:
         from fairmt.outputs import json_text
 
-        rest = {k: v for k, v in result.to_percent_dict().items() if k not in summary and v is not None
-                and not (k in ("gap", "ppr_gap", "fpr_gap", "delta_eo", "delta_tpr", "delta_fpr", "gap_by_class")
-                         and any(n.startswith(ONE_CLASS) for n in result.notes))}
+        rest = {
+            k: v
+            for k, v in result.to_percent_dict().items()
+            if k not in summary
+            and v is not None
+            and not (
+                k in ("gap", "ppr_gap", "fpr_gap", "delta_eo", "delta_tpr", "delta_fpr", "gap_by_class")
+                and any(n.startswith(ONE_CLASS) for n in result.notes)
+            )
+        }
         from fairmt.eval.reporting.formats import CLASSIFICATION
 
         data = {"format": CLASSIFICATION, **summary, **rest}

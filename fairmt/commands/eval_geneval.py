@@ -9,8 +9,19 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-GENEVAL_COLUMNS = ["lang", "n", "explicit_accuracy", "chrfpp", "degenerate", "accuracy", "acc_m", "acc_f", "delta_g",
-                   "explicit_delta_g", "hypothesis_accuracy"]
+GENEVAL_COLUMNS = [
+    "lang",
+    "n",
+    "explicit_accuracy",
+    "chrfpp",
+    "degenerate",
+    "accuracy",
+    "acc_m",
+    "acc_f",
+    "delta_g",
+    "explicit_delta_g",
+    "hypothesis_accuracy",
+]
 CONTEXT_COLUMNS = ["lang", "n", "accuracy", "explicit_accuracy"]
 FLORES_COLUMNS = ["lang_pair", "n", "bleu_label", "bleu", "chrfpp"]
 
@@ -83,7 +94,9 @@ def _geneval_files(args, lang: str, multi: bool):
             )
         eng = sum(a.strip() == b.strip() for a, b in zip(lines, sources))
         if eng > n // 2:
-            raise FairmtError(f"{path}: {eng} of {n} lines equal the English source; give the translations, not the sources")
+            raise FairmtError(
+                f"{path}: {eng} of {n} lines equal the English source; give the translations, not the sources"
+            )
     return geneval_accuracy(masc, fem, lang, args.split, compat=args.compat)
 
 
@@ -96,8 +109,9 @@ def _geneval_context(args, lang: str, multi: bool):
     if uses_model(args):
         from fairmt.model_eval import translate_geneval_context
 
-        hyps = translate_geneval_context(_load_model(args, "en", lang), data, lang, args.split,
-                                         cache_dir=args.cache_dir, **_gen_kwargs(args))
+        hyps = translate_geneval_context(
+            _load_model(args, "en", lang), data, lang, args.split, cache_dir=args.cache_dir, **_gen_kwargs(args)
+        )
     else:
         path = _lang_path(args.translations, lang, multi)
         if path is None:
@@ -123,15 +137,19 @@ def _run_geneval(args) -> int:
 
         tm = _load_model(args, "en", langs[0])
         for lang in langs:
-            results.append(evaluate_geneval(tm, lang, args.split, cache_dir=args.cache_dir, compat=args.compat,
-                                            **_gen_kwargs(args)))
+            results.append(
+                evaluate_geneval(
+                    tm, lang, args.split, cache_dir=args.cache_dir, compat=args.compat, **_gen_kwargs(args)
+                )
+            )
     else:
         if not (args.masculine and args.feminine):
             raise FairmtError("give --masculine FILE and --feminine FILE (translations), or --model PATH")
         results = [_geneval_files(args, lang, multi) for lang in langs]
     columns = CONTEXT_COLUMNS if args.set == "contextual" else GENEVAL_COLUMNS
-    metrics = ["explicit_accuracy", "accuracy"] + ([] if args.set == "contextual" else
-                                                  ["chrfpp", "delta_g", "explicit_delta_g"])
+    metrics = ["explicit_accuracy", "accuracy"] + (
+        [] if args.set == "contextual" else ["chrfpp", "delta_g", "explicit_delta_g"]
+    )
     return 0 if _report(args, results, columns, metrics, "lang", f"MT-GenEval {args.set} ({args.split})") else 1
 
 
@@ -185,12 +203,18 @@ def _report(args, results, columns, metrics, label, title) -> bool:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         sigs = "\n".join(f"- `{getattr(r, 'signature', '') or r.bleu_signature}`" for r in results)
         write_text_atomic(args.markdown, f"### {title}\n\n{markdown_table(rows, columns, digits=2)}\n{sigs}\n")
-    plotted = draw_plot(args.plot, lambda: bar_chart(rows, label, metrics, args.plot, title=title)) if args.plot else True
+    plotted = (
+        draw_plot(args.plot, lambda: bar_chart(rows, label, metrics, args.plot, title=title)) if args.plot else True
+    )
     if args.json != "-":
         print(title)
         print(format_table(rows, columns, digits=2))
         for r in results:
-            for sig in (getattr(r, "signature", None), getattr(r, "bleu_signature", None), getattr(r, "chrf_signature", None)):
+            for sig in (
+                getattr(r, "signature", None),
+                getattr(r, "bleu_signature", None),
+                getattr(r, "chrf_signature", None),
+            ):
                 if sig:
                     print(f"  {sig}")
             if getattr(r, "note", ""):
@@ -223,21 +247,32 @@ def _run_flores(args) -> int:
             from fairmt.model_eval import evaluate_flores
 
             results.append(
-                evaluate_flores(tm, pair, split=args.split, spm_model=args.spm_model, cache_dir=args.cache_dir,
-                                compat=args.compat, **_gen_kwargs(args))
+                evaluate_flores(
+                    tm,
+                    pair,
+                    split=args.split,
+                    spm_model=args.spm_model,
+                    cache_dir=args.cache_dir,
+                    compat=args.compat,
+                    **_gen_kwargs(args),
+                )
             )
         else:
             if not args.hypotheses:
                 raise FairmtError("give --hypotheses FILE (translations of the FLORES-200 source), or --model PATH")
             path = args.hypotheses.replace("{lang_pair}", pair).replace("{lang}", pairs[pair])
             if multi and path == args.hypotheses:
-                raise FairmtError(f"{args.hypotheses}: with several languages the file name must contain {{lang}} "
-                                  "(or {lang_pair})")
+                raise FairmtError(
+                    f"{args.hypotheses}: with several languages the file name must contain {{lang}} (or {{lang_pair}})"
+                )
             refs = read_flores(tgt, args.split)
             hyps = read_lines(path, expected=len(refs), allow_empty=args.allow_empty)
-            results.append(translation_quality(hyps, refs, lang_pair=pair, spm_model=args.spm_model,
-                                               compat=args.compat))
-    return 0 if _report(args, results, FLORES_COLUMNS, ["bleu", "chrfpp"], "lang_pair", f"FLORES-200 {args.split}") else 1
+            results.append(
+                translation_quality(hyps, refs, lang_pair=pair, spm_model=args.spm_model, compat=args.compat)
+            )
+    return (
+        0 if _report(args, results, FLORES_COLUMNS, ["bleu", "chrfpp"], "lang_pair", f"FLORES-200 {args.split}") else 1
+    )
 
 
 def _flores_pairs(args) -> dict[str, str]:
@@ -261,27 +296,53 @@ def _common(p, model_help: str) -> None:
     from fairmt.commands._options import PLOT_SUFFIXES, count, device, output_dir, output_file
 
     p.add_argument("--model", default=None, help=model_help)
-    p.add_argument("--family", choices=["small100", "nllb", "m2m100"], default=None, help="model family if not detectable")
+    p.add_argument(
+        "--family", choices=["small100", "nllb", "m2m100"], default=None, help="model family if not detectable"
+    )
     p.add_argument("--device", type=device, default=None, help="e.g. cuda, cuda:1 (default: where the model loads)")
     p.add_argument("--batch-size", type=count(1), default=16)
     p.add_argument("--num-beams", type=count(1), default=5)
     p.add_argument("--max-new-tokens", type=count(1), default=200)
-    output_dir(p, "--cache-dir", what="translation cache", resumable=True, default=None,
-               help="cache translations here (JSONL) and resume an interrupted run")
+    output_dir(
+        p,
+        "--cache-dir",
+        what="translation cache",
+        resumable=True,
+        default=None,
+        help="cache translations here (JSONL) and resume an interrupted run",
+    )
     from fairmt.commands._backend import add_backend_arguments
 
     add_backend_arguments(p)
     p.add_argument("--allow-empty", action="store_true", help="accept empty translation lines (default: an error)")
     from fairmt.eval.geneval import COMPATS
 
-    p.add_argument("--compat", choices=COMPATS, default=None,
-                   help="official: read the text exactly as the reference scorer does (no Unicode normalisation; "
-                        "the signature says text:raw|compat:official), as --compat acl2019 does for WinoMT")
-    output_file(p, "--json", what="JSON results", stdout=True, default=None, metavar="OUT",
-                help="write the results as JSON ('-' prints JSON only)")
+    p.add_argument(
+        "--compat",
+        choices=COMPATS,
+        default=None,
+        help="official: read the text exactly as the reference scorer does (no Unicode normalisation; "
+        "the signature says text:raw|compat:official), as --compat acl2019 does for WinoMT",
+    )
+    output_file(
+        p,
+        "--json",
+        what="JSON results",
+        stdout=True,
+        default=None,
+        metavar="OUT",
+        help="write the results as JSON ('-' prints JSON only)",
+    )
     output_file(p, "--markdown", what="Markdown table", default=None, metavar="OUT", help="write a Markdown table")
-    output_file(p, "--plot", what="plot", suffixes=PLOT_SUFFIXES, default=None, metavar="OUT",
-                help="write a per-language bar chart (PNG/PDF/SVG)")
+    output_file(
+        p,
+        "--plot",
+        what="plot",
+        suffixes=PLOT_SUFFIXES,
+        default=None,
+        metavar="OUT",
+        help="write a per-language bar chart (PNG/PDF/SVG)",
+    )
 
 
 def register(groups) -> None:
@@ -296,8 +357,13 @@ def register(groups) -> None:
         "--set contextual --translations FILE (target sentence only; text before a last <sep> is dropped). "
         "File names may contain {lang} to score several --lang values at once.",
     )
-    g.add_argument("--lang", nargs="+", required=True, metavar="LANG",
-                   help=f"target language(s): de, de,ru, de ru or all, among {', '.join(CONTEXT_LANGS)} (nl: contextual only)")
+    g.add_argument(
+        "--lang",
+        nargs="+",
+        required=True,
+        metavar="LANG",
+        help=f"target language(s): de, de,ru, de ru or all, among {', '.join(CONTEXT_LANGS)} (nl: contextual only)",
+    )
     g.add_argument("--split", default="test", help="dev or test (default: test)")
     g.add_argument("--set", choices=["counterfactual", "contextual"], default="counterfactual")
     g.add_argument("--masculine", default=None, metavar="FILE", help="translations of the masculine sources")
@@ -313,13 +379,25 @@ def register(groups) -> None:
         "SentencePiece model other than the official one gives spBLEU* (bleu_spm_nonstandard), not spBLEU.",
     )
     which = f.add_mutually_exclusive_group(required=True)
-    which.add_argument("--lang", nargs="+", metavar="LANG",
-                       help="target language(s) of English-source translation, as every eval command: de, de,ru, "
-                            "de ru (FLORES-200 codes are looked up: de = eng_Latn-deu_Latn)")
-    which.add_argument("--lang-pair", nargs="+", metavar="SRC-TGT",
-                       help="any FLORES-200 direction(s) by code, e.g. eng_Latn-deu_Latn or fra_Latn-deu_Latn")
+    which.add_argument(
+        "--lang",
+        nargs="+",
+        metavar="LANG",
+        help="target language(s) of English-source translation, as every eval command: de, de,ru, "
+        "de ru (FLORES-200 codes are looked up: de = eng_Latn-deu_Latn)",
+    )
+    which.add_argument(
+        "--lang-pair",
+        nargs="+",
+        metavar="SRC-TGT",
+        help="any FLORES-200 direction(s) by code, e.g. eng_Latn-deu_Latn or fra_Latn-deu_Latn",
+    )
     f.add_argument("--split", default="devtest", choices=["dev", "devtest"])
-    f.add_argument("--hypotheses", default=None, metavar="FILE", help="translations, one per line ({lang_pair} allowed)")
-    f.add_argument("--spm-model", default=None, metavar="FILE", help="the FLORES-200 SentencePiece model file (offline)")
+    f.add_argument(
+        "--hypotheses", default=None, metavar="FILE", help="translations, one per line ({lang_pair} allowed)"
+    )
+    f.add_argument(
+        "--spm-model", default=None, metavar="FILE", help="the FLORES-200 SentencePiece model file (offline)"
+    )
     _common(f, "translate with this model (Hub name or folder) instead of reading --hypotheses")
     f.set_defaults(handler=_run_flores)

@@ -25,8 +25,9 @@ def register(groups) -> None:
         "accuracy, ΔG = Acc(male) − Acc(female) (the GACL paper's; delta_g), ΔG_F1 = F1(male) − F1(female) (the 2019 "
         "evaluator's ΔG; delta_g_f1), ΔS = acc(pro) − acc(anti), ΔR = recall(male) − recall(female).",
     )
-    p.add_argument("--lang", nargs="+", required=True, metavar="LANG",
-                   help="target language(s): de, de,ru, de ru or all")
+    p.add_argument(
+        "--lang", nargs="+", required=True, metavar="LANG", help="target language(s): de, de,ru, de ru or all"
+    )
     src = p.add_mutually_exclusive_group()
     src.add_argument(
         "--translations",
@@ -35,25 +36,56 @@ def register(groups) -> None:
         "directory holding en-{lang}.txt",
     )
     src.add_argument("--model", metavar="PATH", help="translate the gold sentences with this model first")
-    p.add_argument("--gold", metavar="FILE", help="gold file (default: $FAIRMT_DATA/winomt/aggregates_acl2019/en.txt when present — the 2019 version the "
-                   "shipped translations follow — else the current upstream winomt/aggregates/en.txt)")
-    p.add_argument("--compat", choices=["acl2019"], help="reproduce the 2019 evaluator (rounding, unaligned words, the 2016 Ukrainian dictionary)")
+    p.add_argument(
+        "--gold",
+        metavar="FILE",
+        help="gold file (default: $FAIRMT_DATA/winomt/aggregates_acl2019/en.txt when present — the 2019 version the "
+        "shipped translations follow — else the current upstream winomt/aggregates/en.txt)",
+    )
+    p.add_argument(
+        "--compat",
+        choices=["acl2019"],
+        help="reproduce the 2019 evaluator (rounding, unaligned words, the 2016 Ukrainian dictionary)",
+    )
     p.add_argument("--aligner", default="fast_align", choices=["fast_align", "eflomal"], help="word aligner")
     p.add_argument("--aligner-bin", metavar="PATH", type=executable, help="use this external fast_align binary instead")
-    output_file(p, "--json", what="JSON results", stdout=True, metavar="OUT",
-                help="write the results as JSON ('-' prints JSON only)")
+    output_file(
+        p,
+        "--json",
+        what="JSON results",
+        stdout=True,
+        metavar="OUT",
+        help="write the results as JSON ('-' prints JSON only)",
+    )
     output_file(p, "--markdown", what="Markdown table", metavar="OUT", help="write a Markdown table")
-    output_file(p, "--plot", what="plot", suffixes=PLOT_SUFFIXES, metavar="OUT",
-                help="write a per-language bar chart (PNG/PDF/SVG)")
-    p.add_argument("--detector", action="append", default=[], metavar="LANG=MODULE:FACTORY",
-                   help="use your own gender detector for a language (a callable returning a "
-                        "fairmt.eval.winomt.detectors.GenderDetector); repeatable, e.g. nl=my_pkg.dutch:make")
+    output_file(
+        p,
+        "--plot",
+        what="plot",
+        suffixes=PLOT_SUFFIXES,
+        metavar="OUT",
+        help="write a per-language bar chart (PNG/PDF/SVG)",
+    )
+    p.add_argument(
+        "--detector",
+        action="append",
+        default=[],
+        metavar="LANG=MODULE:FACTORY",
+        help="use your own gender detector for a language (a callable returning a "
+        "fairmt.eval.winomt.detectors.GenderDetector); repeatable, e.g. nl=my_pkg.dutch:make",
+    )
     g = p.add_argument_group("generation (--model)")
     g.add_argument("--batch-size", type=count(1), default=16)
     g.add_argument("--num-beams", type=count(1), default=5)
     g.add_argument("--max-new-tokens", type=count(1), default=200)
-    output_dir(g, "--cache-dir", what="translation cache", resumable=True, metavar="DIR",
-               help="cache translations here (resumable)")
+    output_dir(
+        g,
+        "--cache-dir",
+        what="translation cache",
+        resumable=True,
+        metavar="DIR",
+        help="cache translations here (resumable)",
+    )
     g.add_argument("--family", choices=["small100", "nllb", "m2m100"], help="model family if not detectable")
     g.add_argument("--device", type=device, default=None, help="e.g. cuda, cuda:1 (default: where the model loads)")
     from fairmt.commands._backend import add_backend_arguments
@@ -74,9 +106,11 @@ def _languages(spec: str, translations: str | None) -> list[str]:
             langs = [lang for lang in known if lang in present]
             skipped = [lang for lang in present if lang not in known]
             if skipped:
-                print(f"fairmt: skipping {', '.join(skipped)}: no gender detector for "
-                      f"{'it' if len(skipped) == 1 else 'them'} (add one with --detector LANG=MODULE:FACTORY)",
-                      file=sys.stderr)
+                print(
+                    f"fairmt: skipping {', '.join(skipped)}: no gender detector for "
+                    f"{'it' if len(skipped) == 1 else 'them'} (add one with --detector LANG=MODULE:FACTORY)",
+                    file=sys.stderr,
+                )
             if not langs:
                 raise FairmtError(f"{translations}: no en-XX.txt file for any of {', '.join(known)}")
         return langs
@@ -112,9 +146,11 @@ def _register_user_detectors(specs: list[str]) -> None:
         except Exception as err:  # noqa: BLE001 - the user's code: any failure is reported, naming it
             raise FairmtError(f"--detector {spec!r}: {module}:{attr}() failed: {type(err).__name__}: {err}") from None
         if not callable(getattr(detector, "detect", None)):
-            raise FairmtError(f"--detector {spec!r}: {module}:{attr}() returned {type(detector).__name__}, not a "
-                              "gender detector (an object with a detect method: fairmt.eval.winomt.detectors."
-                              "GenderDetector)")
+            raise FairmtError(
+                f"--detector {spec!r}: {module}:{attr}() returned {type(detector).__name__}, not a "
+                "gender detector (an object with a detect method: fairmt.eval.winomt.detectors."
+                "GenderDetector)"
+            )
         register_detector(lang, lambda detector=detector: detector, overwrite=True)
 
 
@@ -156,9 +192,15 @@ def run(args) -> int:
         else:
             from fairmt.model_eval import translate_winomt
 
-            translations = translate_winomt(translator, gold, lang, cache_dir=args.cache_dir,
-                                            batch_size=args.batch_size, num_beams=args.num_beams,
-                                            max_new_tokens=args.max_new_tokens)
+            translations = translate_winomt(
+                translator,
+                gold,
+                lang,
+                cache_dir=args.cache_dir,
+                batch_size=args.batch_size,
+                num_beams=args.num_beams,
+                max_new_tokens=args.max_new_tokens,
+            )
         if not is_main_process():  # one of several processes: it helped translate; rank 0 scores and reports
             continue
         results.append(evaluate_winomt(translations, lang, gold, aligner=aligner, compat=args.compat))
@@ -180,9 +222,16 @@ def run(args) -> int:
         from fairmt.eval.report import draw_plot
 
         system = Path(args.translations).name if args.translations else Path(str(translator.model_name)).name
-        plotted = draw_plot(args.plot, lambda: bar_chart(
-            rows, "lang", ["accuracy", "delta_g", "delta_s", "delta_r"], args.plot,
-            title=f"WinoMT — {system} ({'compat ' + args.compat if args.compat else 'fairmt default mode'})"))
+        plotted = draw_plot(
+            args.plot,
+            lambda: bar_chart(
+                rows,
+                "lang",
+                ["accuracy", "delta_g", "delta_s", "delta_r"],
+                args.plot,
+                title=f"WinoMT — {system} ({'compat ' + args.compat if args.compat else 'fairmt default mode'})",
+            ),
+        )
     if args.json != "-":
         print(format_table(rows, COLUMNS))
         for r in results:

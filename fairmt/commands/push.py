@@ -18,13 +18,32 @@ from fairmt.errors import FairmtError
 
 MODEL_FILES = ("config.json", "adapter_config.json")
 # what a Trainer's output folder holds besides the model: never part of a published model unless asked
-TRAINING_STATE = ["checkpoint-*", "checkpoint-*/*", "optimizer.pt", "scheduler.pt", "rng_state*.pth",
-                  "trainer_state.json", "training_args.bin", "runs/*", "*.lock", "gacl_projection_head.*", "adversary.*",
-                  "scaler.pt", "global_step*", "global_step*/*"]
+TRAINING_STATE = [
+    "checkpoint-*",
+    "checkpoint-*/*",
+    "optimizer.pt",
+    "scheduler.pt",
+    "rng_state*.pth",
+    "trainer_state.json",
+    "training_args.bin",
+    "runs/*",
+    "*.lock",
+    "gacl_projection_head.*",
+    "adversary.*",
+    "scaler.pt",
+    "global_step*",
+    "global_step*/*",
+]
 
 
-_EVAL_FORMATS = ("fairmt-winomt/", "fairmt-geneval/", "fairmt-translation/", "fairmt-embeddings/",
-                 "fairmt-stereoset/", "fairmt-classification/1")
+_EVAL_FORMATS = (
+    "fairmt-winomt/",
+    "fairmt-geneval/",
+    "fairmt-translation/",
+    "fairmt-embeddings/",
+    "fairmt-stereoset/",
+    "fairmt-classification/1",
+)
 
 
 def _selected_run_results(sweep_file: Path, data: dict) -> Path | None:
@@ -61,8 +80,10 @@ def load_results(path: str | Path) -> list:
             return load_results(selected)
         card = (data.get("selected") or {}).get("card_results")
         if not card:
-            raise FairmtError(f"{p}: the sweep selected no run with test results for a model card "
-                              f"(selection: {data.get('selection', {}).get('by_rule', {})})")
+            raise FairmtError(
+                f"{p}: the sweep selected no run with test results for a model card "
+                f"(selection: {data.get('selection', {}).get('by_rule', {})})"
+            )
         return card
     if isinstance(data, dict) and "format" in data and any(k in data for k in ("winomt", "geneval", "flores")):
         from fairmt.eval.mtbias import model_card_results  # a `fairmt eval mt-bias --json` run
@@ -83,8 +104,8 @@ def load_results(path: str | Path) -> list:
 def _held_out_results(path: Path, data: dict) -> list:
     """A tiny GACL recipe's results (``gacl/tiny_offline``): its held-out gender scores of the trained model, and its
     MT-GenEval test numbers where the run scored them."""
-    from fairmt.recipes.gacl.tiny import BEFORE_AFTER_ROWS
     from fairmt.eval.modelcard import held_out_eval_results, report_eval_results
+    from fairmt.recipes.gacl.tiny import BEFORE_AFTER_ROWS
 
     try:
         entries = held_out_eval_results(data["held_out_gender"], BEFORE_AFTER_ROWS)
@@ -152,14 +173,18 @@ def _check_repo_id(repo_id: str) -> None:
     try:
         validate_repo_id(repo_id)
     except HFValidationError as err:
-        raise FairmtError(f"{repo_id!r} is not a valid Hub repository id ({str(err).splitlines()[0]}); give "
-                          "USER/NAME or NAME, e.g. me/small100-gacl-en-de") from None
+        raise FairmtError(
+            f"{repo_id!r} is not a valid Hub repository id ({str(err).splitlines()[0]}); give "
+            "USER/NAME or NAME, e.g. me/small100-gacl-en-de"
+        ) from None
 
 
 def _hub_error(repo_id: str, err: Exception) -> FairmtError:
     first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
-    return FairmtError(f"cannot upload to {repo_id!r} on the Hub ({type(err).__name__}: {first}); check the network, "
-                       "your login (`hf auth login` or HF_TOKEN) and the repository name; nothing was changed locally")
+    return FairmtError(
+        f"cannot upload to {repo_id!r} on the Hub ({type(err).__name__}: {first}); check the network, "
+        "your login (`hf auth login` or HF_TOKEN) and the repository name; nothing was changed locally"
+    )
 
 
 def _timed_out(err: BaseException) -> bool:
@@ -191,20 +216,34 @@ def _card_text(folder: Path, results: list[str], repo_id: str, method: str | Non
         try:
             existing = ModelCard.load(readme)
         except Exception as err:  # noqa: BLE001 - yaml/ValueError/...: the user's file, named in one line
-            raise FairmtError(f"{readme}: the existing model card's YAML front matter cannot be read "
-                              f"({type(err).__name__}: {' '.join(str(err).split())[:200]}); fix it or move the file "
-                              "away") from None
+            raise FairmtError(
+                f"{readme}: the existing model card's YAML front matter cannot be read "
+                f"({type(err).__name__}: {' '.join(str(err).split())[:200]}); fix it or move the file "
+                "away"
+            ) from None
     from fairmt.eval.modelcard import eval_results_files
 
     loaded = [r for f in results for r in load_results(f)]
-    card = build_model_card(loaded, model_name=repo_id.split("/")[-1], existing=existing, method=method,
-                            sources=[results_source(f) for f in results])
+    card = build_model_card(
+        loaded,
+        model_name=repo_id.split("/")[-1],
+        existing=existing,
+        method=method,
+        sources=[results_source(f) for f in results],
+    )
     return str(card), eval_results_files(card.data.eval_results or [], repo_id)
 
 
-def push(model_dir: str | Path, repo_id: str, private: bool = False, results: list[str] | None = None,
-         commit_message: str = "Upload with fairmt", all_files: bool = False, method: str | None = "auto",
-         dry_run: str | Path | None = None) -> str:
+def push(
+    model_dir: str | Path,
+    repo_id: str,
+    private: bool = False,
+    results: list[str] | None = None,
+    commit_message: str = "Upload with fairmt",
+    all_files: bool = False,
+    method: str | None = "auto",
+    dry_run: str | Path | None = None,
+) -> str:
     """Upload the model in ``model_dir`` as one commit; with ``results`` the card (README.md) carries them. Every
     check (repository id, offline mode, the folder, the results, the existing card) runs before anything is sent, and
     the local README.md is rewritten only once the upload succeeded.
@@ -251,24 +290,38 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
         for rel, text in extra.items():
             (out / rel).parent.mkdir(parents=True, exist_ok=True)
             write_text_atomic(out / rel, text)
-        write_text_atomic(out / "upload.txt", "".join(f"{f}\n" for f in kept if not (card and f == "README.md"))
-                          + ("README.md (the card beside this file)\n" if card else "")
-                          + "".join(f"{rel} (beside this file)\n" for rel in extra))
+        write_text_atomic(
+            out / "upload.txt",
+            "".join(f"{f}\n" for f in kept if not (card and f == "README.md"))
+            + ("README.md (the card beside this file)\n" if card else "")
+            + "".join(f"{rel} (beside this file)\n" for rel in extra),
+        )
         record_made(out, *made, "upload.txt", written=True)  # with proofs
         shown = f"; evaluation results in {out / '.eval_results'}" if extra else ""
-        return (f"dry run: nothing uploaded; the card for {repo_id} is {out / 'README.md'}{shown}" if card else
-                "dry run: nothing uploaded; no --results, so no card") + f" and the {len(kept)} files are listed " \
+        return (
+            (
+                f"dry run: nothing uploaded; the card for {repo_id} is {out / 'README.md'}{shown}"
+                if card
+                else "dry run: nothing uploaded; no --results, so no card"
+            )
+            + f" and the {len(kept)} files are listed "
             f"in {out / 'upload.txt'}" + (f" (method cited: {method})" if method else "")
+        )
     if _offline():
-        raise FairmtError(f"cannot upload to {repo_id!r}: HF_HUB_OFFLINE is set (offline mode); unset it where the "
-                          "Hub is reachable")
+        raise FairmtError(
+            f"cannot upload to {repo_id!r}: HF_HUB_OFFLINE is set (offline mode); unset it where the Hub is reachable"
+        )
     files = list(filter_repo_objects(files, ignore_patterns=None if all_files else TRAINING_STATE))
-    operations = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(folder / rel))
-                  for rel in files if not (card is not None and rel == "README.md")]
+    operations = [
+        CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(folder / rel))
+        for rel in files
+        if not (card is not None and rel == "README.md")
+    ]
     if card is not None:
         operations.append(CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=card.encode("utf-8")))
-    operations += [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=text.encode("utf-8"))
-                   for rel, text in extra.items()]
+    operations += [
+        CommitOperationAdd(path_in_repo=rel, path_or_fileobj=text.encode("utf-8")) for rel, text in extra.items()
+    ]
     from fairmt.hub import hub_timeouts, timeout_hint
 
     timeout = hub_timeouts()  # connect and read: an endpoint that never answers fails in seconds, not never
@@ -280,8 +333,10 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
         if isinstance(err, (TypeError, AttributeError, NameError, AssertionError)):  # a bug: keep its traceback
             raise
         if _timed_out(err):
-            raise FairmtError(f"cannot upload to {repo_id!r}: the Hub ({_endpoint()}) did not answer within "
-                              f"{timeout:g} s ({timeout_hint()}); nothing was changed locally") from None
+            raise FairmtError(
+                f"cannot upload to {repo_id!r}: the Hub ({_endpoint()}) did not answer within "
+                f"{timeout:g} s ({timeout_hint()}); nothing was changed locally"
+            ) from None
         raise _hub_error(repo_id, err) from None
     if card is not None:  # the upload worked: the local card now says what the Hub's says
         from fairmt.eval.report import write_text_atomic
@@ -293,24 +348,43 @@ def push(model_dir: str | Path, repo_id: str, private: bool = False, results: li
 def register(groups) -> None:
     from fairmt.commands._options import output_dir, timeout_option
 
-    p = groups["top"].add_parser("push", help="upload a trained model/adapter folder (and its evaluation results) to the Hub")
+    p = groups["top"].add_parser(
+        "push", help="upload a trained model/adapter folder (and its evaluation results) to the Hub"
+    )
     p.add_argument("model_dir", help="a saved model or adapter folder (or a fairmt sweep folder: its selected run)")
     p.add_argument("repo_id", help="e.g. me/small100-gacl-en-de")
     p.add_argument("--private", action="store_true")
-    p.add_argument("--results", "--winomt-json", nargs="*", default=[], metavar="JSON",
-                   help="result JSON files for the card's model-index and .eval_results: fairmt eval winomt/geneval/flores/mt-bias/"
-                        "embeddings/classification/linear-probe, a recipe's results (classification, CCD/DPCE/ADEPT, "
-                        "sampling, GACL: the trained model's measures; a tiny recipe's held-out scores) or a sweep's "
-                        "sweep.json (its selected run)")
-    p.add_argument("--method", default="auto",
-                   help="the training method to cite in the card (gacl, ccd, dpce, adept, fcl, cscl, sampling; "
-                        "'none'); default: the one the results say, else gacl")
-    p.add_argument("--all-files", action="store_true",
-                   help="upload the whole folder, checkpoints and training state included (default: the model only)")
+    p.add_argument(
+        "--results",
+        "--winomt-json",
+        nargs="*",
+        default=[],
+        metavar="JSON",
+        help="result JSON files for the card's model-index and .eval_results: fairmt eval winomt/geneval/flores/mt-bias/"
+        "embeddings/classification/linear-probe, a recipe's results (classification, CCD/DPCE/ADEPT, "
+        "sampling, GACL: the trained model's measures; a tiny recipe's held-out scores) or a sweep's "
+        "sweep.json (its selected run)",
+    )
+    p.add_argument(
+        "--method",
+        default="auto",
+        help="the training method to cite in the card (gacl, ccd, dpce, adept, fcl, cscl, sampling; "
+        "'none'); default: the one the results say, else gacl",
+    )
+    p.add_argument(
+        "--all-files",
+        action="store_true",
+        help="upload the whole folder, checkpoints and training state included (default: the model only)",
+    )
     p.add_argument("--commit-message", default="Upload with fairmt")
-    output_dir(p, "--dry-run", what="dry-run folder", metavar="DIR",
-               help="write the card it would upload (README.md), its evaluation results (.eval_results/*.yaml) and "
-                    "the list of files (upload.txt) to DIR and stop: nothing is sent, the Hub is not contacted")
+    output_dir(
+        p,
+        "--dry-run",
+        what="dry-run folder",
+        metavar="DIR",
+        help="write the card it would upload (README.md), its evaluation results (.eval_results/*.yaml) and "
+        "the list of files (upload.txt) to DIR and stop: nothing is sent, the Hub is not contacted",
+    )
     timeout_option(p)
 
     def handler(a) -> None:
@@ -318,8 +392,18 @@ def register(groups) -> None:
 
         use_timeout(a.timeout)
         try:
-            print(push(a.model_dir, a.repo_id, a.private, a.results, a.commit_message, a.all_files,
-                       None if a.method == "none" else a.method, a.dry_run))
+            print(
+                push(
+                    a.model_dir,
+                    a.repo_id,
+                    a.private,
+                    a.results,
+                    a.commit_message,
+                    a.all_files,
+                    None if a.method == "none" else a.method,
+                    a.dry_run,
+                )
+            )
         finally:
             use_timeout(None)  # the command's option ends with it (a Python caller may run another command)
 

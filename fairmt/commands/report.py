@@ -12,42 +12,87 @@ def register(groups) -> None:
     from fairmt.commands._options import PLOT_SUFFIXES, count, output_file, seed
 
     r = groups["top"].add_parser(
-        "report", help="compare any fairmt results side by side (tables, LaTeX, HTML, trade-off plots)",
+        "report",
+        help="compare any fairmt results side by side (tables, LaTeX, HTML, trade-off plots)",
         description="Put results side by side, one table per family (MT: eval mt-bias/winomt/geneval/flores and "
         "GACL results; classification: eval classification and the classification recipes; embeddings: eval "
         "embeddings/stereoset and the CCD/DPCE/ADEPT recipes (before and after); probes: eval linear-probe and the "
         "sampling recipes (stage 1 and 2)), and sweep.json files (one row per setting, mean ± std over seeds). "
         "Runs given the same --names are averaged. Numbers computed under different settings (metric signatures) "
-        "are refused unless --allow-mixed.")
-    r.add_argument("runs", nargs="+", metavar="RESULT.json",
-                   help="result JSON files (or folders holding a sweep.json or one *results.json)")
-    r.add_argument("--names", nargs="+", default=None,
-                   help="one name per file (default: the run's own name, method or file stem); runs of one name "
-                        "become one row: mean ± std")
-    r.add_argument("--allow-mixed", action="store_true",
-                   help="compare runs scored under different settings: each differing cell is marked † and the "
-                        "difference named under its table")
+        "are refused unless --allow-mixed.",
+    )
+    r.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RESULT.json",
+        help="result JSON files (or folders holding a sweep.json or one *results.json)",
+    )
+    r.add_argument(
+        "--names",
+        nargs="+",
+        default=None,
+        help="one name per file (default: the run's own name, method or file stem); runs of one name "
+        "become one row: mean ± std",
+    )
+    r.add_argument(
+        "--allow-mixed",
+        action="store_true",
+        help="compare runs scored under different settings: each differing cell is marked † and the "
+        "difference named under its table",
+    )
     r.add_argument("--per-class", action="store_true", help="classification: also GAP per class")
-    r.add_argument("--resamples", type=count(1), default=None, metavar="N",
-                   help="resamples of the paired bootstrap of MT runs (default: sacrebleu --paired-bs's, printed above "
-                        "the comparisons)")
-    r.add_argument("--seed", type=seed, default=None,
-                   help="seed of the paired bootstrap's resampling (default: sacrebleu's SACREBLEU_SEED, printed above "
-                        "the comparisons)")
+    r.add_argument(
+        "--resamples",
+        type=count(1),
+        default=None,
+        metavar="N",
+        help="resamples of the paired bootstrap of MT runs (default: sacrebleu --paired-bs's, printed above "
+        "the comparisons)",
+    )
+    r.add_argument(
+        "--seed",
+        type=seed,
+        default=None,
+        help="seed of the paired bootstrap's resampling (default: sacrebleu's SACREBLEU_SEED, printed above "
+        "the comparisons)",
+    )
     r.add_argument("--title", default="fairmt report", help="title of the HTML page")
     output_file(r, "--markdown", what="Markdown report", metavar="OUT", help="write the tables as Markdown")
-    output_file(r, "--json", what="report JSON", stdout=True, metavar="OUT",
-                help="write the tables as JSON ('-' prints JSON only)")
-    output_file(r, "--latex", what="LaTeX tables", suffixes=(".tex",), metavar="OUT.tex",
-                help="write one booktabs table per family (\\usepackage{booktabs}); --latex-standalone: a whole "
-                     "document")
+    output_file(
+        r,
+        "--json",
+        what="report JSON",
+        stdout=True,
+        metavar="OUT",
+        help="write the tables as JSON ('-' prints JSON only)",
+    )
+    output_file(
+        r,
+        "--latex",
+        what="LaTeX tables",
+        suffixes=(".tex",),
+        metavar="OUT.tex",
+        help="write one booktabs table per family (\\usepackage{booktabs}); --latex-standalone: a whole document",
+    )
     r.add_argument("--latex-standalone", action="store_true", help="--latex writes a document that compiles alone")
-    output_file(r, "--html", what="HTML report", suffixes=(".html", ".htm"), metavar="OUT.html",
-                help="write one self-contained page: sortable tables, settings, figures (inline SVG), nothing "
-                     "fetched from the network")
-    output_file(r, "--plot", what="plot", suffixes=PLOT_SUFFIXES, metavar="OUT",
-                help="write the figures as OUT-<family>-tradeoff and OUT-<family>-bars (same suffix): performance "
-                     "against fairness with ± std error bars, and per-language/per-test bars")
+    output_file(
+        r,
+        "--html",
+        what="HTML report",
+        suffixes=(".html", ".htm"),
+        metavar="OUT.html",
+        help="write one self-contained page: sortable tables, settings, figures (inline SVG), nothing "
+        "fetched from the network",
+    )
+    output_file(
+        r,
+        "--plot",
+        what="plot",
+        suffixes=PLOT_SUFFIXES,
+        metavar="OUT",
+        help="write the figures as OUT-<family>-tradeoff and OUT-<family>-bars (same suffix): performance "
+        "against fairness with ± std error bars, and per-language/per-test bars",
+    )
     r.set_defaults(handler=run)
 
 
@@ -77,9 +122,12 @@ def run(args: argparse.Namespace) -> int:
     for t in tables:  # said on stderr whatever the output: † in the tables, "differs" in the JSON
         for row, diffs in zip(t.rows, t.differs):
             for d in diffs:
-                print(f"fairmt report: warning: {terminal(row.name)} was scored differently from "
-                      f"{terminal(t.rows[0].name)}: "
-                      f"{d['key']} is {d['this']!r}, not {d['first']!r}", file=sys.stderr)
+                print(
+                    f"fairmt report: warning: {terminal(row.name)} was scored differently from "
+                    f"{terminal(t.rows[0].name)}: "
+                    f"{d['key']} is {d['this']!r}, not {d['first']!r}",
+                    file=sys.stderr,
+                )
     if args.json == "-":
         print(json_text(json_report(tables)))
     else:
@@ -94,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         write_text_atomic(args.html, html_report(tables, title=args.title))
     ok = True
     if args.plot:
+
         def draw():
             written, missing = write_figures(tables, args.plot)
             for p in written:

@@ -33,33 +33,56 @@ def register(groups) -> None:
     p = groups["top"].add_parser("train", help="run a training recipe (YAML) with optional key=value overrides")
     p.add_argument("recipe", help="recipe YAML file, or a built-in recipe's name, e.g. gacl/small100_en-de")
     p.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. training.max_steps=100")
-    output_dir(p, "--output-dir", what="run folder", resumable=True, metavar="DIR",
-               help="the run's folder (the recipe's output folder: training.output_dir, or output_dir for the "
-                    "classification and sampling recipes)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace an earlier run in the output folder, its checkpoints included (default: refuse)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="validate the recipe, print it (overrides applied) and the resolved training Config as JSON, "
-                        "and say on stderr, one line each, what the real run would hit (mixed precision without a "
-                        "GPU, missing data, unavailable models, an output folder in use, too few examples after the "
-                        "data preparation) and what matters before a GPU hour (parameters, KD teacher dtype and "
-                        "memory, data after filtering, steps per epoch); exit 2 if it would fail")
-    p.add_argument("--verbose", action="store_true",
-                   help="with --dry-run: every field of the resolved training Config (default: the values the recipe "
-                        "sets or that differ from the Config's defaults); set_by_recipe names the recipe's own keys")
+    output_dir(
+        p,
+        "--output-dir",
+        what="run folder",
+        resumable=True,
+        metavar="DIR",
+        help="the run's folder (the recipe's output folder: training.output_dir, or output_dir for the "
+        "classification and sampling recipes)",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an earlier run in the output folder, its checkpoints included (default: refuse)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="validate the recipe, print it (overrides applied) and the resolved training Config as JSON, "
+        "and say on stderr, one line each, what the real run would hit (mixed precision without a "
+        "GPU, missing data, unavailable models, an output folder in use, too few examples after the "
+        "data preparation) and what matters before a GPU hour (parameters, KD teacher dtype and "
+        "memory, data after filtering, steps per epoch); exit 2 if it would fail",
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="with --dry-run: every field of the resolved training Config (default: the values the recipe "
+        "sets or that differ from the Config's defaults); set_by_recipe names the recipe's own keys",
+    )
     p.set_defaults(handler=_run)
     r = groups["top"].add_parser("recipes", help="list the built-in training recipes (fairmt train NAME runs one)")
-    r.add_argument("family", nargs="?", metavar="FAMILY",
-                   help=f"only the recipes of this family ({', '.join(FAMILY_FOLDERS)})")
-    r.add_argument("--long", action="store_true",
-                   help="each recipe's whole description and what it reads, under its row")
-    r.add_argument("--paper", metavar="RECIPE",
-                   help="print the recipe's paper card instead: each setting the paper states (its value, the "
-                        "recipe's resolved value, the source) and every declared departure with its kind and reason")
+    r.add_argument(
+        "family", nargs="?", metavar="FAMILY", help=f"only the recipes of this family ({', '.join(FAMILY_FOLDERS)})"
+    )
+    r.add_argument(
+        "--long", action="store_true", help="each recipe's whole description and what it reads, under its row"
+    )
+    r.add_argument(
+        "--paper",
+        metavar="RECIPE",
+        help="print the recipe's paper card instead: each setting the paper states (its value, the "
+        "recipe's resolved value, the source) and every declared departure with its kind and reason",
+    )
     r.add_argument("--json", action="store_true", help="with --paper: the card as JSON")
-    r.add_argument("--departures", action="store_true",
-                   help="every built-in recipe's declared departures from its paper, one Markdown table per paper "
-                        "(each docs/reproducing/PAPER.md page shows its paper's table, generated at build time)")
+    r.add_argument(
+        "--departures",
+        action="store_true",
+        help="every built-in recipe's declared departures from its paper, one Markdown table per paper "
+        "(each docs/reproducing/PAPER.md page shows its paper's table, generated at build time)",
+    )
     r.set_defaults(handler=_list_recipes)
 
 
@@ -157,8 +180,9 @@ def recipe_paper(path: Path) -> str:
 
 def recipe_rows(family: str | None = None) -> list[tuple[str, str, str, str]]:
     """``(name, family, paper, status)`` of every built-in recipe (of ``family`` only, when given)."""
-    rows = [(name, name.split("/")[0], recipe_paper(path), recipe_status(path))
-            for name, path in builtin_recipes().items()]
+    rows = [
+        (name, name.split("/")[0], recipe_paper(path), recipe_status(path)) for name, path in builtin_recipes().items()
+    ]
     if family is not None:
         families = sorted({r[1] for r in rows})
         if family not in families:
@@ -174,8 +198,10 @@ def paper_card(recipe: str, overrides: list[str] | None = None):
     config = load_recipe(recipe, overrides)
     card = card_of_config(config)
     if card is None:
-        raise FairmtError(f"recipe {recipe} has no paper card ({card_path(config['recipe_path'])}): it does not claim "
-                          f"to reproduce a paper, or its card is still to be written")
+        raise FairmtError(
+            f"recipe {recipe} has no paper card ({card_path(config['recipe_path'])}): it does not claim "
+            f"to reproduce a paper, or its card is still to be written"
+        )
     return card
 
 
@@ -183,8 +209,7 @@ def all_departures_markdown() -> str:
     """The departures of every built-in recipe that has a paper card, one Markdown table per paper."""
     from fairmt.recipes.cards import card_of_config, card_path, departures_markdown
 
-    cards = [card_of_config(load_recipe(name)) for name, path in builtin_recipes().items()
-             if card_path(path).is_file()]
+    cards = [card_of_config(load_recipe(name)) for name, path in builtin_recipes().items() if card_path(path).is_file()]
     return departures_markdown([c for c in cards if c is not None])
 
 
@@ -230,8 +255,14 @@ def _list_recipes(args) -> int:
                 text = line[1:].removeprefix(" ")
                 if not text.lstrip().startswith(("fairmt ", "accelerate ")):
                     print(f"    {text}".rstrip())
-            print(textwrap.fill(f"needs: {recipe_availability(path)}", width=width, initial_indent="    ",
-                                subsequent_indent="      "))
+            print(
+                textwrap.fill(
+                    f"needs: {recipe_availability(path)}",
+                    width=width,
+                    initial_indent="    ",
+                    subsequent_indent="      ",
+                )
+            )
     print(f"\naccelerate configs: {builtin_recipes_dir() / 'accelerate'}")
     print("first recipe to try: fairmt train gacl/tiny_offline (offline, a tiny model, under a minute on a CPU)")
     return 0
@@ -272,8 +303,10 @@ def dry_run(config: dict, verbose: bool = False) -> tuple[str, list[tuple[bool, 
         out["config"] = {"class": type(resolved).__name__, **full}
         out["set_by_recipe"] = set_by_recipe
     if resolved is not None:
-        out["not_shown"] = {"keys": list(UNUSED_ARGS), "why": "TrainingArguments fields fairmt's runners never read "
-                            "(the recipe decides what runs)"}
+        out["not_shown"] = {
+            "keys": list(UNUSED_ARGS),
+            "why": "TrainingArguments fields fairmt's runners never read (the recipe decides what runs)",
+        }
         if not verbose and not isinstance(resolved, dict):
             out["not_shown"]["defaults"] = "fields at the Config's defaults: --verbose shows every field"
     found = findings(config, resolved)

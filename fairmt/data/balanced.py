@@ -80,8 +80,9 @@ def balanced_weights(labels: Sequence, groups: Sequence, target: str = "joint") 
     return np.array([weight[_key(target, a, b)] for a, b in zip(y, g)], dtype=np.float64)
 
 
-def balanced_indices(labels: Sequence, groups: Sequence, target: str = "joint", method: str = "resample",
-                     seed: int = 0) -> np.ndarray:
+def balanced_indices(
+    labels: Sequence, groups: Sequence, target: str = "joint", method: str = "resample", seed: int = 0
+) -> np.ndarray:
     """Row indices of the resampled (with replacement) or downsampled (without) training set."""
     if method not in ("resample", "downsample"):
         raise FairmtError(f"balanced sampling method must be resample or downsample, got {method!r}")
@@ -109,9 +110,11 @@ def balanced_indices(labels: Sequence, groups: Sequence, target: str = "joint", 
         for label in sorted(set(y), key=str):
             missing = [b for b in all_groups if (label, b) not in rows]
             if missing:
-                raise FairmtError(f"balanced training (target eo, {method}): class {label!r} has no example of group(s) "
-                                  f"{missing[:5]}; equal opportunity cannot be balanced there — use target joint or "
-                                  "method reweight")
+                raise FairmtError(
+                    f"balanced training (target eo, {method}): class {label!r} has no example of group(s) "
+                    f"{missing[:5]}; equal opportunity cannot be balanced there — use target joint or "
+                    "method reweight"
+                )
             sizes = [len(rows[(label, b)]) for b in all_groups]
             k = min(sizes) if method == "downsample" else int(sum(sizes) / len(all_groups))
             for b in all_groups:

@@ -163,13 +163,19 @@ def read_bios(
     if merged:  # 'Nurse' and 'nurse': one class, under its most frequent spelling
         import warnings
 
-        warnings.warn("Bias-in-Bios: professions spelt differently merged into one class each: " + "; ".join(
-            f"{max(v, key=v.get)!r} ← {sorted(v)}" for v in merged.values()), stacklevel=2)
+        warnings.warn(
+            "Bias-in-Bios: professions spelt differently merged into one class each: "
+            + "; ".join(f"{max(v, key=v.get)!r} ← {sorted(v)}" for v in merged.values()),
+            stacklevel=2,
+        )
     canonical = {p: max(v, key=v.get) for v in spellings.values() for p in v}
     profs = [canonical[p] for p in profs]
     if len(set(profs)) < 2:
-        raise FairmtError(f"Bias-in-Bios {', '.join(map(str, paths))}: one profession only ({profs[0]!r}): "
-                          "nothing to classify" if profs else f"Bias-in-Bios {paths[0]}: no rows")
+        raise FairmtError(
+            f"Bias-in-Bios {', '.join(map(str, paths))}: one profession only ({profs[0]!r}): nothing to classify"
+            if profs
+            else f"Bias-in-Bios {paths[0]}: no rows"
+        )
     label_names = sorted(set(profs))
     group_names = ["Female", "Male"]
     labels = [label_names.index(p) for p in profs]
@@ -198,16 +204,21 @@ def hatespeech_missing_file(base: Path, language: str) -> str | None:
         if path.exists():
             continue
         if language == "English" and split == "train":
-            return (f"{path} not found: the English training split of Huang et al. (2020) is not in their public "
-                    "repository (xiaoleihuang/Multilingual_Fairness_LREC has English valid/test only; the authors "
-                    "share it on request, see `fairmt data corpora`); put it there as train.tsv")
-        return (f"{path} not found: the {language} hate-speech set needs train/valid/test.tsv "
-                "(`fairmt data corpora --fetch hatespeech-huang2020` fetches the public files)")
+            return (
+                f"{path} not found: the English training split of Huang et al. (2020) is not in their public "
+                "repository (xiaoleihuang/Multilingual_Fairness_LREC has English valid/test only; the authors "
+                "share it on request, see `fairmt data corpora`); put it there as train.tsv"
+            )
+        return (
+            f"{path} not found: the {language} hate-speech set needs train/valid/test.tsv "
+            "(`fairmt data corpora --fetch hatespeech-huang2020` fetches the public files)"
+        )
     return None
 
 
-def read_hatespeech(language: str = "Spanish", attribute: str | list[str] = "gender",
-                    root: str | Path | None = None) -> ClassificationData:
+def read_hatespeech(
+    language: str = "Spanish", attribute: str | list[str] = "gender", root: str | Path | None = None
+) -> ClassificationData:
     """Huang et al. (2020) multilingual hate speech with author demographics (token ids; raw text was removed).
 
     Task = ``label`` (0/1), group = ``attribute`` (``gender`` or ``age``, binarised by the authors; rows with ``x``
@@ -224,8 +235,10 @@ def read_hatespeech(language: str = "Spanish", attribute: str | list[str] = "gen
             raise FairmtError(f"attribute must be gender, age, ethnicity or country, got {a!r}")
     base = Path(root) if root is not None else data_path("hatespeech_huang2020", language)
     if not base.is_dir():
-        raise FairmtError(f"hate-speech folder {base} not found (languages: English, Italian, Polish, Portuguese, "
-                          "Spanish): fetch it with `fairmt data corpora --fetch hatespeech-huang2020`")
+        raise FairmtError(
+            f"hate-speech folder {base} not found (languages: English, Italian, Polish, Portuguese, "
+            "Spanish): fetch it with `fairmt data corpora --fetch hatespeech-huang2020`"
+        )
     splits, notes = {}, []
     seen: set[tuple[str, ...]] = set()
     raw: dict[str, list[tuple[list[int], int, str]]] = {}
@@ -235,8 +248,9 @@ def read_hatespeech(language: str = "Spanish", attribute: str | list[str] = "gen
     for split, fname in HATESPEECH_SPLITS.items():
         path = base / fname
         rows, dropped = [], 0
-        _, reader = csv_dict_rows(path, "hate-speech", required=("text", "label"), delimiter="\t",
-                                  quoting=csv.QUOTE_NONE)
+        _, reader = csv_dict_rows(
+            path, "hate-speech", required=("text", "label"), delimiter="\t", quoting=csv.QUOTE_NONE
+        )
         for line, row in reader:
             values = tuple((row.get(a) or "x").strip() for a in attrs)
             if "x" in values:
@@ -256,8 +270,10 @@ def read_hatespeech(language: str = "Spanish", attribute: str | list[str] = "gen
             rows.append((ids, label, values))
             seen.add(values)
         if not rows:
-            raise FairmtError(f"{path}: no row with a known {' and '.join(attrs)} ({dropped} row(s), every one 'x'): "
-                              f"the {split} split would be empty; choose another attribute")
+            raise FairmtError(
+                f"{path}: no row with a known {' and '.join(attrs)} ({dropped} row(s), every one 'x'): "
+                f"the {split} split would be empty; choose another attribute"
+            )
         if split == "train" and len({r[1] for r in rows}) < 2:
             raise FairmtError(f"{path}: the training split holds one label only ({rows[0][1]} × {len(rows)})")
         raw[split] = rows
@@ -277,7 +293,11 @@ def read_hatespeech(language: str = "Spanish", attribute: str | list[str] = "gen
     if len(attrs) > 1:
         notes.append(f"intersectional groups: {' × '.join(attrs)} ({len(group_names)} combinations)")
     return ClassificationData(
-        splits=splits, label_names=["0", "1"], group_names=group_names, source=str(base), notes=notes,
+        splits=splits,
+        label_names=["0", "1"],
+        group_names=group_names,
+        source=str(base),
+        notes=notes,
         group_attributes=attrs if len(attrs) > 1 else None,
     )
 
@@ -370,7 +390,7 @@ class FeatureArrays:
         idx = torch.as_tensor(index, dtype=torch.long)
         start = int(idx[0]) if len(idx) else 0
         if len(idx) and bool((idx == torch.arange(start, start + len(idx))).all()):  # the eval loaders' ranges
-            return ColumnBatch({k: v[start: start + len(idx)] for k, v in self.columns.items()})
+            return ColumnBatch({k: v[start : start + len(idx)] for k, v in self.columns.items()})
         return ColumnBatch({k: v.index_select(0, idx) for k, v in self.columns.items()})
 
     @classmethod
@@ -384,8 +404,8 @@ class FeatureArrays:
             return None
         fmt = getattr(dataset, "format", None) or {}
         if fmt.get("type") not in (None, "numpy", "torch", "python") or (
-                fmt.get("columns") is not None and not fmt.get("output_all_columns")
-                and set(fmt["columns"]) != set(names)):
+            fmt.get("columns") is not None and not fmt.get("output_all_columns") and set(fmt["columns"]) != set(names)
+        ):
             return None  # a transform (set_transform) or hidden columns: the rows are not the table's
         columns = {}
         for name in names:
@@ -469,7 +489,9 @@ class ClassificationCollator:
     def _tokenize(self, texts: list[str]) -> dict[str, Any]:
         if self.tokenizer is None:
             raise FairmtError("rows hold raw text but the collator has no tokenizer")
-        return dict(self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"))
+        return dict(
+            self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+        )
 
     def __call__(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
         import torch
@@ -501,7 +523,9 @@ class ClassificationCollator:
             for r in rows:
                 copies = r[self.views_column]
                 if not copies:
-                    raise FairmtError(f"a row has an empty {self.views_column!r} list: give every row its augmented copies")
+                    raise FairmtError(
+                        f"a row has an empty {self.views_column!r} list: give every row its augmented copies"
+                    )
                 picks.append(copies[self.rng.randrange(len(copies))])
             view = self._tokenize(picks)
             batch.update({f"view_{k}": v for k, v in view.items()})

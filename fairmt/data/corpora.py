@@ -69,123 +69,155 @@ class Corpus:
         return list(zip(self.urls, targets))
 
 
-CORPORA: dict[str, Corpus] = {c.name: c for c in (
-    Corpus(
-        "wmt18-ende",
-        "WMT18 en–de parallel data as processed by Edunov et al. (2018): europarl-v7, commoncrawl, "
-        "news-commentary-v13 and rapid2016",
-        "GACL (Lee et al., 2023), Sec. 4: the Balanced baseline and the gender-balanced en→de fine-tuning data",
-        ("http://statmt.org/wmt13/training-parallel-europarl-v7.tgz",
-         "http://statmt.org/wmt13/training-parallel-commoncrawl.tgz",
-         "http://data.statmt.org/wmt18/translation-task/training-parallel-nc-v13.tgz",
-         "http://data.statmt.org/wmt18/translation-task/rapid2016.tgz"),
-        "WMT18 terms (research use; see statmt.org/wmt18/translation-task.html)",
-        "extract and clean the de-en parts as fairseq's examples/backtranslation/prepare-wmt18en2de.sh does; then "
-        "`fairmt train gacl/small100_en-de_balanced data.train=PAIRS.tsv`",
-    ),
-    Corpus(
-        "ted2020-ende", "TED2020 English–German (OPUS, v1)",
-        "GACL (Lee et al., 2023), Sec. 5: the en2de fine-tuning data of the TED experiments",
-        ("https://object.pouta.csc.fi/OPUS-TED2020/v1/moses/de-en.txt.zip",),
-        "CC BY-NC-ND 4.0 (TED talks); see opus.nlpl.eu/TED2020.php",
-    ),
-    Corpus(
-        "ted2020-entr", "TED2020 English–Turkish (OPUS, v1)",
-        "GACL (Lee et al., 2023), Figure 4: the en2tr fine-tuning data",
-        ("https://object.pouta.csc.fi/OPUS-TED2020/v1/moses/en-tr.txt.zip",),
-        "CC BY-NC-ND 4.0 (TED talks); see opus.nlpl.eu/TED2020.php",
-    ),
-    Corpus(
-        "news-commentary-v15", "News-Commentary v15, English monolingual",
-        "CCD, Sec. 5 / App. A.3: the source texts of the LLM-generated neutral/male/female tuples",
-        ("https://data.statmt.org/news-commentary/v15/training-monolingual/news-commentary-v15.en.gz",),
-        "News Commentary terms (research use; see data.statmt.org/news-commentary)",
-        "`fairmt augment cda --input news-commentary-v15.en --output tuples.jsonl` (or `augment llm`), then "
-        "`fairmt train ccd/minilm_cda data.tuples=tuples.jsonl data.cda_source=null`",
-    ),
-    Corpus(
-        "celeba", "CelebA (Liu et al., ICCV 2015): 202,599 aligned and cropped face images with 40 binary attributes "
-        "and the official train/valid/test partition",
-        "fairness-driven sampling (Martin & Ogbuokiri): SimCLR pre-training, latent subgroups and linear probes "
-        "(Attractive, Wavy_Hair; Male, Young for evaluation)",
-        (),
-        "CelebA Dataset Release Agreement: non-commercial research and educational use only, no redistribution",
-        "download img_align_celeba.zip, list_attr_celeba.txt and list_eval_partition.txt from the project page (or "
-        "use the Hub copy flwrlabs/celeba with data.source=hub), unzip, then `fairmt train sampling/celeba_resnet50 "
-        "data.root=FOLDER`",
-        homepage="https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html",
-    ),
-    Corpus(
-        "chexpert", "CheXpert-v1.0-small (Irvin et al., AAAI 2019): 223,414 training + 234 validation chest "
-        "radiographs (downsampled) with 14 findings labelled positive / negative / uncertain",
-        "fairness-driven sampling (Martin & Ogbuokiri): SimCLR pre-training, latent subgroups and linear probes on "
-        "Cardiomegaly, Edema, Consolidation, Atelectasis, Pleural Effusion (Sex, Age for evaluation)",
-        (),
-        "Stanford University School of Medicine CheXpert Dataset Research Use Agreement (registration required; "
-        "non-commercial research use, no redistribution)",
-        "register and download CheXpert-v1.0-small, unzip, then `fairmt train sampling/chexpert_resnet50 "
-        "data.root=FOLDER` (the folder holding CheXpert-v1.0-small/)",
-        homepage="https://stanfordmlgroup.github.io/competitions/chexpert/",
-    ),
-    Corpus(
-        "bios-ravfogel", "Bias-in-Bios (De-Arteaga et al. 2019), 28 professions x binary gender, in the split of "
-        "Ravfogel et al. (2020): train/dev/test.pickle, lists of {hard_text, p, g}",
-        "CSCL (Chi et al., 2022), App. B.1 / Table 2; read by fairmt.data.fair_datasets.read_bios_split",
-        tuple(f"https://storage.googleapis.com/ai2i/nullspace/biasbios/{s}.pickle" for s in ("train", "dev", "test")),
-        "MIT (De-Arteaga et al.'s Bias in Bios, microsoft/biosbias; split files by Ravfogel et al.)",
-        "`fairmt train classification/cscl_bios_bert` (data.dataset: bios_split). The CSCL release's "
-        "biasbios_{train,val,test}.pq or train/dev/test.jsonl in the same folder work too",
-        folder="bias_in_bios", split="255,710 / 39,369 / 98,344 (CSCL Table 2)",
-    ),
-    Corpus(
-        "bios-hub", "Bias-in-Bios on the Hugging Face Hub, LabHC/bias_in_bios (Ravfogel et al.'s version as "
-        "re-released there; fields hard_text, profession 0-27, gender 0 = male / 1 = female)",
-        "Shen et al. (2022) report 257K / 40K / 99K, these counts; data.source: hub in the recipes",
-        (), "MIT (dataset card)",
-        "no fetch: `datasets.load_dataset('LabHC/bias_in_bios')` caches it on first use (network needed once)",
-        split="257,478 / 39,642 / 99,069 (the Hub card) - not CSCL's 255,710 / 39,369 / 98,344",
-    ),
-    Corpus(
-        "civilcomments-wilds", "Jigsaw toxicity / Civil Comments as WILDS v1.0 packages it "
-        "(all_data_with_identities.csv in a tar.gz: comment_text, toxicity, identity columns, split)",
-        "CSCL (Chi et al., 2022), App. B.1 / Table 1: the comments mentioning a race or ethnicity, black vs "
-        "non-black, toxicity >= 0.5; read by fairmt.data.fair_datasets.read_jigsaw",
-        ("https://worksheets.codalab.org/rest/bundles/0x8cd3de0634154aeaad2ee6eb96723c6e/contents/blob/",),
-        "CC0 1.0 (Civil Comments, Jigsaw); WILDS packaging MIT",
-        "`fairmt train classification/cscl_jigsaw_bert`. The CSCL release's jigsaw_race_{train,val,test}.pq in "
-        "the same folder are read instead when present",
-        folder="civilcomments", targets=("civilcomments_v1.0.tar.gz",),
-        split="25,954 / 4,390 / 12,562 race-annotated comments (CSCL Table 1); WILDS: 269,038 / 45,180 / 133,782",
-    ),
-    Corpus(
-        "moji", "Moji: tweets of Blodgett et al. (2016) with sentiment (happy/sad) and dialect (AAE/SAE), as 2304-d "
-        "DeepMoji encodings (pos_pos, pos_neg, neg_pos, neg_neg.npy) released with INLP (Ravfogel et al. 2020)",
-        "FCL (Shen et al., 2022), Table 1 and Fig. 3; read by fairmt.data.fair_datasets.read_moji (fairlib's split)",
-        tuple(f"https://storage.googleapis.com/ai2i/nullspace/deepmoji/{f}.npy"
-              for f in ("pos_pos", "pos_neg", "neg_pos", "neg_neg")),
-        "research use; no licence is stated with the encodings (TwitterAAE corpus of Blodgett et al. 2016)",
-        "`fairmt train classification/fcl_moji`", folder="moji",
-        split="100,000 / 8,000 / 8,000 (train 40/10/10/40 % happy-AAE/happy-SAE/sad-AAE/sad-SAE; dev/test balanced)",
-    ),
-    Corpus(
-        "hatespeech-huang2020", "Huang et al. (2020) multilingual hate speech with author demographics (token ids; "
-        "the authors removed the raw text). English: valid.tsv and test.tsv only — the English training split is "
-        "not in the public repository; the authors share it on request (xiaolei.huang@colorado.edu, see their "
-        "README); put it beside them as English/train.tsv",
-        "FCL (Shen et al., 2022), Table 1 (English, age); fairness-driven sampling (Spanish, gender)",
-        tuple(f"https://raw.githubusercontent.com/xiaoleihuang/Multilingual_Fairness_LREC/master/data/indices/{lang}/"
-              f"{s}.tsv" for lang, s in [("English", "valid"), ("English", "test")] + [
-                  (lang, s) for lang in ("Italian", "Polish", "Portuguese", "Spanish")
-                  for s in ("train", "valid", "test")]),
-        "Apache-2.0 (xiaoleihuang/Multilingual_Fairness_LREC)",
-        "`fairmt train classification/fcl_hatespeech` (English, age) once English/train.tsv is in place",
-        folder="hatespeech_huang2020",
-        targets=("English/valid.tsv", "English/test.tsv") + tuple(
-            f"{lang}/{s}.tsv" for lang in ("Italian", "Polish", "Portuguese", "Spanish")
-            for s in ("train", "valid", "test")),
-        split="English ~31K / 7K / 7K with a known age (Shen et al.); public English valid/test: 12,681 / 12,682 rows",
-    ),
-)}
+CORPORA: dict[str, Corpus] = {
+    c.name: c
+    for c in (
+        Corpus(
+            "wmt18-ende",
+            "WMT18 en–de parallel data as processed by Edunov et al. (2018): europarl-v7, commoncrawl, "
+            "news-commentary-v13 and rapid2016",
+            "GACL (Lee et al., 2023), Sec. 4: the Balanced baseline and the gender-balanced en→de fine-tuning data",
+            (
+                "http://statmt.org/wmt13/training-parallel-europarl-v7.tgz",
+                "http://statmt.org/wmt13/training-parallel-commoncrawl.tgz",
+                "http://data.statmt.org/wmt18/translation-task/training-parallel-nc-v13.tgz",
+                "http://data.statmt.org/wmt18/translation-task/rapid2016.tgz",
+            ),
+            "WMT18 terms (research use; see statmt.org/wmt18/translation-task.html)",
+            "extract and clean the de-en parts as fairseq's examples/backtranslation/prepare-wmt18en2de.sh does; then "
+            "`fairmt train gacl/small100_en-de_balanced data.train=PAIRS.tsv`",
+        ),
+        Corpus(
+            "ted2020-ende",
+            "TED2020 English–German (OPUS, v1)",
+            "GACL (Lee et al., 2023), Sec. 5: the en2de fine-tuning data of the TED experiments",
+            ("https://object.pouta.csc.fi/OPUS-TED2020/v1/moses/de-en.txt.zip",),
+            "CC BY-NC-ND 4.0 (TED talks); see opus.nlpl.eu/TED2020.php",
+        ),
+        Corpus(
+            "ted2020-entr",
+            "TED2020 English–Turkish (OPUS, v1)",
+            "GACL (Lee et al., 2023), Figure 4: the en2tr fine-tuning data",
+            ("https://object.pouta.csc.fi/OPUS-TED2020/v1/moses/en-tr.txt.zip",),
+            "CC BY-NC-ND 4.0 (TED talks); see opus.nlpl.eu/TED2020.php",
+        ),
+        Corpus(
+            "news-commentary-v15",
+            "News-Commentary v15, English monolingual",
+            "CCD, Sec. 5 / App. A.3: the source texts of the LLM-generated neutral/male/female tuples",
+            ("https://data.statmt.org/news-commentary/v15/training-monolingual/news-commentary-v15.en.gz",),
+            "News Commentary terms (research use; see data.statmt.org/news-commentary)",
+            "`fairmt augment cda --input news-commentary-v15.en --output tuples.jsonl` (or `augment llm`), then "
+            "`fairmt train ccd/minilm_cda data.tuples=tuples.jsonl data.cda_source=null`",
+        ),
+        Corpus(
+            "celeba",
+            "CelebA (Liu et al., ICCV 2015): 202,599 aligned and cropped face images with 40 binary attributes "
+            "and the official train/valid/test partition",
+            "fairness-driven sampling (Martin & Ogbuokiri): SimCLR pre-training, latent subgroups and linear probes "
+            "(Attractive, Wavy_Hair; Male, Young for evaluation)",
+            (),
+            "CelebA Dataset Release Agreement: non-commercial research and educational use only, no redistribution",
+            "download img_align_celeba.zip, list_attr_celeba.txt and list_eval_partition.txt from the project page (or "
+            "use the Hub copy flwrlabs/celeba with data.source=hub), unzip, then `fairmt train sampling/celeba_resnet50 "
+            "data.root=FOLDER`",
+            homepage="https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html",
+        ),
+        Corpus(
+            "chexpert",
+            "CheXpert-v1.0-small (Irvin et al., AAAI 2019): 223,414 training + 234 validation chest "
+            "radiographs (downsampled) with 14 findings labelled positive / negative / uncertain",
+            "fairness-driven sampling (Martin & Ogbuokiri): SimCLR pre-training, latent subgroups and linear probes on "
+            "Cardiomegaly, Edema, Consolidation, Atelectasis, Pleural Effusion (Sex, Age for evaluation)",
+            (),
+            "Stanford University School of Medicine CheXpert Dataset Research Use Agreement (registration required; "
+            "non-commercial research use, no redistribution)",
+            "register and download CheXpert-v1.0-small, unzip, then `fairmt train sampling/chexpert_resnet50 "
+            "data.root=FOLDER` (the folder holding CheXpert-v1.0-small/)",
+            homepage="https://stanfordmlgroup.github.io/competitions/chexpert/",
+        ),
+        Corpus(
+            "bios-ravfogel",
+            "Bias-in-Bios (De-Arteaga et al. 2019), 28 professions x binary gender, in the split of "
+            "Ravfogel et al. (2020): train/dev/test.pickle, lists of {hard_text, p, g}",
+            "CSCL (Chi et al., 2022), App. B.1 / Table 2; read by fairmt.data.fair_datasets.read_bios_split",
+            tuple(
+                f"https://storage.googleapis.com/ai2i/nullspace/biasbios/{s}.pickle" for s in ("train", "dev", "test")
+            ),
+            "MIT (De-Arteaga et al.'s Bias in Bios, microsoft/biosbias; split files by Ravfogel et al.)",
+            "`fairmt train classification/cscl_bios_bert` (data.dataset: bios_split). The CSCL release's "
+            "biasbios_{train,val,test}.pq or train/dev/test.jsonl in the same folder work too",
+            folder="bias_in_bios",
+            split="255,710 / 39,369 / 98,344 (CSCL Table 2)",
+        ),
+        Corpus(
+            "bios-hub",
+            "Bias-in-Bios on the Hugging Face Hub, LabHC/bias_in_bios (Ravfogel et al.'s version as "
+            "re-released there; fields hard_text, profession 0-27, gender 0 = male / 1 = female)",
+            "Shen et al. (2022) report 257K / 40K / 99K, these counts; data.source: hub in the recipes",
+            (),
+            "MIT (dataset card)",
+            "no fetch: `datasets.load_dataset('LabHC/bias_in_bios')` caches it on first use (network needed once)",
+            split="257,478 / 39,642 / 99,069 (the Hub card) - not CSCL's 255,710 / 39,369 / 98,344",
+        ),
+        Corpus(
+            "civilcomments-wilds",
+            "Jigsaw toxicity / Civil Comments as WILDS v1.0 packages it "
+            "(all_data_with_identities.csv in a tar.gz: comment_text, toxicity, identity columns, split)",
+            "CSCL (Chi et al., 2022), App. B.1 / Table 1: the comments mentioning a race or ethnicity, black vs "
+            "non-black, toxicity >= 0.5; read by fairmt.data.fair_datasets.read_jigsaw",
+            ("https://worksheets.codalab.org/rest/bundles/0x8cd3de0634154aeaad2ee6eb96723c6e/contents/blob/",),
+            "CC0 1.0 (Civil Comments, Jigsaw); WILDS packaging MIT",
+            "`fairmt train classification/cscl_jigsaw_bert`. The CSCL release's jigsaw_race_{train,val,test}.pq in "
+            "the same folder are read instead when present",
+            folder="civilcomments",
+            targets=("civilcomments_v1.0.tar.gz",),
+            split="25,954 / 4,390 / 12,562 race-annotated comments (CSCL Table 1); WILDS: 269,038 / 45,180 / 133,782",
+        ),
+        Corpus(
+            "moji",
+            "Moji: tweets of Blodgett et al. (2016) with sentiment (happy/sad) and dialect (AAE/SAE), as 2304-d "
+            "DeepMoji encodings (pos_pos, pos_neg, neg_pos, neg_neg.npy) released with INLP (Ravfogel et al. 2020)",
+            "FCL (Shen et al., 2022), Table 1 and Fig. 3; read by fairmt.data.fair_datasets.read_moji (fairlib's split)",
+            tuple(
+                f"https://storage.googleapis.com/ai2i/nullspace/deepmoji/{f}.npy"
+                for f in ("pos_pos", "pos_neg", "neg_pos", "neg_neg")
+            ),
+            "research use; no licence is stated with the encodings (TwitterAAE corpus of Blodgett et al. 2016)",
+            "`fairmt train classification/fcl_moji`",
+            folder="moji",
+            split="100,000 / 8,000 / 8,000 (train 40/10/10/40 % happy-AAE/happy-SAE/sad-AAE/sad-SAE; dev/test balanced)",
+        ),
+        Corpus(
+            "hatespeech-huang2020",
+            "Huang et al. (2020) multilingual hate speech with author demographics (token ids; "
+            "the authors removed the raw text). English: valid.tsv and test.tsv only — the English training split is "
+            "not in the public repository; the authors share it on request (xiaolei.huang@colorado.edu, see their "
+            "README); put it beside them as English/train.tsv",
+            "FCL (Shen et al., 2022), Table 1 (English, age); fairness-driven sampling (Spanish, gender)",
+            tuple(
+                f"https://raw.githubusercontent.com/xiaoleihuang/Multilingual_Fairness_LREC/master/data/indices/{lang}/"
+                f"{s}.tsv"
+                for lang, s in [("English", "valid"), ("English", "test")]
+                + [
+                    (lang, s)
+                    for lang in ("Italian", "Polish", "Portuguese", "Spanish")
+                    for s in ("train", "valid", "test")
+                ]
+            ),
+            "Apache-2.0 (xiaoleihuang/Multilingual_Fairness_LREC)",
+            "`fairmt train classification/fcl_hatespeech` (English, age) once English/train.tsv is in place",
+            folder="hatespeech_huang2020",
+            targets=("English/valid.tsv", "English/test.tsv")
+            + tuple(
+                f"{lang}/{s}.tsv"
+                for lang in ("Italian", "Polish", "Portuguese", "Spanish")
+                for s in ("train", "valid", "test")
+            ),
+            split="English ~31K / 7K / 7K with a known age (Shen et al.); public English valid/test: 12,681 / 12,682 rows",
+        ),
+    )
+}
 
 
 def describe() -> str:
@@ -205,8 +237,14 @@ def describe() -> str:
     return "\n".join(out)
 
 
-def fetch(name: str, dest: str | Path, *, base_url: str | None = None, sha256: dict[str, str] | None = None,
-          progress: bool = True) -> dict[str, str]:
+def fetch(
+    name: str,
+    dest: str | Path,
+    *,
+    base_url: str | None = None,
+    sha256: dict[str, str] | None = None,
+    progress: bool = True,
+) -> dict[str, str]:
     """Download corpus ``name``'s files into ``dest/name`` and return ``{file name: sha256}`` (also written to
     ``dest/name/SHA256SUMS``). ``base_url`` replaces each URL's folder by a mirror; ``sha256`` pins digests (a
     mismatch leaves nothing behind)."""
@@ -217,8 +255,10 @@ def fetch(name: str, dest: str | Path, *, base_url: str | None = None, sha256: d
         raise FairmtError(f"unknown corpus {name!r}; `fairmt data corpora` lists {', '.join(CORPORA)}")
     if not corpus.urls:
         if corpus.homepage:
-            raise FairmtError(f"{name} cannot be fetched by fairmt ({corpus.licence}); get it from {corpus.homepage}: "
-                              f"{corpus.prepare}")
+            raise FairmtError(
+                f"{name} cannot be fetched by fairmt ({corpus.licence}); get it from {corpus.homepage}: "
+                f"{corpus.prepare}"
+            )
         raise FairmtError(f"{name} has nothing to fetch: {corpus.prepare}")
     files = corpus.files()
     pins = dict(sha256 or {})
@@ -236,8 +276,10 @@ def fetch(name: str, dest: str | Path, *, base_url: str | None = None, sha256: d
             _fetch(src, part, progress=progress, desc=fname)
             digest = sha256_file(part)
             if fname in pins and pins[fname] != digest:
-                raise FairmtError(f"checksum mismatch for {fname} from {src}: expected sha256 {pins[fname]}, got "
-                                  f"{digest}; nothing was kept")
+                raise FairmtError(
+                    f"checksum mismatch for {fname} from {src}: expected sha256 {pins[fname]}, got "
+                    f"{digest}; nothing was kept"
+                )
             digests[fname] = digest
         for fname in digests:
             (target / fname).parent.mkdir(parents=True, exist_ok=True)

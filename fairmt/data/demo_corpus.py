@@ -13,20 +13,35 @@ from dataclasses import dataclass
 
 # English, German masculine, German feminine, stereotyped gender ("m"/"f"/None)
 OCCUPATIONS = [
-    ("doctor", "Arzt", "Ärztin", "m"), ("teacher", "Lehrer", "Lehrerin", "f"),
-    ("nurse", "Krankenpfleger", "Krankenpflegerin", "f"), ("lawyer", "Anwalt", "Anwältin", "m"),
-    ("engineer", "Ingenieur", "Ingenieurin", "m"), ("baker", "Bäcker", "Bäckerin", "m"),
-    ("cook", "Koch", "Köchin", "m"), ("farmer", "Bauer", "Bäuerin", "m"), ("driver", "Fahrer", "Fahrerin", "m"),
-    ("writer", "Schriftsteller", "Schriftstellerin", None), ("manager", "Manager", "Managerin", "m"),
-    ("scientist", "Wissenschaftler", "Wissenschaftlerin", "m"), ("dancer", "Tänzer", "Tänzerin", "f"),
-    ("singer", "Sänger", "Sängerin", "f"), ("pilot", "Pilot", "Pilotin", "m"),
-    ("professor", "Professor", "Professorin", "m"), ("journalist", "Journalist", "Journalistin", None),
-    ("programmer", "Programmierer", "Programmiererin", "m"), ("architect", "Architekt", "Architektin", "m"),
-    ("secretary", "Sekretär", "Sekretärin", "f"), ("painter", "Maler", "Malerin", None),
-    ("mechanic", "Mechaniker", "Mechanikerin", "m"), ("librarian", "Bibliothekar", "Bibliothekarin", "f"),
-    ("judge", "Richter", "Richterin", "m"), ("chemist", "Chemiker", "Chemikerin", "m"),
-    ("hairdresser", "Friseur", "Friseurin", "f"), ("cashier", "Kassierer", "Kassiererin", "f"),
-    ("pharmacist", "Apotheker", "Apothekerin", None), ("dentist", "Zahnarzt", "Zahnärztin", "m"),
+    ("doctor", "Arzt", "Ärztin", "m"),
+    ("teacher", "Lehrer", "Lehrerin", "f"),
+    ("nurse", "Krankenpfleger", "Krankenpflegerin", "f"),
+    ("lawyer", "Anwalt", "Anwältin", "m"),
+    ("engineer", "Ingenieur", "Ingenieurin", "m"),
+    ("baker", "Bäcker", "Bäckerin", "m"),
+    ("cook", "Koch", "Köchin", "m"),
+    ("farmer", "Bauer", "Bäuerin", "m"),
+    ("driver", "Fahrer", "Fahrerin", "m"),
+    ("writer", "Schriftsteller", "Schriftstellerin", None),
+    ("manager", "Manager", "Managerin", "m"),
+    ("scientist", "Wissenschaftler", "Wissenschaftlerin", "m"),
+    ("dancer", "Tänzer", "Tänzerin", "f"),
+    ("singer", "Sänger", "Sängerin", "f"),
+    ("pilot", "Pilot", "Pilotin", "m"),
+    ("professor", "Professor", "Professorin", "m"),
+    ("journalist", "Journalist", "Journalistin", None),
+    ("programmer", "Programmierer", "Programmiererin", "m"),
+    ("architect", "Architekt", "Architektin", "m"),
+    ("secretary", "Sekretär", "Sekretärin", "f"),
+    ("painter", "Maler", "Malerin", None),
+    ("mechanic", "Mechaniker", "Mechanikerin", "m"),
+    ("librarian", "Bibliothekar", "Bibliothekarin", "f"),
+    ("judge", "Richter", "Richterin", "m"),
+    ("chemist", "Chemiker", "Chemikerin", "m"),
+    ("hairdresser", "Friseur", "Friseurin", "f"),
+    ("cashier", "Kassierer", "Kassiererin", "f"),
+    ("pharmacist", "Apotheker", "Apothekerin", None),
+    ("dentist", "Zahnarzt", "Zahnärztin", "m"),
     ("carpenter", "Tischler", "Tischlerin", "m"),
 ]
 
@@ -46,8 +61,26 @@ TEMPLATES = [
 ]
 
 _FORMS = {
-    "m": {"poss": "his", "pron": "he", "art": "der", "Art": "Der", "sein": "sein", "seine": "seine", "seinen": "seinen", "er": "er"},
-    "f": {"poss": "her", "pron": "she", "art": "die", "Art": "Die", "sein": "ihr", "seine": "ihre", "seinen": "ihren", "er": "sie"},
+    "m": {
+        "poss": "his",
+        "pron": "he",
+        "art": "der",
+        "Art": "Der",
+        "sein": "sein",
+        "seine": "seine",
+        "seinen": "seinen",
+        "er": "er",
+    },
+    "f": {
+        "poss": "her",
+        "pron": "she",
+        "art": "die",
+        "Art": "Die",
+        "sein": "ihr",
+        "seine": "ihre",
+        "seinen": "ihren",
+        "er": "sie",
+    },
 }
 
 
@@ -138,13 +171,31 @@ def gender_accuracy(pairs: list[GenderedPair], translations: list[str], gender_o
 # The grammar of ``fairmt demo``: "The {occupation} {verb} {his/her/the} {object}." Every test sentence is a verb–
 # object combination never trained on, made of words that were: a model can translate it, and must take the gender of
 # the occupation from the possessive that follows it.
-VERBS = [("lost", "verlor"), ("sold", "verkaufte"), ("found", "fand"), ("washed", "wusch"), ("forgot", "vergaß"),
-         ("needed", "brauchte"), ("liked", "mochte"), ("bought", "kaufte")]
+VERBS = [
+    ("lost", "verlor"),
+    ("sold", "verkaufte"),
+    ("found", "fand"),
+    ("washed", "wusch"),
+    ("forgot", "vergaß"),
+    ("needed", "brauchte"),
+    ("liked", "mochte"),
+    ("bought", "kaufte"),
+]
 # English, German, German noun gender (m/f/n) or plural (pl)
-OBJECTS = [("car", "Auto", "n"), ("book", "Buch", "n"), ("keys", "Schlüssel", "pl"), ("bag", "Tasche", "f"),
-           ("coat", "Mantel", "m"), ("phone", "Telefon", "n"), ("bike", "Fahrrad", "n"), ("umbrella", "Schirm", "m")]
+OBJECTS = [
+    ("car", "Auto", "n"),
+    ("book", "Buch", "n"),
+    ("keys", "Schlüssel", "pl"),
+    ("bag", "Tasche", "f"),
+    ("coat", "Mantel", "m"),
+    ("phone", "Telefon", "n"),
+    ("bike", "Fahrrad", "n"),
+    ("umbrella", "Schirm", "m"),
+]
 _ACCUSATIVE = {  # determiner of the object in the accusative: his, her, the
-    "m": ("seinen", "ihren", "den"), "f": ("seine", "ihre", "die"), "n": ("sein", "ihr", "das"),
+    "m": ("seinen", "ihren", "den"),
+    "f": ("seine", "ihre", "die"),
+    "n": ("sein", "ihr", "das"),
     "pl": ("seine", "ihre", "die"),
 }
 
@@ -157,16 +208,28 @@ def make_demo_pair(occ: tuple, verb: int, obj: int, gender: str, ambiguous: bool
     his, her, the = _ACCUSATIVE[o_g]
     x, art = (occ[1], "Der") if gender == "m" else (occ[2], "Die")
     det_en, det_de = ("the", the) if ambiguous else (("his", his) if gender == "m" else ("her", her))
-    return GenderedPair(f"The {occ[0]} {v_en} {det_en} {o_en}.", f"{art} {x} {v_de} {det_de} {o_de}.", gender,
-                        occ[0], verb * len(OBJECTS) + obj, "ambiguous" if ambiguous else "gendered")
+    return GenderedPair(
+        f"The {occ[0]} {v_en} {det_en} {o_en}.",
+        f"{art} {x} {v_de} {det_de} {o_de}.",
+        gender,
+        occ[0],
+        verb * len(OBJECTS) + obj,
+        "ambiguous" if ambiguous else "gendered",
+    )
 
 
 def demo_language() -> list[GenderedPair]:
     """Every sentence pair the demo grammar can make (both genders, with a possessive and with "the"): the corpus of
     the demo's tokenizer, as a real model's subword vocabulary comes from a corpus much larger than any training or
     test set. Only the tokenizer sees it; the models are trained on :func:`demo_data`'s sets."""
-    return [make_demo_pair(occ, v, o, g, amb) for occ in OCCUPATIONS for v in range(len(VERBS))
-            for o in range(len(OBJECTS)) for g in "mf" for amb in (False, True)]
+    return [
+        make_demo_pair(occ, v, o, g, amb)
+        for occ in OCCUPATIONS
+        for v in range(len(VERBS))
+        for o in range(len(OBJECTS))
+        for g in "mf"
+        for amb in (False, True)
+    ]
 
 
 @dataclass(frozen=True)
@@ -211,16 +274,21 @@ def demo_data(
     held = {(i, i) for i in range(len(VERBS))}
     combos = [(v, o) for v in range(len(VERBS)) for o in range(len(OBJECTS)) if (v, o) not in held]
     original, finetune, test = [], [], []
-    unseen = frozenset(o[0] for i, o in enumerate(OCCUPATIONS)
-                       if finetune_leave_out and i % finetune_leave_out == finetune_leave_out - 1)
+    unseen = frozenset(
+        o[0]
+        for i, o in enumerate(OCCUPATIONS)
+        if finetune_leave_out and i % finetune_leave_out == finetune_leave_out - 1
+    )
     for occ in OCCUPATIONS:
         likely = occ[3] or "m"
         unlikely = "f" if likely == "m" else "m"
         n_other = max(1, round((1 - stereotype_share) * gendered_per_occupation))  # each form is seen at least once
         for k, (v, o) in enumerate(rng.sample(combos, gendered_per_occupation)):
             original.append(make_demo_pair(occ, v, o, unlikely if k < n_other else likely))
-        original += [make_demo_pair(occ, v, o, "m", ambiguous=True)  # German's generic masculine
-                     for v, o in rng.sample(combos, ambiguous_per_occupation)]
+        original += [
+            make_demo_pair(occ, v, o, "m", ambiguous=True)  # German's generic masculine
+            for v, o in rng.sample(combos, ambiguous_per_occupation)
+        ]
         for v, o in rng.sample(combos, finetune_per_occupation):
             if occ[0] in unseen:
                 continue
@@ -271,14 +339,21 @@ _ML_FORMS = {
 }
 ML_OCCUPATIONS: list[tuple[str, dict[str, tuple[str, str]], str | None]] = [
     (o[0], {"de": (f"Der {o[1]}", f"Die {o[2]}"), "es": _ML_FORMS[o[0]][:2], "it": _ML_FORMS[o[0]][2:]}, o[3])
-    for o in OCCUPATIONS if o[0] in _ML_FORMS
+    for o in OCCUPATIONS
+    if o[0] in _ML_FORMS
 ]
 # English, German, Spanish, Italian (simple past; Italian passato prossimo with "avere", which does not agree).
 # "needed"/"liked" of :data:`VERBS` are replaced by "took"/"saw": their Spanish/Italian change the construction.
-ML_VERBS = [("lost", "verlor", "perdió", "ha perso"), ("sold", "verkaufte", "vendió", "ha venduto"),
-            ("found", "fand", "encontró", "ha trovato"), ("washed", "wusch", "lavó", "ha lavato"),
-            ("forgot", "vergaß", "olvidó", "ha dimenticato"), ("took", "nahm", "tomó", "ha preso"),
-            ("saw", "sah", "vio", "ha visto"), ("bought", "kaufte", "compró", "ha comprato")]
+ML_VERBS = [
+    ("lost", "verlor", "perdió", "ha perso"),
+    ("sold", "verkaufte", "vendió", "ha venduto"),
+    ("found", "fand", "encontró", "ha trovato"),
+    ("washed", "wusch", "lavó", "ha lavato"),
+    ("forgot", "vergaß", "olvidó", "ha dimenticato"),
+    ("took", "nahm", "tomó", "ha preso"),
+    ("saw", "sah", "vio", "ha visto"),
+    ("bought", "kaufte", "compró", "ha comprato"),
+]
 # English object, {language: (with "his", with "her", with "the")}: Spanish "su"/"sus" and Italian "il suo"/"la sua"
 # agree with the object, not with its owner, so only German's possessive shows the owner's gender.
 ML_OBJECTS = [
@@ -343,15 +418,29 @@ def make_ml_pair(occ: tuple, verb: int, obj: int, gender: str, lang: str, ambigu
     det_en, det = ("the", the) if ambiguous else (("his", his) if gender == "m" else ("her", her))
     np = occ[1][lang][0 if gender == "m" else 1]
     verb_tgt = v[1 + ML_LANGS.index(lang)]
-    return TargetPair(f"The {occ[0]} {v[0]} {det_en} {o_en}.", f"{np} {verb_tgt} {det}.", lang, gender, occ[0],
-                      verb * len(ML_OBJECTS) + obj, "ambiguous" if ambiguous else "gendered")
+    return TargetPair(
+        f"The {occ[0]} {v[0]} {det_en} {o_en}.",
+        f"{np} {verb_tgt} {det}.",
+        lang,
+        gender,
+        occ[0],
+        verb * len(ML_OBJECTS) + obj,
+        "ambiguous" if ambiguous else "gendered",
+    )
 
 
 def ml_language(langs: tuple[str, ...] = ML_LANGS) -> list[TargetPair]:
     """Every sentence pair the multilingual grammar can make in ``langs``: the tokenizer's corpus (as
     :func:`demo_language` for the en–de demo)."""
-    return [make_ml_pair(occ, v, o, g, lang, amb) for lang in langs for occ in ML_OCCUPATIONS
-            for v in range(len(ML_VERBS)) for o in range(len(ML_OBJECTS)) for g in "mf" for amb in (False, True)]
+    return [
+        make_ml_pair(occ, v, o, g, lang, amb)
+        for lang in langs
+        for occ in ML_OCCUPATIONS
+        for v in range(len(ML_VERBS))
+        for o in range(len(ML_OBJECTS))
+        for g in "mf"
+        for amb in (False, True)
+    ]
 
 
 def gender_keys(occupation: str, lang: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -367,7 +456,7 @@ def gender_keys(occupation: str, lang: str) -> tuple[tuple[str, ...], tuple[str,
 
 def _contains(words: list[str], key: tuple[str, ...]) -> bool:
     n = len(key)
-    return any(tuple(words[i:i + n]) == key for i in range(len(words) - n + 1))
+    return any(tuple(words[i : i + n]) == key for i in range(len(words) - n + 1))
 
 
 def ml_gender_of(text: str, occupation: str, lang: str) -> str:
@@ -417,8 +506,11 @@ def multilingual_demo_data(
     rng = random.Random(seed)
     held = {(i, i) for i in range(len(ML_VERBS))}
     combos = [(v, o) for v in range(len(ML_VERBS)) for o in range(len(ML_OBJECTS)) if (v, o) not in held]
-    unseen = frozenset(o[0] for i, o in enumerate(ML_OCCUPATIONS)
-                       if finetune_leave_out and i % finetune_leave_out == finetune_leave_out - 1)
+    unseen = frozenset(
+        o[0]
+        for i, o in enumerate(ML_OCCUPATIONS)
+        if finetune_leave_out and i % finetune_leave_out == finetune_leave_out - 1
+    )
     original: list[TargetPair] = []
     for lang in langs:
         for occ in ML_OCCUPATIONS:
@@ -427,13 +519,17 @@ def multilingual_demo_data(
             n_other = max(1, round((1 - stereotype_share) * gendered_per_occupation))
             for k, (v, o) in enumerate(rng.sample(combos, gendered_per_occupation)):
                 original.append(make_ml_pair(occ, v, o, unlikely if k < n_other else likely, lang))
-            original += [make_ml_pair(occ, v, o, "m", lang, ambiguous=True)
-                         for v, o in rng.sample(combos, ambiguous_per_occupation)]
+            original += [
+                make_ml_pair(occ, v, o, "m", lang, ambiguous=True)
+                for v, o in rng.sample(combos, ambiguous_per_occupation)
+            ]
     finetune: list[TargetPair] = []
     for occ in ML_OCCUPATIONS:
         for v, o in rng.sample(combos, finetune_per_occupation):
             if occ[0] not in unseen:
                 finetune += [make_ml_pair(occ, v, o, "m", finetune_lang), make_ml_pair(occ, v, o, "f", finetune_lang)]
-    test = {lang: [make_ml_pair(occ, v, o, g, lang) for occ in ML_OCCUPATIONS for v, o in sorted(held) for g in "mf"]
-            for lang in langs}
+    test = {
+        lang: [make_ml_pair(occ, v, o, g, lang) for occ in ML_OCCUPATIONS for v, o in sorted(held) for g in "mf"]
+        for lang in langs
+    }
     return MultilingualDemoData(original, finetune, test, unseen)

@@ -52,8 +52,13 @@ from pathlib import Path, PurePosixPath
 from fairmt.errors import FairmtError
 
 DATASETS = ("winomt", "geneval", "bios", "lexicons", "flores200")
-ALIASES = {"mt_geneval": "geneval", "flores": "flores200", "flores-200": "flores200", "bias_in_bios": "bios",
-           "corefbias": "lexicons"}
+ALIASES = {
+    "mt_geneval": "geneval",
+    "flores": "flores200",
+    "flores-200": "flores200",
+    "bias_in_bios": "bios",
+    "corefbias": "lexicons",
+}
 USER_AGENT = "fairmt-data-download"
 
 
@@ -140,12 +145,20 @@ def dataset_files(dataset: str) -> tuple[list[RemoteFile], list[RemoteArchive]]:
     """The files and archives the manifest lists for ``dataset``."""
     entry = load_manifest()["datasets"][canonical(dataset)]
     files = [
-        RemoteFile(f["path"], f["url"], f["sha256"], f["size"],
-                   tuple(RemotePart(p["url"], p["sha256"], p["size"]) for p in f.get("parts", ())), f.get("header_lines", 0))
+        RemoteFile(
+            f["path"],
+            f["url"],
+            f["sha256"],
+            f["size"],
+            tuple(RemotePart(p["url"], p["sha256"], p["size"]) for p in f.get("parts", ())),
+            f.get("header_lines", 0),
+        )
         for f in entry["files"]
     ]
     archives = [
-        RemoteArchive(a["name"], a["url"], a["sha256"], a["target"], a.get("strip_components", 1), tuple(a.get("include", ())))
+        RemoteArchive(
+            a["name"], a["url"], a["sha256"], a["target"], a.get("strip_components", 1), tuple(a.get("include", ()))
+        )
         for a in entry["archives"]
     ]
     return files, archives
@@ -177,8 +190,10 @@ def mirror_url(base_url: str) -> str:
     if not scheme or len(scheme) == 1:  # a path (a Windows drive letter looks like a one-letter scheme)
         folder = Path(base_url).expanduser().resolve()
         if not folder.is_dir():
-            raise FairmtError(f"--base-url {base_url}: no such folder (give a mirror's URL or a local folder laid out "
-                              "like the data folder)")
+            raise FairmtError(
+                f"--base-url {base_url}: no such folder (give a mirror's URL or a local folder laid out "
+                "like the data folder)"
+            )
         return folder.as_uri()
     raise FairmtError(f"--base-url {base_url}: unsupported scheme {scheme!r}; use http(s)://, file:// or a folder")
 
@@ -284,7 +299,9 @@ def _fetch_joined(f: RemoteFile, out: Path, staging: Path) -> str:
             pieces.append(data)
         else:
             if header != first_header:  # pinned checksums make this a manifest error, not a network one
-                raise FairmtError(f"{f.path}: part {part.url} has another header than the first part; the manifest is wrong")
+                raise FairmtError(
+                    f"{f.path}: part {part.url} has another header than the first part; the manifest is wrong"
+                )
             pieces.append(body)
     from fairmt.outputs import write_file
 

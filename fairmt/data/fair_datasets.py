@@ -40,34 +40,62 @@ from fairmt.data.paths import data_root
 from fairmt.errors import FairmtError
 
 BIOS_PROFESSIONS = (
-    "accountant", "architect", "attorney", "chiropractor", "comedian", "composer", "dentist", "dietitian", "dj",
-    "filmmaker", "interior_designer", "journalist", "model", "nurse", "painter", "paralegal", "pastor",
-    "personal_trainer", "photographer", "physician", "poet", "professor", "psychologist", "rapper",
-    "software_engineer", "surgeon", "teacher", "yoga_teacher",
+    "accountant",
+    "architect",
+    "attorney",
+    "chiropractor",
+    "comedian",
+    "composer",
+    "dentist",
+    "dietitian",
+    "dj",
+    "filmmaker",
+    "interior_designer",
+    "journalist",
+    "model",
+    "nurse",
+    "painter",
+    "paralegal",
+    "pastor",
+    "personal_trainer",
+    "photographer",
+    "physician",
+    "poet",
+    "professor",
+    "psychologist",
+    "rapper",
+    "software_engineer",
+    "surgeon",
+    "teacher",
+    "yoga_teacher",
 )
 GENDERS = ("Female", "Male")
 
 PUBLISHED_SPLITS: dict[str, tuple[int, int, int]] = {
     "bios-ravfogel": (255_710, 39_369, 98_344),  # CSCL Table 2 (Ravfogel et al. 2020's split)
-    "bios-hub": (257_478, 39_642, 99_069),       # LabHC/bias_in_bios on the Hub (dataset card)
-    "jigsaw-race": (25_954, 4_390, 12_562),      # CSCL Table 1
-    "moji": (100_000, 8_000, 8_000),             # Shen et al. (fairlib's own code gives 99,998 training rows)
+    "bios-hub": (257_478, 39_642, 99_069),  # LabHC/bias_in_bios on the Hub (dataset card)
+    "jigsaw-race": (25_954, 4_390, 12_562),  # CSCL Table 1
+    "moji": (100_000, 8_000, 8_000),  # Shen et al. (fairlib's own code gives 99,998 training rows)
 }
 RACE_COLUMNS = ("asian", "black", "latino", "other_race_or_ethnicity", "white")
 MOJI_FILES = ("pos_pos", "pos_neg", "neg_pos", "neg_neg")  # sentiment (happy = pos) _ dialect (AAE = pos)
 
 
 def _missing(what: str, where: Path, fetch: str) -> FairmtError:
-    return FairmtError(f"{what} not found under {where}: fetch it with `{fetch}` (or point FAIRMT_DATA / root= at a "
-                       "folder that holds it)")
+    return FairmtError(
+        f"{what} not found under {where}: fetch it with `{fetch}` (or point FAIRMT_DATA / root= at a "
+        "folder that holds it)"
+    )
 
 
 def _note_sizes(data: ClassificationData, key: str) -> None:
     got = tuple(len(data.splits[s]) for s in ("train", "dev", "test"))
     want = PUBLISHED_SPLITS[key]
     same = "matches" if got == want else "differs from"
-    data.notes.append(f"split sizes {got[0]:,} / {got[1]:,} / {got[2]:,} {same} the published "
-                      f"{want[0]:,} / {want[1]:,} / {want[2]:,} ({key})")
+    data.notes.append(
+        f"split sizes {got[0]:,} / {got[1]:,} / {got[2]:,} {same} the published "
+        f"{want[0]:,} / {want[1]:,} / {want[2]:,} ({key})"
+    )
 
 
 # ---------------------------------------------------------------------------------------------- Bias-in-Bios
@@ -76,8 +104,10 @@ class _PlainUnpickler(pickle.Unpickler):
     a pickle otherwise runs whatever code it names)."""
 
     def find_class(self, module: str, name: str):
-        raise FairmtError(f"the pickle refers to {module}.{name}: only plain lists/dicts/strings/numbers are read "
-                          "(convert the file to JSONL with the fields hard_text, p, g)")
+        raise FairmtError(
+            f"the pickle refers to {module}.{name}: only plain lists/dicts/strings/numbers are read "
+            "(convert the file to JSONL with the fields hard_text, p, g)"
+        )
 
 
 def _read_pickle_rows(path: Path) -> list[dict]:
@@ -87,8 +117,10 @@ def _read_pickle_rows(path: Path) -> list[dict]:
         except (pickle.UnpicklingError, EOFError, ValueError, IndexError, UnicodeDecodeError) as err:
             if isinstance(err, FairmtError):
                 raise
-            raise FairmtError(f"{path}: not a complete pickle ({type(err).__name__}: {err}); the file is cut or "
-                              "is not a pickle: fetch it again") from None
+            raise FairmtError(
+                f"{path}: not a complete pickle ({type(err).__name__}: {err}); the file is cut or "
+                "is not a pickle: fetch it again"
+            ) from None
     if isinstance(rows, dict) and all(isinstance(v, list) for v in rows.values()):  # columns → rows
         keys = list(rows)
         rows = [dict(zip(keys, vals)) for vals in zip(*rows.values())]
@@ -118,8 +150,10 @@ def _read_parquet(path: Path, columns: list[str] | None = None):
                 raise FairmtError(f"{path}: lacks column(s) {missing} (it has {schema.names[:12]})")
         return pq.read_table(path, columns=columns)
     except (pa.ArrowException, OSError) as err:
-        raise FairmtError(f"{path}: not a readable parquet file ({type(err).__name__}: {str(err)[:120]}); the "
-                          "download is cut or corrupt: fetch it again") from None
+        raise FairmtError(
+            f"{path}: not a readable parquet file ({type(err).__name__}: {str(err)[:120]}); the "
+            "download is cut or corrupt: fetch it again"
+        ) from None
 
 
 def _number(value: Any, where: str, what: str) -> float:
@@ -129,8 +163,9 @@ def _number(value: Any, where: str, what: str) -> float:
     except (TypeError, ValueError):
         raise FairmtError(f"{where}: {what} is {value!r}, not a number") from None
     if not math.isfinite(x):
-        raise FairmtError(f"{where}: {what} is {value!r}, not a finite number (a missing value: drop the row or "
-                          "fill it)")
+        raise FairmtError(
+            f"{where}: {what} is {value!r}, not a finite number (a missing value: drop the row or fill it)"
+        )
     return x
 
 
@@ -141,8 +176,10 @@ def _check_labels(data: ClassificationData) -> None:
         raise FairmtError(f"{data.source}: the {'/'.join(empty)} split(s) hold no row")
     train = data.splits.get("train")
     if train is not None and len(train) and len(set(train.labels)) < 2:
-        raise FairmtError(f"{data.source}: the training split holds one label only "
-                          f"({data.label_names[train.labels[0]]!r} × {len(train):,}): nothing to classify")
+        raise FairmtError(
+            f"{data.source}: the training split holds one label only "
+            f"({data.label_names[train.labels[0]]!r} × {len(train):,}): nothing to classify"
+        )
 
 
 def _bios_rows_to_split(rows: list[dict], where: str) -> ClassificationSplit:
@@ -153,8 +190,10 @@ def _bios_rows_to_split(rows: list[dict], where: str) -> ClassificationSplit:
         prof = r.get("p", r.get("profession"))
         gender = r.get("g", r.get("gender"))
         if text is None or prof is None or gender is None:
-            raise FairmtError(f"{where}: row {i} lacks a text (hard_text), profession (p) or gender (g) field; it has "
-                              f"{sorted(r)[:12]}")
+            raise FairmtError(
+                f"{where}: row {i} lacks a text (hard_text), profession (p) or gender (g) field; it has "
+                f"{sorted(r)[:12]}"
+            )
         if isinstance(prof, (int, np.integer)) and not isinstance(prof, bool):
             if not 0 <= int(prof) < len(BIOS_PROFESSIONS):
                 raise FairmtError(f"{where}: row {i} has profession id {prof}, outside [0, 28)")
@@ -192,7 +231,9 @@ BIOS_LAYOUTS = {
 }
 
 
-def read_bios_split(root: str | Path | None = None, source: str = "local", max_rows: int | None = None) -> ClassificationData:
+def read_bios_split(
+    root: str | Path | None = None, source: str = "local", max_rows: int | None = None
+) -> ClassificationData:
     """Bias-in-Bios with its published train/dev/test split: task = profession (28), group = gender.
 
     ``source="local"`` reads ``root`` (default ``<data root>/bias_in_bios``) holding one of: Ravfogel et al.'s
@@ -208,18 +249,24 @@ def read_bios_split(root: str | Path | None = None, source: str = "local", max_r
     if source != "local":
         raise FairmtError(f"data.source must be local or hub for Bias-in-Bios, got {source!r}")
     base = Path(root) if root is not None else data_root() / "bias_in_bios"
-    layout = next((name for name, files in BIOS_LAYOUTS.items() if all((base / f).is_file() for f in files.values())),
-                  None)
+    layout = next(
+        (name for name, files in BIOS_LAYOUTS.items() if all((base / f).is_file() for f in files.values())), None
+    )
     if layout is None:
-        raise _missing("Bias-in-Bios (train/dev/test.pickle of Ravfogel et al. 2020, biasbios_*.pq of the CSCL "
-                       "release, or train/dev/test.jsonl)", base, "fairmt data corpora --fetch bios-ravfogel")
+        raise _missing(
+            "Bias-in-Bios (train/dev/test.pickle of Ravfogel et al. 2020, biasbios_*.pq of the CSCL "
+            "release, or train/dev/test.jsonl)",
+            base,
+            "fairmt data corpora --fetch bios-ravfogel",
+        )
     splits = {}
     for split, fname in BIOS_LAYOUTS[layout].items():
         path = base / fname
         rows = _read_pickle_rows(path) if layout == "pickle" else _read_table_rows(path)
         splits[split] = _bios_rows_to_split(rows[:max_rows] if max_rows else rows, str(path))
-    data = ClassificationData(splits=splits, label_names=list(BIOS_PROFESSIONS), group_names=list(GENDERS),
-                              source=f"{base} ({layout})")
+    data = ClassificationData(
+        splits=splits, label_names=list(BIOS_PROFESSIONS), group_names=list(GENDERS), source=f"{base} ({layout})"
+    )
     _note_sizes(data, "bios-ravfogel")
     _check_labels(data)
     return data
@@ -234,14 +281,19 @@ def _bios_from_hub(max_rows: int | None) -> ClassificationData:
         raise FairmtError(
             f"Bias-in-Bios from the Hub (LabHC/bias_in_bios) is not available here ({type(err).__name__}): run with "
             "network access once so that datasets caches it, or use data.source: local with `fairmt data corpora "
-            "--fetch bios-ravfogel`") from None
+            "--fetch bios-ravfogel`"
+        ) from None
     splits = {}
     for split in ("train", "dev", "test"):
         part = ds[split]
         rows = part.select(range(min(max_rows, len(part)))) if max_rows else part
         splits[split] = _bios_rows_to_split(list(rows), f"LabHC/bias_in_bios:{split}")
-    data = ClassificationData(splits=splits, label_names=list(BIOS_PROFESSIONS), group_names=list(GENDERS),
-                              source="hf://datasets/LabHC/bias_in_bios")
+    data = ClassificationData(
+        splits=splits,
+        label_names=list(BIOS_PROFESSIONS),
+        group_names=list(GENDERS),
+        source="hf://datasets/LabHC/bias_in_bios",
+    )
     _note_sizes(data, "bios-hub")
     return data
 
@@ -263,7 +315,9 @@ def _wilds_csv(base: Path):
     return None
 
 
-def read_jigsaw(root: str | Path | None = None, threshold: float = 0.5, max_rows: int | None = None) -> ClassificationData:
+def read_jigsaw(
+    root: str | Path | None = None, threshold: float = 0.5, max_rows: int | None = None
+) -> ClassificationData:
     """Jigsaw toxicity (Civil Comments) with the WILDS split, race as the protected attribute (CSCL, App. B.1).
 
     ``root`` (default ``<data root>/civilcomments``) holds either the CSCL release's ``jigsaw_race_{train,val,test}.pq``
@@ -284,13 +338,17 @@ def read_jigsaw(root: str | Path | None = None, threshold: float = 0.5, max_rows
             splits[split] = ClassificationSplit(
                 labels=[int(_number(r["toxicity"], w, "toxicity") >= 0.5) for w, r in zip(where, rows)],
                 groups=[int(_number(r["black"], w, "black") >= threshold) for w, r in zip(where, rows)],
-                texts=[str(r["comment_text"]) for r in rows])
+                texts=[str(r["comment_text"]) for r in rows],
+            )
         source = f"{base} (CSCL release)"
     else:
         stream = _wilds_csv(base)
         if stream is None:
-            raise _missing("Civil Comments (WILDS all_data_with_identities.csv, or the CSCL release's "
-                           "jigsaw_race_*.pq)", base, "fairmt data corpora --fetch civilcomments-wilds")
+            raise _missing(
+                "Civil Comments (WILDS all_data_with_identities.csv, or the CSCL release's jigsaw_race_*.pq)",
+                base,
+                "fairmt data corpora --fetch civilcomments-wilds",
+            )
         import csv
 
         names = {"train": "train", "val": "dev", "test": "test"}
@@ -321,20 +379,27 @@ def read_jigsaw(root: str | Path | None = None, threshold: float = 0.5, max_rows
         splits = {s: ClassificationSplit(**c) for s, c in cols.items()}
         empty = [s for s, c in cols.items() if not c["labels"]]
         if empty and other_splits:
-            raise FairmtError(f"{base / WILDS_CSV}: no row of split {'/'.join(empty)}; its split column holds "
-                              f"{dict(sorted(other_splits.items()))} besides train/val/test (WILDS's names: train, "
-                              "val, test)")
+            raise FairmtError(
+                f"{base / WILDS_CSV}: no row of split {'/'.join(empty)}; its split column holds "
+                f"{dict(sorted(other_splits.items()))} besides train/val/test (WILDS's names: train, "
+                "val, test)"
+            )
         source = f"{base} (WILDS)"
-    data = ClassificationData(splits=splits, label_names=["non-toxic", "toxic"], group_names=["non-black", "black"],
-                              source=source)
+    data = ClassificationData(
+        splits=splits, label_names=["non-toxic", "toxic"], group_names=["non-black", "black"], source=source
+    )
     _note_sizes(data, "jigsaw-race")
     _check_labels(data)
     return data
 
 
 # ------------------------------------------------------------------------------------------------------ Moji
-def read_moji(root: str | Path | None = None, split_sizes: tuple[int, int, int] = (40_000, 2_000, 2_000),
-              n_train: int = 100_000, train_ratio: float = 0.8) -> ClassificationData:
+def read_moji(
+    root: str | Path | None = None,
+    split_sizes: tuple[int, int, int] = (40_000, 2_000, 2_000),
+    n_train: int = 100_000,
+    train_ratio: float = 0.8,
+) -> ClassificationData:
     """Moji (Blodgett et al. 2016 tweets; DeepMoji encodings of Ravfogel et al. 2020) as fairlib prepares it.
 
     ``root`` (default ``<data root>/moji``) holds the four raw files ``{pos_pos,pos_neg,neg_pos,neg_neg}.npy``
@@ -350,8 +415,9 @@ def read_moji(root: str | Path | None = None, split_sizes: tuple[int, int, int] 
     raw = all((base / f"{f}.npy").is_file() for f in MOJI_FILES)
     prepared = all((base / s / f"{f}.npy").is_file() for s in ("train", "dev", "test") for f in MOJI_FILES)
     if not raw and not prepared:
-        raise _missing("Moji (pos_pos/pos_neg/neg_pos/neg_neg.npy, DeepMoji encodings)", base,
-                       "fairmt data corpora --fetch moji")
+        raise _missing(
+            "Moji (pos_pos/pos_neg/neg_pos/neg_neg.npy, DeepMoji encodings)", base, "fairmt data corpora --fetch moji"
+        )
     parts: dict[str, dict[str, np.ndarray]] = {s: {} for s in ("train", "dev", "test")}
     for f in MOJI_FILES:
         if prepared:
@@ -364,13 +430,17 @@ def read_moji(root: str | Path | None = None, split_sizes: tuple[int, int, int] 
             raise FairmtError(f"{base / f}.npy holds {len(vecs)} rows, fewer than the {a + b + c} of the split")
         # fairlib: seed_everything(2020), then np.random.shuffle, for each file: the same draws as a RandomState(2020)
         np.random.RandomState(2020).shuffle(vecs)
-        parts["train"][f], parts["dev"][f], parts["test"][f] = vecs[:a], vecs[a:a + b], vecs[a + b:a + b + c]
+        parts["train"][f], parts["dev"][f], parts["test"][f] = vecs[:a], vecs[a : a + b], vecs[a + b : a + b + c]
     splits = {}
     for s, files in parts.items():
         ratio = train_ratio if s == "train" else 0.5
         n = n_train if s == "train" else 100_000  # fairlib's target size; dev/test files are smaller: all is kept
-        counts = {"pos_pos": int(n * 0.5 * ratio), "pos_neg": int(n * 0.5 * (1 - ratio)),
-                  "neg_pos": int(n * 0.5 * (1 - ratio)), "neg_neg": int(n * 0.5 * ratio)}
+        counts = {
+            "pos_pos": int(n * 0.5 * ratio),
+            "pos_neg": int(n * 0.5 * (1 - ratio)),
+            "neg_pos": int(n * 0.5 * (1 - ratio)),
+            "neg_neg": int(n * 0.5 * ratio),
+        }
         feats, labels, groups = [], [], []
         for f in MOJI_FILES:
             rows = files[f][: counts[f]]
@@ -381,8 +451,12 @@ def read_moji(root: str | Path | None = None, split_sizes: tuple[int, int, int] 
         if len(set(widths.values())) > 1:
             raise FairmtError(f"{base}: the Moji {s} files have features of different widths {widths} (DeepMoji: 2304)")
         splits[s] = ClassificationSplit(labels=labels, groups=groups, features=np.concatenate(feats))
-    data = ClassificationData(splits=splits, label_names=["sad", "happy"], group_names=["SAE", "AAE"],
-                              source=f"{base} ({'raw' if raw else 'fairlib-prepared'})")
+    data = ClassificationData(
+        splits=splits,
+        label_names=["sad", "happy"],
+        group_names=["SAE", "AAE"],
+        source=f"{base} ({'raw' if raw else 'fairlib-prepared'})",
+    )
     _note_sizes(data, "moji")
     _check_labels(data)
     return data
@@ -393,15 +467,20 @@ def _load_features(path: Path) -> np.ndarray:
     try:
         arr = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as err:
-        raise FairmtError(f"{path}: not a complete numeric .npy file ({str(err)[:120]}); a half-written or pickled "
-                          "array: fetch it again") from None
+        raise FairmtError(
+            f"{path}: not a complete numeric .npy file ({str(err)[:120]}); a half-written or pickled "
+            "array: fetch it again"
+        ) from None
     if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number):
-        raise FairmtError(f"{path}: expected a 2-D array of numbers (rows × features), got shape {arr.shape} of "
-                          f"{arr.dtype}")
+        raise FairmtError(
+            f"{path}: expected a 2-D array of numbers (rows × features), got shape {arr.shape} of {arr.dtype}"
+        )
     bad = ~np.isfinite(arr).all(axis=1)
     if bad.any():
-        raise FairmtError(f"{path}: row {int(np.argmax(bad))} holds a non-finite feature (NaN or infinite; "
-                          f"{int(bad.sum())} row(s) in all)")
+        raise FairmtError(
+            f"{path}: row {int(np.argmax(bad))} holds a non-finite feature (NaN or infinite; "
+            f"{int(bad.sum())} row(s) in all)"
+        )
     return arr
 
 

@@ -60,9 +60,16 @@ class LatentSubgroups:
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready description (no per-sample labels)."""
-        return {"n": int(len(self.labels)), "n_clusters": self.n_clusters, "seed": self.seed, "n_init": self.n_init,
-                "cluster_sizes": self.sizes.tolist(), "p": [round(float(x), 6) for x in self.probs],
-                "inertia": float(self.inertia), "space": self.space}
+        return {
+            "n": int(len(self.labels)),
+            "n_clusters": self.n_clusters,
+            "seed": self.seed,
+            "n_init": self.n_init,
+            "cluster_sizes": self.sizes.tolist(),
+            "p": [round(float(x), 6) for x in self.probs],
+            "inertia": float(self.inertia),
+            "space": self.space,
+        }
 
     def save(self, folder: str | Path) -> None:
         """``clusters.json`` (summary and centroids) and ``cluster_labels.npy`` in ``folder``."""
@@ -83,26 +90,41 @@ class LatentSubgroups:
             labels = np.load(folder / "cluster_labels.npy")
         except (OSError, ValueError) as err:
             raise FairmtError(f"cannot read the latent subgroups saved in {folder}: {err}") from None
-        return cls(labels=labels, centroids=np.asarray(data["centroids"], dtype=np.float32),
-                   n_clusters=int(data["n_clusters"]), seed=int(data["seed"]), n_init=int(data.get("n_init", 10)),
-                   inertia=float(data.get("inertia", math.nan)), space=data.get("space", ""))
+        return cls(
+            labels=labels,
+            centroids=np.asarray(data["centroids"], dtype=np.float32),
+            n_clusters=int(data["n_clusters"]),
+            seed=int(data["seed"]),
+            n_init=int(data.get("n_init", 10)),
+            inertia=float(data.get("inertia", math.nan)),
+            space=data.get("space", ""),
+        )
 
 
-def fit_latent_subgroups(embeddings: np.ndarray, n_clusters: int = 4, seed: int = 0, n_init: int = 10,
-                         space: str = "") -> LatentSubgroups:
+def fit_latent_subgroups(
+    embeddings: np.ndarray, n_clusters: int = 4, seed: int = 0, n_init: int = 10, space: str = ""
+) -> LatentSubgroups:
     """K-means (scikit-learn, ``random_state=seed``) on every row of ``embeddings`` — the paper's latent subgroup
     discovery (K = 4 on the baseline SimCLR embeddings)."""
     from sklearn.cluster import KMeans
 
     X = np.asarray(embeddings, dtype=np.float32)
     if X.ndim != 2 or len(X) < n_clusters:
-        raise FairmtError(f"K-means with K={n_clusters} needs at least {n_clusters} embeddings (an (n, d) array), "
-                          f"got shape {X.shape}")
+        raise FairmtError(
+            f"K-means with K={n_clusters} needs at least {n_clusters} embeddings (an (n, d) array), got shape {X.shape}"
+        )
     if n_clusters < 2:
         raise FairmtError(f"n_clusters must be >= 2, got {n_clusters}")
     km = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=seed).fit(X)
-    return LatentSubgroups(labels=km.labels_.astype(np.int64), centroids=km.cluster_centers_.astype(np.float32),
-                           n_clusters=n_clusters, seed=seed, n_init=n_init, inertia=float(km.inertia_), space=space)
+    return LatentSubgroups(
+        labels=km.labels_.astype(np.int64),
+        centroids=km.cluster_centers_.astype(np.float32),
+        n_clusters=n_clusters,
+        seed=seed,
+        n_init=n_init,
+        inertia=float(km.inertia_),
+        space=space,
+    )
 
 
 def nearest_same_cluster(embeddings: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -138,15 +160,27 @@ class PairIndex:
             :class:`fairmt.losses.FairNegativeSampler`).
     """
 
-    def __init__(self, embeddings: np.ndarray, labels: np.ndarray, n_clusters: int | None = None,
-                 cluster_probs: Sequence[float] | None = None, epsilon: float = 0.1, draw: str = "two_stage"):
+    def __init__(
+        self,
+        embeddings: np.ndarray,
+        labels: np.ndarray,
+        n_clusters: int | None = None,
+        cluster_probs: Sequence[float] | None = None,
+        epsilon: float = 0.1,
+        draw: str = "two_stage",
+    ):
         self.epsilon = epsilon
         self.draw = draw
         self.version = 0
         self.update(embeddings, labels, n_clusters, cluster_probs)
 
-    def update(self, embeddings: np.ndarray, labels: np.ndarray | None = None, n_clusters: int | None = None,
-               cluster_probs: Sequence[float] | None = None) -> None:
+    def update(
+        self,
+        embeddings: np.ndarray,
+        labels: np.ndarray | None = None,
+        n_clusters: int | None = None,
+        cluster_probs: Sequence[float] | None = None,
+    ) -> None:
         """Replace ``Z`` (and, when given, the labels / ``p(c)``); recompute every positive."""
         import torch
 
@@ -167,9 +201,13 @@ class PairIndex:
         self.eligible = np.flatnonzero(self.positives >= 0)
         if len(self.eligible) == 0:
             raise FairmtError("no sample has a same-cluster neighbour: every latent subgroup holds one sample")
-        self._sampler = FairNegativeSampler(torch.from_numpy(Z), torch.from_numpy(labels),
-                                            torch.from_numpy(self.cluster_probs), self.epsilon,
-                                            draw=self.draw)
+        self._sampler = FairNegativeSampler(
+            torch.from_numpy(Z),
+            torch.from_numpy(labels),
+            torch.from_numpy(self.cluster_probs),
+            self.epsilon,
+            draw=self.draw,
+        )
         self.version += 1
 
     def __len__(self) -> int:
@@ -194,8 +232,15 @@ class FairPairBatchSampler:
     number of anchors, ``anchors_per_batch`` — which is how accelerate's batch-sampler sharding is told so.
     """
 
-    def __init__(self, index: PairIndex, batch_size: int, num_negatives: int = 1, drop_last: bool = False,
-                 seed: int = 0, with_negatives: bool = True):
+    def __init__(
+        self,
+        index: PairIndex,
+        batch_size: int,
+        num_negatives: int = 1,
+        drop_last: bool = False,
+        seed: int = 0,
+        with_negatives: bool = True,
+    ):
         import torch
 
         if batch_size < 1:
@@ -218,7 +263,7 @@ class FairPairBatchSampler:
         self.epoch += 1
         perm = rng.permutation(self.index.eligible)
         for s in range(0, len(perm), self.anchors_per_batch):
-            anchors = perm[s: s + self.anchors_per_batch]
+            anchors = perm[s : s + self.anchors_per_batch]
             if len(anchors) < self.anchors_per_batch and self.drop_last:
                 break
             batch = [*anchors.tolist(), *self.index.positives[anchors].tolist()]

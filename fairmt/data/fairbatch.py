@@ -45,8 +45,15 @@ class FairBatchSampler:
         seed: seeds the draws.
     """
 
-    def __init__(self, labels: Sequence[int], groups: Sequence[int], batch_size: int,
-                 loss_fn: Callable[[], np.ndarray], alpha: float = 0.1, seed: int = 0):
+    def __init__(
+        self,
+        labels: Sequence[int],
+        groups: Sequence[int],
+        batch_size: int,
+        loss_fn: Callable[[], np.ndarray],
+        alpha: float = 0.1,
+        seed: int = 0,
+    ):
         self.y = np.asarray(labels)
         self.g = np.asarray(groups)
         if self.y.shape != self.g.shape or self.y.ndim != 1:
@@ -61,12 +68,16 @@ class FairBatchSampler:
         self.g_items = sorted(set(self.g.tolist()))
         if len(self.g_items) < 2:
             raise FairmtError("FairBatch needs at least two protected groups in the training set")
-        self.index = {c: np.flatnonzero((self.y == c[0]) & (self.g == c[1]))
-                      for c in itertools.product(self.y_items, self.g_items)}
+        self.index = {
+            c: np.flatnonzero((self.y == c[0]) & (self.g == c[1]))
+            for c in itertools.product(self.y_items, self.g_items)
+        }
         empty = [c for c, idx in self.index.items() if len(idx) == 0]
         if empty:
-            raise FairmtError(f"FairBatch: no training row in (label, group) cell(s) {empty[:5]}; every group needs "
-                              "examples of every class")
+            raise FairmtError(
+                f"FairBatch: no training row in (label, group) cell(s) {empty[:5]}; every group needs "
+                "examples of every class"
+            )
         self.n_y = {y: int(np.sum(self.y == y)) for y in self.y_items}
         self.lam = {c: len(self.index[c]) / self.n_y[c[0]] for c in self.index}
         self.rng = np.random.default_rng(seed)
@@ -114,7 +125,7 @@ class FairBatchSampler:
                 self._order[cell] = order = self.rng.permutation(self.index[cell])
                 self._pos[cell] = 0
             step = min(k, len(order) - self._pos[cell])
-            out.append(order[self._pos[cell]: self._pos[cell] + step])
+            out.append(order[self._pos[cell] : self._pos[cell] + step])
             self._pos[cell] += step
             k -= step
         return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)

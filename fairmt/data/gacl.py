@@ -96,7 +96,7 @@ def target_gender_detector(lang: str, words: dict[str, list[str]] | None = None)
     (:func:`fairmt.data.gender.detect_gender`), other languages a word list (``words`` = ``{"male": [...],
     "female": [...]}``, default :data:`GFST_TARGET_WORDS`); a sentence with words of both genders or none is None."""
     if lang == "en" and words is None:
-        return lambda text: (g if (g := detect_gender(text)) in GENDER_IDS else None)
+        return lambda text: g if (g := detect_gender(text)) in GENDER_IDS else None
     table = {k: frozenset(w.lower() for w in v) for k, v in words.items()} if words else GFST_TARGET_WORDS.get(lang)
     if not table or not table.get("male") or not table.get("female"):
         raise FairmtError(

@@ -50,6 +50,7 @@ for _p in PAIRS:
         _NEUTRAL.setdefault(_p.male, _p.neutral)
         _NEUTRAL.setdefault(_p.female, _p.neutral)
 
+
 def _undetected() -> frozenset[str]:
     """AMBIGUOUS closed under swapping: a word is used for detection only if its counterpart is too, so that
     ``detect_gender(swap_gender(s))`` is ``detect_gender(s)`` with male and female exchanged. ("ms" is handled by a
@@ -141,8 +142,17 @@ def to_gender(text: str, gender: str) -> str:
 
 
 # he/she + a singular auxiliary → they + its plural form (the neutral version must not read "they was")
-_AUX_PLURAL = {"is": "are", "was": "were", "has": "have", "does": "do", "isn't": "aren't", "wasn't": "weren't",
-               "hasn't": "haven't", "doesn't": "don't", "'s": "'re"}
+_AUX_PLURAL = {
+    "is": "are",
+    "was": "were",
+    "has": "have",
+    "does": "do",
+    "isn't": "aren't",
+    "wasn't": "weren't",
+    "hasn't": "haven't",
+    "doesn't": "don't",
+    "'s": "'re",
+}
 _SUBJECT_AUX = re.compile(r"\b(he|she)(\s+(?:is|was|has|does)(?:n't)?\b|'s\b)", re.IGNORECASE)
 
 
@@ -158,7 +168,8 @@ def _agree(m: re.Match) -> str:
 # questions: the auxiliary opens the sentence or follows a wh-word ("This is she." stays)
 _AUX_SUBJECT = re.compile(
     r"((?:^|[.!?]\s+|\b(?:what|where|when|why|how|who|whom|whose|which)\s+))((?:is|was|has|does)(?:n't)?)(\s+)(he|she)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def _agree_inverted(m: re.Match) -> str:
@@ -168,11 +179,13 @@ def _agree_inverted(m: re.Match) -> str:
 
 ADVERBS = frozenset(
     """always never often also still just only even sometimes usually already then now really once too rarely
-    seldom soon later first again""".split())
+    seldom soon later first again""".split()
+)
 """Adverbs that may stand between a subject pronoun and its verb (besides any word in ``-ly``)."""
 
 _SUBJECT_VERB = re.compile(
-    r"\b(he|she)((?:\s+(?:[A-Za-z]+ly|" + "|".join(sorted(ADVERBS)) + r")){0,2})(\s+)([A-Za-z]+s)\b", re.IGNORECASE)
+    r"\b(he|she)((?:\s+(?:[A-Za-z]+ly|" + "|".join(sorted(ADVERBS)) + r")){0,2})(\s+)([A-Za-z]+s)\b", re.IGNORECASE
+)
 
 
 def singular_verb_base(word: str) -> str | None:

@@ -41,19 +41,36 @@ from fairmt.errors import FairmtError
 CELEBA_HUB_ID = "flwrlabs/celeba"
 CELEBA_HUB_CONFIG = "img_align+identity+attr"
 CELEBA_SPLITS = {"train": 0, "valid": 1, "test": 2}
-CHEXPERT_FINDINGS = ("No Finding", "Enlarged Cardiomediastinum", "Cardiomegaly", "Lung Opacity", "Lung Lesion",
-                     "Edema", "Consolidation", "Pneumonia", "Atelectasis", "Pneumothorax", "Pleural Effusion",
-                     "Pleural Other", "Fracture", "Support Devices")
+CHEXPERT_FINDINGS = (
+    "No Finding",
+    "Enlarged Cardiomediastinum",
+    "Cardiomegaly",
+    "Lung Opacity",
+    "Lung Lesion",
+    "Edema",
+    "Consolidation",
+    "Pneumonia",
+    "Atelectasis",
+    "Pneumothorax",
+    "Pleural Effusion",
+    "Pleural Other",
+    "Fracture",
+    "Support Devices",
+)
 #: the five findings of the paper's Tables 2 and 4 (the CheXpert competition tasks)
 CHEXPERT_FIVE = ("Cardiomegaly", "Edema", "Consolidation", "Atelectasis", "Pleural Effusion")
 UNCERTAIN_POLICIES = ("zeros", "ones", "ignore")
 
-CELEBA_HOW = ("CelebA: download the official release (img_align_celeba.zip, list_attr_celeba.txt, "
-              "list_eval_partition.txt) from https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html and give its folder "
-              "as data.root, or set data.source=hub where the Hugging Face Hub is reachable (flwrlabs/celeba)")
-CHEXPERT_HOW = ("CheXpert: register and download CheXpert-v1.0-small at "
-                "https://stanfordmlgroup.github.io/competitions/chexpert/ (Stanford AIMI), unpack it and give the folder "
-                "holding CheXpert-v1.0-small/ (or that folder itself) as data.root")
+CELEBA_HOW = (
+    "CelebA: download the official release (img_align_celeba.zip, list_attr_celeba.txt, "
+    "list_eval_partition.txt) from https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html and give its folder "
+    "as data.root, or set data.source=hub where the Hugging Face Hub is reachable (flwrlabs/celeba)"
+)
+CHEXPERT_HOW = (
+    "CheXpert: register and download CheXpert-v1.0-small at "
+    "https://stanfordmlgroup.github.io/competitions/chexpert/ (Stanford AIMI), unpack it and give the folder "
+    "holding CheXpert-v1.0-small/ (or that folder itself) as data.root"
+)
 
 
 @dataclass
@@ -95,8 +112,10 @@ def _find(root: Path, names: Sequence[str], what: str) -> Path:
             p = root / sub / name if sub else root / name
             if p.exists():
                 return p
-    raise FairmtError(f"CelebA: {what} not found under {root} (looked for {', '.join(names)} in it and in "
-                      f"Anno/, Eval/, Img/, celeba/). {CELEBA_HOW}")
+    raise FairmtError(
+        f"CelebA: {what} not found under {root} (looked for {', '.join(names)} in it and in "
+        f"Anno/, Eval/, Img/, celeba/). {CELEBA_HOW}"
+    )
 
 
 def _binary_attrs(names: Sequence[str], available: Sequence[str], what: str) -> list[str]:
@@ -110,9 +129,17 @@ def _binary_attrs(names: Sequence[str], available: Sequence[str], what: str) -> 
     return out
 
 
-def read_celeba(root: str | os.PathLike | None = None, *, source: str = "local", targets: Sequence[str] = (
-        "Attractive", "Wavy_Hair"), protected: Sequence[str] = ("Male", "Young"), splits: str | Sequence[str] = "all",
-        max_samples: int | None = None, hub_id: str = CELEBA_HUB_ID, hub_config: str = CELEBA_HUB_CONFIG) -> ImageData:
+def read_celeba(
+    root: str | os.PathLike | None = None,
+    *,
+    source: str = "local",
+    targets: Sequence[str] = ("Attractive", "Wavy_Hair"),
+    protected: Sequence[str] = ("Male", "Young"),
+    splits: str | Sequence[str] = "all",
+    max_samples: int | None = None,
+    hub_id: str = CELEBA_HUB_ID,
+    hub_config: str = CELEBA_HUB_CONFIG,
+) -> ImageData:
     """CelebA with probe ``targets`` and evaluation-only ``protected`` attributes (names as in
     ``list_attr_celeba.txt``, case-insensitive). ``splits``: ``all`` (202,599 images: the set the paper clusters, its
     Table 3 total) or some of ``train``/``valid``/``test`` (the official partition). ``max_samples`` keeps the first N
@@ -207,9 +234,13 @@ def _read_celeba_hub(hub_id, hub_config, parts, targets, protected, max_samples)
         return (v > 0).astype(np.int64)  # bool or ±1 or 0/1
 
     return ImageData(
-        name="celeba", dataset=ds.select_columns(["image"]),
-        targets={c: binary(cols[c]) for c in t_names}, groups={c: binary(cols[c]) for c in g_names},
-        group_names={c: [f"not {c}", c] for c in g_names}, partition=partition, source=f"hub:{hub_id}/{hub_config}",
+        name="celeba",
+        dataset=ds.select_columns(["image"]),
+        targets={c: binary(cols[c]) for c in t_names},
+        groups={c: binary(cols[c]) for c in g_names},
+        group_names={c: [f"not {c}", c] for c in g_names},
+        partition=partition,
+        source=f"hub:{hub_id}/{hub_config}",
     )
 
 
@@ -218,12 +249,22 @@ def _chexpert_folder(root: Path) -> Path:
     for cand in (root, root / "CheXpert-v1.0-small", root / "CheXpert-v1.0"):
         if (cand / "train.csv").is_file() or (cand / "valid.csv").is_file():
             return cand
-    raise FairmtError(f"CheXpert: no train.csv or valid.csv in {root} or its CheXpert-v1.0-small/ folder. {CHEXPERT_HOW}")
+    raise FairmtError(
+        f"CheXpert: no train.csv or valid.csv in {root} or its CheXpert-v1.0-small/ folder. {CHEXPERT_HOW}"
+    )
 
 
-def read_chexpert(root: str | os.PathLike | None, *, findings: Sequence[str] = CHEXPERT_FIVE,
-                  uncertain: str = "zeros", protected: Sequence[str] = ("Sex", "Age"), splits: str | Sequence[str] = "all",
-                  frontal_only: bool = False, age_threshold: int = 60, max_samples: int | None = None) -> ImageData:
+def read_chexpert(
+    root: str | os.PathLike | None,
+    *,
+    findings: Sequence[str] = CHEXPERT_FIVE,
+    uncertain: str = "zeros",
+    protected: Sequence[str] = ("Sex", "Age"),
+    splits: str | Sequence[str] = "all",
+    frontal_only: bool = False,
+    age_threshold: int = 60,
+    max_samples: int | None = None,
+) -> ImageData:
     """CheXpert-v1.0-small from a local folder (the official layout). ``splits``: ``all`` = ``train.csv`` +
     ``valid.csv`` (223,414 + 234 = 223,648 images: the paper's Table 3 total) or one of them. ``findings`` become
     probe targets with the ``uncertain`` policy; ``protected``: ``Sex`` (Female 0, Male 1, Unknown −1) and ``Age``
@@ -253,8 +294,9 @@ def read_chexpert(root: str | os.PathLike | None, *, findings: Sequence[str] = C
         csv_path = folder / f"{split}.csv"
         if not csv_path.is_file():
             raise FairmtError(f"CheXpert: {csv_path} not found. {CHEXPERT_HOW}")
-        _, rows = csv_dict_rows(csv_path, "CheXpert label", required=("Path", "Sex", "Age", "Frontal/Lateral",
-                                                                      *findings))
+        _, rows = csv_dict_rows(
+            csv_path, "CheXpert label", required=("Path", "Sex", "Age", "Frontal/Lateral", *findings)
+        )
         for line, row in rows:
             if frontal_only and row["Frontal/Lateral"] != "Frontal":
                 n_frontal_dropped += 1
@@ -291,16 +333,23 @@ def read_chexpert(root: str | os.PathLike | None, *, findings: Sequence[str] = C
     notes = [f"uncertain labels: U-{uncertain.capitalize()}"]
     for attr, bad in (("Age", bad_age), ("Sex", bad_sex)):
         if bad and attr in protected:
-            note = (f"{len(bad)} rows have an unreadable {attr} (first: line {bad[0][0]}, {bad[0][1]!r}): their {attr} "
-                    "group is unknown (-1) and they are left out of its fairness numbers")
+            note = (
+                f"{len(bad)} rows have an unreadable {attr} (first: line {bad[0][0]}, {bad[0][1]!r}): their {attr} "
+                "group is unknown (-1) and they are left out of its fairness numbers"
+            )
             notes.append(note)
             warnings.warn(f"CheXpert {csv_path.name}: {note}", stacklevel=2)
     if n_frontal_dropped:
         notes.append(f"{n_frontal_dropped} lateral views dropped (frontal_only)")
     return ImageData(
-        name="chexpert", dataset=Dataset.from_dict({"path": paths[:n]}),
-        targets={f: np.asarray(v[:n], dtype=np.int64) for f, v in labels.items()}, groups=groups, group_names=names,
-        partition=np.asarray(partition[:n]), source=str(folder), notes=notes,
+        name="chexpert",
+        dataset=Dataset.from_dict({"path": paths[:n]}),
+        targets={f: np.asarray(v[:n], dtype=np.int64) for f, v in labels.items()},
+        groups=groups,
+        group_names=names,
+        partition=np.asarray(partition[:n]),
+        source=str(folder),
+        notes=notes,
     )
 
 
@@ -342,9 +391,14 @@ def synthetic_shapes(n: int = 300, minority_fraction: float = 0.2, image_size: i
         base = np.array([220, 60, 40]) if colour[i] == 0 else np.array([40, 80, 220])
         img[mask] = base + rng.normal(0, 15, 3)
         rows.append({"pixels": np.clip(img, 0, 255).astype(np.uint8)})
-    return ImageData(name="synthetic_shapes", dataset=rows, targets={"shape": shape.astype(np.int64)},
-                     groups={"colour": colour}, group_names={"colour": ["majority", "minority"]},
-                     source=f"synthetic_shapes(n={n}, minority_fraction={minority_fraction}, seed={seed})")
+    return ImageData(
+        name="synthetic_shapes",
+        dataset=rows,
+        targets={"shape": shape.astype(np.int64)},
+        groups={"colour": colour},
+        group_names={"colour": ["majority", "minority"]},
+        source=f"synthetic_shapes(n={n}, minority_fraction={minority_fraction}, seed={seed})",
+    )
 
 
 # ---------------------------------------------------------------------------------------------- collation, views
@@ -449,15 +503,31 @@ class SimCLRAugmentation:
         probability of 0 turns one off.
     """
 
-    def __init__(self, mean: Sequence[float], std: Sequence[float], crop_scale: Sequence[float] = (0.08, 1.0),
-                 flip_p: float = 0.5, jitter: Sequence[float] = (0.8, 0.8, 0.8, 0.2), jitter_p: float = 0.8,
-                 grayscale_p: float = 0.2, blur_p: float = 0.5, blur_sigma: Sequence[float] = (0.1, 2.0),
-                 blur_kernel_fraction: float = 0.1):
+    def __init__(
+        self,
+        mean: Sequence[float],
+        std: Sequence[float],
+        crop_scale: Sequence[float] = (0.08, 1.0),
+        flip_p: float = 0.5,
+        jitter: Sequence[float] = (0.8, 0.8, 0.8, 0.2),
+        jitter_p: float = 0.8,
+        grayscale_p: float = 0.2,
+        blur_p: float = 0.5,
+        blur_sigma: Sequence[float] = (0.1, 2.0),
+        blur_kernel_fraction: float = 0.1,
+    ):
         import kornia.augmentation as K
 
-        self.settings = dict(crop_scale=list(crop_scale), flip_p=flip_p, jitter=list(jitter), jitter_p=jitter_p,
-                             grayscale_p=grayscale_p, blur_p=blur_p, blur_sigma=list(blur_sigma),
-                             blur_kernel_fraction=blur_kernel_fraction)
+        self.settings = dict(
+            crop_scale=list(crop_scale),
+            flip_p=flip_p,
+            jitter=list(jitter),
+            jitter_p=jitter_p,
+            grayscale_p=grayscale_p,
+            blur_p=blur_p,
+            blur_sigma=list(blur_sigma),
+            blur_kernel_fraction=blur_kernel_fraction,
+        )
         self.norm = K.Normalize(mean=list(mean), std=list(std))
         self._pipelines: dict[tuple[int, int], Any] = {}
 
@@ -491,5 +561,16 @@ class SimCLRAugmentation:
         return self.norm.to(x.device)(x)
 
 
-__all__ = ["CELEBA_HUB_ID", "CHEXPERT_FIVE", "CHEXPERT_FINDINGS", "ImageCollator", "ImageData", "SimCLRAugmentation",
-           "load_image", "processor_stats", "read_celeba", "read_chexpert", "synthetic_shapes"]
+__all__ = [
+    "CELEBA_HUB_ID",
+    "CHEXPERT_FIVE",
+    "CHEXPERT_FINDINGS",
+    "ImageCollator",
+    "ImageData",
+    "SimCLRAugmentation",
+    "load_image",
+    "processor_stats",
+    "read_celeba",
+    "read_chexpert",
+    "synthetic_shapes",
+]

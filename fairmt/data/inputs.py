@@ -66,15 +66,20 @@ def parse_yaml(text: str, source: str | Path, what: str = "recipe") -> Any:
         for event in yaml.parse(text, Loader=loader):
             tag = getattr(event, "tag", None)
             if tag is not None and tag not in _YAML_TAGS:
-                raise refuse(f"uses the YAML tag {tag.replace('tag:yaml.org,2002:', '!!')}: fairmt reads plain YAML "
-                             "values only (no tags); write the value itself", event.start_mark)
+                raise refuse(
+                    f"uses the YAML tag {tag.replace('tag:yaml.org,2002:', '!!')}: fairmt reads plain YAML "
+                    "values only (no tags); write the value itself",
+                    event.start_mark,
+                )
             size = None
             if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
                 sizes.append([1, event.anchor])
                 total += 1
                 if len(sizes) > MAX_NESTING:
-                    raise refuse(f"nests lists or mappings more than {MAX_NESTING} levels deep; a {what} needs a "
-                                 "few", event.start_mark)
+                    raise refuse(
+                        f"nests lists or mappings more than {MAX_NESTING} levels deep; a {what} needs a few",
+                        event.start_mark,
+                    )
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 size, anchor = sizes.pop()
                 if anchor is not None:
@@ -90,15 +95,18 @@ def parse_yaml(text: str, source: str | Path, what: str = "recipe") -> Any:
             if size is not None and sizes:
                 sizes[-1][0] += size
             if total > MAX_DOCUMENT_NODES:
-                raise refuse(f"expands to more than {MAX_DOCUMENT_NODES:,} values through its aliases (*name): "
-                             "an alias bomb?", getattr(event, "start_mark", None))
+                raise refuse(
+                    f"expands to more than {MAX_DOCUMENT_NODES:,} values through its aliases (*name): an alias bomb?",
+                    getattr(event, "start_mark", None),
+                )
         return yaml.safe_load(text)  # checked above: no tag, no bomb, no deep nesting
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or " ".join(str(err).split())
         if "maximum nesting depth" in str(problem):  # libyaml's own limit, met while it scans ahead
-            raise refuse(f"nests lists or mappings more than {MAX_NESTING} levels deep; a {what} needs a few",
-                         mark) from None
+            raise refuse(
+                f"nests lists or mappings more than {MAX_NESTING} levels deep; a {what} needs a few", mark
+            ) from None
         raise refuse(f"is not valid YAML: {' '.join(str(problem).split())}", mark) from None
     except RecursionError:
         raise refuse("nests lists or mappings too deep to read") from None
@@ -109,8 +117,9 @@ def parse_json(text: str, source: str | Path, what: str = "JSON") -> Any:
     try:
         return json.loads(text)
     except RecursionError:
-        raise FairmtError(f"{source}: the {what} nests arrays or objects too deep to read; it is not the file "
-                          "fairmt expects") from None
+        raise FairmtError(
+            f"{source}: the {what} nests arrays or objects too deep to read; it is not the file fairmt expects"
+        ) from None
 
 
 def line_limit() -> int:
@@ -124,12 +133,17 @@ def line_limit() -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise FairmtError(f"FAIRMT_MAX_LINE_CHARS={raw!r}: give a whole number of characters (0: no limit), or unset it")
+        raise FairmtError(
+            f"FAIRMT_MAX_LINE_CHARS={raw!r}: give a whole number of characters (0: no limit), or unset it"
+        )
     return value
 
+
 _WIDE_BOMS = (
-    (codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),  # before UTF-16: UTF-32 LE starts with FF FE
-    (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"),
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),  # before UTF-16: UTF-32 LE starts with FF FE
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
 )
 
 
@@ -159,8 +173,9 @@ def input_dir(path: str | Path, what: str = "input") -> Path:
     return p
 
 
-def read_text(path: str | Path, what: str = "input", *, allow_empty: bool = False,
-              max_line_chars: int | None = None) -> str:
+def read_text(
+    path: str | Path, what: str = "input", *, allow_empty: bool = False, max_line_chars: int | None = None
+) -> str:
     """The whole file as text with ``\\n`` line ends (see the module docstring for what is refused)."""
     p = input_path(path, what)
     try:
@@ -174,7 +189,7 @@ def read_text(path: str | Path, what: str = "input", *, allow_empty: bool = Fals
                 f"(e.g. iconv -f {name} -t UTF-8 {p} > {p.stem}.utf8{p.suffix})"
             )
     if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
+        data = data[len(codecs.BOM_UTF8) :]
     nul = data.find(b"\x00")
     if nul >= 0:
         raise FairmtError(
@@ -203,8 +218,14 @@ def read_text(path: str | Path, what: str = "input", *, allow_empty: bool = Fals
     return text
 
 
-def read_lines(path: str | Path, what: str = "input", *, expected: int | None = None, allow_blank: bool = False,
-               allow_empty: bool = False) -> list[str]:
+def read_lines(
+    path: str | Path,
+    what: str = "input",
+    *,
+    expected: int | None = None,
+    allow_blank: bool = False,
+    allow_empty: bool = False,
+) -> list[str]:
     """The file's lines (a final newline does not make an extra line).
 
     ``allow_blank=False`` refuses blank lines (a line must hold something); ``expected`` refuses another line count,
@@ -220,14 +241,13 @@ def read_lines(path: str | Path, what: str = "input", *, expected: int | None = 
                 raise FairmtError(f"{path}:{i}: empty line in the {what} file; every line must hold one entry")
     if expected is not None and len(lines) != expected:
         where = f"line {expected + 1} is extra" if len(lines) > expected else f"it ends after line {len(lines)}"
-        raise FairmtError(
-            f"{path}: the {what} file has {len(lines)} lines but {expected} are expected ({where})"
-        )
+        raise FairmtError(f"{path}: the {what} file has {len(lines)} lines but {expected} are expected ({where})")
     return lines
 
 
-def iter_json_lines(lines: Iterable[str], source: str | Path, hint: str = "", *,
-                    ends_with_newline: bool = True) -> Iterator[tuple[int, Any]]:
+def iter_json_lines(
+    lines: Iterable[str], source: str | Path, hint: str = "", *, ends_with_newline: bool = True
+) -> Iterator[tuple[int, Any]]:
     """``(line number, object)`` for every non-blank line; a line that is not JSON raises ``source:line: ...``.
 
     ``ends_with_newline=False`` (the file's last byte is not a newline) turns a parse error on the last line into
@@ -261,15 +281,21 @@ def read_json(path: str | Path, what: str = "JSON", expect: type | tuple[type, .
     try:
         data = parse_json(text, path, f"{what} file")
     except json.JSONDecodeError as err:
-        raise FairmtError(f"{path}:{err.lineno}: the {what} file is not valid JSON ({err.msg}, column {err.colno})") from None
+        raise FairmtError(
+            f"{path}:{err.lineno}: the {what} file is not valid JSON ({err.msg}, column {err.colno})"
+        ) from None
     if expect is not None and not isinstance(data, expect):
         names = " or ".join(t.__name__ for t in (expect if isinstance(expect, tuple) else (expect,)))
-        raise FairmtError(f"{path}: the {what} file must hold a JSON {names.replace('dict', 'object').replace('list', 'array')}, "
-                          f"not {type(data).__name__}")
+        raise FairmtError(
+            f"{path}: the {what} file must hold a JSON {names.replace('dict', 'object').replace('list', 'array')}, "
+            f"not {type(data).__name__}"
+        )
     return data
 
 
-def csv_dict_rows(path: str | Path, what: str, required: Iterable[str] = (), **reader_kwargs) -> tuple[list[str], Iterator[tuple[int, dict]]]:
+def csv_dict_rows(
+    path: str | Path, what: str, required: Iterable[str] = (), **reader_kwargs
+) -> tuple[list[str], Iterator[tuple[int, dict]]]:
     """``(field names, iterator of (line number, row))`` of a CSV/TSV file with a header; missing required columns
     are refused. Line numbers count the header as line 1 (rows of one physical line each)."""
     text = read_text(path, what)

@@ -35,7 +35,7 @@ def read_jsonl(path: str | Path, src_lang: str = "en", tgt_lang: str = "de", key
             s, t = (pair[next((k for k in keys[lang] if k in pair), lang)] for lang in (src_lang, tgt_lang))
         except (KeyError, TypeError) as err:
             raise FairmtError(
-                f"{path}:{n}: expected {{\"translation\": {{{spelt[src_lang]}: ..., {spelt[tgt_lang]}: ...}}}} ({err!r})"
+                f'{path}:{n}: expected {{"translation": {{{spelt[src_lang]}: ..., {spelt[tgt_lang]}: ...}}}} ({err!r})'
             ) from None
         if not isinstance(s, str) or not isinstance(t, str):
             raise FairmtError(f"{path}:{n}: the {src_lang!r} and {tgt_lang!r} texts must be strings")
@@ -74,7 +74,9 @@ def read_aligned_files(src_path: str | Path, tgt_path: str | Path):
     return _dataset(src, tgt)
 
 
-def from_hf_dataset(dataset, src_lang: str = "en", tgt_lang: str = "de", src_column: str | None = None, tgt_column: str | None = None):
+def from_hf_dataset(
+    dataset, src_lang: str = "en", tgt_lang: str = "de", src_column: str | None = None, tgt_column: str | None = None
+):
     """A ``datasets.Dataset`` with a ``translation`` column (dicts by language) or two text columns."""
     cols = dataset.column_names
     if src_column and tgt_column:
@@ -88,8 +90,14 @@ def from_hf_dataset(dataset, src_lang: str = "en", tgt_lang: str = "de", src_col
     return _dataset([p[src_lang] for p in pairs], [p[tgt_lang] for p in pairs])
 
 
-def read_parallel(path_or_name: str | Path, src_lang: str = "en", tgt_lang: str = "de", split: str = "train",
-                  key_aliases: dict[str, str] | None = None, **kw):
+def read_parallel(
+    path_or_name: str | Path,
+    src_lang: str = "en",
+    tgt_lang: str = "de",
+    split: str = "train",
+    key_aliases: dict[str, str] | None = None,
+    **kw,
+):
     """Read parallel data by file extension (``.jsonl``/``.json``, ``.tsv``) or as a Hugging Face dataset name
     (``key_aliases``: see :func:`read_jsonl`)."""
     p = Path(path_or_name)

@@ -75,7 +75,10 @@ def has_symbols(text: str) -> bool:
     """Whether ``text`` holds emoji or pictographs, or the joiners and selectors of their sequences."""
     return not text.isascii() and _SYMBOL.search(text) is not None
 
-SPACE_SEPARATORS = "\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+
+SPACE_SEPARATORS = (
+    "\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 """Unicode's space separators (categories Zs, Zl, Zp) other than " " — a fixed list, checked against
 ``unicodedata`` by ``tests/data/test_text_normalisation.py``."""
 # every character the rule changes besides decomposed text, as one class: clean non-ASCII text (German, Russian,

@@ -105,12 +105,28 @@ def collect_word_sentences(
             elif first_target is None and w in target_set:
                 first_target = m
         if len(first_attr) == 1:
-            (group, m), = first_attr.items()
-            rows.append({"text": text, "role": "attribute", "group": group, "word": m.group(0).lower(),
-                         "start": m.start(), "end": m.end()})
+            ((group, m),) = first_attr.items()
+            rows.append(
+                {
+                    "text": text,
+                    "role": "attribute",
+                    "group": group,
+                    "word": m.group(0).lower(),
+                    "start": m.start(),
+                    "end": m.end(),
+                }
+            )
         if first_target is not None:
-            rows.append({"text": text, "role": "target", "group": "", "word": first_target.group(0).lower(),
-                         "start": first_target.start(), "end": first_target.end()})
+            rows.append(
+                {
+                    "text": text,
+                    "role": "target",
+                    "group": "",
+                    "word": first_target.group(0).lower(),
+                    "start": first_target.start(),
+                    "end": first_target.end(),
+                }
+            )
     if max_per_word is not None:
         random.Random(seed).shuffle(rows)
         seen: dict[tuple[str, str], int] = {}
@@ -168,9 +184,17 @@ class WordSentenceCollator:
 
         for key in ("text", "role", "group", "start", "end"):
             if any(key not in r for r in rows):
-                raise FairmtError(f"word-sentence row without {key!r}: use fairmt.data.word_sentences.collect_word_sentences")
-        enc = self.tokenizer([r["text"] for r in rows], padding=True, truncation=True, max_length=self.max_length,
-                             return_offsets_mapping=True, return_tensors="pt")
+                raise FairmtError(
+                    f"word-sentence row without {key!r}: use fairmt.data.word_sentences.collect_word_sentences"
+                )
+        enc = self.tokenizer(
+            [r["text"] for r in rows],
+            padding=True,
+            truncation=True,
+            max_length=self.max_length,
+            return_offsets_mapping=True,
+            return_tensors="pt",
+        )
         offsets = enc.pop("offset_mapping")
         start = torch.tensor([int(r["start"]) for r in rows])[:, None]
         end = torch.tensor([int(r["end"]) for r in rows])[:, None]
@@ -184,5 +208,9 @@ class WordSentenceCollator:
                 group_index.append(self.groups.index(r["group"]))
             else:
                 raise FairmtError(f"row group {r['group']!r} is not one of {self.groups}")
-        return {**enc, "word_mask": word_mask, "is_target": torch.tensor([r["role"] == "target" for r in rows]),
-                "group_index": torch.tensor(group_index)}
+        return {
+            **enc,
+            "word_mask": word_mask,
+            "is_target": torch.tensor([r["role"] == "target" for r in rows]),
+            "group_index": torch.tensor(group_index),
+        }

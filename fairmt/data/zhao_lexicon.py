@@ -60,7 +60,9 @@ def read_swaps(folder: str | Path | None = None) -> dict[str, str]:
     for name, both in zip(FILES, (False, True)):
         path = Path(folder) / name
         if not path.is_file():
-            raise FairmtError(f"Zhao et al.'s word list {path} not found: fetch it with `fairmt data download lexicons`")
+            raise FairmtError(
+                f"Zhao et al.'s word list {path} not found: fetch it with `fairmt data download lexicons`"
+            )
         for line in path.read_text(encoding="utf-8").splitlines():
             fields = line.split("\t")
             if len(fields) < 2 or not fields[-2].strip() or not fields[-1].strip():
@@ -140,7 +142,7 @@ class WordListLexicon:
             new = ("him" if _stands_alone(text, m.end()) else "his") if word == "her" else self.swaps.get(word)
             if new is None:
                 continue
-            out.append(text[last:m.start()])
+            out.append(text[last : m.start()])
             out.append(_match_case(m.group(0), new))
             last = m.end()
         out.append(text[last:])

@@ -191,11 +191,32 @@ class ClassificationResult:
         """JSON-ready dict (fractions, as the attributes)."""
         return dataclasses.asdict(self)
 
-    PERCENT_FIELDS = ("accuracy", "f1", "macro_f1", "micro_f1", "auc", "gap", "ppr_gap", "fpr_gap", "delta_eo",
-                      "delta_tpr", "delta_fpr", "leakage_h", "leakage_yhat", "demographic_parity_difference",
-                      "equalized_odds_difference", "equalized_odds_difference_mean")
-    FAIRLEARN_FIELDS = ("demographic_parity_difference", "demographic_parity_ratio", "equalized_odds_difference",
-                        "equalized_odds_difference_mean", "equalized_odds_ratio", "equalized_odds_ratio_mean")
+    PERCENT_FIELDS = (
+        "accuracy",
+        "f1",
+        "macro_f1",
+        "micro_f1",
+        "auc",
+        "gap",
+        "ppr_gap",
+        "fpr_gap",
+        "delta_eo",
+        "delta_tpr",
+        "delta_fpr",
+        "leakage_h",
+        "leakage_yhat",
+        "demographic_parity_difference",
+        "equalized_odds_difference",
+        "equalized_odds_difference_mean",
+    )
+    FAIRLEARN_FIELDS = (
+        "demographic_parity_difference",
+        "demographic_parity_ratio",
+        "equalized_odds_difference",
+        "equalized_odds_difference_mean",
+        "equalized_odds_ratio",
+        "equalized_odds_ratio_mean",
+    )
 
     def to_percent_dict(self) -> dict[str, Any]:
         """:meth:`to_dict` on fairmt's reporting scale, as every other evaluator and the papers (Table 1 of Shen et
@@ -386,8 +407,9 @@ def positive_prediction_rates(
 SEP = "|"
 
 
-def intersectional_groups(groups: Any, group_values: Sequence | None = None
-                          ) -> tuple[np.ndarray, list[str] | None, list[str] | None]:
+def intersectional_groups(
+    groups: Any, group_values: Sequence | None = None
+) -> tuple[np.ndarray, list[str] | None, list[str] | None]:
     """Cross-product group keys of several protected attributes.
 
     ``groups``: a sequence of tuples / an (n, k) array (attributes ``a0 … a{k-1}``) or a mapping
@@ -407,20 +429,24 @@ def intersectional_groups(groups: Any, group_values: Sequence | None = None
             raise FairmtError("groups is an empty mapping: give at least one protected attribute")
         lengths = {len(c) for c in cols}
         if len(lengths) != 1:
-            raise FairmtError(f"the protected attributes have different lengths: "
-                              f"{dict(zip(names, (len(c) for c in cols)))}")
+            raise FairmtError(
+                f"the protected attributes have different lengths: {dict(zip(names, (len(c) for c in cols)))}"
+            )
         rows = list(zip(*cols))
     else:
         try:
             arr = np.asarray(groups, dtype=object)
         except ValueError:
-            raise FairmtError("groups must be one value per example, or one tuple of the same length per example "
-                              "(intersectional groups)") from None
+            raise FairmtError(
+                "groups must be one value per example, or one tuple of the same length per example "
+                "(intersectional groups)"
+            ) from None
         if arr.ndim == 1 and not (len(arr) and isinstance(arr[0], (tuple, list))):
             return groups, (None if group_values is None else list(group_values)), None
         if arr.ndim != 2:
-            raise FairmtError("intersectional groups must hold one tuple of the same length per example, got ragged "
-                              "or nested values")
+            raise FairmtError(
+                "intersectional groups must hold one tuple of the same length per example, got ragged or nested values"
+            )
         rows = [tuple(r) for r in arr.tolist()]
         names = [f"a{i}" for i in range(arr.shape[1])]
     if not rows:
@@ -428,8 +454,10 @@ def intersectional_groups(groups: Any, group_values: Sequence | None = None
     for r in rows:
         for v in r:
             if SEP in str(v):
-                raise FairmtError(f"a protected-attribute value holds {SEP!r} ({v!r}), the separator of "
-                                  "intersectional group keys; rename it")
+                raise FairmtError(
+                    f"a protected-attribute value holds {SEP!r} ({v!r}), the separator of "
+                    "intersectional group keys; rename it"
+                )
     k = len(names)
     if any(len(r) != k for r in rows):
         raise FairmtError(f"every example needs one value per protected attribute ({k})")
@@ -529,11 +557,15 @@ def _logit_features(value: Any, name: str, n: int | None, classes: Sequence) -> 
     if X.ndim != 2:
         raise FairmtError(f"{name} must be (n, {k}) logits (one column per class), got shape {np.shape(value)}")
     if X.shape[1] == 1 and k > 2:
-        raise FairmtError(f"{name} has one column (shape {np.shape(value)}), but the task has {k} classes: give one "
-                          f"logit per class, (n, {k}); a single column is read as a sigmoid logit for two classes only")
+        raise FairmtError(
+            f"{name} has one column (shape {np.shape(value)}), but the task has {k} classes: give one "
+            f"logit per class, (n, {k}); a single column is read as a sigmoid logit for two classes only"
+        )
     if 1 < X.shape[1] < k:
-        raise FairmtError(f"{name} has {X.shape[1]} columns (shape {np.shape(value)}) for {k} classes: give one logit "
-                          f"per class, (n, {k})")
+        raise FairmtError(
+            f"{name} has {X.shape[1]} columns (shape {np.shape(value)}) for {k} classes: give one logit "
+            f"per class, (n, {k})"
+        )
     if n is not None and len(X) != n:
         raise FairmtError(f"{name} has {len(X)} rows (shape {np.shape(value)}) for {n} examples")
     return X
@@ -548,8 +580,9 @@ def _one_hot(values: np.ndarray, classes: Sequence) -> np.ndarray:
     return out
 
 
-def _signature(eo_classes: str, positive: str | None, auc: bool, leak: str | None, C: float, n_attributes: int = 1
-               ) -> str:
+def _signature(
+    eo_classes: str, positive: str | None, auc: bool, leak: str | None, C: float, n_attributes: int = 1
+) -> str:
     eo = "pos" if eo_classes == "positive" else "all"
     f1 = f"pos={positive}+macro" if positive is not None else "macro+micro"
     sig = f"fairmt-cls:v{METRICS_VERSION}|gap:rms-sumabs|eo:{eo}|f1:{f1}"
@@ -581,11 +614,14 @@ def fairlearn_forms(tpr: np.ndarray, fpr: np.ndarray, selection: np.ndarray) -> 
     def agg(a: float | None, b: float | None, how) -> float | None:
         return None if a is None or b is None else float(how(a, b))
 
-    return {"demographic_parity_difference": dp_d, "demographic_parity_ratio": dp_r,
-            "equalized_odds_difference": agg(t_d, f_d, max),
-            "equalized_odds_difference_mean": agg(t_d, f_d, lambda a, b: (a + b) / 2),
-            "equalized_odds_ratio": agg(t_r, f_r, min),
-            "equalized_odds_ratio_mean": agg(t_r, f_r, lambda a, b: (a + b) / 2)}
+    return {
+        "demographic_parity_difference": dp_d,
+        "demographic_parity_ratio": dp_r,
+        "equalized_odds_difference": agg(t_d, f_d, max),
+        "equalized_odds_difference_mean": agg(t_d, f_d, lambda a, b: (a + b) / 2),
+        "equalized_odds_ratio": agg(t_r, f_r, min),
+        "equalized_odds_ratio_mean": agg(t_r, f_r, lambda a, b: (a + b) / 2),
+    }
 
 
 # ---------------------------------------------------------------------------------------------------- main API
@@ -656,9 +692,15 @@ def classification_metrics(
 
     hidden, logits, train_hidden, train_logits, scores = (  # a generator is read once, here
         list(v) if v is not None and not hasattr(v, "__len__") and hasattr(v, "__iter__") else v
-        for v in (hidden, logits, train_hidden, train_logits, scores))
-    for name, value in (("hidden", hidden), ("logits", logits), ("train_hidden", train_hidden),
-                        ("train_logits", train_logits), ("scores", scores)):
+        for v in (hidden, logits, train_hidden, train_logits, scores)
+    )
+    for name, value in (
+        ("hidden", hidden),
+        ("logits", logits),
+        ("train_hidden", train_hidden),
+        ("train_logits", train_logits),
+        ("scores", scores),
+    ):
         if value is not None:
             finite_array(value, name)
     notes = _Notes(strict)
@@ -704,7 +746,8 @@ def classification_metrics(
             positive = matches[0]
     elif positive_class is not None:
         raise FairmtError(
-            f"positive_class is for a two-class task; this one has {len(classes)} classes (macro/micro-F1 are given)")
+            f"positive_class is for a two-class task; this one has {len(classes)} classes (macro/micro-F1 are given)"
+        )
     present = sorted(set(g.tolist()), key=str)
     if group_values is None:
         group_values = present
@@ -719,8 +762,7 @@ def classification_metrics(
         group_values = [a for a in group_values if a in present]
     if len(group_values) < 2:
         raise FairmtError(
-            f"fairness metrics need at least two groups in the split, found {group_values}; "
-            "check the group column"
+            f"fairness metrics need at least two groups in the split, found {group_values}; check the group column"
         )
 
     from sklearn.metrics import f1_score
@@ -736,8 +778,10 @@ def classification_metrics(
     result_notes: list[str] = []
     gold_classes = sorted(set(y.tolist()), key=str)
     if len(gold_classes) < 2:  # GAP and ΔEO compare recall across groups: with one class there is nothing to compare
-        result_notes.append(f"{ONE_CLASS}: the gold labels hold the class {gold_classes[0]!r} only, so GAP and ΔEO "
-                            "measure nothing (0 whenever every prediction is that class)")
+        result_notes.append(
+            f"{ONE_CLASS}: the gold labels hold the class {gold_classes[0]!r} only, so GAP and ΔEO "
+            "measure nothing (0 whenever every prediction is that class)"
+        )
     auc = _auc(y, scores, classes, positive, n, result_notes)
 
     tpr_g, fpr_g, tpr_all, fpr_all = rates_by_group(y, p, g, classes, group_values)
@@ -771,8 +815,10 @@ def classification_metrics(
                 result_notes.append(f"{k} is None: a rate is 0 for every group (min / max undefined)")
     else:
         fl = dict.fromkeys(ClassificationResult.FAIRLEARN_FIELDS)
-        result_notes.append(f"fairlearn's demographic parity and equalized odds forms are for a two-class task "
-                            f"(pos_label); this one has {len(classes)} classes: not computed")
+        result_notes.append(
+            f"fairlearn's demographic parity and equalized odds forms are for a two-class task "
+            f"(pos_label); this one has {len(classes)} classes: not computed"
+        )
 
     eo_mask = np.ones(len(classes), dtype=bool)
     effective_eo = "positive" if (eo_classes == "positive" and positive is not None) else "all"
@@ -787,8 +833,12 @@ def classification_metrics(
         if have_train and train_hidden is None:
             raise FairmtError("leakage@h with a training split needs train_hidden as well as hidden")
         leak_h, protocol = leakage(
-            hidden, g, train_features=train_hidden if have_train else None,
-            train_groups=train_groups if have_train else None, C=svm_C, seed=seed,
+            hidden,
+            g,
+            train_features=train_hidden if have_train else None,
+            train_groups=train_groups if have_train else None,
+            C=svm_C,
+            seed=seed,
         )
     if leakage_yhat is None:
         leakage_yhat = hidden is not None or logits is not None or have_train
@@ -802,8 +852,12 @@ def classification_metrics(
         if have_train and tfeats is None:
             raise FairmtError("leakage@ŷ with a training split needs train_preds (or train_logits)")
         leak_y, protocol_y = leakage(
-            feats, g, train_features=tfeats if have_train else None,
-            train_groups=train_groups if have_train else None, C=svm_C, seed=seed,
+            feats,
+            g,
+            train_features=tfeats if have_train else None,
+            train_groups=train_groups if have_train else None,
+            C=svm_C,
+            seed=seed,
         )
         protocol = protocol or protocol_y
 
@@ -839,8 +893,14 @@ def classification_metrics(
         groups=[key(a) for a in group_values],
         warnings=notes.items,
         notes=result_notes + result_notes_pending,
-        signature=_signature(effective_eo, None if positive is None else key(positive), auc is not None, protocol,
-                             svm_C, len(attributes) if attributes else 1),
+        signature=_signature(
+            effective_eo,
+            None if positive is None else key(positive),
+            auc is not None,
+            protocol,
+            svm_C,
+            len(attributes) if attributes else 1,
+        ),
     )
 
 
@@ -851,35 +911,44 @@ ONE_CLASS = "GAP and ΔEO not meaningful"
 def _auc(y: np.ndarray, scores: Any, classes: list, positive: Any, n: int, notes: list[str]) -> float | None:
     """AUC-ROC from class probabilities (see the module docstring); ``None`` with a note when it cannot be had."""
     if scores is None:
-        notes.append("auc not computed: the predictions carry no scores (give each a 'score': the probability of "
-                     "the positive class, or per-class probabilities)")
+        notes.append(
+            "auc not computed: the predictions carry no scores (give each a 'score': the probability of "
+            "the positive class, or per-class probabilities)"
+        )
         return None
     from sklearn.metrics import roc_auc_score
 
     try:
         S = np.asarray(scores, dtype=np.float64)
     except (TypeError, ValueError):
-        raise FairmtError("scores must be numbers: (n,) positive-class probabilities or (n, K) per-class "
-                          "probabilities") from None
+        raise FairmtError(
+            "scores must be numbers: (n,) positive-class probabilities or (n, K) per-class probabilities"
+        ) from None
     k = len(classes)
     if S.ndim == 2 and S.shape == (n, 1):
         S = S[:, 0]
     ok = (S.ndim == 1 and len(S) == n and k == 2) or (S.ndim == 2 and S.shape == (n, k))
     if not ok:
         want = f"({n},) positive-class probabilities or ({n}, {k})" if k == 2 else f"({n}, {k})"
-        raise FairmtError(f"scores have shape {S.shape}; expected {want} per-class probabilities "
-                          f"(one row per prediction, one column per class in the order {classes[:10]})")
+        raise FairmtError(
+            f"scores have shape {S.shape}; expected {want} per-class probabilities "
+            f"(one row per prediction, one column per class in the order {classes[:10]})"
+        )
     if not np.all(np.isfinite(S)):
         raise FairmtError("scores hold NaN or infinite values")
     if S.ndim == 2 and k > 2 and (S.min() < 0 or S.max() > 1 or not np.allclose(S.sum(1), 1.0, atol=1e-4)):
         i = int(np.argmax(np.abs(S.sum(1) - 1.0) + (S.min(1) < 0) + (S.max(1) > 1)))
-        raise FairmtError(f"scores are not per-class probabilities: row {i + 1} is {np.round(S[i], 4).tolist()[:6]} "
-                          f"(sum {S[i].sum():.4g}); one-vs-rest AUC needs probabilities in [0, 1] that sum to 1 per row "
-                          "(apply a softmax to logits)")
+        raise FairmtError(
+            f"scores are not per-class probabilities: row {i + 1} is {np.round(S[i], 4).tolist()[:6]} "
+            f"(sum {S[i].sum():.4g}); one-vs-rest AUC needs probabilities in [0, 1] that sum to 1 per row "
+            "(apply a softmax to logits)"
+        )
     if S.min() < 0 or S.max() > 1:
-        notes.append(f"scores are not probabilities (they range over [{S.min():.4g}, {S.max():.4g}]): AUC-ROC is "
-                     "computed from their order alone (read as the positive class's logits), which a monotone "
-                     "rescaling would not change; check that they score the positive class")
+        notes.append(
+            f"scores are not probabilities (they range over [{S.min():.4g}, {S.max():.4g}]): AUC-ROC is "
+            "computed from their order alone (read as the positive class's logits), which a monotone "
+            "rescaling would not change; check that they score the positive class"
+        )
         _warnings.warn(notes[-1], stacklevel=3)
     if len(set(y.tolist())) < 2:
         notes.append("auc not computed: the gold labels of this split hold a single class")
@@ -937,8 +1006,12 @@ def _as_fraction_columns(**cols: Sequence[float] | None) -> dict[str, np.ndarray
         elif np.any(arr > 1):
             raise FairmtError(f"{name} must hold fractions in [0, 1] (divide percentages by 100), got {arr.tolist()}")
         elif np.any(arr < 0):
-            hint = (" (1 − GAP with a GAP above 1? GAP sums over groups and may exceed 1: pass gap= instead, and the "
-                    f"bounded form {BOUNDED_FAIRNESS} is used)" if name == "fairness" else "")
+            hint = (
+                " (1 − GAP with a GAP above 1? GAP sums over groups and may exceed 1: pass gap= instead, and the "
+                f"bounded form {BOUNDED_FAIRNESS} is used)"
+                if name == "fairness"
+                else ""
+            )
             raise FairmtError(f"{name} must hold fractions in [0, 1], got {arr.tolist()}{hint}")
         out[name] = arr
     lengths = {len(v) for v in out.values()}
@@ -992,15 +1065,15 @@ def tradeoff_scores(
     return [float(s) for s in score]
 
 
-TRADEOFF_DEFINITION = ("Tradeoff = 1/2·N(accuracy) + 1/4·N(1 − GAP) + 1/8·N(1 − leakage@h) + 1/8·N(1 − leakage@ŷ), "
-                       "N = division by the maximum over the compared models (Shen et al. 2022, Evaluation Metrics "
-                       f"and Table 1); a GAP above 1 (GAP sums over groups) enters as {BOUNDED_FAIRNESS}")
+TRADEOFF_DEFINITION = (
+    "Tradeoff = 1/2·N(accuracy) + 1/4·N(1 − GAP) + 1/8·N(1 − leakage@h) + 1/8·N(1 − leakage@ŷ), "
+    "N = division by the maximum over the compared models (Shen et al. 2022, Evaluation Metrics "
+    f"and Table 1); a GAP above 1 (GAP sums over groups) enters as {BOUNDED_FAIRNESS}"
+)
 """Shen et al.'s Tradeoff in words (:func:`tradeoff_scores`), printed beside every score of it."""
 
 
-def distance_to_optimum(
-    accuracy: Sequence[float], gap: Sequence[float], *, normalise: bool = False
-) -> list[float]:
+def distance_to_optimum(accuracy: Sequence[float], gap: Sequence[float], *, normalise: bool = False) -> list[float]:
     """Distance of each model's (accuracy, 1−GAP) to the optimum (1, 1); lower is better.
 
     ``DTO = sqrt((1 − acc)² + (1 − (1 − GAP))²)``. With ``normalise=True`` accuracy and the fairness are divided by
@@ -1067,16 +1140,20 @@ def performance_fairness_auc(
     ``normalise``: divide by ``1 − min performance`` of the curve (the largest area a curve could have there).
     """
     if (fairness is None) == (gap is None):
-        raise FairmtError("give either fairness (1 − GAP, in [0, 1]) or gap (any GAP-family value ≥ 0), not both or "
-                          "neither")
+        raise FairmtError(
+            "give either fairness (1 − GAP, in [0, 1]) or gap (any GAP-family value ≥ 0), not both or neither"
+        )
     if gap is not None:
         fairness = bounded_fairness(gap)
     cols = _as_fraction_columns(performance=performance, fairness=fairness)
     if interpolation not in ("linear", "constant"):
         raise FairmtError(f"interpolation must be linear or constant, got {interpolation!r}")
     perf, fair = cols["performance"], cols["fairness"]
-    front = [i for i in range(len(perf))
-             if not np.any((perf >= perf[i]) & (fair >= fair[i]) & ((perf > perf[i]) | (fair > fair[i])))]
+    front = [
+        i
+        for i in range(len(perf))
+        if not np.any((perf >= perf[i]) & (fair >= fair[i]) & ((perf > perf[i]) | (fair > fair[i])))
+    ]
     pts = sorted([(float(perf[i]), float(fair[i])) for i in front] + [(float(random_performance), 1.0)])
     if performance_threshold is not None:
         t = float(performance_threshold)
@@ -1101,11 +1178,20 @@ def performance_fairness_auc(
     if normalise and pts:
         span = 1.0 - min(p for p, _ in pts)
         area = area / span if span > 0 else 0.0
-    sig = (f"fairmt-front-auc:v{METRICS_VERSION}|pareto|anchor:{random_performance:g},1|trapz"
-           + (f"|thr:{performance_threshold:g}-{interpolation}" if performance_threshold is not None else "")
-           + ("|norm" if normalise else ""))
-    return FrontAUC(auc=area, curve=pts, front=front, random_performance=float(random_performance),
-                    performance_threshold=performance_threshold, normalised=normalise, signature=sig)
+    sig = (
+        f"fairmt-front-auc:v{METRICS_VERSION}|pareto|anchor:{random_performance:g},1|trapz"
+        + (f"|thr:{performance_threshold:g}-{interpolation}" if performance_threshold is not None else "")
+        + ("|norm" if normalise else "")
+    )
+    return FrontAUC(
+        auc=area,
+        curve=pts,
+        front=front,
+        random_performance=float(random_performance),
+        performance_threshold=performance_threshold,
+        normalised=normalise,
+        signature=sig,
+    )
 
 
 # ------------------------------------------------------------------------------------------- latent subgroups

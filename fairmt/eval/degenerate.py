@@ -36,11 +36,30 @@ from collections.abc import Sequence
 
 _REPEAT = re.compile(r"(.{1,20}?)\1{3,}", re.DOTALL)
 _SCRIPT_NAMES = {  # FLORES-200 script subtag → the first word(s) of Unicode character names in that script
-    "Latn": ("LATIN",), "Cyrl": ("CYRILLIC",), "Arab": ("ARABIC",), "Hebr": ("HEBREW",), "Deva": ("DEVANAGARI",),
-    "Grek": ("GREEK",), "Hans": ("CJK",), "Hant": ("CJK",), "Jpan": ("CJK", "HIRAGANA", "KATAKANA"),
-    "Hang": ("HANGUL",), "Ethi": ("ETHIOPIC",), "Armn": ("ARMENIAN",), "Beng": ("BENGALI",), "Geor": ("GEORGIAN",),
-    "Gujr": ("GUJARATI",), "Guru": ("GURMUKHI",), "Khmr": ("KHMER",), "Knda": ("KANNADA",), "Laoo": ("LAO",),
-    "Mlym": ("MALAYALAM",), "Mymr": ("MYANMAR",), "Orya": ("ORIYA",), "Sinh": ("SINHALA",), "Taml": ("TAMIL",),
+    "Latn": ("LATIN",),
+    "Cyrl": ("CYRILLIC",),
+    "Arab": ("ARABIC",),
+    "Hebr": ("HEBREW",),
+    "Deva": ("DEVANAGARI",),
+    "Grek": ("GREEK",),
+    "Hans": ("CJK",),
+    "Hant": ("CJK",),
+    "Jpan": ("CJK", "HIRAGANA", "KATAKANA"),
+    "Hang": ("HANGUL",),
+    "Ethi": ("ETHIOPIC",),
+    "Armn": ("ARMENIAN",),
+    "Beng": ("BENGALI",),
+    "Geor": ("GEORGIAN",),
+    "Gujr": ("GUJARATI",),
+    "Guru": ("GURMUKHI",),
+    "Khmr": ("KHMER",),
+    "Knda": ("KANNADA",),
+    "Laoo": ("LAO",),
+    "Mlym": ("MALAYALAM",),
+    "Mymr": ("MYANMAR",),
+    "Orya": ("ORIYA",),
+    "Sinh": ("SINHALA",),
+    "Taml": ("TAMIL",),
     "Thai": ("THAI",),
 }
 REASONS = ("empty", "repetitive", "wrong_script", "unrelated")
@@ -106,8 +125,9 @@ def chrfpp_scores(hypotheses: Sequence[str], references: Sequence[str]) -> tuple
     return chrfpp_scores_and_statistics(hypotheses, references)[:3]
 
 
-def chrfpp_scores_and_statistics(hypotheses: Sequence[str], references: Sequence[str]
-                                 ) -> tuple[float, list[float], str, list[list[int]]]:
+def chrfpp_scores_and_statistics(
+    hypotheses: Sequence[str], references: Sequence[str]
+) -> tuple[float, list[float], str, list[list[int]]]:
     """:func:`chrfpp_scores` and the lines' statistics (24 integers each, what a paired bootstrap of chrF++ needs:
     :mod:`fairmt.eval.significance`)."""
     from sacrebleu.metrics import CHRF
@@ -118,8 +138,9 @@ def chrfpp_scores_and_statistics(hypotheses: Sequence[str], references: Sequence
     return score, sentences, signature, stats
 
 
-def chrfpp_corpus_and_statistics(hypotheses: Sequence[str], references: Sequence[str]
-                                 ) -> tuple[float, str, list[list[int]]]:
+def chrfpp_corpus_and_statistics(
+    hypotheses: Sequence[str], references: Sequence[str]
+) -> tuple[float, str, list[list[int]]]:
     """The corpus chrF++ (sacrebleu, ``word_order=2``; equal to ``corpus_score``), sacrebleu's signature and the
     lines' statistics it was summed from (the ``chrf_stats`` of a result's ``items``), without the line scores."""
     from sacrebleu.metrics import CHRF
@@ -131,8 +152,9 @@ def chrfpp_corpus_and_statistics(hypotheses: Sequence[str], references: Sequence
     return chrf._aggregate_and_compute(stats).score, str(chrf.get_signature()), stats
 
 
-def unrelated_lines(hypotheses: Sequence[str], references: Sequence[str],
-                    sentence_chrf: Sequence[float] | None = None) -> list[bool]:
+def unrelated_lines(
+    hypotheses: Sequence[str], references: Sequence[str], sentence_chrf: Sequence[float] | None = None
+) -> list[bool]:
     """Per line, whether it counts as **unrelated** to its source (see the module docstring): sentence chrF++
     (sacrebleu, ``word_order=2``) against its own reference below :data:`UNRELATED_CHRF`, in a file where at least
     :data:`UNRELATED_SHARE` of the lines are so; all False otherwise. ``sentence_chrf``: those scores, when the
@@ -147,8 +169,12 @@ def unrelated_lines(hypotheses: Sequence[str], references: Sequence[str],
     return low
 
 
-def degenerate_counts(hypotheses: Sequence[str], lang: str, references: Sequence[str] | None = None,
-                      sentence_chrf: Sequence[float] | None = None) -> dict:
+def degenerate_counts(
+    hypotheses: Sequence[str],
+    lang: str,
+    references: Sequence[str] | None = None,
+    sentence_chrf: Sequence[float] | None = None,
+) -> dict:
     """Counts of degenerate hypotheses for target language ``lang``: ``n``, ``degenerate`` (lines with any reason),
     one count per reason, ``script`` (the script checked, None if unknown) and up to three ``examples``
     (line number from 1, the reasons, the first 60 characters). ``references`` (one per hypothesis, its own) turn
@@ -178,9 +204,12 @@ def degenerate_counts(hypotheses: Sequence[str], lang: str, references: Sequence
 def merge_counts(*parts: dict) -> dict:
     """Several :func:`degenerate_counts` (e.g. the masculine and feminine sets of one language) as one; line numbers
     of the examples stay those of their own part."""
-    out = {"n": sum(p["n"] for p in parts), "degenerate": sum(p["degenerate"] for p in parts),
-           **{r: None if any(p.get(r) is None for p in parts) else sum(p[r] for p in parts) for r in REASONS},
-           "script": parts[0]["script"] if parts else None}
+    out = {
+        "n": sum(p["n"] for p in parts),
+        "degenerate": sum(p["degenerate"] for p in parts),
+        **{r: None if any(p.get(r) is None for p in parts) else sum(p[r] for p in parts) for r in REASONS},
+        "script": parts[0]["script"] if parts else None,
+    }
     out["examples"] = [e for p in parts for e in p["examples"]][:N_EXAMPLES]
     return out
 
@@ -197,5 +226,19 @@ def describe(what: str, counts: dict | None) -> str | None:
     return f"{what}: {counts['degenerate']} of {counts['n']} translations degenerate ({reasons}){example}{rests}"
 
 
-__all__ = ["REASONS", "UNRELATED_CHRF", "UNRELATED_SHARE", "chrfpp_corpus_and_statistics", "chrfpp_scores", "chrfpp_scores_and_statistics", "degenerate_counts", "unrelated_lines", "degenerate_reasons", "describe", "in_script_fraction", "is_repetitive",
-           "merge_counts", "target_script"]
+__all__ = [
+    "REASONS",
+    "UNRELATED_CHRF",
+    "UNRELATED_SHARE",
+    "chrfpp_corpus_and_statistics",
+    "chrfpp_scores",
+    "chrfpp_scores_and_statistics",
+    "degenerate_counts",
+    "unrelated_lines",
+    "degenerate_reasons",
+    "describe",
+    "in_script_fraction",
+    "is_repetitive",
+    "merge_counts",
+    "target_script",
+]

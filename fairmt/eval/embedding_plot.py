@@ -24,8 +24,10 @@ def sample_per_label(labels: Sequence, per_label: int | None, seed: int = 0) -> 
     if per_label is None:
         return np.arange(len(arr))
     rng = np.random.default_rng(seed)
-    keep = [rng.choice(np.flatnonzero(arr == y), size=min(per_label, int(np.sum(arr == y))), replace=False)
-            for y in sorted(set(arr.tolist()), key=str)]
+    keep = [
+        rng.choice(np.flatnonzero(arr == y), size=min(per_label, int(np.sum(arr == y))), replace=False)
+        for y in sorted(set(arr.tolist()), key=str)
+    ]
     return np.sort(np.concatenate(keep))
 
 
@@ -42,12 +44,21 @@ def project(X, method: str = "tsne", seed: int = 0, perplexity: float = 30.0) ->
         return PCA(n_components=2, random_state=seed).fit_transform(X)
     from sklearn.manifold import TSNE
 
-    return TSNE(n_components=2, perplexity=min(perplexity, (len(X) - 1) / 3), init="pca", random_state=seed
-                ).fit_transform(X)
+    return TSNE(
+        n_components=2, perplexity=min(perplexity, (len(X) - 1) / 3), init="pca", random_state=seed
+    ).fit_transform(X)
 
 
-def plot_embeddings(points, labels: Sequence, groups: Sequence, path: str | Path, *, title: str = "",
-                    label_names: Sequence[str] | None = None, group_names: Sequence[str] | None = None) -> None:
+def plot_embeddings(
+    points,
+    labels: Sequence,
+    groups: Sequence,
+    path: str | Path,
+    *,
+    title: str = "",
+    label_names: Sequence[str] | None = None,
+    group_names: Sequence[str] | None = None,
+) -> None:
     """Two scatter panels of the 2-D ``points``: coloured by task label, and by protected group."""
     import matplotlib
 
@@ -59,8 +70,10 @@ def plot_embeddings(points, labels: Sequence, groups: Sequence, path: str | Path
 
     points = np.asarray(points)
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.6))
-    for ax, values, names, what in ((axes[0], labels, label_names, "task label"),
-                                    (axes[1], groups, group_names, "protected group")):
+    for ax, values, names, what in (
+        (axes[0], labels, label_names, "task label"),
+        (axes[1], groups, group_names, "protected group"),
+    ):
         arr = np.asarray(values)
         for k, v in enumerate(sorted(set(arr.tolist()), key=str)):
             mask = arr == v

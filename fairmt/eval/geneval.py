@@ -133,8 +133,7 @@ def geneval_signature(subset: str, split: str, lang: str, n: int, compat: str | 
     """The versioned signature printed beside every MT-GenEval score."""
     text = TEXT_NORM if compat is None else f"{RAW_TEXT}|compat:{compat}"
     return (
-        f"MT-GenEval|set:{subset}|split:{split}|lang:{lang}|n:{n}|norm:lower+asciipunct|text:{text}"
-        f"|v:{METRIC_VERSION}"
+        f"MT-GenEval|set:{subset}|split:{split}|lang:{lang}|n:{n}|norm:lower+asciipunct|text:{text}|v:{METRIC_VERSION}"
     )
 
 
@@ -249,8 +248,11 @@ def score_counterfactual(
     n = len(masculine_refs)
     _check_lengths(
         n,
-        {"feminine references": feminine_refs, "masculine hypotheses": masculine_hyps,
-         "feminine hypotheses": feminine_hyps},
+        {
+            "feminine references": feminine_refs,
+            "masculine hypotheses": masculine_hyps,
+            "feminine hypotheses": feminine_hyps,
+        },
     )
     if n == 0:
         raise FairmtError("MT-GenEval needs at least one pair; got empty reference lists")
@@ -291,9 +293,13 @@ def score_counterfactual(
         chrfpp=chrfpp,
         chrf_signature=f"{chrf_sig}|text:{TEXT_NORM if compat is None else RAW_TEXT}",
         degenerate=degenerate_counts(hyps, lang, references=refs, sentence_chrf=sentence_chrf),
-        items={"correct_masculine": flags_text(j.correct for j in jm), "correct_feminine": flags_text(j.correct for j in jf),
-               "explicit_masculine": flags_text(j.explicit_correct for j in jm),
-               "explicit_feminine": flags_text(j.explicit_correct for j in jf), "chrf_stats": stats_text(stats)},
+        items={
+            "correct_masculine": flags_text(j.correct for j in jm),
+            "correct_feminine": flags_text(j.correct for j in jf),
+            "explicit_masculine": flags_text(j.explicit_correct for j in jm),
+            "explicit_feminine": flags_text(j.explicit_correct for j in jf),
+            "chrf_stats": stats_text(stats),
+        },
     )
 
 
@@ -418,13 +424,20 @@ def load_contextual(lang: str, split: str = "test") -> GenEvalContextData:
         lang=lang,
         split=split,
         sources=src,
-        original_refs=read_lines(data_path("mt_geneval", "context", f"{stem}-original-{split}.en_{lang}.{lang}"), expected=n),
-        flipped_refs=read_lines(data_path("mt_geneval", "context", f"{stem}-flipped-{split}.en_{lang}.{lang}"), expected=n),
+        original_refs=read_lines(
+            data_path("mt_geneval", "context", f"{stem}-original-{split}.en_{lang}.{lang}"), expected=n
+        ),
+        flipped_refs=read_lines(
+            data_path("mt_geneval", "context", f"{stem}-flipped-{split}.en_{lang}.{lang}"), expected=n
+        ),
     )
 
 
 def geneval_accuracy(
-    masculine_hyps: Sequence[str], feminine_hyps: Sequence[str], lang: str, split: str = "dev",
+    masculine_hyps: Sequence[str],
+    feminine_hyps: Sequence[str],
+    lang: str,
+    split: str = "dev",
     compat: str | None = None,
 ) -> GenEvalResult:
     """Score translations of the counterfactual set of ``lang``/``split``, loading its references itself.
@@ -445,8 +458,9 @@ def geneval_accuracy(
     )
 
 
-def geneval_contextual_accuracy(hypotheses: Sequence[str], lang: str, split: str = "test",
-                                compat: str | None = None) -> GenEvalContextResult:
+def geneval_contextual_accuracy(
+    hypotheses: Sequence[str], lang: str, split: str = "test", compat: str | None = None
+) -> GenEvalContextResult:
     """Score translations of the contextual set of ``lang``/``split`` (target sentence only), loading references."""
     data = load_contextual(lang, split)
     if len(hypotheses) != len(data.sources):

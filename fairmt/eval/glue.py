@@ -92,12 +92,17 @@ def load_glue(task: str, cache_dir: str | None = None):
     try:
         return datasets.load_dataset(GLUE_HUB_ID, task, cache_dir=cache_dir)
     except Exception as err:  # ConnectionError, OfflineModeIsEnabled, DatasetNotFoundError, ...
-        offline = any(os.environ.get(k, "").lower() in ("1", "true", "yes") for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+        offline = any(
+            os.environ.get(k, "").lower() in ("1", "true", "yes") for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+        )
         raise FairmtError(
             f"GLUE {task}: cannot load {GLUE_HUB_ID!r} ({type(err).__name__}: {str(err)[:200]}). "
-            + ("HF_HUB_OFFLINE/HF_DATASETS_OFFLINE is set and the dataset is not in the local cache: unset it on a "
-               "machine with Hub access once to cache it, " if offline else
-               "The Hub is not reachable and the dataset is not cached: run once with Hub access to cache it, ")
+            + (
+                "HF_HUB_OFFLINE/HF_DATASETS_OFFLINE is set and the dataset is not in the local cache: unset it on a "
+                "machine with Hub access once to cache it, "
+                if offline
+                else "The Hub is not reachable and the dataset is not cached: run once with Hub access to cache it, "
+            )
             + "or pass the splits yourself (datasets with the GLUE column names)."
         ) from None
 
@@ -168,23 +173,53 @@ def finetune_glue_task(
         return tok(*(batch[c] for c in cols), truncation=True, max_length=max_length)
 
     keep = ("label",)
-    tr = train_dataset.map(tokenize, batched=True, remove_columns=[c for c in train_dataset.column_names if c not in keep])
-    ev = eval_dataset.map(tokenize, batched=True, remove_columns=[c for c in eval_dataset.column_names if c not in keep])
+    tr = train_dataset.map(
+        tokenize, batched=True, remove_columns=[c for c in train_dataset.column_names if c not in keep]
+    )
+    ev = eval_dataset.map(
+        tokenize, batched=True, remove_columns=[c for c in eval_dataset.column_names if c not in keep]
+    )
     out = Path(output_dir) if output_dir else Path(path) / f"glue_{task}"
     args = TrainingArguments(
-        output_dir=str(out), learning_rate=learning_rate, per_device_train_batch_size=batch_size,
-        per_device_eval_batch_size=batch_size, num_train_epochs=num_train_epochs, seed=seed, save_strategy="no",
-        report_to="none", use_cpu=use_cpu, disable_tqdm=True, logging_strategy="no", **dict(extra_args or {}),
+        output_dir=str(out),
+        learning_rate=learning_rate,
+        per_device_train_batch_size=batch_size,
+        per_device_eval_batch_size=batch_size,
+        num_train_epochs=num_train_epochs,
+        seed=seed,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=use_cpu,
+        disable_tqdm=True,
+        logging_strategy="no",
+        **dict(extra_args or {}),
     )
-    trainer = Trainer(model=model, args=args, train_dataset=tr, eval_dataset=ev,
-                      data_collator=DataCollatorWithPadding(tok), processing_class=tok)
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=tr,
+        eval_dataset=ev,
+        data_collator=DataCollatorWithPadding(tok),
+        processing_class=tok,
+    )
     trainer.train()
     pred = trainer.predict(ev)
     metrics = glue_metrics(np.argmax(pred.predictions, axis=-1).tolist(), list(ev["label"]), task)
-    settings = {"learning_rate": learning_rate, "batch_size": batch_size, "num_train_epochs": num_train_epochs,
-                "max_length": max_length, "seed": seed}
-    return GlueTaskResult(task=task, accuracy=metrics["accuracy"], f1=metrics.get("f1"), n_train=len(tr),
-                          n_eval=len(ev), settings=settings)
+    settings = {
+        "learning_rate": learning_rate,
+        "batch_size": batch_size,
+        "num_train_epochs": num_train_epochs,
+        "max_length": max_length,
+        "seed": seed,
+    }
+    return GlueTaskResult(
+        task=task,
+        accuracy=metrics["accuracy"],
+        f1=metrics.get("f1"),
+        n_train=len(tr),
+        n_eval=len(ev),
+        settings=settings,
+    )
 
 
 def glue_evaluate(

@@ -57,19 +57,29 @@ class LinearProbeResult:
 
     def summary(self) -> dict[str, Any]:
         """The headline numbers (fractions, 4 decimals as in the paper's tables)."""
-        out = {"target": self.target, "accuracy": round(self.accuracy, 4), "f1": round(self.f1, 4),
-               "auc_roc": round(self.auc_roc, 4) if math.isfinite(self.auc_roc) else None}
+        out = {
+            "target": self.target,
+            "accuracy": round(self.accuracy, 4),
+            "f1": round(self.f1, 4),
+            "auc_roc": round(self.auc_roc, 4) if math.isfinite(self.auc_roc) else None,
+        }
         if self.fairness:
             out.update({"gap": round(self.fairness["gap"], 4), "delta_eo": round(self.fairness["delta_eo"], 4)})
         if self.subgroups:
             s = self.subgroups
-            out.update({"cluster_dominance_ratio": round(s["cluster_dominance_ratio"], 4),
-                        "representation_entropy": round(s["representation_entropy"], 4),
-                        "subgroup_separation_distance": round(s["subgroup_separation_distance"], 4)})
+            out.update(
+                {
+                    "cluster_dominance_ratio": round(s["cluster_dominance_ratio"], 4),
+                    "representation_entropy": round(s["representation_entropy"], 4),
+                    "subgroup_separation_distance": round(s["subgroup_separation_distance"], 4),
+                }
+            )
         return out
 
 
-def group_fairness(labels: Any, preds: Any, groups: Any, classes: Sequence[int], seed: int = 0) -> dict[str, Any] | None:
+def group_fairness(
+    labels: Any, preds: Any, groups: Any, classes: Sequence[int], seed: int = 0
+) -> dict[str, Any] | None:
     """GAP, ΔEO and the per-group rates of a probe's test predictions over one protected attribute (rows without a
     group — a negative id or NaN: unknown — left out and counted in ``n_without_group``); ``None`` with fewer than
     two known groups."""
@@ -81,10 +91,20 @@ def group_fairness(labels: Any, preds: Any, groups: Any, classes: Sequence[int],
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = classification_metrics(y[ok].tolist(), p[ok].tolist(), g[ok].tolist(), classes=list(classes),
-                                   leakage_yhat=False, seed=seed)
-    return {"gap": r.gap, "delta_eo": r.delta_eo, "delta_tpr": r.delta_tpr, "delta_fpr": r.delta_fpr, "tpr": r.tpr,
-            "fpr": r.fpr, "n": r.n, "n_without_group": int((~ok).sum()), "signature": r.signature}
+        r = classification_metrics(
+            y[ok].tolist(), p[ok].tolist(), g[ok].tolist(), classes=list(classes), leakage_yhat=False, seed=seed
+        )
+    return {
+        "gap": r.gap,
+        "delta_eo": r.delta_eo,
+        "delta_tpr": r.delta_tpr,
+        "delta_fpr": r.delta_fpr,
+        "tpr": r.tpr,
+        "fpr": r.fpr,
+        "n": r.n,
+        "n_without_group": int((~ok).sum()),
+        "signature": r.signature,
+    }
 
 
 def rows_with_group(groups: Any) -> np.ndarray:
@@ -172,8 +192,15 @@ def linear_probe(
     if optimizer == "sgd":
         from sklearn.linear_model import SGDClassifier
 
-        clf = SGDClassifier(loss="log_loss", learning_rate="constant", eta0=learning_rate, max_iter=epochs, tol=None,
-                            alpha=1.0 / (C * len(tr)), random_state=seed)
+        clf = SGDClassifier(
+            loss="log_loss",
+            learning_rate="constant",
+            eta0=learning_rate,
+            max_iter=epochs,
+            tol=None,
+            alpha=1.0 / (C * len(tr)),
+            random_state=seed,
+        )
     else:
         clf = LogisticRegression(C=C, max_iter=max_iter, random_state=seed)
     with warnings.catch_warnings(record=True) as caught:
@@ -204,12 +231,15 @@ def linear_probe(
         fairness = group_fairness(y[te], pred, g[te], clf.classes_.tolist(), seed)
         missing = int((~rows_with_group(g[te])).sum())
         if fairness is None:
-            notes.append("fairness not scored: fewer than two known groups in the test part"
-                         + (f" ({missing} of {len(te)} test rows without a group: a negative id or NaN)"
-                            if missing else ""))
+            notes.append(
+                "fairness not scored: fewer than two known groups in the test part"
+                + (f" ({missing} of {len(te)} test rows without a group: a negative id or NaN)" if missing else "")
+            )
         elif missing:
-            notes.append(f"{missing} of {len(te)} test rows without a group (a negative id or NaN) left out of the "
-                         "fairness scores")
+            notes.append(
+                f"{missing} of {len(te)} test rows without a group (a negative id or NaN) left out of the "
+                "fairness scores"
+            )
     subgroups = None
     if n_clusters is not None:
         from fairmt.eval.classification import latent_subgroup_metrics
@@ -217,14 +247,32 @@ def linear_probe(
         S = X if subgroup_embeddings is None else np.asarray(subgroup_embeddings, dtype=np.float64)
         if len(S) != len(X):
             raise FairmtError(f"subgroup_embeddings has {len(S)} rows for {len(X)} embeddings")
-        subgroups = latent_subgroup_metrics(S, cluster_labels=cluster_labels, n_clusters=n_clusters, seed=seed).to_dict()
+        subgroups = latent_subgroup_metrics(
+            S, cluster_labels=cluster_labels, n_clusters=n_clusters, seed=seed
+        ).to_dict()
     kind = "binary:f1-pos1:auc-proba1" if binary else "multiclass:f1-macro:auc-ovr-macro"
-    sig = (f"fairmt-linear-probe:v{PROBE_VERSION}|split:random-{1 - test_fraction:g}/{test_fraction:g}:seed{seed}"
-           + (f"|logreg:lbfgs:C{C:g}:iter{max_iter}" if optimizer == "lbfgs" else
-            f"|logreg:sgd:lr{learning_rate:g}:epochs{epochs}:C{C:g}") + f"|std:{'yes' if standardize else 'no'}|{kind}")
+    sig = (
+        f"fairmt-linear-probe:v{PROBE_VERSION}|split:random-{1 - test_fraction:g}/{test_fraction:g}:seed{seed}"
+        + (
+            f"|logreg:lbfgs:C{C:g}:iter{max_iter}"
+            if optimizer == "lbfgs"
+            else f"|logreg:sgd:lr{learning_rate:g}:epochs{epochs}:C{C:g}"
+        )
+        + f"|std:{'yes' if standardize else 'no'}|{kind}"
+    )
     result = LinearProbeResult(
-        target=target, n_train=int(len(tr)), n_test=int(len(te)), n_classes=int(len(classes)), accuracy=acc, f1=f1,
-        auc_roc=auc, positive_rate_test=rate, fairness=fairness, subgroups=subgroups, warnings=notes, signature=sig,
+        target=target,
+        n_train=int(len(tr)),
+        n_test=int(len(te)),
+        n_classes=int(len(classes)),
+        accuracy=acc,
+        f1=f1,
+        auc_roc=auc,
+        positive_rate_test=rate,
+        fairness=fairness,
+        subgroups=subgroups,
+        warnings=notes,
+        signature=sig,
     )
     if not return_predictions:
         return result

@@ -49,8 +49,8 @@ GENEVAL_DATASET = ("mt_geneval", "MT-GenEval")
 FLORES_DATASET = (HUB_DATASET_IDS["flores"], "FLORES-200")
 HELD_OUT_DATASET = ("fairmt_demo_held_out", "fairmt demo held-out sentences")
 
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7f, *range(0x80, 0xa0))}
-_CONTROL.update({c: f"\\u{c:04x}" for c in (0x2028, 0x2029, *range(0x202a, 0x202f), *range(0x2066, 0x206a))})
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
+_CONTROL.update({c: f"\\u{c:04x}" for c in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))})
 
 
 def plain_text(value: Any) -> str:
@@ -85,8 +85,16 @@ def _get(result: Any, key: str, default: Any = None) -> Any:
     return getattr(result, key, default)
 
 
-def _er(dataset: tuple[str, str], config: str, split: str, metric_type: str, name: str, value: float, signature: str,
-        task: tuple[str, str] = ("translation", "Translation")):
+def _er(
+    dataset: tuple[str, str],
+    config: str,
+    split: str,
+    metric_type: str,
+    name: str,
+    value: float,
+    signature: str,
+    task: tuple[str, str] = ("translation", "Translation"),
+):
     """One model-index entry, its value at full precision (a value that is not a number stays as it is here and is
     left out by :func:`build_model_card`), its strings on one line (:func:`plain_text`)."""
     from huggingface_hub import EvalResult
@@ -123,8 +131,10 @@ def winomt_eval_results(result: Any, lang: str | None = None, split: str = "test
     values = {k: _get(result, k) for k in ("accuracy", "delta_g", "delta_g_f1", "delta_s", "delta_r")}
     if _get(result, "delta_g_acc") is not None:  # an mt-bias row written before the one ΔG: delta_g was the F1 gap
         values["delta_g_f1"], values["delta_g"] = values["delta_g"], _get(result, "delta_g_acc")
-    elif not (hasattr(result, "delta_g_f1") or (isinstance(result, dict) and "delta_g_f1" in result)) \
-            and values["delta_g"] is not None:  # an older `eval winomt` result, its delta_g the F1 gap:
+    elif (
+        not (hasattr(result, "delta_g_f1") or (isinstance(result, dict) and "delta_g_f1" in result))
+        and values["delta_g"] is not None
+    ):  # an older `eval winomt` result, its delta_g the F1 gap:
         values["delta_g_f1"], values["delta_g"] = values["delta_g"], values["delta_r"]  # Acc_g = recall_g on WinoMT
     for key, mtype, name in (
         ("accuracy", "accuracy", f"WinoMT accuracy (en-{lang})"),
@@ -166,14 +176,29 @@ def geneval_eval_results(result: Any) -> list:
     counts = getattr(result, "degenerate", None)
     note = degenerate_note(counts)
     out = [
-        _er(GENEVAL_DATASET, cfg, split, mtype, f"MT-GenEval {label} ({subset}, en-{lang}{note})", getattr(result, key),
-            sig)
+        _er(
+            GENEVAL_DATASET,
+            cfg,
+            split,
+            mtype,
+            f"MT-GenEval {label} ({subset}, en-{lang}{note})",
+            getattr(result, key),
+            sig,
+        )
         for key, mtype, label in keys
     ]
     if note and counts:  # a note only for a dict of counts
-        out.append(_er(GENEVAL_DATASET, cfg, split, "degenerate_translations",
-                       f"MT-GenEval degenerate translations ({subset}, en-{lang}; of {int(counts.get('n') or 0)})",
-                       int(counts["degenerate"]), sig))
+        out.append(
+            _er(
+                GENEVAL_DATASET,
+                cfg,
+                split,
+                "degenerate_translations",
+                f"MT-GenEval degenerate translations ({subset}, en-{lang}; of {int(counts.get('n') or 0)})",
+                int(counts["degenerate"]),
+                sig,
+            )
+        )
     return out
 
 
@@ -184,9 +209,13 @@ def translation_eval_results(result: Any, split: str = "devtest") -> list:
         bleu = _er(FLORES_DATASET, cfg, split, "bleu", f"spBLEU ({cfg})", result.spbleu, result.bleu_signature)
     else:
         bleu = _er(
-            FLORES_DATASET, cfg, split, "bleu_spm_nonstandard",
+            FLORES_DATASET,
+            cfg,
+            split,
+            "bleu_spm_nonstandard",
             f"spBLEU* ({cfg}; non-standard SentencePiece model, not comparable with spBLEU)",
-            result.bleu_spm_nonstandard, result.bleu_signature,
+            result.bleu_spm_nonstandard,
+            result.bleu_signature,
         )
     chrf = _er(FLORES_DATASET, cfg, split, "chrf", f"chrF++ ({cfg})", result.chrfpp, result.chrf_signature)
     return [bleu, chrf]
@@ -223,28 +252,78 @@ def embedding_eval_results(payload: dict) -> list:
         s = payload["seat"]
         first_test: dict = next(iter(s["tests"].values()), {})
         sig = first_test.get("signature", "")
-        out.append(_er(SEAT_DATASET, "sent-weat", "test", "seat_avg_abs_effect_size", "SEAT average |effect size|",
-                       s["avg_abs_effect_size"], sig, suite_task("seat")))
+        out.append(
+            _er(
+                SEAT_DATASET,
+                "sent-weat",
+                "test",
+                "seat_avg_abs_effect_size",
+                "SEAT average |effect size|",
+                s["avg_abs_effect_size"],
+                sig,
+                suite_task("seat"),
+            )
+        )
     if payload.get("cced"):
         c = payload["cced"]
-        out.append(_er(CCED_DATASET, "+".join(map(str, c.get("groups", []))) or "gender", "test", "cced_gap",
-                       "CCED gap", c["gap"], c.get("signature", ""), suite_task("cced")))
+        out.append(
+            _er(
+                CCED_DATASET,
+                "+".join(map(str, c.get("groups", []))) or "gender",
+                "test",
+                "cced_gap",
+                "CCED gap",
+                c["gap"],
+                c.get("signature", ""),
+                suite_task("cced"),
+            )
+        )
     if payload.get("bias_ir"):
         b = payload["bias_ir"]
-        out.append(_er(BIAS_IR_DATASET, "default", "test", "bias_ir_avg_dev", "Bias-IR average deviation from parity",
-                       b["avg_dev"], b.get("signature", ""), suite_task("bias_ir")))
+        out.append(
+            _er(
+                BIAS_IR_DATASET,
+                "default",
+                "test",
+                "bias_ir_avg_dev",
+                "Bias-IR average deviation from parity",
+                b["avg_dev"],
+                b.get("signature", ""),
+                suite_task("bias_ir"),
+            )
+        )
     for variant, c in (payload.get("crows") or {}).items():
         overall = c.get("overall", {})
         if overall.get("metric") is not None:
-            out.append(_er(CROWS_DATASET, variant, "test", "stereotype_score", f"CrowS-Pairs metric ({variant})",
-                           overall["metric"], c.get("signature", ""), EMBEDDING_TASK))
+            out.append(
+                _er(
+                    CROWS_DATASET,
+                    variant,
+                    "test",
+                    "stereotype_score",
+                    f"CrowS-Pairs metric ({variant})",
+                    overall["metric"],
+                    c.get("signature", ""),
+                    EMBEDDING_TASK,
+                )
+            )
     if payload.get("stereoset"):
         st = payload["stereoset"]
         overall = st.get("overall", {})
         for key, name in (("lms", "LMS"), ("ss", "SS"), ("icat", "ICAT")):
             if overall.get(key) is not None:
-                out.append(_er(STEREOSET_DATASET, "intrasentence", "dev", key, f"StereoSet {name}", overall[key],
-                               st.get("signature", ""), EMBEDDING_TASK))
+                out.append(
+                    _er(
+                        STEREOSET_DATASET,
+                        "intrasentence",
+                        "dev",
+                        key,
+                        f"StereoSet {name}",
+                        overall[key],
+                        st.get("signature", ""),
+                        EMBEDDING_TASK,
+                    )
+                )
     return out
 
 
@@ -259,23 +338,41 @@ def classification_eval_results(result: dict, dataset: str = "custom") -> list:
     """Entries for a `fairmt eval classification --json` result (percent)."""
     ds = hub_dataset(dataset)
     out = []
-    for key, name in (("accuracy", "accuracy"), ("macro_f1", "macro-F1"), ("gap", "GAP (TPR RMS gap)"),
-                      ("delta_eo", "ΔEO"), ("leakage_h", "leakage@h"), ("leakage_yhat", "leakage@ŷ")):
+    for key, name in (
+        ("accuracy", "accuracy"),
+        ("macro_f1", "macro-F1"),
+        ("gap", "GAP (TPR RMS gap)"),
+        ("delta_eo", "ΔEO"),
+        ("leakage_h", "leakage@h"),
+        ("leakage_yhat", "leakage@ŷ"),
+    ):
         if result.get(key) is not None:
-            out.append(_er(ds, "default", "test", key, name, result[key], result.get("signature", ""),
-                           CLASSIFICATION_TASK))
+            out.append(
+                _er(ds, "default", "test", key, name, result[key], result.get("signature", ""), CLASSIFICATION_TASK)
+            )
     return out
 
 
-_FAMILY_TASK = {"mt": ("translation", "Translation"), "classification": CLASSIFICATION_TASK,
-                "embeddings": EMBEDDING_TASK, "probe": ("feature-extraction", "Representation fairness (linear probes)")}
+_FAMILY_TASK = {
+    "mt": ("translation", "Translation"),
+    "classification": CLASSIFICATION_TASK,
+    "embeddings": EMBEDDING_TASK,
+    "probe": ("feature-extraction", "Representation fairness (linear probes)"),
+}
 _FAMILY_DATASET = {"mt": GENEVAL_DATASET, "embeddings": SEAT_DATASET}
 _GROUP_SUITE = {SEAT_DATASET: "seat", CCED_DATASET: "cced", BIAS_IR_DATASET: "bias_ir"}
-_GROUP_DATASET = {"SEAT": SEAT_DATASET, "SEAT effect size d (0 best)": SEAT_DATASET, "CCED": CCED_DATASET,
-                  "Bias-IR": BIAS_IR_DATASET, "StereoSet": STEREOSET_DATASET,
-                  "CrowS-Pairs (50 best)": CROWS_DATASET, "WinoMT": WINOMT_DATASET,
-                  "WinoMT Acc. per language": WINOMT_DATASET, "MT-GenEval": GENEVAL_DATASET,
-                  "FLORES-200": FLORES_DATASET}
+_GROUP_DATASET = {
+    "SEAT": SEAT_DATASET,
+    "SEAT effect size d (0 best)": SEAT_DATASET,
+    "CCED": CCED_DATASET,
+    "Bias-IR": BIAS_IR_DATASET,
+    "StereoSet": STEREOSET_DATASET,
+    "CrowS-Pairs (50 best)": CROWS_DATASET,
+    "WinoMT": WINOMT_DATASET,
+    "WinoMT Acc. per language": WINOMT_DATASET,
+    "MT-GenEval": GENEVAL_DATASET,
+    "FLORES-200": FLORES_DATASET,
+}
 
 
 def _metric_type(key: str) -> str:
@@ -307,13 +404,24 @@ def report_eval_results(path: str | Path) -> list:
         v = row.values.get(m.key)
         if v is None or m.key == "tradeoff":  # Shen et al.'s Tradeoff is relative to the models compared
             continue
-        ds = _GROUP_DATASET.get(m.group) or (hub_dataset(dataset) if dataset else _FAMILY_DATASET.get(
-            row.family, ("custom", "custom")))
+        ds = _GROUP_DATASET.get(m.group) or (
+            hub_dataset(dataset) if dataset else _FAMILY_DATASET.get(row.family, ("custom", "custom"))
+        )
         unit = table.unit(m)
         name = f"{m.group} {m.label}" + (f" ({unit})" if unit else "")
         suite = _GROUP_SUITE.get(ds)  # an embedding suite: the shape sentence-transformers' card gives it
-        out.append(_er(ds, dataset or "default", "test", _metric_type(m.key), name, v, sig,
-                       suite_task(suite) if suite else task))
+        out.append(
+            _er(
+                ds,
+                dataset or "default",
+                "test",
+                _metric_type(m.key),
+                name,
+                v,
+                sig,
+                suite_task(suite) if suite else task,
+            )
+        )
     if not out:
         raise FairmtError(f"{path}: no measure of the trained model to put into a model card")
     return out
@@ -336,12 +444,20 @@ def held_out_eval_results(change: dict, rows: Sequence[tuple]) -> list:
             continue
         was: Any = before.get(key)
         shown = f"; original {float(was):.{SHOWN_DIGITS}g}" if _finite(was) else ""
-        out.append(_er(HELD_OUT_DATASET, "en-de", "test", key.replace("+", "p"),
-                       f"{label} ({what}, {n} sentences; trained model{shown})", value, "",
-                       ("translation", "Translation")))
+        out.append(
+            _er(
+                HELD_OUT_DATASET,
+                "en-de",
+                "test",
+                key.replace("+", "p"),
+                f"{label} ({what}, {n} sentences; trained model{shown})",
+                value,
+                "",
+                ("translation", "Translation"),
+            )
+        )
     if not out:
-        raise FairmtError("held_out_gender holds none of the scores a card carries "
-                          f"({', '.join(r[1] for r in rows)})")
+        raise FairmtError(f"held_out_gender holds none of the scores a card carries ({', '.join(r[1] for r in rows)})")
     return out
 
 
@@ -405,8 +521,13 @@ def _table(entries: Sequence) -> str:
     columns = ["dataset", "split", "metric", "value", "signature"]
     lines = ["| " + " | ".join(columns) + " |", "|---|---|---|---:|---|"]
     for e in entries:
-        cells = [e.dataset_name, e.dataset_split, e.metric_name, f"{float(e.metric_value):.{SHOWN_DIGITS}g}",
-                 (e.metric_args or {}).get("signature", "")]
+        cells = [
+            e.dataset_name,
+            e.dataset_split,
+            e.metric_name,
+            f"{float(e.metric_value):.{SHOWN_DIGITS}g}",
+            (e.metric_args or {}).get("signature", ""),
+        ]
         lines.append("| " + " | ".join(markdown_text(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -441,51 +562,69 @@ def eval_results_files(entries: Sequence, repo_id: str | None = None) -> dict[st
     for e in hub_entries(entries):
         sig = (e.metric_args or {}).get("signature", "")
         note = plain_text(f"{e.metric_name}; split {e.dataset_split}" + (f"; signature {sig}" if sig else ""))
-        source = {"source_url": f"https://huggingface.co/{repo_id}", "source_name": "fairmt model card"} if repo_id \
-            else {}
+        source = (
+            {"source_url": f"https://huggingface.co/{repo_id}", "source_name": "fairmt model card"} if repo_id else {}
+        )
         by_dataset.setdefault(e.dataset_type, []).append(
-            EvalResultEntry(dataset_id=e.dataset_type, task_id=_task_id(e), value=float(e.metric_value), notes=note,
-                            **source))
-    return {f"{EVAL_RESULTS_FOLDER}/{ds.replace('/', '__')}.yaml":
-            yaml.safe_dump(eval_result_entries_to_yaml(items), sort_keys=False, allow_unicode=True, width=1000)
-            for ds, items in by_dataset.items()}
+            EvalResultEntry(
+                dataset_id=e.dataset_type, task_id=_task_id(e), value=float(e.metric_value), notes=note, **source
+            )
+        )
+    return {
+        f"{EVAL_RESULTS_FOLDER}/{ds.replace('/', '__')}.yaml": yaml.safe_dump(
+            eval_result_entries_to_yaml(items), sort_keys=False, allow_unicode=True, width=1000
+        )
+        for ds, items in by_dataset.items()
+    }
 
 
-_DATASET_BENCHMARK = {WINOMT_DATASET[0]: "winomt", GENEVAL_DATASET[0]: "geneval", FLORES_DATASET[0]: "flores",
-                      SEAT_DATASET[0]: "seat", CCED_DATASET[0]: "cced", CROWS_DATASET[0]: "crows",
-                      STEREOSET_DATASET[0]: "stereoset", BIAS_IR_DATASET[0]: "bias_ir",
-                      HELD_OUT_DATASET[0]: "held_out"}
+_DATASET_BENCHMARK = {
+    WINOMT_DATASET[0]: "winomt",
+    GENEVAL_DATASET[0]: "geneval",
+    FLORES_DATASET[0]: "flores",
+    SEAT_DATASET[0]: "seat",
+    CCED_DATASET[0]: "cced",
+    CROWS_DATASET[0]: "crows",
+    STEREOSET_DATASET[0]: "stereoset",
+    BIAS_IR_DATASET[0]: "bias_ir",
+    HELD_OUT_DATASET[0]: "held_out",
+}
 _MEASURES = {
     "winomt": "WinoMT: whether the gender of an English occupation noun, fixed by coreference in the sentence, is kept "
-              "in the translation (automatic alignment and morphological analysis: their errors are part of the score; "
-              "binary gender only; template sentences, not natural text).",
+    "in the translation (automatic alignment and morphological analysis: their errors are part of the score; "
+    "binary gender only; template sentences, not natural text).",
     "geneval": "MT-GenEval: whether translations of sentences with explicit gender cues use the words of the "
-               "right-gender reference (counterfactual pairs scored together); a word-overlap check, not a judgement "
-               "of fluency, and it says nothing about ambiguous sentences.",
+    "right-gender reference (counterfactual pairs scored together); a word-overlap check, not a judgement "
+    "of fluency, and it says nothing about ambiguous sentences.",
     "flores": "FLORES-200: general translation quality (spBLEU, chrF++) on Wikimedia-domain sentences; it does not "
-              "measure bias.",
+    "measure bias.",
     "seat": "SEAT: association between sentence embeddings of template sentences (names, gendered terms) and "
-            "attribute sets; small template sets, and a low score does not show the absence of bias downstream.",
+    "attribute sets; small template sets, and a low score does not show the absence of bias downstream.",
     "cced": "CCED: whether a neutral sentence's embedding is equally far from its male and female versions; it "
-            "depends on the tuples used and measures one kind of bias (gender, binary).",
+    "depends on the tuples used and measures one kind of bias (gender, binary).",
     "crows": "CrowS-Pairs: the masked LM's preference for the more stereotypical sentence of a pair (50 is "
-             "parity); crowd-written pairs with known noise.",
+    "parity); crowd-written pairs with known noise.",
     "stereoset": "StereoSet: stereotype score (SS, 50 is parity) and language-model score (LMS) of the masked LM; "
-                 "intrasentence dev set only.",
+    "intrasentence dev set only.",
     "held_out": "fairmt demo held-out sentences: gender accuracy, ΔG and chrF++ of a tiny recipe's model on the "
-                "template sentences of `fairmt demo`'s test split (occupations in both genders); a check that the "
-                "method changes what it should, not a benchmark, and not comparable with published numbers.",
+    "template sentences of `fairmt demo`'s test split (occupations in both genders); a check that the "
+    "method changes what it should, not a benchmark, and not comparable with published numbers.",
     "bias_ir": "Grep-BiasIR: whether retrieval with the embeddings favours documents about men or women for "
-               "gender-neutral queries (ranking of a small fixed set).",
+    "gender-neutral queries (ranking of a small fixed set).",
 }
 
 
 def _limitations(entries: Sequence) -> str:
-    kinds = [_DATASET_BENCHMARK[k] for k in dict.fromkeys(e.dataset_type for e in entries)
-             if k in _DATASET_BENCHMARK and _DATASET_BENCHMARK[k] in _MEASURES]
+    kinds = [
+        _DATASET_BENCHMARK[k]
+        for k in dict.fromkeys(e.dataset_type for e in entries)
+        if k in _DATASET_BENCHMARK and _DATASET_BENCHMARK[k] in _MEASURES
+    ]
     lines = [f"- {_MEASURES[k]}" for k in kinds]
-    lines.append("- None of them measures non-binary gender, bias in generation beyond these test sets, or harms in "
-                 "deployment; a better score on one language pair need not carry over to others.")
+    lines.append(
+        "- None of them measures non-binary gender, bias in generation beyond these test sets, or harms in "
+        "deployment; a better score on one language pair need not carry over to others."
+    )
     return "### What these results measure (limitations)\n\n" + "\n".join(lines) + "\n"
 
 
@@ -522,11 +661,24 @@ def build_model_card(
     left_out = [e for e in new if not _finite(e.metric_value)]
     new = [e for e in new if _finite(e.metric_value)]
     if existing is None:
-        data = ModelCardData(model_name=model_name, base_model=base_model, language=list(languages) if languages else None,
-                             license=license, tags=["fairmt", *dict.fromkeys(
-                                 "translation" if e.task_type == "translation" else
-                                 "text-classification" if e.task_type == "text-classification" else
-                                 "sentence-embeddings" for e in new), "gender-bias"])
+        data = ModelCardData(
+            model_name=model_name,
+            base_model=base_model,
+            language=list(languages) if languages else None,
+            license=license,
+            tags=[
+                "fairmt",
+                *dict.fromkeys(
+                    "translation"
+                    if e.task_type == "translation"
+                    else "text-classification"
+                    if e.task_type == "text-classification"
+                    else "sentence-embeddings"
+                    for e in new
+                ),
+                "gender-bias",
+            ],
+        )
         card = ModelCard.from_template(data, model_id=model_name)
     else:
         card = existing
@@ -536,22 +688,30 @@ def build_model_card(
                 setattr(card.data, attr, value)
         if languages:
             card.data.language = list(languages)
-    keep = [e for e in (card.data.eval_results or []) if _key(e) not in {_key(n) for n in new} and
-            _finite(e.metric_value)]
+    keep = [
+        e for e in (card.data.eval_results or []) if _key(e) not in {_key(n) for n in new} and _finite(e.metric_value)
+    ]
     card.data.eval_results = keep + new
     extra = ""
     if left_out:
-        extra += "Not a number, so left out of the results: " + "; ".join(
-            markdown_text(f"{e.metric_name} ({e.metric_value})") for e in left_out) + ".\n\n"
+        extra += (
+            "Not a number, so left out of the results: "
+            + "; ".join(markdown_text(f"{e.metric_name} ({e.metric_value})") for e in left_out)
+            + ".\n\n"
+        )
     if sources:
         extra += "Results from: " + "; ".join(markdown_text(x) for x in sources) + ".\n\n"
     on_hub = hub_entries(card.data.eval_results)
     if on_hub:
-        extra += (f"The results on data sets hosted on the Hub ({', '.join(sorted({e.dataset_type for e in on_hub}))}) "
-                  f"are also in `{EVAL_RESULTS_FOLDER}/` (huggingface_hub's evaluation-results format); the others "
-                  "are in the card's `model-index` only.\n\n")
-    section = (f"{START}\n## Evaluation (fairmt)\n\n{_table(card.data.eval_results)}\n{extra}"
-               f"{_limitations(card.data.eval_results)}")
+        extra += (
+            f"The results on data sets hosted on the Hub ({', '.join(sorted({e.dataset_type for e in on_hub}))}) "
+            f"are also in `{EVAL_RESULTS_FOLDER}/` (huggingface_hub's evaluation-results format); the others "
+            "are in the card's `model-index` only.\n\n"
+        )
+    section = (
+        f"{START}\n## Evaluation (fairmt)\n\n{_table(card.data.eval_results)}\n{extra}"
+        f"{_limitations(card.data.eval_results)}"
+    )
     section += f"\n{_citation(method, card.data.eval_results)}{END}"
     text = card.text
     if START in text and END in text:
@@ -588,7 +748,12 @@ def write_model_card(
     readme = p / "README.md" if p.is_dir() or not p.suffix else p
     existing = ModelCard.load(readme) if readme.is_file() else None
     card = build_model_card(
-        results, model_name=model_name, existing=existing, base_model=base_model, languages=languages, license=license,
+        results,
+        model_name=model_name,
+        existing=existing,
+        base_model=base_model,
+        languages=languages,
+        license=license,
         method=method,
     )
     readme.parent.mkdir(parents=True, exist_ok=True)

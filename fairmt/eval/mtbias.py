@@ -68,8 +68,9 @@ def upgrade_winomt(result: dict) -> dict:
     the accuracy gap, ``delta_g`` the F1 gap; ``abs_``-prefixed in the averages) gets ``delta_g`` = the accuracy gap
     and ``delta_g_f1`` = the F1 gap; a current result is returned as it is."""
     w = result.get("winomt") if isinstance(result, dict) else None
-    if not isinstance(w, dict) or not any(isinstance(r, dict) and ("delta_g_acc" in r or "abs_delta_g_acc" in r)
-                                          for r in w.values()):
+    if not isinstance(w, dict) or not any(
+        isinstance(r, dict) and ("delta_g_acc" in r or "abs_delta_g_acc" in r) for r in w.values()
+    ):
         return result
     rows = {}
     for k, row in w.items():
@@ -85,14 +86,18 @@ def upgrade_winomt(result: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------------ layout
 
+
 def winomt_file(root: Path, lang: str) -> Path:
     return root / "winomt" / f"en-{lang}.txt"
 
 
 def geneval_files(root: Path, lang: str) -> dict[str, Path]:
     g = root / "geneval"
-    return {"masculine": g / f"masculine.{lang}.txt", "feminine": g / f"feminine.{lang}.txt",
-            "context": g / f"context.{lang}.txt"}
+    return {
+        "masculine": g / f"masculine.{lang}.txt",
+        "feminine": g / f"feminine.{lang}.txt",
+        "context": g / f"context.{lang}.txt",
+    }
 
 
 def flores_file(root: Path, lang: str) -> Path:
@@ -118,10 +123,20 @@ def _quality(hyps: list[str], refs: list[str], lang_pair: str, spm_model, have_s
     from fairmt.eval.translation import chrf_items
 
     chrfpp, chrf_sig, stats = chrfpp_corpus_and_statistics(hyps, refs)
-    return {"lang_pair": lang_pair, "n": len(refs), "spbleu": None, "bleu_spm_nonstandard": None,
-            "chrfpp": chrfpp, "items": chrf_items(stats), "bleu_label": None, "bleu_signature": None,
-            "chrf_signature": chrf_sig, "spm_model": None, "spm_model_sha256": None,
-            "note": "no FLORES-200 SentencePiece model was found: spBLEU not computed (pass --spm-model)"}
+    return {
+        "lang_pair": lang_pair,
+        "n": len(refs),
+        "spbleu": None,
+        "bleu_spm_nonstandard": None,
+        "chrfpp": chrfpp,
+        "items": chrf_items(stats),
+        "bleu_label": None,
+        "bleu_signature": None,
+        "chrf_signature": chrf_sig,
+        "spm_model": None,
+        "spm_model_sha256": None,
+        "note": "no FLORES-200 SentencePiece model was found: spBLEU not computed (pass --spm-model)",
+    }
 
 
 def _has_spm(spm_model) -> bool:
@@ -145,6 +160,7 @@ def _flores_code(lang: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ averages
+
 
 def _mean(values: Sequence[float | None]) -> float | None:
     vals = [v for v in values if v is not None]
@@ -173,8 +189,10 @@ def _summaries(per_lang: dict[str, dict], keys: Sequence[str], id_lang: str | No
 
 # ------------------------------------------------------------------------------------------------ scoring
 
+
 def _winomt_row(res) -> dict:
     conf = res.confusion
+
     def acc(g: str) -> float | None:
         row = conf.get(g, {})
         total = sum(row.values())
@@ -182,11 +200,19 @@ def _winomt_row(res) -> dict:
 
     am, af = acc("male"), acc("female")
     return {
-        "accuracy": res.accuracy, "delta_g": (am - af) if am is not None and af is not None else None,
+        "accuracy": res.accuracy,
+        "delta_g": (am - af) if am is not None and af is not None else None,
         "delta_g_f1": res.delta_g_f1,
-        "delta_s": res.delta_s, "delta_r": res.delta_r, "acc_male": am, "acc_female": af,
-        "f1_male": res.f1_male, "f1_female": res.f1_female, "n": res.n, "n_unknown": res.n_unknown,
-        "signature": res.signature, "items": res.items,
+        "delta_s": res.delta_s,
+        "delta_r": res.delta_r,
+        "acc_male": am,
+        "acc_female": af,
+        "f1_male": res.f1_male,
+        "f1_female": res.f1_female,
+        "n": res.n,
+        "n_unknown": res.n_unknown,
+        "signature": res.signature,
+        "items": res.items,
     }
 
 
@@ -201,13 +227,16 @@ class _Collector:
             return fn()
         except FairmtError as err:
             if not self.keep_going:
-                raise FairmtError(f"{what}: {err} (--keep-going scores the other languages and lists this error)") from None
+                raise FairmtError(
+                    f"{what}: {err} (--keep-going scores the other languages and lists this error)"
+                ) from None
             self.errors.append(f"{what}: {err}")
             return None
 
 
-def _check_line_counts(root: Path, geneval_langs: Sequence[str], flores_langs: Sequence[str], split: str,
-                       col: _Collector) -> None:
+def _check_line_counts(
+    root: Path, geneval_langs: Sequence[str], flores_langs: Sequence[str], split: str, col: _Collector
+) -> None:
     """Read the MT-GenEval and FLORES-200 translation files that are there and check their line counts, before any
     benchmark is scored: without ``--keep-going`` a wrong file is an error, and it should not come after minutes of
     scoring the files before it. The errors are the ones scoring would raise (same wording)."""
@@ -217,6 +246,7 @@ def _check_line_counts(root: Path, geneval_langs: Sequence[str], flores_langs: S
     for lang in geneval_langs:
         files = geneval_files(root, lang)
         if files["masculine"].is_file() and files["feminine"].is_file():
+
             def check(lang=lang, files=files):
                 n = len(load_counterfactual(lang, split).masculine_refs)
                 read_lines(files["masculine"], expected=n)
@@ -226,6 +256,7 @@ def _check_line_counts(root: Path, geneval_langs: Sequence[str], flores_langs: S
     for lang in flores_langs:
         f = flores_file(root, lang)
         if f.is_file():
+
             def check_flores(f=f, lang=lang):
                 read_lines(f, expected=len(read_flores(_flores_code(lang))), allow_empty=True)
 
@@ -273,8 +304,13 @@ def score_translations_dir(
         return have
 
     if not keep_going:  # a file with a wrong line count stops the run before anything is scored
-        _check_line_counts(root, wanted(GENEVAL_LANGS) if "geneval" in benchmarks else [],
-                           wanted(FLORES_LANGS) if "flores" in benchmarks else [], split, col)
+        _check_line_counts(
+            root,
+            wanted(GENEVAL_LANGS) if "geneval" in benchmarks else [],
+            wanted(FLORES_LANGS) if "flores" in benchmarks else [],
+            split,
+            col,
+        )
 
     if "winomt" in benchmarks:
         from fairmt.eval.winomt.evaluate import evaluate_winomt, load_gold
@@ -285,7 +321,9 @@ def score_translations_dir(
         for lang in todo:
             f = winomt_file(root, lang)
             say(f"WinoMT en→{lang}")
-            res = col.run(f"WinoMT {lang} ({f})", lambda f=f, lang=lang: evaluate_winomt(f, lang, gold_obj, compat=compat))
+            res = col.run(
+                f"WinoMT {lang} ({f})", lambda f=f, lang=lang: evaluate_winomt(f, lang, gold_obj, compat=compat)
+            )
             if res is not None:
                 per[lang] = _winomt_row(res)
         out["winomt"] = {**per, **_summaries(per, WINOMT_KEYS, id_lang)} if per else {}
@@ -323,8 +361,10 @@ def score_translations_dir(
                 per[lang] = row
         no_context = [x for x in per if x in CONTEXT_LANGS and not geneval_files(root, x)["context"].is_file()]
         if no_context:
-            col.skipped.append(f"geneval contextual: no file for {', '.join(no_context)} in {root / 'geneval'} "
-                               "(context.LANG.txt; contextual_accuracy is null)")
+            col.skipped.append(
+                f"geneval contextual: no file for {', '.join(no_context)} in {root / 'geneval'} "
+                "(context.LANG.txt; contextual_accuracy is null)"
+            )
         out["geneval"] = {**per, **_summaries(per, GENEVAL_KEYS, id_lang)} if per else {}
 
     if "flores" in benchmarks:
@@ -336,7 +376,9 @@ def score_translations_dir(
         todo = present("flores", root / "flores", wanted(FLORES_LANGS), lambda x: flores_file(root, x).is_file())
         have_spm = _has_spm(spm_model) if todo or many2many else False
         if (todo or many2many) and not have_spm:
-            col.skipped.append("flores: spBLEU not computed (no FLORES-200 SentencePiece model: pass --spm-model); chrF++ only")
+            col.skipped.append(
+                "flores: spBLEU not computed (no FLORES-200 SentencePiece model: pass --spm-model); chrF++ only"
+            )
         for lang in todo:
             f = flores_file(root, lang)
             say(f"FLORES-200 en→{lang}")
@@ -345,8 +387,10 @@ def score_translations_dir(
                 code = _flores_code(lang)
                 refs = read_flores(code)
                 hyps = read_lines(f, expected=len(refs), allow_empty=True)
-                return {**_quality(hyps, refs, f"eng_Latn-{code}", spm_model, have_spm),
-                        "degenerate": degenerate_counts(hyps, lang, references=refs)}
+                return {
+                    **_quality(hyps, refs, f"eng_Latn-{code}", spm_model, have_spm),
+                    "degenerate": degenerate_counts(hyps, lang, references=refs),
+                }
 
             row = col.run(f"FLORES-200 {lang}", one)
             if row is not None:
@@ -356,9 +400,16 @@ def score_translations_dir(
             out["flores_many2many"] = score_many2many(root, spm_model=spm_model, col=col, say=say, have_spm=have_spm)
 
     out["settings"] = {
-        "translations_dir": str(root), "src": "en", "id_lang": id_lang, "split": split, "compat": compat,
-        "gold": str(gold) if gold else None, "benchmarks": list(benchmarks), "langs": list(langs) if langs else None,
-        "many2many": many2many, "fairmt": _version(),
+        "translations_dir": str(root),
+        "src": "en",
+        "id_lang": id_lang,
+        "split": split,
+        "compat": compat,
+        "gold": str(gold) if gold else None,
+        "benchmarks": list(benchmarks),
+        "langs": list(langs) if langs else None,
+        "many2many": many2many,
+        "fairmt": _version(),
     }
     say(f"scored in {time.perf_counter() - t0:.1f} s")
     out["warnings"] = degenerate_warnings(out)
@@ -405,8 +456,9 @@ def model_card_results(result: dict) -> list[dict]:
     return out
 
 
-def score_many2many(root: Path, *, spm_model=None, col: _Collector | None = None, say=None,
-                    have_spm: bool | None = None) -> dict:
+def score_many2many(
+    root: Path, *, spm_model=None, col: _Collector | None = None, say=None, have_spm: bool | None = None
+) -> dict:
     """spBLEU of every ``flores_m2m/<src>-<tgt>.txt`` present, averaged by resource group as the paper's Table 4:
     ``to_<group>`` (target in the group), ``from_<group>`` (source in the group) and ``x2x`` (all directions)."""
     from fairmt.eval.geneval import read_lines
@@ -448,8 +500,13 @@ def score_many2many(root: Path, *, spm_model=None, col: _Collector | None = None
         out[f"from_{g}"] = _mean([bleu(r) for k, r in pairs.items() if group_of[k.split("-", 1)[0]] == g])
     out["x2x"] = _mean([bleu(r) for r in pairs.values()])
     out["n_directions"] = len(pairs)
-    out["metric"] = ("chrF++ (no SentencePiece model)" if not have_spm else "spBLEU"
-                     if all(r["spbleu"] is not None for r in pairs.values()) else "spBLEU* (non-official SPM model)")
+    out["metric"] = (
+        "chrF++ (no SentencePiece model)"
+        if not have_spm
+        else "spBLEU"
+        if all(r["spbleu"] is not None for r in pairs.values())
+        else "spBLEU* (non-official SPM model)"
+    )
     return out
 
 
@@ -460,6 +517,7 @@ def _version() -> str:
 
 
 # ------------------------------------------------------------------------------------------------ reports
+
 
 def _fmt(v: Any, digits: int = 1) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
@@ -485,47 +543,77 @@ def markdown_tables(result: dict, name: str = "model") -> str:
         wi, wo = w.get("in_domain", {}), w.get("out_of_domain", {})
         gi, go = g.get("in_domain", {}), g.get("out_of_domain", {})
         fi, fo = f.get("in_domain", {}), f.get("out_of_domain", {})
-        lines += [f"**In-domain (en→{id_lang}) and out-of-domain (Table 2 layout)**", "",
-                  f"| Method | WinoMT ID Acc. | ID \\|ΔG\\| | OOD Acc. | OOD \\|ΔG\\| | MT-GenEval ID E-Acc. | ID \\|ΔG\\| "
-                  f"| OOD E-Acc. | OOD \\|ΔG\\| | {bleu_name} ID | {bleu_name} OOD |",
-                  "|---|" + "---|" * 10,
-                  f"| {name} | {_fmt(wi.get('accuracy'))} | {_fmt(wi.get('abs_delta_g'))} | {_fmt(wo.get('accuracy'))} "
-                  f"| {_fmt(wo.get('abs_delta_g'))} | {_fmt(gi.get('explicit_accuracy'))} | "
-                  f"{_fmt(gi.get('abs_explicit_delta_g'))} | {_fmt(go.get('explicit_accuracy'))} | "
-                  f"{_fmt(go.get('abs_explicit_delta_g'))} | {_fmt(_bleu(fi))} | {_fmt(_bleu(fo))} |", ""]
+        lines += [
+            f"**In-domain (en→{id_lang}) and out-of-domain (Table 2 layout)**",
+            "",
+            f"| Method | WinoMT ID Acc. | ID \\|ΔG\\| | OOD Acc. | OOD \\|ΔG\\| | MT-GenEval ID E-Acc. | ID \\|ΔG\\| "
+            f"| OOD E-Acc. | OOD \\|ΔG\\| | {bleu_name} ID | {bleu_name} OOD |",
+            "|---|" + "---|" * 10,
+            f"| {name} | {_fmt(wi.get('accuracy'))} | {_fmt(wi.get('abs_delta_g'))} | {_fmt(wo.get('accuracy'))} "
+            f"| {_fmt(wo.get('abs_delta_g'))} | {_fmt(gi.get('explicit_accuracy'))} | "
+            f"{_fmt(gi.get('abs_explicit_delta_g'))} | {_fmt(go.get('explicit_accuracy'))} | "
+            f"{_fmt(go.get('abs_explicit_delta_g'))} | {_fmt(_bleu(fi))} | {_fmt(_bleu(fo))} |",
+            "",
+        ]
     wa, ga, fa = w.get("average", {}), g.get("average", {}), f.get("average", {})
-    lines += ["**Averaged over all languages (Table 3 layout)**", "",
-              f"| Method | WinoMT Acc. | \\|ΔG\\| | \\|ΔS\\| | \\|ΔR\\| | MT-GenEval E-Acc. | \\|E-ΔG\\| | Acc. | \\|ΔG\\| "
-              f"| MT-GenEval chrF++ | FLORES {bleu_name} | FLORES chrF++ |", "|---|" + "---|" * 11,
-              f"| {name} | {_fmt(wa.get('accuracy'))} | {_fmt(wa.get('abs_delta_g'))} | {_fmt(wa.get('abs_delta_s'))} "
-              f"| {_fmt(wa.get('abs_delta_r'))} | {_fmt(ga.get('explicit_accuracy'))} | "
-              f"{_fmt(ga.get('abs_explicit_delta_g'))} | {_fmt(ga.get('accuracy'))} | {_fmt(ga.get('abs_delta_g'))} | "
-              f"{_fmt(ga.get('chrfpp'))} | {_fmt(_bleu(fa))} | {_fmt(fa.get('chrfpp'))} |", "",
-              "MT-GenEval chrF++: the translations against MT-GenEval's own-gender references (quality beside the "
-              "gender accuracy: a degenerate output can be gender-accurate).", "",
-              "ΔG of WinoMT is the GACL paper's Acc_male − Acc_female (`delta_g`); ΔG_F1 is the 2019 evaluator's "
-              "F1_male − F1_female (`delta_g_f1` in the JSON).", ""]
+    lines += [
+        "**Averaged over all languages (Table 3 layout)**",
+        "",
+        f"| Method | WinoMT Acc. | \\|ΔG\\| | \\|ΔS\\| | \\|ΔR\\| | MT-GenEval E-Acc. | \\|E-ΔG\\| | Acc. | \\|ΔG\\| "
+        f"| MT-GenEval chrF++ | FLORES {bleu_name} | FLORES chrF++ |",
+        "|---|" + "---|" * 11,
+        f"| {name} | {_fmt(wa.get('accuracy'))} | {_fmt(wa.get('abs_delta_g'))} | {_fmt(wa.get('abs_delta_s'))} "
+        f"| {_fmt(wa.get('abs_delta_r'))} | {_fmt(ga.get('explicit_accuracy'))} | "
+        f"{_fmt(ga.get('abs_explicit_delta_g'))} | {_fmt(ga.get('accuracy'))} | {_fmt(ga.get('abs_delta_g'))} | "
+        f"{_fmt(ga.get('chrfpp'))} | {_fmt(_bleu(fa))} | {_fmt(fa.get('chrfpp'))} |",
+        "",
+        "MT-GenEval chrF++: the translations against MT-GenEval's own-gender references (quality beside the "
+        "gender accuracy: a degenerate output can be gender-accurate).",
+        "",
+        "ΔG of WinoMT is the GACL paper's Acc_male − Acc_female (`delta_g`); ΔG_F1 is the 2019 evaluator's "
+        "F1_male − F1_female (`delta_g_f1` in the JSON).",
+        "",
+    ]
     per = sorted({k for d in (w, g, f) for k in d if len(k) <= 3})
     if per:
-        lines += ["**Per language**", "", "| lang | MT-GenEval E-Acc. | MT-GenEval chrF++ | FLORES "
-                  f"{bleu_name} | FLORES chrF++ | degenerate | WinoMT Acc. | ΔG | ΔG_F1 | ΔS | MT-GenEval Acc. |",
-                  "|---|" + "---|" * 10]
+        lines += [
+            "**Per language**",
+            "",
+            "| lang | MT-GenEval E-Acc. | MT-GenEval chrF++ | FLORES "
+            f"{bleu_name} | FLORES chrF++ | degenerate | WinoMT Acc. | ΔG | ΔG_F1 | ΔS | MT-GenEval Acc. |",
+            "|---|" + "---|" * 10,
+        ]
         for x in per:
             wx, gx, fx = w.get(x, {}), g.get(x, {}), f.get(x, {})
-            lines.append(f"| {x} | {_fmt(gx.get('explicit_accuracy'))} | {_fmt(gx.get('chrfpp'))} | {_fmt(_bleu(fx))} "
-                         f"| {_fmt(fx.get('chrfpp'))} | {_degenerate_cell(gx, fx)} | {_fmt(wx.get('accuracy'))} "
-                         f"| {_fmt(wx.get('delta_g'))} | {_fmt(wx.get('delta_g_f1'))} | {_fmt(wx.get('delta_s'))} "
-                         f"| {_fmt(gx.get('accuracy'))} |")
-        lines += ["", "degenerate: empty, repetitive, wrong-script or unrelated (fluent, but sentence chrF++ < 20 against "
-                  "the reference) translations (MT-GenEval and FLORES lines; rules in `fairmt.eval.degenerate`)."]
-    m2m = (result.get("flores_many2many") or {})
+            lines.append(
+                f"| {x} | {_fmt(gx.get('explicit_accuracy'))} | {_fmt(gx.get('chrfpp'))} | {_fmt(_bleu(fx))} "
+                f"| {_fmt(fx.get('chrfpp'))} | {_degenerate_cell(gx, fx)} | {_fmt(wx.get('accuracy'))} "
+                f"| {_fmt(wx.get('delta_g'))} | {_fmt(wx.get('delta_g_f1'))} | {_fmt(wx.get('delta_s'))} "
+                f"| {_fmt(gx.get('accuracy'))} |"
+            )
+        lines += [
+            "",
+            "degenerate: empty, repetitive, wrong-script or unrelated (fluent, but sentence chrF++ < 20 against "
+            "the reference) translations (MT-GenEval and FLORES lines; rules in `fairmt.eval.degenerate`).",
+        ]
+    m2m = result.get("flores_many2many") or {}
     if m2m:
         groups = list(RESOURCE_GROUPS)
-        lines += ["", f"**Many-to-many FLORES-200 ({m2m.get('metric')}, Table 4 layout)**", "",
-                  "| " + " | ".join(["Method"] + [f"→{g}" for g in groups] + [f"{g}→" for g in groups] + ["X2X"]) + " |",
-                  "|---|" + "---|" * (2 * len(groups) + 1),
-                  "| " + " | ".join([name] + [_fmt(m2m.get(f"to_{g}")) for g in groups]
-                                    + [_fmt(m2m.get(f"from_{g}")) for g in groups] + [_fmt(m2m.get("x2x"))]) + " |"]
+        lines += [
+            "",
+            f"**Many-to-many FLORES-200 ({m2m.get('metric')}, Table 4 layout)**",
+            "",
+            "| " + " | ".join(["Method"] + [f"→{g}" for g in groups] + [f"{g}→" for g in groups] + ["X2X"]) + " |",
+            "|---|" + "---|" * (2 * len(groups) + 1),
+            "| "
+            + " | ".join(
+                [name]
+                + [_fmt(m2m.get(f"to_{g}")) for g in groups]
+                + [_fmt(m2m.get(f"from_{g}")) for g in groups]
+                + [_fmt(m2m.get("x2x"))]
+            )
+            + " |",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -538,8 +626,14 @@ def per_language_plot(result: dict, path: str | Path, title: str = "") -> list[s
     rows = [{"lang": k, "accuracy": v["accuracy"], "ΔG": v.get("delta_g")} for k, v in w.items() if len(k) <= 3]
     if not rows:
         raise NothingToPlot("no WinoMT language was scored (the plot is WinoMT accuracy and ΔG per language)")
-    return bar_chart(rows, "lang", ["accuracy", "ΔG"], path, title=title or "WinoMT accuracy and ΔG (Acc_male − Acc_female)",
-              ylabel="%, percentage points for ΔG")
+    return bar_chart(
+        rows,
+        "lang",
+        ["accuracy", "ΔG"],
+        path,
+        title=title or "WinoMT accuracy and ΔG (Acc_male − Acc_female)",
+        ylabel="%, percentage points for ΔG",
+    )
 
 
 _SETTINGS_COMPARED = ("compat", "split", "gold", "id_lang")
@@ -610,8 +704,19 @@ def _benchmarks_touched(key: str) -> set[str]:
     return {kind}
 
 
-COMPARISON_COLUMNS = ["geneval_e_acc", "geneval_chrfpp", "bleu", "chrfpp", "winomt_acc", "degenerate",
-                      "geneval_abs_edg", "winomt_abs_dg", "winomt_abs_ds", "geneval_acc", "geneval_abs_dg"]
+COMPARISON_COLUMNS = [
+    "geneval_e_acc",
+    "geneval_chrfpp",
+    "bleu",
+    "chrfpp",
+    "winomt_acc",
+    "degenerate",
+    "geneval_abs_edg",
+    "winomt_abs_dg",
+    "winomt_abs_ds",
+    "geneval_acc",
+    "geneval_abs_dg",
+]
 """``fairmt report``'s columns: explicit accuracy and translation quality first, then WinoMT, the degenerate-output
 count, the gaps, and the official MT-GenEval accuracy last (a degenerate output can make it 100)."""
 
@@ -627,16 +732,31 @@ def compare_runs(results: Sequence[dict], names: Sequence[str]) -> list[dict]:
         wa = (r.get("winomt") or {}).get("average", {})
         ga = (r.get("geneval") or {}).get("average", {})
         fa = (r.get("flores") or {}).get("average", {})
-        degenerate = [row["degenerate"] for b in ("geneval", "flores") for k, row in (r.get(b) or {}).items()
-                      if len(k) <= 3 and isinstance(row.get("degenerate"), dict)]
-        rows.append({"model": name, "geneval_e_acc": ga.get("explicit_accuracy"), "geneval_chrfpp": ga.get("chrfpp"),
-                     "bleu": _bleu(fa), "chrfpp": fa.get("chrfpp"), "winomt_acc": wa.get("accuracy"),
-                     "degenerate": sum(d["degenerate"] for d in degenerate) if degenerate else None,
-                     "degenerate_of": sum(d["n"] for d in degenerate) if degenerate else None,
-                     "geneval_abs_edg": ga.get("abs_explicit_delta_g"), "winomt_abs_dg": wa.get("abs_delta_g"),
-                     "winomt_abs_ds": wa.get("abs_delta_s"), "geneval_acc": ga.get("accuracy"),
-                     "geneval_abs_dg": ga.get("abs_delta_g"), "signatures": run_signatures(r),
-                     "differs": [{k: d[k] for k in ("key", "first", "this")} for d in diffs if d["run"] == name]})
+        degenerate = [
+            row["degenerate"]
+            for b in ("geneval", "flores")
+            for k, row in (r.get(b) or {}).items()
+            if len(k) <= 3 and isinstance(row.get("degenerate"), dict)
+        ]
+        rows.append(
+            {
+                "model": name,
+                "geneval_e_acc": ga.get("explicit_accuracy"),
+                "geneval_chrfpp": ga.get("chrfpp"),
+                "bleu": _bleu(fa),
+                "chrfpp": fa.get("chrfpp"),
+                "winomt_acc": wa.get("accuracy"),
+                "degenerate": sum(d["degenerate"] for d in degenerate) if degenerate else None,
+                "degenerate_of": sum(d["n"] for d in degenerate) if degenerate else None,
+                "geneval_abs_edg": ga.get("abs_explicit_delta_g"),
+                "winomt_abs_dg": wa.get("abs_delta_g"),
+                "winomt_abs_ds": wa.get("abs_delta_s"),
+                "geneval_acc": ga.get("accuracy"),
+                "geneval_abs_dg": ga.get("abs_delta_g"),
+                "signatures": run_signatures(r),
+                "differs": [{k: d[k] for k in ("key", "first", "this")} for d in diffs if d["run"] == name],
+            }
+        )
     base = rows[0] if rows else {}
     for row in rows[1:]:
         for k in COMPARISON_COLUMNS:
@@ -666,14 +786,20 @@ def comparison_markdown(rows: Sequence[dict]) -> str:
             cells.append(v + (f" ({d:+.1f})" if d is not None else "") + mark)
         out.append(f"| {markdown(r['model'])} | " + " | ".join(cells) + " |")
         for d in r.get("differs", []):
-            notes.append(f"- † {markdown(r['model'])}: {markdown(d['key'])} is {markdown_code(d['this'])}, the first "
-                         f"run's is {markdown_code(d['first'])}")
-    text = "\n".join(out) + "\n\nIn brackets: the difference to the first model. geneval_chrfpp: chrF++ of the " \
-        "MT-GenEval translations against their own-gender references; bleu/chrfpp: FLORES-200; degenerate: empty, " \
+            notes.append(
+                f"- † {markdown(r['model'])}: {markdown(d['key'])} is {markdown_code(d['this'])}, the first "
+                f"run's is {markdown_code(d['first'])}"
+            )
+    text = (
+        "\n".join(out) + "\n\nIn brackets: the difference to the first model. geneval_chrfpp: chrF++ of the "
+        "MT-GenEval translations against their own-gender references; bleu/chrfpp: FLORES-200; degenerate: empty, "
         "repetitive, wrong-script or unrelated (sentence chrF++ < 20) translations.\n"
+    )
     if notes:
-        text += ("\n**† Scored under different settings from the first run — these numbers are not comparable as "
-                 "they stand:**\n\n" + "\n".join(notes) + "\n")
+        text += (
+            "\n**† Scored under different settings from the first run — these numbers are not comparable as "
+            "they stand:**\n\n" + "\n".join(notes) + "\n"
+        )
     return text
 
 
@@ -684,10 +810,17 @@ def scatter_plot(rows: Sequence[dict], path: str | Path) -> list[str]:
 
     xkey = "bleu" if all(r.get("bleu") is not None for r in rows) else "chrfpp"
     xname = "spBLEU" if xkey == "bleu" else "chrF++"
-    pts = [(r[xkey], r["winomt_acc"], r["model"]) for r in rows if r.get(xkey) is not None and r.get("winomt_acc") is not None]
-    missing = [f"{r['model']}: no " + " and no ".join(
-        n for n, k in ((xname, xkey), ("WinoMT accuracy", "winomt_acc")) if r.get(k) is None) for r in rows
-        if r.get(xkey) is None or r.get("winomt_acc") is None]
+    pts = [
+        (r[xkey], r["winomt_acc"], r["model"])
+        for r in rows
+        if r.get(xkey) is not None and r.get("winomt_acc") is not None
+    ]
+    missing = [
+        f"{r['model']}: no "
+        + " and no ".join(n for n, k in ((xname, xkey), ("WinoMT accuracy", "winomt_acc")) if r.get(k) is None)
+        for r in rows
+        if r.get(xkey) is None or r.get("winomt_acc") is None
+    ]
     if not pts:
         raise NothingToPlot(f"no run has both {xname} (FLORES) and WinoMT accuracy")
     import matplotlib
@@ -712,9 +845,23 @@ def scatter_plot(rows: Sequence[dict], path: str | Path) -> list[str]:
 
 
 __all__ = [
-    "BENCHMARKS", "COMPARISON_COLUMNS", "FLORES_LANGS", "GENEVAL_LANGS", "RESOURCE_GROUPS", "WINOMT_LANGS", "average",
-    "compare_runs", "comparison_markdown", "degenerate_warnings", "markdown_tables", "per_language_plot",
-    "run_signatures", "scatter_plot", "score_many2many", "score_translations_dir", "signature_differences",
+    "BENCHMARKS",
+    "COMPARISON_COLUMNS",
+    "FLORES_LANGS",
+    "GENEVAL_LANGS",
+    "RESOURCE_GROUPS",
+    "WINOMT_LANGS",
+    "average",
+    "compare_runs",
+    "comparison_markdown",
+    "degenerate_warnings",
+    "markdown_tables",
+    "per_language_plot",
+    "run_signatures",
+    "scatter_plot",
+    "score_many2many",
+    "score_translations_dir",
+    "signature_differences",
 ]
 
 

@@ -69,13 +69,19 @@ def markdown_table(rows: Sequence[dict], columns: Sequence[str], digits: int = 1
 
     head = "| " + " | ".join(markdown(c) for c in columns) + " |"
     sep = "|" + "|".join("---:" if i else "---" for i in range(len(columns))) + "|"
-    body = ["| " + " | ".join(_fmt(r.get(c), digits) if c in markup else markdown(_fmt(r.get(c), digits))
-                              for c in columns) + " |" for r in rows]
+    body = [
+        "| "
+        + " | ".join(_fmt(r.get(c), digits) if c in markup else markdown(_fmt(r.get(c), digits)) for c in columns)
+        + " |"
+        for r in rows
+    ]
     return "\n".join([head, sep, *body]) + "\n"
 
 
-ONE_RUN_NOTE = ("one training run (one seed): the changes are not tested against training-seed noise, which can be "
-                "several points; run seeds (fairmt sweep --seeds) before calling a change better or worse")
+ONE_RUN_NOTE = (
+    "one training run (one seed): the changes are not tested against training-seed noise, which can be "
+    "several points; run seeds (fairmt sweep --seeds) before calling a change better or worse"
+)
 """The line under every recipe's before → after table (:func:`before_after_lines`)."""
 
 _DIRECTION = {"lower": "↓", "higher": "↑", "zero": "(0 best)"}
@@ -98,13 +104,17 @@ def before_after_lines(title: str, rows: Sequence[tuple], before: str = "before"
     kept = [r for r in rows if num(r[1]) and num(r[2])]
     if not kept:
         return []
-    labels = [label if not better or "↑" in label or "↓" in label else f"{label} {_DIRECTION.get(better, '')}".rstrip()
-              for label, _, _, _, better in kept]
+    labels = [
+        label if not better or "↑" in label or "↓" in label else f"{label} {_DIRECTION.get(better, '')}".rstrip()
+        for label, _, _, _, better in kept
+    ]
     width = max(len(x) for x in labels)
     lines = [f"  {title}: {before} → {after}"]
     for label, (_, b, a, fmt, _) in zip(labels, kept):
-        lines.append(f"    {label:{width}s} {format(b, fmt):>6s} → {format(a, fmt):>6s}  "
-                     f"({format(a - b, '+' + fmt.lstrip('+'))})")
+        lines.append(
+            f"    {label:{width}s} {format(b, fmt):>6s} → {format(a, fmt):>6s}  "
+            f"({format(a - b, '+' + fmt.lstrip('+'))})"
+        )
     lines.append(f"    {ONE_RUN_NOTE}")
     return lines
 
@@ -130,8 +140,14 @@ def draw_plot(path: str | Path, draw: Callable[[], Sequence[str] | None]) -> boo
     return not missing
 
 
-def bar_chart(rows: Sequence[dict], label: str, metrics: Sequence[str], path: str | Path, title: str = "",
-              ylabel: str = "score (%, percentage points for Δ)") -> list[str]:
+def bar_chart(
+    rows: Sequence[dict],
+    label: str,
+    metrics: Sequence[str],
+    path: str | Path,
+    title: str = "",
+    ylabel: str = "score (%, percentage points for Δ)",
+) -> list[str]:
     """A grouped bar chart (one group per row, e.g. per language; one bar per metric), saved as PNG/PDF/SVG:
     at most ~11 inches wide whatever the number of languages, labelled axes, the legend outside the bars, values
     written on the bars when they are few. A value that is None (undefined) gets no bar — never a bar at 0 — and
@@ -147,8 +163,12 @@ def bar_chart(rows: Sequence[dict], label: str, metrics: Sequence[str], path: st
 
     from fairmt.eval.reporting.escape import mpl
 
-    missing = [f"{metric} for {r.get(label)}: undefined (no value)" for r in rows for metric in metrics
-               if r.get(metric) is None or (isinstance(r.get(metric), float) and not math.isfinite(r[metric]))]
+    missing = [
+        f"{metric} for {r.get(label)}: undefined (no value)"
+        for r in rows
+        for metric in metrics
+        if r.get(metric) is None or (isinstance(r.get(metric), float) and not math.isfinite(r[metric]))
+    ]
     n = max(len(metrics), 1)
     width = 0.8 / n
     fig, ax = plt.subplots(figsize=(min(11.0, max(5.0, 0.55 * len(rows) * n + 2.5)), 4.0))

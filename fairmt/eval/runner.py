@@ -4,16 +4,19 @@ benchmark and scoring it) and :mod:`fairmt.distributed` (process helpers). Each 
 
 from fairmt._deprecated import moved_names
 
-__getattr__ = moved_names(__name__, {
-    "CACHE_FORMAT": "fairmt.translate.cache",
-    "as_translator": "fairmt.translate",
-    "flores_to_model_lang": "fairmt.translate",
-    "generate_translations": "fairmt.translate",
-    "model_fingerprint": "fairmt.translate.cache",
-    "read_cache": "fairmt.translate.cache",
-    "evaluate_flores": "fairmt.model_eval",
-    "evaluate_geneval": "fairmt.model_eval",
-    "translate_geneval": "fairmt.model_eval",
-    "is_main_process": "fairmt.distributed",
-    "world_size": "fairmt.distributed:launch_world_size",
-})
+__getattr__ = moved_names(
+    __name__,
+    {
+        "CACHE_FORMAT": "fairmt.translate.cache",
+        "as_translator": "fairmt.translate",
+        "flores_to_model_lang": "fairmt.translate",
+        "generate_translations": "fairmt.translate",
+        "model_fingerprint": "fairmt.translate.cache",
+        "read_cache": "fairmt.translate.cache",
+        "evaluate_flores": "fairmt.model_eval",
+        "evaluate_geneval": "fairmt.model_eval",
+        "translate_geneval": "fairmt.model_eval",
+        "is_main_process": "fairmt.distributed",
+        "world_size": "fairmt.distributed:launch_world_size",
+    },
+)

@@ -54,8 +54,15 @@ FAIRNESS_TRADEOFFS = ("dto", "accuracy_then_gap")  # the rules that can prefer a
 ACCURACY_FLOOR = 0.8  # default floor of the classification recipes: dev accuracy ≥ 0.8 × the best dev accuracy
 
 
-def degenerate_choice(records: Sequence[EvalRecord], chosen: EvalRecord, criterion: str, floor: float | None,
-                      *, unguarded: EvalRecord | None = None, scale: float = 1.0) -> str | None:
+def degenerate_choice(
+    records: Sequence[EvalRecord],
+    chosen: EvalRecord,
+    criterion: str,
+    floor: float | None,
+    *,
+    unguarded: EvalRecord | None = None,
+    scale: float = 1.0,
+) -> str | None:
     """One line when a selection needs the reader's attention, else ``None``: the rule's own choice was set aside
     by the accuracy floor (``unguarded`` differs from ``chosen``), or the chosen record is below
     ``ACCURACY_FLOOR`` (``floor`` when given) × the best dev accuracy — a model degenerate on dev (e.g. one class
@@ -65,15 +72,19 @@ def degenerate_choice(records: Sequence[EvalRecord], chosen: EvalRecord, criteri
     best = max(r.accuracy for r in records if r.accuracy is not None)
     ratio = floor or ACCURACY_FLOOR
     if unguarded is not None and unguarded.step != chosen.step:
-        return (f"{criterion} alone would select step {unguarded.step} (dev accuracy "
-                f"{_shown(unguarded.accuracy, scale)}, GAP {_shown(unguarded.gap, scale)}), below the accuracy floor "
-                f"{ratio:g} × the best dev accuracy {best * scale:.2f}: a degenerate model; step {chosen.step} selected "
-                f"instead (dev accuracy {chosen.accuracy * scale:.2f}, GAP {_shown(chosen.gap, scale)})")
+        return (
+            f"{criterion} alone would select step {unguarded.step} (dev accuracy "
+            f"{_shown(unguarded.accuracy, scale)}, GAP {_shown(unguarded.gap, scale)}), below the accuracy floor "
+            f"{ratio:g} × the best dev accuracy {best * scale:.2f}: a degenerate model; step {chosen.step} selected "
+            f"instead (dev accuracy {chosen.accuracy * scale:.2f}, GAP {_shown(chosen.gap, scale)})"
+        )
     if chosen.accuracy < ratio * best:
-        return (f"the selected step {chosen.step} has dev accuracy {chosen.accuracy * scale:.2f}, below {ratio:g} × "
-                f"the best dev accuracy {best * scale:.2f} (step "
-                f"{max(records, key=lambda r: r.accuracy or -1).step}): a model degenerate on dev, selected by "
-                f"{criterion} for its small GAP — set an accuracy floor (selection_accuracy_floor) to exclude it")
+        return (
+            f"the selected step {chosen.step} has dev accuracy {chosen.accuracy * scale:.2f}, below {ratio:g} × "
+            f"the best dev accuracy {best * scale:.2f} (step "
+            f"{max(records, key=lambda r: r.accuracy or -1).step}): a model degenerate on dev, selected by "
+            f"{criterion} for its small GAP — set an accuracy floor (selection_accuracy_floor) to exclude it"
+        )
     return None
 
 
@@ -171,12 +182,14 @@ def fairness_compute_metrics(
         for key in ("f1", "micro_f1", "auc"):
             if getattr(r, key) is not None:
                 out[key] = getattr(r, key)
-        out.update({
-            "macro_f1": r.macro_f1,
-            "gap": r.gap,
-            "delta_eo": r.delta_eo,
-            "dto": distance_to_optimum([r.accuracy], [r.gap])[0],
-        })
+        out.update(
+            {
+                "macro_f1": r.macro_f1,
+                "gap": r.gap,
+                "delta_eo": r.delta_eo,
+                "dto": distance_to_optimum([r.accuracy], [r.gap])[0],
+            }
+        )
         if with_leakage and hidden is not None:
             out["leakage_h"] = leakage(hidden.reshape(len(hidden), -1), g, seed=seed)[0]  # type: ignore[arg-type]
         return {k: 100.0 * v for k, v in out.items()} if percent else out
@@ -185,7 +198,11 @@ def fairness_compute_metrics(
 
 
 def select_checkpoint(
-    records: Sequence[EvalRecord], criterion: str = "dto", *, normalise: bool = True, tolerance: float = 0.01,
+    records: Sequence[EvalRecord],
+    criterion: str = "dto",
+    *,
+    normalise: bool = True,
+    tolerance: float = 0.01,
     accuracy_floor: float | None = None,
 ) -> EvalRecord:
     """The best record by ``criterion`` (see the module docstring); ties go to the earliest step.
@@ -199,8 +216,12 @@ def select_checkpoint(
         raise FairmtError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
     if not records:
         raise FairmtError("no dev-set evaluation to select from: set eval_strategy so that the Trainer evaluates")
-    need = {"dto": ("accuracy", "gap"), "loss": ("loss",), "accuracy": ("accuracy",),
-            "accuracy_then_gap": ("accuracy", "gap")}[criterion]
+    need = {
+        "dto": ("accuracy", "gap"),
+        "loss": ("loss",),
+        "accuracy": ("accuracy",),
+        "accuracy_then_gap": ("accuracy", "gap"),
+    }[criterion]
     for r in records:
         for k in need:
             v = getattr(r, k)
@@ -218,8 +239,9 @@ def select_checkpoint(
     elif criterion == "accuracy":
         scores = [-_score(r, "accuracy") for r in records]
     elif criterion == "dto":
-        scores = distance_to_optimum([_score(r, "accuracy") for r in records], [_score(r, "gap") for r in records],
-                                     normalise=normalise)
+        scores = distance_to_optimum(
+            [_score(r, "accuracy") for r in records], [_score(r, "gap") for r in records], normalise=normalise
+        )
     else:
         best_acc = max(_score(r, "accuracy") for r in records)
         scores = [_score(r, "gap") if _score(r, "accuracy") >= best_acc - tolerance else math.inf for r in records]
@@ -292,7 +314,9 @@ class FairnessSelectionCallback(TrainerCallback):
         self.patience = patience
         self.prune = prune
         if accuracy_floor is not None and not 0 <= accuracy_floor <= 1:
-            raise FairmtError(f"accuracy_floor must be a ratio in [0, 1] of the best dev accuracy, got {accuracy_floor}")
+            raise FairmtError(
+                f"accuracy_floor must be a ratio in [0, 1] of the best dev accuracy, got {accuracy_floor}"
+            )
         self.accuracy_floor = accuracy_floor
         self.patience_waits_for_loss = patience_waits_for_loss
         self.warn = warn  # False: the caller reports ``note`` itself
@@ -316,8 +340,9 @@ class FairnessSelectionCallback(TrainerCallback):
         pool = [r for r in self.records if not only_saved or self._available(r)]
         if not pool:
             return None
-        return select_checkpoint(pool, self.criterion, normalise=self.normalise, tolerance=self.tolerance,
-                                 accuracy_floor=self.accuracy_floor)
+        return select_checkpoint(
+            pool, self.criterion, normalise=self.normalise, tolerance=self.tolerance, accuracy_floor=self.accuracy_floor
+        )
 
     def _copy(self, args: Any, record: EvalRecord) -> None:
         if not self.copy_best or record.checkpoint is None or not os.path.isdir(record.checkpoint):
@@ -327,8 +352,11 @@ class FairnessSelectionCallback(TrainerCallback):
         from fairmt.outputs import save_folder
 
         dest = self._best_dir(args)  # whole or the earlier copy (the one writer's rename); a full disk: one line
-        save_folder(dest, lambda tmp: shutil.copytree(record.checkpoint, tmp, dirs_exist_ok=True),
-                    what=f"the copy of the best checkpoint (step {record.step})")
+        save_folder(
+            dest,
+            lambda tmp: shutil.copytree(record.checkpoint, tmp, dirs_exist_ok=True),
+            what=f"the copy of the best checkpoint (step {record.step})",
+        )
         self._copied_step = record.step
 
     # ------------------------------------------------------------------ callback events
@@ -336,7 +364,7 @@ class FairnessSelectionCallback(TrainerCallback):
         """Record the dev metrics of this evaluation (other prefixes, e.g. ``test_``, are ignored)."""
         if not metrics or not any(k.startswith(self.prefix) for k in metrics):
             return
-        m = {k[len(self.prefix):]: v for k, v in metrics.items() if k.startswith(self.prefix)}
+        m = {k[len(self.prefix) :]: v for k, v in metrics.items() if k.startswith(self.prefix)}
         if any(k.startswith("test_") for k in m):  # eval_test_*: a test set inside a dict of eval sets
             return
         frac = lambda key: None if m.get(key) is None else float(m[key]) / self.scale  # noqa: E731
@@ -378,7 +406,8 @@ class FairnessSelectionCallback(TrainerCallback):
             acc = _score(record, "accuracy")
             rivals = [r for r in self.records if _score(r, "accuracy") >= acc and r.step != record.step]
             return acc >= self.accuracy_floor * best_acc and all(
-                (_score(record, "dto"), record.step) <= (_score(r, "dto"), r.step) for r in rivals)
+                (_score(record, "dto"), record.step) <= (_score(r, "dto"), r.step) for r in rivals
+            )
         if self.criterion == "accuracy_then_gap":
             best_acc = max(_score(r, "accuracy") for r in self.records)
             return _score(record, "accuracy") >= best_acc - self.tolerance
@@ -412,10 +441,12 @@ class FairnessSelectionCallback(TrainerCallback):
         self.best = best
         if best is not None:
             # the rule alone over every evaluation (its checkpoint may be pruned: it is named, not loaded)
-            unguarded = select_checkpoint(self.records, self.criterion, normalise=self.normalise,
-                                          tolerance=self.tolerance)
-            self.note = degenerate_choice(self.records, best, self.criterion, self.accuracy_floor,
-                                          unguarded=unguarded, scale=self.scale)
+            unguarded = select_checkpoint(
+                self.records, self.criterion, normalise=self.normalise, tolerance=self.tolerance
+            )
+            self.note = degenerate_choice(
+                self.records, best, self.criterion, self.accuracy_floor, unguarded=unguarded, scale=self.scale
+            )
             if self.note and self.warn and args.should_save:
                 import warnings
 
@@ -443,8 +474,11 @@ class FairnessSelectionCallback(TrainerCallback):
             os.makedirs(args.output_dir, exist_ok=True)
             from fairmt.outputs import write_file
 
-            write_file(os.path.join(args.output_dir, "selection.json"), json.dumps(report, indent=2),
-                       what="the checkpoint selection")
+            write_file(
+                os.path.join(args.output_dir, "selection.json"),
+                json.dumps(report, indent=2),
+                what="the checkpoint selection",
+            )
 
 
 def _float(v: Any) -> float | None:

@@ -38,8 +38,10 @@ from fairmt.errors import FairmtError
 N_SAMPLES = 1000  # resamples of every paired bootstrap (`fairmt report --resamples`' default)
 SEED = 12345  # sacrebleu's default SACREBLEU_SEED (`fairmt report --seed`'s default)
 MAX_DRAWS = 400_000_000  # resamples × items of one bootstrap (3.2 GB of indices)
-SELF_COMPARISON = ("p counts the resamples whose centred |difference| reaches the observed one with >= (sacrebleu "
-                   "counts >): a run against itself gets p = 1 here, 1/(N+1) in sacrebleu --paired-bs")
+SELF_COMPARISON = (
+    "p counts the resamples whose centred |difference| reaches the observed one with >= (sacrebleu "
+    "counts >): a run against itself gets p = 1 here, 1/(N+1) in sacrebleu --paired-bs"
+)
 """The p-value convention, said wherever a paired bootstrap's p-values are printed."""
 
 
@@ -65,9 +67,12 @@ class PairedBootstrap:
         return self.p_value < 0.05
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "significant": self.significant,
-                "method": f"paired bootstrap (sacrebleu --paired-bs style), {self.n_samples} resamples, seed "
-                          f"{self.seed}, 95% percentile interval"}
+        return {
+            **asdict(self),
+            "significant": self.significant,
+            "method": f"paired bootstrap (sacrebleu --paired-bs style), {self.n_samples} resamples, seed "
+            f"{self.seed}, 95% percentile interval",
+        }
 
 
 def resample_indices(n_items: int, n_samples: int = N_SAMPLES, seed: int = SEED) -> np.ndarray:
@@ -77,13 +82,16 @@ def resample_indices(n_items: int, n_samples: int = N_SAMPLES, seed: int = SEED)
     if n_samples < 1:
         raise FairmtError(f"n_samples must be at least 1, got {n_samples}")
     if n_samples * n_items > MAX_DRAWS:
-        raise FairmtError(f"{n_samples} resamples of {n_items} items are {n_samples * n_items:,} draws, more than the "
-                          f"{MAX_DRAWS:,} one bootstrap holds in memory: ask for fewer resamples")
+        raise FairmtError(
+            f"{n_samples} resamples of {n_items} items are {n_samples * n_items:,} draws, more than the "
+            f"{MAX_DRAWS:,} one bootstrap holds in memory: ask for fewer resamples"
+        )
     return np.random.default_rng(seed).choice(n_items, size=(n_samples, n_items), replace=True)
 
 
-def paired_bootstrap(stats_a, stats_b, score: Callable[[np.ndarray], float], measure: str,
-                     n_samples: int = N_SAMPLES, seed: int = SEED) -> PairedBootstrap:
+def paired_bootstrap(
+    stats_a, stats_b, score: Callable[[np.ndarray], float], measure: str, n_samples: int = N_SAMPLES, seed: int = SEED
+) -> PairedBootstrap:
     """The generic test: ``stats_a``/``stats_b`` hold per-item sufficient statistics (one row per item, the same
     items in the same order), ``score`` maps their column sums to the measure."""
     a, b = np.asarray(stats_a, dtype=np.float64), np.asarray(stats_b, dtype=np.float64)
@@ -92,21 +100,35 @@ def paired_bootstrap(stats_a, stats_b, score: Callable[[np.ndarray], float], mea
     idx = resample_indices(len(a), n_samples, seed)
     sa, sb = score(a.sum(0)), score(b.sum(0))
     if not (np.isfinite(sa) and np.isfinite(sb)):
-        raise FairmtError(f"{measure} is undefined on these {len(a)} items (e.g. no item of one gender), so it has no "
-                          "interval")
+        raise FairmtError(
+            f"{measure} is undefined on these {len(a)} items (e.g. no item of one gender), so it has no interval"
+        )
     same = np.array_equal(a, b)  # a run against itself: every resampled difference is 0, by definition
     diffs = np.array([0.0 if same else score(a[i].sum(0)) - score(b[i].sum(0)) for i in idx])
     undefined = int(np.sum(~np.isfinite(diffs)))  # resamples without an item the measure needs (no female item)
     diffs = diffs[np.isfinite(diffs)]
     if len(diffs) == 0:
-        raise FairmtError(f"{measure} is undefined on every resample of these {len(a)} items (too few items of a "
-                          "group), so it has no interval")
+        raise FairmtError(
+            f"{measure} is undefined on every resample of these {len(a)} items (too few items of a "
+            "group), so it has no interval"
+        )
     observed = sa - sb
     centred = np.abs(diffs) - np.abs(diffs).mean()
     p = (int(np.sum(centred >= abs(observed))) + 1) / (len(diffs) + 1)  # sacrebleu's, with >= (module docstring)
     lo, hi = np.percentile(diffs, [2.5, 97.5])
-    return PairedBootstrap(measure, float(sa), float(sb), float(observed), float(lo), float(hi), float(p), len(a),
-                           n_samples, seed, undefined)
+    return PairedBootstrap(
+        measure,
+        float(sa),
+        float(sb),
+        float(observed),
+        float(lo),
+        float(hi),
+        float(p),
+        len(a),
+        n_samples,
+        seed,
+        undefined,
+    )
 
 
 def _rate(correct: float, total: float) -> float:
@@ -115,24 +137,30 @@ def _rate(correct: float, total: float) -> float:
 
 def paired_accuracy(correct_a: Sequence[bool], correct_b: Sequence[bool], **kw) -> PairedBootstrap:
     """Accuracy (percent) of two runs on the same items, each item correct or not."""
+
     def stats(c):
         return [[float(bool(x)), 1.0] for x in c]
 
     return paired_bootstrap(stats(correct_a), stats(correct_b), lambda s: _rate(s[0], s[1]), "accuracy", **kw)
 
 
-def paired_delta_g(correct_a: Sequence[bool], correct_b: Sequence[bool], gender: Sequence[str], **kw) -> PairedBootstrap:
+def paired_delta_g(
+    correct_a: Sequence[bool], correct_b: Sequence[bool], gender: Sequence[str], **kw
+) -> PairedBootstrap:
     """ΔG = Acc_male − Acc_female (percentage points) of two runs on the same items; ``gender``: each item's gold
     gender (``"male"``/``"female"``; others count in neither accuracy)."""
     if len(gender) != len(correct_a):
         raise FairmtError(f"{len(gender)} genders for {len(correct_a)} items")
 
     def stats(c):
-        return [[float(bool(x) and g == "male"), float(g == "male"), float(bool(x) and g == "female"),
-                 float(g == "female")] for x, g in zip(c, gender)]
+        return [
+            [float(bool(x) and g == "male"), float(g == "male"), float(bool(x) and g == "female"), float(g == "female")]
+            for x, g in zip(c, gender)
+        ]
 
-    return paired_bootstrap(stats(correct_a), stats(correct_b),
-                            lambda s: _rate(s[0], s[1]) - _rate(s[2], s[3]), "delta_g", **kw)
+    return paired_bootstrap(
+        stats(correct_a), stats(correct_b), lambda s: _rate(s[0], s[1]) - _rate(s[2], s[3]), "delta_g", **kw
+    )
 
 
 def _chrf_score(metric):
@@ -146,8 +174,9 @@ def paired_chrf_stats(stats_a, stats_b, **kw) -> PairedBootstrap:
     return paired_bootstrap(stats_a, stats_b, _chrf_score(CHRF(word_order=2)), "chrf++", **kw)
 
 
-def paired_chrf(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequence[str], *, normalize: bool = True,
-                **kw) -> PairedBootstrap:
+def paired_chrf(
+    hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequence[str], *, normalize: bool = True, **kw
+) -> PairedBootstrap:
     """chrF++ of two systems against one reference per sentence, by sacrebleu's own statistics and score.
 
     The text is read as the scorers read it: hypotheses and references pass through the Unicode normalisation of
@@ -163,8 +192,9 @@ def paired_chrf(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequence[str
     from sacrebleu.metrics import CHRF
 
     if not (len(hyps_a) == len(hyps_b) == len(refs)):
-        raise FairmtError(f"chrF++ needs one hypothesis of each system per reference: {len(hyps_a)}, {len(hyps_b)}, "
-                          f"{len(refs)}")
+        raise FairmtError(
+            f"chrF++ needs one hypothesis of each system per reference: {len(hyps_a)}, {len(hyps_b)}, {len(refs)}"
+        )
     hyps_a, hyps_b, refs = list(hyps_a), list(hyps_b), list(refs)
     if normalize:
         from fairmt.data.text import normalize_many
@@ -208,8 +238,9 @@ def read_stats(text, what: str) -> np.ndarray:
     except ValueError:
         arr = None
     if not isinstance(text, str) or arr is None or arr.ndim != 2:
-        raise FairmtError(f"{what} must hold the same count of integers per item (space-separated, items "
-                          "comma-separated)")
+        raise FairmtError(
+            f"{what} must hold the same count of integers per item (space-separated, items comma-separated)"
+        )
     return arr
 
 
@@ -221,6 +252,7 @@ def compare_items(kind: str, items_a: dict, items_b: dict, **kw) -> list[PairedB
     ``flores``; the module docstring says what each holds): WinoMT accuracy and ΔG; MT-GenEval accuracy (a pair is
     right when both its translations are), explicit accuracy, ΔG (Acc_masculine − Acc_feminine over the pairs) and
     chrF++; FLORES-200 chrF++. Raises :class:`FairmtError` when the two were not scored on the same items."""
+
     def same_n(a, b, what):
         if len(a) != len(b):
             raise FairmtError(f"scored on different items ({len(a)} and {len(b)} {what})")
@@ -229,7 +261,10 @@ def compare_items(kind: str, items_a: dict, items_b: dict, **kw) -> list[PairedB
     if kind == "winomt":
         if items_a.get("gold") != items_b.get("gold"):
             raise FairmtError("scored on different gold lines (their gold genders differ)")
-        ca, cb = read_flags(items_a.get("correct"), "items.correct"), read_flags(items_b.get("correct"), "items.correct")
+        ca, cb = (
+            read_flags(items_a.get("correct"), "items.correct"),
+            read_flags(items_b.get("correct"), "items.correct"),
+        )
         same_n(ca, cb, "sentences")
         gold = [_LETTER_GENDER.get(c, "unknown") for c in str(items_a.get("gold"))]
         same_n(ca, gold, "sentences and gold genders")
@@ -250,17 +285,22 @@ def compare_items(kind: str, items_a: dict, items_b: dict, **kw) -> list[PairedB
             return [m and f for m, f in zip(flags[side, f"{prefix}_masculine"], flags[side, f"{prefix}_feminine"])]
 
         def per_pair(side):
-            return [[float(m), float(f), 1.0] for m, f in zip(flags[side, "correct_masculine"],
-                                                              flags[side, "correct_feminine"])]
+            return [
+                [float(m), float(f), 1.0]
+                for m, f in zip(flags[side, "correct_masculine"], flags[side, "correct_feminine"])
+            ]
 
         explicit = paired_accuracy(both("a", "explicit"), both("b", "explicit"), **kw)
-        out += [paired_accuracy(both("a", "correct"), both("b", "correct"), **kw),
-                replace(explicit, measure="explicit_accuracy"),
-                paired_bootstrap(per_pair("a"), per_pair("b"), lambda s: 100.0 * (s[0] - s[1]) / s[2], "delta_g",
-                                 **kw)]
+        out += [
+            paired_accuracy(both("a", "correct"), both("b", "correct"), **kw),
+            replace(explicit, measure="explicit_accuracy"),
+            paired_bootstrap(per_pair("a"), per_pair("b"), lambda s: 100.0 * (s[0] - s[1]) / s[2], "delta_g", **kw),
+        ]
     if kind in ("geneval", "flores") and items_a.get("chrf_stats") and items_b.get("chrf_stats"):
-        sa, sb = read_stats(items_a["chrf_stats"], "items.chrf_stats"), read_stats(items_b["chrf_stats"],
-                                                                                   "items.chrf_stats")
+        sa, sb = (
+            read_stats(items_a["chrf_stats"], "items.chrf_stats"),
+            read_stats(items_b["chrf_stats"], "items.chrf_stats"),
+        )
         same_n(sa, sb, "translations")
         out.append(paired_chrf_stats(sa, sb, **kw))
     if kind not in ("winomt", "geneval", "flores"):
@@ -268,6 +308,22 @@ def compare_items(kind: str, items_a: dict, items_b: dict, **kw) -> list[PairedB
     return out
 
 
-__all__ = ["GENDER_LETTERS", "N_SAMPLES", "SEED", "SELF_COMPARISON", "PairedBootstrap", "compare_items", "flags_text", "genders_text",
-           "paired_accuracy", "paired_bootstrap", "paired_chrf", "paired_chrf_stats", "paired_delta_g", "read_flags",
-           "read_stats", "resample_indices", "stats_text"]
+__all__ = [
+    "GENDER_LETTERS",
+    "N_SAMPLES",
+    "SEED",
+    "SELF_COMPARISON",
+    "PairedBootstrap",
+    "compare_items",
+    "flags_text",
+    "genders_text",
+    "paired_accuracy",
+    "paired_bootstrap",
+    "paired_chrf",
+    "paired_chrf_stats",
+    "paired_delta_g",
+    "read_flags",
+    "read_stats",
+    "resample_indices",
+    "stats_text",
+]

@@ -31,7 +31,9 @@ from fairmt.errors import FairmtError
 
 FLORES200_SPM_SIZE = 4_852_054
 FLORES200_SPM_SHA256 = "14bb8dfb35c0ffdea7bc01e56cea38b9e3d5efcdcb9c251d6b40538e1aab555a"
-FLORES200_SPM_URL = "https://dl.fbaipublicfiles.com/large_objects/nllb/models/spm_200/flores200_sacrebleu_tokenizer_spm.model"
+FLORES200_SPM_URL = (
+    "https://dl.fbaipublicfiles.com/large_objects/nllb/models/spm_200/flores200_sacrebleu_tokenizer_spm.model"
+)
 """Where sacrebleu's ``https://tinyurl.com/flores200sacrebleuspm`` points."""
 SACREBLEU_SPM_NAME = "flores200sacrebleuspm"
 """The file name sacrebleu looks for under ``$SACREBLEU/models/``."""
@@ -163,8 +165,10 @@ class TranslationQualityResult:
         return float(self.bleu_spm_nonstandard)
 
     def __str__(self) -> str:
-        s = (f"{self.lang_pair}: {self.bleu_label} {self.bleu:.2f}  chrF++ {self.chrfpp:.2f}\n"
-             f"  {self.bleu_signature}\n  {self.chrf_signature}")
+        s = (
+            f"{self.lang_pair}: {self.bleu_label} {self.bleu:.2f}  chrF++ {self.chrfpp:.2f}\n"
+            f"  {self.bleu_signature}\n  {self.chrf_signature}"
+        )
         return s + (f"\n  note: {self.note}" if self.note else "")
 
 
@@ -280,7 +284,11 @@ def read_flores(lang: str, split: str = "devtest") -> list[str]:
 
 
 def flores_quality(
-    hypotheses: Sequence[str], lang_pair: str, *, split: str = "devtest", spm_model: str | Path | None = None,
+    hypotheses: Sequence[str],
+    lang_pair: str,
+    *,
+    split: str = "devtest",
+    spm_model: str | Path | None = None,
     compat: str | None = None,
 ) -> TranslationQualityResult:
     """spBLEU/chrF++ of translations of FLORES-200 ``split`` for ``lang_pair`` (references read from the data root)."""

@@ -43,8 +43,10 @@ def labels(value: Any, name: str) -> list:
     for i, v in enumerate(out):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer, str)):
             what = "a float (a probability or score?)" if isinstance(v, (float, np.floating)) else type(v).__name__
-            raise FairmtError(f"{name}[{i}] is {what} ({v!r}): labels are class ids (integers) or names (strings); give "
-                              "the predicted class, not a probability")
+            raise FairmtError(
+                f"{name}[{i}] is {what} ({v!r}): labels are class ids (integers) or names (strings); give "
+                "the predicted class, not a probability"
+            )
     kinds = {isinstance(v, str) for v in out}
     if len(kinds) > 1:
         raise FairmtError(f"{name} mixes integers and strings; use one kind of label")
@@ -73,8 +75,10 @@ def matrix(value: Any, name: str, *, rows: int | None = None, nonzero: bool = Fa
         if width is None:
             width = len(vec)
         if len(vec) != width or not vec:
-            raise FairmtError(f"{name}[{i}] has {len(vec)} values but the first row has {width}: every vector must "
-                              "have the same length")
+            raise FairmtError(
+                f"{name}[{i}] has {len(vec)} values but the first row has {width}: every vector must "
+                "have the same length"
+            )
         bad = next((j for j, x in enumerate(vec) if not math.isfinite(x)), None)
         if bad is not None:
             raise FairmtError(f"{name}[{i}][{bad}] is {vec[bad]}: vectors must hold finite numbers")
@@ -98,8 +102,9 @@ def groups(value: Any, name: str) -> list | dict[str, list]:
         cols = {str(k): labels(v, f"{name}[{k!r}]") for k, v in value.items()}
         lengths = {k: len(v) for k, v in cols.items()}
         if len(set(lengths.values())) > 1:
-            raise FairmtError(f"{name}: the protected attributes have different lengths {lengths}; give one value "
-                              "per example in each")
+            raise FairmtError(
+                f"{name}: the protected attributes have different lengths {lengths}; give one value per example in each"
+            )
         return cols
     out = sequence(value, name)
     if not isinstance(out[0], (tuple, list)):
@@ -107,8 +112,9 @@ def groups(value: Any, name: str) -> list | dict[str, list]:
     width = len(out[0])
     for i, row in enumerate(out):
         if not isinstance(row, (tuple, list)) or len(row) != width or not row:
-            raise FairmtError(f"{name}[{i}] is {row!r}: intersectional groups need one tuple of {width} values per "
-                              "example")
+            raise FairmtError(
+                f"{name}[{i}] is {row!r}: intersectional groups need one tuple of {width} values per example"
+            )
         labels(list(row), f"{name}[{i}]")
     return [tuple(r) for r in out]
 
@@ -132,10 +138,18 @@ def finite_array(value: Any, name: str) -> np.ndarray:
 
 # what each evaluate module's compute() takes, checked before `evaluate` casts the inputs to its features
 _MODULE_INPUTS: dict[str, dict[str, str]] = {
-    "classification_fairness": {"predictions": "labels", "references": "labels", "groups": "protected?",
-                                "hidden": "matrix?", "logits": "scores?", "train_hidden": "matrix?",
-                                "train_logits": "scores?", "train_preds": "labels?", "train_groups": "protected?",
-                                "scores": "scores?"},
+    "classification_fairness": {
+        "predictions": "labels",
+        "references": "labels",
+        "groups": "protected?",
+        "hidden": "matrix?",
+        "logits": "scores?",
+        "train_hidden": "matrix?",
+        "train_logits": "scores?",
+        "train_preds": "labels?",
+        "train_groups": "protected?",
+        "scores": "scores?",
+    },
     "mt_geneval": {"predictions": "texts", "references": "texts", "counterfactual_references": "texts?"},
     "winomt": {"predictions": "texts", "references": "texts", "sources": "texts?"},
     "flores": {"predictions": "texts", "references": "texts"},
@@ -182,10 +196,14 @@ def module_inputs(module: str, *, rows: int | None = None, **kwargs: Any) -> dic
         out[arg] = got.tolist() if isinstance(got, np.ndarray) and arg in ("predictions", "references") else got
         if arg in ("predictions", "references") and n is None:
             n = len(got)
-        elif arg in ("references", "groups", "counterfactual_references", "hidden", "logits", "scores", "sources") and \
-                _length(got) != n and n is not None:
-            raise FairmtError(f"{module}: {arg} has {_length(got)} entries but predictions has {n}; give one per "
-                              "example")
+        elif (
+            arg in ("references", "groups", "counterfactual_references", "hidden", "logits", "scores", "sources")
+            and _length(got) != n
+            and n is not None
+        ):
+            raise FairmtError(
+                f"{module}: {arg} has {_length(got)} entries but predictions has {n}; give one per example"
+            )
     return out
 
 

@@ -48,13 +48,17 @@ class PerExampleInputs:
             state["given"][key] = state["given"].get(key, 0) + rows
             have = state["extra"].get(key)
             if have is None:
-                state["extra"][key] = {k: list(v) for k, v in value.items()} if isinstance(value, Mapping) \
-                    else list(value)
-            elif isinstance(have, dict) != isinstance(value, Mapping) or \
-                    (isinstance(have, dict) and set(have) != set(value)):
-                raise FairmtError(f"{self.module}: {key} changes form between batches (a dict of columns "
-                                  f"{sorted(have) if isinstance(have, dict) else 'in one'}, a list in another); give "
-                                  "it the same way in every add/add_batch")
+                state["extra"][key] = (
+                    {k: list(v) for k, v in value.items()} if isinstance(value, Mapping) else list(value)
+                )
+            elif isinstance(have, dict) != isinstance(value, Mapping) or (
+                isinstance(have, dict) and set(have) != set(value)
+            ):
+                raise FairmtError(
+                    f"{self.module}: {key} changes form between batches (a dict of columns "
+                    f"{sorted(have) if isinstance(have, dict) else 'in one'}, a list in another); give "
+                    "it the same way in every add/add_batch"
+                )
             elif isinstance(have, dict):
                 for k, col in value.items():
                     have[k].extend(col)
@@ -77,8 +81,11 @@ class PerExampleInputs:
         """``evaluate``'s ``add`` (one example); its per-example inputs (one group, one hidden vector, ...) may come
         with it; a dict of protected attributes gives one value per attribute."""
         extras = {k: kwargs.pop(k) for k in list(kwargs) if k in self.per_example}
-        one = {k: ({a: [v] for a, v in value.items()} if isinstance(value, Mapping) else [value])
-               for k, value in extras.items() if value is not None}
+        one = {
+            k: ({a: [v] for a, v in value.items()} if isinstance(value, Mapping) else [value])
+            for k, value in extras.items()
+            if value is not None
+        }
         checked = self._check(predictions=[prediction], references=[reference], **one)
         super().add(prediction=checked["predictions"][0], reference=checked["references"][0], **kwargs)
         self._keep({k: checked.get(k) for k in one}, 1)
@@ -92,21 +99,27 @@ class PerExampleInputs:
         try:  # a bad input leaves the added batches as they were (fix the call and compute again)
             if state is None:
                 if predictions is None and references is None:
-                    raise FairmtError(f"{self.module}: nothing to score: give predictions= and references= to "
-                                      "compute(), or add them first with add() / add_batch()")
+                    raise FairmtError(
+                        f"{self.module}: nothing to score: give predictions= and references= to "
+                        "compute(), or add them first with add() / add_batch()"
+                    )
                 checked = self._check(predictions=predictions, references=references, **kwargs)
                 self._fairmt_in_compute = True
                 return super().compute(**checked)
             if predictions is not None or references is not None:  # evaluate's rule: a last batch
-                self.add_batch(predictions=predictions, references=references,
-                               **{k: kwargs.pop(k) for k in list(kwargs) if k in self.per_example})
+                self.add_batch(
+                    predictions=predictions,
+                    references=references,
+                    **{k: kwargs.pop(k) for k in list(kwargs) if k in self.per_example},
+                )
             state = self._pending()
             compute_given: list[str] = []  # taken back if this call fails: the stored batches stay as they were
             for key, value in list(kwargs.items()):
                 if key in self.per_example and value is not None:
                     if key in state["extra"]:
-                        raise FairmtError(f"{self.module}: {key} was given to add/add_batch and to compute; give it in "
-                                          "one place")
+                        raise FairmtError(
+                            f"{self.module}: {key} was given to add/add_batch and to compute; give it in one place"
+                        )
                     state["extra"][key], state["given"][key] = value, state["rows"]
                     kwargs.pop(key)
                     compute_given.append(key)
@@ -114,8 +127,10 @@ class PerExampleInputs:
                 partial = {k: n for k, n in state["given"].items() if n != state["rows"]}
                 if partial:
                     key, n = next(iter(partial.items()))
-                    raise FairmtError(f"{self.module}: {key} was given for {n} of the {state['rows']} examples added; "
-                                      "give it with every add/add_batch, or with none")
+                    raise FairmtError(
+                        f"{self.module}: {key} was given for {n} of the {state['rows']} examples added; "
+                        "give it with every add/add_batch, or with none"
+                    )
                 checked = self._check(rows=state["rows"], **state["extra"], **kwargs)
             except FairmtError:
                 for key in compute_given:

@@ -39,7 +39,6 @@ overwrites it. Checkpoints are unpickled in full (fairseq
 0.12 stores argparse objects; the plugin sets ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``): load trusted files only.
 """
 
-
 import copy
 import logging
 import os
@@ -75,13 +74,21 @@ from fairmt.models.precision import (
 logger = logging.getLogger(__name__)
 
 TEACHER_FILE = "gacl_teacher.safetensors"
-_SWITCHES = ("dropout_positive", "inbatch_positives", "counterfactual_negative", "inbatch_negatives",
-             "detach_dropout_view")
+_SWITCHES = (
+    "dropout_positive",
+    "inbatch_positives",
+    "counterfactual_negative",
+    "inbatch_negatives",
+    "detach_dropout_view",
+)
 _BOOL = {"true": True, "yes": True, "1": True, "on": True, "false": False, "no": False, "0": False, "off": False}
 
 
-OPTION_OF = {"temperature": "gacl_temperature", "positive_reduction": "gacl_positive_reduction",
-             "pooling": "gacl_pooling"}
+OPTION_OF = {
+    "temperature": "gacl_temperature",
+    "positive_reduction": "gacl_positive_reduction",
+    "pooling": "gacl_pooling",
+}
 """The criterion's option for each :class:`~fairmt.losses.gacl.GACLSettings` field (``GACLConfig``'s name) where
 the two differ (``gather_across_processes`` is the switch ``gacl_no_gather``, its negation)."""
 
@@ -92,50 +99,70 @@ fairseq turns every annotated name of the dataclass into an option."""
 
 @dataclass
 class GACLKDCriterionConfig(LabelSmoothedCrossEntropyCriterionConfig):
-    kd_alpha: float = field(default=GACL_DEFAULTS.kd_alpha,
-                            metadata={"help": "α: weight of L_KD; L_MT gets 1 − α (0: no teacher)"})
-    kd_temperature: float = field(default=GACL_DEFAULTS.kd_temperature,
-                                  metadata={"help": "softmax temperature of the KD term"})
+    kd_alpha: float = field(
+        default=GACL_DEFAULTS.kd_alpha, metadata={"help": "α: weight of L_KD; L_MT gets 1 − α (0: no teacher)"}
+    )
+    kd_temperature: float = field(
+        default=GACL_DEFAULTS.kd_temperature, metadata={"help": "softmax temperature of the KD term"}
+    )
     kd_normalization: Optional[str] = field(
-        default=None, metadata={"help": "'token' or 'sentence' mean of the KL (default: sentence for official, "
-                                        "token for paper)"})
-    gacl_lambda: float = field(default=GACL_DEFAULTS.gacl_lambda,
-                               metadata={"help": "λ: weight of the gender-aware contrastive loss"})
-    gacl_temperature: float = field(default=GACL_DEFAULTS.temperature,
-                                    metadata={"help": "τ of the contrastive softmax"})
+        default=None,
+        metadata={"help": "'token' or 'sentence' mean of the KL (default: sentence for official, token for paper)"},
+    )
+    gacl_lambda: float = field(
+        default=GACL_DEFAULTS.gacl_lambda, metadata={"help": "λ: weight of the gender-aware contrastive loss"}
+    )
+    gacl_temperature: float = field(
+        default=GACL_DEFAULTS.temperature, metadata={"help": "τ of the contrastive softmax"}
+    )
     gacl_variant: ChoiceEnum(["paper", "official"]) = field(
         default=GACL_DEFAULTS.gacl_variant,
-        metadata={"help": "'paper' (Eq. 1) or 'official' (the authors' released code)"})
+        metadata={"help": "'paper' (Eq. 1) or 'official' (the authors' released code)"},
+    )
     gacl_positive_reduction: ChoiceEnum(["mean", "sum"]) = field(
         default=GACL_DEFAULTS.positive_reduction,
-        metadata={"help": "'mean' over an anchor's positives (batch-size independent) or 'sum' (Eq. 1)"})
+        metadata={"help": "'mean' over an anchor's positives (batch-size independent) or 'sum' (Eq. 1)"},
+    )
     gacl_pooling: ChoiceEnum(["mean", "first"]) = field(
         default=GACL_DEFAULTS.pooling,
-        metadata={"help": "encoder pooling: mean over non-pad tokens, or the first token"})
+        metadata={"help": "encoder pooling: mean over non-pad tokens, or the first token"},
+    )
     dropout_positive: Optional[str] = field(
-        default=None, metadata={"help": "true/false: the dropout view as positive (default: the variant's)"})
+        default=None, metadata={"help": "true/false: the dropout view as positive (default: the variant's)"}
+    )
     inbatch_positives: Optional[str] = field(
-        default=None, metadata={"help": "true/false: in-batch same-gender positives (default: the variant's)"})
+        default=None, metadata={"help": "true/false: in-batch same-gender positives (default: the variant's)"}
+    )
     counterfactual_negative: Optional[str] = field(
-        default=None, metadata={"help": "true/false: the gender-swapped source as negative (default: the variant's)"})
+        default=None, metadata={"help": "true/false: the gender-swapped source as negative (default: the variant's)"}
+    )
     inbatch_negatives: Optional[str] = field(
-        default=None, metadata={"help": "true/false: in-batch other-gender negatives (default: the variant's)"})
+        default=None, metadata={"help": "true/false: in-batch other-gender negatives (default: the variant's)"}
+    )
     detach_dropout_view: Optional[str] = field(
-        default=None, metadata={"help": "true/false: no gradient through the dropout view (default: the variant's)"})
+        default=None, metadata={"help": "true/false: no gradient through the dropout view (default: the variant's)"}
+    )
     gacl_no_gather: bool = field(
         default=not GACL_DEFAULTS.gather_across_processes,
-        metadata={"help": "in-batch candidates from this process only (default: from all processes)"})
+        metadata={"help": "in-batch candidates from this process only (default: from all processes)"},
+    )
     teacher_path: Optional[str] = field(
-        default=None, metadata={"help": "KD teacher: a fairseq checkpoint (trusted); default a frozen copy of the "
-                                        "starting model"})
+        default=None,
+        metadata={"help": "KD teacher: a fairseq checkpoint (trusted); default a frozen copy of the starting model"},
+    )
     teacher_dtype: ChoiceEnum(list(TEACHER_DTYPES)) = field(  # type: ignore[valid-type]
-        default=DEFAULT_TEACHER_DTYPE, metadata={"help": TEACHER_DTYPE_HELP})
+        default=DEFAULT_TEACHER_DTYPE, metadata={"help": TEACHER_DTYPE_HELP}
+    )
     teacher_bf16: bool = field(default=False, metadata={"help": "deprecated: --teacher-dtype bf16"})
     gacl_projection: Optional[str] = field(
-        default=None, metadata={"help": "'linear': the released code's head Dropout(model dropout) → Linear(d, d) on "
-                                        "the pooled states of L_GC (trained with the model, saved in checkpoints); "
-                                        "'none': contrast the pooled states directly (default: linear for official, "
-                                        "none for paper)"})
+        default=None,
+        metadata={
+            "help": "'linear': the released code's head Dropout(model dropout) → Linear(d, d) on "
+            "the pooled states of L_GC (trained with the model, saved in checkpoints); "
+            "'none': contrast the pooled states directly (default: linear for official, "
+            "none for paper)"
+        },
+    )
     save_dir: str = II("checkpoint.save_dir")
     seed: int = II("common.seed")
 
@@ -181,8 +208,13 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
     """``(1 − α)·L_MT + α·L_KD + λ·L_GC`` (see the module docstring)."""
 
     def __init__(self, task, cfg: GACLKDCriterionConfig):
-        super().__init__(task, cfg.sentence_avg, cfg.label_smoothing, ignore_prefix_size=cfg.ignore_prefix_size,
-                         report_accuracy=cfg.report_accuracy)
+        super().__init__(
+            task,
+            cfg.sentence_avg,
+            cfg.label_smoothing,
+            ignore_prefix_size=cfg.ignore_prefix_size,
+            report_accuracy=cfg.report_accuracy,
+        )
         for name, rng in CRITERION_RANGES.items():  # the declared ranges (as GACLConfig's)
             rng.check(f"--{name.replace('_', '-')}", getattr(cfg, name, None))
         if cfg.teacher_path and not os.path.isfile(cfg.teacher_path):
@@ -192,8 +224,10 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
         if cfg.teacher_bf16:  # the deprecated switch: --teacher-bf16 is --teacher-dtype bf16
             old = renamed_option("--teacher-bf16", "--teacher-dtype", True, {True: "bf16"}, stacklevel=2)
             if self.teacher_dtype not in (DEFAULT_TEACHER_DTYPE, old):
-                raise FairmtError(f"--teacher-bf16 (deprecated) contradicts --teacher-dtype {self.teacher_dtype}: "
-                                  "give --teacher-dtype alone")
+                raise FairmtError(
+                    f"--teacher-bf16 (deprecated) contradicts --teacher-dtype {self.teacher_dtype}: "
+                    "give --teacher-dtype alone"
+                )
             self.teacher_dtype = old
         self.pairs = resolve_pairs(cfg)
         preset = VARIANT_DEFAULTS[str(cfg.gacl_variant)]  # what the variant takes for the options left unset
@@ -254,8 +288,11 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
         else:
             teacher = copy.deepcopy(inner)
             saved = os.path.join(self.cfg.save_dir, TEACHER_FILE) if self.cfg.save_dir else None
-            resumed = saved and os.path.isfile(saved) and os.path.isfile(
-                os.path.join(self.cfg.save_dir, "checkpoint_last.pt"))
+            resumed = (
+                saved
+                and os.path.isfile(saved)
+                and os.path.isfile(os.path.join(self.cfg.save_dir, "checkpoint_last.pt"))
+            )
             if resumed:
                 from safetensors.torch import load_file
 
@@ -303,7 +340,7 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
         loss_mt, nll_loss = self.compute_loss(model, net_output, sample, reduce=True)
         target = sample["target"]
         if self.ignore_prefix_size > 0:
-            target = target[:, self.ignore_prefix_size:]
+            target = target[:, self.ignore_prefix_size :]
         n_tok = int(target.ne(self.padding_idx).sum())
         sample_size = sample["target"].size(0) if self.sentence_avg else sample["ntokens"]
         loss = (1.0 - cfg.kd_alpha) * loss_mt
@@ -315,10 +352,16 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
                 t_logits = self.teacher(model)(**sample["net_input"])[0]
             s_logits = net_output[0]
             if self.ignore_prefix_size > 0:
-                s_logits = s_logits[:, self.ignore_prefix_size:]
-                t_logits = t_logits[:, self.ignore_prefix_size:]
-            loss_kd = token_kl_loss(s_logits, t_logits, target, temperature=cfg.kd_temperature,
-                                    ignore_index=self.padding_idx, normalization=self.kd_normalization)
+                s_logits = s_logits[:, self.ignore_prefix_size :]
+                t_logits = t_logits[:, self.ignore_prefix_size :]
+            loss_kd = token_kl_loss(
+                s_logits,
+                t_logits,
+                target,
+                temperature=cfg.kd_temperature,
+                ignore_index=self.padding_idx,
+                normalization=self.kd_normalization,
+            )
             loss = loss + cfg.kd_alpha * loss_kd * n_tok
             log["loss_kd"] = loss_kd.detach() * n_tok
 
@@ -329,8 +372,14 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
             gather = training and not cfg.gacl_no_gather
             try:
                 loss_gc, n_pos, n_neg = gacl_loss(
-                    h, gacl["gender"], temperature=cfg.gacl_temperature, pairs=p, gather=gather,
-                    return_counts=True, on_single_gender="error" if training else "skip", **views,
+                    h,
+                    gacl["gender"],
+                    temperature=cfg.gacl_temperature,
+                    pairs=p,
+                    gather=gather,
+                    return_counts=True,
+                    on_single_gender="error" if training else "skip",
+                    **views,
                 )
             except FairmtError as err:
                 raise FairmtError(f"{err} [fairseq: {_fairseq_hint(str(err))}]") from None
@@ -341,8 +390,7 @@ class GACLKDCriterion(LabelSmoothedCrossEntropyCriterion):
                     dist.all_reduce(tot)
                     scale = float(tot[0]) * b / float(tot[1])
                 loss = loss + cfg.gacl_lambda * loss_gc * scale
-                log.update(loss_gc=loss_gc.detach() * b, gc_sentences=b, gc_positives=n_pos * b,
-                           gc_negatives=n_neg * b)
+                log.update(loss_gc=loss_gc.detach() * b, gc_sentences=b, gc_positives=n_pos * b, gc_negatives=n_neg * b)
 
         logging_output = {
             "loss": loss.data,
@@ -411,10 +459,13 @@ def utils_item(x):
 
 def _fairseq_hint(message: str) -> str:
     if "one gender" in message:
-        return ("train with --task gacl_translation (or gacl_multilingual_translation) --balanced-genders and an "
-                "even --batch-size, or switch in-batch negatives off with --inbatch-negatives false")
+        return (
+            "train with --task gacl_translation (or gacl_multilingual_translation) --balanced-genders and an "
+            "even --batch-size, or switch in-batch negatives off with --inbatch-negatives false"
+        )
     if "batch sizes differ" in message:
-        return ("cross-process candidates need equal per-process batches: use --task gacl_translation "
-                "--balanced-genders --batch-size N, or --gacl-no-gather")
+        return (
+            "cross-process candidates need equal per-process batches: use --task gacl_translation "
+            "--balanced-genders --batch-size N, or --gacl-no-gather"
+        )
     return "see the gacl_kd options (fairseq-train --criterion gacl_kd --help)"
-

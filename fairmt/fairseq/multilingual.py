@@ -18,7 +18,6 @@ training with a message naming this option. Not supported (a clear error): ``--l
 ``--extra-data`` (their batches carry no counterfactuals).
 """
 
-
 import logging
 
 from fairseq.data.multilingual.multilingual_data_manager import MultilingualDatasetManager
@@ -37,31 +36,58 @@ class GACLMultilingualDatasetManager(MultilingualDatasetManager):
     """multi_simple_epoch's data manager, wrapping each direction's ``LanguagePairDataset`` in a
     :class:`~fairmt.fairseq.task.GACLPairDataset` whose counterfactual sources carry the same language token."""
 
-    def load_a_dataset(self, split, data_path, src, src_dict, tgt, tgt_dict, combine, prepend_bos=False,
-                       langpairs_sharing_datasets=None, data_category=None, **extra_kwargs):
+    def load_a_dataset(
+        self,
+        split,
+        data_path,
+        src,
+        src_dict,
+        tgt,
+        tgt_dict,
+        combine,
+        prepend_bos=False,
+        langpairs_sharing_datasets=None,
+        data_category=None,
+        **extra_kwargs,
+    ):
         if self.args.lang_tok_replacing_bos_eos:
-            raise FairmtError(f"{TASK} does not support --lang-tok-replacing-bos-eos: use --encoder-langtok src|tgt "
-                              "and --decoder-langtok (M2M-100 / NLLB style)")
+            raise FairmtError(
+                f"{TASK} does not support --lang-tok-replacing-bos-eos: use --encoder-langtok src|tgt "
+                "and --decoder-langtok (M2M-100 / NLLB style)"
+            )
         if data_category != "main":
-            raise FairmtError(f"{TASK}: --extra-data ({data_category}) has no gender labels or counterfactuals; "
-                              "train GACL on the main --lang-pairs data only")
-        ds = super().load_a_dataset(split, data_path, src, src_dict, tgt, tgt_dict, combine, prepend_bos=prepend_bos,
-                                    langpairs_sharing_datasets=langpairs_sharing_datasets,
-                                    data_category=data_category, **extra_kwargs)
-        genders, cf = load_side_files(data_path, split, src, tgt, len(ds), src_dict, self.args.dataset_impl, TASK,
-                                      reversed_name=False)
+            raise FairmtError(
+                f"{TASK}: --extra-data ({data_category}) has no gender labels or counterfactuals; "
+                "train GACL on the main --lang-pairs data only"
+            )
+        ds = super().load_a_dataset(
+            split,
+            data_path,
+            src,
+            src_dict,
+            tgt,
+            tgt_dict,
+            combine,
+            prepend_bos=prepend_bos,
+            langpairs_sharing_datasets=langpairs_sharing_datasets,
+            data_category=data_category,
+            **extra_kwargs,
+        )
+        genders, cf = load_side_files(
+            data_path, split, src, tgt, len(ds), src_dict, self.args.dataset_impl, TASK, reversed_name=False
+        )
         if prepend_bos:
             raise FairmtError(f"{TASK}: prepend_bos data are not supported")
         if self.args.truncate_source:  # as load_lang_dataset does to the sources, before the language token
             from fairseq.data import AppendTokenDataset, StripTokenDataset, TruncateDataset
 
             eos = src_dict.eos()
-            cf = AppendTokenDataset(TruncateDataset(StripTokenDataset(cf, eos), self.args.max_source_positions - 1),
-                                    eos)
+            cf = AppendTokenDataset(
+                TruncateDataset(StripTokenDataset(cf, eos), self.args.max_source_positions - 1), eos
+            )
         src_langtok_spec, _ = extra_kwargs["langtok_spec"]
         cf = self.src_dataset_tranform_func(src, tgt, cf, src_langtok_spec)  # the source's own language token
-        logger.info(f"{TASK} {split} {src}-{tgt}: {int((genders == 0).sum())} male, {int((genders == 1).sum())} "
-                    "female")
+        logger.info(f"{TASK} {split} {src}-{tgt}: {int((genders == 0).sum())} male, {int((genders == 1).sum())} female")
         return GACLPairDataset(ds, genders, cf, split, self.args.left_pad_source)
 
 
@@ -73,9 +99,12 @@ class GACLMultilingualTranslationTask(BalancedBatchesMixin, TranslationMultiSimp
     @staticmethod
     def add_args(parser):
         TranslationMultiSimpleEpochTask.add_args(parser)
-        parser.add_argument("--balanced-genders", action="store_true",
-                            help="training batches of exactly --batch-size sentences (even), half male, half female "
-                                 "(fairmt's GenderBalancedSampler); needed for in-batch negatives")
+        parser.add_argument(
+            "--balanced-genders",
+            action="store_true",
+            help="training batches of exactly --batch-size sentences (even), half male, half female "
+            "(fairmt's GenderBalancedSampler); needed for in-batch negatives",
+        )
 
     def __init__(self, args, langs, dicts, training):
         super().__init__(args, langs, dicts, training)

@@ -45,7 +45,7 @@ from fairmt.outputs import copy_file
 INSTALL_HINT = (
     "fairseq is not installed: install it as docs/methods/gacl.md ('GACL + KD in fairseq') says (torch first, then "
     "`pip install setuptools wheel cython numpy && pip install --no-build-isolation --no-deps "
-    "fairseq-fixed==0.12.3.1 && pip install cffi hydra-core==1.3.2 omegaconf==2.3.0 regex \"sacrebleu>=1.4.12\" "
+    'fairseq-fixed==0.12.3.1 && pip install cffi hydra-core==1.3.2 omegaconf==2.3.0 regex "sacrebleu>=1.4.12" '
     "tqdm bitarray scikit-learn packaging`)"
 )
 
@@ -97,8 +97,11 @@ def _run_preprocess(jobs: list[tuple[str, list[str]]], workdir: Path) -> None:
     spec.unlink()
     if proc.returncode != 0:
         text = proc.stderr or proc.stdout
-        tagged = {ln.split(":", 1)[0]: ln.split(":", 1)[1].strip() for ln in text.splitlines()
-                  if ln.startswith(("fairmt-preprocess-failed:", "fairmt-preprocess-error:"))}
+        tagged = {
+            ln.split(":", 1)[0]: ln.split(":", 1)[1].strip()
+            for ln in text.splitlines()
+            if ln.startswith(("fairmt-preprocess-failed:", "fairmt-preprocess-error:"))
+        }
         what = tagged.get("fairmt-preprocess-failed", "data")
         lines = [ln for ln in text.strip().splitlines() if ln.strip()]
         why = tagged.get("fairmt-preprocess-error") or (lines[-1].strip() if lines else "no message")
@@ -135,8 +138,9 @@ def _split(train, valid_pairs, valid_size, balance, seed, what):
         k = valid_size if valid_size is not None else min(500, n // 20)
         k -= k % 2
         if k < 0 or k >= n:
-            raise FairmtError(f"--valid-size {valid_size}: must be between 0 and {n - 1} ({n} {what} pairs after "
-                              "preparation)")
+            raise FairmtError(
+                f"--valid-size {valid_size}: must be between 0 and {n - 1} ({n} {what} pairs after preparation)"
+            )
         if k > 0:  # the order is shuffled and gender-balanced already: the last k rows are a fair hold-out
             splits["valid"] = train.select(range(n - k, n))
             train = train.select(range(n - k))
@@ -177,12 +181,16 @@ def fairseq_prep(
     for what, path in (("training pairs (--input)", input_path), ("validation pairs (--valid-input)", valid_input)):
         if path is not None and Path(path).suffix not in (".jsonl", ".json", ".tsv"):
             _input_file(path, what)  # missing/directory first, then the format
-            raise FairmtError(f"{path}: unknown format of the {what}: use .jsonl ({{\"translation\": {{...}}}}) or .tsv")
+            raise FairmtError(f'{path}: unknown format of the {what}: use .jsonl ({{"translation": {{...}}}}) or .tsv')
     if pairs and Path(input_path).suffix == ".tsv":
-        raise FairmtError("--lang-pairs reads every pair from one .jsonl file ({\"translation\": {\"en\": .., "
-                          "\"de\": .., ...}}); a .tsv holds one pair only")
-    raw = {(s, t): (read_parallel(input_path, s, t), read_parallel(valid_input, s, t) if valid_input else None)
-           for s, t in directions}
+        raise FairmtError(
+            '--lang-pairs reads every pair from one .jsonl file ({"translation": {"en": .., '
+            '"de": .., ...}}); a .tsv holds one pair only'
+        )
+    raw = {
+        (s, t): (read_parallel(input_path, s, t), read_parallel(valid_input, s, t) if valid_input else None)
+        for s, t in directions
+    }
     for opt, path in (("--srcdict", srcdict), ("--tgtdict", tgtdict)):
         if path is not None:
             read_text(path, f"fairseq dictionary ({opt})")
@@ -210,13 +218,20 @@ def fairseq_prep(
 
     final = Path(out_dir)
     if final.is_dir() and any(final.iterdir()) and not overwrite:
-        raise FairmtError(f"{final}: the output folder already holds files (an earlier preparation?); choose another "
-                          "--output-dir, or pass --overwrite to rebuild it")
+        raise FairmtError(
+            f"{final}: the output folder already holds files (an earlier preparation?); choose another "
+            "--output-dir, or pass --overwrite to rebuild it"
+        )
     if overwrite:  # what --overwrite may remove there: only what fairmt wrote (checked again when the new one is in)
         from fairmt.outputs import check_overwrite
 
-        check_overwrite(final, "fairseq data folder", flag="--output-dir", markers=PREP_MARKERS,
-                        inputs=[x for x in (input_path, valid_input, srcdict, tgtdict, sentencepiece_model) if x])
+        check_overwrite(
+            final,
+            "fairseq data folder",
+            flag="--output-dir",
+            markers=PREP_MARKERS,
+            inputs=[x for x in (input_path, valid_input, srcdict, tgtdict, sentencepiece_model) if x],
+        )
     # built beside the destination and renamed into place at the end: a failure never leaves a half-written folder,
     # and a folder that is rebuilt stays whole until the new one is complete
     out = final.parent / f".{final.name}.partial-{os.getpid()}"
@@ -260,8 +275,18 @@ def _write_layout(out: Path, prepared, pairs, src, tgt, enc, srcdict, tgtdict, j
             _write(text / f"{split}.cf", [enc(x) for x in ds["src_cf"]])
             _write(text / f"{split}.gender", [str(int(g)) for g in ds["gender"]])
             counts[split] = len(ds)
-        argv = ["--source-lang", src, "--target-lang", tgt, "--trainpref", str(text / "train"), "--destdir", str(out),
-                "--workers", str(workers)]
+        argv = [
+            "--source-lang",
+            src,
+            "--target-lang",
+            tgt,
+            "--trainpref",
+            str(text / "train"),
+            "--destdir",
+            str(out),
+            "--workers",
+            str(workers),
+        ]
         if "valid" in splits:
             argv += ["--validpref", str(text / "valid")]
         if joined_dictionary:
@@ -275,8 +300,19 @@ def _write_layout(out: Path, prepared, pairs, src, tgt, enc, srcdict, tgtdict, j
                 argv += ["--tgtdict", tgtdict]
         jobs.append((f"{src}-{tgt} pairs", argv))
         # the counterfactual sources, binarised with the source dictionary just written (never one of their own)
-        cf_argv = ["--only-source", "--source-lang", "cf", "--srcdict", str(out / f"dict.{src}.txt"), "--trainpref",
-                   str(text / "train"), "--destdir", str(tmp), "--workers", str(workers)]
+        cf_argv = [
+            "--only-source",
+            "--source-lang",
+            "cf",
+            "--srcdict",
+            str(out / f"dict.{src}.txt"),
+            "--trainpref",
+            str(text / "train"),
+            "--destdir",
+            str(tmp),
+            "--workers",
+            str(workers),
+        ]
         if "valid" in splits:
             cf_argv += ["--validpref", str(text / "valid")]
         jobs.append(("counterfactual sources", cf_argv))
@@ -304,9 +340,23 @@ def _write_layout(out: Path, prepared, pairs, src, tgt, enc, srcdict, tgtdict, j
                 for col in ("src", "tgt", "src_cf"):
                     for x in ds[col]:
                         fh.write(enc(x) + "\n")
-        jobs.append(("joined dictionary", ["--only-source", "--dict-only", "--source-lang", "all", "--trainpref",
-                                           str(text / "dict-source"), "--destdir", str(tmp / "dict"),
-                                           "--workers", str(workers)]))
+        jobs.append(
+            (
+                "joined dictionary",
+                [
+                    "--only-source",
+                    "--dict-only",
+                    "--source-lang",
+                    "all",
+                    "--trainpref",
+                    str(text / "dict-source"),
+                    "--destdir",
+                    str(tmp / "dict"),
+                    "--workers",
+                    str(workers),
+                ],
+            )
+        )
     for s, t in pairs:
         splits = prepared[(s, t)]
         stem = f"{s}-{t}"
@@ -320,10 +370,43 @@ def _write_layout(out: Path, prepared, pairs, src, tgt, enc, srcdict, tgtdict, j
         pref = ["--trainpref", str(text / f"train.{stem}")]
         if "valid" in splits:
             pref += ["--validpref", str(text / f"valid.{stem}")]
-        jobs.append((f"{stem} pairs", ["--source-lang", s, "--target-lang", t, *pref, "--srcdict", d, "--tgtdict", d,
-                                       "--destdir", str(out), "--workers", str(workers)]))
-        jobs.append((f"{stem} counterfactual sources", ["--only-source", "--source-lang", "cf", "--srcdict", d, *pref,
-                                                        "--destdir", str(tmp / stem), "--workers", str(workers)]))
+        jobs.append(
+            (
+                f"{stem} pairs",
+                [
+                    "--source-lang",
+                    s,
+                    "--target-lang",
+                    t,
+                    *pref,
+                    "--srcdict",
+                    d,
+                    "--tgtdict",
+                    d,
+                    "--destdir",
+                    str(out),
+                    "--workers",
+                    str(workers),
+                ],
+            )
+        )
+        jobs.append(
+            (
+                f"{stem} counterfactual sources",
+                [
+                    "--only-source",
+                    "--source-lang",
+                    "cf",
+                    "--srcdict",
+                    d,
+                    *pref,
+                    "--destdir",
+                    str(tmp / stem),
+                    "--workers",
+                    str(workers),
+                ],
+            )
+        )
     _run_preprocess(jobs, out)
     if not given:
         os.replace(tmp / "dict" / "dict.all.txt", dict_file)

@@ -17,7 +17,6 @@ The helpers here (side files, :class:`GACLPairDataset`, the balanced batches) al
 size and dropout (``task.gacl_model_dims``) for the criterion's projection head.
 """
 
-
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,9 +41,14 @@ from fairmt.fairseq.prep import side_file_paths
 logger = logging.getLogger(__name__)
 
 
-TASK_RANGES: dict[str, Range] = {  # each numeric option's range (a module constant, as the criterion's CRITERION_RANGES:
-    "max_source_positions": COUNT, "max_target_positions": COUNT,  # fairseq turns class attributes into options)
-    "upsample_primary": Range(1, integer=True, also=(-1,)), "num_batch_buckets": SIZE, "required_seq_len_multiple": COUNT,
+TASK_RANGES: dict[
+    str, Range
+] = {  # each numeric option's range (a module constant, as the criterion's CRITERION_RANGES:
+    "max_source_positions": COUNT,
+    "max_target_positions": COUNT,  # fairseq turns class attributes into options)
+    "upsample_primary": Range(1, integer=True, also=(-1,)),
+    "num_batch_buckets": SIZE,
+    "required_seq_len_multiple": COUNT,
 }
 """The ranges of the numeric options of fairmt's fairseq tasks (``gacl_translation``'s dataclass, fairseq's
 ``TranslationConfig`` fields included, and ``gacl_multilingual_translation``'s arguments), checked when fairseq sets
@@ -66,8 +70,10 @@ def check_task_ranges(cfg) -> None:
 class GACLTranslationConfig(TranslationConfig):
     balanced_genders: bool = field(
         default=False,
-        metadata={"help": "training batches of exactly --batch-size sentences (even), half male, half female "
-                          "(fairmt's GenderBalancedSampler); needed for in-batch negatives"},
+        metadata={
+            "help": "training batches of exactly --batch-size sentences (even), half male, half female "
+            "(fairmt's GenderBalancedSampler); needed for in-batch negatives"
+        },
     )
 
 
@@ -126,8 +132,9 @@ class GACLPairDataset(BaseWrapperDataset):
         return batch
 
 
-def load_side_files(data_path, split: str, src: str, tgt: str, n: int, src_dict, dataset_impl, task: str,
-                    reversed_name: bool = True):
+def load_side_files(
+    data_path, split: str, src: str, tgt: str, n: int, src_dict, dataset_impl, task: str, reversed_name: bool = True
+):
     """``(genders, counterfactual source dataset)`` of one split and direction, checked against its ``n`` pairs."""
     gender_file, cf_prefix = side_file_paths(data_path, split, src, tgt)
     if reversed_name and not Path(f"{cf_prefix}.idx").exists():  # fairseq also accepts the reversed pair name
@@ -160,8 +167,10 @@ def model_dims(model) -> tuple[int, float]:
     if dim is None and getattr(enc, "embed_tokens", None) is not None:
         dim = enc.embed_tokens.embedding_dim
     if dim is None:
-        raise FairmtError(f"cannot tell the encoder output size of {type(inner).__name__} for --gacl-projection; "
-                          "use --gacl-projection none")
+        raise FairmtError(
+            f"cannot tell the encoder output size of {type(inner).__name__} for --gacl-projection; "
+            "use --gacl-projection none"
+        )
     dropout = getattr(getattr(enc, "dropout_module", None), "p", None)
     return int(dim), float(dropout or 0.0)
 
@@ -176,15 +185,26 @@ def gender_of(dataset, index: int) -> int:
     raise FairmtError(f"--balanced-genders: {type(dataset).__name__} holds no gender labels")
 
 
-def balanced_batch_iterator(task, dataset, max_tokens, max_sentences, max_positions, ignore_invalid_inputs, seed,
-                            num_shards, shard_id, num_workers, epoch, data_buffer_size, skip_remainder_batch,
-                            grouped_shuffling):
+def balanced_batch_iterator(
+    task,
+    dataset,
+    max_tokens,
+    max_sentences,
+    max_positions,
+    ignore_invalid_inputs,
+    seed,
+    num_shards,
+    shard_id,
+    num_workers,
+    epoch,
+    data_buffer_size,
+    skip_remainder_batch,
+    grouped_shuffling,
+):
     """Batches of exactly ``max_sentences``, half male, half female (:class:`GenderBalancedSampler`'s order); with
     ``num_shards`` K one global batch of K × max_sentences is cut and shard r takes its r-th slice."""
     if not max_sentences or max_sentences % 2:
-        raise FairmtError(
-            f"--balanced-genders needs an even --batch-size (sentences per process), got {max_sentences}"
-        )
+        raise FairmtError(f"--balanced-genders needs an even --batch-size (sentences per process), got {max_sentences}")
     if max_tokens:
         logger.warning("--balanced-genders: batches hold exactly --batch-size sentences; --max-tokens is ignored")
     from fairmt.data.gacl import GenderBalancedSampler
@@ -220,13 +240,21 @@ def balanced_batch_iterator(task, dataset, max_tokens, max_sentences, max_positi
         keep, sampler, n_batches = plan(ep)
         sampler.set_epoch(ep)
         order = [keep[j] for j in sampler]
-        return [order[k * total + shard_id * per: k * total + (shard_id + 1) * per] for k in range(n_batches)]
+        return [order[k * total + shard_id * per : k * total + (shard_id + 1) * per] for k in range(n_batches)]
 
     # every process holds its own slice of the same global batches: one shard as far as fairseq knows
     return iterators.EpochBatchIterator(
-        dataset=dataset, collate_fn=dataset.collater, batch_sampler=batches, seed=seed, num_shards=1,
-        shard_id=0, num_workers=num_workers, epoch=epoch, buffer_size=data_buffer_size,
-        skip_remainder_batch=skip_remainder_batch, grouped_shuffling=grouped_shuffling,
+        dataset=dataset,
+        collate_fn=dataset.collater,
+        batch_sampler=batches,
+        seed=seed,
+        num_shards=1,
+        shard_id=0,
+        num_workers=num_workers,
+        epoch=epoch,
+        buffer_size=data_buffer_size,
+        skip_remainder_batch=skip_remainder_batch,
+        grouped_shuffling=grouped_shuffling,
     )
 
 
@@ -243,22 +271,59 @@ class BalancedBatchesMixin:
     def balanced(self, dataset) -> bool:  # pragma: no cover - each task says which datasets
         raise NotImplementedError
 
-    def get_batch_iterator(self, dataset, max_tokens=None, max_sentences=None, max_positions=None,
-                           ignore_invalid_inputs=False, required_batch_size_multiple=1, seed=1, num_shards=1,
-                           shard_id=0, num_workers=0, epoch=1, data_buffer_size=0, disable_iterator_cache=False,
-                           skip_remainder_batch=False, grouped_shuffling=False, update_epoch_batch_itr=False):
+    def get_batch_iterator(
+        self,
+        dataset,
+        max_tokens=None,
+        max_sentences=None,
+        max_positions=None,
+        ignore_invalid_inputs=False,
+        required_batch_size_multiple=1,
+        seed=1,
+        num_shards=1,
+        shard_id=0,
+        num_workers=0,
+        epoch=1,
+        data_buffer_size=0,
+        disable_iterator_cache=False,
+        skip_remainder_batch=False,
+        grouped_shuffling=False,
+        update_epoch_batch_itr=False,
+    ):
         if not self.balanced(dataset):
             return super().get_batch_iterator(
-                dataset, max_tokens=max_tokens, max_sentences=max_sentences, max_positions=max_positions,
-                ignore_invalid_inputs=ignore_invalid_inputs, required_batch_size_multiple=required_batch_size_multiple,
-                seed=seed, num_shards=num_shards, shard_id=shard_id, num_workers=num_workers, epoch=epoch,
-                data_buffer_size=data_buffer_size, disable_iterator_cache=disable_iterator_cache,
-                skip_remainder_batch=skip_remainder_batch, grouped_shuffling=grouped_shuffling,
+                dataset,
+                max_tokens=max_tokens,
+                max_sentences=max_sentences,
+                max_positions=max_positions,
+                ignore_invalid_inputs=ignore_invalid_inputs,
+                required_batch_size_multiple=required_batch_size_multiple,
+                seed=seed,
+                num_shards=num_shards,
+                shard_id=shard_id,
+                num_workers=num_workers,
+                epoch=epoch,
+                data_buffer_size=data_buffer_size,
+                disable_iterator_cache=disable_iterator_cache,
+                skip_remainder_batch=skip_remainder_batch,
+                grouped_shuffling=grouped_shuffling,
                 update_epoch_batch_itr=update_epoch_batch_itr,
             )
         return balanced_batch_iterator(
-            self, dataset, max_tokens, max_sentences, max_positions, ignore_invalid_inputs, seed, num_shards, shard_id,
-            num_workers, epoch, data_buffer_size, skip_remainder_batch, grouped_shuffling,
+            self,
+            dataset,
+            max_tokens,
+            max_sentences,
+            max_positions,
+            ignore_invalid_inputs,
+            seed,
+            num_shards,
+            shard_id,
+            num_workers,
+            epoch,
+            data_buffer_size,
+            skip_remainder_batch,
+            grouped_shuffling,
         )
 
 
@@ -274,19 +339,19 @@ class GACLTranslationTask(BalancedBatchesMixin, TranslationTask):
         paths = utils.split_paths(self.cfg.data)
         data_path = paths[(epoch - 1) % len(paths)]
         src, tgt = self.cfg.source_lang, self.cfg.target_lang
-        genders, cf = load_side_files(data_path, split, src, tgt, len(base), self.src_dict, self.cfg.dataset_impl,
-                                      "gacl_translation")
+        genders, cf = load_side_files(
+            data_path, split, src, tgt, len(base), self.src_dict, self.cfg.dataset_impl, "gacl_translation"
+        )
         if self.cfg.truncate_source:  # as translation's loader does to the sources
             eos = self.src_dict.eos()
-            cf = AppendTokenDataset(
-                TruncateDataset(StripTokenDataset(cf, eos), self.cfg.max_source_positions - 1), eos
-            )
+            cf = AppendTokenDataset(TruncateDataset(StripTokenDataset(cf, eos), self.cfg.max_source_positions - 1), eos)
         self.datasets[split] = GACLPairDataset(base, genders, cf, split, self.cfg.left_pad_source)
         logger.info(f"gacl_translation {split}: {int((genders == 0).sum())} male, {int((genders == 1).sum())} female")
 
     def balanced(self, dataset) -> bool:
-        return bool(self.cfg.balanced_genders and isinstance(dataset, GACLPairDataset)
-                    and dataset.split.startswith("train"))
+        return bool(
+            self.cfg.balanced_genders and isinstance(dataset, GACLPairDataset) and dataset.split.startswith("train")
+        )
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)

@@ -68,8 +68,16 @@ class _SuiteEvaluator(SentenceEvaluator):
     suite = ""
     headline = ""
 
-    def __init__(self, *, pooling: str = "auto", batch_size: int = 32, device: str | None = None, name: str = "",
-                 write_csv: bool = True, show_progress_bar: bool = False):
+    def __init__(
+        self,
+        *,
+        pooling: str = "auto",
+        batch_size: int = 32,
+        device: str | None = None,
+        name: str = "",
+        write_csv: bool = True,
+        show_progress_bar: bool = False,
+    ):
         super().__init__()
         from fairmt.eval.embedding.encode import POOLINGS
 
@@ -90,8 +98,9 @@ class _SuiteEvaluator(SentenceEvaluator):
         raise NotImplementedError
 
     def __call__(self, model: Any, output_path: str | None = None, epoch: float = -1, steps: int = -1) -> dict:
-        runner = embedding_runner(model, self.pooling, batch_size=self.batch_size, device=self.device,
-                                  progress=self.show_progress_bar)
+        runner = embedding_runner(
+            model, self.pooling, batch_size=self.batch_size, device=self.device, progress=self.show_progress_bar
+        )
         module = getattr(runner, "model", None)
         was_training = bool(getattr(module, "training", False))
         if module is not None and hasattr(module, "eval"):
@@ -103,8 +112,10 @@ class _SuiteEvaluator(SentenceEvaluator):
                 module.train()
         section["pooling"] = runner.pooling
         self.last_result = section
-        metrics = {f"{self.suite}_negative_{self.headline}": -float(flat[self.headline]),
-                   **{f"{self.suite}_{k}": float(v) for k, v in flat.items()}}
+        metrics = {
+            f"{self.suite}_negative_{self.headline}": -float(flat[self.headline]),
+            **{f"{self.suite}_{k}": float(v) for k, v in flat.items()},
+        }
         if output_path is not None and self.write_csv:
             self._write_csv(output_path, epoch, steps, metrics)
         metrics = self.prefix_name_to_metrics(metrics, self.name)
@@ -121,12 +132,15 @@ class _SuiteEvaluator(SentenceEvaluator):
             with open(path, newline="", encoding="utf-8") as fh:
                 first = next(csv.reader(fh), None)
             if first != header:
-                raise FairmtError(f"{path} has the columns {first}, not {header}: it was written with other "
-                                  "settings; give another output_path or name")
+                raise FairmtError(
+                    f"{path} has the columns {first}, not {header}: it was written with other "
+                    "settings; give another output_path or name"
+                )
         from fairmt.outputs import appending
 
-        with appending(path, what=f"the {self.description} evaluator's CSV", newline="",
-                       mode="a" if exists else "w") as fh:  # a full disk: the writer's one line
+        with appending(
+            path, what=f"the {self.description} evaluator's CSV", newline="", mode="a" if exists else "w"
+        ) as fh:  # a full disk: the writer's one line
             writer = csv.writer(fh)
             if not exists:
                 writer.writerow(header)
@@ -159,9 +173,17 @@ class SEATEvaluator(_SuiteEvaluator):
 
     suite, headline = "seat", "avg_abs_effect_size"
 
-    def __init__(self, seat_tests: str | Sequence[str] = SEAT_TESTS, seat_dir: str | Path | None = None,
-                 seat_n_samples: int | None = None, seed: int = 0, *, tests: str | Sequence[str] | None = None,
-                 n_samples: int | None = None, **kwargs):
+    def __init__(
+        self,
+        seat_tests: str | Sequence[str] = SEAT_TESTS,
+        seat_dir: str | Path | None = None,
+        seat_n_samples: int | None = None,
+        seed: int = 0,
+        *,
+        tests: str | Sequence[str] | None = None,
+        n_samples: int | None = None,
+        **kwargs,
+    ):
         from fairmt.eval.embedding.seat import seat_n_samples_of
 
         super().__init__(**kwargs)
@@ -186,8 +208,13 @@ class SEATEvaluator(_SuiteEvaluator):
 
     def get_config_dict(self) -> dict[str, Any]:
         # n_samples: the old key of seat_n_samples, written as well until fairmt 0.2
-        return {"seat_tests": [t.name for t in self.tests], "seat_n_samples": self.seat_n_samples,
-                "n_samples": self.seat_n_samples, "seed": self.seed, "pooling": self.pooling}
+        return {
+            "seat_tests": [t.name for t in self.tests],
+            "seat_n_samples": self.seat_n_samples,
+            "n_samples": self.seat_n_samples,
+            "seed": self.seed,
+            "pooling": self.pooling,
+        }
 
 
 class CCEDEvaluator(_SuiteEvaluator):
@@ -216,8 +243,12 @@ class CCEDEvaluator(_SuiteEvaluator):
         return section, flat
 
     def get_config_dict(self) -> dict[str, Any]:
-        return {"tuples": len(self.tuples), "groups": self.groups, "cced_normalize": self.cced_normalize,
-                "pooling": self.pooling}
+        return {
+            "tuples": len(self.tuples),
+            "groups": self.groups,
+            "cced_normalize": self.cced_normalize,
+            "pooling": self.pooling,
+        }
 
 
 class BiasIREvaluator(_SuiteEvaluator):
@@ -235,8 +266,13 @@ class BiasIREvaluator(_SuiteEvaluator):
 
     suite, headline = "bias_ir", "avg_dev"
 
-    def __init__(self, bias_ir_dir: str | Path | None = None, bias_ir_doc: str = "title+body",
-                 bias_ir_limit: int | None = None, **kwargs):
+    def __init__(
+        self,
+        bias_ir_dir: str | Path | None = None,
+        bias_ir_doc: str = "title+body",
+        bias_ir_limit: int | None = None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         from fairmt.model_eval.embeddings import BIAS_IR_DOCS
 

@@ -56,7 +56,9 @@ def _read_tuples(tuples: Any, groups: Sequence[str] | None) -> tuple[list[dict[s
         raise FairmtError("CCDLoss: no tuples given: the CCD term needs (neutral, one text per group) tuples")
     names = list(groups) if groups else [k for k, v in rows[0].items() if k != "neutral" and isinstance(v, str)]
     if len(names) < 2:
-        raise FairmtError(f"CCDLoss: a tuple needs a 'neutral' text and at least two groups, got keys {sorted(rows[0])}")
+        raise FairmtError(
+            f"CCDLoss: a tuple needs a 'neutral' text and at least two groups, got keys {sorted(rows[0])}"
+        )
     for i, r in enumerate(rows):
         bad = [k for k in ("neutral", *names) if not isinstance(r.get(k), str) or not r[k].strip()]
         if bad:
@@ -79,9 +81,20 @@ class CCDLoss(torch.nn.Module):
         seed: the order of the tuples.
     """
 
-    def __init__(self, model: torch.nn.Module, loss: torch.nn.Module | None, tuples: Any, *,
-                 groups: Sequence[str] | None = None, weight: float = 1.0, beta: float = 1.0,
-                 rho: float | None = None, rho_estimator: str = "median", tuples_per_step: int = 8, seed: int = 0):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        loss: torch.nn.Module | None,
+        tuples: Any,
+        *,
+        groups: Sequence[str] | None = None,
+        weight: float = 1.0,
+        beta: float = 1.0,
+        rho: float | None = None,
+        rho_estimator: str = "median",
+        tuples_per_step: int = 8,
+        seed: int = 0,
+    ):
         super().__init__()
         if not (float(weight) > 0):
             raise FairmtError(f"CCDLoss: weight must be > 0, got {weight}")
@@ -123,7 +136,7 @@ class CCDLoss(torch.nn.Module):
     def _estimate_rho(self, estimator: str) -> float:
         dists = []
         for start in range(0, len(self.tuples), 32):
-            neutral, groups = self._batch(self.tuples[start:start + 32], self.reference)
+            neutral, groups = self._batch(self.tuples[start : start + 32], self.reference)
             dists.append(tuple_distances(neutral, groups).float().cpu())
         return estimate_rho(torch.cat(dists).flatten(), estimator)
 
@@ -135,8 +148,9 @@ class CCDLoss(torch.nn.Module):
         return rows
 
     # ------------------------------------------------------------------ the loss
-    def forward(self, sentence_features: Sequence[Mapping[str, torch.Tensor]] | None = None,
-                labels: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    def forward(
+        self, sentence_features: Sequence[Mapping[str, torch.Tensor]] | None = None, labels: torch.Tensor | None = None
+    ) -> dict[str, torch.Tensor]:
         """The user's loss on its batch (``base``, or its own components) and the weighted CCD terms on the next
         tuples (``ccd_bias`` = λ·L_bias, ``ccd_rep`` = λ·β·L_rep); their sum is the loss trained."""
         out: dict[str, torch.Tensor] = {}
@@ -158,9 +172,16 @@ class CCDLoss(torch.nn.Module):
 
     def get_config_dict(self) -> dict[str, Any]:
         """What sentence-transformers writes into the model card's training section."""
-        return {"loss": type(self.loss).__name__ if self.loss is not None else None, "weight": self.weight,
-                "beta": self.beta, "rho": self.rho, "rho_estimator": self.rho_estimator, "groups": self.groups,
-                "tuples": len(self.tuples), "tuples_per_step": self.tuples_per_step}
+        return {
+            "loss": type(self.loss).__name__ if self.loss is not None else None,
+            "weight": self.weight,
+            "beta": self.beta,
+            "rho": self.rho,
+            "rho_estimator": self.rho_estimator,
+            "groups": self.groups,
+            "tuples": len(self.tuples),
+            "tuples_per_step": self.tuples_per_step,
+        }
 
     @property
     def citation(self) -> str:

@@ -95,7 +95,9 @@ def adept_representation_loss(states: torch.Tensor, states_orig: torch.Tensor, k
     ``"mse"``: mean of ‖h - h_orig‖². ``states_orig`` gets no gradient; m = 0 gives 0.
     """
     if states.shape != states_orig.shape:
-        raise FairmtError(f"trained {tuple(states.shape)} and original {tuple(states_orig.shape)} token states differ in shape")
+        raise FairmtError(
+            f"trained {tuple(states.shape)} and original {tuple(states_orig.shape)} token states differ in shape"
+        )
     if kind not in REPRESENTATION_LOSSES:
         raise FairmtError(f"unknown representation loss {kind!r}; choose one of {REPRESENTATION_LOSSES}")
     if states.shape[0] == 0:

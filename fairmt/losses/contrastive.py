@@ -62,10 +62,14 @@ def masked_contrastive_loss(
     if temperature <= 0:
         raise FairmtError(f"temperature must be > 0, got {temperature}")
     if anchors.dim() != 2 or candidates.dim() != 2 or anchors.shape[1] != candidates.shape[1]:
-        raise FairmtError(f"anchors {tuple(anchors.shape)} and candidates {tuple(candidates.shape)} must be (N, d), (M, d)")
+        raise FairmtError(
+            f"anchors {tuple(anchors.shape)} and candidates {tuple(candidates.shape)} must be (N, d), (M, d)"
+        )
     shape = (anchors.shape[0], candidates.shape[0])
     if tuple(positive_mask.shape) != shape or tuple(negative_mask.shape) != shape:
-        raise FairmtError(f"masks must have shape {shape}, got {tuple(positive_mask.shape)} and {tuple(negative_mask.shape)}")
+        raise FairmtError(
+            f"masks must have shape {shape}, got {tuple(positive_mask.shape)} and {tuple(negative_mask.shape)}"
+        )
     pos = positive_mask.to(device=anchors.device, dtype=torch.bool)
     neg = negative_mask.to(device=anchors.device, dtype=torch.bool)
     if check_masks and bool((pos & neg).any()):

@@ -138,8 +138,14 @@ def mt_kd_loss(
     w_kd = w_mt if kd_normalization == "token" else _kd_weights(mask, kd_normalization)
     v = student_logits.shape[-1]
     y = torch.where(mask, labels, torch.zeros_like(labels))  # any valid index where ignored (weight 0 there)
-    return _MTKDLoss.apply(student_logits.reshape(-1, v), teacher_logits.detach().reshape(-1, v), y.reshape(-1),
-                           w_mt.reshape(-1), w_kd.reshape(-1), float(alpha))
+    return _MTKDLoss.apply(
+        student_logits.reshape(-1, v),
+        teacher_logits.detach().reshape(-1, v),
+        y.reshape(-1),
+        w_mt.reshape(-1),
+        w_kd.reshape(-1),
+        float(alpha),
+    )
 
 
 def _dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

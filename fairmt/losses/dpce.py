@@ -88,7 +88,9 @@ def dpce_regulariser(states: torch.Tensor, states_orig: torch.Tensor) -> torch.T
     0. ``states_orig`` gets no gradient.
     """
     if states.shape != states_orig.shape:
-        raise FairmtError(f"trained {tuple(states.shape)} and original {tuple(states_orig.shape)} token states differ in shape")
+        raise FairmtError(
+            f"trained {tuple(states.shape)} and original {tuple(states_orig.shape)} token states differ in shape"
+        )
     if states.shape[0] == 0:
         return states.sum() * 0.0
     return (states - states_orig.detach().to(states.dtype)).pow(2).sum(-1).mean()

@@ -97,9 +97,7 @@ def cs_infonce_loss(
     same_cell = (lab[:, None] == lab[None, :]) & (grp[:, None] == grp[None, :]) & not_self
     pos = same_sample
     neg = same_cell & ~same_sample
-    per_anchor = masked_contrastive_loss(
-        flat, flat, pos, neg, temperature, "mean", normalize, return_per_anchor=True
-    )
+    per_anchor = masked_contrastive_loss(flat, flat, pos, neg, temperature, "mean", normalize, return_per_anchor=True)
     if anchor_weighting == "uniform":
         return per_anchor.mean()
     if anchor_weighting == "cell_size":
@@ -130,7 +128,9 @@ def _single_view_supcon(
     return masked_contrastive_loss(h, h, pos, neg, temperature, "mean", normalize, on_no_positive)
 
 
-def released_supcon(h: torch.Tensor, labels: torch.Tensor, temperature: float = 0.01, normalize: bool = False) -> torch.Tensor:
+def released_supcon(
+    h: torch.Tensor, labels: torch.Tensor, temperature: float = 0.01, normalize: bool = False
+) -> torch.Tensor:
     """The supervised contrastive term as the FCL authors' released code and fairlib compute it (one view).
 
     With ``s_ij = h_i·h_j / τ`` over *all* ``j`` (the anchor itself included) and ``c_i = max_j s_ij``::

@@ -64,8 +64,12 @@ class GACLSettings:
 GACL_DEFAULTS = GACLSettings()
 """The one place of the defaults of :class:`GACLSettings`."""
 
-GACL_RANGES: dict[str, Range] = {"kd_alpha": PROBABILITY, "gacl_lambda": WEIGHT, "temperature": POSITIVE,
-                                 "kd_temperature": POSITIVE}
+GACL_RANGES: dict[str, Range] = {
+    "kd_alpha": PROBABILITY,
+    "gacl_lambda": WEIGHT,
+    "temperature": POSITIVE,
+    "kd_temperature": POSITIVE,
+}
 """The range of each numeric GACL hyper-parameter (both Configs check it: ``GACLConfig.RANGES``, the criterion's
 ``CRITERION_RANGES``)."""
 
@@ -190,7 +194,12 @@ def gacl_loss(
         blocks_neg.append(eye)
     pos, neg = torch.cat(blocks_pos, dim=1), torch.cat(blocks_neg, dim=1)
     loss = masked_contrastive_loss(  # the blocks above are disjoint by construction: no overlap check
-        h, torch.cat(blocks_c, dim=0), pos, neg, temperature=temperature, positive_reduction=p.positive_reduction,
+        h,
+        torch.cat(blocks_c, dim=0),
+        pos,
+        neg,
+        temperature=temperature,
+        positive_reduction=p.positive_reduction,
         check_masks=False,
     )
     if return_counts:

@@ -40,7 +40,9 @@ def _check_draw(draw: str) -> None:
         raise FairmtError(f"negative draw must be one of {DRAWS}, got {draw!r}")
 
 
-def nt_xent_loss(view1: torch.Tensor, view2: torch.Tensor, temperature: float = 0.5, normalize: bool = True) -> torch.Tensor:
+def nt_xent_loss(
+    view1: torch.Tensor, view2: torch.Tensor, temperature: float = 0.5, normalize: bool = True
+) -> torch.Tensor:
     """SimCLR's NT-Xent over ``2N`` views (Chen et al., 2020, Eq. 1; Martin & Ogbuokiri, Eq. 2.1)::
 
         ℓ(i, j) = −log( exp(sim(z_i, z_j)/τ) / Σ_{k=1..2N, k≠i} exp(sim(z_i, z_k)/τ) )
@@ -69,7 +71,10 @@ def nt_xent_loss(view1: torch.Tensor, view2: torch.Tensor, temperature: float = 
 
 
 def fair_pair_nt_xent(
-    anchors: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor, temperature: float = 0.5,
+    anchors: torch.Tensor,
+    positives: torch.Tensor,
+    negatives: torch.Tensor,
+    temperature: float = 0.5,
     normalize: bool = True,
 ) -> torch.Tensor:
     """NT-Xent on Algorithm 1's pairs (Martin & Ogbuokiri, Eq. 2.1 with the pairs of Algorithm 1)::
@@ -89,11 +94,17 @@ def fair_pair_nt_xent(
     """
     if negatives.dim() == 2:
         negatives = negatives[:, None]
-    if anchors.dim() != 2 or positives.shape != anchors.shape or negatives.dim() != 3 or \
-            negatives.shape[0] != anchors.shape[0] or negatives.shape[2] != anchors.shape[1]:
+    if (
+        anchors.dim() != 2
+        or positives.shape != anchors.shape
+        or negatives.dim() != 3
+        or negatives.shape[0] != anchors.shape[0]
+        or negatives.shape[2] != anchors.shape[1]
+    ):
         raise FairmtError(
             f"anchors (N, d), positives (N, d) and negatives (N, m, d) expected, got {tuple(anchors.shape)}, "
-            f"{tuple(positives.shape)} and {tuple(negatives.shape)}")
+            f"{tuple(positives.shape)} and {tuple(negatives.shape)}"
+        )
     n, m, d = negatives.shape
     candidates = torch.cat([positives, negatives.reshape(n * m, d)])
     rows = torch.arange(n, device=anchors.device)
@@ -106,8 +117,11 @@ def fair_pair_nt_xent(
 
 
 def fair_batch_nt_xent(
-    anchors: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor | None = None,
-    temperature: float = 0.5, normalize: bool = True,
+    anchors: torch.Tensor,
+    positives: torch.Tensor,
+    negatives: torch.Tensor | None = None,
+    temperature: float = 0.5,
+    normalize: bool = True,
 ) -> torch.Tensor:
     """The batch reading of the stage-2 loss: the paper's Eq. 2.1 (SimCLR's NT-Xent, sum over ``k = 1..2N``) on the
     ``2N`` views ``[anchors | positives]``, the positive of anchor ``i`` its nearest same-cluster neighbour, with the
@@ -127,8 +141,9 @@ def fair_batch_nt_xent(
         >>> loss = fair_batch_nt_xent(a, p, n, temperature=0.5)
     """
     if anchors.dim() != 2 or positives.shape != anchors.shape:
-        raise FairmtError(f"anchors and positives must both be (N, d), got {tuple(anchors.shape)} and "
-                          f"{tuple(positives.shape)}")
+        raise FairmtError(
+            f"anchors and positives must both be (N, d), got {tuple(anchors.shape)} and {tuple(positives.shape)}"
+        )
     n, d = anchors.shape
     if n < 1:
         raise FairmtError("the batch reading needs at least one (anchor, positive) pair")
@@ -174,8 +189,9 @@ def _labels(x: torch.Tensor, n: int, name: str, n_clusters: int) -> torch.Tensor
     if x.shape[0] != n:
         raise FairmtError(f"{name} has {x.shape[0]} entries for {n} embeddings")
     if x.numel() and (int(x.min()) < 0 or int(x.max()) >= n_clusters):
-        raise FairmtError(f"cluster ids must lie in [0, {n_clusters - 1}] (len(cluster_probs)), got "
-                          f"{sorted(set(x.tolist()))[:10]}")
+        raise FairmtError(
+            f"cluster ids must lie in [0, {n_clusters - 1}] (len(cluster_probs)), got {sorted(set(x.tolist()))[:10]}"
+        )
     return x
 
 
@@ -187,8 +203,10 @@ def _anchor_cluster_probs(anchor_clusters: torch.Tensor, present: torch.Tensor, 
     cw = torch.where(allowed, w[None, :].expand(len(anchor_clusters), -1), torch.zeros(()).double())
     total = cw.sum(1, keepdim=True)
     if bool((total <= 0).any()):
-        raise FairmtError("an anchor has no other non-empty cluster to draw a negative from: the embeddings fall into "
-                          "a single latent subgroup (check the K-means fit)")
+        raise FairmtError(
+            "an anchor has no other non-empty cluster to draw a negative from: the embeddings fall into "
+            "a single latent subgroup (check the K-means fit)"
+        )
     return cw / total
 
 
@@ -228,8 +246,10 @@ def fairness_sampling_probs(
     if draw == "product":
         other = (anchor_c[:, None] != cand_c[None, :]).double()
         if bool((other.sum(1) == 0).any()):
-            raise FairmtError("an anchor has no other non-empty cluster to draw a negative from: the embeddings fall "
-                              "into a single latent subgroup (check the K-means fit)")
+            raise FairmtError(
+                "an anchor has no other non-empty cluster to draw a negative from: the embeddings fall "
+                "into a single latent subgroup (check the K-means fit)"
+            )
         mass = w[cand_c][None, :] * torch.cdist(z, cand) * other
         flat = w[cand_c][None, :] * other
         total = mass.sum(1, keepdim=True)
@@ -268,8 +288,16 @@ class FairNegativeSampler:
     extension. CPU tensors; ``generator`` is a CPU ``torch.Generator``.
     """
 
-    def __init__(self, bank: torch.Tensor, bank_clusters: torch.Tensor, cluster_probs: torch.Tensor,
-                 epsilon: float = 0.1, proposals: int = 8, max_rounds: int = 16, draw: str = "two_stage"):
+    def __init__(
+        self,
+        bank: torch.Tensor,
+        bank_clusters: torch.Tensor,
+        cluster_probs: torch.Tensor,
+        epsilon: float = 0.1,
+        proposals: int = 8,
+        max_rounds: int = 16,
+        draw: str = "two_stage",
+    ):
         _check_draw(draw)
         self.draw = draw
         self.bank = bank.detach().float().cpu()
@@ -280,18 +308,25 @@ class FairNegativeSampler:
         self.order = torch.argsort(self.clusters, stable=True)
         self.start = torch.cumsum(self.size, 0) - self.size
         norms = self.bank.norm(dim=1)
-        self.max_norm = torch.zeros(self.n_clusters).scatter_reduce(0, self.clusters, norms, reduce="amax",
-                                                                    include_self=True)
+        self.max_norm = torch.zeros(self.n_clusters).scatter_reduce(
+            0, self.clusters, norms, reduce="amax", include_self=True
+        )
         self.proposals, self.max_rounds = proposals, max_rounds
 
     def cluster_probs_for(self, anchor_clusters: torch.Tensor) -> torch.Tensor:
         """``(B, C)``: the probability of drawing from each cluster, per anchor (``w̃_i``)."""
-        c_a = _labels(anchor_clusters, len(torch.as_tensor(anchor_clusters).reshape(-1)), "anchor_clusters",
-                      self.n_clusters).cpu()
+        c_a = _labels(
+            anchor_clusters, len(torch.as_tensor(anchor_clusters).reshape(-1)), "anchor_clusters", self.n_clusters
+        ).cpu()
         return _anchor_cluster_probs(c_a, self.size > 0, self.weights)
 
-    def sample(self, anchor_embeddings: torch.Tensor, anchor_clusters: torch.Tensor, num_negatives: int = 1,
-               generator: torch.Generator | None = None) -> torch.Tensor:
+    def sample(
+        self,
+        anchor_embeddings: torch.Tensor,
+        anchor_clusters: torch.Tensor,
+        num_negatives: int = 1,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
         """``(B, num_negatives)`` indices into the bank."""
         if num_negatives < 1:
             raise FairmtError(f"num_negatives must be >= 1, got {num_negatives}")
@@ -327,19 +362,21 @@ class FairNegativeSampler:
             open_rows = open_rows[~has]
         for row in open_rows.tolist():  # exact fallback over all members of the chosen cluster
             c = int(cl[row])
-            members = order[int(self.start[c]): int(self.start[c] + self.size[c])]
+            members = order[int(self.start[c]) : int(self.start[c] + self.size[c])]
             d = (self.bank[members] - z_a[anchor[row]]).norm(dim=-1).double()
             probs = d / d.sum() if float(d.sum()) > 0 else torch.full_like(d, 1.0 / len(d))
             out[row] = members[torch.multinomial(probs, 1, generator=generator)]
         return out.reshape(b, m)
 
-
     def _product_cluster_probs(self, anchor_clusters: torch.Tensor) -> torch.Tensor:
         """``(B, C)``: the proposal's cluster distribution of the product draw, ``∝ w(c)·N_c`` over ``c ≠ c_i``."""
         c = self.n_clusters
         allowed = (self.size > 0)[None, :] & (torch.arange(c)[None, :] != anchor_clusters[:, None])
-        cw = torch.where(allowed, (self.weights * self.size.double())[None, :].expand(len(anchor_clusters), -1),
-                         torch.zeros(()).double())
+        cw = torch.where(
+            allowed,
+            (self.weights * self.size.double())[None, :].expand(len(anchor_clusters), -1),
+            torch.zeros(()).double(),
+        )
         return cw / cw.sum(1, keepdim=True)
 
     def _sample_product(self, z_a: torch.Tensor, c_a: torch.Tensor, m: int, generator) -> torch.Tensor:
@@ -370,8 +407,11 @@ class FairNegativeSampler:
             other = (self.clusters != c_a[i]).double()
             d = (self.bank - z_a[i]).norm(dim=-1).double()
             mass = self.weights[self.clusters] * other * d
-            probs = mass / mass.sum() if float(mass.sum()) > 0 else \
-                self.weights[self.clusters] * other / (self.weights[self.clusters] * other).sum()
+            probs = (
+                mass / mass.sum()
+                if float(mass.sum()) > 0
+                else self.weights[self.clusters] * other / (self.weights[self.clusters] * other).sum()
+            )
             out[row] = torch.multinomial(probs, 1, generator=generator)
         return out.reshape(b, m)
 

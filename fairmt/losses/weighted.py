@@ -8,8 +8,9 @@ import torch.nn.functional as F
 WEIGHT_COLUMN = "instance_weight"
 
 
-def weighted_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor | None = None
-                           ) -> torch.Tensor:
+def weighted_cross_entropy(
+    logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor | None = None
+) -> torch.Tensor:
     """``mean_i(w_i · CE(logits_i, y_i))`` — the batch mean of the weighted per-example losses, as fairlib
     (``torch.mean(loss * instance_weights)``; not ``Σ w·CE / Σ w``); plain mean CE when ``weights`` is None.
 

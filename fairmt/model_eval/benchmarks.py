@@ -43,16 +43,23 @@ from fairmt.translate import as_translator, flores_to_model_lang, generate_trans
 
 def _pop_translator(model: Any, src_lang: str, tgt_lang: str, kwargs: dict):
     """A translator for ``model`` from the backend arguments in ``kwargs`` (removed from it)."""
-    return as_translator(model, src_lang, tgt_lang, backend=kwargs.pop("backend", None),
-                         family=kwargs.pop("family", None), backend_options=kwargs.pop("backend_options", None))
+    return as_translator(
+        model,
+        src_lang,
+        tgt_lang,
+        backend=kwargs.pop("backend", None),
+        family=kwargs.pop("family", None),
+        backend_options=kwargs.pop("backend_options", None),
+    )
 
 
 def translate_winomt(model: Any, gold, lang: str, *, cache_dir: str | Path | None = None, **kwargs) -> list[str]:
     """Translate the English sentences of a WinoMT gold set (:class:`~fairmt.eval.winomt.WinoMTGold`) into
     ``lang``; cached as ``winomt.en-<lang>.jsonl`` under ``cache_dir``."""
     cache = Path(cache_dir) / f"winomt.en-{lang}.jsonl" if cache_dir else None
-    return generate_translations(model, [e.sentence for e in gold.entries], "en", lang, cache_path=cache,
-                                 desc=f"WinoMT en-{lang}", **kwargs)
+    return generate_translations(
+        model, [e.sentence for e in gold.entries], "en", lang, cache_path=cache, desc=f"WinoMT en-{lang}", **kwargs
+    )
 
 
 def translate_geneval(
@@ -77,14 +84,22 @@ def translate_geneval(
     for gender, src in (("masculine", data.masculine_sources), ("feminine", data.feminine_sources)):
         cache = Path(cache_dir) / f"geneval-{tag}-{gender}.en-{lang}.jsonl" if cache_dir else None
         out.append(
-            generate_translations(tm, src[:limit] if limit else src, "en", lang, cache_path=cache,
-                                  desc=f"MT-GenEval {gender} en→{lang}", **kwargs)
+            generate_translations(
+                tm,
+                src[:limit] if limit else src,
+                "en",
+                lang,
+                cache_path=cache,
+                desc=f"MT-GenEval {gender} en→{lang}",
+                **kwargs,
+            )
         )
     return out[0], out[1]
 
 
-def translate_geneval_context(model: Any, data, lang: str, split: str = "test", *,
-                              cache_dir: str | Path | None = None, **kwargs) -> list[str]:
+def translate_geneval_context(
+    model: Any, data, lang: str, split: str = "test", *, cache_dir: str | Path | None = None, **kwargs
+) -> list[str]:
     """Translate the English sources of an MT-GenEval contextual set (``data``:
     :func:`fairmt.eval.geneval.load_contextual`); cached as ``geneval-context-<split>.en-<lang>.jsonl``."""
     cache = Path(cache_dir) / f"geneval-context-{split}.en-{lang}.jsonl" if cache_dir else None
@@ -113,7 +128,12 @@ def evaluate_geneval(
         return geneval_accuracy(masc, fem, lang, split, compat=compat)
     data = load_counterfactual(lang, split)
     return score_counterfactual(
-        masc, fem, data.masculine_refs[:limit], data.feminine_refs[:limit], lang=lang, split=f"{split}[:{limit}]",
+        masc,
+        fem,
+        data.masculine_refs[:limit],
+        data.feminine_refs[:limit],
+        lang=lang,
+        split=f"{split}[:{limit}]",
         compat=compat,
     )
 
@@ -172,6 +192,7 @@ def plan_suite(
             if is_main_process():
                 path.parent.mkdir(parents=True, exist_ok=True)
                 write_text_atomic(path, "".join(" ".join(str(x).split()) + "\n" for x in lines))
+
         return write
 
     def read(what: str, fn):
@@ -193,10 +214,12 @@ def plan_suite(
             for lang in wanted(WINOMT_LANGS):
                 if read(f"WinoMT {lang} gender detector", lambda lang=lang: get_detector(lang, compat)) is None:
                     continue  # (cached: scoring reuses it) a missing morphology model, before any translation
+
                 def write(hyps, _path=winomt_file(root, lang), _src=sources):  # noqa: B008 - binds this language's file
                     if is_main_process():
                         _path.parent.mkdir(parents=True, exist_ok=True)
                         write_translations(_path, _src, hyps)
+
                 jobs.append((sources, "en", _flores_code(lang), f"winomt.en-{lang}", write))
     if "geneval" in benchmarks:
         from fairmt.eval.geneval import CONTEXT_LANGS, load_contextual, load_counterfactual
@@ -207,27 +230,38 @@ def plan_suite(
                 continue
             files = geneval_files(root, lang)
             tgt = _flores_code(lang)
-            jobs.append((d.masculine_sources, "en", tgt, f"geneval-{split}-masculine.en-{lang}",
-                         lines_to(files["masculine"])))
-            jobs.append((d.feminine_sources, "en", tgt, f"geneval-{split}-feminine.en-{lang}",
-                         lines_to(files["feminine"])))
+            jobs.append(
+                (d.masculine_sources, "en", tgt, f"geneval-{split}-masculine.en-{lang}", lines_to(files["masculine"]))
+            )
+            jobs.append(
+                (d.feminine_sources, "en", tgt, f"geneval-{split}-feminine.en-{lang}", lines_to(files["feminine"]))
+            )
             if lang in CONTEXT_LANGS:
                 try:
                     c = load_contextual(lang, split)
                 except FairmtError as err:  # the contextual set is optional: say so, go on
                     (say or print)(f"MT-GenEval contextual set en→{lang} not translated: {err}")
                     continue
-                jobs.append((c.sources, "en", tgt, f"geneval-{split}-context.en-{lang}",
-                             lines_to(files["context"])))
+                jobs.append((c.sources, "en", tgt, f"geneval-{split}-context.en-{lang}", lines_to(files["context"])))
     if "flores" in benchmarks:
         from fairmt.eval.translation import read_flores
 
         src = read("FLORES-200", lambda: read_flores("eng_Latn"))
         if src is not None:
             for lang in wanted(FLORES_LANGS):
-                if read(f"FLORES-200 references en-{lang}", lambda lang=lang: read_flores(_flores_code(lang))) is not None:
-                    jobs.append((src, "en", _flores_code(lang), f"flores200-devtest.en-{lang}",
-                                 lines_to(flores_file(root, lang))))
+                if (
+                    read(f"FLORES-200 references en-{lang}", lambda lang=lang: read_flores(_flores_code(lang)))
+                    is not None
+                ):
+                    jobs.append(
+                        (
+                            src,
+                            "en",
+                            _flores_code(lang),
+                            f"flores200-devtest.en-{lang}",
+                            lines_to(flores_file(root, lang)),
+                        )
+                    )
             if many2many:
                 codes = [c for grp in RESOURCE_GROUPS.values() for c in grp]
                 texts = {s: read(f"FLORES-200 {s}", lambda s=s: read_flores(s)) for s in codes}
@@ -239,7 +273,8 @@ def plan_suite(
         gone = sorted({m.split(":", 1)[0].split(" ")[0] for m in missing})
         raise FairmtError(
             f"benchmark data missing, nothing translated: {'; '.join(missing)} — get it (`fairmt data download`) "
-            f"or leave {', '.join(gone)} out of --benchmarks")
+            f"or leave {', '.join(gone)} out of --benchmarks"
+        )
     return jobs
 
 
@@ -264,15 +299,25 @@ def translate_suite(
     folder. Every benchmark's data is read first (:func:`plan_suite`): a missing file stops the run before the first
     sentence is translated."""
     root = Path(root)
-    jobs = plan_suite(root, langs=langs, benchmarks=benchmarks, split=split, compat=compat, gold=gold,
-                      many2many=many2many, say=say)
+    jobs = plan_suite(
+        root, langs=langs, benchmarks=benchmarks, split=split, compat=compat, gold=gold, many2many=many2many, say=say
+    )
     cache = Path(cache_dir) if cache_dir else root / ".cache"
     tm = as_translator(model, "en", "de", family=gen_kwargs.pop("family", None))
     for sources, s, t, tag, write in jobs:
         desc = tag if s == "en" else f"FLORES-200 {s}→{t}"
         src = "en" if s == "en" else flores_to_model_lang(tm, s)  # English: "en", as every cache was made
-        write(generate_translations(tm, sources, src, flores_to_model_lang(tm, t),
-                                    cache_path=cache / f"{tag}.jsonl", desc=desc, **gen_kwargs))
+        write(
+            generate_translations(
+                tm,
+                sources,
+                src,
+                flores_to_model_lang(tm, t),
+                cache_path=cache / f"{tag}.jsonl",
+                desc=desc,
+                **gen_kwargs,
+            )
+        )
     return root
 
 

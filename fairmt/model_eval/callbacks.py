@@ -39,9 +39,20 @@ class GenEvalCallback(TrainerCallback):
     ``last_hypotheses`` (masculine, feminine).
     """
 
-    def __init__(self, translation_model=None, lang: str | None = None, split: str = "dev",
-                 max_pairs: int | None = None, batch_size: int = 16, num_beams: int = 1, max_new_tokens: int = 128,
-                 data=None, *, src_lang: str = "en", family: str | None = None):
+    def __init__(
+        self,
+        translation_model=None,
+        lang: str | None = None,
+        split: str = "dev",
+        max_pairs: int | None = None,
+        batch_size: int = 16,
+        num_beams: int = 1,
+        max_new_tokens: int = 128,
+        data=None,
+        *,
+        src_lang: str = "en",
+        family: str | None = None,
+    ):
         from fairmt.errors import FairmtError
         from fairmt.eval.geneval import load_counterfactual
 
@@ -71,12 +82,16 @@ class GenEvalCallback(TrainerCallback):
 
         tok = self._tokenizer
         if tok is None:
-            raise FairmtError("GenEvalCallback(translation_model=None) translates with the Trainer's tokenizer: pass "
-                              "processing_class=tokenizer to the Trainer, or give a TranslationModel")
+            raise FairmtError(
+                "GenEvalCallback(translation_model=None) translates with the Trainer's tokenizer: pass "
+                "processing_class=tokenizer to the Trainer, or give a TranslationModel"
+            )
         family = self.family or _family_from_class(type(tok).__name__)
         if family not in FAMILIES:
-            raise FairmtError(f"GenEvalCallback: cannot tell the model family from the tokenizer "
-                              f"{type(tok).__name__}; pass family= one of {FAMILIES}")
+            raise FairmtError(
+                f"GenEvalCallback: cannot tell the model family from the tokenizer "
+                f"{type(tok).__name__}; pass family= one of {FAMILIES}"
+            )
         tm = TranslationModel(model, tok, family, self.src_lang, self.lang)
         tm.src_lang, tm.tgt_lang = tm.lang(self.src_lang), tm.lang(self.lang)  # codes in the family's convention
         return tm
@@ -104,8 +119,9 @@ class GenEvalCallback(TrainerCallback):
         hyp_m = self._translate(tm, d.masculine_sources[:n])
         hyp_f = self._translate(tm, d.feminine_sources[:n])
         self.last_hypotheses = (hyp_m, hyp_f)
-        res = score_counterfactual(hyp_m, hyp_f, d.masculine_refs[:n], d.feminine_refs[:n], lang=self.lang,
-                                   split=self.split)
+        res = score_counterfactual(
+            hyp_m, hyp_f, d.masculine_refs[:n], d.feminine_refs[:n], lang=self.lang, split=self.split
+        )
         self.last_items = res.items  # per-pair data of this scoring: a paired bootstrap in `fairmt report`
         return {"accuracy": res.accuracy, "explicit_accuracy": res.explicit_accuracy, "delta_g": res.delta_g}
 
@@ -123,4 +139,3 @@ class GenEvalCallback(TrainerCallback):
         for r, part in enumerate(parts):
             out[r::world] = part
         return out
-

@@ -14,8 +14,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from fairmt.eval.embedding.seat import GENDER_TESTS, SEAT_N_SAMPLES, seat_n_samples_of
 from fairmt.errors import FairmtError
+from fairmt.eval.embedding.seat import GENDER_TESTS, SEAT_N_SAMPLES, seat_n_samples_of
 
 SUITES = ("seat", "crows", "stereoset", "cced", "bias-ir")
 SEAT_TESTS = GENDER_TESTS
@@ -83,8 +83,9 @@ def load_seat_tests(seat_tests: str | Sequence[str] = SEAT_TESTS, seat_dir: str 
 def load_cced_tuples(cced_tuples: str | Path | None) -> tuple[list, list[str]]:
     """The held-out CCED tuples and their group names."""
     if not cced_tuples:
-        raise FairmtError("the cced suite needs held-out tuples: pass --cced-tuples FILE (JSONL {\"neutral\", "
-                          "\"male\", \"female\"})")
+        raise FairmtError(
+            'the cced suite needs held-out tuples: pass --cced-tuples FILE (JSONL {"neutral", "male", "female"})'
+        )
     from fairmt.eval.embedding.cced import load_tuples
 
     return load_tuples(cced_tuples)
@@ -115,8 +116,9 @@ def seat_section(tests: Sequence, encode, pooling: str, seat_n_samples: int = SE
     results = [seat_score(t, encode, pooling=pooling, n_samples=seat_n_samples, seed=seed) for t in tests]
     avg = sum(abs(r.effect_size) for r in results) / len(results)
     payload = {"tests": {r.test: asdict(r) for r in results}, "avg_abs_effect_size": avg}
-    rows = [{"test": r.test, "effect_size": r.effect_size, "p_value": f"{r.p_value:.3g}", "p": r.p_method}
-            for r in results]
+    rows = [
+        {"test": r.test, "effect_size": r.effect_size, "p_value": f"{r.p_value:.3g}", "p": r.p_method} for r in results
+    ]
     rows.append({"test": "AVG(abs)", "effect_size": avg})
     return payload, rows, results[0].signature
 
@@ -145,8 +147,9 @@ def bias_ir_section(queries: Sequence, encode, pooling: str, doc_text: str = "ti
 # ------------------------------------------------------------------------------------------------ a model in
 
 
-def embedding_runner(model: Any, pooling: str = "auto", batch_size: int = 32, device: str | None = None,
-                     progress: bool = False):
+def embedding_runner(
+    model: Any, pooling: str = "auto", batch_size: int = 32, device: str | None = None, progress: bool = False
+):
     """An :class:`~fairmt.eval.embedding.encode.EmbeddingRunner` for ``model``: a path / Hub id / ``pkg:`` / alias
     (loaded), a loaded ``SentenceTransformer`` (``pooling`` ``auto`` = ``model``: its own modules; ``mean`` /
     ``first``: over its transformer's last hidden states, as for a folder), or a runner (returned as it is)."""
@@ -157,8 +160,9 @@ def embedding_runner(model: Any, pooling: str = "auto", batch_size: int = 32, de
     if pooling not in POOLINGS:
         raise FairmtError(f"unknown pooling {pooling!r}; use one of {', '.join(POOLINGS)}")
     if isinstance(model, (str, Path)):
-        return EmbeddingRunner.from_path(model, pooling=pooling, batch_size=batch_size, device=device,
-                                         progress=progress)
+        return EmbeddingRunner.from_path(
+            model, pooling=pooling, batch_size=batch_size, device=device, progress=progress
+        )
     if hasattr(model, "encode") and hasattr(model, "tokenizer") and callable(model.encode):
         # a loaded SentenceTransformer (duck-typed: sentence-transformers is optional)
         dev = device or str(model.device)
@@ -167,10 +171,18 @@ def embedding_runner(model: Any, pooling: str = "auto", batch_size: int = 32, de
         if pooling in ("auto", "model"):
             return EmbeddingRunner(model, None, "model", batch_size=batch_size, device=dev, progress=progress)
         transformer = model[0]
-        return EmbeddingRunner(transformer.auto_model, model.tokenizer, pooling, batch_size=batch_size, device=dev,
-                               progress=progress, max_length=getattr(transformer, "max_seq_length", None) or 512)
-    raise FairmtError(f"cannot embed with a {type(model).__name__}: give a model folder, a Hub id or a loaded "
-                      "SentenceTransformer")
+        return EmbeddingRunner(
+            transformer.auto_model,
+            model.tokenizer,
+            pooling,
+            batch_size=batch_size,
+            device=dev,
+            progress=progress,
+            max_length=getattr(transformer, "max_seq_length", None) or 512,
+        )
+    raise FairmtError(
+        f"cannot embed with a {type(model).__name__}: give a model folder, a Hub id or a loaded SentenceTransformer"
+    )
 
 
 def evaluate_embeddings(
@@ -249,13 +261,15 @@ def evaluate_embeddings(
         bad = [v for v in crows_variant if v not in VARIANTS]
         if bad or not crows_variant:
             raise FairmtError(f"unknown CrowS-Pairs variant(s) {bad}; choose from {','.join(VARIANTS)}")
-        crows_pairs = load_crows_pairs(_data_file(crows_file, "crows", "crows_pairs_anonymized.csv"),
-                                       _names(bias_types) or None, limit)
+        crows_pairs = load_crows_pairs(
+            _data_file(crows_file, "crows", "crows_pairs_anonymized.csv"), _names(bias_types) or None, limit
+        )
     if "stereoset" in suites:
         from fairmt.eval.embedding.stereoset import load_stereoset
 
         stereo_examples = load_stereoset(
-            _data_file(stereoset_gold, "stereoset", "stereoset_dev_langtest2.7.0.jsonl"), splits=["intrasentence"])
+            _data_file(stereoset_gold, "stereoset", "stereoset_dev_langtest2.7.0.jsonl"), splits=["intrasentence"]
+        )
         if limit:
             stereo_examples = stereo_examples[:limit]
 
@@ -290,8 +304,13 @@ def evaluate_embeddings(
         done("cced", f"CCED ({payload['cced']['n']} tuples)", rows, ["pair", "gap", "signed"], sig, 4)
     if queries is not None:
         payload["bias_ir"], rows, sig = bias_ir_section(queries, emb.encode, emb.pooling, bias_ir_doc)
-        done("bias-ir", "Bias-IR (male ratio, 0.50 best)", rows,
-             ["category", "n", "male_ratio", "ties", "rank_M", "rank_F", "rank_N"], sig)
+        done(
+            "bias-ir",
+            "Bias-IR (male ratio, 0.50 best)",
+            rows,
+            ["category", "n", "male_ratio", "ties", "rank_M", "rank_F", "rank_N"],
+            sig,
+        )
     if crows_pairs is not None:
         from fairmt.eval.embedding.crows import crows_score
 
@@ -303,8 +322,14 @@ def evaluate_embeddings(
             payload["crows"][v] = d
             rows = [{"bias_type": k, **row} for k, row in res.per_bias_type.items()]
             rows.append({"bias_type": "overall", **res.overall})
-            done("crows", f"CrowS-Pairs ({v}; 50 best)", rows,
-                 ["bias_type", "n", "metric", "stereo_score", "antistereo_score", "neutral"], res.signature, 2)
+            done(
+                "crows",
+                f"CrowS-Pairs ({v}; 50 best)",
+                rows,
+                ["bias_type", "n", "metric", "stereo_score", "antistereo_score", "neutral"],
+                res.signature,
+                2,
+            )
     if stereo_examples is not None:
         from fairmt.eval.embedding.stereoset import intrasentence_predictions, stereoset_score
 
@@ -313,12 +338,30 @@ def evaluate_embeddings(
         res = stereoset_score(stereo_examples, scores, scores_from="mlm-mean-subtoken-prob")
         payload["stereoset"] = res.to_json()
         # scored as the official scorer does: BLANK masked at every place, the first mask read
-        payload["stereoset"]["contexts_with_several_blanks"] = sum(e.context.count("BLANK") > 1
-                                                                   for e in stereo_examples)
-        done("stereoset", "StereoSet intrasentence", res.rows(), ["domain", "lms", "ss", "icat", "count"],
-             res.signature, 2)
+        payload["stereoset"]["contexts_with_several_blanks"] = sum(
+            e.context.count("BLANK") > 1 for e in stereo_examples
+        )
+        done(
+            "stereoset",
+            "StereoSet intrasentence",
+            res.rows(),
+            ["domain", "lms", "ss", "icat", "count"],
+            res.signature,
+            2,
+        )
     return payload
 
 
-__all__ = ["SEAT_TESTS", "SUITES", "bias_ir_section", "cced_section", "check_suites", "embedding_runner",
-           "evaluate_embeddings", "load_bias_ir_queries", "load_cced_tuples", "load_seat_tests", "seat_section"]
+__all__ = [
+    "SEAT_TESTS",
+    "SUITES",
+    "bias_ir_section",
+    "cced_section",
+    "check_suites",
+    "embedding_runner",
+    "evaluate_embeddings",
+    "load_bias_ir_queries",
+    "load_cced_tuples",
+    "load_seat_tests",
+    "seat_section",
+]

@@ -18,13 +18,16 @@ def check_langs(spec: str | Sequence[str] | None) -> list[str] | None:
     if spec is None:
         return None
     if not isinstance(spec, str) and not isinstance(spec, (list, tuple, set, frozenset)):
-        raise FairmtError(f"langs must be a string (\"de,ru\", \"all\") or a list of language codes, got "
-                          f"{type(spec).__name__}")
+        raise FairmtError(
+            f'langs must be a string ("de,ru", "all") or a list of language codes, got {type(spec).__name__}'
+        )
     items = [spec] if isinstance(spec, str) else list(spec)
     langs = [x.strip() for item in items for x in str(item).split(",") if x.strip()]
     if not langs:
-        raise FairmtError(f"langs is empty ({spec!r}): name the target languages (\"de,ru\"), or give \"all\" (or "
-                          "leave it out) for every benchmark's own")
+        raise FairmtError(
+            f'langs is empty ({spec!r}): name the target languages ("de,ru"), or give "all" (or '
+            "leave it out) for every benchmark's own"
+        )
     if langs == ["all"]:
         return None
     bad = [x for x in langs if x not in FLORES_LANGS]
@@ -51,8 +54,10 @@ def check_id_lang(id_lang: str | None, langs: list[str] | None) -> str | None:
     id_lang = None if id_lang is None or str(id_lang).lower() == "none" else id_lang
     if id_lang is not None and (id_lang not in FLORES_LANGS or (langs is not None and id_lang not in langs)):
         within = f"the languages scored ({', '.join(langs)})" if langs else f"{', '.join(FLORES_LANGS)}"
-        raise FairmtError(f"--id-lang {id_lang}: the in-domain language must be one of {within}, or 'none' (no "
-                          "in-domain / out-of-domain split); an unknown one would leave the in-domain columns empty")
+        raise FairmtError(
+            f"--id-lang {id_lang}: the in-domain language must be one of {within}, or 'none' (no "
+            "in-domain / out-of-domain split); an unknown one would leave the in-domain columns empty"
+        )
     return id_lang
 
 
@@ -143,29 +148,66 @@ def evaluate_mt_bias(
         from fairmt.model_eval.benchmarks import plan_suite, translate_suite
         from fairmt.translate import as_translator
 
-        plan_suite(Path(output_dir or translations_root or api_translations_root()), langs=langs, benchmarks=benchmarks, split=split, compat=compat,
-                   gold=gold, many2many=many2many, say=say)  # every benchmark's data before the model loads
+        plan_suite(
+            Path(output_dir or translations_root or api_translations_root()),
+            langs=langs,
+            benchmarks=benchmarks,
+            split=split,
+            compat=compat,
+            gold=gold,
+            many2many=many2many,
+            say=say,
+        )  # every benchmark's data before the model loads
         translator = as_translator(model, "en", "de", backend=backend, family=family, backend_options=backend_options)
-        root = Path(output_dir) if output_dir else default_translations_dir(
-            translator, translations_root if translations_root is not None else api_translations_root())
+        root = (
+            Path(output_dir)
+            if output_dir
+            else default_translations_dir(
+                translator, translations_root if translations_root is not None else api_translations_root()
+            )
+        )
         if "flores" in benchmarks and spm_model:
             from fairmt.eval.translation import find_spm_model
 
             find_spm_model(spm_model)  # a given model must exist: fail before translating
-        translate_suite(translator, root, langs=langs, benchmarks=benchmarks, split=split, compat=compat, gold=gold,
-                        many2many=many2many, cache_dir=cache_dir, say=say, batch_size=batch_size,
-                        num_beams=num_beams, max_new_tokens=max_new_tokens)
+        translate_suite(
+            translator,
+            root,
+            langs=langs,
+            benchmarks=benchmarks,
+            split=split,
+            compat=compat,
+            gold=gold,
+            many2many=many2many,
+            cache_dir=cache_dir,
+            say=say,
+            batch_size=batch_size,
+            num_beams=num_beams,
+            max_new_tokens=max_new_tokens,
+        )
         if not is_main_process():  # one of several processes: it helped translate; rank 0 scores and reports
             return None
         say(f"translations written to {root} (re-score with --translations-dir {root})")
     else:
         root = Path(translations_dir)
-    result = score_translations_dir(root, langs=langs, benchmarks=benchmarks, id_lang=id_lang, split=split,
-                                    compat=compat, gold=gold, spm_model=spm_model, many2many=many2many,
-                                    keep_going=keep_going, progress=say)
+    result = score_translations_dir(
+        root,
+        langs=langs,
+        benchmarks=benchmarks,
+        id_lang=id_lang,
+        split=split,
+        compat=compat,
+        gold=gold,
+        spm_model=spm_model,
+        many2many=many2many,
+        keep_going=keep_going,
+        progress=say,
+    )
     result["settings"]["translations_dir"] = str(root)
     result["settings"]["model"] = _model_name(model)
-    result["settings"]["backend"] = (getattr(translator, "name", None) or backend or "hf") if model is not None else None
+    result["settings"]["backend"] = (
+        (getattr(translator, "name", None) or backend or "hf") if model is not None else None
+    )
     model_label = Path(str(model)).name if isinstance(model, (str, Path)) else _model_name(model)
     result["settings"]["name"] = name or model_label or root.name
     if notes is None:
@@ -178,10 +220,18 @@ def evaluate_mt_bias(
         for line in result["errors" if key == "error" else key if key == "skipped" else "warnings"]:
             notes(f"{key}: {line}")
     if not any(result.get(b) for b in benchmarks):  # before any output is written: no file of empty tables
-        raise FairmtError(f"{root}: nothing to score — no benchmark file of the layout was found "
-                          "(see `fairmt eval mt-bias --help`); nothing was written")
+        raise FairmtError(
+            f"{root}: nothing to score — no benchmark file of the layout was found "
+            "(see `fairmt eval mt-bias --help`); nothing was written"
+        )
     return result
 
 
-__all__ = ["api_translations_root", "check_benchmarks", "check_id_lang", "check_langs", "default_translations_dir",
-           "evaluate_mt_bias"]
+__all__ = [
+    "api_translations_root",
+    "check_benchmarks",
+    "check_id_lang",
+    "check_langs",
+    "default_translations_dir",
+    "evaluate_mt_bias",
+]

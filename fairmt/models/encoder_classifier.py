@@ -37,8 +37,9 @@ class MLPHead(nn.Module):
     """Classification head ``g``: ``dropout → Linear`` (``layers=1``) or ``Linear → tanh → dropout → Linear``
     (``layers=2``, the CSCL classifier), ``hidden_dim`` defaulting to the input width."""
 
-    def __init__(self, input_dim: int, num_labels: int, layers: int = 2, hidden_dim: int | None = None,
-                 dropout: float = 0.1):
+    def __init__(
+        self, input_dim: int, num_labels: int, layers: int = 2, hidden_dim: int | None = None, dropout: float = 0.1
+    ):
         super().__init__()
         if layers not in (1, 2):
             raise FairmtError(f"head_layers must be 1 (linear) or 2 (MLP), got {layers}")
@@ -46,8 +47,9 @@ class MLPHead(nn.Module):
         if layers == 1:
             self.net = nn.Sequential(nn.Dropout(dropout), nn.Linear(input_dim, num_labels))
         else:
-            self.net = nn.Sequential(nn.Linear(input_dim, hidden), nn.Tanh(), nn.Dropout(dropout),
-                                     nn.Linear(hidden, num_labels))
+            self.net = nn.Sequential(
+                nn.Linear(input_dim, hidden), nn.Tanh(), nn.Dropout(dropout), nn.Linear(hidden, num_labels)
+            )
         self.layers = layers
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
@@ -67,14 +69,23 @@ class TransformerClassifier(nn.Module, PyTorchModelHubMixin):
         out.logits, out.hidden_states[-1]    # (1, 28) and z, the (1, 768) vector the head consumed
     """
 
-    def __init__(self, encoder_config: dict[str, Any], num_labels: int, pooling: str = "cls", head_layers: int = 2,
-                 head_hidden_dim: int | None = None, head_dropout: float = 0.1, labels: list[str] | None = None):
+    def __init__(
+        self,
+        encoder_config: dict[str, Any],
+        num_labels: int,
+        pooling: str = "cls",
+        head_layers: int = 2,
+        head_hidden_dim: int | None = None,
+        head_dropout: float = 0.1,
+        labels: list[str] | None = None,
+    ):
         super().__init__()
         from transformers import AutoConfig, AutoModel
 
         if pooling not in HEAD_POOLINGS:
-            raise FairmtError(f"model.pooling must be one of {', '.join(HEAD_POOLINGS)} for a fine-tuned encoder, "
-                              f"got {pooling!r}")
+            raise FairmtError(
+                f"model.pooling must be one of {', '.join(HEAD_POOLINGS)} for a fine-tuned encoder, got {pooling!r}"
+            )
         cfg = dict(encoder_config)
         model_type = cfg.pop("model_type", None)
         if not model_type:
@@ -97,8 +108,12 @@ class TransformerClassifier(nn.Module, PyTorchModelHubMixin):
         model.encoder = encoder
         return model
 
-    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-               token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+    def encode(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """``z``: the pooled last hidden state, ``(N, d)``."""
         from fairmt.models.pooling import pool
 
@@ -112,9 +127,14 @@ class TransformerClassifier(nn.Module, PyTorchModelHubMixin):
         """Logits from the representation: ``g(z)``."""
         return self.classifier(z)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None,
-                **_: object) -> SequenceClassifierOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        **_: object,
+    ) -> SequenceClassifierOutput:
         z = self.encode(input_ids, attention_mask, token_type_ids)
         logits = self.head_forward(z)
         loss = None if labels is None else nn.functional.cross_entropy(logits, labels.long())

@@ -132,7 +132,9 @@ def _load_tokenizer(name_or_path: str, family: str, src_lang: str, tgt_lang: str
     lang_tokens = [f"__{c}__" for c in m2m_codes()]  # special, so decode(skip_special_tokens=True) drops them
     if family == "small100":
         return Small100Tokenizer.from_pretrained(name_or_path, tgt_lang=tgt_lang, extra_special_tokens=lang_tokens)
-    return M2M100Tokenizer.from_pretrained(name_or_path, src_lang=src_lang, tgt_lang=tgt_lang, extra_special_tokens=lang_tokens)
+    return M2M100Tokenizer.from_pretrained(
+        name_or_path, src_lang=src_lang, tgt_lang=tgt_lang, extra_special_tokens=lang_tokens
+    )
 
 
 @dataclass

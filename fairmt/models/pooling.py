@@ -86,7 +86,9 @@ def _head_input_vector(x: torch.Tensor, head_name: str, attention_mask: torch.Te
     return x[:, 0]
 
 
-def representation_and_logits(model: torch.nn.Module, model_inputs: dict[str, Any], pooling: str) -> tuple[torch.Tensor, torch.Tensor]:
+def representation_and_logits(
+    model: torch.nn.Module, model_inputs: dict[str, Any], pooling: str
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One forward of a classifier: the ``(N, d)`` representation ``h`` and the ``(N, C)`` logits.
 
     ``pooling="head"``: ``h`` is the input of the classification head — the vector the classifier consumes, so a loss
@@ -113,6 +115,7 @@ def _head_representation(model: torch.nn.Module, model_inputs: dict[str, Any]) -
     captured: list[torch.Tensor] = []
     handle = None
     if found is not None:
+
         def grab(_module, args, kwargs):
             first = args[0] if args else next((v for v in kwargs.values() if isinstance(v, torch.Tensor)), None)
             if first is not None and not captured:
@@ -124,7 +127,9 @@ def _head_representation(model: torch.nn.Module, model_inputs: dict[str, Any]) -
     finally:
         if handle is not None:
             handle.remove()
-    hidden_states = outputs.get("hidden_states") if isinstance(outputs, dict) else getattr(outputs, "hidden_states", None)
+    hidden_states = (
+        outputs.get("hidden_states") if isinstance(outputs, dict) else getattr(outputs, "hidden_states", None)
+    )
     logits = outputs["logits"] if isinstance(outputs, dict) else outputs.logits
     if hidden_states and hidden_states[-1].dim() == 2:  # fairmt's classifiers: the head's input itself
         return hidden_states[-1], logits
@@ -133,4 +138,5 @@ def _head_representation(model: torch.nn.Module, model_inputs: dict[str, Any]) -
     raise FairmtError(
         f"cannot find the input of {type(_unwrap(model)).__name__}'s classification head (no {'/'.join(HEAD_NAMES)} "
         "module, no 2-D last hidden state): set pooling to cls or mean, or use fairmt.models.encoder_classifier."
-        "TransformerClassifier")
+        "TransformerClassifier"
+    )

@@ -38,8 +38,10 @@ class TeacherDtype(str, enum.Enum):
 
 TEACHER_DTYPES = tuple(d.value for d in TeacherDtype)
 DEFAULT_TEACHER_DTYPE = TeacherDtype.AUTO.value
-TEACHER_DTYPE_HELP = ("dtype of the frozen teacher / reference model: 'auto' (bf16 where the device runs it fast: "
-                      "CUDA with bf16 support, a CPU with avx512_bf16/amx_bf16; else fp32), 'bf16' or 'fp32'")
+TEACHER_DTYPE_HELP = (
+    "dtype of the frozen teacher / reference model: 'auto' (bf16 where the device runs it fast: "
+    "CUDA with bf16 support, a CPU with avx512_bf16/amx_bf16; else fp32), 'bf16' or 'fp32'"
+)
 
 _WARNED: set[str] = set()  # device types the slow-bf16 warning was given for (once each)
 
@@ -85,9 +87,11 @@ def bf16_is_fast(device_type: str) -> tuple[bool, str]:
                     native.append(flag)
         if native:
             return True, f"the CPU has {' and '.join(native)}"
-        return False, ("the CPU has no bfloat16 instructions (no avx512_bf16/amx_bf16; torch CPU capability "
-                       f"{torch.backends.cpu.get_cpu_capability()}): bfloat16 matrix products are emulated, slower "
-                       "than float32")
+        return False, (
+            "the CPU has no bfloat16 instructions (no avx512_bf16/amx_bf16; torch CPU capability "
+            f"{torch.backends.cpu.get_cpu_capability()}): bfloat16 matrix products are emulated, slower "
+            "than float32"
+        )
     return False, f"bfloat16 speed on {device_type!r} devices is not known"
 
 
@@ -132,9 +136,13 @@ def resolve_teacher_dtype(requested, device) -> tuple[torch.dtype, str]:
     if requested == "bf16":
         if not fast and device_type not in _WARNED:
             _WARNED.add(device_type)
-            warnings.warn(f"teacher_dtype 'bf16' on {device_type}, where {why}: the frozen teacher/reference "
-                          "model runs slower than in float32 (teacher_dtype 'auto' or 'fp32' avoids it; bf16 "
-                          "still halves its memory)", SlowBfloat16Warning, stacklevel=2)
+            warnings.warn(
+                f"teacher_dtype 'bf16' on {device_type}, where {why}: the frozen teacher/reference "
+                "model runs slower than in float32 (teacher_dtype 'auto' or 'fp32' avoids it; bf16 "
+                "still halves its memory)",
+                SlowBfloat16Warning,
+                stacklevel=2,
+            )
         return torch.bfloat16, "teacher_dtype 'bf16' asked" + ("" if fast else f" ({why})")
     return (torch.bfloat16 if fast else torch.float32), f"auto: {why}"
 
@@ -158,10 +166,10 @@ def teacher_dtype_option(config, owner: str) -> str:
         return value
     if not isinstance(old, bool):
         raise FairmtError(f"{owner}.teacher_bf16 must be true or false, got {old!r}")
-    mapped = renamed_option(f"{owner}.teacher_bf16", "teacher_dtype", old, {True: "bf16", False: "fp32"},
-                            stacklevel=4)
+    mapped = renamed_option(f"{owner}.teacher_bf16", "teacher_dtype", old, {True: "bf16", False: "fp32"}, stacklevel=4)
     if value not in (DEFAULT_TEACHER_DTYPE, mapped):
-        raise FairmtError(f"{owner}: teacher_bf16={old} (deprecated) contradicts teacher_dtype={value!r}: set "
-                          "teacher_dtype alone")
+        raise FairmtError(
+            f"{owner}: teacher_bf16={old} (deprecated) contradicts teacher_dtype={value!r}: set teacher_dtype alone"
+        )
     config.teacher_bf16 = None
     return mapped

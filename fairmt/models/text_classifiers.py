@@ -38,8 +38,16 @@ class MLPClassifier(nn.Module, PyTorchModelHubMixin):
     """Two-layer MLP encoder (hidden 300) over fixed embeddings plus a linear head (Shen et al., 2022), or a two-layer
     MLP head (``head_layers=2``: :class:`~fairmt.models.encoder_classifier.MLPHead`, CSCL's g)."""
 
-    def __init__(self, input_dim: int, num_labels: int, hidden_dim: int = 300, num_layers: int = 2, dropout: float = 0.1,
-                 labels: list[str] | None = None, head_layers: int = 1):
+    def __init__(
+        self,
+        input_dim: int,
+        num_labels: int,
+        hidden_dim: int = 300,
+        num_layers: int = 2,
+        dropout: float = 0.1,
+        labels: list[str] | None = None,
+        head_layers: int = 1,
+    ):
         super().__init__()
         self.labels = labels
         layers: list[nn.Module] = []
@@ -61,7 +69,9 @@ class MLPClassifier(nn.Module, PyTorchModelHubMixin):
         """Logits from the representation ``h``."""
         return self.classifier(h)
 
-    def forward(self, features: torch.Tensor, labels: torch.Tensor | None = None, **_: object) -> SequenceClassifierOutput:
+    def forward(
+        self, features: torch.Tensor, labels: torch.Tensor | None = None, **_: object
+    ) -> SequenceClassifierOutput:
         """``features``: ``(N, input_dim)`` fixed embeddings."""
         h = self.encoder(features.float())
         return _output(self.head_forward(h), h, labels)
@@ -113,8 +123,14 @@ class EmbeddingBagClassifier(nn.Module, PyTorchModelHubMixin):
     """Token-id classifier: mean of token embeddings (``nn.EmbeddingBag``), one tanh layer, linear head."""
 
     def __init__(
-        self, vocab_size: int, num_labels: int, embed_dim: int = 128, hidden_dim: int = 128, dropout: float = 0.2,
-        padding_idx: int = 0, labels: list[str] | None = None,
+        self,
+        vocab_size: int,
+        num_labels: int,
+        embed_dim: int = 128,
+        hidden_dim: int = 128,
+        dropout: float = 0.2,
+        padding_idx: int = 0,
+        labels: list[str] | None = None,
     ):
         super().__init__()
         self.labels = labels

@@ -73,12 +73,40 @@ def build_tiny_translation_model(
         raise ValueError(f"arch must be one of {ARCHES}, got {arch!r}")
     out = Path(out_dir)
     with saving(out, what="the tiny model"):  # a full disk, in fairmt's files or save_pretrained's: one line
-        return _build_tiny(out, pairs, arch, src_lang, tgt_lang, vocab_size, d_model, encoder_layers, decoder_layers,
-                           ffn_dim, attention_heads, dropout, seed, init_std)
+        return _build_tiny(
+            out,
+            pairs,
+            arch,
+            src_lang,
+            tgt_lang,
+            vocab_size,
+            d_model,
+            encoder_layers,
+            decoder_layers,
+            ffn_dim,
+            attention_heads,
+            dropout,
+            seed,
+            init_std,
+        )
 
 
-def _build_tiny(out: Path, pairs, arch, src_lang, tgt_lang, vocab_size, d_model, encoder_layers, decoder_layers,
-                ffn_dim, attention_heads, dropout, seed, init_std) -> Path:
+def _build_tiny(
+    out: Path,
+    pairs,
+    arch,
+    src_lang,
+    tgt_lang,
+    vocab_size,
+    d_model,
+    encoder_layers,
+    decoder_layers,
+    ffn_dim,
+    attention_heads,
+    dropout,
+    seed,
+    init_std,
+) -> Path:
     import torch
     from transformers import M2M100Config, M2M100ForConditionalGeneration
 
@@ -117,7 +145,9 @@ def _build_tiny(out: Path, pairs, arch, src_lang, tgt_lang, vocab_size, d_model,
         probe = cls(str(out / "vocab.json"), str(out / "sentencepiece.bpe.model"))
         lang_tokens = list(probe.lang_token_to_id)
         kwargs = {"tgt_lang": tgt_lang} if arch == "small100" else {"src_lang": src_lang, "tgt_lang": tgt_lang}
-        tok = cls(str(out / "vocab.json"), str(out / "sentencepiece.bpe.model"), extra_special_tokens=lang_tokens, **kwargs)
+        tok = cls(
+            str(out / "vocab.json"), str(out / "sentencepiece.bpe.model"), extra_special_tokens=lang_tokens, **kwargs
+        )
         model_vocab = tok.vocab_size + len(tok.lang_token_to_id) + tok.num_madeup_words
 
     torch.manual_seed(seed)
@@ -164,8 +194,9 @@ def train_tiny_translation_model(
     (Adam, a short warm-up) and save it back: a quick *trained* model for tests, benchmarks and ``fairmt demo``,
     whose beam search is peaked like a real model's rather than a random one's. ``progress``: a tqdm bar (``desc``)
     with the steps' ETA."""
-    return train_tiny_multilingual_model(folder, {tgt_lang: pairs}, steps, batch_size, lr, seed, src_lang, progress,
-                                         desc)
+    return train_tiny_multilingual_model(
+        folder, {tgt_lang: pairs}, steps, batch_size, lr, seed, src_lang, progress, desc
+    )
 
 
 def train_tiny_multilingual_model(
@@ -251,19 +282,34 @@ def build_tiny_causal_lm(
     raw.decoder = decoders.ByteLevel()
     raw.train_from_iterator(
         list(sentences),
-        trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
-                            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False),
+        trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=specials,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
     )
     tok = PreTrainedTokenizerFast(
-        tokenizer_object=raw, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+        tokenizer_object=raw,
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
         additional_special_tokens=specials[4:],
     )
     tok.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=len(tok), hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=layers,
-        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
-        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+        vocab_size=len(tok),
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=512,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
     )
     with saving(out, what="the tiny causal LM"):
         LlamaForCausalLM(config).save_pretrained(out)

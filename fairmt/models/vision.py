@@ -45,8 +45,13 @@ class SimCLRConfig(PretrainedConfig):
     """Each numeric field's range (:func:`fairmt.errors.check_ranges`; the sampling recipe's ``model`` keys use the
     same declarations)."""
 
-    def __init__(self, backbone_config: Any = None, projection_dim: int = 128, projection_hidden_dim: int | None = None,
-                 **kwargs: Any):
+    def __init__(
+        self,
+        backbone_config: Any = None,
+        projection_dim: int = 128,
+        projection_hidden_dim: int | None = None,
+        **kwargs: Any,
+    ):
         if isinstance(backbone_config, dict):
             backbone_config = dict(backbone_config)
             backbone_config = AutoConfig.for_model(backbone_config.pop("model_type"), **backbone_config)
@@ -73,8 +78,10 @@ def backbone_feature_dim(config: PretrainedConfig) -> int:
     for key in ("hidden_size", "hidden_dim", "embed_dim"):
         if getattr(config, key, None):
             return int(getattr(config, key))
-    raise FairmtError(f"cannot tell the feature size of a {type(config).__name__} backbone (no hidden_sizes or "
-                      "hidden_size): give model.projection_hidden_dim and use a backbone with a pooled output")
+    raise FairmtError(
+        f"cannot tell the feature size of a {type(config).__name__} backbone (no hidden_sizes or "
+        "hidden_size): give model.projection_hidden_dim and use a backbone with a pooled output"
+    )
 
 
 def pooled_features(outputs: Any) -> torch.Tensor:
@@ -125,8 +132,9 @@ def _resolve(name: str) -> str:
     return require_model(resolve_model_ref(name), "image backbone")
 
 
-def build_simclr_model(backbone: str, pretrained: bool = False, projection_dim: int = 128,
-                       projection_hidden_dim: int | None = None) -> SimCLRModel:
+def build_simclr_model(
+    backbone: str, pretrained: bool = False, projection_dim: int = 128, projection_hidden_dim: int | None = None
+) -> SimCLRModel:
     """A :class:`SimCLRModel` on the backbone ``backbone`` (Hub id or folder, e.g. ``microsoft/resnet-50``): its
     architecture randomly initialised (``pretrained=False``, SimCLR from scratch) or its weights
     (``pretrained=True``)."""
@@ -137,7 +145,9 @@ def build_simclr_model(backbone: str, pretrained: bool = False, projection_dim: 
     else:
         cfg = AutoConfig.from_pretrained(path)
         net = AutoModel.from_config(cfg)
-    config = SimCLRConfig(backbone_config=cfg, projection_dim=projection_dim, projection_hidden_dim=projection_hidden_dim)
+    config = SimCLRConfig(
+        backbone_config=cfg, projection_dim=projection_dim, projection_hidden_dim=projection_hidden_dim
+    )
     return SimCLRModel(config, backbone=net)
 
 
@@ -149,23 +159,34 @@ def load_image_processor(backbone: str):
     try:
         return AutoImageProcessor.from_pretrained(path)
     except (OSError, ValueError) as err:
-        raise FairmtError(f"image backbone {backbone}: no image processor ({str(err).splitlines()[0][:160]}); give a "
-                          "backbone folder with a preprocessor_config.json") from None
+        raise FairmtError(
+            f"image backbone {backbone}: no image processor ({str(err).splitlines()[0][:160]}); give a "
+            "backbone folder with a preprocessor_config.json"
+        ) from None
 
 
-def tiny_resnet(folder: str | Path, image_size: int = 32, widths: tuple[int, ...] = (8, 16, 32, 64),
-                depths: tuple[int, ...] = (1, 1, 1, 1)) -> Path:
+def tiny_resnet(
+    folder: str | Path,
+    image_size: int = 32,
+    widths: tuple[int, ...] = (8, 16, 32, 64),
+    depths: tuple[int, ...] = (1, 1, 1, 1),
+) -> Path:
     """Save a small random ``ResNetModel`` (basic blocks) and a matching image processor in ``folder``: a stand-in
     for ``microsoft/resnet-50`` that builds in milliseconds. Returns the folder."""
     from transformers import ConvNextImageProcessorPil, ResNetConfig, ResNetModel
 
     folder = Path(folder)
-    cfg = ResNetConfig(num_channels=3, embedding_size=widths[0], hidden_sizes=list(widths), depths=list(depths),
-                       layer_type="basic")
+    cfg = ResNetConfig(
+        num_channels=3, embedding_size=widths[0], hidden_sizes=list(widths), depths=list(depths), layer_type="basic"
+    )
     ResNetModel(cfg).save_pretrained(folder)
     # crop_pct 1: resize the short side to image_size, then a centre crop of image_size
-    ConvNextImageProcessorPil(size={"shortest_edge": image_size}, crop_pct=1.0,
-                              image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225]).save_pretrained(folder)
+    ConvNextImageProcessorPil(
+        size={"shortest_edge": image_size},
+        crop_pct=1.0,
+        image_mean=[0.485, 0.456, 0.406],
+        image_std=[0.229, 0.224, 0.225],
+    ).save_pretrained(folder)
     return folder
 
 

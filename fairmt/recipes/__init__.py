@@ -30,8 +30,10 @@ def apply_overrides(config: dict, overrides: list[str]) -> dict:
             raise FairmtError(f"override {item!r} is not of the form key=value")
         key, raw = item.split("=", 1)
         if raw.strip() == "~":  # YAML's null: the key would silently fall back to its default (a default folder)
-            raise FairmtError(f"override {item!r}: YAML reads a bare ~ as null (no value), not as your home folder; "
-                              f"write {key}=null to unset it, or the folder itself ({key}=$HOME/..., {key}=~/...)")
+            raise FairmtError(
+                f"override {item!r}: YAML reads a bare ~ as null (no value), not as your home folder; "
+                f"write {key}=null to unset it, or the folder itself ({key}=$HOME/..., {key}=~/...)"
+            )
         node = config
         parts = key.split(".")
         for part in parts[:-1]:
@@ -60,8 +62,11 @@ def builtin_recipes_dir() -> Path:
 def builtin_recipes() -> dict[str, Path]:
     """Built-in training recipes by name (``gacl/small100_en-de``), accelerate configs excluded."""
     root = builtin_recipes_dir()
-    return {p.relative_to(root).with_suffix("").as_posix(): p for p in sorted(root.glob("*/*.yaml"))
-            if p.parent.name != "accelerate"}
+    return {
+        p.relative_to(root).with_suffix("").as_posix(): p
+        for p in sorted(root.glob("*/*.yaml"))
+        if p.parent.name != "accelerate"
+    }
 
 
 def resolve_recipe_path(path: str | Path) -> Path:
@@ -124,8 +129,9 @@ def resolve(config: dict) -> Any:
     except ValueError as err:  # TrainingArguments' own checks (__post_init__): the recipe's values, one line
         if isinstance(err, FairmtError):
             raise
-        raise FairmtError(f"the recipe's training settings are refused by the Trainer: {' '.join(str(err).split())}") \
-            from None
+        raise FairmtError(
+            f"the recipe's training settings are refused by the Trainer: {' '.join(str(err).split())}"
+        ) from None
 
 
 def set_output_dir(config: dict, folder: str) -> None:
@@ -135,5 +141,18 @@ def set_output_dir(config: dict, folder: str) -> None:
     family(config.get("method")).set_output_dir(config, folder)
 
 
-__all__ = ["FAMILY_FOLDERS", "Family", "apply_overrides", "available_methods", "builtin_recipes", "builtin_recipes_dir",
-           "families", "family", "load_recipe", "resolve", "resolve_recipe_path", "run_recipe", "set_output_dir"]
+__all__ = [
+    "FAMILY_FOLDERS",
+    "Family",
+    "apply_overrides",
+    "available_methods",
+    "builtin_recipes",
+    "builtin_recipes_dir",
+    "families",
+    "family",
+    "load_recipe",
+    "resolve",
+    "resolve_recipe_path",
+    "run_recipe",
+    "set_output_dir",
+]

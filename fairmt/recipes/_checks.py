@@ -17,6 +17,7 @@ from fairmt.errors import FairmtError, Range, declared_ranges
 
 COMMON_TOP = {"method", "recipe_path", "overwrite"}
 
+
 def _suggest(key: str, known: set[str]) -> str:
     close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
@@ -91,7 +92,8 @@ def check_training(training: Any, config_classes: list[type], section: str = "tr
     for key, value in training.items():
         if not _type_ok(value, hints[key]):
             raise FairmtError(
-                f"recipe key {section}.{key} must be {_hint_name(hints[key])}, got {value!r} ({type(value).__name__})")
+                f"recipe key {section}.{key} must be {_hint_name(hints[key])}, got {value!r} ({type(value).__name__})"
+            )
         if isinstance(value, float) and not math.isfinite(value):
             raise FairmtError(f"recipe key {section}.{key} must be a finite number, got {value}")
         if key in ranges:  # the range the Config field declares, TrainingArguments' included (its __post_init__
@@ -99,8 +101,13 @@ def check_training(training: Any, config_classes: list[type], section: str = "tr
         for enum_cls in _enums(hints[key]):
             allowed = [e.value for e in enum_cls]
             if value is not None and not isinstance(value, enum_cls) and value not in allowed:
-                yaml_hint = (f" (YAML reads an unquoted {'no' if value is False else 'yes'} as {value}: write "
-                             f"{section}.{key}: \"{'no' if value is False else 'yes'}\")"
-                             if isinstance(value, bool) else "")
-                raise FairmtError(f"recipe key {section}.{key} must be one of {', '.join(map(str, allowed))}, got "
-                                  f"{value!r}{yaml_hint}")
+                yaml_hint = (
+                    f" (YAML reads an unquoted {'no' if value is False else 'yes'} as {value}: write "
+                    f'{section}.{key}: "{"no" if value is False else "yes"}")'
+                    if isinstance(value, bool)
+                    else ""
+                )
+                raise FairmtError(
+                    f"recipe key {section}.{key} must be one of {', '.join(map(str, allowed))}, got "
+                    f"{value!r}{yaml_hint}"
+                )

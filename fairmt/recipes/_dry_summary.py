@@ -32,12 +32,11 @@ def count_parameters(ref: Any, seq2seq: bool = False) -> int | None:
                     path = str(Path(path) / sub)
                     break
         config = AutoConfig.from_pretrained(path, local_files_only=True)  # never the network: the findings say
-        if seq2seq:
-            from transformers import AutoModelForSeq2SeqLM as Auto
-        else:
-            from transformers import AutoModel as Auto
+        from transformers import AutoModel, AutoModelForSeq2SeqLM
+
+        auto: Any = AutoModelForSeq2SeqLM if seq2seq else AutoModel
         with torch.device("meta"):
-            model = Auto.from_config(config)
+            model = auto.from_config(config)
         return sum(p.numel() for p in model.parameters())
     except Exception:  # noqa: BLE001 - the summary says "unknown" (the findings say why a model is missing)
         return None
@@ -61,8 +60,10 @@ def world_size() -> int:
 def steps_line(n_train: int, args: Any) -> str:
     per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps * world_size()
     per_epoch = math.ceil(n_train / per_step) if not args.dataloader_drop_last else n_train // per_step
-    line = (f"steps per epoch: {per_epoch} ({n_train} training examples / (batch {args.per_device_train_batch_size}"
-            f" × accumulation {args.gradient_accumulation_steps} × {world_size()} process(es)))")
+    line = (
+        f"steps per epoch: {per_epoch} ({n_train} training examples / (batch {args.per_device_train_batch_size}"
+        f" × accumulation {args.gradient_accumulation_steps} × {world_size()} process(es)))"
+    )
     if args.max_steps and args.max_steps > 0:
         line += f"; max_steps {args.max_steps} = {args.max_steps / max(per_epoch, 1):.2f} epochs"
     else:
@@ -102,11 +103,14 @@ def changed_fields(resolved: Any, config: dict, skip: tuple[str, ...] = ()) -> t
     for f in fields(type(resolved)):
         if f.default is not MISSING:
             defaults[f.name] = f.default
-        elif f.default_factory is not MISSING:  # type: ignore[misc]
-            defaults[f.name] = f.default_factory()  # type: ignore[misc]
+        elif f.default_factory is not MISSING:
+            defaults[f.name] = f.default_factory()
     shown = {k: v for k, v in full.items() if k not in skip and k != "hub_token"}
-    shown = {k: v for k, v in shown.items()
-             if k in set_by_recipe or k == "output_dir" or (k in defaults and _jsonable(defaults[k]) != v)}
+    shown = {
+        k: v
+        for k, v in shown.items()
+        if k in set_by_recipe or k == "output_dir" or (k in defaults and _jsonable(defaults[k]) != v)
+    }
     return shown, set_by_recipe
 
 

@@ -8,8 +8,16 @@ from pathlib import Path
 from typing import Any
 
 # recipe keys that name what a run writes (or a place inside its own folder), not what it reads
-OUTPUT_KEYS = {"output_dir", "logging_dir", "results", "resume_from_checkpoint", "cache_dir", "recipe_path",
-               "overwrite", "hub_model_id"}
+OUTPUT_KEYS = {
+    "output_dir",
+    "logging_dir",
+    "results",
+    "resume_from_checkpoint",
+    "cache_dir",
+    "recipe_path",
+    "overwrite",
+    "hub_model_id",
+}
 
 
 def recipe_inputs(config: dict[str, Any]) -> list[Path]:
@@ -38,8 +46,9 @@ def resuming(config: dict[str, Any]) -> bool:
     return bool(config.get("resume_from_checkpoint") or (config.get("training") or {}).get("resume_from_checkpoint"))
 
 
-def prepare_output_dir(path: str | os.PathLike, config: dict[str, Any], *, what: str = "output folder",
-                       flag: str = "training.output_dir") -> Path:
+def prepare_output_dir(
+    path: str | os.PathLike, config: dict[str, Any], *, what: str = "output folder", flag: str = "training.output_dir"
+) -> Path:
     """Make ``path`` this run's folder: locked against a second run (named when refused), refused when it holds an
     earlier run's files unless the recipe says ``overwrite: true`` (``fairmt train --overwrite``: what fairmt wrote
     there, checkpoints included, is removed first, and nothing else; see :mod:`fairmt.outputs`) or resumes from a
@@ -52,5 +61,11 @@ def prepare_output_dir(path: str | os.PathLike, config: dict[str, Any], *, what:
         out = Path(path)
         out.mkdir(parents=True, exist_ok=True)
         return out
-    return claim_run_dir(path, what, overwrite=bool(config.get("overwrite")), resumable=resuming(config),
-                         inputs=run_inputs(config), flag=flag)
+    return claim_run_dir(
+        path,
+        what,
+        overwrite=bool(config.get("overwrite")),
+        resumable=resuming(config),
+        inputs=run_inputs(config),
+        flag=flag,
+    )

@@ -56,8 +56,11 @@ def hub_unreachable() -> str | None:
         try:
             socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
         except OSError as err:
-            reason = (f"no answer within {PROBE_TIMEOUT_S:g} s" if isinstance(err, TimeoutError)
-                      else (err.strerror or type(err).__name__))
+            reason = (
+                f"no answer within {PROBE_TIMEOUT_S:g} s"
+                if isinstance(err, TimeoutError)
+                else (err.strerror or type(err).__name__)
+            )
             why = f"{host}:{port} cannot be reached ({reason}; set HF_HUB_OFFLINE=1 to skip this probe)"
     _HUB["why"] = why
     return why
@@ -74,8 +77,10 @@ def model(ref: Any, what: str) -> Finding | None:
             said = _HUB.get("said")
             _HUB["said"] = why
             where = "" if said else f"; the Hub is not reachable here: {why}"
-            return True, (f"{what} {name!r} is neither a local folder nor in the local Hugging Face cache{where}: "
-                          + _how_to_get(name))
+            return True, (
+                f"{what} {name!r} is neither a local folder nor in the local Hugging Face cache{where}: "
+                + _how_to_get(name)
+            )
     try:
         require_model(name, what)
     except FairmtError as err:
@@ -119,10 +124,15 @@ def precision(args: dict, where: str) -> Finding | None:
 
     if args.get("use_cpu") or not torch.cuda.is_available():
         why = "use_cpu is true" if args.get("use_cpu") else "this machine has no CUDA GPU"
-        what = ("the run is full precision here (accelerate drops fp16 on a CPU without a word)" if asked[0] == "fp16"
-                else "the run uses CPU bf16 autocast (slow on most CPUs)")
-        return False, (f"{where}{asked[0]}: true, but {why}: {what}; set {where}{asked[0]}=false to run what the "
-                       "recipe says, or run it on a GPU machine")
+        what = (
+            "the run is full precision here (accelerate drops fp16 on a CPU without a word)"
+            if asked[0] == "fp16"
+            else "the run uses CPU bf16 autocast (slow on most CPUs)"
+        )
+        return False, (
+            f"{where}{asked[0]}: true, but {why}: {what}; set {where}{asked[0]}=false to run what the "
+            "recipe says, or run it on a GPU machine"
+        )
     return None
 
 
@@ -144,9 +154,16 @@ def output(folder: str, config: dict, flag: str, markers: tuple[str, ...] = ()) 
         finally:
             os.close(fd)
     try:
-        check_output_dir(folder, "output folder", overwrite=bool(config.get("overwrite")), resumable=resuming(config),
-                         inputs=run_inputs(config), flag=flag, clears=bool(config.get("overwrite")),
-                         markers=markers)
+        check_output_dir(
+            folder,
+            "output folder",
+            overwrite=bool(config.get("overwrite")),
+            resumable=resuming(config),
+            inputs=run_inputs(config),
+            flag=flag,
+            clears=bool(config.get("overwrite")),
+            markers=markers,
+        )
     except FairmtError as err:
         return True, str(err)
     return None

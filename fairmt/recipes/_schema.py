@@ -80,9 +80,11 @@ def _trainer_section(classes: str):
 
 GACL_CONFIG = "fairmt.trainers.gacl:GACLConfig"
 CCD_CONFIG = "fairmt.trainers.ccd:CCDConfig"
-CLASSIFICATION_CONFIGS = ("fairmt.trainers.fair_contrastive:FairContrastiveConfig,"
-                          "fairmt.trainers.sampling:FairnessSamplingConfig,"
-                          "fairmt.trainers.adversarial:AdversarialConfig")
+CLASSIFICATION_CONFIGS = (
+    "fairmt.trainers.fair_contrastive:FairContrastiveConfig,"
+    "fairmt.trainers.sampling:FairnessSamplingConfig,"
+    "fairmt.trainers.adversarial:AdversarialConfig"
+)
 SAMPLING_CONFIG = "fairmt.trainers.sampling:FairnessSamplingConfig"
 SIMCLR_CONFIG = "fairmt.models.vision:SimCLRConfig"
 LORA_CONFIG = "peft:LoraConfig"
@@ -138,8 +140,12 @@ def config_help(spec: str, field_name: str) -> str:
     node, classes = _config_source(spec)
     while node is not None:
         for stmt in node.body:
-            if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
-                    and stmt.target.id == field_name and isinstance(stmt.value, ast.Call)):
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and stmt.target.id == field_name
+                and isinstance(stmt.value, ast.Call)
+            ):
                 for kw in stmt.value.keywords:
                     if kw.arg == "metadata":
                         help_text = ast.literal_eval(kw.value).get("help")
@@ -244,12 +250,16 @@ def given(config: dict, section: str) -> dict:
 class Recipe(Section):
     """What every recipe has: its method, and what ``fairmt train`` adds (the file, ``--overwrite``)."""
 
-    method: str = D(description="the recipe family: which runner trains it (gacl, ccd, dpce, adept, classification, "
-                                "sampling)")
-    recipe_path: str | None = D(None, description="set by fairmt train: the recipe file (its name is the default "
-                                                  "run folder's name)")
-    overwrite: bool | None = D(None, description="set by fairmt train --overwrite: replace an earlier run in the "
-                                                 "output folder instead of refusing")
+    method: str = D(
+        description="the recipe family: which runner trains it (gacl, ccd, dpce, adept, classification, sampling)"
+    )
+    recipe_path: str | None = D(
+        None, description="set by fairmt train: the recipe file (its name is the default run folder's name)"
+    )
+    overwrite: bool | None = D(
+        None,
+        description="set by fairmt train --overwrite: replace an earlier run in the output folder instead of refusing",
+    )
 
     def unread(self, config: dict) -> list[Unread]:
         """The keys ``config`` (the recipe as written, overrides applied; ``self`` is it resolved) sets that the run
@@ -311,10 +321,19 @@ def _unknown_keys(model: type[BaseModel], data: Any, loc: tuple = ()) -> None:
 
 
 _WHAT = {
-    "int_type": "int", "int_parsing": "int", "int_from_float": "int", "float_type": "float", "float_parsing": "float",
-    "bool_type": "true or false", "bool_parsing": "true or false", "string_type": "a string", "list_type": "a list",
-    "dict_type": "a mapping (a section of keys)", "model_type": "a mapping (a section of keys)",
-    "model_attributes_type": "a mapping (a section of keys)", "finite_number": "a finite number",
+    "int_type": "int",
+    "int_parsing": "int",
+    "int_from_float": "int",
+    "float_type": "float",
+    "float_parsing": "float",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "string_type": "a string",
+    "list_type": "a list",
+    "dict_type": "a mapping (a section of keys)",
+    "model_type": "a mapping (a section of keys)",
+    "model_attributes_type": "a mapping (a section of keys)",
+    "finite_number": "a finite number",
 }
 
 
@@ -328,8 +347,11 @@ def _description(model: type[BaseModel], loc: tuple) -> str | None:
         if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or part not in cls.model_fields:
             return None
         field = cls.model_fields[part]
-        options = [a for a in (typing.get_args(field.annotation) or (field.annotation,))
-                   if isinstance(a, type) and issubclass(a, BaseModel)]
+        options = [
+            a
+            for a in (typing.get_args(field.annotation) or (field.annotation,))
+            if isinstance(a, type) and issubclass(a, BaseModel)
+        ]
         cls = options[0] if options else None
     extra = field.json_schema_extra if field is not None else None
     must_be = extra.get("must_be") if isinstance(extra, dict) else None
@@ -337,8 +359,11 @@ def _description(model: type[BaseModel], loc: tuple) -> str | None:
 
 
 def _message(err: Mapping[str, Any], model: type[BaseModel]) -> str:
-    loc = [str(p) for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p in ("list", "dict", "str",
-                                                                                          "int", "float", "bool")))]
+    loc = [
+        str(p)
+        for p in err["loc"]
+        if not (isinstance(p, str) and ("[" in p or p in ("list", "dict", "str", "int", "float", "bool")))
+    ]
     key = ".".join(loc) or "(the recipe)"
     kind, ctx, got = err["type"], err.get("ctx") or {}, err.get("input")
     shown = f"{got!r}" + (f" ({type(got).__name__})" if not isinstance(got, (dict, list)) else "")
@@ -350,11 +375,25 @@ def _message(err: Mapping[str, Any], model: type[BaseModel]) -> str:
         allowed = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
         return f"recipe key {key} must be one of {allowed}, got {got!r}"
     described = _description(model, err["loc"])
-    if described and kind in ("greater_than_equal", "greater_than", "less_than", "less_than_equal", "int_type",
-                              "int_parsing", "float_type", "float_parsing"):
+    if described and kind in (
+        "greater_than_equal",
+        "greater_than",
+        "less_than",
+        "less_than_equal",
+        "int_type",
+        "int_parsing",
+        "float_type",
+        "float_parsing",
+    ):
         return f"recipe key {key} must be {described}, got {got!r}"
-    bounds = {"greater_than_equal": "≥ {ge}", "greater_than": "> {gt}", "less_than_equal": "≤ {le}",
-              "less_than": "< {lt}", "too_short": "at least {min_length} long", "too_long": "at most {max_length} long"}
+    bounds = {
+        "greater_than_equal": "≥ {ge}",
+        "greater_than": "> {gt}",
+        "less_than_equal": "≤ {le}",
+        "less_than": "< {lt}",
+        "too_short": "at least {min_length} long",
+        "too_long": "at most {max_length} long",
+    }
     if kind in bounds:
         return f"recipe key {key} must be {bounds[kind].format(**ctx)}, got {shown}"
     if kind in _WHAT:

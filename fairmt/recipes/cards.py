@@ -62,9 +62,11 @@ CARDS_PENDING: frozenset[str] = frozenset()
 """Recipes that claim a paper and have no card yet (each to get one; the test fails when one gains its card, so
 that the name leaves this list)."""
 
-_CLAIM = re.compile(r"\bas [A-Z][\w&.\- ]+ (?:\(\d{4}\) )?ran it|\b(?:Table|Tab\.|Fig\.|Figure|App\.|Eq\.) ?\d|"
-                    r"\bet al\.|\b[A-Z][a-z]+ & [A-Z][a-z]+|\bas published\b|[Pp]aper hyperparameters|"
-                    r"the authors' released")
+_CLAIM = re.compile(
+    r"\bas [A-Z][\w&.\- ]+ (?:\(\d{4}\) )?ran it|\b(?:Table|Tab\.|Fig\.|Figure|App\.|Eq\.) ?\d|"
+    r"\bet al\.|\b[A-Z][a-z]+ & [A-Z][a-z]+|\bas published\b|[Pp]aper hyperparameters|"
+    r"the authors' released"
+)
 """A recipe claims a paper when its leading comment names its authors (``et al.``, ``A & B``), one of its tables,
 figures or equations, its published settings or its authors' released code."""
 
@@ -152,60 +154,106 @@ class Card:
         """``{"recipe", "paper", "settings": [{"key", "paper", "recipe", "source"}], "departures": [{"key",
         "paper", "recipe", "kind", "reason"}], "facts": [{"fact", "paper", "fairmt", "kind", "reason", "test"}]}``
         (``recipe``: the resolved value)."""
-        return {"recipe": self.recipe, "paper": self.paper,
-                "settings": [{"key": r.key, "paper": r.paper, "recipe": r.recipe, "source": r.source}
-                             for r in self.settings],
-                "departures": [{"key": r.key, "paper": r.paper, "recipe": r.recipe, "kind": r.kind,
-                                "reason": r.reason} for r in self.departures],
-                "facts": [{"fact": f.fact, "paper": f.paper, "fairmt": f.fairmt, "kind": f.kind, "reason": f.reason,
-                           "test": f.test} for f in self.facts],
-                **({"copy_of": self.copy_of} if self.copy_of else {}),
-                **({"exhaustive": True, "counts": self.counts(), "inert": dict(self.inert)} if self.exhaustive
-                   else {}),
-                **({"overridden": list(self.overridden)} if self.overridden else {}),
-                **({"problems": list(self.problems)} if self.problems else {})}
+        return {
+            "recipe": self.recipe,
+            "paper": self.paper,
+            "settings": [
+                {"key": r.key, "paper": r.paper, "recipe": r.recipe, "source": r.source} for r in self.settings
+            ],
+            "departures": [
+                {"key": r.key, "paper": r.paper, "recipe": r.recipe, "kind": r.kind, "reason": r.reason}
+                for r in self.departures
+            ],
+            "facts": [
+                {
+                    "fact": f.fact,
+                    "paper": f.paper,
+                    "fairmt": f.fairmt,
+                    "kind": f.kind,
+                    "reason": f.reason,
+                    "test": f.test,
+                }
+                for f in self.facts
+            ],
+            **({"copy_of": self.copy_of} if self.copy_of else {}),
+            **({"exhaustive": True, "counts": self.counts(), "inert": dict(self.inert)} if self.exhaustive else {}),
+            **({"overridden": list(self.overridden)} if self.overridden else {}),
+            **({"problems": list(self.problems)} if self.problems else {}),
+        }
 
     def table(self) -> str:
         """The card as a Markdown table: setting, paper value, recipe value, source, departure."""
-        out = [f"{self.recipe}: {self.paper}", "",
-               "| setting | paper | recipe | source | departure |", "|---|---|---|---|---|"]
+        out = [
+            f"{self.recipe}: {self.paper}",
+            "",
+            "| setting | paper | recipe | source | departure |",
+            "|---|---|---|---|---|",
+        ]
         declared = {d.key: d for d in self.departures}
         for r in self.settings:
             d = declared.get(r.key)
-            note = (f"inert: {_cell(self.inert[r.key])}" if r.key in self.inert
-                    else f"{d.kind}: {_cell(d.reason)}" if d else "")
+            note = (
+                f"inert: {_cell(self.inert[r.key])}"
+                if r.key in self.inert
+                else f"{d.kind}: {_cell(d.reason)}"
+                if d
+                else ""
+            )
             out.append(f"| `{r.key}` | {_show(r.paper)} | {_show(r.recipe)} | {_cell(r.source)} | {note} |")
         for d in self.departures:
             if d.key not in {r.key for r in self.settings}:
                 note = f"inert: {_cell(self.inert[d.key])}" if d.key in self.inert else f"{d.kind}: {_cell(d.reason)}"
                 out.append(f"| `{d.key}` | {_show(d.paper)} | {_show(d.recipe)} | | {note} |")
         if self.exhaustive:
-            out += ["", "Every other key of the resolved recipe: "
-                    + ", ".join(f"{n} {what}" for what, n in self.counts().items()
-                                if what in ("inert", "bookkeeping", LIBRARY_DEFAULT))
-                    + " (fairmt.recipes.cards.BOOKKEEPING, LIBRARY_DEFAULT)."]
+            out += [
+                "",
+                "Every other key of the resolved recipe: "
+                + ", ".join(
+                    f"{n} {what}"
+                    for what, n in self.counts().items()
+                    if what in ("inert", "bookkeeping", LIBRARY_DEFAULT)
+                )
+                + " (fairmt.recipes.cards.BOOKKEEPING, LIBRARY_DEFAULT).",
+            ]
         if self.facts:
-            out += ["", "In the code (each checked by its test):", "",
-                    "| fact | paper | fairmt | kind | reason | test |", "|---|---|---|---|---|---|"]
-            out += [f"| {_cell(f.fact)} | {_cell(_show(f.paper))} | {_cell(f.fairmt)} | {f.kind} | {_cell(f.reason)} | "
-                    f"`{_cell(f.test)}` |" for f in self.facts]
+            out += [
+                "",
+                "In the code (each checked by its test):",
+                "",
+                "| fact | paper | fairmt | kind | reason | test |",
+                "|---|---|---|---|---|---|",
+            ]
+            out += [
+                f"| {_cell(f.fact)} | {_cell(_show(f.paper))} | {_cell(f.fairmt)} | {f.kind} | {_cell(f.reason)} | "
+                f"`{_cell(f.test)}` |"
+                for f in self.facts
+            ]
         return "\n".join(out)
 
     def departures_block(self) -> str:
         """The departures in a few lines (the end of ``fairmt train --dry-run``)."""
-        name = (f"{self.recipe}, a copy of {self.copy_of}: fairmt recipes --paper {self.copy_of}" if self.copy_of
-                else f"fairmt recipes --paper {self.recipe}")
-        lines = [f"paper card ({self.paper}): {len(self.departures)} declared departure"
-                 f"{'' if len(self.departures) == 1 else 's'} ({name})"]
+        name = (
+            f"{self.recipe}, a copy of {self.copy_of}: fairmt recipes --paper {self.copy_of}"
+            if self.copy_of
+            else f"fairmt recipes --paper {self.recipe}"
+        )
+        lines = [
+            f"paper card ({self.paper}): {len(self.departures)} declared departure"
+            f"{'' if len(self.departures) == 1 else 's'} ({name})"
+        ]
         own = [d for d in self.departures if not d.shared]
-        lines += [f"  {d.typed or d.key}: paper {_show(d.paper)}, recipe {'null' if d.recipe is None else _show(d.recipe)} "
-                  f"[{d.kind}]" for d in own]
+        lines += [
+            f"  {d.typed or d.key}: paper {_show(d.paper)}, recipe {'null' if d.recipe is None else _show(d.recipe)} "
+            f"[{d.kind}]"
+            for d in own
+        ]
         shared: dict[str, int] = {}
         for d in self.departures:
             if d.shared:
                 shared[d.shared] = shared.get(d.shared, 0) + 1
-        lines += [f"  + {n} paper-silent trainer settings shared by the family's cards ({f})"
-                  for f, n in shared.items()]
+        lines += [
+            f"  + {n} paper-silent trainer settings shared by the family's cards ({f})" for f, n in shared.items()
+        ]
         shown = {r.key for r in self.settings + self.departures}
         lines += [f"  inert: {k} ({why})" for k, why in self.inert.items() if k in shown]
         lines += [f"  overridden: {line}" for line in self.overridden]
@@ -273,7 +321,7 @@ def _typed_key(key: str, config: dict[str, Any]) -> str:
     """A resolved key as a user types it (the family schema's :meth:`~fairmt.recipes._schema.Recipe.typed_key`)."""
     from fairmt.recipes._registry import families
 
-    fam = families().get(config.get("method"))
+    fam = families().get(str(config.get("method")))
     return fam.schema_class().typed_key(key, config) if fam is not None else key
 
 
@@ -342,16 +390,48 @@ LIBRARY_DEFAULT = "library default"
 """How an exhaustive card classifies a Trainer field it does not list: a :class:`transformers.TrainingArguments`
 field not in :data:`TRAINING_RELEVANT`, which the recipe does not set and whose value is the library's default."""
 
-TRAINING_RELEVANT = frozenset({
-    "per_device_train_batch_size", "num_train_epochs", "max_steps", "learning_rate", "lr_scheduler_type",
-    "lr_scheduler_kwargs", "warmup_steps", "warmup_ratio", "optim", "optim_args",
-    "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "gradient_accumulation_steps", "max_grad_norm",
-    "label_smoothing_factor", "bf16", "fp16", "bf16_full_eval", "fp16_full_eval", "tf32", "neftune_noise_alpha",
-    "auto_find_batch_size", "seed", "data_seed", "full_determinism", "dataloader_drop_last",
-    "train_sampling_strategy", "eval_strategy", "eval_steps", "eval_delay", "save_strategy", "save_steps",
-    "load_best_model_at_end", "metric_for_best_model", "greater_is_better",
-    "group_by_length",
-})
+TRAINING_RELEVANT = frozenset(
+    {
+        "per_device_train_batch_size",
+        "num_train_epochs",
+        "max_steps",
+        "learning_rate",
+        "lr_scheduler_type",
+        "lr_scheduler_kwargs",
+        "warmup_steps",
+        "warmup_ratio",
+        "optim",
+        "optim_args",
+        "weight_decay",
+        "adam_beta1",
+        "adam_beta2",
+        "adam_epsilon",
+        "gradient_accumulation_steps",
+        "max_grad_norm",
+        "label_smoothing_factor",
+        "bf16",
+        "fp16",
+        "bf16_full_eval",
+        "fp16_full_eval",
+        "tf32",
+        "neftune_noise_alpha",
+        "auto_find_batch_size",
+        "seed",
+        "data_seed",
+        "full_determinism",
+        "dataloader_drop_last",
+        "train_sampling_strategy",
+        "eval_strategy",
+        "eval_steps",
+        "eval_delay",
+        "save_strategy",
+        "save_steps",
+        "load_best_model_at_end",
+        "metric_for_best_model",
+        "greater_is_better",
+        "group_by_length",
+    }
+)
 """The :class:`transformers.TrainingArguments` fields that can change what is trained or which checkpoint is kept:
 an exhaustive card lists each (a library default included), never leaves it to :data:`LIBRARY_DEFAULT`."""
 
@@ -378,8 +458,10 @@ def flatten(resolved: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pattern(p: str) -> re.Pattern:
-    return re.compile("\\.".join("[^.]+" if part == "*" else re.escape(part).replace("\\*", "[^.]*")
-                                  for part in p.split(".")) + r"(\..+)?")
+    return re.compile(
+        "\\.".join("[^.]+" if part == "*" else re.escape(part).replace("\\*", "[^.]*") for part in p.split("."))
+        + r"(\..+)?"
+    )
 
 
 def _matches(p: str, key: str) -> bool:
@@ -409,8 +491,12 @@ def _included(card: dict[str, Any], base: Path | None, problems: list[str]) -> d
     names = card.get("include") or []
     if not names:
         return card
-    merged = {**card, "settings": list(card.get("settings") or []), "departures": list(card.get("departures") or []),
-              "inert": list(card.get("inert") or [])}
+    merged = {
+        **card,
+        "settings": list(card.get("settings") or []),
+        "departures": list(card.get("departures") or []),
+        "inert": list(card.get("inert") or []),
+    }
     for name in names:
         if base is None or "/" in str(name) or not (base / str(name)).is_file():
             problems.append(f"include {name!r} is not a file beside the card")
@@ -421,8 +507,7 @@ def _included(card: dict[str, Any], base: Path | None, problems: list[str]) -> d
     return merged
 
 
-def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = None,
-               base: Path | None = None) -> Card:
+def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = None, base: Path | None = None) -> Card:
     """The card against the recipe ``config`` (loaded, overrides applied): every row with its resolved value, and
     ``problems``, one line each (empty: the recipe is the paper's wherever the card does not declare otherwise).
 
@@ -438,15 +523,25 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
     if name is not None and card["recipe"] != name:
         problems.append(f"the card names recipe {card['recipe']!r}, not {name!r}")
     card = _included(card, base, problems)
-    named = {str(item.get("key")) for section in ("settings", "departures") for item in card.get(section) or []
-             if isinstance(item, dict) and "*" not in str(item.get("key"))}
+    named = {
+        str(item.get("key"))
+        for section in ("settings", "departures")
+        for item in card.get(section) or []
+        if isinstance(item, dict) and "*" not in str(item.get("key"))
+    }
 
     def expand(item: dict[str, Any], what: str) -> list[str]:
         key = str(item.get("key"))
         if "*" not in key:
             return [key]
-        keys = sorted({k.rsplit(".", k.count(".") - key.count("."))[0] if k.count(".") > key.count(".") else k
-                       for k in flat if _matches(key, k)} - named)
+        keys = sorted(
+            {
+                k.rsplit(".", k.count(".") - key.count("."))[0] if k.count(".") > key.count(".") else k
+                for k in flat
+                if _matches(key, k)
+            }
+            - named
+        )
         if not keys and not item.get("_shared"):
             problems.append(f"{what} {key} matches no key of the resolved recipe")
         return keys
@@ -468,12 +563,18 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
     out.settings = list(settings.values())
     inert: dict[str, str] = {}
     for item in card.get("inert") or []:
-        if not isinstance(item, dict) or not item.get("keys") or not item.get("reason") or not isinstance(
-                item.get("when") or {}, dict):
+        if (
+            not isinstance(item, dict)
+            or not item.get("keys")
+            or not item.get("reason")
+            or not isinstance(item.get("when") or {}, dict)
+        ):
             problems.append(f"inert entry {item!r} needs keys, reason (and when: {{KEY: value}})")
             continue
-        holds = all(any(same(lookup(resolved, k), v) for v in (want if isinstance(want, list) else [want]))
-                    for k, want in (item.get("when") or {}).items())
+        holds = all(
+            any(same(lookup(resolved, k), v) for v in (want if isinstance(want, list) else [want]))
+            for k, want in (item.get("when") or {}).items()
+        )
         if holds:
             reason = " ".join(str(item["reason"]).split())
             for p in item["keys"]:
@@ -486,8 +587,9 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
     for item in card.get("departures") or []:
         key = item.get("key")
         if not key or item.get("kind") not in KINDS or not item.get("reason") or "recipe" not in item:
-            problems.append(f"departure {key if key else repr(item)} needs key, recipe, kind (one of "
-                            f"{', '.join(KINDS)}) and reason")
+            problems.append(
+                f"departure {key if key else repr(item)} needs key, recipe, kind (one of {', '.join(KINDS)}) and reason"
+            )
             continue
         for key in expand(item, "departure"):
             if key in seen:
@@ -499,24 +601,39 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
                 continue
             paper = settings[key].paper if key in settings and "paper" not in item else item.get("paper")
             if key in settings and not same(paper, settings[key].paper):
-                problems.append(f"departure {key} gives paper value {_show(paper)}, the setting "
-                                f"{_show(settings[key].paper)}")
+                problems.append(
+                    f"departure {key} gives paper value {_show(paper)}, the setting {_show(settings[key].paper)}"
+                )
             if key in inert:
                 pass  # unused by this recipe: shown as inert, its value not compared
             elif not same(item["recipe"], value):
-                problems.append(f"departure {key} declares recipe value {_show(item['recipe'])}, the recipe resolves "
-                                f"to {_show(value)}")
+                problems.append(
+                    f"departure {key} declares recipe value {_show(item['recipe'])}, the recipe resolves "
+                    f"to {_show(value)}"
+                )
             elif paper is not None and same(paper, value):
-                problems.append(f"departure {key} no longer differs (paper and recipe are both {_show(value)}): "
-                                f"remove it from the card")
-            out.departures.append(Row(key, paper, value, kind=item["kind"],
-                                      reason=" ".join(str(item["reason"]).split()), shared=item.get("_shared"),
-                                      typed=_typed_key(key, config)))
+                problems.append(
+                    f"departure {key} no longer differs (paper and recipe are both {_show(value)}): "
+                    f"remove it from the card"
+                )
+            out.departures.append(
+                Row(
+                    key,
+                    paper,
+                    value,
+                    kind=item["kind"],
+                    reason=" ".join(str(item["reason"]).split()),
+                    shared=item.get("_shared"),
+                    typed=_typed_key(key, config),
+                )
+            )
     out.facts = _check_facts(card.get("facts") or [], problems)
     for key, row in settings.items():
         if key not in seen and key not in inert and not same(row.paper, row.recipe):
-            problems.append(f"{key}: the recipe resolves to {_show(row.recipe)}, the paper's value is "
-                            f"{_show(row.paper)} ({row.source}), and the card declares no departure")
+            problems.append(
+                f"{key}: the recipe resolves to {_show(row.recipe)}, the paper's value is "
+                f"{_show(row.paper)} ({row.source}), and the card declares no departure"
+            )
     out.inert = {k: v for k, v in inert.items()}
     if out.exhaustive:
         out.classified = _classify(flat, config, settings, out.departures, inert)
@@ -524,8 +641,9 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
     return out
 
 
-def _classify(flat: dict[str, Any], config: dict[str, Any], settings: dict[str, Row], departures: list[Row],
-              inert: dict[str, str]) -> dict[str, str]:
+def _classify(
+    flat: dict[str, Any], config: dict[str, Any], settings: dict[str, Row], departures: list[Row], inert: dict[str, str]
+) -> dict[str, str]:
     """Every flattened key → ``paper``, a departure's kind, ``inert``, ``bookkeeping``, :data:`LIBRARY_DEFAULT` or
     ``unclassified`` (a key under a listed key counts as listed)."""
     kinds = {d.key: d.kind for d in departures}
@@ -533,18 +651,31 @@ def _classify(flat: dict[str, Any], config: dict[str, Any], settings: dict[str, 
     out = {}
     for key, value in flat.items():
         parts = key.split(".")
-        owner = next((".".join(parts[:i]) for i in range(len(parts), 0, -1)
-                      if ".".join(parts[:i]) in kinds or ".".join(parts[:i]) in settings), None)
+        owner = next(
+            (
+                ".".join(parts[:i])
+                for i in range(len(parts), 0, -1)
+                if ".".join(parts[:i]) in kinds or ".".join(parts[:i]) in settings
+            ),
+            None,
+        )
         if owner is not None:
             out[key] = str(kinds.get(owner, "paper"))
         elif key in inert:
             out[key] = "inert"
         elif any(_matches(p, key) for p in BOOKKEEPING):
             out[key] = "bookkeeping"
-        elif (len(parts) >= 3 and parts[0] == "stages" and parts[2] in defaults and parts[2] not in TRAINING_RELEVANT
-              and not _set_by_recipe(config, parts[2])
-              and same(lookup({parts[2]: defaults[parts[2]]}, ".".join(parts[2:])) if len(parts) > 3
-                       else defaults[parts[2]], value)):
+        elif (
+            len(parts) >= 3
+            and parts[0] == "stages"
+            and parts[2] in defaults
+            and parts[2] not in TRAINING_RELEVANT
+            and not _set_by_recipe(config, parts[2])
+            and same(
+                lookup({parts[2]: defaults[parts[2]]}, ".".join(parts[2:])) if len(parts) > 3 else defaults[parts[2]],
+                value,
+            )
+        ):
             out[key] = LIBRARY_DEFAULT
         else:
             out[key] = "unclassified"
@@ -569,12 +700,21 @@ def _check_facts(items: list[Any], problems: list[str]) -> list[Fact]:
             problems.append(f"fact {item['fact']!r}: test {test!r} is not tests/FILE.py::FUNCTION")
             continue
         source = _REPO / path
-        if (_REPO / "tests").is_dir() and (not source.is_file()
-                                           or f"def {func}(" not in source.read_text(encoding="utf-8")):
+        if (_REPO / "tests").is_dir() and (
+            not source.is_file() or f"def {func}(" not in source.read_text(encoding="utf-8")
+        ):
             problems.append(f"fact {item['fact']!r}: its test {test} does not exist")
             continue
-        facts.append(Fact(str(item["fact"]), item["paper"], str(item["fairmt"]), str(item["kind"]),
-                          " ".join(str(item["reason"]).split()), test))
+        facts.append(
+            Fact(
+                str(item["fact"]),
+                item["paper"],
+                str(item["fairmt"]),
+                str(item["kind"]),
+                " ".join(str(item["reason"]).split()),
+                test,
+            )
+        )
     return facts
 
 
@@ -591,20 +731,31 @@ def departures_markdown(cards: list[Card]) -> str:
         for card in group:
             for d in card.departures:
                 rows.setdefault((d.key, _show(d.paper), _show(d.recipe), d.kind, d.reason), []).append(
-                    card.recipe.split("/", 1)[-1])
-        out += [f"**{paper}** ({len(group)} recipes)", "", "| recipes | setting | paper | recipe | kind | reason |",
-                "|---|---|---|---|---|---|"]
+                    card.recipe.split("/", 1)[-1]
+                )
+        out += [
+            f"**{paper}** ({len(group)} recipes)",
+            "",
+            "| recipes | setting | paper | recipe | kind | reason |",
+            "|---|---|---|---|---|---|",
+        ]
         for (key, paper_v, recipe_v, kind, reason), names in rows.items():
-            out.append(f"| {', '.join(f'`{n}`' for n in names)} | `{key}` | {_cell(paper_v)} | {_cell(recipe_v)} | "
-                       f"{kind} | {_cell(reason)} |")
+            out.append(
+                f"| {', '.join(f'`{n}`' for n in names)} | `{key}` | {_cell(paper_v)} | {_cell(recipe_v)} | "
+                f"{kind} | {_cell(reason)} |"
+            )
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 
 COMPARISON_TABLES: dict[str, tuple[str, ...]] = {
     "classification on Bias in Bios, frozen all-MiniLM-L6-v2": (
-        "classification/inlp", "classification/cscl_one_stage", "classification/cscl_two_stage",
-        "classification/fcl", "classification/adversarial"),
+        "classification/inlp",
+        "classification/cscl_one_stage",
+        "classification/cscl_two_stage",
+        "classification/fcl",
+        "classification/adversarial",
+    ),
 }
 """Recipes meant to be compared in one table (one data set, one encoder): their defaults select checkpoints (and
 sweep settings) by one rule — Chi et al.'s lowest dev CE (App. C.3, Fig. 11 'CE (best)'), the one rule a paper of
@@ -626,8 +777,11 @@ def check_comparison_tables(load) -> list[str]:
             seen = {n: lookup(v, key) for n, v in values.items()}
             seen = {n: (None if v is _MISSING else v) for n, v in seen.items()}
             if len({json.dumps(v) for v in seen.values()}) > 1:
-                problems.append(f"{table}: the recipes select by different {key} rules ("
-                                + ", ".join(f"{n}: {v}" for n, v in seen.items()) + ")")
+                problems.append(
+                    f"{table}: the recipes select by different {key} rules ("
+                    + ", ".join(f"{n}: {v}" for n, v in seen.items())
+                    + ")"
+                )
     return problems
 
 
@@ -658,9 +812,12 @@ def _overridden(card: Card, config: dict[str, Any]) -> list[str]:
     from fairmt.recipes import load_recipe
 
     path = config.get("recipe_path")
-    base = load_recipe(path, validate=False)
+    if not path:  # a mapping built in code: no recipe file to compare with
+        return []
+    base = load_recipe(str(path), validate=False)
     if {k: v for k, v in base.items() if k != "recipe_path"} == {
-            k: v for k, v in config.items() if k not in ("recipe_path", "overwrite")}:
+        k: v for k, v in config.items() if k not in ("recipe_path", "overwrite")
+    }:
         return []
     before, after = flatten(resolved_values(base)), flatten(resolved_values(config))
     rows = {r.key: r for r in card.settings}
@@ -670,8 +827,14 @@ def _overridden(card: Card, config: dict[str, Any]) -> list[str]:
         a, b = before.get(key, "(absent)"), after.get(key, "(absent)")
         if same(a, b) or any(_matches(p, key) for p in BOOKKEEPING):
             continue
-        owner = next((k for k in (key, *(key.rsplit(".", i)[0] for i in range(1, key.count(".") + 1)))
-                      if k in rows or k in kinds), None)
+        owner = next(
+            (
+                k
+                for k in (key, *(key.rsplit(".", i)[0] for i in range(1, key.count(".") + 1)))
+                if k in rows or k in kinds
+            ),
+            None,
+        )
         if key in card.inert:
             what = f"inert: {card.inert[key]}"
         elif owner in kinds:
@@ -703,7 +866,28 @@ def card_of_config(config: dict[str, Any]) -> Card | None:
     return card
 
 
-__all__ = ["BOOKKEEPING", "CARDS_PENDING", "COMPARISON_TABLES", "Card", "FACT_KINDS", "Fact", "KINDS",
-           "LIBRARY_DEFAULT", "RULE_KEYS", "Row", "TRAINING_RELEVANT", "card_of_config", "card_path", "check_card",
-           "check_comparison_tables", "claims_paper", "departures_markdown", "find_card", "flatten", "lookup",
-           "read_card", "resolved_values", "same"]
+__all__ = [
+    "BOOKKEEPING",
+    "CARDS_PENDING",
+    "COMPARISON_TABLES",
+    "Card",
+    "FACT_KINDS",
+    "Fact",
+    "KINDS",
+    "LIBRARY_DEFAULT",
+    "RULE_KEYS",
+    "Row",
+    "TRAINING_RELEVANT",
+    "card_of_config",
+    "card_path",
+    "check_card",
+    "check_comparison_tables",
+    "claims_paper",
+    "departures_markdown",
+    "find_card",
+    "flatten",
+    "lookup",
+    "read_card",
+    "resolved_values",
+    "same",
+]

@@ -129,10 +129,12 @@ def sqlite_file(url: str) -> Path | None:
     db = parsed.database or ""
     uri = str(parsed.query.get("uri", "")).lower() in ("true", "1")
     if uri and db.startswith("file:"):
-        db = db[len("file:"):]
+        db = db[len("file:") :]
     if db in ("", ":memory:") or (uri and str(parsed.query.get("mode", "")) == "memory"):
-        raise FairmtError(f"the study storage {redact(url)} is a SQLite database in memory: the study would be lost "
-                          "when the sweep ends and unseen by --join workers; give a file (sqlite:///study.db)")
+        raise FairmtError(
+            f"the study storage {redact(url)} is a SQLite database in memory: the study would be lost "
+            "when the sweep ends and unseen by --join workers; give a file (sqlite:///study.db)"
+        )
     return Path(db)
 
 
@@ -150,12 +152,16 @@ def _check_sqlite_file(path: Path, shown: str) -> None:
         finally:
             con.close()
     except sqlite3.Error as err:
-        raise FairmtError(f"refusing the study storage {shown}: {path} exists and is not a SQLite database ({err}); "
-                          "give a new file or an Optuna storage") from None
+        raise FairmtError(
+            f"refusing the study storage {shown}: {path} exists and is not a SQLite database ({err}); "
+            "give a new file or an Optuna storage"
+        ) from None
     if tables and not {"studies", "trials", "version_info"} <= tables:
         shown_tables = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
-        raise FairmtError(f"refusing the study storage {shown}: {path} is a SQLite database that is not an Optuna "
-                          f"storage (tables {shown_tables}); fairmt does not add tables to it: give a new file")
+        raise FairmtError(
+            f"refusing the study storage {shown}: {path} is a SQLite database that is not an Optuna "
+            f"storage (tables {shown_tables}); fairmt does not add tables to it: give a new file"
+        )
 
 
 def _check_journal_file(path: Path, shown: str) -> str | None:
@@ -174,8 +180,10 @@ def _check_journal_file(path: Path, shown: str) -> str | None:
     if not (isinstance(record, dict) and "op_code" in record):
         torn_first = not first.endswith(b"\n") and first.startswith(b'{"op_code":')  # killed in its first write
         if not torn_first:
-            raise FairmtError(f"refusing the study storage {shown}: {path} exists and is not an Optuna journal file "
-                              "(its first line is no journal record); give a new file or an RDB URL")
+            raise FairmtError(
+                f"refusing the study storage {shown}: {path} exists and is not an Optuna journal file "
+                "(its first line is no journal record); give a new file or an RDB URL"
+            )
     from optuna.storages.journal import JournalFileSymlinkLock
     from optuna.storages.journal._file import get_lock_file
 
@@ -188,8 +196,10 @@ def _check_journal_file(path: Path, shown: str) -> str | None:
             fh.truncate(keep)
             fh.flush()
             os.fsync(fh.fileno())
-    return (f"the study journal {path} ended in a record cut by a killed writer ({len(data) - keep} bytes): "
-            "removed; the trial it belonged to is run again")
+    return (
+        f"the study journal {path} ended in a record cut by a killed writer ({len(data) - keep} bytes): "
+        "removed; the trial it belonged to is run again"
+    )
 
 
 STORAGE_NOTES: list[str] = []  # repairs made while opening a storage, for the sweep to print
@@ -214,15 +224,25 @@ def open_storage(url: str):
                     # workers starting together race to create the tables (SQLite: "already exists", "locked";
                     # PostgreSQL: a UniqueViolation on pg_type when both create the enum types): the loser sees them
                     # on a retry
-                    racing = any(m in str(err) for m in ("already exists", "UNIQUE constraint", "locked",
-                                                         "UniqueViolation", "duplicate key value"))
+                    racing = any(
+                        m in str(err)
+                        for m in (
+                            "already exists",
+                            "UNIQUE constraint",
+                            "locked",
+                            "UniqueViolation",
+                            "duplicate key value",
+                        )
+                    )
                     if not (racing and attempt < 4):
                         raise
                     time.sleep(0.2 * (attempt + 1))
         path = Path(url)
         if path.is_dir():
-            raise FairmtError(f"cannot open the study storage {shown}: it is a folder (give a journal file path or "
-                              "an RDB URL such as sqlite:///study.db)")
+            raise FairmtError(
+                f"cannot open the study storage {shown}: it is a folder (give a journal file path or "
+                "an RDB URL such as sqlite:///study.db)"
+            )
         if not path.parent.is_dir():
             raise FairmtError(f"cannot open the study storage {shown}: folder {path.parent} does not exist")
         from optuna.storages.journal import JournalFileBackend
@@ -255,8 +275,13 @@ def open_study(spec: SweepSpec, storage):
     """Create or load the study; a study of the same name holding another sweep is refused."""
     optuna = require_optuna()
     sampler = make_sampler(spec)
-    study = optuna.create_study(storage=storage, study_name=spec.study_name, sampler=sampler,
-                                directions=[d for _, d in spec.objectives], load_if_exists=True)
+    study = optuna.create_study(
+        storage=storage,
+        study_name=spec.study_name,
+        sampler=sampler,
+        directions=[d for _, d in spec.objectives],
+        load_if_exists=True,
+    )
     mine = _normal(spec.identity())
     theirs = study.user_attrs.get("fairmt:sweep")
     if theirs is None:
@@ -265,8 +290,10 @@ def open_study(spec: SweepSpec, storage):
         study.set_user_attr("fairmt:sampler", type(sampler).__name__)
     elif theirs != mine:
         diff = [k for k in mine if mine.get(k) != theirs.get(k)]
-        raise FairmtError(f"study {spec.study_name!r} in {redact(spec.storage)} holds another sweep ({', '.join(diff)} "
-                          "differ): rerun with the same arguments, or choose another --study-name / --output-dir")
+        raise FairmtError(
+            f"study {spec.study_name!r} in {redact(spec.storage)} holds another sweep ({', '.join(diff)} "
+            "differ): rerun with the same arguments, or choose another --study-name / --output-dir"
+        )
     if [d.name.lower() for d in study.directions] != [d for _, d in spec.objectives]:
         raise FairmtError(f"study {spec.study_name!r} optimises other directions: choose another --study-name")
     names = [name for name, _ in spec.objectives]
@@ -320,8 +347,14 @@ def train_command(spec: SweepSpec, setting: dict[str, Any], seed: int, run_dir: 
         overrides.append(f"{fam.results_key}={yaml_scalar(str(run_dir / fam.results_file))}")
     train = ["-m", "fairmt", "train", spec.recipe_path, *overrides]
     if spec.launcher == "accelerate":
-        return [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(spec.accelerate_config),
-                *train]
+        return [
+            sys.executable,
+            "-m",
+            "accelerate.commands.launch",
+            "--config_file",
+            str(spec.accelerate_config),
+            *train,
+        ]
     return [sys.executable, *train]
 
 
@@ -343,8 +376,14 @@ def run_subprocess(cmd: list[str], log_path: Path) -> int:
     with appending(log_path, what="the trial's log", binary=True) as log:  # a full disk: the writer's one line
         log.write(("$ " + " ".join(cmd) + "\n").encode())
         log.flush()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
         try:
             return proc.wait()
         finally:
@@ -388,9 +427,23 @@ def run_one(spec: SweepSpec, setting: dict[str, Any], seed: int, trial_number: i
     root.mkdir(parents=True)
     run_dir = root / "run"
     cmd = train_command(spec, setting, seed, run_dir)
-    write_text_atomic(root / "trial.json", json.dumps(
-        {"setting": setting, "seed": seed, "trial": trial_number, "command": cmd, "cwd": os.getcwd(), "host": HOST,
-         "pid": os.getpid(), "started": datetime.now().isoformat(timespec="seconds")}, indent=2) + "\n")
+    write_text_atomic(
+        root / "trial.json",
+        json.dumps(
+            {
+                "setting": setting,
+                "seed": seed,
+                "trial": trial_number,
+                "command": cmd,
+                "cwd": os.getcwd(),
+                "host": HOST,
+                "pid": os.getpid(),
+                "started": datetime.now().isoformat(timespec="seconds"),
+            },
+            indent=2,
+        )
+        + "\n",
+    )
     t0 = time.time()
     rc = runner(cmd, root / "train.log")
     seconds = time.time() - t0
@@ -403,9 +456,21 @@ def run_one(spec: SweepSpec, setting: dict[str, Any], seed: int, trial_number: i
     except FairmtError as err:
         raise TrialFailed(f"{where}: {err}") from None
     metrics = flatten(results)
-    write_text_atomic(done, json.dumps({"setting": setting, "seed": seed, "trial": trial_number,
-                                        "results": f"run/{fam.results_file}", "seconds": round(seconds, 2),
-                                        "finished": datetime.now().isoformat(timespec="seconds")}, indent=2) + "\n")
+    write_text_atomic(
+        done,
+        json.dumps(
+            {
+                "setting": setting,
+                "seed": seed,
+                "trial": trial_number,
+                "results": f"run/{fam.results_file}",
+                "seconds": round(seconds, 2),
+                "finished": datetime.now().isoformat(timespec="seconds"),
+            },
+            indent=2,
+        )
+        + "\n",
+    )
     return RunResult(metrics, root, seconds, False)
 
 
@@ -556,11 +621,13 @@ def progress(study, spec: SweepSpec, me: int | None = None) -> Progress:
         fresh = [p for p in points if p not in touched]
         failed = [p for p in points if p in touched and p not in done | run_keys | waiting]
         available = len(fresh) + len(waiting - done - run_keys)
-        return Progress(len(points), len(done & set(points)), available, len(run_keys - done), max(1, len(workers) + 1),
-                        failed)
+        return Progress(
+            len(points), len(done & set(points)), available, len(run_keys - done), max(1, len(workers) + 1), failed
+        )
     complete = len(finished)
-    return Progress(spec.search, complete, spec.search - complete - len(running), len(running),
-                    max(1, len(workers) + 1))
+    return Progress(
+        spec.search, complete, spec.search - complete - len(running), len(running), max(1, len(workers) + 1)
+    )
 
 
 def _duplicate(study, spec: SweepSpec, number: int, params: dict[str, Any]):
@@ -577,8 +644,12 @@ def _duplicate(study, spec: SweepSpec, number: int, params: dict[str, Any]):
         for t in study.get_trials(deepcopy=False, states=(S.COMPLETE, S.RUNNING, S.WAITING)):
             if t.number == number:
                 continue
-            if t.number < number and t.state == S.RUNNING and not _complete_params(spec, point(t)) \
-                    and alive(t, spec.grace_period):
+            if (
+                t.number < number
+                and t.state == S.RUNNING
+                and not _complete_params(spec, point(t))
+                and alive(t, spec.grace_period)
+            ):
                 pending = True
                 continue
             if setting_key(point(t)) != key:
@@ -707,8 +778,9 @@ def _write_spec_file(spec: SweepSpec) -> None:
     from fairmt.eval.report import write_text_atomic
 
     kept = {**spec.to_dict(), "storage": without_password(spec.storage)}  # never a password in the folder
-    write_text_atomic(Path(spec.output_dir) / SPEC_FILE,
-                      json.dumps({"identity": spec.identity(), "spec": kept}, indent=2) + "\n")
+    write_text_atomic(
+        Path(spec.output_dir) / SPEC_FILE, json.dumps({"identity": spec.identity(), "spec": kept}, indent=2) + "\n"
+    )
 
 
 def _repair_spec_file(spec: SweepSpec) -> str:
@@ -725,8 +797,10 @@ def _repair_spec_file(spec: SweepSpec) -> str:
         except KeyError:  # no such study
             theirs = None
     if theirs is None or _normal(theirs) != _normal(spec.identity()):
-        raise FairmtError(f"{path} is damaged (empty or cut) and the study {spec.study_name!r} does not show this "
-                          "folder holds this sweep: choose another --output-dir")
+        raise FairmtError(
+            f"{path} is damaged (empty or cut) and the study {spec.study_name!r} does not show this "
+            "folder holds this sweep: choose another --output-dir"
+        )
     _write_spec_file(spec)
     return f"{path} was damaged (empty or cut): rewritten from this command (the study holds the same sweep)"
 
@@ -743,8 +817,10 @@ def prepare_folder(spec: SweepSpec) -> str | None:
         mine = _normal(spec.identity())
         if theirs != mine:
             diff = [k for k in mine if mine.get(k) != (theirs or {}).get(k)]
-            raise FairmtError(f"{out} holds another sweep ({', '.join(diff)} differ): rerun it with its own "
-                              f"arguments (see {spec_file}) or choose another --output-dir")
+            raise FairmtError(
+                f"{out} holds another sweep ({', '.join(diff)} differ): rerun it with its own "
+                f"arguments (see {spec_file}) or choose another --output-dir"
+            )
         return
     # what workers starting at the same moment may already have put there (the study, this file being written)
     ours = (SPEC_FILE, f".{SPEC_FILE}.", ".take.lock")
@@ -774,8 +850,10 @@ def load_spec(out: str | Path) -> SweepSpec:
         raise FairmtError(f"{out} is not a sweep folder (no {SPEC_FILE})")
     data = _read_spec_file(path)
     if data is None:
-        raise FairmtError(f"{path} is damaged (empty or cut): run the sweep command again with its arguments in this "
-                          "folder; it rewrites the file (the finished runs are kept)")
+        raise FairmtError(
+            f"{path} is damaged (empty or cut): run the sweep command again with its arguments in this "
+            "folder; it rewrites the file (the finished runs are kept)"
+        )
     try:
         return SweepSpec.from_dict(data["spec"])
     except TypeError as err:
@@ -791,8 +869,12 @@ class Outcome:
     progress: Progress | None = None
 
 
-def run_sweep(spec: SweepSpec, runner: Runner | None = None, echo: Callable[[str], None] | None = None,
-              check: Callable[[], None] | None = None) -> Outcome:
+def run_sweep(
+    spec: SweepSpec,
+    runner: Runner | None = None,
+    echo: Callable[[str], None] | None = None,
+    check: Callable[[], None] | None = None,
+) -> Outcome:
     """Run trials until the sweep is complete or nothing is left for this worker; returns what happened. ``check``:
     called once a storage outside the sweep folder has opened and before the folder is made (``fairmt sweep``: the
     recipe's data and models, :func:`fairmt.sweep.spec.check_trial_inputs`)."""
@@ -815,15 +897,19 @@ def run_sweep(spec: SweepSpec, runner: Runner | None = None, echo: Callable[[str
         others = [t.user_attrs.get(OWNER) or {} for t in study.get_trials(deepcopy=False, states=(S.RUNNING,))]
         if others and not spec.join:
             who = ", ".join(sorted({f"{o.get('host', '?')}:{o.get('pid', '?')}" for o in others}))
-            raise FairmtError(f"{len(others)} trial(s) of this sweep are running in other processes ({who}): pass "
-                              "--join to run trials beside them")
+            raise FairmtError(
+                f"{len(others)} trial(s) of this sweep are running in other processes ({who}): pass "
+                "--join to run trials beside them"
+            )
         lost: list[int] = []
         requeued = requeue_failed(study, spec, lost)
     for note in notes:
         echo(f"fairmt sweep: {note}")
     if lost:
-        echo(f"fairmt sweep: trial(s) {lost} are complete in the study but their runs are gone from "
-             f"{Path(spec.output_dir) / 'trials'}: queued again")
+        echo(
+            f"fairmt sweep: trial(s) {lost} are complete in the study but their runs are gone from "
+            f"{Path(spec.output_dir) / 'trials'}: queued again"
+        )
     if reaped:
         echo(f"fairmt sweep: trial(s) {reaped} were interrupted (their process is gone): failed and queued again")
     if requeued:
@@ -901,8 +987,9 @@ def run_sweep(spec: SweepSpec, runner: Runner | None = None, echo: Callable[[str
     return outcome
 
 
-def _echo_progress(echo, study, spec: SweepSpec, setting, seed, number, res: RunResult, started, durations,
-                   finished_in_trial: int) -> None:
+def _echo_progress(
+    echo, study, spec: SweepSpec, setting, seed, number, res: RunResult, started, durations, finished_in_trial: int
+) -> None:
     """One line per finished run: setting, seed, the objectives, runs left, elapsed time and ETA (the mean run time of
     this worker × runs left ÷ the workers running now)."""
     import statistics
@@ -915,8 +1002,10 @@ def _echo_progress(echo, study, spec: SweepSpec, setting, seed, number, res: Run
     shown = ", ".join(f"{k} {res.metrics[k]:.2f}" for k, _ in spec.objectives if k in res.metrics)
     eta = statistics.fmean(durations) * left / prog.workers if durations else None
     took = "reused" if res.reused else f"{res.seconds:.0f} s"
-    echo(f"fairmt sweep: [{done}/{total}] {_describe(setting)} seed {seed} (trial {number}, {took}): {shown} | "
-         f"{left} left, elapsed {_fmt_time(time.time() - started)}, ETA {_fmt_time(eta) if eta is not None else '?'}")
+    echo(
+        f"fairmt sweep: [{done}/{total}] {_describe(setting)} seed {seed} (trial {number}, {took}): {shown} | "
+        f"{left} left, elapsed {_fmt_time(time.time() - started)}, ETA {_fmt_time(eta) if eta is not None else '?'}"
+    )
 
 
 def study_info(spec: SweepSpec) -> dict[str, Any]:

@@ -52,8 +52,9 @@ def collect_runs(out: Path, results_name: str | None = None) -> list[Run]:
         if info is None:
             continue
         results = read_results(done.parent / info["results"])
-        runs.append(Run(info["setting"], int(info["seed"]), done.parent, results, flatten(results),
-                        percent_splits(results)))
+        runs.append(
+            Run(info["setting"], int(info["seed"]), done.parent, results, flatten(results), percent_splits(results))
+        )
     return runs
 
 
@@ -82,7 +83,7 @@ def pareto_front(points: list[list[float]], directions: list[str]) -> list[int]:
 
 
 def _test_name(metric: str) -> str | None:
-    return "test." + metric[len("dev."):] if metric.startswith("dev.") else None
+    return "test." + metric[len("dev.") :] if metric.startswith("dev.") else None
 
 
 def _fraction(value: float | None, percent: bool) -> float | None:
@@ -97,8 +98,15 @@ def _records(items: list[dict[str, float]], spec, percent: bool):
     if len(spec.tradeoff) != 2:  # selection by loss only (no trade-off named)
         return [EvalRecord(step=i, accuracy=None, gap=None, loss=m.get("dev.loss")) for i, m in enumerate(items)]
     (perf, perf_dir), (fair, fair_dir) = spec.tradeoff
-    return [EvalRecord(step=i, accuracy=_fraction(m.get(perf), percent), gap=_fraction(m.get(fair), percent),
-                       loss=m.get("dev.loss")) for i, m in enumerate(items)]
+    return [
+        EvalRecord(
+            step=i,
+            accuracy=_fraction(m.get(perf), percent),
+            gap=_fraction(m.get(fair), percent),
+            loss=m.get("dev.loss"),
+        )
+        for i, m in enumerate(items)
+    ]
 
 
 def _rule_problem(rule: str, spec) -> str | None:
@@ -108,24 +116,32 @@ def _rule_problem(rule: str, spec) -> str | None:
         return None
     if rule == "objective":
         if len(spec.objectives) != 1:
-            return (f"objective selects on one --objective; this sweep has {len(spec.objectives)} "
-                    "(use dto, accuracy_then_gap or loss)")
+            return (
+                f"objective selects on one --objective; this sweep has {len(spec.objectives)} "
+                "(use dto, accuracy_then_gap or loss)"
+            )
         if not spec.objectives[0][0].startswith("dev."):
             return f"the objective {spec.objectives[0][0]} is not a dev metric: the sweep selects on dev only"
         return None
     if len(spec.tradeoff) != 2:
         alt = "objective" if len(spec.objectives) == 1 else "loss"
-        return (f"{rule} needs two trade-off metrics (--tradeoff PERFORMANCE:max,FAIRNESS:min, or two "
-                f"--objective); with one objective use --select {alt}")
+        return (
+            f"{rule} needs two trade-off metrics (--tradeoff PERFORMANCE:max,FAIRNESS:min, or two "
+            f"--objective); with one objective use --select {alt}"
+        )
     (perf, perf_dir), (fair, fair_dir) = spec.tradeoff
     if not (perf.startswith("dev.") and fair.startswith("dev.")):
         return f"the trade-off metrics ({perf}, {fair}) are not dev metrics: the sweep selects on dev only"
     if rule == "accuracy" and perf_dir != "maximize":
-        return (f"accuracy takes the highest {perf}, but {perf} is to be minimised: it would pick the worst "
-                "setting (use --select objective with that one objective, or loss)")
+        return (
+            f"accuracy takes the highest {perf}, but {perf} is to be minimised: it would pick the worst "
+            "setting (use --select objective with that one objective, or loss)"
+        )
     if rule != "accuracy" and (perf_dir != "maximize" or fair_dir != "minimize"):
-        return (f"{rule} needs a performance to maximise and a fairness gap to minimise (--tradeoff); here "
-                f"{perf} is to be {perf_dir[:-1]}ed and {fair} {fair_dir[:-1]}ed")
+        return (
+            f"{rule} needs a performance to maximise and a fairness gap to minimise (--tradeoff); here "
+            f"{perf} is to be {perf_dir[:-1]}ed and {fair} {fair_dir[:-1]}ed"
+        )
     return None
 
 
@@ -145,8 +161,13 @@ def select(items: list[dict[str, float]], rule: str, spec, percent: bool) -> tup
             return None, f"no setting has {name}"
         sign = 1.0 if direction == "maximize" else -1.0
         return max(keep, key=lambda i: (sign * items[i][name], -i)), None
-    need = (["dev.loss"] if rule == "loss" else [spec.tradeoff[0][0]] if rule == "accuracy"
-            else [a[0] for a in spec.tradeoff])
+    need = (
+        ["dev.loss"]
+        if rule == "loss"
+        else [spec.tradeoff[0][0]]
+        if rule == "accuracy"
+        else [a[0] for a in spec.tradeoff]
+    )
     keep = [i for i, m in enumerate(items) if all(k in m for k in need)]
     if not keep:
         return None, f"no setting has {', '.join(need)}"
@@ -168,9 +189,11 @@ def _rule_metrics(rule: str, spec) -> list[str]:
     return [a[0] for a in spec.tradeoff]
 
 
-INDISTINGUISHABLE_TEST = ("pooled seed std: the selected setting is distinguishable from the runner-up (the setting "
-                          "the same rule picks without it) when, on every metric the rule selects by, the difference "
-                          "of their seed means is at least sqrt((std_1² + std_2²) / 2)")
+INDISTINGUISHABLE_TEST = (
+    "pooled seed std: the selected setting is distinguishable from the runner-up (the setting "
+    "the same rule picks without it) when, on every metric the rule selects by, the difference "
+    "of their seed means is at least sqrt((std_1² + std_2²) / 2)"
+)
 
 
 def runner_up(done: list[dict[str, Any]], best: int, rule: str, spec, percent: bool) -> dict[str, Any] | None:
@@ -190,13 +213,17 @@ def runner_up(done: list[dict[str, Any]], best: int, rule: str, spec, percent: b
         if ma is None or mb is None:
             continue
         sa, sb = a["std"].get(name), b["std"].get(name)
-        pooled = math.sqrt((sa ** 2 + sb ** 2) / 2) if sa is not None and sb is not None else None
+        pooled = math.sqrt((sa**2 + sb**2) / 2) if sa is not None and sb is not None else None
         metrics[name] = {"difference": ma - mb, "pooled_std": pooled}
         verdicts.append(None if pooled is None else abs(ma - mb) >= pooled)
     known = [v for v in verdicts if v is not None]
-    return {"setting": b["id"], "overrides": b["overrides"], "metrics": metrics,
-            "distinguishable": (all(known) if known and len(known) == len(verdicts) else None),
-            "test": INDISTINGUISHABLE_TEST}
+    return {
+        "setting": b["id"],
+        "overrides": b["overrides"],
+        "metrics": metrics,
+        "distinguishable": (all(known) if known and len(known) == len(verdicts) else None),
+        "test": INDISTINGUISHABLE_TEST,
+    }
 
 
 def at_chance(results: dict[str, Any]) -> bool:
@@ -233,8 +260,10 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
     if spec.mode == "grid":  # the grid's order, keys as on the command line
         order = spec.settings()
     else:  # the order the sampler proposed them
-        first = {k: min(json.loads((r.root / "done.json").read_text()).get("trial", 0) for r in rs)
-                 for k, rs in by_key.items()}
+        first = {
+            k: min(json.loads((r.root / "done.json").read_text()).get("trial", 0) for r in rs)
+            for k, rs in by_key.items()
+        }
         order = [by_key[k][0].setting for k in sorted(by_key, key=first.get)]
     settings = []
     for i, setting in enumerate(order):
@@ -247,9 +276,16 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
                 unscored[n] = lacking
                 continue
             mean[n], std[n] = mean_std([r.metrics[n] for r in group])
-        entry = {"id": f"s{i + 1}", "overrides": setting, "folder": f"trials/{setting_slug(setting)}",
-                 "n": len(group), "seeds": [r.seed for r in group],
-                 "runs": [str(r.root.relative_to(out)) for r in group], "mean": mean, "std": std}
+        entry = {
+            "id": f"s{i + 1}",
+            "overrides": setting,
+            "folder": f"trials/{setting_slug(setting)}",
+            "n": len(group),
+            "seeds": [r.seed for r in group],
+            "runs": [str(r.root.relative_to(out)) for r in group],
+            "mean": mean,
+            "std": std,
+        }
         if unscored:
             entry["not_a_number"] = unscored
         chance = [r.seed for r in group if at_chance(r.results)]
@@ -261,17 +297,26 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
     directions = [a[1] for a in spec.tradeoff]
     fronts = {}
     on_dev = all(a.startswith("dev.") for a in axes)
-    for split, names in ((("dev", axes), ("test", [_test_name(a) for a in axes])) if on_dev else (("metrics", axes),)):
+    for split, names in (("dev", axes), ("test", [_test_name(a) for a in axes])) if on_dev else (("metrics", axes),):
         if len(names) != 2 or None in names:
             continue
         pts = [[s["mean"].get(n) for n in names] if s["n"] else None for s in settings]
         if not any(p and None not in p for p in pts):
             continue
         idx = pareto_front(pts, directions)
-        fronts[split] = {"metrics": names, "directions": directions,
-                         "settings": [settings[i]["id"] for i in idx],
-                         "points": [{"setting": settings[i]["id"], "overrides": settings[i]["overrides"],
-                                     **{n: settings[i]["mean"][n] for n in names}} for i in idx]}
+        fronts[split] = {
+            "metrics": names,
+            "directions": directions,
+            "settings": [settings[i]["id"] for i in idx],
+            "points": [
+                {
+                    "setting": settings[i]["id"],
+                    "overrides": settings[i]["overrides"],
+                    **{n: settings[i]["mean"][n] for n in names},
+                }
+                for i in idx
+            ],
+        }
     done = [s for s in settings if s["n"]]
     tradeoff = shen_tradeoff(done, percent)  # Shen et al.'s column, across the settings
     by_rule = {}
@@ -287,32 +332,61 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
         group = sorted(by_key[_setting_key(s["overrides"])], key=lambda r: r.seed)
         ridx, _ = select([r.metrics for r in group], spec.select, spec, percent)
         run = group[ridx if ridx is not None else 0]
-        model_dir = next((run.root / "run" / d for d in family(spec.method).model_dirs
-                          if (run.root / "run" / d).is_dir()), run.root / "run")
+        model_dir = next(
+            (run.root / "run" / d for d in family(spec.method).model_dirs if (run.root / "run" / d).is_dir()),
+            run.root / "run",
+        )
         test = run.results.get("test")
-        card = [dict(test, note=f"fairmt sweep {out.name}: setting {s['id']} seed {run.seed}, selected on dev by "
-                                f"{spec.select}")] if isinstance(test, dict) else []
-        selected = {"rule": spec.select, "setting": s["id"], "overrides": s["overrides"], "n": s["n"],
-                    "dev": {"mean": _split(s["mean"], "dev."), "std": _split(s["std"], "dev.")},
-                    "test": {"mean": _split(s["mean"], "test."), "std": _split(s["std"], "test.")},
-                    "run": str(run.root.relative_to(out)), "seed": run.seed, "model_dir": str(model_dir),
-                    "card_results": card}
+        card = (
+            [
+                dict(
+                    test,
+                    note=f"fairmt sweep {out.name}: setting {s['id']} seed {run.seed}, selected on dev by "
+                    f"{spec.select}",
+                )
+            ]
+            if isinstance(test, dict)
+            else []
+        )
+        selected = {
+            "rule": spec.select,
+            "setting": s["id"],
+            "overrides": s["overrides"],
+            "n": s["n"],
+            "dev": {"mean": _split(s["mean"], "dev."), "std": _split(s["std"], "dev.")},
+            "test": {"mean": _split(s["mean"], "test."), "std": _split(s["std"], "test.")},
+            "run": str(run.root.relative_to(out)),
+            "seed": run.seed,
+            "model_dir": str(model_dir),
+            "card_results": card,
+        }
     expected = len(spec.seeds) * len(settings)  # search: the settings sampled so far
     return {
         "format": FORMAT,
         "folder": str(out),
-        "recipe": spec.recipe, "method": spec.method, "mode": spec.mode, "overrides": spec.overrides,
-        "grid": spec.grid, "ranges": spec.ranges, "seeds": spec.seeds, "search": spec.search,
+        "recipe": spec.recipe,
+        "method": spec.method,
+        "mode": spec.mode,
+        "overrides": spec.overrides,
+        "grid": spec.grid,
+        "ranges": spec.ranges,
+        "seeds": spec.seeds,
+        "search": spec.search,
         "objectives": [{"metric": m, "direction": d} for m, d in spec.objectives],
         "tradeoff": [{"metric": m, "direction": d} for m, d in spec.tradeoff],
         "std": "sample standard deviation over seeds (ddof=1); null for a single seed",
         "study": study_info or {},
-        "runs_finished": len(runs), "runs_expected": expected,
+        "runs_finished": len(runs),
+        "runs_expected": expected,
         "settings": settings,
         "pareto": fronts,
         "front_auc": front_auc(settings, spec, percent, list(fronts)),
-        "selection": {"split": "dev", "rule": spec.select, "by_rule": by_rule,
-                      "checkpoint_rules": selection_rules_of(runs)},
+        "selection": {
+            "split": "dev",
+            "rule": spec.select,
+            "by_rule": by_rule,
+            "checkpoint_rules": selection_rules_of(runs),
+        },
         "selected": selected,
         "shen_tradeoff": tradeoff,
     }
@@ -329,8 +403,10 @@ def front_auc(settings: list[dict[str, Any]], spec, percent: bool, splits: list[
         return {"unavailable": "no trade-off metrics (--tradeoff PERFORMANCE:max,GAP:min)"}
     (perf, perf_dir), (fair, fair_dir) = spec.tradeoff
     if perf_dir != "maximize" or fair_dir != "minimize":
-        return {"unavailable": "the area under the front needs a performance to maximise and a fairness gap to "
-                               "minimise (fairness = 1 − gap)"}
+        return {
+            "unavailable": "the area under the front needs a performance to maximise and a fairness gap to "
+            "minimise (fairness = 1 − gap)"
+        }
     out: dict[str, Any] = {}
     for split in splits:
         names = [perf, fair] if split != "test" else [_test_name(perf), _test_name(fair)]
@@ -345,14 +421,20 @@ def front_auc(settings: list[dict[str, Any]], spec, percent: bool, splits: list[
         except FairmtError as err:
             out[split] = {"unavailable": str(err)}
             continue
-        out[split] = {"auc": res.auc, "metrics": names, "fairness": f"1 - {names[1]}", "scale": "fraction",
-                      "random_performance": res.random_performance,
-                      "settings": [rows[i]["id"] for i in res.front], "curve": [list(c) for c in res.curve],
-                      "signature": res.signature}
+        out[split] = {
+            "auc": res.auc,
+            "metrics": names,
+            "fairness": f"1 - {names[1]}",
+            "scale": "fraction",
+            "random_performance": res.random_performance,
+            "settings": [rows[i]["id"] for i in res.front],
+            "curve": [list(c) for c in res.curve],
+            "signature": res.signature,
+        }
     return out
 
 
-TRADEOFF_DEFINITION = (f"{_TRADEOFF}; the compared models are the sweep's settings, scored on their mean metrics")
+TRADEOFF_DEFINITION = f"{_TRADEOFF}; the compared models are the sweep's settings, scored on their mean metrics"
 
 
 def shen_tradeoff(settings: list[dict[str, Any]], percent: bool) -> dict[str, Any] | None:
@@ -365,8 +447,7 @@ def shen_tradeoff(settings: list[dict[str, Any]], percent: bool) -> dict[str, An
     out: dict[str, Any] = {"definition": TRADEOFF_DEFINITION, "splits": []}
     for split in ("dev", "test"):
         names = [f"{split}.{m}" for m in ("accuracy", "gap", "leakage_h", "leakage_yhat")]
-        if not settings or not all(all(n in s["mean"] and s["mean"][n] is not None for n in names)
-                                   for s in settings):
+        if not settings or not all(all(n in s["mean"] and s["mean"][n] is not None for n in names) for s in settings):
             continue
         cols = [[s["mean"][n] / scale for s in settings] for n in names]
         for s, score in zip(settings, tradeoff_scores(*cols)):
@@ -406,13 +487,19 @@ def _cell(s: dict[str, Any], name: str, digits: int = 2) -> str:
 
 def columns(report: dict[str, Any]) -> list[str]:
     """The table's metric columns: the objectives and trade-off metrics (dev) and every ``test.*`` metric."""
-    dev = list(dict.fromkeys([o["metric"] for o in report["objectives"]] + [a["metric"] for a in report["tradeoff"]]
-                             + (["dev.tradeoff"] if any("dev.tradeoff" in s["mean"] for s in report["settings"])
-                                else [])))
-    tests = sorted({n for s in report["settings"] for n in [*s["mean"], *(s.get("not_a_number") or {})]
-                    if n.startswith("test.")})
-    tests = [t for t in (_test_name(d) for d in dev) if t in tests] + [t for t in tests if t not in
-                                                                         {_test_name(d) for d in dev}]
+    dev = list(
+        dict.fromkeys(
+            [o["metric"] for o in report["objectives"]]
+            + [a["metric"] for a in report["tradeoff"]]
+            + (["dev.tradeoff"] if any("dev.tradeoff" in s["mean"] for s in report["settings"]) else [])
+        )
+    )
+    tests = sorted(
+        {n for s in report["settings"] for n in [*s["mean"], *(s.get("not_a_number") or {})] if n.startswith("test.")}
+    )
+    tests = [t for t in (_test_name(d) for d in dev) if t in tests] + [
+        t for t in tests if t not in {_test_name(d) for d in dev}
+    ]
     return dev + tests
 
 
@@ -437,76 +524,132 @@ def render_markdown(report: dict[str, Any]) -> str:
     for s in report["settings"]:
         mark = ("**selected** " if s["id"] == sel else "") + ("front " if s["id"] in front else "")
         if s.get("at_chance"):
-            mark += f"**AT CHANCE** (seed{'s' if len(s['at_chance']) > 1 else ''} {', '.join(map(str, s['at_chance']))})"
-        rows.append({"setting": s["id"], **{k: str(s["overrides"].get(k, "")) for k in keys}, "n": str(s["n"]),
-                     **{c: _cell(s, c) for c in cols}, "note": mark.strip()})
-    lines = [f"# Sweep of {code(report['recipe'])} ({report['mode']}, {len(report['settings'])} settings × "
-             f"{len(report['seeds'])} seeds)", ""]
+            mark += (
+                f"**AT CHANCE** (seed{'s' if len(s['at_chance']) > 1 else ''} {', '.join(map(str, s['at_chance']))})"
+            )
+        rows.append(
+            {
+                "setting": s["id"],
+                **{k: str(s["overrides"].get(k, "")) for k in keys},
+                "n": str(s["n"]),
+                **{c: _cell(s, c) for c in cols},
+                "note": mark.strip(),
+            }
+        )
+    lines = [
+        f"# Sweep of {code(report['recipe'])} ({report['mode']}, {len(report['settings'])} settings × "
+        f"{len(report['seeds'])} seeds)",
+        "",
+    ]
     if report["overrides"]:
         lines += [f"Fixed overrides: {code(' '.join(report['overrides']))}", ""]
-    lines += [f"Runs finished: {report['runs_finished']} of {report['runs_expected']}. Cells: mean ± sample std over "
-              "seeds (ddof = 1), to the digits the std supports (`fairmt report`'s rule: its std to two significant digits when they begin with 1 or 2, else one). `front`: on the Pareto front of the trade-off "
-              f"({', '.join(a['metric'] + ' ' + a['direction'][:3] for a in report['tradeoff'])}).", ""]
+    lines += [
+        f"Runs finished: {report['runs_finished']} of {report['runs_expected']}. Cells: mean ± sample std over "
+        "seeds (ddof = 1), to the digits the std supports (`fairmt report`'s rule: its std to two significant digits when they begin with 1 or 2, else one). `front`: on the Pareto front of the trade-off "
+        f"({', '.join(a['metric'] + ' ' + a['direction'][:3] for a in report['tradeoff'])}).",
+        "",
+    ]
     lines.append(markdown_table(rows, ["setting", *keys, "n", *cols, "note"], digits=2, markup=["note"]))
     by_id = {s["id"]: s for s in report["settings"]}
     collapsed = [s for s in report["settings"] if s.get("at_chance")]
     if collapsed:
-        lines += ["", "**At chance:** " + "; ".join(
-            f"{md(s['id'])} ({code(_label(by_id, s['id']))}) seed{'s' if len(s['at_chance']) > 1 else ''} "
-            f"{', '.join(map(str, s['at_chance']))} of {s['n']}" for s in collapsed)
+        lines += [
+            "",
+            "**At chance:** "
+            + "; ".join(
+                f"{md(s['id'])} ({code(_label(by_id, s['id']))}) seed{'s' if len(s['at_chance']) > 1 else ''} "
+                f"{', '.join(map(str, s['at_chance']))} of {s['n']}"
+                for s in collapsed
+            )
             + " — the final model's dev accuracy fell below the selection's accuracy floor × the model before it "
             "(INLP: the CE encoder; `info.inlp` in each run's results.json): its small gap is no fairness, and on a "
-            "trade-off front it looks like the fairest point."]
+            "trade-off front it looks like the fairest point.",
+        ]
     if report.get("shen_tradeoff"):
         lines += ["", f"`dev.tradeoff` / `test.tradeoff`: {report['shen_tradeoff']['definition']}."]
     k = max((s["mean"].get("test_full.n_classes") or 0 for s in report["settings"]), default=0)
     if k > 2 and "test.delta_eo" in columns(report):  # ΔEO named on the scale it is written on (issue 53)
-        lines += ["", (f"`test.delta_eo` is the runs' ΔEO as results.json holds it: with `eo_classes: all` the sum "
-                       f"over the {k:g} classes (several hundred points is the usual size), which `fairmt report` "
-                       f"shows divided by {k:g} as ΔEO/class.")]
+        lines += [
+            "",
+            (
+                f"`test.delta_eo` is the runs' ΔEO as results.json holds it: with `eo_classes: all` the sum "
+                f"over the {k:g} classes (several hundred points is the usual size), which `fairmt report` "
+                f"shows divided by {k:g} as ΔEO/class."
+            ),
+        ]
     lines += ["", "## Selection (dev metrics only)", ""]
     for rule, res in report["selection"]["by_rule"].items():
         star = " ← `--select`" if rule == report["selection"]["rule"] else ""
-        chosen = (f"{md(res['setting'])} ({code(_label(by_id, res['setting']))})" if "setting" in res
-                  else f"not applicable — {res['unavailable']}")
+        chosen = (
+            f"{md(res['setting'])} ({code(_label(by_id, res['setting']))})"
+            if "setting" in res
+            else f"not applicable — {res['unavailable']}"
+        )
         if "setting" in res and by_id.get(res["setting"], {}).get("at_chance"):
             chosen += " — **AT CHANCE** in some of its seeds"
         lines.append(f"- `{rule}`: {chosen}{star}")
         ru = res.get("runner_up")
         if ru:
-            diffs = ", ".join(f"{n} {v['difference']:+.{spread_digits(v['pooled_std'], 4)}f}"
-                              + (f" (pooled seed std {v['pooled_std']:.2g}"
-                                 + (", below it" if abs(v["difference"]) < v["pooled_std"] else "") + ")"
-                                 if v["pooled_std"] is not None else "")
-                              for n, v in ru["metrics"].items())
-            verdict = {True: "distinguishable", False: "**not distinguishable** from the runner-up",
-                       None: "no seed spread to judge it (one seed)"}[ru["distinguishable"]]
-            lines.append(f"  - runner-up {md(ru['setting'])} ({code(_label(by_id, ru['setting']))}): selected − "
-                         "runner-up "
-                         f"{diffs} — {verdict} (test: a difference below the pooled seed std, "
-                         "sqrt((std₁² + std₂²) / 2), on any metric the rule selects by is not distinguishable)")
+            diffs = ", ".join(
+                f"{n} {v['difference']:+.{spread_digits(v['pooled_std'], 4)}f}"
+                + (
+                    f" (pooled seed std {v['pooled_std']:.2g}"
+                    + (", below it" if abs(v["difference"]) < v["pooled_std"] else "")
+                    + ")"
+                    if v["pooled_std"] is not None
+                    else ""
+                )
+                for n, v in ru["metrics"].items()
+            )
+            verdict = {
+                True: "distinguishable",
+                False: "**not distinguishable** from the runner-up",
+                None: "no seed spread to judge it (one seed)",
+            }[ru["distinguishable"]]
+            lines.append(
+                f"  - runner-up {md(ru['setting'])} ({code(_label(by_id, ru['setting']))}): selected − "
+                "runner-up "
+                f"{diffs} — {verdict} (test: a difference below the pooled seed std, "
+                "sqrt((std₁² + std₂²) / 2), on any metric the rule selects by is not distinguishable)"
+            )
     rules = report["selection"].get("checkpoint_rules") or {}
     if len(rules) > 1:
-        lines += ["", "**Rows selected under different checkpoint rules** (not a like-for-like comparison): "
-                  + "; ".join(f"{code(k)}: {md(', '.join(sorted(set(v))))}" for k, v in rules.items())]
+        lines += [
+            "",
+            "**Rows selected under different checkpoint rules** (not a like-for-like comparison): "
+            + "; ".join(f"{code(k)}: {md(', '.join(sorted(set(v))))}" for k, v in rules.items()),
+        ]
     if report["selected"]:
         s = report["selected"]
         test = s["test"]["mean"]
         overrides = " ".join(f"{k}={v}" for k, v in s["overrides"].items())
-        lines += ["", f"Selected setting {md(s['setting'])} ({code(overrides)}, "
-                  f"n = {s['n']}) on the test set: " + ", ".join(
-                      f"{md(k)} {mean_pm(v, s['test']['std'].get(k))}" for k, v in test.items()), "",
-                  f"Selected run: {code(s['run'])} (seed {md(s['seed'])}); model {code(s['model_dir'])}. Publish it "
-                  "with "
-                  + code(f"fairmt push {s['model_dir']} USER/REPO --results {report.get('folder', '.')}/sweep.json") + "."]
+        lines += [
+            "",
+            f"Selected setting {md(s['setting'])} ({code(overrides)}, "
+            f"n = {s['n']}) on the test set: "
+            + ", ".join(f"{md(k)} {mean_pm(v, s['test']['std'].get(k))}" for k, v in test.items()),
+            "",
+            f"Selected run: {code(s['run'])} (seed {md(s['seed'])}); model {code(s['model_dir'])}. Publish it "
+            "with "
+            + code(f"fairmt push {s['model_dir']} USER/REPO --results {report.get('folder', '.')}/sweep.json")
+            + ".",
+        ]
     for split, f in report["pareto"].items():
-        lines += ["", f"Pareto front ({split}: {', '.join(f['metrics'])}): " + ", ".join(
-            f"{md(p['setting'])} ({md(', '.join(f'{m} {p[m]:.2f}' for m in f['metrics']))})" for p in f["points"])]
+        lines += [
+            "",
+            f"Pareto front ({split}: {', '.join(f['metrics'])}): "
+            + ", ".join(
+                f"{md(p['setting'])} ({md(', '.join(f'{m} {p[m]:.2f}' for m in f['metrics']))})" for p in f["points"]
+            ),
+        ]
     aucs = {k: v for k, v in (report.get("front_auc") or {}).items() if isinstance(v, dict) and "auc" in v}
     if aucs:
-        lines += ["", "Area under the performance–fairness front (fairlib's AUC: (performance, 1 − gap) as fractions, "
-                  "anchored at (0, 1); a summary, not used to select): " + ", ".join(
-                      f"{k} {v['auc']:.4f}" for k, v in aucs.items())]
+        lines += [
+            "",
+            "Area under the performance–fairness front (fairlib's AUC: (performance, 1 − gap) as fractions, "
+            "anchored at (0, 1); a summary, not used to select): "
+            + ", ".join(f"{k} {v['auc']:.4f}" for k, v in aucs.items()),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -527,25 +670,52 @@ def plot_tradeoff(report: dict[str, Any], path: str | Path) -> str | None:
     perf, fair = report["pareto"][split]["metrics"]
     pts = [s for s in report["settings"] if s["n"] and perf in s["mean"] and fair in s["mean"]]
     fig, ax = plt.subplots(figsize=(6.0, 4.5))
-    ax.errorbar([s["mean"][fair] for s in pts], [s["mean"][perf] for s in pts],
-                xerr=[s["std"].get(fair) or 0.0 for s in pts], yerr=[s["std"].get(perf) or 0.0 for s in pts],
-                fmt="o", color="tab:blue", ecolor="tab:gray", capsize=3, label="setting (mean ± std over seeds)")
+    ax.errorbar(
+        [s["mean"][fair] for s in pts],
+        [s["mean"][perf] for s in pts],
+        xerr=[s["std"].get(fair) or 0.0 for s in pts],
+        yerr=[s["std"].get(perf) or 0.0 for s in pts],
+        fmt="o",
+        color="tab:blue",
+        ecolor="tab:gray",
+        capsize=3,
+        label="setting (mean ± std over seeds)",
+    )
     from fairmt.eval.reporting import setting_label
     from fairmt.eval.reporting.escape import mpl  # names from the recipe are text, never mathtext
 
     for s in pts:  # labelled by the setting's values (β=0.1), as the papers' figures
-        ax.annotate(mpl(setting_label(s["overrides"])), (s["mean"][fair], s["mean"][perf]), textcoords="offset points",
-                    xytext=(4, 4), fontsize=8)
+        ax.annotate(
+            mpl(setting_label(s["overrides"])),
+            (s["mean"][fair], s["mean"][perf]),
+            textcoords="offset points",
+            xytext=(4, 4),
+            fontsize=8,
+        )
     front = sorted((p[fair], p[perf]) for p in report["pareto"][split]["points"])
     if front:
-        ax.plot(*zip(*front), "-s", color="tab:orange", markerfacecolor="none", markersize=10, linewidth=1.2,
-                label=f"Pareto front ({split})")
+        ax.plot(
+            *zip(*front),
+            "-s",
+            color="tab:orange",
+            markerfacecolor="none",
+            markersize=10,
+            linewidth=1.2,
+            label=f"Pareto front ({split})",
+        )
     sel = report["selected"]
     if sel:
         s = next(x for x in pts if x["id"] == sel["setting"]) if any(x["id"] == sel["setting"] for x in pts) else None
         if s is not None:
-            ax.plot([s["mean"][fair]], [s["mean"][perf]], marker="*", markersize=16, color="tab:red", linestyle="none",
-                    label=mpl(f"selected on dev by {sel['rule']} ({setting_label(s['overrides'])})"))
+            ax.plot(
+                [s["mean"][fair]],
+                [s["mean"][perf]],
+                marker="*",
+                markersize=16,
+                color="tab:red",
+                linestyle="none",
+                label=mpl(f"selected on dev by {sel['rule']} ({setting_label(s['overrides'])})"),
+            )
     perf_dir, fair_dir = report["pareto"][split]["directions"]
     ax.set_xlabel(mpl(f"{fair} ({'lower' if fair_dir == 'minimize' else 'higher'} is better)"))
     ax.set_ylabel(mpl(f"{perf} ({'higher' if perf_dir == 'maximize' else 'lower'} is better)"))

@@ -88,8 +88,13 @@ def read_done(root: str | Path, results_name: str | None) -> dict[str, Any] | No
     try:
         trial = json.loads((root / "trial.json").read_text(encoding="utf-8"))
         read_results(root / "run" / results_name)
-        info = {"setting": trial["setting"], "seed": int(trial["seed"]), "trial": int(trial["trial"]),
-                "results": f"run/{results_name}", "rebuilt": "done.json was damaged; rebuilt from trial.json"}
+        info = {
+            "setting": trial["setting"],
+            "seed": int(trial["seed"]),
+            "trial": int(trial["trial"]),
+            "results": f"run/{results_name}",
+            "rebuilt": "done.json was damaged; rebuilt from trial.json",
+        }
     except (OSError, ValueError, KeyError, TypeError, FairmtError):
         return None
     from fairmt.eval.report import write_text_atomic

@@ -65,9 +65,16 @@ class SweepSpec:
         import hashlib
 
         content = hashlib.sha256(Path(self.recipe_path).read_bytes()).hexdigest()[:16]
-        return {"recipe_sha256": content, "method": self.method,
-                "overrides": list(self.overrides), "grid": self.grid, "ranges": self.ranges, "seeds": list(self.seeds),
-                "objectives": [list(o) for o in self.objectives], "search": self.search}
+        return {
+            "recipe_sha256": content,
+            "method": self.method,
+            "overrides": list(self.overrides),
+            "grid": self.grid,
+            "ranges": self.ranges,
+            "seeds": list(self.seeds),
+            "objectives": [list(o) for o in self.objectives],
+            "search": self.search,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -158,8 +165,7 @@ def parse_ranges(items: list[str]) -> dict[str, dict[str, Any]]:
             raise FairmtError(f"--range {item!r}: a log range needs low > 0")
         if key in out:
             raise FairmtError(f"--range {key} is given twice")
-        out[key.strip()] = {"low": low, "high": high, "log": log,
-                            "int": isinstance(low, int) and isinstance(high, int)}
+        out[key.strip()] = {"low": low, "high": high, "log": log, "int": isinstance(low, int) and isinstance(high, int)}
     return out
 
 
@@ -193,8 +199,10 @@ def parse_objective(text: str) -> list[str]:
     first = metric.split(".")[0]
     if first.startswith("test"):
         dev = "dev." + metric.split(".", 1)[1] if "." in metric else "a dev metric"
-        raise FairmtError(f"--objective {metric} is a test metric: optimise and select on dev metrics ({dev}); "
-                          "the sweep reports the test metrics of the setting it selects")
+        raise FairmtError(
+            f"--objective {metric} is a test metric: optimise and select on dev metrics ({dev}); "
+            "the sweep reports the test metrics of the setting it selects"
+        )
     return [metric, DIRECTIONS[direction.lower()]]
 
 
@@ -217,8 +225,10 @@ def _check_type(flag: str, key: str, raw: str, value: Any, reference: dict[str, 
         if isinstance(current, kind) and not (kind is not bool and isinstance(current, bool)):
             ok = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
             if not ok:
-                raise FairmtError(f"{flag} {key}={raw}: the recipe's {key} is {name} ({current!r}), got "
-                                  f"{value!r} ({type(value).__name__})")
+                raise FairmtError(
+                    f"{flag} {key}={raw}: the recipe's {key} is {name} ({current!r}), got "
+                    f"{value!r} ({type(value).__name__})"
+                )
             return
 
 
@@ -274,7 +284,9 @@ def check_trial_inputs(spec: SweepSpec) -> None:
     set_output_dir(config, str(Path(spec.output_dir) / "trials" / ".preflight-not-written"))
     fatal = [text for bad, text in findings(config, resolve(config)) if bad]
     if fatal:
-        more = f" (and {len(fatal) - 1} more: `fairmt train {spec.recipe} --dry-run` lists them)" if len(fatal) > 1 else ""
+        more = (
+            f" (and {len(fatal) - 1} more: `fairmt train {spec.recipe} --dry-run` lists them)" if len(fatal) > 1 else ""
+        )
         raise FairmtError(f"every trial of this sweep would fail: {fatal[0]}{more}; nothing was started")
 
 
@@ -305,12 +317,26 @@ def default_output_dir(recipe: str) -> str:
     return str(Path("runs") / "sweeps" / f"{Path(name).name}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
-def build_spec(recipe: str, overrides: list[str], grid: list[str], ranges: list[str], seeds: str,
-               objectives: list[str], tradeoff: str | None = None, search: int | None = None,
-               select: str | None = None,
-               output_dir: str | None = None, storage: str | None = None, study_name: str | None = None,
-               launcher: str = "python", accelerate_config: str | None = None, join: bool = False,
-               grace_period: int = 600, max_failures: int = 3, sampler_seed: int | None = None) -> SweepSpec:
+def build_spec(
+    recipe: str,
+    overrides: list[str],
+    grid: list[str],
+    ranges: list[str],
+    seeds: str,
+    objectives: list[str],
+    tradeoff: str | None = None,
+    search: int | None = None,
+    select: str | None = None,
+    output_dir: str | None = None,
+    storage: str | None = None,
+    study_name: str | None = None,
+    launcher: str = "python",
+    accelerate_config: str | None = None,
+    join: bool = False,
+    grace_period: int = 600,
+    max_failures: int = 3,
+    sampler_seed: int | None = None,
+) -> SweepSpec:
     """Parse and check a sweep's command line (no trial runs, no folder is created)."""
     g, g_raw = parse_grid(grid)
     r = parse_ranges(ranges)
@@ -325,8 +351,10 @@ def build_spec(recipe: str, overrides: list[str], grid: list[str], ranges: list[
     if search and not (g or r):
         raise FairmtError("--search needs a space to search: --grid key=v1,v2,... or --range key=low:high[:log]")
     if search and not r and search > math.prod(len(v) for v in g.values()):
-        raise FairmtError(f"--search {search} exceeds the {math.prod(len(v) for v in g.values())} settings of the "
-                          "grid: run the whole grid (no --search), or add a --range")
+        raise FairmtError(
+            f"--search {search} exceeds the {math.prod(len(v) for v in g.values())} settings of the "
+            "grid: run the whole grid (no --search), or add a --range"
+        )
     if select is not None and select not in SWEEP_RULES:
         raise FairmtError(f"--select must be one of {', '.join(SWEEP_RULES)}, got {select!r}")
     if grace_period < 10:
@@ -344,11 +372,26 @@ def build_spec(recipe: str, overrides: list[str], grid: list[str], ranges: list[
 
     from fairmt.recipes import resolve_recipe_path
 
-    spec = SweepSpec(recipe=recipe, recipe_path=str(resolve_recipe_path(recipe).resolve()), method="",
-                     overrides=list(overrides), grid=g, grid_raw=g_raw, ranges=r, seeds=seed_list, objectives=objs,
-                     tradeoff=[], search=search, select=select or "dto", launcher=launcher,
-                     accelerate_config=accelerate_config, join=join, grace_period=grace_period,
-                     max_failures=max_failures, sampler_seed=sampler_seed)
+    spec = SweepSpec(
+        recipe=recipe,
+        recipe_path=str(resolve_recipe_path(recipe).resolve()),
+        method="",
+        overrides=list(overrides),
+        grid=g,
+        grid_raw=g_raw,
+        ranges=r,
+        seeds=seed_list,
+        objectives=objs,
+        tradeoff=[],
+        search=search,
+        select=select or "dto",
+        launcher=launcher,
+        accelerate_config=accelerate_config,
+        join=join,
+        grace_period=grace_period,
+        max_failures=max_failures,
+        sampler_seed=sampler_seed,
+    )
     base = check_against_recipe(spec)
     spec.method = base["method"]
     if isinstance(base.get("selection_tolerance"), (int, float)):
@@ -356,8 +399,10 @@ def build_spec(recipe: str, overrides: list[str], grid: list[str], ranges: list[
     fam = family(spec.method)
     if not spec.objectives:
         if not fam.objectives:
-            raise FairmtError(f"method {spec.method} has no default objective: name the metric(s) to optimise with "
-                              "--objective METRIC:max|min")
+            raise FairmtError(
+                f"method {spec.method} has no default objective: name the metric(s) to optimise with "
+                "--objective METRIC:max|min"
+            )
         spec.objectives = [list(o) for o in fam.objectives]
     axes = [parse_objective(t) for t in tradeoff.split(",")] if tradeoff else []
     if tradeoff and len(axes) != 2:

@@ -62,8 +62,13 @@ class ADEPTConfig(WordDebiasConfig):
     """
 
     RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
-        "alpha": WEIGHT, "beta": WEIGHT, "rho": POSITIVE, "rho_max_sentences": COUNT,
-        "per_device_train_batch_size": COUNT, "gradient_accumulation_steps": COUNT, "num_train_epochs": POSITIVE
+        "alpha": WEIGHT,
+        "beta": WEIGHT,
+        "rho": POSITIVE,
+        "rho_max_sentences": COUNT,
+        "per_device_train_batch_size": COUNT,
+        "gradient_accumulation_steps": COUNT,
+        "num_train_epochs": POSITIVE,
     }
     alpha: float = field(default=0.3, metadata={"help": "weight of the JS term (released: 0.3)"})
     beta: float = field(default=0.7, metadata={"help": "weight of the representation term (released: 0.7)"})
@@ -130,7 +135,11 @@ class ADEPTTrainer(WordDebiasTrainer):
         rho = float(d.median())
         if not rho > 0:
             raise FairmtError("ADEPT: the prototype-to-neutral distances are all 0; set rho explicitly")
-        self.rho_stats = {"adept_rho": rho, "adept_rho_distance_mean": float(d.mean()), "adept_rho_rows": float(len(idx))}
+        self.rho_stats = {
+            "adept_rho": rho,
+            "adept_rho_distance_mean": float(d.mean()),
+            "adept_rho_rows": float(len(idx)),
+        }
         return rho
 
     def _prepare(self) -> None:
@@ -142,14 +151,28 @@ class ADEPTTrainer(WordDebiasTrainer):
     def loss_terms(self, target_states, target_attention, target_word_mask, attr_states, attr_states_orig):
         neutral = self._flat(self._pool_rows(target_states, target_attention, target_word_mask, self.attribute_pooling))
         protos = self._flat(self.attribute_vectors.to(target_states.device))
-        out = adept_loss(neutral, protos, attr_states, attr_states_orig, rho=self.rho, alpha=self.args.alpha,
-                         beta=self.args.beta, representation=self.args.representation)
+        out = adept_loss(
+            neutral,
+            protos,
+            attr_states,
+            attr_states_orig,
+            rho=self.rho,
+            alpha=self.args.alpha,
+            beta=self.args.beta,
+            representation=self.args.representation,
+        )
         return out.loss, out.bias, out.rep
 
 
 def adept_summary(trainer: ADEPTTrainer) -> dict:
     """Settings, ρ and attribute statistics, for reports."""
-    return {"alpha": trainer.args.alpha, "beta": trainer.args.beta, "rho": trainer.rho,
-            "debias_layer": trainer.args.debias_layer, "loss_target": trainer.args.loss_target,
-            "representation": trainer.args.representation, **trainer.rho_stats,
-            **getattr(trainer, "attribute_stats", {})}
+    return {
+        "alpha": trainer.args.alpha,
+        "beta": trainer.args.beta,
+        "rho": trainer.rho,
+        "debias_layer": trainer.args.debias_layer,
+        "loss_target": trainer.args.loss_target,
+        "representation": trainer.args.representation,
+        **trainer.rho_stats,
+        **getattr(trainer, "attribute_stats", {}),
+    }

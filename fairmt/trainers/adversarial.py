@@ -137,7 +137,12 @@ class Adversary(nn.Module):
     """
 
     def __init__(
-        self, input_dim: int, num_groups: int, hidden_dim: int = 300, n_layers: int = 2, num_labels: int = 0,
+        self,
+        input_dim: int,
+        num_groups: int,
+        hidden_dim: int = 300,
+        n_layers: int = 2,
+        num_labels: int = 0,
         dropout: float = 0.0,
     ):
         super().__init__()
@@ -229,9 +234,15 @@ class AdversarialConfig(TrainingArguments):
     """
 
     RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
-        "num_groups": GROUPS, "adv_lambda": WEIGHT, "n_adversaries": COUNT, "diff_lambda": WEIGHT,
-        "adv_hidden_size": COUNT, "adv_n_layers": COUNT, "adv_dropout": DROPOUT, "adv_learning_rate": POSITIVE,
-        "fairbatch_alpha": Range(0.0, 1.0, low_open=True)
+        "num_groups": GROUPS,
+        "adv_lambda": WEIGHT,
+        "n_adversaries": COUNT,
+        "diff_lambda": WEIGHT,
+        "adv_hidden_size": COUNT,
+        "adv_n_layers": COUNT,
+        "adv_dropout": DROPOUT,
+        "adv_learning_rate": POSITIVE,
+        "fairbatch_alpha": Range(0.0, 1.0, low_open=True),
     }
     num_groups: int = field(default=2, metadata={"help": "number of protected groups"})
     adv_lambda: float = field(default=1.0, metadata={"help": "λ: gradient reversal strength"})
@@ -269,8 +280,9 @@ class AdversarialConfig(TrainingArguments):
         if self.adv_update not in ADV_UPDATES:
             raise FairmtError(f"adv_update must be one of {', '.join(ADV_UPDATES)}, got {self.adv_update!r}")
         if self.adv_update == "sequential" and self.adv_weighting != "fairlib":
-            raise FairmtError("adv_update=sequential runs fairlib's weighting; adv_weighting=mean applies to "
-                              "adv_update=joint only")
+            raise FairmtError(
+                "adv_update=sequential runs fairlib's weighting; adv_weighting=mean applies to adv_update=joint only"
+            )
         if self.remove_unused_columns:
             raise FairmtError("remove_unused_columns=True drops the group column the adversary needs; set it to False")
 
@@ -353,8 +365,10 @@ class AdversarialTrainer(LeanTrainMixin, FairBatchMixin, FaultGuardMixin, Shardi
         if self.args.should_save:
             from safetensors.torch import save_file
 
-            save_file({k: v.detach().contiguous().cpu() for k, v in self.adversary.state_dict().items()},
-                      os.path.join(output_dir, ADVERSARY_FILE))
+            save_file(
+                {k: v.detach().contiguous().cpu() for k, v in self.adversary.state_dict().items()},
+                os.path.join(output_dir, ADVERSARY_FILE),
+            )
 
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model: nn.Module | None = None) -> None:
         super()._load_from_checkpoint(resume_from_checkpoint, model)
@@ -378,8 +392,10 @@ class AdversarialTrainer(LeanTrainMixin, FairBatchMixin, FaultGuardMixin, Shardi
     def _save_optimizer_and_scheduler(self, output_dir: str) -> None:
         super()._save_optimizer_and_scheduler(output_dir)
         if self.args.adv_update == "sequential" and self.args.should_save:
-            torch.save([o.state_dict() for o in self.adversary_optimizers()],
-                       os.path.join(output_dir, ADVERSARY_OPTIMIZERS_FILE))
+            torch.save(
+                [o.state_dict() for o in self.adversary_optimizers()],
+                os.path.join(output_dir, ADVERSARY_OPTIMIZERS_FILE),
+            )
 
     def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
         super()._load_optimizer_and_scheduler(checkpoint)
@@ -396,8 +412,10 @@ class AdversarialTrainer(LeanTrainMixin, FairBatchMixin, FaultGuardMixin, Shardi
         a = self.args
         model_inputs, labels, groups = self._split(inputs)
         if groups is None:
-            raise FairmtError(f"the batch has no {a.group_column!r} column: keep remove_unused_columns=False and use a "
-                              "collator that carries it (fairmt.data.classification.ClassificationCollator)")
+            raise FairmtError(
+                f"the batch has no {a.group_column!r} column: keep remove_unused_columns=False and use a "
+                "collator that carries it (fairmt.data.classification.ClassificationCollator)"
+            )
         groups = groups.long()
         with torch.no_grad():
             rep, _ = self.representation_and_logits(model, model_inputs)
@@ -438,7 +456,9 @@ class AdversarialTrainer(LeanTrainMixin, FairBatchMixin, FaultGuardMixin, Shardi
         inputs.pop(WEIGHT_COLUMN, None)  # balanced training's instance weights: compute_loss reads them
         return inputs, labels, groups
 
-    def representation_and_logits(self, model: nn.Module, model_inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    def representation_and_logits(
+        self, model: nn.Module, model_inputs: dict[str, Any]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(h, logits)`` from one forward with ``output_hidden_states=True``."""
         return representation_and_logits(model, model_inputs, self.args.pooling)
 

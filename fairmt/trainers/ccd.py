@@ -71,9 +71,11 @@ LIVE_KERNEL = 1e-6
 """A tuple's L_bias can move when one of its group-to-neutral kernel values exceeds this."""
 DEAD_SHARE = 0.01
 """Under this share of live training tuples (at the original model), L_bias is dead from the first step."""
-RHO_FIX = ("set rho_estimator='median' (training.rho_estimator=median; on all-MiniLM-L6-v2, the ccd/minilm_cda "
-           "recipe for one epoch, it moved the held-out CCED gap 0.094 -> 0.041, where 'variance' gave 0.085) or "
-           "'std', or give rho=...")
+RHO_FIX = (
+    "set rho_estimator='median' (training.rho_estimator=median; on all-MiniLM-L6-v2, the ccd/minilm_cda "
+    "recipe for one epoch, it moved the held-out CCED gap 0.094 -> 0.041, where 'variance' gave 0.085) or "
+    "'std', or give rho=..."
+)
 
 _MODEL_KEYS = ("input_ids", "attention_mask", "token_type_ids")
 
@@ -122,15 +124,27 @@ class CCDConfig(TrainingArguments):
     """
 
     RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
-        "beta": WEIGHT, "rho": POSITIVE, "rho_max_tuples": COUNT, "max_length": COUNT, "learning_rate": POSITIVE,
-        "per_device_train_batch_size": COUNT, "num_train_epochs": POSITIVE
+        "beta": WEIGHT,
+        "rho": POSITIVE,
+        "rho_max_tuples": COUNT,
+        "max_length": COUNT,
+        "learning_rate": POSITIVE,
+        "per_device_train_batch_size": COUNT,
+        "num_train_epochs": POSITIVE,
     }
     beta: float = field(default=1.0, metadata={"help": "weight of L_rep (paper: 1.0)"})
     rho: float | None = field(default=None, metadata={"help": "kernel bandwidth; None = estimate from training set"})
-    rho_estimator: str = field(default="variance", metadata={"help": "'variance' or 'std' (the paper's two readings) or 'median'"})
+    rho_estimator: str = field(
+        default="variance", metadata={"help": "'variance' or 'std' (the paper's two readings) or 'median'"}
+    )
     rho_max_tuples: int | None = field(default=None, metadata={"help": "tuples read to estimate rho (None: all)"})
-    dead_bias: str = field(default="error", metadata={"help": "'error': stop before training when the estimated rho "
-                           "leaves L_bias no gradient on (almost) every training tuple; 'warn': train anyway"})
+    dead_bias: str = field(
+        default="error",
+        metadata={
+            "help": "'error': stop before training when the estimated rho "
+            "leaves L_bias no gradient on (almost) every training tuple; 'warn': train anyway"
+        },
+    )
     groups: list[str] = field(default_factory=lambda: list(GENDER_GROUPS), metadata={"help": "group columns"})
     pooling: str = field(default="auto", metadata={"help": "auto|model|mean|cls|first|max|pooler"})
     normalize: bool | None = field(default=None, metadata={"help": "L2-normalise embeddings (None = model's own)"})
@@ -154,7 +168,9 @@ class CCDConfig(TrainingArguments):
         if self.dead_bias not in ("error", "warn"):
             raise FairmtError(f"dead_bias must be 'error' or 'warn', got {self.dead_bias!r}")
         if self.rho_max_tuples is not None and self.rho_max_tuples < 1:
-            raise FairmtError(f"rho_max_tuples must be ≥ 1 (or None for the whole training set), got {self.rho_max_tuples}")
+            raise FairmtError(
+                f"rho_max_tuples must be ≥ 1 (or None for the whole training set), got {self.rho_max_tuples}"
+            )
         if len(self.groups) < 2 or len(set(self.groups)) != len(self.groups):
             raise FairmtError(f"CCD needs at least two distinct groups, got {self.groups}")
         self.teacher_dtype = teacher_dtype_option(self, "CCDConfig")
@@ -191,8 +207,10 @@ def encode(model: torch.nn.Module, features: dict, pooling: str = "auto", normal
         base = base.module
     feats = {k: features[k] for k in _MODEL_KEYS if k in features}
     if pooling == "model" and not is_sentence_transformer(base):
-        raise FairmtError("pooling='model' is a sentence-transformers model's own pooling; this encoder is a plain "
-                          f"{type(base).__name__}: use 'auto', 'mean', 'cls', 'max' or 'pooler'")
+        raise FairmtError(
+            "pooling='model' is a sentence-transformers model's own pooling; this encoder is a plain "
+            f"{type(base).__name__}: use 'auto', 'mean', 'cls', 'max' or 'pooler'"
+        )
     if is_sentence_transformer(base):
         out = model(feats)
         if pooling == "model" or (pooling == "auto" and normalize is None):
@@ -201,14 +219,18 @@ def encode(model: torch.nn.Module, features: dict, pooling: str = "auto", normal
         # another embedding than the model's own: pool its token embeddings as asked (mean for "auto")
         mode = "mean" if pooling == "auto" else pooling
         if mode == "pooler":
-            raise FairmtError("pooling='pooler' needs a plain AutoModel: a sentence-transformers model has no pooler "
-                              "output")
+            raise FairmtError(
+                "pooling='pooler' needs a plain AutoModel: a sentence-transformers model has no pooler output"
+            )
         emb = pool(out["token_embeddings"], feats["attention_mask"], mode)
     else:
         # a head model (``*ForMaskedLM``, kept so StereoSet/CrowS-Pairs can score the debiased encoder) returns
         # vocabulary logits first: pool its last hidden layer, never the logits
-        head_model = not hasattr(base, "pooler") and hasattr(base, "get_output_embeddings") and \
-            base.get_output_embeddings() is not None
+        head_model = (
+            not hasattr(base, "pooler")
+            and hasattr(base, "get_output_embeddings")
+            and base.get_output_embeddings() is not None
+        )
         out = model(**feats, output_hidden_states=True) if head_model else model(**feats)
         if getattr(out, "last_hidden_state", None) is not None:
             hidden = out.last_hidden_state
@@ -243,8 +265,9 @@ class CCDTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Trainer):
 
     loss_is_scaled_for_ga = False  # L_bias and L_rep are per-batch means
 
-    def __init__(self, model=None, args: CCDConfig | None = None, *, reference_model=None, validation_measures=None,
-                 **kwargs):
+    def __init__(
+        self, model=None, args: CCDConfig | None = None, *, reference_model=None, validation_measures=None, **kwargs
+    ):
         if args is None or not isinstance(args, CCDConfig):
             raise FairmtError("CCDTrainer needs args=CCDConfig(...) (fairmt.trainers.ccd.CCDConfig)")
         if model is None:
@@ -324,7 +347,7 @@ class CCDTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Trainer):
         per_tuple = torch.cat(dists)  # (tuples, groups)
         d = per_tuple.flatten()
         rho = estimate_rho(d, self.args.rho_estimator)
-        kernel = torch.exp(-per_tuple.double() ** 2 / (2 * rho * rho))
+        kernel = torch.exp(-(per_tuple.double() ** 2) / (2 * rho * rho))
         live = float((kernel.max(dim=1).values > LIVE_KERNEL).double().mean())  # tuples whose L_bias can move
         median = float(d.median())
         kernel_at_median = math.exp(-(median**2) / (2 * rho * rho))
@@ -340,7 +363,11 @@ class CCDTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Trainer):
             logger.warning(
                 "CCD: rho=%.4g (%s of %d distances, median distance %.4g) makes the kernel exp(-d^2/2rho^2) "
                 "%.2e at the median distance, so L_bias has almost no gradient; set rho_estimator='median' or rho=...",
-                rho, self.args.rho_estimator, d.numel(), median, kernel_at_median,
+                rho,
+                self.args.rho_estimator,
+                d.numel(),
+                median,
+                kernel_at_median,
             )
         return rho
 
@@ -355,10 +382,12 @@ class CCDTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Trainer):
         self._ensure_rho()
         live = self.rho_stats.get("ccd_rho_live_tuples")
         if live is not None and live < DEAD_SHARE:
-            msg = (f"CCD: rho={self.rho:.4g} (the {self.args.rho_estimator} of the original group-to-neutral "
-                   f"distances, mean {self.rho_stats['ccd_rho_distance_mean']:.3g}) leaves the kernel above {LIVE_KERNEL:g} on "
-                   f"{100 * live:.2g} % of the training tuples, so L_bias has no gradient and the run would train "
-                   f"L_rep alone; {RHO_FIX}")
+            msg = (
+                f"CCD: rho={self.rho:.4g} (the {self.args.rho_estimator} of the original group-to-neutral "
+                f"distances, mean {self.rho_stats['ccd_rho_distance_mean']:.3g}) leaves the kernel above {LIVE_KERNEL:g} on "
+                f"{100 * live:.2g} % of the training tuples, so L_bias has no gradient and the run would train "
+                f"L_rep alone; {RHO_FIX}"
+            )
             if self.args.dead_bias == "error":
                 raise FairmtError(msg + " (or dead_bias='warn' to train anyway)")
             logger.warning(msg)
@@ -402,8 +431,9 @@ class CCDTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Trainer):
         acc = self.__dict__.setdefault("_gap_sums", torch.zeros(2, dtype=torch.float64))
         acc += torch.tensor([float(per_tuple.sum()), float(per_tuple.numel())], dtype=torch.float64)
 
-    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
-                        metric_key_prefix="eval"):
+    def evaluation_loop(
+        self, dataloader, description, prediction_loss_only=None, ignore_keys=None, metric_key_prefix="eval"
+    ):
         """The Trainer's evaluation loop (with the loss terms), plus ``<prefix>_cced_gap`` — the CCED gap of the
         evaluation tuples, a validation bias measure that ``metric_for_best_model="eval_cced_gap"`` can select the
         checkpoint by — and whatever :attr:`validation_measures` returns (``<prefix>_<name>``)."""
@@ -466,5 +496,9 @@ class CCDTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Trainer):
 
 def ccd_metrics_summary(trainer: CCDTrainer) -> dict[str, Any]:
     """ρ and its estimate's statistics, for reports."""
-    return {"rho": trainer.rho, "rho_estimator": trainer.args.rho_estimator, **trainer.rho_stats,
-            "fairness_term": trainer.dead_term.summary()}
+    return {
+        "rho": trainer.rho,
+        "rho_estimator": trainer.args.rho_estimator,
+        **trainer.rho_stats,
+        "fairness_term": trainer.dead_term.summary(),
+    }

@@ -31,8 +31,9 @@ class DeadTermCallback(TrainerCallback):
     steps' value: the module docstring's rule); warn once when the first one is seen and loudly at the end when at
     least ``share`` of them were. ``fix``: the remedy the warnings name."""
 
-    def __init__(self, key: str, fix: str, tol: float = 1e-6, share: float = 0.5, rel: float = 1e-3,
-                 first_logs: int = 3):
+    def __init__(
+        self, key: str, fix: str, tol: float = 1e-6, share: float = 0.5, rel: float = 1e-3, first_logs: int = 3
+    ):
         self.key, self.fix, self.tol, self.share, self.rel, self.first_logs = key, fix, tol, share, rel, first_logs
         self.logs = 0
         self.zero_logs = 0
@@ -60,9 +61,15 @@ class DeadTermCallback(TrainerCallback):
             self.zero_logs += 1
             if not self._said and state.is_world_process_zero:
                 self._said = True
-                logger.warning("%s = %g at step %d (%s): the fairness term has no gradient, or none left (training "
-                               "goes on with the other terms only); %s", self.key, value, state.global_step, why,
-                               self.fix)
+                logger.warning(
+                    "%s = %g at step %d (%s): the fairness term has no gradient, or none left (training "
+                    "goes on with the other terms only); %s",
+                    self.key,
+                    value,
+                    state.global_step,
+                    why,
+                    self.fix,
+                )
 
     @property
     def dead(self) -> bool:
@@ -75,10 +82,18 @@ class DeadTermCallback(TrainerCallback):
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.dead and state.is_world_process_zero:
-            logger.warning("FAIRNESS TERM DEAD: %s was 0 (under %g, or under %g × its first steps' value %.3g) in "
-                           "%d of %d training logs, so this run did not debias (it trained the other terms only, or "
-                           "the term was satisfied from the first steps on); %s",
-                           self.key, self.tol, self.rel, self.reference, self.zero_logs, self.logs, self.fix)
+            logger.warning(
+                "FAIRNESS TERM DEAD: %s was 0 (under %g, or under %g × its first steps' value %.3g) in "
+                "%d of %d training logs, so this run did not debias (it trained the other terms only, or "
+                "the term was satisfied from the first steps on); %s",
+                self.key,
+                self.tol,
+                self.rel,
+                self.reference,
+                self.zero_logs,
+                self.logs,
+                self.fix,
+            )
 
 
 __all__ = ["DeadTermCallback"]

@@ -57,7 +57,10 @@ class DPCEConfig(WordDebiasConfig):
     """
 
     RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
-        "alpha": WEIGHT, "beta": WEIGHT, "per_device_train_batch_size": COUNT, "num_train_epochs": POSITIVE
+        "alpha": WEIGHT,
+        "beta": WEIGHT,
+        "per_device_train_batch_size": COUNT,
+        "num_train_epochs": POSITIVE,
     }
     alpha: float = field(default=0.2, metadata={"help": "weight of the orthogonality term (released: 0.2)"})
     beta: float = field(default=0.8, metadata={"help": "weight of the regulariser (released: 0.8)"})
@@ -90,14 +93,25 @@ class DPCETrainer(WordDebiasTrainer):
         else:  # the stereotype word (mean of its sub-word tokens)
             target = self._pool_rows(target_states, target_attention, target_word_mask, "word")
         attrs = self.attribute_vectors.to(target_states.device)
-        out = dpce_loss(select_layers(target, self.args.debias_layer), select_layers(attrs, self.args.debias_layer),
-                        attr_states, attr_states_orig, alpha=self.args.alpha, beta=self.args.beta)
+        out = dpce_loss(
+            select_layers(target, self.args.debias_layer),
+            select_layers(attrs, self.args.debias_layer),
+            attr_states,
+            attr_states_orig,
+            alpha=self.args.alpha,
+            beta=self.args.beta,
+        )
         return out.loss, out.orth, out.reg
 
 
 def dpce_summary(trainer: DPCETrainer) -> dict:
     """Settings and attribute-vector statistics, for reports."""
     a = trainer.attribute_vectors
-    return {"alpha": trainer.args.alpha, "beta": trainer.args.beta, "debias_layer": trainer.args.debias_layer,
-            "loss_target": trainer.args.loss_target, **getattr(trainer, "attribute_stats", {}),
-            "attribute_vector_norm": float(torch.linalg.vector_norm(a[:, -1], dim=-1).mean()) if a is not None else None}
+    return {
+        "alpha": trainer.args.alpha,
+        "beta": trainer.args.beta,
+        "debias_layer": trainer.args.debias_layer,
+        "loss_target": trainer.args.loss_target,
+        **getattr(trainer, "attribute_stats", {}),
+        "attribute_vector_norm": float(torch.linalg.vector_norm(a[:, -1], dim=-1).mean()) if a is not None else None,
+    }

@@ -122,9 +122,16 @@ class FairContrastiveConfig(TrainingArguments):
     """
 
     RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
-        "gamma": PROBABILITY, "cs_lambda": WEIGHT, "fcl_alpha": WEIGHT, "fcl_beta": WEIGHT, "fcl_scl_weight": WEIGHT,
-        "fcl_fcl_weight": WEIGHT, "temperature": POSITIVE, "group_temperature": POSITIVE,
-        "gradcache_chunk_size": COUNT, "fairbatch_alpha": Range(0.0, 1.0, low_open=True)
+        "gamma": PROBABILITY,
+        "cs_lambda": WEIGHT,
+        "fcl_alpha": WEIGHT,
+        "fcl_beta": WEIGHT,
+        "fcl_scl_weight": WEIGHT,
+        "fcl_fcl_weight": WEIGHT,
+        "temperature": POSITIVE,
+        "group_temperature": POSITIVE,
+        "gradcache_chunk_size": COUNT,
+        "fairbatch_alpha": Range(0.0, 1.0, low_open=True),
     }
     objective: str = field(default="cscl", metadata={"help": "ce | cscl | cscl_pretrain | fcl | fcl_pretrain"})
     gamma: float = field(default=0.1, metadata={"help": "γ: weight of L_sup in one-stage CSCL"})
@@ -138,14 +145,17 @@ class FairContrastiveConfig(TrainingArguments):
     fcl_group_term: str = field(default="g", metadata={"help": "g | eo (fairlib's per-class group term)"})
     temperature: float | None = field(default=None, metadata={"help": "τ (unset: 0.1; 0.01 for released FCL)"})
     group_temperature: float | None = field(default=None, metadata={"help": "τ of L_fcl (default: temperature)"})
-    normalize: bool | None = field(default=None, metadata={"help": "L2-normalise (unset: False for CSCL, True for FCL, "
-                                                                     "False for released FCL)"})
-    views: str | None = field(default=None, metadata={"help": "dropout | augment | none (unset: dropout for CSCL, "
-                                                                 "none for FCL)"})
+    normalize: bool | None = field(
+        default=None, metadata={"help": "L2-normalise (unset: False for CSCL, True for FCL, False for released FCL)"}
+    )
+    views: str | None = field(
+        default=None, metadata={"help": "dropout | augment | none (unset: dropout for CSCL, none for FCL)"}
+    )
     pooling: str = field(default="head", metadata={"help": "head (the classifier's input) | cls | mean"})
     frozen_modules_eval: bool = field(default=True, metadata={"help": "frozen modules in eval mode while training"})
-    eval_objective: bool | None = field(default=None, metadata={"help": "dev loss = training objective (unset: "
-                                                                        "on for *_pretrain)"})
+    eval_objective: bool | None = field(
+        default=None, metadata={"help": "dev loss = training objective (unset: on for *_pretrain)"}
+    )
     group_column: str = field(default="group", metadata={"help": "batch key of the protected attribute"})
     gradcache_chunk_size: int | None = field(default=None, metadata={"help": "gradient-cache chunk size"})
     fairbatch: bool = field(default=False, metadata={"help": "FairBatch batches (Roh et al. 2021, fairlib's EO)"})
@@ -169,7 +179,9 @@ class FairContrastiveConfig(TrainingArguments):
         if self.fcl_variant not in FCL_VARIANTS:
             raise FairmtError(f"fcl_variant must be one of {', '.join(FCL_VARIANTS)}, got {self.fcl_variant!r}")
         if self.fcl_group_term not in FCL_GROUP_TERMS:
-            raise FairmtError(f"fcl_group_term must be one of {', '.join(FCL_GROUP_TERMS)}, got {self.fcl_group_term!r}")
+            raise FairmtError(
+                f"fcl_group_term must be one of {', '.join(FCL_GROUP_TERMS)}, got {self.fcl_group_term!r}"
+            )
         released = self.objective.startswith("fcl") and self.fcl_variant == "released"
         if self.temperature is None:
             self.temperature = FCL_DEFAULT_TEMPERATURE["released" if released else "paper"]
@@ -187,7 +199,6 @@ class FairContrastiveConfig(TrainingArguments):
             raise FairmtError(
                 "remove_unused_columns=True drops the group and view columns the fair losses need; set it to False"
             )
-
 
     @classmethod
     def allowed_objectives(cls) -> tuple[str, ...]:
@@ -260,8 +271,10 @@ class HeadOnFeatures(torch.nn.Module):
     def __init__(self, model: torch.nn.Module):
         super().__init__()
         if not hasattr(model, "head_forward") or not isinstance(getattr(model, "classifier", None), torch.nn.Module):
-            raise FairmtError(f"{type(model).__name__} has no head_forward(h) and classifier head: features cannot be "
-                              "cached for its head")
+            raise FairmtError(
+                f"{type(model).__name__} has no head_forward(h) and classifier head: features cannot be "
+                "cached for its head"
+            )
         self.classifier = model.classifier
         object.__setattr__(self, "_full_model", model)  # not a sub-module: its encoder is not trained or saved here
         self.num_labels = getattr(model, "num_labels", None)
@@ -325,12 +338,14 @@ class FairContrastiveTrainer(LeanTrainMixin, FairBatchMixin, FaultGuardMixin, Sh
             self.label_names = ["labels", self.args.group_column]
 
     # ------------------------------------------------------------------ batch handling
-    def _split_inputs(self, inputs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None, torch.Tensor, torch.Tensor | None]:
+    def _split_inputs(
+        self, inputs: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any] | None, torch.Tensor, torch.Tensor | None]:
         inputs = dict(inputs)
         labels = inputs.pop("labels", None)
         groups = inputs.pop(self.args.group_column, None)
         inputs.pop(WEIGHT_COLUMN, None)  # balanced training: read by compute_loss / training_step, not the model's
-        view = {k[len(VIEW_PREFIX):]: inputs.pop(k) for k in list(inputs) if k.startswith(VIEW_PREFIX)}
+        view = {k[len(VIEW_PREFIX) :]: inputs.pop(k) for k in list(inputs) if k.startswith(VIEW_PREFIX)}
         return inputs, (view or None), labels, groups
 
     def _needs_groups(self) -> bool:
@@ -353,14 +368,21 @@ class FairContrastiveTrainer(LeanTrainMixin, FairBatchMixin, FaultGuardMixin, Sh
             return [model_inputs, view]
         return [model_inputs, model_inputs]
 
-    def representation_and_logits(self, model: torch.nn.Module, model_inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    def representation_and_logits(
+        self, model: torch.nn.Module, model_inputs: dict[str, Any]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """One forward: the ``(N, d)`` representation (see ``pooling``) and the ``(N, C)`` logits."""
         return representation_and_logits(model, model_inputs, self.args.pooling)
 
     # ------------------------------------------------------------------ objective
     def objective_terms(
-        self, reps: list[torch.Tensor], logits: torch.Tensor, labels: torch.Tensor, groups: torch.Tensor | None,
-        gather: bool = True, weights: torch.Tensor | None = None,
+        self,
+        reps: list[torch.Tensor],
+        logits: torch.Tensor,
+        labels: torch.Tensor,
+        groups: torch.Tensor | None,
+        gather: bool = True,
+        weights: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Total loss and its terms from per-view representations and the first view's logits (``gather``: with the
         candidates of every process, in training; ``weights``: balanced training's instance weights of the CE term,
@@ -391,8 +413,16 @@ class FairContrastiveTrainer(LeanTrainMixin, FairBatchMixin, FaultGuardMixin, Sh
             else:
                 total = terms["sup"] + a.cs_lambda * terms["cs"]
             return total, terms
-        fcl = fcl_loss(feats, labels, groups, a.temperature, a.group_temperature, a.normalize,
-                       variant=a.fcl_variant, group_term=a.fcl_group_term)
+        fcl = fcl_loss(
+            feats,
+            labels,
+            groups,
+            a.temperature,
+            a.group_temperature,
+            a.normalize,
+            variant=a.fcl_variant,
+            group_term=a.fcl_group_term,
+        )
         terms["scl"], terms["fcl"] = fcl.scl, fcl.fcl
         contrastive = a.fcl_scl_weight * fcl.scl - a.fcl_fcl_weight * fcl.fcl
         if a.objective == "fcl":
@@ -403,7 +433,9 @@ class FairContrastiveTrainer(LeanTrainMixin, FairBatchMixin, FaultGuardMixin, Sh
     def _objective_in_eval(self, model, model_inputs, view, labels, groups) -> torch.Tensor:
         """The training objective on a dev batch. Dropout views need dropout: the dropout modules are switched on for
         these forwards (as the CSCL release's ``set_cl_eval_mode``) and switched off again."""
-        dropouts = [m for m in model.modules() if isinstance(m, torch.nn.Dropout)] if self.args.views == "dropout" else []
+        dropouts = (
+            [m for m in model.modules() if isinstance(m, torch.nn.Dropout)] if self.args.views == "dropout" else []
+        )
         for m in dropouts:
             m.train()
         try:
@@ -473,10 +505,12 @@ class FairContrastiveTrainer(LeanTrainMixin, FairBatchMixin, FaultGuardMixin, Sh
 
         with self.compute_loss_context_manager():
             loss = cached_backward(
-                forward, batches, loss_fn, chunk,
+                forward,
+                batches,
+                loss_fn,
+                chunk,
                 backward=self.accelerator.backward,
                 no_sync=lambda: self.accelerator.no_sync(model),
             )
         self._record(recorded)
         return loss
-

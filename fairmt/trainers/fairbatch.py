@@ -30,16 +30,18 @@ class FairBatchMixin:
         was_training = model.training
         model.eval()
         ds = getattr(self, "_feature_arrays", lambda d: d)(self.train_dataset)  # LeanTrainMixin's columns
-        loader = DataLoader(ds, batch_size=a.per_device_eval_batch_size, shuffle=False,
-                            collate_fn=self.data_collator)
+        loader = DataLoader(ds, batch_size=a.per_device_eval_batch_size, shuffle=False, collate_fn=self.data_collator)
         out = []
         try:
             with torch.no_grad():
                 for batch in loader:
                     batch = self._prepare_inputs(batch)
                     labels = batch["labels"].long()
-                    inputs = {k: v for k, v in batch.items() if k not in ("labels", a.group_column, WEIGHT_COLUMN)
-                              and not k.startswith("view_")}
+                    inputs = {
+                        k: v
+                        for k, v in batch.items()
+                        if k not in ("labels", a.group_column, WEIGHT_COLUMN) and not k.startswith("view_")
+                    }
                     _, logits = representation_and_logits(model, inputs, a.pooling)
                     out.append(F.cross_entropy(logits.float(), labels, reduction="none").cpu())
         finally:
@@ -56,11 +58,17 @@ class FairBatchMixin:
         try:
             labels, groups = ds["labels"], ds[a.group_column]
         except (KeyError, TypeError):
-            raise FairmtError(f"fairbatch needs a datasets.Dataset with 'labels' and {a.group_column!r} columns") \
-                from None
-        self.fairbatch_sampler = FairBatchSampler(labels, groups, a.per_device_train_batch_size,
-                                                  self._fairbatch_losses, alpha=a.fairbatch_alpha, seed=a.seed)
-        loader = DataLoader(getattr(self, "_feature_arrays", lambda d: d)(ds), batch_sampler=self.fairbatch_sampler,
-                            collate_fn=self.data_collator,
-                            num_workers=a.dataloader_num_workers, pin_memory=a.dataloader_pin_memory)
+            raise FairmtError(
+                f"fairbatch needs a datasets.Dataset with 'labels' and {a.group_column!r} columns"
+            ) from None
+        self.fairbatch_sampler = FairBatchSampler(
+            labels, groups, a.per_device_train_batch_size, self._fairbatch_losses, alpha=a.fairbatch_alpha, seed=a.seed
+        )
+        loader = DataLoader(
+            getattr(self, "_feature_arrays", lambda d: d)(ds),
+            batch_sampler=self.fairbatch_sampler,
+            collate_fn=self.data_collator,
+            num_workers=a.dataloader_num_workers,
+            pin_memory=a.dataloader_pin_memory,
+        )
         return self.accelerator.prepare(loader)

@@ -155,22 +155,33 @@ class FaultGuardMixin:
         if resume_from_checkpoint is True:
             last = last_complete_checkpoint(self.args.output_dir)
             if last is None:
-                raise FairmtError(f"resume_from_checkpoint=True but {self.args.output_dir} holds no complete checkpoint")
+                raise FairmtError(
+                    f"resume_from_checkpoint=True but {self.args.output_dir} holds no complete checkpoint"
+                )
             root = Path(self.args.output_dir)
             for newer in _checkpoints(root) if root.is_dir() else []:
                 if newer == last:
                     break
-                print(f"fairmt: {newer} cannot be resumed from ({checkpoint_problem(newer)}); resuming from {last}, "
-                      "the last complete checkpoint", flush=True)
+                print(
+                    f"fairmt: {newer} cannot be resumed from ({checkpoint_problem(newer)}); resuming from {last}, "
+                    "the last complete checkpoint",
+                    flush=True,
+                )
             resume_from_checkpoint = str(last)
         elif isinstance(resume_from_checkpoint, (str, os.PathLike)) and not checkpoint_complete(resume_from_checkpoint):
             if not Path(resume_from_checkpoint).is_dir():
                 raise FairmtError(f"resume_from_checkpoint={resume_from_checkpoint}: no such checkpoint folder")
-            earlier = [p for p in _checkpoints(Path(resume_from_checkpoint).parent)
-                       if p != Path(resume_from_checkpoint) and checkpoint_complete(p)]
+            earlier = [
+                p
+                for p in _checkpoints(Path(resume_from_checkpoint).parent)
+                if p != Path(resume_from_checkpoint) and checkpoint_complete(p)
+            ]
             raise FairmtError(
                 f"checkpoint {resume_from_checkpoint} cannot be resumed from: {checkpoint_problem(resume_from_checkpoint)}"
-                + (f"; resume from {earlier[0]}, the last complete one (resume_from_checkpoint={earlier[0]})"
-                   if earlier else "; no complete checkpoint is left in its folder")
+                + (
+                    f"; resume from {earlier[0]}, the last complete one (resume_from_checkpoint={earlier[0]})"
+                    if earlier
+                    else "; no complete checkpoint is left in its folder"
+                )
             )
         return super().train(resume_from_checkpoint, *args, **kwargs)

@@ -135,45 +135,62 @@ class GACLConfig(Seq2SeqTrainingArguments):
     """
 
     RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges; the loss
-        **GACL_RANGES, "projection_weight_decay": WEIGHT,  # hyper-parameters' are the fairseq criterion's too)
-        "warmup_init_lr_ratio": PROBABILITY, "projection_dim": COUNT,
+        **GACL_RANGES,
+        "projection_weight_decay": WEIGHT,  # hyper-parameters' are the fairseq criterion's too)
+        "warmup_init_lr_ratio": PROBABILITY,
+        "projection_dim": COUNT,
     }
     # the defaults shared with the fairseq criterion live in fairmt.losses.gacl.GACL_DEFAULTS (read here)
-    kd_alpha: float = field(default=GACL_DEFAULTS.kd_alpha,
-                            metadata={"help": "α: weight of the KD loss; L_MT gets 1 − α."})
-    gacl_lambda: float = field(default=GACL_DEFAULTS.gacl_lambda,
-                               metadata={"help": "λ: weight of the gender-aware contrastive loss."})
-    temperature: float = field(default=GACL_DEFAULTS.temperature,
-                               metadata={"help": "τ of the contrastive loss (released code: 1.0)."})
+    kd_alpha: float = field(
+        default=GACL_DEFAULTS.kd_alpha, metadata={"help": "α: weight of the KD loss; L_MT gets 1 − α."}
+    )
+    gacl_lambda: float = field(
+        default=GACL_DEFAULTS.gacl_lambda, metadata={"help": "λ: weight of the gender-aware contrastive loss."}
+    )
+    temperature: float = field(
+        default=GACL_DEFAULTS.temperature, metadata={"help": "τ of the contrastive loss (released code: 1.0)."}
+    )
     positive_reduction: str | None = field(
         default=GACL_DEFAULTS.positive_reduction,
-        metadata={"help": "'mean' over positives (scale independent of batch size) or 'sum' (Eq. 1)."}
+        metadata={"help": "'mean' over positives (scale independent of batch size) or 'sum' (Eq. 1)."},
     )
-    gather_across_processes: bool = field(default=GACL_DEFAULTS.gather_across_processes,
-                                          metadata={"help": "In-batch candidates from all processes."})
+    gather_across_processes: bool = field(
+        default=GACL_DEFAULTS.gather_across_processes, metadata={"help": "In-batch candidates from all processes."}
+    )
     exclude_mt_loss: bool = field(default=False, metadata={"help": "Drop L_MT (Table 3 'L_GC only')."})
     projection: str | None = field(default=None, metadata={"help": "'linear', 'mlp' or 'none' (default by variant)."})
     projection_weight_decay: float = field(default=1.0, metadata={"help": "Weight decay of the projection head."})
     kd_normalization: str | None = field(default=None, metadata={"help": "'token' or 'sentence' (default by variant)."})
     warmup_init_lr_ratio: float | None = field(
-        default=None, metadata={"help": "Warm-up starts at this fraction of the learning rate (fairseq warmup_init_lr)."}
+        default=None,
+        metadata={"help": "Warm-up starts at this fraction of the learning rate (fairseq warmup_init_lr)."},
     )
-    gacl_variant: str = field(default=GACL_DEFAULTS.gacl_variant,
-                              metadata={"help": "'paper' or 'official' (the released code)."})
+    gacl_variant: str = field(
+        default=GACL_DEFAULTS.gacl_variant, metadata={"help": "'paper' or 'official' (the released code)."}
+    )
     dropout_positive: bool | None = field(default=None, metadata={"help": "Override: dropout view as positive."})
     inbatch_positives: bool | None = field(default=None, metadata={"help": "Override: in-batch same gender positives."})
     counterfactual_negative: bool | None = field(default=None, metadata={"help": "Override: swapped source negative."})
-    inbatch_negatives: bool | None = field(default=None, metadata={"help": "Override: in-batch other gender negatives."})
-    detach_dropout_view: bool | None = field(default=None, metadata={"help": "Override: no gradient through the dropout view."})
-    pooling: str = field(default=GACL_DEFAULTS.pooling,
-                         metadata={"help": "'mean' over non-pad encoder tokens or 'first'."})
+    inbatch_negatives: bool | None = field(
+        default=None, metadata={"help": "Override: in-batch other gender negatives."}
+    )
+    detach_dropout_view: bool | None = field(
+        default=None, metadata={"help": "Override: no gradient through the dropout view."}
+    )
+    pooling: str = field(
+        default=GACL_DEFAULTS.pooling, metadata={"help": "'mean' over non-pad encoder tokens or 'first'."}
+    )
     projection_dim: int | None = field(default=None, metadata={"help": "Output size of the 'mlp' head."})
-    teacher_model_name_or_path: str | None = field(default=None, metadata={"help": "KD teacher (default: frozen copy)."})
+    teacher_model_name_or_path: str | None = field(
+        default=None, metadata={"help": "KD teacher (default: frozen copy)."}
+    )
     teacher_dtype: TeacherDtype | str = field(default=DEFAULT_TEACHER_DTYPE, metadata={"help": TEACHER_DTYPE_HELP})
     teacher_bf16: bool | None = field(
-        default=None, metadata={"help": "Deprecated: teacher_dtype 'bf16' (true) or 'fp32' (false)."})
-    kd_temperature: float = field(default=GACL_DEFAULTS.kd_temperature,
-                                  metadata={"help": "Softmax temperature of the KD term."})
+        default=None, metadata={"help": "Deprecated: teacher_dtype 'bf16' (true) or 'fp32' (false)."}
+    )
+    kd_temperature: float = field(
+        default=GACL_DEFAULTS.kd_temperature, metadata={"help": "Softmax temperature of the KD term."}
+    )
     balanced_batches: bool = field(default=True, metadata={"help": "Gender-balanced per-device batches."})
     remove_unused_columns: bool = field(
         default=False, metadata={"help": "Must stay False: the gender and counterfactual columns are not model inputs."}
@@ -218,8 +235,14 @@ class GACLConfig(Seq2SeqTrainingArguments):
         base = gacl_variant(self.gacl_variant)
         overrides = {
             k: getattr(self, k)
-            for k in ("dropout_positive", "inbatch_positives", "counterfactual_negative", "inbatch_negatives",
-                      "detach_dropout_view", "positive_reduction")
+            for k in (
+                "dropout_positive",
+                "inbatch_positives",
+                "counterfactual_negative",
+                "inbatch_negatives",
+                "detach_dropout_view",
+                "positive_reduction",
+            )
             if getattr(self, k) is not None
         }
         return GACLPairs(**{**base.__dict__, **overrides})
@@ -259,7 +282,9 @@ def _pre_hook(module, args, kwargs):
     pad = module.config.pad_token_id
     states = module.get_encoder()(
         input_ids=torch.cat([_pad_to(main_ids, width, pad), _pad_to(ids, width, pad)]),
-        attention_mask=torch.cat([_pad_to(main_mask, width, 0), _pad_to(extra[f"{_EXTRA}_grad_attention_mask"], width, 0)]),
+        attention_mask=torch.cat(
+            [_pad_to(main_mask, width, 0), _pad_to(extra[f"{_EXTRA}_grad_attention_mask"], width, 0)]
+        ),
     ).last_hidden_state
     kwargs["encoder_outputs"] = BaseModelOutput(last_hidden_state=states[:b, :t])
     extra[f"{_EXTRA}_grad_states"] = states[b:, : ids.shape[1]]
@@ -342,7 +367,8 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
             base.gacl_projection_head = head
             # ... also out of a direct model.save_pretrained() (transformers drops these keys when saving)
             base._keys_to_ignore_on_save = set(base._keys_to_ignore_on_save or ()) | {
-                f"gacl_projection_head.{k}" for k in head.state_dict()}
+                f"gacl_projection_head.{k}" for k in head.state_dict()
+            }
         self.teacher = None
         if args.kd_alpha > 0:
             self.teacher = self._make_teacher(model, args, teacher_model)
@@ -357,8 +383,10 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
         if args.gacl_lambda > 0:  # a contrastive term logged as 0 has no gradient: said once, and loudly at the end
             from fairmt.trainers.dead_term import DeadTermCallback
 
-            self.dead_term = DeadTermCallback("loss_gc", fix="check that the batches carry gendered pairs (the "
-                                              "counterfactual columns) and the temperature")
+            self.dead_term = DeadTermCallback(
+                "loss_gc",
+                fix="check that the batches carry gendered pairs (the counterfactual columns) and the temperature",
+            )
             self.add_callback(self.dead_term)
         if self.teacher is not None:
             self.teacher.to(self.args.device)
@@ -451,8 +479,10 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
         groups = [
             {"params": [p for n, p in rest if n in decay], "weight_decay": self.args.weight_decay},
             {"params": [p for n, p in rest if n not in decay], "weight_decay": 0.0},
-            {"params": [p for p in head.parameters() if p.requires_grad],
-             "weight_decay": self.args.projection_weight_decay},
+            {
+                "params": [p for p in head.parameters() if p.requires_grad],
+                "weight_decay": self.args.projection_weight_decay,
+            },
         ]
         if self.optimizer_cls_and_kwargs is not None:
             optimizer_cls, optimizer_kwargs = self.optimizer_cls_and_kwargs
@@ -524,10 +554,15 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
             # L_MT and L_KD from one log-softmax of the student's logits (the model would compute its own for L_MT)
             call["decoder_input_ids"] = self._shift_right(call.pop("labels"))
         outputs = model(**call)
-        reps = _base_model(self.accelerator.unwrap_model(model)).__dict__.pop("_fairmt_result", None) if use_gc else None
+        reps = (
+            _base_model(self.accelerator.unwrap_model(model)).__dict__.pop("_fairmt_result", None) if use_gc else None
+        )
         if shared_softmax:  # fused: one log-softmax of the student's logits, gradient built in place
             loss, loss_mt, loss_kd = mt_kd_loss(
-                outputs.logits, self._teacher_logits(inputs), inputs["labels"], kd_alpha,
+                outputs.logits,
+                self._teacher_logits(inputs),
+                inputs["labels"],
+                kd_alpha,
                 kd_normalization=args.kd_normalization,
             )
         else:
@@ -554,11 +589,19 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
             # that a process skipping its batch would leave waiting)
             gather = args.gather_across_processes and training
             if training and p.inbatch_negatives:  # read with the loss, in the step's one read from the device
-                self.defer_check(single_gender_batch(genders, gather=gather), "the batch holds one gender only, but "
-                                 f"GACL uses in-batch negatives: {SINGLE_GENDER_HINT}")
+                self.defer_check(
+                    single_gender_batch(genders, gather=gather),
+                    f"the batch holds one gender only, but GACL uses in-batch negatives: {SINGLE_GENDER_HINT}",
+                )
             loss_gc, n_pos, n_neg = gacl_loss(
-                reps["h"], genders, temperature=args.temperature, pairs=p, gather=gather, return_counts=True,
-                on_single_gender="defer" if training else "skip", **views,
+                reps["h"],
+                genders,
+                temperature=args.temperature,
+                pairs=p,
+                gather=gather,
+                return_counts=True,
+                on_single_gender="defer" if training else "skip",
+                **views,
             )
             if loss_gc is not None:
                 loss = args.gacl_lambda * loss_gc if loss is None else loss + args.gacl_lambda * loss_gc
@@ -587,13 +630,17 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
     def _teacher_logits(self, inputs):
         with torch.no_grad():
             return self.teacher(
-                input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
+                input_ids=inputs["input_ids"],
+                attention_mask=inputs["attention_mask"],
                 decoder_input_ids=self._shift_right(inputs["labels"]),
             ).logits
 
     def _kd_loss(self, student_logits, inputs):
         return token_kl_loss(
-            student_logits, self._teacher_logits(inputs), inputs["labels"], temperature=self.args.kd_temperature,
+            student_logits,
+            self._teacher_logits(inputs),
+            inputs["labels"],
+            temperature=self.args.kd_temperature,
             normalization=self.args.kd_normalization,
         )
 
@@ -624,16 +671,28 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
 
     _EVAL_TERMS = ("loss_mt", "loss_kd", "loss_gc", "gc_positives", "gc_negatives")
 
-    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
-                        metric_key_prefix="eval"):
+    def evaluation_loop(
+        self, dataloader, description, prediction_loss_only=None, ignore_keys=None, metric_key_prefix="eval"
+    ):
         """Adds ``{prefix}_loss_mt``/``_loss_kd``/``_loss_gc`` (means over the batches where each is defined, over
         all processes), ``{prefix}_gc_batches`` and the mean positives/negatives per anchor to the metrics."""
         self._eval_terms.clear()
-        out = super().evaluation_loop(dataloader, description, prediction_loss_only=prediction_loss_only,
-                                      ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
+        out = super().evaluation_loop(
+            dataloader,
+            description,
+            prediction_loss_only=prediction_loss_only,
+            ignore_keys=ignore_keys,
+            metric_key_prefix=metric_key_prefix,
+        )
         device = self.args.device
-        sums = torch.stack([torch.stack(self._eval_terms[k]).float().sum() if self._eval_terms.get(k) else
-                            torch.zeros((), device=device) for k in self._EVAL_TERMS]).to(device)
+        sums = torch.stack(
+            [
+                torch.stack(self._eval_terms[k]).float().sum()
+                if self._eval_terms.get(k)
+                else torch.zeros((), device=device)
+                for k in self._EVAL_TERMS
+            ]
+        ).to(device)
         counts = torch.tensor([float(len(self._eval_terms.get(k, []))) for k in self._EVAL_TERMS], device=device)
         if self.accelerator.num_processes > 1:
             sums, counts = self.accelerator.reduce(sums, "sum"), self.accelerator.reduce(counts, "sum")
@@ -673,8 +732,10 @@ class GACLTrainer(FaultGuardMixin, ShardingMixin, Seq2SeqTrainer):
         os.makedirs(output_dir, exist_ok=True)
         from safetensors.torch import save_file
 
-        save_file({k: v.detach().contiguous().cpu() for k, v in head.state_dict().items()},
-                  os.path.join(output_dir, self.HEAD_FILE))
+        save_file(
+            {k: v.detach().contiguous().cpu() for k, v in head.state_dict().items()},
+            os.path.join(output_dir, self.HEAD_FILE),
+        )
 
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
         import os
@@ -700,17 +761,27 @@ def gacl_card_section(args: GACLConfig) -> str:
 
     pairs = args.pairs()
     rows = [
-        ("variant", args.gacl_variant), ("L_KD weight α", args.kd_alpha), ("L_GC weight λ", args.gacl_lambda),
-        ("temperature τ", args.temperature), ("positives", pairs.positive_reduction), ("projection", args.projection),
-        ("KD normalisation", args.kd_normalization), ("L_MT dropped", args.exclude_mt_loss),
-        ("dropout view positive", pairs.dropout_positive), ("in-batch positives", pairs.inbatch_positives),
-        ("counterfactual negative", pairs.counterfactual_negative), ("in-batch negatives", pairs.inbatch_negatives),
+        ("variant", args.gacl_variant),
+        ("L_KD weight α", args.kd_alpha),
+        ("L_GC weight λ", args.gacl_lambda),
+        ("temperature τ", args.temperature),
+        ("positives", pairs.positive_reduction),
+        ("projection", args.projection),
+        ("KD normalisation", args.kd_normalization),
+        ("L_MT dropped", args.exclude_mt_loss),
+        ("dropout view positive", pairs.dropout_positive),
+        ("in-batch positives", pairs.inbatch_positives),
+        ("counterfactual negative", pairs.counterfactual_negative),
+        ("in-batch negatives", pairs.inbatch_negatives),
         ("teacher", args.teacher_model_name_or_path or "frozen copy of the starting model"),
-        ("learning rate", args.learning_rate), ("batch size per device", args.per_device_train_batch_size),
+        ("learning rate", args.learning_rate),
+        ("batch size per device", args.per_device_train_batch_size),
     ]
     table = "\n".join(f"| {k} | {v} |" for k, v in rows)
-    return (f"\n## GACL + KD training (fairmt)\n\n| setting | value |\n|---|---|\n{table}\n\n"
-            f"### Citation\n\n```bibtex\n{citations_for('gacl')}\n```\n")
+    return (
+        f"\n## GACL + KD training (fairmt)\n\n| setting | value |\n|---|---|\n{table}\n\n"
+        f"### Citation\n\n```bibtex\n{citations_for('gacl')}\n```\n"
+    )
 
 
 def _warmup_from(step: int, base, start: float, warmup: int) -> float:

@@ -117,9 +117,7 @@ def cached_backward(
             full = torch.cat([c[j] for c in c_view], dim=0)
             leaves.append(full.requires_grad_(full.is_floating_point()))
     loss = loss_fn(leaves)
-    leaf_grads = torch.autograd.grad(
-        loss, [t for t in leaves if t.requires_grad], allow_unused=True
-    )
+    leaf_grads = torch.autograd.grad(loss, [t for t in leaves if t.requires_grad], allow_unused=True)
     grads_iter: Iterator[torch.Tensor | None] = iter(leaf_grads)
     grads = [next(grads_iter) if t.requires_grad else None for t in leaves]
     # 3. chunked re-forward with autograd, replaying RNG, back-propagating cached gradients

@@ -36,8 +36,11 @@ class LeanTrainMixin:
 
         collator = getattr(self, "data_collator", None)
         fingerprint = getattr(dataset, "_fingerprint", None)
-        if (not isinstance(collator, ClassificationCollator) or fingerprint is None
-                or getattr(self.args, "remove_unused_columns", False)):
+        if (
+            not isinstance(collator, ClassificationCollator)
+            or fingerprint is None
+            or getattr(self.args, "remove_unused_columns", False)
+        ):
             return dataset
         cache = self.__dict__.setdefault("_feature_arrays_cache", {})
         if fingerprint not in cache:
@@ -57,10 +60,12 @@ class LeanTrainMixin:
         from accelerate.utils import DistributedType
 
         acc = self.accelerator
-        if (grad_norm is not None or getattr(acc, "scaler", None) is not None
-                or acc.distributed_type not in (DistributedType.NO, DistributedType.MULTI_GPU,
-                                                DistributedType.MULTI_CPU)
-                or self._has_mixed_mesh_grads(model)):
+        if (
+            grad_norm is not None
+            or getattr(acc, "scaler", None) is not None
+            or acc.distributed_type not in (DistributedType.NO, DistributedType.MULTI_GPU, DistributedType.MULTI_CPU)
+            or self._has_mixed_mesh_grads(model)
+        ):
             return super()._get_grad_norm(model, grad_norm=grad_norm)
         grads = [p.grad for p in model.parameters() if p.grad is not None]
         if not grads:

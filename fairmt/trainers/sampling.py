@@ -108,9 +108,14 @@ class FairnessSamplingConfig(TrainingArguments):
     """
 
     RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
-        "n_clusters": GROUPS, "kmeans_n_init": COUNT, "epsilon": WEIGHT, "num_negatives": COUNT,
-        "sampling_temperature": POSITIVE, "sampling_weight": WEIGHT, "cluster_refresh_steps": COUNT,
-        "index_refresh_steps": SIZE
+        "n_clusters": GROUPS,
+        "kmeans_n_init": COUNT,
+        "epsilon": WEIGHT,
+        "num_negatives": COUNT,
+        "sampling_temperature": POSITIVE,
+        "sampling_weight": WEIGHT,
+        "cluster_refresh_steps": COUNT,
+        "index_refresh_steps": SIZE,
     }
     objective: str = field(default="sampling_pretrain", metadata={"help": "simclr | sampling_pretrain | sampling | ce"})
     n_clusters: int = field(default=4, metadata={"help": "K of K-means"})
@@ -121,8 +126,9 @@ class FairnessSamplingConfig(TrainingArguments):
     sampling_weight: float = field(default=0.1, metadata={"help": "μ: weight of the NT-Xent next to CE"})
     cluster_refit: str = field(default="once", metadata={"help": "once | every_n_steps"})
     cluster_refresh_steps: int | None = field(default=None, metadata={"help": "refit interval of every_n_steps (50)"})
-    index_refresh_steps: int | None = field(default=0, metadata={"help": "Z refresh interval (0: never; None: each "
-                                                                         "epoch)"})
+    index_refresh_steps: int | None = field(
+        default=0, metadata={"help": "Z refresh interval (0: never; None: each epoch)"}
+    )
     pair_loss: str = field(default="batch", metadata={"help": "batch | pairs (the stage-2 NT-Xent's denominator)"})
     negative_draw: str = field(default="two_stage", metadata={"help": "two_stage | product (Algorithm 1 line 13)"})
     negative_source: str = field(default="encode", metadata={"help": "encode | bank"})
@@ -144,15 +150,18 @@ class FairnessSamplingConfig(TrainingArguments):
         if self.cluster_refit not in CLUSTER_REFIT:
             raise FairmtError(f"cluster_refit must be one of {CLUSTER_REFIT}, got {self.cluster_refit!r}")
         if self.cluster_refit == "once" and self.cluster_refresh_steps is not None:
-            raise FairmtError(f"cluster_refresh_steps={self.cluster_refresh_steps} does nothing with cluster_refit='once' "
-                              "(clusters fitted once, as published); set cluster_refit='every_n_steps' to refit them")
+            raise FairmtError(
+                f"cluster_refresh_steps={self.cluster_refresh_steps} does nothing with cluster_refit='once' "
+                "(clusters fitted once, as published); set cluster_refit='every_n_steps' to refit them"
+            )
         if self.cluster_refit == "every_n_steps" and self.cluster_refresh_steps is None:
             self.cluster_refresh_steps = 50
         if self.cluster_refresh_steps is not None and self.cluster_refresh_steps < 1:
             raise FairmtError(f"cluster_refresh_steps must be >= 1, got {self.cluster_refresh_steps}")
         if self.index_refresh_steps is not None and self.index_refresh_steps < 0:
-            raise FairmtError(f"index_refresh_steps must be >= 0 (0: never) or None (each epoch), got "
-                              f"{self.index_refresh_steps}")
+            raise FairmtError(
+                f"index_refresh_steps must be >= 0 (0: never) or None (each epoch), got {self.index_refresh_steps}"
+            )
         if self.pair_loss not in PAIR_LOSSES:
             raise FairmtError(f"pair_loss must be one of {PAIR_LOSSES}, got {self.pair_loss!r}")
         if self.negative_draw not in NEGATIVE_DRAWS:
@@ -170,8 +179,10 @@ class FairnessSamplingConfig(TrainingArguments):
 
 
 def _concat(batches: list[dict[str, Any]]) -> dict[str, Any]:
-    return {k: torch.cat([b[k] for b in batches]) if isinstance(batches[0][k], torch.Tensor) else batches[0][k]
-            for k in batches[0]}
+    return {
+        k: torch.cat([b[k] for b in batches]) if isinstance(batches[0][k], torch.Tensor) else batches[0][k]
+        for k in batches[0]
+    }
 
 
 class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, Trainer):
@@ -202,8 +213,14 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
 
     loss_is_scaled_for_ga = False  # every term is a per-batch mean
 
-    def __init__(self, *args: Any, augmentation: Any = None, latent_subgroups: LatentSubgroups | None = None,
-                 index_embeddings: np.ndarray | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        augmentation: Any = None,
+        latent_subgroups: LatentSubgroups | None = None,
+        index_embeddings: np.ndarray | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         if not isinstance(self.args, FairnessSamplingConfig):
             raise FairmtError("FairnessSamplingTrainer needs FairnessSamplingConfig arguments")
@@ -212,10 +229,15 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
         self.augmentation = augmentation
         self.latent_subgroups = latent_subgroups
         self._initial_z = index_embeddings
-        if latent_subgroups is not None and self.train_dataset is not None and \
-                len(latent_subgroups.labels) != len(self.train_dataset):
-            raise FairmtError(f"latent_subgroups label {len(latent_subgroups.labels)} samples but the training set "
-                              f"holds {len(self.train_dataset)}; fit them on the same rows")
+        if (
+            latent_subgroups is not None
+            and self.train_dataset is not None
+            and len(latent_subgroups.labels) != len(self.train_dataset)
+        ):
+            raise FairmtError(
+                f"latent_subgroups label {len(latent_subgroups.labels)} samples but the training set "
+                f"holds {len(self.train_dataset)}; fit them on the same rows"
+            )
         self.pair_index: PairIndex | None = None
         self.cluster_history: list[dict[str, Any]] = []
         self._fitted_at: int | None = None
@@ -245,14 +267,20 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
 
     # ------------------------------------------------------------------ the index over the whole training set
     @torch.no_grad()
-    def embed_dataset(self, model: torch.nn.Module | None = None, dataset: Any = None,
-                      with_features: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    def embed_dataset(
+        self, model: torch.nn.Module | None = None, dataset: Any = None, with_features: bool = False
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """L2-normalised ``z`` of every row of ``dataset`` (default: the training set) in order — clean images, eval
         mode; with ``with_features`` also the backbone features ``h``."""
         model = self.model if model is None else model
         dataset = self.train_dataset if dataset is None else dataset
-        loader = DataLoader(dataset, batch_size=self.args.per_device_eval_batch_size, shuffle=False,
-                            collate_fn=self.data_collator, num_workers=self.args.dataloader_num_workers)
+        loader = DataLoader(
+            dataset,
+            batch_size=self.args.per_device_eval_batch_size,
+            shuffle=False,
+            collate_fn=self.data_collator,
+            num_workers=self.args.dataloader_num_workers,
+        )
         was_training = model.training
         model.eval()
         zs, hs = [], []
@@ -279,10 +307,15 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
         sizes = np.bincount(labels, minlength=k)
         p = sizes / sizes.sum()
         nz = p[p > 0]
-        self.cluster_history.append({
-            "step": self.state.global_step, "event": event, "cluster_sizes": sizes.tolist(),
-            "cluster_dominance_ratio": float(p.max()), "representation_entropy": float(-(nz * np.log2(nz)).sum()),
-        })
+        self.cluster_history.append(
+            {
+                "step": self.state.global_step,
+                "event": event,
+                "cluster_sizes": sizes.tolist(),
+                "cluster_dominance_ratio": float(p.max()),
+                "representation_entropy": float(-(nz * np.log2(nz)).sum()),
+            }
+        )
 
     def build_index(self, model: torch.nn.Module | None = None) -> PairIndex:
         """The initial :class:`PairIndex`: the given latent subgroups (and ``Z``) or a K-means fit on ``model``."""
@@ -338,12 +371,21 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
         if self.pair_index is None:
             self.build_index(self.model)
         a = self.args
-        sampler = FairPairBatchSampler(self.pair_index, a.per_device_train_batch_size, a.num_negatives,
-                                       drop_last=a.dataloader_drop_last, seed=a.seed,
-                                       with_negatives=a.negative_source == "encode")
-        loader = DataLoader(IndexedDataset(self.train_dataset), batch_sampler=sampler,
-                            collate_fn=IndexedCollator(self.data_collator), num_workers=a.dataloader_num_workers,
-                            pin_memory=a.dataloader_pin_memory)
+        sampler = FairPairBatchSampler(
+            self.pair_index,
+            a.per_device_train_batch_size,
+            a.num_negatives,
+            drop_last=a.dataloader_drop_last,
+            seed=a.seed,
+            with_negatives=a.negative_source == "encode",
+        )
+        loader = DataLoader(
+            IndexedDataset(self.train_dataset),
+            batch_sampler=sampler,
+            collate_fn=IndexedCollator(self.data_collator),
+            num_workers=a.dataloader_num_workers,
+            pin_memory=a.dataloader_pin_memory,
+        )
         loader = self.accelerator.prepare(loader)
         self._steps_per_epoch = max(1, len(loader) // max(a.gradient_accumulation_steps, 1))
         return loader
@@ -351,11 +393,13 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
     # ------------------------------------------------------------------ objective
     def _ce(self, logits, labels, weights=None):
         if logits is None:
-            raise FairmtError(f"objective {self.args.objective!r} needs a classifier with logits (a model with a "
-                              "classification head)")
+            raise FairmtError(
+                f"objective {self.args.objective!r} needs a classifier with logits (a model with a classification head)"
+            )
         if labels is None:
-            raise FairmtError("the batch has no 'labels' column: CE needs task labels (sampling_pretrain and simclr do "
-                              "not)")
+            raise FairmtError(
+                "the batch has no 'labels' column: CE needs task labels (sampling_pretrain and simclr do not)"
+            )
         return weighted_cross_entropy(logits, labels, weights)
 
     def objective_terms(self, model, inputs: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -369,8 +413,9 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
             return terms["ce"], terms
         if a.objective == "simclr":
             if "pixel_values" in model_inputs and self.augmentation is None:
-                raise FairmtError("simclr on images needs an augmentation (SimCLRAugmentation): two identical views "
-                                  "teach nothing")
+                raise FairmtError(
+                    "simclr on images needs an augmentation (SimCLRAugmentation): two identical views teach nothing"
+                )
             both = _concat([self._view(model_inputs, True), self._view(model_inputs, True)])
             _, z, _ = self._features(model, both)
             z1, z2 = z.chunk(2)
@@ -383,13 +428,15 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
         per = 2 + m if a.negative_source == "encode" else 2
         n = rows // per
         if n * per != rows or index is None:
-            raise FairmtError(f"objective {a.objective!r} expects batches of [anchors | positives | negatives] from "
-                              "FairnessSamplingTrainer's own dataloader (get_train_dataloader)")
+            raise FairmtError(
+                f"objective {a.objective!r} expects batches of [anchors | positives | negatives] from "
+                "FairnessSamplingTrainer's own dataloader (get_train_dataloader)"
+            )
         _, z, logits = self._features(model, self._view(model_inputs, augment=True))
-        anchors, positives = z[:n], z[n: 2 * n]
+        anchors, positives = z[:n], z[n : 2 * n]
         if a.negative_source == "encode":
-            negatives = z[2 * n:].reshape(n, m, -1)
-            neg_index = index[2 * n:].cpu().numpy()
+            negatives = z[2 * n :].reshape(n, m, -1)
+            neg_index = index[2 * n :].cpu().numpy()
         else:
             neg_index = self.pair_index.negatives(index[:n].cpu().numpy(), m, self._generator).reshape(-1)
             negatives = torch.from_numpy(self.pair_index.Z[neg_index]).to(z.device, z.dtype).reshape(n, m, -1)
@@ -399,8 +446,9 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
         if a.objective == "sampling_pretrain":
             return terms["ntxent"], terms
         w = inputs.get(WEIGHT_COLUMN)
-        terms["ce"] = self._ce(None if logits is None else logits[:n], None if labels is None else labels[:n],
-                               None if w is None else w[:n])
+        terms["ce"] = self._ce(
+            None if logits is None else logits[:n], None if labels is None else labels[:n], None if w is None else w[:n]
+        )
         return terms["ce"] + a.sampling_weight * terms["ntxent"], terms
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):

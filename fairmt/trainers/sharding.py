@@ -51,7 +51,9 @@ def share_tied_embedding_modules(model: nn.Module) -> list[str]:
     for name, module in list(model.named_modules(remove_duplicate=False)):
         if module is shared or not name or getattr(module, "weight", None) is not weight:
             continue
-        if type(module) is not type(shared) or getattr(module, "embed_scale", None) != getattr(shared, "embed_scale", None):
+        if type(module) is not type(shared) or getattr(module, "embed_scale", None) != getattr(
+            shared, "embed_scale", None
+        ):
             continue  # a projection tied to the matrix (lm_head) or an embedding that scales differently
         parent_name, _, child = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
@@ -72,7 +74,9 @@ def wrap_classes_without_input_embedding(model: nn.Module, names: list[str] | No
     if embedding is None:
         return None
     names = list(names if names is not None else getattr(model, "_no_split_modules", None) or [])
-    holders = {type(m).__name__ for m in model.modules() if m is not embedding and any(x is embedding for x in m.modules())}
+    holders = {
+        type(m).__name__ for m in model.modules() if m is not embedding and any(x is embedding for x in m.modules())
+    }
     keep = [n for n in names if n not in holders]
     return keep if keep != names else None
 

@@ -45,7 +45,9 @@ class SplitTermLogMixin:
     def _add_terms(self, training: bool, a, b) -> None:
         import torch
 
-        self._split_term_sums()["train" if training else "eval"] += torch.tensor([float(a.detach()), float(b.detach()), 1.0])
+        self._split_term_sums()["train" if training else "eval"] += torch.tensor(
+            [float(a.detach()), float(b.detach()), 1.0]
+        )
 
     def _mean_terms(self, split: str) -> dict[str, float] | None:
         import torch
@@ -79,14 +81,14 @@ class SplitTermLogMixin:
     def _extra_train_log(self, logs: dict[str, float]) -> None:
         """Hook for a subclass to add its own values to a training log."""
 
-    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
-                        metric_key_prefix="eval"):
+    def evaluation_loop(
+        self, dataloader, description, prediction_loss_only=None, ignore_keys=None, metric_key_prefix="eval"
+    ):
         """Trainer's evaluation loop, plus ``<prefix>_loss_<term>`` for both terms."""
         import torch
 
         self._split_term_sums()["eval"] = torch.zeros(3)
-        output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys,
-                                         metric_key_prefix)
+        output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix)
         for k, v in (self._mean_terms("eval") or {}).items():
             output.metrics[f"{metric_key_prefix}_loss_{k}"] = v
         return output
@@ -122,7 +124,9 @@ def numbers_in_progress(trainer) -> None:
         base = type(cb)
         if base not in (ProgressCallback, PrinterCallback):
             continue
-        fresh = _NUMBER_CALLBACKS.setdefault(base, type(f"Number{base.__name__}", (base,), {"on_log": _number_on_log}))()
+        fresh = _NUMBER_CALLBACKS.setdefault(
+            base, type(f"Number{base.__name__}", (base,), {"on_log": _number_on_log})
+        )()
         fresh.__dict__.update(cb.__dict__)
         handler.callbacks[i] = fresh
 

@@ -71,8 +71,12 @@ class WordDebiasConfig(TrainingArguments):
     """
 
     RANGES: ClassVar[dict[str, Range]] = {  # each numeric field's range (fairmt.errors.check_ranges)
-        "alpha": WEIGHT, "beta": WEIGHT, "max_length": COUNT, "attribute_max_sentences": COUNT,
-        "learning_rate": POSITIVE, "seed": SEED
+        "alpha": WEIGHT,
+        "beta": WEIGHT,
+        "max_length": COUNT,
+        "attribute_max_sentences": COUNT,
+        "learning_rate": POSITIVE,
+        "seed": SEED,
     }
     alpha: float = field(default=1.0, metadata={"help": "weight of the debiasing term"})
     beta: float = field(default=1.0, metadata={"help": "weight of the representation term"})
@@ -140,7 +144,8 @@ class WordDebiasTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Train
         if is_sentence_transformer(model):
             raise FairmtError(
                 f"{name} works on token states: give the transformer itself (AutoModel / *ForMaskedLM loaded from the "
-                "sentence-transformers folder), not a SentenceTransformer")
+                "sentence-transformers folder), not a SentenceTransformer"
+            )
         if kwargs.get("data_collator") is None:
             tok = kwargs.get("processing_class")
             if tok is None:
@@ -179,8 +184,9 @@ class WordDebiasTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Train
         finally:
             peft_model.train(was_training)
 
-    def _pool_rows(self, states: torch.Tensor, attention_mask: torch.Tensor, word_mask: torch.Tensor,
-                   how: str) -> torch.Tensor:
+    def _pool_rows(
+        self, states: torch.Tensor, attention_mask: torch.Tensor, word_mask: torch.Tensor, how: str
+    ) -> torch.Tensor:
         """``(n, L, d)`` per row: the marked word's sub-token mean (``"word"``; rows without one dropped) or the
         sentence mean over its tokens (``"sentence"``)."""
         if how == "sentence":
@@ -204,8 +210,11 @@ class WordDebiasTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Train
             batch = self.data_collator([dataset[i] for i in idx[start : start + bs]])
             batch = {k: v.to(self.args.device) for k, v in batch.items() if torch.is_tensor(v)}
             hs = self.reference_states(batch).float()
-            keep = batch["word_mask"].sum(1) > 0 if self.attribute_pooling == "word" else \
-                torch.ones_like(batch["group_index"], dtype=torch.bool)
+            keep = (
+                batch["word_mask"].sum(1) > 0
+                if self.attribute_pooling == "word"
+                else torch.ones_like(batch["group_index"], dtype=torch.bool)
+            )
             vec = self._pool_rows(hs, batch["attention_mask"], batch["word_mask"], self.attribute_pooling)
             grp = batch["group_index"][keep]
             if sums is None:
@@ -214,11 +223,14 @@ class WordDebiasTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Train
             counts += torch.bincount(grp.cpu(), minlength=g).float()
         missing = [self.args.groups[i] for i in range(g) if counts[i] == 0]
         if sums is None or missing:
-            raise FairmtError(f"{self.method}: no attribute sentence for group(s) {missing or self.args.groups} in the "
-                              "training data: the attribute vectors cannot be computed")
+            raise FairmtError(
+                f"{self.method}: no attribute sentence for group(s) {missing or self.args.groups} in the "
+                "training data: the attribute vectors cannot be computed"
+            )
         vectors = sums / counts.to(sums.device)[:, None, None]
-        self.attribute_stats = {f"{self.method}_attribute_rows_{grp}": float(counts[i])
-                                for i, grp in enumerate(self.args.groups)}
+        self.attribute_stats = {
+            f"{self.method}_attribute_rows_{grp}": float(counts[i]) for i, grp in enumerate(self.args.groups)
+        }
         return vectors
 
     def _prepare(self) -> None:
@@ -243,7 +255,9 @@ class WordDebiasTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Train
         self._prepare()
         for key in ("word_mask", "is_target", "group_index"):
             if key not in inputs:
-                raise FairmtError(f"{self.method} batch has no {key!r}: use fairmt.data.word_sentences.WordSentenceCollator")
+                raise FairmtError(
+                    f"{self.method} batch has no {key!r}: use fairmt.data.word_sentences.WordSentenceCollator"
+                )
         feats = {k: inputs[k] for k in _MODEL_KEYS if k in inputs}
         is_target = inputs["is_target"].bool()
         attention = inputs["attention_mask"]
@@ -255,8 +269,8 @@ class WordDebiasTrainer(SplitTermLogMixin, FaultGuardMixin, ShardingMixin, Train
             attr_states, attr_orig = hs[attr][valid], orig[valid].to(hs.dtype)  # (m, L+1, d)
         else:
             attr_states = attr_orig = hs.new_zeros((0, *hs.shape[2:]))
-        loss, a, b = self.loss_terms(hs[is_target], attention[is_target], inputs["word_mask"][is_target],
-                                     attr_states, attr_orig)
+        loss, a, b = self.loss_terms(
+            hs[is_target], attention[is_target], inputs["word_mask"][is_target], attr_states, attr_orig
+        )
         self._add_terms(model.training, a, b)
         return (loss, {"hidden_states": hs}) if return_outputs else loss
-

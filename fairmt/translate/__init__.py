@@ -26,8 +26,9 @@ from fairmt.translate.cache import CACHE_FORMAT, model_fingerprint, read_cache
 from fairmt.translate.runner import as_translator, check_sentences, flores_to_model_lang, generate_translations
 
 
-def translate(model: Any, sentences: str | Sequence[str], src_lang: str, tgt_lang: str, *, progress: bool = False,
-              **kwargs: Any) -> str | list[str]:
+def translate(
+    model: Any, sentences: str | Sequence[str], src_lang: str, tgt_lang: str, *, progress: bool = False, **kwargs: Any
+) -> str | list[str]:
     """Translate ``sentences`` (a list, or one string: then one string back) from ``src_lang`` into ``tgt_lang``.
 
     ``model``: a model folder or Hub id, a :class:`~fairmt.models.mt.TranslationModel`, a

@@ -29,8 +29,15 @@ from typing import Any
 from fairmt.errors import FairmtError
 
 CACHE_FORMAT = 2  # 2: the header holds the model's content fingerprint
-TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json", "vocab.json", "added_tokens.json",
-                   "special_tokens_map.json", "sentencepiece.bpe.model", "spm.model")
+TOKENIZER_FILES = (
+    "tokenizer_config.json",
+    "tokenizer.json",
+    "vocab.json",
+    "added_tokens.json",
+    "special_tokens_map.json",
+    "sentencepiece.bpe.model",
+    "spm.model",
+)
 """The tokenizer files of a checkpoint folder that go into its fingerprints."""
 
 
@@ -109,18 +116,24 @@ def read_cache(cache_path: str | Path, header: dict | None = None) -> dict[int, 
             if lineno == len(raw) or (lineno == len(raw) - 1 and not raw[-1]):
                 lines.append("")  # the torn last line of an interrupted write: skipped as any torn line
                 continue
-            raise FairmtError(f"{path}:{lineno}: corrupt translation cache line (binary bytes, not UTF-8 text); delete "
-                              "the file to start over (its translations are made again)") from None
+            raise FairmtError(
+                f"{path}:{lineno}: corrupt translation cache line (binary bytes, not UTF-8 text); delete "
+                "the file to start over (its translations are made again)"
+            ) from None
     if not lines or not lines[0].strip():
         return {}
     try:
         head = json.loads(lines[0])
     except json.JSONDecodeError:
-        raise FairmtError(f"{path}:1: not a fairmt translation cache (bad header); delete it or use another path") from None
+        raise FairmtError(
+            f"{path}:1: not a fairmt translation cache (bad header); delete it or use another path"
+        ) from None
     fmt = head.get("fairmt_translation_cache")
     if isinstance(fmt, int) and fmt < CACHE_FORMAT:
-        raise FairmtError(f"{path}: translation cache written by an older fairmt (format {fmt}, no model fingerprint); "
-                          "delete it or give another cache path")
+        raise FairmtError(
+            f"{path}: translation cache written by an older fairmt (format {fmt}, no model fingerprint); "
+            "delete it or give another cache path"
+        )
     if fmt != CACHE_FORMAT:
         raise FairmtError(f"{path}:1: not a fairmt translation cache (format {fmt!r})")
     head.setdefault("backend", "hf")  # caches written before there were backends
@@ -133,9 +146,12 @@ def read_cache(cache_path: str | Path, header: dict | None = None) -> dict[int, 
         diff = {k: (head.get(k), v) for k, v in header.items() if head.get(k) != v}
         if "fingerprint" in diff:
             mine, now = head.get("model"), header.get("model")
-            made = (f"the model {mine!r} (fingerprint {diff['fingerprint'][0]})" if mine != now else
-                    f"another version of the model {mine!r} (its weights, config or tokenizer changed since: "
-                    f"fingerprint {diff['fingerprint'][0]})")
+            made = (
+                f"the model {mine!r} (fingerprint {diff['fingerprint'][0]})"
+                if mine != now
+                else f"another version of the model {mine!r} (its weights, config or tokenizer changed since: "
+                f"fingerprint {diff['fingerprint'][0]})"
+            )
             raise FairmtError(
                 f"{path}: translation cache of {made}, not of {now!r} (fingerprint {diff['fingerprint'][1]}); "
                 f"to keep its translations, give this run another folder or cache path (fairmt eval mt-bias: omit "
@@ -156,7 +172,9 @@ def read_cache(cache_path: str | Path, header: dict | None = None) -> dict[int, 
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
             if lineno == len(lines) or (lineno == len(lines) - 1 and not lines[-1]):
                 continue  # torn last line of an interrupted run
-            raise FairmtError(f"{path}:{lineno}: corrupt translation cache line; delete the file to start over") from None
+            raise FairmtError(
+                f"{path}:{lineno}: corrupt translation cache line; delete the file to start over"
+            ) from None
     return entries
 
 
@@ -186,5 +204,13 @@ def truncate_torn_tail(path: Path) -> None:
         os.truncate(path, data.rfind(b"\n") + 1)  # shortens only: no space needed
 
 
-__all__ = ["CACHE_FORMAT", "TOKENIZER_FILES", "cache_header", "lock_cache", "model_fingerprint", "read_cache",
-           "source_hash", "truncate_torn_tail"]
+__all__ = [
+    "CACHE_FORMAT",
+    "TOKENIZER_FILES",
+    "cache_header",
+    "lock_cache",
+    "model_fingerprint",
+    "read_cache",
+    "source_hash",
+    "truncate_torn_tail",
+]

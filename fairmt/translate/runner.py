@@ -43,13 +43,21 @@ class TranslationInterrupted(KeyboardInterrupt):
 
 def _interrupted(done: dict, total: int, cache_path, kept_before: int) -> TranslationInterrupted:
     if cache_path is None:
-        msg = (f"interrupted after {len(done)} of {total} translations; no cache was used, so a rerun starts this "
-               "set again (give a cache folder, e.g. --cache-dir, to make a run resumable)")
+        msg = (
+            f"interrupted after {len(done)} of {total} translations; no cache was used, so a rerun starts this "
+            "set again (give a cache folder, e.g. --cache-dir, to make a run resumable)"
+        )
     else:
-        msg = (f"interrupted: {len(done)} of {total} translations of this set are cached in {cache_path} "
-               f"({len(done) - kept_before} new in this run); run the same command again to resume from there")
-    return TranslationInterrupted(msg, cached=len(done) if cache_path is not None else 0, total=total,
-                                  cache_path=str(cache_path) if cache_path is not None else None)
+        msg = (
+            f"interrupted: {len(done)} of {total} translations of this set are cached in {cache_path} "
+            f"({len(done) - kept_before} new in this run); run the same command again to resume from there"
+        )
+    return TranslationInterrupted(
+        msg,
+        cached=len(done) if cache_path is not None else 0,
+        total=total,
+        cache_path=str(cache_path) if cache_path is not None else None,
+    )
 
 
 def as_translator(
@@ -92,14 +100,21 @@ def check_sentences(sentences: Any, what: str = "sentences") -> list[str]:
     items = list(sentences)
     for i, item in enumerate(items):
         if not isinstance(item, str):
-            kind = ("NaN (a missing value)" if isinstance(item, float) and math.isnan(item) else
-                    "None (a missing value)" if item is None else
-                    f"bytes (decode them first: {what}[{i}].decode('utf-8'))" if isinstance(item, (bytes, bytearray))
-                    else type(item).__name__)
+            kind = (
+                "NaN (a missing value)"
+                if isinstance(item, float) and math.isnan(item)
+                else "None (a missing value)"
+                if item is None
+                else f"bytes (decode them first: {what}[{i}].decode('utf-8'))"
+                if isinstance(item, (bytes, bytearray))
+                else type(item).__name__
+            )
             bad = sum(not isinstance(x, str) for x in items)
-            raise FairmtError(f"{what}[{i}] is {kind}, not a string"
-                              + (f" ({bad} of the {len(items)} items are not strings)" if bad > 1 else "")
-                              + "; give text only")
+            raise FairmtError(
+                f"{what}[{i}] is {kind}, not a string"
+                + (f" ({bad} of the {len(items)} items are not strings)" if bad > 1 else "")
+                + "; give text only"
+            )
     return items
 
 
@@ -187,8 +202,9 @@ def generate_translations(
         if progress and rank == 0:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=len(sources), initial=len(done), unit="sent",
-                       desc=desc or f"translate {src_lang}→{tgt_lang}")
+            bar = tqdm(
+                total=len(sources), initial=len(done), unit="sent", desc=desc or f"translate {src_lang}→{tgt_lang}"
+            )
         try:
             for r in range(rounds):
                 idx = mine[r * batch_size : (r + 1) * batch_size]
@@ -197,8 +213,12 @@ def generate_translations(
                     parts = [(idx, hyps)]
                 else:
                     try:
-                        mine_part: tuple = (idx, _translate_batch(tr, sources, idx, src_lang, tgt_lang, num_beams,
-                                                                  max_new_tokens) if idx else [])
+                        mine_part: tuple = (
+                            idx,
+                            _translate_batch(tr, sources, idx, src_lang, tgt_lang, num_beams, max_new_tokens)
+                            if idx
+                            else [],
+                        )
                     except Exception as err:  # noqa: BLE001 - every process must hear of it, or the others hang
                         mine_part = ("error", f"rank {rank}: {type(err).__name__}: {err}")
                     parts = [None] * world
@@ -210,7 +230,9 @@ def generate_translations(
                     for i, t in zip(part_idx, part_hyps):
                         done[i] = t
                         if fh is not None:
-                            fh.write(json.dumps({"i": i, "h": source_hash(sources[i]), "t": t}, ensure_ascii=False) + "\n")
+                            fh.write(
+                                json.dumps({"i": i, "h": source_hash(sources[i]), "t": t}, ensure_ascii=False) + "\n"
+                            )
                 if fh is not None:
                     fh.flush()
                 if bar is not None:
@@ -236,8 +258,14 @@ def generate_translations(
 
 
 def _translate_batch(tr, sources, idx, src_lang, tgt_lang, num_beams, max_new_tokens) -> list[str]:
-    hyps = tr.translate([sources[i] for i in idx], src_lang, tgt_lang, num_beams=num_beams,
-                        max_new_tokens=max_new_tokens, batch_size=len(idx))
+    hyps = tr.translate(
+        [sources[i] for i in idx],
+        src_lang,
+        tgt_lang,
+        num_beams=num_beams,
+        max_new_tokens=max_new_tokens,
+        batch_size=len(idx),
+    )
     if len(hyps) != len(idx):
         raise FairmtError(f"the model returned {len(hyps)} translations for a batch of {len(idx)}")
     return list(hyps)

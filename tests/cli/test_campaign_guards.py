@@ -51,14 +51,20 @@ def numeric_config_fields() -> set[str]:
                 continue
             if any("dataclass" in ast.unparse(d) for d in node.decorator_list):
                 for st in node.body:
-                    if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and \
-                            _numeric_annotation(st.annotation):
+                    if (
+                        isinstance(st, ast.AnnAssign)
+                        and isinstance(st.target, ast.Name)
+                        and _numeric_annotation(st.annotation)
+                    ):
                         found.add(f"{node.name}.{st.target.id}")
                 continue
             for st in node.body:
                 if isinstance(st, ast.FunctionDef) and st.name == "__init__":
-                    found |= {f"{node.name}.{a.arg}" for a in st.args.args + st.args.kwonlyargs
-                              if _numeric_annotation(a.annotation)}
+                    found |= {
+                        f"{node.name}.{a.arg}"
+                        for a in st.args.args + st.args.kwonlyargs
+                        if _numeric_annotation(a.annotation)
+                    }
     return found
 
 
@@ -66,7 +72,9 @@ def test_every_evaluate_module_argument_has_a_campaign_case():
     arguments = evaluate_module_arguments()
     assert len(arguments) >= 30 and "classification_fairness.hidden" in arguments
     missing = sorted(arguments - set(EVALUATE_ARG_CASES))
-    assert not missing, f"evaluate-module arguments without a hostile case in tests/support/hostile_campaign.py: {missing}"
+    assert not missing, (
+        f"evaluate-module arguments without a hostile case in tests/support/hostile_campaign.py: {missing}"
+    )
     assert set(EVALUATE_ARG_CASES) <= arguments, "a case for an argument no module has"
     assert set(EVALUATE_ARG_CASES.values()) <= CASE_IDS
 
@@ -95,9 +103,11 @@ def test_every_numeric_config_field_has_a_range_case():
     # gacl_translation's dataclass declares no number of its own; its inherited fairseq options are TASK_RANGES'
     # (tests/recipes/test_config_ranges.py: every numeric field of it has one; tests/trainers/test_fairseq_plugin.py refuses two)
     missing = sorted(fields - covered)
-    assert not missing, (f"{len(missing)} of {len(fields)} numeric Config fields have no out-of-range case in "
-                         f"tests/support/hostile_campaign.py (CONFIG_VALUES) or fairmt/fairseq/criterion.py "
-                         f"(CRITERION_RANGES): {missing}")
+    assert not missing, (
+        f"{len(missing)} of {len(fields)} numeric Config fields have no out-of-range case in "
+        f"tests/support/hostile_campaign.py (CONFIG_VALUES) or fairmt/fairseq/criterion.py "
+        f"(CRITERION_RANGES): {missing}"
+    )
 
 
 def test_the_guards_find_what_they_guard(tmp_path, monkeypatch):
@@ -106,10 +116,12 @@ def test_the_guards_find_what_they_guard(tmp_path, monkeypatch):
     src = Path(fairmt.__file__).resolve().parent
     fake = tmp_path / "fairmt"
     fake.mkdir()
-    (fake / "x.py").write_text("from dataclasses import dataclass\n\n@dataclass\nclass NewConfig:\n"
-                               "    weight: float = 1.0\n    name: str = 'a'\n    steps: int | None = None\n\n"
-                               "class HubConfig(PretrainedConfig):\n    def __init__(self, size: int = 2, "
-                               "name: str = 'x', **kw):\n        pass\n")
+    (fake / "x.py").write_text(
+        "from dataclasses import dataclass\n\n@dataclass\nclass NewConfig:\n"
+        "    weight: float = 1.0\n    name: str = 'a'\n    steps: int | None = None\n\n"
+        "class HubConfig(PretrainedConfig):\n    def __init__(self, size: int = 2, "
+        "name: str = 'x', **kw):\n        pass\n"
+    )
     monkeypatch.setattr(fairmt, "__file__", str(fake / "__init__.py"))
     assert numeric_config_fields() == {"NewConfig.weight", "NewConfig.steps", "HubConfig.size"}
     monkeypatch.setattr(fairmt, "__file__", str(src / "__init__.py"))
@@ -128,13 +140,18 @@ def test_every_numeric_training_argument_has_a_campaign_case():
     from hostile_campaign import TRAINING_ARGUMENT_VALUES
 
     hints = typing.get_type_hints(Seq2SeqTrainingArguments)
-    numeric = {f.name for f in dataclasses.fields(Seq2SeqTrainingArguments)
-               if {int, float} & set(typing.get_args(hints[f.name]) or (hints[f.name],))
-               and bool not in (typing.get_args(hints[f.name]) or (hints[f.name],))}
+    numeric = {
+        f.name
+        for f in dataclasses.fields(Seq2SeqTrainingArguments)
+        if {int, float} & set(typing.get_args(hints[f.name]) or (hints[f.name],))
+        and bool not in (typing.get_args(hints[f.name]) or (hints[f.name],))
+    }
     assert {"learning_rate", "per_device_train_batch_size", "max_grad_norm"} <= numeric
     assert not numeric - set(TRAINING_ARGUMENTS_RANGES), numeric - set(TRAINING_ARGUMENTS_RANGES)
     missing = sorted(numeric - set(TRAINING_ARGUMENT_VALUES))
     assert not missing, f"TrainingArguments fields without a hostile case (TRAINING_ARGUMENT_VALUES): {missing}"
-    ids = {f"{spec.split(':')[1]}({name}={value!r}) (TrainingArguments)"
-           for name, (spec, value) in TRAINING_ARGUMENT_VALUES.items()}
+    ids = {
+        f"{spec.split(':')[1]}({name}={value!r}) (TrainingArguments)"
+        for name, (spec, value) in TRAINING_ARGUMENT_VALUES.items()
+    }
     assert ids <= CASE_IDS

@@ -13,32 +13,86 @@ import json
 from pathlib import Path
 
 import pytest
+from test_hostile_inputs import build_work
 
 from fairmt.cli import build_parser, main
-from test_hostile_inputs import build_work
 
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> Path:
     w = build_work(tmp_path_factory.mktemp("conventions"))
-    (w / "p.jsonl").write_text("".join(json.dumps({"label": i % 2, "pred": (i // 2) % 2, "group": (i // 3) % 2}) + "\n"
-                                       for i in range(12)), encoding="utf-8")
+    (w / "p.jsonl").write_text(
+        "".join(json.dumps({"label": i % 2, "pred": (i // 2) % 2, "group": (i // 3) % 2}) + "\n" for i in range(12)),
+        encoding="utf-8",
+    )
     return w
 
 
 COMMANDS = {
-    "winomt": lambda w: ["eval", "winomt", "--lang", "de", "--translations", str(w / "translations.txt"), "--gold",
-                         str(w / "gold.txt")],
-    "geneval": lambda w: ["eval", "geneval", "--lang", "de", "--masculine", str(w / "masculine.de"), "--feminine",
-                          str(w / "feminine.de")],
-    "flores": lambda w: ["eval", "flores", "--lang-pair", "eng_Latn-deu_Latn", "--hypotheses", str(w / "hyp.de"),
-                         "--spm-model", str(w / "spm.model")],
+    "winomt": lambda w: [
+        "eval",
+        "winomt",
+        "--lang",
+        "de",
+        "--translations",
+        str(w / "translations.txt"),
+        "--gold",
+        str(w / "gold.txt"),
+    ],
+    "geneval": lambda w: [
+        "eval",
+        "geneval",
+        "--lang",
+        "de",
+        "--masculine",
+        str(w / "masculine.de"),
+        "--feminine",
+        str(w / "feminine.de"),
+    ],
+    "flores": lambda w: [
+        "eval",
+        "flores",
+        "--lang-pair",
+        "eng_Latn-deu_Latn",
+        "--hypotheses",
+        str(w / "hyp.de"),
+        "--spm-model",
+        str(w / "spm.model"),
+    ],
     "classification": lambda w: ["eval", "classification", "--predictions", str(w / "p.jsonl")],
-    "stereoset": lambda w: ["eval", "stereoset", "--predictions", str(w / "pred.json"), "--gold", str(w / "gold.jsonl")],
-    "embeddings": lambda w: ["eval", "embeddings", "--model", str(w / "mlm"), "--suite", "bias_ir,cced",
-                             "--cced-tuples", str(w / "tuples.jsonl"), "--bias-ir-dir", str(w / "bias_ir"), "--no-progress"],
-    "mt-bias": lambda w: ["eval", "mt-bias", "--translations-dir", str(w / "mtb"), "--gold", str(w / "gold.txt"),
-                          "--benchmarks", "winomt", "--lang", "de"],
+    "stereoset": lambda w: [
+        "eval",
+        "stereoset",
+        "--predictions",
+        str(w / "pred.json"),
+        "--gold",
+        str(w / "gold.jsonl"),
+    ],
+    "embeddings": lambda w: [
+        "eval",
+        "embeddings",
+        "--model",
+        str(w / "mlm"),
+        "--suite",
+        "bias_ir,cced",
+        "--cced-tuples",
+        str(w / "tuples.jsonl"),
+        "--bias-ir-dir",
+        str(w / "bias_ir"),
+        "--no-progress",
+    ],
+    "mt-bias": lambda w: [
+        "eval",
+        "mt-bias",
+        "--translations-dir",
+        str(w / "mtb"),
+        "--gold",
+        str(w / "gold.txt"),
+        "--benchmarks",
+        "winomt",
+        "--lang",
+        "de",
+    ],
 }
 
 
@@ -78,8 +132,20 @@ def test_lang_forms(spelling, work, capsys, monkeypatch):
     """`--lang` takes the same forms in winomt and geneval (geneval: only de has data here, so de,fr / all end in a
     clear missing-data error for fr, never in 'unknown language')."""
     monkeypatch.setenv("FAIRMT_DATA", str(work / "data"))
-    rc = main(["eval", "geneval", "--lang", *spelling, "--masculine", str(work / "masculine.{lang}"),
-               "--feminine", str(work / "feminine.{lang}"), "--json", "-"])
+    rc = main(
+        [
+            "eval",
+            "geneval",
+            "--lang",
+            *spelling,
+            "--masculine",
+            str(work / "masculine.{lang}"),
+            "--feminine",
+            str(work / "feminine.{lang}"),
+            "--json",
+            "-",
+        ]
+    )
     err = capsys.readouterr().err
     assert "unknown" not in err
     assert rc == (0 if spelling == ["de"] else 2)
@@ -101,7 +167,11 @@ def test_every_default_is_in_the_help():
             if isinstance(a, argparse._SubParsersAction):
                 for n, sub in a.choices.items():
                     walk(sub, f"{prefix} {n}")
-            elif a.option_strings and a.default not in (None, False, argparse.SUPPRESS, []) and a.help != argparse.SUPPRESS:
+            elif (
+                a.option_strings
+                and a.default not in (None, False, argparse.SUPPRESS, [])
+                and a.help != argparse.SUPPRESS
+            ):
                 if "default" not in (a.help or "").lower():
                     missing.append(f"{prefix} {a.option_strings[0]}")
 

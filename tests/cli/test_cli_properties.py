@@ -50,8 +50,23 @@ PARSE: dict[str, typing.Callable[[Env], list[str]]] = {
 # Values never generated, with the reason: they would leave this machine or wait on it.
 NOT_GENERATED = {("--backend", "openai"): "an endpoint on the network", ("--backend", "causal-lm"): "loads an LLM"}
 
-WORDS = ["", "x", "abc", "-1", "0", "nan", "1e309", "de", "en-de", "{file}", "{dir}", "{under-file}", "{read-only}",
-         "{new}", "{input}"]
+WORDS = [
+    "",
+    "x",
+    "abc",
+    "-1",
+    "0",
+    "nan",
+    "1e309",
+    "de",
+    "en-de",
+    "{file}",
+    "{dir}",
+    "{under-file}",
+    "{read-only}",
+    "{new}",
+    "{input}",
+]
 NUMBERS = ["-5", "-1", "0", "1", "2", "0.5", "1.5", "nan", "inf", "-inf", "1e309", "abc", "", "3.0"]
 DEVICES = ["cpu", "bogus", "cuda", "cuda:7", "mps", "cpu:0", ""]
 URLS = ["abc", "http://127.0.0.1:9/v1", "ftp://host/x", "http://", ""]
@@ -75,8 +90,11 @@ def _leaf_parsers() -> dict[str, argparse.ArgumentParser]:
 
 
 def _options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
-    return [a for a in parser._actions if a.option_strings and not isinstance(a, (argparse._HelpAction,
-                                                                                  argparse._VersionAction))]
+    return [
+        a
+        for a in parser._actions
+        if a.option_strings and not isinstance(a, (argparse._HelpAction, argparse._VersionAction))
+    ]
 
 
 def _pool(action: argparse.Action) -> list[str] | None:
@@ -102,9 +120,14 @@ def _pool(action: argparse.Action) -> list[str] | None:
 
 
 def _path(value: str, env: Env) -> str:
-    return {"{file}": env.t("mine.txt"), "{dir}": env.t("folder"), "{under-file}": env.w("a-file", "x.json"),
-            "{read-only}": str(READ_ONLY / "x.json"), "{new}": env.t("new", "out.json"),
-            "{input}": env.w("texts.txt")}.get(value, value)
+    return {
+        "{file}": env.t("mine.txt"),
+        "{dir}": env.t("folder"),
+        "{under-file}": env.w("a-file", "x.json"),
+        "{read-only}": str(READ_ONLY / "x.json"),
+        "{new}": env.t("new", "out.json"),
+        "{input}": env.w("texts.txt"),
+    }.get(value, value)
 
 
 @st.composite
@@ -154,8 +177,7 @@ def _check(argv: list[str], env: Env, whole: bool) -> None:
 
         release_run_dir()
     changed = [] if "--overwrite" in argv or hashlib.sha256(mine.read_bytes()).hexdigest() == digest else ["mine.txt"]
-    category, detail = classify(Case("generated", "options", argv=lambda e: argv, expect="any"), rc, err, exc,
-                                changed)
+    category, detail = classify(Case("generated", "options", argv=lambda e: argv, expect="any"), rc, err, exc, changed)
     assert category == "ok", f"fairmt {' '.join(argv)}\n{category}: {detail}\n{err[-1500:]}"
 
 
@@ -209,14 +231,51 @@ def test_generated_options_of_a_long_command_are_checked_before_its_work(leaf, w
 
 # ---------------------------------------------------------------------------------------------- recipes
 
-RECIPES = {"gacl": None, "ccd": "ccd/minilm_cda", "dpce": "ccd/dpce_minilm", "adept": "ccd/adept_f_minilm",
-           "classification": "classification/fcl", "sampling": "sampling/celeba_resnet50"}
+RECIPES = {
+    "gacl": None,
+    "ccd": "ccd/minilm_cda",
+    "dpce": "ccd/dpce_minilm",
+    "adept": "ccd/adept_f_minilm",
+    "classification": "classification/fcl",
+    "sampling": "sampling/celeba_resnet50",
+}
 """The recipe each family's overrides are tried on (gacl: the tiny offline recipe on the campaign's tiny model)."""
 
-TRAINER_KEYS = ["learning_rate", "max_steps", "per_device_train_batch_size", "num_train_epochs", "lr_scheduler_type",
-                "warmup_ratio", "weight_decay", "seed", "fp16", "eval_strategy", "save_steps", "bogus_key"]
-YAML_VALUES = ["0", "-1", "1", "2", "0.5", "1.5", ".nan", ".inf", "-.inf", "abc", "''", "true", "no", "null", "[1,2]",
-               "[]", "{a: 1}", "1e9", "-0.0"]
+TRAINER_KEYS = [
+    "learning_rate",
+    "max_steps",
+    "per_device_train_batch_size",
+    "num_train_epochs",
+    "lr_scheduler_type",
+    "warmup_ratio",
+    "weight_decay",
+    "seed",
+    "fp16",
+    "eval_strategy",
+    "save_steps",
+    "bogus_key",
+]
+YAML_VALUES = [
+    "0",
+    "-1",
+    "1",
+    "2",
+    "0.5",
+    "1.5",
+    ".nan",
+    ".inf",
+    "-.inf",
+    "abc",
+    "''",
+    "true",
+    "no",
+    "null",
+    "[1,2]",
+    "[]",
+    "{a: 1}",
+    "1e9",
+    "-0.0",
+]
 
 
 def _schema_keys(family: str) -> list[str]:
@@ -271,8 +330,9 @@ def test_generated_recipe_overrides_end_in_exit_0_or_one_error_line(family, work
 def test_every_command_is_generated_for():
     """A new command must join RUN (run whole) or PARSE (run up to its work) above."""
     leaves = set(_leaf_parsers())
-    assert leaves == set(RUN) | set(PARSE), (f"not generated for: {sorted(leaves - set(RUN) - set(PARSE))}; "
-                                             f"gone: {sorted(set(RUN) | set(PARSE) - leaves)}")
+    assert leaves == set(RUN) | set(PARSE), (
+        f"not generated for: {sorted(leaves - set(RUN) - set(PARSE))}; gone: {sorted(set(RUN) | set(PARSE) - leaves)}"
+    )
 
 
 def test_every_option_has_a_value_pool_and_every_number_a_checked_type():
@@ -286,8 +346,12 @@ def test_every_option_has_a_value_pool_and_every_number_a_checked_type():
             if _pool(action) == ["unknown"]:
                 unknown.append(f"{name} (type {getattr(action.type, '__name__', action.type)})")
             numeric_default = isinstance(action.default, (int, float)) and not isinstance(action.default, bool)
-            if action.type in (int, float) or (numeric_default and action.nargs != 0 and not action.choices
-                                                and not hasattr(action.type, "fairmt_checked")):
+            if action.type in (int, float) or (
+                numeric_default
+                and action.nargs != 0
+                and not action.choices
+                and not hasattr(action.type, "fairmt_checked")
+            ):
                 unchecked.append(name)
     assert not unknown, f"options without a value pool in tests/cli/test_cli_properties.py: {unknown}"
     assert not unchecked, f"numeric options without a range-checked type: {unchecked}"

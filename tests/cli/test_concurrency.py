@@ -40,10 +40,22 @@ pytestmark = pytest.mark.timeout(600)
 
 def _start(args: list[str], cwd: Path, work: Path) -> subprocess.Popen:
     """``python -m fairmt ARGS`` in its own session (so its whole process group can be killed)."""
-    env = {**os.environ, "FAIRMT_DATA": str(work / "data"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    return subprocess.Popen([sys.executable, "-m", "fairmt", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    env = {
+        **os.environ,
+        "FAIRMT_DATA": str(work / "data"),
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "fairmt", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -108,8 +120,7 @@ def test_a_second_train_into_a_running_runs_folder_is_refused_naming_the_holder(
     from fairmt.outputs import LOCK_NAME, MANIFEST, release_run_dir
 
     env = Env(work, tmp_path)
-    first = _start(_recipe(env, "training.max_steps=1000000", "training.save_strategy='no'", dry=False), tmp_path,
-                   work)
+    first = _start(_recipe(env, "training.max_steps=1000000", "training.save_strategy='no'", dry=False), tmp_path, work)
     try:
         lock = tmp_path / "run" / LOCK_NAME
         _wait_for(lambda: _holder_pid(lock) == first.pid, first, "the first run took its output folder")
@@ -154,11 +165,18 @@ def test_a_folder_in_use_is_refused_before_torch_loads(tmp_path):
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         os.write(fd, json.dumps({"pid": 4242, "host": "elsewhere", "command": "fairmt train x", "started": 0}).encode())
-        code = ("import sys; from fairmt.cli import main; "
-                f"rc = main(['train', 'gacl/tiny_offline', '--output-dir', {str(run)!r}]); "
-                "print('rc', rc, 'torch' in sys.modules)")
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+        code = (
+            "import sys; from fairmt.cli import main; "
+            f"rc = main(['train', 'gacl/tiny_offline', '--output-dir', {str(run)!r}]); "
+            "print('rc', rc, 'torch' in sys.modules)"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        )
     finally:
         os.close(fd)
     assert done.stdout.strip() == "rc 2 False", done.stdout + done.stderr
@@ -222,9 +240,29 @@ def test_two_processes_given_one_translation_cache(work, tmp_path):
     gold = (work / "gold.txt").read_text().splitlines()
     (tmp_path / "gold.txt").write_text("\n".join(gold[i % len(gold)] for i in range(n)) + "\n")
     endpoint = _StallingEndpoint(answer=3)
-    argv = ["eval", "winomt", "--lang", "de", "--backend", "openai", "--api-base", endpoint.url, "--api-model", "m",
-            "--concurrency", "1", "--batch-size", "1", "--gold", str(tmp_path / "gold.txt"), "--cache-dir",
-            str(tmp_path / "cache"), "--no-progress", "--json", str(tmp_path / "first.json")]
+    argv = [
+        "eval",
+        "winomt",
+        "--lang",
+        "de",
+        "--backend",
+        "openai",
+        "--api-base",
+        endpoint.url,
+        "--api-model",
+        "m",
+        "--concurrency",
+        "1",
+        "--batch-size",
+        "1",
+        "--gold",
+        str(tmp_path / "gold.txt"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--no-progress",
+        "--json",
+        str(tmp_path / "first.json"),
+    ]
 
     def cache_file() -> Path | None:
         files = sorted((tmp_path / "cache").rglob("*.jsonl")) if (tmp_path / "cache").is_dir() else []
@@ -232,8 +270,11 @@ def test_two_processes_given_one_translation_cache(work, tmp_path):
 
     first = _start(argv, tmp_path, work)
     try:
-        _wait_for(lambda: cache_file() is not None and cache_file().read_bytes().count(b"\n") >= 4, first,
-                  "the first process translated three sentences into its cache")
+        _wait_for(
+            lambda: cache_file() is not None and cache_file().read_bytes().count(b"\n") >= 4,
+            first,
+            "the first process translated three sentences into its cache",
+        )
         second = _start([*argv[:-1], str(tmp_path / "second.json")], tmp_path, work)
         try:
             _, err = second.communicate(timeout=300)
@@ -267,8 +308,9 @@ def test_overwrite_leaves_nothing_that_resume_could_pick_up(work, tmp_path):
     env = Env(work, tmp_path)
     run = tmp_path / "run"
     try:
-        rc, _, err, exc = run_cli(_recipe(env, "training.max_steps=4", "training.save_strategy=steps",
-                                          "training.save_steps=2", dry=False))
+        rc, _, err, exc = run_cli(
+            _recipe(env, "training.max_steps=4", "training.save_strategy=steps", "training.save_steps=2", dry=False)
+        )
         assert exc is None and rc == 0, err
         assert sorted(p.name for p in run.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
         old_weights = _digest(run / "model.safetensors")
@@ -276,8 +318,12 @@ def test_overwrite_leaves_nothing_that_resume_could_pick_up(work, tmp_path):
         notes = run / "notes.txt"  # the user's, put in the run folder after the first run: it must survive
         notes.write_text("my notes")
         before = notes.stat().st_mtime_ns
-        rc, _, err, exc = run_cli([*_recipe(env, "training.max_steps=2", "training.save_strategy='no'",
-                                            "training.seed=7", dry=False), "--overwrite"])
+        rc, _, err, exc = run_cli(
+            [
+                *_recipe(env, "training.max_steps=2", "training.save_strategy='no'", "training.seed=7", dry=False),
+                "--overwrite",
+            ]
+        )
         assert notes.read_text() == "my notes" and notes.stat().st_mtime_ns == before
         assert exc is None and rc == 0, err
         assert not list(run.glob("checkpoint-*")), "the earlier run's checkpoints must be gone"
@@ -295,21 +341,33 @@ def test_overwrite_leaves_nothing_that_resume_could_pick_up(work, tmp_path):
 
 # ---------------------------------------------------------------------------------------------- other slow cases
 
-SLOW = [c for c in all_cases() if c.slow and c.proc and c.id in (
-    "resume with a cut-off optimizer.pt", "fairseq-prep rerun into its prepared folder",
-    # issue 45: a write that fails (ulimit -f, stdout on /dev/full) and a Hub that never answers, in child processes
-    "eval linear-probe --markdown under ulimit -f", "eval classification --json - > /dev/full",
-    "report --json - > /dev/full")]
+SLOW = [
+    c
+    for c in all_cases()
+    if c.slow
+    and c.proc
+    and c.id
+    in (
+        "resume with a cut-off optimizer.pt",
+        "fairseq-prep rerun into its prepared folder",
+        # issue 45: a write that fails (ulimit -f, stdout on /dev/full) and a Hub that never answers, in child processes
+        "eval linear-probe --markdown under ulimit -f",
+        "eval classification --json - > /dev/full",
+        "report --json - > /dev/full",
+    )
+]
 # the campaign's slow cases that a dedicated test runs, with closer checks (the message, what is left on disk)
-ELSEWHERE = {"two fairmt train runs, one output folder": "test_a_second_train_into_a_running_runs_folder_is_refused"
-             "_naming_the_holder (above)",
-             "--overwrite then resume_from_checkpoint=true": "test_overwrite_leaves_nothing_that_resume_could_pick_up",
-             "eval classification --json under ulimit -f": "tests/cli/test_full_disk.py",
-             "fairmt recipes > /dev/full": "tests/cli/test_full_disk.py",
-             "push to an endpoint that never answers": "tests/translate/test_network_timeouts.py",
-             "push --timeout 1 to an endpoint that never answers": "tests/translate/test_network_timeouts.py (its push runs "
-             "with --timeout 1 over FAIRMT_NET_TIMEOUT=600)",
-             "tiny model's own files under ulimit -f": "tests/project/test_one_writer.py"}
+ELSEWHERE = {
+    "two fairmt train runs, one output folder": "test_a_second_train_into_a_running_runs_folder_is_refused"
+    "_naming_the_holder (above)",
+    "--overwrite then resume_from_checkpoint=true": "test_overwrite_leaves_nothing_that_resume_could_pick_up",
+    "eval classification --json under ulimit -f": "tests/cli/test_full_disk.py",
+    "fairmt recipes > /dev/full": "tests/cli/test_full_disk.py",
+    "push to an endpoint that never answers": "tests/translate/test_network_timeouts.py",
+    "push --timeout 1 to an endpoint that never answers": "tests/translate/test_network_timeouts.py (its push runs "
+    "with --timeout 1 over FAIRMT_NET_TIMEOUT=600)",
+    "tiny model's own files under ulimit -f": "tests/project/test_one_writer.py",
+}
 
 
 @pytest.mark.parametrize("case", [c.param() for c in SLOW])

@@ -15,8 +15,7 @@ from fairmt.errors import FairmtError
 def _fairmt(args, *, env=None, cwd=None):
     base = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "LC_ALL", "LANG", "MPLCONFIGDIR")}
     base.update(env or {})
-    return subprocess.run([sys.executable, "-m", "fairmt", *args], capture_output=True, env=base, cwd=cwd,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-m", "fairmt", *args], capture_output=True, env=base, cwd=cwd, timeout=120)
 
 
 def test_an_ascii_terminal_gets_replacement_characters_not_a_traceback():
@@ -29,8 +28,11 @@ def test_an_ascii_terminal_gets_replacement_characters_not_a_traceback():
 def test_bad_values_of_fairmts_own_variables_are_one_line(tmp_path):
     f = tmp_path / "t.txt"
     f.write_text("x\n")
-    for var, value in (("FAIRMT_MAX_LINE_CHARS", "abc"), ("FAIRMT_MAX_LINE_CHARS", "-1"),
-                       ("FAIRMT_MAX_IMAGE_PIXELS", "0")):
+    for var, value in (
+        ("FAIRMT_MAX_LINE_CHARS", "abc"),
+        ("FAIRMT_MAX_LINE_CHARS", "-1"),
+        ("FAIRMT_MAX_IMAGE_PIXELS", "0"),
+    ):
         r = _fairmt(["augment", "cda", "--input", str(f), "--output", str(tmp_path / "o.jsonl")], env={var: value})
         err = r.stderr.decode()
         assert r.returncode == 2 and err.strip().splitlines() == [err.strip()], err
@@ -57,10 +59,16 @@ def test_the_line_limit_variable_still_works():
 def test_a_deleted_current_folder_is_one_line(tmp_path):
     gone = tmp_path / "gone"
     gone.mkdir()
-    code = ("import os, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); from fairmt.cli import main; "
-            "sys.exit(main(['recipes']))")
-    r = subprocess.run([sys.executable, "-c", code, str(gone)], capture_output=True, timeout=120,
-                       env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+    code = (
+        "import os, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); from fairmt.cli import main; "
+        "sys.exit(main(['recipes']))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(gone)],
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+    )
     err = r.stderr.decode()
     assert r.returncode == 2 and "the current folder no longer exists" in err and "Traceback" not in err, err
 

@@ -42,7 +42,9 @@ def test_bios_dry_run_says_which_command_fetches_the_sample(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     rc, findings, _ = _dry(["classification/fcl"], capsys)
     assert rc == 2
-    assert any("bios_28prof_x10.csv does not exist" in f and "fairmt data download bios" in f for f in findings), findings
+    assert any("bios_28prof_x10.csv does not exist" in f and "fairmt data download bios" in f for f in findings), (
+        findings
+    )
     from fairmt.commands.train import builtin_recipes, recipe_availability
 
     assert "`fairmt data download bios`" in recipe_availability(builtin_recipes()["classification/fcl"])
@@ -95,14 +97,19 @@ def test_nllb_recipe_reads_the_en_de_file_of_the_small100_recipes(tmp_path):
     aliases = key_aliases("eng_Latn", "deu_Latn")
     assert aliases == {"eng_Latn": "en", "deu_Latn": "de"} and key_aliases("en", "de") == {}
     path = tmp_path / "en-de.jsonl"
-    rows = [{"translation": {"en": "The doctor lost her car.", "de": "Die Ärztin hat ihr Auto verloren."}},
-            {"translation": {"eng_Latn": "He slept.", "deu_Latn": "Er schlief."}}]
+    rows = [
+        {"translation": {"en": "The doctor lost her car.", "de": "Die Ärztin hat ihr Auto verloren."}},
+        {"translation": {"eng_Latn": "He slept.", "deu_Latn": "Er schlief."}},
+    ]
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     ds = read_parallel(path, "eng_Latn", "deu_Latn", key_aliases=aliases)
     assert ds["src"] == ["The doctor lost her car.", "He slept."]
     assert ds["tgt"] == ["Die Ärztin hat ihr Auto verloren.", "Er schlief."]
-    with pytest.raises(FairmtError, match=r'line|:1: expected \{"translation": \{"eng_Latn" or "en": \.\.\., '
-                                          r'"deu_Latn" or "de": \.\.\.\}\}'):
+    with pytest.raises(
+        FairmtError,
+        match=r'line|:1: expected \{"translation": \{"eng_Latn" or "en": \.\.\., '
+        r'"deu_Latn" or "de": \.\.\.\}\}',
+    ):
         bad = tmp_path / "fr.jsonl"
         bad.write_text(json.dumps({"translation": {"en": "a", "fr": "b"}}) + "\n", encoding="utf-8")
         read_parallel(bad, "eng_Latn", "deu_Latn", key_aliases=aliases)
@@ -112,21 +119,28 @@ def test_nllb_dry_run_counts_the_en_de_file(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     path = tmp_path / "en-de.jsonl"
-    pairs = [("The doctor lost her car.", "Die Ärztin hat ihr Auto verloren."),
-             ("The doctor lost his car.", "Der Arzt hat sein Auto verloren.")] * 20
-    path.write_text("".join(json.dumps({"translation": {"en": e, "de": d}}, ensure_ascii=False) + "\n"
-                            for e, d in pairs), encoding="utf-8")
+    pairs = [
+        ("The doctor lost her car.", "Die Ärztin hat ihr Auto verloren."),
+        ("The doctor lost his car.", "Der Arzt hat sein Auto verloren."),
+    ] * 20
+    path.write_text(
+        "".join(json.dumps({"translation": {"en": e, "de": d}}, ensure_ascii=False) + "\n" for e, d in pairs),
+        encoding="utf-8",
+    )
     _, findings, printed = _dry(["gacl/nllb600m_en-de", f"data.train={path}"], capsys)
     assert not [f for f in findings if "data.train" in f], findings
     assert "data: 40 pairs read, 40 after data.prepare=gacl" in printed.err, printed.err[-2000:]
 
 
-@pytest.mark.parametrize(("lam", "alpha", "name"), [
-    (1.0, 0.4, "GACL + KD (gender-aware contrastive learning + knowledge distillation)"),
-    (0.0, 0.0, "plain fine-tuning control (MT loss only: gacl_lambda 0, kd_alpha 0)"),
-    (1.0, 0.0, "GACL (gender-aware contrastive learning, no KD: kd_alpha 0)"),
-    (0.0, 0.4, "KD-only (knowledge distillation, no contrastive term: gacl_lambda 0)"),
-])
+@pytest.mark.parametrize(
+    ("lam", "alpha", "name"),
+    [
+        (1.0, 0.4, "GACL + KD (gender-aware contrastive learning + knowledge distillation)"),
+        (0.0, 0.0, "plain fine-tuning control (MT loss only: gacl_lambda 0, kd_alpha 0)"),
+        (1.0, 0.0, "GACL (gender-aware contrastive learning, no KD: kd_alpha 0)"),
+        (0.0, 0.4, "KD-only (knowledge distillation, no contrastive term: gacl_lambda 0)"),
+    ],
+)
 def test_a_gacl_run_names_what_it_trained(lam, alpha, name):
     from fairmt.recipes.gacl.runner import run_kind
 

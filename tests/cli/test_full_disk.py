@@ -23,6 +23,7 @@ def _limit(nbytes: int):
     def set_limit():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, nbytes))
+
     return set_limit
 
 
@@ -43,8 +44,11 @@ def test_a_model_folder_that_cannot_be_saved_whole_is_not_left_behind(tmp_path):
         Path(folder, "config.json").write_text("{}")
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    with pytest.raises(FairmtError, match=r"could not write the trained model to .*model: no space left on the device "
-                                          r"\(.* free there\)"):
+    with pytest.raises(
+        FairmtError,
+        match=r"could not write the trained model to .*model: no space left on the device "
+        r"\(.* free there\)",
+    ):
         save_folder(tmp_path / "model", save, what="the trained model")
     assert list(tmp_path.iterdir()) == []
     save_folder(tmp_path / "model", lambda f: Path(f, "config.json").write_text("{}"))
@@ -56,8 +60,11 @@ def test_the_safetensors_error_of_a_full_disk_is_the_same_line(tmp_path):
     from safetensors.torch import save_file
 
     with FileSizeLimit(2048), pytest.raises(FairmtError, match=r"could not write the weights to .*w: .*free"):
-        save_folder(tmp_path / "w", lambda f: save_file({"x": torch.zeros(4096)}, str(Path(f, "model.safetensors"))),
-                    what="the weights")
+        save_folder(
+            tmp_path / "w",
+            lambda f: save_file({"x": torch.zeros(4096)}, str(Path(f, "model.safetensors"))),
+            what="the weights",
+        )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -66,8 +73,12 @@ def test_eval_classification_json_under_ulimit_f_does_not_exit_0(tmp_path):
     preds = tmp_path / "p.jsonl"
     preds.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "r.json"
-    proc = procs.run(procs.python("-m", "fairmt", "eval", "classification", "--predictions", preds, "--json", out),
-                     env=procs.env(), preexec_fn=_limit(256), timeout=120)
+    proc = procs.run(
+        procs.python("-m", "fairmt", "eval", "classification", "--predictions", preds, "--json", out),
+        env=procs.env(),
+        preexec_fn=_limit(256),
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr[-2000:]
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("fairmt: error: could not write") and str(out) in last and "file too large" in last
@@ -105,8 +116,7 @@ def _moji(root: Path) -> Path:
 
 
 @pytest.mark.parametrize("fills", ["model", "results.json"])
-def test_a_classification_run_whose_folder_fills_up_exits_2_with_the_writers_line(fills, tmp_path, monkeypatch,
-                                                                                   capsys):
+def test_a_classification_run_whose_folder_fills_up_exits_2_with_the_writers_line(fills, tmp_path, monkeypatch, capsys):
     """The real recipe path (``fairmt train classification/...``, in this process): the disk fills while the run
     saves its selected model, or its results — the writer's flush to the disk (``os.fsync``) of a file in the run
     folder fails with ENOSPC. The run does not exit 0, prints no scores, leaves no torn ``results.json``."""
@@ -126,14 +136,25 @@ def test_a_classification_run_whose_folder_fills_up_exits_2_with_the_writers_lin
         return real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    rc = main(["train", "classification/fcl_moji", f"data.root={_moji(tmp_path / 'moji')}", "objective=ce",
-               "training.num_train_epochs=1", "model.hidden_dim=8", "--output-dir", str(run)])
+    rc = main(
+        [
+            "train",
+            "classification/fcl_moji",
+            f"data.root={_moji(tmp_path / 'moji')}",
+            "objective=ce",
+            "training.num_train_epochs=1",
+            "model.hidden_dim=8",
+            "--output-dir",
+            str(run),
+        ]
+    )
     out, err = capsys.readouterr()
     assert hit and rc == 2, (rc, err[-2000:])
     lines = [ln for ln in err.splitlines() if ln.startswith("fairmt: error:")]
     what = "the trained model" if fills == "model" else "the run's results"
-    assert len(lines) == 1 and lines[0].startswith(f"fairmt: error: could not write {what} to {run / fills}: no "
-                                                   "space left on the device ("), err[-2000:]
+    assert len(lines) == 1 and lines[0].startswith(
+        f"fairmt: error: could not write {what} to {run / fills}: no space left on the device ("
+    ), err[-2000:]
     assert " free there)" in lines[0] and "Traceback" not in err
     assert "accuracy ↑" not in out and "results:" not in out  # no scores printed as if the run had ended well
     assert not (run / "results.json").exists()

@@ -29,8 +29,23 @@ def test_campaign_case(case: Case, work: Path, tmp_path: Path, monkeypatch):
 
 def test_the_campaign_is_the_issues_size_and_covers_every_area():
     areas = {c.area for c in all_cases()}
-    assert {"outputs", "options", "models", "caches", "pipes", "recipes", "api", "push", "report", "data loss",
-            "wrong numbers", "child process", "resume", "full disk", "network"} <= areas
+    assert {
+        "outputs",
+        "options",
+        "models",
+        "caches",
+        "pipes",
+        "recipes",
+        "api",
+        "push",
+        "report",
+        "data loss",
+        "wrong numbers",
+        "child process",
+        "resume",
+        "full disk",
+        "network",
+    } <= areas
     assert len(all_cases()) >= 230
     assert len({c.id for c in all_cases()}) == len(all_cases()), "case ids must be unique"
 
@@ -44,8 +59,9 @@ def test_classify_sorts_the_outcomes_worst_first():
     assert classify(error, 0, "", None, [])[0] == "wrong_exit0"
     assert classify(error, 0, "", None, ["out.json"])[0] == "data_loss"
     assert classify(error, None, "", RuntimeError("boom"), [])[0] == "traceback"
-    assert classify(error, 2, "Traceback (most recent call last):\n ...\nfairmt: error: x\n", None, [])[0] == \
-        "traceback"
+    assert (
+        classify(error, 2, "Traceback (most recent call last):\n ...\nfairmt: error: x\n", None, [])[0] == "traceback"
+    )
     ok = Case("y", "options", argv=lambda e: [], expect="ok")
     assert classify(ok, 0, "", None, [])[0] == "ok"
     api = Case("z", "api", api=lambda e: None)
@@ -60,16 +76,22 @@ def test_every_command_with_overwrite_has_a_campaign_case_that_protects_a_home_f
     missed) must have an ``overwrite`` case — pointed at a home folder whose files must survive — here, and its
     detailed checks in ``tests/cli/test_overwrite_safety.py`` (listed in its ``COVERED``)."""
     import test_overwrite_safety as safety
-    from fairmt.cli import _leaves, build_parser
-    from hostile_campaign import OVERWRITE_ARGV
     from test_overwrite_safety import COVERED
 
-    commands = {leaf.prog.removeprefix("fairmt ") for leaf in _leaves(build_parser())
-                if "--overwrite" in leaf._option_string_actions}
+    from fairmt.cli import _leaves, build_parser
+    from hostile_campaign import OVERWRITE_ARGV
+
+    commands = {
+        leaf.prog.removeprefix("fairmt ")
+        for leaf in _leaves(build_parser())
+        if "--overwrite" in leaf._option_string_actions
+    }
     assert len(commands) >= 15 and {"train", "sweep", "demo", "data fairseq-prep"} <= commands
     cases = {c.id for c in all_cases() if c.area == "overwrite"}
     missing = sorted(cmd for cmd in commands if f"{cmd} --overwrite into a home folder" not in cases)
-    assert not missing, f"commands with --overwrite and no overwrite case in tests/support/hostile_campaign.py: {missing}"
+    assert not missing, (
+        f"commands with --overwrite and no overwrite case in tests/support/hostile_campaign.py: {missing}"
+    )
     assert set(OVERWRITE_ARGV) == commands, "an overwrite case for a command that has no --overwrite"
     untested = sorted(cmd for cmd in commands if cmd not in COVERED)
     assert not untested, f"commands with --overwrite not covered in tests/cli/test_overwrite_safety.py: {untested}"
@@ -81,8 +103,9 @@ def test_every_numeric_config_field_has_a_campaign_case():
     """The guard of issue 45: a Config dataclass of ``fairmt.trainers`` (found by walking the package) that grows a
     numeric field must have that field in :data:`tests.hostile_campaign.CONFIG_VALUES` (values outside its range that
     a careless user passes), and every ``*Config`` found there is in the table."""
-    from hostile_campaign import CONFIG_EXTRA, CONFIG_VALUES
     from test_config_ranges import config_classes, own_numeric_fields
+
+    from hostile_campaign import CONFIG_EXTRA, CONFIG_VALUES
 
     for cls in config_classes():
         spec = f"{cls.__module__}:{cls.__name__}"

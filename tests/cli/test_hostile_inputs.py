@@ -35,12 +35,20 @@ DE = [
     "Die Krankenschwester half dem Patienten, weil sie freundlich war.",
     "Die Sekretärin rief den Mechaniker an, weil er zu spät war.",
 ]
-GENEVAL_SRC = {"masculine": ["He is a doctor.", "My brother is a nurse.", "The man teaches."],
-               "feminine": ["She is a doctor.", "My sister is a nurse.", "The woman teaches."]}
-GENEVAL_REF = {"masculine": ["Er ist Arzt.", "Mein Bruder ist Krankenpfleger.", "Der Mann unterrichtet."],
-               "feminine": ["Sie ist Ärztin.", "Meine Schwester ist Krankenschwester.", "Die Frau unterrichtet."]}
-FLORES_REF = ["Der Arzt sprach lange mit der Patientin.", "Die Lehrerin erklärt die Aufgabe.",
-              "Morgen fahren wir nach Berlin.", "Das Wetter war schön."]
+GENEVAL_SRC = {
+    "masculine": ["He is a doctor.", "My brother is a nurse.", "The man teaches."],
+    "feminine": ["She is a doctor.", "My sister is a nurse.", "The woman teaches."],
+}
+GENEVAL_REF = {
+    "masculine": ["Er ist Arzt.", "Mein Bruder ist Krankenpfleger.", "Der Mann unterrichtet."],
+    "feminine": ["Sie ist Ärztin.", "Meine Schwester ist Krankenschwester.", "Die Frau unterrichtet."],
+}
+FLORES_REF = [
+    "Der Arzt sprach lange mit der Patientin.",
+    "Die Lehrerin erklärt die Aufgabe.",
+    "Morgen fahren wir nach Berlin.",
+    "Das Wetter war schön.",
+]
 WORDS = "he she man woman doctor nurse is a the his her works at bank cooks dinner this that john amy".split()
 
 
@@ -53,20 +61,44 @@ def _jsonl(rows: list[dict]) -> bytes:
 
 
 def _predictions(n: int = 12) -> bytes:
-    return _jsonl([{"label": i % 2, "pred": (i // 2) % 2, "group": (i // 3) % 2, "hidden": [i % 3, i % 5 + 0.5]}
-                   for i in range(n)])
+    return _jsonl(
+        [
+            {"label": i % 2, "pred": (i // 2) % 2, "group": (i // 3) % 2, "hidden": [i % 3, i % 5 + 0.5]}
+            for i in range(n)
+        ]
+    )
 
 
 def _parallel() -> bytes:
-    return _jsonl([{"translation": {"en": "He is a doctor.", "de": "Er ist Arzt."}},
-                   {"translation": {"en": "She is a nurse.", "de": "Sie ist Krankenschwester."}}])
+    return _jsonl(
+        [
+            {"translation": {"en": "He is a doctor.", "de": "Er ist Arzt."}},
+            {"translation": {"en": "She is a nurse.", "de": "Sie ist Krankenschwester."}},
+        ]
+    )
 
 
 def _stereoset_gold() -> bytes:
-    rows = [{"type": "intrasentence", "target": "nurse", "bias_type": "gender", "context": "The nurse is BLANK.",
-             "stereotype": "The nurse is she.", "anti-stereotype": "The nurse is he.", "unrelated": "The nurse is dinner."},
-            {"type": "intrasentence", "target": "doctor", "bias_type": "profession", "context": "The doctor is BLANK.",
-             "stereotype": "The doctor is he.", "anti-stereotype": "The doctor is she.", "unrelated": "The doctor is bank."}]
+    rows = [
+        {
+            "type": "intrasentence",
+            "target": "nurse",
+            "bias_type": "gender",
+            "context": "The nurse is BLANK.",
+            "stereotype": "The nurse is she.",
+            "anti-stereotype": "The nurse is he.",
+            "unrelated": "The nurse is dinner.",
+        },
+        {
+            "type": "intrasentence",
+            "target": "doctor",
+            "bias_type": "profession",
+            "context": "The doctor is BLANK.",
+            "stereotype": "The doctor is he.",
+            "anti-stereotype": "The doctor is she.",
+            "unrelated": "The doctor is bank.",
+        },
+    ]
     return _jsonl(rows)
 
 
@@ -77,8 +109,12 @@ def _stereoset_predictions() -> bytes:
 
 
 def _seat() -> bytes:
-    sets = {"targ1": ["This is John.", "That is John."], "targ2": ["This is Amy.", "That is Amy."],
-            "attr1": ["He works at the bank.", "His work."], "attr2": ["She cooks dinner.", "Her home."]}
+    sets = {
+        "targ1": ["This is John.", "That is John."],
+        "targ2": ["This is Amy.", "That is Amy."],
+        "attr1": ["He works at the bank.", "His work."],
+        "attr2": ["She cooks dinner.", "Her home."],
+    }
     return json.dumps({k: {"category": k, "examples": v} for k, v in sets.items()}, indent=2).encode()
 
 
@@ -94,17 +130,25 @@ def _bias_ir_docs() -> bytes:
 
 
 def _crows() -> bytes:
-    return _lines(["sent_more,sent_less,stereo_antistereo,bias_type",
-                   "she cooks dinner,he cooks dinner,stereo,gender",
-                   "he works at the bank,she works at the bank,antistereo,gender"])
+    return _lines(
+        [
+            "sent_more,sent_less,stereo_antistereo,bias_type",
+            "she cooks dinner,he cooks dinner,stereo,gender",
+            "he works at the bank,she works at the bank,antistereo,gender",
+        ]
+    )
 
 
 def _tuples() -> bytes:
-    return _jsonl([{"neutral": "the doctor works", "male": "he works", "female": "she works"},
-                   {"neutral": "the nurse cooks", "male": "the man cooks", "female": "the woman cooks"}])
+    return _jsonl(
+        [
+            {"neutral": "the doctor works", "male": "he works", "female": "she works"},
+            {"neutral": "the nurse cooks", "male": "the man cooks", "female": "the woman cooks"},
+        ]
+    )
 
 
-RECIPE = (Path(__file__).resolve().parents[2] / "fairmt" / "recipes" / "classification" / "fcl.yaml")
+RECIPE = Path(__file__).resolve().parents[2] / "fairmt" / "recipes" / "classification" / "fcl.yaml"
 
 # ---------------------------------------------------------------------------------------------- the options
 
@@ -126,7 +170,19 @@ class Option:
 def _geneval_argv(gender: str) -> Callable[[Path, Path], list[str]]:
     def argv(work: Path, f: Path) -> list[str]:
         other = "feminine" if gender == "masculine" else "masculine"
-        return ["eval", "geneval", "--lang", "de", f"--{gender}", str(f), f"--{other}", str(work / f"{other}.de"), "--json", "-"]
+        return [
+            "eval",
+            "geneval",
+            "--lang",
+            "de",
+            f"--{gender}",
+            str(f),
+            f"--{other}",
+            str(work / f"{other}.de"),
+            "--json",
+            "-",
+        ]
+
     return argv
 
 
@@ -134,100 +190,441 @@ def _emb(suite: str, opt: str) -> Callable[[Path, Path], list[str]]:
     def argv(work: Path, f: Path) -> list[str]:
         target = f.parent if opt in ("--seat-dir", "--bias-ir-dir") else f
         extra = ["--seat-tests", "6"] if suite == "seat" else []
-        return ["eval", "embeddings", "--model", str(work / "mlm"), "--suite", suite, opt, str(target), *extra,
-                "--no-progress", "--n-samples", "50"] if suite == "seat" else \
-               ["eval", "embeddings", "--model", str(work / "mlm"), "--suite", suite, opt, str(target), "--no-progress"]
+        return (
+            [
+                "eval",
+                "embeddings",
+                "--model",
+                str(work / "mlm"),
+                "--suite",
+                suite,
+                opt,
+                str(target),
+                *extra,
+                "--no-progress",
+                "--n-samples",
+                "50",
+            ]
+            if suite == "seat"
+            else [
+                "eval",
+                "embeddings",
+                "--model",
+                str(work / "mlm"),
+                "--suite",
+                suite,
+                opt,
+                str(target),
+                "--no-progress",
+            ]
+        )
+
     return argv
 
 
 LINES_REFUSED = {"huge"}
 OPTIONS = [
-    Option("eval winomt --translations", "lines", lambda: _lines([f"{g.split(chr(9))[2]} ||| {d}" for g, d in zip(GOLD, DE)]),
-           lambda w, f: ["eval", "winomt", "--lang", "de", "--translations", str(f), "--gold", str(w / "gold.txt"), "--json", "-"],
-           refuses=LINES_REFUSED | {"wrong_count"}),
-    Option("eval winomt --gold", "lines", lambda: _lines(GOLD),
-           lambda w, f: ["eval", "winomt", "--lang", "de", "--translations", str(w / "translations.txt"), "--gold", str(f), "--json", "-"],
-           refuses=LINES_REFUSED | {"wrong_count", "torn"}),
-    Option("eval geneval --masculine", "lines", lambda: _lines(GENEVAL_REF["masculine"]), _geneval_argv("masculine"),
-           refuses=LINES_REFUSED | {"wrong_count"}),
-    Option("eval geneval --feminine", "lines", lambda: _lines(GENEVAL_REF["feminine"]), _geneval_argv("feminine"),
-           refuses=LINES_REFUSED | {"wrong_count"}),
-    Option("eval flores --hypotheses", "lines", lambda: _lines(FLORES_REF),
-           lambda w, f: ["eval", "flores", "--lang-pair", "eng_Latn-deu_Latn", "--hypotheses", str(f),
-                         "--spm-model", str(w / "spm.model"), "--json", "-"],
-           refuses=LINES_REFUSED | {"wrong_count"}),
-    Option("eval flores --spm-model", "binary", lambda: b"",
-           lambda w, f: ["eval", "flores", "--lang-pair", "eng_Latn-deu_Latn", "--hypotheses", str(w / "hyp.de"),
-                         "--spm-model", str(f)], runs=False),
-    Option("eval classification --predictions", "jsonl", _predictions,
-           lambda w, f: ["eval", "classification", "--predictions", str(f), "--json", str(w / "out.json"), "--overwrite"],
-           filename="p.jsonl", refuses=LINES_REFUSED | {"torn"}),
-    Option("eval classification --train-predictions", "jsonl", _predictions,
-           lambda w, f: ["eval", "classification", "--predictions", str(w / "preds.jsonl"), "--train-predictions", str(f),
-                         "--json", str(w / "out.json"), "--overwrite"],
-           filename="tp.jsonl", refuses=LINES_REFUSED | {"torn"}),
-    Option("eval stereoset --predictions", "json", _stereoset_predictions,
-           lambda w, f: ["eval", "stereoset", "--predictions", str(f), "--gold", str(w / "gold.jsonl")],
-           filename="pred.json", refuses={"torn"}),
-    Option("eval stereoset --gold", "jsonl", _stereoset_gold,
-           lambda w, f: ["eval", "stereoset", "--predictions", str(w / "pred.json"), "--gold", str(f)],
-           filename="gold.jsonl", refuses={"torn"}),
-    Option("eval embeddings --cced-tuples", "jsonl", _tuples, _emb("cced", "--cced-tuples"), filename="t.jsonl",
-           refuses=LINES_REFUSED | {"torn"}),
-    Option("eval embeddings --crows-file", "csv", _crows, _emb("crows", "--crows-file"), filename="crows.csv",
-           refuses=LINES_REFUSED | {"torn"}),
-    Option("eval embeddings --stereoset-gold", "jsonl", _stereoset_gold, _emb("stereoset", "--stereoset-gold"),
-           filename="gold.jsonl", refuses={"torn"}),
-    Option("eval embeddings --seat-dir", "json", _seat, _emb("seat", "--seat-dir"), filename="sent-weat6.jsonl",
-           in_dir="seat", refuses={"torn"}),
-    Option("eval embeddings --bias-ir-dir", "csv", _bias_ir_queries, _emb("bias-ir", "--bias-ir-dir"),
-           filename="queries.csv", in_dir="bias_ir", refuses=LINES_REFUSED),
-    Option("train RECIPE", "yaml", lambda: RECIPE.read_bytes(),
-           lambda w, f: ["train", str(f), f"data.files=[{w / 'gold.txt'}]", "--dry-run"],  # a data file that exists
-           filename="recipe.yaml", refuses=LINES_REFUSED),
-    Option("augment cda --input", "lines", lambda: _lines(["He is a doctor .", "She works at the bank ."]),
-           lambda w, f: ["augment", "cda", "--input", str(f), "--output", str(w / "out.jsonl"), "--overwrite"], refuses=LINES_REFUSED),
-    Option("augment llm --input", "lines", lambda: _lines(["He is a doctor ."]),
-           lambda w, f: ["augment", "llm", "--input", str(f), "--output", str(w / "out.jsonl"), "--overwrite",
-                         "--url", "http://127.0.0.1:9/v1", "--model", "m", "--retries", "0"], runs=False, refuses=LINES_REFUSED),
-    Option("augment llm --examples", "jsonl",
-           lambda: _jsonl([{"passage": "He is here.", "versions": {"male": "He is here.", "female": "She is here."}}]),
-           lambda w, f: ["augment", "llm", "--input", str(w / "texts.txt"), "--examples", str(f),
-                         "--output", str(w / "out.jsonl"), "--overwrite", "--url", "http://127.0.0.1:9/v1", "--model", "m", "--retries", "0"],
-           filename="ex.jsonl", runs=False, refuses=LINES_REFUSED | {"torn"}),
-    Option("data fairseq-prep --input", "jsonl", lambda: _parallel(),
-           lambda w, f: ["data", "fairseq-prep", "--input", str(f), "--output-dir", str(w / "prep-out")], filename="pairs.jsonl",
-           runs=False, refuses=LINES_REFUSED | {"torn"}),
-    Option("data fairseq-prep --valid-input", "jsonl", lambda: _parallel(),
-           lambda w, f: ["data", "fairseq-prep", "--input", str(w / "pairs.jsonl"), "--valid-input", str(f),
-                         "--output-dir", str(w / "prep-out")], filename="valid.jsonl", runs=False, refuses=LINES_REFUSED | {"torn"}),
-    Option("data fairseq-prep --srcdict", "lines", lambda: _lines(["he 5", "she 5", "is 3"]),
-           lambda w, f: ["data", "fairseq-prep", "--input", str(w / "pairs.jsonl"), "--srcdict", str(f),
-                         "--output-dir", str(w / "prep-out")], filename="dict.en.txt", runs=False, refuses=LINES_REFUSED),
-    Option("data fairseq-prep --tgtdict", "lines", lambda: _lines(["er 5", "sie 5", "ist 3"]),
-           lambda w, f: ["data", "fairseq-prep", "--input", str(w / "pairs.jsonl"), "--tgtdict", str(f),
-                         "--output-dir", str(w / "prep-out")], filename="dict.de.txt", runs=False, refuses=LINES_REFUSED),
-    Option("data fairseq-prep --sentencepiece-model", "binary", lambda: b"",
-           lambda w, f: ["data", "fairseq-prep", "--input", str(w / "pairs.jsonl"), "--sentencepiece-model", str(f),
-                         "--output-dir", str(w / "prep-out")], runs=False),
-    Option("eval mt-bias --gold", "lines", lambda: _lines(GOLD),
-           lambda w, f: ["eval", "mt-bias", "--translations-dir", str(w / "mtb"), "--gold", str(f), "--benchmarks",
-                         "winomt", "--lang", "de", "--json", "-"], refuses=LINES_REFUSED | {"wrong_count", "torn"}),
-    Option("eval mt-bias --translations-dir", "lines", lambda: OPTIONS[0].valid(),
-           lambda w, f: ["eval", "mt-bias", "--translations-dir", str(f.parent.parent), "--gold", str(w / "gold.txt"),
-                         "--benchmarks", "winomt", "--lang", "de", "--json", "-"],
-           filename="en-de.txt", in_dir="run/winomt", refuses=LINES_REFUSED | {"wrong_count"}),
-    Option("eval mt-bias --spm-model", "binary", lambda: b"",
-           lambda w, f: ["eval", "mt-bias", "--translations-dir", str(w / "mtb"), "--benchmarks", "flores", "--lang",
-                         "de", "--spm-model", str(f)], runs=False),
-    Option("report RUN.json", "json", lambda: json.dumps({"format": 1, "winomt": {"de": {  # one score: something to show
-        "accuracy": 58.2, "delta_g": 11.8, "delta_s": 12.9, "n": 3888,
-        "signature": "winomt|v:1.0|lang:de|gold:aggregates_acl2019/en.txt|align:fast_align|detector:GermanDetector|"
-                     "compat:none|fairmt:0.1.0"}}, "geneval": {}}).encode(),
-           lambda w, f: ["report", str(f)], filename="run.json", refuses={"torn"}),
-    Option("push --results", "json", lambda: json.dumps({"lang": "de", "accuracy": 60.0}).encode(),
-           lambda w, f: ["push", str(w / "model"), "me/model", "--results", str(f)], filename="r.json", runs=False,
-           refuses={"torn"}),
+    Option(
+        "eval winomt --translations",
+        "lines",
+        lambda: _lines([f"{g.split(chr(9))[2]} ||| {d}" for g, d in zip(GOLD, DE)]),
+        lambda w, f: [
+            "eval",
+            "winomt",
+            "--lang",
+            "de",
+            "--translations",
+            str(f),
+            "--gold",
+            str(w / "gold.txt"),
+            "--json",
+            "-",
+        ],
+        refuses=LINES_REFUSED | {"wrong_count"},
+    ),
+    Option(
+        "eval winomt --gold",
+        "lines",
+        lambda: _lines(GOLD),
+        lambda w, f: [
+            "eval",
+            "winomt",
+            "--lang",
+            "de",
+            "--translations",
+            str(w / "translations.txt"),
+            "--gold",
+            str(f),
+            "--json",
+            "-",
+        ],
+        refuses=LINES_REFUSED | {"wrong_count", "torn"},
+    ),
+    Option(
+        "eval geneval --masculine",
+        "lines",
+        lambda: _lines(GENEVAL_REF["masculine"]),
+        _geneval_argv("masculine"),
+        refuses=LINES_REFUSED | {"wrong_count"},
+    ),
+    Option(
+        "eval geneval --feminine",
+        "lines",
+        lambda: _lines(GENEVAL_REF["feminine"]),
+        _geneval_argv("feminine"),
+        refuses=LINES_REFUSED | {"wrong_count"},
+    ),
+    Option(
+        "eval flores --hypotheses",
+        "lines",
+        lambda: _lines(FLORES_REF),
+        lambda w, f: [
+            "eval",
+            "flores",
+            "--lang-pair",
+            "eng_Latn-deu_Latn",
+            "--hypotheses",
+            str(f),
+            "--spm-model",
+            str(w / "spm.model"),
+            "--json",
+            "-",
+        ],
+        refuses=LINES_REFUSED | {"wrong_count"},
+    ),
+    Option(
+        "eval flores --spm-model",
+        "binary",
+        lambda: b"",
+        lambda w, f: [
+            "eval",
+            "flores",
+            "--lang-pair",
+            "eng_Latn-deu_Latn",
+            "--hypotheses",
+            str(w / "hyp.de"),
+            "--spm-model",
+            str(f),
+        ],
+        runs=False,
+    ),
+    Option(
+        "eval classification --predictions",
+        "jsonl",
+        _predictions,
+        lambda w, f: ["eval", "classification", "--predictions", str(f), "--json", str(w / "out.json"), "--overwrite"],
+        filename="p.jsonl",
+        refuses=LINES_REFUSED | {"torn"},
+    ),
+    Option(
+        "eval classification --train-predictions",
+        "jsonl",
+        _predictions,
+        lambda w, f: [
+            "eval",
+            "classification",
+            "--predictions",
+            str(w / "preds.jsonl"),
+            "--train-predictions",
+            str(f),
+            "--json",
+            str(w / "out.json"),
+            "--overwrite",
+        ],
+        filename="tp.jsonl",
+        refuses=LINES_REFUSED | {"torn"},
+    ),
+    Option(
+        "eval stereoset --predictions",
+        "json",
+        _stereoset_predictions,
+        lambda w, f: ["eval", "stereoset", "--predictions", str(f), "--gold", str(w / "gold.jsonl")],
+        filename="pred.json",
+        refuses={"torn"},
+    ),
+    Option(
+        "eval stereoset --gold",
+        "jsonl",
+        _stereoset_gold,
+        lambda w, f: ["eval", "stereoset", "--predictions", str(w / "pred.json"), "--gold", str(f)],
+        filename="gold.jsonl",
+        refuses={"torn"},
+    ),
+    Option(
+        "eval embeddings --cced-tuples",
+        "jsonl",
+        _tuples,
+        _emb("cced", "--cced-tuples"),
+        filename="t.jsonl",
+        refuses=LINES_REFUSED | {"torn"},
+    ),
+    Option(
+        "eval embeddings --crows-file",
+        "csv",
+        _crows,
+        _emb("crows", "--crows-file"),
+        filename="crows.csv",
+        refuses=LINES_REFUSED | {"torn"},
+    ),
+    Option(
+        "eval embeddings --stereoset-gold",
+        "jsonl",
+        _stereoset_gold,
+        _emb("stereoset", "--stereoset-gold"),
+        filename="gold.jsonl",
+        refuses={"torn"},
+    ),
+    Option(
+        "eval embeddings --seat-dir",
+        "json",
+        _seat,
+        _emb("seat", "--seat-dir"),
+        filename="sent-weat6.jsonl",
+        in_dir="seat",
+        refuses={"torn"},
+    ),
+    Option(
+        "eval embeddings --bias-ir-dir",
+        "csv",
+        _bias_ir_queries,
+        _emb("bias-ir", "--bias-ir-dir"),
+        filename="queries.csv",
+        in_dir="bias_ir",
+        refuses=LINES_REFUSED,
+    ),
+    Option(
+        "train RECIPE",
+        "yaml",
+        lambda: RECIPE.read_bytes(),
+        lambda w, f: ["train", str(f), f"data.files=[{w / 'gold.txt'}]", "--dry-run"],  # a data file that exists
+        filename="recipe.yaml",
+        refuses=LINES_REFUSED,
+    ),
+    Option(
+        "augment cda --input",
+        "lines",
+        lambda: _lines(["He is a doctor .", "She works at the bank ."]),
+        lambda w, f: ["augment", "cda", "--input", str(f), "--output", str(w / "out.jsonl"), "--overwrite"],
+        refuses=LINES_REFUSED,
+    ),
+    Option(
+        "augment llm --input",
+        "lines",
+        lambda: _lines(["He is a doctor ."]),
+        lambda w, f: [
+            "augment",
+            "llm",
+            "--input",
+            str(f),
+            "--output",
+            str(w / "out.jsonl"),
+            "--overwrite",
+            "--url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--retries",
+            "0",
+        ],
+        runs=False,
+        refuses=LINES_REFUSED,
+    ),
+    Option(
+        "augment llm --examples",
+        "jsonl",
+        lambda: _jsonl([{"passage": "He is here.", "versions": {"male": "He is here.", "female": "She is here."}}]),
+        lambda w, f: [
+            "augment",
+            "llm",
+            "--input",
+            str(w / "texts.txt"),
+            "--examples",
+            str(f),
+            "--output",
+            str(w / "out.jsonl"),
+            "--overwrite",
+            "--url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--retries",
+            "0",
+        ],
+        filename="ex.jsonl",
+        runs=False,
+        refuses=LINES_REFUSED | {"torn"},
+    ),
+    Option(
+        "data fairseq-prep --input",
+        "jsonl",
+        lambda: _parallel(),
+        lambda w, f: ["data", "fairseq-prep", "--input", str(f), "--output-dir", str(w / "prep-out")],
+        filename="pairs.jsonl",
+        runs=False,
+        refuses=LINES_REFUSED | {"torn"},
+    ),
+    Option(
+        "data fairseq-prep --valid-input",
+        "jsonl",
+        lambda: _parallel(),
+        lambda w, f: [
+            "data",
+            "fairseq-prep",
+            "--input",
+            str(w / "pairs.jsonl"),
+            "--valid-input",
+            str(f),
+            "--output-dir",
+            str(w / "prep-out"),
+        ],
+        filename="valid.jsonl",
+        runs=False,
+        refuses=LINES_REFUSED | {"torn"},
+    ),
+    Option(
+        "data fairseq-prep --srcdict",
+        "lines",
+        lambda: _lines(["he 5", "she 5", "is 3"]),
+        lambda w, f: [
+            "data",
+            "fairseq-prep",
+            "--input",
+            str(w / "pairs.jsonl"),
+            "--srcdict",
+            str(f),
+            "--output-dir",
+            str(w / "prep-out"),
+        ],
+        filename="dict.en.txt",
+        runs=False,
+        refuses=LINES_REFUSED,
+    ),
+    Option(
+        "data fairseq-prep --tgtdict",
+        "lines",
+        lambda: _lines(["er 5", "sie 5", "ist 3"]),
+        lambda w, f: [
+            "data",
+            "fairseq-prep",
+            "--input",
+            str(w / "pairs.jsonl"),
+            "--tgtdict",
+            str(f),
+            "--output-dir",
+            str(w / "prep-out"),
+        ],
+        filename="dict.de.txt",
+        runs=False,
+        refuses=LINES_REFUSED,
+    ),
+    Option(
+        "data fairseq-prep --sentencepiece-model",
+        "binary",
+        lambda: b"",
+        lambda w, f: [
+            "data",
+            "fairseq-prep",
+            "--input",
+            str(w / "pairs.jsonl"),
+            "--sentencepiece-model",
+            str(f),
+            "--output-dir",
+            str(w / "prep-out"),
+        ],
+        runs=False,
+    ),
+    Option(
+        "eval mt-bias --gold",
+        "lines",
+        lambda: _lines(GOLD),
+        lambda w, f: [
+            "eval",
+            "mt-bias",
+            "--translations-dir",
+            str(w / "mtb"),
+            "--gold",
+            str(f),
+            "--benchmarks",
+            "winomt",
+            "--lang",
+            "de",
+            "--json",
+            "-",
+        ],
+        refuses=LINES_REFUSED | {"wrong_count", "torn"},
+    ),
+    Option(
+        "eval mt-bias --translations-dir",
+        "lines",
+        lambda: OPTIONS[0].valid(),
+        lambda w, f: [
+            "eval",
+            "mt-bias",
+            "--translations-dir",
+            str(f.parent.parent),
+            "--gold",
+            str(w / "gold.txt"),
+            "--benchmarks",
+            "winomt",
+            "--lang",
+            "de",
+            "--json",
+            "-",
+        ],
+        filename="en-de.txt",
+        in_dir="run/winomt",
+        refuses=LINES_REFUSED | {"wrong_count"},
+    ),
+    Option(
+        "eval mt-bias --spm-model",
+        "binary",
+        lambda: b"",
+        lambda w, f: [
+            "eval",
+            "mt-bias",
+            "--translations-dir",
+            str(w / "mtb"),
+            "--benchmarks",
+            "flores",
+            "--lang",
+            "de",
+            "--spm-model",
+            str(f),
+        ],
+        runs=False,
+    ),
+    Option(
+        "report RUN.json",
+        "json",
+        lambda: json.dumps(
+            {
+                "format": 1,
+                "winomt": {
+                    "de": {  # one score: something to show
+                        "accuracy": 58.2,
+                        "delta_g": 11.8,
+                        "delta_s": 12.9,
+                        "n": 3888,
+                        "signature": "winomt|v:1.0|lang:de|gold:aggregates_acl2019/en.txt|align:fast_align|detector:GermanDetector|"
+                        "compat:none|fairmt:0.1.0",
+                    }
+                },
+                "geneval": {},
+            }
+        ).encode(),
+        lambda w, f: ["report", str(f)],
+        filename="run.json",
+        refuses={"torn"},
+    ),
+    Option(
+        "push --results",
+        "json",
+        lambda: json.dumps({"lang": "de", "accuracy": 60.0}).encode(),
+        lambda w, f: ["push", str(w / "model"), "me/model", "--results", str(f)],
+        filename="r.json",
+        runs=False,
+        refuses={"torn"},
+    ),
 ]
 
 
@@ -256,8 +653,13 @@ def build_work(w: Path) -> Path:
     (dt / "eng_Latn.devtest").write_bytes(_lines(["x"] * len(FLORES_REF)))
     (dt / "deu_Latn.devtest").write_bytes(_lines(FLORES_REF))
     (w / "hyp.de").write_bytes(_lines(FLORES_REF))
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(FLORES_REF * 30), model_prefix=str(w / "spm"),
-                                   vocab_size=60, model_type="bpe", character_coverage=1.0)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(FLORES_REF * 30),
+        model_prefix=str(w / "spm"),
+        vocab_size=60,
+        model_type="bpe",
+        character_coverage=1.0,
+    )
     (w / "preds.jsonl").write_bytes(_predictions())
     (w / "pred.json").write_bytes(_stereoset_predictions())
     (w / "gold.jsonl").write_bytes(_stereoset_gold())
@@ -267,7 +669,9 @@ def build_work(w: Path) -> Path:
     (w / "mtb" / "winomt").mkdir(parents=True)  # an mt-bias translations folder
     (w / "mtb" / "winomt" / "en-de.txt").write_bytes(OPTIONS[0].valid())
     (w / "mtb" / "flores").mkdir()
-    (w / "mtb" / "flores" / "de.txt").write_bytes(_lines(FLORES_REF))  # fairseq-prep's --out: refused after every input was read
+    (w / "mtb" / "flores" / "de.txt").write_bytes(
+        _lines(FLORES_REF)
+    )  # fairseq-prep's --out: refused after every input was read
     _tiny_mlm(w / "mlm")
     (w / "model").mkdir()
     (w / "model" / "config.json").write_text("{}", encoding="utf-8")
@@ -281,8 +685,16 @@ def _tiny_mlm(out: Path) -> None:
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(WORDS))]
     BertTokenizer(vocab={t: i for i, t in enumerate(vocab)}).save_pretrained(out)
     torch.manual_seed(0)
-    BertForMaskedLM(BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                               intermediate_size=32, max_position_embeddings=64)).save_pretrained(out)
+    BertForMaskedLM(
+        BertConfig(
+            vocab_size=len(vocab),
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=64,
+        )
+    ).save_pretrained(out)
 
 
 def _write_case(option: Option, case: str, folder: Path) -> Path:
@@ -372,6 +784,7 @@ def test_hostile_input(option: Option, case: str, work: Path, tmp_path: Path, ca
         rc_lf, out_lf, _ = _run(option.argv(work, target), capsys)
         assert rc_lf == 0, out_lf
         assert rc == rc_lf
+
         def norm(text: str) -> str:  # the two runs' folders differ; signatures name the file's folder
             for d in (cdir, tmp_path):
                 text = text.replace(str(d), "<dir>").replace(d.name, "<dir>")
@@ -404,9 +817,9 @@ NOT_INPUTS = {
     "data corpora --sha256": "a FILE=DIGEST pin, not a path",
     "report --names": "display names (its help mentions file stems)",
     "sweep --accelerate-config": "handed to accelerate launch, which parses it; the sweep refuses a missing one before "
-                                 "any trial (tests/cli/test_sweep.py::test_bad_input_is_one_line_before_any_run)",
+    "any trial (tests/cli/test_sweep.py::test_bad_input_is_one_line_before_any_run)",
     "sweep --storage": "an Optuna storage URL or a journal file the sweep creates (an output); one that cannot be "
-                       "opened is refused before any trial (tests/cli/test_sweep.py)",
+    "opened is refused before any trial (tests/cli/test_sweep.py)",
     "sweep --study-name": "a name inside the storage",
 }
 
@@ -423,8 +836,10 @@ def test_matrix_covers_every_file_option():
             if isinstance(getattr(action, "choices", None), dict):
                 for name, sub in action.choices.items():
                     walk(sub, f"{prefix} {name}".strip())
-            elif action.option_strings and (action.metavar in ("FILE", "DIR", "JSON", "PATH", "PAIRS", "D", "MODEL")
-                                            or re.search(r"\b(file|folder|directory)\b", action.help or "", re.I)):
+            elif action.option_strings and (
+                action.metavar in ("FILE", "DIR", "JSON", "PATH", "PAIRS", "D", "MODEL")
+                or re.search(r"\b(file|folder|directory)\b", action.help or "", re.I)
+            ):
                 seen.add(f"{prefix} {action.option_strings[0]}")
 
     walk(build_parser(), "")

@@ -37,8 +37,25 @@ def work(tmp_path_factory):
 
 
 def _translate_args(work, cache, out) -> list:
-    return ["-m", "fairmt", "eval", "geneval", "--lang", "de", "--model", work / "model", "--num-beams", "2",
-            "--max-new-tokens", "12", "--cache-dir", cache, "--json", out, "--no-progress"]
+    return [
+        "-m",
+        "fairmt",
+        "eval",
+        "geneval",
+        "--lang",
+        "de",
+        "--model",
+        work / "model",
+        "--num-beams",
+        "2",
+        "--max-new-tokens",
+        "12",
+        "--cache-dir",
+        cache,
+        "--json",
+        out,
+        "--no-progress",
+    ]
 
 
 def _translations(cache) -> dict:
@@ -114,6 +131,7 @@ def test_two_nodes_train_as_one_launcher_of_two_processes(work, torchrun_train):
 
 def test_two_nodes_translate_as_one_launcher_of_two_processes(work, torchrun_translate):
     cache = work / "cache-two-nodes"
-    mp.two_nodes(_translate_args(work, cache, work / "geneval-two-nodes.json"), work,
-                 mp.env({"FAIRMT_DATA": str(work / "data")}))
+    mp.two_nodes(
+        _translate_args(work, cache, work / "geneval-two-nodes.json"), work, mp.env({"FAIRMT_DATA": str(work / "data")})
+    )
     assert _translations(cache) == torchrun_translate[0]

@@ -57,8 +57,9 @@ def test_cli_json_output_mode_under_umask_022(tmp_path, umask):
     from fairmt.eval.mtbias import FORMAT_VERSION
 
     run = tmp_path / "run.json"
-    run.write_text(json.dumps({"format": FORMAT_VERSION, "winomt": {"average": {"accuracy": 50.0}},
-                               "settings": {"name": "a"}}))
+    run.write_text(
+        json.dumps({"format": FORMAT_VERSION, "winomt": {"average": {"accuracy": 50.0}}, "settings": {"name": "a"}})
+    )
     umask(0o022)
     out = tmp_path / "cmp.json"
     assert main(["report", str(run), "--json", str(out)]) == 0

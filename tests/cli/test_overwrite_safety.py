@@ -58,10 +58,12 @@ def user_files(folder: Path) -> list[Path]:
 def recipe(path: Path, out: Path, *, data: Path | None = None) -> Path:
     """A GACL recipe of the user's (the tiny offline one's settings): refused runs stop before the model loads."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"method: gacl\nmodel: {path.parent / 'no-model-yet'}\nsrc_lang: en\ntgt_lang: de\n"
-                    f"data:\n  train: {data or path.parent / 'no-data-yet.jsonl'}\n  eval_fraction: 0\n"
-                    f"training:\n  output_dir: {out}\n  max_steps: 2\n  eval_strategy: 'no'\n  save_strategy: 'no'\n"
-                    "  use_cpu: true\n  report_to: []\n")
+    path.write_text(
+        f"method: gacl\nmodel: {path.parent / 'no-model-yet'}\nsrc_lang: en\ntgt_lang: de\n"
+        f"data:\n  train: {data or path.parent / 'no-data-yet.jsonl'}\n  eval_fraction: 0\n"
+        f"training:\n  output_dir: {out}\n  max_steps: 2\n  eval_strategy: 'no'\n  save_strategy: 'no'\n"
+        "  use_cpu: true\n  report_to: []\n"
+    )
     return path
 
 
@@ -95,14 +97,16 @@ def test_train_output_dir_dot_overwrite_in_a_project_folder_is_refused(tmp_path,
     rec = recipe(tmp_path / "recipes" / "mine.yaml", tmp_path / "elsewhere")
     monkeypatch.chdir(project)
     before = snapshot(project)
-    refused(capsys, ["train", str(rec), "--output-dir", ".", "--overwrite"], "it is the current folder",
-            "nothing removed")
+    refused(
+        capsys, ["train", str(rec), "--output-dir", ".", "--overwrite"], "it is the current folder", "nothing removed"
+    )
     assert snapshot(project) == before
     # the dry run says so too, and a folder above the current one is refused the same way
     assert main(["train", str(rec), "--output-dir", ".", "--overwrite", "--dry-run"]) == 2
     assert "it is the current folder" in capsys.readouterr().err
-    refused(capsys, ["train", str(rec), "--output-dir", str(tmp_path / "work"), "--overwrite"],
-            "holds the current folder")
+    refused(
+        capsys, ["train", str(rec), "--output-dir", str(tmp_path / "work"), "--overwrite"], "holds the current folder"
+    )
     assert snapshot(project) == before
 
 
@@ -114,18 +118,22 @@ def test_demo_output_dir_home_overwrite_is_refused(tmp_path, monkeypatch, capsys
     (home / "report.json").write_text("my own report, named like the demo's\n")
     monkeypatch.setenv("HOME", str(home))
     before = snapshot(home)
-    refused(capsys, ["demo", "--output-dir", "~", "--overwrite", "--seeds", "1", "--no-progress"],
-            "it is a home folder", str(home))
+    refused(
+        capsys,
+        ["demo", "--output-dir", "~", "--overwrite", "--seeds", "1", "--no-progress"],
+        "it is a home folder",
+        str(home),
+    )
     refused(capsys, ["demo", "--output-dir", str(tmp_path), "--overwrite", "--no-progress"], "holds the home folder")
     # a link to the home folder is the home folder
     (tmp_path / "link").symlink_to(home)
-    refused(capsys, ["demo", "--output-dir", str(tmp_path / "link"), "--overwrite", "--no-progress"],
-            "it is a home folder")
+    refused(
+        capsys, ["demo", "--output-dir", str(tmp_path / "link"), "--overwrite", "--no-progress"], "it is a home folder"
+    )
     assert snapshot(home) == before
 
 
-def test_the_current_users_home_from_the_password_database_is_refused_even_with_another_home(tmp_path,
-                                                                                                monkeypatch):
+def test_the_current_users_home_from_the_password_database_is_refused_even_with_another_home(tmp_path, monkeypatch):
     import pwd
 
     from fairmt.outputs import _unsafe_place
@@ -184,8 +192,12 @@ def test_an_unknown_checkpoint_is_refused_naming_it_and_nothing_is_removed(tmp_p
     user_files(run)
     before = snapshot(run)
     rec = recipe(tmp_path / "r.yaml", run)
-    line = refused(capsys, ["train", str(rec), "--overwrite"], "checkpoint-9 was not written by fairmt here",
-                   "resume from or write over it")
+    line = refused(
+        capsys,
+        ["train", str(rec), "--overwrite"],
+        "checkpoint-9 was not written by fairmt here",
+        "resume from or write over it",
+    )
     assert "checkpoint-2" not in line
     assert snapshot(run) == before
 
@@ -221,8 +233,9 @@ def test_overwrite_removes_what_fairmt_wrote_and_keeps_the_users_files(tmp_path)
     before = snapshot(*keep)
     claim_run_dir(run, overwrite=True)
     assert snapshot(*keep) == before
-    assert sorted(p.name for p in run.iterdir()) == sorted([LOCK_NAME, MANIFEST, "Documents", "data.csv",
-                                                            "later-notes.txt", "notes.txt"])
+    assert sorted(p.name for p in run.iterdir()) == sorted(
+        [LOCK_NAME, MANIFEST, "Documents", "data.csv", "later-notes.txt", "notes.txt"]
+    )
     claim = [json.loads(ln) for ln in (run / MANIFEST).read_text().splitlines()][1]
     assert claim["foreign"] == ["Documents", "data.csv", "later-notes.txt", "notes.txt"]
 
@@ -267,11 +280,17 @@ def test_a_folder_from_before_the_manifest_keeps_every_file_and_names_fairmts(tm
     (run / "train.csv").write_text("text,label\nmy data,1\n")
     (run / "config.json").write_text('{"mine": true}')
     plan = FolderPlan(run)
-    assert plan.owned == [] and plan.risky() == ["checkpoint-4", "config.json", "model.safetensors", "runs",
-                                                 "train.csv"]
+    assert plan.owned == [] and plan.risky() == [
+        "checkpoint-4",
+        "config.json",
+        "model.safetensors",
+        "runs",
+        "train.csv",
+    ]
     before, ino = snapshot(run), inodes(run)
-    with pytest.raises(FairmtError, match="checkpoint-4, config.json, model.safetensors, runs, train.csv were not "
-                                          "written by fairmt") as err:
+    with pytest.raises(
+        FairmtError, match="checkpoint-4, config.json, model.safetensors, runs, train.csv were not written by fairmt"
+    ) as err:
         claim_run_dir(run, overwrite=True)
     assert "\n" not in str(err.value)
     assert snapshot(run) == before and inodes(run) == ino and mine
@@ -313,9 +332,12 @@ def test_a_killed_runs_recorded_checkpoints_are_removed_and_what_came_after_is_k
     (run / "train.csv").write_text("a,b\n")
     kept = [*mine, run / "checkpoint-4", run / "README.md", run / "train.csv", run / "unlisted.tmp"]
     before, ino = snapshot(*kept), inodes(*kept)
-    with pytest.raises(FairmtError, match=r"README.md, checkpoint-4, train.csv were not written by fairmt here "
-                                          r"\(.*holds no record of README.md, checkpoint-4, train.csv that still "
-                                          r"matches: .*left by a killed run"):
+    with pytest.raises(
+        FairmtError,
+        match=r"README.md, checkpoint-4, train.csv were not written by fairmt here "
+        r"\(.*holds no record of README.md, checkpoint-4, train.csv that still "
+        r"matches: .*left by a killed run",
+    ):
         claim_run_dir(run, overwrite=True)
     assert snapshot(*kept) == before and inodes(*kept) == ino and (run / "checkpoint-3").is_dir()
     for name in ("checkpoint-4", "README.md", "train.csv"):  # moved away, as the line says
@@ -437,9 +459,12 @@ def test_fairseq_prep_command_overwrite_keeps_the_users_files(tmp_path, capsys, 
     monkeypatch.setattr(prep, "require_fairseq", lambda: None)
     monkeypatch.setattr(prep, "_write_layout", layout)
     pairs = tmp_path / "pairs.jsonl"
-    rows = [("He is a doctor.", "Er ist Arzt."), ("She is a doctor.", "Sie ist Ärztin."),
-            ("He thanked his friend.", "Er dankte seinem Freund."), ("She thanked her friend.", "Sie dankte ihrer "
-                                                                    "Freundin.")] * 4
+    rows = [
+        ("He is a doctor.", "Er ist Arzt."),
+        ("She is a doctor.", "Sie ist Ärztin."),
+        ("He thanked his friend.", "Er dankte seinem Freund."),
+        ("She thanked her friend.", "Sie dankte ihrer Freundin."),
+    ] * 4
     pairs.write_text("".join(json.dumps({"translation": {"en": s, "de": t}}) + "\n" for s, t in rows))
     out = tmp_path / "bin"
     argv = ["data", "fairseq-prep", "--input", str(pairs), "--output-dir", str(out), "--valid-size", "1"]
@@ -498,12 +523,15 @@ def test_file_outputs_replace_only_the_named_file(tmp_path, capsys):
     folder = tmp_path / "results"
     mine = user_files(folder)
     preds = tmp_path / "preds.jsonl"
-    preds.write_text("".join(json.dumps({"label": i % 2, "pred": (i // 3) % 2, "group": (i // 2) % 2}) + "\n"
-                             for i in range(20)))
+    preds.write_text(
+        "".join(json.dumps({"label": i % 2, "pred": (i // 3) % 2, "group": (i // 2) % 2}) + "\n" for i in range(20))
+    )
     (folder / "out.json").write_text("an earlier result")
     before = snapshot(*mine)
-    assert main(["eval", "classification", "--predictions", str(preds), "--json", str(folder / "out.json"),
-                 "--overwrite"]) == 0
+    assert (
+        main(["eval", "classification", "--predictions", str(preds), "--json", str(folder / "out.json"), "--overwrite"])
+        == 0
+    )
     assert json.loads((folder / "out.json").read_text()) and snapshot(*mine) == before
     assert main(["data", "corpora", "--output-dir", str(folder), "--overwrite"]) == 0
     assert snapshot(*mine) == before
@@ -520,8 +548,7 @@ def test_push_dry_run_never_writes_over_a_users_card(tmp_path, capsys):
     mine = user_files(home)
     (home / "README.md").write_text("my own README, named like a model card\n")
     before = snapshot(*mine, home / "README.md")
-    for extra, why in (([], "already holds files"),
-                       (["--overwrite"], "--overwrite refused, nothing removed")):
+    for extra, why in (([], "already holds files"), (["--overwrite"], "--overwrite refused, nothing removed")):
         assert main(["push", str(model), "me/x", "--results", str(fixture), "--dry-run", str(home), *extra]) == 2
         assert why in capsys.readouterr().err
     assert snapshot(*mine, home / "README.md") == before
@@ -533,21 +560,42 @@ def test_push_dry_run_never_writes_over_a_users_card(tmp_path, capsys):
 
 COVERED: dict[str, list[str]] = {
     "push": ["test_push_dry_run_never_writes_over_a_users_card"],
-    "train": ["test_train_output_dir_dot_overwrite_in_a_project_folder_is_refused",
-              "test_train_overwrite_in_the_folder_holding_the_recipe_is_refused",
-              "test_a_folder_holding_git_a_run_input_or_a_mount_point_is_refused",
-              "test_an_unknown_checkpoint_is_refused_naming_it_and_nothing_is_removed",
-              "test_overwrite_removes_what_fairmt_wrote_and_keeps_the_users_files",
-              "test_a_killed_runs_recorded_checkpoints_are_removed_and_what_came_after_is_kept"],
-    "demo": ["test_demo_output_dir_home_overwrite_is_refused",
-             "test_demo_overwrite_replaces_an_earlier_demo_and_keeps_the_users_files"],
+    "train": [
+        "test_train_output_dir_dot_overwrite_in_a_project_folder_is_refused",
+        "test_train_overwrite_in_the_folder_holding_the_recipe_is_refused",
+        "test_a_folder_holding_git_a_run_input_or_a_mount_point_is_refused",
+        "test_an_unknown_checkpoint_is_refused_naming_it_and_nothing_is_removed",
+        "test_overwrite_removes_what_fairmt_wrote_and_keeps_the_users_files",
+        "test_a_killed_runs_recorded_checkpoints_are_removed_and_what_came_after_is_kept",
+    ],
+    "demo": [
+        "test_demo_output_dir_home_overwrite_is_refused",
+        "test_demo_overwrite_replaces_an_earlier_demo_and_keeps_the_users_files",
+    ],
     "sweep": ["test_sweep_overwrite_removes_the_earlier_sweep_and_refuses_beside_other_files"],
-    "data fairseq-prep": ["test_fairseq_prep_publish_replaces_fairmts_files_only",
-                          "test_fairseq_prep_command_overwrite_keeps_the_users_files"],
-    **{cmd: ["test_file_outputs_replace_only_the_named_file"] for cmd in (
-        "eval winomt", "eval geneval", "eval flores", "eval mt-bias", "eval embeddings", "eval stereoset",
-        "eval classification", "eval linear-probe", "report", "augment cda", "augment llm", "data download",
-        "data corpora", "plot embeddings")},
+    "data fairseq-prep": [
+        "test_fairseq_prep_publish_replaces_fairmts_files_only",
+        "test_fairseq_prep_command_overwrite_keeps_the_users_files",
+    ],
+    **{
+        cmd: ["test_file_outputs_replace_only_the_named_file"]
+        for cmd in (
+            "eval winomt",
+            "eval geneval",
+            "eval flores",
+            "eval mt-bias",
+            "eval embeddings",
+            "eval stereoset",
+            "eval classification",
+            "eval linear-probe",
+            "report",
+            "augment cda",
+            "augment llm",
+            "data download",
+            "data corpora",
+            "plot embeddings",
+        )
+    },
 }
 """Per command with ``--overwrite``: the tests here that cover it (the campaign's guard checks every command is
 listed; the file-output commands share one test of the rule they share, and each has its own campaign case)."""
@@ -564,8 +612,11 @@ def test_a_whole_file_write_never_goes_through_a_link_and_leaves_other_hard_link
     link = tmp_path / "out.json"
     link.symlink_to(mine)
     before = snapshot(tmp_path)
-    for call in (lambda: check_output_file(link, "results", overwrite=True), lambda: write_file(link, "{}"),
-                 lambda: append_text(link, "{}\n")):
+    for call in (
+        lambda: check_output_file(link, "results", overwrite=True),
+        lambda: write_file(link, "{}"),
+        lambda: append_text(link, "{}\n"),
+    ):
         with pytest.raises(FairmtError, match="is a symbolic link"):
             call()
     assert snapshot(tmp_path) == before
@@ -615,13 +666,30 @@ def test_json_to_dev_stdout_with_overwrite_is_written_into_the_pipe(tmp_path):
     """``--json /dev/stdout --overwrite``: the JSON goes down the process's stdout (a pipe here); /dev/stdout is a
     link to a pipe, never replaced by a regular file (as root, that replaced the system's /dev/stdout)."""
     preds = tmp_path / "preds.jsonl"
-    preds.write_text("".join(json.dumps({"label": i % 2, "pred": (i // 3) % 2, "group": (i // 2) % 2}) + "\n"
-                             for i in range(20)))
+    preds.write_text(
+        "".join(json.dumps({"label": i % 2, "pred": (i // 3) % 2, "group": (i // 2) % 2}) + "\n" for i in range(20))
+    )
     before = os.lstat("/dev/stdout")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-m", "fairmt", "eval", "classification", "--predictions", str(preds),
-                           "--json", "/dev/stdout", "--overwrite"], env=env, capture_output=True, text=True,
-                          timeout=300, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fairmt",
+            "eval",
+            "classification",
+            "--predictions",
+            str(preds),
+            "--json",
+            "/dev/stdout",
+            "--overwrite",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert '"accuracy"' in proc.stdout
     after = os.lstat("/dev/stdout")

@@ -12,8 +12,21 @@ def test_push_with_winomt_results(tmp_path, fake_hub, capsys):
     model.mkdir()
     (model / "config.json").write_text("{}")
     res = tmp_path / "de.json"
-    res.write_text(json.dumps({"lang": "de", "accuracy": 61.2, "delta_g": 3.1, "delta_s": 5.0, "delta_r": 2.0,
-                               "f1_male": 70.0, "f1_female": 66.9, "n": 3888, "signature": "WinoMT|lang:de|v:1"}))
+    res.write_text(
+        json.dumps(
+            {
+                "lang": "de",
+                "accuracy": 61.2,
+                "delta_g": 3.1,
+                "delta_s": 5.0,
+                "delta_r": 2.0,
+                "f1_male": 70.0,
+                "f1_female": 66.9,
+                "n": 3888,
+                "signature": "WinoMT|lang:de|v:1",
+            }
+        )
+    )
     assert main(["push", str(model), "me/tiny", "--winomt-json", str(res)]) == 0
     assert "local://me/tiny" in capsys.readouterr().out
     card = (fake_hub / "me" / "tiny" / "README.md").read_text()
@@ -27,23 +40,42 @@ def test_push_uploads_the_model_not_the_training_state(tmp_path, fake_hub):
     """A Trainer output folder: only the model, tokenizer and card go up (checkpoints, optimizer, RNG states stay)."""
     out = tmp_path / "out"
     (out / "checkpoint-500").mkdir(parents=True)
-    for name in ("config.json", "model.safetensors", "tokenizer_config.json", "sentencepiece.bpe.model",
-                 "generation_config.json", "training_args.bin", "trainer_state.json", "gacl_projection_head.safetensors", "adversary.safetensors",
-                 "checkpoint-500/optimizer.pt", "checkpoint-500/rng_state.pth", "checkpoint-500/model.safetensors"):
+    for name in (
+        "config.json",
+        "model.safetensors",
+        "tokenizer_config.json",
+        "sentencepiece.bpe.model",
+        "generation_config.json",
+        "training_args.bin",
+        "trainer_state.json",
+        "gacl_projection_head.safetensors",
+        "adversary.safetensors",
+        "checkpoint-500/optimizer.pt",
+        "checkpoint-500/rng_state.pth",
+        "checkpoint-500/model.safetensors",
+    ):
         (out / name).write_text("x")
     geneval = tmp_path / "geneval.json"
     from dataclasses import asdict
 
     from fairmt.eval.geneval import score_counterfactual
 
-    result = score_counterfactual(["Er ist Arzt."], ["Sie ist Ärztin."], ["Er ist Arzt."], ["Sie ist Ärztin."],
-                                  lang="de", split="test")
+    result = score_counterfactual(
+        ["Er ist Arzt."], ["Sie ist Ärztin."], ["Er ist Arzt."], ["Sie ist Ärztin."], lang="de", split="test"
+    )
     geneval.write_text(json.dumps({"per_language": [asdict(result)]}))  # as `fairmt eval geneval --json` writes
     assert main(["push", str(out), "me/gacl", "--results", str(geneval)]) == 0
-    uploaded = sorted(p.relative_to(fake_hub / "me" / "gacl").as_posix() for p in (fake_hub / "me" / "gacl").rglob("*")
-                      if p.is_file())
-    assert uploaded == ["README.md", "config.json", "generation_config.json", "model.safetensors",
-                        "sentencepiece.bpe.model", "tokenizer_config.json"]
+    uploaded = sorted(
+        p.relative_to(fake_hub / "me" / "gacl").as_posix() for p in (fake_hub / "me" / "gacl").rglob("*") if p.is_file()
+    )
+    assert uploaded == [
+        "README.md",
+        "config.json",
+        "generation_config.json",
+        "model.safetensors",
+        "sentencepiece.bpe.model",
+        "tokenizer_config.json",
+    ]
     card = (fake_hub / "me" / "gacl" / "README.md").read_text()
     assert "MT-GenEval" in card and "Currey" in card  # the result and its benchmark's citation
     assert main(["push", str(out), "me/all", "--all-files"]) == 0
@@ -62,12 +94,23 @@ def _model(tmp_path):
 
 def _flores_json(tmp_path, chrfpp=55.123456789, bleu=36.04321987):
     res = tmp_path / "flores.json"
-    res.write_text(json.dumps({
-        "format": "fairmt-translation/1", "lang_pair": "eng_Latn-deu_Latn", "n": 1012, "spbleu": bleu,
-        "bleu_spm_nonstandard": None, "chrfpp": chrfpp, "bleu_label": "spBLEU",
-        "bleu_signature": "nrefs:1|case:mixed|eff:no|tok:flores200|smooth:exp|version:2.6.0",
-        "chrf_signature": "nrefs:1|case:mixed|eff:yes|nc:6|nw:2|space:no|version:2.6.0", "spm_model": "x",
-        "spm_model_sha256": "y"}))
+    res.write_text(
+        json.dumps(
+            {
+                "format": "fairmt-translation/1",
+                "lang_pair": "eng_Latn-deu_Latn",
+                "n": 1012,
+                "spbleu": bleu,
+                "bleu_spm_nonstandard": None,
+                "chrfpp": chrfpp,
+                "bleu_label": "spBLEU",
+                "bleu_signature": "nrefs:1|case:mixed|eff:no|tok:flores200|smooth:exp|version:2.6.0",
+                "chrf_signature": "nrefs:1|case:mixed|eff:yes|nc:6|nw:2|space:no|version:2.6.0",
+                "spm_model": "x",
+                "spm_model_sha256": "y",
+            }
+        )
+    )
     return res
 
 
@@ -84,15 +127,36 @@ def test_dry_run_writes_eval_results_files_huggingface_hub_parses_unrounded(tmp_
     from fairmt.eval.modelcard import HUB_DATASET_IDS
 
     geneval = tmp_path / "geneval.json"
-    g = score_counterfactual(["Er ist Arzt.", "Er kam."], ["Sie ist Ärztin.", "Er kam."], ["Er ist Arzt.", "Er kam."],
-                             ["Sie ist Ärztin.", "Sie kam."], lang="de", split="test")
+    g = score_counterfactual(
+        ["Er ist Arzt.", "Er kam."],
+        ["Sie ist Ärztin.", "Er kam."],
+        ["Er ist Arzt.", "Er kam."],
+        ["Sie ist Ärztin.", "Sie kam."],
+        lang="de",
+        split="test",
+    )
     geneval.write_text(json.dumps(asdict(g)))
     emb = tmp_path / "emb.json"
-    emb.write_text(json.dumps({"model": "m", "suites": ["cced"], "cced": {"gap": 0.045963217, "groups": ["male",
-                                                                                                      "female"]}}))
+    emb.write_text(
+        json.dumps({"model": "m", "suites": ["cced"], "cced": {"gap": 0.045963217, "groups": ["male", "female"]}})
+    )
     out = tmp_path / "card"
-    assert main(["push", str(_model(tmp_path)), "me/tiny", "--results", str(_flores_json(tmp_path)), str(geneval),
-                 str(emb), "--dry-run", str(out)]) == 0
+    assert (
+        main(
+            [
+                "push",
+                str(_model(tmp_path)),
+                "me/tiny",
+                "--results",
+                str(_flores_json(tmp_path)),
+                str(geneval),
+                str(emb),
+                "--dry-run",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert ".eval_results" in capsys.readouterr().out
     files = sorted(p.name for p in (out / ".eval_results").iterdir())
     assert files == [HUB_DATASET_IDS["flores"].replace("/", "__") + ".yaml"]
@@ -101,7 +165,9 @@ def test_dry_run_writes_eval_results_files_huggingface_hub_parses_unrounded(tmp_
     assert by["chrf-eng_Latn-deu_Latn-devtest"].value == 55.123456789  # unrounded
     assert by["bleu-eng_Latn-deu_Latn-devtest"].value == 36.04321987
     assert all(e.dataset_id == "facebook/flores" and e.source_url == "https://huggingface.co/me/tiny" for e in entries)
-    assert "chrF++" in by["chrf-eng_Latn-deu_Latn-devtest"].notes and "nw:2" in by["chrf-eng_Latn-deu_Latn-devtest"].notes
+    assert (
+        "chrF++" in by["chrf-eng_Latn-deu_Latn-devtest"].notes and "nw:2" in by["chrf-eng_Latn-deu_Latn-devtest"].notes
+    )
     card = ModelCard.load(out / "README.md")
     values = {(e.dataset_type, e.metric_type): e.metric_value for e in card.data.eval_results}
     assert values[("cced", "cced_gap")] == 0.045963217 and values[("facebook/flores", "chrf")] == 55.123456789
@@ -153,8 +219,10 @@ def test_hostile_run_name_and_signature_show_as_text_in_the_preview_card(tmp_pat
     g["signature"] = g["signature"] + "|" + HOSTILE
     (run / "results.json").write_text(json.dumps(declared(g, GENEVAL)))
     out = tmp_path / "card"
-    assert main(["push", str(_model(tmp_path)), "me/tiny", "--results", str(run / "results.json"),
-                 "--dry-run", str(out)]) == 0
+    assert (
+        main(["push", str(_model(tmp_path)), "me/tiny", "--results", str(run / "results.json"), "--dry-run", str(out)])
+        == 0
+    )
     text = (out / "README.md").read_text(encoding="utf-8")
     body = text.split("---", 2)[2]  # the YAML holds the strings as data (quoted, one line: below)
     assert "<img" not in body and "\x1b" not in text and "\x07" not in text
@@ -198,12 +266,15 @@ def test_embedding_results_have_sentence_transformers_shape():
     from fairmt.eval.modelcard import embedding_eval_results
     from fairmt.integrations.st_evaluators import BiasIREvaluator, CCEDEvaluator, SEATEvaluator
 
-    payload = {"seat": {"avg_abs_effect_size": 0.3, "tests": {"6": {"signature": "s"}}},
-               "cced": {"gap": 0.04596, "groups": ["male", "female"]}, "bias_ir": {"avg_dev": 0.0042}}
+    payload = {
+        "seat": {"avg_abs_effect_size": 0.3, "tests": {"6": {"signature": "s"}}},
+        "cced": {"gap": 0.04596, "groups": ["male", "female"]},
+        "bias_ir": {"avg_dev": 0.0042},
+    }
     got = {e.metric_type: e for e in embedding_eval_results(payload)}
     for cls in (SEATEvaluator, CCEDEvaluator, BiasIREvaluator):
         ev = cls.__new__(cls)  # the class's names only; no data needed
-        primary = f"{ev.suite}_{ {'seat': 'avg_abs_effect_size', 'cced': 'gap', 'bias_ir': 'avg_dev'}[ev.suite]}"
+        primary = f"{ev.suite}_{ {'seat': 'avg_abs_effect_size', 'cced': 'gap', 'bias_ir': 'avg_dev'}[ev.suite] }"
         assert got[primary].task_type == ev.description.lower().replace(" ", "-")
         assert got[primary].task_name == ev.description
     assert got["bias_ir_avg_dev"].metric_value == 0.0042  # not 0.0

@@ -18,8 +18,15 @@ RECIPE = "sampling/celeba_resnet50"
 def _spec(tmp_path, objectives=("dominance:min",), seeds="2"):
     from fairmt.sweep.spec import build_spec
 
-    return build_spec(RECIPE, ["data.dataset=synthetic"], ["stage2.epsilon=0.1,0.2"], [], seeds, list(objectives),
-                      output_dir=str(tmp_path / "s"))
+    return build_spec(
+        RECIPE,
+        ["data.dataset=synthetic"],
+        ["stage2.epsilon=0.1,0.2"],
+        [],
+        seeds,
+        list(objectives),
+        output_dir=str(tmp_path / "s"),
+    )
 
 
 def _fake_sampling_runner(cmd, log: Path) -> int:
@@ -27,9 +34,17 @@ def _fake_sampling_runner(cmd, log: Path) -> int:
     eps, seed = float(over["stage2.epsilon"]), int(over["seed"])
     out = Path(json.loads(over["output_dir"]))
     out.mkdir(parents=True)
-    (out / "results.json").write_text(json.dumps({
-        "dominance": 0.4 - eps / 2 + 0.01 * seed, "entropy": 1.8 + eps, "separation": 0.5,
-        "probe": {"shape": {"accuracy": 0.9 - eps, "gap": 0.1}}, "seed": seed}))
+    (out / "results.json").write_text(
+        json.dumps(
+            {
+                "dominance": 0.4 - eps / 2 + 0.01 * seed,
+                "entropy": 1.8 + eps,
+                "separation": 0.5,
+                "probe": {"shape": {"accuracy": 0.9 - eps, "gap": 0.1}},
+                "seed": seed,
+            }
+        )
+    )
     log.write_text("ok\n")
     return 0
 
@@ -45,8 +60,10 @@ def test_a_sampling_sweep_sets_seed_and_folder_and_runs(tmp_path):
     assert outcome.complete and outcome.ran == 4 and not outcome.failed
 
 
-@pytest.mark.parametrize("objective,expected", [("dominanse:min", "did you mean dominance"),
-                                                ("probe.shape.gapp:min", "unknown objective metric")])
+@pytest.mark.parametrize(
+    "objective,expected",
+    [("dominanse:min", "did you mean dominance"), ("probe.shape.gapp:min", "unknown objective metric")],
+)
 def test_unknown_sampling_objective_is_refused_before_any_trial(tmp_path, objective, expected):
     with pytest.raises(FairmtError, match=expected):
         _spec(tmp_path, [objective])

@@ -30,14 +30,26 @@ psutil = pytest.importorskip("psutil")
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = "classification/fcl"
 # the cheapest real run: bag-of-embeddings over the Spanish hate-speech token ids, one epoch of 16 steps
-CHEAP = ["data.dataset=hatespeech", "model.type=embedding_bag", "model.embed_dim=8", "model.hidden_dim=8",
-         "training.num_train_epochs=1", "training.per_device_train_batch_size=128", "save_predictions=false"]
+CHEAP = [
+    "data.dataset=hatespeech",
+    "model.type=embedding_bag",
+    "model.embed_dim=8",
+    "model.hidden_dim=8",
+    "training.num_train_epochs=1",
+    "training.per_device_train_batch_size=128",
+    "save_predictions=false",
+]
 GRID = ["--grid", "training.learning_rate=0.001,0.02", "--seeds", "2"]
 
 
 def _env(shared_data: Path) -> dict:
-    return {**os.environ, "PYTHONPATH": str(REPO), "FAIRMT_DATA": str(shared_data), "OMP_NUM_THREADS": "1",
-            "HF_HUB_OFFLINE": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "FAIRMT_DATA": str(shared_data),
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+    }
 
 
 def _ours(out: Path) -> list:
@@ -67,17 +79,31 @@ def killed_then_joined(shared_data, tmp_path_factory):
     run trains; then two `--join` workers B and C, started together on the same journal study, finish it."""
     tmp = tmp_path_factory.mktemp("sweep")
     out, journal = tmp / "sweep", tmp / "study.journal"
-    cmd = [sys.executable, "-m", "fairmt", "sweep", RECIPE, *CHEAP, *GRID, "--output-dir", str(out),
-           "--storage", str(journal), "--join"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fairmt",
+        "sweep",
+        RECIPE,
+        *CHEAP,
+        *GRID,
+        "--output-dir",
+        str(out),
+        "--storage",
+        str(journal),
+        "--join",
+    ]
     env = _env(shared_data)
-    a = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)
+    a = subprocess.Popen(
+        cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     deadline, killed_root = time.time() + 480, None
     try:
         while time.time() < deadline and a.poll() is None:
             done = list(out.glob("trials/*/seed-*/done.json"))
-            started = [p.parent for p in out.glob("trials/*/seed-*/trial.json")
-                       if not (p.parent / "done.json").exists()]
+            started = [
+                p.parent for p in out.glob("trials/*/seed-*/trial.json") if not (p.parent / "done.json").exists()
+            ]
             try:
                 training = [c for c in psutil.Process(a.pid).children() if "train" in " ".join(c.cmdline())]
             except psutil.Error:
@@ -87,7 +113,8 @@ def killed_then_joined(shared_data, tmp_path_factory):
                 break
             time.sleep(0.2)
         assert killed_root is not None, "worker A never reached its second run:\n" + (
-            a.stdout.read() if a.poll() is not None else "")
+            a.stdout.read() if a.poll() is not None else ""
+        )
         before = _mtimes(out / "trials")
         finished_before = sorted(str(p.parent) for p in out.glob("trials/*/seed-*/done.json"))
         os.killpg(a.pid, signal.SIGKILL)
@@ -102,8 +129,12 @@ def killed_then_joined(shared_data, tmp_path_factory):
         if a.poll() is None:
             os.killpg(a.pid, signal.SIGKILL)
             a.wait()
-    workers = [subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                start_new_session=True) for _ in range(2)]
+    workers = [
+        subprocess.Popen(
+            cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
+        for _ in range(2)
+    ]
     try:
         outputs = [w.communicate(timeout=600)[0] for w in workers]
     finally:
@@ -111,9 +142,17 @@ def killed_then_joined(shared_data, tmp_path_factory):
             if w.poll() is None:
                 os.killpg(w.pid, signal.SIGKILL)
                 w.wait()
-    return SimpleNamespace(out=out, journal=journal, before=before, finished_before=finished_before,
-                           killed_root=killed_root, orphans=orphans, output_a=output_a, outputs=outputs,
-                           rcs=[w.returncode for w in workers])
+    return SimpleNamespace(
+        out=out,
+        journal=journal,
+        before=before,
+        finished_before=finished_before,
+        killed_root=killed_root,
+        orphans=orphans,
+        output_a=output_a,
+        outputs=outputs,
+        rcs=[w.returncode for w in workers],
+    )
 
 
 def _study(journal: Path, name: str = "sweep"):
@@ -182,6 +221,7 @@ def _hand_stats(out: Path) -> dict:
 
 def _brute_front(points: list[tuple[float, float]], senses=(1, -1)) -> set[int]:
     """Indices not dominated by any other point (sense 1: higher is better, -1: lower)."""
+
     def dominates(p, q):
         pairs = list(zip(p, q, senses))
         return all(s * a >= s * b for a, b, s in pairs) and any(s * a > s * b for a, b, s in pairs)
@@ -257,12 +297,18 @@ BAD = [
     (["--grid", "training.learning_rate=0.1", "--objective", "dev.acuracy:max"], "did you mean dev.accuracy"),
     (["--grid", "training.learning_rate=0.1", "--objective", "test.gap:min"], "is a test metric"),
     (["--grid", "seed=1,2"], "use --seeds"),
-    (["--grid", "training.learning_rate=0.1", "--storage", "sqlite:////no/such/folder/study.db"],
-     "cannot open the study storage sqlite:////no/such/folder/study.db"),
-    (["--grid", "training.learning_rate=0.1", "--storage", "nosuchdb://me:s3cret@host/db"],
-     "cannot open the study storage nosuchdb://me:***@host/db"),
-    (["--grid", "training.learning_rate=0.1", "--launcher", "accelerate", "--accelerate-config", "nope.yaml"],
-     "--accelerate-config nope.yaml"),
+    (
+        ["--grid", "training.learning_rate=0.1", "--storage", "sqlite:////no/such/folder/study.db"],
+        "cannot open the study storage sqlite:////no/such/folder/study.db",
+    ),
+    (
+        ["--grid", "training.learning_rate=0.1", "--storage", "nosuchdb://me:s3cret@host/db"],
+        "cannot open the study storage nosuchdb://me:***@host/db",
+    ),
+    (
+        ["--grid", "training.learning_rate=0.1", "--launcher", "accelerate", "--accelerate-config", "nope.yaml"],
+        "--accelerate-config nope.yaml",
+    ),
 ]
 
 
@@ -286,12 +332,17 @@ def test_the_recipes_data_and_model_are_checked_before_the_first_trial(tmp_path,
 
     monkeypatch.setattr(engine, "run_subprocess", tripwire)
     for extra, expected in (
-            (["data.root=/no/such/hatespeech"], "the hate-speech data folder (data.root) /no/such/hatespeech does not "
-                                                "exist"),
-            (["model.type=frozen_embedder", "model.name_or_path=/no/such/encoder"], "/no/such/encoder")):
+        (
+            ["data.root=/no/such/hatespeech"],
+            "the hate-speech data folder (data.root) /no/such/hatespeech does not exist",
+        ),
+        (["model.type=frozen_embedder", "model.name_or_path=/no/such/encoder"], "/no/such/encoder"),
+    ):
         out = tmp_path / "sweep"
-        assert main(["sweep", RECIPE, *CHEAP, *extra, "--grid", "training.learning_rate=0.1", "--output-dir",
-                     str(out)]) == 2
+        assert (
+            main(["sweep", RECIPE, *CHEAP, *extra, "--grid", "training.learning_rate=0.1", "--output-dir", str(out)])
+            == 2
+        )
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and err.startswith("fairmt: error: every trial of this sweep would fail: ")
         assert expected in err and "nothing was started" in err, err
@@ -299,17 +350,34 @@ def test_the_recipes_data_and_model_are_checked_before_the_first_trial(tmp_path,
 
 
 def test_the_sweep_owns_seed_and_output_folder(tmp_path, capsys):
-    for fixed, expected in (("seed=4", "override seed=...: give the seeds with --seeds"),
-                            ("training.output_dir=x", "the sweep gives every run its own folder")):
-        assert main(["sweep", RECIPE, fixed, "--grid", "training.learning_rate=0.1", "--output-dir",
-                     str(tmp_path / "s")]) == 2
+    for fixed, expected in (
+        ("seed=4", "override seed=...: give the seeds with --seeds"),
+        ("training.output_dir=x", "the sweep gives every run its own folder"),
+    ):
+        assert (
+            main(["sweep", RECIPE, fixed, "--grid", "training.learning_rate=0.1", "--output-dir", str(tmp_path / "s")])
+            == 2
+        )
         assert expected in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
 
 
 def test_unknown_objective_lists_the_available_metrics(tmp_path, capsys):
-    assert main(["sweep", RECIPE, "--grid", "training.learning_rate=0.1", "--objective", "dev.f2:max",
-                 "--output-dir", str(tmp_path / "s")]) == 2
+    assert (
+        main(
+            [
+                "sweep",
+                RECIPE,
+                "--grid",
+                "training.learning_rate=0.1",
+                "--objective",
+                "dev.f2:max",
+                "--output-dir",
+                str(tmp_path / "s"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     for name in ("dev.accuracy", "dev.gap", "dev.delta_eo", "dev.macro_f1", "dev.leakage_h"):
         assert name in err
@@ -338,8 +406,16 @@ def test_pareto_front_is_optunas_and_equals_brute_force():
 def test_flatten_names_and_skips():
     from fairmt.sweep.results import flatten
 
-    flat = flatten({"dev": {"accuracy": 50, "scale": "percent", "ok": True}, "test": {"gap": 1.5},
-                    "config": {"seed": 3}, "seed": 3, "info": {"log": [1, 2]}, "x": float("nan")})
+    flat = flatten(
+        {
+            "dev": {"accuracy": 50, "scale": "percent", "ok": True},
+            "test": {"gap": 1.5},
+            "config": {"seed": 3},
+            "seed": 3,
+            "info": {"log": [1, 2]},
+            "x": float("nan"),
+        }
+    )
     assert flat == {"dev.accuracy": 50.0, "test.gap": 1.5}
 
 
@@ -348,9 +424,17 @@ def test_search_mode_nsga2_front_is_the_studys_best_trials(tmp_path):
     from fairmt.sweep.report import write_report
     from fairmt.sweep.spec import build_spec
 
-    spec = build_spec(RECIPE, CHEAP, ["objective_args.fcl_beta=0.0,0.5,1.0"],
-                      ["training.learning_rate=0.0001:0.1:log"], "0,1", [], search=6,
-                      output_dir=str(tmp_path / "s"), sampler_seed=0)
+    spec = build_spec(
+        RECIPE,
+        CHEAP,
+        ["objective_args.fcl_beta=0.0,0.5,1.0"],
+        ["training.learning_rate=0.0001:0.1:log"],
+        "0,1",
+        [],
+        search=6,
+        output_dir=str(tmp_path / "s"),
+        sampler_seed=0,
+    )
     lines: list[str] = []
     outcome = run_sweep(spec, runner=fake_runner, echo=lines.append)
     study = optuna.load_study(study_name="s", storage=open_storage(spec.storage))
@@ -369,8 +453,11 @@ def test_search_mode_nsga2_front_is_the_studys_best_trials(tmp_path):
         assert t.values == pytest.approx([s["mean"]["dev.accuracy"], s["mean"]["dev.gap"]])
     optuna_front = {by_params[json.dumps(t.params, sort_keys=True)]["id"] for t in study.best_trials}
     pts = [(s["mean"]["dev.accuracy"], s["mean"]["dev.gap"]) for s in report["settings"]]
-    assert set(report["pareto"]["dev"]["settings"]) == optuna_front == {
-        report["settings"][i]["id"] for i in _brute_front(pts)}
+    assert (
+        set(report["pareto"]["dev"]["settings"])
+        == optuna_front
+        == {report["settings"][i]["id"] for i in _brute_front(pts)}
+    )
     # the area under each split's front (fairlib's AUC) is reported, on dev and test, over the same front
     from fairmt.eval.classification import performance_fairness_auc
 
@@ -378,8 +465,11 @@ def test_search_mode_nsga2_front_is_the_studys_best_trials(tmp_path):
         auc = report["front_auc"][split]
         assert set(auc["settings"]) == set(report["pareto"][split]["settings"])
         means = [s["mean"] for s in report["settings"]]
-        assert auc["auc"] == pytest.approx(performance_fairness_auc(
-            [m[f"{split}.accuracy"] / 100 for m in means], [1 - m[f"{split}.gap"] / 100 for m in means]).auc)
+        assert auc["auc"] == pytest.approx(
+            performance_fairness_auc(
+                [m[f"{split}.accuracy"] / 100 for m in means], [1 - m[f"{split}.gap"] / 100 for m in means]
+            ).auc
+        )
     assert "Area under the performance–fairness front" in (Path(spec.output_dir) / "sweep.md").read_text()
 
 
@@ -391,8 +481,15 @@ def test_trials_show_setting_seed_and_run_folder_by_name_and_the_seed_is_no_para
     from fairmt.sweep.engine import open_storage, run_sweep
     from fairmt.sweep.spec import build_spec
 
-    grid = build_spec(RECIPE, CHEAP, ["training.learning_rate=0.001,0.01", "objective_args.fcl_beta=0.5"], [],
-                      "0,1", [], output_dir=str(tmp_path / "g"))
+    grid = build_spec(
+        RECIPE,
+        CHEAP,
+        ["training.learning_rate=0.001,0.01", "objective_args.fcl_beta=0.5"],
+        [],
+        "0,1",
+        [],
+        output_dir=str(tmp_path / "g"),
+    )
     assert run_sweep(grid, runner=fake_runner, echo=lambda line: None).complete
     study = optuna.load_study(study_name="g", storage=open_storage(grid.storage))
     assert study.metric_names == ["dev.accuracy", "dev.gap"]
@@ -404,8 +501,15 @@ def test_trials_show_setting_seed_and_run_folder_by_name_and_the_seed_is_no_para
         assert t.user_attrs["setting"] == t.params
         done = json.loads((Path(t.user_attrs["run_dir"]) / "done.json").read_text())
         assert done["setting"] == t.params and done["seed"] == t.user_attrs["seed"] and done["trial"] == t.number
-        assert t.values == pytest.approx([70 + 10 * 0.5 - 5 * abs(math.log10(t.params["training.learning_rate"]) + 2)
-                                          + 0.5 * t.user_attrs["seed"], 2 + 8 * 0.5 + 0.3 * t.user_attrs["seed"]])
+        assert t.values == pytest.approx(
+            [
+                70
+                + 10 * 0.5
+                - 5 * abs(math.log10(t.params["training.learning_rate"]) + 2)
+                + 0.5 * t.user_attrs["seed"],
+                2 + 8 * 0.5 + 0.3 * t.user_attrs["seed"],
+            ]
+        )
         seen.add((t.params["training.learning_rate"], t.user_attrs["seed"]))
     assert seen == {(lr, seed) for lr in (0.001, 0.01) for seed in (0, 1)}
     with warnings.catch_warnings():
@@ -413,14 +517,25 @@ def test_trials_show_setting_seed_and_run_folder_by_name_and_the_seed_is_no_para
         importances = optuna.importance.get_param_importances(study, target=lambda t: t.values[0])
     assert set(importances) <= {"training.learning_rate", "objective_args.fcl_beta"}
 
-    search = build_spec(RECIPE, CHEAP, ["objective_args.fcl_beta=0.5"], ["training.learning_rate=0.0001:0.1:log"],
-                        "0,1", ["dev.accuracy:max"],
-                        search=2, output_dir=str(tmp_path / "s"), sampler_seed=0)
+    search = build_spec(
+        RECIPE,
+        CHEAP,
+        ["objective_args.fcl_beta=0.5"],
+        ["training.learning_rate=0.0001:0.1:log"],
+        "0,1",
+        ["dev.accuracy:max"],
+        search=2,
+        output_dir=str(tmp_path / "s"),
+        sampler_seed=0,
+    )
     run_sweep(search, runner=fake_runner, echo=lambda line: None)
     study = optuna.load_study(study_name="s", storage=open_storage(search.storage))
     assert study.metric_names == ["dev.accuracy"]
     for t in study.trials:
-        assert set(t.params) == {"training.learning_rate", "objective_args.fcl_beta"} and t.user_attrs["seeds"] == [0, 1]
+        assert set(t.params) == {"training.learning_rate", "objective_args.fcl_beta"} and t.user_attrs["seeds"] == [
+            0,
+            1,
+        ]
         assert [json.loads((Path(d) / "done.json").read_text())["seed"] for d in t.user_attrs["run_dirs"]] == [0, 1]
 
 
@@ -428,8 +543,16 @@ def test_single_objective_search_uses_tpe(tmp_path):
     from fairmt.sweep.engine import make_sampler
     from fairmt.sweep.spec import build_spec
 
-    spec = build_spec(RECIPE, CHEAP, [], ["training.learning_rate=0.0001:0.1:log"], "1", ["dev.accuracy:max"],
-                      search=3, output_dir=str(tmp_path / "s"))
+    spec = build_spec(
+        RECIPE,
+        CHEAP,
+        [],
+        ["training.learning_rate=0.0001:0.1:log"],
+        "1",
+        ["dev.accuracy:max"],
+        search=3,
+        output_dir=str(tmp_path / "s"),
+    )
     assert type(make_sampler(spec)).__name__ == "TPESampler"
     assert spec.tradeoff == [["dev.accuracy", "maximize"], ["dev.gap", "minimize"]]  # the family's axes
 
@@ -456,8 +579,9 @@ def test_two_join_processes_on_one_sqlite_study_run_every_run_once(tmp_path):
     out.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     cmd = worker_args(out, ledger, f"sqlite:///{out / 'study.db'}", "s", 6)
-    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
     results = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [r[1][-2000:] for r in results]
     outcomes = [json.loads(r[0].strip().splitlines()[-1]) for r in results]
@@ -488,11 +612,22 @@ def test_a_grid_run_queued_twice_runs_once(tmp_path):
     )
     from fairmt.sweep.spec import SweepSpec
 
-    spec = SweepSpec(recipe=RECIPE, recipe_path=str(resolve_recipe_path(RECIPE)), method="classification",
-                     overrides=[], grid={"x": [1, 2]},
-                     grid_raw={"x": ["1", "2"]}, ranges={}, seeds=[0], objectives=[["dev.accuracy", "maximize"]],
-                     tradeoff=[], search=None, output_dir=str(tmp_path), storage=f"sqlite:///{tmp_path / 'db'}",
-                     study_name="s")
+    spec = SweepSpec(
+        recipe=RECIPE,
+        recipe_path=str(resolve_recipe_path(RECIPE)),
+        method="classification",
+        overrides=[],
+        grid={"x": [1, 2]},
+        grid_raw={"x": ["1", "2"]},
+        ranges={},
+        seeds=[0],
+        objectives=[["dev.accuracy", "maximize"]],
+        tradeoff=[],
+        search=None,
+        output_dir=str(tmp_path),
+        storage=f"sqlite:///{tmp_path / 'db'}",
+        study_name="s",
+    )
     study = open_study(spec, open_storage(spec.storage))
     setting, seed = _next_run(study, spec)
     assert (setting, seed) == ({"x": 1}, 0)
@@ -530,8 +665,9 @@ def test_stale_trials_are_failed_and_queued_again_live_ones_kept():
     dead = _running_trial(study, {"x": 1}, {"host": HOST, "pid": gone.pid, "pid_started": 0.0})
     live = _running_trial(study, {"x": 2}, {"host": HOST, "pid": me.pid, "pid_started": me.create_time()})
     remote_ok = _running_trial(study, {"x": 3}, {"host": "elsewhere", "pid": 1, "pid_started": 0.0}, time.time())
-    remote_stale = _running_trial(study, {"x": 4}, {"host": "elsewhere", "pid": 1, "pid_started": 0.0},
-                                  time.time() - 3600)
+    remote_stale = _running_trial(
+        study, {"x": 4}, {"host": "elsewhere", "pid": 1, "pid_started": 0.0}, time.time() - 3600
+    )
     fresh = _running_trial(study, {"x": 5}, None)  # just asked: no owner yet
     assert sorted(reap_stale(study, grace=600)) == [dead.number, remote_stale.number]
     states = {t.number: t.state.name for t in study.trials}
@@ -564,13 +700,18 @@ def test_a_second_worker_without_join_is_refused(tmp_path, capsys, monkeypatch):
     prepare_folder(spec)
     study = open_study(spec, open_storage(spec.storage))
     me = psutil.Process()
-    _running_trial(study, {"training.learning_rate": 0.1, "seed": 0},
-                   {"host": HOST, "pid": me.pid, "pid_started": me.create_time()})
+    _running_trial(
+        study,
+        {"training.learning_rate": 0.1, "seed": 0},
+        {"host": HOST, "pid": me.pid, "pid_started": me.create_time()},
+    )
     assert main(["sweep", *args]) == 2
     assert "pass --join" in capsys.readouterr().err
     # and another sweep in the same folder is refused, naming what differs
-    assert main(["sweep", RECIPE, *CHEAP, "--grid", "training.learning_rate=0.3", "--output-dir",
-                 str(tmp_path / "s")]) == 2
+    assert (
+        main(["sweep", RECIPE, *CHEAP, "--grid", "training.learning_rate=0.3", "--output-dir", str(tmp_path / "s")])
+        == 2
+    )
     assert "holds another sweep (grid differ)" in capsys.readouterr().err
 
 
@@ -578,8 +719,17 @@ def test_trial_command_and_accelerate_launcher(tmp_path):
     from fairmt.sweep.engine import train_command
     from fairmt.sweep.spec import build_spec
 
-    spec = build_spec(RECIPE, CHEAP, ["objective=fcl,ce"], [], "1", [], output_dir=str(tmp_path / "s"),
-                      launcher="accelerate", accelerate_config="ddp")
+    spec = build_spec(
+        RECIPE,
+        CHEAP,
+        ["objective=fcl,ce"],
+        [],
+        "1",
+        [],
+        output_dir=str(tmp_path / "s"),
+        launcher="accelerate",
+        accelerate_config="ddp",
+    )
     cmd = train_command(spec, {"objective": "ce"}, 3, tmp_path / "run")
     assert cmd[1:5] == ["-m", "accelerate.commands.launch", "--config_file", spec.accelerate_config]
     assert cmd[5:8] == ["-m", "fairmt", "train"] and Path(spec.accelerate_config).name == "ddp.yaml"
@@ -596,8 +746,16 @@ def _fake_ccd_runner(cmd: list[str], log: Path) -> int:
     path = Path(json.loads(over["results"]))
     path.parent.mkdir(parents=True)
     after = {"seat_avg_abs": 0.5 / (1 + beta) + 0.01 * seed, "cced": {"gap": 0.1 * beta + 0.001 * seed, "n": 150}}
-    path.write_text(json.dumps({"before": {"seat_avg_abs": 0.6}, "after": after, "train": {"rho": 0.2},
-                                "glue": {"avg": 80 - 2 * beta - seed}}))
+    path.write_text(
+        json.dumps(
+            {
+                "before": {"seat_avg_abs": 0.6},
+                "after": after,
+                "train": {"rho": 0.2},
+                "glue": {"avg": 80 - 2 * beta - seed},
+            }
+        )
+    )
     log.write_text("ok\n")
     return 0
 
@@ -607,8 +765,15 @@ def test_ccd_family_sweep_aggregates_and_selects_nothing_without_dev_metrics(tmp
     from fairmt.sweep.report import write_report
     from fairmt.sweep.spec import build_spec
 
-    spec = build_spec("ccd/minilm_cda", [], ["training.beta=0.5,1.0,2.0"], [], "2",
-                      ["after.seat_avg_abs:min", "after.cced.gap:min"], output_dir=str(tmp_path / "s"))
+    spec = build_spec(
+        "ccd/minilm_cda",
+        [],
+        ["training.beta=0.5,1.0,2.0"],
+        [],
+        "2",
+        ["after.seat_avg_abs:min", "after.cced.gap:min"],
+        output_dir=str(tmp_path / "s"),
+    )
     cmd = train_command(spec, {"training.beta": 0.5}, 1, tmp_path / "run")
     assert "training.seed=1" in cmd and f"results={json.dumps(str(tmp_path / 'run' / 'ccd_results.json'))}" in cmd
     outcome = run_sweep(spec, runner=_fake_ccd_runner, echo=lambda line: None)
@@ -618,8 +783,9 @@ def test_ccd_family_sweep_aggregates_and_selects_nothing_without_dev_metrics(tmp
     assert s1["n"] == 2 and s1["mean"]["after.seat_avg_abs"] == pytest.approx(0.5 / 1.5 + 0.005)
     assert s1["std"]["glue.avg"] == pytest.approx(statistics.stdev([79.0, 78.0]))
     pts = [(s["mean"]["after.seat_avg_abs"], s["mean"]["after.cced.gap"]) for s in report["settings"]]
-    assert set(report["pareto"]["metrics"]["settings"]) == {report["settings"][i]["id"]
-                                                             for i in _brute_front(pts, (-1, -1))}
+    assert set(report["pareto"]["metrics"]["settings"]) == {
+        report["settings"][i]["id"] for i in _brute_front(pts, (-1, -1))
+    }
     assert report["selected"] is None and all("unavailable" in r for r in report["selection"]["by_rule"].values())
     assert report["plot"]["split"] == "metrics" and (Path(spec.output_dir) / "tradeoff.png").is_file()
 
@@ -637,11 +803,35 @@ def test_gacl_tiny_offline_sweep_selects_on_dev_and_reports_test(shared_data, tm
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(engine, "run_subprocess", in_process_runner)  # the 2 real runs, without 2 fresh interpreters
     out = tmp_path / "sweep"
-    assert main(["sweep", "gacl/tiny_offline", f"model={tmp_path / 'orig'}", f"data.train={tmp_path / 'ft.jsonl'}",
-                 "tiny_model.pretrain_steps=10", "training.max_steps=4", "training.eval_steps=2",
-                 "training.logging_steps=2", "training.save_strategy=steps", "geneval.max_pairs=3",
-                 "geneval.num_beams=1", "geneval.batch_size=8", "--grid", "training.gacl_lambda=0.0,1.0", "--seeds",
-                 "1", "--objective", "dev.loss:min", "--select", "loss", "--output-dir", str(out)]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "gacl/tiny_offline",
+                f"model={tmp_path / 'orig'}",
+                f"data.train={tmp_path / 'ft.jsonl'}",
+                "tiny_model.pretrain_steps=10",
+                "training.max_steps=4",
+                "training.eval_steps=2",
+                "training.logging_steps=2",
+                "training.save_strategy=steps",
+                "geneval.max_pairs=3",
+                "geneval.num_beams=1",
+                "geneval.batch_size=8",
+                "--grid",
+                "training.gacl_lambda=0.0,1.0",
+                "--seeds",
+                "1",
+                "--objective",
+                "dev.loss:min",
+                "--select",
+                "loss",
+                "--output-dir",
+                str(out),
+            ]
+        )
+        == 0
+    )
     runs = sorted(out.glob("trials/*/seed-*/run/results.json"))
     assert len(runs) == 2
     results = [json.loads(p.read_text()) for p in runs]
@@ -678,9 +868,20 @@ def test_gacl_tiny_offline_sweep_selects_on_dev_and_reports_test(shared_data, tm
 
 
 def test_gacl_sweep_names_the_metrics_a_gacl_run_reports(tmp_path, capsys):
-    assert main(["sweep", "gacl/small100_en-de", "--grid", "training.gacl_lambda=0.5,1.0", "--objective",
-                 "dev.x:max", "--output-dir", str(tmp_path / "s")]) == 2
+    assert (
+        main(
+            [
+                "sweep",
+                "gacl/small100_en-de",
+                "--grid",
+                "training.gacl_lambda=0.5,1.0",
+                "--objective",
+                "dev.x:max",
+                "--output-dir",
+                str(tmp_path / "s"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "dev.x" in err and "dev.loss" in err and "writes no results file" not in err
-
-

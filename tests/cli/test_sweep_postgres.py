@@ -46,8 +46,13 @@ def _database(server, name: str) -> str:
 
 def _worker(tmp: Path, url: str, host: str, hang_at: int = 0, seconds: float = 0.3, grace: float = 600):
     out = tmp / f"sweep-{host}"  # each machine its own folder: nothing shared but the database
-    return procs.start(worker_args(out, tmp / f"ledger-{host}", url, "pg", 5, host, hang_at, seconds, grace),
-                       env=procs.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return procs.start(
+        worker_args(out, tmp / f"ledger-{host}", url, "pg", 5, host, hang_at, seconds, grace),
+        env=procs.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _ledger(tmp: Path, host: str) -> list[tuple[int, int]]:
@@ -108,8 +113,9 @@ def test_a_worker_killed_mid_run_has_its_run_retried_once_after_the_grace_period
     assert postgresql.password not in out + err
 
 
-def test_the_command_on_postgresql_refuses_a_clash_and_never_prints_the_password(postgresql, tmp_path, capsys,
-                                                                               monkeypatch):
+def test_the_command_on_postgresql_refuses_a_clash_and_never_prints_the_password(
+    postgresql, tmp_path, capsys, monkeypatch
+):
     """`fairmt sweep --storage postgresql://user:password@…` (the URL the README documents, driver from the sweep
     extra) runs, writes its report; another sweep under the same study name is refused; a wrong password is one
     line; the password appears in none of the output, the report or the error lines."""
@@ -120,8 +126,20 @@ def test_the_command_on_postgresql_refuses_a_clash_and_never_prints_the_password
     standin_data_root(monkeypatch, tmp_path)
     url = _database(postgresql, "command")
     base = ["sweep", RECIPE, *CHEAP, "--storage", url, "--study-name", "shared-name"]
-    assert main([*base, "--grid", "training.learning_rate=0.001,0.01", "--seeds", "2",
-                 "--output-dir", str(tmp_path / "first")]) == 0
+    assert (
+        main(
+            [
+                *base,
+                "--grid",
+                "training.learning_rate=0.001,0.01",
+                "--seeds",
+                "2",
+                "--output-dir",
+                str(tmp_path / "first"),
+            ]
+        )
+        == 0
+    )
     first = capsys.readouterr()
     assert "[4/4]" in first.out
     report = json.loads((tmp_path / "first" / "sweep.json").read_text())
@@ -133,8 +151,22 @@ def test_the_command_on_postgresql_refuses_a_clash_and_never_prints_the_password
     assert "study 'shared-name' in postgresql://fairmt:***@" in clash.err and "holds another sweep (grid" in clash.err
 
     wrong = postgresql.url_for("command", password="not-the-password-" + postgresql.password[:4])
-    assert main(["sweep", RECIPE, *CHEAP, "--grid", "training.learning_rate=0.1", "--storage", wrong,
-                 "--output-dir", str(tmp_path / "wrong")]) == 2
+    assert (
+        main(
+            [
+                "sweep",
+                RECIPE,
+                *CHEAP,
+                "--grid",
+                "training.learning_rate=0.1",
+                "--storage",
+                wrong,
+                "--output-dir",
+                str(tmp_path / "wrong"),
+            ]
+        )
+        == 2
+    )
     bad = capsys.readouterr()
     assert bad.err.startswith("fairmt: error: cannot open the study storage postgresql://fairmt:***@127.0.0.1:")
     assert "password authentication failed" in bad.err and len(bad.err.strip().splitlines()) == 1
@@ -145,6 +177,15 @@ def test_the_command_on_postgresql_refuses_a_clash_and_never_prints_the_password
     assert main(["sweep", "report", str(tmp_path / "first")]) == 0
     assert json.loads((tmp_path / "first" / "sweep.json").read_text())["study"]["trials"] == {"COMPLETE": 4}
     report_out = capsys.readouterr()
-    texts = [first.out, first.err, clash.out, clash.err, bad.out, bad.err, report_out.out, report_out.err,
-             *(p.read_text() for p in tmp_path.rglob("*") if p.is_file() and p.suffix in (".json", ".md", ".log"))]
+    texts = [
+        first.out,
+        first.err,
+        clash.out,
+        clash.err,
+        bad.out,
+        bad.err,
+        report_out.out,
+        report_out.err,
+        *(p.read_text() for p in tmp_path.rglob("*") if p.is_file() and p.suffix in (".json", ".md", ".log")),
+    ]
     assert not any(postgresql.password in t or "not-the-password" in t for t in texts)

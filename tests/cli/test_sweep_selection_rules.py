@@ -20,8 +20,15 @@ def _runner(cmd, log: Path) -> int:
     path = Path(json.loads(over["results"]))
     path.parent.mkdir(parents=True)
     dev = {"cced_gap": GAP[beta] + 0.2 * seed, "probe_avg_abs": 0.3 / beta + 0.001 * seed}
-    path.write_text(json.dumps({"dev": dev, "test": {k: v + 0.01 for k, v in dev.items()},
-                                "selection": "loss (dev set)" if beta < 2 else "dto (dev set)"}))
+    path.write_text(
+        json.dumps(
+            {
+                "dev": dev,
+                "test": {k: v + 0.01 for k, v in dev.items()},
+                "selection": "loss (dev set)" if beta < 2 else "dto (dev set)",
+            }
+        )
+    )
     log.write_text("ok\n")
     return 0
 
@@ -32,8 +39,15 @@ def swept(tmp_path_factory):
     from fairmt.sweep.spec import build_spec
 
     out = tmp_path_factory.mktemp("sw") / "s"
-    spec = build_spec("ccd/minilm_cda", [], ["training.beta=0.5,1.0,2.0"], [], "0,1",
-                      ["dev.cced_gap:min", "dev.probe_avg_abs:min"], output_dir=str(out))
+    spec = build_spec(
+        "ccd/minilm_cda",
+        [],
+        ["training.beta=0.5,1.0,2.0"],
+        [],
+        "0,1",
+        ["dev.cced_gap:min", "dev.probe_avg_abs:min"],
+        output_dir=str(out),
+    )
     assert run_sweep(spec, runner=_runner, echo=lambda line: None).complete
     return spec
 
@@ -108,19 +122,32 @@ def test_a_setting_whose_final_model_is_at_chance_is_flagged_in_sweep_md(tmp_pat
     from sweep_helpers import fake_runner
 
     def runner(cmd, log):  # at lr 0.1, seed 1 collapsed
-        return fake_runner(cmd, log, extra=lambda over: {"info": {"inlp": {"at_chance": float(
-            over["training.learning_rate"]) == 0.1 and over["seed"] == "1"}}})
+        return fake_runner(
+            cmd,
+            log,
+            extra=lambda over: {
+                "info": {"inlp": {"at_chance": float(over["training.learning_rate"]) == 0.1 and over["seed"] == "1"}}
+            },
+        )
 
     monkeypatch.setattr("fairmt.eval.report.save_figure_atomic", lambda fig, path: None)
-    spec = build_spec("classification/fcl_inlp", [], ["training.learning_rate=0.01,0.1"], [], "0,1", [],
-                      output_dir=str(tmp_path / "s"))
+    spec = build_spec(
+        "classification/fcl_inlp",
+        [],
+        ["training.learning_rate=0.01,0.1"],
+        [],
+        "0,1",
+        [],
+        output_dir=str(tmp_path / "s"),
+    )
     assert run_sweep(spec, runner=runner, echo=lambda line: None).complete
     r = write_report(spec.output_dir, spec)
     assert [s.get("at_chance") for s in r["settings"]] == [None, [1]]
     md = (Path(spec.output_dir) / "sweep.md").read_text()
     row = next(x for x in md.splitlines() if x.startswith("| s2 "))
-    assert "**AT CHANCE** (seed 1)" in row and "AT CHANCE" not in next(x for x in md.splitlines()
-                                                                          if x.startswith("| s1 "))
+    assert "**AT CHANCE** (seed 1)" in row and "AT CHANCE" not in next(
+        x for x in md.splitlines() if x.startswith("| s1 ")
+    )
     assert "**At chance:** s2 (`learning_rate=0.1`) seed 1 of 2" in md
     _print_summary(r)
     assert "warning: a final model at chance" in capsys.readouterr().out
@@ -133,12 +160,25 @@ def test_a_runner_up_within_the_seed_noise_on_gap_is_not_distinguishable():
 
     from fairmt.sweep.report import runner_up
 
-    spec = SimpleNamespace(tradeoff=[("dev.accuracy", "maximize"), ("dev.gap", "minimize")],
-                           objectives=[("dev.accuracy", "maximize"), ("dev.gap", "minimize")], select_tolerance=0.01)
-    done = [{"id": "s1", "overrides": {"b": 1}, "mean": {"dev.accuracy": 80.0, "dev.gap": 10.0},
-             "std": {"dev.accuracy": 1.0, "dev.gap": 2.0}},
-            {"id": "s2", "overrides": {"b": 2}, "mean": {"dev.accuracy": 75.0, "dev.gap": 10.5},
-             "std": {"dev.accuracy": 1.0, "dev.gap": 2.0}}]
+    spec = SimpleNamespace(
+        tradeoff=[("dev.accuracy", "maximize"), ("dev.gap", "minimize")],
+        objectives=[("dev.accuracy", "maximize"), ("dev.gap", "minimize")],
+        select_tolerance=0.01,
+    )
+    done = [
+        {
+            "id": "s1",
+            "overrides": {"b": 1},
+            "mean": {"dev.accuracy": 80.0, "dev.gap": 10.0},
+            "std": {"dev.accuracy": 1.0, "dev.gap": 2.0},
+        },
+        {
+            "id": "s2",
+            "overrides": {"b": 2},
+            "mean": {"dev.accuracy": 75.0, "dev.gap": 10.5},
+            "std": {"dev.accuracy": 1.0, "dev.gap": 2.0},
+        },
+    ]
     ru = runner_up(done, 0, "dto", spec, percent=True)
     assert ru["setting"] == "s2" and ru["metrics"]["dev.accuracy"]["difference"] == pytest.approx(5.0)
     assert ru["distinguishable"] is False and "on every metric" in ru["test"]

@@ -112,8 +112,7 @@ def _started(ledger: Path, n: int, proc, timeout: float = 60) -> list[str]:
     raise AssertionError(f"no run {n} started within {timeout} s")
 
 
-def test_sigterm_to_the_worker_then_ctrl_c_to_its_group_then_the_same_command_resumes(tmp_path, capsys,
-                                                                                        fake_runs):
+def test_sigterm_to_the_worker_then_ctrl_c_to_its_group_then_the_same_command_resumes(tmp_path, capsys, fake_runs):
     """A scheduler's SIGTERM to a worker process in the middle of its first run (a real subprocess under the real
     runner), then a second worker of the same sweep with Ctrl-C (SIGINT) to its whole process group in the middle
     of the retried run: both exit 130 with the resume line, no traceback, no process left; then the same command
@@ -126,8 +125,13 @@ def test_sigterm_to_the_worker_then_ctrl_c_to_its_group_then_the_same_command_re
     spec_file.write_text(json.dumps(spec.to_dict()))
     env = procs.env({"LEDGER": str(ledger), "PYTHONUNBUFFERED": "1"})
     for n, (sig, group) in enumerate([(signal.SIGTERM, False), (signal.SIGINT, True)], start=1):
-        worker = procs.start(procs.python("-c", WORKER, spec_file), env=env, stdout=procs.subprocess.PIPE,
-                             stderr=procs.subprocess.PIPE, text=True)
+        worker = procs.start(
+            procs.python("-c", WORKER, spec_file),
+            env=env,
+            stdout=procs.subprocess.PIPE,
+            stderr=procs.subprocess.PIPE,
+            text=True,
+        )
         runs = _started(ledger, n, worker)
         time.sleep(0.2)  # the stand-in run is sleeping now
         os.killpg(worker.pid, sig) if group else os.kill(worker.pid, sig)
@@ -155,8 +159,9 @@ def test_an_emptied_done_json_is_rebuilt_and_a_cut_spec_is_one_line_then_rewritt
     done.write_text("")
     assert main(["sweep", "report", str(out)]) == 0
     rebuilt = json.loads(done.read_text())
-    assert {k: rebuilt[k] for k in ("setting", "seed", "trial", "results")} == \
-        {k: kept[k] for k in ("setting", "seed", "trial", "results")}
+    assert {k: rebuilt[k] for k in ("setting", "seed", "trial", "results")} == {
+        k: kept[k] for k in ("setting", "seed", "trial", "results")
+    }
     assert json.loads((out / "sweep.json").read_text())["settings"] == before["settings"]
     done.write_text("")
     assert _sweep(out) == 0 and len(fake_runs) == 2  # resumed: the run is whole, not trained again
@@ -227,10 +232,12 @@ def test_a_storage_that_is_not_an_optuna_one_is_refused_before_anything_is_writt
     notes.write_text("my notes\nsecond line\n")
     single = tmp_path / "one-line.txt"
     single.write_bytes(b"no line end")
-    cases = [(f"sqlite:///{mine}", mine, "is a SQLite database that is not an Optuna storage (tables patients)"),
-             (f"sqlite:///{notes}", notes, "is not a SQLite database"),
-             (str(notes), notes, "is not an Optuna journal file"),
-             (str(single), single, "is not an Optuna journal file")]
+    cases = [
+        (f"sqlite:///{mine}", mine, "is a SQLite database that is not an Optuna storage (tables patients)"),
+        (f"sqlite:///{notes}", notes, "is not a SQLite database"),
+        (str(notes), notes, "is not an Optuna journal file"),
+        (str(single), single, "is not an Optuna journal file"),
+    ]
     for storage, path, expected in cases:
         before = path.read_bytes()
         assert _sweep(tmp_path / "s", "--storage", storage) == 2
@@ -240,8 +247,16 @@ def test_a_storage_that_is_not_an_optuna_one_is_refused_before_anything_is_writt
         assert not list(tmp_path.glob("*.lock")) and not list(tmp_path.glob("*.rename"))
 
 
-@pytest.mark.parametrize("form", ["sqlite+pysqlite:///{}", "sqlite:///{}?timeout=5", "SQLite:///{}",
-                                  "sqlite+pysqlite:///file:{}?uri=true&mode=rw", "sqlite:///{}?check_same_thread=0"])
+@pytest.mark.parametrize(
+    "form",
+    [
+        "sqlite+pysqlite:///{}",
+        "sqlite:///{}?timeout=5",
+        "SQLite:///{}",
+        "sqlite+pysqlite:///file:{}?uri=true&mode=rw",
+        "sqlite:///{}?check_same_thread=0",
+    ],
+)
 def test_every_sqlite_url_form_is_checked_the_same_way(tmp_path, capsys, fake_runs, form):
     """Issue 52: the check reads the URL with SQLAlchemy's make_url, not a prefix: every form naming a user's own
     SQLite file is refused and leaves it byte-identical (same inode)."""
@@ -263,8 +278,10 @@ def test_an_in_memory_sqlite_study_is_refused(tmp_path, capsys, fake_runs):
     assert not fake_runs
 
 
-@pytest.mark.parametrize("seeds,expected", [("1,-1", "seed -1 is outside [0, 2^32)"),
-                                            ("0,4294967296", "seed 4294967296 is outside [0, 2^32)")])
+@pytest.mark.parametrize(
+    "seeds,expected",
+    [("1,-1", "seed -1 is outside [0, 2^32)"), ("0,4294967296", "seed 4294967296 is outside [0, 2^32)")],
+)
 def test_seeds_outside_numpys_range_are_one_line(tmp_path, capsys, seeds, expected):
     assert _sweep(tmp_path / "s", "--seeds", seeds) == 2
     _one_error_line(capsys, expected)
@@ -284,6 +301,7 @@ def test_a_sweep_whose_every_trial_fails_for_one_reason_exits_2_with_the_reason(
     assert _sweep(tmp_path / "s", "--max-failures", "2") == 2
     captured = capsys.readouterr()
     err = captured.err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("fairmt: error: every trial of the sweep failed for the "
-                                                         "same reason"), err
+    assert len(err.splitlines()) == 1 and err.startswith(
+        "fairmt: error: every trial of the sweep failed for the same reason"
+    ), err
     assert "fairmt train exited with 1" in err and "needs token ids" in err

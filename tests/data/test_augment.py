@@ -77,8 +77,9 @@ def test_polarity_hand_examples():
 
 
 def test_polarity_for_other_groups_with_word_lists():
-    count = word_list_counter({"young": ["teen", "teenager", "youngster"], "old": ["elderly", "pensioner"],
-                               "middle": ["middle-aged"]})
+    count = word_list_counter(
+        {"young": ["teen", "teenager", "youngster"], "old": ["elderly", "pensioner"], "middle": ["middle-aged"]}
+    )
     assert polarity("The teenager helped the elderly pensioner.", count) == "old"
     assert polarity("A middle-aged man.", count) == "middle"
     rows = [{"neutral": "A person ran.", "young": "A teen ran.", "old": "A pensioner ran.", "middle": "A middle-aged"}]
@@ -208,11 +209,21 @@ def test_endpoint_happy_path_key_from_env_never_logged(llm_server, monkeypatch, 
 
 
 def test_endpoint_timeout_and_malformed_replies_retried_then_reported(llm_server, caplog):
-    texts = ["He is slow.", "She is garbled.", "He is always slow.", "She is always garbled.", "He chats.",
-             "His son had an error."]
+    texts = [
+        "He is slow.",
+        "She is garbled.",
+        "He is always slow.",
+        "She is always garbled.",
+        "He chats.",
+        "His son had an error.",
+    ]
     llm_server.script = {
-        texts[0]: "slow-once", texts[1]: "garbage-once", texts[2]: "always-slow", texts[3]: "always-garbage",
-        texts[4]: "chatty", texts[5]: "500-once",
+        texts[0]: "slow-once",
+        texts[1]: "garbage-once",
+        texts[2]: "always-slow",
+        texts[3]: "always-garbage",
+        texts[4]: "chatty",
+        texts[5]: "500-once",
     }
     client = _client(llm_server)
     written, failed = [], []
@@ -240,8 +251,9 @@ def test_endpoint_rejecting_request_stops_with_clear_error(llm_server):
 
 
 def test_parse_reply():
-    versions, conf = parse_reply('Here: {"neutral": "They ran.", "male": "He ran.", "female": "She ran.", '
-                                 '"confidence": 0.7} done')
+    versions, conf = parse_reply(
+        'Here: {"neutral": "They ran.", "male": "He ran.", "female": "She ran.", "confidence": 0.7} done'
+    )
     assert versions == {"neutral": "They ran.", "male": "He ran.", "female": "She ran."} and conf == 0.7
     with pytest.raises(FairmtError, match="no 'female' text"):
         parse_reply('{"neutral": "They ran.", "male": "He ran."}')
@@ -303,16 +315,30 @@ def tiny_gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
     passage = "She thanked her brother."
-    answer = json.dumps({"neutral": "They thanked their sibling.", "male": "He thanked his brother.",
-                         "female": "She thanked her sister."})
+    answer = json.dumps(
+        {
+            "neutral": "They thanked their sibling.",
+            "male": "He thanked his brother.",
+            "female": "She thanked her sister.",
+        }
+    )
     bpe = ByteLevelBPETokenizer()
     corpus = [m["content"] for m in build_messages(passage, ())] + [answer]
     bpe.train_from_iterator(corpus * 5, vocab_size=400, min_frequency=1, special_tokens=["<|endoftext|>"])
-    tok = PreTrainedTokenizerFast(tokenizer_object=bpe._tokenizer, eos_token="<|endoftext|>",
-                                  pad_token="<|endoftext|>")
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe._tokenizer, eos_token="<|endoftext|>", pad_token="<|endoftext|>")
     torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_positions=512, n_embd=64, n_layer=2, n_head=2,
-                                       resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
+    model = GPT2LMHeadModel(
+        GPT2Config(
+            vocab_size=len(tok),
+            n_positions=512,
+            n_embd=64,
+            n_layer=2,
+            n_head=2,
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+        )
+    )
     return model, tok, passage, answer
 
 
@@ -366,34 +392,80 @@ def test_cli_augment_cda_and_llm(tmp_path, llm_server, monkeypatch, capsys):
 
     llm_server.script = {"His son slept.": "always-garbage"}
     out = tmp_path / "llm.jsonl"
-    rc = main(["augment", "llm", "--input", str(src), "--field", "translation.en", "--output", str(out),
-               "--url", f"http://127.0.0.1:{llm_server.server_address[1]}/v1", "--model", "fake",
-               "--timeout", "2", "--retries", "1", "--search-rounds", "3", "--search-size", "3"])
+    rc = main(
+        [
+            "augment",
+            "llm",
+            "--input",
+            str(src),
+            "--field",
+            "translation.en",
+            "--output",
+            str(out),
+            "--url",
+            f"http://127.0.0.1:{llm_server.server_address[1]}/v1",
+            "--model",
+            "fake",
+            "--timeout",
+            "2",
+            "--retries",
+            "1",
+            "--search-rounds",
+            "3",
+            "--search-size",
+            "3",
+        ]
+    )
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["n_tuples"] == 2 and summary["n_failed"] == 1 and summary["union_polarity_accuracy"] == 1.0
     assert summary["n_written"] == 2 and summary["n_dropped_wrong_polarity"] == 0
     assert summary["prompt_search"]["rounds"][0]["added_example"]["passage"] == "The nurse said she was tired."
-    assert [r["meta"]["source"] for r in read_tuples(out)] == ["She thanked her brother.",
-                                                              "The nurse said she was tired."]
+    assert [r["meta"]["source"] for r in read_tuples(out)] == [
+        "She thanked her brother.",
+        "The nurse said she was tired.",
+    ]
     failed = [json.loads(x) for x in (tmp_path / "llm.jsonl.failures.jsonl").read_text().splitlines()]
     assert [f["passage"] for f in failed] == ["His son slept."]
     assert main(["augment", "llm", "--input", str(src), "--output", str(out), "--overwrite"]) == 2  # no endpoint
     assert "--url and --model" in capsys.readouterr().err
     # an endpoint that answers nothing usable: every text fails, the command says so and exits non-zero
     llm_server.script = {t: "always-garbage" for t in lines}
-    rc = main(["augment", "llm", "--input", str(src), "--field", "translation.en", "--output", str(out),
-               "--url", f"http://127.0.0.1:{llm_server.server_address[1]}/v1", "--model", "fake",
-               "--timeout", "2", "--retries", "0", "--search-rounds", "0", "--overwrite"])
+    rc = main(
+        [
+            "augment",
+            "llm",
+            "--input",
+            str(src),
+            "--field",
+            "translation.en",
+            "--output",
+            str(out),
+            "--url",
+            f"http://127.0.0.1:{llm_server.server_address[1]}/v1",
+            "--model",
+            "fake",
+            "--timeout",
+            "2",
+            "--retries",
+            "0",
+            "--search-rounds",
+            "0",
+            "--overwrite",
+        ]
+    )
     assert rc == 1 and "no tuple was produced from 3 texts" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("text, neutral", [
-    ("She was a doctor and he is a nurse.", "They were a doctor and they are a nurse."),
-    ("He's late, she isn't.", "They're late, they aren't."),
-    ("Was she there? Where was he?", "Were they there? Where were they?"),
-    ("SHE WAS HERE", "THEY WERE HERE"),
-])
+@pytest.mark.parametrize(
+    "text, neutral",
+    [
+        ("She was a doctor and he is a nurse.", "They were a doctor and they are a nurse."),
+        ("He's late, she isn't.", "They're late, they aren't."),
+        ("Was she there? Where was he?", "Were they there? Where were they?"),
+        ("SHE WAS HERE", "THEY WERE HERE"),
+    ],
+)
 def test_neutral_version_agrees_with_they(text, neutral):
     from fairmt.data.gender import neutralize
 
@@ -425,8 +497,11 @@ def test_cda_on_real_news_has_no_they_was(shared_data):
 
     from fairmt.data.augment.cda import cda_augment
 
-    texts = [json.loads(line)["translation"]["en"] for line in
-             (shared_data / "parallel" / "newstest2018_en-de.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    texts = [
+        json.loads(line)["translation"]["en"]
+        for line in (shared_data / "parallel" / "newstest2018_en-de.jsonl").read_text(encoding="utf-8").splitlines()
+        if line
+    ]
     rows, stats = cda_augment(texts)
     bad = re.compile(r"\bthey\s+(?:is|was|has|does)(?:n't)?\b", re.IGNORECASE)
     assert len(rows) > 700 and not [r["neutral"] for r in rows if bad.search(r["neutral"])]
@@ -436,11 +511,16 @@ def test_cda_on_real_news_has_no_they_was(shared_data):
     from lemminflect import getAllInflections, getLemma
 
     def vbz(word):
-        return any(word in getAllInflections(lem, upos="VERB").get("VBZ", ()) and lem != word
-                   for lem in getLemma(word, upos="VERB"))
+        return any(
+            word in getAllInflections(lem, upos="VERB").get("VBZ", ()) and lem != word
+            for lem in getLemma(word, upos="VERB")
+        )
 
-    slips = [r["neutral"] for r in rows
-             if any(vbz(m.group(1).lower()) for m in re.finditer(r"\bthey\s+([A-Za-z]+)", r["neutral"], re.I))]
+    slips = [
+        r["neutral"]
+        for r in rows
+        if any(vbz(m.group(1).lower()) for m in re.finditer(r"\bthey\s+([A-Za-z]+)", r["neutral"], re.I))
+    ]
     assert slips == []
     fixed = [r for r in rows if re.search(r"\b(?:he|she)\s+(?:cultivates|gives|says)\b", r["source"], re.I)]
     assert fixed and all(re.search(r"\bthey\s+(?:cultivate|give|say)\b", r["neutral"], re.I) for r in fixed)
@@ -457,7 +537,11 @@ def test_cda_with_nothing_to_rewrite_fails_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "tuples.jsonl"
     assert main(["augment", "cda", "--input", str(src), "--output", str(out)]) == 2
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "no tuple was produced from 3 texts (3 with no gendered English word" in err and not out.exists()
+    assert (
+        len(err.strip().splitlines()) == 1
+        and "no tuple was produced from 3 texts (3 with no gendered English word" in err
+        and not out.exists()
+    )
     src.write_text("She cultivates roses.\n", encoding="utf-8")
     assert main(["augment", "cda", "--input", str(src), "--output", str(out)]) == 0
     summary = json.loads(capsys.readouterr().out)
@@ -484,10 +568,12 @@ def test_cda_checks_outputs_lexicon_and_input_before_rewriting_anything(tmp_path
     locked.mkdir(mode=0o500)
     bad_input = tmp_path / "latin1.txt"
     bad_input.write_bytes(b"caf\xe9 she said\n")
-    cases = [(["--input", str(src), "--output", str(out)], "already exists; pass --overwrite"),
-             (["--input", str(src), "--output", str(tmp_path / "new.jsonl"), "--json", str(out)], "already exists"),
-             (["--input", str(tmp_path / "missing.txt"), "--output", str(tmp_path / "new.jsonl")], "missing.txt"),
-             (["--input", str(bad_input), "--output", str(tmp_path / "new.jsonl")], "latin1.txt")]
+    cases = [
+        (["--input", str(src), "--output", str(out)], "already exists; pass --overwrite"),
+        (["--input", str(src), "--output", str(tmp_path / "new.jsonl"), "--json", str(out)], "already exists"),
+        (["--input", str(tmp_path / "missing.txt"), "--output", str(tmp_path / "new.jsonl")], "missing.txt"),
+        (["--input", str(bad_input), "--output", str(tmp_path / "new.jsonl")], "latin1.txt"),
+    ]
     if os.geteuid() != 0:  # root writes anywhere
         cases.append((["--input", str(src), "--output", str(locked / "t.jsonl")], "cannot write the tuple file"))
     for argv, expected in cases:

@@ -23,16 +23,19 @@ def test_cell_counts_of_the_fixed_example():
     assert cell_counts(Y, G, "y") == {0: 10, 1: 10} and cell_counts(Y, G, "g") == {0: 11, 1: 9}
 
 
-@pytest.mark.parametrize("target, expected", [
-    # joint: (n / 4 cells) / n_{y,g} = 5 / n_{y,g}
-    ("joint", {(0, 0): 5 / 8, (0, 1): 5 / 2, (1, 0): 5 / 3, (1, 1): 5 / 7}),
-    # y: (20 / 2) / n_y = 1 everywhere (the classes are balanced already)
-    ("y", {(0, 0): 1.0, (0, 1): 1.0, (1, 0): 1.0, (1, 1): 1.0}),
-    # g: (20 / 2) / n_g
-    ("g", {(0, 0): 10 / 11, (0, 1): 10 / 9, (1, 0): 10 / 11, (1, 1): 10 / 9}),
-    # eo: n_y / n_{y,g}
-    ("eo", {(0, 0): 10 / 8, (0, 1): 10 / 2, (1, 0): 10 / 3, (1, 1): 10 / 7}),
-])
+@pytest.mark.parametrize(
+    "target, expected",
+    [
+        # joint: (n / 4 cells) / n_{y,g} = 5 / n_{y,g}
+        ("joint", {(0, 0): 5 / 8, (0, 1): 5 / 2, (1, 0): 5 / 3, (1, 1): 5 / 7}),
+        # y: (20 / 2) / n_y = 1 everywhere (the classes are balanced already)
+        ("y", {(0, 0): 1.0, (0, 1): 1.0, (1, 0): 1.0, (1, 1): 1.0}),
+        # g: (20 / 2) / n_g
+        ("g", {(0, 0): 10 / 11, (0, 1): 10 / 9, (1, 0): 10 / 11, (1, 1): 10 / 9}),
+        # eo: n_y / n_{y,g}
+        ("eo", {(0, 0): 10 / 8, (0, 1): 10 / 2, (1, 0): 10 / 3, (1, 1): 10 / 7}),
+    ],
+)
 def test_weights_against_counts(target, expected):
     w = balanced_weights(Y, G, target)
     assert w.shape == (20,)
@@ -50,12 +53,15 @@ def test_weights_against_counts(target, expected):
         assert len(set(round(v, 9) for v in mass.values())) == 1 and sum(mass.values()) == pytest.approx(20)
 
 
-@pytest.mark.parametrize("target, method, expected", [
-    ("joint", "downsample", {(0, 0): 2, (0, 1): 2, (1, 0): 2, (1, 1): 2}),   # min cell 2
-    ("joint", "resample", {(0, 0): 5, (0, 1): 5, (1, 0): 5, (1, 1): 5}),     # 20 / 4
-    ("eo", "downsample", {(0, 0): 2, (0, 1): 2, (1, 0): 3, (1, 1): 3}),      # per class, its smallest group
-    ("eo", "resample", {(0, 0): 5, (0, 1): 5, (1, 0): 5, (1, 1): 5}),        # per class n_y / 2
-])
+@pytest.mark.parametrize(
+    "target, method, expected",
+    [
+        ("joint", "downsample", {(0, 0): 2, (0, 1): 2, (1, 0): 2, (1, 1): 2}),  # min cell 2
+        ("joint", "resample", {(0, 0): 5, (0, 1): 5, (1, 0): 5, (1, 1): 5}),  # 20 / 4
+        ("eo", "downsample", {(0, 0): 2, (0, 1): 2, (1, 0): 3, (1, 1): 3}),  # per class, its smallest group
+        ("eo", "resample", {(0, 0): 5, (0, 1): 5, (1, 0): 5, (1, 1): 5}),  # per class n_y / 2
+    ],
+)
 def test_sampled_cells_against_counts(target, method, expected):
     idx = balanced_indices(Y, G, target, method, seed=3)
     got = Counter((Y[i], G[i]) for i in idx)
@@ -66,10 +72,15 @@ def test_sampled_cells_against_counts(target, method, expected):
     assert balanced_indices(Y, G, target, method, seed=3).tolist() == idx.tolist()
 
 
-@pytest.mark.parametrize("target, method, expected", [
-    ("y", "downsample", {0: 10, 1: 10}), ("y", "resample", {0: 10, 1: 10}),
-    ("g", "downsample", {0: 9, 1: 9}), ("g", "resample", {0: 10, 1: 10}),
-])
+@pytest.mark.parametrize(
+    "target, method, expected",
+    [
+        ("y", "downsample", {0: 10, 1: 10}),
+        ("y", "resample", {0: 10, 1: 10}),
+        ("g", "downsample", {0: 9, 1: 9}),
+        ("g", "resample", {0: 10, 1: 10}),
+    ],
+)
 def test_sampled_y_and_g_targets(target, method, expected):
     idx = balanced_indices(Y, G, target, method, seed=0)
     values = Y if target == "y" else G
@@ -95,7 +106,8 @@ def test_weighted_cross_entropy_is_fairlibs_batch_mean():
     want = sum(w[i] * -torch.log_softmax(logits[i], 0)[labels[i]] for i in range(6)) / 6
     assert float(weighted_cross_entropy(logits, labels, w)) == pytest.approx(float(want), rel=1e-6)
     assert float(weighted_cross_entropy(logits, labels)) == pytest.approx(
-        float(torch.nn.functional.cross_entropy(logits, labels)))
+        float(torch.nn.functional.cross_entropy(logits, labels))
+    )
 
 
 def test_trainer_ce_uses_the_instance_weights(tmp_path):
@@ -126,11 +138,14 @@ def test_trainer_ce_uses_the_instance_weights(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("recipe, balance", [
-    ("fcl_ce", ["balance.method=downsample", "balance.target=eo"]),
-    ("fcl_adversarial", ["balance.method=reweight", "balance.target=joint", "objective_args.adv_hidden_size=8"]),
-    ("fcl_moji", ["balance.method=resample", "balance.target=joint"]),
-])
+@pytest.mark.parametrize(
+    "recipe, balance",
+    [
+        ("fcl_ce", ["balance.method=downsample", "balance.target=eo"]),
+        ("fcl_adversarial", ["balance.method=reweight", "balance.target=joint", "objective_args.adv_hidden_size=8"]),
+        ("fcl_moji", ["balance.method=resample", "balance.target=joint"]),
+    ],
+)
 def test_balanced_recipe_on_the_moji_standin(recipe, balance, tmp_path, monkeypatch, capsys):
     """The recipe option on the shipped Moji stand-in: the training rows the Trainer saw are balanced as asked, the
     predictions (and leakage) still cover the whole training split."""
@@ -141,9 +156,16 @@ def test_balanced_recipe_on_the_moji_standin(recipe, balance, tmp_path, monkeypa
     write_moji(root / "moji")
     monkeypatch.setenv("FAIRMT_DATA", str(root))
     out = tmp_path / "run"
-    fast = ["data.moji_split_sizes=[40,2,2]", "data.moji_n_train=100", "training.num_train_epochs=2",
-            "training.per_device_train_batch_size=32", "training.per_device_eval_batch_size=32",
-            "training.logging_steps=1", "model.hidden_dim=16", "save_predictions=false"]
+    fast = [
+        "data.moji_split_sizes=[40,2,2]",
+        "data.moji_n_train=100",
+        "training.num_train_epochs=2",
+        "training.per_device_train_batch_size=32",
+        "training.per_device_eval_batch_size=32",
+        "training.logging_steps=1",
+        "model.hidden_dim=16",
+        "save_predictions=false",
+    ]
     rc = main(["train", f"classification/{recipe}", *fast, *balance, f"output_dir={out}"])
     captured = capsys.readouterr()
     assert rc == 0, captured.err[-3000:]

@@ -11,8 +11,10 @@ from fairmt.data.augment.eda import EDA, STOP_WORDS
 from fairmt.data.classification import ClassificationCollator
 from fairmt.errors import FairmtError
 
-WORDS = ("doctor nurse patient ward treated cared surgery hospital quickly kindly morning night visited helped "
-         "family she he the a in of and was").split()
+WORDS = (
+    "doctor nurse patient ward treated cared surgery hospital quickly kindly morning night visited helped "
+    "family she he the a in of and was"
+).split()
 
 
 @pytest.fixture(scope="module")
@@ -23,14 +25,23 @@ def tiny_mlm(tmp_path_factory):
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
     BertTokenizer(vocab={w: i for i, w in enumerate(vocab)}).save_pretrained(out)
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=32, max_position_embeddings=64)
+    cfg = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+    )
     BertForMaskedLM(cfg).save_pretrained(out)
     return str(out)
 
 
-TEXTS = ["the doctor treated the patient in the ward and the nurse cared for the family in the morning and she "
-         "visited the hospital at night", "He helped the nurse quickly"]
+TEXTS = [
+    "the doctor treated the patient in the ward and the nurse cared for the family in the morning and she "
+    "visited the hospital at night",
+    "He helped the nurse quickly",
+]
 
 
 def test_clm_substitute_changes_n_content_words_and_keeps_the_rest(tiny_mlm):
@@ -84,8 +95,10 @@ def test_eda_makes_four_copies_and_the_collator_draws_one_per_example_and_batch(
 
         def __call__(self, texts, **_):
             self.calls.append(list(texts))
-            return {"input_ids": torch.zeros(len(texts), 2, dtype=torch.long),
-                    "attention_mask": torch.ones(len(texts), 2, dtype=torch.long)}
+            return {
+                "input_ids": torch.zeros(len(texts), 2, dtype=torch.long),
+                "attention_mask": torch.ones(len(texts), 2, dtype=torch.long),
+            }
 
     tok = _Tok()
     collator = ClassificationCollator(tok, seed=0)

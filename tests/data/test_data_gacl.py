@@ -18,9 +18,13 @@ from fairmt.data.parallel import from_hf_dataset, read_aligned_files, read_jsonl
 from fairmt.errors import FairmtError
 
 PAIRS = [
-    ("He is a doctor.", "Er ist Arzt."), ("She is a doctor.", "Sie ist Ärztin."),
-    ("The weather is fine.", "Das Wetter ist schön."), ("He met his sister.", "Er traf seine Schwester."),
-    ("His father sings.", "Sein Vater singt."), ("Her daughter sings.", "Ihre Tochter singt."), ("Her son sings.", "Ihr Sohn singt."),
+    ("He is a doctor.", "Er ist Arzt."),
+    ("She is a doctor.", "Sie ist Ärztin."),
+    ("The weather is fine.", "Das Wetter ist schön."),
+    ("He met his sister.", "Er traf seine Schwester."),
+    ("His father sings.", "Sein Vater singt."),
+    ("Her daughter sings.", "Ihre Tochter singt."),
+    ("Her son sings.", "Ihr Sohn singt."),
     ("The actress smiled.", "Die Schauspielerin lächelte."),
 ]
 
@@ -32,8 +36,14 @@ def test_readers(tmp_path):
     t.write_text("".join(f"{s}\t{d}\n" for s, d in PAIRS))
     (tmp_path / "a.en").write_text("\n".join(s for s, _ in PAIRS))
     (tmp_path / "a.de").write_text("\n".join(d for _, d in PAIRS))
-    for ds in (read_jsonl(j), read_tsv(t), read_parallel(j), read_parallel(t), read_aligned_files(tmp_path / "a.en", tmp_path / "a.de"),
-               from_hf_dataset(Dataset.from_dict({"translation": [{"en": s, "de": d} for s, d in PAIRS]}))):
+    for ds in (
+        read_jsonl(j),
+        read_tsv(t),
+        read_parallel(j),
+        read_parallel(t),
+        read_aligned_files(tmp_path / "a.en", tmp_path / "a.de"),
+        from_hf_dataset(Dataset.from_dict({"translation": [{"en": s, "de": d} for s, d in PAIRS]})),
+    ):
         assert ds["src"] == [s for s, _ in PAIRS] and ds["tgt"] == [d for _, d in PAIRS]
     (tmp_path / "b.de").write_text("one\ntwo\n")
     with pytest.raises(FairmtError, match="same number of lines"):
@@ -55,7 +65,13 @@ def test_filter_balance_counterfactuals():
     ds = Dataset.from_dict({"src": [s for s, _ in PAIRS], "tgt": [d for _, d in PAIRS]})
     f = filter_single_gender(ds)
     # the neutral sentence and the two-gender ones ("He met his sister.", "Her son sings.") are dropped
-    assert f["src"] == ["He is a doctor.", "She is a doctor.", "His father sings.", "Her daughter sings.", "The actress smiled."]
+    assert f["src"] == [
+        "He is a doctor.",
+        "She is a doctor.",
+        "His father sings.",
+        "Her daughter sings.",
+        "The actress smiled.",
+    ]
     assert f["gender"] == [0, 1, 0, 1, 1]
     b = balance_genders(f, seed=0)
     assert sorted(b["gender"]) == [0, 0, 1, 1]
@@ -85,8 +101,22 @@ def test_sampler_makes_every_even_batch_balanced():
 def test_collator_pads_and_requires_gender():
     c = GenderContrastiveCollator(pad_token_id=1)
     feats = [
-        {"input_ids": [5, 6, 2], "attention_mask": [1, 1, 1], "labels": [7, 2], "cf_input_ids": [5, 9, 2], "cf_attention_mask": [1, 1, 1], "gender": 0},
-        {"input_ids": [5, 2], "attention_mask": [1, 1], "labels": [8, 9, 2], "cf_input_ids": [4, 2], "cf_attention_mask": [1, 1], "gender": 1},
+        {
+            "input_ids": [5, 6, 2],
+            "attention_mask": [1, 1, 1],
+            "labels": [7, 2],
+            "cf_input_ids": [5, 9, 2],
+            "cf_attention_mask": [1, 1, 1],
+            "gender": 0,
+        },
+        {
+            "input_ids": [5, 2],
+            "attention_mask": [1, 1],
+            "labels": [8, 9, 2],
+            "cf_input_ids": [4, 2],
+            "cf_attention_mask": [1, 1],
+            "gender": 1,
+        },
     ]
     b = c(feats)
     assert b["input_ids"].tolist() == [[5, 6, 2], [5, 2, 1]]
@@ -101,12 +131,17 @@ def test_collator_pads_and_requires_gender():
         c([feats[0], {k: v for k, v in feats[1].items() if not k.startswith("cf_")}])
 
 
-
 def test_tokenize_gacl_never_hashes_the_encoder():
     """``encode`` is a bound method of a model: datasets' default cache key pickled and hashed every weight of it on
     each call. The key is a fresh one instead, so the encoder's owner is never pickled."""
-    ds = prepare_gacl_pairs(Dataset.from_dict({"src": ["The doctor said he left.", "The nurse said she left."],
-                                               "tgt": ["Der Arzt sagte, er ging.", "Die Pflegerin sagte, sie ging."]}))
+    ds = prepare_gacl_pairs(
+        Dataset.from_dict(
+            {
+                "src": ["The doctor said he left.", "The nurse said she left."],
+                "tgt": ["Der Arzt sagte, er ging.", "Die Pflegerin sagte, sie ging."],
+            }
+        )
+    )
 
     class Model:  # stands for a TranslationModel: counts the times it is pickled
         pickled = 0

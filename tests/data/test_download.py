@@ -71,8 +71,10 @@ def test_manifest_urls():
     )
     assert by_path["winomt/aggregates_acl2019/en.txt"].url is None  # history version: mirror only
     files, _ = dl.dataset_files("mt_geneval")  # alias
-    assert all(f.url.startswith("https://raw.githubusercontent.com/amazon-science/machine-translation-gender-eval/")
-               for f in files)
+    assert all(
+        f.url.startswith("https://raw.githubusercontent.com/amazon-science/machine-translation-gender-eval/")
+        for f in files
+    )
     _, archives = dl.dataset_files("flores200")
     assert archives[0].url == "https://dl.fbaipublicfiles.com/nllb/flores200_dataset.tar.gz"
     with pytest.raises(FairmtError, match="available: winomt, geneval, bios, lexicons, flores200"):
@@ -84,7 +86,9 @@ def test_download_winomt_from_mirror(shared_data, serve, tmp_path, monkeypatch):
     dest = tmp_path / "cache"
     rep = dl.download("winomt", dest=dest, base_url=base, progress=False)
     assert len(rep.downloaded) == 70 and not rep.unavailable
-    assert (dest / "winomt/aggregates_acl2019/en.txt").read_bytes() == (shared_data / "winomt/aggregates_acl2019/en.txt").read_bytes()
+    assert (dest / "winomt/aggregates_acl2019/en.txt").read_bytes() == (
+        shared_data / "winomt/aggregates_acl2019/en.txt"
+    ).read_bytes()
     assert dl.verify("winomt", dest).passed
     assert not [p for p in dest.iterdir() if p.name.startswith(".fairmt-staging")]
     # second run: nothing fetched again
@@ -141,6 +145,7 @@ def test_network_failure_is_clear(tmp_path):
 def _flores_tarball(folder: Path, extra: tuple = ()) -> Path:
     tar_path = folder / "flores200_dataset.tar.gz"
     with tarfile.open(tar_path, "w:gz") as tar:
+
         def add(name, text):
             data = text.encode()
             info = tarfile.TarInfo(name)
@@ -193,22 +198,28 @@ def _member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile
     return info
 
 
-@pytest.mark.parametrize("member", [
-    _member("../evil.txt"),
-    _member("flores200_dataset/devtest/../../../evil.txt"),
-    _member("/tmp/fairmt-evil.txt"),
-    _member("flores200_dataset/devtest/fra_Latn.devtest", tarfile.SYMTYPE, "/etc/passwd"),
-    _member("flores200_dataset/devtest/ita_Latn.devtest", tarfile.LNKTYPE, "../../evil.txt"),
-    _member("flores200_dataset/dev/fifo", tarfile.FIFOTYPE),
-], ids=["dotdot", "dotdot-inside", "absolute", "symlink", "hardlink", "fifo"])
+@pytest.mark.parametrize(
+    "member",
+    [
+        _member("../evil.txt"),
+        _member("flores200_dataset/devtest/../../../evil.txt"),
+        _member("/tmp/fairmt-evil.txt"),
+        _member("flores200_dataset/devtest/fra_Latn.devtest", tarfile.SYMTYPE, "/etc/passwd"),
+        _member("flores200_dataset/devtest/ita_Latn.devtest", tarfile.LNKTYPE, "../../evil.txt"),
+        _member("flores200_dataset/dev/fifo", tarfile.FIFOTYPE),
+    ],
+    ids=["dotdot", "dotdot-inside", "absolute", "symlink", "hardlink", "fifo"],
+)
 def test_archive_with_escaping_members_is_refused(member, serve, tmp_path):
     """A crafted tarball served from 127.0.0.1: the whole archive is refused, nothing is written anywhere."""
     mirror = tmp_path / "mirror"
     mirror.mkdir()
     _flores_tarball(mirror, extra=(member,))
     dest = tmp_path / "cache"
-    with pytest.warns(UserWarning, match="no pinned sha256"), \
-            pytest.raises(FairmtError, match=f"refusing the archive: member {re.escape(repr(member.name))} is unsafe"):
+    with (
+        pytest.warns(UserWarning, match="no pinned sha256"),
+        pytest.raises(FairmtError, match=f"refusing the archive: member {re.escape(repr(member.name))} is unsafe"),
+    ):
         dl.download("flores200", dest=dest, base_url=serve(mirror), progress=False)
     assert not any(p.is_file() for p in dest.rglob("*")) if dest.exists() else True
     assert not (tmp_path / "evil.txt").exists() and not Path("/tmp/fairmt-evil.txt").exists()
@@ -249,12 +260,12 @@ def test_winomt_works_after_an_upstream_only_download(shared_data, serve, tmp_pa
     published = []
     for f in files:
         if f.url and f.url.startswith(upstream):
-            target = site / f.url[len(upstream):]
+            target = site / f.url[len(upstream) :]
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(shared_data / f.path, target)
             published.append(f)
     base = serve(site)
-    faked = [dl.RemoteFile(f.path, base + "/" + f.url[len(upstream):], f.sha256, f.size) for f in published]
+    faked = [dl.RemoteFile(f.path, base + "/" + f.url[len(upstream) :], f.sha256, f.size) for f in published]
     assert any(f.path == "winomt/aggregates/en.txt" for f in faked)
     monkeypatch.setattr(dl, "dataset_files", lambda name: (faked, archives))
     data = tmp_path / "data"
@@ -284,19 +295,60 @@ def test_corpora_list_and_fetch_with_checksums(serve, tmp_path, capsys):
     (mirror / "news-commentary-v15.en.gz").write_bytes(b"\x1f\x8b fake gzip bytes")
     digest = hashlib.sha256((mirror / "news-commentary-v15.en.gz").read_bytes()).hexdigest()
     base = serve(mirror)
-    assert main(["data", "corpora", "--fetch", "news-commentary-v15", "--output-dir", str(tmp_path / "d"), "--base-url", base,
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "data",
+                "corpora",
+                "--fetch",
+                "news-commentary-v15",
+                "--output-dir",
+                str(tmp_path / "d"),
+                "--base-url",
+                base,
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert digest in capsys.readouterr().out
     got = tmp_path / "d" / "news-commentary-v15"
     assert (got / "SHA256SUMS").read_text() == f"{digest}  news-commentary-v15.en.gz\n"
-    assert main(["data", "corpora", "--fetch", "news-commentary-v15", "--output-dir", str(tmp_path / "e"), "--base-url", base,
-                 "--sha256", "news-commentary-v15.en.gz=" + "0" * 64, "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "data",
+                "corpora",
+                "--fetch",
+                "news-commentary-v15",
+                "--output-dir",
+                str(tmp_path / "e"),
+                "--base-url",
+                base,
+                "--sha256",
+                "news-commentary-v15.en.gz=" + "0" * 64,
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     assert "checksum mismatch" in capsys.readouterr().err
     assert not any(p.is_file() for p in (tmp_path / "e").rglob("*"))
     assert main(["data", "corpora", "--fetch", "nope"]) == 2
     assert "unknown corpus 'nope'" in capsys.readouterr().err
-    assert set(CORPORA) == {"wmt18-ende", "ted2020-ende", "ted2020-entr", "news-commentary-v15", "bios-ravfogel",
-                            "bios-hub", "civilcomments-wilds", "moji", "hatespeech-huang2020", "celeba", "chexpert"}
+    assert set(CORPORA) == {
+        "wmt18-ende",
+        "ted2020-ende",
+        "ted2020-entr",
+        "news-commentary-v15",
+        "bios-ravfogel",
+        "bios-hub",
+        "civilcomments-wilds",
+        "moji",
+        "hatespeech-huang2020",
+        "celeba",
+        "chexpert",
+    }
     # the image sets are listed with where to get them and their licence, never fetched
     from fairmt.data.corpora import describe
 
@@ -317,13 +369,20 @@ def test_a_bad_archive_is_one_line_and_leaves_nothing(damage, serve, tmp_path):
     mirror.mkdir()
     tar_path = _flores_tarball(mirror)
     data = tar_path.read_bytes()
-    tar_path.write_bytes({"random-bytes": os.urandom(len(data)), "cut-in-half": data[: len(data) // 2],
-                          "empty": b""}[damage])
+    tar_path.write_bytes(
+        {"random-bytes": os.urandom(len(data)), "cut-in-half": data[: len(data) // 2], "empty": b""}[damage]
+    )
     base = serve(mirror)
     dest = tmp_path / "cache"
-    with pytest.warns(UserWarning, match="no pinned sha256"), \
-            pytest.raises(FairmtError, match=r"flores200_dataset.tar.gz: not a readable tar archive .*"
-                                             + re.escape(base) + r".*Nothing was unpacked") as caught:
+    with (
+        pytest.warns(UserWarning, match="no pinned sha256"),
+        pytest.raises(
+            FairmtError,
+            match=r"flores200_dataset.tar.gz: not a readable tar archive .*"
+            + re.escape(base)
+            + r".*Nothing was unpacked",
+        ) as caught,
+    ):
         dl.download("flores200", dest=dest, base_url=base, progress=False)
     assert "\n" not in str(caught.value)
     assert not any(p.is_file() for p in dest.rglob("*"))
@@ -365,8 +424,9 @@ def test_a_plain_folder_as_base_url(shared_data, tmp_path, capsys):
     rep = dl.download("winomt", dest=dest, base_url=str(shared_data), progress=False)
     assert rep.downloaded and (dest / "winomt/aggregates/en.txt").is_file()
     for bad, why in ((str(tmp_path / "nope"), "no such folder"), ("gopher://x/y", "unsupported scheme 'gopher'")):
-        rc = main(["data", "download", "winomt", "--output-dir", str(tmp_path / "c2"), "--base-url", bad,
-                   "--no-progress"])
+        rc = main(
+            ["data", "download", "winomt", "--output-dir", str(tmp_path / "c2"), "--base-url", bad, "--no-progress"]
+        )
         err = capsys.readouterr().err
         assert rc == 2 and why in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
@@ -386,7 +446,9 @@ def test_bios_manifest_matches_shared_data_and_its_parts(shared_data):
     assert sample.path == "bios/bios_28prof_x10.csv" and sample.url is None and sample.header_lines == 1
     assert len(sample.parts) == 28 and all(p.url.startswith(BIOS_COMMIT + "csvs/Bios_samples/") for p in sample.parts)
     assert accountants.url == BIOS_COMMIT + "csvs/Bios_samples/accountant_complete.csv"
-    spec = importlib.util.spec_from_file_location("mdm", Path(__file__).parents[2] / "scripts" / "make_data_manifest.py")
+    spec = importlib.util.spec_from_file_location(
+        "mdm", Path(__file__).parents[2] / "scripts" / "make_data_manifest.py"
+    )
     mdm = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mdm)
     parts = mdm.bios_parts((shared_data / sample.path).read_bytes())
@@ -399,7 +461,9 @@ def _bios_upstream_site(shared_data, tmp_path, serve, monkeypatch):
     import importlib.util
     import shutil
 
-    spec = importlib.util.spec_from_file_location("mdm", Path(__file__).parents[2] / "scripts" / "make_data_manifest.py")
+    spec = importlib.util.spec_from_file_location(
+        "mdm", Path(__file__).parents[2] / "scripts" / "make_data_manifest.py"
+    )
     mdm = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mdm)
     site = tmp_path / "site"
@@ -409,14 +473,24 @@ def _bios_upstream_site(shared_data, tmp_path, serve, monkeypatch):
     shutil.copy(shared_data / "bios/bios_accountant_1000.csv", site / "csvs/Bios_samples/accountant_complete.csv")
     base = serve(site)
     files, archives = dl.dataset_files("bios")
-    moved = [dl.RemoteFile(f.path, f.url and f.url.replace(BIOS_COMMIT, base + "/"), f.sha256, f.size,
-                           tuple(dl.RemotePart(p.url.replace(BIOS_COMMIT, base + "/"), p.sha256, p.size) for p in f.parts),
-                           f.header_lines) for f in files]
+    moved = [
+        dl.RemoteFile(
+            f.path,
+            f.url and f.url.replace(BIOS_COMMIT, base + "/"),
+            f.sha256,
+            f.size,
+            tuple(dl.RemotePart(p.url.replace(BIOS_COMMIT, base + "/"), p.sha256, p.size) for p in f.parts),
+            f.header_lines,
+        )
+        for f in files
+    ]
     monkeypatch.setattr(dl, "dataset_files", lambda name: (moved, archives))
     return site
 
 
-def test_bios_download_joins_the_upstream_files_and_the_recipe_reads_them(shared_data, serve, tmp_path, monkeypatch, capsys):
+def test_bios_download_joins_the_upstream_files_and_the_recipe_reads_them(
+    shared_data, serve, tmp_path, monkeypatch, capsys
+):
     """`fairmt data download bios` with no mirror: the upstream files fetched (from 127.0.0.1), checked, joined into
     the sample the offline classification recipes read, byte for byte the verified copy."""
     _bios_upstream_site(shared_data, tmp_path, serve, monkeypatch)
@@ -441,8 +515,11 @@ def test_bios_a_tampered_part_leaves_nothing(shared_data, serve, tmp_path, monke
     nurse = site / "csvs/Bios_samples/nurse.csv"
     nurse.write_bytes(nurse.read_bytes().replace(b"She", b"He", 1))
     dest = tmp_path / "data"
-    with pytest.raises(FairmtError, match=r"checksum mismatch for bios/bios_28prof_x10.csv \(part 14 of 28\) from "
-                                          r"http://127.0.0.1:\d+/csvs/Bios_samples/nurse.csv"):
+    with pytest.raises(
+        FairmtError,
+        match=r"checksum mismatch for bios/bios_28prof_x10.csv \(part 14 of 28\) from "
+        r"http://127.0.0.1:\d+/csvs/Bios_samples/nurse.csv",
+    ):
         dl.download("bios", dest=dest, progress=False)
     assert [p for p in dest.rglob("*")] == []
 

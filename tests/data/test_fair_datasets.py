@@ -39,11 +39,23 @@ def test_bios_other_layouts_give_the_same_data(tmp_path):
     hub.mkdir()
     for split, fname, n, seed in (("train", "train", 8, 0), ("val", "dev", 4, 1), ("test", "test", 4, 2)):
         rows = bios_rows(n, seed)
-        pq.write_table(pa.Table.from_pylist([{"hard_text_untokenized": r["hard_text"], "p": r["p"], "g": r["g"]}
-                                             for r in rows]), cscl / f"biasbios_{split}.pq")
-        (hub / f"{fname}.jsonl").write_text("".join(json.dumps(
-            {"hard_text": r["hard_text"], "profession": BIOS_PROFESSIONS.index(r["p"]), "gender": int(r["g"] == "f")})
-            + "\n" for r in rows))
+        pq.write_table(
+            pa.Table.from_pylist([{"hard_text_untokenized": r["hard_text"], "p": r["p"], "g": r["g"]} for r in rows]),
+            cscl / f"biasbios_{split}.pq",
+        )
+        (hub / f"{fname}.jsonl").write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "hard_text": r["hard_text"],
+                        "profession": BIOS_PROFESSIONS.index(r["p"]),
+                        "gender": int(r["g"] == "f"),
+                    }
+                )
+                + "\n"
+                for r in rows
+            )
+        )
     for root in (cscl, hub):
         got = read_bios_split(root)
         for s in ("train", "dev", "test"):
@@ -73,7 +85,8 @@ def _wilds_reference(path):
         race = [float(row[c]) for c in ("asian", "black", "latino", "other_race_or_ethnicity", "white")]
         if max(race) >= 0.5:
             out[{"val": "dev"}.get(row["split"], row["split"])].append(
-                (row["comment_text"], int(float(row["toxicity"]) >= 0.5), int(float(row["black"]) >= 0.5)))
+                (row["comment_text"], int(float(row["toxicity"]) >= 0.5), int(float(row["black"]) >= 0.5))
+            )
     return out
 
 
@@ -103,9 +116,15 @@ def test_jigsaw_cscl_release_parquet(tmp_path):
     root = tmp_path / "cc"
     root.mkdir()
     for split in ("train", "val", "test"):
-        pq.write_table(pa.Table.from_pylist([{"comment_text": "you idiot", "black": 1, "toxicity": 0.7},
-                                             {"comment_text": "good point", "black": 0, "toxicity": 0.1}]),
-                       root / f"jigsaw_race_{split}.pq")
+        pq.write_table(
+            pa.Table.from_pylist(
+                [
+                    {"comment_text": "you idiot", "black": 1, "toxicity": 0.7},
+                    {"comment_text": "good point", "black": 0, "toxicity": 0.1},
+                ]
+            ),
+            root / f"jigsaw_race_{split}.pq",
+        )
     data = read_jigsaw(root)
     assert data.splits["dev"].labels == [1, 0] and data.splits["dev"].groups == [1, 0]
     assert "CSCL release" in data.source
@@ -120,14 +139,17 @@ def _fairlib_moji_reference(root, split_sizes, n_train):
         np.random.seed(2020)
         np.random.shuffle(vecs)
         a, b, c = split_sizes
-        parts[f] = {"train": vecs[:a], "dev": vecs[a:a + b], "test": vecs[a + b:a + b + c]}
+        parts[f] = {"train": vecs[:a], "dev": vecs[a : a + b], "test": vecs[a + b : a + b + c]}
     out = {}
     for split in ("train", "dev", "test"):
         ratio, n = (0.8, n_train) if split == "train" else (0.5, 100000)
         X, y, g = [], [], []
-        for f, label, prot, cn in zip(("pos_pos", "pos_neg", "neg_pos", "neg_neg"), (1, 1, 0, 0), (1, 0, 1, 0),
-                                      (int(n * 0.5 * ratio), int(n * 0.5 * (1 - ratio)), int(n * 0.5 * (1 - ratio)),
-                                       int(n * 0.5 * ratio))):
+        for f, label, prot, cn in zip(
+            ("pos_pos", "pos_neg", "neg_pos", "neg_neg"),
+            (1, 1, 0, 0),
+            (1, 0, 1, 0),
+            (int(n * 0.5 * ratio), int(n * 0.5 * (1 - ratio)), int(n * 0.5 * (1 - ratio)), int(n * 0.5 * ratio)),
+        ):
             rows = list(parts[f][split][:cn])
             X += rows
             y += [label] * len(rows)
@@ -167,13 +189,22 @@ def test_moji_reproduces_fairlibs_split(tmp_path):
 
 
 # ------------------------------------------------------------------------- offline: one line, name + command
-@pytest.mark.parametrize("call, match", [
-    (lambda r: read_bios_split(r), r"Bias-in-Bios .* not found under .*: fetch it with `fairmt data corpora --fetch "
-                                   r"bios-ravfogel`"),
-    (lambda r: read_jigsaw(r), r"Civil Comments .* not found under .*: fetch it with `fairmt data corpora --fetch "
-                               r"civilcomments-wilds`"),
-    (lambda r: read_moji(r), r"Moji .* not found under .*: fetch it with `fairmt data corpora --fetch moji`"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (
+            lambda r: read_bios_split(r),
+            r"Bias-in-Bios .* not found under .*: fetch it with `fairmt data corpora --fetch "
+            r"bios-ravfogel`",
+        ),
+        (
+            lambda r: read_jigsaw(r),
+            r"Civil Comments .* not found under .*: fetch it with `fairmt data corpora --fetch "
+            r"civilcomments-wilds`",
+        ),
+        (lambda r: read_moji(r), r"Moji .* not found under .*: fetch it with `fairmt data corpora --fetch moji`"),
+    ],
+)
 def test_absent_data_is_one_line_naming_the_data_and_the_fetch_command(tmp_path, call, match):
     with pytest.raises(FairmtError, match=match) as err:
         call(tmp_path / "nothing")
@@ -219,8 +250,22 @@ def test_corpora_lists_the_datasets_with_split_and_licence_and_fetches_into_the_
     # fetch from a local mirror (file:// URLs) into DEST/<folder>, where read_moji looks by default
     mirror = write_moji(tmp_path / "mirror", rows_per_file=44)
     dest = tmp_path / "data"
-    assert main(["data", "corpora", "--fetch", "moji", "--output-dir", str(dest), "--base-url", mirror.as_uri(),
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "data",
+                "corpora",
+                "--fetch",
+                "moji",
+                "--output-dir",
+                str(dest),
+                "--base-url",
+                mirror.as_uri(),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert f"to {dest}/moji" in out and (dest / "moji" / "SHA256SUMS").is_file()
     data = read_moji(dest / "moji", split_sizes=(40, 2, 2), n_train=100)
@@ -236,9 +281,18 @@ def test_max_rows_keeps_the_first_rows_of_each_split_for_every_dataset(shared_da
     from fairmt.recipes.classification.runner import load_data
 
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
-    dcfg = {"dataset": dataset, "files": None, "fractions": [0.5, 0.2, 0.3], "split_seed": 0, "root": None,
-            "max_rows": None, "language": "Spanish", "attribute": "gender", "moji_split_sizes": [40, 2, 2],
-            "moji_n_train": 100}
+    dcfg = {
+        "dataset": dataset,
+        "files": None,
+        "fractions": [0.5, 0.2, 0.3],
+        "split_seed": 0,
+        "root": None,
+        "max_rows": None,
+        "language": "Spanish",
+        "attribute": "gender",
+        "moji_split_sizes": [40, 2, 2],
+        "moji_n_train": 100,
+    }
     if dataset == "moji":
         dcfg["root"] = str(write_moji(tmp_path))
     full = load_data(dcfg)

@@ -65,10 +65,11 @@ def test_batch_sampler_layout_positives_and_one_negative_per_anchor_from_other_c
     for b in batches:
         n = len(b) // 3
         assert len(b) == 3 * n
-        anchors, positives, negatives = b[:n], b[n:2 * n], b[2 * n:]
+        anchors, positives, negatives = b[:n], b[n : 2 * n], b[2 * n :]
         for a, p, q in zip(anchors, positives, negatives):
-            assert p == brute_nearest(Z, labels, a)[0] or \
-                np.isclose(np.linalg.norm(Z[a] - Z[p]), brute_nearest(Z, labels, a)[1], atol=1e-6)
+            assert p == brute_nearest(Z, labels, a)[0] or np.isclose(
+                np.linalg.norm(Z[a] - Z[p]), brute_nearest(Z, labels, a)[1], atol=1e-6
+            )
             assert labels[q] != labels[a]
         seen += anchors
     assert sorted(seen) == sorted(index.eligible.tolist())  # one epoch = every eligible anchor once
@@ -92,7 +93,7 @@ def test_negatives_over_many_batches_follow_the_published_cluster_weights():
     for _ in range(150):
         for b in sampler:
             n = len(b) // 3
-            for a, q in zip(b[:n], b[2 * n:]):
+            for a, q in zip(b[:n], b[2 * n :]):
                 counts[labels[a], labels[q]] += 1
     worst = 0.0
     for ca in range(4):

@@ -14,8 +14,12 @@ from fairmt.data.classification import ClassificationCollator, ColumnBatch, Feat
 
 def _cols(n=10, d=3, seed=0):
     rng = np.random.default_rng(seed)
-    return {"features": rng.normal(size=(n, d)).astype(np.float32), "labels": rng.integers(0, 2, n),
-            "group": rng.integers(0, 2, n), "instance_weight": rng.random(n)}
+    return {
+        "features": rng.normal(size=(n, d)).astype(np.float32),
+        "labels": rng.integers(0, 2, n),
+        "group": rng.integers(0, 2, n),
+        "instance_weight": rng.random(n),
+    }
 
 
 def test_columns_are_the_rows_of_the_dataset_also_after_a_selection():
@@ -33,8 +37,9 @@ def test_columns_are_the_rows_of_the_dataset_also_after_a_selection():
     from datasets import concatenate_datasets
 
     both = concatenate_datasets([Dataset.from_dict(cols), Dataset.from_dict(_cols(seed=1))])
-    np.testing.assert_array_equal(FeatureArrays.from_dataset(both)["features"],
-                                  np.concatenate([cols["features"], _cols(seed=1)["features"]]))
+    np.testing.assert_array_equal(
+        FeatureArrays.from_dataset(both)["features"], np.concatenate([cols["features"], _cols(seed=1)["features"]])
+    )
 
 
 def test_row_path_is_kept_for_text_token_ids_ragged_features_and_unknown_columns():
@@ -74,12 +79,25 @@ def _train(tmp_path, name, columnar: bool, lean_norm: bool = True):
     dev = with_array_features(Dataset.from_dict(_cols(n=16, d=6, seed=3)))
     torch.manual_seed(0)
     model = MLPClassifier(6, 2, hidden_dim=8, num_layers=2, dropout=0.0)
-    args = FairContrastiveConfig(output_dir=str(tmp_path / name), objective="ce", num_train_epochs=2,
-                                 per_device_train_batch_size=10, per_device_eval_batch_size=7, learning_rate=1e-2,
-                                 eval_strategy="epoch", save_strategy="no", report_to=[], use_cpu=True,
-                                 disable_tqdm=True, seed=5, logging_steps=1, max_grad_norm=0.0)
-    trainer = FairContrastiveTrainer(model=model, args=args, train_dataset=train, eval_dataset=dev,
-                                     data_collator=ClassificationCollator())
+    args = FairContrastiveConfig(
+        output_dir=str(tmp_path / name),
+        objective="ce",
+        num_train_epochs=2,
+        per_device_train_batch_size=10,
+        per_device_eval_batch_size=7,
+        learning_rate=1e-2,
+        eval_strategy="epoch",
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=5,
+        logging_steps=1,
+        max_grad_norm=0.0,
+    )
+    trainer = FairContrastiveTrainer(
+        model=model, args=args, train_dataset=train, eval_dataset=dev, data_collator=ClassificationCollator()
+    )
     if not columnar:
         trainer._feature_arrays = lambda d: d
     if not lean_norm:  # transformers' own: accelerator.clip_grad_norm_(params, inf)

@@ -20,8 +20,8 @@ def _png_declaring(path, width: int, height: int) -> None:
     Image.new("L", (1, 1)).save(path)
     data = bytearray(path.read_bytes())
     ihdr = data.index(b"IHDR")
-    data[ihdr + 4:ihdr + 12] = struct.pack(">II", width, height)
-    data[ihdr + 17:ihdr + 21] = struct.pack(">I", zlib.crc32(bytes(data[ihdr:ihdr + 17])))
+    data[ihdr + 4 : ihdr + 12] = struct.pack(">II", width, height)
+    data[ihdr + 17 : ihdr + 21] = struct.pack(">I", zlib.crc32(bytes(data[ihdr : ihdr + 17])))
     path.write_bytes(bytes(data))
 
 
@@ -31,8 +31,11 @@ def test_a_decompression_bomb_is_refused_from_its_header(tmp_path, monkeypatch):
     bomb = tmp_path / "bomb.png"
     _png_declaring(bomb, 9_000, 9_000)  # over fairmt's limit, under Pillow's own
     assert bomb.stat().st_size < 200
-    with pytest.raises(FairmtError, match=r"declares 9000 × 9000 = 81,000,000 pixels, over the limit of 64,000,000 "
-                                          r"\(FAIRMT_MAX_IMAGE_PIXELS\)"):
+    with pytest.raises(
+        FairmtError,
+        match=r"declares 9000 × 9000 = 81,000,000 pixels, over the limit of 64,000,000 "
+        r"\(FAIRMT_MAX_IMAGE_PIXELS\)",
+    ):
         load_image({"path": str(bomb)})
     _png_declaring(bomb, 14_000, 14_000)  # over Pillow's: its error, as one line
     with pytest.raises(FairmtError, match=r"bomb.png refused by Pillow as a decompression bomb"):

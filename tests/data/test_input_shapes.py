@@ -24,8 +24,9 @@ def _shapes(values):
         "numpy": lambda: np.asarray(values),
         "torch": lambda: torch.tensor(values),
         # a Series for labels, a DataFrame for vectors; either with an index that does not start at 0
-        "series-shifted-index": lambda: (pd.DataFrame(values) if isinstance(values[0], list) else pd.Series(values))
-        .set_axis(range(5, 5 + len(values))),
+        "series-shifted-index": lambda: (
+            pd.DataFrame(values) if isinstance(values[0], list) else pd.Series(values)
+        ).set_axis(range(5, 5 + len(values))),
     }
 
 
@@ -61,8 +62,11 @@ def test_mt_geneval_module_takes_a_generator():
     m_ref, f_ref = ["Er ist ein guter Arzt."], ["Sie ist eine gute Ärztin."]
     m = evaluate.load(fairmt.evaluate_module("mt_geneval"))
     ref = m.compute(predictions=m_ref + f_ref, references=m_ref + f_ref, counterfactual_references=f_ref + m_ref)
-    got = m.compute(predictions=(x for x in m_ref + f_ref), references=tuple(m_ref + f_ref),
-                    counterfactual_references=(x for x in f_ref + m_ref))
+    got = m.compute(
+        predictions=(x for x in m_ref + f_ref),
+        references=tuple(m_ref + f_ref),
+        counterfactual_references=(x for x in f_ref + m_ref),
+    )
     assert got["accuracy"] == ref["accuracy"] == 100.0 and got["chrfpp"] == ref["chrfpp"]
 
 

@@ -19,8 +19,15 @@ def _case(word, how):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(REVERSIBLE + FILLER), st.sampled_from(["lower", "title", "upper"])), min_size=1, max_size=12),
-       st.sampled_from([" ", ", ", " - "]), st.sampled_from(["", ".", "!"]))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(REVERSIBLE + FILLER), st.sampled_from(["lower", "title", "upper"])),
+        min_size=1,
+        max_size=12,
+    ),
+    st.sampled_from([" ", ", ", " - "]),
+    st.sampled_from(["", ".", "!"]),
+)
 def test_swapping_twice_returns_the_original_and_keeps_case(words, sep, end):
     text = sep.join(_case(w, how) for w, how in words) + end
     once = swap_gender(text)
@@ -32,16 +39,22 @@ def test_swapping_twice_returns_the_original_and_keeps_case(words, sep, end):
             assert new[0].isupper()
 
 
-@pytest.mark.parametrize("text,swapped", [
-    ("He gave her the book.", "She gave him the book."),
-    ("Her father is a Doctor.", "His mother is a Doctor."),
-    ("The book is his.", "The book is hers."),
-    ("It is hers, not his", "It is his, not hers"),
-    ("I saw HIM with his wife", "I saw HER with her husband"),
-    ("Mr. Smith told his daughter-in-law about the policeman.", "Mrs. Smith told her son-in-law about the policewoman."),
-    ("She is proud of her own work", "He is proud of his own work"),
-    ("We talked to her yesterday.", "We talked to him yesterday."),
-])
+@pytest.mark.parametrize(
+    "text,swapped",
+    [
+        ("He gave her the book.", "She gave him the book."),
+        ("Her father is a Doctor.", "His mother is a Doctor."),
+        ("The book is his.", "The book is hers."),
+        ("It is hers, not his", "It is his, not hers"),
+        ("I saw HIM with his wife", "I saw HER with her husband"),
+        (
+            "Mr. Smith told his daughter-in-law about the policeman.",
+            "Mrs. Smith told her son-in-law about the policewoman.",
+        ),
+        ("She is proud of her own work", "He is proud of his own work"),
+        ("We talked to her yesterday.", "We talked to him yesterday."),
+    ],
+)
 def test_her_his_rules_and_multiword_forms(text, swapped):
     assert swap_gender(text) == swapped
     assert swap_gender(swapped) == text
@@ -62,7 +75,9 @@ def test_detection_to_gender_and_neutral():
 
 @pytest.mark.data
 def test_coverage_of_published_lists(shared_data):
-    spec = importlib.util.spec_from_file_location("lexicon_coverage", Path(__file__).parents[2] / "scripts" / "lexicon_coverage.py")
+    spec = importlib.util.spec_from_file_location(
+        "lexicon_coverage", Path(__file__).parents[2] / "scripts" / "lexicon_coverage.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     cov = mod.coverage(shared_data)
@@ -96,7 +111,9 @@ def test_swapping_a_sentence_swaps_its_label_over_the_published_word_lists(share
 
     lex = shared_data / "lexicons"
     words = set(lexicon_words())
-    words |= {w for line in (lex / "gacl_author_gender_word_pairs.tsv").read_text().splitlines() for w in line.split("\t")}
+    words |= {
+        w for line in (lex / "gacl_author_gender_word_pairs.tsv").read_text().splitlines() for w in line.split("\t")
+    }
     for name in ("gn_glove_male_word_file.txt", "gn_glove_female_word_file.txt"):
         words |= set((lex / name).read_text().split())
     for pair in json.loads((lex / "bias_bench_bias_attribute_words.json").read_text()).get("gender", []):

@@ -22,8 +22,9 @@ pq = pytest.importorskip("pyarrow.parquet")
 def _jigsaw_pq(root, rows_by_split=None, drop=None):
     rows_by_split = rows_by_split or {}
     for split, fname in fd.JIGSAW_CSCL_FILES.items():
-        rows = rows_by_split.get(split, [{"comment_text": f"c{i}", "black": float(i % 2), "toxicity": 0.9 * (i % 3 == 0)}
-                                         for i in range(6)])
+        rows = rows_by_split.get(
+            split, [{"comment_text": f"c{i}", "black": float(i % 2), "toxicity": 0.9 * (i % 3 == 0)} for i in range(6)]
+        )
         table = pa.Table.from_pylist(rows)
         if drop:
             table = table.drop_columns([drop])
@@ -36,11 +37,15 @@ def test_jigsaw_clean_fixture_reads(tmp_path):
     assert data.splits["train"].labels == [1, 0, 0, 1, 0, 0] and data.splits["dev"].groups == [0, 1, 0, 1, 0, 1]
 
 
-@pytest.mark.parametrize("tox, what", [(float("nan"), "not a finite number"), (None, "not a number"),
-                                       (float("inf"), "not a finite number")])
+@pytest.mark.parametrize(
+    "tox, what", [(float("nan"), "not a finite number"), (None, "not a number"), (float("inf"), "not a finite number")]
+)
 def test_jigsaw_parquet_toxicity_missing_is_refused_not_non_toxic(tmp_path, tox, what):
-    rows = [{"comment_text": "a", "black": 1.0, "toxicity": 0.9}, {"comment_text": "b", "black": 0.0, "toxicity": tox},
-            {"comment_text": "c", "black": 0.0, "toxicity": 0.1}]
+    rows = [
+        {"comment_text": "a", "black": 1.0, "toxicity": 0.9},
+        {"comment_text": "b", "black": 0.0, "toxicity": tox},
+        {"comment_text": "c", "black": 0.0, "toxicity": 0.1},
+    ]
     _jigsaw_pq(tmp_path, {"train": rows})
     with pytest.raises(FairmtError, match=r"jigsaw_race_train\.pq: row 1: toxicity is .*" + what):
         fd.read_jigsaw(tmp_path)
@@ -73,8 +78,11 @@ def _wilds(root, rows):
 
 
 def test_wilds_csv_nan_toxicity_and_validation_split_name(tmp_path):
-    ok = [{"comment_text": f"t{i}", "split": s, "toxicity": 0.8 * (i % 2), "black": 1.0}
-          for s in ("train", "val", "test") for i in range(4)]
+    ok = [
+        {"comment_text": f"t{i}", "split": s, "toxicity": 0.8 * (i % 2), "black": 1.0}
+        for s in ("train", "val", "test")
+        for i in range(4)
+    ]
     _wilds(tmp_path, ok[:1] + [{"comment_text": "x", "split": "train", "toxicity": "nan", "black": 1.0}] + ok[1:])
     with pytest.raises(FairmtError, match=r"all_data_with_identities\.csv:3: toxicity is 'nan', not a finite"):
         fd.read_jigsaw(tmp_path)
@@ -98,8 +106,14 @@ def test_bios_blank_profession_and_spelling_variants(tmp_path):
     _bios_jsonl(tmp_path, [{"hard_text": "a", "p": "  ", "g": "f"}])
     with pytest.raises(FairmtError, match=r"train\.jsonl: row 0 has a blank profession"):
         fd.read_bios_split(tmp_path)
-    _bios_jsonl(tmp_path, [{"hard_text": "a", "p": "Nurse", "g": "f"}, {"hard_text": "b", "p": "nurse ", "g": "m"},
-                           {"hard_text": "c", "p": "surgeon", "g": "m"}])
+    _bios_jsonl(
+        tmp_path,
+        [
+            {"hard_text": "a", "p": "Nurse", "g": "f"},
+            {"hard_text": "b", "p": "nurse ", "g": "m"},
+            {"hard_text": "c", "p": "surgeon", "g": "m"},
+        ],
+    )
     with pytest.warns(UserWarning, match=r"nurse ← \['Nurse', 'nurse '\]"):
         data = fd.read_bios_split(tmp_path)
     nurse = fd.BIOS_PROFESSIONS.index("nurse")

@@ -10,7 +10,16 @@ import pytest
 
 from fairmt.data.text import TEXT_NORM, normalize_many, normalize_text
 
-NBSP, NNBSP, ZWSP, RLM, LRI, PDI, ZWJ, ZWNJ = "\u00a0", "\u202f", "\u200b", "\u200f", "\u2066", "\u2069", "\u200d", "\u200c"
+NBSP, NNBSP, ZWSP, RLM, LRI, PDI, ZWJ, ZWNJ = (
+    "\u00a0",
+    "\u202f",
+    "\u200b",
+    "\u200f",
+    "\u2066",
+    "\u2069",
+    "\u200d",
+    "\u200c",
+)
 
 
 def test_each_rule():
@@ -48,8 +57,11 @@ def test_geneval_hand_example_with_nbsp_and_nfd():
     dirty_f = unicodedata.normalize("NFD", f_ref.replace(" ", NBSP))
     with pytest.warns(UserWarning, match="hypotheses changed by text normalisation"):
         dirty = ge.score_counterfactual([m_ref.replace(" ", NBSP)], [dirty_f], [m_ref], [f_ref])
-    assert (dirty.accuracy, dirty.explicit_accuracy, dirty.chrfpp) == (clean.accuracy, clean.explicit_accuracy,
-                                                                        clean.chrfpp)
+    assert (dirty.accuracy, dirty.explicit_accuracy, dirty.chrfpp) == (
+        clean.accuracy,
+        clean.explicit_accuracy,
+        clean.chrfpp,
+    )
     assert f"text:{TEXT_NORM}" in clean.signature and clean.chrf_signature.endswith(f"|text:{TEXT_NORM}")
     assert ge.judge(dirty_f, f_ref, m_ref).explicit_correct
 
@@ -66,16 +78,24 @@ def test_geneval_references_in_nfd_and_nbsp_still_score_100(shared_data, lang, m
         return [unicodedata.normalize("NFD", x).replace(" ", NBSP) for x in lines]
 
     with pytest.warns(UserWarning):
-        res = ge.score_counterfactual(dirty(data.masculine_refs), dirty(data.feminine_refs), data.masculine_refs,
-                                      data.feminine_refs, lang=lang, split="test")
+        res = ge.score_counterfactual(
+            dirty(data.masculine_refs),
+            dirty(data.feminine_refs),
+            data.masculine_refs,
+            data.feminine_refs,
+            lang=lang,
+            split="test",
+        )
     assert res.accuracy == 100.0 and res.explicit_accuracy == 100.0
     assert res.chrfpp == pytest.approx(100.0)
 
 
 def _winomt_files(shared_data, tmp_path, lang, system, transform, n=300):
     gold = tmp_path / "gold.txt"
-    gold.write_text("".join(open(shared_data / "winomt/aggregates_acl2019/en.txt", encoding="utf-8").readlines()[:n]),
-                    encoding="utf-8")
+    gold.write_text(
+        "".join(open(shared_data / "winomt/aggregates_acl2019/en.txt", encoding="utf-8").readlines()[:n]),
+        encoding="utf-8",
+    )
     lines = open(shared_data / f"winomt/translations/{system}/en-{lang}.txt", encoding="utf-8").read().splitlines()[:n]
     clean, dirty = tmp_path / "clean.txt", tmp_path / "dirty.txt"
     clean.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -112,7 +132,9 @@ def test_winomt_perturbed_translations_score_as_clean(shared_data, tmp_path, lan
     lines = [x.split(" ||| ", 1)[1] for x in clean.read_text(encoding="utf-8").splitlines()]
     mostly = sum(_PERTURB[lang](t) != t for t in lines) * 2 > len(lines)
     assert mostly == (lang != "ru")
-    notes = [str(w.message) for w in caught if f"WinoMT {lang} translations changed by text normalisation" in str(w.message)]
+    notes = [
+        str(w.message) for w in caught if f"WinoMT {lang} translations changed by text normalisation" in str(w.message)
+    ]
     assert len(notes) == int(mostly), notes
     assert ref.accuracy > 20  # the clean file scores something real
     for key in ("accuracy", "delta_g", "delta_r", "f1_male", "f1_female", "n_unknown"):
@@ -163,12 +185,15 @@ def test_winomt_with_cyrillic_articles_or_emoji_says_how_many_lines(shared_data,
     lookalike = str.maketrans({"e": "\u0435", "a": "\u0430"})  # Cyrillic е, а
 
     def cyrillic_articles(t):
-        return " ".join(w.translate(lookalike) if w.lower() in ("der", "die", "das", "ein", "eine") else w
-                        for w in t.split(" "))
+        return " ".join(
+            w.translate(lookalike) if w.lower() in ("der", "die", "das", "ein", "eine") else w for w in t.split(" ")
+        )
 
     gold, clean, dirty = _winomt_files(shared_data, tmp_path, "de", "google", cyrillic_articles, n=120)
-    n_mixed = sum(cyrillic_articles(x.split(" ||| ", 1)[1]) != x.split(" ||| ", 1)[1]
-                  for x in clean.read_text(encoding="utf-8").splitlines())
+    n_mixed = sum(
+        cyrillic_articles(x.split(" ||| ", 1)[1]) != x.split(" ||| ", 1)[1]
+        for x in clean.read_text(encoding="utf-8").splitlines()
+    )
     assert n_mixed > 60
     with pytest.warns(UserWarning, match=rf"^{n_mixed} of 120 WinoMT de translations have a word mixing"):
         evaluate_winomt(dirty, "de", gold)

@@ -19,8 +19,11 @@ from fairmt.errors import FairmtError
 
 def test_download_lexicons_fetches_and_checks_the_lists(shared_data, tmp_path):
     files, _ = dl.dataset_files("lexicons")
-    assert {f.path for f in files} == {"lexicons/corefBias_generalized_swaps.txt",
-                                       "lexicons/corefBias_extra_gendered_words.txt", "lexicons/corefBias_LICENSE"}
+    assert {f.path for f in files} == {
+        "lexicons/corefBias_generalized_swaps.txt",
+        "lexicons/corefBias_extra_gendered_words.txt",
+        "lexicons/corefBias_LICENSE",
+    }
     assert all(f.url.startswith("https://raw.githubusercontent.com/uclanlp/corefBias/0bce984") for f in files)
     assert dl.verify("lexicons", shared_data).passed  # the pinned sha256 are those of the real lists
     rep = dl.download("lexicons", dest=tmp_path, base_url=str(shared_data), progress=False)
@@ -58,8 +61,12 @@ def test_prepare_gacl_pairs_uses_the_selected_lexicon(shared_data, monkeypatch):
     from fairmt.data.gacl import prepare_gacl_pairs
 
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
-    rows = Dataset.from_dict({"src": ["The cowboy sang.", "The cowgirl sang.", "He sang.", "She sang.", "It rained."],
-                              "tgt": ["a", "b", "c", "d", "e"]})
+    rows = Dataset.from_dict(
+        {
+            "src": ["The cowboy sang.", "The cowgirl sang.", "He sang.", "She sang.", "It rained."],
+            "tgt": ["a", "b", "c", "d", "e"],
+        }
+    )
     zhao = prepare_gacl_pairs(rows, balance=False, lexicon="zhao2018")
     own = prepare_gacl_pairs(rows, balance=False)
     assert sorted(zhao["src"]) == sorted(rows["src"][:4]) and "The cowgirl sang." in zhao["src_cf"]

@@ -53,7 +53,11 @@ def _ref_gap_eo(y, p, g, binary_positive_only=True):
             if not (binary_positive_only and len(classes) == 2 and c == classes[0]):
                 eo += dev
         fprs = [r[(a, c)][1] for a in groups if r[(a, c)][1] is not None]
-        if f_all is not None and len(fprs) >= 2 and not (binary_positive_only and len(classes) == 2 and c == classes[0]):
+        if (
+            f_all is not None
+            and len(fprs) >= 2
+            and not (binary_positive_only and len(classes) == 2 and c == classes[0])
+        ):
             eo += sum(abs(f - f_all) for f in fprs)
     return math.sqrt(sum(sq) / len(sq)), eo
 
@@ -202,8 +206,9 @@ def test_leakage_in_classification_metrics():
     # predictions depend on the group (biased model): group 1 is always predicted class 0
     p = np.where(g == 1, 0, y)
     h = rng.normal(size=(n, 6)) + 2.5 * g[:, None]
-    r = classification_metrics(y[100:], p[100:], g[100:], hidden=h[100:], train_hidden=h[:100],
-                               train_preds=p[:100], train_groups=g[:100])
+    r = classification_metrics(
+        y[100:], p[100:], g[100:], hidden=h[100:], train_hidden=h[:100], train_preds=p[:100], train_groups=g[:100]
+    )
     assert r.leakage_protocol == "train→eval"
     assert r.leakage_h > 0.9
     assert r.leakage_yhat > 0.6  # the prediction "0" reveals group 1 most of the time
@@ -217,20 +222,32 @@ def test_leakage_in_classification_metrics():
 # Shen et al. (2022), Table 1: accuracy, GAP, leakage@h, leakage@ŷ (%), trade-off as published.
 SHEN_TABLE1 = {
     "Moji": [
-        (72.09, 40.21, 85.75, 70.96, 0.77), (72.81, 36.81, 68.15, 67.80, 0.84), (74.47, 30.59, 81.98, 65.04, 0.84),
-        (75.99, 14.40, 57.01, 55.42, 0.99), (75.84, 13.92, 55.75, 55.32, 1.00),
+        (72.09, 40.21, 85.75, 70.96, 0.77),
+        (72.81, 36.81, 68.15, 67.80, 0.84),
+        (74.47, 30.59, 81.98, 65.04, 0.84),
+        (75.99, 14.40, 57.01, 55.42, 0.99),
+        (75.84, 13.92, 55.75, 55.32, 1.00),
     ],
     "Hate speech": [
-        (85.04, 18.03, 62.70, 54.51, 0.95), (83.76, 13.35, 56.81, 52.38, 0.98), (84.00, 17.34, 58.44, 53.22, 0.96),
-        (83.99, 14.01, 52.83, 52.57, 0.99), (83.56, 13.49, 52.84, 52.51, 0.99),
+        (85.04, 18.03, 62.70, 54.51, 0.95),
+        (83.76, 13.35, 56.81, 52.38, 0.98),
+        (84.00, 17.34, 58.44, 53.22, 0.96),
+        (83.99, 14.01, 52.83, 52.57, 0.99),
+        (83.56, 13.49, 52.84, 52.51, 0.99),
     ],
     "Bios": [
-        (82.19, 16.68, 99.24, 92.72, 0.76), (79.42, 15.45, 92.77, 67.01, 0.85), (79.72, 16.78, 71.41, 69.54, 0.92),
-        (56.57, 7.35, 66.66, 61.06, 0.84), (81.69, 16.83, 75.20, 66.38, 0.93),
+        (82.19, 16.68, 99.24, 92.72, 0.76),
+        (79.42, 15.45, 92.77, 67.01, 0.85),
+        (79.72, 16.78, 71.41, 69.54, 0.92),
+        (56.57, 7.35, 66.66, 61.06, 0.84),
+        (81.69, 16.83, 75.20, 66.38, 0.93),
     ],
     "imSitu": [
-        (58.97, 11.77, 72.78, 64.96, 0.94), (57.36, 10.53, 60.10, 59.06, 0.97), (58.38, 10.58, 67.31, 62.37, 0.97),
-        (57.67, 9.41, 71.04, 58.34, 0.97), (57.14, 10.41, 64.44, 59.51, 0.98),
+        (58.97, 11.77, 72.78, 64.96, 0.94),
+        (57.36, 10.53, 60.10, 59.06, 0.97),
+        (58.38, 10.58, 67.31, 62.37, 0.97),
+        (57.67, 9.41, 71.04, 58.34, 0.97),
+        (57.14, 10.41, 64.44, 59.51, 0.98),
     ],
 }
 
@@ -324,14 +341,32 @@ def test_cli_scores_a_predictions_file(tmp_path, capsys):
 
     ev, tr = rows(120, 1), rows(200, 2)
     pred_file, train_file = _write_jsonl(tmp_path / "dev.jsonl", ev), _write_jsonl(tmp_path / "train.jsonl", tr)
-    rc, out, err = _cli(["--predictions", pred_file, "--train-predictions", train_file, "--num-classes", "3",
-                         "--json", str(tmp_path / "r.json"), "--markdown", str(tmp_path / "r.md")], capsys)
+    rc, out, err = _cli(
+        [
+            "--predictions",
+            pred_file,
+            "--train-predictions",
+            train_file,
+            "--num-classes",
+            "3",
+            "--json",
+            str(tmp_path / "r.json"),
+            "--markdown",
+            str(tmp_path / "r.md"),
+        ],
+        capsys,
+    )
     assert rc == 0, err
     data = json.loads((tmp_path / "r.json").read_text())
     ref = classification_metrics(
-        [r["label"] for r in ev], [r["pred"] for r in ev], [r["group"] for r in ev],
-        hidden=[r["hidden"] for r in ev], train_hidden=[r["hidden"] for r in tr],
-        train_preds=[r["pred"] for r in tr], train_groups=[r["group"] for r in tr], num_classes=3,
+        [r["label"] for r in ev],
+        [r["pred"] for r in ev],
+        [r["group"] for r in ev],
+        hidden=[r["hidden"] for r in ev],
+        train_hidden=[r["hidden"] for r in tr],
+        train_preds=[r["pred"] for r in tr],
+        train_groups=[r["group"] for r in tr],
+        num_classes=3,
     )
     for key in ("accuracy", "macro_f1", "gap", "delta_eo", "leakage_h", "leakage_yhat"):
         assert data[key] == pytest.approx(100 * getattr(ref, key)), key  # the CLI reports percent
@@ -341,10 +376,19 @@ def test_cli_scores_a_predictions_file(tmp_path, capsys):
 
 
 def test_cli_string_labels_without_hidden(tmp_path, capsys):
-    rows = [{"label": y, "pred": p, "group": g} for y, p, g in [
-        ("nurse", "nurse", "F"), ("nurse", "surgeon", "M"), ("surgeon", "surgeon", "F"), ("surgeon", "surgeon", "M"),
-        ("nurse", "nurse", "F"), ("nurse", "nurse", "M"), ("surgeon", "nurse", "F"), ("surgeon", "surgeon", "M"),
-    ]]
+    rows = [
+        {"label": y, "pred": p, "group": g}
+        for y, p, g in [
+            ("nurse", "nurse", "F"),
+            ("nurse", "surgeon", "M"),
+            ("surgeon", "surgeon", "F"),
+            ("surgeon", "surgeon", "M"),
+            ("nurse", "nurse", "F"),
+            ("nurse", "nurse", "M"),
+            ("surgeon", "nurse", "F"),
+            ("surgeon", "surgeon", "M"),
+        ]
+    ]
     f = _write_jsonl(tmp_path / "p.jsonl", rows)
     rc, _, err = _cli(["--predictions", f, "--no-leakage", "--json", str(tmp_path / "o.json")], capsys)
     assert rc == 0, err
@@ -358,20 +402,39 @@ def test_cli_string_labels_without_hidden(tmp_path, capsys):
     "lines, extra, match",
     [
         ([{"label": 0, "pred": 0, "group": 0}, {"label": 1, "group": 1}], [], r"p\.jsonl:2: missing key\(s\) pred"),
-        ([{"label": 0, "pred": 0, "group": 0}, {"label": 3, "pred": 0, "group": 1}], ["--num-classes", "2"],
-         r"p\.jsonl:2: label 3 is out of range \[0, 2\)"),
+        (
+            [{"label": 0, "pred": 0, "group": 0}, {"label": 3, "pred": 0, "group": 1}],
+            ["--num-classes", "2"],
+            r"p\.jsonl:2: label 3 is out of range \[0, 2\)",
+        ),
         ([{"label": -1, "pred": 0, "group": 0}], [], r"p\.jsonl:1: label -1 is out of range"),
-        (['{"label": 0, "pred": 0, "group": 0', {"label": 0, "pred": 0, "group": 1}], [], r"p\.jsonl:1: not valid JSON"),
-        ([{"label": 0, "pred": 0, "group": 0}, {"label": "a", "pred": 0, "group": 1}], [],
-         r"p\.jsonl:2: 'label' is a str but line 1 has a int"),
+        (
+            ['{"label": 0, "pred": 0, "group": 0', {"label": 0, "pred": 0, "group": 1}],
+            [],
+            r"p\.jsonl:1: not valid JSON",
+        ),
+        (
+            [{"label": 0, "pred": 0, "group": 0}, {"label": "a", "pred": 0, "group": 1}],
+            [],
+            r"p\.jsonl:2: 'label' is a str but line 1 has a int",
+        ),
         ([{"label": 0, "pred": 0.0, "group": 0}], [], r"p\.jsonl:1: 'pred' must be an integer or a string"),
-        ([{"label": 0, "pred": 0, "group": 0, "hidden": [1, 2]}, {"label": 1, "pred": 1, "group": 1}], [],
-         r"p\.jsonl:2: lacks 'hidden' unlike line 1"),
-        ([{"label": 0, "pred": 0, "group": 0, "hidden": [1, 2]}, {"label": 1, "pred": 1, "group": 1, "hidden": [1]}],
-         [], r"p\.jsonl:2: 'hidden' has 1 values but line 1 has 2"),
+        (
+            [{"label": 0, "pred": 0, "group": 0, "hidden": [1, 2]}, {"label": 1, "pred": 1, "group": 1}],
+            [],
+            r"p\.jsonl:2: lacks 'hidden' unlike line 1",
+        ),
+        (
+            [{"label": 0, "pred": 0, "group": 0, "hidden": [1, 2]}, {"label": 1, "pred": 1, "group": 1, "hidden": [1]}],
+            [],
+            r"p\.jsonl:2: 'hidden' has 1 values but line 1 has 2",
+        ),
         ([{"label": "x", "pred": "y", "group": 0}], ["--classes", "x,z"], r"pred 'y' is not one of --classes"),
-        ([{"label": 0, "pred": 0, "group": 0}, {"label": 1, "pred": 1, "group": 0}], ["--no-leakage"],
-         "at least two groups"),
+        (
+            [{"label": 0, "pred": 0, "group": 0}, {"label": 1, "pred": 1, "group": 0}],
+            ["--no-leakage"],
+            "at least two groups",
+        ),
         ([], [], "predictions file is empty"),
     ],
 )
@@ -413,6 +476,7 @@ def _brute_eo(y, p, g, classes):
     """Σ over the given classes and groups of |TPR_a − TPR| + |FPR_a − FPR|, by loops."""
     total = 0.0
     for c in classes:
+
         def rate(rows):
             return sum(rows) / len(rows)
 
@@ -430,6 +494,7 @@ def _released_eo_gap(y, p, g):
     ys = sorted(set(y) | set(p))
     fpr_gap = fnr_gap = 0.0
     for c in ys:
+
         def r(num, den):
             return num / den if den else 0.0
 
@@ -528,8 +593,12 @@ def _fixed_rows(with_score=True):
 def test_cli_eo_convention_positive_class_and_auc(tmp_path, capsys):
     f = _write_jsonl(tmp_path / "p.jsonl", _fixed_rows())
     out = {}
-    for name, flags in {"pos": [], "all": ["--eo-classes", "all"], "alias": ["--all-classes-eo"],
-                        "neg": ["--positive-class", "0"]}.items():
+    for name, flags in {
+        "pos": [],
+        "all": ["--eo-classes", "all"],
+        "alias": ["--all-classes-eo"],
+        "neg": ["--positive-class", "0"],
+    }.items():
         rc, text, err = _cli(["--predictions", f, "--no-leakage", "--json", "-", *flags], capsys)
         assert rc == 0, err
         out[name] = json.loads(text)
@@ -548,18 +617,38 @@ def test_cli_eo_convention_positive_class_and_auc(tmp_path, capsys):
 @pytest.mark.parametrize(
     "lines, extra, match",
     [
-        ([{"label": 0, "pred": 0, "group": 0, "score": 0.2}, {"label": 1, "pred": 1, "group": 1, "score": [0.1, 0.9]}],
-         [], r"p\.jsonl:2: 'score' has another shape than on line 1"),
-        ([{"label": 0, "pred": 0, "group": 0, "score": 0.2}, {"label": 1, "pred": 1, "group": 1}], [],
-         r"p\.jsonl:2: lacks 'score' unlike line 1"),
-        ([{"label": 0, "pred": 0, "group": 0, "score": [0.2, 0.3, 0.5]},
-          {"label": 1, "pred": 1, "group": 1, "score": [0.2, 0.3, 0.5]}], ["--no-leakage"],
-         r"scores have shape \(2, 3\); expected \(2,\) positive-class probabilities or \(2, 2\)"),
+        (
+            [
+                {"label": 0, "pred": 0, "group": 0, "score": 0.2},
+                {"label": 1, "pred": 1, "group": 1, "score": [0.1, 0.9]},
+            ],
+            [],
+            r"p\.jsonl:2: 'score' has another shape than on line 1",
+        ),
+        (
+            [{"label": 0, "pred": 0, "group": 0, "score": 0.2}, {"label": 1, "pred": 1, "group": 1}],
+            [],
+            r"p\.jsonl:2: lacks 'score' unlike line 1",
+        ),
+        (
+            [
+                {"label": 0, "pred": 0, "group": 0, "score": [0.2, 0.3, 0.5]},
+                {"label": 1, "pred": 1, "group": 1, "score": [0.2, 0.3, 0.5]},
+            ],
+            ["--no-leakage"],
+            r"scores have shape \(2, 3\); expected \(2,\) positive-class probabilities or \(2, 2\)",
+        ),
         ([{"label": 0, "pred": 0, "group": 0, "score": "high"}], [], r"p\.jsonl:1: 'score' must be a non-empty list"),
-        ([{"label": 0, "pred": 0, "group": 0}, {"label": 1, "pred": 1, "group": 1}], ["--positive-class", "x"],
-         r"--positive-class 'x': the labels of .*p\.jsonl are integers"),
-        ([{"label": 0, "pred": 0, "group": 0}, {"label": 1, "pred": 1, "group": 1}],
-         ["--eo-classes", "positive", "--all-classes-eo"], "contradicts"),
+        (
+            [{"label": 0, "pred": 0, "group": 0}, {"label": 1, "pred": 1, "group": 1}],
+            ["--positive-class", "x"],
+            r"--positive-class 'x': the labels of .*p\.jsonl are integers",
+        ),
+        (
+            [{"label": 0, "pred": 0, "group": 0}, {"label": 1, "pred": 1, "group": 1}],
+            ["--eo-classes", "positive", "--all-classes-eo"],
+            "contradicts",
+        ),
     ],
 )
 def test_cli_bad_scores_and_options_are_one_clear_line(tmp_path, capsys, lines, extra, match):
@@ -595,21 +684,23 @@ def test_one_column_logits_of_a_two_class_task_are_the_positive_class_sigmoid_lo
     assert classification_metrics(y, p, g, logits=z[:, None]).leakage_yhat == ref
     assert classification_metrics(y, p, g, logits=z).leakage_yhat == ref
     y3, p3 = rng.integers(0, 3, n), rng.integers(0, 3, n)
-    for logits, text in [(z[:, None], r"logits has one column \(shape \(60, 1\)\), but the task has 3 classes"),
-                         (np.zeros((n, 2)), r"logits has 2 columns \(shape \(60, 2\)\) for 3 classes"),
-                         (np.zeros((n, 3, 1)), r"logits must be \(n, 3\) logits .* got shape \(60, 3, 1\)"),
-                         (np.zeros((n - 1, 3)), r"logits has 59 rows \(shape \(59, 3\)\) for 60 examples")]:
+    for logits, text in [
+        (z[:, None], r"logits has one column \(shape \(60, 1\)\), but the task has 3 classes"),
+        (np.zeros((n, 2)), r"logits has 2 columns \(shape \(60, 2\)\) for 3 classes"),
+        (np.zeros((n, 3, 1)), r"logits must be \(n, 3\) logits .* got shape \(60, 3, 1\)"),
+        (np.zeros((n - 1, 3)), r"logits has 59 rows \(shape \(59, 3\)\) for 60 examples"),
+    ]:
         with pytest.raises(FairmtError, match=text):
             classification_metrics(y3, p3, g, logits=logits)
     with pytest.raises(FairmtError, match=r"train_logits has one column .* 3 classes"):
-        classification_metrics(y3, p3, g, logits=np.zeros((n, 3)), train_logits=np.zeros((n, 1)), train_groups=g,
-                               train_preds=p3)
+        classification_metrics(
+            y3, p3, g, logits=np.zeros((n, 3)), train_logits=np.zeros((n, 1)), train_groups=g, train_preds=p3
+        )
     evaluate = pytest.importorskip("evaluate")
     import fairmt
 
     module = evaluate.load(fairmt.evaluate_module("classification_fairness"), experiment_id="one-column-logits")
-    out = module.compute(predictions=p.tolist(), references=y.tolist(), groups=g.tolist(),
-                         logits=z[:, None].tolist())
+    out = module.compute(predictions=p.tolist(), references=y.tolist(), groups=g.tolist(), logits=z[:, None].tolist())
     assert out["leakage_yhat"] == pytest.approx(100 * ref)
     with pytest.raises(FairmtError, match=r"one column \(shape \(60, 1\)\), but the task has 3 classes"):
         module.compute(predictions=p3.tolist(), references=y3.tolist(), groups=g.tolist(), logits=z[:, None].tolist())

@@ -15,7 +15,7 @@ from fairmt.eval.embedding.cced import cced_gap, cced_score, load_tuples
 
 def test_cced_hand_example():
     neutral = np.array([[0.0, 0.0], [1.0, 1.0]])
-    male = np.array([[3.0, 4.0], [1.0, 2.0]])    # distances 5, 1
+    male = np.array([[3.0, 4.0], [1.0, 2.0]])  # distances 5, 1
     female = np.array([[0.0, 1.0], [1.0, 4.0]])  # distances 1, 3
     r = cced_gap(neutral, {"male": male, "female": female}, pooling="mean")
     assert r.gap == pytest.approx((4 + 2) / 2)
@@ -47,16 +47,35 @@ def test_cced_three_groups_match_loop_reference():
 
 def test_cced_tuple_file_and_missing_group(tmp_path):
     good = tmp_path / "t.jsonl"
-    good.write_text("\n".join(json.dumps(o) for o in [
-        {"id": 1, "neutral": "they cook", "male": "he cooks", "female": "she cooks"},
-        {"id": 2, "neutral": "the parent", "male": "the father", "female": "the mother"}]) + "\n")
+    good.write_text(
+        "\n".join(
+            json.dumps(o)
+            for o in [
+                {"id": 1, "neutral": "they cook", "male": "he cooks", "female": "she cooks"},
+                {"id": 2, "neutral": "the parent", "male": "the father", "female": "the mother"},
+            ]
+        )
+        + "\n"
+    )
     tuples, groups = load_tuples(good)
     assert groups == ["male", "female"] and tuples[1].groups["female"] == "the mother"
-    vec = {"they cook": [0, 0], "he cooks": [1, 0], "she cooks": [0, 2], "the parent": [1, 1], "the father": [1, 2], "the mother": [1, 1.5]}
+    vec = {
+        "they cook": [0, 0],
+        "he cooks": [1, 0],
+        "she cooks": [0, 2],
+        "the parent": [1, 1],
+        "the father": [1, 2],
+        "the mother": [1, 1.5],
+    }
     r = cced_score(tuples, groups, lambda texts: np.array([vec[t] for t in texts], dtype=float))
     assert r.gap == pytest.approx((1 + 0.5) / 2)
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"neutral": "a", "male": "b", "female": "c"}) + "\n" + json.dumps({"neutral": "a", "male": "b"}) + "\n")
+    bad.write_text(
+        json.dumps({"neutral": "a", "male": "b", "female": "c"})
+        + "\n"
+        + json.dumps({"neutral": "a", "male": "b"})
+        + "\n"
+    )
     with pytest.raises(FairmtError, match=r"bad.jsonl:2: tuple lacks group\(s\) \['female'\]"):
         load_tuples(bad)
     one = tmp_path / "one.jsonl"
@@ -77,8 +96,8 @@ def test_bias_ir_hand_example_with_tie():
     queries = []
     spec = {  # (query, category): cosine sims of relevant M, F, N and non-relevant M, F, N
         ("1", "Career"): (0.9, 0.8, 0.85, 0.1, 0.2, 0.3),  # M above F
-        ("2", "Career"): (0.5, 0.7, 0.6, 0.1, 0.2, 0.3),   # F above M
-        ("3", "Career"): (0.9, 0.9, 0.2, 0.1, 0.2, 0.3),   # tie -> 0.5
+        ("2", "Career"): (0.5, 0.7, 0.6, 0.1, 0.2, 0.3),  # F above M
+        ("3", "Career"): (0.9, 0.9, 0.2, 0.1, 0.2, 0.3),  # tie -> 0.5
         ("4", "Appearance"): (0.4, 0.3, 0.2, 0.1, 0.9, 0.8),  # M above F, both below non-relevant docs
     }
     order = [("M", True), ("F", True), ("N", True), ("M", False), ("F", False), ("N", False)]
@@ -120,8 +139,15 @@ def test_bias_ir_real_data_loads(shared_data):
         per_cat[q.category] = per_cat.get(q.category, 0) + 1
         assert len(q.documents) == 6
         assert q.documents[q.relevant("M")].text() != q.documents[q.relevant("F")].text()
-    assert per_cat == {"Appearance": 14, "Child Care": 14, "Cognitive Capabilities": 12, "Domestic Work": 15,
-                       "Career": 20, "Physical Capabilities": 19, "Sex & Relationship": 23}
+    assert per_cat == {
+        "Appearance": 14,
+        "Child Care": 14,
+        "Cognitive Capabilities": 12,
+        "Domestic Work": 15,
+        "Career": 20,
+        "Physical Capabilities": 19,
+        "Sex & Relationship": 23,
+    }
     with open(root / "queries.csv", encoding="utf-8") as f:
         assert len(list(csv.DictReader(f))) == len(qs) == 117
 
@@ -132,6 +158,7 @@ def test_bias_ir_bad_input(tmp_path):
     (tmp_path / "queries.csv").write_text("q_id,category,query\n0,Career,jobs\n")
     (tmp_path / "queries-documents_Career.csv").write_text(
         "q_id,d_id,relevant,query,doc_title,document,content_gender,exp_stereotype\n"
-        "0,1,1,jobs,t,he works,M,x\n0,2,0,jobs,t,she works,F,x\n")
+        "0,1,1,jobs,t,he works,M,x\n0,2,0,jobs,t,she works,F,x\n"
+    )
     with pytest.raises(FairmtError, match="expected one relevant F document"):
         load_bias_ir(tmp_path)

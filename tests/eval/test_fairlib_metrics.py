@@ -24,6 +24,7 @@ def _brute_gap(y, p, g, kind: str, classes=None, groups=None) -> float | None:
     groups = sorted(set(g), key=str) if groups is None else groups
     per_class = []
     for c in classes:
+
         def rate(rows, c=c):
             if kind == "tpr":
                 den = [i for i in rows if y[i] == c]
@@ -100,7 +101,7 @@ def test_binary_fpr_gap_counts_both_classes_unlike_delta_fpr():
     g = ["f", "f", "f", "f", "m", "m", "m", "m"]
     r = classification_metrics(y, p, g)
     # by hand: FPR class 1: f 1/2, m 0/2, all 1/4 -> Σ|.| = 0.5; class 0: f 0/2, m 1/2, all 1/4 -> 0.5
-    assert r.fpr_gap == pytest.approx(math.sqrt((0.5 ** 2 + 0.5 ** 2) / 2))
+    assert r.fpr_gap == pytest.approx(math.sqrt((0.5**2 + 0.5**2) / 2))
     assert r.delta_fpr == pytest.approx(0.5)  # positive class only, a sum
     # PPR class 1: f 3/4, m 1/4, all 2/4 -> 0.5; class 0 the same -> RMS 0.5
     assert r.ppr_gap == pytest.approx(0.5)
@@ -128,8 +129,11 @@ def test_intersectional_groups_match_brute_force_on_cross_product():
     bias = (gender == "f") & (age == "old")
     p = np.where(bias & (rng.random(n) < 0.5), 1 - y, y)
     joint = [f"{a}|{b}" for a, b in zip(gender, age)]
-    for groups in (list(zip(gender, age)), {"gender": gender.tolist(), "age": age.tolist()},
-                   np.stack([gender, age], axis=1)):
+    for groups in (
+        list(zip(gender, age)),
+        {"gender": gender.tolist(), "age": age.tolist()},
+        np.stack([gender, age], axis=1),
+    ):
         r = classification_metrics(y.tolist(), p.tolist(), groups)
         assert r.groups == ["f|old", "f|young", "m|old", "m|young"] and r.n_groups == 4
         for name, kind in (("gap", "tpr"), ("ppr_gap", "ppr"), ("fpr_gap", "fpr")):
@@ -145,8 +149,16 @@ def test_intersectional_groups_match_brute_force_on_cross_product():
 def test_intersectional_empty_combination_follows_the_empty_group_rule():
     y = [0, 1, 0, 1, 0, 1, 1, 0]
     p = [0, 1, 1, 1, 0, 0, 1, 0]
-    groups = [("f", "old"), ("f", "old"), ("f", "young"), ("f", "young"), ("m", "old"), ("m", "old"),
-              ("f", "old"), ("m", "old")]  # no (m, young)
+    groups = [
+        ("f", "old"),
+        ("f", "old"),
+        ("f", "young"),
+        ("f", "young"),
+        ("m", "old"),
+        ("m", "old"),
+        ("f", "old"),
+        ("m", "old"),
+    ]  # no (m, young)
     with pytest.warns(UserWarning):
         r = classification_metrics(y, p, groups)
     assert any("'m|young' has no example" in w for w in r.warnings)
@@ -196,16 +208,19 @@ def test_front_auc_by_hand():
     # threshold 0.75: fairness interpolated between B and A (0.85), then ½(0.85 + 0.8)·0.05 + 0.07
     thr = performance_fairness_auc(FRONT_ACC, fair, performance_threshold=0.75)
     assert thr.auc == pytest.approx(0.11125)
-    assert performance_fairness_auc(FRONT_ACC, fair, performance_threshold=0.75, normalise=True).auc == \
-        pytest.approx(0.11125 / 0.25)
+    assert performance_fairness_auc(FRONT_ACC, fair, performance_threshold=0.75, normalise=True).auc == pytest.approx(
+        0.11125 / 0.25
+    )
     # constant interpolation: equidistant, so the lower point's fairness (0.9)
-    assert performance_fairness_auc(FRONT_ACC, fair, performance_threshold=0.75, interpolation="constant").auc == \
-        pytest.approx(0.5 * (0.9 + 0.8) * 0.05 + 0.07)
+    assert performance_fairness_auc(
+        FRONT_ACC, fair, performance_threshold=0.75, interpolation="constant"
+    ).auc == pytest.approx(0.5 * (0.9 + 0.8) * 0.05 + 0.07)
     assert performance_fairness_auc(FRONT_ACC, fair, performance_threshold=0.95).auc == 0.0
     # a dominated model does not change the area; a random performance moves the anchor
     assert performance_fairness_auc(FRONT_ACC[:2] + FRONT_ACC[3:], fair[:2] + fair[3:]).auc == pytest.approx(0.82)
     assert performance_fairness_auc(FRONT_ACC, fair, random_performance=0.5).auc == pytest.approx(
-        0.5 * (1 + 0.9) * 0.2 + 0.085 + 0.07)
+        0.5 * (1 + 0.9) * 0.2 + 0.085 + 0.07
+    )
     with pytest.raises(FairmtError, match="fractions"):
         performance_fairness_auc([80.0], [0.5])
 
@@ -215,9 +230,14 @@ def test_front_auc_in_the_sweep_report_on_dev_and_test():
 
     from fairmt.sweep.report import front_auc
 
-    settings = [{"id": f"s{i + 1}", "n": 1, "mean": {"dev.accuracy": 100 * a, "dev.gap": 100 * g,
-                                                       "test.accuracy": 100 * a - 10, "test.gap": 100 * g}}
-                for i, (a, g) in enumerate(zip(FRONT_ACC, FRONT_GAP))]
+    settings = [
+        {
+            "id": f"s{i + 1}",
+            "n": 1,
+            "mean": {"dev.accuracy": 100 * a, "dev.gap": 100 * g, "test.accuracy": 100 * a - 10, "test.gap": 100 * g},
+        }
+        for i, (a, g) in enumerate(zip(FRONT_ACC, FRONT_GAP))
+    ]
     spec = SimpleNamespace(tradeoff=[("dev.accuracy", "maximize"), ("dev.gap", "minimize")])
     out = front_auc(settings, spec, True, ["dev", "test"])
     assert out["dev"]["auc"] == pytest.approx(0.82) and out["dev"]["settings"] == ["s1", "s2", "s4"]

@@ -53,7 +53,8 @@ def test_twelve_groups_give_a_gap_above_one_that_every_tradeoff_function_takes()
     # GAP ≤ 1 everywhere: the bounded form is the papers' 1 − GAP, unchanged
     assert bounded_fairness([0.1, 0.4]) == pytest.approx([0.9, 0.6])
     assert tradeoff_scores([0.8, 0.7], [0.1, 0.4], [0.6, 0.5], [0.5, 0.5]) == pytest.approx(
-        [0.5 * 1 + 0.25 * 1 + 0.125 * 0.4 / 0.5 + 0.125, 0.5 * 0.7 / 0.8 + 0.25 * 0.6 / 0.9 + 0.125 + 0.125])
+        [0.5 * 1 + 0.25 * 1 + 0.125 * 0.4 / 0.5 + 0.125, 0.5 * 0.7 / 0.8 + 0.25 * 0.6 / 0.9 + 0.125 + 0.125]
+    )
     # one model, or every model with the same GAP above 1: the fairness term ranks nobody (a tie), no error
     assert tradeoff_scores([r.accuracy], [r.gap], [0.6], [0.5]) == pytest.approx([1.0])
 
@@ -112,15 +113,24 @@ def _loop_reference(y, p, g, pos):
             rates["fpr"].append(sum(p[i] == pos for i in neg_i) / len(neg_i))
     diff = {k: max(v) - min(v) for k, v in rates.items()}
     ratio = {k: min(v) / max(v) for k, v in rates.items()}
-    return {"demographic_parity_difference": diff["sel"], "demographic_parity_ratio": ratio["sel"],
-            "equalized_odds_difference": max(diff["tpr"], diff["fpr"]),
-            "equalized_odds_difference_mean": (diff["tpr"] + diff["fpr"]) / 2,
-            "equalized_odds_ratio": min(ratio["tpr"], ratio["fpr"]),
-            "equalized_odds_ratio_mean": (ratio["tpr"] + ratio["fpr"]) / 2}
+    return {
+        "demographic_parity_difference": diff["sel"],
+        "demographic_parity_ratio": ratio["sel"],
+        "equalized_odds_difference": max(diff["tpr"], diff["fpr"]),
+        "equalized_odds_difference_mean": (diff["tpr"] + diff["fpr"]) / 2,
+        "equalized_odds_ratio": min(ratio["tpr"], ratio["fpr"]),
+        "equalized_odds_ratio_mean": (ratio["tpr"] + ratio["fpr"]) / 2,
+    }
 
 
-FORMS = ("demographic_parity_difference", "demographic_parity_ratio", "equalized_odds_difference",
-         "equalized_odds_difference_mean", "equalized_odds_ratio", "equalized_odds_ratio_mean")
+FORMS = (
+    "demographic_parity_difference",
+    "demographic_parity_ratio",
+    "equalized_odds_difference",
+    "equalized_odds_difference_mean",
+    "equalized_odds_ratio",
+    "equalized_odds_ratio_mean",
+)
 
 
 @pytest.mark.parametrize("groups", [2, 3, 7])
@@ -210,10 +220,14 @@ def test_cli_json_and_module_carry_fairlearns_forms(tmp_path, capsys):
     from fairmt.cli import main
 
     rng = np.random.default_rng(2)
-    rows = [{"label": int(a), "pred": int(b), "group": int(c)} for a, b, c in
-            zip(rng.integers(0, 2, 150), rng.integers(0, 2, 150), rng.integers(0, 3, 150))]
+    rows = [
+        {"label": int(a), "pred": int(b), "group": int(c)}
+        for a, b, c in zip(rng.integers(0, 2, 150), rng.integers(0, 2, 150), rng.integers(0, 3, 150))
+    ]
     (tmp_path / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    assert main(["eval", "classification", "--predictions", str(tmp_path / "p.jsonl"), "--no-leakage", "--json", "-"]) == 0
+    assert (
+        main(["eval", "classification", "--predictions", str(tmp_path / "p.jsonl"), "--no-leakage", "--json", "-"]) == 0
+    )
     cli = json.loads(capsys.readouterr().out)
     py = classification_metrics([r["label"] for r in rows], [r["pred"] for r in rows], [r["group"] for r in rows])
     for key in FORMS:

@@ -16,7 +16,7 @@ F_REF = "Sie ist eine gute Ärztin, sagte sie."
 
 
 def test_normalisation_and_words():
-    assert ge.normalize("Er's \"Arzt\"-Kollege!") == "er s  arzt  kollege "
+    assert ge.normalize('Er\'s "Arzt"-Kollege!') == "er s  arzt  kollege "
     assert ge.words("Ärztin, ärztin. SIE") == frozenset({"ärztin", "sie"})
     # only ASCII punctuation is replaced: the Spanish ¿ and the Hindi danda stay part of the word
     assert ge.words("¿Quién? नहीं।") == frozenset({"¿quién", "नहीं।"})
@@ -98,12 +98,15 @@ def test_read_lines_errors(tmp_path):
 def test_strip_context_and_contextual_scoring():
     assert ge.strip_context("Kontext. <sep> Sie ist Ärztin.") == "Sie ist Ärztin."
     r = ge.score_contextual(
-        ["Er ist Arzt.", "ctx <sep> Sie ist Ärztin."], ["Er ist Arzt.", "Er ist Arzt."], ["Sie ist Ärztin.", "Sie ist Ärztin."]
+        ["Er ist Arzt.", "ctx <sep> Sie ist Ärztin."],
+        ["Er ist Arzt.", "Er ist Arzt."],
+        ["Sie ist Ärztin.", "Sie ist Ärztin."],
     )
     assert r.accuracy == 50.0 and r.explicit_accuracy == 50.0 and r.signature.startswith("MT-GenEval|set:contextual")
 
 
 # ------------------------------------------------------------------------------------------------ real data
+
 
 @pytest.fixture
 def real_data(shared_data, monkeypatch):
@@ -164,15 +167,35 @@ def test_compat_official_reproduces_the_reference_scorer(real_data, tmp_path, ca
     d = ge.load_counterfactual("hi", "test")
     m = _write(tmp_path / "m.hi", d.feminine_refs)
     f = _write(tmp_path / "f.hi", d.masculine_refs)
-    assert _cli(["eval", "geneval", "--lang", "hi", "--masculine", m, "--feminine", f, "--compat", "official",
-                 "--json", "-"]) == 0
+    assert (
+        _cli(
+            [
+                "eval",
+                "geneval",
+                "--lang",
+                "hi",
+                "--masculine",
+                m,
+                "--feminine",
+                f,
+                "--compat",
+                "official",
+                "--json",
+                "-",
+            ]
+        )
+        == 0
+    )
     got = json.loads(capsys.readouterr().out)
     assert round(got["accuracy"], 2) == round(got["explicit_accuracy"], 2) == 11.33
     assert round(got["hypothesis_accuracy"], 2) == 12.17  # the official per-translation figure (comment above)
     assert got["signature"].endswith("|text:raw|compat:official|v:" + ge.METRIC_VERSION)
     assert _cli(["eval", "geneval", "--lang", "hi", "--masculine", m, "--feminine", f, "--json", "-"]) == 0
     assert round(json.loads(capsys.readouterr().out)["accuracy"], 2) == 11.67  # the default reading
-    assert ge.words("Arzt\u200b ist", "official") == {"arzt\u200b", "ist"} and ge.words("Arzt\u200b ist") == {"arzt", "ist"}
+    assert ge.words("Arzt\u200b ist", "official") == {"arzt\u200b", "ist"} and ge.words("Arzt\u200b ist") == {
+        "arzt",
+        "ist",
+    }
     with pytest.raises(FairmtError, match="unknown MT-GenEval compat"):
         ge.score_counterfactual(["a"], ["b"], ["a"], ["b"], compat="acl2019")
 
@@ -217,6 +240,7 @@ def test_result_serialises(tmp_path):
 
 # ------------------------------------------------------------------------------------------------------- CLI
 
+
 def _write(path, lines):
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return str(path)
@@ -234,8 +258,26 @@ def test_cli_files_json_markdown_plot(real_data, tmp_path, capsys):
     m = _write(tmp_path / "m.de", d.masculine_refs)
     f = _write(tmp_path / "f.de", d.feminine_refs)
     out = tmp_path / "r.json"
-    rc = _cli(["eval", "geneval", "--lang", "de", "--split", "test", "--masculine", m, "--feminine", f,
-               "--json", str(out), "--markdown", str(tmp_path / "r.md"), "--plot", str(tmp_path / "r.png")])
+    rc = _cli(
+        [
+            "eval",
+            "geneval",
+            "--lang",
+            "de",
+            "--split",
+            "test",
+            "--masculine",
+            m,
+            "--feminine",
+            f,
+            "--json",
+            str(out),
+            "--markdown",
+            str(tmp_path / "r.md"),
+            "--plot",
+            str(tmp_path / "r.png"),
+        ]
+    )
     assert rc == 0
     data = json.loads(out.read_text())
     assert data["accuracy"] == data["explicit_accuracy"] == 100.0
@@ -256,8 +298,21 @@ def test_cli_several_languages(real_data, tmp_path, capsys):
         d = ge.load_counterfactual(lang, "test")
         _write(tmp_path / f"m.{lang}", d.feminine_refs)
         _write(tmp_path / f"f.{lang}", d.masculine_refs)
-    rc = _cli(["eval", "geneval", "--lang", "es", "it", "--masculine", str(tmp_path / "m.{lang}"),
-               "--feminine", str(tmp_path / "f.{lang}"), "--json", "-"])
+    rc = _cli(
+        [
+            "eval",
+            "geneval",
+            "--lang",
+            "es",
+            "it",
+            "--masculine",
+            str(tmp_path / "m.{lang}"),
+            "--feminine",
+            str(tmp_path / "f.{lang}"),
+            "--json",
+            "-",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert rc == 0 and [r["lang"] for r in data["per_language"]] == ["es", "it"]
     assert data["explicit_accuracy"] == pytest.approx((4.666666 + 6.666666) / 2, abs=1e-4)
@@ -272,9 +327,18 @@ def test_cli_bad_input(real_data, tmp_path, capsys):
     empty = _write(tmp_path / "empty.de", d.feminine_refs[:4] + [""] + d.feminine_refs[5:])
     src = _write(tmp_path / "src.de", d.feminine_sources)
     cases = [
-        (["--lang", "tr", "--masculine", m, "--feminine", f], "unknown MT-GenEval language 'tr'.*valid languages: ar, de"),
-        (["--lang", "de", "--masculine", m, "--feminine", short], "mismatched masculine/feminine files.*short.de has 299"),
-        (["--lang", "de", "--split", "dev", "--masculine", m, "--feminine", f], "m.de: has 300 lines but MT-GenEval dev \\(de\\) has 1200"),
+        (
+            ["--lang", "tr", "--masculine", m, "--feminine", f],
+            "unknown MT-GenEval language 'tr'.*valid languages: ar, de",
+        ),
+        (
+            ["--lang", "de", "--masculine", m, "--feminine", short],
+            "mismatched masculine/feminine files.*short.de has 299",
+        ),
+        (
+            ["--lang", "de", "--split", "dev", "--masculine", m, "--feminine", f],
+            "m.de: has 300 lines but MT-GenEval dev \\(de\\) has 1200",
+        ),
         (["--lang", "de", "--masculine", m, "--feminine", empty], "empty.de:5: empty line"),
         (["--lang", "de", "--masculine", m, "--feminine", m], "same file"),
         (["--lang", "de", "--masculine", m, "--feminine", src], "src.de: 300 of 300 lines equal the English source"),
@@ -314,8 +378,13 @@ def test_file_based_cli_does_not_import_torch(real_data, tmp_path):
         "heavy = [x for x in ('torch', 'transformers', 'matplotlib') if x in sys.modules]; "
         "assert rc == 0 and not heavy, heavy"
     )
-    proc = procs.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                     env={**__import__("os").environ, "FAIRMT_DATA": str(real_data)})
+    proc = procs.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**__import__("os").environ, "FAIRMT_DATA": str(real_data)},
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -360,9 +429,12 @@ def _reference_scores(m_hyps, f_hyps, m_refs, f_refs):
         pairs_ok += verdicts[0][0] and verdicts[1][0]
         pairs_explicit += verdicts[0][1] and verdicts[1][1]
     n = len(m_refs)
-    return {"accuracy": 100 * pairs_ok / n, "explicit_accuracy": 100 * pairs_explicit / n,
-            "delta_g": 100 * (per_gender["m"][0] - per_gender["f"][0]) / n,
-            "explicit_delta_g": 100 * (per_gender["m"][1] - per_gender["f"][1]) / n}
+    return {
+        "accuracy": 100 * pairs_ok / n,
+        "explicit_accuracy": 100 * pairs_explicit / n,
+        "delta_g": 100 * (per_gender["m"][0] - per_gender["f"][0]) / n,
+        "explicit_delta_g": 100 * (per_gender["m"][1] - per_gender["f"][1]) / n,
+    }
 
 
 @pytest.mark.data

@@ -16,11 +16,22 @@ from fairmt.cli import main
 from fairmt.errors import FairmtError
 
 TUPLES = [
-    {"neutral": "The nurse said they were tired.", "male": "The nurse said he was tired.",
-     "female": "The nurse said she was tired."},
-    {"neutral": "My parent is an engineer.", "male": "My father is an engineer.", "female": "My mother is an engineer."},
+    {
+        "neutral": "The nurse said they were tired.",
+        "male": "The nurse said he was tired.",
+        "female": "The nurse said she was tired.",
+    },
+    {
+        "neutral": "My parent is an engineer.",
+        "male": "My father is an engineer.",
+        "female": "My mother is an engineer.",
+    },
     {"neutral": "The person fixed the car.", "male": "The man fixed the car.", "female": "The woman fixed the car."},
-    {"neutral": "Their child cooked dinner.", "male": "His son cooked dinner.", "female": "Her daughter cooked dinner."},
+    {
+        "neutral": "Their child cooked dinner.",
+        "male": "His son cooked dinner.",
+        "female": "Her daughter cooked dinner.",
+    },
 ]
 
 
@@ -53,8 +64,9 @@ def _flat_close(metrics: dict, expected: dict, tol: float = 1e-6) -> list[str]:
     return bad
 
 
-def test_evaluators_are_sentence_evaluators_with_a_greater_is_better_primary_metric(tuples_file, shared_data,
-                                                                                     monkeypatch):
+def test_evaluators_are_sentence_evaluators_with_a_greater_is_better_primary_metric(
+    tuples_file, shared_data, monkeypatch
+):
     from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
     from fairmt.integrations import BiasIREvaluator, CCEDEvaluator, SEATEvaluator
@@ -74,16 +86,37 @@ def test_evaluators_are_sentence_evaluators_with_a_greater_is_better_primary_met
         CCEDEvaluator(cced_tuples=tuples_file, pooling="bogus")
 
 
-def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(minilm, minilm_path, tuples_file, shared_data,
-                                                               tmp_path, monkeypatch, capsys):
+def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(
+    minilm, minilm_path, tuples_file, shared_data, tmp_path, monkeypatch, capsys
+):
     """Same model, same settings: every number of the command's JSON, to 1e-6; one CSV row per call."""
     from fairmt.integrations import BiasIREvaluator, CCEDEvaluator, SEATEvaluator
 
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     out = tmp_path / "cli.json"
-    rc = main(["eval", "embeddings", "--model", minilm_path, "--suite", "seat,cced,bias-ir", "--seat-tests", "6,8b",
-               "--seat-n-samples", "500", "--seed", "3", "--bias-ir-limit", "2", "--cced-tuples", str(tuples_file),
-               "--json", str(out), "--no-progress"])
+    rc = main(
+        [
+            "eval",
+            "embeddings",
+            "--model",
+            minilm_path,
+            "--suite",
+            "seat,cced,bias-ir",
+            "--seat-tests",
+            "6,8b",
+            "--seat-n-samples",
+            "500",
+            "--seed",
+            "3",
+            "--bias-ir-limit",
+            "2",
+            "--cced-tuples",
+            str(tuples_file),
+            "--json",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     cli = json.loads(out.read_text())
 
@@ -95,8 +128,12 @@ def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(minilm, minilm_pa
     for ev in (seat, cced, bias_ir):
         got.update(ev(minilm, output_path=str(tmp_path / "eval"), epoch=1, steps=7))
 
-    expected = {"seat_avg_abs_effect_size": cli["seat"]["avg_abs_effect_size"], "cced_gap": cli["cced"]["gap"],
-                "bias_ir_avg_dev": cli["bias_ir"]["avg_dev"], "bias_ir_male_ratio_all": cli["bias_ir"]["male_ratio_all"]}
+    expected = {
+        "seat_avg_abs_effect_size": cli["seat"]["avg_abs_effect_size"],
+        "cced_gap": cli["cced"]["gap"],
+        "bias_ir_avg_dev": cli["bias_ir"]["avg_dev"],
+        "bias_ir_male_ratio_all": cli["bias_ir"]["male_ratio_all"],
+    }
     for test, res in cli["seat"]["tests"].items():
         expected[f"seat_{test}_effect_size"] = res["effect_size"]
         expected[f"seat_{test}_p_value"] = res["p_value"]
@@ -105,8 +142,11 @@ def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(minilm, minilm_pa
     for cat in cli["bias_ir"]["categories"]:
         expected[f"bias_ir_{cat['short'].lower()}_male_ratio"] = cat["male_ratio"]
     assert not _flat_close(got, expected), _flat_close(got, expected)
-    for raw, primary in (("seat_avg_abs_effect_size", "seat_negative_avg_abs_effect_size"),
-                         ("cced_gap", "cced_negative_gap"), ("bias_ir_avg_dev", "bias_ir_negative_avg_dev")):
+    for raw, primary in (
+        ("seat_avg_abs_effect_size", "seat_negative_avg_abs_effect_size"),
+        ("cced_gap", "cced_negative_gap"),
+        ("bias_ir_avg_dev", "bias_ir_negative_avg_dev"),
+    ):
         assert got[primary] == -got[raw]  # the primary metric, with the raw measure beside it
     assert len(expected) >= 12 and cli["pooling"] == "model"
     # the full sections, signatures included, are the command's
@@ -126,17 +166,41 @@ def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(minilm, minilm_pa
     import fairmt
 
     with pytest.warns(DeprecationWarning, match="use seat_n_samples=500"):  # the old keyword: the same numbers
-        py = fairmt.evaluate_embeddings(minilm, suites=["seat", "cced", "bias_ir"], seat_tests=["6", "8b"],
-                                        n_samples=500, seed=3, bias_ir_limit=2, cced_tuples=tuples_file)
+        py = fairmt.evaluate_embeddings(
+            minilm,
+            suites=["seat", "cced", "bias_ir"],
+            seat_tests=["6", "8b"],
+            n_samples=500,
+            seed=3,
+            bias_ir_limit=2,
+            cced_tuples=tuples_file,
+        )
     assert {k: v for k, v in py.items() if k != "model"} == {k: v for k, v in cli.items() if k != "model"}
 
     # mean pooling over the transformer's tokens = the command's --pooling mean; a name prefixes the metrics
-    rc = main(["eval", "embeddings", "--model", minilm_path, "--suite", "cced", "--pooling", "mean",
-               "--cced-tuples", str(tuples_file), "--json", str(tmp_path / "mean.json"), "--no-progress"])
+    rc = main(
+        [
+            "eval",
+            "embeddings",
+            "--model",
+            minilm_path,
+            "--suite",
+            "cced",
+            "--pooling",
+            "mean",
+            "--cced-tuples",
+            str(tuples_file),
+            "--json",
+            str(tmp_path / "mean.json"),
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     named = CCEDEvaluator(cced_tuples=tuples_file, pooling="mean", name="heldout")
     metrics = named(minilm)
-    assert metrics["heldout_cced_gap"] == pytest.approx(json.loads((tmp_path / "mean.json").read_text())["cced"]["gap"], abs=1e-6)
+    assert metrics["heldout_cced_gap"] == pytest.approx(
+        json.loads((tmp_path / "mean.json").read_text())["cced"]["gap"], abs=1e-6
+    )
     assert named.primary_metric == "heldout_cced_negative_gap"
     assert abs(metrics["heldout_cced_gap"] - got["cced_gap"]) > 1e-4  # another pooling, another number
 
@@ -179,7 +243,8 @@ def test_a_two_step_sentence_transformers_training_keeps_the_least_biased_checkp
     assert trainer.state.best_model_checkpoint.endswith(f"checkpoint-{best_step}")
     # the best checkpoint was loaded back: the model now scores that step's gap
     assert CCEDEvaluator(cced_tuples=tmp_path / "tuples.jsonl")(trainer.model)["cced_gap"] == pytest.approx(
-        gaps[best_step], abs=1e-6)
+        gaps[best_step], abs=1e-6
+    )
     assert (tmp_path / "run" / "eval" / "cced_evaluation_results.csv").is_file()
 
 
@@ -190,8 +255,12 @@ def test_a_list_of_evaluators_is_greater_is_better(minilm, tuples_file, tmp_path
 
     from fairmt.integrations import CCEDEvaluator
 
-    seq = SequentialEvaluator([CCEDEvaluator(cced_tuples=tuples_file, name="a"),
-                               CCEDEvaluator(cced_tuples=tuples_file, pooling="mean", name="b")])
+    seq = SequentialEvaluator(
+        [
+            CCEDEvaluator(cced_tuples=tuples_file, name="a"),
+            CCEDEvaluator(cced_tuples=tuples_file, pooling="mean", name="b"),
+        ]
+    )
     res = seq(minilm)
     assert seq.greater_is_better is True and seq.primary_metric == "sequential_score"
     assert res["sequential_score"] == res["b_cced_negative_gap"] == -res["b_cced_gap"] < 0
@@ -204,7 +273,9 @@ def test_a_csv_of_other_settings_is_refused_naming_it(minilm, tuples_file, tmp_p
     (tmp_path / "cced_evaluation_results.csv").write_text("epoch,steps,cced_gap\n0,1,0.5\n", encoding="utf-8")
     with pytest.raises(FairmtError, match="cced_evaluation_results.csv has the columns .* written with other settings"):
         CCEDEvaluator(cced_tuples=tuples_file)(minilm, output_path=str(tmp_path))
-    assert "new_cced_negative_gap" in CCEDEvaluator(cced_tuples=tuples_file, name="new")(minilm, output_path=str(tmp_path))
+    assert "new_cced_negative_gap" in CCEDEvaluator(cced_tuples=tuples_file, name="new")(
+        minilm, output_path=str(tmp_path)
+    )
 
 
 # ---------------------------------------------------------------------------------- CCD as a sentence-transformers loss
@@ -219,7 +290,7 @@ def test_ccd_loss_term_is_fairmt_losses_ccd_loss(minilm_path, tuples_file):
 
     model = SentenceTransformer(minilm_path, device="cpu").eval()
     loss = CCDLoss(model, None, tuples_file, weight=2.0, beta=0.5, tuples_per_step=len(TUPLES), seed=1)
-    order = loss._order[:len(TUPLES)]
+    order = loss._order[: len(TUPLES)]
 
     def enc(texts):
         return model.encode(texts, convert_to_tensor=True)
@@ -229,7 +300,9 @@ def test_ccd_loss_term_is_fairmt_losses_ccd_loss(minilm_path, tuples_file):
     groups = torch.stack([enc([r["male"] for r in rows]), enc([r["female"] for r in rows])], dim=1)
     all_neutral = enc([t["neutral"] for t in TUPLES])
     all_groups = torch.stack([enc([t["male"] for t in TUPLES]), enc([t["female"] for t in TUPLES])], dim=1)
-    assert loss.rho == pytest.approx(estimate_rho(tuple_distances(all_neutral, all_groups).flatten(), "median"), rel=1e-5)
+    assert loss.rho == pytest.approx(
+        estimate_rho(tuple_distances(all_neutral, all_groups).flatten(), "median"), rel=1e-5
+    )
     with torch.no_grad():
         out = loss()
     want = ccd_loss(neutral, groups, neutral, rho=loss.rho, beta=0.5)

@@ -22,10 +22,15 @@ def tiny_dir(tmp_path_factory):
 def _demo_geneval(n: int = 4) -> GenEvalCounterfactualData:
     """A small counterfactual set from the demo corpus (masculine / feminine English with German references)."""
     _, _, heldout = demo_splits()
-    m, f = heldout[:n], heldout[n:2 * n]
-    return GenEvalCounterfactualData(lang="de", split="dev", masculine_sources=[p.en for p in m],
-                                     feminine_sources=[p.en for p in f], masculine_refs=[p.de for p in m],
-                                     feminine_refs=[p.de for p in f])
+    m, f = heldout[:n], heldout[n : 2 * n]
+    return GenEvalCounterfactualData(
+        lang="de",
+        split="dev",
+        masculine_sources=[p.en for p in m],
+        feminine_sources=[p.en for p in f],
+        masculine_refs=[p.de for p in m],
+        feminine_refs=[p.de for p in f],
+    )
 
 
 def test_geneval_callback_in_a_plain_seq2seq_trainer_selects_the_best_checkpoint(tiny_dir, tmp_path):
@@ -41,23 +46,42 @@ def test_geneval_callback_in_a_plain_seq2seq_trainer_selects_the_best_checkpoint
     from datasets import Dataset
 
     ds = Dataset.from_dict({"src": [p.en for p in balanced[:32]], "tgt": [p.de for p in balanced[:32]]})
-    ds = ds.map(lambda b: dict(tm.encode(b["src"], b["tgt"], max_length=48)), batched=True,
-                remove_columns=["src", "tgt"])
+    ds = ds.map(
+        lambda b: dict(tm.encode(b["src"], b["tgt"], max_length=48)), batched=True, remove_columns=["src", "tgt"]
+    )
     data = _demo_geneval()
     cb = GenEvalCallback(lang="de", data=data, max_new_tokens=12)
     args = Seq2SeqTrainingArguments(
-        output_dir=str(tmp_path / "run"), max_steps=3, eval_strategy="steps", eval_steps=1, save_steps=1,
-        per_device_train_batch_size=8, learning_rate=3e-3, report_to=[], use_cpu=True, disable_tqdm=True,
-        load_best_model_at_end=True, metric_for_best_model="geneval_delta_g", greater_is_better=False,
-        save_only_model=True)
-    trainer = Seq2SeqTrainer(model=tm.model, args=args, train_dataset=ds, eval_dataset=ds.select(range(8)),
-                             processing_class=tm.tokenizer,
-                             data_collator=DataCollatorForSeq2Seq(tm.tokenizer, model=tm.model), callbacks=[cb])
+        output_dir=str(tmp_path / "run"),
+        max_steps=3,
+        eval_strategy="steps",
+        eval_steps=1,
+        save_steps=1,
+        per_device_train_batch_size=8,
+        learning_rate=3e-3,
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        load_best_model_at_end=True,
+        metric_for_best_model="geneval_delta_g",
+        greater_is_better=False,
+        save_only_model=True,
+    )
+    trainer = Seq2SeqTrainer(
+        model=tm.model,
+        args=args,
+        train_dataset=ds,
+        eval_dataset=ds.select(range(8)),
+        processing_class=tm.tokenizer,
+        data_collator=DataCollatorForSeq2Seq(tm.tokenizer, model=tm.model),
+        callbacks=[cb],
+    )
     trainer.train()
     logged = {h["step"]: h for h in trainer.state.log_history if "eval_geneval_delta_g" in h}
     assert sorted(logged) == [1, 2, 3]
-    assert all({"eval_loss", "eval_geneval_accuracy", "eval_geneval_explicit_accuracy"} <= set(h)
-               for h in logged.values())
+    assert all(
+        {"eval_loss", "eval_geneval_accuracy", "eval_geneval_explicit_accuracy"} <= set(h) for h in logged.values()
+    )
     gaps = {s: h["eval_geneval_delta_g"] for s, h in logged.items()}
     best = min(gaps.values())
     assert trainer.state.best_metric == pytest.approx(best)
@@ -112,11 +136,24 @@ def test_a_fairmt_trained_model_loads_in_stock_transformers_and_translates_as_fa
     from fairmt.trainers.gacl import GACLConfig, GACLTrainer
 
     tm = load_translation_model(str(tiny_dir), "en", "de")
-    args = GACLConfig(output_dir=str(tmp_path / "gacl"), max_steps=2, per_device_train_batch_size=8, report_to=[],
-                      use_cpu=True, disable_tqdm=True, remove_unused_columns=False, kd_alpha=0.0, save_strategy="no")
-    trainer = GACLTrainer(model=tm.model, args=args, train_dataset=gacl_dataset(tm, n=16),
-                          data_collator=GenderContrastiveCollator(tm.tokenizer.pad_token_id),
-                          processing_class=tm.tokenizer)
+    args = GACLConfig(
+        output_dir=str(tmp_path / "gacl"),
+        max_steps=2,
+        per_device_train_batch_size=8,
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        remove_unused_columns=False,
+        kd_alpha=0.0,
+        save_strategy="no",
+    )
+    trainer = GACLTrainer(
+        model=tm.model,
+        args=args,
+        train_dataset=gacl_dataset(tm, n=16),
+        data_collator=GenderContrastiveCollator(tm.tokenizer.pad_token_id),
+        processing_class=tm.tokenizer,
+    )
     trainer.train()
     trainer.save_model()
     out = tmp_path / "gacl"
@@ -126,8 +163,12 @@ def test_a_fairmt_trained_model_loads_in_stock_transformers_and_translates_as_fa
     tok = AutoTokenizer.from_pretrained(str(out), src_lang="en", tgt_lang="de")
     model = AutoModelForSeq2SeqLM.from_pretrained(str(out)).eval()
     with torch.no_grad():
-        ids = model.generate(**tok(sources, return_tensors="pt", padding=True), num_beams=1, max_new_tokens=16,
-                             forced_bos_token_id=tok.get_lang_id("de"))
+        ids = model.generate(
+            **tok(sources, return_tensors="pt", padding=True),
+            num_beams=1,
+            max_new_tokens=16,
+            forced_bos_token_id=tok.get_lang_id("de"),
+        )
     theirs = [s.strip() for s in tok.batch_decode(ids, skip_special_tokens=True)]
     assert theirs == ours and all(ours)
     assert not any("__de__" in s for s in theirs)  # the language tokens are special in the saved tokenizer

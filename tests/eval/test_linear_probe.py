@@ -73,8 +73,27 @@ def test_cli_on_npz_and_jsonl(tmp_path, capsys):
     X, y, g = _data()
     Z = X[:, :4] / np.linalg.norm(X[:, :4], axis=1, keepdims=True)
     np.savez(tmp_path / "emb.npz", backbone=X, projection=Z, y_target=y, g_sex=g)
-    assert main(["eval", "linear-probe", "--embeddings", str(tmp_path / "emb.npz"), "--embedding-key", "backbone",
-                 "--label", "y_target", "--group", "g_sex", "--subgroup-key", "projection", "--json", "-"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "linear-probe",
+                "--embeddings",
+                str(tmp_path / "emb.npz"),
+                "--embedding-key",
+                "backbone",
+                "--label",
+                "y_target",
+                "--group",
+                "g_sex",
+                "--subgroup-key",
+                "projection",
+                "--json",
+                "-",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     direct = linear_probe(X, y, groups=g, subgroup_embeddings=Z)
     assert out["accuracy"] == pytest.approx(direct.accuracy) and out["f1"] == pytest.approx(direct.f1)
@@ -84,8 +103,21 @@ def test_cli_on_npz_and_jsonl(tmp_path, capsys):
         for i in range(len(y)):
             fh.write(json.dumps({"embedding": X[i].tolist(), "label": int(y[i])}) + "\n")
     md = tmp_path / "probe.md"
-    assert main(["eval", "linear-probe", "--embeddings", str(tmp_path / "emb.jsonl"), "--n-clusters", "0",
-                 "--markdown", str(md)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "linear-probe",
+                "--embeddings",
+                str(tmp_path / "emb.jsonl"),
+                "--n-clusters",
+                "0",
+                "--markdown",
+                str(md),
+            ]
+        )
+        == 0
+    )
     table = capsys.readouterr().out
     assert f"{direct.accuracy:.4f}" in table and "| accuracy |" in md.read_text()
     assert main(["eval", "linear-probe", "--embeddings", str(tmp_path / "emb.npz"), "--label", "y_nope"]) == 2
@@ -113,5 +145,6 @@ def test_rows_without_a_group_are_counted_and_said():
     alone = group_fairness(y[te][known], pred["pred"][known], g[te][known], [0, 1])
     assert res.fairness["gap"] == pytest.approx(alone["gap"]) and alone["n_without_group"] == 0
     none = linear_probe(X, y, groups=np.full(len(y), np.nan), seed=0, n_clusters=None)
-    assert none.fairness is None and any(f"{len(te)} of {len(te)} test rows without a group" in w
-                                         for w in none.warnings)
+    assert none.fairness is None and any(
+        f"{len(te)} of {len(te)} test rows without a group" in w for w in none.warnings
+    )

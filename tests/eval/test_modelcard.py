@@ -13,31 +13,55 @@ from fairmt.eval.translation import TranslationQualityResult
 
 def _geneval():
     return score_counterfactual(
-        ["Er ist Arzt.", "Er kam."], ["Sie ist Ärztin.", "Er kam."], ["Er ist Arzt.", "Er kam."],
-        ["Sie ist Ärztin.", "Sie kam."], lang="de", split="test",
+        ["Er ist Arzt.", "Er kam."],
+        ["Sie ist Ärztin.", "Er kam."],
+        ["Er ist Arzt.", "Er kam."],
+        ["Sie ist Ärztin.", "Sie kam."],
+        lang="de",
+        split="test",
     )
 
 
 def _flores(official: bool):
     return TranslationQualityResult(
-        lang_pair="eng_Latn-deu_Latn", n=1012, spbleu=36.04 if official else None,
-        bleu_spm_nonstandard=None if official else 30.5, chrfpp=55.1,
+        lang_pair="eng_Latn-deu_Latn",
+        n=1012,
+        spbleu=36.04 if official else None,
+        bleu_spm_nonstandard=None if official else 30.5,
+        chrfpp=55.1,
         bleu_label="spBLEU" if official else "spBLEU*",
-        bleu_signature="nrefs:1|case:mixed|eff:no|tok:flores200|smooth:exp|version:2.6.0" if official
+        bleu_signature="nrefs:1|case:mixed|eff:no|tok:flores200|smooth:exp|version:2.6.0"
+        if official
         else "nrefs:1|case:mixed|eff:no|tok:spm-nonstandard:abc|smooth:exp|version:2.6.0",
         chrf_signature="nrefs:1|case:mixed|eff:yes|nc:6|nw:2|space:no|version:2.6.0",
-        spm_model="x", spm_model_sha256="y",
+        spm_model="x",
+        spm_model_sha256="y",
     )
 
 
-WINOMT = {"lang": "de", "accuracy": 59.4, "delta_g": 12.5, "delta_s": 12.5, "delta_r": 20.1, "f1_male": 70.0,
-          "f1_female": 57.5, "n": 3888, "signature": "WinoMT|lang:de|v:1.0"}
+WINOMT = {
+    "lang": "de",
+    "accuracy": 59.4,
+    "delta_g": 12.5,
+    "delta_s": 12.5,
+    "delta_r": 20.1,
+    "f1_male": 70.0,
+    "f1_female": 57.5,
+    "n": 3888,
+    "signature": "WinoMT|lang:de|v:1.0",
+}
 
 
 def test_write_and_parse_back(tmp_path):
     g = _geneval()
-    readme = write_model_card(tmp_path / "model", [g, _flores(True), WINOMT], model_name="small100-gacl-de",
-                              base_model="alirezamsh/small100", languages=["en", "de"], license="mit")
+    readme = write_model_card(
+        tmp_path / "model",
+        [g, _flores(True), WINOMT],
+        model_name="small100-gacl-de",
+        base_model="alirezamsh/small100",
+        languages=["en", "de"],
+        license="mit",
+    )
     assert readme == tmp_path / "model" / "README.md"
     card = ModelCard.load(readme)
     assert card.data.model_name == "small100-gacl-de" and card.data.base_model == "alirezamsh/small100"
@@ -92,7 +116,10 @@ def test_update_existing_card_keeps_metadata_and_replaces_results(tmp_path):
     assert card.data.license == "apache-2.0" and "generated_from_trainer" in card.data.tags
     assert "Trained with the GACL recipe." in card.text
     acc = [e for e in card.data.eval_results if e.dataset_type == "mt_geneval" and e.metric_type == "accuracy"]
-    assert sorted((e.dataset_config, e.metric_value) for e in acc) == [("contextual-en-de", 100.0), ("counterfactual-en-de", 100.0)]
+    assert sorted((e.dataset_config, e.metric_value) for e in acc) == [
+        ("contextual-en-de", 100.0),
+        ("counterfactual-en-de", 100.0),
+    ]
     assert any(e.metric_type == "bleu" for e in card.data.eval_results)  # earlier FLORES entry kept
     assert card.text.count("## Evaluation (fairmt)") == 1
 
@@ -113,9 +140,25 @@ def test_winomt_result_object(tmp_path):
     """The WinoMT evaluator's own result type goes into the card (ΔS skipped when the gold has no pro/anti)."""
     evaluate = pytest.importorskip("fairmt.eval.winomt.evaluate")
     r = evaluate.WinoMTResult(
-        lang="ru", accuracy=37.7, delta_g=40.0, delta_g_f1=36.8, delta_s=None, delta_r=40.0, f1_male=60.0, f1_female=23.2,
-        precision_male=1.0, recall_male=1.0, precision_female=1.0, recall_female=1.0, acc_pro=None, acc_anti=None,
-        n=3888, n_unknown=0, n_unaligned=0, compat="acl2019", signature="winomt|v:1|lang:ru",
+        lang="ru",
+        accuracy=37.7,
+        delta_g=40.0,
+        delta_g_f1=36.8,
+        delta_s=None,
+        delta_r=40.0,
+        f1_male=60.0,
+        f1_female=23.2,
+        precision_male=1.0,
+        recall_male=1.0,
+        precision_female=1.0,
+        recall_female=1.0,
+        acc_pro=None,
+        acc_anti=None,
+        n=3888,
+        n_unknown=0,
+        n_unaligned=0,
+        compat="acl2019",
+        signature="winomt|v:1|lang:ru",
     )
     readme = write_model_card(tmp_path, [r], model_name="m")
     got = {e["metric_type"]: e for e in read_eval_results(readme)}
@@ -131,7 +174,10 @@ def test_card_cites_the_method_and_each_benchmark_and_says_what_they_measure(tmp
     readme = write_model_card(tmp_path / "m", [_flores(True), WINOMT], model_name="x", languages=["en", "de"])
     text = readme.read_text()
     # the GACL paper as published (not "Lee, Lee, Bang & Oh, Findings"): title, all six authors, main conference
-    assert "Target-Agnostic Gender-Aware Contrastive Learning for Mitigating Bias in Multilingual Machine Translation" in text
+    assert (
+        "Target-Agnostic Gender-Aware Contrastive Learning for Mitigating Bias in Multilingual Machine Translation"
+        in text
+    )
     assert "Lee, Minwoo and Koh, Hyukhun and Lee, Kang-il and Zhang, Dongdong and Kim, Minsung and Jung, Kyomin" in text
     assert "2023.emnlp-main.1046" in text and "Findings" not in text
     assert "Evaluating Gender Bias in Machine Translation" in text and "No Language Left Behind" in text

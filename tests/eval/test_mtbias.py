@@ -34,8 +34,25 @@ def test_google_2019_suite(shared_data, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     root = _google_dir(shared_data, tmp_path / "run")
     out = tmp_path / "r.json"
-    assert main(["eval", "mt-bias", "--translations-dir", str(root), "--compat", "acl2019", "--json", str(out),
-                 "--markdown", str(tmp_path / "r.md"), "--plot", str(tmp_path / "r.png")]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "mt-bias",
+                "--translations-dir",
+                str(root),
+                "--compat",
+                "acl2019",
+                "--json",
+                str(out),
+                "--markdown",
+                str(tmp_path / "r.md"),
+                "--plot",
+                str(tmp_path / "r.png"),
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "skipped: winomt: no file for cs, pl" in err and "skipped: flores: no" in err
     r = json.loads(out.read_text())
@@ -44,13 +61,17 @@ def test_google_2019_suite(shared_data, tmp_path, monkeypatch, capsys):
     assert round(w["de"]["accuracy"], 1) == 59.3 and round(w["de"]["delta_g_f1"], 1) == 12.3
     for lang in GOOGLE_LANGS:
         # the paper's ΔG (Acc_male − Acc_female) equals ΔR on WinoMT; the 2019 ΔG (F1) is reported beside it
-        assert w[lang]["delta_g"] == pytest.approx(w[lang]["delta_r"], abs=0.1)  # acl2019 mode rounds ΔR from rounded recalls
+        assert w[lang]["delta_g"] == pytest.approx(
+            w[lang]["delta_r"], abs=0.1
+        )  # acl2019 mode rounds ΔR from rounded recalls
         assert {"accuracy", "delta_g", "delta_g_f1", "delta_s", "delta_r", "n", "signature"} <= set(w[lang])
     # the paper's averages: all languages, in-domain = de, out-of-domain = the rest
     assert w["average"]["accuracy"] == pytest.approx(statistics.fmean(w[x]["accuracy"] for x in GOOGLE_LANGS))
     assert w["average"]["abs_delta_s"] == pytest.approx(statistics.fmean(abs(w[x]["delta_s"]) for x in GOOGLE_LANGS))
     assert w["in_domain"]["accuracy"] == w["de"]["accuracy"] and w["in_domain"]["languages"] == ["de"]
-    assert w["out_of_domain"]["accuracy"] == pytest.approx(statistics.fmean(w[x]["accuracy"] for x in GOOGLE_LANGS if x != "de"))
+    assert w["out_of_domain"]["accuracy"] == pytest.approx(
+        statistics.fmean(w[x]["accuracy"] for x in GOOGLE_LANGS if x != "de")
+    )
     # references as translations: MT-GenEval accuracy 100 in every language
     assert all(g[x]["accuracy"] == 100.0 and g[x]["explicit_accuracy"] == 100.0 for x in mtbias.GENEVAL_LANGS)
     assert g["average"]["n_languages"] == 8 and r["flores"] == {} and r["errors"] == []
@@ -68,15 +89,30 @@ def test_wrong_line_count_names_file_and_counts(shared_data, tmp_path, monkeypat
     import fairmt.eval.geneval as geneval
 
     scored, score = [], geneval.geneval_accuracy
-    monkeypatch.setattr(geneval, "geneval_accuracy",
-                        lambda m, f, lang, split: scored.append(lang) or score(m, f, lang, split))
+    monkeypatch.setattr(
+        geneval, "geneval_accuracy", lambda m, f, lang, split: scored.append(lang) or score(m, f, lang, split)
+    )
     assert main(["eval", "mt-bias", "--translations-dir", str(root), "--benchmarks", "geneval", "--json", "-"]) == 2
     err = capsys.readouterr().err
     assert "feminine.it.txt" in err and "has 298 lines but 300 are expected" in err and "--keep-going" in err
     assert scored == []  # the line counts are checked before any language is scored (ar, de, ... come before it)
     # --keep-going: the other languages are scored, the error is listed, exit 1
-    assert main(["eval", "mt-bias", "--translations-dir", str(root), "--benchmarks", "geneval", "--keep-going",
-                 "--json", "-"]) == 1
+    assert (
+        main(
+            [
+                "eval",
+                "mt-bias",
+                "--translations-dir",
+                str(root),
+                "--benchmarks",
+                "geneval",
+                "--keep-going",
+                "--json",
+                "-",
+            ]
+        )
+        == 1
+    )
     r = json.loads(capsys.readouterr().out)
     assert "it" not in r["geneval"] and len([k for k in r["geneval"] if len(k) == 2]) == 7
     assert scored == ["ar", "de", "es", "fr", "hi", "pt", "ru"]
@@ -109,16 +145,23 @@ def test_bad_cli_input(tmp_path, capsys):
     assert "nothing to score" in capsys.readouterr().err
 
 
-PAIRS = [("The doctor is here.", "Der Arzt ist hier."), ("The nurse is here.", "Die Krankenschwester ist hier."),
-         ("He is a doctor.", "Er ist Arzt."), ("She is a doctor.", "Sie ist Ärztin."),
-         ("We are going home.", "Wir gehen nach Hause.")] * 4
+PAIRS = [
+    ("The doctor is here.", "Der Arzt ist hier."),
+    ("The nurse is here.", "Die Krankenschwester ist hier."),
+    ("He is a doctor.", "Er ist Arzt."),
+    ("She is a doctor.", "Sie ist Ärztin."),
+    ("We are going home.", "Wir gehen nach Hause."),
+] * 4
 
 
 def _fake_data(root: Path) -> None:
     w = root / "winomt" / "aggregates"
     w.mkdir(parents=True)
-    (w / "en.txt").write_text("male\t1\tThe doctor asked the nurse to help him .\tdoctor\n"
-                              "female\t1\tThe nurse helped the doctor because she was kind .\tnurse\n", encoding="utf-8")
+    (w / "en.txt").write_text(
+        "male\t1\tThe doctor asked the nurse to help him .\tdoctor\n"
+        "female\t1\tThe nurse helped the doctor because she was kind .\tnurse\n",
+        encoding="utf-8",
+    )
     d = root / "mt_geneval" / "sentences" / "test"
     d.mkdir(parents=True)
     for g, pron, ref in (("masculine", "He", "Er ist Arzt."), ("feminine", "She", "Sie ist Ärztin.")):
@@ -141,12 +184,35 @@ def test_model_run_writes_the_layout_and_rescoring_it_gives_the_same(tmp_path, m
     model = build_tiny_translation_model(tmp_path / "m2m", PAIRS, arch="m2m100", d_model=32)
     _fake_data(tmp_path / "data")
     monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "data"))
-    spm.SentencePieceTrainer.train(sentence_iterator=iter([t for p in PAIRS for t in p]), model_prefix=str(tmp_path / "s"),
-                                   vocab_size=50, model_type="bpe", character_coverage=1.0)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter([t for p in PAIRS for t in p]),
+        model_prefix=str(tmp_path / "s"),
+        vocab_size=50,
+        model_type="bpe",
+        character_coverage=1.0,
+    )
     run = tmp_path / "run"
     common = ["--lang", "de", "--spm-model", str(tmp_path / "s.model")]
-    assert main(["eval", "mt-bias", "--model", str(model), "--output-dir", str(run), *common, "--num-beams", "2",
-                 "--max-new-tokens", "8", "--json", str(tmp_path / "a.json")]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "mt-bias",
+                "--model",
+                str(model),
+                "--output-dir",
+                str(run),
+                *common,
+                "--num-beams",
+                "2",
+                "--max-new-tokens",
+                "8",
+                "--json",
+                str(tmp_path / "a.json"),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert (run / "winomt" / "en-de.txt").read_text().startswith("The doctor asked the nurse to help him . ||| ")
     assert len((run / "geneval" / "masculine.de.txt").read_text().splitlines()) == 2
@@ -158,8 +224,23 @@ def test_model_run_writes_the_layout_and_rescoring_it_gives_the_same(tmp_path, m
         assert a[bench]["de"] == b[bench]["de"], bench
     assert a["flores"]["de"]["bleu_spm_nonstandard"] is not None and a["settings"]["model"] == str(model)
     capsys.readouterr()
-    assert main(["report", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--names", "base", "again",
-                 "--plot", str(tmp_path / "sc.png"), "--json", str(tmp_path / "cmp.json")]) == 0
+    assert (
+        main(
+            [
+                "report",
+                str(tmp_path / "a.json"),
+                str(tmp_path / "b.json"),
+                "--names",
+                "base",
+                "again",
+                "--plot",
+                str(tmp_path / "sc.png"),
+                "--json",
+                str(tmp_path / "cmp.json"),
+            ]
+        )
+        == 0
+    )
     (table,) = json.loads((tmp_path / "cmp.json").read_text())["tables"]
     rows = table["rows"]
     assert [r["name"] for r in rows] == ["base", "again"] and rows[1]["values"] == rows[0]["values"]
@@ -192,15 +273,30 @@ def test_flores_without_a_sentencepiece_model_is_chrf_only(tmp_path, monkeypatch
     monkeypatch.setattr(sacrebleu.utils, "SACREBLEU_DIR", str(tmp_path / "no-sacrebleu-cache"))
     (tmp_path / "run" / "flores").mkdir(parents=True)
     (tmp_path / "run" / "flores" / "de.txt").write_text("Der Arzt ist hier.\nWir gehen heim.\n", encoding="utf-8")
-    assert main(["eval", "mt-bias", "--translations-dir", str(tmp_path / "run"), "--benchmarks", "flores",
-                 "--json", "-"]) == 0
+    assert (
+        main(["eval", "mt-bias", "--translations-dir", str(tmp_path / "run"), "--benchmarks", "flores", "--json", "-"])
+        == 0
+    )
     captured = capsys.readouterr()
     r = json.loads(captured.out)
     assert r["flores"]["de"]["spbleu"] is None and r["flores"]["de"]["bleu_spm_nonstandard"] is None
     assert 0 < r["flores"]["de"]["chrfpp"] < 100 and "spBLEU not computed" in " ".join(r["skipped"])
     # a model path the user gives must exist
-    assert main(["eval", "mt-bias", "--translations-dir", str(tmp_path / "run"), "--benchmarks", "flores",
-                 "--spm-model", str(tmp_path / "nope.model")]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "mt-bias",
+                "--translations-dir",
+                str(tmp_path / "run"),
+                "--benchmarks",
+                "flores",
+                "--spm-model",
+                str(tmp_path / "nope.model"),
+            ]
+        )
+        == 2
+    )
     assert "nope.model" in capsys.readouterr().err
 
 

@@ -20,8 +20,7 @@ import needs
 from fairmt.cli import main
 
 FIX = Path(__file__).parents[1] / "fixtures" / "report"
-CLS = ["classification_adversarial_results.json", "classification_fcl_results.json",
-       "classification_inlp_results.json"]
+CLS = ["classification_adversarial_results.json", "classification_fcl_results.json", "classification_inlp_results.json"]
 
 
 def _fixture(name: str) -> dict:
@@ -38,20 +37,36 @@ def _eval_classification(tmp_path: Path, name: str, *extra: str, seed: int = 0) 
             p = y if rng.random() < (0.8 if g == 0 else 0.6) else 1 - y
             fh.write(json.dumps({"label": y, "pred": p, "group": g}) + "\n")
     out = tmp_path / f"{name}.json"
-    assert main(["eval", "classification", "--predictions", str(preds), "--no-leakage", "--json", str(out),
-                 *extra]) == 0
+    assert (
+        main(["eval", "classification", "--predictions", str(preds), "--no-leakage", "--json", str(out), *extra]) == 0
+    )
     return out
 
 
 def _mt_bias(name: str, *, compat=None, acc=(60.0, 55.0)) -> dict:
     """An `eval mt-bias` result of the documented layout (format 1): WinoMT de and fr."""
-    per = {lang: {"accuracy": a, "delta_g_acc": 10.0 - i, "delta_s": 5.0 + i,
-                  "signature": f"winomt|v:1|lang:{lang}|compat:{compat or 'none'}|fairmt:0.1"}
-           for i, (lang, a) in enumerate(zip(("de", "fr"), acc))}
-    return {"format": 1, "settings": {"name": name, "compat": compat, "split": "test", "id_lang": "de"},
-            "winomt": {**per, "average": {"accuracy": sum(acc) / 2}},
-            "flores": {"de": {"spbleu": 30.0 + acc[0] / 10, "chrfpp": 55.0, "chrf_signature": "nrefs:1|chrF2++",
-                              "bleu_signature": "nrefs:1|tok:flores200"}}}
+    per = {
+        lang: {
+            "accuracy": a,
+            "delta_g_acc": 10.0 - i,
+            "delta_s": 5.0 + i,
+            "signature": f"winomt|v:1|lang:{lang}|compat:{compat or 'none'}|fairmt:0.1",
+        }
+        for i, (lang, a) in enumerate(zip(("de", "fr"), acc))
+    }
+    return {
+        "format": 1,
+        "settings": {"name": name, "compat": compat, "split": "test", "id_lang": "de"},
+        "winomt": {**per, "average": {"accuracy": sum(acc) / 2}},
+        "flores": {
+            "de": {
+                "spbleu": 30.0 + acc[0] / 10,
+                "chrfpp": 55.0,
+                "chrf_signature": "nrefs:1|chrF2++",
+                "bleu_signature": "nrefs:1|tok:flores200",
+            }
+        },
+    }
 
 
 def _write(path: Path, data: dict) -> Path:
@@ -71,23 +86,32 @@ def test_every_fixture_and_eval_writer_declares_a_known_format(tmp_path):
     assert data["format"] == formats.CLASSIFICATION and data["scale"] == "percent"
 
 
-@pytest.mark.parametrize("data,expected", [
-    ({"accuracy": 1}, "declares no 'format'"),
-    ({"format": "fairmt-nothing/9", "accuracy": 1}, "declares format 'fairmt-nothing/9', which this fairmt does not"),
-    ({"format": 99, "winomt": {}}, "declares format 99"),
-])
+@pytest.mark.parametrize(
+    "data,expected",
+    [
+        ({"accuracy": 1}, "declares no 'format'"),
+        (
+            {"format": "fairmt-nothing/9", "accuracy": 1},
+            "declares format 'fairmt-nothing/9', which this fairmt does not",
+        ),
+        ({"format": 99, "winomt": {}}, "declares format 99"),
+    ],
+)
 def test_unknown_file_is_refused_in_one_line(tmp_path, capsys, data, expected):
     assert main(["report", str(_write(tmp_path / "x.json", data))]) == 2
     err = capsys.readouterr().err.strip()
     assert expected in err and len(err.splitlines()) == 1 and "Traceback" not in err
 
 
-@pytest.mark.parametrize("path,value,expected", [
-    (("test", "accuracy"), "high", "'test.accuracy' is 'high' (str), not a number"),
-    (("test", "gap"), [1, 2], "'test.gap' is [1, 2] (list), not a number"),
-    (("test", "leakage_h"), True, "'test.leakage_h' is True (bool), not a number"),
-    (("test",), "all good", "'test' must be an object, got str"),
-])
+@pytest.mark.parametrize(
+    "path,value,expected",
+    [
+        (("test", "accuracy"), "high", "'test.accuracy' is 'high' (str), not a number"),
+        (("test", "gap"), [1, 2], "'test.gap' is [1, 2] (list), not a number"),
+        (("test", "leakage_h"), True, "'test.leakage_h' is True (bool), not a number"),
+        (("test",), "all good", "'test' must be an object, got str"),
+    ],
+)
 def test_a_value_of_the_wrong_type_is_one_line_not_a_traceback(tmp_path, capsys, path, value, expected):
     data = _fixture(CLS[1])
     node = data
@@ -168,7 +192,9 @@ def test_files_whose_folders_end_alike_are_not_averaged_without_names(tmp_path, 
     assert main(["report", *map(str, paths), "--json", "-"]) == 0
     (table,) = json.loads(capsys.readouterr().out)["tables"]
     assert [(r["name"].rsplit(" ", 1)[-1], r["n"], r["values"]["accuracy"]) for r in table["rows"]] == [
-        ("[s1]", 1, 70.0), ("[s2]", 1, 75.0)]
+        ("[s1]", 1, 70.0),
+        ("[s2]", 1, 75.0),
+    ]
     assert main(["report", *map(str, paths), "--names", "x", "x", "--json", "-"]) == 0
     (table,) = json.loads(capsys.readouterr().out)["tables"]
     assert [(r["name"], r["n"]) for r in table["rows"]] == [("x", 2)]
@@ -187,8 +213,9 @@ def test_fractions_are_converted_when_they_share_a_table_with_percent(tmp_path):
     assert any("fractions and shown in percent here: frac" in n for n in t.notes)
     # a table of fraction runs only stays in fractions, as the paper prints them (the probes' family)
     (p,) = build_tables(read_runs(FIX / "sampling_fair_results.json"))
-    assert p.scale == "fraction" and all(t_.header(m).endswith("(fraction)") for t_ in [p] for m in p.columns
-                                         if m.kind == "rate")
+    assert p.scale == "fraction" and all(
+        t_.header(m).endswith("(fraction)") for t_ in [p] for m in p.columns if m.kind == "rate"
+    )
 
 
 def test_before_after_and_stage_rows_of_the_recipes():
@@ -197,8 +224,10 @@ def test_before_after_and_stage_rows_of_the_recipes():
     dpce = _fixture("dpce_results.json")
     before, after = read_runs(FIX / "dpce_results.json", "dpce")
     assert (before.name, after.name) == ("dpce (before)", "dpce")
-    assert before.values["cced_gap"] == dpce["before"]["cced"]["gap"] and after.values["cced_gap"] == \
-        dpce["after"]["cced"]["gap"]
+    assert (
+        before.values["cced_gap"] == dpce["before"]["cced"]["gap"]
+        and after.values["cced_gap"] == dpce["after"]["cced"]["gap"]
+    )
     s1, s2 = read_runs(FIX / "sampling_fair_results.json", "fair")
     fair = _fixture("sampling_fair_results.json")
     target = next(iter(fair["stages"]["stage2"]["probe"]))
@@ -223,8 +252,13 @@ def _pdflatex(tex: Path) -> None:
     import subprocess
 
     needs.require("pdflatex", who="the LaTeX compile (the other formats were checked)")
-    proc = subprocess.run([needs.program("pdflatex"), "-interaction=nonstopmode", "-halt-on-error", tex.name], cwd=tex.parent,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [needs.program("pdflatex"), "-interaction=nonstopmode", "-halt-on-error", tex.name],
+        cwd=tex.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:]
 
 
@@ -239,8 +273,22 @@ def test_two_tiny_offline_runs_make_a_report_with_columns_numbers_and_latex_that
         (tmp_path / name / "gacl").mkdir(parents=True)
         runs.append(shutil.copy(FIX / "gacl_tiny_results.json", tmp_path / name / "gacl" / "results.json"))
     md, tex = tmp_path / "r.md", tmp_path / "r.tex"
-    assert main(["report", *map(str, runs), "--markdown", str(md), "--latex", str(tex), "--latex-standalone",
-                 "--html", str(tmp_path / "r.html")]) == 0
+    assert (
+        main(
+            [
+                "report",
+                *map(str, runs),
+                "--markdown",
+                str(md),
+                "--latex",
+                str(tex),
+                "--latex-standalone",
+                "--html",
+                str(tmp_path / "r.html"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "Scale: ." not in out and "Held-out demo sentences" in out and "gender acc. ↑ (%)" in out
     after, before = res["held_out_gender"]["after"], res["held_out_gender"]["before"]
@@ -251,7 +299,9 @@ def test_two_tiny_offline_runs_make_a_report_with_columns_numbers_and_latex_that
     assert set(rows) == {"gacl (original) [seed-0]", "gacl [seed-0]", "gacl (original) [seed-1]", "gacl [seed-1]"}
     trained, original = rows["gacl [seed-0]"], rows["gacl (original) [seed-0]"]
     chrf = "Held-out demo sentences: chrF++ ↑ (0–100)"
-    assert trained[chrf].strip("*") == f"{after['chrf++']:.1f}" and original[chrf].strip("*") == f"{before['chrf++']:.1f}"
+    assert (
+        trained[chrf].strip("*") == f"{after['chrf++']:.1f}" and original[chrf].strip("*") == f"{before['chrf++']:.1f}"
+    )
     assert trained["Training: eval loss ↓"].strip("*") == f"{res['dev']['loss']:.3f}"
     assert original["Training: eval loss ↓"] == "–"  # the original has no eval loss of this run
     assert out.count("Paired bootstrap") == 1 and "no row carries per-sentence data" in out
@@ -288,8 +338,15 @@ def _gacl_sweep(tmp_path: Path) -> Path:
         log.write_text("ok\n")
         return 0
 
-    spec = build_spec("gacl/tiny_offline", [], ["training.gacl_lambda=0.0,1.0"], [], "0,1", ["dev.loss:min"],
-                      output_dir=str(tmp_path / "sweep_gacl"))
+    spec = build_spec(
+        "gacl/tiny_offline",
+        [],
+        ["training.gacl_lambda=0.0,1.0"],
+        [],
+        "0,1",
+        ["dev.loss:min"],
+        output_dir=str(tmp_path / "sweep_gacl"),
+    )
     assert run_sweep(spec, runner=runner, echo=lambda line: None).complete
     write_report(spec.output_dir, spec)
     return Path(spec.output_dir) / "sweep.json"
@@ -329,8 +386,9 @@ def test_tradeoff_of_two_sweeps_is_recomputed_over_the_rows_shown(tmp_path):
     own = [s["mean"]["test.tradeoff"] for p in (fcl, adv) for s in json.loads(p.read_text())["settings"]]
     assert "the sum over the 28 classes" in (fcl.parent / "sweep.md").read_text()  # ΔEO named in sweep.md
     (t,) = build_tables(read_runs(fcl) + read_runs(adv))
-    want = tradeoff_scores(*[[r.values[k] / 100 for r in t.rows]
-                             for k in ("accuracy", "gap", "leakage_h", "leakage_yhat")])
+    want = tradeoff_scores(
+        *[[r.values[k] / 100 for r in t.rows] for k in ("accuracy", "gap", "leakage_h", "leakage_yhat")]
+    )
     got = [r.values["tradeoff"] for r in t.rows]
     assert got == pytest.approx(want) and got != pytest.approx(own)  # the sweeps' own would not be the rows'
     assert all("tradeoff" not in r.std for r in t.rows)
@@ -351,8 +409,12 @@ def test_unlike_delta_eo_conventions_are_refused_then_marked(tmp_path, capsys):
     text = md.read_text()
     header = next(x for x in text.splitlines() if x.startswith("| run |"))
     cols = [c.strip() for c in header.strip("|").split(" | ")]
-    row = dict(zip(cols, [c.strip() for c in next(x for x in text.splitlines() if x.startswith("| all |"))
-                          .strip("|").split(" | ")]))
+    row = dict(
+        zip(
+            cols,
+            [c.strip() for c in next(x for x in text.splitlines() if x.startswith("| all |")).strip("|").split(" | ")],
+        )
+    )
     assert row["Fairness: ΔEO/class ↓ (%)"].endswith("†") and "†" not in row["Performance: Acc. ↑ (%)"]
     assert "delta\\_eo is `all`, positive's is `positive`" in text and "not comparable" in text  # code spans kept
 
@@ -376,8 +438,13 @@ def test_mt_compat_mode_is_refused_then_marked(tmp_path, capsys):
 
 def test_embedding_pooling_is_refused_between_an_eval_and_a_recipe(tmp_path, capsys):
     emb = _fixture("dpce_results.json")["after"]
-    data = {"format": "fairmt-embeddings/1", "model": "x", "suites": ["cced"], "pooling": "model",
-            "cced": dict(emb["cced"], signature=emb["cced"]["signature"].replace("pool:mean+l2", "pool:model"))}
+    data = {
+        "format": "fairmt-embeddings/1",
+        "model": "x",
+        "suites": ["cced"],
+        "pooling": "model",
+        "cced": dict(emb["cced"], signature=emb["cced"]["signature"].replace("pool:mean+l2", "pool:model")),
+    }
     ev = _write(tmp_path / "eval.json", data)
     assert main(["report", str(FIX / "dpce_results.json"), str(ev)]) == 2
     assert "cced is 'CCED|groups:male+female|dist:l2|norm:none|pool:model" in capsys.readouterr().err
@@ -406,8 +473,15 @@ def _classification_sweep(tmp_path: Path, objective: str, key: str, values: list
         log.write_text("ok\n")
         return 0
 
-    spec = build_spec(f"classification/{objective}", [], [f"{key}={','.join(map(str, values))}"], [], seeds, [],
-                      output_dir=str(tmp_path / f"sweep_{objective}"))
+    spec = build_spec(
+        f"classification/{objective}",
+        [],
+        [f"{key}={','.join(map(str, values))}"],
+        [],
+        seeds,
+        [],
+        output_dir=str(tmp_path / f"sweep_{objective}"),
+    )
     assert run_sweep(spec, runner=runner, echo=lambda line: None).complete
     write_report(spec.output_dir, spec)
     return Path(spec.output_dir) / "sweep.json"
@@ -428,7 +502,7 @@ def test_several_sweeps_make_one_table_and_one_tradeoff_figure_labelled_by_value
     assert r0.std["accuracy"] == pytest.approx(statistics.stdev([79.0, 80.0]))
     assert t.cell(0, next(m for m in t.columns if m.key == "accuracy")) == "79.5 ± 0.7"
     assert r0.signatures["cls:version"] == "v1" and r0.signatures["delta_eo"] == "all"  # from the sweep's own run
-    (name, _, fig), = [f for f in figures([t]) if f[0].endswith("tradeoff")]
+    ((name, _, fig),) = [f for f in figures([t]) if f[0].endswith("tradeoff")]
     ax = fig.axes[0]
     labels = {a.get_text() for a in ax.texts}
     assert {"β=0.1", "β=0.3", "λ=0.5", "λ=1"} <= labels
@@ -446,15 +520,35 @@ def mixed_report(tmp_path_factory):
     a sampling run: every output written."""
     pytest.importorskip("optuna")
     tmp_path = tmp_path_factory.mktemp("mixed")
-    files = [_write(tmp_path / "mt.json", _mt_bias("google")), _write(tmp_path / "mt2.json", _mt_bias("nllb",
-                                                                                                      acc=(70, 50))),
-             FIX / "embeddings_minilm.json", *(FIX / n for n in CLS),
-             _classification_sweep(tmp_path, "fcl", "objective_args.fcl_beta", [0.1, 0.3]),
-             FIX / "sampling_fair_results.json"]
+    files = [
+        _write(tmp_path / "mt.json", _mt_bias("google")),
+        _write(tmp_path / "mt2.json", _mt_bias("nllb", acc=(70, 50))),
+        FIX / "embeddings_minilm.json",
+        *(FIX / n for n in CLS),
+        _classification_sweep(tmp_path, "fcl", "objective_args.fcl_beta", [0.1, 0.3]),
+        FIX / "sampling_fair_results.json",
+    ]
     out = {k: tmp_path / f"report.{k}" for k in ("md", "json", "tex", "html")}
-    assert main(["report", *map(str, files), "--markdown", str(out["md"]), "--json", str(out["json"]),
-                 "--latex", str(out["tex"]), "--latex-standalone", "--html", str(out["html"]),
-                 "--plot", str(tmp_path / "fig.svg")]) == 0
+    assert (
+        main(
+            [
+                "report",
+                *map(str, files),
+                "--markdown",
+                str(out["md"]),
+                "--json",
+                str(out["json"]),
+                "--latex",
+                str(out["tex"]),
+                "--latex-standalone",
+                "--html",
+                str(out["html"]),
+                "--plot",
+                str(tmp_path / "fig.svg"),
+            ]
+        )
+        == 0
+    )
     return out, tmp_path
 
 
@@ -477,8 +571,13 @@ def test_markdown_json_and_latex_hold_every_runs_key_numbers(mixed_report):
     assert not re.search(r"[^\x00-\x7f]", tex)
     # the figures: a trade-off per family that has one, and the per-language / per-test bars
     figs = sorted(p.name for p in tmp.glob("fig-*.svg"))
-    assert {"fig-mt-tradeoff.svg", "fig-mt-bars.svg", "fig-classification-tradeoff.svg", "fig-embeddings-bars.svg",
-            "fig-probe-tradeoff.svg"} <= set(figs)
+    assert {
+        "fig-mt-tradeoff.svg",
+        "fig-mt-bars.svg",
+        "fig-classification-tradeoff.svg",
+        "fig-embeddings-bars.svg",
+        "fig-probe-tradeoff.svg",
+    } <= set(figs)
 
 
 @pytest.mark.needs("pdflatex")
@@ -486,14 +585,22 @@ def test_latex_compiles_with_pdflatex(mixed_report):
     import subprocess
 
     out, tmp = mixed_report
-    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", out["tex"].name], cwd=tmp,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", out["tex"].name],
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert (tmp / "report.pdf").stat().st_size > 1000
 
 
-EXTERNAL = re.compile(r"""(?:https?:|ftp:|file:|//[a-z0-9])|(?:src|href|action|poster|srcset)\s*=\s*(?!["']?(?:#|data:))|"""
-                      r"""url\(\s*(?!["']?(?:#|data:))|@import|<link\b|<iframe\b|<object\b|<embed\b""", re.I)
+EXTERNAL = re.compile(
+    r"""(?:https?:|ftp:|file:|//[a-z0-9])|(?:src|href|action|poster|srcset)\s*=\s*(?!["']?(?:#|data:))|"""
+    r"""url\(\s*(?!["']?(?:#|data:))|@import|<link\b|<iframe\b|<object\b|<embed\b""",
+    re.I,
+)
 
 
 def test_html_page_references_no_url_outside_itself(mixed_report):
@@ -537,24 +644,38 @@ def _model_dir(tmp_path: Path) -> Path:
     return m
 
 
-@pytest.mark.parametrize("fixture,method,metric,value", [
-    ("classification_fcl_results.json", "fcl", "Performance Acc. (%)", ("test", "accuracy")),
-    ("dpce_results.json", "dpce", "CCED gap", ("after", "cced", "gap")),
-    ("sampling_fair_results.json", "sampling", "Latent subgroups dominance",
-     ("stages", "stage2", "subgroups", "cluster_dominance_ratio")),
-    ("classification_inlp_results.json", None, "Leakage leakage@h (%)", ("test", "leakage_h")),
-    # issue 53: the first recipe's held-out numbers go into its card (it was refused: "no measure of the trained model")
-    ("gacl_tiny_results.json", "gacl", "chrF++ vs references (fairmt demo held-out sentences, ",
-     ("held_out_gender", "after", "chrf++")),
-])
-def test_push_dry_run_writes_the_card_of_any_family_and_contacts_nothing(tmp_path, no_network, capsys, fixture,
-                                                                       method, metric, value):
+@pytest.mark.parametrize(
+    "fixture,method,metric,value",
+    [
+        ("classification_fcl_results.json", "fcl", "Performance Acc. (%)", ("test", "accuracy")),
+        ("dpce_results.json", "dpce", "CCED gap", ("after", "cced", "gap")),
+        (
+            "sampling_fair_results.json",
+            "sampling",
+            "Latent subgroups dominance",
+            ("stages", "stage2", "subgroups", "cluster_dominance_ratio"),
+        ),
+        ("classification_inlp_results.json", None, "Leakage leakage@h (%)", ("test", "leakage_h")),
+        # issue 53: the first recipe's held-out numbers go into its card (it was refused: "no measure of the trained model")
+        (
+            "gacl_tiny_results.json",
+            "gacl",
+            "chrF++ vs references (fairmt demo held-out sentences, ",
+            ("held_out_gender", "after", "chrf++"),
+        ),
+    ],
+)
+def test_push_dry_run_writes_the_card_of_any_family_and_contacts_nothing(
+    tmp_path, no_network, capsys, fixture, method, metric, value
+):
     from fairmt.citations import ENTRIES
     from fairmt.eval.modelcard import read_eval_results
 
     out = tmp_path / "card"
-    assert main(["push", str(_model_dir(tmp_path)), "me/model", "--results", str(FIX / fixture),
-                 "--dry-run", str(out)]) == 0
+    assert (
+        main(["push", str(_model_dir(tmp_path)), "me/model", "--results", str(FIX / fixture), "--dry-run", str(out)])
+        == 0
+    )
     assert "dry run: nothing uploaded" in capsys.readouterr().out
     entries = {e["metric_name"]: e for e in read_eval_results(out / "README.md")}
     want = _fixture(fixture)
@@ -563,21 +684,46 @@ def test_push_dry_run_writes_the_card_of_any_family_and_contacts_nothing(tmp_pat
     named = [e for name, e in entries.items() if name == metric or name.startswith(metric)]  # names may go on
     assert len(named) == 1 and named[0]["metric_value"] == pytest.approx(want, rel=1e-12)  # in full (issue 54)
     card = (out / "README.md").read_text()
-    cited = [k for k in ("shen2022fcl", "kaneko2021dpce", "martin_ogbuokiri_sampling", "lee2023gacl")
-             if f"{{{k}," in card]
-    expected = {"fcl": ["shen2022fcl"], "dpce": ["kaneko2021dpce"], "sampling": ["martin_ogbuokiri_sampling"],
-                "gacl": ["lee2023gacl"], None: []}[method]
+    cited = [
+        k for k in ("shen2022fcl", "kaneko2021dpce", "martin_ogbuokiri_sampling", "lee2023gacl") if f"{{{k}," in card
+    ]
+    expected = {
+        "fcl": ["shen2022fcl"],
+        "dpce": ["kaneko2021dpce"],
+        "sampling": ["martin_ogbuokiri_sampling"],
+        "gacl": ["lee2023gacl"],
+        None: [],
+    }[method]
     assert cited == expected and all(k in ENTRIES for k in expected)
-    on_hub = [".eval_results/LabHC__bias_in_bios.yaml (beside this file)"] if fixture.startswith("classification") \
-        else []  # Bias-in-Bios is on the Hub: its results get an eval-results file too (issue 54)
-    assert (out / "upload.txt").read_text().splitlines() == ["config.json", "model.safetensors",
-                                                            "README.md (the card beside this file)", *on_hub]
+    on_hub = (
+        [".eval_results/LabHC__bias_in_bios.yaml (beside this file)"] if fixture.startswith("classification") else []
+    )  # Bias-in-Bios is on the Hub: its results get an eval-results file too (issue 54)
+    assert (out / "upload.txt").read_text().splitlines() == [
+        "config.json",
+        "model.safetensors",
+        "README.md (the card beside this file)",
+        *on_hub,
+    ]
 
 
 def test_push_method_given_on_the_command_line_wins(tmp_path, no_network):
     out = tmp_path / "card"
-    assert main(["push", str(_model_dir(tmp_path)), "me/model", "--results", str(FIX / CLS[1]), "--method", "cscl",
-                 "--dry-run", str(out)]) == 0
+    assert (
+        main(
+            [
+                "push",
+                str(_model_dir(tmp_path)),
+                "me/model",
+                "--results",
+                str(FIX / CLS[1]),
+                "--method",
+                "cscl",
+                "--dry-run",
+                str(out),
+            ]
+        )
+        == 0
+    )
     card = (out / "README.md").read_text()
     assert "{chi2022cscl," in card and "{shen2022fcl," not in card
 
@@ -668,21 +814,40 @@ def test_a_key_only_one_run_has_is_no_difference_and_per_class_gap_is_asked_for(
 def _geneval_result(lang: str, split: str, acc: float):
     from fairmt.eval.geneval import GenEvalResult
 
-    return GenEvalResult(lang=lang, split=split, n=100, accuracy=acc, explicit_accuracy=acc - 20,
-                         accuracy_masculine=acc + 5, accuracy_feminine=acc - 5, explicit_accuracy_masculine=acc - 15,
-                         explicit_accuracy_feminine=acc - 25, delta_g=10.0, explicit_delta_g=-8.0,
-                         hypothesis_accuracy=acc, hypothesis_explicit_accuracy=acc - 20,
-                         signature=f"MT-GenEval|set:counterfactual|split:{split}|lang:{lang}|n:100|fairmt:0.1",
-                         chrfpp=50.0)
+    return GenEvalResult(
+        lang=lang,
+        split=split,
+        n=100,
+        accuracy=acc,
+        explicit_accuracy=acc - 20,
+        accuracy_masculine=acc + 5,
+        accuracy_feminine=acc - 5,
+        explicit_accuracy_masculine=acc - 15,
+        explicit_accuracy_feminine=acc - 25,
+        delta_g=10.0,
+        explicit_delta_g=-8.0,
+        hypothesis_accuracy=acc,
+        hypothesis_explicit_accuracy=acc - 20,
+        signature=f"MT-GenEval|set:counterfactual|split:{split}|lang:{lang}|n:100|fairmt:0.1",
+        chrfpp=50.0,
+    )
 
 
 def _flores_result(pair: str, tok: str, bleu: float):
     from fairmt.eval.translation import TranslationQualityResult
 
-    return TranslationQualityResult(lang_pair=pair, n=1012, spbleu=bleu, bleu_spm_nonstandard=None, chrfpp=55.0,
-                                    bleu_label="spBLEU", bleu_signature=f"nrefs:1|case:mixed|tok:{tok}|version:2.4",
-                                    chrf_signature="nrefs:1|case:mixed|nc:6|nw:2|version:2.4", spm_model="m",
-                                    spm_model_sha256="x")
+    return TranslationQualityResult(
+        lang_pair=pair,
+        n=1012,
+        spbleu=bleu,
+        bleu_spm_nonstandard=None,
+        chrfpp=55.0,
+        bleu_label="spBLEU",
+        bleu_signature=f"nrefs:1|case:mixed|tok:{tok}|version:2.4",
+        chrf_signature="nrefs:1|case:mixed|nc:6|nw:2|version:2.4",
+        spm_model="m",
+        spm_model_sha256="x",
+    )
 
 
 def test_eval_geneval_and_flores_jsons_average_languages_and_refuse_another_split_or_tokenizer(tmp_path, capsys):
@@ -737,8 +902,10 @@ def test_rows_selected_under_different_checkpoint_rules_are_named_under_the_tabl
 
     (t,) = build_tables([r for n in CLS for r in read_runs(FIX / n)])
     (note,) = [n for n in t.notes if n.startswith("Rows selected under different checkpoint rules")]
-    assert note.endswith("dto (dev set): classification_adversarial_results, classification_fcl_results; "
-                         "loss (dev set): classification_inlp_results.") and markdown(note) in markdown_report([t])
+    assert note.endswith(
+        "dto (dev set): classification_adversarial_results, classification_fcl_results; "
+        "loss (dev set): classification_inlp_results."
+    ) and markdown(note) in markdown_report([t])
     (same,) = build_tables([r for r in read_runs(FIX / CLS[0])])
     assert not any(n.startswith("Rows selected under") for n in same.notes)
 
@@ -758,8 +925,11 @@ def test_every_input_parses_before_anything_is_built_or_printed(tmp_path, capsys
     broken.write_text('{"format": 1, "winomt": {', encoding="utf-8")
     wrong = _mt_bias("c")
     wrong["winomt"]["de"]["accuracy"] = "high"
-    for bad, expected in ((_write(tmp_path / "x.json", {"accuracy": 1}), "declares no 'format'"),
-                          (broken, "broken.json"), (_write(tmp_path / "wrong.json", wrong), "'winomt.de.accuracy'")):
+    for bad, expected in (
+        (_write(tmp_path / "x.json", {"accuracy": 1}), "declares no 'format'"),
+        (broken, "broken.json"),
+        (_write(tmp_path / "wrong.json", wrong), "'winomt.de.accuracy'"),
+    ):
         md = tmp_path / "out.md"
         assert main(["report", str(good), str(good), str(bad), "--names", "a", "b", "c", "--markdown", str(md)]) == 2
         captured = capsys.readouterr()
@@ -772,9 +942,15 @@ def test_before_after_of_one_run_names_directions_and_the_seed_noise_never_a_ver
     printer gives the change, the better direction in the label, and a line naming training-seed noise."""
     from fairmt.eval.report import ONE_RUN_NOTE, before_after_lines
 
-    lines = before_after_lines("what X changed", [("chrF++", 50.0, 50.2, ".1f", "higher"),
-                                                  ("GAP ↓", 10.0, 12.0, ".2f", "lower"),
-                                                  ("ΔG", -3.0, 1.0, "+.1f", "zero"), ("n", 1.0, None, ".0f", None)])
+    lines = before_after_lines(
+        "what X changed",
+        [
+            ("chrF++", 50.0, 50.2, ".1f", "higher"),
+            ("GAP ↓", 10.0, 12.0, ".2f", "lower"),
+            ("ΔG", -3.0, 1.0, "+.1f", "zero"),
+            ("n", 1.0, None, ".0f", None),
+        ],
+    )
     assert lines[1].split() == ["chrF++", "↑", "50.0", "→", "50.2", "(+0.2)"]
     assert lines[2].split() == ["GAP", "↓", "10.00", "→", "12.00", "(+2.00)"]
     assert lines[3].split()[:3] == ["ΔG", "(0", "best)"]

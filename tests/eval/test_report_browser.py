@@ -20,29 +20,50 @@ from fairmt.cli import main
 
 FIX = Path(__file__).parents[1] / "fixtures" / "report"
 CHROMIUM = needs.program("chromium")  # FAIRMT_CHROMIUM, else chromium on the PATH (tests/support/needs.py)
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @pytest.fixture(scope="module")
 def page_file(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("html")
     mt = tmp / "mt.json"
-    mt.write_text(json.dumps({"format": 1, "settings": {"name": "google", "compat": None},
-                              "winomt": {"de": {"accuracy": 60.0, "delta_g_acc": 8.0, "delta_s": 4.0},
-                                         "fr": {"accuracy": 55.0, "delta_g_acc": 6.0, "delta_s": 3.0}},
-                              "flores": {"de": {"spbleu": 31.0, "chrfpp": 55.0}}}))
+    mt.write_text(
+        json.dumps(
+            {
+                "format": 1,
+                "settings": {"name": "google", "compat": None},
+                "winomt": {
+                    "de": {"accuracy": 60.0, "delta_g_acc": 8.0, "delta_s": 4.0},
+                    "fr": {"accuracy": 55.0, "delta_g_acc": 6.0, "delta_s": 3.0},
+                },
+                "flores": {"de": {"spbleu": 31.0, "chrfpp": 55.0}},
+            }
+        )
+    )
     out = tmp / "report.html"
-    files = [mt, *(FIX / f"classification_{n}_results.json" for n in ("adversarial", "fcl", "inlp")),
-             FIX / "sampling_fair_results.json", FIX / "dpce_results.json"]
+    files = [
+        mt,
+        *(FIX / f"classification_{n}_results.json" for n in ("adversarial", "fcl", "inlp")),
+        FIX / "sampling_fair_results.json",
+        FIX / "dpce_results.json",
+    ]
     assert main(["report", *map(str, files), "--html", str(out)]) == 0
     return out
 
 
 @pytest.mark.needs("chromium")
 def test_report_page_renders_sorts_and_stays_offline_in_chromium(page_file, tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install "
-                                   "'fairmt[report]')")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install 'fairmt[report]')"
+    )
     url = page_file.resolve().as_uri()
     errors: list[str] = []
     requests: list[str] = []
@@ -71,8 +92,12 @@ def test_report_page_renders_sorts_and_stays_offline_in_chromium(page_file, tmp_
             col = int(header.evaluate("th => th.cellIndex"))
 
             def column() -> list[float]:
-                return [float(v) for v in cls.locator(f"tbody tr td:nth-child({col + 1})").evaluate_all(
-                    "tds => tds.map(td => td.getAttribute('data-value'))")]
+                return [
+                    float(v)
+                    for v in cls.locator(f"tbody tr td:nth-child({col + 1})").evaluate_all(
+                        "tds => tds.map(td => td.getAttribute('data-value'))"
+                    )
+                ]
 
             before = column()
             header.click()

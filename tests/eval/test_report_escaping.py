@@ -24,10 +24,21 @@ NAMES = [HOSTILE, "[link](javascript:alert(2)) ~~s~~ `x` **b** - 1. > q Müller-
 
 def _mt(name: str, acc: tuple[float, float], bleu: float) -> dict:
     """An `eval mt-bias` result (format 1) named ``name``: WinoMT de and fr (per-language bars), FLORES de."""
-    per = {lang: {"accuracy": a, "delta_g_acc": 8.0, "delta_s": 4.0,
-                  "signature": f"winomt|v:1|lang:{lang}|compat:none|fairmt:0.1"} for lang, a in zip(("de", "fr"), acc)}
-    return {"format": 1, "settings": {"name": name, "compat": None},
-            "winomt": per, "flores": {"de": {"spbleu": bleu, "chrfpp": 55.0, "bleu_signature": "nrefs:1|tok:flores200"}}}
+    per = {
+        lang: {
+            "accuracy": a,
+            "delta_g_acc": 8.0,
+            "delta_s": 4.0,
+            "signature": f"winomt|v:1|lang:{lang}|compat:none|fairmt:0.1",
+        }
+        for lang, a in zip(("de", "fr"), acc)
+    }
+    return {
+        "format": 1,
+        "settings": {"name": name, "compat": None},
+        "winomt": per,
+        "flores": {"de": {"spbleu": bleu, "chrfpp": 55.0, "bleu_signature": "nrefs:1|tok:flores200"}},
+    }
 
 
 @pytest.fixture()
@@ -44,17 +55,27 @@ def hostile(tmp_path) -> list[str]:
 def test_each_format_has_one_escaping_function():
     assert escape.terminal(HOSTILE) == "<img src=x onerror=alert(1)>\\n# heading\\x1b]0;x\\x07$\\frac{$|\\%&_{}"
     assert escape.terminal("a\u202eb\x9bc\td") == "a\\u202eb\\x9bc\\td"  # bidi override, C1 CSI, tab
-    assert escape.markdown(HOSTILE) == ("&lt;img src=x onerror=alert(1)&gt;\\\\n\\# heading\\\\x1b\\]0;x\\\\x07\\$"
-                                        "\\\\frac{\\$\\|\\\\%&amp;\\_{}")
+    assert escape.markdown(HOSTILE) == (
+        "&lt;img src=x onerror=alert(1)&gt;\\\\n\\# heading\\\\x1b\\]0;x\\\\x07\\$\\\\frac{\\$\\|\\\\%&amp;\\_{}"
+    )
     assert [escape.markdown(s) for s in ("- x", "1. x", "1.5", "-1.3", "> q", "===")] == [
-        "\\- x", "1\\. x", "1.5", "-1.3", "&gt; q", "\\==="]
+        "\\- x",
+        "1\\. x",
+        "1.5",
+        "-1.3",
+        "&gt; q",
+        "\\===",
+    ]
     assert escape.markdown_code("a`b|c") == "``a`b\\|c``"
-    assert escape.latex("<[x]>|\"~^") == "\\textless{}{[}x{]}\\textgreater{}\\textbar{}\\textquotedbl{}" \
-                                         "\\textasciitilde{}\\textasciicircum{}"
+    assert (
+        escape.latex('<[x]>|"~^') == "\\textless{}{[}x{]}\\textgreater{}\\textbar{}\\textquotedbl{}"
+        "\\textasciitilde{}\\textasciicircum{}"
+    )
     assert escape.html(HOSTILE).startswith("&lt;img src=x onerror=alert(1)&gt;\\n# heading\\x1b")
-    assert escape.html('"\'') == "&quot;&#x27;"
+    assert escape.html("\"'") == "&quot;&#x27;"
     assert escape.latex("Müller Łódź ß Ærø ñ i\u0301 İ ą 北京") == (
-        'M\\"{u}ller \\L{}\\\'{o}d\\\'{z} \\ss{} \\AE{}r\\o{} \\~{n} \\\'{\\i} \\.{I} ? ??')
+        "M\\\"{u}ller \\L{}\\'{o}d\\'{z} \\ss{} \\AE{}r\\o{} \\~{n} \\'{\\i} \\.{I} ? ??"
+    )
     assert escape.mpl("$\\frac{$") == "\\$\\frac{\\$" and escape.mpl("_hidden") == " _hidden"
     marked = escape.Marked("a|b is ", escape.Marked.code("x`y"), ".")
     assert marked == "a|b is `x`y`." and escape.markdown(marked) == "a\\|b is ``x`y``."
@@ -78,8 +99,24 @@ def test_terminal_markdown_json_latex_and_figures_keep_the_names_as_text(hostile
     MarkdownIt = pytest.importorskip("markdown_it", reason="pip install 'fairmt[report]'").MarkdownIt
 
     md_path, tex, js = tmp_path / "r.md", tmp_path / "r.tex", tmp_path / "r.json"
-    assert main(["report", *hostile, "--markdown", str(md_path), "--latex", str(tex), "--latex-standalone",
-                 "--json", str(js), "--plot", str(tmp_path / "fig.png")]) == 0
+    assert (
+        main(
+            [
+                "report",
+                *hostile,
+                "--markdown",
+                str(md_path),
+                "--latex",
+                str(tex),
+                "--latex-standalone",
+                "--json",
+                str(js),
+                "--plot",
+                str(tmp_path / "fig.png"),
+            ]
+        )
+        == 0
+    )
     out, err = capsys.readouterr()
     for stream in (out, err):  # the terminal: no escape, no bell, no forged line
         assert "\x1b" not in stream and "\x07" not in stream
@@ -93,7 +130,9 @@ def test_terminal_markdown_json_latex_and_figures_keep_the_names_as_text(hostile
     rendered = MarkdownIt("commonmark").enable("table").enable("strikethrough").render(text)
     assert "<img" not in rendered and "<a " not in rendered and "<s>" not in rendered and "<code>x" not in rendered
     assert [x for x in rendered.splitlines() if x.startswith("<h")] == [
-        "<h1>fairmt report</h1>", "<h2>Machine translation: gender accuracy and quality (Lee et al., Tables 2–3)</h2>"]
+        "<h1>fairmt report</h1>",
+        "<h2>Machine translation: gender accuracy and quality (Lee et al., Tables 2–3)</h2>",
+    ]
     body = rendered.split("<tbody>")[1].split("</tbody>")[0]
     assert body.count("<tr>") == 2 and "&lt;img src=x onerror=alert(1)&gt;\\n# heading\\x1b]0;x\\x07$\\frac{$|" in body
     # figures: drawn with the names as plain text (no mathtext parse error)
@@ -101,17 +140,24 @@ def test_terminal_markdown_json_latex_and_figures_keep_the_names_as_text(hostile
     # LaTeX: compiles
     needs.require("pdflatex", who="the LaTeX part (the other formats were checked)")
     pdflatex = needs.program("pdflatex")
-    run = subprocess.run([pdflatex, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", tex.name],
-                         check=False, cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "openout_any": "p"})
+    run = subprocess.run(
+        [pdflatex, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", tex.name],
+        check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "openout_any": "p"},
+    )
     assert run.returncode == 0, run.stdout[-2000:]
     assert (tmp_path / "r.pdf").stat().st_size > 1000
 
 
 @pytest.mark.needs("chromium")
 def test_html_page_runs_only_its_own_script_in_chromium(hostile, tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install "
-                                   "'fairmt[report]')")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install 'fairmt[report]')"
+    )
     from test_report_browser import ARGS, CHROMIUM
 
     page_file = tmp_path / "r.html"
@@ -164,10 +210,13 @@ def test_mt_bias_markdown_and_sweep_markdown_keep_names_as_text():
 
     md = MarkdownIt("commonmark").enable("table")
     data = [_mt(n, (60.0, 55.0), 30.0) for n in NAMES]
-    texts = [mtbias.markdown_tables(data[0], name=HOSTILE),
-             mtbias.comparison_markdown(mtbias.compare_runs(data, NAMES)),
-             markdown_table([{"run": n, "value": 1.0, "note": "**kept**"} for n in NAMES], ["run", "value", "note"],
-                            markup=["note"])]
+    texts = [
+        mtbias.markdown_tables(data[0], name=HOSTILE),
+        mtbias.comparison_markdown(mtbias.compare_runs(data, NAMES)),
+        markdown_table(
+            [{"run": n, "value": 1.0, "note": "**kept**"} for n in NAMES], ["run", "value", "note"], markup=["note"]
+        ),
+    ]
     for text in texts:
         html = md.render(text)
         assert "<img" not in html and "<h1>" not in html and "<a " not in html and "<code>x" not in html
@@ -200,14 +249,36 @@ def test_sweep_markdown_keeps_recipe_names_and_overrides_as_text():
     from fairmt.sweep.report import render_markdown
 
     bad = "x`</code><img src=x onerror=alert(1)>\n# heading"
-    setting = {"id": "s1", "overrides": {"objective_args.name": bad}, "n": 2, "mean": {"dev.accuracy": 0.5},
-               "std": {"dev.accuracy": 0.1}, "seeds": [0, 1]}
-    report = {"recipe": bad, "mode": "grid", "settings": [setting], "seeds": [0, 1], "overrides": [f"a={bad}"],
-              "runs_finished": 2, "runs_expected": 2, "objectives": [{"metric": "dev.accuracy"}],
-              "tradeoff": [{"metric": "dev.accuracy", "direction": "maximize"}], "pareto": {},
-              "selected": {"setting": "s1", "overrides": setting["overrides"], "n": 2, "run": bad, "seed": 0,
-                           "model_dir": bad, "test": {"mean": {}, "std": {}}},
-              "selection": {"rule": "accuracy", "by_rule": {"accuracy": {"setting": "s1"}}}}
+    setting = {
+        "id": "s1",
+        "overrides": {"objective_args.name": bad},
+        "n": 2,
+        "mean": {"dev.accuracy": 0.5},
+        "std": {"dev.accuracy": 0.1},
+        "seeds": [0, 1],
+    }
+    report = {
+        "recipe": bad,
+        "mode": "grid",
+        "settings": [setting],
+        "seeds": [0, 1],
+        "overrides": [f"a={bad}"],
+        "runs_finished": 2,
+        "runs_expected": 2,
+        "objectives": [{"metric": "dev.accuracy"}],
+        "tradeoff": [{"metric": "dev.accuracy", "direction": "maximize"}],
+        "pareto": {},
+        "selected": {
+            "setting": "s1",
+            "overrides": setting["overrides"],
+            "n": 2,
+            "run": bad,
+            "seed": 0,
+            "model_dir": bad,
+            "test": {"mean": {}, "std": {}},
+        },
+        "selection": {"rule": "accuracy", "by_rule": {"accuracy": {"setting": "s1"}}},
+    }
     text = render_markdown(report)
     html = MarkdownIt("commonmark").enable("table").render(text)
     assert "<img" not in html and html.count("<h1>") == 1 and html.count("<h2>") == 1

@@ -21,8 +21,12 @@ def _winomt_items(n: int, seed: int, female_share: float = 0.5) -> dict:
 
 
 def _mt(name: str, lang: str, acc: float, items: dict | None = None, flores: dict | None = None) -> dict:
-    row = {"accuracy": acc, "delta_g_acc": 8.0, "delta_s": 4.0,
-           "signature": f"winomt|v:1|lang:{lang}|compat:none|fairmt:0.1"}
+    row = {
+        "accuracy": acc,
+        "delta_g_acc": 8.0,
+        "delta_s": 4.0,
+        "signature": f"winomt|v:1|lang:{lang}|compat:none|fairmt:0.1",
+    }
     if items:
         row["items"] = items
     data = {"format": 1, "settings": {"name": name, "compat": None}, "winomt": {lang: row}}
@@ -51,7 +55,9 @@ def test_two_files_of_one_folder_with_one_name_are_two_rows(tmp_path, capsys):
     assert main(["report", de, es, "--allow-mixed", "--json", "-"]) == 0
     rows = _rows(capsys)
     assert [(r["name"], r["n"], r["values"]["winomt_acc"]) for r in rows] == [
-        ("mtb [de.json]", 1, 60.0), ("mtb [es.json]", 1, 50.0)]
+        ("mtb [de.json]", 1, 60.0),
+        ("mtb [es.json]", 1, 50.0),
+    ]
     de2 = _write(tmp_path / "de2.json", _mt("mtb", "de", 64.0))
     assert main(["report", de, de2, "--names", "x", "x", "--json", "-"]) == 0  # --names averages on purpose
     assert [(r["name"], r["n"], r["values"]["winomt_acc"]) for r in _rows(capsys)] == [("x", 2, 62.0)]
@@ -68,8 +74,13 @@ def test_one_file_given_twice_is_two_rows_and_not_distinguishable_from_itself(tm
     assert [r["name"] for r in table["rows"]] == ["sys [a.json #1]", "sys [a.json #2]"]
     assert {c["measure"] for c in table["comparisons"]} == {"accuracy", "delta_g"}
     for c in table["comparisons"]:
-        assert (c["difference"], c["ci_low"], c["ci_high"], c["p_value"], c["significant"]) == (0.0, 0.0, 0.0, 1.0,
-                                                                                                 False)
+        assert (c["difference"], c["ci_low"], c["ci_high"], c["p_value"], c["significant"]) == (
+            0.0,
+            0.0,
+            0.0,
+            1.0,
+            False,
+        )
     assert main(["report", a, other]) == 0
     out = capsys.readouterr().out
     assert out.count("+0.0 [+0.0, +0.0], p = 1.000, not distinguishable") == 2 and "nan" not in out.lower()
@@ -111,7 +122,8 @@ def test_seed_and_resamples_reach_the_bootstrap(tmp_path, capsys):
     got = json.loads(capsys.readouterr().out)["tables"][0]["comparisons"]
     want = compare_items("winomt", ib, ia, n_samples=200, seed=7)
     assert [(c["n_samples"], c["seed"], c["ci_low"], c["p_value"]) for c in got] == [
-        (200, 7, t.ci_low, t.p_value) for t in want]
+        (200, 7, t.ci_low, t.p_value) for t in want
+    ]
     assert main(["report", a, b, "--seed", "7", "--resamples", "200"]) == 0
     assert "200 resamples of the sentences/pairs, seed 7" in capsys.readouterr().out
     with pytest.raises(SystemExit):
@@ -119,14 +131,22 @@ def test_seed_and_resamples_reach_the_bootstrap(tmp_path, capsys):
 
 
 def test_a_non_official_sentencepiece_score_is_labelled_spbleu_star(tmp_path, capsys):
-    flores = {"de": {"spbleu": None, "bleu_spm_nonstandard": 31.0, "chrfpp": 55.0,
-                     "bleu_signature": "nrefs:1|tok:spm-nonstandard:0123456789ab"}}
+    flores = {
+        "de": {
+            "spbleu": None,
+            "bleu_spm_nonstandard": 31.0,
+            "chrfpp": 55.0,
+            "bleu_signature": "nrefs:1|tok:spm-nonstandard:0123456789ab",
+        }
+    }
     star = _write(tmp_path / "star.json", _mt("star", "de", 60.0, flores=flores))
     md = tmp_path / "r.md"
     assert main(["report", star, "--json", "-"]) == 0
     (table,) = json.loads(capsys.readouterr().out)["tables"]
     assert [(c["key"], c["label"]) for c in table["columns"] if c["group"] == "FLORES-200"] == [
-        ("bleu_star", "spBLEU*"), ("chrfpp", "chrF++")]
+        ("bleu_star", "spBLEU*"),
+        ("chrfpp", "chrF++"),
+    ]
     assert table["rows"][0]["values"]["bleu_star"] == 31.0 and "bleu" not in table["rows"][0]["values"]
     assert main(["report", star, "--markdown", str(md)]) == 0
     out = capsys.readouterr().out

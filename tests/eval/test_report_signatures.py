@@ -36,8 +36,10 @@ def test_compat_and_default_runs_are_marked_not_silently_compared(shared_data, t
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "acl2019 was scored differently from default" in err
     assert "--allow-mixed" in err
-    assert main(["report", str(a), str(b), str(c), *names, "--allow-mixed", "--json", str(out),
-                 "--markdown", str(md)]) == 0
+    assert (
+        main(["report", str(a), str(b), str(c), *names, "--allow-mixed", "--json", str(out), "--markdown", str(md)])
+        == 0
+    )
     err = capsys.readouterr().err
     assert "acl2019 was scored differently from default: settings:compat is 'acl2019', not 'None'" in err
     assert "winomt:de" in err and "again was scored differently" not in err
@@ -59,16 +61,25 @@ def test_compat_and_default_runs_are_marked_not_silently_compared(shared_data, t
 
 def _result(name: str, *, split="test", winomt_sig="winomt|v:1|lang:de|compat:none|fairmt:1.0", langs=("de",)):
     per = {x: {"accuracy": 60.0, "signature": winomt_sig.replace("lang:de", f"lang:{x}")} for x in langs}
-    return {"format": mtbias.FORMAT_VERSION, "settings": {"name": name, "split": split, "compat": None},
-            "winomt": {**per, "average": {"accuracy": 60.0}},
-            "geneval": {"de": {"signature": f"MT-GenEval|set:counterfactual|split:{split}|lang:de|n:300", "chrfpp": 50.0,
-                               "degenerate": {"n": 600, "degenerate": 3}},
-                        "average": {"explicit_accuracy": 30.0, "chrfpp": 50.0}}}
+    return {
+        "format": mtbias.FORMAT_VERSION,
+        "settings": {"name": name, "split": split, "compat": None},
+        "winomt": {**per, "average": {"accuracy": 60.0}},
+        "geneval": {
+            "de": {
+                "signature": f"MT-GenEval|set:counterfactual|split:{split}|lang:de|n:300",
+                "chrfpp": 50.0,
+                "degenerate": {"n": 600, "degenerate": 3},
+            },
+            "average": {"explicit_accuracy": 30.0, "chrfpp": 50.0},
+        },
+    }
 
 
 def test_signature_differences_name_each_key():
-    same = mtbias.signature_differences([_result("a"), _result("b", winomt_sig="winomt|v:1|lang:de|compat:none|"
-                                                                              "fairmt:2.0")], ["a", "b"])
+    same = mtbias.signature_differences(
+        [_result("a"), _result("b", winomt_sig="winomt|v:1|lang:de|compat:none|fairmt:2.0")], ["a", "b"]
+    )
     assert same == []  # only the fairmt version differs: the same metric
     diffs = mtbias.signature_differences([_result("a"), _result("b", split="dev", langs=("de", "fr"))], ["a", "b"])
     assert {d["key"] for d in diffs} == {"settings:split", "geneval:de", "languages:winomt"}

@@ -88,20 +88,39 @@ def test_selection_errors():
 
 @pytest.mark.slow
 def test_callback_keeps_the_best_dev_checkpoint_and_ignores_test(tmp_path):
+    from test_adversarial import _rows, _tiny_bert
+
     from fairmt.data.classification import ClassificationCollator
     from fairmt.trainers.adversarial import AdversarialConfig, AdversarialTrainer
-    from test_adversarial import _rows, _tiny_bert
 
     callback = FairnessSelectionCallback("dto", normalise=True)
     args = AdversarialConfig(
-        output_dir=str(tmp_path / "out"), max_steps=16, per_device_train_batch_size=16, learning_rate=2e-3,
-        eval_strategy="steps", eval_steps=4, save_strategy="steps", save_steps=4, logging_steps=4,
-        report_to=[], use_cpu=True, seed=0, adv_hidden_size=16, adv_lambda=0.3, disable_tqdm=True,
-        metric_for_best_model="dto", greater_is_better=False, load_best_model_at_end=True,
+        output_dir=str(tmp_path / "out"),
+        max_steps=16,
+        per_device_train_batch_size=16,
+        learning_rate=2e-3,
+        eval_strategy="steps",
+        eval_steps=4,
+        save_strategy="steps",
+        save_steps=4,
+        logging_steps=4,
+        report_to=[],
+        use_cpu=True,
+        seed=0,
+        adv_hidden_size=16,
+        adv_lambda=0.3,
+        disable_tqdm=True,
+        metric_for_best_model="dto",
+        greater_is_better=False,
+        load_best_model_at_end=True,
     )
     trainer = AdversarialTrainer(
-        model=_tiny_bert(), args=args, train_dataset=_rows(), eval_dataset=_rows(48, seed=1),
-        data_collator=ClassificationCollator(pad_id=0), compute_metrics=fairness_compute_metrics(),
+        model=_tiny_bert(),
+        args=args,
+        train_dataset=_rows(),
+        eval_dataset=_rows(48, seed=1),
+        data_collator=ClassificationCollator(pad_id=0),
+        compute_metrics=fairness_compute_metrics(),
         callbacks=[callback],
     )
     trainer.train()
@@ -168,8 +187,9 @@ def test_callback_events_without_a_trainer(tmp_path):
     assert cb2.best.step == 50 and cb2.best_checkpoint == str(tmp_path / "checkpoint-50")
     # a DTO callback refuses dev metrics without accuracy/GAP
     with pytest.raises(FairmtError, match="fairness_compute_metrics"):
-        FairnessSelectionCallback("dto").on_evaluate(args, SimpleNamespace(global_step=1), None,
-                                                     metrics={"eval_loss": 0.3})
+        FairnessSelectionCallback("dto").on_evaluate(
+            args, SimpleNamespace(global_step=1), None, metrics={"eval_loss": 0.3}
+        )
 
 
 def _drive(callback, tmp_path, records):
@@ -184,8 +204,7 @@ def _drive(callback, tmp_path, records):
     for i, (acc, gap, loss) in enumerate(records, start=1):
         state = SimpleNamespace(global_step=10 * i)
         control = TrainerControl()
-        callback.on_evaluate(args, state, control,
-                             metrics={"eval_accuracy": acc, "eval_gap": gap, "eval_loss": loss})
+        callback.on_evaluate(args, state, control, metrics={"eval_accuracy": acc, "eval_gap": gap, "eval_loss": loss})
         os.makedirs(tmp_path / f"checkpoint-{10 * i}")
         callback.on_save(args, state, control)
         controls.append(control)
@@ -226,8 +245,10 @@ DEGENERATE = [(0.21, 0.00, 3.2), (0.50, 0.65, 2.0), (0.62, 0.72, 1.5), (0.66, 0.
 
 
 def _records(evals):
-    return [EvalRecord(step=10 * i, accuracy=a, gap=g, loss=loss,
-                       dto=math.sqrt((1 - a) ** 2 + g ** 2)) for i, (a, g, loss) in enumerate(evals, start=1)]
+    return [
+        EvalRecord(step=10 * i, accuracy=a, gap=g, loss=loss, dto=math.sqrt((1 - a) ** 2 + g**2))
+        for i, (a, g, loss) in enumerate(evals, start=1)
+    ]
 
 
 def test_accuracy_floor_excludes_a_model_degenerate_on_dev():
@@ -239,7 +260,7 @@ def test_accuracy_floor_excludes_a_model_degenerate_on_dev():
     assert select_checkpoint(recs, "dto", normalise=False).step == 10
     floor = 0.8 * max(r.accuracy for r in recs)
     allowed = [r for r in recs if r.accuracy >= floor]
-    brute = min(allowed, key=lambda r: math.sqrt((1 - r.accuracy) ** 2 + r.gap ** 2))
+    brute = min(allowed, key=lambda r: math.sqrt((1 - r.accuracy) ** 2 + r.gap**2))
     chosen = select_checkpoint(recs, "dto", normalise=False, accuracy_floor=0.8)
     assert chosen.step == brute.step == 30
     assert select_checkpoint(recs, "accuracy_then_gap", tolerance=0.6, accuracy_floor=0.8).step == 30
@@ -258,8 +279,9 @@ def test_callback_with_a_floor_keeps_what_can_still_be_chosen_and_warns_once(tmp
     """During training the floor rises with the best accuracy: the 21 % epoch is the DTO choice until better
     epochs arrive, then excluded; pruning never deletes a checkpoint that can still become the choice, the final
     choice is the brute-force one, selection.json says what happened, and the run warns once."""
-    cb = FairnessSelectionCallback("dto", normalise=False, prune=True, copy_best=False, accuracy_floor=0.8,
-                                   percent=True)
+    cb = FairnessSelectionCallback(
+        "dto", normalise=False, prune=True, copy_best=False, accuracy_floor=0.8, percent=True
+    )
     _drive(cb, tmp_path, [(100 * a, 100 * g, loss) for a, g, loss in DEGENERATE])  # percent, as the recipes log
     assert cb.best.step == 30 and cb.best.accuracy == pytest.approx(0.62)  # stored as fractions
     assert cb.best_checkpoint == str(tmp_path / "checkpoint-30")
@@ -328,13 +350,24 @@ def test_patience_can_wait_for_the_dev_loss(tmp_path):
     """The shipped-sample case: DTO's choice (step 20) stays for 5 evaluations while the dev loss keeps falling.
     The rule alone stops at step 70; waiting for the loss never stops earlier, here not at all until the loss has
     been flat for `patience` evaluations."""
-    evals = [(0.09, 0.0, 3.30), (0.20, 0.26, 3.23), (0.14, 0.0, 3.10), (0.14, 0.26, 2.95), (0.11, 0.26, 2.83),
-             (0.11, 0.26, 2.75), (0.11, 0.26, 2.69), (0.43, 0.63, 2.27), (0.40, 0.68, 2.30), (0.40, 0.68, 2.31)]
+    evals = [
+        (0.09, 0.0, 3.30),
+        (0.20, 0.26, 3.23),
+        (0.14, 0.0, 3.10),
+        (0.14, 0.26, 2.95),
+        (0.11, 0.26, 2.83),
+        (0.11, 0.26, 2.75),
+        (0.11, 0.26, 2.69),
+        (0.43, 0.63, 2.27),
+        (0.40, 0.68, 2.30),
+        (0.40, 0.68, 2.31),
+    ]
     alone = FairnessSelectionCallback("dto", normalise=False, patience=5, copy_best=False)
     stops = [c.should_training_stop for c in _drive(alone, tmp_path / "a", evals)]
     assert stops.index(True) == 6  # at step 70
-    waits = FairnessSelectionCallback("dto", normalise=False, patience=2, copy_best=False, accuracy_floor=0.8,
-                                      patience_waits_for_loss=True)
+    waits = FairnessSelectionCallback(
+        "dto", normalise=False, patience=2, copy_best=False, accuracy_floor=0.8, patience_waits_for_loss=True
+    )
     stops = [c.should_training_stop for c in _drive(waits, tmp_path / "w", evals)]
     # loss lowest at step 80 (and DTO's choice under the floor is step 80 then): stop 2 evaluations later
     assert stops.index(True) == 9 and waits.best.step == 80

@@ -12,15 +12,26 @@ from fairmt.sweep.report import TRADEOFF_DEFINITION, shen_tradeoff
 def _setting(acc, gap, lh, ly, dev_shift=0.0):
     mean = {}
     for split, shift in (("dev", dev_shift), ("test", 0.0)):
-        mean.update({f"{split}.accuracy": acc + shift, f"{split}.gap": gap, f"{split}.leakage_h": lh,
-                     f"{split}.leakage_yhat": ly})
+        mean.update(
+            {
+                f"{split}.accuracy": acc + shift,
+                f"{split}.gap": gap,
+                f"{split}.leakage_h": lh,
+                f"{split}.leakage_yhat": ly,
+            }
+        )
     return {"mean": mean}
 
 
 def test_the_sweep_report_scores_each_setting_with_shens_tradeoff():
     # Shen et al.'s Table 1, Moji (CE, INLP, Adv, Con*^ft, Con*): accuracy, GAP, leakage@h, leakage@ŷ in percent
-    rows = [(72.09, 40.21, 85.75, 70.96), (72.81, 36.81, 68.15, 67.80), (74.47, 30.59, 81.98, 65.04),
-            (75.99, 14.40, 57.01, 55.42), (75.84, 13.92, 55.75, 55.32)]
+    rows = [
+        (72.09, 40.21, 85.75, 70.96),
+        (72.81, 36.81, 68.15, 67.80),
+        (74.47, 30.59, 81.98, 65.04),
+        (75.99, 14.40, 57.01, 55.42),
+        (75.84, 13.92, 55.75, 55.32),
+    ]
     settings = [_setting(*r, dev_shift=1.0) for r in rows]
     out = shen_tradeoff(settings, percent=True)
     assert out == {"definition": TRADEOFF_DEFINITION, "splits": ["dev", "test"]}

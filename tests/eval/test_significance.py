@@ -30,6 +30,7 @@ def _dg(c):
         m = [c[i] for i in rows if GENDER[i] == "male"]
         w = [c[i] for i in rows if GENDER[i] == "female"]
         return 100.0 * (sum(m) / len(m) - sum(w) / len(w))
+
     return f
 
 
@@ -49,10 +50,22 @@ def test_accuracy_and_delta_g_match_brute_force_resampling(which):
 def test_chrf_uses_sacrebleus_statistics_and_matches_corpus_chrf_on_each_resample():
     import sacrebleu
 
-    refs = ["the doctor finished her shift", "a nurse helped him", "the teacher spoke to the class",
-            "my lawyer called yesterday", "the baker sold bread", "our engineer fixed it"]
-    ha = ["the doctor finished his shift", "a nurse helped him", "the teacher talked to the class",
-          "my lawyer called today", "the baker sold the bread", "our engineer repaired it"]
+    refs = [
+        "the doctor finished her shift",
+        "a nurse helped him",
+        "the teacher spoke to the class",
+        "my lawyer called yesterday",
+        "the baker sold bread",
+        "our engineer fixed it",
+    ]
+    ha = [
+        "the doctor finished his shift",
+        "a nurse helped him",
+        "the teacher talked to the class",
+        "my lawyer called today",
+        "the baker sold the bread",
+        "our engineer repaired it",
+    ]
     hb = ["doctor ends shift", "nurse help", "teacher class", "the lawyer phoned", "bread", "engineer fix"]
 
     def chrf(h):
@@ -99,8 +112,14 @@ def _geneval_file(tmp_path, name, masc_hyps, drop_items=False):
     from fairmt.eval.reporting.formats import GENEVAL, declared
 
     mr = ["der Arzt kam", "der Lehrer sprach", "der Koch lachte", "der Bauer ging", "der Maler las", "der Wirt sah"]
-    fr = ["die Ärztin kam", "die Lehrerin sprach", "die Köchin lachte", "die Bäuerin ging", "die Malerin las",
-          "die Wirtin sah"]
+    fr = [
+        "die Ärztin kam",
+        "die Lehrerin sprach",
+        "die Köchin lachte",
+        "die Bäuerin ging",
+        "die Malerin las",
+        "die Wirtin sah",
+    ]
     data = declared(asdict(score_counterfactual(masc_hyps, fr, mr, fr, lang="de", split="test")), GENEVAL)
     if drop_items:
         del data["items"]
@@ -119,8 +138,14 @@ def test_report_prints_the_paired_bootstrap_the_significance_module_gives(tmp_pa
     from fairmt.eval.significance import compare_items, read_flags
 
     good = ["der Arzt kam", "der Lehrer sprach", "der Koch lachte", "der Bauer ging", "der Maler las", "der Wirt sah"]
-    bad = ["die Ärztin kam", "der Lehrer sprach", "die Köchin lachte", "der Bauer ging", "die Malerin las",
-           "der Wirt sah"]
+    bad = [
+        "die Ärztin kam",
+        "der Lehrer sprach",
+        "die Köchin lachte",
+        "der Bauer ging",
+        "die Malerin las",
+        "der Wirt sah",
+    ]
     a, da = _geneval_file(tmp_path, "a", good)
     b, db = _geneval_file(tmp_path, "b", bad)
     assert len(da["items"]["correct_masculine"]) == 6 and len(da["items"]["chrf_stats"].split(",")) == 12
@@ -130,10 +155,17 @@ def test_report_prints_the_paired_bootstrap_the_significance_module_gives(tmp_pa
     assert set(got) == {"accuracy", "explicit_accuracy", "delta_g", "chrf++"} == set(want)
     for m, t in want.items():
         assert [got[m]["difference"], got[m]["ci_low"], got[m]["ci_high"], got[m]["p_value"]] == pytest.approx(
-            [t.difference, t.ci_low, t.ci_high, t.p_value])
-    acc = paired_accuracy([x and y for x, y in zip(read_flags(db["items"]["correct_masculine"], "m"),
-                                                   read_flags(db["items"]["correct_feminine"], "f"))],
-                          [True] * 6)
+            [t.difference, t.ci_low, t.ci_high, t.p_value]
+        )
+    acc = paired_accuracy(
+        [
+            x and y
+            for x, y in zip(
+                read_flags(db["items"]["correct_masculine"], "m"), read_flags(db["items"]["correct_feminine"], "f")
+            )
+        ],
+        [True] * 6,
+    )
     assert got["accuracy"]["difference"] == pytest.approx(-50.0) == acc.difference
     assert got["accuracy"]["ci_low"] == pytest.approx(acc.ci_low)
     assert main(["report", str(a), str(b)]) == 0

@@ -178,7 +178,16 @@ def test_cli_flores(tmp_path, monkeypatch, spm_model, capsys):
     hyp = tmp_path / "hyp.de"
     hyp.write_text("\n".join(HYPS) + "\n", encoding="utf-8")
     out = tmp_path / "r.json"
-    argv = ["eval", "flores", "--lang-pair", "eng_Latn-deu_Latn", "--hypotheses", str(hyp), "--spm-model", str(spm_model)]
+    argv = [
+        "eval",
+        "flores",
+        "--lang-pair",
+        "eng_Latn-deu_Latn",
+        "--hypotheses",
+        str(hyp),
+        "--spm-model",
+        str(spm_model),
+    ]
     assert main(argv + ["--json", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["spbleu"] is None and data["bleu_spm_nonstandard"] > 0 and data["bleu_label"] == "spBLEU*"
@@ -189,12 +198,41 @@ def test_cli_flores(tmp_path, monkeypatch, spm_model, capsys):
     hyp.write_text("\n".join(HYPS[:3]) + "\n", encoding="utf-8")
     assert main(argv) == 2
     assert "hyp.de: the translation file has 3 lines but 4 are expected" in capsys.readouterr().err
-    assert main(["eval", "flores", "--lang-pair", "eng_Latn-fra_Latn", "--hypotheses", str(hyp), "--spm-model", str(spm_model)]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "flores",
+                "--lang-pair",
+                "eng_Latn-fra_Latn",
+                "--hypotheses",
+                str(hyp),
+                "--spm-model",
+                str(spm_model),
+            ]
+        )
+        == 2
+    )
     assert "unknown FLORES-200 language 'fra_Latn'" in capsys.readouterr().err
-    assert main(["eval", "flores", "--lang-pair", "en-de", "--hypotheses", str(hyp), "--spm-model", str(spm_model)]) == 2
+    assert (
+        main(["eval", "flores", "--lang-pair", "en-de", "--hypotheses", str(hyp), "--spm-model", str(spm_model)]) == 2
+    )
     assert "bad language pair 'en-de'" in capsys.readouterr().err
-    assert main(["eval", "flores", "--lang-pair", "eng_Latn-deu_Latn", "--hypotheses", str(hyp),
-                 "--spm-model", str(tmp_path / "missing.model")]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "flores",
+                "--lang-pair",
+                "eng_Latn-deu_Latn",
+                "--hypotheses",
+                str(hyp),
+                "--spm-model",
+                str(tmp_path / "missing.model"),
+            ]
+        )
+        == 2
+    )
     assert "--spm-model FILE" in capsys.readouterr().err
 
 
@@ -215,8 +253,18 @@ def test_cli_flores_compat_official_reads_the_text_as_sacrebleu_does(tmp_path, m
     odd = [unicodedata.normalize("NFD", h) for h in HYPS]  # decomposed accents, as some editors leave them
     hyp = tmp_path / "hyp.de"
     hyp.write_text("\n".join(odd) + "\n", encoding="utf-8")
-    argv = ["eval", "flores", "--lang-pair", "eng_Latn-deu_Latn", "--hypotheses", str(hyp), "--spm-model",
-            str(spm_model), "--json", "-"]
+    argv = [
+        "eval",
+        "flores",
+        "--lang-pair",
+        "eng_Latn-deu_Latn",
+        "--hypotheses",
+        str(hyp),
+        "--spm-model",
+        str(spm_model),
+        "--json",
+        "-",
+    ]
     assert main(argv + ["--compat", "official"]) == 0
     official = json.loads(capsys.readouterr().out)
     assert official["chrfpp"] == pytest.approx(sacrebleu.corpus_chrf(odd, [REFS], word_order=2).score)

@@ -11,19 +11,25 @@ from fairmt.cli import main
 from fairmt.eval.degenerate import degenerate_counts, degenerate_reasons, describe, is_repetitive, target_script
 
 
-@pytest.mark.parametrize("text, lang, reasons", [
-    ("ariariariariariariariari", "de", ["repetitive"]),
-    ("der der der der der", "de", ["repetitive"]),
-    ("", "de", ["empty"]), ("   ", "ru", ["empty"]),
-    ("The doctor is here.", "ru", ["wrong_script"]),  # English (Latin) where Cyrillic is expected
-    ("Врач здесь.", "de", ["wrong_script"]),
-    ("ариариариариариари", "ru", ["repetitive"]),
-    ("Der Arzt ist hier.", "de", []), ("Врач здесь.", "ru", []), ("الطبيب هنا.", "ar", []),
-    ("Er zahlte 1000000 Euro für das Haus in der Stadt.", "de", []),  # a long number is not a degenerate line
-    ("Warte... warte... warte... warte...", "de", []),
-    ("2019", "ru", []),  # no letters: the script is not judged
-    ("The doctor is here.", "xx", []),  # unknown language: script unchecked
-])
+@pytest.mark.parametrize(
+    "text, lang, reasons",
+    [
+        ("ariariariariariariariari", "de", ["repetitive"]),
+        ("der der der der der", "de", ["repetitive"]),
+        ("", "de", ["empty"]),
+        ("   ", "ru", ["empty"]),
+        ("The doctor is here.", "ru", ["wrong_script"]),  # English (Latin) where Cyrillic is expected
+        ("Врач здесь.", "de", ["wrong_script"]),
+        ("ариариариариариари", "ru", ["repetitive"]),
+        ("Der Arzt ist hier.", "de", []),
+        ("Врач здесь.", "ru", []),
+        ("الطبيب هنا.", "ar", []),
+        ("Er zahlte 1000000 Euro für das Haus in der Stadt.", "de", []),  # a long number is not a degenerate line
+        ("Warte... warte... warte... warte...", "de", []),
+        ("2019", "ru", []),  # no letters: the script is not judged
+        ("The doctor is here.", "xx", []),  # unknown language: script unchecked
+    ],
+)
 def test_degenerate_rules(text, lang, reasons):
     assert degenerate_reasons(text, target_script(lang)) == reasons
 
@@ -97,8 +103,25 @@ def test_mtbias_and_geneval_commands_report_quality_and_flags(tmp_path, monkeypa
     (g / "masculine.de.txt").write_text("Er ist Arzt.\nariariariariariariari\n")
     (g / "feminine.de.txt").write_text("Sie ist Ärztin.\nsie sie sie sie sie sie\n")
     md = tmp_path / "r.md"
-    assert main(["eval", "mt-bias", "--translations-dir", str(tmp_path / "run"), "--lang", "de", "--benchmarks",
-                 "geneval", "--json", "-", "--markdown", str(md)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "mt-bias",
+                "--translations-dir",
+                str(tmp_path / "run"),
+                "--lang",
+                "de",
+                "--benchmarks",
+                "geneval",
+                "--json",
+                "-",
+                "--markdown",
+                str(md),
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     r = json.loads(captured.out)
     row = r["geneval"]["de"]
@@ -109,14 +132,48 @@ def test_mtbias_and_geneval_commands_report_quality_and_flags(tmp_path, monkeypa
     text = md.read_text()
     assert "MT-GenEval chrF++" in text and "| 2/4 |" in text
     # the single-benchmark command: chrF++ and the flag beside the accuracy, in JSON and on the console
-    assert main(["eval", "geneval", "--lang", "de", "--masculine", str(g / "masculine.de.txt"), "--feminine",
-                 str(g / "feminine.de.txt"), "--json", "-"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "geneval",
+                "--lang",
+                "de",
+                "--masculine",
+                str(g / "masculine.de.txt"),
+                "--feminine",
+                str(g / "feminine.de.txt"),
+                "--json",
+                "-",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     data = json.loads(captured.out)
     assert data["chrfpp"] == row["chrfpp"] and data["degenerate"]["degenerate"] == 2
-    assert "warning: MT-GenEval counterfactual (test) de: 2 of 4 translations degenerate (repetitive 2, unrelated 2)" in captured.err
+    assert (
+        "warning: MT-GenEval counterfactual (test) de: 2 of 4 translations degenerate (repetitive 2, unrelated 2)"
+        in captured.err
+    )
     (g / "feminine.de.txt").write_text("Sie ist Ärztin.\n\n")  # an empty line, allowed by --allow-empty: flagged
-    assert main(["eval", "geneval", "--lang", "de", "--masculine", str(g / "masculine.de.txt"), "--feminine",
-                 str(g / "feminine.de.txt"), "--allow-empty", "--json", "-"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "geneval",
+                "--lang",
+                "de",
+                "--masculine",
+                str(g / "masculine.de.txt"),
+                "--feminine",
+                str(g / "feminine.de.txt"),
+                "--allow-empty",
+                "--json",
+                "-",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert (data["degenerate"]["empty"], data["degenerate"]["repetitive"]) == (1, 1)

@@ -33,9 +33,15 @@ def test_both_gold_versions(shared_data):
     new = read_gold(shared_data / "winomt/aggregates/en.txt")
     old = read_gold(shared_data / "winomt/aggregates_acl2019/en.txt")
     assert len(new) == len(old) == 3888
-    assert old[0] == GoldEntry(F, 1, "The developer argued with the designer because she did not like the design.", "The developer")
+    assert old[0] == GoldEntry(
+        F, 1, "The developer argued with the designer because she did not like the design.", "The developer"
+    )
     assert new[0].profession == "developer"
-    differ = [k for k, (a, b) in enumerate(zip(new, old)) if (a.gender, a.index, a.sentence) != (b.gender, b.index, b.sentence)]
+    differ = [
+        k
+        for k, (a, b) in enumerate(zip(new, old))
+        if (a.gender, a.index, a.sentence) != (b.gender, b.index, b.sentence)
+    ]
     assert differ == [2120, 2121]  # the baker/mover lines
     assert {g.gender for g in old} == {M, F, N}
     gold = load_gold(shared_data / "winomt/aggregates_acl2019/en.txt")
@@ -65,7 +71,9 @@ GOLD2 = "female\t1\tThe cook ate.\tThe cook\nmale\t1\tThe nurse left.\tThe nurse
 
 def test_translation_file_errors(tmp_path):
     gold = read_gold(_write(tmp_path, "en.txt", GOLD2))
-    ok = read_translations(_write(tmp_path, "ok.txt", "The cook ate. ||| Die Köchin aß.\nThe nurse left. ||| Der Pfleger ging.\n"), gold)
+    ok = read_translations(
+        _write(tmp_path, "ok.txt", "The cook ate. ||| Die Köchin aß.\nThe nurse left. ||| Der Pfleger ging.\n"), gold
+    )
     assert ok[0].translation == "Die Köchin aß." and ok[1].source == "The nurse left."
     with pytest.raises(FairmtError, match=r"short.txt has 1 lines but the gold file has 2"):
         read_translations(_write(tmp_path, "short.txt", "The cook ate. ||| Die Köchin aß.\n"), gold)
@@ -74,7 +82,9 @@ def test_translation_file_errors(tmp_path):
     with pytest.raises(FairmtError, match=r"nosep.txt:1: no '\|\|\|' separator"):
         read_translations(_write(tmp_path, "nosep.txt", "The cook ate. Die Köchin aß.\nThe nurse left. ||| x\n"), gold)
     with pytest.raises(FairmtError, match=r"notr.txt:2: empty translation"):
-        read_translations(_write(tmp_path, "notr.txt", "The cook ate. ||| Die Köchin aß.\nThe nurse left. ||| \n"), gold)
+        read_translations(
+            _write(tmp_path, "notr.txt", "The cook ate. ||| Die Köchin aß.\nThe nurse left. ||| \n"), gold
+        )
     with pytest.raises(FairmtError, match=r"order.txt:1: source 'The nurse left.' is not gold line 1"):
         read_translations(_write(tmp_path, "order.txt", "The nurse left. ||| a\nThe cook ate. ||| b\n"), gold)
 
@@ -255,7 +265,12 @@ def test_confusion_matrix_identical_to_2019(shared_data, gold2019, lang):
     log = read_2019_log(shared_data / f"winomt/logs/google/{lang}.log")
     for g, row in log["confusion"].items():
         assert {k: v for k, v in r.confusion[g].items() if v} == row
-    assert (r.f1_male, r.f1_female, r.precision_male, r.recall_female) == (log["f1_male"], log["f1_female"], log["p_male"], log["r_female"])
+    assert (r.f1_male, r.f1_female, r.precision_male, r.recall_female) == (
+        log["f1_male"],
+        log["f1_female"],
+        log["p_male"],
+        log["r_female"],
+    )
 
 
 def test_ukrainian_default_mode_uses_todays_dictionary(shared_data, gold2019):
@@ -333,7 +348,9 @@ def test_cli_json_markdown_plot(shared_data, tmp_path):
              "--markdown", str(tmp_path / "r.md"), "--plot", str(tmp_path / "r.png"), env_data=shared_data)  # fmt: skip
     assert p.returncode == 0, p.stderr
     data = json.loads(out.read_text())
-    assert {"accuracy", "delta_g", "delta_g_f1", "delta_s", "delta_r", "f1_male", "f1_female", "n", "signature"} <= set(data)
+    assert {"accuracy", "delta_g", "delta_g_f1", "delta_s", "delta_r", "f1_male", "f1_female", "n", "signature"} <= set(
+        data
+    )
     assert (data["accuracy"], data["delta_g_f1"], data["n"]) == (53.7, 7.9, 3888) and data["delta_g"] == data["delta_r"]
     md = (tmp_path / "r.md").read_text()
     assert "| lang | accuracy |" in md and "| he | 53.7 | 22.7 | 7.9 |" in md
@@ -353,9 +370,23 @@ def test_cli_table_several_languages_without_torch(shared_data):
     assert p.returncode == 0, p.stderr
     assert "HEAVY False False" in p.stdout
     lines = p.stdout.splitlines()
-    assert lines[0].split() == ["lang", "accuracy", "delta_g", "delta_g_f1", "delta_s", "delta_r", "f1_male", "f1_female",
-                                "n"]
-    assert lines[2].split()[:4] == ["he", "53.7", "22.7", "7.9"] and lines[3].split()[:4] == ["de", "59.3", "38.4", "12.3"]
+    assert lines[0].split() == [
+        "lang",
+        "accuracy",
+        "delta_g",
+        "delta_g_f1",
+        "delta_s",
+        "delta_r",
+        "f1_male",
+        "f1_female",
+        "n",
+    ]
+    assert lines[2].split()[:4] == ["he", "53.7", "22.7", "7.9"] and lines[3].split()[:4] == [
+        "de",
+        "59.3",
+        "38.4",
+        "12.3",
+    ]
     assert "winomt|v:1.0|lang:de" in p.stdout
 
 
@@ -377,7 +408,10 @@ def test_cli_model_uses_the_runner(shared_data, monkeypatch, capsys):
     import fairmt.model_eval.benchmarks as model_eval
     from fairmt.cli import main
 
-    google = [x.split(" ||| ")[1] for x in (shared_data / "winomt/translations/google/en-he.txt").read_text(encoding="utf-8").splitlines()]
+    google = [
+        x.split(" ||| ")[1]
+        for x in (shared_data / "winomt/translations/google/en-he.txt").read_text(encoding="utf-8").splitlines()
+    ]
     calls = {}
 
     def fake_generate(model, sources, src_lang, tgt_lang, **kw):
@@ -393,7 +427,10 @@ def test_cli_model_uses_the_runner(shared_data, monkeypatch, capsys):
     monkeypatch.setattr(model_eval, "generate_translations", fake_generate)
     monkeypatch.setattr("fairmt.commands._backend.make_translator", fake_translator)
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
-    assert main(["eval", "winomt", "--lang", "he", "--model", "some/model", "--compat", "acl2019", "--num-beams", "2"]) == 0
+    assert (
+        main(["eval", "winomt", "--lang", "he", "--model", "some/model", "--compat", "acl2019", "--num-beams", "2"])
+        == 0
+    )
     assert made == {"model": "some/model", "backend": "hf"}
     assert calls["model"] == "TRANSLATOR" and calls["n"] == 3888 and (calls["src"], calls["tgt"]) == ("en", "he")
     assert calls["num_beams"] == 2

@@ -32,7 +32,13 @@ def _ref_digamma(x):
     xx = 1.0 / x
     xx2 = xx * xx
     xx4 = xx2 * xx2
-    result += math.log(x) + (1.0 / 24.0) * xx2 - (7.0 / 960.0) * xx4 + (31.0 / 8064.0) * xx4 * xx2 - (127.0 / 30720.0) * xx4 * xx4
+    result += (
+        math.log(x)
+        + (1.0 / 24.0) * xx2
+        - (7.0 / 960.0) * xx4
+        + (31.0 / 8064.0) * xx4 * xx2
+        - (127.0 / 30720.0) * xx4 * xx4
+    )
     return result
 
 

@@ -35,6 +35,7 @@ def _release_loop(feats, labels, groups=None):
     ex = [i for k in range(v) for i in range(n)]
     total = 0.0
     for a in range(n * v):
+
         def logit(j, a=a):
             return float(z[a] @ z[j]) / TAU
 
@@ -43,8 +44,9 @@ def _release_loop(feats, labels, groups=None):
             den = [j for j in range(n * v) if j != a]
         else:
             pos = [j for j in range(n * v) if j != a and ex[j] == ex[a]]
-            den = [j for j in range(n * v) if j != a and labels[ex[j]] == labels[ex[a]]
-                   and groups[ex[j]] == groups[ex[a]]]
+            den = [
+                j for j in range(n * v) if j != a and labels[ex[j]] == labels[ex[a]] and groups[ex[j]] == groups[ex[a]]
+            ]
         log_den = math.log(sum(math.exp(logit(j) - 0.0) for j in den))
         total += -sum(logit(p) - log_den for p in pos) / len(pos)
     return total / (n * v)

@@ -94,9 +94,7 @@ def ref_supcon_single(h, labels, tau, normalize=True):
     n = h.shape[0]
     total, count = 0.0, 0
     for i in range(n):
-        sim = [
-            (_cos(h[i], h[q]) if normalize else float(torch.dot(h[i], h[q]))) / tau for q in range(n)
-        ]
+        sim = [(_cos(h[i], h[q]) if normalize else float(torch.dot(h[i], h[q]))) / tau for q in range(n)]
         denom = sum(math.exp(sim[q]) for q in range(n) if q != i)
         pos = [p for p in range(n) if p != i and labels[p] == labels[i]]
         if not pos:
@@ -148,7 +146,9 @@ def test_fcl_no_positive_anchor_behaviour():
     a = torch.tensor([0, 0, 1, 1])
     terms = fcl_loss(h, y, a)
     assert terms.scl.item() == 0.0
-    assert terms.fcl.item() == pytest.approx(ref_supcon_single(h.detach(), a, 0.1), rel=1e-9)  # float64 stays float64: tight
+    assert terms.fcl.item() == pytest.approx(
+        ref_supcon_single(h.detach(), a, 0.1), rel=1e-9
+    )  # float64 stays float64: tight
     terms.loss.backward()  # still attached to the graph
     with pytest.raises(FairmtError, match="no positive"):
         fcl_loss(h, y, a, on_no_positive="error")
@@ -239,7 +239,8 @@ def test_fcl_released_differs_from_paper_and_rejects_unknown_options():
     assert float(paper.scl) != pytest.approx(float(released.scl), rel=1e-2)
     # normalised features and τ = 0.1 with the released reduction: still not the paper's (1 + |P| and every anchor)
     assert float(fcl_loss(h, y, a, variant="released", temperature=0.1, normalize=True).scl) != pytest.approx(
-        float(paper.scl), rel=1e-3)
+        float(paper.scl), rel=1e-3
+    )
     with pytest.raises(FairmtError, match="variant must be one of"):
         fcl_loss(h, y, a, variant="fairlib")
     with pytest.raises(FairmtError, match="group_term must be one of"):

@@ -180,7 +180,9 @@ def test_fused_mt_kd_matches_reference_value_and_gradient(alpha, padded, teacher
     torch.manual_seed(5)
     s = torch.randn(2, 4, 13, requires_grad=True)
     t = torch.randn(2, 4, 13).to(teacher_dtype)
-    labels = torch.tensor([[5, 2, 0, -100], [1, 12, -100, -100]]) if padded else torch.tensor([[5, 2, 0, 7], [1, 12, 3, 3]])
+    labels = (
+        torch.tensor([[5, 2, 0, -100], [1, 12, -100, -100]]) if padded else torch.tensor([[5, 2, 0, 7], [1, 12, 3, 3]])
+    )
     total, mt, kd = mt_kd_loss(s, t, labels, alpha)
     ref_total, ref_mt, ref_kd = _ref_mt_kd(s.detach(), t.float(), labels, alpha)
     assert (total.item(), mt.item(), kd.item()) == pytest.approx((ref_total, ref_mt, ref_kd), rel=1e-5, abs=1e-6)
@@ -231,7 +233,10 @@ def test_gacl_counts_single_gender_skip_and_default_temperature():
     one = torch.zeros(8, dtype=torch.long)
     assert gacl_loss(h, one, h_dropout=hd, h_counterfactual=hc, on_single_gender="skip") is None
     assert gacl_loss(h, one, h_dropout=hd, h_counterfactual=hc, on_single_gender="skip", return_counts=True) == (
-        None, None, None)
+        None,
+        None,
+        None,
+    )
 
 
 def test_gacl_mean_over_positives_does_not_grow_with_batch_size():

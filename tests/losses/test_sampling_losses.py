@@ -105,8 +105,9 @@ def test_cluster_weights_formula():
     assert w.tolist() == pytest.approx([0.1, 0.1, 0.1 + 0.1, 0.1 + 0.2])
     p = torch.tensor([23371, 98267, 46026, 55984], dtype=torch.float64) / 223648
     # the paper's CheXpert baseline clusters (Table 3): clusters 0 (10.4 %) and 2 (20.6 %) are under-represented
-    assert cluster_weights(p).tolist() == pytest.approx([0.25 - 23371 / 223648 + 0.1, 0.1, 0.25 - 46026 / 223648 + 0.1,
-                                                          0.1])
+    assert cluster_weights(p).tolist() == pytest.approx(
+        [0.25 - 23371 / 223648 + 0.1, 0.1, 0.25 - 46026 / 223648 + 0.1, 0.1]
+    )
 
 
 def ref_probs(z, anchor_c, bank, bank_c, p, eps):
@@ -180,8 +181,9 @@ def test_sampler_draws_exactly_one_negative_per_anchor_from_the_published_distri
 def test_sampler_favours_under_represented_and_distant_samples():
     bank, c, p = _setup()
     anchor = torch.tensor([0])  # in the majority cluster
-    neg = sample_fair_negatives(bank[anchor], c[anchor], bank, c, p, num_negatives=6000,
-                                generator=torch.Generator().manual_seed(1))[0]
+    neg = sample_fair_negatives(
+        bank[anchor], c[anchor], bank, c, p, num_negatives=6000, generator=torch.Generator().manual_seed(1)
+    )[0]
     share = torch.bincount(c[neg], minlength=4).double() / 6000
     # w = (0.1, 0.1, 0.2, 0.3): cluster 3 (5 % of the data) gets 50 % of the negatives
     assert float(share[3]) == pytest.approx(0.3 / 0.6, abs=0.03) and float(share[1]) == pytest.approx(1 / 6, abs=0.03)
@@ -195,8 +197,9 @@ def test_sampler_zero_distances_and_bad_inputs():
     bank = torch.zeros(6, 3)
     c = torch.tensor([0, 0, 1, 1, 1, 2])
     p = torch.tensor([2 / 6, 3 / 6, 1 / 6])
-    neg = sample_fair_negatives(torch.zeros(1, 3), torch.tensor([0]), bank, c, p, num_negatives=3000,
-                                generator=torch.Generator().manual_seed(2))[0]
+    neg = sample_fair_negatives(
+        torch.zeros(1, 3), torch.tensor([0]), bank, c, p, num_negatives=3000, generator=torch.Generator().manual_seed(2)
+    )[0]
     counts = torch.bincount(neg, minlength=6)
     assert int(counts[:2].sum()) == 0 and int(counts[2:5].min()) > 250  # all at distance 0: uniform within cluster 1
     with pytest.raises(FairmtError, match="cluster ids"):

@@ -43,8 +43,11 @@ def hub(monkeypatch, tmp_path):
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.server_port}")
-    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
-                        f"http://127.0.0.1:{server.server_port}" + "/{repo_id}/resolve/{revision}/{filename}")
+    monkeypatch.setattr(
+        constants,
+        "HUGGINGFACE_CO_URL_TEMPLATE",
+        f"http://127.0.0.1:{server.server_port}" + "/{repo_id}/resolve/{revision}/{filename}",
+    )
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     yield answers
@@ -80,7 +83,9 @@ def test_offline_and_not_cached(hub, monkeypatch):
     with pytest.raises(FairmtError) as err:
         require_model("alirezamsh/small100", "translation model")
     msg = str(err.value)
-    assert "'alirezamsh/small100'" in msg and "HF_HUB_OFFLINE is set" in msg and "hf download alirezamsh/small100" in msg
+    assert (
+        "'alirezamsh/small100'" in msg and "HF_HUB_OFFLINE is set" in msg and "hf download alirezamsh/small100" in msg
+    )
     assert constants.HF_HUB_CACHE in msg
 
 
@@ -111,7 +116,9 @@ def test_hub_unreachable(hub, monkeypatch):
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "ENDPOINT", "https://hub.invalid")
-    with pytest.raises(FairmtError, match=r"'org/model' is neither.*the Hub cannot be reached \(hub.invalid cannot be resolved"):
+    with pytest.raises(
+        FairmtError, match=r"'org/model' is neither.*the Hub cannot be reached \(hub.invalid cannot be resolved"
+    ):
         require_model("org/model")
 
 

@@ -20,11 +20,14 @@ def tokens(tm, ids):
     return tm.tokenizer.convert_ids_to_tokens(ids)
 
 
-@pytest.mark.parametrize("arch,src_first,label_first,forced", [
-    ("m2m100", "__en__", "__de__", "__de__"),
-    ("small100", "__de__", "▁Die", None),  # SMaLL-100: target code on the source, none on the labels
-    ("nllb", "eng_Latn", "deu_Latn", "deu_Latn"),
-])
+@pytest.mark.parametrize(
+    "arch,src_first,label_first,forced",
+    [
+        ("m2m100", "__en__", "__de__", "__de__"),
+        ("small100", "__de__", "▁Die", None),  # SMaLL-100: target code on the source, none on the labels
+        ("nllb", "eng_Latn", "deu_Latn", "deu_Latn"),
+    ],
+)
 def test_language_token_layout(dirs, arch, src_first, label_first, forced):
     tm = load_translation_model(str(dirs[arch]), "en", "de")
     assert detect_family(str(dirs[arch])) == arch == tm.family
@@ -108,7 +111,10 @@ def test_hub_names_fall_back_on_the_name_and_conflicts_are_errors(monkeypatch, t
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda repo, name, **k: str(cfg))
     with pytest.raises(FairmtError, match=r"name says nllb but its tokenizer_config.json names M2M100Tokenizer"):
         family_evidence("someone/nllb-finetuned")
-    assert family_evidence("someone/translator") == ("m2m100", "tokenizer_config.json of someone/translator on the Hub names M2M100Tokenizer")
+    assert family_evidence("someone/translator") == (
+        "m2m100",
+        "tokenizer_config.json of someone/translator on the Hub names M2M100Tokenizer",
+    )
 
 
 def test_every_m2m100_language_has_its_flores200_code(dirs):

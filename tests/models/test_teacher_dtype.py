@@ -54,13 +54,16 @@ def test_auto_is_fp32_on_this_cpu():
         assert why.startswith("auto: the CPU has no bfloat16 instructions")
 
 
-@pytest.mark.parametrize("flags,probe,expected", [
-    ({"avx2", "avx512f"}, False, torch.float32),
-    ({"avx2", "avx512f", "avx512_bf16"}, False, torch.bfloat16),
-    ({"avx2", "amx_tile", "amx_bf16"}, False, torch.bfloat16),
-    (set(), True, torch.bfloat16),  # /proc/cpuinfo unreadable: torch's CPUID probe answers
-    (set(), False, torch.float32),
-])
+@pytest.mark.parametrize(
+    "flags,probe,expected",
+    [
+        ({"avx2", "avx512f"}, False, torch.float32),
+        ({"avx2", "avx512f", "avx512_bf16"}, False, torch.bfloat16),
+        ({"avx2", "amx_tile", "amx_bf16"}, False, torch.bfloat16),
+        (set(), True, torch.bfloat16),  # /proc/cpuinfo unreadable: torch's CPUID probe answers
+        (set(), False, torch.float32),
+    ],
+)
 def test_auto_reads_the_cpu_flags(monkeypatch, flags, probe, expected):
     _cpu(monkeypatch, flags, probe)
     dtype, why = resolve_teacher_dtype("auto", "cpu")
@@ -118,17 +121,28 @@ def _gacl_model():
     from transformers import M2M100Config, M2M100ForConditionalGeneration
 
     torch.manual_seed(0)
-    cfg = M2M100Config(vocab_size=64, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-                       decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=32,
-                       pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)
+    cfg = M2M100Config(
+        vocab_size=64,
+        d_model=16,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=32,
+        decoder_ffn_dim=32,
+        max_position_embeddings=32,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+    )
     return M2M100ForConditionalGeneration(cfg)
 
 
 def _gacl_args(tmp_path, **kw):
     from fairmt.trainers.gacl import GACLConfig
 
-    return GACLConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True, save_strategy="no", disable_tqdm=True,
-                      **kw)
+    return GACLConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True, save_strategy="no", disable_tqdm=True, **kw)
 
 
 def _teacher_dtypes(tmp_path, **kw) -> set[torch.dtype]:
@@ -187,9 +201,18 @@ def _bert():
     from transformers import BertConfig, BertModel
 
     torch.manual_seed(0)
-    return BertModel(BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                intermediate_size=32, max_position_embeddings=16, hidden_dropout_prob=0.0,
-                                attention_probs_dropout_prob=0.0))
+    return BertModel(
+        BertConfig(
+            vocab_size=40,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=16,
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+        )
+    )
 
 
 def _features():
@@ -235,6 +258,9 @@ def test_dpce_adept_reference_gets_the_chosen_dtype(tmp_path, monkeypatch):
     states = trainer.reference_states(_features())
     assert states.dtype == torch.float32 and states.shape == (3, 6, 2, 16)
     assert {p.dtype for p in _dpce(tmp_path, teacher_dtype="fp32").reference_model.parameters()} == {torch.float32}
-    adept = ADEPTTrainer(model=_bert(), args=ADEPTConfig(output_dir=str(tmp_path), report_to="none", use_cpu=True,
-                                                         teacher_dtype="bf16"), data_collator=lambda rows: rows)
+    adept = ADEPTTrainer(
+        model=_bert(),
+        args=ADEPTConfig(output_dir=str(tmp_path), report_to="none", use_cpu=True, teacher_dtype="bf16"),
+        data_collator=lambda rows: rows,
+    )
     assert {p.dtype for p in adept.reference_model.parameters()} == {torch.bfloat16}

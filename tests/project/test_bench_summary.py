@@ -31,22 +31,34 @@ def _write(folder: Path, name: str, body: str) -> Path:
 def stand_ins(tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "SCRIPTS", tmp_path)
     monkeypatch.setattr(bench, "KNOWN", ("fast", "slow", "absent"))
-    _write(tmp_path, "fast", """
+    _write(
+        tmp_path,
+        "fast",
+        """
         import json, sys
         TARGETS = {"ratio": ("<=", 1.8), "speedup": (">=", 3.0), "nested.value": ("<=", 1.0), "gone": ("<=", 1.0)}
         print("a library's notice on stdout")
         quick = "--quick" in sys.argv
         print(json.dumps({"ratio": 1.5 if quick else 2.5, "speedup": 2.0, "nested": {"value": 0.5}}))
-    """)
-    _write(tmp_path, "slow", """
+    """,
+    )
+    _write(
+        tmp_path,
+        "slow",
+        """
         import json
         TARGETS = {"seconds": ("<=", 20.0)}
         print(json.dumps({"seconds": 25.0}))
-    """)
-    _write(tmp_path, "extra", """
+    """,
+    )
+    _write(
+        tmp_path,
+        "extra",
+        """
         import json, sys
         print(json.dumps({"value": 3.0, "label": "x"}))
-    """)
+    """,
+    )
     return tmp_path
 
 
@@ -91,25 +103,37 @@ def test_the_machine_facts_that_move_the_rows(stand_ins, capsys):
 def test_failing_and_hanging_benchmarks(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(bench, "SCRIPTS", tmp_path)
     monkeypatch.setattr(bench, "KNOWN", ())
-    _write(tmp_path, "broken", """
+    _write(
+        tmp_path,
+        "broken",
+        """
         TARGETS = {"x": ("<=", 1.0)}
         raise RuntimeError("boom")
-    """)
+    """,
+    )
     marker = tmp_path / "grandchild.pid"
-    _write(tmp_path, "hangs", f"""
+    _write(
+        tmp_path,
+        "hangs",
+        f"""
         import subprocess, sys, time
         TARGETS = {{"x": ("<=", 1.0)}}
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         open({str(marker)!r}, "w").write(str(child.pid))
         time.sleep(60)
-    """)
-    _write(tmp_path, "nodata", """
+    """,
+    )
+    _write(
+        tmp_path,
+        "nodata",
+        """
         import json
         TARGETS = {"x": ("<=", 1.0)}
         print(json.dumps({"error": "no WinoMT data under /nowhere: pass --data"}))
         raise SystemExit(2)
-    """)
+    """,
+    )
     assert bench.main(["--json", "--timeout", "5"]) == 1
     out = json.loads(capsys.readouterr().out)
     status = {r["benchmark"]: r["status"] for r in out["rows"]}

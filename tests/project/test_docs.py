@@ -36,7 +36,7 @@ def _fairmt_words(line: str) -> list[str] | None:
     if words and words[0] == "fairmt":
         return words[1:]
     if "-m" in words and words.index("-m") + 1 < len(words) and words[words.index("-m") + 1] == "fairmt":
-        return words[words.index("-m") + 2:]
+        return words[words.index("-m") + 2 :]
     return None
 
 
@@ -125,7 +125,9 @@ def test_executed_block_runs(block, tmp_path, tmp_path_factory, monkeypatch, cap
     data = needs.shared_data_dir()
     if data is not None:
         monkeypatch.setenv("FAIRMT_DATA", str(data))
-    needs.require(*block.needs, who=block.id)  # <!-- needs: ... --> (tests/support/needs.py): skips naming what is missing
+    needs.require(
+        *block.needs, who=block.id
+    )  # <!-- needs: ... --> (tests/support/needs.py): skips naming what is missing
     if not one_folder(block.page):
         monkeypatch.chdir(tmp_path)
         _run_block(block, data, capsys)
@@ -149,7 +151,8 @@ def _run_block(block: Block, data, capsys) -> None:
     for line in shell_commands(block.code):
         words = _fairmt_words(line)
         assert words is not None and line.startswith("fairmt "), (
-            f"{block.id}: `{line}` is not a fairmt command: mark the block <!-- not-runnable: why -->")
+            f"{block.id}: `{line}` is not a fairmt command: mark the block <!-- not-runnable: why -->"
+        )
         words = _fairmt_words(os.path.expandvars(line))  # $FAIRMT_DATA/... as a shell expands it
         if block.marker == "run-with" and words[0] in ("train", "sweep"):
             words += shlex.split(block.arg)
@@ -200,11 +203,13 @@ def test_the_recipe_reference_names_every_key_of_every_family():
 def test_the_cli_reference_names_every_command_and_option():
     page = reference.cli_md()
     commands = reference.cli_options()
-    assert {"fairmt train", "fairmt eval winomt", "fairmt data corpora", "fairmt recipes", "fairmt sweep"} <= set(commands)
+    assert {"fairmt train", "fairmt eval winomt", "fairmt data corpora", "fairmt recipes", "fairmt sweep"} <= set(
+        commands
+    )
     for command, options in commands.items():
         start = page.index(f"`{command}`\n\n")
         end = page.find("\n#", start + 1)
-        section = page[start:end if end > 0 else None]
+        section = page[start : end if end > 0 else None]
         missing = [o for o in options if f"`{o}`" not in section]
         assert not missing, (command, missing)
 
@@ -230,7 +235,7 @@ def _hints() -> list[tuple[str, str]]:
         text = re.sub(r'"\s*\n\s*f?"', "", path.read_text(encoding="utf-8"))
         for m in HINT.finditer(text):
             cmd = " ".join(m.group(1).split())
-            if not any(c in cmd for c in "{}…<>[]|#\"") and "..." not in cmd and cmd != "fairmt extension":
+            if not any(c in cmd for c in '{}…<>[]|#"') and "..." not in cmd and cmd != "fairmt extension":
                 # ("fairmt extension": a kind of departure from a paper in the cards, not a command)
                 out.append((str(path.relative_to(ROOT)), cmd))
     return sorted(set(out))
@@ -247,8 +252,11 @@ def _check_hint(words: list[str]) -> None:
         if not subs or rest[0] not in subs[0].choices:
             break
         parser = subs[0].choices[rest.pop(0)]
-    assert not [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)] or not rest or \
-        rest[0].startswith("-"), f"`fairmt {' '.join(words)}`: no command {rest[0]!r}"
+    assert (
+        not [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        or not rest
+        or rest[0].startswith("-")
+    ), f"`fairmt {' '.join(words)}`: no command {rest[0]!r}"
     unknown = [w for w in rest if w.startswith("--") and w.split("=")[0] not in parser._option_string_actions]
     assert not unknown, f"`fairmt {' '.join(words)}`: no option {unknown} of `{parser.prog}`"
     if parser.prog in ("fairmt train", "fairmt sweep") and rest and not rest[0].startswith("-"):
@@ -260,8 +268,10 @@ def _check_hint(words: list[str]) -> None:
 
 def test_every_command_fairmt_tells_a_user_to_type_parses_and_validates():
     hints = _hints()
-    assert ("fairmt/data/corpora.py", "fairmt train ccd/minilm_cda data.tuples=tuples.jsonl data.cda_source=null") \
-        in hints
+    assert (
+        "fairmt/data/corpora.py",
+        "fairmt train ccd/minilm_cda data.tuples=tuples.jsonl data.cda_source=null",
+    ) in hints
     assert ("fairmt/data/corpora.py", "fairmt train sampling/celeba_resnet50 data.root=FOLDER") in hints
     failed = []
     for path, cmd in hints:
@@ -281,8 +291,12 @@ def test_the_data_corpora_ccd_hint_runs(tmp_path, monkeypatch, capsys):
     hint = CORPORA["news-commentary-v15"].prepare
     augment, train = (" ".join(h.split()) for h in HINT.findall(hint))
     monkeypatch.chdir(tmp_path)
-    sentences = ["The doctor said she would come back tomorrow.", "He is a nurse and his patients like him.",
-                 "The engineer finished her design last week.", "She told the manager that he was late."] * 3
+    sentences = [
+        "The doctor said she would come back tomorrow.",
+        "He is a nurse and his patients like him.",
+        "The engineer finished her design last week.",
+        "She told the manager that he was late.",
+    ] * 3
     Path("news-commentary-v15.en").write_text("\n".join(sentences) + "\n", encoding="utf-8")
     assert main(shlex.split(augment)[1:]) == 0
     assert Path("tuples.jsonl").stat().st_size > 0
@@ -307,7 +321,7 @@ def _inline_commands() -> list[tuple[str, str]]:
         text = FENCE.sub("", page.read_text(encoding="utf-8"))
         for m in HINT.finditer(text):
             cmd = " ".join(m.group(1).split())
-            if not any(c in cmd for c in "{}…<>[]|#\"") and "..." not in cmd and cmd != "fairmt extension":
+            if not any(c in cmd for c in '{}…<>[]|#"') and "..." not in cmd and cmd != "fairmt extension":
                 out.append((str(page.relative_to(ROOT)), cmd))
     return sorted(set(out))
 
@@ -361,6 +375,7 @@ def test_readme_is_short_and_keeps_the_test_command_ci_reads():
 def test_fairmt_recipes_is_a_table_with_a_family_filter(capsys, monkeypatch, tmp_path):
     from fairmt.cli import main
     from fairmt.commands.train import builtin_recipes
+
     monkeypatch.setenv("FAIRMT_DATA", str(tmp_path))  # nothing there: the data recipes need data
     assert main(["recipes"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -368,7 +383,9 @@ def test_fairmt_recipes_is_a_table_with_a_family_filter(capsys, monkeypatch, tmp
     rows = {ln.split()[0]: ln for ln in lines[2:] if ln.split() and ln.split()[0] in builtin_recipes()}
     assert set(rows) == set(builtin_recipes())  # one line per recipe: no description reflowed into it
     assert rows["gacl/tiny_offline"].endswith("ready here")
-    assert rows["gacl/small100_en-de"].endswith("needs Hub download") and "Lee et al. 2023" in rows["gacl/small100_en-de"]
+    assert (
+        rows["gacl/small100_en-de"].endswith("needs Hub download") and "Lee et al. 2023" in rows["gacl/small100_en-de"]
+    )
     assert rows["ccd/minilm_cda"].endswith("needs data") and "->" not in rows["ccd/minilm_cda"]
     assert main(["recipes", "ccd"]) == 0
     ccd = [ln.split()[0] for ln in capsys.readouterr().out.splitlines()[2:] if ln.startswith("ccd/")]

@@ -24,8 +24,15 @@ import needs
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = needs.program("chromium")  # FAIRMT_CHROMIUM, else chromium on the PATH (tests/support/needs.py)
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @pytest.fixture(scope="module")
@@ -34,23 +41,39 @@ def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(ROOT)}
     start = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(ROOT / "mkdocs.yml"),
-                        "-d", str(out)], cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(ROOT / "mkdocs.yml"), "-d", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     print(f"mkdocs build --strict: {time.perf_counter() - start:.1f} s")
     assert r.returncode == 0, f"mkdocs build --strict failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     return out
 
 
 def test_mkdocs_build_strict_makes_every_page(site):
-    for page in ("index.html", "get-started.html", "methods/index.html", "methods/gacl.html", "sweeps.html",
-                 "reference/recipe-keys.html", "reference/cli.html", "reference/recipes.html", "reference/api.html",
-                 "search/search_index.json"):
+    for page in (
+        "index.html",
+        "get-started.html",
+        "methods/index.html",
+        "methods/gacl.html",
+        "sweeps.html",
+        "reference/recipe-keys.html",
+        "reference/cli.html",
+        "reference/recipes.html",
+        "reference/api.html",
+        "search/search_index.json",
+    ):
         assert (site / page).is_file(), page
     html = (site / "index.html").read_text(encoding="utf-8")
     assert "fonts.googleapis.com" not in html and "fonts.gstatic.com" not in html
     api = (site / "reference" / "api.html").read_text(encoding="utf-8")
     assert "GACLTrainer" in api and "(1 − α)·L_MT + α·L_KD + λ·L_GC" in (site / "methods" / "gacl.html").read_text(
-        encoding="utf-8")
+        encoding="utf-8"
+    )
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -60,8 +83,9 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 @pytest.mark.needs("chromium")
 def test_the_site_reads_and_searches_offline_in_chromium(site, tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install "
-                                   "'fairmt[docs]')")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install 'fairmt[docs]')"
+    )
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -26,8 +26,9 @@ def _run(module, globs: dict, tmp_path, monkeypatch) -> doctest.TestResults:
     monkeypatch.setattr(cb.PrinterCallback, "on_log", lambda *a, **k: None)
     monkeypatch.setattr(cb.ProgressCallback, "on_log", lambda *a, **k: None)
     monkeypatch.setenv("TQDM_DISABLE", "1")
-    tests = [t for t in doctest.DocTestFinder().find(module, module.__name__, globs={**vars(module), **globs})
-             if t.examples]
+    tests = [
+        t for t in doctest.DocTestFinder().find(module, module.__name__, globs={**vars(module), **globs}) if t.examples
+    ]
     assert tests, f"{module.__name__} has no docstring example"
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     for t in tests:
@@ -38,11 +39,15 @@ def _run(module, globs: dict, tmp_path, monkeypatch) -> doctest.TestResults:
 def _classification_rows(tokenizer_dir):
     from transformers import BertForSequenceClassification, BertTokenizer
 
-    texts = [f"the {w} person was {a} today" for w in ("tall", "short", "young", "old") for a in ("happy", "sad",
-                                                                                                    "calm", "loud")]
+    texts = [
+        f"the {w} person was {a} today"
+        for w in ("tall", "short", "young", "old")
+        for a in ("happy", "sad", "calm", "loud")
+    ]
     folder = write_tiny_bert(tokenizer_dir, texts)
-    rows = Dataset.from_dict({"text": texts * 2, "labels": [i % 2 for i in range(32)],
-                              "group": [(i // 2) % 2 for i in range(32)]})
+    rows = Dataset.from_dict(
+        {"text": texts * 2, "labels": [i % 2 for i in range(32)], "group": [(i // 2) % 2 for i in range(32)]}
+    )
     model = BertForSequenceClassification.from_pretrained(str(folder), num_labels=2)
     return model, BertTokenizer.from_pretrained(str(folder)), rows
 
@@ -54,8 +59,9 @@ def test_ccd_example_on_the_real_minilm_trains_without_a_flat_kernel(tmp_path, m
     from fairmt.data.augment.tuples import tuples_to_dataset
 
     caplog.set_level(logging.WARNING, logger="fairmt.trainers.ccd")
-    res = _run(ccd, {"path": str(pkg.get_model_path()), "tuples": tuples_to_dataset(ccd_tuples()[:8])}, tmp_path,
-               monkeypatch)
+    res = _run(
+        ccd, {"path": str(pkg.get_model_path()), "tuples": tuples_to_dataset(ccd_tuples()[:8])}, tmp_path, monkeypatch
+    )
     assert res.failed == 0 and res.attempted >= 4
     assert not [r for r in caplog.records if "almost no gradient" in r.getMessage()]  # the example's rho works
 
@@ -65,8 +71,12 @@ def test_gacl_example(tmp_path, monkeypatch):
     from gacl_helpers import collator, gacl_dataset, load, tiny_model_dir
 
     tm = load(tiny_model_dir(tmp_path / "model"))
-    res = _run(gacl, {"model": tm.model, "ds": gacl_dataset(tm, n=16), "collator": collator(tm),
-                      "tokenizer": tm.tokenizer}, tmp_path, monkeypatch)
+    res = _run(
+        gacl,
+        {"model": tm.model, "ds": gacl_dataset(tm, n=16), "collator": collator(tm), "tokenizer": tm.tokenizer},
+        tmp_path,
+        monkeypatch,
+    )
     assert res.failed == 0 and res.attempted >= 4
 
 
@@ -76,8 +86,12 @@ def test_classification_trainer_examples(name, tmp_path, monkeypatch):
 
     module = importlib.import_module(f"fairmt.trainers.{name}")
     model, tokenizer, rows = _classification_rows(tmp_path / "bert")
-    res = _run(module, {"model": model, "tokenizer": tokenizer, "train": rows, "dev": rows.select(range(8))},
-               tmp_path, monkeypatch)
+    res = _run(
+        module,
+        {"model": model, "tokenizer": tokenizer, "train": rows, "dev": rows.select(range(8))},
+        tmp_path,
+        monkeypatch,
+    )
     assert res.failed == 0 and res.attempted >= 4
 
 
@@ -99,9 +113,12 @@ def test_word_level_baseline_examples(name, shared_data, tmp_path, monkeypatch):
     BertForMaskedLM(BertConfig.from_pretrained(bert)).save_pretrained(tmp_path / "mlm")
     AutoTokenizer.from_pretrained(bert).save_pretrained(tmp_path / "mlm")
     module = importlib.import_module(f"fairmt.trainers.{name}")
-    globs = {"sentences": sentences, "path": str(tmp_path / "mlm"),
-             "model": BertForMaskedLM.from_pretrained(tmp_path / "mlm"),
-             "tokenizer": AutoTokenizer.from_pretrained(tmp_path / "mlm")}
+    globs = {
+        "sentences": sentences,
+        "path": str(tmp_path / "mlm"),
+        "model": BertForMaskedLM.from_pretrained(tmp_path / "mlm"),
+        "tokenizer": AutoTokenizer.from_pretrained(tmp_path / "mlm"),
+    }
     res = _run(module, globs, tmp_path, monkeypatch)
     assert res.failed == 0 and res.attempted >= 5
 
@@ -119,8 +136,15 @@ def test_fairness_sampling_example(tmp_path, monkeypatch):
     processor = load_image_processor(str(folder))
     m, s = processor_stats(processor)
     images = synthetic_shapes(64, seed=0).dataset
-    fit_latent_subgroups(np.random.default_rng(0).normal(size=(64, 8)), n_clusters=4).save(tmp_path / "run" / "clusters")
-    globs = {"simclr_model": build_simclr_model(str(folder), projection_dim=16), "images": images,
-             "processor": processor, "m": m, "s": s}
+    fit_latent_subgroups(np.random.default_rng(0).normal(size=(64, 8)), n_clusters=4).save(
+        tmp_path / "run" / "clusters"
+    )
+    globs = {
+        "simclr_model": build_simclr_model(str(folder), projection_dim=16),
+        "images": images,
+        "processor": processor,
+        "m": m,
+        "s": s,
+    }
     res = _run(sampling, globs, tmp_path, monkeypatch)
     assert res.failed == 0 and res.attempted >= 5

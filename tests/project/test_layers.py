@@ -66,7 +66,8 @@ def _module_name(path: Path, root: Path) -> str:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports(path: Path, module: str, is_package: bool):
@@ -221,8 +222,13 @@ def test_sweep_never_imports_the_cli_layer():
     """``fairmt sweep``'s engine reads recipes, their checks and their families through :mod:`fairmt.recipes`, never
     through ``fairmt.commands`` or ``fairmt.cli`` (lazy imports included): the CLI stands on it, not beside it."""
     _, every = import_graph()
-    up = [f"{m}: {name} (line {line})" for m, imports in sorted(every.items()) if m.startswith("fairmt.sweep")
-          for name, line in imports if name.split(".")[:2] in (["fairmt", "commands"], ["fairmt", "cli"])]
+    up = [
+        f"{m}: {name} (line {line})"
+        for m, imports in sorted(every.items())
+        if m.startswith("fairmt.sweep")
+        for name, line in imports
+        if name.split(".")[:2] in (["fairmt", "commands"], ["fairmt", "cli"])
+    ]
     assert up == [], "\n".join(up)
     assert FLOOR["sweep"] < FLOOR["commands"] and frozenset({"commands", "sweep"}) not in ONE_LAYER
 
@@ -237,8 +243,11 @@ def test_inside_translate_the_backends_stand_on_the_cache_and_the_runner_on_both
     """runner → backends → cache, never back: the cache (format, fingerprints, lock) imports no backend, and no
     backend imports the runner."""
     graph, _ = import_graph()
-    inside = {m: {n for n in deps if n.startswith("fairmt.translate")} for m, deps in graph.items()
-              if m.startswith("fairmt.translate")}
+    inside = {
+        m: {n for n in deps if n.startswith("fairmt.translate")}
+        for m, deps in graph.items()
+        if m.startswith("fairmt.translate")
+    }
     assert inside["fairmt.translate.cache"] == set()
     for module, deps in inside.items():
         if module.startswith("fairmt.translate.backends"):
@@ -277,8 +286,10 @@ def test_the_checks_catch_a_planted_cycle_and_a_planted_upward_import(tmp_path):
 
 def test_translate_and_process_helpers_import_neither_torch_nor_transformers():
     """What the file-based commands load stays light: the layers' entry points import torch only when they run."""
-    code = ("import sys, fairmt.translate, fairmt.model_eval, fairmt.distributed, fairmt.eval.winomt.detectors, "
-            "fairmt.commands._backend; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    code = (
+        "import sys, fairmt.translate, fairmt.model_eval, fairmt.distributed, fairmt.eval.winomt.detectors, "
+        "fairmt.commands._backend; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    )
     out = procs.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -332,19 +343,32 @@ for old, new in json.loads(sys.argv[1]).items():
                 "warnings": [[w.category.__name__, str(w.message), w.filename] for w in caught]}
 print(json.dumps(out))
 """
-MOVED_MODULES = ("fairmt.eval.backends.hf", "fairmt.eval.backends.ct2", "fairmt.eval.backends.openai",
-                 "fairmt.eval.backends.causal_lm", "fairmt.eval.backends.prompting", "fairmt.eval.callbacks",
-                 "fairmt.losses.distributed", "fairmt.scripts.gacl", "fairmt.scripts.ccd",
-                 "fairmt.scripts.ccd_validation", "fairmt.scripts.dpce", "fairmt.scripts.adept",
-                 "fairmt.scripts.classification", "fairmt.scripts.sampling", "fairmt.scripts.cards",
-                 "fairmt.scripts.recipe_checks")  # whole modules: the warning names the new module
+MOVED_MODULES = (
+    "fairmt.eval.backends.hf",
+    "fairmt.eval.backends.ct2",
+    "fairmt.eval.backends.openai",
+    "fairmt.eval.backends.causal_lm",
+    "fairmt.eval.backends.prompting",
+    "fairmt.eval.callbacks",
+    "fairmt.losses.distributed",
+    "fairmt.scripts.gacl",
+    "fairmt.scripts.ccd",
+    "fairmt.scripts.ccd_validation",
+    "fairmt.scripts.dpce",
+    "fairmt.scripts.adept",
+    "fairmt.scripts.classification",
+    "fairmt.scripts.sampling",
+    "fairmt.scripts.cards",
+    "fairmt.scripts.recipe_checks",
+)  # whole modules: the warning names the new module
 
 
 def test_old_import_paths_work_and_warn_naming_the_new_one():
     """In a fresh process: each old path gives the very object of the new one, with one DeprecationWarning that
     names the new path and points at the line that used the old one (not at fairmt's shims or importlib)."""
-    out = procs.run([sys.executable, "-c", _CHECK_OLD_PATHS, json.dumps(OLD_PATHS)], capture_output=True,
-                    text=True, check=True).stdout
+    out = procs.run(
+        [sys.executable, "-c", _CHECK_OLD_PATHS, json.dumps(OLD_PATHS)], capture_output=True, text=True, check=True
+    ).stdout
     results = json.loads(out)
     assert sorted(results) == sorted(OLD_PATHS)
     bad = []
@@ -352,8 +376,9 @@ def test_old_import_paths_work_and_warn_naming_the_new_one():
         new_module, new_name = OLD_PATHS[old].split(":")
         expected = new_module if old.split(":")[0] in MOVED_MODULES else f"{new_module}.{new_name}"
         ours = [w for w in res["warnings"] if w[0] == "DeprecationWarning" and "fairmt" in w[1]]
-        if not (res["same"] and len(ours) == 1 and f"import {expected} instead" in ours[0][1]
-                and ours[0][2] == "<string>"):
+        if not (
+            res["same"] and len(ours) == 1 and f"import {expected} instead" in ours[0][1] and ours[0][2] == "<string>"
+        ):
             bad.append(f"{old}: {res}")
     assert not bad, "\n".join(bad)
 
@@ -395,5 +420,16 @@ def test_winomt_detector_names_are_importable_where_they_were():
     missing = [n for n in DETECTOR_NAMES if not hasattr(detectors, n)]
     assert not missing
     analysers = [p.stem for p in (ROOT / "eval" / "winomt" / "detectors").glob("*.py") if p.stem != "__init__"]
-    assert sorted(analysers) == ["base", "czech", "german", "italian", "polish", "pymorphy", "registry",
-                                 "slavic_rules", "spacy_morph", "stanza_morph", "suffix"]
+    assert sorted(analysers) == [
+        "base",
+        "czech",
+        "german",
+        "italian",
+        "polish",
+        "pymorphy",
+        "registry",
+        "slavic_rules",
+        "spacy_morph",
+        "stanza_morph",
+        "suffix",
+    ]

@@ -62,11 +62,17 @@ def _handles(tree: ast.AST) -> set[str]:
         if isinstance(node, ast.With):
             for item in node.items:
                 ctx = item.context_expr
-                if (isinstance(ctx, ast.Call) and ast.unparse(ctx.func).split(".")[-1] in _HANDLE_WRITERS
-                        and isinstance(item.optional_vars, ast.Name)):
+                if (
+                    isinstance(ctx, ast.Call)
+                    and ast.unparse(ctx.func).split(".")[-1] in _HANDLE_WRITERS
+                    and isinstance(item.optional_vars, ast.Name)
+                ):
                     names.add(item.optional_vars.id)
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
-                ast.unparse(node.value.func) in ("io.BytesIO", "io.StringIO", "BytesIO", "StringIO"):
+        elif (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and ast.unparse(node.value.func) in ("io.BytesIO", "io.StringIO", "BytesIO", "StringIO")
+        ):
             names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
     return names
 
@@ -95,8 +101,15 @@ def file_writes(source: str) -> list[tuple[int, str]]:
             kind = hit and f"os.open({hit[0]})"
         elif attr in ("write_text", "write_bytes"):
             kind = f"Path.{attr}"
-        elif func in ("tempfile.NamedTemporaryFile", "tempfile.TemporaryFile", "tempfile.SpooledTemporaryFile",
-                      "tempfile.mkstemp", "os.fdopen", "NamedTemporaryFile", "mkstemp"):
+        elif func in (
+            "tempfile.NamedTemporaryFile",
+            "tempfile.TemporaryFile",
+            "tempfile.SpooledTemporaryFile",
+            "tempfile.mkstemp",
+            "os.fdopen",
+            "NamedTemporaryFile",
+            "mkstemp",
+        ):
             kind = func
         elif func in ("shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree"):
             kind = func
@@ -123,18 +136,21 @@ def writes_outside_the_writer(root: Path = ROOT) -> dict[tuple[str, str], list[i
 
 def test_no_module_writes_a_file_outside_the_one_writer():
     found = writes_outside_the_writer()
-    unexplained = {f"fairmt/{rel}:{lines[0]} {kind}" for (rel, kind), lines in found.items()
-                   if (rel, kind) not in ALLOWED}
-    assert not unexplained, ("files written outside fairmt/outputs.py (route them through write_file / writing / "
-                             "appending / save_folder / saving, or add them to ALLOWED with the reason): "
-                             f"{sorted(unexplained)}")
+    unexplained = {
+        f"fairmt/{rel}:{lines[0]} {kind}" for (rel, kind), lines in found.items() if (rel, kind) not in ALLOWED
+    }
+    assert not unexplained, (
+        "files written outside fairmt/outputs.py (route them through write_file / writing / "
+        "appending / save_folder / saving, or add them to ALLOWED with the reason): "
+        f"{sorted(unexplained)}"
+    )
     stale = sorted(set(ALLOWED) - set(found))
     assert not stale, f"ALLOWED names writes that are gone: {stale}"
     assert all(len(reason) > 30 for reason in ALLOWED.values())
 
 
 def test_the_guard_finds_what_it_guards():
-    src = '''
+    src = """
 import os, shutil, tempfile, torch
 import numpy as np
 from pathlib import Path
@@ -157,11 +173,22 @@ fig.savefig(buf)
 fig.savefig("x.png")
 gzip.open(p, "wt")
 open(p, m)
-'''
+"""
     kinds = [k for _, k in file_writes(src)]
-    assert kinds == ["open('a')", "open('wb')", "Path.open('a')", "os.open(O_WRONLY)", "Path.write_text",
-                     "tempfile.NamedTemporaryFile", "shutil.copyfile", "torch.save(path)", "np.save(path)",
-                     "savefig(path)", "gzip.open('wt')", "open('?')"], kinds
+    assert kinds == [
+        "open('a')",
+        "open('wb')",
+        "Path.open('a')",
+        "os.open(O_WRONLY)",
+        "Path.write_text",
+        "tempfile.NamedTemporaryFile",
+        "shutil.copyfile",
+        "torch.save(path)",
+        "np.save(path)",
+        "savefig(path)",
+        "gzip.open('wt')",
+        "open('?')",
+    ], kinds
 
 
 # --------------------------------------------------------------------------------------------- appends fail in one line
@@ -273,10 +300,22 @@ def test_the_tiny_models_own_files_go_through_the_writer(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "fsync", fsync)
     with pytest.raises(FairmtError) as err:
-        build_tiny_translation_model(out, [("he is a doctor", "er ist Arzt"), ("she is a nurse", "sie ist Pflegerin")]
-                                     * 10, vocab_size=40, d_model=8, encoder_layers=1, decoder_layers=1, ffn_dim=8,
-                                     attention_heads=1)
+        build_tiny_translation_model(
+            out,
+            [("he is a doctor", "er ist Arzt"), ("she is a nurse", "sie ist Pflegerin")] * 10,
+            vocab_size=40,
+            d_model=8,
+            encoder_layers=1,
+            decoder_layers=1,
+            ffn_dim=8,
+            attention_heads=1,
+        )
     line = str(err.value)
-    assert line.startswith(f"could not write the tiny model's SentencePiece model to {out / 'sentencepiece.bpe.model'}"
-                           ": no space left on the device (") and "\n" not in line
+    assert (
+        line.startswith(
+            f"could not write the tiny model's SentencePiece model to {out / 'sentencepiece.bpe.model'}"
+            ": no space left on the device ("
+        )
+        and "\n" not in line
+    )
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]

@@ -28,7 +28,7 @@ def _rows(text: str, first: str) -> dict[str, list[str]]:
     lines = text.splitlines()
     start = next(i for i, x in enumerate(lines) if x.startswith(first))
     out = {}
-    for x in lines[start + 2:]:
+    for x in lines[start + 2 :]:
         if not x.startswith("|"):
             break
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", x.strip()[1:-1])]
@@ -45,18 +45,22 @@ def _verdict(cell: str) -> tuple[str, str]:
 
 # page row label → the recorded table's row label
 CCD_TABLE = {
-    "**Bias-IR AVG-DEV, all 117 queries (the paper's quantity)**":
-        "**Bias-IR AVG-DEV, all 117 queries (headline: the paper's quantity)**",
+    "**Bias-IR AVG-DEV, all 117 queries (the paper's quantity)**": "**Bias-IR AVG-DEV, all 117 queries (headline: the paper's quantity)**",
     "Bias-IR AVG-DEV, 60 test queries (the validation half left out)": "Bias-IR AVG-DEV (60 test queries)",
     "CCED gap, 150 held-out tuples": "CCED gap (150 held-out tuples)",
     "SEAT avg \\|effect size\\| (6-8b)": "SEAT avg \\|effect size\\| (6-8b)",
 }
 # the claim's phrases → the recorded rows they speak of
-CCD_LOWERS = {"the CCED gap": "CCED gap (150 held-out tuples)",
-              "the Bias-IR deviation of the 60 test queries": "Bias-IR AVG-DEV (60 test queries)"}
-CCD_NOT = {"the Bias-IR deviation over all 117 queries": CCD_TABLE["**Bias-IR AVG-DEV, all 117 queries (the paper's "
-                                                                  "quantity)**"],
-           "SEAT": "SEAT avg \\|effect size\\| (6-8b)"}
+CCD_LOWERS = {
+    "the CCED gap": "CCED gap (150 held-out tuples)",
+    "the Bias-IR deviation of the 60 test queries": "Bias-IR AVG-DEV (60 test queries)",
+}
+CCD_NOT = {
+    "the Bias-IR deviation over all 117 queries": CCD_TABLE[
+        "**Bias-IR AVG-DEV, all 117 queries (the paper's quantity)**"
+    ],
+    "SEAT": "SEAT avg \\|effect size\\| (6-8b)",
+}
 
 
 def test_ccd_page_claim_and_table_agree_with_the_recorded_runs():
@@ -84,12 +88,21 @@ def test_ccd_page_claim_and_table_agree_with_the_recorded_runs():
 def fcl_record(results: dict) -> dict:
     """What the FCL pages say of a ``classification/fcl`` run: its rule, the epoch it keeps, its test numbers."""
     sel = results["info"]["selection"]
-    return {"recipe": "classification/fcl", "format": results["format"], "objective": results["objective"],
-            "dataset": results["dataset"], "seed": results["seed"], "selection": sel["criterion"],
-            "epochs": results["config"]["training"]["num_train_epochs"], "evaluations": sel["evaluations"],
-            "kept_epoch": sel["best_epoch"], "best_dev": sel["best_dev"], "start_dev": sel.get("start_dev"),
-            "n_classes": len(results["labels"]),
-            "test": {k: v for k, v in results["test"].items() if k not in ("signature",)}}
+    return {
+        "recipe": "classification/fcl",
+        "format": results["format"],
+        "objective": results["objective"],
+        "dataset": results["dataset"],
+        "seed": results["seed"],
+        "selection": sel["criterion"],
+        "epochs": results["config"]["training"]["num_train_epochs"],
+        "evaluations": sel["evaluations"],
+        "kept_epoch": sel["best_epoch"],
+        "best_dev": sel["best_dev"],
+        "start_dev": sel.get("start_dev"),
+        "n_classes": len(results["labels"]),
+        "test": {k: v for k, v in results["test"].items() if k not in ("signature",)},
+    }
 
 
 def test_fcl_pages_state_the_recorded_run():

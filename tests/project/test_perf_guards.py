@@ -33,9 +33,20 @@ def _model():
 
     torch.manual_seed(0)
     cfg = M2M100Config(
-        vocab_size=96, d_model=16, encoder_layers=2, decoder_layers=1, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=32, dropout=0.1,
-        pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2,
+        vocab_size=96,
+        d_model=16,
+        encoder_layers=2,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=32,
+        decoder_ffn_dim=32,
+        max_position_embeddings=32,
+        dropout=0.1,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
     )
     return M2M100ForConditionalGeneration(cfg)
 
@@ -49,15 +60,28 @@ def _batch():
     cf[:, 1] = torch.randint(4, 96, (B,), generator=g)
     labels = torch.randint(4, 96, (B, T), generator=g)
     labels[1, -3:] = -100  # one padded target
-    return {"input_ids": ids, "attention_mask": mask, "labels": labels, "cf_input_ids": cf,
-            "cf_attention_mask": mask.clone(), "gender": torch.tensor([0, 1] * (B // 2))}
+    return {
+        "input_ids": ids,
+        "attention_mask": mask,
+        "labels": labels,
+        "cf_input_ids": cf,
+        "cf_attention_mask": mask.clone(),
+        "gender": torch.tensor([0, 1] * (B // 2)),
+    }
 
 
 def _trainer(tmp_path, cls=None, **kw):
     from fairmt.trainers.gacl import GACLConfig, GACLTrainer
 
-    args = GACLConfig(output_dir=str(tmp_path), per_device_train_batch_size=B, report_to=[], use_cpu=True,
-                      save_strategy="no", disable_tqdm=True, **kw)
+    args = GACLConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=B,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        disable_tqdm=True,
+        **kw,
+    )
     trainer = (cls or GACLTrainer)(model=_model(), args=args)
     trainer.create_optimizer()
     trainer.current_gradient_accumulation_steps = 1
@@ -149,8 +173,11 @@ def test_teacher_guard_catches_a_teacher_run_with_gradient(tmp_path):
 
     class GradTeacher(GACLTrainer):
         def _teacher_logits(self, inputs):
-            return self.teacher(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
-                                decoder_input_ids=self._shift_right(inputs["labels"])).logits
+            return self.teacher(
+                input_ids=inputs["input_ids"],
+                attention_mask=inputs["attention_mask"],
+                decoder_input_ids=self._shift_right(inputs["labels"]),
+            ).logits
 
     calls, _, _, _ = _teacher_report(_trainer(tmp_path, cls=GradTeacher, teacher_dtype="fp32"))
     _, grad_enabled, inference = calls[0]
@@ -161,9 +188,16 @@ def test_teacher_guard_catches_a_teacher_run_with_gradient(tmp_path):
 
 _READS = ("item", "tolist", "__bool__", "__int__", "__float__", "__index__", "cpu", "numpy")
 # ops whose output size depends on the data: on an accelerator they wait for the device
-_DATA_DEPENDENT = {"aten::nonzero", "aten::nonzero_numpy", "aten::masked_select", "aten::_unique2",
-                   "aten::unique_consecutive", "aten::unique_dim", "aten::repeat_interleave",
-                   "aten::_local_scalar_dense"}
+_DATA_DEPENDENT = {
+    "aten::nonzero",
+    "aten::nonzero_numpy",
+    "aten::masked_select",
+    "aten::_unique2",
+    "aten::unique_consecutive",
+    "aten::unique_dim",
+    "aten::repeat_interleave",
+    "aten::_local_scalar_dense",
+}
 
 
 def _caller_in_fairmt(frame) -> bool:

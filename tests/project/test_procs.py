@@ -33,15 +33,18 @@ def test_a_timeout_kills_descendants_in_sessions_of_their_own(tmp_path):
     out, finished = tmp_path / "pid", tmp_path / "finished"
     rank = tmp_path / "rank.py"
     rank.write_text(f"import time\ntime.sleep(20)\nopen({str(finished)!r}, 'w').write('x')\n")
-    code = (f"import subprocess, sys, time\n"
-            f"child = subprocess.Popen([sys.executable, {str(rank)!r}], start_new_session=True)\n"
-            f"open({str(out)!r}, 'w').write(str(child.pid))\n"
-            f"time.sleep(120)\n")
+    code = (
+        f"import subprocess, sys, time\n"
+        f"child = subprocess.Popen([sys.executable, {str(rank)!r}], start_new_session=True)\n"
+        f"open({str(out)!r}, 'w').write(str(child.pid))\n"
+        f"time.sleep(120)\n"
+    )
     with pytest.raises(pytest.fail.Exception, match=r"did not finish in 3 s"):
         procs.run([sys.executable, "-c", code], timeout=3)
     grandchild = int(out.read_text())
-    assert procs.wait_for(lambda: not procs.alive(grandchild), timeout=10), \
+    assert procs.wait_for(lambda: not procs.alive(grandchild), timeout=10), (
         "the rank-like grandchild outlived the timeout"
+    )
     assert not finished.exists(), "the grandchild was not killed: it ran to its end"
 
 

@@ -8,15 +8,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_mtbias import PAIRS, _fake_data  # beside this file
 
 import procs
 from fairmt.cli import main
-from test_mtbias import PAIRS, _fake_data  # beside this file
 
 
 def test_import_fairmt_stays_light_and_names_the_one_call_functions():
-    code = ("import sys, fairmt; names = [fairmt.evaluate_embeddings, fairmt.evaluate_mt_bias, fairmt.translate]; "
-            "print(callable(fairmt.translate), [m for m in ('torch', 'transformers') if m in sys.modules])")
+    code = (
+        "import sys, fairmt; names = [fairmt.evaluate_embeddings, fairmt.evaluate_mt_bias, fairmt.translate]; "
+        "print(callable(fairmt.translate), [m for m in ('torch', 'transformers') if m in sys.modules])"
+    )
     out = procs.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split("\n")[0] == "True []"
 
@@ -32,8 +34,24 @@ def test_evaluate_mt_bias_and_translate_give_what_the_command_writes(tmp_path, m
     monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "data"))
     run = tmp_path / "run"
     gen = ["--num-beams", "2", "--max-new-tokens", "8"]
-    assert main(["eval", "mt-bias", "--model", str(model), "--output-dir", str(run), "--lang", "de", *gen,
-                 "--json", str(tmp_path / "cli.json")]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "mt-bias",
+                "--model",
+                str(model),
+                "--output-dir",
+                str(run),
+                "--lang",
+                "de",
+                *gen,
+                "--json",
+                str(tmp_path / "cli.json"),
+            ]
+        )
+        == 0
+    )
     cli = json.loads((tmp_path / "cli.json").read_text())
     capsys.readouterr()
 
@@ -49,8 +67,11 @@ def test_evaluate_mt_bias_and_translate_give_what_the_command_writes(tmp_path, m
     with pytest.raises(FairmtError, match="unknown target language"):
         fairmt.evaluate_mt_bias(translations_dir=run, langs="xx")
 
-    masculine = (tmp_path / "data" / "mt_geneval" / "sentences" / "test" /
-                 "geneval-sentences-masculine-test.en_de.en").read_text().splitlines()
+    masculine = (
+        (tmp_path / "data" / "mt_geneval" / "sentences" / "test" / "geneval-sentences-masculine-test.en_de.en")
+        .read_text()
+        .splitlines()
+    )
     ours = fairmt.translate(str(model), masculine, "en", "de", num_beams=2, max_new_tokens=8)
     assert ours == (run / "geneval" / "masculine.de.txt").read_text().splitlines()
     assert fairmt.translate(str(model), masculine[0], "en", "de", num_beams=2, max_new_tokens=8) == ours[0]

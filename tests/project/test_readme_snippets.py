@@ -20,14 +20,13 @@ def _python_blocks(section: str, page: str = "benchmarks/mt-geneval.md") -> list
     text = (DOCS / page).read_text(encoding="utf-8")
     start = text.index(section)
     end = text.find("\n## ", start + len(section))
-    return re.findall(r"```python\n(.*?)```", text[start:end if end > 0 else None], flags=re.S)
+    return re.findall(r"```python\n(.*?)```", text[start : end if end > 0 else None], flags=re.S)
 
 
 @pytest.mark.data
 def test_mt_geneval_readme_example_gives_the_pair_level_number(shared_data, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
-    block = next(b for b in _python_blocks("## `evaluate` module")
-                 if "mt_geneval" in b)
+    block = next(b for b in _python_blocks("## `evaluate` module") if "mt_geneval" in b)
     namespace: dict = {}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -42,8 +41,23 @@ def test_mt_geneval_readme_example_gives_the_pair_level_number(shared_data, monk
     (tmp_path / "f.txt").write_text("\n".join(data.feminine_refs) + "\n", encoding="utf-8")
     from fairmt.cli import main
 
-    assert main(["eval", "geneval", "--lang", "de", "--masculine", str(tmp_path / "m.txt"), "--feminine",
-                 str(tmp_path / "f.txt"), "--json", "-"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "geneval",
+                "--lang",
+                "de",
+                "--masculine",
+                str(tmp_path / "m.txt"),
+                "--feminine",
+                str(tmp_path / "f.txt"),
+                "--json",
+                "-",
+            ]
+        )
+        == 0
+    )
     cli = json.loads(capsys.readouterr().out)
     for key in ("accuracy", "explicit_accuracy", "delta_g", "n", "signature", "chrfpp", "chrf_signature"):
         assert scores[key] == cli[key], key

@@ -50,7 +50,9 @@ def test_models_and_states_are_saved_as_safetensors():
     """torch.save writes pickles; every tensor file fairmt writes is safetensors (the stock Trainer's own
     optimizer/RNG/training_args files are the Trainer's, not fairmt's)."""
     saves = [f"{w}:{line}" for w, line, owner, name, _ in _calls() if owner == "torch" and name == "save"]
-    allowed = {"fairmt/trainers/ccd.py",  # training_args.bin, as the stock Trainer writes it beside any model
-               # the sequential adversaries' optimizer states in a checkpoint, beside (and as) the Trainer's optimizer.pt
-               "fairmt/trainers/adversarial.py"}
+    allowed = {
+        "fairmt/trainers/ccd.py",  # training_args.bin, as the stock Trainer writes it beside any model
+        # the sequential adversaries' optimizer states in a checkpoint, beside (and as) the Trainer's optimizer.pt
+        "fairmt/trainers/adversarial.py",
+    }
     assert [s for s in saves if s.split(":")[0] not in allowed] == []

@@ -55,7 +55,9 @@ def test_hiding_makes_programs_wordnet_and_modules_unreachable(hidden, tmp_path,
     stub = tmp_path / "hidden-bin" / "pdflatex"
     assert env["PATH"].split(os.pathsep)[0] == str(stub.parent)
     assert {"pdflatex", "initdb", "pg_ctl", "postgres", "pg_config"} <= {p.name for p in stub.parent.iterdir()}
-    r = subprocess.run(["pdflatex", "x.tex"], check=False, env={**os.environ, "PATH": env["PATH"]}, capture_output=True, text=True)
+    r = subprocess.run(
+        ["pdflatex", "x.tex"], check=False, env={**os.environ, "PATH": env["PATH"]}, capture_output=True, text=True
+    )
     assert r.returncode == 127 and "hidden by FAIRMT_TEST_HIDE" in r.stderr  # an undeclared use fails
     monkeypatch.setenv("PATH", env["PATH"])
     assert needs.program("pdflatex") is None
@@ -71,11 +73,14 @@ def test_hiding_makes_programs_wordnet_and_modules_unreachable(hidden, tmp_path,
 
 def test_doc_blocks_read_their_needs_above_or_below_the_marker():
     assert _comments_before("Run it:\n\n<!-- needs: data, fairseq -->\n<!-- run-with: a=1 -->\n\n") == [
-        "<!-- needs: data, fairseq -->", "<!-- run-with: a=1 -->"]
+        "<!-- needs: data, fairseq -->",
+        "<!-- run-with: a=1 -->",
+    ]
     assert _comments_before("A sentence.\n<!-- not-runnable: a GPU -->\n") == ["<!-- not-runnable: a GPU -->"]
     seat = {b.line: b for b in blocks(ROOT / "docs" / "benchmarks" / "seat.md")}
-    assert all(b.needs == ("data",) for b in seat.values() if "--model minilm" in b.code or "evaluate_embeddings"
-               in b.code)
+    assert all(
+        b.needs == ("data",) for b in seat.values() if "--model minilm" in b.code or "evaluate_embeddings" in b.code
+    )
     for b in blocks():  # every annotation names a known part
         assert set(b.needs) <= set(needs.PARTS), (b.id, b.needs)
 
@@ -92,9 +97,13 @@ def test_over_budget_names_each_file_and_its_budget():
     data = {"default_s": 60.0, "files": {"test_a.py": {"measured_s": 10.0, "budget_s": 36.0}}}
     assert time_budget.over_budget({"test_a.py": 40.0, "test_b.py": 61.5, "test_c.py": 5.0}, data) == [
         "test_a.py: 40.0 s, over its budget of 36 s",
-        "test_b.py: 61.5 s, over its budget of 60 s (no entry in tests/support/time_budget.json: the default)"]
-    rebuilt = time_budget.rebuilt({"test_a.py": 10.0, "test_b.py": 100.0}, "x",
-                                  {"test_a.py::t1": 0.9, "test_a.py::t2": 1.0, "test_b.py::t[x]": 7.5})
+        "test_b.py: 61.5 s, over its budget of 60 s (no entry in tests/support/time_budget.json: the default)",
+    ]
+    rebuilt = time_budget.rebuilt(
+        {"test_a.py": 10.0, "test_b.py": 100.0},
+        "x",
+        {"test_a.py::t1": 0.9, "test_a.py::t2": 1.0, "test_b.py::t[x]": 7.5},
+    )
     assert rebuilt["files"]["test_a.py"]["budget_s"] == 36.0 and rebuilt["files"]["test_b.py"]["budget_s"] == 180.0
     assert rebuilt["measured_slow"] == ["test_a.py::t2", "test_b.py::t[x]"]  # slow_test_s: 1 s or more
 
@@ -125,20 +134,23 @@ def test_the_committed_budget_covers_the_longest_files():
     assert data["default_s"] > 0 and all(e["budget_s"] >= e["measured_s"] for e in data["files"].values())
     assert all(any(TESTS.rglob(name)) for name in data["files"]), "a budget entry for a file that is gone"
     order = time_budget.measured_order()
-    assert [data["files"][n]["measured_s"] for n in order] == sorted((e["measured_s"] for e in data["files"].values()),
-                                                                    reverse=True)
+    assert [data["files"][n]["measured_s"] for n in order] == sorted(
+        (e["measured_s"] for e in data["files"].values()), reverse=True
+    )
 
 
 @pytest.mark.slow  # a pytest process of its own
 def test_a_run_skips_a_hidden_part_by_name_and_fails_a_file_over_its_budget(tmp_path):
     """A real pytest run: the mark skips with its reason, and FAIRMT_CHECK_BUDGET=1 fails a file over its budget
     (a budget file whose default is 0 s), naming it; FAIRMT_TIME_REPORT gets each file's time."""
-    (tmp_path / "budget.json").write_text(json.dumps({"default_s": 0.0, "files": {},
-                                                      "measured_slow": ["test_x.py::test_b"]}))
-    (tmp_path / "conftest.py").write_text(textwrap.dedent(f"""
+    (tmp_path / "budget.json").write_text(
+        json.dumps({"default_s": 0.0, "files": {}, "measured_slow": ["test_x.py::test_b"]})
+    )
+    (tmp_path / "conftest.py").write_text(
+        textwrap.dedent(f"""
         import sys
         from pathlib import Path
-        sys.path.insert(0, {str(TESTS / 'support')!r})
+        sys.path.insert(0, {str(TESTS / "support")!r})
         import needs, time_budget
         time_budget.BUDGET_FILE = Path({str(tmp_path / "budget.json")!r})
 
@@ -151,25 +163,58 @@ def test_a_run_skips_a_hidden_part_by_name_and_fails_a_file_over_its_budget(tmp_
         def pytest_collection_modifyitems(config, items):
             time_budget.mark_measured_slow(items)
             needs.skip_missing(items)
-        """))
-    (tmp_path / "test_x.py").write_text("import pytest, time\n\n@pytest.mark.needs('pdflatex')\ndef test_a():\n"
-                                        "    raise AssertionError('ran')\n\ndef test_b():\n    time.sleep(0.3)\n\n"
-                                        "@pytest.mark.slow\ndef test_c():\n    pass\n")
-    env = {**os.environ, "FAIRMT_TEST_HIDE": "pdflatex", "FAIRMT_CHECK_BUDGET": "1",
-           "FAIRMT_TIME_REPORT": str(tmp_path / "times.json"), "PYTHONPATH": str(ROOT)}
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-ra", "-p", "no:cacheprovider", "-p", "no:randomly",
-                        "test_x.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        """)
+    )
+    (tmp_path / "test_x.py").write_text(
+        "import pytest, time\n\n@pytest.mark.needs('pdflatex')\ndef test_a():\n"
+        "    raise AssertionError('ran')\n\ndef test_b():\n    time.sleep(0.3)\n\n"
+        "@pytest.mark.slow\ndef test_c():\n    pass\n"
+    )
+    env = {
+        **os.environ,
+        "FAIRMT_TEST_HIDE": "pdflatex",
+        "FAIRMT_CHECK_BUDGET": "1",
+        "FAIRMT_TIME_REPORT": str(tmp_path / "times.json"),
+        "PYTHONPATH": str(ROOT),
+    }
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-ra", "-p", "no:cacheprovider", "-p", "no:randomly", "test_x.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 1, r.stdout + r.stderr
     assert "SKIPPED [1] test_x.py:3: needs pdflatex with booktabs: hidden by FAIRMT_TEST_HIDE" in r.stdout, r.stdout
     assert "2 passed, 1 skipped" in r.stdout
-    assert "test files over their time budget" in r.stdout and re.search(r"test_x\.py: 0\.\d s, over its budget of 0 s", r.stdout)
+    assert "test files over their time budget" in r.stdout and re.search(
+        r"test_x\.py: 0\.\d s, over its budget of 0 s", r.stdout
+    )
     times = json.loads((tmp_path / "times.json").read_text())
     assert set(times["files"]) == set(times["not_slow"]) == {"test_x.py"}
     assert set(times["slowest_not_slow_tests"]) == {"test_x.py::test_a"}  # test_c: slow; test_b: measured slow
     assert set(times["unmarked_tests"]) == {"test_x.py::test_b"}  # not slow in its source, 0.3 s: stays listed
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                        "-m", "not slow", "test_x.py"], cwd=tmp_path, env={**env, "FAIRMT_CHECK_BUDGET": "0"},
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "-m",
+            "not slow",
+            "test_x.py",
+        ],
+        cwd=tmp_path,
+        env={**env, "FAIRMT_CHECK_BUDGET": "0"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "1 skipped, 2 deselected" in r.stdout, r.stdout + r.stderr  # the inner loop leaves test_b out too
 
 

@@ -14,9 +14,19 @@ def test_every_public_name_resolves_to_the_defining_object():
     assert fairmt.GACLTrainer is GACLTrainer
     for name in fairmt.__all__:
         assert getattr(fairmt, name) is not None, name
-    assert set(fairmt.__all__) >= {"GACLConfig", "GACLTrainer", "CCDConfig", "CCDTrainer", "FairContrastiveConfig",
-                                   "FairContrastiveTrainer", "FairnessSamplingConfig", "FairnessSamplingTrainer",
-                                   "AdversarialConfig", "AdversarialTrainer", "inlp"}
+    assert set(fairmt.__all__) >= {
+        "GACLConfig",
+        "GACLTrainer",
+        "CCDConfig",
+        "CCDTrainer",
+        "FairContrastiveConfig",
+        "FairContrastiveTrainer",
+        "FairnessSamplingConfig",
+        "FairnessSamplingTrainer",
+        "AdversarialConfig",
+        "AdversarialTrainer",
+        "inlp",
+    }
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         fairmt.Nope  # noqa: B018
 

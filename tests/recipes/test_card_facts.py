@@ -11,8 +11,11 @@ import torch
 from fairmt.commands.train import load_recipe
 from fairmt.recipes.cards import card_of_config
 
-CSCL_BERT = ["classification/cscl_bios_bert", "classification/cscl_jigsaw_bert",
-             "classification/cscl_one_stage_bios_bert"]
+CSCL_BERT = [
+    "classification/cscl_bios_bert",
+    "classification/cscl_jigsaw_bert",
+    "classification/cscl_one_stage_bios_bert",
+]
 
 
 def _tiny_classifier():
@@ -21,8 +24,14 @@ def _tiny_classifier():
     from fairmt.models.encoder_classifier import TransformerClassifier
 
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
-                     max_position_embeddings=32)
+    cfg = BertConfig(
+        vocab_size=50,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    )
     return TransformerClassifier(cfg.to_dict(), num_labels=3, pooling="cls", head_layers=2).eval()
 
 
@@ -74,8 +83,9 @@ def test_cscl_cards_have_no_problems():
         assert not card.problems, card.problems
 
 
-@pytest.mark.parametrize(("page", "prefix", "seeds"), [("cscl.md", "classification/cscl_", 5),
-                                                       ("fcl.md", "classification/fcl", 10)])
+@pytest.mark.parametrize(
+    ("page", "prefix", "seeds"), [("cscl.md", "classification/cscl_", 5), ("fcl.md", "classification/fcl", 10)]
+)
 def test_reproducing_commands_run_the_papers_seeds(page, prefix, seeds):
     """Chi et al. ran five seeds (§4), Shen et al. ten (Table 1): the cards say so (`seed`) and every sweep command
     on the reproducing page runs that many."""
@@ -108,8 +118,10 @@ def test_cscl_terms_are_means_over_anchors_not_the_printed_sums():
     sample = [j for _ in range(2) for j in range(n)]
     printed_sum = 0.0
     for i in range(2 * n):
+
         def s(k, i=i):
             return math.exp(float(flat[i] @ flat[k]) / tau)
+
         cell = [k for k in range(2 * n) if k != i and y[sample[k]] == y[sample[i]] and a[sample[k]] == a[sample[i]]]
         pos = next(k for k in range(2 * n) if k != i and sample[k] == sample[i])
         printed_sum += -math.log(s(pos) / sum(s(k) for k in cell))
@@ -141,8 +153,15 @@ def test_fcl_reports_no_time_column():
     assert not any("time" in k for k in summary)
 
 
-@pytest.mark.parametrize("name", ["classification/cscl_bios_bert", "classification/cscl_one_stage_bios_bert",
-                                  "sampling/celeba_resnet50", "classification/fcl_moji"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "classification/cscl_bios_bert",
+        "classification/cscl_one_stage_bios_bert",
+        "sampling/celeba_resnet50",
+        "classification/fcl_moji",
+    ],
+)
 def test_card_facts_are_shown_and_checked(name, capsys):
     from fairmt.cli import main
 

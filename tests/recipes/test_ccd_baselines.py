@@ -13,8 +13,16 @@ transformers = pytest.importorskip("transformers")
 
 SUBJECTS = ["he", "she", "his father", "her mother", "the man", "the woman", "my brother", "my sister", "they", "we"]
 PREDICATES = [
-    "is a doctor", "works at the bank", "cooks dinner", "writes code", "drives a truck", "teaches children",
-    "fixes cars", "likes to dance", "runs the company", "cleans the house",
+    "is a doctor",
+    "works at the bank",
+    "cooks dinner",
+    "writes code",
+    "drives a truck",
+    "teaches children",
+    "fixes cars",
+    "likes to dance",
+    "runs the company",
+    "cleans the house",
 ]
 ATTRS = {"male": ["he", "his", "father", "man", "brother"], "female": ["she", "her", "mother", "woman", "sister"]}
 TARGETS = ["doctor", "bank", "dinner", "code", "truck", "children", "cars", "dance", "company", "house"]
@@ -61,7 +69,9 @@ def test_dpce_loss_matches_loop_reference():
     first = dpce_loss(select_layers(target, "first"), select_layers(attrs, "first"), states, orig)
     ref_first = _dpce_reference(target.detach()[:, :1], attrs[:, :1], states.detach(), orig, 0.2, 0.8)
     assert float(first.orth) == pytest.approx(ref_first[1], rel=1e-12)
-    assert select_layers(attrs, "last").shape == (2, 1, 8) and torch.equal(select_layers(attrs, "last")[:, 0], attrs[:, -1])
+    assert select_layers(attrs, "last").shape == (2, 1, 8) and torch.equal(
+        select_layers(attrs, "last")[:, 0], attrs[:, -1]
+    )
     # no target / attribute tokens in the batch: that term is 0 (and still differentiable)
     empty = dpce_loss(target[:0], attrs, states[:0], orig[:0])
     assert float(empty.loss) == 0.0
@@ -76,7 +86,9 @@ def _adept_reference(neutral, protos, states, orig, rho, alpha, beta):
     g, n = protos.shape[0], neutral.shape[0]
     probs = []
     for a in range(g):
-        w = [math.exp(-sum(float(x - y) ** 2 for x, y in zip(protos[a], neutral[j])) / (2 * rho * rho)) for j in range(n)]
+        w = [
+            math.exp(-sum(float(x - y) ** 2 for x, y in zip(protos[a], neutral[j])) / (2 * rho * rho)) for j in range(n)
+        ]
         z = sum(w)
         probs.append([v / z for v in w])
 
@@ -148,15 +160,20 @@ def test_adept_loss_edge_cases():
 def test_collect_word_sentences_rows_and_errors():
     from fairmt.data.word_sentences import check_rows, collect_word_sentences
 
-    rows = collect_word_sentences(["He is a doctor.", "She and he dance.", "The nurse left.", "Her sister cooks.",
-                                   "nothing here"], ATTRS, ["doctor", "dance", "nurse"])
+    rows = collect_word_sentences(
+        ["He is a doctor.", "She and he dance.", "The nurse left.", "Her sister cooks.", "nothing here"],
+        ATTRS,
+        ["doctor", "dance", "nurse"],
+    )
     got = [(r["text"], r["role"], r["group"], r["word"]) for r in rows]
     assert got == [
-        ("He is a doctor.", "attribute", "male", "he"), ("He is a doctor.", "target", "", "doctor"),
+        ("He is a doctor.", "attribute", "male", "he"),
+        ("He is a doctor.", "target", "", "doctor"),
         ("She and he dance.", "target", "", "dance"),  # two groups: no attribute row
-        ("The nurse left.", "target", "", "nurse"), ("Her sister cooks.", "attribute", "female", "her"),
+        ("The nurse left.", "target", "", "nurse"),
+        ("Her sister cooks.", "attribute", "female", "her"),
     ]
-    assert rows[1]["text"][rows[1]["start"]:rows[1]["end"]] == "doctor"
+    assert rows[1]["text"][rows[1]["start"] : rows[1]["end"]] == "doctor"
     assert check_rows(rows, ["male", "female"]) == {"target": 3, "male": 1, "female": 1}
     with pytest.raises(FairmtError, match="no sentences for \\['female'\\]"):
         check_rows(rows[:2], ["male", "female"])
@@ -222,9 +239,20 @@ def tiny_mlm_dir(tiny_bert_dir, tmp_path_factory):
 
 
 def _args(cls, tmp_path, **kw):
-    base = dict(output_dir=str(tmp_path / "out"), per_device_train_batch_size=16, per_device_eval_batch_size=512,
-                learning_rate=3e-3, num_train_epochs=3, logging_steps=4, report_to="none", save_strategy="no",
-                use_cpu=True, seed=0, disable_tqdm=True, gradient_accumulation_steps=1)
+    base = dict(
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=16,
+        per_device_eval_batch_size=512,
+        learning_rate=3e-3,
+        num_train_epochs=3,
+        logging_steps=4,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
+        gradient_accumulation_steps=1,
+    )
     base.update(kw)
     return cls(**base)
 
@@ -273,15 +301,23 @@ def test_dpce_trains_tiny_bert(tiny_bert_dir, rows, tmp_path):
     model = AutoModel.from_pretrained(tiny_bert_dir)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     ds = rows_to_dataset(rows)
-    trainer = DPCETrainer(model=model, args=_args(DPCEConfig, tmp_path, eval_strategy="no"), train_dataset=ds,
-                          eval_dataset=ds, processing_class=tok)
+    trainer = DPCETrainer(
+        model=model,
+        args=_args(DPCEConfig, tmp_path, eval_strategy="no"),
+        train_dataset=ds,
+        eval_dataset=ds,
+        processing_class=tok,
+    )
     trainer._prepare()
     assert torch.allclose(trainer.attribute_vectors, _attribute_vectors_by_hand(model, tok, rows), atol=1e-5)
     assert trainer.attribute_vectors.shape == (2, 3, 32)  # groups, embedding output + 2 layers, hidden
     first = trainer.evaluate()
     grads = {}
-    hooks = [p.register_hook(lambda g, n=n: grads.__setitem__(n, float(g.abs().sum())))
-             for n, p in model.named_parameters() if "encoder.layer" in n]
+    hooks = [
+        p.register_hook(lambda g, n=n: grads.__setitem__(n, float(g.abs().sum())))
+        for n, p in model.named_parameters()
+        if "encoder.layer" in n
+    ]
     trainer.train()
     for h in hooks:
         h.remove()
@@ -302,8 +338,13 @@ def test_adept_trains_tiny_masked_lm_with_estimated_rho(tiny_mlm_dir, rows, tmp_
     model = AutoModelForMaskedLM.from_pretrained(tiny_mlm_dir)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     ds = rows_to_dataset(rows)
-    trainer = ADEPTTrainer(model=model, args=_args(ADEPTConfig, tmp_path, rho=None, num_train_epochs=4),
-                           train_dataset=ds, eval_dataset=ds, processing_class=tok)
+    trainer = ADEPTTrainer(
+        model=model,
+        args=_args(ADEPTConfig, tmp_path, rho=None, num_train_epochs=4),
+        train_dataset=ds,
+        eval_dataset=ds,
+        processing_class=tok,
+    )
     trainer._prepare()
     # rho = median prototype-to-neutral distance under the original model, recomputed by hand
     protos = trainer.attribute_vectors.reshape(2, -1)
@@ -319,8 +360,13 @@ def test_adept_trains_tiny_masked_lm_with_estimated_rho(tiny_mlm_dir, rows, tmp_
     assert trainer.rho == pytest.approx(float(torch.cdist(protos, torch.stack(neutral)).flatten().median()), rel=1e-4)
     # on a random tiny BERT the two prototypes are close compared with the neutral words' spread, so the median
     # bandwidth gives near-identical distributions (JS ≈ 1e-3 bits); train with a sharper kernel
-    trainer = ADEPTTrainer(model=model, args=_args(ADEPTConfig, tmp_path, rho=trainer.rho / 4, num_train_epochs=4),
-                           train_dataset=ds, eval_dataset=ds, processing_class=tok)
+    trainer = ADEPTTrainer(
+        model=model,
+        args=_args(ADEPTConfig, tmp_path, rho=trainer.rho / 4, num_train_epochs=4),
+        train_dataset=ds,
+        eval_dataset=ds,
+        processing_class=tok,
+    )
     first = trainer.evaluate()
     trainer.train()
     last = trainer.evaluate()
@@ -339,9 +385,12 @@ def test_configs_reject_bad_values_and_trainers_need_the_right_inputs(tiny_bert_
     assert (DPCEConfig(output_dir=str(tmp_path)).alpha, DPCEConfig(output_dir=str(tmp_path)).beta) == (0.2, 0.8)
     cfg = ADEPTConfig(output_dir=str(tmp_path))
     assert (cfg.alpha, cfg.beta, cfg.rho, cfg.debias_layer, cfg.loss_target) == (0.3, 0.7, 15.0, "all", "token")
-    for kw, msg in [({"debias_layer": "mid"}, "debias_layer"), ({"loss_target": "word"}, "loss_target"),
-                    ({"groups": ["male"]}, "two distinct groups"),
-                    ({"alpha": -1.0}, "DPCEConfig.alpha must be a finite number ≥ 0, got -1.0")]:
+    for kw, msg in [
+        ({"debias_layer": "mid"}, "debias_layer"),
+        ({"loss_target": "word"}, "loss_target"),
+        ({"groups": ["male"]}, "two distinct groups"),
+        ({"alpha": -1.0}, "DPCEConfig.alpha must be a finite number ≥ 0, got -1.0"),
+    ]:
         with pytest.raises(FairmtError, match=msg):
             DPCEConfig(output_dir=str(tmp_path), **kw)
     with pytest.raises(FairmtError, match="rho"):
@@ -349,8 +398,12 @@ def test_configs_reject_bad_values_and_trainers_need_the_right_inputs(tiny_bert_
     with pytest.raises(FairmtError, match="DPCEConfig"):
         DPCETrainer(model=AutoModel.from_pretrained(tiny_bert_dir), args=ADEPTConfig(output_dir=str(tmp_path)))
     only_male = rows_to_dataset([r for r in rows if r["group"] != "female"])
-    t = DPCETrainer(model=AutoModel.from_pretrained(tiny_bert_dir), args=_args(DPCEConfig, tmp_path, max_steps=1),
-                    train_dataset=only_male, processing_class=AutoTokenizer.from_pretrained(tiny_bert_dir))
+    t = DPCETrainer(
+        model=AutoModel.from_pretrained(tiny_bert_dir),
+        args=_args(DPCEConfig, tmp_path, max_steps=1),
+        train_dataset=only_male,
+        processing_class=AutoTokenizer.from_pretrained(tiny_bert_dir),
+    )
     with pytest.raises(FairmtError, match="no attribute sentence for group\\(s\\) \\['female'\\]"):
         t.train()
 
@@ -362,13 +415,18 @@ def test_dpce_sentence_level_first_layer_with_lora(tiny_bert_dir, rows, tmp_path
     from fairmt.data.word_sentences import rows_to_dataset
     from fairmt.trainers.dpce import DPCEConfig, DPCETrainer
 
-    model = peft.get_peft_model(AutoModel.from_pretrained(tiny_bert_dir),
-                                peft.LoraConfig(r=4, lora_alpha=8, target_modules=["query", "value"]))
+    model = peft.get_peft_model(
+        AutoModel.from_pretrained(tiny_bert_dir), peft.LoraConfig(r=4, lora_alpha=8, target_modules=["query", "value"])
+    )
     frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
     ds = rows_to_dataset(rows)
-    trainer = DPCETrainer(model=model, args=_args(DPCEConfig, tmp_path, loss_target="sentence", debias_layer="last",
-                                                  learning_rate=1e-2), train_dataset=ds, eval_dataset=ds,
-                          processing_class=AutoTokenizer.from_pretrained(tiny_bert_dir))
+    trainer = DPCETrainer(
+        model=model,
+        args=_args(DPCEConfig, tmp_path, loss_target="sentence", debias_layer="last", learning_rate=1e-2),
+        train_dataset=ds,
+        eval_dataset=ds,
+        processing_class=AutoTokenizer.from_pretrained(tiny_bert_dir),
+    )
     assert trainer.reference_model is None  # the original = adapters disabled
     first = trainer.evaluate()
     trainer.train()
@@ -390,11 +448,22 @@ def _recipe(method, model_dir, tmp_path, **extra):
         (tmp_path / f"{name}.txt").write_text("\n".join(lst) + "\n")
         words[name] = str(tmp_path / f"{name}.txt")
     cfg = {
-        "method": method, "model": str(model_dir),
+        "method": method,
+        "model": str(model_dir),
         "data": {"corpus": {"path": str(src)}, "words": words, "eval_size": 16, "test_size": 12, "seed": 1},
-        "training": {"output_dir": str(tmp_path / "run"), "per_device_train_batch_size": 16, "learning_rate": 3e-3,
-                     "max_steps": 8, "eval_steps": 4, "save_steps": 4, "logging_steps": 2, "use_cpu": True,
-                     "report_to": "none", "disable_tqdm": True, "gradient_accumulation_steps": 1},
+        "training": {
+            "output_dir": str(tmp_path / "run"),
+            "per_device_train_batch_size": 16,
+            "learning_rate": 3e-3,
+            "max_steps": 8,
+            "eval_steps": 4,
+            "save_steps": 4,
+            "logging_steps": 2,
+            "use_cpu": True,
+            "report_to": "none",
+            "disable_tqdm": True,
+            "gradient_accumulation_steps": 1,
+        },
         "evaluation": {"suites": ["cced"]},
     }
     if method == "adept":
@@ -409,10 +478,12 @@ def _median_rho(model_dir, tmp_path):
     from fairmt.data.word_sentences import collect_word_sentences, rows_to_dataset
     from fairmt.trainers.adept import ADEPTConfig, ADEPTTrainer
 
-    probe = ADEPTTrainer(model=AutoModelForMaskedLM.from_pretrained(model_dir),
-                         args=_args(ADEPTConfig, tmp_path / "probe", rho=None),
-                         train_dataset=rows_to_dataset(collect_word_sentences(_texts(), ATTRS, TARGETS)),
-                         processing_class=AutoTokenizer.from_pretrained(model_dir))
+    probe = ADEPTTrainer(
+        model=AutoModelForMaskedLM.from_pretrained(model_dir),
+        args=_args(ADEPTConfig, tmp_path / "probe", rho=None),
+        train_dataset=rows_to_dataset(collect_word_sentences(_texts(), ATTRS, TARGETS)),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+    )
     probe._prepare()
     return probe.rho
 
@@ -473,8 +544,9 @@ def test_recipe_errors(tiny_bert_dir, tmp_path):
     from fairmt.recipes.ccd.word_debias import main
 
     with pytest.raises(FairmtError, match="data.corpus.path"):
-        main({"method": "dpce", "model": str(tiny_bert_dir), "data": {},
-              "training": {"output_dir": str(tmp_path / "a")}})
+        main(
+            {"method": "dpce", "model": str(tiny_bert_dir), "data": {}, "training": {"output_dir": str(tmp_path / "a")}}
+        )
     cfg = _recipe("dpce", tiny_bert_dir, tmp_path)
     cfg["data"]["words"]["female"] = str(tmp_path / "none.txt")
     (tmp_path / "none.txt").write_text("zzz\n")

@@ -32,7 +32,8 @@ def test_old_runner_names_are_the_new_objects_with_a_warning():
         assert value is getattr(importlib.import_module(module), new or old), old
         assert [str(w.message) for w in caught if w.category is DeprecationWarning] == [
             f"fairmt.recipes.ccd.runner.{old} is deprecated: import {module}.{new or old} instead (the old path goes "
-            "in fairmt 0.2)"], old
+            "in fairmt 0.2)"
+        ], old
     with pytest.raises(AttributeError):
         runner.no_such_name  # noqa: B018
 
@@ -45,11 +46,18 @@ def test_the_project_imports_no_moved_runner_name():
     for folder in ("fairmt", "tests", "scripts"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.ImportFrom) and node.module in ("fairmt.recipes.ccd.runner",
-                                                                        "fairmt.scripts.ccd"):
+                if isinstance(node, ast.ImportFrom) and node.module in (
+                    "fairmt.recipes.ccd.runner",
+                    "fairmt.scripts.ccd",
+                ):
                     bad += [f"{path.relative_to(ROOT)}:{node.lineno} {a.name}" for a in node.names if a.name in _MOVED]
-                if (isinstance(node, ast.Attribute) and node.attr in _MOVED and isinstance(node.value, ast.Name)
-                        and node.value.id in ("runner", "ccd") and path.name != Path(__file__).name):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and node.attr in _MOVED
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id in ("runner", "ccd")
+                    and path.name != Path(__file__).name
+                ):
                     bad.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value.id}.{node.attr}")
     assert not bad, "\n".join(bad)
 
@@ -59,9 +67,14 @@ def test_family_runners_default_nothing_themselves():
     bad = []
     for name in ("runner.py", "word_debias.py", "data.py", "measure.py", "utility.py"):
         for node in ast.walk(ast.parse((CCD / name).read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in ("get", "setdefault") and len(node.args) == 2
-                    and isinstance(node.args[1], ast.Constant) and node.args[1].value is not None):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("get", "setdefault")
+                and len(node.args) == 2
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value is not None
+            ):
                 bad.append(f"{name}:{node.lineno} {ast.unparse(node)}")
     assert not bad, "\n".join(bad)
 
@@ -70,8 +83,8 @@ def test_family_runners_default_nothing_themselves():
 
 
 def test_seat_permutation_count_has_one_default_under_one_name():
-    from fairmt.commands.eval_embeddings import register  # noqa: F401  (the command's parser below)
     from fairmt.cli import build_parser
+    from fairmt.commands.eval_embeddings import register  # noqa: F401  (the command's parser below)
     from fairmt.eval.embedding import seat
     from fairmt.model_eval.embeddings import evaluate_embeddings, seat_section
     from fairmt.recipes.ccd.measure import measure
@@ -95,12 +108,18 @@ def test_seat_permutation_count_has_one_default_under_one_name():
     with pytest.warns(DeprecationWarning, match="DEFAULT_N_SAMPLES is deprecated"):
         assert seat.DEFAULT_N_SAMPLES == n
     # no other SEAT default left in the places that had one
-    for rel in ("fairmt/model_eval/embeddings.py", "fairmt/integrations/st_evaluators.py",
-                "fairmt/commands/eval_embeddings.py", "fairmt/recipes/ccd/schema.py", "fairmt/recipes/ccd/measure.py",
-                "fairmt/recipes/ccd/word_debias.py"):
+    for rel in (
+        "fairmt/model_eval/embeddings.py",
+        "fairmt/integrations/st_evaluators.py",
+        "fairmt/commands/eval_embeddings.py",
+        "fairmt/recipes/ccd/schema.py",
+        "fairmt/recipes/ccd/measure.py",
+        "fairmt/recipes/ccd/word_debias.py",
+    ):
         text = (ROOT / rel).read_text(encoding="utf-8")
-        assert not re.search(r"(n_samples\s*:\s*[\w |]+=\s*|n_samples\",\s*|default=|D\()(100_?000|10_?000)\b",
-                             text), rel
+        assert not re.search(r"(n_samples\s*:\s*[\w |]+=\s*|n_samples\",\s*|default=|D\()(100_?000|10_?000)\b", text), (
+            rel
+        )
 
 
 def test_old_seat_flag_and_keyword_still_work(capsys, shared_data, monkeypatch):

@@ -28,11 +28,25 @@ def test_real_minilm_recipe_shortened_lowers_the_cced_gap(shared_data, tmp_path,
 
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     out = tmp_path / "run"
-    rc = main(["train", "ccd/minilm_cda", f"training.output_dir={out}", "training.max_steps=4",
-               "training.eval_steps=2", "training.save_steps=2", "training.max_length=32", "training.rho_max_tuples=64",
-               "training.per_device_train_batch_size=8", "training.save_only_model=true", "data.test_size=30",
-               "data.eval_size=16", "data.utility_size=20", "data.utility_validation_size=20",
-               "evaluation.suites=[cced, utility]"])
+    rc = main(
+        [
+            "train",
+            "ccd/minilm_cda",
+            f"training.output_dir={out}",
+            "training.max_steps=4",
+            "training.eval_steps=2",
+            "training.save_steps=2",
+            "training.max_length=32",
+            "training.rho_max_tuples=64",
+            "training.per_device_train_batch_size=8",
+            "training.save_only_model=true",
+            "data.test_size=30",
+            "data.eval_size=16",
+            "data.utility_size=20",
+            "data.utility_validation_size=20",
+            "evaluation.suites=[cced, utility]",
+        ]
+    )
     printed = capsys.readouterr()
     assert rc == 0, printed.err
     res = json.loads((out / "ccd_results.json").read_text())
@@ -63,16 +77,22 @@ def test_real_minilm_recipe_shortened_lowers_the_cced_gap(shared_data, tmp_path,
 
 def _result(seat6_after, gap_after, ratio_after):
     return {
-        "before": {"seat": {"6": {"effect_size": 1.0}}, "seat_avg_abs": 1.0,
-                   "cced": {"gap": 0.1, "n": 5, "mean_distance": {"male": 0.2, "female": 0.3}},
-                   "bias_ir": {"male_ratio": {"Career": 0.7}, "avg_dev": 0.2, "n_queries": 60}},
-        "after": {"seat": {"6": {"effect_size": seat6_after}}, "seat_avg_abs": abs(seat6_after),
-                  "cced": {"gap": gap_after, "n": 5, "mean_distance": {"male": 0.25, "female": 0.25}},
-                  "bias_ir": {"male_ratio": {"Career": ratio_after}, "avg_dev": abs(ratio_after - 0.5),
-                              "n_queries": 60}},
+        "before": {
+            "seat": {"6": {"effect_size": 1.0}},
+            "seat_avg_abs": 1.0,
+            "cced": {"gap": 0.1, "n": 5, "mean_distance": {"male": 0.2, "female": 0.3}},
+            "bias_ir": {"male_ratio": {"Career": 0.7}, "avg_dev": 0.2, "n_queries": 60},
+        },
+        "after": {
+            "seat": {"6": {"effect_size": seat6_after}},
+            "seat_avg_abs": abs(seat6_after),
+            "cced": {"gap": gap_after, "n": 5, "mean_distance": {"male": 0.25, "female": 0.25}},
+            "bias_ir": {"male_ratio": {"Career": ratio_after}, "avg_dev": abs(ratio_after - 0.5), "n_queries": 60},
+        },
         "utility": {"n": 10, "spearman_pairwise_cos": 0.99, "nn1_agreement": 0.9},
         "train": {"rho": 0.3, "rho_estimator": "median", "best_checkpoint": "x/checkpoint-10"},
-        "data": {"n_train": 9}, "time_total_s": 1.0,
+        "data": {"n_train": 9},
+        "time_total_s": 1.0,
     }
 
 
@@ -99,8 +119,9 @@ def test_run_ccd_real_table_mean_std_and_verdicts():
     other = _result(0.1, 0.3, 0.5)
     other["before"]["cced"]["gap"] = 0.5
     paired = mod.table([_result(0.1, 0.05, 0.5), other])
-    gap = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in paired.splitlines()
-           if line.startswith("| ")}["CCED gap (5 held-out tuples)"]
+    gap = {
+        line.split(" | ")[0].strip("| "): line.split(" | ") for line in paired.splitlines() if line.startswith("| ")
+    }["CCED gap (5 held-out tuples)"]
     assert gap[1] == "0.300 ± 0.283" and gap[3] == "-0.125" and gap[4].startswith("**better** (2/2 seeds better)")
     # the headline Bias-IR: all 117 queries where the run measured them, and the paper's SEAT figures at the end
     full = _result(0.1, 0.05, 0.5)
@@ -120,18 +141,31 @@ def _grid():
 
 
 def _row(setting, seed, gap, probe, ir, util=0.999, data="d"):
-    return {"setting": setting, "seed": seed, "data": data, "overrides": [], "val/cced_gap": gap,
-            "val/probe_avg_abs": probe, "val/bias_ir_avg_dev": ir, "val/utility_spearman": util,
-            "test/seat_avg_abs": 9.0}
+    return {
+        "setting": setting,
+        "seed": seed,
+        "data": data,
+        "overrides": [],
+        "val/cced_gap": gap,
+        "val/probe_avg_abs": probe,
+        "val/bias_ir_avg_dev": ir,
+        "val/utility_spearman": util,
+        "test/seat_avg_abs": 9.0,
+    }
 
 
 def test_grid_selection_uses_validation_only_and_prefers_lowering_all_three(tmp_path):
     grid = _grid()
     orig = _row("original", None, 0.1, 1.0, 0.2)
-    rows = [orig, dict(orig),  # measured twice (a resumed grid): one original
-            _row("a", 0, 0.01, 1.10, 0.10), _row("a", 1, 0.01, 1.10, 0.10),   # mean ratio 0.57, worst 1.10
-            _row("b", 0, 0.05, 1.02, 0.19), _row("b", 1, 0.05, 1.04, 0.19),   # worst 1.03 (probe), mean 0.84
-            _row("c", 0, 0.01, 0.90, 0.05, util=0.9)]                          # lowers all three, utility too low
+    rows = [
+        orig,
+        dict(orig),  # measured twice (a resumed grid): one original
+        _row("a", 0, 0.01, 1.10, 0.10),
+        _row("a", 1, 0.01, 1.10, 0.10),  # mean ratio 0.57, worst 1.10
+        _row("b", 0, 0.05, 1.02, 0.19),
+        _row("b", 1, 0.05, 1.04, 0.19),  # worst 1.03 (probe), mean 0.84
+        _row("c", 0, 0.01, 0.90, 0.05, util=0.9),
+    ]  # lowers all three, utility too low
     agg = grid.aggregate(rows)
     assert agg["original"]["n"] == 1 and agg["b"]["val/probe_avg_abs"][0] == pytest.approx(1.03)
     best, scores = grid.select(agg)

@@ -86,15 +86,23 @@ def test_prepare_data_csv_sentences_eda_and_utility_validation(tmp_path):
     from fairmt.recipes.ccd.data import prepare_data
 
     src = tmp_path / "bios.csv"
-    bios = [f"She is a {p} in {c}. Her patients like her. The weather was {w}." for p in
-            ("doctor", "nurse", "lawyer", "teacher", "pilot", "chef", "judge", "baker", "farmer", "poet")
-            for c, w in (("Paris", "fine"), ("Rome", "cold"), ("Oslo", "warm"))]
+    bios = [
+        f"She is a {p} in {c}. Her patients like her. The weather was {w}."
+        for p in ("doctor", "nurse", "lawyer", "teacher", "pilot", "chef", "judge", "baker", "farmer", "poet")
+        for c, w in (("Paris", "fine"), ("Rome", "cold"), ("Oslo", "warm"))
+    ]
     with src.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["hard_text", "gender"])
         w.writerows([b, "F"] for b in bios)
-    cfg = {"cda_source": {"path": str(src), "field": "hard_text", "sentences": True}, "test_size": 10,
-           "eval_size": 5, "utility_size": 1, "utility_validation_size": 2, "seed": 0}
+    cfg = {
+        "cda_source": {"path": str(src), "field": "hard_text", "sentences": True},
+        "test_size": 10,
+        "eval_size": 5,
+        "utility_size": 1,
+        "utility_validation_size": 2,
+        "seed": 0,
+    }
     plain = prepare_data(cfg)
     # 30 bios x 2 gendered sentences, deduplicated: "Her patients like her." once, 10 professions x 3 weathers
     assert plain["stats"]["cda"]["n_input"] == 90 and plain["stats"]["n_train"] == 31 - 15
@@ -153,8 +161,16 @@ def test_recipe_results_are_names_the_sweep_knows(tmp_path):
     patterns = metric_patterns("ccd", load_recipe("ccd/minilm_cda"))
     unknown = [n for n in flatten(res) if not matches(n, patterns)]
     assert not unknown
-    spec = build_spec("ccd/minilm_cda", [], ["training.learning_rate=1e-5,3e-5,1e-4"], [], "3",
-                      ["dev.probe_avg_abs:min", "dev.bias_ir_avg_dev:min"], None, output_dir=str(tmp_path / "s"))
+    spec = build_spec(
+        "ccd/minilm_cda",
+        [],
+        ["training.learning_rate=1e-5,3e-5,1e-4"],
+        [],
+        "3",
+        ["dev.probe_avg_abs:min", "dev.bias_ir_avg_dev:min"],
+        None,
+        output_dir=str(tmp_path / "s"),
+    )
     assert spec.method == "ccd" and spec.objectives[0] == ["dev.probe_avg_abs", "minimize"]
     with pytest.raises(FairmtError, match="test metric"):
         build_spec("ccd/minilm_cda", [], [], [], "3", ["test.seat_avg_abs:min"], None, output_dir=str(tmp_path / "t"))

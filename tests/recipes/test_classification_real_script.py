@@ -20,8 +20,10 @@ def _script():
 def test_the_summary_is_in_percent_once():
     script = _script()
     # what the runner's `test` holds: the report's summary in percent (classification runner: percent=True)
-    runs = [classification_metrics([0, 1, 1, 0], [0, 1, 0, 0], [0, 0, 1, 1]).summary(percent=True),
-            classification_metrics([0, 1, 1, 0], [0, 1, 1, 0], [0, 0, 1, 1]).summary(percent=True)]
+    runs = [
+        classification_metrics([0, 1, 1, 0], [0, 1, 0, 0], [0, 0, 1, 1]).summary(percent=True),
+        classification_metrics([0, 1, 1, 0], [0, 1, 1, 0], [0, 0, 1, 1]).summary(percent=True),
+    ]
     assert [r["accuracy"] for r in runs] == [75.0, 100.0]
     assert script.fmt([r["accuracy"] for r in runs]) == "87.5 ± 17.7"
     assert script.fmt([None]) == "–"

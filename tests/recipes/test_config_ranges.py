@@ -28,8 +28,12 @@ def config_classes() -> list[type]:
     for info in pkgutil.iter_modules(fairmt.trainers.__path__):
         module = importlib.import_module(f"fairmt.trainers.{info.name}")
         for obj in vars(module).values():
-            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__name__.endswith("Config") \
-                    and obj.__module__.startswith("fairmt."):
+            if (
+                isinstance(obj, type)
+                and dataclasses.is_dataclass(obj)
+                and obj.__name__.endswith("Config")
+                and obj.__module__.startswith("fairmt.")
+            ):
                 found[f"{obj.__module__}:{obj.__name__}"] = obj
     return [found[k] for k in sorted(found)]
 
@@ -61,18 +65,35 @@ CLASSES = config_classes()
 
 def test_the_configs_are_found():
     names = {c.__name__ for c in CLASSES}
-    assert {"GACLConfig", "FairContrastiveConfig", "FairnessSamplingConfig", "CCDConfig", "DPCEConfig", "ADEPTConfig",
-            "AdversarialConfig", "WordDebiasConfig"} <= names
+    assert {
+        "GACLConfig",
+        "FairContrastiveConfig",
+        "FairnessSamplingConfig",
+        "CCDConfig",
+        "DPCEConfig",
+        "ADEPTConfig",
+        "AdversarialConfig",
+        "WordDebiasConfig",
+    } <= names
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=[c.__name__ for c in CLASSES])
 def test_every_numeric_config_field_declares_a_range_and_its_post_init_checks_it(cls, tmp_path):
     ranges = declared_ranges(cls)
     missing = [n for n in numeric_fields(cls) if n not in ranges]
-    assert not missing, (f"{cls.__name__}: numeric fields without a declared range (the class's RANGES, or "
-                         f"fairmt.errors.TRAINING_ARGUMENTS_RANGES for TrainingArguments' own): {missing}")
-    assert {"learning_rate", "num_train_epochs", "per_device_train_batch_size", "weight_decay", "max_grad_norm",
-            "max_steps", "seed"} <= set(ranges)
+    assert not missing, (
+        f"{cls.__name__}: numeric fields without a declared range (the class's RANGES, or "
+        f"fairmt.errors.TRAINING_ARGUMENTS_RANGES for TrainingArguments' own): {missing}"
+    )
+    assert {
+        "learning_rate",
+        "num_train_epochs",
+        "per_device_train_batch_size",
+        "weight_decay",
+        "max_grad_norm",
+        "max_steps",
+        "seed",
+    } <= set(ranges)
     fields = {f.name for f in dataclasses.fields(cls)}
     assert set(ranges) <= fields, f"{cls.__name__}.RANGES names no field: {set(ranges) - fields}"
     cls(output_dir=str(tmp_path))  # the defaults lie in their ranges
@@ -111,17 +132,30 @@ def test_recipe_keys_that_feed_a_config_field_under_another_name_use_its_range()
         cls = getattr(importlib.import_module(module), name)
         rng = declared_ranges(cls).get(field_name)
         info = model.model_fields[key]
-        metadata = [*info.metadata, *(m for a in typing.get_args(info.annotation) for m in getattr(a, "__metadata__", ()))]
+        metadata = [
+            *info.metadata,
+            *(m for a in typing.get_args(info.annotation) for m in getattr(a, "__metadata__", ())),
+        ]
         assert rng is not None and any(m is rng for m in metadata), (family, section, key)
 
 
-@pytest.mark.parametrize("recipe, override, text", [
-    ("gacl/tiny_offline", "training.gacl_lambda=-1", "recipe key training.gacl_lambda must be a finite number ≥ 0, got -1"),
-    ("classification/fcl", "objective_args.fcl_beta=-1",
-     "recipe key objective_args.fcl_beta must be a finite number ≥ 0, got -1"),
-    ("ccd/minilm_cda", "training.beta=-1", "recipe key training.beta must be a finite number ≥ 0, got -1"),
-    ("sampling/celeba_resnet50", "clusters.n_init=0", "recipe key clusters.n_init must be ≥ 1, got 0 (int)"),
-])
+@pytest.mark.parametrize(
+    "recipe, override, text",
+    [
+        (
+            "gacl/tiny_offline",
+            "training.gacl_lambda=-1",
+            "recipe key training.gacl_lambda must be a finite number ≥ 0, got -1",
+        ),
+        (
+            "classification/fcl",
+            "objective_args.fcl_beta=-1",
+            "recipe key objective_args.fcl_beta must be a finite number ≥ 0, got -1",
+        ),
+        ("ccd/minilm_cda", "training.beta=-1", "recipe key training.beta must be a finite number ≥ 0, got -1"),
+        ("sampling/celeba_resnet50", "clusters.n_init=0", "recipe key clusters.n_init must be ≥ 1, got 0 (int)"),
+    ],
+)
 def test_the_issues_recipes_fail_their_dry_run_with_one_line(recipe, override, text, capsys):
     from fairmt.cli import main
 
@@ -177,8 +211,11 @@ def test_simclr_config_declares_its_ranges_and_checks_them_where_it_is_built():
 
     from fairmt.models.vision import SimCLRConfig
 
-    numeric = [n for n, p in inspect.signature(SimCLRConfig.__init__).parameters.items()
-               if {"int", "float"} & set(re.findall(r"\w+", str(p.annotation)))]
+    numeric = [
+        n
+        for n, p in inspect.signature(SimCLRConfig.__init__).parameters.items()
+        if {"int", "float"} & set(re.findall(r"\w+", str(p.annotation)))
+    ]
     ranges = declared_ranges(SimCLRConfig)
     assert numeric and set(numeric) <= set(ranges), (numeric, ranges)
     SimCLRConfig(projection_dim=8)

@@ -21,8 +21,20 @@ def _words(sentences):
 @pytest.mark.slow
 def test_demo_runs_end_to_end_over_seeds(tmp_path, capsys):
     (tmp_path / "old.txt").write_text("an earlier run")  # a non-empty folder is written into only with --overwrite
-    argv = ["demo", "--output-dir", str(tmp_path), "--seeds", "2", "--pretrain-steps", "30", "--finetune-steps", "6",
-            "--no-progress", "--threads", "1"]
+    argv = [
+        "demo",
+        "--output-dir",
+        str(tmp_path),
+        "--seeds",
+        "2",
+        "--pretrain-steps",
+        "30",
+        "--finetune-steps",
+        "6",
+        "--no-progress",
+        "--threads",
+        "1",
+    ]
     assert main(argv) == 2
     assert "--overwrite" in capsys.readouterr().err and not (tmp_path / "report.json").exists()
     # the second run with its progress bars on, stderr not a terminal (as in `fairmt demo 2>log`): bars as lines
@@ -149,8 +161,7 @@ def test_score_counts_gender_and_quality():
     assert perfect["accuracy"] == perfect["accuracy_anti"] == perfect["accuracy_unseen"] == 100.0
     assert perfect["chrf++"] == pytest.approx(100.0) and perfect["delta_g"] == perfect["delta_s"] == 0.0
     # always the masculine form: female sentences all wrong
-    masc = [p.de.replace(p.de.split()[1], next(o[1] for o in OCCUPATIONS if o[0] == p.occupation), 1)
-            for p in d.test]
+    masc = [p.de.replace(p.de.split()[1], next(o[1] for o in OCCUPATIONS if o[0] == p.occupation), 1) for p in d.test]
     s = score(d.test, masc)
     assert s["accuracy_male"] == 100.0 and s["accuracy_female"] == 0.0 and s["delta_g"] == 100.0
     anti = [p for p in d.test if p.stereotype == "anti"]
@@ -181,8 +192,17 @@ def test_one_thread_unless_asked_and_another_count_is_announced(monkeypatch):
 @pytest.mark.slow
 def test_tiny_offline_recipe_runs_end_to_end(tmp_path, capsys):
     model, train, out = tmp_path / "original", tmp_path / "finetune.jsonl", tmp_path / "gacl"
-    argv = ["train", "gacl/tiny_offline", f"model={model}", f"data.train={train}", f"training.output_dir={out}",
-            "tiny_model.pretrain_steps=20", "training.max_steps=6", "training.eval_steps=3", "training.logging_steps=3"]
+    argv = [
+        "train",
+        "gacl/tiny_offline",
+        f"model={model}",
+        f"data.train={train}",
+        f"training.output_dir={out}",
+        "tiny_model.pretrain_steps=20",
+        "training.max_steps=6",
+        "training.eval_steps=3",
+        "training.logging_steps=3",
+    ]
     assert main(argv) == 0
     printed = capsys.readouterr()
     assert "building the tiny model" in printed.out
@@ -197,8 +217,9 @@ def test_tiny_offline_recipe_runs_end_to_end(tmp_path, capsys):
     from fairmt.eval.report import ONE_RUN_NOTE
 
     assert ONE_RUN_NOTE in printed.out and ", better)" not in printed.out and ", worse)" not in printed.out
-    assert "held-out gender accuracy" in printed.out and re.search(r"gender accuracy ↑ +" + re.escape(shown).replace(
-        r"\ ", " +"), printed.out), printed.out[-1500:]
+    assert "held-out gender accuracy" in printed.out and re.search(
+        r"gender accuracy ↑ +" + re.escape(shown).replace(r"\ ", " +"), printed.out
+    ), printed.out[-1500:]
     assert (model / "config.json").is_file() and (out / "model.safetensors").is_file()
     from report_helpers import assert_reportable  # issue 53: the first recipe's results make a report
 
@@ -209,8 +230,10 @@ def test_tiny_offline_recipe_runs_end_to_end(tmp_path, capsys):
     # issue 53: `fairmt push` takes the tiny recipe's results: the card carries its held-out scores, in full
     from fairmt.eval.modelcard import read_eval_results
 
-    assert main(["push", str(out), "me/tiny", "--results", str(out / "results.json"), "--dry-run",
-                 str(tmp_path / "card")]) == 0
+    assert (
+        main(["push", str(out), "me/tiny", "--results", str(out / "results.json"), "--dry-run", str(tmp_path / "card")])
+        == 0
+    )
     got = {e["metric_type"]: e for e in read_eval_results(tmp_path / "card" / "README.md")}
     assert got["accuracy"]["metric_value"] == res["after"]["accuracy"] and "delta_g" in got
     assert "held-out" in got["accuracy"]["metric_name"] and "original" in got["accuracy"]["metric_name"]
@@ -263,7 +286,10 @@ def test_training_logs_print_numbers_not_quoted_strings(capsys):
     printer.on_log(None, state, None, logs=dict(logs))
     progress.training_bar = SimpleNamespace(write=print)
     progress.on_log(None, state, None, logs=dict(logs))
-    assert capsys.readouterr().out.splitlines() == ["{'loss': 2.779, 'learning_rate': 5e-06, 'epoch': 0.25, 'step': 3}"] * 2
+    assert (
+        capsys.readouterr().out.splitlines()
+        == ["{'loss': 2.779, 'learning_rate': 5e-06, 'epoch': 0.25, 'step': 3}"] * 2
+    )
 
 
 def _num(v: float, signed: bool = False) -> str:
@@ -285,11 +311,14 @@ def test_get_started_numbers_come_from_the_recorded_runs():
     readme = (root / "README.md").read_text(encoding="utf-8")
     ende = json.loads((root / "scripts/results/demo_en-de.json").read_text(encoding="utf-8"))
     s = ende["summary"]
-    for label, key, signed in (("gender accuracy", "accuracy", False), ("ΔG (male − female)", "delta_g", True),
-                               ("anti-stereotypical accuracy", "accuracy_anti", False),
-                               ("ΔS (pro − anti)", "delta_s", True),
-                               ("accuracy, occupations not in the fine-tuning data", "accuracy_unseen", False),
-                               ("chrF++ against the references", "chrf++", False)):
+    for label, key, signed in (
+        ("gender accuracy", "accuracy", False),
+        ("ΔG (male − female)", "delta_g", True),
+        ("anti-stereotypical accuracy", "accuracy_anti", False),
+        ("ΔS (pro − anti)", "delta_s", True),
+        ("accuracy, occupations not in the fine-tuning data", "accuracy_unseen", False),
+        ("chrF++ against the references", "chrf++", False),
+    ):
         row = f"| {label} | " + " | ".join(_cell(s[m][key], signed) for m in ("original", "control", "gacl")) + " |"
         assert row in page, row
     d = ende["gacl_minus_control_accuracy"]
@@ -299,15 +328,22 @@ def test_get_started_numbers_come_from_the_recorded_runs():
     dg = [run[i]["original"]["delta_g"] for i in run]
     assert f"ΔG {_num(min(dg), True)} to {_num(max(dg), True)}" in flat
     assert all(run[i][m]["delta_g"] < run[i]["original"]["delta_g"] for i in run for m in ("control", "gacl"))
-    assert (f"({_num(s['control']['delta_g']['mean'], True)} against {_num(s['gacl']['delta_g']['mean'], True)} on "
-            "average)") in flat
-    assert (f"least: {run[1]['original']['accuracy']:.1f} % gender accuracy, chrF++ {run[1]['original']['chrf++']:.1f}"
-            in flat)
-    assert (f"seeds 0 and 2 ({run[0]['control']['accuracy']:.1f} % and {run[2]['control']['accuracy']:.1f} % against "
-            f"{run[0]['gacl']['accuracy']:.1f} % and {run[2]['gacl']['accuracy']:.1f} %), below it on seed 1 "
-            f"({run[1]['control']['accuracy']:.1f} % against {run[1]['gacl']['accuracy']:.1f} %)") in flat
-    assert (f"({run[1]['original']['accuracy_unseen']:.1f} % → {run[1]['control']['accuracy_unseen']:.1f} % for the "
-            f"control, {run[1]['gacl']['accuracy_unseen']:.1f} % for GACL + KD)") in flat
+    assert (
+        f"({_num(s['control']['delta_g']['mean'], True)} against {_num(s['gacl']['delta_g']['mean'], True)} on average)"
+    ) in flat
+    assert (
+        f"least: {run[1]['original']['accuracy']:.1f} % gender accuracy, chrF++ {run[1]['original']['chrf++']:.1f}"
+        in flat
+    )
+    assert (
+        f"seeds 0 and 2 ({run[0]['control']['accuracy']:.1f} % and {run[2]['control']['accuracy']:.1f} % against "
+        f"{run[0]['gacl']['accuracy']:.1f} % and {run[2]['gacl']['accuracy']:.1f} %), below it on seed 1 "
+        f"({run[1]['control']['accuracy']:.1f} % against {run[1]['gacl']['accuracy']:.1f} %)"
+    ) in flat
+    assert (
+        f"({run[1]['original']['accuracy_unseen']:.1f} % → {run[1]['control']['accuracy_unseen']:.1f} % for the "
+        f"control, {run[1]['gacl']['accuracy_unseen']:.1f} % for GACL + KD)"
+    ) in flat
     assert ende["seeds"] == [0, 1, 2] and ende["threads"] == 1
     rec = ende["recorded"]
     for text in (flat, " ".join(readme.split())):
@@ -326,20 +362,31 @@ def test_get_started_multilingual_numbers_come_from_the_recorded_run():
     ml = json.loads((root / "scripts/results/demo_multilingual.json").read_text(encoding="utf-8"))
     s, langs = ml["summary"], ("de", "es", "it")
     for lang, side in zip(langs, ("ID", "OOD", "OOD")):
-        row = f"| gender accuracy, {lang} ({side}) | " + " | ".join(
-            _cell(s[m][lang]["accuracy"]) for m in ("original", "control", "gacl")) + " |"
+        row = (
+            f"| gender accuracy, {lang} ({side}) | "
+            + " | ".join(_cell(s[m][lang]["accuracy"]) for m in ("original", "control", "gacl"))
+            + " |"
+        )
         assert row in page, row
     for label, key, signed in (("ΔG", "delta_g", True), ("chrF++", "chrf++", False)):
-        row = f"| {label}, de / es / it | " + " | ".join(
-            " / ".join(_num(s[m][lang][key]["mean"], signed) for lang in langs)
-            for m in ("original", "control", "gacl")) + " |"
+        row = (
+            f"| {label}, de / es / it | "
+            + " | ".join(
+                " / ".join(_num(s[m][lang][key]["mean"], signed) for lang in langs)
+                for m in ("original", "control", "gacl")
+            )
+            + " |"
+        )
         assert row in page, row
     runs = ml["runs"]
     for label, values, summary in [
         (f"{name}, {side.upper()}", [r["gains"][model][side] for r in runs], ml["gains"][model][side])
-        for name, model in (("plain FT", "control"), ("GACL + KD", "gacl")) for side in ("id", "ood")
-    ] + [(f"GACL − control, {side.upper()}", ml["gacl_minus_control"][side]["per_seed"], ml["gacl_minus_control"][side])
-         for side in ("id", "ood")]:
+        for name, model in (("plain FT", "control"), ("GACL + KD", "gacl"))
+        for side in ("id", "ood")
+    ] + [
+        (f"GACL − control, {side.upper()}", ml["gacl_minus_control"][side]["per_seed"], ml["gacl_minus_control"][side])
+        for side in ("id", "ood")
+    ]:
         row = f"| {label} | " + " | ".join(_num(v, True) for v in values) + f" | {_cell(summary, True)} |"
         assert row in page, row
     rec = ml["recorded"]
@@ -349,11 +396,14 @@ def test_get_started_multilingual_numbers_come_from_the_recorded_run():
     assert "some 85 s" not in page and ml["seeds"] == [0, 1, 2, 3, 4] and ml["threads"] == 1
     assert ml["verdict"]["text"].split(":")[0] in page  # TRANSFERS / DOES NOT SHOW at this scale
     d = ml["gacl_minus_control"]["ood"]
-    assert (f"out of domain is {_num(d['mean'], True)} ± {d['std']:.1f} points ({d['positive_seeds']} of {d['n']} seeds "
-            "positive)") in flat
+    assert (
+        f"out of domain is {_num(d['mean'], True)} ± {d['std']:.1f} points ({d['positive_seeds']} of {d['n']} seeds "
+        "positive)"
+    ) in flat
     dg = {lang: [_num(s[m][lang]["delta_g"]["mean"], True) for m in ("original", "control", "gacl")] for lang in langs}
-    assert ", ".join(f"{name} {a} → {b} and {c}" for name, (a, b, c) in
-                     zip(("German", "Spanish", "Italian"), dg.values())) in flat
+    assert (
+        ", ".join(f"{name} {a} → {b} and {c}" for name, (a, b, c) in zip(("German", "Spanish", "Italian"), dg.values()))
+        in flat
+    )
     cc = ml["chrf_change"]
-    assert (f"plain FT {_num(cc['control']['ood'], True)}, GACL + KD {_num(cc['gacl']['ood'], True)} points"
-            in flat)
+    assert f"plain FT {_num(cc['control']['ood'], True)}, GACL + KD {_num(cc['gacl']['ood'], True)} points" in flat

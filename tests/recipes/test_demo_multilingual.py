@@ -57,7 +57,7 @@ def test_only_the_occupation_carries_the_gender_in_spanish_and_italian():
             for o in range(len(ML_OBJECTS)):
                 m, f = make_ml_pair(occ, v, o, "m", lang), make_ml_pair(occ, v, o, "f", lang)
                 assert m.en.replace(" his ", " her ") == f.en and m.en != f.en
-                rest_m, rest_f = m.tgt[len(_np(m)):], f.tgt[len(_np(f)):]
+                rest_m, rest_f = m.tgt[len(_np(m)) :], f.tgt[len(_np(f)) :]
                 assert (rest_m == rest_f) == (lang != "de")  # German's possessive shows the owner, the others' not
     assert make_ml_pair(occ, 0, 0, "m", "it", ambiguous=True).tgt == "Il dottore ha perso la macchina."
     assert make_ml_pair(occ, 0, 0, "f", "es").tgt == "La médica perdió su coche."
@@ -105,8 +105,10 @@ def test_id_ood_split_and_gains():
         id_ood({"de": 1.0})
     with pytest.raises(ValueError, match="both sides"):
         id_ood({"es": 1.0, "it": 2.0})
-    scores = {"original": {"de": {"accuracy": 60.0}, "es": {"accuracy": 70.0}, "it": {"accuracy": 50.0}},
-              "control": {"de": {"accuracy": 80.0}, "es": {"accuracy": 72.0}, "it": {"accuracy": 40.0}}}
+    scores = {
+        "original": {"de": {"accuracy": 60.0}, "es": {"accuracy": 70.0}, "it": {"accuracy": 50.0}},
+        "control": {"de": {"accuracy": 80.0}, "es": {"accuracy": 72.0}, "it": {"accuracy": 40.0}},
+    }
     g = gains(scores, "control")
     assert g == {"per_language": {"de": 20.0, "es": 2.0, "it": -10.0}, "id": 20.0, "ood": -4.0}
 
@@ -139,8 +141,10 @@ def test_verdict_says_transfers_only_by_the_fixed_rule():
     assert not v["transfers"] and "0 of 5" in v["text"]
     v = transfer_verdict([5.0], [1.0])
     assert not v["transfers"] and "no claim" in v["text"]
-    for text in (transfer_verdict([5.0, -4.0, 3.0], [0, 0, 0])["text"],
-                 transfer_verdict([-1.0, -1.0], [-3.0, -4.0])["text"]):
+    for text in (
+        transfer_verdict([5.0, -4.0, 3.0], [0, 0, 0])["text"],
+        transfer_verdict([-1.0, -1.0], [-3.0, -4.0])["text"],
+    ):
         assert "TRANSFERS" not in text  # a careless reader cannot take a "no" for a "yes"
 
 
@@ -155,8 +159,21 @@ def test_multilingual_demo_writes_the_report(tmp_path, capsys, monkeypatch):
         return dataclasses.replace(d, test={lang: pairs[:12] for lang, pairs in d.test.items()})
 
     monkeypatch.setattr(demo_corpus, "multilingual_demo_data", shortened)
-    argv = ["demo", "--multilingual", "--output-dir", str(tmp_path), "--seeds", "2", "--pretrain-steps", "12",
-            "--finetune-steps", "4", "--no-progress", "--threads", "1"]
+    argv = [
+        "demo",
+        "--multilingual",
+        "--output-dir",
+        str(tmp_path),
+        "--seeds",
+        "2",
+        "--pretrain-steps",
+        "12",
+        "--finetune-steps",
+        "4",
+        "--no-progress",
+        "--threads",
+        "1",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "DEMONSTRATION on a tiny model" in out and "VERDICT: " in out
@@ -172,16 +189,20 @@ def test_multilingual_demo_writes_the_report(tmp_path, capsys, monkeypatch):
             for s in run["scores"][name].values():
                 assert s["delta_g"] == pytest.approx(s["accuracy_male"] - s["accuracy_female"])
         for ft in ("control", "gacl"):
-            per = {lang: run["scores"][ft][lang]["accuracy"] - run["scores"]["original"][lang]["accuracy"]
-                   for lang in ML_LANGS}
+            per = {
+                lang: run["scores"][ft][lang]["accuracy"] - run["scores"]["original"][lang]["accuracy"]
+                for lang in ML_LANGS
+            }
             assert run["gains"][ft]["per_language"] == pytest.approx(per)
             assert run["gains"][ft]["ood"] == pytest.approx((per["es"] + per["it"]) / 2)
-        assert run["gacl_minus_control"]["ood"] == pytest.approx(run["gains"]["gacl"]["ood"]
-                                                                 - run["gains"]["control"]["ood"])
+        assert run["gacl_minus_control"]["ood"] == pytest.approx(
+            run["gains"]["gacl"]["ood"] - run["gains"]["control"]["ood"]
+        )
     ood = report["gacl_minus_control"]["ood"]
     assert ood["per_seed"] == pytest.approx([r["gacl_minus_control"]["ood"] for r in report["runs"]])
-    assert report["verdict"] == transfer_verdict([r["gains"]["gacl"]["ood"] for r in report["runs"]],
-                                                 [r["gains"]["control"]["ood"] for r in report["runs"]])
+    assert report["verdict"] == transfer_verdict(
+        [r["gains"]["gacl"]["ood"] for r in report["runs"]], [r["gains"]["control"]["ood"] for r in report["runs"]]
+    )
     assert report["verdict"]["text"] in out
     rows = json.loads((tmp_path / "seed0" / "translations.json").read_text())
     assert set(rows) == set(ML_LANGS) and rows["it"][1]["reference"] == "La dottoressa ha perso la sua macchina."
@@ -189,10 +210,16 @@ def test_multilingual_demo_writes_the_report(tmp_path, capsys, monkeypatch):
     from fairmt.demo import example_index
 
     test_de = shortened(0).test["de"]  # the rule (issue 53): the first anti-stereotypical sentence the original's
-    i = example_index(test_de, [r["original"] for r in rows["de"]],  # German gets wrong
-                      lambda text, occ: ml_gender_of(text, occ, "de"))
-    assert all(rows[lang][i][name] == report["runs"][0]["example"][lang][name]  # the example is that sentence's
-               for lang in ML_LANGS for name in ("original", "control", "gacl"))  # translation in every language
+    i = example_index(
+        test_de,
+        [r["original"] for r in rows["de"]],  # German gets wrong
+        lambda text, occ: ml_gender_of(text, occ, "de"),
+    )
+    assert all(
+        rows[lang][i][name] == report["runs"][0]["example"][lang][name]  # the example is that sentence's
+        for lang in ML_LANGS
+        for name in ("original", "control", "gacl")
+    )  # translation in every language
     assert "GACL = gender-aware contrastive learning, KD = knowledge distillation" in out
 
 

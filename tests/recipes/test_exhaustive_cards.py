@@ -16,8 +16,9 @@ from fairmt.errors import FairmtError
 from fairmt.recipes.cards import BOOKKEEPING, TRAINING_RELEVANT, card_of_config, card_path, read_card
 
 RECIPES = builtin_recipes()
-EXHAUSTIVE = sorted(n for n, p in RECIPES.items() if card_path(p).is_file() and read_card(card_path(p)).get(
-    "exhaustive") is True)
+EXHAUSTIVE = sorted(
+    n for n, p in RECIPES.items() if card_path(p).is_file() and read_card(card_path(p)).get("exhaustive") is True
+)
 
 HELD_OUT = {  # one-key overrides of card-relevant settings (paper values, own and shared departures, inert ones)
     "classification/cscl_bios_bert": [
@@ -53,8 +54,11 @@ def test_every_exhaustive_card_classifies_every_resolved_key(name):
 def test_a_one_key_override_is_a_difference_naming_the_key(name):
     for override, key in HELD_OUT[name]:
         block = card_of_config(load_recipe(name, [override])).departures_block()
-        lines = [line for line in block.splitlines() if key in line and ("overridden" in line or "undeclared" in line
-                                                                          or "unclassified" in line)]
+        lines = [
+            line
+            for line in block.splitlines()
+            if key in line and ("overridden" in line or "undeclared" in line or "unclassified" in line)
+        ]
         assert any(line.startswith(f"  overridden: {key}: ") for line in lines), (override, block)
         assert any("undeclared" in line for line in lines), (override, block)
 
@@ -71,10 +75,12 @@ def test_the_dry_run_prints_the_overridden_setting(capsys):
 
     main(["train", "classification/cscl_bios_bert", "--dry-run", "training.adam_beta2=0.98"])
     err = capsys.readouterr().err
-    assert ("  overridden: stages.stage1.adam_beta2: 0.999 -> 0.98 (the card declares 0.999 [paper-silent choice])"
-            in err)
-    assert ("undeclared: departure stages.stage1.adam_beta2 declares recipe value 0.999, the recipe resolves to 0.98"
-            in err)
+    assert (
+        "  overridden: stages.stage1.adam_beta2: 0.999 -> 0.98 (the card declares 0.999 [paper-silent choice])" in err
+    )
+    assert (
+        "undeclared: departure stages.stage1.adam_beta2 declares recipe value 0.999, the recipe resolves to 0.98" in err
+    )
 
 
 def _copy(tmp_path: Path, name: str, card_edit=None) -> dict:
@@ -104,22 +110,34 @@ def test_a_copied_recipe_whose_card_drops_a_setting_fails_unclassified(tmp_path)
 def test_a_copy_without_a_card_is_checked_against_the_builtin_card_by_name_and_names_itself(tmp_path):
     card = card_of_config(_copy(tmp_path, "classification/cscl_bios_bert"))
     assert not card.problems and card.copy_of == "classification/cscl_bios_bert"
-    assert card.departures_block().splitlines()[0].endswith(
-        f"({tmp_path / 'cscl_bios_bert.yaml'}, a copy of classification/cscl_bios_bert: fairmt recipes --paper "
-        f"classification/cscl_bios_bert)")
+    assert (
+        card.departures_block()
+        .splitlines()[0]
+        .endswith(
+            f"({tmp_path / 'cscl_bios_bert.yaml'}, a copy of classification/cscl_bios_bert: fairmt recipes --paper "
+            f"classification/cscl_bios_bert)"
+        )
+    )
     assert card_of_config(load_recipe("classification/cscl_bios_bert")).copy_of is None
 
 
 def test_an_inert_setting_is_shown_as_inert_and_its_value_not_compared(tmp_path):
     """An entry the card lists that another setting makes unused is shown as inert, never as matching."""
+
     def edit(card):
-        card["inert"] = [{"keys": ["stages.stage1.temperature"], "when": {"stages.stage1.normalize": False},
-                          "reason": "made up for the test"}]
+        card["inert"] = [
+            {
+                "keys": ["stages.stage1.temperature"],
+                "when": {"stages.stage1.normalize": False},
+                "reason": "made up for the test",
+            }
+        ]
 
     card = card_of_config(_copy(tmp_path, "classification/cscl_bios_bert", edit))
     assert card.inert["stages.stage1.temperature"] == "made up for the test"
     assert "| `stages.stage1.temperature` | 2.0 | 2.0 | " in card.table() and "inert: made up for the test" in (
-        card.table())
+        card.table()
+    )
     assert "  inert: stages.stage1.temperature (made up for the test)" in card.departures_block()
 
 

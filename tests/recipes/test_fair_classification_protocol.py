@@ -44,15 +44,34 @@ def _token_rows(n=32, seed=0):
 
 
 def _args(tmp_path, **kw):
-    base = dict(output_dir=str(tmp_path), per_device_train_batch_size=16, num_train_epochs=1, logging_steps=1,
-                report_to=[], save_strategy="no", learning_rate=1e-3, use_cpu=True, seed=0, disable_tqdm=True)
+    base = dict(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=16,
+        num_train_epochs=1,
+        logging_steps=1,
+        report_to=[],
+        save_strategy="no",
+        learning_rate=1e-3,
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
+    )
     base.update(kw)
     return FairContrastiveConfig(**base)
 
 
 def _tiny_bert_config(dropout=0.0, **kw):
-    return BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-                      max_position_embeddings=16, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout, **kw)
+    return BertConfig(
+        vocab_size=50,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+        **kw,
+    )
 
 
 def _batch(rows):
@@ -83,8 +102,10 @@ def test_fcl_from_python_trains_on_the_published_single_view_loss(tmp_path):
     got = {}
     for views in (None, "dropout"):
         trainer = FairContrastiveTrainer(
-            model=model, args=_args(tmp_path, objective="fcl", fcl_alpha=0.0, fcl_beta=1.0, views=views),
-            data_collator=ClassificationCollator())
+            model=model,
+            args=_args(tmp_path, objective="fcl", fcl_alpha=0.0, fcl_beta=1.0, views=views),
+            data_collator=ClassificationCollator(),
+        )
         model.train()
         got[views] = float(trainer.compute_loss(model, batch).detach())
     assert got[None] == pytest.approx(float(one_view.loss), rel=1e-6)
@@ -107,8 +128,11 @@ def test_the_gradient_of_l_sup_reaches_exactly_the_tensor_the_head_consumes(tmp_
         model = TransformerClassifier(_tiny_bert_config().to_dict(), 2, pooling="cls", head_layers=2)
     else:
         model = BertForSequenceClassification(_tiny_bert_config(num_labels=2))
-    trainer = FairContrastiveTrainer(model=model, args=_args(tmp_path, objective="cscl_pretrain", cs_lambda=0.0),
-                                     data_collator=ClassificationCollator())
+    trainer = FairContrastiveTrainer(
+        model=model,
+        args=_args(tmp_path, objective="cscl_pretrain", cs_lambda=0.0),
+        data_collator=ClassificationCollator(),
+    )
     batch = _batch(_token_rows(8))
     inputs = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask")}
     seen, handle = _capture_head_input(model)
@@ -136,8 +160,10 @@ def test_last_hidden_state_pooling_is_a_different_vector_from_the_bert_head_inpu
     torch.manual_seed(0)
     model = BertForSequenceClassification(_tiny_bert_config(num_labels=2))
     trainer = FairContrastiveTrainer(
-        model=model, args=_args(tmp_path, objective="cscl_pretrain", cs_lambda=0.0, pooling="cls"),
-        data_collator=ClassificationCollator())
+        model=model,
+        args=_args(tmp_path, objective="cscl_pretrain", cs_lambda=0.0, pooling="cls"),
+        data_collator=ClassificationCollator(),
+    )
     batch = _batch(_token_rows(8))
     rep, _ = trainer.representation_and_logits(model, {k: batch[k] for k in ("input_ids", "attention_mask")})
     supcon_loss(torch.stack([rep, rep], 1), batch["labels"]).backward()
@@ -148,8 +174,9 @@ def test_leakage_representation_is_the_head_input(tmp_path):
     """predict() returns as `hidden` (what leakage@h is fitted on) the vector the head consumed."""
     torch.manual_seed(0)
     model = TransformerClassifier(_tiny_bert_config().to_dict(), 2, pooling="mean", head_layers=2)
-    trainer = FairContrastiveTrainer(model=model, args=_args(tmp_path, objective="cscl"),
-                                     data_collator=ClassificationCollator())
+    trainer = FairContrastiveTrainer(
+        model=model, args=_args(tmp_path, objective="cscl"), data_collator=ClassificationCollator()
+    )
     rows = _token_rows(8)
     seen, handle = _capture_head_input(model)
     pred = trainer.predict(Dataset.from_list(rows))
@@ -166,8 +193,10 @@ def test_transformer_classifier_saves_and_reloads_without_the_original_encoder(t
 
     BertModel(_tiny_bert_config()).save_pretrained(enc_dir)
     model = TransformerClassifier.from_encoder(str(enc_dir), 3, pooling="cls", head_layers=2, labels=["a", "b", "c"])
-    assert torch.equal(model.encoder.embeddings.word_embeddings.weight,
-                       BertModel.from_pretrained(enc_dir).embeddings.word_embeddings.weight)
+    assert torch.equal(
+        model.encoder.embeddings.word_embeddings.weight,
+        BertModel.from_pretrained(enc_dir).embeddings.word_embeddings.weight,
+    )
     model.save_pretrained(tmp_path / "saved")
     import shutil
 
@@ -175,8 +204,11 @@ def test_transformer_classifier_saves_and_reloads_without_the_original_encoder(t
     again = TransformerClassifier.from_pretrained(tmp_path / "saved").eval()
     batch = _batch(_token_rows(4))
     model.eval()
-    assert torch.allclose(again(batch["input_ids"], batch["attention_mask"]).logits,
-                          model(batch["input_ids"], batch["attention_mask"]).logits, atol=1e-6)
+    assert torch.allclose(
+        again(batch["input_ids"], batch["attention_mask"]).logits,
+        model(batch["input_ids"], batch["attention_mask"]).logits,
+        atol=1e-6,
+    )
     assert again.labels == ["a", "b", "c"]
     with pytest.raises(FairmtError, match="model.pooling must be one of cls, mean"):
         TransformerClassifier(_tiny_bert_config().to_dict(), 2, pooling="max")
@@ -193,9 +225,12 @@ def test_stage_two_keeps_the_frozen_encoder_in_eval_mode(tmp_path):
     model.encoder.register_forward_hook(lambda m, _i, _o: modes.append(m.training))
     model.classifier.register_forward_pre_hook(lambda _m, args: reps.append(args[0].detach().clone()))
     rows = _token_rows(16)
-    trainer = FairContrastiveTrainer(model=model, args=_args(tmp_path, objective="ce", num_train_epochs=2,
-                                                             per_device_train_batch_size=16),
-                                     train_dataset=Dataset.from_list(rows), data_collator=ClassificationCollator())
+    trainer = FairContrastiveTrainer(
+        model=model,
+        args=_args(tmp_path, objective="ce", num_train_epochs=2, per_device_train_batch_size=16),
+        train_dataset=Dataset.from_list(rows),
+        data_collator=ClassificationCollator(),
+    )
     trainer.train()
     assert modes == [False, False]  # two training steps, encoder dropout off in both
     assert model.classifier.net[2].training  # the head's own dropout is still on while it trains
@@ -214,8 +249,11 @@ def test_without_frozen_eval_the_frozen_encoder_would_drop_out(tmp_path):
     modes = []
     model.encoder.register_forward_hook(lambda m, _i, _o: modes.append(m.training))
     trainer = FairContrastiveTrainer(
-        model=model, args=_args(tmp_path, objective="ce", frozen_modules_eval=False),
-        train_dataset=Dataset.from_list(_token_rows(16)), data_collator=ClassificationCollator())
+        model=model,
+        args=_args(tmp_path, objective="ce", frozen_modules_eval=False),
+        train_dataset=Dataset.from_list(_token_rows(16)),
+        data_collator=ClassificationCollator(),
+    )
     trainer.train()
     assert modes == [True]
 
@@ -235,7 +273,7 @@ def test_head_on_cached_features_trains_the_full_models_head(tmp_path):
     freeze_encoder(model)
     rows = _feature_rows(32)
     collator = ClassificationCollator()
-    feats = encoder_features(model, [collator(rows[i:i + 8]) for i in range(0, 32, 8)])
+    feats = encoder_features(model, [collator(rows[i : i + 8]) for i in range(0, 32, 8)])
     assert feats.shape == (32, 8) and model.training  # computed in eval mode, training mode restored
     model.eval()
     with torch.no_grad():
@@ -244,9 +282,12 @@ def test_head_on_cached_features_trains_the_full_models_head(tmp_path):
     head0 = [p.detach().clone() for p in model.classifier.parameters()]
     enc0 = [p.detach().clone() for p in model.encoder.parameters()]
     cached = [{"features": f.tolist(), "labels": r["labels"], "group": r["group"]} for f, r in zip(feats, rows)]
-    trainer = FairContrastiveTrainer(model=HeadOnFeatures(model), args=_args(tmp_path, objective="ce",
-                                                                               num_train_epochs=5),
-                                     train_dataset=Dataset.from_list(cached), data_collator=collator)
+    trainer = FairContrastiveTrainer(
+        model=HeadOnFeatures(model),
+        args=_args(tmp_path, objective="ce", num_train_epochs=5),
+        train_dataset=Dataset.from_list(cached),
+        data_collator=collator,
+    )
     trainer.train()
     assert all(not torch.equal(a, b) for a, b in zip(head0, model.classifier.parameters()))
     assert all(torch.equal(a, b) for a, b in zip(enc0, model.encoder.parameters()))
@@ -266,8 +307,11 @@ def _dev_trainer(tmp_path, dropout, objective):
     model = MLPClassifier(8, 2, hidden_dim=8, dropout=dropout)
     rows = _feature_rows(16)
     trainer = FairContrastiveTrainer(
-        model=model, args=_args(tmp_path, objective=objective, per_device_eval_batch_size=16),
-        eval_dataset=Dataset.from_list(rows), data_collator=ClassificationCollator())
+        model=model,
+        args=_args(tmp_path, objective=objective, per_device_eval_batch_size=16),
+        eval_dataset=Dataset.from_list(rows),
+        data_collator=ClassificationCollator(),
+    )
     return trainer, model, rows
 
 
@@ -279,8 +323,12 @@ def test_pretrain_stage_evaluates_its_own_objective_on_dev(tmp_path):
     with torch.no_grad():
         h = model(batch["features"]).hidden_states[-1]
     assert got == pytest.approx(float(fcl_loss(h, batch["labels"], batch["group"]).loss), rel=1e-5)
-    ce = FairContrastiveTrainer(model=model, args=_args(tmp_path, objective="fcl", per_device_eval_batch_size=16),
-                                eval_dataset=Dataset.from_list(rows), data_collator=ClassificationCollator())
+    ce = FairContrastiveTrainer(
+        model=model,
+        args=_args(tmp_path, objective="fcl", per_device_eval_batch_size=16),
+        eval_dataset=Dataset.from_list(rows),
+        data_collator=ClassificationCollator(),
+    )
     with torch.no_grad():
         want_ce = float(torch.nn.functional.cross_entropy(model(batch["features"]).logits, batch["labels"]))
     assert ce.evaluate()["eval_loss"] == pytest.approx(want_ce, rel=1e-5)  # one-stage objectives: dev CE
@@ -306,17 +354,25 @@ def test_released_fcl_and_the_ablation_weights_in_the_trainer(tmp_path):
     assert _args(tmp_path, objective="fcl").temperature == 0.1 and _args(tmp_path, objective="fcl").normalize is True
     assert _args(tmp_path, objective="fcl", fcl_variant="released", temperature=0.5).temperature == 0.5
     cases = {
-        "released": (dict(fcl_variant="released"), lambda t: t.scl - t.fcl,
-                     fcl_loss(h, batch["labels"], batch["group"], variant="released")),
+        "released": (
+            dict(fcl_variant="released"),
+            lambda t: t.scl - t.fcl,
+            fcl_loss(h, batch["labels"], batch["group"], variant="released"),
+        ),
         "ce+scl": (dict(fcl_fcl_weight=0.0), lambda t: t.scl, fcl_loss(h, batch["labels"], batch["group"])),
         "ce-fcl": (dict(fcl_scl_weight=0.0), lambda t: -t.fcl, fcl_loss(h, batch["labels"], batch["group"])),
-        "eo": (dict(fcl_group_term="eo"), lambda t: t.scl - t.fcl,
-               fcl_loss(h, batch["labels"], batch["group"], group_term="eo")),
+        "eo": (
+            dict(fcl_group_term="eo"),
+            lambda t: t.scl - t.fcl,
+            fcl_loss(h, batch["labels"], batch["group"], group_term="eo"),
+        ),
     }
     for name, (kw, combine, terms) in cases.items():
-        trainer = FairContrastiveTrainer(model=model, args=_args(tmp_path, objective="fcl", fcl_alpha=0.7,
-                                                                 fcl_beta=0.3, **kw),
-                                         data_collator=ClassificationCollator())
+        trainer = FairContrastiveTrainer(
+            model=model,
+            args=_args(tmp_path, objective="fcl", fcl_alpha=0.7, fcl_beta=0.3, **kw),
+            data_collator=ClassificationCollator(),
+        )
         model.train()
         got = float(trainer.compute_loss(model, batch).detach())
         assert got == pytest.approx(float(0.7 * ce + 0.3 * combine(terms)), rel=1e-5), name
@@ -362,8 +418,16 @@ def test_fairlib_weighting_gives_fairlibs_gradients_in_one_joint_step(tmp_path, 
     torch.manual_seed(0)
     model = MLPClassifier(8, 2, hidden_dim=8, dropout=0.0)
     lam, lam_diff = 0.7, 100.0
-    args = AdversarialConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True, n_adversaries=3, adv_lambda=lam,
-                             diff_lambda=lam_diff, adv_conditional=conditional, adv_hidden_size=6)
+    args = AdversarialConfig(
+        output_dir=str(tmp_path),
+        report_to=[],
+        use_cpu=True,
+        n_adversaries=3,
+        adv_lambda=lam,
+        diff_lambda=lam_diff,
+        adv_conditional=conditional,
+        adv_hidden_size=6,
+    )
     assert args.adv_weighting == "fairlib"
     trainer = AdversarialTrainer(model=model, args=args, data_collator=ClassificationCollator())
     batch = _batch(_feature_rows(16))
@@ -380,9 +444,17 @@ def test_fairlib_weighting_gives_fairlibs_gradients_in_one_joint_step(tmp_path, 
     # against the penalty; with λ_diff/K it is exactly fairlib's divided by K (the documented conversion)
     for weighting, diff, scale in (("mean", lam_diff / 3, 3.0), ("mean", lam_diff, None)):
         model.zero_grad()
-        mean_args = AdversarialConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True, n_adversaries=3,
-                                      adv_lambda=lam, diff_lambda=diff, adv_conditional=conditional,
-                                      adv_hidden_size=6, adv_weighting=weighting)
+        mean_args = AdversarialConfig(
+            output_dir=str(tmp_path),
+            report_to=[],
+            use_cpu=True,
+            n_adversaries=3,
+            adv_lambda=lam,
+            diff_lambda=diff,
+            adv_conditional=conditional,
+            adv_hidden_size=6,
+            adv_weighting=weighting,
+        )
         other = AdversarialTrainer(model=model, args=mean_args, data_collator=ClassificationCollator())
         other.adversary.load_state_dict(trainer.adversary.state_dict())
         other.compute_loss(model, batch).backward()
@@ -398,17 +470,20 @@ def test_fairlib_weighting_gives_fairlibs_gradients_in_one_joint_step(tmp_path, 
 
 
 # --------------------------------------------------------------------------- recipes: bad values, frozen [CLS]
-@pytest.mark.parametrize("override, message", [
-    ("metrics.eo_classes=both", "recipe key metrics.eo_classes must be one of positive, all, got 'both'"),
-    ("selection=test_accuracy", "recipe key selection must be one of loss, dto, accuracy, accuracy_then_gap"),
-    ("model.pooling=max", "recipe key model.pooling must be one of cls, mean, got 'max'"),
-    ("data.dataset=imsitu", "recipe key data.dataset must be one of bios, bios_split, jigsaw, moji, hatespeech"),
-    ("data.augment=mixup", "recipe key data.augment must be one of eda, backtranslate, clm_insert, clm_substitute"),
-    ("patience=0", "recipe key patience must be a positive number of epochs or null, got 0"),
-    ("objective_args.fcl_variant=fairlib", "fcl_variant must be one of paper, released, got 'fairlib'"),
-    ("objective_args.views=three", "views must be one of dropout, augment, none, got 'three'"),
-    ("objective_args.temprature=0.1", "unknown recipe key objective_args.temprature; did you mean 'temperature'?"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("metrics.eo_classes=both", "recipe key metrics.eo_classes must be one of positive, all, got 'both'"),
+        ("selection=test_accuracy", "recipe key selection must be one of loss, dto, accuracy, accuracy_then_gap"),
+        ("model.pooling=max", "recipe key model.pooling must be one of cls, mean, got 'max'"),
+        ("data.dataset=imsitu", "recipe key data.dataset must be one of bios, bios_split, jigsaw, moji, hatespeech"),
+        ("data.augment=mixup", "recipe key data.augment must be one of eda, backtranslate, clm_insert, clm_substitute"),
+        ("patience=0", "recipe key patience must be a positive number of epochs or null, got 0"),
+        ("objective_args.fcl_variant=fairlib", "fcl_variant must be one of paper, released, got 'fairlib'"),
+        ("objective_args.views=three", "views must be one of dropout, augment, none, got 'three'"),
+        ("objective_args.temprature=0.1", "unknown recipe key objective_args.temprature; did you mean 'temperature'?"),
+    ],
+)
 def test_bad_recipe_values_fail_in_one_line_before_anything_is_written(override, message, tmp_path, capsys):
     from fairmt.cli import main
 
@@ -439,10 +514,21 @@ def test_dry_run_shows_every_resolved_value_without_loading_a_model(capsys):
     shown = _json.loads(printed.out)["config"]
     s1, s2 = shown["stages"]["stage1"], shown["stages"]["stage2"]
     assert (s1["objective"], s1["views"], s1["temperature"], s1["cs_lambda"], s1["eval_objective"]) == (
-        "cscl_pretrain", "augment", 2.0, 5.0, True)
+        "cscl_pretrain",
+        "augment",
+        2.0,
+        5.0,
+        True,
+    )
     assert (s2["objective"], s2["num_train_epochs"], s2["learning_rate"], s2["per_device_train_batch_size"]) == (
-        "ce", 7, 2e-5, 32)
-    assert shown["model"]["head_layers"] == 2 and shown["stage1_patience"] == 3 and shown["metrics"]["eo_classes"] == "all"
+        "ce",
+        7,
+        2e-5,
+        32,
+    )
+    assert (
+        shown["model"]["head_layers"] == 2 and shown["stage1_patience"] == 3 and shown["metrics"]["eo_classes"] == "all"
+    )
 
 
 def test_frozen_embedder_cls_features_are_the_raw_cls_state_and_mean_is_normalised(tmp_path):

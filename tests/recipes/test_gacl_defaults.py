@@ -15,13 +15,24 @@ from fairmt.losses.gacl import GACL_DEFAULTS, GACL_RANGES, VARIANT_DEFAULTS, GAC
 
 ROOT = Path(__file__).resolve().parents[2] / "fairmt"
 NAMES = {f.name for f in dataclasses.fields(GACLSettings)}
-CRITERION = {"temperature": "gacl_temperature", "positive_reduction": "gacl_positive_reduction",
-             "pooling": "gacl_pooling", "gather_across_processes": "gacl_no_gather"}
-SPELLINGS = NAMES | set(CRITERION.values()) | {"variant", "gc_lambda", "kd_lambda"} | {
-    k for preset in VARIANT_DEFAULTS.values() for k in preset}
-FAMILY_FILES = ["demo.py", "trainers/gacl.py",
-                *(p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "fairseq").glob("*.py"))),
-                *(p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "recipes" / "gacl").glob("*.py")))]
+CRITERION = {
+    "temperature": "gacl_temperature",
+    "positive_reduction": "gacl_positive_reduction",
+    "pooling": "gacl_pooling",
+    "gather_across_processes": "gacl_no_gather",
+}
+SPELLINGS = (
+    NAMES
+    | set(CRITERION.values())
+    | {"variant", "gc_lambda", "kd_lambda"}
+    | {k for preset in VARIANT_DEFAULTS.values() for k in preset}
+)
+FAMILY_FILES = [
+    "demo.py",
+    "trainers/gacl.py",
+    *(p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "fairseq").glob("*.py"))),
+    *(p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "recipes" / "gacl").glob("*.py"))),
+]
 
 
 def _is_off(node: ast.AST) -> bool:
@@ -46,34 +57,52 @@ def literal_defaults(source: str, where: str) -> list[str]:
         elif isinstance(node, ast.keyword) and node.arg:
             pairs.append((node.arg, node.value, getattr(node.value, "lineno", 0)))
         elif isinstance(node, ast.Dict):
-            pairs += [(k.value, v, k.lineno) for k, v in zip(node.keys, node.values)
-                      if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+            pairs += [
+                (k.value, v, k.lineno)
+                for k, v in zip(node.keys, node.values)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            ]
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             args = node.args.posonlyargs + node.args.args
-            pairs += [(a.arg, d, d.lineno) for a, d in zip(args[len(args) - len(node.args.defaults):],
-                                                            node.args.defaults)]
+            pairs += [
+                (a.arg, d, d.lineno) for a, d in zip(args[len(args) - len(node.args.defaults) :], node.args.defaults)
+            ]
             pairs += [(a.arg, d, d.lineno) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults) if d]
         for name, value, line in pairs:
-            if (name in SPELLINGS and isinstance(value, ast.Constant) and not _is_off(value)
-                    and value.value not in SPELLINGS):  # a map of names (option → option) holds no value
+            if (
+                name in SPELLINGS
+                and isinstance(value, ast.Constant)
+                and not _is_off(value)
+                and value.value not in SPELLINGS
+            ):  # a map of names (option → option) holds no value
                 found.append((line, f"{where}:{line}: {name} = {value.value!r}"))
     return [text for _, text in sorted(found)]
 
 
 def test_no_file_of_the_gacl_family_writes_a_gacl_default_as_a_literal():
-    found = [hit for rel in FAMILY_FILES for hit in literal_defaults((ROOT / rel).read_text(encoding="utf-8"),
-                                                                     f"fairmt/{rel}")]
-    assert found == [], "read fairmt.losses.gacl.GACL_DEFAULTS (or GACLConfig's field default) instead:\n" + \
-        "\n".join(found)
+    found = [
+        hit
+        for rel in FAMILY_FILES
+        for hit in literal_defaults((ROOT / rel).read_text(encoding="utf-8"), f"fairmt/{rel}")
+    ]
+    assert found == [], "read fairmt.losses.gacl.GACL_DEFAULTS (or GACLConfig's field default) instead:\n" + "\n".join(
+        found
+    )
 
 
 def test_the_check_finds_a_planted_literal():
-    planted = ("@dataclass\nclass C:\n    kd_alpha: float = field(default=0.5)\n"
-               "def f(temperature=2.0, gacl_lambda=0.0):\n    return g(pooling='first', gacl_lambda=0)\n"
-               "S = dict(gacl_lambda=1.0)\nT = {'kd_alpha': 0.4, 'kd_normalization': None}\n")
+    planted = (
+        "@dataclass\nclass C:\n    kd_alpha: float = field(default=0.5)\n"
+        "def f(temperature=2.0, gacl_lambda=0.0):\n    return g(pooling='first', gacl_lambda=0)\n"
+        "S = dict(gacl_lambda=1.0)\nT = {'kd_alpha': 0.4, 'kd_normalization': None}\n"
+    )
     assert literal_defaults(planted, "x.py") == [
-        "x.py:3: kd_alpha = 0.5", "x.py:4: temperature = 2.0", "x.py:5: pooling = 'first'",
-        "x.py:6: gacl_lambda = 1.0", "x.py:7: kd_alpha = 0.4"]
+        "x.py:3: kd_alpha = 0.5",
+        "x.py:4: temperature = 2.0",
+        "x.py:5: pooling = 'first'",
+        "x.py:6: gacl_lambda = 1.0",
+        "x.py:7: kd_alpha = 0.4",
+    ]
 
 
 def test_gacl_config_and_the_fairseq_criterion_default_and_range_check_as_gacl_defaults():
@@ -92,7 +121,7 @@ def test_gacl_config_and_the_fairseq_criterion_default_and_range_check_as_gacl_d
             defaults[stmt.target.id] = ast.unparse(default) if default is not None else None
     for name in NAMES:
         option = CRITERION.get(name, name)
-        expected = (f"not GACL_DEFAULTS.{name}" if option == "gacl_no_gather" else f"GACL_DEFAULTS.{name}")
+        expected = f"not GACL_DEFAULTS.{name}" if option == "gacl_no_gather" else f"GACL_DEFAULTS.{name}"
         assert defaults.get(option) == expected, (option, defaults.get(option))
 
 
@@ -110,8 +139,10 @@ def test_the_demo_trains_with_gacl_config_defaults():
     settings = demo.gacl_settings()
     assert settings == {k: getattr(GACL_DEFAULTS, k) for k in demo.GACL_KEYS} == demo.GACL_SETTINGS
     # the multilingual demo's design, fixed before its first run, names the same α, λ, τ
-    assert f"α {settings['kd_alpha']}, λ {settings['gacl_lambda']}, τ {settings['temperature']}" in \
-        demo.ML_DESIGN["fine-tuning"]
+    assert (
+        f"α {settings['kd_alpha']}, λ {settings['gacl_lambda']}, τ {settings['temperature']}"
+        in demo.ML_DESIGN["fine-tuning"]
+    )
 
 
 # ------------------------------------------------------------------------------------------------ the docs table
@@ -132,11 +163,19 @@ def defaults_table() -> str:
     from fairmt.models.precision import DEFAULT_TEACHER_DTYPE
     from fairmt.trainers.gacl import GACLConfig
 
-    own = [f for f in dataclasses.fields(GACLConfig)
-           if f.name not in {g.name for g in dataclasses.fields(Seq2SeqTrainingArguments)}]
+    own = [
+        f
+        for f in dataclasses.fields(GACLConfig)
+        if f.name not in {g.name for g in dataclasses.fields(Seq2SeqTrainingArguments)}
+    ]
     presets = {k for preset in VARIANT_DEFAULTS.values() for k in preset}
-    switches = ("dropout_positive", "inbatch_positives", "counterfactual_negative", "inbatch_negatives",
-                "detach_dropout_view")
+    switches = (
+        "dropout_positive",
+        "inbatch_positives",
+        "counterfactual_negative",
+        "inbatch_negatives",
+        "detach_dropout_view",
+    )
     rows = ["| `training.` key (GACLConfig field) | default | defined in | also read by |", "|---|---|---|---|"]
     for f in own:
         name = f.name
@@ -144,20 +183,31 @@ def defaults_table() -> str:
             option = CRITERION.get(name, name).replace("_", "-")
             fairseq = f"fairseq `--{option}`" + (" (its negation)" if name == "gather_across_processes" else "")
             loss = ", `gacl_loss`" if name in ("temperature", "gacl_variant") else ""
-            rows.append(f"| `{name}` | {_shown(getattr(GACL_DEFAULTS, name))} | `fairmt.losses.gacl.GACL_DEFAULTS` "
-                        f"| {fairseq}{loss} |")
+            rows.append(
+                f"| `{name}` | {_shown(getattr(GACL_DEFAULTS, name))} | `fairmt.losses.gacl.GACL_DEFAULTS` "
+                f"| {fairseq}{loss} |"
+            )
         elif name in presets:
-            by = ", ".join(f"{v} {_shown(VARIANT_DEFAULTS[v][name])}" for v in sorted(VARIANT_DEFAULTS, reverse=True)
-                           if name in VARIANT_DEFAULTS[v])
-            fairseq = (f"fairseq `--{'gacl-projection' if name == 'projection' else name.replace('_', '-')}`"
-                       if name != "warmup_init_lr_ratio" else "—")
+            by = ", ".join(
+                f"{v} {_shown(VARIANT_DEFAULTS[v][name])}"
+                for v in sorted(VARIANT_DEFAULTS, reverse=True)
+                if name in VARIANT_DEFAULTS[v]
+            )
+            fairseq = (
+                f"fairseq `--{'gacl-projection' if name == 'projection' else name.replace('_', '-')}`"
+                if name != "warmup_init_lr_ratio"
+                else "—"
+            )
             rows.append(f"| `{name}` | by variant: {by} | `fairmt.losses.gacl.VARIANT_DEFAULTS` | {fairseq} |")
         elif name in switches:
-            rows.append(f"| `{name}` | by variant | `fairmt.losses.gacl.GACL_VARIANTS` | fairseq "
-                        f"`--{name.replace('_', '-')}` |")
+            rows.append(
+                f"| `{name}` | by variant | `fairmt.losses.gacl.GACL_VARIANTS` | fairseq `--{name.replace('_', '-')}` |"
+            )
         elif name == "teacher_dtype":
-            rows.append(f"| `{name}` | {_shown(DEFAULT_TEACHER_DTYPE)} | "
-                        "`fairmt.models.precision.DEFAULT_TEACHER_DTYPE` | fairseq `--teacher-dtype` |")
+            rows.append(
+                f"| `{name}` | {_shown(DEFAULT_TEACHER_DTYPE)} | "
+                "`fairmt.models.precision.DEFAULT_TEACHER_DTYPE` | fairseq `--teacher-dtype` |"
+            )
         else:
             rows.append(f"| `{name}` | {_shown(f.default)} | `GACLConfig` | — |")
     return "\n".join(rows)

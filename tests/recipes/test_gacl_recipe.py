@@ -58,8 +58,12 @@ def test_dry_run_prints_the_resolved_official_config(capsys):
     recipe = Path(__file__).parents[2] / "recipes" / "gacl" / "small100_en-de_official.yaml"
     # every setting line says where it comes from (the released script, its code's defaults, the paper, fairmt)
     for line in recipe.read_text().splitlines():
-        if line.strip() and not line.lstrip().startswith("#") and not line.rstrip().endswith(":") \
-                and "report_to" not in line:
+        if (
+            line.strip()
+            and not line.lstrip().startswith("#")
+            and not line.rstrip().endswith(":")
+            and "report_to" not in line
+        ):
             assert "#" in line and any(w in line.split("#", 1)[1] for w in ("sh:", "py:", "paper", "fairmt")), line
     # the official recipe asks for fp16: on a machine without a GPU the dry run says the real run would fail
     rc = main(["train", str(recipe), "training.max_steps=300", "--dry-run", "--verbose"])  # every resolved field
@@ -73,11 +77,26 @@ def test_dry_run_prints_the_resolved_official_config(capsys):
     c = out["config"]
     assert c["class"] == "GACLConfig" and out["recipe"]["training"]["max_steps"] == 300
     expected = dict(
-        gacl_variant="official", temperature=1.0, projection="linear", projection_weight_decay=1.0,
-        kd_normalization="sentence", warmup_init_lr_ratio=0.1, positive_reduction="mean", kd_alpha=0.4,
-        gacl_lambda=1.0, per_device_train_batch_size=8, learning_rate=4e-6, warmup_steps=200,
-        lr_scheduler_type="inverse_sqrt", max_steps=300, eval_steps=100, load_best_model_at_end=True,
-        metric_for_best_model="geneval_explicit_accuracy", fp16=True, seed=42, exclude_mt_loss=False,
+        gacl_variant="official",
+        temperature=1.0,
+        projection="linear",
+        projection_weight_decay=1.0,
+        kd_normalization="sentence",
+        warmup_init_lr_ratio=0.1,
+        positive_reduction="mean",
+        kd_alpha=0.4,
+        gacl_lambda=1.0,
+        per_device_train_batch_size=8,
+        learning_rate=4e-6,
+        warmup_steps=200,
+        lr_scheduler_type="inverse_sqrt",
+        max_steps=300,
+        eval_steps=100,
+        load_best_model_at_end=True,
+        metric_for_best_model="geneval_explicit_accuracy",
+        fp16=True,
+        seed=42,
+        exclude_mt_loss=False,
     )
     assert {k: c[k] for k in expected} == expected
     # without the recipe's explicit keys the variant's presets give the same (official = released code)
@@ -88,7 +107,11 @@ def test_dry_run_prints_the_resolved_official_config(capsys):
 
     args = resolve_config(cfg)
     assert (args.temperature, args.projection, args.kd_normalization, args.warmup_init_lr_ratio) == (
-        0.05, "linear", "sentence", 0.1)
+        0.05,
+        "linear",
+        "sentence",
+        0.1,
+    )
 
 
 def test_gfst_target_side_filtering():
@@ -98,11 +121,23 @@ def test_gfst_target_side_filtering():
 
     de = target_gender_detector("de")
     assert (de("Er las sein Buch."), de("Die Frau las."), de("Die Mutter und ihr Mann."), de("Es regnet.")) == (
-        "male", "female", None, None)
-    ds = Dataset.from_dict({
-        "src": ["He read his book.", "The woman read.", "She said he was right.", "It rains.", "The doctor left."],
-        "tgt": ["Er las sein Buch.", "Der Mann las.", "Sie sagte, er habe recht.", "Es regnet.", "Die Ärztin ging, sagte die Frau."],
-    })
+        "male",
+        "female",
+        None,
+        None,
+    )
+    ds = Dataset.from_dict(
+        {
+            "src": ["He read his book.", "The woman read.", "She said he was right.", "It rains.", "The doctor left."],
+            "tgt": [
+                "Er las sein Buch.",
+                "Der Mann las.",
+                "Sie sagte, er habe recht.",
+                "Es regnet.",
+                "Die Ärztin ging, sagte die Frau.",
+            ],
+        }
+    )
     out = filter_target_gender(ds, de)
     # row 1: English female, German male → dropped; row 2: German "er" only (sie is ambiguous) but the English is
     # mixed → kept by the target; row 3: no gender; row 4: English neutral, German female
@@ -124,14 +159,30 @@ def test_train_recipe_with_geneval_early_stopping(tmp_path, shared_data, monkeyp
     data = tmp_path / "train.jsonl"
     data.write_text("".join(json.dumps({"translation": p.translation}) + "\n" for p in balanced[:160]))
     recipe = tmp_path / "gacl.yaml"
-    recipe.write_text(yaml.safe_dump({
-        "method": "gacl", "model": str(model), "src_lang": "en", "tgt_lang": "de",
-        "data": {"train": str(data), "max_length": 48, "eval_fraction": 0.1},
-        "geneval": {"lang": "de", "split": "dev", "max_pairs": 4, "patience": 1},
-        "training": {"output_dir": str(tmp_path / "out"), "per_device_train_batch_size": 8, "max_steps": 6,
-                     "eval_steps": 2, "save_steps": 2, "logging_steps": 2, "learning_rate": 1e-3, "use_cpu": True,
-                     "report_to": [], "disable_tqdm": True},
-    }))
+    recipe.write_text(
+        yaml.safe_dump(
+            {
+                "method": "gacl",
+                "model": str(model),
+                "src_lang": "en",
+                "tgt_lang": "de",
+                "data": {"train": str(data), "max_length": 48, "eval_fraction": 0.1},
+                "geneval": {"lang": "de", "split": "dev", "max_pairs": 4, "patience": 1},
+                "training": {
+                    "output_dir": str(tmp_path / "out"),
+                    "per_device_train_batch_size": 8,
+                    "max_steps": 6,
+                    "eval_steps": 2,
+                    "save_steps": 2,
+                    "logging_steps": 2,
+                    "learning_rate": 1e-3,
+                    "use_cpu": True,
+                    "report_to": [],
+                    "disable_tqdm": True,
+                },
+            }
+        )
+    )
     assert main(["train", str(recipe), "training.max_steps=4"]) == 0
     state = json.loads((tmp_path / "out" / "checkpoint-4" / "trainer_state.json").read_text())
     evals = [h for h in state["log_history"] if "eval_geneval_accuracy" in h]
@@ -160,8 +211,18 @@ def test_train_recipe_with_geneval_early_stopping(tmp_path, shared_data, monkeyp
     assert main(["train", str(recipe), f"training.output_dir={tmp_path / 'no_test'}"]) == 2
     assert "geneval.test=false" in capsys.readouterr().err
     assert not list((tmp_path / "no_test").glob("checkpoint-*"))
-    assert main(["train", str(recipe), "geneval.test=false", "training.max_steps=2",
-                 f"training.output_dir={tmp_path / 'no_test2'}"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                str(recipe),
+                "geneval.test=false",
+                "training.max_steps=2",
+                f"training.output_dir={tmp_path / 'no_test2'}",
+            ]
+        )
+        == 0
+    )
     assert "test" not in json.loads((tmp_path / "no_test2" / "results.json").read_text())
 
 
@@ -195,14 +256,32 @@ def test_plain_baseline_recipe_with_a_plain_dev_set(tmp_path):
     data.write_text("".join(json.dumps({"translation": p.translation}) + "\n" for p in balanced[:40]))
     dev.write_text("".join(json.dumps({"translation": p.translation}) + "\n" for p in heldout[:12]))
     recipe = tmp_path / "plain.yaml"
-    recipe.write_text(yaml.safe_dump({
-        "method": "gacl", "model": str(model), "src_lang": "en", "tgt_lang": "de",
-        "data": {"train": str(data), "prepare": "plain", "eval": str(dev), "max_length": 48},
-        "training": {"output_dir": str(tmp_path / "out"), "per_device_train_batch_size": 8, "max_steps": 4,
-                     "eval_strategy": "steps", "eval_steps": 2, "save_strategy": "no", "logging_steps": 2,
-                     "learning_rate": 1e-3, "use_cpu": True, "report_to": [], "disable_tqdm": True,
-                     "kd_alpha": 0.0, "gacl_lambda": 0.0},
-    }))
+    recipe.write_text(
+        yaml.safe_dump(
+            {
+                "method": "gacl",
+                "model": str(model),
+                "src_lang": "en",
+                "tgt_lang": "de",
+                "data": {"train": str(data), "prepare": "plain", "eval": str(dev), "max_length": 48},
+                "training": {
+                    "output_dir": str(tmp_path / "out"),
+                    "per_device_train_batch_size": 8,
+                    "max_steps": 4,
+                    "eval_strategy": "steps",
+                    "eval_steps": 2,
+                    "save_strategy": "no",
+                    "logging_steps": 2,
+                    "learning_rate": 1e-3,
+                    "use_cpu": True,
+                    "report_to": [],
+                    "disable_tqdm": True,
+                    "kd_alpha": 0.0,
+                    "gacl_lambda": 0.0,
+                },
+            }
+        )
+    )
     from fairmt.commands.train import run_recipe
 
     trainer = run_recipe(load_recipe(recipe))

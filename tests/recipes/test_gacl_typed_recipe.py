@@ -19,8 +19,11 @@ def test_the_runs_folder_and_seed_are_top_level_keys_and_the_older_place_names_t
     assert (r.output_dir, r.seed) == (str(Path("outputs") / "small"), None)
     old = typed_recipe({**BASE, "training": {"output_dir": "runs/a", "seed": 7, "max_steps": 3}})
     new = typed_recipe({**BASE, "output_dir": "runs/a", "seed": 7, "training": {"max_steps": 3}})
-    assert (old.output_dir, old.seed, old.training) == (new.output_dir, new.seed, new.training) == (
-        "runs/a", 7, {"max_steps": 3})
+    assert (
+        (old.output_dir, old.seed, old.training)
+        == (new.output_dir, new.seed, new.training)
+        == ("runs/a", 7, {"max_steps": 3})
+    )
     both = typed_recipe({**BASE, "output_dir": "runs/a", "seed": 7, "training": {"output_dir": "runs/a/", "seed": 7}})
     assert (both.output_dir, both.seed) == ("runs/a", 7)  # the same folder and seed, given twice: accepted
     with pytest.raises(FairmtError, match=r"^output_dir \(runs/a\) and training.output_dir \(runs/b\) differ"):
@@ -39,14 +42,21 @@ def test_the_trainer_config_gets_the_folder_and_seed_and_otherwise_its_own_defau
     assert (args.output_dir, args.seed, args.kd_alpha) == ("runs/a", 5, 0.1)
     plain = resolve_config(BASE)
     default = GACLConfig(output_dir="x")
-    assert (plain.seed, plain.gacl_lambda, plain.temperature) == (default.seed, default.gacl_lambda,
-                                                                  default.temperature)
+    assert (plain.seed, plain.gacl_lambda, plain.temperature) == (
+        default.seed,
+        default.gacl_lambda,
+        default.temperature,
+    )
 
 
 def test_a_geneval_section_brings_its_trainer_settings_where_training_leaves_them_out():
     r = typed_recipe({**BASE, "geneval": {"metric": "accuracy"}, "training": {"eval_steps": 20}})
-    assert r.training == {**GENEVAL_TRAINING, "eval_steps": 20, "save_steps": 20,
-                          "metric_for_best_model": "geneval_accuracy"}
+    assert r.training == {
+        **GENEVAL_TRAINING,
+        "eval_steps": 20,
+        "save_steps": 20,
+        "metric_for_best_model": "geneval_accuracy",
+    }
     assert r.geneval.lang == "de"  # tgt_lang
     assert typed_recipe(BASE).training == {}
 
@@ -75,8 +85,16 @@ def test_the_runner_reads_no_raw_recipe_mapping():
     default is the schema's or the Config's."""
     path = Path(__file__).resolve().parents[2] / "fairmt" / "recipes" / "gacl" / "runner.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    found = [f"line {n.lineno}: {ast.unparse(n)}" for n in ast.walk(tree)
-             if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
-                 and isinstance(n.func.value, ast.Name) and n.func.value.id in ("config", "data_cfg", "geneval"))
-             or (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == "config")]
+    found = [
+        f"line {n.lineno}: {ast.unparse(n)}"
+        for n in ast.walk(tree)
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "get"
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id in ("config", "data_cfg", "geneval")
+        )
+        or (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == "config")
+    ]
     assert found == []

@@ -18,9 +18,12 @@ NOUNS = ["film", "movie", "play", "show", "book"]
 
 
 def _sst2():
-    rows = [(f"a {adj} {n} .", 1) for adj in GOOD for n in NOUNS] + [(f"a {adj} {n} .", 0) for adj in BAD for n in NOUNS]
-    return datasets.Dataset.from_dict({"sentence": [r[0] for r in rows], "label": [r[1] for r in rows],
-                                       "idx": list(range(len(rows)))})
+    rows = [(f"a {adj} {n} .", 1) for adj in GOOD for n in NOUNS] + [
+        (f"a {adj} {n} .", 0) for adj in BAD for n in NOUNS
+    ]
+    return datasets.Dataset.from_dict(
+        {"sentence": [r[0] for r in rows], "label": [r[1] for r in rows], "idx": list(range(len(rows)))}
+    )
 
 
 def _mrpc():
@@ -70,8 +73,7 @@ def test_finetune_on_stand_ins_learns_and_reports_glue_metrics(tiny_bert_dir, tm
     sst = finetune_glue_task(tiny_bert_dir, "sst-2", _sst2(), _sst2(), output_dir=tmp_path / "sst2", **kw)
     assert sst.task == "sst2" and sst.f1 is None and sst.n_train == sst.n_eval == 40
     assert sst.accuracy >= 90.0, sst  # a separable toy task: the classifier on the tiny encoder learns it
-    res = glue_evaluate(tiny_bert_dir, ["mrpc"], datasets={"mrpc": (_mrpc(), _mrpc())}, output_dir=tmp_path / "g",
-                        **kw)
+    res = glue_evaluate(tiny_bert_dir, ["mrpc"], datasets={"mrpc": (_mrpc(), _mrpc())}, output_dir=tmp_path / "g", **kw)
     assert 0.0 <= res["mrpc"].accuracy <= 100.0 and res["mrpc"].f1 is not None
     summary = glue_summary({"sst2": sst, **res})
     assert summary["avg"] == pytest.approx((sst.accuracy + (res["mrpc"].accuracy + res["mrpc"].f1) / 2) / 2)
@@ -109,11 +111,22 @@ def test_ccd_recipe_on_masked_lm_keeps_the_head_and_runs_glue(tiny_bert_dir, tmp
     src = tmp_path / "src.txt"
     src.write_text("\n".join(texts) + "\n")
     config = {
-        "method": "ccd", "model": str(mlm_dir),
+        "method": "ccd",
+        "model": str(mlm_dir),
         "data": {"cda_source": {"path": str(src)}, "test_size": 12, "eval_size": 8, "seed": 1},
-        "training": {"output_dir": str(tmp_path / "run"), "per_device_train_batch_size": 8, "learning_rate": 5e-4,
-                     "max_steps": 6, "eval_steps": 3, "save_steps": 3, "logging_steps": 3, "use_cpu": True,
-                     "report_to": "none", "rho_estimator": "median", "disable_tqdm": True},
+        "training": {
+            "output_dir": str(tmp_path / "run"),
+            "per_device_train_batch_size": 8,
+            "learning_rate": 5e-4,
+            "max_steps": 6,
+            "eval_steps": 3,
+            "save_steps": 3,
+            "logging_steps": 3,
+            "use_cpu": True,
+            "report_to": "none",
+            "rho_estimator": "median",
+            "disable_tqdm": True,
+        },
         "evaluation": {"suites": ["cced"]},
         "utility": {"name": "glue", "tasks": ["sst2"], "num_train_epochs": 1, "batch_size": 16, "max_length": 32},
     }

@@ -9,12 +9,12 @@ import csv
 import json
 
 import pytest
+from test_fairlib_metrics import _brute_gap
 
 from fair_standins import write_hatespeech
 from fairmt.cli import main
 from fairmt.data.classification import read_hatespeech
 from fairmt.errors import FairmtError
-from test_fairlib_metrics import _brute_gap
 
 
 def test_hatespeech_reader_gives_the_cross_product_groups(tmp_path):
@@ -54,9 +54,18 @@ def test_recipe_key_takes_a_list_for_the_hate_speech_set_only():
 
 # a fixed example: 12 predictions, gender × age; (m, young) is absent
 ROWS = [  # label, pred, gender, age
-    (1, 1, "f", "old"), (1, 0, "f", "old"), (0, 0, "f", "old"), (0, 1, "f", "old"),
-    (1, 1, "f", "young"), (1, 1, "f", "young"), (0, 0, "f", "young"),
-    (1, 0, "m", "old"), (1, 0, "m", "old"), (0, 0, "m", "old"), (0, 0, "m", "old"), (0, 1, "m", "old"),
+    (1, 1, "f", "old"),
+    (1, 0, "f", "old"),
+    (0, 0, "f", "old"),
+    (0, 1, "f", "old"),
+    (1, 1, "f", "young"),
+    (1, 1, "f", "young"),
+    (0, 0, "f", "young"),
+    (1, 0, "m", "old"),
+    (1, 0, "m", "old"),
+    (0, 0, "m", "old"),
+    (0, 0, "m", "old"),
+    (0, 1, "m", "old"),
 ]
 
 
@@ -67,8 +76,19 @@ def _write(path, rows):
 
 def test_eval_classification_group_columns_against_brute_force(tmp_path, capsys):
     f = _write(tmp_path / "pred.jsonl", ROWS)
-    rc = main(["eval", "classification", "--predictions", str(f), "--group-columns", "gender,age", "--no-leakage",
-               "--json", "-"])
+    rc = main(
+        [
+            "eval",
+            "classification",
+            "--predictions",
+            str(f),
+            "--group-columns",
+            "gender,age",
+            "--no-leakage",
+            "--json",
+            "-",
+        ]
+    )
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     res = json.loads(captured.out)
@@ -78,16 +98,21 @@ def test_eval_classification_group_columns_against_brute_force(tmp_path, capsys)
         assert res[key] == pytest.approx(100 * _brute_gap(y, p, joint, kind), abs=1e-9), key
     assert res["groups"] == ["f|old", "f|young", "m|old"] and "|groups:x2" in res["signature"]
     assert "'m|young' has no example" in captured.err  # the empty-group rule: skipped, with a warning
+
     def fails(argv, message):
         assert main(["eval", "classification", *argv]) != 0
         assert message in capsys.readouterr().err
 
-    fails(["--predictions", str(f), "--group-columns", "gender,age", "--no-leakage", "--strict"],
-          "group 'm|young' has no example")
+    fails(
+        ["--predictions", str(f), "--group-columns", "gender,age", "--no-leakage", "--strict"],
+        "group 'm|young' has no example",
+    )
     # a line without one of the columns, and a clash with a reserved key, are named
     _write(tmp_path / "bad.jsonl", ROWS)
     with (tmp_path / "bad.jsonl").open("a") as fh:
         fh.write(json.dumps({"label": 1, "pred": 1, "gender": "f"}) + "\n")
-    fails(["--predictions", str(tmp_path / "bad.jsonl"), "--group-columns", "gender,age", "--no-leakage"],
-          "bad.jsonl:13: missing key(s) age")
+    fails(
+        ["--predictions", str(tmp_path / "bad.jsonl"), "--group-columns", "gender,age", "--no-leakage"],
+        "bad.jsonl:13: missing key(s) age",
+    )
     fails(["--predictions", str(f), "--group-columns", "gender,label"], "(not ['label'])")

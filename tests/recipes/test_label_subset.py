@@ -12,10 +12,14 @@ from fairmt.recipes.classification.runner import keep_labels
 
 def _data():
     names = ["accountant", "nurse", "surgeon", "teacher"]
-    split = ClassificationSplit(labels=[0, 1, 2, 3, 2, 1, 0, 2], groups=[0, 1, 0, 1, 1, 1, 0, 0],
-                                texts=[f"bio {i}" for i in range(8)])
-    return ClassificationData(splits={"train": split, "dev": split.subset([1, 2, 3]), "test": split.subset([4, 5])},
-                              label_names=names, group_names=["m", "f"])
+    split = ClassificationSplit(
+        labels=[0, 1, 2, 3, 2, 1, 0, 2], groups=[0, 1, 0, 1, 1, 1, 0, 0], texts=[f"bio {i}" for i in range(8)]
+    )
+    return ClassificationData(
+        splits={"train": split, "dev": split.subset([1, 2, 3]), "test": split.subset([4, 5])},
+        label_names=names,
+        group_names=["m", "f"],
+    )
 
 
 def test_only_the_named_labels_remain_reindexed_in_order():

@@ -22,7 +22,9 @@ CSCL = ["classification/cscl_bios_bert", "classification/cscl_jigsaw_bert", "cla
 
 def test_the_cscl_and_fcl_recipes_have_cards():
     wanted = {n for n in RECIPES if n.startswith(("classification/cscl_", "classification/fcl"))} | {
-        "classification/inlp", "classification/adversarial"}
+        "classification/inlp",
+        "classification/adversarial",
+    }
     assert wanted <= set(WITH_CARDS), sorted(wanted - set(WITH_CARDS))
 
 
@@ -61,12 +63,15 @@ def _copy(tmp_path: Path, name: str, edit) -> dict:
 
 
 def test_a_changed_value_without_a_card_entry_fails(tmp_path):
-    config = _copy(tmp_path, "classification/cscl_bios_bert",
-                   lambda c: c["objective_args"].update(temperature=0.5, normalize=True))
+    config = _copy(
+        tmp_path, "classification/cscl_bios_bert", lambda c: c["objective_args"].update(temperature=0.5, normalize=True)
+    )
     problems = card_of_config(config).problems
     assert len(problems) == 2, problems
-    assert any(p.startswith("stages.stage1.temperature: the recipe resolves to 0.5, the paper's value is 2.0")
-               for p in problems), problems
+    assert any(
+        p.startswith("stages.stage1.temperature: the recipe resolves to 0.5, the paper's value is 2.0")
+        for p in problems
+    ), problems
     assert any(p.startswith("stages.stage1.normalize:") for p in problems), problems
 
 
@@ -74,17 +79,23 @@ def test_a_default_the_recipe_leaves_out_is_checked_too(tmp_path):
     """A key removed from the recipe resolves to the schema's / Config's default, which the card sees."""
     config = _copy(tmp_path, "classification/cscl_bios_bert", lambda c: c["model"].pop("max_length"))
     problems = card_of_config(config).problems
-    assert problems == ["model.max_length: the recipe resolves to 128, the paper's value is 192 "
-                        "(release: sh/run_gradcache_pretrain_contrastive_biasbios.sh max_length=192), and the card "
-                        "declares no departure"]
+    assert problems == [
+        "model.max_length: the recipe resolves to 128, the paper's value is 192 "
+        "(release: sh/run_gradcache_pretrain_contrastive_biasbios.sh max_length=192), and the card "
+        "declares no departure"
+    ]
 
 
 def test_a_departure_that_no_longer_differs_fails(tmp_path):
-    config = _copy(tmp_path, "classification/cscl_bios_bert",
-                   lambda c: c["objective_args"].update(cs_anchor_weighting="cell_size"))
+    config = _copy(
+        tmp_path, "classification/cscl_bios_bert", lambda c: c["objective_args"].update(cs_anchor_weighting="cell_size")
+    )
     problems = card_of_config(config).problems
-    assert any("departure stages.stage1.cs_anchor_weighting declares recipe value uniform, the recipe resolves to "
-               "cell_size" in p for p in problems), problems
+    assert any(
+        "departure stages.stage1.cs_anchor_weighting declares recipe value uniform, the recipe resolves to "
+        "cell_size" in p
+        for p in problems
+    ), problems
     card = read_card(card_path(RECIPES["classification/cscl_bios_bert"]))
     for d in card["departures"]:
         if d["key"] == "stages.stage1.cs_anchor_weighting":
@@ -94,9 +105,12 @@ def test_a_departure_that_no_longer_differs_fails(tmp_path):
 
 def test_a_malformed_card_is_reported():
     config = load_recipe("classification/cscl_bios_bert")
-    card = {"recipe": "classification/cscl_bios_bert", "paper": "x",
-            "settings": [{"key": "model.no_such_key", "paper": 1, "source": "s"}],
-            "departures": [{"key": "seed", "recipe": 0, "kind": "made up", "reason": "r"}]}
+    card = {
+        "recipe": "classification/cscl_bios_bert",
+        "paper": "x",
+        "settings": [{"key": "model.no_such_key", "paper": 1, "source": "s"}],
+        "departures": [{"key": "seed", "recipe": 0, "kind": "made up", "reason": "r"}],
+    }
     problems = check_card(card, config, "classification/cscl_bios_bert").problems
     assert len(problems) == 2, problems
     assert problems[0] == "setting model.no_such_key is not a key of the resolved recipe"
@@ -151,8 +165,16 @@ def test_sweep_of_a_shen_recipe_selects_by_accuracy_then_gap(tmp_path):
     from fairmt.sweep.spec import build_spec
 
     def spec(recipe, select=None, overrides=()):
-        return build_spec(recipe, list(overrides), ["objective_args.fcl_beta=0.1,0.3"] if "fcl" in recipe else
-                          ["inlp.n_iterations=10,20"], [], "1", [], select=select, output_dir=str(tmp_path / "s"))
+        return build_spec(
+            recipe,
+            list(overrides),
+            ["objective_args.fcl_beta=0.1,0.3"] if "fcl" in recipe else ["inlp.n_iterations=10,20"],
+            [],
+            "1",
+            [],
+            select=select,
+            output_dir=str(tmp_path / "s"),
+        )
 
     moji = spec("classification/fcl_moji", overrides=["selection_tolerance=0.02"])
     assert (moji.select, moji.select_tolerance) == ("accuracy_then_gap", 0.02)
@@ -160,10 +182,20 @@ def test_sweep_of_a_shen_recipe_selects_by_accuracy_then_gap(tmp_path):
     assert spec("classification/inlp").select == "dto"
 
 
-ISSUE_38 = ["sampling/celeba_resnet50", "sampling/chexpert_resnet50", "sampling/celeba_resnet50_simclr",
-            "sampling/chexpert_resnet50_simclr", "sampling/hatespeech_gru", "classification/sampling",
-            "ccd/minilm_cda", "ccd/bert_large_paper", "ccd/roberta_base_paper", "ccd/bert_tuples_lora",
-            "gacl/small100_en-de", "gacl/small100_en-de_official"]
+ISSUE_38 = [
+    "sampling/celeba_resnet50",
+    "sampling/chexpert_resnet50",
+    "sampling/celeba_resnet50_simclr",
+    "sampling/chexpert_resnet50_simclr",
+    "sampling/hatespeech_gru",
+    "classification/sampling",
+    "ccd/minilm_cda",
+    "ccd/bert_large_paper",
+    "ccd/roberta_base_paper",
+    "ccd/bert_tuples_lora",
+    "gacl/small100_en-de",
+    "gacl/small100_en-de_official",
+]
 
 
 @pytest.mark.parametrize("name", ISSUE_38)
@@ -183,17 +215,26 @@ def test_sampling_defaults_are_the_papers_reading_and_each_other_reading_is_one_
     got = {r.key: r.recipe for r in card.settings + card.departures}
     kinds = {d.key: d.kind for d in card.departures}
     assert kinds["stage2.pair_loss"] == kinds["stage2.negative_draw"] == "interpretation"
-    assert (got["stage2.index_refresh_steps"], got["stage2.pair_loss"], got["stage2.negative_draw"],
-            got["augment.flip_p"], got["augment.blur_p"], got["probe.features"]) == (0, "batch", "two_stage", 0.0,
-                                                                                      0.0, "projection")
-    for override, key in (("stage2.pair_loss=pairs", "stage2.pair_loss"),
-                          ("stage2.negative_draw=product", "stage2.negative_draw"),
-                          ("stage2.index_refresh_steps=null", "stage2.index_refresh_steps"),
-                          ("augment.flip_p=0.5", "augment.flip_p"), ("probe.features=backbone", "probe.features")):
+    assert (
+        got["stage2.index_refresh_steps"],
+        got["stage2.pair_loss"],
+        got["stage2.negative_draw"],
+        got["augment.flip_p"],
+        got["augment.blur_p"],
+        got["probe.features"],
+    ) == (0, "batch", "two_stage", 0.0, 0.0, "projection")
+    for override, key in (
+        ("stage2.pair_loss=pairs", "stage2.pair_loss"),
+        ("stage2.negative_draw=product", "stage2.negative_draw"),
+        ("stage2.index_refresh_steps=null", "stage2.index_refresh_steps"),
+        ("augment.flip_p=0.5", "augment.flip_p"),
+        ("probe.features=backbone", "probe.features"),
+    ):
         problems = card_of_config(load_recipe("sampling/celeba_resnet50", [override])).problems
-        assert len(problems) == 1 and (problems[0].startswith(f"{key}: the recipe resolves to")  # a paper value
-                                       or problems[0].startswith(f"departure {key} declares recipe value")), (
-            override, problems)  # an interpretation (issue 51: the two readings are declared as such)
+        assert len(problems) == 1 and (
+            problems[0].startswith(f"{key}: the recipe resolves to")  # a paper value
+            or problems[0].startswith(f"departure {key} declares recipe value")
+        ), (override, problems)  # an interpretation (issue 51: the two readings are declared as such)
 
 
 def test_gacl_card_states_the_release_values():
@@ -219,16 +260,20 @@ def test_the_docs_departure_tables_are_generated_from_the_cards():
     sys.path.insert(0, str(root / "docs_gen"))
     import cards as docs_cards
 
-    found = [(page.relative_to(root), m.group(1)) for page in sorted((root / "docs").rglob("*.md"))
-             for m in docs_cards.DEPARTURES.finditer(page.read_text(encoding="utf-8"))]
+    found = [
+        (page.relative_to(root), m.group(1))
+        for page in sorted((root / "docs").rglob("*.md"))
+        for m in docs_cards.DEPARTURES.finditer(page.read_text(encoding="utf-8"))
+    ]
     papers = docs_cards.papers()
     named = [next(p for p in papers if p.startswith(authors)) for _, authors in found]
     assert sorted(named) == sorted(papers), (found, papers)  # every paper once, no paper twice
     assert all(str(page).startswith("docs/reproducing/") for page, _ in found), found
     expected = all_departures_markdown()
     shown = [docs_cards.departures_md(authors) for _, authors in found]
-    assert sorted(shown) == sorted(part if part.endswith("\n") else part + "\n"
-                                   for part in re.split(r"\n(?=\*\*)", expected)), "the generated tables differ"
+    assert sorted(shown) == sorted(
+        part if part.endswith("\n") else part + "\n" for part in re.split(r"\n(?=\*\*)", expected)
+    ), "the generated tables differ"
 
 
 def test_recipes_of_one_comparison_table_share_one_selection_rule():
@@ -241,6 +286,7 @@ def test_recipes_of_one_comparison_table_share_one_selection_rule():
     names = next(iter(COMPARISON_TABLES.values()))
     assert {load_recipe(n, [])["selection"] for n in names} == {"loss"}
     (problem,) = check_comparison_tables(
-        lambda n: load_recipe(n, ["selection=dto"] if n == "classification/fcl" else []))
+        lambda n: load_recipe(n, ["selection=dto"] if n == "classification/fcl" else [])
+    )
     assert "different selection rules" in problem and "classification/fcl: dto" in problem
     assert "classification/inlp: loss" in problem

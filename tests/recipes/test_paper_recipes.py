@@ -26,12 +26,23 @@ def standins(tmp_path_factory):
     return root, bert
 
 
-FAST_BERT = ["model.max_length=24", "training.num_train_epochs=2", "training.per_device_train_batch_size=16",
-             "training.per_device_eval_batch_size=32", "training.logging_steps=1"]
+FAST_BERT = [
+    "model.max_length=24",
+    "training.num_train_epochs=2",
+    "training.per_device_train_batch_size=16",
+    "training.per_device_eval_batch_size=32",
+    "training.logging_steps=1",
+]
 FAST_STAGE2 = ["stage2.num_train_epochs=2", "stage2.per_device_train_batch_size=16"]
-FAST_MOJI = ["data.moji_split_sizes=[40,2,2]", "data.moji_n_train=100", "training.num_train_epochs=3",
-             "training.per_device_train_batch_size=32", "training.per_device_eval_batch_size=32",
-             "training.logging_steps=1", "model.hidden_dim=16"]
+FAST_MOJI = [
+    "data.moji_split_sizes=[40,2,2]",
+    "data.moji_n_train=100",
+    "training.num_train_epochs=3",
+    "training.per_device_train_batch_size=32",
+    "training.per_device_eval_batch_size=32",
+    "training.logging_steps=1",
+    "model.hidden_dim=16",
+]
 
 # recipe -> (extra overrides, binary task?, ΔEO convention, two-stage?)
 RECIPES = {
@@ -42,20 +53,49 @@ RECIPES = {
     "cscl_adversarial_bert": (FAST_BERT + ["objective_args.adv_hidden_size=8"], False, "all", False),
     "cscl_inlp_bert": (FAST_BERT + FAST_STAGE2 + ["inlp.n_iterations=3"], False, "all", False),
     "fcl_moji": (FAST_MOJI, True, "positive", False),
-    "fcl_ft_moji": (FAST_MOJI + ["stage2.num_train_epochs=2", "stage2.per_device_train_batch_size=32"], True,
-                    "positive", True),
+    "fcl_ft_moji": (
+        FAST_MOJI + ["stage2.num_train_epochs=2", "stage2.per_device_train_batch_size=32"],
+        True,
+        "positive",
+        True,
+    ),
     "fcl_moji_ce_scl": (FAST_MOJI, True, "positive", False),
     "fcl_moji_ce_fcl": (FAST_MOJI, True, "positive", False),
     "fcl_ce": (FAST_MOJI, True, "positive", False),
     "fcl_inlp": (FAST_MOJI + ["inlp.n_iterations=3"], True, "positive", False),
     "fcl_adversarial": (FAST_MOJI + ["objective_args.adv_hidden_size=8"], True, "positive", False),
-    "fcl_bios": (["data.source=local", "model.max_length=24", "model.embed_batch_size=16", "model.hidden_dim=16",
-                  "training.num_train_epochs=3", "training.per_device_train_batch_size=32",
-                  "training.per_device_eval_batch_size=32", "training.logging_steps=1"], False, "all", False),
+    "fcl_bios": (
+        [
+            "data.source=local",
+            "model.max_length=24",
+            "model.embed_batch_size=16",
+            "model.hidden_dim=16",
+            "training.num_train_epochs=3",
+            "training.per_device_train_batch_size=32",
+            "training.per_device_eval_batch_size=32",
+            "training.logging_steps=1",
+        ],
+        False,
+        "all",
+        False,
+    ),
     # intersectional groups (gender × age, issue 42) ride on this run: the paper's age alone is the recipe's default
-    "fcl_hatespeech": (["data.attribute=[gender,age]", "model.embed_epochs=1", "model.embed_dim=8", "model.gru_hidden=8", "model.hidden_dim=16",
-                        "training.num_train_epochs=2", "training.per_device_train_batch_size=32",
-                        "training.per_device_eval_batch_size=32", "training.logging_steps=1"], True, "positive", False),
+    "fcl_hatespeech": (
+        [
+            "data.attribute=[gender,age]",
+            "model.embed_epochs=1",
+            "model.embed_dim=8",
+            "model.gru_hidden=8",
+            "model.hidden_dim=16",
+            "training.num_train_epochs=2",
+            "training.per_device_train_batch_size=32",
+            "training.per_device_eval_batch_size=32",
+            "training.logging_steps=1",
+        ],
+        True,
+        "positive",
+        False,
+    ),
 }
 
 
@@ -127,9 +167,10 @@ def test_recipe_runs_end_to_end_and_reports_its_papers_conventions(name, standin
         assert res["config"]["selection"] == "accuracy_then_gap" and res["config"]["patience"] == 5
     # issue 44 item 13, issue 53: the run ends with its before → after table (dev, %), from the starting model
     inlp = res["info"].get("inlp") or {}
-    before, after = ((inlp["encoder_dev"], inlp["final_dev"]) if "final_dev" in inlp
-                     else (selection["start_dev"], res["dev"]))
-    table = printed[printed.index(f"what {res['objective']} changed (dev, %)"):].splitlines()
+    before, after = (
+        (inlp["encoder_dev"], inlp["final_dev"]) if "final_dev" in inlp else (selection["start_dev"], res["dev"])
+    )
+    table = printed[printed.index(f"what {res['objective']} changed (dev, %)") :].splitlines()
     assert all(x.startswith("    ") for x in table[1:]) and printed.rstrip().endswith(table[-1])
     for label, key in (("accuracy ↑", "accuracy"), ("GAP ↓", "gap")):
         row = next(x for x in table if x.strip().startswith(label))
@@ -147,8 +188,22 @@ def test_recipe_runs_end_to_end_and_reports_its_papers_conventions(name, standin
         from fairmt.cli import main
 
         capsys.readouterr()
-        assert main(["eval", "classification", "--predictions", str(out / "predictions.jsonl"), "--group-columns",
-                     "gender,age", "--no-leakage", "--json", "-"]) == 0
+        assert (
+            main(
+                [
+                    "eval",
+                    "classification",
+                    "--predictions",
+                    str(out / "predictions.jsonl"),
+                    "--group-columns",
+                    "gender,age",
+                    "--no-leakage",
+                    "--json",
+                    "-",
+                ]
+            )
+            == 0
+        )
         again = json.loads(capsys.readouterr().out)
         assert again["gap"] == pytest.approx(test["gap"], abs=1e-9) and again["groups"] == res["groups"]
 
@@ -157,8 +212,9 @@ def test_fcl_ablation_switches_change_the_objective(standins, tmp_path, monkeypa
     """The Fig. 3 recipes differ from fcl_moji only by the weight of one contrastive term: CE+SCL logs no effect of
     L_fcl on the loss, CE−FCL none of L_scl (loss = α·CE + β·(w_scl·L_scl − w_fcl·L_fcl), read from the logs)."""
     for name, (w_scl, w_fcl) in {"fcl_moji_ce_scl": (1.0, 0.0), "fcl_moji_ce_fcl": (0.0, 1.0)}.items():
-        res, out, _ = _run(name, FAST_MOJI + ["training.num_train_epochs=1"], standins, tmp_path / name, monkeypatch,
-                           capsys)
+        res, out, _ = _run(
+            name, FAST_MOJI + ["training.num_train_epochs=1"], standins, tmp_path / name, monkeypatch, capsys
+        )
         stage = res["config"]["stages"]["train"]
         assert (stage["fcl_scl_weight"], stage["fcl_fcl_weight"]) == (w_scl, w_fcl)
         state = json.loads(next(out.glob("checkpoint-*/trainer_state.json")).read_text())
@@ -171,11 +227,21 @@ def test_fcl_ablation_switches_change_the_objective(standins, tmp_path, monkeypa
 @pytest.mark.needs("wordnet")  # EDA's synonym operations
 def test_cscl_two_stage_with_the_real_minilm_and_eda_views(standins, tmp_path, monkeypatch, capsys):
     """The real all-MiniLM-L6-v2 (its WordPiece tokenizer on the EDA copies) through both CSCL stages."""
-    res, out, _ = _run("cscl_bios_bert", FAST_BERT + FAST_STAGE2 + ["model.name_or_path=minilm",
-                                                                     "training.num_train_epochs=1",
-                                                                     "stage2.num_train_epochs=1",
-                                                                     "objective_args.gradcache_chunk_size=8"],
-                       standins, tmp_path, monkeypatch, capsys)
+    res, out, _ = _run(
+        "cscl_bios_bert",
+        FAST_BERT
+        + FAST_STAGE2
+        + [
+            "model.name_or_path=minilm",
+            "training.num_train_epochs=1",
+            "stage2.num_train_epochs=1",
+            "objective_args.gradcache_chunk_size=8",
+        ],
+        standins,
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
     assert res["config"]["model"]["name_or_path"] == "minilm"
     from fairmt.models.encoder_classifier import TransformerClassifier
 
@@ -190,8 +256,13 @@ def test_inlp_final_model_at_chance_is_flagged():
     from fairmt.recipes.classification.runner import _inlp_final, _selection_line
 
     cfg = {"selection_accuracy_floor": 0.8}
-    sel = {"criterion": "accuracy_then_gap", "best_step": 30, "best_epoch": 3, "evaluations": 3,
-           "best_dev": {"accuracy": 95.6, "gap": 2.91}}
+    sel = {
+        "criterion": "accuracy_then_gap",
+        "best_step": 30,
+        "best_epoch": 3,
+        "evaluations": 3,
+        "best_dev": {"accuracy": 95.6, "gap": 2.91},
+    }
     labels = [0] * 56 + [1] * 44
     info = {"selection": dict(sel), "inlp": {"n_iterations": 300}}
     warned = _inlp_final(cfg, info, {"accuracy": 56.4, "gap": 5.1}, labels)

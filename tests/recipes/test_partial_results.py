@@ -45,23 +45,72 @@ def test_mtbias_plot_that_cannot_be_drawn_is_said_and_exits_1(tmp_path, monkeypa
     monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "data"))
     run = _geneval_run(tmp_path / "run")
     out, md, png = tmp_path / "r.json", tmp_path / "r.md", tmp_path / "r.png"
-    assert main(["eval", "mt-bias", "--translations-dir", str(run), "--lang", "de", "--benchmarks", "geneval",
-                 "--json", str(out), "--markdown", str(md), "--plot", str(png)]) == 1
+    assert (
+        main(
+            [
+                "eval",
+                "mt-bias",
+                "--translations-dir",
+                str(run),
+                "--lang",
+                "de",
+                "--benchmarks",
+                "geneval",
+                "--json",
+                str(out),
+                "--markdown",
+                str(md),
+                "--plot",
+                str(png),
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert f"plot {png} not written: no WinoMT language was scored" in err
     assert json.loads(out.read_text())["geneval"]["de"]["accuracy"] == 100.0 and md.read_text()
     assert not png.exists()
     # without --plot the same run is complete: exit 0
-    assert main(["eval", "mt-bias", "--translations-dir", str(run), "--lang", "de", "--benchmarks", "geneval",
-                 "--json", "-"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "mt-bias",
+                "--translations-dir",
+                str(run),
+                "--lang",
+                "de",
+                "--benchmarks",
+                "geneval",
+                "--json",
+                "-",
+            ]
+        )
+        == 0
+    )
 
 
 def test_missing_contextual_file_gets_a_skipped_line(tmp_path, monkeypatch, capsys):
     _fake_geneval(tmp_path / "data")
     monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "data"))
     run = _geneval_run(tmp_path / "run")
-    assert main(["eval", "mt-bias", "--translations-dir", str(run), "--lang", "de", "--benchmarks", "geneval",
-                 "--json", "-"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "mt-bias",
+                "--translations-dir",
+                str(run),
+                "--lang",
+                "de",
+                "--benchmarks",
+                "geneval",
+                "--json",
+                "-",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert f"skipped: geneval contextual: no file for de in {run / 'geneval'}" in captured.err
     r = json.loads(captured.out)
@@ -70,9 +119,12 @@ def test_missing_contextual_file_gets_a_skipped_line(tmp_path, monkeypatch, caps
 
 
 def _run_json(path: Path, name: str, winomt: float | None, chrf: float | None) -> Path:
-    data = {"format": FORMAT_VERSION, "settings": {"name": name},
-            "winomt": {"average": {"accuracy": winomt}} if winomt is not None else {},
-            "flores": {"average": {"chrfpp": chrf, "spbleu": None}} if chrf is not None else {}}
+    data = {
+        "format": FORMAT_VERSION,
+        "settings": {"name": name},
+        "winomt": {"average": {"accuracy": winomt}} if winomt is not None else {},
+        "flores": {"average": {"chrfpp": chrf, "spbleu": None}} if chrf is not None else {},
+    }
     path.write_text(json.dumps(data))
     return path
 
@@ -113,8 +165,25 @@ def test_winomt_plot_is_drawn_with_json_on_stdout(shared_data, tmp_path, monkeyp
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     tr = shared_data / "winomt/translations/google/en-he.txt"
     png = tmp_path / "r.png"
-    assert main(["eval", "winomt", "--lang", "he", "--translations", str(tr), "--compat", "acl2019", "--json", "-",
-                 "--plot", str(png)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "winomt",
+                "--lang",
+                "he",
+                "--translations",
+                str(tr),
+                "--compat",
+                "acl2019",
+                "--json",
+                "-",
+                "--plot",
+                str(png),
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert json.loads(captured.out)["n"] == 3888  # stdout is the JSON alone
     assert png.stat().st_size > 1000 and f"wrote plot to {png}" in captured.err

@@ -27,7 +27,8 @@ def method_branches(package: Path, methods: set[str]) -> list[str]:
         src = path.read_text(encoding="utf-8")
         for node in ast.walk(ast.parse(src)):
             if not isinstance(node, ast.Compare) or not all(
-                    isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops):
+                isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops
+            ):
                 continue
             sides = [node.left, *node.comparators]
             names = set()
@@ -47,8 +48,9 @@ def test_no_module_outside_the_families_branches_on_a_method_name(tmp_path):
     planted = tmp_path / "fairmt" / "commands"  # the check finds what it should
     planted.mkdir(parents=True)
     (planted / "x.py").write_text('def f(config):\n    return config.get("method") in ("ccd", "dpce")\n')
-    assert method_branches(tmp_path / "fairmt", methods) == ['fairmt/commands/x.py:2: config.get("method") in '
-                                                             '("ccd", "dpce")']
+    assert method_branches(tmp_path / "fairmt", methods) == [
+        'fairmt/commands/x.py:2: config.get("method") in ("ccd", "dpce")'
+    ]
 
 
 def test_every_family_hook_names_a_function_and_its_folder_exists():
@@ -68,8 +70,10 @@ def test_every_family_hook_names_a_function_and_its_folder_exists():
         assert fam.seed_key in ("seed", "training.seed") and fam.output_key in fam.output_keys
 
 
-@pytest.mark.parametrize("method, key", [("gacl", "output_dir"), ("ccd", "output_dir"),
-                                         ("classification", "output_dir"), ("sampling", "output_dir")])
+@pytest.mark.parametrize(
+    "method, key",
+    [("gacl", "output_dir"), ("ccd", "output_dir"), ("classification", "output_dir"), ("sampling", "output_dir")],
+)
 def test_output_dir_goes_under_the_familys_own_key(method, key):
     """``fairmt train --output-dir``: the family's key; a recipe-level family drops a ``training.output_dir`` (the
     recipe then names one folder)."""
@@ -82,8 +86,9 @@ def test_output_dir_goes_under_the_familys_own_key(method, key):
         assert config["output_dir"] == "top" and config["training"] == {"output_dir": "new", "seed": 1}
 
 
-@pytest.mark.parametrize("argv", [["train", "{r}"], ["train", "{r}", "--dry-run"],
-                                  ["sweep", "{r}", "--grid", "training.seed=1,2"]])
+@pytest.mark.parametrize(
+    "argv", [["train", "{r}"], ["train", "{r}", "--dry-run"], ["sweep", "{r}", "--grid", "training.seed=1,2"]]
+)
 def test_a_recipe_of_no_family_is_one_line_listing_the_families(argv, tmp_path, capsys):
     """``method: cards`` (a module of fairmt/recipes, not a family: once it passed validation and crashed) and a
     method that is not a string: exit 2, one line naming every registered family, no traceback."""

@@ -10,8 +10,13 @@ from fairmt.recipes.classification.runner import resolve_config
 
 
 def test_training_output_dir_is_the_run_folder_for_every_result():
-    cfg = resolve_config({"method": "classification", "recipe_path": "/x/recipes/classification/fcl.yaml",
-                          "training": {"output_dir": "runs/new"}})
+    cfg = resolve_config(
+        {
+            "method": "classification",
+            "recipe_path": "/x/recipes/classification/fcl.yaml",
+            "training": {"output_dir": "runs/new"},
+        }
+    )
     assert cfg["output_dir"] == "runs/new" and "output_dir" not in cfg["training"]  # results.json goes there too
     default = resolve_config({"method": "classification", "recipe_path": "/x/recipes/classification/fcl.yaml"})
     assert default["output_dir"] == str(Path("outputs") / "fcl")
@@ -52,12 +57,16 @@ def test_classification_run_saves_a_reloadable_model_with_class_names(shared_dat
     from fairmt.recipes.classification.runner import main
 
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
-    res = main({
-        "method": "classification", "objective": "ce", "training": {"output_dir": str(tmp_path / "run"),
-                                                                    "num_train_epochs": 1, "learning_rate": 5e-3},
-        "data": {"dataset": "hatespeech", "language": "Spanish"}, "save_predictions": False,
-        "model": {"type": "embedding_bag", "embed_dim": 16, "hidden_dim": 16},
-    })
+    res = main(
+        {
+            "method": "classification",
+            "objective": "ce",
+            "training": {"output_dir": str(tmp_path / "run"), "num_train_epochs": 1, "learning_rate": 5e-3},
+            "data": {"dataset": "hatespeech", "language": "Spanish"},
+            "save_predictions": False,
+            "model": {"type": "embedding_bag", "embed_dim": 16, "hidden_dim": 16},
+        }
+    )
     model_dir = Path(res["info"]["model_dir"])
     assert model_dir == tmp_path / "run" / "model" and (tmp_path / "run" / "results.json").is_file()
     config = json.loads((model_dir / "config.json").read_text())
@@ -83,8 +92,10 @@ def test_gacl_and_ccd_recipes_refuse_an_earlier_run_before_loading_anything(tmp_
     for method in ("gacl", "ccd"):
         # the model does not exist: the refusal must come first (no model load, no training)
         key = "train" if method == "gacl" else "tuples"
-        recipe.write_text(f"method: {method}\nmodel: {tmp_path / 'missing'}\ndata: {{{key}: {tmp_path / 'x.jsonl'}}}\n"
-                          f"training: {{output_dir: {out}}}\n")
+        recipe.write_text(
+            f"method: {method}\nmodel: {tmp_path / 'missing'}\ndata: {{{key}: {tmp_path / 'x.jsonl'}}}\n"
+            f"training: {{output_dir: {out}}}\n"
+        )
         if method == "ccd":
             (tmp_path / "x.jsonl").write_text('{"neutral": "a", "male": "he", "female": "she"}\n')
         assert cli(["train", str(recipe)]) == 2

@@ -19,8 +19,10 @@ def _runner_defaults() -> dict[str, dict[str, Any]]:
     from fairmt.recipes.sampling import runner as sampling
 
     resolved = sampling.resolve_config({"method": "sampling"})
-    return {"classification": classification.defaults(),
-            "sampling": {k: v for k, v in resolved.items() if k not in ("resolved", "output_dir")}}
+    return {
+        "classification": classification.defaults(),
+        "sampling": {k: v for k, v in resolved.items() if k not in ("resolved", "output_dir")},
+    }
 
 
 def _undeclared(family: str, data: dict, loc: tuple = ()) -> list[str]:
@@ -62,8 +64,10 @@ def test_a_runner_keeps_no_defaults_of_its_own(family):
     module = importlib.import_module(f"fairmt.recipes.{family}.runner")
     assert not hasattr(module, "DEFAULTS")
     source = inspect.getsource(module)
-    assert not re.findall(r"\b(?:cfg|config|kwargs|[a-z]cfg)(?:\[[^]]+\])*\.get\(\s*[\"'][a-z_]+[\"']\s*,", source.replace(
-        'config.get("method", ', "")), "a runner re-defaults a recipe key"
+    assert not re.findall(
+        r"\b(?:cfg|config|kwargs|[a-z]cfg)(?:\[[^]]+\])*\.get\(\s*[\"'][a-z_]+[\"']\s*,",
+        source.replace('config.get("method", ', ""),
+    ), "a runner re-defaults a recipe key"
 
 
 # ------------------------------------------------------------------------------------------- key descriptions
@@ -140,10 +144,11 @@ def test_config_help_reads_metadata_then_docstring_args_up_the_bases(tmp_path, m
     from fairmt.recipes._schema import config_help
 
     (tmp_path / "schemadesc_cfg.py").write_text(
-        'from dataclasses import dataclass, field\n\n\n@dataclass\nclass Base:\n'
+        "from dataclasses import dataclass, field\n\n\n@dataclass\nclass Base:\n"
         '    """Base.\n\n    Args:\n        depth: how deep it goes,\n            in layers.\n    """\n\n'
         '    depth: int = 2\n\n\n@dataclass\nclass Child(Base):\n    """Child."""\n\n'
-        '    width: int = field(default=3, metadata={"help": "how wide (``:class:`~a.B``` units)"})\n')
+        '    width: int = field(default=3, metadata={"help": "how wide (``:class:`~a.B``` units)"})\n'
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert config_help("schemadesc_cfg:Child", "width") == "how wide (`B` units)"
     assert config_help("schemadesc_cfg:Child", "depth") == "how deep it goes, in layers."

@@ -26,23 +26,62 @@ def _cls(**kw) -> dict:
     return {"method": "classification", **kw}
 
 
-VALUES = {"gamma": 0.3, "cs_lambda": 2.0, "cs_anchor_weighting": "cell_size", "fcl_alpha": 0.5, "fcl_beta": 0.3,
-          "fcl_scl_weight": 0.5, "fcl_fcl_weight": 0.5, "fcl_variant": "released", "fcl_group_term": "eo",
-          "group_temperature": 0.1, "temperature": 0.1, "normalize": True, "views": "dropout", "eval_objective": True}
-MODEL_VALUES = {"name_or_path": "x", "hidden_dim": 10, "num_layers": 1, "embed_batch_size": 4,
-                "embed_dim": 8, "pooling": "cls", "normalize": True, "head_layers": 1, "gru_hidden": 8,
-                "embed_epochs": 1, "embed_learning_rate": 0.1}
+VALUES = {
+    "gamma": 0.3,
+    "cs_lambda": 2.0,
+    "cs_anchor_weighting": "cell_size",
+    "fcl_alpha": 0.5,
+    "fcl_beta": 0.3,
+    "fcl_scl_weight": 0.5,
+    "fcl_fcl_weight": 0.5,
+    "fcl_variant": "released",
+    "fcl_group_term": "eo",
+    "group_temperature": 0.1,
+    "temperature": 0.1,
+    "normalize": True,
+    "views": "dropout",
+    "eval_objective": True,
+}
+MODEL_VALUES = {
+    "name_or_path": "x",
+    "hidden_dim": 10,
+    "num_layers": 1,
+    "embed_batch_size": 4,
+    "embed_dim": 8,
+    "pooling": "cls",
+    "normalize": True,
+    "head_layers": 1,
+    "gru_hidden": 8,
+    "embed_epochs": 1,
+    "embed_learning_rate": 0.1,
+}
 MODEL_TYPES = ("frozen_embedder", "finetune", "features", "gru_features", "gru", "embedding_bag")
-DATA_VALUES = {"files": ["a.csv"], "split_seed": 1, "fractions": [0.6, 0.2, 0.2], "root": "r", "source": "hub",
-               "language": "English", "attribute": "age", "moji_split_sizes": [1, 1, 1], "moji_n_train": 5,
-               "eda_alpha": 0.2, "eda_num_aug": 2, "clm_model": "m", "clm_rate": 0.2, "backtranslate_model": "m",
-               "pivot_lang": "fr"}
+DATA_VALUES = {
+    "files": ["a.csv"],
+    "split_seed": 1,
+    "fractions": [0.6, 0.2, 0.2],
+    "root": "r",
+    "source": "hub",
+    "language": "English",
+    "attribute": "age",
+    "moji_split_sizes": [1, 1, 1],
+    "moji_n_train": 5,
+    "eda_alpha": 0.2,
+    "eda_num_aug": 2,
+    "clm_model": "m",
+    "clm_rate": 0.2,
+    "backtranslate_model": "m",
+    "pivot_lang": "fr",
+}
 DATASETS = ("bios", "bios_split", "jigsaw", "moji", "hatespeech")
 
 
 def test_the_issue_example_is_refused_naming_the_key_that_wins():
-    with pytest.raises(FairmtError, match=r"^recipe key training.temperature is not read: objective_args.temperature "
-                                          r"\(0.01\) sets it for the objective; set that$"):
+    with pytest.raises(
+        FairmtError,
+        match=r"^recipe key training.temperature is not read: objective_args.temperature "
+        r"\(0.01\) sets it for the objective; set that$",
+    ):
         load_recipe("classification/fcl_moji", ["training.temperature=0.5"])
     # the key that wins takes the override, and the run's Config gets it
     from fairmt.recipes.classification.runner import resolve_config
@@ -60,11 +99,21 @@ def test_config_fields_the_recipe_sets_itself_are_refused(section, key):
     _refused(_cls(objective="cscl_two_stage", **{section: {key: value}}), f"{section}.{key}", cu.SET_BY_RECIPE[key])
 
 
-@pytest.mark.parametrize("key, value, objective", [("temperature", 0.5, "fcl"), ("learning_rate", 0.1, "ce"),
-                                                   ("n_clusters", 3, "sampling"), ("adv_lambda", 0.5, "adversarial")])
+@pytest.mark.parametrize(
+    "key, value, objective",
+    [
+        ("temperature", 0.5, "fcl"),
+        ("learning_rate", 0.1, "ce"),
+        ("n_clusters", 3, "sampling"),
+        ("adv_lambda", 0.5, "adversarial"),
+    ],
+)
 def test_a_training_key_the_objective_args_set_again_is_refused(key, value, objective):
-    _refused(_cls(objective=objective, training={key: value}, objective_args={key: value}), f"training.{key}",
-             f"objective_args.{key}")
+    _refused(
+        _cls(objective=objective, training={key: value}, objective_args={key: value}),
+        f"training.{key}",
+        f"objective_args.{key}",
+    )
     validate_recipe(_cls(objective=objective, objective_args={key: value}))  # alone, either takes effect
     validate_recipe(_cls(objective=objective, training={key: value}))
 
@@ -101,8 +150,13 @@ def test_stage2_is_read_by_a_head_stage_only(objective):
 @pytest.mark.parametrize("dotted", sorted(cu.OBJECTIVE_KEYS))
 def test_keys_of_other_objectives_are_refused(dotted):
     section, _, key = dotted.rpartition(".")
-    value = {"stage1_patience": 3, "cache_stage2_features": False, "n_iterations": 5, "by_class": False,
-             "head": "finetune"}[key]
+    value = {
+        "stage1_patience": 3,
+        "cache_stage2_features": False,
+        "n_iterations": 5,
+        "by_class": False,
+        "head": "finetune",
+    }[key]
     entry = {section: {key: value}} if section else {key: value}
     _refused(_cls(objective="ce", **entry), dotted, "objective")
     validate_recipe(_cls(objective=cu.OBJECTIVE_KEYS[dotted][0], **entry))
@@ -144,15 +198,25 @@ def _smp(**kw) -> dict:
 
 
 def test_a_training_key_both_stages_set_again_is_refused():
-    _refused(_smp(training={"learning_rate": 0.1}, stage1={"learning_rate": 0.2}, stage2={"learning_rate": 0.3}),
-             "training.learning_rate", "stage1.learning_rate")
+    _refused(
+        _smp(training={"learning_rate": 0.1}, stage1={"learning_rate": 0.2}, stage2={"learning_rate": 0.3}),
+        "training.learning_rate",
+        "stage1.learning_rate",
+    )
     validate_recipe(_smp(training={"learning_rate": 0.1}, stage1={"learning_rate": 0.2}))  # stage 2 reads it
 
 
 @pytest.mark.parametrize("key", ss.SAMPLING_ONLY)
 def test_algorithm_1_options_on_a_simclr_stage_are_refused(key):
-    value = {"epsilon": 0.2, "num_negatives": 2, "cluster_refit": "every_n_steps", "index_refresh_steps": 5,
-             "negative_source": "bank", "pair_loss": "pairs", "negative_draw": "product"}[key]
+    value = {
+        "epsilon": 0.2,
+        "num_negatives": 2,
+        "cluster_refit": "every_n_steps",
+        "index_refresh_steps": 5,
+        "negative_source": "bank",
+        "pair_loss": "pairs",
+        "negative_draw": "product",
+    }[key]
     validate_recipe(_smp(objective="simclr", stage1={key: ss.SAMPLING_STAGE2[key]}))  # its default asks nothing
     _refused(_smp(stage1={key: value}), f"stage1.{key}", f"stage2.{key}")
     _refused(_smp(objective="simclr", stage2={key: value}), f"stage2.{key}", "objective")
@@ -162,8 +226,19 @@ def test_algorithm_1_options_on_a_simclr_stage_are_refused(key):
 
 @pytest.mark.parametrize("key", sorted(ss.DATA_KEYS))
 def test_image_data_keys_of_other_data_sets_are_refused(key):
-    value = {"root": "r", "source": "hub", "hub_id": "a/b", "splits": ["train"], "uncertain": "ones", "frontal_only": True,
-             "age_threshold": 50, "max_samples": 10, "n": 10, "minority_fraction": 0.3, "image_size": 16}[key]
+    value = {
+        "root": "r",
+        "source": "hub",
+        "hub_id": "a/b",
+        "splits": ["train"],
+        "uncertain": "ones",
+        "frontal_only": True,
+        "age_threshold": 50,
+        "max_samples": 10,
+        "n": 10,
+        "minority_fraction": 0.3,
+        "image_size": 16,
+    }[key]
     readers = ss.DATA_KEYS[key]
     other = next(d for d in ("celeba", "chexpert", "synthetic") if d not in readers)
     _refused(_smp(data={"dataset": other, key: value}), f"data.{key}", "data.dataset")
@@ -191,14 +266,17 @@ def test_card_lines_name_keys_as_a_user_types_them():
     assert ss.SamplingRecipe.typed_key("resolved.stage1.lr_scheduler_type", {}) == "stage1.lr_scheduler_type"
 
 
-INERT_DEPARTURES = {("classification/cscl_bios_bert", "data.backtranslate_model"),
-                    ("sampling/celeba_resnet50", "data.image_size")}
+INERT_DEPARTURES = {
+    ("classification/cscl_bios_bert", "data.backtranslate_model"),
+    ("sampling/celeba_resnet50", "data.image_size"),
+}
 """Departures a card declares on a key the recipe's run does not read (data.augment eda reads no back-translation
 model; celeba has no synthetic image size): the card should drop them (issue 51's cards)."""
 
 
-@pytest.mark.parametrize("name", ["classification/fcl_moji", "classification/cscl_bios_bert",
-                                  "sampling/celeba_resnet50"])
+@pytest.mark.parametrize(
+    "name", ["classification/fcl_moji", "classification/cscl_bios_bert", "sampling/celeba_resnet50"]
+)
 def test_every_departure_line_names_a_key_an_override_sets(name):
     """The dry run's departure lines name keys that an override takes, and that set the value the line shows."""
     from fairmt.recipes.cards import card_of_config, lookup, resolved_values
@@ -226,10 +304,20 @@ def test_an_inert_key_at_its_default_or_null_asks_nothing():
     """An inert key set to its default (or null) is accepted: a recipe written for one data set or objective can be
     switched to another by one override; a shadowed key is refused whatever its value."""
     validate_recipe(_smp(data={"dataset": "synthetic", "root": None, "source": "local"}))
-    validate_recipe(_cls(objective="ce", stage1_patience=None, data={"dataset": "moji", "files": None},
-                         objective_args={"gamma": 0.1}, stage2={"learning_rate": 1e-3}, model={"type": "features",
-                                                                                                "num_layers": 2}))
+    validate_recipe(
+        _cls(
+            objective="ce",
+            stage1_patience=None,
+            data={"dataset": "moji", "files": None},
+            objective_args={"gamma": 0.1},
+            stage2={"learning_rate": 1e-3},
+            model={"type": "features", "num_layers": 2},
+        )
+    )
     _refused(_cls(objective="ce", stage2={"learning_rate": 0.01}), "stage2.learning_rate", "objective")
-    _refused(_cls(training={"temperature": 0.1}, objective_args={"temperature": 0.1}), "training.temperature",
-             "objective_args.temperature")
+    _refused(
+        _cls(training={"temperature": 0.1}, objective_args={"temperature": 0.1}),
+        "training.temperature",
+        "objective_args.temperature",
+    )
     _refused(_smp(data={"dataset": "synthetic", "root": "r"}), "data.root", "data.dataset")

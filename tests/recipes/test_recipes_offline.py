@@ -28,19 +28,31 @@ TESTS = Path(__file__).resolve().parents[1]
 
 # 32 tokens: the frozen MiniLM features of the 280 biographies (cached and shared by the classification runs) take
 # ~2 s instead of ~9 s at the recipes' 128 tokens
-FAST_CLS = ["training.num_train_epochs=1", "training.per_device_train_batch_size=64", "save_predictions=false",
-            "model.max_length=32"]
+FAST_CLS = [
+    "training.num_train_epochs=1",
+    "training.per_device_train_batch_size=64",
+    "save_predictions=false",
+    "model.max_length=32",
+]
 # 32-token inputs (the recipes' 128 pad every batch of news sentences to their longest) and a checkpoint without the
 # optimizer state: ~7.5 -> ~4.5 s (DPCE) and ~6 -> ~4 s (ADEPT-F) of one core
-FAST_WORD_DEBIAS = ["training.max_steps=2", "training.eval_steps=2", "training.save_steps=2", "data.test_size=12",
-                    "data.eval_size=8", "data.max_per_word=2", "evaluation.suites=[cced]", "training.max_length=32",
-                    "training.save_only_model=true"]
+FAST_WORD_DEBIAS = [
+    "training.max_steps=2",
+    "training.eval_steps=2",
+    "training.save_steps=2",
+    "data.test_size=12",
+    "data.eval_size=8",
+    "data.max_per_word=2",
+    "evaluation.suites=[cced]",
+    "training.max_length=32",
+    "training.save_only_model=true",
+]
 
 RUN_HERE: dict[str, list[str]] = {
     "classification/adversarial": FAST_CLS,
     # fine-tunes MiniLM: shorter inputs still, a slice of the sample (~65 s of one core with the recipe's 128 tokens)
-    "classification/cscl_one_stage": FAST_CLS + ["model.max_length=24", "data.max_rows=100",
-                                                 "objective_args.gradcache_chunk_size=32"],
+    "classification/cscl_one_stage": FAST_CLS
+    + ["model.max_length=24", "data.max_rows=100", "objective_args.gradcache_chunk_size=32"],
     "classification/cscl_two_stage": FAST_CLS + ["stage2.num_train_epochs=1"],
     "classification/fcl": FAST_CLS,
     "classification/inlp": FAST_CLS + ["inlp.n_iterations=2"],
@@ -57,20 +69,44 @@ RUN_ELSEWHERE: dict[str, str] = {
     "classification/sampling": "test_sampling_recipe.py::test_text_variant_recipe_runs_on_the_real_hate_speech_data",
     # the moji / hate-speech / BERT recipes: end to end on local stand-ins of their data in the real formats and a
     # tiny BERT in place of bert-base-uncased (parametrised by recipe: RECIPES in that file)
-    **{f"classification/{n}": PAPER for n in (
-        "cscl_adversarial_bert", "cscl_bios_bert", "cscl_ce_bert", "cscl_inlp_bert", "cscl_jigsaw_bert",
-        "cscl_one_stage_bios_bert", "fcl_adversarial", "fcl_bios", "fcl_ce", "fcl_ft_moji", "fcl_hatespeech",
-        "fcl_inlp", "fcl_moji", "fcl_moji_ce_fcl", "fcl_moji_ce_scl")},
+    **{
+        f"classification/{n}": PAPER
+        for n in (
+            "cscl_adversarial_bert",
+            "cscl_bios_bert",
+            "cscl_ce_bert",
+            "cscl_inlp_bert",
+            "cscl_jigsaw_bert",
+            "cscl_one_stage_bios_bert",
+            "fcl_adversarial",
+            "fcl_bios",
+            "fcl_ce",
+            "fcl_ft_moji",
+            "fcl_hatespeech",
+            "fcl_inlp",
+            "fcl_moji",
+            "fcl_moji_ce_fcl",
+            "fcl_moji_ce_scl",
+        )
+    },
 }
 
 DRY_RUN = [
     "ccd/bert_tuples_lora",  # a local bert-large-uncased folder and the user's tuple file
-    "ccd/bert_large_paper", "ccd/roberta_base_paper",  # the CCD paper's full fine-tuning: the Hub and the user's tuples
+    "ccd/bert_large_paper",
+    "ccd/roberta_base_paper",  # the CCD paper's full fine-tuning: the Hub and the user's tuples
     "classification/fcl_bios_nurse_surgeon",  # fcl_bios (run in test_paper_recipes) on two professions
-    "gacl/nllb1.3b_en-de", "gacl/nllb600m_en-de", "gacl/small100_en-de", "gacl/small100_en-de_balanced",
-    "gacl/small100_en-de_gfst", "gacl/small100_en-de_handcrafted", "gacl/small100_en-de_lora",
+    "gacl/nllb1.3b_en-de",
+    "gacl/nllb600m_en-de",
+    "gacl/small100_en-de",
+    "gacl/small100_en-de_balanced",
+    "gacl/small100_en-de_gfst",
+    "gacl/small100_en-de_handcrafted",
+    "gacl/small100_en-de_lora",
     "gacl/small100_en-de_official",
-    "sampling/celeba_resnet50", "sampling/celeba_resnet50_simclr", "sampling/chexpert_resnet50",
+    "sampling/celeba_resnet50",
+    "sampling/celeba_resnet50_simclr",
+    "sampling/chexpert_resnet50",
     "sampling/chexpert_resnet50_simclr",
 ]
 
@@ -78,7 +114,8 @@ DRY_RUN = [
 # precision asked of a CPU
 EXPECTED_FINDING = re.compile(
     r"neither a local (folder|file) nor in the local|does not exist|model folder not found|data\.root is not set"
-    r"|fp16|bf16|mixed precision")
+    r"|fp16|bf16|mixed precision"
+)
 
 
 def test_every_shipped_recipe_is_run_or_dry_run_somewhere():
@@ -136,10 +173,14 @@ def test_offline_recipe_runs_end_to_end(name, shared_data, embedding_cache, tmp_
         assert res["test"]["scale"] == "percent" and 0 <= res["test"]["accuracy"] <= 100
         assert res["dev"]["loss"] > 0 and res["info"]["selection"]["best_step"] is not None
         k = len(res["labels"])  # issue 53: ΔEO over Bios' classes per class (the sum ÷ K), named
-        assert "selected: " in printed.out and f"ΔEO/class ↓ {res['test']['delta_eo'] / k:.2f} (the sum over the {k} " \
-            f"classes ÷ {k})" in printed.out
+        assert (
+            "selected: " in printed.out
+            and f"ΔEO/class ↓ {res['test']['delta_eo'] / k:.2f} (the sum over the {k} classes ÷ {k})" in printed.out
+        )
         # the summary holds Shen et al.'s Table 1 columns, leakage included, with their better direction
-        assert f"leakage@h ↓ {res['test']['leakage_h']:.2f}, leakage@ŷ ↓ {res['test']['leakage_yhat']:.2f}" in printed.out
+        assert (
+            f"leakage@h ↓ {res['test']['leakage_h']:.2f}, leakage@ŷ ↓ {res['test']['leakage_yhat']:.2f}" in printed.out
+        )
     else:
         method = name.split("/")[1].split("_")[0]
         res = json.loads((out / f"{method}_results.json").read_text())
@@ -151,8 +192,9 @@ def test_offline_recipe_runs_end_to_end(name, shared_data, embedding_cache, tmp_
     model.mkdir()
     (model / "config.json").write_text("{}")
     results = out / "results.json" if name.startswith("classification/") else out / f"{method}_results.json"
-    assert main(["push", str(model), "me/m", "--results", str(results), "--dry-run", str(tmp_path / "card")]) == 0, \
+    assert main(["push", str(model), "me/m", "--results", str(results), "--dry-run", str(tmp_path / "card")]) == 0, (
         capsys.readouterr().err
+    )
     entries = read_eval_results(tmp_path / "card" / "README.md")
     assert entries and all(isinstance(e["metric_value"], float) for e in entries)
     if name.startswith("classification/"):
@@ -163,8 +205,11 @@ def test_offline_recipe_runs_end_to_end(name, shared_data, embedding_cache, tmp_
         assert gap["task_type"] == "cced"  # the shape sentence-transformers' card gives it
     from report_helpers import assert_reportable  # issue 53: the run's results are a first-class report input
 
-    assert_reportable(out / ("results.json" if name.startswith("classification/") else f"{method}_results.json"),
-                      tmp_path / "report", compile_latex=name == "classification/fcl")
+    assert_reportable(
+        out / ("results.json" if name.startswith("classification/") else f"{method}_results.json"),
+        tmp_path / "report",
+        compile_latex=name == "classification/fcl",
+    )
 
 
 @pytest.mark.parametrize("name", DRY_RUN)

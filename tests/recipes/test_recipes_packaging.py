@@ -34,26 +34,57 @@ def test_builtin_recipes_by_name(capsys, tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_wheel_carries_the_recipes_and_runs_one_outside_the_source_tree(tmp_path, shared_data):
     wheels = tmp_path / "wheels"
-    procs.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels),
-               str(REPO)], check=True, capture_output=True, text=True)
+    procs.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(REPO)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     wheel = next(wheels.glob("fairmt-*.whl"))
     members = zipfile.ZipFile(wheel).namelist()
     assert "fairmt/recipes/gacl/small100_en-de_official.yaml" in members
     assert "fairmt/recipes/accelerate/fsdp2.yaml" in members
     site = tmp_path / "site"
-    procs.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
-              check=True, capture_output=True, text=True)
+    procs.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site), "FAIRMT_DATA": str(shared_data), "OMP_NUM_THREADS": "1"}
-    where = procs.run([sys.executable, "-c", "import fairmt; print(fairmt.__file__)"], cwd=elsewhere, env=env,
-                      capture_output=True, text=True, check=True).stdout
+    where = procs.run(
+        [sys.executable, "-c", "import fairmt; print(fairmt.__file__)"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert where.startswith(str(site))  # the installed wheel, not the source tree
     out = elsewhere / "run"
     proc = procs.run(
-        [sys.executable, "-m", "fairmt", "train", "classification/fcl", "data.dataset=hatespeech",
-         "model.type=embedding_bag", "model.embed_dim=16", "model.hidden_dim=16", "training.num_train_epochs=1",
-         "training.per_device_train_batch_size=128", f"training.output_dir={out}", "save_predictions=false"],
-        cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "fairmt",
+            "train",
+            "classification/fcl",
+            "data.dataset=hatespeech",
+            "model.type=embedding_bag",
+            "model.embed_dim=16",
+            "model.hidden_dim=16",
+            "training.num_train_epochs=1",
+            "training.per_device_train_batch_size=128",
+            f"training.output_dir={out}",
+            "save_predictions=false",
+        ],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads((out / "results.json").read_text())["objective"] == "fcl"

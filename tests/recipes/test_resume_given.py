@@ -34,12 +34,28 @@ def _trainer(out, **extra):
                 self.logged.append(state.global_step)
 
     seen = Steps()
-    args = FairContrastiveConfig(output_dir=str(out), objective="ce", views="none", per_device_train_batch_size=16,
-                                 max_steps=4, save_steps=2, save_strategy="steps", logging_steps=1, report_to=[],
-                                 use_cpu=True, disable_tqdm=True, seed=0, **extra)
-    trainer = FairContrastiveTrainer(model=MLPClassifier(16, 3, hidden_dim=8, dropout=0.0), args=args,
-                                     train_dataset=Dataset.from_list(fcl_rows()), data_collator=ClassificationCollator(),
-                                     callbacks=[seen])
+    args = FairContrastiveConfig(
+        output_dir=str(out),
+        objective="ce",
+        views="none",
+        per_device_train_batch_size=16,
+        max_steps=4,
+        save_steps=2,
+        save_strategy="steps",
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=0,
+        **extra,
+    )
+    trainer = FairContrastiveTrainer(
+        model=MLPClassifier(16, 3, hidden_dim=8, dropout=0.0),
+        args=args,
+        train_dataset=Dataset.from_list(fcl_rows()),
+        data_collator=ClassificationCollator(),
+        callbacks=[seen],
+    )
     return trainer, seen
 
 
@@ -78,11 +94,18 @@ def test_every_recipe_family_trains_with_the_trainer_that_honours_the_key():
     from fairmt.trainers.gacl import GACLTrainer
     from fairmt.trainers.sampling import FairnessSamplingTrainer
 
-    for cls in (GACLTrainer, CCDTrainer, DPCETrainer, ADEPTTrainer, FairContrastiveTrainer, AdversarialTrainer,
-                FairnessSamplingTrainer):
+    for cls in (
+        GACLTrainer,
+        CCDTrainer,
+        DPCETrainer,
+        ADEPTTrainer,
+        FairContrastiveTrainer,
+        AdversarialTrainer,
+        FairnessSamplingTrainer,
+    ):
         mro = cls.__mro__
         assert mro.index(FaultGuardMixin) < mro.index(Trainer), cls
-        for before in mro[:mro.index(FaultGuardMixin)]:  # a train() ahead of the mixin's must hand on to it
+        for before in mro[: mro.index(FaultGuardMixin)]:  # a train() ahead of the mixin's must hand on to it
             if "train" in before.__dict__:
                 assert "super().train(" in inspect.getsource(before.__dict__["train"]), (cls, before)
 
@@ -98,8 +121,15 @@ def test_image_sampling_refuses_a_checkpoint_by_path_in_one_line():
 def test_two_stage_classification_refuses_a_checkpoint_outside_its_first_stage(tmp_path):
     from fairmt.recipes.classification.runner import _stage_configs
 
-    cfg = {"objective": "cscl_two_stage", "output_dir": str(tmp_path), "seed": 0, "objective_args": {}, "stage2": {},
-           "training": {"resume_from_checkpoint": str(tmp_path / "checkpoint-16")}, "model": {"pooling": "cls"}}
+    cfg = {
+        "objective": "cscl_two_stage",
+        "output_dir": str(tmp_path),
+        "seed": 0,
+        "objective_args": {},
+        "stage2": {},
+        "training": {"resume_from_checkpoint": str(tmp_path / "checkpoint-16")},
+        "model": {"pooling": "cls"},
+    }
     with pytest.raises(FairmtError, match=r"resumes its first stage only, from a checkpoint in .*stage1"):
         _stage_configs(cfg)
     cfg["training"]["resume_from_checkpoint"] = str(tmp_path / "stage1" / "checkpoint-16")
@@ -112,8 +142,11 @@ def test_two_stage_classification_refuses_a_checkpoint_outside_its_first_stage(t
 
 
 def _tiny_config(tmp_path):
-    return {"model": str(tmp_path / "original"), "data": {"train": str(tmp_path / "finetune.jsonl")},
-            "tiny_model": {"pretrain_steps": 5, "seed": 0}}
+    return {
+        "model": str(tmp_path / "original"),
+        "data": {"train": str(tmp_path / "finetune.jsonl")},
+        "tiny_model": {"pretrain_steps": 5, "seed": 0},
+    }
 
 
 def test_a_tiny_model_build_cut_off_leaves_no_model_folder(tmp_path, monkeypatch):

@@ -19,13 +19,24 @@ def two_sets(tmp_path_factory):
     from fairmt.models.vision import tiny_resnet
 
     root = tmp_path_factory.mktemp("guards")
-    return {"a": make_celeba(root / "a", n=40, seed=0), "b": make_celeba(root / "b", n=40, seed=1),
-            "backbone": tiny_resnet(root / "tiny_resnet", image_size=16)}
+    return {
+        "a": make_celeba(root / "a", n=40, seed=0),
+        "b": make_celeba(root / "b", n=40, seed=1),
+        "backbone": tiny_resnet(root / "tiny_resnet", image_size=16),
+    }
 
 
 def _args(sets, which, out, *extra):
-    return ["train", "sampling/celeba_resnet50", f"data.root={sets[which]}", f"model.backbone={sets['backbone']}",
-            "model.projection_dim=8", "training.dataloader_num_workers=0", f"output_dir={out}", *extra]
+    return [
+        "train",
+        "sampling/celeba_resnet50",
+        f"data.root={sets[which]}",
+        f"model.backbone={sets['backbone']}",
+        "model.projection_dim=8",
+        "training.dataloader_num_workers=0",
+        f"output_dir={out}",
+        *extra,
+    ]
 
 
 def _one_line(capsys, *expected):
@@ -35,12 +46,20 @@ def _one_line(capsys, *expected):
         assert text in err, err
 
 
-@pytest.mark.parametrize("extra,expected", [
-    ([], ["stage1: batch size 256 is larger than the 40 images", "stage1.per_device_train_batch_size to at most 40"]),
-    (["data.max_samples=3", "training.per_device_train_batch_size=8"],
-     ["batch size 8 is larger than the 3 images of the data set (data.max_samples)", "at most 3"]),
-    (["data.max_samples=1", "training.dataloader_drop_last=false"], ["has 1 image(s)", "at least 2"]),
-])
+@pytest.mark.parametrize(
+    "extra,expected",
+    [
+        (
+            [],
+            ["stage1: batch size 256 is larger than the 40 images", "stage1.per_device_train_batch_size to at most 40"],
+        ),
+        (
+            ["data.max_samples=3", "training.per_device_train_batch_size=8"],
+            ["batch size 8 is larger than the 3 images of the data set (data.max_samples)", "at most 3"],
+        ),
+        (["data.max_samples=1", "training.dataloader_drop_last=false"], ["has 1 image(s)", "at least 2"]),
+    ],
+)
 def test_a_batch_larger_than_the_data_is_one_line_before_any_stage(two_sets, tmp_path, capsys, extra, expected):
     assert main(_args(two_sets, "a", tmp_path / "run", *extra)) == 2
     _one_line(capsys, *expected)

@@ -176,7 +176,9 @@ def test_the_trainer_config_defaults_to_the_papers_reading(tmp_path):
 
     args = FairnessSamplingConfig(output_dir=str(tmp_path), use_cpu=True, report_to=[])
     assert (args.pair_loss, args.negative_draw, args.index_refresh_steps) == ("batch", "two_stage", 0)
-    for bad, match in (({"pair_loss": "triplet"}, "pair_loss must be one of"),
-                       ({"negative_draw": "uniform"}, "negative_draw must be one of")):
+    for bad, match in (
+        ({"pair_loss": "triplet"}, "pair_loss must be one of"),
+        ({"negative_draw": "uniform"}, "negative_draw must be one of"),
+    ):
         with pytest.raises(FairmtError, match=match):
             FairnessSamplingConfig(output_dir=str(tmp_path), use_cpu=True, report_to=[], **bad)

@@ -21,15 +21,27 @@ def standins(tmp_path_factory):
     from fairmt.models.vision import tiny_resnet
 
     root = tmp_path_factory.mktemp("standins")
-    return {"celeba": make_celeba(root / "celeba"), "chexpert": make_chexpert(root / "chexpert"),
-            "backbone": tiny_resnet(root / "tiny_resnet", image_size=16)}
+    return {
+        "celeba": make_celeba(root / "celeba"),
+        "chexpert": make_chexpert(root / "chexpert"),
+        "backbone": tiny_resnet(root / "tiny_resnet", image_size=16),
+    }
 
 
 def _tiny(standins, dataset, out):
-    return [f"data.root={standins[dataset]}", f"model.backbone={standins['backbone']}", "model.projection_dim=16",
-            f"output_dir={out}", "training.per_device_train_batch_size=8", "training.per_device_eval_batch_size=16",
-            "training.dataloader_num_workers=0", "training.logging_steps=1", "stage1.num_train_epochs=1",
-            "stage2.num_train_epochs=1", "clusters.n_init=2"]
+    return [
+        f"data.root={standins[dataset]}",
+        f"model.backbone={standins['backbone']}",
+        "model.projection_dim=16",
+        f"output_dir={out}",
+        "training.per_device_train_batch_size=8",
+        "training.per_device_eval_batch_size=16",
+        "training.dataloader_num_workers=0",
+        "training.logging_steps=1",
+        "stage1.num_train_epochs=1",
+        "stage2.num_train_epochs=1",
+        "clusters.n_init=2",
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- readers
@@ -41,8 +53,9 @@ def test_read_celeba_official_layout(standins):
     for name, col in (("Attractive", "Attractive"), ("Wavy_Hair", "Wavy_Hair")):
         want = [1 if line.split()[1 + CELEBA_ATTRS.index(col)] == "1" else 0 for line in lines]
         assert data.targets[name].tolist() == want
-    assert data.groups["Male"].tolist() == [1 if line.split()[1 + CELEBA_ATTRS.index("Male")] == "1" else 0
-                                            for line in lines]
+    assert data.groups["Male"].tolist() == [
+        1 if line.split()[1 + CELEBA_ATTRS.index("Male")] == "1" else 0 for line in lines
+    ]
     assert data.dataset[0]["path"].endswith("img_align_celeba/000001.jpg")
     test = read_celeba(root, splits=["test"], targets=["smiling"], protected=[])
     assert len(test) == 8 and set(test.targets) == {"Smiling"}
@@ -149,7 +162,9 @@ def test_fair_recipe_and_its_baseline_end_to_end_on_standins(dataset, standins, 
     res = json.loads((fair / "results.json").read_text())
     # issue 44 item 13: the run ends with its before → after table, stage 1 (SimCLR) → stage 2
     printed = capsys.readouterr().out.rstrip().splitlines()
-    head = next(i for i, x in enumerate(printed) if x == f"  what {res['objective']} changed: stage 1 (SimCLR) → stage 2")
+    head = next(
+        i for i, x in enumerate(printed) if x == f"  what {res['objective']} changed: stage 1 (SimCLR) → stage 2"
+    )
     s1, s2 = (res["stages"][s]["subgroups"]["cluster_dominance_ratio"] for s in ("stage1", "stage2"))
     assert "cluster dominance ratio ↓" in printed[head + 1] and f"{s1:.4f} → {s2:.4f}" in printed[head + 1]
     # measures, then 2 per probe, then the line naming training-seed noise (issue 53)
@@ -159,8 +174,11 @@ def test_fair_recipe_and_its_baseline_end_to_end_on_standins(dataset, standins, 
 
     assert printed[-1].strip() == ONE_RUN_NOTE
     assert_reportable(fair / "results.json", tmp_path / "report", compile_latex=dataset == "celeba")
-    targets = ["Attractive", "Wavy_Hair"] if dataset == "celeba" else \
-        ["Cardiomegaly", "Edema", "Consolidation", "Atelectasis", "Pleural Effusion"]
+    targets = (
+        ["Attractive", "Wavy_Hair"]
+        if dataset == "celeba"
+        else ["Cardiomegaly", "Edema", "Consolidation", "Atelectasis", "Pleural Effusion"]
+    )
     assert res["n"] == (40 if dataset == "celeba" else 44)
     for stage in ("stage1", "stage2"):
         sub = res["stages"][stage]["subgroups"]
@@ -196,12 +214,13 @@ def test_fair_recipe_and_its_baseline_end_to_end_on_standins(dataset, standins, 
     assert (fair / "stage1" / "done.json").stat().st_mtime_ns == stamps[fair / "stage1" / "done.json"]
     assert (fair / "stage2" / "done.json").is_file()
     # a different recipe in the same folder is refused
-    assert main(["train", f"sampling/{dataset}_resnet50", *_tiny(standins, dataset, fair),
-                 "stage2.epsilon=0.3"]) == 2
+    assert main(["train", f"sampling/{dataset}_resnet50", *_tiny(standins, dataset, fair), "stage2.epsilon=0.3"]) == 2
     assert "another recipe's run" in capsys.readouterr().err
     # the baseline pair, sharing the fair run's stage 1
-    assert main(["train", f"sampling/{dataset}_resnet50_simclr", *_tiny(standins, dataset, base),
-                 f"stage1_from={fair}"]) == 0
+    assert (
+        main(["train", f"sampling/{dataset}_resnet50_simclr", *_tiny(standins, dataset, base), f"stage1_from={fair}"])
+        == 0
+    )
     res_b = json.loads((base / "results.json").read_text())
     assert not (base / "stage1").exists()
     assert res_b["stages"]["stage1"] == res["stages"]["stage1"]
@@ -215,10 +234,20 @@ def test_synthetic_recipe_fits_clusters_once_and_refuses_foreign_folders(standin
     out = tmp_path / "run"
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "x.txt").write_text("mine")
-    args = ["data.dataset=synthetic", "data.n=48", "data.image_size=16", "data.targets=[shape]", "data.protected=[colour]",
-            f"model.backbone={standins['backbone']}",
-            "model.projection_dim=8", "training.per_device_train_batch_size=12", "training.dataloader_num_workers=0",
-            "stage1.num_train_epochs=1", "stage2.num_train_epochs=2", "clusters.n_init=1"]
+    args = [
+        "data.dataset=synthetic",
+        "data.n=48",
+        "data.image_size=16",
+        "data.targets=[shape]",
+        "data.protected=[colour]",
+        f"model.backbone={standins['backbone']}",
+        "model.projection_dim=8",
+        "training.per_device_train_batch_size=12",
+        "training.dataloader_num_workers=0",
+        "stage1.num_train_epochs=1",
+        "stage2.num_train_epochs=2",
+        "clusters.n_init=1",
+    ]
     assert main(["train", "sampling/celeba_resnet50", *args, f"output_dir={tmp_path / 'other'}"]) == 2
     assert "files of something else" in capsys.readouterr().err
     assert main(["train", "sampling/celeba_resnet50", *args, f"output_dir={out}"]) == 0
@@ -236,9 +265,21 @@ def test_text_variant_recipe_runs_on_the_real_hate_speech_data(shared_data, monk
     """sampling/hatespeech_gru (also classification/sampling) end to end: CE + μ·NT-Xent on Algorithm 1's pairs over
     the whole training set, K-means refitted every 30 steps; gender only scored."""
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
-    assert main(["train", "sampling/hatespeech_gru", "training.num_train_epochs=1", "model.embed_dim=16",
-                 "model.hidden_dim=16", "training.per_device_train_batch_size=128", f"output_dir={tmp_path}",
-                 "save_predictions=false"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "sampling/hatespeech_gru",
+                "training.num_train_epochs=1",
+                "model.embed_dim=16",
+                "model.hidden_dim=16",
+                "training.per_device_train_batch_size=128",
+                f"output_dir={tmp_path}",
+                "save_predictions=false",
+            ]
+        )
+        == 0
+    )
     res = json.loads((tmp_path / "results.json").read_text())
     assert res["objective"] == "sampling" and res["dataset"] == "hatespeech" and res["test"]["scale"] == "percent"
     assert res["info"]["train_log"][0]["loss_ntxent"] > 0 and "loss_ce" in res["info"]["train_log"][0]

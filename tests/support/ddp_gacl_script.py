@@ -25,17 +25,34 @@ model_dir, out_dir, bs, jobs = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]),
 if not jobs:
     raise SystemExit("usage: ddp_gacl_script.py MODEL_DIR OUT_DIR PER_DEVICE_BATCH VARIANT[:REDUCTION[:GATHER]]...")
 for job in jobs:
-    variant, reduction, gather = (job.split(":") + ["mean", "gather"][job.count(":"):])[:3]
+    variant, reduction, gather = (job.split(":") + ["mean", "gather"][job.count(":") :])[:3]
     out = out_dir / f"{variant}-{reduction}-{gather}.json"
     tm = load(model_dir)
     args = GACLConfig(
-        output_dir=str(out) + ".run", per_device_train_batch_size=bs, learning_rate=1e-3, max_steps=2,
-        logging_steps=1, report_to=[], use_cpu=True, save_strategy="no", disable_tqdm=True, seed=0, kd_alpha=0.4,
-        gacl_variant=variant, positive_reduction=reduction, gather_across_processes=gather == "gather",
-        dataloader_drop_last=True, ddp_timeout=120,
+        output_dir=str(out) + ".run",
+        per_device_train_batch_size=bs,
+        learning_rate=1e-3,
+        max_steps=2,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        disable_tqdm=True,
+        seed=0,
+        kd_alpha=0.4,
+        gacl_variant=variant,
+        positive_reduction=reduction,
+        gather_across_processes=gather == "gather",
+        dataloader_drop_last=True,
+        ddp_timeout=120,
     )
-    trainer = GACLTrainer(model=tm.model, args=args, train_dataset=gacl_dataset(tm), data_collator=collator(tm),
-                          processing_class=tm.tokenizer)
+    trainer = GACLTrainer(
+        model=tm.model,
+        args=args,
+        train_dataset=gacl_dataset(tm),
+        data_collator=collator(tm),
+        processing_class=tm.tokenizer,
+    )
     trainer.train()
     if trainer.is_world_process_zero():
         logs = [h for h in trainer.state.log_history if "loss_gc" in h]

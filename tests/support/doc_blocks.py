@@ -61,14 +61,23 @@ def blocks(path: Path | None = None) -> list[Block]:
         for m in FENCE.finditer(text):
             if m.group("lang") == "text":
                 continue
-            comments = _comments_before(text[:m.start()])
+            comments = _comments_before(text[: m.start()])
             mk = MARKER.search(comments[-1]) if comments else None
             needs = [n.strip() for c in comments for group in NEEDS.findall(c) for n in group.split(",") if n.strip()]
             if "FAIRMT_DATA" in m.group("body") and "data" not in needs:
                 needs.append("data")
-            body = "\n".join(line[len(m.group("indent")):] for line in m.group("body").splitlines())
-            out.append(Block(str(page.relative_to(ROOT)), text[:m.start()].count("\n") + 1, m.group("lang"),
-                             body, mk.group(1) if mk else None, mk.group(2) if mk else "", tuple(needs)))
+            body = "\n".join(line[len(m.group("indent")) :] for line in m.group("body").splitlines())
+            out.append(
+                Block(
+                    str(page.relative_to(ROOT)),
+                    text[: m.start()].count("\n") + 1,
+                    m.group("lang"),
+                    body,
+                    mk.group(1) if mk else None,
+                    mk.group(2) if mk else "",
+                    tuple(needs),
+                )
+            )
     return out
 
 

@@ -19,8 +19,12 @@ from pathlib import Path
 import numpy as np
 
 PROFS = ("nurse", "surgeon", "professor", "attorney")
-TOPIC = {"nurse": "patients ward care", "surgeon": "operating theatre scalpel", "professor": "lectures students "
-         "research", "attorney": "court clients law"}
+TOPIC = {
+    "nurse": "patients ward care",
+    "surgeon": "operating theatre scalpel",
+    "professor": "lectures students research",
+    "attorney": "court clients law",
+}
 FILLER = "works in the city and has many years of experience with".split()
 
 
@@ -51,8 +55,17 @@ def write_bios(root: Path, sizes=(48, 16, 16)) -> Path:
 TOXIC = "idiot stupid hate awful".split()
 CALM = "thanks agree good point".split()
 RACE_WORDS = {"black": "black", "white": "white", "asian": "asian"}
-WILDS_IDENTITIES = ("male", "female", "christian", "muslim", "asian", "black", "latino", "other_race_or_ethnicity",
-                    "white")
+WILDS_IDENTITIES = (
+    "male",
+    "female",
+    "christian",
+    "muslim",
+    "asian",
+    "black",
+    "latino",
+    "other_race_or_ethnicity",
+    "white",
+)
 
 
 def write_wilds(root: Path, n_per_split=(40, 16, 16), seed: int = 0) -> Path:
@@ -70,8 +83,12 @@ def write_wilds(root: Path, n_per_split=(40, 16, 16), seed: int = 0) -> Path:
                 toxic = i % 2
                 race = ("black", "white", "asian", None)[(i // 2) % 4]
                 words = rng.sample(TOXIC if toxic else CALM, 3) + ([RACE_WORDS[race]] if race else ["people"])
-                row = {"id": k, "comment_text": " ".join(words), "split": split,
-                       "toxicity": round(0.6 + 0.3 * rng.random(), 3) if toxic else round(0.4 * rng.random(), 3)}
+                row = {
+                    "id": k,
+                    "comment_text": " ".join(words),
+                    "split": split,
+                    "toxicity": round(0.6 + 0.3 * rng.random(), 3) if toxic else round(0.4 * rng.random(), 3),
+                }
                 row.update({c: 0.0 for c in WILDS_IDENTITIES})
                 if race:
                     row[race] = 1.0 if rng.random() < 0.8 else 0.6
@@ -111,6 +128,8 @@ def write_hatespeech(root: Path, language: str = "English", sizes=(80, 24, 24), 
                 ids = [rng.randint(10 + 20 * label, 25 + 20 * label) for _ in range(6)] + [60 + age]
                 text = " ".join(map(str, [0] * (40 - len(ids)) + ids))
                 age_value = "x" if i % 7 == 6 else str(age)
-                fh.write("\t".join([str(i), str(i), text, "2017-1-1", str(i % 2), age_value, "x", "x", "x", "x",
-                                    str(label)]) + "\n")
+                fh.write(
+                    "\t".join([str(i), str(i), text, "2017-1-1", str(i % 2), age_value, "x", "x", "x", "x", str(label)])
+                    + "\n"
+                )
     return root

@@ -13,8 +13,15 @@ from fairmt.models.tiny import build_tiny_translation_model
 def tiny_model_dir(path, arch="m2m100", dropout=0.1):
     _, balanced, heldout = demo_splits()
     return build_tiny_translation_model(
-        path, [(p.en, p.de) for p in balanced + heldout], arch=arch, d_model=32, ffn_dim=64, encoder_layers=2,
-        decoder_layers=1, dropout=dropout, vocab_size=300,
+        path,
+        [(p.en, p.de) for p in balanced + heldout],
+        arch=arch,
+        d_model=32,
+        ffn_dim=64,
+        encoder_layers=2,
+        decoder_layers=1,
+        dropout=dropout,
+        vocab_size=300,
     )
 
 
@@ -38,15 +45,25 @@ def trained_tiny_model_dir(path, steps=600):
     from sentence to sentence (a random one says the same thing for every input)."""
     from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments
 
-
     model_dir = tiny_model_dir(path)
     tm = load_translation_model(str(model_dir), "en", "de")
     _, balanced, _ = demo_splits()
     ds = Dataset.from_dict({"src": [p.en for p in balanced], "tgt": [p.de for p in balanced]})
-    ds = ds.map(lambda b: dict(tm.encode(b["src"], b["tgt"], max_length=48)), batched=True, remove_columns=["src", "tgt"])
-    args = Seq2SeqTrainingArguments(output_dir=str(path) + ".run", per_device_train_batch_size=16, max_steps=steps,
-                                    learning_rate=3e-3, report_to=[], use_cpu=True, save_strategy="no", disable_tqdm=True)
-    Seq2SeqTrainer(model=tm.model, args=args, train_dataset=ds,
-                   data_collator=DataCollatorForSeq2Seq(tm.tokenizer, model=tm.model)).train()
+    ds = ds.map(
+        lambda b: dict(tm.encode(b["src"], b["tgt"], max_length=48)), batched=True, remove_columns=["src", "tgt"]
+    )
+    args = Seq2SeqTrainingArguments(
+        output_dir=str(path) + ".run",
+        per_device_train_batch_size=16,
+        max_steps=steps,
+        learning_rate=3e-3,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        disable_tqdm=True,
+    )
+    Seq2SeqTrainer(
+        model=tm.model, args=args, train_dataset=ds, data_collator=DataCollatorForSeq2Seq(tm.tokenizer, model=tm.model)
+    ).train()
     tm.model.save_pretrained(model_dir)
     return model_dir

@@ -6,12 +6,48 @@ from pathlib import Path
 
 import numpy as np
 
-CELEBA_ATTRS = ["5_o_Clock_Shadow", "Arched_Eyebrows", "Attractive", "Bags_Under_Eyes", "Bald", "Bangs", "Big_Lips",
-                "Big_Nose", "Black_Hair", "Blond_Hair", "Blurry", "Brown_Hair", "Bushy_Eyebrows", "Chubby",
-                "Double_Chin", "Eyeglasses", "Goatee", "Gray_Hair", "Heavy_Makeup", "High_Cheekbones", "Male",
-                "Mouth_Slightly_Open", "Mustache", "Narrow_Eyes", "No_Beard", "Oval_Face", "Pale_Skin", "Pointy_Nose",
-                "Receding_Hairline", "Rosy_Cheeks", "Sideburns", "Smiling", "Straight_Hair", "Wavy_Hair",
-                "Wearing_Earrings", "Wearing_Hat", "Wearing_Lipstick", "Wearing_Necklace", "Wearing_Necktie", "Young"]
+CELEBA_ATTRS = [
+    "5_o_Clock_Shadow",
+    "Arched_Eyebrows",
+    "Attractive",
+    "Bags_Under_Eyes",
+    "Bald",
+    "Bangs",
+    "Big_Lips",
+    "Big_Nose",
+    "Black_Hair",
+    "Blond_Hair",
+    "Blurry",
+    "Brown_Hair",
+    "Bushy_Eyebrows",
+    "Chubby",
+    "Double_Chin",
+    "Eyeglasses",
+    "Goatee",
+    "Gray_Hair",
+    "Heavy_Makeup",
+    "High_Cheekbones",
+    "Male",
+    "Mouth_Slightly_Open",
+    "Mustache",
+    "Narrow_Eyes",
+    "No_Beard",
+    "Oval_Face",
+    "Pale_Skin",
+    "Pointy_Nose",
+    "Receding_Hairline",
+    "Rosy_Cheeks",
+    "Sideburns",
+    "Smiling",
+    "Straight_Hair",
+    "Wavy_Hair",
+    "Wearing_Earrings",
+    "Wearing_Hat",
+    "Wearing_Lipstick",
+    "Wearing_Necklace",
+    "Wearing_Necktie",
+    "Young",
+]
 
 
 def _image(rng, size, grey=False):
@@ -41,9 +77,27 @@ def make_celeba(root: Path, n: int = 40, seed: int = 0) -> Path:
     return root
 
 
-CHEXPERT_COLUMNS = ["Path", "Sex", "Age", "Frontal/Lateral", "AP/PA", "No Finding", "Enlarged Cardiomediastinum",
-                    "Cardiomegaly", "Lung Opacity", "Lung Lesion", "Edema", "Consolidation", "Pneumonia", "Atelectasis",
-                    "Pneumothorax", "Pleural Effusion", "Pleural Other", "Fracture", "Support Devices"]
+CHEXPERT_COLUMNS = [
+    "Path",
+    "Sex",
+    "Age",
+    "Frontal/Lateral",
+    "AP/PA",
+    "No Finding",
+    "Enlarged Cardiomediastinum",
+    "Cardiomegaly",
+    "Lung Opacity",
+    "Lung Lesion",
+    "Edema",
+    "Consolidation",
+    "Pneumonia",
+    "Atelectasis",
+    "Pneumothorax",
+    "Pleural Effusion",
+    "Pleural Other",
+    "Fracture",
+    "Support Devices",
+]
 
 
 def make_chexpert(root: Path, n_train: int = 36, n_valid: int = 8, seed: int = 0) -> Path:
@@ -62,7 +116,8 @@ def make_chexpert(root: Path, n_train: int = 36, n_valid: int = 8, seed: int = 0
             choices = ["1.0", "0.0", "", "-1.0"] if split == "train" else ["1.0", "0.0"]
             findings = [str(rng.choice(choices)) for _ in CHEXPERT_COLUMNS[5:]]
             sex = ["Female", "Male", "Unknown"][i % 3] if i % 7 else "Male"
-            rows.append(",".join([rel, sex, str(20 + (i * 7) % 70), view.capitalize(), "AP" if i % 2 else "PA",
-                                  *findings]))
+            rows.append(
+                ",".join([rel, sex, str(20 + (i * 7) % 70), view.capitalize(), "AP" if i % 2 else "PA", *findings])
+            )
         (base / f"{split}.csv").write_text("\n".join(rows) + "\n")
     return root

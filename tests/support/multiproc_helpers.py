@@ -58,12 +58,26 @@ def write_gacl_recipe(root: Path) -> Path:
     data = root / "train.jsonl"
     data.write_text("".join(json.dumps({"translation": p.translation}) + "\n" for p in balanced[:96]))
     recipe = root / "recipe.yaml"
-    recipe.write_text(yaml.safe_dump({
-        "method": "gacl", "model": str(model), "data": {"train": str(data), "max_length": 48},
-        "training": {"output_dir": str(root / "unused"), "per_device_train_batch_size": 4, "max_steps": 2,
-                     "logging_steps": 1, "report_to": [], "disable_tqdm": True, "dataloader_drop_last": True,
-                     "save_strategy": "steps", "save_steps": 2},
-    }))
+    recipe.write_text(
+        yaml.safe_dump(
+            {
+                "method": "gacl",
+                "model": str(model),
+                "data": {"train": str(data), "max_length": 48},
+                "training": {
+                    "output_dir": str(root / "unused"),
+                    "per_device_train_batch_size": 4,
+                    "max_steps": 2,
+                    "logging_steps": 1,
+                    "report_to": [],
+                    "disable_tqdm": True,
+                    "dataloader_drop_last": True,
+                    "save_strategy": "steps",
+                    "save_steps": 2,
+                },
+            }
+        )
+    )
     return recipe
 
 
@@ -102,7 +116,7 @@ def two_node_commands(port: int, args: list) -> list[list[str]]:
     commands = []
     for line in readme_two_node_commands():
         words = line.replace("NODE0_ADDR:29400", f"127.0.0.1:{port}").split()
-        launcher = words[1:words.index("-m")]
+        launcher = words[1 : words.index("-m")]
         commands.append([str(c) for c in procs.python("-m", "torch.distributed.run", *launcher, *args)])
     return commands
 
@@ -110,8 +124,10 @@ def two_node_commands(port: int, args: list) -> list[list[str]]:
 def two_nodes(args: list, cwd: Path, env: dict) -> float:
     """Both launchers of :func:`two_node_commands` at once, each under the watchdog; both must exit with 0."""
     t0 = time.monotonic()
-    nodes = [procs.start(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for cmd in two_node_commands(free_port(), args)]
+    nodes = [
+        procs.start(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for cmd in two_node_commands(free_port(), args)
+    ]
     outs = [procs.finish(p, timeout=LIMIT) for p in nodes]
     for p, (out, err) in zip(nodes, outs):
         assert p.returncode == 0, f"node exited with {p.returncode}\n{out[-3000:]}\n{err[-3000:]}"

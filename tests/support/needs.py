@@ -96,27 +96,56 @@ class Part:
 
 
 PARTS: dict[str, Part] = {
-    "fairseq": Part("fairseq", _modules("fairseq"),
-                    "pip install --no-build-isolation --no-deps fairseq-fixed==0.12.3.1 and its dependencies "
-                    f"(docs/methods/gacl.md, 'GACL + KD in fairseq'; {FULL})", modules=("fairseq",)),
-    "deepspeed": Part("DeepSpeed", _modules("deepspeed"), f"pip install -e \".[deepspeed]\" ({FULL})",
-                      modules=("deepspeed",)),
-    "docs": Part("the docs extra (mkdocs, mkdocs-material, mkdocstrings)",
-                 _modules("mkdocs", "material", "mkdocstrings"), f"pip install -e \".[docs]\" ({FULL})",
-                 modules=("mkdocs", "material", "mkdocstrings")),
-    "cs": Part("the Czech analyser cs-core-news-sm (CC BY-NC-SA 3.0, kept out of `all`)", _modules("cs_core_news_sm"),
-               f"pip install -e \".[cs]\" ({FULL})", modules=("cs_core_news_sm",)),
-    "chromium": Part("headless Chromium", _program("chromium"),
-                     f"Debian: apt-get install chromium, or set FAIRMT_CHROMIUM ({FULL})", ("chromium",)),
-    "pdflatex": Part("pdflatex with booktabs", _program("pdflatex"),
-                     f"Debian: apt-get install texlive-latex-base texlive-latex-recommended ({FULL})", ("pdflatex",)),
-    "wordnet": Part("WordNet 3.0", _wordnet,
-                    "python -m nltk.downloader wordnet, or Debian: apt-get install wordnet-base wordnet-sense-index "
-                    f"({FULL})"),
-    "postgresql": Part("the PostgreSQL server programs", _postgresql,
-                       f"Debian: apt-get install postgresql ({FULL})", ("initdb", "pg_ctl", "postgres", "pg_config")),
-    "data": Part("the real benchmark data", _data,
-                 "put it at ../shared/data beside the checkout or set FAIRMT_TEST_DATA (docs/development.md)"),
+    "fairseq": Part(
+        "fairseq",
+        _modules("fairseq"),
+        "pip install --no-build-isolation --no-deps fairseq-fixed==0.12.3.1 and its dependencies "
+        f"(docs/methods/gacl.md, 'GACL + KD in fairseq'; {FULL})",
+        modules=("fairseq",),
+    ),
+    "deepspeed": Part(
+        "DeepSpeed", _modules("deepspeed"), f'pip install -e ".[deepspeed]" ({FULL})', modules=("deepspeed",)
+    ),
+    "docs": Part(
+        "the docs extra (mkdocs, mkdocs-material, mkdocstrings)",
+        _modules("mkdocs", "material", "mkdocstrings"),
+        f'pip install -e ".[docs]" ({FULL})',
+        modules=("mkdocs", "material", "mkdocstrings"),
+    ),
+    "cs": Part(
+        "the Czech analyser cs-core-news-sm (CC BY-NC-SA 3.0, kept out of `all`)",
+        _modules("cs_core_news_sm"),
+        f'pip install -e ".[cs]" ({FULL})',
+        modules=("cs_core_news_sm",),
+    ),
+    "chromium": Part(
+        "headless Chromium",
+        _program("chromium"),
+        f"Debian: apt-get install chromium, or set FAIRMT_CHROMIUM ({FULL})",
+        ("chromium",),
+    ),
+    "pdflatex": Part(
+        "pdflatex with booktabs",
+        _program("pdflatex"),
+        f"Debian: apt-get install texlive-latex-base texlive-latex-recommended ({FULL})",
+        ("pdflatex",),
+    ),
+    "wordnet": Part(
+        "WordNet 3.0",
+        _wordnet,
+        f"python -m nltk.downloader wordnet, or Debian: apt-get install wordnet-base wordnet-sense-index ({FULL})",
+    ),
+    "postgresql": Part(
+        "the PostgreSQL server programs",
+        _postgresql,
+        f"Debian: apt-get install postgresql ({FULL})",
+        ("initdb", "pg_ctl", "postgres", "pg_config"),
+    ),
+    "data": Part(
+        "the real benchmark data",
+        _data,
+        "put it at ../shared/data beside the checkout or set FAIRMT_TEST_DATA (docs/development.md)",
+    ),
 }
 
 _CACHE: dict[str, str | None] = {}
@@ -152,8 +181,9 @@ class _HiddenModules:
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname.split(".", 1)[0] in self.names:
-            raise ModuleNotFoundError(f"No module named {fullname!r} (hidden by {HIDE_VAR}: tests/support/needs.py)",
-                                      name=fullname)
+            raise ModuleNotFoundError(
+                f"No module named {fullname!r} (hidden by {HIDE_VAR}: tests/support/needs.py)", name=fullname
+            )
         return None
 
 
@@ -182,8 +212,9 @@ def hide_for_this_run(folder: Path) -> dict[str, str]:
     hidden = _hidden()
     unknown = hidden - set(PARTS)
     if unknown:
-        raise pytest.UsageError(f"{HIDE_VAR}: unknown part(s) {', '.join(sorted(unknown))}; "
-                                f"known: {', '.join(PARTS)}, all")
+        raise pytest.UsageError(
+            f"{HIDE_VAR}: unknown part(s) {', '.join(sorted(unknown))}; known: {', '.join(PARTS)}, all"
+        )
     env: dict[str, str] = {}
     stubs = [p for name in sorted(hidden) for p in PARTS[name].programs]
     if stubs:
@@ -191,8 +222,10 @@ def hide_for_this_run(folder: Path) -> dict[str, str]:
         bin_dir.mkdir(parents=True, exist_ok=True)
         for prog in stubs:
             stub = bin_dir / prog
-            stub.write_text(f"#!/bin/sh\necho '{prog} is hidden by {HIDE_VAR} (tests/support/needs.py): a test that runs it "
-                            f"needs @pytest.mark.needs' >&2\nexit 127\n")
+            stub.write_text(
+                f"#!/bin/sh\necho '{prog} is hidden by {HIDE_VAR} (tests/support/needs.py): a test that runs it "
+                f"needs @pytest.mark.needs' >&2\nexit 127\n"
+            )
             stub.chmod(0o755)
         env["PATH"] = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
         if "chromium" in hidden:

@@ -49,8 +49,9 @@ def bindir() -> Path | None:
     pg_config = shutil.which("pg_config")
     if pg_config:
         try:
-            folder = Path(subprocess.run([pg_config, "--bindir"], capture_output=True, text=True,
-                                         check=True).stdout.strip())
+            folder = Path(
+                subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, check=True).stdout.strip()
+            )
         except (OSError, subprocess.CalledProcessError):
             return None
         if all((folder / p).is_file() for p in ("initdb", "pg_ctl", "postgres")):
@@ -91,8 +92,25 @@ def start(bin_folder: Path) -> Server:
             os.chown(p, entry.pw_uid, entry.pw_gid)
     os.chmod(folder, 0o700)
     data = folder / "data"
-    init = _as_owner([str(bin_folder / "initdb"), "-D", str(data), "-U", USER, "--pwfile", str(folder / "pw"),
-                      "--auth", "scram-sha-256", "--encoding", "UTF8", "--locale", "C", "--no-sync"], folder)
+    init = _as_owner(
+        [
+            str(bin_folder / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            USER,
+            "--pwfile",
+            str(folder / "pw"),
+            "--auth",
+            "scram-sha-256",
+            "--encoding",
+            "UTF8",
+            "--locale",
+            "C",
+            "--no-sync",
+        ],
+        folder,
+    )
     if init.returncode != 0:
         shutil.rmtree(folder, ignore_errors=True)
         raise RuntimeError(f"initdb failed ({init.returncode}): {init.stderr[-2000:]}")
@@ -100,8 +118,22 @@ def start(bin_folder: Path) -> Server:
     for _ in range(3):  # a port taken between choosing it and the server binding it: another one
         port = _free_port()
         opts = f"-c listen_addresses=127.0.0.1 -c port={port} -k {folder} -c fsync=off -c max_connections=100"
-        run = _as_owner([str(bin_folder / "pg_ctl"), "-D", str(data), "-l", str(folder / "server.log"), "-o", opts,
-                         "-w", "-t", "60", "start"], folder)
+        run = _as_owner(
+            [
+                str(bin_folder / "pg_ctl"),
+                "-D",
+                str(data),
+                "-l",
+                str(folder / "server.log"),
+                "-o",
+                opts,
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ],
+            folder,
+        )
         if run.returncode == 0:
             return Server(f"postgresql://{USER}:{password}@127.0.0.1:{port}/postgres", password, port, folder)
     log = (folder / "server.log").read_text(errors="replace")[-2000:] if (folder / "server.log").exists() else ""
@@ -110,8 +142,11 @@ def start(bin_folder: Path) -> Server:
 
 
 def stop(server: Server, bin_folder: Path) -> None:
-    _as_owner([str(bin_folder / "pg_ctl"), "-D", str(server.folder / "data"), "-m", "immediate", "-w", "stop"],
-              server.folder, timeout=60)
+    _as_owner(
+        [str(bin_folder / "pg_ctl"), "-D", str(server.folder / "data"), "-m", "immediate", "-w", "stop"],
+        server.folder,
+        timeout=60,
+    )
     shutil.rmtree(server.folder, ignore_errors=True)
 
 

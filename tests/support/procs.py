@@ -114,8 +114,11 @@ def finish(proc: subprocess.Popen, timeout: float = 600, input=None) -> tuple:
         kill_group(proc)
         out, err = proc.communicate()
         cmd = " ".join(str(c) for c in proc.args) if isinstance(proc.args, (list, tuple)) else str(proc.args)
-        pytest.fail(f"child process did not finish in {timeout:g} s (killed with its process group): {cmd[:300]}\n"
-                    f"--- stdout ---\n{_tail(out)}\n--- stderr ---\n{_tail(err)}", pytrace=False)
+        pytest.fail(
+            f"child process did not finish in {timeout:g} s (killed with its process group): {cmd[:300]}\n"
+            f"--- stdout ---\n{_tail(out)}\n--- stderr ---\n{_tail(err)}",
+            pytrace=False,
+        )
         raise exc  # pragma: no cover - pytest.fail raises
     except BaseException:
         kill_group(proc)
@@ -128,8 +131,9 @@ def finish(proc: subprocess.Popen, timeout: float = 600, input=None) -> tuple:
     return out, err
 
 
-def run(cmd, *, timeout: float = 600, input=None, check: bool = False, capture_output: bool = True,
-        text: bool = True, **kw) -> subprocess.CompletedProcess:
+def run(
+    cmd, *, timeout: float = 600, input=None, check: bool = False, capture_output: bool = True, text: bool = True, **kw
+) -> subprocess.CompletedProcess:
     """``subprocess.run`` in a new session with :func:`finish`'s rules; ``check=True`` fails the test (not a
     ``CalledProcessError``) with the end of the output when the exit status is not 0."""
     if capture_output:
@@ -141,8 +145,11 @@ def run(cmd, *, timeout: float = 600, input=None, check: bool = False, capture_o
     out, err = finish(proc, timeout=timeout, input=input)
     done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     if check and done.returncode != 0:
-        pytest.fail(f"exit status {done.returncode}: {' '.join(str(c) for c in cmd)[:300]}\n"
-                    f"--- stdout ---\n{_tail(out)}\n--- stderr ---\n{_tail(err)}", pytrace=False)
+        pytest.fail(
+            f"exit status {done.returncode}: {' '.join(str(c) for c in cmd)[:300]}\n"
+            f"--- stdout ---\n{_tail(out)}\n--- stderr ---\n{_tail(err)}",
+            pytrace=False,
+        )
     return done
 
 
@@ -164,8 +171,11 @@ def reap() -> list[str]:
         except (ProcessLookupError, PermissionError):
             group_alive = False
         if alive or group_alive:
-            killed.append(" ".join(str(c) for c in proc.args)[:200] if isinstance(proc.args, (list, tuple))
-                          else str(proc.args)[:200])
+            killed.append(
+                " ".join(str(c) for c in proc.args)[:200]
+                if isinstance(proc.args, (list, tuple))
+                else str(proc.args)[:200]
+            )
             kill_group(proc)
     return killed
 
@@ -197,8 +207,9 @@ def torchrun_command(script, *args, nproc: int = 2) -> list[str]:
 def torchrun(script, *args, cwd, nproc: int = 2, timeout: float = 300) -> subprocess.CompletedProcess:
     """:func:`torchrun_command` (gloo on CPU processes, the tests folder on ``PYTHONPATH``) under :func:`run`'s rules;
     fails the test with the end of the output when it fails."""
-    return run(torchrun_command(script, *args, nproc=nproc), cwd=cwd, env=env(tests_on_path=True), timeout=timeout,
-               check=True)
+    return run(
+        torchrun_command(script, *args, nproc=nproc), cwd=cwd, env=env(tests_on_path=True), timeout=timeout, check=True
+    )
 
 
 def in_process(script, *args, cwd) -> None:

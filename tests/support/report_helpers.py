@@ -40,7 +40,12 @@ def assert_reportable(results: Path, folder: Path, compile_latex: bool = True) -
         assert len(head) >= 2 and body and all(len(r) == len(head) == len(rule) for r in body), rows
         assert all(any(re.search(r"\d", c) for c in r[1:]) for r in body), rows  # a number in every row
     if compile_latex and needs.program("pdflatex"):  # an extra check where pdflatex is here (tests/support/needs.py)
-        proc = subprocess.run([needs.program("pdflatex"), "-interaction=nonstopmode", "-halt-on-error", tex.name], cwd=folder,
-                              capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [needs.program("pdflatex"), "-interaction=nonstopmode", "-halt-on-error", tex.name],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stdout[-2000:]
     return text

@@ -27,8 +27,9 @@ from ddp_helpers import fcl_rows, full_parameters, teardown  # beside this scrip
 torch.set_num_threads(1)
 work, engine, jobs = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
 if engine not in ("one", "ddp", "fsdp2", "zero2", "zero3") or not jobs:
-    raise SystemExit(f"usage: sharded_script.py WORKDIR one|ddp|fsdp2|zero2|zero3 METHOD:BATCH[:resume]... "
-                     f"({sys.argv})")
+    raise SystemExit(
+        f"usage: sharded_script.py WORKDIR one|ddp|fsdp2|zero2|zero3 METHOD:BATCH[:resume]... ({sys.argv})"
+    )
 if engine.startswith("zero"):
     # DeepSpeed's CPU communication backend JIT-compiles its shared-memory all-reduce kernel (deepspeed_shm_comm,
     # ~40 s of CPU in every fresh environment) when it starts; the kernel serves inference_all_reduce only, never
@@ -42,33 +43,72 @@ if engine.startswith("zero"):
 # as recipes/accelerate/fsdp2.yaml: one FSDP unit per block the model lists in _no_split_modules (M2M-100 encoder and
 # decoder layers, BERT embeddings and layers; none for the MLP, which is one root unit)
 SHARDING = {
-    "fsdp2": {"fsdp": True, "fsdp_config": {"version": 2, "reshard_after_forward": True, "auto_wrap_policy":
-              "TRANSFORMER_BASED_WRAP", "state_dict_type": "SHARDED_STATE_DICT"}},
+    "fsdp2": {
+        "fsdp": True,
+        "fsdp_config": {
+            "version": 2,
+            "reshard_after_forward": True,
+            "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+            "state_dict_type": "SHARDED_STATE_DICT",
+        },
+    },
     # AdamW as the Trainer's default (DeepSpeed's own optimizer would differ); runs on CPU processes with use_cpu.
     # torch_adam: DeepSpeed builds torch.optim.AdamW, the DDP run's optimizer, instead of JIT-compiling its FusedAdam
     # CPU op (about 90 s of compilation in every fresh environment, i.e. every CI run)
-    **{f"zero{stage}": {"deepspeed": {"zero_optimization": {"stage": stage}, "train_micro_batch_size_per_gpu": "auto",
-                                      "gradient_accumulation_steps": "auto", "gradient_clipping": "auto",
-                                      "optimizer": {"type": "AdamW", "params": {"lr": "auto", "weight_decay": "auto",
-                                                                                 "betas": "auto", "eps": "auto",
-                                                                                 "torch_adam": True}}}}
-       for stage in (2, 3)},
+    **{
+        f"zero{stage}": {
+            "deepspeed": {
+                "zero_optimization": {"stage": stage},
+                "train_micro_batch_size_per_gpu": "auto",
+                "gradient_accumulation_steps": "auto",
+                "gradient_clipping": "auto",
+                "optimizer": {
+                    "type": "AdamW",
+                    "params": {
+                        "lr": "auto",
+                        "weight_decay": "auto",
+                        "betas": "auto",
+                        "eps": "auto",
+                        "torch_adam": True,
+                    },
+                },
+            }
+        }
+        for stage in (2, 3)
+    },
 }.get(engine, {})
 
 
 def build(method, bs, output_dir, resume, max_steps=2):
-    kw = dict(per_device_train_batch_size=bs, max_steps=max_steps, logging_steps=1, report_to=[], use_cpu=True,
-              disable_tqdm=True, seed=0, dataloader_drop_last=True, ddp_timeout=120,
-              save_strategy="steps" if resume else "no", save_steps=2, output_dir=output_dir)
+    kw = dict(
+        per_device_train_batch_size=bs,
+        max_steps=max_steps,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=0,
+        dataloader_drop_last=True,
+        ddp_timeout=120,
+        save_strategy="steps" if resume else "no",
+        save_steps=2,
+        output_dir=output_dir,
+    )
     if method.startswith("gacl"):
         from fairmt.trainers.gacl import GACLConfig, GACLTrainer
         from gacl_helpers import collator, gacl_dataset, load
 
         tm = load(work / "model")
-        args = GACLConfig(**kw, **copy.deepcopy(SHARDING), learning_rate=1e-3,
-                          kd_alpha=0.4, gacl_variant=method.split("-")[1])
-        return GACLTrainer(model=tm.model, args=args, train_dataset=gacl_dataset(tm), data_collator=collator(tm),
-                           processing_class=tm.tokenizer), "loss_gc"
+        args = GACLConfig(
+            **kw, **copy.deepcopy(SHARDING), learning_rate=1e-3, kd_alpha=0.4, gacl_variant=method.split("-")[1]
+        )
+        return GACLTrainer(
+            model=tm.model,
+            args=args,
+            train_dataset=gacl_dataset(tm),
+            data_collator=collator(tm),
+            processing_class=tm.tokenizer,
+        ), "loss_gc"
     if method == "ccd":
         from transformers import AutoModel, AutoTokenizer
 
@@ -76,9 +116,12 @@ def build(method, bs, output_dir, resume, max_steps=2):
         from fairmt.trainers.ccd import CCDConfig, CCDTrainer
 
         args = CCDConfig(**kw, **copy.deepcopy(SHARDING), learning_rate=1e-3, rho_estimator="median")
-        return CCDTrainer(model=AutoModel.from_pretrained(work / "bert"), args=args,
-                          train_dataset=tuples_to_dataset(read_tuples(work / "tuples.jsonl")),
-                          processing_class=AutoTokenizer.from_pretrained(work / "bert")), "loss_bias"
+        return CCDTrainer(
+            model=AutoModel.from_pretrained(work / "bert"),
+            args=args,
+            train_dataset=tuples_to_dataset(read_tuples(work / "tuples.jsonl")),
+            processing_class=AutoTokenizer.from_pretrained(work / "bert"),
+        ), "loss_bias"
     if method == "fcl":
         from datasets import Dataset
 
@@ -87,11 +130,21 @@ def build(method, bs, output_dir, resume, max_steps=2):
         from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
 
         torch.manual_seed(0)
-        args = FairContrastiveConfig(**kw, **copy.deepcopy(SHARDING), objective="fcl", views="none", fcl_alpha=1.0,
-                                     fcl_beta=0.5, learning_rate=5e-2)
-        return FairContrastiveTrainer(model=MLPClassifier(16, 3, hidden_dim=32, dropout=0.0), args=args,
-                                      train_dataset=Dataset.from_list(fcl_rows()),
-                                      data_collator=ClassificationCollator()), "loss_fcl"
+        args = FairContrastiveConfig(
+            **kw,
+            **copy.deepcopy(SHARDING),
+            objective="fcl",
+            views="none",
+            fcl_alpha=1.0,
+            fcl_beta=0.5,
+            learning_rate=5e-2,
+        )
+        return FairContrastiveTrainer(
+            model=MLPClassifier(16, 3, hidden_dim=32, dropout=0.0),
+            args=args,
+            train_dataset=Dataset.from_list(fcl_rows()),
+            data_collator=ClassificationCollator(),
+        ), "loss_fcl"
     raise SystemExit(f"unknown method {method}")
 
 
@@ -99,8 +152,11 @@ def run(method, bs, resume):
     out = str(work / f"{engine}-{method}.json")
     trainer, key = build(method, bs, out + ".run", resume)
     trainer.train()
-    report = {"world_size": trainer.args.world_size, "distributed_type": str(trainer.accelerator.distributed_type),
-              "logs": [h for h in trainer.state.log_history if key in h]}
+    report = {
+        "world_size": trainer.args.world_size,
+        "distributed_type": str(trainer.accelerator.distributed_type),
+        "logs": [h for h in trainer.state.log_history if key in h],
+    }
     if engine == "zero3":  # partitioned parameters: gather them whole for the comparison
         import deepspeed
 

@@ -106,13 +106,34 @@ the ``hang_at``-th run (0: none) hangs until killed. Arguments: out ledger stora
 grace."""
 
 
-def worker_args(out, ledger, storage: str, study: str, n: int, host: str = "-", hang_at: int = 0,
-                seconds: float = 0.3, grace: float = 600) -> list[str]:
+def worker_args(
+    out,
+    ledger,
+    storage: str,
+    study: str,
+    n: int,
+    host: str = "-",
+    hang_at: int = 0,
+    seconds: float = 0.3,
+    grace: float = 600,
+) -> list[str]:
     """The command line of one :data:`WORKER` (``python -c WORKER …``)."""
     import sys
 
-    return [sys.executable, "-c", WORKER, str(out), str(ledger), storage, study, str(n), host, str(hang_at),
-            str(seconds), str(grace)]
+    return [
+        sys.executable,
+        "-c",
+        WORKER,
+        str(out),
+        str(ledger),
+        storage,
+        study,
+        str(n),
+        host,
+        str(hang_at),
+        str(seconds),
+        str(grace),
+    ]
 
 
 def standin_data_root(monkeypatch, tmp_path: Path) -> Path:

@@ -87,20 +87,31 @@ def _own_slow(keywords) -> bool:
 def over_budget(times: dict[str, float], data: dict) -> list[str]:
     """One line per file whose time exceeds its budget, longest overrun first."""
     over = [(t - budget_of(data, name), name, t) for name, t in times.items() if t > budget_of(data, name)]
-    return [f"{name}: {t:.1f} s, over its budget of {budget_of(data, name):.0f} s"
-            + ("" if name in data["files"] else " (no entry in tests/support/time_budget.json: the default)")
-            for _, name, t in sorted(over, reverse=True)]
+    return [
+        f"{name}: {t:.1f} s, over its budget of {budget_of(data, name):.0f} s"
+        + ("" if name in data["files"] else " (no entry in tests/support/time_budget.json: the default)")
+        for _, name, t in sorted(over, reverse=True)
+    ]
 
 
 def rebuilt(measured: dict[str, float], note: str, tests: dict[str, float] | None = None) -> dict:
-    files = {name: {"measured_s": round(t, 1),
-                    "budget_s": float(max(RULE["floor_s"], round(t * RULE["headroom"] + RULE["slack_s"])))}
-             for name, t in sorted(measured.items())}
-    return {"note": note, "rule": f"budget_s = max({RULE['floor_s']:g}, measured_s × {RULE['headroom']:g} + "
-            f"{RULE['slack_s']:g}); a file with no entry: default_s", "default_s": RULE["default_s"], "files": files,
-            MEASURED: sorted(t for t, s in (tests or {}).items() if s >= RULE["slow_test_s"]),
-            "measured_slow_rule": f"the tests with no slow mark of their own that took {RULE['slow_test_s']:g} s or "
-            "more (setup + call + teardown): tests/conftest.py marks them slow"}
+    files = {
+        name: {
+            "measured_s": round(t, 1),
+            "budget_s": float(max(RULE["floor_s"], round(t * RULE["headroom"] + RULE["slack_s"]))),
+        }
+        for name, t in sorted(measured.items())
+    }
+    return {
+        "note": note,
+        "rule": f"budget_s = max({RULE['floor_s']:g}, measured_s × {RULE['headroom']:g} + "
+        f"{RULE['slack_s']:g}); a file with no entry: default_s",
+        "default_s": RULE["default_s"],
+        "files": files,
+        MEASURED: sorted(t for t, s in (tests or {}).items() if s >= RULE["slow_test_s"]),
+        "measured_slow_rule": f"the tests with no slow mark of their own that took {RULE['slow_test_s']:g} s or "
+        "more (setup + call + teardown): tests/conftest.py marks them slow",
+    }
 
 
 class Recorder:
@@ -131,12 +142,18 @@ class Recorder:
             from fairmt.outputs import write_json
 
             slowest = sorted(self.tests.items(), key=lambda kv: -kv[1])[:30]
-            write_json(path, {"files": {k: round(v, 2) for k, v in sorted(self.times.items())},
-                              "not_slow": {k: round(v, 2) for k, v in sorted(self.inner.items())},
-                              "slowest_not_slow_tests": {k: round(v, 2) for k, v in slowest},
-                              "unmarked_tests": {k: round(v, 2) for k, v in sorted(self.unmarked.items())
-                                                 if v >= RULE["report_test_s"]}},
-                       what="per-file test times")
+            write_json(
+                path,
+                {
+                    "files": {k: round(v, 2) for k, v in sorted(self.times.items())},
+                    "not_slow": {k: round(v, 2) for k, v in sorted(self.inner.items())},
+                    "slowest_not_slow_tests": {k: round(v, 2) for k, v in slowest},
+                    "unmarked_tests": {
+                        k: round(v, 2) for k, v in sorted(self.unmarked.items()) if v >= RULE["report_test_s"]
+                    },
+                },
+                what="per-file test times",
+            )
         if os.environ.get(CHECK_VAR) == "1":
             self.over = over_budget(self.times, load())
             if self.over and session.exitstatus == 0:

@@ -6,8 +6,16 @@ import torch
 
 SUBJECTS = ["he", "she", "his father", "her mother", "the man", "the woman", "my brother", "my sister"]
 PREDICATES = [
-    "is a doctor", "works at the bank", "cooks dinner", "writes code", "drives a truck", "teaches children",
-    "fixes cars", "likes to dance", "runs the company", "cleans the house",
+    "is a doctor",
+    "works at the bank",
+    "cooks dinner",
+    "writes code",
+    "drives a truck",
+    "teaches children",
+    "fixes cars",
+    "likes to dance",
+    "runs the company",
+    "cleans the house",
 ]
 
 
@@ -27,8 +35,14 @@ def write_tiny_bert(out: Path, texts: list[str]) -> Path:
     BertTokenizer(vocab={w: i for i, w in enumerate(vocab)}).save_pretrained(out)
     torch.manual_seed(0)
     cfg = BertConfig(
-        vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-        max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
     )
     BertModel(cfg).save_pretrained(out)
     return out

@@ -46,8 +46,14 @@ class TorchrunPool:
         self.n = 0
         log = open(self.queue / "pool.log", "w")
         env = procs.env({"FAIRMT_TEST_POOL": "1", "FAIRMT_TEST_POOL_OWNER": str(os.getpid())}, tests_on_path=True)
-        self.proc = subprocess.Popen(procs.torchrun_command(WORKER, self.queue, nproc=self.nproc), stdout=log,
-                                     stderr=subprocess.STDOUT, cwd=self.queue, env=env, start_new_session=True)
+        self.proc = subprocess.Popen(
+            procs.torchrun_command(WORKER, self.queue, nproc=self.nproc),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.queue,
+            env=env,
+            start_new_session=True,
+        )
         log.close()
 
     def _alive(self) -> bool:
@@ -107,8 +113,11 @@ class TorchrunPool:
                     break
                 if time.monotonic() > deadline:
                     self.close(polite=False)
-                    pytest.fail(f"two-process job did not finish in {timeout:g} s (the torchrun pool was killed "
-                                f"with its process group): {what}\n{self._logs(n)}", pytrace=False)
+                    pytest.fail(
+                        f"two-process job did not finish in {timeout:g} s (the torchrun pool was killed "
+                        f"with its process group): {what}\n{self._logs(n)}",
+                        pytrace=False,
+                    )
                 time.sleep(0.05)
             errors = [json.loads(s.read_text()).get("error") for s in statuses if s.exists()]
             if len(errors) < self.nproc or any(errors):
@@ -119,4 +128,3 @@ class TorchrunPool:
             if self._alive() and not all(s.exists() for s in statuses):
                 self.close(polite=False)  # interrupted (pytest-timeout, Ctrl-C) with the job running: no orphans
             raise
-

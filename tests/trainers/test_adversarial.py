@@ -93,8 +93,15 @@ def _tiny_bert(num_labels=2):
 
     torch.manual_seed(0)
     config = BertConfig(
-        vocab_size=40, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-        max_position_embeddings=32, num_labels=num_labels, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        vocab_size=40,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=32,
+        num_labels=num_labels,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
     )
     return BertForSequenceClassification(config)
 
@@ -115,22 +122,34 @@ def _trainer(tmp_path, **overrides):
     from fairmt.data.classification import ClassificationCollator
 
     kwargs = dict(
-        output_dir=str(tmp_path / "out"), max_steps=24, per_device_train_batch_size=16, learning_rate=2e-3,
-        logging_steps=6, save_strategy="no", report_to=[], use_cpu=True, seed=0, adv_hidden_size=16,
+        output_dir=str(tmp_path / "out"),
+        max_steps=24,
+        per_device_train_batch_size=16,
+        learning_rate=2e-3,
+        logging_steps=6,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        seed=0,
+        adv_hidden_size=16,
         disable_tqdm=True,
     )
     kwargs.update(overrides)
     args = AdversarialConfig(**kwargs)
     return AdversarialTrainer(
-        model=_tiny_bert(), args=args, train_dataset=_rows(), eval_dataset=_rows(32, seed=1),
+        model=_tiny_bert(),
+        args=args,
+        train_dataset=_rows(),
+        eval_dataset=_rows(32, seed=1),
         data_collator=ClassificationCollator(pad_id=0),
     )
 
 
 @pytest.mark.slow
 def test_adversarial_trainer_trains_and_adversary_learns(tmp_path):
-    trainer = _trainer(tmp_path, n_adversaries=3, diff_lambda=10.0, adv_lambda=0.5, save_strategy="steps",
-                       save_steps=24)
+    trainer = _trainer(
+        tmp_path, n_adversaries=3, diff_lambda=10.0, adv_lambda=0.5, save_strategy="steps", save_steps=24
+    )
     adv_before = [p.detach().clone() for p in trainer.adversary.parameters()]
     enc_before = trainer.model.bert.encoder.layer[0].attention.self.query.weight.detach().clone()
     trainer.train()
@@ -229,7 +248,13 @@ def test_two_processes_keep_the_adversaries_in_sync(tmp_path, torchrun_pool):
     so their weights stay identical across ranks, like the model's."""
     script = tmp_path / "ddp.py"
     script.write_text(_DDP_SCRIPT)
-    torchrun_pool.run(script, tmp_path, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"), cwd=tmp_path, timeout=240)
+    torchrun_pool.run(
+        script,
+        tmp_path,
+        os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"),
+        cwd=tmp_path,
+        timeout=240,
+    )
     r0, r1 = (torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in (0, 1))
     assert r0["adv_loss"] != r1["adv_loss"]  # the ranks trained on different batches
     for k in r0["adv"]:
@@ -255,9 +280,19 @@ def test_adversarial_trainer_on_a_feature_mlp(tmp_path):
     torch.manual_seed(0)
     model = text_classifiers.MLPClassifier(input_dim=12, num_labels=3, hidden_dim=24)
     args = AdversarialConfig(
-        output_dir=str(tmp_path), max_steps=30, per_device_train_batch_size=32, learning_rate=5e-3, logging_steps=10,
-        save_strategy="no", report_to=[], use_cpu=True, seed=0, adv_hidden_size=16, n_adversaries=2,
-        diff_lambda=1.0, disable_tqdm=True,
+        output_dir=str(tmp_path),
+        max_steps=30,
+        per_device_train_batch_size=32,
+        learning_rate=5e-3,
+        logging_steps=10,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        seed=0,
+        adv_hidden_size=16,
+        n_adversaries=2,
+        diff_lambda=1.0,
+        disable_tqdm=True,
     )
     trainer = AdversarialTrainer(model=model, args=args, train_dataset=rows, data_collator=ClassificationCollator())
     assert trainer.adversary.adversaries[0].body[0].in_features == 24 + 3  # h (24) ⊕ one-hot label (3)
@@ -286,10 +321,21 @@ def test_adversary_learns_and_its_gradients_are_reset_every_optimizer_step(tmp_p
     torch.manual_seed(0)
     model = text_classifiers.MLPClassifier(input_dim=8, num_labels=2, hidden_dim=16)
     args = AdversarialConfig(
-        output_dir=str(tmp_path), max_steps=200, per_device_train_batch_size=32, learning_rate=3e-3, logging_steps=50,
-        save_strategy="no", report_to=[], use_cpu=True, seed=0, adv_hidden_size=16, adv_lambda=0.0,
+        output_dir=str(tmp_path),
+        max_steps=200,
+        per_device_train_batch_size=32,
+        learning_rate=3e-3,
+        logging_steps=50,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        seed=0,
+        adv_hidden_size=16,
+        adv_lambda=0.0,
         adv_learning_rate=1e-2,
-        adv_conditional=False, disable_tqdm=True, gradient_accumulation_steps=2,
+        adv_conditional=False,
+        disable_tqdm=True,
+        gradient_accumulation_steps=2,
     )
     trainer = AdversarialTrainer(model=model, args=args, train_dataset=rows, data_collator=ClassificationCollator())
     seen = []

@@ -75,10 +75,27 @@ def _trainer(tmp_path, steps, **kw):
     model = MLPClassifier(10, 3, hidden_dim=12, dropout=0.0, head_layers=1)
     rows = _rows()
     options = dict(
-        output_dir=str(tmp_path), max_steps=steps, per_device_train_batch_size=len(rows), learning_rate=1e-2,
-        lr_scheduler_type="constant", max_grad_norm=0.0, weight_decay=0.0, save_strategy="no", report_to=[],
-        use_cpu=True, seed=0, adv_hidden_size=8, adv_dropout=0.0, disable_tqdm=True, logging_steps=1,
-        adv_learning_rate=3e-3, adv_lambda=0.8, n_adversaries=3, diff_lambda=0.1, adv_conditional=False)
+        output_dir=str(tmp_path),
+        max_steps=steps,
+        per_device_train_batch_size=len(rows),
+        learning_rate=1e-2,
+        lr_scheduler_type="constant",
+        max_grad_norm=0.0,
+        weight_decay=0.0,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        seed=0,
+        adv_hidden_size=8,
+        adv_dropout=0.0,
+        disable_tqdm=True,
+        logging_steps=1,
+        adv_learning_rate=3e-3,
+        adv_lambda=0.8,
+        n_adversaries=3,
+        diff_lambda=0.1,
+        adv_conditional=False,
+    )
     args = AdversarialConfig(**{**options, **kw})
     return AdversarialTrainer(model=model, args=args, train_dataset=rows, data_collator=ClassificationCollator())
 
@@ -90,8 +107,9 @@ def test_sequential_update_equals_the_fairlib_transcription(tmp_path, conditiona
     model0, discs0 = copy.deepcopy(trainer.model), copy.deepcopy(list(trainer.adversary.adversaries))
     batch = ClassificationCollator()(_rows())
     trainer.train()
-    _fairlib_steps(model0, discs0, batch, steps=steps, lr=1e-2, adv_lr=3e-3, lam=0.8, lam_diff=0.1,
-                   conditional=conditional)
+    _fairlib_steps(
+        model0, discs0, batch, steps=steps, lr=1e-2, adv_lr=3e-3, lam=0.8, lam_diff=0.1, conditional=conditional
+    )
     for (name, p), q in zip(trainer.model.named_parameters(), model0.parameters()):
         assert torch.allclose(p.detach(), q.detach(), atol=1e-6), name
     for d, d0 in zip(trainer.adversary.adversaries, discs0):
@@ -99,8 +117,9 @@ def test_sequential_update_equals_the_fairlib_transcription(tmp_path, conditiona
             assert torch.allclose(p.detach(), q.detach(), atol=1e-6), name
     # the runs really moved (not a comparison of untouched weights)
     fresh = _trainer(tmp_path / "fresh", steps, adv_update="sequential", adv_conditional=conditional)
-    moved = max(float((p - q).detach().abs().max())
-                for p, q in zip(trainer.model.parameters(), fresh.model.parameters()))
+    moved = max(
+        float((p - q).detach().abs().max()) for p, q in zip(trainer.model.parameters(), fresh.model.parameters())
+    )
     assert moved > 1e-3
     logs = [h for h in trainer.state.log_history if "loss_disc" in h]
     assert len(logs) == steps and all("loss_adv" in h for h in logs)
@@ -121,8 +140,7 @@ def test_sequential_config_errors_and_checkpoint(tmp_path):
         AdversarialConfig(output_dir=str(tmp_path), adv_update="alternating", use_cpu=True)
     with pytest.raises(FairmtError, match="adv_weighting=mean applies to adv_update=joint"):
         AdversarialConfig(output_dir=str(tmp_path), adv_update="sequential", adv_weighting="mean", use_cpu=True)
-    trainer = _trainer(tmp_path, 2, adv_update="sequential", save_strategy="steps", save_steps=2,
-                       save_only_model=False)
+    trainer = _trainer(tmp_path, 2, adv_update="sequential", save_strategy="steps", save_steps=2, save_only_model=False)
     trainer.train()
     ckpt = tmp_path / "checkpoint-2"
     states = torch.load(ckpt / "adversary_optimizers.pt", weights_only=True)

@@ -16,8 +16,16 @@ transformers = pytest.importorskip("transformers")
 
 SUBJECTS = ["he", "she", "his father", "her mother", "the man", "the woman", "my brother", "my sister"]
 PREDICATES = [
-    "is a doctor", "works at the bank", "cooks dinner", "writes code", "drives a truck", "teaches children",
-    "fixes cars", "likes to dance", "runs the company", "cleans the house",
+    "is a doctor",
+    "works at the bank",
+    "cooks dinner",
+    "writes code",
+    "drives a truck",
+    "teaches children",
+    "fixes cars",
+    "likes to dance",
+    "runs the company",
+    "cleans the house",
 ]
 
 
@@ -37,17 +45,27 @@ def tiny_bert_dir(tmp_path_factory, tuples):
     """A randomly initialised 2-layer BERT and a word-level WordPiece tokenizer, written like a Hub folder."""
     from tiny_encoders import write_tiny_bert
 
-    return write_tiny_bert(tmp_path_factory.mktemp("tiny_bert"),
-                           [r[k] for r in tuples for k in ("neutral", "male", "female")])
+    return write_tiny_bert(
+        tmp_path_factory.mktemp("tiny_bert"), [r[k] for r in tuples for k in ("neutral", "male", "female")]
+    )
 
 
 def _args(tmp_path, **kw):
     from fairmt.trainers.ccd import CCDConfig
 
     base = dict(
-        output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, per_device_eval_batch_size=16,
-        learning_rate=2e-3, num_train_epochs=3, logging_steps=5, report_to="none", save_strategy="no",
-        rho_estimator="median", use_cpu=True, seed=0, disable_tqdm=True,
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=8,
+        per_device_eval_batch_size=16,
+        learning_rate=2e-3,
+        num_train_epochs=3,
+        logging_steps=5,
+        report_to="none",
+        save_strategy="no",
+        rho_estimator="median",
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
     )
     base.update(kw)
     return CCDConfig(**base)
@@ -80,7 +98,10 @@ def test_bert_trains_loss_down_terms_logged_reference_frozen(tiny_bert_dir, tupl
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     ds = tuples_to_dataset(tuples)
     trainer = CCDTrainer(
-        model=model, args=_args(tmp_path, eval_strategy="epoch"), train_dataset=ds, eval_dataset=ds,
+        model=model,
+        args=_args(tmp_path, eval_strategy="epoch"),
+        train_dataset=ds,
+        eval_dataset=ds,
         processing_class=tok,
     )
     # rho = median of the original model's distances, computed here by hand
@@ -125,13 +146,18 @@ def test_three_groups_and_fixed_rho(tiny_bert_dir, tuples, tmp_path):
     tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
     model = AutoModel.from_pretrained(tiny_bert_dir)
     trainer = CCDTrainer(
-        model=model, args=_args(tmp_path, rho=2.5, groups=list(groups), max_steps=2), train_dataset=ds,
-        eval_dataset=ds, processing_class=tok,
+        model=model,
+        args=_args(tmp_path, rho=2.5, groups=list(groups), max_steps=2),
+        train_dataset=ds,
+        eval_dataset=ds,
+        processing_class=tok,
     )
     metrics = trainer.evaluate()  # one eval batch of 16 tuples
     with torch.no_grad():
-        emb = {k: encode(model, tok([r[k] for r in rows], padding=True, return_tensors="pt"), "mean")
-               for k in ("neutral", *groups)}
+        emb = {
+            k: encode(model, tok([r[k] for r in rows], padding=True, return_tensors="pt"), "mean")
+            for k in ("neutral", *groups)
+        }
     expected = ccd_bias_loss(emb["neutral"], torch.stack([emb[g] for g in groups], 1), rho=2.5)
     assert trainer.rho == 2.5
     assert metrics["eval_loss_bias"] == pytest.approx(float(expected), rel=1e-4)
@@ -151,9 +177,12 @@ def test_disable_dropout(tiny_bert_dir, tuples, tmp_path):
     logs = {}
     for off in (False, True):
         model = AutoModel.from_pretrained(tiny_bert_dir, hidden_dropout_prob=0.3, attention_probs_dropout_prob=0.3)
-        trainer = CCDTrainer(model=model, args=_args(tmp_path, max_steps=1, logging_steps=1, disable_dropout=off,
-                                                     learning_rate=1e-12), train_dataset=ds,
-                             processing_class=AutoTokenizer.from_pretrained(tiny_bert_dir))
+        trainer = CCDTrainer(
+            model=model,
+            args=_args(tmp_path, max_steps=1, logging_steps=1, disable_dropout=off, learning_rate=1e-12),
+            train_dataset=ds,
+            processing_class=AutoTokenizer.from_pretrained(tiny_bert_dir),
+        )
         trainer.train()
         logs[off] = next(h for h in trainer.state.log_history if "loss_rep" in h)
         ps = {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}
@@ -175,8 +204,11 @@ def test_peft_lora_run_uses_disabled_adapter_as_reference(tiny_bert_dir, tuples,
     assert lora_before and all("lora_" in n for n in lora_before)
     ds = tuples_to_dataset(tuples)
     trainer = CCDTrainer(
-        model=model, args=_args(tmp_path, learning_rate=1e-2, num_train_epochs=4), train_dataset=ds,
-        eval_dataset=ds, processing_class=AutoTokenizer.from_pretrained(tiny_bert_dir),
+        model=model,
+        args=_args(tmp_path, learning_rate=1e-2, num_train_epochs=4),
+        train_dataset=ds,
+        eval_dataset=ds,
+        processing_class=AutoTokenizer.from_pretrained(tiny_bert_dir),
     )
     assert trainer.reference_model is None  # f_orig = the model with its adapters disabled
     first = trainer.evaluate()
@@ -209,8 +241,16 @@ def test_sentence_transformer_with_own_pooling_saves_and_reloads_best(tiny_bert_
     del probe
 
     args = _args(
-        tmp_path, eval_strategy="steps", eval_steps=5, save_strategy="steps", save_steps=5, max_steps=15, learning_rate=5e-4,
-        load_best_model_at_end=True, metric_for_best_model="eval_loss", greater_is_better=False,
+        tmp_path,
+        eval_strategy="steps",
+        eval_steps=5,
+        save_strategy="steps",
+        save_steps=5,
+        max_steps=15,
+        learning_rate=5e-4,
+        load_best_model_at_end=True,
+        metric_for_best_model="eval_loss",
+        greater_is_better=False,
     )
     trainer = CCDTrainer(model=model, args=args, train_dataset=ds, eval_dataset=ds)
     first = trainer.evaluate()
@@ -255,9 +295,19 @@ def test_recipe_main_end_to_end_on_tiny_bert(tiny_bert_dir, tmp_path):
         "method": "ccd",
         "model": str(tiny_bert_dir),
         "data": {"cda_source": {"path": str(src)}, "test_size": 16, "eval_size": 8, "utility_size": 12, "seed": 1},
-        "training": {"output_dir": str(tmp_path / "run"), "per_device_train_batch_size": 8, "learning_rate": 5e-4,
-                     "max_steps": 12, "eval_steps": 6, "save_steps": 6, "logging_steps": 3, "use_cpu": True,
-                     "report_to": "none", "rho_estimator": "median", "disable_tqdm": True},
+        "training": {
+            "output_dir": str(tmp_path / "run"),
+            "per_device_train_batch_size": 8,
+            "learning_rate": 5e-4,
+            "max_steps": 12,
+            "eval_steps": 6,
+            "save_steps": 6,
+            "logging_steps": 3,
+            "use_cpu": True,
+            "report_to": "none",
+            "rho_estimator": "median",
+            "disable_tqdm": True,
+        },
         "evaluation": {"suites": ["cced", "utility"]},
     }
     apply_overrides(config, ["training.beta=0.5"])
@@ -314,8 +364,12 @@ def test_masked_lm_model_pools_hidden_states_not_vocabulary_logits(tiny_bert_dir
     assert got.shape == (4, mlm.config.hidden_size) and torch.allclose(got, want, atol=1e-6)
     from fairmt.trainers.ccd import CCDTrainer
 
-    trainer = CCDTrainer(model=mlm, args=_args(tmp_path, max_steps=2, num_train_epochs=1),
-                         train_dataset=tuples_to_dataset(tuples), processing_class=tok)
+    trainer = CCDTrainer(
+        model=mlm,
+        args=_args(tmp_path, max_steps=2, num_train_epochs=1),
+        train_dataset=tuples_to_dataset(tuples),
+        processing_class=tok,
+    )
     trainer.train()
     assert trainer.rho > 0 and math.isfinite(trainer.state.log_history[-1]["train_loss"])
 
@@ -330,8 +384,12 @@ def test_rho_is_estimated_on_the_whole_training_set_by_default(tiny_bert_dir, tu
     tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
 
     def rho(**kw):
-        t = CCDTrainer(model=AutoModel.from_pretrained(tiny_bert_dir), args=_args(tmp_path, **kw), train_dataset=ds,
-                       processing_class=tok)
+        t = CCDTrainer(
+            model=AutoModel.from_pretrained(tiny_bert_dir),
+            args=_args(tmp_path, **kw),
+            train_dataset=ds,
+            processing_class=tok,
+        )
         return t.estimate_rho()
 
     assert _args(tmp_path).rho_max_tuples is None
@@ -389,9 +447,13 @@ def test_eval_cced_gap_equals_the_cced_metric_on_the_eval_tuples(tiny_bert_dir, 
     tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
     model = AutoModel.from_pretrained(tiny_bert_dir)
     ev = tuples[:20]
-    trainer = CCDTrainer(model=model, args=_args(tmp_path, max_steps=6, per_device_eval_batch_size=6),
-                         train_dataset=tuples_to_dataset(tuples[20:]), eval_dataset=tuples_to_dataset(ev),
-                         processing_class=tok)
+    trainer = CCDTrainer(
+        model=model,
+        args=_args(tmp_path, max_steps=6, per_device_eval_batch_size=6),
+        train_dataset=tuples_to_dataset(tuples[20:]),
+        eval_dataset=tuples_to_dataset(ev),
+        processing_class=tok,
+    )
 
     def reference():
         run = _runner(model.eval(), tok, "mean", 64)
@@ -421,10 +483,25 @@ def test_validation_measures_select_the_checkpoint(tiny_bert_dir, tuples, tmp_pa
         seen_modes.append(m.training)
         return {"probe": next(values)}
 
-    args = _args(tmp_path, max_steps=6, eval_strategy="steps", eval_steps=2, save_strategy="steps", save_steps=2,
-                 load_best_model_at_end=True, metric_for_best_model="eval_probe", greater_is_better=False)
-    trainer = CCDTrainer(model=model, args=args, train_dataset=tuples_to_dataset(tuples),
-                         eval_dataset=tuples_to_dataset(tuples[:8]), processing_class=tok, validation_measures=hook)
+    args = _args(
+        tmp_path,
+        max_steps=6,
+        eval_strategy="steps",
+        eval_steps=2,
+        save_strategy="steps",
+        save_steps=2,
+        load_best_model_at_end=True,
+        metric_for_best_model="eval_probe",
+        greater_is_better=False,
+    )
+    trainer = CCDTrainer(
+        model=model,
+        args=args,
+        train_dataset=tuples_to_dataset(tuples),
+        eval_dataset=tuples_to_dataset(tuples[:8]),
+        processing_class=tok,
+        validation_measures=hook,
+    )
     trainer.train()
     assert [h["eval_probe"] for h in trainer.state.log_history if "eval_probe" in h] == [3.0, 1.0, 2.0]
     assert seen_modes == [False, False, False]
@@ -439,8 +516,9 @@ def test_sentence_transformer_unnormalised_training_embedding(tiny_bert_dir):
 
     from fairmt.trainers.ccd import encode, st_features
 
-    model = st.SentenceTransformer(modules=[Transformer(str(tiny_bert_dir), max_seq_length=32), Pooling(32, "mean"),
-                                            Normalize()], device="cpu").eval()
+    model = st.SentenceTransformer(
+        modules=[Transformer(str(tiny_bert_dir), max_seq_length=32), Pooling(32, "mean"), Normalize()], device="cpu"
+    ).eval()
     texts = ["he is a doctor .", "she cooks dinner at home ."]
     feats = st_features(model, texts)
     with torch.no_grad():
@@ -465,8 +543,12 @@ def test_a_dead_fairness_term_stops_or_is_reported(tiny_bert_dir, tuples, tmp_pa
     from fairmt.trainers.dead_term import DeadTermCallback
 
     ds, tok = tuples_to_dataset(tuples), AutoTokenizer.from_pretrained(tiny_bert_dir)
-    trainer = CCDTrainer(model=AutoModel.from_pretrained(tiny_bert_dir), processing_class=tok, train_dataset=ds,
-                         args=_args(tmp_path, rho_estimator="variance", max_steps=2, logging_steps=1))
+    trainer = CCDTrainer(
+        model=AutoModel.from_pretrained(tiny_bert_dir),
+        processing_class=tok,
+        train_dataset=ds,
+        args=_args(tmp_path, rho_estimator="variance", max_steps=2, logging_steps=1),
+    )
     with pytest.raises(FairmtError, match="no gradient .*rho_estimator='median'"):
         trainer.train()
     assert trainer.state.global_step == 0
@@ -484,7 +566,12 @@ def test_a_dead_fairness_term_stops_or_is_reported(tiny_bert_dir, tuples, tmp_pa
     text = caplog.text
     assert text.count("the fairness term has no gradient") == 1 and "FAIRNESS TERM DEAD: loss_bias was 0" in text
     assert "in 2 of 2 training logs" in text
-    assert ccd_metrics_summary(trainer)["fairness_term"] == {"term": "loss_bias", "logs": 2, "zero_logs": 2, "dead": True}
+    assert ccd_metrics_summary(trainer)["fairness_term"] == {
+        "term": "loss_bias",
+        "logs": 2,
+        "zero_logs": 2,
+        "dead": True,
+    }
     # the callback alone: a term zero in under half of the logs is not dead
     cb = DeadTermCallback("loss_gc", fix="fix")
     state = type("S", (), {"global_step": 1, "is_world_process_zero": True})()
@@ -511,8 +598,12 @@ def test_a_fairness_term_that_decays_to_1e_5_is_dead_by_the_relative_rule(caplog
 
     with caplog.at_level("WARNING"):
         decayed = run([0.4, 0.5, 0.3, 2e-3, 4e-4, 1e-5, 1e-5, 1e-5])  # reference 0.5: under 5e-4 from the 5th log
-    assert decayed.reference == 0.5 and decayed.summary() == {"term": "loss_bias", "logs": 8, "zero_logs": 4,
-                                                              "dead": True}
+    assert decayed.reference == 0.5 and decayed.summary() == {
+        "term": "loss_bias",
+        "logs": 8,
+        "zero_logs": 4,
+        "dead": True,
+    }
     assert "under 0.001 × its first steps' value 0.5" in caplog.text and "FAIRNESS TERM DEAD" in caplog.text
     assert decayed.is_dead(5.1e-4) is None and decayed.is_dead(4.9e-4)  # the threshold: 1e-3 × 0.5
     caplog.clear()

@@ -53,8 +53,7 @@ def test_a_launch_without_a_rendezvous_is_refused_clearly(env):
 
 
 def test_without_a_process_group_the_group_helpers_are_the_identity_and_import_no_torch():
-    code = ("import sys; from fairmt import distributed as d; "
-            "print(d.world_size(), d.rank(), 'torch' in sys.modules)")
+    code = "import sys; from fairmt import distributed as d; print(d.world_size(), d.rank(), 'torch' in sys.modules)"
     out = procs.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["1", "0", "False"]
     import torch
@@ -101,11 +100,14 @@ class _Holder:
         self.group.calls.append("reducer freed")
 
 
-@pytest.mark.parametrize(("rc", "error", "expected"), [
-    (0, None, ["barrier", "exit 0"]),
-    (0, RuntimeError("Connection closed by peer"), ["barrier", "exit 0"]),  # a peer that failed and left
-    (2, None, ["exit 2"]),  # a failed rank does not wait for the others: they fail instead of hanging
-])
+@pytest.mark.parametrize(
+    ("rc", "error", "expected"),
+    [
+        (0, None, ["barrier", "exit 0"]),
+        (0, RuntimeError("Connection closed by peer"), ["barrier", "exit 0"]),  # a peer that failed and left
+        (2, None, ["exit 2"]),  # a failed rank does not wait for the others: they fail instead of hanging
+    ],
+)
 def test_the_command_line_leaves_without_destroying_the_group(monkeypatch, capsys, rc, error, expected):
     """Issue 36's rule: after the barrier the process leaves with os._exit; the group (and whatever holds it, the
     DDP Reducer) is never destroyed, so no ~ProcessGroupGloo can block."""

@@ -43,16 +43,29 @@ def _feature_rows(n=96, d=16, seed=0):
 def _bert(num_labels=2, dropout=0.1):
     torch.manual_seed(0)
     cfg = BertConfig(
-        vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-        num_labels=num_labels, max_position_embeddings=32, hidden_dropout_prob=dropout,
+        vocab_size=60,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=num_labels,
+        max_position_embeddings=32,
+        hidden_dropout_prob=dropout,
     )
     return BertForSequenceClassification(cfg)
 
 
 def _args(tmp_path, **kw):
     base = dict(
-        output_dir=str(tmp_path), per_device_train_batch_size=16, num_train_epochs=4, logging_steps=4,
-        report_to=[], save_strategy="no", learning_rate=2e-3, use_cpu=True, seed=0,
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=16,
+        num_train_epochs=4,
+        logging_steps=4,
+        report_to=[],
+        save_strategy="no",
+        learning_rate=2e-3,
+        use_cpu=True,
+        seed=0,
     )
     base.update(kw)
     return FairContrastiveConfig(**base)
@@ -68,9 +81,10 @@ def test_cscl_one_stage_trains_bert_and_logs_terms(tmp_path):
     # 4 epochs at λ = 1 left the CE at chance (0.693 ± 0.001, a coin flip for this assertion); 8 epochs at λ = 0.1
     # and τ = 0.5 take it to ~0.63 (the representation is the classification head's input, BERT's pooler output)
     trainer = FairContrastiveTrainer(
-        model=model, args=_args(tmp_path, objective="cscl", gamma=0.3, cs_lambda=0.1, temperature=0.5,
-                                num_train_epochs=8),
-        train_dataset=Dataset.from_list(_token_rows()), data_collator=ClassificationCollator(),
+        model=model,
+        args=_args(tmp_path, objective="cscl", gamma=0.3, cs_lambda=0.1, temperature=0.5, num_train_epochs=8),
+        train_dataset=Dataset.from_list(_token_rows()),
+        data_collator=ClassificationCollator(),
     )
     trainer.train()
     logs = _train_logs(trainer)
@@ -84,8 +98,10 @@ def test_cscl_one_stage_trains_bert_and_logs_terms(tmp_path):
 def test_fcl_trains_mlp_on_features_and_reports_terms(tmp_path):
     model = MLPClassifier(16, 3, hidden_dim=32)
     trainer = FairContrastiveTrainer(
-        model=model, args=_args(tmp_path, objective="fcl", fcl_alpha=1.0, fcl_beta=0.5, views="none", num_train_epochs=10),
-        train_dataset=Dataset.from_list(_feature_rows()), data_collator=ClassificationCollator(),
+        model=model,
+        args=_args(tmp_path, objective="fcl", fcl_alpha=1.0, fcl_beta=0.5, views="none", num_train_epochs=10),
+        train_dataset=Dataset.from_list(_feature_rows()),
+        data_collator=ClassificationCollator(),
     )
     trainer.train()
     logs = _train_logs(trainer)
@@ -104,8 +120,10 @@ def test_two_stage_cscl_freezes_the_encoder_in_stage_two(tmp_path):
     head0 = model.classifier.weight.detach().clone()
     enc0 = model.encoder[1].weight.detach().clone()
     stage1 = FairContrastiveTrainer(
-        model=model, args=_args(tmp_path / "s1", objective="cscl_pretrain", cs_lambda=1.0, weight_decay=0.0),
-        train_dataset=rows, data_collator=ClassificationCollator(),
+        model=model,
+        args=_args(tmp_path / "s1", objective="cscl_pretrain", cs_lambda=1.0, weight_decay=0.0),
+        train_dataset=rows,
+        data_collator=ClassificationCollator(),
     )
     stage1.train()
     logs = _train_logs(stage1)
@@ -115,7 +133,9 @@ def test_two_stage_cscl_freezes_the_encoder_in_stage_two(tmp_path):
     assert not torch.equal(enc1, enc0)
     assert freeze_encoder(model) == ["classifier.weight", "classifier.bias"]
     stage2 = FairContrastiveTrainer(
-        model=model, args=_args(tmp_path / "s2", objective="ce"), train_dataset=rows,
+        model=model,
+        args=_args(tmp_path / "s2", objective="ce"),
+        train_dataset=rows,
         data_collator=ClassificationCollator(),
     )
     stage2.train()
@@ -128,9 +148,17 @@ def test_gru_model_with_gradcache_trains(tmp_path):
     model = GRUClassifier(60, 2, embed_dim=16, hidden_dim=16)
     trainer = FairContrastiveTrainer(
         model=model,
-        args=_args(tmp_path, objective="cscl", gamma=0.5, cs_lambda=1.0, per_device_train_batch_size=32,
-                   gradcache_chunk_size=8, temperature=2.0),  # CSCL's dot product at the release's τ
-        train_dataset=Dataset.from_list(_token_rows()), data_collator=ClassificationCollator(),
+        args=_args(
+            tmp_path,
+            objective="cscl",
+            gamma=0.5,
+            cs_lambda=1.0,
+            per_device_train_batch_size=32,
+            gradcache_chunk_size=8,
+            temperature=2.0,
+        ),  # CSCL's dot product at the release's τ
+        train_dataset=Dataset.from_list(_token_rows()),
+        data_collator=ClassificationCollator(),
     )
     trainer.train()
     logs = _train_logs(trainer)
@@ -140,8 +168,10 @@ def test_gru_model_with_gradcache_trains(tmp_path):
 def test_missing_group_column_is_a_clear_error(tmp_path):
     rows = [{k: v for k, v in r.items() if k != "group"} for r in _feature_rows(32)]
     trainer = FairContrastiveTrainer(
-        model=MLPClassifier(16, 3), args=_args(tmp_path, objective="fcl", views="none", max_steps=1),
-        train_dataset=Dataset.from_list(rows), data_collator=ClassificationCollator(),
+        model=MLPClassifier(16, 3),
+        args=_args(tmp_path, objective="fcl", views="none", max_steps=1),
+        train_dataset=Dataset.from_list(rows),
+        data_collator=ClassificationCollator(),
     )
     with pytest.raises(FairmtError, match="protected attribute"):
         trainer.train()
@@ -187,8 +217,10 @@ def test_augmented_views_from_eda_train(tmp_path):
     model = _bert(dropout=0.0)
     model.resize_token_embeddings(len(tok))
     trainer = FairContrastiveTrainer(
-        model=model, args=_args(tmp_path, objective="cscl", views="augment", gamma=0.3, num_train_epochs=3),
-        train_dataset=Dataset.from_list(rows), data_collator=ClassificationCollator(tok, max_length=16),
+        model=model,
+        args=_args(tmp_path, objective="cscl", views="augment", gamma=0.3, num_train_epochs=3),
+        train_dataset=Dataset.from_list(rows),
+        data_collator=ClassificationCollator(tok, max_length=16),
     )
     batch = trainer.data_collator(rows[:4])
     assert {"view_input_ids", "view_attention_mask", "group", "labels"} <= set(batch)
@@ -199,8 +231,10 @@ def test_augmented_views_from_eda_train(tmp_path):
 
 def test_augment_views_missing_is_an_error(tmp_path):
     trainer = FairContrastiveTrainer(
-        model=_bert(), args=_args(tmp_path, objective="cscl", views="augment", max_steps=1),
-        train_dataset=Dataset.from_list(_token_rows(16)), data_collator=ClassificationCollator(),
+        model=_bert(),
+        args=_args(tmp_path, objective="cscl", views="augment", max_steps=1),
+        train_dataset=Dataset.from_list(_token_rows(16)),
+        data_collator=ClassificationCollator(),
     )
     with pytest.raises(FairmtError, match="view_input_ids"):
         trainer.train()
@@ -284,13 +318,18 @@ def test_recipe_entry_point_runs_on_real_hatespeech(shared_data, monkeypatch, tm
     from fairmt.recipes.classification.runner import main
 
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
-    res = main({
-        "method": "classification", "objective": "fcl", "output_dir": str(tmp_path), "selection": "dto",
-        "data": {"dataset": "hatespeech", "language": "Spanish"},
-        "model": {"type": "embedding_bag", "embed_dim": 32, "hidden_dim": 32},
-        "training": {"num_train_epochs": 2, "per_device_train_batch_size": 128, "learning_rate": 5e-3},
-        "objective_args": {"fcl_beta": 0.1},
-    })
+    res = main(
+        {
+            "method": "classification",
+            "objective": "fcl",
+            "output_dir": str(tmp_path),
+            "selection": "dto",
+            "data": {"dataset": "hatespeech", "language": "Spanish"},
+            "model": {"type": "embedding_bag", "embed_dim": 32, "hidden_dim": 32},
+            "training": {"num_train_epochs": 2, "per_device_train_batch_size": 128, "learning_rate": 5e-3},
+            "objective_args": {"fcl_beta": 0.1},
+        }
+    )
     assert res["test"]["accuracy"] > 60.0 and res["test"]["scale"] == "percent"  # majority class: 58.5 %
     assert 0.0 <= res["test"]["gap"] <= 100.0 and "leakage_h" in res["test"]
     assert res["info"]["best_checkpoint"] is not None  # chosen on dev by DTO
@@ -327,8 +366,10 @@ def test_cscl_and_fcl_configs_are_the_shared_config_with_their_objective():
     for cls, objectives in ((CSCLConfig, ("cscl", "cscl_pretrain")), (FCLConfig, ("fcl", "fcl_pretrain"))):
         assert cls(output_dir="o").objective == objectives[0]
         for objective in objectives:
-            mine, shared = cls(output_dir="o", objective=objective), FairContrastiveConfig(output_dir="o",
-                                                                                             objective=objective)
+            mine, shared = (
+                cls(output_dir="o", objective=objective),
+                FairContrastiveConfig(output_dir="o", objective=objective),
+            )
             assert dataclasses.asdict(mine) == dataclasses.asdict(shared)  # every resolved default the same
         other = "fcl" if cls is CSCLConfig else "cscl"
         with pytest.raises(FairmtError, match="objective must be one of"):

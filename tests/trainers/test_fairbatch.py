@@ -26,8 +26,8 @@ def test_initial_lambdas_and_cell_sizes_are_the_data_proportions():
 
 def test_lambda_update_by_hand():
     losses = np.zeros(40)
-    losses[:12], losses[12:20] = 1.0, 3.0        # class 0: group 1 has the larger loss
-    losses[20:25], losses[25:40] = 0.5, 0.1      # class 1: group 0 has the larger loss
+    losses[:12], losses[12:20] = 1.0, 3.0  # class 0: group 1 has the larger loss
+    losses[20:25], losses[25:40] = 0.5, 0.1  # class 1: group 0 has the larger loss
     s = FairBatchSampler(Y, G, 10, loss_fn=lambda: losses, alpha=0.1)
     s.adjust(losses)
     # class 0: L_y = (12·1 + 8·3)/20 = 1.8; |1 − 1.8| = 0.8, |3 − 1.8| = 1.2 → g* = 1, L_{0,1} > L_0 → a = +0.1:
@@ -91,9 +91,19 @@ def test_trainer_draws_fairbatch_batches_and_adapts_every_epoch(tmp_path):
     ds = Dataset.from_dict({"features": x, "labels": Y, "group": G})
     torch.manual_seed(0)
     model = MLPClassifier(6, 2, hidden_dim=8, dropout=0.0)
-    args = FairContrastiveConfig(output_dir=str(tmp_path), objective="ce", fairbatch=True, fairbatch_alpha=0.05,
-                                 per_device_train_batch_size=10, num_train_epochs=3, report_to=[], use_cpu=True,
-                                 save_strategy="no", disable_tqdm=True, learning_rate=1e-2)
+    args = FairContrastiveConfig(
+        output_dir=str(tmp_path),
+        objective="ce",
+        fairbatch=True,
+        fairbatch_alpha=0.05,
+        per_device_train_batch_size=10,
+        num_train_epochs=3,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        disable_tqdm=True,
+        learning_rate=1e-2,
+    )
     trainer = FairContrastiveTrainer(model=model, args=args, train_dataset=ds, data_collator=ClassificationCollator())
     trainer.train()
     s = trainer.fairbatch_sampler
@@ -115,10 +125,22 @@ def test_fairbatch_recipe_line_on_the_moji_standin(tmp_path, monkeypatch, capsys
     write_moji(tmp_path / "data" / "moji")
     monkeypatch.setenv("FAIRMT_DATA", str(tmp_path / "data"))
     out = tmp_path / "run"
-    rc = main(["train", "classification/fcl_ce", "data.moji_split_sizes=[40,2,2]", "data.moji_n_train=100",
-               "training.num_train_epochs=2", "training.per_device_train_batch_size=16",
-               "training.per_device_eval_batch_size=32", "model.hidden_dim=16", "save_predictions=false",
-               "objective_args.fairbatch=true", "objective_args.fairbatch_alpha=0.05", f"output_dir={out}"])
+    rc = main(
+        [
+            "train",
+            "classification/fcl_ce",
+            "data.moji_split_sizes=[40,2,2]",
+            "data.moji_n_train=100",
+            "training.num_train_epochs=2",
+            "training.per_device_train_batch_size=16",
+            "training.per_device_eval_batch_size=32",
+            "model.hidden_dim=16",
+            "save_predictions=false",
+            "objective_args.fairbatch=true",
+            "objective_args.fairbatch_alpha=0.05",
+            f"output_dir={out}",
+        ]
+    )
     captured = capsys.readouterr()
     assert rc == 0, captured.err[-3000:]
     res = json.loads((out / "results.json").read_text())

@@ -28,13 +28,48 @@ from fairmt.fairseq.user_dir import user_dir
 FAIRSEQ_IMPORTABLE = needs.missing("fairseq") is None  # installed and not hidden (tests/support/needs.py)
 _SKIPPED: list[str] = []
 
-ARCH = ["--arch", "transformer", "--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16",
-        "--decoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32",
-        "--encoder-attention-heads", "2", "--decoder-attention-heads", "2"]
-TRAIN = ["--user-dir", user_dir(), "--task", "gacl_translation", "--balanced-genders", "--criterion", "gacl_kd",
-         "--label-smoothing", "0.1", *ARCH, "--cpu", "--seed", "1", "--num-workers", "0", "--no-progress-bar",
-         "--log-format", "json", "--log-interval", "1"]
-
+ARCH = [
+    "--arch",
+    "transformer",
+    "--encoder-layers",
+    "1",
+    "--decoder-layers",
+    "1",
+    "--encoder-embed-dim",
+    "16",
+    "--decoder-embed-dim",
+    "16",
+    "--encoder-ffn-embed-dim",
+    "32",
+    "--decoder-ffn-embed-dim",
+    "32",
+    "--encoder-attention-heads",
+    "2",
+    "--decoder-attention-heads",
+    "2",
+]
+TRAIN = [
+    "--user-dir",
+    user_dir(),
+    "--task",
+    "gacl_translation",
+    "--balanced-genders",
+    "--criterion",
+    "gacl_kd",
+    "--label-smoothing",
+    "0.1",
+    *ARCH,
+    "--cpu",
+    "--seed",
+    "1",
+    "--num-workers",
+    "0",
+    "--no-progress-bar",
+    "--log-format",
+    "json",
+    "--log-interval",
+    "1",
+]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -47,11 +82,14 @@ def _no_unsafe_loading_after_this_module():
     if before is None:
         os.environ.pop("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
 
+
 def _plugin_skip_reason() -> str | None:
     """Why the plugin tests cannot run here (None: they can): fairseq absent, or present but failing to import
     (e.g. fairseq 0.12.2 on Python 3.11, or a torchaudio built for another torch)."""
-    hint = ("install it as docs/methods/gacl.md ('GACL + KD in fairseq') says (pip install --no-build-isolation --no-deps "
-            "fairseq-fixed==0.12.3.1 + its dependencies)")
+    hint = (
+        "install it as docs/methods/gacl.md ('GACL + KD in fairseq') says (pip install --no-build-isolation --no-deps "
+        "fairseq-fixed==0.12.3.1 + its dependencies)"
+    )
     if not FAIRSEQ_IMPORTABLE:
         return needs.missing("fairseq")
     try:
@@ -74,10 +112,23 @@ def fs():
 
 def _pairs(n=240, seed=0):
     rng = random.Random(seed)
-    subj = [("He", "Er"), ("She", "Sie"), ("My brother", "Mein Bruder"), ("My sister", "Meine Schwester"),
-            ("The man", "Der Mann"), ("The woman", "Die Frau"), ("The weather", "Das Wetter")]
-    pred = [("is tired .", "ist müde ."), ("works here .", "arbeitet hier ."), ("likes music .", "mag Musik ."),
-            ("reads a book .", "liest ein Buch ."), ("was late .", "war spät ."), ("sings well .", "singt gut .")]
+    subj = [
+        ("He", "Er"),
+        ("She", "Sie"),
+        ("My brother", "Mein Bruder"),
+        ("My sister", "Meine Schwester"),
+        ("The man", "Der Mann"),
+        ("The woman", "Die Frau"),
+        ("The weather", "Das Wetter"),
+    ]
+    pred = [
+        ("is tired .", "ist müde ."),
+        ("works here .", "arbeitet hier ."),
+        ("likes music .", "mag Musik ."),
+        ("reads a book .", "liest ein Buch ."),
+        ("was late .", "war spät ."),
+        ("sings well .", "singt gut ."),
+    ]
     out = []
     for _ in range(n):
         (se, sd), (pe, pd) = rng.choice(subj), rng.choice(pred)
@@ -94,8 +145,26 @@ def data_dir(fs, tmp_path_factory):
     src = root / "pairs.jsonl"
     src.write_text("".join(json.dumps(p) + "\n" for p in _pairs()), encoding="utf-8")
     out = root / "bin"
-    assert main(["data", "fairseq-prep", "--src-lang", "en", "--lang", "de", "--input", str(src), "--output-dir", str(out),
-                 "--valid-size", "16", "--joined-dictionary"]) == 0
+    assert (
+        main(
+            [
+                "data",
+                "fairseq-prep",
+                "--src-lang",
+                "en",
+                "--lang",
+                "de",
+                "--input",
+                str(src),
+                "--output-dir",
+                str(out),
+                "--valid-size",
+                "16",
+                "--joined-dictionary",
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -113,8 +182,7 @@ def fairseq_train(argv: list[str]) -> str:
     handler = logging.StreamHandler(log)
     handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)s | %(name)s | %(message)s"))
     root = logging.getLogger()
-    saved = (sys.argv, root.level, list(root.handlers), torch.get_rng_state(), np.random.get_state(),
-             random.getstate())
+    saved = (sys.argv, root.level, list(root.handlers), torch.get_rng_state(), np.random.get_state(), random.getstate())
     root.addHandler(handler)
     root.setLevel(logging.INFO)
     sys.argv = ["fairseq-train", *argv]
@@ -152,6 +220,7 @@ def _sha(path: Path) -> str:
 
 # ---- data preparation ---------------------------------------------------------------------------------------------
 
+
 def test_prep_writes_text_side_files_and_binaries(data_dir):
     from fairseq.data import Dictionary, data_utils
 
@@ -162,8 +231,9 @@ def test_prep_writes_text_side_files_and_binaries(data_dir):
     cf = (text / "train.cf").read_text(encoding="utf-8").splitlines()
     genders = (data_dir / "train.en-de.gender").read_text().split()
     assert len(src) == len(cf) == len(genders) > 100
-    assert genders.count("0") + (text / "valid.gender").read_text().split().count("0") == \
-        genders.count("1") + (text / "valid.gender").read_text().split().count("1")  # balanced before the hold-out
+    assert genders.count("0") + (text / "valid.gender").read_text().split().count("0") == genders.count("1") + (
+        text / "valid.gender"
+    ).read_text().split().count("1")  # balanced before the hold-out
     for s, c, g in zip(src, cf, genders):
         assert {"male": "0", "female": "1"}[detect_gender(s)] == g and c == swap_gender(s)
     d = Dictionary.load(str(data_dir / "dict.en.txt"))
@@ -198,8 +268,9 @@ def _setup(data_dir, *extra, seed=0):
 
     parser = options.get_training_parser()
     save_dir = _UNUSED_SAVE_DIR.name  # never fairseq's default ./checkpoints in the checkout; nothing is saved
-    args = options.parse_args_and_arch(parser, [str(data_dir), *TRAIN, "--batch-size", "8", "--dropout", "0",
-                                                "--save-dir", save_dir, *extra])
+    args = options.parse_args_and_arch(
+        parser, [str(data_dir), *TRAIN, "--batch-size", "8", "--dropout", "0", "--save-dir", save_dir, *extra]
+    )
     cfg = convert_namespace_to_omegaconf(args)
     task = tasks.setup_task(cfg.task)
     task.load_dataset("train")
@@ -222,8 +293,16 @@ def test_criterion_equals_fairmt_losses(data_dir, variant):
 
     alpha, lam, eps = 0.4, 0.7, 0.1
     cfg, task, model, crit, sample = _setup(
-        data_dir, "--kd-alpha", str(alpha), "--gacl-lambda", str(lam), "--gacl-temperature", "0.5",
-        "--gacl-variant", variant)
+        data_dir,
+        "--kd-alpha",
+        str(alpha),
+        "--gacl-lambda",
+        str(lam),
+        "--gacl-temperature",
+        "0.5",
+        "--gacl-variant",
+        variant,
+    )
     torch.manual_seed(1)
     teacher = task.build_model(cfg.model).eval()  # a teacher other than the student, so L_KD ≠ 0
     object.__setattr__(crit, "_teacher", teacher)
@@ -242,6 +321,7 @@ def test_criterion_equals_fairmt_losses(data_dir, variant):
     else:
         assert head is None
     with torch.no_grad():
+
         def rep(tokens, lengths):
             enc = model.encoder(tokens, src_lengths=lengths)
             h = pool(enc["encoder_out"][0].transpose(0, 1), (~enc["encoder_padding_mask"][0]).long(), "mean")
@@ -256,8 +336,13 @@ def test_criterion_equals_fairmt_losses(data_dir, variant):
         smooth = -lprobs.sum(-1)[keep]
         eps_i = eps / (lprobs.size(-1) - 1)
         ls_ce = ((1.0 - eps - eps_i) * nll + eps_i * smooth).sum() / keep.sum()
-        kd = token_kl_loss(logits, teacher(**net)[0], target, ignore_index=pad,
-                           normalization="sentence" if variant == "official" else "token")
+        kd = token_kl_loss(
+            logits,
+            teacher(**net)[0],
+            target,
+            ignore_index=pad,
+            normalization="sentence" if variant == "official" else "token",
+        )
         gc = gacl_loss(h, g, h_dropout=h, h_counterfactual=h_cf, temperature=0.5, pairs=resolve_pairs(cfg.criterion))
     ref = (1 - alpha) * float(ls_ce) + alpha * float(kd) + lam * float(gc)
     print(f"gacl_kd {variant}: {got:.8f} vs fairmt.losses {ref:.8f} (|diff| {abs(got - ref):.1e})")
@@ -340,11 +425,28 @@ def test_bad_side_files_name_the_file(data_dir, tmp_path):
 
 # ---- fairseq-train end to end ------------------------------------------------------------------------------------
 
+
 def test_fairseq_train_end_to_end_and_resume(data_dir, tmp_path):
     save = tmp_path / "ck"
     t0 = time.time()
-    out = _train(data_dir, save, "--batch-size", "8", "--dropout", "0.1", "--optimizer", "adam", "--lr", "0.003",
-                 "--max-update", "50", "--kd-alpha", "0.4", "--gacl-lambda", "1.0")
+    out = _train(
+        data_dir,
+        save,
+        "--batch-size",
+        "8",
+        "--dropout",
+        "0.1",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.003",
+        "--max-update",
+        "50",
+        "--kd-alpha",
+        "0.4",
+        "--gacl-lambda",
+        "1.0",
+    )
     logs = _inner_logs(out)
     assert len(logs) == 50, out[-2000:]
     for row in logs:
@@ -371,8 +473,22 @@ def test_fairseq_train_end_to_end_and_resume(data_dir, tmp_path):
     assert moved > 1e-3  # the student trained, the teacher did not
 
     sha = _sha(teacher_file)
-    out2 = _train(data_dir, save, "--batch-size", "8", "--dropout", "0.1", "--optimizer", "adam", "--lr", "0.003",
-                  "--max-update", "55", "--restore-file", str(save / "checkpoint_last.pt"))
+    out2 = _train(
+        data_dir,
+        save,
+        "--batch-size",
+        "8",
+        "--dropout",
+        "0.1",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.003",
+        "--max-update",
+        "55",
+        "--restore-file",
+        str(save / "checkpoint_last.pt"),
+    )
     assert "Loaded checkpoint" in out2 and "@ 50 updates" in out2 and "resumed run, KD teacher" in out2
     logs2 = _inner_logs(out2)
     assert [int(r["num_updates"]) for r in logs2] == [51, 52, 53, 54, 55]
@@ -384,8 +500,20 @@ def test_fairseq_train_end_to_end_and_resume(data_dir, tmp_path):
 def test_m2m_style_model_and_teacher_path(data_dir, tmp_path):
     """A pre-norm transformer with all embeddings shared (fairseq's M2M-100 layout, joined dictionary): trains with
     the criterion; a second run distils from its checkpoint through --teacher-path (no teacher file written)."""
-    m2m = ["--encoder-normalize-before", "--decoder-normalize-before", "--share-all-embeddings", "--batch-size", "8",
-           "--optimizer", "adam", "--lr", "0.003", "--disable-validation", "--kd-alpha", "0.4"]
+    m2m = [
+        "--encoder-normalize-before",
+        "--decoder-normalize-before",
+        "--share-all-embeddings",
+        "--batch-size",
+        "8",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.003",
+        "--disable-validation",
+        "--kd-alpha",
+        "0.4",
+    ]
     logs = _inner_logs(_train(data_dir, tmp_path / "a", *m2m, "--max-update", "20"))
     assert len(logs) == 20 and float(logs[-1]["loss"]) < float(logs[0]["loss"]) - 0.5
     assert all("loss_gc" in r and "loss_kd" in r for r in logs)
@@ -425,12 +553,44 @@ def test_two_processes_match_one_process(data_dir, tmp_path, torchrun_pool):
     same parameters after 3 SGD updates. The two processes: the torchrun pool's (tests/support/torchrun_pool.py), each
     running fairseq-train's cli_main as rank RANK of world size 2 in the pool's gloo process group (two fresh
     interpreters importing torch + fairseq cost ~14 s of CPU); the one process: this one."""
-    common = ["--dropout", "0", "--optimizer", "sgd", "--lr", "0.5", "--lr-scheduler", "fixed", "--max-update", "3",
-              "--disable-validation", "--kd-alpha", "0.4", "--gacl-lambda", "1.0", "--gacl-temperature", "0.5"]
+    common = [
+        "--dropout",
+        "0",
+        "--optimizer",
+        "sgd",
+        "--lr",
+        "0.5",
+        "--lr-scheduler",
+        "fixed",
+        "--max-update",
+        "3",
+        "--disable-validation",
+        "--kd-alpha",
+        "0.4",
+        "--gacl-lambda",
+        "1.0",
+        "--gacl-temperature",
+        "0.5",
+    ]
     one = _train(data_dir, tmp_path / "one", *common, "--batch-size", "8")
-    argv = [str(data_dir), *TRAIN, *common, "--batch-size", "4", "--save-dir", str(tmp_path / "two"),
-            "--distributed-world-size", "2", "--distributed-init-method", f"tcp://127.0.0.1:{_free_port()}",
-            "--distributed-no-spawn", "--distributed-backend", "gloo", "--ddp-backend", "legacy_ddp"]
+    argv = [
+        str(data_dir),
+        *TRAIN,
+        *common,
+        "--batch-size",
+        "4",
+        "--save-dir",
+        str(tmp_path / "two"),
+        "--distributed-world-size",
+        "2",
+        "--distributed-init-method",
+        f"tcp://127.0.0.1:{_free_port()}",
+        "--distributed-no-spawn",
+        "--distributed-backend",
+        "gloo",
+        "--ddp-backend",
+        "legacy_ddp",
+    ]
     script = tmp_path / "rank_job.py"
     script.write_text(_RANK_JOB)
     torchrun_pool.run(script, tmp_path, *argv, cwd=tmp_path, timeout=60)
@@ -452,10 +612,35 @@ M2M = ["--encoder-normalize-before", "--decoder-normalize-before", "--share-all-
 
 
 def _ml_args(data, *extra):
-    return [str(data), "--user-dir", user_dir(), "--task", "gacl_multilingual_translation", "--lang-pairs", "en-de",
-            "--lang-dict", str(data / "langs.txt"), "--encoder-langtok", "src", "--decoder-langtok",
-            "--balanced-genders", "--criterion", "gacl_kd", "--label-smoothing", "0.1", *ARCH, *M2M, "--cpu",
-            "--seed", "1", "--num-workers", "0", "--batch-size", "8", *extra]
+    return [
+        str(data),
+        "--user-dir",
+        user_dir(),
+        "--task",
+        "gacl_multilingual_translation",
+        "--lang-pairs",
+        "en-de",
+        "--lang-dict",
+        str(data / "langs.txt"),
+        "--encoder-langtok",
+        "src",
+        "--decoder-langtok",
+        "--balanced-genders",
+        "--criterion",
+        "gacl_kd",
+        "--label-smoothing",
+        "0.1",
+        *ARCH,
+        *M2M,
+        "--cpu",
+        "--seed",
+        "1",
+        "--num-workers",
+        "0",
+        "--batch-size",
+        "8",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -467,8 +652,23 @@ def ml_data_dir(fs, tmp_path_factory):
     src = root / "pairs.jsonl"
     src.write_text("".join(json.dumps(p) + "\n" for p in _pairs()), encoding="utf-8")
     out = root / "bin"
-    assert main(["data", "fairseq-prep", "--lang-pairs", "en-de", "--input", str(src), "--output-dir", str(out),
-                 "--valid-size", "16"]) == 0
+    assert (
+        main(
+            [
+                "data",
+                "fairseq-prep",
+                "--lang-pairs",
+                "en-de",
+                "--input",
+                str(src),
+                "--output-dir",
+                str(out),
+                "--valid-size",
+                "16",
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -477,8 +677,9 @@ def _setup_ml(data, *extra):
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
     save_dir = _UNUSED_SAVE_DIR.name  # never fairseq's default ./checkpoints in the checkout; nothing is saved
-    args = options.parse_args_and_arch(options.get_training_parser(),
-                                       _ml_args(data, "--dropout", "0", "--save-dir", save_dir, *extra))
+    args = options.parse_args_and_arch(
+        options.get_training_parser(), _ml_args(data, "--dropout", "0", "--save-dir", save_dir, *extra)
+    )
     cfg = convert_namespace_to_omegaconf(args)
     task = tasks.setup_task(cfg.task)
     task.load_dataset("train")
@@ -526,8 +727,11 @@ def test_multilingual_missing_side_files_name_the_file(ml_data_dir, tmp_path):
     bad = tmp_path / "bad"
     shutil.copytree(ml_data_dir, bad)
     (bad / "train.en-de.gender").unlink()
-    with pytest.raises(FairmtError, match=r"gender label file .*train\.en-de\.gender not found: "
-                                          r"gacl_multilingual_translation needs.*fairseq-prep"):
+    with pytest.raises(
+        FairmtError,
+        match=r"gender label file .*train\.en-de\.gender not found: "
+        r"gacl_multilingual_translation needs.*fairseq-prep",
+    ):
         _setup_ml(bad)
     shutil.copyfile(ml_data_dir / "train.en-de.gender", bad / "train.en-de.gender")
     (bad / "train.en-de.cf.idx").unlink()
@@ -540,10 +744,30 @@ def test_multilingual_fairseq_train_m2m_layout_with_projection_head(ml_data_dir,
     (linear projection head on): loss terms logged, loss goes down; the head is trained and saved in the
     checkpoint (criterion state), the teacher is not."""
     save = tmp_path / "ck"
-    out = fairseq_train(_ml_args(
-        ml_data_dir, "--dropout", "0.1", "--optimizer", "adam", "--lr", "0.003", "--max-update", "20",
-        "--kd-alpha", "0.4", "--gacl-variant", "official", "--no-progress-bar", "--log-format", "json",
-        "--log-interval", "1", "--save-dir", str(save)))
+    out = fairseq_train(
+        _ml_args(
+            ml_data_dir,
+            "--dropout",
+            "0.1",
+            "--optimizer",
+            "adam",
+            "--lr",
+            "0.003",
+            "--max-update",
+            "20",
+            "--kd-alpha",
+            "0.4",
+            "--gacl-variant",
+            "official",
+            "--no-progress-bar",
+            "--log-format",
+            "json",
+            "--log-interval",
+            "1",
+            "--save-dir",
+            str(save),
+        )
+    )
     logs = _inner_logs(out)
     assert len(logs) == 20, out[-2000:]
     assert all(k in r for r in logs for k in ("loss", "loss_mt", "loss_kd", "loss_gc", "gc_negatives"))
@@ -559,7 +783,9 @@ def test_multilingual_fairseq_train_m2m_layout_with_projection_head(ml_data_dir,
     start = _setup_ml(ml_data_dir, "--gacl-variant", "official")[2].state_dict()  # the same seed: the initial head
     assert max(float((head[k] - start[k]).abs().max()) for k in head) > 1e-4  # trained with the model
 
+
 # ---- the guard ---------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.needs("fairseq")
 def test_plugin_tests_ran_where_fairseq_is_installed():
@@ -578,16 +804,20 @@ def test_plugin_tests_ran_where_fairseq_is_installed():
     assert os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD") == "1"
 
 
-@pytest.mark.parametrize("option, value, text", [("--gacl-lambda", "-1", "a finite number ≥ 0"),
-                                                 ("--kd-temperature", "0", "a finite number > 0")])
+@pytest.mark.parametrize(
+    "option, value, text",
+    [("--gacl-lambda", "-1", "a finite number ≥ 0"), ("--kd-temperature", "0", "a finite number > 0")],
+)
 def test_criterion_options_outside_their_declared_range(data_dir, option, value, text):
     """Issue 45: the criterion reads the same Range declarations as GACLConfig (``CRITERION_RANGES``)."""
     with pytest.raises(FairmtError, match=f"^{option} must be {text}, got "):
         _setup(data_dir, option, value)
 
 
-@pytest.mark.parametrize("option, value, text", [("--max-source-positions", "0", "an integer ≥ 1"),
-                                                 ("--num-batch-buckets", "-1", "an integer ≥ 0")])
+@pytest.mark.parametrize(
+    "option, value, text",
+    [("--max-source-positions", "0", "an integer ≥ 1"), ("--num-batch-buckets", "-1", "an integer ≥ 0")],
+)
 def test_task_options_outside_their_declared_range(data_dir, option, value, text):
     """Issue 45: the gacl_translation task's options (fairseq's TranslationConfig fields included) are checked
     against TASK_RANGES when fairseq sets the task up, with the criterion's wording."""

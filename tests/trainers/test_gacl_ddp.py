@@ -61,9 +61,22 @@ def test_accelerate_launch_recipe_runs_two_processes(tmp_path):
     runs, seconds = [], []
     for i in range(mp.ACCELERATE_REPEATS):
         out = tmp_path / f"out{i}"
-        seconds.append(mp.launch([sys.executable, "-m", "accelerate.commands.launch", "--main_process_port",
-                                  mp.free_port(), "--config_file", config, *mp.train_args(recipe, out)],
-                                 tmp_path, mp.env()))
+        seconds.append(
+            mp.launch(
+                [
+                    sys.executable,
+                    "-m",
+                    "accelerate.commands.launch",
+                    "--main_process_port",
+                    mp.free_port(),
+                    "--config_file",
+                    config,
+                    *mp.train_args(recipe, out),
+                ],
+                tmp_path,
+                mp.env(),
+            )
+        )
         assert (out / "model.safetensors").is_file() and (out / "results.json").is_file()
         runs.append(mp.logged(out))
     first = [h for h in runs[0] if "loss_gc" in h][0]

@@ -18,9 +18,17 @@ def model_dir(tmp_path_factory):
 
 def cfg(tmp_path, **kw):
     base = dict(
-        output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, per_device_eval_batch_size=8,
-        learning_rate=3e-3, max_steps=4, logging_steps=2, report_to=[], use_cpu=True, save_strategy="no",
-        disable_tqdm=True, seed=0,
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=8,
+        per_device_eval_batch_size=8,
+        learning_rate=3e-3,
+        max_steps=4,
+        logging_steps=2,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        disable_tqdm=True,
+        seed=0,
     )
     base.update(kw)
     return GACLConfig(**base)
@@ -29,26 +37,44 @@ def cfg(tmp_path, **kw):
 def test_variant_presets_resolve():
     official = GACLConfig(output_dir="o", gacl_variant="official", report_to=[])
     assert (official.temperature, official.projection, official.kd_normalization, official.warmup_init_lr_ratio) == (
-        1.0, "linear", "sentence", 0.1)
+        1.0,
+        "linear",
+        "sentence",
+        0.1,
+    )
     assert official.pairs().positive_reduction == "mean" and not official.pairs().counterfactual_negative
     paper = GACLConfig(output_dir="o", report_to=[])
     assert (paper.temperature, paper.projection, paper.kd_normalization, paper.warmup_init_lr_ratio) == (
-        1.0, "none", "token", 0.0)
+        1.0,
+        "none",
+        "token",
+        0.0,
+    )
     assert paper.pairs().positive_reduction == "mean"  # scale independent of the batch size by default
     assert GACLConfig(output_dir="o", report_to=[], positive_reduction="sum").pairs().positive_reduction == "sum"
     assert GACLConfig(output_dir="o", report_to=[], projection_dim=8).projection == "mlp"
     user = GACLConfig(output_dir="o", gacl_variant="official", temperature=0.05, projection="none", report_to=[])
     assert (user.temperature, user.projection) == (0.05, "none")  # the user's settings win over the preset
-    for bad in (dict(projection="conv"), dict(kd_normalization="batch"), dict(warmup_init_lr_ratio=2.0),
-                dict(positive_reduction="max"), dict(projection="linear", projection_dim=8)):
+    for bad in (
+        dict(projection="conv"),
+        dict(kd_normalization="batch"),
+        dict(warmup_init_lr_ratio=2.0),
+        dict(positive_reduction="max"),
+        dict(projection="linear", projection_dim=8),
+    ):
         with pytest.raises(FairmtError):
             GACLConfig(output_dir="o", report_to=[], **bad)
 
 
 def test_linear_head_and_its_weight_decay_group(model_dir, tmp_path):
     tm = load(model_dir)
-    trainer = GACLTrainer(model=tm.model, args=cfg(tmp_path, gacl_variant="official", weight_decay=0.01),
-                          train_dataset=gacl_dataset(tm), data_collator=collator(tm), processing_class=tm.tokenizer)
+    trainer = GACLTrainer(
+        model=tm.model,
+        args=cfg(tmp_path, gacl_variant="official", weight_decay=0.01),
+        train_dataset=gacl_dataset(tm),
+        data_collator=collator(tm),
+        processing_class=tm.tokenizer,
+    )
     head = tm.model.gacl_projection_head
     assert isinstance(head, LinearProjectionHead)
     drop, lin = head.net
@@ -79,9 +105,20 @@ def test_fairseq_warmup_start_matches_reference(model_dir, tmp_path):
     lr·sqrt(W / step)."""
     tm = load(model_dir)
     lr, warm = 1e-3, 5
-    trainer = GACLTrainer(model=tm.model, args=cfg(tmp_path, gacl_variant="official", learning_rate=lr,
-                                                   warmup_steps=warm, lr_scheduler_type="inverse_sqrt", max_steps=12),
-                          train_dataset=gacl_dataset(tm), data_collator=collator(tm), processing_class=tm.tokenizer)
+    trainer = GACLTrainer(
+        model=tm.model,
+        args=cfg(
+            tmp_path,
+            gacl_variant="official",
+            learning_rate=lr,
+            warmup_steps=warm,
+            lr_scheduler_type="inverse_sqrt",
+            max_steps=12,
+        ),
+        train_dataset=gacl_dataset(tm),
+        data_collator=collator(tm),
+        processing_class=tm.tokenizer,
+    )
     trainer.create_optimizer_and_scheduler(num_training_steps=12)
     got = []
     for _ in range(12):
@@ -98,9 +135,13 @@ def test_exclude_mt_loss_drops_the_mt_term(model_dir, tmp_path):
     tm = load(model_dir)
     ds = gacl_dataset(tm)
     for alpha in (0.4, 0.0):
-        trainer = GACLTrainer(model=tm.model, args=cfg(tmp_path, exclude_mt_loss=True, kd_alpha=alpha, logging_steps=1,
-                                                       max_steps=2),
-                              train_dataset=ds, data_collator=collator(tm), processing_class=tm.tokenizer)
+        trainer = GACLTrainer(
+            model=tm.model,
+            args=cfg(tmp_path, exclude_mt_loss=True, kd_alpha=alpha, logging_steps=1, max_steps=2),
+            train_dataset=ds,
+            data_collator=collator(tm),
+            processing_class=tm.tokenizer,
+        )
         trainer.train()
         h = [h for h in trainer.state.log_history if "loss_gc" in h][0]
         expected = (h["loss_kd"] if alpha else 0.0) + h["loss_gc"]  # L_KD at weight 1 as the released code
@@ -114,8 +155,12 @@ def test_evaluation_is_drop_in(model_dir, tmp_path):
     plain = ds.remove_columns(["gender", "cf_input_ids", "cf_attention_mask"])
     male = ds.filter(lambda r: r["gender"] == 0).select(range(9))  # single-gender batches
     kw = dict(data_collator=collator(tm), processing_class=tm.tokenizer, train_dataset=ds)
-    trainer = GACLTrainer(model=tm.model, args=cfg(tmp_path), eval_dataset={"plain": plain.select(range(16)),
-                                                                          "male": male, "gacl": ds.select(range(16))}, **kw)
+    trainer = GACLTrainer(
+        model=tm.model,
+        args=cfg(tmp_path),
+        eval_dataset={"plain": plain.select(range(16)), "male": male, "gacl": ds.select(range(16))},
+        **kw,
+    )
     m = trainer.evaluate()
     assert m["eval_plain_loss"] == pytest.approx(m["eval_plain_loss_mt"])
     assert "eval_plain_loss_kd" in m and "eval_plain_loss_gc" not in m and m["eval_plain_gc_batches"] == 0
@@ -125,8 +170,13 @@ def test_evaluation_is_drop_in(model_dir, tmp_path):
     # the same rows, plain or GACL-prepared, give the same eval_loss (L_MT): defined once
     assert m["eval_gacl_loss"] == pytest.approx(m["eval_plain_loss"], rel=1e-5)
     # with predict_with_generate, eval_loss is still L_MT
-    gen = GACLTrainer(model=tm.model, args=cfg(tmp_path, predict_with_generate=True, generation_max_length=8),
-                      eval_dataset=ds.select(range(16)), compute_metrics=lambda p: {"n": float(len(p.predictions))}, **kw)
+    gen = GACLTrainer(
+        model=tm.model,
+        args=cfg(tmp_path, predict_with_generate=True, generation_max_length=8),
+        eval_dataset=ds.select(range(16)),
+        compute_metrics=lambda p: {"n": float(len(p.predictions))},
+        **kw,
+    )
     g = gen.evaluate()
     assert g["eval_loss"] == pytest.approx(m["eval_gacl_loss"], rel=1e-5) and g["eval_n"] == 16
     assert g["eval_loss_gc"] == pytest.approx(m["eval_gacl_loss_gc"], rel=1e-5)
@@ -138,8 +188,13 @@ def test_evaluation_is_drop_in(model_dir, tmp_path):
 
 def test_trainer_model_card_carries_the_gacl_settings_and_citation(model_dir, tmp_path):
     tm = load(model_dir)
-    trainer = GACLTrainer(model=tm.model, args=cfg(tmp_path, gacl_variant="official", kd_alpha=0.3),
-                          train_dataset=gacl_dataset(tm), data_collator=collator(tm), processing_class=tm.tokenizer)
+    trainer = GACLTrainer(
+        model=tm.model,
+        args=cfg(tmp_path, gacl_variant="official", kd_alpha=0.3),
+        train_dataset=gacl_dataset(tm),
+        data_collator=collator(tm),
+        processing_class=tm.tokenizer,
+    )
     trainer.create_model_card(model_name="tiny-gacl")
     card = (tmp_path / "out" / "README.md").read_text()
     assert "## GACL + KD training (fairmt)" in card

@@ -25,8 +25,16 @@ def model_dir_nodrop(tmp_path_factory):
 
 def cfg(tmp_path, **kw):
     base = dict(
-        output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, learning_rate=3e-3, max_steps=12,
-        logging_steps=4, report_to=[], use_cpu=True, save_strategy="no", disable_tqdm=True, seed=0,
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=8,
+        learning_rate=3e-3,
+        max_steps=12,
+        logging_steps=4,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        disable_tqdm=True,
+        seed=0,
     )
     base.update(kw)
     return GACLConfig(**base)
@@ -37,9 +45,13 @@ def test_training_lowers_the_loss_and_logs_each_term(model_dir, tmp_path, varian
     tm = load(model_dir)
     ds = gacl_dataset(tm)
     # τ = 0.1: at the default τ = 1 the contrastive term moves too little in 40 tiny steps to see it fall
-    trainer = GACLTrainer(model=tm.model, args=cfg(tmp_path, gacl_variant=variant, max_steps=40, logging_steps=10,
-                                                   temperature=0.1),
-                          train_dataset=ds, data_collator=collator(tm), processing_class=tm.tokenizer)
+    trainer = GACLTrainer(
+        model=tm.model,
+        args=cfg(tmp_path, gacl_variant=variant, max_steps=40, logging_steps=10, temperature=0.1),
+        train_dataset=ds,
+        data_collator=collator(tm),
+        processing_class=tm.tokenizer,
+    )
     trainer.train()
     logs = [h for h in trainer.state.log_history if "loss_gc" in h]
     assert len(logs) == 4
@@ -57,8 +69,13 @@ def test_contrastive_gradient_reaches_encoder_only(model_dir_nodrop, tmp_path):
     λ·L_GC, which must reach the encoder layers and not the decoder layers."""
     tm = load(model_dir_nodrop)
     ds = gacl_dataset(tm)
-    trainer = GACLTrainer(model=tm.model, args=cfg(tmp_path, kd_alpha=1.0), train_dataset=ds,
-                          data_collator=collator(tm), processing_class=tm.tokenizer)
+    trainer = GACLTrainer(
+        model=tm.model,
+        args=cfg(tmp_path, kd_alpha=1.0),
+        train_dataset=ds,
+        data_collator=collator(tm),
+        processing_class=tm.tokenizer,
+    )
     batch = next(iter(trainer.get_train_dataloader()))
     tm.model.zero_grad()
     tm.model.train()
@@ -71,7 +88,9 @@ def test_contrastive_gradient_reaches_encoder_only(model_dir_nodrop, tmp_path):
     # L_MT and L_KD share one log-softmax; L_MT must equal the model's own cross-entropy, L_KD be 0 (teacher = student)
     tm.model.train()
     with torch.no_grad():
-        own = tm.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]).loss
+        own = tm.model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]
+        ).loss
     assert float(trainer._terms["loss_mt"][-1]) == pytest.approx(float(own), rel=1e-5)
     assert float(trainer._terms["loss_kd"][-1]) == pytest.approx(0.0, abs=1e-6)
 
@@ -79,8 +98,14 @@ def test_contrastive_gradient_reaches_encoder_only(model_dir_nodrop, tmp_path):
 def test_dropout_views_stay_on_after_evaluation(model_dir, tmp_path):
     tm = load(model_dir)
     ds = gacl_dataset(tm)
-    trainer = GACLTrainer(model=tm.model, args=cfg(tmp_path), train_dataset=ds, eval_dataset=ds.select(range(16)),
-                          data_collator=collator(tm), processing_class=tm.tokenizer)
+    trainer = GACLTrainer(
+        model=tm.model,
+        args=cfg(tmp_path),
+        train_dataset=ds,
+        eval_dataset=ds.select(range(16)),
+        data_collator=collator(tm),
+        processing_class=tm.tokenizer,
+    )
     metrics = trainer.evaluate()
     assert "eval_loss" in metrics and not tm.model.training
     seen = []
@@ -109,11 +134,18 @@ def test_bad_input_errors(model_dir, tmp_path):
     with pytest.raises(FairmtError, match="empty"):
         GACLTrainer(model=tm.model, args=cfg(tmp_path), train_dataset=ds.select([]), **kw)
     with pytest.raises(FairmtError, match="cf_input_ids"):
-        GACLTrainer(model=tm.model, args=cfg(tmp_path), train_dataset=ds.remove_columns(["cf_input_ids", "cf_attention_mask"]), **kw)
+        GACLTrainer(
+            model=tm.model,
+            args=cfg(tmp_path),
+            train_dataset=ds.remove_columns(["cf_input_ids", "cf_attention_mask"]),
+            **kw,
+        )
     with pytest.raises(FairmtError, match="remove_unused_columns"):
         cfg(tmp_path, remove_unused_columns=True)
     male = ds.filter(lambda r: r["gender"] == 0)
-    trainer = GACLTrainer(model=tm.model, args=cfg(tmp_path, balanced_batches=False, max_steps=1), train_dataset=male, **kw)
+    trainer = GACLTrainer(
+        model=tm.model, args=cfg(tmp_path, balanced_batches=False, max_steps=1), train_dataset=male, **kw
+    )
     with pytest.raises(FairmtError, match="one gender only"):
         trainer.train()
 
@@ -126,7 +158,9 @@ def test_projection_head_resume_and_push_to_hub(model_dir, tmp_path, monkeypatch
     tm = load(model_dir)
     ds = gacl_dataset(tm)
     args = cfg(tmp_path, projection_dim=16, max_steps=4, save_strategy="steps", save_steps=2)
-    trainer = GACLTrainer(model=tm.model, args=args, train_dataset=ds, data_collator=collator(tm), processing_class=tm.tokenizer)
+    trainer = GACLTrainer(
+        model=tm.model, args=args, train_dataset=ds, data_collator=collator(tm), processing_class=tm.tokenizer
+    )
     trainer.train()
     ck = Path(args.output_dir) / "checkpoint-2"
     assert (ck / GACLTrainer.HEAD_FILE).is_file()
@@ -138,7 +172,9 @@ def test_projection_head_resume_and_push_to_hub(model_dir, tmp_path, monkeypatch
 
     tm2 = load(model_dir)
     args2 = cfg(tmp_path, projection_dim=16, max_steps=4, save_strategy="steps", save_steps=2)
-    t2 = GACLTrainer(model=tm2.model, args=args2, train_dataset=ds, data_collator=collator(tm2), processing_class=tm2.tokenizer)
+    t2 = GACLTrainer(
+        model=tm2.model, args=args2, train_dataset=ds, data_collator=collator(tm2), processing_class=tm2.tokenizer
+    )
     t2.train(resume_from_checkpoint=str(ck))
     assert t2.state.global_step == 4
     for k, v in tm2.model.gacl_projection_head.state_dict().items():  # same data order, same steps → same head
@@ -167,9 +203,16 @@ def test_lora_adapter_trains_and_teacher_is_adapter_free(model_dir, tmp_path):
 
     tm = load(model_dir)
     ds = gacl_dataset(tm)
-    model = get_peft_model(tm.model, LoraConfig(task_type=TaskType.SEQ_2_SEQ_LM, r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
-    trainer = GACLTrainer(model=model, args=cfg(tmp_path, max_steps=6, learning_rate=1e-2), train_dataset=ds,
-                          data_collator=collator(tm), processing_class=tm.tokenizer)
+    model = get_peft_model(
+        tm.model, LoraConfig(task_type=TaskType.SEQ_2_SEQ_LM, r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
+    )
+    trainer = GACLTrainer(
+        model=model,
+        args=cfg(tmp_path, max_steps=6, learning_rate=1e-2),
+        train_dataset=ds,
+        data_collator=collator(tm),
+        processing_class=tm.tokenizer,
+    )
     assert not any("lora" in n for n, _ in trainer.teacher.named_parameters())
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     trainer.train()

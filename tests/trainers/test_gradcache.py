@@ -12,8 +12,15 @@ from fairmt.trainers.gradcache import RandContext, cached_backward, split_batch
 def _model(dropout: float) -> BertForSequenceClassification:
     torch.manual_seed(0)
     cfg = BertConfig(
-        vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-        num_labels=3, max_position_embeddings=32, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
+        vocab_size=60,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=3,
+        max_position_embeddings=32,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
     )
     return BertForSequenceClassification(cfg).train()
 
@@ -23,7 +30,11 @@ def _batch(n=24, seed=1):
     ids = torch.randint(3, 60, (n, 10), generator=g)
     mask = torch.ones_like(ids)
     mask[::3, 7:] = 0
-    return {"input_ids": ids, "attention_mask": mask}, torch.randint(0, 3, (n,), generator=g), torch.randint(0, 2, (n,), generator=g)
+    return (
+        {"input_ids": ids, "attention_mask": mask},
+        torch.randint(0, 3, (n,), generator=g),
+        torch.randint(0, 2, (n,), generator=g),
+    )
 
 
 def _forward(model):
@@ -118,8 +129,14 @@ def test_trainer_gradcache_step_matches_plain_step(tmp_path):
     for chunk in (None, 4):
         model = _model(0.0)
         args = FairContrastiveConfig(
-            output_dir=str(tmp_path / str(chunk)), objective="cscl", gamma=0.3, cs_lambda=2.0,
-            gradcache_chunk_size=chunk, report_to=[], use_cpu=True, per_device_train_batch_size=16,
+            output_dir=str(tmp_path / str(chunk)),
+            objective="cscl",
+            gamma=0.3,
+            cs_lambda=2.0,
+            gradcache_chunk_size=chunk,
+            report_to=[],
+            use_cpu=True,
+            per_device_train_batch_size=16,
         )
         trainer = FairContrastiveTrainer(model=model, args=args)
         trainer.current_gradient_accumulation_steps = 1  # set by the training loop otherwise

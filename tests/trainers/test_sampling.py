@@ -24,14 +24,28 @@ pytestmark = pytest.mark.slow
 def images(tmp_path_factory):
     folder = tiny_resnet(tmp_path_factory.mktemp("tiny_resnet"), image_size=32)
     processor = load_image_processor(str(folder))
-    return {"backbone": str(folder), "collator": ImageCollator(processor),
-            "augment": SimCLRAugmentation(*processor_stats(processor)), "data": synthetic_shapes(160, seed=0)}
+    return {
+        "backbone": str(folder),
+        "collator": ImageCollator(processor),
+        "augment": SimCLRAugmentation(*processor_stats(processor)),
+        "data": synthetic_shapes(160, seed=0),
+    }
 
 
 def _image_args(tmp_path, **kw):
-    base = dict(output_dir=str(tmp_path), per_device_train_batch_size=32, per_device_eval_batch_size=64,
-                num_train_epochs=2, logging_steps=1, report_to=[], save_strategy="no", learning_rate=1e-3,
-                use_cpu=True, seed=0, disable_tqdm=True)
+    base = dict(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=32,
+        per_device_eval_batch_size=64,
+        num_train_epochs=2,
+        logging_steps=1,
+        report_to=[],
+        save_strategy="no",
+        learning_rate=1e-3,
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
+    )
     base.update(kw)
     return FairnessSamplingConfig(**base)
 
@@ -41,8 +55,13 @@ def _trainer(images, tmp_path, model=None, **kw):
     extra.setdefault("augmentation", images["augment"])
     torch.manual_seed(0)
     model = model or build_simclr_model(images["backbone"], projection_dim=16)
-    return FairnessSamplingTrainer(model=model, args=_image_args(tmp_path, **kw), train_dataset=images["data"].dataset,
-                                   data_collator=images["collator"], **extra)
+    return FairnessSamplingTrainer(
+        model=model,
+        args=_image_args(tmp_path, **kw),
+        train_dataset=images["data"].dataset,
+        data_collator=images["collator"],
+        **extra,
+    )
 
 
 def _fixed_views_loss(trainer, images, n=64):
@@ -60,8 +79,9 @@ def _fixed_views_loss(trainer, images, n=64):
 def test_simclr_stage_lowers_the_nt_xent_and_uses_two_views_per_image(images, tmp_path):
     # milder crops than SimCLR's 0.08-1 so that a 78k-parameter ResNet learns within 60 steps on 32-pixel shapes
     augment = SimCLRAugmentation(*processor_stats(images["collator"].processor), crop_scale=(0.5, 1.0))
-    trainer = _trainer(images, tmp_path, objective="simclr", num_train_epochs=12, learning_rate=1e-2,
-                       augmentation=augment)
+    trainer = _trainer(
+        images, tmp_path, objective="simclr", num_train_epochs=12, learning_rate=1e-2, augmentation=augment
+    )
     before = _fixed_views_loss(trainer, images)
     seen = []
     real = trainer.objective_terms
@@ -87,8 +107,9 @@ def brute_positive_distance(Z, labels, i):
 
 
 def test_algorithm_1_batches_clusters_fitted_once_and_gradients(images, tmp_path):
-    trainer = _trainer(images, tmp_path, objective="sampling_pretrain", num_train_epochs=3, n_clusters=4,
-                       index_refresh_steps=None)  # the per-epoch refresh (an extension; the default 0 builds Z once)
+    trainer = _trainer(
+        images, tmp_path, objective="sampling_pretrain", num_train_epochs=3, n_clusters=4, index_refresh_steps=None
+    )  # the per-epoch refresh (an extension; the default 0 builds Z once)
     loader = trainer.get_train_dataloader()
     index = trainer.pair_index
     Z, labels = index.Z, index.labels
@@ -100,7 +121,8 @@ def test_algorithm_1_batches_clusters_fitted_once_and_gradients(images, tmp_path
     for i, j, k in zip(a, p, q):
         assert labels[j] == labels[i] and j != i
         assert np.linalg.norm(Z[i].astype(np.float64) - Z[j]) == pytest.approx(
-            brute_positive_distance(Z, labels, i), abs=1e-6)  # the nearest same-cluster sample of all 160
+            brute_positive_distance(Z, labels, i), abs=1e-6
+        )  # the nearest same-cluster sample of all 160
         assert labels[k] != labels[i]  # exactly one negative, from another cluster
     # gradients reach the backbone and the projection head through all three groups
     model = trainer.model
@@ -124,8 +146,17 @@ def test_given_subgroups_are_kept_and_bank_negatives(images, tmp_path):
     first = _trainer(images, tmp_path / "a", objective="sampling_pretrain", max_steps=1)
     z = first.embed_dataset()
     sub = fit_latent_subgroups(z, 4, seed=1, n_init=2)
-    trainer = _trainer(images, tmp_path / "b", objective="sampling_pretrain", model=first.model, num_train_epochs=2,
-                       latent_subgroups=sub, index_embeddings=z, negative_source="bank", index_refresh_steps=2)
+    trainer = _trainer(
+        images,
+        tmp_path / "b",
+        objective="sampling_pretrain",
+        model=first.model,
+        num_train_epochs=2,
+        latent_subgroups=sub,
+        index_embeddings=z,
+        negative_source="bank",
+        index_refresh_steps=2,
+    )
     batch = next(iter(trainer.get_train_dataloader()))
     assert batch["pixel_values"].shape[0] == 64  # anchors and positives only; negatives come from Z
     assert np.array_equal(trainer.pair_index.Z, z)  # the given Z, no extra embedding pass
@@ -135,8 +166,12 @@ def test_given_subgroups_are_kept_and_bank_negatives(images, tmp_path):
     assert trainer.pair_index.version == 1 + 4  # 10 steps, refreshed every 2
     assert all(math.isfinite(h["loss"]) for h in trainer.state.log_history if "loss" in h)
     with pytest.raises(FairmtError, match="160"):
-        _trainer(images, tmp_path / "c", objective="sampling_pretrain", latent_subgroups=fit_latent_subgroups(
-            z[:40], 4, n_init=1))
+        _trainer(
+            images,
+            tmp_path / "c",
+            objective="sampling_pretrain",
+            latent_subgroups=fit_latent_subgroups(z[:40], 4, n_init=1),
+        )
 
 
 # ---------------------------------------------------------------------------------- the text extension
@@ -161,9 +196,20 @@ def _rows(n=120, d=12, seed=0, with_group=True):
 
 def _args(tmp_path, **kw):
     base = dict(
-        output_dir=str(tmp_path), per_device_train_batch_size=32, num_train_epochs=6, logging_steps=4,
-        report_to=[], save_strategy="no", learning_rate=3e-3, use_cpu=True, seed=0, n_clusters=4,
-        num_negatives=8, cluster_refit="every_n_steps", cluster_refresh_steps=5, disable_tqdm=True,
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=32,
+        num_train_epochs=6,
+        logging_steps=4,
+        report_to=[],
+        save_strategy="no",
+        learning_rate=3e-3,
+        use_cpu=True,
+        seed=0,
+        n_clusters=4,
+        num_negatives=8,
+        cluster_refit="every_n_steps",
+        cluster_refresh_steps=5,
+        disable_tqdm=True,
     )
     base.update(kw)
     return FairnessSamplingConfig(**base)
@@ -173,8 +219,10 @@ def test_text_variant_trains_without_groups_and_refits_clusters(tmp_path):
     rows = _rows(with_group=False)
     model = MLPClassifier(12, 2, hidden_dim=24)
     trainer = FairnessSamplingTrainer(
-        model=model, args=_args(tmp_path, objective="sampling", sampling_weight=0.5),
-        train_dataset=Dataset.from_list(rows), data_collator=ClassificationCollator(),
+        model=model,
+        args=_args(tmp_path, objective="sampling", sampling_weight=0.5),
+        train_dataset=Dataset.from_list(rows),
+        data_collator=ClassificationCollator(),
     )
     trainer.train()
     steps = trainer.state.global_step
@@ -193,8 +241,10 @@ def test_text_pretraining_ignores_the_group_column(tmp_path):
     model = MLPClassifier(12, 2, hidden_dim=24)
     head = model.classifier.weight.detach().clone()
     trainer = FairnessSamplingTrainer(
-        model=model, args=_args(tmp_path, objective="sampling_pretrain", num_train_epochs=8),
-        train_dataset=ds, data_collator=ClassificationCollator(),
+        model=model,
+        args=_args(tmp_path, objective="sampling_pretrain", num_train_epochs=8),
+        train_dataset=ds,
+        data_collator=ClassificationCollator(),
     )
     trainer.train()
     logs = [h for h in trainer.state.log_history if "loss" in h]
@@ -207,8 +257,12 @@ def test_text_pretraining_ignores_the_group_column(tmp_path):
     for data in (ds, Dataset.from_list(rows)):
         torch.manual_seed(0)
         m = MLPClassifier(12, 2, hidden_dim=24)
-        FairnessSamplingTrainer(model=m, args=_args(tmp_path / "x", objective="sampling_pretrain", max_steps=3),
-                                train_dataset=data, data_collator=ClassificationCollator()).train()
+        FairnessSamplingTrainer(
+            model=m,
+            args=_args(tmp_path / "x", objective="sampling_pretrain", max_steps=3),
+            train_dataset=data,
+            data_collator=ClassificationCollator(),
+        ).train()
         models.append(m)
     for pa, pb in zip(models[0].parameters(), models[1].parameters()):
         assert torch.equal(pa, pb)
@@ -231,12 +285,19 @@ def test_config_validation_and_missing_labels(tmp_path):
     assert FairnessSamplingConfig(output_dir=str(tmp_path), use_cpu=True).num_negatives == 1  # as published
     rows = [{"features": r["features"]} for r in _rows(with_group=False)]
     with pytest.raises(FairmtError, match="labels"):
-        FairnessSamplingTrainer(model=MLPClassifier(12, 2), args=_args(tmp_path / "ce", objective="sampling", max_steps=1),
-                                train_dataset=Dataset.from_list(rows), data_collator=ClassificationCollator()).train()
+        FairnessSamplingTrainer(
+            model=MLPClassifier(12, 2),
+            args=_args(tmp_path / "ce", objective="sampling", max_steps=1),
+            train_dataset=Dataset.from_list(rows),
+            data_collator=ClassificationCollator(),
+        ).train()
     with pytest.raises(FairmtError, match="at least 4"):
-        FairnessSamplingTrainer(model=MLPClassifier(12, 2), args=_args(tmp_path / "k", max_steps=1),
-                                train_dataset=Dataset.from_list(_rows()[:3]), data_collator=ClassificationCollator()
-                                ).train()
+        FairnessSamplingTrainer(
+            model=MLPClassifier(12, 2),
+            args=_args(tmp_path / "k", max_steps=1),
+            train_dataset=Dataset.from_list(_rows()[:3]),
+            data_collator=ClassificationCollator(),
+        ).train()
 
 
 def test_two_processes_split_the_anchors_and_stay_in_sync(tmp_path, torchrun_pool):

@@ -26,6 +26,7 @@ SCRIPT = str(HERE / "sharded_script.py")
 
 # ---- fast, in-process -------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("arch", ["m2m100", "nllb"])
 def test_tied_embedding_modules_become_one_module_with_identical_outputs(tmp_path, arch):
     from gacl_helpers import load, tiny_model_dir
@@ -50,8 +51,9 @@ def test_tied_embedding_modules_become_one_module_with_identical_outputs(tmp_pat
 def test_untied_or_rescaled_embeddings_are_left_alone():
     from transformers import BertConfig, BertModel
 
-    bert = BertModel(BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                intermediate_size=32))
+    bert = BertModel(
+        BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+    )
     assert share_tied_embedding_modules(bert) == []
     assert share_tied_embedding_modules(torch.nn.Linear(3, 3)) == []
 
@@ -60,8 +62,9 @@ def _fcl_trainer(tmp_path, **kw):
     from fairmt.models.text_classifiers import MLPClassifier
     from fairmt.trainers.fair_contrastive import FairContrastiveConfig, FairContrastiveTrainer
 
-    args = FairContrastiveConfig(output_dir=str(tmp_path / "o"), use_cpu=True, report_to=[], objective="fcl",
-                                 views="none", **kw)
+    args = FairContrastiveConfig(
+        output_dir=str(tmp_path / "o"), use_cpu=True, report_to=[], objective="fcl", views="none", **kw
+    )
     return FairContrastiveTrainer(model=MLPClassifier(4, 2, hidden_dim=8), args=args, train_dataset=[{"x": 1}])
 
 
@@ -215,17 +218,50 @@ def test_accelerate_launch_with_the_fsdp2_config_trains_and_saves_a_loadable_mod
     data.write_text("".join(json.dumps({"translation": p.translation}) + "\n" for p in balanced[:96]))
     recipe = tmp_path / "r.yaml"
     out = tmp_path / "out"
-    recipe.write_text(yaml.safe_dump({
-        "method": "gacl", "model": str(work / "model"), "data": {"train": str(data), "max_length": 48},
-        "training": {"output_dir": str(out), "per_device_train_batch_size": 4, "max_steps": 2, "logging_steps": 1,
-                     "report_to": [], "disable_tqdm": True, "dataloader_drop_last": True, "save_strategy": "steps",
-                     "save_steps": 2, "learning_rate": 1e-2},
-    }))
+    recipe.write_text(
+        yaml.safe_dump(
+            {
+                "method": "gacl",
+                "model": str(work / "model"),
+                "data": {"train": str(data), "max_length": 48},
+                "training": {
+                    "output_dir": str(out),
+                    "per_device_train_batch_size": 4,
+                    "max_steps": 2,
+                    "logging_steps": 1,
+                    "report_to": [],
+                    "disable_tqdm": True,
+                    "dataloader_drop_last": True,
+                    "save_strategy": "steps",
+                    "save_steps": 2,
+                    "learning_rate": 1e-2,
+                },
+            }
+        )
+    )
     config = HERE.parents[1] / "recipes" / "accelerate" / "fsdp2.yaml"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = procs.run([sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config),
-                      "--mixed_precision", "no", "-m", "fairmt", "train", str(recipe), "training.use_cpu=true"],
-                     cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = procs.run(
+        [
+            sys.executable,
+            "-m",
+            "accelerate.commands.launch",
+            "--config_file",
+            str(config),
+            "--mixed_precision",
+            "no",
+            "-m",
+            "fairmt",
+            "train",
+            str(recipe),
+            "training.use_cpu=true",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (out / "checkpoint-2" / "pytorch_model_fsdp_0").is_dir()
     trained = load_translation_model(str(out), "en", "de").model
@@ -295,6 +331,8 @@ seen.append("VALID OK")
     torchrun_pool.run(script, tmp_path, cwd=tmp_path, timeout=300)
     for rank in (0, 1):
         seen = (tmp_path / f"rank{rank}.txt").read_text()
-        assert "REFUSED invalid DeepSpeed config (training.deepspeed): zero_optimization: stage: Input should be 0, " \
-               "1, 2" in seen
+        assert (
+            "REFUSED invalid DeepSpeed config (training.deepspeed): zero_optimization: stage: Input should be 0, "
+            "1, 2" in seen
+        )
         assert "VALID OK" in seen

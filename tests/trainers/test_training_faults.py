@@ -15,7 +15,7 @@ from fairmt.trainers.faults import checkpoint_complete, last_complete_checkpoint
 
 HERE = Path(__file__).resolve().parents[1] / "support"
 
-SCRIPT = r'''
+SCRIPT = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[2])
 import torch
@@ -43,13 +43,15 @@ trainer = FairContrastiveTrainer(model=MLPClassifier(16, 3, hidden_dim=32, dropo
     train_dataset=Dataset.from_list(fcl_rows()), data_collator=ClassificationCollator())
 trainer.train(resume_from_checkpoint=True if len(sys.argv) > 5 else None)
 print("global_step", trainer.state.global_step)
-'''
+"""
 
 
 def _run(tmp_path, kill_at, lr="1e-3", resume=False):
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
-    cmd = [sys.executable, str(script), str(tmp_path / "out"), str(HERE), str(kill_at), lr] + (["resume"] if resume else [])
+    cmd = [sys.executable, str(script), str(tmp_path / "out"), str(HERE), str(kill_at), lr] + (
+        ["resume"] if resume else []
+    )
     return procs.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
@@ -87,9 +89,16 @@ def test_a_torn_checkpoint_given_by_path_is_refused_naming_the_good_one(tmp_path
     (out / "checkpoint-4").mkdir()
     (out / "checkpoint-4" / "trainer_state.json").write_text('{"global_st')
     args = FairContrastiveConfig(output_dir=str(out), objective="ce", views="none", report_to=[], use_cpu=True)
-    trainer = FairContrastiveTrainer(model=MLPClassifier(16, 3, hidden_dim=8), args=args,
-                                     train_dataset=Dataset.from_list(fcl_rows()), data_collator=ClassificationCollator())
-    with pytest.raises(FairmtError, match=r"checkpoint-4 cannot be resumed from: trainer_state.json .*resume from .*checkpoint-2, the last complete one"):
+    trainer = FairContrastiveTrainer(
+        model=MLPClassifier(16, 3, hidden_dim=8),
+        args=args,
+        train_dataset=Dataset.from_list(fcl_rows()),
+        data_collator=ClassificationCollator(),
+    )
+    with pytest.raises(
+        FairmtError,
+        match=r"checkpoint-4 cannot be resumed from: trainer_state.json .*resume from .*checkpoint-2, the last complete one",
+    ):
         trainer.train(resume_from_checkpoint=str(out / "checkpoint-4"))
 
 
@@ -106,13 +115,30 @@ def test_a_nan_loss_stops_the_run_at_its_step_and_the_last_checkpoint_stays_good
     for r in rows[32:]:  # the second half of the data is broken
         r["features"] = [float("nan")] * len(r["features"])
     out = tmp_path / "out"
-    args = FairContrastiveConfig(output_dir=str(out), objective="ce", views="none", per_device_train_batch_size=16,
-                                 max_steps=4, save_steps=1, save_strategy="steps", logging_steps=1, report_to=[],
-                                 use_cpu=True, disable_tqdm=True, seed=0)
-    trainer = FairContrastiveTrainer(model=MLPClassifier(16, 3, hidden_dim=8, dropout=0.0), args=args,
-                                     train_dataset=Dataset.from_list(rows), data_collator=ClassificationCollator())
+    args = FairContrastiveConfig(
+        output_dir=str(out),
+        objective="ce",
+        views="none",
+        per_device_train_batch_size=16,
+        max_steps=4,
+        save_steps=1,
+        save_strategy="steps",
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=0,
+    )
+    trainer = FairContrastiveTrainer(
+        model=MLPClassifier(16, 3, hidden_dim=8, dropout=0.0),
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        data_collator=ClassificationCollator(),
+    )
     trainer._get_train_sampler = lambda *a, **k: torch.utils.data.SequentialSampler(trainer.train_dataset)
-    with pytest.raises(FairmtError, match=r"training stopped at step 3: the loss is nan .*last good checkpoint is .*checkpoint-2"):
+    with pytest.raises(
+        FairmtError, match=r"training stopped at step 3: the loss is nan .*last good checkpoint is .*checkpoint-2"
+    ):
         trainer.train()
     weights = load_file(str(out / "checkpoint-2" / "model.safetensors"))
     assert all(torch.isfinite(v).all() for v in weights.values())  # loadable, finite

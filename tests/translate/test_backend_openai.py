@@ -68,8 +68,9 @@ class FakeServer:
                     return
                 sent = prompt.split(". ", 1)[1]
                 text = sent if "WRONG" in prompt else f'Translation: "{sent} [de]"'
-                self._send(200, {"choices": [{"message": {"role": "assistant", "content": text}}],
-                                 "model": body["model"]})
+                self._send(
+                    200, {"choices": [{"message": {"role": "assistant", "content": text}}], "model": body["model"]}
+                )
 
             def _send(self, code, obj, headers=None):
                 data = json.dumps(obj).encode()
@@ -105,8 +106,15 @@ def server(monkeypatch):
         yield s
 
 
-SOURCES = ["The doctor is here.", "RATE The nurse is here.", "SLOW She is a teacher.", "DROP He is a baker.",
-           "FIVE We are going home.", "WRONG The lawyer is late.", "The clerk is new."]
+SOURCES = [
+    "The doctor is here.",
+    "RATE The nurse is here.",
+    "SLOW She is a teacher.",
+    "DROP He is a baker.",
+    "FIVE We are going home.",
+    "WRONG The lawyer is late.",
+    "The clerk is new.",
+]
 
 
 def test_translates_through_retries_and_keeps_a_wrong_language_answer(server, tmp_path, caplog):
@@ -159,8 +167,24 @@ def test_cli_geneval_with_the_openai_backend(server, tmp_path, monkeypatch, caps
         (d / f"geneval-sentences-{g}-test.en_de.en").write_text("".join(f"{pron} is a doctor {i}.\n" for i in range(3)))
         (d / f"geneval-sentences-{g}-test.en_de.de").write_text((ref + "\n") * 3)
     monkeypatch.setenv("FAIRMT_DATA", str(root))
-    args = ["eval", "geneval", "--lang", "de", "--backend", "openai", "--api-base", server.url, "--api-model",
-            "fake-gpt", "--api-key-env", "FAIRMT_TEST_KEY", "--concurrency", "2", "--cache-dir", str(tmp_path / "c")]
+    args = [
+        "eval",
+        "geneval",
+        "--lang",
+        "de",
+        "--backend",
+        "openai",
+        "--api-base",
+        server.url,
+        "--api-model",
+        "fake-gpt",
+        "--api-key-env",
+        "FAIRMT_TEST_KEY",
+        "--concurrency",
+        "2",
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
     assert main([*args, "--json", "-"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["n"] == 3
@@ -184,17 +208,23 @@ def test_bad_settings_are_one_line_errors(monkeypatch):
         tr.check_languages("en", "xx")
 
 
-@pytest.mark.parametrize("answer, source, expected", [
-    ('"Der Arzt ist hier."', "The doctor is here.", "Der Arzt ist hier."),
-    ("Translation: Der Arzt ist hier.", "The doctor is here.", "Der Arzt ist hier."),
-    ("German translation: „Der Arzt ist hier.“", "The doctor is here.", "Der Arzt ist hier."),
-    ("Sure! Here is the translation:\n\nDer Arzt ist hier.", "The doctor is here.", "Der Arzt ist hier."),
-    ('Here is the translation into German:\n"Die Ärztin ist hier."\n\nNote: "Ärztin" is feminine.', "x",
-     "Die Ärztin ist hier."),
-    ("**Übersetzung:** Die Ärztin ist hier.", "x", "Die Ärztin ist hier."),
-    ('"Hallo", sagte er, "tschüss"', '"Hello," he said, "bye"', '"Hallo", sagte er, "tschüss"'),
-    ('"Komm her!"', '"Come here!"', '"Komm her!"'),  # the source is quoted: the quotes are the translation's
-    ("The doctor is here.", "The doctor is here.", "The doctor is here."),  # wrong language: kept
-])
+@pytest.mark.parametrize(
+    "answer, source, expected",
+    [
+        ('"Der Arzt ist hier."', "The doctor is here.", "Der Arzt ist hier."),
+        ("Translation: Der Arzt ist hier.", "The doctor is here.", "Der Arzt ist hier."),
+        ("German translation: „Der Arzt ist hier.“", "The doctor is here.", "Der Arzt ist hier."),
+        ("Sure! Here is the translation:\n\nDer Arzt ist hier.", "The doctor is here.", "Der Arzt ist hier."),
+        (
+            'Here is the translation into German:\n"Die Ärztin ist hier."\n\nNote: "Ärztin" is feminine.',
+            "x",
+            "Die Ärztin ist hier.",
+        ),
+        ("**Übersetzung:** Die Ärztin ist hier.", "x", "Die Ärztin ist hier."),
+        ('"Hallo", sagte er, "tschüss"', '"Hello," he said, "bye"', '"Hallo", sagte er, "tschüss"'),
+        ('"Komm her!"', '"Come here!"', '"Komm her!"'),  # the source is quoted: the quotes are the translation's
+        ("The doctor is here.", "The doctor is here.", "The doctor is here."),  # wrong language: kept
+    ],
+)
 def test_answers_are_cleaned(answer, source, expected):
     assert clean_translation(answer, source) == expected

@@ -24,8 +24,10 @@ except ImportError:
     HAS_CT2 = False
 needs_ct2 = pytest.mark.skipif(not HAS_CT2, reason="ctranslate2 not installed (pip install 'fairmt[fast]')")
 
-_WORDS = ("the doctor nurse teacher lawyer baker driver clerk is was here there today at home in city "
-          "hospital school she he they we like likes good new old small big red green").split()
+_WORDS = (
+    "the doctor nurse teacher lawyer baker driver clerk is was here there today at home in city "
+    "hospital school she he they we like likes good new old small big red green"
+).split()
 
 
 def _sentences(n: int, seed: int) -> list[str]:
@@ -48,8 +50,17 @@ def trained_dir(tmp_path_factory):
 
     path = tmp_path_factory.mktemp("trained") / "m2m"
     pairs = [(s, s) for s in TRAIN]
-    build_tiny_translation_model(path, pairs, d_model=48, ffn_dim=96, encoder_layers=2, decoder_layers=1,
-                                 vocab_size=200, dropout=0.0, init_std=0.1)
+    build_tiny_translation_model(
+        path,
+        pairs,
+        d_model=48,
+        ffn_dim=96,
+        encoder_layers=2,
+        decoder_layers=1,
+        vocab_size=200,
+        dropout=0.0,
+        init_std=0.1,
+    )
     return train_tiny_translation_model(path, pairs, steps=300, batch_size=16)
 
 
@@ -72,7 +83,9 @@ def test_hf_backend_is_the_default_and_named_in_the_cache(trained_dir, tmp_path)
 
     tm = load_translation_model(str(trained_dir), "en", "de")
     cache = tmp_path / "c.jsonl"
-    out = translate.generate_translations(str(trained_dir), HELD_OUT[:6], "en", "de", backend="hf", cache_path=cache, **GEN)
+    out = translate.generate_translations(
+        str(trained_dir), HELD_OUT[:6], "en", "de", backend="hf", cache_path=cache, **GEN
+    )
     assert out == tm.translate(HELD_OUT[:6], num_beams=4, max_new_tokens=40)
     # the fixture has learnt its copy task (the backend comparisons below need a peaked model, not near-ties)
     assert sum(a == b for a, b in zip(HELD_OUT[:6], out)) >= 4, out
@@ -89,8 +102,9 @@ def test_hf_backend_is_the_default_and_named_in_the_cache(trained_dir, tmp_path)
 def test_ct2_float32_equals_hf_beam_search(trained_dir, tmp_path):
     hf = translate.generate_translations(str(trained_dir), HELD_OUT, "en", "de", batch_size=8, **GEN)
     cache = tmp_path / "ct2.jsonl"
-    ct = translate.generate_translations(str(trained_dir), HELD_OUT, "en", "de", batch_size=8, backend="ctranslate2",
-                                      cache_path=cache, **GEN)
+    ct = translate.generate_translations(
+        str(trained_dir), HELD_OUT, "en", "de", batch_size=8, backend="ctranslate2", cache_path=cache, **GEN
+    )
     share = sum(a == b for a, b in zip(hf, ct)) / len(hf)
     assert share >= 0.95, list(zip(hf, ct))
     head = json.loads(cache.read_text().splitlines()[0])
@@ -109,8 +123,9 @@ def test_ct2_follows_each_family_and_counts_max_new_tokens_like_hf(arch, tmp_pat
     from fairmt.models.tiny import build_tiny_translation_model, train_tiny_translation_model
 
     pairs = [(s, s) for s in TRAIN]
-    path = build_tiny_translation_model(tmp_path / arch, pairs, arch=arch, d_model=32, ffn_dim=64, vocab_size=150,
-                                        dropout=0.0)
+    path = build_tiny_translation_model(
+        tmp_path / arch, pairs, arch=arch, d_model=32, ffn_dim=64, vocab_size=150, dropout=0.0
+    )
     train_tiny_translation_model(path, pairs, steps=60)
     for max_new in (3, 6):
         kw = dict(num_beams=3, max_new_tokens=max_new, progress=False)
@@ -144,7 +159,8 @@ def test_ct2_conversion_is_keyed_by_content_not_path(trained_dir, tmp_path):
     d = get_backend("ctranslate2", tm)
     assert get_backend("ctranslate2", tm).path == d.path and (d.path / "model.bin").is_file()
     assert d.translate(HELD_OUT[:2], "en", "de", num_beams=2, max_new_tokens=10) == c.translate(
-        HELD_OUT[:2], "en", "de", num_beams=2, max_new_tokens=10)
+        HELD_OUT[:2], "en", "de", num_beams=2, max_new_tokens=10
+    )
     # the temporary copy of the in-memory weights is removed once the model is gone (it stayed in /tmp before)
     source = Path(tm._fairmt_ct2_folder[1])
     assert source.is_dir()
@@ -183,7 +199,8 @@ def test_causal_lm_backend_prompts_through_the_chat_template(tmp_path):
     tr = get_backend("causal-lm", str(path))
     assert isinstance(tr, CausalLMTranslator)
     assert tr.prompts(["The doctor is here."], "en", "de") == [
-        "<|user|>Translate the following sentence into German. The doctor is here.</s><|assistant|>"]
+        "<|user|>Translate the following sentence into German. The doctor is here.</s><|assistant|>"
+    ]
     cache = tmp_path / "c.jsonl"
     kw = dict(num_beams=2, max_new_tokens=5, progress=False)
     out = translate.generate_translations(tr, HELD_OUT[:5], "en", "de", cache_path=cache, batch_size=2, **kw)
@@ -197,8 +214,10 @@ def test_causal_lm_backend_prompts_through_the_chat_template(tmp_path):
     with pytest.raises(FairmtError, match="has no \\{SENT\\}"):
         get_backend("causal-lm", str(path), prompt_template="Translate into {LANG}.")
     (path / "tokenizer_config.json").write_text(
-        json.dumps({k: v for k, v in json.loads((path / "tokenizer_config.json").read_text()).items()
-                    if k != "chat_template"}))
+        json.dumps(
+            {k: v for k, v in json.loads((path / "tokenizer_config.json").read_text()).items() if k != "chat_template"}
+        )
+    )
     for f in path.glob("chat_template.j*"):
         f.unlink()
     with pytest.raises(FairmtError, match="no chat template"):
@@ -221,18 +240,60 @@ def test_cli_backend_flags(trained_dir, tmp_path, monkeypatch, capsys):
     assert main(["eval", "geneval", "--lang", "de", "--backend", "openai", *gen]) == 2
     assert "needs --api-model" in capsys.readouterr().err
     if HAS_CT2:
-        assert main(["eval", "geneval", "--lang", "de", "--model", str(trained_dir), "--backend", "ctranslate2",
-                     *gen, "--json", "-"]) == 0
+        assert (
+            main(
+                [
+                    "eval",
+                    "geneval",
+                    "--lang",
+                    "de",
+                    "--model",
+                    str(trained_dir),
+                    "--backend",
+                    "ctranslate2",
+                    *gen,
+                    "--json",
+                    "-",
+                ]
+            )
+            == 0
+        )
         assert json.loads(capsys.readouterr().out)["n"] == 3
         head = json.loads((tmp_path / "cache" / "geneval-test-masculine.en-de.jsonl").read_text().splitlines()[0])
         assert head["backend"] == "ctranslate2"
         # batching by tokens from the command line gives the same translations (a new cache: other settings)
-        assert main(["eval", "geneval", "--lang", "de", "--model", str(trained_dir), "--backend", "ctranslate2",
-                     "--max-batch-tokens", "16", "--num-beams", "2", "--max-new-tokens", "8", "--cache-dir",
-                     str(tmp_path / "cache-tokens"), "--json", "-"]) == 0
+        assert (
+            main(
+                [
+                    "eval",
+                    "geneval",
+                    "--lang",
+                    "de",
+                    "--model",
+                    str(trained_dir),
+                    "--backend",
+                    "ctranslate2",
+                    "--max-batch-tokens",
+                    "16",
+                    "--num-beams",
+                    "2",
+                    "--max-new-tokens",
+                    "8",
+                    "--cache-dir",
+                    str(tmp_path / "cache-tokens"),
+                    "--json",
+                    "-",
+                ]
+            )
+            == 0
+        )
         tok = json.loads(capsys.readouterr().out)
-        ref = json.loads((tmp_path / "cache").joinpath("geneval-test-masculine.en-de.jsonl").read_text().splitlines()[1])
-        got = json.loads((tmp_path / "cache-tokens").joinpath("geneval-test-masculine.en-de.jsonl").read_text().splitlines()[1])
+        ref = json.loads(
+            (tmp_path / "cache").joinpath("geneval-test-masculine.en-de.jsonl").read_text().splitlines()[1]
+        )
+        got = json.loads(
+            (tmp_path / "cache-tokens").joinpath("geneval-test-masculine.en-de.jsonl").read_text().splitlines()[1]
+        )
         assert tok["n"] == 3 and got["t"] == ref["t"]
     assert main(["eval", "geneval", "--lang", "de", "--model", str(trained_dir), "--max-batch-tokens", "16", *gen]) == 2
     assert "--max-batch-tokens is for --backend ctranslate2" in capsys.readouterr().err
@@ -253,8 +314,9 @@ open(out + os.environ["RANK"], "w").write(json.dumps(hyps))
 @pytest.mark.slow
 def test_two_processes_shard_and_match_one(trained_dir, tmp_path, torchrun_pool):
     sources = HELD_OUT[:14]
-    single = translate.generate_translations(str(trained_dir), sources, "en", "de", num_beams=3, max_new_tokens=30,
-                                          batch_size=3, progress=False)
+    single = translate.generate_translations(
+        str(trained_dir), sources, "en", "de", num_beams=3, max_new_tokens=30, batch_size=3, progress=False
+    )
     script = tmp_path / "shard.py"
     script.write_text(SHARD_SCRIPT)
     cache = tmp_path / "sharded.jsonl"
@@ -264,5 +326,9 @@ def test_two_processes_shard_and_match_one(trained_dir, tmp_path, torchrun_pool)
     lines = cache.read_text().splitlines()
     assert json.loads(lines[0])["fairmt_translation_cache"] == translate.CACHE_FORMAT
     assert sorted(json.loads(x)["i"] for x in lines[1:]) == list(range(len(sources)))  # each once: rank 0 wrote
-    assert translate.generate_translations(str(trained_dir), sources, "en", "de", num_beams=3, max_new_tokens=30,
-                                        cache_path=cache, progress=False) == single
+    assert (
+        translate.generate_translations(
+            str(trained_dir), sources, "en", "de", num_beams=3, max_new_tokens=30, cache_path=cache, progress=False
+        )
+        == single
+    )

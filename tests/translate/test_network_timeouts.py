@@ -28,9 +28,19 @@ def test_push_to_an_endpoint_that_never_answers_times_out_in_one_line(tmp_path, 
     before = {p.name: p.read_bytes() for p in model.iterdir()}
     t0 = time.monotonic()
     # --timeout 1 wins over the variable's 600
-    proc = procs.run(procs.python("-m", "fairmt", "push", model, "me/tiny", "--timeout", "1"), timeout=120,
-                     env=procs.env({"HF_ENDPOINT": silent_server, "HF_TOKEN": "hf_test", "FAIRMT_NET_TIMEOUT": "600",
-                                    "HF_HUB_OFFLINE": "0", "HF_HUB_DISABLE_TELEMETRY": "1"}))
+    proc = procs.run(
+        procs.python("-m", "fairmt", "push", model, "me/tiny", "--timeout", "1"),
+        timeout=120,
+        env=procs.env(
+            {
+                "HF_ENDPOINT": silent_server,
+                "HF_TOKEN": "hf_test",
+                "FAIRMT_NET_TIMEOUT": "600",
+                "HF_HUB_OFFLINE": "0",
+                "HF_HUB_DISABLE_TELEMETRY": "1",
+            }
+        ),
+    )
     took = time.monotonic() - t0
     assert proc.returncode == 2, proc.stderr[-2000:]
     last = proc.stderr.strip().splitlines()[-1]
@@ -53,13 +63,15 @@ def test_the_timeout_variable_is_checked_like_an_option(monkeypatch):
             network_timeout()
 
 
-def test_a_download_from_a_mirror_that_never_answers_times_out_naming_the_setting(tmp_path, silent_server,
-                                                                                  monkeypatch):
+def test_a_download_from_a_mirror_that_never_answers_times_out_naming_the_setting(tmp_path, silent_server, monkeypatch):
     from fairmt.data.download import _fetch
 
     monkeypatch.setenv("FAIRMT_NET_TIMEOUT", "0.5")
-    with pytest.raises(FairmtError, match=r"no answer within 0.5 s \(FAIRMT_NET_TIMEOUT sets the timeout; --timeout "
-                                          r"SECONDS overrides it\)"):
+    with pytest.raises(
+        FairmtError,
+        match=r"no answer within 0.5 s \(FAIRMT_NET_TIMEOUT sets the timeout; --timeout "
+        r"SECONDS overrides it\)",
+    ):
         _fetch(f"{silent_server}/winomt/en.txt", tmp_path / "en.txt")
 
 
@@ -72,8 +84,20 @@ def test_data_download_timeout_option_wins_over_the_variable(tmp_path, silent_se
     monkeypatch.setenv("FAIRMT_NET_TIMEOUT", "600")
     t0 = time.monotonic()
     try:
-        rc = main(["data", "download", "winomt", "--base-url", silent_server, "--output-dir", str(tmp_path / "d"),
-                   "--timeout", "0.5", "--no-progress"])
+        rc = main(
+            [
+                "data",
+                "download",
+                "winomt",
+                "--base-url",
+                silent_server,
+                "--output-dir",
+                str(tmp_path / "d"),
+                "--timeout",
+                "0.5",
+                "--no-progress",
+            ]
+        )
     finally:
         use_timeout(None)  # the option is the command's; this process runs other commands after it
     took = time.monotonic() - t0
@@ -83,11 +107,19 @@ def test_data_download_timeout_option_wins_over_the_variable(tmp_path, silent_se
     assert took < 30, took
 
 
-@pytest.mark.parametrize("command", [["push", "m", "me/x"], ["data", "download", "winomt"],
-                                     ["data", "corpora", "--fetch", "moji"]])
-@pytest.mark.parametrize("value, why", [("0", "must be a number > 0, got 0"), ("-3", "must be a number > 0, got -3"),
-                                        ("nan", "not a finite number"), ("inf", "not a finite number"),
-                                        ("abc", "abc")])
+@pytest.mark.parametrize(
+    "command", [["push", "m", "me/x"], ["data", "download", "winomt"], ["data", "corpora", "--fetch", "moji"]]
+)
+@pytest.mark.parametrize(
+    "value, why",
+    [
+        ("0", "must be a number > 0, got 0"),
+        ("-3", "must be a number > 0, got -3"),
+        ("nan", "not a finite number"),
+        ("inf", "not a finite number"),
+        ("abc", "abc"),
+    ],
+)
 def test_the_timeout_option_is_checked_like_an_option(command, value, why, capsys):
     from fairmt.cli import main
 
@@ -108,8 +140,12 @@ def test_the_timeout_has_one_default_named_in_the_help_and_the_docs():
 
     assert network_timeout() == DEFAULT_TIMEOUT_S
     parser = build_parser()
-    helps = [a.help for sub in _leaves(parser) for a in sub._actions if "--timeout" in a.option_strings
-             and "network" in (a.help or "")]
+    helps = [
+        a.help
+        for sub in _leaves(parser)
+        for a in sub._actions
+        if "--timeout" in a.option_strings and "network" in (a.help or "")
+    ]
     assert len(helps) == 3 and all(f"else {DEFAULT_TIMEOUT_S:g})" in h and "FAIRMT_NET_TIMEOUT" in h for h in helps)
     page = (Path(__file__).resolve().parents[2] / "docs" / "troubleshooting.md").read_text()
     assert "--timeout SECONDS" in page and f"default {DEFAULT_TIMEOUT_S:g}" in page

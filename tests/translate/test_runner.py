@@ -119,8 +119,9 @@ def test_cache_with_other_settings_is_an_error(tm, tmp_path):
     cache = tmp_path / "c.jsonl"
     translate.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=cache, **GEN)
     with pytest.raises(FairmtError, match="num_beams: cache 2 vs now 3"):
-        translate.generate_translations(tm, SOURCES[:2], "en", "de", cache_path=cache, num_beams=3, max_new_tokens=6,
-                                     progress=False)
+        translate.generate_translations(
+            tm, SOURCES[:2], "en", "de", cache_path=cache, num_beams=3, max_new_tokens=6, progress=False
+        )
     bad = tmp_path / "bad.jsonl"
     bad.write_text("hello\n")
     with pytest.raises(FairmtError, match="bad.jsonl:1: not a fairmt translation cache"):
@@ -149,7 +150,9 @@ def _fake_geneval(root, lang="de", n=3):
     d = root / "mt_geneval" / "sentences" / "test"
     d.mkdir(parents=True)
     for g, pron, ref in (("masculine", "He", "Er ist Arzt."), ("feminine", "She", "Sie ist Ärztin.")):
-        (d / f"geneval-sentences-{g}-test.en_{lang}.en").write_text("".join(f"{pron} is a doctor {i}.\n" for i in range(n)))
+        (d / f"geneval-sentences-{g}-test.en_{lang}.en").write_text(
+            "".join(f"{pron} is a doctor {i}.\n" for i in range(n))
+        )
         (d / f"geneval-sentences-{g}-test.en_{lang}.{lang}").write_text((ref + "\n") * n)
 
 
@@ -159,7 +162,9 @@ def test_evaluate_geneval_end_to_end(tm, tmp_path, monkeypatch):
     res = model_eval.evaluate_geneval(tm, "de", "test", cache_dir=tmp_path / "cache", **GEN)
     assert res.n == 3 and 0.0 <= res.accuracy <= 100.0 and res.signature.startswith("MT-GenEval|")
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == [
-        "geneval-test-feminine.en-de.jsonl", "geneval-test-masculine.en-de.jsonl"]
+        "geneval-test-feminine.en-de.jsonl",
+        "geneval-test-masculine.en-de.jsonl",
+    ]
     # the scores are those of the evaluator on the cached translations
     from fairmt.eval.geneval import geneval_accuracy
 
@@ -195,10 +200,31 @@ def test_cli_with_model(tiny_dir, tmp_path, monkeypatch, capsys):
     assert data["n"] == 3 and {"accuracy", "explicit_accuracy", "delta_g", "explicit_delta_g", "signature"} <= set(data)
     assert len(translate.read_cache(tmp_path / "cache" / "geneval-test-feminine.en-de.jsonl")) == 3
 
-    spm.SentencePieceTrainer.train(sentence_iterator=iter([t for p in PAIRS for t in p]), model_prefix=str(tmp_path / "s"),
-                                   vocab_size=60, model_type="bpe", character_coverage=1.0)
-    assert main(["eval", "flores", "--lang-pair", "eng_Latn-deu_Latn", "--model", str(tiny_dir), *gen,
-                 "--spm-model", str(tmp_path / "s.model"), "--json", "-"]) == 0
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter([t for p in PAIRS for t in p]),
+        model_prefix=str(tmp_path / "s"),
+        vocab_size=60,
+        model_type="bpe",
+        character_coverage=1.0,
+    )
+    assert (
+        main(
+            [
+                "eval",
+                "flores",
+                "--lang-pair",
+                "eng_Latn-deu_Latn",
+                "--model",
+                str(tiny_dir),
+                *gen,
+                "--spm-model",
+                str(tmp_path / "s.model"),
+                "--json",
+                "-",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["n"] == 2 and data["spbleu"] is None and data["bleu_spm_nonstandard"] is not None
     assert len(translate.read_cache(tmp_path / "cache" / "flores200-devtest.eng_Latn-deu_Latn.jsonl")) == 2
@@ -217,7 +243,9 @@ def test_a_cache_of_other_weights_is_refused_not_scored(tiny_dir, tmp_path):
     shutil.copytree(tiny_dir, folder)
     cache = tmp_path / "c.jsonl"
     translate.generate_translations(str(folder), SOURCES[:3], "en", "de", cache_path=cache, **GEN)
-    assert translate.generate_translations(str(folder), SOURCES[:3], "en", "de", cache_path=cache, **GEN)  # same: reused
+    assert translate.generate_translations(
+        str(folder), SOURCES[:3], "en", "de", cache_path=cache, **GEN
+    )  # same: reused
     tm2 = load_translation_model(str(folder), "en", "de")
     with torch.no_grad():
         for p in tm2.model.parameters():
@@ -249,9 +277,16 @@ def test_two_runs_on_one_cache_are_refused_not_interleaved(tmp_path, tm):
 
     cache = tmp_path / "shared.jsonl"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from fairmt.translate.cache import lock_cache;"
-         " h = lock_cache(Path(sys.argv[1])); print('locked', flush=True); time.sleep(30)", str(cache)],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from fairmt.translate.cache import lock_cache;"
+            " h = lock_cache(Path(sys.argv[1])); print('locked', flush=True); time.sleep(30)",
+            str(cache),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(FairmtError, match="in use by another fairmt run"):

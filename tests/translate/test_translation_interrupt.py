@@ -18,8 +18,12 @@ import pytest
 
 pytest.importorskip("torch")
 
-PAIRS = [("He is a doctor.", "Er ist Arzt."), ("She is a doctor.", "Sie ist Ärztin."),
-         ("The nurse is here.", "Die Krankenschwester ist hier."), ("We are going home.", "Wir gehen nach Hause.")] * 3
+PAIRS = [
+    ("He is a doctor.", "Er ist Arzt."),
+    ("She is a doctor.", "Sie ist Ärztin."),
+    ("The nurse is here.", "Die Krankenschwester ist hier."),
+    ("We are going home.", "Wir gehen nach Hause."),
+] * 3
 N = 3000  # sentences per gender: far more than the tiny model translates before the signal
 
 
@@ -51,13 +55,37 @@ def test_ctrl_c_reports_the_cache_and_exits_130(tiny_dir, tmp_path):
     _fake_geneval(tmp_path / "data", N)
     cache_dir = tmp_path / "cache"
     cache = cache_dir / "geneval-test-masculine.en-de.jsonl"
-    env = {**os.environ, "FAIRMT_DATA": str(tmp_path / "data"), "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "FAIRMT_NO_PROGRESS": "1"}
-    cmd = [sys.executable, "-m", "fairmt", "eval", "geneval", "--lang", "de", "--model", str(tiny_dir),
-           "--num-beams", "1", "--max-new-tokens", "3", "--batch-size", "2", "--cache-dir", str(cache_dir),
-           "--json", str(tmp_path / "out.json")]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    env = {
+        **os.environ,
+        "FAIRMT_DATA": str(tmp_path / "data"),
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+        "FAIRMT_NO_PROGRESS": "1",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "fairmt",
+        "eval",
+        "geneval",
+        "--lang",
+        "de",
+        "--model",
+        str(tiny_dir),
+        "--num-beams",
+        "1",
+        "--max-new-tokens",
+        "3",
+        "--batch-size",
+        "2",
+        "--cache-dir",
+        str(cache_dir),
+        "--json",
+        str(tmp_path / "out.json"),
+    ]
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 120
         while _cached_lines(cache) < 6:  # a few batches translated and flushed
@@ -72,8 +100,11 @@ def test_ctrl_c_reports_the_cache_and_exits_130(tiny_dir, tmp_path):
         raise
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
-    m = re.search(r"fairmt: interrupted: (\d+) of (\d+) translations of this set are cached in (\S+) .*run the same "
-                  r"command again to resume", err)
+    m = re.search(
+        r"fairmt: interrupted: (\d+) of (\d+) translations of this set are cached in (\S+) .*run the same "
+        r"command again to resume",
+        err,
+    )
     assert m, err
     cached, total = int(m[1]), int(m[2])
     assert total == N and 0 < cached < N

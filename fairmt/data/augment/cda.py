@@ -62,12 +62,15 @@ def check_cda_tools() -> None:
 
         ok = singular_verb_base("goes") == "go"
     except Exception as err:  # ImportError, or its lexicon files missing or unreadable
-        raise FairmtError(f"CDA needs lemminflect's English verb lexicon (the they-agreement of the neutral versions) "
-                          f"and it cannot be used: {type(err).__name__}: {err}; `pip install lemminflect` (a fairmt "
-                          "dependency) and run again") from None
+        raise FairmtError(
+            f"CDA needs lemminflect's English verb lexicon (the they-agreement of the neutral versions) "
+            f"and it cannot be used: {type(err).__name__}: {err}; `pip install lemminflect` (a fairmt "
+            "dependency) and run again"
+        ) from None
     if not ok:
-        raise FairmtError("lemminflect's verb lexicon does not give 'goes' → 'go': a damaged install; reinstall "
-                          "lemminflect")
+        raise FairmtError(
+            "lemminflect's verb lexicon does not give 'goes' → 'go': a damaged install; reinstall lemminflect"
+        )
 
 
 def cda_tuple(text: str) -> dict:

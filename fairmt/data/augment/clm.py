@@ -46,8 +46,17 @@ class ContextualAugmenter:
         >>> aug(["the doctor treated the patient in the ward"])                             # doctest: +SKIP
     """
 
-    def __init__(self, model: Any, action: str = "substitute", rate: float = 0.1, top_k: int = 5, aug_max: int = 10,
-                 seed: int = 0, batch_size: int = 32, device: Any = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        action: str = "substitute",
+        rate: float = 0.1,
+        top_k: int = 5,
+        aug_max: int = 10,
+        seed: int = 0,
+        batch_size: int = 32,
+        device: Any = None,
+    ) -> None:
         if action not in CLM_ACTIONS:
             raise FairmtError(f"CLM augmentation action must be one of {', '.join(CLM_ACTIONS)}, got {action!r}")
         if not 0.0 < rate < 1.0:
@@ -140,10 +149,12 @@ def _fill_mask(name_or_path: str, device: Any = None):
     except (OSError, ValueError) as err:
         raise FairmtError(
             f"cannot load the masked LM {name_or_path!r} for CLM augmentation ({str(err).splitlines()[0]}); give a "
-            "local folder or a Hub name reachable from here (CSCL used roberta-base)") from None
+            "local folder or a Hub name reachable from here (CSCL used roberta-base)"
+        ) from None
 
 
-def clm_augment(texts: Sequence[str], model: Any, action: str = "substitute", rate: float = 0.1, seed: int = 0,
-                **kwargs: Any) -> list[str]:
+def clm_augment(
+    texts: Sequence[str], model: Any, action: str = "substitute", rate: float = 0.1, seed: int = 0, **kwargs: Any
+) -> list[str]:
     """One CLM-insert or CLM-substitute view of every text (see :class:`ContextualAugmenter`)."""
     return ContextualAugmenter(model, action=action, rate=rate, seed=seed, **kwargs)(texts)

@@ -52,8 +52,10 @@ WORDNET_LEXNAMES = (
 """WordNet 3.0's lexicographer files in number order (lexnames(5WN)): the one file of NLTK's corpus layout that the
 system database (``/usr/share/wordnet``) does not ship."""
 
-INSTALL_HINT = ("install NLTK and WordNet 3.0: `pip install 'fairmt[eda]'`, then `python -m nltk.downloader wordnet` "
-                "(or, on Debian/Ubuntu, `apt-get install wordnet-base`)")
+INSTALL_HINT = (
+    "install NLTK and WordNet 3.0: `pip install 'fairmt[eda]'`, then `python -m nltk.downloader wordnet` "
+    "(or, on Debian/Ubuntu, `apt-get install wordnet-base`)"
+)
 
 
 def _system_wordnet() -> str | None:
@@ -78,8 +80,11 @@ def _system_wordnet() -> str | None:
     lexnames = corpus / "lexnames"
     if not lexnames.exists():
         category = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}  # the syntactic category column of lexnames
-        write_file(lexnames, "".join(f"{i:02d}\t{name}\t{category[name.split('.')[0]]}\n"
-                                     for i, name in enumerate(WORDNET_LEXNAMES)), what="WordNet's lexnames file")
+        write_file(
+            lexnames,
+            "".join(f"{i:02d}\t{name}\t{category[name.split('.')[0]]}\n" for i, name in enumerate(WORDNET_LEXNAMES)),
+            what="WordNet's lexnames file",
+        )
     return str(root)
 
 
@@ -162,8 +167,10 @@ class EDA:
         ops = list(operations)
         if self._syn is None and any(o in ("sr", "ri") for o in ops):
             if require_all:
-                raise FairmtError(f"EDA needs WordNet for synonym replacement and insertion (two of its four "
-                                  f"operations): {INSTALL_HINT}")
+                raise FairmtError(
+                    f"EDA needs WordNet for synonym replacement and insertion (two of its four "
+                    f"operations): {INSTALL_HINT}"
+                )
             warnings.warn(
                 "EDA: no synonym source (pass synonyms=... or install nltk with the wordnet corpus); "
                 "synonym replacement and insertion are disabled, using random swap/deletion only",

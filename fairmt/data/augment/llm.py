@@ -262,8 +262,10 @@ class TransformersChatClient:
         if config.is_file():  # require_model checked that it parses
             archs = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
             if archs and not any(a.endswith(("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")) for a in archs):
-                raise FairmtError(f"{path}: --local-model must be a causal language model (a chat LLM); its config "
-                                  f"names {', '.join(archs)}")
+                raise FairmtError(
+                    f"{path}: --local-model must be a causal language model (a chat LLM); its config "
+                    f"names {', '.join(archs)}"
+                )
         with loading(path, "local LLM (--local-model: a transformers causal language model folder)"):
             model = AutoModelForCausalLM.from_pretrained(path)
             tokenizer = AutoTokenizer.from_pretrained(path)
@@ -285,10 +287,14 @@ class TransformersChatClient:
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         with torch.no_grad():
             out = self.model.generate(
-                **enc, max_new_tokens=self.max_new_tokens, do_sample=False, pad_token_id=pad,
-                return_dict_in_generate=True, output_scores=True,
+                **enc,
+                max_new_tokens=self.max_new_tokens,
+                do_sample=False,
+                pad_token_id=pad,
+                return_dict_in_generate=True,
+                output_scores=True,
             )
-        new = out.sequences[0, enc["input_ids"].shape[1]:]
+        new = out.sequences[0, enc["input_ids"].shape[1] :]
         scores = self.model.compute_transition_scores(out.sequences, out.scores, normalize_logits=True)[0]
         finite = scores[torch.isfinite(scores)]
         conf = float(torch.exp(finite.mean())) if finite.numel() else None
@@ -523,8 +529,10 @@ def polarity_guided_prompt_search(
         res = augment_texts(texts, client, current, groups, attribute, parse_retries, counter)
         wrong = [r for r in res.tuples if not r["polarity_ok"] and r["source"] not in used]
         rnd = SearchRound(
-            round=k, union_accuracy=res.polarity.union_accuracy if res.polarity else None,
-            n_wrong=sum(not r["polarity_ok"] for r in res.tuples), n_failed=len(res.failures),
+            round=k,
+            union_accuracy=res.polarity.union_accuracy if res.polarity else None,
+            n_wrong=sum(not r["polarity_ok"] for r in res.tuples),
+            n_failed=len(res.failures),
         )
         result.rounds.append(rnd)
         result.last = res

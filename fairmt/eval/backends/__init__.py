@@ -2,4 +2,6 @@
 
 from fairmt._deprecated import moved_names
 
-__getattr__ = moved_names(__name__, dict.fromkeys(("BACKENDS", "Translator", "get_backend"), "fairmt.translate.backends"))
+__getattr__ = moved_names(
+    __name__, dict.fromkeys(("BACKENDS", "Translator", "get_backend"), "fairmt.translate.backends")
+)

@@ -95,14 +95,19 @@ def load_bias_ir(root: str | Path) -> list[BiasIRQuery]:
     if not doc_files:
         raise FairmtError(f"no Grep-BiasIR document files (queries-documents_*.csv) in {root}")
     for path in doc_files:
-        _, rows = csv_dict_rows(path, "Grep-BiasIR documents",
-                                required=("q_id", "d_id", "relevant", "content_gender", "doc_title", "document"))
+        _, rows = csv_dict_rows(
+            path,
+            "Grep-BiasIR documents",
+            required=("q_id", "d_id", "relevant", "content_gender", "doc_title", "document"),
+        )
         for lineno, r in rows:
             q = queries.get(r["q_id"])
             if q is None:
                 raise FairmtError(f"{path}:{lineno}: q_id {r['q_id']} is not in {qfile}")
             q.documents.append(
-                BiasIRDocument(r["d_id"], r["relevant"].strip() == "1", r["content_gender"].strip(), r["doc_title"], r["document"])
+                BiasIRDocument(
+                    r["d_id"], r["relevant"].strip() == "1", r["content_gender"].strip(), r["doc_title"], r["document"]
+                )
             )
     out = [q for q in queries.values() if q.documents]
     for q in out:
@@ -135,8 +140,15 @@ class BiasIRResult:
     def rows(self) -> list[dict]:
         """Table rows."""
         return [
-            {"category": c.short, "n": c.n_queries, "male_ratio": c.male_ratio, "ties": c.ties,
-             "rank_M": c.mean_rank["M"], "rank_F": c.mean_rank["F"], "rank_N": c.mean_rank["N"]}
+            {
+                "category": c.short,
+                "n": c.n_queries,
+                "male_ratio": c.male_ratio,
+                "ties": c.ties,
+                "rank_M": c.mean_rank["M"],
+                "rank_F": c.mean_rank["F"],
+                "rank_N": c.mean_rank["N"],
+            }
             for c in self.categories
         ]
 

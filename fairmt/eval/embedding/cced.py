@@ -54,7 +54,9 @@ def load_tuples(path: str | Path, groups: Sequence[str] | None = None) -> tuple[
         if group_list is None:
             group_list = [k for k, v in obj.items() if k not in RESERVED_KEYS and isinstance(v, str)]
             if len(group_list) < 2:
-                raise FairmtError(f"{path}:{lineno}: a CCED tuple needs at least two groups besides 'neutral', found {group_list}")
+                raise FairmtError(
+                    f"{path}:{lineno}: a CCED tuple needs at least two groups besides 'neutral', found {group_list}"
+                )
         missing = [g for g in group_list if not isinstance(obj.get(g), str) or not obj[g].strip()]
         if missing:
             raise FairmtError(
@@ -107,8 +109,10 @@ def cced_gap(
             return x
         norm = np.linalg.norm(x, axis=-1, keepdims=True)
         if x.ndim == 2 and (norm == 0).any():
-            raise FairmtError(f"CCED: the {name} embedding of tuple {int(np.argwhere(norm[:, 0] == 0)[0][0])} is a zero "
-                              "vector: it cannot be L2-normalised (normalize / --cced-normalize)")
+            raise FairmtError(
+                f"CCED: the {name} embedding of tuple {int(np.argwhere(norm[:, 0] == 0)[0][0])} is a zero "
+                "vector: it cannot be L2-normalised (normalize / --cced-normalize)"
+            )
         return x / norm
 
     n = prep(neutral, "neutral")
@@ -132,7 +136,9 @@ def cced_gap(
     )
 
 
-def cced_score(tuples: Sequence[ContentTuple], groups: Sequence[str], encode, normalize: bool = False, pooling: str = "unknown") -> CCEDResult:
+def cced_score(
+    tuples: Sequence[ContentTuple], groups: Sequence[str], encode, normalize: bool = False, pooling: str = "unknown"
+) -> CCEDResult:
     """Encode the tuples with ``encode(list[str]) -> (n, d) array`` and compute the CCED gap."""
     neutral = np.asarray(encode([t.neutral for t in tuples]))
     embs = {g: np.asarray(encode([t.groups[g] for t in tuples])) for g in groups}

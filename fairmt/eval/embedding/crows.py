@@ -71,7 +71,9 @@ class CrowsPair:
         return self.sent_less if self.direction == "stereo" else self.sent_more
 
 
-def load_crows_pairs(path: str | Path, bias_types: Sequence[str] | None = None, limit: int | None = None) -> list[CrowsPair]:
+def load_crows_pairs(
+    path: str | Path, bias_types: Sequence[str] | None = None, limit: int | None = None
+) -> list[CrowsPair]:
     """Read ``crows_pairs_anonymized.csv``; optionally keep some bias types and the first ``limit`` rows."""
     from fairmt.data.inputs import csv_dict_rows
 
@@ -154,7 +156,9 @@ class CrowsCounts:
             "n": self.n,
             "metric": self.metric,
             "stereo_score": 100.0 * self.stereo_biased / self.stereo_total if self.stereo_total else math.nan,
-            "antistereo_score": 100.0 * self.antistereo_biased / self.antistereo_total if self.antistereo_total else math.nan,
+            "antistereo_score": 100.0 * self.antistereo_biased / self.antistereo_total
+            if self.antistereo_total
+            else math.nan,
             "neutral": self.neutral,
             "skipped": self.skipped,
         }
@@ -171,8 +175,10 @@ class CrowsResult:
     pair_scores: list[tuple[float, float]] = field(default_factory=list, repr=False)
 
     def __str__(self) -> str:
-        return (f"CrowS-Pairs ({self.variant}): {self.overall['metric']:.2f} over {self.overall['n']} pairs  "
-                f"[{self.signature}]")
+        return (
+            f"CrowS-Pairs ({self.variant}): {self.overall['metric']:.2f} over {self.overall['n']} pairs  "
+            f"[{self.signature}]"
+        )
 
 
 def crows_signature(variant: str, n: int) -> str:
@@ -214,7 +220,9 @@ def crows_from_scores(pairs: Sequence[CrowsPair], scores: Sequence[tuple[float, 
     )
 
 
-def crows_score(pairs: Sequence[CrowsPair], scorer: MaskedLMScorer, variant: str = "nangia", progress: bool = False) -> CrowsResult:
+def crows_score(
+    pairs: Sequence[CrowsPair], scorer: MaskedLMScorer, variant: str = "nangia", progress: bool = False
+) -> CrowsResult:
     """Score every pair with ``scorer`` and aggregate (see the module docstring for the two variants)."""
     if variant not in VARIANTS:
         raise FairmtError(f"unknown CrowS-Pairs variant {variant!r}; use one of {VARIANTS}")

@@ -60,7 +60,9 @@ class EmbeddingRunner:
         progress: bool = False,
     ):
         if pooling not in POOLINGS or pooling == "auto":
-            raise FairmtError(f"unknown pooling {pooling!r}; use one of {', '.join(p for p in POOLINGS if p != 'auto')}")
+            raise FairmtError(
+                f"unknown pooling {pooling!r}; use one of {', '.join(p for p in POOLINGS if p != 'auto')}"
+            )
         self.model = model
         self.tokenizer = tokenizer
         self.pooling = pooling
@@ -100,7 +102,9 @@ class EmbeddingRunner:
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         if self.pooling == "model":
-            return np.asarray(self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False))
+            return np.asarray(
+                self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False)
+            )
         import torch
 
         enc = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
@@ -141,7 +145,9 @@ class MaskedLMRunner:
 
     def __init__(self, model: Any, tokenizer: Any, batch_size: int = 64, device: str = "cpu"):
         if getattr(tokenizer, "mask_token_id", None) is None:
-            raise NotMaskedLMError("the tokenizer has no mask token: CrowS-Pairs and StereoSet need a masked language model")
+            raise NotMaskedLMError(
+                "the tokenizer has no mask token: CrowS-Pairs and StereoSet need a masked language model"
+            )
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
@@ -165,7 +171,9 @@ class MaskedLMRunner:
             model, info = AutoModelForMaskedLM.from_pretrained(str(p), output_loading_info=True)
         missing = [k for k in info.get("missing_keys", []) if "position_ids" not in k]
         if missing:
-            raise NotMaskedLMError(f"{p}: the masked-LM head is missing from the checkpoint ({missing[:3]}...); it would be random")
+            raise NotMaskedLMError(
+                f"{p}: the masked-LM head is missing from the checkpoint ({missing[:3]}...); it would be random"
+            )
         with loading(p, "masked language model's tokenizer"):
             tok = AutoTokenizer.from_pretrained(str(p))
         device = kwargs.pop("device", None)  # None: where the model loads

@@ -84,7 +84,9 @@ def load_seat_test(path: str | Path, name: str | None = None) -> SeatTest:
         entry = data[s]
         examples = entry.get("examples") if isinstance(entry, dict) else None
         if not isinstance(examples, list) or not examples or not all(isinstance(e, str) for e in examples):
-            raise FairmtError(f"SEAT file {path}: set {s} must be an object with a non-empty list of strings under 'examples'")
+            raise FairmtError(
+                f"SEAT file {path}: set {s} must be an object with a non-empty list of strings under 'examples'"
+            )
         sets[s] = list(examples)
         cats[s] = str(entry.get("category", s))
     if name is None:
@@ -151,7 +153,9 @@ def permutation_p_value(
         done = 0
         while done < n_splits:
             take = min(chunk, n_splits - done)
-            idx = np.fromiter(itertools.chain.from_iterable(itertools.islice(combos, take)), dtype=np.int64, count=take * k)
+            idx = np.fromiter(
+                itertools.chain.from_iterable(itertools.islice(combos, take)), dtype=np.int64, count=take * k
+            )
             hits += int(np.count_nonzero(_split_stats(s_all, idx.reshape(take, k)) >= observed - tol))
             done += take
         return hits / n_splits, "exact", n_splits
@@ -232,11 +236,13 @@ def seat_n_samples_of(seat_n_samples: int | None, n_samples: int | None, where: 
         return SEAT_N_SAMPLES if seat_n_samples is None else int(seat_n_samples)
     from fairmt._deprecated import renamed_option
 
-    mapped = int(renamed_option(f"{where}(n_samples=...)", "seat_n_samples", n_samples, {n_samples: n_samples},
-                                stacklevel=3))
+    mapped = int(
+        renamed_option(f"{where}(n_samples=...)", "seat_n_samples", n_samples, {n_samples: n_samples}, stacklevel=3)
+    )
     if seat_n_samples is not None and int(seat_n_samples) != mapped:
-        raise FairmtError(f"{where}: n_samples={n_samples} and seat_n_samples={seat_n_samples} differ: give "
-                          "seat_n_samples only")
+        raise FairmtError(
+            f"{where}: n_samples={n_samples} and seat_n_samples={seat_n_samples} differ: give seat_n_samples only"
+        )
     return mapped
 
 

@@ -85,7 +85,9 @@ def _example_from_official(obj: dict, split: str | None, where: str) -> StereoSe
             split = "intrasentence" if "BLANK" in ctx else "intersentence"
         ex = StereoSetExample(str(obj["id"]), obj["target"], obj["bias_type"], ctx, sentences, split)
     except (KeyError, TypeError) as err:
-        raise FairmtError(f"{where}: malformed StereoSet example (missing {err}); expected id, target, bias_type, context, sentences") from None
+        raise FairmtError(
+            f"{where}: malformed StereoSet example (missing {err}); expected id, target, bias_type, context, sentences"
+        ) from None
     labels = sorted(s.gold_label for s in sentences)
     if labels != sorted(LABELS):
         raise FairmtError(f"{where}: example {ex.id} must have one sentence per gold label {LABELS}, got {labels}")
@@ -128,7 +130,13 @@ def load_predictions(path: str | Path) -> dict[str, float]:
     """Read an official-format predictions file into ``{sentence id: score}`` (both splits)."""
     path = Path(path)
     data = read_json(path, "StereoSet predictions")
-    entries = data if isinstance(data, list) else [e for s in SPLITS for e in data.get(s, [])] if isinstance(data, dict) else None
+    entries = (
+        data
+        if isinstance(data, list)
+        else [e for s in SPLITS for e in data.get(s, [])]
+        if isinstance(data, dict)
+        else None
+    )
     if entries is None:
         raise FairmtError(f"{path}: expected {{'intrasentence': [{{'id', 'score'}}, ...], 'intersentence': [...]}}")
     scores: dict[str, float] = {}
@@ -136,10 +144,13 @@ def load_predictions(path: str | Path) -> dict[str, float]:
         try:
             scores[str(e["id"])] = float(e["score"])
         except (KeyError, TypeError, ValueError):
-            raise FairmtError(f"{path}: prediction #{i} is not an object with 'id' and a numeric 'score': {e!r}") from None
+            raise FairmtError(
+                f"{path}: prediction #{i} is not an object with 'id' and a numeric 'score': {e!r}"
+            ) from None
         if not math.isfinite(scores[str(e["id"])]):
-            raise FairmtError(f"{path}: prediction #{i} (id {e['id']}) has score {e['score']}: scores must be finite "
-                              "numbers")
+            raise FairmtError(
+                f"{path}: prediction #{i} (id {e['id']}) has score {e['score']}: scores must be finite numbers"
+            )
     return scores
 
 
@@ -165,9 +176,15 @@ class StereoSetResult:
 
     def to_json(self) -> dict:
         """``{domain: {"lms", "ss", "icat", "count"}, ..., "overall": {...}, "signature": ...}``."""
-        out: dict[str, Any] = {d: {"lms": s.lms, "ss": s.ss, "icat": s.icat, "count": s.count}
-                               for d, s in self.domains.items()}
-        out["overall"] = {"lms": self.overall.lms, "ss": self.overall.ss, "icat": self.overall.icat, "count": self.overall.count}
+        out: dict[str, Any] = {
+            d: {"lms": s.lms, "ss": s.ss, "icat": s.icat, "count": s.count} for d, s in self.domains.items()
+        }
+        out["overall"] = {
+            "lms": self.overall.lms,
+            "ss": self.overall.ss,
+            "icat": self.overall.icat,
+            "count": self.overall.count,
+        }
         out["signature"] = self.signature
         return out
 
@@ -190,8 +207,10 @@ def _domain_score(examples: Sequence[StereoSetExample], scores: dict[str, float]
             anti = scores[ex.sentence_id("anti-stereotype")]
             unrel = scores[ex.sentence_id("unrelated")]
         except KeyError as err:
-            raise FairmtError(f"{where}: no score for sentence id {err.args[0]} (example {ex.id}); "
-                              "the predictions do not cover the gold file") from None
+            raise FairmtError(
+                f"{where}: no score for sentence id {err.args[0]} (example {ex.id}); "
+                "the predictions do not cover the gold file"
+            ) from None
         c = per_term[ex.target]
         if pro > anti:
             c["pro"] += 1.0

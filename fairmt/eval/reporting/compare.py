@@ -19,8 +19,10 @@ MEASURE_NAMES = {"accuracy": "Acc.", "explicit_accuracy": "E-Acc.", "delta_g": "
 def _why_none(r: Run) -> str:
     if r.n > 1 or r.setting is not None:
         return f"{r.name} is a mean over {r.n} runs"
-    return (f"{r.name} ({r.source}) holds no per-sentence data (a file written by an older fairmt, or a recipe's "
-            "results without a scored test set: score its translations with this fairmt's eval commands)")
+    return (
+        f"{r.name} ({r.source}) holds no per-sentence data (a file written by an older fairmt, or a recipe's "
+        "results without a scored test set: score its translations with this fairmt's eval commands)"
+    )
 
 
 def add_comparisons(tables: list, n_samples: int | None = None, seed: int | None = None) -> None:
@@ -32,8 +34,9 @@ def add_comparisons(tables: list, n_samples: int | None = None, seed: int | None
             t.notes += lines
 
 
-def compare_rows(rows: list[Run], n_samples: int | None = None, seed: int | None = None
-                 ) -> tuple[list[dict], list[str]]:
+def compare_rows(
+    rows: list[Run], n_samples: int | None = None, seed: int | None = None
+) -> tuple[list[dict], list[str]]:
     """The comparisons of each row with the first row that carries per-sentence data (dicts for the JSON) and the
     lines that say them: a header (the resamples, the seed and the p-value convention) and one line per test, or, where
     no test could be made, one line per row saying why."""
@@ -44,9 +47,13 @@ def compare_rows(rows: list[Run], n_samples: int | None = None, seed: int | None
     if len(rows) < 2:
         return [], []
     if not any(r.items for r in rows):  # one line, not one per row (a table of tiny-recipe runs, of means)
-        return [], [("Paired bootstrap: no interval: no row carries per-sentence data (a mean over runs, a file "
-                     "written by an older fairmt, or a recipe's results without a scored test set: score its "
-                     "translations with this fairmt's eval commands).")]
+        return [], [
+            (
+                "Paired bootstrap: no interval: no row carries per-sentence data (a mean over runs, a file "
+                "written by an older fairmt, or a recipe's results without a scored test set: score its "
+                "translations with this fairmt's eval commands)."
+            )
+        ]
     # the baseline is the first row that carries per-sentence data: a tiny recipe's "(original)" row (held-out
     # scores only) comes first but cannot be the baseline of a paired test
     base = next(r for r in rows if r.items)
@@ -74,13 +81,17 @@ def compare_rows(rows: list[Run], n_samples: int | None = None, seed: int | None
                 out.append({"run": r.name, "baseline": base.name, "benchmark": bench, "lang": lang, **t.to_dict()})
                 lines.append(f"  {r.name}: {where} {MEASURE_NAMES.get(t.measure, t.measure)} {format_test(t)}")
     if out:
-        lines.insert(0, f"Paired bootstrap against {base.name} (row − {base.name}; {n_samples} resamples of the "
-                        f"sentences/pairs, seed {seed}; 95 % interval; p-value; {SELF_COMPARISON}):")
+        lines.insert(
+            0,
+            f"Paired bootstrap against {base.name} (row − {base.name}; {n_samples} resamples of the "
+            f"sentences/pairs, seed {seed}; 95 % interval; p-value; {SELF_COMPARISON}):",
+        )
         compared = [r for r in rows if r is not base and any(c["run"] == r.name for c in out)]
         lines.insert(1, "  " + noise_note([base, *compared]))
     for name, where, why in why_not:
-        lines.append(f"Paired bootstrap of {name} against {base.name}{': ' + where if where else ''}: no interval: "
-                     f"{why}.")
+        lines.append(
+            f"Paired bootstrap of {name} against {base.name}{': ' + where if where else ''}: no interval: {why}."
+        )
     return out, lines
 
 
@@ -89,12 +100,16 @@ def noise_note(runs: list[Run]) -> str:
     the spread between training runs; the runs that are one training seed are named (their difference may be the
     seed's)."""
     single = [r.name for r in runs if r.n <= 1]
-    text = ("it covers test-set noise only (which sentences were drawn), not training-seed noise: "
-            "\"distinguishable\" says these two models differ on this test set")
+    text = (
+        "it covers test-set noise only (which sentences were drawn), not training-seed noise: "
+        '"distinguishable" says these two models differ on this test set'
+    )
     if single:
-        text += (f"; one training seed each ({', '.join(single)}), so it does not say that the training method "
-                 "differs (a rerun with another seed can move these numbers more than the interval: run several "
-                 "seeds, fairmt sweep --seeds)")
+        text += (
+            f"; one training seed each ({', '.join(single)}), so it does not say that the training method "
+            "differs (a rerun with another seed can move these numbers more than the interval: run several "
+            "seeds, fairmt sweep --seeds)"
+        )
     return text[0].upper() + text[1:] + "."
 
 
@@ -104,7 +119,9 @@ def format_test(t) -> str:
 
     d = digits_for((t.ci_high - t.ci_low) / 3.92, 1)
     verdict = "not distinguishable" if t.ci_low <= 0 <= t.ci_high else "distinguishable"
-    left_out = (f" ({t.n_undefined} of {t.n_samples} resamples left out: {t.measure} undefined on them)"
-                if getattr(t, "n_undefined", 0) else "")
-    return (f"{t.difference:+.{d}f} [{t.ci_low:+.{d}f}, {t.ci_high:+.{d}f}], p = {t.p_value:.3f}, {verdict}"
-            + left_out)
+    left_out = (
+        f" ({t.n_undefined} of {t.n_samples} resamples left out: {t.measure} undefined on them)"
+        if getattr(t, "n_undefined", 0)
+        else ""
+    )
+    return f"{t.difference:+.{d}f} [{t.ci_low:+.{d}f}, {t.ci_high:+.{d}f}], p = {t.p_value:.3f}, {verdict}" + left_out

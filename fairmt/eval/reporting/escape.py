@@ -79,19 +79,59 @@ def markdown(s: Any) -> str:
             i = len(lead) + len(marker)
             out = out[:i] + "\\" + out[i:]
         else:
-            out = lead + "\\" + out[len(lead):]
+            out = lead + "\\" + out[len(lead) :]
     return out
 
 
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
-        "|": r"\textbar{}", "[": "{[}", "]": "{]}", '"': r"\textquotedbl{}"}
-_TEX_UNICODE = {"↑": r"$\uparrow$", "↓": r"$\downarrow$", "Δ": r"$\Delta$", "±": r"$\pm$", "†": r"$^\dagger$",
-                "ŷ": r"$\hat{y}$", "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$", "λ": r"$\lambda$",
-                "τ": r"$\tau$", "ρ": r"$\rho$", "ε": r"$\varepsilon$", "δ": r"$\delta$", "μ": r"$\mu$",
-                "σ": r"$\sigma$", "–": "--", "—": "---", "→": r"$\to$", "·": r"$\cdot$", "½": r"$\frac12$",
-                "¼": r"$\frac14$", "⅛": r"$\frac18$", "−": "-", "’": "'", "×": r"$\times$", "÷": r"$\div$",
-                "≥": r"$\geq$", "≤": r"$\leq$"}
+_TEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    "[": "{[}",
+    "]": "{]}",
+    '"': r"\textquotedbl{}",
+}
+_TEX_UNICODE = {
+    "↑": r"$\uparrow$",
+    "↓": r"$\downarrow$",
+    "Δ": r"$\Delta$",
+    "±": r"$\pm$",
+    "†": r"$^\dagger$",
+    "ŷ": r"$\hat{y}$",
+    "α": r"$\alpha$",
+    "β": r"$\beta$",
+    "γ": r"$\gamma$",
+    "λ": r"$\lambda$",
+    "τ": r"$\tau$",
+    "ρ": r"$\rho$",
+    "ε": r"$\varepsilon$",
+    "δ": r"$\delta$",
+    "μ": r"$\mu$",
+    "σ": r"$\sigma$",
+    "–": "--",
+    "—": "---",
+    "→": r"$\to$",
+    "·": r"$\cdot$",
+    "½": r"$\frac12$",
+    "¼": r"$\frac14$",
+    "⅛": r"$\frac18$",
+    "−": "-",
+    "’": "'",
+    "×": r"$\times$",
+    "÷": r"$\div$",
+    "≥": r"$\geq$",
+    "≤": r"$\leq$",
+}
 
 
 def markdown_code(s: Any) -> str:
@@ -103,12 +143,36 @@ def markdown_code(s: Any) -> str:
     return f"{fence}{pad}{t}{pad}{fence}"
 
 
-_TEX_ACCENTS = {"\u0300": "`", "\u0301": "'", "\u0302": "^", "\u0303": "~", "\u0304": "=", "\u0306": "u",
-                "\u0307": ".", "\u0308": '"', "\u030a": "r", "\u030b": "H", "\u030c": "v", "\u0327": "c"}
+_TEX_ACCENTS = {
+    "\u0300": "`",
+    "\u0301": "'",
+    "\u0302": "^",
+    "\u0303": "~",
+    "\u0304": "=",
+    "\u0306": "u",
+    "\u0307": ".",
+    "\u0308": '"',
+    "\u030a": "r",
+    "\u030b": "H",
+    "\u030c": "v",
+    "\u0327": "c",
+}
 """Combining accents and the LaTeX accent commands that set them in any font encoding, OT1 included (``é`` →
 ``\\'{e}``; the ogonek, T1 only, is not among them)."""
-_TEX_LETTERS = {"ß": r"\ss{}", "æ": r"\ae{}", "Æ": r"\AE{}", "œ": r"\oe{}", "Œ": r"\OE{}", "ø": r"\o{}",
-                "Ø": r"\O{}", "ł": r"\l{}", "Ł": r"\L{}", "ı": r"\i{}", "¿": r"?`", "¡": r"!`"}
+_TEX_LETTERS = {
+    "ß": r"\ss{}",
+    "æ": r"\ae{}",
+    "Æ": r"\AE{}",
+    "œ": r"\oe{}",
+    "Œ": r"\OE{}",
+    "ø": r"\o{}",
+    "Ø": r"\O{}",
+    "ł": r"\l{}",
+    "Ł": r"\L{}",
+    "ı": r"\i{}",
+    "¿": r"?`",
+    "¡": r"!`",
+}
 
 
 def _tex_letter(ch: str) -> str:

@@ -22,13 +22,18 @@ SAMPLING_RESULTS = "fairmt-sampling-results/1"  # results.json of a fairness-dri
 SWEEP = "fairmt-sweep/1"  # sweep.json of `fairmt sweep`
 
 ALL = {
-    WINOMT: "fairmt eval winomt --json", GENEVAL: "fairmt eval geneval --json",
-    TRANSLATION: "fairmt eval flores --json", EMBEDDINGS: "fairmt eval embeddings --json",
-    STEREOSET: "fairmt eval stereoset --json", CLASSIFICATION: "fairmt eval classification --json",
-    LINEAR_PROBE: "fairmt eval linear-probe --json", GACL_RESULTS: "a GACL recipe's results.json",
+    WINOMT: "fairmt eval winomt --json",
+    GENEVAL: "fairmt eval geneval --json",
+    TRANSLATION: "fairmt eval flores --json",
+    EMBEDDINGS: "fairmt eval embeddings --json",
+    STEREOSET: "fairmt eval stereoset --json",
+    CLASSIFICATION: "fairmt eval classification --json",
+    LINEAR_PROBE: "fairmt eval linear-probe --json",
+    GACL_RESULTS: "a GACL recipe's results.json",
     WORD_DEBIAS_RESULTS: "a CCD/DPCE/ADEPT recipe's results JSON",
     CLASSIFICATION_RESULTS: "a classification recipe's results.json",
-    SAMPLING_RESULTS: "a sampling recipe's results.json", SWEEP: "fairmt sweep's sweep.json",
+    SAMPLING_RESULTS: "a sampling recipe's results.json",
+    SWEEP: "fairmt sweep's sweep.json",
 }
 """Every declared format (besides :data:`MT_BIAS`) and what writes it."""
 

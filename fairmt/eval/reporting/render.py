@@ -23,8 +23,10 @@ def _version() -> str:
 
 
 def _cells(t: Table, i: int, pm: str = " ± ") -> list[str]:
-    return [t.cell(i, m, pm) + (" †" if m.key in t.marks[i] and t.rows[i].values.get(m.key) is not None else "")
-            for m in t.columns]
+    return [
+        t.cell(i, m, pm) + (" †" if m.key in t.marks[i] and t.rows[i].values.get(m.key) is not None else "")
+        for m in t.columns
+    ]
 
 
 # ------------------------------------------------------------------------------------------------ text, Markdown
@@ -39,11 +41,16 @@ def text_report(tables: list[Table]) -> str:
         grp = []
         for j, g in enumerate(groups):
             grp.append((g if j == 0 or groups[j - 1] != g else "").ljust(widths[j]))
-        lines = [t.family.title, describe_scale(t), "  ".join(grp).rstrip(),
-                 "  ".join(h.rjust(w) if j else h.ljust(w) for j, (h, w) in enumerate(zip(head, widths))),
-                 "  ".join("-" * w for w in widths)]
-        lines += ["  ".join(c.rjust(w) if j else c.ljust(w) for j, (c, w) in enumerate(zip(row, widths)))
-                  for row in body]
+        lines = [
+            t.family.title,
+            describe_scale(t),
+            "  ".join(grp).rstrip(),
+            "  ".join(h.rjust(w) if j else h.ljust(w) for j, (h, w) in enumerate(zip(head, widths))),
+            "  ".join("-" * w for w in widths),
+        ]
+        lines += [
+            "  ".join(c.rjust(w) if j else c.ljust(w) for j, (c, w) in enumerate(zip(row, widths))) for row in body
+        ]
         lines += [escape.terminal(n) for n in t.notes]
         out.append("\n".join(lines))
     return "\n\n".join(out) + "\n"
@@ -68,19 +75,28 @@ def markdown_report(tables: list[Table]) -> str:
             marked = [n for n in t.notes if n.startswith("†")]
             other = [n for n in t.notes if not n.startswith("†")]
             if marked:
-                notes += ("\n**† Scored under different settings from the first run — these numbers are not "
-                          "comparable as they stand:**\n\n" + "\n".join(f"- {_md(n)}" for n in marked) + "\n")
+                notes += (
+                    "\n**† Scored under different settings from the first run — these numbers are not "
+                    "comparable as they stand:**\n\n" + "\n".join(f"- {_md(n)}" for n in marked) + "\n"
+                )
             if other:
                 notes += "\n" + "\n".join(f"- {_md(n)}" for n in other) + "\n"
-        out.append(f"## {_md(t.family.title)}\n\n{_md(describe_scale(t))} Bold: the best value of a column.\n\n"
-                   + "\n".join([head, sep, *body]) + "\n" + notes)
+        out.append(
+            f"## {_md(t.family.title)}\n\n{_md(describe_scale(t))} Bold: the best value of a column.\n\n"
+            + "\n".join([head, sep, *body])
+            + "\n"
+            + notes
+        )
     return "\n".join(out)
 
 
 def json_report(tables: list[Table]) -> dict[str, Any]:
-    return {"format": "fairmt-report/1", "fairmt": _version(),
-            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "tables": [table_json(t) for t in tables]}
+    return {
+        "format": "fairmt-report/1",
+        "fairmt": _version(),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "tables": [table_json(t) for t in tables],
+    }
 
 
 # ------------------------------------------------------------------------------------------------ LaTeX
@@ -97,8 +113,11 @@ def latex_report(tables: list[Table], standalone: bool = False) -> str:
         best = t.best()
         n = len(t.columns)
         wide = n > 8  # scaled to the text width (graphicx), as a wide paper table is
-        lines = [r"\begin{table}[ht]", r"\centering", r"\small"] + ([r"\resizebox{\linewidth}{!}{%"] if wide else []) \
+        lines = (
+            [r"\begin{table}[ht]", r"\centering", r"\small"]
+            + ([r"\resizebox{\linewidth}{!}{%"] if wide else [])
             + [r"\begin{tabular}{l" + "r" * n + "}", r"\toprule"]
+        )
         spans, rules, col = [], [], 2
         for g, w in groups_of(t.columns):
             spans.append(rf"\multicolumn{{{w}}}{{c}}{{{tex(g)}}}")
@@ -128,8 +147,10 @@ def latex_report(tables: list[Table], standalone: bool = False) -> str:
         parts.append("\n".join(lines))
     body = "\n\n".join(parts) + "\n"
     if standalone:
-        return ("\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{booktabs}\n\\usepackage{graphicx}\n"
-                "\\usepackage[margin=1cm,landscape]{geometry}\n\\begin{document}\n" + body + "\\end{document}\n")
+        return (
+            "\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{booktabs}\n\\usepackage{graphicx}\n"
+            "\\usepackage[margin=1cm,landscape]{geometry}\n\\begin{document}\n" + body + "\\end{document}\n"
+        )
     return "% fairmt report: needs \\usepackage{booktabs} (and graphicx for \\resizebox)\n" + body
 
 
@@ -141,10 +162,15 @@ def _axis_label(t: Table, m: Measure) -> str:
 
 
 _AXES = {
-    "mt": (("winomt_acc", "geneval_e_acc", "geneval_abs_dg"), ("bleu", "bleu_star", "chrfpp", "geneval_chrfpp", "geneval_acc")),
+    "mt": (
+        ("winomt_acc", "geneval_e_acc", "geneval_abs_dg"),
+        ("bleu", "bleu_star", "chrfpp", "geneval_chrfpp", "geneval_acc"),
+    ),
     "classification": (("gap", "delta_eo"), ("accuracy", "macro_f1", "f1")),
-    "embeddings": (("seat_avg_abs", "cced_gap", "bias_ir_avg_dev"),
-                   ("utility_spearman", "glue_avg", "utility_nn1", "stereoset_lms", "cced_gap", "bias_ir_avg_dev")),
+    "embeddings": (
+        ("seat_avg_abs", "cced_gap", "bias_ir_avg_dev"),
+        ("utility_spearman", "glue_avg", "utility_nn1", "stereoset_lms", "cced_gap", "bias_ir_avg_dev"),
+    ),
 }
 
 
@@ -156,7 +182,7 @@ def _tradeoff_axes(t: Table) -> tuple[str, str] | None:
     have = {m.key for m in t.columns}
     if t.family.key == "probe":
         gap = next((k for k in have if k.startswith("probe:") and k.endswith(":gap")), None)
-        return (gap, gap[:-len("gap")] + "accuracy") if gap and gap[:-len("gap")] + "accuracy" in have else None
+        return (gap, gap[: -len("gap")] + "accuracy") if gap and gap[: -len("gap")] + "accuracy" in have else None
     if t.family.tradeoff is None or t.family.key not in _AXES:
         return None
     xs, ys = _AXES[t.family.key]
@@ -189,17 +215,28 @@ def tradeoff_figure(t: Table):
         rs = [r for r in pts if (r.group or r.method or r.name) == g]
         xs = [x for r in rs if (x := r.values[xk]) is not None]  # all there: pts has both numbers
         ys = [y for r in rs if (y := r.values[yk]) is not None]
-        ax.errorbar(xs, ys,
-                    xerr=[r.std.get(xk) or 0.0 for r in rs], yerr=[r.std.get(yk) or 0.0 for r in rs],
-                    fmt=markers[gi % len(markers)], capsize=3, label=escape.mpl(g), alpha=0.9)
+        ax.errorbar(
+            xs,
+            ys,
+            xerr=[r.std.get(xk) or 0.0 for r in rs],
+            yerr=[r.std.get(yk) or 0.0 for r in rs],
+            fmt=markers[gi % len(markers)],
+            capsize=3,
+            label=escape.mpl(g),
+            alpha=0.9,
+        )
         for r in rs:
-            label = r.name[len(g):].strip() if r.name.startswith(g) and r.name != g else r.name
-            ax.annotate(escape.mpl(label), (r.values[xk], r.values[yk]), textcoords="offset points", xytext=(4, 4), fontsize=7)
+            label = r.name[len(g) :].strip() if r.name.startswith(g) and r.name != g else r.name
+            ax.annotate(
+                escape.mpl(label), (r.values[xk], r.values[yk]), textcoords="offset points", xytext=(4, 4), fontsize=7
+            )
     ax.set_xlabel(escape.mpl(_axis_label(t, cols[xk])))
     ax.set_ylabel(escape.mpl(_axis_label(t, cols[yk])))
-    ax.set_title(f"{t.family.title.split(':')[0]}: trade-off ({len(pts)} point{'s' if len(pts) != 1 else ''}; "
-                 "bars: ± std over seeds)",
-                 fontsize="medium")
+    ax.set_title(
+        f"{t.family.title.split(':')[0]}: trade-off ({len(pts)} point{'s' if len(pts) != 1 else ''}; "
+        "bars: ± std over seeds)",
+        fontsize="medium",
+    )
     ax.grid(linewidth=0.3, alpha=0.5)
     if len(groups) > 1:
         ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -270,8 +307,10 @@ def write_figures(tables: list[Table], path: str | Path) -> tuple[list[Path], li
     path = Path(path)
     figs = figures(tables)
     if not figs:
-        raise NothingToPlot("no table has a row with both trade-off measures, nor per-language/per-test measures"
-                            + ("".join(f"; {x}" for x in missing_points(tables)[:3])))
+        raise NothingToPlot(
+            "no table has a row with both trade-off measures, nor per-language/per-test measures"
+            + ("".join(f"; {x}" for x in missing_points(tables)[:3]))
+        )
     written = []
     for name, _, fig in figs:
         out = path.with_name(f"{path.stem}-{name}{path.suffix}")
@@ -286,8 +325,9 @@ def svg_text(fig) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None, "Format": None,
-                                                                  "Type": None})
+    fig.savefig(
+        buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None, "Format": None, "Type": None}
+    )
     plt.close(fig)
     s = buf.getvalue()
     s = re.sub(r"<\?xml[^>]*\?>\s*", "", s)
@@ -362,8 +402,9 @@ def html_report(tables: list[Table], title: str = "fairmt report") -> str:
     for t in tables:
         best = t.best()
         body.append(f'<section id="{_e(t.family.key)}"><h2>{_e(t.family.title)}</h2>')
-        body.append(f'<p class="scale">{_e(describe_scale(t))} Bold: best per column. Click a column header to '
-                    "sort.</p>")
+        body.append(
+            f'<p class="scale">{_e(describe_scale(t))} Bold: best per column. Click a column header to sort.</p>'
+        )
         groups = "".join(f'<th colspan="{w}">{_e(g)}</th>' for g, w in groups_of(t.columns))
         heads = "".join(f'<th scope="col" title="{_e(m.group)}">{_e(t.header(m))}</th>' for m in t.columns)
         rows = []
@@ -371,26 +412,42 @@ def html_report(tables: list[Table], title: str = "fairmt report") -> str:
             cells = []
             for m in t.columns:
                 v = r.values.get(m.key)
-                cls = " ".join(c for c, on in (("best", i in best.get(m.key, ())),
-                                               ("mixed", m.key in t.marks[i] and v is not None)) if on)
+                cls = " ".join(
+                    c
+                    for c, on in (("best", i in best.get(m.key, ())), ("mixed", m.key in t.marks[i] and v is not None))
+                    if on
+                )
                 mark = " †" if m.key in t.marks[i] and v is not None else ""
-                cells.append(f'<td data-value="{"" if v is None else repr(float(v))}"'
-                             f'{f" class={chr(34)}{cls}{chr(34)}" if cls else ""}>{_e(t.cell(i, m))}{mark}</td>')
-            details = "\n".join(_e(x) for x in [f"{k}: {v}" for k, v in r.settings.items()] + [f"source: {r.source}"]
-                                 + [f"signature {k}: {v}" for k, v in r.signatures.items()])  # one line each
-            rows.append(f'<tr><td data-value=""><details><summary>{_e(r.name)}</summary><pre>{details}</pre>'
-                        f"</details></td>{''.join(cells)}</tr>")
-        body.append(f'<table class="report"><thead><tr class="groups"><th></th>{groups}</tr>'
-                    f'<tr class="measures"><th scope="col">run</th>{heads}</tr></thead>'
-                    f"<tbody>{''.join(rows)}</tbody></table>")
+                cells.append(
+                    f'<td data-value="{"" if v is None else repr(float(v))}"'
+                    f"{f' class={chr(34)}{cls}{chr(34)}' if cls else ''}>{_e(t.cell(i, m))}{mark}</td>"
+                )
+            details = "\n".join(
+                _e(x)
+                for x in [f"{k}: {v}" for k, v in r.settings.items()]
+                + [f"source: {r.source}"]
+                + [f"signature {k}: {v}" for k, v in r.signatures.items()]
+            )  # one line each
+            rows.append(
+                f'<tr><td data-value=""><details><summary>{_e(r.name)}</summary><pre>{details}</pre>'
+                f"</details></td>{''.join(cells)}</tr>"
+            )
+        body.append(
+            f'<table class="report"><thead><tr class="groups"><th></th>{groups}</tr>'
+            f'<tr class="measures"><th scope="col">run</th>{heads}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>"
+        )
         if t.notes:
             body.append('<ul class="notes">' + "".join(f"<li>{_e(n)}</li>" for n in t.notes) + "</ul>")
         for caption, svg in figs.get(t.family.key, []):
             body.append(f"<figure>{svg}<figcaption>{_e(caption)}</figcaption></figure>")
         body.append("</section>")
     body.append(f"<footer>fairmt {_e(_version())} &middot; {_e(when)}</footer>")
-    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
-            f'script-src {script_hash(_JS)}; img-src data:">'
-            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n" + "\n".join(body)
-            + f"\n<script>{_JS}</script>\n</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        f'script-src {script_hash(_JS)}; img-src data:">'
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n"
+        + "\n".join(body)
+        + f"\n<script>{_JS}</script>\n</body></html>\n"
+    )

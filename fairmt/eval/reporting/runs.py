@@ -59,8 +59,9 @@ class _Reader:
         node: Any = self.data
         for part in dotted.split("."):
             if not isinstance(node, dict):
-                raise FairmtError(f"{self.path}: {self.name(dotted)!r}: {part!r} is inside a {type(node).__name__}, "
-                                  "not an object")
+                raise FairmtError(
+                    f"{self.path}: {self.name(dotted)!r}: {part!r} is inside a {type(node).__name__}, not an object"
+                )
             node = node.get(part)
             if node is None:
                 return None
@@ -69,8 +70,9 @@ class _Reader:
     def at(self, dotted: str) -> _Reader:
         v = self.get(dotted)
         if v is not None and not isinstance(v, dict):
-            raise FairmtError(f"{self.path}: {self.name(dotted)!r} must be an object, got {type(v).__name__} "
-                              f"{_short(v)}")
+            raise FairmtError(
+                f"{self.path}: {self.name(dotted)!r} must be an object, got {type(v).__name__} {_short(v)}"
+            )
         return _Reader(self.path, v or {}, f"{self.name(dotted)}.")
 
     def num(self, dotted: str) -> float | None:
@@ -80,11 +82,13 @@ class _Reader:
         if v is None:
             return None
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise FairmtError(f"{self.path}: {self.name(dotted)!r} is {_short(v)} ({type(v).__name__}), not a number "
-                              "(or null)")
+            raise FairmtError(
+                f"{self.path}: {self.name(dotted)!r} is {_short(v)} ({type(v).__name__}), not a number (or null)"
+            )
         if not math.isfinite(v):
-            raise FairmtError(f"{self.path}: {self.name(dotted)!r} is {v!r}, not a finite number (null marks an "
-                              "undefined value)")
+            raise FairmtError(
+                f"{self.path}: {self.name(dotted)!r} is {v!r}, not a finite number (null marks an undefined value)"
+            )
         return float(v)
 
     def text(self, dotted: str) -> str | None:
@@ -130,6 +134,7 @@ def _mt_winomt_row(r: _Reader) -> dict:
     dg = r.num("delta_g") if "delta_g_f1" in r.data else r.num("delta_g_acc")
     conf = r.at("confusion")
     if dg is None and conf.data:
+
         def rate(g):
             row = conf.at(g)
             counts = {k: row.check(v, k) or 0.0 for k, v in row.data.items()}
@@ -156,11 +161,15 @@ def _mt_values(winomt: dict, geneval: dict, flores: dict) -> dict:
     out: dict[str, float | None] = {}
     if geneval:
         g = list(geneval.values())
-        out.update({"geneval_e_acc": _mean([x["explicit_accuracy"] for x in g]),
-                    "geneval_acc": _mean([x["accuracy"] for x in g]),
-                    "geneval_abs_edg": _abs_mean([x["explicit_delta_g"] for x in g]),
-                    "geneval_abs_dg": _abs_mean([x["delta_g"] for x in g]),
-                    "geneval_chrfpp": _mean([x["chrfpp"] for x in g])})
+        out.update(
+            {
+                "geneval_e_acc": _mean([x["explicit_accuracy"] for x in g]),
+                "geneval_acc": _mean([x["accuracy"] for x in g]),
+                "geneval_abs_edg": _abs_mean([x["explicit_delta_g"] for x in g]),
+                "geneval_abs_dg": _abs_mean([x["delta_g"] for x in g]),
+                "geneval_chrfpp": _mean([x["chrfpp"] for x in g]),
+            }
+        )
     if flores:
         f = list(flores.values())
         if any(x.get("bleu_star") is not None for x in f):  # a language scored with another SentencePiece model
@@ -170,8 +179,13 @@ def _mt_values(winomt: dict, geneval: dict, flores: dict) -> dict:
         out["chrfpp"] = _mean([x["chrfpp"] for x in f])
     if winomt:
         w = list(winomt.values())
-        out.update({"winomt_acc": _mean([x["acc"] for x in w]), "winomt_abs_dg": _abs_mean([x["dg"] for x in w]),
-                    "winomt_abs_ds": _abs_mean([x["ds"] for x in w])})
+        out.update(
+            {
+                "winomt_acc": _mean([x["acc"] for x in w]),
+                "winomt_abs_dg": _abs_mean([x["dg"] for x in w]),
+                "winomt_abs_ds": _abs_mean([x["ds"] for x in w]),
+            }
+        )
         if len(winomt) > 1:
             out.update({f"winomt_acc:{lang}": x["acc"] for lang, x in winomt.items()})
     return _drop_none(out)
@@ -188,9 +202,13 @@ def _flores_row(r: _Reader) -> dict:
 
 
 _MT_AVERAGES = {
-    "geneval": (("explicit_accuracy", "geneval_e_acc"), ("accuracy", "geneval_acc"),
-                ("abs_explicit_delta_g", "geneval_abs_edg"), ("abs_delta_g", "geneval_abs_dg"),
-                ("chrfpp", "geneval_chrfpp")),
+    "geneval": (
+        ("explicit_accuracy", "geneval_e_acc"),
+        ("accuracy", "geneval_acc"),
+        ("abs_explicit_delta_g", "geneval_abs_edg"),
+        ("abs_delta_g", "geneval_abs_dg"),
+        ("chrfpp", "geneval_chrfpp"),
+    ),
     "flores": (("spbleu", "bleu"), ("chrfpp", "chrfpp")),
     "winomt": (("accuracy", "winomt_acc"), ("abs_delta_g_acc", "winomt_abs_dg"), ("abs_delta_s", "winomt_abs_ds")),
 }
@@ -224,10 +242,20 @@ def _read_mt_bias(r: _Reader, name: str) -> list[Run]:
         settings = {**settings, "degenerate of": int(sum(d.num("n") or 0.0 for d in degenerate))}
     sigs = {k: v for k, v in run_signatures(r.data).items() if k != "settings:id_lang"}  # no in/out-domain column
     items = {k: v for b in parts for x in langs[b] for k, v in _items(parts[b].at(x), b, x).items()}
-    return [Run(name, "mt", r.path, values, signatures=sigs, items=items,
-                settings=_drop_none({k: settings.get(k) for k in ("model", "compat", "split", "id_lang", "backend",
-                                                                  "degenerate of")}),
-                method=settings.get("method"))]
+    return [
+        Run(
+            name,
+            "mt",
+            r.path,
+            values,
+            signatures=sigs,
+            items=items,
+            settings=_drop_none(
+                {k: settings.get(k) for k in ("model", "compat", "split", "id_lang", "backend", "degenerate of")}
+            ),
+            method=settings.get("method"),
+        )
+    ]
 
 
 def _per_language(r: _Reader) -> list[_Reader]:
@@ -279,8 +307,13 @@ def _read_translation(r: _Reader, name: str) -> list[Run]:
 def _gacl_values(r: _Reader, split: str) -> dict:
     s = r.at(split)
     dg = s.num("geneval_delta_g")
-    return _drop_none({"geneval_acc": s.num("geneval_accuracy"), "geneval_e_acc": s.num("geneval_explicit_accuracy"),
-                       "geneval_abs_dg": abs(dg) if dg is not None else None})
+    return _drop_none(
+        {
+            "geneval_acc": s.num("geneval_accuracy"),
+            "geneval_e_acc": s.num("geneval_explicit_accuracy"),
+            "geneval_abs_dg": abs(dg) if dg is not None else None,
+        }
+    )
 
 
 HELD_OUT = (("accuracy", "heldout_acc"), ("accuracy_anti", "heldout_anti"), ("chrf++", "heldout_chrfpp"))
@@ -302,9 +335,12 @@ def _held_out_signature(h: _Reader) -> dict[str, str]:
 def _read_gacl(r: _Reader, name: str) -> list[Run]:
     split = "test" if any(k.startswith("geneval_") for k in r.at("test").data) else "dev"
     g = r.at("geneval")
-    sigs = {"settings:split": "dev" if split == "dev" else str(r.get("test_data.geneval_split")),
-            "geneval:max_pairs": str(g.get("max_pairs")), "geneval:num_beams": str(g.get("num_beams")),
-            "languages:geneval": str(g.get("lang"))}
+    sigs = {
+        "settings:split": "dev" if split == "dev" else str(r.get("test_data.geneval_split")),
+        "geneval:max_pairs": str(g.get("max_pairs")),
+        "geneval:num_beams": str(g.get("num_beams")),
+        "languages:geneval": str(g.get("lang")),
+    }
     train = r.at("train").data
     items = _items(r.at("test_data"), "geneval", str(g.get("lang"))) if split == "test" else {}
     held = r.at("held_out_gender")
@@ -313,24 +349,52 @@ def _read_gacl(r: _Reader, name: str) -> list[Run]:
     loss = r.at("dev").num("loss")
     if loss is not None:
         values["eval_loss"] = loss
-    settings = _drop_none({"model": r.get("model"), "seed": r.get("seed"), "split": split,
-                           **{k: train.get(k) for k in ("gacl_lambda", "kd_alpha", "temperature")}})
+    settings = _drop_none(
+        {
+            "model": r.get("model"),
+            "seed": r.get("seed"),
+            "split": split,
+            **{k: train.get(k) for k in ("gacl_lambda", "kd_alpha", "temperature")},
+        }
+    )
     rows = []
     if held.at("before").data:  # the tiny recipe's untrained starting model, scored on the same sentences
-        rows.append(Run(f"{name} (original)", "mt", r.path, _held_out_values(held.at("before")), signatures=sigs,
-                        method="original", group=name,
-                        settings=_drop_none({"model": r.get("model"), "measured": "before training"})))
+        rows.append(
+            Run(
+                f"{name} (original)",
+                "mt",
+                r.path,
+                _held_out_values(held.at("before")),
+                signatures=sigs,
+                method="original",
+                group=name,
+                settings=_drop_none({"model": r.get("model"), "measured": "before training"}),
+            )
+        )
     if not values:
-        raise FairmtError(f"{r.path}: no held-out measure (neither 'held_out_gender', MT-GenEval 'test'/'dev' "
-                          "numbers nor 'dev.loss'): nothing to report")
-    rows.append(Run(name, "mt", r.path, values, signatures=sigs, method="gacl", items=items, group=name,
-                    settings=settings))
+        raise FairmtError(
+            f"{r.path}: no held-out measure (neither 'held_out_gender', MT-GenEval 'test'/'dev' "
+            "numbers nor 'dev.loss'): nothing to report"
+        )
+    rows.append(
+        Run(name, "mt", r.path, values, signatures=sigs, method="gacl", items=items, group=name, settings=settings)
+    )
     return rows
 
 
 # ------------------------------------------------------------------------------------------------ classification
-CLASSIFICATION_KEYS = ("accuracy", "f1", "macro_f1", "micro_f1", "auc", "gap", "delta_eo", "leakage_h", "leakage_yhat",
-                       "tradeoff")
+CLASSIFICATION_KEYS = (
+    "accuracy",
+    "f1",
+    "macro_f1",
+    "micro_f1",
+    "auc",
+    "gap",
+    "delta_eo",
+    "leakage_h",
+    "leakage_yhat",
+    "tradeoff",
+)
 
 
 def _classification_values(r: _Reader, per_class: _Reader | None = None) -> dict:
@@ -366,10 +430,24 @@ def _read_classification(r: _Reader, name: str) -> list[Run]:
     d = r.data
     vals = _classification_values(r, r.at("gap_by_class"))
     eo_per_class(vals, None, r.text("eo_classes"), r.num("n_classes"))
-    return [Run(name, "classification", r.path, vals,
-                scale=str(d.get("scale", "fraction")), signatures=_classification_sigs(r),
-                settings=_drop_none({"n": d.get("n"), "classes": d.get("n_classes"), "groups": d.get("n_groups"),
-                                     "leakage": d.get("leakage_protocol")}))]
+    return [
+        Run(
+            name,
+            "classification",
+            r.path,
+            vals,
+            scale=str(d.get("scale", "fraction")),
+            signatures=_classification_sigs(r),
+            settings=_drop_none(
+                {
+                    "n": d.get("n"),
+                    "classes": d.get("n_classes"),
+                    "groups": d.get("n_groups"),
+                    "leakage": d.get("leakage_protocol"),
+                }
+            ),
+        )
+    ]
 
 
 def _read_classification_results(r: _Reader, name: str) -> list[Run]:
@@ -378,12 +456,29 @@ def _read_classification_results(r: _Reader, name: str) -> list[Run]:
         raise FairmtError(f"{r.path}: no 'test' section (the recipe's test-set scores)")
     objective = r.text("objective")
     vals = _classification_values(test, r.at("test_full").at("gap_by_class"))
-    eo_per_class(vals, None, test.text("eo_classes") or r.at("test_full").text("eo_classes"),
-                 r.at("test_full").num("n_classes"))
-    return [Run(name, "classification", r.path, vals,
-                scale=str(test.get("scale") or "percent"), signatures=_classification_sigs(test), method=objective,
-                settings=_drop_none({"objective": objective, "dataset": r.get("dataset"), "model": r.get("model"),
-                                     "seed": r.get("seed"), "selection": r.get("selection")}))]
+    eo_per_class(
+        vals, None, test.text("eo_classes") or r.at("test_full").text("eo_classes"), r.at("test_full").num("n_classes")
+    )
+    return [
+        Run(
+            name,
+            "classification",
+            r.path,
+            vals,
+            scale=str(test.get("scale") or "percent"),
+            signatures=_classification_sigs(test),
+            method=objective,
+            settings=_drop_none(
+                {
+                    "objective": objective,
+                    "dataset": r.get("dataset"),
+                    "model": r.get("model"),
+                    "seed": r.get("seed"),
+                    "selection": r.get("selection"),
+                }
+            ),
+        )
+    ]
 
 
 # ------------------------------------------------------------------------------------------------ embeddings (CCD)
@@ -428,8 +523,17 @@ def _read_embeddings(r: _Reader, name: str) -> list[Run]:
     vals, sigs = _embedding_block(r)
     if r.get("pooling"):
         sigs["pooling"] = r.text("pooling")
-    return [Run(name, "embeddings", r.path, vals, scale="raw", signatures=sigs,
-                settings=_drop_none({"model": r.get("model"), "suites": ",".join(map(str, r.data.get("suites") or []))}))]
+    return [
+        Run(
+            name,
+            "embeddings",
+            r.path,
+            vals,
+            scale="raw",
+            signatures=sigs,
+            settings=_drop_none({"model": r.get("model"), "suites": ",".join(map(str, r.data.get("suites") or []))}),
+        )
+    ]
 
 
 def _read_stereoset(r: _Reader, name: str) -> list[Run]:
@@ -447,14 +551,26 @@ def _read_word_debias(r: _Reader, name: str) -> list[Run]:
             continue
         vals, sigs = _embedding_block(block)
         if when == "after":
-            for key, section in (("utility_spearman", "utility.spearman_pairwise_cos"),
-                                 ("utility_nn1", "utility.nn1_agreement"), ("glue_avg", "glue.avg")):
+            for key, section in (
+                ("utility_spearman", "utility.spearman_pairwise_cos"),
+                ("utility_nn1", "utility.nn1_agreement"),
+                ("glue_avg", "glue.avg"),
+            ):
                 if r.get(section) is not None:
                     vals[key] = r.num(section)
-        rows.append(Run(f"{name} (before)" if when == "before" else name, "embeddings", r.path, vals,
-                        scale="raw", signatures=sigs, method=method if when == "after" else "original",
-                        group=name, settings=_drop_none({"method": method, "model": r.get("model"),
-                                                         "measured": when + " training"})))
+        rows.append(
+            Run(
+                f"{name} (before)" if when == "before" else name,
+                "embeddings",
+                r.path,
+                vals,
+                scale="raw",
+                signatures=sigs,
+                method=method if when == "after" else "original",
+                group=name,
+                settings=_drop_none({"method": method, "model": r.get("model"), "measured": when + " training"}),
+            )
+        )
     if not rows:
         raise FairmtError(f"{r.path}: neither a 'before' nor an 'after' section (the recipe's measurements)")
     return rows
@@ -486,8 +602,17 @@ def _read_linear_probe(r: _Reader, name: str) -> list[Run]:
     sigs = {"probe": strip_version(r.text("signature"))} if r.get("signature") else {}
     if sub.get("signature"):
         sigs["subgroups"] = strip_version(sub.text("signature"))
-    return [Run(name, "probe", r.path, _drop_none(vals), scale=str(r.get("scale") or "fraction"), signatures=sigs,
-                settings=_drop_none({"n_train": r.get("n_train"), "n_test": r.get("n_test")}))]
+    return [
+        Run(
+            name,
+            "probe",
+            r.path,
+            _drop_none(vals),
+            scale=str(r.get("scale") or "fraction"),
+            signatures=sigs,
+            settings=_drop_none({"n_train": r.get("n_train"), "n_test": r.get("n_test")}),
+        )
+    ]
 
 
 def _read_sampling(r: _Reader, name: str) -> list[Run]:
@@ -507,18 +632,42 @@ def _read_sampling(r: _Reader, name: str) -> list[Run]:
             vals.update(_probe_values(p, target))
             if p.get("signature"):
                 sigs["probe"] = strip_version(p.text("signature"))
-        rows.append(Run(label, "probe", r.path, _drop_none(vals), scale="fraction", signatures=sigs, group=name,
-                        method=objective if stage == "stage2" else "simclr",
-                        settings=_drop_none({"objective": objective, "dataset": r.get("dataset"),
-                                             "seed": r.get("seed"), "stage": stage})))
+        rows.append(
+            Run(
+                label,
+                "probe",
+                r.path,
+                _drop_none(vals),
+                scale="fraction",
+                signatures=sigs,
+                group=name,
+                method=objective if stage == "stage2" else "simclr",
+                settings=_drop_none(
+                    {"objective": objective, "dataset": r.get("dataset"), "seed": r.get("seed"), "stage": stage}
+                ),
+            )
+        )
     if not rows:
         raise FairmtError(f"{r.path}: no 'stages' (the recipe's stage-1 and stage-2 evaluations)")
     return rows
 
 
 # ------------------------------------------------------------------------------------------------ sweeps
-GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "lambda": "λ", "temperature": "τ", "tau": "τ", "rho": "ρ",
-         "epsilon": "ε", "eps": "ε", "delta": "δ", "mu": "μ", "sigma": "σ", "lam": "λ"}
+GREEK = {
+    "alpha": "α",
+    "beta": "β",
+    "gamma": "γ",
+    "lambda": "λ",
+    "temperature": "τ",
+    "tau": "τ",
+    "rho": "ρ",
+    "epsilon": "ε",
+    "eps": "ε",
+    "delta": "δ",
+    "mu": "μ",
+    "sigma": "σ",
+    "lam": "λ",
+}
 
 
 def _greek(name: str) -> str:
@@ -563,8 +712,11 @@ def _mt_sweep_values(r: _Reader) -> dict:
 
 def _embeddings_sweep_values(r: _Reader) -> dict:
     vals, _ = _embedding_block(r.at("after"))
-    for key, section in (("utility_spearman", "utility.spearman_pairwise_cos"),
-                         ("utility_nn1", "utility.nn1_agreement"), ("glue_avg", "glue.avg")):
+    for key, section in (
+        ("utility_spearman", "utility.spearman_pairwise_cos"),
+        ("utility_nn1", "utility.nn1_agreement"),
+        ("glue_avg", "glue.avg"),
+    ):
         vals[key] = r.num(section)
     return _drop_none(vals)
 
@@ -582,8 +734,12 @@ def _classification_sweep_values(r: _Reader) -> dict:
     return _classification_values(r.at("test"), r.at("test_full").at("gap_by_class"))
 
 
-SWEEP_VALUES = {"classification": (_classification_sweep_values, "percent"), "probe": (_probe_sweep_values, "fraction"),
-                "embeddings": (_embeddings_sweep_values, "raw"), "mt": (_mt_sweep_values, "percent")}
+SWEEP_VALUES = {
+    "classification": (_classification_sweep_values, "percent"),
+    "probe": (_probe_sweep_values, "fraction"),
+    "embeddings": (_embeddings_sweep_values, "raw"),
+    "mt": (_mt_sweep_values, "percent"),
+}
 """A sweep setting's measures by report table (the same measures a single run's results give, read from the flat
 result names), with the scale of its rates."""
 
@@ -600,8 +756,10 @@ def _sweep_table(mean: _Reader) -> str:
         return "embeddings"
     if any(mean.at(k).data for k in ("dev", "test", "train", "held_out_gender")):
         return "mt"
-    raise FairmtError(f"{mean.path}: a sweep whose results fairmt report does not know (none of the recipes' "
-                      "measures: test.gap, stages, before/after, dev/test/train)")
+    raise FairmtError(
+        f"{mean.path}: a sweep whose results fairmt report does not know (none of the recipes' "
+        "measures: test.gap, stages, before/after, dev/test/train)"
+    )
 
 
 def _sweep_signatures(r: _Reader, setting: dict, method: str) -> dict[str, str]:
@@ -648,39 +806,79 @@ def _read_sweep(r: _Reader, name: str) -> list[Run]:
         sigs = _sweep_signatures(r, s, method)
         if fam == "classification":
             eo_per_class(vals, sd, sigs.get("delta_eo"), mean.at("test_full").num("n_classes"))
-        rows.append(Run(f"{label} {setting_label(overrides)}", fam, r.path, _drop_none(vals), std=sd,
-                        n=int(s.get("n") or 1), scale=scale, method=method, group=label, setting=overrides,
-                        seeds=list(s.get("seeds") or []),
-                        signatures=sigs,
-                        settings={"recipe": recipe, "setting": s.get("id"), **{str(k): v for k, v in overrides.items()},
-                                  "seeds": ",".join(map(str, s.get("seeds") or [])),
-                                  "fixed overrides": " ".join(map(str, d.get("overrides") or [])),
-                                  **({"selection": rule} if rule else {})}))
+        rows.append(
+            Run(
+                f"{label} {setting_label(overrides)}",
+                fam,
+                r.path,
+                _drop_none(vals),
+                std=sd,
+                n=int(s.get("n") or 1),
+                scale=scale,
+                method=method,
+                group=label,
+                setting=overrides,
+                seeds=list(s.get("seeds") or []),
+                signatures=sigs,
+                settings={
+                    "recipe": recipe,
+                    "setting": s.get("id"),
+                    **{str(k): v for k, v in overrides.items()},
+                    "seeds": ",".join(map(str, s.get("seeds") or [])),
+                    "fixed overrides": " ".join(map(str, d.get("overrides") or [])),
+                    **({"selection": rule} if rule else {}),
+                },
+            )
+        )
     if not rows:
         raise FairmtError(f"{r.path}: no finished setting (every setting has n = 0)")
     if rows[0].family == "mt":  # a tiny recipe's starting model, the same for every setting (its scores are cached)
         first = next(i for i, s in enumerate(settings) if s.get("n"))
-        before = _Reader(r.path, _unflatten(_Reader(r.path, settings[first]).at("mean").data),
-                         f"settings.{first}.mean.").at("held_out_gender").at("before")
+        before = (
+            _Reader(r.path, _unflatten(_Reader(r.path, settings[first]).at("mean").data), f"settings.{first}.mean.")
+            .at("held_out_gender")
+            .at("before")
+        )
         if _held_out_values(before):
-            rows.insert(0, Run(f"{label} (original)", "mt", r.path, _held_out_values(before), method="original",
-                               group=label, signatures=rows[0].signatures,
-                               settings={"recipe": recipe, "measured": "before training"}))
-    aucs = {k: v["auc"] for k, v in (d.get("front_auc") or {}).items()
-            if isinstance(v, dict) and isinstance(v.get("auc"), (int, float))}
+            rows.insert(
+                0,
+                Run(
+                    f"{label} (original)",
+                    "mt",
+                    r.path,
+                    _held_out_values(before),
+                    method="original",
+                    group=label,
+                    signatures=rows[0].signatures,
+                    settings={"recipe": recipe, "measured": "before training"},
+                ),
+            )
+    aucs = {
+        k: v["auc"]
+        for k, v in (d.get("front_auc") or {}).items()
+        if isinstance(v, dict) and isinstance(v.get("auc"), (int, float))
+    }
     if aucs:  # fairlib's auc_performance_fairness_tradeoff of the sweep, as `fairmt sweep` computed it
-        rows[0].notes.append(f"{label}: area under the performance–fairness front (fairlib's AUC of (performance, "
-                             "1 − gap) as fractions; a summary of the sweep, not used to select): "
-                             + ", ".join(f"{k} {v:.4f}" for k, v in aucs.items()))
+        rows[0].notes.append(
+            f"{label}: area under the performance–fairness front (fairlib's AUC of (performance, "
+            "1 − gap) as fractions; a summary of the sweep, not used to select): "
+            + ", ".join(f"{k} {v:.4f}" for k, v in aucs.items())
+        )
     return rows
 
 
 READERS = {
-    formats.WINOMT: _read_winomt, formats.GENEVAL: _read_geneval, formats.TRANSLATION: _read_translation,
-    formats.EMBEDDINGS: _read_embeddings, formats.STEREOSET: _read_stereoset,
-    formats.CLASSIFICATION: _read_classification, formats.LINEAR_PROBE: _read_linear_probe,
-    formats.GACL_RESULTS: _read_gacl, formats.WORD_DEBIAS_RESULTS: _read_word_debias,
-    formats.CLASSIFICATION_RESULTS: _read_classification_results, formats.SAMPLING_RESULTS: _read_sampling,
+    formats.WINOMT: _read_winomt,
+    formats.GENEVAL: _read_geneval,
+    formats.TRANSLATION: _read_translation,
+    formats.EMBEDDINGS: _read_embeddings,
+    formats.STEREOSET: _read_stereoset,
+    formats.CLASSIFICATION: _read_classification,
+    formats.LINEAR_PROBE: _read_linear_probe,
+    formats.GACL_RESULTS: _read_gacl,
+    formats.WORD_DEBIAS_RESULTS: _read_word_debias,
+    formats.CLASSIFICATION_RESULTS: _read_classification_results,
+    formats.SAMPLING_RESULTS: _read_sampling,
     formats.SWEEP: _read_sweep,
 }
 
@@ -694,8 +892,9 @@ def read_runs(path: str | Path, name: str | None = None) -> list[Run]:
     if p.is_dir():
         found = [p / "sweep.json"] if (p / "sweep.json").is_file() else sorted(p.glob("*results.json"))
         if len(found) != 1:
-            raise FairmtError(f"{p}: a folder must hold a sweep.json or one *results.json (found "
-                              f"{len(found)}); name the file")
+            raise FairmtError(
+                f"{p}: a folder must hold a sweep.json or one *results.json (found {len(found)}); name the file"
+            )
         p = found[0]
     data = read_json(str(p), "fairmt result", expect=dict)
     fmt = data.get("format")
@@ -706,9 +905,11 @@ def read_runs(path: str | Path, name: str | None = None) -> list[Run]:
     reader = READERS.get(fmt) if isinstance(fmt, str) else None
     if reader is None:
         what = "declares no 'format'" if fmt is None else f"declares format {fmt!r}, which this fairmt does not read"
-        raise FairmtError(f"{p}: {what}; fairmt report reads the JSON of fairmt eval mt-bias/winomt/geneval/flores/"
-                          "embeddings/stereoset/classification/linear-probe, the recipes' results and sweep.json "
-                          "(a file written by an older fairmt: score or aggregate it again)")
+        raise FairmtError(
+            f"{p}: {what}; fairmt report reads the JSON of fairmt eval mt-bias/winomt/geneval/flores/"
+            "embeddings/stereoset/classification/linear-probe, the recipes' results and sweep.json "
+            "(a file written by an older fairmt: score or aggregate it again)"
+        )
     if reader is _read_sweep:
         return reader(r, name or "")
     return reader(r, default or _default_name(p, data))
@@ -750,7 +951,7 @@ def distinct_default_names(inputs: list[list[Run]]) -> None:
             common += 1
         for i in held:
             t = tails[i]
-            label = "/".join(t[:len(t) - common]) or Path(inputs[i][0].source).name
+            label = "/".join(t[: len(t) - common]) or Path(inputs[i][0].source).name
             same = [j for j in held if parts[j] == parts[i]]
             if len(same) > 1:  # one file given twice (or under two spellings of its path)
                 label += f" #{same.index(i) + 1}"

@@ -50,84 +50,184 @@ class Family:
 
 
 M = Measure
-FAMILIES: dict[str, Family] = {f.key: f for f in (
-    Family("mt", "Machine translation: gender accuracy and quality (Lee et al., Tables 2–3)", (
-        M("geneval_e_acc", "E-Acc.", "MT-GenEval", "max"), M("geneval_chrfpp", "chrF++", "MT-GenEval", "max", "score"),
-        M("geneval_abs_edg", "|ΔG| (E)", "MT-GenEval", "min"), M("geneval_acc", "Acc.", "MT-GenEval", "max",
-                                                                  note="MT-GenEval Acc.: the official accuracy, "
-                                                                       "which a degenerate output can bring to 100"),
-        M("geneval_abs_dg", "|ΔG|", "MT-GenEval", "min"),
-        M("bleu", "spBLEU", "FLORES-200", "max", "score"),
-        M("bleu_star", "spBLEU*", "FLORES-200", "max", "score",
-          note="spBLEU*: BLEU with a SentencePiece model other than FLORES-200's official one "
-               "(its signature says "
-               "tok:spm-nonstandard); not comparable with published spBLEU"),
-        M("chrfpp", "chrF++", "FLORES-200", "max", "score"),
-        M("winomt_acc", "Acc.", "WinoMT", "max"), M("winomt_abs_dg", "|ΔG|", "WinoMT", "min"),
-        M("winomt_abs_ds", "|ΔS|", "WinoMT", "min"),
-        M("heldout_acc", "gender acc.", "Held-out demo sentences", "max"),
-        M("heldout_abs_dg", "|ΔG|", "Held-out demo sentences", "min"),
-        M("heldout_anti", "anti-stereo. acc.", "Held-out demo sentences", "max"),
-        M("heldout_chrfpp", "chrF++", "Held-out demo sentences", "max", "score",
-          note="Held-out demo sentences: a tiny recipe's held-out gender scores "
-               "(fairmt demo's test sentences, "
-               "never trained on), the untrained original's in its (original) row"),
-        M("eval_loss", "eval loss", "Training", "min", "raw", 3,
-          note="eval loss: the held-out L_MT cross-entropy of the model the run reports (nats per token)"),
-        M("degenerate", "degenerate", "Outputs", "min", "count", 0,
-          note="degenerate: empty, repetitive, wrong-script or unrelated translations "
-               "(MT-GenEval and FLORES lines)")),
-        dynamic=(("winomt_acc:", "WinoMT Acc. per language", "max", "rate", 1),),
-        touched={"winomt": ("WinoMT", "WinoMT Acc. per language"), "geneval": ("MT-GenEval",),
-                 "flores": ("FLORES-200",), "settings:compat": ("WinoMT", "WinoMT Acc. per language"),
-                 "settings:gold": ("WinoMT", "WinoMT Acc. per language"), "settings:split": ("MT-GenEval",),
-                 "languages:winomt": ("WinoMT",), "languages:geneval": ("MT-GenEval",),
-                 "languages:flores": ("FLORES-200",), "heldout": ("Held-out demo sentences",)},
-        tradeoff=("winomt_acc", "bleu"), bars="WinoMT Acc. per language"),
-    Family("classification", "Fair classification (Shen et al. Table 1; Chi et al.)", (
-        M("accuracy", "Acc.", "Performance", "max", digits=2), M("f1", "F1", "Performance", "max", digits=2),
-        M("macro_f1", "macro-F1", "Performance", "max", digits=2),
-        M("micro_f1", "micro-F1", "Performance", "max", digits=2), M("auc", "AUC", "Performance", "max", digits=2),
-        M("gap", "GAP", "Fairness", "min", digits=2), M("delta_eo", "ΔEO/class", "Fairness", "min", digits=2,
-                                              note="ΔEO/class: ΔEO (the sum over groups of |TPR(a, y) − TPR(y)| + "
-                                                   "|FPR(a, y) − FPR(y)|) per class: a result that sums it over all "
-                                                   "K classes divided by K; the positive class alone otherwise"),
-        M("leakage_h", "leakage@h", "Leakage", "min", digits=2),
-        M("leakage_yhat", "leakage@ŷ", "Leakage", "min", digits=2),
-        M("tradeoff", "Tradeoff", "Trade-off", "max", "raw", 3,
-          note="Tradeoff: Shen et al.'s ½·N(Acc) + ¼·N(1−GAP) + ⅛·N(1−leakage@h) + ⅛·N(1−leakage@ŷ), "
-               "N = ÷ max "
-               "over the rows of this table (recomputed from the means shown; a sweep's own column is not kept)")),
-        dynamic=(("gap:", "GAP per class", "min", "rate", 2),),
-        touched={"cls:version": ("Performance", "Fairness", "Leakage", "Trade-off", "GAP per class"),
-                 "cls:gap": ("Fairness", "Trade-off", "GAP per class"), "cls:auc": ("Performance",),
-                 "cls:leak": ("Leakage", "Trade-off"), "delta_eo": ("Fairness",),
-                 "positive_class": ("Performance", "Fairness")},
-        tradeoff=("gap", "accuracy"), bars="GAP per class"),
-    Family("embeddings", "Text embeddings: bias suites (CCD paper; SEAT, CrowS-Pairs, StereoSet, Bias-IR)", (
-        M("seat_avg_abs", "avg |d|", "SEAT", "min", "raw", 3),
-        M("cced_gap", "gap", "CCED", "min", "raw", 4), M("bias_ir_avg_dev", "AVG-DEV", "Bias-IR", "min", "raw", 3),
-        M("stereoset_lms", "LMS", "StereoSet", "max", "score", 2),
-        M("stereoset_ss", "SS (50 best)", "StereoSet", None, "score", 2),
-        M("stereoset_icat", "ICAT", "StereoSet", "max", "score", 2),
-        M("utility_spearman", "Spearman", "Utility", "max", "raw", 3),
-        M("utility_nn1", "NN-1", "Utility", "max", "raw", 3), M("glue_avg", "GLUE avg", "Utility", "max", "score", 1)),
-        dynamic=(("seat:", "SEAT effect size d (0 best)", None, "raw", 3),
-                 ("crows:", "CrowS-Pairs (50 best)", None, "score", 2)),
-        touched={"seat": ("SEAT", "SEAT effect size d (0 best)"), "cced": ("CCED",), "bias_ir": ("Bias-IR",),
-                 "crows": ("CrowS-Pairs (50 best)",), "stereoset": ("StereoSet",),
-                 "pooling": ("SEAT", "SEAT effect size d (0 best)", "CCED", "Bias-IR")},
-        tradeoff=("seat_avg_abs", "utility_spearman"), bars="SEAT effect size d (0 best)"),
-    Family("probe", "Representations: latent subgroups and linear probes (Martin & Ogbuokiri)", (
-        M("cluster_dominance_ratio", "dominance", "Latent subgroups", "min", "raw", 4),
-        M("representation_entropy", "entropy (bits)", "Latent subgroups", "max", "raw", 4),
-        M("subgroup_separation_distance", "separation", "Latent subgroups", "max", "raw", 4)),
-        dynamic=(("probe:", "Probe", None, "rate", 2),),
-        touched={"subgroups": ("Latent subgroups",), "probe": ("Probe",)},
-        tradeoff=("probe", "probe")),
-)}
-_PROBE = {"accuracy": ("Acc.", "max"), "f1": ("F1", "max"), "auc_roc": ("AUC", "max"), "gap": ("GAP", "min"),
-          "delta_eo": ("ΔEO", "min")}
+FAMILIES: dict[str, Family] = {
+    f.key: f
+    for f in (
+        Family(
+            "mt",
+            "Machine translation: gender accuracy and quality (Lee et al., Tables 2–3)",
+            (
+                M("geneval_e_acc", "E-Acc.", "MT-GenEval", "max"),
+                M("geneval_chrfpp", "chrF++", "MT-GenEval", "max", "score"),
+                M("geneval_abs_edg", "|ΔG| (E)", "MT-GenEval", "min"),
+                M(
+                    "geneval_acc",
+                    "Acc.",
+                    "MT-GenEval",
+                    "max",
+                    note="MT-GenEval Acc.: the official accuracy, which a degenerate output can bring to 100",
+                ),
+                M("geneval_abs_dg", "|ΔG|", "MT-GenEval", "min"),
+                M("bleu", "spBLEU", "FLORES-200", "max", "score"),
+                M(
+                    "bleu_star",
+                    "spBLEU*",
+                    "FLORES-200",
+                    "max",
+                    "score",
+                    note="spBLEU*: BLEU with a SentencePiece model other than FLORES-200's official one "
+                    "(its signature says "
+                    "tok:spm-nonstandard); not comparable with published spBLEU",
+                ),
+                M("chrfpp", "chrF++", "FLORES-200", "max", "score"),
+                M("winomt_acc", "Acc.", "WinoMT", "max"),
+                M("winomt_abs_dg", "|ΔG|", "WinoMT", "min"),
+                M("winomt_abs_ds", "|ΔS|", "WinoMT", "min"),
+                M("heldout_acc", "gender acc.", "Held-out demo sentences", "max"),
+                M("heldout_abs_dg", "|ΔG|", "Held-out demo sentences", "min"),
+                M("heldout_anti", "anti-stereo. acc.", "Held-out demo sentences", "max"),
+                M(
+                    "heldout_chrfpp",
+                    "chrF++",
+                    "Held-out demo sentences",
+                    "max",
+                    "score",
+                    note="Held-out demo sentences: a tiny recipe's held-out gender scores "
+                    "(fairmt demo's test sentences, "
+                    "never trained on), the untrained original's in its (original) row",
+                ),
+                M(
+                    "eval_loss",
+                    "eval loss",
+                    "Training",
+                    "min",
+                    "raw",
+                    3,
+                    note="eval loss: the held-out L_MT cross-entropy of the model the run reports (nats per token)",
+                ),
+                M(
+                    "degenerate",
+                    "degenerate",
+                    "Outputs",
+                    "min",
+                    "count",
+                    0,
+                    note="degenerate: empty, repetitive, wrong-script or unrelated translations "
+                    "(MT-GenEval and FLORES lines)",
+                ),
+            ),
+            dynamic=(("winomt_acc:", "WinoMT Acc. per language", "max", "rate", 1),),
+            touched={
+                "winomt": ("WinoMT", "WinoMT Acc. per language"),
+                "geneval": ("MT-GenEval",),
+                "flores": ("FLORES-200",),
+                "settings:compat": ("WinoMT", "WinoMT Acc. per language"),
+                "settings:gold": ("WinoMT", "WinoMT Acc. per language"),
+                "settings:split": ("MT-GenEval",),
+                "languages:winomt": ("WinoMT",),
+                "languages:geneval": ("MT-GenEval",),
+                "languages:flores": ("FLORES-200",),
+                "heldout": ("Held-out demo sentences",),
+            },
+            tradeoff=("winomt_acc", "bleu"),
+            bars="WinoMT Acc. per language",
+        ),
+        Family(
+            "classification",
+            "Fair classification (Shen et al. Table 1; Chi et al.)",
+            (
+                M("accuracy", "Acc.", "Performance", "max", digits=2),
+                M("f1", "F1", "Performance", "max", digits=2),
+                M("macro_f1", "macro-F1", "Performance", "max", digits=2),
+                M("micro_f1", "micro-F1", "Performance", "max", digits=2),
+                M("auc", "AUC", "Performance", "max", digits=2),
+                M("gap", "GAP", "Fairness", "min", digits=2),
+                M(
+                    "delta_eo",
+                    "ΔEO/class",
+                    "Fairness",
+                    "min",
+                    digits=2,
+                    note="ΔEO/class: ΔEO (the sum over groups of |TPR(a, y) − TPR(y)| + "
+                    "|FPR(a, y) − FPR(y)|) per class: a result that sums it over all "
+                    "K classes divided by K; the positive class alone otherwise",
+                ),
+                M("leakage_h", "leakage@h", "Leakage", "min", digits=2),
+                M("leakage_yhat", "leakage@ŷ", "Leakage", "min", digits=2),
+                M(
+                    "tradeoff",
+                    "Tradeoff",
+                    "Trade-off",
+                    "max",
+                    "raw",
+                    3,
+                    note="Tradeoff: Shen et al.'s ½·N(Acc) + ¼·N(1−GAP) + ⅛·N(1−leakage@h) + ⅛·N(1−leakage@ŷ), "
+                    "N = ÷ max "
+                    "over the rows of this table (recomputed from the means shown; a sweep's own column is not kept)",
+                ),
+            ),
+            dynamic=(("gap:", "GAP per class", "min", "rate", 2),),
+            touched={
+                "cls:version": ("Performance", "Fairness", "Leakage", "Trade-off", "GAP per class"),
+                "cls:gap": ("Fairness", "Trade-off", "GAP per class"),
+                "cls:auc": ("Performance",),
+                "cls:leak": ("Leakage", "Trade-off"),
+                "delta_eo": ("Fairness",),
+                "positive_class": ("Performance", "Fairness"),
+            },
+            tradeoff=("gap", "accuracy"),
+            bars="GAP per class",
+        ),
+        Family(
+            "embeddings",
+            "Text embeddings: bias suites (CCD paper; SEAT, CrowS-Pairs, StereoSet, Bias-IR)",
+            (
+                M("seat_avg_abs", "avg |d|", "SEAT", "min", "raw", 3),
+                M("cced_gap", "gap", "CCED", "min", "raw", 4),
+                M("bias_ir_avg_dev", "AVG-DEV", "Bias-IR", "min", "raw", 3),
+                M("stereoset_lms", "LMS", "StereoSet", "max", "score", 2),
+                M("stereoset_ss", "SS (50 best)", "StereoSet", None, "score", 2),
+                M("stereoset_icat", "ICAT", "StereoSet", "max", "score", 2),
+                M("utility_spearman", "Spearman", "Utility", "max", "raw", 3),
+                M("utility_nn1", "NN-1", "Utility", "max", "raw", 3),
+                M("glue_avg", "GLUE avg", "Utility", "max", "score", 1),
+            ),
+            dynamic=(
+                ("seat:", "SEAT effect size d (0 best)", None, "raw", 3),
+                ("crows:", "CrowS-Pairs (50 best)", None, "score", 2),
+            ),
+            touched={
+                "seat": ("SEAT", "SEAT effect size d (0 best)"),
+                "cced": ("CCED",),
+                "bias_ir": ("Bias-IR",),
+                "crows": ("CrowS-Pairs (50 best)",),
+                "stereoset": ("StereoSet",),
+                "pooling": ("SEAT", "SEAT effect size d (0 best)", "CCED", "Bias-IR"),
+            },
+            tradeoff=("seat_avg_abs", "utility_spearman"),
+            bars="SEAT effect size d (0 best)",
+        ),
+        Family(
+            "probe",
+            "Representations: latent subgroups and linear probes (Martin & Ogbuokiri)",
+            (
+                M("cluster_dominance_ratio", "dominance", "Latent subgroups", "min", "raw", 4),
+                M("representation_entropy", "entropy (bits)", "Latent subgroups", "max", "raw", 4),
+                M("subgroup_separation_distance", "separation", "Latent subgroups", "max", "raw", 4),
+            ),
+            dynamic=(("probe:", "Probe", None, "rate", 2),),
+            touched={"subgroups": ("Latent subgroups",), "probe": ("Probe",)},
+            tradeoff=("probe", "probe"),
+        ),
+    )
+}
+_PROBE = {
+    "accuracy": ("Acc.", "max"),
+    "f1": ("F1", "max"),
+    "auc_roc": ("AUC", "max"),
+    "gap": ("GAP", "min"),
+    "delta_eo": ("ΔEO", "min"),
+}
 
 
 def measure_of(family: Family, key: str) -> Measure | None:
@@ -136,7 +236,7 @@ def measure_of(family: Family, key: str) -> Measure | None:
             return m
     for prefix, group, direction, kind, digits in family.dynamic:
         if key.startswith(prefix):
-            rest = key[len(prefix):]
+            rest = key[len(prefix) :]
             if prefix == "probe:":  # probe:<target>:<measure>: one group per target
                 target, _, what = rest.rpartition(":")
                 label, direction = _PROBE.get(what, (what, None))
@@ -171,8 +271,11 @@ class Table:
         for m in self.columns:
             if not m.direction:
                 continue
-            vals = [(i, v) for i, r in enumerate(self.rows)
-                    if (v := r.values.get(m.key)) is not None and m.key not in self.marks[i]]
+            vals = [
+                (i, v)
+                for i, r in enumerate(self.rows)
+                if (v := r.values.get(m.key)) is not None and m.key not in self.marks[i]
+            ]
             if len(vals) < 2:
                 continue
             target = (max if m.direction == "max" else min)(v for _, v in vals)
@@ -191,7 +294,7 @@ def digits_for(std: float | None, default: int) -> int:
     if std is None or not math.isfinite(std) or std <= 0:
         return default
     e = math.floor(math.log10(std))
-    d = -e + (1 if std / 10 ** e < 3 else 0)
+    d = -e + (1 if std / 10**e < 3 else 0)
     return max(0, min(4, d))
 
 
@@ -214,8 +317,10 @@ def _aggregate(runs: list[Run]) -> list[Run]:
             out.append(group[0])
             continue
         if any(r.n > 1 for r in group):
-            raise FairmtError(f"{name}: several results of this name and one of them is already a mean over seeds "
-                              "(a sweep setting); give the runs different names")
+            raise FairmtError(
+                f"{name}: several results of this name and one of them is already a mean over seeds "
+                "(a sweep setting); give the runs different names"
+            )
         keys = list(dict.fromkeys(k for r in group for k in r.values))
         mean, std = {}, {}
         for k in keys:
@@ -223,10 +328,23 @@ def _aggregate(runs: list[Run]) -> list[Run]:
             mean[k] = statistics.fmean(vals) if vals else None
             std[k] = statistics.stdev(vals) if len(vals) > 1 else None
         first = group[0]
-        out.append(Run(name, first.family, ", ".join(r.source for r in group), mean, std, n=len(group),
-                       scale=first.scale, settings=first.settings, signatures=first.signatures, method=first.method,
-                       group=first.group, setting=first.setting,
-                       seeds=[r.settings.get("seed") for r in group if r.settings.get("seed") is not None]))
+        out.append(
+            Run(
+                name,
+                first.family,
+                ", ".join(r.source for r in group),
+                mean,
+                std,
+                n=len(group),
+                scale=first.scale,
+                settings=first.settings,
+                signatures=first.signatures,
+                method=first.method,
+                group=first.group,
+                setting=first.setting,
+                seeds=[r.settings.get("seed") for r in group if r.settings.get("seed") is not None],
+            )
+        )
     return out
 
 
@@ -282,8 +400,11 @@ def selection_note(rows: list[Run]) -> str | None:
             rules.setdefault(rule, []).append(r.name)
     if len(rules) < 2:
         return None
-    return ("Rows selected under different checkpoint rules (not a like-for-like comparison): "
-            + "; ".join(f"{k}: {', '.join(v)}" for k, v in rules.items()) + ".")
+    return (
+        "Rows selected under different checkpoint rules (not a like-for-like comparison): "
+        + "; ".join(f"{k}: {', '.join(v)}" for k, v in rules.items())
+        + "."
+    )
 
 
 def build_tables(runs: list[Run], allow_mixed: bool = False, per_class: bool = False) -> list[Table]:
@@ -321,21 +442,32 @@ def build_tables(runs: list[Run], allow_mixed: bool = False, per_class: bool = F
                 if scores is not None:
                     r.values["tradeoff"] = scores[i]
             if scores is None and given:
-                notes.append(f"Tradeoff not shown: it is normalised over the rows compared, which needs two rows "
-                             f"or more, each with accuracy, GAP and both leakages (the value in {', '.join(given)} "
-                             "was normalised over other rows).")
+                notes.append(
+                    f"Tradeoff not shown: it is normalised over the rows compared, which needs two rows "
+                    f"or more, each with accuracy, GAP and both leakages (the value in {', '.join(given)} "
+                    "was normalised over other rows)."
+                )
         keys = list(dict.fromkeys(k for r in rows for k in r.values))
         cols = [m for m in fam.measures if m.key in keys]
         dynamic = [m for m in (measure_of(fam, k) for k in keys if k not in {c.key for c in fam.measures}) if m]
         if key == "classification" and not per_class:
             dynamic = [m for m in dynamic if m.group != "GAP per class"]
         order = list(_PROBE)
-        cols += sorted(dynamic, key=lambda m: (m.group, order.index(m.key.rsplit(":", 1)[-1])
-                                               if m.key.startswith("probe:") and m.key.rsplit(":", 1)[-1] in order
-                                               else -1, _natural(m.key)))
+        cols += sorted(
+            dynamic,
+            key=lambda m: (
+                m.group,
+                order.index(m.key.rsplit(":", 1)[-1])
+                if m.key.startswith("probe:") and m.key.rsplit(":", 1)[-1] in order
+                else -1,
+                _natural(m.key),
+            ),
+        )
         if not cols:
-            raise FairmtError(f"{', '.join(sorted({r.source for r in rows}))}: no measure this report shows "
-                              f"(found: {', '.join(keys) or 'none'}); nothing to put in the {fam.key} table")
+            raise FairmtError(
+                f"{', '.join(sorted({r.source for r in rows}))}: no measure this report shows "
+                f"(found: {', '.join(keys) or 'none'}); nothing to put in the {fam.key} table"
+            )
         unknown = [k for k in keys if measure_of(fam, k) is None]
         if unknown:
             notes.append(f"Not shown (no column of this table): {', '.join(unknown)}.")
@@ -345,14 +477,22 @@ def build_tables(runs: list[Run], allow_mixed: bool = False, per_class: bool = F
             if diffs and not allow_mixed:
                 d = diffs[0]
                 more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
-                raise FairmtError(f"{r.name} was scored differently from {rows[0].name}: {d['key']} is {d['this']!r}, "
-                                  f"not {d['first']!r}{more}; these numbers are not comparable — pass --allow-mixed "
-                                  "to put them side by side anyway (each differing cell marked †)")
+                raise FairmtError(
+                    f"{r.name} was scored differently from {rows[0].name}: {d['key']} is {d['this']!r}, "
+                    f"not {d['first']!r}{more}; these numbers are not comparable — pass --allow-mixed "
+                    "to put them side by side anyway (each differing cell marked †)"
+                )
             marks.append(set().union(*[_touched(fam, d["key"], cols) for d in diffs]) if diffs else set())
         for r, diffs in zip(rows, differs):
             for d in diffs:
-                notes.append(Marked(f"† {r.name}: {d['key']} is ", Marked.code(d["this"]), f", {rows[0].name}'s is ",
-                                    Marked.code(d["first"])))
+                notes.append(
+                    Marked(
+                        f"† {r.name}: {d['key']} is ",
+                        Marked.code(d["this"]),
+                        f", {rows[0].name}'s is ",
+                        Marked.code(d["first"]),
+                    )
+                )
         if any(m.note for m in cols):
             notes += [m.note for m in cols if m.note]
         notes += list(dict.fromkeys(n for r in runs if r.family == key for n in r.notes))
@@ -384,8 +524,11 @@ def describe_scale(t: Table) -> str:
     kinds = {m.kind for m in t.columns}
     parts = []
     if "rate" in kinds:
-        parts.append("rates in percent (gaps in percentage points)" if t.scale == "percent"
-                     else "rates as fractions in [0, 1] (as the paper prints them)")
+        parts.append(
+            "rates in percent (gaps in percentage points)"
+            if t.scale == "percent"
+            else "rates as fractions in [0, 1] (as the paper prints them)"
+        )
     if "score" in kinds:
         parts.append("BLEU/chrF++/StereoSet/CrowS/GLUE on their 0–100 scales")
     if "raw" in kinds:
@@ -398,14 +541,38 @@ def describe_scale(t: Table) -> str:
 def table_json(t: Table) -> dict[str, Any]:
     best = t.best()
     return {
-        "family": t.family.key, "title": t.family.title, "scale": t.scale,
-        "columns": [{"key": m.key, "label": m.label, "group": m.group, "direction": m.direction, "kind": m.kind,
-                     "unit": t.unit(m)} for m in t.columns],
-        "rows": [{"name": r.name, "source": r.source, "n": r.n, "method": r.method, "group": r.group,
-                  "setting": r.setting, "values": {m.key: r.values.get(m.key) for m in t.columns},
-                  "std": {m.key: r.std.get(m.key) for m in t.columns if r.std.get(m.key) is not None},
-                  "best": sorted(k for k, rows in best.items() if i in rows),
-                  "marked": sorted(t.marks[i]), "differs": t.differs[i], "settings": r.settings,
-                  "signatures": r.signatures} for i, r in enumerate(t.rows)],
-        "notes": t.notes, "comparisons": t.comparisons,
+        "family": t.family.key,
+        "title": t.family.title,
+        "scale": t.scale,
+        "columns": [
+            {
+                "key": m.key,
+                "label": m.label,
+                "group": m.group,
+                "direction": m.direction,
+                "kind": m.kind,
+                "unit": t.unit(m),
+            }
+            for m in t.columns
+        ],
+        "rows": [
+            {
+                "name": r.name,
+                "source": r.source,
+                "n": r.n,
+                "method": r.method,
+                "group": r.group,
+                "setting": r.setting,
+                "values": {m.key: r.values.get(m.key) for m in t.columns},
+                "std": {m.key: r.std.get(m.key) for m in t.columns if r.std.get(m.key) is not None},
+                "best": sorted(k for k, rows in best.items() if i in rows),
+                "marked": sorted(t.marks[i]),
+                "differs": t.differs[i],
+                "settings": r.settings,
+                "signatures": r.signatures,
+            }
+            for i, r in enumerate(t.rows)
+        ],
+        "notes": t.notes,
+        "comparisons": t.comparisons,
     }

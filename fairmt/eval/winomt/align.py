@@ -78,9 +78,13 @@ def _fast_align_digamma(x: np.ndarray) -> np.ndarray:
     xx = 1.0 / x
     xx2 = xx * xx
     xx4 = xx2 * xx2
-    result += np.log(x) + (1.0 / 24.0) * xx2 - (7.0 / 960.0) * xx4 + (31.0 / 8064.0) * xx4 * xx2 - (
-        127.0 / 30720.0
-    ) * xx4 * xx4
+    result += (
+        np.log(x)
+        + (1.0 / 24.0) * xx2
+        - (7.0 / 960.0) * xx4
+        + (31.0 / 8064.0) * xx4 * xx2
+        - (127.0 / 30720.0) * xx4 * xx4
+    )
     return result
 
 
@@ -105,9 +109,7 @@ def _compute_z(i, m, n, tension):
     num_top = n - floor
     num_top = np.where(num_top < 0, num_top + 2.0**32, num_top)  # C++ ``unsigned`` wrap-around
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        ezt = np.where(
-            num_top > 0, _unnormalized(i, ceil, m, n, tension) * (1.0 - ratio**num_top) / (1.0 - ratio), 0.0
-        )
+        ezt = np.where(num_top > 0, _unnormalized(i, ceil, m, n, tension) * (1.0 - ratio**num_top) / (1.0 - ratio), 0.0)
         ezb = np.where(floor > 0, _unnormalized(i, floor, m, n, tension) * (1.0 - ratio**floor) / (1.0 - ratio), 0.0)
     return ezb + ezt
 
@@ -399,7 +401,10 @@ class EflomalAligner(Aligner):
 
             write_file(os.path.join(tmp, "s"), "".join(s + "\n" for s in sources), what="eflomal's source input")
             write_file(os.path.join(tmp, "t"), "".join(t + "\n" for t in targets), what="eflomal's target input")
-            with open(os.path.join(tmp, "s"), encoding="utf-8") as fs, open(os.path.join(tmp, "t"), encoding="utf-8") as ft:
+            with (
+                open(os.path.join(tmp, "s"), encoding="utf-8") as fs,
+                open(os.path.join(tmp, "t"), encoding="utf-8") as ft,
+            ):
                 aligner.align(fs, ft, links_filename_fwd=fwd, quiet=True)
             with open(fwd, encoding="utf-8") as fh:
                 lines = fh.read().splitlines()

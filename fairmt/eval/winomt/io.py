@@ -92,7 +92,9 @@ _SEP = re.compile(r" *\|\|\| *")
 
 
 def read_translations(
-    path: str | Path, gold: Sequence[GoldEntry] | None = None, check_sources: bool = True,
+    path: str | Path,
+    gold: Sequence[GoldEntry] | None = None,
+    check_sources: bool = True,
     gold_path: str | Path | None = None,
 ) -> list[TranslationPair]:
     """Read a ``source ||| translation`` file; with ``gold``, check the line count and that sources match.
@@ -168,6 +170,12 @@ def read_2019_log(path: str | Path) -> dict:
             if row is not None:
                 row[c.group(1)] = int(c.group(2))
     return {
-        "acc": acc, "f1_male": f1m, "p_male": pm, "r_male": rm,
-        "f1_female": f1f, "p_female": pf, "r_female": rf, "confusion": confusion,
+        "acc": acc,
+        "f1_male": f1m,
+        "p_male": pm,
+        "r_male": rm,
+        "f1_female": f1f,
+        "p_female": pf,
+        "r_female": rf,
+        "confusion": confusion,
     }

@@ -42,7 +42,9 @@ class TranslatedEntity:
         return " ".join(self.words)
 
 
-def find_translated_entity(entry: GoldEntry, alignment: Sequence[tuple[int, int]], translation: str) -> TranslatedEntity:
+def find_translated_entity(
+    entry: GoldEntry, alignment: Sequence[tuple[int, int]], translation: str
+) -> TranslatedEntity:
     """Target words aligned to ``entry``'s entity, given ``(src, tgt)`` links over whitespace tokens."""
     tgt = tokenize(translation)
     by_src: dict[int, list[int]] = defaultdict(list)

@@ -35,8 +35,12 @@ class CCED(PerExampleInputs, evaluate.Metric):
             description=_DESCRIPTION,
             citation=bibtex("ccd2024"),
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Sequence(datasets.Value("float64")),
-                                        "references": datasets.Sequence(datasets.Sequence(datasets.Value("float64")))}),
+            features=datasets.Features(
+                {
+                    "predictions": datasets.Sequence(datasets.Value("float64")),
+                    "references": datasets.Sequence(datasets.Sequence(datasets.Value("float64"))),
+                }
+            ),
         )
 
     def _compute(self, predictions, references, groups=None, normalize=False, pooling="unknown"):
@@ -48,15 +52,19 @@ class CCED(PerExampleInputs, evaluate.Metric):
         from fairmt.eval.embedding.cced import cced_gap
 
         if not isinstance(pooling, str) or not pooling or "|" in pooling:
-            raise FairmtError(f"cced: pooling names how the vectors were pooled (a word such as 'mean', recorded in the "
-                              f"signature), got {pooling!r}")
+            raise FairmtError(
+                f"cced: pooling names how the vectors were pooled (a word such as 'mean', recorded in the "
+                f"signature), got {pooling!r}"
+            )
         if not isinstance(normalize, bool):
             raise FairmtError(f"cced: normalize must be True or False, got {normalize!r}")
         groups = list(groups or ["male", "female"])
         refs = [list(r) for r in references]
         bad = [i for i, r in enumerate(refs) if len(r) != len(groups)]
         if bad:
-            raise FairmtError(f"cced: reference {bad[0]} has {len(refs[bad[0]])} embeddings for {len(groups)} groups {groups}")
+            raise FairmtError(
+                f"cced: reference {bad[0]} has {len(refs[bad[0]])} embeddings for {len(groups)} groups {groups}"
+            )
         neutral = np.asarray(predictions, dtype=np.float64)
         embs = {g: np.asarray([r[k] for r in refs], dtype=np.float64) for k, g in enumerate(groups)}
         return asdict(cced_gap(neutral, embs, normalize=normalize, pooling=pooling))

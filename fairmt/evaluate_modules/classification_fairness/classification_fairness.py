@@ -57,9 +57,23 @@ class ClassificationFairness(PerExampleInputs, evaluate.Metric):
             ],
         )
 
-    def _compute(self, predictions, references, groups=None, hidden=None, logits=None, train_hidden=None,
-                 train_groups=None, train_preds=None, train_logits=None, leakage=True, seed=0, scores=None,
-                 positive_class=None, eo_classes="positive"):
+    def _compute(
+        self,
+        predictions,
+        references,
+        groups=None,
+        hidden=None,
+        logits=None,
+        train_hidden=None,
+        train_groups=None,
+        train_preds=None,
+        train_logits=None,
+        leakage=True,
+        seed=0,
+        scores=None,
+        positive_class=None,
+        eo_classes="positive",
+    ):
         import warnings
 
         from fairmt.errors import FairmtError
@@ -72,11 +86,19 @@ class ClassificationFairness(PerExampleInputs, evaluate.Metric):
         with warnings.catch_warnings():  # kept in the result's "warnings", as the CLI does
             warnings.simplefilter("ignore")
             result = classification_metrics(
-                list(references), list(predictions), groups if isinstance(groups, dict) else list(groups),
+                list(references),
+                list(predictions),
+                groups if isinstance(groups, dict) else list(groups),
                 hidden=hidden if leakage else None,
-                logits=logits if leakage else None, train_hidden=train_hidden if leakage else None,
-                train_preds=train_preds, train_logits=train_logits, train_groups=train_groups if leakage else None,
-                leakage_yhat=leakage, seed=seed, scores=scores, positive_class=positive_class,
+                logits=logits if leakage else None,
+                train_hidden=train_hidden if leakage else None,
+                train_preds=train_preds,
+                train_logits=train_logits,
+                train_groups=train_groups if leakage else None,
+                leakage_yhat=leakage,
+                seed=seed,
+                scores=scores,
+                positive_class=positive_class,
                 eo_classes=eo_classes,
             )
         return result.to_percent_dict()

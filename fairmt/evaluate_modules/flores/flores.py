@@ -36,8 +36,9 @@ class Flores(PerExampleInputs, evaluate.Metric):
             description=_DESCRIPTION,
             citation=bibtex("nllb2022flores200"),
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
+            features=datasets.Features(
+                {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
+            ),
             reference_urls=["https://github.com/facebookresearch/flores", "https://github.com/mjpost/sacrebleu"],
         )
 
@@ -46,5 +47,6 @@ class Flores(PerExampleInputs, evaluate.Metric):
 
         from fairmt.eval.translation import translation_quality
 
-        return asdict(translation_quality(list(predictions), list(references), lang_pair=lang_pair,
-                                          spm_model=spm_model))
+        return asdict(
+            translation_quality(list(predictions), list(references), lang_pair=lang_pair, spm_model=spm_model)
+        )

@@ -42,8 +42,9 @@ class MTGenEval(PerExampleInputs, evaluate.Metric):
             description=_DESCRIPTION,
             citation=bibtex("currey2022geneval"),
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
+            features=datasets.Features(
+                {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
+            ),
             reference_urls=["https://github.com/amazon-science/machine-translation-gender-eval"],
         )
 
@@ -71,10 +72,14 @@ class MTGenEval(PerExampleInputs, evaluate.Metric):
             return asdict(result)
         judged = [judge(h, o, c) for h, o, c in zip(hyps, own, other)]
         return {
-            "lang": lang, "split": split, "n": n2, "accuracy": None, "explicit_accuracy": None,
+            "lang": lang,
+            "split": split,
+            "n": n2,
+            "accuracy": None,
+            "explicit_accuracy": None,
             "hypothesis_accuracy": _pct(sum(j.correct for j in judged), n2),
             "hypothesis_explicit_accuracy": _pct(sum(j.explicit_correct for j in judged), n2),
             "signature": geneval_signature("counterfactual", split, lang, n2),
             "note": "pair-level accuracy needs the masculine translations followed by the feminine ones (see the "
-                    "module card); only the per-translation numbers are computed",
+            "module card); only the per-translation numbers are computed",
         }

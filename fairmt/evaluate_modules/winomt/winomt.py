@@ -40,8 +40,9 @@ class WinoMT(PerExampleInputs, evaluate.Metric):
             description=_DESCRIPTION,
             citation=bibtex("stanovsky2019winomt"),
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
+            features=datasets.Features(
+                {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
+            ),
             reference_urls=["https://github.com/gabrielStanovsky/mt_gender"],
         )
 
@@ -57,6 +58,8 @@ class WinoMT(PerExampleInputs, evaluate.Metric):
         if sources is not None:
             sources = list(sources)
             if len(sources) != len(gold):
-                raise FairmtError(f"winomt: sources has {len(sources)} entries but references has {len(gold)}; give "
-                                  "one source sentence per example (or leave sources out)")
+                raise FairmtError(
+                    f"winomt: sources has {len(sources)} entries but references has {len(gold)}; give "
+                    "one source sentence per example (or leave sources out)"
+                )
         return asdict(evaluate_winomt(list(predictions), lang, gold, sources=sources, compat=compat))

@@ -54,8 +54,10 @@ def summarize(config: dict, args: Any) -> tuple[list[str], list[tuple[bool, str]
     lines: list[str] = []
     found: list[tuple[bool, str]] = []
     n = count_parameters(config.get("model"))
-    lines.append(f"model {config.get('model')}: {millions(n)} parameters{training_memory(n)}; f_orig (frozen "
-                 f"copy for L_rep){'' if n is None else f' ≈ {gib(4 * n)}'}")
+    lines.append(
+        f"model {config.get('model')}: {millions(n)} parameters{training_memory(n)}; f_orig (frozen "
+        f"copy for L_rep){'' if n is None else f' ≈ {gib(4 * n)}'}"
+    )
     from fairmt.recipes.ccd.data import prepare_data
     from fairmt.recipes.ccd.runner import training_arguments
 
@@ -71,15 +73,25 @@ def summarize(config: dict, args: Any) -> tuple[list[str], list[tuple[bool, str]
             found.append((True, f"training: {' '.join(str(err).split())}"))
             return lines, found
     s = data["stats"]
-    lines.append(f"data: {s['n_train']} training / {s['n_eval']} validation / {s['n_test']} held-out test tuples"
-                 + (f"; {s['n_utility']} utility sentences" if s.get("n_utility") else ""))
+    lines.append(
+        f"data: {s['n_train']} training / {s['n_eval']} validation / {s['n_test']} held-out test tuples"
+        + (f"; {s['n_utility']} utility sentences" if s.get("n_utility") else "")
+    )
     if args.eval_strategy != "no" and s["n_eval"] == 0:
-        found.append((True, "data.eval_size is 0 but the recipe evaluates (training.eval_strategy "
-                            f"{args.eval_strategy}): there is no validation tuple to select a checkpoint on"))
+        found.append(
+            (
+                True,
+                "data.eval_size is 0 but the recipe evaluates (training.eval_strategy "
+                f"{args.eval_strategy}): there is no validation tuple to select a checkpoint on",
+            )
+        )
     if s["n_train"] < args.per_device_train_batch_size * world_size():
-        found.append((False, f"data: {s['n_train']} training tuples, fewer than one batch "
-                             f"({args.per_device_train_batch_size} × {world_size()})"))
+        found.append(
+            (
+                False,
+                f"data: {s['n_train']} training tuples, fewer than one batch "
+                f"({args.per_device_train_batch_size} × {world_size()})",
+            )
+        )
     lines.append(steps_line(s["n_train"], args))
     return lines, found
-
-

@@ -72,8 +72,12 @@ def eda_tuples(train: list[dict], eda: Eda, seed: int) -> tuple[list[dict], dict
     rows, st = cda_augment(variants)
     known = {r["neutral"] for r in train}
     rows = [r for r in rows if r["neutral"] not in known]
-    return rows, {"n_variants": len(variants), "n_tuples": len(rows), "operations": list(aug.operations),
-                  "n_failed_polarity": st.n_failed_polarity}
+    return rows, {
+        "n_variants": len(variants),
+        "n_tuples": len(rows),
+        "operations": list(aug.operations),
+        "n_failed_polarity": st.n_failed_polarity,
+    }
 
 
 def prepare_data(data: CcdData | dict) -> dict[str, Any]:
@@ -113,10 +117,22 @@ def prepare_data(data: CcdData | dict) -> dict[str, Any]:
         extra, stats["eda"] = eda_tuples(train, d.eda, d.seed)
         train = train + extra
         random.Random(d.seed + 1).shuffle(train)
-    stats.update(n_train=len(train), n_eval=len(dev), n_test=len(test), n_utility=len(neutral_texts),
-                 n_utility_validation=len(neutral_val))
-    return {"groups": groups, "train": train, "eval": dev, "test": test, "neutral": neutral_texts,
-            "neutral_validation": neutral_val, "stats": stats}
+    stats.update(
+        n_train=len(train),
+        n_eval=len(dev),
+        n_test=len(test),
+        n_utility=len(neutral_texts),
+        n_utility_validation=len(neutral_val),
+    )
+    return {
+        "groups": groups,
+        "train": train,
+        "eval": dev,
+        "test": test,
+        "neutral": neutral_texts,
+        "neutral_validation": neutral_val,
+        "stats": stats,
+    }
 
 
 __all__ = ["eda_tuples", "prepare_data", "read_source_texts", "resolve_data", "split_sentences"]

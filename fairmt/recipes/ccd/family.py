@@ -5,19 +5,45 @@ from fairmt.recipes._family import Family
 
 _CHECKS = "fairmt.recipes.ccd.checks"
 # the run folder: output_dir (training.output_dir, the older place, still read; a sweep sets both)
-_SHARED = dict(folder="ccd", output_key="output_dir", also_output_keys=("training.output_dir",), results_key="results",
-               results_format=WORD_DEBIAS_RESULTS, report_table="embeddings",
-               model_dirs=("final",), needs=f"{_CHECKS}:needs", preflight=f"{_CHECKS}:findings")
+_SHARED = dict(
+    folder="ccd",
+    output_key="output_dir",
+    also_output_keys=("training.output_dir",),
+    results_key="results",
+    results_format=WORD_DEBIAS_RESULTS,
+    report_table="embeddings",
+    model_dirs=("final",),
+    needs=f"{_CHECKS}:needs",
+    preflight=f"{_CHECKS}:findings",
+)
 
 FAMILIES = (
-    Family(method="ccd", schema="fairmt.recipes.ccd.schema:CcdRecipe", runner="fairmt.recipes.ccd.runner",
-           summary="CCD debiasing of a sentence encoder, with embedding-bias measurements before and after",
-           results_file="ccd_results.json", dry_summary=f"{_CHECKS}:summarize",
-           metrics="fairmt.recipes.ccd.results:ccd_metric_patterns", **_SHARED),
-    Family(method="dpce", schema="fairmt.recipes.ccd.schema:DpceRecipe", runner="fairmt.recipes.ccd.dpce",
-           summary="DPCE debiasing of a sentence encoder (the CCD paper's baseline)",
-           results_file="dpce_results.json", metrics="fairmt.recipes.ccd.results:baseline_metric_patterns", **_SHARED),
-    Family(method="adept", schema="fairmt.recipes.ccd.schema:AdeptRecipe", runner="fairmt.recipes.ccd.adept",
-           summary="ADEPT-F debiasing of a sentence encoder (the CCD paper's baseline)",
-           results_file="adept_results.json", metrics="fairmt.recipes.ccd.results:baseline_metric_patterns", **_SHARED),
+    Family(
+        method="ccd",
+        schema="fairmt.recipes.ccd.schema:CcdRecipe",
+        runner="fairmt.recipes.ccd.runner",
+        summary="CCD debiasing of a sentence encoder, with embedding-bias measurements before and after",
+        results_file="ccd_results.json",
+        dry_summary=f"{_CHECKS}:summarize",
+        metrics="fairmt.recipes.ccd.results:ccd_metric_patterns",
+        **_SHARED,
+    ),
+    Family(
+        method="dpce",
+        schema="fairmt.recipes.ccd.schema:DpceRecipe",
+        runner="fairmt.recipes.ccd.dpce",
+        summary="DPCE debiasing of a sentence encoder (the CCD paper's baseline)",
+        results_file="dpce_results.json",
+        metrics="fairmt.recipes.ccd.results:baseline_metric_patterns",
+        **_SHARED,
+    ),
+    Family(
+        method="adept",
+        schema="fairmt.recipes.ccd.schema:AdeptRecipe",
+        runner="fairmt.recipes.ccd.adept",
+        summary="ADEPT-F debiasing of a sentence encoder (the CCD paper's baseline)",
+        results_file="adept_results.json",
+        metrics="fairmt.recipes.ccd.results:baseline_metric_patterns",
+        **_SHARED,
+    ),
 )

@@ -86,13 +86,20 @@ def cached_encoder(encode):
 
 
 def _bias_ir_dict(r) -> dict[str, Any]:
-    return {"male_ratio": {c.short: c.male_ratio for c in r.categories}, "avg_dev": r.avg_dev,
-            "male_ratio_all": r.male_ratio_all, "n_queries": r.n_queries, "signature": r.signature}
+    return {
+        "male_ratio": {c.short: c.male_ratio for c in r.categories},
+        "avg_dev": r.avg_dev,
+        "male_ratio_all": r.male_ratio_all,
+        "n_queries": r.n_queries,
+        "signature": r.signature,
+    }
 
 
 def _seat_dict(results: dict) -> dict[str, Any]:
-    return {"tests": {t: {"effect_size": r.effect_size, "p_value": r.p_value} for t, r in results.items()},
-            "avg_abs": float(np.mean([abs(r.effect_size) for r in results.values()]))}
+    return {
+        "tests": {t: {"effect_size": r.effect_size, "p_value": r.p_value} for t, r in results.items()},
+        "avg_abs": float(np.mean([abs(r.effect_size) for r in results.values()])),
+    }
 
 
 def _cced(encode, tuples: Sequence[dict], groups: Sequence[str], pooling: str) -> dict[str, Any]:
@@ -128,8 +135,10 @@ def measure(
         from fairmt.eval.embedding.seat import GENDER_TESTS, load_seat_test, seat_score, seat_test_path
 
         root = data_path("embedding_bias", "seat")
-        res = {t: seat_score(load_seat_test(seat_test_path(root, t)), encode, pooling, n_samples=seat_n_samples)
-               for t in (seat_tests or GENDER_TESTS)}
+        res = {
+            t: seat_score(load_seat_test(seat_test_path(root, t)), encode, pooling, n_samples=seat_n_samples)
+            for t in (seat_tests or GENDER_TESTS)
+        }
         seat = _seat_dict(res)
         out["seat"], out[SEAT_AVG_ABS] = seat["tests"], seat["avg_abs"]
         out[OLD_NAMES[SEAT_AVG_ABS]] = seat["avg_abs"]  # the old name, until fairmt 0.2
@@ -155,13 +164,17 @@ def _progress(stage: str | None, what: str) -> None:
         print(f"fairmt: {stage}: measuring {what}", flush=True)
 
 
-BEFORE_AFTER = (("CCED gap (held-out tuples)", ("cced", "gap"), "lower"), ("SEAT mean |d|", (SEAT_AVG_ABS,), "lower"),
-                ("Bias-IR mean |male ratio − 0.5|", ("bias_ir", "avg_dev"), "lower"))
+BEFORE_AFTER = (
+    ("CCED gap (held-out tuples)", ("cced", "gap"), "lower"),
+    ("SEAT mean |d|", (SEAT_AVG_ABS,), "lower"),
+    ("Bias-IR mean |male ratio − 0.5|", ("bias_ir", "avg_dev"), "lower"),
+)
 
 
 def before_after_lines(results: dict, method: str = "CCD") -> list[str]:
     """The short before → after table a CCD run ends with: each bias measure it made on the test tuples/queries
     (lower is fairer), and the utility check (1 = the geometry of the neutral sentences kept)."""
+
     def get(d, keys):
         for k in keys:
             d = (d or {}).get(k) if isinstance(d, dict) else None
@@ -169,12 +182,21 @@ def before_after_lines(results: dict, method: str = "CCD") -> list[str]:
 
     from fairmt.eval.report import before_after_lines as table
 
-    rows = [(label, get(results.get("before"), keys), get(results.get("after"), keys), ".3f", better)
-            for label, keys, better in BEFORE_AFTER]
+    rows = [
+        (label, get(results.get("before"), keys), get(results.get("after"), keys), ".3f", better)
+        for label, keys, better in BEFORE_AFTER
+    ]
     if "utility" in results:  # the original against itself: 1
-        rows.append(("utility: Spearman of pairwise cosines (neutral)", 1.0,
-                     results["utility"].get("spearman_pairwise_cos"), ".3f", "higher"))
-    if not any(isinstance(r[1], (int, float)) and isinstance(r[2], (int, float)) for r in rows[:len(BEFORE_AFTER)]):
+        rows.append(
+            (
+                "utility: Spearman of pairwise cosines (neutral)",
+                1.0,
+                results["utility"].get("spearman_pairwise_cos"),
+                ".3f",
+                "higher",
+            )
+        )
+    if not any(isinstance(r[1], (int, float)) and isinstance(r[2], (int, float)) for r in rows[: len(BEFORE_AFTER)]):
         return []
     return table(f"what {method} changed (test; lower is fairer)", rows)
 
@@ -224,8 +246,11 @@ def model_encoder(model, tokenizer, pooling: str, batch_size: int, normalize: bo
         with torch.no_grad():
             for start in range(0, len(texts), batch_size):
                 chunk = [texts[i] for i in order[start : start + batch_size]]
-                feats = st_features(model, chunk) if st else tokenizer(chunk, padding=True, truncation=True,
-                                                                       return_tensors="pt")
+                feats = (
+                    st_features(model, chunk)
+                    if st
+                    else tokenizer(chunk, padding=True, truncation=True, return_tensors="pt")
+                )
                 feats = {k: v.to(device) for k, v in feats.items()}
                 out.append(encode(model, feats, pooling, normalize).float().cpu().numpy())
         if not out:
@@ -255,11 +280,13 @@ def evaluation_settings(recipe: CcdRecipe | dict) -> dict[str, Any]:
     ev = ev or CcdEvaluation()
     suites = [str(s).replace("-", "_") for s in (SUITES if ev.suites is None else ev.suites)]  # bias-ir or bias_ir
     return {
-        "suites": suites, "batch_size": ev.batch_size,
+        "suites": suites,
+        "batch_size": ev.batch_size,
         "seat_kw": {"seat_tests": ev.seat_tests, "seat_n_samples": ev.seat_n_samples},
         "validation": ev.validation,
         "bias_ir_validation": ev.bias_ir_validation if ev.validation else None,
-        "split_seed": ev.split_seed, "probe_n_samples": ev.probe_n_samples,
+        "split_seed": ev.split_seed,
+        "probe_n_samples": ev.probe_n_samples,
     }
 
 
@@ -271,22 +298,35 @@ def bias_ir_split(settings: dict) -> tuple[list | None, list | None]:
     from fairmt.eval.embedding.bias_ir import load_bias_ir
     from fairmt.recipes.ccd.validation import split_bias_ir
 
-    return split_bias_ir(load_bias_ir(data_path("embedding_bias", "bias_ir")), settings["bias_ir_validation"],
-                         settings["split_seed"])
+    return split_bias_ir(
+        load_bias_ir(data_path("embedding_bias", "bias_ir")), settings["bias_ir_validation"], settings["split_seed"]
+    )
 
 
-def measure_model(runner, data: dict, pooling_name: str, settings: dict, ir_split, stage: str | None = None
-                  ) -> dict[str, Any]:
+def measure_model(
+    runner, data: dict, pooling_name: str, settings: dict, ir_split, stage: str | None = None
+) -> dict[str, Any]:
     """Test suites (``test``), validation measures (``validation``, when asked) and the embeddings of the utility
     sentences (``neutral``, ``neutral_validation``) of one model."""
     groups, suites = data["groups"], settings["suites"]
     ir_val, ir_test = ir_split
     runner = cached_encoder(runner)  # one memo for both splits: Bias-IR's validation documents are embedded once
-    out: dict[str, Any] = {"test": measure(runner, suites, data["test"], groups, pooling_name,
-                                           bias_ir_queries=ir_test, stage=stage, **settings["seat_kw"])}
+    out: dict[str, Any] = {
+        "test": measure(
+            runner,
+            suites,
+            data["test"],
+            groups,
+            pooling_name,
+            bias_ir_queries=ir_test,
+            stage=stage,
+            **settings["seat_kw"],
+        )
+    }
     if settings["validation"]:
-        out["validation"] = measure_validation(runner, data["eval"], groups, pooling_name, ir_val,
-                                               settings["probe_n_samples"])
+        out["validation"] = measure_validation(
+            runner, data["eval"], groups, pooling_name, ir_val, settings["probe_n_samples"]
+        )
     if "utility" in suites:
         out["neutral"] = runner(data["neutral"]) if data["neutral"] else None
         out["neutral_validation"] = runner(data["neutral_validation"]) if data.get("neutral_validation") else None
@@ -301,11 +341,15 @@ def validation_selector(name: str, tok, args, data: dict, settings: dict, ir_val
     if name not in VALIDATION_SELECTORS:
         raise FairmtError(f"unknown validation selector {name!r}; choose one of {VALIDATION_SELECTORS}")
     if name != "probe_avg_abs" and not ir_val:
-        raise FairmtError(f"metric_for_best_model eval_{name} needs the Bias-IR validation queries: set "
-                          "evaluation.validation: true with bias_ir in evaluation.suites")
+        raise FairmtError(
+            f"metric_for_best_model eval_{name} needs the Bias-IR validation queries: set "
+            "evaluation.validation: true with bias_ir in evaluation.suites"
+        )
     if name == "val_bias" and not (before and data["eval"]):
-        raise FairmtError("metric_for_best_model eval_val_bias needs validation tuples (data.eval_size) and "
-                          "evaluation.validation: true")
+        raise FairmtError(
+            "metric_for_best_model eval_val_bias needs validation tuples (data.eval_size) and "
+            "evaluation.validation: true"
+        )
 
     def fn(model) -> dict[str, float]:
         runner = model_encoder(model, tok, args.pooling, settings["batch_size"], args.normalize)
@@ -316,10 +360,17 @@ def validation_selector(name: str, tok, args, data: dict, settings: dict, ir_val
 
             return {name: bias_ir_score(ir_val, runner).avg_dev}
         v = measure_validation(runner, data["eval"], data["groups"], "", ir_val, 1)
-        ratios = [v["cced"]["gap"] / before["cced"]["gap"], v["probe_avg_abs"] / before["probe_avg_abs"],
-                  v["bias_ir"]["avg_dev"] / before["bias_ir"]["avg_dev"]]
-        return {name: float(np.mean(ratios)), "val_cced_gap": v["cced"]["gap"],
-                "probe_avg_abs": v["probe_avg_abs"], "bias_ir_avg_dev": v["bias_ir"]["avg_dev"]}
+        ratios = [
+            v["cced"]["gap"] / before["cced"]["gap"],
+            v["probe_avg_abs"] / before["probe_avg_abs"],
+            v["bias_ir"]["avg_dev"] / before["bias_ir"]["avg_dev"],
+        ]
+        return {
+            name: float(np.mean(ratios)),
+            "val_cced_gap": v["cced"]["gap"],
+            "probe_avg_abs": v["probe_avg_abs"],
+            "bias_ir_avg_dev": v["bias_ir"]["avg_dev"],
+        }
 
     return fn
 
@@ -346,8 +397,8 @@ def summary_sections(results: dict) -> dict[str, dict[str, float]]:
         test["bias_ir_avg_dev"] = after["bias_ir"]["avg_dev"]
     if "bias_ir_all" in after:
         test["bias_ir_avg_dev_all_queries"] = after["bias_ir_all"]["avg_dev"]
-    for section, key in ((dev, "utility_validation"), (test, "utility")):
+    for summary, key in ((dev, "utility_validation"), (test, "utility")):
         if key in results:
-            section["utility_spearman"] = results[key]["spearman_pairwise_cos"]
-            section["utility_nn1"] = results[key]["nn1_agreement"]
+            summary["utility_spearman"] = results[key]["spearman_pairwise_cos"]
+            summary["utility_nn1"] = results[key]["nn1_agreement"]
     return {k: v for k, v in (("dev", dev), ("test", test)) if v}

@@ -16,8 +16,12 @@ def _measured(suites: list[str]) -> list[str]:
     out = []
     for when in ("before", "after"):
         if "seat" in suites:
-            out += [f"{when}.seat_avg_abs_effect_size", f"{when}.seat_avg_abs",  # the old name too, until 0.2
-                    f"{when}.seat.*.effect_size", f"{when}.seat.*.p_value"]
+            out += [
+                f"{when}.seat_avg_abs_effect_size",
+                f"{when}.seat_avg_abs",  # the old name too, until 0.2
+                f"{when}.seat.*.effect_size",
+                f"{when}.seat.*.p_value",
+            ]
         if "cced" in suites:
             out += [f"{when}.cced.gap", f"{when}.cced.n", f"{when}.cced.mean_distance.*", f"{when}.cced.pair_*"]
         if "bias_ir" in suites:
@@ -46,8 +50,16 @@ def ccd_metric_patterns(config: dict[str, Any]) -> list[str]:
     dev = ["cced_gap", "probe_avg_abs", "bias_ir_avg_dev", "utility_spearman", "utility_nn1"]
     test = (*dev, "seat_avg_abs_effect_size", "seat_avg_abs", "bias_ir_avg_dev_all_queries")  # seat_avg_abs: old name
     out += [f"dev.{n}" for n in dev] + [f"test.{n}" for n in test]
-    out += [f"validation.{when}.{m}" for when in ("before", "after")
-            for m in ("cced.*", "probe_avg_abs", "probe.*", "bias_ir.*")]
-    out += ["before.bias_ir_all.*", "after.bias_ir_all.*",
-            "bias_ir_split.*", "before.bias_ir.n_queries", "after.bias_ir.n_queries"]
+    out += [
+        f"validation.{when}.{m}"
+        for when in ("before", "after")
+        for m in ("cced.*", "probe_avg_abs", "probe.*", "bias_ir.*")
+    ]
+    out += [
+        "before.bias_ir_all.*",
+        "after.bias_ir_all.*",
+        "bias_ir_split.*",
+        "before.bias_ir.n_queries",
+        "after.bias_ir.n_queries",
+    ]
     return out + _common(config)

@@ -60,8 +60,12 @@ from fairmt.recipes._output import prepare_output_dir
 
 logger = logging.getLogger(__name__)
 
-SELECTION = {"eval_strategy": "steps", "metric_for_best_model": "eval_loss", "greater_is_better": False,
-             "load_best_model_at_end": True}
+SELECTION = {
+    "eval_strategy": "steps",
+    "metric_for_best_model": "eval_loss",
+    "greater_is_better": False,
+    "load_best_model_at_end": True,
+}
 """The Trainer arguments an embedding-debiasing recipe with validation rows gets unless its ``training`` section sets
 them: checkpoint selection on the validation loss (``save_strategy`` follows ``eval_strategy``)."""
 
@@ -92,8 +96,13 @@ def train_and_unwrap(trainer, out_dir: Path, peft: dict | None, summary) -> tupl
 
     with saving(out_dir / "final", what="the trained model"):
         trainer.save_model(str(out_dir / "final"))
-    train = {**summary(trainer), "metrics": train_out.metrics, "eval_before": eval_before,
-             "best_checkpoint": trainer.state.best_model_checkpoint, "log_history": trainer.state.log_history}
+    train = {
+        **summary(trainer),
+        "metrics": train_out.metrics,
+        "eval_before": eval_before,
+        "best_checkpoint": trainer.state.best_model_checkpoint,
+        "log_history": trainer.state.log_history,
+    }
     trained = trainer.accelerator.unwrap_model(trainer.model)
     if hasattr(trained, "merge_and_unload") and peft:
         trained = trained.merge_and_unload()
@@ -144,8 +153,11 @@ def make_trainer(model, tok, args, data: dict, settings: dict, ir_val=None, vali
     if data["eval"] and metric in VALIDATION_SELECTORS:
         hook = validation_selector(metric, tok, args, data, settings, ir_val, validation_before)
     return CCDTrainer(
-        model=model, args=args, train_dataset=tuples_to_dataset(data["train"], groups),
-        eval_dataset=tuples_to_dataset(data["eval"], groups) if data["eval"] else None, processing_class=tok,
+        model=model,
+        args=args,
+        train_dataset=tuples_to_dataset(data["train"], groups),
+        eval_dataset=tuples_to_dataset(data["eval"], groups) if data["eval"] else None,
+        processing_class=tok,
         validation_measures=hook,
     )
 
@@ -184,21 +196,36 @@ def main(config: dict) -> dict:
     ir_split = bias_ir_split(settings)
 
     model, tok, is_st = load_encoder(model_path, recipe.peft)
-    pooling_name = ("model" if is_st and args.pooling == "auto" and args.normalize is None else args.pooling) + \
-        ("+l2" if args.normalize else "")
+    pooling_name = ("model" if is_st and args.pooling == "auto" and args.normalize is None else args.pooling) + (
+        "+l2" if args.normalize else ""
+    )
     from fairmt.eval.reporting.formats import WORD_DEBIAS_RESULTS
 
-    results: dict[str, Any] = {"format": WORD_DEBIAS_RESULTS, "method": "ccd", "model": recipe.model,
-                               "data": data["stats"], "groups": list(groups)}
+    results: dict[str, Any] = {
+        "format": WORD_DEBIAS_RESULTS,
+        "method": "ccd",
+        "model": recipe.model,
+        "data": data["stats"],
+        "groups": list(groups),
+    }
     if ir_split[0] is not None:
-        results["bias_ir_split"] = {"validation": [q.q_id for q in ir_split[0]], "test": [q.q_id for q in ir_split[1]],
-                                    "seed": settings["split_seed"]}
+        results["bias_ir_split"] = {
+            "validation": [q.q_id for q in ir_split[0]],
+            "test": [q.q_id for q in ir_split[1]],
+            "seed": settings["split_seed"],
+        }
 
     # ---- before
     t0 = time.time()
     model.eval()
-    before = measure_model(model_encoder(model, tok, args.pooling, bs, args.normalize), data, pooling_name, settings,
-                           ir_split, stage="before (original model)")
+    before = measure_model(
+        model_encoder(model, tok, args.pooling, bs, args.normalize),
+        data,
+        pooling_name,
+        settings,
+        ir_split,
+        stage="before (original model)",
+    )
     results["before"] = before["test"]
     results["time_measure_before_s"] = time.time() - t0
 
@@ -214,8 +241,14 @@ def main(config: dict) -> dict:
 
     # ---- after
     t0 = time.time()
-    after = measure_model(model_encoder(trained, tok, args.pooling, bs, args.normalize), data, pooling_name, settings,
-                          ir_split, stage="after (trained model)")
+    after = measure_model(
+        model_encoder(trained, tok, args.pooling, bs, args.normalize),
+        data,
+        pooling_name,
+        settings,
+        ir_split,
+        stage="after (trained model)",
+    )
     results["after"] = after["test"]
     if settings["validation"]:
         results["validation"] = {"before": before["validation"], "after": after["validation"]}
@@ -228,7 +261,8 @@ def main(config: dict) -> dict:
     if term.get("dead"):
         results.setdefault("warnings", []).append(
             f"fairness term dead: {term['term']} was 0 in {term['zero_logs']} of {term['logs']} training logs, so "
-            "this run did not debias (it trained L_rep alone); set training.rho_estimator=median or training.rho")
+            "this run did not debias (it trained L_rep alone); set training.rho_estimator=median or training.rho"
+        )
     results["time_measure_after_s"] = time.time() - t0
     results["time_total_s"] = time.time() - t_start
 
@@ -253,11 +287,30 @@ def main(config: dict) -> dict:
 _MOVED = {  # the names this module had before it was split by job (issue 50), until fairmt 0.2
     **{n: "fairmt.recipes.ccd.data" for n in ("prepare_data", "read_source_texts")},
     "_resolve_data": "fairmt.recipes.ccd.data:resolve_data",
-    "_split_sentences": "fairmt.recipes.ccd.data:split_sentences", "_eda_tuples": "fairmt.recipes.ccd.data:eda_tuples",
-    **{n: "fairmt.recipes.ccd.measure" for n in (
-        "SUITES", "utility_check", "cached_encoder", "measure", "BEFORE_AFTER", "before_after_lines",
-        "measure_validation", "VALIDATION_SELECTORS", "evaluation_settings", "bias_ir_split", "measure_model", "validation_selector",
-        "summary_sections", "_bias_ir_dict", "_seat_dict", "_cced", "_progress")},
+    "_split_sentences": "fairmt.recipes.ccd.data:split_sentences",
+    "_eda_tuples": "fairmt.recipes.ccd.data:eda_tuples",
+    **{
+        n: "fairmt.recipes.ccd.measure"
+        for n in (
+            "SUITES",
+            "utility_check",
+            "cached_encoder",
+            "measure",
+            "BEFORE_AFTER",
+            "before_after_lines",
+            "measure_validation",
+            "VALIDATION_SELECTORS",
+            "evaluation_settings",
+            "bias_ir_split",
+            "measure_model",
+            "validation_selector",
+            "summary_sections",
+            "_bias_ir_dict",
+            "_seat_dict",
+            "_cced",
+            "_progress",
+        )
+    },
     "_runner": "fairmt.recipes.ccd.measure:model_encoder",
     **{n: "fairmt.recipes.ccd.utility" for n in ("parse_utility", "run_utility", "glue_model_dir", "glue_utility")},
     **{n: "fairmt.models.encoders" for n in ("resolve_model_path", "is_masked_lm_dir", "load_encoder")},

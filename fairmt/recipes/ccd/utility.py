@@ -34,8 +34,19 @@ def run_utility(cfg: dict, model_dir: str | Path, out_dir: Path, use_cpu: bool =
     """GLUE fine-tuning/evaluation of a saved model folder (:mod:`fairmt.eval.glue`); JSON-ready."""
     from fairmt.eval.glue import glue_evaluate, glue_summary
 
-    kw = {k: cfg[k] for k in ("learning_rate", "batch_size", "num_train_epochs", "max_length", "max_train_samples",
-                              "max_eval_samples", "seed") if cfg.get(k) is not None}
+    kw = {
+        k: cfg[k]
+        for k in (
+            "learning_rate",
+            "batch_size",
+            "num_train_epochs",
+            "max_length",
+            "max_train_samples",
+            "max_eval_samples",
+            "seed",
+        )
+        if cfg.get(k) is not None
+    }
     return glue_summary(glue_evaluate(str(model_dir), cfg["tasks"], output_dir=out_dir, use_cpu=use_cpu, **kw))
 
 
@@ -52,14 +63,18 @@ def glue_model_dir(trained, tok, out_dir: Path, final_dir: Path, peft: bool) -> 
     return merged
 
 
-def glue_utility(utility: dict, trained, tok, out_dir: Path, model_path: str, peft: bool | dict | None,
-                 use_cpu: bool) -> dict:
+def glue_utility(
+    utility: dict, trained, tok, out_dir: Path, model_path: str, peft: bool | dict | None, use_cpu: bool
+) -> dict:
     """``{"glue", ["glue_before"], "time_glue_s"}``: GLUE fine-tuning/evaluation of the trained encoder (and of the
     original one when ``utility["before"]``), as every embedding-debiasing recipe runs it. ``peft``: the recipe's
     ``peft`` section (a LoRA run's merged model is saved for GLUE)."""
     t0 = time.time()
-    out = {"glue": run_utility(utility, glue_model_dir(trained, tok, out_dir, out_dir / "final", bool(peft)),
-                               out_dir / "glue", use_cpu)}
+    out = {
+        "glue": run_utility(
+            utility, glue_model_dir(trained, tok, out_dir, out_dir / "final", bool(peft)), out_dir / "glue", use_cpu
+        )
+    }
     if utility.get("before"):
         out["glue_before"] = run_utility(utility, model_path, out_dir / "glue_before", use_cpu)
     out["time_glue_s"] = time.time() - t0

@@ -37,8 +37,14 @@ SCIENCE = ("statistics", "engineering", "biology", "a laboratory", "logic", "ari
 ARTS = ("music", "painting", "theatre", "opera", "ballet", "drawing", "singing", "fiction")
 
 _NAME_TEMPLATES = ("This is {w}.", "That is {w}.", "Here is {w}.", "{w} is here.", "{w} is there.", "{w} is a person.")
-_NOUN_TEMPLATES = ("This is {a} {w}.", "That is {a} {w}.", "Here is {a} {w}.", "The {w} is here.", "The {w} is there.",
-                   "{A} {w} is a person.")
+_NOUN_TEMPLATES = (
+    "This is {a} {w}.",
+    "That is {a} {w}.",
+    "Here is {a} {w}.",
+    "The {w} is here.",
+    "The {w} is there.",
+    "{A} {w} is a person.",
+)
 _THING_TEMPLATES = ("This is {w}.", "That is {w}.", "There is {w}.", "Here is {w}.", "It is {w}.")
 
 #: test name -> (target 1, target 2, attribute 1, attribute 2), each (kind, words)
@@ -72,8 +78,16 @@ def probe_tests():
     tests = []
     for name, sets in PROBE_TESTS.items():
         t1, t2, a1, a2 = (_sentences(kind, words) for kind, words in sets)
-        tests.append(SeatTest(name=name, targ1=t1, targ2=t2, attr1=a1, attr2=a2,
-                              categories=dict(zip(("targ1", "targ2", "attr1", "attr2"), name.split("-") * 2))))
+        tests.append(
+            SeatTest(
+                name=name,
+                targ1=t1,
+                targ2=t2,
+                attr1=a1,
+                attr2=a2,
+                categories=dict(zip(("targ1", "targ2", "attr1", "attr2"), name.split("-") * 2)),
+            )
+        )
     return tests
 
 
@@ -101,8 +115,9 @@ def split_bias_ir(queries: Sequence, validation_fraction: float = 0.5, seed: int
     for cat in sorted(by_cat):
         qs = sorted(by_cat[cat], key=lambda q: q.q_id)
         if len(qs) < 2:
-            raise FairmtError(f"Bias-IR category {cat!r} has {len(qs)} query: too few to split into validation "
-                              "and test")
+            raise FairmtError(
+                f"Bias-IR category {cat!r} has {len(qs)} query: too few to split into validation and test"
+            )
         k = min(len(qs) - 1, max(1, int(len(qs) * validation_fraction)))
         val_ids.update(q.q_id for q in random.Random(f"{seed}:{cat}").sample(qs, k))
     return [q for q in queries if q.q_id in val_ids], [q for q in queries if q.q_id not in val_ids]

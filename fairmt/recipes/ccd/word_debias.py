@@ -124,8 +124,12 @@ def prepare_rows(data: WordData | dict, default_lexicon: str) -> dict[str, Any]:
         raise FairmtError(f"only {len(rows)} word-sentence rows: eval_size {d.eval_size} leaves none to train on")
     dev, train = rows[: d.eval_size], rows[d.eval_size :]
     stats["train_counts"] = check_rows(train, list(attrs))
-    stats.update(n_train=len(train), n_eval=len(dev), n_test=len(tuples),
-                 n_words={g: len(w) for g, w in attrs.items()} | {"target": len(targets)})
+    stats.update(
+        n_train=len(train),
+        n_eval=len(dev),
+        n_test=len(tuples),
+        n_words={g: len(w) for g, w in attrs.items()} | {"target": len(targets)},
+    )
     return {"train": train, "eval": dev, "test": tuples, "groups": list(attrs), "stats": stats}
 
 
@@ -165,26 +169,50 @@ def main(config: dict) -> dict:
     model, tok, _ = load_encoder(model_path, recipe.peft, sentence_transformers=False)
     from fairmt.eval.reporting.formats import WORD_DEBIAS_RESULTS
 
-    results: dict[str, Any] = {"format": WORD_DEBIAS_RESULTS, "method": method, "model": model_ref,
-                               "data": data["stats"], "groups": data["groups"]}
+    results: dict[str, Any] = {
+        "format": WORD_DEBIAS_RESULTS,
+        "method": method,
+        "model": model_ref,
+        "data": data["stats"],
+        "groups": data["groups"],
+    }
     t0 = time.time()
     model.eval()
-    results["before"] = measure(model_encoder(model, tok, pooling, bs, normalize), suites, data["test"],
-                                data["groups"], pooling_name, stage="before (original model)", **seat_kw)
+    results["before"] = measure(
+        model_encoder(model, tok, pooling, bs, normalize),
+        suites,
+        data["test"],
+        data["groups"],
+        pooling_name,
+        stage="before (original model)",
+        **seat_kw,
+    )
     results["time_measure_before_s"] = time.time() - t0
 
     t0 = time.time()
     torch.manual_seed(args.seed)
-    trainer = trainer_cls(model=model, args=args, train_dataset=rows_to_dataset(data["train"]),
-                          eval_dataset=rows_to_dataset(data["eval"]) if data["eval"] else None, processing_class=tok)
+    trainer = trainer_cls(
+        model=model,
+        args=args,
+        train_dataset=rows_to_dataset(data["train"]),
+        eval_dataset=rows_to_dataset(data["eval"]) if data["eval"] else None,
+        processing_class=tok,
+    )
     trainer._prepare()  # attribute vectors (and ρ) from the original model, before any update
     results["train"], trained = train_and_unwrap(trainer, out_dir, recipe.peft, summary)
     results["time_train_s"] = time.time() - t0
     del trainer
 
     t0 = time.time()
-    results["after"] = measure(model_encoder(trained, tok, pooling, bs, normalize), suites, data["test"],
-                               data["groups"], pooling_name, stage="after (trained model)", **seat_kw)
+    results["after"] = measure(
+        model_encoder(trained, tok, pooling, bs, normalize),
+        suites,
+        data["test"],
+        data["groups"],
+        pooling_name,
+        stage="after (trained model)",
+        **seat_kw,
+    )
     results["time_measure_after_s"] = time.time() - t0
     if utility:
         results.update(glue_utility(utility, trained, tok, out_dir, model_path, recipe.peft, args.use_cpu))

@@ -16,14 +16,20 @@ def needs(config: dict) -> tuple[Any, list[str]]:
     a GRU) and the local data it reads."""
     m = config.get("model")
     if isinstance(m, dict):
-        m = m.get("name_or_path", "minilm") if m.get("type", "frozen_embedder") in ("frozen_embedder", "finetune") \
+        m = (
+            m.get("name_or_path", "minilm")
+            if m.get("type", "frozen_embedder") in ("frozen_embedder", "finetune")
             else None
+        )
     data = config.get("data") if isinstance(config.get("data"), dict) else {}
     name = data.get("dataset", "bios")
     if name == "synthetic":
         return m, []
-    return m, ["FAIRMT_DATA/bios (`fairmt data download bios`)" if name == "bios" else
-               f"the {name} data (`fairmt data corpora`)"]
+    return m, [
+        "FAIRMT_DATA/bios (`fairmt data download bios`)"
+        if name == "bios"
+        else f"the {name} data (`fairmt data corpora`)"
+    ]
 
 
 _CLASSIFICATION_FOLDERS = {"bios_split": "bias_in_bios", "jigsaw": "civilcomments", "moji": "moji"}
@@ -64,11 +70,13 @@ def findings(config: dict, cfg: dict) -> list[Finding | None]:
             missing = (True, text) if text else None
         out.append(missing)
     else:
-        out.append(data_file(d.get("root") or data_root() / _CLASSIFICATION_FOLDERS[name],
-                              f"the {name} data folder (data.root; `fairmt data corpora` says how to get it)"))
+        out.append(
+            data_file(
+                d.get("root") or data_root() / _CLASSIFICATION_FOLDERS[name],
+                f"the {name} data folder (data.root; `fairmt data corpora` says how to get it)",
+            )
+        )
     for stage, args in (cfg.get("stages") or {}).items():
         out.append(precision(args, f"{stage}: "))
     out.append(output(cfg["output_dir"], config, "output_dir"))
     return out
-
-

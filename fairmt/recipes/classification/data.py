@@ -41,8 +41,9 @@ def _load_data(dcfg: dict[str, Any]):
     else:
         data = read_hatespeech(dcfg["language"], dcfg["attribute"], dcfg["root"])
     if max_rows:  # the first rows of each split, as the Bias-in-Bios and Jigsaw loaders do (quick runs)
-        data.splits = {k: split.subset(list(range(min(max_rows, len(split.labels)))))
-                       for k, split in data.splits.items()}
+        data.splits = {
+            k: split.subset(list(range(min(max_rows, len(split.labels))))) for k, split in data.splits.items()
+        }
     return data
 
 
@@ -51,8 +52,14 @@ def keep_labels(data, names: list[str]):
     Shen et al.'s Table 2 trains a binary nurse-vs-surgeon classifier on those two professions of Bias-in-Bios)."""
     unknown = [n for n in names if n not in data.label_names]
     if unknown or len(set(names)) != len(names):
-        raise FairmtError(f"data.label_subset {names}: " + (f"{unknown} not among the data set's labels "
-                          f"({', '.join(data.label_names)})" if unknown else "a label is named twice"))
+        raise FairmtError(
+            f"data.label_subset {names}: "
+            + (
+                f"{unknown} not among the data set's labels ({', '.join(data.label_names)})"
+                if unknown
+                else "a label is named twice"
+            )
+        )
     new = {data.label_names.index(n): i for i, n in enumerate(names)}
     for name, split in data.splits.items():
         kept = split.subset([i for i, y in enumerate(split.labels) if y in new])
@@ -61,8 +68,10 @@ def keep_labels(data, names: list[str]):
             raise FairmtError(f"data.label_subset {names} leaves no row in the {name} split")
         data.splits[name] = kept
     data.label_names = list(names)
-    data.notes = [*data.notes, f"task labels kept: {', '.join(names)} (data.label_subset), re-indexed 0.."
-                               f"{len(names) - 1}"]
+    data.notes = [
+        *data.notes,
+        f"task labels kept: {', '.join(names)} (data.label_subset), re-indexed 0..{len(names) - 1}",
+    ]
     return data
 
 
@@ -98,25 +107,36 @@ def build_datasets(cfg: dict[str, Any], data, out: str | None = None) -> tuple[d
     if m["type"] == "gru_features":
         if data.splits["train"].input_ids is None:
             raise FairmtError("model.type gru_features needs token ids (data.dataset: hatespeech)")
-        feats = _gru_features(cfg, data, {n: Dataset.from_dict(c) for n, c in cols.items()}, collator,
-                              out or cfg["output_dir"])
+        feats = _gru_features(
+            cfg, data, {n: Dataset.from_dict(c) for n, c in cols.items()}, collator, out or cfg["output_dir"]
+        )
         for name in cols:
             cols[name].pop("input_ids", None)
             cols[name]["features"] = feats[name]
     if m["type"] in ("frozen_embedder", "features", "gru_features"):
         if m["type"] == "features" and not has_features:
-            raise FairmtError("model.type features needs a data set with fixed features (data.dataset: moji); "
-                              "embed texts with model.type frozen_embedder")
+            raise FairmtError(
+                "model.type features needs a data set with fixed features (data.dataset: moji); "
+                "embed texts with model.type frozen_embedder"
+            )
         if m["type"] == "frozen_embedder":
             if has_features:
-                raise FairmtError(f"data.dataset {cfg['data']['dataset']} holds fixed features already: use "
-                                  "model.type features")
+                raise FairmtError(
+                    f"data.dataset {cfg['data']['dataset']} holds fixed features already: use model.type features"
+                )
             if any(split.texts is None for split in data.splits.values()):
                 raise FairmtError("model.type frozen_embedder needs a text data set (bios, bios_split, jigsaw)")
             # embed the sorted set of all texts once: the cache key does not depend on the split
             unique = sorted({t for split in data.splits.values() for t in split.texts})
-            X = embed_texts(unique, m["name_or_path"], m["max_length"], m["embed_batch_size"], m["cache_dir"],
-                            m["pooling"], m["normalize"])
+            X = embed_texts(
+                unique,
+                m["name_or_path"],
+                m["max_length"],
+                m["embed_batch_size"],
+                m["cache_dir"],
+                m["pooling"],
+                m["normalize"],
+            )
             row_of = {t: i for i, t in enumerate(unique)}
             for name, split in data.splits.items():
                 cols[name].pop("text", None)
@@ -124,8 +144,15 @@ def build_datasets(cfg: dict[str, Any], data, out: str | None = None) -> tuple[d
         dim = int(cols["train"]["features"].shape[1])
 
         def factory():
-            return tc.MLPClassifier(dim, k, hidden_dim=m["hidden_dim"], num_layers=m["num_layers"], dropout=m["dropout"],
-                                    labels=names, head_layers=m["head_layers"])
+            return tc.MLPClassifier(
+                dim,
+                k,
+                hidden_dim=m["hidden_dim"],
+                num_layers=m["num_layers"],
+                dropout=m["dropout"],
+                labels=names,
+                head_layers=m["head_layers"],
+            )
 
     elif m["type"] == "finetune":
         from transformers import AutoTokenizer
@@ -137,12 +164,14 @@ def build_datasets(cfg: dict[str, Any], data, out: str | None = None) -> tuple[d
         for name in ("train", "dev"):
             add_views(cfg, data.splits[name].texts, cols[name])
         path = _model_path(m["name_or_path"])
-        collator = ClassificationCollator(AutoTokenizer.from_pretrained(path), max_length=m["max_length"],
-                                          seed=cfg["seed"])
+        collator = ClassificationCollator(
+            AutoTokenizer.from_pretrained(path), max_length=m["max_length"], seed=cfg["seed"]
+        )
 
         def factory():
-            return TransformerClassifier.from_encoder(path, k, pooling=m["pooling"], head_layers=m["head_layers"],
-                                                      head_dropout=m["dropout"], labels=names)
+            return TransformerClassifier.from_encoder(
+                path, k, pooling=m["pooling"], head_layers=m["head_layers"], head_dropout=m["dropout"], labels=names
+            )
 
     else:
         if data.splits["train"].input_ids is None:
@@ -173,12 +202,24 @@ def _gru_features(cfg, data, datasets, collator, out: str) -> dict[str, np.ndarr
 
     m = cfg["model"]
     torch.manual_seed(cfg["seed"])
-    gru = GRUClassifier(vocab_size(data), data.num_labels, embed_dim=m["embed_dim"], hidden_dim=m["gru_hidden"],
-                        dropout=m["dropout"])
+    gru = GRUClassifier(
+        vocab_size(data), data.num_labels, embed_dim=m["embed_dim"], hidden_dim=m["gru_hidden"], dropout=m["dropout"]
+    )
     train = {**_batch_options(cfg), "num_train_epochs": m["embed_epochs"], "learning_rate": m["embed_learning_rate"]}
     kwargs = _base_args(cfg, os.path.join(out, "embedder"), train, {"objective": "ce"}, FairContrastiveConfig)
-    _fit(cfg, FairContrastiveTrainer, FairContrastiveConfig, kwargs, gru, datasets["train"], datasets["dev"], collator,
-         criterion="loss", patience=None, compute_metrics=None)
+    _fit(
+        cfg,
+        FairContrastiveTrainer,
+        FairContrastiveConfig,
+        kwargs,
+        gru,
+        datasets["train"],
+        datasets["dev"],
+        collator,
+        criterion="loss",
+        patience=None,
+        compute_metrics=None,
+    )
     return _split_features(gru, datasets, collator, int(kwargs["per_device_eval_batch_size"]))
 
 
@@ -198,8 +239,9 @@ def add_views(cfg: dict[str, Any], texts: list[str], cols: dict[str, Any]) -> No
     if kind in ("clm_insert", "clm_substitute"):
         from fairmt.data.augment.clm import ContextualAugmenter
 
-        aug = ContextualAugmenter(_model_path(d["clm_model"]), action=kind.split("_", 1)[1], rate=d["clm_rate"],
-                                  seed=cfg["seed"])
+        aug = ContextualAugmenter(
+            _model_path(d["clm_model"]), action=kind.split("_", 1)[1], rate=d["clm_rate"], seed=cfg["seed"]
+        )
         views = aug(texts)
     else:
         from fairmt.data.augment.backtranslate import backtranslate

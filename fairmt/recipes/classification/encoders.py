@@ -19,8 +19,15 @@ def _model_path(name: str) -> str:
     return require_model(resolve_model_ref(name), "encoder")
 
 
-def embed_texts(texts: list[str], name_or_path: str, max_length: int = 128, batch_size: int = 32,
-                cache_dir: str | None = None, pooling: str = "mean", normalize: bool = True) -> np.ndarray:
+def embed_texts(
+    texts: list[str],
+    name_or_path: str,
+    max_length: int = 128,
+    batch_size: int = 32,
+    cache_dir: str | None = None,
+    pooling: str = "mean",
+    normalize: bool = True,
+) -> np.ndarray:
     """Fixed sentence embeddings of a frozen encoder, cached on disk by content: ``mean`` — the masked mean of the
     last hidden state (the all-MiniLM-L6-v2 recipe), ``cls`` — the ``[CLS]`` state (the BERT features of Ravfogel et
     al. and Shen et al.); L2-normalised when ``normalize``."""
@@ -42,7 +49,9 @@ def embed_texts(texts: list[str], name_or_path: str, max_length: int = 128, batc
     out = []
     with torch.no_grad():
         for s in range(0, len(texts), batch_size):
-            b = tok(texts[s : s + batch_size], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+            b = tok(
+                texts[s : s + batch_size], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+            )
             h = pool(enc(**b).last_hidden_state, b["attention_mask"], pooling)
             out.append((torch.nn.functional.normalize(h, dim=-1) if normalize else h).numpy())
     X = np.concatenate(out).astype(np.float32)
@@ -60,11 +69,15 @@ def load_embedding_cache(cache: Path, n: int) -> np.ndarray:
     try:
         X = np.load(cache, allow_pickle=False)
     except (OSError, ValueError, EOFError) as err:
-        raise FairmtError(f"{cache}: damaged embedding cache ({' '.join(str(err).split())[:160]}); delete it and run "
-                          "again (the embeddings are computed again)") from None
+        raise FairmtError(
+            f"{cache}: damaged embedding cache ({' '.join(str(err).split())[:160]}); delete it and run "
+            "again (the embeddings are computed again)"
+        ) from None
     if X.ndim != 2 or X.shape[0] != n or not np.isfinite(X).all():
-        raise FairmtError(f"{cache}: damaged embedding cache (shape {X.shape}{', non-finite values' if X.ndim == 2 and X.shape[0] == n else ''}, "
-                          f"expected {n} finite rows); delete it and run again")
+        raise FairmtError(
+            f"{cache}: damaged embedding cache (shape {X.shape}{', non-finite values' if X.ndim == 2 and X.shape[0] == n else ''}, "
+            f"expected {n} finite rows); delete it and run again"
+        )
     return X
 
 
@@ -76,8 +89,9 @@ def _split_features(model, datasets, collator, batch_size: int) -> dict[str, np.
     model.to(device)
     out = {}
     for name, ds in datasets.items():
-        batches = (collator([ds[j] for j in range(i, min(i + batch_size, len(ds)))])
-                   for i in range(0, len(ds), batch_size))
+        batches = (
+            collator([ds[j] for j in range(i, min(i + batch_size, len(ds)))]) for i in range(0, len(ds), batch_size)
+        )
         out[name] = encoder_features(model, batches, device=device)
     return out
 
@@ -89,9 +103,12 @@ def _cached_feature_datasets(model, datasets, collator, kwargs) -> dict[str, Any
     from fairmt.data.classification import with_array_features
 
     feats = _split_features(model, datasets, collator, int(kwargs["per_device_eval_batch_size"]))
-    return {name: with_array_features(Dataset.from_dict({"features": feats[name], "labels": ds["labels"],
-                                                         "group": ds["group"]}))
-            for name, ds in datasets.items()}
+    return {
+        name: with_array_features(
+            Dataset.from_dict({"features": feats[name], "labels": ds["labels"], "group": ds["group"]})
+        )
+        for name, ds in datasets.items()
+    }
 
 
 def _cuda() -> bool:

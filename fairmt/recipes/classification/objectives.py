@@ -20,8 +20,11 @@ TWO_STAGE = {"cscl_two_stage": "cscl_pretrain", "fcl_two_stage": "fcl_pretrain"}
 
 def _batch_options(cfg: dict[str, Any]) -> dict[str, Any]:
     """The recipe's batch sizes and logging interval, which a later stage (or the GRU embedder) shares."""
-    return {k: v for k, v in cfg["training"].items()
-            if k in ("per_device_train_batch_size", "per_device_eval_batch_size", "logging_steps")}
+    return {
+        k: v
+        for k, v in cfg["training"].items()
+        if k in ("per_device_train_batch_size", "per_device_eval_batch_size", "logging_steps")
+    }
 
 
 def _base_args(cfg: dict[str, Any], out: str, train: dict[str, Any], extra: dict[str, Any], config_cls) -> dict:
@@ -31,8 +34,15 @@ def _base_args(cfg: dict[str, Any], out: str, train: dict[str, Any], extra: dict
     if unknown:
         raise FairmtError(f"unknown training option(s) {unknown} for {config_cls.__name__}")
     base = dict(
-        output_dir=out, seed=cfg["seed"], report_to=[], use_cpu=not _cuda(), disable_tqdm=True,
-        eval_strategy="epoch", save_strategy="epoch", save_only_model=True, load_best_model_at_end=False,
+        output_dir=out,
+        seed=cfg["seed"],
+        report_to=[],
+        use_cpu=not _cuda(),
+        disable_tqdm=True,
+        eval_strategy="epoch",
+        save_strategy="epoch",
+        save_only_model=True,
+        load_best_model_at_end=False,
         save_total_limit=None,
     )
     base.update(merged)
@@ -48,13 +58,23 @@ def _stage_configs(cfg: dict[str, Any]) -> dict[str, tuple[type, dict[str, Any]]
     if obj in TWO_STAGE:
         stage2 = {**_batch_options(cfg), **cfg["stage2"]}
         given = cfg["training"].get("resume_from_checkpoint")
-        if given and str(given).lower() != "true" and Path(str(given)).parent.resolve() != Path(out, "stage1").resolve():
-            raise FairmtError(f"training.resume_from_checkpoint={given}: a two-stage objective ({obj}) resumes its "
-                              f"first stage only, from a checkpoint in {out}/stage1 (or give true for its last one); "
-                              "the second stage is short and starts again")
+        if (
+            given
+            and str(given).lower() != "true"
+            and Path(str(given)).parent.resolve() != Path(out, "stage1").resolve()
+        ):
+            raise FairmtError(
+                f"training.resume_from_checkpoint={given}: a two-stage objective ({obj}) resumes its "
+                f"first stage only, from a checkpoint in {out}/stage1 (or give true for its last one); "
+                "the second stage is short and starts again"
+            )
         return {
-            "stage1": (FairContrastiveConfig, _base_args(cfg, out + "/stage1", cfg["training"],
-                                                         {**oargs, "objective": TWO_STAGE[obj]}, FairContrastiveConfig)),
+            "stage1": (
+                FairContrastiveConfig,
+                _base_args(
+                    cfg, out + "/stage1", cfg["training"], {**oargs, "objective": TWO_STAGE[obj]}, FairContrastiveConfig
+                ),
+            ),
             "stage2": (FairContrastiveConfig, _base_args(cfg, out, stage2, {"objective": "ce"}, FairContrastiveConfig)),
         }
     if obj == "sampling":
@@ -68,32 +88,53 @@ def _stage_configs(cfg: dict[str, Any]) -> dict[str, tuple[type, dict[str, Any]]
         return {"train": (AdversarialConfig, _base_args(cfg, out, cfg["training"], oargs, AdversarialConfig))}
     extra = {**oargs, "objective": "ce" if obj == "inlp" else obj}
     stages: dict[str, tuple[type, dict[str, Any]]] = {
-        "train": (FairContrastiveConfig, _base_args(cfg, out, cfg["training"], extra, FairContrastiveConfig))}
+        "train": (FairContrastiveConfig, _base_args(cfg, out, cfg["training"], extra, FairContrastiveConfig))
+    }
     if obj == "inlp" and cfg["inlp"]["head"] == "finetune":  # the model's head fine-tuned on the guarded features
         head = {**_batch_options(cfg), **cfg["stage2"]}
-        stages["stage2"] = (FairContrastiveConfig, _base_args(cfg, out + "/inlp_head", head, {"objective": "ce"},
-                                                              FairContrastiveConfig))
+        stages["stage2"] = (
+            FairContrastiveConfig,
+            _base_args(cfg, out + "/inlp_head", head, {"objective": "ce"}, FairContrastiveConfig),
+        )
     return stages
 
 
-def _fit(cfg, trainer_cls, config_cls, kwargs, model, train_ds, dev_ds, collator, *, criterion, patience,
-         compute_metrics):
+def _fit(
+    cfg, trainer_cls, config_cls, kwargs, model, train_ds, dev_ds, collator, *, criterion, patience, compute_metrics
+):
     """One Trainer run with dev evaluation every epoch, the selection rule's early stopping, and the chosen
     checkpoint loaded at the end. Returns ``(trainer, selection callback)``."""
     from fairmt.eval.selection import FairnessSelectionCallback
 
     last = criterion == "last"  # the final epoch, as the CSCL release reports (dev still evaluated and logged)
-    callback = FairnessSelectionCallback("loss" if last else criterion, normalise=False, tolerance=cfg["selection_tolerance"],
-                                         patience=patience, prune=True, copy_best=False, percent=True,
-                                         accuracy_floor=cfg["selection_accuracy_floor"],
-                                         patience_waits_for_loss=cfg["patience_waits_for_dev_loss"],
-                                         warn=False)  # the run's summary prints the note, once
-    trainer = trainer_cls(model=model, args=config_cls(**kwargs), train_dataset=train_ds, eval_dataset=dev_ds,
-                          data_collator=collator, compute_metrics=compute_metrics, callbacks=[callback])
+    callback = FairnessSelectionCallback(
+        "loss" if last else criterion,
+        normalise=False,
+        tolerance=cfg["selection_tolerance"],
+        patience=patience,
+        prune=True,
+        copy_best=False,
+        percent=True,
+        accuracy_floor=cfg["selection_accuracy_floor"],
+        patience_waits_for_loss=cfg["patience_waits_for_dev_loss"],
+        warn=False,
+    )  # the run's summary prints the note, once
+    trainer = trainer_cls(
+        model=model,
+        args=config_cls(**kwargs),
+        train_dataset=train_ds,
+        eval_dataset=dev_ds,
+        data_collator=collator,
+        compute_metrics=compute_metrics,
+        callbacks=[callback],
+    )
     if compute_metrics is not None:  # the starting model on dev: the "before" of the run's before → after table
         start = _measure_without_rng(lambda: trainer.predict(dev_ds, metric_key_prefix="start").metrics)
-        callback.start_dev = {k: round(float(start[f"start_{k}"]), 4) for k in ("accuracy", "gap", "delta_eo")
-                              if start.get(f"start_{k}") is not None}
+        callback.start_dev = {
+            k: round(float(start[f"start_{k}"]), 4)
+            for k in ("accuracy", "gap", "delta_eo")
+            if start.get(f"start_{k}") is not None
+        }
     trainer.train()
     callback.keep_last = last
     if callback.best_checkpoint and not last:
@@ -109,8 +150,12 @@ def _measure_without_rng(measure):
     import numpy as np
     import torch
 
-    states = (random.getstate(), np.random.get_state(), torch.get_rng_state(),
-              torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
+    states = (
+        random.getstate(),
+        np.random.get_state(),
+        torch.get_rng_state(),
+        torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+    )
     try:
         return measure()
     finally:
@@ -126,23 +171,31 @@ def _selection_info(cb, steps_per_epoch: int | None = None) -> dict[str, Any]:
     accuracy floor and its note (see :func:`fairmt.eval.selection.degenerate_choice`)."""
     last = getattr(cb, "keep_last", False)
     best = cb.records[-1] if last and cb.records else cb.best
-    info = {"criterion": "last" if last else cb.criterion, "best_step": None if best is None else best.step,
-            "best_checkpoint": None if last else cb.best_checkpoint, "evaluations": len(cb.records),
-            "stopped_early_at_step": cb.stopped_early_at, "patience": cb.patience,
-            "accuracy_floor": cb.accuracy_floor, "note": cb.note}
+    info = {
+        "criterion": "last" if last else cb.criterion,
+        "best_step": None if best is None else best.step,
+        "best_checkpoint": None if last else cb.best_checkpoint,
+        "evaluations": len(cb.records),
+        "stopped_early_at_step": cb.stopped_early_at,
+        "patience": cb.patience,
+        "accuracy_floor": cb.accuracy_floor,
+        "note": cb.note,
+    }
     if best is not None:
         if steps_per_epoch:
             info["best_epoch"] = round(best.step / steps_per_epoch)
-        info["best_dev"] = {k: round(100 * v, 4) for k in ("accuracy", "gap", "dto")
-                            if (v := getattr(best, k)) is not None}
+        info["best_dev"] = {
+            k: round(100 * v, 4) for k in ("accuracy", "gap", "dto") if (v := getattr(best, k)) is not None
+        }
         if best.loss is not None:
             info["best_dev"]["loss"] = best.loss
     if getattr(cb, "start_dev", None):  # the model before this training (pretrained encoder, untrained head)
         info["start_dev"] = cb.start_dev
     if cb.records:  # the first evaluation of the run (kept: early stopping, the learning curve)
         first = cb.records[0]
-        info["first_dev"] = {k: round(100 * v, 4) for k in ("accuracy", "gap", "delta_eo")
-                             if (v := getattr(first, k)) is not None}
+        info["first_dev"] = {
+            k: round(100 * v, 4) for k in ("accuracy", "gap", "delta_eo") if (v := getattr(first, k)) is not None
+        }
         if steps_per_epoch:
             info["first_dev"]["epoch"] = round(first.step / steps_per_epoch)
     return info
@@ -167,8 +220,12 @@ def _train(cfg, data, datasets, collator, factory, out: str):
     from fairmt.trainers.fair_contrastive import FairContrastiveTrainer, freeze_encoder
 
     obj = cfg["objective"]
-    metrics = fairness_compute_metrics(num_classes=data.num_labels, eo_classes=cfg["metrics"]["eo_classes"],
-                                       positive_class=cfg["metrics"]["positive_class"], percent=True)
+    metrics = fairness_compute_metrics(
+        num_classes=data.num_labels,
+        eo_classes=cfg["metrics"]["eo_classes"],
+        positive_class=cfg["metrics"]["positive_class"],
+        percent=True,
+    )
     torch.manual_seed(cfg["seed"])
     model = factory()
     stages = _stage_configs(cfg)
@@ -186,9 +243,23 @@ def _train(cfg, data, datasets, collator, factory, out: str):
     train_fit = balance_train(cfg, datasets["train"], info)  # the rows the Trainers see; predictions use all
     if obj in TWO_STAGE:
         cls1, kw1 = stages["stage1"]
-        s1, cb1 = _fit(cfg, FairContrastiveTrainer, cls1, kw1, model, train_fit, datasets["dev"], collator,
-                       criterion="loss", patience=cfg["stage1_patience"], compute_metrics=None)
-        info["stage1"] = {"selection": _selection_info(cb1), "log": [h for h in s1.state.log_history if "loss" in h][-1:]}
+        s1, cb1 = _fit(
+            cfg,
+            FairContrastiveTrainer,
+            cls1,
+            kw1,
+            model,
+            train_fit,
+            datasets["dev"],
+            collator,
+            criterion="loss",
+            patience=cfg["stage1_patience"],
+            compute_metrics=None,
+        )
+        info["stage1"] = {
+            "selection": _selection_info(cb1),
+            "log": [h for h in s1.state.log_history if "loss" in h][-1:],
+        }
         freeze_encoder(model)
         cls2, kw2 = stages["stage2"]
         if cfg["cache_stage2_features"] and hasattr(model, "head_forward"):
@@ -196,19 +267,50 @@ def _train(cfg, data, datasets, collator, factory, out: str):
             from fairmt.trainers.fair_contrastive import HeadOnFeatures
 
             datasets = _cached_feature_datasets(model, datasets, collator, kw2)
-            trainer, cb = _fit(cfg, FairContrastiveTrainer, cls2, kw2, HeadOnFeatures(model),
-                               balance_train(cfg, datasets["train"]),
-                               datasets["dev"], ClassificationCollator(), criterion=cfg["selection"],
-                               patience=cfg["patience"], compute_metrics=metrics)
+            trainer, cb = _fit(
+                cfg,
+                FairContrastiveTrainer,
+                cls2,
+                kw2,
+                HeadOnFeatures(model),
+                balance_train(cfg, datasets["train"]),
+                datasets["dev"],
+                ClassificationCollator(),
+                criterion=cfg["selection"],
+                patience=cfg["patience"],
+                compute_metrics=metrics,
+            )
             info["stage2_features"] = "cached (fixed encoder in eval mode, computed once)"
         else:
-            trainer, cb = _fit(cfg, FairContrastiveTrainer, cls2, kw2, model, train_fit, datasets["dev"],
-                               collator, criterion=cfg["selection"], patience=cfg["patience"], compute_metrics=metrics)
+            trainer, cb = _fit(
+                cfg,
+                FairContrastiveTrainer,
+                cls2,
+                kw2,
+                model,
+                train_fit,
+                datasets["dev"],
+                collator,
+                criterion=cfg["selection"],
+                patience=cfg["patience"],
+                compute_metrics=metrics,
+            )
             info["stage2_features"] = "recomputed each step (frozen modules in eval mode)"
     else:
         cls, kw = stages["train"]
-        trainer, cb = _fit(cfg, trainer_cls, cls, kw, model, train_fit, datasets["dev"], collator,
-                           criterion=cfg["selection"], patience=cfg["patience"], compute_metrics=metrics)
+        trainer, cb = _fit(
+            cfg,
+            trainer_cls,
+            cls,
+            kw,
+            model,
+            train_fit,
+            datasets["dev"],
+            collator,
+            criterion=cfg["selection"],
+            patience=cfg["patience"],
+            compute_metrics=metrics,
+        )
     info["selection"] = _selection_info(cb, _steps_per_epoch(trainer))
     info["best_checkpoint"] = info["selection"]["best_checkpoint"]
     info["train_log"] = [h for h in trainer.state.log_history if "loss" in h][-1:]
@@ -241,12 +343,19 @@ def balance_train(cfg: dict[str, Any], ds, info: dict[str, Any] | None = None):
     else:
         out = ds.select(balanced_indices(labels, groups, target, method, cfg["seed"]).tolist())
     if info is not None:
+
         def counts(y, g):
             return {f"{a}|{b}": c for (a, b), c in sorted(cell_counts(y, g, "joint").items(), key=str)}
 
-        info["balance"] = {"method": method, "target": target, "n_before": len(ds), "n_after": len(out),
-                           "cells": "label|group", "counts_before": counts(labels, groups),
-                           "counts_after": counts(out["labels"], out["group"])}
+        info["balance"] = {
+            "method": method,
+            "target": target,
+            "n_before": len(ds),
+            "n_after": len(out),
+            "cells": "label|group",
+            "counts_before": counts(labels, groups),
+            "counts_after": counts(out["labels"], out["group"]),
+        }
         if weights is not None:
             info["balance"]["weights"] = {f"{a}|{b}": float(w) for a, b, w in zip(labels, groups, weights)}
     return out
@@ -261,13 +370,30 @@ def _inlp_finetune_head(cfg, model, stage, outputs, datasets, metrics):
     from fairmt.data.classification import ClassificationCollator
     from fairmt.trainers.fair_contrastive import FairContrastiveTrainer, HeadOnFeatures
 
-    feats = {name: Dataset.from_dict({"features": np.asarray(outputs[name][1], dtype=np.float32),
-                                      "labels": datasets[name]["labels"], "group": datasets[name]["group"]})
-             for name in ("train", "dev", "test")}
+    feats = {
+        name: Dataset.from_dict(
+            {
+                "features": np.asarray(outputs[name][1], dtype=np.float32),
+                "labels": datasets[name]["labels"],
+                "group": datasets[name]["group"],
+            }
+        )
+        for name in ("train", "dev", "test")
+    }
     cls, kwargs = stage
-    trainer, cb = _fit(cfg, FairContrastiveTrainer, cls, kwargs, HeadOnFeatures(model), feats["train"], feats["dev"],
-                      ClassificationCollator(), criterion=cfg["selection"], patience=cfg["patience"],
-                      compute_metrics=metrics)
+    trainer, cb = _fit(
+        cfg,
+        FairContrastiveTrainer,
+        cls,
+        kwargs,
+        HeadOnFeatures(model),
+        feats["train"],
+        feats["dev"],
+        ClassificationCollator(),
+        criterion=cfg["selection"],
+        patience=cfg["patience"],
+        compute_metrics=metrics,
+    )
     return {name: _predict(trainer, feats[name]) for name in ("train", "dev", "test")}, cb
 
 
@@ -298,8 +424,13 @@ def _apply_inlp(cfg, data, outputs):
 
     tr, dv = data.splits["train"], data.splits["dev"]
     res = inlp(
-        outputs["train"][1], tr.groups, n_iterations=cfg["inlp"]["n_iterations"], labels=tr.labels,
-        by_class=cfg["inlp"]["by_class"], dev=(outputs["dev"][1], dv.groups, dv.labels), seed=cfg["seed"],
+        outputs["train"][1],
+        tr.groups,
+        n_iterations=cfg["inlp"]["n_iterations"],
+        labels=tr.labels,
+        by_class=cfg["inlp"]["by_class"],
+        dev=(outputs["dev"][1], dv.groups, dv.labels),
+        seed=cfg["seed"],
     )
     head = LogisticRegression(max_iter=2000, random_state=cfg["seed"])
     head.fit(res.transform(outputs["train"][1]), tr.labels)

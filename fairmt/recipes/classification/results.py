@@ -18,8 +18,18 @@ def _summary_keys() -> list[str]:
     labels, groups = [0, 1, 0, 1, 0, 1, 0, 1], [0, 0, 1, 1, 0, 0, 1, 1]
     hidden = np.eye(8, 4, dtype=np.float32)
     logits = np.eye(8, 2, dtype=np.float32)
-    r = classification_metrics(labels, labels, groups, hidden=hidden, logits=logits, train_hidden=hidden,
-                               train_logits=logits, train_groups=groups, num_classes=2, seed=0)
+    r = classification_metrics(
+        labels,
+        labels,
+        groups,
+        hidden=hidden,
+        logits=logits,
+        train_hidden=hidden,
+        train_logits=logits,
+        train_groups=groups,
+        num_classes=2,
+        seed=0,
+    )
     return sorted(k for k, v in r.summary(percent=True).items() if isinstance(v, float))
 
 

@@ -81,14 +81,37 @@ import numpy as np
 from fairmt.errors import FairmtError
 from fairmt.recipes._output import prepare_output_dir
 from fairmt.recipes.classification.data import (  # noqa: F401  (also their old home: ...classification.runner.X)
-    _columns, _gru_features, _load_data, add_views, build_datasets, keep_labels, load_data,
+    _columns,
+    _gru_features,
+    _load_data,
+    add_views,
+    build_datasets,
+    keep_labels,
+    load_data,
 )
 from fairmt.recipes.classification.encoders import (  # noqa: F401
-    _cached_feature_datasets, _cuda, _model_path, _split_features, embed_texts, load_embedding_cache,
+    _cached_feature_datasets,
+    _cuda,
+    _model_path,
+    _split_features,
+    embed_texts,
+    load_embedding_cache,
 )
 from fairmt.recipes.classification.objectives import (  # noqa: F401
-    TWO_STAGE, _apply_inlp, _base_args, _batch_options, _fit, _inlp_finetune_head, _measure_without_rng, _predict,
-    _save_final, _selection_info, _stage_configs, _steps_per_epoch, _train, balance_train,
+    TWO_STAGE,
+    _apply_inlp,
+    _base_args,
+    _batch_options,
+    _fit,
+    _inlp_finetune_head,
+    _measure_without_rng,
+    _predict,
+    _save_final,
+    _selection_info,
+    _stage_configs,
+    _steps_per_epoch,
+    _train,
+    balance_train,
 )
 
 
@@ -134,10 +157,17 @@ def before_after(results: dict[str, Any]) -> list[str]:
         before, after = sel.get("start_dev") or {}, results.get("dev") or {}
         names = ("starting model (untrained head)", "the model reported")
     k = eo_classes_summed(results)
-    rows = [("accuracy ↑", before.get("accuracy"), after.get("accuracy"), ".2f", "higher"),
-            ("GAP ↓", before.get("gap"), after.get("gap"), ".2f", "lower"),
-            ("ΔEO/class ↓" if k > 1 else "ΔEO ↓", _per(before.get("delta_eo"), k), _per(after.get("delta_eo"), k),
-             ".2f", "lower")]
+    rows = [
+        ("accuracy ↑", before.get("accuracy"), after.get("accuracy"), ".2f", "higher"),
+        ("GAP ↓", before.get("gap"), after.get("gap"), ".2f", "lower"),
+        (
+            "ΔEO/class ↓" if k > 1 else "ΔEO ↓",
+            _per(before.get("delta_eo"), k),
+            _per(after.get("delta_eo"), k),
+            ".2f",
+            "lower",
+        ),
+    ]
     return before_after_lines(f"what {results.get('objective')} changed (dev, %)", rows, *names)
 
 
@@ -164,15 +194,23 @@ def _probs(logits: np.ndarray) -> np.ndarray:
 def _score(cfg, data, outputs, split: str):
     from fairmt.eval.classification import classification_metrics
 
-    s, t = data.splits[split], data.splits["train"]
+    s = data.splits[split]
     logits, hidden = outputs[split]
     tlogits, thidden = outputs["train"]
     return classification_metrics(  # intersectional groups: one column per attribute (the cross-product groups)
-        s.labels, logits.argmax(-1).tolist(), data.group_columns(split), hidden=hidden,
-        logits=np.nan_to_num(logits, neginf=-1e9), train_hidden=thidden,
-        train_logits=np.nan_to_num(tlogits, neginf=-1e9), train_groups=data.group_columns("train"),
-        num_classes=data.num_labels, seed=cfg["seed"], scores=_probs(logits),
-        eo_classes=cfg["metrics"]["eo_classes"], positive_class=cfg["metrics"]["positive_class"],
+        s.labels,
+        logits.argmax(-1).tolist(),
+        data.group_columns(split),
+        hidden=hidden,
+        logits=np.nan_to_num(logits, neginf=-1e9),
+        train_hidden=thidden,
+        train_logits=np.nan_to_num(tlogits, neginf=-1e9),
+        train_groups=data.group_columns("train"),
+        num_classes=data.num_labels,
+        seed=cfg["seed"],
+        scores=_probs(logits),
+        eo_classes=cfg["metrics"]["eo_classes"],
+        positive_class=cfg["metrics"]["positive_class"],
     )
 
 
@@ -181,25 +219,41 @@ def _conventions(cfg, result, data) -> dict[str, Any]:
     from fairmt.eval.classification import TRADEOFF_DEFINITION
 
     pos = result.positive_class
-    f1 = (f"positive-class F1 (positive class {data.label_names[int(pos)] if str(pos).isdigit() else pos}) and "
-          "macro-F1") if pos is not None else "macro-F1 and micro-F1 (no positive class: more than two classes)"
-    eo = ("ΔEO summed over every class (the CSCL release's convention; 2x the positive-class one for two classes)"
-          if result.eo_classes == "all" else "ΔEO of the positive class (the formula CSCL prints)")
-    sel = {"loss": "lowest dev CE", "dto": "distance of dev (accuracy, 1-GAP) to (1, 1)", "accuracy": "best dev "
-           "accuracy", "accuracy_then_gap": f"best dev accuracy, then the lowest dev GAP within "
-           f"{cfg['selection_tolerance']:g} of it (Shen et al.)",
-           "last": "the final epoch (the CSCL release)"}[cfg["selection"]]
+    f1 = (
+        (f"positive-class F1 (positive class {data.label_names[int(pos)] if str(pos).isdigit() else pos}) and macro-F1")
+        if pos is not None
+        else "macro-F1 and micro-F1 (no positive class: more than two classes)"
+    )
+    eo = (
+        "ΔEO summed over every class (the CSCL release's convention; 2x the positive-class one for two classes)"
+        if result.eo_classes == "all"
+        else "ΔEO of the positive class (the formula CSCL prints)"
+    )
+    sel = {
+        "loss": "lowest dev CE",
+        "dto": "distance of dev (accuracy, 1-GAP) to (1, 1)",
+        "accuracy": "best dev accuracy",
+        "accuracy_then_gap": f"best dev accuracy, then the lowest dev GAP within "
+        f"{cfg['selection_tolerance']:g} of it (Shen et al.)",
+        "last": "the final epoch (the CSCL release)",
+    }[cfg["selection"]]
     if cfg["patience"]:
         sel += f"; early stopping after {cfg['patience']} epochs without a new choice" + (
-            " and without a lower dev loss" if cfg["patience_waits_for_dev_loss"] else "")
+            " and without a lower dev loss" if cfg["patience_waits_for_dev_loss"] else ""
+        )
     if cfg["selection"] in ("dto", "accuracy_then_gap") and cfg["selection_accuracy_floor"]:
         sel += f"; never an epoch below {cfg['selection_accuracy_floor']:g} × the best dev accuracy"
-    return {"f1": f1, "delta_eo": eo, "auc": "roc_auc_score on softmax probabilities"
-            + (" (one-vs-rest, macro)" if pos is None else " of the positive class"),
-            "gap": "sqrt(mean_y GAP_y^2), GAP_y = sum_a |TPR_a,y - TPR_y| (Shen et al. Eq. 4, fairlib)",
-            "tradeoff": f"{TRADEOFF_DEFINITION}: a score relative to the compared models, so not in one run's "
-                        "results — `fairmt sweep`'s report gives it for every setting (dev.tradeoff, test.tradeoff)",
-            "selection": sel, "signature": result.signature}
+    return {
+        "f1": f1,
+        "delta_eo": eo,
+        "auc": "roc_auc_score on softmax probabilities"
+        + (" (one-vs-rest, macro)" if pos is None else " of the positive class"),
+        "gap": "sqrt(mean_y GAP_y^2), GAP_y = sum_a |TPR_a,y - TPR_y| (Shen et al. Eq. 4, fairlib)",
+        "tradeoff": f"{TRADEOFF_DEFINITION}: a score relative to the compared models, so not in one run's "
+        "results — `fairmt sweep`'s report gives it for every setting (dev.tradeoff, test.tradeoff)",
+        "selection": sel,
+        "signature": result.signature,
+    }
 
 
 def _dev_loss(logits: np.ndarray, labels) -> float:
@@ -217,21 +271,32 @@ def _selection_line(info: dict[str, Any], warnings: list[str] = ()) -> str:
         return "  selected: the last model (no dev evaluation)"
     dev = sel.get("best_dev") or {}
     nums = ", ".join(f"{k if k == 'accuracy' else 'GAP'} {v:.2f}" for k, v in dev.items() if k in ("accuracy", "gap"))
-    rule = {"dto": "the smallest DTO (distance of dev (accuracy, 1 − GAP) to (1, 1))",
-            "accuracy_then_gap": "the best dev accuracy, then the lowest GAP", "accuracy": "the best dev accuracy",
-            "loss": "the lowest dev loss", "last": "the final epoch (no selection)"}.get(sel["criterion"], sel["criterion"])
+    rule = {
+        "dto": "the smallest DTO (distance of dev (accuracy, 1 − GAP) to (1, 1))",
+        "accuracy_then_gap": "the best dev accuracy, then the lowest GAP",
+        "accuracy": "the best dev accuracy",
+        "loss": "the lowest dev loss",
+        "last": "the final epoch (no selection)",
+    }.get(sel["criterion"], sel["criterion"])
     epoch = f"epoch {sel['best_epoch']} " if sel.get("best_epoch") is not None else ""
-    floor = (f", dev accuracy ≥ {sel['accuracy_floor']:g} × the best" if sel.get("accuracy_floor")
-             and sel["criterion"] in ("dto", "accuracy_then_gap") else "")
+    floor = (
+        f", dev accuracy ≥ {sel['accuracy_floor']:g} × the best"
+        if sel.get("accuracy_floor") and sel["criterion"] in ("dto", "accuracy_then_gap")
+        else ""
+    )
     inlp_info = info.get("inlp") or {}
     what = "the CE encoder at " if "final_dev" in inlp_info else ""
-    line = (f"  selected: {what}{epoch}(step {sel['best_step']}; {sel['evaluations']} dev evaluations) by {rule}{floor}"
-            + (f" (dev {nums} %)" if nums else ""))
+    line = (
+        f"  selected: {what}{epoch}(step {sel['best_step']}; {sel['evaluations']} dev evaluations) by {rule}{floor}"
+        + (f" (dev {nums} %)" if nums else "")
+    )
     if "final_dev" in inlp_info:  # what the run reports: the model after INLP
         fin = inlp_info["final_dev"]
-        line += (f"\n  after INLP ({inlp_info.get('n_iterations')} rounds, the model scored): dev accuracy "
-                 f"{fin['accuracy']:.2f}, GAP {fin['gap']:.2f} % (majority-class rate "
-                 f"{inlp_info['dev_majority_class_rate']:.2f})" + (" — AT CHANCE" if inlp_info.get("at_chance") else ""))
+        line += (
+            f"\n  after INLP ({inlp_info.get('n_iterations')} rounds, the model scored): dev accuracy "
+            f"{fin['accuracy']:.2f}, GAP {fin['gap']:.2f} % (majority-class rate "
+            f"{inlp_info['dev_majority_class_rate']:.2f})" + (" — AT CHANCE" if inlp_info.get("at_chance") else "")
+        )
     line += f"\n  warning: {sel['note']}" if sel.get("note") else ""
     return line + "".join(f"\n  warning: {w}" for w in warnings)
 
@@ -270,9 +335,11 @@ def _inlp_final(cfg, info: dict[str, Any], dev: dict[str, Any], labels) -> list[
     inlp_info["at_chance"] = at_chance
     if not at_chance:
         return []
-    return [f"after {inlp_info.get('n_iterations', '?')} INLP rounds the model's dev accuracy {final['accuracy']:.2f} "
-            f"is below {ratio:g} × the CE encoder's {encoder['accuracy']:.2f} (majority-class rate {chance:.2f}): a "
-            "model at chance, whose small GAP is no fairness — fewer inlp.n_iterations, or another baseline"]
+    return [
+        f"after {inlp_info.get('n_iterations', '?')} INLP rounds the model's dev accuracy {final['accuracy']:.2f} "
+        f"is below {ratio:g} × the CE encoder's {encoder['accuracy']:.2f} (majority-class rate {chance:.2f}): a "
+        "model at chance, whose small GAP is no fairness — fewer inlp.n_iterations, or another baseline"
+    ]
 
 
 def _eo_label(t: dict[str, Any], n_classes: int) -> str:
@@ -342,20 +409,34 @@ def _main(config: dict[str, Any]) -> dict[str, Any]:
         attrs = data.group_columns("test") if data.group_attributes else {}
         with writing(os.path.join(out, "predictions.jsonl"), what="the test predictions") as fh:
             for i in range(len(s)):
-                fh.write(json.dumps({"label": s.labels[i], "pred": int(logits[i].argmax()), "group": s.groups[i],
-                                     **{a: v[i] for a, v in attrs.items()},
-                                     "score": [round(float(v), 6) for v in probs[i]],
-                                     "hidden": [round(float(v), 5) for v in hidden[i]]}) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "label": s.labels[i],
+                            "pred": int(logits[i].argmax()),
+                            "group": s.groups[i],
+                            **{a: v[i] for a, v in attrs.items()},
+                            "score": [round(float(v), 6) for v in probs[i]],
+                            "hidden": [round(float(v), 5) for v in hidden[i]],
+                        }
+                    )
+                    + "\n"
+                )
     write_json(os.path.join(out, "results.json"), results, what="the run's results")
     t = results["test"]
     f1 = f"F1 ↑ {t['f1']:.2f}" if "f1" in t else f"macro-F1 ↑ {t['macro_f1']:.2f}"
-    leak = "".join(f", {name} ↓ {t[k]:.2f}" for k, name in (("leakage_h", "leakage@h"), ("leakage_yhat", "leakage@ŷ"))
-                   if t.get(k) is not None)  # Shen et al.'s Table 1 columns
-    print(f"fairmt: {cfg['objective']} on {cfg['data']['dataset']} (test): accuracy ↑ {t['accuracy']:.2f}, {f1}, "
-          f"GAP ↓ {t['gap']:.2f}{_gap_coverage(test)}, {_eo_shown(t, data.num_labels)}"
-          f"{leak} (%)"
-          f"\n{_selection_line(results['info'], warnings_out)}"
-          f"\n  results: {os.path.join(out, 'results.json')}"
-          + (f"\n  model: {info['model_dir']}" if info.get("model_dir") else "")
-          + "".join(f"\n{line}" for line in before_after(results)))
+    leak = "".join(
+        f", {name} ↓ {t[k]:.2f}"
+        for k, name in (("leakage_h", "leakage@h"), ("leakage_yhat", "leakage@ŷ"))
+        if t.get(k) is not None
+    )  # Shen et al.'s Table 1 columns
+    print(
+        f"fairmt: {cfg['objective']} on {cfg['data']['dataset']} (test): accuracy ↑ {t['accuracy']:.2f}, {f1}, "
+        f"GAP ↓ {t['gap']:.2f}{_gap_coverage(test)}, {_eo_shown(t, data.num_labels)}"
+        f"{leak} (%)"
+        f"\n{_selection_line(results['info'], warnings_out)}"
+        f"\n  results: {os.path.join(out, 'results.json')}"
+        + (f"\n  model: {info['model_dir']}" if info.get("model_dir") else "")
+        + "".join(f"\n{line}" for line in before_after(results))
+    )
     return results

@@ -149,26 +149,45 @@ def unread(recipe, config: dict, stage2_defaults: dict) -> list[Unread]:
                 out.append(Unread(f"{section}.{key}", wins, f"{wins} ({_show(value)}) {what}; set that"))
     for key in sections["training"]:
         if key in sections["objective_args"] and key not in SET_BY_RECIPE:
-            out.append(Unread(f"training.{key}", f"objective_args.{key}",
-                              f"objective_args.{key} ({_show(sections['objective_args'][key])}) sets it for the "
-                              "objective; set that"))
+            out.append(
+                Unread(
+                    f"training.{key}",
+                    f"objective_args.{key}",
+                    f"objective_args.{key} ({_show(sections['objective_args'][key])}) sets it for the "
+                    "objective; set that",
+                )
+            )
     if obj == "sampling":
         for section in ("training", "objective_args"):
             if "pooling" in sections[section]:
-                out.append(Unread(f"{section}.pooling", POOLING_FROM_MODEL,
-                                  f"objective sampling takes the pooling from {POOLING_FROM_MODEL} "
-                                  f"({recipe.model.pooling}); set that"))
+                out.append(
+                    Unread(
+                        f"{section}.pooling",
+                        POOLING_FROM_MODEL,
+                        f"objective sampling takes the pooling from {POOLING_FROM_MODEL} "
+                        f"({recipe.model.pooling}); set that",
+                    )
+                )
     for section in ("training", "objective_args"):
         for key, value in sections[section].items():
             readers = OBJECTIVE_FIELDS.get(key)
             if readers and obj not in readers and _asks(value, _field_default(key)):
-                out.append(Unread(f"{section}.{key}", "objective", f"objective {obj} does not read it (only "
-                                                                   f"{_only(readers)} do)"))
+                out.append(
+                    Unread(
+                        f"{section}.{key}", "objective", f"objective {obj} does not read it (only {_only(readers)} do)"
+                    )
+                )
     asked = [k for k, v in sections["stage2"].items() if _asks(v, _field_default(k, stage2_defaults))]
     if asked and not has_stage2(obj, recipe.inlp.head):
         key = asked[0]
-        out.append(Unread(f"stage2.{key}", "objective", f"objective {obj} has no head stage (stage2 is read by "
-                                                        f"{_only(TWO_STAGE)}, and inlp with inlp.head finetune)"))
+        out.append(
+            Unread(
+                f"stage2.{key}",
+                "objective",
+                f"objective {obj} has no head stage (stage2 is read by "
+                f"{_only(TWO_STAGE)}, and inlp with inlp.head finetune)",
+            )
+        )
     for dotted, readers in OBJECTIVE_KEYS.items():
         section, _, key = dotted.rpartition(".")
         written = given(config, section) if section else {k: v for k, v in config.items() if v is not None}
@@ -178,21 +197,36 @@ def unread(recipe, config: dict, stage2_defaults: dict) -> list[Unread]:
     mtype = recipe.model.type
     for key, value in given(config, "model").items():
         readers = MODEL_KEYS.get(key)
-        if (readers and mtype not in readers and not (key == "pooling" and obj == "sampling")
-                and _asks(value, _model_default(recipe.model, key))):
-            out.append(Unread(f"model.{key}", "model.type", f"model.type {mtype} does not read it (only "
-                                                             f"{_only(readers)} do)"))
+        if (
+            readers
+            and mtype not in readers
+            and not (key == "pooling" and obj == "sampling")
+            and _asks(value, _model_default(recipe.model, key))
+        ):
+            out.append(
+                Unread(f"model.{key}", "model.type", f"model.type {mtype} does not read it (only {_only(readers)} do)")
+            )
     for key, written in given(config, "data").items():
         if key in DATA_KEYS and _asks(written, _model_default(recipe.data, key)):
             decider, readers = DATA_KEYS[key]
             value = getattr(recipe.data, decider)
             if value not in readers:
-                out.append(Unread(f"data.{key}", f"data.{decider}", f"data.{decider} {_show(value)} does not read it "
-                                                                     f"(only {_only(readers)} do)"))
+                out.append(
+                    Unread(
+                        f"data.{key}",
+                        f"data.{decider}",
+                        f"data.{decider} {_show(value)} does not read it (only {_only(readers)} do)",
+                    )
+                )
     target = given(config, "balance").get("target")
     if target is not None and recipe.balance.method is None and _asks(target, _model_default(recipe.balance, "target")):
-        out.append(Unread("balance.target", "balance.method", "balance.method is null (no balancing); set it to "
-                                                              "reweight, resample or downsample"))
+        out.append(
+            Unread(
+                "balance.target",
+                "balance.method",
+                "balance.method is null (no balancing); set it to reweight, resample or downsample",
+            )
+        )
     return out
 
 

@@ -36,8 +36,13 @@ def findings(config: dict, resolved: Any) -> list[Finding | None]:
     tiny = bool(config.get("tiny_model"))
     model_dir = Path(str(config.get("model", "")))
     if tiny and not (model_dir / "config.json").is_file():
-        out.append((False, f"model {model_dir} does not exist yet: the recipe's tiny_model section builds it on "
-                           "the first run (offline)"))
+        out.append(
+            (
+                False,
+                f"model {model_dir} does not exist yet: the recipe's tiny_model section builds it on "
+                "the first run (offline)",
+            )
+        )
     else:
         out.append(model(config.get("model"), "model"))
     train = data.get("train")
@@ -67,8 +72,9 @@ def summarize(config: dict, args: Any) -> tuple[list[str], list[tuple[bool, str]
         chosen, why = resolve_teacher_dtype(args.teacher_dtype, args.device)
         dtype = str(chosen).replace("torch.", "")
         size = "" if n is None else f", ≈ {gib(n * DTYPE_BYTES[dtype])}"
-        lines.append(f"KD teacher: a frozen copy of the model in {dtype}{size} (kd_alpha {args.kd_alpha}; "
-                     f"teacher_dtype {why})")
+        lines.append(
+            f"KD teacher: a frozen copy of the model in {dtype}{size} (kd_alpha {args.kd_alpha}; teacher_dtype {why})"
+        )
     else:
         lines.append("KD teacher: none (kd_alpha 0)")
     data_cfg = dict(config.get("data") or {})
@@ -99,17 +105,27 @@ def summarize(config: dict, args: Any) -> tuple[list[str], list[tuple[bool, str]
     frac = eval_fraction(data, args.eval_strategy != "no")
     n_eval = math.ceil(n_prep * frac) if frac > 0 else 0
     n_train = n_prep - n_eval
-    lines.append(f"data: {n_read} pairs read, {n_prep} after data.prepare={data.prepare} "
-                 f"(filtering{' and balancing' if data.balance else ''}), {n_train} to train on"
-                 + (f", {n_eval} held out for the evaluation loss" if n_eval else ""))
+    lines.append(
+        f"data: {n_read} pairs read, {n_prep} after data.prepare={data.prepare} "
+        f"(filtering{' and balancing' if data.balance else ''}), {n_train} to train on"
+        + (f", {n_eval} held out for the evaluation loss" if n_eval else "")
+    )
     if n_train < 1 or (frac > 0 and n_eval < 1):
-        found.append((True, f"data.train {train}: {n_prep} examples after data.prepare leave "
-                            f"{'none to train on' if n_train < 1 else 'none for the evaluation loss'}"))
+        found.append(
+            (
+                True,
+                f"data.train {train}: {n_prep} examples after data.prepare leave "
+                f"{'none to train on' if n_train < 1 else 'none for the evaluation loss'}",
+            )
+        )
     elif n_train < args.per_device_train_batch_size * world_size():
-        found.append((False, f"data.train {train}: {n_train} training examples, fewer than one batch "
-                             f"({args.per_device_train_batch_size} × {world_size()})"))
+        found.append(
+            (
+                False,
+                f"data.train {train}: {n_train} training examples, fewer than one batch "
+                f"({args.per_device_train_batch_size} × {world_size()})",
+            )
+        )
     if n_train >= 1:
         lines.append(steps_line(n_train, args))
     return lines, found
-
-

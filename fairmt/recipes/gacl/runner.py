@@ -63,12 +63,14 @@ def trainer_config(recipe: GaclRecipe):
         train_cfg["seed"] = recipe.seed
     try:
         (args,) = HfArgumentParser(GACLConfig).parse_dict(  # type: ignore[arg-type]
-            train_cfg, allow_extra_keys=False)
+            train_cfg, allow_extra_keys=False
+        )
     except ValueError as err:  # TrainingArguments' own checks (__post_init__): the recipe's values, one line
         if isinstance(err, FairmtError):
             raise
-        raise FairmtError(f"the recipe's training settings are refused by the Trainer: {' '.join(str(err).split())}") \
-            from None
+        raise FairmtError(
+            f"the recipe's training settings are refused by the Trainer: {' '.join(str(err).split())}"
+        ) from None
     return args
 
 
@@ -196,8 +198,14 @@ def geneval_callback(tm, geneval: GaclGeneval, split: str | None = None):
     """The recipe's MT-GenEval scorer (``geneval`` section, resolved) on ``split`` (default: the section's, dev)."""
     from fairmt.model_eval.callbacks import GenEvalCallback
 
-    return GenEvalCallback(tm, geneval.lang, split or geneval.split, geneval.max_pairs,
-                           batch_size=geneval.batch_size, num_beams=geneval.num_beams)
+    return GenEvalCallback(
+        tm,
+        geneval.lang,
+        split or geneval.split,
+        geneval.max_pairs,
+        batch_size=geneval.batch_size,
+        num_beams=geneval.num_beams,
+    )
 
 
 def selected_evaluation(state) -> tuple[int | None, dict[str, float]]:
@@ -212,9 +220,14 @@ def selected_evaluation(state) -> tuple[int | None, dict[str, float]]:
     if best:
         step = int(str(best).rstrip("/").rsplit("-", 1)[-1])
         chosen = next((e for e in evals if e.get("step") == step), chosen)
-    numbers = {k[len("eval_"):]: float(v) for k, v in chosen.items()
-               if k.startswith("eval_") and isinstance(v, (int, float)) and not isinstance(v, bool)
-               and k not in ("eval_runtime", "eval_samples_per_second", "eval_steps_per_second")}
+    numbers = {
+        k[len("eval_") :]: float(v)
+        for k, v in chosen.items()
+        if k.startswith("eval_")
+        and isinstance(v, (int, float))
+        and not isinstance(v, bool)
+        and k not in ("eval_runtime", "eval_samples_per_second", "eval_steps_per_second")
+    }
     return chosen.get("step"), numbers
 
 
@@ -251,13 +264,24 @@ def results(trainer, config: Any, test: dict[str, float] | None) -> dict:
     from fairmt.eval.reporting.formats import GACL_RESULTS
 
     out = {
-        "format": GACL_RESULTS, "method": "gacl", "model": str(recipe.model), "seed": args.seed,
-        "train": {"steps": trainer.state.global_step, "gacl_lambda": args.gacl_lambda, "kd_alpha": args.kd_alpha,
-                  "temperature": args.temperature},
-        "selection": {"evaluated_step": step, "best_checkpoint": trainer.state.best_model_checkpoint,
-                      "metric": args.metric_for_best_model if trainer.state.best_model_checkpoint else None,
-                      "rule": "best checkpoint restored (load_best_model_at_end)" if trainer.state.best_model_checkpoint
-                      else "the last step's model (no checkpoint selection)"},
+        "format": GACL_RESULTS,
+        "method": "gacl",
+        "model": str(recipe.model),
+        "seed": args.seed,
+        "train": {
+            "steps": trainer.state.global_step,
+            "gacl_lambda": args.gacl_lambda,
+            "kd_alpha": args.kd_alpha,
+            "temperature": args.temperature,
+        },
+        "selection": {
+            "evaluated_step": step,
+            "best_checkpoint": trainer.state.best_model_checkpoint,
+            "metric": args.metric_for_best_model if trainer.state.best_model_checkpoint else None,
+            "rule": "best checkpoint restored (load_best_model_at_end)"
+            if trainer.state.best_model_checkpoint
+            else "the last step's model (no checkpoint selection)",
+        },
         "dev": on_dev,
     }
     if test:
@@ -268,8 +292,13 @@ def results(trainer, config: Any, test: dict[str, float] | None) -> dict:
         if items:  # per-pair data of the test scoring (fairmt.eval.significance): `fairmt report`'s paired bootstrap
             out["test_data"]["items"] = items
     if geneval is not None:
-        out["geneval"] = {"lang": geneval.lang, "selection_split": geneval.split, "max_pairs": geneval.max_pairs,
-                          "num_beams": geneval.num_beams, "scale": "percent"}
+        out["geneval"] = {
+            "lang": geneval.lang,
+            "selection_split": geneval.split,
+            "max_pairs": geneval.max_pairs,
+            "num_beams": geneval.num_beams,
+            "scale": "percent",
+        }
     return {k: v for k, v in out.items() if v != {}}
 
 
@@ -287,8 +316,10 @@ def main(config: dict):
         try:
             test_cb = geneval_callback(tm, recipe.geneval, split="test")
         except FairmtError as err:
-            raise FairmtError(f"{err} (the recipe scores the final model on MT-GenEval test; set geneval.test=false "
-                              "to train without it)") from None
+            raise FairmtError(
+                f"{err} (the recipe scores the final model on MT-GenEval test; set geneval.test=false "
+                "to train without it)"
+            ) from None
     trainer.train(resume_from_checkpoint=recipe.resume_from_checkpoint)
     from fairmt.outputs import saving
 
@@ -316,11 +347,16 @@ def main(config: dict):
         path = Path(args.output_dir) / "results.json"
         write_text_atomic(path, json_text(res) + "\n")
         best = trainer.state.best_model_checkpoint
-        print(f"fairmt: {run_kind(args.gacl_lambda, args.kd_alpha)} model saved in "
-              f"{args.output_dir} after {trainer.state.global_step} steps"
-              + (f" (best checkpoint {best}, {args.metric_for_best_model} {trainer.state.best_metric:.2f})"
-                 if best and trainer.state.best_metric is not None else "")
-              + f"\n  results: {path}")
+        print(
+            f"fairmt: {run_kind(args.gacl_lambda, args.kd_alpha)} model saved in "
+            f"{args.output_dir} after {trainer.state.global_step} steps"
+            + (
+                f" (best checkpoint {best}, {args.metric_for_best_model} {trainer.state.best_metric:.2f})"
+                if best and trainer.state.best_metric is not None
+                else ""
+            )
+            + f"\n  results: {path}"
+        )
         for line in gender_lines(res, change):
             print(line)
     return trainer
@@ -338,10 +374,20 @@ def gender_lines(res: dict, change: dict | None) -> list[str]:
         return before_after_lines(change)
     test = res.get("test") or {}
     if test:
-        shown = ", ".join(f"{label} {test[k]:.1f}" for k, label in (
-            ("geneval_accuracy", "accuracy"), ("geneval_explicit_accuracy", "explicit accuracy"),
-            ("geneval_delta_g", "ΔG")) if test.get(k) is not None)
-        return [f"  MT-GenEval test, trained model: {shown} (%; the original is not scored by the run — "
-                "`fairmt eval mt-bias --model ORIGINAL` gives the before)"]
-    return [f"  no gender score measured (no geneval section): `fairmt eval mt-bias --model` on the original "
-            f"({res.get('model')}) and on the trained model gives the before → after"]
+        shown = ", ".join(
+            f"{label} {test[k]:.1f}"
+            for k, label in (
+                ("geneval_accuracy", "accuracy"),
+                ("geneval_explicit_accuracy", "explicit accuracy"),
+                ("geneval_delta_g", "ΔG"),
+            )
+            if test.get(k) is not None
+        )
+        return [
+            f"  MT-GenEval test, trained model: {shown} (%; the original is not scored by the run — "
+            "`fairmt eval mt-bias --model ORIGINAL` gives the before)"
+        ]
+    return [
+        f"  no gender score measured (no geneval section): `fairmt eval mt-bias --model` on the original "
+        f"({res.get('model')}) and on the trained model gives the before → after"
+    ]

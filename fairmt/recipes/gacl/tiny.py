@@ -19,15 +19,24 @@ from typing import Any
 
 from fairmt.recipes.gacl.schema import TinyModel, typed_recipe
 
-MODEL_KWARGS: dict[str, Any] = dict(arch="m2m100", d_model=64, ffn_dim=128, encoder_layers=2, decoder_layers=1,
-                                    attention_heads=4, dropout=0.1)
+MODEL_KWARGS: dict[str, Any] = dict(
+    arch="m2m100", d_model=64, ffn_dim=128, encoder_layers=2, decoder_layers=1, attention_heads=4, dropout=0.1
+)
 """The tiny model of the demo and of the tiny offline recipe."""
 PRETRAIN_STEPS: int = TinyModel.model_fields["pretrain_steps"].default
 """Training steps of the tiny stereotyped original: ``tiny_model.pretrain_steps``'s default (``fairmt demo``'s too)."""
 
 
-def build_original(out_dir: str | Path, data, seed: int = 0, steps: int = PRETRAIN_STEPS, batch_size: int = 16,
-                   lr: float = 3e-3, progress: bool = False, desc: str = "original") -> Path:
+def build_original(
+    out_dir: str | Path,
+    data,
+    seed: int = 0,
+    steps: int = PRETRAIN_STEPS,
+    batch_size: int = 16,
+    lr: float = 3e-3,
+    progress: bool = False,
+    desc: str = "original",
+) -> Path:
     """Build the tiny model (:data:`MODEL_KWARGS`) and its sentencepiece tokenizer (trained on every sentence of the
     toy language, :func:`fairmt.data.demo_corpus.demo_language`) in ``out_dir``, and train the model in place as the
     stereotyped "original" MT model on ``data.original`` (plain MT loss,
@@ -38,8 +47,16 @@ def build_original(out_dir: str | Path, data, seed: int = 0, steps: int = PRETRA
     # the tokenizer's corpus: the whole toy language (a real subword vocabulary comes from far more text than any
     # training set); the model learns to translate from data.original only
     build_tiny_translation_model(out_dir, [(p.en, p.de) for p in demo_language()], seed=seed, **MODEL_KWARGS)
-    return train_tiny_translation_model(out_dir, [(p.en, p.de) for p in data.original], steps=steps,
-                                        batch_size=batch_size, lr=lr, seed=seed, progress=progress, desc=desc)
+    return train_tiny_translation_model(
+        out_dir,
+        [(p.en, p.de) for p in data.original],
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        progress=progress,
+        desc=desc,
+    )
 
 
 def score(pairs, translations: list[str], unseen: frozenset[str] = frozenset(), lang: str | None = None) -> dict:
@@ -72,8 +89,8 @@ def translate(tm, sentences: list[str], progress: bool = False, desc: str = "", 
     out: list[str] = []
     with tqdm(total=len(sentences), desc=desc, unit="sent", leave=False, disable=not progress) as bar:
         for i in range(0, len(sentences), batch_size):
-            out += tm.translate(sentences[i:i + batch_size], batch_size=batch_size, num_beams=1, max_new_tokens=32)
-            bar.update(len(sentences[i:i + batch_size]))
+            out += tm.translate(sentences[i : i + batch_size], batch_size=batch_size, num_beams=1, max_new_tokens=32)
+            bar.update(len(sentences[i : i + batch_size]))
     return out
 
 
@@ -95,8 +112,10 @@ def prepare_tiny_recipe(config: Any) -> None:
     built = _tiny_model_built(model)
     missing = not built or not Path(train).is_file()
     if missing and int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        raise FairmtError(f"tiny_model: {model} or {train} does not exist yet; build them with one process first "
-                          "(fairmt train without accelerate launch/torchrun), then launch several")
+        raise FairmtError(
+            f"tiny_model: {model} or {train} does not exist yet; build them with one process first "
+            "(fairmt train without accelerate launch/torchrun), then launch several"
+        )
     if not built:
         print(f"fairmt: building the tiny model {model} like `fairmt demo`'s original (offline)", flush=True)
         # built beside its place and moved there only once trained and marked: a run killed while it pre-trains
@@ -107,8 +126,11 @@ def prepare_tiny_recipe(config: Any) -> None:
             build_original(partial, data, seed, steps)
             from fairmt.outputs import write_file
 
-            write_file(partial / TINY_MARKER, json.dumps({"pretrain_steps": steps, "seed": seed}) + "\n",
-                       what="the tiny model's completion marker")
+            write_file(
+                partial / TINY_MARKER,
+                json.dumps({"pretrain_steps": steps, "seed": seed}) + "\n",
+                what="the tiny model's completion marker",
+            )
             os.replace(partial, model)
         except BaseException as exc:
             shutil.rmtree(partial, ignore_errors=True)
@@ -121,8 +143,11 @@ def prepare_tiny_recipe(config: Any) -> None:
         from fairmt.outputs import write_file
 
         Path(train).parent.mkdir(parents=True, exist_ok=True)
-        write_file(train, "".join(json.dumps({"translation": p.translation}, ensure_ascii=False) + "\n"
-                                  for p in data.finetune), what="the tiny recipe's fine-tuning data")
+        write_file(
+            train,
+            "".join(json.dumps({"translation": p.translation}, ensure_ascii=False) + "\n" for p in data.finetune),
+            what="the tiny recipe's fine-tuning data",
+        )
 
 
 TINY_MARKER = "fairmt_tiny_model.json"
@@ -140,9 +165,11 @@ def _tiny_model_built(model: Path) -> bool:
         if model.is_dir():
             model.rmdir()
         return False
-    raise FairmtError(f"tiny_model: {model} exists but is not a finished tiny model (no {TINY_MARKER}: its build was "
-                      "cut off, or it is another folder); remove it and rerun to build it again, or point 'model' "
-                      "at a model folder and drop the tiny_model section")
+    raise FairmtError(
+        f"tiny_model: {model} exists but is not a finished tiny model (no {TINY_MARKER}: its build was "
+        "cut off, or it is another folder); remove it and rerun to build it again, or point 'model' "
+        "at a model folder and drop the tiny_model section"
+    )
 
 
 def tiny_before_after(config: Any, trained_tm) -> dict:
@@ -179,10 +206,12 @@ def tiny_before_after(config: Any, trained_tm) -> dict:
     return {"set": "fairmt demo held-out sentences", "n": len(src), "before": before, "after": after}
 
 
-BEFORE_AFTER_ROWS = (("gender accuracy", "accuracy", ".1f", "higher"),
-                     ("ΔG (male − female)", "delta_g", "+.1f", "zero"),
-                     ("anti-stereotypical acc.", "accuracy_anti", ".1f", "higher"),
-                     ("chrF++ vs references", "chrf++", ".1f", "higher"))
+BEFORE_AFTER_ROWS = (
+    ("gender accuracy", "accuracy", ".1f", "higher"),
+    ("ΔG (male − female)", "delta_g", "+.1f", "zero"),
+    ("anti-stereotypical acc.", "accuracy_anti", ".1f", "higher"),
+    ("chrF++ vs references", "chrf++", ".1f", "higher"),
+)
 
 
 def before_after_lines(res: dict) -> list[str]:
@@ -190,6 +219,9 @@ def before_after_lines(res: dict) -> list[str]:
     (:func:`fairmt.eval.report.before_after_lines`, every recipe's printer)."""
     from fairmt.eval.report import before_after_lines as table
 
-    return table(f"held-out gender accuracy ({res['n']} sentences of `fairmt demo`'s test set)",
-                 [(label, res["before"][key], res["after"][key], fmt, better)
-                  for label, key, fmt, better in BEFORE_AFTER_ROWS], "original", "trained")
+    return table(
+        f"held-out gender accuracy ({res['n']} sentences of `fairmt demo`'s test set)",
+        [(label, res["before"][key], res["after"][key], fmt, better) for label, key, fmt, better in BEFORE_AFTER_ROWS],
+        "original",
+        "trained",
+    )

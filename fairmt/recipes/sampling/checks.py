@@ -35,11 +35,21 @@ def findings(config: dict, cfg: dict) -> list[Finding | None]:
             except FairmtError as err:
                 out.append((True, str(err)))
         else:
-            out.append(data_file(d.get("root") or "", "data.root (the image folder)") if d.get("root") else
-                       (True, f"data.root is not set: the {d['dataset']} images are read from a local folder "
-                              "(`fairmt data corpora` says where to get them)"))
-    out.append(model(cfg["model"]["backbone"], "model.backbone (its config and image processor, and its weights "
-                                                "with model.pretrained)"))
+            out.append(
+                data_file(d.get("root") or "", "data.root (the image folder)")
+                if d.get("root")
+                else (
+                    True,
+                    f"data.root is not set: the {d['dataset']} images are read from a local folder "
+                    "(`fairmt data corpora` says where to get them)",
+                )
+            )
+    out.append(
+        model(
+            cfg["model"]["backbone"],
+            "model.backbone (its config and image processor, and its weights with model.pretrained)",
+        )
+    )
     for stage, args in (cfg.get("resolved") or {}).items():
         out.append(precision(args, f"{stage}."))
     if cfg.get("stage1_from"):

@@ -38,9 +38,12 @@ from typing import Any
 import numpy as np
 
 from fairmt.errors import FairmtError
-
 from fairmt.recipes.sampling.schema import (  # noqa: F401  (their old home: fairmt.recipes.sampling.runner.X)
-    DEFAULT_PROTECTED, DEFAULT_TARGETS, FIXED_ARGS, SAMPLING_ONLY, STAGE_KEYS, check_stages as validate,
+    DEFAULT_PROTECTED,
+    DEFAULT_TARGETS,
+    FIXED_ARGS,
+    SAMPLING_ONLY,
+    STAGE_KEYS,
 )
 
 # Two baselines, named apart: the paper's Table 1 "Baseline" is the phase-1 SimCLR model (its values are Table 3's
@@ -48,6 +51,7 @@ from fairmt.recipes.sampling.schema import (  # noqa: F401  (their old home: fai
 # a fairer control fairmt adds.
 BASELINE_COLUMN = "phase-1 baseline (paper's Baseline)"
 STAGE2_COLUMN = {"sampling": "stage 2 (fairness-driven)", "simclr": "stage 2 (SimCLR control, fairmt)"}
+
 
 def resolve_config(config: dict[str, Any]) -> dict[str, Any]:
     """The recipe resolved by its schema (:func:`fairmt.recipes._schema.resolve_recipe`: every default, the run
@@ -69,9 +73,17 @@ def _stage_args(cfg: dict[str, Any], stage: str, out: str):
     objective = "simclr" if stage == "stage1" or cfg["objective"] == "simclr" else "sampling_pretrain"
     extra = {k: v for k, v in cfg[stage].items() if k not in STAGE_KEYS.get(stage, set())}
     names = {f.name for f in fields(FairnessSamplingConfig)}
-    base = dict(output_dir=out, objective=objective, seed=cfg["seed"], report_to=[], use_cpu=not _cuda(),
-                disable_tqdm=True, save_only_model=False, n_clusters=cfg["clusters"]["n_clusters"],
-                kmeans_n_init=cfg["clusters"]["n_init"])
+    base = dict(
+        output_dir=out,
+        objective=objective,
+        seed=cfg["seed"],
+        report_to=[],
+        use_cpu=not _cuda(),
+        disable_tqdm=True,
+        save_only_model=False,
+        n_clusters=cfg["clusters"]["n_clusters"],
+        kmeans_n_init=cfg["clusters"]["n_init"],
+    )
     base.update(cfg["training"])
     base.update(extra)
     if objective == "simclr":  # the sampling options do not apply to the SimCLR stages
@@ -112,12 +124,21 @@ def prepare_run_dir(cfg: dict[str, Any], overwrite: bool, config: dict[str, Any]
         if earlier != fp:
             if not overwrite:
                 what = "another recipe's run" if earlier else "files of something else"
-                raise FairmtError(f"output folder {out} holds {what}; choose another output_dir, or pass --overwrite "
-                                  "to replace it (a rerun of the same recipe resumes instead)")
+                raise FairmtError(
+                    f"output folder {out} holds {what}; choose another output_dir, or pass --overwrite "
+                    "to replace it (a rerun of the same recipe resumes instead)"
+                )
             replace = True
     if main_process:
-        claim_run_dir(out, "output folder", overwrite=replace, resumable=True, inputs=run_inputs(config or {}),
-                      flag="output_dir", markers=("run.json",))
+        claim_run_dir(
+            out,
+            "output folder",
+            overwrite=replace,
+            resumable=True,
+            inputs=run_inputs(config or {}),
+            flag="output_dir",
+            markers=("run.json",),
+        )
         _write_json(marker, {"fingerprint": fp, "config": {k: v for k, v in cfg.items() if k != "resolved"}})
     else:
         out.mkdir(parents=True, exist_ok=True)
@@ -143,14 +164,26 @@ def load_data(dcfg: dict[str, Any]):
     from fairmt.data import images
 
     if dcfg["dataset"] == "celeba":
-        return images.read_celeba(dcfg["root"], source=dcfg["source"], targets=dcfg["targets"],
-                                  protected=dcfg["protected"], splits=dcfg["splits"], max_samples=dcfg["max_samples"],
-                                  hub_id=dcfg["hub_id"])
+        return images.read_celeba(
+            dcfg["root"],
+            source=dcfg["source"],
+            targets=dcfg["targets"],
+            protected=dcfg["protected"],
+            splits=dcfg["splits"],
+            max_samples=dcfg["max_samples"],
+            hub_id=dcfg["hub_id"],
+        )
     if dcfg["dataset"] == "chexpert":
-        return images.read_chexpert(dcfg["root"], findings=dcfg["targets"], uncertain=dcfg["uncertain"],
-                                    protected=dcfg["protected"], splits=dcfg["splits"],
-                                    frontal_only=dcfg["frontal_only"], age_threshold=dcfg["age_threshold"],
-                                    max_samples=dcfg["max_samples"])
+        return images.read_chexpert(
+            dcfg["root"],
+            findings=dcfg["targets"],
+            uncertain=dcfg["uncertain"],
+            protected=dcfg["protected"],
+            splits=dcfg["splits"],
+            frontal_only=dcfg["frontal_only"],
+            age_threshold=dcfg["age_threshold"],
+            max_samples=dcfg["max_samples"],
+        )
     data = images.synthetic_shapes(dcfg["n"], dcfg["minority_fraction"], dcfg["image_size"], seed=0)
     bad = [t for t in dcfg["targets"] if t not in data.targets] + [g for g in dcfg["protected"] if g not in data.groups]
     if bad:
@@ -186,8 +219,13 @@ def data_fingerprint(data) -> dict[str, Any]:
         for name in sorted(arrays):
             h.update(f"{prefix}:{name}\n".encode())
             h.update(np.ascontiguousarray(arrays[name], dtype=np.int64).tobytes())
-    return {"name": data.name, "n": len(data), "sha256": h.hexdigest(), "over": f"{kind}, targets, groups",
-            "source": data.source}
+    return {
+        "name": data.name,
+        "n": len(data),
+        "sha256": h.hexdigest(),
+        "over": f"{kind}, targets, groups",
+        "source": data.source,
+    }
 
 
 def check_stage1_data(base: Path, info: dict[str, Any] | None, current: dict[str, Any], reused: bool) -> str | None:
@@ -195,14 +233,18 @@ def check_stage1_data(base: Path, info: dict[str, Any] | None, current: dict[str
     older fairmt, with none recorded, gives a note instead."""
     recorded = (info or {}).get("data_fingerprint")
     if not recorded:
-        return (f"{base / 'stage1'} records no data fingerprint (made by an older fairmt): it cannot be checked to "
-                "be this data")
+        return (
+            f"{base / 'stage1'} records no data fingerprint (made by an older fairmt): it cannot be checked to "
+            "be this data"
+        )
     if recorded.get("sha256") != current["sha256"]:
         where = f"stage1_from: {base}" if reused else f"{base / 'stage1'}"
-        raise FairmtError(f"{where} was trained on other data ({recorded.get('name')}, {recorded.get('n')} images "
-                          f"from {recorded.get('source') or '?'}; this run: {current['name']}, {current['n']} images "
-                          f"from {current['source'] or '?'}; {current['over']} differ): point stage1_from at a run on "
-                          "this data, or leave it out to train stage 1")
+        raise FairmtError(
+            f"{where} was trained on other data ({recorded.get('name')}, {recorded.get('n')} images "
+            f"from {recorded.get('source') or '?'}; this run: {current['name']}, {current['n']} images "
+            f"from {current['source'] or '?'}; {current['over']} differ): point stage1_from at a run on "
+            "this data, or leave it out to train stage 1"
+        )
     return None
 
 
@@ -216,14 +258,18 @@ def check_batches(cfg: dict[str, Any], n: int, stages: list[str]) -> None:
         batch = args.per_device_train_batch_size * world
         what = "data.max_samples" if cfg["data"].get("max_samples") else f"data.dataset {cfg['data']['dataset']}"
         if n < 2:
-            raise FairmtError(f"{stage}: the data set ({what}) has {n} image(s): SimCLR contrasts the images of a "
-                              "batch, it needs at least 2")
+            raise FairmtError(
+                f"{stage}: the data set ({what}) has {n} image(s): SimCLR contrasts the images of a "
+                "batch, it needs at least 2"
+            )
         if args.dataloader_drop_last and n < batch:
             each = f" ({args.per_device_train_batch_size} per device × {world} processes)" if world > 1 else ""
-            raise FairmtError(f"{stage}: batch size {batch}{each} is larger than the {n} images of the data set "
-                              f"({what}); with dataloader_drop_last: true no batch is left to train on: set "
-                              f"{stage}.per_device_train_batch_size to at most {n // world} (or raise "
-                              "data.max_samples)")
+            raise FairmtError(
+                f"{stage}: batch size {batch}{each} is larger than the {n} images of the data set "
+                f"({what}); with dataloader_drop_last: true no batch is left to train on: set "
+                f"{stage}.per_device_train_batch_size to at most {n // world} (or raise "
+                "data.max_samples)"
+            )
 
 
 def _save_embeddings(path: Path, z: np.ndarray, h: np.ndarray, data) -> None:
@@ -236,16 +282,21 @@ def _save_embeddings(path: Path, z: np.ndarray, h: np.ndarray, data) -> None:
         np.savez(fh, **arrays)
 
 
-def _train_stage(cfg, stage: str, model, data, collator, augmentation, run: Path, fingerprint=None,
-                 **trainer_kwargs):
+def _train_stage(cfg, stage: str, model, data, collator, augmentation, run: Path, fingerprint=None, **trainer_kwargs):
     """Train one stage (resuming from its last complete checkpoint), save the model, embed every image."""
     from fairmt.trainers.faults import last_complete_checkpoint
     from fairmt.trainers.sampling import FairnessSamplingTrainer
 
     folder = run / stage
     args = _stage_args(cfg, stage, str(folder))
-    trainer = FairnessSamplingTrainer(model=model, args=args, train_dataset=data.dataset, data_collator=collator,
-                                      augmentation=augmentation, **trainer_kwargs)
+    trainer = FairnessSamplingTrainer(
+        model=model,
+        args=args,
+        train_dataset=data.dataset,
+        data_collator=collator,
+        augmentation=augmentation,
+        **trainer_kwargs,
+    )
     resume = last_complete_checkpoint(folder) is not None
     if resume:
         print(f"fairmt: {stage}: resuming from {last_complete_checkpoint(folder)}")
@@ -253,12 +304,19 @@ def _train_stage(cfg, stage: str, model, data, collator, augmentation, run: Path
     if trainer.is_world_process_zero():
         from fairmt.outputs import save_folder
 
-        save_folder(folder / "model", trainer.accelerator.unwrap_model(trainer.model).save_pretrained,
-                    what=f"the {stage} model")
+        save_folder(
+            folder / "model", trainer.accelerator.unwrap_model(trainer.model).save_pretrained, what=f"the {stage} model"
+        )
     z, h = trainer.embed_dataset(with_features=True)
     log = [e for e in trainer.state.log_history if "loss" in e]
-    info = {"objective": args.objective, "steps": trainer.state.global_step, "first_log": log[:1], "last_log": log[-1:],
-            "cluster_history": trainer.cluster_history, "data_fingerprint": fingerprint}
+    info = {
+        "objective": args.objective,
+        "steps": trainer.state.global_step,
+        "first_log": log[:1],
+        "last_log": log[-1:],
+        "cluster_history": trainer.cluster_history,
+        "data_fingerprint": fingerprint,
+    }
     if trainer.is_world_process_zero():
         _save_embeddings(folder / "embeddings.npz", z, h, data)
         _write_json(folder / "done.json", info)
@@ -271,42 +329,60 @@ def _load_embeddings(folder: Path) -> dict[str, np.ndarray]:
         with np.load(folder / "embeddings.npz") as f:
             return {k: f[k] for k in f.files}
     except (OSError, ValueError) as err:
-        raise FairmtError(f"cannot read {folder / 'embeddings.npz'} ({err}); remove {folder}/done.json to redo the "
-                          "stage") from None
+        raise FairmtError(
+            f"cannot read {folder / 'embeddings.npz'} ({err}); remove {folder}/done.json to redo the stage"
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------------- evaluation
-def evaluate_stage(cfg, data, emb: dict[str, np.ndarray], cluster_labels: np.ndarray | None, run: Path,
-                   stage: str) -> dict[str, Any]:
+def evaluate_stage(
+    cfg, data, emb: dict[str, np.ndarray], cluster_labels: np.ndarray | None, run: Path, stage: str
+) -> dict[str, Any]:
     """The latent-subgroup measures and a linear probe per target for one stage's embeddings."""
     from fairmt.eval.classification import latent_subgroup_metrics
     from fairmt.eval.linear_probe import group_fairness, linear_probe
 
     p, k = cfg["probe"], cfg["clusters"]
-    sub = latent_subgroup_metrics(emb["projection"], cluster_labels=cluster_labels, n_clusters=k["n_clusters"],
-                                  seed=k["seed"])
+    sub = latent_subgroup_metrics(
+        emb["projection"], cluster_labels=cluster_labels, n_clusters=k["n_clusters"], seed=k["seed"]
+    )
     features = emb[p["features"]]
     probes = {}
     first_group = next(iter(data.groups), None)
     for target in cfg["data"]["targets"]:
         res, pred = linear_probe(
-            features, data.targets[target], target=target, groups=data.groups.get(first_group),
-            test_fraction=p["test_fraction"], seed=p["seed"], standardize=p["standardize"], C=p["C"],
-            max_iter=p["max_iter"], n_clusters=None, return_predictions=True, optimizer=p["optimizer"],
-            learning_rate=p["learning_rate"], epochs=p["epochs"])
+            features,
+            data.targets[target],
+            target=target,
+            groups=data.groups.get(first_group),
+            test_fraction=p["test_fraction"],
+            seed=p["seed"],
+            standardize=p["standardize"],
+            C=p["C"],
+            max_iter=p["max_iter"],
+            n_clusters=None,
+            return_predictions=True,
+            optimizer=p["optimizer"],
+            learning_rate=p["learning_rate"],
+            epochs=p["epochs"],
+        )
         out = res.to_dict()
         classes = sorted(set(pred["label"].tolist()) | set(pred["pred"].tolist()))
         out["fairness_by_attribute"] = {  # every protected attribute, for evaluation only
             g: group_fairness(pred["label"], pred["pred"], data.groups[g][pred["index"]], classes, p["seed"])
-            for g in data.groups}
+            for g in data.groups
+        }
         probes[target] = out
         from fairmt.outputs import writing
 
         with writing(run / f"probe_{stage}_{target.replace(' ', '_')}.jsonl", what="the probe's predictions") as fh:
             for i in range(len(pred["label"])):
-                row = {"label": int(pred["label"][i]), "pred": int(pred["pred"][i]),
-                       "group": int(pred["group"][i]) if "group" in pred else 0,
-                       "logits": [round(float(np.log(max(q, 1e-12))), 6) for q in pred["proba"][i]]}
+                row = {
+                    "label": int(pred["label"][i]),
+                    "pred": int(pred["pred"][i]),
+                    "group": int(pred["group"][i]) if "group" in pred else 0,
+                    "logits": [round(float(np.log(max(q, 1e-12))), 6) for q in pred["proba"][i]],
+                }
                 fh.write(json.dumps(row) + "\n")
     return {"subgroups": sub.to_dict(), "probe": probes}
 
@@ -319,11 +395,20 @@ def _summary(results: dict[str, Any]) -> dict[str, Any]:
     probe = {}
     for target, r in s2["probe"].items():
         fair = r.get("fairness") or {}
-        probe[target] = {"accuracy": r["accuracy"], "f1": r["f1"], "auc_roc": r["auc_roc"],
-                         "gap": fair.get("gap"), "delta_eo": fair.get("delta_eo")}
+        probe[target] = {
+            "accuracy": r["accuracy"],
+            "f1": r["f1"],
+            "auc_roc": r["auc_roc"],
+            "gap": fair.get("gap"),
+            "delta_eo": fair.get("delta_eo"),
+        }
     sub = s2["subgroups"]
-    return {"dominance": sub["cluster_dominance_ratio"], "entropy": sub["representation_entropy"],
-            "separation": sub["subgroup_separation_distance"], "probe": probe}
+    return {
+        "dominance": sub["cluster_dominance_ratio"],
+        "entropy": sub["representation_entropy"],
+        "separation": sub["subgroup_separation_distance"],
+        "probe": probe,
+    }
 
 
 def _markdown(results: dict[str, Any]) -> str:
@@ -332,14 +417,17 @@ def _markdown(results: dict[str, Any]) -> str:
     s1, s2 = results["stages"]["stage1"]["subgroups"], results["stages"]["stage2"]["subgroups"]
     stage2 = STAGE2_COLUMN[results["objective"]]
     rows = []
-    for key, name in (("cluster_dominance_ratio", "Cluster Dominance Ratio ↓"),
-                      ("representation_entropy", "Representation Entropy ↑"),
-                      ("subgroup_separation_distance", "Subgroup Separation Distance ↑")):
+    for key, name in (
+        ("cluster_dominance_ratio", "Cluster Dominance Ratio ↓"),
+        ("representation_entropy", "Representation Entropy ↑"),
+        ("subgroup_separation_distance", "Subgroup Separation Distance ↑"),
+    ):
         a, b = s1[key], s2[key]
-        rows.append({"measure": name, BASELINE_COLUMN: a, stage2: b,
-                     "change (%)": 100.0 * (b - a) / a if a else None})
+        rows.append({"measure": name, BASELINE_COLUMN: a, stage2: b, "change (%)": 100.0 * (b - a) / a if a else None})
     cols = ["measure", BASELINE_COLUMN, stage2, "change (%)"]
-    text = f"# {results['dataset']}: {results['objective']} (seed {results['seed']})\n\n" + markdown_table(rows, cols, 4)
+    text = f"# {results['dataset']}: {results['objective']} (seed {results['seed']})\n\n" + markdown_table(
+        rows, cols, 4
+    )
     prow = []
     for target in results["stages"]["stage1"]["probe"]:
         p1, p2 = results["stages"]["stage1"]["probe"][target], results["stages"]["stage2"]["probe"][target]
@@ -347,17 +435,26 @@ def _markdown(results: dict[str, Any]) -> str:
             a, b = p1[metric], p2[metric]
             prow.append({"target": target, "metric": label, BASELINE_COLUMN: a, stage2: b, "Δ": b - a})
         # the probe's group fairness over every protected attribute (GAP and ΔEO of its test predictions)
-        for attr in (p1.get("fairness_by_attribute") or {}):
+        for attr in p1.get("fairness_by_attribute") or {}:
             f1, f2 = p1["fairness_by_attribute"][attr], (p2.get("fairness_by_attribute") or {}).get(attr)
             if not f1 or not f2:
                 continue
             for metric, label in (("gap", "GAP ↓"), ("delta_eo", "ΔEO ↓")):
                 a, b = f1.get(metric), f2.get(metric)
-                prow.append({"target": target, "metric": f"{label} ({attr})", BASELINE_COLUMN: a, stage2: b,
-                             "Δ": b - a if a is not None and b is not None else None})
+                prow.append(
+                    {
+                        "target": target,
+                        "metric": f"{label} ({attr})",
+                        BASELINE_COLUMN: a,
+                        stage2: b,
+                        "Δ": b - a if a is not None and b is not None else None,
+                    }
+                )
     text += "\n" + markdown_table(prow, ["target", "metric", BASELINE_COLUMN, stage2, "Δ"], 4)
-    text += ("\nScores as fractions (4 decimals, as the paper's tables); ↑ higher is better, ↓ lower is better; GAP "
-             "and ΔEO of each probe's test predictions per protected attribute.\n")
+    text += (
+        "\nScores as fractions (4 decimals, as the paper's tables); ↑ higher is better, ↓ lower is better; GAP "
+        "and ΔEO of each probe's test predictions per protected attribute.\n"
+    )
     sig = next(iter(results["stages"]["stage1"]["probe"].values()))["signature"]
     return text + f"\n{s1['signature']}\n{sig}\n"
 
@@ -388,8 +485,9 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     base = Path(cfg["stage1_from"]) if cfg["stage1_from"] else run
     data_fp = data_fingerprint(data)
     # the batch against the data, before any stage trains
-    check_batches(cfg, len(data), [s for s in ("stage1", "stage2") if _done((base if s == "stage1" else run) / s)
-                                   is None])
+    check_batches(
+        cfg, len(data), [s for s in ("stage1", "stage2") if _done((base if s == "stage1" else run) / s) is None]
+    )
     # 1. SimCLR pre-training
     info1 = _done(base / "stage1")
     if info1 is None:
@@ -409,21 +507,28 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     where = base if (base / "clusters" / "clusters.json").is_file() else run
     if where == run and not (run / "clusters" / "clusters.json").is_file():
         if state.is_main_process:
-            fit_latent_subgroups(emb1["projection"], k["n_clusters"], k["seed"], k["n_init"],
-                                 space="stage-1 normalised projection").save(run / "clusters")
+            fit_latent_subgroups(
+                emb1["projection"], k["n_clusters"], k["seed"], k["n_init"], space="stage-1 normalised projection"
+            ).save(run / "clusters")
         state.wait_for_everyone()
     subgroups = LatentSubgroups.load(where / "clusters")
-    print(f"fairmt: latent subgroups (K={subgroups.n_clusters}, seed {subgroups.seed}): sizes "
-          f"{subgroups.sizes.tolist()}")
+    print(
+        f"fairmt: latent subgroups (K={subgroups.n_clusters}, seed {subgroups.seed}): sizes {subgroups.sizes.tolist()}"
+    )
     # 3-4. stage 2 (fair sampling, or SimCLR for the baseline) and its embeddings
     info2 = _done(run / "stage2")
     if info2 is None:
-        model = SimCLRModel.from_pretrained(base / "stage1" / "model") if cfg["stage2"]["init"] == "stage1" \
+        model = (
+            SimCLRModel.from_pretrained(base / "stage1" / "model")
+            if cfg["stage2"]["init"] == "stage1"
             else fresh_model()
-        extra = {} if cfg["objective"] == "simclr" else {"latent_subgroups": subgroups,
-                                                         "index_embeddings": emb1["projection"]}
-        _, info2 = _train_stage(cfg, "stage2", model, data, collator, augmentation, run, fingerprint=data_fp,
-                                **extra)
+        )
+        extra = (
+            {}
+            if cfg["objective"] == "simclr"
+            else {"latent_subgroups": subgroups, "index_embeddings": emb1["projection"]}
+        )
+        _, info2 = _train_stage(cfg, "stage2", model, data, collator, augmentation, run, fingerprint=data_fp, **extra)
     if not state.is_main_process:  # evaluation and reports: the main process only
         return {}
     emb2 = _load_embeddings(run / "stage2")
@@ -431,13 +536,23 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     from fairmt.eval.reporting.formats import SAMPLING_RESULTS
 
     results = {
-        "format": SAMPLING_RESULTS, "method": "sampling", "objective": cfg["objective"], "dataset": data.name, "source": data.source,
-        "baselines": {"stage1": "phase-1 baseline: the paper's Table 1 'Baseline' (the SimCLR model the clusters are "
-                                "fitted on)",
-                      "stage2": STAGE2_COLUMN[cfg["objective"]]},
-        "n": len(data), "seed": cfg["seed"], "data_notes": data.notes, "clusters": subgroups.summary(),
-        "stages": {"stage1": evaluate_stage(cfg, data, emb1, subgroups.labels, run, "stage1"),
-                   "stage2": evaluate_stage(cfg, data, emb2, None, run, "stage2")},
+        "format": SAMPLING_RESULTS,
+        "method": "sampling",
+        "objective": cfg["objective"],
+        "dataset": data.name,
+        "source": data.source,
+        "baselines": {
+            "stage1": "phase-1 baseline: the paper's Table 1 'Baseline' (the SimCLR model the clusters are fitted on)",
+            "stage2": STAGE2_COLUMN[cfg["objective"]],
+        },
+        "n": len(data),
+        "seed": cfg["seed"],
+        "data_notes": data.notes,
+        "clusters": subgroups.summary(),
+        "stages": {
+            "stage1": evaluate_stage(cfg, data, emb1, subgroups.labels, run, "stage1"),
+            "stage2": evaluate_stage(cfg, data, emb2, None, run, "stage2"),
+        },
         "stage_info": {"stage1": _done(base / "stage1"), "stage2": info2},
         "config": {k2: v for k2, v in cfg.items() if k2 != "resolved"},
     }
@@ -460,13 +575,24 @@ def before_after(results: dict[str, Any]) -> list[str]:
     from fairmt.eval.report import before_after_lines
 
     s1, s2 = results["stages"]["stage1"], results["stages"]["stage2"]
-    rows = [(label, s1["subgroups"].get(key), s2["subgroups"].get(key), ".4f", better) for label, key, better in (
-        ("cluster dominance ratio ↓", "cluster_dominance_ratio", "lower"),
-        ("representation entropy (bits) ↑", "representation_entropy", "higher"),
-        ("subgroup separation ↑", "subgroup_separation_distance", "higher"))]
+    rows = [
+        (label, s1["subgroups"].get(key), s2["subgroups"].get(key), ".4f", better)
+        for label, key, better in (
+            ("cluster dominance ratio ↓", "cluster_dominance_ratio", "lower"),
+            ("representation entropy (bits) ↑", "representation_entropy", "higher"),
+            ("subgroup separation ↑", "subgroup_separation_distance", "higher"),
+        )
+    ]
     for target, p1 in s1.get("probe", {}).items():
         p2 = s2.get("probe", {}).get(target, {})
-        rows += [(f"probe {target}: accuracy ↑", p1.get("accuracy"), p2.get("accuracy"), ".3f", "higher"),
-                 (f"probe {target}: GAP ↓", (p1.get("fairness") or {}).get("gap"),
-                  (p2.get("fairness") or {}).get("gap"), ".3f", "lower")]
+        rows += [
+            (f"probe {target}: accuracy ↑", p1.get("accuracy"), p2.get("accuracy"), ".3f", "higher"),
+            (
+                f"probe {target}: GAP ↓",
+                (p1.get("fairness") or {}).get("gap"),
+                (p2.get("fairness") or {}).get("gap"),
+                ".3f",
+                "lower",
+            ),
+        ]
     return before_after_lines(f"what {results.get('objective')} changed", rows, "stage 1 (SimCLR)", "stage 2")

@@ -9,8 +9,21 @@ from pydantic import Field, field_validator, model_validator
 
 from fairmt.errors import COUNT, GROUPS, FairmtError
 from fairmt.recipes._schema import (
-    SAMPLING_CONFIG, Count, D, Positive, Probability, Recipe, Section, Seed, Text, Unread, fed, given, merged_over,
-    ranged, trainer_doc,
+    SAMPLING_CONFIG,
+    Count,
+    D,
+    Positive,
+    Probability,
+    Recipe,
+    Section,
+    Seed,
+    Text,
+    Unread,
+    fed,
+    given,
+    merged_over,
+    ranged,
+    trainer_doc,
 )
 
 # ---------------------------------------------------------------------------------------------- sampling (images)
@@ -20,26 +33,39 @@ class SamplingData(Section):
     """The image data set: its probe targets and protected attributes."""
 
     dataset: Literal["celeba", "chexpert", "synthetic"] = D(
-        "celeba", description="celeba (local official folder or source hub), chexpert (local official folder) or "
-                              "synthetic (coloured shapes, for tests)")
+        "celeba",
+        description="celeba (local official folder or source hub), chexpert (local official folder) or "
+        "synthetic (coloured shapes, for tests)",
+    )
     root: Text | None = D(None, description="the data set's local folder (null: under FAIRMT_DATA)")
     source: Literal["local", "hub"] = D("local", description="celeba: read the local folder or the Hub (hub_id)")
     hub_id: Text = D("flwrlabs/celeba", description="celeba with source hub: the Hub data set")
-    splits: Text | list[Text] = D("all", description="all (the set the paper clusters, its Table 3 total) or some of "
-                                                     "the official splits (CelebA train/valid/test; CheXpert train/"
-                                                     "valid)")
-    targets: list[Text] | None = D(None, description="the probe targets (null: celeba Attractive, Wavy_Hair; "
-                                                     "chexpert its five findings; synthetic shape)")
-    protected: list[Text] | None = D(None, description="the protected attributes, evaluation only (null: celeba Male, "
-                                                       "Young; chexpert Sex, Age; synthetic colour)")
-    uncertain: Literal["zeros", "ones", "ignore"] = D("zeros", description="chexpert: what an uncertain finding "
-                                                                           "label becomes")
+    splits: Text | list[Text] = D(
+        "all",
+        description="all (the set the paper clusters, its Table 3 total) or some of "
+        "the official splits (CelebA train/valid/test; CheXpert train/"
+        "valid)",
+    )
+    targets: list[Text] | None = D(
+        None,
+        description="the probe targets (null: celeba Attractive, Wavy_Hair; "
+        "chexpert its five findings; synthetic shape)",
+    )
+    protected: list[Text] | None = D(
+        None,
+        description="the protected attributes, evaluation only (null: celeba Male, "
+        "Young; chexpert Sex, Age; synthetic colour)",
+    )
+    uncertain: Literal["zeros", "ones", "ignore"] = D(
+        "zeros", description="chexpert: what an uncertain finding label becomes"
+    )
     frontal_only: bool = D(False, description="chexpert: keep frontal radiographs only")
     age_threshold: Count = D(60, description="chexpert: Age group 1 at or above this age, 0 below")
     max_samples: Count | None = D(None, description="keep the first N images of the chosen splits (null: all)")
     n: Count = D(300, description="synthetic: the number of images")
     minority_fraction: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = D(
-        0.2, description="synthetic: the share of images in the minority colour family")
+        0.2, description="synthetic: the share of images in the minority colour family"
+    )
     image_size: Count = D(32, description="synthetic: image side in pixels")
 
 
@@ -47,8 +73,9 @@ class SamplingModel(Section):
     """The SimCLR model: backbone and projection head."""
 
     backbone: Text = D("microsoft/resnet-50", description="the backbone architecture (a Hub id or folder)")
-    pretrained: bool = D(False, description="load the backbone's weights (false: randomly initialised, SimCLR from "
-                                            "scratch)")
+    pretrained: bool = D(
+        False, description="load the backbone's weights (false: randomly initialised, SimCLR from scratch)"
+    )
     projection_dim: ranged(COUNT) = fed(("sampling", "model", "projection_dim"), 128)
     projection_hidden_dim: ranged(COUNT) | None = fed(("sampling", "model", "projection_hidden_dim"), None)
 
@@ -59,18 +86,18 @@ Pair = Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_l
 class SamplingAugment(Section):
     """The SimCLR views (kornia); by default the paper's three augmentations: colour jitter, crop, greyscale."""
 
-    crop_scale: Pair = D([0.08, 1.0], description="area range of the random resized crop (output size = input "
-                                                  "size)")
+    crop_scale: Pair = D([0.08, 1.0], description="area range of the random resized crop (output size = input size)")
     flip_p: Probability = D(0.0, description="probability of a horizontal flip (0: off, as the paper)")
-    jitter: Annotated[list[Annotated[float, Field(ge=0, allow_inf_nan=False)]], Field(min_length=4, max_length=4)] = \
-        D([0.8, 0.8, 0.8, 0.2], description="colour jitter strengths: brightness, contrast, saturation, hue")
+    jitter: Annotated[list[Annotated[float, Field(ge=0, allow_inf_nan=False)]], Field(min_length=4, max_length=4)] = D(
+        [0.8, 0.8, 0.8, 0.2], description="colour jitter strengths: brightness, contrast, saturation, hue"
+    )
     jitter_p: Probability = D(0.8, description="probability of the colour jitter")
     grayscale_p: Probability = D(0.2, description="probability of greyscale")
     blur_p: Probability = D(0.0, description="probability of a Gaussian blur (0: off, as the paper)")
     blur_sigma: Pair = D([0.1, 2.0], description="range of the blur's sigma")
     blur_kernel_fraction: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = D(
-        0.1, description="the blur kernel's size as a fraction of the shorter image "
-                                        "side (odd, at least 3)")
+        0.1, description="the blur kernel's size as a fraction of the shorter image side (odd, at least 3)"
+    )
 
 
 class SamplingClusters(Section):
@@ -84,46 +111,78 @@ class SamplingClusters(Section):
 class SamplingProbe(Section):
     """The linear probe per target (fairmt.eval.linear_probe) on each stage's embeddings."""
 
-    features: Literal["backbone", "projection"] = D("projection", description="probe z (projection, the paper's "
-                                                                              "embeddings) or the backbone's h")
+    features: Literal["backbone", "projection"] = D(
+        "projection", description="probe z (projection, the paper's embeddings) or the backbone's h"
+    )
     test_fraction: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = D(
-        0.2, description="the share of images held out to test the probe (seeded 80/20 split)")
+        0.2, description="the share of images held out to test the probe (seeded 80/20 split)"
+    )
     seed: Seed = D(0, description="the seed of the probe's split")
     standardize: bool = D(True, description="standardise the features before the probe")
-    C: Positive = D(1.0, description="inverse L2 strength of the logistic regression (optimizer sgd: alpha = "
-                                     "1/(C·n_train))")
+    C: Positive = D(
+        1.0, description="inverse L2 strength of the logistic regression (optimizer sgd: alpha = 1/(C·n_train))"
+    )
     max_iter: Count = D(1000, description="optimizer lbfgs: iterations to convergence at most")
-    optimizer: Literal["lbfgs", "sgd"] = D("lbfgs", description="lbfgs: logistic regression to convergence; sgd: the "
-                                                                "paper's gradient probe (learning_rate, epochs)")
+    optimizer: Literal["lbfgs", "sgd"] = D(
+        "lbfgs",
+        description="lbfgs: logistic regression to convergence; sgd: the "
+        "paper's gradient probe (learning_rate, epochs)",
+    )
     learning_rate: Positive = D(1e-4, description="optimizer sgd: the constant learning rate")
     epochs: Count = D(100, description="optimizer sgd: passes over the training rows")
 
 
-DEFAULT_TARGETS = {"celeba": ["Attractive", "Wavy_Hair"],
-                   "chexpert": ["Cardiomegaly", "Edema", "Consolidation", "Atelectasis", "Pleural Effusion"],
-                   "synthetic": ["shape"]}
+DEFAULT_TARGETS = {
+    "celeba": ["Attractive", "Wavy_Hair"],
+    "chexpert": ["Cardiomegaly", "Edema", "Consolidation", "Atelectasis", "Pleural Effusion"],
+    "synthetic": ["shape"],
+}
 """The probe targets of each data set when ``data.targets`` is null."""
 DEFAULT_PROTECTED = {"celeba": ["Male", "Young"], "chexpert": ["Sex", "Age"], "synthetic": ["colour"]}
 """The protected attributes of each data set when ``data.protected`` is null."""
 
-SAMPLING_TRAINING = {"per_device_train_batch_size": 256, "per_device_eval_batch_size": 256, "learning_rate": 3e-4,
-                     "weight_decay": 1e-4, "logging_steps": 50, "dataloader_num_workers": 4,
-                     "dataloader_drop_last": True, "save_strategy": "epoch", "save_total_limit": 1}
+SAMPLING_TRAINING = {
+    "per_device_train_batch_size": 256,
+    "per_device_eval_batch_size": 256,
+    "learning_rate": 3e-4,
+    "weight_decay": 1e-4,
+    "logging_steps": 50,
+    "dataloader_num_workers": 4,
+    "dataloader_drop_last": True,
+    "save_strategy": "epoch",
+    "save_total_limit": 1,
+}
 """The ``training`` a sampling recipe starts from, shared by both training stages (not given in the paper: Adam as
 common SimCLR re-implementations use it); its keys override these one by one."""
 SAMPLING_STAGE1 = {"num_train_epochs": 30, "sampling_temperature": 0.5}
 """The ``stage1`` (SimCLR pre-training) a sampling recipe starts from."""
-SAMPLING_STAGE2 = {"init": "stage1", "num_train_epochs": 30, "sampling_temperature": 0.5, "epsilon": 0.1,
-                   "num_negatives": 1, "cluster_refit": "once", "index_refresh_steps": 0, "negative_source": "encode",
-                   "pair_loss": "batch", "negative_draw": "two_stage"}
+SAMPLING_STAGE2 = {
+    "init": "stage1",
+    "num_train_epochs": 30,
+    "sampling_temperature": 0.5,
+    "epsilon": 0.1,
+    "num_negatives": 1,
+    "cluster_refit": "once",
+    "index_refresh_steps": 0,
+    "negative_source": "encode",
+    "pair_loss": "batch",
+    "negative_draw": "two_stage",
+}
 """The ``stage2`` (Algorithm 1, or SimCLR for the baseline) a sampling recipe starts from."""
 
 STAGE_KEYS = {"stage2": {"init"}}
 """Keys of the stage sections that are not training arguments."""
 FIXED_ARGS = {"output_dir", "objective", "seed", "n_clusters", "kmeans_n_init", "report_to"}
 """Training arguments the recipe sets itself: a stage section may not set them."""
-SAMPLING_ONLY = ("epsilon", "num_negatives", "cluster_refit", "index_refresh_steps", "negative_source", "pair_loss",
-                 "negative_draw")
+SAMPLING_ONLY = (
+    "epsilon",
+    "num_negatives",
+    "cluster_refit",
+    "index_refresh_steps",
+    "negative_source",
+    "pair_loss",
+    "negative_draw",
+)
 """FairnessSamplingConfig fields only Algorithm 1 reads: the SimCLR stages (stage 1, and stage 2 of ``objective:
 simclr``) do not get them."""
 
@@ -141,23 +200,35 @@ def check_stages(config: dict) -> None:
         if not isinstance(sec, dict):
             raise FairmtError(f"recipe key {section} must be a mapping")
         if "resume_from_checkpoint" in sec:
-            raise FairmtError(f"recipe key {section}.resume_from_checkpoint: a sampling run resumes by itself — run "
-                              "the same command again and each stage continues from its last complete checkpoint "
-                              "in the run's folder (a checkpoint given by path is not supported)")
+            raise FairmtError(
+                f"recipe key {section}.resume_from_checkpoint: a sampling run resumes by itself — run "
+                "the same command again and each stage continues from its last complete checkpoint "
+                "in the run's folder (a checkpoint given by path is not supported)"
+            )
         fixed = sorted(set(sec) & FIXED_ARGS)
         if fixed:
-            raise FairmtError(f"recipe key(s) {', '.join(f'{section}.{k}' for k in fixed)} are set by the recipe "
-                              "itself (use objective, seed, output_dir, clusters.*)")
-        check_training({k: v for k, v in sec.items() if k not in STAGE_KEYS.get(section, set())},
-                       [FairnessSamplingConfig], section)
+            raise FairmtError(
+                f"recipe key(s) {', '.join(f'{section}.{k}' for k in fixed)} are set by the recipe "
+                "itself (use objective, seed, output_dir, clusters.*)"
+            )
+        check_training(
+            {k: v for k, v in sec.items() if k not in STAGE_KEYS.get(section, set())}, [FairnessSamplingConfig], section
+        )
 
 
 PROBE_KEYS = {"max_iter": "lbfgs", "learning_rate": "sgd", "epochs": "sgd"}
 """``probe.*`` keys → the ``probe.optimizer`` that reads them."""
 DATA_KEYS: dict[str, tuple[str, ...]] = {
-    "root": ("celeba", "chexpert"), "source": ("celeba",), "hub_id": ("celeba",), "splits": ("celeba", "chexpert"),
-    "uncertain": ("chexpert",), "frontal_only": ("chexpert",), "age_threshold": ("chexpert",),
-    "max_samples": ("celeba", "chexpert"), "n": ("synthetic",), "minority_fraction": ("synthetic",),
+    "root": ("celeba", "chexpert"),
+    "source": ("celeba",),
+    "hub_id": ("celeba",),
+    "splits": ("celeba", "chexpert"),
+    "uncertain": ("chexpert",),
+    "frontal_only": ("chexpert",),
+    "age_threshold": ("chexpert",),
+    "max_samples": ("celeba", "chexpert"),
+    "n": ("synthetic",),
+    "minority_fraction": ("synthetic",),
     "image_size": ("synthetic",),
 }
 """``data.*`` keys → the ``data.dataset`` values that read them (the others: every data set)."""
@@ -169,23 +240,30 @@ class SamplingRecipe(Recipe):
     :func:`fairmt.recipes.sampling.runner.resolve_config` adds only each stage's Trainer Config, ``resolved``)."""
 
     method: Literal["sampling"] = D("sampling", description="sampling")
-    objective: Literal["sampling", "simclr"] = D("sampling", description="the stage-2 sampler: sampling (Algorithm "
-                                                                         "1) or simclr (the random-sampling "
-                                                                         "baseline)")
+    objective: Literal["sampling", "simclr"] = D(
+        "sampling", description="the stage-2 sampler: sampling (Algorithm 1) or simclr (the random-sampling baseline)"
+    )
     seed: Seed = D(0, description="the training seed of both stages (TrainingArguments.seed)")
     output_dir: Text | None = D(None, description="the run's folder (null: outputs/<recipe name>)")
-    stage1_from: Text | None = D(None, description="take stages 1-2 (SimCLR model, clusters) from another run's "
-                                                   "folder (null: train them)")
+    stage1_from: Text | None = D(
+        None, description="take stages 1-2 (SimCLR model, clusters) from another run's folder (null: train them)"
+    )
     data: SamplingData = D(default_factory=SamplingData, description="the image data set")
     model: SamplingModel = D(default_factory=SamplingModel, description="the SimCLR model")
     augment: SamplingAugment = D(default_factory=SamplingAugment, description="the SimCLR views")
-    training: dict = D(default_factory=lambda: dict(SAMPLING_TRAINING), description=trainer_doc(
-        SAMPLING_CONFIG, "Trainer arguments shared by both training stages"))
-    stage1: dict = D(default_factory=lambda: dict(SAMPLING_STAGE1), description=trainer_doc(
-        SAMPLING_CONFIG, "Trainer arguments of stage 1 (SimCLR pre-training)"))
+    training: dict = D(
+        default_factory=lambda: dict(SAMPLING_TRAINING),
+        description=trainer_doc(SAMPLING_CONFIG, "Trainer arguments shared by both training stages"),
+    )
+    stage1: dict = D(
+        default_factory=lambda: dict(SAMPLING_STAGE1),
+        description=trainer_doc(SAMPLING_CONFIG, "Trainer arguments of stage 1 (SimCLR pre-training)"),
+    )
     clusters: SamplingClusters = D(default_factory=SamplingClusters, description="K-means on the stage-1 embeddings")
-    stage2: dict = D(default_factory=lambda: dict(SAMPLING_STAGE2), description=trainer_doc(
-        SAMPLING_CONFIG, "Trainer arguments of stage 2 (init: stage1 or scratch)"))
+    stage2: dict = D(
+        default_factory=lambda: dict(SAMPLING_STAGE2),
+        description=trainer_doc(SAMPLING_CONFIG, "Trainer arguments of stage 2 (init: stage1 or scratch)"),
+    )
     probe: SamplingProbe = D(default_factory=SamplingProbe, description="the linear probes")
 
     _training_defaults = field_validator("training", mode="before")(merged_over(SAMPLING_TRAINING))
@@ -225,27 +303,55 @@ class SamplingRecipe(Recipe):
         s1, s2 = given(config, "stage1"), given(config, "stage2")
         for key in given(config, "training"):
             if key in s1 and key in s2:
-                out.append(Unread(f"training.{key}", f"stage1.{key}", f"stage1.{key} ({s1[key]}) and stage2.{key} "
-                                                                      f"({s2[key]}) set it for both stages; set those"))
+                out.append(
+                    Unread(
+                        f"training.{key}",
+                        f"stage1.{key}",
+                        f"stage1.{key} ({s1[key]}) and stage2.{key} ({s2[key]}) set it for both stages; set those",
+                    )
+                )
         for section, keys in (("training", given(config, "training")), ("stage1", s1), ("stage2", s2)):
             for key, value in keys.items():
-                if (key in SAMPLING_ONLY and (section == "stage1" or self.objective == "simclr")
-                        and value != SAMPLING_STAGE2[key]):  # inert: its default asks for nothing
-                    what = "stage 1 trains SimCLR" if section == "stage1" else "objective simclr trains SimCLR in both " \
-                                                                               "stages"
-                    out.append(Unread(f"{section}.{key}", "objective" if section != "stage1" else "stage2." + key,
-                                      f"{what}, which reads no option of Algorithm 1 (set stage2.{key} "
-                                      "with objective sampling)"))
+                if (
+                    key in SAMPLING_ONLY
+                    and (section == "stage1" or self.objective == "simclr")
+                    and value != SAMPLING_STAGE2[key]
+                ):  # inert: its default asks for nothing
+                    what = (
+                        "stage 1 trains SimCLR"
+                        if section == "stage1"
+                        else "objective simclr trains SimCLR in both stages"
+                    )
+                    out.append(
+                        Unread(
+                            f"{section}.{key}",
+                            "objective" if section != "stage1" else "stage2." + key,
+                            f"{what}, which reads no option of Algorithm 1 (set stage2.{key} with objective sampling)",
+                        )
+                    )
         for key, value in given(config, "data").items():
             readers = DATA_KEYS.get(key)
             if readers and self.data.dataset not in readers and value != SamplingData.model_fields[key].default:
-                out.append(Unread(f"data.{key}", "data.dataset", f"data.dataset {self.data.dataset} does not read it "
-                                                                 f"(only {', '.join(readers)} do)"))
+                out.append(
+                    Unread(
+                        f"data.{key}",
+                        "data.dataset",
+                        f"data.dataset {self.data.dataset} does not read it (only {', '.join(readers)} do)",
+                    )
+                )
         for key, value in given(config, "probe").items():
-            if (key in PROBE_KEYS and PROBE_KEYS[key] != self.probe.optimizer
-                    and value != SamplingProbe.model_fields[key].default):
-                out.append(Unread(f"probe.{key}", "probe.optimizer", f"probe.optimizer {self.probe.optimizer} does "
-                                                                     f"not read it (only {PROBE_KEYS[key]} does)"))
+            if (
+                key in PROBE_KEYS
+                and PROBE_KEYS[key] != self.probe.optimizer
+                and value != SamplingProbe.model_fields[key].default
+            ):
+                out.append(
+                    Unread(
+                        f"probe.{key}",
+                        "probe.optimizer",
+                        f"probe.optimizer {self.probe.optimizer} does not read it (only {PROBE_KEYS[key]} does)",
+                    )
+                )
         return out
 
     @classmethod

@@ -24,8 +24,7 @@ class CausalLMTranslator:
     family = None
     OPTIONS = ("prompt_template", "device", "dtype")
 
-    def __init__(self, model: Any, prompt_template: str = DEFAULT_PROMPT, device: str | None = None,
-                 dtype: Any = None):
+    def __init__(self, model: Any, prompt_template: str = DEFAULT_PROMPT, device: str | None = None, dtype: Any = None):
         self.prompt_template = check_template(prompt_template)
         if isinstance(model, tuple) and len(model) == 2:
             self.model, self.tokenizer = model
@@ -41,11 +40,15 @@ class CausalLMTranslator:
                 raise FairmtError(f"cannot load a causal LM from {model!r}: {err}".split("\n")[0]) from None
             self.model_name = str(model)
         else:
-            raise FairmtError(f"the causal-lm backend needs a model folder or Hub id (or (model, tokenizer)), not a "
-                              f"{type(model).__name__}")
+            raise FairmtError(
+                f"the causal-lm backend needs a model folder or Hub id (or (model, tokenizer)), not a "
+                f"{type(model).__name__}"
+            )
         if not getattr(self.tokenizer, "chat_template", None):
-            raise FairmtError(f"{self.model_name}: its tokenizer has no chat template; the causal-lm backend prompts "
-                              "instruction-tuned (chat) models only")
+            raise FairmtError(
+                f"{self.model_name}: its tokenizer has no chat template; the causal-lm backend prompts "
+                "instruction-tuned (chat) models only"
+            )
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         if device:
@@ -63,7 +66,8 @@ class CausalLMTranslator:
         return [
             self.tokenizer.apply_chat_template(
                 [{"role": "user", "content": make_prompt(self.prompt_template, s, src_lang, tgt_lang)}],
-                tokenize=False, add_generation_prompt=True,
+                tokenize=False,
+                add_generation_prompt=True,
             )
             for s in sources
         ]
@@ -82,12 +86,18 @@ class CausalLMTranslator:
             texts = self.prompts(sources, src_lang, tgt_lang)
             for start in range(0, len(texts), batch_size):
                 # the chat template already holds the special tokens it wants
-                enc = tok(texts[start : start + batch_size], return_tensors="pt", padding=True,
-                          add_special_tokens=False).to(device)
+                enc = tok(
+                    texts[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False
+                ).to(device)
                 with torch.no_grad():
-                    ids = model.generate(**enc, num_beams=num_beams, do_sample=False, max_new_tokens=max_new_tokens,
-                                         pad_token_id=tok.pad_token_id)
-                new = ids[:, enc["input_ids"].shape[1]:]
+                    ids = model.generate(
+                        **enc,
+                        num_beams=num_beams,
+                        do_sample=False,
+                        max_new_tokens=max_new_tokens,
+                        pad_token_id=tok.pad_token_id,
+                    )
+                new = ids[:, enc["input_ids"].shape[1] :]
                 out.extend(tok.batch_decode(new, skip_special_tokens=True))
         finally:
             model.train(was_training)

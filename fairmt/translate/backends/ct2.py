@@ -42,9 +42,7 @@ def require_ctranslate2():
     try:
         import ctranslate2
     except ImportError:
-        raise FairmtError(
-            "the ctranslate2 backend needs the CTranslate2 package: pip install 'fairmt[fast]'"
-        ) from None
+        raise FairmtError("the ctranslate2 backend needs the CTranslate2 package: pip install 'fairmt[fast]'") from None
     return ctranslate2
 
 
@@ -56,8 +54,13 @@ def cache_root() -> Path:
 
 def _checkpoint_files(folder: Path) -> list[Path]:
     files = [folder / n for n in _CONFIG_FILES + TOKENIZER_FILES if (folder / n).is_file()]
-    files += sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in _WEIGHT_SUFFIXES
-                    and not p.name.startswith(("optimizer", "scheduler", "training_args", "rng_state")))
+    files += sorted(
+        p
+        for p in folder.iterdir()
+        if p.is_file()
+        and p.suffix in _WEIGHT_SUFFIXES
+        and not p.name.startswith(("optimizer", "scheduler", "training_args", "rng_state"))
+    )
     if not any(p.suffix in _WEIGHT_SUFFIXES for p in files):
         raise FairmtError(f"{folder}: no model weights (*.safetensors / pytorch_model*.bin) to convert for CTranslate2")
     return files
@@ -91,8 +94,10 @@ def _local_folder(name_or_path: str) -> Path:
 
         return Path(snapshot_download(str(name_or_path)))
     except Exception as err:  # noqa: BLE001 - any Hub failure is one clear message
-        raise FairmtError(f"cannot find the checkpoint {name_or_path!r} locally or on the Hub ({type(err).__name__}); "
-                          "give a local model folder") from None
+        raise FairmtError(
+            f"cannot find the checkpoint {name_or_path!r} locally or on the Hub ({type(err).__name__}); "
+            "give a local model folder"
+        ) from None
 
 
 def _staged_for_converter(folder: Path, tmp: Path) -> Path:
@@ -146,8 +151,18 @@ class CT2Translator:
     """Beam search with CTranslate2 on a converted SMaLL-100 / NLLB-200 / M2M-100 checkpoint."""
 
     name = "ctranslate2"
-    OPTIONS = ("family", "src_lang", "tgt_lang", "compute_type", "device", "max_batch_size", "batch_type",
-               "cache_dir", "inter_threads", "intra_threads")
+    OPTIONS = (
+        "family",
+        "src_lang",
+        "tgt_lang",
+        "compute_type",
+        "device",
+        "max_batch_size",
+        "batch_type",
+        "cache_dir",
+        "inter_threads",
+        "intra_threads",
+    )
 
     def __init__(
         self,
@@ -183,13 +198,18 @@ class CT2Translator:
 
             folder = _local_folder(str(model))
             fam = family or family_evidence(str(folder))[0]
-            src, tgt = (nllb_code(src_lang), nllb_code(tgt_lang)) if fam == "nllb" else (
-                check_m2m_code(src_lang, fam), check_m2m_code(tgt_lang, fam))
+            src, tgt = (
+                (nllb_code(src_lang), nllb_code(tgt_lang))
+                if fam == "nllb"
+                else (check_m2m_code(src_lang, fam), check_m2m_code(tgt_lang, fam))
+            )
             self.tm = TranslationModel(None, _load_tokenizer(str(folder), fam, src, tgt), fam, src, tgt, str(model))
             gen = _generation_config(folder)
         else:
-            raise FairmtError(f"the ctranslate2 backend cannot translate with a {type(model).__name__}: give a model "
-                              "folder, a Hub id or a fairmt TranslationModel")
+            raise FairmtError(
+                f"the ctranslate2 backend cannot translate with a {type(model).__name__}: give a model "
+                "folder, a Hub id or a fairmt TranslationModel"
+            )
         self.family = self.tm.family
         self.model_name = str(self.tm.name_or_path or model)
         self.checkpoint_hash = content_hash(folder)
@@ -203,12 +223,18 @@ class CT2Translator:
         if index and not index.isdigit():
             raise FairmtError(f"bad device {device}:{index}; e.g. cpu, cuda, cuda:1")
         try:
-            self.translator = ct2.Translator(str(self.path), device=device, device_index=int(index or 0),
-                                             compute_type=compute_type, inter_threads=inter_threads,
-                                             intra_threads=intra_threads)
+            self.translator = ct2.Translator(
+                str(self.path),
+                device=device,
+                device_index=int(index or 0),
+                compute_type=compute_type,
+                inter_threads=inter_threads,
+                intra_threads=intra_threads,
+            )
         except (ValueError, RuntimeError) as err:
-            raise FairmtError(f"CTranslate2 cannot load the model on {device} with compute type {compute_type}: "
-                              f"{err}") from None
+            raise FairmtError(
+                f"CTranslate2 cannot load the model on {device} with compute type {compute_type}: {err}"
+            ) from None
 
     @staticmethod
     def _save_in_memory(tm) -> Path:

@@ -30,8 +30,14 @@ class HFTranslator:
     name = "hf"
     OPTIONS = ("family", "src_lang", "tgt_lang", "device")
 
-    def __init__(self, model: Any, family: str | None = None, src_lang: str = "en", tgt_lang: str = "de",
-                 device: str | None = None):
+    def __init__(
+        self,
+        model: Any,
+        family: str | None = None,
+        src_lang: str = "en",
+        tgt_lang: str = "de",
+        device: str | None = None,
+    ):
         self.tm = as_translation_model(model, src_lang, tgt_lang, family)
         if device:
             self.tm.model.to(device)
@@ -47,5 +53,6 @@ class HFTranslator:
 
     def translate(self, sources, src_lang, tgt_lang, num_beams=5, max_new_tokens=200, batch_size=16) -> list[str]:
         self.tm.set_languages(src_lang=src_lang, tgt_lang=tgt_lang)
-        return self.tm.translate(list(sources), batch_size=batch_size, num_beams=num_beams,
-                                 max_new_tokens=max_new_tokens)
+        return self.tm.translate(
+            list(sources), batch_size=batch_size, num_beams=num_beams, max_new_tokens=max_new_tokens
+        )

@@ -48,8 +48,16 @@ class OpenAITranslator:
 
     name = "openai"
     family = None
-    OPTIONS = ("api_base", "api_key_env", "prompt_template", "concurrency", "timeout", "max_retries",
-               "retry_backoff", "temperature")
+    OPTIONS = (
+        "api_base",
+        "api_key_env",
+        "prompt_template",
+        "concurrency",
+        "timeout",
+        "max_retries",
+        "retry_backoff",
+        "temperature",
+    )
 
     def __init__(
         self,
@@ -92,7 +100,9 @@ class OpenAITranslator:
         make_prompt(self.prompt_template, "", src_lang, tgt_lang)
 
     def fingerprint(self) -> str:
-        h = hashlib.sha256(json.dumps([self.api_base, self.model_name, self.prompt_template, self.temperature]).encode())
+        h = hashlib.sha256(
+            json.dumps([self.api_base, self.model_name, self.prompt_template, self.temperature]).encode()
+        )
         return h.hexdigest()[:16]
 
     def translate(self, sources, src_lang, tgt_lang, num_beams=5, max_new_tokens=200, batch_size=16) -> list[str]:
@@ -104,12 +114,14 @@ class OpenAITranslator:
         return [clean_translation(a, s) for a, s in zip(answers, sources)]
 
     def _complete(self, prompt: str, max_tokens: int) -> str:
-        body = json.dumps({
-            "model": self.model_name,
-            "messages": [{"role": "user", "content": prompt}],
-            "temperature": self.temperature,
-            "max_tokens": max_tokens,
-        }).encode("utf-8")
+        body = json.dumps(
+            {
+                "model": self.model_name,
+                "messages": [{"role": "user", "content": prompt}],
+                "temperature": self.temperature,
+                "max_tokens": max_tokens,
+            }
+        ).encode("utf-8")
         last = ""
         for attempt in range(self.max_retries + 1):
             try:
@@ -122,8 +134,9 @@ class OpenAITranslator:
                 if err.retry_after is not None:
                     delay = max(delay, min(err.retry_after, 60.0))
                 delay = min(delay, 60.0)
-                logger.warning("%s: %s; retry %d/%d in %.2fs", self.url, err.reason, attempt + 1, self.max_retries,
-                               delay)
+                logger.warning(
+                    "%s: %s; retry %d/%d in %.2fs", self.url, err.reason, attempt + 1, self.max_retries, delay
+                )
                 time.sleep(delay)
         raise FairmtError(f"{self.url}: no answer after {self.max_retries} retries (last: {self._safe(last)})")
 
@@ -166,6 +179,8 @@ class OpenAITranslator:
         except (UnicodeDecodeError, json.JSONDecodeError):
             raise _Retryable("a cut or non-JSON answer") from None
         except (KeyError, IndexError, TypeError):
-            raise FairmtError(f"{self.url}: the answer has no choices[0].message.content "
-                              f"({self._safe(raw.decode('utf-8', 'replace'))[:200]})") from None
+            raise FairmtError(
+                f"{self.url}: the answer has no choices[0].message.content "
+                f"({self._safe(raw.decode('utf-8', 'replace'))[:200]})"
+            ) from None
         return content if isinstance(content, str) else ""

@@ -12,8 +12,10 @@ DEFAULT_PROMPT = "Translate the following sentence into {LANG}. {SENT}"
 
 def check_template(template: str) -> str:
     if "{SENT}" not in template:
-        raise FairmtError(f"prompt template {template!r} has no {{SENT}} (where the source sentence goes); it may also "
-                          "use {LANG} (target language name) and {SRC_LANG} (source language name)")
+        raise FairmtError(
+            f"prompt template {template!r} has no {{SENT}} (where the source sentence goes); it may also "
+            "use {LANG} (target language name) and {SRC_LANG} (source language name)"
+        )
     return template
 
 
@@ -26,16 +28,26 @@ def make_prompt(template: str, sentence: str, src_lang: str, tgt_lang: str) -> s
     return out.replace("{SENT}", sentence)
 
 
-_QUOTES = [('"', '"'), ("'", "'"), ("“", "”"), ("„", "“"), ("„", "”"), ("«", "»"), ("»", "«"), ("‘", "’"),
-           ("‚", "‘"), ("「", "」"), ("`", "`")]
+_QUOTES = [
+    ('"', '"'),
+    ("'", "'"),
+    ("“", "”"),
+    ("„", "“"),
+    ("„", "”"),
+    ("«", "»"),
+    ("»", "«"),
+    ("‘", "’"),
+    ("‚", "‘"),
+    ("「", "」"),
+    ("`", "`"),
+]
 _LABEL = re.compile(
     r"^\s*(?:\*\*)?(?:sure[!,.]?\s*)?(?:here(?:'s| is) (?:the|my|your) )?(?:[\w-]+ )?"
     r"(?:translation|translated (?:text|sentence)|übersetzung|traducción|traduction|traduzione|перевод)"
     r"(?: (?:in|into|to) [\w-]+)?(?:\s*\([^)]*\))?\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*",
     re.IGNORECASE,
 )
-_NOTE = re.compile(r"\n\s*\n\s*(?:\(?\s*(?:note|explanation|notes|literal(?:ly)?|this translates)\b|\*)",
-                   re.IGNORECASE)
+_NOTE = re.compile(r"\n\s*\n\s*(?:\(?\s*(?:note|explanation|notes|literal(?:ly)?|this translates)\b|\*)", re.IGNORECASE)
 
 
 def _wrapped(t: str) -> tuple[str, str] | None:

@@ -85,8 +85,12 @@ class CzechSpacyDetector(SpacyDetector):
         return out
 
     def _key(self, entity: TranslatedEntity) -> tuple[str, ...]:
-        ok = self.context and entity.indices and max(entity.indices) < len(entity.target_tokens) and all(
-            entity.target_tokens[i] == w for i, w in zip(entity.indices, entity.words))
+        ok = (
+            self.context
+            and entity.indices
+            and max(entity.indices) < len(entity.target_tokens)
+            and all(entity.target_tokens[i] == w for i, w in zip(entity.indices, entity.words))
+        )
         return tuple(entity.target_tokens) if ok else tuple(entity.words)
 
     def _analysis(self, key: tuple[str, ...]):
@@ -140,5 +144,7 @@ def czech_detector(model: str | None = None) -> GenderDetector:
     except FairmtError as err:
         warnings.warn(
             f"{err}; Czech WinoMT genders fall back to suffix rules (signature: slavic-rules-cs). The analyser is "
-            "the optional extra fairmt[cs] (cs-core-news-sm 0.2.1, licence CC BY-NC-SA 3.0)", stacklevel=2)
+            "the optional extra fairmt[cs] (cs-core-news-sm 0.2.1, licence CC BY-NC-SA 3.0)",
+            stacklevel=2,
+        )
         return SlavicRuleDetector("cs")

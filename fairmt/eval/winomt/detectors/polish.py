@@ -11,7 +11,9 @@ from fairmt.eval.winomt.io import Gender
 from fairmt.eval.winomt.profession import TranslatedEntity
 
 _MORF_GENDERS = {"m1": M, "m2": M, "m3": M, "f": F, "n": N}
-_MORF_GENDERED_POS = frozenset({"subst", "depr", "adj", "ppas", "pact"})  # nouns, adjectives (incl. ten/ta), participles
+_MORF_GENDERED_POS = frozenset(
+    {"subst", "depr", "adj", "ppas", "pact"}
+)  # nouns, adjectives (incl. ten/ta), participles
 _ALL_CASES = {"nom", "gen", "dat", "acc", "inst", "loc", "voc"}
 _TITLE = "title"  # a masculine-form title that SGJP also lists as an indeclinable feminine noun (dyrektor, sekretarz)
 
@@ -162,6 +164,7 @@ def polish_detector() -> GenderDetector:
     try:
         return MorfeuszDetector()
     except FairmtError as err:
-        warnings.warn(f"{err}; Polish WinoMT genders fall back to suffix rules (signature: slavic-rules-pl)",
-                      stacklevel=2)
+        warnings.warn(
+            f"{err}; Polish WinoMT genders fall back to suffix rules (signature: slavic-rules-pl)", stacklevel=2
+        )
         return SlavicRuleDetector("pl")

@@ -28,7 +28,9 @@ def load_pymorphy(lang: str, dictionary: str | None = None):
         import pymorphy3
         import pymorphy3.dawg as pm_dawg
     except ImportError as err:  # pragma: no cover
-        raise FairmtError("the ru/uk gender detector needs pymorphy3: pip install pymorphy3 pymorphy3-dicts-uk") from err
+        raise FairmtError(
+            "the ru/uk gender detector needs pymorphy3: pip install pymorphy3 pymorphy3-dicts-uk"
+        ) from err
     if dictionary is not None and not (Path(dictionary) / "meta.json").is_file():
         raise FairmtError(f"{dictionary} is not a pymorphy dictionary folder (no meta.json in it)")
     try:
@@ -36,7 +38,9 @@ def load_pymorphy(lang: str, dictionary: str | None = None):
     except Exception as err:
         if dictionary is not None:
             raise FairmtError(f"cannot load the pymorphy dictionary in {dictionary}: {err}") from err
-        raise FairmtError(f"pymorphy3 dictionary for '{lang}' is not installed: pip install pymorphy3-dicts-{lang}") from err
+        raise FairmtError(
+            f"pymorphy3 dictionary for '{lang}' is not installed: pip install pymorphy3-dicts-{lang}"
+        ) from err
     try:
         for d in morph.dictionary.prediction_suffixes_dawgs:
             next(d.iteritems(), None)  # one record; ``items()`` would unpack all of them (~190k, seconds)
@@ -91,7 +95,9 @@ class PymorphyDetector(TokenVoteDetector):
         try:
             from pymorphy3.tokenizers import simple_word_tokenize
         except ImportError as err:  # pragma: no cover
-            raise FairmtError("the ru/uk gender detector needs pymorphy3: pip install pymorphy3 pymorphy3-dicts-uk") from err
+            raise FairmtError(
+                "the ru/uk gender detector needs pymorphy3: pip install pymorphy3 pymorphy3-dicts-uk"
+            ) from err
         self.morph = load_pymorphy(lang, dictionary)
         self.lang = lang
         self.rule = rule

@@ -21,8 +21,9 @@ class StanzaDetector(GenderDetector):
     other keyword arguments go to ``stanza.Pipeline``.
     """
 
-    def __init__(self, lang: str, pipeline=None, model_dir: str | None = None,
-                 processors: str = "tokenize,mwt,pos", **kwargs):
+    def __init__(
+        self, lang: str, pipeline=None, model_dir: str | None = None, processors: str = "tokenize,mwt,pos", **kwargs
+    ):
         super().__init__()
         self.lang = lang
         if pipeline is not None:
@@ -36,8 +37,9 @@ class StanzaDetector(GenderDetector):
         if model_dir:
             kwargs["dir"] = model_dir
         try:
-            self.nlp = stanza.Pipeline(lang, processors=processors, download_method=None, logging_level="WARN",
-                                       **kwargs)
+            self.nlp = stanza.Pipeline(
+                lang, processors=processors, download_method=None, logging_level="WARN", **kwargs
+            )
         except Exception as err:  # stanza raises plain exceptions for missing models
             where = model_dir or "stanza's default model folder"
             raise FairmtError(
