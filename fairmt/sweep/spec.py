@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import itertools
 import math
 import time
 from pathlib import Path
@@ -99,6 +100,10 @@ class SweepSpec:
                 if parsed == value and type(parsed) is type(value):
                     return f"{key}={raw}"
         return f"{key}={yaml_scalar(value)}"
+
+
+GRID_CHECKS = 256
+"""The most grid settings a sweep loads one by one before the first trial (each a recipe check, milliseconds)."""
 
 
 def yaml_scalar(value: Any) -> str:
@@ -258,10 +263,24 @@ def check_against_recipe(spec: SweepSpec) -> dict[str, Any]:
     for key, raws in spec.grid_raw.items():
         for raw, value in zip(raws, spec.grid[key]):
             _check_type("--grid", key, raw, value, reference)
-            try:
-                load_recipe(spec.recipe, [*spec.overrides, f"{key}={raw}"])
-            except FairmtError as err:
-                raise FairmtError(f"--grid {key}={raw}: {err}") from None
+    # every trial's setting is loaded as the trial will be: one grid value alone can be fine and refused beside another
+    # key's (balance.target is read only with a balance.method); a grid of over GRID_CHECKS settings: each value
+    # beside the other keys' first values
+    keys = list(spec.grid_raw)
+    combos = list(itertools.product(*(spec.grid_raw[k] for k in keys)))
+    if len(combos) > GRID_CHECKS:
+        firsts = [spec.grid_raw[k][0] for k in keys]
+        combos = [
+            tuple(raw if j == i else firsts[j] for j in range(len(keys)))
+            for i, k in enumerate(keys)
+            for raw in spec.grid_raw[k]
+        ]
+    for combo in combos:
+        setting = [f"{k}={raw}" for k, raw in zip(keys, combo)]
+        try:
+            load_recipe(spec.recipe, [*spec.overrides, *setting])
+        except FairmtError as err:
+            raise FairmtError(f"--grid {' '.join(setting)}: {err}") from None
     for key, r in spec.ranges.items():
         for end in ("low", "high"):
             _check_type("--range", key, str(r[end]), r[end], reference)

@@ -141,7 +141,6 @@ def test_a_classification_run_whose_folder_fills_up_exits_2_with_the_writers_lin
             "train",
             "classification/fcl_moji",
             f"data.root={_moji(tmp_path / 'moji')}",
-            "objective=ce",
             "training.num_train_epochs=1",
             "model.hidden_dim=8",
             "--output-dir",

@@ -112,7 +112,9 @@ def test_readme_seq2seq_example_runs(tiny_dir, shared_data, tmp_path, monkeypatc
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
     monkeypatch.chdir(tmp_path)
     block = next(b for b in _python_blocks("## Your own training loop", "sweeps.md") if "GenEvalCallback" in b)
-    assert len(block.strip().splitlines()) <= 24
+    import ast
+
+    assert len(ast.parse(block).body) <= 12  # a short example: a dozen statements (in the formatter's layout)
     code = block.replace('"facebook/m2m100_418M"', repr(str(tiny_dir))).replace("max_pairs=200", "max_pairs=6")
     code = code.replace("report_to=[]", "report_to=[], use_cpu=True, disable_tqdm=True, save_only_model=True")
     namespace: dict = {}

@@ -55,12 +55,14 @@ def _check_fairmt_line(words: list[str]) -> None:
         if recipe in builtin_recipes():
             overrides = [w for w in getattr(args, "overrides", []) or [] if "=" in w]
             load_recipe(recipe, overrides)
-            if args.command == "sweep" and getattr(args, "grid", None):  # every value of every --grid key validates
+            if args.command == "sweep" and getattr(args, "grid", None):  # every setting of the grid validates
+                import itertools
+
                 from fairmt.sweep.spec import parse_grid
 
-                for key, texts in parse_grid(args.grid)[1].items():
-                    for text in texts:
-                        load_recipe(recipe, [*overrides, f"{key}={text}"])
+                grid = parse_grid(args.grid)[1]
+                for combo in itertools.product(*grid.values()):
+                    load_recipe(recipe, [*overrides, *(f"{k}={t}" for k, t in zip(grid, combo))])
 
 
 def _has_name(module: str, name: str) -> bool:

@@ -111,7 +111,7 @@ def test_every_recipe_family_trains_with_the_trainer_that_honours_the_key():
 
 
 def test_image_sampling_refuses_a_checkpoint_by_path_in_one_line():
-    from fairmt.recipes.sampling.runner import validate
+    from fairmt.recipes.sampling.schema import check_stages as validate
 
     for section in ("training", "stage1", "stage2"):
         with pytest.raises(FairmtError, match=rf"{section}\.resume_from_checkpoint: a sampling run resumes by itself"):

@@ -45,6 +45,7 @@ from fairmt.recipes.sampling.schema import (  # noqa: F401  (their old home: fai
     SAMPLING_ONLY,
     STAGE_KEYS,
 )
+from fairmt.recipes.sampling.schema import check_stages as validate  # noqa: F401  (its old name and home)
 
 # Two baselines, named apart: the paper's Table 1 "Baseline" is the phase-1 SimCLR model (its values are Table 3's
 # phase-1 cluster sizes); the `_simclr` recipe's stage 2 (SimCLR continued for as many epochs as the fair stage 2) is
