@@ -48,6 +48,9 @@ class Family:
     """Other recipe keys a sweep sets to each trial's folder too (a key the schema accepts for the same folder)."""
     seed_key: str = "training.seed"
     """The recipe key of the training seed (``fairmt sweep --seeds`` sets it)."""
+    also_seed_keys: tuple[str, ...] = ()
+    """Other recipe keys a sweep sets to each trial's seed too (an older place the schema accepts for the same seed,
+    so a recipe that names either place is swept alike)."""
     results_file: str = "results.json"
     """The results file the run writes in its folder."""
     results_key: str | None = None
@@ -85,6 +88,11 @@ class Family:
     def run(self, config: dict[str, Any]) -> Any:
         """Run the recipe (``main(config)`` of its runner)."""
         return self.runner_module().main(config)
+
+    @property
+    def seed_keys(self) -> tuple[str, ...]:
+        """Every recipe key naming the training seed (a sweep sets them all to the trial's seed)."""
+        return (self.seed_key, *self.also_seed_keys)
 
     # ---------------------------------------------------------------------------------------- the run's folder
     @property

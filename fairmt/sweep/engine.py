@@ -341,7 +341,11 @@ def split_params(spec: SweepSpec, params: dict[str, Any]) -> tuple[dict[str, Any
 def train_command(spec: SweepSpec, setting: dict[str, Any], seed: int, run_dir: Path) -> list[str]:
     """``fairmt train RECIPE overrides… setting… seed output-folder`` (under ``accelerate launch`` if asked)."""
     fam = family(spec.method)
-    overrides = [*spec.overrides, *(spec.override_for(k, v) for k, v in setting.items()), f"{fam.seed_key}={seed}"]
+    overrides = [
+        *spec.overrides,
+        *(spec.override_for(k, v) for k, v in setting.items()),
+        *(f"{k}={seed}" for k in fam.seed_keys),
+    ]
     overrides += [f"{k}={yaml_scalar(str(run_dir))}" for k in fam.output_keys]
     if fam.results_key:
         overrides.append(f"{fam.results_key}={yaml_scalar(str(run_dir / fam.results_file))}")

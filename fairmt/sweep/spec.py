@@ -244,16 +244,16 @@ def check_against_recipe(spec: SweepSpec) -> dict[str, Any]:
 
     base = load_recipe(spec.recipe, spec.overrides)
     fam = family(base["method"])
-    reserved = set(RESERVED) | {fam.seed_key, *fam.output_keys} | ({fam.results_key} if fam.results_key else set())
+    reserved = set(RESERVED) | {*fam.seed_keys, *fam.output_keys} | ({fam.results_key} if fam.results_key else set())
     overridden = {o.partition("=")[0].strip() for o in spec.overrides}
     for key in sorted(overridden & reserved - set(RESERVED)):
-        hint = "give the seeds with --seeds" if key == fam.seed_key else "the sweep gives every run its own folder"
+        hint = "give the seeds with --seeds" if key in fam.seed_keys else "the sweep gives every run its own folder"
         raise FairmtError(f"override {key}=...: {hint}")
     reference = fam.reference_config(base)
     for flag, keys in (("--grid", list(spec.grid)), ("--range", list(spec.ranges))):
         for key in keys:
             if key in reserved:
-                hint = "use --seeds" if key == fam.seed_key else "the sweep sets it for every trial"
+                hint = "use --seeds" if key in fam.seed_keys else "the sweep sets it for every trial"
                 raise FairmtError(f"{flag} {key}: {hint}")
             if key in overridden:
                 raise FairmtError(f"{flag} {key} is also a fixed override ({key}=...): give it once")

@@ -67,7 +67,7 @@ def test_every_family_hook_names_a_function_and_its_folder_exists():
 
                 assert callable(getattr(importlib.import_module(module), name)), (method, hook, ref)
         assert fam.preflight and fam.needs and fam.metrics and fam.results_format and fam.report_table, method
-        assert fam.seed_key in ("seed", "training.seed") and fam.output_key in fam.output_keys
+        assert fam.seed_key == "seed" and fam.seed_keys[0] == "seed" and fam.output_key in fam.output_keys
 
 
 @pytest.mark.parametrize(
@@ -109,3 +109,26 @@ def test_the_architecture_page_names_what_a_family_answers():
     section = text.split("## Recipe families", 1)[1].split("\n## ", 1)[0]
     missing = [f.name for f in dataclasses.fields(Family) if f"`{f.name}`" not in section]
     assert not missing, f"docs/architecture.md's Recipe families section does not name {missing}"
+
+
+# the places a recipe of each family may give its training seed (classification and sampling: the top level only)
+SEED_PLACES = {
+    "gacl/tiny_offline": ("seed", "training.seed"),
+    "ccd/minilm_cda": ("seed", "training.seed"),
+    "classification/fcl": ("seed",),
+    "sampling/celeba_resnet50": ("seed",),
+}
+
+
+@pytest.mark.parametrize("name, place", [(n, p) for n, places in SEED_PLACES.items() for p in (None, *places)])
+def test_a_sweep_seeds_a_recipe_whichever_place_names_its_seed(name, place):
+    """``fairmt sweep --seeds`` sets every key of the family's :attr:`Family.seed_keys` (the one place and the older
+    one the schema still reads), so a recipe that gives its seed in either place is swept, never refused as giving
+    two different seeds."""
+    from fairmt.recipes import load_recipe
+    from fairmt.recipes._schema import resolve_recipe
+
+    fam = family(load_recipe(name, validate=False)["method"])
+    own = [f"{place}=5"] if place else []
+    resolved = resolve_recipe(load_recipe(name, [*own, *(f"{k}=7" for k in fam.seed_keys)]))
+    assert resolved.seed == 7

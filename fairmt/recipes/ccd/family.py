@@ -4,11 +4,14 @@ from fairmt.eval.reporting.formats import WORD_DEBIAS_RESULTS
 from fairmt.recipes._family import Family
 
 _CHECKS = "fairmt.recipes.ccd.checks"
-# the run folder: output_dir (training.output_dir, the older place, still read; a sweep sets both)
+# the run folder and the training seed: output_dir and seed (training.output_dir and training.seed, the older places,
+# still read; a sweep sets both)
 _SHARED = dict(
     folder="ccd",
     output_key="output_dir",
     also_output_keys=("training.output_dir",),
+    seed_key="seed",
+    also_seed_keys=("training.seed",),
     results_key="results",
     results_format=WORD_DEBIAS_RESULTS,
     report_table="embeddings",
