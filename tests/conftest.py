@@ -7,18 +7,13 @@ import pytest
 
 # The tests are in one folder per layer (tests/<layer>/) and their shared helpers in tests/support, imported as
 # top-level modules (needs, procs, ...); a test file may also reuse another one's helpers by module name.
-_TESTS = Path(__file__).resolve().parent
-for _folder in sorted(
-    p
-    for p in _TESTS.iterdir()
-    if p.is_dir() and p.name not in ("fixtures", "support") and not p.name.startswith((".", "_"))
-):
-    sys.path.insert(0, str(_folder))
-sys.path.insert(0, str(_TESTS / "support"))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 import needs  # noqa: E402
 import procs  # noqa: E402
 import time_budget  # noqa: E402
+
+sys.path[1:1] = map(str, procs.LAYERS)  # the layer folders (procs.LAYERS), after tests/support
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -106,6 +106,22 @@ GRID_CHECKS = 256
 """The most grid settings a sweep loads one by one before the first trial (each a recipe check, milliseconds)."""
 
 
+def grid_settings(grid_raw: dict[str, list[str]]) -> list[list[str]]:
+    """The ``key=value`` overrides of every setting of a grid, as its trials load them (one grid value alone can be
+    fine and refused beside another key's: ``balance.target`` is read only with a ``balance.method``); a grid of over
+    :data:`GRID_CHECKS` settings: each value beside the other keys' first values."""
+    keys = list(grid_raw)
+    combos = list(itertools.product(*(grid_raw[k] for k in keys)))
+    if len(combos) > GRID_CHECKS:
+        firsts = [grid_raw[k][0] for k in keys]
+        combos = [
+            tuple(raw if j == i else firsts[j] for j in range(len(keys)))
+            for i, k in enumerate(keys)
+            for raw in grid_raw[k]
+        ]
+    return [[f"{k}={raw}" for k, raw in zip(keys, combo)] for combo in combos]
+
+
 def yaml_scalar(value: Any) -> str:
     """A scalar as YAML that ``fairmt train`` parses back to the same value and type."""
     import json
@@ -263,20 +279,7 @@ def check_against_recipe(spec: SweepSpec) -> dict[str, Any]:
     for key, raws in spec.grid_raw.items():
         for raw, value in zip(raws, spec.grid[key]):
             _check_type("--grid", key, raw, value, reference)
-    # every trial's setting is loaded as the trial will be: one grid value alone can be fine and refused beside another
-    # key's (balance.target is read only with a balance.method); a grid of over GRID_CHECKS settings: each value
-    # beside the other keys' first values
-    keys = list(spec.grid_raw)
-    combos = list(itertools.product(*(spec.grid_raw[k] for k in keys)))
-    if len(combos) > GRID_CHECKS:
-        firsts = [spec.grid_raw[k][0] for k in keys]
-        combos = [
-            tuple(raw if j == i else firsts[j] for j in range(len(keys)))
-            for i, k in enumerate(keys)
-            for raw in spec.grid_raw[k]
-        ]
-    for combo in combos:
-        setting = [f"{k}={raw}" for k, raw in zip(keys, combo)]
+    for setting in grid_settings(spec.grid_raw):
         try:
             load_recipe(spec.recipe, [*spec.overrides, *setting])
         except FairmtError as err:

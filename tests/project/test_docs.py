@@ -56,13 +56,10 @@ def _check_fairmt_line(words: list[str]) -> None:
             overrides = [w for w in getattr(args, "overrides", []) or [] if "=" in w]
             load_recipe(recipe, overrides)
             if args.command == "sweep" and getattr(args, "grid", None):  # every setting of the grid validates
-                import itertools
+                from fairmt.sweep.spec import grid_settings, parse_grid
 
-                from fairmt.sweep.spec import parse_grid
-
-                grid = parse_grid(args.grid)[1]
-                for combo in itertools.product(*grid.values()):
-                    load_recipe(recipe, [*overrides, *(f"{k}={t}" for k, t in zip(grid, combo))])
+                for setting in grid_settings(parse_grid(args.grid)[1]):
+                    load_recipe(recipe, [*overrides, *setting])
 
 
 def _has_name(module: str, name: str) -> bool:

@@ -26,6 +26,13 @@ import pytest
 SUPPORT = Path(__file__).resolve().parent
 TESTS = SUPPORT.parent
 REPO = TESTS.parent
+LAYERS = sorted(
+    p
+    for p in TESTS.iterdir()
+    if p.is_dir() and p.name not in ("fixtures", "support") and not p.name.startswith((".", "_"))
+)
+"""The tests' layer folders (tests/<layer>/): on the path of the tests and, with ``env(tests_on_path=True)``, of their
+child processes, so a test or a job script imports another test module's helpers by name."""
 
 _live: list[subprocess.Popen] = []  # started by start()/run(), not yet reaped
 
@@ -34,12 +41,7 @@ def env(extra: dict | None = None, *, tests_on_path: bool = False) -> dict:
     """``os.environ`` plus one thread per process, this checkout first on ``PYTHONPATH`` (so a child imports the
     ``fairmt`` under test) and, with ``tests_on_path``, the tests' helper folder (``tests/support``: ``ddp_helpers``,
     ...) and every layer folder (a job script may import a test module's helpers by name, as the tests do)."""
-    layers = sorted(
-        str(p)
-        for p in TESTS.iterdir()
-        if p.is_dir() and p.name not in ("fixtures", "support") and not p.name.startswith((".", "_"))
-    )
-    paths = [str(REPO)] + ([str(SUPPORT), *layers] if tests_on_path else [])
+    paths = [str(REPO)] + ([str(SUPPORT), *map(str, LAYERS)] if tests_on_path else [])
     old = os.environ.get("PYTHONPATH")
     e = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(paths + ([old] if old else []))}
     e.update(extra or {})
