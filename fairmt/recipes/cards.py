@@ -252,7 +252,7 @@ class Card:
             if d.shared:
                 shared[d.shared] = shared.get(d.shared, 0) + 1
         lines += [
-            f"  + {n} paper-silent trainer settings shared by the family's cards ({f})" for f, n in shared.items()
+            f"  + {n} settings the paper leaves unstated, shared by the family's cards ({f})" for f, n in shared.items()
         ]
         shown = {r.key for r in self.settings + self.departures}
         lines += [f"  inert: {k} ({why})" for k, why in self.inert.items() if k in shown]
@@ -533,7 +533,7 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
 
     A key may name several settings with ``*`` (one key part): the entry applies to every matching resolved key the
     card does not list by name. ``inert: [{keys, when, reason}]``: keys that another setting makes unused (``when``:
-    ``{KEY: value or [values]}``, all must hold; otherwise the entry does not apply). ``exhaustive: true``: every key
+    ``{KEY: value, [values] or {not: value(s)}}``, all must hold; otherwise the entry does not apply). ``exhaustive: true``: every key
     of the resolved recipe (:func:`flatten`) must be classified, by the card, :data:`BOOKKEEPING` or
     :data:`LIBRARY_DEFAULT` ("unclassified: KEY" otherwise). ``base``: the card's folder (for ``include:``)."""
     resolved = resolved_values(config)
@@ -573,6 +573,8 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
             problems.append(f"setting {item!r} needs key, paper and source")
             continue
         for key in expand(item, "setting"):
+            if item.get("_shared") and lookup(resolved, key) is _MISSING:
+                continue
             if key in settings:
                 problems.append(f"setting {key} is listed twice")
             value = lookup(resolved, key)
@@ -591,17 +593,14 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
         ):
             problems.append(f"inert entry {item!r} needs keys, reason (and when: {{KEY: value}})")
             continue
-        holds = all(
-            any(same(lookup(resolved, k), v) for v in (want if isinstance(want, list) else [want]))
-            for k, want in (item.get("when") or {}).items()
-        )
+        holds = all(_holds(lookup(resolved, k), want) for k, want in (item.get("when") or {}).items())
         if holds:
             reason = " ".join(str(item["reason"]).split())
             for p in item["keys"]:
                 for k in flat:
                     if _matches(str(p), k):
                         inert.setdefault(k, reason)
-                if "*" not in str(p) and lookup(resolved, str(p)) is _MISSING:
+                if "*" not in str(p) and lookup(resolved, str(p)) is _MISSING and not item.get("_shared"):
                     problems.append(f"inert {p} is not a key of the resolved recipe")
     seen = set()
     for item in card.get("departures") or []:
@@ -612,6 +611,8 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
             )
             continue
         for key in expand(item, "departure"):
+            if item.get("_shared") and lookup(resolved, key) is _MISSING:
+                continue  # a family file's entry for a key this recipe's method does not have
             if key in seen:
                 problems.append(f"departure {key} is declared twice")
             seen.add(key)
@@ -681,6 +682,14 @@ def _bookkeeping(key: str, roots: list[str]) -> bool:
     of ``roots``)."""
     field_ = trainer_field(key, roots)
     return any(_matches(p, key) or (field_ is not None and _matches(p, f"stages._.{field_}")) for p in BOOKKEEPING)
+
+
+def _holds(value: Any, want: Any) -> bool:
+    """An inert entry's ``when`` condition on one key: a value, a list of values, or ``{not: value(s)}`` (any value
+    but those, e.g. ``{not: null}``: the key is set)."""
+    if isinstance(want, dict) and set(want) == {"not"}:
+        return value is not _MISSING and not _holds(value, want["not"])
+    return value is not _MISSING and any(same(value, v) for v in (want if isinstance(want, list) else [want]))
 
 
 def _classify(
