@@ -665,8 +665,10 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
 def trainer_roots(flat: dict[str, Any]) -> list[str]:
     """The prefixes of the resolved recipe under which a Trainer Config (a :class:`transformers.TrainingArguments`)
     is dumped: ``stages.<stage>`` (classification), ``resolved.<stage>`` (sampling), ``training`` (GACL, CCD)."""
-    return sorted({k[: -len(".per_device_train_batch_size")] for k in flat if k.endswith(".per_device_train_batch_size")}
-                  & {k[: -len(".per_device_eval_batch_size")] for k in flat if k.endswith(".per_device_eval_batch_size")})
+    return sorted(
+        {k[: -len(".per_device_train_batch_size")] for k in flat if k.endswith(".per_device_train_batch_size")}
+        & {k[: -len(".per_device_eval_batch_size")] for k in flat if k.endswith(".per_device_eval_batch_size")}
+    )
 
 
 def trainer_field(key: str, roots: list[str]) -> str | None:
@@ -941,4 +943,6 @@ __all__ = [
     "read_card",
     "resolved_values",
     "same",
+    "trainer_field",
+    "trainer_roots",
 ]
