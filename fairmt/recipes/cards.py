@@ -715,10 +715,10 @@ def _classify(
         )
         field_ = trainer_field(key, roots)
         name = field_.split(".")[0] if field_ else None
-        if owner is not None:
-            out[key] = str(kinds.get(owner, "paper"))
-        elif key in inert:
+        if key in inert:  # unused by this recipe: never counted as the paper's value
             out[key] = "inert"
+        elif owner is not None:
+            out[key] = str(kinds.get(owner, "paper"))
         elif _bookkeeping(key, roots):
             out[key] = "bookkeeping"
         elif (
