@@ -59,6 +59,48 @@ HELD_OUT = {  # one-key overrides of card-relevant settings (paper values, own a
             "small100_en-de_official",
         )
     },
+    **{  # FCL (Shen et al. 2022): each loss-term switch of Eq. 3 / Eq. 2 (CE+SCL, CE−FCL, fairlib's EO group term)
+        f"classification/{n}": [
+            ("objective_args.fcl_scl_weight=0.5", "stages.train.fcl_scl_weight"),
+            ("objective_args.fcl_fcl_weight=0.5", "stages.train.fcl_fcl_weight"),
+            ("objective_args.fcl_group_term=eo", "stages.train.fcl_group_term"),
+        ]
+        for n in (
+            "fcl",
+            "fcl_bios",
+            "fcl_bios_nurse_surgeon",
+            "fcl_hatespeech",
+            "fcl_moji",
+            "fcl_moji_ce_fcl",
+            "fcl_moji_ce_scl",
+        )
+    },
+    "classification/fcl_ft_moji": [
+        ("objective_args.fcl_scl_weight=0.5", "stages.stage1.fcl_scl_weight"),
+        ("objective_args.fcl_group_term=eo", "stages.stage1.fcl_group_term"),
+    ],
+    **{
+        f"classification/{n}": [
+            ("objective_args.temperature=0.5", "stages.stage1.temperature"),
+            ("objective_args.cs_lambda=3", "stages.stage1.cs_lambda"),
+        ]
+        for n in ("cscl_jigsaw_bert", "cscl_two_stage")
+    },
+    **{
+        f"classification/{n}": [
+            ("objective_args.gamma=0.5", "stages.train.gamma"),
+            ("objective_args.cs_lambda=2", "stages.train.cs_lambda"),
+        ]
+        for n in ("cscl_one_stage", "cscl_one_stage_bios_bert")
+    },
+    **{  # the baselines: a shared (family-file) Trainer setting
+        f"classification/{n}": [("training.adam_beta2=0.98", "stages.train.adam_beta2")]
+        for n in ("cscl_ce_bert", "cscl_inlp_bert", "fcl_ce", "fcl_inlp", "inlp")
+    },
+    **{
+        f"classification/{n}": [("objective_args.adv_n_layers=3", "stages.train.adv_n_layers")]
+        for n in ("adversarial", "cscl_adversarial_bert", "fcl_adversarial")
+    },
     **{
         f"ccd/{n}": [
             ("training.learning_rate=2e-5", "training.learning_rate"),
