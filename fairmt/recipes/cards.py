@@ -43,6 +43,7 @@ without one (:data:`CARDS_PENDING` names those whose card comes with their famil
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -477,13 +478,17 @@ def flatten(resolved: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def _pattern(p: str) -> re.Pattern:
+    """A card key pattern (``*``: one dotted part, or any characters inside a part) as a regular expression (compiled
+    once per pattern: a card check matches every pattern against every resolved key)."""
     return re.compile(
         "\\.".join("[^.]+" if part == "*" else re.escape(part).replace("\\*", "[^.]*") for part in p.split("."))
         + r"(\..+)?"
     )
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _matches(p: str, key: str) -> bool:
     return _pattern(p).fullmatch(key) is not None
 
