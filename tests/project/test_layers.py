@@ -13,6 +13,7 @@ lead up to ``fairmt.model_eval`` until they go in 0.2. The project itself never 
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections import deque
 from pathlib import Path
@@ -69,11 +70,19 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _imports(path: Path, module: str, is_package: bool):
+def _imports(path: Path, module: str, is_package: bool) -> tuple[tuple[list[str], int], ...]:
     """``(names, line)`` for every import statement of the file that can run (TYPE_CHECKING blocks left out):
     ``import a.b`` gives ``[a.b]``; ``from a import b, c`` gives ``[a.b, a.c, a]`` (the caller keeps the ones that
-    are modules, else ``a``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    are modules, else ``a``). Parsed once per text: the checks here read the same package several times."""
+    return _parsed_imports(path.read_text(encoding="utf-8"), str(path), module, is_package)
+
+
+@functools.cache
+def _parsed_imports(text: str, path: str, module: str, is_package: bool) -> tuple[tuple[list[str], int], ...]:
+    return tuple(_imports_in(ast.parse(text, filename=path), module, is_package))
+
+
+def _imports_in(tree: ast.Module, module: str, is_package: bool):
     skip: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and _is_type_checking(node.test):
