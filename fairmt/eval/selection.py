@@ -168,11 +168,10 @@ def fairness_compute_metrics(
         if logits.ndim == 2 and num_classes is not None and logits.shape[1] == num_classes:
             z = logits.astype(np.float64) - logits.max(axis=1, keepdims=True)
             scores = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
-        # fairmt.eval.classification reads arrays (np.asarray) but annotates Sequence: widened by its split (issue 50)
         r = classification_metrics(
-            labels.astype(int),  # type: ignore[arg-type]
-            preds.astype(int),  # type: ignore[arg-type]
-            g,  # type: ignore[arg-type]
+            labels.astype(int),
+            preds.astype(int),
+            g,
             num_classes=num_classes,
             scores=scores,
             eo_classes=eo_classes,
@@ -191,7 +190,7 @@ def fairness_compute_metrics(
             }
         )
         if with_leakage and hidden is not None:
-            out["leakage_h"] = leakage(hidden.reshape(len(hidden), -1), g, seed=seed)[0]  # type: ignore[arg-type]
+            out["leakage_h"] = leakage(hidden.reshape(len(hidden), -1), g, seed=seed)[0]
         return {k: 100.0 * v for k, v in out.items()} if percent else out
 
     return compute
