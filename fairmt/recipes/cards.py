@@ -463,7 +463,9 @@ family), the exhaustive walk reads each stage's resolved Config and not these fr
 
 def flatten(resolved: dict[str, Any]) -> dict[str, Any]:
     """The resolved recipe as ``dotted key → value`` (mappings walked, lists kept whole); the raw
-    :data:`TRAINER_SECTIONS` left out where ``stages`` holds what they resolve to."""
+    :data:`TRAINER_SECTIONS` left out where ``stages`` holds what they resolve to, and their Trainer fields where
+    ``resolved.<stage>`` does (the sampling family: ``training.learning_rate`` is walked as
+    ``resolved.stage1.learning_rate`` and ``resolved.stage2.learning_rate``; ``stage2.init`` stays)."""
     out: dict[str, Any] = {}
 
     def walk(node: Any, prefix: str) -> None:
@@ -474,7 +476,25 @@ def flatten(resolved: dict[str, Any]) -> dict[str, Any]:
             out[prefix[:-1]] = node
 
     staged = isinstance(resolved.get("stages"), dict)
-    walk({k: v for k, v in resolved.items() if not (staged and k in TRAINER_SECTIONS)}, "")
+    per_stage = resolved.get("resolved")  # the sampling family: each stage's Trainer Config under resolved.<stage>
+    fields_: set[str] = set()
+    if (
+        not staged
+        and isinstance(per_stage, dict)
+        and per_stage
+        and all(isinstance(v, dict) for v in per_stage.values())
+    ):
+        fields_ = set().union(*per_stage.values())
+    kept = {}
+    for k, v in resolved.items():
+        if staged and k in TRAINER_SECTIONS:
+            continue
+        if fields_ and k in TRAINER_SECTIONS and isinstance(v, dict):
+            v = {f: x for f, x in v.items() if f not in fields_}  # read in resolved.<stage> (stage2.init stays)
+            if not v:
+                continue
+        kept[k] = v
+    walk(kept, "")
     return out
 
 
@@ -511,8 +531,14 @@ def _set_by_recipe(config: dict[str, Any], name: str) -> bool:
     return any(isinstance(config.get(s), dict) and name in config[s] for s in TRAINER_SECTIONS)
 
 
+_FAMILY_FILE = re.compile(r"([a-z][a-z0-9_]*)/(_[A-Za-z0-9_.-]+\.yaml)")
+"""An include naming another built-in family's shared file (``classification/_classification.yaml``: the card of a
+recipe that runs on that family's runner, ``sampling/hatespeech_gru``); read from the built-in recipes only."""
+
+
 def _included(card: dict[str, Any], base: Path | None, problems: list[str]) -> dict[str, Any]:
-    """The card with the entries of its ``include:`` files (YAML in its folder) appended, marked ``shared``."""
+    """The card with the entries of its ``include:`` files (YAML in its folder, or ``FAMILY/_FILE.yaml``: a built-in
+    family's shared file, :data:`_FAMILY_FILE`) appended, marked ``shared``."""
     names = card.get("include") or []
     if not names:
         return card
@@ -523,10 +549,16 @@ def _included(card: dict[str, Any], base: Path | None, problems: list[str]) -> d
         "inert": list(card.get("inert") or []),
     }
     for name in names:
-        if base is None or "/" in str(name) or not (base / str(name)).is_file():
-            problems.append(f"include {name!r} is not a file beside the card")
+        other = _FAMILY_FILE.fullmatch(str(name))
+        where = (
+            _builtin_dir() / other.group(1) / "cards" / other.group(2)
+            if other
+            else (base / str(name) if base else None)
+        )
+        if where is None or ("/" in str(name) and not other) or not where.is_file():
+            problems.append(f"include {name!r} is not a file beside the card nor a built-in family's FAMILY/_FILE.yaml")
             continue
-        part = read_card(base / str(name), shared=True)
+        part = read_card(where, shared=True)
         for section in ("settings", "departures", "inert"):
             merged[section] += [{**item, "_shared": str(name)} for item in part.get(section) or []]
     return merged

@@ -101,6 +101,35 @@ HELD_OUT = {  # one-key overrides of card-relevant settings (paper values, own a
         f"classification/{n}": [("objective_args.adv_n_layers=3", "stages.train.adv_n_layers")]
         for n in ("adversarial", "cscl_adversarial_bert", "fcl_adversarial")
     },
+    **{  # fairness-driven sampling on images (Martin & Ogbuokiri): augmentation strength, initialisation, phase
+        # lengths, temperature, probe regularisation; a key typed for both stages is named per stage (resolved.<stage>)
+        f"sampling/{n}": [
+            ("augment.crop_scale=[0.2,1.0]", "augment.crop_scale"),
+            ("augment.jitter=[0.4,0.4,0.4,0.1]", "augment.jitter"),
+            ("augment.flip_p=0.5", "augment.flip_p"),
+            ("model.pretrained=true", "model.pretrained"),
+            ("stage2.num_train_epochs=10", "resolved.stage2.num_train_epochs"),
+            ("stage2.init=scratch", "stage2.init"),
+            ("stage1.sampling_temperature=0.2", "resolved.stage1.sampling_temperature"),
+            ("stage2.sampling_temperature=0.2", "resolved.stage2.sampling_temperature"),
+            ("training.adam_beta2=0.98", "resolved.stage2.adam_beta2"),
+            ("probe.C=0.1", "probe.C"),
+            ("probe.standardize=false", "probe.standardize"),
+        ]
+        for n in ("celeba_resnet50", "celeba_resnet50_simclr", "chexpert_resnet50", "chexpert_resnet50_simclr")
+    },
+    **{  # the text extension (one recipe, two names): its Algorithm 1 readings, length, temperature, encoder
+        n: [
+            ("objective_args.pair_loss=pairs", "stages.train.pair_loss"),
+            ("objective_args.negative_draw=product", "stages.train.negative_draw"),
+            ("objective_args.sampling_temperature=0.2", "stages.train.sampling_temperature"),
+            ("objective_args.sampling_weight=0.5", "stages.train.sampling_weight"),
+            ("training.num_train_epochs=10", "stages.train.num_train_epochs"),
+            ("training.adam_beta2=0.98", "stages.train.adam_beta2"),
+            ("model.dropout=0.1", "model.dropout"),
+        ]
+        for n in ("sampling/hatespeech_gru", "classification/sampling")
+    },
     **{
         f"ccd/{n}": [
             ("training.learning_rate=2e-5", "training.learning_rate"),

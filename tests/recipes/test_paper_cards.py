@@ -216,19 +216,27 @@ def test_sampling_defaults_are_the_papers_reading_and_each_other_reading_is_one_
     card = card_of_config(load_recipe("sampling/celeba_resnet50"))
     got = {r.key: r.recipe for r in card.settings + card.departures}
     kinds = {d.key: d.kind for d in card.departures}
-    assert kinds["stage2.pair_loss"] == kinds["stage2.negative_draw"] == "interpretation"
+    assert (  # readings of ambiguous sentences are interpretations, never the paper's value (issue 51)
+        kinds["resolved.stage2.pair_loss"]
+        == kinds["resolved.stage2.negative_draw"]
+        == kinds["augment.flip_p"]
+        == kinds["augment.blur_p"]
+        == kinds["probe.features"]
+        == kinds["resolved.stage2.sampling_temperature"]
+        == "interpretation"
+    )
     assert (
-        got["stage2.index_refresh_steps"],
-        got["stage2.pair_loss"],
-        got["stage2.negative_draw"],
+        got["resolved.stage2.index_refresh_steps"],
+        got["resolved.stage2.pair_loss"],
+        got["resolved.stage2.negative_draw"],
         got["augment.flip_p"],
         got["augment.blur_p"],
         got["probe.features"],
     ) == (0, "batch", "two_stage", 0.0, 0.0, "projection")
     for override, key in (
-        ("stage2.pair_loss=pairs", "stage2.pair_loss"),
-        ("stage2.negative_draw=product", "stage2.negative_draw"),
-        ("stage2.index_refresh_steps=null", "stage2.index_refresh_steps"),
+        ("stage2.pair_loss=pairs", "resolved.stage2.pair_loss"),
+        ("stage2.negative_draw=product", "resolved.stage2.negative_draw"),
+        ("stage2.index_refresh_steps=null", "resolved.stage2.index_refresh_steps"),
         ("augment.flip_p=0.5", "augment.flip_p"),
         ("probe.features=backbone", "probe.features"),
     ):
