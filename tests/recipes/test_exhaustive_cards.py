@@ -106,30 +106,22 @@ HELD_OUT = {  # one-key overrides of card-relevant settings (paper values, own a
         f"sampling/{n}": [
             ("augment.crop_scale=[0.2,1.0]", "augment.crop_scale"),
             ("augment.jitter=[0.4,0.4,0.4,0.1]", "augment.jitter"),
-            ("augment.flip_p=0.5", "augment.flip_p"),
             ("model.pretrained=true", "model.pretrained"),
             ("stage2.num_train_epochs=10", "resolved.stage2.num_train_epochs"),
             ("stage2.init=scratch", "stage2.init"),
             ("stage1.sampling_temperature=0.2", "resolved.stage1.sampling_temperature"),
-            ("stage2.sampling_temperature=0.2", "resolved.stage2.sampling_temperature"),
-            ("training.adam_beta2=0.98", "resolved.stage2.adam_beta2"),
             ("probe.C=0.1", "probe.C"),
-            ("probe.standardize=false", "probe.standardize"),
         ]
         for n in ("celeba_resnet50", "celeba_resnet50_simclr", "chexpert_resnet50", "chexpert_resnet50_simclr")
     },
-    **{  # the text extension (one recipe, two names): its Algorithm 1 readings, length, temperature, encoder
-        n: [
-            ("objective_args.pair_loss=pairs", "stages.train.pair_loss"),
-            ("objective_args.negative_draw=product", "stages.train.negative_draw"),
-            ("objective_args.sampling_temperature=0.2", "stages.train.sampling_temperature"),
-            ("objective_args.sampling_weight=0.5", "stages.train.sampling_weight"),
-            ("training.num_train_epochs=10", "stages.train.num_train_epochs"),
-            ("training.adam_beta2=0.98", "stages.train.adam_beta2"),
-            ("model.dropout=0.1", "model.dropout"),
-        ]
-        for n in ("sampling/hatespeech_gru", "classification/sampling")
-    },
+    "sampling/hatespeech_gru": [  # the text extension: its Algorithm 1 readings, temperature, length, encoder
+        ("objective_args.pair_loss=pairs", "stages.train.pair_loss"),
+        ("objective_args.negative_draw=product", "stages.train.negative_draw"),
+        ("objective_args.sampling_temperature=0.2", "stages.train.sampling_temperature"),
+        ("training.num_train_epochs=10", "stages.train.num_train_epochs"),
+        ("model.dropout=0.1", "model.dropout"),
+    ],
+    "classification/sampling": [("objective_args.pair_loss=pairs", "stages.train.pair_loss")],  # the same recipe
     **{
         f"ccd/{n}": [
             ("training.learning_rate=2e-5", "training.learning_rate"),
@@ -278,3 +270,62 @@ def test_the_sampling_probe_learning_rate_is_inert_under_lbfgs():
         "probe.learning_rate"
         not in card_of_config(load_recipe("sampling/celeba_resnet50", ["probe.optimizer=sgd"])).inert
     )
+
+
+SAMPLING = ("celeba_resnet50", "celeba_resnet50_simclr", "chexpert_resnet50", "chexpert_resnet50_simclr")
+
+
+@pytest.mark.parametrize("name", [f"sampling/{n}" for n in SAMPLING] + ["sampling/hatespeech_gru"])
+def test_the_sampling_readings_are_never_shown_as_the_papers_value(name):
+    """Issue 51: where the paper's sentence is ambiguous or silent (the batch loss, the two-stage draw, SimCLR's
+    jitter/greyscale probabilities, phase 2's length, initialisation and τ, the ImageNet weights), the card says
+    so (an interpretation, a paper-silent choice or an extension; inert where unused), never "the paper's value"."""
+    card = card_of_config(load_recipe(name))
+    if name.endswith("hatespeech_gru"):
+        keys = ["stages.train.pair_loss", "stages.train.negative_draw"]
+    else:
+        keys = [
+            "augment.jitter_p",
+            "augment.grayscale_p",
+            "augment.jitter",
+            "augment.crop_scale",
+            "augment.flip_p",
+            "augment.blur_p",
+            "resolved.stage2.num_train_epochs",
+            "resolved.stage2.sampling_temperature",
+            "stage2.init",
+            "model.pretrained",
+            "probe.features",
+        ]
+        keys += [] if name.endswith("simclr") else ["resolved.stage2.pair_loss", "resolved.stage2.negative_draw"]
+    assert {k: card.classified[k] for k in keys if card.classified[k] == "paper"} == {}
+    assert all(card.classified[k] in ("interpretation", "paper-silent choice") for k in keys), card.classified
+
+
+def test_the_sampling_walk_reads_each_stage_trainer_config_once():
+    """The sampling family resolves training/stage1/stage2 into each stage's Trainer Config (resolved.<stage>): the
+    walk reads a Trainer field there, once per stage, and keeps the stage keys that are no Trainer field."""
+    from fairmt.recipes.cards import flatten, resolved_values
+
+    flat = flatten(resolved_values(load_recipe("sampling/celeba_resnet50")))
+    assert flat["resolved.stage1.learning_rate"] == flat["resolved.stage2.learning_rate"] == 3e-4
+    assert flat["resolved.stage2.num_train_epochs"] == 30 and flat["stage2.init"] == "stage1"
+    assert not {k for k in flat if k.split(".")[0] in ("training", "stage1")}
+    assert {k for k in flat if k.startswith("stage2.")} == {"stage2.init"}
+
+
+def test_a_card_includes_another_family_file_by_its_builtin_name_only(tmp_path):
+    """sampling/hatespeech_gru runs on the classification runner and includes that family's shared file by name
+    (classification/_classification.yaml, read from the built-in recipes); any other path with a slash is refused."""
+    from fairmt.recipes.cards import check_card
+
+    card = card_of_config(load_recipe("sampling/hatespeech_gru"))
+    shared = {d.key for d in card.departures if d.shared == "classification/_classification.yaml"}
+    assert "stages.train.adam_beta2" in shared and "inlp.n_iterations" in card.inert
+    path = RECIPES["sampling/hatespeech_gru"]
+    data = read_card(card_path(path))
+    for bad in ("../classification/cards/_classification.yaml", "nosuch/_classification.yaml"):
+        problems = check_card(
+            {**data, "include": [bad]}, load_recipe("sampling/hatespeech_gru"), base=tmp_path
+        ).problems
+        assert f"include {bad!r} is not a file beside the card nor a built-in family's FAMILY/_FILE.yaml" in problems
