@@ -264,6 +264,11 @@ def test_card_lines_name_keys_as_a_user_types_them():
     assert ClassificationRecipe.typed_key("stages.stage2.learning_rate", {}) == "stage2.learning_rate"
     assert ClassificationRecipe.typed_key("model.dropout", {}) == "model.dropout"
     assert ss.SamplingRecipe.typed_key("resolved.stage1.lr_scheduler_type", {}) == "stage1.lr_scheduler_type"
+    # a field the recipe sets itself is typed as the key that sets it (stage 1's objective is always simclr)
+    assert ss.SamplingRecipe.typed_key("resolved.stage1.seed", {}) == "seed"
+    assert ss.SamplingRecipe.typed_key("resolved.stage2.kmeans_n_init", {}) == "clusters.n_init"
+    assert ss.SamplingRecipe.typed_key("resolved.stage2.objective", {}) == "objective"
+    assert ss.SamplingRecipe.typed_key("resolved.stage1.objective", {}) == "resolved.stage1.objective"
 
 
 INERT_DEPARTURES = {

@@ -174,6 +174,14 @@ STAGE_KEYS = {"stage2": {"init"}}
 """Keys of the stage sections that are not training arguments."""
 FIXED_ARGS = {"output_dir", "objective", "seed", "n_clusters", "kmeans_n_init", "report_to"}
 """Training arguments the recipe sets itself: a stage section may not set them."""
+FIXED_BY = {
+    "objective": "objective",
+    "seed": "seed",
+    "n_clusters": "clusters.n_clusters",
+    "kmeans_n_init": "clusters.n_init",
+}
+"""The :data:`FIXED_ARGS` a recipe key sets in both stages' Trainer Config → that key (``output_dir``: bookkeeping;
+``report_to``: none)."""
 SAMPLING_ONLY = (
     "epsilon",
     "num_negatives",
@@ -356,6 +364,11 @@ class SamplingRecipe(Recipe):
 
     @classmethod
     def typed_key(cls, key: str, config: dict) -> str:
-        """``resolved.<stage>.<field>`` (each stage's Trainer Config) as a user types it: ``<stage>.<field>``."""
+        """``resolved.<stage>.<field>`` (each stage's Trainer Config) as a user types it: ``<stage>.<field>``, or the
+        key the recipe sets it from (:data:`FIXED_BY`: ``resolved.stage1.seed`` is ``seed``)."""
         parts = key.split(".")
-        return ".".join(parts[1:]) if parts[0] == "resolved" and len(parts) > 2 else key
+        if parts[0] != "resolved" or len(parts) < 3:
+            return key
+        if len(parts) == 3 and parts[2] in FIXED_BY:
+            return key if (parts[1], parts[2]) == ("stage1", "objective") else FIXED_BY[parts[2]]  # stage 1: simclr
+        return ".".join(parts[1:])
