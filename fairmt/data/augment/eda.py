@@ -24,6 +24,7 @@ import random
 import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from fairmt.errors import FairmtError
 
@@ -88,32 +89,55 @@ def _system_wordnet() -> str | None:
     return str(root)
 
 
+_READERS: dict[str, Any] = {}
+
+
+def _read_wordnet(corpus: Any) -> Any:
+    """NLTK's WordNet reader of the corpus folder ``corpus`` (an NLTK path pointer), built once per process and
+    folder: building it reads WordNet's whole index (seconds of CPU), which every :class:`EDA` made without
+    ``synonyms`` used to pay again. English only: NLTK's reader also builds, on every load, a WordNet 3.0 sense map
+    from ``index.sense`` that only its multilingual (OMW) lookups read — about half its load time — which this reader
+    skips (no multilingual lookup is made here; the synsets and lemmas are NLTK's). Raises when the folder is
+    unreadable (and keeps nothing)."""
+    key = str(corpus)
+    if key not in _READERS:
+        from nltk.corpus.reader.wordnet import WordNetCorpusReader  # type: ignore[import-not-found]
+
+        class EnglishWordNet(WordNetCorpusReader):  # type: ignore[misc]
+            def map_wn(self, version: str = "wordnet") -> None:
+                return None  # the sense map of the multilingual lookups (see above)
+
+        with warnings.catch_warnings():  # "multilingual functions are not available": none are used
+            warnings.simplefilter("ignore", UserWarning)
+            reader = EnglishWordNet(corpus, None)
+        reader.synsets("test")
+        _READERS[key] = reader
+    return _READERS[key]
+
+
 def wordnet_synonyms() -> Callable[[str], list[str]] | None:
     """A WordNet 3.0 synonym function through NLTK's WordNet reader (NLTK's ``wordnet`` corpus, else the system
     database, see the module docstring), or ``None`` when NLTK or the database is missing."""
     try:
         import nltk  # type: ignore[import-not-found]
-        from nltk.corpus.reader.wordnet import WordNetCorpusReader  # type: ignore[import-not-found]
     except ImportError:
         return None
     reader = None
-    try:
-        from nltk.corpus import wordnet  # type: ignore[import-not-found]
-
-        wordnet.synsets("test")
-        reader = wordnet
-    except Exception:  # noqa: BLE001 - NLTK's corpus not downloaded
-        system = _system_wordnet()
-        if system is not None:
+    for attempt in ("nltk", "system"):
+        if attempt == "system":  # NLTK's own corpus not downloaded: the system database, copied once
+            system = _system_wordnet()
+            if system is None:
+                break
             if system not in nltk.data.path:
                 nltk.data.path.append(system)
-            try:
-                with warnings.catch_warnings():  # "multilingual functions are not available": none are used
-                    warnings.simplefilter("ignore", UserWarning)
-                    reader = WordNetCorpusReader(nltk.data.find("corpora/wordnet"), None)
-                reader.synsets("test")
-            except Exception:  # noqa: BLE001 - an unreadable database
-                reader = None
+        try:
+            reader = _read_wordnet(nltk.data.find("corpora/wordnet"))
+            break
+        except LookupError:  # not in NLTK's data folders (yet)
+            continue
+        except Exception:  # noqa: BLE001 - an unreadable database
+            if attempt == "system":
+                break
     if reader is None:
         return None
 
