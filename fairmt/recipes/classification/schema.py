@@ -193,10 +193,10 @@ class Inlp(Section):
 class ClassificationBalance(Section):
     """Balanced training of the training split (fairlib's BT / BTObj; :mod:`fairmt.data.balanced`)."""
 
-    method: Literal["reweight", "resample", "downsample"] | None = Field(
+    method: Literal["reweight", "resample", "downsample"] | None = D(
         None, description="null: off; reweight the loss, resample or downsample the (label, group) cells"
     )
-    target: Literal["joint", "y", "g", "eo"] = Field(
+    target: Literal["joint", "y", "g", "eo"] = D(
         "joint", description="what is balanced: the (y, g) cells, y, g, or g within each y (equal opportunity)"
     )
 
