@@ -14,8 +14,9 @@ import numpy as np
 from fairmt.errors import FairmtError
 from fairmt.recipes.classification.encoders import _cached_feature_datasets, _cuda
 
-TWO_STAGE = {"cscl_two_stage": "cscl_pretrain", "fcl_two_stage": "fcl_pretrain"}
-"""The two-stage objectives → the Config objective of their first (encoder) stage; the second trains the head with CE."""
+TWO_STAGE = ("cscl_pretrain", "fcl_pretrain")
+"""The two-stage objectives: the first stage trains the encoder with the Config objective of the same name, the second
+the head with CE."""
 
 
 def _batch_options(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -71,9 +72,7 @@ def _stage_configs(cfg: dict[str, Any]) -> dict[str, tuple[type, dict[str, Any]]
         return {
             "stage1": (
                 FairContrastiveConfig,
-                _base_args(
-                    cfg, out + "/stage1", cfg["training"], {**oargs, "objective": TWO_STAGE[obj]}, FairContrastiveConfig
-                ),
+                _base_args(cfg, out + "/stage1", cfg["training"], {**oargs, "objective": obj}, FairContrastiveConfig),
             ),
             "stage2": (FairContrastiveConfig, _base_args(cfg, out, stage2, {"objective": "ce"}, FairContrastiveConfig)),
         }

@@ -7,9 +7,9 @@
 =====================  =================================================================================
 ``ce``                 cross-entropy baseline (:class:`~fairmt.trainers.fair_contrastive.FairContrastiveTrainer`)
 ``cscl``               one-stage CSCL ``(1−γ)·CE + γ·L_sup + λ·L_CS`` (Chi et al., 2022)
-``cscl_two_stage``     ``L_sup + λ·L_CS`` on the encoder, then the head on the fixed encoder
+``cscl_pretrain``      ``L_sup + λ·L_CS`` on the encoder, then the head on the fixed encoder
 ``fcl``                ``α·CE + β·(L_scl − L_fcl)`` (Shen et al., 2022, Con*)
-``fcl_two_stage``      ``L_scl − L_fcl`` on the encoder, then the head (Con*^ft)
+``fcl_pretrain``       ``L_scl − L_fcl`` on the encoder, then the head (Con*^ft)
 ``sampling``           ``CE + μ·NT-Xent`` with fairness-driven sampling on K-means subgroups (no group labels)
 ``adversarial``        gradient-reversal adversaries (:mod:`fairmt.trainers.adversarial`)
 ``inlp``               CE encoder, then INLP on its frozen representations and a logistic-regression head
