@@ -99,7 +99,13 @@ def parse_yaml(text: str, source: str | Path, what: str = "recipe") -> Any:
                     f"expands to more than {MAX_DOCUMENT_NODES:,} values through its aliases (*name): an alias bomb?",
                     getattr(event, "start_mark", None),
                 )
-        return yaml.safe_load(text)  # checked above: no tag, no bomb, no deep nesting
+        # checked above: no tag, no bomb, no deep nesting. Built by the safe constructor through libyaml's parser where
+        # PyYAML has it (CSafeLoader: what yaml.safe_load does with the pure-Python parser, ~8x faster on a recipe)
+        reader = loader(text)
+        try:
+            return reader.get_single_data()
+        finally:
+            reader.dispose()
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or " ".join(str(err).split())

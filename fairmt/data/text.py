@@ -34,6 +34,7 @@ import unicodedata
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 TEXT_NORM = "nfc+spaces+nofmt"
 """The signature token of :func:`normalize_text` (bump it when the rule changes)."""
@@ -65,10 +66,18 @@ def mixes_scripts(text: str) -> bool:
     for word in _WORD.findall(text):
         if word.isascii():
             continue
-        scripts = {unicodedata.name(ch, "?").split(" ", 1)[0] for ch in word}
-        if len(scripts & _LOOKALIKE_SCRIPTS) > 1:
+        scripts = {_lookalike_script(ch) for ch in word}
+        if len(scripts) - (None in scripts) > 1:
             return True
     return False
+
+
+@lru_cache(maxsize=8192)
+def _lookalike_script(ch: str) -> str | None:
+    """The look-alike script of a character (the first word of its Unicode name), None for any other: looked up
+    once per character (a file scores hundreds of thousands of characters, a few hundred distinct ones)."""
+    script = unicodedata.name(ch, "?").split(" ", 1)[0]
+    return script if script in _LOOKALIKE_SCRIPTS else None
 
 
 def has_symbols(text: str) -> bool:

@@ -333,7 +333,7 @@ def evaluate_embeddings(
     if stereo_examples is not None:
         from fairmt.eval.embedding.stereoset import intrasentence_predictions, stereoset_score
 
-        preds = intrasentence_predictions(stereo_examples, mlm.fill_probs, progress=progress)
+        preds = intrasentence_predictions(stereo_examples, progress=progress, fill_probs_many=mlm.fill_probs_many)
         scores = {p["id"]: p["score"] for p in preds["intrasentence"]}
         res = stereoset_score(stereo_examples, scores, scores_from="mlm-mean-subtoken-prob")
         payload["stereoset"] = res.to_json()

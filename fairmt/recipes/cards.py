@@ -43,6 +43,7 @@ without one (:data:`CARDS_PENDING` names those whose card comes with their famil
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -252,7 +253,7 @@ class Card:
             if d.shared:
                 shared[d.shared] = shared.get(d.shared, 0) + 1
         lines += [
-            f"  + {n} paper-silent trainer settings shared by the family's cards ({f})" for f, n in shared.items()
+            f"  + {n} settings the paper leaves unstated, shared by the family's cards ({f})" for f, n in shared.items()
         ]
         shown = {r.key for r in self.settings + self.departures}
         lines += [f"  inert: {k} ({why})" for k, why in self.inert.items() if k in shown]
@@ -382,6 +383,26 @@ BOOKKEEPING: dict[str, str] = {
     "stages.*.group_column": "the name of the batch key holding the group ids",
     "cache_stage2_features": "stage 2 reads the fixed encoder's features computed once or per batch: the same values",
     "stages.*.frozen_modules_eval": "frozen modules stay in eval mode: no parameter of them is trained either way",
+    "recipe_path": "the file the recipe was read from",
+    "overwrite": "whether an existing output folder may be replaced",
+    "results": "where the results file is written",
+    "resume_from_checkpoint": "resumes an interrupted run from its last complete checkpoint (the same run)",
+    "stages.*.resume_from_checkpoint": "resumes an interrupted run from its last complete checkpoint (the same run)",
+    "stages.*.ddp_*": "how several processes synchronise gradients (one process: unused; the same gradients)",
+    "stages.*.torch_empty_cache_steps": "frees cached GPU memory (the same values)",
+    "stages.*.dataloader_multiprocessing_context": "how reader processes start (the batches are the same)",
+    "stages.*.dataloader_in_order": "reader scheduling (the batches are the same)",
+    "stages.*.restore_callback_states_from_checkpoint": "resumption of an interrupted run",
+    "stages.*.ignore_data_skip": "resumption of an interrupted run",
+    "stages.*.length_column_name": "the name of a dataset column (read only with group_by_length)",
+    "stages.*.label_names": "the names of the batch keys holding the labels",
+    "stages.*.include_for_metrics": "what the metric callback receives besides predictions (fairmt's evaluators read their own)",
+    "stages.*.batch_eval_metrics": "how the metric callback is called (fairmt's evaluators read their own)",
+    "stages.*.prediction_loss_only": "what evaluation returns besides the loss (fairmt's evaluators read their own)",
+    "stages.*.average_tokens_across_devices": "how a token-averaged loss is normalised across devices (one device: unused)",
+    "stages.*.gather_across_processes": "under several processes, in-batch candidates from every rank (one process: unused)",
+    "geneval.batch_size": "decoding batch size: each sentence is translated alone (padding masked)",
+    "evaluation.batch_size": "encoding batch size: each sentence is embedded alone (padding masked)",
 }
 """Settings that cannot change what is trained or measured (dotted key patterns, ``*`` one key part → why): an
 exhaustive card need not list them. One list for every card."""
@@ -457,13 +478,17 @@ def flatten(resolved: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def _pattern(p: str) -> re.Pattern:
+    """A card key pattern (``*``: one dotted part, or any characters inside a part) as a regular expression (compiled
+    once per pattern: a card check matches every pattern against every resolved key)."""
     return re.compile(
         "\\.".join("[^.]+" if part == "*" else re.escape(part).replace("\\*", "[^.]*") for part in p.split("."))
         + r"(\..+)?"
     )
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _matches(p: str, key: str) -> bool:
     return _pattern(p).fullmatch(key) is not None
 
@@ -471,10 +496,10 @@ def _matches(p: str, key: str) -> bool:
 def _library_defaults() -> dict[str, Any]:
     import dataclasses
 
-    from transformers import TrainingArguments
+    from transformers import Seq2SeqTrainingArguments
 
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(TrainingArguments):
+    for f in dataclasses.fields(Seq2SeqTrainingArguments):
         if f.default is not dataclasses.MISSING:
             out[f.name] = f.default
         elif f.default_factory is not dataclasses.MISSING:
@@ -513,7 +538,7 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
 
     A key may name several settings with ``*`` (one key part): the entry applies to every matching resolved key the
     card does not list by name. ``inert: [{keys, when, reason}]``: keys that another setting makes unused (``when``:
-    ``{KEY: value or [values]}``, all must hold; otherwise the entry does not apply). ``exhaustive: true``: every key
+    ``{KEY: value, [values] or {not: value(s)}}``, all must hold; otherwise the entry does not apply). ``exhaustive: true``: every key
     of the resolved recipe (:func:`flatten`) must be classified, by the card, :data:`BOOKKEEPING` or
     :data:`LIBRARY_DEFAULT` ("unclassified: KEY" otherwise). ``base``: the card's folder (for ``include:``)."""
     resolved = resolved_values(config)
@@ -527,13 +552,13 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
         str(item.get("key"))
         for section in ("settings", "departures")
         for item in card.get(section) or []
-        if isinstance(item, dict) and "*" not in str(item.get("key"))
+        if isinstance(item, dict) and "*" not in str(item.get("key")) and not item.get("_shared")
     }
 
     def expand(item: dict[str, Any], what: str) -> list[str]:
         key = str(item.get("key"))
         if "*" not in key:
-            return [key]
+            return [] if item.get("_shared") and key in named else [key]  # the card's own entry wins
         keys = sorted(
             {
                 k.rsplit(".", k.count(".") - key.count("."))[0] if k.count(".") > key.count(".") else k
@@ -553,6 +578,8 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
             problems.append(f"setting {item!r} needs key, paper and source")
             continue
         for key in expand(item, "setting"):
+            if item.get("_shared") and lookup(resolved, key) is _MISSING:
+                continue
             if key in settings:
                 problems.append(f"setting {key} is listed twice")
             value = lookup(resolved, key)
@@ -571,17 +598,14 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
         ):
             problems.append(f"inert entry {item!r} needs keys, reason (and when: {{KEY: value}})")
             continue
-        holds = all(
-            any(same(lookup(resolved, k), v) for v in (want if isinstance(want, list) else [want]))
-            for k, want in (item.get("when") or {}).items()
-        )
+        holds = all(_holds(lookup(resolved, k), want) for k, want in (item.get("when") or {}).items())
         if holds:
             reason = " ".join(str(item["reason"]).split())
             for p in item["keys"]:
                 for k in flat:
                     if _matches(str(p), k):
                         inert.setdefault(k, reason)
-                if "*" not in str(p) and lookup(resolved, str(p)) is _MISSING:
+                if "*" not in str(p) and lookup(resolved, str(p)) is _MISSING and not item.get("_shared"):
                     problems.append(f"inert {p} is not a key of the resolved recipe")
     seen = set()
     for item in card.get("departures") or []:
@@ -592,6 +616,8 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
             )
             continue
         for key in expand(item, "departure"):
+            if item.get("_shared") and lookup(resolved, key) is _MISSING:
+                continue  # a family file's entry for a key this recipe's method does not have
             if key in seen:
                 problems.append(f"departure {key} is declared twice")
             seen.add(key)
@@ -641,6 +667,38 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
     return out
 
 
+def trainer_roots(flat: dict[str, Any]) -> list[str]:
+    """The prefixes of the resolved recipe under which a Trainer Config (a :class:`transformers.TrainingArguments`)
+    is dumped: ``stages.<stage>`` (classification), ``resolved.<stage>`` (sampling), ``training`` (GACL, CCD)."""
+    return sorted(
+        {k[: -len(".per_device_train_batch_size")] for k in flat if k.endswith(".per_device_train_batch_size")}
+        & {k[: -len(".per_device_eval_batch_size")] for k in flat if k.endswith(".per_device_eval_batch_size")}
+    )
+
+
+def trainer_field(key: str, roots: list[str]) -> str | None:
+    """``key``'s path inside its Trainer Config (``stages.stage1.adam_beta2`` → ``adam_beta2``); None outside one."""
+    for root in roots:
+        if key.startswith(root + "."):
+            return key[len(root) + 1 :]
+    return None
+
+
+def _bookkeeping(key: str, roots: list[str]) -> bool:
+    """Whether :data:`BOOKKEEPING` names ``key`` (its ``stages.*.FIELD`` patterns name a Trainer field under any
+    of ``roots``)."""
+    field_ = trainer_field(key, roots)
+    return any(_matches(p, key) or (field_ is not None and _matches(p, f"stages._.{field_}")) for p in BOOKKEEPING)
+
+
+def _holds(value: Any, want: Any) -> bool:
+    """An inert entry's ``when`` condition on one key: a value, a list of values, or ``{not: value(s)}`` (any value
+    but those, e.g. ``{not: null}``: the key is set)."""
+    if isinstance(want, dict) and set(want) == {"not"}:
+        return value is not _MISSING and not _holds(value, want["not"])
+    return value is not _MISSING and any(same(value, v) for v in (want if isinstance(want, list) else [want]))
+
+
 def _classify(
     flat: dict[str, Any], config: dict[str, Any], settings: dict[str, Row], departures: list[Row], inert: dict[str, str]
 ) -> dict[str, str]:
@@ -648,6 +706,7 @@ def _classify(
     ``unclassified`` (a key under a listed key counts as listed)."""
     kinds = {d.key: d.kind for d in departures}
     defaults = _library_defaults()
+    roots = trainer_roots(flat)
     out = {}
     for key, value in flat.items():
         parts = key.split(".")
@@ -659,22 +718,20 @@ def _classify(
             ),
             None,
         )
-        if owner is not None:
-            out[key] = str(kinds.get(owner, "paper"))
-        elif key in inert:
+        field_ = trainer_field(key, roots)
+        name = field_.split(".")[0] if field_ else None
+        if key in inert:  # unused by this recipe: never counted as the paper's value
             out[key] = "inert"
-        elif any(_matches(p, key) for p in BOOKKEEPING):
+        elif owner is not None:
+            out[key] = str(kinds.get(owner, "paper"))
+        elif _bookkeeping(key, roots):
             out[key] = "bookkeeping"
         elif (
-            len(parts) >= 3
-            and parts[0] == "stages"
-            and parts[2] in defaults
-            and parts[2] not in TRAINING_RELEVANT
-            and not _set_by_recipe(config, parts[2])
-            and same(
-                lookup({parts[2]: defaults[parts[2]]}, ".".join(parts[2:])) if len(parts) > 3 else defaults[parts[2]],
-                value,
-            )
+            field_ is not None
+            and name in defaults
+            and name not in TRAINING_RELEVANT
+            and not _set_by_recipe(config, str(name))
+            and same(lookup({name: defaults[name]}, field_), value)
         ):
             out[key] = LIBRARY_DEFAULT
         else:
@@ -820,12 +877,13 @@ def _overridden(card: Card, config: dict[str, Any]) -> list[str]:
     }:
         return []
     before, after = flatten(resolved_values(base)), flatten(resolved_values(config))
+    roots = trainer_roots(after)
     rows = {r.key: r for r in card.settings}
     kinds = {d.key: d for d in card.departures}
     lines = []
     for key in sorted(set(before) | set(after)):
         a, b = before.get(key, "(absent)"), after.get(key, "(absent)")
-        if same(a, b) or any(_matches(p, key) for p in BOOKKEEPING):
+        if same(a, b) or _bookkeeping(key, roots):
             continue
         owner = next(
             (
@@ -890,4 +948,6 @@ __all__ = [
     "read_card",
     "resolved_values",
     "same",
+    "trainer_field",
+    "trainer_roots",
 ]

@@ -117,11 +117,15 @@ def test_sigterm_to_the_worker_then_ctrl_c_to_its_group_then_the_same_command_re
     runner), then a second worker of the same sweep with Ctrl-C (SIGINT) to its whole process group in the middle
     of the retried run: both exit 130 with the resume line, no traceback, no process left; then the same command
     finishes every run, the interrupted one once, the other once, and exits 0. (The workers run the engine on the
-    command's spec: `fairmt sweep`'s import of the recipe machinery would cost seconds per process.)"""
+    command's spec: `fairmt sweep`'s import of the recipe machinery would cost seconds per process; the study is a
+    journal file, whose storage a worker opens in a fraction of the ~3 s of CPU SQLite's schema set-up costs. The
+    waits are generous: on a loaded machine a worker's start can take tens of seconds, and only a failure waits
+    that long.)"""
     from fairmt.sweep.spec import build_spec
 
     out, ledger, spec_file = tmp_path / "s", tmp_path / "ledger.txt", tmp_path / "spec.json"
-    spec = build_spec(RECIPE, CHEAP, GRID[1:], [], "1", [], output_dir=str(out))
+    journal = tmp_path / "study.journal"
+    spec = build_spec(RECIPE, CHEAP, GRID[1:], [], "1", [], output_dir=str(out), storage=str(journal))
     spec_file.write_text(json.dumps(spec.to_dict()))
     env = procs.env({"LEDGER": str(ledger), "PYTHONUNBUFFERED": "1"})
     for n, (sig, group) in enumerate([(signal.SIGTERM, False), (signal.SIGINT, True)], start=1):
@@ -132,20 +136,21 @@ def test_sigterm_to_the_worker_then_ctrl_c_to_its_group_then_the_same_command_re
             stderr=procs.subprocess.PIPE,
             text=True,
         )
-        runs = _started(ledger, n, worker)
+        runs = _started(ledger, n, worker, timeout=300)
         time.sleep(0.2)  # the stand-in run is sleeping now
         os.killpg(worker.pid, sig) if group else os.kill(worker.pid, sig)
-        stdout, stderr = procs.finish(worker, timeout=60)
+        stdout, stderr = procs.finish(worker, timeout=300)
         assert worker.returncode == 130 and "run the same command again" in stdout, stdout + stderr
         assert "Traceback" not in stderr, stderr
         assert not (Path(runs[-1]) / "done.json").exists()
     assert runs[0] == runs[1]  # the interrupted run was the one taken again
-    assert _sweep(out, "--seeds", "1") == 0
+    assert _sweep(out, "--seeds", "1", "--storage", str(journal)) == 0
     shown = capsys.readouterr().out
     assert "queued again" in shown and "2 run(s) trained, 0 reused; 2/2 runs finished" in shown, shown
     trained = [str(Path(r).parent) for r in fake_runs]
     assert len(set(trained)) == 2 and trained[0] == runs[0]  # the interrupted run first, then the other; once each
-    study = optuna.load_study(study_name="s", storage=f"sqlite:///{out / 'study.db'}")
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(journal)))
+    study = optuna.load_study(study_name="s", storage=storage)
     assert sorted(t.state.name for t in study.trials) == ["COMPLETE", "COMPLETE", "FAIL", "FAIL"]
 
 

@@ -86,6 +86,44 @@ def test_fill_probs_multi_piece_word_matches_manual(tiny_mlm):
     assert got == pytest.approx(refs, abs=1e-6)
 
 
+def _fill_probs_one_at_a_time(runner, context, word):
+    """The official IntrasentenceLoader's rows, one forward pass each (batch size 1, no padding)."""
+    tok = runner.tokenizer
+    pieces = tok.encode(word, add_special_tokens=False)
+    out = []
+    for k, piece in enumerate(pieces):
+        enc = tok(context.replace("BLANK", tok.decode(pieces[:k]) + tok.mask_token), return_tensors="pt")
+        first = (enc["input_ids"][0] == tok.mask_token_id).nonzero()[0, 0]
+        with torch.no_grad():
+            out.append(runner.model(**enc).logits[0, first].softmax(-1)[piece].item())
+    return out
+
+
+def test_fill_probs_many_batches_real_stereoset_rows_as_one_at_a_time(tiny_mlm, shared_data):
+    runner = MaskedLMRunner.from_path(tiny_mlm, batch_size=5)  # rows of several pairs and lengths share a batch
+    ex = load_stereoset(
+        shared_data / "embedding_bias/stereoset/stereoset_dev_langtest2.7.0.jsonl", splits=["intrasentence"]
+    )
+    two_blanks = [e for e in ex if e.context.count("BLANK") > 1]
+    picked = ex[:LIMIT] + ex[200:206] + two_blanks  # words outside the vocab split into letters: many pieces
+    pairs = [(e.context, s.sentence.split(" ")[0]) for e in picked for s in e.sentences[:1]]
+    pairs += [(e.context, w) for e in picked for w in ("skinny", "he")]
+    pairs.append(pairs[0])  # a repeated pair is run once: the same floats
+    got = runner.fill_probs_many(pairs)
+    assert len(got) == len(pairs) and got[-1] == got[0]
+    assert max(len(g) for g in got) > 3 and len(two_blanks) == 2
+    for (context, word), probs in zip(pairs, got):
+        assert probs == pytest.approx(_fill_probs_one_at_a_time(runner, context, word), rel=1e-4, abs=1e-7)
+    # the predictions are the same through either interface
+    by_one = intrasentence_predictions(picked, runner.fill_probs)
+    by_many = intrasentence_predictions(picked, fill_probs_many=runner.fill_probs_many, chunk=3)
+    assert [p["id"] for p in by_one["intrasentence"]] == [p["id"] for p in by_many["intrasentence"]]
+    for a, b in zip(by_one["intrasentence"], by_many["intrasentence"]):
+        assert a["score"] == pytest.approx(b["score"], rel=1e-4, abs=1e-7)
+    with pytest.raises(FairmtError, match="exactly one of"):
+        intrasentence_predictions(picked)
+
+
 def test_crows_and_stereoset_with_tiny_mlm(tiny_mlm, shared_data):
     runner = MaskedLMRunner.from_path(tiny_mlm)
     pairs = load_crows_pairs(shared_data / "embedding_bias/crows/crows_pairs_anonymized.csv", limit=LIMIT)

@@ -2,13 +2,11 @@
 example."""
 
 import json
-import sys
 from collections import Counter, defaultdict
 
 import numpy as np
 import pytest
 
-import procs
 from fairmt.errors import FairmtError
 from fairmt.eval.embedding.stereoset import (
     intrasentence_predictions,
@@ -212,46 +210,18 @@ def test_bad_inputs(tmp_path):
         load_stereoset(tmp_path / "none.json")
 
 
-def test_cli_stereoset_on_fixture(shared_data, tmp_path):
+def test_cli_stereoset_on_fixture(shared_data, tmp_path, capsys):
+    from fairmt.cli import main
+
     out = tmp_path / "ss.json"
-    proc = procs.run(
-        [
-            sys.executable,
-            "-m",
-            "fairmt.cli",
-            "eval",
-            "stereoset",
-            "--predictions",
-            str(shared_data / FIX / PRED),
-            "--gold",
-            str(shared_data / FIX / "editbias_religion_dev_subset.json"),
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
+    gold = str(shared_data / FIX / "editbias_religion_dev_subset.json")
+    rc = main(["eval", "stereoset", "--predictions", str(shared_data / FIX / PRED), "--gold", gold, "--json", str(out)])
+    stdout = capsys.readouterr().out
+    assert rc == 0
     data = json.loads(out.read_text())
     assert set(data["religion"]) >= {"lms", "ss", "icat"}
     lms, ss, icat, _ = EXPECTED["religion"]
     assert (data["religion"]["lms"], data["religion"]["ss"], data["religion"]["icat"]) == pytest.approx((lms, ss, icat))
-    assert "religion" in proc.stdout and "StereoSet|split:intrasentence" in proc.stdout
-    proc = procs.run(
-        [
-            sys.executable,
-            "-m",
-            "fairmt.cli",
-            "eval",
-            "stereoset",
-            "--predictions",
-            str(tmp_path / "missing.json"),
-            "--gold",
-            str(shared_data / FIX / "editbias_religion_dev_subset.json"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 2 and "missing.json: StereoSet predictions file not found" in proc.stderr
+    assert "religion" in stdout and "StereoSet|split:intrasentence" in stdout
+    rc = main(["eval", "stereoset", "--predictions", str(tmp_path / "missing.json"), "--gold", gold])
+    assert rc == 2 and "missing.json: StereoSet predictions file not found" in capsys.readouterr().err

@@ -109,7 +109,7 @@ def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(
             "--seed",
             "3",
             "--bias-ir-limit",
-            "2",
+            "1",  # one query of each category: the same code path, half the long documents to encode (3 times)
             "--cced-tuples",
             str(tuples_file),
             "--json",
@@ -122,7 +122,7 @@ def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(
 
     seat = SEATEvaluator(seat_tests="6,8b", seat_n_samples=500, seed=3)
     cced = CCEDEvaluator(cced_tuples=tuples_file)
-    bias_ir = BiasIREvaluator(bias_ir_limit=2)
+    bias_ir = BiasIREvaluator(bias_ir_limit=1)
     assert (bias_ir.primary_metric, bias_ir.greater_is_better) == ("bias_ir_negative_avg_dev", True)
     got = {}
     for ev in (seat, cced, bias_ir):
@@ -172,7 +172,7 @@ def test_evaluators_give_the_numbers_of_fairmt_eval_embeddings(
             seat_tests=["6", "8b"],
             n_samples=500,
             seed=3,
-            bias_ir_limit=2,
+            bias_ir_limit=1,
             cced_tuples=tuples_file,
         )
     assert {k: v for k, v in py.items() if k != "model"} == {k: v for k, v in cli.items() if k != "model"}

@@ -123,8 +123,8 @@ def test_a_value_of_the_wrong_type_is_one_line_not_a_traceback(tmp_path, capsys,
     assert expected in err and len(err.splitlines()) == 1
 
 
-def test_sweep_json_with_a_string_mean_is_one_line(mixed_report, tmp_path, capsys):
-    sweep = mixed_report[1] / "sweep_fcl" / "sweep.json"
+def test_sweep_json_with_a_string_mean_is_one_line(sweeps, tmp_path, capsys):
+    sweep = sweeps[0]
     data = json.loads(sweep.read_text())
     data["settings"][0]["mean"]["test.accuracy"] = "n/a"
     assert main(["report", str(_write(tmp_path / "s.json", data))]) == 2
@@ -374,15 +374,14 @@ def test_a_sweep_of_the_tiny_recipe_reports_its_held_out_numbers_and_original(tm
     _pdflatex(tex)
 
 
-def test_tradeoff_of_two_sweeps_is_recomputed_over_the_rows_shown(tmp_path):
+def test_tradeoff_of_two_sweeps_is_recomputed_over_the_rows_shown(sweeps):
     """Each sweep's sweep.json carries Shen et al.'s Tradeoff normalised over its own settings; side by side, the
     column is recomputed over the rows of the table (its footnote says "over the rows of this table")."""
     pytest.importorskip("optuna")
     from fairmt.eval.classification import tradeoff_scores
     from fairmt.eval.reporting import build_tables, read_runs
 
-    fcl = _classification_sweep(tmp_path, "fcl", "objective_args.fcl_beta", [0.1, 0.3])
-    adv = _classification_sweep(tmp_path, "adversarial", "objective_args.adv_lambda", [0.5, 1.0])
+    fcl, adv = sweeps
     own = [s["mean"]["test.tradeoff"] for p in (fcl, adv) for s in json.loads(p.read_text())["settings"]]
     assert "the sum over the 28 classes" in (fcl.parent / "sweep.md").read_text()  # ΔEO named in sweep.md
     (t,) = build_tables(read_runs(fcl) + read_runs(adv))
@@ -487,13 +486,23 @@ def _classification_sweep(tmp_path: Path, objective: str, key: str, values: list
     return Path(spec.output_dir) / "sweep.json"
 
 
-def test_several_sweeps_make_one_table_and_one_tradeoff_figure_labelled_by_values(tmp_path):
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory):
+    """The fcl (β 0.1, 0.3) and adversarial (λ 0.5, 1.0) sweeps, run once for the module (the tests only read them):
+    the paths of their sweep.json."""
+    pytest.importorskip("optuna")
+    tmp_path = tmp_path_factory.mktemp("sweeps")
+    fcl = _classification_sweep(tmp_path, "fcl", "objective_args.fcl_beta", [0.1, 0.3])
+    adv = _classification_sweep(tmp_path, "adversarial", "objective_args.adv_lambda", [0.5, 1.0])
+    return fcl, adv
+
+
+def test_several_sweeps_make_one_table_and_one_tradeoff_figure_labelled_by_values(sweeps):
     pytest.importorskip("optuna")
     from fairmt.eval.reporting import build_tables, read_runs
     from fairmt.eval.reporting.render import figures
 
-    fcl = _classification_sweep(tmp_path, "fcl", "objective_args.fcl_beta", [0.1, 0.3])
-    adv = _classification_sweep(tmp_path, "adversarial", "objective_args.adv_lambda", [0.5, 1.0])
+    fcl, adv = sweeps
     runs = read_runs(fcl) + read_runs(adv)
     (t,) = build_tables(runs)
     assert [r.name for r in t.rows] == ["fcl β=0.1", "fcl β=0.3", "adversarial λ=0.5", "adversarial λ=1"]
@@ -515,7 +524,7 @@ def test_several_sweeps_make_one_table_and_one_tradeoff_figure_labelled_by_value
 
 # ------------------------------------------------------------------------------------------------ outputs
 @pytest.fixture(scope="module")
-def mixed_report(tmp_path_factory):
+def mixed_report(tmp_path_factory, sweeps):
     """Two mt-bias JSONs, an `eval embeddings` JSON, the classification recipes' results, a classification sweep and
     a sampling run: every output written."""
     pytest.importorskip("optuna")
@@ -525,7 +534,7 @@ def mixed_report(tmp_path_factory):
         _write(tmp_path / "mt2.json", _mt_bias("nllb", acc=(70, 50))),
         FIX / "embeddings_minilm.json",
         *(FIX / n for n in CLS),
-        _classification_sweep(tmp_path, "fcl", "objective_args.fcl_beta", [0.1, 0.3]),
+        sweeps[0],
         FIX / "sampling_fair_results.json",
     ]
     out = {k: tmp_path / f"report.{k}" for k in ("md", "json", "tex", "html")}
@@ -780,10 +789,10 @@ def test_real_eval_embeddings_json_gives_seat_per_test_and_bars():
     plt.close(fig)
 
 
-def test_push_dry_run_of_a_sweep_takes_the_selected_runs_results_and_method(mixed_report, tmp_path, no_network):
+def test_push_dry_run_of_a_sweep_takes_the_selected_runs_results_and_method(sweeps, tmp_path, no_network):
     from fairmt.eval.modelcard import read_eval_results
 
-    sweep = mixed_report[1] / "sweep_fcl" / "sweep.json"
+    sweep = sweeps[0]
     report = json.loads(sweep.read_text())
     run = json.loads((sweep.parent / report["selected"]["run"] / "run" / "results.json").read_text())
     out = tmp_path / "card"
@@ -879,10 +888,10 @@ def _write_text(path: Path, text: str) -> Path:
     return path
 
 
-def test_fairmt_report_of_a_sweep_gives_its_area_under_the_front(mixed_report, capsys):
+def test_fairmt_report_of_a_sweep_gives_its_area_under_the_front(sweeps, capsys):
     """issue 42: the area under the performance–fairness front in `fairmt report` as in `fairmt sweep`'s report —
     the sweep's own numbers (dev and test), under the sweep's table, a note and not a column (never used to select)."""
-    sweep = mixed_report[1] / "sweep_fcl" / "sweep.json"
+    sweep = sweeps[0]
     aucs = json.loads(sweep.read_text())["front_auc"]
     assert {"dev", "test"} <= set(aucs)
     assert main(["report", str(sweep), "--json", "-"]) == 0

@@ -332,36 +332,26 @@ def test_list_input_and_errors(gold2019):
 
 
 # ------------------------------------------------------------------------------------------------ CLI
-def _cli(*args, env_data=None):
-    import os
+def _cli(capsys, *args):
+    """``fairmt eval winomt ARGS`` in-process (the exit code of the real process is main()'s return value)."""
+    from fairmt.cli import main
 
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    if env_data:
-        env["FAIRMT_DATA"] = str(env_data)
-    return procs.run([sys.executable, "-m", "fairmt", "eval", "winomt", *args], capture_output=True, text=True, env=env)
+    rc = main(["eval", "winomt", *args])
+    return rc, capsys.readouterr().err
 
 
-def test_cli_json_markdown_plot(shared_data, tmp_path):
+def test_cli_table_json_markdown_plot_without_torch(shared_data, tmp_path):
+    """One fresh interpreter: the file-based command (a table of two languages, then JSON, Markdown and a plot)
+    imports neither torch nor transformers."""
     tr = shared_data / "winomt/translations/google/en-he.txt"
     out = tmp_path / "r.json"
-    p = _cli("--lang", "he", "--translations", str(tr), "--compat", "acl2019", "--json", str(out),
-             "--markdown", str(tmp_path / "r.md"), "--plot", str(tmp_path / "r.png"), env_data=shared_data)  # fmt: skip
-    assert p.returncode == 0, p.stderr
-    data = json.loads(out.read_text())
-    assert {"accuracy", "delta_g", "delta_g_f1", "delta_s", "delta_r", "f1_male", "f1_female", "n", "signature"} <= set(
-        data
-    )
-    assert (data["accuracy"], data["delta_g_f1"], data["n"]) == (53.7, 7.9, 3888) and data["delta_g"] == data["delta_r"]
-    md = (tmp_path / "r.md").read_text()
-    assert "| lang | accuracy |" in md and "| he | 53.7 | 22.7 | 7.9 |" in md
-    assert (tmp_path / "r.png").stat().st_size > 1000
-
-
-def test_cli_table_several_languages_without_torch(shared_data):
     code = (
         "import sys; from fairmt.cli import main; "
         f"rc = main(['eval','winomt','--lang','he,de','--translations','{shared_data}/winomt/translations/google',"
-        "'--compat','acl2019']); print('HEAVY', 'torch' in sys.modules, 'transformers' in sys.modules); sys.exit(rc)"
+        "'--compat','acl2019']); print('END-OF-TABLE', flush=True); "
+        f"rc2 = main(['eval','winomt','--lang','he','--translations','{tr}','--compat','acl2019','--json','{out}',"
+        f"'--markdown','{tmp_path / 'r.md'}','--plot','{tmp_path / 'r.png'}']); "
+        "print('HEAVY', 'torch' in sys.modules, 'transformers' in sys.modules); sys.exit(rc or rc2)"
     )
     import os
 
@@ -369,7 +359,8 @@ def test_cli_table_several_languages_without_torch(shared_data):
                   env=dict(os.environ, OMP_NUM_THREADS="1", FAIRMT_DATA=str(shared_data)))  # fmt: skip
     assert p.returncode == 0, p.stderr
     assert "HEAVY False False" in p.stdout
-    lines = p.stdout.splitlines()
+    table = p.stdout.split("END-OF-TABLE")[0]
+    lines = table.splitlines()
     assert lines[0].split() == [
         "lang",
         "accuracy",
@@ -387,19 +378,29 @@ def test_cli_table_several_languages_without_torch(shared_data):
         "38.4",
         "12.3",
     ]
-    assert "winomt|v:1.0|lang:de" in p.stdout
+    assert "winomt|v:1.0|lang:de" in table
+    data = json.loads(out.read_text())
+    assert {"accuracy", "delta_g", "delta_g_f1", "delta_s", "delta_r", "f1_male", "f1_female", "n", "signature"} <= set(
+        data
+    )
+    assert (data["accuracy"], data["delta_g_f1"], data["n"]) == (53.7, 7.9, 3888) and data["delta_g"] == data["delta_r"]
+    md = (tmp_path / "r.md").read_text()
+    assert "| lang | accuracy |" in md and "| he | 53.7 | 22.7 | 7.9 |" in md
+    assert (tmp_path / "r.png").stat().st_size > 1000
 
 
-def test_cli_bad_input(shared_data, tmp_path):
+def test_cli_bad_input(shared_data, tmp_path, monkeypatch, capsys):
     bad = _write(tmp_path, "bad.txt", "no separator here\n")
-    p = _cli("--lang", "de", "--translations", str(bad), env_data=shared_data)
-    assert p.returncode == 2 and "has 1 lines but the gold file" in p.stderr and "en.txt has 3888" in p.stderr
-    p = _cli("--lang", "xx", "--translations", str(bad), env_data=shared_data)
-    assert p.returncode == 2 and "unknown WinoMT language 'xx'" in p.stderr
-    p = _cli("--lang", "de,he", "--translations", str(bad), env_data=shared_data)
-    assert p.returncode == 2 and "{lang}" in p.stderr
-    p = _cli("--lang", "de", "--translations", str(bad), env_data=tmp_path)
-    assert p.returncode == 2 and "fairmt data download winomt" in p.stderr
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    rc, err = _cli(capsys, "--lang", "de", "--translations", str(bad))
+    assert rc == 2 and "has 1 lines but the gold file" in err and "en.txt has 3888" in err
+    rc, err = _cli(capsys, "--lang", "xx", "--translations", str(bad))
+    assert rc == 2 and "unknown WinoMT language 'xx'" in err
+    rc, err = _cli(capsys, "--lang", "de,he", "--translations", str(bad))
+    assert rc == 2 and "{lang}" in err
+    monkeypatch.setenv("FAIRMT_DATA", str(tmp_path))
+    rc, err = _cli(capsys, "--lang", "de", "--translations", str(bad))
+    assert rc == 2 and "fairmt data download winomt" in err
 
 
 def test_cli_model_uses_the_runner(shared_data, monkeypatch, capsys):

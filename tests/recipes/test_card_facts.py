@@ -179,6 +179,6 @@ def test_a_fact_whose_test_is_gone_fails_the_card():
     path = builtin_recipes()["classification/fcl_moji"]
     card = read_card(card_path(path))
     card["facts"] = [{**card["facts"][0], "test": "tests/recipes/test_card_facts.py::test_no_such_test"}]
-    problems = check_card(card, load_recipe("classification/fcl_moji")).problems
+    problems = check_card(card, load_recipe("classification/fcl_moji"), base=card_path(path).parent).problems
     expected = f"fact {card['facts'][0]['fact']!r}: its test tests/recipes/test_card_facts.py::test_no_such_test does not exist"
     assert problems == [expected]

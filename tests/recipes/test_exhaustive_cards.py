@@ -13,7 +13,15 @@ import yaml
 
 from fairmt.commands.train import builtin_recipes, load_recipe
 from fairmt.errors import FairmtError
-from fairmt.recipes.cards import BOOKKEEPING, TRAINING_RELEVANT, card_of_config, card_path, read_card
+from fairmt.recipes.cards import (
+    BOOKKEEPING,
+    TRAINING_RELEVANT,
+    card_of_config,
+    card_path,
+    read_card,
+    trainer_field,
+    trainer_roots,
+)
 
 RECIPES = builtin_recipes()
 EXHAUSTIVE = sorted(
@@ -32,6 +40,84 @@ HELD_OUT = {  # one-key overrides of card-relevant settings (paper values, own a
         ("data.eda_num_aug=2", "data.eda_num_aug"),
         ("training.gradient_accumulation_steps=2", "stages.stage1.gradient_accumulation_steps"),
     ],
+    **{
+        f"gacl/{n}": [
+            ("training.learning_rate=1e-5", "training.learning_rate"),
+            ("training.adam_beta2=0.98", "training.adam_beta2"),
+            ("training.max_grad_norm=0.5", "training.max_grad_norm"),
+            ("training.weight_decay=0.01", "training.weight_decay"),
+            ("data.seed=1", "data.seed"),
+            ("geneval.num_beams=4", "geneval.num_beams"),
+        ]
+        for n in (
+            "nllb1.3b_en-de",
+            "nllb600m_en-de",
+            "small100_en-de",
+            "small100_en-de_balanced",
+            "small100_en-de_gfst",
+            "small100_en-de_handcrafted",
+            "small100_en-de_official",
+        )
+    },
+    **{  # FCL (Shen et al. 2022): each loss-term switch of Eq. 3 / Eq. 2 (CE+SCL, CE−FCL, fairlib's EO group term)
+        f"classification/{n}": [
+            ("objective_args.fcl_scl_weight=0.5", "stages.train.fcl_scl_weight"),
+            ("objective_args.fcl_fcl_weight=0.5", "stages.train.fcl_fcl_weight"),
+            ("objective_args.fcl_group_term=eo", "stages.train.fcl_group_term"),
+        ]
+        for n in (
+            "fcl",
+            "fcl_bios",
+            "fcl_bios_nurse_surgeon",
+            "fcl_hatespeech",
+            "fcl_moji",
+            "fcl_moji_ce_fcl",
+            "fcl_moji_ce_scl",
+        )
+    },
+    "classification/fcl_ft_moji": [
+        ("objective_args.fcl_scl_weight=0.5", "stages.stage1.fcl_scl_weight"),
+        ("objective_args.fcl_group_term=eo", "stages.stage1.fcl_group_term"),
+    ],
+    **{
+        f"classification/{n}": [
+            ("objective_args.temperature=0.5", "stages.stage1.temperature"),
+            ("objective_args.cs_lambda=3", "stages.stage1.cs_lambda"),
+        ]
+        for n in ("cscl_jigsaw_bert", "cscl_two_stage")
+    },
+    **{
+        f"classification/{n}": [
+            ("objective_args.gamma=0.5", "stages.train.gamma"),
+            ("objective_args.cs_lambda=2", "stages.train.cs_lambda"),
+        ]
+        for n in ("cscl_one_stage", "cscl_one_stage_bios_bert")
+    },
+    **{  # the baselines: a shared (family-file) Trainer setting
+        f"classification/{n}": [("training.adam_beta2=0.98", "stages.train.adam_beta2")]
+        for n in ("cscl_ce_bert", "cscl_inlp_bert", "fcl_ce", "fcl_inlp", "inlp")
+    },
+    **{
+        f"classification/{n}": [("objective_args.adv_n_layers=3", "stages.train.adv_n_layers")]
+        for n in ("adversarial", "cscl_adversarial_bert", "fcl_adversarial")
+    },
+    **{
+        f"ccd/{n}": [
+            ("training.learning_rate=2e-5", "training.learning_rate"),
+            ("training.adam_beta2=0.98", "training.adam_beta2"),
+            ("training.max_grad_norm=0.5", "training.max_grad_norm"),
+            ("training.max_length=32", "training.max_length"),
+            ("evaluation.seat_n_samples=500", "evaluation.seat_n_samples"),
+        ]
+        for n in (
+            "adept_f_minilm",
+            "bert_large_paper",
+            "bert_tuples_lora",
+            "dpce_minilm",
+            "minilm_cda",
+            "roberta_base_paper",
+        )
+    },
 }
 
 
@@ -45,8 +131,8 @@ def test_every_exhaustive_card_classifies_every_resolved_key(name):
     assert card.exhaustive and not card.problems, "\n".join(card.problems)
     counts = card.counts()
     assert "unclassified" not in counts and counts["paper"] > 0 and counts["bookkeeping"] > 0
-    trainer = [k for k in card.classified if k.startswith("stages.")]
-    relevant = [k for k in trainer if k.split(".")[2] in TRAINING_RELEVANT]
+    roots = trainer_roots(card.classified)
+    relevant = [k for k in card.classified if (trainer_field(k, roots) or "").split(".")[0] in TRAINING_RELEVANT]
     assert relevant and all(card.classified[k] not in ("library default", "bookkeeping") for k in relevant)
 
 
@@ -144,3 +230,22 @@ def test_an_inert_setting_is_shown_as_inert_and_its_value_not_compared(tmp_path)
 def test_bookkeeping_entries_each_say_why():
     assert all(isinstance(r, str) and r for r in BOOKKEEPING.values())
     assert not {p.rsplit(".", 1)[-1] for p in BOOKKEEPING} & TRAINING_RELEVANT
+
+
+def test_rho_estimator_is_inert_when_rho_is_set_never_matching():
+    """Issue 51 (a): with training.rho set by hand, ρ's estimator is shown as inert, not as the paper's value."""
+    card = card_of_config(load_recipe("ccd/bert_large_paper", ["training.rho=0.5"]))
+    assert card.inert["training.rho_estimator"].startswith("ρ is set by hand")
+    row = next(line for line in card.table().splitlines() if line.startswith("| `training.rho_estimator`"))
+    assert "inert: ρ is set by hand" in row
+    assert "training.rho_estimator" not in card_of_config(load_recipe("ccd/bert_large_paper")).inert
+
+
+def test_the_sampling_probe_learning_rate_is_inert_under_lbfgs():
+    """Issue 51 (a): the L-BFGS probe ignores probe.learning_rate, so the card shows it as inert, not as matching."""
+    card = card_of_config(load_recipe("sampling/celeba_resnet50"))
+    assert card.inert["probe.learning_rate"].startswith("the gradient probe's settings")
+    assert (
+        "probe.learning_rate"
+        not in card_of_config(load_recipe("sampling/celeba_resnet50", ["probe.optimizer=sgd"])).inert
+    )

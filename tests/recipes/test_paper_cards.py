@@ -154,7 +154,9 @@ def test_dry_run_ends_with_the_departures(capsys):
     start = next(i for i, line in enumerate(err) if line.startswith("paper card ("))
     block = err[start:]
     card = card_of_config(load_recipe("classification/cscl_inlp_bert"))
-    assert len(block) == 1 + len(card.departures), block
+    assert block == card.departures_block().splitlines(), block  # the block ends the report, nothing after it
+    own = [d for d in card.departures if not d.shared]
+    assert len([line for line in block if not line.startswith(("  + ", "  inert: "))]) == 1 + len(own), block
     assert block[0].endswith("(fairmt recipes --paper classification/cscl_inlp_bert)")
     assert "  inlp.n_iterations: paper (silent), recipe 50 [paper-silent choice]" in block
 

@@ -287,16 +287,29 @@ def test_every_departure_line_names_a_key_an_override_sets(name):
     for d in card.departures:
         assert d.typed and not d.typed.startswith(("stages.", "resolved.")), d
         number = isinstance(d.recipe, (int, float)) and not isinstance(d.recipe, bool)
-        value = d.recipe * 2 + 1 if number and not 0 < d.recipe < 1 else d.recipe / 2 if number else d.recipe
-        override = f"{d.typed}={json.dumps(value)}"
-        again = apply_overrides(json.loads(json.dumps(config)), [override])
+        if number and d.recipe == 0:  # a rate or count at 0 (e.g. model.dropout): 1.0 would be out of range
+            candidates = [0.25 if isinstance(d.recipe, float) else 1]
+        elif number:  # another value of the key's range: doubled (+1), else its neighbour (a choice such as 1 | 2)
+            candidates = [d.recipe / 2] if 0 < d.recipe < 1 else [d.recipe * 2 + 1, d.recipe + 1, d.recipe - 1]
+        else:
+            candidates = [d.recipe]
         if (name, d.key) in INERT_DEPARTURES:  # a typable key, inert here: accepted at its default, else refused
+            again = apply_overrides(json.loads(json.dumps(config)), [f"{d.typed}={json.dumps(candidates[0])}"])
             try:
                 validate_recipe(again)
             except FairmtError as err:
                 assert str(err).startswith(f"recipe key {d.typed} is not read"), err
             continue
-        validate_recipe(again)  # a key the recipe takes
+        for i, value in enumerate(candidates):
+            override = f"{d.typed}={json.dumps(value)}"
+            again = apply_overrides(json.loads(json.dumps(config)), [override])
+            try:
+                validate_recipe(again)  # a key the recipe takes
+            except FairmtError as err:
+                if i == len(candidates) - 1 or "not read" in str(err):
+                    raise
+                continue  # out of this key's range: its next candidate
+            break
         assert lookup(resolved_values(again), d.key) == value, override  # that sets the value the line shows
 
 

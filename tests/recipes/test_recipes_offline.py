@@ -52,7 +52,7 @@ RUN_HERE: dict[str, list[str]] = {
     "classification/adversarial": FAST_CLS,
     # fine-tunes MiniLM: shorter inputs still, a slice of the sample (~65 s of one core with the recipe's 128 tokens)
     "classification/cscl_one_stage": FAST_CLS
-    + ["model.max_length=24", "data.max_rows=100", "objective_args.gradcache_chunk_size=32"],
+    + ["model.max_length=24", "data.max_rows=64", "objective_args.gradcache_chunk_size=32"],
     "classification/cscl_two_stage": FAST_CLS + ["stage2.num_train_epochs=1"],
     "classification/fcl": FAST_CLS,
     "classification/inlp": FAST_CLS + ["inlp.n_iterations=2"],

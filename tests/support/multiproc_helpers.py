@@ -5,8 +5,8 @@ A launcher (``torchrun``, ``accelerate launch``) returns only once all its ranks
 with code 0 within :data:`LIMIT` is "every process exited by itself"; one that does not is killed with its process
 group and the ranks (tests/support/procs.py) and fails the test after LIMIT seconds, not pytest-timeout's 15 minutes.
 
-One launch (the launcher and two ranks importing torch, transformers and fairmt) costs about 8-10 s of wall time on
-a quiet 2-core machine, 30-40 s at load 6-8.
+One launch (the launcher and two ranks importing torch, transformers and fairmt) costs about 30 s of CPU: 8-10 s
+of wall time on a quiet 2-core machine, 30-40 s at load 6-8.
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ import pytest
 import procs
 
 LIMIT = 150  # seconds per launch: far below pytest-timeout's 15 minutes, far above a launch at load 8
-REPEATS = int(os.environ.get("FAIRMT_TEST_EXIT_REPEATS", "1"))  # torchrun launches in a row per entry
-ACCELERATE_REPEATS = int(os.environ.get("FAIRMT_TEST_EXIT_REPEATS", "5"))  # the launch that hung in issue 36
+# launches in a row per entry of tests/cli/test_multiprocess_exit.py: 1 in the suite; 5 re-sample issue 36's rare hang
+# at exit (docs/development.md, "the stress version")
+REPEATS = int(os.environ.get("FAIRMT_TEST_EXIT_REPEATS", "1"))
+ROOT = Path(__file__).resolve().parents[2]  # the checkout (recipes/, docs/)
 TIMING_KEYS = ("runtime", "per_second", "flos")  # log_history entries that are not results
 
 
@@ -102,7 +104,7 @@ def readme_two_node_commands() -> list[str]:
     """The two ``torchrun`` lines of the "Several machines" block of docs/scaling-out.md (node rank 0, then 1)."""
     import re
 
-    text = (Path(__file__).resolve().parents[2] / "docs" / "scaling-out.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "scaling-out.md").read_text(encoding="utf-8")
     block = re.search(r"<!-- two-node-commands -->\n(?:<!--.*?-->\n)?```bash\n(.*?)```", text, flags=re.S)
     assert block, "docs/scaling-out.md has no two-node-commands block"
     lines = [ln for ln in block.group(1).splitlines() if ln.startswith("torchrun ")]

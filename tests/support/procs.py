@@ -94,11 +94,21 @@ def kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+def _sigint_at_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(cmd, **kw) -> subprocess.Popen:
-    """``subprocess.Popen(cmd, **kw)`` in a new session; the group is killed when the test ends (see module doc)."""
+    """``subprocess.Popen(cmd, **kw)`` in a new session; the group is killed when the test ends (see module doc).
+
+    A child starts with SIGINT at its default, as a command typed at a terminal does, also when pytest itself was
+    started with SIGINT ignored (``pytest ... &`` from a script: a shell ignores it in background jobs, and a child
+    inherits that, so a Python child would never raise KeyboardInterrupt and the Ctrl-C tests would wait in vain)."""
     kw.setdefault("start_new_session", True)
     if not kw["start_new_session"]:
         raise ValueError("tests start children in a session of their own")
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        kw.setdefault("preexec_fn", _sigint_at_default)
     proc = subprocess.Popen(cmd, **kw)
     _live.append(proc)
     return proc

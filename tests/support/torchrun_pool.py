@@ -105,6 +105,7 @@ class TorchrunPool:
         statuses = [self.queue / f"job{n}.rank{r}.status" for r in range(self.nproc)]
         deadline = time.monotonic() + timeout
         what = f"{Path(script).name} {' '.join(job['argv'])}"[:300]
+        wait = 0.01
         try:
             while not all(s.exists() for s in statuses):
                 failed = [s for s in statuses if s.exists() and not json.loads(s.read_text())["ok"]]
@@ -118,7 +119,8 @@ class TorchrunPool:
                         f"with its process group): {what}\n{self._logs(n)}",
                         pytrace=False,
                     )
-                time.sleep(0.05)
+                time.sleep(wait)
+                wait = min(2 * wait, 0.2)  # a job runs for seconds: no need to look 20 times a second
             errors = [json.loads(s.read_text()).get("error") for s in statuses if s.exists()]
             if len(errors) < self.nproc or any(errors):
                 detail = "\n".join(e for e in errors if e)

@@ -30,6 +30,10 @@ from pathlib import Path
 
 import procs  # beside this script (the tests folder is on PYTHONPATH)
 
+# seconds between two looks at the queue of an idle process: polling every 20 ms cost each rank 2 % of a core for the
+# whole test run (each xdist worker keeps a pool of two); a job waits at most this long to start
+IDLE_POLL = 0.25
+
 
 def _write_json(path: Path, data: dict) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
@@ -75,10 +79,12 @@ def main() -> None:
     n = 0
     while True:
         job_file = queue / f"job{n}.json"
+        wait = 0.01  # doubled up to IDLE_POLL while no job comes: a pool idles for minutes between a worker's tests
         while not job_file.exists():
             if (queue / "stop").exists() or os.getppid() == 1 or not procs.alive(owner):
                 _leave()  # stopped, or the torchrun agent or the pytest process that owns the pool is gone
-            time.sleep(0.02)
+            time.sleep(wait)
+            wait = min(2 * wait, IDLE_POLL)
         job = json.loads(job_file.read_text())
         status = _run_job(job, queue / f"job{n}.rank{rank}.log")
         _write_json(queue / f"job{n}.rank{rank}.status", status)

@@ -2,12 +2,10 @@
 the contrastive loss over the gathered global batch equals the 1-process loss on the same 8 sentences."""
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-import multiproc_helpers as mp
 import procs
 from gacl_helpers import tiny_model_dir
 
@@ -51,36 +49,5 @@ def test_gather_across_processes_off_keeps_candidates_local(runs):
     assert (first["gc_positives"], first["gc_negatives"]) == (2, 3)
 
 
-def test_accelerate_launch_recipe_runs_two_processes(tmp_path):
-    """The shipped 2-CPU-process accelerate config + `fairmt train`, as `accelerate launch -m fairmt train` would run
-    on GPUs, ACCELERATE_REPEATS (5) times in a row: each launch exits by itself with code 0 under a watchdog (issue
-    36: one rank used to block in ~ProcessGroupGloo after the work), two processes really run (each step consumes
-    2 × the per-device batch), and every launch logs the same numbers."""
-    recipe = mp.write_gacl_recipe(tmp_path)
-    config = HERE.parents[1] / "recipes" / "accelerate" / "cpu_2proc.yaml"
-    runs, seconds = [], []
-    for i in range(mp.ACCELERATE_REPEATS):
-        out = tmp_path / f"out{i}"
-        seconds.append(
-            mp.launch(
-                [
-                    sys.executable,
-                    "-m",
-                    "accelerate.commands.launch",
-                    "--main_process_port",
-                    mp.free_port(),
-                    "--config_file",
-                    config,
-                    *mp.train_args(recipe, out),
-                ],
-                tmp_path,
-                mp.env(),
-            )
-        )
-        assert (out / "model.safetensors").is_file() and (out / "results.json").is_file()
-        runs.append(mp.logged(out))
-    first = [h for h in runs[0] if "loss_gc" in h][0]
-    assert first["epoch"] == pytest.approx(8 / 96)  # 2 processes × 4 sentences per step, 96 balanced sentences
-    for other in runs[1:]:
-        mp.assert_same_logs(runs[0], other)
-    print(f"accelerate launch × {len(seconds)}: {', '.join(f'{s:.1f}' for s in seconds)} s")
+# `accelerate launch --config_file recipes/accelerate/cpu_2proc.yaml -m fairmt train` (two CPU processes, the GACL
+# recipe): tests/cli/test_multiprocess_exit.py, with the other launches of whole `fairmt` commands

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+import procs
+
 pytest.importorskip("torch")
 
 PAIRS = [
@@ -47,6 +49,16 @@ def _cached_lines(path: Path) -> int:
         return max(0, len(path.read_text(encoding="utf-8").splitlines()) - 1)  # less the header line
     except OSError:
         return 0
+
+
+def _ignores_sigint(pid: int) -> bool:
+    """Whether process ``pid`` ignores SIGINT (its SigIgn mask in /proc; False where there is no /proc)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = int(status.split("SigIgn:", 1)[1].split()[0], 16)
+    return bool(mask >> (signal.SIGINT - 1) & 1)
 
 
 def test_ctrl_c_reports_the_cache_and_exits_130(tiny_dir, tmp_path):
@@ -83,21 +95,17 @@ def test_ctrl_c_reports_the_cache_and_exits_130(tiny_dir, tmp_path):
         "--json",
         str(tmp_path / "out.json"),
     ]
-    proc = subprocess.Popen(
-        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while _cached_lines(cache) < 6:  # a few batches translated and flushed
-            assert proc.poll() is None, f"finished before the signal: {proc.communicate()}"
-            assert time.monotonic() < deadline, "no translation was cached within 120 s"
-            time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
+    proc = procs.start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT must reach Python's handler: ignored (inherited from a shell that started pytest in the background, which
+    # procs.start undoes) the child would translate all 2 × N sentences and the test would only time out
+    assert not _ignores_sigint(proc.pid), "the child ignores SIGINT: Ctrl-C cannot be tested"
+    deadline = time.monotonic() + 120
+    while _cached_lines(cache) < 6:  # a few batches translated and flushed
+        assert proc.poll() is None, f"finished before the signal: {proc.communicate()}"
+        assert time.monotonic() < deadline, "no translation was cached within 120 s"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = procs.finish(proc, timeout=60)  # fails the test (killing the group) if the signal did not stop it
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     m = re.search(

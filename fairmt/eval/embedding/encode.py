@@ -213,31 +213,61 @@ class MaskedLMRunner:
         """StereoSet: probability of each sub-token of ``word`` at a single mask put in place of ``BLANK``.
 
         As the official ``IntrasentenceLoader``: sub-token k is predicted with sub-tokens < k decoded and written
-        in front of the mask.
+        in front of the mask. One pair of :meth:`fill_probs_many`.
+        """
+        return self.fill_probs_many([(context, word)])[0]
+
+    def fill_probs_many(self, pairs: Sequence[tuple[str, str]]) -> list[list[float]]:
+        """:meth:`fill_probs` of each ``(context, word)`` pair, in order, the rows of all pairs batched together.
+
+        Rows (one per sub-token) are sorted by length and run ``batch_size`` at a time, so that a whole dev file
+        takes a few hundred forward passes instead of one per sentence; a pair that occurs twice is run once (the
+        same word in two sentences of one example gets the same score, as a tie, not two nearly equal floats).
         """
         import torch
 
         tok = self.tokenizer
-        pieces = tok.encode(word, add_special_tokens=False)
-        if not pieces:
-            return []
-        batch, targets = [], []
-        for k, piece in enumerate(pieces):
-            prefix = tok.decode(pieces[:k])
-            batch.append(context.replace("BLANK", f"{prefix}{tok.mask_token}"))
-            targets.append(piece)
-        enc = tok(batch, padding=True, return_tensors="pt")
-        enc = {k: v.to(self.device) for k, v in enc.items()}
-        with torch.no_grad():
-            probs = self.model(**enc).logits.float().softmax(-1)
-        is_mask = enc["input_ids"] == tok.mask_token_id
-        if not bool(is_mask.any(1).all()):
-            raise FairmtError(f"StereoSet context {context!r} has no BLANK")
-        # A context with BLANK twice (one in the dev set) gets the mask at both places, as the official loader's
-        # context.replace("BLANK", ...); the official scorer (batch size 1) then reads the FIRST mask's row.
-        first = is_mask.int().argmax(1)
-        rows = torch.arange(len(targets), device=probs.device)
-        return probs[rows, first, torch.tensor(targets, device=probs.device)].tolist()
+        unique = list(dict.fromkeys(pairs))
+        rows: list[tuple[str, int, int, int]] = []  # (text, target piece, pair index, piece index)
+        n_pieces = []
+        for i, (context, word) in enumerate(unique):
+            if "BLANK" not in context:
+                raise FairmtError(f"StereoSet context {context!r} has no BLANK")
+            pieces = tok.encode(word, add_special_tokens=False)
+            n_pieces.append(len(pieces))
+            for k, piece in enumerate(pieces):
+                prefix = tok.decode(pieces[:k])
+                rows.append((context.replace("BLANK", f"{prefix}{tok.mask_token}"), piece, i, k))
+        got: list[list[float]] = [[0.0] * n for n in n_pieces]
+        ids = tok([r[0] for r in rows], add_special_tokens=True)["input_ids"] if rows else []
+        order = sorted(range(len(rows)), key=lambda j: len(ids[j]))
+        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        for b in range(0, len(order), self.batch_size):
+            chunk = order[b : b + self.batch_size]
+            width = max(len(ids[j]) for j in chunk)
+            input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+            attention = torch.zeros((len(chunk), width), dtype=torch.long)
+            for r, j in enumerate(chunk):
+                input_ids[r, : len(ids[j])] = torch.tensor(ids[j])
+                attention[r, : len(ids[j])] = 1
+            is_mask = (input_ids == tok.mask_token_id) & attention.bool()
+            if not bool(is_mask.any(1).all()):
+                bad = next(rows[j][0] for r, j in enumerate(chunk) if not bool(is_mask[r].any()))
+                raise FairmtError(f"StereoSet context {bad!r} lost its mask when tokenized")
+            # A context with BLANK twice (one in the dev set) gets the mask at both places, as the official loader's
+            # context.replace("BLANK", ...); the official scorer (batch size 1) then reads the FIRST mask's row.
+            first = is_mask.int().argmax(1)
+            with torch.no_grad():
+                logits = self.model(
+                    input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device)
+                ).logits
+            at = torch.arange(len(chunk), device=logits.device)
+            probs = logits[at, first.to(logits.device)].float().softmax(-1)
+            targets = torch.tensor([rows[j][1] for j in chunk], device=probs.device)
+            for r, p in zip(chunk, probs[at, targets].tolist()):
+                got[rows[r][2]][rows[r][3]] = p
+        by_pair = dict(zip(unique, got))
+        return [list(by_pair[p]) for p in pairs]
 
 
 __all__ = ["EmbeddingRunner", "MaskedLMRunner", "POOLINGS", "is_sentence_transformers_dir"]

@@ -24,7 +24,8 @@ Predictions are the official format ``{"intrasentence": [{"id", "score"}, ...], 
 For a masked LM, the runner (:mod:`fairmt.eval.embedding.encode`) produces them with
 :func:`intrasentence_predictions`: the word that fills ``BLANK`` (taken at the BLANK's whitespace position,
 punctuation stripped, as the official loader does) is scored by the mean probability of its sub-tokens, each
-predicted at a single mask with the preceding sub-tokens filled in (the official ``IntrasentenceLoader``).
+predicted at a single mask with the preceding sub-tokens filled in (the official ``IntrasentenceLoader``); the
+sub-token rows of many sentences run in one batch (the official scorer runs one sentence at a time: the same scores, up to float rounding).
 """
 
 from __future__ import annotations
@@ -272,25 +273,41 @@ def template_word(context: str, sentence: str) -> str:
 
 def intrasentence_predictions(
     examples: Sequence[StereoSetExample],
-    fill_probs: Callable[[str, str], Sequence[float]],
+    fill_probs: Callable[[str, str], Sequence[float]] | None = None,
     progress: bool = False,
+    *,
+    fill_probs_many: Callable[[Sequence[tuple[str, str]]], Sequence[Sequence[float]]] | None = None,
+    chunk: int = 256,
 ) -> dict[str, list[dict]]:
     """Official-format predictions for the intrasentence examples.
 
     ``fill_probs(context, word)`` returns, for each sub-token of ``word``, the masked LM's probability of it at a
     single mask put where BLANK is (earlier sub-tokens filled in); a sentence's score is their mean.
+    ``fill_probs_many(pairs)`` (e.g. :meth:`~fairmt.eval.embedding.encode.MaskedLMRunner.fill_probs_many`) does
+    the same for a list of ``(context, word)`` pairs at once, ``chunk`` examples at a time; give one of the two.
     """
+    if (fill_probs is None) == (fill_probs_many is None):
+        raise FairmtError("intrasentence_predictions needs exactly one of fill_probs and fill_probs_many")
+    many = fill_probs_many or (lambda pairs: [fill_probs(c, w) for c, w in pairs])  # type: ignore[misc]
     exs = [e for e in examples if e.split == "intrasentence"]
-    it = exs
+    starts = range(0, len(exs), chunk)
+    bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        it = tqdm(exs, desc="StereoSet intrasentence")
+        bar = tqdm(total=len(exs), desc="StereoSet intrasentence")
     out = []
-    for ex in it:
-        for s in ex.sentences:
-            probs = list(fill_probs(ex.context, template_word(ex.context, s.sentence)))
+    for b in starts:
+        part = exs[b : b + chunk]
+        sents = [(ex, s) for ex in part for s in ex.sentences]
+        got = many([(ex.context, template_word(ex.context, s.sentence)) for ex, s in sents])
+        for (_, s), probs in zip(sents, got):
+            probs = list(probs)
             out.append({"id": s.id, "score": math.fsum(probs) / len(probs) if probs else math.nan})
+        if bar is not None:
+            bar.update(len(part))
+    if bar is not None:
+        bar.close()
     return {"intrasentence": out}
 
 
