@@ -469,8 +469,8 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     import torch
     from accelerate import PartialState
 
-    from fairmt.data.fair_sampling import LatentSubgroups, fit_latent_subgroups
     from fairmt.data.images import ImageCollator, SimCLRAugmentation, processor_stats
+    from fairmt.data.sampling import LatentSubgroups, fit_latent_subgroups
     from fairmt.models.vision import SimCLRModel, build_simclr_model, load_image_processor
 
     cfg = resolve_config(config)
