@@ -1,6 +1,7 @@
 """What a classification run's ``results.json`` holds, by name, before any run (``fairmt sweep`` checks its
 ``--objective`` against these; :attr:`fairmt.recipes.Family.metrics`), and the recipe with the family's defaults
-merged in (:attr:`fairmt.recipes.Family.sweep_reference`)."""
+merged in (:attr:`fairmt.recipes.Family.sweep_reference`) and whether a run's final model collapsed to chance
+(:attr:`fairmt.recipes.Family.chance`)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,11 @@ def reference_config(config: dict[str, Any]) -> dict[str, Any]:
     from fairmt.recipes.classification.runner import resolve_config
 
     return resolve_config(copy.deepcopy(config))
+
+
+def at_chance(results: dict[str, Any]) -> bool:
+    """Whether a run's results say its final model collapsed to chance (the INLP baseline: ``info.inlp.at_chance``,
+    :func:`fairmt.recipes.classification.runner._inlp_final`): its small gap is no fairness."""
+    info = results.get("info")
+    inlp = info.get("inlp") if isinstance(info, dict) else None
+    return bool(isinstance(inlp, dict) and inlp.get("at_chance") is True)
