@@ -948,16 +948,11 @@ CITED = tuple(METHOD_PAPERS)
 
 
 def run_method(data: dict) -> str | None:
-    """The training method a result file says it comes from, as a model card names it (``gacl``, ``ccd``, ``dpce``,
-    ``adept``, ``fcl``, ``cscl``, ``sampling``), or None when it says none of them (an eval result, a baseline such
-    as CE, INLP, adversarial training or the SimCLR stage of a sampling run)."""
+    """The training method an eval result or a ``sweep.json`` says it comes from, as a model card names it (a
+    recipe's results: its family's :meth:`fairmt.recipes.Family.cited_method`, which ``fairmt push`` asks), or None
+    when it says none of the methods of :data:`CITED`."""
     fmt = data.get("format")
-    if fmt == formats.CLASSIFICATION_RESULTS:
-        objective = str(data.get("objective") or "")
-        return next((m for m in ("cscl", "fcl") if objective.startswith(m)), None)
-    if fmt == formats.SAMPLING_RESULTS and data.get("objective") in (None, "simclr"):
-        return None  # the SimCLR baseline (random sampling) is not the method
-    if fmt in (formats.SAMPLING_RESULTS, formats.GACL_RESULTS, formats.WORD_DEBIAS_RESULTS, formats.SWEEP):
+    if fmt == formats.SWEEP:
         method = str(data.get("method") or "")
         return method if method in CITED else None
     if fmt == formats.MT_BIAS and isinstance(data.get("settings"), dict):

@@ -23,5 +23,6 @@ FAMILIES = (
         metrics="fairmt.recipes.classification.results:metric_patterns",
         sweep_reference="fairmt.recipes.classification.results:reference_config",
         chance="fairmt.recipes.classification.results:at_chance",
+        cites="fairmt.recipes.classification.results:cited_method",
     ),
 )

@@ -1,7 +1,7 @@
 """What a classification run's ``results.json`` holds, by name, before any run (``fairmt sweep`` checks its
 ``--objective`` against these; :attr:`fairmt.recipes.Family.metrics`), and the recipe with the family's defaults
-merged in (:attr:`fairmt.recipes.Family.sweep_reference`) and whether a run's final model collapsed to chance
-(:attr:`fairmt.recipes.Family.chance`)."""
+merged in (:attr:`fairmt.recipes.Family.sweep_reference`) whether a run's final model collapsed to chance
+(:attr:`fairmt.recipes.Family.chance`) and whose paper its model card cites (:attr:`fairmt.recipes.Family.cites`)."""
 
 from __future__ import annotations
 
@@ -54,3 +54,11 @@ def at_chance(results: dict[str, Any]) -> bool:
     info = results.get("info")
     inlp = info.get("inlp") if isinstance(info, dict) else None
     return bool(isinstance(inlp, dict) and inlp.get("at_chance") is True)
+
+
+def cited_method(results: dict[str, Any]) -> str | None:
+    """The method whose paper a model card of the run cites: ``cscl`` or ``fcl`` by the run's objective (``cscl``,
+    ``cscl_pretrain``, ``fcl``, ...); None for the baselines (CE, INLP, adversarial training, sampling's text
+    variant, cited by its own recipe family)."""
+    objective = str(results.get("objective") or "")
+    return next((m for m in ("cscl", "fcl") if objective.startswith(m)), None)
