@@ -65,15 +65,23 @@ def moved_names(old: str, names: dict[str, str]) -> Callable[[str], Any]:
     return __getattr__
 
 
-def renamed_option(old: str, new: str, value: Any, mapping: dict[Any, Any], stacklevel: int = 3) -> Any:
+def renamed_option(
+    old: str,
+    new: str,
+    value: Any,
+    mapping: dict[Any, Any],
+    stacklevel: int = 3,
+    category: type[Warning] = DeprecationWarning,
+) -> Any:
     """``DeprecationWarning``: the option ``old`` (set to ``value``) is now ``new``; returns the value of ``new`` that
     means the same (``mapping[value]``). The caller checks that ``new`` was not also set to something else;
     ``stacklevel`` counts from the caller of this function (1); the default 3 is the code that built a dataclass
-    whose ``__post_init__`` calls this."""
+    whose ``__post_init__`` calls this. ``category=FutureWarning`` for what a user of the command line wrote (a
+    recipe): Python shows it by default, where it hides a ``DeprecationWarning`` raised outside ``__main__``."""
     mapped = mapping[value]
     warnings.warn(
         f"{old} is deprecated: use {new}={mapped!r} instead (the old option goes in fairmt {REMOVED_IN})",
-        DeprecationWarning,
+        category,
         stacklevel=stacklevel + 1,
     )
     return mapped

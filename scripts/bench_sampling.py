@@ -52,8 +52,8 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def _measure(a, torch, tmp: str) -> dict:
-    from fairmt.data.fair_sampling import IndexedCollator
     from fairmt.data.images import ImageCollator, SimCLRAugmentation, processor_stats, synthetic_shapes
+    from fairmt.data.sampling import IndexedCollator
     from fairmt.models.vision import build_simclr_model, load_image_processor, tiny_resnet
     from fairmt.trainers.sampling import FairnessSamplingConfig, FairnessSamplingTrainer
 
@@ -102,7 +102,7 @@ def _measure(a, torch, tmp: str) -> dict:
     runs["fair"].refresh_index(runs["fair"].model)  # what a refresh costs (embedding + positives)
     refresh_s = time.perf_counter() - t0
     runs["fair_bank"].build_index()
-    from fairmt.data.fair_sampling import FairPairBatchSampler
+    from fairmt.data.sampling import FairPairBatchSampler
 
     samplers = {
         name: iter(

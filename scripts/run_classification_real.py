@@ -37,12 +37,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 METRICS = ("accuracy", "gap", "delta_eo", "leakage_h", "leakage_yhat")
-ALL_METHODS = ("ce", "cscl", "cscl_two_stage", "fcl", "sampling", "adversarial", "inlp")
+ALL_METHODS = ("ce", "cscl", "cscl_pretrain", "fcl", "sampling", "adversarial", "inlp")
 
 OBJECTIVE_ARGS = {
     "ce": {},
     "cscl": {"gamma": 0.3, "cs_lambda": 1.0, "temperature": 0.1, "views": "dropout"},
-    "cscl_two_stage": {"cs_lambda": 1.0, "temperature": 0.1, "views": "dropout"},
+    "cscl_pretrain": {"cs_lambda": 1.0, "temperature": 0.1, "views": "dropout"},
     "fcl": {"fcl_alpha": 1.0, "fcl_beta": 0.1, "temperature": 0.1},
     "sampling": {
         "n_clusters": 4,

@@ -134,7 +134,8 @@ def results_source(path: str | Path) -> str:
     return f"{p.name} (run {name})" if name and name != p.stem else p.name
 
 
-_MT_FORMATS = (1, "fairmt-winomt/1", "fairmt-geneval/1", "fairmt-translation/1", "fairmt-gacl-results/1")
+_MT_FORMATS = (1, "fairmt-winomt/1", "fairmt-geneval/1", "fairmt-translation/1")
+"""The translation evaluations' formats (a recipe's: its family's, where its report table is ``mt``)."""
 
 
 def mt_method() -> str | None:
@@ -149,7 +150,12 @@ def results_method(paths: list[str]) -> str | None:
     """The training method the results say they come from (the first that says one; a sweep: its selected run);
     else ``gacl`` when every result is a translation one (fairmt's MT method, the card's old default), else None."""
     from fairmt.eval.reporting.runs import run_method
+    from fairmt.recipes import families
 
+    by_format: dict = {}  # a recipe's results format -> its family (ccd, dpce and adept share one: the same answers)
+    for fam in families().values():
+        by_format.setdefault(fam.results_format, fam)
+    mt_formats = (*_MT_FORMATS, *(f.results_format for f in families().values() if f.report_table == "mt"))
     mt_only = True
     for path in paths:
         p, data = resolve_results(path)
@@ -159,11 +165,12 @@ def results_method(paths: list[str]) -> str | None:
                 p, data = resolve_results(selected)
             elif data.get("method") != mt_method():
                 mt_only = False
-        method = run_method(data) if isinstance(data, dict) else None
+        fmt = data.get("format") if isinstance(data, dict) else None
+        fam = by_format.get(fmt) if isinstance(fmt, str) else None
+        method = (fam.cited_method(data) if fam else run_method(data)) if isinstance(data, dict) else None
         if method:
             return method
-        fmt = data.get("format") if isinstance(data, dict) else None
-        mt_only &= fmt in _MT_FORMATS or (fmt is None and isinstance(data, (dict, list)))
+        mt_only &= fmt in mt_formats or (fmt is None and isinstance(data, (dict, list)))
     return mt_method() if mt_only else None
 
 

@@ -13,12 +13,14 @@ from pathlib import Path
 
 from fairmt.errors import FairmtError
 from fairmt.recipes import (  # noqa: F401  (recipe loading moved to fairmt.recipes; these names stay importable here)
+    RECIPE_ALIASES,
     apply_overrides,
     available_methods,
     builtin_recipes,
     builtin_recipes_dir,
     family,
     load_recipe,
+    recipe_aliases,
     resolve,
     resolve_recipe_path,
     run_recipe,
@@ -96,6 +98,9 @@ def recipe_description(path: Path) -> str:
         if text.startswith(("fairmt ", "accelerate ")):  # usage examples: `fairmt train NAME` says it
             continue
         lines.append(text)
+    aliases = recipe_aliases(path)
+    if aliases:
+        lines.append(f"Also reachable as {', '.join(aliases)}.")
     return " ".join(" ".join(lines).split())
 
 
@@ -184,7 +189,7 @@ def recipe_rows(family: str | None = None) -> list[tuple[str, str, str, str]]:
         (name, name.split("/")[0], recipe_paper(path), recipe_status(path)) for name, path in builtin_recipes().items()
     ]
     if family is not None:
-        families = sorted({r[1] for r in rows})
+        families = sorted({r[1] for r in rows} | {a.split("/")[0] for a in RECIPE_ALIASES})
         if family not in families:
             raise FairmtError(f"no recipe family {family!r}: the families are {', '.join(families)}")
         rows = [r for r in rows if r[1] == family]
@@ -255,6 +260,8 @@ def _list_recipes(args) -> int:
                 text = line[1:].removeprefix(" ")
                 if not text.lstrip().startswith(("fairmt ", "accelerate ")):
                     print(f"    {text}".rstrip())
+            for alias in recipe_aliases(path):
+                print(f"    Also reachable as {alias}.")
             print(
                 textwrap.fill(
                     f"needs: {recipe_availability(path)}",
@@ -263,6 +270,13 @@ def _list_recipes(args) -> int:
                     subsequent_indent="      ",
                 )
             )
+    aliases = [
+        f"{alias} = {name}"
+        for alias, name in RECIPE_ALIASES.items()
+        if args.family in (None, alias.split("/")[0], name.split("/")[0])
+    ]
+    if aliases:  # a second name of a listed recipe: the same file, the same paper card
+        print(f"\naliases (the same recipe under a second name): {', '.join(aliases)}")
     print(f"\naccelerate configs: {builtin_recipes_dir() / 'accelerate'}")
     print("first recipe to try: fairmt train gacl/tiny_offline (offline, a tiny model, under a minute on a CPU)")
     return 0

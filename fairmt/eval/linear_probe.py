@@ -25,7 +25,7 @@ import dataclasses
 import math
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -126,6 +126,50 @@ def probe_split(n: int, test_fraction: float = 0.2, seed: int = 0) -> tuple[np.n
     idx = np.arange(n)
     train, test = train_test_split(idx, test_size=test_fraction, random_state=seed, shuffle=True)
     return np.sort(train), np.sort(test)
+
+
+@overload
+def linear_probe(
+    embeddings: Any,
+    labels: Sequence[int],
+    *,
+    target: str = "label",
+    groups: Sequence[int] | None = None,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+    standardize: bool = True,
+    C: float = 1.0,
+    max_iter: int = 1000,
+    subgroup_embeddings: Any = None,
+    cluster_labels: Sequence[int] | None = None,
+    n_clusters: int | None = 4,
+    return_predictions: Literal[False] = False,
+    optimizer: str = "lbfgs",
+    learning_rate: float = 1e-4,
+    epochs: int = 100,
+) -> LinearProbeResult: ...
+
+
+@overload
+def linear_probe(
+    embeddings: Any,
+    labels: Sequence[int],
+    *,
+    target: str = "label",
+    groups: Sequence[int] | None = None,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+    standardize: bool = True,
+    C: float = 1.0,
+    max_iter: int = 1000,
+    subgroup_embeddings: Any = None,
+    cluster_labels: Sequence[int] | None = None,
+    n_clusters: int | None = 4,
+    return_predictions: Literal[True],
+    optimizer: str = "lbfgs",
+    learning_rate: float = 1e-4,
+    epochs: int = 100,
+) -> tuple[LinearProbeResult, dict[str, np.ndarray]]: ...
 
 
 def linear_probe(

@@ -21,7 +21,7 @@ distance) and ``product`` (an interpretation: ``P(k) ∝ w(c_k)·‖z_i − z_k�
 anchor's cluster).
 
 The nearest same-cluster positive over the whole set is found with scikit-learn in
-:class:`fairmt.data.fair_sampling.PairIndex` (layer 2); everything here is pure PyTorch (layer 1).
+:class:`fairmt.data.sampling.PairIndex` (layer 2); everything here is pure PyTorch (layer 1).
 """
 
 from __future__ import annotations

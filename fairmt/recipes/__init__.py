@@ -59,8 +59,22 @@ def builtin_recipes_dir() -> Path:
     return Path(__file__).resolve().parent
 
 
+RECIPE_ALIASES: dict[str, str] = {"classification/sampling": "sampling/hatespeech_gru"}
+"""Second names of built-in recipes: the name a user may type -> the built-in recipe it runs (the same file, the same
+paper card). ``classification/sampling``: fairness-driven sampling's text variant is a ``method: classification``
+recipe, kept with the rest of its method in ``sampling/``; a classification user finds it under their family's name.
+``fairmt recipes`` lists each recipe once and its aliases below the table."""
+
+
+def recipe_aliases(path: Path) -> list[str]:
+    """The aliases (:data:`RECIPE_ALIASES`) that name the built-in recipe at ``path``."""
+    recipes = builtin_recipes()
+    return [alias for alias, name in RECIPE_ALIASES.items() if recipes.get(name) == path]
+
+
 def builtin_recipes() -> dict[str, Path]:
-    """Built-in training recipes by name (``gacl/small100_en-de``), accelerate configs excluded."""
+    """Built-in training recipes by name (``gacl/small100_en-de``), each once (its aliases: :data:`RECIPE_ALIASES`),
+    accelerate configs excluded."""
     root = builtin_recipes_dir()
     return {
         p.relative_to(root).with_suffix("").as_posix(): p
@@ -70,13 +84,14 @@ def builtin_recipes() -> dict[str, Path]:
 
 
 def resolve_recipe_path(path: str | Path) -> Path:
-    """A recipe file: the path itself when it exists, else a built-in recipe of that name (``gacl/small100_en-de``,
-    with or without ``.yaml``, optionally prefixed ``recipes/``)."""
+    """A recipe file: the path itself when it exists, else a built-in recipe of that name or alias
+    (``gacl/small100_en-de``, ``classification/sampling``; with or without ``.yaml``, optionally prefixed
+    ``recipes/``)."""
     p = Path(path)
     if p.is_file():
         return p
     name = p.as_posix().removesuffix(".yaml").removeprefix("recipes/")
-    found = builtin_recipes().get(name)
+    found = builtin_recipes().get(RECIPE_ALIASES.get(name, name))
     if found is None:
         raise FairmtError(f"recipe {p} not found: not a file, nor a built-in recipe (`fairmt recipes` lists them)")
     return found
@@ -143,6 +158,7 @@ def set_output_dir(config: dict, folder: str) -> None:
 
 __all__ = [
     "FAMILY_FOLDERS",
+    "RECIPE_ALIASES",
     "Family",
     "apply_overrides",
     "available_methods",
@@ -151,6 +167,7 @@ __all__ = [
     "families",
     "family",
     "load_recipe",
+    "recipe_aliases",
     "resolve",
     "resolve_recipe_path",
     "run_recipe",

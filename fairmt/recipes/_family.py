@@ -78,6 +78,12 @@ class Family:
     sweep_reference: str = ""
     """``module:function``: the recipe with the method's defaults merged in, against which ``fairmt sweep`` checks a
     grid value's type (none: the recipe itself)."""
+    cites: str = ""
+    """``module:function``: the method whose paper a model card of a run cites, from the run's results (none: the
+    results' ``method`` where :data:`fairmt.citations.METHOD_PAPERS` has a paper for it); None for a baseline."""
+    chance: str = ""
+    """``module:function``: whether a run's results (the mapping its results file holds) say its final model
+    collapsed to chance, so that its small gap is no fairness (``fairmt sweep`` flags the setting; none: never)."""
 
     def schema_class(self) -> type[Recipe]:
         return _function(self.schema)  # type: ignore[return-value]
@@ -141,6 +147,19 @@ class Family:
     def metric_patterns(self, config: dict[str, Any]) -> list[str] | None:
         """The metric names its results hold (see :attr:`metrics`); None when fairmt does not know them."""
         return _function(self.metrics)(config) if self.metrics else None
+
+    def cited_method(self, results: dict[str, Any]) -> str | None:
+        """The method whose paper a model card of the run cites (see :attr:`cites`)."""
+        if self.cites:
+            return _function(self.cites)(results)
+        from fairmt.citations import METHOD_PAPERS
+
+        method = str(results.get("method") or "")
+        return method if method in METHOD_PAPERS else None
+
+    def at_chance(self, results: dict[str, Any]) -> bool:
+        """Whether ``results`` say the run's final model collapsed to chance (see :attr:`chance`)."""
+        return bool(_function(self.chance)(results)) if self.chance else False
 
     def reference_config(self, config: dict[str, Any]) -> dict[str, Any]:
         """The recipe with the method's defaults merged in (see :attr:`sweep_reference`)."""

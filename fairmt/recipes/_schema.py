@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fairmt.errors import FairmtError, Range
 from fairmt.recipes._checks import COMMON_TOP, _check_keys, check_training
+from fairmt.recipes._registry import families
 
 # ---------------------------------------------------------------------------------------------- value types
 
@@ -250,9 +251,7 @@ def given(config: dict, section: str) -> dict:
 class Recipe(Section):
     """What every recipe has: its method, and what ``fairmt train`` adds (the file, ``--overwrite``)."""
 
-    method: str = D(
-        description="the recipe family: which runner trains it (gacl, ccd, dpce, adept, classification, sampling)"
-    )
+    method: str = D(description=f"the recipe family: which runner trains it ({', '.join(families())})")
     recipe_path: str | None = D(
         None, description="set by fairmt train: the recipe file (its name is the default run folder's name)"
     )

@@ -73,8 +73,8 @@ figures or equations, its published settings or its authors' released code."""
 
 
 def card_path(recipe_path: str | Path) -> Path:
-    """Where the card of ``recipe_path`` lives: ``cards/<name>.yaml`` beside the recipe (beside the file a symbolic
-    link names: ``classification/sampling`` is ``sampling/hatespeech_gru`` and shares its card)."""
+    """Where the card of ``recipe_path`` lives: ``cards/<name>.yaml`` beside the recipe (a recipe's alias,
+    :data:`fairmt.recipes.RECIPE_ALIASES`, loads the recipe's own file, hence its card)."""
     p = Path(recipe_path).resolve()
     return p.parent / "cards" / f"{p.stem}.yaml"
 
@@ -888,10 +888,13 @@ def find_card(recipe_path: str | Path) -> tuple[Path | None, str | None]:
         return card_path(p), None if inside else "?"
     if inside:
         return None, None
-    for family_dir in sorted(d for d in _builtin_dir().iterdir() if d.is_dir()):
-        builtin = family_dir / p.name
-        if builtin.is_file() and card_path(builtin).is_file():
-            return card_path(builtin), f"{family_dir.name}/{p.stem}"
+    from fairmt.recipes import RECIPE_ALIASES, builtin_recipes
+
+    recipes = builtin_recipes()
+    named = {**recipes, **{alias: recipes[name] for alias, name in RECIPE_ALIASES.items()}}
+    for name in sorted(named):
+        if name.split("/")[-1] == p.stem and card_path(named[name]).is_file():
+            return card_path(named[name]), name
     return None, None
 
 

@@ -226,14 +226,6 @@ def runner_up(done: list[dict[str, Any]], best: int, rule: str, spec, percent: b
     }
 
 
-def at_chance(results: dict[str, Any]) -> bool:
-    """Whether a run's results say its final model collapsed to chance (a classification recipe's INLP baseline:
-    ``info.inlp.at_chance``, :func:`fairmt.recipes.classification.runner._inlp_final`): its small gap is no fairness."""
-    info = results.get("info")
-    inlp = info.get("inlp") if isinstance(info, dict) else None
-    return bool(isinstance(inlp, dict) and inlp.get("at_chance") is True)
-
-
 def selection_rules_of(runs: list[Run]) -> dict[str, list[str]]:
     """The checkpoint-selection rule each run's results name (``selection``, e.g. ``"loss (dev set)"``) → the
     settings' run folders; more than one key means the rows were selected under different rules."""
@@ -288,7 +280,7 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
         }
         if unscored:
             entry["not_a_number"] = unscored
-        chance = [r.seed for r in group if at_chance(r.results)]
+        chance = [r.seed for r in group if family(spec.method).at_chance(r.results)]
         if chance:
             entry["at_chance"] = chance
         settings.append(entry)
@@ -366,6 +358,9 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
         "folder": str(out),
         "recipe": spec.recipe,
         "method": spec.method,
+        # the layout of each run's results (the format its results file declares): `fairmt report` reads a
+        # setting's means with that format's reader, the one it reads a single run with
+        "results_format": family(spec.method).results_format,
         "mode": spec.mode,
         "overrides": spec.overrides,
         "grid": spec.grid,

@@ -30,8 +30,8 @@ How Algorithm 1 runs (``sampling_pretrain`` / ``sampling``):
   ``index_refresh_steps`` optimizer steps (default 0: never, Algorithm 1 builds P and N once from the initial ``Z``;
   ``None``: once per epoch, a fairmt extension). At
   each refresh every sample's positive is recomputed (scikit-learn ``NearestNeighbors`` per cluster, over all of
-  ``Z``) — :class:`fairmt.data.fair_sampling.PairIndex`.
-* **batches**: :class:`fairmt.data.fair_sampling.FairPairBatchSampler` yields ``[anchors | positives | negatives]``;
+  ``Z``) — :class:`fairmt.data.sampling.PairIndex`.
+* **batches**: :class:`fairmt.data.sampling.FairPairBatchSampler` yields ``[anchors | positives | negatives]``;
   with ``negative_source="encode"`` (default) all three are augmented and encoded in one forward, so gradients reach
   every image (a step encodes ``(2 + m)·N`` images against SimCLR's ``2N``). ``negative_source="bank"`` encodes
   anchors and positives only and takes the negatives' embeddings from ``Z`` (no gradient through them; as stale as
@@ -55,7 +55,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 from transformers import Trainer, TrainingArguments
 
-from fairmt.data.fair_sampling import (
+from fairmt.data.sampling import (
     FairPairBatchSampler,
     IndexedCollator,
     IndexedDataset,
@@ -191,7 +191,7 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
     Extra arguments:
         augmentation: a :class:`fairmt.data.images.SimCLRAugmentation` (images: the views of ``pixel_values``;
             without it image batches are taken as already normalised and ``simclr`` is refused).
-        latent_subgroups: a :class:`fairmt.data.fair_sampling.LatentSubgroups` fitted on the training set (same row
+        latent_subgroups: a :class:`fairmt.data.sampling.LatentSubgroups` fitted on the training set (same row
             order); without it the Trainer fits K-means itself at the start.
         index_embeddings: the ``(N, d)`` normalised embeddings ``latent_subgroups`` was fitted on — the initial
             ``Z``, saving one embedding pass.
@@ -200,7 +200,7 @@ class FairnessSamplingTrainer(FaultGuardMixin, ShardingMixin, LossTermLogMixin, 
     ``processor``: its image processor, whose mean ``m`` and std ``s`` the augmentation uses; ``run/clusters``: the
     K-means of the baseline SimCLR embeddings, saved; runs as a test, ``tests/project/test_docstring_examples.py``)::
 
-        >>> from fairmt.data.fair_sampling import LatentSubgroups
+        >>> from fairmt.data.sampling import LatentSubgroups
         >>> from fairmt.data.images import ImageCollator, SimCLRAugmentation
         >>> args = FairnessSamplingConfig(output_dir="out", objective="sampling_pretrain", per_device_train_batch_size=256)
         >>> trainer = FairnessSamplingTrainer(model=simclr_model, args=args, train_dataset=images,

@@ -1,6 +1,7 @@
 """`fairmt push`: uploads the folder (through a patched HfApi), writes WinoMT results into the model card."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -286,3 +287,26 @@ def test_report_path_seat_metrics_have_sentence_transformers_names():
 
     assert _metric_type("seat_avg_abs") == "seat_avg_abs_effect_size"
     assert _metric_type("seat:6b") == "seat_6b_effect_size" and _metric_type("cced_gap") == "cced_gap"
+
+
+def test_the_cited_method_of_each_results_file_is_its_familys_answer():
+    """The method a card cites, per results file: a recipe's results ask their family (Family.cited_method: cscl/fcl
+    by the objective, none for a baseline or sampling's SimCLR control), eval results and sweeps say it themselves;
+    translation results alone mean fairmt's MT method."""
+    from fairmt.commands.push import results_method
+
+    fixtures = Path(__file__).parents[1] / "fixtures" / "report"
+    got = {p.name: results_method([str(p)]) for p in sorted(fixtures.glob("*.json"))}
+    assert got == {
+        "classification_adversarial_results.json": None,
+        "classification_fcl_results.json": "fcl",
+        "classification_inlp_results.json": None,
+        "dpce_results.json": "dpce",
+        "embeddings_minilm.json": None,
+        "gacl_tiny_results.json": "gacl",
+        "mtbias_google.json": "gacl",
+        "mtbias_google_acl2019.json": "gacl",
+        "sampling_fair_results.json": "sampling",
+        "sampling_simclr_results.json": None,
+        "winomt_de.json": "gacl",
+    }

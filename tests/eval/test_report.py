@@ -131,6 +131,26 @@ def test_sweep_json_with_a_string_mean_is_one_line(sweeps, tmp_path, capsys):
     assert "'settings.0.mean.test.accuracy' is 'n/a' (str), not a number" in capsys.readouterr().err
 
 
+def test_a_sweep_is_read_by_its_runs_results_reader_and_an_older_sweep_json_by_its_layout(sweeps, capsys):
+    """sweep.json names its runs' results format (the family's): a setting's means are read by that format's reader,
+    the one a single run is read with; a sweep.json written before it named one is told by its layout, alike."""
+    from fairmt.eval.reporting import formats, read_runs
+
+    fcl = sweeps[0]
+    data = json.loads(fcl.read_text())
+    assert data["results_format"] == formats.CLASSIFICATION_RESULTS
+    older = fcl.parent / "sweep_without_results_format.json"  # beside it: the runs' signatures are found alike
+    try:
+        rows = read_runs(_write(older, {k: v for k, v in data.items() if k != "results_format"}))
+        shown = [(r.name, r.family, r.values, r.std, r.scale, r.signatures) for r in read_runs(fcl)]
+        assert [(r.name, r.family, r.values, r.std, r.scale, r.signatures) for r in rows] == shown
+        assert shown[0][1] == "classification" and shown[0][2]["gap"] > 0 and shown[0][3]["gap"] >= 0
+        assert main(["report", str(_write(older, {**data, "results_format": "fairmt-nope/1"}))]) == 2
+        assert "results_format 'fairmt-nope/1' is not a results format fairmt report reads" in capsys.readouterr().err
+    finally:
+        older.unlink()
+
+
 # ------------------------------------------------------------------------------------------------ tables
 def test_classification_table_is_shen_table_1_with_tradeoff_over_the_rows(tmp_path):
     from fairmt.eval.classification import tradeoff_scores

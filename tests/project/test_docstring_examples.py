@@ -128,8 +128,8 @@ def test_fairness_sampling_example(tmp_path, monkeypatch):
     import numpy as np
 
     import fairmt.trainers.sampling as sampling
-    from fairmt.data.fair_sampling import fit_latent_subgroups
     from fairmt.data.images import processor_stats, synthetic_shapes
+    from fairmt.data.sampling import fit_latent_subgroups
     from fairmt.models.vision import build_simclr_model, load_image_processor, tiny_resnet
 
     folder = tiny_resnet(tmp_path / "resnet", image_size=32)

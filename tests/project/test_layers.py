@@ -335,6 +335,7 @@ OLD_PATHS = {  # old path → new path of the same object
     "fairmt.scripts.cards:card_of_config": "fairmt.recipes.cards:card_of_config",
     "fairmt.scripts.recipe_checks:check_training": "fairmt.recipes._checks:check_training",
     "fairmt.scripts.recipe_schema:resolve_recipe": "fairmt.recipes._schema:resolve_recipe",
+    "fairmt.data.fair_sampling:PairIndex": "fairmt.data.sampling:PairIndex",
     "fairmt.scripts.recipe_schema:GaclRecipe": "fairmt.recipes.gacl.schema:GaclRecipe",
 }
 
@@ -382,6 +383,7 @@ MOVED_MODULES = (
     "fairmt.scripts.sampling",
     "fairmt.scripts.cards",
     "fairmt.scripts.recipe_checks",
+    "fairmt.data.fair_sampling",
 )  # whole modules: the warning names the new module
 
 

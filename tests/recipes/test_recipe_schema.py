@@ -164,3 +164,27 @@ def test_a_range_error_names_the_bound_not_the_description():
         validate_recipe({"method": "classification", "model": {"max_length": 0}})
     with pytest.raises(FairmtError, match=r"^recipe key patience must be a positive number of epochs or null, got 0$"):
         validate_recipe({"method": "classification", "patience": 0})
+
+
+def test_classification_objectives_are_named_as_their_config_names_them():
+    """Issue 50: a classification recipe's objective is the FairContrastiveConfig objective of the same name (a
+    two-stage one trains its encoder with exactly that objective); sampling, adversarial and inlp are other Trainers."""
+    from fairmt.recipes.classification.objectives import TWO_STAGE, _stage_configs
+    from fairmt.recipes.classification.schema import ClassificationRecipe
+    from fairmt.trainers.fair_contrastive import OBJECTIVES
+
+    recipe_objectives = set(typing.get_args(ClassificationRecipe.model_fields["objective"].annotation))
+    assert recipe_objectives - {"sampling", "adversarial", "inlp"} == set(OBJECTIVES)
+    for objective in TWO_STAGE:
+        cfg = {"objective": objective, "output_dir": "run", "seed": 0, "objective_args": {}, "stage2": {}}
+        stages = _stage_configs({**cfg, "training": {}, "model": {"pooling": "cls"}})
+        assert stages["stage1"][1]["objective"] == objective and stages["stage2"][1]["objective"] == "ce"
+
+
+@pytest.mark.parametrize("old, new", [("cscl_two_stage", "cscl_pretrain"), ("fcl_two_stage", "fcl_pretrain")])
+def test_an_objectives_older_recipe_spelling_still_runs_with_a_deprecation_notice(old, new):
+    with pytest.warns(FutureWarning, match=f"recipe key objective: {old} is deprecated: use objective='{new}'"):
+        resolved = validate_recipe(
+            {"method": "classification", "objective": old, "objective_args": {"temperature": 0.1}}
+        )
+    assert resolved is not None and resolved.objective == new

@@ -96,7 +96,7 @@ def test_config_fields_the_recipe_sets_itself_are_refused(section, key):
     if section == "training" and key == "output_dir":
         pytest.skip("training.output_dir is output_dir (the same folder, or refused when they differ)")
     value = {"objective": "ce", "seed": 1, "output_dir": "x"}[key]
-    _refused(_cls(objective="cscl_two_stage", **{section: {key: value}}), f"{section}.{key}", cu.SET_BY_RECIPE[key])
+    _refused(_cls(objective="cscl_pretrain", **{section: {key: value}}), f"{section}.{key}", cu.SET_BY_RECIPE[key])
 
 
 @pytest.mark.parametrize(

@@ -65,8 +65,6 @@ RUN_ELSEWHERE: dict[str, str] = {
     "ccd/minilm_cda": "test_ccd_real.py::test_real_minilm_recipe_shortened_lowers_the_cced_gap",
     "gacl/tiny_offline": "test_demo.py::test_tiny_offline_recipe_runs_end_to_end",
     "sampling/hatespeech_gru": "test_sampling_recipe.py::test_text_variant_recipe_runs_on_the_real_hate_speech_data",
-    # the same file as sampling/hatespeech_gru (a symbolic link), listed under both names
-    "classification/sampling": "test_sampling_recipe.py::test_text_variant_recipe_runs_on_the_real_hate_speech_data",
     # the moji / hate-speech / BERT recipes: end to end on local stand-ins of their data in the real formats and a
     # tiny BERT in place of bert-base-uncased (parametrised by recipe: RECIPES in that file)
     **{

@@ -31,6 +31,32 @@ def test_builtin_recipes_by_name(capsys, tmp_path, monkeypatch):
     assert resolve_recipe_path(str(local)) == local
 
 
+def test_an_alias_is_the_recipe_itself_under_a_second_name_and_no_file_is_a_link(capsys):
+    from fairmt.commands.train import load_recipe, recipe_description
+    from fairmt.recipes import RECIPE_ALIASES, builtin_recipes_dir
+    from fairmt.recipes.cards import card_of_config
+
+    names = builtin_recipes()
+    links = [p for p in builtin_recipes_dir().rglob("*") if p.is_symlink()]
+    assert not links, f"a symbolic link in the shipped recipes (an alias goes in RECIPE_ALIASES): {links}"
+    assert RECIPE_ALIASES["classification/sampling"] == "sampling/hatespeech_gru"
+    for alias, name in RECIPE_ALIASES.items():
+        assert alias not in names and name in names  # a second name of one shipped recipe, listed once
+        for spelling in (alias, f"{alias}.yaml", f"recipes/{alias}.yaml"):
+            assert resolve_recipe_path(spelling) == names[name]
+        assert load_recipe(alias) == load_recipe(name)
+        assert card_of_config(load_recipe(alias)).to_json() == card_of_config(load_recipe(name)).to_json()
+        assert f"Also reachable as {alias}." in recipe_description(names[name])
+    assert main(["recipes", "classification"]) == 0
+    out = capsys.readouterr().out
+    assert "aliases (the same recipe under a second name): classification/sampling = sampling/hatespeech_gru" in out
+    assert main(["recipes", "gacl"]) == 0
+    assert "aliases" not in capsys.readouterr().out
+    assert main(["recipes", "sampling", "--long"]) == 0
+    long = capsys.readouterr().out
+    assert long.count("classification/sampling") == 2  # under its recipe and in the aliases line
+
+
 @pytest.mark.slow
 def test_wheel_carries_the_recipes_and_runs_one_outside_the_source_tree(tmp_path, shared_data):
     wheels = tmp_path / "wheels"
@@ -44,6 +70,9 @@ def test_wheel_carries_the_recipes_and_runs_one_outside_the_source_tree(tmp_path
     members = zipfile.ZipFile(wheel).namelist()
     assert "fairmt/recipes/gacl/small100_en-de_official.yaml" in members
     assert "fairmt/recipes/accelerate/fsdp2.yaml" in members
+    # an alias is a name, not a second file (classification/sampling: sampling/hatespeech_gru's file and card)
+    assert "fairmt/recipes/sampling/hatespeech_gru.yaml" in members
+    assert "fairmt/recipes/classification/sampling.yaml" not in members
     site = tmp_path / "site"
     procs.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],

@@ -122,7 +122,7 @@ def test_two_stage_classification_refuses_a_checkpoint_outside_its_first_stage(t
     from fairmt.recipes.classification.runner import _stage_configs
 
     cfg = {
-        "objective": "cscl_two_stage",
+        "objective": "cscl_pretrain",
         "output_dir": str(tmp_path),
         "seed": 0,
         "objective_args": {},

@@ -9,8 +9,8 @@ import torch
 from datasets import Dataset
 
 from fairmt.data.classification import ClassificationCollator
-from fairmt.data.fair_sampling import fit_latent_subgroups
 from fairmt.data.images import ImageCollator, SimCLRAugmentation, processor_stats, synthetic_shapes
+from fairmt.data.sampling import fit_latent_subgroups
 from fairmt.errors import FairmtError
 from fairmt.losses import nt_xent_loss
 from fairmt.models.text_classifiers import MLPClassifier

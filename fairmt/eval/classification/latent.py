@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from fairmt.errors import FairmtError
-from fairmt.eval.classification._arrays import METRICS_VERSION, _as_1d
+from fairmt.eval.classification._arrays import METRICS_VERSION, Column, _as_1d
 
 
 @dataclasses.dataclass
@@ -34,7 +34,7 @@ class LatentSubgroupResult:
 def latent_subgroup_metrics(
     embeddings: Any = None,
     *,
-    cluster_labels: Sequence[int] | None = None,
+    cluster_labels: Column | None = None,
     cluster_sizes: Sequence[int] | None = None,
     n_clusters: int = 4,
     seed: int = 0,

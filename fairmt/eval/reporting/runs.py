@@ -702,52 +702,21 @@ def _unflatten(flat: dict[str, Any]) -> dict:
     return out
 
 
-def _mt_sweep_values(r: _Reader) -> dict:
-    split = "test" if any(k.startswith("geneval_") for k in r.at("test").data) else "dev"
-    vals = {**_gacl_values(r, split), **_held_out_values(r.at("held_out_gender").at("after"))}
-    if r.at("dev").num("loss") is not None:
-        vals["eval_loss"] = r.at("dev").num("loss")
-    return vals
-
-
-def _embeddings_sweep_values(r: _Reader) -> dict:
-    vals, _ = _embedding_block(r.at("after"))
-    for key, section in (
-        ("utility_spearman", "utility.spearman_pairwise_cos"),
-        ("utility_nn1", "utility.nn1_agreement"),
-        ("glue_avg", "glue.avg"),
-    ):
-        vals[key] = r.num(section)
-    return _drop_none(vals)
-
-
-def _probe_sweep_values(r: _Reader) -> dict:
-    block = r.at("stages").at("stage2")
-    vals = _subgroup_values(block.at("subgroups"))
-    probes = block.at("probe")
-    for target in probes.data:
-        vals.update(_probe_values(probes.at(target), target))
-    return _drop_none(vals)
-
-
-def _classification_sweep_values(r: _Reader) -> dict:
-    return _classification_values(r.at("test"), r.at("test_full").at("gap_by_class"))
-
-
-SWEEP_VALUES = {
-    "classification": (_classification_sweep_values, "percent"),
-    "probe": (_probe_sweep_values, "fraction"),
-    "embeddings": (_embeddings_sweep_values, "raw"),
-    "mt": (_mt_sweep_values, "percent"),
+OLD_SWEEP_FORMATS = {
+    "classification": formats.CLASSIFICATION_RESULTS,
+    "probe": formats.SAMPLING_RESULTS,
+    "embeddings": formats.WORD_DEBIAS_RESULTS,
+    "mt": formats.GACL_RESULTS,
 }
-"""A sweep setting's measures by report table (the same measures a single run's results give, read from the flat
-result names), with the scale of its rates."""
+"""The results format of a sweep.json written before it named its runs' (``results_format``), by the report table
+:func:`_sweep_table` tells from the means' layout."""
 
 
 def _sweep_table(mean: _Reader) -> str:
-    """The report table a sweep's runs land in, told by what their results hold (the recipe's results file, each
-    family's layout): a test ``gap`` (classification), ``stages`` (fairness-driven sampling), a ``before``/``after``
-    measurement (embedding debiasing), else an MT run's ``dev``/``test``/``train``/``held_out_gender``."""
+    """The report table of a sweep.json that does not name its runs' results format (written before it did), told
+    by what their results hold: a test ``gap`` (classification), ``stages`` (fairness-driven sampling), a
+    ``before``/``after`` measurement (embedding debiasing), else an MT run's ``dev``/``test``/``train``/
+    ``held_out_gender``."""
     if "gap" in mean.at("test").data:
         return "classification"
     if mean.at("stages").data:
@@ -760,6 +729,16 @@ def _sweep_table(mean: _Reader) -> str:
         f"{mean.path}: a sweep whose results fairmt report does not know (none of the recipes' "
         "measures: test.gap, stages, before/after, dev/test/train)"
     )
+
+
+def _spread_row(read, std: _Reader) -> Run | None:
+    """The standard deviations of a setting's trained-model row (the last row: ``after``, stage 2), read by the reader
+    of its runs' results file, as its means are; None where a one-seed setting has none (all null), which the reader
+    refuses as a run without any measure."""
+    try:
+        return read(std, "")[-1]
+    except FairmtError:
+        return None
 
 
 def _sweep_signatures(r: _Reader, setting: dict, method: str) -> dict[str, str]:
@@ -799,9 +778,13 @@ def _read_sweep(r: _Reader, name: str) -> list[Run]:
         here = _Reader(r.path, s, f"settings.{i}.")
         mean = _Reader(r.path, _unflatten(here.at("mean").data), f"settings.{i}.mean.")
         std = _Reader(r.path, _unflatten(here.at("std").data), f"settings.{i}.std.")
-        fam = _sweep_table(mean)
-        read, scale = SWEEP_VALUES[fam]
-        vals, sd = read(mean), read(std)
+        fmt = r.text("results_format") or OLD_SWEEP_FORMATS[_sweep_table(mean)]
+        read = READERS.get(fmt)
+        if read is None or read is _read_sweep:
+            raise FairmtError(f"{r.path}: results_format {fmt!r} is not a results format fairmt report reads")
+        row, spread = read(mean, "")[-1], _spread_row(read, std)
+        fam, scale = row.family, row.scale
+        vals, sd = dict(row.values), dict(spread.values) if spread else {}
         overrides = here.at("overrides").data
         sigs = _sweep_signatures(r, s, method)
         if fam == "classification":
@@ -965,16 +948,11 @@ CITED = tuple(METHOD_PAPERS)
 
 
 def run_method(data: dict) -> str | None:
-    """The training method a result file says it comes from, as a model card names it (``gacl``, ``ccd``, ``dpce``,
-    ``adept``, ``fcl``, ``cscl``, ``sampling``), or None when it says none of them (an eval result, a baseline such
-    as CE, INLP, adversarial training or the SimCLR stage of a sampling run)."""
+    """The training method an eval result or a ``sweep.json`` says it comes from, as a model card names it (a
+    recipe's results: its family's :meth:`fairmt.recipes.Family.cited_method`, which ``fairmt push`` asks), or None
+    when it says none of the methods of :data:`CITED`."""
     fmt = data.get("format")
-    if fmt == formats.CLASSIFICATION_RESULTS:
-        objective = str(data.get("objective") or "")
-        return next((m for m in ("cscl", "fcl") if objective.startswith(m)), None)
-    if fmt == formats.SAMPLING_RESULTS and data.get("objective") in (None, "simclr"):
-        return None  # the SimCLR baseline (random sampling) is not the method
-    if fmt in (formats.SAMPLING_RESULTS, formats.GACL_RESULTS, formats.WORD_DEBIAS_RESULTS, formats.SWEEP):
+    if fmt == formats.SWEEP:
         method = str(data.get("method") or "")
         return method if method in CITED else None
     if fmt == formats.MT_BIAS and isinstance(data.get("settings"), dict):

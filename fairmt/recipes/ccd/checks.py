@@ -13,10 +13,16 @@ from fairmt.recipes._dry_summary import count_parameters, gib, millions, steps_l
 from fairmt.recipes._preflight import Finding, args_of, data_file, model, output, precision
 
 
+def _data(config: dict) -> dict:
+    """The recipe's ``data`` section (empty when it has none, or the schema will refuse what it has)."""
+    data = config.get("data")
+    return data if isinstance(data, dict) else {}
+
+
 def needs(config: dict) -> tuple[Any, list[str]]:
     """The sentence encoder a CCD/DPCE/ADEPT recipe debiases and the local data it reads (the user's tuple file, a
     corpus under the data root)."""
-    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    data = _data(config)
     local = []
     if data.get("tuples"):
         local.append(f"your tuple file {data['tuples']}")
@@ -29,7 +35,7 @@ def needs(config: dict) -> tuple[Any, list[str]]:
 
 def findings(config: dict, resolved: Any) -> list[Finding | None]:
     out: list[Finding | None] = []
-    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    data = _data(config)
     out.append(model(config.get("model"), "model"))
     if data.get("tuples"):
         out.append(data_file(data["tuples"], "data.tuples", under_data_root=True))
@@ -40,7 +46,7 @@ def findings(config: dict, resolved: Any) -> list[Finding | None]:
     for key, path in (data.get("words") or {}).items():
         out.append(data_file(path, f"data.words.{key}", under_data_root=True))
     training = args_of(resolved) if resolved is not None else dict(config.get("training") or {})
-    recipe = config.get("recipe_path", config.get("method"))
+    recipe = str(config.get("recipe_path", config.get("method")))
     # the run folder: output_dir, or training.output_dir (the older place; the schema refuses two different ones)
     folder = config.get("output_dir") or training.get("output_dir") or str(Path("outputs") / Path(recipe).stem)
     out.append(precision(training, "training."))

@@ -97,7 +97,8 @@ def prepare_data(data: CcdData | dict) -> dict[str, Any]:
         from fairmt.data.augment.cda import cda_augment
         from fairmt.data.gender import detect_gender
 
-        sources = d.cda_source if isinstance(d.cda_source, list) else [d.cda_source]
+        given = d.cda_source or []
+        sources = given if isinstance(given, list) else [given]
         texts = [t for src in sources for t in read_source_texts(src)]
         rows, cda_stats = cda_augment(texts)
         stats["cda"] = {k: v for k, v in cda_stats.to_dict().items() if k != "failed_examples"}

@@ -1,12 +1,14 @@
 """The ``ccd`` family's registration (:mod:`fairmt.recipes`): CCD and the CCD paper's two baselines."""
 
+from typing import Any
+
 from fairmt.eval.reporting.formats import WORD_DEBIAS_RESULTS
 from fairmt.recipes._family import Family
 
 _CHECKS = "fairmt.recipes.ccd.checks"
 # the run folder and the training seed: output_dir and seed (training.output_dir and training.seed, the older places,
 # still read; a sweep sets both)
-_SHARED = dict(
+_SHARED: dict[str, Any] = dict(
     folder="ccd",
     output_key="output_dir",
     also_output_keys=("training.output_dir",),

@@ -350,6 +350,7 @@ def validation_selector(name: str, tok, args, data: dict, settings: dict, ir_val
             "metric_for_best_model eval_val_bias needs validation tuples (data.eval_size) and "
             "evaluation.validation: true"
         )
+    original: dict = before or {}  # the original model's values (val_bias has them: checked above)
 
     def fn(model) -> dict[str, float]:
         runner = model_encoder(model, tok, args.pooling, settings["batch_size"], args.normalize)
@@ -361,9 +362,9 @@ def validation_selector(name: str, tok, args, data: dict, settings: dict, ir_val
             return {name: bias_ir_score(ir_val, runner).avg_dev}
         v = measure_validation(runner, data["eval"], data["groups"], "", ir_val, 1)
         ratios = [
-            v["cced"]["gap"] / before["cced"]["gap"],
-            v["probe_avg_abs"] / before["probe_avg_abs"],
-            v["bias_ir"]["avg_dev"] / before["bias_ir"]["avg_dev"],
+            v["cced"]["gap"] / original["cced"]["gap"],
+            v["probe_avg_abs"] / original["probe_avg_abs"],
+            v["bias_ir"]["avg_dev"] / original["bias_ir"]["avg_dev"],
         ]
         return {
             name: float(np.mean(ratios)),

@@ -136,7 +136,8 @@ def training_arguments(recipe, data: dict):
     train_cfg.setdefault("groups", list(data["groups"]))
     if data["eval"]:
         train_cfg = with_selection(train_cfg)
-    (args,) = HfArgumentParser(CCDConfig).parse_dict(train_cfg, allow_extra_keys=False)
+    # transformers types dataclass_types as NewType("DataClassType", Any), which no dataclass is to a type checker
+    (args,) = HfArgumentParser(CCDConfig).parse_dict(train_cfg, allow_extra_keys=False)  # type: ignore[arg-type]
     return args
 
 
@@ -208,10 +209,11 @@ def main(config: dict) -> dict:
         "data": data["stats"],
         "groups": list(groups),
     }
-    if ir_split[0] is not None:
+    ir_validation, ir_test = ir_split  # both None, or both lists
+    if ir_validation is not None and ir_test is not None:
         results["bias_ir_split"] = {
-            "validation": [q.q_id for q in ir_split[0]],
-            "test": [q.q_id for q in ir_split[1]],
+            "validation": [q.q_id for q in ir_validation],
+            "test": [q.q_id for q in ir_test],
             "seed": settings["split_seed"],
         }
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
@@ -163,6 +163,8 @@ class EncoderRecipe(Recipe):
     seed: Seed | None = D(
         None, description="the training seed (the Config's seed; null: training.seed, else the Config's default)"
     )
+    if TYPE_CHECKING:  # each recipe declares its own ``training`` section (its Config's arguments, documented there)
+        training: dict | None
 
     @model_validator(mode="after")
     def _one_place(self):
@@ -301,7 +303,10 @@ class AdeptRecipe(DpceRecipe):
     _training = field_validator("training")(_trainer_section("fairmt.trainers.adept:ADEPTConfig"))
 
 
-def section(recipe: type[Recipe], key: str | tuple[str, ...], cls: type[BaseModel], value: Any) -> Any:
+S = TypeVar("S", bound=BaseModel)
+
+
+def section(recipe: type[Recipe], key: str | tuple[str, ...], cls: type[S], value: Any) -> S:
     """One section of a recipe checked and resolved on its own (the typed object, every default filled in), with the
     messages :func:`fairmt.recipes._schema.resolve_recipe` gives: for code that is handed a section rather than a
     whole recipe (``fairmt train --dry-run``'s data summary, a script that prepares the data alone)."""

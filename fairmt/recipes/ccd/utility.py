@@ -70,7 +70,7 @@ def glue_utility(
     original one when ``utility["before"]``), as every embedding-debiasing recipe runs it. ``peft``: the recipe's
     ``peft`` section (a LoRA run's merged model is saved for GLUE)."""
     t0 = time.time()
-    out = {
+    out: dict[str, Any] = {
         "glue": run_utility(
             utility, glue_model_dir(trained, tok, out_dir, out_dir / "final", bool(peft)), out_dir / "glue", use_cpu
         )

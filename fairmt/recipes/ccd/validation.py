@@ -93,7 +93,7 @@ def probe_tests():
 
 def probe_words() -> set[str]:
     """Every word of the probe (lower case), for checking that it shares none with SEAT."""
-    words = set()
+    words: set[str] = set()
     for sets in PROBE_TESTS.values():
         for _, ws in sets:
             words.update(w.split()[-1].lower() for w in ws)

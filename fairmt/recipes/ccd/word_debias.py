@@ -65,7 +65,7 @@ def _recipe(config: dict) -> DpceRecipe:
     return recipe_of(config, method)
 
 
-def resolve_config(config: dict):
+def resolve_config(config: DpceRecipe | dict):
     """The method's Config from the resolved recipe (``fairmt train --dry-run``): the ``training`` keys it sets, the
     run folder and seed, and checkpoint selection on the validation rows when ``data.eval_size`` holds some out."""
     from transformers import HfArgumentParser
@@ -163,7 +163,6 @@ def main(config: dict) -> dict:
     if data["test"]:
         write_tuples(out_dir / "cced_heldout.jsonl", data["test"], data["groups"])
     pooling, normalize, bs = ev.pooling, ev.normalize, ev.batch_size
-    seat_kw = {"seat_tests": ev.seat_tests, "seat_n_samples": ev.seat_n_samples}
     pooling_name = pooling + ("+l2" if normalize else "")
 
     model, tok, _ = load_encoder(model_path, recipe.peft, sentence_transformers=False)
@@ -185,7 +184,8 @@ def main(config: dict) -> dict:
         data["groups"],
         pooling_name,
         stage="before (original model)",
-        **seat_kw,
+        seat_tests=ev.seat_tests,
+        seat_n_samples=ev.seat_n_samples,
     )
     results["time_measure_before_s"] = time.time() - t0
 
@@ -211,7 +211,8 @@ def main(config: dict) -> dict:
         data["groups"],
         pooling_name,
         stage="after (trained model)",
-        **seat_kw,
+        seat_tests=ev.seat_tests,
+        seat_n_samples=ev.seat_n_samples,
     )
     results["time_measure_after_s"] = time.time() - t0
     if utility:

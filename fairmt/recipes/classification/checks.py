@@ -21,7 +21,8 @@ def needs(config: dict) -> tuple[Any, list[str]]:
             if m.get("type", "frozen_embedder") in ("frozen_embedder", "finetune")
             else None
         )
-    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    raw = config.get("data")
+    data: dict = raw if isinstance(raw, dict) else {}
     name = data.get("dataset", "bios")
     if name == "synthetic":
         return m, []

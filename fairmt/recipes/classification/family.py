@@ -22,5 +22,7 @@ FAMILIES = (
         preflight="fairmt.recipes.classification.checks:findings",
         metrics="fairmt.recipes.classification.results:metric_patterns",
         sweep_reference="fairmt.recipes.classification.results:reference_config",
+        chance="fairmt.recipes.classification.results:at_chance",
+        cites="fairmt.recipes.classification.results:cited_method",
     ),
 )

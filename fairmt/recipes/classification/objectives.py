@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +14,9 @@ import numpy as np
 from fairmt.errors import FairmtError
 from fairmt.recipes.classification.encoders import _cached_feature_datasets, _cuda
 
-TWO_STAGE = {"cscl_two_stage": "cscl_pretrain", "fcl_two_stage": "fcl_pretrain"}
-"""The two-stage objectives → the Config objective of their first (encoder) stage; the second trains the head with CE."""
+TWO_STAGE = ("cscl_pretrain", "fcl_pretrain")
+"""The two-stage objectives: the first stage trains the encoder with the Config objective of the same name, the second
+the head with CE."""
 
 
 def _batch_options(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -71,9 +72,7 @@ def _stage_configs(cfg: dict[str, Any]) -> dict[str, tuple[type, dict[str, Any]]
         return {
             "stage1": (
                 FairContrastiveConfig,
-                _base_args(
-                    cfg, out + "/stage1", cfg["training"], {**oargs, "objective": TWO_STAGE[obj]}, FairContrastiveConfig
-                ),
+                _base_args(cfg, out + "/stage1", cfg["training"], {**oargs, "objective": obj}, FairContrastiveConfig),
             ),
             "stage2": (FairContrastiveConfig, _base_args(cfg, out, stage2, {"objective": "ce"}, FairContrastiveConfig)),
         }
@@ -99,11 +98,22 @@ def _stage_configs(cfg: dict[str, Any]) -> dict[str, tuple[type, dict[str, Any]]
     return stages
 
 
+@dataclass
+class _Selection:
+    """A run's dev selection: the :class:`~fairmt.eval.selection.FairnessSelectionCallback` that chose, with what
+    the run adds to it: whether the final epoch is kept instead (``criterion: last``) and the starting model's dev
+    numbers (``start_dev``)."""
+
+    callback: Any
+    keep_last: bool = False
+    start_dev: dict[str, float] | None = None
+
+
 def _fit(
     cfg, trainer_cls, config_cls, kwargs, model, train_ds, dev_ds, collator, *, criterion, patience, compute_metrics
 ):
     """One Trainer run with dev evaluation every epoch, the selection rule's early stopping, and the chosen
-    checkpoint loaded at the end. Returns ``(trainer, selection callback)``."""
+    checkpoint loaded at the end. Returns ``(trainer, selection)``."""
     from fairmt.eval.selection import FairnessSelectionCallback
 
     last = criterion == "last"  # the final epoch, as the CSCL release reports (dev still evaluated and logged)
@@ -128,18 +138,18 @@ def _fit(
         compute_metrics=compute_metrics,
         callbacks=[callback],
     )
+    selection = _Selection(callback, keep_last=last)
     if compute_metrics is not None:  # the starting model on dev: the "before" of the run's before → after table
         start = _measure_without_rng(lambda: trainer.predict(dev_ds, metric_key_prefix="start").metrics)
-        callback.start_dev = {
+        selection.start_dev = {
             k: round(float(start[f"start_{k}"]), 4)
             for k in ("accuracy", "gap", "delta_eo")
             if start.get(f"start_{k}") is not None
         }
     trainer.train()
-    callback.keep_last = last
     if callback.best_checkpoint and not last:
         trainer._load_from_checkpoint(callback.best_checkpoint)
-    return trainer, callback
+    return trainer, selection
 
 
 def _measure_without_rng(measure):
@@ -166,10 +176,10 @@ def _measure_without_rng(measure):
             torch.cuda.set_rng_state_all(states[3])
 
 
-def _selection_info(cb, steps_per_epoch: int | None = None) -> dict[str, Any]:
+def _selection_info(selection: _Selection, steps_per_epoch: int | None = None) -> dict[str, Any]:
     """The choice made on dev and why: the rule, the chosen evaluation (step, epoch, dev numbers in percent), the
     accuracy floor and its note (see :func:`fairmt.eval.selection.degenerate_choice`)."""
-    last = getattr(cb, "keep_last", False)
+    cb, last = selection.callback, selection.keep_last
     best = cb.records[-1] if last and cb.records else cb.best
     info = {
         "criterion": "last" if last else cb.criterion,
@@ -189,8 +199,8 @@ def _selection_info(cb, steps_per_epoch: int | None = None) -> dict[str, Any]:
         }
         if best.loss is not None:
             info["best_dev"]["loss"] = best.loss
-    if getattr(cb, "start_dev", None):  # the model before this training (pretrained encoder, untrained head)
-        info["start_dev"] = cb.start_dev
+    if selection.start_dev:  # the model before this training (pretrained encoder, untrained head)
+        info["start_dev"] = selection.start_dev
     if cb.records:  # the first evaluation of the run (kept: early stopping, the learning curve)
         first = cb.records[0]
         info["first_dev"] = {

@@ -1,6 +1,7 @@
 """What a classification run's ``results.json`` holds, by name, before any run (``fairmt sweep`` checks its
 ``--objective`` against these; :attr:`fairmt.recipes.Family.metrics`), and the recipe with the family's defaults
-merged in (:attr:`fairmt.recipes.Family.sweep_reference`)."""
+merged in (:attr:`fairmt.recipes.Family.sweep_reference`) whether a run's final model collapsed to chance
+(:attr:`fairmt.recipes.Family.chance`) and whose paper its model card cites (:attr:`fairmt.recipes.Family.cites`)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,19 @@ def reference_config(config: dict[str, Any]) -> dict[str, Any]:
     from fairmt.recipes.classification.runner import resolve_config
 
     return resolve_config(copy.deepcopy(config))
+
+
+def at_chance(results: dict[str, Any]) -> bool:
+    """Whether a run's results say its final model collapsed to chance (the INLP baseline: ``info.inlp.at_chance``,
+    :func:`fairmt.recipes.classification.runner._inlp_final`): its small gap is no fairness."""
+    info = results.get("info")
+    inlp = info.get("inlp") if isinstance(info, dict) else None
+    return bool(isinstance(inlp, dict) and inlp.get("at_chance") is True)
+
+
+def cited_method(results: dict[str, Any]) -> str | None:
+    """The method whose paper a model card of the run cites: ``cscl`` or ``fcl`` by the run's objective (``cscl``,
+    ``cscl_pretrain``, ``fcl``, ...); None for the baselines (CE, INLP, adversarial training, sampling's text
+    variant, cited by its own recipe family)."""
+    objective = str(results.get("objective") or "")
+    return next((m for m in ("cscl", "fcl") if objective.startswith(m)), None)

@@ -7,9 +7,9 @@
 =====================  =================================================================================
 ``ce``                 cross-entropy baseline (:class:`~fairmt.trainers.fair_contrastive.FairContrastiveTrainer`)
 ``cscl``               one-stage CSCL ``(1−γ)·CE + γ·L_sup + λ·L_CS`` (Chi et al., 2022)
-``cscl_two_stage``     ``L_sup + λ·L_CS`` on the encoder, then the head on the fixed encoder
+``cscl_pretrain``      ``L_sup + λ·L_CS`` on the encoder, then the head on the fixed encoder
 ``fcl``                ``α·CE + β·(L_scl − L_fcl)`` (Shen et al., 2022, Con*)
-``fcl_two_stage``      ``L_scl − L_fcl`` on the encoder, then the head (Con*^ft)
+``fcl_pretrain``       ``L_scl − L_fcl`` on the encoder, then the head (Con*^ft)
 ``sampling``           ``CE + μ·NT-Xent`` with fairness-driven sampling on K-means subgroups (no group labels)
 ``adversarial``        gradient-reversal adversaries (:mod:`fairmt.trainers.adversarial`)
 ``inlp``               CE encoder, then INLP on its frozen representations and a logistic-regression head
@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -121,10 +122,13 @@ def resolve_config(config: dict[str, Any]) -> dict[str, Any]:
     plus each stage's training Config (``stages``: every field of the Config the Trainer will get, e.g. ``views``,
     ``temperature`` and ``normalize`` as resolved). The runner reads nothing else."""
     from fairmt.recipes._schema import resolve_recipe
+    from fairmt.recipes.classification.schema import ClassificationRecipe
 
     if config.get("method", "classification") != "classification":
         raise FairmtError(f"recipe method must be 'classification' for this entry point, got {config.get('method')!r}")
     resolved = resolve_recipe({**{k: v for k, v in config.items() if k != "stages"}, "method": "classification"})
+    if not isinstance(resolved, ClassificationRecipe):  # the schema the family registers (fairmt.recipes._registry)
+        raise FairmtError(f"the classification family resolved to {type(resolved).__name__}, not ClassificationRecipe")
     cfg = resolved.model_dump(exclude={"method", "recipe_path", "overwrite"})
     cfg["stages"] = {name: _config_fields(cls(**kw)) for name, (cls, kw) in _stage_configs(cfg).items()}
     return cfg
@@ -264,7 +268,7 @@ def _dev_loss(logits: np.ndarray, labels) -> float:
     return float(-np.mean(np.log(np.clip(p[np.arange(len(y)), y], 1e-12, None))))
 
 
-def _selection_line(info: dict[str, Any], warnings: list[str] = ()) -> str:
+def _selection_line(info: dict[str, Any], warnings: Sequence[str] = ()) -> str:
     """Which checkpoint the run kept and why, in one line (dev numbers in percent)."""
     sel = info.get("selection") or {}
     if sel.get("best_step") is None:

@@ -193,13 +193,17 @@ class Inlp(Section):
 class ClassificationBalance(Section):
     """Balanced training of the training split (fairlib's BT / BTObj; :mod:`fairmt.data.balanced`)."""
 
-    method: Literal["reweight", "resample", "downsample"] | None = Field(
+    method: Literal["reweight", "resample", "downsample"] | None = D(
         None, description="null: off; reweight the loss, resample or downsample the (label, group) cells"
     )
-    target: Literal["joint", "y", "g", "eo"] = Field(
+    target: Literal["joint", "y", "g", "eo"] = D(
         "joint", description="what is balanced: the (y, g) cells, y, g, or g within each y (equal opportunity)"
     )
 
+
+RENAMED_OBJECTIVES = {"cscl_two_stage": "cscl_pretrain", "fcl_two_stage": "fcl_pretrain"}
+"""Older recipe spellings of an objective → its name, the Config's (``FairContrastiveConfig.objective``); the old
+spelling is read as the new one with a ``FutureWarning`` until fairmt 0.2."""
 
 CLASSIFICATION_TRAINING = {
     "num_train_epochs": 10,
@@ -219,10 +223,12 @@ class ClassificationRecipe(Recipe):
     this object; :func:`fairmt.recipes.classification.runner.resolve_config` adds only the Trainer Configs, ``stages``)."""
 
     method: Literal["classification"] = D("classification", description="classification")
-    objective: Literal["ce", "cscl", "cscl_two_stage", "fcl", "fcl_two_stage", "sampling", "adversarial", "inlp"] = D(
+    objective: Literal["ce", "cscl", "cscl_pretrain", "fcl", "fcl_pretrain", "sampling", "adversarial", "inlp"] = D(
         "ce",
-        description="what is trained: ce (baseline), cscl / cscl_two_stage (Chi et al. 2022), fcl / "
-        "fcl_two_stage (Shen et al. 2022), sampling (fairness-driven sampling), adversarial, inlp",
+        description="what is trained: ce (baseline), cscl / cscl_pretrain (Chi et al. 2022), fcl / "
+        "fcl_pretrain (Shen et al. 2022), sampling (fairness-driven sampling), adversarial, inlp; each the "
+        "FairContrastiveConfig objective of the same name, *_pretrain: the encoder alone, then the head on it "
+        "(stage2; cscl_two_stage and fcl_two_stage are the older spellings)",
     )
     output_dir: Text | None = D(
         None,
@@ -300,6 +306,19 @@ class ClassificationRecipe(Recipe):
     _stage2_defaults = field_validator("stage2", mode="before")(merged_over(CLASSIFICATION_STAGE2))
     _objective_args_default = field_validator("objective_args", mode="before")(merged_over({}))
     _args = field_validator("training", "objective_args", "stage2")(_trainer_section(CLASSIFICATION_CONFIGS))
+
+    @field_validator("objective", mode="before")
+    @classmethod
+    def _renamed_objective(cls, value):
+        """An objective's older recipe spelling (:data:`RENAMED_OBJECTIVES`): its Config name, with a one-line
+        ``FutureWarning`` (shown on the command line)."""
+        if isinstance(value, str) and value in RENAMED_OBJECTIVES:
+            from fairmt._deprecated import renamed_option
+
+            return renamed_option(
+                f"recipe key objective: {value}", "objective", value, RENAMED_OBJECTIVES, category=FutureWarning
+            )
+        return value
 
     @field_validator("metrics", "data", "model", "inlp", mode="before")
     @classmethod

@@ -20,9 +20,9 @@ from typing import Any
 
 from fairmt.recipes._schema import CLASSIFICATION_CONFIGS, Unread, config_default, given
 
-TWO_STAGE = ("cscl_two_stage", "fcl_two_stage")
+TWO_STAGE = ("cscl_pretrain", "fcl_pretrain")
 """The objectives that train the encoder first, then the head on it (``stage2``)."""
-CONTRASTIVE = ("cscl", "cscl_two_stage", "fcl", "fcl_two_stage")
+CONTRASTIVE = ("cscl", "cscl_pretrain", "fcl", "fcl_pretrain")
 TRAINER_SECTIONS = ("training", "objective_args", "stage2")
 
 SET_BY_RECIPE = {"objective": "objective", "seed": "seed", "output_dir": "output_dir"}
@@ -35,15 +35,15 @@ POOLING_FROM_MODEL = "model.pooling"
 
 OBJECTIVE_FIELDS: dict[str, tuple[str, ...]] = {
     "gamma": ("cscl",),
-    "cs_lambda": ("cscl", "cscl_two_stage"),
-    "cs_anchor_weighting": ("cscl", "cscl_two_stage"),
+    "cs_lambda": ("cscl", "cscl_pretrain"),
+    "cs_anchor_weighting": ("cscl", "cscl_pretrain"),
     "fcl_alpha": ("fcl",),
     "fcl_beta": ("fcl",),
-    "fcl_scl_weight": ("fcl", "fcl_two_stage"),
-    "fcl_fcl_weight": ("fcl", "fcl_two_stage"),
-    "fcl_variant": ("fcl", "fcl_two_stage"),
-    "fcl_group_term": ("fcl", "fcl_two_stage"),
-    "group_temperature": ("fcl", "fcl_two_stage"),
+    "fcl_scl_weight": ("fcl", "fcl_pretrain"),
+    "fcl_fcl_weight": ("fcl", "fcl_pretrain"),
+    "fcl_variant": ("fcl", "fcl_pretrain"),
+    "fcl_group_term": ("fcl", "fcl_pretrain"),
+    "group_temperature": ("fcl", "fcl_pretrain"),
     "temperature": CONTRASTIVE,
     "normalize": CONTRASTIVE,
     "views": CONTRASTIVE,

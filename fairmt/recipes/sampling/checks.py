@@ -18,7 +18,8 @@ def needs(config: dict) -> tuple[Any, list[str]]:
     m = config.get("model")
     if isinstance(m, dict):
         m = m.get("backbone", "microsoft/resnet-50")
-    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    raw = config.get("data")
+    data: dict = raw if isinstance(raw, dict) else {}
     name = data.get("dataset", "celeba")
     return m, [] if name == "synthetic" else [f"the {name} data (`fairmt data corpora`)"]
 

@@ -21,5 +21,6 @@ FAMILIES = (
         needs="fairmt.recipes.sampling.checks:needs",
         preflight="fairmt.recipes.sampling.checks:findings",
         metrics="fairmt.recipes.sampling.results:metric_patterns",
+        cites="fairmt.recipes.sampling.results:cited_method",
     ),
 )

@@ -59,10 +59,13 @@ def resolve_config(config: dict[str, Any]) -> dict[str, Any]:
     folder, the data set's targets and protected attributes; an unknown value names its key), as a dict, plus the full
     training arguments of both stages under ``resolved`` (what ``--dry-run`` prints). The runner reads nothing else."""
     from fairmt.recipes._schema import resolve_recipe
+    from fairmt.recipes.sampling.schema import SamplingRecipe
 
     if config.get("method", "sampling") != "sampling":
         raise FairmtError(f"recipe method must be 'sampling' for this entry point, got {config.get('method')!r}")
     resolved = resolve_recipe({**{k: v for k, v in config.items() if k != "resolved"}, "method": "sampling"})
+    if not isinstance(resolved, SamplingRecipe):  # the schema the family registers (fairmt.recipes._registry)
+        raise FairmtError(f"the sampling family resolved to {type(resolved).__name__}, not SamplingRecipe")
     cfg = resolved.model_dump(exclude={"method", "recipe_path", "overwrite"})
     cfg["resolved"] = {s: _stage_args(cfg, s, "/".join([cfg["output_dir"], s])).to_dict() for s in ("stage1", "stage2")}
     return cfg
@@ -274,7 +277,7 @@ def check_batches(cfg: dict[str, Any], n: int, stages: list[str]) -> None:
 
 
 def _save_embeddings(path: Path, z: np.ndarray, h: np.ndarray, data) -> None:
-    arrays = {"projection": z, "backbone": h}
+    arrays: dict[str, Any] = {"projection": z, "backbone": h}
     arrays.update({f"y_{k}": v for k, v in data.targets.items()})
     arrays.update({f"g_{k}": v for k, v in data.groups.items()})
     from fairmt.outputs import writing
@@ -466,8 +469,8 @@ def main(config: dict[str, Any]) -> dict[str, Any]:
     import torch
     from accelerate import PartialState
 
-    from fairmt.data.fair_sampling import LatentSubgroups, fit_latent_subgroups
     from fairmt.data.images import ImageCollator, SimCLRAugmentation, processor_stats
+    from fairmt.data.sampling import LatentSubgroups, fit_latent_subgroups
     from fairmt.models.vision import SimCLRModel, build_simclr_model, load_image_processor
 
     cfg = resolve_config(config)

@@ -3,7 +3,7 @@ default of the family is here."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -25,6 +25,15 @@ from fairmt.recipes._schema import (
     ranged,
     trainer_doc,
 )
+
+# integer keys that feed Config fields under other names, with those fields' Range (:func:`ranged`, a type built at
+# run time; a type checker sees int)
+if TYPE_CHECKING:
+    FedCount = int
+    FedGroups = int
+else:
+    FedCount = ranged(COUNT)
+    FedGroups = ranged(GROUPS)
 
 # ---------------------------------------------------------------------------------------------- sampling (images)
 
@@ -76,8 +85,8 @@ class SamplingModel(Section):
     pretrained: bool = D(
         False, description="load the backbone's weights (false: randomly initialised, SimCLR from scratch)"
     )
-    projection_dim: ranged(COUNT) = fed(("sampling", "model", "projection_dim"), 128)
-    projection_hidden_dim: ranged(COUNT) | None = fed(("sampling", "model", "projection_hidden_dim"), None)
+    projection_dim: FedCount = fed(("sampling", "model", "projection_dim"), 128)
+    projection_hidden_dim: FedCount | None = fed(("sampling", "model", "projection_hidden_dim"), None)
 
 
 Pair = Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=2, max_length=2)]
@@ -103,9 +112,9 @@ class SamplingAugment(Section):
 class SamplingClusters(Section):
     """K-means, once, on the stage-1 ``z`` of the whole set."""
 
-    n_clusters: ranged(GROUPS) = fed(("sampling", "clusters", "n_clusters"), 4)
+    n_clusters: FedGroups = fed(("sampling", "clusters", "n_clusters"), 4)
     seed: Seed = D(0, description="the K-means seed (recorded)")
-    n_init: ranged(COUNT) = fed(("sampling", "clusters", "n_init"), 10)
+    n_init: FedCount = fed(("sampling", "clusters", "n_init"), 10)
 
 
 class SamplingProbe(Section):

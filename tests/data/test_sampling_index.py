@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from fairmt.data.fair_sampling import (
+from fairmt.data.sampling import (
     FairPairBatchSampler,
     IndexedCollator,
     IndexedDataset,
