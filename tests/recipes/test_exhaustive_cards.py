@@ -121,7 +121,6 @@ HELD_OUT = {  # one-key overrides of card-relevant settings (paper values, own a
         ("training.num_train_epochs=10", "stages.train.num_train_epochs"),
         ("model.dropout=0.1", "model.dropout"),
     ],
-    "classification/sampling": [("objective_args.pair_loss=pairs", "stages.train.pair_loss")],  # the same recipe
     **{
         f"ccd/{n}": [
             ("training.learning_rate=2e-5", "training.learning_rate"),

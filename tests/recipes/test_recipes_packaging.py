@@ -3,6 +3,7 @@ a wheel built from the source carries them (installed outside the source tree, a
 
 import json
 import os
+import shutil
 import sys
 import zipfile
 from pathlib import Path
@@ -59,9 +60,28 @@ def test_an_alias_is_the_recipe_itself_under_a_second_name_and_no_file_is_a_link
 
 @pytest.mark.slow
 def test_wheel_carries_the_recipes_and_runs_one_outside_the_source_tree(tmp_path, shared_data):
+    # built from a copy of the files git tracks, as from a clean clone: building in the checkout itself left setuptools'
+    # build/ and egg-info folders in it, and a file deleted since the last build stayed in build/lib and in the wheel
+    source = tmp_path / "source"
+    tracked = procs.run(["git", "ls-files", "-z"], cwd=REPO, check=True, capture_output=True).stdout
+    for name in filter(None, tracked.split("\0")):
+        if (REPO / name).is_file():  # a tracked file deleted in the work tree is not part of it
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, source / name, follow_symlinks=False)
     wheels = tmp_path / "wheels"
     procs.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(REPO)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            str(source),
+        ],
         check=True,
         capture_output=True,
         text=True,
