@@ -119,7 +119,7 @@ def register(groups) -> None:
         "--dry-run",
         action="store_true",
         help="check the sweep and say what it would run — the number of trials, the settings that leave the "
-        "recipe's paper card, what every trial would hit — and run nothing (no folder, no study)",
+        "recipe's paper card, what every trial would hit — and run nothing (nothing is created)",
     )
     p.set_defaults(handler=_run)
 
