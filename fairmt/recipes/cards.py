@@ -920,7 +920,8 @@ def _moved(card: Card, config: dict[str, Any]) -> list[Moved]:
         elif owner in kinds:  # the card passes on the recipe file, so the file's value is the declared one
             d = kinds[owner]
             paper = f"; the paper's {_show(d.paper)}" if owner == key and d.paper is not None else ""
-            what, leaves = f"the card declares {_show(a)} [{d.kind}]{paper}", True
+            declared = "null" if a is None else _show(a)
+            what, leaves = f"the card declares {declared} [{d.kind}]{paper}", True
         elif owner in rows:
             paper = rows[owner].paper if owner == key else lookup(rows[owner].paper, key[len(owner) + 1 :])
             what, leaves, source = (
@@ -935,12 +936,14 @@ def _moved(card: Card, config: dict[str, Any]) -> list[Moved]:
 
 
 def variant_differences(
-    recipe: str, fixed: list[str], variants: list[tuple[str, list[tuple[str, list[str]]]]]
+    recipe: str, fixed: list[str], variants: list[tuple[str, list[tuple[str, list[str]]], list[str]]]
 ) -> tuple[Card | None, list[str]]:
     """``(card, lines)``: the settings that runs of ``recipe`` (a name or file) with the overrides ``fixed`` and,
-    per run, one value of each of ``variants`` (``[(label, [(value as shown, its overrides)])]``: a sweep's ``--grid
-    KEY``, its ``--seeds``) move off the paper card: one line per setting (as a user types it) and variant, naming
-    the values that leave the card, each once (a value shown twice, as a range's two ends, once; a value the card gives is not a difference): ``KEY (RESOLVED KEYS):
+    per run, one value of each of ``variants`` move off the paper card. A variant is ``(label, [(value as shown, its
+    overrides)], context)``: a sweep's ``--grid KEY`` (``context``: overrides its values need beside them, such as
+    another grid key's first value, whose own changes are not the variant's), a ``--range``'s ends, the ``--seeds``.
+    One line per setting (as a user types it) and variant, naming the values that leave the card, each once (a value
+    shown twice, as a range's two ends, once; a value the card gives is not a difference): ``KEY (RESOLVED KEYS):
     LABEL V1, V2 (WHAT THE CARD SAYS)``; the fixed overrides' own under the label ``fixed``. None and no lines for a
     recipe without a card. The comparison is :func:`card_of_config`'s (``fairmt train --dry-run``'s), run once per
     value."""
@@ -951,13 +954,14 @@ def variant_differences(
     if card is None:
         return None, []
     lines = _grouped("fixed", [(_show(m.after), m) for m in card.moved], config)
-    by_fixed = {m.key: m.after for m in card.moved}
-    for label, values in variants:
+    for label, values, context in variants:
+        around = card if not context else card_of_config(load_recipe(recipe, [*fixed, *context]))
+        before = {m.key: m.after for m in around.moved}  # type: ignore[union-attr]  # the same recipe file
         found = []
         for shown, overrides in values:
-            varied = load_recipe(recipe, [*fixed, *overrides])
+            varied = load_recipe(recipe, [*fixed, *context, *overrides])
             moved = card_of_config(varied).moved  # type: ignore[union-attr]  # the same recipe file: its card
-            found += [(shown, m) for m in moved if not (m.key in by_fixed and same(by_fixed[m.key], m.after))]
+            found += [(shown, m) for m in moved if not (m.key in before and same(before[m.key], m.after))]
         lines += _grouped(label, found, config)
     return card, lines
 

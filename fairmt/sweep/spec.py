@@ -301,16 +301,24 @@ def card_differences(spec: SweepSpec) -> tuple[str, list[str]]:
     each setting whose value in some trial leaves it — a fixed override, a ``--grid`` key's values, a ``--range``'s
     ends, the ``--seeds`` — once per setting, naming the values that leave it (a value the card gives is not a
     difference): :func:`fairmt.recipes.cards.variant_differences`, the comparison of ``fairmt train --dry-run``."""
+    from fairmt.recipes import load_recipe
     from fairmt.recipes.cards import variant_differences
 
     fam = family(spec.method)
-    variants: list[tuple[str, list[tuple[str, list[str]]]]] = [
-        ("grid", [(raw, [f"{key}={raw}"]) for raw in raws]) for key, raws in spec.grid_raw.items()
-    ]
+    firsts = {key: f"{key}={raws[0]}" for key, raws in spec.grid_raw.items()}
+    variants: list[tuple[str, list[tuple[str, list[str]]], list[str]]] = []
+    for key, raws in spec.grid_raw.items():
+        try:  # each value alone; one the recipe accepts only beside another grid key's value: beside their firsts
+            for raw in raws:
+                load_recipe(spec.recipe, [*spec.overrides, f"{key}={raw}"])
+            context: list[str] = []
+        except FairmtError:
+            context = [o for k, o in firsts.items() if k != key]
+        variants.append(("grid", [(raw, [f"{key}={raw}"]) for raw in raws], context))
     for key, r in spec.ranges.items():
         span = f"{r['low']}:{r['high']}{':log' if r['log'] else ''}"
-        variants.append(("range", [(span, [f"{key}={yaml_scalar(r[end])}"]) for end in ("low", "high")]))
-    variants.append(("seeds", [(str(s), [f"{k}={s}" for k in fam.seed_keys]) for s in spec.seeds]))
+        variants.append(("range", [(span, [f"{key}={yaml_scalar(r[end])}"]) for end in ("low", "high")], []))
+    variants.append(("seeds", [(str(s), [f"{k}={s}" for k in fam.seed_keys]) for s in spec.seeds], []))
     card, lines = variant_differences(spec.recipe, spec.overrides, variants)
     if card is None:
         return "", []

@@ -950,3 +950,10 @@ def test_a_sweep_prints_the_card_differences_before_any_trial_and_writes_them_to
     assert spec.card_differences == [FIXED.strip()]
     md = render_markdown(build_report(tmp_path, spec))
     assert "\n\n- training.adam\\_beta2 (stages.stage1.adam\\_beta2): fixed 0.98" in md, md
+    # balance.target is refused alone (read only with a balance.method): its values are judged beside the other
+    # grid key's first value, whose own change is that key's line; joint, the recipe's own target, is none
+    spec = build_spec(PAPER, [], ["balance.method=downsample", "balance.target=y,joint"], [], "1", [])
+    assert spec.card_differences == [
+        "balance.method: grid downsample (the card declares null [paper-silent choice])",
+        "balance.target: grid y (on no card entry)",
+    ]
