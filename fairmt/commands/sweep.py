@@ -115,6 +115,12 @@ def register(groups) -> None:
     )
     p.add_argument("--max-failures", type=count(1), default=3, help="stop after this many failed trials in a row")
     p.add_argument("--sampler-seed", type=seed, default=None, help="seed of the TPE/NSGA-II sampler")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the sweep and say what it would run — the number of trials, the settings that leave the "
+        "recipe's paper card, what every trial would hit — and run nothing (nothing is created)",
+    )
     p.set_defaults(handler=_run)
 
 
@@ -122,10 +128,11 @@ def _run(args) -> int:
     if args.recipe == "report":
         return _report(args)
     from fairmt.sweep.engine import SweepInterrupted, require_optuna, run_sweep, study_info
-    from fairmt.sweep.report import write_report
+    from fairmt.sweep.report import card_lines, write_report
     from fairmt.sweep.spec import build_spec, check_trial_inputs
 
-    require_optuna()
+    if not args.dry_run:
+        require_optuna()
     spec = build_spec(
         args.recipe,
         args.overrides,
@@ -146,9 +153,14 @@ def _run(args) -> int:
         max_failures=args.max_failures,
         sampler_seed=args.sampler_seed,
     )
+    if args.dry_run:
+        return _dry_run(spec)
     if args.overwrite:
         _overwrite(args, spec)
     print(f"fairmt sweep: {spec.mode} over {spec.recipe} in {spec.output_dir} (study {spec.study_name!r})", flush=True)
+    if spec.paper_card:  # before any trial: what of this sweep is not the paper's recipe
+        for line in card_lines(spec.paper_card, spec.card_differences):
+            print(f"fairmt sweep: {line}" if not line.startswith(" ") else line, flush=True)
     try:
         outcome = run_sweep(spec, check=lambda: check_trial_inputs(spec))  # data, models: before any trial
     except (KeyboardInterrupt, SweepInterrupted):
@@ -183,6 +195,38 @@ def _run(args) -> int:
         print(f"fairmt sweep: {len(prog.failed)} run(s) failed: run the same command again to retry them")
     _print_summary(report)
     return 0 if not outcome.failed and not (prog and prog.failed) else 1
+
+
+def _dry_run(spec) -> int:
+    """``--dry-run``: the trials the sweep would run, the settings that leave the recipe's paper card and what every
+    trial would hit (``fairmt train --dry-run``'s findings), on stdout; nothing is written or started."""
+    from fairmt.sweep.report import card_lines
+    from fairmt.sweep.spec import trial_findings
+
+    settings = len(spec.settings()) if spec.mode == "grid" else spec.search
+    runs = settings * len(spec.seeds)
+    print(
+        f"fairmt sweep --dry-run: {spec.mode} over {spec.recipe}: {settings} setting(s) × {len(spec.seeds)} seed(s) "
+        f"= {runs} run(s) of `fairmt train`, in {spec.output_dir}"
+    )
+    if spec.overrides:
+        print(f"  fixed overrides: {' '.join(spec.overrides)}")
+    for key, values in spec.grid_raw.items():
+        print(f"  grid {key}: {', '.join(values)}")
+    for key, r in spec.ranges.items():
+        print(f"  range {key}: {r['low']}:{r['high']}{' (log)' if r['log'] else ''}")
+    print(f"  seeds: {', '.join(map(str, spec.seeds))}")
+    if spec.paper_card:
+        for line in card_lines(spec.paper_card, spec.card_differences):
+            print(f"fairmt sweep --dry-run: {line}" if not line.startswith(" ") else line)
+    found = trial_findings(spec)
+    for fatal, text in found:
+        print(f"fairmt sweep --dry-run: {'every trial would fail: ' if fatal else 'note: '}{text}")
+    failing = sum(fatal for fatal, _ in found)
+    if failing:
+        raise FairmtError(f"every trial of this sweep would fail ({failing} finding{'s' if failing > 1 else ''} above)")
+    print("fairmt sweep --dry-run: nothing found that would stop the trials; nothing was started")
+    return 0
 
 
 def _overwrite(args, spec) -> None:

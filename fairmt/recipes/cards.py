@@ -143,6 +143,8 @@ class Card:
     overridden: list[str] = field(default_factory=list)
     """One line per resolved setting that an override moved off the recipe's file (``KEY: A → B [what the card
     says]``)."""
+    moved: list[Moved] = field(default_factory=list)
+    """The same settings as :class:`Moved` records (:func:`card_of_config`)."""
 
     def counts(self) -> dict[str, int]:
         """How many resolved settings the card classifies of each kind (exhaustive cards)."""
@@ -898,9 +900,28 @@ def find_card(recipe_path: str | Path) -> tuple[Path | None, str | None]:
     return None, None
 
 
-def _overridden(card: Card, config: dict[str, Any]) -> list[str]:
+@dataclass
+class Moved:
+    """A resolved setting that an override moved off the recipe file's own value, with what the card says of it."""
+
+    key: str
+    before: Any
+    """The recipe file's resolved value."""
+    after: Any
+    what: str
+    """What the card says of the key: ``the paper's value X``, ``the card declares X [kind]``, ``inert: why`` or
+    ``on no card entry``."""
+    leaves: bool
+    """Whether ``after`` leaves the card: it is not the paper's value of a setting the card lists, not the value a
+    departure declares, or (a key on no card entry) not the recipe's own; an inert key never leaves it."""
+    source: str | None = None
+    """The paper's source of a setting the card lists (its quote)."""
+
+
+def _moved(card: Card, config: dict[str, Any]) -> list[Moved]:
     """The resolved settings an override (or an edit of the loaded mapping) moved off the recipe file's own values,
-    each with what the card says of it; bookkeeping left out."""
+    each with what the card says of it; bookkeeping left out. The one comparison behind ``fairmt train --dry-run``'s
+    ``overridden:`` lines and a sweep's card differences (:func:`variant_differences`)."""
     from fairmt.recipes import load_recipe
 
     path = config.get("recipe_path")
@@ -915,7 +936,7 @@ def _overridden(card: Card, config: dict[str, Any]) -> list[str]:
     roots = trainer_roots(after)
     rows = {r.key: r for r in card.settings}
     kinds = {d.key: d for d in card.departures}
-    lines = []
+    out = []
     for key in sorted(set(before) | set(after)):
         a, b = before.get(key, "(absent)"), after.get(key, "(absent)")
         if same(a, b) or _bookkeeping(key, roots):
@@ -928,16 +949,82 @@ def _overridden(card: Card, config: dict[str, Any]) -> list[str]:
             ),
             None,
         )
+        source = None
         if key in card.inert:
-            what = f"inert: {card.inert[key]}"
-        elif owner in kinds:
-            what = f"the card declares {_show(a)} [{kinds[owner].kind}]"
+            what, leaves = f"inert: {card.inert[key]}", False
+        elif owner in kinds:  # the card passes on the recipe file, so the file's value is the declared one
+            d = kinds[owner]
+            paper = f"; the paper's {_show(d.paper)}" if owner == key and d.paper is not None else ""
+            declared = "null" if a is None else _show(a)
+            what, leaves = f"the card declares {declared} [{d.kind}]{paper}", True
         elif owner in rows:
-            what = f"the paper's value {_show(rows[owner].paper)}"
+            paper = rows[owner].paper if owner == key else lookup(rows[owner].paper, key[len(owner) + 1 :])
+            what, leaves, source = (
+                f"the paper's value {_show(rows[owner].paper)}",
+                not same(b, paper),
+                rows[owner].source,
+            )
         else:
-            what = "on no card entry"
-        lines.append(f"{key}: {_show(a)} -> {_show(b)} ({what})")
-    return lines
+            what, leaves = "on no card entry", True
+        out.append(Moved(key, a, b, what, leaves, source))
+    return out
+
+
+def variant_differences(
+    recipe: str, fixed: list[str], variants: list[tuple[str, list[tuple[str, list[str]]], list[str]]]
+) -> tuple[Card | None, list[str]]:
+    """``(card, lines)``: the settings that runs of ``recipe`` (a name or file) with the overrides ``fixed`` and,
+    per run, one value of each of ``variants`` move off the paper card. A variant is ``(label, [(value as shown, its
+    overrides)], context)``: a sweep's ``--grid KEY`` (``context``: overrides its values need beside them, such as
+    another grid key's first value, whose own changes are not the variant's), a ``--range``'s ends, the ``--seeds``.
+    One line per setting (as a user types it) and variant, naming the values that leave the card, each once (a value
+    shown twice, as a range's two ends, once; a value the card gives is not a difference): ``KEY (RESOLVED KEYS):
+    LABEL V1, V2 (WHAT THE CARD SAYS)``; the fixed overrides' own under the label ``fixed``. None and no lines for a
+    recipe without a card. The comparison is :func:`card_of_config`'s (``fairmt train --dry-run``'s), run once per
+    value."""
+    from fairmt.recipes import load_recipe
+
+    config = load_recipe(recipe, list(fixed))
+    card = card_of_config(config)
+    if card is None:
+        return None, []
+    lines = _grouped("fixed", [(_show(m.after), m) for m in card.moved], config)
+    for label, values, context in variants:
+        around = card if not context else card_of_config(load_recipe(recipe, [*fixed, *context]))
+        before = {m.key: m.after for m in around.moved}  # type: ignore[union-attr]  # the same recipe file
+        found = []
+        for shown, overrides in values:
+            varied = load_recipe(recipe, [*fixed, *context, *overrides])
+            moved = card_of_config(varied).moved  # type: ignore[union-attr]  # the same recipe file: its card
+            found += [(shown, m) for m in moved if not (m.key in before and same(before[m.key], m.after))]
+        lines += _grouped(label, found, config)
+    return card, lines
+
+
+def _grouped(label: str, found: list[tuple[str, Moved]], config: dict[str, Any]) -> list[str]:
+    """One line per setting as a user types it (``training.seed`` moves each stage's seed: one line), naming the
+    values that leave the card, each once, in the order given; a setting no value moves off the card: no line."""
+    groups: dict[str, tuple[list[str], list[Moved], list[str]]] = {}
+    for shown, m in found:
+        keys, records, values = groups.setdefault(_typed_key(m.key, config), ([], [], []))
+        if m.key not in keys:
+            keys.append(m.key)
+            records.append(m)
+        if m.leaves and shown not in values:
+            values.append(shown)
+    out = []
+    for typed, (keys, records, values) in groups.items():
+        if not values:
+            continue
+        others = [k for k in keys if k != typed]
+        name = f"{typed} ({', '.join(others)})" if others else typed
+        m = next((r for r in records if r.leaves), records[0])
+        out.append(f"{name}: {label} {', '.join(values)} ({_with_source(m)})")
+    return out
+
+
+def _with_source(m: Moved) -> str:
+    return f"{m.what}: {' '.join(m.source.split())}" if m.source else m.what
 
 
 def card_of_config(config: dict[str, Any]) -> Card | None:
@@ -955,7 +1042,8 @@ def card_of_config(config: dict[str, Any]) -> Card | None:
     if copy_of is not None:
         card.copy_of = str(data["recipe"]) if copy_of == "?" else copy_of
         card.recipe = str(path)
-    card.overridden = _overridden(card, config)
+    card.moved = _moved(card, config)
+    card.overridden = [f"{m.key}: {_show(m.before)} -> {_show(m.after)} ({m.what})" for m in card.moved]
     return card
 
 
@@ -968,6 +1056,7 @@ __all__ = [
     "Fact",
     "KINDS",
     "LIBRARY_DEFAULT",
+    "Moved",
     "RULE_KEYS",
     "Row",
     "TRAINING_RELEVANT",
@@ -985,4 +1074,5 @@ __all__ = [
     "same",
     "trainer_field",
     "trainer_roots",
+    "variant_differences",
 ]

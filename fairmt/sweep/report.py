@@ -363,6 +363,8 @@ def build_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
         "results_format": family(spec.method).results_format,
         "mode": spec.mode,
         "overrides": spec.overrides,
+        "paper_card": spec.paper_card or None,
+        "card_differences": list(spec.card_differences),
         "grid": spec.grid,
         "ranges": spec.ranges,
         "seeds": spec.seeds,
@@ -504,6 +506,22 @@ def _label(by_id: dict[str, Any], sid: str) -> str:
     return setting_label(by_id[sid]["overrides"]) if sid in by_id else sid
 
 
+def card_lines(card: str, differences: list[str]) -> list[str]:
+    """What a sweep of a recipe with a paper card says of it before any trial (the console's lines)."""
+    if not differences:
+        return [f"paper card {card}: every value of this sweep is the card's"]
+    return [
+        f"paper card {card}: {len(differences)} setting(s) of this sweep leave it:",
+        *(f"  {d}" for d in differences),
+    ]
+
+
+def card_paragraph(card: str, differences: list[str], md) -> str:
+    """``sweep.md``'s paragraph on the paper card (``md``: the Markdown escape of text from the recipe or card)."""
+    head, *rest = card_lines(card, differences)
+    return "\n".join([md(head), *([""] if rest else []), *(f"- {md(line.strip())}" for line in rest)])
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     """``sweep.md``: every name and value from the recipe or the runs is text (:mod:`fairmt.eval.reporting.escape`)."""
     from fairmt.eval.report import markdown_table
@@ -538,6 +556,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     ]
     if report["overrides"]:
         lines += [f"Fixed overrides: {code(' '.join(report['overrides']))}", ""]
+    if report.get("paper_card"):
+        lines += [card_paragraph(report["paper_card"], report.get("card_differences") or [], md), ""]
     lines += [
         f"Runs finished: {report['runs_finished']} of {report['runs_expected']}. Cells: mean ± sample std over "
         "seeds (ddof = 1), to the digits the std supports (`fairmt report`'s rule: its std to two significant digits when they begin with 1 or 2, else one). `front`: on the Pareto front of the trade-off "

@@ -51,6 +51,8 @@ class SweepSpec:
     grace_period: int = 600
     max_failures: int = 3
     sampler_seed: int | None = None
+    paper_card: str = ""  # the recipe's paper card and where to read it; empty without one
+    card_differences: list[str] = dataclasses.field(default_factory=list)  # card_differences(): one line a setting
 
     @property
     def seed_key(self) -> str:
@@ -294,17 +296,51 @@ def check_against_recipe(spec: SweepSpec) -> dict[str, Any]:
     return base
 
 
-def check_trial_inputs(spec: SweepSpec) -> None:
-    """Before the first trial: what ``fairmt train RECIPE --dry-run`` finds that every trial would hit (the recipe's
-    data files and folders, its models, mixed precision without a GPU: :func:`fairmt.recipes._preflight.findings`)
-    on the recipe with the fixed overrides; one :class:`FairmtError` listing them. The trials' own output folders
-    are the sweep's (new), so the recipe's output folder is not one of the findings."""
+def card_differences(spec: SweepSpec) -> tuple[str, list[str]]:
+    """``(card, lines)``: the recipe's paper card (its paper, and the command that shows it; empty without one) and
+    each setting whose value in some trial leaves it — a fixed override, a ``--grid`` key's values, a ``--range``'s
+    ends, the ``--seeds`` — once per setting, naming the values that leave it (a value the card gives is not a
+    difference): :func:`fairmt.recipes.cards.variant_differences`, the comparison of ``fairmt train --dry-run``."""
+    from fairmt.recipes import load_recipe
+    from fairmt.recipes.cards import variant_differences
+
+    fam = family(spec.method)
+    firsts = {key: f"{key}={raws[0]}" for key, raws in spec.grid_raw.items()}
+    variants: list[tuple[str, list[tuple[str, list[str]]], list[str]]] = []
+    for key, raws in spec.grid_raw.items():
+        try:  # each value alone; one the recipe accepts only beside another grid key's value: beside their firsts
+            for raw in raws:
+                load_recipe(spec.recipe, [*spec.overrides, f"{key}={raw}"])
+            context: list[str] = []
+        except FairmtError:
+            context = [o for k, o in firsts.items() if k != key]
+        variants.append(("grid", [(raw, [f"{key}={raw}"]) for raw in raws], context))
+    for key, r in spec.ranges.items():
+        span = f"{r['low']}:{r['high']}{':log' if r['log'] else ''}"
+        variants.append(("range", [(span, [f"{key}={yaml_scalar(r[end])}"]) for end in ("low", "high")], []))
+    variants.append(("seeds", [(str(s), [f"{k}={s}" for k in fam.seed_keys]) for s in spec.seeds], []))
+    card, lines = variant_differences(spec.recipe, spec.overrides, variants)
+    if card is None:
+        return "", []
+    return f"{card.paper} (fairmt recipes --paper {card.copy_of or card.recipe})", lines
+
+
+def trial_findings(spec: SweepSpec) -> list[tuple[bool, str]]:
+    """What ``fairmt train RECIPE --dry-run`` finds that every trial would hit (the recipe's data files and folders,
+    its models, mixed precision without a GPU: :func:`fairmt.recipes._preflight.findings`) on the recipe with the
+    fixed overrides, as ``(fatal, text)``. The trials' own output folders are the sweep's (new), so the recipe's
+    output folder is not one of the findings."""
     from fairmt.recipes import load_recipe, resolve, set_output_dir
     from fairmt.recipes._preflight import findings
 
     config = load_recipe(spec.recipe, spec.overrides)
     set_output_dir(config, str(Path(spec.output_dir) / "trials" / ".preflight-not-written"))
-    fatal = [text for bad, text in findings(config, resolve(config)) if bad]
+    return findings(config, resolve(config))
+
+
+def check_trial_inputs(spec: SweepSpec) -> None:
+    """Before the first trial: the fatal :func:`trial_findings`, as one :class:`FairmtError` listing them."""
+    fatal = [text for bad, text in trial_findings(spec) if bad]
     if fatal:
         more = (
             f" (and {len(fatal) - 1} more: `fairmt train {spec.recipe} --dry-run` lists them)" if len(fatal) > 1 else ""
@@ -440,6 +476,7 @@ def build_spec(
     spec.output_dir = str(Path(output_dir or default_output_dir(recipe)).resolve())
     spec.storage = storage or f"sqlite:///{Path(spec.output_dir) / 'study.db'}"
     spec.study_name = study_name or Path(spec.output_dir).name
+    spec.paper_card, spec.card_differences = card_differences(spec)
     return spec
 
 

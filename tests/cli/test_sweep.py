@@ -887,3 +887,73 @@ def test_gacl_sweep_names_the_metrics_a_gacl_run_reports(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert "dev.x" in err and "dev.loss" in err and "writes no results file" not in err
+
+
+# ------------------------------------------------------------------------------------------- the paper card (issue 51)
+PAPER = "classification/cscl_bios_bert"
+TEMPERATURE = "  objective_args.temperature (stages.stage1.temperature): grid 0.1, 0.5 (the paper's value 2.0: §4: "
+FIXED = "  training.adam_beta2 (stages.stage1.adam_beta2): fixed 0.98 (the card declares 0.999 [paper-silent choice])"
+SEEDS = "  seed (stages.stage1.seed, stages.stage2.seed): seeds 1 (the card declares 0 [paper-silent choice])"
+
+
+def _tripwire(monkeypatch):
+    from fairmt.sweep import engine
+
+    def tripwire(cmd, log):
+        raise AssertionError("a trial started")
+
+    monkeypatch.setattr(engine, "run_subprocess", tripwire)
+
+
+def test_a_sweep_dry_run_names_each_setting_that_leaves_the_paper_card_once(tmp_path, capsys, monkeypatch):
+    """Issue 51: a sweep over a paper recipe says, before anything runs, each setting whose fixed, grid or seed value
+    leaves the card — once per setting, with the values that leave it (2.0, the paper's τ, and cs_lambda 5, the
+    card's, are no difference) — by the comparison of `fairmt train --dry-run`; --dry-run runs and writes nothing."""
+    _tripwire(monkeypatch)
+    out = tmp_path / "s"
+    grid = ["--grid", "objective_args.temperature=0.1,2.0,0.5", "--grid", "objective_args.cs_lambda=5"]
+    args = ["sweep", PAPER, "training.adam_beta2=0.98", *grid, "--seeds", "2", "--output-dir", str(out), "--dry-run"]
+    assert main(args) == 2  # bert-base-uncased and Bias-in-Bios are not here: listed as findings, nothing started
+    std = capsys.readouterr()
+    lines = std.out.splitlines()
+    assert lines[0].startswith(f"fairmt sweep --dry-run: grid over {PAPER}: 3 setting(s) × 2 seed(s) = 6 run(s) ")
+    head = next(i for i, line in enumerate(lines) if "paper card Chi et al. (2022)" in line)
+    assert lines[head].endswith(f"(fairmt recipes --paper {PAPER}): 3 setting(s) of this sweep leave it:")
+    assert lines[head + 1] == FIXED and lines[head + 2].startswith(TEMPERATURE) and lines[head + 3] == SEEDS
+    assert sum("objective_args.temperature" in line for line in lines) == 2  # the grid line and its card line
+    assert not any("cs_lambda (" in line for line in lines)
+    assert "every trial of this sweep would fail" in std.err and not out.exists()
+
+
+def test_a_sweep_prints_the_card_differences_before_any_trial_and_writes_them_to_sweep_md(
+    tmp_path, capsys, monkeypatch
+):
+    """The same lines start a real sweep (before the check of what every trial needs: here the trial inputs are
+    missing, so nothing starts); a --range is one difference named by its span; sweep.md carries the lines."""
+    from fairmt.sweep.report import build_report, render_markdown
+    from fairmt.sweep.spec import build_spec
+
+    _tripwire(monkeypatch)
+    out = tmp_path / "s"
+    grid = ["--grid", "objective_args.temperature=0.1,2.0,0.5", "--range", "training.learning_rate=1e-5:1e-4:log"]
+    assert main(["sweep", PAPER, *grid, "--search", "2", "--seeds", "1", "--output-dir", str(out)]) == 2
+    lines = capsys.readouterr().out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("fairmt sweep: paper card Chi et al. (2022)"))
+    assert lines[head].endswith("2 setting(s) of this sweep leave it:"), lines[head]
+    assert lines[head + 1].startswith(TEMPERATURE)
+    assert lines[head + 2].startswith(
+        "  training.learning_rate (stages.stage1.learning_rate): range 1e-05:0.0001:log (the paper's value "
+    )
+    assert not out.exists()
+
+    spec = build_spec(PAPER, ["training.adam_beta2=0.98"], ["objective_args.temperature=2.0"], [], "1", [])
+    assert spec.card_differences == [FIXED.strip()]
+    md = render_markdown(build_report(tmp_path, spec))
+    assert "\n\n- training.adam\\_beta2 (stages.stage1.adam\\_beta2): fixed 0.98" in md, md
+    # balance.target is refused alone (read only with a balance.method): its values are judged beside the other
+    # grid key's first value, whose own change is that key's line; joint, the recipe's own target, is none
+    spec = build_spec(PAPER, [], ["balance.method=downsample", "balance.target=y,joint"], [], "1", [])
+    assert spec.card_differences == [
+        "balance.method: grid downsample (the card declares null [paper-silent choice])",
+        "balance.target: grid y (on no card entry)",
+    ]
