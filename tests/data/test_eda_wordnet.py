@@ -70,3 +70,15 @@ def test_the_reader_is_built_once_per_process_without_the_multilingual_sense_map
     (reader,) = readers.values()
     assert reader.map30 is None and reader.get_version() == "3.0"
     assert "physician" in [lemma.name() for s in reader.synsets("doctor") for lemma in s.lemmas()]
+
+
+def test_wordnet_available_says_what_wordnet_synonyms_finds_without_reading(wordnet, tmp_path, monkeypatch):
+    import nltk
+
+    assert eda_module.wordnet_available()  # the database this run reads (the fixture read it)
+    # no NLTK corpus on NLTK's path and no system database: neither finds one
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path / "nltk_data")])
+    monkeypatch.setenv("WORDNET_DIR", str(tmp_path / "no-wordnet"))
+    monkeypatch.setenv("FAIRMT_CACHE", str(tmp_path / "cache"))
+    assert not eda_module.wordnet_available()
+    assert wordnet_synonyms() is None

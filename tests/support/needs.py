@@ -71,9 +71,9 @@ def _program(name: str) -> Callable[[], str | None]:
 
 
 def _wordnet() -> str | None:
-    from fairmt.data.augment.eda import wordnet_synonyms
+    from fairmt.data.augment.eda import wordnet_available  # a database present, not read: reading it takes seconds
 
-    return None if wordnet_synonyms() is not None else "no WordNet 3.0 database NLTK can read"
+    return None if wordnet_available() else "no WordNet 3.0 database for NLTK (neither NLTK's corpus nor the system's)"
 
 
 def _postgresql() -> str | None:

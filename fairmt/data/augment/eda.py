@@ -20,10 +20,12 @@ saying how to install it; otherwise only RS and RD run, with a warning. Determin
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from fairmt.errors import FairmtError
@@ -59,15 +61,18 @@ INSTALL_HINT = (
 )
 
 
+def _system_wordnet_source() -> Path | None:
+    """The system WordNet 3.0 database folder (``$WORDNET_DIR``, default ``/usr/share/wordnet``), or None without one."""
+    source = Path(os.environ.get("WORDNET_DIR", "/usr/share/wordnet"))
+    return source if (source / "data.noun").is_file() and (source / "index.noun").is_file() else None
+
+
 def _system_wordnet() -> str | None:
     """An NLTK data folder holding ``corpora/wordnet``: copies of the system WordNet 3.0 database's files (28 MB,
     once: NLTK refuses symbolic and hard links out of a corpus folder) and the ``lexnames`` file it lacks, under
     ``$FAIRMT_CACHE/wordnet`` (default ``~/.cache/fairmt/wordnet``)."""
-    import os
-    from pathlib import Path
-
-    source = Path(os.environ.get("WORDNET_DIR", "/usr/share/wordnet"))
-    if not ((source / "data.noun").is_file() and (source / "index.noun").is_file()):
+    source = _system_wordnet_source()
+    if source is None:
         return None
     root = Path(os.environ.get("FAIRMT_CACHE", Path.home() / ".cache" / "fairmt")) / "wordnet"
     corpus = root / "corpora" / "wordnet"
@@ -87,6 +92,20 @@ def _system_wordnet() -> str | None:
             what="WordNet's lexnames file",
         )
     return str(root)
+
+
+def wordnet_available() -> bool:
+    """Whether :func:`wordnet_synonyms` has a database to read — NLTK importable, and NLTK's own ``wordnet`` corpus or
+    the system database's files present — without reading it (building the reader takes seconds)."""
+    try:
+        import nltk  # type: ignore[import-not-found]
+    except ImportError:
+        return False
+    try:
+        nltk.data.find("corpora/wordnet")
+        return True
+    except LookupError:
+        return _system_wordnet_source() is not None
 
 
 _READERS: dict[str, Any] = {}
