@@ -4,9 +4,10 @@ Martin & Ogbuokiri's Table 1 claim, not a reproduction of it).
 
 For every seed, the ``method: sampling`` recipe runs on ``synthetic_shapes`` (coloured squares/discs, a planted 80/20
 majority/minority colour) with a tiny random ResNet: stage 1 SimCLR → K-means (K = 4) once → stage 2 with Algorithm 1
-(``objective: sampling``); then the baseline recipe (``objective: simclr``) continues the *same* stage 1 with plain
-SimCLR for the same number of epochs (``stage1_from``). The latent-subgroup measures of the two stage-2 models
-(K-means K = 4 on each model's normalised projections) and their shape probes are compared as mean ± std over seeds::
+(``objective: sampling_pretrain``); then the baseline recipe (``objective: simclr``) continues the *same* stage 1
+with plain SimCLR for the same number of epochs (``stage1_from``). The latent-subgroup measures of the two stage-2
+models (K-means K = 4 on each model's normalised projections) and their shape probes are compared as mean ± std over
+seeds::
 
     OMP_NUM_THREADS=1 python scripts/compare_sampling_synthetic.py [--seeds 0 1 2 3 4] [--json OUT] [KEY=VALUE ...]
 
@@ -68,7 +69,7 @@ def run(seed: int, root: Path, backbone: Path, a) -> dict:
     }
     for text in a.overrides:
         _override(common, text)
-    fair = recipe({**common, "objective": "sampling", "output_dir": str(root / f"fair{seed}")})
+    fair = recipe({**common, "objective": "sampling_pretrain", "output_dir": str(root / f"fair{seed}")})
     base = recipe(
         {
             **common,

@@ -137,11 +137,70 @@ def test_dry_run_shows_every_resolved_value(name, capsys):
 
 @pytest.mark.parametrize("name", ["sampling/hatespeech_gru", "classification/sampling"])
 def test_text_variant_recipe_under_both_names(name, capsys):
-    rc = main(["train", name, "--dry-run"])  # the hate-speech data may be absent here: the dry run says so (exit 2)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)  # a classification recipe: sampling IS the Config's name there
+        rc = main(["train", name, "--dry-run"])  # the hate-speech data may be absent here: the dry run says so (exit 2)
     printed = capsys.readouterr()
     assert rc == 0 or (rc == 2 and "the hate-speech data folder" in printed.err), printed.err
     cfg = json.loads(printed.out)["config"]
     assert cfg["objective"] == "sampling" and cfg["objective_args"]["cluster_refit"] == "every_n_steps"
+    assert cfg["stages"]["train"]["objective"] == "sampling"  # FairnessSamplingConfig's CE + μ·NT-Xent, as named
+
+
+def test_sampling_recipe_objectives_are_named_as_their_config_names_them():
+    """Issue 50: a sampling recipe's objective is the FairnessSamplingConfig objective its stage 2 trains with (the
+    Config's own ``sampling`` is CE + μ·NT-Xent on a classifier: the classification runner's, sampling/hatespeech_gru)."""
+    import typing
+
+    from fairmt.recipes.sampling.runner import resolve_config
+    from fairmt.recipes.sampling.schema import RENAMED_OBJECTIVES, SamplingRecipe
+    from fairmt.trainers.sampling import SAMPLING_OBJECTIVES
+
+    objectives = set(typing.get_args(SamplingRecipe.model_fields["objective"].annotation))
+    assert objectives == {"sampling_pretrain", "simclr"} and objectives <= set(SAMPLING_OBJECTIVES)
+    assert SamplingRecipe.model_fields["objective"].default == "sampling_pretrain"
+    assert set(RENAMED_OBJECTIVES.values()) <= objectives and not set(RENAMED_OBJECTIVES) & objectives
+    for objective in sorted(objectives):
+        resolved = resolve_config({"method": "sampling", "objective": objective})["resolved"]
+        assert (resolved["stage1"]["objective"], resolved["stage2"]["objective"]) == ("simclr", objective)
+
+
+def test_the_older_spelling_sampling_resolves_as_sampling_pretrain_with_a_notice():
+    import warnings
+
+    from fairmt.recipes.sampling.runner import fingerprint, resolve_config
+
+    recipe = {"method": "sampling", "stage2": {"epsilon": 0.2}, "output_dir": "run"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the Config's name: no notice
+        new = resolve_config({**recipe, "objective": "sampling_pretrain"})
+    with pytest.warns(FutureWarning) as caught:
+        old = resolve_config({**recipe, "objective": "sampling"})
+    notices = [str(w.message) for w in caught if issubclass(w.category, FutureWarning)]
+    assert notices == [
+        "recipe key objective: sampling is deprecated: use objective='sampling_pretrain' instead "
+        "(the old option goes in fairmt 0.2)"
+    ]
+    assert old == new and fingerprint(old) == fingerprint(new)
+
+
+def test_a_run_folder_begun_under_the_older_spelling_resumes(tmp_path):
+    """A run folder whose run.json holds the fingerprint of objective: sampling (before the rename) is the same
+    recipe's: it resumes; another recipe's run is still refused."""
+    from fairmt.recipes.sampling.runner import fingerprint, prepare_run_dir, resolve_config
+
+    cfg = resolve_config({"method": "sampling", "output_dir": str(tmp_path / "run")})
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"fingerprint": fingerprint({**cfg, "objective": "sampling"})}))
+    assert prepare_run_dir(cfg, overwrite=False) == run
+    assert json.loads((run / "run.json").read_text())["fingerprint"] == fingerprint(cfg)  # now the current one
+    other = resolve_config({"method": "sampling", "objective": "simclr", "output_dir": str(run)})
+    (run / "run.json").write_text(json.dumps({"fingerprint": fingerprint({**other, "objective": "sampling"})}))
+    with pytest.raises(FairmtError, match="holds another recipe's run"):
+        prepare_run_dir(other, overwrite=False)
 
 
 def test_bad_recipe_keys_fail_at_once(capsys):

@@ -9,8 +9,9 @@ stage (a training stage from its last complete checkpoint):
    ``z`` and backbone features ``h`` of every image, plus the probe targets ``y_*`` and protected groups ``g_*``);
 2. ``clusters/`` — K-means **once** on the stage-1 ``z`` of the whole set (``clusters.n_clusters`` = 4, seed
    recorded), ``p(c)`` over the full set;
-3. ``stage2/`` — ``objective: sampling``: Algorithm 1 (:class:`fairmt.trainers.sampling.FairnessSamplingTrainer`,
-   ``sampling_pretrain``); ``objective: simclr``: the random-sampling baseline, the same stage with plain SimCLR.
+3. ``stage2/`` — ``objective: sampling_pretrain`` (the Config's name; ``sampling`` is its older recipe spelling):
+   Algorithm 1 (:class:`fairmt.trainers.sampling.FairnessSamplingTrainer`); ``objective: simclr``: the
+   random-sampling baseline, the same stage with plain SimCLR.
    Both start from the stage-1 model (``stage2.init: stage1``; ``scratch`` for a fresh one) for the same number of
    epochs, so the two recipes of a pair differ only in the sampler;
 4. the embeddings of the stage-2 model (``stage2/embeddings.npz``);
@@ -42,6 +43,7 @@ from fairmt.recipes.sampling.schema import (  # noqa: F401  (their old home: fai
     DEFAULT_PROTECTED,
     DEFAULT_TARGETS,
     FIXED_ARGS,
+    RENAMED_OBJECTIVES,
     SAMPLING_ONLY,
     STAGE_KEYS,
 )
@@ -51,7 +53,7 @@ from fairmt.recipes.sampling.schema import check_stages as validate  # noqa: F40
 # phase-1 cluster sizes); the `_simclr` recipe's stage 2 (SimCLR continued for as many epochs as the fair stage 2) is
 # a fairer control fairmt adds.
 BASELINE_COLUMN = "phase-1 baseline (paper's Baseline)"
-STAGE2_COLUMN = {"sampling": "stage 2 (fairness-driven)", "simclr": "stage 2 (SimCLR control, fairmt)"}
+STAGE2_COLUMN = {"sampling_pretrain": "stage 2 (fairness-driven)", "simclr": "stage 2 (SimCLR control, fairmt)"}
 
 
 def resolve_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -74,7 +76,7 @@ def resolve_config(config: dict[str, Any]) -> dict[str, Any]:
 def _stage_args(cfg: dict[str, Any], stage: str, out: str):
     from fairmt.trainers.sampling import FairnessSamplingConfig
 
-    objective = "simclr" if stage == "stage1" or cfg["objective"] == "simclr" else "sampling_pretrain"
+    objective = "simclr" if stage == "stage1" else cfg["objective"]  # the recipe's objective is the Config's
     extra = {k: v for k, v in cfg[stage].items() if k not in STAGE_KEYS.get(stage, set())}
     names = {f.name for f in fields(FairnessSamplingConfig)}
     base = dict(
@@ -108,6 +110,14 @@ def fingerprint(cfg: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _older_fingerprints(cfg: dict[str, Any]) -> set[str]:
+    """The fingerprints the same recipe had when its objective was spelled the older way (:data:`RENAMED_OBJECTIVES`):
+    a run folder begun before the rename resumes."""
+    return {
+        fingerprint({**cfg, "objective": old}) for old, new in RENAMED_OBJECTIVES.items() if cfg["objective"] == new
+    }
+
+
 def prepare_run_dir(cfg: dict[str, Any], overwrite: bool, config: dict[str, Any] | None = None) -> Path:
     """Take the run folder (:func:`fairmt.recipes._output.prepare_output_dir`'s rule: locked, with its manifest); an
     earlier run of the *same* recipe is resumed, another one refused (or, with ``--overwrite``, what fairmt wrote
@@ -125,7 +135,7 @@ def prepare_run_dir(cfg: dict[str, Any], overwrite: bool, config: dict[str, Any]
             earlier = json.loads(marker.read_text(encoding="utf-8")).get("fingerprint")
         except (OSError, ValueError):
             earlier = None
-        if earlier != fp:
+        if earlier != fp and earlier not in _older_fingerprints(cfg):
             if not overwrite:
                 what = "another recipe's run" if earlier else "files of something else"
                 raise FairmtError(
@@ -419,7 +429,7 @@ def _markdown(results: dict[str, Any]) -> str:
     from fairmt.eval.report import markdown_table
 
     s1, s2 = results["stages"]["stage1"]["subgroups"], results["stages"]["stage2"]["subgroups"]
-    stage2 = STAGE2_COLUMN[results["objective"]]
+    stage2 = STAGE2_COLUMN[RENAMED_OBJECTIVES.get(results["objective"], results["objective"])]  # older results too
     rows = []
     for key, name in (
         ("cluster_dominance_ratio", "Cluster Dominance Ratio ↓"),

@@ -250,6 +250,11 @@ DATA_KEYS: dict[str, tuple[str, ...]] = {
 }
 """``data.*`` keys → the ``data.dataset`` values that read them (the others: every data set)."""
 
+RENAMED_OBJECTIVES = {"sampling": "sampling_pretrain"}
+"""Older recipe spellings of an objective → its name, the Config's (``FairnessSamplingConfig.objective`` of stage 2;
+the Config's own ``sampling`` is CE + μ·NT-Xent on a classifier, which a ``method: classification`` recipe names); the
+old spelling is read as the new one with a ``FutureWarning`` until fairmt 0.2."""
+
 
 class SamplingRecipe(Recipe):
     """Fairness-driven sampling on images (Martin & Ogbuokiri): SimCLR, K-means, Algorithm 1, probes. Every default
@@ -257,8 +262,10 @@ class SamplingRecipe(Recipe):
     :func:`fairmt.recipes.sampling.runner.resolve_config` adds only each stage's Trainer Config, ``resolved``)."""
 
     method: Literal["sampling"] = D("sampling", description="sampling")
-    objective: Literal["sampling", "simclr"] = D(
-        "sampling", description="the stage-2 sampler: sampling (Algorithm 1) or simclr (the random-sampling baseline)"
+    objective: Literal["sampling_pretrain", "simclr"] = D(
+        "sampling_pretrain",
+        description="the stage-2 sampler: sampling_pretrain (Algorithm 1) or simclr (the random-sampling baseline); "
+        "the FairnessSamplingConfig objective of stage 2 (sampling is the older spelling of sampling_pretrain)",
     )
     seed: Seed = D(0, description="the training seed of both stages (TrainingArguments.seed)")
     output_dir: Text | None = D(None, description="the run's folder (null: outputs/<recipe name>)")
@@ -286,6 +293,19 @@ class SamplingRecipe(Recipe):
     _training_defaults = field_validator("training", mode="before")(merged_over(SAMPLING_TRAINING))
     _stage1_defaults = field_validator("stage1", mode="before")(merged_over(SAMPLING_STAGE1))
     _stage2_defaults = field_validator("stage2", mode="before")(merged_over(SAMPLING_STAGE2))
+
+    @field_validator("objective", mode="before")
+    @classmethod
+    def _renamed_objective(cls, value):
+        """An objective's older recipe spelling (:data:`RENAMED_OBJECTIVES`): its Config name, with a one-line
+        ``FutureWarning`` (shown on the command line)."""
+        if isinstance(value, str) and value in RENAMED_OBJECTIVES:
+            from fairmt._deprecated import renamed_option
+
+            return renamed_option(
+                f"recipe key objective: {value}", "objective", value, RENAMED_OBJECTIVES, category=FutureWarning
+            )
+        return value
 
     @field_validator("data", "model", "augment", "clusters", "probe", mode="before")
     @classmethod
@@ -343,7 +363,7 @@ class SamplingRecipe(Recipe):
                         Unread(
                             f"{section}.{key}",
                             "objective" if section != "stage1" else "stage2." + key,
-                            f"{what}, which reads no option of Algorithm 1 (set stage2.{key} with objective sampling)",
+                            f"{what}, which reads no option of Algorithm 1 (set stage2.{key} with objective sampling_pretrain)",
                         )
                     )
         for key, value in given(config, "data").items():
