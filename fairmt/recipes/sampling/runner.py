@@ -114,7 +114,7 @@ def _older_fingerprints(cfg: dict[str, Any]) -> set[str]:
     """The fingerprints the same recipe had when its objective was spelled the older way (:data:`RENAMED_OBJECTIVES`):
     a run folder begun before the rename resumes."""
     return {
-        fingerprint({**cfg, "objective": old}) for old, new in RENAMED_OBJECTIVES.items() if cfg["objective"] == new
+        fingerprint({**cfg, "objective": old}) for old, new in RENAMED_OBJECTIVES.items() if cfg.get("objective") == new
     }
 
 
