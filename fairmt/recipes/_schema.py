@@ -191,6 +191,21 @@ def merged_over(defaults: dict):
     return merge
 
 
+def renamed_values(key: str, renamed: dict[str, str]):
+    """A ``mode="before"`` validator of the recipe key ``key`` whose older spellings ``renamed`` maps to today's
+    (a family's ``RENAMED_OBJECTIVES``): an older spelling becomes today's, with a one-line ``FutureWarning`` (shown
+    on the command line)."""
+
+    def rename(value: Any) -> Any:
+        if isinstance(value, str) and value in renamed:
+            from fairmt._deprecated import renamed_option
+
+            return renamed_option(f"recipe key {key}: {value}", key, value, renamed, category=FutureWarning)
+        return value
+
+    return rename
+
+
 def fed(key: tuple[str, ...], default: Any, what: str = "") -> Any:
     """The Field of a recipe key listed in :data:`CONFIG_FEEDS`: the Config field's help text is its description."""
     spec, name = CONFIG_FEEDS[key]

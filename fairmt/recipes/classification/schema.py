@@ -21,6 +21,7 @@ from fairmt.recipes._schema import (
     _must,
     _trainer_section,
     merged_over,
+    renamed_values,
     trainer_doc,
 )
 
@@ -307,18 +308,7 @@ class ClassificationRecipe(Recipe):
     _objective_args_default = field_validator("objective_args", mode="before")(merged_over({}))
     _args = field_validator("training", "objective_args", "stage2")(_trainer_section(CLASSIFICATION_CONFIGS))
 
-    @field_validator("objective", mode="before")
-    @classmethod
-    def _renamed_objective(cls, value):
-        """An objective's older recipe spelling (:data:`RENAMED_OBJECTIVES`): its Config name, with a one-line
-        ``FutureWarning`` (shown on the command line)."""
-        if isinstance(value, str) and value in RENAMED_OBJECTIVES:
-            from fairmt._deprecated import renamed_option
-
-            return renamed_option(
-                f"recipe key objective: {value}", "objective", value, RENAMED_OBJECTIVES, category=FutureWarning
-            )
-        return value
+    _renamed_objective = field_validator("objective", mode="before")(renamed_values("objective", RENAMED_OBJECTIVES))
 
     @field_validator("metrics", "data", "model", "inlp", mode="before")
     @classmethod

@@ -23,6 +23,7 @@ from fairmt.recipes._schema import (
     given,
     merged_over,
     ranged,
+    renamed_values,
     trainer_doc,
 )
 
@@ -294,18 +295,7 @@ class SamplingRecipe(Recipe):
     _stage1_defaults = field_validator("stage1", mode="before")(merged_over(SAMPLING_STAGE1))
     _stage2_defaults = field_validator("stage2", mode="before")(merged_over(SAMPLING_STAGE2))
 
-    @field_validator("objective", mode="before")
-    @classmethod
-    def _renamed_objective(cls, value):
-        """An objective's older recipe spelling (:data:`RENAMED_OBJECTIVES`): its Config name, with a one-line
-        ``FutureWarning`` (shown on the command line)."""
-        if isinstance(value, str) and value in RENAMED_OBJECTIVES:
-            from fairmt._deprecated import renamed_option
-
-            return renamed_option(
-                f"recipe key objective: {value}", "objective", value, RENAMED_OBJECTIVES, category=FutureWarning
-            )
-        return value
+    _renamed_objective = field_validator("objective", mode="before")(renamed_values("objective", RENAMED_OBJECTIVES))
 
     @field_validator("data", "model", "augment", "clusters", "probe", mode="before")
     @classmethod
