@@ -64,6 +64,16 @@ CCD_NOT = {
 }
 
 
+def _same_rows(shown: dict, runs: dict, labels: dict) -> None:
+    """A page's CCD table (row label → original, CCD, verdict) against the recorded runs' rows named by ``labels``."""
+    assert set(shown) == set(labels)
+    for label, (original, after, verdict) in shown.items():
+        before_r, after_r, _, verdict_r = runs[labels[label]]
+        assert original == before_r.replace(" ± 0.000", ""), label
+        assert after == after_r, label
+        assert _verdict(verdict) == _verdict(verdict_r), label
+
+
 def test_ccd_page_claim_and_table_agree_with_the_recorded_runs():
     page = (REPO / "docs" / "methods" / "ccd.md").read_text(encoding="utf-8")
     runs = _rows(CCD_RUNS.read_text(encoding="utf-8"), "| metric |")
@@ -72,12 +82,7 @@ def test_ccd_page_claim_and_table_agree_with_the_recorded_runs():
     spearman = runs["utility (test, 300 sentences): Spearman of pairwise cosines"][1].split(" ± ")[0]
     nn1 = float(runs["utility (test): 1-NN agreement"][1].split(" ± ")[0])
     assert utility[1] == f"{spearman} / {nn1:.3f}"
-    assert set(shown) == set(CCD_TABLE)
-    for label, (original, after, verdict) in shown.items():
-        before_r, after_r, _, verdict_r = runs[CCD_TABLE[label]]
-        assert original == before_r.replace(" ± 0.000", ""), label
-        assert after == after_r, label
-        assert _verdict(verdict) == _verdict(verdict_r), label
+    _same_rows(shown, runs, CCD_TABLE)
     claim = " ".join(re.search(r"\*\*(At this scale CCD lowers .*?)\*\*", page, re.S).group(1).split())
     lowers, _, not_lowered = claim.partition(" but not ")
     for phrase, row in CCD_LOWERS.items():
@@ -101,12 +106,7 @@ def test_ccd_reproducing_page_table_agrees_with_the_recorded_runs():
     page = (REPO / "docs" / "reproducing" / "ccd.md").read_text(encoding="utf-8")
     runs = _rows(CCD_RUNS.read_text(encoding="utf-8"), "| metric |")
     shown = _rows(page, "| measure (test split) | original | CCD | verdict |")
-    assert set(shown) == set(CCD_REPRODUCING)
-    for label, (original, after, verdict) in shown.items():
-        before_r, after_r, _, verdict_r = runs[CCD_REPRODUCING[label]]
-        assert original == before_r.replace(" ± 0.000", ""), label
-        assert after == after_r, label
-        assert _verdict(verdict) == _verdict(verdict_r), label
+    _same_rows(shown, runs, CCD_REPRODUCING)
 
 
 def fcl_record(results: dict) -> dict:
