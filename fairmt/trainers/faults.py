@@ -9,11 +9,19 @@ bases):
   per check;
 * ``resume_from_checkpoint=True`` picks the last *complete* checkpoint — one whose ``trainer_state.json`` (written
   last by the Trainer) was saved whole — so a run killed while saving resumes from the one before instead of failing
-  on the torn folder; a torn folder given by path is refused naming the last complete one.
+  on the torn folder; a torn folder given by path is refused naming the last complete one;
+* ``train()`` runs with the objects alive at its start frozen out of the garbage collector (``gc.freeze``; unfrozen
+  at the end): the Trainer calls ``accelerator.free_memory()`` → ``gc.collect()`` at the start of every training
+  loop, and Python's own generation-2 collections walk the whole heap too — in a process holding torch,
+  transformers, datasets and scikit-learn that walk measured 0.3–0.7 s per ``train()`` here, a tenth of a short run.
+  The frozen objects (the model, the data, the imported modules) live through the run anyway; garbage made during
+  the run is collected as before; nothing else changes. Where the collector is already managed (disabled, or objects
+  already frozen by the caller) it is left alone.
 """
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import re
@@ -184,4 +192,11 @@ class FaultGuardMixin:
                     else "; no complete checkpoint is left in its folder"
                 )
             )
-        return super().train(resume_from_checkpoint, *args, **kwargs)
+        managed = not gc.isenabled() or gc.get_freeze_count() > 0  # somebody else manages the collector
+        if not managed:
+            gc.freeze()  # garbage among the frozen objects waits for the first collection after the run
+        try:
+            return super().train(resume_from_checkpoint, *args, **kwargs)
+        finally:
+            if not managed:
+                gc.unfreeze()

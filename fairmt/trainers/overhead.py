@@ -1,13 +1,6 @@
 """Per-run overhead of the Hugging Face Trainer on small models (Shen et al.'s MLP on fixed features).
 
-:class:`LeanTrainMixin` runs ``train()`` with the objects alive at its start frozen out of the garbage collector
-(``gc.freeze``; unfrozen at the end): the Trainer calls ``accelerator.free_memory()`` → ``gc.collect()`` at the
-start of every training loop, and Python's own generation-2 collections walk the whole heap too — in a process
-holding transformers, datasets and scikit-learn that walk measured 0.68 s per ``train()`` here, a tenth of a short
-run on fixed features. The frozen objects (the model, the data, the imported modules) live through the run anyway;
-nothing else changes.
-
-It also gives the Trainer's data loaders (training, evaluation, test; FairBatch's) a data set of fixed feature
+:class:`LeanTrainMixin` gives the Trainer's data loaders (training, evaluation, test; FairBatch's) a data set of fixed feature
 vectors as in-memory numpy columns (:class:`fairmt.data.classification.FeatureArrays`) when the data set is a
 ``datasets.Dataset`` of numeric columns only and the collator a
 :class:`~fairmt.data.classification.ClassificationCollator`: a batch is then one slice per column (what a plain
@@ -20,7 +13,6 @@ by 1 (:meth:`LeanTrainMixin._get_grad_norm`).
 
 from __future__ import annotations
 
-import gc
 from typing import Any
 
 __all__ = ["LeanTrainMixin"]
@@ -71,13 +63,3 @@ class LeanTrainMixin:
         if not grads:
             return super()._get_grad_norm(model, grad_norm=grad_norm)
         return torch.nn.utils.get_total_norm(grads)
-
-    def train(self, *args: Any, **kwargs: Any):
-        frozen = not gc.isenabled() or gc.get_freeze_count() > 0  # somebody else manages the collector
-        if not frozen:
-            gc.freeze()  # garbage among the frozen objects waits for the first collection after the run
-        try:
-            return super().train(*args, **kwargs)
-        finally:
-            if not frozen:
-                gc.unfreeze()

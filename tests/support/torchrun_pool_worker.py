@@ -68,7 +68,8 @@ def _run_job(job: dict, log: Path) -> dict:
         ds = sys.modules.get("transformers.integrations.deepspeed")
         if ds is not None:
             ds.unset_hf_deepspeed_config()
-        gc.collect()
+        gc.collect()  # the job's garbage; then what is left (imported modules, the process group) is frozen out of
+        gc.freeze()  # the collector's sight, so the next job's collections walk that job's objects only
     return status
 
 

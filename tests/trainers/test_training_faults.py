@@ -143,3 +143,64 @@ def test_a_nan_loss_stops_the_run_at_its_step_and_the_last_checkpoint_stays_good
     weights = load_file(str(out / "checkpoint-2" / "model.safetensors"))
     assert all(torch.isfinite(v).all() for v in weights.values())  # loadable, finite
     assert not (out / "checkpoint-3").exists()
+
+
+def test_train_runs_with_the_heap_frozen_and_unfreezes_after_unless_the_caller_manages_it(tmp_path):
+    """Every fairmt Trainer (FaultGuardMixin) trains with the objects alive at its start frozen out of the garbage
+    collector, so the Trainer's gc.collect() per training loop does not walk the imported libraries; afterwards the
+    collector is as it was. A caller that froze objects itself (this test run's conftest does) is left alone."""
+    import gc
+
+    from datasets import Dataset
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    from ddp_helpers import fcl_rows
+    from fairmt.data.classification import ClassificationCollator
+    from fairmt.models.text_classifiers import MLPClassifier
+    from fairmt.trainers.faults import FaultGuardMixin
+
+    class Plain(FaultGuardMixin, Trainer):  # no other fairmt mixin: the freeze is FaultGuardMixin's
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            logits = model(inputs["features"]).logits
+            return torch.nn.functional.cross_entropy(logits, inputs["labels"])
+
+    class Seen(TrainerCallback):
+        counts: list = []
+
+        def on_step_begin(self, args, state, control, **kw):
+            self.counts.append(gc.get_freeze_count())
+
+    def train():
+        Seen.counts = []
+        args = TrainingArguments(
+            output_dir=str(tmp_path / "o"),
+            max_steps=2,
+            report_to=[],
+            use_cpu=True,
+            save_strategy="no",
+            remove_unused_columns=False,
+            disable_tqdm=True,
+        )
+        Plain(
+            model=MLPClassifier(16, 3, hidden_dim=8),
+            args=args,
+            train_dataset=Dataset.from_list(fcl_rows()),
+            data_collator=ClassificationCollator(),
+            callbacks=[Seen()],
+        ).train()
+        return Seen.counts
+
+    frozen_by_caller = gc.get_freeze_count()
+    gc.unfreeze()
+    try:
+        counts = train()
+        assert len(counts) == 2 and all(c > 0 for c in counts)  # frozen while training
+        assert gc.get_freeze_count() == 0  # and as it was afterwards
+        gc.freeze()
+        before = gc.get_freeze_count()
+        counts = train()  # the caller froze objects itself: nothing more is frozen, nothing unfrozen
+        assert counts and all(c <= before for c in counts) and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        if frozen_by_caller:
+            gc.freeze()
