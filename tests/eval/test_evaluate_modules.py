@@ -12,9 +12,15 @@ import pytest
 import fairmt
 from fairmt.cli import main
 
-evaluate = pytest.importorskip(
-    "evaluate", reason="the evaluate package is not installed (pip install 'fairmt[evaluate]')"
-)
+evaluate = None  # set by _evaluate: collecting this file (every xdist worker collects it) imports no evaluate (~4 s)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _evaluate():
+    global evaluate
+    evaluate = pytest.importorskip(
+        "evaluate", reason="the evaluate package is not installed (pip install 'fairmt[evaluate]')"
+    )
 
 
 def _load(name: str):
