@@ -32,8 +32,13 @@ noise hits all of them alike); on a CPU they are the process's CPU time, which o
 machine do not inflate. Peak memory: ``torch.cuda.max_memory_allocated`` on a GPU; on a CPU, the peak RSS
 growth of a fresh subprocess per mode over its state after building the model(s). Prints a table, or one JSON
 object with ``--json`` (keys ``gacl_vs_plain``, ``official_variant_vs_official_algorithm``, ``step_seconds``,
-``peak_memory_mb``). Targets: ``TARGETS`` below (for gacl_vs_plain, the floor of the algorithm at this shape is
-about 1.72). ``--quick`` (what ``scripts/bench.py`` runs): the same shape and ratios, fewer rounds, no memory
+``peak_memory_mb``, ``flops_vs_plain``). Targets: ``TARGETS`` below. ``flops_vs_plain`` is each mode's work (the
+floating-point operations of its matrix products in one step, :func:`step_flops`) over plain fine-tuning's: where
+the time ratio of an implementation without overhead lands (the optimizer step and element-wise work, alike in every
+mode and not counted, pull it a little below). At this shape the paper's GACL + KD does 1.99× plain's work (an
+encoder pass with gradient over the dropout view and the counterfactual — twice the batch through 12 layers — and a
+float32 teacher forward), so ``gacl_vs_plain`` ≤ 1.8 is out of reach with a float32 teacher, whatever the code;
+``gacl_paper_detached_view`` does 1.77×. ``--quick`` (what ``scripts/bench.py`` runs): the same shape and ratios, fewer rounds, no memory
 subprocesses.
 
 The machine decides what a bf16 teacher costs: ``setup.bf16_matmul_speedup`` is the float32 / bfloat16 time of one
@@ -206,6 +211,22 @@ def teacher_dtypes(runs) -> dict:
     }
 
 
+def step_flops(runs, batch) -> dict:
+    """Each mode's floating-point operations in one training step (``torch.utils.flop_counter``: the matrix products
+    and attention of the forward and backward passes; element-wise work is not counted), counted on a step that also
+    serves as a warm-up. Their ratio to plain fine-tuning is where the time ratio of an implementation without
+    overhead lands: work every mode does alike and the counter leaves out (the AdamW step, element-wise passes) pulls
+    the time ratio a little below it, overhead pushes it above."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    flops = {}
+    for m, (trainer, model) in runs.items():
+        with FlopCounterMode(display=False) as counter:
+            one_step(trainer, model, batch)
+        flops[m] = counter.get_total_flops()
+    return flops
+
+
 def time_all(args) -> dict:
     import torch
 
@@ -217,6 +238,7 @@ def time_all(args) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         runs = {m: setup(m, base, args, tmp) for m in MODES}
         args.teacher_dtypes = teacher_dtypes(runs)
+        args.flops = step_flops(runs, batch)
         times = {m: [] for m in MODES}
         for r in range(args.warmup + args.rounds):
             for m in MODES:
@@ -352,6 +374,7 @@ def main(argv=None):
         "official_variant_vs_official_algorithm": round(steps["official_variant"] / steps["official_algorithm"], 3),
         "gacl_detached_view_vs_plain": round(steps["gacl_paper_detached_view"] / steps["plain"], 3),
         "step_seconds": {m: round(s, 4) for m, s in steps.items()},
+        "flops_vs_plain": {m: round(f / args.flops["plain"], 3) for m, f in args.flops.items()},
         "peak_memory_mb": memory,
         "setup": {
             "d_model": args.d_model,
@@ -390,7 +413,13 @@ def main(argv=None):
     print(
         f"  GACL+KD (paper) / plain:                    {result['gacl_vs_plain']:.2f}×  (target ≤ {TARGETS['gacl_vs_plain'][1]})"
     )
+    floor = result["flops_vs_plain"]
     print(f"  GACL+KD (paper, detached dropout view) / plain: {result['gacl_detached_view_vs_plain']:.2f}×")
+    print(
+        "  the work itself (FLOPs / plain's): "
+        + ", ".join(f"{m} {floor[m]:.2f}×" for m in MODES if m != "plain")
+        + " (where an implementation without overhead lands)"
+    )
     print(
         f"  official variant / official algorithm:      {result['official_variant_vs_official_algorithm']:.2f}×  "
         f"(target ≤ {TARGETS['official_variant_vs_official_algorithm'][1]})"
