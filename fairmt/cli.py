@@ -9,9 +9,11 @@ translation file never pays for them.
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib
 import os
 import sys
+import threading
 
 from fairmt.errors import FairmtError
 
@@ -62,6 +64,20 @@ def build_parser() -> argparse.ArgumentParser:
         module.register(groups)
     _show_defaults(parser)
     _every_command(parser)
+    return parser
+
+
+_PARSERS = threading.local()
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The parser :func:`main` reads a command line with: built once per thread and kept (building it costs ~25 ms of
+    argparse, which a process that calls :func:`main` many times — a notebook, the test suite — paid per call). It is
+    not changed by parsing; argparse's intermixed parsing changes it for the length of one call, hence one per thread.
+    :func:`build_parser` still builds a fresh one for whoever wants to change theirs."""
+    parser = getattr(_PARSERS, "parser", None)
+    if parser is None:
+        parser = _PARSERS.parser = build_parser()
     return parser
 
 
@@ -211,8 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     """The ``fairmt`` command. One boundary for every sub-command: an expected failure (bad input, a path that
     cannot be written, a missing optional part) ends in one ``fairmt: error: ...`` line and exit code 2; a closed
     pipe stops quietly (exit 141); anything else is a bug and keeps its traceback."""
-    parser = build_parser()
+    parser = _parser()
     args = parser.parse_args(argv)
+    for key, value in vars(args).items():  # a list default is one object of the kept parser: each call gets its own
+        if isinstance(value, (list, dict, set)):
+            setattr(args, key, copy.copy(value))
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.error("no handler for this command")

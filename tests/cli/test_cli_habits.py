@@ -147,3 +147,35 @@ def test_dry_run_checks_sufficiency_and_says_what_matters(tmp_path, capsys, monk
     short = json.loads(printed.out)
     assert set(full["set_by_recipe"]) <= set(short["config"]) and len(short["config"]) < 40
     assert "KD teacher: a frozen copy of the model in float32" in printed.err
+
+
+def test_main_keeps_one_parser_per_thread_and_each_call_gets_its_own_list_values(monkeypatch):
+    """main() parses with a parser built once per thread (argparse costs ~25 ms a build, paid per call before); a
+    list default is one object of that parser, so main() hands each call its own copy: a handler that changes its
+    arguments cannot change the next call's."""
+    import argparse
+    import threading
+
+    from fairmt import cli
+
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    probe = commands.add_parser("probe")
+    probe.add_argument("--items", nargs="*", default=[])
+    seen = []
+
+    def handler(args):
+        args.items.append("x")
+        seen.append(list(args.items))
+        return 0
+
+    probe.set_defaults(handler=handler)
+    monkeypatch.setattr(cli._PARSERS, "parser", parser, raising=False)
+    assert main(["probe"]) == 0 and main(["probe"]) == 0
+    assert seen == [["x"], ["x"]]
+    assert cli._parser() is parser  # kept
+    other = []
+    thread = threading.Thread(target=lambda: other.append(cli._parser()))
+    thread.start()
+    thread.join()
+    assert other and other[0] is not parser  # another thread builds its own
