@@ -329,13 +329,15 @@ def _typed_key(key: str, config: dict[str, Any]) -> str:
 
 
 def read_card(path: str | Path, shared: bool = False) -> dict[str, Any]:
-    from fairmt.data.inputs import parse_yaml
+    """The card at ``path`` as parsed YAML (a fresh copy; parsed once per text, :mod:`fairmt.recipes._files`);
+    ``shared``: a family file of ``include:`` entries."""
+    from fairmt.recipes._files import parse_yaml_text
 
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise FairmtError(f"paper card {path} cannot be read: {err}") from None
-    data = parse_yaml(text, f"paper card {path}", "card")
+    data = parse_yaml_text(text, f"paper card {path}", "card")
     if shared and isinstance(data, dict):
         return data  # an include file: any of settings, departures, inert
     if not isinstance(data, dict) or not {"recipe", "paper", "settings"} <= set(data):
@@ -515,7 +517,10 @@ def _matches(p: str, key: str) -> bool:
     return _pattern(p).fullmatch(key) is not None
 
 
+@functools.cache
 def _library_defaults() -> dict[str, Any]:
+    """Every :class:`transformers.Seq2SeqTrainingArguments` field's default as plain values (computed once per
+    process: the installed library's; read, never edited, by :func:`_classify`)."""
     import dataclasses
 
     from transformers import Seq2SeqTrainingArguments
@@ -722,7 +727,20 @@ def _bookkeeping(key: str, roots: list[str]) -> bool:
     """Whether :data:`BOOKKEEPING` names ``key`` (its ``stages.*.FIELD`` patterns name a Trainer field under any
     of ``roots``)."""
     field_ = trainer_field(key, roots)
-    return any(_matches(p, key) or (field_ is not None and _matches(p, f"stages._.{field_}")) for p in BOOKKEEPING)
+    patterns = tuple(BOOKKEEPING)
+    return _any_matches(patterns, key) or (field_ is not None and _any_matches(patterns, f"stages._.{field_}"))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _any_matches(patterns: tuple[str, ...], key: str) -> bool:
+    """Whether one of ``patterns`` matches ``key`` (one alternation of them all: a full match of it is a full match
+    of one of them)."""
+    return _bookkeeping_pattern(patterns).fullmatch(key) is not None
+
+
+@functools.lru_cache(maxsize=8)
+def _bookkeeping_pattern(patterns: tuple[str, ...]) -> re.Pattern:
+    return re.compile("|".join(f"(?:{_pattern(p).pattern})" for p in patterns))
 
 
 def _holds(value: Any, want: Any) -> bool:
