@@ -512,9 +512,12 @@ def _pattern(p: str) -> re.Pattern:
     )
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _matches(p: str, key: str) -> bool:
-    return _pattern(p).fullmatch(key) is not None
+@functools.lru_cache(maxsize=4096)
+def _matching(p: str, keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The keys ``p`` matches (:func:`_pattern`), in their order: a card matches each pattern against the same
+    resolved keys for every recipe of its family, so the walk is done once per pattern and key set."""
+    pattern = _pattern(p)
+    return tuple(k for k in keys if pattern.fullmatch(k) is not None)
 
 
 @functools.cache
@@ -582,6 +585,7 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
     :data:`LIBRARY_DEFAULT` ("unclassified: KEY" otherwise). ``base``: the card's folder (for ``include:``)."""
     resolved = resolved_values(config)
     flat = flatten(resolved)
+    flat_keys = tuple(flat)
     out = Card(recipe=str(card["recipe"]), paper=str(card["paper"]), exhaustive=card.get("exhaustive") is True)
     problems = out.problems
     if name is not None and card["recipe"] != name:
@@ -601,8 +605,7 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
         keys = sorted(
             {
                 k.rsplit(".", k.count(".") - key.count("."))[0] if k.count(".") > key.count(".") else k
-                for k in flat
-                if _matches(key, k)
+                for k in _matching(key, flat_keys)
             }
             - named
         )
@@ -641,9 +644,8 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
         if holds:
             reason = " ".join(str(item["reason"]).split())
             for p in item["keys"]:
-                for k in flat:
-                    if _matches(str(p), k):
-                        inert.setdefault(k, reason)
+                for k in _matching(str(p), flat_keys):
+                    inert.setdefault(k, reason)
                 if "*" not in str(p) and lookup(resolved, str(p)) is _MISSING and not item.get("_shared"):
                     problems.append(f"inert {p} is not a key of the resolved recipe")
     seen = set()
