@@ -7,10 +7,13 @@ per text. The key is the text itself with the source and the kind named in an er
 (whatever its size or time stamp) is read as the new text, and nothing but the text decides the result. Each call
 returns its own copy of the lists and mappings, so a caller that edits what it got (``apply_overrides`` does) never
 changes what the next read returns. Errors are not memoised: a file that does not parse says so every time.
+
+The list of built-in recipes (:func:`recipe_files`) is globbed again only when the names in the recipe folders change.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -55,25 +58,31 @@ def parse_yaml_text(text: str, source: str | Path, what: str) -> Any:
 _listing: dict[Path, tuple[tuple, dict[str, Path]]] = {}
 
 
+def _names(root: Path) -> tuple:
+    """The entries of ``root`` and of each folder in it, by name (what ``root.glob("*/*.yaml")`` depends on)."""
+    with os.scandir(root) as entries:
+        folders = sorted(e.name for e in entries if e.is_dir())
+    return tuple((name, tuple(sorted(os.listdir(root / name)))) for name in folders)
+
+
 def recipe_files(root: Path) -> dict[str, Path]:
-    """``FAMILY/NAME`` → path of every ``root/*/*.yaml`` outside ``accelerate/``, sorted by path: the glob done again
-    only when a folder's listing changed (keyed on the time stamps of ``root`` and of each family folder, which an
-    added, removed or renamed file changes); a fresh dict each call."""
+    """``FAMILY/NAME`` → path of every ``root/*/*.yaml`` outside ``accelerate/``, sorted by path: globbed again only
+    when the names in ``root`` or in one of its folders changed (a file added, removed or renamed; a time stamp
+    could miss one added within the clock's tick); a fresh dict each call."""
     try:
-        folders = sorted(p for p in root.iterdir() if p.is_dir())
-        stamp = (root.stat().st_mtime_ns, tuple((p.name, p.stat().st_mtime_ns) for p in folders))
+        key: tuple | None = _names(root)
     except OSError:
-        stamp = None
+        key = None
     with _lock:
         found = _listing.get(root)
-    if stamp is None or found is None or found[0] != stamp:
-        files = {
-            p.relative_to(root).with_suffix("").as_posix(): p
-            for p in sorted(root.glob("*/*.yaml"))
-            if p.parent.name != "accelerate"
-        }
-        if stamp is not None:
-            with _lock:
-                _listing[root] = (stamp, files)
-        return dict(files)
-    return dict(found[1])
+    if key is not None and found is not None and found[0] == key:
+        return dict(found[1])
+    files = {
+        p.relative_to(root).with_suffix("").as_posix(): p
+        for p in sorted(root.glob("*/*.yaml"))
+        if p.parent.name != "accelerate"
+    }
+    if key is not None:
+        with _lock:
+            _listing[root] = (key, files)
+    return dict(files)
