@@ -108,11 +108,10 @@ def recipe_needs(path: Path) -> tuple[list[str], list[str]]:
     """What a recipe fetches from the Hugging Face Hub on its first run (``model X``, ``data Y``) and the local data it
     reads (descriptions; a path under ``FAIRMT_DATA/`` is relative to :func:`fairmt.data.paths.data_root`): the model
     and the local data its family names (:attr:`fairmt.recipes.Family.needs`), read from the file as written."""
-    import yaml
-
     from fairmt.hub import MODEL_ALIASES
+    from fairmt.recipes._files import parse_yaml_text
 
-    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    config = parse_yaml_text(path.read_text(encoding="utf-8"), f"recipe {path}", "recipe") or {}
     hub, local = [], []
     model, local_data = family(config.get("method")).recipe_needs(config)
     if model and not config.get("tiny_model") and not (str(model) in MODEL_ALIASES or str(model).startswith("pkg:")):
@@ -160,16 +159,16 @@ def recipe_status(path: Path) -> str:
 
 def recipe_paper(path: Path) -> str:
     """The paper the recipe's card names (its first sentence), or ``-`` for a recipe without a card."""
-    import yaml
+    import re
 
+    from fairmt.recipes._files import parse_yaml_text
     from fairmt.recipes.cards import card_path
 
     card = card_path(path)
     if not card.is_file():
         return "-"
-    import re
-
-    paper = " ".join(str((yaml.safe_load(card.read_text(encoding="utf-8")) or {}).get("paper", "-")).split())
+    data = parse_yaml_text(card.read_text(encoding="utf-8"), f"paper card {card}", "card") or {}
+    paper = " ".join(str(data.get("paper", "-")).split())
     title, _, after = paper.partition(" — ")
     year = re.search(r"\((\d{4})\)", title)
     short = title.split(",")[0].split(" (")[0] + (f" {year.group(1)}" if year else "")

@@ -75,12 +75,9 @@ def recipe_aliases(path: Path) -> list[str]:
 def builtin_recipes() -> dict[str, Path]:
     """Built-in training recipes by name (``gacl/small100_en-de``), each once (its aliases: :data:`RECIPE_ALIASES`),
     accelerate configs excluded."""
-    root = builtin_recipes_dir()
-    return {
-        p.relative_to(root).with_suffix("").as_posix(): p
-        for p in sorted(root.glob("*/*.yaml"))
-        if p.parent.name != "accelerate"
-    }
+    from fairmt.recipes._files import recipe_files
+
+    return recipe_files(builtin_recipes_dir())
 
 
 def resolve_recipe_path(path: str | Path) -> Path:
@@ -100,10 +97,11 @@ def resolve_recipe_path(path: str | Path) -> Path:
 def load_recipe(path: str | Path, overrides: list[str] | None = None, *, validate: bool = True) -> dict:
     """The recipe at ``path`` (a file or a built-in name) with ``overrides`` applied, checked against its family's
     schema unless ``validate`` is false."""
-    from fairmt.data.inputs import parse_yaml, read_text
+    from fairmt.data.inputs import read_text
+    from fairmt.recipes._files import parse_yaml_text
 
     p = resolve_recipe_path(path)
-    config = parse_yaml(read_text(p, "recipe"), f"recipe {p}", "recipe") or {}
+    config = parse_yaml_text(read_text(p, "recipe"), f"recipe {p}", "recipe") or {}
     if not isinstance(config, dict):
         raise FairmtError(f"recipe {p} must be a YAML mapping")
     config = apply_overrides(config, overrides or [])

@@ -329,13 +329,15 @@ def _typed_key(key: str, config: dict[str, Any]) -> str:
 
 
 def read_card(path: str | Path, shared: bool = False) -> dict[str, Any]:
-    from fairmt.data.inputs import parse_yaml
+    """The card at ``path`` as parsed YAML (a fresh copy; parsed once per text, :mod:`fairmt.recipes._files`);
+    ``shared``: a family file of ``include:`` entries."""
+    from fairmt.recipes._files import parse_yaml_text
 
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise FairmtError(f"paper card {path} cannot be read: {err}") from None
-    data = parse_yaml(text, f"paper card {path}", "card")
+    data = parse_yaml_text(text, f"paper card {path}", "card")
     if shared and isinstance(data, dict):
         return data  # an include file: any of settings, departures, inert
     if not isinstance(data, dict) or not {"recipe", "paper", "settings"} <= set(data):
@@ -510,12 +512,18 @@ def _pattern(p: str) -> re.Pattern:
     )
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _matches(p: str, key: str) -> bool:
-    return _pattern(p).fullmatch(key) is not None
+@functools.lru_cache(maxsize=4096)
+def _matching(p: str, keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The keys ``p`` matches (:func:`_pattern`), in their order: a card matches each pattern against the same
+    resolved keys for every recipe of its family, so the walk is done once per pattern and key set."""
+    pattern = _pattern(p)
+    return tuple(k for k in keys if pattern.fullmatch(k) is not None)
 
 
+@functools.cache
 def _library_defaults() -> dict[str, Any]:
+    """Every :class:`transformers.Seq2SeqTrainingArguments` field's default as plain values (computed once per
+    process: the installed library's; read, never edited, by :func:`_classify`)."""
     import dataclasses
 
     from transformers import Seq2SeqTrainingArguments
@@ -577,6 +585,7 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
     :data:`LIBRARY_DEFAULT` ("unclassified: KEY" otherwise). ``base``: the card's folder (for ``include:``)."""
     resolved = resolved_values(config)
     flat = flatten(resolved)
+    flat_keys = tuple(flat)
     out = Card(recipe=str(card["recipe"]), paper=str(card["paper"]), exhaustive=card.get("exhaustive") is True)
     problems = out.problems
     if name is not None and card["recipe"] != name:
@@ -596,8 +605,7 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
         keys = sorted(
             {
                 k.rsplit(".", k.count(".") - key.count("."))[0] if k.count(".") > key.count(".") else k
-                for k in flat
-                if _matches(key, k)
+                for k in _matching(key, flat_keys)
             }
             - named
         )
@@ -636,9 +644,8 @@ def check_card(card: dict[str, Any], config: dict[str, Any], name: str | None = 
         if holds:
             reason = " ".join(str(item["reason"]).split())
             for p in item["keys"]:
-                for k in flat:
-                    if _matches(str(p), k):
-                        inert.setdefault(k, reason)
+                for k in _matching(str(p), flat_keys):
+                    inert.setdefault(k, reason)
                 if "*" not in str(p) and lookup(resolved, str(p)) is _MISSING and not item.get("_shared"):
                     problems.append(f"inert {p} is not a key of the resolved recipe")
     seen = set()
@@ -722,7 +729,20 @@ def _bookkeeping(key: str, roots: list[str]) -> bool:
     """Whether :data:`BOOKKEEPING` names ``key`` (its ``stages.*.FIELD`` patterns name a Trainer field under any
     of ``roots``)."""
     field_ = trainer_field(key, roots)
-    return any(_matches(p, key) or (field_ is not None and _matches(p, f"stages._.{field_}")) for p in BOOKKEEPING)
+    patterns = tuple(BOOKKEEPING)
+    return _any_matches(patterns, key) or (field_ is not None and _any_matches(patterns, f"stages._.{field_}"))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _any_matches(patterns: tuple[str, ...], key: str) -> bool:
+    """Whether one of ``patterns`` matches ``key`` (one alternation of them all: a full match of it is a full match
+    of one of them)."""
+    return _bookkeeping_pattern(patterns).fullmatch(key) is not None
+
+
+@functools.lru_cache(maxsize=8)
+def _bookkeeping_pattern(patterns: tuple[str, ...]) -> re.Pattern:
+    return re.compile("|".join(f"(?:{_pattern(p).pattern})" for p in patterns))
 
 
 def _holds(value: Any, want: Any) -> bool:

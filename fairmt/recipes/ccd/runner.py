@@ -126,8 +126,7 @@ def training_arguments(recipe, data: dict):
     folder and seed (:meth:`~fairmt.recipes.ccd.schema.EncoderRecipe.training_section`), the data's groups, and
     checkpoint selection on the validation tuples when there are any (:data:`SELECTION`); every other field keeps the
     Config's default. ``recipe``: the resolved recipe (or a recipe mapping, resolved here)."""
-    from transformers import HfArgumentParser
-
+    from fairmt.recipes._trainer_args import parse_trainer_dict
     from fairmt.trainers.ccd import CCDConfig
 
     if isinstance(recipe, dict):
@@ -136,8 +135,7 @@ def training_arguments(recipe, data: dict):
     train_cfg.setdefault("groups", list(data["groups"]))
     if data["eval"]:
         train_cfg = with_selection(train_cfg)
-    # transformers types dataclass_types as NewType("DataClassType", Any), which no dataclass is to a type checker
-    (args,) = HfArgumentParser(CCDConfig).parse_dict(train_cfg, allow_extra_keys=False)  # type: ignore[arg-type]
+    args = parse_trainer_dict(CCDConfig, train_cfg)
     return args
 
 

@@ -68,16 +68,14 @@ def _recipe(config: dict) -> DpceRecipe:
 def resolve_config(config: DpceRecipe | dict):
     """The method's Config from the resolved recipe (``fairmt train --dry-run``): the ``training`` keys it sets, the
     run folder and seed, and checkpoint selection on the validation rows when ``data.eval_size`` holds some out."""
-    from transformers import HfArgumentParser
-
+    from fairmt.recipes._trainer_args import parse_trainer_dict
     from fairmt.recipes.ccd.runner import with_selection
 
     recipe = config if isinstance(config, DpceRecipe) else _recipe(config)
     train_cfg = recipe.training_section()
     if recipe.data.eval_size > 0:
         train_cfg = with_selection(train_cfg)
-    (args,) = HfArgumentParser(_classes(recipe.method)[0]).parse_dict(train_cfg, allow_extra_keys=False)
-    return args
+    return parse_trainer_dict(_classes(recipe.method)[0], train_cfg)
 
 
 def prepare_rows(data: WordData | dict, default_lexicon: str) -> dict[str, Any]:

@@ -54,17 +54,14 @@ def trainer_config(recipe: GaclRecipe):
     """The :class:`GACLConfig` the recipe trains with: ``training`` as the schema resolved it (the ``geneval``
     section's Trainer settings included) with the run's ``output_dir`` and ``seed``; the keys the recipe leaves out
     take the Config's defaults and the variant's presets. Loads no model."""
-    from transformers import HfArgumentParser
-
+    from fairmt.recipes._trainer_args import parse_trainer_dict
     from fairmt.trainers.gacl import GACLConfig
 
     train_cfg = {**(recipe.training or {}), "output_dir": recipe.output_dir}
     if recipe.seed is not None:
         train_cfg["seed"] = recipe.seed
     try:
-        (args,) = HfArgumentParser(GACLConfig).parse_dict(  # type: ignore[arg-type]
-            train_cfg, allow_extra_keys=False
-        )
+        args = parse_trainer_dict(GACLConfig, train_cfg)
     except ValueError as err:  # TrainingArguments' own checks (__post_init__): the recipe's values, one line
         if isinstance(err, FairmtError):
             raise
