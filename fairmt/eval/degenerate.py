@@ -139,11 +139,9 @@ def chrfpp_scores_from_statistics(stats: Sequence[Sequence[int]]) -> tuple[float
     """The corpus chrF++, each line's chrF++ and sacrebleu's signature from the lines' statistics
     (:func:`chrfpp_line_statistics`; lines scored against different reference lists may be concatenated: a line's
     statistics depend on its own hypothesis and reference only)."""
-    from sacrebleu.metrics import CHRF
-
-    chrf = CHRF(word_order=2)
+    chrf = _chrfpp_metric(("",))
     corpus, signature = chrfpp_corpus_from_statistics(stats)
-    return corpus, [chrf._aggregate_and_compute([s]).score for s in stats], signature
+    return corpus, [chrf._aggregate_and_compute([list(s)]).score for s in stats], signature
 
 
 def chrfpp_corpus_from_statistics(stats: Sequence[Sequence[int]]) -> tuple[float, str]:
