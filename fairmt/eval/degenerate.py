@@ -30,6 +30,7 @@ proof of a broken model.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -130,12 +131,24 @@ def chrfpp_scores_and_statistics(
 ) -> tuple[float, list[float], str, list[list[int]]]:
     """:func:`chrfpp_scores` and the lines' statistics (24 integers each, what a paired bootstrap of chrF++ needs:
     :mod:`fairmt.eval.significance`)."""
-    from sacrebleu.metrics import CHRF
+    stats = chrfpp_line_statistics(hypotheses, references)
+    return (*chrfpp_scores_from_statistics(stats), stats)
 
-    score, signature, stats = chrfpp_corpus_and_statistics(hypotheses, references)
-    chrf = CHRF(word_order=2)
-    sentences = [chrf._aggregate_and_compute([s]).score for s in stats]
-    return score, sentences, signature, stats
+
+def chrfpp_scores_from_statistics(stats: Sequence[Sequence[int]]) -> tuple[float, list[float], str]:
+    """The corpus chrF++, each line's chrF++ and sacrebleu's signature from the lines' statistics
+    (:func:`chrfpp_line_statistics`; lines scored against different reference lists may be concatenated: a line's
+    statistics depend on its own hypothesis and reference only)."""
+    chrf = _chrfpp_metric(("",))
+    corpus, signature = chrfpp_corpus_from_statistics(stats)
+    return corpus, [chrf._aggregate_and_compute([list(s)]).score for s in stats], signature
+
+
+def chrfpp_corpus_from_statistics(stats: Sequence[Sequence[int]]) -> tuple[float, str]:
+    """The corpus chrF++ (equal to sacrebleu's ``corpus_score`` of the lines) and its signature, from the lines'
+    statistics."""
+    chrf = _chrfpp_metric(("",))  # the signature of one reference per line, as every line here has
+    return chrf._aggregate_and_compute(list(stats)).score, str(chrf.get_signature())
 
 
 def chrfpp_corpus_and_statistics(
@@ -143,13 +156,36 @@ def chrfpp_corpus_and_statistics(
 ) -> tuple[float, str, list[list[int]]]:
     """The corpus chrF++ (sacrebleu, ``word_order=2``; equal to ``corpus_score``), sacrebleu's signature and the
     lines' statistics it was summed from (the ``chrf_stats`` of a result's ``items``), without the line scores."""
-    from sacrebleu.metrics import CHRF
+    stats = chrfpp_line_statistics(hypotheses, references)
+    return (*chrfpp_corpus_from_statistics(stats), stats)
 
+
+def chrfpp_line_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> list[list[int]]:
+    """sacrebleu's chrF++ statistics (``CHRF(word_order=2)._extract_corpus_statistics``) of each hypothesis against
+    its own reference. The references' n-grams are sacrebleu's own reference cache (``CHRF(references=...)``), kept
+    for the last few reference lists of the process (:data:`CHRF_REFERENCE_CACHE` lists, keyed by their text): the
+    next hypothesis file scored against the same references (another run, the other system of a paired bootstrap)
+    skips their extraction. The statistics are the same either way (``tests/cli/test_unrelated_flag.py``)."""
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
-    chrf = CHRF(word_order=2)
-    stats = chrf._extract_corpus_statistics(list(hypotheses), [list(references)])
-    return chrf._aggregate_and_compute(stats).score, str(chrf.get_signature()), stats
+    if not references:  # sacrebleu's reference cache cannot be empty
+        from sacrebleu.metrics import CHRF
+
+        return CHRF(word_order=2)._extract_corpus_statistics([], [[]])
+    return _chrfpp_metric(tuple(references))._extract_corpus_statistics(list(hypotheses), None)
+
+
+CHRF_REFERENCE_CACHE = 4
+"""Reference lists whose chrF++ n-grams :func:`chrfpp_line_statistics` keeps per process (about 30 kB a line)."""
+
+
+@functools.lru_cache(maxsize=CHRF_REFERENCE_CACHE)
+def _chrfpp_metric(references: tuple[str, ...]):
+    """sacrebleu's ``CHRF(word_order=2)`` holding ``references``' n-grams; callers only read it
+    (``_extract_corpus_statistics`` with ``references=None`` reads the cache and changes nothing)."""
+    from sacrebleu.metrics import CHRF
+
+    return CHRF(word_order=2, references=[list(references)])
 
 
 def unrelated_lines(

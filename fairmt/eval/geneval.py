@@ -270,11 +270,16 @@ def score_counterfactual(
     em = sum(j.explicit_correct for j in jm)
     ef = sum(j.explicit_correct for j in jf)
     acc_m, acc_f, eacc_m, eacc_f = _pct(cm, n), _pct(cf, n), _pct(em, n), _pct(ef, n)
-    from fairmt.eval.degenerate import chrfpp_scores_and_statistics, degenerate_counts
+    from fairmt.eval.degenerate import chrfpp_line_statistics, chrfpp_scores_from_statistics, degenerate_counts
     from fairmt.eval.significance import flags_text, stats_text
 
-    # one pass: the corpus figure, the unrelated check, the statistics of a paired bootstrap
-    chrfpp, sentence_chrf, chrf_sig, stats = chrfpp_scores_and_statistics(hyps, refs)
+    # one pass: the corpus figure, the unrelated check, the statistics of a paired bootstrap; each gender's
+    # references apart, so that their n-grams are reused for the next file scored against them (the gender-swapped
+    # references, another run's translations)
+    stats = chrfpp_line_statistics(masculine_hyps, masculine_refs) + chrfpp_line_statistics(
+        feminine_hyps, feminine_refs
+    )
+    chrfpp, sentence_chrf, chrf_sig = chrfpp_scores_from_statistics(stats)
     return GenEvalResult(
         lang=lang,
         split=split,

@@ -189,8 +189,6 @@ def paired_chrf(
     (the p-value counts resampled differences ``>=`` the observed one); ``sacrebleu --paired-bs`` counts ``>`` and
     gives p = 1 / (N + 1), 0.001 at its 1,000 resamples, for the same input. The two agree for every observed
     difference that is not 0."""
-    from sacrebleu.metrics import CHRF
-
     if not (len(hyps_a) == len(hyps_b) == len(refs)):
         raise FairmtError(
             f"chrF++ needs one hypothesis of each system per reference: {len(hyps_a)}, {len(hyps_b)}, {len(refs)}"
@@ -200,9 +198,10 @@ def paired_chrf(
         from fairmt.data.text import normalize_many
 
         (hyps_a, _), (hyps_b, _), (refs, _) = normalize_many(hyps_a), normalize_many(hyps_b), normalize_many(refs)
-    metric = CHRF(word_order=2)
-    sa = metric._extract_corpus_statistics(hyps_a, [refs])
-    sb = metric._extract_corpus_statistics(hyps_b, [refs])
+    from fairmt.eval.degenerate import chrfpp_line_statistics
+
+    sa = chrfpp_line_statistics(hyps_a, refs)  # the references' n-grams once for both systems
+    sb = chrfpp_line_statistics(hyps_b, refs)
     return paired_chrf_stats(sa, sb, **kw)
 
 

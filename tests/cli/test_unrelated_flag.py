@@ -82,3 +82,25 @@ def test_mt_geneval_accuracy_on_fluent_hallucinations_is_flagged(shared_data, mo
     assert r.degenerate["unrelated"] == 2 * n and "unrelated 600" in describe("MT-GenEval de", r.degenerate)
     real = geneval_accuracy(d.masculine_refs, d.feminine_refs, "de", "test")
     assert real.degenerate["unrelated"] == 0 and real.degenerate["degenerate"] == 0
+
+
+def test_reference_cache_gives_sacrebleus_statistics_and_a_changed_reference_a_new_result():
+    """The references' n-grams are kept per reference list (by their text): the same references give sacrebleu's
+    statistics again, one changed reference line gives that line's new statistics, and hypotheses scored against
+    cached references equal a fresh ``CHRF`` each time."""
+    from sacrebleu.metrics import CHRF
+
+    from fairmt.eval.degenerate import chrfpp_line_statistics
+
+    def fresh(hyps, refs):
+        return CHRF(word_order=2)._extract_corpus_statistics(list(hyps), [list(refs)])
+
+    refs = ["Der Arzt sprach mit der Krankenschwester.", "Sie kam spät nach Hause.", ""]
+    hyps_a = ["Der Arzt sprach mit der Pflegerin.", "Er kam spät.", "x"]
+    hyps_b = ["Die Ärztin sprach.", "Sie kam spät nach Hause.", ""]
+    for hyps in (hyps_a, hyps_b, hyps_a):
+        assert chrfpp_line_statistics(hyps, refs) == fresh(hyps, refs)
+    changed = [refs[0], "Er kam spät nach Hause.", refs[2]]
+    got = chrfpp_line_statistics(hyps_a, changed)
+    assert got == fresh(hyps_a, changed) and got[1] != fresh(hyps_a, refs)[1] and got[0] == fresh(hyps_a, refs)[0]
+    assert chrfpp_line_statistics(hyps_a, refs) == fresh(hyps_a, refs)  # the first list again, after the change

@@ -141,6 +141,25 @@ def test_spacy_detectors(lang, text, expected):
     assert get_detector(lang)(text) == expected
 
 
+def test_spacy_pipeline_is_loaded_once_per_process_and_again_when_it_changes(tmp_path):
+    """Detectors of one pipeline share one loaded copy; a pipeline folder whose files changed is loaded anew."""
+    spacy = pytest.importorskip("spacy")
+    from fairmt.eval.winomt.detectors.spacy_morph import SpacyDetector
+
+    folder = tmp_path / "pipeline"
+    nlp = spacy.blank("es")
+    nlp.meta["version"] = "1.0.0"
+    nlp.to_disk(folder)
+    first, again = SpacyDetector(str(folder)), SpacyDetector(str(folder), "es")
+    assert first.nlp is again.nlp and first.signature_name.endswith("-1.0.0")
+    nlp.meta["version"] = "1.0.10"  # meta.json changes (size and modification time)
+    nlp.to_disk(folder)
+    changed = SpacyDetector(str(folder))
+    assert changed.nlp is not first.nlp and changed.signature_name.endswith("-1.0.10")
+    with pytest.raises(FairmtError, match="spaCy pipeline '.*missing' is not installed"):
+        SpacyDetector(str(tmp_path / "missing"))
+
+
 def test_german_uses_the_determiner_before_the_entity():
     from fairmt.eval.winomt.profession import TranslatedEntity
 

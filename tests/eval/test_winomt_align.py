@@ -282,3 +282,24 @@ def test_eflomal_alternative():
     src = ["the house", "the book", "a book", "a house"] * 3
     tgt = ["das haus", "das buch", "ein buch", "ein haus"] * 3
     assert EflomalAligner().align(src, tgt)[:2] == [[(0, 0), (1, 1)], [(0, 0), (1, 1)]]
+
+
+def test_alignments_are_kept_per_text_and_settings():
+    """The same pairs aligned again give the same result as a fresh training, as a copy of their own; a changed
+    line or a changed setting is trained anew."""
+    from fairmt.eval.winomt import align
+
+    src = ["the doctor asked the nurse", "the nurse helped the doctor", "the cook thanked the guard"]
+    tgt = ["der Arzt fragte die Pflegerin", "die Pflegerin half dem Arzt", "der Koch dankte dem Wächter"]
+    first = FastAlign().fit_align(src, tgt)
+    assert first == FastAlign()._fit_align(src, tgt)
+    first.alignments[0].clear()
+    again = FastAlign().fit_align(src, tgt)
+    assert again == FastAlign()._fit_align(src, tgt) and again.alignments[0]  # the caller's change did not leak
+    changed = tgt[:2] + ["der Koch dankte"]
+    assert FastAlign().fit_align(src, changed) == FastAlign()._fit_align(src, changed) != again
+    reverse = FastAlign(reverse=True).fit_align(src, tgt)
+    assert reverse == FastAlign(reverse=True)._fit_align(src, tgt) and reverse.tension != again.tension
+    for k in range(align.ALIGN_CACHE + 1):  # the oldest results leave the cache
+        FastAlign(iterations=1 + k % 2).fit_align(src[:1], [f"{tgt[0]} {k}"])
+    assert len(align._ALIGNED) == align.ALIGN_CACHE

@@ -158,6 +158,11 @@ class FastAlignResult:
     log_likelihoods: list[float]
 
 
+ALIGN_CACHE = 8
+"""Alignment results :meth:`FastAlign.fit_align` keeps per process (a WinoMT file's: a few hundred kB)."""
+_ALIGNED: dict[tuple, FastAlignResult] = {}
+
+
 class FastAlign(Aligner):
     """fast_align's reparameterised IBM Model 2, forward direction, in NumPy (see the module docstring).
 
@@ -198,8 +203,29 @@ class FastAlign(Aligner):
         """Align each ``sources[k]`` to ``targets[k]`` (whitespace tokens); see :meth:`fit_align`."""
         return self.fit_align(sources, targets).alignments
 
+    def _settings(self) -> tuple:
+        return (
+            type(self), self.iterations, self.tension, self.optimize_tension, self.p0, self.variational_bayes,
+            self.alpha, self.favor_diagonal, self.use_null, self.reverse,
+        )  # fmt: skip
+
     def fit_align(self, sources: Sequence[str], targets: Sequence[str]) -> FastAlignResult:
-        """Train on all pairs and return their Viterbi alignments (``(src, tgt)`` 0-based pairs per line)."""
+        """Train on all pairs and return their Viterbi alignments (``(src, tgt)`` 0-based pairs per line).
+
+        The last :data:`ALIGN_CACHE` results of the process are kept, keyed by the aligner's settings and the text
+        of every pair: the same file aligned again (another gold subset's or compat mode's score of it, the next
+        command of a session) is not trained again; each call gets its own copy."""
+        key = (self._settings(), tuple(sources), tuple(targets))
+        if key not in _ALIGNED:
+            _ALIGNED[key] = self._fit_align(sources, targets)
+            while len(_ALIGNED) > ALIGN_CACHE:
+                del _ALIGNED[next(iter(_ALIGNED))]
+        else:
+            _ALIGNED[key] = _ALIGNED.pop(key)  # most recently used last
+        kept = _ALIGNED[key]
+        return FastAlignResult([list(a) for a in kept.alignments], kept.tension, list(kept.log_likelihoods))
+
+    def _fit_align(self, sources: Sequence[str], targets: Sequence[str]) -> FastAlignResult:
         if len(sources) != len(targets):
             raise FairmtError(f"aligner got {len(sources)} source and {len(targets)} target sentences")
         src_tok = [tokenize(s) for s in sources]

@@ -3,7 +3,9 @@ pipeline (:class:`SpacyDetector`)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
+from pathlib import Path
 
 from fairmt.errors import FairmtError
 from fairmt.eval.winomt.detectors.base import F, GenderDetector, M, N, U, majority
@@ -37,6 +39,29 @@ def _import_spacy_without_torch():
     return spacy
 
 
+_EXCLUDE = ("parser", "ner", "lemmatizer", "senter")
+
+
+def load_pipeline(model: str):
+    """``spacy.load(model)`` without the components no detector reads, loaded once per process and version of the
+    pipeline: a pipeline folder is known by its resolved path and its ``config.cfg``/``meta.json`` (modification
+    time and size), an installed package by its name and version, so a changed pipeline is loaded anew. The
+    detectors only run the pipeline (``nlp(text)``, ``nlp.pipe``), so they can share it."""
+    spacy = _import_spacy_without_torch()
+    path = Path(model)
+    if path.exists():
+        files = [path / name for name in ("config.cfg", "meta.json")]
+        stamp: tuple = (str(path.resolve()), *((f.stat().st_mtime_ns, f.stat().st_size) for f in files if f.is_file()))
+    else:
+        stamp = (model, spacy.util.get_package_version(model))
+    return _load_pipeline(model, stamp)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_pipeline(model: str, stamp: tuple):
+    return _import_spacy_without_torch().load(model, exclude=list(_EXCLUDE))
+
+
 class SpacyDetector(GenderDetector):
     """Morphological gender from a spaCy pipeline's ``token.morph`` (``Gender=Masc|Fem|Neut``), majority vote.
 
@@ -46,9 +71,8 @@ class SpacyDetector(GenderDetector):
 
     def __init__(self, model: str, lang: str | None = None):
         super().__init__()
-        spacy = _import_spacy_without_torch()
         try:
-            self.nlp = spacy.load(model, exclude=["parser", "ner", "lemmatizer", "senter"])
+            self.nlp = load_pipeline(model)
         except OSError as err:
             raise FairmtError(
                 f"spaCy pipeline '{model}' is not installed: pip install {model.replace('_', '-')} "
