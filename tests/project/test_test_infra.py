@@ -99,13 +99,14 @@ def test_over_budget_names_each_file_and_its_budget():
         "test_a.py: 40.0 s, over its budget of 36 s",
         "test_b.py: 61.5 s, over its budget of 60 s (no entry in tests/support/time_budget.json: the default)",
     ]
+    slow_s = time_budget.RULE["slow_test_s"]
     rebuilt = time_budget.rebuilt(
         {"test_a.py": 10.0, "test_b.py": 100.0},
         "x",
-        {"test_a.py::t1": 0.9, "test_a.py::t2": 1.0, "test_b.py::t[x]": 7.5},
+        {"test_a.py::t1": 0.9 * slow_s, "test_a.py::t2": slow_s, "test_b.py::t[x]": 7.5},
     )
     assert rebuilt["files"]["test_a.py"]["budget_s"] == 36.0 and rebuilt["files"]["test_b.py"]["budget_s"] == 180.0
-    assert rebuilt["measured_slow"] == ["test_a.py::t2", "test_b.py::t[x]"]  # slow_test_s: 1 s or more
+    assert rebuilt["measured_slow"] == ["test_a.py::t2", "test_b.py::t[x]"]  # slow_test_s or more
 
 
 def test_the_measured_slow_tests_get_the_slow_mark_and_a_marked_one_keeps_its_own():

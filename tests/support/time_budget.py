@@ -33,7 +33,7 @@ import pytest
 
 BUDGET_FILE = Path(__file__).with_name("time_budget.json")
 REPORT_VAR, CHECK_VAR = "FAIRMT_TIME_REPORT", "FAIRMT_CHECK_BUDGET"
-RULE = {"headroom": 1.6, "slack_s": 20.0, "floor_s": 30.0, "default_s": 60.0, "slow_test_s": 1.0, "report_test_s": 0.2}
+RULE = {"headroom": 1.6, "slack_s": 20.0, "floor_s": 30.0, "default_s": 60.0, "slow_test_s": 0.3, "report_test_s": 0.2}
 MEASURED = "measured_slow"  # the keyword of a test marked slow by its measured time (not by its source)
 
 
