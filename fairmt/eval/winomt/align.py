@@ -33,6 +33,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -161,6 +162,7 @@ class FastAlignResult:
 ALIGN_CACHE = 8
 """Alignment results :meth:`FastAlign.fit_align` keeps per process (a WinoMT file's: a few hundred kB)."""
 _ALIGNED: dict[tuple, FastAlignResult] = {}
+_ALIGNED_LOCK = threading.Lock()
 
 
 class FastAlign(Aligner):
@@ -216,13 +218,16 @@ class FastAlign(Aligner):
         of every pair: the same file aligned again (another gold subset's or compat mode's score of it, the next
         command of a session) is not trained again; each call gets its own copy."""
         key = (self._settings(), tuple(sources), tuple(targets))
-        if key not in _ALIGNED:
-            _ALIGNED[key] = self._fit_align(sources, targets)
-            while len(_ALIGNED) > ALIGN_CACHE:
-                del _ALIGNED[next(iter(_ALIGNED))]
-        else:
-            _ALIGNED[key] = _ALIGNED.pop(key)  # most recently used last
-        kept = _ALIGNED[key]
+        with _ALIGNED_LOCK:
+            kept = _ALIGNED.pop(key, None)
+            if kept is not None:
+                _ALIGNED[key] = kept  # most recently used last
+        if kept is None:
+            kept = self._fit_align(sources, targets)
+            with _ALIGNED_LOCK:
+                _ALIGNED[key] = kept
+                while len(_ALIGNED) > ALIGN_CACHE:
+                    del _ALIGNED[next(iter(_ALIGNED))]
         return FastAlignResult([list(a) for a in kept.alignments], kept.tension, list(kept.log_likelihoods))
 
     def _fit_align(self, sources: Sequence[str], targets: Sequence[str]) -> FastAlignResult:
