@@ -139,7 +139,7 @@ def chrfpp_scores_from_statistics(stats: Sequence[Sequence[int]]) -> tuple[float
     """The corpus chrF++, each line's chrF++ and sacrebleu's signature from the lines' statistics
     (:func:`chrfpp_line_statistics`; lines scored against different reference lists may be concatenated: a line's
     statistics depend on its own hypothesis and reference only)."""
-    chrf = _chrfpp_metric(("",))
+    chrf = _chrfpp_aggregator()
     corpus, signature = chrfpp_corpus_from_statistics(stats)
     return corpus, [chrf._aggregate_and_compute([list(s)]).score for s in stats], signature
 
@@ -147,7 +147,7 @@ def chrfpp_scores_from_statistics(stats: Sequence[Sequence[int]]) -> tuple[float
 def chrfpp_corpus_from_statistics(stats: Sequence[Sequence[int]]) -> tuple[float, str]:
     """The corpus chrF++ (equal to sacrebleu's ``corpus_score`` of the lines) and its signature, from the lines'
     statistics."""
-    chrf = _chrfpp_metric(("",))  # the signature of one reference per line, as every line here has
+    chrf = _chrfpp_aggregator()
     return chrf._aggregate_and_compute(list(stats)).score, str(chrf.get_signature())
 
 
@@ -177,6 +177,16 @@ def chrfpp_line_statistics(hypotheses: Sequence[str], references: Sequence[str])
 
 CHRF_REFERENCE_CACHE = 4
 """Reference lists whose chrF++ n-grams :func:`chrfpp_line_statistics` keeps per process (about 30 kB a line)."""
+
+
+@functools.cache
+def _chrfpp_aggregator():
+    """sacrebleu's ``CHRF(word_order=2)`` that turns statistics into scores, with the signature of one reference per
+    line (as every line here has); kept apart from :func:`_chrfpp_metric`'s reference cache, whose slots stay for
+    real reference lists."""
+    from sacrebleu.metrics import CHRF
+
+    return CHRF(word_order=2, references=[[""]])
 
 
 @functools.lru_cache(maxsize=CHRF_REFERENCE_CACHE)
