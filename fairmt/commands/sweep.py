@@ -107,6 +107,12 @@ def register(groups) -> None:
         help="accelerate config for --launcher accelerate (a file, or a shipped one: ddp, fsdp2, ...)",
     )
     p.add_argument(
+        "--no-fork",
+        action="store_true",
+        help="start every trial as a fresh `python -m fairmt train` (default on Linux: fork it from a copy of "
+        "this worker made before the study opened, which has the imports done already)",
+    )
+    p.add_argument(
         "--grace-period",
         type=count(1),
         default=600,
@@ -162,7 +168,8 @@ def _run(args) -> int:
         for line in card_lines(spec.paper_card, spec.card_differences):
             print(f"fairmt sweep: {line}" if not line.startswith(" ") else line, flush=True)
     try:
-        outcome = run_sweep(spec, check=lambda: check_trial_inputs(spec))  # data, models: before any trial
+        # the recipe's data and models are checked before any trial
+        outcome = run_sweep(spec, check=lambda: check_trial_inputs(spec), fork=not args.no_fork)
     except (KeyboardInterrupt, SweepInterrupted):
         print(
             f"fairmt sweep: interrupted; the running trial is marked failed. Run the same command again to resume "

@@ -372,13 +372,25 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         pass
 
 
+_SERVER: Any = None
+"""The running sweep's :class:`fairmt.sweep.forked.TrialServer` (None: every trial starts a fresh interpreter)."""
+
+
 def run_subprocess(cmd: list[str], log_path: Path) -> int:
-    """Run ``cmd`` with stdout and stderr into ``log_path``; a worker that stops (signal, error) stops it too."""
+    """Run ``cmd`` with stdout and stderr into ``log_path``; a worker that stops (signal, error) stops it too. A
+    ``fairmt train`` command is forked from the sweep's trial server where it has one (:mod:`fairmt.sweep.forked`),
+    else started as a fresh interpreter."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     from fairmt.outputs import appending
+    from fairmt.sweep.forked import TRAIN
 
     with appending(log_path, what="the trial's log", binary=True) as log:  # a full disk: the writer's one line
         log.write(("$ " + " ".join(cmd) + "\n").encode())
+        server = _SERVER
+        if server is not None and server.alive and cmd[1 : 1 + len(TRAIN)] == TRAIN:
+            log.write(b"# forked from the sweep worker's trial server (fairmt sweep --no-fork: a fresh interpreter)\n")
+            log.flush()
+            return server.run(cmd, log)
         log.flush()
         proc = subprocess.Popen(
             cmd,
@@ -878,14 +890,32 @@ def run_sweep(
     runner: Runner | None = None,
     echo: Callable[[str], None] | None = None,
     check: Callable[[], None] | None = None,
+    fork: bool = True,
 ) -> Outcome:
     """Run trials until the sweep is complete or nothing is left for this worker; returns what happened. ``check``:
     called once a storage outside the sweep folder has opened and before the folder is made (``fairmt sweep``: the
-    recipe's data and models, :func:`fairmt.sweep.spec.check_trial_inputs`)."""
+    recipe's data and models, :func:`fairmt.sweep.spec.check_trial_inputs`). ``runner``: runs one trial's command
+    (default :func:`run_subprocess`, its ``fairmt train`` forked from a trial server this worker starts first where
+    ``fork`` and :func:`fairmt.sweep.forked.why_not` allow)."""
+    echo = echo or (lambda line: print(line, flush=True))
+    if runner is not None or not fork:
+        return _run_sweep(spec, runner or run_subprocess, echo, check)
+    from fairmt.sweep import forked
+
+    global _SERVER
+    preload = None if spec.launcher == "accelerate" else family(spec.method).runner
+    _SERVER = forked.TrialServer.start(preload) if preload else None  # before the study opens or a thread starts
+    try:
+        return _run_sweep(spec, run_subprocess, echo, check)
+    finally:
+        server, _SERVER = _SERVER, None
+        if server is not None:
+            server.close()
+
+
+def _run_sweep(spec: SweepSpec, runner: Runner, echo: Callable[[str], None], check) -> Outcome:
     optuna = require_optuna()
     S = optuna.trial.TrialState
-    runner = runner or run_subprocess
-    echo = echo or (lambda line: print(line, flush=True))
     # a storage outside the sweep folder is opened first: a bad URL fails before the folder exists
     STORAGE_NOTES.clear()
     storage = None if _inside(spec.storage, spec.output_dir) else open_storage(spec.storage)

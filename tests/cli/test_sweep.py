@@ -104,8 +104,8 @@ def killed_then_joined(shared_data, tmp_path_factory):
             started = [
                 p.parent for p in out.glob("trials/*/seed-*/trial.json") if not (p.parent / "done.json").exists()
             ]
-            try:
-                training = [c for c in psutil.Process(a.pid).children() if "train" in " ".join(c.cmdline())]
+            try:  # a trial: forked from the worker's trial server (fairmt/sweep/forked.py), named so
+                training = [c for c in psutil.Process(a.pid).children(recursive=True) if c.name() == "fairmt-trial"]
             except psutil.Error:
                 training = []
             if done and started and training and (started[0] / "train.log").stat().st_size > 0:
@@ -191,6 +191,9 @@ def test_kill_9_mid_run_then_join_workers_finish_every_run_once(killed_then_join
     assert len(trained[0] + trained[1]) == 4 - len(r.finished_before)
     assert "interrupted" in "".join(r.outputs)
     assert len(list(r.out.glob("trials/*/seed-*"))) == 4
+    # every run forked from its worker's trial server, none a fresh interpreter
+    logs = [p.read_text() for p in r.out.glob("trials/*/seed-*/train.log")]
+    assert len(logs) == 4 and all("# forked from the sweep worker's trial server" in log for log in logs)
 
 
 def _hand_stats(out: Path) -> dict:

@@ -1,0 +1,243 @@
+"""Trials forked from a copy of the sweep worker instead of started as fresh interpreters.
+
+A fresh ``python -m fairmt train`` spends about 10 s of CPU on imports (torch, transformers, the recipe's modules)
+before its first step. The sweep worker has already imported them: checking the recipe does. So, before it opens
+the study or starts a thread, the worker forks a *trial server*, a copy of itself that waits on a pipe. For each run
+the server forks once more, and that child runs the trial's ``fairmt train`` command line as ``python -m fairmt``
+does (:func:`runpy.run_module`). It gets what a fresh interpreter would get from :func:`fairmt.sweep.engine.run_subprocess`:
+
+* the worker's environment and working folder at the time the run starts;
+* stdout and stderr into the run's log (the worker opens it and passes the descriptor), stdin from /dev/null;
+* SIGINT and SIGTERM at their defaults, numpy's global generator seeded anew;
+* the interpreter's exit steps (non-daemon threads joined, ``atexit`` handlers), then its exit status.
+
+``ps`` shows the server and a trial with the sweep's command line; their names (``ps -o comm``, ``top``) are
+``fairmt-trials`` and ``fairmt-trial``.
+
+The trial server is used only where forking is safe: on Linux, where ``PR_SET_PDEATHSIG`` keeps kill -9 of the
+worker alone orphan-free (the server dies with the worker, a trial with the server); with one Python thread in the
+worker; and with CUDA not initialised in it. Trials under ``accelerate launch``, and every trial of
+``fairmt sweep --no-fork``, start a fresh interpreter as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import runpy
+import signal
+import sys
+import threading
+import traceback
+from multiprocessing.connection import Connection, Pipe
+from multiprocessing.reduction import recv_handle, send_handle
+
+TRAIN = ["-m", "fairmt", "train"]
+"""A trial command the server runs: ``[python, *TRAIN, ...]`` (``engine.train_command`` without a launcher)."""
+
+_PR_SET_NAME, _PR_SET_PDEATHSIG = 15, 1
+
+
+def _prctl(option: int, arg) -> None:
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)
+
+
+def why_not() -> str | None:
+    """Why this process cannot fork a trial server now (None: it can)."""
+    if not sys.platform.startswith("linux"):
+        return "not Linux (no PR_SET_PDEATHSIG)"
+    if threading.current_thread() is not threading.main_thread() or threading.active_count() > 1:
+        return "more than one Python thread runs"
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return "CUDA is initialised in this process"
+    return None
+
+
+class TrialServer:
+    """The worker's end: :meth:`run` is a :data:`fairmt.sweep.engine.Runner` for ``fairmt train`` commands."""
+
+    def __init__(self, pid: int, conn: Connection) -> None:
+        self.pid, self.conn, self.alive = pid, conn, True
+
+    @classmethod
+    def start(cls, preload: str | None = None, entry: str = "fairmt") -> TrialServer | None:
+        """Fork the server (None where :func:`why_not` says no); ``preload``: a module it imports once for every
+        trial (the recipe family's runner); ``entry``: the module a trial runs as ``python -m ENTRY`` would (the
+        tests give another)."""
+        if why_not() is not None:
+            return None
+        ours, theirs = Pipe(duplex=True)
+        for stream in (sys.stdout, sys.stderr):  # nothing buffered here is written twice by a copy
+            with contextlib.suppress(Exception):
+                stream.flush()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the server process (exercised by tests through a worker)
+            code = 0
+            try:
+                ours.close()
+                _serve(theirs, parent, preload, entry)
+            except BaseException:  # noqa: BLE001 - a server that cannot serve ends; the worker sees EOF
+                code = 1
+            finally:
+                os._exit(code)
+        theirs.close()
+        return cls(pid, ours)
+
+    def run(self, cmd: list[str], log) -> int:
+        """Run one trial (``cmd``: ``[python, -m, fairmt, train, ...]``) with stdout and stderr into the open file
+        ``log``; its exit status (``-N``: killed by signal N). An interruption here (SIGTERM, Ctrl-C) stops the
+        trial (SIGTERM, then SIGKILL after 30 s) before it propagates."""
+        self.conn.send((cmd[len(TRAIN) :], dict(os.environ, PYTHONUNBUFFERED="1"), os.getcwd()))
+        send_handle(self.conn, log.fileno(), self.pid)
+        trial = None
+        try:
+            _, trial = self.conn.recv()
+            _, status = self.conn.recv()
+        except (EOFError, OSError):
+            return self._gone(log)
+        except BaseException:
+            _stop(trial, self.conn)
+            raise
+        return int(status)
+
+    def _gone(self, log) -> int:
+        self.alive = False
+        log.write(b"fairmt sweep: the trial server process is gone: the trial did not finish\n")
+        log.flush()
+        return 1
+
+    def close(self) -> None:
+        """End the server (it exits when its end of the pipe closes) and reap it."""
+        with contextlib.suppress(OSError):
+            self.conn.close()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+
+
+def _stop(trial: int | None, conn: Connection) -> None:
+    """SIGTERM to the trial, SIGKILL when it has not exited 30 s later; its exit message is read either way (the
+    trial's pid first, where the interruption came before it)."""
+    try:
+        if trial is None:
+            if not conn.poll(30):
+                return
+            _, trial = conn.recv()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(trial, signal.SIGTERM)
+        if conn.poll(30):
+            conn.recv()
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(trial, signal.SIGKILL)
+        if conn.poll(30):
+            conn.recv()
+    except (EOFError, OSError):
+        pass
+
+
+def _die_with(parent: int) -> None:
+    """SIGKILL when the parent dies; exit at once when it already has (the fork raced its death)."""
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _serve(conn: Connection, worker: int, preload: str | None, entry: str) -> None:  # pragma: no cover - server
+    _die_with(worker)
+    _prctl(_PR_SET_NAME, b"fairmt-trials")
+    for sig in (signal.SIGINT, signal.SIGTERM):  # the worker decides when a trial stops; EOF ends the server
+        signal.signal(sig, signal.SIG_IGN)
+    if preload:
+        with contextlib.suppress(Exception):
+            __import__(preload)
+    me = os.getpid()
+    while True:
+        try:
+            argv, env, cwd = conn.recv()
+            log = recv_handle(conn)
+        except (EOFError, OSError):
+            return
+        pid = os.fork()
+        if pid == 0:
+            _trial(conn, me, entry, argv, env, cwd, log)
+        os.close(log)
+        conn.send(("started", pid))
+        _, status = os.waitpid(pid, 0)
+        conn.send(("exited", os.waitstatus_to_exitcode(status)))
+
+
+def _trial(
+    conn: Connection, server: int, entry: str, argv: list[str], env: dict, cwd: str, log: int
+) -> None:  # pragma: no cover
+    """The trial process: ``python -m ENTRY ARGV`` as a fresh interpreter would run it; never returns."""
+    code = 1
+    try:
+        conn.close()
+        _die_with(server)
+        _prctl(_PR_SET_NAME, b"fairmt-trial")
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        encoding = getattr(sys.__stdout__, "encoding", None) or "utf-8"
+        sys.stdin = sys.__stdin__ = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
+        sys.stdout = sys.__stdout__ = _stream(1, encoding, "strict")
+        sys.stderr = sys.__stderr__ = _stream(2, encoding, "backslashreplace")
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            numpy.random.seed()  # as a fresh interpreter's: from the system's entropy, not the server's state
+        sys.argv = [entry, *argv]  # runpy puts the module's file first, as `python -m` does
+        try:
+            runpy.run_module(entry, run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as exc:
+            code = _exit_code(exc.code)
+        except KeyboardInterrupt:
+            traceback.print_exc()
+            code = 128 + signal.SIGINT
+        except BaseException:  # noqa: BLE001 - what an interpreter does with an uncaught exception
+            traceback.print_exc()
+            code = 1
+        finally:
+            for thread in threading.enumerate():  # the interpreter's exit: non-daemon threads, then atexit
+                if thread is not threading.current_thread() and not thread.daemon:
+                    thread.join()
+            import atexit
+
+            atexit._run_exitfuncs()
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+    finally:
+        os._exit(code if isinstance(code, int) else 1)
+
+
+def _stream(fd: int, encoding: str, errors: str) -> io.TextIOWrapper:
+    """An unbuffered text stream on ``fd`` (``PYTHONUNBUFFERED=1``, as :func:`engine.run_subprocess` sets)."""
+    return io.TextIOWrapper(
+        open(fd, "wb", buffering=0, closefd=False),  # noqa: SIM115
+        encoding=encoding,
+        errors=errors,
+        write_through=True,
+    )
+
+
+def _exit_code(code) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
