@@ -133,6 +133,14 @@ def register(groups) -> None:
 def _run(args) -> int:
     if args.recipe == "report":
         return _report(args)
+    from fairmt.sweep.engine import trial_server
+
+    forks = not (args.dry_run or args.no_fork or args.launcher == "accelerate")
+    with trial_server(forks):  # first: a copy of this process from before the recipe is checked
+        return _sweep(args)
+
+
+def _sweep(args) -> int:
     from fairmt.sweep.engine import SweepInterrupted, require_optuna, run_sweep, study_info
     from fairmt.sweep.report import card_lines, write_report
     from fairmt.sweep.spec import build_spec, check_trial_inputs
@@ -168,8 +176,7 @@ def _run(args) -> int:
         for line in card_lines(spec.paper_card, spec.card_differences):
             print(f"fairmt sweep: {line}" if not line.startswith(" ") else line, flush=True)
     try:
-        # the recipe's data and models are checked before any trial
-        outcome = run_sweep(spec, check=lambda: check_trial_inputs(spec), fork=not args.no_fork)
+        outcome = run_sweep(spec, check=lambda: check_trial_inputs(spec))  # data, models: before any trial
     except (KeyboardInterrupt, SweepInterrupted):
         print(
             f"fairmt sweep: interrupted; the running trial is marked failed. Run the same command again to resume "

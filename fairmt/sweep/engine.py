@@ -390,7 +390,10 @@ def run_subprocess(cmd: list[str], log_path: Path) -> int:
         if server is not None and server.alive and cmd[1 : 1 + len(TRAIN)] == TRAIN:
             log.write(b"# forked from the sweep worker's trial server (fairmt sweep --no-fork: a fresh interpreter)\n")
             log.flush()
-            return server.run(cmd, log)
+            rc = server.run(cmd, log)
+            if rc is not None:
+                return rc
+            log.write(b"# the trial server is gone: a fresh interpreter\n")
         log.flush()
         proc = subprocess.Popen(
             cmd,
@@ -885,35 +888,52 @@ class Outcome:
     progress: Progress | None = None
 
 
+WARM = ("transformers.trainer",)
+"""Imported before the trial server is forked: the bulk of what every recipe family's run imports (~7 s of CPU),
+imported once for the worker and its server; importing it asks CUDA nothing."""
+
+
+@contextlib.contextmanager
+def trial_server(enabled: bool = True):
+    """While the block runs, :func:`run_subprocess` forks each ``fairmt train`` from a trial server
+    (:mod:`fairmt.sweep.forked`) started here, after importing :data:`WARM`. ``fairmt sweep`` opens it first, before
+    it checks the recipe: the server is a copy of a process that has imported, and not yet asked CUDA anything about
+    the machine (checking a recipe does). Not ``enabled``, or a process :func:`fairmt.sweep.forked.why_not` refuses:
+    no server, and every trial starts a fresh interpreter."""
+    global _SERVER
+    from fairmt.sweep import forked
+
+    if not enabled or _SERVER is not None or forked.why_not() is not None:
+        yield None
+        return
+    import importlib
+
+    for name in WARM:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    server = forked.TrialServer.start()  # None when the imports asked CUDA after all (forked.why_not)
+    _SERVER = server
+    try:
+        yield server
+    finally:
+        _SERVER = None
+        if server is not None:
+            server.close()
+
+
 def run_sweep(
     spec: SweepSpec,
     runner: Runner | None = None,
     echo: Callable[[str], None] | None = None,
     check: Callable[[], None] | None = None,
-    fork: bool = True,
 ) -> Outcome:
     """Run trials until the sweep is complete or nothing is left for this worker; returns what happened. ``check``:
     called once a storage outside the sweep folder has opened and before the folder is made (``fairmt sweep``: the
     recipe's data and models, :func:`fairmt.sweep.spec.check_trial_inputs`). ``runner``: runs one trial's command
-    (default :func:`run_subprocess`, its ``fairmt train`` forked from a trial server this worker starts first where
-    ``fork`` and :func:`fairmt.sweep.forked.why_not` allow)."""
+    (default :func:`run_subprocess`: forked from the trial server inside :func:`trial_server`, else a fresh
+    interpreter)."""
+    runner = runner or run_subprocess
     echo = echo or (lambda line: print(line, flush=True))
-    if runner is not None or not fork:
-        return _run_sweep(spec, runner or run_subprocess, echo, check)
-    from fairmt.sweep import forked
-
-    global _SERVER
-    preload = None if spec.launcher == "accelerate" else family(spec.method).runner
-    _SERVER = forked.TrialServer.start(preload) if preload else None  # before the study opens or a thread starts
-    try:
-        return _run_sweep(spec, run_subprocess, echo, check)
-    finally:
-        server, _SERVER = _SERVER, None
-        if server is not None:
-            server.close()
-
-
-def _run_sweep(spec: SweepSpec, runner: Runner, echo: Callable[[str], None], check) -> Outcome:
     optuna = require_optuna()
     S = optuna.trial.TrialState
     # a storage outside the sweep folder is opened first: a bad URL fails before the folder exists

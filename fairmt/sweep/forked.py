@@ -1,10 +1,12 @@
 """Trials forked from a copy of the sweep worker instead of started as fresh interpreters.
 
 A fresh ``python -m fairmt train`` spends about 10 s of CPU on imports (torch, transformers, the recipe's modules)
-before its first step. The sweep worker has already imported them: checking the recipe does. So, before it opens
-the study or starts a thread, the worker forks a *trial server*, a copy of itself that waits on a pipe. For each run
-the server forks once more, and that child runs the trial's ``fairmt train`` command line as ``python -m fairmt``
-does (:func:`runpy.run_module`). It gets what a fresh interpreter would get from :func:`fairmt.sweep.engine.run_subprocess`:
+before its first step. So ``fairmt sweep`` first imports transformers' Trainer (the bulk of it) and forks a *trial
+server*: a copy of the worker that waits on a pipe. Before the first trial the worker, which has checked the
+recipe by then (and so imported what a run of it imports), sends it the names of its modules, and the server
+imports those it lacks, once. For each run the server forks once more, and that child runs the trial's ``fairmt
+train`` command line as ``python -m fairmt`` does (:func:`runpy.run_module`). It gets what a fresh interpreter
+would get from :func:`fairmt.sweep.engine.run_subprocess`:
 
 * the worker's environment and working folder at the time the run starts;
 * stdout and stderr into the run's log (the worker opens it and passes the descriptor), stdin from /dev/null;
@@ -14,10 +16,13 @@ does (:func:`runpy.run_module`). It gets what a fresh interpreter would get from
 ``ps`` shows the server and a trial with the sweep's command line; their names (``ps -o comm``, ``top``) are
 ``fairmt-trials`` and ``fairmt-trial``.
 
-The trial server is used only where forking is safe: on Linux, where ``PR_SET_PDEATHSIG`` keeps kill -9 of the
-worker alone orphan-free (the server dies with the worker, a trial with the server); with one Python thread in the
-worker; and with CUDA not initialised in it. Trials under ``accelerate launch``, and every trial of
-``fairmt sweep --no-fork``, start a fresh interpreter as before.
+The server is forked before the worker checks the recipe, which asks CUDA how many GPUs there are: a process that
+has initialised the CUDA driver cannot hand it to a fork. The server only imports. It is used only where forking is
+safe: on Linux, where ``PR_SET_PDEATHSIG`` keeps kill -9 of the worker alone orphan-free (the server dies with the
+worker, a trial with the server); with one Python thread; with CUDA not initialised and no NVIDIA device file open
+(checked in the worker before the fork and in the server after its imports; a server that fails the check ends,
+and the trials start fresh). Trials under ``accelerate launch``, and every trial of ``fairmt sweep --no-fork``,
+start a fresh interpreter as before.
 """
 
 from __future__ import annotations
@@ -54,20 +59,35 @@ def why_not() -> str | None:
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         return "CUDA is initialised in this process"
+    if _nvidia_open():
+        return "this process has opened the NVIDIA driver (/dev/nvidia*): a fork cannot use CUDA"
     return None
+
+
+def _nvidia_open() -> bool:
+    """Whether a descriptor of this process is an NVIDIA device file (the CUDA driver was initialised here, by
+    torch or by anything that asked it how many GPUs there are)."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("/dev/nvidia"):
+                return True
+    return False
 
 
 class TrialServer:
     """The worker's end: :meth:`run` is a :data:`fairmt.sweep.engine.Runner` for ``fairmt train`` commands."""
 
     def __init__(self, pid: int, conn: Connection) -> None:
-        self.pid, self.conn, self.alive = pid, conn, True
+        self.pid, self.conn, self.alive, self.warm = pid, conn, True, False
 
     @classmethod
-    def start(cls, preload: str | None = None, entry: str = "fairmt") -> TrialServer | None:
-        """Fork the server (None where :func:`why_not` says no); ``preload``: a module it imports once for every
-        trial (the recipe family's runner); ``entry``: the module a trial runs as ``python -m ENTRY`` would (the
-        tests give another)."""
+    def start(cls, entry: str = "fairmt") -> TrialServer | None:
+        """Fork the server (None where :func:`why_not` says no); ``entry``: the module a trial runs as
+        ``python -m ENTRY`` would (the tests give another)."""
         if why_not() is not None:
             return None
         ours, theirs = Pipe(duplex=True)
@@ -80,7 +100,7 @@ class TrialServer:
             code = 0
             try:
                 ours.close()
-                _serve(theirs, parent, preload, entry)
+                _serve(theirs, parent, entry)
             except BaseException:  # noqa: BLE001 - a server that cannot serve ends; the worker sees EOF
                 code = 1
             finally:
@@ -88,28 +108,31 @@ class TrialServer:
         theirs.close()
         return cls(pid, ours)
 
-    def run(self, cmd: list[str], log) -> int:
+    def run(self, cmd: list[str], log) -> int | None:
         """Run one trial (``cmd``: ``[python, -m, fairmt, train, ...]``) with stdout and stderr into the open file
-        ``log``; its exit status (``-N``: killed by signal N). An interruption here (SIGTERM, Ctrl-C) stops the
-        trial (SIGTERM, then SIGKILL after 30 s) before it propagates."""
-        self.conn.send((cmd[len(TRAIN) :], dict(os.environ, PYTHONUNBUFFERED="1"), os.getcwd()))
-        send_handle(self.conn, log.fileno(), self.pid)
+        ``log``; its exit status (``-N``: killed by signal N), or None when the server is gone before the trial
+        started (the caller starts it another way). An interruption here (SIGTERM, Ctrl-C) stops the trial
+        (SIGTERM, then SIGKILL after 30 s) before it propagates."""
         trial = None
         try:
+            if not self.warm:  # what this process imported checking the recipe is what a run of it imports
+                self.conn.send(("import", sorted(name for name, mod in sys.modules.items() if mod is not None)))
+                self.warm = True
+            self.conn.send(("run", cmd[len(TRAIN) :], dict(os.environ, PYTHONUNBUFFERED="1"), os.getcwd()))
+            send_handle(self.conn, log.fileno(), self.pid)
             _, trial = self.conn.recv()
             _, status = self.conn.recv()
         except (EOFError, OSError):
-            return self._gone(log)
+            self.alive = False
+            if trial is None:
+                return None
+            log.write(b"fairmt sweep: the trial server process is gone: the trial did not finish\n")
+            log.flush()
+            return 1
         except BaseException:
             _stop(trial, self.conn)
             raise
         return int(status)
-
-    def _gone(self, log) -> int:
-        self.alive = False
-        log.write(b"fairmt sweep: the trial server process is gone: the trial did not finish\n")
-        log.flush()
-        return 1
 
     def close(self) -> None:
         """End the server (it exits when its end of the pipe closes) and reap it."""
@@ -147,18 +170,21 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _serve(conn: Connection, worker: int, preload: str | None, entry: str) -> None:  # pragma: no cover - server
+def _serve(conn: Connection, worker: int, entry: str) -> None:  # pragma: no cover - in the server
     _die_with(worker)
     _prctl(_PR_SET_NAME, b"fairmt-trials")
     for sig in (signal.SIGINT, signal.SIGTERM):  # the worker decides when a trial stops; EOF ends the server
         signal.signal(sig, signal.SIG_IGN)
-    if preload:
-        with contextlib.suppress(Exception):
-            __import__(preload)
     me = os.getpid()
     while True:
         try:
-            argv, env, cwd = conn.recv()
+            request = conn.recv()
+            if request[0] == "import":
+                _import(request[1])
+                if why_not() is not None:  # an import asked CUDA or started a thread: a fork of this is unsafe
+                    return
+                continue
+            _, argv, env, cwd = request
             log = recv_handle(conn)
         except (EOFError, OSError):
             return
@@ -169,6 +195,16 @@ def _serve(conn: Connection, worker: int, preload: str | None, entry: str) -> No
         conn.send(("started", pid))
         _, status = os.waitpid(pid, 0)
         conn.send(("exited", os.waitstatus_to_exitcode(status)))
+
+
+def _import(names: list[str]) -> None:  # pragma: no cover - in the server
+    """Import each module (one that fails is left to the trial, which imports what it needs)."""
+    import importlib
+
+    for name in names:
+        if name not in sys.modules and not name.startswith("__"):
+            with contextlib.suppress(BaseException):
+                importlib.import_module(name)
 
 
 def _trial(

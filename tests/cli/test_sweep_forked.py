@@ -28,8 +28,9 @@ import json, os, signal, sys
 from fairmt.sweep.forked import TrialServer
 
 work = sys.argv[1]
-server = TrialServer.start("tabnanny", entry="forked_entry")
+server = TrialServer.start(entry="forked_entry")
 assert server is not None
+import tabnanny  # the server imports what this process has imported by its first trial
 os.environ["LATE"] = "set after the server started"
 os.chdir(work)
 cmd = [sys.executable, "-m", "fairmt", "train"]
@@ -43,6 +44,10 @@ def stop(signum, frame):
 signal.signal(signal.SIGTERM, stop)
 results = {"server": server.pid}
 for name, args in json.loads(sys.argv[2]):
+    if name == "kill-server":  # the next trial finds it gone
+        os.kill(server.pid, signal.SIGKILL)
+        os.waitpid(server.pid, 0)
+        continue
     with open(os.path.join(work, name + ".log"), "ab") as log:
         log.write(b"header\n")
         log.flush()
@@ -71,16 +76,20 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_a_forked_trial_gets_what_a_fresh_interpreter_would(tmp_path):
     jobs = [
         ["report", ["report", "x"]],
         ["exit", ["exit", "7"]],
         ["raise", ["raise"]],
         ["steps", ["exit-steps", str(tmp_path)]],
+        ["kill-server", []],
+        ["gone", ["exit", "0"]],
     ]
     done = procs.run(_worker(tmp_path, jobs), env=procs.env(tests_on_path=True), timeout=120, check=True)
     results = json.loads(done.stdout.strip().splitlines()[-1])
     assert results["report"] == 0 and results["exit"] == 7 and results["raise"] == 1 and results["steps"] == 3
+    assert results["gone"] is None  # not run: the caller (engine.run_subprocess) starts a fresh interpreter
     assert results["server_reaped"] and not _alive(results["server"])
 
     log = (tmp_path / "report.log").read_text().splitlines()
@@ -96,6 +105,7 @@ def test_a_forked_trial_gets_what_a_fresh_interpreter_would(tmp_path):
     assert (tmp_path / "thread").read_text() == "joined" and (tmp_path / "atexit").read_text() == "ran"
 
 
+@pytest.mark.slow
 def test_sigterm_to_the_worker_stops_its_trial_and_the_worker_goes_on(tmp_path):
     ready = tmp_path / "sleeping"
     proc = procs.start(
@@ -118,6 +128,7 @@ def test_sigterm_to_the_worker_stops_its_trial_and_the_worker_goes_on(tmp_path):
     assert not _alive(trial)
 
 
+@pytest.mark.slow
 def test_kill_9_of_the_worker_alone_ends_the_server_and_the_trial(tmp_path):
     ready = tmp_path / "sleeping"
     proc = procs.start(
@@ -160,13 +171,30 @@ def test_no_server_where_forking_is_unsafe(monkeypatch):
     assert forked.why_not() == "not Linux (no PR_SET_PDEATHSIG)"
 
 
+def test_a_process_that_opened_the_nvidia_driver_forks_no_server(monkeypatch):
+    """A CUDA driver initialised in the worker (by ``torch.cuda.is_available()`` even, which torch does not count
+    as initialised) shows as an open /dev/nvidia* descriptor: no server then."""
+    from fairmt.sweep import forked
+
+    links = {"0": "/dev/null", "1": "pipe:[1]", "7": "/dev/nvidiactl"}
+    monkeypatch.setattr(forked.os, "listdir", lambda path: list(links) if path == "/proc/self/fd" else [])
+    monkeypatch.setattr(forked.os, "readlink", lambda path: links[path.rsplit("/", 1)[1]])
+    assert forked._nvidia_open()
+    monkeypatch.setattr(forked.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(forked.threading, "current_thread", forked.threading.main_thread)
+    assert "NVIDIA driver" in forked.why_not()
+    del links["7"]
+    assert not forked._nvidia_open() and forked.why_not() is None
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", [[], ["--no-fork"]])
 def test_fairmt_sweep_forks_its_trials_unless_no_fork(monkeypatch, tmp_path, extra):
-    """`fairmt sweep` starts a trial server preloading the recipe family's runner before the study opens (the real
-    one needs one Python thread: stood in for here), runs the trials beside it, and closes it; `--no-fork` starts
-    none. (A run handed to the real server: the kill -9 sweep of tests/cli/test_sweep.py.)"""
+    """`fairmt sweep` starts a trial server after importing transformers' Trainer and before it checks the recipe
+    (the real one needs one Python thread: stood in for here), runs the trials beside it, and closes it; `--no-fork`
+    starts none. (Runs handed to the real server: the kill -9 sweep of tests/cli/test_sweep.py.)"""
     from fairmt.cli import main
-    from fairmt.sweep import engine, forked
+    from fairmt.sweep import engine, forked, spec
     from sweep_helpers import fake_runner, standin_data_root
 
     standin_data_root(monkeypatch, tmp_path)
@@ -174,8 +202,8 @@ def test_fairmt_sweep_forks_its_trials_unless_no_fork(monkeypatch, tmp_path, ext
 
     class Server:
         @classmethod
-        def start(cls, preload=None, entry="fairmt"):
-            calls.append(("start", preload, (tmp_path / "sweep" / "study.db").exists()))
+        def start(cls, entry="fairmt"):
+            calls.append(("start", "transformers.trainer" in sys.modules))
             return cls()
 
         def close(self):
@@ -185,14 +213,17 @@ def test_fairmt_sweep_forks_its_trials_unless_no_fork(monkeypatch, tmp_path, ext
         calls.append(("run", isinstance(engine._SERVER, Server)))
         return fake_runner(cmd, log)
 
+    checked = spec.build_spec
+    monkeypatch.setattr(spec, "build_spec", lambda *a, **k: (calls.append(("check",)), checked(*a, **k))[1])
     monkeypatch.setattr(forked, "TrialServer", Server)
+    monkeypatch.setattr(forked, "why_not", lambda: None)
     monkeypatch.setattr(engine, "run_subprocess", runner)
     out = tmp_path / "sweep"
     grid = ["--grid", "training.learning_rate=0.1"]
     rc = main(["sweep", "classification/fcl", "data.dataset=hatespeech", *grid, "--output-dir", str(out), *extra])
     assert rc == 0
     if extra:
-        assert calls == [("run", False)]
+        assert calls == [("check",), ("run", False)]
     else:
-        assert calls == [("start", "fairmt.recipes.classification.runner", False), ("run", True), ("close",)]
+        assert calls == [("start", True), ("check",), ("run", True), ("close",)]
     assert (out / "sweep.json").is_file() and engine._SERVER is None
