@@ -256,6 +256,10 @@ def _trial(
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(Exception):
                     stream.flush()
+    except BaseException:  # noqa: BLE001 - the setup failed (a working folder gone): its traceback, exit 1
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+            sys.stderr.flush()
     finally:
         os._exit(code if isinstance(code, int) else 1)
 
