@@ -126,47 +126,6 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
 
 
-POOL_FILES = frozenset(
-    {
-        "test_adversarial.py",
-        "test_backends.py",
-        "test_ccd_trainer.py",
-        "test_distributed_gather.py",
-        "test_fair_contrastive_trainer.py",
-        "test_fairseq_plugin.py",
-        "test_gacl_ddp.py",
-        "test_gacl_recipe.py",
-        "test_sampling.py",
-        "test_sharded_training.py",
-    }
-)
-"""The test files whose tests take the ``torchrun_pool`` fixture (tests/project/test_test_infra.py holds the list to
-the source). Under ``--dist loadfile`` they run on one xdist worker, one after the other (each file's tests still
-together): one pool then serves them all, and torchrun, the two ranks' imports (torch, transformers, DeepSpeed,
-fairseq) and their first jobs are paid once per run, not once per worker."""
-
-
-def one_pool_scheduling():
-    """pytest-xdist's ``--dist loadfile`` scheduler, except that the files of :data:`POOL_FILES` are one unit of work
-    (its ``_split_scope`` widened)."""
-    from xdist.scheduler import LoadFileScheduling
-
-    class OnePoolScheduling(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            scope = super()._split_scope(nodeid)
-            return "torchrun-pool" if Path(scope).name in POOL_FILES else scope
-
-    return OnePoolScheduling
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    """:func:`one_pool_scheduling` for ``--dist loadfile``; xdist's own otherwise."""
-    if getattr(config.option, "dist", "no") != "loadfile":
-        return None
-    return one_pool_scheduling()(config, log)
-
-
 @pytest.fixture(scope="session")
 def torchrun_pool(tmp_path_factory):
     """One torchrun launch (2 processes, gloo) per pytest process that runs the two-process jobs of the DDP tests in

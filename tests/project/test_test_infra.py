@@ -228,34 +228,3 @@ def test_the_development_page_states_the_budget_rule_and_the_parts():
     listed = page.split("(parts: ", 1)[1].split(";", 1)[0]
     assert [p.strip(" `") for p in listed.split(",")] == list(needs.PARTS)
     assert time_budget.load()["default_s"] == rule["default_s"]
-
-
-def test_the_files_that_share_the_torchrun_pool_are_the_files_that_take_it(request, monkeypatch):
-    """tests/conftest.py's POOL_FILES (one xdist unit of work, so one torchrun pool per run) is every test file with a
-    test or fixture taking the ``torchrun_pool`` fixture, and only those; and its scheduler makes them one unit."""
-    import ast
-
-    import conftest
-
-    takers = set()
-    for path in (ROOT / "tests").rglob("test_*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef) and any(a.arg == "torchrun_pool" for a in node.args.args):
-                takers.add(path.name)
-    assert takers == set(conftest.POOL_FILES)
-
-    sched = object.__new__(conftest.one_pool_scheduling())  # _split_scope reads nothing of the instance
-    scopes = {
-        sched._split_scope(nodeid)
-        for nodeid in (
-            "tests/trainers/test_sharded_training.py::test_x",
-            "tests/trainers/test_fairseq_plugin.py::test_y[a]",
-            "tests/trainers/test_ccd_trainer.py::test_z",
-        )
-    }
-    assert scopes == {"torchrun-pool"}
-    assert sched._split_scope("tests/cli/test_sweep.py::test_x") == "tests/cli/test_sweep.py"
-    assert sched._split_scope("tests/project/test_torchrun_pool.py::t") == "tests/project/test_torchrun_pool.py"  # own
-    monkeypatch.setattr(request.config.option, "dist", "load", raising=False)
-    assert conftest.pytest_xdist_make_scheduler(request.config, None) is None  # --dist load: xdist's own

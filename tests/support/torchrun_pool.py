@@ -1,7 +1,6 @@
 """Two-process runs for the tests without paying torchrun's start-up for each: one ``torchrun --standalone
---nproc_per_node 2`` launch of ``torchrun_pool_worker.py`` serves every two-process DDP job of a pytest process, in
-order (the ``torchrun_pool`` fixture of ``tests/conftest.py``; under ``-n 2 --dist loadfile`` the files that take it
-run on one xdist worker, so one launch serves the whole run). A job is a script run as under
+--nproc_per_node 2`` launch of ``torchrun_pool_worker.py`` serves every two-process DDP job of a pytest process (one
+per xdist worker), in order (the ``torchrun_pool`` fixture of ``tests/conftest.py``). A job is a script run as under
 torchrun:
 
     torchrun_pool.run(HERE / "ddp_ccd_script.py", model_dir, data, out, "4", cwd=tmp_path)
