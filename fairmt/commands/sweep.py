@@ -110,7 +110,7 @@ def register(groups) -> None:
         "--no-fork",
         action="store_true",
         help="start every trial as a fresh `python -m fairmt train` (default on Linux: fork it from a copy of "
-        "this worker made before the study opened, which has the imports done already)",
+        "this worker made before the recipe is checked, which imports what a run imports once)",
     )
     p.add_argument(
         "--grace-period",

@@ -5,7 +5,7 @@
 * :mod:`fairmt.sweep.results` — where each recipe family writes its results, the flattening of nested results into
   dotted metric names (``dev.accuracy``, ``after.seat_avg_abs``) and the names a family reports;
 * :mod:`fairmt.sweep.engine` — the Optuna study (SQLite in the sweep folder, any RDB URL or a journal file), the
-  workers that run one ordinary ``fairmt train`` subprocess per trial, stale-trial detection and retries;
+  workers that run one ordinary ``fairmt train`` process per trial, stale-trial detection and retries;
 * :mod:`fairmt.sweep.report` — mean ± std per setting, the Pareto front (Optuna's), model selection on dev metrics
   (:func:`fairmt.eval.selection.select_checkpoint`), ``sweep.json``, ``sweep.md`` and ``tradeoff.png``.
 

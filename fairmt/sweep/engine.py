@@ -1,4 +1,4 @@
-"""The sweep's workers: an Optuna study, one ordinary ``fairmt train`` subprocess per run.
+"""The sweep's workers: an Optuna study, one ordinary ``fairmt train`` process per run.
 
 Study and samplers (Optuna's): a grid trial is one (setting, seed) run, so several workers share the seeds of a
 setting: a worker queues the next run nobody has taken (``study.enqueue_trial`` with the setting as parameters and
@@ -11,6 +11,10 @@ optuna-dashboard's, would treat it as a hyper-parameter): each trial carries ``s
 (``study.set_metric_names``), so the dashboard shows them by name. The study lives in
 ``DIR/study.db`` (SQLite) unless ``--storage`` names an RDB URL or a journal file; every worker (``--join``) asks
 the same study for its next trial.
+
+Trials: on Linux each ``fairmt train`` is forked from the worker's trial server (:mod:`fairmt.sweep.forked`, which
+saves the imports of a fresh interpreter) unless ``fairmt sweep --no-fork``; ``trial.json`` records the command
+line either way.
 
 Runs: ``DIR/trials/<setting>/seed-<s>/`` holds ``trial.json`` (the command), ``train.log`` and ``run/`` (the
 recipe's own output folder: its ``results.json``, model, checkpoints); ``done.json`` is written, atomically, only
@@ -932,10 +936,10 @@ def run_sweep(
     recipe's data and models, :func:`fairmt.sweep.spec.check_trial_inputs`). ``runner``: runs one trial's command
     (default :func:`run_subprocess`: forked from the trial server inside :func:`trial_server`, else a fresh
     interpreter)."""
-    runner = runner or run_subprocess
-    echo = echo or (lambda line: print(line, flush=True))
     optuna = require_optuna()
     S = optuna.trial.TrialState
+    runner = runner or run_subprocess
+    echo = echo or (lambda line: print(line, flush=True))
     # a storage outside the sweep folder is opened first: a bad URL fails before the folder exists
     STORAGE_NOTES.clear()
     storage = None if _inside(spec.storage, spec.output_dir) else open_storage(spec.storage)
