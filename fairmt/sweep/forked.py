@@ -175,6 +175,10 @@ def _serve(conn: Connection, worker: int, entry: str) -> None:  # pragma: no cov
     _prctl(_PR_SET_NAME, b"fairmt-trials")
     for sig in (signal.SIGINT, signal.SIGTERM):  # the worker decides when a trial stops; EOF ends the server
         signal.signal(sig, signal.SIG_IGN)
+    null = os.open(os.devnull, os.O_RDWR)  # what its imports print is no line of the sweep's (a trial has its log)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
     me = os.getpid()
     while True:
         try:
