@@ -13,7 +13,11 @@ Prints one JSON object:
 * ``zero2_ok`` / ``fsdp2_ok`` — every GACL step under DeepSpeed ZeRO-2 and FSDP2 (single process, launched through
   torchrun so the engines initialise as under ``accelerate launch``) ran and logged a finite loss;
   ``null`` with a reason in ``skipped`` when the engine is not installed / not runnable here;
-* ``peak_memory_mb`` — ``torch.cuda.max_memory_allocated`` per run (peak RSS growth on a CPU).
+* ``peak_memory_mb`` — ``torch.cuda.max_memory_allocated`` per run (peak RSS growth on a CPU);
+* ``sweep_fork`` — a ``fairmt sweep`` trial forked from the trial server (``fairmt/sweep/forked.py``) trains on the
+  GPU: a worker process opens the server as ``fairmt sweep`` does, asks ``torch.cuda.is_available()`` as checking
+  a recipe does, then runs ``fairmt train gacl/tiny_offline`` (2 steps, on the GPU where there is one) through the
+  server; ``ok`` when it exited 0 and was forked (``null`` with the reason where no server could start).
 
 Each measurement runs in a fresh subprocess, so one run's memory does not count against another's.
 """
@@ -73,8 +77,34 @@ def model_and_rows(tiny: bool, n_rows: int, seq_len: int):
     return M2M100ForConditionalGeneration(cfg), rows
 
 
+def sweep_fork(opts: dict) -> dict:
+    """The ``sweep_fork`` check, in this (fresh) process: see the module docstring."""
+    import torch
+
+    from fairmt.sweep import forked
+    from fairmt.sweep.engine import run_subprocess, trial_server
+
+    out = Path(opts["out"]) / "sweep_fork"
+    out.mkdir(parents=True, exist_ok=True)
+    with trial_server(True) as server:
+        if server is None:
+            return {"ok": None, "why": forked.why_not()}
+        cuda = torch.cuda.is_available()  # the worker asks after the fork, as checking a recipe does
+        cmd = [sys.executable, "-m", "fairmt", "train", "gacl/tiny_offline", f"model={out / 'original'}"]
+        cmd += [f"data.train={out / 'finetune.jsonl'}", f"training.output_dir={out / 'run'}"]
+        cmd += ["tiny_model.pretrain_steps=2", "training.max_steps=2", "training.eval_steps=2"]
+        cmd += [f"training.use_cpu={'false' if cuda else 'true'}"]
+        rc = run_subprocess(cmd, out / "train.log")
+    log = (out / "train.log").read_text(encoding="utf-8", errors="replace")
+    was_forked = "# forked from the sweep worker's trial server" in log
+    tail = [ln for ln in log.splitlines() if ln.strip()][-3:]
+    return {"ok": rc == 0 and was_forked, "rc": rc, "forked": was_forked, "cuda": cuda, "log_tail": tail}
+
+
 def worker(mode: str, opts: dict) -> dict:
     """One measured run in this process; returns its figures."""
+    if mode == "sweep_fork":
+        return sweep_fork(opts)
     import torch
     from datasets import Dataset
     from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, TrainerCallback, default_data_collator
@@ -220,6 +250,9 @@ def main() -> int:
             runs[mode], err = run_child(mode, opts)
             if err:
                 skipped[mode] = err
+        fork, err = run_child("sweep_fork", opts)
+        if err:
+            fork = {"ok": False, "why": err}
     import torch
 
     plain, gacl = runs.get("plain"), runs.get("gacl")
@@ -235,6 +268,7 @@ def main() -> int:
         "peak_memory_mb": {m: r["peak_memory_mb"] for m, r in runs.items() if r},
         "first_last_loss": {m: [round(r["first_loss"], 4), round(r["last_loss"], 4)] for m, r in runs.items() if r},
         "skipped": skipped,
+        "sweep_fork": fork,
     }
     print(json.dumps(report, indent=1))
     return 0 if plain and gacl else 1
