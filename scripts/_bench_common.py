@@ -1,7 +1,8 @@
-"""What the benchmark scripts share (``scripts/bench_classification.py``, ``scripts/bench_sampling.py``): this checkout
-first on ``sys.path`` and torch on a fixed number of threads (:func:`bench_torch`), one temporary folder for the
-Trainers' output folders that is removed at the end, with their log lines sent to stderr so that ``--json`` leaves
-the JSON line alone on stdout (:func:`trainer_folder`), and the result printed (:func:`print_result`).
+"""What the benchmark scripts share (``scripts/bench_classification.py``, ``scripts/bench_sampling.py``, ...): this
+checkout first on ``sys.path`` and torch on a fixed number of threads (:func:`bench_torch`), one temporary folder for
+the Trainers' output folders that is removed at the end, with their log lines sent to stderr so that ``--json``
+leaves the JSON line alone on stdout (:func:`trainer_folder`), the CPU time of finished child processes
+(:func:`children_cpu`), and the result printed (:func:`print_result`).
 
 Not a ``bench_*.py`` file: ``scripts/bench.py`` does not run it."""
 
@@ -38,6 +39,15 @@ def trainer_folder(prefix: str, quiet_stdout: bool = True) -> Iterator[str]:
         contextlib.redirect_stdout(sys.stderr) if quiet_stdout else contextlib.nullcontext(),
     ):
         yield tmp
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes and theirs (unlike wall time, not inflated by
+    other users' processes)."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def print_result(out: dict, as_json: bool) -> dict:

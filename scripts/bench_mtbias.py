@@ -19,17 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from _bench_common import children_cpu  # scripts/ is first on sys.path when a script runs
+
 # measure -> (comparison, target); scripts/bench.py reads these from here (the one place they are kept)
 TARGETS = {"wall_s": ("<=", 20.0)}
 TARGET_S = TARGETS["wall_s"][1]
-
-
-def _child_cpu() -> float:
-    """CPU seconds of the finished child processes (unlike wall time, not inflated by other users' processes)."""
-    import resource
-
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
 
 
 def main() -> int:
@@ -65,9 +59,9 @@ def main() -> int:
         if args.compat:
             cmd += ["--compat", args.compat]
         env = {**os.environ, "FAIRMT_DATA": str(data)}
-        t0, c0 = time.perf_counter(), _child_cpu()
+        t0, c0 = time.perf_counter(), children_cpu()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        wall, cpu = time.perf_counter() - t0, _child_cpu() - c0
+        wall, cpu = time.perf_counter() - t0, children_cpu() - c0
     if proc.returncode != 0:
         print(json.dumps({"error": proc.stderr[-2000:]}))
         return 1

@@ -15,12 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _bench_common import children_cpu, print_result  # scripts/ is first on sys.path when a script runs
 
 # measure -> (comparison, target); scripts/bench.py reads these from here (the one place they are kept)
 TARGETS = {"forked_vs_fresh_cpu": ("<=", 0.6), "same_results": (">=", 1)}
@@ -37,20 +38,15 @@ CHEAP = [
 ]
 
 
-def _children_cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
 def _sweep(out: Path, seeds: int, data: Path, *extra: str) -> tuple[float, float, dict]:
     """(CPU s, wall s, {run folder: results without timings}) of one sweep process."""
     cmd = [sys.executable, "-m", "fairmt", "sweep", "classification/fcl", *CHEAP]
     cmd += ["--grid", "training.learning_rate=0.001", "--seeds", str(seeds), "--output-dir", str(out), *extra]
     env = {**os.environ, "FAIRMT_DATA": str(data), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    cpu, t0 = _children_cpu(), time.perf_counter()
+    cpu, t0 = children_cpu(), time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    wall, cpu = time.perf_counter() - t0, _children_cpu() - cpu
+    wall, cpu = time.perf_counter() - t0, children_cpu() - cpu
     if done.returncode != 0:
         raise SystemExit(f"bench_sweep: {' '.join(cmd[-8:])} exited {done.returncode}:\n{done.stderr[-2000:]}")
     results = {}
@@ -84,11 +80,7 @@ def main() -> int:
         "same_results": int(len(fresh) == seeds and fresh == forked),
         "targets": {k: list(v) for k, v in TARGETS.items()},
     }
-    if args.json:
-        print(json.dumps(out))
-    else:
-        for key, value in out.items():
-            print(f"{key:24} {value}")
+    print_result(out, args.json)
     return 0
 
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _bench_common import children_cpu  # scripts/ is first on sys.path when a script runs
 
 # measure -> (comparison, target in seconds); scripts/bench.py reads these from here (the one place they are kept)
 TARGETS = {
@@ -30,11 +31,6 @@ TARGETS = {
     "worst_cli_s": ("<=", 5.0),
     "all_languages_cli_s": ("<=", 20.0),
 }
-
-
-def _child_cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
 
 
 def _best(fn, repeat: int) -> tuple[float, float]:
@@ -108,10 +104,10 @@ def _run(args) -> dict | None:
             res["r"] = evaluate_winomt(tr_dir / f"en-{lang}.txt", lang, gold, compat="acl2019")
 
         t_score, c_score = _best(score_once, args.repeat)
-        t, c = time.perf_counter(), _child_cpu()
+        t, c = time.perf_counter(), children_cpu()
         p = subprocess.run([sys.executable, "-m", "fairmt", "eval", "winomt", "--lang", lang, "--translations",
                             str(tr_dir / f"en-{lang}.txt"), "--compat", "acl2019"], capture_output=True, text=True, env=env)  # fmt: skip
-        t_cli, c_cli = time.perf_counter() - t, _child_cpu() - c
+        t_cli, c_cli = time.perf_counter() - t, children_cpu() - c
         if p.returncode != 0:
             print(p.stderr, file=sys.stderr)
             return None
@@ -126,10 +122,10 @@ def _run(args) -> dict | None:
             f"{t_score:>8.3f} ({c_score:.3f}){t_score / TARGETS['worst_score_s'][1]:>7.2f}"
             f"{t_cli:>7.2f} ({c_cli:.2f}){t_cli / TARGETS['worst_cli_s'][1]:>7.2f}   {r.accuracy:.1f} / {r.delta_g:.1f}"
         )
-    t, c = time.perf_counter(), _child_cpu()
+    t, c = time.perf_counter(), children_cpu()
     p = subprocess.run([sys.executable, "-m", "fairmt", "eval", "winomt", "--lang", ",".join(all_langs), "--translations",
                         str(tr_dir), "--compat", "acl2019"], capture_output=True, text=True, env=env)  # fmt: skip
-    t_all, c_all = time.perf_counter() - t, _child_cpu() - c
+    t_all, c_all = time.perf_counter() - t, children_cpu() - c
     if p.returncode != 0:
         print(p.stderr, file=sys.stderr)
         return None

@@ -68,6 +68,24 @@ def _worker(tmp_path: Path, jobs: list) -> list:
     return procs.python(script, tmp_path, json.dumps(jobs))
 
 
+def _sleeping_trial(tmp_path: Path, then: list):
+    """A worker whose first trial sleeps (until a signal ends it), then runs the jobs ``then``: the worker's process
+    and the sleeping trial's pid, once it sleeps."""
+    ready = tmp_path / "sleeping"
+    proc = procs.start(
+        _worker(tmp_path, [["sleep", ["sleep", str(ready)]], *then]),
+        env=procs.env(tests_on_path=True),
+        stdout=procs.subprocess.PIPE,
+        stderr=procs.subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 60
+    while not ready.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert ready.exists(), proc.stderr.read() if proc.poll() is not None else "the trial never started"
+    return proc, int(ready.read_text())
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as fh:
@@ -107,19 +125,7 @@ def test_a_forked_trial_gets_what_a_fresh_interpreter_would(tmp_path):
 
 @pytest.mark.slow
 def test_sigterm_to_the_worker_stops_its_trial_and_the_worker_goes_on(tmp_path):
-    ready = tmp_path / "sleeping"
-    proc = procs.start(
-        _worker(tmp_path, [["sleep", ["sleep", str(ready)]], ["after", ["exit", "0"]]]),
-        env=procs.env(tests_on_path=True),
-        stdout=procs.subprocess.PIPE,
-        stderr=procs.subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.time() + 60
-    while not ready.exists() and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    assert ready.exists(), proc.stderr.read() if proc.poll() is not None else "the trial never started"
-    trial = int(ready.read_text())
+    proc, trial = _sleeping_trial(tmp_path, [["after", ["exit", "0"]]])
     proc.send_signal(signal.SIGTERM)
     out, err = procs.finish(proc, timeout=60)
     assert proc.returncode == 0, err
@@ -130,19 +136,7 @@ def test_sigterm_to_the_worker_stops_its_trial_and_the_worker_goes_on(tmp_path):
 
 @pytest.mark.slow
 def test_kill_9_of_the_worker_alone_ends_the_server_and_the_trial(tmp_path):
-    ready = tmp_path / "sleeping"
-    proc = procs.start(
-        _worker(tmp_path, [["sleep", ["sleep", str(ready)]]]),
-        env=procs.env(tests_on_path=True),
-        stdout=procs.subprocess.PIPE,
-        stderr=procs.subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.time() + 60
-    while not ready.exists() and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    assert ready.exists(), "the trial never started"
-    trial = int(ready.read_text())
+    proc, trial = _sleeping_trial(tmp_path, [])
     server = int(Path(f"/proc/{trial}/stat").read_text().rsplit(")", 1)[1].split()[1])
     os.kill(proc.pid, signal.SIGKILL)  # the worker only, not its group
     proc.wait(timeout=30)
