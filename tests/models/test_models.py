@@ -130,3 +130,29 @@ def test_every_m2m100_language_has_its_flores200_code(dirs):
         assert flores_to_model_lang(tm, ISO_TO_NLLB[iso]) == iso
     with pytest.raises(FairmtError, match="no M2M-100/SMaLL-100 code known for FLORES-200 language 'tir_Ethi'"):
         flores_to_model_lang(tm, "tir_Ethi")  # Tigrinya: in FLORES-200, not in M2M-100
+
+
+@pytest.mark.parametrize("arch", ["m2m100", "small100", "nllb"])
+def test_a_pretokenised_batch_is_the_batch_the_tokenizer_pads(dirs, arch):
+    """The tiny model's training batches (fairmt.models.tiny: pairs tokenised once, padded per batch) equal what the
+    tokenizer gives for the same sentences with ``padding=True``, the labels' padding as -100, in each target
+    language (SMaLL-100 puts it on the source side)."""
+    import random
+
+    from fairmt.data.demo_corpus import demo_splits
+    from fairmt.models.tiny import _encoded_pairs, padded_batch
+
+    tm = load_translation_model(str(dirs[arch]), "en", "de")
+    pairs = [(p.en, p.de) for p in demo_splits()[0][:40]] + [(SRC + " " + SRC * 9, TGT)]  # one cut at 64 tokens
+    rng = random.Random(0)
+    for lang in ("de", "fr"):
+        encoded = _encoded_pairs(tm, lang, pairs)
+        for k in (1, 7, 16):
+            idx = rng.sample(range(len(pairs)), k) + [len(pairs) - 1]
+            got = padded_batch(tm.tokenizer, [encoded[i] for i in idx])
+            tm.set_languages(tgt_lang=lang)
+            want = tm.encode([pairs[i][0] for i in idx], [pairs[i][1] for i in idx], 64, True, "pt")
+            want["labels"][want["labels"] == tm.tokenizer.pad_token_id] = -100
+            assert set(got) == set(want) and got["input_ids"].shape[1] == 64
+            for key in got:
+                assert got[key].dtype == want[key].dtype and got[key].tolist() == want[key].tolist(), (lang, k, key)
