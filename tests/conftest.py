@@ -126,6 +126,24 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent without it
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with the files that use the torchrun pool (``torchrun_pool.FILES``) as ONE unit of work:
+    one xdist worker runs them in turn, in the order above, with one pool; every other file is its own unit."""
+    if getattr(config.option, "dist", "no") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    from torchrun_pool import FILES
+
+    class PoolFilesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return "the torchrun pool's files" if path.rsplit("/", 1)[-1] in FILES else path
+
+    return PoolFilesTogether(config, log)
+
+
 @pytest.fixture(scope="session")
 def torchrun_pool(tmp_path_factory):
     """One torchrun launch (2 processes, gloo) per pytest process that runs the two-process jobs of the DDP tests in

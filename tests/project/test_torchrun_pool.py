@@ -2,12 +2,14 @@
 process group; a failing or hanging job fails the test naming it and leaves no process behind; the next job gets a
 fresh pool."""
 
+import ast
 import json
+from pathlib import Path
 
 import pytest
 
 import procs
-from torchrun_pool import TorchrunPool
+from torchrun_pool import FILES, TorchrunPool
 
 JOB = """
 import json, os, sys
@@ -59,3 +61,17 @@ def test_jobs_share_one_launch_and_failures_restart_it(tmp_path):
     finally:
         pool.close()
     assert pool.proc is None
+
+
+def test_the_files_that_use_the_pool_are_scheduled_together():
+    """torchrun_pool.FILES (one xdist work unit, one pool) names exactly the test files with a test or fixture that
+    asks for the ``torchrun_pool`` fixture."""
+    users = set()
+    for path in (Path(__file__).resolve().parents[1]).rglob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if any(a.arg == "torchrun_pool" for a in node.args.args + node.args.kwonlyargs):
+                    users.add(path.name)
+    assert users == FILES, (
+        f"missing from torchrun_pool.FILES: {users - FILES}; listed but not using it: {FILES - users}"
+    )

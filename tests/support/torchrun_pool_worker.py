@@ -31,7 +31,7 @@ from pathlib import Path
 import procs  # beside this script (the tests folder is on PYTHONPATH)
 
 # seconds between two looks at the queue of an idle process: polling every 20 ms cost each rank 2 % of a core for the
-# whole test run (each xdist worker keeps a pool of two); a job waits at most this long to start
+# whole test run (a pytest process keeps a pool of two); a job waits at most this long to start
 IDLE_POLL = 0.25
 
 
