@@ -1,7 +1,7 @@
 """Two-process runs for the tests without paying torchrun's start-up for each: one ``torchrun --standalone
 --nproc_per_node 2`` launch of ``torchrun_pool_worker.py`` serves every two-process DDP job of a pytest process (the
-files in :data:`FILES` run on one xdist worker), in order (the ``torchrun_pool`` fixture of ``tests/conftest.py``). A job is a script run as under
-torchrun:
+files in :data:`FILES` run on one xdist worker), in order (the ``torchrun_pool`` fixture of ``tests/conftest.py``).
+A job is a script run as under torchrun:
 
     torchrun_pool.run(HERE / "ddp_ccd_script.py", model_dir, data, out, "4", cwd=tmp_path)
 
@@ -31,7 +31,7 @@ import procs
 WORKER = Path(__file__).resolve().parent / "torchrun_pool_worker.py"
 
 # The test files that ask for the ``torchrun_pool`` fixture. Under ``-n 2 --dist loadfile`` tests/conftest.py hands them
-# to one xdist worker as one unit, in turn, so that one pool serves them all: a pool per worker cost ~30 s of CPU more
+# to one xdist worker as one unit, in turn, so that one pool serves them all: a second pool cost ~10-15 s of CPU more
 # (torchrun and two ranks importing torch, transformers and the trainers). A file missing here still passes, with a pool
 # of its own when it lands on the other worker; tests/project/test_torchrun_pool.py checks that the list is whole.
 FILES = frozenset(
