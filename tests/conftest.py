@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 import needs  # noqa: E402
 import procs  # noqa: E402
 import time_budget  # noqa: E402
+from torchrun_pool import mark_pool_users_slow  # noqa: E402
 
 sys.path[1:1] = map(str, procs.LAYERS)  # the layer folders (procs.LAYERS), after tests/support
 
@@ -119,6 +120,7 @@ def pytest_unconfigure(config):
 @pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects: the measured-slow tests are marked here
 def pytest_collection_modifyitems(config, items):
     time_budget.mark_measured_slow(items)  # `slow` for the tests measured slow (tests/support/time_budget.json)
+    mark_pool_users_slow(items)  # `slow` for the tests that start the torchrun pool (tests/support/torchrun_pool.py)
     needs.skip_missing(
         items
     )  # @pytest.mark.needs / @pytest.mark.data: skip, naming what is missing (tests/support/needs.py)

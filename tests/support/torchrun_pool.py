@@ -49,6 +49,22 @@ FILES = frozenset(
     }
 )
 
+POOL_MARK = "starts_torchrun_pool"  # the keyword of a test marked slow because it asks for the pool
+
+
+def mark_pool_users_slow(items: list) -> int:
+    """Give the ``slow`` mark to every collected test that asks for the ``torchrun_pool`` fixture (itself or through
+    another fixture) and has no ``slow`` mark yet; the number marked. The first such test of a run starts the pool (a
+    torchrun launch whose two processes import torch, transformers and the trainers: 15-20 s of wall time on 2
+    cores), so a pool user in the inner loop (``-m "not slow"``) would start one there."""
+    marked = 0
+    for item in items:
+        if "torchrun_pool" in getattr(item, "fixturenames", ()) and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+            item.add_marker(POOL_MARK)
+            marked += 1
+    return marked
+
 
 class TorchrunPool:
     def __init__(self, root: Path, nproc: int = 2):
