@@ -142,17 +142,26 @@ def sqlite_file(url: str) -> Path | None:
     return Path(db)
 
 
-def _check_sqlite_file(path: Path, shown: str) -> None:
-    """An existing SQLite file given as the study storage must be an Optuna storage: read (read-only) before
-    anything is written, so a user's own database or another file is never changed."""
+OPTUNA_CORE_TABLES = frozenset({"studies", "trials", "version_info"})
+
+
+def _optuna_tables() -> frozenset[str]:
+    """Every table an Optuna RDB storage has (Optuna's own schema); the core three where it cannot be read."""
+    try:
+        from optuna.storages._rdb import models
+
+        return frozenset(models.BaseModel.metadata.tables)
+    except Exception:  # noqa: BLE001 - a private module of Optuna's: without it, only the core tables are known
+        return OPTUNA_CORE_TABLES
+
+
+def _sqlite_tables(path: Path, shown: str) -> set[str]:
     import sqlite3
 
-    if not path.is_file() or path.stat().st_size == 0:
-        return
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         finally:
             con.close()
     except sqlite3.Error as err:
@@ -160,8 +169,27 @@ def _check_sqlite_file(path: Path, shown: str) -> None:
             f"refusing the study storage {shown}: {path} exists and is not a SQLite database ({err}); "
             "give a new file or an Optuna storage"
         ) from None
-    if tables and not {"studies", "trials", "version_info"} <= tables:
+
+
+def _check_sqlite_file(path: Path, shown: str, wait_s: float = 30.0) -> None:
+    """An existing SQLite file given as the study storage must be an Optuna storage: read (read-only) before
+    anything is written, so a user's own database or another file is never changed. A file holding some of Optuna's
+    tables and nothing else is a storage that another worker is creating at this moment (``--join`` workers started
+    together; SQLite shows each table as it is made): its core tables are waited for, up to ``wait_s`` seconds."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    tables = _sqlite_tables(path, shown)
+    deadline = time.monotonic() + wait_s
+    while tables and not OPTUNA_CORE_TABLES <= tables and tables <= _optuna_tables() and time.monotonic() < deadline:
+        time.sleep(0.1)
+        tables = _sqlite_tables(path, shown)
+    if tables and not OPTUNA_CORE_TABLES <= tables:
         shown_tables = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        if tables <= _optuna_tables():
+            raise FairmtError(
+                f"refusing the study storage {shown}: {path} holds only some of an Optuna storage's tables "
+                f"({shown_tables}) and no more came in {wait_s:g} s: its creation was interrupted; give a new file"
+            )
         raise FairmtError(
             f"refusing the study storage {shown}: {path} is a SQLite database that is not an Optuna "
             f"storage (tables {shown_tables}); fairmt does not add tables to it: give a new file"

@@ -252,6 +252,59 @@ def test_a_storage_that_is_not_an_optuna_one_is_refused_before_anything_is_writt
         assert not list(tmp_path.glob("*.lock")) and not list(tmp_path.glob("*.rename"))
 
 
+def test_a_sqlite_study_another_worker_is_creating_is_waited_for_not_refused(tmp_path):
+    """Two ``--join`` workers started together on a new SQLite study: one reads the file while the other's Optuna is
+    making the tables (SQLite shows each table as it is made). Some of Optuna's tables and nothing else: the check
+    waits for the core ones (here a thread finishes the schema with Optuna itself 0.5 s later); a schema left half
+    made is refused after the wait, naming it so; one foreign table is refused at once."""
+    import threading
+
+    from optuna.storages._rdb import models
+    from sqlalchemy import create_engine
+
+    from fairmt.errors import FairmtError
+    from fairmt.sweep.engine import _check_sqlite_file, _optuna_tables
+
+    def half_made(path: Path, *extra: str) -> None:
+        engine = create_engine(f"sqlite:///{path}")
+        for name in ("studies", "study_directions", "version_info"):  # as Optuna makes them, before `trials`
+            models.BaseModel.metadata.tables[name].create(engine)
+        engine.dispose()
+        with sqlite3.connect(path) as con:
+            for name in extra:
+                con.execute(f"CREATE TABLE {name} (id INTEGER)")
+        con.close()
+
+    assert {"studies", "study_directions", "version_info"} < _optuna_tables()
+    racing = tmp_path / "racing.db"
+    half_made(racing)
+    finish = threading.Timer(0.5, lambda: optuna.storages.RDBStorage(f"sqlite:///{racing}").engine.dispose())
+    finish.start()
+    start = time.monotonic()
+    try:
+        _check_sqlite_file(racing, "sqlite:///racing.db", wait_s=60)
+    finally:
+        finish.join()
+    assert time.monotonic() - start >= 0.5  # it waited for the other worker, and accepted the storage it made
+    assert _optuna_tables() <= {r[0] for r in sqlite3.connect(racing).execute("SELECT name FROM sqlite_master")}
+
+    stuck = tmp_path / "stuck.db"
+    half_made(stuck)
+    with pytest.raises(
+        FairmtError,
+        match=r"holds only some of an Optuna storage's tables \(studies, study_directions, "
+        r"version_info\) and no more came in 0.3 s: its creation was interrupted",
+    ):
+        _check_sqlite_file(stuck, "sqlite:///stuck.db", wait_s=0.3)
+
+    foreign = tmp_path / "foreign.db"
+    half_made(foreign, "patients")
+    start = time.monotonic()
+    with pytest.raises(FairmtError, match=r"is a SQLite database that is not an Optuna storage \(tables patients, "):
+        _check_sqlite_file(foreign, "sqlite:///foreign.db", wait_s=60)
+    assert time.monotonic() - start < 5  # not waited for
+
+
 @pytest.mark.parametrize(
     "form",
     [
