@@ -286,7 +286,9 @@ def test_a_sqlite_study_another_worker_is_creating_is_waited_for_not_refused(tmp
     finally:
         finish.join()
     assert time.monotonic() - start >= 0.5  # it waited for the other worker, and accepted the storage it made
-    assert _optuna_tables() <= {r[0] for r in sqlite3.connect(racing).execute("SELECT name FROM sqlite_master")}
+    con = sqlite3.connect(racing)
+    assert _optuna_tables() <= {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    con.close()
 
     stuck = tmp_path / "stuck.db"
     half_made(stuck)
