@@ -110,21 +110,11 @@ def test_over_budget_names_each_file_and_its_budget():
 
 
 def test_the_measured_slow_tests_get_the_slow_mark_and_a_marked_one_keeps_its_own():
-    import pytest as pt
-
-    class Item:
-        def __init__(self, nodeid, *marks):
-            self.nodeid, self.marks = nodeid, [pt.mark.slow.mark] if "slow" in marks else []
-
-        def get_closest_marker(self, name):
-            return next((m for m in self.marks if m.name == name), None)
-
-        def add_marker(self, marker):
-            self.marks.append(pt.Mark(marker, (), {}) if isinstance(marker, str) else marker.mark)
+    from pytest_standins import CollectedItem
 
     slow = sorted(time_budget.measured_slow())
     assert slow, "tests/support/time_budget.json lists no measured-slow test"
-    items = [Item(slow[0]), Item(slow[-1], "slow"), Item("tests/test_x.py::fast")]
+    items = [CollectedItem(slow[0]), CollectedItem(slow[-1], (), "slow"), CollectedItem("tests/test_x.py::fast")]
     assert time_budget.mark_measured_slow(items) == 1
     assert [[m.name for m in i.marks] for i in items] == [["slow", "measured_slow"], ["slow"], []]
     assert time_budget._own_slow({"slow": 1}) and not time_budget._own_slow({"slow": 1, "measured_slow": 1})

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import procs
+from pytest_standins import CollectedItem
 from torchrun_pool import FILES, POOL_MARK, TorchrunPool, mark_pool_users_slow
 
 JOB = """
@@ -81,18 +82,11 @@ def test_a_test_that_asks_for_the_pool_is_slow(request):
     """The inner loop (``-m "not slow"``) starts no pool: a test that asks for the ``torchrun_pool`` fixture, itself or
     through another fixture (pytest's ``fixturenames`` holds the whole closure), gets the ``slow`` mark at collection;
     one that has it already, or does not ask, is left as it is."""
-
-    class Item:
-        def __init__(self, fixturenames, *marks):
-            self.fixturenames, self.marks = fixturenames, [pytest.mark.slow.mark] if "slow" in marks else []
-
-        def get_closest_marker(self, name):
-            return next((m for m in self.marks if m.name == name), None)
-
-        def add_marker(self, marker):
-            self.marks.append(pytest.Mark(marker, (), {}) if isinstance(marker, str) else marker.mark)
-
-    items = [Item(["runs", "work", "torchrun_pool"]), Item(["torchrun_pool"], "slow"), Item(["tmp_path"])]
+    items = [
+        CollectedItem("a", ["runs", "work", "torchrun_pool"]),
+        CollectedItem("b", ["torchrun_pool"], "slow"),
+        CollectedItem("c", ["tmp_path"]),
+    ]
     assert mark_pool_users_slow(items) == 1
     assert [[m.name for m in i.marks] for i in items] == [["slow", POOL_MARK], ["slow"], []]
     # and in this run (tests/conftest.py's collection hook): no test selected asks for the pool without the mark

@@ -67,16 +67,22 @@ def measured_slow() -> set[str]:
         return set()
 
 
+def mark_slow(items: list, selected, keyword: str) -> int:
+    """Give the ``slow`` mark and ``keyword`` (why) to every collected test for which ``selected(item)`` holds and
+    that has no ``slow`` mark yet; the number marked."""
+    marked = 0
+    for item in items:
+        if selected(item) and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+            item.add_marker(keyword)
+            marked += 1
+    return marked
+
+
 def mark_measured_slow(items: list) -> int:
     """Give the ``slow`` mark to every collected test in ``measured_slow``; the number marked."""
     slow = measured_slow()
-    marked = 0
-    for item in items:
-        if item.nodeid in slow and item.get_closest_marker("slow") is None:
-            item.add_marker(pytest.mark.slow)
-            item.add_marker(MEASURED)
-            marked += 1
-    return marked
+    return mark_slow(items, lambda item: item.nodeid in slow, MEASURED)
 
 
 def _own_slow(keywords) -> bool:

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 import procs
+from time_budget import mark_slow
 
 WORKER = Path(__file__).resolve().parent / "torchrun_pool_worker.py"
 
@@ -57,13 +58,7 @@ def mark_pool_users_slow(items: list) -> int:
     another fixture) and has no ``slow`` mark yet; the number marked. The first such test of a run starts the pool (a
     torchrun launch whose two processes import torch, transformers and the trainers: 15-20 s of wall time on 2
     cores), so a pool user in the inner loop (``-m "not slow"``) would start one there."""
-    marked = 0
-    for item in items:
-        if "torchrun_pool" in getattr(item, "fixturenames", ()) and item.get_closest_marker("slow") is None:
-            item.add_marker(pytest.mark.slow)
-            item.add_marker(POOL_MARK)
-            marked += 1
-    return marked
+    return mark_slow(items, lambda item: "torchrun_pool" in getattr(item, "fixturenames", ()), POOL_MARK)
 
 
 class TorchrunPool:
