@@ -178,14 +178,14 @@ def _check_sqlite_file(path: Path, shown: str, wait_s: float = 30.0) -> None:
     together; SQLite shows each table as it is made): its core tables are waited for, up to ``wait_s`` seconds."""
     if not path.is_file() or path.stat().st_size == 0:
         return
-    tables = _sqlite_tables(path, shown)
+    tables, optuna_tables = _sqlite_tables(path, shown), _optuna_tables()
     deadline = time.monotonic() + wait_s
-    while tables and not OPTUNA_CORE_TABLES <= tables and tables <= _optuna_tables() and time.monotonic() < deadline:
+    while tables and not OPTUNA_CORE_TABLES <= tables and tables <= optuna_tables and time.monotonic() < deadline:
         time.sleep(0.1)
         tables = _sqlite_tables(path, shown)
     if tables and not OPTUNA_CORE_TABLES <= tables:
         shown_tables = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
-        if tables <= _optuna_tables():
+        if tables <= optuna_tables:
             raise FairmtError(
                 f"refusing the study storage {shown}: {path} holds only some of an Optuna storage's tables "
                 f"({shown_tables}) and no more came in {wait_s:g} s: its creation was interrupted; give a new file"
