@@ -549,3 +549,20 @@ def test_frozen_embedder_cls_features_are_the_raw_cls_state_and_mean_is_normalis
     m = (states * b["attention_mask"][..., None]).sum(1) / b["attention_mask"].sum(1, keepdim=True)
     assert np.allclose(mean, torch.nn.functional.normalize(m, dim=-1).numpy(), atol=1e-5)
     assert not np.allclose(np.linalg.norm(cls, axis=1), 1.0)
+
+
+def test_frozen_embedder_batches_by_length_and_returns_the_rows_in_the_texts_order(tmp_path):
+    """embed_texts runs texts of similar length together (less padding); each row is still its own text's
+    embedding, as the text alone, unpadded, gives it."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from fairmt.recipes.classification.runner import embed_texts
+    from tiny_encoders import write_tiny_bert
+
+    texts = ["he", "she is a nurse in the city hospital", "a surgeon", "she is a nurse", "he is a surgeon in the city"]
+    bert = write_tiny_bert(tmp_path / "bert", texts)
+    got = embed_texts(texts, str(bert), pooling="mean", normalize=False, batch_size=2)
+    tok, enc = AutoTokenizer.from_pretrained(bert), AutoModel.from_pretrained(bert).eval()
+    with torch.no_grad():
+        alone = [enc(**tok([t], return_tensors="pt")).last_hidden_state[0].mean(0).numpy() for t in texts]
+    assert np.allclose(got, np.stack(alone), atol=1e-5)

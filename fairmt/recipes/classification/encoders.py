@@ -46,15 +46,20 @@ def embed_texts(
     with loading(path, "encoder"):
         tok = AutoTokenizer.from_pretrained(path)
         enc = AutoModel.from_pretrained(path).eval()
-    out = []
+    # batches of texts of similar length (longest first): each is padded to its own longest, so the encoder runs on
+    # about the tokens the texts have (the 280 biographies: 22k tokens instead of 36k in text order), and the rows
+    # go back to the texts' order
+    ids = tok(texts, truncation=True, max_length=max_length)["input_ids"] if texts else []
+    order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
+    parts = []
     with torch.no_grad():
-        for s in range(0, len(texts), batch_size):
-            b = tok(
-                texts[s : s + batch_size], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
-            )
+        for s in range(0, len(order), batch_size):
+            b = tok.pad({"input_ids": [ids[i] for i in order[s : s + batch_size]]}, return_tensors="pt")
             h = pool(enc(**b).last_hidden_state, b["attention_mask"], pooling)
-            out.append((torch.nn.functional.normalize(h, dim=-1) if normalize else h).numpy())
-    X = np.concatenate(out).astype(np.float32)
+            parts.append((torch.nn.functional.normalize(h, dim=-1) if normalize else h).numpy())
+    in_order = np.concatenate(parts).astype(np.float32)
+    X = np.empty_like(in_order)
+    X[order] = in_order
     if cache is not None:  # through a temporary file and a rename: two runs sharing the cache never tear it
         cache.parent.mkdir(parents=True, exist_ok=True)
         from fairmt.outputs import writing
