@@ -7,7 +7,7 @@ from datasets import Dataset
 from fairmt.data.demo_corpus import demo_splits
 from fairmt.data.gacl import GenderContrastiveCollator, prepare_gacl_pairs, tokenize_gacl
 from fairmt.models import load_translation_model
-from fairmt.models.tiny import build_tiny_translation_model
+from fairmt.models.tiny import build_tiny_translation_model, train_tiny_translation_model
 
 
 def tiny_model_dir(path, arch="m2m100", dropout=0.1):
@@ -40,30 +40,10 @@ def collator(tm):
     return GenderContrastiveCollator(tm.tokenizer.pad_token_id)
 
 
-def trained_tiny_model_dir(path, steps=600):
-    """A tiny en→de model fine-tuned for a few seconds on the demo corpus, so that its greedy translations differ
-    from sentence to sentence (a random one says the same thing for every input)."""
-    from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments
-
+def trained_tiny_model_dir(path, steps=300):
+    """A tiny en→de model fine-tuned for a few seconds on the demo corpus (``fairmt.models.tiny``'s plain MT loop,
+    the one ``fairmt demo`` uses), so that its greedy translations differ from sentence to sentence (a random one says
+    the same thing for every input; 300 steps give 8 different translations of the first 10 held-out sentences)."""
     model_dir = tiny_model_dir(path)
-    tm = load_translation_model(str(model_dir), "en", "de")
     _, balanced, _ = demo_splits()
-    ds = Dataset.from_dict({"src": [p.en for p in balanced], "tgt": [p.de for p in balanced]})
-    ds = ds.map(
-        lambda b: dict(tm.encode(b["src"], b["tgt"], max_length=48)), batched=True, remove_columns=["src", "tgt"]
-    )
-    args = Seq2SeqTrainingArguments(
-        output_dir=str(path) + ".run",
-        per_device_train_batch_size=16,
-        max_steps=steps,
-        learning_rate=3e-3,
-        report_to=[],
-        use_cpu=True,
-        save_strategy="no",
-        disable_tqdm=True,
-    )
-    Seq2SeqTrainer(
-        model=tm.model, args=args, train_dataset=ds, data_collator=DataCollatorForSeq2Seq(tm.tokenizer, model=tm.model)
-    ).train()
-    tm.model.save_pretrained(model_dir)
-    return model_dir
+    return train_tiny_translation_model(model_dir, [(p.en, p.de) for p in balanced], steps=steps)
