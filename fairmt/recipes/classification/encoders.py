@@ -49,12 +49,13 @@ def embed_texts(
     # batches of texts of similar length (longest first): each is padded to its own longest, so the encoder runs on
     # about the tokens the texts have (the 280 biographies: 22k tokens instead of 36k in text order), and the rows
     # go back to the texts' order
-    ids = tok(texts, truncation=True, max_length=max_length)["input_ids"] if texts else []
-    order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
+    encoded = tok(texts, truncation=True, max_length=max_length) if texts else {"input_ids": []}
+    order = sorted(range(len(texts)), key=lambda i: -len(encoded["input_ids"][i]))
     parts = []
     with torch.no_grad():
         for s in range(0, len(order), batch_size):
-            b = tok.pad({"input_ids": [ids[i] for i in order[s : s + batch_size]]}, return_tensors="pt")
+            rows = order[s : s + batch_size]
+            b = tok.pad({k: [v[i] for i in rows] for k, v in encoded.items()}, return_tensors="pt")
             h = pool(enc(**b).last_hidden_state, b["attention_mask"], pooling)
             parts.append((torch.nn.functional.normalize(h, dim=-1) if normalize else h).numpy())
     in_order = np.concatenate(parts).astype(np.float32)
