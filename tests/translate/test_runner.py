@@ -67,6 +67,26 @@ def test_translates_in_order_like_the_model(tm):
     assert hyps[:3] == single
 
 
+def test_translation_model_batches_longest_first_and_answers_in_the_texts_order(tm, monkeypatch):
+    """``TranslationModel.translate`` (the GenEval callback's and back-translation's path) forms its batches from the
+    texts sorted longest first and returns each text's own translation at its place: the same as translating it
+    alone, unpadded."""
+    texts = ["She is.", SOURCES[0], "We are going home to the house by the lake today. 7", "He is. 9", SOURCES[4]]
+    alone = [tm.translate([t], num_beams=2, max_new_tokens=6)[0] for t in texts]
+    widths, rows, inner = [], [], tm.model.generate
+
+    def spy(**kw):
+        widths.append(kw["input_ids"].shape[1])
+        rows.append(kw["input_ids"].shape[0])
+        return inner(**kw)
+
+    monkeypatch.setattr(tm.model, "generate", spy)
+    assert tm.translate(texts, num_beams=2, max_new_tokens=6, batch_size=2) == alone
+    assert rows == [2, 2, 1] and widths == sorted(widths, reverse=True) and widths[0] > widths[-1]
+    by_length = sorted(texts, key=len, reverse=True)  # the first batch: the two longest texts, padded to the longest
+    assert widths[0] == len(tm.encode(by_length[:1])["input_ids"][0])
+
+
 def test_loads_from_path_and_batches(tiny_dir, tm):
     hyps = translate.generate_translations(str(tiny_dir), SOURCES[:3], "en", "de", batch_size=2, **GEN)
     assert hyps == translate.generate_translations(tm, SOURCES[:3], "en", "de", batch_size=2, **GEN)
