@@ -79,9 +79,14 @@ class _Broken:
 def test_a_workers_decoding_error_is_one_line():
     from torch.utils.data import DataLoader
 
+    batches = iter(DataLoader(_Broken(), batch_size=2, num_workers=1))
     with pytest.raises(FairmtError) as caught:
-        next(iter(DataLoader(_Broken(), batch_size=2, num_workers=1)))
-    assert str(caught.value) == "image /nonexistent/zero.png not found"
+        next(batches)
+    message = str(caught.value)
+    # the worker stops here: left to the collector, the iterator's clean-up ran inside a later test's import and
+    # waited 5 s (torch's MP_STATUS_CHECK_INTERVAL) for the worker to exit
+    del caught, batches
+    assert message == "image /nonexistent/zero.png not found"
 
 
 def test_unreadable_chexpert_attributes_are_counted_and_reported(tmp_path):
