@@ -651,7 +651,11 @@ def test_a_grid_run_queued_twice_runs_once(tmp_path):
     assert _duplicate(study, spec, first.number, params) is None
     assert _duplicate(study, spec, late.number, params).number == first.number
     assert _next_run(study, spec) == ({"x": 2}, 0)
-    assert _suggest(study.ask(), spec) is None  # not queued: no seed, not a run of the grid
+    stray = study.ask()
+    assert _suggest(stray, spec) is None  # not queued: no seed, not a run of the grid
+    # the worker prunes it at once (run_sweep); left running without parameters, every later _duplicate would wait
+    # for it to get them (20 × 0.25 s)
+    study.tell(stray, state=optuna.trial.TrialState.PRUNED)
     # two retries of one failed run queued by two workers: the later one is the duplicate
     study.tell(first, state=optuna.trial.TrialState.FAIL)
     study.tell(late, state=optuna.trial.TrialState.PRUNED)
