@@ -59,6 +59,12 @@ def register(groups) -> None:
     m.add_argument("--timeout", type=number(0.0, low_open=True), default=60.0, help="seconds per request")
     m.add_argument("--retries", type=count(0), default=3, help="retries after a timeout / 5xx / malformed reply")
     m.add_argument(
+        "--backoff",
+        type=number(0.0),
+        default=None,
+        help="seconds before the first retry, doubled after each (default: OpenAIChatClient's backoff)",
+    )
+    m.add_argument(
         "--search-rounds",
         type=count(0, note="0: no prompt search"),
         default=10,
@@ -151,8 +157,9 @@ def _client(args):
         raise FairmtError("fairmt augment llm needs --url and --model (an OpenAI-compatible endpoint) or --local-model")
     from fairmt.data.augment.llm import OpenAIChatClient
 
+    backoff = {} if args.backoff is None else {"backoff": args.backoff}  # the client's default unless given
     return OpenAIChatClient(
-        args.url, args.model, api_key_env=args.api_key_env, timeout=args.timeout, max_retries=args.retries
+        args.url, args.model, api_key_env=args.api_key_env, timeout=args.timeout, max_retries=args.retries, **backoff
     )
 
 

@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 
 import pytest
 
@@ -392,6 +393,10 @@ def test_cli_augment_cda_and_llm(tmp_path, llm_server, monkeypatch, capsys):
 
     llm_server.script = {"His son slept.": "always-garbage"}
     out = tmp_path / "llm.jsonl"
+    import fairmt.data.augment.llm as llm_module
+
+    waits, real_sleep = [], time.sleep
+    monkeypatch.setattr(llm_module, "time", SimpleNamespace(sleep=lambda s: waits.append(s) or real_sleep(s)))
     rc = main(
         [
             "augment",
@@ -410,6 +415,8 @@ def test_cli_augment_cda_and_llm(tmp_path, llm_server, monkeypatch, capsys):
             "2",
             "--retries",
             "1",
+            "--backoff",
+            "0.01",  # the garbage replies are retried without the default's seconds of waiting
             "--search-rounds",
             "3",
             "--search-size",
@@ -417,6 +424,7 @@ def test_cli_augment_cda_and_llm(tmp_path, llm_server, monkeypatch, capsys):
         ]
     )
     assert rc == 0
+    assert waits and set(waits) == {0.01}  # --backoff: each garbage reply retried once, after 0.01 s
     summary = json.loads(capsys.readouterr().out)
     assert summary["n_tuples"] == 2 and summary["n_failed"] == 1 and summary["union_polarity_accuracy"] == 1.0
     assert summary["n_written"] == 2 and summary["n_dropped_wrong_polarity"] == 0

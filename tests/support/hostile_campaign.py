@@ -660,6 +660,7 @@ NUMERIC = [  # (command base, extra argv, what) — every one a value that must 
     ("augment cda", ["--limit", "-1"]),
     ("augment llm", ["--timeout", "0"]),
     ("augment llm", ["--retries", "-1"]),
+    ("augment llm", ["--backoff", "-1"]),
     ("augment llm", ["--search-rounds", "-1"]),
     ("augment llm", ["--search-size", "0"]),
     ("augment llm", ["--url", "abc"]),
