@@ -41,7 +41,7 @@ def hub(monkeypatch, tmp_path):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.server_port}")
     monkeypatch.setattr(
         constants,

@@ -108,7 +108,7 @@ def test_the_site_reads_and_searches_offline_in_chromium(site, tmp_path):
         "playwright.sync_api", reason="playwright is not installed (pip install 'fairmt[docs]')"
     )
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
     errors: list[str] = []
