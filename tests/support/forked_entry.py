@@ -48,7 +48,10 @@ def main(argv: list[str]) -> int:
         atexit.register(lambda: (out / "atexit").write_text("ran"))
         return 3
     if what == "sleep":  # until a signal ends it; says when it sleeps
-        Path(argv[2]).write_text(str(os.getpid()))
+        # written whole, then renamed: the test reads it as soon as it exists (a plain write_text let it read the
+        # empty file between its creation and the write)
+        Path(argv[2] + ".tmp").write_text(str(os.getpid()))
+        os.replace(argv[2] + ".tmp", argv[2])
         time.sleep(120)
         return 0
     raise SystemExit(f"unknown stand-in command {what}")
