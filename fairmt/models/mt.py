@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,6 +137,14 @@ def _load_tokenizer(name_or_path: str, family: str, src_lang: str, tgt_lang: str
     )
 
 
+def longest_first(texts: Sequence[str], indices: Iterable[int] | None = None) -> list[int]:
+    """``indices`` (default: all of ``texts``) in the order sentences are translated: longest first by characters,
+    ties in their order. Batches cut from it hold sentences of similar length (less padding); the order depends on
+    the texts only, so a resumed run forms the batches an uninterrupted one did. Used by
+    :meth:`TranslationModel.translate` and :mod:`fairmt.translate.runner`."""
+    return sorted(range(len(texts)) if indices is None else indices, key=lambda i: (-len(texts[i]), i))
+
+
 @dataclass
 class TranslationModel:
     """A seq2seq MT model with its tokenizer and its family's language-token conventions."""
@@ -213,11 +221,10 @@ class TranslationModel:
         """Translate ``texts`` into ``tgt_lang`` (default: the model's target) with batched beam search; one
         translation per text, in the texts' order.
 
-        The texts are translated longest first (by characters, ties in their order: the rule of
-        :mod:`fairmt.translate.runner`), so each batch holds sentences of similar length: less padding in the
-        encoder and no beam kept decoding for a long neighbour. On MT-GenEval's 300 feminine English test sentences,
-        batches of 16 are padded to 8,684 words instead of 14,156 in file order. A list that fits in one batch is
-        that one batch either way."""
+        The texts are translated in :func:`longest_first` order (the runner's too), so each batch holds sentences of
+        similar length: less padding in the encoder and no beam kept decoding for a long neighbour. On MT-GenEval's
+        300 feminine English test sentences, batches of 16 are padded to 8,684 words instead of 14,156 in file
+        order. A list that fits in one batch is that one batch either way."""
         import torch
 
         if tgt_lang is not None:
@@ -225,7 +232,7 @@ class TranslationModel:
         device = next(self.model.parameters()).device
         was_training = self.model.training
         self.model.eval()
-        order = sorted(range(len(texts)), key=lambda i: (-len(texts[i]), i))
+        order = longest_first(texts)
         out: list[str] = [""] * len(texts)
         try:
             for start in range(0, len(order), batch_size):

@@ -24,6 +24,7 @@ from typing import Any
 
 from fairmt.distributed import init_from_launch
 from fairmt.errors import FairmtError
+from fairmt.models.mt import longest_first
 from fairmt.outputs import appending
 from fairmt.translate.backends import Translator, get_backend
 from fairmt.translate.cache import cache_header, lock_cache, read_cache, source_hash, truncate_torn_tail
@@ -194,7 +195,7 @@ def generate_translations(
         done = dict(state[1])
         kept_before = len(done)
 
-        pending = sorted((i for i in range(len(sources)) if i not in done), key=lambda i: (-len(sources[i]), i))
+        pending = longest_first(sources, (i for i in range(len(sources)) if i not in done))
         mine = pending[rank::world]
         per_rank = -(-len(pending) // world)  # ceil(len / world)
         rounds = -(-per_rank // batch_size)  # ceil(per_rank / batch_size)
