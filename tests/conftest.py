@@ -45,13 +45,18 @@ def _torch_threads():
     torch.set_num_threads(1)
 
 
-@pytest.fixture(autouse=True, scope="module")
+@pytest.fixture(autouse=True)
 def _gc_freeze():
-    """Move what is alive when a test module starts (the imported libraries, session fixtures) out of the garbage
-    collector's sight (``gc.freeze``). The Trainer calls ``gc.collect()`` at the start of every ``train()``
-    (accelerate's ``free_memory``): in a pytest process that has imported torch, transformers, datasets and fairmt
-    every full collection walked millions of objects, ~0.3 s a training run and about a fifth of the CPU time of the
-    recipe tests. Garbage made by the tests is still collected; only objects alive at a module's start stay."""
+    """Move what is alive when a test starts (the imported libraries, session and module fixtures, what earlier tests
+    left) out of the garbage collector's sight (``gc.freeze``), after collecting what is garbage. The Trainer calls
+    ``gc.collect()`` at the start of every ``train()`` (accelerate's ``free_memory``), and Python's own full
+    collections walk every object not frozen: in a pytest process that has imported torch, transformers, datasets
+    and fairmt a full collection walked millions of objects, ~0.3 s a training run. Frozen once per module, the
+    objects a module's tests made still piled up: full collections took 9 % of the CPU time of four recipe files and
+    16 % of four CLI and docs files (measured with ``gc.callbacks``). Per test, the collection at the start walks only what the test before made
+    (~3 ms). The whole suite: 1,072 -> 1,036 user CPU-s, the largest process's peak memory 2.18 -> 2.15 GB.
+    What this gives up: a reference cycle that was alive when a test started (a module fixture's objects, dropped at
+    the module's end) is never collected in this process; only memory, which the peak above measures."""
     import gc
 
     gc.collect()
