@@ -53,10 +53,11 @@ def _gc_freeze():
     collections walk every object not frozen: in a pytest process that has imported torch, transformers, datasets
     and fairmt a full collection walked millions of objects, ~0.3 s a training run. Frozen once per module, the
     objects a module's tests made still piled up: full collections took 9 % of the CPU time of four recipe files and
-    16 % of four CLI and docs files (measured with ``gc.callbacks``). Per test, the collection at the start walks only what the test before made
-    (~3 ms). The whole suite: 1,072 -> 1,036 user CPU-s, the largest process's peak memory 2.18 -> 2.15 GB.
-    What this gives up: a reference cycle that was alive when a test started (a module fixture's objects, dropped at
-    the module's end) is never collected in this process; only memory, which the peak above measures."""
+    16 % of four CLI and docs files (measured with ``gc.callbacks``). Per test, the collection at the start walks
+    only what the test before made (~3 ms). The whole suite: 1,072 -> 1,036 user CPU-s, the largest process's peak
+    memory 2.18 -> 2.15 GB. What this gives up: a reference cycle that was alive when a test started (a module
+    fixture's objects, dropped at the module's end) is never collected in this process; only memory, which the peak
+    above measures."""
     import gc
 
     gc.collect()
