@@ -218,38 +218,44 @@ def _in_loss(frame) -> bool:
     return False
 
 
-def _profiled_in_loss(event) -> bool:
-    parent = event.cpu_parent
-    while parent is not None:
-        if parent.name.endswith(": compute_loss"):
-            return True
-        parent = parent.cpu_parent
-    return False
+_MASK_INDEXING = {"aten::index", "aten::index_put", "aten::index_put_", "aten::_index_put_impl_"}
+"""Ops that run a ``nonzero`` inside their kernel when an index is a boolean (or uint8) mask: ``x[mask]``,
+``x[mask] = v``."""
 
 
-def _profiled_owner(event) -> str | None:
-    """The innermost Python frame outside torch and this file above a profiled op; None when the op comes through
-    this file's read wrappers (counted there already)."""
-    parent = event.cpu_parent
-    while parent is not None:
-        frame = parent.name
-        if ".py(" in frame:
-            path = frame.split("(")[0]
-            if "test_perf_guards" in path:  # this file: a read wrapper (counted there) or a test's stand-in code
-                if frame.endswith(": read"):
-                    return None
-            elif not (path.startswith("torch/") or "/site-packages/torch/" in path):
-                return frame
-        parent = parent.cpu_parent
+def _owner(frame) -> str | None:
+    """``path:line`` of the innermost frame outside torch and this file; None when the op comes through this file's
+    read wrappers (counted there already)."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name == __file__:
+            if frame.f_code.co_name == "read":
+                return None
+        elif not name.startswith(TORCH_DIR):
+            return f"{name}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+def _data_dependent(func, args, kwargs) -> str | None:
+    """The name of ``func`` when its output's size depends on the data (None otherwise)."""
+    name = func._schema.name
+    if name in _DATA_DEPENDENT:
+        return name
+    if name in _MASK_INDEXING:
+        indices = kwargs.get("indices", args[1] if len(args) > 1 else ())
+        if any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices or ()):
+            return f"{name} (boolean mask)"
     return None
 
 
 @contextlib.contextmanager
 def host_reads():
     """Count the reads from the device that fairmt's own code makes: Python-level reads (``.item()``, ``bool()``,
-    ``.tolist()``, ...) by patching ``torch.Tensor``, and data-dependent-shape ops (boolean indexing) from the
-    profiler's Python stacks. Yields a list of ``(what, where, inside compute_loss)``."""
-    from torch.profiler import ProfilerActivity, profile
+    ``.tolist()``, ...) by patching ``torch.Tensor``, and data-dependent-shape ops (boolean indexing, ``nonzero``)
+    seen by a ``TorchDispatchMode`` with the Python frame that called them. Yields a list of
+    ``(what, where, inside compute_loss)``."""
+    from torch.utils._python_dispatch import TorchDispatchMode
 
     found = []
     originals = {name: getattr(torch.Tensor, name) for name in _READS}
@@ -263,19 +269,25 @@ def host_reads():
 
         return read
 
+    class DataDependentOps(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            what = _data_dependent(func, args, kwargs)
+            if what is not None:
+                caller = sys._getframe(1)
+                owner = _owner(caller)
+                if owner is not None and owner.startswith(FAIRMT_DIR):
+                    found.append((what, owner, _in_loss(caller)))
+            return func(*args, **kwargs)
+
     for name, fn in originals.items():
         setattr(torch.Tensor, name, wrap(name, fn))
     try:
-        with profile(activities=[ProfilerActivity.CPU], with_stack=True) as prof:
+        with DataDependentOps():
             yield found
     finally:
         for name, fn in originals.items():
             setattr(torch.Tensor, name, fn)
-    for event in prof.events():
-        if event.name in _DATA_DEPENDENT:
-            owner = _profiled_owner(event)
-            if owner is not None and "fairmt/" in owner.split("(")[0]:
-                found.append((event.name, owner, _profiled_in_loss(event)))
 
 
 def _step_reads(trainer):
@@ -334,4 +346,4 @@ def test_host_read_guard_catches_an_item_and_a_boolean_index_in_the_loss(tmp_pat
 
     monkeypatch.setattr(trainer_mod, "gacl_loss", real)
     monkeypatch.setattr(trainer_mod, "mt_kd_loss", gathering_kd)
-    assert "aten::nonzero" in [what for what, _, in_loss in _step_reads(trainer) if in_loss]
+    assert "aten::index (boolean mask)" in [what for what, _, in_loss in _step_reads(trainer) if in_loss]
