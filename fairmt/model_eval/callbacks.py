@@ -9,6 +9,7 @@ import dataclasses
 from transformers import TrainerCallback
 
 from fairmt.distributed import replicated_shard
+from fairmt.eval.geneval import GENEVAL_MAX_NEW_TOKENS
 
 
 class GenEvalCallback(TrainerCallback):
@@ -27,7 +28,8 @@ class GenEvalCallback(TrainerCallback):
         lang: the target language (``de``, ``fr``, ...: one of MT-GenEval's).
         split: ``dev`` (default; never select on ``test``) or ``test``.
         max_pairs: only the first N pairs (a quicker evaluation); ``None`` = all.
-        batch_size, num_beams, max_new_tokens: generation (greedy by default, for speed).
+        batch_size, num_beams, max_new_tokens: generation (greedy by default, for speed; at most
+            :data:`~fairmt.eval.geneval.GENEVAL_MAX_NEW_TOKENS` tokens a translation by default).
         data: a :class:`~fairmt.eval.geneval.GenEvalCounterfactualData` instead of the downloaded split.
 
     Translates the masculine and feminine English sources with the model being trained. Register it *before*
@@ -47,7 +49,7 @@ class GenEvalCallback(TrainerCallback):
         max_pairs: int | None = None,
         batch_size: int = 16,
         num_beams: int = 1,
-        max_new_tokens: int = 128,
+        max_new_tokens: int = GENEVAL_MAX_NEW_TOKENS,
         data=None,
         *,
         src_lang: str = "en",

@@ -808,7 +808,7 @@ def test_ccd_family_sweep_aggregates_and_selects_nothing_without_dev_metrics(tmp
 @pytest.mark.data
 def test_gacl_tiny_offline_sweep_selects_on_dev_and_reports_test(shared_data, tmp_path, monkeypatch):
     """A GACL recipe can be swept: gacl/tiny_offline, λ ∈ {0, 1} × 1 seed, 4 steps each, MT-GenEval scored on 3
-    pairs (greedy). Each run writes results.json with dev.loss (the held-out eval loss), the MT-GenEval dev numbers
+    pairs (greedy, at most 16 tokens). Each run writes results.json with dev.loss (the held-out eval loss), the MT-GenEval dev numbers
     of the selected checkpoint and the test numbers; the sweep's means are the runs' numbers and its selection
     (by dev.loss) is the brute-force minimum, reported with that run's test section."""
     from fairmt.sweep import engine
@@ -832,6 +832,7 @@ def test_gacl_tiny_offline_sweep_selects_on_dev_and_reports_test(shared_data, tm
                 "geneval.max_pairs=3",
                 "geneval.num_beams=1",
                 "geneval.batch_size=8",
+                "geneval.max_new_tokens=16",
                 "--grid",
                 "training.gacl_lambda=0.0,1.0",
                 "--seeds",

@@ -1,5 +1,6 @@
 """`fairmt train RECIPE.yaml` end to end on a tiny model, with MT-GenEval dev accuracy for early stopping."""
 
+import copy
 import json
 
 import pytest
@@ -150,6 +151,26 @@ def test_gfst_target_side_filtering():
     assert target_gender_detector("tr", {"male": ["adam"], "female": ["kadın"]})("Kadın geldi.") == "female"
 
 
+@pytest.mark.data
+def test_geneval_generation_settings_reach_the_callback(shared_data, monkeypatch):
+    """``geneval.num_beams``, ``batch_size`` and ``max_new_tokens`` are what the recipe's MT-GenEval scorer generates
+    with; left out, ``max_new_tokens`` is the callback's own default (one default, two readers)."""
+    from fairmt.eval.geneval import GENEVAL_MAX_NEW_TOKENS
+    from fairmt.recipes.gacl.runner import geneval_callback
+    from fairmt.recipes.gacl.schema import typed_recipe
+
+    monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
+    base = {"method": "gacl", "model": "m", "data": {"train": "t.jsonl"}, "geneval": {"lang": "de", "max_pairs": 2}}
+    given = apply_overrides(
+        copy.deepcopy(base), ["geneval.num_beams=2", "geneval.batch_size=3", "geneval.max_new_tokens=12"]
+    )
+    callback = geneval_callback(None, typed_recipe(given).geneval)
+    assert callback.gen == {"batch_size": 3, "num_beams": 2, "max_new_tokens": 12}
+    assert geneval_callback(None, typed_recipe(base).geneval).gen["max_new_tokens"] == GENEVAL_MAX_NEW_TOKENS == 128
+    with pytest.raises(FairmtError, match="max_new_tokens"):
+        typed_recipe(apply_overrides(copy.deepcopy(base), ["geneval.max_new_tokens=0"]))
+
+
 @pytest.mark.slow
 @pytest.mark.data
 def test_train_recipe_with_geneval_early_stopping(tmp_path, shared_data, monkeypatch, capsys):
@@ -167,7 +188,7 @@ def test_train_recipe_with_geneval_early_stopping(tmp_path, shared_data, monkeyp
                 "src_lang": "en",
                 "tgt_lang": "de",
                 "data": {"train": str(data), "max_length": 48, "eval_fraction": 0.1},
-                "geneval": {"lang": "de", "split": "dev", "max_pairs": 4, "patience": 1},
+                "geneval": {"lang": "de", "split": "dev", "max_pairs": 4, "patience": 1, "max_new_tokens": 16},
                 "training": {
                     "output_dir": str(tmp_path / "out"),
                     "per_device_train_batch_size": 8,

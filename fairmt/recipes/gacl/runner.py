@@ -22,8 +22,9 @@ Recipe keys (see ``recipes/gacl/small100_en-de.yaml`` for a documented example):
 * ``peft`` (optional): :class:`peft.LoraConfig` fields — trains a LoRA adapter instead of the full model;
 * ``geneval`` (optional): early stopping on MT-GenEval dev: ``lang``, ``split`` (dev), ``max_pairs``,
   ``metric`` (``explicit_accuracy``, the released code's choice, or ``accuracy``), ``patience`` (10 evaluations,
-  as the released code), ``num_beams`` (5, the paper's beam), ``batch_size``; the best checkpoint is restored at
-  the end, then scored on MT-GenEval test with the same settings (``test: false`` skips it);
+  as the released code), ``num_beams`` (5, the paper's beam), ``max_new_tokens`` (128), ``batch_size``; the best
+  checkpoint is restored at the end, then scored on MT-GenEval test with the same settings (``test: false`` skips
+  it);
 * ``results.json`` in ``output_dir`` (:func:`results`): ``dev`` (eval loss, MT-GenEval dev numbers of the
   selected model), ``test`` (MT-GenEval test), the selection made — what ``fairmt sweep`` reads;
 * ``push_to_hub`` is a ``training`` field as in transformers; the teacher is never saved or pushed;
@@ -202,6 +203,7 @@ def geneval_callback(tm, geneval: GaclGeneval, split: str | None = None):
         geneval.max_pairs,
         batch_size=geneval.batch_size,
         num_beams=geneval.num_beams,
+        max_new_tokens=geneval.max_new_tokens,
     )
 
 

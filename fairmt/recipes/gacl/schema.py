@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import field_validator, model_validator
 
 from fairmt.errors import FairmtError
+from fairmt.eval.geneval import GENEVAL_MAX_NEW_TOKENS
 from fairmt.recipes._schema import (
     GACL_CONFIG,
     LORA_CONFIG,
@@ -102,6 +103,10 @@ class GaclGeneval(Section):
         "the released code's choice)",
     )
     num_beams: Count = D(5, description="beam size of the MT-GenEval translations (5: the paper's beam)")
+    max_new_tokens: Count = D(
+        GENEVAL_MAX_NEW_TOKENS,
+        description="tokens generated at most per MT-GenEval translation (one still going is cut there)",
+    )
     patience: Count = D(10, description="stop after this many evaluations without improvement (10: the released code)")
     batch_size: Count = D(16, description="sentences translated per batch while scoring MT-GenEval")
     test: bool = D(True, description="score the final model on MT-GenEval test into results.json (false: skip)")
