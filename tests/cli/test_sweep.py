@@ -808,9 +808,9 @@ def test_ccd_family_sweep_aggregates_and_selects_nothing_without_dev_metrics(tmp
 @pytest.mark.data
 def test_gacl_tiny_offline_sweep_selects_on_dev_and_reports_test(shared_data, tmp_path, monkeypatch):
     """A GACL recipe can be swept: gacl/tiny_offline, λ ∈ {0, 1} × 1 seed, 4 steps each, MT-GenEval scored on 3
-    pairs (greedy, at most 16 tokens). Each run writes results.json with dev.loss (the held-out eval loss), the MT-GenEval dev numbers
-    of the selected checkpoint and the test numbers; the sweep's means are the runs' numbers and its selection
-    (by dev.loss) is the brute-force minimum, reported with that run's test section."""
+    pairs (greedy, at most 16 tokens). Each run writes results.json with dev.loss (the held-out eval loss), the
+    MT-GenEval dev numbers of the selected checkpoint and the test numbers; the sweep's means are the runs' numbers
+    and its selection (by dev.loss) is the brute-force minimum, reported with that run's test section."""
     from fairmt.sweep import engine
 
     monkeypatch.setenv("FAIRMT_DATA", str(shared_data))
