@@ -71,8 +71,9 @@ CONTEXT_LANGS = ("ar", "de", "es", "fr", "hi", "it", "nl", "pt", "ru")
 """Target languages of the contextual set (Dutch has contextual data only)."""
 SPLITS = ("dev", "test")
 GENEVAL_MAX_NEW_TOKENS = 128
-"""The most tokens generated for one MT-GenEval translation made during training (:class:`fairmt.model_eval.callbacks.
-GenEvalCallback`; the GACL recipes' ``geneval.max_new_tokens``): a translation still going there is cut."""
+"""The most tokens generated for one MT-GenEval translation made during training
+(:class:`fairmt.model_eval.callbacks.GenEvalCallback`; the GACL recipes' ``geneval.max_new_tokens``): a translation
+still going there is cut."""
 CONTEXT_SEP = "<sep>"
 
 _PUNCT_TABLE = str.maketrans(string.punctuation, " " * len(string.punctuation))
