@@ -192,8 +192,11 @@ class _StallingEndpoint:
     every later one until :meth:`release` — so a translating process can be caught mid-run, deterministically."""
 
     def __init__(self, answer: int):
+        import contextlib
         import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from http.server import BaseHTTPRequestHandler
+
+        from http_standins import serving
 
         self.released, self.count, lock = threading.Event(), 0, threading.Lock()
         outer = self
@@ -215,10 +218,8 @@ class _StallingEndpoint:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        self._stack = contextlib.ExitStack()
+        self.server = self._stack.enter_context(serving(Handler))
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def release(self) -> None:
@@ -226,8 +227,7 @@ class _StallingEndpoint:
 
     def close(self) -> None:
         self.released.set()
-        self.server.shutdown()
-        self.server.server_close()
+        self._stack.close()
 
 
 def test_two_processes_given_one_translation_cache(work, tmp_path):

@@ -4,9 +4,8 @@ polarity-guided prompt search."""
 import json
 import logging
 import os
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import SimpleNamespace
 
 import pytest
@@ -33,6 +32,7 @@ from fairmt.data.augment.tuples import (
     write_tuples,
 )
 from fairmt.errors import FairmtError
+from http_standins import serving
 
 # ------------------------------------------------------------------------------------------- tuples and polarity
 
@@ -176,15 +176,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture()
 def llm_server():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    srv.daemon_threads = True
-    srv.script, srv.calls, srv.auth, srv.confidence = {}, {}, [], {}
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-    thread.join(timeout=5)
+    with serving(_Handler) as srv:
+        srv.script, srv.calls, srv.auth, srv.confidence = {}, {}, [], {}
+        yield srv
 
 
 def _client(srv, **kw):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import http.server
@@ -9,13 +10,13 @@ import io
 import os
 import re
 import tarfile
-import threading
 from pathlib import Path
 
 import pytest
 
 from fairmt.data import download as dl
 from fairmt.errors import FairmtError
+from http_standins import serving
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
@@ -37,22 +38,15 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture
 def serve():
     """Start an HTTP server on 127.0.0.1 serving a folder; returns (base_url, handler class). Shut down after."""
-    servers = []
+    with contextlib.ExitStack() as servers:
 
-    def start(folder: Path, corrupt: set[str] = frozenset()):
-        handler = type("H", (_Handler,), {"corrupt": set(corrupt)})
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(folder)))
-        httpd.timeout = 5
-        t = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        t.start()
-        servers.append((httpd, t))
-        return f"http://127.0.0.1:{httpd.server_address[1]}"
+        def start(folder: Path, corrupt: set[str] = frozenset()):
+            handler = type("H", (_Handler,), {"corrupt": set(corrupt)})
+            httpd = servers.enter_context(serving(functools.partial(handler, directory=str(folder))))
+            httpd.timeout = 5
+            return f"http://127.0.0.1:{httpd.server_address[1]}"
 
-    yield start
-    for httpd, t in servers:
-        httpd.shutdown()
-        httpd.server_close()
-        t.join(timeout=5)
+        yield start
 
 
 def test_manifest_matches_shared_data(shared_data):

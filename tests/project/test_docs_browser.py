@@ -12,13 +12,13 @@ import functools
 import http.server
 import os
 import shutil
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 import needs
+from http_standins import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = needs.program("chromium")  # FAIRMT_CHROMIUM, else chromium on the PATH (tests/support/needs.py)
@@ -107,51 +107,44 @@ def test_the_site_reads_and_searches_offline_in_chromium(site, tmp_path):
     sync_api = pytest.importorskip(
         "playwright.sync_api", reason="playwright is not installed (pip install 'fairmt[docs]')"
     )
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/"
     errors: list[str] = []
     requests: list[str] = []
-    try:
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-            try:
-                page = browser.new_page(viewport={"width": 1280, "height": 900})
-                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                page.on("request", lambda r: requests.append(r.url))
-                page.goto(base + "index.html", wait_until="load")
-                assert page.locator("h1").first.inner_text().strip().rstrip("¶") == "fairmt"
-                page.get_by_role("link", name="GACL + KD").first.click()
-                page.wait_for_load_state("load")
-                assert page.url.endswith("methods/gacl.html")
-                assert "GACL + KD" in page.locator("h1").first.inner_text()
-                box = page.locator("input.md-search__input")  # in the header at a desktop width
-                box.click()
-                hits = page.locator(".md-search-result__item")
-                # Material's search worker loads the index after the page; a query typed before it is ready can
-                # stay unanswered (seen at load 8), so type again until the deadline.
-                deadline = time.monotonic() + 90
-                while True:
-                    box.fill("")
-                    box.type("contrastive")
-                    try:
-                        hits.first.wait_for(timeout=5_000)
-                        break
-                    except sync_api.TimeoutError:
-                        if time.monotonic() > deadline:
-                            raise
-                assert hits.count() >= 1
-                assert "contrastive" in page.locator(".md-search-result").inner_text().lower()
-                page.screenshot(path=str(tmp_path / "search.png"))
-                if os.environ.get("FAIRMT_TEST_ARTIFACTS"):
-                    shutil.copy(tmp_path / "search.png", Path(os.environ["FAIRMT_TEST_ARTIFACTS"]) / "docs-search.png")
-            finally:
-                browser.close()
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(functools.partial(_Quiet, directory=str(site))) as server, sync_api.sync_playwright() as p:
+        base = f"http://127.0.0.1:{server.server_address[1]}/"
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(base + "index.html", wait_until="load")
+            assert page.locator("h1").first.inner_text().strip().rstrip("¶") == "fairmt"
+            page.get_by_role("link", name="GACL + KD").first.click()
+            page.wait_for_load_state("load")
+            assert page.url.endswith("methods/gacl.html")
+            assert "GACL + KD" in page.locator("h1").first.inner_text()
+            box = page.locator("input.md-search__input")  # in the header at a desktop width
+            box.click()
+            hits = page.locator(".md-search-result__item")
+            # Material's search worker loads the index after the page; a query typed before it is ready can
+            # stay unanswered (seen at load 8), so type again until the deadline.
+            deadline = time.monotonic() + 90
+            while True:
+                box.fill("")
+                box.type("contrastive")
+                try:
+                    hits.first.wait_for(timeout=5_000)
+                    break
+                except sync_api.TimeoutError:
+                    if time.monotonic() > deadline:
+                        raise
+            assert hits.count() >= 1
+            assert "contrastive" in page.locator(".md-search-result").inner_text().lower()
+            page.screenshot(path=str(tmp_path / "search.png"))
+            if os.environ.get("FAIRMT_TEST_ARTIFACTS"):
+                shutil.copy(tmp_path / "search.png", Path(os.environ["FAIRMT_TEST_ARTIFACTS"]) / "docs-search.png")
+        finally:
+            browser.close()
     assert not errors, errors
     outside = [u for u in requests if not u.startswith((base, "data:", "blob:"))]
     assert not outside, outside

@@ -3,10 +3,11 @@ a 500, a wrong-language answer; the API key must never reach caches, outputs, lo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -14,6 +15,7 @@ from fairmt import translate
 from fairmt.errors import FairmtError
 from fairmt.translate import get_backend
 from fairmt.translate.backends.prompting import clean_translation
+from http_standins import serving
 
 SECRET = "sk-test-DO-NOT-LEAK-4f9a2b"
 OPTS = dict(api_key_env="FAIRMT_TEST_KEY", timeout=0.5, retry_backoff=0.01, max_retries=4)
@@ -85,18 +87,16 @@ class FakeServer:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
                     pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.handler = Handler
 
     def __enter__(self):
-        self.thread.start()
+        self._stack = contextlib.ExitStack()
+        self.httpd = self._stack.enter_context(serving(self.handler))
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         return self
 
     def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        return self._stack.__exit__(*exc)
 
 
 @pytest.fixture
