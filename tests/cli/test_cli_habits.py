@@ -179,3 +179,26 @@ def test_main_keeps_one_parser_per_thread_and_each_call_gets_its_own_list_values
     thread.start()
     thread.join()
     assert other and other[0] is not parser  # another thread builds its own
+
+
+def test_a_command_runs_with_fewer_young_collections_and_leaves_the_collector_as_it_found_it(monkeypatch, capsys):
+    """fairmt.cli.YOUNG_GC_THRESHOLD while the command runs (its imports are millions of live objects), Python's
+    thresholds again after it, also after a refused command; a higher threshold than ours is kept."""
+    import gc
+
+    import fairmt.cli as cli
+
+    seen = []
+    real = cli._before_the_work
+    monkeypatch.setattr(cli, "_before_the_work", lambda args: (seen.append(gc.get_threshold()), real(args)))
+    saved = gc.get_threshold()
+    try:
+        for first in (700, 50_000):
+            gc.set_threshold(first, 9, 11)
+            assert main(["recipes"]) == 0
+            assert main(["train", "no/such_recipe", "--dry-run"]) == 2
+            assert seen[-2:] == [(max(first, cli.YOUNG_GC_THRESHOLD), 9, 11)] * 2
+            assert gc.get_threshold() == (first, 9, 11)
+    finally:
+        gc.set_threshold(*saved)
+    assert cli.YOUNG_GC_THRESHOLD == 10_000 and "recipe" in capsys.readouterr().err
