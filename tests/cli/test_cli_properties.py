@@ -19,6 +19,7 @@ without joining these tests, or when an option gets a value type these tests can
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import os
 import typing
@@ -72,8 +73,10 @@ DEVICES = ["cpu", "bogus", "cuda", "cuda:7", "mps", "cpu:0", ""]
 URLS = ["abc", "http://127.0.0.1:9/v1", "ftp://host/x", "http://", ""]
 
 
+@functools.cache
 def _leaf_parsers() -> dict[str, argparse.ArgumentParser]:
-    from fairmt.cli import build_parser
+    """Each command's own parser, by its words (read, never changed: one walk per process)."""
+    from fairmt.cli import _parser
 
     leaves: dict[str, argparse.ArgumentParser] = {}
 
@@ -85,7 +88,7 @@ def _leaf_parsers() -> dict[str, argparse.ArgumentParser]:
             for name, sub in action.choices.items():
                 walk(sub, f"{prefix} {name}".strip())
 
-    walk(build_parser(), "")
+    walk(_parser(), "")
     return leaves
 
 
@@ -149,12 +152,12 @@ def _run(argv: list[str], tmp: Path, whole: bool) -> tuple[int | None, str, Base
     import contextlib
     import io
 
-    from fairmt.cli import _before_the_work, _expected, build_parser
+    from fairmt.cli import _before_the_work, _expected, _parser
 
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            args = build_parser().parse_args(argv)
+            args = _parser().parse_args(argv)  # the parser main() reads with
             _before_the_work(args)
         return 0, err.getvalue(), None
     except SystemExit as exit_:
