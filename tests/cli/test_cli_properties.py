@@ -19,6 +19,7 @@ without joining these tests, or when an option gets a value type these tests can
 from __future__ import annotations
 
 import argparse
+import copy
 import functools
 import hashlib
 import os
@@ -157,7 +158,10 @@ def _run(argv: list[str], tmp: Path, whole: bool) -> tuple[int | None, str, Base
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            args = _parser().parse_args(argv)  # the parser main() reads with
+            args = _parser().parse_args(argv)  # the parser main() reads with; its list defaults copied, as main() does
+            for key, value in vars(args).items():
+                if isinstance(value, (list, dict, set)):
+                    setattr(args, key, copy.copy(value))
             _before_the_work(args)
         return 0, err.getvalue(), None
     except SystemExit as exit_:
