@@ -82,6 +82,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_command_line(argv: list[str] | None = None) -> argparse.Namespace:
+    """``argv`` read with the kept parser (:func:`_parser`), as :func:`main` reads it: a list, dict or set default is
+    one object of that parser, so each call gets its own copy of it."""
+    args = _parser().parse_args(argv)
+    for key, value in vars(args).items():
+        if isinstance(value, (list, dict, set)):
+            setattr(args, key, copy.copy(value))
+    return args
+
+
 class FairmtParser(argparse.ArgumentParser):
     """argparse with fairmt's one-line errors: ``fairmt: error: eval winomt: argument --batch-size: must be a whole
     number ≥ 1, got 0 (see `fairmt eval winomt --help`)`` and exit code 2, like every other refused input."""
@@ -229,10 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     cannot be written, a missing optional part) ends in one ``fairmt: error: ...`` line and exit code 2; a closed
     pipe stops quietly (exit 141); anything else is a bug and keeps its traceback."""
     parser = _parser()
-    args = parser.parse_args(argv)
-    for key, value in vars(args).items():  # a list default is one object of the kept parser: each call gets its own
-        if isinstance(value, (list, dict, set)):
-            setattr(args, key, copy.copy(value))
+    args = parse_command_line(argv)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.error("no handler for this command")
@@ -279,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
 YOUNG_GC_THRESHOLD = 10_000
 """The collector's first threshold while a command runs (Python's default is 700): the allocations that start a
 collection of the youngest objects. A command's imports (torch, transformers' Trainer: ~4,000 modules) allocate
-millions of objects that all stay alive, and every 700 of them Python looked for cycles among the newest: at 10,000,
+millions of objects that almost all stay alive, and every 700 of them Python looked for cycles among the newest: at 10,000,
 ``fairmt train gacl/tiny_offline --dry-run`` took 10.7 s of CPU instead of 12.2 s here (``scripts/bench_startup.py``),
 and every training process, sweep worker and launcher rank pays those imports. The youngest generation then holds at
 most 10,000 objects between collections; objects without cycles are freed when their last reference goes, as

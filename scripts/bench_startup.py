@@ -18,14 +18,12 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from _bench_common import children_cpu, print_result  # scripts/ is first on sys.path when a script runs
+from _bench_common import REPO, children_cpu, print_result  # scripts/ is first on sys.path when a script runs
 
 # measure -> (comparison, target); scripts/bench.py reads these from here (the one place they are kept)
 TARGETS = {"young_gc_vs_python_default_cpu": ("<=", 0.95)}
 
-REPO = Path(__file__).resolve().parents[1]
 COMMAND = ["train", "gacl/tiny_offline", "--dry-run"]
 PYTHON_DEFAULT = 700  # CPython 3.11's first threshold (gc.get_threshold()[0] in a fresh interpreter)
 

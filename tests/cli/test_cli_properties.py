@@ -19,7 +19,6 @@ without joining these tests, or when an option gets a value type these tests can
 from __future__ import annotations
 
 import argparse
-import copy
 import functools
 import hashlib
 import os
@@ -153,15 +152,12 @@ def _run(argv: list[str], tmp: Path, whole: bool) -> tuple[int | None, str, Base
     import contextlib
     import io
 
-    from fairmt.cli import _before_the_work, _expected, _parser
+    from fairmt.cli import _before_the_work, _expected, parse_command_line
 
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            args = _parser().parse_args(argv)  # the parser main() reads with; its list defaults copied, as main() does
-            for key, value in vars(args).items():
-                if isinstance(value, (list, dict, set)):
-                    setattr(args, key, copy.copy(value))
+            args = parse_command_line(argv)  # as main() reads it
             _before_the_work(args)
         return 0, err.getvalue(), None
     except SystemExit as exit_:

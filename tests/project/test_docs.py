@@ -42,10 +42,10 @@ def _fairmt_words(line: str) -> list[str] | None:
 
 def _check_fairmt_line(words: list[str]) -> None:
     """The command and its options parse; a built-in recipe with its overrides passes the recipe checks."""
-    from fairmt.cli import _parser  # the parser main() reads with, built once (~25 ms a build)
+    from fairmt.cli import parse_command_line  # as main() reads it, with the parser built once (~25 ms a build)
 
     try:
-        args = _parser().parse_args(words)
+        args = parse_command_line(words)
     except SystemExit as err:
         raise AssertionError(f"`fairmt {' '.join(words)}` does not parse (exit {err.code})") from None
     if args.command in ("train", "sweep") and getattr(args, "recipe", None):
