@@ -145,11 +145,13 @@ def test_a_nan_loss_stops_the_run_at_its_step_and_the_last_checkpoint_stays_good
     assert not (out / "checkpoint-3").exists()
 
 
-def test_train_runs_with_the_heap_frozen_and_unfreezes_after_unless_the_caller_manages_it(tmp_path):
+def test_train_runs_with_the_heap_frozen_and_unfreezes_after_unless_the_caller_manages_it(tmp_path, monkeypatch):
     """Every fairmt Trainer (FaultGuardMixin) trains with the objects alive at its start frozen out of the garbage
     collector, so the Trainer's gc.collect() per training loop does not walk the imported libraries; afterwards the
-    collector is as it was. A caller that froze objects itself (this test run's conftest does) is left alone."""
+    collector is as it was. A caller that froze objects itself, or said it manages the collector (this test run's
+    conftest does both), is left alone."""
     import gc
+    from types import SimpleNamespace
 
     from datasets import Dataset
     from transformers import Trainer, TrainerCallback, TrainingArguments
@@ -157,6 +159,7 @@ def test_train_runs_with_the_heap_frozen_and_unfreezes_after_unless_the_caller_m
     from ddp_helpers import fcl_rows
     from fairmt.data.classification import ClassificationCollator
     from fairmt.models.text_classifiers import MLPClassifier
+    from fairmt.trainers import faults
     from fairmt.trainers.faults import FaultGuardMixin
 
     class Plain(FaultGuardMixin, Trainer):  # no other fairmt mixin: the freeze is FaultGuardMixin's
@@ -191,6 +194,7 @@ def test_train_runs_with_the_heap_frozen_and_unfreezes_after_unless_the_caller_m
         return Seen.counts
 
     frozen_by_caller = gc.get_freeze_count()
+    told = faults.collector_managed_by_caller(False)  # this test run's conftest says it manages the collector
     gc.unfreeze()
     try:
         counts = train()
@@ -200,7 +204,17 @@ def test_train_runs_with_the_heap_frozen_and_unfreezes_after_unless_the_caller_m
         before = gc.get_freeze_count()
         counts = train()  # the caller froze objects itself: nothing more is frozen, nothing unfrozen
         assert counts and all(c <= before for c in counts) and gc.get_freeze_count() > 0
+        gc.unfreeze()
+        # a caller that says it manages the collector: nothing frozen although nothing was, and the frozen objects
+        # are not counted (the count walks them all): the trainer's gc has no get_freeze_count to call
+        assert faults.collector_managed_by_caller(True) is False
+        uncounted = SimpleNamespace(**{k: getattr(gc, k) for k in ("isenabled", "freeze", "unfreeze", "collect")})
+        monkeypatch.setattr(faults, "gc", uncounted)
+        counts = train()
+        assert len(counts) == 2 and counts == [0, 0] and gc.get_freeze_count() == 0
     finally:
+        monkeypatch.undo()
+        faults.collector_managed_by_caller(told)
         gc.unfreeze()
         if frozen_by_caller:
             gc.freeze()
