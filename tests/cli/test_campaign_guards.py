@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import fairmt
+import sources
 from hostile_campaign import CONFIG_RANGE_CASES, DOWNLOAD_SOURCE_CASES, EVALUATE_ARG_CASES, all_cases
 
 CASE_IDS = {c.id for c in all_cases()}
@@ -46,7 +47,7 @@ def numeric_config_fields() -> set[str]:
     root = Path(fairmt.__file__).resolve().parent
     found = set()
     for path in sorted(root.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in sources.nodes(path):
             if not (isinstance(node, ast.ClassDef) and node.name.endswith("Config")):
                 continue
             if any("dataclass" in ast.unparse(d) for d in node.decorator_list):

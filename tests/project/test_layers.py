@@ -19,6 +19,7 @@ from collections import deque
 from pathlib import Path
 
 import procs
+import sources
 
 ROOT = Path(__file__).resolve().parents[2] / "fairmt"
 
@@ -79,7 +80,7 @@ def _imports(path: Path, module: str, is_package: bool) -> tuple[tuple[list[str]
 
 @functools.cache
 def _parsed_imports(text: str, path: str, module: str, is_package: bool) -> tuple[tuple[list[str], int], ...]:
-    return tuple(_imports_in(ast.parse(text, filename=path), module, is_package))
+    return tuple(_imports_in(sources.tree(text), module, is_package))
 
 
 def _imports_in(tree: ast.Module, module: str, is_package: bool):

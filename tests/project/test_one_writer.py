@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import fairmt
+import sources
 from fairmt.errors import FairmtError
 
 ROOT = Path(fairmt.__file__).resolve().parent
@@ -59,10 +60,10 @@ def _writes_mode(node: ast.expr | None) -> str | None:
     return "?"
 
 
-def _handles(tree: ast.AST) -> set[str]:
+def _handles(source: str) -> set[str]:
     """Names bound to a writer's handle (``with writing(...) as fh``) or to memory (``buf = io.BytesIO()``)."""
     names = set()
-    for node in ast.walk(tree):
+    for node in sources.nodes(source):
         if isinstance(node, ast.With):
             for item in node.items:
                 ctx = item.context_expr
@@ -83,10 +84,9 @@ def _handles(tree: ast.AST) -> set[str]:
 
 def file_writes(source: str) -> list[tuple[int, str]]:
     """``(line, kind)`` of every place ``source`` opens a file for writing or appending, or writes one by a path."""
-    tree = ast.parse(source)
-    handles = _handles(tree)
+    handles = _handles(source)
     found = []
-    for node in ast.walk(tree):
+    for node in sources.nodes(source):
         if not isinstance(node, ast.Call):
             continue
         func = ast.unparse(node.func)

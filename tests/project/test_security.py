@@ -6,13 +6,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import sources
+
 PACKAGE = Path(__file__).resolve().parents[2] / "fairmt"
 
 
 def _calls():
     for path in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
+        for node in sources.nodes(path):
             if isinstance(node, ast.Call):
                 func = node.func
                 name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import procs
+import sources
 from pytest_standins import CollectedItem
 from torchrun_pool import FILES, POOL_MARK, TorchrunPool, mark_pool_users_slow
 
@@ -69,7 +70,7 @@ def test_the_files_that_use_the_pool_are_scheduled_together():
     asks for the ``torchrun_pool`` fixture."""
     users = set()
     for path in (Path(__file__).resolve().parents[1]).rglob("test_*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in sources.nodes(path):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if any(a.arg == "torchrun_pool" for a in node.args.args + node.args.kwonlyargs):
                     users.add(path.name)

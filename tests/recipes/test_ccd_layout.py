@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import sources
 from fairmt.errors import FairmtError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +46,7 @@ def test_the_project_imports_no_moved_runner_name():
     bad = []
     for folder in ("fairmt", "tests", "scripts"):
         for path in sorted((ROOT / folder).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for node in sources.nodes(path):
                 if isinstance(node, ast.ImportFrom) and node.module in (
                     "fairmt.recipes.ccd.runner",
                     "fairmt.scripts.ccd",
@@ -66,7 +67,7 @@ def test_family_runners_default_nothing_themselves():
     """No ``x.get(key, literal)`` re-default in the family's runners: every default is the schema's or the Config's."""
     bad = []
     for name in ("runner.py", "word_debias.py", "data.py", "measure.py", "utility.py"):
-        for node in ast.walk(ast.parse((CCD / name).read_text(encoding="utf-8"))):
+        for node in sources.nodes(CCD / name):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)

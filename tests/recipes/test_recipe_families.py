@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import sources
 from fairmt.cli import main
 from fairmt.recipes import Family, families, family, set_output_dir
 
@@ -25,7 +26,7 @@ def method_branches(package: Path, methods: set[str]) -> list[str]:
         if rel.startswith("fairmt/recipes/"):
             continue
         src = path.read_text(encoding="utf-8")
-        for node in ast.walk(ast.parse(src)):
+        for node in sources.nodes(src):
             if not isinstance(node, ast.Compare) or not all(
                 isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops
             ):
