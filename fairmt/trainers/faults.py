@@ -41,8 +41,8 @@ def collector_managed_by_caller(managed: bool = True) -> bool:
     before every test): ``train()`` then neither freezes nor unfreezes anything. Returns the previous setting.
 
     Without it, ``train()`` finds out itself whether the caller froze objects, with ``gc.get_freeze_count()``, which
-    counts the frozen objects one by one (a linked list): about 0.13 µs an object, 0.06 s with torch and transformers
-    imported, and 0.3 s or more in a process that froze millions of objects and then trains many times."""
+    counts the frozen objects one by one (a linked list): 0.06 s with torch and transformers imported (436,000
+    objects), 0.15 s in a test process after three test files (a million), each time ``train()`` is called."""
     global _caller_manages_collector
     previous, _caller_manages_collector = _caller_manages_collector, bool(managed)
     return previous
