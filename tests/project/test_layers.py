@@ -75,11 +75,11 @@ def _imports(path: Path, module: str, is_package: bool) -> tuple[tuple[list[str]
     """``(names, line)`` for every import statement of the file that can run (TYPE_CHECKING blocks left out):
     ``import a.b`` gives ``[a.b]``; ``from a import b, c`` gives ``[a.b, a.c, a]`` (the caller keeps the ones that
     are modules, else ``a``). Parsed once per text: the checks here read the same package several times."""
-    return _parsed_imports(path.read_text(encoding="utf-8"), str(path), module, is_package)
+    return _parsed_imports(path.read_text(encoding="utf-8"), module, is_package)
 
 
 @functools.cache
-def _parsed_imports(text: str, path: str, module: str, is_package: bool) -> tuple[tuple[list[str], int], ...]:
+def _parsed_imports(text: str, module: str, is_package: bool) -> tuple[tuple[list[str], int], ...]:
     return tuple(_imports_in(sources.tree(text), module, is_package))
 
 
