@@ -18,17 +18,16 @@ would get from :func:`fairmt.sweep.engine.run_subprocess`:
 
 The server is forked before the worker checks the recipe, which asks CUDA how many GPUs there are: a process that
 has initialised the CUDA driver cannot hand it to a fork. The server only imports. It is used only where forking is
-safe: on Linux, where ``PR_SET_PDEATHSIG`` keeps kill -9 of the worker alone orphan-free (the server dies with the
-worker, a trial with the server); with one Python thread; with CUDA not initialised and no NVIDIA device file open
-(checked in the worker before the fork and in the server after its imports; a server that fails the check ends,
-and the trials start fresh). Trials under ``accelerate launch``, and every trial of ``fairmt sweep --no-fork``,
-start a fresh interpreter as before.
+safe (:func:`fairmt.forking.why_not`): on Linux, where ``PR_SET_PDEATHSIG`` keeps kill -9 of the worker alone
+orphan-free (the server dies with the worker, a trial with the server); with one Python thread; with CUDA not
+initialised and no NVIDIA device file open (checked in the worker before the fork and in the server after its
+imports; a server that fails the check ends, and the trials start fresh). Trials under ``accelerate launch``, and
+every trial of ``fairmt sweep --no-fork``, start a fresh interpreter as before.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import runpy
 import signal
@@ -38,44 +37,10 @@ import traceback
 from multiprocessing.connection import Connection, Pipe
 from multiprocessing.reduction import recv_handle, send_handle
 
+from fairmt.forking import die_with, exit_code, set_name, text_stream, why_not
+
 TRAIN = ["-m", "fairmt", "train"]
 """A trial command the server runs: ``[python, *TRAIN, ...]`` (``engine.train_command`` without a launcher)."""
-
-_PR_SET_NAME, _PR_SET_PDEATHSIG = 15, 1
-
-
-def _prctl(option: int, arg) -> None:
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)
-
-
-def why_not() -> str | None:
-    """Why this process cannot fork a trial server now (None: it can)."""
-    if not sys.platform.startswith("linux"):
-        return "not Linux (no PR_SET_PDEATHSIG)"
-    if threading.current_thread() is not threading.main_thread() or threading.active_count() > 1:
-        return "more than one Python thread runs"
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
-        return "CUDA is initialised in this process"
-    if _nvidia_open():
-        return "this process has opened the NVIDIA driver (/dev/nvidia*): a fork cannot use CUDA"
-    return None
-
-
-def _nvidia_open() -> bool:
-    """Whether a descriptor of this process is an NVIDIA device file (the CUDA driver was initialised here, by
-    torch or by anything that asked it how many GPUs there are)."""
-    try:
-        fds = os.listdir("/proc/self/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            if os.readlink(f"/proc/self/fd/{fd}").startswith("/dev/nvidia"):
-                return True
-    return False
 
 
 class TrialServer:
@@ -163,16 +128,9 @@ def _stop(trial: int | None, conn: Connection) -> None:
         pass
 
 
-def _die_with(parent: int) -> None:
-    """SIGKILL when the parent dies; exit at once when it already has (the fork raced its death)."""
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        os._exit(1)
-
-
 def _serve(conn: Connection, worker: int, entry: str) -> None:  # pragma: no cover - in the server
-    _die_with(worker)
-    _prctl(_PR_SET_NAME, b"fairmt-trials")
+    die_with(worker)
+    set_name(b"fairmt-trials")
     for sig in (signal.SIGINT, signal.SIGTERM):  # the worker decides when a trial stops; EOF ends the server
         signal.signal(sig, signal.SIG_IGN)
     null = os.open(os.devnull, os.O_RDWR)  # what its imports print is no line of the sweep's (a trial has its log)
@@ -218,8 +176,8 @@ def _trial(
     code = 1
     try:
         conn.close()
-        _die_with(server)
-        _prctl(_PR_SET_NAME, b"fairmt-trial")
+        die_with(server)
+        set_name(b"fairmt-trial")
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.dup2(log, 1)
@@ -230,8 +188,8 @@ def _trial(
         os.close(null)
         encoding = getattr(sys.__stdout__, "encoding", None) or "utf-8"
         sys.stdin = sys.__stdin__ = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
-        sys.stdout = sys.__stdout__ = _stream(1, encoding, "strict")
-        sys.stderr = sys.__stderr__ = _stream(2, encoding, "backslashreplace")
+        sys.stdout = sys.__stdout__ = text_stream(1, encoding, "strict")
+        sys.stderr = sys.__stderr__ = text_stream(2, encoding, "backslashreplace")
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
@@ -243,7 +201,7 @@ def _trial(
             runpy.run_module(entry, run_name="__main__", alter_sys=True)
             code = 0
         except SystemExit as exc:
-            code = _exit_code(exc.code)
+            code = exit_code(exc.code)
         except KeyboardInterrupt:
             traceback.print_exc()
             code = 128 + signal.SIGINT
@@ -266,22 +224,3 @@ def _trial(
             sys.stderr.flush()
     finally:
         os._exit(code if isinstance(code, int) else 1)
-
-
-def _stream(fd: int, encoding: str, errors: str) -> io.TextIOWrapper:
-    """An unbuffered text stream on ``fd`` (``PYTHONUNBUFFERED=1``, as :func:`engine.run_subprocess` sets)."""
-    return io.TextIOWrapper(
-        open(fd, "wb", buffering=0, closefd=False),  # noqa: SIM115
-        encoding=encoding,
-        errors=errors,
-        write_through=True,
-    )
-
-
-def _exit_code(code) -> int:
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    print(code, file=sys.stderr)
-    return 1

@@ -168,17 +168,18 @@ def test_no_server_where_forking_is_unsafe(monkeypatch):
 def test_a_process_that_opened_the_nvidia_driver_forks_no_server(monkeypatch):
     """A CUDA driver initialised in the worker (by ``torch.cuda.is_available()`` even, which torch does not count
     as initialised) shows as an open /dev/nvidia* descriptor: no server then."""
+    from fairmt import forking
     from fairmt.sweep import forked
 
     links = {"0": "/dev/null", "1": "pipe:[1]", "7": "/dev/nvidiactl"}
     monkeypatch.setattr(forked.os, "listdir", lambda path: list(links) if path == "/proc/self/fd" else [])
     monkeypatch.setattr(forked.os, "readlink", lambda path: links[path.rsplit("/", 1)[1]])
-    assert forked._nvidia_open()
+    assert forking.nvidia_open()
     monkeypatch.setattr(forked.threading, "active_count", lambda: 1)
     monkeypatch.setattr(forked.threading, "current_thread", forked.threading.main_thread)
     assert "NVIDIA driver" in forked.why_not()
     del links["7"]
-    assert not forked._nvidia_open() and forked.why_not() is None
+    assert not forking.nvidia_open() and forked.why_not() is None
 
 
 @pytest.mark.slow

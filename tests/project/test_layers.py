@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[2] / "fairmt"
 FLOORS: list[tuple[str, ...]] = [
     ("errors", "_deprecated"),  # no fairmt imports at all
     ("citations", "hub", "outputs"),  # outputs: the checks of every output path, run folders, valid JSON
-    ("distributed",),  # process-group helpers for every layer; torch only when asked
+    ("distributed", "forking"),  # process-group helpers for every layer, torch only when asked; forking: a forked
+    # child in place of a fresh interpreter, where that is safe (the standard library only)
     ("losses",),  # pure PyTorch
     ("data",),
     ("models",),

@@ -255,6 +255,115 @@ def test_prep_without_fairseq_names_the_install_step(monkeypatch, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_preprocess_runs_in_a_fresh_interpreter_where_forking_is_unsafe(monkeypatch, tmp_path):
+    """Where the process cannot fork (threads, CUDA, not Linux: fairmt.forking.why_not), fairseq-preprocess runs as
+    ``python -m fairmt.fairseq._preprocess JOBS.json`` (a stand-in for the interpreter here); its failure line is read
+    from stderr. Where it can, the fixtures above ran it forked."""
+    import subprocess
+
+    from fairmt import forking
+    from fairmt.fairseq import prep
+
+    calls = []
+
+    def fresh(cmd, **kw):
+        calls.append((cmd, json.loads(Path(cmd[-1]).read_text()), kw))
+        err = "fairmt-preprocess-failed: valid split\nTraceback ...\nfairmt-preprocess-error: ValueError: bad line\n"
+        return subprocess.CompletedProcess(cmd, 1, "fairseq's log on stdout\n", err)
+
+    monkeypatch.setattr(forking, "why_not", lambda: "more than one Python thread runs")
+    monkeypatch.setattr(forking, "run_forked", lambda *a, **k: pytest.fail("forked where forking is unsafe"))
+    monkeypatch.setattr(prep.subprocess, "run", fresh)
+    with pytest.raises(FairmtError, match=r"failed on the valid split \(exit 1\): ValueError: bad line$"):
+        prep._run_preprocess([("valid split", ["--only-source"])], tmp_path)
+    [(cmd, jobs, kw)] = calls
+    assert cmd[:3] == [sys.executable, "-m", "fairmt.fairseq._preprocess"] and jobs == [
+        ["valid split", ["--only-source"]]
+    ]
+    assert kw == {"capture_output": True, "text": True} and list(tmp_path.iterdir()) == []  # the job file removed
+
+
+# The multilingual layout is prepared here, before the in-process fairseq-train runs below: those leave fairseq's
+# data-loading threads behind in this process, and a process with a second thread runs fairseq-preprocess in a fresh
+# interpreter instead of a fork (fairmt.forking.why_not; ~10 s of CPU more).
+@pytest.fixture(scope="module")
+def ml_data_dir(fs, tmp_path_factory):
+    """The multilingual layout made by ``fairmt data fairseq-prep --lang-pairs en-de``."""
+    from fairmt.cli import main
+
+    root = tmp_path_factory.mktemp("fsml")
+    src = root / "pairs.jsonl"
+    src.write_text("".join(json.dumps(p) + "\n" for p in _pairs()), encoding="utf-8")
+    out = root / "bin"
+    assert (
+        main(
+            [
+                "data",
+                "fairseq-prep",
+                "--lang-pairs",
+                "en-de",
+                "--input",
+                str(src),
+                "--output-dir",
+                str(out),
+                "--valid-size",
+                "16",
+            ]
+        )
+        == 0
+    )
+    return out
+
+
+def _setup_ml(data, *extra):
+    from fairseq import options, tasks, utils
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    save_dir = _UNUSED_SAVE_DIR.name  # never fairseq's default ./checkpoints in the checkout; nothing is saved
+    args = options.parse_args_and_arch(
+        options.get_training_parser(), _ml_args(data, "--dropout", "0", "--save-dir", save_dir, *extra)
+    )
+    cfg = convert_namespace_to_omegaconf(args)
+    task = tasks.setup_task(cfg.task)
+    task.load_dataset("train")
+    utils.set_torch_seed(1)
+    model = task.build_model(cfg.model)
+    crit = task.build_criterion(cfg.criterion)
+    itr = task.get_batch_iterator(task.dataset("train"), max_sentences=8, max_positions=(64, 64), seed=1)
+    return task, model, crit, next(iter(itr.next_epoch_itr(shuffle=False)))
+
+
+def test_multilingual_prep_layout_and_language_tokens(ml_data_dir):
+    """fairseq-prep --lang-pairs: one joined dictionary for every language + langs.txt; the task's batches carry
+    the source language token on the real AND the counterfactual source, the target token on the target side."""
+    d = ml_data_dir
+    assert (d / "langs.txt").read_text() == "de\nen\n"
+    assert (d / "dict.txt").read_bytes() == (d / "dict.en.txt").read_bytes() == (d / "dict.de.txt").read_bytes()
+    n = len((d / "train.en-de.gender").read_text().split())
+    assert n == len((d / "text" / "train.en-de.cf").read_text().splitlines()) > 100
+    assert (d / "valid.en-de.cf.idx").is_file() and (d / "train.en-de.de.idx").is_file()
+
+    task, model, crit, sample = _setup_ml(d)
+    sd, td = task.source_dictionary, task.target_dictionary
+    en, de = sd.index("__en__"), td.index("__de__")
+    assert en != sd.unk() and de != td.unk()
+    src, cf, pad = sample["net_input"]["src_tokens"], sample["gacl"]["cf_src_tokens"], sd.pad()
+
+    def first_token(row):
+        return int(row[row.ne(pad)][0])
+
+    assert all(first_token(r) == en for r in src) and all(first_token(r) == en for r in cf)  # --encoder-langtok src
+    assert all(int(r[1]) == de for r in sample["net_input"]["prev_output_tokens"])  # eos, then __de__
+    cf_text = set((d / "text" / "train.en-de.cf").read_text(encoding="utf-8").splitlines())
+    for r in cf:
+        assert sd.string(r[r.ne(pad)][1:]) in cf_text  # the counterfactual sentence after its language token
+    assert sorted(sample["gacl"]["gender"].tolist()) == [0, 0, 0, 0, 1, 1, 1, 1]  # --balanced-genders
+    assert not torch.equal(src, cf)
+    model.train()
+    _, _, log = crit(model, sample)
+    assert log["gc_sentences"] == 8 and float(log["loss_gc"]) > 0 and float(log["loss_kd"]) >= 0
+
+
 # ---- in-process: the criterion against fairmt.losses ---------------------------------------------------------------
 
 # The in-process setups parse fairseq's training arguments, which need a --save-dir; nothing is written there. One
@@ -641,84 +750,6 @@ def _ml_args(data, *extra):
         "8",
         *extra,
     ]
-
-
-@pytest.fixture(scope="module")
-def ml_data_dir(fs, tmp_path_factory):
-    """The multilingual layout made by ``fairmt data fairseq-prep --lang-pairs en-de``."""
-    from fairmt.cli import main
-
-    root = tmp_path_factory.mktemp("fsml")
-    src = root / "pairs.jsonl"
-    src.write_text("".join(json.dumps(p) + "\n" for p in _pairs()), encoding="utf-8")
-    out = root / "bin"
-    assert (
-        main(
-            [
-                "data",
-                "fairseq-prep",
-                "--lang-pairs",
-                "en-de",
-                "--input",
-                str(src),
-                "--output-dir",
-                str(out),
-                "--valid-size",
-                "16",
-            ]
-        )
-        == 0
-    )
-    return out
-
-
-def _setup_ml(data, *extra):
-    from fairseq import options, tasks, utils
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-
-    save_dir = _UNUSED_SAVE_DIR.name  # never fairseq's default ./checkpoints in the checkout; nothing is saved
-    args = options.parse_args_and_arch(
-        options.get_training_parser(), _ml_args(data, "--dropout", "0", "--save-dir", save_dir, *extra)
-    )
-    cfg = convert_namespace_to_omegaconf(args)
-    task = tasks.setup_task(cfg.task)
-    task.load_dataset("train")
-    utils.set_torch_seed(1)
-    model = task.build_model(cfg.model)
-    crit = task.build_criterion(cfg.criterion)
-    itr = task.get_batch_iterator(task.dataset("train"), max_sentences=8, max_positions=(64, 64), seed=1)
-    return task, model, crit, next(iter(itr.next_epoch_itr(shuffle=False)))
-
-
-def test_multilingual_prep_layout_and_language_tokens(ml_data_dir):
-    """fairseq-prep --lang-pairs: one joined dictionary for every language + langs.txt; the task's batches carry
-    the source language token on the real AND the counterfactual source, the target token on the target side."""
-    d = ml_data_dir
-    assert (d / "langs.txt").read_text() == "de\nen\n"
-    assert (d / "dict.txt").read_bytes() == (d / "dict.en.txt").read_bytes() == (d / "dict.de.txt").read_bytes()
-    n = len((d / "train.en-de.gender").read_text().split())
-    assert n == len((d / "text" / "train.en-de.cf").read_text().splitlines()) > 100
-    assert (d / "valid.en-de.cf.idx").is_file() and (d / "train.en-de.de.idx").is_file()
-
-    task, model, crit, sample = _setup_ml(d)
-    sd, td = task.source_dictionary, task.target_dictionary
-    en, de = sd.index("__en__"), td.index("__de__")
-    assert en != sd.unk() and de != td.unk()
-    src, cf, pad = sample["net_input"]["src_tokens"], sample["gacl"]["cf_src_tokens"], sd.pad()
-
-    def first_token(row):
-        return int(row[row.ne(pad)][0])
-
-    assert all(first_token(r) == en for r in src) and all(first_token(r) == en for r in cf)  # --encoder-langtok src
-    assert all(int(r[1]) == de for r in sample["net_input"]["prev_output_tokens"])  # eos, then __de__
-    cf_text = set((d / "text" / "train.en-de.cf").read_text(encoding="utf-8").splitlines())
-    for r in cf:
-        assert sd.string(r[r.ne(pad)][1:]) in cf_text  # the counterfactual sentence after its language token
-    assert sorted(sample["gacl"]["gender"].tolist()) == [0, 0, 0, 0, 1, 1, 1, 1]  # --balanced-genders
-    assert not torch.equal(src, cf)
-    model.train()
-    _, _, log = crit(model, sample)
-    assert log["gc_sentences"] == 8 and float(log["loss_gc"]) > 0 and float(log["loss_kd"]) >= 0
 
 
 def test_multilingual_missing_side_files_name_the_file(ml_data_dir, tmp_path):
