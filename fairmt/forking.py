@@ -15,7 +15,9 @@ Forking is safe here only where :func:`why_not` finds no reason against it:
 * **no CUDA**: a process that has initialised the CUDA driver (even through ``torch.cuda.is_available()``, which
   torch does not count as initialised; it shows as an open ``/dev/nvidia*``) cannot hand it to a fork.
 
-Where :func:`why_not` gives a reason, the callers start a fresh interpreter as before.
+Where :func:`why_not` gives a reason, the callers start a fresh interpreter as before. :func:`ready_to_fork` first
+stops the one helper thread a fairmt command has by then: tqdm's stall monitor, which the first progress bar starts
+and the next one starts again.
 
 This module imports neither torch nor anything else outside the standard library.
 """
@@ -48,6 +50,20 @@ def why_not() -> str | None:
     if nvidia_open():
         return "this process has opened the NVIDIA driver (/dev/nvidia*): a fork cannot use CUDA"
     return None
+
+
+def ready_to_fork() -> str | None:
+    """:func:`why_not`, after stopping tqdm's stall monitors (``tqdm._monitor.TMonitor``: a thread that wakes every
+    10 s to look at the open progress bars; tqdm starts a new one with the next bar). A fairmt command has shown a
+    progress bar by the time it forks (``fairmt data fairseq-prep`` detects genders under one), and that thread alone
+    made :func:`why_not` refuse the fork."""
+    monitor = sys.modules.get("tqdm._monitor")
+    if monitor is not None:
+        for thread in threading.enumerate():
+            if isinstance(thread, monitor.TMonitor):
+                with contextlib.suppress(Exception):
+                    thread.exit()  # wakes it and joins it
+    return why_not()
 
 
 def nvidia_open() -> bool:

@@ -71,19 +71,6 @@ def _gc_freeze():
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _no_tqdm_monitor():
-    """tqdm's stall monitor is a thread that, once a progress bar has run, lives as long as the process. A process
-    with a second thread does not fork (fairmt.forking.why_not), so every ``fairseq-preprocess`` after the first
-    progress bar of a test process would run in a fresh interpreter, not a fork (~10 s of CPU more each: fairseq
-    imported again). Off in the tests, which check no stall warning of tqdm's."""
-    try:
-        import tqdm
-    except ImportError:  # pragma: no cover
-        return
-    tqdm.tqdm.monitor_interval = 0
-
-
-@pytest.fixture(autouse=True, scope="session")
 def _library_log_handlers():
     """transformers creates its log handler on first use, bound to the sys.stderr of that moment: if that is one
     test's capsys stream, every later test's transformers warning hits a closed file ("--- Logging error ---").

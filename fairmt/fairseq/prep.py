@@ -87,18 +87,19 @@ def _write(path: Path, lines: list[str]) -> None:
 
 
 def _run_preprocess(jobs: list[tuple[str, list[str]]], workdir: Path) -> None:
-    """Run ``fairseq-preprocess`` once per ``(what, argv)``, in order, in one child process (fairseq imported once
-    there; :mod:`fairmt.fairseq._preprocess`). The child is a fork of this process where that is safe
-    (:func:`fairmt.forking.why_not`): it starts with what this process has imported (fairseq itself, in a Python
-    session that has trained with fairseq: about 9 s of CPU a call saved here). Elsewhere it is a fresh interpreter.
-    Either way fairseq's logging set-up and its worker processes stay in the child."""
+    """Run ``fairseq-preprocess`` once per ``(what, argv)``, in order, in one child process
+    (:mod:`fairmt.fairseq._preprocess`). The child is a fork of this process where that is safe
+    (:func:`fairmt.forking.ready_to_fork`): it starts with what this process has imported, fairseq included
+    (:func:`require_fairseq` imported it), where a fresh interpreter imported fairseq a second time (~9 s of CPU
+    here). Elsewhere it is a fresh interpreter. Either way fairseq's logging set-up and its worker processes stay in
+    the child."""
     from fairmt import forking
     from fairmt.outputs import write_file
 
     spec = workdir / ".preprocess-jobs.json"
     write_file(spec, json.dumps(jobs), what="the preprocessing jobs")
     try:
-        if forking.why_not() is None:
+        if forking.ready_to_fork() is None:
             from fairmt.fairseq import _preprocess
 
             code, out, err = forking.run_forked(lambda: _preprocess.forked_main([str(spec)]), name=b"fairseq-prep")

@@ -135,3 +135,34 @@ def test_an_interruption_while_the_child_runs_kills_it(tmp_path):
     pid = int(pid_file.read_text())
     with pytest.raises(ChildProcessError):  # killed and reaped: no child of this process has that pid any more
         os.waitpid(pid, os.WNOHANG)
+
+
+def test_ready_to_fork_stops_tqdms_monitor_thread_and_the_next_bar_starts_another():
+    """A progress bar starts tqdm's stall monitor, a second thread: why_not() refuses to fork; ready_to_fork() stops
+    the monitor first (and says yes where nothing else is against it); tqdm starts a new one with its next bar."""
+    import threading
+
+    import tqdm
+    from tqdm._monitor import TMonitor
+
+    def monitors():
+        return [t for t in threading.enumerate() if isinstance(t, TMonitor)]
+
+    interval = tqdm.tqdm.monitor_interval
+    tqdm.tqdm.monitor_interval = 10
+    null = open(os.devnull, "w")  # noqa: SIM115 - closed below
+    try:
+        for _ in tqdm.tqdm(range(2), file=null):
+            pass
+        assert monitors() and forking.why_not() == "more than one Python thread runs"
+        others = [t for t in threading.enumerate() if t is not threading.main_thread() and t not in monitors()]
+        assert forking.ready_to_fork() == (None if not others else "more than one Python thread runs")
+        assert monitors() == []
+        for _ in tqdm.tqdm(range(2), file=null):
+            pass
+        assert len(monitors()) == 1  # tqdm's own watchdog is back for the next bars
+    finally:
+        for monitor in monitors():
+            monitor.exit()
+        tqdm.tqdm.monitor_interval = interval
+        null.close()

@@ -242,6 +242,10 @@ def test_prep_writes_text_side_files_and_binaries(data_dir):
     assert len(cf_bin) == len(src_bin) == len(src)
     assert d.string(cf_bin[0]) == cf[0] and d.string(src_bin[0]) == src[0]
     assert (data_dir / "valid.en-de.cf.idx").is_file() and len((text / "valid.en").read_text().splitlines()) == 16
+    # fairseq-preprocess's own log, at INFO as in a fresh interpreter (its runs here are forks of this process:
+    # fairmt.forking): both runs, the pair and the counterfactual sources, each with its line counts
+    log = (data_dir / "preprocess.log").read_text()
+    assert log.count("Wrote preprocessed data to") == 2 and f"train.cf: {len(src)} sents" in log
 
 
 def test_prep_without_fairseq_names_the_install_step(monkeypatch, tmp_path):

@@ -55,7 +55,7 @@ def _killed_run(tmp_path, kill_at: int) -> tuple[int, str]:
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
     args = [tmp_path / "out", HERE, kill_at, "1e-3"]
-    if forking.why_not() is None:
+    if forking.ready_to_fork() is None:
         code, out, err = forking.run_forked(lambda: procs.in_process(script, *args, cwd=tmp_path))
         return code, out + err
     cmd = [sys.executable, str(script), *map(str, args)]
