@@ -5,7 +5,8 @@ Trainer about 10 s. A fork starts with everything this process has imported. Two
 
 * ``fairmt sweep`` forks each trial from a *trial server* (:mod:`fairmt.sweep.forked`);
 * ``fairmt data fairseq-prep`` runs ``fairseq-preprocess`` in a forked child (:func:`run_forked`;
-  :mod:`fairmt.fairseq.prep`), so a Python session that has imported fairseq does not import it once more per call.
+  :mod:`fairmt.fairseq.prep`): fairseq, which the command imports to check that it is installed, is not imported a
+  second time in a fresh interpreter.
 
 Forking is safe here only where :func:`why_not` finds no reason against it:
 
