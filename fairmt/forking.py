@@ -99,8 +99,23 @@ def die_with(parent: int) -> None:
         os._exit(1)
 
 
-def text_stream(fd: int, encoding: str, errors: str) -> io.TextIOWrapper:
-    """An unbuffered text stream on ``fd`` (as ``PYTHONUNBUFFERED=1`` gives a fresh interpreter)."""
+def attach_stdio(out: int, err: int) -> None:
+    """In a forked child: stdout onto descriptor ``out`` and stderr onto ``err`` (the same one may serve both), stdin
+    from /dev/null, and ``sys.stdin``/``sys.stdout``/``sys.stderr`` (and their ``sys.__*__``) anew on descriptors 0,
+    1 and 2, unbuffered as ``PYTHONUNBUFFERED=1`` makes them in a fresh interpreter (the parent's stream objects may
+    hold buffered text, or write somewhere else altogether: pytest's captures)."""
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    encoding = getattr(sys.__stdout__, "encoding", None) or "utf-8"
+    sys.stdin = sys.__stdin__ = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
+    sys.stdout = sys.__stdout__ = _text_stream(1, encoding, "strict")
+    sys.stderr = sys.__stderr__ = _text_stream(2, encoding, "backslashreplace")
+
+
+def _text_stream(fd: int, encoding: str, errors: str) -> io.TextIOWrapper:
     return io.TextIOWrapper(
         open(fd, "wb", buffering=0, closefd=False),  # noqa: SIM115
         encoding=encoding,
@@ -171,15 +186,7 @@ def _child(target, name: bytes, parent: int, out: int, err: int, mask) -> None: 
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        os.dup2(out, 1)
-        os.dup2(err, 2)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
-        encoding = getattr(sys.__stdout__, "encoding", None) or "utf-8"
-        sys.stdin = sys.__stdin__ = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
-        sys.stdout = sys.__stdout__ = text_stream(1, encoding, "strict")
-        sys.stderr = sys.__stderr__ = text_stream(2, encoding, "backslashreplace")
+        attach_stdio(out, err)
         root = logging.getLogger()
         for handler in list(root.handlers):  # removed, not closed: they are this process's parent's
             root.removeHandler(handler)

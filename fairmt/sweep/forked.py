@@ -37,7 +37,7 @@ import traceback
 from multiprocessing.connection import Connection, Pipe
 from multiprocessing.reduction import recv_handle, send_handle
 
-from fairmt.forking import die_with, exit_code, set_name, text_stream, why_not
+from fairmt.forking import attach_stdio, die_with, exit_code, set_name, why_not
 
 TRAIN = ["-m", "fairmt", "train"]
 """A trial command the server runs: ``[python, *TRAIN, ...]`` (``engine.train_command`` without a launcher)."""
@@ -180,16 +180,8 @@ def _trial(
         set_name(b"fairmt-trial")
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
+        attach_stdio(log, log)
         os.close(log)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
-        encoding = getattr(sys.__stdout__, "encoding", None) or "utf-8"
-        sys.stdin = sys.__stdin__ = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
-        sys.stdout = sys.__stdout__ = text_stream(1, encoding, "strict")
-        sys.stderr = sys.__stderr__ = text_stream(2, encoding, "backslashreplace")
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)

@@ -28,8 +28,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     "FaultGuardMixin._save_checkpoint, the final model's under fairmt.outputs.saving (both: the writer's line)",
     ("eval/selection.py", "shutil.copytree"): "copies the best checkpoint into save_folder's temporary folder "
     "(the writer renames it into place, and a full disk is its one line)",
-    ("forking.py", "open('wb')"): "a forked child's sys.stdout and sys.stderr on descriptors 1 and 2 (the "
-    "anonymous files below): no file is opened",
+    ("forking.py", "open('wb')"): "a forked child's sys.stdout and sys.stderr on descriptors 1 and 2 (a "
+    "run_forked child's anonymous files below, or a sweep trial's log, which the worker opened with "
+    "fairmt.outputs.appending): no file is opened",
     ("forking.py", "tempfile.TemporaryFile"): "a forked child's stdout and stderr, read back by its parent: anonymous "
     "files in the temporary folder, never a path of the user's",
     ("sweep/forked.py", "os.open(O_RDWR)"): "the trial server's stdin, stdout and stderr onto /dev/null (what its "

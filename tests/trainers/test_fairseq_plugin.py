@@ -136,36 +136,24 @@ def _pairs(n=240, seed=0):
     return out
 
 
-@pytest.fixture(scope="module")
-def data_dir(fs, tmp_path_factory):
-    """Binarised GACL data made by the ``fairmt data fairseq-prep`` command (in this process)."""
+def _prepared(tmp_path_factory, name: str, *options: str) -> Path:
+    """``fairmt data fairseq-prep OPTIONS`` (in this process) on the pairs of :func:`_pairs`, 16 held out for valid:
+    the output folder."""
     from fairmt.cli import main
 
-    root = tmp_path_factory.mktemp("fsdata")
+    root = tmp_path_factory.mktemp(name)
     src = root / "pairs.jsonl"
     src.write_text("".join(json.dumps(p) + "\n" for p in _pairs()), encoding="utf-8")
     out = root / "bin"
-    assert (
-        main(
-            [
-                "data",
-                "fairseq-prep",
-                "--src-lang",
-                "en",
-                "--lang",
-                "de",
-                "--input",
-                str(src),
-                "--output-dir",
-                str(out),
-                "--valid-size",
-                "16",
-                "--joined-dictionary",
-            ]
-        )
-        == 0
-    )
+    argv = ["data", "fairseq-prep", *options, "--input", str(src), "--output-dir", str(out), "--valid-size", "16"]
+    assert main(argv) == 0
     return out
+
+
+@pytest.fixture(scope="module")
+def data_dir(fs, tmp_path_factory):
+    """Binarised GACL data made by the ``fairmt data fairseq-prep`` command (in this process)."""
+    return _prepared(tmp_path_factory, "fsdata", "--src-lang", "en", "--lang", "de", "--joined-dictionary")
 
 
 def fairseq_train(argv: list[str]) -> str:
@@ -293,30 +281,7 @@ def test_preprocess_runs_in_a_fresh_interpreter_where_forking_is_unsafe(monkeypa
 @pytest.fixture(scope="module")
 def ml_data_dir(fs, tmp_path_factory):
     """The multilingual layout made by ``fairmt data fairseq-prep --lang-pairs en-de``."""
-    from fairmt.cli import main
-
-    root = tmp_path_factory.mktemp("fsml")
-    src = root / "pairs.jsonl"
-    src.write_text("".join(json.dumps(p) + "\n" for p in _pairs()), encoding="utf-8")
-    out = root / "bin"
-    assert (
-        main(
-            [
-                "data",
-                "fairseq-prep",
-                "--lang-pairs",
-                "en-de",
-                "--input",
-                str(src),
-                "--output-dir",
-                str(out),
-                "--valid-size",
-                "16",
-            ]
-        )
-        == 0
-    )
-    return out
+    return _prepared(tmp_path_factory, "fsml", "--lang-pairs", "en-de")
 
 
 def _setup_ml(data, *extra):
