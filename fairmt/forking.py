@@ -43,8 +43,11 @@ def why_not() -> str | None:
     """Why this process cannot fork a child that runs fairmt code now (None: it can)."""
     if not sys.platform.startswith("linux"):
         return "not Linux (no PR_SET_PDEATHSIG)"
-    if threading.current_thread() is not threading.main_thread() or threading.active_count() > 1:
-        return "more than one Python thread runs"
+    if threading.current_thread() is not threading.main_thread():
+        return f"called from a thread other than the main one ({threading.current_thread().name})"
+    others = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    if others:
+        return f"more than one Python thread runs (also: {', '.join(others)})"
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         return "CUDA is initialised in this process"

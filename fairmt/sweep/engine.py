@@ -930,12 +930,13 @@ def trial_server(enabled: bool = True):
     """While the block runs, :func:`run_subprocess` forks each ``fairmt train`` from a trial server
     (:mod:`fairmt.sweep.forked`) started here, after importing :data:`WARM`. ``fairmt sweep`` opens it first, before
     it checks the recipe: the server is a copy of a process that has imported, and not yet asked CUDA anything about
-    the machine (checking a recipe does). Not ``enabled``, or a process :func:`fairmt.sweep.forked.why_not` refuses:
-    no server, and every trial starts a fresh interpreter."""
+    the machine (checking a recipe does). Not ``enabled``, or a process :func:`fairmt.forking.ready_to_fork` refuses
+    (after stopping tqdm's stall monitor, which a progress bar shown earlier in this process may have started): no
+    server, and every trial starts a fresh interpreter."""
     global _SERVER
     from fairmt.sweep import forked
 
-    if not enabled or _SERVER is not None or forked.why_not() is not None:
+    if not enabled or _SERVER is not None or forked.ready_to_fork() is not None:
         yield None
         return
     import importlib

@@ -37,7 +37,7 @@ import traceback
 from multiprocessing.connection import Connection, Pipe
 from multiprocessing.reduction import recv_handle, send_handle
 
-from fairmt.forking import attach_stdio, die_with, exit_code, set_name, why_not
+from fairmt.forking import attach_stdio, die_with, exit_code, ready_to_fork, set_name, why_not
 
 TRAIN = ["-m", "fairmt", "train"]
 """A trial command the server runs: ``[python, *TRAIN, ...]`` (``engine.train_command`` without a launcher)."""
@@ -51,9 +51,9 @@ class TrialServer:
 
     @classmethod
     def start(cls, entry: str = "fairmt") -> TrialServer | None:
-        """Fork the server (None where :func:`why_not` says no); ``entry``: the module a trial runs as
-        ``python -m ENTRY`` would (the tests give another)."""
-        if why_not() is not None:
+        """Fork the server (None where :func:`fairmt.forking.ready_to_fork` says no); ``entry``: the module a trial
+        runs as ``python -m ENTRY`` would (the tests give another)."""
+        if ready_to_fork() is not None:
             return None
         ours, theirs = Pipe(duplex=True)
         for stream in (sys.stdout, sys.stderr):  # nothing buffered here is written twice by a copy

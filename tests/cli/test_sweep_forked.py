@@ -153,16 +153,47 @@ def test_no_server_where_forking_is_unsafe(monkeypatch):
 
     assert threading.active_count() > 1 or forked.why_not() is None  # pytest-xdist runs an I/O thread here
     stop = threading.Event()
-    helper = threading.Thread(target=stop.wait)
+    helper = threading.Thread(target=stop.wait, name="helper-thread")
     helper.start()
     try:
-        assert forked.why_not() == "more than one Python thread runs"
+        assert forked.why_not().startswith("more than one Python thread runs (also: ")
+        assert "helper-thread" in forked.why_not()  # the refusal names the threads
         assert forked.TrialServer.start() is None
     finally:
         stop.set()
         helper.join()
     monkeypatch.setattr(sys, "platform", "darwin")
     assert forked.why_not() == "not Linux (no PR_SET_PDEATHSIG)"
+
+
+AFTER_A_BAR = r"""
+import os, sys, threading
+import tqdm
+from fairmt.sweep.forked import TrialServer
+
+with open(os.devnull, "w") as null:
+    for _ in tqdm.tqdm(range(2), file=null):
+        pass
+print(sorted(t.name for t in threading.enumerate()), flush=True)
+server = TrialServer.start(entry="forked_entry")
+print("server", server is not None, sorted(t.name for t in threading.enumerate()), flush=True)
+server.close()
+"""
+
+
+def test_a_progress_bar_shown_before_does_not_cost_the_server(tmp_path):
+    """A progress bar shown earlier in the process (a notebook that called ``fairmt.sweep`` after a training) left
+    tqdm's stall monitor thread running: the server stops it (``fairmt.forking.ready_to_fork``) rather than giving
+    every trial a fresh interpreter."""
+    script = tmp_path / "after_a_bar.py"
+    script.write_text(AFTER_A_BAR)
+    proc = procs.run(
+        procs.python(script), env=procs.env(tests_on_path=True), capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    before, after = proc.stdout.splitlines()
+    assert before == "['MainThread', 'tqdm_monitor']"
+    assert after == "server True ['MainThread']"
 
 
 def test_a_process_that_opened_the_nvidia_driver_forks_no_server(monkeypatch):
@@ -211,7 +242,7 @@ def test_fairmt_sweep_forks_its_trials_unless_no_fork(monkeypatch, tmp_path, ext
     checked = spec.build_spec
     monkeypatch.setattr(spec, "build_spec", lambda *a, **k: (calls.append(("check",)), checked(*a, **k))[1])
     monkeypatch.setattr(forked, "TrialServer", Server)
-    monkeypatch.setattr(forked, "why_not", lambda: None)
+    monkeypatch.setattr(forked, "ready_to_fork", lambda: None)
     monkeypatch.setattr(engine, "run_subprocess", runner)
     out = tmp_path / "sweep"
     grid = ["--grid", "training.learning_rate=0.1"]
