@@ -206,7 +206,7 @@ def test_a_process_that_opened_the_nvidia_driver_forks_no_server(monkeypatch):
     monkeypatch.setattr(forked.os, "listdir", lambda path: list(links) if path == "/proc/self/fd" else [])
     monkeypatch.setattr(forked.os, "readlink", lambda path: links[path.rsplit("/", 1)[1]])
     assert forking.nvidia_open()
-    monkeypatch.setattr(forked.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(forked.threading, "enumerate", lambda: [forked.threading.main_thread()])
     monkeypatch.setattr(forked.threading, "current_thread", forked.threading.main_thread)
     assert "NVIDIA driver" in forked.why_not()
     del links["7"]

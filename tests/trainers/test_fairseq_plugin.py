@@ -11,10 +11,12 @@ import json
 import logging
 import math
 import os
+import queue
 import random
 import socket
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -162,9 +164,11 @@ def fairseq_train(argv: list[str]) -> str:
     it up) and what it printed. A fresh interpreter per run cost ~6 s of imports each; nothing these tests check is
     about the process. What the run changes globally is put back: ``sys.argv``, the root logger's level and
     handlers, the torch / numpy / random generators. An error propagates (the console script would exit 1 with its
-    traceback)."""
+    traceback). fairseq's data-loading threads end with the run (:func:`_end_background_consumers`)."""
     import fairseq_cli.train as fairseq_train_cli  # its import-time basicConfig is a no-op under pytest (handlers)
     import numpy as np
+
+    threads = set(threading.enumerate())
 
     log = io.StringIO()
     handler = logging.StreamHandler(log)
@@ -186,7 +190,28 @@ def fairseq_train(argv: list[str]) -> str:
         torch.set_rng_state(saved[3])
         np.random.set_state(saved[4])
         random.setstate(saved[5])
+        _end_background_consumers(threads)
     return log.getvalue()
+
+
+def _end_background_consumers(before: set) -> None:
+    """End the data-loading threads a fairseq-train run left in this process. fairseq's ``BufferedIterator`` reads
+    each epoch on a ``BackgroundConsumer`` thread that blocks on its full queue when the run stops reading that epoch
+    early (``--max-update`` reached mid-epoch). fairseq-train's own process exits past it; this pytest process would
+    keep it, and a process with a second thread does not fork (``fairmt.forking.why_not``): the ``fairmt data
+    fairseq-prep`` runs of the campaign tests on this worker then started a fresh interpreter each (~8 s of imports).
+    Each such thread's queue is drained until the thread has put its last batch and ended."""
+    from fairseq.data.iterators import BackgroundConsumer
+
+    for thread in set(threading.enumerate()) - before:
+        if not isinstance(thread, BackgroundConsumer):
+            continue
+        deadline = time.monotonic() + 60
+        while thread.is_alive() and time.monotonic() < deadline:
+            with contextlib.suppress(queue.Empty):
+                thread._queue.get(timeout=0.05)
+        thread.join(timeout=1)
+        assert not thread.is_alive(), f"fairseq's {thread.name} did not end after its queue was drained"
 
 
 def _train(data, save_dir, *extra) -> str:
@@ -823,3 +848,4 @@ def test_task_options_outside_their_declared_range(data_dir, option, value, text
     against TASK_RANGES when fairseq sets the task up, with the criterion's wording."""
     with pytest.raises(FairmtError, match=f"^{option} must be {text}, got "):
         _setup(data_dir, option, value)
+
