@@ -848,4 +848,3 @@ def test_task_options_outside_their_declared_range(data_dir, option, value, text
     against TASK_RANGES when fairseq sets the task up, with the criterion's wording."""
     with pytest.raises(FairmtError, match=f"^{option} must be {text}, got "):
         _setup(data_dir, option, value)
-
