@@ -16,9 +16,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -742,14 +744,44 @@ def plot_tradeoff(report: dict[str, Any], path: str | Path) -> str | None:
     return split
 
 
+REPORT_LOCK = ".report.lock"
+"""The file in a sweep folder that :func:`write_report` holds an exclusive ``flock`` on while it reads the runs and
+writes the report."""
+
+
 def write_report(out: str | Path, spec=None, study_info: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Write ``sweep.json``, ``sweep.md`` and ``tradeoff.png`` (each atomically) and return the report."""
+    """Write ``sweep.json``, ``sweep.md`` and ``tradeoff.png`` (each atomically) and return the report. The runs are
+    read and the files written under one lock (:data:`REPORT_LOCK`): two workers that finish together each write a
+    report, and without it the one that read first, a run short, could write last and leave that report behind."""
     from fairmt.eval.report import write_text_atomic
 
     out = Path(out)
-    report = build_report(out, spec, study_info)
-    split = plot_tradeoff(report, out / "tradeoff.png")
-    report["plot"] = {"file": "tradeoff.png", "split": split} if split else None
-    write_text_atomic(out / "sweep.md", render_markdown(report))
-    write_text_atomic(out / "sweep.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    with _report_lock(out):
+        report = build_report(out, spec, study_info)
+        split = plot_tradeoff(report, out / "tradeoff.png")
+        report["plot"] = {"file": "tradeoff.png", "split": split} if split else None
+        write_text_atomic(out / "sweep.md", render_markdown(report))
+        write_text_atomic(out / "sweep.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     return report
+
+
+@contextlib.contextmanager
+def _report_lock(out: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``out/.report.lock`` while the block runs (none where ``fcntl`` is missing, or where
+    ``out`` is not a folder: :func:`build_report` then says what is wrong)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    if not out.is_dir():
+        yield
+        return
+    from fairmt.outputs import appending
+
+    with appending(out / REPORT_LOCK, what="the sweep's report lock") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

@@ -70,6 +70,37 @@ def test_two_min_objectives_rules_that_do_not_apply_say_so(swept, monkeypatch):
     assert labels == {"β=0.5", "β=1", "β=2"}
 
 
+def test_the_report_reads_the_runs_and_writes_its_files_under_one_lock(swept, monkeypatch):
+    """Two workers that finish together each write a report: the runs are read and the three files written under
+    an exclusive lock, so the one that writes last has read last (once the runs were read outside it, a worker a run
+    short wrote last: tests/cli/test_sweep.py's kill -9 sweep). Seen from another open file of the lock, as the
+    other worker sees it."""
+    import fcntl
+
+    from fairmt.sweep import report as rep
+
+    lock = Path(swept.output_dir) / rep.REPORT_LOCK
+    held = []
+
+    def probe(what):
+        with open(lock, "a") as other:  # noqa: SIM115 - the other worker's open file of the lock
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                held.append(what)
+            else:
+                fcntl.flock(other, fcntl.LOCK_UN)
+
+    build, write = rep.build_report, rep.render_markdown
+    monkeypatch.setattr(rep, "build_report", lambda *a: (probe("read"), build(*a))[1])
+    monkeypatch.setattr(rep, "render_markdown", lambda r: (probe("write"), write(r))[1])
+    monkeypatch.setattr("fairmt.eval.report.save_figure_atomic", lambda fig, path: None)
+    rep.write_report(swept.output_dir, swept)
+    assert held == ["read", "write"]
+    probe("after")
+    assert held == ["read", "write"]  # let go after
+
+
 def test_unknown_ccd_objective_is_refused_before_any_trial_with_names_objective_accepts():
     from fairmt.commands.train import load_recipe
     from fairmt.errors import FairmtError
