@@ -407,6 +407,10 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 _SERVER: Any = None
 """The running sweep's :class:`fairmt.sweep.forked.TrialServer` (None: every trial starts a fresh interpreter)."""
 
+_NO_SERVER: str | None = None
+"""Why the running sweep has no trial server (``--no-fork``, or what :func:`fairmt.forking.ready_to_fork` said), for
+each trial's log; None while it has one, or outside :func:`trial_server`."""
+
 
 def run_subprocess(cmd: list[str], log_path: Path) -> int:
     """Run ``cmd`` with stdout and stderr into ``log_path``; a worker that stops (signal, error) stops it too. A
@@ -426,6 +430,8 @@ def run_subprocess(cmd: list[str], log_path: Path) -> int:
             if rc is not None:
                 return rc
             log.write(b"# the trial server is gone: a fresh interpreter\n")
+        elif server is None and _NO_SERVER is not None and cmd[1 : 1 + len(TRAIN)] == TRAIN:
+            log.write(f"# a fresh interpreter: no trial server ({_NO_SERVER})\n".encode())
         log.flush()
         proc = subprocess.Popen(
             cmd,
@@ -932,24 +938,29 @@ def trial_server(enabled: bool = True):
     it checks the recipe: the server is a copy of a process that has imported, and not yet asked CUDA anything about
     the machine (checking a recipe does). Not ``enabled``, or a process :func:`fairmt.forking.ready_to_fork` refuses
     (after stopping tqdm's stall monitor, which a progress bar shown earlier in this process may have started): no
-    server, and every trial starts a fresh interpreter."""
-    global _SERVER
+    server, and every trial starts a fresh interpreter, its log saying why."""
+    global _SERVER, _NO_SERVER
     from fairmt.sweep import forked
 
-    if not enabled or _SERVER is not None or forked.ready_to_fork() is not None:
+    if _SERVER is not None:  # a sweep inside a sweep: the outer one's server serves
         yield None
         return
-    import importlib
+    why = "fairmt sweep --no-fork" if not enabled else forked.ready_to_fork()
+    server = None
+    if why is None:
+        import importlib
 
-    for name in WARM:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
-    server = forked.TrialServer.start()  # None when the imports asked CUDA after all (forked.why_not)
-    _SERVER = server
+        for name in WARM:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
+        server = forked.TrialServer.start()  # None when the imports asked CUDA after all (forked.why_not)
+        if server is None:
+            why = forked.why_not() or "the trial server did not start"
+    _SERVER, _NO_SERVER = server, why
     try:
         yield server
     finally:
-        _SERVER = None
+        _SERVER, _NO_SERVER = None, None
         if server is not None:
             server.close()
 

@@ -196,6 +196,24 @@ def test_a_progress_bar_shown_before_does_not_cost_the_server(tmp_path):
     assert after == "server True ['MainThread']"
 
 
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_trial_without_a_server_says_why_in_its_log(monkeypatch, tmp_path, enabled):
+    """A process that cannot fork (here: another thread, stood in for) or ``--no-fork`` runs each ``fairmt train``
+    as a fresh interpreter, and the trial's log says why (a sweep slower than it should be can be told from it)."""
+    from fairmt.sweep import engine, forked
+
+    monkeypatch.setattr(forked, "ready_to_fork", lambda: "more than one Python thread runs (also: Thread-6)")
+    log = tmp_path / "train.log"
+    with engine.trial_server(enabled) as server:
+        assert server is None
+        assert engine.run_subprocess([sys.executable, "-m", "fairmt", "train", "--help"], log) == 0
+        engine.run_subprocess([sys.executable, "-c", "pass"], tmp_path / "other.log")  # not a trial: no line
+    why = "more than one Python thread runs (also: Thread-6)" if enabled else "fairmt sweep --no-fork"
+    assert log.read_text().splitlines()[1] == f"# a fresh interpreter: no trial server ({why})"
+    assert "trial server" not in (tmp_path / "other.log").read_text()
+    assert engine._NO_SERVER is None and engine._SERVER is None  # the block's end forgets it
+
+
 def test_a_process_that_opened_the_nvidia_driver_forks_no_server(monkeypatch):
     """A CUDA driver initialised in the worker (by ``torch.cuda.is_available()`` even, which torch does not count
     as initialised) shows as an open /dev/nvidia* descriptor: no server then."""
