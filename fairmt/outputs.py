@@ -72,6 +72,7 @@ Standard library only: commands call it before importing anything heavy.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fnmatch
 import hashlib
@@ -85,7 +86,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -1260,6 +1261,20 @@ class appending:
         if exc is not None and isinstance(exc, Exception) and write_failed(exc):
             raise self._failed(exc) from None
         return False
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: str | os.PathLike, *, what: str) -> Iterator[None]:
+    """An exclusive ``flock`` on the file ``path`` (made empty where it is missing; opened as :class:`appending`
+    opens a file: never through a link) while the block runs; another process that asks for it waits until then."""
+    import fcntl
+
+    with appending(path, what=what) as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def append_text(path: str | os.PathLike, text: str | bytes, *, what: str = "output") -> None:

@@ -727,17 +727,10 @@ def take_lock(spec: SweepSpec):
     if sqlite_file(spec.storage) is None:
         yield
         return
-    import fcntl
+    from fairmt.outputs import exclusive_lock
 
-    from fairmt.outputs import appending
-
-    path = Path(spec.output_dir) / ".take.lock"
-    with appending(path, what="the sweep's lock for taking a trial") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with exclusive_lock(Path(spec.output_dir) / ".take.lock", what="the sweep's lock for taking a trial"):
+        yield
 
 
 class Heartbeat:

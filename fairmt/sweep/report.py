@@ -20,7 +20,6 @@ import contextlib
 import json
 import math
 import statistics
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -754,34 +753,17 @@ def write_report(out: str | Path, spec=None, study_info: dict[str, Any] | None =
     read and the files written under one lock (:data:`REPORT_LOCK`): two workers that finish together each write a
     report, and without it the one that read first, a run short, could write last and leave that report behind."""
     from fairmt.eval.report import write_text_atomic
+    from fairmt.outputs import exclusive_lock
 
     out = Path(out)
-    with _report_lock(out):
+    # no lock where ``out`` is no folder: build_report then says what is wrong
+    lock = (
+        exclusive_lock(out / REPORT_LOCK, what="the sweep's report lock") if out.is_dir() else contextlib.nullcontext()
+    )
+    with lock:
         report = build_report(out, spec, study_info)
         split = plot_tradeoff(report, out / "tradeoff.png")
         report["plot"] = {"file": "tradeoff.png", "split": split} if split else None
         write_text_atomic(out / "sweep.md", render_markdown(report))
         write_text_atomic(out / "sweep.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     return report
-
-
-@contextlib.contextmanager
-def _report_lock(out: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``out/.report.lock`` while the block runs (none where ``fcntl`` is missing, or where
-    ``out`` is not a folder: :func:`build_report` then says what is wrong)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    if not out.is_dir():
-        yield
-        return
-    from fairmt.outputs import appending
-
-    with appending(out / REPORT_LOCK, what="the sweep's report lock") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
