@@ -422,15 +422,15 @@ def run_subprocess(cmd: list[str], log_path: Path) -> int:
 
     with appending(log_path, what="the trial's log", binary=True) as log:  # a full disk: the writer's one line
         log.write(("$ " + " ".join(cmd) + "\n").encode())
-        server = _SERVER
-        if server is not None and server.alive and cmd[1 : 1 + len(TRAIN)] == TRAIN:
+        server, trial = _SERVER, cmd[1 : 1 + len(TRAIN)] == TRAIN
+        if server is not None and server.alive and trial:
             log.write(b"# forked from the sweep worker's trial server (fairmt sweep --no-fork: a fresh interpreter)\n")
             log.flush()
             rc = server.run(cmd, log)
             if rc is not None:
                 return rc
             log.write(b"# the trial server is gone: a fresh interpreter\n")
-        elif server is None and _NO_SERVER is not None and cmd[1 : 1 + len(TRAIN)] == TRAIN:
+        elif server is None and _NO_SERVER is not None and trial:
             log.write(f"# a fresh interpreter: no trial server ({_NO_SERVER})\n".encode())
         log.flush()
         proc = subprocess.Popen(
